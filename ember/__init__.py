@@ -34,7 +34,8 @@ from ember._removed_linalg import eig, lstsq, matrix_rank, solve, symeig  # noqa
 from ember._tensor_str import set_printoptions
 from ember.aten.parallel import get_num_interop_threads, get_num_threads, set_num_interop_threads, set_num_threads
 from ember import cuda, linalg, special, fft, nn  # noqa: F401
-from ember import backends  # noqa: F401
+from ember import backends, overrides, _C  # noqa: F401
+from ember.aten.torch_function import DisableTorchFunction, DisableTorchFunctionSubclass  # noqa: F401
 
 _install_generated_methods()
 from ember import _indexing  # noqa: E402

@@ -1,6 +1,7 @@
 """Functions of ``ember.*`` whose Python signatures are not one schema (``torch/functional.py``)."""
 from __future__ import annotations
 
+from ember.aten import torch_function as _torch_function
 from ember._generated import functions as _F
 from ember._generated.ops import (_histogramdd_bin_edges, _histogramdd_from_bin_cts, _histogramdd_from_bin_tensors,
                                   _unique2, unique_consecutive as _unique_consecutive, unique_dim)
@@ -59,8 +60,8 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):  # noqa
 def split(tensor, split_size_or_sections, dim=0):
     """Split into chunks of ``split_size_or_sections`` (an int) or of the given sizes (a list)."""
     if isinstance(split_size_or_sections, (list, tuple)):
-        return list(_F.split_with_sizes(tensor, split_size_or_sections, dim))
-    return list(_F.split(tensor, split_size_or_sections, dim))
+        return _F.split_with_sizes(tensor, split_size_or_sections, dim)
+    return _F.split(tensor, split_size_or_sections, dim)
 
 
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
@@ -354,3 +355,6 @@ def _gradient_along(x, d, h, edge_order):
 def _tensor_type():
     import ember
     return ember.Tensor
+
+
+_torch_function.make_module_overridable(globals())  # Note [Keeping __torch_function__ off the path of plain tensors]

@@ -13,6 +13,7 @@ import numbers
 import numpy as np
 
 from ember._generated.aten import _op_index_Tensor, _op_select_int, _op_slice_Tensor, _op_unsqueeze
+from ember import _tensor
 from ember._tensor import Tensor
 from ember.c10 import dtype as _dt
 
@@ -178,3 +179,6 @@ def setitem(t: Tensor, index, value) -> None:
         value = ember.tensor(value, dtype=t.dtype, device=t.device)
     idx = _adv_list(view, adv)
     view.index_put_(idx, value)
+
+
+_tensor._indexing_getitem, _tensor._indexing_setitem = getitem, setitem  # what Tensor.__getitem__ / __setitem__ call

@@ -14,6 +14,7 @@ import numbers
 
 import numpy as np
 
+from ember.aten import torch_function as _torch_function
 from ember.c10 import dtype as _dt
 from ember.c10.device import device as _device
 from ember.aten.composite import wrapped_number
@@ -202,12 +203,13 @@ _NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim", "x": "input", "a": "input"
 
 
 class Signatures:
-    __slots__ = ("name", "sigs", "method")
+    __slots__ = ("name", "sigs", "method", "public")
 
     def __init__(self, name: str, sigs, method: bool = False):
         self.name = name
         self.sigs = sigs
         self.method = method
+        self.public = None          # the binding itself, for __torch_function__ (set after its definition)
 
     def parse(self, args: tuple, kwargs: dict, self_=None):
         for i, spec in enumerate(self.sigs):
@@ -225,7 +227,7 @@ class Signatures:
         # As PyTorch does for a few arithmetic ops: a Python number may stand for a tensor argument,
         # as a 0-dim tensor that promotes like a wrapped number (``torch.add(x, 2, out=o)``).
         if self.name not in NUMBERS_AS_TENSORS:
-            self._raise(args, kwargs)
+            return self._fail(args, kwargs, self_)
         like = self_ if self_ is not None else next(
             (v for v in list(args) + list(kwargs.values()) if isinstance(v, Tensor)), None)
         if like is not None:
@@ -233,6 +235,16 @@ class Signatures:
                 r = self._try(spec, args, kwargs, like)
                 if r is not None:
                     return i, r
+        return self._fail(args, kwargs, self_)
+
+    def _fail(self, args, kwargs, self_):
+        """No signature accepts the call: an argument that overrides ``__torch_function__`` (an fx Proxy, which
+        never passes the fast path) gets it, as (-1, its answer); else PyTorch's error."""
+        if self.public is not None:
+            full = args if self_ is None else (self_,) + tuple(args)
+            r = _torch_function.dispatch(self.public, full, kwargs)
+            if r is not _torch_function.NOT_HANDLED:
+                return -1, r
         self._raise(args, kwargs)
 
     @staticmethod

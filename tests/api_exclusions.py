@@ -43,15 +43,9 @@ EXCLUDED: dict[str, dict[str, str]] = {
     },
     'symbolic shapes, __torch_function__ machinery and dispatcher guards: issues 17 and 18': {
         'torch': """
-            DisableTorchFunction DisableTorchFunctionSubclass ExcludeDispatchKeyGuard SymBool SymBoolType
-            SymFloat SymInt SymIntType Tag overrides sym_constrain_range sym_constrain_range_for_size sym_float
+            ExcludeDispatchKeyGuard SymBool SymBoolType
+            SymFloat SymInt SymIntType Tag sym_constrain_range sym_constrain_range_for_size sym_float
             sym_fresh_size sym_int sym_ite sym_max sym_min sym_not sym_sqrt sym_sum
-        """,
-        'nn.functional': """
-            handle_torch_function has_torch_function has_torch_function_unary has_torch_function_variadic
-        """,
-        'autograd': """
-            handle_torch_function has_torch_function is_tensor_like
         """,
     },
     'automatic mixed precision: issue 20': {

@@ -13,6 +13,9 @@ from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
+from ember.aten.torch_function import NOT_HANDLED as _NOT_HANDLED, dispatch as _tf_dispatch, register_flag as _register_tf_flag
+_TF_ON = False  # the __torch_function__ switch, kept current by torch_function._refresh
+_register_tf_flag(globals())
 
 __all__ = ['fft', 'fft2', 'fftfreq', 'fftn', 'fftshift', 'hfft', 'hfft2', 'hfftn', 'ifft', 'ifft2', 'ifftn', 'ifftshift', 'ihfft', 'ihfft2', 'ihfftn', 'irfft', 'irfft2', 'irfftn', 'rfft', 'rfft2', 'rfftfreq', 'rfftn']
 
@@ -24,6 +27,10 @@ def _bind_fft_0(input, n=None, dim=-1, norm=None, *, out=None):
     return (input, n, dim, norm, out)
 
 def fft(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fft.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_fft_0(*args, **kwargs)
     except TypeError:
@@ -36,6 +43,8 @@ def fft(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_fft_fft_out.call(input._ks, input, n, dim, norm, out)
     _i, _a = _sig_fft.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_fft.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'])
@@ -44,6 +53,7 @@ def fft(*args, **kwargs):
 
 
 fft.__doc__ = 'fft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_fft.public = fft
 def _signature_fft(input, n=None, dim=-1, norm=None, *, out=None): ...
 fft.__wrapped__ = _signature_fft
 
@@ -56,6 +66,10 @@ def _bind_ifft_0(input, n=None, dim=-1, norm=None, *, out=None):
     return (input, n, dim, norm, out)
 
 def ifft(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ifft.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ifft_0(*args, **kwargs)
     except TypeError:
@@ -68,6 +82,8 @@ def ifft(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_fft_ifft_out.call(input._ks, input, n, dim, norm, out)
     _i, _a = _sig_ifft.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_ifft.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'])
@@ -76,6 +92,7 @@ def ifft(*args, **kwargs):
 
 
 ifft.__doc__ = 'ifft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_ifft.public = ifft
 def _signature_ifft(input, n=None, dim=-1, norm=None, *, out=None): ...
 ifft.__wrapped__ = _signature_ifft
 
@@ -88,6 +105,10 @@ def _bind_rfft_0(input, n=None, dim=-1, norm=None, *, out=None):
     return (input, n, dim, norm, out)
 
 def rfft(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rfft.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_rfft_0(*args, **kwargs)
     except TypeError:
@@ -100,6 +121,8 @@ def rfft(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_fft_rfft_out.call(input._ks, input, n, dim, norm, out)
     _i, _a = _sig_rfft.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_rfft.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'])
@@ -108,6 +131,7 @@ def rfft(*args, **kwargs):
 
 
 rfft.__doc__ = 'rfft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_rfft.public = rfft
 def _signature_rfft(input, n=None, dim=-1, norm=None, *, out=None): ...
 rfft.__wrapped__ = _signature_rfft
 
@@ -120,6 +144,10 @@ def _bind_irfft_0(input, n=None, dim=-1, norm=None, *, out=None):
     return (input, n, dim, norm, out)
 
 def irfft(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_irfft.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_irfft_0(*args, **kwargs)
     except TypeError:
@@ -132,6 +160,8 @@ def irfft(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_fft_irfft_out.call(input._ks, input, n, dim, norm, out)
     _i, _a = _sig_irfft.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_irfft.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'])
@@ -140,6 +170,7 @@ def irfft(*args, **kwargs):
 
 
 irfft.__doc__ = 'irfft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_irfft.public = irfft
 def _signature_irfft(input, n=None, dim=-1, norm=None, *, out=None): ...
 irfft.__wrapped__ = _signature_irfft
 
@@ -152,6 +183,10 @@ def _bind_hfft_0(input, n=None, dim=-1, norm=None, *, out=None):
     return (input, n, dim, norm, out)
 
 def hfft(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hfft.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hfft_0(*args, **kwargs)
     except TypeError:
@@ -164,6 +199,8 @@ def hfft(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_fft_hfft_out.call(input._ks, input, n, dim, norm, out)
     _i, _a = _sig_hfft.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_hfft.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'])
@@ -172,6 +209,7 @@ def hfft(*args, **kwargs):
 
 
 hfft.__doc__ = 'hfft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_hfft.public = hfft
 def _signature_hfft(input, n=None, dim=-1, norm=None, *, out=None): ...
 hfft.__wrapped__ = _signature_hfft
 
@@ -184,6 +222,10 @@ def _bind_ihfft_0(input, n=None, dim=-1, norm=None, *, out=None):
     return (input, n, dim, norm, out)
 
 def ihfft(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ihfft.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ihfft_0(*args, **kwargs)
     except TypeError:
@@ -196,6 +238,8 @@ def ihfft(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_fft_ihfft_out.call(input._ks, input, n, dim, norm, out)
     _i, _a = _sig_ihfft.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_ihfft.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'])
@@ -204,6 +248,7 @@ def ihfft(*args, **kwargs):
 
 
 ihfft.__doc__ = 'ihfft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_ihfft.public = ihfft
 def _signature_ihfft(input, n=None, dim=-1, norm=None, *, out=None): ...
 ihfft.__wrapped__ = _signature_ihfft
 
@@ -216,6 +261,10 @@ def _bind_fft2_0(input, s=None, dim=(-2,-1), norm=None, *, out=None):
     return (input, s, dim, norm, out)
 
 def fft2(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fft2.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_fft2_0(*args, **kwargs)
     except TypeError:
@@ -228,6 +277,8 @@ def fft2(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_fft_fft2_out.call(input._ks, input, (None if s is None else s_), dim_, norm, out)
     _i, _a = _sig_fft2.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_fft2.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
@@ -236,6 +287,7 @@ def fft2(*args, **kwargs):
 
 
 fft2.__doc__ = 'fft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int] = (-2,-1), norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_fft2.public = fft2
 def _signature_fft2(input, s=None, dim=(-2,-1), norm=None, *, out=None): ...
 fft2.__wrapped__ = _signature_fft2
 
@@ -248,6 +300,10 @@ def _bind_ifft2_0(input, s=None, dim=(-2,-1), norm=None, *, out=None):
     return (input, s, dim, norm, out)
 
 def ifft2(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ifft2.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ifft2_0(*args, **kwargs)
     except TypeError:
@@ -260,6 +316,8 @@ def ifft2(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_fft_ifft2_out.call(input._ks, input, (None if s is None else s_), dim_, norm, out)
     _i, _a = _sig_ifft2.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_ifft2.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
@@ -268,6 +326,7 @@ def ifft2(*args, **kwargs):
 
 
 ifft2.__doc__ = 'ifft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int] = (-2,-1), norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_ifft2.public = ifft2
 def _signature_ifft2(input, s=None, dim=(-2,-1), norm=None, *, out=None): ...
 ifft2.__wrapped__ = _signature_ifft2
 
@@ -280,6 +339,10 @@ def _bind_rfft2_0(input, s=None, dim=(-2,-1), norm=None, *, out=None):
     return (input, s, dim, norm, out)
 
 def rfft2(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rfft2.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_rfft2_0(*args, **kwargs)
     except TypeError:
@@ -292,6 +355,8 @@ def rfft2(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_fft_rfft2_out.call(input._ks, input, (None if s is None else s_), dim_, norm, out)
     _i, _a = _sig_rfft2.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_rfft2.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
@@ -300,6 +365,7 @@ def rfft2(*args, **kwargs):
 
 
 rfft2.__doc__ = 'rfft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int] = (-2,-1), norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_rfft2.public = rfft2
 def _signature_rfft2(input, s=None, dim=(-2,-1), norm=None, *, out=None): ...
 rfft2.__wrapped__ = _signature_rfft2
 
@@ -312,6 +378,10 @@ def _bind_irfft2_0(input, s=None, dim=(-2,-1), norm=None, *, out=None):
     return (input, s, dim, norm, out)
 
 def irfft2(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_irfft2.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_irfft2_0(*args, **kwargs)
     except TypeError:
@@ -324,6 +394,8 @@ def irfft2(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_fft_irfft2_out.call(input._ks, input, (None if s is None else s_), dim_, norm, out)
     _i, _a = _sig_irfft2.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_irfft2.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
@@ -332,6 +404,7 @@ def irfft2(*args, **kwargs):
 
 
 irfft2.__doc__ = 'irfft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int] = (-2,-1), norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_irfft2.public = irfft2
 def _signature_irfft2(input, s=None, dim=(-2,-1), norm=None, *, out=None): ...
 irfft2.__wrapped__ = _signature_irfft2
 
@@ -344,6 +417,10 @@ def _bind_hfft2_0(input, s=None, dim=(-2,-1), norm=None, *, out=None):
     return (input, s, dim, norm, out)
 
 def hfft2(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hfft2.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hfft2_0(*args, **kwargs)
     except TypeError:
@@ -356,6 +433,8 @@ def hfft2(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_fft_hfft2_out.call(input._ks, input, (None if s is None else s_), dim_, norm, out)
     _i, _a = _sig_hfft2.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_hfft2.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
@@ -364,6 +443,7 @@ def hfft2(*args, **kwargs):
 
 
 hfft2.__doc__ = 'hfft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int] = (-2,-1), norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_hfft2.public = hfft2
 def _signature_hfft2(input, s=None, dim=(-2,-1), norm=None, *, out=None): ...
 hfft2.__wrapped__ = _signature_hfft2
 
@@ -376,6 +456,10 @@ def _bind_ihfft2_0(input, s=None, dim=(-2,-1), norm=None, *, out=None):
     return (input, s, dim, norm, out)
 
 def ihfft2(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ihfft2.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ihfft2_0(*args, **kwargs)
     except TypeError:
@@ -388,6 +472,8 @@ def ihfft2(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_fft_ihfft2_out.call(input._ks, input, (None if s is None else s_), dim_, norm, out)
     _i, _a = _sig_ihfft2.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_ihfft2.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
@@ -396,6 +482,7 @@ def ihfft2(*args, **kwargs):
 
 
 ihfft2.__doc__ = 'ihfft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int] = (-2,-1), norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_ihfft2.public = ihfft2
 def _signature_ihfft2(input, s=None, dim=(-2,-1), norm=None, *, out=None): ...
 ihfft2.__wrapped__ = _signature_ihfft2
 
@@ -408,6 +495,10 @@ def _bind_fftn_0(input, s=None, dim=None, norm=None, *, out=None):
     return (input, s, dim, norm, out)
 
 def fftn(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fftn.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_fftn_0(*args, **kwargs)
     except TypeError:
@@ -420,6 +511,8 @@ def fftn(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_fft_fftn_out.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
     _i, _a = _sig_fftn.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_fftn.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
@@ -428,6 +521,7 @@ def fftn(*args, **kwargs):
 
 
 fftn.__doc__ = 'fftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional[List[int]] = None, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_fftn.public = fftn
 def _signature_fftn(input, s=None, dim=None, norm=None, *, out=None): ...
 fftn.__wrapped__ = _signature_fftn
 
@@ -440,6 +534,10 @@ def _bind_ifftn_0(input, s=None, dim=None, norm=None, *, out=None):
     return (input, s, dim, norm, out)
 
 def ifftn(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ifftn.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ifftn_0(*args, **kwargs)
     except TypeError:
@@ -452,6 +550,8 @@ def ifftn(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_fft_ifftn_out.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
     _i, _a = _sig_ifftn.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_ifftn.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
@@ -460,6 +560,7 @@ def ifftn(*args, **kwargs):
 
 
 ifftn.__doc__ = 'ifftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional[List[int]] = None, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_ifftn.public = ifftn
 def _signature_ifftn(input, s=None, dim=None, norm=None, *, out=None): ...
 ifftn.__wrapped__ = _signature_ifftn
 
@@ -472,6 +573,10 @@ def _bind_rfftn_0(input, s=None, dim=None, norm=None, *, out=None):
     return (input, s, dim, norm, out)
 
 def rfftn(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rfftn.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_rfftn_0(*args, **kwargs)
     except TypeError:
@@ -484,6 +589,8 @@ def rfftn(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_fft_rfftn_out.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
     _i, _a = _sig_rfftn.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_rfftn.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
@@ -492,6 +599,7 @@ def rfftn(*args, **kwargs):
 
 
 rfftn.__doc__ = 'rfftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional[List[int]] = None, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_rfftn.public = rfftn
 def _signature_rfftn(input, s=None, dim=None, norm=None, *, out=None): ...
 rfftn.__wrapped__ = _signature_rfftn
 
@@ -504,6 +612,10 @@ def _bind_irfftn_0(input, s=None, dim=None, norm=None, *, out=None):
     return (input, s, dim, norm, out)
 
 def irfftn(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_irfftn.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_irfftn_0(*args, **kwargs)
     except TypeError:
@@ -516,6 +628,8 @@ def irfftn(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_fft_irfftn_out.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
     _i, _a = _sig_irfftn.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_irfftn.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
@@ -524,6 +638,7 @@ def irfftn(*args, **kwargs):
 
 
 irfftn.__doc__ = 'irfftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional[List[int]] = None, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_irfftn.public = irfftn
 def _signature_irfftn(input, s=None, dim=None, norm=None, *, out=None): ...
 irfftn.__wrapped__ = _signature_irfftn
 
@@ -536,6 +651,10 @@ def _bind_hfftn_0(input, s=None, dim=None, norm=None, *, out=None):
     return (input, s, dim, norm, out)
 
 def hfftn(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hfftn.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hfftn_0(*args, **kwargs)
     except TypeError:
@@ -548,6 +667,8 @@ def hfftn(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_fft_hfftn_out.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
     _i, _a = _sig_hfftn.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_hfftn.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
@@ -556,6 +677,7 @@ def hfftn(*args, **kwargs):
 
 
 hfftn.__doc__ = 'hfftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional[List[int]] = None, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_hfftn.public = hfftn
 def _signature_hfftn(input, s=None, dim=None, norm=None, *, out=None): ...
 hfftn.__wrapped__ = _signature_hfftn
 
@@ -568,6 +690,10 @@ def _bind_ihfftn_0(input, s=None, dim=None, norm=None, *, out=None):
     return (input, s, dim, norm, out)
 
 def ihfftn(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ihfftn.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ihfftn_0(*args, **kwargs)
     except TypeError:
@@ -580,6 +706,8 @@ def ihfftn(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_fft_ihfftn_out.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
     _i, _a = _sig_ihfftn.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_ihfftn.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
@@ -588,6 +716,7 @@ def ihfftn(*args, **kwargs):
 
 
 ihfftn.__doc__ = 'ihfftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional[List[int]] = None, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_ihfftn.public = ihfftn
 def _signature_ihfftn(input, s=None, dim=None, norm=None, *, out=None): ...
 ihfftn.__wrapped__ = _signature_ihfftn
 
@@ -600,6 +729,10 @@ def _bind_fftfreq_0(n, d=1.0, *, dtype=None, layout=None, device=None, pin_memor
     return (n, d, dtype, layout, device, pin_memory, out, requires_grad)
 
 def fftfreq(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fftfreq.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_fftfreq_0(*args, **kwargs)
     except TypeError:
@@ -613,6 +746,8 @@ def fftfreq(*args, **kwargs):
                 _check_out_options(out, dtype)
                 return _A._op_fft_fftfreq_out.call(_KS_CPU, n, d, out)
     _i, _a = _sig_fftfreq.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _finish_factory(_A._op_fft_fftfreq.call(_ks_device(_a['device']), _a['n'], _a['d'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
@@ -622,6 +757,7 @@ def fftfreq(*args, **kwargs):
 
 
 fftfreq.__doc__ = 'fftfreq(n: int, d: float = 1.0, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, out: Optional[Tensor] = None, requires_grad: bool = False) -> Tensor'
+_sig_fftfreq.public = fftfreq
 def _signature_fftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, pin_memory=None, out=None, requires_grad=False): ...
 fftfreq.__wrapped__ = _signature_fftfreq
 
@@ -634,6 +770,10 @@ def _bind_rfftfreq_0(n, d=1.0, *, dtype=None, layout=None, device=None, pin_memo
     return (n, d, dtype, layout, device, pin_memory, out, requires_grad)
 
 def rfftfreq(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rfftfreq.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_rfftfreq_0(*args, **kwargs)
     except TypeError:
@@ -647,6 +787,8 @@ def rfftfreq(*args, **kwargs):
                 _check_out_options(out, dtype)
                 return _A._op_fft_rfftfreq_out.call(_KS_CPU, n, d, out)
     _i, _a = _sig_rfftfreq.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _finish_factory(_A._op_fft_rfftfreq.call(_ks_device(_a['device']), _a['n'], _a['d'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
@@ -656,6 +798,7 @@ def rfftfreq(*args, **kwargs):
 
 
 rfftfreq.__doc__ = 'rfftfreq(n: int, d: float = 1.0, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, out: Optional[Tensor] = None, requires_grad: bool = False) -> Tensor'
+_sig_rfftfreq.public = rfftfreq
 def _signature_rfftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, pin_memory=None, out=None, requires_grad=False): ...
 rfftfreq.__wrapped__ = _signature_rfftfreq
 
@@ -668,6 +811,10 @@ def _bind_fftshift_0(input, dim=None):
     return (input, dim)
 
 def fftshift(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fftshift.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_fftshift_0(*args, **kwargs)
     except TypeError:
@@ -677,12 +824,15 @@ def fftshift(*args, **kwargs):
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None):
             return _A._op_fft_fftshift.call(input._ks, input, (None if dim is None else dim_))
     _i, _a = _sig_fftshift.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_fft_fftshift.call(_a['input']._ks, _a['input'], _a['dim'])
     raise AssertionError('unreachable')
 
 
 fftshift.__doc__ = 'fftshift(input: Tensor, dim: Optional[List[int]] = None) -> Tensor'
+_sig_fftshift.public = fftshift
 def _signature_fftshift(input, dim=None): ...
 fftshift.__wrapped__ = _signature_fftshift
 
@@ -695,6 +845,10 @@ def _bind_ifftshift_0(input, dim=None):
     return (input, dim)
 
 def ifftshift(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ifftshift.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ifftshift_0(*args, **kwargs)
     except TypeError:
@@ -704,11 +858,14 @@ def ifftshift(*args, **kwargs):
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None):
             return _A._op_fft_ifftshift.call(input._ks, input, (None if dim is None else dim_))
     _i, _a = _sig_ifftshift.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_fft_ifftshift.call(_a['input']._ks, _a['input'], _a['dim'])
     raise AssertionError('unreachable')
 
 
 ifftshift.__doc__ = 'ifftshift(input: Tensor, dim: Optional[List[int]] = None) -> Tensor'
+_sig_ifftshift.public = ifftshift
 def _signature_ifftshift(input, dim=None): ...
 ifftshift.__wrapped__ = _signature_ifftshift

@@ -13,6 +13,9 @@ from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
+from ember.aten.torch_function import NOT_HANDLED as _NOT_HANDLED, dispatch as _tf_dispatch, register_flag as _register_tf_flag
+_TF_ON = False  # the __torch_function__ switch, kept current by torch_function._refresh
+_register_tf_flag(globals())
 
 __all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_ctc_loss', '_dirichlet_grad', '_embedding_bag', '_fft_c2c', '_fft_c2r', '_fft_r2c', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_histogramdd_bin_edges', '_histogramdd_from_bin_cts', '_histogramdd_from_bin_tensors', '_log_softmax', '_lu_with_info', '_prelu_kernel', '_safe_softmax', '_sample_dirichlet', '_scaled_dot_product_attention_math', '_scaled_dot_product_flash_attention_for_cpu', '_sobol_engine_draw', '_sobol_engine_ff_', '_sobol_engine_initialize_state_', '_sobol_engine_scramble_', '_softmax', '_standard_gamma', '_standard_gamma_grad', '_unique2', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addmv_', 'addr', 'adjoint', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'alias_copy', 'all', 'allclose', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_copy', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'bartlett_window', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'blackman_window', 'block_diag', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cartesian_prod', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'chain_matmul', 'channel_shuffle', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'combinations', 'complex', 'concat', 'concatenate', 'conj_physical', 'conj_physical_', 'constant_pad_nd', 'conv_tbc', 'convolution', 'convolution_backward', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'cumulative_trapezoid', 'deg2rad', 'deg2rad_', 'det', 'detach_copy', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_copy', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dsplit', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'empty_permuted', 'empty_strided', 'eq', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand_copy', 'expm1', 'expm1_', 'eye', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'frexp', 'frobenius_norm', 'full', 'full_like', 'gather', 'gcd', 'gcd_', 'ge', 'geqrf', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hamming_window', 'hann_window', 'hardshrink', 'hardshrink_backward', 'hash_tensor', 'heaviside', 'hinge_embedding_loss', 'histc', 'histogram', 'hsplit', 'hstack', 'hypot', 'i0', 'i0_', 'igamma', 'igammac', 'imag', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_reduce', 'index_select', 'inner', 'instance_norm', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kaiser_window', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'lu_solve', 'lu_unpack', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'mvlgamma', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'nonzero_static', 'norm', 'norm_except_dim', 'normal', 'not_equal', 'nuclear_norm', 'ones', 'ones_like', 'orgqr', 'ormqr', 'outer', 'pairwise_distance', 'permute', 'permute_copy', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson', 'poisson_nll_loss', 'polar', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'put', 'qr', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'range', 'ravel', 'real', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'renorm', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_copy', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slice_copy', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_copy', 'split_with_sizes', 'split_with_sizes_copy', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'squeeze_copy', 'stack', 'std', 'std_mean', 'stft', 'sub', 'subtract', 'sum', 'svd', 'swapaxes', 'swapdims', 't', 't_copy', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'transpose_copy', 'trapezoid', 'trapz', 'triangular_solve', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unbind_copy', 'unflatten', 'unfold_copy', 'unique_consecutive', 'unique_dim', 'unsafe_chunk', 'unsafe_split', 'unsafe_split_with_sizes', 'unsqueeze', 'unsqueeze_copy', 'vander', 'var', 'var_mean', 'vdot', 'view_as_complex', 'view_as_complex_copy', 'view_as_real', 'view_as_real_copy', 'view_copy', 'vsplit', 'vstack', 'where', 'xlogy', 'xlogy_', 'zero_', 'zeros', 'zeros_like']
 
@@ -24,6 +27,10 @@ def _bind_abs_0(input, *, out=None):
     return (input, out)
 
 def abs(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_abs.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_abs_0(*args, **kwargs)
     except TypeError:
@@ -36,6 +43,8 @@ def abs(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_abs_out.call(input._ks, input, out)
     _i, _a = _sig_abs.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_abs.call(_a['input']._ks, _a['input'])
@@ -44,6 +53,7 @@ def abs(*args, **kwargs):
 
 
 abs.__doc__ = 'Computes the absolute value of each element in ``input``.\n\nabs(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_abs.public = abs
 def _signature_abs(input, *, out=None): ...
 abs.__wrapped__ = _signature_abs
 
@@ -56,6 +66,10 @@ def _bind_abs__0(input):
     return (input,)
 
 def abs_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_abs_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_abs__0(*args, **kwargs)
     except TypeError:
@@ -65,12 +79,15 @@ def abs_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_abs_.call(input._ks, input)
     _i, _a = _sig_abs_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_abs_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 abs_.__doc__ = 'Computes the absolute value of each element in ``input``.\n\nabs_(input: Tensor) -> Tensor'
+_sig_abs_.public = abs_
 def _signature_abs_(input): ...
 abs_.__wrapped__ = _signature_abs_
 
@@ -83,6 +100,10 @@ def _bind_conj_physical_0(input, *, out=None):
     return (input, out)
 
 def conj_physical(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_conj_physical.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_conj_physical_0(*args, **kwargs)
     except TypeError:
@@ -95,6 +116,8 @@ def conj_physical(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_conj_physical_out.call(input._ks, input, out)
     _i, _a = _sig_conj_physical.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_conj_physical.call(_a['input']._ks, _a['input'])
@@ -103,6 +126,7 @@ def conj_physical(*args, **kwargs):
 
 
 conj_physical.__doc__ = 'conj_physical(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_conj_physical.public = conj_physical
 def _signature_conj_physical(input, *, out=None): ...
 conj_physical.__wrapped__ = _signature_conj_physical
 
@@ -115,6 +139,10 @@ def _bind_conj_physical__0(input):
     return (input,)
 
 def conj_physical_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_conj_physical_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_conj_physical__0(*args, **kwargs)
     except TypeError:
@@ -124,12 +152,15 @@ def conj_physical_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_conj_physical_.call(input._ks, input)
     _i, _a = _sig_conj_physical_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_conj_physical_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 conj_physical_.__doc__ = 'conj_physical_(input: Tensor) -> Tensor'
+_sig_conj_physical_.public = conj_physical_
 def _signature_conj_physical_(input): ...
 conj_physical_.__wrapped__ = _signature_conj_physical_
 
@@ -142,6 +173,10 @@ def _bind_neg_0(input, *, out=None):
     return (input, out)
 
 def neg(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_neg.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_neg_0(*args, **kwargs)
     except TypeError:
@@ -154,6 +189,8 @@ def neg(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_neg_out.call(input._ks, input, out)
     _i, _a = _sig_neg.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_neg.call(_a['input']._ks, _a['input'])
@@ -162,6 +199,7 @@ def neg(*args, **kwargs):
 
 
 neg.__doc__ = 'Returns a new tensor with the negative of the elements of ``input``.\n\nneg(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_neg.public = neg
 def _signature_neg(input, *, out=None): ...
 neg.__wrapped__ = _signature_neg
 
@@ -174,6 +212,10 @@ def _bind_neg__0(input):
     return (input,)
 
 def neg_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_neg_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_neg__0(*args, **kwargs)
     except TypeError:
@@ -183,12 +225,15 @@ def neg_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_neg_.call(input._ks, input)
     _i, _a = _sig_neg_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_neg_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 neg_.__doc__ = 'Returns a new tensor with the negative of the elements of ``input``.\n\nneg_(input: Tensor) -> Tensor'
+_sig_neg_.public = neg_
 def _signature_neg_(input): ...
 neg_.__wrapped__ = _signature_neg_
 
@@ -201,6 +246,10 @@ def _bind_sign_0(input, *, out=None):
     return (input, out)
 
 def sign(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sign.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sign_0(*args, **kwargs)
     except TypeError:
@@ -213,6 +262,8 @@ def sign(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_sign_out.call(input._ks, input, out)
     _i, _a = _sig_sign.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_sign.call(_a['input']._ks, _a['input'])
@@ -221,6 +272,7 @@ def sign(*args, **kwargs):
 
 
 sign.__doc__ = 'sign(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_sign.public = sign
 def _signature_sign(input, *, out=None): ...
 sign.__wrapped__ = _signature_sign
 
@@ -233,6 +285,10 @@ def _bind_sign__0(input):
     return (input,)
 
 def sign_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sign_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sign__0(*args, **kwargs)
     except TypeError:
@@ -242,12 +298,15 @@ def sign_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_sign_.call(input._ks, input)
     _i, _a = _sig_sign_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sign_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 sign_.__doc__ = 'sign_(input: Tensor) -> Tensor'
+_sig_sign_.public = sign_
 def _signature_sign_(input): ...
 sign_.__wrapped__ = _signature_sign_
 
@@ -260,6 +319,10 @@ def _bind_sgn_0(input, *, out=None):
     return (input, out)
 
 def sgn(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sgn.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sgn_0(*args, **kwargs)
     except TypeError:
@@ -272,6 +335,8 @@ def sgn(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_sgn_out.call(input._ks, input, out)
     _i, _a = _sig_sgn.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_sgn.call(_a['input']._ks, _a['input'])
@@ -280,6 +345,7 @@ def sgn(*args, **kwargs):
 
 
 sgn.__doc__ = 'sgn(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_sgn.public = sgn
 def _signature_sgn(input, *, out=None): ...
 sgn.__wrapped__ = _signature_sgn
 
@@ -292,6 +358,10 @@ def _bind_sgn__0(input):
     return (input,)
 
 def sgn_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sgn_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sgn__0(*args, **kwargs)
     except TypeError:
@@ -301,12 +371,15 @@ def sgn_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_sgn_.call(input._ks, input)
     _i, _a = _sig_sgn_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sgn_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 sgn_.__doc__ = 'sgn_(input: Tensor) -> Tensor'
+_sig_sgn_.public = sgn_
 def _signature_sgn_(input): ...
 sgn_.__wrapped__ = _signature_sgn_
 
@@ -319,6 +392,10 @@ def _bind_floor_0(input, *, out=None):
     return (input, out)
 
 def floor(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_floor.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_floor_0(*args, **kwargs)
     except TypeError:
@@ -331,6 +408,8 @@ def floor(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_floor_out.call(input._ks, input, out)
     _i, _a = _sig_floor.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_floor.call(_a['input']._ks, _a['input'])
@@ -339,6 +418,7 @@ def floor(*args, **kwargs):
 
 
 floor.__doc__ = 'floor(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_floor.public = floor
 def _signature_floor(input, *, out=None): ...
 floor.__wrapped__ = _signature_floor
 
@@ -351,6 +431,10 @@ def _bind_floor__0(input):
     return (input,)
 
 def floor_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_floor_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_floor__0(*args, **kwargs)
     except TypeError:
@@ -360,12 +444,15 @@ def floor_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_floor_.call(input._ks, input)
     _i, _a = _sig_floor_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_floor_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 floor_.__doc__ = 'floor_(input: Tensor) -> Tensor'
+_sig_floor_.public = floor_
 def _signature_floor_(input): ...
 floor_.__wrapped__ = _signature_floor_
 
@@ -378,6 +465,10 @@ def _bind_ceil_0(input, *, out=None):
     return (input, out)
 
 def ceil(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ceil.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ceil_0(*args, **kwargs)
     except TypeError:
@@ -390,6 +481,8 @@ def ceil(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_ceil_out.call(input._ks, input, out)
     _i, _a = _sig_ceil.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_ceil.call(_a['input']._ks, _a['input'])
@@ -398,6 +491,7 @@ def ceil(*args, **kwargs):
 
 
 ceil.__doc__ = 'ceil(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_ceil.public = ceil
 def _signature_ceil(input, *, out=None): ...
 ceil.__wrapped__ = _signature_ceil
 
@@ -410,6 +504,10 @@ def _bind_ceil__0(input):
     return (input,)
 
 def ceil_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ceil_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ceil__0(*args, **kwargs)
     except TypeError:
@@ -419,12 +517,15 @@ def ceil_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_ceil_.call(input._ks, input)
     _i, _a = _sig_ceil_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_ceil_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 ceil_.__doc__ = 'ceil_(input: Tensor) -> Tensor'
+_sig_ceil_.public = ceil_
 def _signature_ceil_(input): ...
 ceil_.__wrapped__ = _signature_ceil_
 
@@ -437,6 +538,10 @@ def _bind_trunc_0(input, *, out=None):
     return (input, out)
 
 def trunc(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_trunc.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_trunc_0(*args, **kwargs)
     except TypeError:
@@ -449,6 +554,8 @@ def trunc(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_trunc_out.call(input._ks, input, out)
     _i, _a = _sig_trunc.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_trunc.call(_a['input']._ks, _a['input'])
@@ -457,6 +564,7 @@ def trunc(*args, **kwargs):
 
 
 trunc.__doc__ = 'trunc(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_trunc.public = trunc
 def _signature_trunc(input, *, out=None): ...
 trunc.__wrapped__ = _signature_trunc
 
@@ -469,6 +577,10 @@ def _bind_trunc__0(input):
     return (input,)
 
 def trunc_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_trunc_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_trunc__0(*args, **kwargs)
     except TypeError:
@@ -478,12 +590,15 @@ def trunc_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_trunc_.call(input._ks, input)
     _i, _a = _sig_trunc_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_trunc_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 trunc_.__doc__ = 'trunc_(input: Tensor) -> Tensor'
+_sig_trunc_.public = trunc_
 def _signature_trunc_(input): ...
 trunc_.__wrapped__ = _signature_trunc_
 
@@ -496,6 +611,10 @@ def _bind_frac_0(input, *, out=None):
     return (input, out)
 
 def frac(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_frac.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_frac_0(*args, **kwargs)
     except TypeError:
@@ -508,6 +627,8 @@ def frac(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_frac_out.call(input._ks, input, out)
     _i, _a = _sig_frac.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_frac.call(_a['input']._ks, _a['input'])
@@ -516,6 +637,7 @@ def frac(*args, **kwargs):
 
 
 frac.__doc__ = 'frac(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_frac.public = frac
 def _signature_frac(input, *, out=None): ...
 frac.__wrapped__ = _signature_frac
 
@@ -528,6 +650,10 @@ def _bind_frac__0(input):
     return (input,)
 
 def frac_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_frac_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_frac__0(*args, **kwargs)
     except TypeError:
@@ -537,12 +663,15 @@ def frac_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_frac_.call(input._ks, input)
     _i, _a = _sig_frac_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_frac_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 frac_.__doc__ = 'frac_(input: Tensor) -> Tensor'
+_sig_frac_.public = frac_
 def _signature_frac_(input): ...
 frac_.__wrapped__ = _signature_frac_
 
@@ -555,6 +684,10 @@ def _bind_exp_0(input, *, out=None):
     return (input, out)
 
 def exp(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_exp.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_exp_0(*args, **kwargs)
     except TypeError:
@@ -567,6 +700,8 @@ def exp(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_exp_out.call(input._ks, input, out)
     _i, _a = _sig_exp.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_exp.call(_a['input']._ks, _a['input'])
@@ -575,6 +710,7 @@ def exp(*args, **kwargs):
 
 
 exp.__doc__ = 'Returns a new tensor with the exponential of the elements of ``input``.\n\nexp(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_exp.public = exp
 def _signature_exp(input, *, out=None): ...
 exp.__wrapped__ = _signature_exp
 
@@ -587,6 +723,10 @@ def _bind_exp__0(input):
     return (input,)
 
 def exp_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_exp_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_exp__0(*args, **kwargs)
     except TypeError:
@@ -596,12 +736,15 @@ def exp_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_exp_.call(input._ks, input)
     _i, _a = _sig_exp_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_exp_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 exp_.__doc__ = 'Returns a new tensor with the exponential of the elements of ``input``.\n\nexp_(input: Tensor) -> Tensor'
+_sig_exp_.public = exp_
 def _signature_exp_(input): ...
 exp_.__wrapped__ = _signature_exp_
 
@@ -614,6 +757,10 @@ def _bind_exp2_0(input, *, out=None):
     return (input, out)
 
 def exp2(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_exp2.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_exp2_0(*args, **kwargs)
     except TypeError:
@@ -626,6 +773,8 @@ def exp2(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_exp2_out.call(input._ks, input, out)
     _i, _a = _sig_exp2.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_exp2.call(_a['input']._ks, _a['input'])
@@ -634,6 +783,7 @@ def exp2(*args, **kwargs):
 
 
 exp2.__doc__ = 'exp2(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_exp2.public = exp2
 def _signature_exp2(input, *, out=None): ...
 exp2.__wrapped__ = _signature_exp2
 
@@ -646,6 +796,10 @@ def _bind_exp2__0(input):
     return (input,)
 
 def exp2_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_exp2_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_exp2__0(*args, **kwargs)
     except TypeError:
@@ -655,12 +809,15 @@ def exp2_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_exp2_.call(input._ks, input)
     _i, _a = _sig_exp2_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_exp2_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 exp2_.__doc__ = 'exp2_(input: Tensor) -> Tensor'
+_sig_exp2_.public = exp2_
 def _signature_exp2_(input): ...
 exp2_.__wrapped__ = _signature_exp2_
 
@@ -673,6 +830,10 @@ def _bind_expm1_0(input, *, out=None):
     return (input, out)
 
 def expm1(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_expm1.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_expm1_0(*args, **kwargs)
     except TypeError:
@@ -685,6 +846,8 @@ def expm1(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_expm1_out.call(input._ks, input, out)
     _i, _a = _sig_expm1.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_expm1.call(_a['input']._ks, _a['input'])
@@ -693,6 +856,7 @@ def expm1(*args, **kwargs):
 
 
 expm1.__doc__ = 'expm1(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_expm1.public = expm1
 def _signature_expm1(input, *, out=None): ...
 expm1.__wrapped__ = _signature_expm1
 
@@ -705,6 +869,10 @@ def _bind_expm1__0(input):
     return (input,)
 
 def expm1_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_expm1_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_expm1__0(*args, **kwargs)
     except TypeError:
@@ -714,12 +882,15 @@ def expm1_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_expm1_.call(input._ks, input)
     _i, _a = _sig_expm1_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_expm1_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 expm1_.__doc__ = 'expm1_(input: Tensor) -> Tensor'
+_sig_expm1_.public = expm1_
 def _signature_expm1_(input): ...
 expm1_.__wrapped__ = _signature_expm1_
 
@@ -732,6 +903,10 @@ def _bind_log_0(input, *, out=None):
     return (input, out)
 
 def log(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log_0(*args, **kwargs)
     except TypeError:
@@ -744,6 +919,8 @@ def log(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_log_out.call(input._ks, input, out)
     _i, _a = _sig_log.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_log.call(_a['input']._ks, _a['input'])
@@ -752,6 +929,7 @@ def log(*args, **kwargs):
 
 
 log.__doc__ = 'Returns a new tensor with the natural logarithm of the elements of ``input``.\n\nlog(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_log.public = log
 def _signature_log(input, *, out=None): ...
 log.__wrapped__ = _signature_log
 
@@ -764,6 +942,10 @@ def _bind_log__0(input):
     return (input,)
 
 def log_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log__0(*args, **kwargs)
     except TypeError:
@@ -773,12 +955,15 @@ def log_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_log_.call(input._ks, input)
     _i, _a = _sig_log_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_log_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 log_.__doc__ = 'Returns a new tensor with the natural logarithm of the elements of ``input``.\n\nlog_(input: Tensor) -> Tensor'
+_sig_log_.public = log_
 def _signature_log_(input): ...
 log_.__wrapped__ = _signature_log_
 
@@ -791,6 +976,10 @@ def _bind_log2_0(input, *, out=None):
     return (input, out)
 
 def log2(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log2.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log2_0(*args, **kwargs)
     except TypeError:
@@ -803,6 +992,8 @@ def log2(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_log2_out.call(input._ks, input, out)
     _i, _a = _sig_log2.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_log2.call(_a['input']._ks, _a['input'])
@@ -811,6 +1002,7 @@ def log2(*args, **kwargs):
 
 
 log2.__doc__ = 'log2(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_log2.public = log2
 def _signature_log2(input, *, out=None): ...
 log2.__wrapped__ = _signature_log2
 
@@ -823,6 +1015,10 @@ def _bind_log2__0(input):
     return (input,)
 
 def log2_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log2_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log2__0(*args, **kwargs)
     except TypeError:
@@ -832,12 +1028,15 @@ def log2_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_log2_.call(input._ks, input)
     _i, _a = _sig_log2_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_log2_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 log2_.__doc__ = 'log2_(input: Tensor) -> Tensor'
+_sig_log2_.public = log2_
 def _signature_log2_(input): ...
 log2_.__wrapped__ = _signature_log2_
 
@@ -850,6 +1049,10 @@ def _bind_log10_0(input, *, out=None):
     return (input, out)
 
 def log10(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log10.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log10_0(*args, **kwargs)
     except TypeError:
@@ -862,6 +1065,8 @@ def log10(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_log10_out.call(input._ks, input, out)
     _i, _a = _sig_log10.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_log10.call(_a['input']._ks, _a['input'])
@@ -870,6 +1075,7 @@ def log10(*args, **kwargs):
 
 
 log10.__doc__ = 'log10(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_log10.public = log10
 def _signature_log10(input, *, out=None): ...
 log10.__wrapped__ = _signature_log10
 
@@ -882,6 +1088,10 @@ def _bind_log10__0(input):
     return (input,)
 
 def log10_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log10_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log10__0(*args, **kwargs)
     except TypeError:
@@ -891,12 +1101,15 @@ def log10_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_log10_.call(input._ks, input)
     _i, _a = _sig_log10_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_log10_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 log10_.__doc__ = 'log10_(input: Tensor) -> Tensor'
+_sig_log10_.public = log10_
 def _signature_log10_(input): ...
 log10_.__wrapped__ = _signature_log10_
 
@@ -909,6 +1122,10 @@ def _bind_log1p_0(input, *, out=None):
     return (input, out)
 
 def log1p(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log1p.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log1p_0(*args, **kwargs)
     except TypeError:
@@ -921,6 +1138,8 @@ def log1p(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_log1p_out.call(input._ks, input, out)
     _i, _a = _sig_log1p.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_log1p.call(_a['input']._ks, _a['input'])
@@ -929,6 +1148,7 @@ def log1p(*args, **kwargs):
 
 
 log1p.__doc__ = 'log1p(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_log1p.public = log1p
 def _signature_log1p(input, *, out=None): ...
 log1p.__wrapped__ = _signature_log1p
 
@@ -941,6 +1161,10 @@ def _bind_log1p__0(input):
     return (input,)
 
 def log1p_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log1p_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log1p__0(*args, **kwargs)
     except TypeError:
@@ -950,12 +1174,15 @@ def log1p_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_log1p_.call(input._ks, input)
     _i, _a = _sig_log1p_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_log1p_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 log1p_.__doc__ = 'log1p_(input: Tensor) -> Tensor'
+_sig_log1p_.public = log1p_
 def _signature_log1p_(input): ...
 log1p_.__wrapped__ = _signature_log1p_
 
@@ -968,6 +1195,10 @@ def _bind_sqrt_0(input, *, out=None):
     return (input, out)
 
 def sqrt(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sqrt.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sqrt_0(*args, **kwargs)
     except TypeError:
@@ -980,6 +1211,8 @@ def sqrt(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_sqrt_out.call(input._ks, input, out)
     _i, _a = _sig_sqrt.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_sqrt.call(_a['input']._ks, _a['input'])
@@ -988,6 +1221,7 @@ def sqrt(*args, **kwargs):
 
 
 sqrt.__doc__ = 'Returns a new tensor with the square root of the elements of ``input``.\n\nsqrt(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_sqrt.public = sqrt
 def _signature_sqrt(input, *, out=None): ...
 sqrt.__wrapped__ = _signature_sqrt
 
@@ -1000,6 +1234,10 @@ def _bind_sqrt__0(input):
     return (input,)
 
 def sqrt_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sqrt_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sqrt__0(*args, **kwargs)
     except TypeError:
@@ -1009,12 +1247,15 @@ def sqrt_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_sqrt_.call(input._ks, input)
     _i, _a = _sig_sqrt_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sqrt_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 sqrt_.__doc__ = 'Returns a new tensor with the square root of the elements of ``input``.\n\nsqrt_(input: Tensor) -> Tensor'
+_sig_sqrt_.public = sqrt_
 def _signature_sqrt_(input): ...
 sqrt_.__wrapped__ = _signature_sqrt_
 
@@ -1027,6 +1268,10 @@ def _bind_rsqrt_0(input, *, out=None):
     return (input, out)
 
 def rsqrt(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rsqrt.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_rsqrt_0(*args, **kwargs)
     except TypeError:
@@ -1039,6 +1284,8 @@ def rsqrt(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_rsqrt_out.call(input._ks, input, out)
     _i, _a = _sig_rsqrt.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_rsqrt.call(_a['input']._ks, _a['input'])
@@ -1047,6 +1294,7 @@ def rsqrt(*args, **kwargs):
 
 
 rsqrt.__doc__ = 'rsqrt(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_rsqrt.public = rsqrt
 def _signature_rsqrt(input, *, out=None): ...
 rsqrt.__wrapped__ = _signature_rsqrt
 
@@ -1059,6 +1307,10 @@ def _bind_rsqrt__0(input):
     return (input,)
 
 def rsqrt_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rsqrt_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_rsqrt__0(*args, **kwargs)
     except TypeError:
@@ -1068,12 +1320,15 @@ def rsqrt_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_rsqrt_.call(input._ks, input)
     _i, _a = _sig_rsqrt_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_rsqrt_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 rsqrt_.__doc__ = 'rsqrt_(input: Tensor) -> Tensor'
+_sig_rsqrt_.public = rsqrt_
 def _signature_rsqrt_(input): ...
 rsqrt_.__wrapped__ = _signature_rsqrt_
 
@@ -1086,6 +1341,10 @@ def _bind_sin_0(input, *, out=None):
     return (input, out)
 
 def sin(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sin.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sin_0(*args, **kwargs)
     except TypeError:
@@ -1098,6 +1357,8 @@ def sin(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_sin_out.call(input._ks, input, out)
     _i, _a = _sig_sin.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_sin.call(_a['input']._ks, _a['input'])
@@ -1106,6 +1367,7 @@ def sin(*args, **kwargs):
 
 
 sin.__doc__ = 'Returns a new tensor with the sine of the elements of ``input``.\n\nsin(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_sin.public = sin
 def _signature_sin(input, *, out=None): ...
 sin.__wrapped__ = _signature_sin
 
@@ -1118,6 +1380,10 @@ def _bind_sin__0(input):
     return (input,)
 
 def sin_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sin_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sin__0(*args, **kwargs)
     except TypeError:
@@ -1127,12 +1393,15 @@ def sin_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_sin_.call(input._ks, input)
     _i, _a = _sig_sin_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sin_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 sin_.__doc__ = 'Returns a new tensor with the sine of the elements of ``input``.\n\nsin_(input: Tensor) -> Tensor'
+_sig_sin_.public = sin_
 def _signature_sin_(input): ...
 sin_.__wrapped__ = _signature_sin_
 
@@ -1145,6 +1414,10 @@ def _bind_cos_0(input, *, out=None):
     return (input, out)
 
 def cos(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cos.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cos_0(*args, **kwargs)
     except TypeError:
@@ -1157,6 +1430,8 @@ def cos(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_cos_out.call(input._ks, input, out)
     _i, _a = _sig_cos.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_cos.call(_a['input']._ks, _a['input'])
@@ -1165,6 +1440,7 @@ def cos(*args, **kwargs):
 
 
 cos.__doc__ = 'Returns a new tensor with the cosine of the elements of ``input``.\n\ncos(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_cos.public = cos
 def _signature_cos(input, *, out=None): ...
 cos.__wrapped__ = _signature_cos
 
@@ -1177,6 +1453,10 @@ def _bind_cos__0(input):
     return (input,)
 
 def cos_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cos_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cos__0(*args, **kwargs)
     except TypeError:
@@ -1186,12 +1466,15 @@ def cos_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_cos_.call(input._ks, input)
     _i, _a = _sig_cos_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cos_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 cos_.__doc__ = 'Returns a new tensor with the cosine of the elements of ``input``.\n\ncos_(input: Tensor) -> Tensor'
+_sig_cos_.public = cos_
 def _signature_cos_(input): ...
 cos_.__wrapped__ = _signature_cos_
 
@@ -1204,6 +1487,10 @@ def _bind_tan_0(input, *, out=None):
     return (input, out)
 
 def tan(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_tan.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_tan_0(*args, **kwargs)
     except TypeError:
@@ -1216,6 +1503,8 @@ def tan(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_tan_out.call(input._ks, input, out)
     _i, _a = _sig_tan.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_tan.call(_a['input']._ks, _a['input'])
@@ -1224,6 +1513,7 @@ def tan(*args, **kwargs):
 
 
 tan.__doc__ = 'tan(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_tan.public = tan
 def _signature_tan(input, *, out=None): ...
 tan.__wrapped__ = _signature_tan
 
@@ -1236,6 +1526,10 @@ def _bind_tan__0(input):
     return (input,)
 
 def tan_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_tan_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_tan__0(*args, **kwargs)
     except TypeError:
@@ -1245,12 +1539,15 @@ def tan_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_tan_.call(input._ks, input)
     _i, _a = _sig_tan_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_tan_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 tan_.__doc__ = 'tan_(input: Tensor) -> Tensor'
+_sig_tan_.public = tan_
 def _signature_tan_(input): ...
 tan_.__wrapped__ = _signature_tan_
 
@@ -1263,6 +1560,10 @@ def _bind_asin_0(input, *, out=None):
     return (input, out)
 
 def asin(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_asin.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_asin_0(*args, **kwargs)
     except TypeError:
@@ -1275,6 +1576,8 @@ def asin(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_asin_out.call(input._ks, input, out)
     _i, _a = _sig_asin.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_asin.call(_a['input']._ks, _a['input'])
@@ -1283,6 +1586,7 @@ def asin(*args, **kwargs):
 
 
 asin.__doc__ = 'asin(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_asin.public = asin
 def _signature_asin(input, *, out=None): ...
 asin.__wrapped__ = _signature_asin
 
@@ -1295,6 +1599,10 @@ def _bind_asin__0(input):
     return (input,)
 
 def asin_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_asin_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_asin__0(*args, **kwargs)
     except TypeError:
@@ -1304,12 +1612,15 @@ def asin_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_asin_.call(input._ks, input)
     _i, _a = _sig_asin_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_asin_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 asin_.__doc__ = 'asin_(input: Tensor) -> Tensor'
+_sig_asin_.public = asin_
 def _signature_asin_(input): ...
 asin_.__wrapped__ = _signature_asin_
 
@@ -1322,6 +1633,10 @@ def _bind_acos_0(input, *, out=None):
     return (input, out)
 
 def acos(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_acos.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_acos_0(*args, **kwargs)
     except TypeError:
@@ -1334,6 +1649,8 @@ def acos(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_acos_out.call(input._ks, input, out)
     _i, _a = _sig_acos.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_acos.call(_a['input']._ks, _a['input'])
@@ -1342,6 +1659,7 @@ def acos(*args, **kwargs):
 
 
 acos.__doc__ = 'acos(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_acos.public = acos
 def _signature_acos(input, *, out=None): ...
 acos.__wrapped__ = _signature_acos
 
@@ -1354,6 +1672,10 @@ def _bind_acos__0(input):
     return (input,)
 
 def acos_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_acos_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_acos__0(*args, **kwargs)
     except TypeError:
@@ -1363,12 +1685,15 @@ def acos_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_acos_.call(input._ks, input)
     _i, _a = _sig_acos_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_acos_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 acos_.__doc__ = 'acos_(input: Tensor) -> Tensor'
+_sig_acos_.public = acos_
 def _signature_acos_(input): ...
 acos_.__wrapped__ = _signature_acos_
 
@@ -1381,6 +1706,10 @@ def _bind_atan_0(input, *, out=None):
     return (input, out)
 
 def atan(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_atan.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_atan_0(*args, **kwargs)
     except TypeError:
@@ -1393,6 +1722,8 @@ def atan(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_atan_out.call(input._ks, input, out)
     _i, _a = _sig_atan.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_atan.call(_a['input']._ks, _a['input'])
@@ -1401,6 +1732,7 @@ def atan(*args, **kwargs):
 
 
 atan.__doc__ = 'atan(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_atan.public = atan
 def _signature_atan(input, *, out=None): ...
 atan.__wrapped__ = _signature_atan
 
@@ -1413,6 +1745,10 @@ def _bind_atan__0(input):
     return (input,)
 
 def atan_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_atan_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_atan__0(*args, **kwargs)
     except TypeError:
@@ -1422,12 +1758,15 @@ def atan_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_atan_.call(input._ks, input)
     _i, _a = _sig_atan_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_atan_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 atan_.__doc__ = 'atan_(input: Tensor) -> Tensor'
+_sig_atan_.public = atan_
 def _signature_atan_(input): ...
 atan_.__wrapped__ = _signature_atan_
 
@@ -1440,6 +1779,10 @@ def _bind_sinh_0(input, *, out=None):
     return (input, out)
 
 def sinh(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sinh.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sinh_0(*args, **kwargs)
     except TypeError:
@@ -1452,6 +1795,8 @@ def sinh(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_sinh_out.call(input._ks, input, out)
     _i, _a = _sig_sinh.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_sinh.call(_a['input']._ks, _a['input'])
@@ -1460,6 +1805,7 @@ def sinh(*args, **kwargs):
 
 
 sinh.__doc__ = 'sinh(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_sinh.public = sinh
 def _signature_sinh(input, *, out=None): ...
 sinh.__wrapped__ = _signature_sinh
 
@@ -1472,6 +1818,10 @@ def _bind_sinh__0(input):
     return (input,)
 
 def sinh_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sinh_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sinh__0(*args, **kwargs)
     except TypeError:
@@ -1481,12 +1831,15 @@ def sinh_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_sinh_.call(input._ks, input)
     _i, _a = _sig_sinh_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sinh_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 sinh_.__doc__ = 'sinh_(input: Tensor) -> Tensor'
+_sig_sinh_.public = sinh_
 def _signature_sinh_(input): ...
 sinh_.__wrapped__ = _signature_sinh_
 
@@ -1499,6 +1852,10 @@ def _bind_cosh_0(input, *, out=None):
     return (input, out)
 
 def cosh(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cosh.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cosh_0(*args, **kwargs)
     except TypeError:
@@ -1511,6 +1868,8 @@ def cosh(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_cosh_out.call(input._ks, input, out)
     _i, _a = _sig_cosh.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_cosh.call(_a['input']._ks, _a['input'])
@@ -1519,6 +1878,7 @@ def cosh(*args, **kwargs):
 
 
 cosh.__doc__ = 'cosh(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_cosh.public = cosh
 def _signature_cosh(input, *, out=None): ...
 cosh.__wrapped__ = _signature_cosh
 
@@ -1531,6 +1891,10 @@ def _bind_cosh__0(input):
     return (input,)
 
 def cosh_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cosh_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cosh__0(*args, **kwargs)
     except TypeError:
@@ -1540,12 +1904,15 @@ def cosh_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_cosh_.call(input._ks, input)
     _i, _a = _sig_cosh_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cosh_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 cosh_.__doc__ = 'cosh_(input: Tensor) -> Tensor'
+_sig_cosh_.public = cosh_
 def _signature_cosh_(input): ...
 cosh_.__wrapped__ = _signature_cosh_
 
@@ -1558,6 +1925,10 @@ def _bind_tanh_0(input, *, out=None):
     return (input, out)
 
 def tanh(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_tanh.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_tanh_0(*args, **kwargs)
     except TypeError:
@@ -1570,6 +1941,8 @@ def tanh(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_tanh_out.call(input._ks, input, out)
     _i, _a = _sig_tanh.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_tanh.call(_a['input']._ks, _a['input'])
@@ -1578,6 +1951,7 @@ def tanh(*args, **kwargs):
 
 
 tanh.__doc__ = 'Returns a new tensor with the hyperbolic tangent of the elements of ``input``.\n\ntanh(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_tanh.public = tanh
 def _signature_tanh(input, *, out=None): ...
 tanh.__wrapped__ = _signature_tanh
 
@@ -1590,6 +1964,10 @@ def _bind_tanh__0(input):
     return (input,)
 
 def tanh_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_tanh_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_tanh__0(*args, **kwargs)
     except TypeError:
@@ -1599,12 +1977,15 @@ def tanh_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_tanh_.call(input._ks, input)
     _i, _a = _sig_tanh_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_tanh_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 tanh_.__doc__ = 'Returns a new tensor with the hyperbolic tangent of the elements of ``input``.\n\ntanh_(input: Tensor) -> Tensor'
+_sig_tanh_.public = tanh_
 def _signature_tanh_(input): ...
 tanh_.__wrapped__ = _signature_tanh_
 
@@ -1617,6 +1998,10 @@ def _bind_asinh_0(input, *, out=None):
     return (input, out)
 
 def asinh(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_asinh.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_asinh_0(*args, **kwargs)
     except TypeError:
@@ -1629,6 +2014,8 @@ def asinh(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_asinh_out.call(input._ks, input, out)
     _i, _a = _sig_asinh.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_asinh.call(_a['input']._ks, _a['input'])
@@ -1637,6 +2024,7 @@ def asinh(*args, **kwargs):
 
 
 asinh.__doc__ = 'asinh(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_asinh.public = asinh
 def _signature_asinh(input, *, out=None): ...
 asinh.__wrapped__ = _signature_asinh
 
@@ -1649,6 +2037,10 @@ def _bind_asinh__0(input):
     return (input,)
 
 def asinh_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_asinh_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_asinh__0(*args, **kwargs)
     except TypeError:
@@ -1658,12 +2050,15 @@ def asinh_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_asinh_.call(input._ks, input)
     _i, _a = _sig_asinh_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_asinh_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 asinh_.__doc__ = 'asinh_(input: Tensor) -> Tensor'
+_sig_asinh_.public = asinh_
 def _signature_asinh_(input): ...
 asinh_.__wrapped__ = _signature_asinh_
 
@@ -1676,6 +2071,10 @@ def _bind_acosh_0(input, *, out=None):
     return (input, out)
 
 def acosh(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_acosh.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_acosh_0(*args, **kwargs)
     except TypeError:
@@ -1688,6 +2087,8 @@ def acosh(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_acosh_out.call(input._ks, input, out)
     _i, _a = _sig_acosh.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_acosh.call(_a['input']._ks, _a['input'])
@@ -1696,6 +2097,7 @@ def acosh(*args, **kwargs):
 
 
 acosh.__doc__ = 'acosh(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_acosh.public = acosh
 def _signature_acosh(input, *, out=None): ...
 acosh.__wrapped__ = _signature_acosh
 
@@ -1708,6 +2110,10 @@ def _bind_acosh__0(input):
     return (input,)
 
 def acosh_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_acosh_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_acosh__0(*args, **kwargs)
     except TypeError:
@@ -1717,12 +2123,15 @@ def acosh_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_acosh_.call(input._ks, input)
     _i, _a = _sig_acosh_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_acosh_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 acosh_.__doc__ = 'acosh_(input: Tensor) -> Tensor'
+_sig_acosh_.public = acosh_
 def _signature_acosh_(input): ...
 acosh_.__wrapped__ = _signature_acosh_
 
@@ -1735,6 +2144,10 @@ def _bind_atanh_0(input, *, out=None):
     return (input, out)
 
 def atanh(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_atanh.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_atanh_0(*args, **kwargs)
     except TypeError:
@@ -1747,6 +2160,8 @@ def atanh(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_atanh_out.call(input._ks, input, out)
     _i, _a = _sig_atanh.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_atanh.call(_a['input']._ks, _a['input'])
@@ -1755,6 +2170,7 @@ def atanh(*args, **kwargs):
 
 
 atanh.__doc__ = 'atanh(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_atanh.public = atanh
 def _signature_atanh(input, *, out=None): ...
 atanh.__wrapped__ = _signature_atanh
 
@@ -1767,6 +2183,10 @@ def _bind_atanh__0(input):
     return (input,)
 
 def atanh_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_atanh_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_atanh__0(*args, **kwargs)
     except TypeError:
@@ -1776,12 +2196,15 @@ def atanh_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_atanh_.call(input._ks, input)
     _i, _a = _sig_atanh_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_atanh_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 atanh_.__doc__ = 'atanh_(input: Tensor) -> Tensor'
+_sig_atanh_.public = atanh_
 def _signature_atanh_(input): ...
 atanh_.__wrapped__ = _signature_atanh_
 
@@ -1794,6 +2217,10 @@ def _bind_sigmoid_0(input, *, out=None):
     return (input, out)
 
 def sigmoid(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sigmoid.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sigmoid_0(*args, **kwargs)
     except TypeError:
@@ -1806,6 +2233,8 @@ def sigmoid(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_sigmoid_out.call(input._ks, input, out)
     _i, _a = _sig_sigmoid.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_sigmoid.call(_a['input']._ks, _a['input'])
@@ -1814,6 +2243,7 @@ def sigmoid(*args, **kwargs):
 
 
 sigmoid.__doc__ = 'Returns a new tensor with the logistic sigmoid of the elements of ``input``.\n\nsigmoid(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_sigmoid.public = sigmoid
 def _signature_sigmoid(input, *, out=None): ...
 sigmoid.__wrapped__ = _signature_sigmoid
 
@@ -1826,6 +2256,10 @@ def _bind_sigmoid__0(input):
     return (input,)
 
 def sigmoid_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sigmoid_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sigmoid__0(*args, **kwargs)
     except TypeError:
@@ -1835,12 +2269,15 @@ def sigmoid_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_sigmoid_.call(input._ks, input)
     _i, _a = _sig_sigmoid_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sigmoid_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 sigmoid_.__doc__ = 'Returns a new tensor with the logistic sigmoid of the elements of ``input``.\n\nsigmoid_(input: Tensor) -> Tensor'
+_sig_sigmoid_.public = sigmoid_
 def _signature_sigmoid_(input): ...
 sigmoid_.__wrapped__ = _signature_sigmoid_
 
@@ -1853,6 +2290,10 @@ def _bind_reciprocal_0(input, *, out=None):
     return (input, out)
 
 def reciprocal(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_reciprocal.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_reciprocal_0(*args, **kwargs)
     except TypeError:
@@ -1865,6 +2306,8 @@ def reciprocal(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_reciprocal_out.call(input._ks, input, out)
     _i, _a = _sig_reciprocal.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_reciprocal.call(_a['input']._ks, _a['input'])
@@ -1873,6 +2316,7 @@ def reciprocal(*args, **kwargs):
 
 
 reciprocal.__doc__ = 'reciprocal(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_reciprocal.public = reciprocal
 def _signature_reciprocal(input, *, out=None): ...
 reciprocal.__wrapped__ = _signature_reciprocal
 
@@ -1885,6 +2329,10 @@ def _bind_reciprocal__0(input):
     return (input,)
 
 def reciprocal_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_reciprocal_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_reciprocal__0(*args, **kwargs)
     except TypeError:
@@ -1894,12 +2342,15 @@ def reciprocal_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_reciprocal_.call(input._ks, input)
     _i, _a = _sig_reciprocal_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_reciprocal_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 reciprocal_.__doc__ = 'reciprocal_(input: Tensor) -> Tensor'
+_sig_reciprocal_.public = reciprocal_
 def _signature_reciprocal_(input): ...
 reciprocal_.__wrapped__ = _signature_reciprocal_
 
@@ -1912,6 +2363,10 @@ def _bind_erf_0(input, *, out=None):
     return (input, out)
 
 def erf(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_erf.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_erf_0(*args, **kwargs)
     except TypeError:
@@ -1924,6 +2379,8 @@ def erf(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_erf_out.call(input._ks, input, out)
     _i, _a = _sig_erf.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_erf.call(_a['input']._ks, _a['input'])
@@ -1932,6 +2389,7 @@ def erf(*args, **kwargs):
 
 
 erf.__doc__ = 'erf(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_erf.public = erf
 def _signature_erf(input, *, out=None): ...
 erf.__wrapped__ = _signature_erf
 
@@ -1944,6 +2402,10 @@ def _bind_erf__0(input):
     return (input,)
 
 def erf_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_erf_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_erf__0(*args, **kwargs)
     except TypeError:
@@ -1953,12 +2415,15 @@ def erf_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_erf_.call(input._ks, input)
     _i, _a = _sig_erf_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_erf_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 erf_.__doc__ = 'erf_(input: Tensor) -> Tensor'
+_sig_erf_.public = erf_
 def _signature_erf_(input): ...
 erf_.__wrapped__ = _signature_erf_
 
@@ -1971,6 +2436,10 @@ def _bind_erfc_0(input, *, out=None):
     return (input, out)
 
 def erfc(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_erfc.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_erfc_0(*args, **kwargs)
     except TypeError:
@@ -1983,6 +2452,8 @@ def erfc(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_erfc_out.call(input._ks, input, out)
     _i, _a = _sig_erfc.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_erfc.call(_a['input']._ks, _a['input'])
@@ -1991,6 +2462,7 @@ def erfc(*args, **kwargs):
 
 
 erfc.__doc__ = 'erfc(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_erfc.public = erfc
 def _signature_erfc(input, *, out=None): ...
 erfc.__wrapped__ = _signature_erfc
 
@@ -2003,6 +2475,10 @@ def _bind_erfc__0(input):
     return (input,)
 
 def erfc_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_erfc_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_erfc__0(*args, **kwargs)
     except TypeError:
@@ -2012,12 +2488,15 @@ def erfc_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_erfc_.call(input._ks, input)
     _i, _a = _sig_erfc_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_erfc_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 erfc_.__doc__ = 'erfc_(input: Tensor) -> Tensor'
+_sig_erfc_.public = erfc_
 def _signature_erfc_(input): ...
 erfc_.__wrapped__ = _signature_erfc_
 
@@ -2030,6 +2509,10 @@ def _bind_erfinv_0(input, *, out=None):
     return (input, out)
 
 def erfinv(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_erfinv.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_erfinv_0(*args, **kwargs)
     except TypeError:
@@ -2042,6 +2525,8 @@ def erfinv(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_erfinv_out.call(input._ks, input, out)
     _i, _a = _sig_erfinv.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_erfinv.call(_a['input']._ks, _a['input'])
@@ -2050,6 +2535,7 @@ def erfinv(*args, **kwargs):
 
 
 erfinv.__doc__ = 'erfinv(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_erfinv.public = erfinv
 def _signature_erfinv(input, *, out=None): ...
 erfinv.__wrapped__ = _signature_erfinv
 
@@ -2062,6 +2548,10 @@ def _bind_erfinv__0(input):
     return (input,)
 
 def erfinv_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_erfinv_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_erfinv__0(*args, **kwargs)
     except TypeError:
@@ -2071,12 +2561,15 @@ def erfinv_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_erfinv_.call(input._ks, input)
     _i, _a = _sig_erfinv_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_erfinv_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 erfinv_.__doc__ = 'erfinv_(input: Tensor) -> Tensor'
+_sig_erfinv_.public = erfinv_
 def _signature_erfinv_(input): ...
 erfinv_.__wrapped__ = _signature_erfinv_
 
@@ -2089,6 +2582,10 @@ def _bind_lgamma_0(input, *, out=None):
     return (input, out)
 
 def lgamma(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lgamma.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_lgamma_0(*args, **kwargs)
     except TypeError:
@@ -2101,6 +2598,8 @@ def lgamma(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_lgamma_out.call(input._ks, input, out)
     _i, _a = _sig_lgamma.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_lgamma.call(_a['input']._ks, _a['input'])
@@ -2109,6 +2608,7 @@ def lgamma(*args, **kwargs):
 
 
 lgamma.__doc__ = 'lgamma(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_lgamma.public = lgamma
 def _signature_lgamma(input, *, out=None): ...
 lgamma.__wrapped__ = _signature_lgamma
 
@@ -2121,6 +2621,10 @@ def _bind_lgamma__0(input):
     return (input,)
 
 def lgamma_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lgamma_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_lgamma__0(*args, **kwargs)
     except TypeError:
@@ -2130,12 +2634,15 @@ def lgamma_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_lgamma_.call(input._ks, input)
     _i, _a = _sig_lgamma_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_lgamma_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 lgamma_.__doc__ = 'lgamma_(input: Tensor) -> Tensor'
+_sig_lgamma_.public = lgamma_
 def _signature_lgamma_(input): ...
 lgamma_.__wrapped__ = _signature_lgamma_
 
@@ -2148,6 +2655,10 @@ def _bind_digamma_0(input, *, out=None):
     return (input, out)
 
 def digamma(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_digamma.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_digamma_0(*args, **kwargs)
     except TypeError:
@@ -2160,6 +2671,8 @@ def digamma(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_digamma_out.call(input._ks, input, out)
     _i, _a = _sig_digamma.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_digamma.call(_a['input']._ks, _a['input'])
@@ -2168,6 +2681,7 @@ def digamma(*args, **kwargs):
 
 
 digamma.__doc__ = 'digamma(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_digamma.public = digamma
 def _signature_digamma(input, *, out=None): ...
 digamma.__wrapped__ = _signature_digamma
 
@@ -2180,6 +2694,10 @@ def _bind_digamma__0(input):
     return (input,)
 
 def digamma_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_digamma_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_digamma__0(*args, **kwargs)
     except TypeError:
@@ -2189,12 +2707,15 @@ def digamma_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_digamma_.call(input._ks, input)
     _i, _a = _sig_digamma_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_digamma_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 digamma_.__doc__ = 'digamma_(input: Tensor) -> Tensor'
+_sig_digamma_.public = digamma_
 def _signature_digamma_(input): ...
 digamma_.__wrapped__ = _signature_digamma_
 
@@ -2207,6 +2728,10 @@ def _bind_i0_0(input, *, out=None):
     return (input, out)
 
 def i0(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_i0.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_i0_0(*args, **kwargs)
     except TypeError:
@@ -2219,6 +2744,8 @@ def i0(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_i0_out.call(input._ks, input, out)
     _i, _a = _sig_i0.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_i0.call(_a['input']._ks, _a['input'])
@@ -2227,6 +2754,7 @@ def i0(*args, **kwargs):
 
 
 i0.__doc__ = 'i0(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_i0.public = i0
 def _signature_i0(input, *, out=None): ...
 i0.__wrapped__ = _signature_i0
 
@@ -2239,6 +2767,10 @@ def _bind_i0__0(input):
     return (input,)
 
 def i0_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_i0_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_i0__0(*args, **kwargs)
     except TypeError:
@@ -2248,12 +2780,15 @@ def i0_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_i0_.call(input._ks, input)
     _i, _a = _sig_i0_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_i0_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 i0_.__doc__ = 'i0_(input: Tensor) -> Tensor'
+_sig_i0_.public = i0_
 def _signature_i0_(input): ...
 i0_.__wrapped__ = _signature_i0_
 
@@ -2266,6 +2801,10 @@ def _bind_sinc_0(input, *, out=None):
     return (input, out)
 
 def sinc(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sinc.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sinc_0(*args, **kwargs)
     except TypeError:
@@ -2278,6 +2817,8 @@ def sinc(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_sinc_out.call(input._ks, input, out)
     _i, _a = _sig_sinc.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_sinc.call(_a['input']._ks, _a['input'])
@@ -2286,6 +2827,7 @@ def sinc(*args, **kwargs):
 
 
 sinc.__doc__ = 'sinc(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_sinc.public = sinc
 def _signature_sinc(input, *, out=None): ...
 sinc.__wrapped__ = _signature_sinc
 
@@ -2298,6 +2840,10 @@ def _bind_sinc__0(input):
     return (input,)
 
 def sinc_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sinc_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sinc__0(*args, **kwargs)
     except TypeError:
@@ -2307,12 +2853,15 @@ def sinc_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_sinc_.call(input._ks, input)
     _i, _a = _sig_sinc_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sinc_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 sinc_.__doc__ = 'sinc_(input: Tensor) -> Tensor'
+_sig_sinc_.public = sinc_
 def _signature_sinc_(input): ...
 sinc_.__wrapped__ = _signature_sinc_
 
@@ -2325,6 +2874,10 @@ def _bind_deg2rad_0(input, *, out=None):
     return (input, out)
 
 def deg2rad(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_deg2rad.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_deg2rad_0(*args, **kwargs)
     except TypeError:
@@ -2337,6 +2890,8 @@ def deg2rad(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_deg2rad_out.call(input._ks, input, out)
     _i, _a = _sig_deg2rad.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_deg2rad.call(_a['input']._ks, _a['input'])
@@ -2345,6 +2900,7 @@ def deg2rad(*args, **kwargs):
 
 
 deg2rad.__doc__ = 'deg2rad(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_deg2rad.public = deg2rad
 def _signature_deg2rad(input, *, out=None): ...
 deg2rad.__wrapped__ = _signature_deg2rad
 
@@ -2357,6 +2913,10 @@ def _bind_deg2rad__0(input):
     return (input,)
 
 def deg2rad_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_deg2rad_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_deg2rad__0(*args, **kwargs)
     except TypeError:
@@ -2366,12 +2926,15 @@ def deg2rad_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_deg2rad_.call(input._ks, input)
     _i, _a = _sig_deg2rad_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_deg2rad_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 deg2rad_.__doc__ = 'deg2rad_(input: Tensor) -> Tensor'
+_sig_deg2rad_.public = deg2rad_
 def _signature_deg2rad_(input): ...
 deg2rad_.__wrapped__ = _signature_deg2rad_
 
@@ -2384,6 +2947,10 @@ def _bind_rad2deg_0(input, *, out=None):
     return (input, out)
 
 def rad2deg(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rad2deg.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_rad2deg_0(*args, **kwargs)
     except TypeError:
@@ -2396,6 +2963,8 @@ def rad2deg(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_rad2deg_out.call(input._ks, input, out)
     _i, _a = _sig_rad2deg.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_rad2deg.call(_a['input']._ks, _a['input'])
@@ -2404,6 +2973,7 @@ def rad2deg(*args, **kwargs):
 
 
 rad2deg.__doc__ = 'rad2deg(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_rad2deg.public = rad2deg
 def _signature_rad2deg(input, *, out=None): ...
 rad2deg.__wrapped__ = _signature_rad2deg
 
@@ -2416,6 +2986,10 @@ def _bind_rad2deg__0(input):
     return (input,)
 
 def rad2deg_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rad2deg_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_rad2deg__0(*args, **kwargs)
     except TypeError:
@@ -2425,12 +2999,15 @@ def rad2deg_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_rad2deg_.call(input._ks, input)
     _i, _a = _sig_rad2deg_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_rad2deg_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 rad2deg_.__doc__ = 'rad2deg_(input: Tensor) -> Tensor'
+_sig_rad2deg_.public = rad2deg_
 def _signature_rad2deg_(input): ...
 rad2deg_.__wrapped__ = _signature_rad2deg_
 
@@ -2443,6 +3020,10 @@ def _bind_square_0(input, *, out=None):
     return (input, out)
 
 def square(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_square.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_square_0(*args, **kwargs)
     except TypeError:
@@ -2455,6 +3036,8 @@ def square(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_square_out.call(input._ks, input, out)
     _i, _a = _sig_square.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_square.call(_a['input']._ks, _a['input'])
@@ -2463,6 +3046,7 @@ def square(*args, **kwargs):
 
 
 square.__doc__ = 'square(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_square.public = square
 def _signature_square(input, *, out=None): ...
 square.__wrapped__ = _signature_square
 
@@ -2475,6 +3059,10 @@ def _bind_square__0(input):
     return (input,)
 
 def square_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_square_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_square__0(*args, **kwargs)
     except TypeError:
@@ -2484,12 +3072,15 @@ def square_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_square_.call(input._ks, input)
     _i, _a = _sig_square_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_square_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 square_.__doc__ = 'square_(input: Tensor) -> Tensor'
+_sig_square_.public = square_
 def _signature_square_(input): ...
 square_.__wrapped__ = _signature_square_
 
@@ -2502,6 +3093,10 @@ def _bind_bitwise_not_0(input, *, out=None):
     return (input, out)
 
 def bitwise_not(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bitwise_not.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bitwise_not_0(*args, **kwargs)
     except TypeError:
@@ -2514,6 +3109,8 @@ def bitwise_not(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_bitwise_not_out.call(input._ks, input, out)
     _i, _a = _sig_bitwise_not.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_bitwise_not.call(_a['input']._ks, _a['input'])
@@ -2522,6 +3119,7 @@ def bitwise_not(*args, **kwargs):
 
 
 bitwise_not.__doc__ = 'bitwise_not(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_bitwise_not.public = bitwise_not
 def _signature_bitwise_not(input, *, out=None): ...
 bitwise_not.__wrapped__ = _signature_bitwise_not
 
@@ -2534,6 +3132,10 @@ def _bind_bitwise_not__0(input):
     return (input,)
 
 def bitwise_not_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bitwise_not_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bitwise_not__0(*args, **kwargs)
     except TypeError:
@@ -2543,12 +3145,15 @@ def bitwise_not_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_bitwise_not_.call(input._ks, input)
     _i, _a = _sig_bitwise_not_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_bitwise_not_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 bitwise_not_.__doc__ = 'bitwise_not_(input: Tensor) -> Tensor'
+_sig_bitwise_not_.public = bitwise_not_
 def _signature_bitwise_not_(input): ...
 bitwise_not_.__wrapped__ = _signature_bitwise_not_
 
@@ -2561,6 +3166,10 @@ def _bind_logical_not_0(input, *, out=None):
     return (input, out)
 
 def logical_not(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logical_not.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logical_not_0(*args, **kwargs)
     except TypeError:
@@ -2573,6 +3182,8 @@ def logical_not(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_logical_not_out.call(input._ks, input, out)
     _i, _a = _sig_logical_not.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_logical_not.call(_a['input']._ks, _a['input'])
@@ -2581,6 +3192,7 @@ def logical_not(*args, **kwargs):
 
 
 logical_not.__doc__ = 'logical_not(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_logical_not.public = logical_not
 def _signature_logical_not(input, *, out=None): ...
 logical_not.__wrapped__ = _signature_logical_not
 
@@ -2593,6 +3205,10 @@ def _bind_logical_not__0(input):
     return (input,)
 
 def logical_not_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logical_not_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logical_not__0(*args, **kwargs)
     except TypeError:
@@ -2602,12 +3218,15 @@ def logical_not_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_logical_not_.call(input._ks, input)
     _i, _a = _sig_logical_not_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_logical_not_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 logical_not_.__doc__ = 'logical_not_(input: Tensor) -> Tensor'
+_sig_logical_not_.public = logical_not_
 def _signature_logical_not_(input): ...
 logical_not_.__wrapped__ = _signature_logical_not_
 
@@ -2620,6 +3239,10 @@ def _bind_relu_0(input):
     return (input,)
 
 def relu(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_relu.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_relu_0(*args, **kwargs)
     except TypeError:
@@ -2629,12 +3252,15 @@ def relu(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_relu.call(input._ks, input)
     _i, _a = _sig_relu.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_relu.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 relu.__doc__ = 'Applies the rectified linear unit function elementwise: max(0, x).\n\nrelu(input: Tensor) -> Tensor'
+_sig_relu.public = relu
 def _signature_relu(input): ...
 relu.__wrapped__ = _signature_relu
 
@@ -2647,6 +3273,10 @@ def _bind_relu__0(input):
     return (input,)
 
 def relu_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_relu_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_relu__0(*args, **kwargs)
     except TypeError:
@@ -2656,12 +3286,15 @@ def relu_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_relu_.call(input._ks, input)
     _i, _a = _sig_relu_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_relu_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 relu_.__doc__ = 'Applies the rectified linear unit function elementwise: max(0, x).\n\nrelu_(input: Tensor) -> Tensor'
+_sig_relu_.public = relu_
 def _signature_relu_(input): ...
 relu_.__wrapped__ = _signature_relu_
 
@@ -2674,6 +3307,10 @@ def _bind_positive_0(input):
     return (input,)
 
 def positive(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_positive.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_positive_0(*args, **kwargs)
     except TypeError:
@@ -2683,12 +3320,15 @@ def positive(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_positive.call(input._ks, input)
     _i, _a = _sig_positive.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_positive.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 positive.__doc__ = 'positive(input: Tensor) -> Tensor'
+_sig_positive.public = positive
 def _signature_positive(input): ...
 positive.__wrapped__ = _signature_positive
 
@@ -2705,6 +3345,10 @@ def _bind_round_1(input, *, decimals):
     return (input, decimals)
 
 def round(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_round.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_round_0(*args, **kwargs)
     except TypeError:
@@ -2725,6 +3369,8 @@ def round(*args, **kwargs):
         if isinstance(input, _Tensor) and type(decimals) is int:
             return _A._op_round_decimals.call(input._ks, input, decimals)
     _i, _a = _sig_round.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_round.call(_a['input']._ks, _a['input'])
@@ -2735,6 +3381,7 @@ def round(*args, **kwargs):
 
 
 round.__doc__ = 'round(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nround(input: Tensor, *, decimals: int) -> Tensor'
+_sig_round.public = round
 
 
 _sig_round_ = _Signatures('round_', [
@@ -2749,6 +3396,10 @@ def _bind_round__1(input, *, decimals):
     return (input, decimals)
 
 def round_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_round_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_round__0(*args, **kwargs)
     except TypeError:
@@ -2766,6 +3417,8 @@ def round_(*args, **kwargs):
         if isinstance(input, _Tensor) and type(decimals) is int:
             return _A._op_round__decimals.call(input._ks, input, decimals)
     _i, _a = _sig_round_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_round_.call(_a['input']._ks, _a['input'])
     elif _i == 1:
@@ -2774,6 +3427,7 @@ def round_(*args, **kwargs):
 
 
 round_.__doc__ = 'round_(input: Tensor) -> Tensor\nround_(input: Tensor, *, decimals: int) -> Tensor'
+_sig_round_.public = round_
 
 
 _sig_isnan = _Signatures('isnan', [
@@ -2784,6 +3438,10 @@ def _bind_isnan_0(input):
     return (input,)
 
 def isnan(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_isnan.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_isnan_0(*args, **kwargs)
     except TypeError:
@@ -2793,12 +3451,15 @@ def isnan(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_isnan.call(input._ks, input)
     _i, _a = _sig_isnan.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_isnan.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 isnan.__doc__ = 'isnan(input: Tensor) -> Tensor'
+_sig_isnan.public = isnan
 def _signature_isnan(input): ...
 isnan.__wrapped__ = _signature_isnan
 
@@ -2811,6 +3472,10 @@ def _bind_isinf_0(input):
     return (input,)
 
 def isinf(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_isinf.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_isinf_0(*args, **kwargs)
     except TypeError:
@@ -2820,12 +3485,15 @@ def isinf(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_isinf.call(input._ks, input)
     _i, _a = _sig_isinf.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_isinf.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 isinf.__doc__ = 'isinf(input: Tensor) -> Tensor'
+_sig_isinf.public = isinf
 def _signature_isinf(input): ...
 isinf.__wrapped__ = _signature_isinf
 
@@ -2838,6 +3506,10 @@ def _bind_isfinite_0(input):
     return (input,)
 
 def isfinite(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_isfinite.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_isfinite_0(*args, **kwargs)
     except TypeError:
@@ -2847,12 +3519,15 @@ def isfinite(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_isfinite.call(input._ks, input)
     _i, _a = _sig_isfinite.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_isfinite.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 isfinite.__doc__ = 'isfinite(input: Tensor) -> Tensor'
+_sig_isfinite.public = isfinite
 def _signature_isfinite(input): ...
 isfinite.__wrapped__ = _signature_isfinite
 
@@ -2865,6 +3540,10 @@ def _bind_isposinf_0(input):
     return (input,)
 
 def isposinf(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_isposinf.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_isposinf_0(*args, **kwargs)
     except TypeError:
@@ -2874,12 +3553,15 @@ def isposinf(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_isposinf.call(input._ks, input)
     _i, _a = _sig_isposinf.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_isposinf.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 isposinf.__doc__ = 'isposinf(input: Tensor) -> Tensor'
+_sig_isposinf.public = isposinf
 def _signature_isposinf(input): ...
 isposinf.__wrapped__ = _signature_isposinf
 
@@ -2892,6 +3574,10 @@ def _bind_isneginf_0(input):
     return (input,)
 
 def isneginf(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_isneginf.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_isneginf_0(*args, **kwargs)
     except TypeError:
@@ -2901,12 +3587,15 @@ def isneginf(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_isneginf.call(input._ks, input)
     _i, _a = _sig_isneginf.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_isneginf.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 isneginf.__doc__ = 'isneginf(input: Tensor) -> Tensor'
+_sig_isneginf.public = isneginf
 def _signature_isneginf(input): ...
 isneginf.__wrapped__ = _signature_isneginf
 
@@ -2919,6 +3608,10 @@ def _bind_signbit_0(input):
     return (input,)
 
 def signbit(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_signbit.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_signbit_0(*args, **kwargs)
     except TypeError:
@@ -2928,12 +3621,15 @@ def signbit(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_signbit.call(input._ks, input)
     _i, _a = _sig_signbit.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_signbit.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 signbit.__doc__ = 'signbit(input: Tensor) -> Tensor'
+_sig_signbit.public = signbit
 def _signature_signbit(input): ...
 signbit.__wrapped__ = _signature_signbit
 
@@ -2946,6 +3642,10 @@ def _bind_nan_to_num_0(input, nan=None, posinf=None, neginf=None):
     return (input, nan, posinf, neginf)
 
 def nan_to_num(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nan_to_num.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nan_to_num_0(*args, **kwargs)
     except TypeError:
@@ -2955,12 +3655,15 @@ def nan_to_num(*args, **kwargs):
         if isinstance(input, _Tensor) and (nan is None or type(nan) is float) and (posinf is None or type(posinf) is float) and (neginf is None or type(neginf) is float):
             return _A._op_nan_to_num.call(input._ks, input, nan, posinf, neginf)
     _i, _a = _sig_nan_to_num.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nan_to_num.call(_a['input']._ks, _a['input'], _a['nan'], _a['posinf'], _a['neginf'])
     raise AssertionError('unreachable')
 
 
 nan_to_num.__doc__ = 'nan_to_num(input: Tensor, nan: Optional[float] = None, posinf: Optional[float] = None, neginf: Optional[float] = None) -> Tensor'
+_sig_nan_to_num.public = nan_to_num
 def _signature_nan_to_num(input, nan=None, posinf=None, neginf=None): ...
 nan_to_num.__wrapped__ = _signature_nan_to_num
 
@@ -2973,6 +3676,10 @@ def _bind_nan_to_num__0(input, nan=None, posinf=None, neginf=None):
     return (input, nan, posinf, neginf)
 
 def nan_to_num_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nan_to_num_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nan_to_num__0(*args, **kwargs)
     except TypeError:
@@ -2982,12 +3689,15 @@ def nan_to_num_(*args, **kwargs):
         if isinstance(input, _Tensor) and (nan is None or type(nan) is float) and (posinf is None or type(posinf) is float) and (neginf is None or type(neginf) is float):
             return _A._op_nan_to_num_.call(input._ks, input, nan, posinf, neginf)
     _i, _a = _sig_nan_to_num_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nan_to_num_.call(_a['input']._ks, _a['input'], _a['nan'], _a['posinf'], _a['neginf'])
     raise AssertionError('unreachable')
 
 
 nan_to_num_.__doc__ = 'nan_to_num_(input: Tensor, nan: Optional[float] = None, posinf: Optional[float] = None, neginf: Optional[float] = None) -> Tensor'
+_sig_nan_to_num_.public = nan_to_num_
 def _signature_nan_to_num_(input, nan=None, posinf=None, neginf=None): ...
 nan_to_num_.__wrapped__ = _signature_nan_to_num_
 
@@ -3000,6 +3710,10 @@ def _bind_logit_0(input, eps=None):
     return (input, eps)
 
 def logit(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logit.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logit_0(*args, **kwargs)
     except TypeError:
@@ -3009,12 +3723,15 @@ def logit(*args, **kwargs):
         if isinstance(input, _Tensor) and (eps is None or type(eps) is float):
             return _A._op_logit.call(input._ks, input, eps)
     _i, _a = _sig_logit.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_logit.call(_a['input']._ks, _a['input'], _a['eps'])
     raise AssertionError('unreachable')
 
 
 logit.__doc__ = 'logit(input: Tensor, eps: Optional[float] = None) -> Tensor'
+_sig_logit.public = logit
 def _signature_logit(input, eps=None): ...
 logit.__wrapped__ = _signature_logit
 
@@ -3027,6 +3744,10 @@ def _bind_polygamma_0(n, input):
     return (n, input)
 
 def polygamma(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_polygamma.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_polygamma_0(*args, **kwargs)
     except TypeError:
@@ -3036,12 +3757,15 @@ def polygamma(*args, **kwargs):
         if type(n) is int and isinstance(input, _Tensor):
             return _A._op_polygamma.call(input._ks, n, input)
     _i, _a = _sig_polygamma.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_polygamma.call(_a['input']._ks, _a['n'], _a['input'])
     raise AssertionError('unreachable')
 
 
 polygamma.__doc__ = 'polygamma(n: int, input: Tensor) -> Tensor'
+_sig_polygamma.public = polygamma
 def _signature_polygamma(n, input): ...
 polygamma.__wrapped__ = _signature_polygamma
 
@@ -3054,6 +3778,10 @@ def _bind_logit__0(input, eps=None):
     return (input, eps)
 
 def logit_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logit_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logit__0(*args, **kwargs)
     except TypeError:
@@ -3063,12 +3791,15 @@ def logit_(*args, **kwargs):
         if isinstance(input, _Tensor) and (eps is None or type(eps) is float):
             return _A._op_logit_.call(input._ks, input, eps)
     _i, _a = _sig_logit_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_logit_.call(_a['input']._ks, _a['input'], _a['eps'])
     raise AssertionError('unreachable')
 
 
 logit_.__doc__ = 'logit_(input: Tensor, eps: Optional[float] = None) -> Tensor'
+_sig_logit_.public = logit_
 def _signature_logit_(input, eps=None): ...
 logit_.__wrapped__ = _signature_logit_
 
@@ -3085,6 +3816,10 @@ def _bind_add_1(input, other, alpha=1, *, out=None):
     return (input, other, alpha, out)
 
 def add(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_add.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_add_0(*args, **kwargs)
     except TypeError:
@@ -3108,6 +3843,8 @@ def add(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_add_Scalar_out.call(input._ks, input, other, alpha, out)
     _i, _a = _sig_add.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_add_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['alpha'])
@@ -3120,6 +3857,7 @@ def add(*args, **kwargs):
 
 
 add.__doc__ = 'Adds ``other``, scaled by ``alpha``, to ``input``: out = input + alpha * other.\n\nadd(input: Tensor, other: Tensor, *, alpha: Number = 1, out: Optional[Tensor] = None) -> Tensor\nadd(input: Tensor, other: Number, alpha: Number = 1, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_add.public = add
 
 
 _sig_sub = _Signatures('sub', [
@@ -3134,6 +3872,10 @@ def _bind_sub_1(input, other, alpha=1, *, out=None):
     return (input, other, alpha, out)
 
 def sub(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sub.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sub_0(*args, **kwargs)
     except TypeError:
@@ -3157,6 +3899,8 @@ def sub(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_sub_Scalar_out.call(input._ks, input, other, alpha, out)
     _i, _a = _sig_sub.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_sub_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['alpha'])
@@ -3169,6 +3913,7 @@ def sub(*args, **kwargs):
 
 
 sub.__doc__ = 'Subtracts ``other``, scaled by ``alpha``, from ``input``: out = input - alpha * other.\n\nsub(input: Tensor, other: Tensor, *, alpha: Number = 1, out: Optional[Tensor] = None) -> Tensor\nsub(input: Tensor, other: Number, alpha: Number = 1, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_sub.public = sub
 
 
 _sig_mul = _Signatures('mul', [
@@ -3183,6 +3928,10 @@ def _bind_mul_1(input, other, *, out=None):
     return (input, other, out)
 
 def mul(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_mul.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_mul_0(*args, **kwargs)
     except TypeError:
@@ -3206,6 +3955,8 @@ def mul(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_mul_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_mul.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_mul_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -3218,6 +3969,7 @@ def mul(*args, **kwargs):
 
 
 mul.__doc__ = 'Multiplies ``input`` by ``other``, elementwise with broadcasting.\n\nmul(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nmul(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_mul.public = mul
 
 
 _sig_div = _Signatures('div', [
@@ -3240,6 +3992,10 @@ def _bind_div_3(input, other, *, rounding_mode):
     return (input, other, rounding_mode)
 
 def div(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_div.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_div_0(*args, **kwargs)
     except TypeError:
@@ -3282,6 +4038,8 @@ def div(*args, **kwargs):
         if isinstance(input, _Tensor) and type(other) in _NUMBERS and (rounding_mode is None or type(rounding_mode) is str):
             return _A._op_div_Scalar_mode.call(input._ks, input, other, rounding_mode)
     _i, _a = _sig_div.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_div_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -3300,6 +4058,7 @@ def div(*args, **kwargs):
 
 
 div.__doc__ = "Divides each element of ``input`` by the corresponding element of ``other`` (``rounding_mode``: None, 'trunc' or 'floor').\n\ndiv(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\ndiv(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor\ndiv(input: Tensor, other: Tensor, *, rounding_mode: Optional[str], out: Optional[Tensor] = None) -> Tensor\ndiv(input: Tensor, other: Number, *, rounding_mode: Optional[str]) -> Tensor"
+_sig_div.public = div
 
 
 _sig_true_divide = _Signatures('true_divide', [
@@ -3314,6 +4073,10 @@ def _bind_true_divide_1(input, other, *, out=None):
     return (input, other, out)
 
 def true_divide(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_true_divide.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_true_divide_0(*args, **kwargs)
     except TypeError:
@@ -3337,6 +4100,8 @@ def true_divide(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_true_divide_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_true_divide.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_true_divide_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -3349,6 +4114,7 @@ def true_divide(*args, **kwargs):
 
 
 true_divide.__doc__ = 'true_divide(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\ntrue_divide(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_true_divide.public = true_divide
 
 
 _sig_floor_divide = _Signatures('floor_divide', [
@@ -3363,6 +4129,10 @@ def _bind_floor_divide_1(input, other, *, out=None):
     return (input, other, out)
 
 def floor_divide(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_floor_divide.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_floor_divide_0(*args, **kwargs)
     except TypeError:
@@ -3386,6 +4156,8 @@ def floor_divide(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_floor_divide_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_floor_divide.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_floor_divide_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -3398,6 +4170,7 @@ def floor_divide(*args, **kwargs):
 
 
 floor_divide.__doc__ = 'floor_divide(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nfloor_divide(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_floor_divide.public = floor_divide
 
 
 _sig_remainder = _Signatures('remainder', [
@@ -3416,6 +4189,10 @@ def _bind_remainder_2(input, other):
     return (input, other)
 
 def remainder(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_remainder.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_remainder_0(*args, **kwargs)
     except TypeError:
@@ -3447,6 +4224,8 @@ def remainder(*args, **kwargs):
         if type(input) in _NUMBERS and isinstance(other, _Tensor):
             return _A._op_remainder_Scalar_Tensor.call(other._ks, input, other)
     _i, _a = _sig_remainder.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_remainder_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -3461,6 +4240,7 @@ def remainder(*args, **kwargs):
 
 
 remainder.__doc__ = 'remainder(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nremainder(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor\nremainder(input: Number, other: Tensor) -> Tensor'
+_sig_remainder.public = remainder
 
 
 _sig_fmod = _Signatures('fmod', [
@@ -3475,6 +4255,10 @@ def _bind_fmod_1(input, other, *, out=None):
     return (input, other, out)
 
 def fmod(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fmod.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_fmod_0(*args, **kwargs)
     except TypeError:
@@ -3498,6 +4282,8 @@ def fmod(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_fmod_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_fmod.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fmod_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -3510,6 +4296,7 @@ def fmod(*args, **kwargs):
 
 
 fmod.__doc__ = 'fmod(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nfmod(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_fmod.public = fmod
 
 
 _sig_rsub = _Signatures('rsub', [
@@ -3524,6 +4311,10 @@ def _bind_rsub_1(input, other, alpha=1):
     return (input, other, alpha)
 
 def rsub(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rsub.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_rsub_0(*args, **kwargs)
     except TypeError:
@@ -3541,6 +4332,8 @@ def rsub(*args, **kwargs):
         if isinstance(input, _Tensor) and type(other) in _NUMBERS and type(alpha) in _NUMBERS:
             return _A._op_rsub_Scalar.call(input._ks, input, other, alpha)
     _i, _a = _sig_rsub.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_rsub_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['alpha'])
     elif _i == 1:
@@ -3549,6 +4342,7 @@ def rsub(*args, **kwargs):
 
 
 rsub.__doc__ = 'rsub(input: Tensor, other: Tensor, *, alpha: Number = 1) -> Tensor\nrsub(input: Tensor, other: Number, alpha: Number = 1) -> Tensor'
+_sig_rsub.public = rsub
 
 
 _sig_pow = _Signatures('pow', [
@@ -3567,6 +4361,10 @@ def _bind_pow_2(input, exponent, *, out=None):
     return (input, exponent, out)
 
 def pow(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_pow.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_pow_0(*args, **kwargs)
     except TypeError:
@@ -3601,6 +4399,8 @@ def pow(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_pow_Tensor_Scalar_out.call(input._ks, input, exponent, out)
     _i, _a = _sig_pow.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_pow_Tensor_Tensor.call(_a['input']._ks | _a['exponent']._ks, _a['input'], _a['exponent'])
@@ -3617,6 +4417,7 @@ def pow(*args, **kwargs):
 
 
 pow.__doc__ = 'Takes the power of each element in ``input`` with ``exponent``.\n\npow(input: Tensor, exponent: Tensor, *, out: Optional[Tensor] = None) -> Tensor\npow(input: Number, exponent: Tensor, *, out: Optional[Tensor] = None) -> Tensor\npow(input: Tensor, exponent: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_pow.public = pow
 
 
 _sig_float_power = _Signatures('float_power', [
@@ -3635,6 +4436,10 @@ def _bind_float_power_2(input, exponent):
     return (input, exponent)
 
 def float_power(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_float_power.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_float_power_0(*args, **kwargs)
     except TypeError:
@@ -3660,6 +4465,8 @@ def float_power(*args, **kwargs):
         if type(input) in _NUMBERS and isinstance(exponent, _Tensor):
             return _A._op_float_power_Scalar.call(exponent._ks, input, exponent)
     _i, _a = _sig_float_power.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_float_power_Tensor_Tensor.call(_a['input']._ks | _a['exponent']._ks, _a['input'], _a['exponent'])
     elif _i == 1:
@@ -3670,6 +4477,7 @@ def float_power(*args, **kwargs):
 
 
 float_power.__doc__ = 'float_power(input: Tensor, exponent: Tensor) -> Tensor\nfloat_power(input: Tensor, exponent: Number) -> Tensor\nfloat_power(input: Number, exponent: Tensor) -> Tensor'
+_sig_float_power.public = float_power
 
 
 _sig_atan2 = _Signatures('atan2', [
@@ -3680,6 +4488,10 @@ def _bind_atan2_0(input, other, *, out=None):
     return (input, other, out)
 
 def atan2(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_atan2.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_atan2_0(*args, **kwargs)
     except TypeError:
@@ -3692,6 +4504,8 @@ def atan2(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_atan2_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_atan2.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_atan2.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -3700,6 +4514,7 @@ def atan2(*args, **kwargs):
 
 
 atan2.__doc__ = 'atan2(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_atan2.public = atan2
 def _signature_atan2(input, other, *, out=None): ...
 atan2.__wrapped__ = _signature_atan2
 
@@ -3712,6 +4527,10 @@ def _bind_hypot_0(input, other, *, out=None):
     return (input, other, out)
 
 def hypot(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hypot.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hypot_0(*args, **kwargs)
     except TypeError:
@@ -3724,6 +4543,8 @@ def hypot(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_hypot_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_hypot.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_hypot.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -3732,6 +4553,7 @@ def hypot(*args, **kwargs):
 
 
 hypot.__doc__ = 'hypot(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_hypot.public = hypot
 def _signature_hypot(input, other, *, out=None): ...
 hypot.__wrapped__ = _signature_hypot
 
@@ -3744,6 +4566,10 @@ def _bind_logaddexp_0(input, other, *, out=None):
     return (input, other, out)
 
 def logaddexp(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logaddexp.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logaddexp_0(*args, **kwargs)
     except TypeError:
@@ -3756,6 +4582,8 @@ def logaddexp(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_logaddexp_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_logaddexp.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_logaddexp.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -3764,6 +4592,7 @@ def logaddexp(*args, **kwargs):
 
 
 logaddexp.__doc__ = 'logaddexp(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_logaddexp.public = logaddexp
 def _signature_logaddexp(input, other, *, out=None): ...
 logaddexp.__wrapped__ = _signature_logaddexp
 
@@ -3776,6 +4605,10 @@ def _bind_logaddexp2_0(input, other, *, out=None):
     return (input, other, out)
 
 def logaddexp2(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logaddexp2.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logaddexp2_0(*args, **kwargs)
     except TypeError:
@@ -3788,6 +4621,8 @@ def logaddexp2(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_logaddexp2_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_logaddexp2.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_logaddexp2.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -3796,6 +4631,7 @@ def logaddexp2(*args, **kwargs):
 
 
 logaddexp2.__doc__ = 'logaddexp2(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_logaddexp2.public = logaddexp2
 def _signature_logaddexp2(input, other, *, out=None): ...
 logaddexp2.__wrapped__ = _signature_logaddexp2
 
@@ -3812,6 +4648,10 @@ def _bind_copysign_1(input, other):
     return (input, other)
 
 def copysign(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_copysign.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_copysign_0(*args, **kwargs)
     except TypeError:
@@ -3832,6 +4672,8 @@ def copysign(*args, **kwargs):
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             return _A._op_copysign_Scalar.call(input._ks, input, other)
     _i, _a = _sig_copysign.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_copysign.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -3842,6 +4684,7 @@ def copysign(*args, **kwargs):
 
 
 copysign.__doc__ = 'copysign(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\ncopysign(input: Tensor, other: Number) -> Tensor'
+_sig_copysign.public = copysign
 
 
 _sig_nextafter = _Signatures('nextafter', [
@@ -3852,6 +4695,10 @@ def _bind_nextafter_0(input, other, *, out=None):
     return (input, other, out)
 
 def nextafter(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nextafter.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nextafter_0(*args, **kwargs)
     except TypeError:
@@ -3864,6 +4711,8 @@ def nextafter(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_nextafter_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_nextafter.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_nextafter.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -3872,6 +4721,7 @@ def nextafter(*args, **kwargs):
 
 
 nextafter.__doc__ = 'nextafter(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_nextafter.public = nextafter
 def _signature_nextafter(input, other, *, out=None): ...
 nextafter.__wrapped__ = _signature_nextafter
 
@@ -3884,6 +4734,10 @@ def _bind_maximum_0(input, other, *, out=None):
     return (input, other, out)
 
 def maximum(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_maximum.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_maximum_0(*args, **kwargs)
     except TypeError:
@@ -3896,6 +4750,8 @@ def maximum(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_maximum_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_maximum.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_maximum.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -3904,6 +4760,7 @@ def maximum(*args, **kwargs):
 
 
 maximum.__doc__ = 'maximum(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_maximum.public = maximum
 def _signature_maximum(input, other, *, out=None): ...
 maximum.__wrapped__ = _signature_maximum
 
@@ -3916,6 +4773,10 @@ def _bind_minimum_0(input, other, *, out=None):
     return (input, other, out)
 
 def minimum(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_minimum.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_minimum_0(*args, **kwargs)
     except TypeError:
@@ -3928,6 +4789,8 @@ def minimum(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_minimum_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_minimum.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_minimum.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -3936,6 +4799,7 @@ def minimum(*args, **kwargs):
 
 
 minimum.__doc__ = 'minimum(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_minimum.public = minimum
 def _signature_minimum(input, other, *, out=None): ...
 minimum.__wrapped__ = _signature_minimum
 
@@ -3948,6 +4812,10 @@ def _bind_fmax_0(input, other, *, out=None):
     return (input, other, out)
 
 def fmax(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fmax.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_fmax_0(*args, **kwargs)
     except TypeError:
@@ -3960,6 +4828,8 @@ def fmax(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_fmax_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_fmax.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fmax.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -3968,6 +4838,7 @@ def fmax(*args, **kwargs):
 
 
 fmax.__doc__ = 'fmax(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_fmax.public = fmax
 def _signature_fmax(input, other, *, out=None): ...
 fmax.__wrapped__ = _signature_fmax
 
@@ -3980,6 +4851,10 @@ def _bind_fmin_0(input, other, *, out=None):
     return (input, other, out)
 
 def fmin(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fmin.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_fmin_0(*args, **kwargs)
     except TypeError:
@@ -3992,6 +4867,8 @@ def fmin(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_fmin_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_fmin.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fmin.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -4000,6 +4877,7 @@ def fmin(*args, **kwargs):
 
 
 fmin.__doc__ = 'fmin(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_fmin.public = fmin
 def _signature_fmin(input, other, *, out=None): ...
 fmin.__wrapped__ = _signature_fmin
 
@@ -4012,6 +4890,10 @@ def _bind_igamma_0(input, other, *, out=None):
     return (input, other, out)
 
 def igamma(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_igamma.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_igamma_0(*args, **kwargs)
     except TypeError:
@@ -4024,6 +4906,8 @@ def igamma(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_igamma_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_igamma.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_igamma.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -4032,6 +4916,7 @@ def igamma(*args, **kwargs):
 
 
 igamma.__doc__ = 'igamma(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_igamma.public = igamma
 def _signature_igamma(input, other, *, out=None): ...
 igamma.__wrapped__ = _signature_igamma
 
@@ -4044,6 +4929,10 @@ def _bind_igammac_0(input, other, *, out=None):
     return (input, other, out)
 
 def igammac(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_igammac.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_igammac_0(*args, **kwargs)
     except TypeError:
@@ -4056,6 +4945,8 @@ def igammac(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_igammac_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_igammac.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_igammac.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -4064,6 +4955,7 @@ def igammac(*args, **kwargs):
 
 
 igammac.__doc__ = 'igammac(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_igammac.public = igammac
 def _signature_igammac(input, other, *, out=None): ...
 igammac.__wrapped__ = _signature_igammac
 
@@ -4084,6 +4976,10 @@ def _bind_xlogy_2(input, other):
     return (input, other)
 
 def xlogy(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_xlogy.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_xlogy_0(*args, **kwargs)
     except TypeError:
@@ -4112,6 +5008,8 @@ def xlogy(*args, **kwargs):
         if type(input) in _NUMBERS and isinstance(other, _Tensor):
             return _A._op_xlogy_Scalar_Self.call(other._ks, input, other)
     _i, _a = _sig_xlogy.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_xlogy.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -4124,6 +5022,7 @@ def xlogy(*args, **kwargs):
 
 
 xlogy.__doc__ = 'xlogy(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nxlogy(input: Tensor, other: Number) -> Tensor\nxlogy(input: Number, other: Tensor) -> Tensor'
+_sig_xlogy.public = xlogy
 
 
 _sig_xlogy_ = _Signatures('xlogy_', [
@@ -4134,6 +5033,10 @@ def _bind_xlogy__0(input, other):
     return (input, other)
 
 def xlogy_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_xlogy_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_xlogy__0(*args, **kwargs)
     except TypeError:
@@ -4143,12 +5046,15 @@ def xlogy_(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             return _A._op_xlogy_.call(input._ks | other._ks, input, other)
     _i, _a = _sig_xlogy_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_xlogy_.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
 xlogy_.__doc__ = 'xlogy_(input: Tensor, other: Tensor) -> Tensor'
+_sig_xlogy_.public = xlogy_
 def _signature_xlogy_(input, other): ...
 xlogy_.__wrapped__ = _signature_xlogy_
 
@@ -4169,6 +5075,10 @@ def _bind_max_2(input, dim, keepdim=False):
     return (input, dim, keepdim)
 
 def max(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_max.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_max_0(*args, **kwargs)
     except TypeError:
@@ -4194,6 +5104,8 @@ def max(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and type(keepdim) is bool:
             return _A._op_max_dim.call(input._ks, input, dim, keepdim)
     _i, _a = _sig_max.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_max_other.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     elif _i == 1:
@@ -4204,6 +5116,7 @@ def max(*args, **kwargs):
 
 
 max.__doc__ = 'Returns the maximum of ``input``; with ``dim``, a (values, indices) tuple; with ``other``, the elementwise maximum.\n\nmax(input: Tensor, other: Tensor) -> Tensor\nmax(input: Tensor) -> Tensor\nmax(input: Tensor, dim: int, keepdim: bool = False) -> (Tensor, Tensor)'
+_sig_max.public = max
 
 
 _sig_min = _Signatures('min', [
@@ -4222,6 +5135,10 @@ def _bind_min_2(input, dim, keepdim=False):
     return (input, dim, keepdim)
 
 def min(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_min.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_min_0(*args, **kwargs)
     except TypeError:
@@ -4247,6 +5164,8 @@ def min(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and type(keepdim) is bool:
             return _A._op_min_dim.call(input._ks, input, dim, keepdim)
     _i, _a = _sig_min.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_min_other.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     elif _i == 1:
@@ -4257,6 +5176,7 @@ def min(*args, **kwargs):
 
 
 min.__doc__ = 'Returns the minimum of ``input``; with ``dim``, a (values, indices) tuple; with ``other``, the elementwise minimum.\n\nmin(input: Tensor, other: Tensor) -> Tensor\nmin(input: Tensor) -> Tensor\nmin(input: Tensor, dim: int, keepdim: bool = False) -> (Tensor, Tensor)'
+_sig_min.public = min
 
 
 _sig_bitwise_and = _Signatures('bitwise_and', [
@@ -4271,6 +5191,10 @@ def _bind_bitwise_and_1(input, other, *, out=None):
     return (input, other, out)
 
 def bitwise_and(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bitwise_and.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bitwise_and_0(*args, **kwargs)
     except TypeError:
@@ -4294,6 +5218,8 @@ def bitwise_and(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_bitwise_and_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_bitwise_and.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_bitwise_and_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -4306,6 +5232,7 @@ def bitwise_and(*args, **kwargs):
 
 
 bitwise_and.__doc__ = 'bitwise_and(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nbitwise_and(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_bitwise_and.public = bitwise_and
 
 
 _sig_bitwise_or = _Signatures('bitwise_or', [
@@ -4320,6 +5247,10 @@ def _bind_bitwise_or_1(input, other, *, out=None):
     return (input, other, out)
 
 def bitwise_or(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bitwise_or.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bitwise_or_0(*args, **kwargs)
     except TypeError:
@@ -4343,6 +5274,8 @@ def bitwise_or(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_bitwise_or_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_bitwise_or.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_bitwise_or_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -4355,6 +5288,7 @@ def bitwise_or(*args, **kwargs):
 
 
 bitwise_or.__doc__ = 'bitwise_or(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nbitwise_or(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_bitwise_or.public = bitwise_or
 
 
 _sig_bitwise_xor = _Signatures('bitwise_xor', [
@@ -4369,6 +5303,10 @@ def _bind_bitwise_xor_1(input, other, *, out=None):
     return (input, other, out)
 
 def bitwise_xor(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bitwise_xor.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bitwise_xor_0(*args, **kwargs)
     except TypeError:
@@ -4392,6 +5330,8 @@ def bitwise_xor(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_bitwise_xor_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_bitwise_xor.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_bitwise_xor_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -4404,6 +5344,7 @@ def bitwise_xor(*args, **kwargs):
 
 
 bitwise_xor.__doc__ = 'bitwise_xor(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nbitwise_xor(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_bitwise_xor.public = bitwise_xor
 
 
 _sig_bitwise_left_shift = _Signatures('bitwise_left_shift', [
@@ -4418,6 +5359,10 @@ def _bind_bitwise_left_shift_1(input, other, *, out=None):
     return (input, other, out)
 
 def bitwise_left_shift(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bitwise_left_shift.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bitwise_left_shift_0(*args, **kwargs)
     except TypeError:
@@ -4441,6 +5386,8 @@ def bitwise_left_shift(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_bitwise_left_shift_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_bitwise_left_shift.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_bitwise_left_shift_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -4453,6 +5400,7 @@ def bitwise_left_shift(*args, **kwargs):
 
 
 bitwise_left_shift.__doc__ = 'bitwise_left_shift(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nbitwise_left_shift(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_bitwise_left_shift.public = bitwise_left_shift
 
 
 _sig_bitwise_right_shift = _Signatures('bitwise_right_shift', [
@@ -4467,6 +5415,10 @@ def _bind_bitwise_right_shift_1(input, other, *, out=None):
     return (input, other, out)
 
 def bitwise_right_shift(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bitwise_right_shift.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bitwise_right_shift_0(*args, **kwargs)
     except TypeError:
@@ -4490,6 +5442,8 @@ def bitwise_right_shift(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_bitwise_right_shift_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_bitwise_right_shift.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_bitwise_right_shift_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -4502,6 +5456,7 @@ def bitwise_right_shift(*args, **kwargs):
 
 
 bitwise_right_shift.__doc__ = 'bitwise_right_shift(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nbitwise_right_shift(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_bitwise_right_shift.public = bitwise_right_shift
 
 
 _sig_logical_and = _Signatures('logical_and', [
@@ -4512,6 +5467,10 @@ def _bind_logical_and_0(input, other, *, out=None):
     return (input, other, out)
 
 def logical_and(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logical_and.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logical_and_0(*args, **kwargs)
     except TypeError:
@@ -4524,6 +5483,8 @@ def logical_and(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_logical_and_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_logical_and.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_logical_and.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -4532,6 +5493,7 @@ def logical_and(*args, **kwargs):
 
 
 logical_and.__doc__ = 'logical_and(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_logical_and.public = logical_and
 def _signature_logical_and(input, other, *, out=None): ...
 logical_and.__wrapped__ = _signature_logical_and
 
@@ -4544,6 +5506,10 @@ def _bind_logical_or_0(input, other, *, out=None):
     return (input, other, out)
 
 def logical_or(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logical_or.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logical_or_0(*args, **kwargs)
     except TypeError:
@@ -4556,6 +5522,8 @@ def logical_or(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_logical_or_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_logical_or.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_logical_or.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -4564,6 +5532,7 @@ def logical_or(*args, **kwargs):
 
 
 logical_or.__doc__ = 'logical_or(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_logical_or.public = logical_or
 def _signature_logical_or(input, other, *, out=None): ...
 logical_or.__wrapped__ = _signature_logical_or
 
@@ -4576,6 +5545,10 @@ def _bind_logical_xor_0(input, other, *, out=None):
     return (input, other, out)
 
 def logical_xor(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logical_xor.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logical_xor_0(*args, **kwargs)
     except TypeError:
@@ -4588,6 +5561,8 @@ def logical_xor(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_logical_xor_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_logical_xor.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_logical_xor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -4596,6 +5571,7 @@ def logical_xor(*args, **kwargs):
 
 
 logical_xor.__doc__ = 'logical_xor(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_logical_xor.public = logical_xor
 def _signature_logical_xor(input, other, *, out=None): ...
 logical_xor.__wrapped__ = _signature_logical_xor
 
@@ -4612,6 +5588,10 @@ def _bind_eq_1(input, other, *, out=None):
     return (input, other, out)
 
 def eq(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_eq.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_eq_0(*args, **kwargs)
     except TypeError:
@@ -4635,6 +5615,8 @@ def eq(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_eq_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_eq.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_eq_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -4647,6 +5629,7 @@ def eq(*args, **kwargs):
 
 
 eq.__doc__ = 'eq(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\neq(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_eq.public = eq
 
 
 _sig_ne = _Signatures('ne', [
@@ -4661,6 +5644,10 @@ def _bind_ne_1(input, other, *, out=None):
     return (input, other, out)
 
 def ne(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ne.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ne_0(*args, **kwargs)
     except TypeError:
@@ -4684,6 +5671,8 @@ def ne(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_ne_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_ne.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_ne_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -4696,6 +5685,7 @@ def ne(*args, **kwargs):
 
 
 ne.__doc__ = 'ne(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nne(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_ne.public = ne
 
 
 _sig_lt = _Signatures('lt', [
@@ -4710,6 +5700,10 @@ def _bind_lt_1(input, other, *, out=None):
     return (input, other, out)
 
 def lt(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lt.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_lt_0(*args, **kwargs)
     except TypeError:
@@ -4733,6 +5727,8 @@ def lt(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_lt_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_lt.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_lt_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -4745,6 +5741,7 @@ def lt(*args, **kwargs):
 
 
 lt.__doc__ = 'lt(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nlt(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_lt.public = lt
 
 
 _sig_le = _Signatures('le', [
@@ -4759,6 +5756,10 @@ def _bind_le_1(input, other, *, out=None):
     return (input, other, out)
 
 def le(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_le.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_le_0(*args, **kwargs)
     except TypeError:
@@ -4782,6 +5783,8 @@ def le(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_le_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_le.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_le_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -4794,6 +5797,7 @@ def le(*args, **kwargs):
 
 
 le.__doc__ = 'le(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nle(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_le.public = le
 
 
 _sig_gt = _Signatures('gt', [
@@ -4808,6 +5812,10 @@ def _bind_gt_1(input, other, *, out=None):
     return (input, other, out)
 
 def gt(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_gt.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_gt_0(*args, **kwargs)
     except TypeError:
@@ -4831,6 +5839,8 @@ def gt(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_gt_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_gt.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_gt_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -4843,6 +5853,7 @@ def gt(*args, **kwargs):
 
 
 gt.__doc__ = 'gt(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\ngt(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_gt.public = gt
 
 
 _sig_ge = _Signatures('ge', [
@@ -4857,6 +5868,10 @@ def _bind_ge_1(input, other, *, out=None):
     return (input, other, out)
 
 def ge(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ge.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ge_0(*args, **kwargs)
     except TypeError:
@@ -4880,6 +5895,8 @@ def ge(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_ge_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_ge.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_ge_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -4892,6 +5909,7 @@ def ge(*args, **kwargs):
 
 
 ge.__doc__ = 'ge(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nge(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_ge.public = ge
 
 
 _sig_greater = _Signatures('greater', [
@@ -4906,6 +5924,10 @@ def _bind_greater_1(input, other):
     return (input, other)
 
 def greater(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_greater.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_greater_0(*args, **kwargs)
     except TypeError:
@@ -4923,6 +5945,8 @@ def greater(*args, **kwargs):
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             return _A._op_greater_Scalar.call(input._ks, input, other)
     _i, _a = _sig_greater.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_greater_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     elif _i == 1:
@@ -4931,6 +5955,7 @@ def greater(*args, **kwargs):
 
 
 greater.__doc__ = 'greater(input: Tensor, other: Tensor) -> Tensor\ngreater(input: Tensor, other: Number) -> Tensor'
+_sig_greater.public = greater
 
 
 _sig_greater_equal = _Signatures('greater_equal', [
@@ -4945,6 +5970,10 @@ def _bind_greater_equal_1(input, other):
     return (input, other)
 
 def greater_equal(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_greater_equal.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_greater_equal_0(*args, **kwargs)
     except TypeError:
@@ -4962,6 +5991,8 @@ def greater_equal(*args, **kwargs):
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             return _A._op_greater_equal_Scalar.call(input._ks, input, other)
     _i, _a = _sig_greater_equal.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_greater_equal_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     elif _i == 1:
@@ -4970,6 +6001,7 @@ def greater_equal(*args, **kwargs):
 
 
 greater_equal.__doc__ = 'greater_equal(input: Tensor, other: Tensor) -> Tensor\ngreater_equal(input: Tensor, other: Number) -> Tensor'
+_sig_greater_equal.public = greater_equal
 
 
 _sig_less = _Signatures('less', [
@@ -4984,6 +6016,10 @@ def _bind_less_1(input, other):
     return (input, other)
 
 def less(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_less.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_less_0(*args, **kwargs)
     except TypeError:
@@ -5001,6 +6037,8 @@ def less(*args, **kwargs):
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             return _A._op_less_Scalar.call(input._ks, input, other)
     _i, _a = _sig_less.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_less_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     elif _i == 1:
@@ -5009,6 +6047,7 @@ def less(*args, **kwargs):
 
 
 less.__doc__ = 'less(input: Tensor, other: Tensor) -> Tensor\nless(input: Tensor, other: Number) -> Tensor'
+_sig_less.public = less
 
 
 _sig_less_equal = _Signatures('less_equal', [
@@ -5023,6 +6062,10 @@ def _bind_less_equal_1(input, other):
     return (input, other)
 
 def less_equal(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_less_equal.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_less_equal_0(*args, **kwargs)
     except TypeError:
@@ -5040,6 +6083,8 @@ def less_equal(*args, **kwargs):
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             return _A._op_less_equal_Scalar.call(input._ks, input, other)
     _i, _a = _sig_less_equal.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_less_equal_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     elif _i == 1:
@@ -5048,6 +6093,7 @@ def less_equal(*args, **kwargs):
 
 
 less_equal.__doc__ = 'less_equal(input: Tensor, other: Tensor) -> Tensor\nless_equal(input: Tensor, other: Number) -> Tensor'
+_sig_less_equal.public = less_equal
 
 
 _sig_not_equal = _Signatures('not_equal', [
@@ -5062,6 +6108,10 @@ def _bind_not_equal_1(input, other):
     return (input, other)
 
 def not_equal(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_not_equal.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_not_equal_0(*args, **kwargs)
     except TypeError:
@@ -5079,6 +6129,8 @@ def not_equal(*args, **kwargs):
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             return _A._op_not_equal_Scalar.call(input._ks, input, other)
     _i, _a = _sig_not_equal.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_not_equal_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     elif _i == 1:
@@ -5087,6 +6139,7 @@ def not_equal(*args, **kwargs):
 
 
 not_equal.__doc__ = 'not_equal(input: Tensor, other: Tensor) -> Tensor\nnot_equal(input: Tensor, other: Number) -> Tensor'
+_sig_not_equal.public = not_equal
 
 
 _sig_where = _Signatures('where', [
@@ -5113,6 +6166,10 @@ def _bind_where_4(condition):
     return (condition,)
 
 def where(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_where.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_where_0(*args, **kwargs)
     except TypeError:
@@ -5155,8 +6212,10 @@ def where(*args, **kwargs):
     if _b is not None:
         condition, = _b
         if isinstance(condition, _Tensor):
-            return _A._op_where.call(condition._ks, condition)
+            return tuple(_A._op_where.call(condition._ks, condition))
     _i, _a = _sig_where.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_where_self.call(_a['condition']._ks | _a['input']._ks | _a['other']._ks, _a['condition'], _a['input'], _a['other'])
@@ -5168,11 +6227,12 @@ def where(*args, **kwargs):
     elif _i == 3:
         return _A._op_where_Scalar.call(_a['condition']._ks, _a['condition'], _a['input'], _a['other'])
     elif _i == 4:
-        return _A._op_where.call(_a['condition']._ks, _a['condition'])
+        return tuple(_A._op_where.call(_a['condition']._ks, _a['condition']))
     raise AssertionError('unreachable')
 
 
 where.__doc__ = 'Returns a tensor of elements selected from ``input`` or ``other``, depending on ``condition``.\n\nwhere(condition: Tensor, input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nwhere(condition: Tensor, input: Number, other: Tensor) -> Tensor\nwhere(condition: Tensor, input: Tensor, other: Number) -> Tensor\nwhere(condition: Tensor, input: Number, other: Number) -> Tensor\nwhere(condition: Tensor) -> List[Tensor]'
+_sig_where.public = where
 
 
 _sig_clamp = _Signatures('clamp', [
@@ -5187,6 +6247,10 @@ def _bind_clamp_1(input, min=None, max=None, *, out=None):
     return (input, min, max, out)
 
 def clamp(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_clamp.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_clamp_0(*args, **kwargs)
     except TypeError:
@@ -5210,6 +6274,8 @@ def clamp(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_clamp_Tensor_out.call(input._ks | _ks_opt(min) | _ks_opt(max), input, min, max, out)
     _i, _a = _sig_clamp.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_clamp.call(_a['input']._ks, _a['input'], _a['min'], _a['max'])
@@ -5222,6 +6288,7 @@ def clamp(*args, **kwargs):
 
 
 clamp.__doc__ = 'Clamps all elements in ``input`` into the range [``min``, ``max``].\n\nclamp(input: Tensor, min: Optional[Number] = None, max: Optional[Number] = None, *, out: Optional[Tensor] = None) -> Tensor\nclamp(input: Tensor, min: Optional[Tensor] = None, max: Optional[Tensor] = None, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_clamp.public = clamp
 
 
 _sig_clamp_ = _Signatures('clamp_', [
@@ -5236,6 +6303,10 @@ def _bind_clamp__1(input, min=None, max=None):
     return (input, min, max)
 
 def clamp_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_clamp_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_clamp__0(*args, **kwargs)
     except TypeError:
@@ -5253,6 +6324,8 @@ def clamp_(*args, **kwargs):
         if isinstance(input, _Tensor) and (min is None or isinstance(min, _Tensor)) and (max is None or isinstance(max, _Tensor)):
             return _A._op_clamp__Tensor.call(input._ks | _ks_opt(min) | _ks_opt(max), input, min, max)
     _i, _a = _sig_clamp_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_clamp_.call(_a['input']._ks, _a['input'], _a['min'], _a['max'])
     elif _i == 1:
@@ -5261,6 +6334,7 @@ def clamp_(*args, **kwargs):
 
 
 clamp_.__doc__ = 'Clamps all elements in ``input`` into the range [``min``, ``max``].\n\nclamp_(input: Tensor, min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor\nclamp_(input: Tensor, min: Optional[Tensor] = None, max: Optional[Tensor] = None) -> Tensor'
+_sig_clamp_.public = clamp_
 
 
 _sig_clip = _Signatures('clip', [
@@ -5275,6 +6349,10 @@ def _bind_clip_1(input, min=None, max=None):
     return (input, min, max)
 
 def clip(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_clip.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_clip_0(*args, **kwargs)
     except TypeError:
@@ -5292,6 +6370,8 @@ def clip(*args, **kwargs):
         if isinstance(input, _Tensor) and (min is None or isinstance(min, _Tensor)) and (max is None or isinstance(max, _Tensor)):
             return _A._op_clip_Tensor.call(input._ks | _ks_opt(min) | _ks_opt(max), input, min, max)
     _i, _a = _sig_clip.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_clip.call(_a['input']._ks, _a['input'], _a['min'], _a['max'])
     elif _i == 1:
@@ -5300,6 +6380,7 @@ def clip(*args, **kwargs):
 
 
 clip.__doc__ = 'clip(input: Tensor, min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor\nclip(input: Tensor, min: Optional[Tensor] = None, max: Optional[Tensor] = None) -> Tensor'
+_sig_clip.public = clip
 
 
 _sig_clip_ = _Signatures('clip_', [
@@ -5310,6 +6391,10 @@ def _bind_clip__0(input, min=None, max=None):
     return (input, min, max)
 
 def clip_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_clip_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_clip__0(*args, **kwargs)
     except TypeError:
@@ -5319,12 +6404,15 @@ def clip_(*args, **kwargs):
         if isinstance(input, _Tensor) and (min is None or type(min) in _NUMBERS) and (max is None or type(max) in _NUMBERS):
             return _A._op_clip_.call(input._ks, input, min, max)
     _i, _a = _sig_clip_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_clip_.call(_a['input']._ks, _a['input'], _a['min'], _a['max'])
     raise AssertionError('unreachable')
 
 
 clip_.__doc__ = 'clip_(input: Tensor, min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor'
+_sig_clip_.public = clip_
 def _signature_clip_(input, min=None, max=None): ...
 clip_.__wrapped__ = _signature_clip_
 
@@ -5341,6 +6429,10 @@ def _bind_clamp_min_1(input, min):
     return (input, min)
 
 def clamp_min(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_clamp_min.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_clamp_min_0(*args, **kwargs)
     except TypeError:
@@ -5358,6 +6450,8 @@ def clamp_min(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(min, _Tensor):
             return _A._op_clamp_min_Tensor.call(input._ks | min._ks, input, min)
     _i, _a = _sig_clamp_min.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_clamp_min.call(_a['input']._ks, _a['input'], _a['min'])
     elif _i == 1:
@@ -5366,6 +6460,7 @@ def clamp_min(*args, **kwargs):
 
 
 clamp_min.__doc__ = 'clamp_min(input: Tensor, min: Number) -> Tensor\nclamp_min(input: Tensor, min: Tensor) -> Tensor'
+_sig_clamp_min.public = clamp_min
 
 
 _sig_clamp_min_ = _Signatures('clamp_min_', [
@@ -5380,6 +6475,10 @@ def _bind_clamp_min__1(input, min):
     return (input, min)
 
 def clamp_min_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_clamp_min_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_clamp_min__0(*args, **kwargs)
     except TypeError:
@@ -5397,6 +6496,8 @@ def clamp_min_(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(min, _Tensor):
             return _A._op_clamp_min__Tensor.call(input._ks | min._ks, input, min)
     _i, _a = _sig_clamp_min_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_clamp_min_.call(_a['input']._ks, _a['input'], _a['min'])
     elif _i == 1:
@@ -5405,6 +6506,7 @@ def clamp_min_(*args, **kwargs):
 
 
 clamp_min_.__doc__ = 'clamp_min_(input: Tensor, min: Number) -> Tensor\nclamp_min_(input: Tensor, min: Tensor) -> Tensor'
+_sig_clamp_min_.public = clamp_min_
 
 
 _sig_clamp_max = _Signatures('clamp_max', [
@@ -5419,6 +6521,10 @@ def _bind_clamp_max_1(input, max):
     return (input, max)
 
 def clamp_max(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_clamp_max.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_clamp_max_0(*args, **kwargs)
     except TypeError:
@@ -5436,6 +6542,8 @@ def clamp_max(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(max, _Tensor):
             return _A._op_clamp_max_Tensor.call(input._ks | max._ks, input, max)
     _i, _a = _sig_clamp_max.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_clamp_max.call(_a['input']._ks, _a['input'], _a['max'])
     elif _i == 1:
@@ -5444,6 +6552,7 @@ def clamp_max(*args, **kwargs):
 
 
 clamp_max.__doc__ = 'clamp_max(input: Tensor, max: Number) -> Tensor\nclamp_max(input: Tensor, max: Tensor) -> Tensor'
+_sig_clamp_max.public = clamp_max
 
 
 _sig_clamp_max_ = _Signatures('clamp_max_', [
@@ -5458,6 +6567,10 @@ def _bind_clamp_max__1(input, max):
     return (input, max)
 
 def clamp_max_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_clamp_max_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_clamp_max__0(*args, **kwargs)
     except TypeError:
@@ -5475,6 +6588,8 @@ def clamp_max_(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(max, _Tensor):
             return _A._op_clamp_max__Tensor.call(input._ks | max._ks, input, max)
     _i, _a = _sig_clamp_max_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_clamp_max_.call(_a['input']._ks, _a['input'], _a['max'])
     elif _i == 1:
@@ -5483,6 +6598,7 @@ def clamp_max_(*args, **kwargs):
 
 
 clamp_max_.__doc__ = 'clamp_max_(input: Tensor, max: Number) -> Tensor\nclamp_max_(input: Tensor, max: Tensor) -> Tensor'
+_sig_clamp_max_.public = clamp_max_
 
 
 _sig_lerp = _Signatures('lerp', [
@@ -5497,6 +6613,10 @@ def _bind_lerp_1(input, end, weight):
     return (input, end, weight)
 
 def lerp(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lerp.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_lerp_0(*args, **kwargs)
     except TypeError:
@@ -5517,6 +6637,8 @@ def lerp(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(end, _Tensor) and isinstance(weight, _Tensor):
             return _A._op_lerp_Tensor.call(input._ks | end._ks | weight._ks, input, end, weight)
     _i, _a = _sig_lerp.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_lerp_Scalar.call(_a['input']._ks | _a['end']._ks, _a['input'], _a['end'], _a['weight'])
@@ -5527,6 +6649,7 @@ def lerp(*args, **kwargs):
 
 
 lerp.__doc__ = 'lerp(input: Tensor, end: Tensor, weight: Number, *, out: Optional[Tensor] = None) -> Tensor\nlerp(input: Tensor, end: Tensor, weight: Tensor) -> Tensor'
+_sig_lerp.public = lerp
 
 
 _sig_addcmul = _Signatures('addcmul', [
@@ -5537,6 +6660,10 @@ def _bind_addcmul_0(input, tensor1, tensor2, *, value=1, out=None):
     return (input, tensor1, tensor2, value, out)
 
 def addcmul(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_addcmul.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_addcmul_0(*args, **kwargs)
     except TypeError:
@@ -5549,6 +6676,8 @@ def addcmul(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_addcmul_out.call(input._ks | tensor1._ks | tensor2._ks, input, tensor1, tensor2, value, out)
     _i, _a = _sig_addcmul.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_addcmul.call(_a['input']._ks | _a['tensor1']._ks | _a['tensor2']._ks, _a['input'], _a['tensor1'], _a['tensor2'], _a['value'])
@@ -5557,6 +6686,7 @@ def addcmul(*args, **kwargs):
 
 
 addcmul.__doc__ = 'addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Number = 1, out: Optional[Tensor] = None) -> Tensor'
+_sig_addcmul.public = addcmul
 def _signature_addcmul(input, tensor1, tensor2, *, value=1, out=None): ...
 addcmul.__wrapped__ = _signature_addcmul
 
@@ -5569,6 +6699,10 @@ def _bind_addcdiv_0(input, tensor1, tensor2, *, value=1, out=None):
     return (input, tensor1, tensor2, value, out)
 
 def addcdiv(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_addcdiv.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_addcdiv_0(*args, **kwargs)
     except TypeError:
@@ -5581,6 +6715,8 @@ def addcdiv(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_addcdiv_out.call(input._ks | tensor1._ks | tensor2._ks, input, tensor1, tensor2, value, out)
     _i, _a = _sig_addcdiv.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_addcdiv.call(_a['input']._ks | _a['tensor1']._ks | _a['tensor2']._ks, _a['input'], _a['tensor1'], _a['tensor2'], _a['value'])
@@ -5589,6 +6725,7 @@ def addcdiv(*args, **kwargs):
 
 
 addcdiv.__doc__ = 'addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Number = 1, out: Optional[Tensor] = None) -> Tensor'
+_sig_addcdiv.public = addcdiv
 def _signature_addcdiv(input, tensor1, tensor2, *, value=1, out=None): ...
 addcdiv.__wrapped__ = _signature_addcdiv
 
@@ -5605,6 +6742,10 @@ def _bind_sum_1(input, dim, keepdim=False, *, dtype=None, out=None):
     return (input, dim, keepdim, dtype, out)
 
 def sum(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sum.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sum_0(*args, **kwargs)
     except TypeError:
@@ -5625,6 +6766,8 @@ def sum(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_sum_IntList_out.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype, out)
     _i, _a = _sig_sum.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sum.call(_a['input']._ks, _a['input'], _a['dtype'])
     elif _i == 1:
@@ -5635,6 +6778,7 @@ def sum(*args, **kwargs):
 
 
 sum.__doc__ = 'Returns the sum of the elements of ``input`` (over ``dim``, keeping it with ``keepdim``).\n\nsum(input: Tensor, *, dtype: Optional[dtype] = None) -> Tensor\nsum(input: Tensor, dim: Optional[List[int]], keepdim: bool = False, *, dtype: Optional[dtype] = None, out: Optional[Tensor] = None) -> Tensor'
+_sig_sum.public = sum
 
 
 _sig_nansum = _Signatures('nansum', [
@@ -5649,6 +6793,10 @@ def _bind_nansum_1(input, dim, keepdim=False, *, dtype=None):
     return (input, dim, keepdim, dtype)
 
 def nansum(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nansum.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nansum_0(*args, **kwargs)
     except TypeError:
@@ -5666,6 +6814,8 @@ def nansum(*args, **kwargs):
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _A._op_nansum_dim_IntList.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_nansum.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nansum.call(_a['input']._ks, _a['input'], _a['dtype'])
     elif _i == 1:
@@ -5674,6 +6824,7 @@ def nansum(*args, **kwargs):
 
 
 nansum.__doc__ = 'nansum(input: Tensor, *, dtype: Optional[dtype] = None) -> Tensor\nnansum(input: Tensor, dim: Optional[List[int]], keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
+_sig_nansum.public = nansum
 
 
 _sig_prod = _Signatures('prod', [
@@ -5688,6 +6839,10 @@ def _bind_prod_1(input, dim, keepdim=False, *, dtype=None):
     return (input, dim, keepdim, dtype)
 
 def prod(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_prod.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_prod_0(*args, **kwargs)
     except TypeError:
@@ -5705,6 +6860,8 @@ def prod(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _A._op_prod_dim_int.call(input._ks, input, dim, keepdim, dtype)
     _i, _a = _sig_prod.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_prod.call(_a['input']._ks, _a['input'], _a['dtype'])
     elif _i == 1:
@@ -5713,6 +6870,7 @@ def prod(*args, **kwargs):
 
 
 prod.__doc__ = 'Returns the product of the elements of ``input``.\n\nprod(input: Tensor, *, dtype: Optional[dtype] = None) -> Tensor\nprod(input: Tensor, dim: int, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
+_sig_prod.public = prod
 
 
 _sig_mean = _Signatures('mean', [
@@ -5727,6 +6885,10 @@ def _bind_mean_1(input, dim, keepdim=False, *, dtype=None, out=None):
     return (input, dim, keepdim, dtype, out)
 
 def mean(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_mean.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_mean_0(*args, **kwargs)
     except TypeError:
@@ -5750,6 +6912,8 @@ def mean(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_mean_out.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype, out)
     _i, _a = _sig_mean.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_mean.call(_a['input']._ks, _a['input'], _a['dtype'])
@@ -5762,6 +6926,7 @@ def mean(*args, **kwargs):
 
 
 mean.__doc__ = 'Returns the mean of the elements of ``input`` (over ``dim``, keeping it with ``keepdim``).\n\nmean(input: Tensor, *, dtype: Optional[dtype] = None, out: Optional[Tensor] = None) -> Tensor\nmean(input: Tensor, dim: Optional[List[int]], keepdim: bool = False, *, dtype: Optional[dtype] = None, out: Optional[Tensor] = None) -> Tensor'
+_sig_mean.public = mean
 
 
 _sig_nanmean = _Signatures('nanmean', [
@@ -5776,6 +6941,10 @@ def _bind_nanmean_1(input, dim, keepdim=False, *, dtype=None):
     return (input, dim, keepdim, dtype)
 
 def nanmean(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nanmean.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nanmean_0(*args, **kwargs)
     except TypeError:
@@ -5793,6 +6962,8 @@ def nanmean(*args, **kwargs):
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _A._op_nanmean_dim.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_nanmean.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nanmean.call(_a['input']._ks, _a['input'], _a['dtype'])
     elif _i == 1:
@@ -5801,6 +6972,7 @@ def nanmean(*args, **kwargs):
 
 
 nanmean.__doc__ = 'nanmean(input: Tensor, *, dtype: Optional[dtype] = None) -> Tensor\nnanmean(input: Tensor, dim: Optional[List[int]], keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
+_sig_nanmean.public = nanmean
 
 
 _sig_var = _Signatures('var', [
@@ -5819,6 +6991,10 @@ def _bind_var_2(input, dim=None, *, correction=None, keepdim=False):
     return (input, dim, correction, keepdim)
 
 def var(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_var.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_var_0(*args, **kwargs)
     except TypeError:
@@ -5844,6 +7020,8 @@ def var(*args, **kwargs):
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and (correction is None or type(correction) in _NUMBERS) and type(keepdim) is bool:
             return _A._op_var_correction.call(input._ks, input, (None if dim is None else dim_), correction, keepdim)
     _i, _a = _sig_var.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_var.call(_a['input']._ks, _a['input'], _a['unbiased'])
     elif _i == 1:
@@ -5854,6 +7032,7 @@ def var(*args, **kwargs):
 
 
 var.__doc__ = "Calculates the variance over ``dim`` (``correction``: Bessel's correction, 1 by default).\n\nvar(input: Tensor, unbiased: bool = True) -> Tensor\nvar(input: Tensor, dim: Optional[List[int]], unbiased: bool = True, keepdim: bool = False) -> Tensor\nvar(input: Tensor, dim: Optional[List[int]] = None, *, correction: Optional[Number] = None, keepdim: bool = False) -> Tensor"
+_sig_var.public = var
 
 
 _sig_std = _Signatures('std', [
@@ -5872,6 +7051,10 @@ def _bind_std_2(input, dim=None, *, correction=None, keepdim=False):
     return (input, dim, correction, keepdim)
 
 def std(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_std.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_std_0(*args, **kwargs)
     except TypeError:
@@ -5897,6 +7080,8 @@ def std(*args, **kwargs):
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and (correction is None or type(correction) in _NUMBERS) and type(keepdim) is bool:
             return _A._op_std_correction.call(input._ks, input, (None if dim is None else dim_), correction, keepdim)
     _i, _a = _sig_std.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_std.call(_a['input']._ks, _a['input'], _a['unbiased'])
     elif _i == 1:
@@ -5907,6 +7092,7 @@ def std(*args, **kwargs):
 
 
 std.__doc__ = "Calculates the standard deviation over ``dim`` (``correction``: Bessel's correction, 1 by default).\n\nstd(input: Tensor, unbiased: bool = True) -> Tensor\nstd(input: Tensor, dim: Optional[List[int]], unbiased: bool = True, keepdim: bool = False) -> Tensor\nstd(input: Tensor, dim: Optional[List[int]] = None, *, correction: Optional[Number] = None, keepdim: bool = False) -> Tensor"
+_sig_std.public = std
 
 
 _sig_var_mean = _Signatures('var_mean', [
@@ -5925,6 +7111,10 @@ def _bind_var_mean_2(input, dim=None, *, correction=None, keepdim=False):
     return (input, dim, correction, keepdim)
 
 def var_mean(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_var_mean.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_var_mean_0(*args, **kwargs)
     except TypeError:
@@ -5950,6 +7140,8 @@ def var_mean(*args, **kwargs):
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and (correction is None or type(correction) in _NUMBERS) and type(keepdim) is bool:
             return _A._op_var_mean_correction.call(input._ks, input, (None if dim is None else dim_), correction, keepdim)
     _i, _a = _sig_var_mean.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_var_mean.call(_a['input']._ks, _a['input'], _a['unbiased'])
     elif _i == 1:
@@ -5960,6 +7152,7 @@ def var_mean(*args, **kwargs):
 
 
 var_mean.__doc__ = 'var_mean(input: Tensor, unbiased: bool = True) -> (Tensor, Tensor)\nvar_mean(input: Tensor, dim: Optional[List[int]], unbiased: bool = True, keepdim: bool = False) -> (Tensor, Tensor)\nvar_mean(input: Tensor, dim: Optional[List[int]] = None, *, correction: Optional[Number] = None, keepdim: bool = False) -> (Tensor, Tensor)'
+_sig_var_mean.public = var_mean
 
 
 _sig_std_mean = _Signatures('std_mean', [
@@ -5978,6 +7171,10 @@ def _bind_std_mean_2(input, dim=None, *, correction=None, keepdim=False):
     return (input, dim, correction, keepdim)
 
 def std_mean(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_std_mean.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_std_mean_0(*args, **kwargs)
     except TypeError:
@@ -6003,6 +7200,8 @@ def std_mean(*args, **kwargs):
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and (correction is None or type(correction) in _NUMBERS) and type(keepdim) is bool:
             return _A._op_std_mean_correction.call(input._ks, input, (None if dim is None else dim_), correction, keepdim)
     _i, _a = _sig_std_mean.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_std_mean.call(_a['input']._ks, _a['input'], _a['unbiased'])
     elif _i == 1:
@@ -6013,6 +7212,7 @@ def std_mean(*args, **kwargs):
 
 
 std_mean.__doc__ = 'std_mean(input: Tensor, unbiased: bool = True) -> (Tensor, Tensor)\nstd_mean(input: Tensor, dim: Optional[List[int]], unbiased: bool = True, keepdim: bool = False) -> (Tensor, Tensor)\nstd_mean(input: Tensor, dim: Optional[List[int]] = None, *, correction: Optional[Number] = None, keepdim: bool = False) -> (Tensor, Tensor)'
+_sig_std_mean.public = std_mean
 
 
 _sig_amax = _Signatures('amax', [
@@ -6023,6 +7223,10 @@ def _bind_amax_0(input, dim=(), keepdim=False, *, out=None):
     return (input, dim, keepdim, out)
 
 def amax(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_amax.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_amax_0(*args, **kwargs)
     except TypeError:
@@ -6035,6 +7239,8 @@ def amax(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_amax_out.call(input._ks, input, dim_, keepdim, out)
     _i, _a = _sig_amax.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_amax.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
@@ -6043,6 +7249,7 @@ def amax(*args, **kwargs):
 
 
 amax.__doc__ = 'amax(input: Tensor, dim: List[int] = (), keepdim: bool = False, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_amax.public = amax
 def _signature_amax(input, dim=(), keepdim=False, *, out=None): ...
 amax.__wrapped__ = _signature_amax
 
@@ -6055,6 +7262,10 @@ def _bind_amin_0(input, dim=(), keepdim=False, *, out=None):
     return (input, dim, keepdim, out)
 
 def amin(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_amin.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_amin_0(*args, **kwargs)
     except TypeError:
@@ -6067,6 +7278,8 @@ def amin(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_amin_out.call(input._ks, input, dim_, keepdim, out)
     _i, _a = _sig_amin.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_amin.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
@@ -6075,6 +7288,7 @@ def amin(*args, **kwargs):
 
 
 amin.__doc__ = 'amin(input: Tensor, dim: List[int] = (), keepdim: bool = False, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_amin.public = amin
 def _signature_amin(input, dim=(), keepdim=False, *, out=None): ...
 amin.__wrapped__ = _signature_amin
 
@@ -6087,6 +7301,10 @@ def _bind_aminmax_0(input, *, dim=None, keepdim=False):
     return (input, dim, keepdim)
 
 def aminmax(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_aminmax.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_aminmax_0(*args, **kwargs)
     except TypeError:
@@ -6096,12 +7314,15 @@ def aminmax(*args, **kwargs):
         if isinstance(input, _Tensor) and (dim is None or type(dim) is int) and type(keepdim) is bool:
             return _A._op_aminmax.call(input._ks, input, dim, keepdim)
     _i, _a = _sig_aminmax.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_aminmax.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
 aminmax.__doc__ = 'aminmax(input: Tensor, *, dim: Optional[int] = None, keepdim: bool = False) -> (Tensor, Tensor)'
+_sig_aminmax.public = aminmax
 def _signature_aminmax(input, *, dim=None, keepdim=False): ...
 aminmax.__wrapped__ = _signature_aminmax
 
@@ -6114,6 +7335,10 @@ def _bind_argmax_0(input, dim=None, keepdim=False):
     return (input, dim, keepdim)
 
 def argmax(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_argmax.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_argmax_0(*args, **kwargs)
     except TypeError:
@@ -6123,12 +7348,15 @@ def argmax(*args, **kwargs):
         if isinstance(input, _Tensor) and (dim is None or type(dim) is int) and type(keepdim) is bool:
             return _A._op_argmax.call(input._ks, input, dim, keepdim)
     _i, _a = _sig_argmax.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_argmax.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
 argmax.__doc__ = 'Returns the indices of the maximum values of ``input``.\n\nargmax(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor'
+_sig_argmax.public = argmax
 def _signature_argmax(input, dim=None, keepdim=False): ...
 argmax.__wrapped__ = _signature_argmax
 
@@ -6141,6 +7369,10 @@ def _bind_argmin_0(input, dim=None, keepdim=False):
     return (input, dim, keepdim)
 
 def argmin(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_argmin.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_argmin_0(*args, **kwargs)
     except TypeError:
@@ -6150,12 +7382,15 @@ def argmin(*args, **kwargs):
         if isinstance(input, _Tensor) and (dim is None or type(dim) is int) and type(keepdim) is bool:
             return _A._op_argmin.call(input._ks, input, dim, keepdim)
     _i, _a = _sig_argmin.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_argmin.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
 argmin.__doc__ = 'Returns the indices of the minimum values of ``input``.\n\nargmin(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor'
+_sig_argmin.public = argmin
 def _signature_argmin(input, dim=None, keepdim=False): ...
 argmin.__wrapped__ = _signature_argmin
 
@@ -6168,6 +7403,10 @@ def _bind_logsumexp_0(input, dim, keepdim=False):
     return (input, dim, keepdim)
 
 def logsumexp(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logsumexp.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logsumexp_0(*args, **kwargs)
     except TypeError:
@@ -6177,12 +7416,15 @@ def logsumexp(*args, **kwargs):
         if isinstance(input, _Tensor) and (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
             return _A._op_logsumexp.call(input._ks, input, dim_, keepdim)
     _i, _a = _sig_logsumexp.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_logsumexp.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
 logsumexp.__doc__ = 'logsumexp(input: Tensor, dim: List[int], keepdim: bool = False) -> Tensor'
+_sig_logsumexp.public = logsumexp
 def _signature_logsumexp(input, dim, keepdim=False): ...
 logsumexp.__wrapped__ = _signature_logsumexp
 
@@ -6203,6 +7445,10 @@ def _bind_all_2(input, dim=None, keepdim=False):
     return (input, dim, keepdim)
 
 def all(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_all.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_all_0(*args, **kwargs)
     except TypeError:
@@ -6228,6 +7474,8 @@ def all(*args, **kwargs):
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, False)) is not None) and type(keepdim) is bool:
             return _A._op_all_dims.call(input._ks, input, (None if dim is None else dim_), keepdim)
     _i, _a = _sig_all.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_all.call(_a['input']._ks, _a['input'])
     elif _i == 1:
@@ -6238,6 +7486,7 @@ def all(*args, **kwargs):
 
 
 all.__doc__ = 'all(input: Tensor) -> Tensor\nall(input: Tensor, dim: int, keepdim: bool = False) -> Tensor\nall(input: Tensor, dim: Optional[List[int]] = None, keepdim: bool = False) -> Tensor'
+_sig_all.public = all
 
 
 _sig_any = _Signatures('any', [
@@ -6256,6 +7505,10 @@ def _bind_any_2(input, dim=None, keepdim=False):
     return (input, dim, keepdim)
 
 def any(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_any.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_any_0(*args, **kwargs)
     except TypeError:
@@ -6281,6 +7534,8 @@ def any(*args, **kwargs):
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, False)) is not None) and type(keepdim) is bool:
             return _A._op_any_dims.call(input._ks, input, (None if dim is None else dim_), keepdim)
     _i, _a = _sig_any.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_any.call(_a['input']._ks, _a['input'])
     elif _i == 1:
@@ -6291,6 +7546,7 @@ def any(*args, **kwargs):
 
 
 any.__doc__ = 'any(input: Tensor) -> Tensor\nany(input: Tensor, dim: int, keepdim: bool = False) -> Tensor\nany(input: Tensor, dim: Optional[List[int]] = None, keepdim: bool = False) -> Tensor'
+_sig_any.public = any
 
 
 _sig_count_nonzero = _Signatures('count_nonzero', [
@@ -6305,6 +7561,10 @@ def _bind_count_nonzero_1(input, dim=None):
     return (input, dim)
 
 def count_nonzero(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_count_nonzero.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_count_nonzero_0(*args, **kwargs)
     except TypeError:
@@ -6322,6 +7582,8 @@ def count_nonzero(*args, **kwargs):
         if isinstance(input, _Tensor) and (dim is None or type(dim) is int):
             return _A._op_count_nonzero.call(input._ks, input, dim)
     _i, _a = _sig_count_nonzero.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_count_nonzero_dim_IntList.call(_a['input']._ks, _a['input'], _a['dim'])
     elif _i == 1:
@@ -6330,6 +7592,7 @@ def count_nonzero(*args, **kwargs):
 
 
 count_nonzero.__doc__ = 'count_nonzero(input: Tensor, dim: List[int]) -> Tensor\ncount_nonzero(input: Tensor, dim: Optional[int] = None) -> Tensor'
+_sig_count_nonzero.public = count_nonzero
 
 
 _sig_cumsum = _Signatures('cumsum', [
@@ -6340,6 +7603,10 @@ def _bind_cumsum_0(input, dim, *, dtype=None, out=None):
     return (input, dim, dtype, out)
 
 def cumsum(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cumsum.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cumsum_0(*args, **kwargs)
     except TypeError:
@@ -6352,6 +7619,8 @@ def cumsum(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_cumsum_out.call(input._ks, input, dim, dtype, out)
     _i, _a = _sig_cumsum.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_cumsum.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'])
@@ -6360,6 +7629,7 @@ def cumsum(*args, **kwargs):
 
 
 cumsum.__doc__ = 'Returns the cumulative sum of the elements of ``input`` along ``dim``.\n\ncumsum(input: Tensor, dim: int, *, dtype: Optional[dtype] = None, out: Optional[Tensor] = None) -> Tensor'
+_sig_cumsum.public = cumsum
 def _signature_cumsum(input, dim, *, dtype=None, out=None): ...
 cumsum.__wrapped__ = _signature_cumsum
 
@@ -6372,6 +7642,10 @@ def _bind_cumprod_0(input, dim, *, dtype=None, out=None):
     return (input, dim, dtype, out)
 
 def cumprod(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cumprod.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cumprod_0(*args, **kwargs)
     except TypeError:
@@ -6384,6 +7658,8 @@ def cumprod(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_cumprod_out.call(input._ks, input, dim, dtype, out)
     _i, _a = _sig_cumprod.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_cumprod.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'])
@@ -6392,6 +7668,7 @@ def cumprod(*args, **kwargs):
 
 
 cumprod.__doc__ = 'cumprod(input: Tensor, dim: int, *, dtype: Optional[dtype] = None, out: Optional[Tensor] = None) -> Tensor'
+_sig_cumprod.public = cumprod
 def _signature_cumprod(input, dim, *, dtype=None, out=None): ...
 cumprod.__wrapped__ = _signature_cumprod
 
@@ -6404,6 +7681,10 @@ def _bind_logcumsumexp_0(input, dim):
     return (input, dim)
 
 def logcumsumexp(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logcumsumexp.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logcumsumexp_0(*args, **kwargs)
     except TypeError:
@@ -6413,12 +7694,15 @@ def logcumsumexp(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int:
             return _A._op_logcumsumexp.call(input._ks, input, dim)
     _i, _a = _sig_logcumsumexp.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_logcumsumexp.call(_a['input']._ks, _a['input'], _a['dim'])
     raise AssertionError('unreachable')
 
 
 logcumsumexp.__doc__ = 'logcumsumexp(input: Tensor, dim: int) -> Tensor'
+_sig_logcumsumexp.public = logcumsumexp
 def _signature_logcumsumexp(input, dim): ...
 logcumsumexp.__wrapped__ = _signature_logcumsumexp
 
@@ -6431,6 +7715,10 @@ def _bind_cummax_0(input, dim):
     return (input, dim)
 
 def cummax(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cummax.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cummax_0(*args, **kwargs)
     except TypeError:
@@ -6440,12 +7728,15 @@ def cummax(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int:
             return _A._op_cummax.call(input._ks, input, dim)
     _i, _a = _sig_cummax.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cummax.call(_a['input']._ks, _a['input'], _a['dim'])
     raise AssertionError('unreachable')
 
 
 cummax.__doc__ = 'cummax(input: Tensor, dim: int) -> (Tensor, Tensor)'
+_sig_cummax.public = cummax
 def _signature_cummax(input, dim): ...
 cummax.__wrapped__ = _signature_cummax
 
@@ -6458,6 +7749,10 @@ def _bind_cummin_0(input, dim):
     return (input, dim)
 
 def cummin(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cummin.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cummin_0(*args, **kwargs)
     except TypeError:
@@ -6467,12 +7762,15 @@ def cummin(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int:
             return _A._op_cummin.call(input._ks, input, dim)
     _i, _a = _sig_cummin.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cummin.call(_a['input']._ks, _a['input'], _a['dim'])
     raise AssertionError('unreachable')
 
 
 cummin.__doc__ = 'cummin(input: Tensor, dim: int) -> (Tensor, Tensor)'
+_sig_cummin.public = cummin
 def _signature_cummin(input, dim): ...
 cummin.__wrapped__ = _signature_cummin
 
@@ -6489,6 +7787,10 @@ def _bind_sort_1(input, *, stable, dim=-1, descending=False):
     return (input, stable, dim, descending)
 
 def sort(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sort.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sort_0(*args, **kwargs)
     except TypeError:
@@ -6506,6 +7808,8 @@ def sort(*args, **kwargs):
         if isinstance(input, _Tensor) and (stable is None or type(stable) is bool) and type(dim) is int and type(descending) is bool:
             return _A._op_sort_stable.call(input._ks, input, stable, dim, descending)
     _i, _a = _sig_sort.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sort.call(_a['input']._ks, _a['input'], _a['dim'], _a['descending'])
     elif _i == 1:
@@ -6514,6 +7818,7 @@ def sort(*args, **kwargs):
 
 
 sort.__doc__ = 'Sorts the elements of ``input`` along ``dim``; returns (values, indices).\n\nsort(input: Tensor, dim: int = -1, descending: bool = False) -> (Tensor, Tensor)\nsort(input: Tensor, *, stable: Optional[bool], dim: int = -1, descending: bool = False) -> (Tensor, Tensor)'
+_sig_sort.public = sort
 
 
 _sig_argsort = _Signatures('argsort', [
@@ -6528,6 +7833,10 @@ def _bind_argsort_1(input, *, stable, dim=-1, descending=False):
     return (input, stable, dim, descending)
 
 def argsort(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_argsort.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_argsort_0(*args, **kwargs)
     except TypeError:
@@ -6545,6 +7854,8 @@ def argsort(*args, **kwargs):
         if isinstance(input, _Tensor) and type(stable) is bool and type(dim) is int and type(descending) is bool:
             return _A._op_argsort_stable.call(input._ks, input, stable, dim, descending)
     _i, _a = _sig_argsort.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_argsort.call(_a['input']._ks, _a['input'], _a['dim'], _a['descending'])
     elif _i == 1:
@@ -6553,6 +7864,7 @@ def argsort(*args, **kwargs):
 
 
 argsort.__doc__ = 'argsort(input: Tensor, dim: int = -1, descending: bool = False) -> Tensor\nargsort(input: Tensor, *, stable: bool, dim: int = -1, descending: bool = False) -> Tensor'
+_sig_argsort.public = argsort
 
 
 _sig_topk = _Signatures('topk', [
@@ -6563,6 +7875,10 @@ def _bind_topk_0(input, k, dim=-1, largest=True, sorted=True):
     return (input, k, dim, largest, sorted)
 
 def topk(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_topk.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_topk_0(*args, **kwargs)
     except TypeError:
@@ -6572,12 +7888,15 @@ def topk(*args, **kwargs):
         if isinstance(input, _Tensor) and type(k) is int and type(dim) is int and type(largest) is bool and type(sorted) is bool:
             return _A._op_topk.call(input._ks, input, k, dim, largest, sorted)
     _i, _a = _sig_topk.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_topk.call(_a['input']._ks, _a['input'], _a['k'], _a['dim'], _a['largest'], _a['sorted'])
     raise AssertionError('unreachable')
 
 
 topk.__doc__ = 'Returns the ``k`` largest elements of ``input`` along ``dim``; returns (values, indices).\n\ntopk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> (Tensor, Tensor)'
+_sig_topk.public = topk
 def _signature_topk(input, k, dim=-1, largest=True, sorted=True): ...
 topk.__wrapped__ = _signature_topk
 
@@ -6590,6 +7909,10 @@ def _bind_kthvalue_0(input, k, dim=-1, keepdim=False):
     return (input, k, dim, keepdim)
 
 def kthvalue(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_kthvalue.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_kthvalue_0(*args, **kwargs)
     except TypeError:
@@ -6599,12 +7922,15 @@ def kthvalue(*args, **kwargs):
         if isinstance(input, _Tensor) and type(k) is int and type(dim) is int and type(keepdim) is bool:
             return _A._op_kthvalue.call(input._ks, input, k, dim, keepdim)
     _i, _a = _sig_kthvalue.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_kthvalue.call(_a['input']._ks, _a['input'], _a['k'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
 kthvalue.__doc__ = 'kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> (Tensor, Tensor)'
+_sig_kthvalue.public = kthvalue
 def _signature_kthvalue(input, k, dim=-1, keepdim=False): ...
 kthvalue.__wrapped__ = _signature_kthvalue
 
@@ -6621,6 +7947,10 @@ def _bind_median_1(input, dim, keepdim=False):
     return (input, dim, keepdim)
 
 def median(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_median.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_median_0(*args, **kwargs)
     except TypeError:
@@ -6638,6 +7968,8 @@ def median(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and type(keepdim) is bool:
             return _A._op_median_dim.call(input._ks, input, dim, keepdim)
     _i, _a = _sig_median.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_median.call(_a['input']._ks, _a['input'])
     elif _i == 1:
@@ -6646,6 +7978,7 @@ def median(*args, **kwargs):
 
 
 median.__doc__ = 'median(input: Tensor) -> Tensor\nmedian(input: Tensor, dim: int, keepdim: bool = False) -> (Tensor, Tensor)'
+_sig_median.public = median
 
 
 _sig_mode = _Signatures('mode', [
@@ -6656,6 +7989,10 @@ def _bind_mode_0(input, dim=-1, keepdim=False):
     return (input, dim, keepdim)
 
 def mode(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_mode.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_mode_0(*args, **kwargs)
     except TypeError:
@@ -6665,12 +8002,15 @@ def mode(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and type(keepdim) is bool:
             return _A._op_mode.call(input._ks, input, dim, keepdim)
     _i, _a = _sig_mode.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_mode.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
 mode.__doc__ = 'mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> (Tensor, Tensor)'
+_sig_mode.public = mode
 def _signature_mode(input, dim=-1, keepdim=False): ...
 mode.__wrapped__ = _signature_mode
 
@@ -6687,6 +8027,10 @@ def _bind_quantile_1(input, q, dim=None, keepdim=False, *, interpolation='linear
     return (input, q, dim, keepdim, interpolation)
 
 def quantile(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_quantile.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_quantile_0(*args, **kwargs)
     except TypeError:
@@ -6704,6 +8048,8 @@ def quantile(*args, **kwargs):
         if isinstance(input, _Tensor) and type(q) is float and (dim is None or type(dim) is int) and type(keepdim) is bool and type(interpolation) is str:
             return _A._op_quantile_scalar.call(input._ks, input, q, dim, keepdim, interpolation)
     _i, _a = _sig_quantile.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_quantile.call(_a['input']._ks | _a['q']._ks, _a['input'], _a['q'], _a['dim'], _a['keepdim'], _a['interpolation'])
     elif _i == 1:
@@ -6712,6 +8058,7 @@ def quantile(*args, **kwargs):
 
 
 quantile.__doc__ = "quantile(input: Tensor, q: Tensor, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor\nquantile(input: Tensor, q: float, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor"
+_sig_quantile.public = quantile
 
 
 _sig_nanquantile = _Signatures('nanquantile', [
@@ -6726,6 +8073,10 @@ def _bind_nanquantile_1(input, q, dim=None, keepdim=False, *, interpolation='lin
     return (input, q, dim, keepdim, interpolation)
 
 def nanquantile(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nanquantile.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nanquantile_0(*args, **kwargs)
     except TypeError:
@@ -6743,6 +8094,8 @@ def nanquantile(*args, **kwargs):
         if isinstance(input, _Tensor) and type(q) is float and (dim is None or type(dim) is int) and type(keepdim) is bool and type(interpolation) is str:
             return _A._op_nanquantile_scalar.call(input._ks, input, q, dim, keepdim, interpolation)
     _i, _a = _sig_nanquantile.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nanquantile.call(_a['input']._ks | _a['q']._ks, _a['input'], _a['q'], _a['dim'], _a['keepdim'], _a['interpolation'])
     elif _i == 1:
@@ -6751,6 +8104,7 @@ def nanquantile(*args, **kwargs):
 
 
 nanquantile.__doc__ = "nanquantile(input: Tensor, q: Tensor, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor\nnanquantile(input: Tensor, q: float, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor"
+_sig_nanquantile.public = nanquantile
 
 
 _sig__unique2 = _Signatures('_unique2', [
@@ -6761,6 +8115,10 @@ def _bind__unique2_0(input, sorted=True, return_inverse=False, return_counts=Fal
     return (input, sorted, return_inverse, return_counts)
 
 def _unique2(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__unique2.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind__unique2_0(*args, **kwargs)
     except TypeError:
@@ -6770,12 +8128,15 @@ def _unique2(*args, **kwargs):
         if isinstance(input, _Tensor) and type(sorted) is bool and type(return_inverse) is bool and type(return_counts) is bool:
             return _A._op__unique2.call(input._ks, input, sorted, return_inverse, return_counts)
     _i, _a = _sig__unique2.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op__unique2.call(_a['input']._ks, _a['input'], _a['sorted'], _a['return_inverse'], _a['return_counts'])
     raise AssertionError('unreachable')
 
 
 _unique2.__doc__ = '_unique2(input: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False) -> (Tensor, Tensor, Tensor)'
+_sig__unique2.public = _unique2
 def _signature__unique2(input, sorted=True, return_inverse=False, return_counts=False): ...
 _unique2.__wrapped__ = _signature__unique2
 
@@ -6788,6 +8149,10 @@ def _bind_unique_dim_0(input, dim, sorted=True, return_inverse=False, return_cou
     return (input, dim, sorted, return_inverse, return_counts)
 
 def unique_dim(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_unique_dim.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_unique_dim_0(*args, **kwargs)
     except TypeError:
@@ -6797,12 +8162,15 @@ def unique_dim(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and type(sorted) is bool and type(return_inverse) is bool and type(return_counts) is bool:
             return _A._op_unique_dim.call(input._ks, input, dim, sorted, return_inverse, return_counts)
     _i, _a = _sig_unique_dim.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_unique_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['sorted'], _a['return_inverse'], _a['return_counts'])
     raise AssertionError('unreachable')
 
 
 unique_dim.__doc__ = 'unique_dim(input: Tensor, dim: int, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False) -> (Tensor, Tensor, Tensor)'
+_sig_unique_dim.public = unique_dim
 def _signature_unique_dim(input, dim, sorted=True, return_inverse=False, return_counts=False): ...
 unique_dim.__wrapped__ = _signature_unique_dim
 
@@ -6815,6 +8183,10 @@ def _bind_bincount_0(input, weights=None, minlength=0):
     return (input, weights, minlength)
 
 def bincount(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bincount.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bincount_0(*args, **kwargs)
     except TypeError:
@@ -6824,12 +8196,15 @@ def bincount(*args, **kwargs):
         if isinstance(input, _Tensor) and (weights is None or isinstance(weights, _Tensor)) and type(minlength) is int:
             return _A._op_bincount.call(input._ks | _ks_opt(weights), input, weights, minlength)
     _i, _a = _sig_bincount.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_bincount.call(_a['input']._ks | _ks_opt(_a['weights']), _a['input'], _a['weights'], _a['minlength'])
     raise AssertionError('unreachable')
 
 
 bincount.__doc__ = 'bincount(input: Tensor, weights: Optional[Tensor] = None, minlength: int = 0) -> Tensor'
+_sig_bincount.public = bincount
 def _signature_bincount(input, weights=None, minlength=0): ...
 bincount.__wrapped__ = _signature_bincount
 
@@ -6842,6 +8217,10 @@ def _bind_histc_0(input, bins=100, min=0, max=0):
     return (input, bins, min, max)
 
 def histc(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_histc.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_histc_0(*args, **kwargs)
     except TypeError:
@@ -6851,12 +8230,15 @@ def histc(*args, **kwargs):
         if isinstance(input, _Tensor) and type(bins) is int and type(min) in _NUMBERS and type(max) in _NUMBERS:
             return _A._op_histc.call(input._ks, input, bins, min, max)
     _i, _a = _sig_histc.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_histc.call(_a['input']._ks, _a['input'], _a['bins'], _a['min'], _a['max'])
     raise AssertionError('unreachable')
 
 
 histc.__doc__ = 'histc(input: Tensor, bins: int = 100, min: Number = 0, max: Number = 0) -> Tensor'
+_sig_histc.public = histc
 def _signature_histc(input, bins=100, min=0, max=0): ...
 histc.__wrapped__ = _signature_histc
 
@@ -6870,6 +8252,10 @@ def _bind_histogram_0(input, bins, *, weight=None, density=False):
     return (input, bins, weight, density)
 
 def histogram(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_histogram.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_histogram_0(*args, **kwargs)
     except TypeError:
@@ -6879,6 +8265,8 @@ def histogram(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(bins, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(density) is bool:
             return _A._op_histogram_bins_tensor.call(input._ks | bins._ks | _ks_opt(weight), input, bins, weight, density)
     _i, _a = _sig_histogram.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_histogram_bins_tensor.call(_a['input']._ks | _a['bins']._ks | _ks_opt(_a['weight']), _a['input'], _a['bins'], _a['weight'], _a['density'])
     elif _i == 1:
@@ -6887,6 +8275,7 @@ def histogram(*args, **kwargs):
 
 
 histogram.__doc__ = 'histogram(input: Tensor, bins: Tensor, *, weight: Optional[Tensor] = None, density: bool = False) -> (Tensor, Tensor)\nhistogram(input: Tensor, bins: int = 100, *, range=None, weight: Optional[Tensor] = None, density: bool = False) -> (Tensor, Tensor)'
+_sig_histogram.public = histogram
 
 
 _sig_norm = _Signatures('norm', [
@@ -6901,6 +8290,10 @@ def _bind_norm_1(input, p=2):
     return (input, p)
 
 def norm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_norm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_norm_0(*args, **kwargs)
     except TypeError:
@@ -6918,6 +8311,8 @@ def norm(*args, **kwargs):
         if isinstance(input, _Tensor) and type(p) in _NUMBERS:
             return _A._op_norm_Scalar.call(input._ks, input, p)
     _i, _a = _sig_norm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_norm_ScalarOpt_dim.call(_a['input']._ks, _a['input'], _a['p'], _a['dim'], _a['keepdim'])
     elif _i == 1:
@@ -6926,6 +8321,7 @@ def norm(*args, **kwargs):
 
 
 norm.__doc__ = 'norm(input: Tensor, p: Optional[Number], dim: List[int], keepdim: bool = False) -> Tensor\nnorm(input: Tensor, p: Number = 2) -> Tensor'
+_sig_norm.public = norm
 
 
 _sig_reshape = _Signatures('reshape', [
@@ -6936,6 +8332,10 @@ def _bind_reshape_0(input, shape):
     return (input, shape)
 
 def reshape(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_reshape.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_reshape_0(*args, **kwargs)
     except TypeError:
@@ -6945,12 +8345,15 @@ def reshape(*args, **kwargs):
         if isinstance(input, _Tensor) and (shape_ := _ints(shape, False)) is not None:
             return _A._op_reshape.call(input._ks, input, shape_)
     _i, _a = _sig_reshape.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_reshape.call(_a['input']._ks, _a['input'], _a['shape'])
     raise AssertionError('unreachable')
 
 
 reshape.__doc__ = 'Returns a tensor with the same data and number of elements as ``input``, with the given shape (a view when possible).\n\nreshape(input: Tensor, shape: List[int]) -> Tensor'
+_sig_reshape.public = reshape
 def _signature_reshape(input, shape): ...
 reshape.__wrapped__ = _signature_reshape
 
@@ -6963,6 +8366,10 @@ def _bind_as_strided_0(input, size, stride, storage_offset=None):
     return (input, size, stride, storage_offset)
 
 def as_strided(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_as_strided.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_as_strided_0(*args, **kwargs)
     except TypeError:
@@ -6972,12 +8379,15 @@ def as_strided(*args, **kwargs):
         if isinstance(input, _Tensor) and (size_ := _ints(size, False)) is not None and (stride_ := _ints(stride, False)) is not None and (storage_offset is None or type(storage_offset) is int):
             return _A._op_as_strided.call(input._ks, input, size_, stride_, storage_offset)
     _i, _a = _sig_as_strided.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_as_strided.call(_a['input']._ks, _a['input'], _a['size'], _a['stride'], _a['storage_offset'])
     raise AssertionError('unreachable')
 
 
 as_strided.__doc__ = 'as_strided(input: Tensor, size: List[int], stride: List[int], storage_offset: Optional[int] = None) -> Tensor'
+_sig_as_strided.public = as_strided
 def _signature_as_strided(input, size, stride, storage_offset=None): ...
 as_strided.__wrapped__ = _signature_as_strided
 
@@ -6990,6 +8400,10 @@ def _bind_alias_0(input):
     return (input,)
 
 def alias(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_alias.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_alias_0(*args, **kwargs)
     except TypeError:
@@ -6999,12 +8413,15 @@ def alias(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_alias.call(input._ks, input)
     _i, _a = _sig_alias.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_alias.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 alias.__doc__ = 'alias(input: Tensor) -> Tensor'
+_sig_alias.public = alias
 def _signature_alias(input): ...
 alias.__wrapped__ = _signature_alias
 
@@ -7017,6 +8434,10 @@ def _bind_t_0(input):
     return (input,)
 
 def t(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_t.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_t_0(*args, **kwargs)
     except TypeError:
@@ -7026,12 +8447,15 @@ def t(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_t.call(input._ks, input)
     _i, _a = _sig_t.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_t.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 t.__doc__ = 't(input: Tensor) -> Tensor'
+_sig_t.public = t
 def _signature_t(input): ...
 t.__wrapped__ = _signature_t
 
@@ -7044,6 +8468,10 @@ def _bind_transpose_0(input, dim0, dim1):
     return (input, dim0, dim1)
 
 def transpose(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_transpose.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_transpose_0(*args, **kwargs)
     except TypeError:
@@ -7053,12 +8481,15 @@ def transpose(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim0) is int and type(dim1) is int:
             return _A._op_transpose_int.call(input._ks, input, dim0, dim1)
     _i, _a = _sig_transpose.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_transpose_int.call(_a['input']._ks, _a['input'], _a['dim0'], _a['dim1'])
     raise AssertionError('unreachable')
 
 
 transpose.__doc__ = 'Returns a view of ``input`` with dimensions ``dim0`` and ``dim1`` swapped.\n\ntranspose(input: Tensor, dim0: int, dim1: int) -> Tensor'
+_sig_transpose.public = transpose
 def _signature_transpose(input, dim0, dim1): ...
 transpose.__wrapped__ = _signature_transpose
 
@@ -7071,6 +8502,10 @@ def _bind_swapaxes_0(input, axis0, axis1):
     return (input, axis0, axis1)
 
 def swapaxes(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_swapaxes.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_swapaxes_0(*args, **kwargs)
     except TypeError:
@@ -7080,12 +8515,15 @@ def swapaxes(*args, **kwargs):
         if isinstance(input, _Tensor) and type(axis0) is int and type(axis1) is int:
             return _A._op_swapaxes.call(input._ks, input, axis0, axis1)
     _i, _a = _sig_swapaxes.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_swapaxes.call(_a['input']._ks, _a['input'], _a['axis0'], _a['axis1'])
     raise AssertionError('unreachable')
 
 
 swapaxes.__doc__ = 'swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor'
+_sig_swapaxes.public = swapaxes
 def _signature_swapaxes(input, axis0, axis1): ...
 swapaxes.__wrapped__ = _signature_swapaxes
 
@@ -7098,6 +8536,10 @@ def _bind_swapdims_0(input, dim0, dim1):
     return (input, dim0, dim1)
 
 def swapdims(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_swapdims.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_swapdims_0(*args, **kwargs)
     except TypeError:
@@ -7107,12 +8549,15 @@ def swapdims(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim0) is int and type(dim1) is int:
             return _A._op_swapdims.call(input._ks, input, dim0, dim1)
     _i, _a = _sig_swapdims.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_swapdims.call(_a['input']._ks, _a['input'], _a['dim0'], _a['dim1'])
     raise AssertionError('unreachable')
 
 
 swapdims.__doc__ = 'swapdims(input: Tensor, dim0: int, dim1: int) -> Tensor'
+_sig_swapdims.public = swapdims
 def _signature_swapdims(input, dim0, dim1): ...
 swapdims.__wrapped__ = _signature_swapdims
 
@@ -7125,6 +8570,10 @@ def _bind_permute_0(input, dims):
     return (input, dims)
 
 def permute(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_permute.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_permute_0(*args, **kwargs)
     except TypeError:
@@ -7134,12 +8583,15 @@ def permute(*args, **kwargs):
         if isinstance(input, _Tensor) and (dims_ := _ints(dims, False)) is not None:
             return _A._op_permute.call(input._ks, input, dims_)
     _i, _a = _sig_permute.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_permute.call(_a['input']._ks, _a['input'], _a['dims'])
     raise AssertionError('unreachable')
 
 
 permute.__doc__ = 'Returns a view of ``input`` with its dimensions permuted.\n\npermute(input: Tensor, dims: List[int]) -> Tensor'
+_sig_permute.public = permute
 def _signature_permute(input, dims): ...
 permute.__wrapped__ = _signature_permute
 
@@ -7156,6 +8608,10 @@ def _bind_movedim_1(input, source, destination):
     return (input, source, destination)
 
 def movedim(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_movedim.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_movedim_0(*args, **kwargs)
     except TypeError:
@@ -7173,6 +8629,8 @@ def movedim(*args, **kwargs):
         if isinstance(input, _Tensor) and type(source) is int and type(destination) is int:
             return _A._op_movedim_int.call(input._ks, input, source, destination)
     _i, _a = _sig_movedim.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_movedim_intlist.call(_a['input']._ks, _a['input'], _a['source'], _a['destination'])
     elif _i == 1:
@@ -7181,6 +8639,7 @@ def movedim(*args, **kwargs):
 
 
 movedim.__doc__ = 'movedim(input: Tensor, source: List[int], destination: List[int]) -> Tensor\nmovedim(input: Tensor, source: int, destination: int) -> Tensor'
+_sig_movedim.public = movedim
 
 
 _sig_moveaxis = _Signatures('moveaxis', [
@@ -7195,6 +8654,10 @@ def _bind_moveaxis_1(input, source, destination):
     return (input, source, destination)
 
 def moveaxis(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_moveaxis.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_moveaxis_0(*args, **kwargs)
     except TypeError:
@@ -7212,6 +8675,8 @@ def moveaxis(*args, **kwargs):
         if isinstance(input, _Tensor) and type(source) is int and type(destination) is int:
             return _A._op_moveaxis_int.call(input._ks, input, source, destination)
     _i, _a = _sig_moveaxis.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_moveaxis_intlist.call(_a['input']._ks, _a['input'], _a['source'], _a['destination'])
     elif _i == 1:
@@ -7220,6 +8685,7 @@ def moveaxis(*args, **kwargs):
 
 
 moveaxis.__doc__ = 'moveaxis(input: Tensor, source: List[int], destination: List[int]) -> Tensor\nmoveaxis(input: Tensor, source: int, destination: int) -> Tensor'
+_sig_moveaxis.public = moveaxis
 
 
 _sig_broadcast_to = _Signatures('broadcast_to', [
@@ -7230,6 +8696,10 @@ def _bind_broadcast_to_0(input, size):
     return (input, size)
 
 def broadcast_to(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_broadcast_to.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_broadcast_to_0(*args, **kwargs)
     except TypeError:
@@ -7239,12 +8709,15 @@ def broadcast_to(*args, **kwargs):
         if isinstance(input, _Tensor) and (size_ := _ints(size, False)) is not None:
             return _A._op_broadcast_to.call(input._ks, input, size_)
     _i, _a = _sig_broadcast_to.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_broadcast_to.call(_a['input']._ks, _a['input'], _a['size'])
     raise AssertionError('unreachable')
 
 
 broadcast_to.__doc__ = 'broadcast_to(input: Tensor, size: List[int]) -> Tensor'
+_sig_broadcast_to.public = broadcast_to
 def _signature_broadcast_to(input, size): ...
 broadcast_to.__wrapped__ = _signature_broadcast_to
 
@@ -7265,6 +8738,10 @@ def _bind_squeeze_2(input, dim):
     return (input, dim)
 
 def squeeze(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_squeeze.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_squeeze_0(*args, **kwargs)
     except TypeError:
@@ -7290,6 +8767,8 @@ def squeeze(*args, **kwargs):
         if isinstance(input, _Tensor) and (dim_ := _ints(dim, False)) is not None:
             return _A._op_squeeze_dims.call(input._ks, input, dim_)
     _i, _a = _sig_squeeze.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_squeeze.call(_a['input']._ks, _a['input'])
     elif _i == 1:
@@ -7300,6 +8779,7 @@ def squeeze(*args, **kwargs):
 
 
 squeeze.__doc__ = 'Returns a tensor with the dimensions of ``input`` of size 1 removed.\n\nsqueeze(input: Tensor) -> Tensor\nsqueeze(input: Tensor, dim: int) -> Tensor\nsqueeze(input: Tensor, dim: List[int]) -> Tensor'
+_sig_squeeze.public = squeeze
 
 
 _sig_unsqueeze = _Signatures('unsqueeze', [
@@ -7310,6 +8790,10 @@ def _bind_unsqueeze_0(input, dim):
     return (input, dim)
 
 def unsqueeze(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_unsqueeze.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_unsqueeze_0(*args, **kwargs)
     except TypeError:
@@ -7319,12 +8803,15 @@ def unsqueeze(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int:
             return _A._op_unsqueeze.call(input._ks, input, dim)
     _i, _a = _sig_unsqueeze.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_unsqueeze.call(_a['input']._ks, _a['input'], _a['dim'])
     raise AssertionError('unreachable')
 
 
 unsqueeze.__doc__ = 'Returns a new tensor with a dimension of size one inserted at position ``dim``.\n\nunsqueeze(input: Tensor, dim: int) -> Tensor'
+_sig_unsqueeze.public = unsqueeze
 def _signature_unsqueeze(input, dim): ...
 unsqueeze.__wrapped__ = _signature_unsqueeze
 
@@ -7337,6 +8824,10 @@ def _bind_flatten_0(input, start_dim=0, end_dim=-1):
     return (input, start_dim, end_dim)
 
 def flatten(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_flatten.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_flatten_0(*args, **kwargs)
     except TypeError:
@@ -7346,12 +8837,15 @@ def flatten(*args, **kwargs):
         if isinstance(input, _Tensor) and type(start_dim) is int and type(end_dim) is int:
             return _A._op_flatten_using_ints.call(input._ks, input, start_dim, end_dim)
     _i, _a = _sig_flatten.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_flatten_using_ints.call(_a['input']._ks, _a['input'], _a['start_dim'], _a['end_dim'])
     raise AssertionError('unreachable')
 
 
 flatten.__doc__ = 'Flattens ``input`` by reshaping it into a one-dimensional tensor (dims ``start_dim`` to ``end_dim``).\n\nflatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor'
+_sig_flatten.public = flatten
 def _signature_flatten(input, start_dim=0, end_dim=-1): ...
 flatten.__wrapped__ = _signature_flatten
 
@@ -7364,6 +8858,10 @@ def _bind_unflatten_0(input, dim, sizes):
     return (input, dim, sizes)
 
 def unflatten(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_unflatten.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_unflatten_0(*args, **kwargs)
     except TypeError:
@@ -7373,12 +8871,15 @@ def unflatten(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and (sizes_ := _ints(sizes, False)) is not None:
             return _A._op_unflatten_int.call(input._ks, input, dim, sizes_)
     _i, _a = _sig_unflatten.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_unflatten_int.call(_a['input']._ks, _a['input'], _a['dim'], _a['sizes'])
     raise AssertionError('unreachable')
 
 
 unflatten.__doc__ = 'unflatten(input: Tensor, dim: int, sizes: List[int]) -> Tensor'
+_sig_unflatten.public = unflatten
 def _signature_unflatten(input, dim, sizes): ...
 unflatten.__wrapped__ = _signature_unflatten
 
@@ -7391,6 +8892,10 @@ def _bind_ravel_0(input):
     return (input,)
 
 def ravel(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ravel.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ravel_0(*args, **kwargs)
     except TypeError:
@@ -7400,12 +8905,15 @@ def ravel(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_ravel.call(input._ks, input)
     _i, _a = _sig_ravel.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_ravel.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 ravel.__doc__ = 'ravel(input: Tensor) -> Tensor'
+_sig_ravel.public = ravel
 def _signature_ravel(input): ...
 ravel.__wrapped__ = _signature_ravel
 
@@ -7418,6 +8926,10 @@ def _bind_narrow_0(input, dim, start, length):
     return (input, dim, start, length)
 
 def narrow(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_narrow.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_narrow_0(*args, **kwargs)
     except TypeError:
@@ -7427,12 +8939,15 @@ def narrow(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and type(start) is int and type(length) is int:
             return _A._op_narrow.call(input._ks, input, dim, start, length)
     _i, _a = _sig_narrow.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_narrow.call(_a['input']._ks, _a['input'], _a['dim'], _a['start'], _a['length'])
     raise AssertionError('unreachable')
 
 
 narrow.__doc__ = 'narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor'
+_sig_narrow.public = narrow
 def _signature_narrow(input, dim, start, length): ...
 narrow.__wrapped__ = _signature_narrow
 
@@ -7445,6 +8960,10 @@ def _bind_select_0(input, dim, index):
     return (input, dim, index)
 
 def select(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_select.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_select_0(*args, **kwargs)
     except TypeError:
@@ -7454,12 +8973,15 @@ def select(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and type(index) is int:
             return _A._op_select_int.call(input._ks, input, dim, index)
     _i, _a = _sig_select.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_select_int.call(_a['input']._ks, _a['input'], _a['dim'], _a['index'])
     raise AssertionError('unreachable')
 
 
 select.__doc__ = 'select(input: Tensor, dim: int, index: int) -> Tensor'
+_sig_select.public = select
 def _signature_select(input, dim, index): ...
 select.__wrapped__ = _signature_select
 
@@ -7472,6 +8994,10 @@ def _bind_slice_0(input, dim=0, start=None, end=None, step=1):
     return (input, dim, start, end, step)
 
 def slice(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_slice.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_slice_0(*args, **kwargs)
     except TypeError:
@@ -7481,12 +9007,15 @@ def slice(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and (start is None or type(start) is int) and (end is None or type(end) is int) and type(step) is int:
             return _A._op_slice_Tensor.call(input._ks, input, dim, start, end, step)
     _i, _a = _sig_slice.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_slice_Tensor.call(_a['input']._ks, _a['input'], _a['dim'], _a['start'], _a['end'], _a['step'])
     raise AssertionError('unreachable')
 
 
 slice.__doc__ = 'slice(input: Tensor, dim: int = 0, start: Optional[int] = None, end: Optional[int] = None, step: int = 1) -> Tensor'
+_sig_slice.public = slice
 def _signature_slice(input, dim=0, start=None, end=None, step=1): ...
 slice.__wrapped__ = _signature_slice
 
@@ -7499,6 +9028,10 @@ def _bind_unbind_0(input, dim=0):
     return (input, dim)
 
 def unbind(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_unbind.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_unbind_0(*args, **kwargs)
     except TypeError:
@@ -7506,14 +9039,17 @@ def unbind(*args, **kwargs):
     if _b is not None:
         input, dim = _b
         if isinstance(input, _Tensor) and type(dim) is int:
-            return _A._op_unbind_int.call(input._ks, input, dim)
+            return tuple(_A._op_unbind_int.call(input._ks, input, dim))
     _i, _a = _sig_unbind.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_unbind_int.call(_a['input']._ks, _a['input'], _a['dim'])
+        return tuple(_A._op_unbind_int.call(_a['input']._ks, _a['input'], _a['dim']))
     raise AssertionError('unreachable')
 
 
 unbind.__doc__ = 'unbind(input: Tensor, dim: int = 0) -> List[Tensor]'
+_sig_unbind.public = unbind
 def _signature_unbind(input, dim=0): ...
 unbind.__wrapped__ = _signature_unbind
 
@@ -7530,6 +9066,10 @@ def _bind_split_1(input, split_size, dim=0):
     return (input, split_size, dim)
 
 def split(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_split.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_split_0(*args, **kwargs)
     except TypeError:
@@ -7537,7 +9077,7 @@ def split(*args, **kwargs):
     if _b is not None:
         input, split_size, dim = _b
         if isinstance(input, _Tensor) and type(split_size) is int and type(dim) is int:
-            return _A._op_split_Tensor.call(input._ks, input, split_size, dim)
+            return tuple(_A._op_split_Tensor.call(input._ks, input, split_size, dim))
     try:
         _b = _bind_split_1(*args, **kwargs)
     except TypeError:
@@ -7545,16 +9085,19 @@ def split(*args, **kwargs):
     if _b is not None:
         input, split_size, dim = _b
         if isinstance(input, _Tensor) and (split_size_ := _ints(split_size, False)) is not None and type(dim) is int:
-            return _A._op_split_sizes.call(input._ks, input, split_size_, dim)
+            return tuple(_A._op_split_sizes.call(input._ks, input, split_size_, dim))
     _i, _a = _sig_split.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_split_Tensor.call(_a['input']._ks, _a['input'], _a['split_size'], _a['dim'])
+        return tuple(_A._op_split_Tensor.call(_a['input']._ks, _a['input'], _a['split_size'], _a['dim']))
     elif _i == 1:
-        return _A._op_split_sizes.call(_a['input']._ks, _a['input'], _a['split_size'], _a['dim'])
+        return tuple(_A._op_split_sizes.call(_a['input']._ks, _a['input'], _a['split_size'], _a['dim']))
     raise AssertionError('unreachable')
 
 
 split.__doc__ = 'split(input: Tensor, split_size: int, dim: int = 0) -> List[Tensor]\nsplit(input: Tensor, split_size: List[int], dim: int = 0) -> List[Tensor]'
+_sig_split.public = split
 
 
 _sig_split_with_sizes = _Signatures('split_with_sizes', [
@@ -7565,6 +9108,10 @@ def _bind_split_with_sizes_0(input, split_sizes, dim=0):
     return (input, split_sizes, dim)
 
 def split_with_sizes(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_split_with_sizes.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_split_with_sizes_0(*args, **kwargs)
     except TypeError:
@@ -7572,14 +9119,17 @@ def split_with_sizes(*args, **kwargs):
     if _b is not None:
         input, split_sizes, dim = _b
         if isinstance(input, _Tensor) and (split_sizes_ := _ints(split_sizes, False)) is not None and type(dim) is int:
-            return _A._op_split_with_sizes.call(input._ks, input, split_sizes_, dim)
+            return tuple(_A._op_split_with_sizes.call(input._ks, input, split_sizes_, dim))
     _i, _a = _sig_split_with_sizes.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_split_with_sizes.call(_a['input']._ks, _a['input'], _a['split_sizes'], _a['dim'])
+        return tuple(_A._op_split_with_sizes.call(_a['input']._ks, _a['input'], _a['split_sizes'], _a['dim']))
     raise AssertionError('unreachable')
 
 
 split_with_sizes.__doc__ = 'split_with_sizes(input: Tensor, split_sizes: List[int], dim: int = 0) -> List[Tensor]'
+_sig_split_with_sizes.public = split_with_sizes
 def _signature_split_with_sizes(input, split_sizes, dim=0): ...
 split_with_sizes.__wrapped__ = _signature_split_with_sizes
 
@@ -7592,6 +9142,10 @@ def _bind_chunk_0(input, chunks, dim=0):
     return (input, chunks, dim)
 
 def chunk(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_chunk.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_chunk_0(*args, **kwargs)
     except TypeError:
@@ -7599,14 +9153,17 @@ def chunk(*args, **kwargs):
     if _b is not None:
         input, chunks, dim = _b
         if isinstance(input, _Tensor) and type(chunks) is int and type(dim) is int:
-            return _A._op_chunk.call(input._ks, input, chunks, dim)
+            return tuple(_A._op_chunk.call(input._ks, input, chunks, dim))
     _i, _a = _sig_chunk.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_chunk.call(_a['input']._ks, _a['input'], _a['chunks'], _a['dim'])
+        return tuple(_A._op_chunk.call(_a['input']._ks, _a['input'], _a['chunks'], _a['dim']))
     raise AssertionError('unreachable')
 
 
 chunk.__doc__ = 'chunk(input: Tensor, chunks: int, dim: int = 0) -> List[Tensor]'
+_sig_chunk.public = chunk
 def _signature_chunk(input, chunks, dim=0): ...
 chunk.__wrapped__ = _signature_chunk
 
@@ -7623,6 +9180,10 @@ def _bind_tensor_split_1(input, indices, dim=0):
     return (input, indices, dim)
 
 def tensor_split(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_tensor_split.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_tensor_split_0(*args, **kwargs)
     except TypeError:
@@ -7630,7 +9191,7 @@ def tensor_split(*args, **kwargs):
     if _b is not None:
         input, sections, dim = _b
         if isinstance(input, _Tensor) and type(sections) is int and type(dim) is int:
-            return _A._op_tensor_split_sections.call(input._ks, input, sections, dim)
+            return tuple(_A._op_tensor_split_sections.call(input._ks, input, sections, dim))
     try:
         _b = _bind_tensor_split_1(*args, **kwargs)
     except TypeError:
@@ -7638,16 +9199,19 @@ def tensor_split(*args, **kwargs):
     if _b is not None:
         input, indices, dim = _b
         if isinstance(input, _Tensor) and (indices_ := _ints(indices, False)) is not None and type(dim) is int:
-            return _A._op_tensor_split_indices.call(input._ks, input, indices_, dim)
+            return tuple(_A._op_tensor_split_indices.call(input._ks, input, indices_, dim))
     _i, _a = _sig_tensor_split.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_tensor_split_sections.call(_a['input']._ks, _a['input'], _a['sections'], _a['dim'])
+        return tuple(_A._op_tensor_split_sections.call(_a['input']._ks, _a['input'], _a['sections'], _a['dim']))
     elif _i == 1:
-        return _A._op_tensor_split_indices.call(_a['input']._ks, _a['input'], _a['indices'], _a['dim'])
+        return tuple(_A._op_tensor_split_indices.call(_a['input']._ks, _a['input'], _a['indices'], _a['dim']))
     raise AssertionError('unreachable')
 
 
 tensor_split.__doc__ = 'tensor_split(input: Tensor, sections: int, dim: int = 0) -> List[Tensor]\ntensor_split(input: Tensor, indices: List[int], dim: int = 0) -> List[Tensor]'
+_sig_tensor_split.public = tensor_split
 
 
 _sig_diagonal = _Signatures('diagonal', [
@@ -7658,6 +9222,10 @@ def _bind_diagonal_0(input, offset=0, dim1=0, dim2=1):
     return (input, offset, dim1, dim2)
 
 def diagonal(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_diagonal.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_diagonal_0(*args, **kwargs)
     except TypeError:
@@ -7667,12 +9235,15 @@ def diagonal(*args, **kwargs):
         if isinstance(input, _Tensor) and type(offset) is int and type(dim1) is int and type(dim2) is int:
             return _A._op_diagonal.call(input._ks, input, offset, dim1, dim2)
     _i, _a = _sig_diagonal.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_diagonal.call(_a['input']._ks, _a['input'], _a['offset'], _a['dim1'], _a['dim2'])
     raise AssertionError('unreachable')
 
 
 diagonal.__doc__ = 'diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor'
+_sig_diagonal.public = diagonal
 def _signature_diagonal(input, offset=0, dim1=0, dim2=1): ...
 diagonal.__wrapped__ = _signature_diagonal
 
@@ -7685,6 +9256,10 @@ def _bind_empty_0(size, *, dtype=None, layout=None, device=None, pin_memory=None
     return (size, dtype, layout, device, pin_memory, memory_format, requires_grad)
 
 def empty(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_empty.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         if args and type(args[0]) is int:
             _b = _bind_empty_0(args, **kwargs)
@@ -7697,12 +9272,15 @@ def empty(*args, **kwargs):
         if (size_ := _ints(size, False)) is not None and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
             return _A._op_empty_memory_format.call(_ks_device(device), size_, dtype, layout, device, pin_memory, memory_format)
     _i, _a = _sig_empty.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_empty_memory_format.call(_ks_device(_a['device']), _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
     raise AssertionError('unreachable')
 
 
 empty.__doc__ = 'empty(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor'
+_sig_empty.public = empty
 def _signature_empty(size, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False): ...
 empty.__wrapped__ = _signature_empty
 
@@ -7715,6 +9293,10 @@ def _bind_empty_strided_0(size, stride, *, dtype=None, layout=None, device=None,
     return (size, stride, dtype, layout, device, pin_memory, requires_grad)
 
 def empty_strided(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_empty_strided.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_empty_strided_0(*args, **kwargs)
     except TypeError:
@@ -7724,12 +9306,15 @@ def empty_strided(*args, **kwargs):
         if (size_ := _ints(size, False)) is not None and (stride_ := _ints(stride, False)) is not None and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_empty_strided.call(_ks_device(device), size_, stride_, dtype, layout, device, pin_memory)
     _i, _a = _sig_empty_strided.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_empty_strided.call(_ks_device(_a['device']), _a['size'], _a['stride'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
 empty_strided.__doc__ = 'empty_strided(size: List[int], stride: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_empty_strided.public = empty_strided
 def _signature_empty_strided(size, stride, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
 empty_strided.__wrapped__ = _signature_empty_strided
 
@@ -7742,6 +9327,10 @@ def _bind_zeros_0(size, *, dtype=None, layout=None, device=None, pin_memory=None
     return (size, dtype, layout, device, pin_memory, out, requires_grad)
 
 def zeros(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_zeros.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         if args and type(args[0]) is int:
             _b = _bind_zeros_0(args, **kwargs)
@@ -7758,6 +9347,8 @@ def zeros(*args, **kwargs):
                 _check_out_options(out, dtype)
                 return _A._op_zeros_out.call(_KS_CPU, size_, out)
     _i, _a = _sig_zeros.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _finish_factory(_A._op_zeros.call(_ks_device(_a['device']), _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
@@ -7767,6 +9358,7 @@ def zeros(*args, **kwargs):
 
 
 zeros.__doc__ = 'Returns a tensor filled with the scalar value 0, with the shape defined by ``size``.\n\nzeros(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, out: Optional[Tensor] = None, requires_grad: bool = False) -> Tensor'
+_sig_zeros.public = zeros
 def _signature_zeros(size, *, dtype=None, layout=None, device=None, pin_memory=None, out=None, requires_grad=False): ...
 zeros.__wrapped__ = _signature_zeros
 
@@ -7779,6 +9371,10 @@ def _bind_ones_0(size, *, dtype=None, layout=None, device=None, pin_memory=None,
     return (size, dtype, layout, device, pin_memory, out, requires_grad)
 
 def ones(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ones.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         if args and type(args[0]) is int:
             _b = _bind_ones_0(args, **kwargs)
@@ -7795,6 +9391,8 @@ def ones(*args, **kwargs):
                 _check_out_options(out, dtype)
                 return _A._op_ones_out.call(_KS_CPU, size_, out)
     _i, _a = _sig_ones.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _finish_factory(_A._op_ones.call(_ks_device(_a['device']), _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
@@ -7804,6 +9402,7 @@ def ones(*args, **kwargs):
 
 
 ones.__doc__ = 'Returns a tensor filled with the scalar value 1, with the shape defined by ``size``.\n\nones(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, out: Optional[Tensor] = None, requires_grad: bool = False) -> Tensor'
+_sig_ones.public = ones
 def _signature_ones(size, *, dtype=None, layout=None, device=None, pin_memory=None, out=None, requires_grad=False): ...
 ones.__wrapped__ = _signature_ones
 
@@ -7816,6 +9415,10 @@ def _bind_full_0(size, fill_value, *, dtype=None, layout=None, device=None, pin_
     return (size, fill_value, dtype, layout, device, pin_memory, requires_grad)
 
 def full(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_full.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_full_0(*args, **kwargs)
     except TypeError:
@@ -7825,12 +9428,15 @@ def full(*args, **kwargs):
         if (size_ := _ints(size, False)) is not None and type(fill_value) in _NUMBERS and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_full.call(_ks_device(device), size_, fill_value, dtype, layout, device, pin_memory)
     _i, _a = _sig_full.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_full.call(_ks_device(_a['device']), _a['size'], _a['fill_value'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
 full.__doc__ = 'Creates a tensor of size ``size`` filled with ``fill_value``.\n\nfull(size: List[int], fill_value: Number, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_full.public = full
 def _signature_full(size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
 full.__wrapped__ = _signature_full
 
@@ -7843,6 +9449,10 @@ def _bind_scalar_tensor_0(s, *, dtype=None, layout=None, device=None, pin_memory
     return (s, dtype, layout, device, pin_memory, requires_grad)
 
 def scalar_tensor(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_scalar_tensor.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_scalar_tensor_0(*args, **kwargs)
     except TypeError:
@@ -7852,12 +9462,15 @@ def scalar_tensor(*args, **kwargs):
         if type(s) in _NUMBERS and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_scalar_tensor.call(_ks_device(device), s, dtype, layout, device, pin_memory)
     _i, _a = _sig_scalar_tensor.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_scalar_tensor.call(_ks_device(_a['device']), _a['s'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
 scalar_tensor.__doc__ = 'scalar_tensor(s: Number, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_scalar_tensor.public = scalar_tensor
 def _signature_scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
 scalar_tensor.__wrapped__ = _signature_scalar_tensor
 
@@ -7870,6 +9483,10 @@ def _bind_empty_like_0(input, *, dtype=None, layout=None, device=None, pin_memor
     return (input, dtype, layout, device, pin_memory, memory_format, requires_grad)
 
 def empty_like(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_empty_like.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_empty_like_0(*args, **kwargs)
     except TypeError:
@@ -7879,12 +9496,15 @@ def empty_like(*args, **kwargs):
         if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
             return _A._op_empty_like.call(input._ks, input, dtype, layout, device, pin_memory, memory_format)
     _i, _a = _sig_empty_like.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_empty_like.call(_a['input']._ks, _a['input'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
     raise AssertionError('unreachable')
 
 
 empty_like.__doc__ = 'empty_like(input: Tensor, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor'
+_sig_empty_like.public = empty_like
 def _signature_empty_like(input, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False): ...
 empty_like.__wrapped__ = _signature_empty_like
 
@@ -7897,6 +9517,10 @@ def _bind_zeros_like_0(input, *, dtype=None, layout=None, device=None, pin_memor
     return (input, dtype, layout, device, pin_memory, memory_format, requires_grad)
 
 def zeros_like(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_zeros_like.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_zeros_like_0(*args, **kwargs)
     except TypeError:
@@ -7906,12 +9530,15 @@ def zeros_like(*args, **kwargs):
         if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
             return _A._op_zeros_like.call(input._ks, input, dtype, layout, device, pin_memory, memory_format)
     _i, _a = _sig_zeros_like.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_zeros_like.call(_a['input']._ks, _a['input'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
     raise AssertionError('unreachable')
 
 
 zeros_like.__doc__ = 'zeros_like(input: Tensor, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor'
+_sig_zeros_like.public = zeros_like
 def _signature_zeros_like(input, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False): ...
 zeros_like.__wrapped__ = _signature_zeros_like
 
@@ -7924,6 +9551,10 @@ def _bind_ones_like_0(input, *, dtype=None, layout=None, device=None, pin_memory
     return (input, dtype, layout, device, pin_memory, memory_format, requires_grad)
 
 def ones_like(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ones_like.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ones_like_0(*args, **kwargs)
     except TypeError:
@@ -7933,12 +9564,15 @@ def ones_like(*args, **kwargs):
         if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
             return _A._op_ones_like.call(input._ks, input, dtype, layout, device, pin_memory, memory_format)
     _i, _a = _sig_ones_like.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_ones_like.call(_a['input']._ks, _a['input'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
     raise AssertionError('unreachable')
 
 
 ones_like.__doc__ = 'ones_like(input: Tensor, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor'
+_sig_ones_like.public = ones_like
 def _signature_ones_like(input, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False): ...
 ones_like.__wrapped__ = _signature_ones_like
 
@@ -7951,6 +9585,10 @@ def _bind_full_like_0(input, fill_value, *, dtype=None, layout=None, device=None
     return (input, fill_value, dtype, layout, device, pin_memory, memory_format, requires_grad)
 
 def full_like(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_full_like.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_full_like_0(*args, **kwargs)
     except TypeError:
@@ -7960,12 +9598,15 @@ def full_like(*args, **kwargs):
         if isinstance(input, _Tensor) and type(fill_value) in _NUMBERS and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
             return _A._op_full_like.call(input._ks, input, fill_value, dtype, layout, device, pin_memory, memory_format)
     _i, _a = _sig_full_like.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_full_like.call(_a['input']._ks, _a['input'], _a['fill_value'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
     raise AssertionError('unreachable')
 
 
 full_like.__doc__ = 'full_like(input: Tensor, fill_value: Number, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor'
+_sig_full_like.public = full_like
 def _signature_full_like(input, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False): ...
 full_like.__wrapped__ = _signature_full_like
 
@@ -7986,6 +9627,10 @@ def _bind_arange_2(start, end, step=1, *, dtype=None, layout=None, device=None, 
     return (start, end, step, dtype, layout, device, pin_memory, requires_grad)
 
 def arange(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arange.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arange_0(*args, **kwargs)
     except TypeError:
@@ -8011,6 +9656,8 @@ def arange(*args, **kwargs):
         if type(start) in _NUMBERS and type(end) in _NUMBERS and type(step) in _NUMBERS and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_arange_start_step.call(_ks_device(device), start, end, step, dtype, layout, device, pin_memory)
     _i, _a = _sig_arange.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_arange.call(_ks_device(_a['device']), _a['end'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     elif _i == 1:
@@ -8021,6 +9668,7 @@ def arange(*args, **kwargs):
 
 
 arange.__doc__ = 'Returns a 1-D tensor of values from ``start`` to ``end`` (exclusive) with step ``step``.\n\narange(end: Number, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\narange(start: Number, end: Number, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\narange(start: Number, end: Number, step: Number = 1, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_arange.public = arange
 
 
 _sig_linspace = _Signatures('linspace', [
@@ -8031,6 +9679,10 @@ def _bind_linspace_0(start, end, steps, *, dtype=None, layout=None, device=None,
     return (start, end, steps, dtype, layout, device, pin_memory, requires_grad)
 
 def linspace(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_linspace.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_linspace_0(*args, **kwargs)
     except TypeError:
@@ -8040,12 +9692,15 @@ def linspace(*args, **kwargs):
         if type(start) in _NUMBERS and type(end) in _NUMBERS and type(steps) is int and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_linspace.call(_ks_device(device), start, end, steps, dtype, layout, device, pin_memory)
     _i, _a = _sig_linspace.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_linspace.call(_ks_device(_a['device']), _a['start'], _a['end'], _a['steps'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
 linspace.__doc__ = 'Creates a one-dimensional tensor of ``steps`` values evenly spaced from ``start`` to ``end``.\n\nlinspace(start: Number, end: Number, steps: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_linspace.public = linspace
 def _signature_linspace(start, end, steps, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
 linspace.__wrapped__ = _signature_linspace
 
@@ -8058,6 +9713,10 @@ def _bind_logspace_0(start, end, steps, base=10.0, *, dtype=None, layout=None, d
     return (start, end, steps, base, dtype, layout, device, pin_memory, requires_grad)
 
 def logspace(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logspace.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logspace_0(*args, **kwargs)
     except TypeError:
@@ -8067,12 +9726,15 @@ def logspace(*args, **kwargs):
         if type(start) in _NUMBERS and type(end) in _NUMBERS and type(steps) is int and type(base) is float and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_logspace.call(_ks_device(device), start, end, steps, base, dtype, layout, device, pin_memory)
     _i, _a = _sig_logspace.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_logspace.call(_ks_device(_a['device']), _a['start'], _a['end'], _a['steps'], _a['base'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
 logspace.__doc__ = 'logspace(start: Number, end: Number, steps: int, base: float = 10.0, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_logspace.public = logspace
 def _signature_logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
 logspace.__wrapped__ = _signature_logspace
 
@@ -8089,6 +9751,10 @@ def _bind_eye_1(n, m, *, dtype=None, layout=None, device=None, pin_memory=None, 
     return (n, m, dtype, layout, device, pin_memory, requires_grad)
 
 def eye(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_eye.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_eye_0(*args, **kwargs)
     except TypeError:
@@ -8106,6 +9772,8 @@ def eye(*args, **kwargs):
         if type(n) is int and type(m) is int and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_eye_m.call(_ks_device(device), n, m, dtype, layout, device, pin_memory)
     _i, _a = _sig_eye.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_eye.call(_ks_device(_a['device']), _a['n'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     elif _i == 1:
@@ -8114,6 +9782,7 @@ def eye(*args, **kwargs):
 
 
 eye.__doc__ = 'Returns a 2-D tensor with ones on the diagonal and zeros elsewhere.\n\neye(n: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\neye(n: int, m: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_eye.public = eye
 
 
 _sig_tril_indices = _Signatures('tril_indices', [
@@ -8124,6 +9793,10 @@ def _bind_tril_indices_0(row, col, offset=0, *, dtype=_dtypes.long, layout=None,
     return (row, col, offset, dtype, layout, device, pin_memory, requires_grad)
 
 def tril_indices(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_tril_indices.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_tril_indices_0(*args, **kwargs)
     except TypeError:
@@ -8133,12 +9806,15 @@ def tril_indices(*args, **kwargs):
         if type(row) is int and type(col) is int and type(offset) is int and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_tril_indices.call(_ks_device(device), row, col, offset, dtype, layout, device, pin_memory)
     _i, _a = _sig_tril_indices.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_tril_indices.call(_ks_device(_a['device']), _a['row'], _a['col'], _a['offset'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
 tril_indices.__doc__ = 'tril_indices(row: int, col: int, offset: int = 0, *, dtype: Optional[dtype] = _dtypes.long, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_tril_indices.public = tril_indices
 def _signature_tril_indices(row, col, offset=0, *, dtype=_dtypes.long, layout=None, device=None, pin_memory=None, requires_grad=False): ...
 tril_indices.__wrapped__ = _signature_tril_indices
 
@@ -8151,6 +9827,10 @@ def _bind_triu_indices_0(row, col, offset=0, *, dtype=_dtypes.long, layout=None,
     return (row, col, offset, dtype, layout, device, pin_memory, requires_grad)
 
 def triu_indices(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_triu_indices.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_triu_indices_0(*args, **kwargs)
     except TypeError:
@@ -8160,12 +9840,15 @@ def triu_indices(*args, **kwargs):
         if type(row) is int and type(col) is int and type(offset) is int and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_triu_indices.call(_ks_device(device), row, col, offset, dtype, layout, device, pin_memory)
     _i, _a = _sig_triu_indices.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_triu_indices.call(_ks_device(_a['device']), _a['row'], _a['col'], _a['offset'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
 triu_indices.__doc__ = 'triu_indices(row: int, col: int, offset: int = 0, *, dtype: Optional[dtype] = _dtypes.long, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_triu_indices.public = triu_indices
 def _signature_triu_indices(row, col, offset=0, *, dtype=_dtypes.long, layout=None, device=None, pin_memory=None, requires_grad=False): ...
 triu_indices.__wrapped__ = _signature_triu_indices
 
@@ -8178,6 +9861,10 @@ def _bind_rand_0(size, *, generator=None, dtype=None, layout=None, device=None, 
     return (size, generator, dtype, layout, device, pin_memory, requires_grad)
 
 def rand(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rand.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         if args and type(args[0]) is int:
             _b = _bind_rand_0(args, **kwargs)
@@ -8190,12 +9877,15 @@ def rand(*args, **kwargs):
         if (size_ := _ints(size, False)) is not None and (generator is None or type(generator) is _Generator) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_rand.call(_ks_device(device), size_, generator, dtype, layout, device, pin_memory)
     _i, _a = _sig_rand.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_rand.call(_ks_device(_a['device']), _a['size'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
 rand.__doc__ = 'Returns a tensor filled with random numbers from a uniform distribution on [0, 1).\n\nrand(size: List[int], *, generator: Optional[Generator] = None, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_rand.public = rand
 def _signature_rand(size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
 rand.__wrapped__ = _signature_rand
 
@@ -8208,6 +9898,10 @@ def _bind_randn_0(size, *, generator=None, dtype=None, layout=None, device=None,
     return (size, generator, dtype, layout, device, pin_memory, requires_grad)
 
 def randn(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_randn.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         if args and type(args[0]) is int:
             _b = _bind_randn_0(args, **kwargs)
@@ -8220,12 +9914,15 @@ def randn(*args, **kwargs):
         if (size_ := _ints(size, False)) is not None and (generator is None or type(generator) is _Generator) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_randn.call(_ks_device(device), size_, generator, dtype, layout, device, pin_memory)
     _i, _a = _sig_randn.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_randn.call(_ks_device(_a['device']), _a['size'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
 randn.__doc__ = 'Returns a tensor filled with random numbers from the standard normal distribution.\n\nrandn(size: List[int], *, generator: Optional[Generator] = None, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_randn.public = randn
 def _signature_randn(size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
 randn.__wrapped__ = _signature_randn
 
@@ -8242,6 +9939,10 @@ def _bind_randint_1(low, high, size, *, generator=None, dtype=None, layout=None,
     return (low, high, size, generator, dtype, layout, device, pin_memory, requires_grad)
 
 def randint(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_randint.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_randint_0(*args, **kwargs)
     except TypeError:
@@ -8259,6 +9960,8 @@ def randint(*args, **kwargs):
         if type(low) is int and type(high) is int and (size_ := _ints(size, False)) is not None and (generator is None or type(generator) is _Generator) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_randint_low.call(_ks_device(device), low, high, size_, generator, dtype, layout, device, pin_memory)
     _i, _a = _sig_randint.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_randint.call(_ks_device(_a['device']), _a['high'], _a['size'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     elif _i == 1:
@@ -8267,6 +9970,7 @@ def randint(*args, **kwargs):
 
 
 randint.__doc__ = 'Returns a tensor filled with random integers from ``low`` (inclusive) to ``high`` (exclusive).\n\nrandint(high: int, size: List[int], *, generator: Optional[Generator] = None, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nrandint(low: int, high: int, size: List[int], *, generator: Optional[Generator] = None, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_randint.public = randint
 
 
 _sig_randperm = _Signatures('randperm', [
@@ -8277,6 +9981,10 @@ def _bind_randperm_0(n, *, generator=None, dtype=_dtypes.long, layout=None, devi
     return (n, generator, dtype, layout, device, pin_memory, requires_grad)
 
 def randperm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_randperm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_randperm_0(*args, **kwargs)
     except TypeError:
@@ -8286,12 +9994,15 @@ def randperm(*args, **kwargs):
         if type(n) is int and (generator is None or type(generator) is _Generator) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_randperm.call(_ks_device(device), n, generator, dtype, layout, device, pin_memory)
     _i, _a = _sig_randperm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_randperm.call(_ks_device(_a['device']), _a['n'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
 randperm.__doc__ = 'randperm(n: int, *, generator: Optional[Generator] = None, dtype: Optional[dtype] = _dtypes.long, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_randperm.public = randperm
 def _signature_randperm(n, *, generator=None, dtype=_dtypes.long, layout=None, device=None, pin_memory=None, requires_grad=False): ...
 randperm.__wrapped__ = _signature_randperm
 
@@ -8304,6 +10015,10 @@ def _bind_rand_like_0(input, *, dtype=None, layout=None, device=None, pin_memory
     return (input, dtype, layout, device, pin_memory, memory_format, requires_grad)
 
 def rand_like(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rand_like.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_rand_like_0(*args, **kwargs)
     except TypeError:
@@ -8313,12 +10028,15 @@ def rand_like(*args, **kwargs):
         if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
             return _A._op_rand_like.call(input._ks, input, dtype, layout, device, pin_memory, memory_format)
     _i, _a = _sig_rand_like.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_rand_like.call(_a['input']._ks, _a['input'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
     raise AssertionError('unreachable')
 
 
 rand_like.__doc__ = 'rand_like(input: Tensor, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor'
+_sig_rand_like.public = rand_like
 def _signature_rand_like(input, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False): ...
 rand_like.__wrapped__ = _signature_rand_like
 
@@ -8331,6 +10049,10 @@ def _bind_randn_like_0(input, *, dtype=None, layout=None, device=None, pin_memor
     return (input, dtype, layout, device, pin_memory, memory_format, requires_grad)
 
 def randn_like(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_randn_like.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_randn_like_0(*args, **kwargs)
     except TypeError:
@@ -8340,12 +10062,15 @@ def randn_like(*args, **kwargs):
         if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
             return _A._op_randn_like.call(input._ks, input, dtype, layout, device, pin_memory, memory_format)
     _i, _a = _sig_randn_like.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_randn_like.call(_a['input']._ks, _a['input'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
     raise AssertionError('unreachable')
 
 
 randn_like.__doc__ = 'randn_like(input: Tensor, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor'
+_sig_randn_like.public = randn_like
 def _signature_randn_like(input, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False): ...
 randn_like.__wrapped__ = _signature_randn_like
 
@@ -8358,6 +10083,10 @@ def _bind_poisson_0(input, generator=None):
     return (input, generator)
 
 def poisson(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_poisson.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_poisson_0(*args, **kwargs)
     except TypeError:
@@ -8367,12 +10096,15 @@ def poisson(*args, **kwargs):
         if isinstance(input, _Tensor) and (generator is None or type(generator) is _Generator):
             return _A._op_poisson.call(input._ks, input, generator)
     _i, _a = _sig_poisson.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_poisson.call(_a['input']._ks, _a['input'], _a['generator'])
     raise AssertionError('unreachable')
 
 
 poisson.__doc__ = 'poisson(input: Tensor, generator: Optional[Generator] = None) -> Tensor'
+_sig_poisson.public = poisson
 def _signature_poisson(input, generator=None): ...
 poisson.__wrapped__ = _signature_poisson
 
@@ -8385,6 +10117,10 @@ def _bind_binomial_0(count, prob, generator=None):
     return (count, prob, generator)
 
 def binomial(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_binomial.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_binomial_0(*args, **kwargs)
     except TypeError:
@@ -8394,12 +10130,15 @@ def binomial(*args, **kwargs):
         if isinstance(count, _Tensor) and isinstance(prob, _Tensor) and (generator is None or type(generator) is _Generator):
             return _A._op_binomial.call(count._ks | prob._ks, count, prob, generator)
     _i, _a = _sig_binomial.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_binomial.call(_a['count']._ks | _a['prob']._ks, _a['count'], _a['prob'], _a['generator'])
     raise AssertionError('unreachable')
 
 
 binomial.__doc__ = 'binomial(count: Tensor, prob: Tensor, generator: Optional[Generator] = None) -> Tensor'
+_sig_binomial.public = binomial
 def _signature_binomial(count, prob, generator=None): ...
 binomial.__wrapped__ = _signature_binomial
 
@@ -8412,6 +10151,10 @@ def _bind__standard_gamma_0(input, generator=None):
     return (input, generator)
 
 def _standard_gamma(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__standard_gamma.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind__standard_gamma_0(*args, **kwargs)
     except TypeError:
@@ -8421,12 +10164,15 @@ def _standard_gamma(*args, **kwargs):
         if isinstance(input, _Tensor) and (generator is None or type(generator) is _Generator):
             return _A._op__standard_gamma.call(input._ks, input, generator)
     _i, _a = _sig__standard_gamma.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op__standard_gamma.call(_a['input']._ks, _a['input'], _a['generator'])
     raise AssertionError('unreachable')
 
 
 _standard_gamma.__doc__ = '_standard_gamma(input: Tensor, generator: Optional[Generator] = None) -> Tensor'
+_sig__standard_gamma.public = _standard_gamma
 def _signature__standard_gamma(input, generator=None): ...
 _standard_gamma.__wrapped__ = _signature__standard_gamma
 
@@ -8439,6 +10185,10 @@ def _bind__standard_gamma_grad_0(input, output):
     return (input, output)
 
 def _standard_gamma_grad(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__standard_gamma_grad.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind__standard_gamma_grad_0(*args, **kwargs)
     except TypeError:
@@ -8448,12 +10198,15 @@ def _standard_gamma_grad(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(output, _Tensor):
             return _A._op__standard_gamma_grad.call(input._ks | output._ks, input, output)
     _i, _a = _sig__standard_gamma_grad.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op__standard_gamma_grad.call(_a['input']._ks | _a['output']._ks, _a['input'], _a['output'])
     raise AssertionError('unreachable')
 
 
 _standard_gamma_grad.__doc__ = '_standard_gamma_grad(input: Tensor, output: Tensor) -> Tensor'
+_sig__standard_gamma_grad.public = _standard_gamma_grad
 def _signature__standard_gamma_grad(input, output): ...
 _standard_gamma_grad.__wrapped__ = _signature__standard_gamma_grad
 
@@ -8466,6 +10219,10 @@ def _bind__sample_dirichlet_0(input, generator=None):
     return (input, generator)
 
 def _sample_dirichlet(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__sample_dirichlet.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind__sample_dirichlet_0(*args, **kwargs)
     except TypeError:
@@ -8475,12 +10232,15 @@ def _sample_dirichlet(*args, **kwargs):
         if isinstance(input, _Tensor) and (generator is None or type(generator) is _Generator):
             return _A._op__sample_dirichlet.call(input._ks, input, generator)
     _i, _a = _sig__sample_dirichlet.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op__sample_dirichlet.call(_a['input']._ks, _a['input'], _a['generator'])
     raise AssertionError('unreachable')
 
 
 _sample_dirichlet.__doc__ = '_sample_dirichlet(input: Tensor, generator: Optional[Generator] = None) -> Tensor'
+_sig__sample_dirichlet.public = _sample_dirichlet
 def _signature__sample_dirichlet(input, generator=None): ...
 _sample_dirichlet.__wrapped__ = _signature__sample_dirichlet
 
@@ -8493,6 +10253,10 @@ def _bind__dirichlet_grad_0(x, alpha, total):
     return (x, alpha, total)
 
 def _dirichlet_grad(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__dirichlet_grad.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind__dirichlet_grad_0(*args, **kwargs)
     except TypeError:
@@ -8502,12 +10266,15 @@ def _dirichlet_grad(*args, **kwargs):
         if isinstance(x, _Tensor) and isinstance(alpha, _Tensor) and isinstance(total, _Tensor):
             return _A._op__dirichlet_grad.call(x._ks | alpha._ks | total._ks, x, alpha, total)
     _i, _a = _sig__dirichlet_grad.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op__dirichlet_grad.call(_a['x']._ks | _a['alpha']._ks | _a['total']._ks, _a['x'], _a['alpha'], _a['total'])
     raise AssertionError('unreachable')
 
 
 _dirichlet_grad.__doc__ = '_dirichlet_grad(x: Tensor, alpha: Tensor, total: Tensor) -> Tensor'
+_sig__dirichlet_grad.public = _dirichlet_grad
 def _signature__dirichlet_grad(x, alpha, total): ...
 _dirichlet_grad.__wrapped__ = _signature__dirichlet_grad
 
@@ -8524,6 +10291,10 @@ def _bind_normal_1(mean, std, size, *, generator=None, dtype=None, layout=None, 
     return (mean, std, size, generator, dtype, layout, device, pin_memory, requires_grad)
 
 def normal(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_normal.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_normal_0(*args, **kwargs)
     except TypeError:
@@ -8541,6 +10312,8 @@ def normal(*args, **kwargs):
         if type(mean) is float and type(std) is float and (size_ := _ints(size, False)) is not None and (generator is None or type(generator) is _Generator) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_normal_float_float.call(_ks_device(device), mean, std, size_, generator, dtype, layout, device, pin_memory)
     _i, _a = _sig_normal.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_normal_Tensor_Tensor.call(_a['mean']._ks | _a['std']._ks, _a['mean'], _a['std'], _a['generator'])
     elif _i == 1:
@@ -8549,6 +10322,7 @@ def normal(*args, **kwargs):
 
 
 normal.__doc__ = 'normal(mean: Tensor, std: Tensor, *, generator: Optional[Generator] = None) -> Tensor\nnormal(mean: float, std: float, size: List[int], *, generator: Optional[Generator] = None, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_normal.public = normal
 
 
 _sig_bernoulli = _Signatures('bernoulli', [
@@ -8563,6 +10337,10 @@ def _bind_bernoulli_1(input, p, *, generator=None):
     return (input, p, generator)
 
 def bernoulli(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bernoulli.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bernoulli_0(*args, **kwargs)
     except TypeError:
@@ -8580,6 +10358,8 @@ def bernoulli(*args, **kwargs):
         if isinstance(input, _Tensor) and type(p) is float and (generator is None or type(generator) is _Generator):
             return _A._op_bernoulli_p.call(input._ks, input, p, generator)
     _i, _a = _sig_bernoulli.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_bernoulli.call(_a['input']._ks, _a['input'], _a['generator'])
     elif _i == 1:
@@ -8588,6 +10368,7 @@ def bernoulli(*args, **kwargs):
 
 
 bernoulli.__doc__ = 'bernoulli(input: Tensor, *, generator: Optional[Generator] = None) -> Tensor\nbernoulli(input: Tensor, p: float, *, generator: Optional[Generator] = None) -> Tensor'
+_sig_bernoulli.public = bernoulli
 
 
 _sig_multinomial = _Signatures('multinomial', [
@@ -8598,6 +10379,10 @@ def _bind_multinomial_0(input, num_samples, replacement=False, *, generator=None
     return (input, num_samples, replacement, generator)
 
 def multinomial(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_multinomial.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_multinomial_0(*args, **kwargs)
     except TypeError:
@@ -8607,12 +10392,15 @@ def multinomial(*args, **kwargs):
         if isinstance(input, _Tensor) and type(num_samples) is int and type(replacement) is bool and (generator is None or type(generator) is _Generator):
             return _A._op_multinomial.call(input._ks, input, num_samples, replacement, generator)
     _i, _a = _sig_multinomial.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_multinomial.call(_a['input']._ks, _a['input'], _a['num_samples'], _a['replacement'], _a['generator'])
     raise AssertionError('unreachable')
 
 
 multinomial.__doc__ = 'multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, generator: Optional[Generator] = None) -> Tensor'
+_sig_multinomial.public = multinomial
 def _signature_multinomial(input, num_samples, replacement=False, *, generator=None): ...
 multinomial.__wrapped__ = _signature_multinomial
 
@@ -8625,6 +10413,10 @@ def _bind_clone_0(input, *, memory_format=None):
     return (input, memory_format)
 
 def clone(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_clone.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_clone_0(*args, **kwargs)
     except TypeError:
@@ -8634,12 +10426,15 @@ def clone(*args, **kwargs):
         if isinstance(input, _Tensor) and True:
             return _A._op_clone.call(input._ks, input, memory_format)
     _i, _a = _sig_clone.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_clone.call(_a['input']._ks, _a['input'], _a['memory_format'])
     raise AssertionError('unreachable')
 
 
 clone.__doc__ = 'Returns a copy of ``input``.\n\nclone(input: Tensor, *, memory_format=None) -> Tensor'
+_sig_clone.public = clone
 def _signature_clone(input, *, memory_format=None): ...
 clone.__wrapped__ = _signature_clone
 
@@ -8656,6 +10451,10 @@ def _bind_fill__1(input, value):
     return (input, value)
 
 def fill_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fill_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_fill__0(*args, **kwargs)
     except TypeError:
@@ -8673,6 +10472,8 @@ def fill_(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(value, _Tensor):
             return _A._op_fill__Tensor.call(input._ks | value._ks, input, value)
     _i, _a = _sig_fill_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_fill__Scalar.call(_a['input']._ks, _a['input'], _a['value'])
     elif _i == 1:
@@ -8681,6 +10482,7 @@ def fill_(*args, **kwargs):
 
 
 fill_.__doc__ = 'fill_(input: Tensor, value: Number) -> Tensor\nfill_(input: Tensor, value: Tensor) -> Tensor'
+_sig_fill_.public = fill_
 
 
 _sig_zero_ = _Signatures('zero_', [
@@ -8691,6 +10493,10 @@ def _bind_zero__0(input):
     return (input,)
 
 def zero_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_zero_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_zero__0(*args, **kwargs)
     except TypeError:
@@ -8700,12 +10506,15 @@ def zero_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_zero_.call(input._ks, input)
     _i, _a = _sig_zero_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_zero_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 zero_.__doc__ = 'zero_(input: Tensor) -> Tensor'
+_sig_zero_.public = zero_
 def _signature_zero_(input): ...
 zero_.__wrapped__ = _signature_zero_
 
@@ -8722,6 +10531,10 @@ def _bind_masked_fill_1(input, mask, value):
     return (input, mask, value)
 
 def masked_fill(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_masked_fill.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_masked_fill_0(*args, **kwargs)
     except TypeError:
@@ -8739,6 +10552,8 @@ def masked_fill(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(mask, _Tensor) and isinstance(value, _Tensor):
             return _A._op_masked_fill_Tensor.call(input._ks | mask._ks | value._ks, input, mask, value)
     _i, _a = _sig_masked_fill.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_masked_fill_Scalar.call(_a['input']._ks | _a['mask']._ks, _a['input'], _a['mask'], _a['value'])
     elif _i == 1:
@@ -8747,6 +10562,7 @@ def masked_fill(*args, **kwargs):
 
 
 masked_fill.__doc__ = 'Fills elements of ``self`` with ``value`` where ``mask`` is True.\n\nmasked_fill(input: Tensor, mask: Tensor, value: Number) -> Tensor\nmasked_fill(input: Tensor, mask: Tensor, value: Tensor) -> Tensor'
+_sig_masked_fill.public = masked_fill
 
 
 _sig_index = _Signatures('index', [
@@ -8754,13 +10570,20 @@ _sig_index = _Signatures('index', [
 ], method=False)
 
 def index(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_index.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_index.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_index_Tensor.call(_a['input']._ks | _ks_list(_a['indices']), _a['input'], _a['indices'])
     raise AssertionError('unreachable')
 
 
 index.__doc__ = 'index(input: Tensor, indices: List[Optional[Tensor]]) -> Tensor'
+_sig_index.public = index
 def _signature_index(input, indices): ...
 index.__wrapped__ = _signature_index
 
@@ -8770,13 +10593,20 @@ _sig_index_put = _Signatures('index_put', [
 ], method=False)
 
 def index_put(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_index_put.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_index_put.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_index_put.call(_a['input']._ks | _ks_list(_a['indices']) | _a['values']._ks, _a['input'], _a['indices'], _a['values'], _a['accumulate'])
     raise AssertionError('unreachable')
 
 
 index_put.__doc__ = 'index_put(input: Tensor, indices: List[Optional[Tensor]], values: Tensor, accumulate: bool = False) -> Tensor'
+_sig_index_put.public = index_put
 def _signature_index_put(input, indices, values, accumulate=False): ...
 index_put.__wrapped__ = _signature_index_put
 
@@ -8786,13 +10616,20 @@ _sig_index_put_ = _Signatures('index_put_', [
 ], method=False)
 
 def index_put_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_index_put_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_index_put_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_index_put_.call(_a['input']._ks | _ks_list(_a['indices']) | _a['values']._ks, _a['input'], _a['indices'], _a['values'], _a['accumulate'])
     raise AssertionError('unreachable')
 
 
 index_put_.__doc__ = 'index_put_(input: Tensor, indices: List[Optional[Tensor]], values: Tensor, accumulate: bool = False) -> Tensor'
+_sig_index_put_.public = index_put_
 def _signature_index_put_(input, indices, values, accumulate=False): ...
 index_put_.__wrapped__ = _signature_index_put_
 
@@ -8805,6 +10642,10 @@ def _bind_index_select_0(input, dim, index, *, out=None):
     return (input, dim, index, out)
 
 def index_select(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_index_select.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_index_select_0(*args, **kwargs)
     except TypeError:
@@ -8817,6 +10658,8 @@ def index_select(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_index_select_out.call(input._ks | index._ks, input, dim, index, out)
     _i, _a = _sig_index_select.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_index_select.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['dim'], _a['index'])
@@ -8825,6 +10668,7 @@ def index_select(*args, **kwargs):
 
 
 index_select.__doc__ = 'Returns a new tensor indexing ``input`` along ``dim`` with the entries of ``index``.\n\nindex_select(input: Tensor, dim: int, index: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_index_select.public = index_select
 def _signature_index_select(input, dim, index, *, out=None): ...
 index_select.__wrapped__ = _signature_index_select
 
@@ -8837,6 +10681,10 @@ def _bind_gather_0(input, dim, index, *, sparse_grad=False, out=None):
     return (input, dim, index, sparse_grad, out)
 
 def gather(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_gather.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_gather_0(*args, **kwargs)
     except TypeError:
@@ -8849,6 +10697,8 @@ def gather(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_gather_out.call(input._ks | index._ks, input, dim, index, sparse_grad, out)
     _i, _a = _sig_gather.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_gather.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['dim'], _a['index'], _a['sparse_grad'])
@@ -8857,6 +10707,7 @@ def gather(*args, **kwargs):
 
 
 gather.__doc__ = 'Gathers values along an axis specified by ``dim``.\n\ngather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False, out: Optional[Tensor] = None) -> Tensor'
+_sig_gather.public = gather
 def _signature_gather(input, dim, index, *, sparse_grad=False, out=None): ...
 gather.__wrapped__ = _signature_gather
 
@@ -8877,6 +10728,10 @@ def _bind_scatter_2(input, dim, index, src, *, reduce):
     return (input, dim, index, src, reduce)
 
 def scatter(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_scatter.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_scatter_0(*args, **kwargs)
     except TypeError:
@@ -8902,6 +10757,8 @@ def scatter(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor) and type(reduce) is str:
             return _A._op_scatter_reduce.call(input._ks | index._ks | src._ks, input, dim, index, src, reduce)
     _i, _a = _sig_scatter.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_scatter_src.call(_a['input']._ks | _a['index']._ks | _a['src']._ks, _a['input'], _a['dim'], _a['index'], _a['src'])
     elif _i == 1:
@@ -8912,6 +10769,7 @@ def scatter(*args, **kwargs):
 
 
 scatter.__doc__ = 'scatter(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor\nscatter(input: Tensor, dim: int, index: Tensor, value: Number) -> Tensor\nscatter(input: Tensor, dim: int, index: Tensor, src: Tensor, *, reduce: str) -> Tensor'
+_sig_scatter.public = scatter
 
 
 _sig_scatter_add = _Signatures('scatter_add', [
@@ -8922,6 +10780,10 @@ def _bind_scatter_add_0(input, dim, index, src):
     return (input, dim, index, src)
 
 def scatter_add(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_scatter_add.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_scatter_add_0(*args, **kwargs)
     except TypeError:
@@ -8931,12 +10793,15 @@ def scatter_add(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor):
             return _A._op_scatter_add.call(input._ks | index._ks | src._ks, input, dim, index, src)
     _i, _a = _sig_scatter_add.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_scatter_add.call(_a['input']._ks | _a['index']._ks | _a['src']._ks, _a['input'], _a['dim'], _a['index'], _a['src'])
     raise AssertionError('unreachable')
 
 
 scatter_add.__doc__ = 'scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor'
+_sig_scatter_add.public = scatter_add
 def _signature_scatter_add(input, dim, index, src): ...
 scatter_add.__wrapped__ = _signature_scatter_add
 
@@ -8949,6 +10814,10 @@ def _bind_scatter_reduce_0(input, dim, index, src, reduce, *, include_self=True)
     return (input, dim, index, src, reduce, include_self)
 
 def scatter_reduce(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_scatter_reduce.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_scatter_reduce_0(*args, **kwargs)
     except TypeError:
@@ -8958,12 +10827,15 @@ def scatter_reduce(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor) and type(reduce) is str and type(include_self) is bool:
             return _A._op_scatter_reduce_two.call(input._ks | index._ks | src._ks, input, dim, index, src, reduce, include_self)
     _i, _a = _sig_scatter_reduce.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_scatter_reduce_two.call(_a['input']._ks | _a['index']._ks | _a['src']._ks, _a['input'], _a['dim'], _a['index'], _a['src'], _a['reduce'], _a['include_self'])
     raise AssertionError('unreachable')
 
 
 scatter_reduce.__doc__ = 'scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True) -> Tensor'
+_sig_scatter_reduce.public = scatter_reduce
 def _signature_scatter_reduce(input, dim, index, src, reduce, *, include_self=True): ...
 scatter_reduce.__wrapped__ = _signature_scatter_reduce
 
@@ -8976,6 +10848,10 @@ def _bind_index_add_0(input, dim, index, source, *, alpha=1):
     return (input, dim, index, source, alpha)
 
 def index_add(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_index_add.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_index_add_0(*args, **kwargs)
     except TypeError:
@@ -8985,12 +10861,15 @@ def index_add(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(alpha) in _NUMBERS:
             return _A._op_index_add.call(input._ks | index._ks | source._ks, input, dim, index, source, alpha)
     _i, _a = _sig_index_add.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_index_add.call(_a['input']._ks | _a['index']._ks | _a['source']._ks, _a['input'], _a['dim'], _a['index'], _a['source'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
 index_add.__doc__ = 'index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Number = 1) -> Tensor'
+_sig_index_add.public = index_add
 def _signature_index_add(input, dim, index, source, *, alpha=1): ...
 index_add.__wrapped__ = _signature_index_add
 
@@ -9003,6 +10882,10 @@ def _bind_index_copy_0(input, dim, index, source):
     return (input, dim, index, source)
 
 def index_copy(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_index_copy.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_index_copy_0(*args, **kwargs)
     except TypeError:
@@ -9012,12 +10895,15 @@ def index_copy(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor):
             return _A._op_index_copy.call(input._ks | index._ks | source._ks, input, dim, index, source)
     _i, _a = _sig_index_copy.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_index_copy.call(_a['input']._ks | _a['index']._ks | _a['source']._ks, _a['input'], _a['dim'], _a['index'], _a['source'])
     raise AssertionError('unreachable')
 
 
 index_copy.__doc__ = 'index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor'
+_sig_index_copy.public = index_copy
 def _signature_index_copy(input, dim, index, source): ...
 index_copy.__wrapped__ = _signature_index_copy
 
@@ -9034,6 +10920,10 @@ def _bind_index_fill_1(input, dim, index, value):
     return (input, dim, index, value)
 
 def index_fill(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_index_fill.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_index_fill_0(*args, **kwargs)
     except TypeError:
@@ -9051,6 +10941,8 @@ def index_fill(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and isinstance(value, _Tensor):
             return _A._op_index_fill_int_Tensor.call(input._ks | index._ks | value._ks, input, dim, index, value)
     _i, _a = _sig_index_fill.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_index_fill_int_Scalar.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['dim'], _a['index'], _a['value'])
     elif _i == 1:
@@ -9059,6 +10951,7 @@ def index_fill(*args, **kwargs):
 
 
 index_fill.__doc__ = 'index_fill(input: Tensor, dim: int, index: Tensor, value: Number) -> Tensor\nindex_fill(input: Tensor, dim: int, index: Tensor, value: Tensor) -> Tensor'
+_sig_index_fill.public = index_fill
 
 
 _sig_masked_select = _Signatures('masked_select', [
@@ -9069,6 +10962,10 @@ def _bind_masked_select_0(input, mask):
     return (input, mask)
 
 def masked_select(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_masked_select.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_masked_select_0(*args, **kwargs)
     except TypeError:
@@ -9078,12 +10975,15 @@ def masked_select(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(mask, _Tensor):
             return _A._op_masked_select.call(input._ks | mask._ks, input, mask)
     _i, _a = _sig_masked_select.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_masked_select.call(_a['input']._ks | _a['mask']._ks, _a['input'], _a['mask'])
     raise AssertionError('unreachable')
 
 
 masked_select.__doc__ = 'masked_select(input: Tensor, mask: Tensor) -> Tensor'
+_sig_masked_select.public = masked_select
 def _signature_masked_select(input, mask): ...
 masked_select.__wrapped__ = _signature_masked_select
 
@@ -9096,6 +10996,10 @@ def _bind_masked_scatter_0(input, mask, source):
     return (input, mask, source)
 
 def masked_scatter(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_masked_scatter.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_masked_scatter_0(*args, **kwargs)
     except TypeError:
@@ -9105,12 +11009,15 @@ def masked_scatter(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(mask, _Tensor) and isinstance(source, _Tensor):
             return _A._op_masked_scatter.call(input._ks | mask._ks | source._ks, input, mask, source)
     _i, _a = _sig_masked_scatter.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_masked_scatter.call(_a['input']._ks | _a['mask']._ks | _a['source']._ks, _a['input'], _a['mask'], _a['source'])
     raise AssertionError('unreachable')
 
 
 masked_scatter.__doc__ = 'masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor'
+_sig_masked_scatter.public = masked_scatter
 def _signature_masked_scatter(input, mask, source): ...
 masked_scatter.__wrapped__ = _signature_masked_scatter
 
@@ -9123,6 +11030,10 @@ def _bind_nonzero_0(input):
     return (input,)
 
 def nonzero(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nonzero.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nonzero_0(*args, **kwargs)
     except TypeError:
@@ -9132,12 +11043,15 @@ def nonzero(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_nonzero.call(input._ks, input)
     _i, _a = _sig_nonzero.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nonzero.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 nonzero.__doc__ = 'nonzero(input: Tensor) -> Tensor'
+_sig_nonzero.public = nonzero
 def _signature_nonzero(input): ...
 nonzero.__wrapped__ = _signature_nonzero
 
@@ -9150,6 +11064,10 @@ def _bind_argwhere_0(input):
     return (input,)
 
 def argwhere(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_argwhere.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_argwhere_0(*args, **kwargs)
     except TypeError:
@@ -9159,12 +11077,15 @@ def argwhere(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_argwhere.call(input._ks, input)
     _i, _a = _sig_argwhere.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_argwhere.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 argwhere.__doc__ = 'argwhere(input: Tensor) -> Tensor'
+_sig_argwhere.public = argwhere
 def _signature_argwhere(input): ...
 argwhere.__wrapped__ = _signature_argwhere
 
@@ -9177,6 +11098,10 @@ def _bind_take_0(input, index):
     return (input, index)
 
 def take(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_take.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_take_0(*args, **kwargs)
     except TypeError:
@@ -9186,12 +11111,15 @@ def take(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(index, _Tensor):
             return _A._op_take.call(input._ks | index._ks, input, index)
     _i, _a = _sig_take.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_take.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['index'])
     raise AssertionError('unreachable')
 
 
 take.__doc__ = 'take(input: Tensor, index: Tensor) -> Tensor'
+_sig_take.public = take
 def _signature_take(input, index): ...
 take.__wrapped__ = _signature_take
 
@@ -9204,6 +11132,10 @@ def _bind_take_along_dim_0(input, indices, dim=None):
     return (input, indices, dim)
 
 def take_along_dim(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_take_along_dim.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_take_along_dim_0(*args, **kwargs)
     except TypeError:
@@ -9213,12 +11145,15 @@ def take_along_dim(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(indices, _Tensor) and (dim is None or type(dim) is int):
             return _A._op_take_along_dim.call(input._ks | indices._ks, input, indices, dim)
     _i, _a = _sig_take_along_dim.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_take_along_dim.call(_a['input']._ks | _a['indices']._ks, _a['input'], _a['indices'], _a['dim'])
     raise AssertionError('unreachable')
 
 
 take_along_dim.__doc__ = 'take_along_dim(input: Tensor, indices: Tensor, dim: Optional[int] = None) -> Tensor'
+_sig_take_along_dim.public = take_along_dim
 def _signature_take_along_dim(input, indices, dim=None): ...
 take_along_dim.__wrapped__ = _signature_take_along_dim
 
@@ -9228,7 +11163,13 @@ _sig_cat = _Signatures('cat', [
 ], method=False)
 
 def cat(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cat.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_cat.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_cat.call(_ks_list(_a['tensors']), _a['tensors'], _a['dim'])
@@ -9237,6 +11178,7 @@ def cat(*args, **kwargs):
 
 
 cat.__doc__ = 'Concatenates the given sequence of tensors in ``tensors`` along ``dim``.\n\ncat(tensors: List[Tensor], dim: int = 0, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_cat.public = cat
 def _signature_cat(tensors, dim=0, *, out=None): ...
 cat.__wrapped__ = _signature_cat
 
@@ -9246,13 +11188,20 @@ _sig_concat = _Signatures('concat', [
 ], method=False)
 
 def concat(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_concat.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_concat.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_concat.call(_ks_list(_a['tensors']), _a['tensors'], _a['dim'])
     raise AssertionError('unreachable')
 
 
 concat.__doc__ = 'concat(tensors: List[Tensor], dim: int = 0) -> Tensor'
+_sig_concat.public = concat
 def _signature_concat(tensors, dim=0): ...
 concat.__wrapped__ = _signature_concat
 
@@ -9262,13 +11211,20 @@ _sig_concatenate = _Signatures('concatenate', [
 ], method=False)
 
 def concatenate(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_concatenate.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_concatenate.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_concatenate.call(_ks_list(_a['tensors']), _a['tensors'], _a['dim'])
     raise AssertionError('unreachable')
 
 
 concatenate.__doc__ = 'concatenate(tensors: List[Tensor], dim: int = 0) -> Tensor'
+_sig_concatenate.public = concatenate
 def _signature_concatenate(tensors, dim=0): ...
 concatenate.__wrapped__ = _signature_concatenate
 
@@ -9278,7 +11234,13 @@ _sig_stack = _Signatures('stack', [
 ], method=False)
 
 def stack(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_stack.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_stack.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_stack.call(_ks_list(_a['tensors']), _a['tensors'], _a['dim'])
@@ -9287,6 +11249,7 @@ def stack(*args, **kwargs):
 
 
 stack.__doc__ = 'Concatenates a sequence of tensors along a new dimension ``dim``.\n\nstack(tensors: List[Tensor], dim: int = 0, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_stack.public = stack
 def _signature_stack(tensors, dim=0, *, out=None): ...
 stack.__wrapped__ = _signature_stack
 
@@ -9296,13 +11259,20 @@ _sig_hstack = _Signatures('hstack', [
 ], method=False)
 
 def hstack(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hstack.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_hstack.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_hstack.call(_ks_list(_a['tensors']), _a['tensors'])
     raise AssertionError('unreachable')
 
 
 hstack.__doc__ = 'hstack(tensors: List[Tensor]) -> Tensor'
+_sig_hstack.public = hstack
 def _signature_hstack(tensors): ...
 hstack.__wrapped__ = _signature_hstack
 
@@ -9312,13 +11282,20 @@ _sig_vstack = _Signatures('vstack', [
 ], method=False)
 
 def vstack(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_vstack.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_vstack.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_vstack.call(_ks_list(_a['tensors']), _a['tensors'])
     raise AssertionError('unreachable')
 
 
 vstack.__doc__ = 'vstack(tensors: List[Tensor]) -> Tensor'
+_sig_vstack.public = vstack
 def _signature_vstack(tensors): ...
 vstack.__wrapped__ = _signature_vstack
 
@@ -9328,13 +11305,20 @@ _sig_dstack = _Signatures('dstack', [
 ], method=False)
 
 def dstack(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_dstack.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_dstack.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_dstack.call(_ks_list(_a['tensors']), _a['tensors'])
     raise AssertionError('unreachable')
 
 
 dstack.__doc__ = 'dstack(tensors: List[Tensor]) -> Tensor'
+_sig_dstack.public = dstack
 def _signature_dstack(tensors): ...
 dstack.__wrapped__ = _signature_dstack
 
@@ -9344,13 +11328,20 @@ _sig_column_stack = _Signatures('column_stack', [
 ], method=False)
 
 def column_stack(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_column_stack.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_column_stack.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_column_stack.call(_ks_list(_a['tensors']), _a['tensors'])
     raise AssertionError('unreachable')
 
 
 column_stack.__doc__ = 'column_stack(tensors: List[Tensor]) -> Tensor'
+_sig_column_stack.public = column_stack
 def _signature_column_stack(tensors): ...
 column_stack.__wrapped__ = _signature_column_stack
 
@@ -9360,13 +11351,20 @@ _sig_row_stack = _Signatures('row_stack', [
 ], method=False)
 
 def row_stack(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_row_stack.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_row_stack.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_row_stack.call(_ks_list(_a['tensors']), _a['tensors'])
     raise AssertionError('unreachable')
 
 
 row_stack.__doc__ = 'row_stack(tensors: List[Tensor]) -> Tensor'
+_sig_row_stack.public = row_stack
 def _signature_row_stack(tensors): ...
 row_stack.__wrapped__ = _signature_row_stack
 
@@ -9380,6 +11378,10 @@ def _bind_atleast_1d_0(input):
     return (input,)
 
 def atleast_1d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_atleast_1d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_atleast_1d_0(*args, **kwargs)
     except TypeError:
@@ -9389,14 +11391,17 @@ def atleast_1d(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_atleast_1d.call(input._ks, input)
     _i, _a = _sig_atleast_1d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_atleast_1d.call(_a['input']._ks, _a['input'])
     elif _i == 1:
-        return _A._op_atleast_1d_Sequence.call(_ks_list(_a['tensors']), _a['tensors'])
+        return tuple(_A._op_atleast_1d_Sequence.call(_ks_list(_a['tensors']), _a['tensors']))
     raise AssertionError('unreachable')
 
 
 atleast_1d.__doc__ = 'atleast_1d(input: Tensor) -> Tensor\natleast_1d(tensors: List[Tensor]) -> List[Tensor]'
+_sig_atleast_1d.public = atleast_1d
 
 
 _sig_atleast_2d = _Signatures('atleast_2d', [
@@ -9408,6 +11413,10 @@ def _bind_atleast_2d_0(input):
     return (input,)
 
 def atleast_2d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_atleast_2d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_atleast_2d_0(*args, **kwargs)
     except TypeError:
@@ -9417,14 +11426,17 @@ def atleast_2d(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_atleast_2d.call(input._ks, input)
     _i, _a = _sig_atleast_2d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_atleast_2d.call(_a['input']._ks, _a['input'])
     elif _i == 1:
-        return _A._op_atleast_2d_Sequence.call(_ks_list(_a['tensors']), _a['tensors'])
+        return tuple(_A._op_atleast_2d_Sequence.call(_ks_list(_a['tensors']), _a['tensors']))
     raise AssertionError('unreachable')
 
 
 atleast_2d.__doc__ = 'atleast_2d(input: Tensor) -> Tensor\natleast_2d(tensors: List[Tensor]) -> List[Tensor]'
+_sig_atleast_2d.public = atleast_2d
 
 
 _sig_atleast_3d = _Signatures('atleast_3d', [
@@ -9436,6 +11448,10 @@ def _bind_atleast_3d_0(input):
     return (input,)
 
 def atleast_3d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_atleast_3d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_atleast_3d_0(*args, **kwargs)
     except TypeError:
@@ -9445,14 +11461,17 @@ def atleast_3d(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_atleast_3d.call(input._ks, input)
     _i, _a = _sig_atleast_3d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_atleast_3d.call(_a['input']._ks, _a['input'])
     elif _i == 1:
-        return _A._op_atleast_3d_Sequence.call(_ks_list(_a['tensors']), _a['tensors'])
+        return tuple(_A._op_atleast_3d_Sequence.call(_ks_list(_a['tensors']), _a['tensors']))
     raise AssertionError('unreachable')
 
 
 atleast_3d.__doc__ = 'atleast_3d(input: Tensor) -> Tensor\natleast_3d(tensors: List[Tensor]) -> List[Tensor]'
+_sig_atleast_3d.public = atleast_3d
 
 
 _sig_broadcast_tensors = _Signatures('broadcast_tensors', [
@@ -9460,13 +11479,20 @@ _sig_broadcast_tensors = _Signatures('broadcast_tensors', [
 ], method=False)
 
 def broadcast_tensors(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_broadcast_tensors.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_broadcast_tensors.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_broadcast_tensors.call(_ks_list(_a['tensors']), _a['tensors'])
+        return tuple(_A._op_broadcast_tensors.call(_ks_list(_a['tensors']), _a['tensors']))
     raise AssertionError('unreachable')
 
 
 broadcast_tensors.__doc__ = 'broadcast_tensors(tensors: List[Tensor]) -> List[Tensor]'
+_sig_broadcast_tensors.public = broadcast_tensors
 def _signature_broadcast_tensors(tensors): ...
 broadcast_tensors.__wrapped__ = _signature_broadcast_tensors
 
@@ -9477,15 +11503,22 @@ _sig_meshgrid = _Signatures('meshgrid', [
 ], method=False)
 
 def meshgrid(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_meshgrid.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_meshgrid.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_meshgrid.call(_ks_list(_a['tensors']), _a['tensors'])
+        return tuple(_A._op_meshgrid.call(_ks_list(_a['tensors']), _a['tensors']))
     elif _i == 1:
-        return _A._op_meshgrid_indexing.call(_ks_list(_a['tensors']), _a['tensors'], _a['indexing'])
+        return tuple(_A._op_meshgrid_indexing.call(_ks_list(_a['tensors']), _a['tensors'], _a['indexing']))
     raise AssertionError('unreachable')
 
 
 meshgrid.__doc__ = 'meshgrid(tensors: List[Tensor]) -> List[Tensor]\nmeshgrid(tensors: List[Tensor], *, indexing: str) -> List[Tensor]'
+_sig_meshgrid.public = meshgrid
 
 
 _sig_tril = _Signatures('tril', [
@@ -9496,6 +11529,10 @@ def _bind_tril_0(input, diagonal=0, *, out=None):
     return (input, diagonal, out)
 
 def tril(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_tril.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_tril_0(*args, **kwargs)
     except TypeError:
@@ -9508,6 +11545,8 @@ def tril(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_tril_out.call(input._ks, input, diagonal, out)
     _i, _a = _sig_tril.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_tril.call(_a['input']._ks, _a['input'], _a['diagonal'])
@@ -9516,6 +11555,7 @@ def tril(*args, **kwargs):
 
 
 tril.__doc__ = 'tril(input: Tensor, diagonal: int = 0, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_tril.public = tril
 def _signature_tril(input, diagonal=0, *, out=None): ...
 tril.__wrapped__ = _signature_tril
 
@@ -9528,6 +11568,10 @@ def _bind_triu_0(input, diagonal=0, *, out=None):
     return (input, diagonal, out)
 
 def triu(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_triu.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_triu_0(*args, **kwargs)
     except TypeError:
@@ -9540,6 +11584,8 @@ def triu(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_triu_out.call(input._ks, input, diagonal, out)
     _i, _a = _sig_triu.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_triu.call(_a['input']._ks, _a['input'], _a['diagonal'])
@@ -9548,6 +11594,7 @@ def triu(*args, **kwargs):
 
 
 triu.__doc__ = 'triu(input: Tensor, diagonal: int = 0, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_triu.public = triu
 def _signature_triu(input, diagonal=0, *, out=None): ...
 triu.__wrapped__ = _signature_triu
 
@@ -9560,6 +11607,10 @@ def _bind_flip_0(input, dims):
     return (input, dims)
 
 def flip(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_flip.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_flip_0(*args, **kwargs)
     except TypeError:
@@ -9569,12 +11620,15 @@ def flip(*args, **kwargs):
         if isinstance(input, _Tensor) and (dims_ := _ints(dims, False)) is not None:
             return _A._op_flip.call(input._ks, input, dims_)
     _i, _a = _sig_flip.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_flip.call(_a['input']._ks, _a['input'], _a['dims'])
     raise AssertionError('unreachable')
 
 
 flip.__doc__ = 'flip(input: Tensor, dims: List[int]) -> Tensor'
+_sig_flip.public = flip
 def _signature_flip(input, dims): ...
 flip.__wrapped__ = _signature_flip
 
@@ -9587,6 +11641,10 @@ def _bind_fliplr_0(input):
     return (input,)
 
 def fliplr(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fliplr.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_fliplr_0(*args, **kwargs)
     except TypeError:
@@ -9596,12 +11654,15 @@ def fliplr(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_fliplr.call(input._ks, input)
     _i, _a = _sig_fliplr.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_fliplr.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 fliplr.__doc__ = 'fliplr(input: Tensor) -> Tensor'
+_sig_fliplr.public = fliplr
 def _signature_fliplr(input): ...
 fliplr.__wrapped__ = _signature_fliplr
 
@@ -9614,6 +11675,10 @@ def _bind_flipud_0(input):
     return (input,)
 
 def flipud(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_flipud.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_flipud_0(*args, **kwargs)
     except TypeError:
@@ -9623,12 +11688,15 @@ def flipud(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_flipud.call(input._ks, input)
     _i, _a = _sig_flipud.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_flipud.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 flipud.__doc__ = 'flipud(input: Tensor) -> Tensor'
+_sig_flipud.public = flipud
 def _signature_flipud(input): ...
 flipud.__wrapped__ = _signature_flipud
 
@@ -9641,6 +11709,10 @@ def _bind_roll_0(input, shifts, dims=()):
     return (input, shifts, dims)
 
 def roll(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_roll.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_roll_0(*args, **kwargs)
     except TypeError:
@@ -9650,12 +11722,15 @@ def roll(*args, **kwargs):
         if isinstance(input, _Tensor) and (shifts_ := _ints(shifts, True)) is not None and (dims_ := _ints(dims, True)) is not None:
             return _A._op_roll.call(input._ks, input, shifts_, dims_)
     _i, _a = _sig_roll.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_roll.call(_a['input']._ks, _a['input'], _a['shifts'], _a['dims'])
     raise AssertionError('unreachable')
 
 
 roll.__doc__ = 'roll(input: Tensor, shifts: List[int], dims: List[int] = ()) -> Tensor'
+_sig_roll.public = roll
 def _signature_roll(input, shifts, dims=()): ...
 roll.__wrapped__ = _signature_roll
 
@@ -9668,6 +11743,10 @@ def _bind_rot90_0(input, k=1, dims=(0,1)):
     return (input, k, dims)
 
 def rot90(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rot90.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_rot90_0(*args, **kwargs)
     except TypeError:
@@ -9677,12 +11756,15 @@ def rot90(*args, **kwargs):
         if isinstance(input, _Tensor) and type(k) is int and (dims_ := _ints(dims, False)) is not None:
             return _A._op_rot90.call(input._ks, input, k, dims_)
     _i, _a = _sig_rot90.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_rot90.call(_a['input']._ks, _a['input'], _a['k'], _a['dims'])
     raise AssertionError('unreachable')
 
 
 rot90.__doc__ = 'rot90(input: Tensor, k: int = 1, dims: List[int] = (0,1)) -> Tensor'
+_sig_rot90.public = rot90
 def _signature_rot90(input, k=1, dims=(0,1)): ...
 rot90.__wrapped__ = _signature_rot90
 
@@ -9695,6 +11777,10 @@ def _bind_tile_0(input, dims):
     return (input, dims)
 
 def tile(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_tile.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_tile_0(*args, **kwargs)
     except TypeError:
@@ -9704,12 +11790,15 @@ def tile(*args, **kwargs):
         if isinstance(input, _Tensor) and (dims_ := _ints(dims, False)) is not None:
             return _A._op_tile.call(input._ks, input, dims_)
     _i, _a = _sig_tile.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_tile.call(_a['input']._ks, _a['input'], _a['dims'])
     raise AssertionError('unreachable')
 
 
 tile.__doc__ = 'tile(input: Tensor, dims: List[int]) -> Tensor'
+_sig_tile.public = tile
 def _signature_tile(input, dims): ...
 tile.__wrapped__ = _signature_tile
 
@@ -9730,6 +11819,10 @@ def _bind_repeat_interleave_2(repeats, *, output_size=None):
     return (repeats, output_size)
 
 def repeat_interleave(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_repeat_interleave.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_repeat_interleave_0(*args, **kwargs)
     except TypeError:
@@ -9755,6 +11848,8 @@ def repeat_interleave(*args, **kwargs):
         if isinstance(repeats, _Tensor) and (output_size is None or type(output_size) is int):
             return _A._op_repeat_interleave_Tensor.call(repeats._ks, repeats, output_size)
     _i, _a = _sig_repeat_interleave.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_repeat_interleave_self_Tensor.call(_a['input']._ks | _a['repeats']._ks, _a['input'], _a['repeats'], _a['dim'], _a['output_size'])
     elif _i == 1:
@@ -9765,6 +11860,7 @@ def repeat_interleave(*args, **kwargs):
 
 
 repeat_interleave.__doc__ = 'repeat_interleave(input: Tensor, repeats: Tensor, dim: Optional[int] = None, *, output_size: Optional[int] = None) -> Tensor\nrepeat_interleave(input: Tensor, repeats: int, dim: Optional[int] = None, *, output_size: Optional[int] = None) -> Tensor\nrepeat_interleave(repeats: Tensor, *, output_size: Optional[int] = None) -> Tensor'
+_sig_repeat_interleave.public = repeat_interleave
 
 
 _sig_diag = _Signatures('diag', [
@@ -9775,6 +11871,10 @@ def _bind_diag_0(input, diagonal=0):
     return (input, diagonal)
 
 def diag(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_diag.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_diag_0(*args, **kwargs)
     except TypeError:
@@ -9784,12 +11884,15 @@ def diag(*args, **kwargs):
         if isinstance(input, _Tensor) and type(diagonal) is int:
             return _A._op_diag.call(input._ks, input, diagonal)
     _i, _a = _sig_diag.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_diag.call(_a['input']._ks, _a['input'], _a['diagonal'])
     raise AssertionError('unreachable')
 
 
 diag.__doc__ = 'diag(input: Tensor, diagonal: int = 0) -> Tensor'
+_sig_diag.public = diag
 def _signature_diag(input, diagonal=0): ...
 diag.__wrapped__ = _signature_diag
 
@@ -9802,6 +11905,10 @@ def _bind_diag_embed_0(input, offset=0, dim1=-2, dim2=-1):
     return (input, offset, dim1, dim2)
 
 def diag_embed(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_diag_embed.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_diag_embed_0(*args, **kwargs)
     except TypeError:
@@ -9811,12 +11918,15 @@ def diag_embed(*args, **kwargs):
         if isinstance(input, _Tensor) and type(offset) is int and type(dim1) is int and type(dim2) is int:
             return _A._op_diag_embed.call(input._ks, input, offset, dim1, dim2)
     _i, _a = _sig_diag_embed.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_diag_embed.call(_a['input']._ks, _a['input'], _a['offset'], _a['dim1'], _a['dim2'])
     raise AssertionError('unreachable')
 
 
 diag_embed.__doc__ = 'diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor'
+_sig_diag_embed.public = diag_embed
 def _signature_diag_embed(input, offset=0, dim1=-2, dim2=-1): ...
 diag_embed.__wrapped__ = _signature_diag_embed
 
@@ -9833,6 +11943,10 @@ def _bind_searchsorted_1(sorted_sequence, input, *, out_int32=False, right=False
     return (sorted_sequence, input, out_int32, right, side, sorter)
 
 def searchsorted(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_searchsorted.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_searchsorted_0(*args, **kwargs)
     except TypeError:
@@ -9850,6 +11964,8 @@ def searchsorted(*args, **kwargs):
         if isinstance(sorted_sequence, _Tensor) and type(input) in _NUMBERS and type(out_int32) is bool and type(right) is bool and (side is None or type(side) is str) and (sorter is None or isinstance(sorter, _Tensor)):
             return _A._op_searchsorted_Scalar.call(sorted_sequence._ks | _ks_opt(sorter), sorted_sequence, input, out_int32, right, side, sorter)
     _i, _a = _sig_searchsorted.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_searchsorted_Tensor.call(_a['sorted_sequence']._ks | _a['input']._ks | _ks_opt(_a['sorter']), _a['sorted_sequence'], _a['input'], _a['out_int32'], _a['right'], _a['side'], _a['sorter'])
     elif _i == 1:
@@ -9858,6 +11974,7 @@ def searchsorted(*args, **kwargs):
 
 
 searchsorted.__doc__ = 'searchsorted(sorted_sequence: Tensor, input: Tensor, *, out_int32: bool = False, right: bool = False, side: Optional[str] = None, sorter: Optional[Tensor] = None) -> Tensor\nsearchsorted(sorted_sequence: Tensor, input: Number, *, out_int32: bool = False, right: bool = False, side: Optional[str] = None, sorter: Optional[Tensor] = None) -> Tensor'
+_sig_searchsorted.public = searchsorted
 
 
 _sig_bucketize = _Signatures('bucketize', [
@@ -9868,6 +11985,10 @@ def _bind_bucketize_0(input, boundaries, *, out_int32=False, right=False):
     return (input, boundaries, out_int32, right)
 
 def bucketize(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bucketize.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bucketize_0(*args, **kwargs)
     except TypeError:
@@ -9877,12 +11998,15 @@ def bucketize(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(boundaries, _Tensor) and type(out_int32) is bool and type(right) is bool:
             return _A._op_bucketize_Tensor.call(input._ks | boundaries._ks, input, boundaries, out_int32, right)
     _i, _a = _sig_bucketize.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_bucketize_Tensor.call(_a['input']._ks | _a['boundaries']._ks, _a['input'], _a['boundaries'], _a['out_int32'], _a['right'])
     raise AssertionError('unreachable')
 
 
 bucketize.__doc__ = 'bucketize(input: Tensor, boundaries: Tensor, *, out_int32: bool = False, right: bool = False) -> Tensor'
+_sig_bucketize.public = bucketize
 def _signature_bucketize(input, boundaries, *, out_int32=False, right=False): ...
 bucketize.__wrapped__ = _signature_bucketize
 
@@ -9903,6 +12027,10 @@ def _bind_isin_2(element, test_elements, *, assume_unique=False, invert=False):
     return (element, test_elements, assume_unique, invert)
 
 def isin(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_isin.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_isin_0(*args, **kwargs)
     except TypeError:
@@ -9931,6 +12059,8 @@ def isin(*args, **kwargs):
         if type(element) in _NUMBERS and isinstance(test_elements, _Tensor) and type(assume_unique) is bool and type(invert) is bool:
             return _A._op_isin_Scalar_Tensor.call(test_elements._ks, element, test_elements, assume_unique, invert)
     _i, _a = _sig_isin.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_isin_Tensor_Tensor.call(_a['elements']._ks | _a['test_elements']._ks, _a['elements'], _a['test_elements'], _a['assume_unique'], _a['invert'])
@@ -9943,6 +12073,7 @@ def isin(*args, **kwargs):
 
 
 isin.__doc__ = 'isin(elements: Tensor, test_elements: Tensor, *, assume_unique: bool = False, invert: bool = False, out: Optional[Tensor] = None) -> Tensor\nisin(elements: Tensor, test_element: Number, *, assume_unique: bool = False, invert: bool = False) -> Tensor\nisin(element: Number, test_elements: Tensor, *, assume_unique: bool = False, invert: bool = False) -> Tensor'
+_sig_isin.public = isin
 
 
 _sig_mm = _Signatures('mm', [
@@ -9953,6 +12084,10 @@ def _bind_mm_0(input, mat2, *, out=None):
     return (input, mat2, out)
 
 def mm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_mm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_mm_0(*args, **kwargs)
     except TypeError:
@@ -9965,6 +12100,8 @@ def mm(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_mm_out.call(input._ks | mat2._ks, input, mat2, out)
     _i, _a = _sig_mm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_mm.call(_a['input']._ks | _a['mat2']._ks, _a['input'], _a['mat2'])
@@ -9973,6 +12110,7 @@ def mm(*args, **kwargs):
 
 
 mm.__doc__ = 'Performs a matrix multiplication of the matrices ``input`` and ``mat2``.\n\nmm(input: Tensor, mat2: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_mm.public = mm
 def _signature_mm(input, mat2, *, out=None): ...
 mm.__wrapped__ = _signature_mm
 
@@ -9985,6 +12123,10 @@ def _bind_bmm_0(input, mat2, *, out=None):
     return (input, mat2, out)
 
 def bmm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bmm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bmm_0(*args, **kwargs)
     except TypeError:
@@ -9997,6 +12139,8 @@ def bmm(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_bmm_out.call(input._ks | mat2._ks, input, mat2, out)
     _i, _a = _sig_bmm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_bmm.call(_a['input']._ks | _a['mat2']._ks, _a['input'], _a['mat2'])
@@ -10005,6 +12149,7 @@ def bmm(*args, **kwargs):
 
 
 bmm.__doc__ = 'Performs a batch matrix-matrix product of the matrices in ``input`` and ``mat2``.\n\nbmm(input: Tensor, mat2: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_bmm.public = bmm
 def _signature_bmm(input, mat2, *, out=None): ...
 bmm.__wrapped__ = _signature_bmm
 
@@ -10017,6 +12162,10 @@ def _bind_matmul_0(input, other, *, out=None):
     return (input, other, out)
 
 def matmul(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_matmul.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_matmul_0(*args, **kwargs)
     except TypeError:
@@ -10029,6 +12178,8 @@ def matmul(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_matmul_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_matmul.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_matmul.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -10037,6 +12188,7 @@ def matmul(*args, **kwargs):
 
 
 matmul.__doc__ = 'Matrix product of two tensors, broadcasting batch dimensions (dot, mv, mm or bmm by rank).\n\nmatmul(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_matmul.public = matmul
 def _signature_matmul(input, other, *, out=None): ...
 matmul.__wrapped__ = _signature_matmul
 
@@ -10049,6 +12201,10 @@ def _bind_mv_0(input, vec):
     return (input, vec)
 
 def mv(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_mv.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_mv_0(*args, **kwargs)
     except TypeError:
@@ -10058,12 +12214,15 @@ def mv(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(vec, _Tensor):
             return _A._op_mv.call(input._ks | vec._ks, input, vec)
     _i, _a = _sig_mv.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_mv.call(_a['input']._ks | _a['vec']._ks, _a['input'], _a['vec'])
     raise AssertionError('unreachable')
 
 
 mv.__doc__ = 'mv(input: Tensor, vec: Tensor) -> Tensor'
+_sig_mv.public = mv
 def _signature_mv(input, vec): ...
 mv.__wrapped__ = _signature_mv
 
@@ -10076,6 +12235,10 @@ def _bind_dot_0(input, tensor):
     return (input, tensor)
 
 def dot(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_dot.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_dot_0(*args, **kwargs)
     except TypeError:
@@ -10085,12 +12248,15 @@ def dot(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(tensor, _Tensor):
             return _A._op_dot.call(input._ks | tensor._ks, input, tensor)
     _i, _a = _sig_dot.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_dot.call(_a['input']._ks | _a['tensor']._ks, _a['input'], _a['tensor'])
     raise AssertionError('unreachable')
 
 
 dot.__doc__ = 'Computes the dot product of two 1D tensors.\n\ndot(input: Tensor, tensor: Tensor) -> Tensor'
+_sig_dot.public = dot
 def _signature_dot(input, tensor): ...
 dot.__wrapped__ = _signature_dot
 
@@ -10103,6 +12269,10 @@ def _bind_vdot_0(input, other):
     return (input, other)
 
 def vdot(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_vdot.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_vdot_0(*args, **kwargs)
     except TypeError:
@@ -10112,12 +12282,15 @@ def vdot(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             return _A._op_vdot.call(input._ks | other._ks, input, other)
     _i, _a = _sig_vdot.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_vdot.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
 vdot.__doc__ = 'vdot(input: Tensor, other: Tensor) -> Tensor'
+_sig_vdot.public = vdot
 def _signature_vdot(input, other): ...
 vdot.__wrapped__ = _signature_vdot
 
@@ -10130,6 +12303,10 @@ def _bind_inner_0(input, other):
     return (input, other)
 
 def inner(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_inner.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_inner_0(*args, **kwargs)
     except TypeError:
@@ -10139,12 +12316,15 @@ def inner(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             return _A._op_inner.call(input._ks | other._ks, input, other)
     _i, _a = _sig_inner.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_inner.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
 inner.__doc__ = 'inner(input: Tensor, other: Tensor) -> Tensor'
+_sig_inner.public = inner
 def _signature_inner(input, other): ...
 inner.__wrapped__ = _signature_inner
 
@@ -10157,6 +12337,10 @@ def _bind_outer_0(input, vec2):
     return (input, vec2)
 
 def outer(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_outer.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_outer_0(*args, **kwargs)
     except TypeError:
@@ -10166,12 +12350,15 @@ def outer(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(vec2, _Tensor):
             return _A._op_outer.call(input._ks | vec2._ks, input, vec2)
     _i, _a = _sig_outer.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_outer.call(_a['input']._ks | _a['vec2']._ks, _a['input'], _a['vec2'])
     raise AssertionError('unreachable')
 
 
 outer.__doc__ = 'outer(input: Tensor, vec2: Tensor) -> Tensor'
+_sig_outer.public = outer
 def _signature_outer(input, vec2): ...
 outer.__wrapped__ = _signature_outer
 
@@ -10184,6 +12371,10 @@ def _bind_ger_0(input, vec2):
     return (input, vec2)
 
 def ger(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ger.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ger_0(*args, **kwargs)
     except TypeError:
@@ -10193,12 +12384,15 @@ def ger(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(vec2, _Tensor):
             return _A._op_ger.call(input._ks | vec2._ks, input, vec2)
     _i, _a = _sig_ger.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_ger.call(_a['input']._ks | _a['vec2']._ks, _a['input'], _a['vec2'])
     raise AssertionError('unreachable')
 
 
 ger.__doc__ = 'ger(input: Tensor, vec2: Tensor) -> Tensor'
+_sig_ger.public = ger
 def _signature_ger(input, vec2): ...
 ger.__wrapped__ = _signature_ger
 
@@ -10211,6 +12405,10 @@ def _bind_addmm_0(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     return (input, mat1, mat2, beta, alpha, out)
 
 def addmm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_addmm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_addmm_0(*args, **kwargs)
     except TypeError:
@@ -10223,6 +12421,8 @@ def addmm(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_addmm_out.call(input._ks | mat1._ks | mat2._ks, input, mat1, mat2, beta, alpha, out)
     _i, _a = _sig_addmm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_addmm.call(_a['input']._ks | _a['mat1']._ks | _a['mat2']._ks, _a['input'], _a['mat1'], _a['mat2'], _a['beta'], _a['alpha'])
@@ -10231,6 +12431,7 @@ def addmm(*args, **kwargs):
 
 
 addmm.__doc__ = 'Performs beta * input + alpha * (mat1 @ mat2).\n\naddmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Number = 1, alpha: Number = 1, out: Optional[Tensor] = None) -> Tensor'
+_sig_addmm.public = addmm
 def _signature_addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None): ...
 addmm.__wrapped__ = _signature_addmm
 
@@ -10243,6 +12444,10 @@ def _bind_addmv_0(input, mat, vec, *, beta=1, alpha=1, out=None):
     return (input, mat, vec, beta, alpha, out)
 
 def addmv(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_addmv.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_addmv_0(*args, **kwargs)
     except TypeError:
@@ -10255,6 +12460,8 @@ def addmv(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_addmv_out.call(input._ks | mat._ks | vec._ks, input, mat, vec, beta, alpha, out)
     _i, _a = _sig_addmv.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_addmv.call(_a['input']._ks | _a['mat']._ks | _a['vec']._ks, _a['input'], _a['mat'], _a['vec'], _a['beta'], _a['alpha'])
@@ -10263,6 +12470,7 @@ def addmv(*args, **kwargs):
 
 
 addmv.__doc__ = 'addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Number = 1, alpha: Number = 1, out: Optional[Tensor] = None) -> Tensor'
+_sig_addmv.public = addmv
 def _signature_addmv(input, mat, vec, *, beta=1, alpha=1, out=None): ...
 addmv.__wrapped__ = _signature_addmv
 
@@ -10275,6 +12483,10 @@ def _bind_addmv__0(input, mat, vec, *, beta=1, alpha=1):
     return (input, mat, vec, beta, alpha)
 
 def addmv_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_addmv_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_addmv__0(*args, **kwargs)
     except TypeError:
@@ -10284,12 +12496,15 @@ def addmv_(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(mat, _Tensor) and isinstance(vec, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             return _A._op_addmv_.call(input._ks | mat._ks | vec._ks, input, mat, vec, beta, alpha)
     _i, _a = _sig_addmv_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_addmv_.call(_a['input']._ks | _a['mat']._ks | _a['vec']._ks, _a['input'], _a['mat'], _a['vec'], _a['beta'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
 addmv_.__doc__ = 'addmv_(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor'
+_sig_addmv_.public = addmv_
 def _signature_addmv_(input, mat, vec, *, beta=1, alpha=1): ...
 addmv_.__wrapped__ = _signature_addmv_
 
@@ -10302,6 +12517,10 @@ def _bind_baddbmm_0(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     return (input, batch1, batch2, beta, alpha, out)
 
 def baddbmm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_baddbmm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_baddbmm_0(*args, **kwargs)
     except TypeError:
@@ -10314,6 +12533,8 @@ def baddbmm(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_baddbmm_out.call(input._ks | batch1._ks | batch2._ks, input, batch1, batch2, beta, alpha, out)
     _i, _a = _sig_baddbmm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_baddbmm.call(_a['input']._ks | _a['batch1']._ks | _a['batch2']._ks, _a['input'], _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
@@ -10322,6 +12543,7 @@ def baddbmm(*args, **kwargs):
 
 
 baddbmm.__doc__ = 'baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1, out: Optional[Tensor] = None) -> Tensor'
+_sig_baddbmm.public = baddbmm
 def _signature_baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None): ...
 baddbmm.__wrapped__ = _signature_baddbmm
 
@@ -10334,6 +12556,10 @@ def _bind_addbmm_0(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     return (input, batch1, batch2, beta, alpha, out)
 
 def addbmm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_addbmm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_addbmm_0(*args, **kwargs)
     except TypeError:
@@ -10346,6 +12572,8 @@ def addbmm(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_addbmm_out.call(input._ks | batch1._ks | batch2._ks, input, batch1, batch2, beta, alpha, out)
     _i, _a = _sig_addbmm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_addbmm.call(_a['input']._ks | _a['batch1']._ks | _a['batch2']._ks, _a['input'], _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
@@ -10354,6 +12582,7 @@ def addbmm(*args, **kwargs):
 
 
 addbmm.__doc__ = 'addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1, out: Optional[Tensor] = None) -> Tensor'
+_sig_addbmm.public = addbmm
 def _signature_addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None): ...
 addbmm.__wrapped__ = _signature_addbmm
 
@@ -10363,13 +12592,20 @@ _sig_einsum = _Signatures('einsum', [
 ], method=False)
 
 def einsum(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_einsum.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_einsum.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_einsum.call(_ks_list(_a['tensors']), _a['equation'], _a['tensors'], _a['path'])
     raise AssertionError('unreachable')
 
 
 einsum.__doc__ = 'Sums the product of the elements of the operands along dimensions given by Einstein notation.\n\neinsum(equation: str, tensors: List[Tensor], *, path: Optional[List[int]] = None) -> Tensor'
+_sig_einsum.public = einsum
 def _signature_einsum(equation, tensors, *, path=None): ...
 einsum.__wrapped__ = _signature_einsum
 
@@ -10382,6 +12618,10 @@ def _bind_tensordot_0(input, other, dims_self, dims_other):
     return (input, other, dims_self, dims_other)
 
 def tensordot(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_tensordot.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_tensordot_0(*args, **kwargs)
     except TypeError:
@@ -10391,12 +12631,15 @@ def tensordot(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor) and (dims_self_ := _ints(dims_self, False)) is not None and (dims_other_ := _ints(dims_other, False)) is not None:
             return _A._op_tensordot.call(input._ks | other._ks, input, other, dims_self_, dims_other_)
     _i, _a = _sig_tensordot.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_tensordot.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['dims_self'], _a['dims_other'])
     raise AssertionError('unreachable')
 
 
 tensordot.__doc__ = 'tensordot(input: Tensor, other: Tensor, dims_self: List[int], dims_other: List[int]) -> Tensor'
+_sig_tensordot.public = tensordot
 def _signature_tensordot(input, other, dims_self, dims_other): ...
 tensordot.__wrapped__ = _signature_tensordot
 
@@ -10409,6 +12652,10 @@ def _bind_kron_0(input, other):
     return (input, other)
 
 def kron(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_kron.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_kron_0(*args, **kwargs)
     except TypeError:
@@ -10418,12 +12665,15 @@ def kron(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             return _A._op_kron.call(input._ks | other._ks, input, other)
     _i, _a = _sig_kron.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_kron.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
 kron.__doc__ = 'kron(input: Tensor, other: Tensor) -> Tensor'
+_sig_kron.public = kron
 def _signature_kron(input, other): ...
 kron.__wrapped__ = _signature_kron
 
@@ -10436,6 +12686,10 @@ def _bind_cdist_0(x1, x2, p=2, compute_mode=None):
     return (x1, x2, p, compute_mode)
 
 def cdist(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cdist.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cdist_0(*args, **kwargs)
     except TypeError:
@@ -10445,12 +12699,15 @@ def cdist(*args, **kwargs):
         if isinstance(x1, _Tensor) and isinstance(x2, _Tensor) and type(p) is float and (compute_mode is None or type(compute_mode) is int):
             return _A._op_cdist.call(x1._ks | x2._ks, x1, x2, p, compute_mode)
     _i, _a = _sig_cdist.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cdist.call(_a['x1']._ks | _a['x2']._ks, _a['x1'], _a['x2'], _a['p'], _a['compute_mode'])
     raise AssertionError('unreachable')
 
 
 cdist.__doc__ = 'cdist(x1: Tensor, x2: Tensor, p: float = 2, compute_mode: Optional[int] = None) -> Tensor'
+_sig_cdist.public = cdist
 def _signature_cdist(x1, x2, p=2, compute_mode=None): ...
 cdist.__wrapped__ = _signature_cdist
 
@@ -10463,6 +12720,10 @@ def _bind_cross_0(input, other, dim=None):
     return (input, other, dim)
 
 def cross(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cross.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cross_0(*args, **kwargs)
     except TypeError:
@@ -10472,12 +12733,15 @@ def cross(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor) and (dim is None or type(dim) is int):
             return _A._op_cross.call(input._ks | other._ks, input, other, dim)
     _i, _a = _sig_cross.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cross.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['dim'])
     raise AssertionError('unreachable')
 
 
 cross.__doc__ = 'cross(input: Tensor, other: Tensor, dim: Optional[int] = None) -> Tensor'
+_sig_cross.public = cross
 def _signature_cross(input, other, dim=None): ...
 cross.__wrapped__ = _signature_cross
 
@@ -10490,6 +12754,10 @@ def _bind_det_0(input):
     return (input,)
 
 def det(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_det.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_det_0(*args, **kwargs)
     except TypeError:
@@ -10499,12 +12767,15 @@ def det(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_det.call(input._ks, input)
     _i, _a = _sig_det.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_det.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 det.__doc__ = 'det(input: Tensor) -> Tensor'
+_sig_det.public = det
 def _signature_det(input): ...
 det.__wrapped__ = _signature_det
 
@@ -10517,6 +12788,10 @@ def _bind_inverse_0(input):
     return (input,)
 
 def inverse(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_inverse.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_inverse_0(*args, **kwargs)
     except TypeError:
@@ -10526,12 +12801,15 @@ def inverse(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_inverse.call(input._ks, input)
     _i, _a = _sig_inverse.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_inverse.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 inverse.__doc__ = 'inverse(input: Tensor) -> Tensor'
+_sig_inverse.public = inverse
 def _signature_inverse(input): ...
 inverse.__wrapped__ = _signature_inverse
 
@@ -10544,6 +12822,10 @@ def _bind_slogdet_0(input):
     return (input,)
 
 def slogdet(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_slogdet.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_slogdet_0(*args, **kwargs)
     except TypeError:
@@ -10553,12 +12835,15 @@ def slogdet(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_slogdet.call(input._ks, input)
     _i, _a = _sig_slogdet.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_slogdet.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 slogdet.__doc__ = 'slogdet(input: Tensor) -> (Tensor, Tensor)'
+_sig_slogdet.public = slogdet
 def _signature_slogdet(input): ...
 slogdet.__wrapped__ = _signature_slogdet
 
@@ -10571,6 +12856,10 @@ def _bind_pinverse_0(input, rcond=1e-15):
     return (input, rcond)
 
 def pinverse(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_pinverse.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_pinverse_0(*args, **kwargs)
     except TypeError:
@@ -10580,12 +12869,15 @@ def pinverse(*args, **kwargs):
         if isinstance(input, _Tensor) and type(rcond) is float:
             return _A._op_pinverse.call(input._ks, input, rcond)
     _i, _a = _sig_pinverse.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_pinverse.call(_a['input']._ks, _a['input'], _a['rcond'])
     raise AssertionError('unreachable')
 
 
 pinverse.__doc__ = 'pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor'
+_sig_pinverse.public = pinverse
 def _signature_pinverse(input, rcond=1e-15): ...
 pinverse.__wrapped__ = _signature_pinverse
 
@@ -10598,6 +12890,10 @@ def _bind__softmax_0(input, dim, half_to_float):
     return (input, dim, half_to_float)
 
 def _softmax(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__softmax.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind__softmax_0(*args, **kwargs)
     except TypeError:
@@ -10607,12 +12903,15 @@ def _softmax(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and type(half_to_float) is bool:
             return _A._op__softmax.call(input._ks, input, dim, half_to_float)
     _i, _a = _sig__softmax.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op__softmax.call(_a['input']._ks, _a['input'], _a['dim'], _a['half_to_float'])
     raise AssertionError('unreachable')
 
 
 _softmax.__doc__ = '_softmax(input: Tensor, dim: int, half_to_float: bool) -> Tensor'
+_sig__softmax.public = _softmax
 def _signature__softmax(input, dim, half_to_float): ...
 _softmax.__wrapped__ = _signature__softmax
 
@@ -10625,6 +12924,10 @@ def _bind__log_softmax_0(input, dim, half_to_float):
     return (input, dim, half_to_float)
 
 def _log_softmax(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__log_softmax.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind__log_softmax_0(*args, **kwargs)
     except TypeError:
@@ -10634,12 +12937,15 @@ def _log_softmax(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and type(half_to_float) is bool:
             return _A._op__log_softmax.call(input._ks, input, dim, half_to_float)
     _i, _a = _sig__log_softmax.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op__log_softmax.call(_a['input']._ks, _a['input'], _a['dim'], _a['half_to_float'])
     raise AssertionError('unreachable')
 
 
 _log_softmax.__doc__ = '_log_softmax(input: Tensor, dim: int, half_to_float: bool) -> Tensor'
+_sig__log_softmax.public = _log_softmax
 def _signature__log_softmax(input, dim, half_to_float): ...
 _log_softmax.__wrapped__ = _signature__log_softmax
 
@@ -10652,6 +12958,10 @@ def _bind_softmax_0(input, dim, dtype=None):
     return (input, dim, dtype)
 
 def softmax(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_softmax.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_softmax_0(*args, **kwargs)
     except TypeError:
@@ -10661,12 +12971,15 @@ def softmax(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and (dtype is None or type(dtype) is _dtype):
             return _A._op_softmax_int.call(input._ks, input, dim, dtype)
     _i, _a = _sig_softmax.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_softmax_int.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
 softmax.__doc__ = 'Applies the softmax function along ``dim``.\n\nsoftmax(input: Tensor, dim: int, dtype: Optional[dtype] = None) -> Tensor'
+_sig_softmax.public = softmax
 def _signature_softmax(input, dim, dtype=None): ...
 softmax.__wrapped__ = _signature_softmax
 
@@ -10679,6 +12992,10 @@ def _bind_log_softmax_0(input, dim, dtype=None):
     return (input, dim, dtype)
 
 def log_softmax(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log_softmax.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log_softmax_0(*args, **kwargs)
     except TypeError:
@@ -10688,12 +13005,15 @@ def log_softmax(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and (dtype is None or type(dtype) is _dtype):
             return _A._op_log_softmax_int.call(input._ks, input, dim, dtype)
     _i, _a = _sig_log_softmax.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_log_softmax_int.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
 log_softmax.__doc__ = 'Applies the softmax followed by the logarithm along ``dim``.\n\nlog_softmax(input: Tensor, dim: int, dtype: Optional[dtype] = None) -> Tensor'
+_sig_log_softmax.public = log_softmax
 def _signature_log_softmax(input, dim, dtype=None): ...
 log_softmax.__wrapped__ = _signature_log_softmax
 
@@ -10706,6 +13026,10 @@ def _bind_native_layer_norm_0(input, normalized_shape, weight, bias, eps):
     return (input, normalized_shape, weight, bias, eps)
 
 def native_layer_norm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_native_layer_norm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_native_layer_norm_0(*args, **kwargs)
     except TypeError:
@@ -10715,12 +13039,15 @@ def native_layer_norm(*args, **kwargs):
         if isinstance(input, _Tensor) and (normalized_shape_ := _ints(normalized_shape, False)) is not None and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and type(eps) is float:
             return _A._op_native_layer_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, normalized_shape_, weight, bias, eps)
     _i, _a = _sig_native_layer_norm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_native_layer_norm.call(_a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']), _a['input'], _a['normalized_shape'], _a['weight'], _a['bias'], _a['eps'])
     raise AssertionError('unreachable')
 
 
 native_layer_norm.__doc__ = 'native_layer_norm(input: Tensor, normalized_shape: List[int], weight: Optional[Tensor], bias: Optional[Tensor], eps: float) -> (Tensor, Tensor, Tensor)'
+_sig_native_layer_norm.public = native_layer_norm
 def _signature_native_layer_norm(input, normalized_shape, weight, bias, eps): ...
 native_layer_norm.__wrapped__ = _signature_native_layer_norm
 
@@ -10730,13 +13057,20 @@ _sig_native_layer_norm_backward = _Signatures('native_layer_norm_backward', [
 ], method=False)
 
 def native_layer_norm_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_native_layer_norm_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_native_layer_norm_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_native_layer_norm_backward.call(_a['grad_out']._ks | _a['input']._ks | _a['mean']._ks | _a['rstd']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']), _a['grad_out'], _a['input'], _a['normalized_shape'], _a['mean'], _a['rstd'], _a['weight'], _a['bias'], _a['output_mask'])
     raise AssertionError('unreachable')
 
 
 native_layer_norm_backward.__doc__ = 'native_layer_norm_backward(grad_out: Tensor, input: Tensor, normalized_shape: List[int], mean: Tensor, rstd: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], output_mask) -> (Tensor, Tensor, Tensor)'
+_sig_native_layer_norm_backward.public = native_layer_norm_backward
 def _signature_native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask): ...
 native_layer_norm_backward.__wrapped__ = _signature_native_layer_norm_backward
 
@@ -10749,6 +13083,10 @@ def _bind_layer_norm_0(input, normalized_shape, weight=None, bias=None, eps=1e-0
     return (input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 def layer_norm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_layer_norm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_layer_norm_0(*args, **kwargs)
     except TypeError:
@@ -10758,12 +13096,15 @@ def layer_norm(*args, **kwargs):
         if isinstance(input, _Tensor) and (normalized_shape_ := _ints(normalized_shape, False)) is not None and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and type(eps) is float and type(cudnn_enable) is bool:
             return _A._op_layer_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, normalized_shape_, weight, bias, eps, cudnn_enable)
     _i, _a = _sig_layer_norm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_layer_norm.call(_a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']), _a['input'], _a['normalized_shape'], _a['weight'], _a['bias'], _a['eps'], _a['cudnn_enable'])
     raise AssertionError('unreachable')
 
 
 layer_norm.__doc__ = 'layer_norm(input: Tensor, normalized_shape: List[int], weight: Optional[Tensor] = None, bias: Optional[Tensor] = None, eps: float = 1e-05, cudnn_enable: bool = True) -> Tensor'
+_sig_layer_norm.public = layer_norm
 def _signature_layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True): ...
 layer_norm.__wrapped__ = _signature_layer_norm
 
@@ -10776,6 +13117,10 @@ def _bind_native_batch_norm_0(input, weight, bias, running_mean, running_var, tr
     return (input, weight, bias, running_mean, running_var, training, momentum, eps)
 
 def native_batch_norm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_native_batch_norm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_native_batch_norm_0(*args, **kwargs)
     except TypeError:
@@ -10785,12 +13130,15 @@ def native_batch_norm(*args, **kwargs):
         if isinstance(input, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and (running_mean is None or isinstance(running_mean, _Tensor)) and (running_var is None or isinstance(running_var, _Tensor)) and type(training) is bool and type(momentum) is float and type(eps) is float:
             return _A._op_native_batch_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias) | _ks_opt(running_mean) | _ks_opt(running_var), input, weight, bias, running_mean, running_var, training, momentum, eps)
     _i, _a = _sig_native_batch_norm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_native_batch_norm.call(_a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']) | _ks_opt(_a['running_mean']) | _ks_opt(_a['running_var']), _a['input'], _a['weight'], _a['bias'], _a['running_mean'], _a['running_var'], _a['training'], _a['momentum'], _a['eps'])
     raise AssertionError('unreachable')
 
 
 native_batch_norm.__doc__ = 'native_batch_norm(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], running_mean: Optional[Tensor], running_var: Optional[Tensor], training: bool, momentum: float, eps: float) -> (Tensor, Tensor, Tensor)'
+_sig_native_batch_norm.public = native_batch_norm
 def _signature_native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps): ...
 native_batch_norm.__wrapped__ = _signature_native_batch_norm
 
@@ -10800,13 +13148,20 @@ _sig_native_batch_norm_backward = _Signatures('native_batch_norm_backward', [
 ], method=False)
 
 def native_batch_norm_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_native_batch_norm_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_native_batch_norm_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_native_batch_norm_backward.call(_a['grad_out']._ks | _a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['running_mean']) | _ks_opt(_a['running_var']) | _ks_opt(_a['save_mean']) | _ks_opt(_a['save_invstd']), _a['grad_out'], _a['input'], _a['weight'], _a['running_mean'], _a['running_var'], _a['save_mean'], _a['save_invstd'], _a['train'], _a['eps'], _a['output_mask'])
     raise AssertionError('unreachable')
 
 
 native_batch_norm_backward.__doc__ = 'native_batch_norm_backward(grad_out: Tensor, input: Tensor, weight: Optional[Tensor], running_mean: Optional[Tensor], running_var: Optional[Tensor], save_mean: Optional[Tensor], save_invstd: Optional[Tensor], train: bool, eps: float, output_mask) -> (Tensor, Tensor, Tensor)'
+_sig_native_batch_norm_backward.public = native_batch_norm_backward
 def _signature_native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask): ...
 native_batch_norm_backward.__wrapped__ = _signature_native_batch_norm_backward
 
@@ -10819,6 +13174,10 @@ def _bind_batch_norm_0(input, weight, bias, running_mean, running_var, training,
     return (input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
 
 def batch_norm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_batch_norm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_batch_norm_0(*args, **kwargs)
     except TypeError:
@@ -10828,12 +13187,15 @@ def batch_norm(*args, **kwargs):
         if isinstance(input, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and (running_mean is None or isinstance(running_mean, _Tensor)) and (running_var is None or isinstance(running_var, _Tensor)) and type(training) is bool and type(momentum) is float and type(eps) is float and type(cudnn_enabled) is bool:
             return _A._op_batch_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias) | _ks_opt(running_mean) | _ks_opt(running_var), input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
     _i, _a = _sig_batch_norm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_batch_norm.call(_a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']) | _ks_opt(_a['running_mean']) | _ks_opt(_a['running_var']), _a['input'], _a['weight'], _a['bias'], _a['running_mean'], _a['running_var'], _a['training'], _a['momentum'], _a['eps'], _a['cudnn_enabled'])
     raise AssertionError('unreachable')
 
 
 batch_norm.__doc__ = 'batch_norm(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], running_mean: Optional[Tensor], running_var: Optional[Tensor], training: bool, momentum: float, eps: float, cudnn_enabled: bool) -> Tensor'
+_sig_batch_norm.public = batch_norm
 def _signature_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled): ...
 batch_norm.__wrapped__ = _signature_batch_norm
 
@@ -10846,6 +13208,10 @@ def _bind_convolution_0(input, weight, bias, stride, padding, dilation, transpos
     return (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
 
 def convolution(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_convolution.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_convolution_0(*args, **kwargs)
     except TypeError:
@@ -10855,12 +13221,15 @@ def convolution(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(weight, _Tensor) and (bias is None or isinstance(bias, _Tensor)) and (stride_ := _ints(stride, False)) is not None and (padding_ := _ints(padding, False)) is not None and (dilation_ := _ints(dilation, False)) is not None and type(transposed) is bool and (output_padding_ := _ints(output_padding, False)) is not None and type(groups) is int:
             return _A._op_convolution.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias, stride_, padding_, dilation_, transposed, output_padding_, groups)
     _i, _a = _sig_convolution.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_convolution.call(_a['input']._ks | _a['weight']._ks | _ks_opt(_a['bias']), _a['input'], _a['weight'], _a['bias'], _a['stride'], _a['padding'], _a['dilation'], _a['transposed'], _a['output_padding'], _a['groups'])
     raise AssertionError('unreachable')
 
 
 convolution.__doc__ = 'convolution(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: List[int], padding: List[int], dilation: List[int], transposed: bool, output_padding: List[int], groups: int) -> Tensor'
+_sig_convolution.public = convolution
 def _signature_convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups): ...
 convolution.__wrapped__ = _signature_convolution
 
@@ -10870,13 +13239,20 @@ _sig_convolution_backward = _Signatures('convolution_backward', [
 ], method=False)
 
 def convolution_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_convolution_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_convolution_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_convolution_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['weight']._ks, _a['grad_output'], _a['input'], _a['weight'], _a['bias_sizes'], _a['stride'], _a['padding'], _a['dilation'], _a['transposed'], _a['output_padding'], _a['groups'], _a['output_mask'])
     raise AssertionError('unreachable')
 
 
 convolution_backward.__doc__ = 'convolution_backward(grad_output: Tensor, input: Tensor, weight: Tensor, bias_sizes: Optional[List[int]], stride: List[int], padding: List[int], dilation: List[int], transposed: bool, output_padding: List[int], groups: int, output_mask) -> (Tensor, Tensor, Tensor)'
+_sig_convolution_backward.public = convolution_backward
 def _signature_convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask): ...
 convolution_backward.__wrapped__ = _signature_convolution_backward
 
@@ -10889,6 +13265,10 @@ def _bind_avg_pool1d_0(input, kernel_size, stride=(), padding=0, ceil_mode=False
     return (input, kernel_size, stride, padding, ceil_mode, count_include_pad)
 
 def avg_pool1d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_avg_pool1d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_avg_pool1d_0(*args, **kwargs)
     except TypeError:
@@ -10898,12 +13278,15 @@ def avg_pool1d(*args, **kwargs):
         if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and type(ceil_mode) is bool and type(count_include_pad) is bool:
             return _A._op_avg_pool1d.call(input._ks, input, kernel_size_, stride_, padding_, ceil_mode, count_include_pad)
     _i, _a = _sig_avg_pool1d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_avg_pool1d.call(_a['input']._ks, _a['input'], _a['kernel_size'], _a['stride'], _a['padding'], _a['ceil_mode'], _a['count_include_pad'])
     raise AssertionError('unreachable')
 
 
 avg_pool1d.__doc__ = 'avg_pool1d(input: Tensor, kernel_size: List[int], stride: List[int] = (), padding: List[int] = 0, ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor'
+_sig_avg_pool1d.public = avg_pool1d
 def _signature_avg_pool1d(input, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True): ...
 avg_pool1d.__wrapped__ = _signature_avg_pool1d
 
@@ -10916,6 +13299,10 @@ def _bind_constant_pad_nd_0(input, pad, value=0):
     return (input, pad, value)
 
 def constant_pad_nd(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_constant_pad_nd.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_constant_pad_nd_0(*args, **kwargs)
     except TypeError:
@@ -10925,12 +13312,15 @@ def constant_pad_nd(*args, **kwargs):
         if isinstance(input, _Tensor) and (pad_ := _ints(pad, False)) is not None and type(value) in _NUMBERS:
             return _A._op_constant_pad_nd.call(input._ks, input, pad_, value)
     _i, _a = _sig_constant_pad_nd.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_constant_pad_nd.call(_a['input']._ks, _a['input'], _a['pad'], _a['value'])
     raise AssertionError('unreachable')
 
 
 constant_pad_nd.__doc__ = 'constant_pad_nd(input: Tensor, pad: List[int], value: Number = 0) -> Tensor'
+_sig_constant_pad_nd.public = constant_pad_nd
 def _signature_constant_pad_nd(input, pad, value=0): ...
 constant_pad_nd.__wrapped__ = _signature_constant_pad_nd
 
@@ -10943,6 +13333,10 @@ def _bind_embedding_0(weight, indices, padding_idx=-1, scale_grad_by_freq=False,
     return (weight, indices, padding_idx, scale_grad_by_freq, sparse)
 
 def embedding(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_embedding.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_embedding_0(*args, **kwargs)
     except TypeError:
@@ -10952,12 +13346,15 @@ def embedding(*args, **kwargs):
         if isinstance(weight, _Tensor) and isinstance(indices, _Tensor) and type(padding_idx) is int and type(scale_grad_by_freq) is bool and type(sparse) is bool:
             return _A._op_embedding.call(weight._ks | indices._ks, weight, indices, padding_idx, scale_grad_by_freq, sparse)
     _i, _a = _sig_embedding.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_embedding.call(_a['weight']._ks | _a['indices']._ks, _a['weight'], _a['indices'], _a['padding_idx'], _a['scale_grad_by_freq'], _a['sparse'])
     raise AssertionError('unreachable')
 
 
 embedding.__doc__ = 'embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor'
+_sig_embedding.public = embedding
 def _signature_embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False): ...
 embedding.__wrapped__ = _signature_embedding
 
@@ -10970,6 +13367,10 @@ def _bind_dropout_0(input, p, train):
     return (input, p, train)
 
 def dropout(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_dropout.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_dropout_0(*args, **kwargs)
     except TypeError:
@@ -10979,12 +13380,15 @@ def dropout(*args, **kwargs):
         if isinstance(input, _Tensor) and type(p) is float and type(train) is bool:
             return _A._op_dropout.call(input._ks, input, p, train)
     _i, _a = _sig_dropout.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_dropout.call(_a['input']._ks, _a['input'], _a['p'], _a['train'])
     raise AssertionError('unreachable')
 
 
 dropout.__doc__ = 'Zeroes elements of ``input`` with probability ``p`` (training), scaling the rest by 1 / (1 - p).\n\ndropout(input: Tensor, p: float, train: bool) -> Tensor'
+_sig_dropout.public = dropout
 def _signature_dropout(input, p, train): ...
 dropout.__wrapped__ = _signature_dropout
 
@@ -10995,7 +13399,13 @@ _sig_lstm = _Signatures('lstm', [
 ], method=False)
 
 def lstm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lstm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_lstm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_lstm_input.call(_a['input']._ks | _ks_list(_a['hx']) | _ks_list(_a['params']), _a['input'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'], _a['batch_first'])
     elif _i == 1:
@@ -11004,6 +13414,7 @@ def lstm(*args, **kwargs):
 
 
 lstm.__doc__ = 'lstm(input: Tensor, hx: List[Tensor], params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> (Tensor, Tensor, Tensor)\nlstm(data: Tensor, batch_sizes: Tensor, hx: List[Tensor], params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool) -> (Tensor, Tensor, Tensor)'
+_sig_lstm.public = lstm
 
 
 _sig_gru = _Signatures('gru', [
@@ -11012,7 +13423,13 @@ _sig_gru = _Signatures('gru', [
 ], method=False)
 
 def gru(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_gru.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_gru.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_gru_input.call(_a['input']._ks | _a['hx']._ks | _ks_list(_a['params']), _a['input'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'], _a['batch_first'])
     elif _i == 1:
@@ -11021,6 +13438,7 @@ def gru(*args, **kwargs):
 
 
 gru.__doc__ = 'gru(input: Tensor, hx: Tensor, params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> (Tensor, Tensor)\ngru(data: Tensor, batch_sizes: Tensor, hx: Tensor, params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool) -> (Tensor, Tensor)'
+_sig_gru.public = gru
 
 
 _sig_rnn_tanh = _Signatures('rnn_tanh', [
@@ -11029,7 +13447,13 @@ _sig_rnn_tanh = _Signatures('rnn_tanh', [
 ], method=False)
 
 def rnn_tanh(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rnn_tanh.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_rnn_tanh.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_rnn_tanh_input.call(_a['input']._ks | _a['hx']._ks | _ks_list(_a['params']), _a['input'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'], _a['batch_first'])
     elif _i == 1:
@@ -11038,6 +13462,7 @@ def rnn_tanh(*args, **kwargs):
 
 
 rnn_tanh.__doc__ = 'rnn_tanh(input: Tensor, hx: Tensor, params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> (Tensor, Tensor)\nrnn_tanh(data: Tensor, batch_sizes: Tensor, hx: Tensor, params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool) -> (Tensor, Tensor)'
+_sig_rnn_tanh.public = rnn_tanh
 
 
 _sig_rnn_relu = _Signatures('rnn_relu', [
@@ -11046,7 +13471,13 @@ _sig_rnn_relu = _Signatures('rnn_relu', [
 ], method=False)
 
 def rnn_relu(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rnn_relu.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_rnn_relu.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_rnn_relu_input.call(_a['input']._ks | _a['hx']._ks | _ks_list(_a['params']), _a['input'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'], _a['batch_first'])
     elif _i == 1:
@@ -11055,6 +13486,7 @@ def rnn_relu(*args, **kwargs):
 
 
 rnn_relu.__doc__ = 'rnn_relu(input: Tensor, hx: Tensor, params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> (Tensor, Tensor)\nrnn_relu(data: Tensor, batch_sizes: Tensor, hx: Tensor, params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool) -> (Tensor, Tensor)'
+_sig_rnn_relu.public = rnn_relu
 
 
 _sig_lstm_cell = _Signatures('lstm_cell', [
@@ -11062,13 +13494,20 @@ _sig_lstm_cell = _Signatures('lstm_cell', [
 ], method=False)
 
 def lstm_cell(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lstm_cell.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_lstm_cell.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_lstm_cell.call(_a['input']._ks | _ks_list(_a['hx']) | _a['w_ih']._ks | _a['w_hh']._ks | _ks_opt(_a['b_ih']) | _ks_opt(_a['b_hh']), _a['input'], _a['hx'], _a['w_ih'], _a['w_hh'], _a['b_ih'], _a['b_hh'])
     raise AssertionError('unreachable')
 
 
 lstm_cell.__doc__ = 'lstm_cell(input: Tensor, hx: List[Tensor], w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> (Tensor, Tensor)'
+_sig_lstm_cell.public = lstm_cell
 def _signature_lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None): ...
 lstm_cell.__wrapped__ = _signature_lstm_cell
 
@@ -11081,6 +13520,10 @@ def _bind_gru_cell_0(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return (input, hx, w_ih, w_hh, b_ih, b_hh)
 
 def gru_cell(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_gru_cell.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_gru_cell_0(*args, **kwargs)
     except TypeError:
@@ -11090,12 +13533,15 @@ def gru_cell(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(hx, _Tensor) and isinstance(w_ih, _Tensor) and isinstance(w_hh, _Tensor) and (b_ih is None or isinstance(b_ih, _Tensor)) and (b_hh is None or isinstance(b_hh, _Tensor)):
             return _A._op_gru_cell.call(input._ks | hx._ks | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, hx, w_ih, w_hh, b_ih, b_hh)
     _i, _a = _sig_gru_cell.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_gru_cell.call(_a['input']._ks | _a['hx']._ks | _a['w_ih']._ks | _a['w_hh']._ks | _ks_opt(_a['b_ih']) | _ks_opt(_a['b_hh']), _a['input'], _a['hx'], _a['w_ih'], _a['w_hh'], _a['b_ih'], _a['b_hh'])
     raise AssertionError('unreachable')
 
 
 gru_cell.__doc__ = 'gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> Tensor'
+_sig_gru_cell.public = gru_cell
 def _signature_gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None): ...
 gru_cell.__wrapped__ = _signature_gru_cell
 
@@ -11108,6 +13554,10 @@ def _bind_rnn_tanh_cell_0(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return (input, hx, w_ih, w_hh, b_ih, b_hh)
 
 def rnn_tanh_cell(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rnn_tanh_cell.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_rnn_tanh_cell_0(*args, **kwargs)
     except TypeError:
@@ -11117,12 +13567,15 @@ def rnn_tanh_cell(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(hx, _Tensor) and isinstance(w_ih, _Tensor) and isinstance(w_hh, _Tensor) and (b_ih is None or isinstance(b_ih, _Tensor)) and (b_hh is None or isinstance(b_hh, _Tensor)):
             return _A._op_rnn_tanh_cell.call(input._ks | hx._ks | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, hx, w_ih, w_hh, b_ih, b_hh)
     _i, _a = _sig_rnn_tanh_cell.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_rnn_tanh_cell.call(_a['input']._ks | _a['hx']._ks | _a['w_ih']._ks | _a['w_hh']._ks | _ks_opt(_a['b_ih']) | _ks_opt(_a['b_hh']), _a['input'], _a['hx'], _a['w_ih'], _a['w_hh'], _a['b_ih'], _a['b_hh'])
     raise AssertionError('unreachable')
 
 
 rnn_tanh_cell.__doc__ = 'rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> Tensor'
+_sig_rnn_tanh_cell.public = rnn_tanh_cell
 def _signature_rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None): ...
 rnn_tanh_cell.__wrapped__ = _signature_rnn_tanh_cell
 
@@ -11135,6 +13588,10 @@ def _bind_rnn_relu_cell_0(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return (input, hx, w_ih, w_hh, b_ih, b_hh)
 
 def rnn_relu_cell(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rnn_relu_cell.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_rnn_relu_cell_0(*args, **kwargs)
     except TypeError:
@@ -11144,12 +13601,15 @@ def rnn_relu_cell(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(hx, _Tensor) and isinstance(w_ih, _Tensor) and isinstance(w_hh, _Tensor) and (b_ih is None or isinstance(b_ih, _Tensor)) and (b_hh is None or isinstance(b_hh, _Tensor)):
             return _A._op_rnn_relu_cell.call(input._ks | hx._ks | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, hx, w_ih, w_hh, b_ih, b_hh)
     _i, _a = _sig_rnn_relu_cell.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_rnn_relu_cell.call(_a['input']._ks | _a['hx']._ks | _a['w_ih']._ks | _a['w_hh']._ks | _ks_opt(_a['b_ih']) | _ks_opt(_a['b_hh']), _a['input'], _a['hx'], _a['w_ih'], _a['w_hh'], _a['b_ih'], _a['b_hh'])
     raise AssertionError('unreachable')
 
 
 rnn_relu_cell.__doc__ = 'rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> Tensor'
+_sig_rnn_relu_cell.public = rnn_relu_cell
 def _signature_rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None): ...
 rnn_relu_cell.__wrapped__ = _signature_rnn_relu_cell
 
@@ -11162,6 +13622,10 @@ def _bind_isclose_0(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return (input, other, rtol, atol, equal_nan)
 
 def isclose(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_isclose.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_isclose_0(*args, **kwargs)
     except TypeError:
@@ -11171,12 +13635,15 @@ def isclose(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor) and type(rtol) is float and type(atol) is float and type(equal_nan) is bool:
             return _A._op_isclose.call(input._ks | other._ks, input, other, rtol, atol, equal_nan)
     _i, _a = _sig_isclose.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_isclose.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['rtol'], _a['atol'], _a['equal_nan'])
     raise AssertionError('unreachable')
 
 
 isclose.__doc__ = 'isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor'
+_sig_isclose.public = isclose
 def _signature_isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False): ...
 isclose.__wrapped__ = _signature_isclose
 
@@ -11189,6 +13656,10 @@ def _bind_allclose_0(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return (input, other, rtol, atol, equal_nan)
 
 def allclose(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_allclose.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_allclose_0(*args, **kwargs)
     except TypeError:
@@ -11198,12 +13669,15 @@ def allclose(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor) and type(rtol) is float and type(atol) is float and type(equal_nan) is bool:
             return _A._op_allclose.call(input._ks | other._ks, input, other, rtol, atol, equal_nan)
     _i, _a = _sig_allclose.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_allclose.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['rtol'], _a['atol'], _a['equal_nan'])
     raise AssertionError('unreachable')
 
 
 allclose.__doc__ = 'allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool'
+_sig_allclose.public = allclose
 def _signature_allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False): ...
 allclose.__wrapped__ = _signature_allclose
 
@@ -11216,6 +13690,10 @@ def _bind_equal_0(input, other):
     return (input, other)
 
 def equal(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_equal.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_equal_0(*args, **kwargs)
     except TypeError:
@@ -11225,12 +13703,15 @@ def equal(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             return _A._op_equal.call(input._ks | other._ks, input, other)
     _i, _a = _sig_equal.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_equal.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
 equal.__doc__ = 'equal(input: Tensor, other: Tensor) -> bool'
+_sig_equal.public = equal
 def _signature_equal(input, other): ...
 equal.__wrapped__ = _signature_equal
 
@@ -11243,6 +13724,10 @@ def _bind_is_same_size_0(input, other):
     return (input, other)
 
 def is_same_size(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_is_same_size.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_is_same_size_0(*args, **kwargs)
     except TypeError:
@@ -11252,12 +13737,15 @@ def is_same_size(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             return _A._op_is_same_size.call(input._ks | other._ks, input, other)
     _i, _a = _sig_is_same_size.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_is_same_size.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
 is_same_size.__doc__ = 'is_same_size(input: Tensor, other: Tensor) -> bool'
+_sig_is_same_size.public = is_same_size
 def _signature_is_same_size(input, other): ...
 is_same_size.__wrapped__ = _signature_is_same_size
 
@@ -11270,6 +13758,10 @@ def _bind_is_nonzero_0(input):
     return (input,)
 
 def is_nonzero(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_is_nonzero.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_is_nonzero_0(*args, **kwargs)
     except TypeError:
@@ -11279,12 +13771,15 @@ def is_nonzero(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_is_nonzero.call(input._ks, input)
     _i, _a = _sig_is_nonzero.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_is_nonzero.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 is_nonzero.__doc__ = 'is_nonzero(input: Tensor) -> bool'
+_sig_is_nonzero.public = is_nonzero
 def _signature_is_nonzero(input): ...
 is_nonzero.__wrapped__ = _signature_is_nonzero
 
@@ -11297,6 +13792,10 @@ def _bind_msort_0(input):
     return (input,)
 
 def msort(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_msort.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_msort_0(*args, **kwargs)
     except TypeError:
@@ -11306,12 +13805,15 @@ def msort(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_msort.call(input._ks, input)
     _i, _a = _sig_msort.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_msort.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 msort.__doc__ = 'msort(input: Tensor) -> Tensor'
+_sig_msort.public = msort
 def _signature_msort(input): ...
 msort.__wrapped__ = _signature_msort
 
@@ -11324,6 +13826,10 @@ def _bind_diff_0(input, n=1, dim=-1, prepend=None, append=None):
     return (input, n, dim, prepend, append)
 
 def diff(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_diff.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_diff_0(*args, **kwargs)
     except TypeError:
@@ -11333,12 +13839,15 @@ def diff(*args, **kwargs):
         if isinstance(input, _Tensor) and type(n) is int and type(dim) is int and (prepend is None or isinstance(prepend, _Tensor)) and (append is None or isinstance(append, _Tensor)):
             return _A._op_diff.call(input._ks | _ks_opt(prepend) | _ks_opt(append), input, n, dim, prepend, append)
     _i, _a = _sig_diff.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_diff.call(_a['input']._ks | _ks_opt(_a['prepend']) | _ks_opt(_a['append']), _a['input'], _a['n'], _a['dim'], _a['prepend'], _a['append'])
     raise AssertionError('unreachable')
 
 
 diff.__doc__ = 'diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Optional[Tensor] = None, append: Optional[Tensor] = None) -> Tensor'
+_sig_diff.public = diff
 def _signature_diff(input, n=1, dim=-1, prepend=None, append=None): ...
 diff.__wrapped__ = _signature_diff
 
@@ -11351,6 +13860,10 @@ def _bind_trace_0(input):
     return (input,)
 
 def trace(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_trace.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_trace_0(*args, **kwargs)
     except TypeError:
@@ -11360,12 +13873,15 @@ def trace(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_trace.call(input._ks, input)
     _i, _a = _sig_trace.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_trace.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 trace.__doc__ = 'trace(input: Tensor) -> Tensor'
+_sig_trace.public = trace
 def _signature_trace(input): ...
 trace.__wrapped__ = _signature_trace
 
@@ -11378,6 +13894,10 @@ def _bind_cov_0(input, *, correction=1, fweights=None, aweights=None):
     return (input, correction, fweights, aweights)
 
 def cov(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cov.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cov_0(*args, **kwargs)
     except TypeError:
@@ -11387,12 +13907,15 @@ def cov(*args, **kwargs):
         if isinstance(input, _Tensor) and type(correction) is int and (fweights is None or isinstance(fweights, _Tensor)) and (aweights is None or isinstance(aweights, _Tensor)):
             return _A._op_cov.call(input._ks | _ks_opt(fweights) | _ks_opt(aweights), input, correction, fweights, aweights)
     _i, _a = _sig_cov.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cov.call(_a['input']._ks | _ks_opt(_a['fweights']) | _ks_opt(_a['aweights']), _a['input'], _a['correction'], _a['fweights'], _a['aweights'])
     raise AssertionError('unreachable')
 
 
 cov.__doc__ = 'cov(input: Tensor, *, correction: int = 1, fweights: Optional[Tensor] = None, aweights: Optional[Tensor] = None) -> Tensor'
+_sig_cov.public = cov
 def _signature_cov(input, *, correction=1, fweights=None, aweights=None): ...
 cov.__wrapped__ = _signature_cov
 
@@ -11405,6 +13928,10 @@ def _bind_corrcoef_0(input):
     return (input,)
 
 def corrcoef(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_corrcoef.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_corrcoef_0(*args, **kwargs)
     except TypeError:
@@ -11414,12 +13941,15 @@ def corrcoef(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_corrcoef.call(input._ks, input)
     _i, _a = _sig_corrcoef.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_corrcoef.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 corrcoef.__doc__ = 'corrcoef(input: Tensor) -> Tensor'
+_sig_corrcoef.public = corrcoef
 def _signature_corrcoef(input): ...
 corrcoef.__wrapped__ = _signature_corrcoef
 
@@ -11429,13 +13959,20 @@ _sig_cartesian_prod = _Signatures('cartesian_prod', [
 ], method=False)
 
 def cartesian_prod(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cartesian_prod.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_cartesian_prod.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cartesian_prod.call(_ks_list(_a['tensors']), _a['tensors'])
     raise AssertionError('unreachable')
 
 
 cartesian_prod.__doc__ = 'cartesian_prod(tensors: List[Tensor]) -> Tensor'
+_sig_cartesian_prod.public = cartesian_prod
 def _signature_cartesian_prod(tensors): ...
 cartesian_prod.__wrapped__ = _signature_cartesian_prod
 
@@ -11445,13 +13982,20 @@ _sig_block_diag = _Signatures('block_diag', [
 ], method=False)
 
 def block_diag(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_block_diag.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_block_diag.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_block_diag.call(_ks_list(_a['tensors']), _a['tensors'])
     raise AssertionError('unreachable')
 
 
 block_diag.__doc__ = 'block_diag(tensors: List[Tensor]) -> Tensor'
+_sig_block_diag.public = block_diag
 def _signature_block_diag(tensors): ...
 block_diag.__wrapped__ = _signature_block_diag
 
@@ -11464,6 +14008,10 @@ def _bind_absolute_0(input):
     return (input,)
 
 def absolute(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_absolute.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_absolute_0(*args, **kwargs)
     except TypeError:
@@ -11473,12 +14021,15 @@ def absolute(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_absolute.call(input._ks, input)
     _i, _a = _sig_absolute.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_absolute.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 absolute.__doc__ = 'absolute(input: Tensor) -> Tensor'
+_sig_absolute.public = absolute
 def _signature_absolute(input): ...
 absolute.__wrapped__ = _signature_absolute
 
@@ -11491,6 +14042,10 @@ def _bind_arccos_0(input):
     return (input,)
 
 def arccos(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arccos.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arccos_0(*args, **kwargs)
     except TypeError:
@@ -11500,12 +14055,15 @@ def arccos(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_arccos.call(input._ks, input)
     _i, _a = _sig_arccos.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arccos.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 arccos.__doc__ = 'arccos(input: Tensor) -> Tensor'
+_sig_arccos.public = arccos
 def _signature_arccos(input): ...
 arccos.__wrapped__ = _signature_arccos
 
@@ -11518,6 +14076,10 @@ def _bind_arccos__0(input):
     return (input,)
 
 def arccos_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arccos_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arccos__0(*args, **kwargs)
     except TypeError:
@@ -11527,12 +14089,15 @@ def arccos_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_arccos_.call(input._ks, input)
     _i, _a = _sig_arccos_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arccos_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 arccos_.__doc__ = 'arccos_(input: Tensor) -> Tensor'
+_sig_arccos_.public = arccos_
 def _signature_arccos_(input): ...
 arccos_.__wrapped__ = _signature_arccos_
 
@@ -11545,6 +14110,10 @@ def _bind_arcsin_0(input):
     return (input,)
 
 def arcsin(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arcsin.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arcsin_0(*args, **kwargs)
     except TypeError:
@@ -11554,12 +14123,15 @@ def arcsin(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_arcsin.call(input._ks, input)
     _i, _a = _sig_arcsin.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arcsin.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 arcsin.__doc__ = 'arcsin(input: Tensor) -> Tensor'
+_sig_arcsin.public = arcsin
 def _signature_arcsin(input): ...
 arcsin.__wrapped__ = _signature_arcsin
 
@@ -11572,6 +14144,10 @@ def _bind_arcsin__0(input):
     return (input,)
 
 def arcsin_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arcsin_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arcsin__0(*args, **kwargs)
     except TypeError:
@@ -11581,12 +14157,15 @@ def arcsin_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_arcsin_.call(input._ks, input)
     _i, _a = _sig_arcsin_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arcsin_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 arcsin_.__doc__ = 'arcsin_(input: Tensor) -> Tensor'
+_sig_arcsin_.public = arcsin_
 def _signature_arcsin_(input): ...
 arcsin_.__wrapped__ = _signature_arcsin_
 
@@ -11599,6 +14178,10 @@ def _bind_arctan_0(input):
     return (input,)
 
 def arctan(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arctan.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arctan_0(*args, **kwargs)
     except TypeError:
@@ -11608,12 +14191,15 @@ def arctan(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_arctan.call(input._ks, input)
     _i, _a = _sig_arctan.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arctan.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 arctan.__doc__ = 'arctan(input: Tensor) -> Tensor'
+_sig_arctan.public = arctan
 def _signature_arctan(input): ...
 arctan.__wrapped__ = _signature_arctan
 
@@ -11626,6 +14212,10 @@ def _bind_arctan__0(input):
     return (input,)
 
 def arctan_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arctan_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arctan__0(*args, **kwargs)
     except TypeError:
@@ -11635,12 +14225,15 @@ def arctan_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_arctan_.call(input._ks, input)
     _i, _a = _sig_arctan_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arctan_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 arctan_.__doc__ = 'arctan_(input: Tensor) -> Tensor'
+_sig_arctan_.public = arctan_
 def _signature_arctan_(input): ...
 arctan_.__wrapped__ = _signature_arctan_
 
@@ -11653,6 +14246,10 @@ def _bind_arccosh_0(input):
     return (input,)
 
 def arccosh(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arccosh.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arccosh_0(*args, **kwargs)
     except TypeError:
@@ -11662,12 +14259,15 @@ def arccosh(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_arccosh.call(input._ks, input)
     _i, _a = _sig_arccosh.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arccosh.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 arccosh.__doc__ = 'arccosh(input: Tensor) -> Tensor'
+_sig_arccosh.public = arccosh
 def _signature_arccosh(input): ...
 arccosh.__wrapped__ = _signature_arccosh
 
@@ -11680,6 +14280,10 @@ def _bind_arccosh__0(input):
     return (input,)
 
 def arccosh_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arccosh_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arccosh__0(*args, **kwargs)
     except TypeError:
@@ -11689,12 +14293,15 @@ def arccosh_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_arccosh_.call(input._ks, input)
     _i, _a = _sig_arccosh_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arccosh_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 arccosh_.__doc__ = 'arccosh_(input: Tensor) -> Tensor'
+_sig_arccosh_.public = arccosh_
 def _signature_arccosh_(input): ...
 arccosh_.__wrapped__ = _signature_arccosh_
 
@@ -11707,6 +14314,10 @@ def _bind_arcsinh_0(input):
     return (input,)
 
 def arcsinh(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arcsinh.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arcsinh_0(*args, **kwargs)
     except TypeError:
@@ -11716,12 +14327,15 @@ def arcsinh(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_arcsinh.call(input._ks, input)
     _i, _a = _sig_arcsinh.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arcsinh.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 arcsinh.__doc__ = 'arcsinh(input: Tensor) -> Tensor'
+_sig_arcsinh.public = arcsinh
 def _signature_arcsinh(input): ...
 arcsinh.__wrapped__ = _signature_arcsinh
 
@@ -11734,6 +14348,10 @@ def _bind_arcsinh__0(input):
     return (input,)
 
 def arcsinh_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arcsinh_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arcsinh__0(*args, **kwargs)
     except TypeError:
@@ -11743,12 +14361,15 @@ def arcsinh_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_arcsinh_.call(input._ks, input)
     _i, _a = _sig_arcsinh_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arcsinh_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 arcsinh_.__doc__ = 'arcsinh_(input: Tensor) -> Tensor'
+_sig_arcsinh_.public = arcsinh_
 def _signature_arcsinh_(input): ...
 arcsinh_.__wrapped__ = _signature_arcsinh_
 
@@ -11761,6 +14382,10 @@ def _bind_arctanh_0(input):
     return (input,)
 
 def arctanh(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arctanh.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arctanh_0(*args, **kwargs)
     except TypeError:
@@ -11770,12 +14395,15 @@ def arctanh(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_arctanh.call(input._ks, input)
     _i, _a = _sig_arctanh.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arctanh.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 arctanh.__doc__ = 'arctanh(input: Tensor) -> Tensor'
+_sig_arctanh.public = arctanh
 def _signature_arctanh(input): ...
 arctanh.__wrapped__ = _signature_arctanh
 
@@ -11788,6 +14416,10 @@ def _bind_arctanh__0(input):
     return (input,)
 
 def arctanh_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arctanh_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arctanh__0(*args, **kwargs)
     except TypeError:
@@ -11797,12 +14429,15 @@ def arctanh_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_arctanh_.call(input._ks, input)
     _i, _a = _sig_arctanh_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arctanh_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 arctanh_.__doc__ = 'arctanh_(input: Tensor) -> Tensor'
+_sig_arctanh_.public = arctanh_
 def _signature_arctanh_(input): ...
 arctanh_.__wrapped__ = _signature_arctanh_
 
@@ -11815,6 +14450,10 @@ def _bind_arctan2_0(input, other):
     return (input, other)
 
 def arctan2(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arctan2.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arctan2_0(*args, **kwargs)
     except TypeError:
@@ -11824,12 +14463,15 @@ def arctan2(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             return _A._op_arctan2.call(input._ks | other._ks, input, other)
     _i, _a = _sig_arctan2.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arctan2.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
 arctan2.__doc__ = 'arctan2(input: Tensor, other: Tensor) -> Tensor'
+_sig_arctan2.public = arctan2
 def _signature_arctan2(input, other): ...
 arctan2.__wrapped__ = _signature_arctan2
 
@@ -11846,6 +14488,10 @@ def _bind_multiply_1(input, other):
     return (input, other)
 
 def multiply(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_multiply.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_multiply_0(*args, **kwargs)
     except TypeError:
@@ -11863,6 +14509,8 @@ def multiply(*args, **kwargs):
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             return _A._op_multiply_Scalar.call(input._ks, input, other)
     _i, _a = _sig_multiply.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_multiply_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     elif _i == 1:
@@ -11871,6 +14519,7 @@ def multiply(*args, **kwargs):
 
 
 multiply.__doc__ = 'multiply(input: Tensor, other: Tensor) -> Tensor\nmultiply(input: Tensor, other: Number) -> Tensor'
+_sig_multiply.public = multiply
 
 
 _sig_divide = _Signatures('divide', [
@@ -11893,6 +14542,10 @@ def _bind_divide_3(input, other, *, rounding_mode):
     return (input, other, rounding_mode)
 
 def divide(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_divide.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_divide_0(*args, **kwargs)
     except TypeError:
@@ -11926,6 +14579,8 @@ def divide(*args, **kwargs):
         if isinstance(input, _Tensor) and type(other) in _NUMBERS and (rounding_mode is None or type(rounding_mode) is str):
             return _A._op_divide_Scalar_mode.call(input._ks, input, other, rounding_mode)
     _i, _a = _sig_divide.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_divide_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     elif _i == 1:
@@ -11938,6 +14593,7 @@ def divide(*args, **kwargs):
 
 
 divide.__doc__ = 'divide(input: Tensor, other: Tensor) -> Tensor\ndivide(input: Tensor, other: Number) -> Tensor\ndivide(input: Tensor, other: Tensor, *, rounding_mode: Optional[str]) -> Tensor\ndivide(input: Tensor, other: Number, *, rounding_mode: Optional[str]) -> Tensor'
+_sig_divide.public = divide
 
 
 _sig_subtract = _Signatures('subtract', [
@@ -11952,6 +14608,10 @@ def _bind_subtract_1(input, other, alpha=1):
     return (input, other, alpha)
 
 def subtract(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_subtract.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_subtract_0(*args, **kwargs)
     except TypeError:
@@ -11969,6 +14629,8 @@ def subtract(*args, **kwargs):
         if isinstance(input, _Tensor) and type(other) in _NUMBERS and type(alpha) in _NUMBERS:
             return _A._op_subtract_Scalar.call(input._ks, input, other, alpha)
     _i, _a = _sig_subtract.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_subtract_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['alpha'])
     elif _i == 1:
@@ -11977,6 +14639,7 @@ def subtract(*args, **kwargs):
 
 
 subtract.__doc__ = 'subtract(input: Tensor, other: Tensor, *, alpha: Number = 1) -> Tensor\nsubtract(input: Tensor, other: Number, alpha: Number = 1) -> Tensor'
+_sig_subtract.public = subtract
 
 
 _sig_negative = _Signatures('negative', [
@@ -11987,6 +14650,10 @@ def _bind_negative_0(input):
     return (input,)
 
 def negative(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_negative.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_negative_0(*args, **kwargs)
     except TypeError:
@@ -11996,12 +14663,15 @@ def negative(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_negative.call(input._ks, input)
     _i, _a = _sig_negative.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_negative.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 negative.__doc__ = 'negative(input: Tensor) -> Tensor'
+_sig_negative.public = negative
 def _signature_negative(input): ...
 negative.__wrapped__ = _signature_negative
 
@@ -12014,6 +14684,10 @@ def _bind_negative__0(input):
     return (input,)
 
 def negative_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_negative_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_negative__0(*args, **kwargs)
     except TypeError:
@@ -12023,12 +14697,15 @@ def negative_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_negative_.call(input._ks, input)
     _i, _a = _sig_negative_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_negative_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 negative_.__doc__ = 'negative_(input: Tensor) -> Tensor'
+_sig_negative_.public = negative_
 def _signature_negative_(input): ...
 negative_.__wrapped__ = _signature_negative_
 
@@ -12041,6 +14718,10 @@ def _bind_fix_0(input):
     return (input,)
 
 def fix(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fix.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_fix_0(*args, **kwargs)
     except TypeError:
@@ -12050,12 +14731,15 @@ def fix(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_fix.call(input._ks, input)
     _i, _a = _sig_fix.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_fix.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 fix.__doc__ = 'fix(input: Tensor) -> Tensor'
+_sig_fix.public = fix
 def _signature_fix(input): ...
 fix.__wrapped__ = _signature_fix
 
@@ -12068,6 +14752,10 @@ def _bind_fix__0(input):
     return (input,)
 
 def fix_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fix_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_fix__0(*args, **kwargs)
     except TypeError:
@@ -12077,12 +14765,15 @@ def fix_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_fix_.call(input._ks, input)
     _i, _a = _sig_fix_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_fix_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 fix_.__doc__ = 'fix_(input: Tensor) -> Tensor'
+_sig_fix_.public = fix_
 def _signature_fix_(input): ...
 fix_.__wrapped__ = _signature_fix_
 
@@ -12092,13 +14783,20 @@ _sig__foreach_abs = _Signatures('_foreach_abs', [
 ], method=False)
 
 def _foreach_abs(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_abs.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_abs.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_abs.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_abs.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_abs.__doc__ = '_foreach_abs(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_abs.public = _foreach_abs
 def _signature__foreach_abs(input): ...
 _foreach_abs.__wrapped__ = _signature__foreach_abs
 
@@ -12108,13 +14806,20 @@ _sig__foreach_abs_ = _Signatures('_foreach_abs_', [
 ], method=False)
 
 def _foreach_abs_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_abs_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_abs_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_abs_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_abs_.__doc__ = '_foreach_abs_(input: List[Tensor]) -> ()'
+_sig__foreach_abs_.public = _foreach_abs_
 def _signature__foreach_abs_(input): ...
 _foreach_abs_.__wrapped__ = _signature__foreach_abs_
 
@@ -12124,13 +14829,20 @@ _sig__foreach_acos = _Signatures('_foreach_acos', [
 ], method=False)
 
 def _foreach_acos(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_acos.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_acos.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_acos.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_acos.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_acos.__doc__ = '_foreach_acos(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_acos.public = _foreach_acos
 def _signature__foreach_acos(input): ...
 _foreach_acos.__wrapped__ = _signature__foreach_acos
 
@@ -12140,13 +14852,20 @@ _sig__foreach_acos_ = _Signatures('_foreach_acos_', [
 ], method=False)
 
 def _foreach_acos_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_acos_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_acos_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_acos_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_acos_.__doc__ = '_foreach_acos_(input: List[Tensor]) -> ()'
+_sig__foreach_acos_.public = _foreach_acos_
 def _signature__foreach_acos_(input): ...
 _foreach_acos_.__wrapped__ = _signature__foreach_acos_
 
@@ -12159,19 +14878,26 @@ _sig__foreach_add = _Signatures('_foreach_add', [
 ], method=False)
 
 def _foreach_add(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_add.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_add.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_add_Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar'])
+        return tuple(_A._op__foreach_add_Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar']))
     elif _i == 1:
-        return _A._op__foreach_add_List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other'], _a['alpha'])
+        return tuple(_A._op__foreach_add_List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other'], _a['alpha']))
     elif _i == 2:
-        return _A._op__foreach_add_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars'])
+        return tuple(_A._op__foreach_add_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars']))
     elif _i == 3:
-        return _A._op__foreach_add_Tensor.call(_ks_list(_a['input']) | _a['other']._ks, _a['input'], _a['other'], _a['alpha'])
+        return tuple(_A._op__foreach_add_Tensor.call(_ks_list(_a['input']) | _a['other']._ks, _a['input'], _a['other'], _a['alpha']))
     raise AssertionError('unreachable')
 
 
 _foreach_add.__doc__ = '_foreach_add(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_add(input: List[Tensor], other: List[Tensor], *, alpha: Number = 1) -> List[Tensor]\n_foreach_add(input: List[Tensor], scalars: List[Number]) -> List[Tensor]\n_foreach_add(input: List[Tensor], other: Tensor, *, alpha: Number = 1) -> List[Tensor]'
+_sig__foreach_add.public = _foreach_add
 
 
 _sig__foreach_add_ = _Signatures('_foreach_add_', [
@@ -12182,7 +14908,13 @@ _sig__foreach_add_ = _Signatures('_foreach_add_', [
 ], method=False)
 
 def _foreach_add_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_add_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_add_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_add__List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other'], _a['alpha']), _a['input'])
     elif _i == 1:
@@ -12195,6 +14927,7 @@ def _foreach_add_(*args, **kwargs):
 
 
 _foreach_add_.__doc__ = '_foreach_add_(input: List[Tensor], other: List[Tensor], *, alpha: Number = 1) -> ()\n_foreach_add_(input: List[Tensor], scalars: List[Number]) -> ()\n_foreach_add_(input: List[Tensor], other: Tensor, *, alpha: Number = 1) -> ()\n_foreach_add_(input: List[Tensor], scalar: Number) -> ()'
+_sig__foreach_add_.public = _foreach_add_
 
 
 _sig__foreach_addcdiv = _Signatures('_foreach_addcdiv', [
@@ -12204,17 +14937,24 @@ _sig__foreach_addcdiv = _Signatures('_foreach_addcdiv', [
 ], method=False)
 
 def _foreach_addcdiv(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_addcdiv.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_addcdiv.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_addcdiv_Scalar.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']), _a['input'], _a['tensor1'], _a['tensor2'], _a['value'])
+        return tuple(_A._op__foreach_addcdiv_Scalar.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']), _a['input'], _a['tensor1'], _a['tensor2'], _a['value']))
     elif _i == 1:
-        return _A._op__foreach_addcdiv_ScalarList.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']), _a['input'], _a['tensor1'], _a['tensor2'], _a['scalars'])
+        return tuple(_A._op__foreach_addcdiv_ScalarList.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']), _a['input'], _a['tensor1'], _a['tensor2'], _a['scalars']))
     elif _i == 2:
-        return _A._op__foreach_addcdiv_Tensor.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']) | _a['scalars']._ks, _a['input'], _a['tensor1'], _a['tensor2'], _a['scalars'])
+        return tuple(_A._op__foreach_addcdiv_Tensor.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']) | _a['scalars']._ks, _a['input'], _a['tensor1'], _a['tensor2'], _a['scalars']))
     raise AssertionError('unreachable')
 
 
 _foreach_addcdiv.__doc__ = '_foreach_addcdiv(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], value: Number = 1) -> List[Tensor]\n_foreach_addcdiv(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: List[Number]) -> List[Tensor]\n_foreach_addcdiv(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: Tensor) -> List[Tensor]'
+_sig__foreach_addcdiv.public = _foreach_addcdiv
 
 
 _sig__foreach_addcdiv_ = _Signatures('_foreach_addcdiv_', [
@@ -12224,7 +14964,13 @@ _sig__foreach_addcdiv_ = _Signatures('_foreach_addcdiv_', [
 ], method=False)
 
 def _foreach_addcdiv_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_addcdiv_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_addcdiv_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_addcdiv__Scalar.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']), _a['input'], _a['tensor1'], _a['tensor2'], _a['value']), _a['input'])
     elif _i == 1:
@@ -12235,6 +14981,7 @@ def _foreach_addcdiv_(*args, **kwargs):
 
 
 _foreach_addcdiv_.__doc__ = '_foreach_addcdiv_(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], value: Number = 1) -> ()\n_foreach_addcdiv_(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: List[Number]) -> ()\n_foreach_addcdiv_(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: Tensor) -> ()'
+_sig__foreach_addcdiv_.public = _foreach_addcdiv_
 
 
 _sig__foreach_addcmul = _Signatures('_foreach_addcmul', [
@@ -12244,17 +14991,24 @@ _sig__foreach_addcmul = _Signatures('_foreach_addcmul', [
 ], method=False)
 
 def _foreach_addcmul(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_addcmul.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_addcmul.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_addcmul_Scalar.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']), _a['input'], _a['tensor1'], _a['tensor2'], _a['value'])
+        return tuple(_A._op__foreach_addcmul_Scalar.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']), _a['input'], _a['tensor1'], _a['tensor2'], _a['value']))
     elif _i == 1:
-        return _A._op__foreach_addcmul_ScalarList.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']), _a['input'], _a['tensor1'], _a['tensor2'], _a['scalars'])
+        return tuple(_A._op__foreach_addcmul_ScalarList.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']), _a['input'], _a['tensor1'], _a['tensor2'], _a['scalars']))
     elif _i == 2:
-        return _A._op__foreach_addcmul_Tensor.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']) | _a['scalars']._ks, _a['input'], _a['tensor1'], _a['tensor2'], _a['scalars'])
+        return tuple(_A._op__foreach_addcmul_Tensor.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']) | _a['scalars']._ks, _a['input'], _a['tensor1'], _a['tensor2'], _a['scalars']))
     raise AssertionError('unreachable')
 
 
 _foreach_addcmul.__doc__ = '_foreach_addcmul(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], value: Number = 1) -> List[Tensor]\n_foreach_addcmul(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: List[Number]) -> List[Tensor]\n_foreach_addcmul(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: Tensor) -> List[Tensor]'
+_sig__foreach_addcmul.public = _foreach_addcmul
 
 
 _sig__foreach_addcmul_ = _Signatures('_foreach_addcmul_', [
@@ -12264,7 +15018,13 @@ _sig__foreach_addcmul_ = _Signatures('_foreach_addcmul_', [
 ], method=False)
 
 def _foreach_addcmul_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_addcmul_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_addcmul_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_addcmul__Scalar.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']), _a['input'], _a['tensor1'], _a['tensor2'], _a['value']), _a['input'])
     elif _i == 1:
@@ -12275,6 +15035,7 @@ def _foreach_addcmul_(*args, **kwargs):
 
 
 _foreach_addcmul_.__doc__ = '_foreach_addcmul_(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], value: Number = 1) -> ()\n_foreach_addcmul_(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: List[Number]) -> ()\n_foreach_addcmul_(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: Tensor) -> ()'
+_sig__foreach_addcmul_.public = _foreach_addcmul_
 
 
 _sig__foreach_asin = _Signatures('_foreach_asin', [
@@ -12282,13 +15043,20 @@ _sig__foreach_asin = _Signatures('_foreach_asin', [
 ], method=False)
 
 def _foreach_asin(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_asin.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_asin.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_asin.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_asin.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_asin.__doc__ = '_foreach_asin(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_asin.public = _foreach_asin
 def _signature__foreach_asin(input): ...
 _foreach_asin.__wrapped__ = _signature__foreach_asin
 
@@ -12298,13 +15066,20 @@ _sig__foreach_asin_ = _Signatures('_foreach_asin_', [
 ], method=False)
 
 def _foreach_asin_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_asin_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_asin_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_asin_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_asin_.__doc__ = '_foreach_asin_(input: List[Tensor]) -> ()'
+_sig__foreach_asin_.public = _foreach_asin_
 def _signature__foreach_asin_(input): ...
 _foreach_asin_.__wrapped__ = _signature__foreach_asin_
 
@@ -12314,13 +15089,20 @@ _sig__foreach_atan = _Signatures('_foreach_atan', [
 ], method=False)
 
 def _foreach_atan(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_atan.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_atan.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_atan.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_atan.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_atan.__doc__ = '_foreach_atan(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_atan.public = _foreach_atan
 def _signature__foreach_atan(input): ...
 _foreach_atan.__wrapped__ = _signature__foreach_atan
 
@@ -12330,13 +15112,20 @@ _sig__foreach_atan_ = _Signatures('_foreach_atan_', [
 ], method=False)
 
 def _foreach_atan_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_atan_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_atan_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_atan_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_atan_.__doc__ = '_foreach_atan_(input: List[Tensor]) -> ()'
+_sig__foreach_atan_.public = _foreach_atan_
 def _signature__foreach_atan_(input): ...
 _foreach_atan_.__wrapped__ = _signature__foreach_atan_
 
@@ -12346,13 +15135,20 @@ _sig__foreach_ceil = _Signatures('_foreach_ceil', [
 ], method=False)
 
 def _foreach_ceil(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_ceil.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_ceil.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_ceil.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_ceil.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_ceil.__doc__ = '_foreach_ceil(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_ceil.public = _foreach_ceil
 def _signature__foreach_ceil(input): ...
 _foreach_ceil.__wrapped__ = _signature__foreach_ceil
 
@@ -12362,13 +15158,20 @@ _sig__foreach_ceil_ = _Signatures('_foreach_ceil_', [
 ], method=False)
 
 def _foreach_ceil_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_ceil_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_ceil_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_ceil_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_ceil_.__doc__ = '_foreach_ceil_(input: List[Tensor]) -> ()'
+_sig__foreach_ceil_.public = _foreach_ceil_
 def _signature__foreach_ceil_(input): ...
 _foreach_ceil_.__wrapped__ = _signature__foreach_ceil_
 
@@ -12380,17 +15183,24 @@ _sig__foreach_clamp_max = _Signatures('_foreach_clamp_max', [
 ], method=False)
 
 def _foreach_clamp_max(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_clamp_max.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_clamp_max.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_clamp_max_Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar'])
+        return tuple(_A._op__foreach_clamp_max_Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar']))
     elif _i == 1:
-        return _A._op__foreach_clamp_max_List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other'])
+        return tuple(_A._op__foreach_clamp_max_List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other']))
     elif _i == 2:
-        return _A._op__foreach_clamp_max_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars'])
+        return tuple(_A._op__foreach_clamp_max_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars']))
     raise AssertionError('unreachable')
 
 
 _foreach_clamp_max.__doc__ = '_foreach_clamp_max(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_clamp_max(input: List[Tensor], other: List[Tensor]) -> List[Tensor]\n_foreach_clamp_max(input: List[Tensor], scalars: List[Number]) -> List[Tensor]'
+_sig__foreach_clamp_max.public = _foreach_clamp_max
 
 
 _sig__foreach_clamp_max_ = _Signatures('_foreach_clamp_max_', [
@@ -12400,7 +15210,13 @@ _sig__foreach_clamp_max_ = _Signatures('_foreach_clamp_max_', [
 ], method=False)
 
 def _foreach_clamp_max_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_clamp_max_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_clamp_max_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_clamp_max__Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar']), _a['input'])
     elif _i == 1:
@@ -12411,6 +15227,7 @@ def _foreach_clamp_max_(*args, **kwargs):
 
 
 _foreach_clamp_max_.__doc__ = '_foreach_clamp_max_(input: List[Tensor], scalar: Number) -> ()\n_foreach_clamp_max_(input: List[Tensor], other: List[Tensor]) -> ()\n_foreach_clamp_max_(input: List[Tensor], scalars: List[Number]) -> ()'
+_sig__foreach_clamp_max_.public = _foreach_clamp_max_
 
 
 _sig__foreach_clamp_min = _Signatures('_foreach_clamp_min', [
@@ -12420,17 +15237,24 @@ _sig__foreach_clamp_min = _Signatures('_foreach_clamp_min', [
 ], method=False)
 
 def _foreach_clamp_min(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_clamp_min.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_clamp_min.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_clamp_min_Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar'])
+        return tuple(_A._op__foreach_clamp_min_Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar']))
     elif _i == 1:
-        return _A._op__foreach_clamp_min_List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other'])
+        return tuple(_A._op__foreach_clamp_min_List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other']))
     elif _i == 2:
-        return _A._op__foreach_clamp_min_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars'])
+        return tuple(_A._op__foreach_clamp_min_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars']))
     raise AssertionError('unreachable')
 
 
 _foreach_clamp_min.__doc__ = '_foreach_clamp_min(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_clamp_min(input: List[Tensor], other: List[Tensor]) -> List[Tensor]\n_foreach_clamp_min(input: List[Tensor], scalars: List[Number]) -> List[Tensor]'
+_sig__foreach_clamp_min.public = _foreach_clamp_min
 
 
 _sig__foreach_clamp_min_ = _Signatures('_foreach_clamp_min_', [
@@ -12440,7 +15264,13 @@ _sig__foreach_clamp_min_ = _Signatures('_foreach_clamp_min_', [
 ], method=False)
 
 def _foreach_clamp_min_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_clamp_min_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_clamp_min_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_clamp_min__Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar']), _a['input'])
     elif _i == 1:
@@ -12451,6 +15281,7 @@ def _foreach_clamp_min_(*args, **kwargs):
 
 
 _foreach_clamp_min_.__doc__ = '_foreach_clamp_min_(input: List[Tensor], scalar: Number) -> ()\n_foreach_clamp_min_(input: List[Tensor], other: List[Tensor]) -> ()\n_foreach_clamp_min_(input: List[Tensor], scalars: List[Number]) -> ()'
+_sig__foreach_clamp_min_.public = _foreach_clamp_min_
 
 
 _sig__foreach_clone = _Signatures('_foreach_clone', [
@@ -12458,13 +15289,20 @@ _sig__foreach_clone = _Signatures('_foreach_clone', [
 ], method=False)
 
 def _foreach_clone(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_clone.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_clone.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_clone.call(_ks_list(_a['input']), _a['input'], _a['memory_format'])
+        return tuple(_A._op__foreach_clone.call(_ks_list(_a['input']), _a['input'], _a['memory_format']))
     raise AssertionError('unreachable')
 
 
 _foreach_clone.__doc__ = '_foreach_clone(input: List[Tensor], *, memory_format=None) -> List[Tensor]'
+_sig__foreach_clone.public = _foreach_clone
 def _signature__foreach_clone(input, *, memory_format=None): ...
 _foreach_clone.__wrapped__ = _signature__foreach_clone
 
@@ -12474,13 +15312,20 @@ _sig__foreach_copy_ = _Signatures('_foreach_copy_', [
 ], method=False)
 
 def _foreach_copy_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_copy_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_copy_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_copy_.call(_ks_list(_a['input']) | _ks_list(_a['src']), _a['input'], _a['src'], _a['non_blocking']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_copy_.__doc__ = '_foreach_copy_(input: List[Tensor], src: List[Tensor], non_blocking: bool = False) -> ()'
+_sig__foreach_copy_.public = _foreach_copy_
 def _signature__foreach_copy_(input, src, non_blocking=False): ...
 _foreach_copy_.__wrapped__ = _signature__foreach_copy_
 
@@ -12490,13 +15335,20 @@ _sig__foreach_cos = _Signatures('_foreach_cos', [
 ], method=False)
 
 def _foreach_cos(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_cos.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_cos.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_cos.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_cos.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_cos.__doc__ = '_foreach_cos(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_cos.public = _foreach_cos
 def _signature__foreach_cos(input): ...
 _foreach_cos.__wrapped__ = _signature__foreach_cos
 
@@ -12506,13 +15358,20 @@ _sig__foreach_cos_ = _Signatures('_foreach_cos_', [
 ], method=False)
 
 def _foreach_cos_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_cos_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_cos_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_cos_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_cos_.__doc__ = '_foreach_cos_(input: List[Tensor]) -> ()'
+_sig__foreach_cos_.public = _foreach_cos_
 def _signature__foreach_cos_(input): ...
 _foreach_cos_.__wrapped__ = _signature__foreach_cos_
 
@@ -12522,13 +15381,20 @@ _sig__foreach_cosh = _Signatures('_foreach_cosh', [
 ], method=False)
 
 def _foreach_cosh(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_cosh.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_cosh.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_cosh.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_cosh.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_cosh.__doc__ = '_foreach_cosh(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_cosh.public = _foreach_cosh
 def _signature__foreach_cosh(input): ...
 _foreach_cosh.__wrapped__ = _signature__foreach_cosh
 
@@ -12538,13 +15404,20 @@ _sig__foreach_cosh_ = _Signatures('_foreach_cosh_', [
 ], method=False)
 
 def _foreach_cosh_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_cosh_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_cosh_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_cosh_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_cosh_.__doc__ = '_foreach_cosh_(input: List[Tensor]) -> ()'
+_sig__foreach_cosh_.public = _foreach_cosh_
 def _signature__foreach_cosh_(input): ...
 _foreach_cosh_.__wrapped__ = _signature__foreach_cosh_
 
@@ -12557,19 +15430,26 @@ _sig__foreach_div = _Signatures('_foreach_div', [
 ], method=False)
 
 def _foreach_div(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_div.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_div.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_div_Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar'])
+        return tuple(_A._op__foreach_div_Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar']))
     elif _i == 1:
-        return _A._op__foreach_div_List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other'])
+        return tuple(_A._op__foreach_div_List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other']))
     elif _i == 2:
-        return _A._op__foreach_div_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars'])
+        return tuple(_A._op__foreach_div_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars']))
     elif _i == 3:
-        return _A._op__foreach_div_Tensor.call(_ks_list(_a['input']) | _a['other']._ks, _a['input'], _a['other'])
+        return tuple(_A._op__foreach_div_Tensor.call(_ks_list(_a['input']) | _a['other']._ks, _a['input'], _a['other']))
     raise AssertionError('unreachable')
 
 
 _foreach_div.__doc__ = '_foreach_div(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_div(input: List[Tensor], other: List[Tensor]) -> List[Tensor]\n_foreach_div(input: List[Tensor], scalars: List[Number]) -> List[Tensor]\n_foreach_div(input: List[Tensor], other: Tensor) -> List[Tensor]'
+_sig__foreach_div.public = _foreach_div
 
 
 _sig__foreach_div_ = _Signatures('_foreach_div_', [
@@ -12580,7 +15460,13 @@ _sig__foreach_div_ = _Signatures('_foreach_div_', [
 ], method=False)
 
 def _foreach_div_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_div_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_div_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_div__Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar']), _a['input'])
     elif _i == 1:
@@ -12593,6 +15479,7 @@ def _foreach_div_(*args, **kwargs):
 
 
 _foreach_div_.__doc__ = '_foreach_div_(input: List[Tensor], scalar: Number) -> ()\n_foreach_div_(input: List[Tensor], other: List[Tensor]) -> ()\n_foreach_div_(input: List[Tensor], scalars: List[Number]) -> ()\n_foreach_div_(input: List[Tensor], other: Tensor) -> ()'
+_sig__foreach_div_.public = _foreach_div_
 
 
 _sig__foreach_erf = _Signatures('_foreach_erf', [
@@ -12600,13 +15487,20 @@ _sig__foreach_erf = _Signatures('_foreach_erf', [
 ], method=False)
 
 def _foreach_erf(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_erf.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_erf.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_erf.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_erf.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_erf.__doc__ = '_foreach_erf(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_erf.public = _foreach_erf
 def _signature__foreach_erf(input): ...
 _foreach_erf.__wrapped__ = _signature__foreach_erf
 
@@ -12616,13 +15510,20 @@ _sig__foreach_erf_ = _Signatures('_foreach_erf_', [
 ], method=False)
 
 def _foreach_erf_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_erf_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_erf_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_erf_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_erf_.__doc__ = '_foreach_erf_(input: List[Tensor]) -> ()'
+_sig__foreach_erf_.public = _foreach_erf_
 def _signature__foreach_erf_(input): ...
 _foreach_erf_.__wrapped__ = _signature__foreach_erf_
 
@@ -12632,13 +15533,20 @@ _sig__foreach_erfc = _Signatures('_foreach_erfc', [
 ], method=False)
 
 def _foreach_erfc(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_erfc.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_erfc.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_erfc.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_erfc.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_erfc.__doc__ = '_foreach_erfc(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_erfc.public = _foreach_erfc
 def _signature__foreach_erfc(input): ...
 _foreach_erfc.__wrapped__ = _signature__foreach_erfc
 
@@ -12648,13 +15556,20 @@ _sig__foreach_erfc_ = _Signatures('_foreach_erfc_', [
 ], method=False)
 
 def _foreach_erfc_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_erfc_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_erfc_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_erfc_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_erfc_.__doc__ = '_foreach_erfc_(input: List[Tensor]) -> ()'
+_sig__foreach_erfc_.public = _foreach_erfc_
 def _signature__foreach_erfc_(input): ...
 _foreach_erfc_.__wrapped__ = _signature__foreach_erfc_
 
@@ -12664,13 +15579,20 @@ _sig__foreach_exp = _Signatures('_foreach_exp', [
 ], method=False)
 
 def _foreach_exp(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_exp.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_exp.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_exp.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_exp.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_exp.__doc__ = '_foreach_exp(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_exp.public = _foreach_exp
 def _signature__foreach_exp(input): ...
 _foreach_exp.__wrapped__ = _signature__foreach_exp
 
@@ -12680,13 +15602,20 @@ _sig__foreach_exp_ = _Signatures('_foreach_exp_', [
 ], method=False)
 
 def _foreach_exp_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_exp_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_exp_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_exp_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_exp_.__doc__ = '_foreach_exp_(input: List[Tensor]) -> ()'
+_sig__foreach_exp_.public = _foreach_exp_
 def _signature__foreach_exp_(input): ...
 _foreach_exp_.__wrapped__ = _signature__foreach_exp_
 
@@ -12696,13 +15625,20 @@ _sig__foreach_expm1 = _Signatures('_foreach_expm1', [
 ], method=False)
 
 def _foreach_expm1(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_expm1.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_expm1.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_expm1.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_expm1.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_expm1.__doc__ = '_foreach_expm1(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_expm1.public = _foreach_expm1
 def _signature__foreach_expm1(input): ...
 _foreach_expm1.__wrapped__ = _signature__foreach_expm1
 
@@ -12712,13 +15648,20 @@ _sig__foreach_expm1_ = _Signatures('_foreach_expm1_', [
 ], method=False)
 
 def _foreach_expm1_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_expm1_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_expm1_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_expm1_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_expm1_.__doc__ = '_foreach_expm1_(input: List[Tensor]) -> ()'
+_sig__foreach_expm1_.public = _foreach_expm1_
 def _signature__foreach_expm1_(input): ...
 _foreach_expm1_.__wrapped__ = _signature__foreach_expm1_
 
@@ -12728,13 +15671,20 @@ _sig__foreach_floor = _Signatures('_foreach_floor', [
 ], method=False)
 
 def _foreach_floor(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_floor.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_floor.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_floor.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_floor.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_floor.__doc__ = '_foreach_floor(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_floor.public = _foreach_floor
 def _signature__foreach_floor(input): ...
 _foreach_floor.__wrapped__ = _signature__foreach_floor
 
@@ -12744,13 +15694,20 @@ _sig__foreach_floor_ = _Signatures('_foreach_floor_', [
 ], method=False)
 
 def _foreach_floor_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_floor_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_floor_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_floor_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_floor_.__doc__ = '_foreach_floor_(input: List[Tensor]) -> ()'
+_sig__foreach_floor_.public = _foreach_floor_
 def _signature__foreach_floor_(input): ...
 _foreach_floor_.__wrapped__ = _signature__foreach_floor_
 
@@ -12760,13 +15717,20 @@ _sig__foreach_frac = _Signatures('_foreach_frac', [
 ], method=False)
 
 def _foreach_frac(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_frac.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_frac.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_frac.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_frac.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_frac.__doc__ = '_foreach_frac(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_frac.public = _foreach_frac
 def _signature__foreach_frac(input): ...
 _foreach_frac.__wrapped__ = _signature__foreach_frac
 
@@ -12776,13 +15740,20 @@ _sig__foreach_frac_ = _Signatures('_foreach_frac_', [
 ], method=False)
 
 def _foreach_frac_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_frac_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_frac_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_frac_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_frac_.__doc__ = '_foreach_frac_(input: List[Tensor]) -> ()'
+_sig__foreach_frac_.public = _foreach_frac_
 def _signature__foreach_frac_(input): ...
 _foreach_frac_.__wrapped__ = _signature__foreach_frac_
 
@@ -12794,17 +15765,24 @@ _sig__foreach_lerp = _Signatures('_foreach_lerp', [
 ], method=False)
 
 def _foreach_lerp(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_lerp.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_lerp.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_lerp_List.call(_ks_list(_a['input']) | _ks_list(_a['tensors1']) | _ks_list(_a['weights']), _a['input'], _a['tensors1'], _a['weights'])
+        return tuple(_A._op__foreach_lerp_List.call(_ks_list(_a['input']) | _ks_list(_a['tensors1']) | _ks_list(_a['weights']), _a['input'], _a['tensors1'], _a['weights']))
     elif _i == 1:
-        return _A._op__foreach_lerp_Scalar.call(_ks_list(_a['input']) | _ks_list(_a['tensors1']), _a['input'], _a['tensors1'], _a['weight'])
+        return tuple(_A._op__foreach_lerp_Scalar.call(_ks_list(_a['input']) | _ks_list(_a['tensors1']), _a['input'], _a['tensors1'], _a['weight']))
     elif _i == 2:
-        return _A._op__foreach_lerp_ScalarList.call(_ks_list(_a['input']) | _ks_list(_a['tensors1']), _a['input'], _a['tensors1'], _a['weight'])
+        return tuple(_A._op__foreach_lerp_ScalarList.call(_ks_list(_a['input']) | _ks_list(_a['tensors1']), _a['input'], _a['tensors1'], _a['weight']))
     raise AssertionError('unreachable')
 
 
 _foreach_lerp.__doc__ = '_foreach_lerp(input: List[Tensor], tensors1: List[Tensor], weights: List[Tensor]) -> List[Tensor]\n_foreach_lerp(input: List[Tensor], tensors1: List[Tensor], weight: Number) -> List[Tensor]\n_foreach_lerp(input: List[Tensor], tensors1: List[Tensor], weight: List[Number]) -> List[Tensor]'
+_sig__foreach_lerp.public = _foreach_lerp
 
 
 _sig__foreach_lerp_ = _Signatures('_foreach_lerp_', [
@@ -12814,7 +15792,13 @@ _sig__foreach_lerp_ = _Signatures('_foreach_lerp_', [
 ], method=False)
 
 def _foreach_lerp_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_lerp_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_lerp_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_lerp__List.call(_ks_list(_a['input']) | _ks_list(_a['tensors1']) | _ks_list(_a['weights']), _a['input'], _a['tensors1'], _a['weights']), _a['input'])
     elif _i == 1:
@@ -12825,6 +15809,7 @@ def _foreach_lerp_(*args, **kwargs):
 
 
 _foreach_lerp_.__doc__ = '_foreach_lerp_(input: List[Tensor], tensors1: List[Tensor], weights: List[Tensor]) -> ()\n_foreach_lerp_(input: List[Tensor], tensors1: List[Tensor], weight: Number) -> ()\n_foreach_lerp_(input: List[Tensor], tensors1: List[Tensor], weight: List[Number]) -> ()'
+_sig__foreach_lerp_.public = _foreach_lerp_
 
 
 _sig__foreach_lgamma = _Signatures('_foreach_lgamma', [
@@ -12832,13 +15817,20 @@ _sig__foreach_lgamma = _Signatures('_foreach_lgamma', [
 ], method=False)
 
 def _foreach_lgamma(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_lgamma.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_lgamma.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_lgamma.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_lgamma.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_lgamma.__doc__ = '_foreach_lgamma(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_lgamma.public = _foreach_lgamma
 def _signature__foreach_lgamma(input): ...
 _foreach_lgamma.__wrapped__ = _signature__foreach_lgamma
 
@@ -12848,13 +15840,20 @@ _sig__foreach_lgamma_ = _Signatures('_foreach_lgamma_', [
 ], method=False)
 
 def _foreach_lgamma_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_lgamma_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_lgamma_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_lgamma_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_lgamma_.__doc__ = '_foreach_lgamma_(input: List[Tensor]) -> ()'
+_sig__foreach_lgamma_.public = _foreach_lgamma_
 def _signature__foreach_lgamma_(input): ...
 _foreach_lgamma_.__wrapped__ = _signature__foreach_lgamma_
 
@@ -12864,13 +15863,20 @@ _sig__foreach_log = _Signatures('_foreach_log', [
 ], method=False)
 
 def _foreach_log(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_log.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_log.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_log.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_log.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_log.__doc__ = '_foreach_log(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_log.public = _foreach_log
 def _signature__foreach_log(input): ...
 _foreach_log.__wrapped__ = _signature__foreach_log
 
@@ -12880,13 +15886,20 @@ _sig__foreach_log10 = _Signatures('_foreach_log10', [
 ], method=False)
 
 def _foreach_log10(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_log10.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_log10.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_log10.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_log10.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_log10.__doc__ = '_foreach_log10(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_log10.public = _foreach_log10
 def _signature__foreach_log10(input): ...
 _foreach_log10.__wrapped__ = _signature__foreach_log10
 
@@ -12896,13 +15909,20 @@ _sig__foreach_log10_ = _Signatures('_foreach_log10_', [
 ], method=False)
 
 def _foreach_log10_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_log10_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_log10_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_log10_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_log10_.__doc__ = '_foreach_log10_(input: List[Tensor]) -> ()'
+_sig__foreach_log10_.public = _foreach_log10_
 def _signature__foreach_log10_(input): ...
 _foreach_log10_.__wrapped__ = _signature__foreach_log10_
 
@@ -12912,13 +15932,20 @@ _sig__foreach_log1p = _Signatures('_foreach_log1p', [
 ], method=False)
 
 def _foreach_log1p(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_log1p.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_log1p.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_log1p.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_log1p.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_log1p.__doc__ = '_foreach_log1p(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_log1p.public = _foreach_log1p
 def _signature__foreach_log1p(input): ...
 _foreach_log1p.__wrapped__ = _signature__foreach_log1p
 
@@ -12928,13 +15955,20 @@ _sig__foreach_log1p_ = _Signatures('_foreach_log1p_', [
 ], method=False)
 
 def _foreach_log1p_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_log1p_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_log1p_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_log1p_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_log1p_.__doc__ = '_foreach_log1p_(input: List[Tensor]) -> ()'
+_sig__foreach_log1p_.public = _foreach_log1p_
 def _signature__foreach_log1p_(input): ...
 _foreach_log1p_.__wrapped__ = _signature__foreach_log1p_
 
@@ -12944,13 +15978,20 @@ _sig__foreach_log2 = _Signatures('_foreach_log2', [
 ], method=False)
 
 def _foreach_log2(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_log2.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_log2.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_log2.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_log2.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_log2.__doc__ = '_foreach_log2(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_log2.public = _foreach_log2
 def _signature__foreach_log2(input): ...
 _foreach_log2.__wrapped__ = _signature__foreach_log2
 
@@ -12960,13 +16001,20 @@ _sig__foreach_log2_ = _Signatures('_foreach_log2_', [
 ], method=False)
 
 def _foreach_log2_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_log2_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_log2_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_log2_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_log2_.__doc__ = '_foreach_log2_(input: List[Tensor]) -> ()'
+_sig__foreach_log2_.public = _foreach_log2_
 def _signature__foreach_log2_(input): ...
 _foreach_log2_.__wrapped__ = _signature__foreach_log2_
 
@@ -12976,13 +16024,20 @@ _sig__foreach_log_ = _Signatures('_foreach_log_', [
 ], method=False)
 
 def _foreach_log_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_log_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_log_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_log_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_log_.__doc__ = '_foreach_log_(input: List[Tensor]) -> ()'
+_sig__foreach_log_.public = _foreach_log_
 def _signature__foreach_log_(input): ...
 _foreach_log_.__wrapped__ = _signature__foreach_log_
 
@@ -12992,13 +16047,20 @@ _sig__foreach_max = _Signatures('_foreach_max', [
 ], method=False)
 
 def _foreach_max(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_max.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_max.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_max.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_max.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_max.__doc__ = '_foreach_max(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_max.public = _foreach_max
 def _signature__foreach_max(input): ...
 _foreach_max.__wrapped__ = _signature__foreach_max
 
@@ -13010,17 +16072,24 @@ _sig__foreach_maximum = _Signatures('_foreach_maximum', [
 ], method=False)
 
 def _foreach_maximum(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_maximum.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_maximum.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_maximum_Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar'])
+        return tuple(_A._op__foreach_maximum_Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar']))
     elif _i == 1:
-        return _A._op__foreach_maximum_List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other'])
+        return tuple(_A._op__foreach_maximum_List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other']))
     elif _i == 2:
-        return _A._op__foreach_maximum_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars'])
+        return tuple(_A._op__foreach_maximum_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars']))
     raise AssertionError('unreachable')
 
 
 _foreach_maximum.__doc__ = '_foreach_maximum(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_maximum(input: List[Tensor], other: List[Tensor]) -> List[Tensor]\n_foreach_maximum(input: List[Tensor], scalars: List[Number]) -> List[Tensor]'
+_sig__foreach_maximum.public = _foreach_maximum
 
 
 _sig__foreach_maximum_ = _Signatures('_foreach_maximum_', [
@@ -13030,7 +16099,13 @@ _sig__foreach_maximum_ = _Signatures('_foreach_maximum_', [
 ], method=False)
 
 def _foreach_maximum_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_maximum_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_maximum_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_maximum__Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar']), _a['input'])
     elif _i == 1:
@@ -13041,6 +16116,7 @@ def _foreach_maximum_(*args, **kwargs):
 
 
 _foreach_maximum_.__doc__ = '_foreach_maximum_(input: List[Tensor], scalar: Number) -> ()\n_foreach_maximum_(input: List[Tensor], other: List[Tensor]) -> ()\n_foreach_maximum_(input: List[Tensor], scalars: List[Number]) -> ()'
+_sig__foreach_maximum_.public = _foreach_maximum_
 
 
 _sig__foreach_minimum = _Signatures('_foreach_minimum', [
@@ -13050,17 +16126,24 @@ _sig__foreach_minimum = _Signatures('_foreach_minimum', [
 ], method=False)
 
 def _foreach_minimum(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_minimum.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_minimum.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_minimum_Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar'])
+        return tuple(_A._op__foreach_minimum_Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar']))
     elif _i == 1:
-        return _A._op__foreach_minimum_List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other'])
+        return tuple(_A._op__foreach_minimum_List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other']))
     elif _i == 2:
-        return _A._op__foreach_minimum_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars'])
+        return tuple(_A._op__foreach_minimum_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars']))
     raise AssertionError('unreachable')
 
 
 _foreach_minimum.__doc__ = '_foreach_minimum(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_minimum(input: List[Tensor], other: List[Tensor]) -> List[Tensor]\n_foreach_minimum(input: List[Tensor], scalars: List[Number]) -> List[Tensor]'
+_sig__foreach_minimum.public = _foreach_minimum
 
 
 _sig__foreach_minimum_ = _Signatures('_foreach_minimum_', [
@@ -13070,7 +16153,13 @@ _sig__foreach_minimum_ = _Signatures('_foreach_minimum_', [
 ], method=False)
 
 def _foreach_minimum_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_minimum_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_minimum_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_minimum__Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar']), _a['input'])
     elif _i == 1:
@@ -13081,6 +16170,7 @@ def _foreach_minimum_(*args, **kwargs):
 
 
 _foreach_minimum_.__doc__ = '_foreach_minimum_(input: List[Tensor], scalar: Number) -> ()\n_foreach_minimum_(input: List[Tensor], other: List[Tensor]) -> ()\n_foreach_minimum_(input: List[Tensor], scalars: List[Number]) -> ()'
+_sig__foreach_minimum_.public = _foreach_minimum_
 
 
 _sig__foreach_mm = _Signatures('_foreach_mm', [
@@ -13088,13 +16178,20 @@ _sig__foreach_mm = _Signatures('_foreach_mm', [
 ], method=False)
 
 def _foreach_mm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_mm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_mm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_mm.call(_ks_list(_a['input']) | _ks_list(_a['mat2']), _a['input'], _a['mat2'])
+        return tuple(_A._op__foreach_mm.call(_ks_list(_a['input']) | _ks_list(_a['mat2']), _a['input'], _a['mat2']))
     raise AssertionError('unreachable')
 
 
 _foreach_mm.__doc__ = '_foreach_mm(input: List[Tensor], mat2: List[Tensor]) -> List[Tensor]'
+_sig__foreach_mm.public = _foreach_mm
 def _signature__foreach_mm(input, mat2): ...
 _foreach_mm.__wrapped__ = _signature__foreach_mm
 
@@ -13107,19 +16204,26 @@ _sig__foreach_mul = _Signatures('_foreach_mul', [
 ], method=False)
 
 def _foreach_mul(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_mul.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_mul.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_mul_Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar'])
+        return tuple(_A._op__foreach_mul_Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar']))
     elif _i == 1:
-        return _A._op__foreach_mul_List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other'])
+        return tuple(_A._op__foreach_mul_List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other']))
     elif _i == 2:
-        return _A._op__foreach_mul_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars'])
+        return tuple(_A._op__foreach_mul_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars']))
     elif _i == 3:
-        return _A._op__foreach_mul_Tensor.call(_ks_list(_a['input']) | _a['other']._ks, _a['input'], _a['other'])
+        return tuple(_A._op__foreach_mul_Tensor.call(_ks_list(_a['input']) | _a['other']._ks, _a['input'], _a['other']))
     raise AssertionError('unreachable')
 
 
 _foreach_mul.__doc__ = '_foreach_mul(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_mul(input: List[Tensor], other: List[Tensor]) -> List[Tensor]\n_foreach_mul(input: List[Tensor], scalars: List[Number]) -> List[Tensor]\n_foreach_mul(input: List[Tensor], other: Tensor) -> List[Tensor]'
+_sig__foreach_mul.public = _foreach_mul
 
 
 _sig__foreach_mul_ = _Signatures('_foreach_mul_', [
@@ -13130,7 +16234,13 @@ _sig__foreach_mul_ = _Signatures('_foreach_mul_', [
 ], method=False)
 
 def _foreach_mul_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_mul_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_mul_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_mul__Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar']), _a['input'])
     elif _i == 1:
@@ -13143,6 +16253,7 @@ def _foreach_mul_(*args, **kwargs):
 
 
 _foreach_mul_.__doc__ = '_foreach_mul_(input: List[Tensor], scalar: Number) -> ()\n_foreach_mul_(input: List[Tensor], other: List[Tensor]) -> ()\n_foreach_mul_(input: List[Tensor], scalars: List[Number]) -> ()\n_foreach_mul_(input: List[Tensor], other: Tensor) -> ()'
+_sig__foreach_mul_.public = _foreach_mul_
 
 
 _sig__foreach_neg = _Signatures('_foreach_neg', [
@@ -13150,13 +16261,20 @@ _sig__foreach_neg = _Signatures('_foreach_neg', [
 ], method=False)
 
 def _foreach_neg(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_neg.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_neg.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_neg.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_neg.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_neg.__doc__ = '_foreach_neg(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_neg.public = _foreach_neg
 def _signature__foreach_neg(input): ...
 _foreach_neg.__wrapped__ = _signature__foreach_neg
 
@@ -13166,13 +16284,20 @@ _sig__foreach_neg_ = _Signatures('_foreach_neg_', [
 ], method=False)
 
 def _foreach_neg_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_neg_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_neg_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_neg_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_neg_.__doc__ = '_foreach_neg_(input: List[Tensor]) -> ()'
+_sig__foreach_neg_.public = _foreach_neg_
 def _signature__foreach_neg_(input): ...
 _foreach_neg_.__wrapped__ = _signature__foreach_neg_
 
@@ -13182,13 +16307,20 @@ _sig__foreach_norm = _Signatures('_foreach_norm', [
 ], method=False)
 
 def _foreach_norm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_norm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_norm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_norm_Scalar.call(_ks_list(_a['input']), _a['input'], _a['ord'], _a['dtype'])
+        return tuple(_A._op__foreach_norm_Scalar.call(_ks_list(_a['input']), _a['input'], _a['ord'], _a['dtype']))
     raise AssertionError('unreachable')
 
 
 _foreach_norm.__doc__ = '_foreach_norm(input: List[Tensor], ord: Number = 2, dtype: Optional[dtype] = None) -> List[Tensor]'
+_sig__foreach_norm.public = _foreach_norm
 def _signature__foreach_norm(input, ord=2, dtype=None): ...
 _foreach_norm.__wrapped__ = _signature__foreach_norm
 
@@ -13201,19 +16333,26 @@ _sig__foreach_pow = _Signatures('_foreach_pow', [
 ], method=False)
 
 def _foreach_pow(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_pow.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_pow.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_pow_List.call(_ks_list(_a['input']) | _ks_list(_a['exponent']), _a['input'], _a['exponent'])
+        return tuple(_A._op__foreach_pow_List.call(_ks_list(_a['input']) | _ks_list(_a['exponent']), _a['input'], _a['exponent']))
     elif _i == 1:
-        return _A._op__foreach_pow_Scalar.call(_ks_list(_a['input']), _a['input'], _a['exponent'])
+        return tuple(_A._op__foreach_pow_Scalar.call(_ks_list(_a['input']), _a['input'], _a['exponent']))
     elif _i == 2:
-        return _A._op__foreach_pow_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['exponent'])
+        return tuple(_A._op__foreach_pow_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['exponent']))
     elif _i == 3:
-        return _A._op__foreach_pow_ScalarAndTensor.call(_ks_list(_a['exponent']), _a['input'], _a['exponent'])
+        return tuple(_A._op__foreach_pow_ScalarAndTensor.call(_ks_list(_a['exponent']), _a['input'], _a['exponent']))
     raise AssertionError('unreachable')
 
 
 _foreach_pow.__doc__ = '_foreach_pow(input: List[Tensor], exponent: List[Tensor]) -> List[Tensor]\n_foreach_pow(input: List[Tensor], exponent: Number) -> List[Tensor]\n_foreach_pow(input: List[Tensor], exponent: List[Number]) -> List[Tensor]\n_foreach_pow(input: Number, exponent: List[Tensor]) -> List[Tensor]'
+_sig__foreach_pow.public = _foreach_pow
 
 
 _sig__foreach_pow_ = _Signatures('_foreach_pow_', [
@@ -13223,7 +16362,13 @@ _sig__foreach_pow_ = _Signatures('_foreach_pow_', [
 ], method=False)
 
 def _foreach_pow_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_pow_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_pow_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_pow__List.call(_ks_list(_a['input']) | _ks_list(_a['exponent']), _a['input'], _a['exponent']), _a['input'])
     elif _i == 1:
@@ -13234,6 +16379,7 @@ def _foreach_pow_(*args, **kwargs):
 
 
 _foreach_pow_.__doc__ = '_foreach_pow_(input: List[Tensor], exponent: List[Tensor]) -> ()\n_foreach_pow_(input: List[Tensor], exponent: Number) -> ()\n_foreach_pow_(input: List[Tensor], exponent: List[Number]) -> ()'
+_sig__foreach_pow_.public = _foreach_pow_
 
 
 _sig__foreach_reciprocal = _Signatures('_foreach_reciprocal', [
@@ -13241,13 +16387,20 @@ _sig__foreach_reciprocal = _Signatures('_foreach_reciprocal', [
 ], method=False)
 
 def _foreach_reciprocal(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_reciprocal.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_reciprocal.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_reciprocal.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_reciprocal.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_reciprocal.__doc__ = '_foreach_reciprocal(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_reciprocal.public = _foreach_reciprocal
 def _signature__foreach_reciprocal(input): ...
 _foreach_reciprocal.__wrapped__ = _signature__foreach_reciprocal
 
@@ -13257,13 +16410,20 @@ _sig__foreach_reciprocal_ = _Signatures('_foreach_reciprocal_', [
 ], method=False)
 
 def _foreach_reciprocal_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_reciprocal_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_reciprocal_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_reciprocal_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_reciprocal_.__doc__ = '_foreach_reciprocal_(input: List[Tensor]) -> ()'
+_sig__foreach_reciprocal_.public = _foreach_reciprocal_
 def _signature__foreach_reciprocal_(input): ...
 _foreach_reciprocal_.__wrapped__ = _signature__foreach_reciprocal_
 
@@ -13273,13 +16433,20 @@ _sig__foreach_round = _Signatures('_foreach_round', [
 ], method=False)
 
 def _foreach_round(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_round.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_round.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_round.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_round.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_round.__doc__ = '_foreach_round(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_round.public = _foreach_round
 def _signature__foreach_round(input): ...
 _foreach_round.__wrapped__ = _signature__foreach_round
 
@@ -13289,13 +16456,20 @@ _sig__foreach_round_ = _Signatures('_foreach_round_', [
 ], method=False)
 
 def _foreach_round_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_round_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_round_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_round_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_round_.__doc__ = '_foreach_round_(input: List[Tensor]) -> ()'
+_sig__foreach_round_.public = _foreach_round_
 def _signature__foreach_round_(input): ...
 _foreach_round_.__wrapped__ = _signature__foreach_round_
 
@@ -13305,13 +16479,20 @@ _sig__foreach_rsqrt = _Signatures('_foreach_rsqrt', [
 ], method=False)
 
 def _foreach_rsqrt(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_rsqrt.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_rsqrt.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_rsqrt.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_rsqrt.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_rsqrt.__doc__ = '_foreach_rsqrt(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_rsqrt.public = _foreach_rsqrt
 def _signature__foreach_rsqrt(input): ...
 _foreach_rsqrt.__wrapped__ = _signature__foreach_rsqrt
 
@@ -13321,13 +16502,20 @@ _sig__foreach_rsqrt_ = _Signatures('_foreach_rsqrt_', [
 ], method=False)
 
 def _foreach_rsqrt_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_rsqrt_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_rsqrt_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_rsqrt_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_rsqrt_.__doc__ = '_foreach_rsqrt_(input: List[Tensor]) -> ()'
+_sig__foreach_rsqrt_.public = _foreach_rsqrt_
 def _signature__foreach_rsqrt_(input): ...
 _foreach_rsqrt_.__wrapped__ = _signature__foreach_rsqrt_
 
@@ -13337,13 +16525,20 @@ _sig__foreach_sigmoid = _Signatures('_foreach_sigmoid', [
 ], method=False)
 
 def _foreach_sigmoid(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_sigmoid.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_sigmoid.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_sigmoid.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_sigmoid.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_sigmoid.__doc__ = '_foreach_sigmoid(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_sigmoid.public = _foreach_sigmoid
 def _signature__foreach_sigmoid(input): ...
 _foreach_sigmoid.__wrapped__ = _signature__foreach_sigmoid
 
@@ -13353,13 +16548,20 @@ _sig__foreach_sigmoid_ = _Signatures('_foreach_sigmoid_', [
 ], method=False)
 
 def _foreach_sigmoid_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_sigmoid_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_sigmoid_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_sigmoid_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_sigmoid_.__doc__ = '_foreach_sigmoid_(input: List[Tensor]) -> ()'
+_sig__foreach_sigmoid_.public = _foreach_sigmoid_
 def _signature__foreach_sigmoid_(input): ...
 _foreach_sigmoid_.__wrapped__ = _signature__foreach_sigmoid_
 
@@ -13369,13 +16571,20 @@ _sig__foreach_sign = _Signatures('_foreach_sign', [
 ], method=False)
 
 def _foreach_sign(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_sign.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_sign.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_sign.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_sign.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_sign.__doc__ = '_foreach_sign(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_sign.public = _foreach_sign
 def _signature__foreach_sign(input): ...
 _foreach_sign.__wrapped__ = _signature__foreach_sign
 
@@ -13385,13 +16594,20 @@ _sig__foreach_sign_ = _Signatures('_foreach_sign_', [
 ], method=False)
 
 def _foreach_sign_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_sign_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_sign_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_sign_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_sign_.__doc__ = '_foreach_sign_(input: List[Tensor]) -> ()'
+_sig__foreach_sign_.public = _foreach_sign_
 def _signature__foreach_sign_(input): ...
 _foreach_sign_.__wrapped__ = _signature__foreach_sign_
 
@@ -13401,13 +16617,20 @@ _sig__foreach_sin = _Signatures('_foreach_sin', [
 ], method=False)
 
 def _foreach_sin(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_sin.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_sin.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_sin.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_sin.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_sin.__doc__ = '_foreach_sin(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_sin.public = _foreach_sin
 def _signature__foreach_sin(input): ...
 _foreach_sin.__wrapped__ = _signature__foreach_sin
 
@@ -13417,13 +16640,20 @@ _sig__foreach_sin_ = _Signatures('_foreach_sin_', [
 ], method=False)
 
 def _foreach_sin_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_sin_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_sin_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_sin_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_sin_.__doc__ = '_foreach_sin_(input: List[Tensor]) -> ()'
+_sig__foreach_sin_.public = _foreach_sin_
 def _signature__foreach_sin_(input): ...
 _foreach_sin_.__wrapped__ = _signature__foreach_sin_
 
@@ -13433,13 +16663,20 @@ _sig__foreach_sinh = _Signatures('_foreach_sinh', [
 ], method=False)
 
 def _foreach_sinh(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_sinh.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_sinh.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_sinh.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_sinh.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_sinh.__doc__ = '_foreach_sinh(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_sinh.public = _foreach_sinh
 def _signature__foreach_sinh(input): ...
 _foreach_sinh.__wrapped__ = _signature__foreach_sinh
 
@@ -13449,13 +16686,20 @@ _sig__foreach_sinh_ = _Signatures('_foreach_sinh_', [
 ], method=False)
 
 def _foreach_sinh_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_sinh_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_sinh_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_sinh_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_sinh_.__doc__ = '_foreach_sinh_(input: List[Tensor]) -> ()'
+_sig__foreach_sinh_.public = _foreach_sinh_
 def _signature__foreach_sinh_(input): ...
 _foreach_sinh_.__wrapped__ = _signature__foreach_sinh_
 
@@ -13465,13 +16709,20 @@ _sig__foreach_sqrt = _Signatures('_foreach_sqrt', [
 ], method=False)
 
 def _foreach_sqrt(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_sqrt.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_sqrt.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_sqrt.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_sqrt.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_sqrt.__doc__ = '_foreach_sqrt(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_sqrt.public = _foreach_sqrt
 def _signature__foreach_sqrt(input): ...
 _foreach_sqrt.__wrapped__ = _signature__foreach_sqrt
 
@@ -13481,13 +16732,20 @@ _sig__foreach_sqrt_ = _Signatures('_foreach_sqrt_', [
 ], method=False)
 
 def _foreach_sqrt_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_sqrt_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_sqrt_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_sqrt_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_sqrt_.__doc__ = '_foreach_sqrt_(input: List[Tensor]) -> ()'
+_sig__foreach_sqrt_.public = _foreach_sqrt_
 def _signature__foreach_sqrt_(input): ...
 _foreach_sqrt_.__wrapped__ = _signature__foreach_sqrt_
 
@@ -13499,17 +16757,24 @@ _sig__foreach_sub = _Signatures('_foreach_sub', [
 ], method=False)
 
 def _foreach_sub(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_sub.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_sub.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_sub_Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar'])
+        return tuple(_A._op__foreach_sub_Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar']))
     elif _i == 1:
-        return _A._op__foreach_sub_List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other'], _a['alpha'])
+        return tuple(_A._op__foreach_sub_List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other'], _a['alpha']))
     elif _i == 2:
-        return _A._op__foreach_sub_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars'])
+        return tuple(_A._op__foreach_sub_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars']))
     raise AssertionError('unreachable')
 
 
 _foreach_sub.__doc__ = '_foreach_sub(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_sub(input: List[Tensor], other: List[Tensor], *, alpha: Number = 1) -> List[Tensor]\n_foreach_sub(input: List[Tensor], scalars: List[Number]) -> List[Tensor]'
+_sig__foreach_sub.public = _foreach_sub
 
 
 _sig__foreach_sub_ = _Signatures('_foreach_sub_', [
@@ -13519,7 +16784,13 @@ _sig__foreach_sub_ = _Signatures('_foreach_sub_', [
 ], method=False)
 
 def _foreach_sub_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_sub_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_sub_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_sub__Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar']), _a['input'])
     elif _i == 1:
@@ -13530,6 +16801,7 @@ def _foreach_sub_(*args, **kwargs):
 
 
 _foreach_sub_.__doc__ = '_foreach_sub_(input: List[Tensor], scalar: Number) -> ()\n_foreach_sub_(input: List[Tensor], other: List[Tensor], *, alpha: Number = 1) -> ()\n_foreach_sub_(input: List[Tensor], scalars: List[Number]) -> ()'
+_sig__foreach_sub_.public = _foreach_sub_
 
 
 _sig__foreach_tan = _Signatures('_foreach_tan', [
@@ -13537,13 +16809,20 @@ _sig__foreach_tan = _Signatures('_foreach_tan', [
 ], method=False)
 
 def _foreach_tan(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_tan.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_tan.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_tan.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_tan.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_tan.__doc__ = '_foreach_tan(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_tan.public = _foreach_tan
 def _signature__foreach_tan(input): ...
 _foreach_tan.__wrapped__ = _signature__foreach_tan
 
@@ -13553,13 +16832,20 @@ _sig__foreach_tan_ = _Signatures('_foreach_tan_', [
 ], method=False)
 
 def _foreach_tan_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_tan_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_tan_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_tan_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_tan_.__doc__ = '_foreach_tan_(input: List[Tensor]) -> ()'
+_sig__foreach_tan_.public = _foreach_tan_
 def _signature__foreach_tan_(input): ...
 _foreach_tan_.__wrapped__ = _signature__foreach_tan_
 
@@ -13569,13 +16855,20 @@ _sig__foreach_tanh = _Signatures('_foreach_tanh', [
 ], method=False)
 
 def _foreach_tanh(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_tanh.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_tanh.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_tanh.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_tanh.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_tanh.__doc__ = '_foreach_tanh(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_tanh.public = _foreach_tanh
 def _signature__foreach_tanh(input): ...
 _foreach_tanh.__wrapped__ = _signature__foreach_tanh
 
@@ -13585,13 +16878,20 @@ _sig__foreach_tanh_ = _Signatures('_foreach_tanh_', [
 ], method=False)
 
 def _foreach_tanh_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_tanh_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_tanh_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_tanh_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_tanh_.__doc__ = '_foreach_tanh_(input: List[Tensor]) -> ()'
+_sig__foreach_tanh_.public = _foreach_tanh_
 def _signature__foreach_tanh_(input): ...
 _foreach_tanh_.__wrapped__ = _signature__foreach_tanh_
 
@@ -13601,13 +16901,20 @@ _sig__foreach_trunc = _Signatures('_foreach_trunc', [
 ], method=False)
 
 def _foreach_trunc(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_trunc.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_trunc.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__foreach_trunc.call(_ks_list(_a['input']), _a['input'])
+        return tuple(_A._op__foreach_trunc.call(_ks_list(_a['input']), _a['input']))
     raise AssertionError('unreachable')
 
 
 _foreach_trunc.__doc__ = '_foreach_trunc(input: List[Tensor]) -> List[Tensor]'
+_sig__foreach_trunc.public = _foreach_trunc
 def _signature__foreach_trunc(input): ...
 _foreach_trunc.__wrapped__ = _signature__foreach_trunc
 
@@ -13617,13 +16924,20 @@ _sig__foreach_trunc_ = _Signatures('_foreach_trunc_', [
 ], method=False)
 
 def _foreach_trunc_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_trunc_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_trunc_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_trunc_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_trunc_.__doc__ = '_foreach_trunc_(input: List[Tensor]) -> ()'
+_sig__foreach_trunc_.public = _foreach_trunc_
 def _signature__foreach_trunc_(input): ...
 _foreach_trunc_.__wrapped__ = _signature__foreach_trunc_
 
@@ -13633,13 +16947,20 @@ _sig__foreach_zero_ = _Signatures('_foreach_zero_', [
 ], method=False)
 
 def _foreach_zero_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__foreach_zero_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__foreach_zero_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__foreach_zero_.call(_ks_list(_a['input']), _a['input']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _foreach_zero_.__doc__ = '_foreach_zero_(input: List[Tensor]) -> ()'
+_sig__foreach_zero_.public = _foreach_zero_
 def _signature__foreach_zero_(input): ...
 _foreach_zero_.__wrapped__ = _signature__foreach_zero_
 
@@ -13649,13 +16970,20 @@ _sig__fused_sgd_ = _Signatures('_fused_sgd_', [
 ], method=False)
 
 def _fused_sgd_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__fused_sgd_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__fused_sgd_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__fused_sgd_.call(_ks_list(_a['input']) | _ks_list(_a['grads']) | _ks_list(_a['momentum_buffer_list']) | _ks_opt(_a['grad_scale']) | _ks_opt(_a['found_inf']), _a['input'], _a['grads'], _a['momentum_buffer_list'], _a['weight_decay'], _a['momentum'], _a['lr'], _a['dampening'], _a['nesterov'], _a['maximize'], _a['is_first_step'], _a['grad_scale'], _a['found_inf']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _fused_sgd_.__doc__ = '_fused_sgd_(input: List[Tensor], grads: List[Tensor], momentum_buffer_list: List[Tensor], *, weight_decay: float, momentum: float, lr: float, dampening: float, nesterov: bool, maximize: bool, is_first_step: bool, grad_scale: Optional[Tensor] = None, found_inf: Optional[Tensor] = None) -> ()'
+_sig__fused_sgd_.public = _fused_sgd_
 def _signature__fused_sgd_(input, grads, momentum_buffer_list, *, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step, grad_scale=None, found_inf=None): ...
 _fused_sgd_.__wrapped__ = _signature__fused_sgd_
 
@@ -13665,13 +16993,20 @@ _sig__fused_adam_ = _Signatures('_fused_adam_', [
 ], method=False)
 
 def _fused_adam_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__fused_adam_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__fused_adam_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__fused_adam_.call(_ks_list(_a['input']) | _ks_list(_a['grads']) | _ks_list(_a['exp_avgs']) | _ks_list(_a['exp_avg_sqs']) | _ks_list(_a['max_exp_avg_sqs']) | _ks_list(_a['state_steps']) | _ks_opt(_a['grad_scale']) | _ks_opt(_a['found_inf']), _a['input'], _a['grads'], _a['exp_avgs'], _a['exp_avg_sqs'], _a['max_exp_avg_sqs'], _a['state_steps'], _a['lr'], _a['beta1'], _a['beta2'], _a['weight_decay'], _a['eps'], _a['amsgrad'], _a['maximize'], _a['grad_scale'], _a['found_inf']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _fused_adam_.__doc__ = '_fused_adam_(input: List[Tensor], grads: List[Tensor], exp_avgs: List[Tensor], exp_avg_sqs: List[Tensor], max_exp_avg_sqs: List[Tensor], state_steps: List[Tensor], *, lr: float, beta1: float, beta2: float, weight_decay: float, eps: float, amsgrad: bool, maximize: bool, grad_scale: Optional[Tensor] = None, found_inf: Optional[Tensor] = None) -> ()'
+_sig__fused_adam_.public = _fused_adam_
 def _signature__fused_adam_(input, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale=None, found_inf=None): ...
 _fused_adam_.__wrapped__ = _signature__fused_adam_
 
@@ -13681,13 +17016,20 @@ _sig__fused_adamw_ = _Signatures('_fused_adamw_', [
 ], method=False)
 
 def _fused_adamw_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__fused_adamw_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__fused_adamw_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__fused_adamw_.call(_ks_list(_a['input']) | _ks_list(_a['grads']) | _ks_list(_a['exp_avgs']) | _ks_list(_a['exp_avg_sqs']) | _ks_list(_a['max_exp_avg_sqs']) | _ks_list(_a['state_steps']) | _ks_opt(_a['grad_scale']) | _ks_opt(_a['found_inf']), _a['input'], _a['grads'], _a['exp_avgs'], _a['exp_avg_sqs'], _a['max_exp_avg_sqs'], _a['state_steps'], _a['lr'], _a['beta1'], _a['beta2'], _a['weight_decay'], _a['eps'], _a['amsgrad'], _a['maximize'], _a['grad_scale'], _a['found_inf']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _fused_adamw_.__doc__ = '_fused_adamw_(input: List[Tensor], grads: List[Tensor], exp_avgs: List[Tensor], exp_avg_sqs: List[Tensor], max_exp_avg_sqs: List[Tensor], state_steps: List[Tensor], *, lr: float, beta1: float, beta2: float, weight_decay: float, eps: float, amsgrad: bool, maximize: bool, grad_scale: Optional[Tensor] = None, found_inf: Optional[Tensor] = None) -> ()'
+_sig__fused_adamw_.public = _fused_adamw_
 def _signature__fused_adamw_(input, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale=None, found_inf=None): ...
 _fused_adamw_.__wrapped__ = _signature__fused_adamw_
 
@@ -13697,13 +17039,20 @@ _sig__fused_adagrad_ = _Signatures('_fused_adagrad_', [
 ], method=False)
 
 def _fused_adagrad_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__fused_adagrad_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__fused_adagrad_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _returning(_A._op__fused_adagrad_.call(_ks_list(_a['input']) | _ks_list(_a['grads']) | _ks_list(_a['state_sums']) | _ks_list(_a['state_steps']) | _ks_opt(_a['grad_scale']) | _ks_opt(_a['found_inf']), _a['input'], _a['grads'], _a['state_sums'], _a['state_steps'], _a['lr'], _a['lr_decay'], _a['weight_decay'], _a['eps'], _a['maximize'], _a['grad_scale'], _a['found_inf']), _a['input'])
     raise AssertionError('unreachable')
 
 
 _fused_adagrad_.__doc__ = '_fused_adagrad_(input: List[Tensor], grads: List[Tensor], state_sums: List[Tensor], state_steps: List[Tensor], *, lr: float, lr_decay: float, weight_decay: float, eps: float, maximize: bool, grad_scale: Optional[Tensor] = None, found_inf: Optional[Tensor] = None) -> ()'
+_sig__fused_adagrad_.public = _fused_adagrad_
 def _signature__fused_adagrad_(input, grads, state_sums, state_steps, *, lr, lr_decay, weight_decay, eps, maximize, grad_scale=None, found_inf=None): ...
 _fused_adagrad_.__wrapped__ = _signature__fused_adagrad_
 
@@ -13716,6 +17065,10 @@ def _bind_adaptive_avg_pool1d_0(input, output_size):
     return (input, output_size)
 
 def adaptive_avg_pool1d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_adaptive_avg_pool1d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_adaptive_avg_pool1d_0(*args, **kwargs)
     except TypeError:
@@ -13725,12 +17078,15 @@ def adaptive_avg_pool1d(*args, **kwargs):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None:
             return _A._op_adaptive_avg_pool1d.call(input._ks, input, output_size_)
     _i, _a = _sig_adaptive_avg_pool1d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_adaptive_avg_pool1d.call(_a['input']._ks, _a['input'], _a['output_size'])
     raise AssertionError('unreachable')
 
 
 adaptive_avg_pool1d.__doc__ = 'adaptive_avg_pool1d(input: Tensor, output_size: List[int]) -> Tensor'
+_sig_adaptive_avg_pool1d.public = adaptive_avg_pool1d
 def _signature_adaptive_avg_pool1d(input, output_size): ...
 adaptive_avg_pool1d.__wrapped__ = _signature_adaptive_avg_pool1d
 
@@ -13743,6 +17099,10 @@ def _bind__adaptive_avg_pool2d_0(input, output_size):
     return (input, output_size)
 
 def _adaptive_avg_pool2d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__adaptive_avg_pool2d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind__adaptive_avg_pool2d_0(*args, **kwargs)
     except TypeError:
@@ -13752,12 +17112,15 @@ def _adaptive_avg_pool2d(*args, **kwargs):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None:
             return _A._op__adaptive_avg_pool2d.call(input._ks, input, output_size_)
     _i, _a = _sig__adaptive_avg_pool2d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op__adaptive_avg_pool2d.call(_a['input']._ks, _a['input'], _a['output_size'])
     raise AssertionError('unreachable')
 
 
 _adaptive_avg_pool2d.__doc__ = '_adaptive_avg_pool2d(input: Tensor, output_size: List[int]) -> Tensor'
+_sig__adaptive_avg_pool2d.public = _adaptive_avg_pool2d
 def _signature__adaptive_avg_pool2d(input, output_size): ...
 _adaptive_avg_pool2d.__wrapped__ = _signature__adaptive_avg_pool2d
 
@@ -13770,6 +17133,10 @@ def _bind__adaptive_avg_pool3d_0(input, output_size):
     return (input, output_size)
 
 def _adaptive_avg_pool3d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__adaptive_avg_pool3d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind__adaptive_avg_pool3d_0(*args, **kwargs)
     except TypeError:
@@ -13779,12 +17146,15 @@ def _adaptive_avg_pool3d(*args, **kwargs):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None:
             return _A._op__adaptive_avg_pool3d.call(input._ks, input, output_size_)
     _i, _a = _sig__adaptive_avg_pool3d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op__adaptive_avg_pool3d.call(_a['input']._ks, _a['input'], _a['output_size'])
     raise AssertionError('unreachable')
 
 
 _adaptive_avg_pool3d.__doc__ = '_adaptive_avg_pool3d(input: Tensor, output_size: List[int]) -> Tensor'
+_sig__adaptive_avg_pool3d.public = _adaptive_avg_pool3d
 def _signature__adaptive_avg_pool3d(input, output_size): ...
 _adaptive_avg_pool3d.__wrapped__ = _signature__adaptive_avg_pool3d
 
@@ -13797,6 +17167,10 @@ def _bind_adaptive_max_pool1d_0(input, output_size):
     return (input, output_size)
 
 def adaptive_max_pool1d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_adaptive_max_pool1d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_adaptive_max_pool1d_0(*args, **kwargs)
     except TypeError:
@@ -13806,12 +17180,15 @@ def adaptive_max_pool1d(*args, **kwargs):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None:
             return _A._op_adaptive_max_pool1d.call(input._ks, input, output_size_)
     _i, _a = _sig_adaptive_max_pool1d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_adaptive_max_pool1d.call(_a['input']._ks, _a['input'], _a['output_size'])
     raise AssertionError('unreachable')
 
 
 adaptive_max_pool1d.__doc__ = 'adaptive_max_pool1d(input: Tensor, output_size: List[int]) -> (Tensor, Tensor)'
+_sig_adaptive_max_pool1d.public = adaptive_max_pool1d
 def _signature_adaptive_max_pool1d(input, output_size): ...
 adaptive_max_pool1d.__wrapped__ = _signature_adaptive_max_pool1d
 
@@ -13828,6 +17205,10 @@ def _bind_embedding_bag_1(weight, indices, offsets, scale_grad_by_freq, mode, sp
     return (weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
 
 def embedding_bag(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_embedding_bag.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_embedding_bag_0(*args, **kwargs)
     except TypeError:
@@ -13845,6 +17226,8 @@ def embedding_bag(*args, **kwargs):
         if isinstance(weight, _Tensor) and isinstance(indices, _Tensor) and isinstance(offsets, _Tensor) and type(scale_grad_by_freq) is bool and type(mode) is int and type(sparse) is bool and (per_sample_weights is None or isinstance(per_sample_weights, _Tensor)) and type(include_last_offset) is bool and (padding_idx is None or type(padding_idx) is int):
             return _A._op_embedding_bag_padding_idx.call(weight._ks | indices._ks | offsets._ks | _ks_opt(per_sample_weights), weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
     _i, _a = _sig_embedding_bag.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_embedding_bag.call(_a['weight']._ks | _a['indices']._ks | _a['offsets']._ks | _ks_opt(_a['per_sample_weights']), _a['weight'], _a['indices'], _a['offsets'], _a['scale_grad_by_freq'], _a['mode'], _a['sparse'], _a['per_sample_weights'], _a['include_last_offset'])
     elif _i == 1:
@@ -13853,6 +17236,7 @@ def embedding_bag(*args, **kwargs):
 
 
 embedding_bag.__doc__ = 'embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_by_freq: bool = False, mode: int = 0, sparse: bool = False, per_sample_weights: Optional[Tensor] = None, include_last_offset: bool = False) -> (Tensor, Tensor, Tensor, Tensor)\nembedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_by_freq: bool, mode: int, sparse: bool, per_sample_weights: Optional[Tensor], include_last_offset: bool, padding_idx: Optional[int]) -> (Tensor, Tensor, Tensor, Tensor)'
+_sig_embedding_bag.public = embedding_bag
 
 
 _sig__embedding_bag = _Signatures('_embedding_bag', [
@@ -13863,6 +17247,10 @@ def _bind__embedding_bag_0(weight, indices, offsets, scale_grad_by_freq=False, m
     return (weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
 
 def _embedding_bag(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__embedding_bag.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind__embedding_bag_0(*args, **kwargs)
     except TypeError:
@@ -13872,12 +17260,15 @@ def _embedding_bag(*args, **kwargs):
         if isinstance(weight, _Tensor) and isinstance(indices, _Tensor) and isinstance(offsets, _Tensor) and type(scale_grad_by_freq) is bool and type(mode) is int and type(sparse) is bool and (per_sample_weights is None or isinstance(per_sample_weights, _Tensor)) and type(include_last_offset) is bool and type(padding_idx) is int:
             return _A._op__embedding_bag.call(weight._ks | indices._ks | offsets._ks | _ks_opt(per_sample_weights), weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
     _i, _a = _sig__embedding_bag.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op__embedding_bag.call(_a['weight']._ks | _a['indices']._ks | _a['offsets']._ks | _ks_opt(_a['per_sample_weights']), _a['weight'], _a['indices'], _a['offsets'], _a['scale_grad_by_freq'], _a['mode'], _a['sparse'], _a['per_sample_weights'], _a['include_last_offset'], _a['padding_idx'])
     raise AssertionError('unreachable')
 
 
 _embedding_bag.__doc__ = '_embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_by_freq: bool = False, mode: int = 0, sparse: bool = False, per_sample_weights: Optional[Tensor] = None, include_last_offset: bool = False, padding_idx: int = -1) -> (Tensor, Tensor, Tensor, Tensor)'
+_sig__embedding_bag.public = _embedding_bag
 def _signature__embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=-1): ...
 _embedding_bag.__wrapped__ = _signature__embedding_bag
 
@@ -13890,6 +17281,10 @@ def _bind_grid_sampler_0(input, grid, interpolation_mode, padding_mode, align_co
     return (input, grid, interpolation_mode, padding_mode, align_corners)
 
 def grid_sampler(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_grid_sampler.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_grid_sampler_0(*args, **kwargs)
     except TypeError:
@@ -13899,12 +17294,15 @@ def grid_sampler(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(grid, _Tensor) and type(interpolation_mode) is int and type(padding_mode) is int and type(align_corners) is bool:
             return _A._op_grid_sampler.call(input._ks | grid._ks, input, grid, interpolation_mode, padding_mode, align_corners)
     _i, _a = _sig_grid_sampler.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_grid_sampler.call(_a['input']._ks | _a['grid']._ks, _a['input'], _a['grid'], _a['interpolation_mode'], _a['padding_mode'], _a['align_corners'])
     raise AssertionError('unreachable')
 
 
 grid_sampler.__doc__ = 'grid_sampler(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int, align_corners: bool) -> Tensor'
+_sig_grid_sampler.public = grid_sampler
 def _signature_grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners): ...
 grid_sampler.__wrapped__ = _signature_grid_sampler
 
@@ -13917,6 +17315,10 @@ def _bind_grid_sampler_2d_0(input, grid, interpolation_mode, padding_mode, align
     return (input, grid, interpolation_mode, padding_mode, align_corners)
 
 def grid_sampler_2d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_grid_sampler_2d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_grid_sampler_2d_0(*args, **kwargs)
     except TypeError:
@@ -13926,12 +17328,15 @@ def grid_sampler_2d(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(grid, _Tensor) and type(interpolation_mode) is int and type(padding_mode) is int and type(align_corners) is bool:
             return _A._op_grid_sampler_2d.call(input._ks | grid._ks, input, grid, interpolation_mode, padding_mode, align_corners)
     _i, _a = _sig_grid_sampler_2d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_grid_sampler_2d.call(_a['input']._ks | _a['grid']._ks, _a['input'], _a['grid'], _a['interpolation_mode'], _a['padding_mode'], _a['align_corners'])
     raise AssertionError('unreachable')
 
 
 grid_sampler_2d.__doc__ = 'grid_sampler_2d(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int, align_corners: bool) -> Tensor'
+_sig_grid_sampler_2d.public = grid_sampler_2d
 def _signature_grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners): ...
 grid_sampler_2d.__wrapped__ = _signature_grid_sampler_2d
 
@@ -13941,13 +17346,20 @@ _sig_grid_sampler_2d_backward = _Signatures('grid_sampler_2d_backward', [
 ], method=False)
 
 def grid_sampler_2d_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_grid_sampler_2d_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_grid_sampler_2d_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_grid_sampler_2d_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['grid']._ks, _a['grad_output'], _a['input'], _a['grid'], _a['interpolation_mode'], _a['padding_mode'], _a['align_corners'], _a['output_mask'])
     raise AssertionError('unreachable')
 
 
 grid_sampler_2d_backward.__doc__ = 'grid_sampler_2d_backward(grad_output: Tensor, input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int, align_corners: bool, output_mask) -> (Tensor, Tensor)'
+_sig_grid_sampler_2d_backward.public = grid_sampler_2d_backward
 def _signature_grid_sampler_2d_backward(grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask): ...
 grid_sampler_2d_backward.__wrapped__ = _signature_grid_sampler_2d_backward
 
@@ -13960,6 +17372,10 @@ def _bind_grid_sampler_3d_0(input, grid, interpolation_mode, padding_mode, align
     return (input, grid, interpolation_mode, padding_mode, align_corners)
 
 def grid_sampler_3d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_grid_sampler_3d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_grid_sampler_3d_0(*args, **kwargs)
     except TypeError:
@@ -13969,12 +17385,15 @@ def grid_sampler_3d(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(grid, _Tensor) and type(interpolation_mode) is int and type(padding_mode) is int and type(align_corners) is bool:
             return _A._op_grid_sampler_3d.call(input._ks | grid._ks, input, grid, interpolation_mode, padding_mode, align_corners)
     _i, _a = _sig_grid_sampler_3d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_grid_sampler_3d.call(_a['input']._ks | _a['grid']._ks, _a['input'], _a['grid'], _a['interpolation_mode'], _a['padding_mode'], _a['align_corners'])
     raise AssertionError('unreachable')
 
 
 grid_sampler_3d.__doc__ = 'grid_sampler_3d(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int, align_corners: bool) -> Tensor'
+_sig_grid_sampler_3d.public = grid_sampler_3d
 def _signature_grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners): ...
 grid_sampler_3d.__wrapped__ = _signature_grid_sampler_3d
 
@@ -13984,13 +17403,20 @@ _sig_grid_sampler_3d_backward = _Signatures('grid_sampler_3d_backward', [
 ], method=False)
 
 def grid_sampler_3d_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_grid_sampler_3d_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_grid_sampler_3d_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_grid_sampler_3d_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['grid']._ks, _a['grad_output'], _a['input'], _a['grid'], _a['interpolation_mode'], _a['padding_mode'], _a['align_corners'], _a['output_mask'])
     raise AssertionError('unreachable')
 
 
 grid_sampler_3d_backward.__doc__ = 'grid_sampler_3d_backward(grad_output: Tensor, input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int, align_corners: bool, output_mask) -> (Tensor, Tensor)'
+_sig_grid_sampler_3d_backward.public = grid_sampler_3d_backward
 def _signature_grid_sampler_3d_backward(grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask): ...
 grid_sampler_3d_backward.__wrapped__ = _signature_grid_sampler_3d_backward
 
@@ -14003,6 +17429,10 @@ def _bind_affine_grid_generator_0(theta, size, align_corners):
     return (theta, size, align_corners)
 
 def affine_grid_generator(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_affine_grid_generator.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_affine_grid_generator_0(*args, **kwargs)
     except TypeError:
@@ -14012,12 +17442,15 @@ def affine_grid_generator(*args, **kwargs):
         if isinstance(theta, _Tensor) and (size_ := _ints(size, False)) is not None and type(align_corners) is bool:
             return _A._op_affine_grid_generator.call(theta._ks, theta, size_, align_corners)
     _i, _a = _sig_affine_grid_generator.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_affine_grid_generator.call(_a['theta']._ks, _a['theta'], _a['size'], _a['align_corners'])
     raise AssertionError('unreachable')
 
 
 affine_grid_generator.__doc__ = 'affine_grid_generator(theta: Tensor, size: List[int], align_corners: bool) -> Tensor'
+_sig_affine_grid_generator.public = affine_grid_generator
 def _signature_affine_grid_generator(theta, size, align_corners): ...
 affine_grid_generator.__wrapped__ = _signature_affine_grid_generator
 
@@ -14030,6 +17463,10 @@ def _bind_affine_grid_generator_backward_0(grad, size, align_corners):
     return (grad, size, align_corners)
 
 def affine_grid_generator_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_affine_grid_generator_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_affine_grid_generator_backward_0(*args, **kwargs)
     except TypeError:
@@ -14039,12 +17476,15 @@ def affine_grid_generator_backward(*args, **kwargs):
         if isinstance(grad, _Tensor) and (size_ := _ints(size, False)) is not None and type(align_corners) is bool:
             return _A._op_affine_grid_generator_backward.call(grad._ks, grad, size_, align_corners)
     _i, _a = _sig_affine_grid_generator_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_affine_grid_generator_backward.call(_a['grad']._ks, _a['grad'], _a['size'], _a['align_corners'])
     raise AssertionError('unreachable')
 
 
 affine_grid_generator_backward.__doc__ = 'affine_grid_generator_backward(grad: Tensor, size: List[int], align_corners: bool) -> Tensor'
+_sig_affine_grid_generator_backward.public = affine_grid_generator_backward
 def _signature_affine_grid_generator_backward(grad, size, align_corners): ...
 affine_grid_generator_backward.__wrapped__ = _signature_affine_grid_generator_backward
 
@@ -14061,6 +17501,10 @@ def _bind_ctc_loss_1(log_probs, targets, input_lengths, target_lengths, blank=0,
     return (log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity)
 
 def ctc_loss(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ctc_loss.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ctc_loss_0(*args, **kwargs)
     except TypeError:
@@ -14078,6 +17522,8 @@ def ctc_loss(*args, **kwargs):
         if isinstance(log_probs, _Tensor) and isinstance(targets, _Tensor) and isinstance(input_lengths, _Tensor) and isinstance(target_lengths, _Tensor) and type(blank) is int and type(reduction) is int and type(zero_infinity) is bool:
             return _A._op_ctc_loss_Tensor.call(log_probs._ks | targets._ks | input_lengths._ks | target_lengths._ks, log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity)
     _i, _a = _sig_ctc_loss.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_ctc_loss_IntList.call(_a['log_probs']._ks | _a['targets']._ks, _a['log_probs'], _a['targets'], _a['input_lengths'], _a['target_lengths'], _a['blank'], _a['reduction'], _a['zero_infinity'])
     elif _i == 1:
@@ -14086,6 +17532,7 @@ def ctc_loss(*args, **kwargs):
 
 
 ctc_loss.__doc__ = 'ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: List[int], target_lengths: List[int], blank: int = 0, reduction: int = 1, zero_infinity: bool = False) -> Tensor\nctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor, target_lengths: Tensor, blank: int = 0, reduction: int = 1, zero_infinity: bool = False) -> Tensor'
+_sig_ctc_loss.public = ctc_loss
 
 
 _sig__ctc_loss = _Signatures('_ctc_loss', [
@@ -14096,6 +17543,10 @@ def _bind__ctc_loss_0(log_probs, targets, input_lengths, target_lengths, blank=0
     return (log_probs, targets, input_lengths, target_lengths, blank, zero_infinity)
 
 def _ctc_loss(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__ctc_loss.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind__ctc_loss_0(*args, **kwargs)
     except TypeError:
@@ -14105,12 +17556,15 @@ def _ctc_loss(*args, **kwargs):
         if isinstance(log_probs, _Tensor) and isinstance(targets, _Tensor) and (input_lengths_ := _ints(input_lengths, False)) is not None and (target_lengths_ := _ints(target_lengths, False)) is not None and type(blank) is int and type(zero_infinity) is bool:
             return _A._op__ctc_loss.call(log_probs._ks | targets._ks, log_probs, targets, input_lengths_, target_lengths_, blank, zero_infinity)
     _i, _a = _sig__ctc_loss.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op__ctc_loss.call(_a['log_probs']._ks | _a['targets']._ks, _a['log_probs'], _a['targets'], _a['input_lengths'], _a['target_lengths'], _a['blank'], _a['zero_infinity'])
     raise AssertionError('unreachable')
 
 
 _ctc_loss.__doc__ = '_ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: List[int], target_lengths: List[int], blank: int = 0, zero_infinity: bool = False) -> (Tensor, Tensor)'
+_sig__ctc_loss.public = _ctc_loss
 def _signature__ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, zero_infinity=False): ...
 _ctc_loss.__wrapped__ = _signature__ctc_loss
 
@@ -14123,6 +17577,10 @@ def _bind_binary_cross_entropy_with_logits_0(input, target, weight=None, pos_wei
     return (input, target, weight, pos_weight, reduction)
 
 def binary_cross_entropy_with_logits(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_binary_cross_entropy_with_logits.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_binary_cross_entropy_with_logits_0(*args, **kwargs)
     except TypeError:
@@ -14132,12 +17590,15 @@ def binary_cross_entropy_with_logits(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and (pos_weight is None or isinstance(pos_weight, _Tensor)) and type(reduction) is int:
             return _A._op_binary_cross_entropy_with_logits.call(input._ks | target._ks | _ks_opt(weight) | _ks_opt(pos_weight), input, target, weight, pos_weight, reduction)
     _i, _a = _sig_binary_cross_entropy_with_logits.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_binary_cross_entropy_with_logits.call(_a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['pos_weight']), _a['input'], _a['target'], _a['weight'], _a['pos_weight'], _a['reduction'])
     raise AssertionError('unreachable')
 
 
 binary_cross_entropy_with_logits.__doc__ = 'binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, pos_weight: Optional[Tensor] = None, reduction: int = 1) -> Tensor'
+_sig_binary_cross_entropy_with_logits.public = binary_cross_entropy_with_logits
 def _signature_binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=1): ...
 binary_cross_entropy_with_logits.__wrapped__ = _signature_binary_cross_entropy_with_logits
 
@@ -14150,6 +17611,10 @@ def _bind_kl_div_0(input, target, reduction=1, *, log_target=False):
     return (input, target, reduction, log_target)
 
 def kl_div(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_kl_div.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_kl_div_0(*args, **kwargs)
     except TypeError:
@@ -14159,12 +17624,15 @@ def kl_div(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and type(log_target) is bool:
             return _A._op_kl_div.call(input._ks | target._ks, input, target, reduction, log_target)
     _i, _a = _sig_kl_div.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_kl_div.call(_a['input']._ks | _a['target']._ks, _a['input'], _a['target'], _a['reduction'], _a['log_target'])
     raise AssertionError('unreachable')
 
 
 kl_div.__doc__ = 'kl_div(input: Tensor, target: Tensor, reduction: int = 1, *, log_target: bool = False) -> Tensor'
+_sig_kl_div.public = kl_div
 def _signature_kl_div(input, target, reduction=1, *, log_target=False): ...
 kl_div.__wrapped__ = _signature_kl_div
 
@@ -14177,6 +17645,10 @@ def _bind_poisson_nll_loss_0(input, target, log_input, full, eps, reduction):
     return (input, target, log_input, full, eps, reduction)
 
 def poisson_nll_loss(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_poisson_nll_loss.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_poisson_nll_loss_0(*args, **kwargs)
     except TypeError:
@@ -14186,12 +17658,15 @@ def poisson_nll_loss(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(log_input) is bool and type(full) is bool and type(eps) is float and type(reduction) is int:
             return _A._op_poisson_nll_loss.call(input._ks | target._ks, input, target, log_input, full, eps, reduction)
     _i, _a = _sig_poisson_nll_loss.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_poisson_nll_loss.call(_a['input']._ks | _a['target']._ks, _a['input'], _a['target'], _a['log_input'], _a['full'], _a['eps'], _a['reduction'])
     raise AssertionError('unreachable')
 
 
 poisson_nll_loss.__doc__ = 'poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool, full: bool, eps: float, reduction: int) -> Tensor'
+_sig_poisson_nll_loss.public = poisson_nll_loss
 def _signature_poisson_nll_loss(input, target, log_input, full, eps, reduction): ...
 poisson_nll_loss.__wrapped__ = _signature_poisson_nll_loss
 
@@ -14204,6 +17679,10 @@ def _bind_margin_ranking_loss_0(input1, input2, target, margin=0.0, reduction=1)
     return (input1, input2, target, margin, reduction)
 
 def margin_ranking_loss(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_margin_ranking_loss.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_margin_ranking_loss_0(*args, **kwargs)
     except TypeError:
@@ -14213,12 +17692,15 @@ def margin_ranking_loss(*args, **kwargs):
         if isinstance(input1, _Tensor) and isinstance(input2, _Tensor) and isinstance(target, _Tensor) and type(margin) is float and type(reduction) is int:
             return _A._op_margin_ranking_loss.call(input1._ks | input2._ks | target._ks, input1, input2, target, margin, reduction)
     _i, _a = _sig_margin_ranking_loss.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_margin_ranking_loss.call(_a['input1']._ks | _a['input2']._ks | _a['target']._ks, _a['input1'], _a['input2'], _a['target'], _a['margin'], _a['reduction'])
     raise AssertionError('unreachable')
 
 
 margin_ranking_loss.__doc__ = 'margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, reduction: int = 1) -> Tensor'
+_sig_margin_ranking_loss.public = margin_ranking_loss
 def _signature_margin_ranking_loss(input1, input2, target, margin=0.0, reduction=1): ...
 margin_ranking_loss.__wrapped__ = _signature_margin_ranking_loss
 
@@ -14231,6 +17713,10 @@ def _bind_hinge_embedding_loss_0(input, target, margin=1.0, reduction=1):
     return (input, target, margin, reduction)
 
 def hinge_embedding_loss(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hinge_embedding_loss.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hinge_embedding_loss_0(*args, **kwargs)
     except TypeError:
@@ -14240,12 +17726,15 @@ def hinge_embedding_loss(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(margin) is float and type(reduction) is int:
             return _A._op_hinge_embedding_loss.call(input._ks | target._ks, input, target, margin, reduction)
     _i, _a = _sig_hinge_embedding_loss.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_hinge_embedding_loss.call(_a['input']._ks | _a['target']._ks, _a['input'], _a['target'], _a['margin'], _a['reduction'])
     raise AssertionError('unreachable')
 
 
 hinge_embedding_loss.__doc__ = 'hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, reduction: int = 1) -> Tensor'
+_sig_hinge_embedding_loss.public = hinge_embedding_loss
 def _signature_hinge_embedding_loss(input, target, margin=1.0, reduction=1): ...
 hinge_embedding_loss.__wrapped__ = _signature_hinge_embedding_loss
 
@@ -14258,6 +17747,10 @@ def _bind_cosine_embedding_loss_0(input1, input2, target, margin=0.0, reduction=
     return (input1, input2, target, margin, reduction)
 
 def cosine_embedding_loss(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cosine_embedding_loss.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cosine_embedding_loss_0(*args, **kwargs)
     except TypeError:
@@ -14267,12 +17760,15 @@ def cosine_embedding_loss(*args, **kwargs):
         if isinstance(input1, _Tensor) and isinstance(input2, _Tensor) and isinstance(target, _Tensor) and type(margin) is float and type(reduction) is int:
             return _A._op_cosine_embedding_loss.call(input1._ks | input2._ks | target._ks, input1, input2, target, margin, reduction)
     _i, _a = _sig_cosine_embedding_loss.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cosine_embedding_loss.call(_a['input1']._ks | _a['input2']._ks | _a['target']._ks, _a['input1'], _a['input2'], _a['target'], _a['margin'], _a['reduction'])
     raise AssertionError('unreachable')
 
 
 cosine_embedding_loss.__doc__ = 'cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, reduction: int = 1) -> Tensor'
+_sig_cosine_embedding_loss.public = cosine_embedding_loss
 def _signature_cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=1): ...
 cosine_embedding_loss.__wrapped__ = _signature_cosine_embedding_loss
 
@@ -14285,6 +17781,10 @@ def _bind_triplet_margin_loss_0(anchor, positive, negative, margin=1.0, p=2, eps
     return (anchor, positive, negative, margin, p, eps, swap, reduction)
 
 def triplet_margin_loss(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_triplet_margin_loss.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_triplet_margin_loss_0(*args, **kwargs)
     except TypeError:
@@ -14294,12 +17794,15 @@ def triplet_margin_loss(*args, **kwargs):
         if isinstance(anchor, _Tensor) and isinstance(positive, _Tensor) and isinstance(negative, _Tensor) and type(margin) is float and type(p) is float and type(eps) is float and type(swap) is bool and type(reduction) is int:
             return _A._op_triplet_margin_loss.call(anchor._ks | positive._ks | negative._ks, anchor, positive, negative, margin, p, eps, swap, reduction)
     _i, _a = _sig_triplet_margin_loss.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_triplet_margin_loss.call(_a['anchor']._ks | _a['positive']._ks | _a['negative']._ks, _a['anchor'], _a['positive'], _a['negative'], _a['margin'], _a['p'], _a['eps'], _a['swap'], _a['reduction'])
     raise AssertionError('unreachable')
 
 
 triplet_margin_loss.__doc__ = 'triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2, eps: float = 1e-06, swap: bool = False, reduction: int = 1) -> Tensor'
+_sig_triplet_margin_loss.public = triplet_margin_loss
 def _signature_triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-06, swap=False, reduction=1): ...
 triplet_margin_loss.__wrapped__ = _signature_triplet_margin_loss
 
@@ -14312,6 +17815,10 @@ def _bind_cosine_similarity_0(x1, x2, dim=1, eps=1e-08):
     return (x1, x2, dim, eps)
 
 def cosine_similarity(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cosine_similarity.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cosine_similarity_0(*args, **kwargs)
     except TypeError:
@@ -14321,12 +17828,15 @@ def cosine_similarity(*args, **kwargs):
         if isinstance(x1, _Tensor) and isinstance(x2, _Tensor) and type(dim) is int and type(eps) is float:
             return _A._op_cosine_similarity.call(x1._ks | x2._ks, x1, x2, dim, eps)
     _i, _a = _sig_cosine_similarity.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cosine_similarity.call(_a['x1']._ks | _a['x2']._ks, _a['x1'], _a['x2'], _a['dim'], _a['eps'])
     raise AssertionError('unreachable')
 
 
 cosine_similarity.__doc__ = 'cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-08) -> Tensor'
+_sig_cosine_similarity.public = cosine_similarity
 def _signature_cosine_similarity(x1, x2, dim=1, eps=1e-08): ...
 cosine_similarity.__wrapped__ = _signature_cosine_similarity
 
@@ -14339,6 +17849,10 @@ def _bind_pairwise_distance_0(x1, x2, p=2, eps=1e-06, keepdim=False):
     return (x1, x2, p, eps, keepdim)
 
 def pairwise_distance(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_pairwise_distance.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_pairwise_distance_0(*args, **kwargs)
     except TypeError:
@@ -14348,12 +17862,15 @@ def pairwise_distance(*args, **kwargs):
         if isinstance(x1, _Tensor) and isinstance(x2, _Tensor) and type(p) is float and type(eps) is float and type(keepdim) is bool:
             return _A._op_pairwise_distance.call(x1._ks | x2._ks, x1, x2, p, eps, keepdim)
     _i, _a = _sig_pairwise_distance.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_pairwise_distance.call(_a['x1']._ks | _a['x2']._ks, _a['x1'], _a['x2'], _a['p'], _a['eps'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
 pairwise_distance.__doc__ = 'pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2, eps: float = 1e-06, keepdim: bool = False) -> Tensor'
+_sig_pairwise_distance.public = pairwise_distance
 def _signature_pairwise_distance(x1, x2, p=2, eps=1e-06, keepdim=False): ...
 pairwise_distance.__wrapped__ = _signature_pairwise_distance
 
@@ -14366,6 +17883,10 @@ def _bind_celu_0(input, alpha=1.0):
     return (input, alpha)
 
 def celu(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_celu.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_celu_0(*args, **kwargs)
     except TypeError:
@@ -14375,12 +17896,15 @@ def celu(*args, **kwargs):
         if isinstance(input, _Tensor) and type(alpha) in _NUMBERS:
             return _A._op_celu.call(input._ks, input, alpha)
     _i, _a = _sig_celu.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_celu.call(_a['input']._ks, _a['input'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
 celu.__doc__ = 'celu(input: Tensor, alpha: Number = 1.0) -> Tensor'
+_sig_celu.public = celu
 def _signature_celu(input, alpha=1.0): ...
 celu.__wrapped__ = _signature_celu
 
@@ -14393,6 +17917,10 @@ def _bind_celu__0(input, alpha=1.0):
     return (input, alpha)
 
 def celu_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_celu_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_celu__0(*args, **kwargs)
     except TypeError:
@@ -14402,12 +17930,15 @@ def celu_(*args, **kwargs):
         if isinstance(input, _Tensor) and type(alpha) in _NUMBERS:
             return _A._op_celu_.call(input._ks, input, alpha)
     _i, _a = _sig_celu_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_celu_.call(_a['input']._ks, _a['input'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
 celu_.__doc__ = 'celu_(input: Tensor, alpha: Number = 1.0) -> Tensor'
+_sig_celu_.public = celu_
 def _signature_celu_(input, alpha=1.0): ...
 celu_.__wrapped__ = _signature_celu_
 
@@ -14420,6 +17951,10 @@ def _bind_threshold_0(input, threshold, value):
     return (input, threshold, value)
 
 def threshold(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_threshold.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_threshold_0(*args, **kwargs)
     except TypeError:
@@ -14429,12 +17964,15 @@ def threshold(*args, **kwargs):
         if isinstance(input, _Tensor) and type(threshold) in _NUMBERS and type(value) in _NUMBERS:
             return _A._op_threshold.call(input._ks, input, threshold, value)
     _i, _a = _sig_threshold.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_threshold.call(_a['input']._ks, _a['input'], _a['threshold'], _a['value'])
     raise AssertionError('unreachable')
 
 
 threshold.__doc__ = 'threshold(input: Tensor, threshold: Number, value: Number) -> Tensor'
+_sig_threshold.public = threshold
 def _signature_threshold(input, threshold, value): ...
 threshold.__wrapped__ = _signature_threshold
 
@@ -14447,6 +17985,10 @@ def _bind_threshold__0(input, threshold, value):
     return (input, threshold, value)
 
 def threshold_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_threshold_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_threshold__0(*args, **kwargs)
     except TypeError:
@@ -14456,12 +17998,15 @@ def threshold_(*args, **kwargs):
         if isinstance(input, _Tensor) and type(threshold) in _NUMBERS and type(value) in _NUMBERS:
             return _A._op_threshold_.call(input._ks, input, threshold, value)
     _i, _a = _sig_threshold_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_threshold_.call(_a['input']._ks, _a['input'], _a['threshold'], _a['value'])
     raise AssertionError('unreachable')
 
 
 threshold_.__doc__ = 'threshold_(input: Tensor, threshold: Number, value: Number) -> Tensor'
+_sig_threshold_.public = threshold_
 def _signature_threshold_(input, threshold, value): ...
 threshold_.__wrapped__ = _signature_threshold_
 
@@ -14474,6 +18019,10 @@ def _bind_threshold_backward_0(grad_output, input, threshold):
     return (grad_output, input, threshold)
 
 def threshold_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_threshold_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_threshold_backward_0(*args, **kwargs)
     except TypeError:
@@ -14483,12 +18032,15 @@ def threshold_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(threshold) in _NUMBERS:
             return _A._op_threshold_backward.call(grad_output._ks | input._ks, grad_output, input, threshold)
     _i, _a = _sig_threshold_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_threshold_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['threshold'])
     raise AssertionError('unreachable')
 
 
 threshold_backward.__doc__ = 'threshold_backward(grad_output: Tensor, input: Tensor, threshold: Number) -> Tensor'
+_sig_threshold_backward.public = threshold_backward
 def _signature_threshold_backward(grad_output, input, threshold): ...
 threshold_backward.__wrapped__ = _signature_threshold_backward
 
@@ -14501,6 +18053,10 @@ def _bind_hardshrink_0(input, lambd=0.5):
     return (input, lambd)
 
 def hardshrink(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hardshrink.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hardshrink_0(*args, **kwargs)
     except TypeError:
@@ -14510,12 +18066,15 @@ def hardshrink(*args, **kwargs):
         if isinstance(input, _Tensor) and type(lambd) in _NUMBERS:
             return _A._op_hardshrink.call(input._ks, input, lambd)
     _i, _a = _sig_hardshrink.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_hardshrink.call(_a['input']._ks, _a['input'], _a['lambd'])
     raise AssertionError('unreachable')
 
 
 hardshrink.__doc__ = 'hardshrink(input: Tensor, lambd: Number = 0.5) -> Tensor'
+_sig_hardshrink.public = hardshrink
 def _signature_hardshrink(input, lambd=0.5): ...
 hardshrink.__wrapped__ = _signature_hardshrink
 
@@ -14528,6 +18087,10 @@ def _bind_hardshrink_backward_0(grad_out, input, lambd):
     return (grad_out, input, lambd)
 
 def hardshrink_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hardshrink_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hardshrink_backward_0(*args, **kwargs)
     except TypeError:
@@ -14537,12 +18100,15 @@ def hardshrink_backward(*args, **kwargs):
         if isinstance(grad_out, _Tensor) and isinstance(input, _Tensor) and type(lambd) in _NUMBERS:
             return _A._op_hardshrink_backward.call(grad_out._ks | input._ks, grad_out, input, lambd)
     _i, _a = _sig_hardshrink_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_hardshrink_backward.call(_a['grad_out']._ks | _a['input']._ks, _a['grad_out'], _a['input'], _a['lambd'])
     raise AssertionError('unreachable')
 
 
 hardshrink_backward.__doc__ = 'hardshrink_backward(grad_out: Tensor, input: Tensor, lambd: Number) -> Tensor'
+_sig_hardshrink_backward.public = hardshrink_backward
 def _signature_hardshrink_backward(grad_out, input, lambd): ...
 hardshrink_backward.__wrapped__ = _signature_hardshrink_backward
 
@@ -14555,6 +18121,10 @@ def _bind_pixel_shuffle_0(input, upscale_factor):
     return (input, upscale_factor)
 
 def pixel_shuffle(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_pixel_shuffle.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_pixel_shuffle_0(*args, **kwargs)
     except TypeError:
@@ -14564,12 +18134,15 @@ def pixel_shuffle(*args, **kwargs):
         if isinstance(input, _Tensor) and type(upscale_factor) is int:
             return _A._op_pixel_shuffle.call(input._ks, input, upscale_factor)
     _i, _a = _sig_pixel_shuffle.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_pixel_shuffle.call(_a['input']._ks, _a['input'], _a['upscale_factor'])
     raise AssertionError('unreachable')
 
 
 pixel_shuffle.__doc__ = 'pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor'
+_sig_pixel_shuffle.public = pixel_shuffle
 def _signature_pixel_shuffle(input, upscale_factor): ...
 pixel_shuffle.__wrapped__ = _signature_pixel_shuffle
 
@@ -14582,6 +18155,10 @@ def _bind_pixel_unshuffle_0(input, downscale_factor):
     return (input, downscale_factor)
 
 def pixel_unshuffle(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_pixel_unshuffle.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_pixel_unshuffle_0(*args, **kwargs)
     except TypeError:
@@ -14591,12 +18168,15 @@ def pixel_unshuffle(*args, **kwargs):
         if isinstance(input, _Tensor) and type(downscale_factor) is int:
             return _A._op_pixel_unshuffle.call(input._ks, input, downscale_factor)
     _i, _a = _sig_pixel_unshuffle.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_pixel_unshuffle.call(_a['input']._ks, _a['input'], _a['downscale_factor'])
     raise AssertionError('unreachable')
 
 
 pixel_unshuffle.__doc__ = 'pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor'
+_sig_pixel_unshuffle.public = pixel_unshuffle
 def _signature_pixel_unshuffle(input, downscale_factor): ...
 pixel_unshuffle.__wrapped__ = _signature_pixel_unshuffle
 
@@ -14609,6 +18189,10 @@ def _bind_rms_norm_0(input, normalized_shape, weight=None, eps=None):
     return (input, normalized_shape, weight, eps)
 
 def rms_norm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rms_norm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_rms_norm_0(*args, **kwargs)
     except TypeError:
@@ -14618,12 +18202,15 @@ def rms_norm(*args, **kwargs):
         if isinstance(input, _Tensor) and (normalized_shape_ := _ints(normalized_shape, False)) is not None and (weight is None or isinstance(weight, _Tensor)) and (eps is None or type(eps) is float):
             return _A._op_rms_norm.call(input._ks | _ks_opt(weight), input, normalized_shape_, weight, eps)
     _i, _a = _sig_rms_norm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_rms_norm.call(_a['input']._ks | _ks_opt(_a['weight']), _a['input'], _a['normalized_shape'], _a['weight'], _a['eps'])
     raise AssertionError('unreachable')
 
 
 rms_norm.__doc__ = 'rms_norm(input: Tensor, normalized_shape: List[int], weight: Optional[Tensor] = None, eps: Optional[float] = None) -> Tensor'
+_sig_rms_norm.public = rms_norm
 def _signature_rms_norm(input, normalized_shape, weight=None, eps=None): ...
 rms_norm.__wrapped__ = _signature_rms_norm
 
@@ -14636,6 +18223,10 @@ def _bind_instance_norm_0(input, weight, bias, running_mean, running_var, use_in
     return (input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled)
 
 def instance_norm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_instance_norm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_instance_norm_0(*args, **kwargs)
     except TypeError:
@@ -14645,12 +18236,15 @@ def instance_norm(*args, **kwargs):
         if isinstance(input, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and (running_mean is None or isinstance(running_mean, _Tensor)) and (running_var is None or isinstance(running_var, _Tensor)) and type(use_input_stats) is bool and type(momentum) is float and type(eps) is float and type(cudnn_enabled) is bool:
             return _A._op_instance_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias) | _ks_opt(running_mean) | _ks_opt(running_var), input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled)
     _i, _a = _sig_instance_norm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_instance_norm.call(_a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']) | _ks_opt(_a['running_mean']) | _ks_opt(_a['running_var']), _a['input'], _a['weight'], _a['bias'], _a['running_mean'], _a['running_var'], _a['use_input_stats'], _a['momentum'], _a['eps'], _a['cudnn_enabled'])
     raise AssertionError('unreachable')
 
 
 instance_norm.__doc__ = 'instance_norm(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], running_mean: Optional[Tensor], running_var: Optional[Tensor], use_input_stats: bool, momentum: float, eps: float, cudnn_enabled: bool) -> Tensor'
+_sig_instance_norm.public = instance_norm
 def _signature_instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled): ...
 instance_norm.__wrapped__ = _signature_instance_norm
 
@@ -14663,6 +18257,10 @@ def _bind_channel_shuffle_0(input, groups):
     return (input, groups)
 
 def channel_shuffle(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_channel_shuffle.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_channel_shuffle_0(*args, **kwargs)
     except TypeError:
@@ -14672,12 +18270,15 @@ def channel_shuffle(*args, **kwargs):
         if isinstance(input, _Tensor) and type(groups) is int:
             return _A._op_channel_shuffle.call(input._ks, input, groups)
     _i, _a = _sig_channel_shuffle.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_channel_shuffle.call(_a['input']._ks, _a['input'], _a['groups'])
     raise AssertionError('unreachable')
 
 
 channel_shuffle.__doc__ = 'channel_shuffle(input: Tensor, groups: int) -> Tensor'
+_sig_channel_shuffle.public = channel_shuffle
 def _signature_channel_shuffle(input, groups): ...
 channel_shuffle.__wrapped__ = _signature_channel_shuffle
 
@@ -14690,6 +18291,10 @@ def _bind_native_channel_shuffle_0(input, groups):
     return (input, groups)
 
 def native_channel_shuffle(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_native_channel_shuffle.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_native_channel_shuffle_0(*args, **kwargs)
     except TypeError:
@@ -14699,12 +18304,15 @@ def native_channel_shuffle(*args, **kwargs):
         if isinstance(input, _Tensor) and type(groups) is int:
             return _A._op_native_channel_shuffle.call(input._ks, input, groups)
     _i, _a = _sig_native_channel_shuffle.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_native_channel_shuffle.call(_a['input']._ks, _a['input'], _a['groups'])
     raise AssertionError('unreachable')
 
 
 native_channel_shuffle.__doc__ = 'native_channel_shuffle(input: Tensor, groups: int) -> Tensor'
+_sig_native_channel_shuffle.public = native_channel_shuffle
 def _signature_native_channel_shuffle(input, groups): ...
 native_channel_shuffle.__wrapped__ = _signature_native_channel_shuffle
 
@@ -14717,6 +18325,10 @@ def _bind_prelu_0(input, weight):
     return (input, weight)
 
 def prelu(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_prelu.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_prelu_0(*args, **kwargs)
     except TypeError:
@@ -14726,12 +18338,15 @@ def prelu(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(weight, _Tensor):
             return _A._op_prelu.call(input._ks | weight._ks, input, weight)
     _i, _a = _sig_prelu.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_prelu.call(_a['input']._ks | _a['weight']._ks, _a['input'], _a['weight'])
     raise AssertionError('unreachable')
 
 
 prelu.__doc__ = 'prelu(input: Tensor, weight: Tensor) -> Tensor'
+_sig_prelu.public = prelu
 def _signature_prelu(input, weight): ...
 prelu.__wrapped__ = _signature_prelu
 
@@ -14744,6 +18359,10 @@ def _bind__prelu_kernel_0(input, weight):
     return (input, weight)
 
 def _prelu_kernel(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__prelu_kernel.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind__prelu_kernel_0(*args, **kwargs)
     except TypeError:
@@ -14753,12 +18372,15 @@ def _prelu_kernel(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(weight, _Tensor):
             return _A._op__prelu_kernel.call(input._ks | weight._ks, input, weight)
     _i, _a = _sig__prelu_kernel.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op__prelu_kernel.call(_a['input']._ks | _a['weight']._ks, _a['input'], _a['weight'])
     raise AssertionError('unreachable')
 
 
 _prelu_kernel.__doc__ = '_prelu_kernel(input: Tensor, weight: Tensor) -> Tensor'
+_sig__prelu_kernel.public = _prelu_kernel
 def _signature__prelu_kernel(input, weight): ...
 _prelu_kernel.__wrapped__ = _signature__prelu_kernel
 
@@ -14771,6 +18393,10 @@ def _bind_rrelu_0(input, lower=0.125, upper=0.3333333333333333, training=False, 
     return (input, lower, upper, training, generator)
 
 def rrelu(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rrelu.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_rrelu_0(*args, **kwargs)
     except TypeError:
@@ -14780,12 +18406,15 @@ def rrelu(*args, **kwargs):
         if isinstance(input, _Tensor) and type(lower) in _NUMBERS and type(upper) in _NUMBERS and type(training) is bool and (generator is None or type(generator) is _Generator):
             return _A._op_rrelu.call(input._ks, input, lower, upper, training, generator)
     _i, _a = _sig_rrelu.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_rrelu.call(_a['input']._ks, _a['input'], _a['lower'], _a['upper'], _a['training'], _a['generator'])
     raise AssertionError('unreachable')
 
 
 rrelu.__doc__ = 'rrelu(input: Tensor, lower: Number = 0.125, upper: Number = 0.3333333333333333, training: bool = False, generator: Optional[Generator] = None) -> Tensor'
+_sig_rrelu.public = rrelu
 def _signature_rrelu(input, lower=0.125, upper=0.3333333333333333, training=False, generator=None): ...
 rrelu.__wrapped__ = _signature_rrelu
 
@@ -14798,6 +18427,10 @@ def _bind_rrelu__0(input, lower=0.125, upper=0.3333333333333333, training=False,
     return (input, lower, upper, training, generator)
 
 def rrelu_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rrelu_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_rrelu__0(*args, **kwargs)
     except TypeError:
@@ -14807,12 +18440,15 @@ def rrelu_(*args, **kwargs):
         if isinstance(input, _Tensor) and type(lower) in _NUMBERS and type(upper) in _NUMBERS and type(training) is bool and (generator is None or type(generator) is _Generator):
             return _A._op_rrelu_.call(input._ks, input, lower, upper, training, generator)
     _i, _a = _sig_rrelu_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_rrelu_.call(_a['input']._ks, _a['input'], _a['lower'], _a['upper'], _a['training'], _a['generator'])
     raise AssertionError('unreachable')
 
 
 rrelu_.__doc__ = 'rrelu_(input: Tensor, lower: Number = 0.125, upper: Number = 0.3333333333333333, training: bool = False, generator: Optional[Generator] = None) -> Tensor'
+_sig_rrelu_.public = rrelu_
 def _signature_rrelu_(input, lower=0.125, upper=0.3333333333333333, training=False, generator=None): ...
 rrelu_.__wrapped__ = _signature_rrelu_
 
@@ -14825,6 +18461,10 @@ def _bind_dropout__0(input, p, train):
     return (input, p, train)
 
 def dropout_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_dropout_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_dropout__0(*args, **kwargs)
     except TypeError:
@@ -14834,12 +18474,15 @@ def dropout_(*args, **kwargs):
         if isinstance(input, _Tensor) and type(p) is float and type(train) is bool:
             return _A._op_dropout_.call(input._ks, input, p, train)
     _i, _a = _sig_dropout_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_dropout_.call(_a['input']._ks, _a['input'], _a['p'], _a['train'])
     raise AssertionError('unreachable')
 
 
 dropout_.__doc__ = 'Zeroes elements of ``input`` with probability ``p`` (training), scaling the rest by 1 / (1 - p).\n\ndropout_(input: Tensor, p: float, train: bool) -> Tensor'
+_sig_dropout_.public = dropout_
 def _signature_dropout_(input, p, train): ...
 dropout_.__wrapped__ = _signature_dropout_
 
@@ -14852,6 +18495,10 @@ def _bind_feature_dropout_0(input, p, train):
     return (input, p, train)
 
 def feature_dropout(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_feature_dropout.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_feature_dropout_0(*args, **kwargs)
     except TypeError:
@@ -14861,12 +18508,15 @@ def feature_dropout(*args, **kwargs):
         if isinstance(input, _Tensor) and type(p) is float and type(train) is bool:
             return _A._op_feature_dropout.call(input._ks, input, p, train)
     _i, _a = _sig_feature_dropout.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_feature_dropout.call(_a['input']._ks, _a['input'], _a['p'], _a['train'])
     raise AssertionError('unreachable')
 
 
 feature_dropout.__doc__ = 'feature_dropout(input: Tensor, p: float, train: bool) -> Tensor'
+_sig_feature_dropout.public = feature_dropout
 def _signature_feature_dropout(input, p, train): ...
 feature_dropout.__wrapped__ = _signature_feature_dropout
 
@@ -14879,6 +18529,10 @@ def _bind_feature_dropout__0(input, p, train):
     return (input, p, train)
 
 def feature_dropout_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_feature_dropout_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_feature_dropout__0(*args, **kwargs)
     except TypeError:
@@ -14888,12 +18542,15 @@ def feature_dropout_(*args, **kwargs):
         if isinstance(input, _Tensor) and type(p) is float and type(train) is bool:
             return _A._op_feature_dropout_.call(input._ks, input, p, train)
     _i, _a = _sig_feature_dropout_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_feature_dropout_.call(_a['input']._ks, _a['input'], _a['p'], _a['train'])
     raise AssertionError('unreachable')
 
 
 feature_dropout_.__doc__ = 'feature_dropout_(input: Tensor, p: float, train: bool) -> Tensor'
+_sig_feature_dropout_.public = feature_dropout_
 def _signature_feature_dropout_(input, p, train): ...
 feature_dropout_.__wrapped__ = _signature_feature_dropout_
 
@@ -14906,6 +18563,10 @@ def _bind_alpha_dropout_0(input, p, train):
     return (input, p, train)
 
 def alpha_dropout(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_alpha_dropout.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_alpha_dropout_0(*args, **kwargs)
     except TypeError:
@@ -14915,12 +18576,15 @@ def alpha_dropout(*args, **kwargs):
         if isinstance(input, _Tensor) and type(p) is float and type(train) is bool:
             return _A._op_alpha_dropout.call(input._ks, input, p, train)
     _i, _a = _sig_alpha_dropout.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_alpha_dropout.call(_a['input']._ks, _a['input'], _a['p'], _a['train'])
     raise AssertionError('unreachable')
 
 
 alpha_dropout.__doc__ = 'alpha_dropout(input: Tensor, p: float, train: bool) -> Tensor'
+_sig_alpha_dropout.public = alpha_dropout
 def _signature_alpha_dropout(input, p, train): ...
 alpha_dropout.__wrapped__ = _signature_alpha_dropout
 
@@ -14933,6 +18597,10 @@ def _bind_alpha_dropout__0(input, p, train):
     return (input, p, train)
 
 def alpha_dropout_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_alpha_dropout_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_alpha_dropout__0(*args, **kwargs)
     except TypeError:
@@ -14942,12 +18610,15 @@ def alpha_dropout_(*args, **kwargs):
         if isinstance(input, _Tensor) and type(p) is float and type(train) is bool:
             return _A._op_alpha_dropout_.call(input._ks, input, p, train)
     _i, _a = _sig_alpha_dropout_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_alpha_dropout_.call(_a['input']._ks, _a['input'], _a['p'], _a['train'])
     raise AssertionError('unreachable')
 
 
 alpha_dropout_.__doc__ = 'alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor'
+_sig_alpha_dropout_.public = alpha_dropout_
 def _signature_alpha_dropout_(input, p, train): ...
 alpha_dropout_.__wrapped__ = _signature_alpha_dropout_
 
@@ -14960,6 +18631,10 @@ def _bind_feature_alpha_dropout_0(input, p, train):
     return (input, p, train)
 
 def feature_alpha_dropout(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_feature_alpha_dropout.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_feature_alpha_dropout_0(*args, **kwargs)
     except TypeError:
@@ -14969,12 +18644,15 @@ def feature_alpha_dropout(*args, **kwargs):
         if isinstance(input, _Tensor) and type(p) is float and type(train) is bool:
             return _A._op_feature_alpha_dropout.call(input._ks, input, p, train)
     _i, _a = _sig_feature_alpha_dropout.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_feature_alpha_dropout.call(_a['input']._ks, _a['input'], _a['p'], _a['train'])
     raise AssertionError('unreachable')
 
 
 feature_alpha_dropout.__doc__ = 'feature_alpha_dropout(input: Tensor, p: float, train: bool) -> Tensor'
+_sig_feature_alpha_dropout.public = feature_alpha_dropout
 def _signature_feature_alpha_dropout(input, p, train): ...
 feature_alpha_dropout.__wrapped__ = _signature_feature_alpha_dropout
 
@@ -14987,6 +18665,10 @@ def _bind_feature_alpha_dropout__0(input, p, train):
     return (input, p, train)
 
 def feature_alpha_dropout_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_feature_alpha_dropout_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_feature_alpha_dropout__0(*args, **kwargs)
     except TypeError:
@@ -14996,12 +18678,15 @@ def feature_alpha_dropout_(*args, **kwargs):
         if isinstance(input, _Tensor) and type(p) is float and type(train) is bool:
             return _A._op_feature_alpha_dropout_.call(input._ks, input, p, train)
     _i, _a = _sig_feature_alpha_dropout_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_feature_alpha_dropout_.call(_a['input']._ks, _a['input'], _a['p'], _a['train'])
     raise AssertionError('unreachable')
 
 
 feature_alpha_dropout_.__doc__ = 'feature_alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor'
+_sig_feature_alpha_dropout_.public = feature_alpha_dropout_
 def _signature_feature_alpha_dropout_(input, p, train): ...
 feature_alpha_dropout_.__wrapped__ = _signature_feature_alpha_dropout_
 
@@ -15014,6 +18699,10 @@ def _bind_native_dropout_0(input, p, train):
     return (input, p, train)
 
 def native_dropout(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_native_dropout.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_native_dropout_0(*args, **kwargs)
     except TypeError:
@@ -15023,12 +18712,15 @@ def native_dropout(*args, **kwargs):
         if isinstance(input, _Tensor) and type(p) is float and (train is None or type(train) is bool):
             return _A._op_native_dropout.call(input._ks, input, p, train)
     _i, _a = _sig_native_dropout.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_native_dropout.call(_a['input']._ks, _a['input'], _a['p'], _a['train'])
     raise AssertionError('unreachable')
 
 
 native_dropout.__doc__ = 'native_dropout(input: Tensor, p: float, train: Optional[bool]) -> (Tensor, Tensor)'
+_sig_native_dropout.public = native_dropout
 def _signature_native_dropout(input, p, train): ...
 native_dropout.__wrapped__ = _signature_native_dropout
 
@@ -15041,6 +18733,10 @@ def _bind_native_dropout_backward_0(grad_output, mask, scale):
     return (grad_output, mask, scale)
 
 def native_dropout_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_native_dropout_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_native_dropout_backward_0(*args, **kwargs)
     except TypeError:
@@ -15050,12 +18746,15 @@ def native_dropout_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(mask, _Tensor) and type(scale) is float:
             return _A._op_native_dropout_backward.call(grad_output._ks | mask._ks, grad_output, mask, scale)
     _i, _a = _sig_native_dropout_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_native_dropout_backward.call(_a['grad_output']._ks | _a['mask']._ks, _a['grad_output'], _a['mask'], _a['scale'])
     raise AssertionError('unreachable')
 
 
 native_dropout_backward.__doc__ = 'native_dropout_backward(grad_output: Tensor, mask: Tensor, scale: float) -> Tensor'
+_sig_native_dropout_backward.public = native_dropout_backward
 def _signature_native_dropout_backward(grad_output, mask, scale): ...
 native_dropout_backward.__wrapped__ = _signature_native_dropout_backward
 
@@ -15068,6 +18767,10 @@ def _bind__safe_softmax_0(input, dim, dtype=None):
     return (input, dim, dtype)
 
 def _safe_softmax(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__safe_softmax.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind__safe_softmax_0(*args, **kwargs)
     except TypeError:
@@ -15077,12 +18780,15 @@ def _safe_softmax(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and (dtype is None or type(dtype) is _dtype):
             return _A._op__safe_softmax.call(input._ks, input, dim, dtype)
     _i, _a = _sig__safe_softmax.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op__safe_softmax.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
 _safe_softmax.__doc__ = '_safe_softmax(input: Tensor, dim: int, dtype: Optional[dtype] = None) -> Tensor'
+_sig__safe_softmax.public = _safe_softmax
 def _signature__safe_softmax(input, dim, dtype=None): ...
 _safe_softmax.__wrapped__ = _signature__safe_softmax
 
@@ -15095,6 +18801,10 @@ def _bind__scaled_dot_product_flash_attention_for_cpu_0(query, key, value, dropo
     return (query, key, value, dropout_p, is_causal, attn_mask, scale)
 
 def _scaled_dot_product_flash_attention_for_cpu(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__scaled_dot_product_flash_attention_for_cpu.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind__scaled_dot_product_flash_attention_for_cpu_0(*args, **kwargs)
     except TypeError:
@@ -15104,12 +18814,15 @@ def _scaled_dot_product_flash_attention_for_cpu(*args, **kwargs):
         if isinstance(query, _Tensor) and isinstance(key, _Tensor) and isinstance(value, _Tensor) and type(dropout_p) is float and type(is_causal) is bool and (attn_mask is None or isinstance(attn_mask, _Tensor)) and (scale is None or type(scale) is float):
             return _A._op__scaled_dot_product_flash_attention_for_cpu.call(query._ks | key._ks | value._ks | _ks_opt(attn_mask), query, key, value, dropout_p, is_causal, attn_mask, scale)
     _i, _a = _sig__scaled_dot_product_flash_attention_for_cpu.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op__scaled_dot_product_flash_attention_for_cpu.call(_a['query']._ks | _a['key']._ks | _a['value']._ks | _ks_opt(_a['attn_mask']), _a['query'], _a['key'], _a['value'], _a['dropout_p'], _a['is_causal'], _a['attn_mask'], _a['scale'])
     raise AssertionError('unreachable')
 
 
 _scaled_dot_product_flash_attention_for_cpu.__doc__ = '_scaled_dot_product_flash_attention_for_cpu(query: Tensor, key: Tensor, value: Tensor, dropout_p: float = 0.0, is_causal: bool = False, *, attn_mask: Optional[Tensor] = None, scale: Optional[float] = None) -> (Tensor, Tensor)'
+_sig__scaled_dot_product_flash_attention_for_cpu.public = _scaled_dot_product_flash_attention_for_cpu
 def _signature__scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None): ...
 _scaled_dot_product_flash_attention_for_cpu.__wrapped__ = _signature__scaled_dot_product_flash_attention_for_cpu
 
@@ -15122,6 +18835,10 @@ def _bind__scaled_dot_product_attention_math_0(query, key, value, attn_mask=None
     return (query, key, value, attn_mask, dropout_p, is_causal, dropout_mask, scale, enable_gqa)
 
 def _scaled_dot_product_attention_math(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__scaled_dot_product_attention_math.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind__scaled_dot_product_attention_math_0(*args, **kwargs)
     except TypeError:
@@ -15131,12 +18848,15 @@ def _scaled_dot_product_attention_math(*args, **kwargs):
         if isinstance(query, _Tensor) and isinstance(key, _Tensor) and isinstance(value, _Tensor) and (attn_mask is None or isinstance(attn_mask, _Tensor)) and type(dropout_p) is float and type(is_causal) is bool and (dropout_mask is None or isinstance(dropout_mask, _Tensor)) and (scale is None or type(scale) is float) and type(enable_gqa) is bool:
             return _A._op__scaled_dot_product_attention_math.call(query._ks | key._ks | value._ks | _ks_opt(attn_mask) | _ks_opt(dropout_mask), query, key, value, attn_mask, dropout_p, is_causal, dropout_mask, scale, enable_gqa)
     _i, _a = _sig__scaled_dot_product_attention_math.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op__scaled_dot_product_attention_math.call(_a['query']._ks | _a['key']._ks | _a['value']._ks | _ks_opt(_a['attn_mask']) | _ks_opt(_a['dropout_mask']), _a['query'], _a['key'], _a['value'], _a['attn_mask'], _a['dropout_p'], _a['is_causal'], _a['dropout_mask'], _a['scale'], _a['enable_gqa'])
     raise AssertionError('unreachable')
 
 
 _scaled_dot_product_attention_math.__doc__ = '_scaled_dot_product_attention_math(query: Tensor, key: Tensor, value: Tensor, attn_mask: Optional[Tensor] = None, dropout_p: float = 0.0, is_causal: bool = False, dropout_mask: Optional[Tensor] = None, *, scale: Optional[float] = None, enable_gqa: bool = False) -> (Tensor, Tensor)'
+_sig__scaled_dot_product_attention_math.public = _scaled_dot_product_attention_math
 def _signature__scaled_dot_product_attention_math(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, dropout_mask=None, *, scale=None, enable_gqa=False): ...
 _scaled_dot_product_attention_math.__wrapped__ = _signature__scaled_dot_product_attention_math
 
@@ -15149,6 +18869,10 @@ def _bind_embedding_renorm__0(input, indices, max_norm, norm_type):
     return (input, indices, max_norm, norm_type)
 
 def embedding_renorm_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_embedding_renorm_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_embedding_renorm__0(*args, **kwargs)
     except TypeError:
@@ -15158,12 +18882,15 @@ def embedding_renorm_(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(indices, _Tensor) and type(max_norm) is float and type(norm_type) is float:
             return _A._op_embedding_renorm_.call(input._ks | indices._ks, input, indices, max_norm, norm_type)
     _i, _a = _sig_embedding_renorm_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_embedding_renorm_.call(_a['input']._ks | _a['indices']._ks, _a['input'], _a['indices'], _a['max_norm'], _a['norm_type'])
     raise AssertionError('unreachable')
 
 
 embedding_renorm_.__doc__ = 'embedding_renorm_(input: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> Tensor'
+_sig_embedding_renorm_.public = embedding_renorm_
 def _signature_embedding_renorm_(input, indices, max_norm, norm_type): ...
 embedding_renorm_.__wrapped__ = _signature_embedding_renorm_
 
@@ -15176,6 +18903,10 @@ def _bind_group_norm_0(input, num_groups, weight=None, bias=None, eps=1e-05, cud
     return (input, num_groups, weight, bias, eps, cudnn_enabled)
 
 def group_norm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_group_norm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_group_norm_0(*args, **kwargs)
     except TypeError:
@@ -15185,12 +18916,15 @@ def group_norm(*args, **kwargs):
         if isinstance(input, _Tensor) and type(num_groups) is int and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and type(eps) is float and type(cudnn_enabled) is bool:
             return _A._op_group_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, num_groups, weight, bias, eps, cudnn_enabled)
     _i, _a = _sig_group_norm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_group_norm.call(_a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']), _a['input'], _a['num_groups'], _a['weight'], _a['bias'], _a['eps'], _a['cudnn_enabled'])
     raise AssertionError('unreachable')
 
 
 group_norm.__doc__ = 'group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None, eps: float = 1e-05, cudnn_enabled: bool = True) -> Tensor'
+_sig_group_norm.public = group_norm
 def _signature_group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True): ...
 group_norm.__wrapped__ = _signature_group_norm
 
@@ -15203,6 +18937,10 @@ def _bind_native_group_norm_0(input, weight, bias, N, C, HxW, group, eps):
     return (input, weight, bias, N, C, HxW, group, eps)
 
 def native_group_norm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_native_group_norm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_native_group_norm_0(*args, **kwargs)
     except TypeError:
@@ -15212,12 +18950,15 @@ def native_group_norm(*args, **kwargs):
         if isinstance(input, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and type(N) is int and type(C) is int and type(HxW) is int and type(group) is int and type(eps) is float:
             return _A._op_native_group_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, weight, bias, N, C, HxW, group, eps)
     _i, _a = _sig_native_group_norm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_native_group_norm.call(_a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']), _a['input'], _a['weight'], _a['bias'], _a['N'], _a['C'], _a['HxW'], _a['group'], _a['eps'])
     raise AssertionError('unreachable')
 
 
 native_group_norm.__doc__ = 'native_group_norm(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], N: int, C: int, HxW: int, group: int, eps: float) -> (Tensor, Tensor, Tensor)'
+_sig_native_group_norm.public = native_group_norm
 def _signature_native_group_norm(input, weight, bias, N, C, HxW, group, eps): ...
 native_group_norm.__wrapped__ = _signature_native_group_norm
 
@@ -15227,13 +18968,20 @@ _sig_native_group_norm_backward = _Signatures('native_group_norm_backward', [
 ], method=False)
 
 def native_group_norm_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_native_group_norm_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_native_group_norm_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_native_group_norm_backward.call(_a['grad_out']._ks | _a['input']._ks | _a['mean']._ks | _a['rstd']._ks | _ks_opt(_a['weight']), _a['grad_out'], _a['input'], _a['mean'], _a['rstd'], _a['weight'], _a['N'], _a['C'], _a['HxW'], _a['group'], _a['output_mask'])
     raise AssertionError('unreachable')
 
 
 native_group_norm_backward.__doc__ = 'native_group_norm_backward(grad_out: Tensor, input: Tensor, mean: Tensor, rstd: Tensor, weight: Optional[Tensor], N: int, C: int, HxW: int, group: int, output_mask) -> (Tensor, Tensor, Tensor)'
+_sig_native_group_norm_backward.public = native_group_norm_backward
 def _signature_native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask): ...
 native_group_norm_backward.__wrapped__ = _signature_native_group_norm_backward
 
@@ -15246,6 +18994,10 @@ def _bind_view_as_real_0(input):
     return (input,)
 
 def view_as_real(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_view_as_real.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_view_as_real_0(*args, **kwargs)
     except TypeError:
@@ -15255,12 +19007,15 @@ def view_as_real(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_view_as_real.call(input._ks, input)
     _i, _a = _sig_view_as_real.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_view_as_real.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 view_as_real.__doc__ = 'view_as_real(input: Tensor) -> Tensor'
+_sig_view_as_real.public = view_as_real
 def _signature_view_as_real(input): ...
 view_as_real.__wrapped__ = _signature_view_as_real
 
@@ -15273,6 +19028,10 @@ def _bind_view_as_complex_0(input):
     return (input,)
 
 def view_as_complex(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_view_as_complex.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_view_as_complex_0(*args, **kwargs)
     except TypeError:
@@ -15282,12 +19041,15 @@ def view_as_complex(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_view_as_complex.call(input._ks, input)
     _i, _a = _sig_view_as_complex.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_view_as_complex.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 view_as_complex.__doc__ = 'view_as_complex(input: Tensor) -> Tensor'
+_sig_view_as_complex.public = view_as_complex
 def _signature_view_as_complex(input): ...
 view_as_complex.__wrapped__ = _signature_view_as_complex
 
@@ -15300,6 +19062,10 @@ def _bind_real_0(input):
     return (input,)
 
 def real(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_real.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_real_0(*args, **kwargs)
     except TypeError:
@@ -15309,12 +19075,15 @@ def real(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_real.call(input._ks, input)
     _i, _a = _sig_real.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_real.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 real.__doc__ = 'real(input: Tensor) -> Tensor'
+_sig_real.public = real
 def _signature_real(input): ...
 real.__wrapped__ = _signature_real
 
@@ -15327,6 +19096,10 @@ def _bind_imag_0(input):
     return (input,)
 
 def imag(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_imag.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_imag_0(*args, **kwargs)
     except TypeError:
@@ -15336,12 +19109,15 @@ def imag(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_imag.call(input._ks, input)
     _i, _a = _sig_imag.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_imag.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 imag.__doc__ = 'imag(input: Tensor) -> Tensor'
+_sig_imag.public = imag
 def _signature_imag(input): ...
 imag.__wrapped__ = _signature_imag
 
@@ -15354,6 +19130,10 @@ def _bind_isreal_0(input):
     return (input,)
 
 def isreal(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_isreal.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_isreal_0(*args, **kwargs)
     except TypeError:
@@ -15363,12 +19143,15 @@ def isreal(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_isreal.call(input._ks, input)
     _i, _a = _sig_isreal.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_isreal.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 isreal.__doc__ = 'isreal(input: Tensor) -> Tensor'
+_sig_isreal.public = isreal
 def _signature_isreal(input): ...
 isreal.__wrapped__ = _signature_isreal
 
@@ -15381,6 +19164,10 @@ def _bind_angle_0(input, *, out=None):
     return (input, out)
 
 def angle(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_angle.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_angle_0(*args, **kwargs)
     except TypeError:
@@ -15393,6 +19180,8 @@ def angle(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_angle_out.call(input._ks, input, out)
     _i, _a = _sig_angle.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_angle.call(_a['input']._ks, _a['input'])
@@ -15401,6 +19190,7 @@ def angle(*args, **kwargs):
 
 
 angle.__doc__ = 'angle(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_angle.public = angle
 def _signature_angle(input, *, out=None): ...
 angle.__wrapped__ = _signature_angle
 
@@ -15413,6 +19203,10 @@ def _bind_complex_0(real, imag, *, out=None):
     return (real, imag, out)
 
 def complex(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_complex.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_complex_0(*args, **kwargs)
     except TypeError:
@@ -15425,6 +19219,8 @@ def complex(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_complex_out.call(real._ks | imag._ks, real, imag, out)
     _i, _a = _sig_complex.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_complex.call(_a['real']._ks | _a['imag']._ks, _a['real'], _a['imag'])
@@ -15433,6 +19229,7 @@ def complex(*args, **kwargs):
 
 
 complex.__doc__ = 'complex(real: Tensor, imag: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_complex.public = complex
 def _signature_complex(real, imag, *, out=None): ...
 complex.__wrapped__ = _signature_complex
 
@@ -15445,6 +19242,10 @@ def _bind_polar_0(abs, angle, *, out=None):
     return (abs, angle, out)
 
 def polar(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_polar.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_polar_0(*args, **kwargs)
     except TypeError:
@@ -15457,6 +19258,8 @@ def polar(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_polar_out.call(abs._ks | angle._ks, abs, angle, out)
     _i, _a = _sig_polar.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_polar.call(_a['abs']._ks | _a['angle']._ks, _a['abs'], _a['angle'])
@@ -15465,6 +19268,7 @@ def polar(*args, **kwargs):
 
 
 polar.__doc__ = 'polar(abs: Tensor, angle: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_polar.public = polar
 def _signature_polar(abs, angle, *, out=None): ...
 polar.__wrapped__ = _signature_polar
 
@@ -15477,6 +19281,10 @@ def _bind__fft_r2c_0(input, dim, normalization, onesided, *, out=None):
     return (input, dim, normalization, onesided, out)
 
 def _fft_r2c(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__fft_r2c.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind__fft_r2c_0(*args, **kwargs)
     except TypeError:
@@ -15489,6 +19297,8 @@ def _fft_r2c(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op__fft_r2c_out.call(input._ks, input, dim_, normalization, onesided, out)
     _i, _a = _sig__fft_r2c.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op__fft_r2c.call(_a['input']._ks, _a['input'], _a['dim'], _a['normalization'], _a['onesided'])
@@ -15497,6 +19307,7 @@ def _fft_r2c(*args, **kwargs):
 
 
 _fft_r2c.__doc__ = '_fft_r2c(input: Tensor, dim: List[int], normalization: int, onesided: bool, *, out: Optional[Tensor] = None) -> Tensor'
+_sig__fft_r2c.public = _fft_r2c
 def _signature__fft_r2c(input, dim, normalization, onesided, *, out=None): ...
 _fft_r2c.__wrapped__ = _signature__fft_r2c
 
@@ -15509,6 +19320,10 @@ def _bind__fft_c2r_0(input, dim, normalization, last_dim_size, *, out=None):
     return (input, dim, normalization, last_dim_size, out)
 
 def _fft_c2r(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__fft_c2r.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind__fft_c2r_0(*args, **kwargs)
     except TypeError:
@@ -15521,6 +19336,8 @@ def _fft_c2r(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op__fft_c2r_out.call(input._ks, input, dim_, normalization, last_dim_size, out)
     _i, _a = _sig__fft_c2r.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op__fft_c2r.call(_a['input']._ks, _a['input'], _a['dim'], _a['normalization'], _a['last_dim_size'])
@@ -15529,6 +19346,7 @@ def _fft_c2r(*args, **kwargs):
 
 
 _fft_c2r.__doc__ = '_fft_c2r(input: Tensor, dim: List[int], normalization: int, last_dim_size: int, *, out: Optional[Tensor] = None) -> Tensor'
+_sig__fft_c2r.public = _fft_c2r
 def _signature__fft_c2r(input, dim, normalization, last_dim_size, *, out=None): ...
 _fft_c2r.__wrapped__ = _signature__fft_c2r
 
@@ -15541,6 +19359,10 @@ def _bind__fft_c2c_0(input, dim, normalization, forward, *, out=None):
     return (input, dim, normalization, forward, out)
 
 def _fft_c2c(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__fft_c2c.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind__fft_c2c_0(*args, **kwargs)
     except TypeError:
@@ -15553,6 +19375,8 @@ def _fft_c2c(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op__fft_c2c_out.call(input._ks, input, dim_, normalization, forward, out)
     _i, _a = _sig__fft_c2c.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op__fft_c2c.call(_a['input']._ks, _a['input'], _a['dim'], _a['normalization'], _a['forward'])
@@ -15561,6 +19385,7 @@ def _fft_c2c(*args, **kwargs):
 
 
 _fft_c2c.__doc__ = '_fft_c2c(input: Tensor, dim: List[int], normalization: int, forward: bool, *, out: Optional[Tensor] = None) -> Tensor'
+_sig__fft_c2c.public = _fft_c2c
 def _signature__fft_c2c(input, dim, normalization, forward, *, out=None): ...
 _fft_c2c.__wrapped__ = _signature__fft_c2c
 
@@ -15577,6 +19402,10 @@ def _bind_hann_window_1(window_length, periodic, *, dtype=None, layout=None, dev
     return (window_length, periodic, dtype, layout, device, pin_memory, requires_grad)
 
 def hann_window(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hann_window.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hann_window_0(*args, **kwargs)
     except TypeError:
@@ -15594,6 +19423,8 @@ def hann_window(*args, **kwargs):
         if type(window_length) is int and type(periodic) is bool and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_hann_window_periodic.call(_ks_device(device), window_length, periodic, dtype, layout, device, pin_memory)
     _i, _a = _sig_hann_window.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_hann_window.call(_ks_device(_a['device']), _a['window_length'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     elif _i == 1:
@@ -15602,6 +19433,7 @@ def hann_window(*args, **kwargs):
 
 
 hann_window.__doc__ = 'hann_window(window_length: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nhann_window(window_length: int, periodic: bool, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_hann_window.public = hann_window
 
 
 _sig_hamming_window = _Signatures('hamming_window', [
@@ -15624,6 +19456,10 @@ def _bind_hamming_window_3(window_length, periodic, alpha, beta, *, dtype=None, 
     return (window_length, periodic, alpha, beta, dtype, layout, device, pin_memory, requires_grad)
 
 def hamming_window(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hamming_window.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hamming_window_0(*args, **kwargs)
     except TypeError:
@@ -15657,6 +19493,8 @@ def hamming_window(*args, **kwargs):
         if type(window_length) is int and type(periodic) is bool and type(alpha) is float and type(beta) is float and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_hamming_window_periodic_alpha_beta.call(_ks_device(device), window_length, periodic, alpha, beta, dtype, layout, device, pin_memory)
     _i, _a = _sig_hamming_window.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_hamming_window.call(_ks_device(_a['device']), _a['window_length'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     elif _i == 1:
@@ -15669,6 +19507,7 @@ def hamming_window(*args, **kwargs):
 
 
 hamming_window.__doc__ = 'hamming_window(window_length: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nhamming_window(window_length: int, periodic: bool, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nhamming_window(window_length: int, periodic: bool, alpha: float, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nhamming_window(window_length: int, periodic: bool, alpha: float, beta: float, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_hamming_window.public = hamming_window
 
 
 _sig_blackman_window = _Signatures('blackman_window', [
@@ -15683,6 +19522,10 @@ def _bind_blackman_window_1(window_length, periodic, *, dtype=None, layout=None,
     return (window_length, periodic, dtype, layout, device, pin_memory, requires_grad)
 
 def blackman_window(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_blackman_window.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_blackman_window_0(*args, **kwargs)
     except TypeError:
@@ -15700,6 +19543,8 @@ def blackman_window(*args, **kwargs):
         if type(window_length) is int and type(periodic) is bool and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_blackman_window_periodic.call(_ks_device(device), window_length, periodic, dtype, layout, device, pin_memory)
     _i, _a = _sig_blackman_window.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_blackman_window.call(_ks_device(_a['device']), _a['window_length'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     elif _i == 1:
@@ -15708,6 +19553,7 @@ def blackman_window(*args, **kwargs):
 
 
 blackman_window.__doc__ = 'blackman_window(window_length: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nblackman_window(window_length: int, periodic: bool, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_blackman_window.public = blackman_window
 
 
 _sig_bartlett_window = _Signatures('bartlett_window', [
@@ -15722,6 +19568,10 @@ def _bind_bartlett_window_1(window_length, periodic, *, dtype=None, layout=None,
     return (window_length, periodic, dtype, layout, device, pin_memory, requires_grad)
 
 def bartlett_window(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bartlett_window.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bartlett_window_0(*args, **kwargs)
     except TypeError:
@@ -15739,6 +19589,8 @@ def bartlett_window(*args, **kwargs):
         if type(window_length) is int and type(periodic) is bool and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_bartlett_window_periodic.call(_ks_device(device), window_length, periodic, dtype, layout, device, pin_memory)
     _i, _a = _sig_bartlett_window.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_bartlett_window.call(_ks_device(_a['device']), _a['window_length'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     elif _i == 1:
@@ -15747,6 +19599,7 @@ def bartlett_window(*args, **kwargs):
 
 
 bartlett_window.__doc__ = 'bartlett_window(window_length: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nbartlett_window(window_length: int, periodic: bool, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_bartlett_window.public = bartlett_window
 
 
 _sig_kaiser_window = _Signatures('kaiser_window', [
@@ -15765,6 +19618,10 @@ def _bind_kaiser_window_2(window_length, periodic, beta, *, dtype=None, layout=N
     return (window_length, periodic, beta, dtype, layout, device, pin_memory, requires_grad)
 
 def kaiser_window(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_kaiser_window.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_kaiser_window_0(*args, **kwargs)
     except TypeError:
@@ -15790,6 +19647,8 @@ def kaiser_window(*args, **kwargs):
         if type(window_length) is int and type(periodic) is bool and type(beta) is float and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_kaiser_window_beta.call(_ks_device(device), window_length, periodic, beta, dtype, layout, device, pin_memory)
     _i, _a = _sig_kaiser_window.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_kaiser_window.call(_ks_device(_a['device']), _a['window_length'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     elif _i == 1:
@@ -15800,6 +19659,7 @@ def kaiser_window(*args, **kwargs):
 
 
 kaiser_window.__doc__ = 'kaiser_window(window_length: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nkaiser_window(window_length: int, periodic: bool, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nkaiser_window(window_length: int, periodic: bool, beta: float, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_kaiser_window.public = kaiser_window
 
 
 _sig_stft = _Signatures('stft', [
@@ -15814,6 +19674,10 @@ def _bind_stft_1(input, n_fft, hop_length=None, win_length=None, window=None, no
     return (input, n_fft, hop_length, win_length, window, normalized, onesided, return_complex, align_to_window)
 
 def stft(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_stft.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_stft_0(*args, **kwargs)
     except TypeError:
@@ -15831,6 +19695,8 @@ def stft(*args, **kwargs):
         if isinstance(input, _Tensor) and type(n_fft) is int and (hop_length is None or type(hop_length) is int) and (win_length is None or type(win_length) is int) and (window is None or isinstance(window, _Tensor)) and type(normalized) is bool and (onesided is None or type(onesided) is bool) and (return_complex is None or type(return_complex) is bool) and (align_to_window is None or type(align_to_window) is bool):
             return _A._op_stft.call(input._ks | _ks_opt(window), input, n_fft, hop_length, win_length, window, normalized, onesided, return_complex, align_to_window)
     _i, _a = _sig_stft.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_stft_center.call(_a['input']._ks | _ks_opt(_a['window']), _a['input'], _a['n_fft'], _a['hop_length'], _a['win_length'], _a['window'], _a['center'], _a['pad_mode'], _a['normalized'], _a['onesided'], _a['return_complex'], _a['align_to_window'])
     elif _i == 1:
@@ -15839,6 +19705,7 @@ def stft(*args, **kwargs):
 
 
 stft.__doc__ = "stft(input: Tensor, n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, center: bool = True, pad_mode: str = 'reflect', normalized: bool = False, onesided: Optional[bool] = None, return_complex: Optional[bool] = None, align_to_window: Optional[bool] = None) -> Tensor\nstft(input: Tensor, n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, normalized: bool = False, onesided: Optional[bool] = None, return_complex: Optional[bool] = None, align_to_window: Optional[bool] = None) -> Tensor"
+_sig_stft.public = stft
 
 
 _sig_istft = _Signatures('istft', [
@@ -15849,6 +19716,10 @@ def _bind_istft_0(input, n_fft, hop_length=None, win_length=None, window=None, c
     return (input, n_fft, hop_length, win_length, window, center, normalized, onesided, length, return_complex)
 
 def istft(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_istft.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_istft_0(*args, **kwargs)
     except TypeError:
@@ -15858,12 +19729,15 @@ def istft(*args, **kwargs):
         if isinstance(input, _Tensor) and type(n_fft) is int and (hop_length is None or type(hop_length) is int) and (win_length is None or type(win_length) is int) and (window is None or isinstance(window, _Tensor)) and type(center) is bool and type(normalized) is bool and (onesided is None or type(onesided) is bool) and (length is None or type(length) is int) and type(return_complex) is bool:
             return _A._op_istft.call(input._ks | _ks_opt(window), input, n_fft, hop_length, win_length, window, center, normalized, onesided, length, return_complex)
     _i, _a = _sig_istft.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_istft.call(_a['input']._ks | _ks_opt(_a['window']), _a['input'], _a['n_fft'], _a['hop_length'], _a['win_length'], _a['window'], _a['center'], _a['normalized'], _a['onesided'], _a['length'], _a['return_complex'])
     raise AssertionError('unreachable')
 
 
 istft.__doc__ = 'istft(input: Tensor, n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, center: bool = True, normalized: bool = False, onesided: Optional[bool] = None, length: Optional[int] = None, return_complex: bool = False) -> Tensor'
+_sig_istft.public = istft
 def _signature_istft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False, onesided=None, length=None, return_complex=False): ...
 istft.__wrapped__ = _signature_istft
 
@@ -15876,6 +19750,10 @@ def _bind_gcd_0(input, other, *, out=None):
     return (input, other, out)
 
 def gcd(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_gcd.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_gcd_0(*args, **kwargs)
     except TypeError:
@@ -15888,6 +19766,8 @@ def gcd(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_gcd_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_gcd.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_gcd.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -15896,6 +19776,7 @@ def gcd(*args, **kwargs):
 
 
 gcd.__doc__ = 'gcd(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_gcd.public = gcd
 def _signature_gcd(input, other, *, out=None): ...
 gcd.__wrapped__ = _signature_gcd
 
@@ -15908,6 +19789,10 @@ def _bind_gcd__0(input, other):
     return (input, other)
 
 def gcd_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_gcd_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_gcd__0(*args, **kwargs)
     except TypeError:
@@ -15917,12 +19802,15 @@ def gcd_(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             return _A._op_gcd_.call(input._ks | other._ks, input, other)
     _i, _a = _sig_gcd_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_gcd_.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
 gcd_.__doc__ = 'gcd_(input: Tensor, other: Tensor) -> Tensor'
+_sig_gcd_.public = gcd_
 def _signature_gcd_(input, other): ...
 gcd_.__wrapped__ = _signature_gcd_
 
@@ -15935,6 +19823,10 @@ def _bind_lcm_0(input, other, *, out=None):
     return (input, other, out)
 
 def lcm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lcm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_lcm_0(*args, **kwargs)
     except TypeError:
@@ -15947,6 +19839,8 @@ def lcm(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_lcm_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_lcm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_lcm.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -15955,6 +19849,7 @@ def lcm(*args, **kwargs):
 
 
 lcm.__doc__ = 'lcm(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_lcm.public = lcm
 def _signature_lcm(input, other, *, out=None): ...
 lcm.__wrapped__ = _signature_lcm
 
@@ -15967,6 +19862,10 @@ def _bind_lcm__0(input, other):
     return (input, other)
 
 def lcm_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lcm_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_lcm__0(*args, **kwargs)
     except TypeError:
@@ -15976,12 +19875,15 @@ def lcm_(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             return _A._op_lcm_.call(input._ks | other._ks, input, other)
     _i, _a = _sig_lcm_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_lcm_.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
 lcm_.__doc__ = 'lcm_(input: Tensor, other: Tensor) -> Tensor'
+_sig_lcm_.public = lcm_
 def _signature_lcm_(input, other): ...
 lcm_.__wrapped__ = _signature_lcm_
 
@@ -15994,6 +19896,10 @@ def _bind_heaviside_0(input, values, *, out=None):
     return (input, values, out)
 
 def heaviside(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_heaviside.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_heaviside_0(*args, **kwargs)
     except TypeError:
@@ -16006,6 +19912,8 @@ def heaviside(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_heaviside_out.call(input._ks | values._ks, input, values, out)
     _i, _a = _sig_heaviside.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_heaviside.call(_a['input']._ks | _a['values']._ks, _a['input'], _a['values'])
@@ -16014,6 +19922,7 @@ def heaviside(*args, **kwargs):
 
 
 heaviside.__doc__ = 'heaviside(input: Tensor, values: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_heaviside.public = heaviside
 def _signature_heaviside(input, values, *, out=None): ...
 heaviside.__wrapped__ = _signature_heaviside
 
@@ -16026,6 +19935,10 @@ def _bind_frexp_0(input):
     return (input,)
 
 def frexp(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_frexp.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_frexp_0(*args, **kwargs)
     except TypeError:
@@ -16035,6 +19948,8 @@ def frexp(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_frexp_Tensor.call(input._ks, input)
     _i, _a = _sig_frexp.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_frexp_Tensor.call(_a['input']._ks, _a['input'])
@@ -16043,6 +19958,7 @@ def frexp(*args, **kwargs):
 
 
 frexp.__doc__ = 'frexp(input: Tensor, *, out: Optional[Tensor] = None) -> (Tensor, Tensor)'
+_sig_frexp.public = frexp
 def _signature_frexp(input, *, out=None): ...
 frexp.__wrapped__ = _signature_frexp
 
@@ -16055,6 +19971,10 @@ def _bind_ldexp_0(input, other, *, out=None):
     return (input, other, out)
 
 def ldexp(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ldexp.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ldexp_0(*args, **kwargs)
     except TypeError:
@@ -16067,6 +19987,8 @@ def ldexp(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_ldexp_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_ldexp.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_ldexp_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -16075,6 +19997,7 @@ def ldexp(*args, **kwargs):
 
 
 ldexp.__doc__ = 'ldexp(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_ldexp.public = ldexp
 def _signature_ldexp(input, other, *, out=None): ...
 ldexp.__wrapped__ = _signature_ldexp
 
@@ -16087,6 +20010,10 @@ def _bind_ldexp__0(input, other):
     return (input, other)
 
 def ldexp_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ldexp_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ldexp__0(*args, **kwargs)
     except TypeError:
@@ -16096,12 +20023,15 @@ def ldexp_(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             return _A._op_ldexp_.call(input._ks | other._ks, input, other)
     _i, _a = _sig_ldexp_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_ldexp_.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
 ldexp_.__doc__ = 'ldexp_(input: Tensor, other: Tensor) -> Tensor'
+_sig_ldexp_.public = ldexp_
 def _signature_ldexp_(input, other): ...
 ldexp_.__wrapped__ = _signature_ldexp_
 
@@ -16114,6 +20044,10 @@ def _bind_select_scatter_0(input, src, dim, index):
     return (input, src, dim, index)
 
 def select_scatter(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_select_scatter.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_select_scatter_0(*args, **kwargs)
     except TypeError:
@@ -16123,12 +20057,15 @@ def select_scatter(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(src, _Tensor) and type(dim) is int and type(index) is int:
             return _A._op_select_scatter.call(input._ks | src._ks, input, src, dim, index)
     _i, _a = _sig_select_scatter.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_select_scatter.call(_a['input']._ks | _a['src']._ks, _a['input'], _a['src'], _a['dim'], _a['index'])
     raise AssertionError('unreachable')
 
 
 select_scatter.__doc__ = 'select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor'
+_sig_select_scatter.public = select_scatter
 def _signature_select_scatter(input, src, dim, index): ...
 select_scatter.__wrapped__ = _signature_select_scatter
 
@@ -16141,6 +20078,10 @@ def _bind_slice_scatter_0(input, src, dim=0, start=None, end=None, step=1):
     return (input, src, dim, start, end, step)
 
 def slice_scatter(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_slice_scatter.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_slice_scatter_0(*args, **kwargs)
     except TypeError:
@@ -16150,12 +20091,15 @@ def slice_scatter(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(src, _Tensor) and type(dim) is int and (start is None or type(start) is int) and (end is None or type(end) is int) and type(step) is int:
             return _A._op_slice_scatter.call(input._ks | src._ks, input, src, dim, start, end, step)
     _i, _a = _sig_slice_scatter.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_slice_scatter.call(_a['input']._ks | _a['src']._ks, _a['input'], _a['src'], _a['dim'], _a['start'], _a['end'], _a['step'])
     raise AssertionError('unreachable')
 
 
 slice_scatter.__doc__ = 'slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: Optional[int] = None, end: Optional[int] = None, step: int = 1) -> Tensor'
+_sig_slice_scatter.public = slice_scatter
 def _signature_slice_scatter(input, src, dim=0, start=None, end=None, step=1): ...
 slice_scatter.__wrapped__ = _signature_slice_scatter
 
@@ -16168,6 +20112,10 @@ def _bind_diagonal_scatter_0(input, src, offset=0, dim1=0, dim2=1):
     return (input, src, offset, dim1, dim2)
 
 def diagonal_scatter(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_diagonal_scatter.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_diagonal_scatter_0(*args, **kwargs)
     except TypeError:
@@ -16177,12 +20125,15 @@ def diagonal_scatter(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(src, _Tensor) and type(offset) is int and type(dim1) is int and type(dim2) is int:
             return _A._op_diagonal_scatter.call(input._ks | src._ks, input, src, offset, dim1, dim2)
     _i, _a = _sig_diagonal_scatter.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_diagonal_scatter.call(_a['input']._ks | _a['src']._ks, _a['input'], _a['src'], _a['offset'], _a['dim1'], _a['dim2'])
     raise AssertionError('unreachable')
 
 
 diagonal_scatter.__doc__ = 'diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor'
+_sig_diagonal_scatter.public = diagonal_scatter
 def _signature_diagonal_scatter(input, src, offset=0, dim1=0, dim2=1): ...
 diagonal_scatter.__wrapped__ = _signature_diagonal_scatter
 
@@ -16195,6 +20146,10 @@ def _bind_cholesky_solve_0(input, input2, upper=False):
     return (input, input2, upper)
 
 def cholesky_solve(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cholesky_solve.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cholesky_solve_0(*args, **kwargs)
     except TypeError:
@@ -16204,12 +20159,15 @@ def cholesky_solve(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(input2, _Tensor) and type(upper) is bool:
             return _A._op_cholesky_solve.call(input._ks | input2._ks, input, input2, upper)
     _i, _a = _sig_cholesky_solve.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cholesky_solve.call(_a['input']._ks | _a['input2']._ks, _a['input'], _a['input2'], _a['upper'])
     raise AssertionError('unreachable')
 
 
 cholesky_solve.__doc__ = 'cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor'
+_sig_cholesky_solve.public = cholesky_solve
 def _signature_cholesky_solve(input, input2, upper=False): ...
 cholesky_solve.__wrapped__ = _signature_cholesky_solve
 
@@ -16222,6 +20180,10 @@ def _bind_cholesky_inverse_0(input, upper=False):
     return (input, upper)
 
 def cholesky_inverse(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cholesky_inverse.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cholesky_inverse_0(*args, **kwargs)
     except TypeError:
@@ -16231,12 +20193,15 @@ def cholesky_inverse(*args, **kwargs):
         if isinstance(input, _Tensor) and type(upper) is bool:
             return _A._op_cholesky_inverse.call(input._ks, input, upper)
     _i, _a = _sig_cholesky_inverse.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cholesky_inverse.call(_a['input']._ks, _a['input'], _a['upper'])
     raise AssertionError('unreachable')
 
 
 cholesky_inverse.__doc__ = 'cholesky_inverse(input: Tensor, upper: bool = False) -> Tensor'
+_sig_cholesky_inverse.public = cholesky_inverse
 def _signature_cholesky_inverse(input, upper=False): ...
 cholesky_inverse.__wrapped__ = _signature_cholesky_inverse
 
@@ -16249,6 +20214,10 @@ def _bind_lu_unpack_0(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     return (LU_data, LU_pivots, unpack_data, unpack_pivots)
 
 def lu_unpack(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lu_unpack.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_lu_unpack_0(*args, **kwargs)
     except TypeError:
@@ -16258,12 +20227,15 @@ def lu_unpack(*args, **kwargs):
         if isinstance(LU_data, _Tensor) and isinstance(LU_pivots, _Tensor) and type(unpack_data) is bool and type(unpack_pivots) is bool:
             return _A._op_lu_unpack.call(LU_data._ks | LU_pivots._ks, LU_data, LU_pivots, unpack_data, unpack_pivots)
     _i, _a = _sig_lu_unpack.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_lu_unpack.call(_a['LU_data']._ks | _a['LU_pivots']._ks, _a['LU_data'], _a['LU_pivots'], _a['unpack_data'], _a['unpack_pivots'])
     raise AssertionError('unreachable')
 
 
 lu_unpack.__doc__ = 'lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpack_pivots: bool = True) -> (Tensor, Tensor, Tensor)'
+_sig_lu_unpack.public = lu_unpack
 def _signature_lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True): ...
 lu_unpack.__wrapped__ = _signature_lu_unpack
 
@@ -16276,6 +20248,10 @@ def _bind_lu_solve_0(input, LU_data, LU_pivots):
     return (input, LU_data, LU_pivots)
 
 def lu_solve(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lu_solve.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_lu_solve_0(*args, **kwargs)
     except TypeError:
@@ -16285,12 +20261,15 @@ def lu_solve(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(LU_data, _Tensor) and isinstance(LU_pivots, _Tensor):
             return _A._op_lu_solve.call(input._ks | LU_data._ks | LU_pivots._ks, input, LU_data, LU_pivots)
     _i, _a = _sig_lu_solve.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_lu_solve.call(_a['input']._ks | _a['LU_data']._ks | _a['LU_pivots']._ks, _a['input'], _a['LU_data'], _a['LU_pivots'])
     raise AssertionError('unreachable')
 
 
 lu_solve.__doc__ = 'lu_solve(input: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor'
+_sig_lu_solve.public = lu_solve
 def _signature_lu_solve(input, LU_data, LU_pivots): ...
 lu_solve.__wrapped__ = _signature_lu_solve
 
@@ -16303,6 +20282,10 @@ def _bind__lu_with_info_0(input, pivot=True, check_errors=True):
     return (input, pivot, check_errors)
 
 def _lu_with_info(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__lu_with_info.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind__lu_with_info_0(*args, **kwargs)
     except TypeError:
@@ -16312,12 +20295,15 @@ def _lu_with_info(*args, **kwargs):
         if isinstance(input, _Tensor) and type(pivot) is bool and type(check_errors) is bool:
             return _A._op__lu_with_info.call(input._ks, input, pivot, check_errors)
     _i, _a = _sig__lu_with_info.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op__lu_with_info.call(_a['input']._ks, _a['input'], _a['pivot'], _a['check_errors'])
     raise AssertionError('unreachable')
 
 
 _lu_with_info.__doc__ = '_lu_with_info(input: Tensor, pivot: bool = True, check_errors: bool = True) -> (Tensor, Tensor, Tensor)'
+_sig__lu_with_info.public = _lu_with_info
 def _signature__lu_with_info(input, pivot=True, check_errors=True): ...
 _lu_with_info.__wrapped__ = _signature__lu_with_info
 
@@ -16330,6 +20316,10 @@ def _bind_cholesky_0(input, upper=False):
     return (input, upper)
 
 def cholesky(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cholesky.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cholesky_0(*args, **kwargs)
     except TypeError:
@@ -16339,12 +20329,15 @@ def cholesky(*args, **kwargs):
         if isinstance(input, _Tensor) and type(upper) is bool:
             return _A._op_cholesky.call(input._ks, input, upper)
     _i, _a = _sig_cholesky.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cholesky.call(_a['input']._ks, _a['input'], _a['upper'])
     raise AssertionError('unreachable')
 
 
 cholesky.__doc__ = 'cholesky(input: Tensor, upper: bool = False) -> Tensor'
+_sig_cholesky.public = cholesky
 def _signature_cholesky(input, upper=False): ...
 cholesky.__wrapped__ = _signature_cholesky
 
@@ -16357,6 +20350,10 @@ def _bind_matrix_exp_0(input):
     return (input,)
 
 def matrix_exp(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_matrix_exp.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_matrix_exp_0(*args, **kwargs)
     except TypeError:
@@ -16366,12 +20363,15 @@ def matrix_exp(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_matrix_exp.call(input._ks, input)
     _i, _a = _sig_matrix_exp.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_matrix_exp.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 matrix_exp.__doc__ = 'matrix_exp(input: Tensor) -> Tensor'
+_sig_matrix_exp.public = matrix_exp
 def _signature_matrix_exp(input): ...
 matrix_exp.__wrapped__ = _signature_matrix_exp
 
@@ -16384,6 +20384,10 @@ def _bind_geqrf_0(input):
     return (input,)
 
 def geqrf(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_geqrf.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_geqrf_0(*args, **kwargs)
     except TypeError:
@@ -16393,12 +20397,15 @@ def geqrf(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_geqrf.call(input._ks, input)
     _i, _a = _sig_geqrf.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_geqrf.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 geqrf.__doc__ = 'geqrf(input: Tensor) -> (Tensor, Tensor)'
+_sig_geqrf.public = geqrf
 def _signature_geqrf(input): ...
 geqrf.__wrapped__ = _signature_geqrf
 
@@ -16411,6 +20418,10 @@ def _bind_orgqr_0(input, input2):
     return (input, input2)
 
 def orgqr(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_orgqr.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_orgqr_0(*args, **kwargs)
     except TypeError:
@@ -16420,12 +20431,15 @@ def orgqr(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(input2, _Tensor):
             return _A._op_orgqr.call(input._ks | input2._ks, input, input2)
     _i, _a = _sig_orgqr.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_orgqr.call(_a['input']._ks | _a['input2']._ks, _a['input'], _a['input2'])
     raise AssertionError('unreachable')
 
 
 orgqr.__doc__ = 'orgqr(input: Tensor, input2: Tensor) -> Tensor'
+_sig_orgqr.public = orgqr
 def _signature_orgqr(input, input2): ...
 orgqr.__wrapped__ = _signature_orgqr
 
@@ -16438,6 +20452,10 @@ def _bind_ormqr_0(input, input2, input3, left=True, transpose=False):
     return (input, input2, input3, left, transpose)
 
 def ormqr(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ormqr.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ormqr_0(*args, **kwargs)
     except TypeError:
@@ -16447,12 +20465,15 @@ def ormqr(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(input2, _Tensor) and isinstance(input3, _Tensor) and type(left) is bool and type(transpose) is bool:
             return _A._op_ormqr.call(input._ks | input2._ks | input3._ks, input, input2, input3, left, transpose)
     _i, _a = _sig_ormqr.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_ormqr.call(_a['input']._ks | _a['input2']._ks | _a['input3']._ks, _a['input'], _a['input2'], _a['input3'], _a['left'], _a['transpose'])
     raise AssertionError('unreachable')
 
 
 ormqr.__doc__ = 'ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True, transpose: bool = False) -> Tensor'
+_sig_ormqr.public = ormqr
 def _signature_ormqr(input, input2, input3, left=True, transpose=False): ...
 ormqr.__wrapped__ = _signature_ormqr
 
@@ -16465,6 +20486,10 @@ def _bind_alias_copy_0(input, *, out=None):
     return (input, out)
 
 def alias_copy(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_alias_copy.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_alias_copy_0(*args, **kwargs)
     except TypeError:
@@ -16477,6 +20502,8 @@ def alias_copy(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_alias_copy_out.call(input._ks, input, out)
     _i, _a = _sig_alias_copy.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_alias_copy.call(_a['input']._ks, _a['input'])
@@ -16485,6 +20512,7 @@ def alias_copy(*args, **kwargs):
 
 
 alias_copy.__doc__ = 'alias_copy(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_alias_copy.public = alias_copy
 def _signature_alias_copy(input, *, out=None): ...
 alias_copy.__wrapped__ = _signature_alias_copy
 
@@ -16497,6 +20525,10 @@ def _bind_as_strided_copy_0(input, size, stride, storage_offset=None, *, out=Non
     return (input, size, stride, storage_offset, out)
 
 def as_strided_copy(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_as_strided_copy.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_as_strided_copy_0(*args, **kwargs)
     except TypeError:
@@ -16509,6 +20541,8 @@ def as_strided_copy(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_as_strided_copy_out.call(input._ks, input, size_, stride_, storage_offset, out)
     _i, _a = _sig_as_strided_copy.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_as_strided_copy.call(_a['input']._ks, _a['input'], _a['size'], _a['stride'], _a['storage_offset'])
@@ -16517,6 +20551,7 @@ def as_strided_copy(*args, **kwargs):
 
 
 as_strided_copy.__doc__ = 'as_strided_copy(input: Tensor, size: List[int], stride: List[int], storage_offset: Optional[int] = None, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_as_strided_copy.public = as_strided_copy
 def _signature_as_strided_copy(input, size, stride, storage_offset=None, *, out=None): ...
 as_strided_copy.__wrapped__ = _signature_as_strided_copy
 
@@ -16529,6 +20564,10 @@ def _bind_detach_copy_0(input, *, out=None):
     return (input, out)
 
 def detach_copy(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_detach_copy.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_detach_copy_0(*args, **kwargs)
     except TypeError:
@@ -16541,6 +20580,8 @@ def detach_copy(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_detach_copy_out.call(input._ks, input, out)
     _i, _a = _sig_detach_copy.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_detach_copy.call(_a['input']._ks, _a['input'])
@@ -16549,6 +20590,7 @@ def detach_copy(*args, **kwargs):
 
 
 detach_copy.__doc__ = 'detach_copy(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_detach_copy.public = detach_copy
 def _signature_detach_copy(input, *, out=None): ...
 detach_copy.__wrapped__ = _signature_detach_copy
 
@@ -16561,6 +20603,10 @@ def _bind_diagonal_copy_0(input, offset=0, dim1=0, dim2=1, *, out=None):
     return (input, offset, dim1, dim2, out)
 
 def diagonal_copy(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_diagonal_copy.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_diagonal_copy_0(*args, **kwargs)
     except TypeError:
@@ -16573,6 +20619,8 @@ def diagonal_copy(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_diagonal_copy_out.call(input._ks, input, offset, dim1, dim2, out)
     _i, _a = _sig_diagonal_copy.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_diagonal_copy.call(_a['input']._ks, _a['input'], _a['offset'], _a['dim1'], _a['dim2'])
@@ -16581,6 +20629,7 @@ def diagonal_copy(*args, **kwargs):
 
 
 diagonal_copy.__doc__ = 'diagonal_copy(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_diagonal_copy.public = diagonal_copy
 def _signature_diagonal_copy(input, offset=0, dim1=0, dim2=1, *, out=None): ...
 diagonal_copy.__wrapped__ = _signature_diagonal_copy
 
@@ -16593,6 +20642,10 @@ def _bind_expand_copy_0(input, size, *, implicit=False, out=None):
     return (input, size, implicit, out)
 
 def expand_copy(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_expand_copy.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_expand_copy_0(*args, **kwargs)
     except TypeError:
@@ -16605,6 +20658,8 @@ def expand_copy(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_expand_copy_out.call(input._ks, input, size_, implicit, out)
     _i, _a = _sig_expand_copy.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_expand_copy.call(_a['input']._ks, _a['input'], _a['size'], _a['implicit'])
@@ -16613,6 +20668,7 @@ def expand_copy(*args, **kwargs):
 
 
 expand_copy.__doc__ = 'expand_copy(input: Tensor, size: List[int], *, implicit: bool = False, out: Optional[Tensor] = None) -> Tensor'
+_sig_expand_copy.public = expand_copy
 def _signature_expand_copy(input, size, *, implicit=False, out=None): ...
 expand_copy.__wrapped__ = _signature_expand_copy
 
@@ -16625,6 +20681,10 @@ def _bind_narrow_copy_0(input, dim, start, length, *, out=None):
     return (input, dim, start, length, out)
 
 def narrow_copy(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_narrow_copy.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_narrow_copy_0(*args, **kwargs)
     except TypeError:
@@ -16637,6 +20697,8 @@ def narrow_copy(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_narrow_copy_out.call(input._ks, input, dim, start, length, out)
     _i, _a = _sig_narrow_copy.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_narrow_copy.call(_a['input']._ks, _a['input'], _a['dim'], _a['start'], _a['length'])
@@ -16645,6 +20707,7 @@ def narrow_copy(*args, **kwargs):
 
 
 narrow_copy.__doc__ = 'narrow_copy(input: Tensor, dim: int, start: int, length: int, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_narrow_copy.public = narrow_copy
 def _signature_narrow_copy(input, dim, start, length, *, out=None): ...
 narrow_copy.__wrapped__ = _signature_narrow_copy
 
@@ -16657,6 +20720,10 @@ def _bind_permute_copy_0(input, dims, *, out=None):
     return (input, dims, out)
 
 def permute_copy(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_permute_copy.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_permute_copy_0(*args, **kwargs)
     except TypeError:
@@ -16669,6 +20736,8 @@ def permute_copy(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_permute_copy_out.call(input._ks, input, dims_, out)
     _i, _a = _sig_permute_copy.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_permute_copy.call(_a['input']._ks, _a['input'], _a['dims'])
@@ -16677,6 +20746,7 @@ def permute_copy(*args, **kwargs):
 
 
 permute_copy.__doc__ = 'permute_copy(input: Tensor, dims: List[int], *, out: Optional[Tensor] = None) -> Tensor'
+_sig_permute_copy.public = permute_copy
 def _signature_permute_copy(input, dims, *, out=None): ...
 permute_copy.__wrapped__ = _signature_permute_copy
 
@@ -16689,6 +20759,10 @@ def _bind_select_copy_0(input, dim, index, *, out=None):
     return (input, dim, index, out)
 
 def select_copy(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_select_copy.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_select_copy_0(*args, **kwargs)
     except TypeError:
@@ -16701,6 +20775,8 @@ def select_copy(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_select_copy_int_out.call(input._ks, input, dim, index, out)
     _i, _a = _sig_select_copy.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_select_copy_int.call(_a['input']._ks, _a['input'], _a['dim'], _a['index'])
@@ -16709,6 +20785,7 @@ def select_copy(*args, **kwargs):
 
 
 select_copy.__doc__ = 'select_copy(input: Tensor, dim: int, index: int, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_select_copy.public = select_copy
 def _signature_select_copy(input, dim, index, *, out=None): ...
 select_copy.__wrapped__ = _signature_select_copy
 
@@ -16721,6 +20798,10 @@ def _bind_slice_copy_0(input, dim=0, start=None, end=None, step=1, *, out=None):
     return (input, dim, start, end, step, out)
 
 def slice_copy(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_slice_copy.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_slice_copy_0(*args, **kwargs)
     except TypeError:
@@ -16733,6 +20814,8 @@ def slice_copy(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_slice_copy_Tensor_out.call(input._ks, input, dim, start, end, step, out)
     _i, _a = _sig_slice_copy.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_slice_copy_Tensor.call(_a['input']._ks, _a['input'], _a['dim'], _a['start'], _a['end'], _a['step'])
@@ -16741,6 +20824,7 @@ def slice_copy(*args, **kwargs):
 
 
 slice_copy.__doc__ = 'slice_copy(input: Tensor, dim: int = 0, start: Optional[int] = None, end: Optional[int] = None, step: int = 1, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_slice_copy.public = slice_copy
 def _signature_slice_copy(input, dim=0, start=None, end=None, step=1, *, out=None): ...
 slice_copy.__wrapped__ = _signature_slice_copy
 
@@ -16753,6 +20837,10 @@ def _bind_split_copy_0(input, split_size, dim=0):
     return (input, split_size, dim)
 
 def split_copy(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_split_copy.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_split_copy_0(*args, **kwargs)
     except TypeError:
@@ -16760,14 +20848,17 @@ def split_copy(*args, **kwargs):
     if _b is not None:
         input, split_size, dim = _b
         if isinstance(input, _Tensor) and type(split_size) is int and type(dim) is int:
-            return _A._op_split_copy_Tensor.call(input._ks, input, split_size, dim)
+            return tuple(_A._op_split_copy_Tensor.call(input._ks, input, split_size, dim))
     _i, _a = _sig_split_copy.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_split_copy_Tensor.call(_a['input']._ks, _a['input'], _a['split_size'], _a['dim'])
+        return tuple(_A._op_split_copy_Tensor.call(_a['input']._ks, _a['input'], _a['split_size'], _a['dim']))
     raise AssertionError('unreachable')
 
 
 split_copy.__doc__ = 'split_copy(input: Tensor, split_size: int, dim: int = 0) -> List[Tensor]'
+_sig_split_copy.public = split_copy
 def _signature_split_copy(input, split_size, dim=0): ...
 split_copy.__wrapped__ = _signature_split_copy
 
@@ -16780,6 +20871,10 @@ def _bind_split_with_sizes_copy_0(input, split_sizes, dim=0):
     return (input, split_sizes, dim)
 
 def split_with_sizes_copy(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_split_with_sizes_copy.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_split_with_sizes_copy_0(*args, **kwargs)
     except TypeError:
@@ -16787,14 +20882,17 @@ def split_with_sizes_copy(*args, **kwargs):
     if _b is not None:
         input, split_sizes, dim = _b
         if isinstance(input, _Tensor) and (split_sizes_ := _ints(split_sizes, False)) is not None and type(dim) is int:
-            return _A._op_split_with_sizes_copy.call(input._ks, input, split_sizes_, dim)
+            return tuple(_A._op_split_with_sizes_copy.call(input._ks, input, split_sizes_, dim))
     _i, _a = _sig_split_with_sizes_copy.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_split_with_sizes_copy.call(_a['input']._ks, _a['input'], _a['split_sizes'], _a['dim'])
+        return tuple(_A._op_split_with_sizes_copy.call(_a['input']._ks, _a['input'], _a['split_sizes'], _a['dim']))
     raise AssertionError('unreachable')
 
 
 split_with_sizes_copy.__doc__ = 'split_with_sizes_copy(input: Tensor, split_sizes: List[int], dim: int = 0) -> List[Tensor]'
+_sig_split_with_sizes_copy.public = split_with_sizes_copy
 def _signature_split_with_sizes_copy(input, split_sizes, dim=0): ...
 split_with_sizes_copy.__wrapped__ = _signature_split_with_sizes_copy
 
@@ -16815,6 +20913,10 @@ def _bind_squeeze_copy_2(input, dim, *, out=None):
     return (input, dim, out)
 
 def squeeze_copy(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_squeeze_copy.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_squeeze_copy_0(*args, **kwargs)
     except TypeError:
@@ -16849,6 +20951,8 @@ def squeeze_copy(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_squeeze_copy_dims_out.call(input._ks, input, dim_, out)
     _i, _a = _sig_squeeze_copy.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_squeeze_copy.call(_a['input']._ks, _a['input'])
@@ -16865,6 +20969,7 @@ def squeeze_copy(*args, **kwargs):
 
 
 squeeze_copy.__doc__ = 'squeeze_copy(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nsqueeze_copy(input: Tensor, dim: int, *, out: Optional[Tensor] = None) -> Tensor\nsqueeze_copy(input: Tensor, dim: List[int], *, out: Optional[Tensor] = None) -> Tensor'
+_sig_squeeze_copy.public = squeeze_copy
 
 
 _sig_t_copy = _Signatures('t_copy', [
@@ -16875,6 +20980,10 @@ def _bind_t_copy_0(input, *, out=None):
     return (input, out)
 
 def t_copy(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_t_copy.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_t_copy_0(*args, **kwargs)
     except TypeError:
@@ -16887,6 +20996,8 @@ def t_copy(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_t_copy_out.call(input._ks, input, out)
     _i, _a = _sig_t_copy.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_t_copy.call(_a['input']._ks, _a['input'])
@@ -16895,6 +21006,7 @@ def t_copy(*args, **kwargs):
 
 
 t_copy.__doc__ = 't_copy(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_t_copy.public = t_copy
 def _signature_t_copy(input, *, out=None): ...
 t_copy.__wrapped__ = _signature_t_copy
 
@@ -16907,6 +21019,10 @@ def _bind_transpose_copy_0(input, dim0, dim1, *, out=None):
     return (input, dim0, dim1, out)
 
 def transpose_copy(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_transpose_copy.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_transpose_copy_0(*args, **kwargs)
     except TypeError:
@@ -16919,6 +21035,8 @@ def transpose_copy(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_transpose_copy_int_out.call(input._ks, input, dim0, dim1, out)
     _i, _a = _sig_transpose_copy.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_transpose_copy_int.call(_a['input']._ks, _a['input'], _a['dim0'], _a['dim1'])
@@ -16927,6 +21045,7 @@ def transpose_copy(*args, **kwargs):
 
 
 transpose_copy.__doc__ = 'transpose_copy(input: Tensor, dim0: int, dim1: int, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_transpose_copy.public = transpose_copy
 def _signature_transpose_copy(input, dim0, dim1, *, out=None): ...
 transpose_copy.__wrapped__ = _signature_transpose_copy
 
@@ -16939,6 +21058,10 @@ def _bind_unbind_copy_0(input, dim=0):
     return (input, dim)
 
 def unbind_copy(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_unbind_copy.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_unbind_copy_0(*args, **kwargs)
     except TypeError:
@@ -16946,14 +21069,17 @@ def unbind_copy(*args, **kwargs):
     if _b is not None:
         input, dim = _b
         if isinstance(input, _Tensor) and type(dim) is int:
-            return _A._op_unbind_copy_int.call(input._ks, input, dim)
+            return tuple(_A._op_unbind_copy_int.call(input._ks, input, dim))
     _i, _a = _sig_unbind_copy.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_unbind_copy_int.call(_a['input']._ks, _a['input'], _a['dim'])
+        return tuple(_A._op_unbind_copy_int.call(_a['input']._ks, _a['input'], _a['dim']))
     raise AssertionError('unreachable')
 
 
 unbind_copy.__doc__ = 'unbind_copy(input: Tensor, dim: int = 0) -> List[Tensor]'
+_sig_unbind_copy.public = unbind_copy
 def _signature_unbind_copy(input, dim=0): ...
 unbind_copy.__wrapped__ = _signature_unbind_copy
 
@@ -16966,6 +21092,10 @@ def _bind_unfold_copy_0(input, dimension, size, step, *, out=None):
     return (input, dimension, size, step, out)
 
 def unfold_copy(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_unfold_copy.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_unfold_copy_0(*args, **kwargs)
     except TypeError:
@@ -16978,6 +21108,8 @@ def unfold_copy(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_unfold_copy_out.call(input._ks, input, dimension, size, step, out)
     _i, _a = _sig_unfold_copy.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_unfold_copy.call(_a['input']._ks, _a['input'], _a['dimension'], _a['size'], _a['step'])
@@ -16986,6 +21118,7 @@ def unfold_copy(*args, **kwargs):
 
 
 unfold_copy.__doc__ = 'unfold_copy(input: Tensor, dimension: int, size: int, step: int, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_unfold_copy.public = unfold_copy
 def _signature_unfold_copy(input, dimension, size, step, *, out=None): ...
 unfold_copy.__wrapped__ = _signature_unfold_copy
 
@@ -16998,6 +21131,10 @@ def _bind_unsqueeze_copy_0(input, dim, *, out=None):
     return (input, dim, out)
 
 def unsqueeze_copy(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_unsqueeze_copy.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_unsqueeze_copy_0(*args, **kwargs)
     except TypeError:
@@ -17010,6 +21147,8 @@ def unsqueeze_copy(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_unsqueeze_copy_out.call(input._ks, input, dim, out)
     _i, _a = _sig_unsqueeze_copy.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_unsqueeze_copy.call(_a['input']._ks, _a['input'], _a['dim'])
@@ -17018,6 +21157,7 @@ def unsqueeze_copy(*args, **kwargs):
 
 
 unsqueeze_copy.__doc__ = 'unsqueeze_copy(input: Tensor, dim: int, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_unsqueeze_copy.public = unsqueeze_copy
 def _signature_unsqueeze_copy(input, dim, *, out=None): ...
 unsqueeze_copy.__wrapped__ = _signature_unsqueeze_copy
 
@@ -17030,6 +21170,10 @@ def _bind_view_as_complex_copy_0(input, *, out=None):
     return (input, out)
 
 def view_as_complex_copy(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_view_as_complex_copy.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_view_as_complex_copy_0(*args, **kwargs)
     except TypeError:
@@ -17042,6 +21186,8 @@ def view_as_complex_copy(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_view_as_complex_copy_out.call(input._ks, input, out)
     _i, _a = _sig_view_as_complex_copy.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_view_as_complex_copy.call(_a['input']._ks, _a['input'])
@@ -17050,6 +21196,7 @@ def view_as_complex_copy(*args, **kwargs):
 
 
 view_as_complex_copy.__doc__ = 'view_as_complex_copy(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_view_as_complex_copy.public = view_as_complex_copy
 def _signature_view_as_complex_copy(input, *, out=None): ...
 view_as_complex_copy.__wrapped__ = _signature_view_as_complex_copy
 
@@ -17062,6 +21209,10 @@ def _bind_view_as_real_copy_0(input, *, out=None):
     return (input, out)
 
 def view_as_real_copy(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_view_as_real_copy.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_view_as_real_copy_0(*args, **kwargs)
     except TypeError:
@@ -17074,6 +21225,8 @@ def view_as_real_copy(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_view_as_real_copy_out.call(input._ks, input, out)
     _i, _a = _sig_view_as_real_copy.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_view_as_real_copy.call(_a['input']._ks, _a['input'])
@@ -17082,6 +21235,7 @@ def view_as_real_copy(*args, **kwargs):
 
 
 view_as_real_copy.__doc__ = 'view_as_real_copy(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_view_as_real_copy.public = view_as_real_copy
 def _signature_view_as_real_copy(input, *, out=None): ...
 view_as_real_copy.__wrapped__ = _signature_view_as_real_copy
 
@@ -17098,6 +21252,10 @@ def _bind_view_copy_1(input, dtype, *, out=None):
     return (input, dtype, out)
 
 def view_copy(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_view_copy.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_view_copy_0(*args, **kwargs)
     except TypeError:
@@ -17121,6 +21279,8 @@ def view_copy(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_view_copy_dtype_out.call(input._ks, input, dtype, out)
     _i, _a = _sig_view_copy.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_view_copy.call(_a['input']._ks, _a['input'], _a['size'])
@@ -17133,6 +21293,7 @@ def view_copy(*args, **kwargs):
 
 
 view_copy.__doc__ = 'view_copy(input: Tensor, size: List[int], *, out: Optional[Tensor] = None) -> Tensor\nview_copy(input: Tensor, dtype: Optional[dtype], *, out: Optional[Tensor] = None) -> Tensor'
+_sig_view_copy.public = view_copy
 
 
 _sig_trapezoid = _Signatures('trapezoid', [
@@ -17147,6 +21308,10 @@ def _bind_trapezoid_1(y, *, dx=1, dim=-1):
     return (y, dx, dim)
 
 def trapezoid(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_trapezoid.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_trapezoid_0(*args, **kwargs)
     except TypeError:
@@ -17164,6 +21329,8 @@ def trapezoid(*args, **kwargs):
         if isinstance(y, _Tensor) and type(dx) in _NUMBERS and type(dim) is int:
             return _A._op_trapezoid_dx.call(y._ks, y, dx, dim)
     _i, _a = _sig_trapezoid.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_trapezoid_x.call(_a['y']._ks | _a['x']._ks, _a['y'], _a['x'], _a['dim'])
     elif _i == 1:
@@ -17172,6 +21339,7 @@ def trapezoid(*args, **kwargs):
 
 
 trapezoid.__doc__ = 'trapezoid(y: Tensor, x: Tensor, *, dim: int = -1) -> Tensor\ntrapezoid(y: Tensor, *, dx: Number = 1, dim: int = -1) -> Tensor'
+_sig_trapezoid.public = trapezoid
 
 
 _sig_trapz = _Signatures('trapz', [
@@ -17186,6 +21354,10 @@ def _bind_trapz_1(y, *, dx=1., dim=-1):
     return (y, dx, dim)
 
 def trapz(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_trapz.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_trapz_0(*args, **kwargs)
     except TypeError:
@@ -17203,6 +21375,8 @@ def trapz(*args, **kwargs):
         if isinstance(y, _Tensor) and type(dx) is float and type(dim) is int:
             return _A._op_trapz_dx.call(y._ks, y, dx, dim)
     _i, _a = _sig_trapz.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_trapz_x.call(_a['y']._ks | _a['x']._ks, _a['y'], _a['x'], _a['dim'])
     elif _i == 1:
@@ -17211,6 +21385,7 @@ def trapz(*args, **kwargs):
 
 
 trapz.__doc__ = 'trapz(y: Tensor, x: Tensor, *, dim: int = -1) -> Tensor\ntrapz(y: Tensor, *, dx: float = 1., dim: int = -1) -> Tensor'
+_sig_trapz.public = trapz
 
 
 _sig_cumulative_trapezoid = _Signatures('cumulative_trapezoid', [
@@ -17225,6 +21400,10 @@ def _bind_cumulative_trapezoid_1(y, *, dx=1, dim=-1):
     return (y, dx, dim)
 
 def cumulative_trapezoid(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cumulative_trapezoid.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cumulative_trapezoid_0(*args, **kwargs)
     except TypeError:
@@ -17242,6 +21421,8 @@ def cumulative_trapezoid(*args, **kwargs):
         if isinstance(y, _Tensor) and type(dx) in _NUMBERS and type(dim) is int:
             return _A._op_cumulative_trapezoid_dx.call(y._ks, y, dx, dim)
     _i, _a = _sig_cumulative_trapezoid.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cumulative_trapezoid_x.call(_a['y']._ks | _a['x']._ks, _a['y'], _a['x'], _a['dim'])
     elif _i == 1:
@@ -17250,6 +21431,7 @@ def cumulative_trapezoid(*args, **kwargs):
 
 
 cumulative_trapezoid.__doc__ = 'cumulative_trapezoid(y: Tensor, x: Tensor, *, dim: int = -1) -> Tensor\ncumulative_trapezoid(y: Tensor, *, dx: Number = 1, dim: int = -1) -> Tensor'
+_sig_cumulative_trapezoid.public = cumulative_trapezoid
 
 
 _sig_combinations = _Signatures('combinations', [
@@ -17260,6 +21442,10 @@ def _bind_combinations_0(input, r=2, with_replacement=False):
     return (input, r, with_replacement)
 
 def combinations(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_combinations.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_combinations_0(*args, **kwargs)
     except TypeError:
@@ -17269,12 +21455,15 @@ def combinations(*args, **kwargs):
         if isinstance(input, _Tensor) and type(r) is int and type(with_replacement) is bool:
             return _A._op_combinations.call(input._ks, input, r, with_replacement)
     _i, _a = _sig_combinations.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_combinations.call(_a['input']._ks, _a['input'], _a['r'], _a['with_replacement'])
     raise AssertionError('unreachable')
 
 
 combinations.__doc__ = 'combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor'
+_sig_combinations.public = combinations
 def _signature_combinations(input, r=2, with_replacement=False): ...
 combinations.__wrapped__ = _signature_combinations
 
@@ -17284,7 +21473,13 @@ _sig_chain_matmul = _Signatures('chain_matmul', [
 ], method=False)
 
 def chain_matmul(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_chain_matmul.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_chain_matmul.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_chain_matmul.call(_ks_list(_a['matrices']), _a['matrices'])
@@ -17293,6 +21488,7 @@ def chain_matmul(*args, **kwargs):
 
 
 chain_matmul.__doc__ = 'chain_matmul(matrices: List[Tensor], *, out: Optional[Tensor] = None) -> Tensor'
+_sig_chain_matmul.public = chain_matmul
 def _signature_chain_matmul(matrices, *, out=None): ...
 chain_matmul.__wrapped__ = _signature_chain_matmul
 
@@ -17305,6 +21501,10 @@ def _bind_unsafe_chunk_0(input, chunks, dim=0):
     return (input, chunks, dim)
 
 def unsafe_chunk(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_unsafe_chunk.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_unsafe_chunk_0(*args, **kwargs)
     except TypeError:
@@ -17312,14 +21512,17 @@ def unsafe_chunk(*args, **kwargs):
     if _b is not None:
         input, chunks, dim = _b
         if isinstance(input, _Tensor) and type(chunks) is int and type(dim) is int:
-            return _A._op_unsafe_chunk.call(input._ks, input, chunks, dim)
+            return tuple(_A._op_unsafe_chunk.call(input._ks, input, chunks, dim))
     _i, _a = _sig_unsafe_chunk.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_unsafe_chunk.call(_a['input']._ks, _a['input'], _a['chunks'], _a['dim'])
+        return tuple(_A._op_unsafe_chunk.call(_a['input']._ks, _a['input'], _a['chunks'], _a['dim']))
     raise AssertionError('unreachable')
 
 
 unsafe_chunk.__doc__ = 'unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> List[Tensor]'
+_sig_unsafe_chunk.public = unsafe_chunk
 def _signature_unsafe_chunk(input, chunks, dim=0): ...
 unsafe_chunk.__wrapped__ = _signature_unsafe_chunk
 
@@ -17332,6 +21535,10 @@ def _bind_unsafe_split_0(input, split_size, dim=0):
     return (input, split_size, dim)
 
 def unsafe_split(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_unsafe_split.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_unsafe_split_0(*args, **kwargs)
     except TypeError:
@@ -17339,14 +21546,17 @@ def unsafe_split(*args, **kwargs):
     if _b is not None:
         input, split_size, dim = _b
         if isinstance(input, _Tensor) and type(split_size) is int and type(dim) is int:
-            return _A._op_unsafe_split_Tensor.call(input._ks, input, split_size, dim)
+            return tuple(_A._op_unsafe_split_Tensor.call(input._ks, input, split_size, dim))
     _i, _a = _sig_unsafe_split.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_unsafe_split_Tensor.call(_a['input']._ks, _a['input'], _a['split_size'], _a['dim'])
+        return tuple(_A._op_unsafe_split_Tensor.call(_a['input']._ks, _a['input'], _a['split_size'], _a['dim']))
     raise AssertionError('unreachable')
 
 
 unsafe_split.__doc__ = 'unsafe_split(input: Tensor, split_size: int, dim: int = 0) -> List[Tensor]'
+_sig_unsafe_split.public = unsafe_split
 def _signature_unsafe_split(input, split_size, dim=0): ...
 unsafe_split.__wrapped__ = _signature_unsafe_split
 
@@ -17359,6 +21569,10 @@ def _bind_unsafe_split_with_sizes_0(input, split_sizes, dim=0):
     return (input, split_sizes, dim)
 
 def unsafe_split_with_sizes(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_unsafe_split_with_sizes.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_unsafe_split_with_sizes_0(*args, **kwargs)
     except TypeError:
@@ -17366,14 +21580,17 @@ def unsafe_split_with_sizes(*args, **kwargs):
     if _b is not None:
         input, split_sizes, dim = _b
         if isinstance(input, _Tensor) and (split_sizes_ := _ints(split_sizes, False)) is not None and type(dim) is int:
-            return _A._op_unsafe_split_with_sizes.call(input._ks, input, split_sizes_, dim)
+            return tuple(_A._op_unsafe_split_with_sizes.call(input._ks, input, split_sizes_, dim))
     _i, _a = _sig_unsafe_split_with_sizes.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_unsafe_split_with_sizes.call(_a['input']._ks, _a['input'], _a['split_sizes'], _a['dim'])
+        return tuple(_A._op_unsafe_split_with_sizes.call(_a['input']._ks, _a['input'], _a['split_sizes'], _a['dim']))
     raise AssertionError('unreachable')
 
 
 unsafe_split_with_sizes.__doc__ = 'unsafe_split_with_sizes(input: Tensor, split_sizes: List[int], dim: int = 0) -> List[Tensor]'
+_sig_unsafe_split_with_sizes.public = unsafe_split_with_sizes
 def _signature_unsafe_split_with_sizes(input, split_sizes, dim=0): ...
 unsafe_split_with_sizes.__wrapped__ = _signature_unsafe_split_with_sizes
 
@@ -17386,6 +21603,10 @@ def _bind_renorm_0(input, p, dim, maxnorm, *, out=None):
     return (input, p, dim, maxnorm, out)
 
 def renorm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_renorm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_renorm_0(*args, **kwargs)
     except TypeError:
@@ -17398,6 +21619,8 @@ def renorm(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_renorm_out.call(input._ks, input, p, dim, maxnorm, out)
     _i, _a = _sig_renorm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_renorm.call(_a['input']._ks, _a['input'], _a['p'], _a['dim'], _a['maxnorm'])
@@ -17406,6 +21629,7 @@ def renorm(*args, **kwargs):
 
 
 renorm.__doc__ = 'renorm(input: Tensor, p: Number, dim: int, maxnorm: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_renorm.public = renorm
 def _signature_renorm(input, p, dim, maxnorm, *, out=None): ...
 renorm.__wrapped__ = _signature_renorm
 
@@ -17418,6 +21642,10 @@ def _bind_frobenius_norm_0(input, dim, keepdim=False, *, out=None):
     return (input, dim, keepdim, out)
 
 def frobenius_norm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_frobenius_norm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_frobenius_norm_0(*args, **kwargs)
     except TypeError:
@@ -17430,6 +21658,8 @@ def frobenius_norm(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_frobenius_norm_out.call(input._ks, input, dim_, keepdim, out)
     _i, _a = _sig_frobenius_norm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_frobenius_norm_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
@@ -17438,6 +21668,7 @@ def frobenius_norm(*args, **kwargs):
 
 
 frobenius_norm.__doc__ = 'frobenius_norm(input: Tensor, dim: List[int], keepdim: bool = False, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_frobenius_norm.public = frobenius_norm
 def _signature_frobenius_norm(input, dim, keepdim=False, *, out=None): ...
 frobenius_norm.__wrapped__ = _signature_frobenius_norm
 
@@ -17454,6 +21685,10 @@ def _bind_nuclear_norm_1(input, dim, keepdim=False, *, out=None):
     return (input, dim, keepdim, out)
 
 def nuclear_norm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nuclear_norm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nuclear_norm_0(*args, **kwargs)
     except TypeError:
@@ -17477,6 +21712,8 @@ def nuclear_norm(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_nuclear_norm_dim_out.call(input._ks, input, dim_, keepdim, out)
     _i, _a = _sig_nuclear_norm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_nuclear_norm.call(_a['input']._ks, _a['input'], _a['keepdim'])
@@ -17489,6 +21726,7 @@ def nuclear_norm(*args, **kwargs):
 
 
 nuclear_norm.__doc__ = 'nuclear_norm(input: Tensor, keepdim: bool = False, *, out: Optional[Tensor] = None) -> Tensor\nnuclear_norm(input: Tensor, dim: List[int], keepdim: bool = False, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_nuclear_norm.public = nuclear_norm
 
 
 _sig_mvlgamma = _Signatures('mvlgamma', [
@@ -17499,6 +21737,10 @@ def _bind_mvlgamma_0(input, p):
     return (input, p)
 
 def mvlgamma(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_mvlgamma.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_mvlgamma_0(*args, **kwargs)
     except TypeError:
@@ -17508,12 +21750,15 @@ def mvlgamma(*args, **kwargs):
         if isinstance(input, _Tensor) and type(p) is int:
             return _A._op_mvlgamma.call(input._ks, input, p)
     _i, _a = _sig_mvlgamma.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_mvlgamma.call(_a['input']._ks, _a['input'], _a['p'])
     raise AssertionError('unreachable')
 
 
 mvlgamma.__doc__ = 'mvlgamma(input: Tensor, p: int) -> Tensor'
+_sig_mvlgamma.public = mvlgamma
 def _signature_mvlgamma(input, p): ...
 mvlgamma.__wrapped__ = _signature_mvlgamma
 
@@ -17530,6 +21775,10 @@ def _bind_hsplit_1(input, indices):
     return (input, indices)
 
 def hsplit(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hsplit.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hsplit_0(*args, **kwargs)
     except TypeError:
@@ -17537,7 +21786,7 @@ def hsplit(*args, **kwargs):
     if _b is not None:
         input, sections = _b
         if isinstance(input, _Tensor) and type(sections) is int:
-            return _A._op_hsplit_int.call(input._ks, input, sections)
+            return tuple(_A._op_hsplit_int.call(input._ks, input, sections))
     try:
         _b = _bind_hsplit_1(*args, **kwargs)
     except TypeError:
@@ -17545,16 +21794,19 @@ def hsplit(*args, **kwargs):
     if _b is not None:
         input, indices = _b
         if isinstance(input, _Tensor) and (indices_ := _ints(indices, False)) is not None:
-            return _A._op_hsplit_array.call(input._ks, input, indices_)
+            return tuple(_A._op_hsplit_array.call(input._ks, input, indices_))
     _i, _a = _sig_hsplit.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_hsplit_int.call(_a['input']._ks, _a['input'], _a['sections'])
+        return tuple(_A._op_hsplit_int.call(_a['input']._ks, _a['input'], _a['sections']))
     elif _i == 1:
-        return _A._op_hsplit_array.call(_a['input']._ks, _a['input'], _a['indices'])
+        return tuple(_A._op_hsplit_array.call(_a['input']._ks, _a['input'], _a['indices']))
     raise AssertionError('unreachable')
 
 
 hsplit.__doc__ = 'hsplit(input: Tensor, sections: int) -> List[Tensor]\nhsplit(input: Tensor, indices: List[int]) -> List[Tensor]'
+_sig_hsplit.public = hsplit
 
 
 _sig_vsplit = _Signatures('vsplit', [
@@ -17569,6 +21821,10 @@ def _bind_vsplit_1(input, indices):
     return (input, indices)
 
 def vsplit(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_vsplit.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_vsplit_0(*args, **kwargs)
     except TypeError:
@@ -17576,7 +21832,7 @@ def vsplit(*args, **kwargs):
     if _b is not None:
         input, sections = _b
         if isinstance(input, _Tensor) and type(sections) is int:
-            return _A._op_vsplit_int.call(input._ks, input, sections)
+            return tuple(_A._op_vsplit_int.call(input._ks, input, sections))
     try:
         _b = _bind_vsplit_1(*args, **kwargs)
     except TypeError:
@@ -17584,16 +21840,19 @@ def vsplit(*args, **kwargs):
     if _b is not None:
         input, indices = _b
         if isinstance(input, _Tensor) and (indices_ := _ints(indices, False)) is not None:
-            return _A._op_vsplit_array.call(input._ks, input, indices_)
+            return tuple(_A._op_vsplit_array.call(input._ks, input, indices_))
     _i, _a = _sig_vsplit.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_vsplit_int.call(_a['input']._ks, _a['input'], _a['sections'])
+        return tuple(_A._op_vsplit_int.call(_a['input']._ks, _a['input'], _a['sections']))
     elif _i == 1:
-        return _A._op_vsplit_array.call(_a['input']._ks, _a['input'], _a['indices'])
+        return tuple(_A._op_vsplit_array.call(_a['input']._ks, _a['input'], _a['indices']))
     raise AssertionError('unreachable')
 
 
 vsplit.__doc__ = 'vsplit(input: Tensor, sections: int) -> List[Tensor]\nvsplit(input: Tensor, indices: List[int]) -> List[Tensor]'
+_sig_vsplit.public = vsplit
 
 
 _sig_dsplit = _Signatures('dsplit', [
@@ -17608,6 +21867,10 @@ def _bind_dsplit_1(input, indices):
     return (input, indices)
 
 def dsplit(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_dsplit.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_dsplit_0(*args, **kwargs)
     except TypeError:
@@ -17615,7 +21878,7 @@ def dsplit(*args, **kwargs):
     if _b is not None:
         input, sections = _b
         if isinstance(input, _Tensor) and type(sections) is int:
-            return _A._op_dsplit_int.call(input._ks, input, sections)
+            return tuple(_A._op_dsplit_int.call(input._ks, input, sections))
     try:
         _b = _bind_dsplit_1(*args, **kwargs)
     except TypeError:
@@ -17623,16 +21886,19 @@ def dsplit(*args, **kwargs):
     if _b is not None:
         input, indices = _b
         if isinstance(input, _Tensor) and (indices_ := _ints(indices, False)) is not None:
-            return _A._op_dsplit_array.call(input._ks, input, indices_)
+            return tuple(_A._op_dsplit_array.call(input._ks, input, indices_))
     _i, _a = _sig_dsplit.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_dsplit_int.call(_a['input']._ks, _a['input'], _a['sections'])
+        return tuple(_A._op_dsplit_int.call(_a['input']._ks, _a['input'], _a['sections']))
     elif _i == 1:
-        return _A._op_dsplit_array.call(_a['input']._ks, _a['input'], _a['indices'])
+        return tuple(_A._op_dsplit_array.call(_a['input']._ks, _a['input'], _a['indices']))
     raise AssertionError('unreachable')
 
 
 dsplit.__doc__ = 'dsplit(input: Tensor, sections: int) -> List[Tensor]\ndsplit(input: Tensor, indices: List[int]) -> List[Tensor]'
+_sig_dsplit.public = dsplit
 
 
 _sig_adjoint = _Signatures('adjoint', [
@@ -17643,6 +21909,10 @@ def _bind_adjoint_0(input):
     return (input,)
 
 def adjoint(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_adjoint.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_adjoint_0(*args, **kwargs)
     except TypeError:
@@ -17652,12 +21922,15 @@ def adjoint(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_adjoint.call(input._ks, input)
     _i, _a = _sig_adjoint.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_adjoint.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 adjoint.__doc__ = 'adjoint(input: Tensor) -> Tensor'
+_sig_adjoint.public = adjoint
 def _signature_adjoint(input): ...
 adjoint.__wrapped__ = _signature_adjoint
 
@@ -17670,6 +21943,10 @@ def _bind_diagflat_0(input, offset=0):
     return (input, offset)
 
 def diagflat(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_diagflat.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_diagflat_0(*args, **kwargs)
     except TypeError:
@@ -17679,12 +21956,15 @@ def diagflat(*args, **kwargs):
         if isinstance(input, _Tensor) and type(offset) is int:
             return _A._op_diagflat.call(input._ks, input, offset)
     _i, _a = _sig_diagflat.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_diagflat.call(_a['input']._ks, _a['input'], _a['offset'])
     raise AssertionError('unreachable')
 
 
 diagflat.__doc__ = 'diagflat(input: Tensor, offset: int = 0) -> Tensor'
+_sig_diagflat.public = diagflat
 def _signature_diagflat(input, offset=0): ...
 diagflat.__wrapped__ = _signature_diagflat
 
@@ -17697,6 +21977,10 @@ def _bind_dist_0(input, other, p=2):
     return (input, other, p)
 
 def dist(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_dist.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_dist_0(*args, **kwargs)
     except TypeError:
@@ -17706,12 +21990,15 @@ def dist(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor) and type(p) in _NUMBERS:
             return _A._op_dist.call(input._ks | other._ks, input, other, p)
     _i, _a = _sig_dist.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_dist.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['p'])
     raise AssertionError('unreachable')
 
 
 dist.__doc__ = 'dist(input: Tensor, other: Tensor, p: Number = 2) -> Tensor'
+_sig_dist.public = dist
 def _signature_dist(input, other, p=2): ...
 dist.__wrapped__ = _signature_dist
 
@@ -17724,6 +22011,10 @@ def _bind_logdet_0(input):
     return (input,)
 
 def logdet(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logdet.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logdet_0(*args, **kwargs)
     except TypeError:
@@ -17733,12 +22024,15 @@ def logdet(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_logdet.call(input._ks, input)
     _i, _a = _sig_logdet.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_logdet.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 logdet.__doc__ = 'logdet(input: Tensor) -> Tensor'
+_sig_logdet.public = logdet
 def _signature_logdet(input): ...
 logdet.__wrapped__ = _signature_logdet
 
@@ -17751,6 +22045,10 @@ def _bind_matrix_power_0(input, n):
     return (input, n)
 
 def matrix_power(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_matrix_power.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_matrix_power_0(*args, **kwargs)
     except TypeError:
@@ -17760,12 +22058,15 @@ def matrix_power(*args, **kwargs):
         if isinstance(input, _Tensor) and type(n) is int:
             return _A._op_matrix_power.call(input._ks, input, n)
     _i, _a = _sig_matrix_power.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_matrix_power.call(_a['input']._ks, _a['input'], _a['n'])
     raise AssertionError('unreachable')
 
 
 matrix_power.__doc__ = 'matrix_power(input: Tensor, n: int) -> Tensor'
+_sig_matrix_power.public = matrix_power
 def _signature_matrix_power(input, n): ...
 matrix_power.__wrapped__ = _signature_matrix_power
 
@@ -17778,6 +22079,10 @@ def _bind_addr_0(input, vec1, vec2, *, beta=1, alpha=1):
     return (input, vec1, vec2, beta, alpha)
 
 def addr(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_addr.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_addr_0(*args, **kwargs)
     except TypeError:
@@ -17787,12 +22092,15 @@ def addr(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(vec1, _Tensor) and isinstance(vec2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             return _A._op_addr.call(input._ks | vec1._ks | vec2._ks, input, vec1, vec2, beta, alpha)
     _i, _a = _sig_addr.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_addr.call(_a['input']._ks | _a['vec1']._ks | _a['vec2']._ks, _a['input'], _a['vec1'], _a['vec2'], _a['beta'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
 addr.__doc__ = 'addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor'
+_sig_addr.public = addr
 def _signature_addr(input, vec1, vec2, *, beta=1, alpha=1): ...
 addr.__wrapped__ = _signature_addr
 
@@ -17809,6 +22117,10 @@ def _bind_nanmedian_1(input, dim, keepdim=False):
     return (input, dim, keepdim)
 
 def nanmedian(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nanmedian.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nanmedian_0(*args, **kwargs)
     except TypeError:
@@ -17826,6 +22138,8 @@ def nanmedian(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and type(keepdim) is bool:
             return _A._op_nanmedian_dim.call(input._ks, input, dim, keepdim)
     _i, _a = _sig_nanmedian.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nanmedian.call(_a['input']._ks, _a['input'])
     elif _i == 1:
@@ -17834,6 +22148,7 @@ def nanmedian(*args, **kwargs):
 
 
 nanmedian.__doc__ = 'nanmedian(input: Tensor) -> Tensor\nnanmedian(input: Tensor, dim: int, keepdim: bool = False) -> (Tensor, Tensor)'
+_sig_nanmedian.public = nanmedian
 
 
 _sig_unique_consecutive = _Signatures('unique_consecutive', [
@@ -17844,6 +22159,10 @@ def _bind_unique_consecutive_0(input, return_inverse=False, return_counts=False,
     return (input, return_inverse, return_counts, dim)
 
 def unique_consecutive(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_unique_consecutive.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_unique_consecutive_0(*args, **kwargs)
     except TypeError:
@@ -17853,12 +22172,15 @@ def unique_consecutive(*args, **kwargs):
         if isinstance(input, _Tensor) and type(return_inverse) is bool and type(return_counts) is bool and (dim is None or type(dim) is int):
             return _A._op_unique_consecutive.call(input._ks, input, return_inverse, return_counts, dim)
     _i, _a = _sig_unique_consecutive.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_unique_consecutive.call(_a['input']._ks, _a['input'], _a['return_inverse'], _a['return_counts'], _a['dim'])
     raise AssertionError('unreachable')
 
 
 unique_consecutive.__doc__ = 'unique_consecutive(input: Tensor, return_inverse: bool = False, return_counts: bool = False, dim: Optional[int] = None) -> (Tensor, Tensor, Tensor)'
+_sig_unique_consecutive.public = unique_consecutive
 def _signature_unique_consecutive(input, return_inverse=False, return_counts=False, dim=None): ...
 unique_consecutive.__wrapped__ = _signature_unique_consecutive
 
@@ -17868,13 +22190,20 @@ _sig__histogramdd_bin_edges = _Signatures('_histogramdd_bin_edges', [
 ], method=False)
 
 def _histogramdd_bin_edges(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__histogramdd_bin_edges.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__histogramdd_bin_edges.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op__histogramdd_bin_edges.call(_a['input']._ks | _ks_opt(_a['weight']), _a['input'], _a['bins'], _a['range'], _a['weight'], _a['density'])
+        return tuple(_A._op__histogramdd_bin_edges.call(_a['input']._ks | _ks_opt(_a['weight']), _a['input'], _a['bins'], _a['range'], _a['weight'], _a['density']))
     raise AssertionError('unreachable')
 
 
 _histogramdd_bin_edges.__doc__ = '_histogramdd_bin_edges(input: Tensor, bins: List[int], *, range=None, weight: Optional[Tensor] = None, density: bool = False) -> List[Tensor]'
+_sig__histogramdd_bin_edges.public = _histogramdd_bin_edges
 def _signature__histogramdd_bin_edges(input, bins, *, range=None, weight=None, density=False): ...
 _histogramdd_bin_edges.__wrapped__ = _signature__histogramdd_bin_edges
 
@@ -17884,13 +22213,20 @@ _sig__histogramdd_from_bin_cts = _Signatures('_histogramdd_from_bin_cts', [
 ], method=False)
 
 def _histogramdd_from_bin_cts(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__histogramdd_from_bin_cts.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__histogramdd_from_bin_cts.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op__histogramdd_from_bin_cts.call(_a['input']._ks | _ks_opt(_a['weight']), _a['input'], _a['bins'], _a['range'], _a['weight'], _a['density'])
     raise AssertionError('unreachable')
 
 
 _histogramdd_from_bin_cts.__doc__ = '_histogramdd_from_bin_cts(input: Tensor, bins: List[int], *, range=None, weight: Optional[Tensor] = None, density: bool = False) -> Tensor'
+_sig__histogramdd_from_bin_cts.public = _histogramdd_from_bin_cts
 def _signature__histogramdd_from_bin_cts(input, bins, *, range=None, weight=None, density=False): ...
 _histogramdd_from_bin_cts.__wrapped__ = _signature__histogramdd_from_bin_cts
 
@@ -17900,13 +22236,20 @@ _sig__histogramdd_from_bin_tensors = _Signatures('_histogramdd_from_bin_tensors'
 ], method=False)
 
 def _histogramdd_from_bin_tensors(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__histogramdd_from_bin_tensors.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig__histogramdd_from_bin_tensors.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op__histogramdd_from_bin_tensors.call(_a['input']._ks | _ks_list(_a['bins']) | _ks_opt(_a['weight']), _a['input'], _a['bins'], _a['weight'], _a['density'])
     raise AssertionError('unreachable')
 
 
 _histogramdd_from_bin_tensors.__doc__ = '_histogramdd_from_bin_tensors(input: Tensor, bins: List[Tensor], *, weight: Optional[Tensor] = None, density: bool = False) -> Tensor'
+_sig__histogramdd_from_bin_tensors.public = _histogramdd_from_bin_tensors
 def _signature__histogramdd_from_bin_tensors(input, bins, *, weight=None, density=False): ...
 _histogramdd_from_bin_tensors.__wrapped__ = _signature__histogramdd_from_bin_tensors
 
@@ -17919,6 +22262,10 @@ def _bind_put_0(input, index, source, accumulate=False):
     return (input, index, source, accumulate)
 
 def put(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_put.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_put_0(*args, **kwargs)
     except TypeError:
@@ -17928,12 +22275,15 @@ def put(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(accumulate) is bool:
             return _A._op_put.call(input._ks | index._ks | source._ks, input, index, source, accumulate)
     _i, _a = _sig_put.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_put.call(_a['input']._ks | _a['index']._ks | _a['source']._ks, _a['input'], _a['index'], _a['source'], _a['accumulate'])
     raise AssertionError('unreachable')
 
 
 put.__doc__ = 'put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor'
+_sig_put.public = put
 def _signature_put(input, index, source, accumulate=False): ...
 put.__wrapped__ = _signature_put
 
@@ -17946,6 +22296,10 @@ def _bind_index_reduce_0(input, dim, index, source, reduce, *, include_self=True
     return (input, dim, index, source, reduce, include_self)
 
 def index_reduce(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_index_reduce.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_index_reduce_0(*args, **kwargs)
     except TypeError:
@@ -17955,12 +22309,15 @@ def index_reduce(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(reduce) is str and type(include_self) is bool:
             return _A._op_index_reduce.call(input._ks | index._ks | source._ks, input, dim, index, source, reduce, include_self)
     _i, _a = _sig_index_reduce.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_index_reduce.call(_a['input']._ks | _a['index']._ks | _a['source']._ks, _a['input'], _a['dim'], _a['index'], _a['source'], _a['reduce'], _a['include_self'])
     raise AssertionError('unreachable')
 
 
 index_reduce.__doc__ = 'index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *, include_self: bool = True) -> Tensor'
+_sig_index_reduce.public = index_reduce
 def _signature_index_reduce(input, dim, index, source, reduce, *, include_self=True): ...
 index_reduce.__wrapped__ = _signature_index_reduce
 
@@ -17973,6 +22330,10 @@ def _bind_nonzero_static_0(input, *, size, fill_value=-1):
     return (input, size, fill_value)
 
 def nonzero_static(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nonzero_static.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nonzero_static_0(*args, **kwargs)
     except TypeError:
@@ -17982,12 +22343,15 @@ def nonzero_static(*args, **kwargs):
         if isinstance(input, _Tensor) and type(size) is int and type(fill_value) is int:
             return _A._op_nonzero_static.call(input._ks, input, size, fill_value)
     _i, _a = _sig_nonzero_static.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nonzero_static.call(_a['input']._ks, _a['input'], _a['size'], _a['fill_value'])
     raise AssertionError('unreachable')
 
 
 nonzero_static.__doc__ = 'nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor'
+_sig_nonzero_static.public = nonzero_static
 def _signature_nonzero_static(input, *, size, fill_value=-1): ...
 nonzero_static.__wrapped__ = _signature_nonzero_static
 
@@ -18000,6 +22364,10 @@ def _bind_as_strided_scatter_0(input, src, size, stride, storage_offset=None):
     return (input, src, size, stride, storage_offset)
 
 def as_strided_scatter(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_as_strided_scatter.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_as_strided_scatter_0(*args, **kwargs)
     except TypeError:
@@ -18009,12 +22377,15 @@ def as_strided_scatter(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(src, _Tensor) and (size_ := _ints(size, False)) is not None and (stride_ := _ints(stride, False)) is not None and (storage_offset is None or type(storage_offset) is int):
             return _A._op_as_strided_scatter.call(input._ks | src._ks, input, src, size_, stride_, storage_offset)
     _i, _a = _sig_as_strided_scatter.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_as_strided_scatter.call(_a['input']._ks | _a['src']._ks, _a['input'], _a['src'], _a['size'], _a['stride'], _a['storage_offset'])
     raise AssertionError('unreachable')
 
 
 as_strided_scatter.__doc__ = 'as_strided_scatter(input: Tensor, src: Tensor, size: List[int], stride: List[int], storage_offset: Optional[int] = None) -> Tensor'
+_sig_as_strided_scatter.public = as_strided_scatter
 def _signature_as_strided_scatter(input, src, size, stride, storage_offset=None): ...
 as_strided_scatter.__wrapped__ = _signature_as_strided_scatter
 
@@ -18031,6 +22402,10 @@ def _bind_fill_1(input, value):
     return (input, value)
 
 def fill(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fill.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_fill_0(*args, **kwargs)
     except TypeError:
@@ -18048,6 +22423,8 @@ def fill(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(value, _Tensor):
             return _A._op_fill_Tensor.call(input._ks | value._ks, input, value)
     _i, _a = _sig_fill.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_fill_Scalar.call(_a['input']._ks, _a['input'], _a['value'])
     elif _i == 1:
@@ -18056,6 +22433,7 @@ def fill(*args, **kwargs):
 
 
 fill.__doc__ = 'fill(input: Tensor, value: Number) -> Tensor\nfill(input: Tensor, value: Tensor) -> Tensor'
+_sig_fill.public = fill
 
 
 _sig_vander = _Signatures('vander', [
@@ -18066,6 +22444,10 @@ def _bind_vander_0(x, N=None, increasing=False):
     return (x, N, increasing)
 
 def vander(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_vander.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_vander_0(*args, **kwargs)
     except TypeError:
@@ -18075,12 +22457,15 @@ def vander(*args, **kwargs):
         if isinstance(x, _Tensor) and (N is None or type(N) is int) and type(increasing) is bool:
             return _A._op_vander.call(x._ks, x, N, increasing)
     _i, _a = _sig_vander.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_vander.call(_a['x']._ks, _a['x'], _a['N'], _a['increasing'])
     raise AssertionError('unreachable')
 
 
 vander.__doc__ = 'vander(x: Tensor, N: Optional[int] = None, increasing: bool = False) -> Tensor'
+_sig_vander.public = vander
 def _signature_vander(x, N=None, increasing=False): ...
 vander.__wrapped__ = _signature_vander
 
@@ -18093,6 +22478,10 @@ def _bind_empty_permuted_0(size, physical_layout, *, dtype=None, layout=None, de
     return (size, physical_layout, dtype, layout, device, pin_memory, requires_grad)
 
 def empty_permuted(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_empty_permuted.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_empty_permuted_0(*args, **kwargs)
     except TypeError:
@@ -18102,12 +22491,15 @@ def empty_permuted(*args, **kwargs):
         if (size_ := _ints(size, False)) is not None and (physical_layout_ := _ints(physical_layout, False)) is not None and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_empty_permuted.call(_ks_device(device), size_, physical_layout_, dtype, layout, device, pin_memory)
     _i, _a = _sig_empty_permuted.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_empty_permuted.call(_ks_device(_a['device']), _a['size'], _a['physical_layout'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
 empty_permuted.__doc__ = 'empty_permuted(size: List[int], physical_layout: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_empty_permuted.public = empty_permuted
 def _signature_empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
 empty_permuted.__wrapped__ = _signature_empty_permuted
 
@@ -18140,6 +22532,10 @@ def _bind_randint_like_5(input, low, high, *, generator, dtype=None, layout=None
     return (input, low, high, generator, dtype, layout, device, pin_memory, memory_format, requires_grad)
 
 def randint_like(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_randint_like.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_randint_like_0(*args, **kwargs)
     except TypeError:
@@ -18189,6 +22585,8 @@ def randint_like(*args, **kwargs):
         if isinstance(input, _Tensor) and type(low) is int and type(high) is int and (generator is None or type(generator) is _Generator) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
             return _A._op_randint_like_low_generator_dtype.call(input._ks, input, low, high, generator, dtype, layout, device, pin_memory, memory_format)
     _i, _a = _sig_randint_like.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_randint_like.call(_a['input']._ks, _a['input'], _a['high'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
     elif _i == 1:
@@ -18205,6 +22603,7 @@ def randint_like(*args, **kwargs):
 
 
 randint_like.__doc__ = 'randint_like(input: Tensor, high: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor\nrandint_like(input: Tensor, high: int, *, generator: Optional[Generator], dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor\nrandint_like(input: Tensor, high: Tensor, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor\nrandint_like(input: Tensor, high: Tensor, *, generator: Optional[Generator], dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor\nrandint_like(input: Tensor, low: int, high: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor\nrandint_like(input: Tensor, low: int, high: int, *, generator: Optional[Generator], dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor'
+_sig_randint_like.public = randint_like
 
 
 _sig_range = _Signatures('range', [
@@ -18215,6 +22614,10 @@ def _bind_range_0(start, end, step=1, *, dtype=None, layout=None, device=None, p
     return (start, end, step, dtype, layout, device, pin_memory, requires_grad)
 
 def range(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_range.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_range_0(*args, **kwargs)
     except TypeError:
@@ -18224,12 +22627,15 @@ def range(*args, **kwargs):
         if type(start) in _NUMBERS and type(end) in _NUMBERS and type(step) in _NUMBERS and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_range_step.call(_ks_device(device), start, end, step, dtype, layout, device, pin_memory)
     _i, _a = _sig_range.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_range_step.call(_ks_device(_a['device']), _a['start'], _a['end'], _a['step'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
 range.__doc__ = 'range(start: Number, end: Number, step: Number = 1, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_range.public = range
 def _signature_range(start, end, step=1, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
 range.__wrapped__ = _signature_range
 
@@ -18242,6 +22648,10 @@ def _bind_svd_0(input, some=True, compute_uv=True):
     return (input, some, compute_uv)
 
 def svd(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_svd.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_svd_0(*args, **kwargs)
     except TypeError:
@@ -18251,12 +22661,15 @@ def svd(*args, **kwargs):
         if isinstance(input, _Tensor) and type(some) is bool and type(compute_uv) is bool:
             return _A._op_svd.call(input._ks, input, some, compute_uv)
     _i, _a = _sig_svd.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_svd.call(_a['input']._ks, _a['input'], _a['some'], _a['compute_uv'])
     raise AssertionError('unreachable')
 
 
 svd.__doc__ = 'svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> (Tensor, Tensor, Tensor)'
+_sig_svd.public = svd
 def _signature_svd(input, some=True, compute_uv=True): ...
 svd.__wrapped__ = _signature_svd
 
@@ -18269,6 +22682,10 @@ def _bind_qr_0(input, some=True):
     return (input, some)
 
 def qr(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_qr.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_qr_0(*args, **kwargs)
     except TypeError:
@@ -18278,12 +22695,15 @@ def qr(*args, **kwargs):
         if isinstance(input, _Tensor) and type(some) is bool:
             return _A._op_qr.call(input._ks, input, some)
     _i, _a = _sig_qr.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_qr.call(_a['input']._ks, _a['input'], _a['some'])
     raise AssertionError('unreachable')
 
 
 qr.__doc__ = 'qr(input: Tensor, some: bool = True) -> (Tensor, Tensor)'
+_sig_qr.public = qr
 def _signature_qr(input, some=True): ...
 qr.__wrapped__ = _signature_qr
 
@@ -18296,6 +22716,10 @@ def _bind_triangular_solve_0(input, A, upper=True, transpose=False, unitriangula
     return (input, A, upper, transpose, unitriangular)
 
 def triangular_solve(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_triangular_solve.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_triangular_solve_0(*args, **kwargs)
     except TypeError:
@@ -18305,12 +22729,15 @@ def triangular_solve(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(A, _Tensor) and type(upper) is bool and type(transpose) is bool and type(unitriangular) is bool:
             return _A._op_triangular_solve.call(input._ks | A._ks, input, A, upper, transpose, unitriangular)
     _i, _a = _sig_triangular_solve.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_triangular_solve.call(_a['input']._ks | _a['A']._ks, _a['input'], _a['A'], _a['upper'], _a['transpose'], _a['unitriangular'])
     raise AssertionError('unreachable')
 
 
 triangular_solve.__doc__ = 'triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bool = False, unitriangular: bool = False) -> (Tensor, Tensor)'
+_sig_triangular_solve.public = triangular_solve
 def _signature_triangular_solve(input, A, upper=True, transpose=False, unitriangular=False): ...
 triangular_solve.__wrapped__ = _signature_triangular_solve
 
@@ -18323,6 +22750,10 @@ def _bind_conv_tbc_0(input, weight, bias, pad=0):
     return (input, weight, bias, pad)
 
 def conv_tbc(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_conv_tbc.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_conv_tbc_0(*args, **kwargs)
     except TypeError:
@@ -18332,12 +22763,15 @@ def conv_tbc(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(weight, _Tensor) and isinstance(bias, _Tensor) and type(pad) is int:
             return _A._op_conv_tbc.call(input._ks | weight._ks | bias._ks, input, weight, bias, pad)
     _i, _a = _sig_conv_tbc.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_conv_tbc.call(_a['input']._ks | _a['weight']._ks | _a['bias']._ks, _a['input'], _a['weight'], _a['bias'], _a['pad'])
     raise AssertionError('unreachable')
 
 
 conv_tbc.__doc__ = 'conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor'
+_sig_conv_tbc.public = conv_tbc
 def _signature_conv_tbc(input, weight, bias, pad=0): ...
 conv_tbc.__wrapped__ = _signature_conv_tbc
 
@@ -18350,6 +22784,10 @@ def _bind_norm_except_dim_0(v, pow=2, dim=0):
     return (v, pow, dim)
 
 def norm_except_dim(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_norm_except_dim.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_norm_except_dim_0(*args, **kwargs)
     except TypeError:
@@ -18359,12 +22797,15 @@ def norm_except_dim(*args, **kwargs):
         if isinstance(v, _Tensor) and type(pow) is int and type(dim) is int:
             return _A._op_norm_except_dim.call(v._ks, v, pow, dim)
     _i, _a = _sig_norm_except_dim.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_norm_except_dim.call(_a['v']._ks, _a['v'], _a['pow'], _a['dim'])
     raise AssertionError('unreachable')
 
 
 norm_except_dim.__doc__ = 'norm_except_dim(v: Tensor, pow: int = 2, dim: int = 0) -> Tensor'
+_sig_norm_except_dim.public = norm_except_dim
 def _signature_norm_except_dim(v, pow=2, dim=0): ...
 norm_except_dim.__wrapped__ = _signature_norm_except_dim
 
@@ -18377,6 +22818,10 @@ def _bind_hash_tensor_0(input, dim=(), *, keepdim=False, mode=0):
     return (input, dim, keepdim, mode)
 
 def hash_tensor(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hash_tensor.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hash_tensor_0(*args, **kwargs)
     except TypeError:
@@ -18386,12 +22831,15 @@ def hash_tensor(*args, **kwargs):
         if isinstance(input, _Tensor) and (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool and type(mode) is int:
             return _A._op_hash_tensor.call(input._ks, input, dim_, keepdim, mode)
     _i, _a = _sig_hash_tensor.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_hash_tensor.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['mode'])
     raise AssertionError('unreachable')
 
 
 hash_tensor.__doc__ = 'hash_tensor(input: Tensor, dim: List[int] = (), *, keepdim: bool = False, mode: int = 0) -> Tensor'
+_sig_hash_tensor.public = hash_tensor
 def _signature_hash_tensor(input, dim=(), *, keepdim=False, mode=0): ...
 hash_tensor.__wrapped__ = _signature_hash_tensor
 
@@ -18404,6 +22852,10 @@ def _bind__sobol_engine_draw_0(quasi, n, sobolstate, dimension, num_generated, d
     return (quasi, n, sobolstate, dimension, num_generated, dtype)
 
 def _sobol_engine_draw(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__sobol_engine_draw.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind__sobol_engine_draw_0(*args, **kwargs)
     except TypeError:
@@ -18413,12 +22865,15 @@ def _sobol_engine_draw(*args, **kwargs):
         if isinstance(quasi, _Tensor) and type(n) is int and isinstance(sobolstate, _Tensor) and type(dimension) is int and type(num_generated) is int and (dtype is None or type(dtype) is _dtype):
             return _A._op__sobol_engine_draw.call(quasi._ks | sobolstate._ks, quasi, n, sobolstate, dimension, num_generated, dtype)
     _i, _a = _sig__sobol_engine_draw.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op__sobol_engine_draw.call(_a['quasi']._ks | _a['sobolstate']._ks, _a['quasi'], _a['n'], _a['sobolstate'], _a['dimension'], _a['num_generated'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
 _sobol_engine_draw.__doc__ = '_sobol_engine_draw(quasi: Tensor, n: int, sobolstate: Tensor, dimension: int, num_generated: int, dtype: Optional[dtype]) -> (Tensor, Tensor)'
+_sig__sobol_engine_draw.public = _sobol_engine_draw
 def _signature__sobol_engine_draw(quasi, n, sobolstate, dimension, num_generated, dtype): ...
 _sobol_engine_draw.__wrapped__ = _signature__sobol_engine_draw
 
@@ -18431,6 +22886,10 @@ def _bind__sobol_engine_ff__0(input, n, sobolstate, dimension, num_generated):
     return (input, n, sobolstate, dimension, num_generated)
 
 def _sobol_engine_ff_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__sobol_engine_ff_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind__sobol_engine_ff__0(*args, **kwargs)
     except TypeError:
@@ -18440,12 +22899,15 @@ def _sobol_engine_ff_(*args, **kwargs):
         if isinstance(input, _Tensor) and type(n) is int and isinstance(sobolstate, _Tensor) and type(dimension) is int and type(num_generated) is int:
             return _A._op__sobol_engine_ff_.call(input._ks | sobolstate._ks, input, n, sobolstate, dimension, num_generated)
     _i, _a = _sig__sobol_engine_ff_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op__sobol_engine_ff_.call(_a['input']._ks | _a['sobolstate']._ks, _a['input'], _a['n'], _a['sobolstate'], _a['dimension'], _a['num_generated'])
     raise AssertionError('unreachable')
 
 
 _sobol_engine_ff_.__doc__ = '_sobol_engine_ff_(input: Tensor, n: int, sobolstate: Tensor, dimension: int, num_generated: int) -> Tensor'
+_sig__sobol_engine_ff_.public = _sobol_engine_ff_
 def _signature__sobol_engine_ff_(input, n, sobolstate, dimension, num_generated): ...
 _sobol_engine_ff_.__wrapped__ = _signature__sobol_engine_ff_
 
@@ -18458,6 +22920,10 @@ def _bind__sobol_engine_scramble__0(input, ltm, dimension):
     return (input, ltm, dimension)
 
 def _sobol_engine_scramble_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__sobol_engine_scramble_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind__sobol_engine_scramble__0(*args, **kwargs)
     except TypeError:
@@ -18467,12 +22933,15 @@ def _sobol_engine_scramble_(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(ltm, _Tensor) and type(dimension) is int:
             return _A._op__sobol_engine_scramble_.call(input._ks | ltm._ks, input, ltm, dimension)
     _i, _a = _sig__sobol_engine_scramble_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op__sobol_engine_scramble_.call(_a['input']._ks | _a['ltm']._ks, _a['input'], _a['ltm'], _a['dimension'])
     raise AssertionError('unreachable')
 
 
 _sobol_engine_scramble_.__doc__ = '_sobol_engine_scramble_(input: Tensor, ltm: Tensor, dimension: int) -> Tensor'
+_sig__sobol_engine_scramble_.public = _sobol_engine_scramble_
 def _signature__sobol_engine_scramble_(input, ltm, dimension): ...
 _sobol_engine_scramble_.__wrapped__ = _signature__sobol_engine_scramble_
 
@@ -18485,6 +22954,10 @@ def _bind__sobol_engine_initialize_state__0(input, dimension):
     return (input, dimension)
 
 def _sobol_engine_initialize_state_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__sobol_engine_initialize_state_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind__sobol_engine_initialize_state__0(*args, **kwargs)
     except TypeError:
@@ -18494,11 +22967,14 @@ def _sobol_engine_initialize_state_(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dimension) is int:
             return _A._op__sobol_engine_initialize_state_.call(input._ks, input, dimension)
     _i, _a = _sig__sobol_engine_initialize_state_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op__sobol_engine_initialize_state_.call(_a['input']._ks, _a['input'], _a['dimension'])
     raise AssertionError('unreachable')
 
 
 _sobol_engine_initialize_state_.__doc__ = '_sobol_engine_initialize_state_(input: Tensor, dimension: int) -> Tensor'
+_sig__sobol_engine_initialize_state_.public = _sobol_engine_initialize_state_
 def _signature__sobol_engine_initialize_state_(input, dimension): ...
 _sobol_engine_initialize_state_.__wrapped__ = _signature__sobol_engine_initialize_state_

@@ -13,6 +13,9 @@ from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
+from ember.aten.torch_function import NOT_HANDLED as _NOT_HANDLED, dispatch as _tf_dispatch, register_flag as _register_tf_flag
+_TF_ON = False  # the __torch_function__ switch, kept current by torch_function._refresh
+_register_tf_flag(globals())
 
 __all__ = ['cholesky', 'cholesky_ex', 'cond', 'cross', 'det', 'diagonal', 'eig', 'eigh', 'eigvals', 'eigvalsh', 'householder_product', 'inv', 'inv_ex', 'ldl_factor', 'ldl_factor_ex', 'ldl_solve', 'lstsq', 'lu', 'lu_factor', 'lu_factor_ex', 'lu_solve', 'matmul', 'matrix_exp', 'matrix_norm', 'matrix_power', 'matrix_rank', 'multi_dot', 'norm', 'pinv', 'qr', 'slogdet', 'solve', 'solve_ex', 'solve_triangular', 'svd', 'svdvals', 'tensorinv', 'tensorsolve', 'vander', 'vecdot', 'vector_norm']
 
@@ -24,6 +27,10 @@ def _bind_inv_0(A):
     return (A,)
 
 def inv(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_inv.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_inv_0(*args, **kwargs)
     except TypeError:
@@ -33,12 +40,15 @@ def inv(*args, **kwargs):
         if isinstance(A, _Tensor):
             return _A._op_linalg_inv.call(A._ks, A)
     _i, _a = _sig_inv.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_inv.call(_a['A']._ks, _a['A'])
     raise AssertionError('unreachable')
 
 
 inv.__doc__ = 'inv(A: Tensor) -> Tensor'
+_sig_inv.public = inv
 def _signature_inv(A): ...
 inv.__wrapped__ = _signature_inv
 
@@ -51,6 +61,10 @@ def _bind_det_0(A):
     return (A,)
 
 def det(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_det.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_det_0(*args, **kwargs)
     except TypeError:
@@ -60,12 +74,15 @@ def det(*args, **kwargs):
         if isinstance(A, _Tensor):
             return _A._op_linalg_det.call(A._ks, A)
     _i, _a = _sig_det.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_det.call(_a['A']._ks, _a['A'])
     raise AssertionError('unreachable')
 
 
 det.__doc__ = 'det(A: Tensor) -> Tensor'
+_sig_det.public = det
 def _signature_det(A): ...
 det.__wrapped__ = _signature_det
 
@@ -78,6 +95,10 @@ def _bind_slogdet_0(A):
     return (A,)
 
 def slogdet(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_slogdet.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_slogdet_0(*args, **kwargs)
     except TypeError:
@@ -87,12 +108,15 @@ def slogdet(*args, **kwargs):
         if isinstance(A, _Tensor):
             return _A._op_linalg_slogdet.call(A._ks, A)
     _i, _a = _sig_slogdet.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_slogdet.call(_a['A']._ks, _a['A'])
     raise AssertionError('unreachable')
 
 
 slogdet.__doc__ = 'slogdet(A: Tensor) -> (Tensor, Tensor)'
+_sig_slogdet.public = slogdet
 def _signature_slogdet(A): ...
 slogdet.__wrapped__ = _signature_slogdet
 
@@ -105,6 +129,10 @@ def _bind_solve_0(A, B, *, left=True):
     return (A, B, left)
 
 def solve(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_solve.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_solve_0(*args, **kwargs)
     except TypeError:
@@ -114,12 +142,15 @@ def solve(*args, **kwargs):
         if isinstance(A, _Tensor) and isinstance(B, _Tensor) and type(left) is bool:
             return _A._op_linalg_solve.call(A._ks | B._ks, A, B, left)
     _i, _a = _sig_solve.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_solve.call(_a['A']._ks | _a['B']._ks, _a['A'], _a['B'], _a['left'])
     raise AssertionError('unreachable')
 
 
 solve.__doc__ = 'solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor'
+_sig_solve.public = solve
 def _signature_solve(A, B, *, left=True): ...
 solve.__wrapped__ = _signature_solve
 
@@ -132,6 +163,10 @@ def _bind_cholesky_0(input, *, upper=False):
     return (input, upper)
 
 def cholesky(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cholesky.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cholesky_0(*args, **kwargs)
     except TypeError:
@@ -141,12 +176,15 @@ def cholesky(*args, **kwargs):
         if isinstance(input, _Tensor) and type(upper) is bool:
             return _A._op_linalg_cholesky.call(input._ks, input, upper)
     _i, _a = _sig_cholesky.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_cholesky.call(_a['input']._ks, _a['input'], _a['upper'])
     raise AssertionError('unreachable')
 
 
 cholesky.__doc__ = 'cholesky(input: Tensor, *, upper: bool = False) -> Tensor'
+_sig_cholesky.public = cholesky
 def _signature_cholesky(input, *, upper=False): ...
 cholesky.__wrapped__ = _signature_cholesky
 
@@ -159,6 +197,10 @@ def _bind_solve_triangular_0(input, B, *, upper, left=True, unitriangular=False)
     return (input, B, upper, left, unitriangular)
 
 def solve_triangular(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_solve_triangular.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_solve_triangular_0(*args, **kwargs)
     except TypeError:
@@ -168,12 +210,15 @@ def solve_triangular(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(B, _Tensor) and type(upper) is bool and type(left) is bool and type(unitriangular) is bool:
             return _A._op_linalg_solve_triangular.call(input._ks | B._ks, input, B, upper, left, unitriangular)
     _i, _a = _sig_solve_triangular.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_solve_triangular.call(_a['input']._ks | _a['B']._ks, _a['input'], _a['B'], _a['upper'], _a['left'], _a['unitriangular'])
     raise AssertionError('unreachable')
 
 
 solve_triangular.__doc__ = 'solve_triangular(input: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Tensor'
+_sig_solve_triangular.public = solve_triangular
 def _signature_solve_triangular(input, B, *, upper, left=True, unitriangular=False): ...
 solve_triangular.__wrapped__ = _signature_solve_triangular
 
@@ -186,6 +231,10 @@ def _bind_qr_0(A, mode='reduced'):
     return (A, mode)
 
 def qr(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_qr.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_qr_0(*args, **kwargs)
     except TypeError:
@@ -195,12 +244,15 @@ def qr(*args, **kwargs):
         if isinstance(A, _Tensor) and type(mode) is str:
             return _A._op_linalg_qr.call(A._ks, A, mode)
     _i, _a = _sig_qr.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_qr.call(_a['A']._ks, _a['A'], _a['mode'])
     raise AssertionError('unreachable')
 
 
 qr.__doc__ = "qr(A: Tensor, mode: str = 'reduced') -> (Tensor, Tensor)"
+_sig_qr.public = qr
 def _signature_qr(A, mode='reduced'): ...
 qr.__wrapped__ = _signature_qr
 
@@ -213,6 +265,10 @@ def _bind_eigh_0(input, UPLO='L'):
     return (input, UPLO)
 
 def eigh(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_eigh.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_eigh_0(*args, **kwargs)
     except TypeError:
@@ -222,12 +278,15 @@ def eigh(*args, **kwargs):
         if isinstance(input, _Tensor) and type(UPLO) is str:
             return _A._op_linalg_eigh.call(input._ks, input, UPLO)
     _i, _a = _sig_eigh.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_eigh.call(_a['input']._ks, _a['input'], _a['UPLO'])
     raise AssertionError('unreachable')
 
 
 eigh.__doc__ = "eigh(input: Tensor, UPLO: str = 'L') -> (Tensor, Tensor)"
+_sig_eigh.public = eigh
 def _signature_eigh(input, UPLO='L'): ...
 eigh.__wrapped__ = _signature_eigh
 
@@ -240,6 +299,10 @@ def _bind_eigvalsh_0(input, UPLO='L'):
     return (input, UPLO)
 
 def eigvalsh(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_eigvalsh.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_eigvalsh_0(*args, **kwargs)
     except TypeError:
@@ -249,12 +312,15 @@ def eigvalsh(*args, **kwargs):
         if isinstance(input, _Tensor) and type(UPLO) is str:
             return _A._op_linalg_eigvalsh.call(input._ks, input, UPLO)
     _i, _a = _sig_eigvalsh.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_eigvalsh.call(_a['input']._ks, _a['input'], _a['UPLO'])
     raise AssertionError('unreachable')
 
 
 eigvalsh.__doc__ = "eigvalsh(input: Tensor, UPLO: str = 'L') -> Tensor"
+_sig_eigvalsh.public = eigvalsh
 def _signature_eigvalsh(input, UPLO='L'): ...
 eigvalsh.__wrapped__ = _signature_eigvalsh
 
@@ -267,6 +333,10 @@ def _bind_svd_0(A, full_matrices=True, *, driver=None):
     return (A, full_matrices, driver)
 
 def svd(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_svd.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_svd_0(*args, **kwargs)
     except TypeError:
@@ -276,12 +346,15 @@ def svd(*args, **kwargs):
         if isinstance(A, _Tensor) and type(full_matrices) is bool and (driver is None or type(driver) is str):
             return _A._op_linalg_svd.call(A._ks, A, full_matrices, driver)
     _i, _a = _sig_svd.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_svd.call(_a['A']._ks, _a['A'], _a['full_matrices'], _a['driver'])
     raise AssertionError('unreachable')
 
 
 svd.__doc__ = 'svd(A: Tensor, full_matrices: bool = True, *, driver: Optional[str] = None) -> (Tensor, Tensor, Tensor)'
+_sig_svd.public = svd
 def _signature_svd(A, full_matrices=True, *, driver=None): ...
 svd.__wrapped__ = _signature_svd
 
@@ -294,6 +367,10 @@ def _bind_svdvals_0(A, *, driver=None):
     return (A, driver)
 
 def svdvals(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_svdvals.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_svdvals_0(*args, **kwargs)
     except TypeError:
@@ -303,12 +380,15 @@ def svdvals(*args, **kwargs):
         if isinstance(A, _Tensor) and (driver is None or type(driver) is str):
             return _A._op_linalg_svdvals.call(A._ks, A, driver)
     _i, _a = _sig_svdvals.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_svdvals.call(_a['A']._ks, _a['A'], _a['driver'])
     raise AssertionError('unreachable')
 
 
 svdvals.__doc__ = 'svdvals(A: Tensor, *, driver: Optional[str] = None) -> Tensor'
+_sig_svdvals.public = svdvals
 def _signature_svdvals(A, *, driver=None): ...
 svdvals.__wrapped__ = _signature_svdvals
 
@@ -321,6 +401,10 @@ def _bind_pinv_0(input, *, atol=None, rtol=None, hermitian=False):
     return (input, atol, rtol, hermitian)
 
 def pinv(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_pinv.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_pinv_0(*args, **kwargs)
     except TypeError:
@@ -330,12 +414,15 @@ def pinv(*args, **kwargs):
         if isinstance(input, _Tensor) and (atol is None or type(atol) is float) and (rtol is None or type(rtol) is float) and type(hermitian) is bool:
             return _A._op_linalg_pinv.call(input._ks, input, atol, rtol, hermitian)
     _i, _a = _sig_pinv.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_pinv.call(_a['input']._ks, _a['input'], _a['atol'], _a['rtol'], _a['hermitian'])
     raise AssertionError('unreachable')
 
 
 pinv.__doc__ = 'pinv(input: Tensor, *, atol: Optional[float] = None, rtol: Optional[float] = None, hermitian: bool = False) -> Tensor'
+_sig_pinv.public = pinv
 def _signature_pinv(input, *, atol=None, rtol=None, hermitian=False): ...
 pinv.__wrapped__ = _signature_pinv
 
@@ -348,6 +435,10 @@ def _bind_matrix_power_0(input, n):
     return (input, n)
 
 def matrix_power(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_matrix_power.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_matrix_power_0(*args, **kwargs)
     except TypeError:
@@ -357,12 +448,15 @@ def matrix_power(*args, **kwargs):
         if isinstance(input, _Tensor) and type(n) is int:
             return _A._op_linalg_matrix_power.call(input._ks, input, n)
     _i, _a = _sig_matrix_power.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_matrix_power.call(_a['input']._ks, _a['input'], _a['n'])
     raise AssertionError('unreachable')
 
 
 matrix_power.__doc__ = 'matrix_power(input: Tensor, n: int) -> Tensor'
+_sig_matrix_power.public = matrix_power
 def _signature_matrix_power(input, n): ...
 matrix_power.__wrapped__ = _signature_matrix_power
 
@@ -375,6 +469,10 @@ def _bind_lstsq_0(input, b, rcond=None, *, driver=None):
     return (input, b, rcond, driver)
 
 def lstsq(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lstsq.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_lstsq_0(*args, **kwargs)
     except TypeError:
@@ -384,12 +482,15 @@ def lstsq(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(b, _Tensor) and (rcond is None or type(rcond) is float) and (driver is None or type(driver) is str):
             return _A._op_linalg_lstsq.call(input._ks | b._ks, input, b, rcond, driver)
     _i, _a = _sig_lstsq.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_lstsq.call(_a['input']._ks | _a['b']._ks, _a['input'], _a['b'], _a['rcond'], _a['driver'])
     raise AssertionError('unreachable')
 
 
 lstsq.__doc__ = 'lstsq(input: Tensor, b: Tensor, rcond: Optional[float] = None, *, driver: Optional[str] = None) -> (Tensor, Tensor, Tensor, Tensor)'
+_sig_lstsq.public = lstsq
 def _signature_lstsq(input, b, rcond=None, *, driver=None): ...
 lstsq.__wrapped__ = _signature_lstsq
 
@@ -402,6 +503,10 @@ def _bind_cross_0(input, other, *, dim=-1):
     return (input, other, dim)
 
 def cross(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cross.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cross_0(*args, **kwargs)
     except TypeError:
@@ -411,12 +516,15 @@ def cross(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor) and type(dim) is int:
             return _A._op_linalg_cross.call(input._ks | other._ks, input, other, dim)
     _i, _a = _sig_cross.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_cross.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['dim'])
     raise AssertionError('unreachable')
 
 
 cross.__doc__ = 'cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor'
+_sig_cross.public = cross
 def _signature_cross(input, other, *, dim=-1): ...
 cross.__wrapped__ = _signature_cross
 
@@ -429,6 +537,10 @@ def _bind_vector_norm_0(input, ord=2, dim=None, keepdim=False, *, dtype=None):
     return (input, ord, dim, keepdim, dtype)
 
 def vector_norm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_vector_norm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_vector_norm_0(*args, **kwargs)
     except TypeError:
@@ -438,12 +550,15 @@ def vector_norm(*args, **kwargs):
         if isinstance(input, _Tensor) and type(ord) in _NUMBERS and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _A._op_linalg_vector_norm.call(input._ks, input, ord, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_vector_norm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_vector_norm.call(_a['input']._ks, _a['input'], _a['ord'], _a['dim'], _a['keepdim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
 vector_norm.__doc__ = 'vector_norm(input: Tensor, ord: Number = 2, dim: Optional[List[int]] = None, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
+_sig_vector_norm.public = vector_norm
 def _signature_vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None): ...
 vector_norm.__wrapped__ = _signature_vector_norm
 
@@ -460,6 +575,10 @@ def _bind_matrix_norm_1(input, ord, dim=(-2,-1), keepdim=False, *, dtype=None):
     return (input, ord, dim, keepdim, dtype)
 
 def matrix_norm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_matrix_norm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_matrix_norm_0(*args, **kwargs)
     except TypeError:
@@ -477,6 +596,8 @@ def matrix_norm(*args, **kwargs):
         if isinstance(input, _Tensor) and type(ord) in _NUMBERS and (dim_ := _ints(dim, False)) is not None and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _A._op_linalg_matrix_norm.call(input._ks, input, ord, dim_, keepdim, dtype)
     _i, _a = _sig_matrix_norm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_matrix_norm_str_ord.call(_a['input']._ks, _a['input'], _a['ord'], _a['dim'], _a['keepdim'], _a['dtype'])
     elif _i == 1:
@@ -485,6 +606,7 @@ def matrix_norm(*args, **kwargs):
 
 
 matrix_norm.__doc__ = "matrix_norm(input: Tensor, ord: str = 'fro', dim: List[int] = (-2,-1), keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor\nmatrix_norm(input: Tensor, ord: Number, dim: List[int] = (-2,-1), keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor"
+_sig_matrix_norm.public = matrix_norm
 
 
 _sig_norm = _Signatures('norm', [
@@ -499,6 +621,10 @@ def _bind_norm_1(input, ord, dim=None, keepdim=False, *, dtype=None):
     return (input, ord, dim, keepdim, dtype)
 
 def norm(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_norm.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_norm_0(*args, **kwargs)
     except TypeError:
@@ -516,6 +642,8 @@ def norm(*args, **kwargs):
         if isinstance(input, _Tensor) and type(ord) is str and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _A._op_linalg_norm_ord_str.call(input._ks, input, ord, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_norm.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_norm.call(_a['input']._ks, _a['input'], _a['ord'], _a['dim'], _a['keepdim'], _a['dtype'])
     elif _i == 1:
@@ -524,6 +652,7 @@ def norm(*args, **kwargs):
 
 
 norm.__doc__ = 'norm(input: Tensor, ord: Optional[Number] = None, dim: Optional[List[int]] = None, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor\nnorm(input: Tensor, ord: str, dim: Optional[List[int]] = None, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
+_sig_norm.public = norm
 
 
 _sig_diagonal = _Signatures('diagonal', [
@@ -534,6 +663,10 @@ def _bind_diagonal_0(A, *, offset=0, dim1=-2, dim2=-1):
     return (A, offset, dim1, dim2)
 
 def diagonal(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_diagonal.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_diagonal_0(*args, **kwargs)
     except TypeError:
@@ -543,12 +676,15 @@ def diagonal(*args, **kwargs):
         if isinstance(A, _Tensor) and type(offset) is int and type(dim1) is int and type(dim2) is int:
             return _A._op_linalg_diagonal.call(A._ks, A, offset, dim1, dim2)
     _i, _a = _sig_diagonal.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_diagonal.call(_a['A']._ks, _a['A'], _a['offset'], _a['dim1'], _a['dim2'])
     raise AssertionError('unreachable')
 
 
 diagonal.__doc__ = 'diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor'
+_sig_diagonal.public = diagonal
 def _signature_diagonal(A, *, offset=0, dim1=-2, dim2=-1): ...
 diagonal.__wrapped__ = _signature_diagonal
 
@@ -561,6 +697,10 @@ def _bind_matmul_0(input, other):
     return (input, other)
 
 def matmul(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_matmul.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_matmul_0(*args, **kwargs)
     except TypeError:
@@ -570,12 +710,15 @@ def matmul(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             return _A._op_linalg_matmul.call(input._ks | other._ks, input, other)
     _i, _a = _sig_matmul.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_matmul.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
 matmul.__doc__ = 'matmul(input: Tensor, other: Tensor) -> Tensor'
+_sig_matmul.public = matmul
 def _signature_matmul(input, other): ...
 matmul.__wrapped__ = _signature_matmul
 
@@ -588,6 +731,10 @@ def _bind_lu_factor_ex_0(A, *, pivot=True, check_errors=False):
     return (A, pivot, check_errors)
 
 def lu_factor_ex(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lu_factor_ex.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_lu_factor_ex_0(*args, **kwargs)
     except TypeError:
@@ -597,12 +744,15 @@ def lu_factor_ex(*args, **kwargs):
         if isinstance(A, _Tensor) and type(pivot) is bool and type(check_errors) is bool:
             return _A._op_linalg_lu_factor_ex.call(A._ks, A, pivot, check_errors)
     _i, _a = _sig_lu_factor_ex.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_lu_factor_ex.call(_a['A']._ks, _a['A'], _a['pivot'], _a['check_errors'])
     raise AssertionError('unreachable')
 
 
 lu_factor_ex.__doc__ = 'lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False) -> (Tensor, Tensor, Tensor)'
+_sig_lu_factor_ex.public = lu_factor_ex
 def _signature_lu_factor_ex(A, *, pivot=True, check_errors=False): ...
 lu_factor_ex.__wrapped__ = _signature_lu_factor_ex
 
@@ -615,6 +765,10 @@ def _bind_lu_factor_0(A, *, pivot=True):
     return (A, pivot)
 
 def lu_factor(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lu_factor.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_lu_factor_0(*args, **kwargs)
     except TypeError:
@@ -624,12 +778,15 @@ def lu_factor(*args, **kwargs):
         if isinstance(A, _Tensor) and type(pivot) is bool:
             return _A._op_linalg_lu_factor.call(A._ks, A, pivot)
     _i, _a = _sig_lu_factor.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_lu_factor.call(_a['A']._ks, _a['A'], _a['pivot'])
     raise AssertionError('unreachable')
 
 
 lu_factor.__doc__ = 'lu_factor(A: Tensor, *, pivot: bool = True) -> (Tensor, Tensor)'
+_sig_lu_factor.public = lu_factor
 def _signature_lu_factor(A, *, pivot=True): ...
 lu_factor.__wrapped__ = _signature_lu_factor
 
@@ -642,6 +799,10 @@ def _bind_lu_0(A, *, pivot=True):
     return (A, pivot)
 
 def lu(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lu.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_lu_0(*args, **kwargs)
     except TypeError:
@@ -651,12 +812,15 @@ def lu(*args, **kwargs):
         if isinstance(A, _Tensor) and type(pivot) is bool:
             return _A._op_linalg_lu.call(A._ks, A, pivot)
     _i, _a = _sig_lu.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_lu.call(_a['A']._ks, _a['A'], _a['pivot'])
     raise AssertionError('unreachable')
 
 
 lu.__doc__ = 'lu(A: Tensor, *, pivot: bool = True) -> (Tensor, Tensor, Tensor)'
+_sig_lu.public = lu
 def _signature_lu(A, *, pivot=True): ...
 lu.__wrapped__ = _signature_lu
 
@@ -669,6 +833,10 @@ def _bind_lu_solve_0(LU, pivots, B, *, left=True, adjoint=False):
     return (LU, pivots, B, left, adjoint)
 
 def lu_solve(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lu_solve.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_lu_solve_0(*args, **kwargs)
     except TypeError:
@@ -678,12 +846,15 @@ def lu_solve(*args, **kwargs):
         if isinstance(LU, _Tensor) and isinstance(pivots, _Tensor) and isinstance(B, _Tensor) and type(left) is bool and type(adjoint) is bool:
             return _A._op_linalg_lu_solve.call(LU._ks | pivots._ks | B._ks, LU, pivots, B, left, adjoint)
     _i, _a = _sig_lu_solve.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_lu_solve.call(_a['LU']._ks | _a['pivots']._ks | _a['B']._ks, _a['LU'], _a['pivots'], _a['B'], _a['left'], _a['adjoint'])
     raise AssertionError('unreachable')
 
 
 lu_solve.__doc__ = 'lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False) -> Tensor'
+_sig_lu_solve.public = lu_solve
 def _signature_lu_solve(LU, pivots, B, *, left=True, adjoint=False): ...
 lu_solve.__wrapped__ = _signature_lu_solve
 
@@ -696,6 +867,10 @@ def _bind_inv_ex_0(A, *, check_errors=False):
     return (A, check_errors)
 
 def inv_ex(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_inv_ex.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_inv_ex_0(*args, **kwargs)
     except TypeError:
@@ -705,12 +880,15 @@ def inv_ex(*args, **kwargs):
         if isinstance(A, _Tensor) and type(check_errors) is bool:
             return _A._op_linalg_inv_ex.call(A._ks, A, check_errors)
     _i, _a = _sig_inv_ex.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_inv_ex.call(_a['A']._ks, _a['A'], _a['check_errors'])
     raise AssertionError('unreachable')
 
 
 inv_ex.__doc__ = 'inv_ex(A: Tensor, *, check_errors: bool = False) -> (Tensor, Tensor)'
+_sig_inv_ex.public = inv_ex
 def _signature_inv_ex(A, *, check_errors=False): ...
 inv_ex.__wrapped__ = _signature_inv_ex
 
@@ -723,6 +901,10 @@ def _bind_cholesky_ex_0(input, *, upper=False, check_errors=False):
     return (input, upper, check_errors)
 
 def cholesky_ex(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cholesky_ex.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cholesky_ex_0(*args, **kwargs)
     except TypeError:
@@ -732,12 +914,15 @@ def cholesky_ex(*args, **kwargs):
         if isinstance(input, _Tensor) and type(upper) is bool and type(check_errors) is bool:
             return _A._op_linalg_cholesky_ex.call(input._ks, input, upper, check_errors)
     _i, _a = _sig_cholesky_ex.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_cholesky_ex.call(_a['input']._ks, _a['input'], _a['upper'], _a['check_errors'])
     raise AssertionError('unreachable')
 
 
 cholesky_ex.__doc__ = 'cholesky_ex(input: Tensor, *, upper: bool = False, check_errors: bool = False) -> (Tensor, Tensor)'
+_sig_cholesky_ex.public = cholesky_ex
 def _signature_cholesky_ex(input, *, upper=False, check_errors=False): ...
 cholesky_ex.__wrapped__ = _signature_cholesky_ex
 
@@ -750,6 +935,10 @@ def _bind_solve_ex_0(A, B, *, left=True, check_errors=False):
     return (A, B, left, check_errors)
 
 def solve_ex(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_solve_ex.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_solve_ex_0(*args, **kwargs)
     except TypeError:
@@ -759,12 +948,15 @@ def solve_ex(*args, **kwargs):
         if isinstance(A, _Tensor) and isinstance(B, _Tensor) and type(left) is bool and type(check_errors) is bool:
             return _A._op_linalg_solve_ex.call(A._ks | B._ks, A, B, left, check_errors)
     _i, _a = _sig_solve_ex.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_solve_ex.call(_a['A']._ks | _a['B']._ks, _a['A'], _a['B'], _a['left'], _a['check_errors'])
     raise AssertionError('unreachable')
 
 
 solve_ex.__doc__ = 'solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False) -> (Tensor, Tensor)'
+_sig_solve_ex.public = solve_ex
 def _signature_solve_ex(A, B, *, left=True, check_errors=False): ...
 solve_ex.__wrapped__ = _signature_solve_ex
 
@@ -777,6 +969,10 @@ def _bind_matrix_exp_0(input):
     return (input,)
 
 def matrix_exp(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_matrix_exp.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_matrix_exp_0(*args, **kwargs)
     except TypeError:
@@ -786,12 +982,15 @@ def matrix_exp(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_linalg_matrix_exp.call(input._ks, input)
     _i, _a = _sig_matrix_exp.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_matrix_exp.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 matrix_exp.__doc__ = 'matrix_exp(input: Tensor) -> Tensor'
+_sig_matrix_exp.public = matrix_exp
 def _signature_matrix_exp(input): ...
 matrix_exp.__wrapped__ = _signature_matrix_exp
 
@@ -804,6 +1003,10 @@ def _bind_eig_0(input):
     return (input,)
 
 def eig(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_eig.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_eig_0(*args, **kwargs)
     except TypeError:
@@ -813,12 +1016,15 @@ def eig(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_linalg_eig.call(input._ks, input)
     _i, _a = _sig_eig.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_eig.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 eig.__doc__ = 'eig(input: Tensor) -> (Tensor, Tensor)'
+_sig_eig.public = eig
 def _signature_eig(input): ...
 eig.__wrapped__ = _signature_eig
 
@@ -831,6 +1037,10 @@ def _bind_eigvals_0(input):
     return (input,)
 
 def eigvals(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_eigvals.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_eigvals_0(*args, **kwargs)
     except TypeError:
@@ -840,12 +1050,15 @@ def eigvals(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_linalg_eigvals.call(input._ks, input)
     _i, _a = _sig_eigvals.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_eigvals.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 eigvals.__doc__ = 'eigvals(input: Tensor) -> Tensor'
+_sig_eigvals.public = eigvals
 def _signature_eigvals(input): ...
 eigvals.__wrapped__ = _signature_eigvals
 
@@ -858,6 +1071,10 @@ def _bind_householder_product_0(input, tau):
     return (input, tau)
 
 def householder_product(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_householder_product.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_householder_product_0(*args, **kwargs)
     except TypeError:
@@ -867,12 +1084,15 @@ def householder_product(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(tau, _Tensor):
             return _A._op_linalg_householder_product.call(input._ks | tau._ks, input, tau)
     _i, _a = _sig_householder_product.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_householder_product.call(_a['input']._ks | _a['tau']._ks, _a['input'], _a['tau'])
     raise AssertionError('unreachable')
 
 
 householder_product.__doc__ = 'householder_product(input: Tensor, tau: Tensor) -> Tensor'
+_sig_householder_product.public = householder_product
 def _signature_householder_product(input, tau): ...
 householder_product.__wrapped__ = _signature_householder_product
 
@@ -889,6 +1109,10 @@ def _bind_cond_1(input, p):
     return (input, p)
 
 def cond(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cond.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cond_0(*args, **kwargs)
     except TypeError:
@@ -906,6 +1130,8 @@ def cond(*args, **kwargs):
         if isinstance(input, _Tensor) and type(p) is str:
             return _A._op_linalg_cond_p_str.call(input._ks, input, p)
     _i, _a = _sig_cond.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_cond.call(_a['input']._ks, _a['input'], _a['p'])
     elif _i == 1:
@@ -914,6 +1140,7 @@ def cond(*args, **kwargs):
 
 
 cond.__doc__ = 'cond(input: Tensor, p: Optional[Number] = None) -> Tensor\ncond(input: Tensor, p: str) -> Tensor'
+_sig_cond.public = cond
 
 
 _sig_vecdot = _Signatures('vecdot', [
@@ -924,6 +1151,10 @@ def _bind_vecdot_0(x, y, *, dim=-1):
     return (x, y, dim)
 
 def vecdot(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_vecdot.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_vecdot_0(*args, **kwargs)
     except TypeError:
@@ -933,12 +1164,15 @@ def vecdot(*args, **kwargs):
         if isinstance(x, _Tensor) and isinstance(y, _Tensor) and type(dim) is int:
             return _A._op_linalg_vecdot.call(x._ks | y._ks, x, y, dim)
     _i, _a = _sig_vecdot.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_vecdot.call(_a['x']._ks | _a['y']._ks, _a['x'], _a['y'], _a['dim'])
     raise AssertionError('unreachable')
 
 
 vecdot.__doc__ = 'vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor'
+_sig_vecdot.public = vecdot
 def _signature_vecdot(x, y, *, dim=-1): ...
 vecdot.__wrapped__ = _signature_vecdot
 
@@ -948,13 +1182,20 @@ _sig_multi_dot = _Signatures('multi_dot', [
 ], method=False)
 
 def multi_dot(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_multi_dot.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_multi_dot.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_multi_dot.call(_ks_list(_a['tensors']), _a['tensors'])
     raise AssertionError('unreachable')
 
 
 multi_dot.__doc__ = 'multi_dot(tensors: List[Tensor]) -> Tensor'
+_sig_multi_dot.public = multi_dot
 def _signature_multi_dot(tensors): ...
 multi_dot.__wrapped__ = _signature_multi_dot
 
@@ -967,6 +1208,10 @@ def _bind_vander_0(x, *, N=None):
     return (x, N)
 
 def vander(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_vander.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_vander_0(*args, **kwargs)
     except TypeError:
@@ -976,12 +1221,15 @@ def vander(*args, **kwargs):
         if isinstance(x, _Tensor) and (N is None or type(N) is int):
             return _A._op_linalg_vander.call(x._ks, x, N)
     _i, _a = _sig_vander.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_vander.call(_a['x']._ks, _a['x'], _a['N'])
     raise AssertionError('unreachable')
 
 
 vander.__doc__ = 'vander(x: Tensor, *, N: Optional[int] = None) -> Tensor'
+_sig_vander.public = vander
 def _signature_vander(x, *, N=None): ...
 vander.__wrapped__ = _signature_vander
 
@@ -994,6 +1242,10 @@ def _bind_tensorinv_0(input, ind=2):
     return (input, ind)
 
 def tensorinv(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_tensorinv.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_tensorinv_0(*args, **kwargs)
     except TypeError:
@@ -1003,12 +1255,15 @@ def tensorinv(*args, **kwargs):
         if isinstance(input, _Tensor) and type(ind) is int:
             return _A._op_linalg_tensorinv.call(input._ks, input, ind)
     _i, _a = _sig_tensorinv.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_tensorinv.call(_a['input']._ks, _a['input'], _a['ind'])
     raise AssertionError('unreachable')
 
 
 tensorinv.__doc__ = 'tensorinv(input: Tensor, ind: int = 2) -> Tensor'
+_sig_tensorinv.public = tensorinv
 def _signature_tensorinv(input, ind=2): ...
 tensorinv.__wrapped__ = _signature_tensorinv
 
@@ -1021,6 +1276,10 @@ def _bind_tensorsolve_0(input, other, dims=None):
     return (input, other, dims)
 
 def tensorsolve(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_tensorsolve.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_tensorsolve_0(*args, **kwargs)
     except TypeError:
@@ -1030,12 +1289,15 @@ def tensorsolve(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor) and (dims is None or (dims_ := _ints(dims, False)) is not None):
             return _A._op_linalg_tensorsolve.call(input._ks | other._ks, input, other, (None if dims is None else dims_))
     _i, _a = _sig_tensorsolve.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_tensorsolve.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['dims'])
     raise AssertionError('unreachable')
 
 
 tensorsolve.__doc__ = 'tensorsolve(input: Tensor, other: Tensor, dims: Optional[List[int]] = None) -> Tensor'
+_sig_tensorsolve.public = tensorsolve
 def _signature_tensorsolve(input, other, dims=None): ...
 tensorsolve.__wrapped__ = _signature_tensorsolve
 
@@ -1060,6 +1322,10 @@ def _bind_matrix_rank_3(input, tol, hermitian=False):
     return (input, tol, hermitian)
 
 def matrix_rank(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_matrix_rank.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_matrix_rank_0(*args, **kwargs)
     except TypeError:
@@ -1093,6 +1359,8 @@ def matrix_rank(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(tol, _Tensor) and type(hermitian) is bool:
             return _A._op_linalg_matrix_rank_tol_tensor.call(input._ks | tol._ks, input, tol, hermitian)
     _i, _a = _sig_matrix_rank.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_matrix_rank_atol_rtol_tensor.call(_a['input']._ks | _ks_opt(_a['atol']) | _ks_opt(_a['rtol']), _a['input'], _a['atol'], _a['rtol'], _a['hermitian'])
     elif _i == 1:
@@ -1105,6 +1373,7 @@ def matrix_rank(*args, **kwargs):
 
 
 matrix_rank.__doc__ = 'matrix_rank(input: Tensor, *, atol: Optional[Tensor] = None, rtol: Optional[Tensor] = None, hermitian: bool = False) -> Tensor\nmatrix_rank(input: Tensor, *, atol: Optional[float] = None, rtol: Optional[float] = None, hermitian: bool = False) -> Tensor\nmatrix_rank(input: Tensor, tol: float, hermitian: bool = False) -> Tensor\nmatrix_rank(input: Tensor, tol: Tensor, hermitian: bool = False) -> Tensor'
+_sig_matrix_rank.public = matrix_rank
 
 
 _sig_ldl_factor_ex = _Signatures('ldl_factor_ex', [
@@ -1115,6 +1384,10 @@ def _bind_ldl_factor_ex_0(input, *, hermitian=False, check_errors=False):
     return (input, hermitian, check_errors)
 
 def ldl_factor_ex(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ldl_factor_ex.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ldl_factor_ex_0(*args, **kwargs)
     except TypeError:
@@ -1124,12 +1397,15 @@ def ldl_factor_ex(*args, **kwargs):
         if isinstance(input, _Tensor) and type(hermitian) is bool and type(check_errors) is bool:
             return _A._op_linalg_ldl_factor_ex.call(input._ks, input, hermitian, check_errors)
     _i, _a = _sig_ldl_factor_ex.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_ldl_factor_ex.call(_a['input']._ks, _a['input'], _a['hermitian'], _a['check_errors'])
     raise AssertionError('unreachable')
 
 
 ldl_factor_ex.__doc__ = 'ldl_factor_ex(input: Tensor, *, hermitian: bool = False, check_errors: bool = False) -> (Tensor, Tensor, Tensor)'
+_sig_ldl_factor_ex.public = ldl_factor_ex
 def _signature_ldl_factor_ex(input, *, hermitian=False, check_errors=False): ...
 ldl_factor_ex.__wrapped__ = _signature_ldl_factor_ex
 
@@ -1142,6 +1418,10 @@ def _bind_ldl_factor_0(input, *, hermitian=False):
     return (input, hermitian)
 
 def ldl_factor(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ldl_factor.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ldl_factor_0(*args, **kwargs)
     except TypeError:
@@ -1151,12 +1431,15 @@ def ldl_factor(*args, **kwargs):
         if isinstance(input, _Tensor) and type(hermitian) is bool:
             return _A._op_linalg_ldl_factor.call(input._ks, input, hermitian)
     _i, _a = _sig_ldl_factor.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_ldl_factor.call(_a['input']._ks, _a['input'], _a['hermitian'])
     raise AssertionError('unreachable')
 
 
 ldl_factor.__doc__ = 'ldl_factor(input: Tensor, *, hermitian: bool = False) -> (Tensor, Tensor)'
+_sig_ldl_factor.public = ldl_factor
 def _signature_ldl_factor(input, *, hermitian=False): ...
 ldl_factor.__wrapped__ = _signature_ldl_factor
 
@@ -1169,6 +1452,10 @@ def _bind_ldl_solve_0(LD, pivots, B, *, hermitian=False):
     return (LD, pivots, B, hermitian)
 
 def ldl_solve(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ldl_solve.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ldl_solve_0(*args, **kwargs)
     except TypeError:
@@ -1178,11 +1465,14 @@ def ldl_solve(*args, **kwargs):
         if isinstance(LD, _Tensor) and isinstance(pivots, _Tensor) and isinstance(B, _Tensor) and type(hermitian) is bool:
             return _A._op_linalg_ldl_solve.call(LD._ks | pivots._ks | B._ks, LD, pivots, B, hermitian)
     _i, _a = _sig_ldl_solve.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linalg_ldl_solve.call(_a['LD']._ks | _a['pivots']._ks | _a['B']._ks, _a['LD'], _a['pivots'], _a['B'], _a['hermitian'])
     raise AssertionError('unreachable')
 
 
 ldl_solve.__doc__ = 'ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False) -> Tensor'
+_sig_ldl_solve.public = ldl_solve
 def _signature_ldl_solve(LD, pivots, B, *, hermitian=False): ...
 ldl_solve.__wrapped__ = _signature_ldl_solve

@@ -13,6 +13,9 @@ from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
+from ember.aten.torch_function import NOT_HANDLED as _NOT_HANDLED, dispatch as _tf_dispatch, register_flag as _register_tf_flag
+_TF_ON = False  # the __torch_function__ switch, kept current by torch_function._refresh
+_register_tf_flag(globals())
 
 __all__ = ['adaptive_avg_pool2d', 'adaptive_avg_pool3d', 'adaptive_max_pool2d', 'adaptive_max_pool3d', 'avg_pool2d', 'avg_pool2d_backward', 'avg_pool3d', 'avg_pool3d_backward', 'binary_cross_entropy', 'binary_cross_entropy_backward', 'col2im', 'cross_entropy_loss', 'elu', 'elu_', 'elu_backward', 'fractional_max_pool2d', 'fractional_max_pool3d', 'gelu', 'gelu_backward', 'glu', 'glu_backward', 'hardsigmoid', 'hardsigmoid_', 'hardsigmoid_backward', 'hardswish', 'hardswish_', 'hardswish_backward', 'hardtanh', 'hardtanh_', 'hardtanh_backward', 'huber_loss', 'huber_loss_backward', 'im2col', 'l1_loss', 'leaky_relu', 'leaky_relu_', 'leaky_relu_backward', 'linear', 'log_sigmoid', 'log_sigmoid_backward', 'log_sigmoid_forward', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'max_unpool2d', 'max_unpool3d', 'mish', 'mish_', 'mish_backward', 'mse_loss', 'mse_loss_backward', 'multi_margin_loss', 'multi_margin_loss_backward', 'multilabel_margin_loss', 'multilabel_margin_loss_backward', 'multilabel_margin_loss_forward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'one_hot', 'pad', 'reflection_pad1d', 'reflection_pad1d_backward', 'reflection_pad2d', 'reflection_pad2d_backward', 'reflection_pad3d', 'reflection_pad3d_backward', 'relu6', 'replication_pad1d', 'replication_pad1d_backward', 'replication_pad2d', 'replication_pad2d_backward', 'replication_pad3d', 'replication_pad3d_backward', 'rrelu_with_noise', 'rrelu_with_noise_', 'rrelu_with_noise_backward', 'scaled_dot_product_attention', 'silu', 'silu_', 'silu_backward', 'smooth_l1_loss', 'smooth_l1_loss_backward', 'soft_margin_loss', 'soft_margin_loss_backward', 'softplus', 'softplus_backward', 'softshrink', 'softshrink_backward', 'upsample_bicubic2d', 'upsample_bicubic2d_backward', 'upsample_bilinear2d', 'upsample_bilinear2d_backward', 'upsample_linear1d', 'upsample_linear1d_backward', 'upsample_nearest1d', 'upsample_nearest1d_backward', 'upsample_nearest2d', 'upsample_nearest2d_backward', 'upsample_nearest3d', 'upsample_nearest3d_backward', 'upsample_trilinear3d', 'upsample_trilinear3d_backward']
 
@@ -24,6 +27,10 @@ def _bind_linear_0(input, weight, bias=None):
     return (input, weight, bias)
 
 def linear(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_linear.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_linear_0(*args, **kwargs)
     except TypeError:
@@ -33,12 +40,15 @@ def linear(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(weight, _Tensor) and (bias is None or isinstance(bias, _Tensor)):
             return _A._op_linear.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias)
     _i, _a = _sig_linear.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_linear.call(_a['input']._ks | _a['weight']._ks | _ks_opt(_a['bias']), _a['input'], _a['weight'], _a['bias'])
     raise AssertionError('unreachable')
 
 
 linear.__doc__ = 'linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor'
+_sig_linear.public = linear
 def _signature_linear(input, weight, bias=None): ...
 linear.__wrapped__ = _signature_linear
 
@@ -51,6 +61,10 @@ def _bind_l1_loss_0(input, target, reduction=1):
     return (input, target, reduction)
 
 def l1_loss(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_l1_loss.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_l1_loss_0(*args, **kwargs)
     except TypeError:
@@ -60,12 +74,15 @@ def l1_loss(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int:
             return _A._op_l1_loss.call(input._ks | target._ks, input, target, reduction)
     _i, _a = _sig_l1_loss.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_l1_loss.call(_a['input']._ks | _a['target']._ks, _a['input'], _a['target'], _a['reduction'])
     raise AssertionError('unreachable')
 
 
 l1_loss.__doc__ = 'l1_loss(input: Tensor, target: Tensor, reduction: int = 1) -> Tensor'
+_sig_l1_loss.public = l1_loss
 def _signature_l1_loss(input, target, reduction=1): ...
 l1_loss.__wrapped__ = _signature_l1_loss
 
@@ -78,6 +95,10 @@ def _bind_mse_loss_0(input, target, reduction=1):
     return (input, target, reduction)
 
 def mse_loss(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_mse_loss.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_mse_loss_0(*args, **kwargs)
     except TypeError:
@@ -87,12 +108,15 @@ def mse_loss(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int:
             return _A._op_mse_loss.call(input._ks | target._ks, input, target, reduction)
     _i, _a = _sig_mse_loss.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_mse_loss.call(_a['input']._ks | _a['target']._ks, _a['input'], _a['target'], _a['reduction'])
     raise AssertionError('unreachable')
 
 
 mse_loss.__doc__ = 'mse_loss(input: Tensor, target: Tensor, reduction: int = 1) -> Tensor'
+_sig_mse_loss.public = mse_loss
 def _signature_mse_loss(input, target, reduction=1): ...
 mse_loss.__wrapped__ = _signature_mse_loss
 
@@ -105,6 +129,10 @@ def _bind_mse_loss_backward_0(grad_output, input, target, reduction):
     return (grad_output, input, target, reduction)
 
 def mse_loss_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_mse_loss_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_mse_loss_backward_0(*args, **kwargs)
     except TypeError:
@@ -114,12 +142,15 @@ def mse_loss_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int:
             return _A._op_mse_loss_backward.call(grad_output._ks | input._ks | target._ks, grad_output, input, target, reduction)
     _i, _a = _sig_mse_loss_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_mse_loss_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['target']._ks, _a['grad_output'], _a['input'], _a['target'], _a['reduction'])
     raise AssertionError('unreachable')
 
 
 mse_loss_backward.__doc__ = 'mse_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int) -> Tensor'
+_sig_mse_loss_backward.public = mse_loss_backward
 def _signature_mse_loss_backward(grad_output, input, target, reduction): ...
 mse_loss_backward.__wrapped__ = _signature_mse_loss_backward
 
@@ -132,6 +163,10 @@ def _bind_nll_loss_nd_0(input, target, weight=None, reduction=1, ignore_index=-1
     return (input, target, weight, reduction, ignore_index)
 
 def nll_loss_nd(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nll_loss_nd.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nll_loss_nd_0(*args, **kwargs)
     except TypeError:
@@ -141,12 +176,15 @@ def nll_loss_nd(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int and type(ignore_index) is int:
             return _A._op_nll_loss_nd.call(input._ks | target._ks | _ks_opt(weight), input, target, weight, reduction, ignore_index)
     _i, _a = _sig_nll_loss_nd.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nll_loss_nd.call(_a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']), _a['input'], _a['target'], _a['weight'], _a['reduction'], _a['ignore_index'])
     raise AssertionError('unreachable')
 
 
 nll_loss_nd.__doc__ = 'nll_loss_nd(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1, ignore_index: int = -100) -> Tensor'
+_sig_nll_loss_nd.public = nll_loss_nd
 def _signature_nll_loss_nd(input, target, weight=None, reduction=1, ignore_index=-100): ...
 nll_loss_nd.__wrapped__ = _signature_nll_loss_nd
 
@@ -159,6 +197,10 @@ def _bind_nll_loss_0(input, target, weight=None, reduction=1, ignore_index=-100)
     return (input, target, weight, reduction, ignore_index)
 
 def nll_loss(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nll_loss.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nll_loss_0(*args, **kwargs)
     except TypeError:
@@ -168,12 +210,15 @@ def nll_loss(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int and type(ignore_index) is int:
             return _A._op_nll_loss.call(input._ks | target._ks | _ks_opt(weight), input, target, weight, reduction, ignore_index)
     _i, _a = _sig_nll_loss.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nll_loss.call(_a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']), _a['input'], _a['target'], _a['weight'], _a['reduction'], _a['ignore_index'])
     raise AssertionError('unreachable')
 
 
 nll_loss.__doc__ = 'nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1, ignore_index: int = -100) -> Tensor'
+_sig_nll_loss.public = nll_loss
 def _signature_nll_loss(input, target, weight=None, reduction=1, ignore_index=-100): ...
 nll_loss.__wrapped__ = _signature_nll_loss
 
@@ -186,6 +231,10 @@ def _bind_nll_loss_forward_0(input, target, weight, reduction, ignore_index):
     return (input, target, weight, reduction, ignore_index)
 
 def nll_loss_forward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nll_loss_forward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nll_loss_forward_0(*args, **kwargs)
     except TypeError:
@@ -195,12 +244,15 @@ def nll_loss_forward(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int and type(ignore_index) is int:
             return _A._op_nll_loss_forward.call(input._ks | target._ks | _ks_opt(weight), input, target, weight, reduction, ignore_index)
     _i, _a = _sig_nll_loss_forward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nll_loss_forward.call(_a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']), _a['input'], _a['target'], _a['weight'], _a['reduction'], _a['ignore_index'])
     raise AssertionError('unreachable')
 
 
 nll_loss_forward.__doc__ = 'nll_loss_forward(input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: int, ignore_index: int) -> (Tensor, Tensor)'
+_sig_nll_loss_forward.public = nll_loss_forward
 def _signature_nll_loss_forward(input, target, weight, reduction, ignore_index): ...
 nll_loss_forward.__wrapped__ = _signature_nll_loss_forward
 
@@ -213,6 +265,10 @@ def _bind_nll_loss_backward_0(grad_output, input, target, weight, reduction, ign
     return (grad_output, input, target, weight, reduction, ignore_index, total_weight)
 
 def nll_loss_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nll_loss_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nll_loss_backward_0(*args, **kwargs)
     except TypeError:
@@ -222,12 +278,15 @@ def nll_loss_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int and type(ignore_index) is int and isinstance(total_weight, _Tensor):
             return _A._op_nll_loss_backward.call(grad_output._ks | input._ks | target._ks | _ks_opt(weight) | total_weight._ks, grad_output, input, target, weight, reduction, ignore_index, total_weight)
     _i, _a = _sig_nll_loss_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nll_loss_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']) | _a['total_weight']._ks, _a['grad_output'], _a['input'], _a['target'], _a['weight'], _a['reduction'], _a['ignore_index'], _a['total_weight'])
     raise AssertionError('unreachable')
 
 
 nll_loss_backward.__doc__ = 'nll_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: int, ignore_index: int, total_weight: Tensor) -> Tensor'
+_sig_nll_loss_backward.public = nll_loss_backward
 def _signature_nll_loss_backward(grad_output, input, target, weight, reduction, ignore_index, total_weight): ...
 nll_loss_backward.__wrapped__ = _signature_nll_loss_backward
 
@@ -240,6 +299,10 @@ def _bind_nll_loss2d_0(input, target, weight=None, reduction=1, ignore_index=-10
     return (input, target, weight, reduction, ignore_index)
 
 def nll_loss2d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nll_loss2d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nll_loss2d_0(*args, **kwargs)
     except TypeError:
@@ -249,12 +312,15 @@ def nll_loss2d(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int and type(ignore_index) is int:
             return _A._op_nll_loss2d.call(input._ks | target._ks | _ks_opt(weight), input, target, weight, reduction, ignore_index)
     _i, _a = _sig_nll_loss2d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nll_loss2d.call(_a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']), _a['input'], _a['target'], _a['weight'], _a['reduction'], _a['ignore_index'])
     raise AssertionError('unreachable')
 
 
 nll_loss2d.__doc__ = 'nll_loss2d(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1, ignore_index: int = -100) -> Tensor'
+_sig_nll_loss2d.public = nll_loss2d
 def _signature_nll_loss2d(input, target, weight=None, reduction=1, ignore_index=-100): ...
 nll_loss2d.__wrapped__ = _signature_nll_loss2d
 
@@ -267,6 +333,10 @@ def _bind_nll_loss2d_forward_0(input, target, weight, reduction, ignore_index):
     return (input, target, weight, reduction, ignore_index)
 
 def nll_loss2d_forward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nll_loss2d_forward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nll_loss2d_forward_0(*args, **kwargs)
     except TypeError:
@@ -276,12 +346,15 @@ def nll_loss2d_forward(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int and type(ignore_index) is int:
             return _A._op_nll_loss2d_forward.call(input._ks | target._ks | _ks_opt(weight), input, target, weight, reduction, ignore_index)
     _i, _a = _sig_nll_loss2d_forward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nll_loss2d_forward.call(_a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']), _a['input'], _a['target'], _a['weight'], _a['reduction'], _a['ignore_index'])
     raise AssertionError('unreachable')
 
 
 nll_loss2d_forward.__doc__ = 'nll_loss2d_forward(input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: int, ignore_index: int) -> (Tensor, Tensor)'
+_sig_nll_loss2d_forward.public = nll_loss2d_forward
 def _signature_nll_loss2d_forward(input, target, weight, reduction, ignore_index): ...
 nll_loss2d_forward.__wrapped__ = _signature_nll_loss2d_forward
 
@@ -294,6 +367,10 @@ def _bind_nll_loss2d_backward_0(grad_output, input, target, weight, reduction, i
     return (grad_output, input, target, weight, reduction, ignore_index, total_weight)
 
 def nll_loss2d_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nll_loss2d_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nll_loss2d_backward_0(*args, **kwargs)
     except TypeError:
@@ -303,12 +380,15 @@ def nll_loss2d_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int and type(ignore_index) is int and isinstance(total_weight, _Tensor):
             return _A._op_nll_loss2d_backward.call(grad_output._ks | input._ks | target._ks | _ks_opt(weight) | total_weight._ks, grad_output, input, target, weight, reduction, ignore_index, total_weight)
     _i, _a = _sig_nll_loss2d_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nll_loss2d_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']) | _a['total_weight']._ks, _a['grad_output'], _a['input'], _a['target'], _a['weight'], _a['reduction'], _a['ignore_index'], _a['total_weight'])
     raise AssertionError('unreachable')
 
 
 nll_loss2d_backward.__doc__ = 'nll_loss2d_backward(grad_output: Tensor, input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: int, ignore_index: int, total_weight: Tensor) -> Tensor'
+_sig_nll_loss2d_backward.public = nll_loss2d_backward
 def _signature_nll_loss2d_backward(grad_output, input, target, weight, reduction, ignore_index, total_weight): ...
 nll_loss2d_backward.__wrapped__ = _signature_nll_loss2d_backward
 
@@ -321,6 +401,10 @@ def _bind_cross_entropy_loss_0(input, target, weight=None, reduction=1, ignore_i
     return (input, target, weight, reduction, ignore_index, label_smoothing)
 
 def cross_entropy_loss(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cross_entropy_loss.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cross_entropy_loss_0(*args, **kwargs)
     except TypeError:
@@ -330,12 +414,15 @@ def cross_entropy_loss(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int and type(ignore_index) is int and type(label_smoothing) is float:
             return _A._op_cross_entropy_loss.call(input._ks | target._ks | _ks_opt(weight), input, target, weight, reduction, ignore_index, label_smoothing)
     _i, _a = _sig_cross_entropy_loss.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cross_entropy_loss.call(_a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']), _a['input'], _a['target'], _a['weight'], _a['reduction'], _a['ignore_index'], _a['label_smoothing'])
     raise AssertionError('unreachable')
 
 
 cross_entropy_loss.__doc__ = 'cross_entropy_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1, ignore_index: int = -100, label_smoothing: float = 0.0) -> Tensor'
+_sig_cross_entropy_loss.public = cross_entropy_loss
 def _signature_cross_entropy_loss(input, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0): ...
 cross_entropy_loss.__wrapped__ = _signature_cross_entropy_loss
 
@@ -348,6 +435,10 @@ def _bind_relu6_0(input):
     return (input,)
 
 def relu6(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_relu6.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_relu6_0(*args, **kwargs)
     except TypeError:
@@ -357,12 +448,15 @@ def relu6(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_relu6.call(input._ks, input)
     _i, _a = _sig_relu6.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_relu6.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 relu6.__doc__ = 'relu6(input: Tensor) -> Tensor'
+_sig_relu6.public = relu6
 def _signature_relu6(input): ...
 relu6.__wrapped__ = _signature_relu6
 
@@ -375,6 +469,10 @@ def _bind_gelu_0(input, *, approximate='none'):
     return (input, approximate)
 
 def gelu(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_gelu.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_gelu_0(*args, **kwargs)
     except TypeError:
@@ -384,12 +482,15 @@ def gelu(*args, **kwargs):
         if isinstance(input, _Tensor) and type(approximate) is str:
             return _A._op_gelu.call(input._ks, input, approximate)
     _i, _a = _sig_gelu.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_gelu.call(_a['input']._ks, _a['input'], _a['approximate'])
     raise AssertionError('unreachable')
 
 
 gelu.__doc__ = "gelu(input: Tensor, *, approximate: str = 'none') -> Tensor"
+_sig_gelu.public = gelu
 def _signature_gelu(input, *, approximate='none'): ...
 gelu.__wrapped__ = _signature_gelu
 
@@ -402,6 +503,10 @@ def _bind_gelu_backward_0(grad_output, input, *, approximate='none'):
     return (grad_output, input, approximate)
 
 def gelu_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_gelu_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_gelu_backward_0(*args, **kwargs)
     except TypeError:
@@ -411,12 +516,15 @@ def gelu_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(approximate) is str:
             return _A._op_gelu_backward.call(grad_output._ks | input._ks, grad_output, input, approximate)
     _i, _a = _sig_gelu_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_gelu_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['approximate'])
     raise AssertionError('unreachable')
 
 
 gelu_backward.__doc__ = "gelu_backward(grad_output: Tensor, input: Tensor, *, approximate: str = 'none') -> Tensor"
+_sig_gelu_backward.public = gelu_backward
 def _signature_gelu_backward(grad_output, input, *, approximate='none'): ...
 gelu_backward.__wrapped__ = _signature_gelu_backward
 
@@ -429,6 +537,10 @@ def _bind_max_pool2d_with_indices_0(input, kernel_size, stride=(), padding=0, di
     return (input, kernel_size, stride, padding, dilation, ceil_mode)
 
 def max_pool2d_with_indices(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_max_pool2d_with_indices.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_max_pool2d_with_indices_0(*args, **kwargs)
     except TypeError:
@@ -438,12 +550,15 @@ def max_pool2d_with_indices(*args, **kwargs):
         if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and (dilation_ := _ints(dilation, True)) is not None and type(ceil_mode) is bool:
             return _A._op_max_pool2d_with_indices.call(input._ks, input, kernel_size_, stride_, padding_, dilation_, ceil_mode)
     _i, _a = _sig_max_pool2d_with_indices.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_max_pool2d_with_indices.call(_a['input']._ks, _a['input'], _a['kernel_size'], _a['stride'], _a['padding'], _a['dilation'], _a['ceil_mode'])
     raise AssertionError('unreachable')
 
 
 max_pool2d_with_indices.__doc__ = 'max_pool2d_with_indices(input: Tensor, kernel_size: List[int], stride: List[int] = (), padding: List[int] = 0, dilation: List[int] = 1, ceil_mode: bool = False) -> (Tensor, Tensor)'
+_sig_max_pool2d_with_indices.public = max_pool2d_with_indices
 def _signature_max_pool2d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False): ...
 max_pool2d_with_indices.__wrapped__ = _signature_max_pool2d_with_indices
 
@@ -456,6 +571,10 @@ def _bind_avg_pool2d_0(input, kernel_size, stride=(), padding=0, ceil_mode=False
     return (input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 def avg_pool2d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_avg_pool2d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_avg_pool2d_0(*args, **kwargs)
     except TypeError:
@@ -465,12 +584,15 @@ def avg_pool2d(*args, **kwargs):
         if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and type(ceil_mode) is bool and type(count_include_pad) is bool and (divisor_override is None or type(divisor_override) is int):
             return _A._op_avg_pool2d.call(input._ks, input, kernel_size_, stride_, padding_, ceil_mode, count_include_pad, divisor_override)
     _i, _a = _sig_avg_pool2d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_avg_pool2d.call(_a['input']._ks, _a['input'], _a['kernel_size'], _a['stride'], _a['padding'], _a['ceil_mode'], _a['count_include_pad'], _a['divisor_override'])
     raise AssertionError('unreachable')
 
 
 avg_pool2d.__doc__ = 'avg_pool2d(input: Tensor, kernel_size: List[int], stride: List[int] = (), padding: List[int] = 0, ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: Optional[int] = None) -> Tensor'
+_sig_avg_pool2d.public = avg_pool2d
 def _signature_avg_pool2d(input, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None): ...
 avg_pool2d.__wrapped__ = _signature_avg_pool2d
 
@@ -483,6 +605,10 @@ def _bind_avg_pool2d_backward_0(grad_output, input, kernel_size, stride, padding
     return (grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 def avg_pool2d_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_avg_pool2d_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_avg_pool2d_backward_0(*args, **kwargs)
     except TypeError:
@@ -492,12 +618,15 @@ def avg_pool2d_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and type(ceil_mode) is bool and type(count_include_pad) is bool and (divisor_override is None or type(divisor_override) is int):
             return _A._op_avg_pool2d_backward.call(grad_output._ks | input._ks, grad_output, input, kernel_size_, stride_, padding_, ceil_mode, count_include_pad, divisor_override)
     _i, _a = _sig_avg_pool2d_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_avg_pool2d_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['kernel_size'], _a['stride'], _a['padding'], _a['ceil_mode'], _a['count_include_pad'], _a['divisor_override'])
     raise AssertionError('unreachable')
 
 
 avg_pool2d_backward.__doc__ = 'avg_pool2d_backward(grad_output: Tensor, input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool, count_include_pad: bool, divisor_override: Optional[int]) -> Tensor'
+_sig_avg_pool2d_backward.public = avg_pool2d_backward
 def _signature_avg_pool2d_backward(grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override): ...
 avg_pool2d_backward.__wrapped__ = _signature_avg_pool2d_backward
 
@@ -510,6 +639,10 @@ def _bind_avg_pool3d_0(input, kernel_size, stride=(), padding=0, ceil_mode=False
     return (input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 def avg_pool3d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_avg_pool3d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_avg_pool3d_0(*args, **kwargs)
     except TypeError:
@@ -519,12 +652,15 @@ def avg_pool3d(*args, **kwargs):
         if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and type(ceil_mode) is bool and type(count_include_pad) is bool and (divisor_override is None or type(divisor_override) is int):
             return _A._op_avg_pool3d.call(input._ks, input, kernel_size_, stride_, padding_, ceil_mode, count_include_pad, divisor_override)
     _i, _a = _sig_avg_pool3d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_avg_pool3d.call(_a['input']._ks, _a['input'], _a['kernel_size'], _a['stride'], _a['padding'], _a['ceil_mode'], _a['count_include_pad'], _a['divisor_override'])
     raise AssertionError('unreachable')
 
 
 avg_pool3d.__doc__ = 'avg_pool3d(input: Tensor, kernel_size: List[int], stride: List[int] = (), padding: List[int] = 0, ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: Optional[int] = None) -> Tensor'
+_sig_avg_pool3d.public = avg_pool3d
 def _signature_avg_pool3d(input, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None): ...
 avg_pool3d.__wrapped__ = _signature_avg_pool3d
 
@@ -537,6 +673,10 @@ def _bind_avg_pool3d_backward_0(grad_output, input, kernel_size, stride, padding
     return (grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 def avg_pool3d_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_avg_pool3d_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_avg_pool3d_backward_0(*args, **kwargs)
     except TypeError:
@@ -546,12 +686,15 @@ def avg_pool3d_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and type(ceil_mode) is bool and type(count_include_pad) is bool and (divisor_override is None or type(divisor_override) is int):
             return _A._op_avg_pool3d_backward.call(grad_output._ks | input._ks, grad_output, input, kernel_size_, stride_, padding_, ceil_mode, count_include_pad, divisor_override)
     _i, _a = _sig_avg_pool3d_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_avg_pool3d_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['kernel_size'], _a['stride'], _a['padding'], _a['ceil_mode'], _a['count_include_pad'], _a['divisor_override'])
     raise AssertionError('unreachable')
 
 
 avg_pool3d_backward.__doc__ = 'avg_pool3d_backward(grad_output: Tensor, input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool, count_include_pad: bool, divisor_override: Optional[int]) -> Tensor'
+_sig_avg_pool3d_backward.public = avg_pool3d_backward
 def _signature_avg_pool3d_backward(grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override): ...
 avg_pool3d_backward.__wrapped__ = _signature_avg_pool3d_backward
 
@@ -564,6 +707,10 @@ def _bind_max_pool3d_with_indices_0(input, kernel_size, stride=(), padding=0, di
     return (input, kernel_size, stride, padding, dilation, ceil_mode)
 
 def max_pool3d_with_indices(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_max_pool3d_with_indices.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_max_pool3d_with_indices_0(*args, **kwargs)
     except TypeError:
@@ -573,12 +720,15 @@ def max_pool3d_with_indices(*args, **kwargs):
         if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and (dilation_ := _ints(dilation, True)) is not None and type(ceil_mode) is bool:
             return _A._op_max_pool3d_with_indices.call(input._ks, input, kernel_size_, stride_, padding_, dilation_, ceil_mode)
     _i, _a = _sig_max_pool3d_with_indices.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_max_pool3d_with_indices.call(_a['input']._ks, _a['input'], _a['kernel_size'], _a['stride'], _a['padding'], _a['dilation'], _a['ceil_mode'])
     raise AssertionError('unreachable')
 
 
 max_pool3d_with_indices.__doc__ = 'max_pool3d_with_indices(input: Tensor, kernel_size: List[int], stride: List[int] = (), padding: List[int] = 0, dilation: List[int] = 1, ceil_mode: bool = False) -> (Tensor, Tensor)'
+_sig_max_pool3d_with_indices.public = max_pool3d_with_indices
 def _signature_max_pool3d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False): ...
 max_pool3d_with_indices.__wrapped__ = _signature_max_pool3d_with_indices
 
@@ -592,6 +742,10 @@ def _bind_upsample_nearest1d_0(input, output_size, scales=None):
     return (input, output_size, scales)
 
 def upsample_nearest1d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_upsample_nearest1d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_upsample_nearest1d_0(*args, **kwargs)
     except TypeError:
@@ -601,6 +755,8 @@ def upsample_nearest1d(*args, **kwargs):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (scales is None or type(scales) is float):
             return _A._op_upsample_nearest1d.call(input._ks, input, output_size_, scales)
     _i, _a = _sig_upsample_nearest1d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_upsample_nearest1d.call(_a['input']._ks, _a['input'], _a['output_size'], _a['scales'])
     elif _i == 1:
@@ -609,6 +765,7 @@ def upsample_nearest1d(*args, **kwargs):
 
 
 upsample_nearest1d.__doc__ = 'upsample_nearest1d(input: Tensor, output_size: List[int], scales: Optional[float] = None) -> Tensor\nupsample_nearest1d(input: Tensor, output_size: Optional[List[int]], scale_factors) -> Tensor'
+_sig_upsample_nearest1d.public = upsample_nearest1d
 
 
 _sig_upsample_nearest1d_backward = _Signatures('upsample_nearest1d_backward', [
@@ -619,6 +776,10 @@ def _bind_upsample_nearest1d_backward_0(grad_output, output_size, input_size, sc
     return (grad_output, output_size, input_size, scales)
 
 def upsample_nearest1d_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_upsample_nearest1d_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_upsample_nearest1d_backward_0(*args, **kwargs)
     except TypeError:
@@ -628,12 +789,15 @@ def upsample_nearest1d_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and (scales is None or type(scales) is float):
             return _A._op_upsample_nearest1d_backward.call(grad_output._ks, grad_output, output_size_, input_size_, scales)
     _i, _a = _sig_upsample_nearest1d_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_upsample_nearest1d_backward.call(_a['grad_output']._ks, _a['grad_output'], _a['output_size'], _a['input_size'], _a['scales'])
     raise AssertionError('unreachable')
 
 
 upsample_nearest1d_backward.__doc__ = 'upsample_nearest1d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], scales: Optional[float] = None) -> Tensor'
+_sig_upsample_nearest1d_backward.public = upsample_nearest1d_backward
 def _signature_upsample_nearest1d_backward(grad_output, output_size, input_size, scales=None): ...
 upsample_nearest1d_backward.__wrapped__ = _signature_upsample_nearest1d_backward
 
@@ -647,6 +811,10 @@ def _bind_upsample_nearest2d_0(input, output_size, scales_h=None, scales_w=None)
     return (input, output_size, scales_h, scales_w)
 
 def upsample_nearest2d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_upsample_nearest2d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_upsample_nearest2d_0(*args, **kwargs)
     except TypeError:
@@ -656,6 +824,8 @@ def upsample_nearest2d(*args, **kwargs):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _A._op_upsample_nearest2d.call(input._ks, input, output_size_, scales_h, scales_w)
     _i, _a = _sig_upsample_nearest2d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_upsample_nearest2d.call(_a['input']._ks, _a['input'], _a['output_size'], _a['scales_h'], _a['scales_w'])
     elif _i == 1:
@@ -664,6 +834,7 @@ def upsample_nearest2d(*args, **kwargs):
 
 
 upsample_nearest2d.__doc__ = 'upsample_nearest2d(input: Tensor, output_size: List[int], scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor\nupsample_nearest2d(input: Tensor, output_size: Optional[List[int]], scale_factors) -> Tensor'
+_sig_upsample_nearest2d.public = upsample_nearest2d
 
 
 _sig_upsample_nearest2d_backward = _Signatures('upsample_nearest2d_backward', [
@@ -674,6 +845,10 @@ def _bind_upsample_nearest2d_backward_0(grad_output, output_size, input_size, sc
     return (grad_output, output_size, input_size, scales_h, scales_w)
 
 def upsample_nearest2d_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_upsample_nearest2d_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_upsample_nearest2d_backward_0(*args, **kwargs)
     except TypeError:
@@ -683,12 +858,15 @@ def upsample_nearest2d_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _A._op_upsample_nearest2d_backward.call(grad_output._ks, grad_output, output_size_, input_size_, scales_h, scales_w)
     _i, _a = _sig_upsample_nearest2d_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_upsample_nearest2d_backward.call(_a['grad_output']._ks, _a['grad_output'], _a['output_size'], _a['input_size'], _a['scales_h'], _a['scales_w'])
     raise AssertionError('unreachable')
 
 
 upsample_nearest2d_backward.__doc__ = 'upsample_nearest2d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor'
+_sig_upsample_nearest2d_backward.public = upsample_nearest2d_backward
 def _signature_upsample_nearest2d_backward(grad_output, output_size, input_size, scales_h=None, scales_w=None): ...
 upsample_nearest2d_backward.__wrapped__ = _signature_upsample_nearest2d_backward
 
@@ -702,6 +880,10 @@ def _bind_upsample_nearest3d_0(input, output_size, scales_d=None, scales_h=None,
     return (input, output_size, scales_d, scales_h, scales_w)
 
 def upsample_nearest3d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_upsample_nearest3d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_upsample_nearest3d_0(*args, **kwargs)
     except TypeError:
@@ -711,6 +893,8 @@ def upsample_nearest3d(*args, **kwargs):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (scales_d is None or type(scales_d) is float) and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _A._op_upsample_nearest3d.call(input._ks, input, output_size_, scales_d, scales_h, scales_w)
     _i, _a = _sig_upsample_nearest3d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_upsample_nearest3d.call(_a['input']._ks, _a['input'], _a['output_size'], _a['scales_d'], _a['scales_h'], _a['scales_w'])
     elif _i == 1:
@@ -719,6 +903,7 @@ def upsample_nearest3d(*args, **kwargs):
 
 
 upsample_nearest3d.__doc__ = 'upsample_nearest3d(input: Tensor, output_size: List[int], scales_d: Optional[float] = None, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor\nupsample_nearest3d(input: Tensor, output_size: Optional[List[int]], scale_factors) -> Tensor'
+_sig_upsample_nearest3d.public = upsample_nearest3d
 
 
 _sig_upsample_nearest3d_backward = _Signatures('upsample_nearest3d_backward', [
@@ -729,6 +914,10 @@ def _bind_upsample_nearest3d_backward_0(grad_output, output_size, input_size, sc
     return (grad_output, output_size, input_size, scales_d, scales_h, scales_w)
 
 def upsample_nearest3d_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_upsample_nearest3d_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_upsample_nearest3d_backward_0(*args, **kwargs)
     except TypeError:
@@ -738,12 +927,15 @@ def upsample_nearest3d_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and (scales_d is None or type(scales_d) is float) and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _A._op_upsample_nearest3d_backward.call(grad_output._ks, grad_output, output_size_, input_size_, scales_d, scales_h, scales_w)
     _i, _a = _sig_upsample_nearest3d_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_upsample_nearest3d_backward.call(_a['grad_output']._ks, _a['grad_output'], _a['output_size'], _a['input_size'], _a['scales_d'], _a['scales_h'], _a['scales_w'])
     raise AssertionError('unreachable')
 
 
 upsample_nearest3d_backward.__doc__ = 'upsample_nearest3d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], scales_d: Optional[float] = None, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor'
+_sig_upsample_nearest3d_backward.public = upsample_nearest3d_backward
 def _signature_upsample_nearest3d_backward(grad_output, output_size, input_size, scales_d=None, scales_h=None, scales_w=None): ...
 upsample_nearest3d_backward.__wrapped__ = _signature_upsample_nearest3d_backward
 
@@ -757,6 +949,10 @@ def _bind_upsample_linear1d_0(input, output_size, align_corners, scales=None):
     return (input, output_size, align_corners, scales)
 
 def upsample_linear1d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_upsample_linear1d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_upsample_linear1d_0(*args, **kwargs)
     except TypeError:
@@ -766,6 +962,8 @@ def upsample_linear1d(*args, **kwargs):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and type(align_corners) is bool and (scales is None or type(scales) is float):
             return _A._op_upsample_linear1d.call(input._ks, input, output_size_, align_corners, scales)
     _i, _a = _sig_upsample_linear1d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_upsample_linear1d.call(_a['input']._ks, _a['input'], _a['output_size'], _a['align_corners'], _a['scales'])
     elif _i == 1:
@@ -774,6 +972,7 @@ def upsample_linear1d(*args, **kwargs):
 
 
 upsample_linear1d.__doc__ = 'upsample_linear1d(input: Tensor, output_size: List[int], align_corners: bool, scales: Optional[float] = None) -> Tensor\nupsample_linear1d(input: Tensor, output_size: Optional[List[int]], align_corners: bool, scale_factors) -> Tensor'
+_sig_upsample_linear1d.public = upsample_linear1d
 
 
 _sig_upsample_linear1d_backward = _Signatures('upsample_linear1d_backward', [
@@ -784,6 +983,10 @@ def _bind_upsample_linear1d_backward_0(grad_output, output_size, input_size, ali
     return (grad_output, output_size, input_size, align_corners, scales)
 
 def upsample_linear1d_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_upsample_linear1d_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_upsample_linear1d_backward_0(*args, **kwargs)
     except TypeError:
@@ -793,12 +996,15 @@ def upsample_linear1d_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and type(align_corners) is bool and (scales is None or type(scales) is float):
             return _A._op_upsample_linear1d_backward.call(grad_output._ks, grad_output, output_size_, input_size_, align_corners, scales)
     _i, _a = _sig_upsample_linear1d_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_upsample_linear1d_backward.call(_a['grad_output']._ks, _a['grad_output'], _a['output_size'], _a['input_size'], _a['align_corners'], _a['scales'])
     raise AssertionError('unreachable')
 
 
 upsample_linear1d_backward.__doc__ = 'upsample_linear1d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], align_corners: bool, scales: Optional[float] = None) -> Tensor'
+_sig_upsample_linear1d_backward.public = upsample_linear1d_backward
 def _signature_upsample_linear1d_backward(grad_output, output_size, input_size, align_corners, scales=None): ...
 upsample_linear1d_backward.__wrapped__ = _signature_upsample_linear1d_backward
 
@@ -812,6 +1018,10 @@ def _bind_upsample_bilinear2d_0(input, output_size, align_corners, scales_h=None
     return (input, output_size, align_corners, scales_h, scales_w)
 
 def upsample_bilinear2d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_upsample_bilinear2d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_upsample_bilinear2d_0(*args, **kwargs)
     except TypeError:
@@ -821,6 +1031,8 @@ def upsample_bilinear2d(*args, **kwargs):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and type(align_corners) is bool and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _A._op_upsample_bilinear2d.call(input._ks, input, output_size_, align_corners, scales_h, scales_w)
     _i, _a = _sig_upsample_bilinear2d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_upsample_bilinear2d.call(_a['input']._ks, _a['input'], _a['output_size'], _a['align_corners'], _a['scales_h'], _a['scales_w'])
     elif _i == 1:
@@ -829,6 +1041,7 @@ def upsample_bilinear2d(*args, **kwargs):
 
 
 upsample_bilinear2d.__doc__ = 'upsample_bilinear2d(input: Tensor, output_size: List[int], align_corners: bool, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor\nupsample_bilinear2d(input: Tensor, output_size: Optional[List[int]], align_corners: bool, scale_factors) -> Tensor'
+_sig_upsample_bilinear2d.public = upsample_bilinear2d
 
 
 _sig_upsample_bilinear2d_backward = _Signatures('upsample_bilinear2d_backward', [
@@ -839,6 +1052,10 @@ def _bind_upsample_bilinear2d_backward_0(grad_output, output_size, input_size, a
     return (grad_output, output_size, input_size, align_corners, scales_h, scales_w)
 
 def upsample_bilinear2d_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_upsample_bilinear2d_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_upsample_bilinear2d_backward_0(*args, **kwargs)
     except TypeError:
@@ -848,12 +1065,15 @@ def upsample_bilinear2d_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and type(align_corners) is bool and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _A._op_upsample_bilinear2d_backward.call(grad_output._ks, grad_output, output_size_, input_size_, align_corners, scales_h, scales_w)
     _i, _a = _sig_upsample_bilinear2d_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_upsample_bilinear2d_backward.call(_a['grad_output']._ks, _a['grad_output'], _a['output_size'], _a['input_size'], _a['align_corners'], _a['scales_h'], _a['scales_w'])
     raise AssertionError('unreachable')
 
 
 upsample_bilinear2d_backward.__doc__ = 'upsample_bilinear2d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], align_corners: bool, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor'
+_sig_upsample_bilinear2d_backward.public = upsample_bilinear2d_backward
 def _signature_upsample_bilinear2d_backward(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None): ...
 upsample_bilinear2d_backward.__wrapped__ = _signature_upsample_bilinear2d_backward
 
@@ -867,6 +1087,10 @@ def _bind_upsample_bicubic2d_0(input, output_size, align_corners, scales_h=None,
     return (input, output_size, align_corners, scales_h, scales_w)
 
 def upsample_bicubic2d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_upsample_bicubic2d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_upsample_bicubic2d_0(*args, **kwargs)
     except TypeError:
@@ -876,6 +1100,8 @@ def upsample_bicubic2d(*args, **kwargs):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and type(align_corners) is bool and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _A._op_upsample_bicubic2d.call(input._ks, input, output_size_, align_corners, scales_h, scales_w)
     _i, _a = _sig_upsample_bicubic2d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_upsample_bicubic2d.call(_a['input']._ks, _a['input'], _a['output_size'], _a['align_corners'], _a['scales_h'], _a['scales_w'])
     elif _i == 1:
@@ -884,6 +1110,7 @@ def upsample_bicubic2d(*args, **kwargs):
 
 
 upsample_bicubic2d.__doc__ = 'upsample_bicubic2d(input: Tensor, output_size: List[int], align_corners: bool, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor\nupsample_bicubic2d(input: Tensor, output_size: Optional[List[int]], align_corners: bool, scale_factors) -> Tensor'
+_sig_upsample_bicubic2d.public = upsample_bicubic2d
 
 
 _sig_upsample_bicubic2d_backward = _Signatures('upsample_bicubic2d_backward', [
@@ -894,6 +1121,10 @@ def _bind_upsample_bicubic2d_backward_0(grad_output, output_size, input_size, al
     return (grad_output, output_size, input_size, align_corners, scales_h, scales_w)
 
 def upsample_bicubic2d_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_upsample_bicubic2d_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_upsample_bicubic2d_backward_0(*args, **kwargs)
     except TypeError:
@@ -903,12 +1134,15 @@ def upsample_bicubic2d_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and type(align_corners) is bool and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _A._op_upsample_bicubic2d_backward.call(grad_output._ks, grad_output, output_size_, input_size_, align_corners, scales_h, scales_w)
     _i, _a = _sig_upsample_bicubic2d_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_upsample_bicubic2d_backward.call(_a['grad_output']._ks, _a['grad_output'], _a['output_size'], _a['input_size'], _a['align_corners'], _a['scales_h'], _a['scales_w'])
     raise AssertionError('unreachable')
 
 
 upsample_bicubic2d_backward.__doc__ = 'upsample_bicubic2d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], align_corners: bool, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor'
+_sig_upsample_bicubic2d_backward.public = upsample_bicubic2d_backward
 def _signature_upsample_bicubic2d_backward(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None): ...
 upsample_bicubic2d_backward.__wrapped__ = _signature_upsample_bicubic2d_backward
 
@@ -922,6 +1156,10 @@ def _bind_upsample_trilinear3d_0(input, output_size, align_corners, scales_d=Non
     return (input, output_size, align_corners, scales_d, scales_h, scales_w)
 
 def upsample_trilinear3d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_upsample_trilinear3d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_upsample_trilinear3d_0(*args, **kwargs)
     except TypeError:
@@ -931,6 +1169,8 @@ def upsample_trilinear3d(*args, **kwargs):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and type(align_corners) is bool and (scales_d is None or type(scales_d) is float) and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _A._op_upsample_trilinear3d.call(input._ks, input, output_size_, align_corners, scales_d, scales_h, scales_w)
     _i, _a = _sig_upsample_trilinear3d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_upsample_trilinear3d.call(_a['input']._ks, _a['input'], _a['output_size'], _a['align_corners'], _a['scales_d'], _a['scales_h'], _a['scales_w'])
     elif _i == 1:
@@ -939,6 +1179,7 @@ def upsample_trilinear3d(*args, **kwargs):
 
 
 upsample_trilinear3d.__doc__ = 'upsample_trilinear3d(input: Tensor, output_size: List[int], align_corners: bool, scales_d: Optional[float] = None, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor\nupsample_trilinear3d(input: Tensor, output_size: Optional[List[int]], align_corners: bool, scale_factors) -> Tensor'
+_sig_upsample_trilinear3d.public = upsample_trilinear3d
 
 
 _sig_upsample_trilinear3d_backward = _Signatures('upsample_trilinear3d_backward', [
@@ -949,6 +1190,10 @@ def _bind_upsample_trilinear3d_backward_0(grad_output, output_size, input_size, 
     return (grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w)
 
 def upsample_trilinear3d_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_upsample_trilinear3d_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_upsample_trilinear3d_backward_0(*args, **kwargs)
     except TypeError:
@@ -958,12 +1203,15 @@ def upsample_trilinear3d_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and type(align_corners) is bool and (scales_d is None or type(scales_d) is float) and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _A._op_upsample_trilinear3d_backward.call(grad_output._ks, grad_output, output_size_, input_size_, align_corners, scales_d, scales_h, scales_w)
     _i, _a = _sig_upsample_trilinear3d_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_upsample_trilinear3d_backward.call(_a['grad_output']._ks, _a['grad_output'], _a['output_size'], _a['input_size'], _a['align_corners'], _a['scales_d'], _a['scales_h'], _a['scales_w'])
     raise AssertionError('unreachable')
 
 
 upsample_trilinear3d_backward.__doc__ = 'upsample_trilinear3d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], align_corners: bool, scales_d: Optional[float] = None, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor'
+_sig_upsample_trilinear3d_backward.public = upsample_trilinear3d_backward
 def _signature_upsample_trilinear3d_backward(grad_output, output_size, input_size, align_corners, scales_d=None, scales_h=None, scales_w=None): ...
 upsample_trilinear3d_backward.__wrapped__ = _signature_upsample_trilinear3d_backward
 
@@ -976,6 +1224,10 @@ def _bind_adaptive_avg_pool2d_0(input, output_size):
     return (input, output_size)
 
 def adaptive_avg_pool2d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_adaptive_avg_pool2d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_adaptive_avg_pool2d_0(*args, **kwargs)
     except TypeError:
@@ -985,12 +1237,15 @@ def adaptive_avg_pool2d(*args, **kwargs):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None:
             return _A._op_adaptive_avg_pool2d.call(input._ks, input, output_size_)
     _i, _a = _sig_adaptive_avg_pool2d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_adaptive_avg_pool2d.call(_a['input']._ks, _a['input'], _a['output_size'])
     raise AssertionError('unreachable')
 
 
 adaptive_avg_pool2d.__doc__ = 'adaptive_avg_pool2d(input: Tensor, output_size: List[int]) -> Tensor'
+_sig_adaptive_avg_pool2d.public = adaptive_avg_pool2d
 def _signature_adaptive_avg_pool2d(input, output_size): ...
 adaptive_avg_pool2d.__wrapped__ = _signature_adaptive_avg_pool2d
 
@@ -1003,6 +1258,10 @@ def _bind_adaptive_avg_pool3d_0(input, output_size):
     return (input, output_size)
 
 def adaptive_avg_pool3d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_adaptive_avg_pool3d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_adaptive_avg_pool3d_0(*args, **kwargs)
     except TypeError:
@@ -1012,12 +1271,15 @@ def adaptive_avg_pool3d(*args, **kwargs):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None:
             return _A._op_adaptive_avg_pool3d.call(input._ks, input, output_size_)
     _i, _a = _sig_adaptive_avg_pool3d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_adaptive_avg_pool3d.call(_a['input']._ks, _a['input'], _a['output_size'])
     raise AssertionError('unreachable')
 
 
 adaptive_avg_pool3d.__doc__ = 'adaptive_avg_pool3d(input: Tensor, output_size: List[int]) -> Tensor'
+_sig_adaptive_avg_pool3d.public = adaptive_avg_pool3d
 def _signature_adaptive_avg_pool3d(input, output_size): ...
 adaptive_avg_pool3d.__wrapped__ = _signature_adaptive_avg_pool3d
 
@@ -1030,6 +1292,10 @@ def _bind_adaptive_max_pool2d_0(input, output_size):
     return (input, output_size)
 
 def adaptive_max_pool2d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_adaptive_max_pool2d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_adaptive_max_pool2d_0(*args, **kwargs)
     except TypeError:
@@ -1039,12 +1305,15 @@ def adaptive_max_pool2d(*args, **kwargs):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None:
             return _A._op_adaptive_max_pool2d.call(input._ks, input, output_size_)
     _i, _a = _sig_adaptive_max_pool2d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_adaptive_max_pool2d.call(_a['input']._ks, _a['input'], _a['output_size'])
     raise AssertionError('unreachable')
 
 
 adaptive_max_pool2d.__doc__ = 'adaptive_max_pool2d(input: Tensor, output_size: List[int]) -> (Tensor, Tensor)'
+_sig_adaptive_max_pool2d.public = adaptive_max_pool2d
 def _signature_adaptive_max_pool2d(input, output_size): ...
 adaptive_max_pool2d.__wrapped__ = _signature_adaptive_max_pool2d
 
@@ -1057,6 +1326,10 @@ def _bind_adaptive_max_pool3d_0(input, output_size):
     return (input, output_size)
 
 def adaptive_max_pool3d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_adaptive_max_pool3d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_adaptive_max_pool3d_0(*args, **kwargs)
     except TypeError:
@@ -1066,12 +1339,15 @@ def adaptive_max_pool3d(*args, **kwargs):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None:
             return _A._op_adaptive_max_pool3d.call(input._ks, input, output_size_)
     _i, _a = _sig_adaptive_max_pool3d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_adaptive_max_pool3d.call(_a['input']._ks, _a['input'], _a['output_size'])
     raise AssertionError('unreachable')
 
 
 adaptive_max_pool3d.__doc__ = 'adaptive_max_pool3d(input: Tensor, output_size: List[int]) -> (Tensor, Tensor)'
+_sig_adaptive_max_pool3d.public = adaptive_max_pool3d
 def _signature_adaptive_max_pool3d(input, output_size): ...
 adaptive_max_pool3d.__wrapped__ = _signature_adaptive_max_pool3d
 
@@ -1084,6 +1360,10 @@ def _bind_im2col_0(input, kernel_size, dilation, padding, stride):
     return (input, kernel_size, dilation, padding, stride)
 
 def im2col(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_im2col.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_im2col_0(*args, **kwargs)
     except TypeError:
@@ -1093,12 +1373,15 @@ def im2col(*args, **kwargs):
         if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (dilation_ := _ints(dilation, True)) is not None and (padding_ := _ints(padding, True)) is not None and (stride_ := _ints(stride, True)) is not None:
             return _A._op_im2col.call(input._ks, input, kernel_size_, dilation_, padding_, stride_)
     _i, _a = _sig_im2col.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_im2col.call(_a['input']._ks, _a['input'], _a['kernel_size'], _a['dilation'], _a['padding'], _a['stride'])
     raise AssertionError('unreachable')
 
 
 im2col.__doc__ = 'im2col(input: Tensor, kernel_size: List[int], dilation: List[int], padding: List[int], stride: List[int]) -> Tensor'
+_sig_im2col.public = im2col
 def _signature_im2col(input, kernel_size, dilation, padding, stride): ...
 im2col.__wrapped__ = _signature_im2col
 
@@ -1111,6 +1394,10 @@ def _bind_col2im_0(input, output_size, kernel_size, dilation, padding, stride):
     return (input, output_size, kernel_size, dilation, padding, stride)
 
 def col2im(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_col2im.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_col2im_0(*args, **kwargs)
     except TypeError:
@@ -1120,12 +1407,15 @@ def col2im(*args, **kwargs):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (kernel_size_ := _ints(kernel_size, True)) is not None and (dilation_ := _ints(dilation, True)) is not None and (padding_ := _ints(padding, True)) is not None and (stride_ := _ints(stride, True)) is not None:
             return _A._op_col2im.call(input._ks, input, output_size_, kernel_size_, dilation_, padding_, stride_)
     _i, _a = _sig_col2im.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_col2im.call(_a['input']._ks, _a['input'], _a['output_size'], _a['kernel_size'], _a['dilation'], _a['padding'], _a['stride'])
     raise AssertionError('unreachable')
 
 
 col2im.__doc__ = 'col2im(input: Tensor, output_size: List[int], kernel_size: List[int], dilation: List[int], padding: List[int], stride: List[int]) -> Tensor'
+_sig_col2im.public = col2im
 def _signature_col2im(input, output_size, kernel_size, dilation, padding, stride): ...
 col2im.__wrapped__ = _signature_col2im
 
@@ -1138,6 +1428,10 @@ def _bind_smooth_l1_loss_0(input, target, reduction=1, beta=1.0):
     return (input, target, reduction, beta)
 
 def smooth_l1_loss(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_smooth_l1_loss.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_smooth_l1_loss_0(*args, **kwargs)
     except TypeError:
@@ -1147,12 +1441,15 @@ def smooth_l1_loss(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and type(beta) is float:
             return _A._op_smooth_l1_loss.call(input._ks | target._ks, input, target, reduction, beta)
     _i, _a = _sig_smooth_l1_loss.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_smooth_l1_loss.call(_a['input']._ks | _a['target']._ks, _a['input'], _a['target'], _a['reduction'], _a['beta'])
     raise AssertionError('unreachable')
 
 
 smooth_l1_loss.__doc__ = 'smooth_l1_loss(input: Tensor, target: Tensor, reduction: int = 1, beta: float = 1.0) -> Tensor'
+_sig_smooth_l1_loss.public = smooth_l1_loss
 def _signature_smooth_l1_loss(input, target, reduction=1, beta=1.0): ...
 smooth_l1_loss.__wrapped__ = _signature_smooth_l1_loss
 
@@ -1165,6 +1462,10 @@ def _bind_smooth_l1_loss_backward_0(grad_output, input, target, reduction, beta)
     return (grad_output, input, target, reduction, beta)
 
 def smooth_l1_loss_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_smooth_l1_loss_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_smooth_l1_loss_backward_0(*args, **kwargs)
     except TypeError:
@@ -1174,12 +1475,15 @@ def smooth_l1_loss_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and type(beta) is float:
             return _A._op_smooth_l1_loss_backward.call(grad_output._ks | input._ks | target._ks, grad_output, input, target, reduction, beta)
     _i, _a = _sig_smooth_l1_loss_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_smooth_l1_loss_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['target']._ks, _a['grad_output'], _a['input'], _a['target'], _a['reduction'], _a['beta'])
     raise AssertionError('unreachable')
 
 
 smooth_l1_loss_backward.__doc__ = 'smooth_l1_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int, beta: float) -> Tensor'
+_sig_smooth_l1_loss_backward.public = smooth_l1_loss_backward
 def _signature_smooth_l1_loss_backward(grad_output, input, target, reduction, beta): ...
 smooth_l1_loss_backward.__wrapped__ = _signature_smooth_l1_loss_backward
 
@@ -1192,6 +1496,10 @@ def _bind_huber_loss_0(input, target, reduction=1, delta=1.0):
     return (input, target, reduction, delta)
 
 def huber_loss(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_huber_loss.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_huber_loss_0(*args, **kwargs)
     except TypeError:
@@ -1201,12 +1509,15 @@ def huber_loss(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and type(delta) is float:
             return _A._op_huber_loss.call(input._ks | target._ks, input, target, reduction, delta)
     _i, _a = _sig_huber_loss.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_huber_loss.call(_a['input']._ks | _a['target']._ks, _a['input'], _a['target'], _a['reduction'], _a['delta'])
     raise AssertionError('unreachable')
 
 
 huber_loss.__doc__ = 'huber_loss(input: Tensor, target: Tensor, reduction: int = 1, delta: float = 1.0) -> Tensor'
+_sig_huber_loss.public = huber_loss
 def _signature_huber_loss(input, target, reduction=1, delta=1.0): ...
 huber_loss.__wrapped__ = _signature_huber_loss
 
@@ -1219,6 +1530,10 @@ def _bind_huber_loss_backward_0(grad_output, input, target, reduction, delta):
     return (grad_output, input, target, reduction, delta)
 
 def huber_loss_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_huber_loss_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_huber_loss_backward_0(*args, **kwargs)
     except TypeError:
@@ -1228,12 +1543,15 @@ def huber_loss_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and type(delta) is float:
             return _A._op_huber_loss_backward.call(grad_output._ks | input._ks | target._ks, grad_output, input, target, reduction, delta)
     _i, _a = _sig_huber_loss_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_huber_loss_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['target']._ks, _a['grad_output'], _a['input'], _a['target'], _a['reduction'], _a['delta'])
     raise AssertionError('unreachable')
 
 
 huber_loss_backward.__doc__ = 'huber_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int, delta: float) -> Tensor'
+_sig_huber_loss_backward.public = huber_loss_backward
 def _signature_huber_loss_backward(grad_output, input, target, reduction, delta): ...
 huber_loss_backward.__wrapped__ = _signature_huber_loss_backward
 
@@ -1246,6 +1564,10 @@ def _bind_binary_cross_entropy_0(input, target, weight=None, reduction=1):
     return (input, target, weight, reduction)
 
 def binary_cross_entropy(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_binary_cross_entropy.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_binary_cross_entropy_0(*args, **kwargs)
     except TypeError:
@@ -1255,12 +1577,15 @@ def binary_cross_entropy(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int:
             return _A._op_binary_cross_entropy.call(input._ks | target._ks | _ks_opt(weight), input, target, weight, reduction)
     _i, _a = _sig_binary_cross_entropy.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_binary_cross_entropy.call(_a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']), _a['input'], _a['target'], _a['weight'], _a['reduction'])
     raise AssertionError('unreachable')
 
 
 binary_cross_entropy.__doc__ = 'binary_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1) -> Tensor'
+_sig_binary_cross_entropy.public = binary_cross_entropy
 def _signature_binary_cross_entropy(input, target, weight=None, reduction=1): ...
 binary_cross_entropy.__wrapped__ = _signature_binary_cross_entropy
 
@@ -1273,6 +1598,10 @@ def _bind_binary_cross_entropy_backward_0(grad_output, input, target, weight=Non
     return (grad_output, input, target, weight, reduction)
 
 def binary_cross_entropy_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_binary_cross_entropy_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_binary_cross_entropy_backward_0(*args, **kwargs)
     except TypeError:
@@ -1282,12 +1611,15 @@ def binary_cross_entropy_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int:
             return _A._op_binary_cross_entropy_backward.call(grad_output._ks | input._ks | target._ks | _ks_opt(weight), grad_output, input, target, weight, reduction)
     _i, _a = _sig_binary_cross_entropy_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_binary_cross_entropy_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']), _a['grad_output'], _a['input'], _a['target'], _a['weight'], _a['reduction'])
     raise AssertionError('unreachable')
 
 
 binary_cross_entropy_backward.__doc__ = 'binary_cross_entropy_backward(grad_output: Tensor, input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1) -> Tensor'
+_sig_binary_cross_entropy_backward.public = binary_cross_entropy_backward
 def _signature_binary_cross_entropy_backward(grad_output, input, target, weight=None, reduction=1): ...
 binary_cross_entropy_backward.__wrapped__ = _signature_binary_cross_entropy_backward
 
@@ -1300,6 +1632,10 @@ def _bind_soft_margin_loss_0(input, target, reduction=1):
     return (input, target, reduction)
 
 def soft_margin_loss(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_soft_margin_loss.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_soft_margin_loss_0(*args, **kwargs)
     except TypeError:
@@ -1309,12 +1645,15 @@ def soft_margin_loss(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int:
             return _A._op_soft_margin_loss.call(input._ks | target._ks, input, target, reduction)
     _i, _a = _sig_soft_margin_loss.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_soft_margin_loss.call(_a['input']._ks | _a['target']._ks, _a['input'], _a['target'], _a['reduction'])
     raise AssertionError('unreachable')
 
 
 soft_margin_loss.__doc__ = 'soft_margin_loss(input: Tensor, target: Tensor, reduction: int = 1) -> Tensor'
+_sig_soft_margin_loss.public = soft_margin_loss
 def _signature_soft_margin_loss(input, target, reduction=1): ...
 soft_margin_loss.__wrapped__ = _signature_soft_margin_loss
 
@@ -1327,6 +1666,10 @@ def _bind_soft_margin_loss_backward_0(grad_output, input, target, reduction):
     return (grad_output, input, target, reduction)
 
 def soft_margin_loss_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_soft_margin_loss_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_soft_margin_loss_backward_0(*args, **kwargs)
     except TypeError:
@@ -1336,12 +1679,15 @@ def soft_margin_loss_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int:
             return _A._op_soft_margin_loss_backward.call(grad_output._ks | input._ks | target._ks, grad_output, input, target, reduction)
     _i, _a = _sig_soft_margin_loss_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_soft_margin_loss_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['target']._ks, _a['grad_output'], _a['input'], _a['target'], _a['reduction'])
     raise AssertionError('unreachable')
 
 
 soft_margin_loss_backward.__doc__ = 'soft_margin_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int) -> Tensor'
+_sig_soft_margin_loss_backward.public = soft_margin_loss_backward
 def _signature_soft_margin_loss_backward(grad_output, input, target, reduction): ...
 soft_margin_loss_backward.__wrapped__ = _signature_soft_margin_loss_backward
 
@@ -1354,6 +1700,10 @@ def _bind_multi_margin_loss_0(input, target, p=1, margin=1, weight=None, reducti
     return (input, target, p, margin, weight, reduction)
 
 def multi_margin_loss(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_multi_margin_loss.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_multi_margin_loss_0(*args, **kwargs)
     except TypeError:
@@ -1363,12 +1713,15 @@ def multi_margin_loss(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(p) in _NUMBERS and type(margin) in _NUMBERS and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int:
             return _A._op_multi_margin_loss.call(input._ks | target._ks | _ks_opt(weight), input, target, p, margin, weight, reduction)
     _i, _a = _sig_multi_margin_loss.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_multi_margin_loss.call(_a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']), _a['input'], _a['target'], _a['p'], _a['margin'], _a['weight'], _a['reduction'])
     raise AssertionError('unreachable')
 
 
 multi_margin_loss.__doc__ = 'multi_margin_loss(input: Tensor, target: Tensor, p: Number = 1, margin: Number = 1, weight: Optional[Tensor] = None, reduction: int = 1) -> Tensor'
+_sig_multi_margin_loss.public = multi_margin_loss
 def _signature_multi_margin_loss(input, target, p=1, margin=1, weight=None, reduction=1): ...
 multi_margin_loss.__wrapped__ = _signature_multi_margin_loss
 
@@ -1381,6 +1734,10 @@ def _bind_multi_margin_loss_backward_0(grad_output, input, target, p, margin, we
     return (grad_output, input, target, p, margin, weight, reduction)
 
 def multi_margin_loss_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_multi_margin_loss_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_multi_margin_loss_backward_0(*args, **kwargs)
     except TypeError:
@@ -1390,12 +1747,15 @@ def multi_margin_loss_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(p) in _NUMBERS and type(margin) in _NUMBERS and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int:
             return _A._op_multi_margin_loss_backward.call(grad_output._ks | input._ks | target._ks | _ks_opt(weight), grad_output, input, target, p, margin, weight, reduction)
     _i, _a = _sig_multi_margin_loss_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_multi_margin_loss_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']), _a['grad_output'], _a['input'], _a['target'], _a['p'], _a['margin'], _a['weight'], _a['reduction'])
     raise AssertionError('unreachable')
 
 
 multi_margin_loss_backward.__doc__ = 'multi_margin_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, p: Number, margin: Number, weight: Optional[Tensor] = None, reduction: int = 1) -> Tensor'
+_sig_multi_margin_loss_backward.public = multi_margin_loss_backward
 def _signature_multi_margin_loss_backward(grad_output, input, target, p, margin, weight=None, reduction=1): ...
 multi_margin_loss_backward.__wrapped__ = _signature_multi_margin_loss_backward
 
@@ -1408,6 +1768,10 @@ def _bind_multilabel_margin_loss_0(input, target, reduction=1):
     return (input, target, reduction)
 
 def multilabel_margin_loss(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_multilabel_margin_loss.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_multilabel_margin_loss_0(*args, **kwargs)
     except TypeError:
@@ -1417,12 +1781,15 @@ def multilabel_margin_loss(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int:
             return _A._op_multilabel_margin_loss.call(input._ks | target._ks, input, target, reduction)
     _i, _a = _sig_multilabel_margin_loss.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_multilabel_margin_loss.call(_a['input']._ks | _a['target']._ks, _a['input'], _a['target'], _a['reduction'])
     raise AssertionError('unreachable')
 
 
 multilabel_margin_loss.__doc__ = 'multilabel_margin_loss(input: Tensor, target: Tensor, reduction: int = 1) -> Tensor'
+_sig_multilabel_margin_loss.public = multilabel_margin_loss
 def _signature_multilabel_margin_loss(input, target, reduction=1): ...
 multilabel_margin_loss.__wrapped__ = _signature_multilabel_margin_loss
 
@@ -1435,6 +1802,10 @@ def _bind_multilabel_margin_loss_forward_0(input, target, reduction):
     return (input, target, reduction)
 
 def multilabel_margin_loss_forward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_multilabel_margin_loss_forward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_multilabel_margin_loss_forward_0(*args, **kwargs)
     except TypeError:
@@ -1444,12 +1815,15 @@ def multilabel_margin_loss_forward(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int:
             return _A._op_multilabel_margin_loss_forward.call(input._ks | target._ks, input, target, reduction)
     _i, _a = _sig_multilabel_margin_loss_forward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_multilabel_margin_loss_forward.call(_a['input']._ks | _a['target']._ks, _a['input'], _a['target'], _a['reduction'])
     raise AssertionError('unreachable')
 
 
 multilabel_margin_loss_forward.__doc__ = 'multilabel_margin_loss_forward(input: Tensor, target: Tensor, reduction: int) -> (Tensor, Tensor)'
+_sig_multilabel_margin_loss_forward.public = multilabel_margin_loss_forward
 def _signature_multilabel_margin_loss_forward(input, target, reduction): ...
 multilabel_margin_loss_forward.__wrapped__ = _signature_multilabel_margin_loss_forward
 
@@ -1462,6 +1836,10 @@ def _bind_multilabel_margin_loss_backward_0(grad_output, input, target, reductio
     return (grad_output, input, target, reduction, is_target)
 
 def multilabel_margin_loss_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_multilabel_margin_loss_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_multilabel_margin_loss_backward_0(*args, **kwargs)
     except TypeError:
@@ -1471,12 +1849,15 @@ def multilabel_margin_loss_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and isinstance(is_target, _Tensor):
             return _A._op_multilabel_margin_loss_backward.call(grad_output._ks | input._ks | target._ks | is_target._ks, grad_output, input, target, reduction, is_target)
     _i, _a = _sig_multilabel_margin_loss_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_multilabel_margin_loss_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['target']._ks | _a['is_target']._ks, _a['grad_output'], _a['input'], _a['target'], _a['reduction'], _a['is_target'])
     raise AssertionError('unreachable')
 
 
 multilabel_margin_loss_backward.__doc__ = 'multilabel_margin_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int, is_target: Tensor) -> Tensor'
+_sig_multilabel_margin_loss_backward.public = multilabel_margin_loss_backward
 def _signature_multilabel_margin_loss_backward(grad_output, input, target, reduction, is_target): ...
 multilabel_margin_loss_backward.__wrapped__ = _signature_multilabel_margin_loss_backward
 
@@ -1489,6 +1870,10 @@ def _bind_silu_0(input):
     return (input,)
 
 def silu(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_silu.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_silu_0(*args, **kwargs)
     except TypeError:
@@ -1498,12 +1883,15 @@ def silu(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_silu.call(input._ks, input)
     _i, _a = _sig_silu.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_silu.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 silu.__doc__ = 'silu(input: Tensor) -> Tensor'
+_sig_silu.public = silu
 def _signature_silu(input): ...
 silu.__wrapped__ = _signature_silu
 
@@ -1516,6 +1904,10 @@ def _bind_silu__0(input):
     return (input,)
 
 def silu_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_silu_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_silu__0(*args, **kwargs)
     except TypeError:
@@ -1525,12 +1917,15 @@ def silu_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_silu_.call(input._ks, input)
     _i, _a = _sig_silu_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_silu_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 silu_.__doc__ = 'silu_(input: Tensor) -> Tensor'
+_sig_silu_.public = silu_
 def _signature_silu_(input): ...
 silu_.__wrapped__ = _signature_silu_
 
@@ -1543,6 +1938,10 @@ def _bind_silu_backward_0(grad_output, input):
     return (grad_output, input)
 
 def silu_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_silu_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_silu_backward_0(*args, **kwargs)
     except TypeError:
@@ -1552,12 +1951,15 @@ def silu_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor):
             return _A._op_silu_backward.call(grad_output._ks | input._ks, grad_output, input)
     _i, _a = _sig_silu_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_silu_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'])
     raise AssertionError('unreachable')
 
 
 silu_backward.__doc__ = 'silu_backward(grad_output: Tensor, input: Tensor) -> Tensor'
+_sig_silu_backward.public = silu_backward
 def _signature_silu_backward(grad_output, input): ...
 silu_backward.__wrapped__ = _signature_silu_backward
 
@@ -1570,6 +1972,10 @@ def _bind_mish_0(input):
     return (input,)
 
 def mish(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_mish.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_mish_0(*args, **kwargs)
     except TypeError:
@@ -1579,12 +1985,15 @@ def mish(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_mish.call(input._ks, input)
     _i, _a = _sig_mish.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_mish.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 mish.__doc__ = 'mish(input: Tensor) -> Tensor'
+_sig_mish.public = mish
 def _signature_mish(input): ...
 mish.__wrapped__ = _signature_mish
 
@@ -1597,6 +2006,10 @@ def _bind_mish__0(input):
     return (input,)
 
 def mish_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_mish_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_mish__0(*args, **kwargs)
     except TypeError:
@@ -1606,12 +2019,15 @@ def mish_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_mish_.call(input._ks, input)
     _i, _a = _sig_mish_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_mish_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 mish_.__doc__ = 'mish_(input: Tensor) -> Tensor'
+_sig_mish_.public = mish_
 def _signature_mish_(input): ...
 mish_.__wrapped__ = _signature_mish_
 
@@ -1624,6 +2040,10 @@ def _bind_mish_backward_0(grad_output, input):
     return (grad_output, input)
 
 def mish_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_mish_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_mish_backward_0(*args, **kwargs)
     except TypeError:
@@ -1633,12 +2053,15 @@ def mish_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor):
             return _A._op_mish_backward.call(grad_output._ks | input._ks, grad_output, input)
     _i, _a = _sig_mish_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_mish_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'])
     raise AssertionError('unreachable')
 
 
 mish_backward.__doc__ = 'mish_backward(grad_output: Tensor, input: Tensor) -> Tensor'
+_sig_mish_backward.public = mish_backward
 def _signature_mish_backward(grad_output, input): ...
 mish_backward.__wrapped__ = _signature_mish_backward
 
@@ -1651,6 +2074,10 @@ def _bind_hardswish_0(input):
     return (input,)
 
 def hardswish(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hardswish.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hardswish_0(*args, **kwargs)
     except TypeError:
@@ -1660,12 +2087,15 @@ def hardswish(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_hardswish.call(input._ks, input)
     _i, _a = _sig_hardswish.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_hardswish.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 hardswish.__doc__ = 'hardswish(input: Tensor) -> Tensor'
+_sig_hardswish.public = hardswish
 def _signature_hardswish(input): ...
 hardswish.__wrapped__ = _signature_hardswish
 
@@ -1678,6 +2108,10 @@ def _bind_hardswish__0(input):
     return (input,)
 
 def hardswish_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hardswish_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hardswish__0(*args, **kwargs)
     except TypeError:
@@ -1687,12 +2121,15 @@ def hardswish_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_hardswish_.call(input._ks, input)
     _i, _a = _sig_hardswish_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_hardswish_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 hardswish_.__doc__ = 'hardswish_(input: Tensor) -> Tensor'
+_sig_hardswish_.public = hardswish_
 def _signature_hardswish_(input): ...
 hardswish_.__wrapped__ = _signature_hardswish_
 
@@ -1705,6 +2142,10 @@ def _bind_hardswish_backward_0(grad_output, input):
     return (grad_output, input)
 
 def hardswish_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hardswish_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hardswish_backward_0(*args, **kwargs)
     except TypeError:
@@ -1714,12 +2155,15 @@ def hardswish_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor):
             return _A._op_hardswish_backward.call(grad_output._ks | input._ks, grad_output, input)
     _i, _a = _sig_hardswish_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_hardswish_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'])
     raise AssertionError('unreachable')
 
 
 hardswish_backward.__doc__ = 'hardswish_backward(grad_output: Tensor, input: Tensor) -> Tensor'
+_sig_hardswish_backward.public = hardswish_backward
 def _signature_hardswish_backward(grad_output, input): ...
 hardswish_backward.__wrapped__ = _signature_hardswish_backward
 
@@ -1732,6 +2176,10 @@ def _bind_hardsigmoid_0(input):
     return (input,)
 
 def hardsigmoid(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hardsigmoid.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hardsigmoid_0(*args, **kwargs)
     except TypeError:
@@ -1741,12 +2189,15 @@ def hardsigmoid(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_hardsigmoid.call(input._ks, input)
     _i, _a = _sig_hardsigmoid.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_hardsigmoid.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 hardsigmoid.__doc__ = 'hardsigmoid(input: Tensor) -> Tensor'
+_sig_hardsigmoid.public = hardsigmoid
 def _signature_hardsigmoid(input): ...
 hardsigmoid.__wrapped__ = _signature_hardsigmoid
 
@@ -1759,6 +2210,10 @@ def _bind_hardsigmoid__0(input):
     return (input,)
 
 def hardsigmoid_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hardsigmoid_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hardsigmoid__0(*args, **kwargs)
     except TypeError:
@@ -1768,12 +2223,15 @@ def hardsigmoid_(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_hardsigmoid_.call(input._ks, input)
     _i, _a = _sig_hardsigmoid_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_hardsigmoid_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 hardsigmoid_.__doc__ = 'hardsigmoid_(input: Tensor) -> Tensor'
+_sig_hardsigmoid_.public = hardsigmoid_
 def _signature_hardsigmoid_(input): ...
 hardsigmoid_.__wrapped__ = _signature_hardsigmoid_
 
@@ -1786,6 +2244,10 @@ def _bind_hardsigmoid_backward_0(grad_output, input):
     return (grad_output, input)
 
 def hardsigmoid_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hardsigmoid_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hardsigmoid_backward_0(*args, **kwargs)
     except TypeError:
@@ -1795,12 +2257,15 @@ def hardsigmoid_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor):
             return _A._op_hardsigmoid_backward.call(grad_output._ks | input._ks, grad_output, input)
     _i, _a = _sig_hardsigmoid_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_hardsigmoid_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'])
     raise AssertionError('unreachable')
 
 
 hardsigmoid_backward.__doc__ = 'hardsigmoid_backward(grad_output: Tensor, input: Tensor) -> Tensor'
+_sig_hardsigmoid_backward.public = hardsigmoid_backward
 def _signature_hardsigmoid_backward(grad_output, input): ...
 hardsigmoid_backward.__wrapped__ = _signature_hardsigmoid_backward
 
@@ -1813,6 +2278,10 @@ def _bind_leaky_relu_0(input, negative_slope=0.01):
     return (input, negative_slope)
 
 def leaky_relu(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_leaky_relu.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_leaky_relu_0(*args, **kwargs)
     except TypeError:
@@ -1822,12 +2291,15 @@ def leaky_relu(*args, **kwargs):
         if isinstance(input, _Tensor) and type(negative_slope) in _NUMBERS:
             return _A._op_leaky_relu.call(input._ks, input, negative_slope)
     _i, _a = _sig_leaky_relu.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_leaky_relu.call(_a['input']._ks, _a['input'], _a['negative_slope'])
     raise AssertionError('unreachable')
 
 
 leaky_relu.__doc__ = 'leaky_relu(input: Tensor, negative_slope: Number = 0.01) -> Tensor'
+_sig_leaky_relu.public = leaky_relu
 def _signature_leaky_relu(input, negative_slope=0.01): ...
 leaky_relu.__wrapped__ = _signature_leaky_relu
 
@@ -1840,6 +2312,10 @@ def _bind_leaky_relu__0(input, negative_slope=0.01):
     return (input, negative_slope)
 
 def leaky_relu_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_leaky_relu_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_leaky_relu__0(*args, **kwargs)
     except TypeError:
@@ -1849,12 +2325,15 @@ def leaky_relu_(*args, **kwargs):
         if isinstance(input, _Tensor) and type(negative_slope) in _NUMBERS:
             return _A._op_leaky_relu_.call(input._ks, input, negative_slope)
     _i, _a = _sig_leaky_relu_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_leaky_relu_.call(_a['input']._ks, _a['input'], _a['negative_slope'])
     raise AssertionError('unreachable')
 
 
 leaky_relu_.__doc__ = 'leaky_relu_(input: Tensor, negative_slope: Number = 0.01) -> Tensor'
+_sig_leaky_relu_.public = leaky_relu_
 def _signature_leaky_relu_(input, negative_slope=0.01): ...
 leaky_relu_.__wrapped__ = _signature_leaky_relu_
 
@@ -1867,6 +2346,10 @@ def _bind_leaky_relu_backward_0(grad_output, input, negative_slope, self_is_resu
     return (grad_output, input, negative_slope, self_is_result)
 
 def leaky_relu_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_leaky_relu_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_leaky_relu_backward_0(*args, **kwargs)
     except TypeError:
@@ -1876,12 +2359,15 @@ def leaky_relu_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(negative_slope) in _NUMBERS and type(self_is_result) is bool:
             return _A._op_leaky_relu_backward.call(grad_output._ks | input._ks, grad_output, input, negative_slope, self_is_result)
     _i, _a = _sig_leaky_relu_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_leaky_relu_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['negative_slope'], _a['self_is_result'])
     raise AssertionError('unreachable')
 
 
 leaky_relu_backward.__doc__ = 'leaky_relu_backward(grad_output: Tensor, input: Tensor, negative_slope: Number, self_is_result: bool) -> Tensor'
+_sig_leaky_relu_backward.public = leaky_relu_backward
 def _signature_leaky_relu_backward(grad_output, input, negative_slope, self_is_result): ...
 leaky_relu_backward.__wrapped__ = _signature_leaky_relu_backward
 
@@ -1894,6 +2380,10 @@ def _bind_elu_0(input, alpha=1, scale=1, input_scale=1):
     return (input, alpha, scale, input_scale)
 
 def elu(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_elu.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_elu_0(*args, **kwargs)
     except TypeError:
@@ -1903,12 +2393,15 @@ def elu(*args, **kwargs):
         if isinstance(input, _Tensor) and type(alpha) in _NUMBERS and type(scale) in _NUMBERS and type(input_scale) in _NUMBERS:
             return _A._op_elu.call(input._ks, input, alpha, scale, input_scale)
     _i, _a = _sig_elu.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_elu.call(_a['input']._ks, _a['input'], _a['alpha'], _a['scale'], _a['input_scale'])
     raise AssertionError('unreachable')
 
 
 elu.__doc__ = 'elu(input: Tensor, alpha: Number = 1, scale: Number = 1, input_scale: Number = 1) -> Tensor'
+_sig_elu.public = elu
 def _signature_elu(input, alpha=1, scale=1, input_scale=1): ...
 elu.__wrapped__ = _signature_elu
 
@@ -1921,6 +2414,10 @@ def _bind_elu__0(input, alpha=1, scale=1, input_scale=1):
     return (input, alpha, scale, input_scale)
 
 def elu_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_elu_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_elu__0(*args, **kwargs)
     except TypeError:
@@ -1930,12 +2427,15 @@ def elu_(*args, **kwargs):
         if isinstance(input, _Tensor) and type(alpha) in _NUMBERS and type(scale) in _NUMBERS and type(input_scale) in _NUMBERS:
             return _A._op_elu_.call(input._ks, input, alpha, scale, input_scale)
     _i, _a = _sig_elu_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_elu_.call(_a['input']._ks, _a['input'], _a['alpha'], _a['scale'], _a['input_scale'])
     raise AssertionError('unreachable')
 
 
 elu_.__doc__ = 'elu_(input: Tensor, alpha: Number = 1, scale: Number = 1, input_scale: Number = 1) -> Tensor'
+_sig_elu_.public = elu_
 def _signature_elu_(input, alpha=1, scale=1, input_scale=1): ...
 elu_.__wrapped__ = _signature_elu_
 
@@ -1948,6 +2448,10 @@ def _bind_elu_backward_0(grad_output, alpha, scale, input_scale, is_result, self
     return (grad_output, alpha, scale, input_scale, is_result, self_or_result)
 
 def elu_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_elu_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_elu_backward_0(*args, **kwargs)
     except TypeError:
@@ -1957,12 +2461,15 @@ def elu_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and type(alpha) in _NUMBERS and type(scale) in _NUMBERS and type(input_scale) in _NUMBERS and type(is_result) is bool and isinstance(self_or_result, _Tensor):
             return _A._op_elu_backward.call(grad_output._ks | self_or_result._ks, grad_output, alpha, scale, input_scale, is_result, self_or_result)
     _i, _a = _sig_elu_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_elu_backward.call(_a['grad_output']._ks | _a['self_or_result']._ks, _a['grad_output'], _a['alpha'], _a['scale'], _a['input_scale'], _a['is_result'], _a['self_or_result'])
     raise AssertionError('unreachable')
 
 
 elu_backward.__doc__ = 'elu_backward(grad_output: Tensor, alpha: Number, scale: Number, input_scale: Number, is_result: bool, self_or_result: Tensor) -> Tensor'
+_sig_elu_backward.public = elu_backward
 def _signature_elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result): ...
 elu_backward.__wrapped__ = _signature_elu_backward
 
@@ -1975,6 +2482,10 @@ def _bind_hardtanh_0(input, min_val=-1, max_val=1):
     return (input, min_val, max_val)
 
 def hardtanh(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hardtanh.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hardtanh_0(*args, **kwargs)
     except TypeError:
@@ -1984,12 +2495,15 @@ def hardtanh(*args, **kwargs):
         if isinstance(input, _Tensor) and type(min_val) in _NUMBERS and type(max_val) in _NUMBERS:
             return _A._op_hardtanh.call(input._ks, input, min_val, max_val)
     _i, _a = _sig_hardtanh.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_hardtanh.call(_a['input']._ks, _a['input'], _a['min_val'], _a['max_val'])
     raise AssertionError('unreachable')
 
 
 hardtanh.__doc__ = 'hardtanh(input: Tensor, min_val: Number = -1, max_val: Number = 1) -> Tensor'
+_sig_hardtanh.public = hardtanh
 def _signature_hardtanh(input, min_val=-1, max_val=1): ...
 hardtanh.__wrapped__ = _signature_hardtanh
 
@@ -2002,6 +2516,10 @@ def _bind_hardtanh__0(input, min_val=-1, max_val=1):
     return (input, min_val, max_val)
 
 def hardtanh_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hardtanh_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hardtanh__0(*args, **kwargs)
     except TypeError:
@@ -2011,12 +2529,15 @@ def hardtanh_(*args, **kwargs):
         if isinstance(input, _Tensor) and type(min_val) in _NUMBERS and type(max_val) in _NUMBERS:
             return _A._op_hardtanh_.call(input._ks, input, min_val, max_val)
     _i, _a = _sig_hardtanh_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_hardtanh_.call(_a['input']._ks, _a['input'], _a['min_val'], _a['max_val'])
     raise AssertionError('unreachable')
 
 
 hardtanh_.__doc__ = 'hardtanh_(input: Tensor, min_val: Number = -1, max_val: Number = 1) -> Tensor'
+_sig_hardtanh_.public = hardtanh_
 def _signature_hardtanh_(input, min_val=-1, max_val=1): ...
 hardtanh_.__wrapped__ = _signature_hardtanh_
 
@@ -2029,6 +2550,10 @@ def _bind_hardtanh_backward_0(grad_output, input, min_val, max_val):
     return (grad_output, input, min_val, max_val)
 
 def hardtanh_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hardtanh_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hardtanh_backward_0(*args, **kwargs)
     except TypeError:
@@ -2038,12 +2563,15 @@ def hardtanh_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(min_val) in _NUMBERS and type(max_val) in _NUMBERS:
             return _A._op_hardtanh_backward.call(grad_output._ks | input._ks, grad_output, input, min_val, max_val)
     _i, _a = _sig_hardtanh_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_hardtanh_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['min_val'], _a['max_val'])
     raise AssertionError('unreachable')
 
 
 hardtanh_backward.__doc__ = 'hardtanh_backward(grad_output: Tensor, input: Tensor, min_val: Number, max_val: Number) -> Tensor'
+_sig_hardtanh_backward.public = hardtanh_backward
 def _signature_hardtanh_backward(grad_output, input, min_val, max_val): ...
 hardtanh_backward.__wrapped__ = _signature_hardtanh_backward
 
@@ -2056,6 +2584,10 @@ def _bind_softplus_0(input, beta=1, threshold=20):
     return (input, beta, threshold)
 
 def softplus(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_softplus.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_softplus_0(*args, **kwargs)
     except TypeError:
@@ -2065,12 +2597,15 @@ def softplus(*args, **kwargs):
         if isinstance(input, _Tensor) and type(beta) in _NUMBERS and type(threshold) in _NUMBERS:
             return _A._op_softplus.call(input._ks, input, beta, threshold)
     _i, _a = _sig_softplus.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_softplus.call(_a['input']._ks, _a['input'], _a['beta'], _a['threshold'])
     raise AssertionError('unreachable')
 
 
 softplus.__doc__ = 'softplus(input: Tensor, beta: Number = 1, threshold: Number = 20) -> Tensor'
+_sig_softplus.public = softplus
 def _signature_softplus(input, beta=1, threshold=20): ...
 softplus.__wrapped__ = _signature_softplus
 
@@ -2083,6 +2618,10 @@ def _bind_softplus_backward_0(grad_output, input, beta, threshold):
     return (grad_output, input, beta, threshold)
 
 def softplus_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_softplus_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_softplus_backward_0(*args, **kwargs)
     except TypeError:
@@ -2092,12 +2631,15 @@ def softplus_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(beta) in _NUMBERS and type(threshold) in _NUMBERS:
             return _A._op_softplus_backward.call(grad_output._ks | input._ks, grad_output, input, beta, threshold)
     _i, _a = _sig_softplus_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_softplus_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['beta'], _a['threshold'])
     raise AssertionError('unreachable')
 
 
 softplus_backward.__doc__ = 'softplus_backward(grad_output: Tensor, input: Tensor, beta: Number, threshold: Number) -> Tensor'
+_sig_softplus_backward.public = softplus_backward
 def _signature_softplus_backward(grad_output, input, beta, threshold): ...
 softplus_backward.__wrapped__ = _signature_softplus_backward
 
@@ -2110,6 +2652,10 @@ def _bind_glu_0(input, dim=-1):
     return (input, dim)
 
 def glu(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_glu.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_glu_0(*args, **kwargs)
     except TypeError:
@@ -2119,12 +2665,15 @@ def glu(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int:
             return _A._op_glu.call(input._ks, input, dim)
     _i, _a = _sig_glu.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_glu.call(_a['input']._ks, _a['input'], _a['dim'])
     raise AssertionError('unreachable')
 
 
 glu.__doc__ = 'glu(input: Tensor, dim: int = -1) -> Tensor'
+_sig_glu.public = glu
 def _signature_glu(input, dim=-1): ...
 glu.__wrapped__ = _signature_glu
 
@@ -2137,6 +2686,10 @@ def _bind_glu_backward_0(grad_output, input, dim):
     return (grad_output, input, dim)
 
 def glu_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_glu_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_glu_backward_0(*args, **kwargs)
     except TypeError:
@@ -2146,12 +2699,15 @@ def glu_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(dim) is int:
             return _A._op_glu_backward.call(grad_output._ks | input._ks, grad_output, input, dim)
     _i, _a = _sig_glu_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_glu_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['dim'])
     raise AssertionError('unreachable')
 
 
 glu_backward.__doc__ = 'glu_backward(grad_output: Tensor, input: Tensor, dim: int) -> Tensor'
+_sig_glu_backward.public = glu_backward
 def _signature_glu_backward(grad_output, input, dim): ...
 glu_backward.__wrapped__ = _signature_glu_backward
 
@@ -2164,6 +2720,10 @@ def _bind_log_sigmoid_0(input):
     return (input,)
 
 def log_sigmoid(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log_sigmoid.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log_sigmoid_0(*args, **kwargs)
     except TypeError:
@@ -2173,12 +2733,15 @@ def log_sigmoid(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_log_sigmoid.call(input._ks, input)
     _i, _a = _sig_log_sigmoid.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_log_sigmoid.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 log_sigmoid.__doc__ = 'log_sigmoid(input: Tensor) -> Tensor'
+_sig_log_sigmoid.public = log_sigmoid
 def _signature_log_sigmoid(input): ...
 log_sigmoid.__wrapped__ = _signature_log_sigmoid
 
@@ -2191,6 +2754,10 @@ def _bind_log_sigmoid_forward_0(input):
     return (input,)
 
 def log_sigmoid_forward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log_sigmoid_forward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log_sigmoid_forward_0(*args, **kwargs)
     except TypeError:
@@ -2200,12 +2767,15 @@ def log_sigmoid_forward(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_log_sigmoid_forward.call(input._ks, input)
     _i, _a = _sig_log_sigmoid_forward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_log_sigmoid_forward.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 log_sigmoid_forward.__doc__ = 'log_sigmoid_forward(input: Tensor) -> (Tensor, Tensor)'
+_sig_log_sigmoid_forward.public = log_sigmoid_forward
 def _signature_log_sigmoid_forward(input): ...
 log_sigmoid_forward.__wrapped__ = _signature_log_sigmoid_forward
 
@@ -2218,6 +2788,10 @@ def _bind_log_sigmoid_backward_0(grad_output, input, buffer):
     return (grad_output, input, buffer)
 
 def log_sigmoid_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log_sigmoid_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log_sigmoid_backward_0(*args, **kwargs)
     except TypeError:
@@ -2227,12 +2801,15 @@ def log_sigmoid_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(buffer, _Tensor):
             return _A._op_log_sigmoid_backward.call(grad_output._ks | input._ks | buffer._ks, grad_output, input, buffer)
     _i, _a = _sig_log_sigmoid_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_log_sigmoid_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['buffer']._ks, _a['grad_output'], _a['input'], _a['buffer'])
     raise AssertionError('unreachable')
 
 
 log_sigmoid_backward.__doc__ = 'log_sigmoid_backward(grad_output: Tensor, input: Tensor, buffer: Tensor) -> Tensor'
+_sig_log_sigmoid_backward.public = log_sigmoid_backward
 def _signature_log_sigmoid_backward(grad_output, input, buffer): ...
 log_sigmoid_backward.__wrapped__ = _signature_log_sigmoid_backward
 
@@ -2245,6 +2822,10 @@ def _bind_softshrink_0(input, lambd=0.5):
     return (input, lambd)
 
 def softshrink(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_softshrink.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_softshrink_0(*args, **kwargs)
     except TypeError:
@@ -2254,12 +2835,15 @@ def softshrink(*args, **kwargs):
         if isinstance(input, _Tensor) and type(lambd) in _NUMBERS:
             return _A._op_softshrink.call(input._ks, input, lambd)
     _i, _a = _sig_softshrink.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_softshrink.call(_a['input']._ks, _a['input'], _a['lambd'])
     raise AssertionError('unreachable')
 
 
 softshrink.__doc__ = 'softshrink(input: Tensor, lambd: Number = 0.5) -> Tensor'
+_sig_softshrink.public = softshrink
 def _signature_softshrink(input, lambd=0.5): ...
 softshrink.__wrapped__ = _signature_softshrink
 
@@ -2272,6 +2856,10 @@ def _bind_softshrink_backward_0(grad_output, input, lambd):
     return (grad_output, input, lambd)
 
 def softshrink_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_softshrink_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_softshrink_backward_0(*args, **kwargs)
     except TypeError:
@@ -2281,12 +2869,15 @@ def softshrink_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(lambd) in _NUMBERS:
             return _A._op_softshrink_backward.call(grad_output._ks | input._ks, grad_output, input, lambd)
     _i, _a = _sig_softshrink_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_softshrink_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['lambd'])
     raise AssertionError('unreachable')
 
 
 softshrink_backward.__doc__ = 'softshrink_backward(grad_output: Tensor, input: Tensor, lambd: Number) -> Tensor'
+_sig_softshrink_backward.public = softshrink_backward
 def _signature_softshrink_backward(grad_output, input, lambd): ...
 softshrink_backward.__wrapped__ = _signature_softshrink_backward
 
@@ -2299,6 +2890,10 @@ def _bind_rrelu_with_noise_0(input, noise, lower=0.125, upper=0.3333333333333333
     return (input, noise, lower, upper, training, generator)
 
 def rrelu_with_noise(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rrelu_with_noise.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_rrelu_with_noise_0(*args, **kwargs)
     except TypeError:
@@ -2308,12 +2903,15 @@ def rrelu_with_noise(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(noise, _Tensor) and type(lower) in _NUMBERS and type(upper) in _NUMBERS and type(training) is bool and (generator is None or type(generator) is _Generator):
             return _A._op_rrelu_with_noise.call(input._ks | noise._ks, input, noise, lower, upper, training, generator)
     _i, _a = _sig_rrelu_with_noise.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_rrelu_with_noise.call(_a['input']._ks | _a['noise']._ks, _a['input'], _a['noise'], _a['lower'], _a['upper'], _a['training'], _a['generator'])
     raise AssertionError('unreachable')
 
 
 rrelu_with_noise.__doc__ = 'rrelu_with_noise(input: Tensor, noise: Tensor, lower: Number = 0.125, upper: Number = 0.3333333333333333, training: bool = False, generator: Optional[Generator] = None) -> Tensor'
+_sig_rrelu_with_noise.public = rrelu_with_noise
 def _signature_rrelu_with_noise(input, noise, lower=0.125, upper=0.3333333333333333, training=False, generator=None): ...
 rrelu_with_noise.__wrapped__ = _signature_rrelu_with_noise
 
@@ -2326,6 +2924,10 @@ def _bind_rrelu_with_noise__0(input, noise, lower=0.125, upper=0.333333333333333
     return (input, noise, lower, upper, training, generator)
 
 def rrelu_with_noise_(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rrelu_with_noise_.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_rrelu_with_noise__0(*args, **kwargs)
     except TypeError:
@@ -2335,12 +2937,15 @@ def rrelu_with_noise_(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(noise, _Tensor) and type(lower) in _NUMBERS and type(upper) in _NUMBERS and type(training) is bool and (generator is None or type(generator) is _Generator):
             return _A._op_rrelu_with_noise_.call(input._ks | noise._ks, input, noise, lower, upper, training, generator)
     _i, _a = _sig_rrelu_with_noise_.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_rrelu_with_noise_.call(_a['input']._ks | _a['noise']._ks, _a['input'], _a['noise'], _a['lower'], _a['upper'], _a['training'], _a['generator'])
     raise AssertionError('unreachable')
 
 
 rrelu_with_noise_.__doc__ = 'rrelu_with_noise_(input: Tensor, noise: Tensor, lower: Number = 0.125, upper: Number = 0.3333333333333333, training: bool = False, generator: Optional[Generator] = None) -> Tensor'
+_sig_rrelu_with_noise_.public = rrelu_with_noise_
 def _signature_rrelu_with_noise_(input, noise, lower=0.125, upper=0.3333333333333333, training=False, generator=None): ...
 rrelu_with_noise_.__wrapped__ = _signature_rrelu_with_noise_
 
@@ -2353,6 +2958,10 @@ def _bind_rrelu_with_noise_backward_0(grad_output, input, noise, lower, upper, t
     return (grad_output, input, noise, lower, upper, training, self_is_result)
 
 def rrelu_with_noise_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rrelu_with_noise_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_rrelu_with_noise_backward_0(*args, **kwargs)
     except TypeError:
@@ -2362,12 +2971,15 @@ def rrelu_with_noise_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(noise, _Tensor) and type(lower) in _NUMBERS and type(upper) in _NUMBERS and type(training) is bool and type(self_is_result) is bool:
             return _A._op_rrelu_with_noise_backward.call(grad_output._ks | input._ks | noise._ks, grad_output, input, noise, lower, upper, training, self_is_result)
     _i, _a = _sig_rrelu_with_noise_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_rrelu_with_noise_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['noise']._ks, _a['grad_output'], _a['input'], _a['noise'], _a['lower'], _a['upper'], _a['training'], _a['self_is_result'])
     raise AssertionError('unreachable')
 
 
 rrelu_with_noise_backward.__doc__ = 'rrelu_with_noise_backward(grad_output: Tensor, input: Tensor, noise: Tensor, lower: Number, upper: Number, training: bool, self_is_result: bool) -> Tensor'
+_sig_rrelu_with_noise_backward.public = rrelu_with_noise_backward
 def _signature_rrelu_with_noise_backward(grad_output, input, noise, lower, upper, training, self_is_result): ...
 rrelu_with_noise_backward.__wrapped__ = _signature_rrelu_with_noise_backward
 
@@ -2380,6 +2992,10 @@ def _bind_scaled_dot_product_attention_0(query, key, value, attn_mask=None, drop
     return (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 
 def scaled_dot_product_attention(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_scaled_dot_product_attention.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_scaled_dot_product_attention_0(*args, **kwargs)
     except TypeError:
@@ -2389,12 +3005,15 @@ def scaled_dot_product_attention(*args, **kwargs):
         if isinstance(query, _Tensor) and isinstance(key, _Tensor) and isinstance(value, _Tensor) and (attn_mask is None or isinstance(attn_mask, _Tensor)) and type(dropout_p) is float and type(is_causal) is bool and (scale is None or type(scale) is float) and type(enable_gqa) is bool:
             return _A._op_scaled_dot_product_attention.call(query._ks | key._ks | value._ks | _ks_opt(attn_mask), query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     _i, _a = _sig_scaled_dot_product_attention.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_scaled_dot_product_attention.call(_a['query']._ks | _a['key']._ks | _a['value']._ks | _ks_opt(_a['attn_mask']), _a['query'], _a['key'], _a['value'], _a['attn_mask'], _a['dropout_p'], _a['is_causal'], _a['scale'], _a['enable_gqa'])
     raise AssertionError('unreachable')
 
 
 scaled_dot_product_attention.__doc__ = 'scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Optional[Tensor] = None, dropout_p: float = 0.0, is_causal: bool = False, *, scale: Optional[float] = None, enable_gqa: bool = False) -> Tensor'
+_sig_scaled_dot_product_attention.public = scaled_dot_product_attention
 def _signature_scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False): ...
 scaled_dot_product_attention.__wrapped__ = _signature_scaled_dot_product_attention
 
@@ -2407,6 +3026,10 @@ def _bind_pad_0(input, pad, mode='constant', value=None):
     return (input, pad, mode, value)
 
 def pad(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_pad.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_pad_0(*args, **kwargs)
     except TypeError:
@@ -2416,12 +3039,15 @@ def pad(*args, **kwargs):
         if isinstance(input, _Tensor) and (pad_ := _ints(pad, False)) is not None and type(mode) is str and (value is None or type(value) is float):
             return _A._op_pad.call(input._ks, input, pad_, mode, value)
     _i, _a = _sig_pad.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_pad.call(_a['input']._ks, _a['input'], _a['pad'], _a['mode'], _a['value'])
     raise AssertionError('unreachable')
 
 
 pad.__doc__ = "pad(input: Tensor, pad: List[int], mode: str = 'constant', value: Optional[float] = None) -> Tensor"
+_sig_pad.public = pad
 def _signature_pad(input, pad, mode='constant', value=None): ...
 pad.__wrapped__ = _signature_pad
 
@@ -2434,6 +3060,10 @@ def _bind_reflection_pad1d_0(input, padding):
     return (input, padding)
 
 def reflection_pad1d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_reflection_pad1d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_reflection_pad1d_0(*args, **kwargs)
     except TypeError:
@@ -2443,12 +3073,15 @@ def reflection_pad1d(*args, **kwargs):
         if isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
             return _A._op_reflection_pad1d.call(input._ks, input, padding_)
     _i, _a = _sig_reflection_pad1d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_reflection_pad1d.call(_a['input']._ks, _a['input'], _a['padding'])
     raise AssertionError('unreachable')
 
 
 reflection_pad1d.__doc__ = 'reflection_pad1d(input: Tensor, padding: List[int]) -> Tensor'
+_sig_reflection_pad1d.public = reflection_pad1d
 def _signature_reflection_pad1d(input, padding): ...
 reflection_pad1d.__wrapped__ = _signature_reflection_pad1d
 
@@ -2461,6 +3094,10 @@ def _bind_reflection_pad1d_backward_0(grad_output, input, padding):
     return (grad_output, input, padding)
 
 def reflection_pad1d_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_reflection_pad1d_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_reflection_pad1d_backward_0(*args, **kwargs)
     except TypeError:
@@ -2470,12 +3107,15 @@ def reflection_pad1d_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
             return _A._op_reflection_pad1d_backward.call(grad_output._ks | input._ks, grad_output, input, padding_)
     _i, _a = _sig_reflection_pad1d_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_reflection_pad1d_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['padding'])
     raise AssertionError('unreachable')
 
 
 reflection_pad1d_backward.__doc__ = 'reflection_pad1d_backward(grad_output: Tensor, input: Tensor, padding: List[int]) -> Tensor'
+_sig_reflection_pad1d_backward.public = reflection_pad1d_backward
 def _signature_reflection_pad1d_backward(grad_output, input, padding): ...
 reflection_pad1d_backward.__wrapped__ = _signature_reflection_pad1d_backward
 
@@ -2488,6 +3128,10 @@ def _bind_reflection_pad2d_0(input, padding):
     return (input, padding)
 
 def reflection_pad2d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_reflection_pad2d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_reflection_pad2d_0(*args, **kwargs)
     except TypeError:
@@ -2497,12 +3141,15 @@ def reflection_pad2d(*args, **kwargs):
         if isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
             return _A._op_reflection_pad2d.call(input._ks, input, padding_)
     _i, _a = _sig_reflection_pad2d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_reflection_pad2d.call(_a['input']._ks, _a['input'], _a['padding'])
     raise AssertionError('unreachable')
 
 
 reflection_pad2d.__doc__ = 'reflection_pad2d(input: Tensor, padding: List[int]) -> Tensor'
+_sig_reflection_pad2d.public = reflection_pad2d
 def _signature_reflection_pad2d(input, padding): ...
 reflection_pad2d.__wrapped__ = _signature_reflection_pad2d
 
@@ -2515,6 +3162,10 @@ def _bind_reflection_pad2d_backward_0(grad_output, input, padding):
     return (grad_output, input, padding)
 
 def reflection_pad2d_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_reflection_pad2d_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_reflection_pad2d_backward_0(*args, **kwargs)
     except TypeError:
@@ -2524,12 +3175,15 @@ def reflection_pad2d_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
             return _A._op_reflection_pad2d_backward.call(grad_output._ks | input._ks, grad_output, input, padding_)
     _i, _a = _sig_reflection_pad2d_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_reflection_pad2d_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['padding'])
     raise AssertionError('unreachable')
 
 
 reflection_pad2d_backward.__doc__ = 'reflection_pad2d_backward(grad_output: Tensor, input: Tensor, padding: List[int]) -> Tensor'
+_sig_reflection_pad2d_backward.public = reflection_pad2d_backward
 def _signature_reflection_pad2d_backward(grad_output, input, padding): ...
 reflection_pad2d_backward.__wrapped__ = _signature_reflection_pad2d_backward
 
@@ -2542,6 +3196,10 @@ def _bind_reflection_pad3d_0(input, padding):
     return (input, padding)
 
 def reflection_pad3d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_reflection_pad3d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_reflection_pad3d_0(*args, **kwargs)
     except TypeError:
@@ -2551,12 +3209,15 @@ def reflection_pad3d(*args, **kwargs):
         if isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
             return _A._op_reflection_pad3d.call(input._ks, input, padding_)
     _i, _a = _sig_reflection_pad3d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_reflection_pad3d.call(_a['input']._ks, _a['input'], _a['padding'])
     raise AssertionError('unreachable')
 
 
 reflection_pad3d.__doc__ = 'reflection_pad3d(input: Tensor, padding: List[int]) -> Tensor'
+_sig_reflection_pad3d.public = reflection_pad3d
 def _signature_reflection_pad3d(input, padding): ...
 reflection_pad3d.__wrapped__ = _signature_reflection_pad3d
 
@@ -2569,6 +3230,10 @@ def _bind_reflection_pad3d_backward_0(grad_output, input, padding):
     return (grad_output, input, padding)
 
 def reflection_pad3d_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_reflection_pad3d_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_reflection_pad3d_backward_0(*args, **kwargs)
     except TypeError:
@@ -2578,12 +3243,15 @@ def reflection_pad3d_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
             return _A._op_reflection_pad3d_backward.call(grad_output._ks | input._ks, grad_output, input, padding_)
     _i, _a = _sig_reflection_pad3d_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_reflection_pad3d_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['padding'])
     raise AssertionError('unreachable')
 
 
 reflection_pad3d_backward.__doc__ = 'reflection_pad3d_backward(grad_output: Tensor, input: Tensor, padding: List[int]) -> Tensor'
+_sig_reflection_pad3d_backward.public = reflection_pad3d_backward
 def _signature_reflection_pad3d_backward(grad_output, input, padding): ...
 reflection_pad3d_backward.__wrapped__ = _signature_reflection_pad3d_backward
 
@@ -2596,6 +3264,10 @@ def _bind_replication_pad1d_0(input, padding):
     return (input, padding)
 
 def replication_pad1d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_replication_pad1d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_replication_pad1d_0(*args, **kwargs)
     except TypeError:
@@ -2605,12 +3277,15 @@ def replication_pad1d(*args, **kwargs):
         if isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
             return _A._op_replication_pad1d.call(input._ks, input, padding_)
     _i, _a = _sig_replication_pad1d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_replication_pad1d.call(_a['input']._ks, _a['input'], _a['padding'])
     raise AssertionError('unreachable')
 
 
 replication_pad1d.__doc__ = 'replication_pad1d(input: Tensor, padding: List[int]) -> Tensor'
+_sig_replication_pad1d.public = replication_pad1d
 def _signature_replication_pad1d(input, padding): ...
 replication_pad1d.__wrapped__ = _signature_replication_pad1d
 
@@ -2623,6 +3298,10 @@ def _bind_replication_pad1d_backward_0(grad_output, input, padding):
     return (grad_output, input, padding)
 
 def replication_pad1d_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_replication_pad1d_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_replication_pad1d_backward_0(*args, **kwargs)
     except TypeError:
@@ -2632,12 +3311,15 @@ def replication_pad1d_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
             return _A._op_replication_pad1d_backward.call(grad_output._ks | input._ks, grad_output, input, padding_)
     _i, _a = _sig_replication_pad1d_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_replication_pad1d_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['padding'])
     raise AssertionError('unreachable')
 
 
 replication_pad1d_backward.__doc__ = 'replication_pad1d_backward(grad_output: Tensor, input: Tensor, padding: List[int]) -> Tensor'
+_sig_replication_pad1d_backward.public = replication_pad1d_backward
 def _signature_replication_pad1d_backward(grad_output, input, padding): ...
 replication_pad1d_backward.__wrapped__ = _signature_replication_pad1d_backward
 
@@ -2650,6 +3332,10 @@ def _bind_replication_pad2d_0(input, padding):
     return (input, padding)
 
 def replication_pad2d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_replication_pad2d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_replication_pad2d_0(*args, **kwargs)
     except TypeError:
@@ -2659,12 +3345,15 @@ def replication_pad2d(*args, **kwargs):
         if isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
             return _A._op_replication_pad2d.call(input._ks, input, padding_)
     _i, _a = _sig_replication_pad2d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_replication_pad2d.call(_a['input']._ks, _a['input'], _a['padding'])
     raise AssertionError('unreachable')
 
 
 replication_pad2d.__doc__ = 'replication_pad2d(input: Tensor, padding: List[int]) -> Tensor'
+_sig_replication_pad2d.public = replication_pad2d
 def _signature_replication_pad2d(input, padding): ...
 replication_pad2d.__wrapped__ = _signature_replication_pad2d
 
@@ -2677,6 +3366,10 @@ def _bind_replication_pad2d_backward_0(grad_output, input, padding):
     return (grad_output, input, padding)
 
 def replication_pad2d_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_replication_pad2d_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_replication_pad2d_backward_0(*args, **kwargs)
     except TypeError:
@@ -2686,12 +3379,15 @@ def replication_pad2d_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
             return _A._op_replication_pad2d_backward.call(grad_output._ks | input._ks, grad_output, input, padding_)
     _i, _a = _sig_replication_pad2d_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_replication_pad2d_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['padding'])
     raise AssertionError('unreachable')
 
 
 replication_pad2d_backward.__doc__ = 'replication_pad2d_backward(grad_output: Tensor, input: Tensor, padding: List[int]) -> Tensor'
+_sig_replication_pad2d_backward.public = replication_pad2d_backward
 def _signature_replication_pad2d_backward(grad_output, input, padding): ...
 replication_pad2d_backward.__wrapped__ = _signature_replication_pad2d_backward
 
@@ -2704,6 +3400,10 @@ def _bind_replication_pad3d_0(input, padding):
     return (input, padding)
 
 def replication_pad3d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_replication_pad3d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_replication_pad3d_0(*args, **kwargs)
     except TypeError:
@@ -2713,12 +3413,15 @@ def replication_pad3d(*args, **kwargs):
         if isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
             return _A._op_replication_pad3d.call(input._ks, input, padding_)
     _i, _a = _sig_replication_pad3d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_replication_pad3d.call(_a['input']._ks, _a['input'], _a['padding'])
     raise AssertionError('unreachable')
 
 
 replication_pad3d.__doc__ = 'replication_pad3d(input: Tensor, padding: List[int]) -> Tensor'
+_sig_replication_pad3d.public = replication_pad3d
 def _signature_replication_pad3d(input, padding): ...
 replication_pad3d.__wrapped__ = _signature_replication_pad3d
 
@@ -2731,6 +3434,10 @@ def _bind_replication_pad3d_backward_0(grad_output, input, padding):
     return (grad_output, input, padding)
 
 def replication_pad3d_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_replication_pad3d_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_replication_pad3d_backward_0(*args, **kwargs)
     except TypeError:
@@ -2740,12 +3447,15 @@ def replication_pad3d_backward(*args, **kwargs):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
             return _A._op_replication_pad3d_backward.call(grad_output._ks | input._ks, grad_output, input, padding_)
     _i, _a = _sig_replication_pad3d_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_replication_pad3d_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['padding'])
     raise AssertionError('unreachable')
 
 
 replication_pad3d_backward.__doc__ = 'replication_pad3d_backward(grad_output: Tensor, input: Tensor, padding: List[int]) -> Tensor'
+_sig_replication_pad3d_backward.public = replication_pad3d_backward
 def _signature_replication_pad3d_backward(grad_output, input, padding): ...
 replication_pad3d_backward.__wrapped__ = _signature_replication_pad3d_backward
 
@@ -2758,6 +3468,10 @@ def _bind_max_unpool2d_0(input, indices, output_size):
     return (input, indices, output_size)
 
 def max_unpool2d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_max_unpool2d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_max_unpool2d_0(*args, **kwargs)
     except TypeError:
@@ -2767,12 +3481,15 @@ def max_unpool2d(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(indices, _Tensor) and (output_size_ := _ints(output_size, True)) is not None:
             return _A._op_max_unpool2d.call(input._ks | indices._ks, input, indices, output_size_)
     _i, _a = _sig_max_unpool2d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_max_unpool2d.call(_a['input']._ks | _a['indices']._ks, _a['input'], _a['indices'], _a['output_size'])
     raise AssertionError('unreachable')
 
 
 max_unpool2d.__doc__ = 'max_unpool2d(input: Tensor, indices: Tensor, output_size: List[int]) -> Tensor'
+_sig_max_unpool2d.public = max_unpool2d
 def _signature_max_unpool2d(input, indices, output_size): ...
 max_unpool2d.__wrapped__ = _signature_max_unpool2d
 
@@ -2785,6 +3502,10 @@ def _bind_max_unpool3d_0(input, indices, output_size, stride, padding):
     return (input, indices, output_size, stride, padding)
 
 def max_unpool3d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_max_unpool3d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_max_unpool3d_0(*args, **kwargs)
     except TypeError:
@@ -2794,12 +3515,15 @@ def max_unpool3d(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(indices, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None:
             return _A._op_max_unpool3d.call(input._ks | indices._ks, input, indices, output_size_, stride_, padding_)
     _i, _a = _sig_max_unpool3d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_max_unpool3d.call(_a['input']._ks | _a['indices']._ks, _a['input'], _a['indices'], _a['output_size'], _a['stride'], _a['padding'])
     raise AssertionError('unreachable')
 
 
 max_unpool3d.__doc__ = 'max_unpool3d(input: Tensor, indices: Tensor, output_size: List[int], stride: List[int], padding: List[int]) -> Tensor'
+_sig_max_unpool3d.public = max_unpool3d
 def _signature_max_unpool3d(input, indices, output_size, stride, padding): ...
 max_unpool3d.__wrapped__ = _signature_max_unpool3d
 
@@ -2812,6 +3536,10 @@ def _bind_one_hot_0(input, num_classes=-1):
     return (input, num_classes)
 
 def one_hot(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_one_hot.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_one_hot_0(*args, **kwargs)
     except TypeError:
@@ -2821,12 +3549,15 @@ def one_hot(*args, **kwargs):
         if isinstance(input, _Tensor) and type(num_classes) is int:
             return _A._op_one_hot.call(input._ks, input, num_classes)
     _i, _a = _sig_one_hot.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_one_hot.call(_a['input']._ks, _a['input'], _a['num_classes'])
     raise AssertionError('unreachable')
 
 
 one_hot.__doc__ = 'one_hot(input: Tensor, num_classes: int = -1) -> Tensor'
+_sig_one_hot.public = one_hot
 def _signature_one_hot(input, num_classes=-1): ...
 one_hot.__wrapped__ = _signature_one_hot
 
@@ -2839,6 +3570,10 @@ def _bind_fractional_max_pool2d_0(input, kernel_size, output_size, random_sample
     return (input, kernel_size, output_size, random_samples)
 
 def fractional_max_pool2d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fractional_max_pool2d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_fractional_max_pool2d_0(*args, **kwargs)
     except TypeError:
@@ -2848,12 +3583,15 @@ def fractional_max_pool2d(*args, **kwargs):
         if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (output_size_ := _ints(output_size, True)) is not None and isinstance(random_samples, _Tensor):
             return _A._op_fractional_max_pool2d.call(input._ks | random_samples._ks, input, kernel_size_, output_size_, random_samples)
     _i, _a = _sig_fractional_max_pool2d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_fractional_max_pool2d.call(_a['input']._ks | _a['random_samples']._ks, _a['input'], _a['kernel_size'], _a['output_size'], _a['random_samples'])
     raise AssertionError('unreachable')
 
 
 fractional_max_pool2d.__doc__ = 'fractional_max_pool2d(input: Tensor, kernel_size: List[int], output_size: List[int], random_samples: Tensor) -> (Tensor, Tensor)'
+_sig_fractional_max_pool2d.public = fractional_max_pool2d
 def _signature_fractional_max_pool2d(input, kernel_size, output_size, random_samples): ...
 fractional_max_pool2d.__wrapped__ = _signature_fractional_max_pool2d
 
@@ -2866,6 +3604,10 @@ def _bind_fractional_max_pool3d_0(input, kernel_size, output_size, random_sample
     return (input, kernel_size, output_size, random_samples)
 
 def fractional_max_pool3d(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fractional_max_pool3d.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_fractional_max_pool3d_0(*args, **kwargs)
     except TypeError:
@@ -2875,11 +3617,14 @@ def fractional_max_pool3d(*args, **kwargs):
         if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (output_size_ := _ints(output_size, True)) is not None and isinstance(random_samples, _Tensor):
             return _A._op_fractional_max_pool3d.call(input._ks | random_samples._ks, input, kernel_size_, output_size_, random_samples)
     _i, _a = _sig_fractional_max_pool3d.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_fractional_max_pool3d.call(_a['input']._ks | _a['random_samples']._ks, _a['input'], _a['kernel_size'], _a['output_size'], _a['random_samples'])
     raise AssertionError('unreachable')
 
 
 fractional_max_pool3d.__doc__ = 'fractional_max_pool3d(input: Tensor, kernel_size: List[int], output_size: List[int], random_samples: Tensor) -> (Tensor, Tensor)'
+_sig_fractional_max_pool3d.public = fractional_max_pool3d
 def _signature_fractional_max_pool3d(input, kernel_size, output_size, random_samples): ...
 fractional_max_pool3d.__wrapped__ = _signature_fractional_max_pool3d

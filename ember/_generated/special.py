@@ -13,6 +13,9 @@ from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
+from ember.aten.torch_function import NOT_HANDLED as _NOT_HANDLED, dispatch as _tf_dispatch, register_flag as _register_tf_flag
+_TF_ON = False  # the __torch_function__ switch, kept current by torch_function._refresh
+_register_tf_flag(globals())
 
 __all__ = ['airy_ai', 'bessel_j0', 'bessel_j1', 'bessel_y0', 'bessel_y1', 'chebyshev_polynomial_t', 'chebyshev_polynomial_u', 'chebyshev_polynomial_v', 'chebyshev_polynomial_w', 'digamma', 'entr', 'erf', 'erfc', 'erfcx', 'erfinv', 'exp2', 'expit', 'expm1', 'gammainc', 'gammaincc', 'gammaln', 'hermite_polynomial_h', 'hermite_polynomial_he', 'i0', 'i0e', 'i1', 'i1e', 'laguerre_polynomial_l', 'legendre_polynomial_p', 'log1p', 'log_ndtr', 'log_softmax', 'logit', 'logsumexp', 'modified_bessel_i0', 'modified_bessel_i1', 'modified_bessel_k0', 'modified_bessel_k1', 'multigammaln', 'ndtr', 'ndtri', 'polygamma', 'psi', 'round', 'scaled_modified_bessel_k0', 'scaled_modified_bessel_k1', 'shifted_chebyshev_polynomial_t', 'shifted_chebyshev_polynomial_u', 'shifted_chebyshev_polynomial_v', 'shifted_chebyshev_polynomial_w', 'sinc', 'softmax', 'spherical_bessel_j0', 'xlog1py', 'xlogy', 'zeta']
 
@@ -24,6 +27,10 @@ def _bind_polygamma_0(n, input):
     return (n, input)
 
 def polygamma(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_polygamma.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_polygamma_0(*args, **kwargs)
     except TypeError:
@@ -33,12 +40,15 @@ def polygamma(*args, **kwargs):
         if type(n) is int and isinstance(input, _Tensor):
             return _A._op_special_polygamma.call(input._ks, n, input)
     _i, _a = _sig_polygamma.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_special_polygamma.call(_a['input']._ks, _a['n'], _a['input'])
     raise AssertionError('unreachable')
 
 
 polygamma.__doc__ = 'polygamma(n: int, input: Tensor) -> Tensor'
+_sig_polygamma.public = polygamma
 def _signature_polygamma(n, input): ...
 polygamma.__wrapped__ = _signature_polygamma
 
@@ -51,6 +61,10 @@ def _bind_gammainc_0(input, other, *, out=None):
     return (input, other, out)
 
 def gammainc(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_gammainc.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_gammainc_0(*args, **kwargs)
     except TypeError:
@@ -63,6 +77,8 @@ def gammainc(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_gammainc_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_gammainc.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_gammainc.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -71,6 +87,7 @@ def gammainc(*args, **kwargs):
 
 
 gammainc.__doc__ = 'gammainc(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_gammainc.public = gammainc
 def _signature_gammainc(input, other, *, out=None): ...
 gammainc.__wrapped__ = _signature_gammainc
 
@@ -83,6 +100,10 @@ def _bind_gammaincc_0(input, other, *, out=None):
     return (input, other, out)
 
 def gammaincc(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_gammaincc.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_gammaincc_0(*args, **kwargs)
     except TypeError:
@@ -95,6 +116,8 @@ def gammaincc(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_gammaincc_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_gammaincc.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_gammaincc.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -103,6 +126,7 @@ def gammaincc(*args, **kwargs):
 
 
 gammaincc.__doc__ = 'gammaincc(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_gammaincc.public = gammaincc
 def _signature_gammaincc(input, other, *, out=None): ...
 gammaincc.__wrapped__ = _signature_gammaincc
 
@@ -115,6 +139,10 @@ def _bind_erf_0(input):
     return (input,)
 
 def erf(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_erf.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_erf_0(*args, **kwargs)
     except TypeError:
@@ -124,12 +152,15 @@ def erf(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_special_erf.call(input._ks, input)
     _i, _a = _sig_erf.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_special_erf.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 erf.__doc__ = 'erf(input: Tensor) -> Tensor'
+_sig_erf.public = erf
 def _signature_erf(input): ...
 erf.__wrapped__ = _signature_erf
 
@@ -142,6 +173,10 @@ def _bind_erfc_0(input):
     return (input,)
 
 def erfc(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_erfc.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_erfc_0(*args, **kwargs)
     except TypeError:
@@ -151,12 +186,15 @@ def erfc(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_special_erfc.call(input._ks, input)
     _i, _a = _sig_erfc.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_special_erfc.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 erfc.__doc__ = 'erfc(input: Tensor) -> Tensor'
+_sig_erfc.public = erfc
 def _signature_erfc(input): ...
 erfc.__wrapped__ = _signature_erfc
 
@@ -169,6 +207,10 @@ def _bind_erfinv_0(input):
     return (input,)
 
 def erfinv(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_erfinv.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_erfinv_0(*args, **kwargs)
     except TypeError:
@@ -178,12 +220,15 @@ def erfinv(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_special_erfinv.call(input._ks, input)
     _i, _a = _sig_erfinv.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_special_erfinv.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 erfinv.__doc__ = 'erfinv(input: Tensor) -> Tensor'
+_sig_erfinv.public = erfinv
 def _signature_erfinv(input): ...
 erfinv.__wrapped__ = _signature_erfinv
 
@@ -196,6 +241,10 @@ def _bind_expm1_0(input):
     return (input,)
 
 def expm1(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_expm1.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_expm1_0(*args, **kwargs)
     except TypeError:
@@ -205,12 +254,15 @@ def expm1(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_special_expm1.call(input._ks, input)
     _i, _a = _sig_expm1.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_special_expm1.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 expm1.__doc__ = 'expm1(input: Tensor) -> Tensor'
+_sig_expm1.public = expm1
 def _signature_expm1(input): ...
 expm1.__wrapped__ = _signature_expm1
 
@@ -223,6 +275,10 @@ def _bind_exp2_0(input):
     return (input,)
 
 def exp2(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_exp2.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_exp2_0(*args, **kwargs)
     except TypeError:
@@ -232,12 +288,15 @@ def exp2(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_special_exp2.call(input._ks, input)
     _i, _a = _sig_exp2.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_special_exp2.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 exp2.__doc__ = 'exp2(input: Tensor) -> Tensor'
+_sig_exp2.public = exp2
 def _signature_exp2(input): ...
 exp2.__wrapped__ = _signature_exp2
 
@@ -250,6 +309,10 @@ def _bind_gammaln_0(input):
     return (input,)
 
 def gammaln(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_gammaln.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_gammaln_0(*args, **kwargs)
     except TypeError:
@@ -259,12 +322,15 @@ def gammaln(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_special_gammaln.call(input._ks, input)
     _i, _a = _sig_gammaln.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_special_gammaln.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 gammaln.__doc__ = 'gammaln(input: Tensor) -> Tensor'
+_sig_gammaln.public = gammaln
 def _signature_gammaln(input): ...
 gammaln.__wrapped__ = _signature_gammaln
 
@@ -277,6 +343,10 @@ def _bind_digamma_0(input):
     return (input,)
 
 def digamma(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_digamma.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_digamma_0(*args, **kwargs)
     except TypeError:
@@ -286,12 +356,15 @@ def digamma(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_special_digamma.call(input._ks, input)
     _i, _a = _sig_digamma.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_special_digamma.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 digamma.__doc__ = 'digamma(input: Tensor) -> Tensor'
+_sig_digamma.public = digamma
 def _signature_digamma(input): ...
 digamma.__wrapped__ = _signature_digamma
 
@@ -304,6 +377,10 @@ def _bind_psi_0(input):
     return (input,)
 
 def psi(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_psi.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_psi_0(*args, **kwargs)
     except TypeError:
@@ -313,12 +390,15 @@ def psi(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_special_psi.call(input._ks, input)
     _i, _a = _sig_psi.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_special_psi.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 psi.__doc__ = 'psi(input: Tensor) -> Tensor'
+_sig_psi.public = psi
 def _signature_psi(input): ...
 psi.__wrapped__ = _signature_psi
 
@@ -331,6 +411,10 @@ def _bind_expit_0(input):
     return (input,)
 
 def expit(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_expit.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_expit_0(*args, **kwargs)
     except TypeError:
@@ -340,12 +424,15 @@ def expit(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_special_expit.call(input._ks, input)
     _i, _a = _sig_expit.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_special_expit.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 expit.__doc__ = 'expit(input: Tensor) -> Tensor'
+_sig_expit.public = expit
 def _signature_expit(input): ...
 expit.__wrapped__ = _signature_expit
 
@@ -358,6 +445,10 @@ def _bind_i0_0(input):
     return (input,)
 
 def i0(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_i0.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_i0_0(*args, **kwargs)
     except TypeError:
@@ -367,12 +458,15 @@ def i0(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_special_i0.call(input._ks, input)
     _i, _a = _sig_i0.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_special_i0.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 i0.__doc__ = 'i0(input: Tensor) -> Tensor'
+_sig_i0.public = i0
 def _signature_i0(input): ...
 i0.__wrapped__ = _signature_i0
 
@@ -385,6 +479,10 @@ def _bind_i0e_0(input, *, out=None):
     return (input, out)
 
 def i0e(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_i0e.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_i0e_0(*args, **kwargs)
     except TypeError:
@@ -397,6 +495,8 @@ def i0e(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_i0e_out.call(input._ks, input, out)
     _i, _a = _sig_i0e.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_i0e.call(_a['input']._ks, _a['input'])
@@ -405,6 +505,7 @@ def i0e(*args, **kwargs):
 
 
 i0e.__doc__ = 'i0e(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_i0e.public = i0e
 def _signature_i0e(input, *, out=None): ...
 i0e.__wrapped__ = _signature_i0e
 
@@ -417,6 +518,10 @@ def _bind_i1_0(input, *, out=None):
     return (input, out)
 
 def i1(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_i1.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_i1_0(*args, **kwargs)
     except TypeError:
@@ -429,6 +534,8 @@ def i1(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_i1_out.call(input._ks, input, out)
     _i, _a = _sig_i1.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_i1.call(_a['input']._ks, _a['input'])
@@ -437,6 +544,7 @@ def i1(*args, **kwargs):
 
 
 i1.__doc__ = 'i1(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_i1.public = i1
 def _signature_i1(input, *, out=None): ...
 i1.__wrapped__ = _signature_i1
 
@@ -449,6 +557,10 @@ def _bind_i1e_0(input, *, out=None):
     return (input, out)
 
 def i1e(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_i1e.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_i1e_0(*args, **kwargs)
     except TypeError:
@@ -461,6 +573,8 @@ def i1e(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_i1e_out.call(input._ks, input, out)
     _i, _a = _sig_i1e.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_i1e.call(_a['input']._ks, _a['input'])
@@ -469,6 +583,7 @@ def i1e(*args, **kwargs):
 
 
 i1e.__doc__ = 'i1e(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_i1e.public = i1e
 def _signature_i1e(input, *, out=None): ...
 i1e.__wrapped__ = _signature_i1e
 
@@ -481,6 +596,10 @@ def _bind_sinc_0(input):
     return (input,)
 
 def sinc(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sinc.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sinc_0(*args, **kwargs)
     except TypeError:
@@ -490,12 +609,15 @@ def sinc(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_special_sinc.call(input._ks, input)
     _i, _a = _sig_sinc.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_special_sinc.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 sinc.__doc__ = 'sinc(input: Tensor) -> Tensor'
+_sig_sinc.public = sinc
 def _signature_sinc(input): ...
 sinc.__wrapped__ = _signature_sinc
 
@@ -508,6 +630,10 @@ def _bind_log1p_0(input):
     return (input,)
 
 def log1p(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log1p.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log1p_0(*args, **kwargs)
     except TypeError:
@@ -517,12 +643,15 @@ def log1p(*args, **kwargs):
         if isinstance(input, _Tensor):
             return _A._op_special_log1p.call(input._ks, input)
     _i, _a = _sig_log1p.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_special_log1p.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
 log1p.__doc__ = 'log1p(input: Tensor) -> Tensor'
+_sig_log1p.public = log1p
 def _signature_log1p(input): ...
 log1p.__wrapped__ = _signature_log1p
 
@@ -535,6 +664,10 @@ def _bind_xlogy_0(input, other):
     return (input, other)
 
 def xlogy(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_xlogy.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_xlogy_0(*args, **kwargs)
     except TypeError:
@@ -544,12 +677,15 @@ def xlogy(*args, **kwargs):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             return _A._op_special_xlogy.call(input._ks | other._ks, input, other)
     _i, _a = _sig_xlogy.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_special_xlogy.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
 xlogy.__doc__ = 'xlogy(input: Tensor, other: Tensor) -> Tensor'
+_sig_xlogy.public = xlogy
 def _signature_xlogy(input, other): ...
 xlogy.__wrapped__ = _signature_xlogy
 
@@ -562,6 +698,10 @@ def _bind_logit_0(input, eps=None):
     return (input, eps)
 
 def logit(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logit.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logit_0(*args, **kwargs)
     except TypeError:
@@ -571,12 +711,15 @@ def logit(*args, **kwargs):
         if isinstance(input, _Tensor) and (eps is None or type(eps) is float):
             return _A._op_special_logit.call(input._ks, input, eps)
     _i, _a = _sig_logit.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_special_logit.call(_a['input']._ks, _a['input'], _a['eps'])
     raise AssertionError('unreachable')
 
 
 logit.__doc__ = 'logit(input: Tensor, eps: Optional[float] = None) -> Tensor'
+_sig_logit.public = logit
 def _signature_logit(input, eps=None): ...
 logit.__wrapped__ = _signature_logit
 
@@ -589,6 +732,10 @@ def _bind_logsumexp_0(input, dim, keepdim=False):
     return (input, dim, keepdim)
 
 def logsumexp(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logsumexp.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logsumexp_0(*args, **kwargs)
     except TypeError:
@@ -598,12 +745,15 @@ def logsumexp(*args, **kwargs):
         if isinstance(input, _Tensor) and (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
             return _A._op_special_logsumexp.call(input._ks, input, dim_, keepdim)
     _i, _a = _sig_logsumexp.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_special_logsumexp.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
 logsumexp.__doc__ = 'logsumexp(input: Tensor, dim: List[int], keepdim: bool = False) -> Tensor'
+_sig_logsumexp.public = logsumexp
 def _signature_logsumexp(input, dim, keepdim=False): ...
 logsumexp.__wrapped__ = _signature_logsumexp
 
@@ -624,6 +774,10 @@ def _bind_chebyshev_polynomial_t_2(x, n, *, out=None):
     return (x, n, out)
 
 def chebyshev_polynomial_t(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_chebyshev_polynomial_t.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_chebyshev_polynomial_t_0(*args, **kwargs)
     except TypeError:
@@ -658,6 +812,8 @@ def chebyshev_polynomial_t(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_chebyshev_polynomial_t_n_scalar_out.call(x._ks, x, n, out)
     _i, _a = _sig_chebyshev_polynomial_t.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_chebyshev_polynomial_t.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
@@ -674,6 +830,7 @@ def chebyshev_polynomial_t(*args, **kwargs):
 
 
 chebyshev_polynomial_t.__doc__ = 'chebyshev_polynomial_t(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nchebyshev_polynomial_t(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nchebyshev_polynomial_t(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_chebyshev_polynomial_t.public = chebyshev_polynomial_t
 
 
 _sig_chebyshev_polynomial_u = _Signatures('chebyshev_polynomial_u', [
@@ -692,6 +849,10 @@ def _bind_chebyshev_polynomial_u_2(x, n, *, out=None):
     return (x, n, out)
 
 def chebyshev_polynomial_u(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_chebyshev_polynomial_u.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_chebyshev_polynomial_u_0(*args, **kwargs)
     except TypeError:
@@ -726,6 +887,8 @@ def chebyshev_polynomial_u(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_chebyshev_polynomial_u_n_scalar_out.call(x._ks, x, n, out)
     _i, _a = _sig_chebyshev_polynomial_u.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_chebyshev_polynomial_u.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
@@ -742,6 +905,7 @@ def chebyshev_polynomial_u(*args, **kwargs):
 
 
 chebyshev_polynomial_u.__doc__ = 'chebyshev_polynomial_u(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nchebyshev_polynomial_u(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nchebyshev_polynomial_u(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_chebyshev_polynomial_u.public = chebyshev_polynomial_u
 
 
 _sig_chebyshev_polynomial_v = _Signatures('chebyshev_polynomial_v', [
@@ -760,6 +924,10 @@ def _bind_chebyshev_polynomial_v_2(x, n, *, out=None):
     return (x, n, out)
 
 def chebyshev_polynomial_v(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_chebyshev_polynomial_v.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_chebyshev_polynomial_v_0(*args, **kwargs)
     except TypeError:
@@ -794,6 +962,8 @@ def chebyshev_polynomial_v(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_chebyshev_polynomial_v_n_scalar_out.call(x._ks, x, n, out)
     _i, _a = _sig_chebyshev_polynomial_v.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_chebyshev_polynomial_v.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
@@ -810,6 +980,7 @@ def chebyshev_polynomial_v(*args, **kwargs):
 
 
 chebyshev_polynomial_v.__doc__ = 'chebyshev_polynomial_v(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nchebyshev_polynomial_v(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nchebyshev_polynomial_v(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_chebyshev_polynomial_v.public = chebyshev_polynomial_v
 
 
 _sig_chebyshev_polynomial_w = _Signatures('chebyshev_polynomial_w', [
@@ -828,6 +999,10 @@ def _bind_chebyshev_polynomial_w_2(x, n, *, out=None):
     return (x, n, out)
 
 def chebyshev_polynomial_w(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_chebyshev_polynomial_w.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_chebyshev_polynomial_w_0(*args, **kwargs)
     except TypeError:
@@ -862,6 +1037,8 @@ def chebyshev_polynomial_w(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_chebyshev_polynomial_w_n_scalar_out.call(x._ks, x, n, out)
     _i, _a = _sig_chebyshev_polynomial_w.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_chebyshev_polynomial_w.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
@@ -878,6 +1055,7 @@ def chebyshev_polynomial_w(*args, **kwargs):
 
 
 chebyshev_polynomial_w.__doc__ = 'chebyshev_polynomial_w(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nchebyshev_polynomial_w(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nchebyshev_polynomial_w(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_chebyshev_polynomial_w.public = chebyshev_polynomial_w
 
 
 _sig_shifted_chebyshev_polynomial_t = _Signatures('shifted_chebyshev_polynomial_t', [
@@ -896,6 +1074,10 @@ def _bind_shifted_chebyshev_polynomial_t_2(x, n, *, out=None):
     return (x, n, out)
 
 def shifted_chebyshev_polynomial_t(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_shifted_chebyshev_polynomial_t.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_shifted_chebyshev_polynomial_t_0(*args, **kwargs)
     except TypeError:
@@ -930,6 +1112,8 @@ def shifted_chebyshev_polynomial_t(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_shifted_chebyshev_polynomial_t_n_scalar_out.call(x._ks, x, n, out)
     _i, _a = _sig_shifted_chebyshev_polynomial_t.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_shifted_chebyshev_polynomial_t.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
@@ -946,6 +1130,7 @@ def shifted_chebyshev_polynomial_t(*args, **kwargs):
 
 
 shifted_chebyshev_polynomial_t.__doc__ = 'shifted_chebyshev_polynomial_t(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nshifted_chebyshev_polynomial_t(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nshifted_chebyshev_polynomial_t(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_shifted_chebyshev_polynomial_t.public = shifted_chebyshev_polynomial_t
 
 
 _sig_shifted_chebyshev_polynomial_u = _Signatures('shifted_chebyshev_polynomial_u', [
@@ -964,6 +1149,10 @@ def _bind_shifted_chebyshev_polynomial_u_2(x, n, *, out=None):
     return (x, n, out)
 
 def shifted_chebyshev_polynomial_u(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_shifted_chebyshev_polynomial_u.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_shifted_chebyshev_polynomial_u_0(*args, **kwargs)
     except TypeError:
@@ -998,6 +1187,8 @@ def shifted_chebyshev_polynomial_u(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_shifted_chebyshev_polynomial_u_n_scalar_out.call(x._ks, x, n, out)
     _i, _a = _sig_shifted_chebyshev_polynomial_u.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_shifted_chebyshev_polynomial_u.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
@@ -1014,6 +1205,7 @@ def shifted_chebyshev_polynomial_u(*args, **kwargs):
 
 
 shifted_chebyshev_polynomial_u.__doc__ = 'shifted_chebyshev_polynomial_u(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nshifted_chebyshev_polynomial_u(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nshifted_chebyshev_polynomial_u(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_shifted_chebyshev_polynomial_u.public = shifted_chebyshev_polynomial_u
 
 
 _sig_shifted_chebyshev_polynomial_v = _Signatures('shifted_chebyshev_polynomial_v', [
@@ -1032,6 +1224,10 @@ def _bind_shifted_chebyshev_polynomial_v_2(x, n, *, out=None):
     return (x, n, out)
 
 def shifted_chebyshev_polynomial_v(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_shifted_chebyshev_polynomial_v.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_shifted_chebyshev_polynomial_v_0(*args, **kwargs)
     except TypeError:
@@ -1066,6 +1262,8 @@ def shifted_chebyshev_polynomial_v(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_shifted_chebyshev_polynomial_v_n_scalar_out.call(x._ks, x, n, out)
     _i, _a = _sig_shifted_chebyshev_polynomial_v.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_shifted_chebyshev_polynomial_v.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
@@ -1082,6 +1280,7 @@ def shifted_chebyshev_polynomial_v(*args, **kwargs):
 
 
 shifted_chebyshev_polynomial_v.__doc__ = 'shifted_chebyshev_polynomial_v(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nshifted_chebyshev_polynomial_v(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nshifted_chebyshev_polynomial_v(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_shifted_chebyshev_polynomial_v.public = shifted_chebyshev_polynomial_v
 
 
 _sig_shifted_chebyshev_polynomial_w = _Signatures('shifted_chebyshev_polynomial_w', [
@@ -1100,6 +1299,10 @@ def _bind_shifted_chebyshev_polynomial_w_2(x, n, *, out=None):
     return (x, n, out)
 
 def shifted_chebyshev_polynomial_w(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_shifted_chebyshev_polynomial_w.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_shifted_chebyshev_polynomial_w_0(*args, **kwargs)
     except TypeError:
@@ -1134,6 +1337,8 @@ def shifted_chebyshev_polynomial_w(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_shifted_chebyshev_polynomial_w_n_scalar_out.call(x._ks, x, n, out)
     _i, _a = _sig_shifted_chebyshev_polynomial_w.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_shifted_chebyshev_polynomial_w.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
@@ -1150,6 +1355,7 @@ def shifted_chebyshev_polynomial_w(*args, **kwargs):
 
 
 shifted_chebyshev_polynomial_w.__doc__ = 'shifted_chebyshev_polynomial_w(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nshifted_chebyshev_polynomial_w(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nshifted_chebyshev_polynomial_w(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_shifted_chebyshev_polynomial_w.public = shifted_chebyshev_polynomial_w
 
 
 _sig_hermite_polynomial_h = _Signatures('hermite_polynomial_h', [
@@ -1168,6 +1374,10 @@ def _bind_hermite_polynomial_h_2(x, n, *, out=None):
     return (x, n, out)
 
 def hermite_polynomial_h(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hermite_polynomial_h.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hermite_polynomial_h_0(*args, **kwargs)
     except TypeError:
@@ -1202,6 +1412,8 @@ def hermite_polynomial_h(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_hermite_polynomial_h_n_scalar_out.call(x._ks, x, n, out)
     _i, _a = _sig_hermite_polynomial_h.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_hermite_polynomial_h.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
@@ -1218,6 +1430,7 @@ def hermite_polynomial_h(*args, **kwargs):
 
 
 hermite_polynomial_h.__doc__ = 'hermite_polynomial_h(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nhermite_polynomial_h(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nhermite_polynomial_h(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_hermite_polynomial_h.public = hermite_polynomial_h
 
 
 _sig_hermite_polynomial_he = _Signatures('hermite_polynomial_he', [
@@ -1236,6 +1449,10 @@ def _bind_hermite_polynomial_he_2(x, n, *, out=None):
     return (x, n, out)
 
 def hermite_polynomial_he(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hermite_polynomial_he.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hermite_polynomial_he_0(*args, **kwargs)
     except TypeError:
@@ -1270,6 +1487,8 @@ def hermite_polynomial_he(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_hermite_polynomial_he_n_scalar_out.call(x._ks, x, n, out)
     _i, _a = _sig_hermite_polynomial_he.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_hermite_polynomial_he.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
@@ -1286,6 +1505,7 @@ def hermite_polynomial_he(*args, **kwargs):
 
 
 hermite_polynomial_he.__doc__ = 'hermite_polynomial_he(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nhermite_polynomial_he(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nhermite_polynomial_he(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_hermite_polynomial_he.public = hermite_polynomial_he
 
 
 _sig_laguerre_polynomial_l = _Signatures('laguerre_polynomial_l', [
@@ -1304,6 +1524,10 @@ def _bind_laguerre_polynomial_l_2(x, n, *, out=None):
     return (x, n, out)
 
 def laguerre_polynomial_l(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_laguerre_polynomial_l.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_laguerre_polynomial_l_0(*args, **kwargs)
     except TypeError:
@@ -1338,6 +1562,8 @@ def laguerre_polynomial_l(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_laguerre_polynomial_l_n_scalar_out.call(x._ks, x, n, out)
     _i, _a = _sig_laguerre_polynomial_l.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_laguerre_polynomial_l.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
@@ -1354,6 +1580,7 @@ def laguerre_polynomial_l(*args, **kwargs):
 
 
 laguerre_polynomial_l.__doc__ = 'laguerre_polynomial_l(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nlaguerre_polynomial_l(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nlaguerre_polynomial_l(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_laguerre_polynomial_l.public = laguerre_polynomial_l
 
 
 _sig_legendre_polynomial_p = _Signatures('legendre_polynomial_p', [
@@ -1372,6 +1599,10 @@ def _bind_legendre_polynomial_p_2(x, n, *, out=None):
     return (x, n, out)
 
 def legendre_polynomial_p(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_legendre_polynomial_p.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_legendre_polynomial_p_0(*args, **kwargs)
     except TypeError:
@@ -1406,6 +1637,8 @@ def legendre_polynomial_p(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_legendre_polynomial_p_n_scalar_out.call(x._ks, x, n, out)
     _i, _a = _sig_legendre_polynomial_p.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_legendre_polynomial_p.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
@@ -1422,6 +1655,7 @@ def legendre_polynomial_p(*args, **kwargs):
 
 
 legendre_polynomial_p.__doc__ = 'legendre_polynomial_p(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nlegendre_polynomial_p(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nlegendre_polynomial_p(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_legendre_polynomial_p.public = legendre_polynomial_p
 
 
 _sig_erfcx = _Signatures('erfcx', [
@@ -1432,6 +1666,10 @@ def _bind_erfcx_0(input, *, out=None):
     return (input, out)
 
 def erfcx(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_erfcx.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_erfcx_0(*args, **kwargs)
     except TypeError:
@@ -1444,6 +1682,8 @@ def erfcx(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_erfcx_out.call(input._ks, input, out)
     _i, _a = _sig_erfcx.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_erfcx.call(_a['input']._ks, _a['input'])
@@ -1452,6 +1692,7 @@ def erfcx(*args, **kwargs):
 
 
 erfcx.__doc__ = 'erfcx(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_erfcx.public = erfcx
 def _signature_erfcx(input, *, out=None): ...
 erfcx.__wrapped__ = _signature_erfcx
 
@@ -1464,6 +1705,10 @@ def _bind_log_ndtr_0(input, *, out=None):
     return (input, out)
 
 def log_ndtr(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log_ndtr.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log_ndtr_0(*args, **kwargs)
     except TypeError:
@@ -1476,6 +1721,8 @@ def log_ndtr(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_log_ndtr_out.call(input._ks, input, out)
     _i, _a = _sig_log_ndtr.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_log_ndtr.call(_a['input']._ks, _a['input'])
@@ -1484,6 +1731,7 @@ def log_ndtr(*args, **kwargs):
 
 
 log_ndtr.__doc__ = 'log_ndtr(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_log_ndtr.public = log_ndtr
 def _signature_log_ndtr(input, *, out=None): ...
 log_ndtr.__wrapped__ = _signature_log_ndtr
 
@@ -1496,6 +1744,10 @@ def _bind_ndtri_0(input, *, out=None):
     return (input, out)
 
 def ndtri(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ndtri.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ndtri_0(*args, **kwargs)
     except TypeError:
@@ -1508,6 +1760,8 @@ def ndtri(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_ndtri_out.call(input._ks, input, out)
     _i, _a = _sig_ndtri.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_ndtri.call(_a['input']._ks, _a['input'])
@@ -1516,6 +1770,7 @@ def ndtri(*args, **kwargs):
 
 
 ndtri.__doc__ = 'ndtri(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_ndtri.public = ndtri
 def _signature_ndtri(input, *, out=None): ...
 ndtri.__wrapped__ = _signature_ndtri
 
@@ -1536,6 +1791,10 @@ def _bind_zeta_2(input, other, *, out=None):
     return (input, other, out)
 
 def zeta(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_zeta.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_zeta_0(*args, **kwargs)
     except TypeError:
@@ -1570,6 +1829,8 @@ def zeta(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_zeta_other_scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_zeta.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_zeta.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -1586,6 +1847,7 @@ def zeta(*args, **kwargs):
 
 
 zeta.__doc__ = 'zeta(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nzeta(input: Number, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nzeta(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_zeta.public = zeta
 
 
 _sig_airy_ai = _Signatures('airy_ai', [
@@ -1596,6 +1858,10 @@ def _bind_airy_ai_0(x, *, out=None):
     return (x, out)
 
 def airy_ai(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_airy_ai.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_airy_ai_0(*args, **kwargs)
     except TypeError:
@@ -1608,6 +1874,8 @@ def airy_ai(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_airy_ai_out.call(x._ks, x, out)
     _i, _a = _sig_airy_ai.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_airy_ai.call(_a['x']._ks, _a['x'])
@@ -1616,6 +1884,7 @@ def airy_ai(*args, **kwargs):
 
 
 airy_ai.__doc__ = 'airy_ai(x: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_airy_ai.public = airy_ai
 def _signature_airy_ai(x, *, out=None): ...
 airy_ai.__wrapped__ = _signature_airy_ai
 
@@ -1628,6 +1897,10 @@ def _bind_bessel_j0_0(input, *, out=None):
     return (input, out)
 
 def bessel_j0(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bessel_j0.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bessel_j0_0(*args, **kwargs)
     except TypeError:
@@ -1640,6 +1913,8 @@ def bessel_j0(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_bessel_j0_out.call(input._ks, input, out)
     _i, _a = _sig_bessel_j0.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_bessel_j0.call(_a['input']._ks, _a['input'])
@@ -1648,6 +1923,7 @@ def bessel_j0(*args, **kwargs):
 
 
 bessel_j0.__doc__ = 'bessel_j0(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_bessel_j0.public = bessel_j0
 def _signature_bessel_j0(input, *, out=None): ...
 bessel_j0.__wrapped__ = _signature_bessel_j0
 
@@ -1660,6 +1936,10 @@ def _bind_bessel_j1_0(input, *, out=None):
     return (input, out)
 
 def bessel_j1(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bessel_j1.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bessel_j1_0(*args, **kwargs)
     except TypeError:
@@ -1672,6 +1952,8 @@ def bessel_j1(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_bessel_j1_out.call(input._ks, input, out)
     _i, _a = _sig_bessel_j1.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_bessel_j1.call(_a['input']._ks, _a['input'])
@@ -1680,6 +1962,7 @@ def bessel_j1(*args, **kwargs):
 
 
 bessel_j1.__doc__ = 'bessel_j1(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_bessel_j1.public = bessel_j1
 def _signature_bessel_j1(input, *, out=None): ...
 bessel_j1.__wrapped__ = _signature_bessel_j1
 
@@ -1692,6 +1975,10 @@ def _bind_bessel_y0_0(input, *, out=None):
     return (input, out)
 
 def bessel_y0(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bessel_y0.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bessel_y0_0(*args, **kwargs)
     except TypeError:
@@ -1704,6 +1991,8 @@ def bessel_y0(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_bessel_y0_out.call(input._ks, input, out)
     _i, _a = _sig_bessel_y0.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_bessel_y0.call(_a['input']._ks, _a['input'])
@@ -1712,6 +2001,7 @@ def bessel_y0(*args, **kwargs):
 
 
 bessel_y0.__doc__ = 'bessel_y0(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_bessel_y0.public = bessel_y0
 def _signature_bessel_y0(input, *, out=None): ...
 bessel_y0.__wrapped__ = _signature_bessel_y0
 
@@ -1724,6 +2014,10 @@ def _bind_bessel_y1_0(input, *, out=None):
     return (input, out)
 
 def bessel_y1(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bessel_y1.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bessel_y1_0(*args, **kwargs)
     except TypeError:
@@ -1736,6 +2030,8 @@ def bessel_y1(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_bessel_y1_out.call(input._ks, input, out)
     _i, _a = _sig_bessel_y1.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_bessel_y1.call(_a['input']._ks, _a['input'])
@@ -1744,6 +2040,7 @@ def bessel_y1(*args, **kwargs):
 
 
 bessel_y1.__doc__ = 'bessel_y1(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_bessel_y1.public = bessel_y1
 def _signature_bessel_y1(input, *, out=None): ...
 bessel_y1.__wrapped__ = _signature_bessel_y1
 
@@ -1756,6 +2053,10 @@ def _bind_modified_bessel_i0_0(input, *, out=None):
     return (input, out)
 
 def modified_bessel_i0(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_modified_bessel_i0.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_modified_bessel_i0_0(*args, **kwargs)
     except TypeError:
@@ -1768,6 +2069,8 @@ def modified_bessel_i0(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_modified_bessel_i0_out.call(input._ks, input, out)
     _i, _a = _sig_modified_bessel_i0.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_modified_bessel_i0.call(_a['input']._ks, _a['input'])
@@ -1776,6 +2079,7 @@ def modified_bessel_i0(*args, **kwargs):
 
 
 modified_bessel_i0.__doc__ = 'modified_bessel_i0(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_modified_bessel_i0.public = modified_bessel_i0
 def _signature_modified_bessel_i0(input, *, out=None): ...
 modified_bessel_i0.__wrapped__ = _signature_modified_bessel_i0
 
@@ -1788,6 +2092,10 @@ def _bind_modified_bessel_i1_0(input, *, out=None):
     return (input, out)
 
 def modified_bessel_i1(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_modified_bessel_i1.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_modified_bessel_i1_0(*args, **kwargs)
     except TypeError:
@@ -1800,6 +2108,8 @@ def modified_bessel_i1(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_modified_bessel_i1_out.call(input._ks, input, out)
     _i, _a = _sig_modified_bessel_i1.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_modified_bessel_i1.call(_a['input']._ks, _a['input'])
@@ -1808,6 +2118,7 @@ def modified_bessel_i1(*args, **kwargs):
 
 
 modified_bessel_i1.__doc__ = 'modified_bessel_i1(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_modified_bessel_i1.public = modified_bessel_i1
 def _signature_modified_bessel_i1(input, *, out=None): ...
 modified_bessel_i1.__wrapped__ = _signature_modified_bessel_i1
 
@@ -1820,6 +2131,10 @@ def _bind_modified_bessel_k0_0(input, *, out=None):
     return (input, out)
 
 def modified_bessel_k0(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_modified_bessel_k0.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_modified_bessel_k0_0(*args, **kwargs)
     except TypeError:
@@ -1832,6 +2147,8 @@ def modified_bessel_k0(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_modified_bessel_k0_out.call(input._ks, input, out)
     _i, _a = _sig_modified_bessel_k0.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_modified_bessel_k0.call(_a['input']._ks, _a['input'])
@@ -1840,6 +2157,7 @@ def modified_bessel_k0(*args, **kwargs):
 
 
 modified_bessel_k0.__doc__ = 'modified_bessel_k0(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_modified_bessel_k0.public = modified_bessel_k0
 def _signature_modified_bessel_k0(input, *, out=None): ...
 modified_bessel_k0.__wrapped__ = _signature_modified_bessel_k0
 
@@ -1852,6 +2170,10 @@ def _bind_modified_bessel_k1_0(input, *, out=None):
     return (input, out)
 
 def modified_bessel_k1(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_modified_bessel_k1.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_modified_bessel_k1_0(*args, **kwargs)
     except TypeError:
@@ -1864,6 +2186,8 @@ def modified_bessel_k1(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_modified_bessel_k1_out.call(input._ks, input, out)
     _i, _a = _sig_modified_bessel_k1.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_modified_bessel_k1.call(_a['input']._ks, _a['input'])
@@ -1872,6 +2196,7 @@ def modified_bessel_k1(*args, **kwargs):
 
 
 modified_bessel_k1.__doc__ = 'modified_bessel_k1(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_modified_bessel_k1.public = modified_bessel_k1
 def _signature_modified_bessel_k1(input, *, out=None): ...
 modified_bessel_k1.__wrapped__ = _signature_modified_bessel_k1
 
@@ -1884,6 +2209,10 @@ def _bind_scaled_modified_bessel_k0_0(x, *, out=None):
     return (x, out)
 
 def scaled_modified_bessel_k0(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_scaled_modified_bessel_k0.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_scaled_modified_bessel_k0_0(*args, **kwargs)
     except TypeError:
@@ -1896,6 +2225,8 @@ def scaled_modified_bessel_k0(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_scaled_modified_bessel_k0_out.call(x._ks, x, out)
     _i, _a = _sig_scaled_modified_bessel_k0.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_scaled_modified_bessel_k0.call(_a['x']._ks, _a['x'])
@@ -1904,6 +2235,7 @@ def scaled_modified_bessel_k0(*args, **kwargs):
 
 
 scaled_modified_bessel_k0.__doc__ = 'scaled_modified_bessel_k0(x: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_scaled_modified_bessel_k0.public = scaled_modified_bessel_k0
 def _signature_scaled_modified_bessel_k0(x, *, out=None): ...
 scaled_modified_bessel_k0.__wrapped__ = _signature_scaled_modified_bessel_k0
 
@@ -1916,6 +2248,10 @@ def _bind_scaled_modified_bessel_k1_0(x, *, out=None):
     return (x, out)
 
 def scaled_modified_bessel_k1(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_scaled_modified_bessel_k1.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_scaled_modified_bessel_k1_0(*args, **kwargs)
     except TypeError:
@@ -1928,6 +2264,8 @@ def scaled_modified_bessel_k1(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_scaled_modified_bessel_k1_out.call(x._ks, x, out)
     _i, _a = _sig_scaled_modified_bessel_k1.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_scaled_modified_bessel_k1.call(_a['x']._ks, _a['x'])
@@ -1936,6 +2274,7 @@ def scaled_modified_bessel_k1(*args, **kwargs):
 
 
 scaled_modified_bessel_k1.__doc__ = 'scaled_modified_bessel_k1(x: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_scaled_modified_bessel_k1.public = scaled_modified_bessel_k1
 def _signature_scaled_modified_bessel_k1(x, *, out=None): ...
 scaled_modified_bessel_k1.__wrapped__ = _signature_scaled_modified_bessel_k1
 
@@ -1948,6 +2287,10 @@ def _bind_spherical_bessel_j0_0(x, *, out=None):
     return (x, out)
 
 def spherical_bessel_j0(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_spherical_bessel_j0.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_spherical_bessel_j0_0(*args, **kwargs)
     except TypeError:
@@ -1960,6 +2303,8 @@ def spherical_bessel_j0(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_spherical_bessel_j0_out.call(x._ks, x, out)
     _i, _a = _sig_spherical_bessel_j0.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_spherical_bessel_j0.call(_a['x']._ks, _a['x'])
@@ -1968,6 +2313,7 @@ def spherical_bessel_j0(*args, **kwargs):
 
 
 spherical_bessel_j0.__doc__ = 'spherical_bessel_j0(x: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_spherical_bessel_j0.public = spherical_bessel_j0
 def _signature_spherical_bessel_j0(x, *, out=None): ...
 spherical_bessel_j0.__wrapped__ = _signature_spherical_bessel_j0
 
@@ -1980,6 +2326,10 @@ def _bind_entr_0(input, *, out=None):
     return (input, out)
 
 def entr(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_entr.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_entr_0(*args, **kwargs)
     except TypeError:
@@ -1992,6 +2342,8 @@ def entr(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_entr_out.call(input._ks, input, out)
     _i, _a = _sig_entr.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_entr.call(_a['input']._ks, _a['input'])
@@ -2000,6 +2352,7 @@ def entr(*args, **kwargs):
 
 
 entr.__doc__ = 'entr(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_entr.public = entr
 def _signature_entr(input, *, out=None): ...
 entr.__wrapped__ = _signature_entr
 
@@ -2012,6 +2365,10 @@ def _bind_ndtr_0(input, *, out=None):
     return (input, out)
 
 def ndtr(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ndtr.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ndtr_0(*args, **kwargs)
     except TypeError:
@@ -2024,6 +2381,8 @@ def ndtr(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_ndtr_out.call(input._ks, input, out)
     _i, _a = _sig_ndtr.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_ndtr.call(_a['input']._ks, _a['input'])
@@ -2032,6 +2391,7 @@ def ndtr(*args, **kwargs):
 
 
 ndtr.__doc__ = 'ndtr(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_ndtr.public = ndtr
 def _signature_ndtr(input, *, out=None): ...
 ndtr.__wrapped__ = _signature_ndtr
 
@@ -2044,6 +2404,10 @@ def _bind_xlog1py_0(input, other, *, out=None):
     return (input, other, out)
 
 def xlog1py(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_xlog1py.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_xlog1py_0(*args, **kwargs)
     except TypeError:
@@ -2056,6 +2420,8 @@ def xlog1py(*args, **kwargs):
             if isinstance(out, _Tensor):
                 return _A._op_special_xlog1py_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_xlog1py.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_xlog1py.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -2064,6 +2430,7 @@ def xlog1py(*args, **kwargs):
 
 
 xlog1py.__doc__ = 'xlog1py(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+_sig_xlog1py.public = xlog1py
 def _signature_xlog1py(input, other, *, out=None): ...
 xlog1py.__wrapped__ = _signature_xlog1py
 
@@ -2076,6 +2443,10 @@ def _bind_multigammaln_0(input, p):
     return (input, p)
 
 def multigammaln(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_multigammaln.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_multigammaln_0(*args, **kwargs)
     except TypeError:
@@ -2085,12 +2456,15 @@ def multigammaln(*args, **kwargs):
         if isinstance(input, _Tensor) and type(p) is int:
             return _A._op_special_multigammaln.call(input._ks, input, p)
     _i, _a = _sig_multigammaln.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_special_multigammaln.call(_a['input']._ks, _a['input'], _a['p'])
     raise AssertionError('unreachable')
 
 
 multigammaln.__doc__ = 'multigammaln(input: Tensor, p: int) -> Tensor'
+_sig_multigammaln.public = multigammaln
 def _signature_multigammaln(input, p): ...
 multigammaln.__wrapped__ = _signature_multigammaln
 
@@ -2103,6 +2477,10 @@ def _bind_softmax_0(input, dim, dtype=None):
     return (input, dim, dtype)
 
 def softmax(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_softmax.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_softmax_0(*args, **kwargs)
     except TypeError:
@@ -2112,12 +2490,15 @@ def softmax(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and (dtype is None or type(dtype) is _dtype):
             return _A._op_special_softmax.call(input._ks, input, dim, dtype)
     _i, _a = _sig_softmax.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_special_softmax.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
 softmax.__doc__ = 'softmax(input: Tensor, dim: int, dtype: Optional[dtype] = None) -> Tensor'
+_sig_softmax.public = softmax
 def _signature_softmax(input, dim, dtype=None): ...
 softmax.__wrapped__ = _signature_softmax
 
@@ -2130,6 +2511,10 @@ def _bind_log_softmax_0(input, dim, *, dtype=None):
     return (input, dim, dtype)
 
 def log_softmax(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log_softmax.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log_softmax_0(*args, **kwargs)
     except TypeError:
@@ -2139,12 +2524,15 @@ def log_softmax(*args, **kwargs):
         if isinstance(input, _Tensor) and type(dim) is int and (dtype is None or type(dtype) is _dtype):
             return _A._op_special_log_softmax.call(input._ks, input, dim, dtype)
     _i, _a = _sig_log_softmax.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_special_log_softmax.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
 log_softmax.__doc__ = 'log_softmax(input: Tensor, dim: int, *, dtype: Optional[dtype] = None) -> Tensor'
+_sig_log_softmax.public = log_softmax
 def _signature_log_softmax(input, dim, *, dtype=None): ...
 log_softmax.__wrapped__ = _signature_log_softmax
 
@@ -2157,6 +2545,10 @@ def _bind_round_0(input, *, decimals=0):
     return (input, decimals)
 
 def round(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_round.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_round_0(*args, **kwargs)
     except TypeError:
@@ -2166,11 +2558,14 @@ def round(*args, **kwargs):
         if isinstance(input, _Tensor) and type(decimals) is int:
             return _A._op_special_round.call(input._ks, input, decimals)
     _i, _a = _sig_round.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_special_round.call(_a['input']._ks, _a['input'], _a['decimals'])
     raise AssertionError('unreachable')
 
 
 round.__doc__ = 'round(input: Tensor, *, decimals: int = 0) -> Tensor'
+_sig_round.public = round
 def _signature_round(input, *, decimals=0): ...
 round.__wrapped__ = _signature_round

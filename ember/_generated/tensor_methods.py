@@ -13,6 +13,9 @@ from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
+from ember.aten.torch_function import NOT_HANDLED as _NOT_HANDLED, dispatch as _tf_dispatch, register_flag as _register_tf_flag
+_TF_ON = False  # the __torch_function__ switch, kept current by torch_function._refresh
+_register_tf_flag(globals())
 
 __all__ = ['abs', 'abs_', 'absolute', 'absolute_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'add_', 'addbmm', 'addbmm_', 'addcdiv', 'addcdiv_', 'addcmul', 'addcmul_', 'addmm', 'addmm_', 'addmv', 'addmv_', 'addr', 'addr_', 'adjoint', 'all', 'allclose', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan2_', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan2_', 'atan_', 'atanh', 'atanh_', 'baddbmm', 'baddbmm_', 'bernoulli', 'bernoulli_', 'bincount', 'bitwise_and', 'bitwise_and_', 'bitwise_left_shift', 'bitwise_left_shift_', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_or_', 'bitwise_right_shift', 'bitwise_right_shift_', 'bitwise_xor', 'bitwise_xor_', 'bmm', 'broadcast_to', 'cauchy_', 'ceil', 'ceil_', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'conj_physical', 'conj_physical_', 'contiguous', 'copy_', 'copysign', 'copysign_', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cov', 'cross', 'cummax', 'cummin', 'cumprod', 'cumprod_', 'cumsum', 'cumsum_', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'div_', 'divide', 'divide_', 'dot', 'dsplit', 'eq', 'eq_', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expand_as', 'expm1', 'expm1_', 'exponential_', 'fill_', 'fill_diagonal_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'float_power_', 'floor', 'floor_', 'floor_divide', 'floor_divide_', 'fmax', 'fmin', 'fmod', 'fmod_', 'frac', 'frac_', 'frexp', 'gather', 'gcd', 'gcd_', 'ge', 'ge_', 'geometric_', 'geqrf', 'ger', 'greater', 'greater_', 'greater_equal', 'greater_equal_', 'gt', 'gt_', 'hardshrink', 'hardshrink_backward', 'hash_tensor', 'heaviside', 'heaviside_', 'histc', 'histogram', 'hsplit', 'hypot', 'hypot_', 'i0', 'i0_', 'igamma', 'igamma_', 'igammac', 'igammac_', 'index_add', 'index_add_', 'index_copy', 'index_copy_', 'index_fill', 'index_fill_', 'index_put', 'index_put_', 'index_reduce', 'index_reduce_', 'index_select', 'inner', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kron', 'kthvalue', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'le_', 'lerp', 'lerp_', 'less', 'less_', 'less_equal', 'less_equal_', 'lgamma', 'lgamma_', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_normal_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_and_', 'logical_not', 'logical_not_', 'logical_or', 'logical_or_', 'logical_xor', 'logical_xor_', 'logit', 'logit_', 'logsumexp', 'lt', 'lt_', 'lu_solve', 'masked_fill', 'masked_fill_', 'masked_scatter', 'masked_scatter_', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'mul_', 'multinomial', 'multiply', 'multiply_', 'mv', 'mvlgamma', 'mvlgamma_', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'ne', 'ne_', 'neg', 'neg_', 'negative', 'negative_', 'new_empty', 'new_empty_strided', 'new_full', 'new_ones', 'new_zeros', 'nextafter', 'nextafter_', 'nonzero', 'nonzero_static', 'norm', 'normal_', 'not_equal', 'not_equal_', 'orgqr', 'ormqr', 'outer', 'permute', 'pinverse', 'polygamma', 'polygamma_', 'positive', 'pow', 'pow_', 'prelu', 'prod', 'put', 'put_', 'qr', 'quantile', 'rad2deg', 'rad2deg_', 'random_', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'remainder_', 'renorm', 'renorm_', 'repeat', 'repeat_interleave', 'reshape', 'reshape_as', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'scatter', 'scatter_', 'scatter_add', 'scatter_add_', 'scatter_reduce', 'scatter_reduce_', 'select', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'std', 'stft', 'sub', 'sub_', 'subtract', 'subtract_', 'sum', 'sum_to_size', 'svd', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tile', 'topk', 'trace', 'transpose', 'triangular_solve', 'tril', 'tril_', 'triu', 'triu_', 'true_divide', 'true_divide_', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unfold', 'uniform_', 'unsafe_chunk', 'unsafe_split', 'unsafe_split_with_sizes', 'unsqueeze', 'var', 'vdot', 'view', 'view_as', 'vsplit', 'where', 'xlogy', 'xlogy_', 'zero_']
 
@@ -24,6 +27,10 @@ def _bind_abs_0():
     return ()
 
 def abs(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_abs.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_abs_0(*args, **kwargs)
     except TypeError:
@@ -32,12 +39,15 @@ def abs(self, *args, **kwargs):
         if True:
             return _A._op_abs.call(self._ks, self)
     _i, _a = _sig_abs.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_abs.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 abs.__doc__ = 'Computes the absolute value of each element in ``input``.\n\nabs() -> Tensor'
+_sig_abs.public = abs
 def _signature_abs(self): ...
 abs.__wrapped__ = _signature_abs
 
@@ -50,6 +60,10 @@ def _bind_abs__0():
     return ()
 
 def abs_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_abs_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_abs__0(*args, **kwargs)
     except TypeError:
@@ -58,12 +72,15 @@ def abs_(self, *args, **kwargs):
         if True:
             return _A._op_abs_.call(self._ks, self)
     _i, _a = _sig_abs_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_abs_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 abs_.__doc__ = 'Computes the absolute value of each element in ``input``.\n\nabs_() -> Tensor\n\nIn-place version of :meth:`Tensor.abs`.'
+_sig_abs_.public = abs_
 def _signature_abs_(self): ...
 abs_.__wrapped__ = _signature_abs_
 
@@ -76,6 +93,10 @@ def _bind_conj_physical_0():
     return ()
 
 def conj_physical(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_conj_physical.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_conj_physical_0(*args, **kwargs)
     except TypeError:
@@ -84,12 +105,15 @@ def conj_physical(self, *args, **kwargs):
         if True:
             return _A._op_conj_physical.call(self._ks, self)
     _i, _a = _sig_conj_physical.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_conj_physical.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 conj_physical.__doc__ = 'conj_physical() -> Tensor'
+_sig_conj_physical.public = conj_physical
 def _signature_conj_physical(self): ...
 conj_physical.__wrapped__ = _signature_conj_physical
 
@@ -102,6 +126,10 @@ def _bind_conj_physical__0():
     return ()
 
 def conj_physical_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_conj_physical_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_conj_physical__0(*args, **kwargs)
     except TypeError:
@@ -110,12 +138,15 @@ def conj_physical_(self, *args, **kwargs):
         if True:
             return _A._op_conj_physical_.call(self._ks, self)
     _i, _a = _sig_conj_physical_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_conj_physical_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 conj_physical_.__doc__ = 'conj_physical_() -> Tensor\n\nIn-place version of :meth:`Tensor.conj_physical`.'
+_sig_conj_physical_.public = conj_physical_
 def _signature_conj_physical_(self): ...
 conj_physical_.__wrapped__ = _signature_conj_physical_
 
@@ -128,6 +159,10 @@ def _bind_neg_0():
     return ()
 
 def neg(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_neg.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_neg_0(*args, **kwargs)
     except TypeError:
@@ -136,12 +171,15 @@ def neg(self, *args, **kwargs):
         if True:
             return _A._op_neg.call(self._ks, self)
     _i, _a = _sig_neg.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_neg.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 neg.__doc__ = 'Returns a new tensor with the negative of the elements of ``input``.\n\nneg() -> Tensor'
+_sig_neg.public = neg
 def _signature_neg(self): ...
 neg.__wrapped__ = _signature_neg
 
@@ -154,6 +192,10 @@ def _bind_neg__0():
     return ()
 
 def neg_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_neg_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_neg__0(*args, **kwargs)
     except TypeError:
@@ -162,12 +204,15 @@ def neg_(self, *args, **kwargs):
         if True:
             return _A._op_neg_.call(self._ks, self)
     _i, _a = _sig_neg_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_neg_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 neg_.__doc__ = 'Returns a new tensor with the negative of the elements of ``input``.\n\nneg_() -> Tensor\n\nIn-place version of :meth:`Tensor.neg`.'
+_sig_neg_.public = neg_
 def _signature_neg_(self): ...
 neg_.__wrapped__ = _signature_neg_
 
@@ -180,6 +225,10 @@ def _bind_sign_0():
     return ()
 
 def sign(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sign.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sign_0(*args, **kwargs)
     except TypeError:
@@ -188,12 +237,15 @@ def sign(self, *args, **kwargs):
         if True:
             return _A._op_sign.call(self._ks, self)
     _i, _a = _sig_sign.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sign.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 sign.__doc__ = 'sign() -> Tensor'
+_sig_sign.public = sign
 def _signature_sign(self): ...
 sign.__wrapped__ = _signature_sign
 
@@ -206,6 +258,10 @@ def _bind_sign__0():
     return ()
 
 def sign_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sign_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sign__0(*args, **kwargs)
     except TypeError:
@@ -214,12 +270,15 @@ def sign_(self, *args, **kwargs):
         if True:
             return _A._op_sign_.call(self._ks, self)
     _i, _a = _sig_sign_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sign_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 sign_.__doc__ = 'sign_() -> Tensor\n\nIn-place version of :meth:`Tensor.sign`.'
+_sig_sign_.public = sign_
 def _signature_sign_(self): ...
 sign_.__wrapped__ = _signature_sign_
 
@@ -232,6 +291,10 @@ def _bind_sgn_0():
     return ()
 
 def sgn(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sgn.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sgn_0(*args, **kwargs)
     except TypeError:
@@ -240,12 +303,15 @@ def sgn(self, *args, **kwargs):
         if True:
             return _A._op_sgn.call(self._ks, self)
     _i, _a = _sig_sgn.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sgn.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 sgn.__doc__ = 'sgn() -> Tensor'
+_sig_sgn.public = sgn
 def _signature_sgn(self): ...
 sgn.__wrapped__ = _signature_sgn
 
@@ -258,6 +324,10 @@ def _bind_sgn__0():
     return ()
 
 def sgn_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sgn_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sgn__0(*args, **kwargs)
     except TypeError:
@@ -266,12 +336,15 @@ def sgn_(self, *args, **kwargs):
         if True:
             return _A._op_sgn_.call(self._ks, self)
     _i, _a = _sig_sgn_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sgn_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 sgn_.__doc__ = 'sgn_() -> Tensor\n\nIn-place version of :meth:`Tensor.sgn`.'
+_sig_sgn_.public = sgn_
 def _signature_sgn_(self): ...
 sgn_.__wrapped__ = _signature_sgn_
 
@@ -284,6 +357,10 @@ def _bind_floor_0():
     return ()
 
 def floor(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_floor.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_floor_0(*args, **kwargs)
     except TypeError:
@@ -292,12 +369,15 @@ def floor(self, *args, **kwargs):
         if True:
             return _A._op_floor.call(self._ks, self)
     _i, _a = _sig_floor.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_floor.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 floor.__doc__ = 'floor() -> Tensor'
+_sig_floor.public = floor
 def _signature_floor(self): ...
 floor.__wrapped__ = _signature_floor
 
@@ -310,6 +390,10 @@ def _bind_floor__0():
     return ()
 
 def floor_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_floor_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_floor__0(*args, **kwargs)
     except TypeError:
@@ -318,12 +402,15 @@ def floor_(self, *args, **kwargs):
         if True:
             return _A._op_floor_.call(self._ks, self)
     _i, _a = _sig_floor_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_floor_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 floor_.__doc__ = 'floor_() -> Tensor\n\nIn-place version of :meth:`Tensor.floor`.'
+_sig_floor_.public = floor_
 def _signature_floor_(self): ...
 floor_.__wrapped__ = _signature_floor_
 
@@ -336,6 +423,10 @@ def _bind_ceil_0():
     return ()
 
 def ceil(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ceil.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ceil_0(*args, **kwargs)
     except TypeError:
@@ -344,12 +435,15 @@ def ceil(self, *args, **kwargs):
         if True:
             return _A._op_ceil.call(self._ks, self)
     _i, _a = _sig_ceil.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_ceil.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 ceil.__doc__ = 'ceil() -> Tensor'
+_sig_ceil.public = ceil
 def _signature_ceil(self): ...
 ceil.__wrapped__ = _signature_ceil
 
@@ -362,6 +456,10 @@ def _bind_ceil__0():
     return ()
 
 def ceil_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ceil_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ceil__0(*args, **kwargs)
     except TypeError:
@@ -370,12 +468,15 @@ def ceil_(self, *args, **kwargs):
         if True:
             return _A._op_ceil_.call(self._ks, self)
     _i, _a = _sig_ceil_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_ceil_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 ceil_.__doc__ = 'ceil_() -> Tensor\n\nIn-place version of :meth:`Tensor.ceil`.'
+_sig_ceil_.public = ceil_
 def _signature_ceil_(self): ...
 ceil_.__wrapped__ = _signature_ceil_
 
@@ -388,6 +489,10 @@ def _bind_trunc_0():
     return ()
 
 def trunc(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_trunc.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_trunc_0(*args, **kwargs)
     except TypeError:
@@ -396,12 +501,15 @@ def trunc(self, *args, **kwargs):
         if True:
             return _A._op_trunc.call(self._ks, self)
     _i, _a = _sig_trunc.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_trunc.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 trunc.__doc__ = 'trunc() -> Tensor'
+_sig_trunc.public = trunc
 def _signature_trunc(self): ...
 trunc.__wrapped__ = _signature_trunc
 
@@ -414,6 +522,10 @@ def _bind_trunc__0():
     return ()
 
 def trunc_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_trunc_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_trunc__0(*args, **kwargs)
     except TypeError:
@@ -422,12 +534,15 @@ def trunc_(self, *args, **kwargs):
         if True:
             return _A._op_trunc_.call(self._ks, self)
     _i, _a = _sig_trunc_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_trunc_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 trunc_.__doc__ = 'trunc_() -> Tensor\n\nIn-place version of :meth:`Tensor.trunc`.'
+_sig_trunc_.public = trunc_
 def _signature_trunc_(self): ...
 trunc_.__wrapped__ = _signature_trunc_
 
@@ -440,6 +555,10 @@ def _bind_frac_0():
     return ()
 
 def frac(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_frac.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_frac_0(*args, **kwargs)
     except TypeError:
@@ -448,12 +567,15 @@ def frac(self, *args, **kwargs):
         if True:
             return _A._op_frac.call(self._ks, self)
     _i, _a = _sig_frac.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_frac.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 frac.__doc__ = 'frac() -> Tensor'
+_sig_frac.public = frac
 def _signature_frac(self): ...
 frac.__wrapped__ = _signature_frac
 
@@ -466,6 +588,10 @@ def _bind_frac__0():
     return ()
 
 def frac_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_frac_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_frac__0(*args, **kwargs)
     except TypeError:
@@ -474,12 +600,15 @@ def frac_(self, *args, **kwargs):
         if True:
             return _A._op_frac_.call(self._ks, self)
     _i, _a = _sig_frac_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_frac_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 frac_.__doc__ = 'frac_() -> Tensor\n\nIn-place version of :meth:`Tensor.frac`.'
+_sig_frac_.public = frac_
 def _signature_frac_(self): ...
 frac_.__wrapped__ = _signature_frac_
 
@@ -492,6 +621,10 @@ def _bind_exp_0():
     return ()
 
 def exp(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_exp.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_exp_0(*args, **kwargs)
     except TypeError:
@@ -500,12 +633,15 @@ def exp(self, *args, **kwargs):
         if True:
             return _A._op_exp.call(self._ks, self)
     _i, _a = _sig_exp.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_exp.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 exp.__doc__ = 'Returns a new tensor with the exponential of the elements of ``input``.\n\nexp() -> Tensor'
+_sig_exp.public = exp
 def _signature_exp(self): ...
 exp.__wrapped__ = _signature_exp
 
@@ -518,6 +654,10 @@ def _bind_exp__0():
     return ()
 
 def exp_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_exp_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_exp__0(*args, **kwargs)
     except TypeError:
@@ -526,12 +666,15 @@ def exp_(self, *args, **kwargs):
         if True:
             return _A._op_exp_.call(self._ks, self)
     _i, _a = _sig_exp_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_exp_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 exp_.__doc__ = 'Returns a new tensor with the exponential of the elements of ``input``.\n\nexp_() -> Tensor\n\nIn-place version of :meth:`Tensor.exp`.'
+_sig_exp_.public = exp_
 def _signature_exp_(self): ...
 exp_.__wrapped__ = _signature_exp_
 
@@ -544,6 +687,10 @@ def _bind_exp2_0():
     return ()
 
 def exp2(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_exp2.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_exp2_0(*args, **kwargs)
     except TypeError:
@@ -552,12 +699,15 @@ def exp2(self, *args, **kwargs):
         if True:
             return _A._op_exp2.call(self._ks, self)
     _i, _a = _sig_exp2.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_exp2.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 exp2.__doc__ = 'exp2() -> Tensor'
+_sig_exp2.public = exp2
 def _signature_exp2(self): ...
 exp2.__wrapped__ = _signature_exp2
 
@@ -570,6 +720,10 @@ def _bind_exp2__0():
     return ()
 
 def exp2_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_exp2_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_exp2__0(*args, **kwargs)
     except TypeError:
@@ -578,12 +732,15 @@ def exp2_(self, *args, **kwargs):
         if True:
             return _A._op_exp2_.call(self._ks, self)
     _i, _a = _sig_exp2_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_exp2_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 exp2_.__doc__ = 'exp2_() -> Tensor\n\nIn-place version of :meth:`Tensor.exp2`.'
+_sig_exp2_.public = exp2_
 def _signature_exp2_(self): ...
 exp2_.__wrapped__ = _signature_exp2_
 
@@ -596,6 +753,10 @@ def _bind_expm1_0():
     return ()
 
 def expm1(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_expm1.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_expm1_0(*args, **kwargs)
     except TypeError:
@@ -604,12 +765,15 @@ def expm1(self, *args, **kwargs):
         if True:
             return _A._op_expm1.call(self._ks, self)
     _i, _a = _sig_expm1.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_expm1.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 expm1.__doc__ = 'expm1() -> Tensor'
+_sig_expm1.public = expm1
 def _signature_expm1(self): ...
 expm1.__wrapped__ = _signature_expm1
 
@@ -622,6 +786,10 @@ def _bind_expm1__0():
     return ()
 
 def expm1_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_expm1_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_expm1__0(*args, **kwargs)
     except TypeError:
@@ -630,12 +798,15 @@ def expm1_(self, *args, **kwargs):
         if True:
             return _A._op_expm1_.call(self._ks, self)
     _i, _a = _sig_expm1_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_expm1_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 expm1_.__doc__ = 'expm1_() -> Tensor\n\nIn-place version of :meth:`Tensor.expm1`.'
+_sig_expm1_.public = expm1_
 def _signature_expm1_(self): ...
 expm1_.__wrapped__ = _signature_expm1_
 
@@ -648,6 +819,10 @@ def _bind_log_0():
     return ()
 
 def log(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log_0(*args, **kwargs)
     except TypeError:
@@ -656,12 +831,15 @@ def log(self, *args, **kwargs):
         if True:
             return _A._op_log.call(self._ks, self)
     _i, _a = _sig_log.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_log.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 log.__doc__ = 'Returns a new tensor with the natural logarithm of the elements of ``input``.\n\nlog() -> Tensor'
+_sig_log.public = log
 def _signature_log(self): ...
 log.__wrapped__ = _signature_log
 
@@ -674,6 +852,10 @@ def _bind_log__0():
     return ()
 
 def log_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log__0(*args, **kwargs)
     except TypeError:
@@ -682,12 +864,15 @@ def log_(self, *args, **kwargs):
         if True:
             return _A._op_log_.call(self._ks, self)
     _i, _a = _sig_log_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_log_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 log_.__doc__ = 'Returns a new tensor with the natural logarithm of the elements of ``input``.\n\nlog_() -> Tensor\n\nIn-place version of :meth:`Tensor.log`.'
+_sig_log_.public = log_
 def _signature_log_(self): ...
 log_.__wrapped__ = _signature_log_
 
@@ -700,6 +885,10 @@ def _bind_log2_0():
     return ()
 
 def log2(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log2.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log2_0(*args, **kwargs)
     except TypeError:
@@ -708,12 +897,15 @@ def log2(self, *args, **kwargs):
         if True:
             return _A._op_log2.call(self._ks, self)
     _i, _a = _sig_log2.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_log2.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 log2.__doc__ = 'log2() -> Tensor'
+_sig_log2.public = log2
 def _signature_log2(self): ...
 log2.__wrapped__ = _signature_log2
 
@@ -726,6 +918,10 @@ def _bind_log2__0():
     return ()
 
 def log2_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log2_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log2__0(*args, **kwargs)
     except TypeError:
@@ -734,12 +930,15 @@ def log2_(self, *args, **kwargs):
         if True:
             return _A._op_log2_.call(self._ks, self)
     _i, _a = _sig_log2_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_log2_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 log2_.__doc__ = 'log2_() -> Tensor\n\nIn-place version of :meth:`Tensor.log2`.'
+_sig_log2_.public = log2_
 def _signature_log2_(self): ...
 log2_.__wrapped__ = _signature_log2_
 
@@ -752,6 +951,10 @@ def _bind_log10_0():
     return ()
 
 def log10(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log10.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log10_0(*args, **kwargs)
     except TypeError:
@@ -760,12 +963,15 @@ def log10(self, *args, **kwargs):
         if True:
             return _A._op_log10.call(self._ks, self)
     _i, _a = _sig_log10.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_log10.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 log10.__doc__ = 'log10() -> Tensor'
+_sig_log10.public = log10
 def _signature_log10(self): ...
 log10.__wrapped__ = _signature_log10
 
@@ -778,6 +984,10 @@ def _bind_log10__0():
     return ()
 
 def log10_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log10_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log10__0(*args, **kwargs)
     except TypeError:
@@ -786,12 +996,15 @@ def log10_(self, *args, **kwargs):
         if True:
             return _A._op_log10_.call(self._ks, self)
     _i, _a = _sig_log10_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_log10_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 log10_.__doc__ = 'log10_() -> Tensor\n\nIn-place version of :meth:`Tensor.log10`.'
+_sig_log10_.public = log10_
 def _signature_log10_(self): ...
 log10_.__wrapped__ = _signature_log10_
 
@@ -804,6 +1017,10 @@ def _bind_log1p_0():
     return ()
 
 def log1p(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log1p.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log1p_0(*args, **kwargs)
     except TypeError:
@@ -812,12 +1029,15 @@ def log1p(self, *args, **kwargs):
         if True:
             return _A._op_log1p.call(self._ks, self)
     _i, _a = _sig_log1p.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_log1p.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 log1p.__doc__ = 'log1p() -> Tensor'
+_sig_log1p.public = log1p
 def _signature_log1p(self): ...
 log1p.__wrapped__ = _signature_log1p
 
@@ -830,6 +1050,10 @@ def _bind_log1p__0():
     return ()
 
 def log1p_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log1p_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log1p__0(*args, **kwargs)
     except TypeError:
@@ -838,12 +1062,15 @@ def log1p_(self, *args, **kwargs):
         if True:
             return _A._op_log1p_.call(self._ks, self)
     _i, _a = _sig_log1p_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_log1p_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 log1p_.__doc__ = 'log1p_() -> Tensor\n\nIn-place version of :meth:`Tensor.log1p`.'
+_sig_log1p_.public = log1p_
 def _signature_log1p_(self): ...
 log1p_.__wrapped__ = _signature_log1p_
 
@@ -856,6 +1083,10 @@ def _bind_sqrt_0():
     return ()
 
 def sqrt(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sqrt.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sqrt_0(*args, **kwargs)
     except TypeError:
@@ -864,12 +1095,15 @@ def sqrt(self, *args, **kwargs):
         if True:
             return _A._op_sqrt.call(self._ks, self)
     _i, _a = _sig_sqrt.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sqrt.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 sqrt.__doc__ = 'Returns a new tensor with the square root of the elements of ``input``.\n\nsqrt() -> Tensor'
+_sig_sqrt.public = sqrt
 def _signature_sqrt(self): ...
 sqrt.__wrapped__ = _signature_sqrt
 
@@ -882,6 +1116,10 @@ def _bind_sqrt__0():
     return ()
 
 def sqrt_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sqrt_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sqrt__0(*args, **kwargs)
     except TypeError:
@@ -890,12 +1128,15 @@ def sqrt_(self, *args, **kwargs):
         if True:
             return _A._op_sqrt_.call(self._ks, self)
     _i, _a = _sig_sqrt_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sqrt_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 sqrt_.__doc__ = 'Returns a new tensor with the square root of the elements of ``input``.\n\nsqrt_() -> Tensor\n\nIn-place version of :meth:`Tensor.sqrt`.'
+_sig_sqrt_.public = sqrt_
 def _signature_sqrt_(self): ...
 sqrt_.__wrapped__ = _signature_sqrt_
 
@@ -908,6 +1149,10 @@ def _bind_rsqrt_0():
     return ()
 
 def rsqrt(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rsqrt.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_rsqrt_0(*args, **kwargs)
     except TypeError:
@@ -916,12 +1161,15 @@ def rsqrt(self, *args, **kwargs):
         if True:
             return _A._op_rsqrt.call(self._ks, self)
     _i, _a = _sig_rsqrt.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_rsqrt.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 rsqrt.__doc__ = 'rsqrt() -> Tensor'
+_sig_rsqrt.public = rsqrt
 def _signature_rsqrt(self): ...
 rsqrt.__wrapped__ = _signature_rsqrt
 
@@ -934,6 +1182,10 @@ def _bind_rsqrt__0():
     return ()
 
 def rsqrt_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rsqrt_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_rsqrt__0(*args, **kwargs)
     except TypeError:
@@ -942,12 +1194,15 @@ def rsqrt_(self, *args, **kwargs):
         if True:
             return _A._op_rsqrt_.call(self._ks, self)
     _i, _a = _sig_rsqrt_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_rsqrt_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 rsqrt_.__doc__ = 'rsqrt_() -> Tensor\n\nIn-place version of :meth:`Tensor.rsqrt`.'
+_sig_rsqrt_.public = rsqrt_
 def _signature_rsqrt_(self): ...
 rsqrt_.__wrapped__ = _signature_rsqrt_
 
@@ -960,6 +1215,10 @@ def _bind_sin_0():
     return ()
 
 def sin(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sin.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sin_0(*args, **kwargs)
     except TypeError:
@@ -968,12 +1227,15 @@ def sin(self, *args, **kwargs):
         if True:
             return _A._op_sin.call(self._ks, self)
     _i, _a = _sig_sin.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sin.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 sin.__doc__ = 'Returns a new tensor with the sine of the elements of ``input``.\n\nsin() -> Tensor'
+_sig_sin.public = sin
 def _signature_sin(self): ...
 sin.__wrapped__ = _signature_sin
 
@@ -986,6 +1248,10 @@ def _bind_sin__0():
     return ()
 
 def sin_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sin_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sin__0(*args, **kwargs)
     except TypeError:
@@ -994,12 +1260,15 @@ def sin_(self, *args, **kwargs):
         if True:
             return _A._op_sin_.call(self._ks, self)
     _i, _a = _sig_sin_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sin_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 sin_.__doc__ = 'Returns a new tensor with the sine of the elements of ``input``.\n\nsin_() -> Tensor\n\nIn-place version of :meth:`Tensor.sin`.'
+_sig_sin_.public = sin_
 def _signature_sin_(self): ...
 sin_.__wrapped__ = _signature_sin_
 
@@ -1012,6 +1281,10 @@ def _bind_cos_0():
     return ()
 
 def cos(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cos.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cos_0(*args, **kwargs)
     except TypeError:
@@ -1020,12 +1293,15 @@ def cos(self, *args, **kwargs):
         if True:
             return _A._op_cos.call(self._ks, self)
     _i, _a = _sig_cos.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cos.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 cos.__doc__ = 'Returns a new tensor with the cosine of the elements of ``input``.\n\ncos() -> Tensor'
+_sig_cos.public = cos
 def _signature_cos(self): ...
 cos.__wrapped__ = _signature_cos
 
@@ -1038,6 +1314,10 @@ def _bind_cos__0():
     return ()
 
 def cos_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cos_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cos__0(*args, **kwargs)
     except TypeError:
@@ -1046,12 +1326,15 @@ def cos_(self, *args, **kwargs):
         if True:
             return _A._op_cos_.call(self._ks, self)
     _i, _a = _sig_cos_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cos_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 cos_.__doc__ = 'Returns a new tensor with the cosine of the elements of ``input``.\n\ncos_() -> Tensor\n\nIn-place version of :meth:`Tensor.cos`.'
+_sig_cos_.public = cos_
 def _signature_cos_(self): ...
 cos_.__wrapped__ = _signature_cos_
 
@@ -1064,6 +1347,10 @@ def _bind_tan_0():
     return ()
 
 def tan(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_tan.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_tan_0(*args, **kwargs)
     except TypeError:
@@ -1072,12 +1359,15 @@ def tan(self, *args, **kwargs):
         if True:
             return _A._op_tan.call(self._ks, self)
     _i, _a = _sig_tan.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_tan.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 tan.__doc__ = 'tan() -> Tensor'
+_sig_tan.public = tan
 def _signature_tan(self): ...
 tan.__wrapped__ = _signature_tan
 
@@ -1090,6 +1380,10 @@ def _bind_tan__0():
     return ()
 
 def tan_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_tan_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_tan__0(*args, **kwargs)
     except TypeError:
@@ -1098,12 +1392,15 @@ def tan_(self, *args, **kwargs):
         if True:
             return _A._op_tan_.call(self._ks, self)
     _i, _a = _sig_tan_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_tan_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 tan_.__doc__ = 'tan_() -> Tensor\n\nIn-place version of :meth:`Tensor.tan`.'
+_sig_tan_.public = tan_
 def _signature_tan_(self): ...
 tan_.__wrapped__ = _signature_tan_
 
@@ -1116,6 +1413,10 @@ def _bind_asin_0():
     return ()
 
 def asin(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_asin.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_asin_0(*args, **kwargs)
     except TypeError:
@@ -1124,12 +1425,15 @@ def asin(self, *args, **kwargs):
         if True:
             return _A._op_asin.call(self._ks, self)
     _i, _a = _sig_asin.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_asin.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 asin.__doc__ = 'asin() -> Tensor'
+_sig_asin.public = asin
 def _signature_asin(self): ...
 asin.__wrapped__ = _signature_asin
 
@@ -1142,6 +1446,10 @@ def _bind_asin__0():
     return ()
 
 def asin_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_asin_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_asin__0(*args, **kwargs)
     except TypeError:
@@ -1150,12 +1458,15 @@ def asin_(self, *args, **kwargs):
         if True:
             return _A._op_asin_.call(self._ks, self)
     _i, _a = _sig_asin_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_asin_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 asin_.__doc__ = 'asin_() -> Tensor\n\nIn-place version of :meth:`Tensor.asin`.'
+_sig_asin_.public = asin_
 def _signature_asin_(self): ...
 asin_.__wrapped__ = _signature_asin_
 
@@ -1168,6 +1479,10 @@ def _bind_acos_0():
     return ()
 
 def acos(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_acos.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_acos_0(*args, **kwargs)
     except TypeError:
@@ -1176,12 +1491,15 @@ def acos(self, *args, **kwargs):
         if True:
             return _A._op_acos.call(self._ks, self)
     _i, _a = _sig_acos.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_acos.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 acos.__doc__ = 'acos() -> Tensor'
+_sig_acos.public = acos
 def _signature_acos(self): ...
 acos.__wrapped__ = _signature_acos
 
@@ -1194,6 +1512,10 @@ def _bind_acos__0():
     return ()
 
 def acos_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_acos_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_acos__0(*args, **kwargs)
     except TypeError:
@@ -1202,12 +1524,15 @@ def acos_(self, *args, **kwargs):
         if True:
             return _A._op_acos_.call(self._ks, self)
     _i, _a = _sig_acos_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_acos_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 acos_.__doc__ = 'acos_() -> Tensor\n\nIn-place version of :meth:`Tensor.acos`.'
+_sig_acos_.public = acos_
 def _signature_acos_(self): ...
 acos_.__wrapped__ = _signature_acos_
 
@@ -1220,6 +1545,10 @@ def _bind_atan_0():
     return ()
 
 def atan(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_atan.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_atan_0(*args, **kwargs)
     except TypeError:
@@ -1228,12 +1557,15 @@ def atan(self, *args, **kwargs):
         if True:
             return _A._op_atan.call(self._ks, self)
     _i, _a = _sig_atan.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_atan.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 atan.__doc__ = 'atan() -> Tensor'
+_sig_atan.public = atan
 def _signature_atan(self): ...
 atan.__wrapped__ = _signature_atan
 
@@ -1246,6 +1578,10 @@ def _bind_atan__0():
     return ()
 
 def atan_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_atan_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_atan__0(*args, **kwargs)
     except TypeError:
@@ -1254,12 +1590,15 @@ def atan_(self, *args, **kwargs):
         if True:
             return _A._op_atan_.call(self._ks, self)
     _i, _a = _sig_atan_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_atan_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 atan_.__doc__ = 'atan_() -> Tensor\n\nIn-place version of :meth:`Tensor.atan`.'
+_sig_atan_.public = atan_
 def _signature_atan_(self): ...
 atan_.__wrapped__ = _signature_atan_
 
@@ -1272,6 +1611,10 @@ def _bind_sinh_0():
     return ()
 
 def sinh(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sinh.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sinh_0(*args, **kwargs)
     except TypeError:
@@ -1280,12 +1623,15 @@ def sinh(self, *args, **kwargs):
         if True:
             return _A._op_sinh.call(self._ks, self)
     _i, _a = _sig_sinh.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sinh.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 sinh.__doc__ = 'sinh() -> Tensor'
+_sig_sinh.public = sinh
 def _signature_sinh(self): ...
 sinh.__wrapped__ = _signature_sinh
 
@@ -1298,6 +1644,10 @@ def _bind_sinh__0():
     return ()
 
 def sinh_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sinh_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sinh__0(*args, **kwargs)
     except TypeError:
@@ -1306,12 +1656,15 @@ def sinh_(self, *args, **kwargs):
         if True:
             return _A._op_sinh_.call(self._ks, self)
     _i, _a = _sig_sinh_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sinh_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 sinh_.__doc__ = 'sinh_() -> Tensor\n\nIn-place version of :meth:`Tensor.sinh`.'
+_sig_sinh_.public = sinh_
 def _signature_sinh_(self): ...
 sinh_.__wrapped__ = _signature_sinh_
 
@@ -1324,6 +1677,10 @@ def _bind_cosh_0():
     return ()
 
 def cosh(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cosh.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cosh_0(*args, **kwargs)
     except TypeError:
@@ -1332,12 +1689,15 @@ def cosh(self, *args, **kwargs):
         if True:
             return _A._op_cosh.call(self._ks, self)
     _i, _a = _sig_cosh.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cosh.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 cosh.__doc__ = 'cosh() -> Tensor'
+_sig_cosh.public = cosh
 def _signature_cosh(self): ...
 cosh.__wrapped__ = _signature_cosh
 
@@ -1350,6 +1710,10 @@ def _bind_cosh__0():
     return ()
 
 def cosh_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cosh_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cosh__0(*args, **kwargs)
     except TypeError:
@@ -1358,12 +1722,15 @@ def cosh_(self, *args, **kwargs):
         if True:
             return _A._op_cosh_.call(self._ks, self)
     _i, _a = _sig_cosh_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cosh_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 cosh_.__doc__ = 'cosh_() -> Tensor\n\nIn-place version of :meth:`Tensor.cosh`.'
+_sig_cosh_.public = cosh_
 def _signature_cosh_(self): ...
 cosh_.__wrapped__ = _signature_cosh_
 
@@ -1376,6 +1743,10 @@ def _bind_tanh_0():
     return ()
 
 def tanh(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_tanh.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_tanh_0(*args, **kwargs)
     except TypeError:
@@ -1384,12 +1755,15 @@ def tanh(self, *args, **kwargs):
         if True:
             return _A._op_tanh.call(self._ks, self)
     _i, _a = _sig_tanh.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_tanh.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 tanh.__doc__ = 'Returns a new tensor with the hyperbolic tangent of the elements of ``input``.\n\ntanh() -> Tensor'
+_sig_tanh.public = tanh
 def _signature_tanh(self): ...
 tanh.__wrapped__ = _signature_tanh
 
@@ -1402,6 +1776,10 @@ def _bind_tanh__0():
     return ()
 
 def tanh_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_tanh_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_tanh__0(*args, **kwargs)
     except TypeError:
@@ -1410,12 +1788,15 @@ def tanh_(self, *args, **kwargs):
         if True:
             return _A._op_tanh_.call(self._ks, self)
     _i, _a = _sig_tanh_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_tanh_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 tanh_.__doc__ = 'Returns a new tensor with the hyperbolic tangent of the elements of ``input``.\n\ntanh_() -> Tensor\n\nIn-place version of :meth:`Tensor.tanh`.'
+_sig_tanh_.public = tanh_
 def _signature_tanh_(self): ...
 tanh_.__wrapped__ = _signature_tanh_
 
@@ -1428,6 +1809,10 @@ def _bind_asinh_0():
     return ()
 
 def asinh(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_asinh.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_asinh_0(*args, **kwargs)
     except TypeError:
@@ -1436,12 +1821,15 @@ def asinh(self, *args, **kwargs):
         if True:
             return _A._op_asinh.call(self._ks, self)
     _i, _a = _sig_asinh.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_asinh.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 asinh.__doc__ = 'asinh() -> Tensor'
+_sig_asinh.public = asinh
 def _signature_asinh(self): ...
 asinh.__wrapped__ = _signature_asinh
 
@@ -1454,6 +1842,10 @@ def _bind_asinh__0():
     return ()
 
 def asinh_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_asinh_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_asinh__0(*args, **kwargs)
     except TypeError:
@@ -1462,12 +1854,15 @@ def asinh_(self, *args, **kwargs):
         if True:
             return _A._op_asinh_.call(self._ks, self)
     _i, _a = _sig_asinh_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_asinh_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 asinh_.__doc__ = 'asinh_() -> Tensor\n\nIn-place version of :meth:`Tensor.asinh`.'
+_sig_asinh_.public = asinh_
 def _signature_asinh_(self): ...
 asinh_.__wrapped__ = _signature_asinh_
 
@@ -1480,6 +1875,10 @@ def _bind_acosh_0():
     return ()
 
 def acosh(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_acosh.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_acosh_0(*args, **kwargs)
     except TypeError:
@@ -1488,12 +1887,15 @@ def acosh(self, *args, **kwargs):
         if True:
             return _A._op_acosh.call(self._ks, self)
     _i, _a = _sig_acosh.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_acosh.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 acosh.__doc__ = 'acosh() -> Tensor'
+_sig_acosh.public = acosh
 def _signature_acosh(self): ...
 acosh.__wrapped__ = _signature_acosh
 
@@ -1506,6 +1908,10 @@ def _bind_acosh__0():
     return ()
 
 def acosh_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_acosh_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_acosh__0(*args, **kwargs)
     except TypeError:
@@ -1514,12 +1920,15 @@ def acosh_(self, *args, **kwargs):
         if True:
             return _A._op_acosh_.call(self._ks, self)
     _i, _a = _sig_acosh_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_acosh_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 acosh_.__doc__ = 'acosh_() -> Tensor\n\nIn-place version of :meth:`Tensor.acosh`.'
+_sig_acosh_.public = acosh_
 def _signature_acosh_(self): ...
 acosh_.__wrapped__ = _signature_acosh_
 
@@ -1532,6 +1941,10 @@ def _bind_atanh_0():
     return ()
 
 def atanh(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_atanh.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_atanh_0(*args, **kwargs)
     except TypeError:
@@ -1540,12 +1953,15 @@ def atanh(self, *args, **kwargs):
         if True:
             return _A._op_atanh.call(self._ks, self)
     _i, _a = _sig_atanh.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_atanh.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 atanh.__doc__ = 'atanh() -> Tensor'
+_sig_atanh.public = atanh
 def _signature_atanh(self): ...
 atanh.__wrapped__ = _signature_atanh
 
@@ -1558,6 +1974,10 @@ def _bind_atanh__0():
     return ()
 
 def atanh_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_atanh_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_atanh__0(*args, **kwargs)
     except TypeError:
@@ -1566,12 +1986,15 @@ def atanh_(self, *args, **kwargs):
         if True:
             return _A._op_atanh_.call(self._ks, self)
     _i, _a = _sig_atanh_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_atanh_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 atanh_.__doc__ = 'atanh_() -> Tensor\n\nIn-place version of :meth:`Tensor.atanh`.'
+_sig_atanh_.public = atanh_
 def _signature_atanh_(self): ...
 atanh_.__wrapped__ = _signature_atanh_
 
@@ -1584,6 +2007,10 @@ def _bind_sigmoid_0():
     return ()
 
 def sigmoid(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sigmoid.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sigmoid_0(*args, **kwargs)
     except TypeError:
@@ -1592,12 +2019,15 @@ def sigmoid(self, *args, **kwargs):
         if True:
             return _A._op_sigmoid.call(self._ks, self)
     _i, _a = _sig_sigmoid.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sigmoid.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 sigmoid.__doc__ = 'Returns a new tensor with the logistic sigmoid of the elements of ``input``.\n\nsigmoid() -> Tensor'
+_sig_sigmoid.public = sigmoid
 def _signature_sigmoid(self): ...
 sigmoid.__wrapped__ = _signature_sigmoid
 
@@ -1610,6 +2040,10 @@ def _bind_sigmoid__0():
     return ()
 
 def sigmoid_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sigmoid_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sigmoid__0(*args, **kwargs)
     except TypeError:
@@ -1618,12 +2052,15 @@ def sigmoid_(self, *args, **kwargs):
         if True:
             return _A._op_sigmoid_.call(self._ks, self)
     _i, _a = _sig_sigmoid_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sigmoid_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 sigmoid_.__doc__ = 'Returns a new tensor with the logistic sigmoid of the elements of ``input``.\n\nsigmoid_() -> Tensor\n\nIn-place version of :meth:`Tensor.sigmoid`.'
+_sig_sigmoid_.public = sigmoid_
 def _signature_sigmoid_(self): ...
 sigmoid_.__wrapped__ = _signature_sigmoid_
 
@@ -1636,6 +2073,10 @@ def _bind_reciprocal_0():
     return ()
 
 def reciprocal(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_reciprocal.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_reciprocal_0(*args, **kwargs)
     except TypeError:
@@ -1644,12 +2085,15 @@ def reciprocal(self, *args, **kwargs):
         if True:
             return _A._op_reciprocal.call(self._ks, self)
     _i, _a = _sig_reciprocal.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_reciprocal.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 reciprocal.__doc__ = 'reciprocal() -> Tensor'
+_sig_reciprocal.public = reciprocal
 def _signature_reciprocal(self): ...
 reciprocal.__wrapped__ = _signature_reciprocal
 
@@ -1662,6 +2106,10 @@ def _bind_reciprocal__0():
     return ()
 
 def reciprocal_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_reciprocal_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_reciprocal__0(*args, **kwargs)
     except TypeError:
@@ -1670,12 +2118,15 @@ def reciprocal_(self, *args, **kwargs):
         if True:
             return _A._op_reciprocal_.call(self._ks, self)
     _i, _a = _sig_reciprocal_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_reciprocal_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 reciprocal_.__doc__ = 'reciprocal_() -> Tensor\n\nIn-place version of :meth:`Tensor.reciprocal`.'
+_sig_reciprocal_.public = reciprocal_
 def _signature_reciprocal_(self): ...
 reciprocal_.__wrapped__ = _signature_reciprocal_
 
@@ -1688,6 +2139,10 @@ def _bind_erf_0():
     return ()
 
 def erf(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_erf.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_erf_0(*args, **kwargs)
     except TypeError:
@@ -1696,12 +2151,15 @@ def erf(self, *args, **kwargs):
         if True:
             return _A._op_erf.call(self._ks, self)
     _i, _a = _sig_erf.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_erf.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 erf.__doc__ = 'erf() -> Tensor'
+_sig_erf.public = erf
 def _signature_erf(self): ...
 erf.__wrapped__ = _signature_erf
 
@@ -1714,6 +2172,10 @@ def _bind_erf__0():
     return ()
 
 def erf_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_erf_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_erf__0(*args, **kwargs)
     except TypeError:
@@ -1722,12 +2184,15 @@ def erf_(self, *args, **kwargs):
         if True:
             return _A._op_erf_.call(self._ks, self)
     _i, _a = _sig_erf_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_erf_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 erf_.__doc__ = 'erf_() -> Tensor\n\nIn-place version of :meth:`Tensor.erf`.'
+_sig_erf_.public = erf_
 def _signature_erf_(self): ...
 erf_.__wrapped__ = _signature_erf_
 
@@ -1740,6 +2205,10 @@ def _bind_erfc_0():
     return ()
 
 def erfc(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_erfc.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_erfc_0(*args, **kwargs)
     except TypeError:
@@ -1748,12 +2217,15 @@ def erfc(self, *args, **kwargs):
         if True:
             return _A._op_erfc.call(self._ks, self)
     _i, _a = _sig_erfc.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_erfc.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 erfc.__doc__ = 'erfc() -> Tensor'
+_sig_erfc.public = erfc
 def _signature_erfc(self): ...
 erfc.__wrapped__ = _signature_erfc
 
@@ -1766,6 +2238,10 @@ def _bind_erfc__0():
     return ()
 
 def erfc_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_erfc_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_erfc__0(*args, **kwargs)
     except TypeError:
@@ -1774,12 +2250,15 @@ def erfc_(self, *args, **kwargs):
         if True:
             return _A._op_erfc_.call(self._ks, self)
     _i, _a = _sig_erfc_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_erfc_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 erfc_.__doc__ = 'erfc_() -> Tensor\n\nIn-place version of :meth:`Tensor.erfc`.'
+_sig_erfc_.public = erfc_
 def _signature_erfc_(self): ...
 erfc_.__wrapped__ = _signature_erfc_
 
@@ -1792,6 +2271,10 @@ def _bind_erfinv_0():
     return ()
 
 def erfinv(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_erfinv.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_erfinv_0(*args, **kwargs)
     except TypeError:
@@ -1800,12 +2283,15 @@ def erfinv(self, *args, **kwargs):
         if True:
             return _A._op_erfinv.call(self._ks, self)
     _i, _a = _sig_erfinv.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_erfinv.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 erfinv.__doc__ = 'erfinv() -> Tensor'
+_sig_erfinv.public = erfinv
 def _signature_erfinv(self): ...
 erfinv.__wrapped__ = _signature_erfinv
 
@@ -1818,6 +2304,10 @@ def _bind_erfinv__0():
     return ()
 
 def erfinv_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_erfinv_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_erfinv__0(*args, **kwargs)
     except TypeError:
@@ -1826,12 +2316,15 @@ def erfinv_(self, *args, **kwargs):
         if True:
             return _A._op_erfinv_.call(self._ks, self)
     _i, _a = _sig_erfinv_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_erfinv_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 erfinv_.__doc__ = 'erfinv_() -> Tensor\n\nIn-place version of :meth:`Tensor.erfinv`.'
+_sig_erfinv_.public = erfinv_
 def _signature_erfinv_(self): ...
 erfinv_.__wrapped__ = _signature_erfinv_
 
@@ -1844,6 +2337,10 @@ def _bind_lgamma_0():
     return ()
 
 def lgamma(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lgamma.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_lgamma_0(*args, **kwargs)
     except TypeError:
@@ -1852,12 +2349,15 @@ def lgamma(self, *args, **kwargs):
         if True:
             return _A._op_lgamma.call(self._ks, self)
     _i, _a = _sig_lgamma.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_lgamma.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 lgamma.__doc__ = 'lgamma() -> Tensor'
+_sig_lgamma.public = lgamma
 def _signature_lgamma(self): ...
 lgamma.__wrapped__ = _signature_lgamma
 
@@ -1870,6 +2370,10 @@ def _bind_lgamma__0():
     return ()
 
 def lgamma_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lgamma_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_lgamma__0(*args, **kwargs)
     except TypeError:
@@ -1878,12 +2382,15 @@ def lgamma_(self, *args, **kwargs):
         if True:
             return _A._op_lgamma_.call(self._ks, self)
     _i, _a = _sig_lgamma_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_lgamma_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 lgamma_.__doc__ = 'lgamma_() -> Tensor\n\nIn-place version of :meth:`Tensor.lgamma`.'
+_sig_lgamma_.public = lgamma_
 def _signature_lgamma_(self): ...
 lgamma_.__wrapped__ = _signature_lgamma_
 
@@ -1896,6 +2403,10 @@ def _bind_digamma_0():
     return ()
 
 def digamma(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_digamma.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_digamma_0(*args, **kwargs)
     except TypeError:
@@ -1904,12 +2415,15 @@ def digamma(self, *args, **kwargs):
         if True:
             return _A._op_digamma.call(self._ks, self)
     _i, _a = _sig_digamma.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_digamma.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 digamma.__doc__ = 'digamma() -> Tensor'
+_sig_digamma.public = digamma
 def _signature_digamma(self): ...
 digamma.__wrapped__ = _signature_digamma
 
@@ -1922,6 +2436,10 @@ def _bind_digamma__0():
     return ()
 
 def digamma_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_digamma_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_digamma__0(*args, **kwargs)
     except TypeError:
@@ -1930,12 +2448,15 @@ def digamma_(self, *args, **kwargs):
         if True:
             return _A._op_digamma_.call(self._ks, self)
     _i, _a = _sig_digamma_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_digamma_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 digamma_.__doc__ = 'digamma_() -> Tensor\n\nIn-place version of :meth:`Tensor.digamma`.'
+_sig_digamma_.public = digamma_
 def _signature_digamma_(self): ...
 digamma_.__wrapped__ = _signature_digamma_
 
@@ -1948,6 +2469,10 @@ def _bind_i0_0():
     return ()
 
 def i0(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_i0.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_i0_0(*args, **kwargs)
     except TypeError:
@@ -1956,12 +2481,15 @@ def i0(self, *args, **kwargs):
         if True:
             return _A._op_i0.call(self._ks, self)
     _i, _a = _sig_i0.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_i0.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 i0.__doc__ = 'i0() -> Tensor'
+_sig_i0.public = i0
 def _signature_i0(self): ...
 i0.__wrapped__ = _signature_i0
 
@@ -1974,6 +2502,10 @@ def _bind_i0__0():
     return ()
 
 def i0_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_i0_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_i0__0(*args, **kwargs)
     except TypeError:
@@ -1982,12 +2514,15 @@ def i0_(self, *args, **kwargs):
         if True:
             return _A._op_i0_.call(self._ks, self)
     _i, _a = _sig_i0_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_i0_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 i0_.__doc__ = 'i0_() -> Tensor\n\nIn-place version of :meth:`Tensor.i0`.'
+_sig_i0_.public = i0_
 def _signature_i0_(self): ...
 i0_.__wrapped__ = _signature_i0_
 
@@ -2000,6 +2535,10 @@ def _bind_sinc_0():
     return ()
 
 def sinc(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sinc.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sinc_0(*args, **kwargs)
     except TypeError:
@@ -2008,12 +2547,15 @@ def sinc(self, *args, **kwargs):
         if True:
             return _A._op_sinc.call(self._ks, self)
     _i, _a = _sig_sinc.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sinc.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 sinc.__doc__ = 'sinc() -> Tensor'
+_sig_sinc.public = sinc
 def _signature_sinc(self): ...
 sinc.__wrapped__ = _signature_sinc
 
@@ -2026,6 +2568,10 @@ def _bind_sinc__0():
     return ()
 
 def sinc_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sinc_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sinc__0(*args, **kwargs)
     except TypeError:
@@ -2034,12 +2580,15 @@ def sinc_(self, *args, **kwargs):
         if True:
             return _A._op_sinc_.call(self._ks, self)
     _i, _a = _sig_sinc_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sinc_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 sinc_.__doc__ = 'sinc_() -> Tensor\n\nIn-place version of :meth:`Tensor.sinc`.'
+_sig_sinc_.public = sinc_
 def _signature_sinc_(self): ...
 sinc_.__wrapped__ = _signature_sinc_
 
@@ -2052,6 +2601,10 @@ def _bind_deg2rad_0():
     return ()
 
 def deg2rad(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_deg2rad.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_deg2rad_0(*args, **kwargs)
     except TypeError:
@@ -2060,12 +2613,15 @@ def deg2rad(self, *args, **kwargs):
         if True:
             return _A._op_deg2rad.call(self._ks, self)
     _i, _a = _sig_deg2rad.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_deg2rad.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 deg2rad.__doc__ = 'deg2rad() -> Tensor'
+_sig_deg2rad.public = deg2rad
 def _signature_deg2rad(self): ...
 deg2rad.__wrapped__ = _signature_deg2rad
 
@@ -2078,6 +2634,10 @@ def _bind_deg2rad__0():
     return ()
 
 def deg2rad_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_deg2rad_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_deg2rad__0(*args, **kwargs)
     except TypeError:
@@ -2086,12 +2646,15 @@ def deg2rad_(self, *args, **kwargs):
         if True:
             return _A._op_deg2rad_.call(self._ks, self)
     _i, _a = _sig_deg2rad_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_deg2rad_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 deg2rad_.__doc__ = 'deg2rad_() -> Tensor\n\nIn-place version of :meth:`Tensor.deg2rad`.'
+_sig_deg2rad_.public = deg2rad_
 def _signature_deg2rad_(self): ...
 deg2rad_.__wrapped__ = _signature_deg2rad_
 
@@ -2104,6 +2667,10 @@ def _bind_rad2deg_0():
     return ()
 
 def rad2deg(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rad2deg.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_rad2deg_0(*args, **kwargs)
     except TypeError:
@@ -2112,12 +2679,15 @@ def rad2deg(self, *args, **kwargs):
         if True:
             return _A._op_rad2deg.call(self._ks, self)
     _i, _a = _sig_rad2deg.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_rad2deg.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 rad2deg.__doc__ = 'rad2deg() -> Tensor'
+_sig_rad2deg.public = rad2deg
 def _signature_rad2deg(self): ...
 rad2deg.__wrapped__ = _signature_rad2deg
 
@@ -2130,6 +2700,10 @@ def _bind_rad2deg__0():
     return ()
 
 def rad2deg_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rad2deg_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_rad2deg__0(*args, **kwargs)
     except TypeError:
@@ -2138,12 +2712,15 @@ def rad2deg_(self, *args, **kwargs):
         if True:
             return _A._op_rad2deg_.call(self._ks, self)
     _i, _a = _sig_rad2deg_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_rad2deg_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 rad2deg_.__doc__ = 'rad2deg_() -> Tensor\n\nIn-place version of :meth:`Tensor.rad2deg`.'
+_sig_rad2deg_.public = rad2deg_
 def _signature_rad2deg_(self): ...
 rad2deg_.__wrapped__ = _signature_rad2deg_
 
@@ -2156,6 +2733,10 @@ def _bind_square_0():
     return ()
 
 def square(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_square.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_square_0(*args, **kwargs)
     except TypeError:
@@ -2164,12 +2745,15 @@ def square(self, *args, **kwargs):
         if True:
             return _A._op_square.call(self._ks, self)
     _i, _a = _sig_square.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_square.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 square.__doc__ = 'square() -> Tensor'
+_sig_square.public = square
 def _signature_square(self): ...
 square.__wrapped__ = _signature_square
 
@@ -2182,6 +2766,10 @@ def _bind_square__0():
     return ()
 
 def square_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_square_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_square__0(*args, **kwargs)
     except TypeError:
@@ -2190,12 +2778,15 @@ def square_(self, *args, **kwargs):
         if True:
             return _A._op_square_.call(self._ks, self)
     _i, _a = _sig_square_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_square_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 square_.__doc__ = 'square_() -> Tensor\n\nIn-place version of :meth:`Tensor.square`.'
+_sig_square_.public = square_
 def _signature_square_(self): ...
 square_.__wrapped__ = _signature_square_
 
@@ -2208,6 +2799,10 @@ def _bind_bitwise_not_0():
     return ()
 
 def bitwise_not(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bitwise_not.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bitwise_not_0(*args, **kwargs)
     except TypeError:
@@ -2216,12 +2811,15 @@ def bitwise_not(self, *args, **kwargs):
         if True:
             return _A._op_bitwise_not.call(self._ks, self)
     _i, _a = _sig_bitwise_not.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_bitwise_not.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 bitwise_not.__doc__ = 'bitwise_not() -> Tensor'
+_sig_bitwise_not.public = bitwise_not
 def _signature_bitwise_not(self): ...
 bitwise_not.__wrapped__ = _signature_bitwise_not
 
@@ -2234,6 +2832,10 @@ def _bind_bitwise_not__0():
     return ()
 
 def bitwise_not_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bitwise_not_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bitwise_not__0(*args, **kwargs)
     except TypeError:
@@ -2242,12 +2844,15 @@ def bitwise_not_(self, *args, **kwargs):
         if True:
             return _A._op_bitwise_not_.call(self._ks, self)
     _i, _a = _sig_bitwise_not_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_bitwise_not_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 bitwise_not_.__doc__ = 'bitwise_not_() -> Tensor\n\nIn-place version of :meth:`Tensor.bitwise_not`.'
+_sig_bitwise_not_.public = bitwise_not_
 def _signature_bitwise_not_(self): ...
 bitwise_not_.__wrapped__ = _signature_bitwise_not_
 
@@ -2260,6 +2865,10 @@ def _bind_logical_not_0():
     return ()
 
 def logical_not(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logical_not.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logical_not_0(*args, **kwargs)
     except TypeError:
@@ -2268,12 +2877,15 @@ def logical_not(self, *args, **kwargs):
         if True:
             return _A._op_logical_not.call(self._ks, self)
     _i, _a = _sig_logical_not.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_logical_not.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 logical_not.__doc__ = 'logical_not() -> Tensor'
+_sig_logical_not.public = logical_not
 def _signature_logical_not(self): ...
 logical_not.__wrapped__ = _signature_logical_not
 
@@ -2286,6 +2898,10 @@ def _bind_logical_not__0():
     return ()
 
 def logical_not_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logical_not_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logical_not__0(*args, **kwargs)
     except TypeError:
@@ -2294,12 +2910,15 @@ def logical_not_(self, *args, **kwargs):
         if True:
             return _A._op_logical_not_.call(self._ks, self)
     _i, _a = _sig_logical_not_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_logical_not_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 logical_not_.__doc__ = 'logical_not_() -> Tensor\n\nIn-place version of :meth:`Tensor.logical_not`.'
+_sig_logical_not_.public = logical_not_
 def _signature_logical_not_(self): ...
 logical_not_.__wrapped__ = _signature_logical_not_
 
@@ -2312,6 +2931,10 @@ def _bind_relu_0():
     return ()
 
 def relu(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_relu.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_relu_0(*args, **kwargs)
     except TypeError:
@@ -2320,12 +2943,15 @@ def relu(self, *args, **kwargs):
         if True:
             return _A._op_relu.call(self._ks, self)
     _i, _a = _sig_relu.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_relu.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 relu.__doc__ = 'Applies the rectified linear unit function elementwise: max(0, x).\n\nrelu() -> Tensor'
+_sig_relu.public = relu
 def _signature_relu(self): ...
 relu.__wrapped__ = _signature_relu
 
@@ -2338,6 +2964,10 @@ def _bind_relu__0():
     return ()
 
 def relu_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_relu_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_relu__0(*args, **kwargs)
     except TypeError:
@@ -2346,12 +2976,15 @@ def relu_(self, *args, **kwargs):
         if True:
             return _A._op_relu_.call(self._ks, self)
     _i, _a = _sig_relu_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_relu_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 relu_.__doc__ = 'Applies the rectified linear unit function elementwise: max(0, x).\n\nrelu_() -> Tensor\n\nIn-place version of :meth:`Tensor.relu`.'
+_sig_relu_.public = relu_
 def _signature_relu_(self): ...
 relu_.__wrapped__ = _signature_relu_
 
@@ -2364,6 +2997,10 @@ def _bind_positive_0():
     return ()
 
 def positive(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_positive.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_positive_0(*args, **kwargs)
     except TypeError:
@@ -2372,12 +3009,15 @@ def positive(self, *args, **kwargs):
         if True:
             return _A._op_positive.call(self._ks, self)
     _i, _a = _sig_positive.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_positive.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 positive.__doc__ = 'positive() -> Tensor'
+_sig_positive.public = positive
 def _signature_positive(self): ...
 positive.__wrapped__ = _signature_positive
 
@@ -2394,6 +3034,10 @@ def _bind_round_1(*, decimals):
     return (decimals,)
 
 def round(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_round.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_round_0(*args, **kwargs)
     except TypeError:
@@ -2410,6 +3054,8 @@ def round(self, *args, **kwargs):
         if type(decimals) is int:
             return _A._op_round_decimals.call(self._ks, self, decimals)
     _i, _a = _sig_round.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_round.call(self._ks, self)
     elif _i == 1:
@@ -2418,6 +3064,7 @@ def round(self, *args, **kwargs):
 
 
 round.__doc__ = 'round() -> Tensor\nround(*, decimals: int) -> Tensor'
+_sig_round.public = round
 
 
 _sig_round_ = _Signatures('round_', [
@@ -2432,6 +3079,10 @@ def _bind_round__1(*, decimals):
     return (decimals,)
 
 def round_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_round_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_round__0(*args, **kwargs)
     except TypeError:
@@ -2448,6 +3099,8 @@ def round_(self, *args, **kwargs):
         if type(decimals) is int:
             return _A._op_round__decimals.call(self._ks, self, decimals)
     _i, _a = _sig_round_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_round_.call(self._ks, self)
     elif _i == 1:
@@ -2456,6 +3109,7 @@ def round_(self, *args, **kwargs):
 
 
 round_.__doc__ = 'round_() -> Tensor\nround_(*, decimals: int) -> Tensor\n\nIn-place version of :meth:`Tensor.round`.'
+_sig_round_.public = round_
 
 
 _sig_isnan = _Signatures('isnan', [
@@ -2466,6 +3120,10 @@ def _bind_isnan_0():
     return ()
 
 def isnan(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_isnan.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_isnan_0(*args, **kwargs)
     except TypeError:
@@ -2474,12 +3132,15 @@ def isnan(self, *args, **kwargs):
         if True:
             return _A._op_isnan.call(self._ks, self)
     _i, _a = _sig_isnan.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_isnan.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 isnan.__doc__ = 'isnan() -> Tensor'
+_sig_isnan.public = isnan
 def _signature_isnan(self): ...
 isnan.__wrapped__ = _signature_isnan
 
@@ -2492,6 +3153,10 @@ def _bind_isinf_0():
     return ()
 
 def isinf(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_isinf.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_isinf_0(*args, **kwargs)
     except TypeError:
@@ -2500,12 +3165,15 @@ def isinf(self, *args, **kwargs):
         if True:
             return _A._op_isinf.call(self._ks, self)
     _i, _a = _sig_isinf.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_isinf.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 isinf.__doc__ = 'isinf() -> Tensor'
+_sig_isinf.public = isinf
 def _signature_isinf(self): ...
 isinf.__wrapped__ = _signature_isinf
 
@@ -2518,6 +3186,10 @@ def _bind_isfinite_0():
     return ()
 
 def isfinite(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_isfinite.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_isfinite_0(*args, **kwargs)
     except TypeError:
@@ -2526,12 +3198,15 @@ def isfinite(self, *args, **kwargs):
         if True:
             return _A._op_isfinite.call(self._ks, self)
     _i, _a = _sig_isfinite.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_isfinite.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 isfinite.__doc__ = 'isfinite() -> Tensor'
+_sig_isfinite.public = isfinite
 def _signature_isfinite(self): ...
 isfinite.__wrapped__ = _signature_isfinite
 
@@ -2544,6 +3219,10 @@ def _bind_isposinf_0():
     return ()
 
 def isposinf(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_isposinf.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_isposinf_0(*args, **kwargs)
     except TypeError:
@@ -2552,12 +3231,15 @@ def isposinf(self, *args, **kwargs):
         if True:
             return _A._op_isposinf.call(self._ks, self)
     _i, _a = _sig_isposinf.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_isposinf.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 isposinf.__doc__ = 'isposinf() -> Tensor'
+_sig_isposinf.public = isposinf
 def _signature_isposinf(self): ...
 isposinf.__wrapped__ = _signature_isposinf
 
@@ -2570,6 +3252,10 @@ def _bind_isneginf_0():
     return ()
 
 def isneginf(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_isneginf.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_isneginf_0(*args, **kwargs)
     except TypeError:
@@ -2578,12 +3264,15 @@ def isneginf(self, *args, **kwargs):
         if True:
             return _A._op_isneginf.call(self._ks, self)
     _i, _a = _sig_isneginf.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_isneginf.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 isneginf.__doc__ = 'isneginf() -> Tensor'
+_sig_isneginf.public = isneginf
 def _signature_isneginf(self): ...
 isneginf.__wrapped__ = _signature_isneginf
 
@@ -2596,6 +3285,10 @@ def _bind_signbit_0():
     return ()
 
 def signbit(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_signbit.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_signbit_0(*args, **kwargs)
     except TypeError:
@@ -2604,12 +3297,15 @@ def signbit(self, *args, **kwargs):
         if True:
             return _A._op_signbit.call(self._ks, self)
     _i, _a = _sig_signbit.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_signbit.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 signbit.__doc__ = 'signbit() -> Tensor'
+_sig_signbit.public = signbit
 def _signature_signbit(self): ...
 signbit.__wrapped__ = _signature_signbit
 
@@ -2622,6 +3318,10 @@ def _bind_nan_to_num_0(nan=None, posinf=None, neginf=None):
     return (nan, posinf, neginf)
 
 def nan_to_num(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nan_to_num.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nan_to_num_0(*args, **kwargs)
     except TypeError:
@@ -2631,12 +3331,15 @@ def nan_to_num(self, *args, **kwargs):
         if (nan is None or type(nan) is float) and (posinf is None or type(posinf) is float) and (neginf is None or type(neginf) is float):
             return _A._op_nan_to_num.call(self._ks, self, nan, posinf, neginf)
     _i, _a = _sig_nan_to_num.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nan_to_num.call(self._ks, self, _a['nan'], _a['posinf'], _a['neginf'])
     raise AssertionError('unreachable')
 
 
 nan_to_num.__doc__ = 'nan_to_num(nan: Optional[float] = None, posinf: Optional[float] = None, neginf: Optional[float] = None) -> Tensor'
+_sig_nan_to_num.public = nan_to_num
 def _signature_nan_to_num(self, nan=None, posinf=None, neginf=None): ...
 nan_to_num.__wrapped__ = _signature_nan_to_num
 
@@ -2649,6 +3352,10 @@ def _bind_nan_to_num__0(nan=None, posinf=None, neginf=None):
     return (nan, posinf, neginf)
 
 def nan_to_num_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nan_to_num_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nan_to_num__0(*args, **kwargs)
     except TypeError:
@@ -2658,12 +3365,15 @@ def nan_to_num_(self, *args, **kwargs):
         if (nan is None or type(nan) is float) and (posinf is None or type(posinf) is float) and (neginf is None or type(neginf) is float):
             return _A._op_nan_to_num_.call(self._ks, self, nan, posinf, neginf)
     _i, _a = _sig_nan_to_num_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nan_to_num_.call(self._ks, self, _a['nan'], _a['posinf'], _a['neginf'])
     raise AssertionError('unreachable')
 
 
 nan_to_num_.__doc__ = 'nan_to_num_(nan: Optional[float] = None, posinf: Optional[float] = None, neginf: Optional[float] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.nan_to_num`.'
+_sig_nan_to_num_.public = nan_to_num_
 def _signature_nan_to_num_(self, nan=None, posinf=None, neginf=None): ...
 nan_to_num_.__wrapped__ = _signature_nan_to_num_
 
@@ -2676,6 +3386,10 @@ def _bind_logit_0(eps=None):
     return (eps,)
 
 def logit(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logit.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logit_0(*args, **kwargs)
     except TypeError:
@@ -2685,12 +3399,15 @@ def logit(self, *args, **kwargs):
         if (eps is None or type(eps) is float):
             return _A._op_logit.call(self._ks, self, eps)
     _i, _a = _sig_logit.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_logit.call(self._ks, self, _a['eps'])
     raise AssertionError('unreachable')
 
 
 logit.__doc__ = 'logit(eps: Optional[float] = None) -> Tensor'
+_sig_logit.public = logit
 def _signature_logit(self, eps=None): ...
 logit.__wrapped__ = _signature_logit
 
@@ -2703,6 +3420,10 @@ def _bind_polygamma_0(n):
     return (n,)
 
 def polygamma(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_polygamma.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_polygamma_0(*args, **kwargs)
     except TypeError:
@@ -2712,12 +3433,15 @@ def polygamma(self, *args, **kwargs):
         if type(n) is int:
             return _A._op_polygamma.call(self._ks, n, self)
     _i, _a = _sig_polygamma.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_polygamma.call(self._ks, _a['n'], self)
     raise AssertionError('unreachable')
 
 
 polygamma.__doc__ = 'polygamma(n: int) -> Tensor'
+_sig_polygamma.public = polygamma
 def _signature_polygamma(self, n): ...
 polygamma.__wrapped__ = _signature_polygamma
 
@@ -2730,6 +3454,10 @@ def _bind_logit__0(eps=None):
     return (eps,)
 
 def logit_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logit_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logit__0(*args, **kwargs)
     except TypeError:
@@ -2739,12 +3467,15 @@ def logit_(self, *args, **kwargs):
         if (eps is None or type(eps) is float):
             return _A._op_logit_.call(self._ks, self, eps)
     _i, _a = _sig_logit_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_logit_.call(self._ks, self, _a['eps'])
     raise AssertionError('unreachable')
 
 
 logit_.__doc__ = 'logit_(eps: Optional[float] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.logit`.'
+_sig_logit_.public = logit_
 def _signature_logit_(self, eps=None): ...
 logit_.__wrapped__ = _signature_logit_
 
@@ -2761,6 +3492,10 @@ def _bind_add_1(other, alpha=1):
     return (other, alpha)
 
 def add(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_add.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_add_0(*args, **kwargs)
     except TypeError:
@@ -2778,6 +3513,8 @@ def add(self, *args, **kwargs):
         if type(other) in _NUMBERS and type(alpha) in _NUMBERS:
             return _A._op_add_Scalar.call(self._ks, self, other, alpha)
     _i, _a = _sig_add.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_add_Tensor.call(self._ks | _a['other']._ks, self, _a['other'], _a['alpha'])
     elif _i == 1:
@@ -2786,6 +3523,7 @@ def add(self, *args, **kwargs):
 
 
 add.__doc__ = 'Adds ``other``, scaled by ``alpha``, to ``input``: out = input + alpha * other.\n\nadd(other: Tensor, *, alpha: Number = 1) -> Tensor\nadd(other: Number, alpha: Number = 1) -> Tensor'
+_sig_add.public = add
 
 
 _sig_add_ = _Signatures('add_', [
@@ -2800,6 +3538,10 @@ def _bind_add__1(other, alpha=1):
     return (other, alpha)
 
 def add_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_add_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_add__0(*args, **kwargs)
     except TypeError:
@@ -2817,6 +3559,8 @@ def add_(self, *args, **kwargs):
         if type(other) in _NUMBERS and type(alpha) in _NUMBERS:
             return _A._op_add__Scalar.call(self._ks, self, other, alpha)
     _i, _a = _sig_add_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_add__Tensor.call(self._ks | _a['other']._ks, self, _a['other'], _a['alpha'])
     elif _i == 1:
@@ -2825,6 +3569,7 @@ def add_(self, *args, **kwargs):
 
 
 add_.__doc__ = 'Adds ``other``, scaled by ``alpha``, to ``input``: out = input + alpha * other.\n\nadd_(other: Tensor, *, alpha: Number = 1) -> Tensor\nadd_(other: Number, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.add`.'
+_sig_add_.public = add_
 
 
 _sig_sub = _Signatures('sub', [
@@ -2839,6 +3584,10 @@ def _bind_sub_1(other, alpha=1):
     return (other, alpha)
 
 def sub(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sub.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sub_0(*args, **kwargs)
     except TypeError:
@@ -2856,6 +3605,8 @@ def sub(self, *args, **kwargs):
         if type(other) in _NUMBERS and type(alpha) in _NUMBERS:
             return _A._op_sub_Scalar.call(self._ks, self, other, alpha)
     _i, _a = _sig_sub.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sub_Tensor.call(self._ks | _a['other']._ks, self, _a['other'], _a['alpha'])
     elif _i == 1:
@@ -2864,6 +3615,7 @@ def sub(self, *args, **kwargs):
 
 
 sub.__doc__ = 'Subtracts ``other``, scaled by ``alpha``, from ``input``: out = input - alpha * other.\n\nsub(other: Tensor, *, alpha: Number = 1) -> Tensor\nsub(other: Number, alpha: Number = 1) -> Tensor'
+_sig_sub.public = sub
 
 
 _sig_sub_ = _Signatures('sub_', [
@@ -2878,6 +3630,10 @@ def _bind_sub__1(other, alpha=1):
     return (other, alpha)
 
 def sub_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sub_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sub__0(*args, **kwargs)
     except TypeError:
@@ -2895,6 +3651,8 @@ def sub_(self, *args, **kwargs):
         if type(other) in _NUMBERS and type(alpha) in _NUMBERS:
             return _A._op_sub__Scalar.call(self._ks, self, other, alpha)
     _i, _a = _sig_sub_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sub__Tensor.call(self._ks | _a['other']._ks, self, _a['other'], _a['alpha'])
     elif _i == 1:
@@ -2903,6 +3661,7 @@ def sub_(self, *args, **kwargs):
 
 
 sub_.__doc__ = 'Subtracts ``other``, scaled by ``alpha``, from ``input``: out = input - alpha * other.\n\nsub_(other: Tensor, *, alpha: Number = 1) -> Tensor\nsub_(other: Number, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.sub`.'
+_sig_sub_.public = sub_
 
 
 _sig_mul = _Signatures('mul', [
@@ -2917,6 +3676,10 @@ def _bind_mul_1(other):
     return (other,)
 
 def mul(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_mul.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_mul_0(*args, **kwargs)
     except TypeError:
@@ -2934,6 +3697,8 @@ def mul(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_mul_Scalar.call(self._ks, self, other)
     _i, _a = _sig_mul.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_mul_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -2942,6 +3707,7 @@ def mul(self, *args, **kwargs):
 
 
 mul.__doc__ = 'Multiplies ``input`` by ``other``, elementwise with broadcasting.\n\nmul(other: Tensor) -> Tensor\nmul(other: Number) -> Tensor'
+_sig_mul.public = mul
 
 
 _sig_mul_ = _Signatures('mul_', [
@@ -2956,6 +3722,10 @@ def _bind_mul__1(other):
     return (other,)
 
 def mul_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_mul_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_mul__0(*args, **kwargs)
     except TypeError:
@@ -2973,6 +3743,8 @@ def mul_(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_mul__Scalar.call(self._ks, self, other)
     _i, _a = _sig_mul_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_mul__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -2981,6 +3753,7 @@ def mul_(self, *args, **kwargs):
 
 
 mul_.__doc__ = 'Multiplies ``input`` by ``other``, elementwise with broadcasting.\n\nmul_(other: Tensor) -> Tensor\nmul_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.mul`.'
+_sig_mul_.public = mul_
 
 
 _sig_div = _Signatures('div', [
@@ -3003,6 +3776,10 @@ def _bind_div_3(other, *, rounding_mode):
     return (other, rounding_mode)
 
 def div(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_div.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_div_0(*args, **kwargs)
     except TypeError:
@@ -3036,6 +3813,8 @@ def div(self, *args, **kwargs):
         if type(other) in _NUMBERS and (rounding_mode is None or type(rounding_mode) is str):
             return _A._op_div_Scalar_mode.call(self._ks, self, other, rounding_mode)
     _i, _a = _sig_div.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_div_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -3048,6 +3827,7 @@ def div(self, *args, **kwargs):
 
 
 div.__doc__ = "Divides each element of ``input`` by the corresponding element of ``other`` (``rounding_mode``: None, 'trunc' or 'floor').\n\ndiv(other: Tensor) -> Tensor\ndiv(other: Number) -> Tensor\ndiv(other: Tensor, *, rounding_mode: Optional[str]) -> Tensor\ndiv(other: Number, *, rounding_mode: Optional[str]) -> Tensor"
+_sig_div.public = div
 
 
 _sig_div_ = _Signatures('div_', [
@@ -3070,6 +3850,10 @@ def _bind_div__3(other, *, rounding_mode):
     return (other, rounding_mode)
 
 def div_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_div_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_div__0(*args, **kwargs)
     except TypeError:
@@ -3103,6 +3887,8 @@ def div_(self, *args, **kwargs):
         if type(other) in _NUMBERS and (rounding_mode is None or type(rounding_mode) is str):
             return _A._op_div__Scalar_mode.call(self._ks, self, other, rounding_mode)
     _i, _a = _sig_div_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_div__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -3115,6 +3901,7 @@ def div_(self, *args, **kwargs):
 
 
 div_.__doc__ = "Divides each element of ``input`` by the corresponding element of ``other`` (``rounding_mode``: None, 'trunc' or 'floor').\n\ndiv_(other: Tensor) -> Tensor\ndiv_(other: Number) -> Tensor\ndiv_(other: Tensor, *, rounding_mode: Optional[str]) -> Tensor\ndiv_(other: Number, *, rounding_mode: Optional[str]) -> Tensor\n\nIn-place version of :meth:`Tensor.div`."
+_sig_div_.public = div_
 
 
 _sig_true_divide = _Signatures('true_divide', [
@@ -3129,6 +3916,10 @@ def _bind_true_divide_1(other):
     return (other,)
 
 def true_divide(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_true_divide.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_true_divide_0(*args, **kwargs)
     except TypeError:
@@ -3146,6 +3937,8 @@ def true_divide(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_true_divide_Scalar.call(self._ks, self, other)
     _i, _a = _sig_true_divide.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_true_divide_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -3154,6 +3947,7 @@ def true_divide(self, *args, **kwargs):
 
 
 true_divide.__doc__ = 'true_divide(other: Tensor) -> Tensor\ntrue_divide(other: Number) -> Tensor'
+_sig_true_divide.public = true_divide
 
 
 _sig_true_divide_ = _Signatures('true_divide_', [
@@ -3168,6 +3962,10 @@ def _bind_true_divide__1(other):
     return (other,)
 
 def true_divide_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_true_divide_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_true_divide__0(*args, **kwargs)
     except TypeError:
@@ -3185,6 +3983,8 @@ def true_divide_(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_true_divide__Scalar.call(self._ks, self, other)
     _i, _a = _sig_true_divide_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_true_divide__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -3193,6 +3993,7 @@ def true_divide_(self, *args, **kwargs):
 
 
 true_divide_.__doc__ = 'true_divide_(other: Tensor) -> Tensor\ntrue_divide_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.true_divide`.'
+_sig_true_divide_.public = true_divide_
 
 
 _sig_floor_divide = _Signatures('floor_divide', [
@@ -3207,6 +4008,10 @@ def _bind_floor_divide_1(other):
     return (other,)
 
 def floor_divide(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_floor_divide.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_floor_divide_0(*args, **kwargs)
     except TypeError:
@@ -3224,6 +4029,8 @@ def floor_divide(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_floor_divide_Scalar.call(self._ks, self, other)
     _i, _a = _sig_floor_divide.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_floor_divide_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -3232,6 +4039,7 @@ def floor_divide(self, *args, **kwargs):
 
 
 floor_divide.__doc__ = 'floor_divide(other: Tensor) -> Tensor\nfloor_divide(other: Number) -> Tensor'
+_sig_floor_divide.public = floor_divide
 
 
 _sig_floor_divide_ = _Signatures('floor_divide_', [
@@ -3246,6 +4054,10 @@ def _bind_floor_divide__1(other):
     return (other,)
 
 def floor_divide_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_floor_divide_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_floor_divide__0(*args, **kwargs)
     except TypeError:
@@ -3263,6 +4075,8 @@ def floor_divide_(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_floor_divide__Scalar.call(self._ks, self, other)
     _i, _a = _sig_floor_divide_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_floor_divide__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -3271,6 +4085,7 @@ def floor_divide_(self, *args, **kwargs):
 
 
 floor_divide_.__doc__ = 'floor_divide_(other: Tensor) -> Tensor\nfloor_divide_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.floor_divide`.'
+_sig_floor_divide_.public = floor_divide_
 
 
 _sig_remainder = _Signatures('remainder', [
@@ -3285,6 +4100,10 @@ def _bind_remainder_1(other):
     return (other,)
 
 def remainder(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_remainder.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_remainder_0(*args, **kwargs)
     except TypeError:
@@ -3302,6 +4121,8 @@ def remainder(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_remainder_Scalar.call(self._ks, self, other)
     _i, _a = _sig_remainder.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_remainder_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -3310,6 +4131,7 @@ def remainder(self, *args, **kwargs):
 
 
 remainder.__doc__ = 'remainder(other: Tensor) -> Tensor\nremainder(other: Number) -> Tensor'
+_sig_remainder.public = remainder
 
 
 _sig_remainder_ = _Signatures('remainder_', [
@@ -3324,6 +4146,10 @@ def _bind_remainder__1(other):
     return (other,)
 
 def remainder_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_remainder_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_remainder__0(*args, **kwargs)
     except TypeError:
@@ -3341,6 +4167,8 @@ def remainder_(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_remainder__Scalar.call(self._ks, self, other)
     _i, _a = _sig_remainder_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_remainder__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -3349,6 +4177,7 @@ def remainder_(self, *args, **kwargs):
 
 
 remainder_.__doc__ = 'remainder_(other: Tensor) -> Tensor\nremainder_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.remainder`.'
+_sig_remainder_.public = remainder_
 
 
 _sig_fmod = _Signatures('fmod', [
@@ -3363,6 +4192,10 @@ def _bind_fmod_1(other):
     return (other,)
 
 def fmod(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fmod.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_fmod_0(*args, **kwargs)
     except TypeError:
@@ -3380,6 +4213,8 @@ def fmod(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_fmod_Scalar.call(self._ks, self, other)
     _i, _a = _sig_fmod.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_fmod_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -3388,6 +4223,7 @@ def fmod(self, *args, **kwargs):
 
 
 fmod.__doc__ = 'fmod(other: Tensor) -> Tensor\nfmod(other: Number) -> Tensor'
+_sig_fmod.public = fmod
 
 
 _sig_fmod_ = _Signatures('fmod_', [
@@ -3402,6 +4238,10 @@ def _bind_fmod__1(other):
     return (other,)
 
 def fmod_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fmod_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_fmod__0(*args, **kwargs)
     except TypeError:
@@ -3419,6 +4259,8 @@ def fmod_(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_fmod__Scalar.call(self._ks, self, other)
     _i, _a = _sig_fmod_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_fmod__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -3427,6 +4269,7 @@ def fmod_(self, *args, **kwargs):
 
 
 fmod_.__doc__ = 'fmod_(other: Tensor) -> Tensor\nfmod_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.fmod`.'
+_sig_fmod_.public = fmod_
 
 
 _sig_pow = _Signatures('pow', [
@@ -3441,6 +4284,10 @@ def _bind_pow_1(exponent):
     return (exponent,)
 
 def pow(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_pow.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_pow_0(*args, **kwargs)
     except TypeError:
@@ -3458,6 +4305,8 @@ def pow(self, *args, **kwargs):
         if type(exponent) in _NUMBERS:
             return _A._op_pow_Tensor_Scalar.call(self._ks, self, exponent)
     _i, _a = _sig_pow.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_pow_Tensor_Tensor.call(self._ks | _a['exponent']._ks, self, _a['exponent'])
     elif _i == 1:
@@ -3466,6 +4315,7 @@ def pow(self, *args, **kwargs):
 
 
 pow.__doc__ = 'Takes the power of each element in ``input`` with ``exponent``.\n\npow(exponent: Tensor) -> Tensor\npow(exponent: Number) -> Tensor'
+_sig_pow.public = pow
 
 
 _sig_pow_ = _Signatures('pow_', [
@@ -3480,6 +4330,10 @@ def _bind_pow__1(exponent):
     return (exponent,)
 
 def pow_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_pow_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_pow__0(*args, **kwargs)
     except TypeError:
@@ -3497,6 +4351,8 @@ def pow_(self, *args, **kwargs):
         if isinstance(exponent, _Tensor):
             return _A._op_pow__Tensor.call(self._ks | exponent._ks, self, exponent)
     _i, _a = _sig_pow_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_pow__Scalar.call(self._ks, self, _a['exponent'])
     elif _i == 1:
@@ -3505,6 +4361,7 @@ def pow_(self, *args, **kwargs):
 
 
 pow_.__doc__ = 'Takes the power of each element in ``input`` with ``exponent``.\n\npow_(exponent: Number) -> Tensor\npow_(exponent: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.pow`.'
+_sig_pow_.public = pow_
 
 
 _sig_float_power = _Signatures('float_power', [
@@ -3519,6 +4376,10 @@ def _bind_float_power_1(exponent):
     return (exponent,)
 
 def float_power(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_float_power.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_float_power_0(*args, **kwargs)
     except TypeError:
@@ -3536,6 +4397,8 @@ def float_power(self, *args, **kwargs):
         if type(exponent) in _NUMBERS:
             return _A._op_float_power_Tensor_Scalar.call(self._ks, self, exponent)
     _i, _a = _sig_float_power.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_float_power_Tensor_Tensor.call(self._ks | _a['exponent']._ks, self, _a['exponent'])
     elif _i == 1:
@@ -3544,6 +4407,7 @@ def float_power(self, *args, **kwargs):
 
 
 float_power.__doc__ = 'float_power(exponent: Tensor) -> Tensor\nfloat_power(exponent: Number) -> Tensor'
+_sig_float_power.public = float_power
 
 
 _sig_atan2 = _Signatures('atan2', [
@@ -3554,6 +4418,10 @@ def _bind_atan2_0(other):
     return (other,)
 
 def atan2(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_atan2.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_atan2_0(*args, **kwargs)
     except TypeError:
@@ -3563,12 +4431,15 @@ def atan2(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_atan2.call(self._ks | other._ks, self, other)
     _i, _a = _sig_atan2.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_atan2.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 atan2.__doc__ = 'atan2(other: Tensor) -> Tensor'
+_sig_atan2.public = atan2
 def _signature_atan2(self, other): ...
 atan2.__wrapped__ = _signature_atan2
 
@@ -3581,6 +4452,10 @@ def _bind_atan2__0(other):
     return (other,)
 
 def atan2_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_atan2_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_atan2__0(*args, **kwargs)
     except TypeError:
@@ -3590,12 +4465,15 @@ def atan2_(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_atan2_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_atan2_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_atan2_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 atan2_.__doc__ = 'atan2_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.atan2`.'
+_sig_atan2_.public = atan2_
 def _signature_atan2_(self, other): ...
 atan2_.__wrapped__ = _signature_atan2_
 
@@ -3608,6 +4486,10 @@ def _bind_hypot_0(other):
     return (other,)
 
 def hypot(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hypot.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hypot_0(*args, **kwargs)
     except TypeError:
@@ -3617,12 +4499,15 @@ def hypot(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_hypot.call(self._ks | other._ks, self, other)
     _i, _a = _sig_hypot.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_hypot.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 hypot.__doc__ = 'hypot(other: Tensor) -> Tensor'
+_sig_hypot.public = hypot
 def _signature_hypot(self, other): ...
 hypot.__wrapped__ = _signature_hypot
 
@@ -3635,6 +4520,10 @@ def _bind_hypot__0(other):
     return (other,)
 
 def hypot_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hypot_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hypot__0(*args, **kwargs)
     except TypeError:
@@ -3644,12 +4533,15 @@ def hypot_(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_hypot_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_hypot_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_hypot_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 hypot_.__doc__ = 'hypot_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.hypot`.'
+_sig_hypot_.public = hypot_
 def _signature_hypot_(self, other): ...
 hypot_.__wrapped__ = _signature_hypot_
 
@@ -3662,6 +4554,10 @@ def _bind_logaddexp_0(other):
     return (other,)
 
 def logaddexp(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logaddexp.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logaddexp_0(*args, **kwargs)
     except TypeError:
@@ -3671,12 +4567,15 @@ def logaddexp(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_logaddexp.call(self._ks | other._ks, self, other)
     _i, _a = _sig_logaddexp.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_logaddexp.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 logaddexp.__doc__ = 'logaddexp(other: Tensor) -> Tensor'
+_sig_logaddexp.public = logaddexp
 def _signature_logaddexp(self, other): ...
 logaddexp.__wrapped__ = _signature_logaddexp
 
@@ -3689,6 +4588,10 @@ def _bind_logaddexp2_0(other):
     return (other,)
 
 def logaddexp2(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logaddexp2.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logaddexp2_0(*args, **kwargs)
     except TypeError:
@@ -3698,12 +4601,15 @@ def logaddexp2(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_logaddexp2.call(self._ks | other._ks, self, other)
     _i, _a = _sig_logaddexp2.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_logaddexp2.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 logaddexp2.__doc__ = 'logaddexp2(other: Tensor) -> Tensor'
+_sig_logaddexp2.public = logaddexp2
 def _signature_logaddexp2(self, other): ...
 logaddexp2.__wrapped__ = _signature_logaddexp2
 
@@ -3720,6 +4626,10 @@ def _bind_copysign_1(other):
     return (other,)
 
 def copysign(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_copysign.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_copysign_0(*args, **kwargs)
     except TypeError:
@@ -3737,6 +4647,8 @@ def copysign(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_copysign_Scalar.call(self._ks, self, other)
     _i, _a = _sig_copysign.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_copysign.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -3745,6 +4657,7 @@ def copysign(self, *args, **kwargs):
 
 
 copysign.__doc__ = 'copysign(other: Tensor) -> Tensor\ncopysign(other: Number) -> Tensor'
+_sig_copysign.public = copysign
 
 
 _sig_copysign_ = _Signatures('copysign_', [
@@ -3755,6 +4668,10 @@ def _bind_copysign__0(other):
     return (other,)
 
 def copysign_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_copysign_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_copysign__0(*args, **kwargs)
     except TypeError:
@@ -3764,12 +4681,15 @@ def copysign_(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_copysign_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_copysign_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_copysign_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 copysign_.__doc__ = 'copysign_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.copysign`.'
+_sig_copysign_.public = copysign_
 def _signature_copysign_(self, other): ...
 copysign_.__wrapped__ = _signature_copysign_
 
@@ -3782,6 +4702,10 @@ def _bind_nextafter_0(other):
     return (other,)
 
 def nextafter(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nextafter.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nextafter_0(*args, **kwargs)
     except TypeError:
@@ -3791,12 +4715,15 @@ def nextafter(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_nextafter.call(self._ks | other._ks, self, other)
     _i, _a = _sig_nextafter.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nextafter.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 nextafter.__doc__ = 'nextafter(other: Tensor) -> Tensor'
+_sig_nextafter.public = nextafter
 def _signature_nextafter(self, other): ...
 nextafter.__wrapped__ = _signature_nextafter
 
@@ -3809,6 +4736,10 @@ def _bind_nextafter__0(other):
     return (other,)
 
 def nextafter_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nextafter_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nextafter__0(*args, **kwargs)
     except TypeError:
@@ -3818,12 +4749,15 @@ def nextafter_(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_nextafter_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_nextafter_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nextafter_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 nextafter_.__doc__ = 'nextafter_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.nextafter`.'
+_sig_nextafter_.public = nextafter_
 def _signature_nextafter_(self, other): ...
 nextafter_.__wrapped__ = _signature_nextafter_
 
@@ -3836,6 +4770,10 @@ def _bind_maximum_0(other):
     return (other,)
 
 def maximum(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_maximum.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_maximum_0(*args, **kwargs)
     except TypeError:
@@ -3845,12 +4783,15 @@ def maximum(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_maximum.call(self._ks | other._ks, self, other)
     _i, _a = _sig_maximum.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_maximum.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 maximum.__doc__ = 'maximum(other: Tensor) -> Tensor'
+_sig_maximum.public = maximum
 def _signature_maximum(self, other): ...
 maximum.__wrapped__ = _signature_maximum
 
@@ -3863,6 +4804,10 @@ def _bind_minimum_0(other):
     return (other,)
 
 def minimum(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_minimum.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_minimum_0(*args, **kwargs)
     except TypeError:
@@ -3872,12 +4817,15 @@ def minimum(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_minimum.call(self._ks | other._ks, self, other)
     _i, _a = _sig_minimum.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_minimum.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 minimum.__doc__ = 'minimum(other: Tensor) -> Tensor'
+_sig_minimum.public = minimum
 def _signature_minimum(self, other): ...
 minimum.__wrapped__ = _signature_minimum
 
@@ -3890,6 +4838,10 @@ def _bind_fmax_0(other):
     return (other,)
 
 def fmax(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fmax.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_fmax_0(*args, **kwargs)
     except TypeError:
@@ -3899,12 +4851,15 @@ def fmax(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_fmax.call(self._ks | other._ks, self, other)
     _i, _a = _sig_fmax.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_fmax.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 fmax.__doc__ = 'fmax(other: Tensor) -> Tensor'
+_sig_fmax.public = fmax
 def _signature_fmax(self, other): ...
 fmax.__wrapped__ = _signature_fmax
 
@@ -3917,6 +4872,10 @@ def _bind_fmin_0(other):
     return (other,)
 
 def fmin(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fmin.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_fmin_0(*args, **kwargs)
     except TypeError:
@@ -3926,12 +4885,15 @@ def fmin(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_fmin.call(self._ks | other._ks, self, other)
     _i, _a = _sig_fmin.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_fmin.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 fmin.__doc__ = 'fmin(other: Tensor) -> Tensor'
+_sig_fmin.public = fmin
 def _signature_fmin(self, other): ...
 fmin.__wrapped__ = _signature_fmin
 
@@ -3944,6 +4906,10 @@ def _bind_igamma_0(other):
     return (other,)
 
 def igamma(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_igamma.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_igamma_0(*args, **kwargs)
     except TypeError:
@@ -3953,12 +4919,15 @@ def igamma(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_igamma.call(self._ks | other._ks, self, other)
     _i, _a = _sig_igamma.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_igamma.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 igamma.__doc__ = 'igamma(other: Tensor) -> Tensor'
+_sig_igamma.public = igamma
 def _signature_igamma(self, other): ...
 igamma.__wrapped__ = _signature_igamma
 
@@ -3971,6 +4940,10 @@ def _bind_igamma__0(other):
     return (other,)
 
 def igamma_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_igamma_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_igamma__0(*args, **kwargs)
     except TypeError:
@@ -3980,12 +4953,15 @@ def igamma_(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_igamma_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_igamma_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_igamma_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 igamma_.__doc__ = 'igamma_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.igamma`.'
+_sig_igamma_.public = igamma_
 def _signature_igamma_(self, other): ...
 igamma_.__wrapped__ = _signature_igamma_
 
@@ -3998,6 +4974,10 @@ def _bind_igammac_0(other):
     return (other,)
 
 def igammac(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_igammac.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_igammac_0(*args, **kwargs)
     except TypeError:
@@ -4007,12 +4987,15 @@ def igammac(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_igammac.call(self._ks | other._ks, self, other)
     _i, _a = _sig_igammac.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_igammac.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 igammac.__doc__ = 'igammac(other: Tensor) -> Tensor'
+_sig_igammac.public = igammac
 def _signature_igammac(self, other): ...
 igammac.__wrapped__ = _signature_igammac
 
@@ -4025,6 +5008,10 @@ def _bind_igammac__0(other):
     return (other,)
 
 def igammac_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_igammac_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_igammac__0(*args, **kwargs)
     except TypeError:
@@ -4034,12 +5021,15 @@ def igammac_(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_igammac_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_igammac_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_igammac_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 igammac_.__doc__ = 'igammac_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.igammac`.'
+_sig_igammac_.public = igammac_
 def _signature_igammac_(self, other): ...
 igammac_.__wrapped__ = _signature_igammac_
 
@@ -4056,6 +5046,10 @@ def _bind_xlogy_1(other):
     return (other,)
 
 def xlogy(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_xlogy.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_xlogy_0(*args, **kwargs)
     except TypeError:
@@ -4073,6 +5067,8 @@ def xlogy(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_xlogy_Scalar_Other.call(self._ks, self, other)
     _i, _a = _sig_xlogy.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_xlogy.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -4081,6 +5077,7 @@ def xlogy(self, *args, **kwargs):
 
 
 xlogy.__doc__ = 'xlogy(other: Tensor) -> Tensor\nxlogy(other: Number) -> Tensor'
+_sig_xlogy.public = xlogy
 
 
 _sig_xlogy_ = _Signatures('xlogy_', [
@@ -4091,6 +5088,10 @@ def _bind_xlogy__0(other):
     return (other,)
 
 def xlogy_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_xlogy_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_xlogy__0(*args, **kwargs)
     except TypeError:
@@ -4100,12 +5101,15 @@ def xlogy_(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_xlogy_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_xlogy_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_xlogy_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 xlogy_.__doc__ = 'xlogy_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.xlogy`.'
+_sig_xlogy_.public = xlogy_
 def _signature_xlogy_(self, other): ...
 xlogy_.__wrapped__ = _signature_xlogy_
 
@@ -4126,6 +5130,10 @@ def _bind_max_2(dim, keepdim=False):
     return (dim, keepdim)
 
 def max(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_max.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_max_0(*args, **kwargs)
     except TypeError:
@@ -4150,6 +5158,8 @@ def max(self, *args, **kwargs):
         if type(dim) is int and type(keepdim) is bool:
             return _A._op_max_dim.call(self._ks, self, dim, keepdim)
     _i, _a = _sig_max.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_max_other.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -4160,6 +5170,7 @@ def max(self, *args, **kwargs):
 
 
 max.__doc__ = 'Returns the maximum of ``input``; with ``dim``, a (values, indices) tuple; with ``other``, the elementwise maximum.\n\nmax(other: Tensor) -> Tensor\nmax() -> Tensor\nmax(dim: int, keepdim: bool = False) -> (Tensor, Tensor)'
+_sig_max.public = max
 
 
 _sig_min = _Signatures('min', [
@@ -4178,6 +5189,10 @@ def _bind_min_2(dim, keepdim=False):
     return (dim, keepdim)
 
 def min(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_min.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_min_0(*args, **kwargs)
     except TypeError:
@@ -4202,6 +5217,8 @@ def min(self, *args, **kwargs):
         if type(dim) is int and type(keepdim) is bool:
             return _A._op_min_dim.call(self._ks, self, dim, keepdim)
     _i, _a = _sig_min.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_min_other.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -4212,6 +5229,7 @@ def min(self, *args, **kwargs):
 
 
 min.__doc__ = 'Returns the minimum of ``input``; with ``dim``, a (values, indices) tuple; with ``other``, the elementwise minimum.\n\nmin(other: Tensor) -> Tensor\nmin() -> Tensor\nmin(dim: int, keepdim: bool = False) -> (Tensor, Tensor)'
+_sig_min.public = min
 
 
 _sig_bitwise_and = _Signatures('bitwise_and', [
@@ -4226,6 +5244,10 @@ def _bind_bitwise_and_1(other):
     return (other,)
 
 def bitwise_and(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bitwise_and.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bitwise_and_0(*args, **kwargs)
     except TypeError:
@@ -4243,6 +5265,8 @@ def bitwise_and(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_bitwise_and_Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_and.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_bitwise_and_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -4251,6 +5275,7 @@ def bitwise_and(self, *args, **kwargs):
 
 
 bitwise_and.__doc__ = 'bitwise_and(other: Tensor) -> Tensor\nbitwise_and(other: Number) -> Tensor'
+_sig_bitwise_and.public = bitwise_and
 
 
 _sig_bitwise_and_ = _Signatures('bitwise_and_', [
@@ -4265,6 +5290,10 @@ def _bind_bitwise_and__1(other):
     return (other,)
 
 def bitwise_and_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bitwise_and_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bitwise_and__0(*args, **kwargs)
     except TypeError:
@@ -4282,6 +5311,8 @@ def bitwise_and_(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_bitwise_and__Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_and_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_bitwise_and__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -4290,6 +5321,7 @@ def bitwise_and_(self, *args, **kwargs):
 
 
 bitwise_and_.__doc__ = 'bitwise_and_(other: Tensor) -> Tensor\nbitwise_and_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.bitwise_and`.'
+_sig_bitwise_and_.public = bitwise_and_
 
 
 _sig_bitwise_or = _Signatures('bitwise_or', [
@@ -4304,6 +5336,10 @@ def _bind_bitwise_or_1(other):
     return (other,)
 
 def bitwise_or(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bitwise_or.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bitwise_or_0(*args, **kwargs)
     except TypeError:
@@ -4321,6 +5357,8 @@ def bitwise_or(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_bitwise_or_Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_or.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_bitwise_or_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -4329,6 +5367,7 @@ def bitwise_or(self, *args, **kwargs):
 
 
 bitwise_or.__doc__ = 'bitwise_or(other: Tensor) -> Tensor\nbitwise_or(other: Number) -> Tensor'
+_sig_bitwise_or.public = bitwise_or
 
 
 _sig_bitwise_or_ = _Signatures('bitwise_or_', [
@@ -4343,6 +5382,10 @@ def _bind_bitwise_or__1(other):
     return (other,)
 
 def bitwise_or_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bitwise_or_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bitwise_or__0(*args, **kwargs)
     except TypeError:
@@ -4360,6 +5403,8 @@ def bitwise_or_(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_bitwise_or__Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_or_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_bitwise_or__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -4368,6 +5413,7 @@ def bitwise_or_(self, *args, **kwargs):
 
 
 bitwise_or_.__doc__ = 'bitwise_or_(other: Tensor) -> Tensor\nbitwise_or_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.bitwise_or`.'
+_sig_bitwise_or_.public = bitwise_or_
 
 
 _sig_bitwise_xor = _Signatures('bitwise_xor', [
@@ -4382,6 +5428,10 @@ def _bind_bitwise_xor_1(other):
     return (other,)
 
 def bitwise_xor(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bitwise_xor.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bitwise_xor_0(*args, **kwargs)
     except TypeError:
@@ -4399,6 +5449,8 @@ def bitwise_xor(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_bitwise_xor_Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_xor.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_bitwise_xor_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -4407,6 +5459,7 @@ def bitwise_xor(self, *args, **kwargs):
 
 
 bitwise_xor.__doc__ = 'bitwise_xor(other: Tensor) -> Tensor\nbitwise_xor(other: Number) -> Tensor'
+_sig_bitwise_xor.public = bitwise_xor
 
 
 _sig_bitwise_xor_ = _Signatures('bitwise_xor_', [
@@ -4421,6 +5474,10 @@ def _bind_bitwise_xor__1(other):
     return (other,)
 
 def bitwise_xor_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bitwise_xor_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bitwise_xor__0(*args, **kwargs)
     except TypeError:
@@ -4438,6 +5495,8 @@ def bitwise_xor_(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_bitwise_xor__Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_xor_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_bitwise_xor__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -4446,6 +5505,7 @@ def bitwise_xor_(self, *args, **kwargs):
 
 
 bitwise_xor_.__doc__ = 'bitwise_xor_(other: Tensor) -> Tensor\nbitwise_xor_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.bitwise_xor`.'
+_sig_bitwise_xor_.public = bitwise_xor_
 
 
 _sig_bitwise_left_shift = _Signatures('bitwise_left_shift', [
@@ -4460,6 +5520,10 @@ def _bind_bitwise_left_shift_1(other):
     return (other,)
 
 def bitwise_left_shift(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bitwise_left_shift.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bitwise_left_shift_0(*args, **kwargs)
     except TypeError:
@@ -4477,6 +5541,8 @@ def bitwise_left_shift(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_bitwise_left_shift_Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_left_shift.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_bitwise_left_shift_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -4485,6 +5551,7 @@ def bitwise_left_shift(self, *args, **kwargs):
 
 
 bitwise_left_shift.__doc__ = 'bitwise_left_shift(other: Tensor) -> Tensor\nbitwise_left_shift(other: Number) -> Tensor'
+_sig_bitwise_left_shift.public = bitwise_left_shift
 
 
 _sig_bitwise_left_shift_ = _Signatures('bitwise_left_shift_', [
@@ -4499,6 +5566,10 @@ def _bind_bitwise_left_shift__1(other):
     return (other,)
 
 def bitwise_left_shift_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bitwise_left_shift_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bitwise_left_shift__0(*args, **kwargs)
     except TypeError:
@@ -4516,6 +5587,8 @@ def bitwise_left_shift_(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_bitwise_left_shift__Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_left_shift_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_bitwise_left_shift__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -4524,6 +5597,7 @@ def bitwise_left_shift_(self, *args, **kwargs):
 
 
 bitwise_left_shift_.__doc__ = 'bitwise_left_shift_(other: Tensor) -> Tensor\nbitwise_left_shift_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.bitwise_left_shift`.'
+_sig_bitwise_left_shift_.public = bitwise_left_shift_
 
 
 _sig_bitwise_right_shift = _Signatures('bitwise_right_shift', [
@@ -4538,6 +5612,10 @@ def _bind_bitwise_right_shift_1(other):
     return (other,)
 
 def bitwise_right_shift(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bitwise_right_shift.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bitwise_right_shift_0(*args, **kwargs)
     except TypeError:
@@ -4555,6 +5633,8 @@ def bitwise_right_shift(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_bitwise_right_shift_Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_right_shift.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_bitwise_right_shift_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -4563,6 +5643,7 @@ def bitwise_right_shift(self, *args, **kwargs):
 
 
 bitwise_right_shift.__doc__ = 'bitwise_right_shift(other: Tensor) -> Tensor\nbitwise_right_shift(other: Number) -> Tensor'
+_sig_bitwise_right_shift.public = bitwise_right_shift
 
 
 _sig_bitwise_right_shift_ = _Signatures('bitwise_right_shift_', [
@@ -4577,6 +5658,10 @@ def _bind_bitwise_right_shift__1(other):
     return (other,)
 
 def bitwise_right_shift_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bitwise_right_shift_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bitwise_right_shift__0(*args, **kwargs)
     except TypeError:
@@ -4594,6 +5679,8 @@ def bitwise_right_shift_(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_bitwise_right_shift__Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_right_shift_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_bitwise_right_shift__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -4602,6 +5689,7 @@ def bitwise_right_shift_(self, *args, **kwargs):
 
 
 bitwise_right_shift_.__doc__ = 'bitwise_right_shift_(other: Tensor) -> Tensor\nbitwise_right_shift_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.bitwise_right_shift`.'
+_sig_bitwise_right_shift_.public = bitwise_right_shift_
 
 
 _sig_logical_and = _Signatures('logical_and', [
@@ -4612,6 +5700,10 @@ def _bind_logical_and_0(other):
     return (other,)
 
 def logical_and(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logical_and.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logical_and_0(*args, **kwargs)
     except TypeError:
@@ -4621,12 +5713,15 @@ def logical_and(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_logical_and.call(self._ks | other._ks, self, other)
     _i, _a = _sig_logical_and.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_logical_and.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 logical_and.__doc__ = 'logical_and(other: Tensor) -> Tensor'
+_sig_logical_and.public = logical_and
 def _signature_logical_and(self, other): ...
 logical_and.__wrapped__ = _signature_logical_and
 
@@ -4639,6 +5734,10 @@ def _bind_logical_and__0(other):
     return (other,)
 
 def logical_and_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logical_and_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logical_and__0(*args, **kwargs)
     except TypeError:
@@ -4648,12 +5747,15 @@ def logical_and_(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_logical_and_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_logical_and_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_logical_and_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 logical_and_.__doc__ = 'logical_and_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.logical_and`.'
+_sig_logical_and_.public = logical_and_
 def _signature_logical_and_(self, other): ...
 logical_and_.__wrapped__ = _signature_logical_and_
 
@@ -4666,6 +5768,10 @@ def _bind_logical_or_0(other):
     return (other,)
 
 def logical_or(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logical_or.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logical_or_0(*args, **kwargs)
     except TypeError:
@@ -4675,12 +5781,15 @@ def logical_or(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_logical_or.call(self._ks | other._ks, self, other)
     _i, _a = _sig_logical_or.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_logical_or.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 logical_or.__doc__ = 'logical_or(other: Tensor) -> Tensor'
+_sig_logical_or.public = logical_or
 def _signature_logical_or(self, other): ...
 logical_or.__wrapped__ = _signature_logical_or
 
@@ -4693,6 +5802,10 @@ def _bind_logical_or__0(other):
     return (other,)
 
 def logical_or_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logical_or_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logical_or__0(*args, **kwargs)
     except TypeError:
@@ -4702,12 +5815,15 @@ def logical_or_(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_logical_or_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_logical_or_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_logical_or_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 logical_or_.__doc__ = 'logical_or_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.logical_or`.'
+_sig_logical_or_.public = logical_or_
 def _signature_logical_or_(self, other): ...
 logical_or_.__wrapped__ = _signature_logical_or_
 
@@ -4720,6 +5836,10 @@ def _bind_logical_xor_0(other):
     return (other,)
 
 def logical_xor(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logical_xor.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logical_xor_0(*args, **kwargs)
     except TypeError:
@@ -4729,12 +5849,15 @@ def logical_xor(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_logical_xor.call(self._ks | other._ks, self, other)
     _i, _a = _sig_logical_xor.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_logical_xor.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 logical_xor.__doc__ = 'logical_xor(other: Tensor) -> Tensor'
+_sig_logical_xor.public = logical_xor
 def _signature_logical_xor(self, other): ...
 logical_xor.__wrapped__ = _signature_logical_xor
 
@@ -4747,6 +5870,10 @@ def _bind_logical_xor__0(other):
     return (other,)
 
 def logical_xor_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logical_xor_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logical_xor__0(*args, **kwargs)
     except TypeError:
@@ -4756,12 +5883,15 @@ def logical_xor_(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_logical_xor_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_logical_xor_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_logical_xor_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 logical_xor_.__doc__ = 'logical_xor_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.logical_xor`.'
+_sig_logical_xor_.public = logical_xor_
 def _signature_logical_xor_(self, other): ...
 logical_xor_.__wrapped__ = _signature_logical_xor_
 
@@ -4778,6 +5908,10 @@ def _bind_eq_1(other):
     return (other,)
 
 def eq(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_eq.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_eq_0(*args, **kwargs)
     except TypeError:
@@ -4795,6 +5929,8 @@ def eq(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_eq_Scalar.call(self._ks, self, other)
     _i, _a = _sig_eq.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_eq_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -4803,6 +5939,7 @@ def eq(self, *args, **kwargs):
 
 
 eq.__doc__ = 'eq(other: Tensor) -> Tensor\neq(other: Number) -> Tensor'
+_sig_eq.public = eq
 
 
 _sig_eq_ = _Signatures('eq_', [
@@ -4817,6 +5954,10 @@ def _bind_eq__1(other):
     return (other,)
 
 def eq_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_eq_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_eq__0(*args, **kwargs)
     except TypeError:
@@ -4834,6 +5975,8 @@ def eq_(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_eq__Scalar.call(self._ks, self, other)
     _i, _a = _sig_eq_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_eq__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -4842,6 +5985,7 @@ def eq_(self, *args, **kwargs):
 
 
 eq_.__doc__ = 'eq_(other: Tensor) -> Tensor\neq_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.eq`.'
+_sig_eq_.public = eq_
 
 
 _sig_ne = _Signatures('ne', [
@@ -4856,6 +6000,10 @@ def _bind_ne_1(other):
     return (other,)
 
 def ne(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ne.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ne_0(*args, **kwargs)
     except TypeError:
@@ -4873,6 +6021,8 @@ def ne(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_ne_Scalar.call(self._ks, self, other)
     _i, _a = _sig_ne.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_ne_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -4881,6 +6031,7 @@ def ne(self, *args, **kwargs):
 
 
 ne.__doc__ = 'ne(other: Tensor) -> Tensor\nne(other: Number) -> Tensor'
+_sig_ne.public = ne
 
 
 _sig_ne_ = _Signatures('ne_', [
@@ -4895,6 +6046,10 @@ def _bind_ne__1(other):
     return (other,)
 
 def ne_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ne_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ne__0(*args, **kwargs)
     except TypeError:
@@ -4912,6 +6067,8 @@ def ne_(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_ne__Scalar.call(self._ks, self, other)
     _i, _a = _sig_ne_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_ne__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -4920,6 +6077,7 @@ def ne_(self, *args, **kwargs):
 
 
 ne_.__doc__ = 'ne_(other: Tensor) -> Tensor\nne_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.ne`.'
+_sig_ne_.public = ne_
 
 
 _sig_lt = _Signatures('lt', [
@@ -4934,6 +6092,10 @@ def _bind_lt_1(other):
     return (other,)
 
 def lt(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lt.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_lt_0(*args, **kwargs)
     except TypeError:
@@ -4951,6 +6113,8 @@ def lt(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_lt_Scalar.call(self._ks, self, other)
     _i, _a = _sig_lt.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_lt_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -4959,6 +6123,7 @@ def lt(self, *args, **kwargs):
 
 
 lt.__doc__ = 'lt(other: Tensor) -> Tensor\nlt(other: Number) -> Tensor'
+_sig_lt.public = lt
 
 
 _sig_lt_ = _Signatures('lt_', [
@@ -4973,6 +6138,10 @@ def _bind_lt__1(other):
     return (other,)
 
 def lt_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lt_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_lt__0(*args, **kwargs)
     except TypeError:
@@ -4990,6 +6159,8 @@ def lt_(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_lt__Scalar.call(self._ks, self, other)
     _i, _a = _sig_lt_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_lt__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -4998,6 +6169,7 @@ def lt_(self, *args, **kwargs):
 
 
 lt_.__doc__ = 'lt_(other: Tensor) -> Tensor\nlt_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.lt`.'
+_sig_lt_.public = lt_
 
 
 _sig_le = _Signatures('le', [
@@ -5012,6 +6184,10 @@ def _bind_le_1(other):
     return (other,)
 
 def le(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_le.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_le_0(*args, **kwargs)
     except TypeError:
@@ -5029,6 +6205,8 @@ def le(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_le_Scalar.call(self._ks, self, other)
     _i, _a = _sig_le.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_le_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -5037,6 +6215,7 @@ def le(self, *args, **kwargs):
 
 
 le.__doc__ = 'le(other: Tensor) -> Tensor\nle(other: Number) -> Tensor'
+_sig_le.public = le
 
 
 _sig_le_ = _Signatures('le_', [
@@ -5051,6 +6230,10 @@ def _bind_le__1(other):
     return (other,)
 
 def le_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_le_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_le__0(*args, **kwargs)
     except TypeError:
@@ -5068,6 +6251,8 @@ def le_(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_le__Scalar.call(self._ks, self, other)
     _i, _a = _sig_le_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_le__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -5076,6 +6261,7 @@ def le_(self, *args, **kwargs):
 
 
 le_.__doc__ = 'le_(other: Tensor) -> Tensor\nle_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.le`.'
+_sig_le_.public = le_
 
 
 _sig_gt = _Signatures('gt', [
@@ -5090,6 +6276,10 @@ def _bind_gt_1(other):
     return (other,)
 
 def gt(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_gt.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_gt_0(*args, **kwargs)
     except TypeError:
@@ -5107,6 +6297,8 @@ def gt(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_gt_Scalar.call(self._ks, self, other)
     _i, _a = _sig_gt.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_gt_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -5115,6 +6307,7 @@ def gt(self, *args, **kwargs):
 
 
 gt.__doc__ = 'gt(other: Tensor) -> Tensor\ngt(other: Number) -> Tensor'
+_sig_gt.public = gt
 
 
 _sig_gt_ = _Signatures('gt_', [
@@ -5129,6 +6322,10 @@ def _bind_gt__1(other):
     return (other,)
 
 def gt_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_gt_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_gt__0(*args, **kwargs)
     except TypeError:
@@ -5146,6 +6343,8 @@ def gt_(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_gt__Scalar.call(self._ks, self, other)
     _i, _a = _sig_gt_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_gt__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -5154,6 +6353,7 @@ def gt_(self, *args, **kwargs):
 
 
 gt_.__doc__ = 'gt_(other: Tensor) -> Tensor\ngt_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.gt`.'
+_sig_gt_.public = gt_
 
 
 _sig_ge = _Signatures('ge', [
@@ -5168,6 +6368,10 @@ def _bind_ge_1(other):
     return (other,)
 
 def ge(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ge.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ge_0(*args, **kwargs)
     except TypeError:
@@ -5185,6 +6389,8 @@ def ge(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_ge_Scalar.call(self._ks, self, other)
     _i, _a = _sig_ge.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_ge_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -5193,6 +6399,7 @@ def ge(self, *args, **kwargs):
 
 
 ge.__doc__ = 'ge(other: Tensor) -> Tensor\nge(other: Number) -> Tensor'
+_sig_ge.public = ge
 
 
 _sig_ge_ = _Signatures('ge_', [
@@ -5207,6 +6414,10 @@ def _bind_ge__1(other):
     return (other,)
 
 def ge_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ge_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ge__0(*args, **kwargs)
     except TypeError:
@@ -5224,6 +6435,8 @@ def ge_(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_ge__Scalar.call(self._ks, self, other)
     _i, _a = _sig_ge_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_ge__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -5232,6 +6445,7 @@ def ge_(self, *args, **kwargs):
 
 
 ge_.__doc__ = 'ge_(other: Tensor) -> Tensor\nge_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.ge`.'
+_sig_ge_.public = ge_
 
 
 _sig_greater = _Signatures('greater', [
@@ -5246,6 +6460,10 @@ def _bind_greater_1(other):
     return (other,)
 
 def greater(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_greater.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_greater_0(*args, **kwargs)
     except TypeError:
@@ -5263,6 +6481,8 @@ def greater(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_greater_Scalar.call(self._ks, self, other)
     _i, _a = _sig_greater.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_greater_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -5271,6 +6491,7 @@ def greater(self, *args, **kwargs):
 
 
 greater.__doc__ = 'greater(other: Tensor) -> Tensor\ngreater(other: Number) -> Tensor'
+_sig_greater.public = greater
 
 
 _sig_greater_equal = _Signatures('greater_equal', [
@@ -5285,6 +6506,10 @@ def _bind_greater_equal_1(other):
     return (other,)
 
 def greater_equal(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_greater_equal.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_greater_equal_0(*args, **kwargs)
     except TypeError:
@@ -5302,6 +6527,8 @@ def greater_equal(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_greater_equal_Scalar.call(self._ks, self, other)
     _i, _a = _sig_greater_equal.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_greater_equal_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -5310,6 +6537,7 @@ def greater_equal(self, *args, **kwargs):
 
 
 greater_equal.__doc__ = 'greater_equal(other: Tensor) -> Tensor\ngreater_equal(other: Number) -> Tensor'
+_sig_greater_equal.public = greater_equal
 
 
 _sig_less = _Signatures('less', [
@@ -5324,6 +6552,10 @@ def _bind_less_1(other):
     return (other,)
 
 def less(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_less.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_less_0(*args, **kwargs)
     except TypeError:
@@ -5341,6 +6573,8 @@ def less(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_less_Scalar.call(self._ks, self, other)
     _i, _a = _sig_less.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_less_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -5349,6 +6583,7 @@ def less(self, *args, **kwargs):
 
 
 less.__doc__ = 'less(other: Tensor) -> Tensor\nless(other: Number) -> Tensor'
+_sig_less.public = less
 
 
 _sig_less_equal = _Signatures('less_equal', [
@@ -5363,6 +6598,10 @@ def _bind_less_equal_1(other):
     return (other,)
 
 def less_equal(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_less_equal.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_less_equal_0(*args, **kwargs)
     except TypeError:
@@ -5380,6 +6619,8 @@ def less_equal(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_less_equal_Scalar.call(self._ks, self, other)
     _i, _a = _sig_less_equal.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_less_equal_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -5388,6 +6629,7 @@ def less_equal(self, *args, **kwargs):
 
 
 less_equal.__doc__ = 'less_equal(other: Tensor) -> Tensor\nless_equal(other: Number) -> Tensor'
+_sig_less_equal.public = less_equal
 
 
 _sig_not_equal = _Signatures('not_equal', [
@@ -5402,6 +6644,10 @@ def _bind_not_equal_1(other):
     return (other,)
 
 def not_equal(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_not_equal.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_not_equal_0(*args, **kwargs)
     except TypeError:
@@ -5419,6 +6665,8 @@ def not_equal(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_not_equal_Scalar.call(self._ks, self, other)
     _i, _a = _sig_not_equal.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_not_equal_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -5427,6 +6675,7 @@ def not_equal(self, *args, **kwargs):
 
 
 not_equal.__doc__ = 'not_equal(other: Tensor) -> Tensor\nnot_equal(other: Number) -> Tensor'
+_sig_not_equal.public = not_equal
 
 
 _sig_where = _Signatures('where', [
@@ -5441,6 +6690,10 @@ def _bind_where_1(condition, other):
     return (condition, other)
 
 def where(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_where.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_where_0(*args, **kwargs)
     except TypeError:
@@ -5458,6 +6711,8 @@ def where(self, *args, **kwargs):
         if isinstance(condition, _Tensor) and type(other) in _NUMBERS:
             return _A._op_where_ScalarOther.call(condition._ks | self._ks, condition, self, other)
     _i, _a = _sig_where.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_where_self.call(_a['condition']._ks | self._ks | _a['other']._ks, _a['condition'], self, _a['other'])
     elif _i == 1:
@@ -5466,6 +6721,7 @@ def where(self, *args, **kwargs):
 
 
 where.__doc__ = 'Returns a tensor of elements selected from ``input`` or ``other``, depending on ``condition``.\n\nwhere(condition: Tensor, other: Tensor) -> Tensor\nwhere(condition: Tensor, other: Number) -> Tensor'
+_sig_where.public = where
 
 
 _sig_clamp = _Signatures('clamp', [
@@ -5480,6 +6736,10 @@ def _bind_clamp_1(min=None, max=None):
     return (min, max)
 
 def clamp(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_clamp.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_clamp_0(*args, **kwargs)
     except TypeError:
@@ -5497,6 +6757,8 @@ def clamp(self, *args, **kwargs):
         if (min is None or isinstance(min, _Tensor)) and (max is None or isinstance(max, _Tensor)):
             return _A._op_clamp_Tensor.call(self._ks | _ks_opt(min) | _ks_opt(max), self, min, max)
     _i, _a = _sig_clamp.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_clamp.call(self._ks, self, _a['min'], _a['max'])
     elif _i == 1:
@@ -5505,6 +6767,7 @@ def clamp(self, *args, **kwargs):
 
 
 clamp.__doc__ = 'Clamps all elements in ``input`` into the range [``min``, ``max``].\n\nclamp(min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor\nclamp(min: Optional[Tensor] = None, max: Optional[Tensor] = None) -> Tensor'
+_sig_clamp.public = clamp
 
 
 _sig_clamp_ = _Signatures('clamp_', [
@@ -5519,6 +6782,10 @@ def _bind_clamp__1(min=None, max=None):
     return (min, max)
 
 def clamp_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_clamp_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_clamp__0(*args, **kwargs)
     except TypeError:
@@ -5536,6 +6803,8 @@ def clamp_(self, *args, **kwargs):
         if (min is None or isinstance(min, _Tensor)) and (max is None or isinstance(max, _Tensor)):
             return _A._op_clamp__Tensor.call(self._ks | _ks_opt(min) | _ks_opt(max), self, min, max)
     _i, _a = _sig_clamp_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_clamp_.call(self._ks, self, _a['min'], _a['max'])
     elif _i == 1:
@@ -5544,6 +6813,7 @@ def clamp_(self, *args, **kwargs):
 
 
 clamp_.__doc__ = 'Clamps all elements in ``input`` into the range [``min``, ``max``].\n\nclamp_(min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor\nclamp_(min: Optional[Tensor] = None, max: Optional[Tensor] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.clamp`.'
+_sig_clamp_.public = clamp_
 
 
 _sig_clip = _Signatures('clip', [
@@ -5558,6 +6828,10 @@ def _bind_clip_1(min=None, max=None):
     return (min, max)
 
 def clip(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_clip.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_clip_0(*args, **kwargs)
     except TypeError:
@@ -5575,6 +6849,8 @@ def clip(self, *args, **kwargs):
         if (min is None or isinstance(min, _Tensor)) and (max is None or isinstance(max, _Tensor)):
             return _A._op_clip_Tensor.call(self._ks | _ks_opt(min) | _ks_opt(max), self, min, max)
     _i, _a = _sig_clip.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_clip.call(self._ks, self, _a['min'], _a['max'])
     elif _i == 1:
@@ -5583,6 +6859,7 @@ def clip(self, *args, **kwargs):
 
 
 clip.__doc__ = 'clip(min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor\nclip(min: Optional[Tensor] = None, max: Optional[Tensor] = None) -> Tensor'
+_sig_clip.public = clip
 
 
 _sig_clip_ = _Signatures('clip_', [
@@ -5593,6 +6870,10 @@ def _bind_clip__0(min=None, max=None):
     return (min, max)
 
 def clip_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_clip_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_clip__0(*args, **kwargs)
     except TypeError:
@@ -5602,12 +6883,15 @@ def clip_(self, *args, **kwargs):
         if (min is None or type(min) in _NUMBERS) and (max is None or type(max) in _NUMBERS):
             return _A._op_clip_.call(self._ks, self, min, max)
     _i, _a = _sig_clip_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_clip_.call(self._ks, self, _a['min'], _a['max'])
     raise AssertionError('unreachable')
 
 
 clip_.__doc__ = 'clip_(min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.clip`.'
+_sig_clip_.public = clip_
 def _signature_clip_(self, min=None, max=None): ...
 clip_.__wrapped__ = _signature_clip_
 
@@ -5624,6 +6908,10 @@ def _bind_clamp_min_1(min):
     return (min,)
 
 def clamp_min(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_clamp_min.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_clamp_min_0(*args, **kwargs)
     except TypeError:
@@ -5641,6 +6929,8 @@ def clamp_min(self, *args, **kwargs):
         if isinstance(min, _Tensor):
             return _A._op_clamp_min_Tensor.call(self._ks | min._ks, self, min)
     _i, _a = _sig_clamp_min.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_clamp_min.call(self._ks, self, _a['min'])
     elif _i == 1:
@@ -5649,6 +6939,7 @@ def clamp_min(self, *args, **kwargs):
 
 
 clamp_min.__doc__ = 'clamp_min(min: Number) -> Tensor\nclamp_min(min: Tensor) -> Tensor'
+_sig_clamp_min.public = clamp_min
 
 
 _sig_clamp_min_ = _Signatures('clamp_min_', [
@@ -5663,6 +6954,10 @@ def _bind_clamp_min__1(min):
     return (min,)
 
 def clamp_min_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_clamp_min_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_clamp_min__0(*args, **kwargs)
     except TypeError:
@@ -5680,6 +6975,8 @@ def clamp_min_(self, *args, **kwargs):
         if isinstance(min, _Tensor):
             return _A._op_clamp_min__Tensor.call(self._ks | min._ks, self, min)
     _i, _a = _sig_clamp_min_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_clamp_min_.call(self._ks, self, _a['min'])
     elif _i == 1:
@@ -5688,6 +6985,7 @@ def clamp_min_(self, *args, **kwargs):
 
 
 clamp_min_.__doc__ = 'clamp_min_(min: Number) -> Tensor\nclamp_min_(min: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.clamp_min`.'
+_sig_clamp_min_.public = clamp_min_
 
 
 _sig_clamp_max = _Signatures('clamp_max', [
@@ -5702,6 +7000,10 @@ def _bind_clamp_max_1(max):
     return (max,)
 
 def clamp_max(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_clamp_max.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_clamp_max_0(*args, **kwargs)
     except TypeError:
@@ -5719,6 +7021,8 @@ def clamp_max(self, *args, **kwargs):
         if isinstance(max, _Tensor):
             return _A._op_clamp_max_Tensor.call(self._ks | max._ks, self, max)
     _i, _a = _sig_clamp_max.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_clamp_max.call(self._ks, self, _a['max'])
     elif _i == 1:
@@ -5727,6 +7031,7 @@ def clamp_max(self, *args, **kwargs):
 
 
 clamp_max.__doc__ = 'clamp_max(max: Number) -> Tensor\nclamp_max(max: Tensor) -> Tensor'
+_sig_clamp_max.public = clamp_max
 
 
 _sig_clamp_max_ = _Signatures('clamp_max_', [
@@ -5741,6 +7046,10 @@ def _bind_clamp_max__1(max):
     return (max,)
 
 def clamp_max_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_clamp_max_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_clamp_max__0(*args, **kwargs)
     except TypeError:
@@ -5758,6 +7067,8 @@ def clamp_max_(self, *args, **kwargs):
         if isinstance(max, _Tensor):
             return _A._op_clamp_max__Tensor.call(self._ks | max._ks, self, max)
     _i, _a = _sig_clamp_max_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_clamp_max_.call(self._ks, self, _a['max'])
     elif _i == 1:
@@ -5766,6 +7077,7 @@ def clamp_max_(self, *args, **kwargs):
 
 
 clamp_max_.__doc__ = 'clamp_max_(max: Number) -> Tensor\nclamp_max_(max: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.clamp_max`.'
+_sig_clamp_max_.public = clamp_max_
 
 
 _sig_lerp = _Signatures('lerp', [
@@ -5780,6 +7092,10 @@ def _bind_lerp_1(end, weight):
     return (end, weight)
 
 def lerp(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lerp.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_lerp_0(*args, **kwargs)
     except TypeError:
@@ -5797,6 +7113,8 @@ def lerp(self, *args, **kwargs):
         if isinstance(end, _Tensor) and isinstance(weight, _Tensor):
             return _A._op_lerp_Tensor.call(self._ks | end._ks | weight._ks, self, end, weight)
     _i, _a = _sig_lerp.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_lerp_Scalar.call(self._ks | _a['end']._ks, self, _a['end'], _a['weight'])
     elif _i == 1:
@@ -5805,6 +7123,7 @@ def lerp(self, *args, **kwargs):
 
 
 lerp.__doc__ = 'lerp(end: Tensor, weight: Number) -> Tensor\nlerp(end: Tensor, weight: Tensor) -> Tensor'
+_sig_lerp.public = lerp
 
 
 _sig_lerp_ = _Signatures('lerp_', [
@@ -5819,6 +7138,10 @@ def _bind_lerp__1(end, weight):
     return (end, weight)
 
 def lerp_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lerp_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_lerp__0(*args, **kwargs)
     except TypeError:
@@ -5836,6 +7159,8 @@ def lerp_(self, *args, **kwargs):
         if isinstance(end, _Tensor) and isinstance(weight, _Tensor):
             return _A._op_lerp__Tensor.call(self._ks | end._ks | weight._ks, self, end, weight)
     _i, _a = _sig_lerp_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_lerp__Scalar.call(self._ks | _a['end']._ks, self, _a['end'], _a['weight'])
     elif _i == 1:
@@ -5844,6 +7169,7 @@ def lerp_(self, *args, **kwargs):
 
 
 lerp_.__doc__ = 'lerp_(end: Tensor, weight: Number) -> Tensor\nlerp_(end: Tensor, weight: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.lerp`.'
+_sig_lerp_.public = lerp_
 
 
 _sig_addcmul = _Signatures('addcmul', [
@@ -5854,6 +7180,10 @@ def _bind_addcmul_0(tensor1, tensor2, *, value=1):
     return (tensor1, tensor2, value)
 
 def addcmul(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_addcmul.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_addcmul_0(*args, **kwargs)
     except TypeError:
@@ -5863,12 +7193,15 @@ def addcmul(self, *args, **kwargs):
         if isinstance(tensor1, _Tensor) and isinstance(tensor2, _Tensor) and type(value) in _NUMBERS:
             return _A._op_addcmul.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
     _i, _a = _sig_addcmul.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_addcmul.call(self._ks | _a['tensor1']._ks | _a['tensor2']._ks, self, _a['tensor1'], _a['tensor2'], _a['value'])
     raise AssertionError('unreachable')
 
 
 addcmul.__doc__ = 'addcmul(tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor'
+_sig_addcmul.public = addcmul
 def _signature_addcmul(self, tensor1, tensor2, *, value=1): ...
 addcmul.__wrapped__ = _signature_addcmul
 
@@ -5881,6 +7214,10 @@ def _bind_addcmul__0(tensor1, tensor2, *, value=1):
     return (tensor1, tensor2, value)
 
 def addcmul_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_addcmul_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_addcmul__0(*args, **kwargs)
     except TypeError:
@@ -5890,12 +7227,15 @@ def addcmul_(self, *args, **kwargs):
         if isinstance(tensor1, _Tensor) and isinstance(tensor2, _Tensor) and type(value) in _NUMBERS:
             return _A._op_addcmul_.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
     _i, _a = _sig_addcmul_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_addcmul_.call(self._ks | _a['tensor1']._ks | _a['tensor2']._ks, self, _a['tensor1'], _a['tensor2'], _a['value'])
     raise AssertionError('unreachable')
 
 
 addcmul_.__doc__ = 'addcmul_(tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addcmul`.'
+_sig_addcmul_.public = addcmul_
 def _signature_addcmul_(self, tensor1, tensor2, *, value=1): ...
 addcmul_.__wrapped__ = _signature_addcmul_
 
@@ -5908,6 +7248,10 @@ def _bind_addcdiv_0(tensor1, tensor2, *, value=1):
     return (tensor1, tensor2, value)
 
 def addcdiv(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_addcdiv.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_addcdiv_0(*args, **kwargs)
     except TypeError:
@@ -5917,12 +7261,15 @@ def addcdiv(self, *args, **kwargs):
         if isinstance(tensor1, _Tensor) and isinstance(tensor2, _Tensor) and type(value) in _NUMBERS:
             return _A._op_addcdiv.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
     _i, _a = _sig_addcdiv.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_addcdiv.call(self._ks | _a['tensor1']._ks | _a['tensor2']._ks, self, _a['tensor1'], _a['tensor2'], _a['value'])
     raise AssertionError('unreachable')
 
 
 addcdiv.__doc__ = 'addcdiv(tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor'
+_sig_addcdiv.public = addcdiv
 def _signature_addcdiv(self, tensor1, tensor2, *, value=1): ...
 addcdiv.__wrapped__ = _signature_addcdiv
 
@@ -5935,6 +7282,10 @@ def _bind_addcdiv__0(tensor1, tensor2, *, value=1):
     return (tensor1, tensor2, value)
 
 def addcdiv_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_addcdiv_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_addcdiv__0(*args, **kwargs)
     except TypeError:
@@ -5944,12 +7295,15 @@ def addcdiv_(self, *args, **kwargs):
         if isinstance(tensor1, _Tensor) and isinstance(tensor2, _Tensor) and type(value) in _NUMBERS:
             return _A._op_addcdiv_.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
     _i, _a = _sig_addcdiv_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_addcdiv_.call(self._ks | _a['tensor1']._ks | _a['tensor2']._ks, self, _a['tensor1'], _a['tensor2'], _a['value'])
     raise AssertionError('unreachable')
 
 
 addcdiv_.__doc__ = 'addcdiv_(tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addcdiv`.'
+_sig_addcdiv_.public = addcdiv_
 def _signature_addcdiv_(self, tensor1, tensor2, *, value=1): ...
 addcdiv_.__wrapped__ = _signature_addcdiv_
 
@@ -5966,6 +7320,10 @@ def _bind_sum_1(dim, keepdim=False, *, dtype=None):
     return (dim, keepdim, dtype)
 
 def sum(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sum.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sum_0(*args, **kwargs)
     except TypeError:
@@ -5983,6 +7341,8 @@ def sum(self, *args, **kwargs):
         if (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _A._op_sum_dim_IntList.call(self._ks, self, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_sum.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sum.call(self._ks, self, _a['dtype'])
     elif _i == 1:
@@ -5991,6 +7351,7 @@ def sum(self, *args, **kwargs):
 
 
 sum.__doc__ = 'Returns the sum of the elements of ``input`` (over ``dim``, keeping it with ``keepdim``).\n\nsum(*, dtype: Optional[dtype] = None) -> Tensor\nsum(dim: Optional[List[int]], keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
+_sig_sum.public = sum
 
 
 _sig_nansum = _Signatures('nansum', [
@@ -6005,6 +7366,10 @@ def _bind_nansum_1(dim, keepdim=False, *, dtype=None):
     return (dim, keepdim, dtype)
 
 def nansum(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nansum.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nansum_0(*args, **kwargs)
     except TypeError:
@@ -6022,6 +7387,8 @@ def nansum(self, *args, **kwargs):
         if (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _A._op_nansum_dim_IntList.call(self._ks, self, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_nansum.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nansum.call(self._ks, self, _a['dtype'])
     elif _i == 1:
@@ -6030,6 +7397,7 @@ def nansum(self, *args, **kwargs):
 
 
 nansum.__doc__ = 'nansum(*, dtype: Optional[dtype] = None) -> Tensor\nnansum(dim: Optional[List[int]], keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
+_sig_nansum.public = nansum
 
 
 _sig_prod = _Signatures('prod', [
@@ -6044,6 +7412,10 @@ def _bind_prod_1(dim, keepdim=False, *, dtype=None):
     return (dim, keepdim, dtype)
 
 def prod(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_prod.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_prod_0(*args, **kwargs)
     except TypeError:
@@ -6061,6 +7433,8 @@ def prod(self, *args, **kwargs):
         if type(dim) is int and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _A._op_prod_dim_int.call(self._ks, self, dim, keepdim, dtype)
     _i, _a = _sig_prod.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_prod.call(self._ks, self, _a['dtype'])
     elif _i == 1:
@@ -6069,6 +7443,7 @@ def prod(self, *args, **kwargs):
 
 
 prod.__doc__ = 'Returns the product of the elements of ``input``.\n\nprod(*, dtype: Optional[dtype] = None) -> Tensor\nprod(dim: int, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
+_sig_prod.public = prod
 
 
 _sig_mean = _Signatures('mean', [
@@ -6083,6 +7458,10 @@ def _bind_mean_1(dim, keepdim=False, *, dtype=None):
     return (dim, keepdim, dtype)
 
 def mean(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_mean.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_mean_0(*args, **kwargs)
     except TypeError:
@@ -6100,6 +7479,8 @@ def mean(self, *args, **kwargs):
         if (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _A._op_mean_dim.call(self._ks, self, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_mean.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_mean.call(self._ks, self, _a['dtype'])
     elif _i == 1:
@@ -6108,6 +7489,7 @@ def mean(self, *args, **kwargs):
 
 
 mean.__doc__ = 'Returns the mean of the elements of ``input`` (over ``dim``, keeping it with ``keepdim``).\n\nmean(*, dtype: Optional[dtype] = None) -> Tensor\nmean(dim: Optional[List[int]], keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
+_sig_mean.public = mean
 
 
 _sig_nanmean = _Signatures('nanmean', [
@@ -6122,6 +7504,10 @@ def _bind_nanmean_1(dim, keepdim=False, *, dtype=None):
     return (dim, keepdim, dtype)
 
 def nanmean(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nanmean.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nanmean_0(*args, **kwargs)
     except TypeError:
@@ -6139,6 +7525,8 @@ def nanmean(self, *args, **kwargs):
         if (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _A._op_nanmean_dim.call(self._ks, self, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_nanmean.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nanmean.call(self._ks, self, _a['dtype'])
     elif _i == 1:
@@ -6147,6 +7535,7 @@ def nanmean(self, *args, **kwargs):
 
 
 nanmean.__doc__ = 'nanmean(*, dtype: Optional[dtype] = None) -> Tensor\nnanmean(dim: Optional[List[int]], keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
+_sig_nanmean.public = nanmean
 
 
 _sig_var = _Signatures('var', [
@@ -6165,6 +7554,10 @@ def _bind_var_2(dim=None, *, correction=None, keepdim=False):
     return (dim, correction, keepdim)
 
 def var(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_var.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_var_0(*args, **kwargs)
     except TypeError:
@@ -6193,6 +7586,8 @@ def var(self, *args, **kwargs):
         if (dim is None or (dim_ := _ints(dim, True)) is not None) and (correction is None or type(correction) in _NUMBERS) and type(keepdim) is bool:
             return _A._op_var_correction.call(self._ks, self, (None if dim is None else dim_), correction, keepdim)
     _i, _a = _sig_var.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_var.call(self._ks, self, _a['unbiased'])
     elif _i == 1:
@@ -6203,6 +7598,7 @@ def var(self, *args, **kwargs):
 
 
 var.__doc__ = "Calculates the variance over ``dim`` (``correction``: Bessel's correction, 1 by default).\n\nvar(unbiased: bool = True) -> Tensor\nvar(dim: Optional[List[int]], unbiased: bool = True, keepdim: bool = False) -> Tensor\nvar(dim: Optional[List[int]] = None, *, correction: Optional[Number] = None, keepdim: bool = False) -> Tensor"
+_sig_var.public = var
 
 
 _sig_std = _Signatures('std', [
@@ -6221,6 +7617,10 @@ def _bind_std_2(dim=None, *, correction=None, keepdim=False):
     return (dim, correction, keepdim)
 
 def std(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_std.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_std_0(*args, **kwargs)
     except TypeError:
@@ -6249,6 +7649,8 @@ def std(self, *args, **kwargs):
         if (dim is None or (dim_ := _ints(dim, True)) is not None) and (correction is None or type(correction) in _NUMBERS) and type(keepdim) is bool:
             return _A._op_std_correction.call(self._ks, self, (None if dim is None else dim_), correction, keepdim)
     _i, _a = _sig_std.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_std.call(self._ks, self, _a['unbiased'])
     elif _i == 1:
@@ -6259,6 +7661,7 @@ def std(self, *args, **kwargs):
 
 
 std.__doc__ = "Calculates the standard deviation over ``dim`` (``correction``: Bessel's correction, 1 by default).\n\nstd(unbiased: bool = True) -> Tensor\nstd(dim: Optional[List[int]], unbiased: bool = True, keepdim: bool = False) -> Tensor\nstd(dim: Optional[List[int]] = None, *, correction: Optional[Number] = None, keepdim: bool = False) -> Tensor"
+_sig_std.public = std
 
 
 _sig_amax = _Signatures('amax', [
@@ -6269,6 +7672,10 @@ def _bind_amax_0(dim=(), keepdim=False):
     return (dim, keepdim)
 
 def amax(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_amax.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_amax_0(*args, **kwargs)
     except TypeError:
@@ -6278,12 +7685,15 @@ def amax(self, *args, **kwargs):
         if (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
             return _A._op_amax.call(self._ks, self, dim_, keepdim)
     _i, _a = _sig_amax.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_amax.call(self._ks, self, _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
 amax.__doc__ = 'amax(dim: List[int] = (), keepdim: bool = False) -> Tensor'
+_sig_amax.public = amax
 def _signature_amax(self, dim=(), keepdim=False): ...
 amax.__wrapped__ = _signature_amax
 
@@ -6296,6 +7706,10 @@ def _bind_amin_0(dim=(), keepdim=False):
     return (dim, keepdim)
 
 def amin(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_amin.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_amin_0(*args, **kwargs)
     except TypeError:
@@ -6305,12 +7719,15 @@ def amin(self, *args, **kwargs):
         if (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
             return _A._op_amin.call(self._ks, self, dim_, keepdim)
     _i, _a = _sig_amin.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_amin.call(self._ks, self, _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
 amin.__doc__ = 'amin(dim: List[int] = (), keepdim: bool = False) -> Tensor'
+_sig_amin.public = amin
 def _signature_amin(self, dim=(), keepdim=False): ...
 amin.__wrapped__ = _signature_amin
 
@@ -6323,6 +7740,10 @@ def _bind_aminmax_0(*, dim=None, keepdim=False):
     return (dim, keepdim)
 
 def aminmax(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_aminmax.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_aminmax_0(*args, **kwargs)
     except TypeError:
@@ -6332,12 +7753,15 @@ def aminmax(self, *args, **kwargs):
         if (dim is None or type(dim) is int) and type(keepdim) is bool:
             return _A._op_aminmax.call(self._ks, self, dim, keepdim)
     _i, _a = _sig_aminmax.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_aminmax.call(self._ks, self, _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
 aminmax.__doc__ = 'aminmax(*, dim: Optional[int] = None, keepdim: bool = False) -> (Tensor, Tensor)'
+_sig_aminmax.public = aminmax
 def _signature_aminmax(self, *, dim=None, keepdim=False): ...
 aminmax.__wrapped__ = _signature_aminmax
 
@@ -6350,6 +7774,10 @@ def _bind_argmax_0(dim=None, keepdim=False):
     return (dim, keepdim)
 
 def argmax(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_argmax.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_argmax_0(*args, **kwargs)
     except TypeError:
@@ -6359,12 +7787,15 @@ def argmax(self, *args, **kwargs):
         if (dim is None or type(dim) is int) and type(keepdim) is bool:
             return _A._op_argmax.call(self._ks, self, dim, keepdim)
     _i, _a = _sig_argmax.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_argmax.call(self._ks, self, _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
 argmax.__doc__ = 'Returns the indices of the maximum values of ``input``.\n\nargmax(dim: Optional[int] = None, keepdim: bool = False) -> Tensor'
+_sig_argmax.public = argmax
 def _signature_argmax(self, dim=None, keepdim=False): ...
 argmax.__wrapped__ = _signature_argmax
 
@@ -6377,6 +7808,10 @@ def _bind_argmin_0(dim=None, keepdim=False):
     return (dim, keepdim)
 
 def argmin(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_argmin.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_argmin_0(*args, **kwargs)
     except TypeError:
@@ -6386,12 +7821,15 @@ def argmin(self, *args, **kwargs):
         if (dim is None or type(dim) is int) and type(keepdim) is bool:
             return _A._op_argmin.call(self._ks, self, dim, keepdim)
     _i, _a = _sig_argmin.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_argmin.call(self._ks, self, _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
 argmin.__doc__ = 'Returns the indices of the minimum values of ``input``.\n\nargmin(dim: Optional[int] = None, keepdim: bool = False) -> Tensor'
+_sig_argmin.public = argmin
 def _signature_argmin(self, dim=None, keepdim=False): ...
 argmin.__wrapped__ = _signature_argmin
 
@@ -6404,6 +7842,10 @@ def _bind_logsumexp_0(dim, keepdim=False):
     return (dim, keepdim)
 
 def logsumexp(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logsumexp.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logsumexp_0(*args, **kwargs)
     except TypeError:
@@ -6413,12 +7855,15 @@ def logsumexp(self, *args, **kwargs):
         if (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
             return _A._op_logsumexp.call(self._ks, self, dim_, keepdim)
     _i, _a = _sig_logsumexp.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_logsumexp.call(self._ks, self, _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
 logsumexp.__doc__ = 'logsumexp(dim: List[int], keepdim: bool = False) -> Tensor'
+_sig_logsumexp.public = logsumexp
 def _signature_logsumexp(self, dim, keepdim=False): ...
 logsumexp.__wrapped__ = _signature_logsumexp
 
@@ -6439,6 +7884,10 @@ def _bind_all_2(dim=None, keepdim=False):
     return (dim, keepdim)
 
 def all(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_all.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_all_0(*args, **kwargs)
     except TypeError:
@@ -6463,6 +7912,8 @@ def all(self, *args, **kwargs):
         if (dim is None or (dim_ := _ints(dim, False)) is not None) and type(keepdim) is bool:
             return _A._op_all_dims.call(self._ks, self, (None if dim is None else dim_), keepdim)
     _i, _a = _sig_all.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_all.call(self._ks, self)
     elif _i == 1:
@@ -6473,6 +7924,7 @@ def all(self, *args, **kwargs):
 
 
 all.__doc__ = 'all() -> Tensor\nall(dim: int, keepdim: bool = False) -> Tensor\nall(dim: Optional[List[int]] = None, keepdim: bool = False) -> Tensor'
+_sig_all.public = all
 
 
 _sig_any = _Signatures('any', [
@@ -6491,6 +7943,10 @@ def _bind_any_2(dim=None, keepdim=False):
     return (dim, keepdim)
 
 def any(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_any.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_any_0(*args, **kwargs)
     except TypeError:
@@ -6515,6 +7971,8 @@ def any(self, *args, **kwargs):
         if (dim is None or (dim_ := _ints(dim, False)) is not None) and type(keepdim) is bool:
             return _A._op_any_dims.call(self._ks, self, (None if dim is None else dim_), keepdim)
     _i, _a = _sig_any.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_any.call(self._ks, self)
     elif _i == 1:
@@ -6525,6 +7983,7 @@ def any(self, *args, **kwargs):
 
 
 any.__doc__ = 'any() -> Tensor\nany(dim: int, keepdim: bool = False) -> Tensor\nany(dim: Optional[List[int]] = None, keepdim: bool = False) -> Tensor'
+_sig_any.public = any
 
 
 _sig_count_nonzero = _Signatures('count_nonzero', [
@@ -6539,6 +7998,10 @@ def _bind_count_nonzero_1(dim=None):
     return (dim,)
 
 def count_nonzero(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_count_nonzero.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         if args and type(args[0]) is int:
             _b = _bind_count_nonzero_0(args, **kwargs)
@@ -6559,6 +8022,8 @@ def count_nonzero(self, *args, **kwargs):
         if (dim is None or type(dim) is int):
             return _A._op_count_nonzero.call(self._ks, self, dim)
     _i, _a = _sig_count_nonzero.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_count_nonzero_dim_IntList.call(self._ks, self, _a['dim'])
     elif _i == 1:
@@ -6567,6 +8032,7 @@ def count_nonzero(self, *args, **kwargs):
 
 
 count_nonzero.__doc__ = 'count_nonzero(dim: List[int]) -> Tensor\ncount_nonzero(dim: Optional[int] = None) -> Tensor'
+_sig_count_nonzero.public = count_nonzero
 
 
 _sig_cumsum = _Signatures('cumsum', [
@@ -6577,6 +8043,10 @@ def _bind_cumsum_0(dim, *, dtype=None):
     return (dim, dtype)
 
 def cumsum(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cumsum.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cumsum_0(*args, **kwargs)
     except TypeError:
@@ -6586,12 +8056,15 @@ def cumsum(self, *args, **kwargs):
         if type(dim) is int and (dtype is None or type(dtype) is _dtype):
             return _A._op_cumsum.call(self._ks, self, dim, dtype)
     _i, _a = _sig_cumsum.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cumsum.call(self._ks, self, _a['dim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
 cumsum.__doc__ = 'Returns the cumulative sum of the elements of ``input`` along ``dim``.\n\ncumsum(dim: int, *, dtype: Optional[dtype] = None) -> Tensor'
+_sig_cumsum.public = cumsum
 def _signature_cumsum(self, dim, *, dtype=None): ...
 cumsum.__wrapped__ = _signature_cumsum
 
@@ -6604,6 +8077,10 @@ def _bind_cumsum__0(dim, *, dtype=None):
     return (dim, dtype)
 
 def cumsum_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cumsum_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cumsum__0(*args, **kwargs)
     except TypeError:
@@ -6613,12 +8090,15 @@ def cumsum_(self, *args, **kwargs):
         if type(dim) is int and (dtype is None or type(dtype) is _dtype):
             return _A._op_cumsum_.call(self._ks, self, dim, dtype)
     _i, _a = _sig_cumsum_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cumsum_.call(self._ks, self, _a['dim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
 cumsum_.__doc__ = 'Returns the cumulative sum of the elements of ``input`` along ``dim``.\n\ncumsum_(dim: int, *, dtype: Optional[dtype] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.cumsum`.'
+_sig_cumsum_.public = cumsum_
 def _signature_cumsum_(self, dim, *, dtype=None): ...
 cumsum_.__wrapped__ = _signature_cumsum_
 
@@ -6631,6 +8111,10 @@ def _bind_cumprod_0(dim, *, dtype=None):
     return (dim, dtype)
 
 def cumprod(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cumprod.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cumprod_0(*args, **kwargs)
     except TypeError:
@@ -6640,12 +8124,15 @@ def cumprod(self, *args, **kwargs):
         if type(dim) is int and (dtype is None or type(dtype) is _dtype):
             return _A._op_cumprod.call(self._ks, self, dim, dtype)
     _i, _a = _sig_cumprod.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cumprod.call(self._ks, self, _a['dim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
 cumprod.__doc__ = 'cumprod(dim: int, *, dtype: Optional[dtype] = None) -> Tensor'
+_sig_cumprod.public = cumprod
 def _signature_cumprod(self, dim, *, dtype=None): ...
 cumprod.__wrapped__ = _signature_cumprod
 
@@ -6658,6 +8145,10 @@ def _bind_cumprod__0(dim, *, dtype=None):
     return (dim, dtype)
 
 def cumprod_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cumprod_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cumprod__0(*args, **kwargs)
     except TypeError:
@@ -6667,12 +8158,15 @@ def cumprod_(self, *args, **kwargs):
         if type(dim) is int and (dtype is None or type(dtype) is _dtype):
             return _A._op_cumprod_.call(self._ks, self, dim, dtype)
     _i, _a = _sig_cumprod_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cumprod_.call(self._ks, self, _a['dim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
 cumprod_.__doc__ = 'cumprod_(dim: int, *, dtype: Optional[dtype] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.cumprod`.'
+_sig_cumprod_.public = cumprod_
 def _signature_cumprod_(self, dim, *, dtype=None): ...
 cumprod_.__wrapped__ = _signature_cumprod_
 
@@ -6685,6 +8179,10 @@ def _bind_logcumsumexp_0(dim):
     return (dim,)
 
 def logcumsumexp(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logcumsumexp.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logcumsumexp_0(*args, **kwargs)
     except TypeError:
@@ -6694,12 +8192,15 @@ def logcumsumexp(self, *args, **kwargs):
         if type(dim) is int:
             return _A._op_logcumsumexp.call(self._ks, self, dim)
     _i, _a = _sig_logcumsumexp.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_logcumsumexp.call(self._ks, self, _a['dim'])
     raise AssertionError('unreachable')
 
 
 logcumsumexp.__doc__ = 'logcumsumexp(dim: int) -> Tensor'
+_sig_logcumsumexp.public = logcumsumexp
 def _signature_logcumsumexp(self, dim): ...
 logcumsumexp.__wrapped__ = _signature_logcumsumexp
 
@@ -6712,6 +8213,10 @@ def _bind_cummax_0(dim):
     return (dim,)
 
 def cummax(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cummax.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cummax_0(*args, **kwargs)
     except TypeError:
@@ -6721,12 +8226,15 @@ def cummax(self, *args, **kwargs):
         if type(dim) is int:
             return _A._op_cummax.call(self._ks, self, dim)
     _i, _a = _sig_cummax.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cummax.call(self._ks, self, _a['dim'])
     raise AssertionError('unreachable')
 
 
 cummax.__doc__ = 'cummax(dim: int) -> (Tensor, Tensor)'
+_sig_cummax.public = cummax
 def _signature_cummax(self, dim): ...
 cummax.__wrapped__ = _signature_cummax
 
@@ -6739,6 +8247,10 @@ def _bind_cummin_0(dim):
     return (dim,)
 
 def cummin(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cummin.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cummin_0(*args, **kwargs)
     except TypeError:
@@ -6748,12 +8260,15 @@ def cummin(self, *args, **kwargs):
         if type(dim) is int:
             return _A._op_cummin.call(self._ks, self, dim)
     _i, _a = _sig_cummin.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cummin.call(self._ks, self, _a['dim'])
     raise AssertionError('unreachable')
 
 
 cummin.__doc__ = 'cummin(dim: int) -> (Tensor, Tensor)'
+_sig_cummin.public = cummin
 def _signature_cummin(self, dim): ...
 cummin.__wrapped__ = _signature_cummin
 
@@ -6770,6 +8285,10 @@ def _bind_sort_1(*, stable, dim=-1, descending=False):
     return (stable, dim, descending)
 
 def sort(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sort.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_sort_0(*args, **kwargs)
     except TypeError:
@@ -6787,6 +8306,8 @@ def sort(self, *args, **kwargs):
         if (stable is None or type(stable) is bool) and type(dim) is int and type(descending) is bool:
             return _A._op_sort_stable.call(self._ks, self, stable, dim, descending)
     _i, _a = _sig_sort.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sort.call(self._ks, self, _a['dim'], _a['descending'])
     elif _i == 1:
@@ -6795,6 +8316,7 @@ def sort(self, *args, **kwargs):
 
 
 sort.__doc__ = 'Sorts the elements of ``input`` along ``dim``; returns (values, indices).\n\nsort(dim: int = -1, descending: bool = False) -> (Tensor, Tensor)\nsort(*, stable: Optional[bool], dim: int = -1, descending: bool = False) -> (Tensor, Tensor)'
+_sig_sort.public = sort
 
 
 _sig_argsort = _Signatures('argsort', [
@@ -6809,6 +8331,10 @@ def _bind_argsort_1(*, stable, dim=-1, descending=False):
     return (stable, dim, descending)
 
 def argsort(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_argsort.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_argsort_0(*args, **kwargs)
     except TypeError:
@@ -6826,6 +8352,8 @@ def argsort(self, *args, **kwargs):
         if type(stable) is bool and type(dim) is int and type(descending) is bool:
             return _A._op_argsort_stable.call(self._ks, self, stable, dim, descending)
     _i, _a = _sig_argsort.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_argsort.call(self._ks, self, _a['dim'], _a['descending'])
     elif _i == 1:
@@ -6834,6 +8362,7 @@ def argsort(self, *args, **kwargs):
 
 
 argsort.__doc__ = 'argsort(dim: int = -1, descending: bool = False) -> Tensor\nargsort(*, stable: bool, dim: int = -1, descending: bool = False) -> Tensor'
+_sig_argsort.public = argsort
 
 
 _sig_topk = _Signatures('topk', [
@@ -6844,6 +8373,10 @@ def _bind_topk_0(k, dim=-1, largest=True, sorted=True):
     return (k, dim, largest, sorted)
 
 def topk(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_topk.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_topk_0(*args, **kwargs)
     except TypeError:
@@ -6853,12 +8386,15 @@ def topk(self, *args, **kwargs):
         if type(k) is int and type(dim) is int and type(largest) is bool and type(sorted) is bool:
             return _A._op_topk.call(self._ks, self, k, dim, largest, sorted)
     _i, _a = _sig_topk.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_topk.call(self._ks, self, _a['k'], _a['dim'], _a['largest'], _a['sorted'])
     raise AssertionError('unreachable')
 
 
 topk.__doc__ = 'Returns the ``k`` largest elements of ``input`` along ``dim``; returns (values, indices).\n\ntopk(k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> (Tensor, Tensor)'
+_sig_topk.public = topk
 def _signature_topk(self, k, dim=-1, largest=True, sorted=True): ...
 topk.__wrapped__ = _signature_topk
 
@@ -6871,6 +8407,10 @@ def _bind_kthvalue_0(k, dim=-1, keepdim=False):
     return (k, dim, keepdim)
 
 def kthvalue(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_kthvalue.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_kthvalue_0(*args, **kwargs)
     except TypeError:
@@ -6880,12 +8420,15 @@ def kthvalue(self, *args, **kwargs):
         if type(k) is int and type(dim) is int and type(keepdim) is bool:
             return _A._op_kthvalue.call(self._ks, self, k, dim, keepdim)
     _i, _a = _sig_kthvalue.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_kthvalue.call(self._ks, self, _a['k'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
 kthvalue.__doc__ = 'kthvalue(k: int, dim: int = -1, keepdim: bool = False) -> (Tensor, Tensor)'
+_sig_kthvalue.public = kthvalue
 def _signature_kthvalue(self, k, dim=-1, keepdim=False): ...
 kthvalue.__wrapped__ = _signature_kthvalue
 
@@ -6902,6 +8445,10 @@ def _bind_median_1(dim, keepdim=False):
     return (dim, keepdim)
 
 def median(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_median.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_median_0(*args, **kwargs)
     except TypeError:
@@ -6918,6 +8465,8 @@ def median(self, *args, **kwargs):
         if type(dim) is int and type(keepdim) is bool:
             return _A._op_median_dim.call(self._ks, self, dim, keepdim)
     _i, _a = _sig_median.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_median.call(self._ks, self)
     elif _i == 1:
@@ -6926,6 +8475,7 @@ def median(self, *args, **kwargs):
 
 
 median.__doc__ = 'median() -> Tensor\nmedian(dim: int, keepdim: bool = False) -> (Tensor, Tensor)'
+_sig_median.public = median
 
 
 _sig_mode = _Signatures('mode', [
@@ -6936,6 +8486,10 @@ def _bind_mode_0(dim=-1, keepdim=False):
     return (dim, keepdim)
 
 def mode(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_mode.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_mode_0(*args, **kwargs)
     except TypeError:
@@ -6945,12 +8499,15 @@ def mode(self, *args, **kwargs):
         if type(dim) is int and type(keepdim) is bool:
             return _A._op_mode.call(self._ks, self, dim, keepdim)
     _i, _a = _sig_mode.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_mode.call(self._ks, self, _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
 mode.__doc__ = 'mode(dim: int = -1, keepdim: bool = False) -> (Tensor, Tensor)'
+_sig_mode.public = mode
 def _signature_mode(self, dim=-1, keepdim=False): ...
 mode.__wrapped__ = _signature_mode
 
@@ -6967,6 +8524,10 @@ def _bind_quantile_1(q, dim=None, keepdim=False, *, interpolation='linear'):
     return (q, dim, keepdim, interpolation)
 
 def quantile(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_quantile.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_quantile_0(*args, **kwargs)
     except TypeError:
@@ -6984,6 +8545,8 @@ def quantile(self, *args, **kwargs):
         if type(q) is float and (dim is None or type(dim) is int) and type(keepdim) is bool and type(interpolation) is str:
             return _A._op_quantile_scalar.call(self._ks, self, q, dim, keepdim, interpolation)
     _i, _a = _sig_quantile.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_quantile.call(self._ks | _a['q']._ks, self, _a['q'], _a['dim'], _a['keepdim'], _a['interpolation'])
     elif _i == 1:
@@ -6992,6 +8555,7 @@ def quantile(self, *args, **kwargs):
 
 
 quantile.__doc__ = "quantile(q: Tensor, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor\nquantile(q: float, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor"
+_sig_quantile.public = quantile
 
 
 _sig_nanquantile = _Signatures('nanquantile', [
@@ -7006,6 +8570,10 @@ def _bind_nanquantile_1(q, dim=None, keepdim=False, *, interpolation='linear'):
     return (q, dim, keepdim, interpolation)
 
 def nanquantile(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nanquantile.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nanquantile_0(*args, **kwargs)
     except TypeError:
@@ -7023,6 +8591,8 @@ def nanquantile(self, *args, **kwargs):
         if type(q) is float and (dim is None or type(dim) is int) and type(keepdim) is bool and type(interpolation) is str:
             return _A._op_nanquantile_scalar.call(self._ks, self, q, dim, keepdim, interpolation)
     _i, _a = _sig_nanquantile.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nanquantile.call(self._ks | _a['q']._ks, self, _a['q'], _a['dim'], _a['keepdim'], _a['interpolation'])
     elif _i == 1:
@@ -7031,6 +8601,7 @@ def nanquantile(self, *args, **kwargs):
 
 
 nanquantile.__doc__ = "nanquantile(q: Tensor, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor\nnanquantile(q: float, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor"
+_sig_nanquantile.public = nanquantile
 
 
 _sig_bincount = _Signatures('bincount', [
@@ -7041,6 +8612,10 @@ def _bind_bincount_0(weights=None, minlength=0):
     return (weights, minlength)
 
 def bincount(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bincount.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bincount_0(*args, **kwargs)
     except TypeError:
@@ -7050,12 +8625,15 @@ def bincount(self, *args, **kwargs):
         if (weights is None or isinstance(weights, _Tensor)) and type(minlength) is int:
             return _A._op_bincount.call(self._ks | _ks_opt(weights), self, weights, minlength)
     _i, _a = _sig_bincount.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_bincount.call(self._ks | _ks_opt(_a['weights']), self, _a['weights'], _a['minlength'])
     raise AssertionError('unreachable')
 
 
 bincount.__doc__ = 'bincount(weights: Optional[Tensor] = None, minlength: int = 0) -> Tensor'
+_sig_bincount.public = bincount
 def _signature_bincount(self, weights=None, minlength=0): ...
 bincount.__wrapped__ = _signature_bincount
 
@@ -7068,6 +8646,10 @@ def _bind_histc_0(bins=100, min=0, max=0):
     return (bins, min, max)
 
 def histc(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_histc.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_histc_0(*args, **kwargs)
     except TypeError:
@@ -7077,12 +8659,15 @@ def histc(self, *args, **kwargs):
         if type(bins) is int and type(min) in _NUMBERS and type(max) in _NUMBERS:
             return _A._op_histc.call(self._ks, self, bins, min, max)
     _i, _a = _sig_histc.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_histc.call(self._ks, self, _a['bins'], _a['min'], _a['max'])
     raise AssertionError('unreachable')
 
 
 histc.__doc__ = 'histc(bins: int = 100, min: Number = 0, max: Number = 0) -> Tensor'
+_sig_histc.public = histc
 def _signature_histc(self, bins=100, min=0, max=0): ...
 histc.__wrapped__ = _signature_histc
 
@@ -7096,6 +8681,10 @@ def _bind_histogram_0(bins, *, weight=None, density=False):
     return (bins, weight, density)
 
 def histogram(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_histogram.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_histogram_0(*args, **kwargs)
     except TypeError:
@@ -7105,6 +8694,8 @@ def histogram(self, *args, **kwargs):
         if isinstance(bins, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(density) is bool:
             return _A._op_histogram_bins_tensor.call(self._ks | bins._ks | _ks_opt(weight), self, bins, weight, density)
     _i, _a = _sig_histogram.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_histogram_bins_tensor.call(self._ks | _a['bins']._ks | _ks_opt(_a['weight']), self, _a['bins'], _a['weight'], _a['density'])
     elif _i == 1:
@@ -7113,6 +8704,7 @@ def histogram(self, *args, **kwargs):
 
 
 histogram.__doc__ = 'histogram(bins: Tensor, *, weight: Optional[Tensor] = None, density: bool = False) -> (Tensor, Tensor)\nhistogram(bins: int = 100, *, range=None, weight: Optional[Tensor] = None, density: bool = False) -> (Tensor, Tensor)'
+_sig_histogram.public = histogram
 
 
 _sig_norm = _Signatures('norm', [
@@ -7127,6 +8719,10 @@ def _bind_norm_1(p=2):
     return (p,)
 
 def norm(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_norm.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_norm_0(*args, **kwargs)
     except TypeError:
@@ -7144,6 +8740,8 @@ def norm(self, *args, **kwargs):
         if type(p) in _NUMBERS:
             return _A._op_norm_Scalar.call(self._ks, self, p)
     _i, _a = _sig_norm.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_norm_ScalarOpt_dim.call(self._ks, self, _a['p'], _a['dim'], _a['keepdim'])
     elif _i == 1:
@@ -7152,6 +8750,7 @@ def norm(self, *args, **kwargs):
 
 
 norm.__doc__ = 'norm(p: Optional[Number], dim: List[int], keepdim: bool = False) -> Tensor\nnorm(p: Number = 2) -> Tensor'
+_sig_norm.public = norm
 
 
 _sig_view = _Signatures('view', [
@@ -7166,6 +8765,10 @@ def _bind_view_1(dtype):
     return (dtype,)
 
 def view(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_view.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         if args and type(args[0]) is int:
             _b = _bind_view_0(args, **kwargs)
@@ -7186,6 +8789,8 @@ def view(self, *args, **kwargs):
         if (dtype is None or type(dtype) is _dtype):
             return _A._op_view_dtype.call(self._ks, self, dtype)
     _i, _a = _sig_view.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_view.call(self._ks, self, _a['size'])
     elif _i == 1:
@@ -7194,6 +8799,7 @@ def view(self, *args, **kwargs):
 
 
 view.__doc__ = 'Returns a new tensor with the same data as ``self`` and a different ``shape`` (always a view).\n\nview(size: List[int]) -> Tensor\nview(dtype: Optional[dtype]) -> Tensor'
+_sig_view.public = view
 
 
 _sig_reshape = _Signatures('reshape', [
@@ -7204,6 +8810,10 @@ def _bind_reshape_0(shape):
     return (shape,)
 
 def reshape(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_reshape.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         if args and type(args[0]) is int:
             _b = _bind_reshape_0(args, **kwargs)
@@ -7216,12 +8826,15 @@ def reshape(self, *args, **kwargs):
         if (shape_ := _ints(shape, False)) is not None:
             return _A._op_reshape.call(self._ks, self, shape_)
     _i, _a = _sig_reshape.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_reshape.call(self._ks, self, _a['shape'])
     raise AssertionError('unreachable')
 
 
 reshape.__doc__ = 'Returns a tensor with the same data and number of elements as ``input``, with the given shape (a view when possible).\n\nreshape(shape: List[int]) -> Tensor'
+_sig_reshape.public = reshape
 def _signature_reshape(self, shape): ...
 reshape.__wrapped__ = _signature_reshape
 
@@ -7234,6 +8847,10 @@ def _bind_view_as_0(other):
     return (other,)
 
 def view_as(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_view_as.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_view_as_0(*args, **kwargs)
     except TypeError:
@@ -7243,12 +8860,15 @@ def view_as(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_view_as.call(self._ks | other._ks, self, other)
     _i, _a = _sig_view_as.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_view_as.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 view_as.__doc__ = 'view_as(other: Tensor) -> Tensor'
+_sig_view_as.public = view_as
 def _signature_view_as(self, other): ...
 view_as.__wrapped__ = _signature_view_as
 
@@ -7261,6 +8881,10 @@ def _bind_reshape_as_0(other):
     return (other,)
 
 def reshape_as(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_reshape_as.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_reshape_as_0(*args, **kwargs)
     except TypeError:
@@ -7270,12 +8894,15 @@ def reshape_as(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_reshape_as.call(self._ks | other._ks, self, other)
     _i, _a = _sig_reshape_as.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_reshape_as.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 reshape_as.__doc__ = 'reshape_as(other: Tensor) -> Tensor'
+_sig_reshape_as.public = reshape_as
 def _signature_reshape_as(self, other): ...
 reshape_as.__wrapped__ = _signature_reshape_as
 
@@ -7288,6 +8915,10 @@ def _bind_as_strided_0(size, stride, storage_offset=None):
     return (size, stride, storage_offset)
 
 def as_strided(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_as_strided.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_as_strided_0(*args, **kwargs)
     except TypeError:
@@ -7297,12 +8928,15 @@ def as_strided(self, *args, **kwargs):
         if (size_ := _ints(size, False)) is not None and (stride_ := _ints(stride, False)) is not None and (storage_offset is None or type(storage_offset) is int):
             return _A._op_as_strided.call(self._ks, self, size_, stride_, storage_offset)
     _i, _a = _sig_as_strided.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_as_strided.call(self._ks, self, _a['size'], _a['stride'], _a['storage_offset'])
     raise AssertionError('unreachable')
 
 
 as_strided.__doc__ = 'as_strided(size: List[int], stride: List[int], storage_offset: Optional[int] = None) -> Tensor'
+_sig_as_strided.public = as_strided
 def _signature_as_strided(self, size, stride, storage_offset=None): ...
 as_strided.__wrapped__ = _signature_as_strided
 
@@ -7315,6 +8949,10 @@ def _bind_t_0():
     return ()
 
 def t(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_t.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_t_0(*args, **kwargs)
     except TypeError:
@@ -7323,12 +8961,15 @@ def t(self, *args, **kwargs):
         if True:
             return _A._op_t.call(self._ks, self)
     _i, _a = _sig_t.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_t.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 t.__doc__ = 't() -> Tensor'
+_sig_t.public = t
 def _signature_t(self): ...
 t.__wrapped__ = _signature_t
 
@@ -7341,6 +8982,10 @@ def _bind_transpose_0(dim0, dim1):
     return (dim0, dim1)
 
 def transpose(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_transpose.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_transpose_0(*args, **kwargs)
     except TypeError:
@@ -7350,12 +8995,15 @@ def transpose(self, *args, **kwargs):
         if type(dim0) is int and type(dim1) is int:
             return _A._op_transpose_int.call(self._ks, self, dim0, dim1)
     _i, _a = _sig_transpose.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_transpose_int.call(self._ks, self, _a['dim0'], _a['dim1'])
     raise AssertionError('unreachable')
 
 
 transpose.__doc__ = 'Returns a view of ``input`` with dimensions ``dim0`` and ``dim1`` swapped.\n\ntranspose(dim0: int, dim1: int) -> Tensor'
+_sig_transpose.public = transpose
 def _signature_transpose(self, dim0, dim1): ...
 transpose.__wrapped__ = _signature_transpose
 
@@ -7368,6 +9016,10 @@ def _bind_swapaxes_0(axis0, axis1):
     return (axis0, axis1)
 
 def swapaxes(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_swapaxes.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_swapaxes_0(*args, **kwargs)
     except TypeError:
@@ -7377,12 +9029,15 @@ def swapaxes(self, *args, **kwargs):
         if type(axis0) is int and type(axis1) is int:
             return _A._op_swapaxes.call(self._ks, self, axis0, axis1)
     _i, _a = _sig_swapaxes.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_swapaxes.call(self._ks, self, _a['axis0'], _a['axis1'])
     raise AssertionError('unreachable')
 
 
 swapaxes.__doc__ = 'swapaxes(axis0: int, axis1: int) -> Tensor'
+_sig_swapaxes.public = swapaxes
 def _signature_swapaxes(self, axis0, axis1): ...
 swapaxes.__wrapped__ = _signature_swapaxes
 
@@ -7395,6 +9050,10 @@ def _bind_swapdims_0(dim0, dim1):
     return (dim0, dim1)
 
 def swapdims(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_swapdims.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_swapdims_0(*args, **kwargs)
     except TypeError:
@@ -7404,12 +9063,15 @@ def swapdims(self, *args, **kwargs):
         if type(dim0) is int and type(dim1) is int:
             return _A._op_swapdims.call(self._ks, self, dim0, dim1)
     _i, _a = _sig_swapdims.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_swapdims.call(self._ks, self, _a['dim0'], _a['dim1'])
     raise AssertionError('unreachable')
 
 
 swapdims.__doc__ = 'swapdims(dim0: int, dim1: int) -> Tensor'
+_sig_swapdims.public = swapdims
 def _signature_swapdims(self, dim0, dim1): ...
 swapdims.__wrapped__ = _signature_swapdims
 
@@ -7422,6 +9084,10 @@ def _bind_permute_0(dims):
     return (dims,)
 
 def permute(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_permute.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         if args and type(args[0]) is int:
             _b = _bind_permute_0(args, **kwargs)
@@ -7434,12 +9100,15 @@ def permute(self, *args, **kwargs):
         if (dims_ := _ints(dims, False)) is not None:
             return _A._op_permute.call(self._ks, self, dims_)
     _i, _a = _sig_permute.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_permute.call(self._ks, self, _a['dims'])
     raise AssertionError('unreachable')
 
 
 permute.__doc__ = 'Returns a view of ``input`` with its dimensions permuted.\n\npermute(dims: List[int]) -> Tensor'
+_sig_permute.public = permute
 def _signature_permute(self, dims): ...
 permute.__wrapped__ = _signature_permute
 
@@ -7456,6 +9125,10 @@ def _bind_movedim_1(source, destination):
     return (source, destination)
 
 def movedim(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_movedim.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_movedim_0(*args, **kwargs)
     except TypeError:
@@ -7473,6 +9146,8 @@ def movedim(self, *args, **kwargs):
         if type(source) is int and type(destination) is int:
             return _A._op_movedim_int.call(self._ks, self, source, destination)
     _i, _a = _sig_movedim.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_movedim_intlist.call(self._ks, self, _a['source'], _a['destination'])
     elif _i == 1:
@@ -7481,6 +9156,7 @@ def movedim(self, *args, **kwargs):
 
 
 movedim.__doc__ = 'movedim(source: List[int], destination: List[int]) -> Tensor\nmovedim(source: int, destination: int) -> Tensor'
+_sig_movedim.public = movedim
 
 
 _sig_moveaxis = _Signatures('moveaxis', [
@@ -7495,6 +9171,10 @@ def _bind_moveaxis_1(source, destination):
     return (source, destination)
 
 def moveaxis(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_moveaxis.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_moveaxis_0(*args, **kwargs)
     except TypeError:
@@ -7512,6 +9192,8 @@ def moveaxis(self, *args, **kwargs):
         if type(source) is int and type(destination) is int:
             return _A._op_moveaxis_int.call(self._ks, self, source, destination)
     _i, _a = _sig_moveaxis.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_moveaxis_intlist.call(self._ks, self, _a['source'], _a['destination'])
     elif _i == 1:
@@ -7520,6 +9202,7 @@ def moveaxis(self, *args, **kwargs):
 
 
 moveaxis.__doc__ = 'moveaxis(source: List[int], destination: List[int]) -> Tensor\nmoveaxis(source: int, destination: int) -> Tensor'
+_sig_moveaxis.public = moveaxis
 
 
 _sig_expand = _Signatures('expand', [
@@ -7530,6 +9213,10 @@ def _bind_expand_0(size, *, implicit=False):
     return (size, implicit)
 
 def expand(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_expand.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         if args and type(args[0]) is int:
             _b = _bind_expand_0(args, **kwargs)
@@ -7542,12 +9229,15 @@ def expand(self, *args, **kwargs):
         if (size_ := _ints(size, False)) is not None and type(implicit) is bool:
             return _A._op_expand.call(self._ks, self, size_, implicit)
     _i, _a = _sig_expand.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_expand.call(self._ks, self, _a['size'], _a['implicit'])
     raise AssertionError('unreachable')
 
 
 expand.__doc__ = 'Returns a new view of the tensor with singleton dimensions expanded to a larger size.\n\nexpand(size: List[int], *, implicit: bool = False) -> Tensor'
+_sig_expand.public = expand
 def _signature_expand(self, size, *, implicit=False): ...
 expand.__wrapped__ = _signature_expand
 
@@ -7560,6 +9250,10 @@ def _bind_expand_as_0(other):
     return (other,)
 
 def expand_as(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_expand_as.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_expand_as_0(*args, **kwargs)
     except TypeError:
@@ -7569,12 +9263,15 @@ def expand_as(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_expand_as.call(self._ks | other._ks, self, other)
     _i, _a = _sig_expand_as.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_expand_as.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 expand_as.__doc__ = 'expand_as(other: Tensor) -> Tensor'
+_sig_expand_as.public = expand_as
 def _signature_expand_as(self, other): ...
 expand_as.__wrapped__ = _signature_expand_as
 
@@ -7587,6 +9284,10 @@ def _bind_sum_to_size_0(size):
     return (size,)
 
 def sum_to_size(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sum_to_size.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         if args and type(args[0]) is int:
             _b = _bind_sum_to_size_0(args, **kwargs)
@@ -7599,12 +9300,15 @@ def sum_to_size(self, *args, **kwargs):
         if (size_ := _ints(size, False)) is not None:
             return _A._op_sum_to_size.call(self._ks, self, size_)
     _i, _a = _sig_sum_to_size.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_sum_to_size.call(self._ks, self, _a['size'])
     raise AssertionError('unreachable')
 
 
 sum_to_size.__doc__ = 'sum_to_size(size: List[int]) -> Tensor'
+_sig_sum_to_size.public = sum_to_size
 def _signature_sum_to_size(self, size): ...
 sum_to_size.__wrapped__ = _signature_sum_to_size
 
@@ -7617,6 +9321,10 @@ def _bind_broadcast_to_0(size):
     return (size,)
 
 def broadcast_to(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_broadcast_to.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         if args and type(args[0]) is int:
             _b = _bind_broadcast_to_0(args, **kwargs)
@@ -7629,12 +9337,15 @@ def broadcast_to(self, *args, **kwargs):
         if (size_ := _ints(size, False)) is not None:
             return _A._op_broadcast_to.call(self._ks, self, size_)
     _i, _a = _sig_broadcast_to.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_broadcast_to.call(self._ks, self, _a['size'])
     raise AssertionError('unreachable')
 
 
 broadcast_to.__doc__ = 'broadcast_to(size: List[int]) -> Tensor'
+_sig_broadcast_to.public = broadcast_to
 def _signature_broadcast_to(self, size): ...
 broadcast_to.__wrapped__ = _signature_broadcast_to
 
@@ -7655,6 +9366,10 @@ def _bind_squeeze_2(dim):
     return (dim,)
 
 def squeeze(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_squeeze.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_squeeze_0(*args, **kwargs)
     except TypeError:
@@ -7682,6 +9397,8 @@ def squeeze(self, *args, **kwargs):
         if (dim_ := _ints(dim, False)) is not None:
             return _A._op_squeeze_dims.call(self._ks, self, dim_)
     _i, _a = _sig_squeeze.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_squeeze.call(self._ks, self)
     elif _i == 1:
@@ -7692,6 +9409,7 @@ def squeeze(self, *args, **kwargs):
 
 
 squeeze.__doc__ = 'Returns a tensor with the dimensions of ``input`` of size 1 removed.\n\nsqueeze() -> Tensor\nsqueeze(dim: int) -> Tensor\nsqueeze(dim: List[int]) -> Tensor'
+_sig_squeeze.public = squeeze
 
 
 _sig_unsqueeze = _Signatures('unsqueeze', [
@@ -7702,6 +9420,10 @@ def _bind_unsqueeze_0(dim):
     return (dim,)
 
 def unsqueeze(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_unsqueeze.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_unsqueeze_0(*args, **kwargs)
     except TypeError:
@@ -7711,12 +9433,15 @@ def unsqueeze(self, *args, **kwargs):
         if type(dim) is int:
             return _A._op_unsqueeze.call(self._ks, self, dim)
     _i, _a = _sig_unsqueeze.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_unsqueeze.call(self._ks, self, _a['dim'])
     raise AssertionError('unreachable')
 
 
 unsqueeze.__doc__ = 'Returns a new tensor with a dimension of size one inserted at position ``dim``.\n\nunsqueeze(dim: int) -> Tensor'
+_sig_unsqueeze.public = unsqueeze
 def _signature_unsqueeze(self, dim): ...
 unsqueeze.__wrapped__ = _signature_unsqueeze
 
@@ -7729,6 +9454,10 @@ def _bind_flatten_0(start_dim=0, end_dim=-1):
     return (start_dim, end_dim)
 
 def flatten(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_flatten.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_flatten_0(*args, **kwargs)
     except TypeError:
@@ -7738,12 +9467,15 @@ def flatten(self, *args, **kwargs):
         if type(start_dim) is int and type(end_dim) is int:
             return _A._op_flatten_using_ints.call(self._ks, self, start_dim, end_dim)
     _i, _a = _sig_flatten.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_flatten_using_ints.call(self._ks, self, _a['start_dim'], _a['end_dim'])
     raise AssertionError('unreachable')
 
 
 flatten.__doc__ = 'Flattens ``input`` by reshaping it into a one-dimensional tensor (dims ``start_dim`` to ``end_dim``).\n\nflatten(start_dim: int = 0, end_dim: int = -1) -> Tensor'
+_sig_flatten.public = flatten
 def _signature_flatten(self, start_dim=0, end_dim=-1): ...
 flatten.__wrapped__ = _signature_flatten
 
@@ -7756,6 +9488,10 @@ def _bind_unflatten_0(dim, sizes):
     return (dim, sizes)
 
 def unflatten(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_unflatten.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_unflatten_0(*args, **kwargs)
     except TypeError:
@@ -7765,12 +9501,15 @@ def unflatten(self, *args, **kwargs):
         if type(dim) is int and (sizes_ := _ints(sizes, False)) is not None:
             return _A._op_unflatten_int.call(self._ks, self, dim, sizes_)
     _i, _a = _sig_unflatten.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_unflatten_int.call(self._ks, self, _a['dim'], _a['sizes'])
     raise AssertionError('unreachable')
 
 
 unflatten.__doc__ = 'unflatten(dim: int, sizes: List[int]) -> Tensor'
+_sig_unflatten.public = unflatten
 def _signature_unflatten(self, dim, sizes): ...
 unflatten.__wrapped__ = _signature_unflatten
 
@@ -7783,6 +9522,10 @@ def _bind_ravel_0():
     return ()
 
 def ravel(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ravel.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ravel_0(*args, **kwargs)
     except TypeError:
@@ -7791,12 +9534,15 @@ def ravel(self, *args, **kwargs):
         if True:
             return _A._op_ravel.call(self._ks, self)
     _i, _a = _sig_ravel.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_ravel.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 ravel.__doc__ = 'ravel() -> Tensor'
+_sig_ravel.public = ravel
 def _signature_ravel(self): ...
 ravel.__wrapped__ = _signature_ravel
 
@@ -7809,6 +9555,10 @@ def _bind_narrow_0(dim, start, length):
     return (dim, start, length)
 
 def narrow(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_narrow.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_narrow_0(*args, **kwargs)
     except TypeError:
@@ -7818,12 +9568,15 @@ def narrow(self, *args, **kwargs):
         if type(dim) is int and type(start) is int and type(length) is int:
             return _A._op_narrow.call(self._ks, self, dim, start, length)
     _i, _a = _sig_narrow.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_narrow.call(self._ks, self, _a['dim'], _a['start'], _a['length'])
     raise AssertionError('unreachable')
 
 
 narrow.__doc__ = 'narrow(dim: int, start: int, length: int) -> Tensor'
+_sig_narrow.public = narrow
 def _signature_narrow(self, dim, start, length): ...
 narrow.__wrapped__ = _signature_narrow
 
@@ -7836,6 +9589,10 @@ def _bind_select_0(dim, index):
     return (dim, index)
 
 def select(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_select.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_select_0(*args, **kwargs)
     except TypeError:
@@ -7845,12 +9602,15 @@ def select(self, *args, **kwargs):
         if type(dim) is int and type(index) is int:
             return _A._op_select_int.call(self._ks, self, dim, index)
     _i, _a = _sig_select.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_select_int.call(self._ks, self, _a['dim'], _a['index'])
     raise AssertionError('unreachable')
 
 
 select.__doc__ = 'select(dim: int, index: int) -> Tensor'
+_sig_select.public = select
 def _signature_select(self, dim, index): ...
 select.__wrapped__ = _signature_select
 
@@ -7863,6 +9623,10 @@ def _bind_unbind_0(dim=0):
     return (dim,)
 
 def unbind(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_unbind.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_unbind_0(*args, **kwargs)
     except TypeError:
@@ -7870,14 +9634,17 @@ def unbind(self, *args, **kwargs):
     if _b is not None:
         dim, = _b
         if type(dim) is int:
-            return _A._op_unbind_int.call(self._ks, self, dim)
+            return tuple(_A._op_unbind_int.call(self._ks, self, dim))
     _i, _a = _sig_unbind.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_unbind_int.call(self._ks, self, _a['dim'])
+        return tuple(_A._op_unbind_int.call(self._ks, self, _a['dim']))
     raise AssertionError('unreachable')
 
 
 unbind.__doc__ = 'unbind(dim: int = 0) -> List[Tensor]'
+_sig_unbind.public = unbind
 def _signature_unbind(self, dim=0): ...
 unbind.__wrapped__ = _signature_unbind
 
@@ -7894,6 +9661,10 @@ def _bind_split_1(split_size, dim=0):
     return (split_size, dim)
 
 def split(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_split.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_split_0(*args, **kwargs)
     except TypeError:
@@ -7901,7 +9672,7 @@ def split(self, *args, **kwargs):
     if _b is not None:
         split_size, dim = _b
         if type(split_size) is int and type(dim) is int:
-            return _A._op_split_Tensor.call(self._ks, self, split_size, dim)
+            return tuple(_A._op_split_Tensor.call(self._ks, self, split_size, dim))
     try:
         _b = _bind_split_1(*args, **kwargs)
     except TypeError:
@@ -7909,16 +9680,19 @@ def split(self, *args, **kwargs):
     if _b is not None:
         split_size, dim = _b
         if (split_size_ := _ints(split_size, False)) is not None and type(dim) is int:
-            return _A._op_split_sizes.call(self._ks, self, split_size_, dim)
+            return tuple(_A._op_split_sizes.call(self._ks, self, split_size_, dim))
     _i, _a = _sig_split.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_split_Tensor.call(self._ks, self, _a['split_size'], _a['dim'])
+        return tuple(_A._op_split_Tensor.call(self._ks, self, _a['split_size'], _a['dim']))
     elif _i == 1:
-        return _A._op_split_sizes.call(self._ks, self, _a['split_size'], _a['dim'])
+        return tuple(_A._op_split_sizes.call(self._ks, self, _a['split_size'], _a['dim']))
     raise AssertionError('unreachable')
 
 
 split.__doc__ = 'split(split_size: int, dim: int = 0) -> List[Tensor]\nsplit(split_size: List[int], dim: int = 0) -> List[Tensor]'
+_sig_split.public = split
 
 
 _sig_split_with_sizes = _Signatures('split_with_sizes', [
@@ -7929,6 +9703,10 @@ def _bind_split_with_sizes_0(split_sizes, dim=0):
     return (split_sizes, dim)
 
 def split_with_sizes(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_split_with_sizes.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_split_with_sizes_0(*args, **kwargs)
     except TypeError:
@@ -7936,14 +9714,17 @@ def split_with_sizes(self, *args, **kwargs):
     if _b is not None:
         split_sizes, dim = _b
         if (split_sizes_ := _ints(split_sizes, False)) is not None and type(dim) is int:
-            return _A._op_split_with_sizes.call(self._ks, self, split_sizes_, dim)
+            return tuple(_A._op_split_with_sizes.call(self._ks, self, split_sizes_, dim))
     _i, _a = _sig_split_with_sizes.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_split_with_sizes.call(self._ks, self, _a['split_sizes'], _a['dim'])
+        return tuple(_A._op_split_with_sizes.call(self._ks, self, _a['split_sizes'], _a['dim']))
     raise AssertionError('unreachable')
 
 
 split_with_sizes.__doc__ = 'split_with_sizes(split_sizes: List[int], dim: int = 0) -> List[Tensor]'
+_sig_split_with_sizes.public = split_with_sizes
 def _signature_split_with_sizes(self, split_sizes, dim=0): ...
 split_with_sizes.__wrapped__ = _signature_split_with_sizes
 
@@ -7956,6 +9737,10 @@ def _bind_chunk_0(chunks, dim=0):
     return (chunks, dim)
 
 def chunk(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_chunk.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_chunk_0(*args, **kwargs)
     except TypeError:
@@ -7963,14 +9748,17 @@ def chunk(self, *args, **kwargs):
     if _b is not None:
         chunks, dim = _b
         if type(chunks) is int and type(dim) is int:
-            return _A._op_chunk.call(self._ks, self, chunks, dim)
+            return tuple(_A._op_chunk.call(self._ks, self, chunks, dim))
     _i, _a = _sig_chunk.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_chunk.call(self._ks, self, _a['chunks'], _a['dim'])
+        return tuple(_A._op_chunk.call(self._ks, self, _a['chunks'], _a['dim']))
     raise AssertionError('unreachable')
 
 
 chunk.__doc__ = 'chunk(chunks: int, dim: int = 0) -> List[Tensor]'
+_sig_chunk.public = chunk
 def _signature_chunk(self, chunks, dim=0): ...
 chunk.__wrapped__ = _signature_chunk
 
@@ -7987,6 +9775,10 @@ def _bind_tensor_split_1(indices, dim=0):
     return (indices, dim)
 
 def tensor_split(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_tensor_split.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_tensor_split_0(*args, **kwargs)
     except TypeError:
@@ -7994,7 +9786,7 @@ def tensor_split(self, *args, **kwargs):
     if _b is not None:
         sections, dim = _b
         if type(sections) is int and type(dim) is int:
-            return _A._op_tensor_split_sections.call(self._ks, self, sections, dim)
+            return tuple(_A._op_tensor_split_sections.call(self._ks, self, sections, dim))
     try:
         _b = _bind_tensor_split_1(*args, **kwargs)
     except TypeError:
@@ -8002,16 +9794,19 @@ def tensor_split(self, *args, **kwargs):
     if _b is not None:
         indices, dim = _b
         if (indices_ := _ints(indices, False)) is not None and type(dim) is int:
-            return _A._op_tensor_split_indices.call(self._ks, self, indices_, dim)
+            return tuple(_A._op_tensor_split_indices.call(self._ks, self, indices_, dim))
     _i, _a = _sig_tensor_split.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_tensor_split_sections.call(self._ks, self, _a['sections'], _a['dim'])
+        return tuple(_A._op_tensor_split_sections.call(self._ks, self, _a['sections'], _a['dim']))
     elif _i == 1:
-        return _A._op_tensor_split_indices.call(self._ks, self, _a['indices'], _a['dim'])
+        return tuple(_A._op_tensor_split_indices.call(self._ks, self, _a['indices'], _a['dim']))
     raise AssertionError('unreachable')
 
 
 tensor_split.__doc__ = 'tensor_split(sections: int, dim: int = 0) -> List[Tensor]\ntensor_split(indices: List[int], dim: int = 0) -> List[Tensor]'
+_sig_tensor_split.public = tensor_split
 
 
 _sig_unfold = _Signatures('unfold', [
@@ -8022,6 +9817,10 @@ def _bind_unfold_0(dimension, size, step):
     return (dimension, size, step)
 
 def unfold(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_unfold.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_unfold_0(*args, **kwargs)
     except TypeError:
@@ -8031,12 +9830,15 @@ def unfold(self, *args, **kwargs):
         if type(dimension) is int and type(size) is int and type(step) is int:
             return _A._op_unfold.call(self._ks, self, dimension, size, step)
     _i, _a = _sig_unfold.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_unfold.call(self._ks, self, _a['dimension'], _a['size'], _a['step'])
     raise AssertionError('unreachable')
 
 
 unfold.__doc__ = 'unfold(dimension: int, size: int, step: int) -> Tensor'
+_sig_unfold.public = unfold
 def _signature_unfold(self, dimension, size, step): ...
 unfold.__wrapped__ = _signature_unfold
 
@@ -8049,6 +9851,10 @@ def _bind_diagonal_0(offset=0, dim1=0, dim2=1):
     return (offset, dim1, dim2)
 
 def diagonal(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_diagonal.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_diagonal_0(*args, **kwargs)
     except TypeError:
@@ -8058,12 +9864,15 @@ def diagonal(self, *args, **kwargs):
         if type(offset) is int and type(dim1) is int and type(dim2) is int:
             return _A._op_diagonal.call(self._ks, self, offset, dim1, dim2)
     _i, _a = _sig_diagonal.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_diagonal.call(self._ks, self, _a['offset'], _a['dim1'], _a['dim2'])
     raise AssertionError('unreachable')
 
 
 diagonal.__doc__ = 'diagonal(offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor'
+_sig_diagonal.public = diagonal
 def _signature_diagonal(self, offset=0, dim1=0, dim2=1): ...
 diagonal.__wrapped__ = _signature_diagonal
 
@@ -8076,6 +9885,10 @@ def _bind_contiguous_0(*, memory_format=None):
     return (memory_format,)
 
 def contiguous(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_contiguous.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_contiguous_0(*args, **kwargs)
     except TypeError:
@@ -8085,12 +9898,15 @@ def contiguous(self, *args, **kwargs):
         if True:
             return _A._op_contiguous.call(self._ks, self, memory_format)
     _i, _a = _sig_contiguous.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_contiguous.call(self._ks, self, _a['memory_format'])
     raise AssertionError('unreachable')
 
 
 contiguous.__doc__ = 'contiguous(*, memory_format=None) -> Tensor'
+_sig_contiguous.public = contiguous
 def _signature_contiguous(self, *, memory_format=None): ...
 contiguous.__wrapped__ = _signature_contiguous
 
@@ -8103,6 +9919,10 @@ def _bind_new_empty_strided_0(size, stride, *, dtype=None, layout=None, device=N
     return (size, stride, dtype, layout, device, pin_memory, requires_grad)
 
 def new_empty_strided(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_new_empty_strided.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_new_empty_strided_0(*args, **kwargs)
     except TypeError:
@@ -8112,12 +9932,15 @@ def new_empty_strided(self, *args, **kwargs):
         if (size_ := _ints(size, False)) is not None and (stride_ := _ints(stride, False)) is not None and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_new_empty_strided.call(self._ks, self, size_, stride_, dtype, layout, device, pin_memory)
     _i, _a = _sig_new_empty_strided.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_new_empty_strided.call(self._ks, self, _a['size'], _a['stride'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
 new_empty_strided.__doc__ = 'new_empty_strided(size: List[int], stride: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_new_empty_strided.public = new_empty_strided
 def _signature_new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
 new_empty_strided.__wrapped__ = _signature_new_empty_strided
 
@@ -8130,6 +9953,10 @@ def _bind_new_empty_0(size, *, dtype=None, layout=None, device=None, pin_memory=
     return (size, dtype, layout, device, pin_memory, requires_grad)
 
 def new_empty(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_new_empty.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         if args and type(args[0]) is int:
             _b = _bind_new_empty_0(args, **kwargs)
@@ -8142,12 +9969,15 @@ def new_empty(self, *args, **kwargs):
         if (size_ := _ints(size, False)) is not None and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_new_empty.call(self._ks, self, size_, dtype, layout, device, pin_memory)
     _i, _a = _sig_new_empty.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_new_empty.call(self._ks, self, _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
 new_empty.__doc__ = 'new_empty(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_new_empty.public = new_empty
 def _signature_new_empty(self, size, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
 new_empty.__wrapped__ = _signature_new_empty
 
@@ -8160,6 +9990,10 @@ def _bind_new_zeros_0(size, *, dtype=None, layout=None, device=None, pin_memory=
     return (size, dtype, layout, device, pin_memory, requires_grad)
 
 def new_zeros(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_new_zeros.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         if args and type(args[0]) is int:
             _b = _bind_new_zeros_0(args, **kwargs)
@@ -8172,12 +10006,15 @@ def new_zeros(self, *args, **kwargs):
         if (size_ := _ints(size, False)) is not None and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_new_zeros.call(self._ks, self, size_, dtype, layout, device, pin_memory)
     _i, _a = _sig_new_zeros.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_new_zeros.call(self._ks, self, _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
 new_zeros.__doc__ = 'new_zeros(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_new_zeros.public = new_zeros
 def _signature_new_zeros(self, size, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
 new_zeros.__wrapped__ = _signature_new_zeros
 
@@ -8190,6 +10027,10 @@ def _bind_new_ones_0(size, *, dtype=None, layout=None, device=None, pin_memory=N
     return (size, dtype, layout, device, pin_memory, requires_grad)
 
 def new_ones(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_new_ones.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         if args and type(args[0]) is int:
             _b = _bind_new_ones_0(args, **kwargs)
@@ -8202,12 +10043,15 @@ def new_ones(self, *args, **kwargs):
         if (size_ := _ints(size, False)) is not None and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_new_ones.call(self._ks, self, size_, dtype, layout, device, pin_memory)
     _i, _a = _sig_new_ones.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_new_ones.call(self._ks, self, _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
 new_ones.__doc__ = 'new_ones(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_new_ones.public = new_ones
 def _signature_new_ones(self, size, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
 new_ones.__wrapped__ = _signature_new_ones
 
@@ -8220,6 +10064,10 @@ def _bind_new_full_0(size, fill_value, *, dtype=None, layout=None, device=None, 
     return (size, fill_value, dtype, layout, device, pin_memory, requires_grad)
 
 def new_full(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_new_full.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_new_full_0(*args, **kwargs)
     except TypeError:
@@ -8229,12 +10077,15 @@ def new_full(self, *args, **kwargs):
         if (size_ := _ints(size, False)) is not None and type(fill_value) in _NUMBERS and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _A._op_new_full.call(self._ks, self, size_, fill_value, dtype, layout, device, pin_memory)
     _i, _a = _sig_new_full.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _finish_factory(_A._op_new_full.call(self._ks, self, _a['size'], _a['fill_value'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
 new_full.__doc__ = 'new_full(size: List[int], fill_value: Number, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+_sig_new_full.public = new_full
 def _signature_new_full(self, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
 new_full.__wrapped__ = _signature_new_full
 
@@ -8247,6 +10098,10 @@ def _bind_uniform__0(from_=0, to_=1, *, generator=None):
     return (from_, to_, generator)
 
 def uniform_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_uniform_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_uniform__0(*args, **kwargs)
     except TypeError:
@@ -8256,12 +10111,15 @@ def uniform_(self, *args, **kwargs):
         if type(from_) is float and type(to_) is float and (generator is None or type(generator) is _Generator):
             return _A._op_uniform_.call(self._ks, self, from_, to_, generator)
     _i, _a = _sig_uniform_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_uniform_.call(self._ks, self, _a['from_'], _a['to_'], _a['generator'])
     raise AssertionError('unreachable')
 
 
 uniform_.__doc__ = 'uniform_(from_: float = 0, to_: float = 1, *, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.uniform`.'
+_sig_uniform_.public = uniform_
 def _signature_uniform_(self, from_=0, to_=1, *, generator=None): ...
 uniform_.__wrapped__ = _signature_uniform_
 
@@ -8274,6 +10132,10 @@ def _bind_normal__0(mean=0, std=1, *, generator=None):
     return (mean, std, generator)
 
 def normal_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_normal_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_normal__0(*args, **kwargs)
     except TypeError:
@@ -8283,12 +10145,15 @@ def normal_(self, *args, **kwargs):
         if type(mean) is float and type(std) is float and (generator is None or type(generator) is _Generator):
             return _A._op_normal_.call(self._ks, self, mean, std, generator)
     _i, _a = _sig_normal_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_normal_.call(self._ks, self, _a['mean'], _a['std'], _a['generator'])
     raise AssertionError('unreachable')
 
 
 normal_.__doc__ = 'normal_(mean: float = 0, std: float = 1, *, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.normal`.'
+_sig_normal_.public = normal_
 def _signature_normal_(self, mean=0, std=1, *, generator=None): ...
 normal_.__wrapped__ = _signature_normal_
 
@@ -8301,6 +10166,10 @@ def _bind_exponential__0(lambd=1, *, generator=None):
     return (lambd, generator)
 
 def exponential_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_exponential_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_exponential__0(*args, **kwargs)
     except TypeError:
@@ -8310,12 +10179,15 @@ def exponential_(self, *args, **kwargs):
         if type(lambd) is float and (generator is None or type(generator) is _Generator):
             return _A._op_exponential_.call(self._ks, self, lambd, generator)
     _i, _a = _sig_exponential_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_exponential_.call(self._ks, self, _a['lambd'], _a['generator'])
     raise AssertionError('unreachable')
 
 
 exponential_.__doc__ = 'exponential_(lambd: float = 1, *, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.exponential`.'
+_sig_exponential_.public = exponential_
 def _signature_exponential_(self, lambd=1, *, generator=None): ...
 exponential_.__wrapped__ = _signature_exponential_
 
@@ -8328,6 +10200,10 @@ def _bind_cauchy__0(median=0, sigma=1, *, generator=None):
     return (median, sigma, generator)
 
 def cauchy_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cauchy_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cauchy__0(*args, **kwargs)
     except TypeError:
@@ -8337,12 +10213,15 @@ def cauchy_(self, *args, **kwargs):
         if type(median) is float and type(sigma) is float and (generator is None or type(generator) is _Generator):
             return _A._op_cauchy_.call(self._ks, self, median, sigma, generator)
     _i, _a = _sig_cauchy_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cauchy_.call(self._ks, self, _a['median'], _a['sigma'], _a['generator'])
     raise AssertionError('unreachable')
 
 
 cauchy_.__doc__ = 'cauchy_(median: float = 0, sigma: float = 1, *, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.cauchy`.'
+_sig_cauchy_.public = cauchy_
 def _signature_cauchy_(self, median=0, sigma=1, *, generator=None): ...
 cauchy_.__wrapped__ = _signature_cauchy_
 
@@ -8355,6 +10234,10 @@ def _bind_log_normal__0(mean=1, std=2, *, generator=None):
     return (mean, std, generator)
 
 def log_normal_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log_normal_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log_normal__0(*args, **kwargs)
     except TypeError:
@@ -8364,12 +10247,15 @@ def log_normal_(self, *args, **kwargs):
         if type(mean) is float and type(std) is float and (generator is None or type(generator) is _Generator):
             return _A._op_log_normal_.call(self._ks, self, mean, std, generator)
     _i, _a = _sig_log_normal_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_log_normal_.call(self._ks, self, _a['mean'], _a['std'], _a['generator'])
     raise AssertionError('unreachable')
 
 
 log_normal_.__doc__ = 'log_normal_(mean: float = 1, std: float = 2, *, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.log_normal`.'
+_sig_log_normal_.public = log_normal_
 def _signature_log_normal_(self, mean=1, std=2, *, generator=None): ...
 log_normal_.__wrapped__ = _signature_log_normal_
 
@@ -8382,6 +10268,10 @@ def _bind_geometric__0(p, *, generator=None):
     return (p, generator)
 
 def geometric_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_geometric_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_geometric__0(*args, **kwargs)
     except TypeError:
@@ -8391,12 +10281,15 @@ def geometric_(self, *args, **kwargs):
         if type(p) is float and (generator is None or type(generator) is _Generator):
             return _A._op_geometric_.call(self._ks, self, p, generator)
     _i, _a = _sig_geometric_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_geometric_.call(self._ks, self, _a['p'], _a['generator'])
     raise AssertionError('unreachable')
 
 
 geometric_.__doc__ = 'geometric_(p: float, *, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.geometric`.'
+_sig_geometric_.public = geometric_
 def _signature_geometric_(self, p, *, generator=None): ...
 geometric_.__wrapped__ = _signature_geometric_
 
@@ -8417,6 +10310,10 @@ def _bind_random__2(*, generator=None):
     return (generator,)
 
 def random_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_random_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_random__0(*args, **kwargs)
     except TypeError:
@@ -8442,6 +10339,8 @@ def random_(self, *args, **kwargs):
         if (generator is None or type(generator) is _Generator):
             return _A._op_random_.call(self._ks, self, generator)
     _i, _a = _sig_random_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_random__from.call(self._ks, self, _a['from_'], _a['to_'], _a['generator'])
     elif _i == 1:
@@ -8452,6 +10351,7 @@ def random_(self, *args, **kwargs):
 
 
 random_.__doc__ = 'random_(from_: int, to_: Optional[int], *, generator: Optional[Generator] = None) -> Tensor\nrandom_(to_: int, *, generator: Optional[Generator] = None) -> Tensor\nrandom_(*, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.random`.'
+_sig_random_.public = random_
 
 
 _sig_bernoulli = _Signatures('bernoulli', [
@@ -8466,6 +10366,10 @@ def _bind_bernoulli_1(p, *, generator=None):
     return (p, generator)
 
 def bernoulli(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bernoulli.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bernoulli_0(*args, **kwargs)
     except TypeError:
@@ -8483,6 +10387,8 @@ def bernoulli(self, *args, **kwargs):
         if type(p) is float and (generator is None or type(generator) is _Generator):
             return _A._op_bernoulli_p.call(self._ks, self, p, generator)
     _i, _a = _sig_bernoulli.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_bernoulli.call(self._ks, self, _a['generator'])
     elif _i == 1:
@@ -8491,6 +10397,7 @@ def bernoulli(self, *args, **kwargs):
 
 
 bernoulli.__doc__ = 'bernoulli(*, generator: Optional[Generator] = None) -> Tensor\nbernoulli(p: float, *, generator: Optional[Generator] = None) -> Tensor'
+_sig_bernoulli.public = bernoulli
 
 
 _sig_bernoulli_ = _Signatures('bernoulli_', [
@@ -8501,6 +10408,10 @@ def _bind_bernoulli__0(p=0.5, *, generator=None):
     return (p, generator)
 
 def bernoulli_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bernoulli_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bernoulli__0(*args, **kwargs)
     except TypeError:
@@ -8510,12 +10421,15 @@ def bernoulli_(self, *args, **kwargs):
         if type(p) is float and (generator is None or type(generator) is _Generator):
             return _A._op_bernoulli__float.call(self._ks, self, p, generator)
     _i, _a = _sig_bernoulli_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_bernoulli__float.call(self._ks, self, _a['p'], _a['generator'])
     raise AssertionError('unreachable')
 
 
 bernoulli_.__doc__ = 'bernoulli_(p: float = 0.5, *, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.bernoulli`.'
+_sig_bernoulli_.public = bernoulli_
 def _signature_bernoulli_(self, p=0.5, *, generator=None): ...
 bernoulli_.__wrapped__ = _signature_bernoulli_
 
@@ -8528,6 +10442,10 @@ def _bind_multinomial_0(num_samples, replacement=False, *, generator=None):
     return (num_samples, replacement, generator)
 
 def multinomial(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_multinomial.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_multinomial_0(*args, **kwargs)
     except TypeError:
@@ -8537,12 +10455,15 @@ def multinomial(self, *args, **kwargs):
         if type(num_samples) is int and type(replacement) is bool and (generator is None or type(generator) is _Generator):
             return _A._op_multinomial.call(self._ks, self, num_samples, replacement, generator)
     _i, _a = _sig_multinomial.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_multinomial.call(self._ks, self, _a['num_samples'], _a['replacement'], _a['generator'])
     raise AssertionError('unreachable')
 
 
 multinomial.__doc__ = 'multinomial(num_samples: int, replacement: bool = False, *, generator: Optional[Generator] = None) -> Tensor'
+_sig_multinomial.public = multinomial
 def _signature_multinomial(self, num_samples, replacement=False, *, generator=None): ...
 multinomial.__wrapped__ = _signature_multinomial
 
@@ -8555,6 +10476,10 @@ def _bind_clone_0(*, memory_format=None):
     return (memory_format,)
 
 def clone(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_clone.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_clone_0(*args, **kwargs)
     except TypeError:
@@ -8564,12 +10489,15 @@ def clone(self, *args, **kwargs):
         if True:
             return _A._op_clone.call(self._ks, self, memory_format)
     _i, _a = _sig_clone.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_clone.call(self._ks, self, _a['memory_format'])
     raise AssertionError('unreachable')
 
 
 clone.__doc__ = 'Returns a copy of ``input``.\n\nclone(*, memory_format=None) -> Tensor'
+_sig_clone.public = clone
 def _signature_clone(self, *, memory_format=None): ...
 clone.__wrapped__ = _signature_clone
 
@@ -8582,6 +10510,10 @@ def _bind_copy__0(src, non_blocking=False):
     return (src, non_blocking)
 
 def copy_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_copy_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_copy__0(*args, **kwargs)
     except TypeError:
@@ -8591,12 +10523,15 @@ def copy_(self, *args, **kwargs):
         if isinstance(src, _Tensor) and type(non_blocking) is bool:
             return _A._op_copy_.call(self._ks | src._ks, self, src, non_blocking)
     _i, _a = _sig_copy_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_copy_.call(self._ks | _a['src']._ks, self, _a['src'], _a['non_blocking'])
     raise AssertionError('unreachable')
 
 
 copy_.__doc__ = 'copy_(src: Tensor, non_blocking: bool = False) -> Tensor\n\nIn-place version of :meth:`Tensor.copy`.'
+_sig_copy_.public = copy_
 def _signature_copy_(self, src, non_blocking=False): ...
 copy_.__wrapped__ = _signature_copy_
 
@@ -8613,6 +10548,10 @@ def _bind_fill__1(value):
     return (value,)
 
 def fill_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fill_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_fill__0(*args, **kwargs)
     except TypeError:
@@ -8630,6 +10569,8 @@ def fill_(self, *args, **kwargs):
         if isinstance(value, _Tensor):
             return _A._op_fill__Tensor.call(self._ks | value._ks, self, value)
     _i, _a = _sig_fill_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_fill__Scalar.call(self._ks, self, _a['value'])
     elif _i == 1:
@@ -8638,6 +10579,7 @@ def fill_(self, *args, **kwargs):
 
 
 fill_.__doc__ = 'fill_(value: Number) -> Tensor\nfill_(value: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.fill`.'
+_sig_fill_.public = fill_
 
 
 _sig_zero_ = _Signatures('zero_', [
@@ -8648,6 +10590,10 @@ def _bind_zero__0():
     return ()
 
 def zero_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_zero_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_zero__0(*args, **kwargs)
     except TypeError:
@@ -8656,12 +10602,15 @@ def zero_(self, *args, **kwargs):
         if True:
             return _A._op_zero_.call(self._ks, self)
     _i, _a = _sig_zero_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_zero_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 zero_.__doc__ = 'zero_() -> Tensor\n\nIn-place version of :meth:`Tensor.zero`.'
+_sig_zero_.public = zero_
 def _signature_zero_(self): ...
 zero_.__wrapped__ = _signature_zero_
 
@@ -8678,6 +10627,10 @@ def _bind_masked_fill_1(mask, value):
     return (mask, value)
 
 def masked_fill(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_masked_fill.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_masked_fill_0(*args, **kwargs)
     except TypeError:
@@ -8695,6 +10648,8 @@ def masked_fill(self, *args, **kwargs):
         if isinstance(mask, _Tensor) and isinstance(value, _Tensor):
             return _A._op_masked_fill_Tensor.call(self._ks | mask._ks | value._ks, self, mask, value)
     _i, _a = _sig_masked_fill.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_masked_fill_Scalar.call(self._ks | _a['mask']._ks, self, _a['mask'], _a['value'])
     elif _i == 1:
@@ -8703,6 +10658,7 @@ def masked_fill(self, *args, **kwargs):
 
 
 masked_fill.__doc__ = 'Fills elements of ``self`` with ``value`` where ``mask`` is True.\n\nmasked_fill(mask: Tensor, value: Number) -> Tensor\nmasked_fill(mask: Tensor, value: Tensor) -> Tensor'
+_sig_masked_fill.public = masked_fill
 
 
 _sig_masked_fill_ = _Signatures('masked_fill_', [
@@ -8717,6 +10673,10 @@ def _bind_masked_fill__1(mask, value):
     return (mask, value)
 
 def masked_fill_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_masked_fill_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_masked_fill__0(*args, **kwargs)
     except TypeError:
@@ -8734,6 +10694,8 @@ def masked_fill_(self, *args, **kwargs):
         if isinstance(mask, _Tensor) and isinstance(value, _Tensor):
             return _A._op_masked_fill__Tensor.call(self._ks | mask._ks | value._ks, self, mask, value)
     _i, _a = _sig_masked_fill_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_masked_fill__Scalar.call(self._ks | _a['mask']._ks, self, _a['mask'], _a['value'])
     elif _i == 1:
@@ -8742,6 +10704,7 @@ def masked_fill_(self, *args, **kwargs):
 
 
 masked_fill_.__doc__ = 'Fills elements of ``self`` with ``value`` where ``mask`` is True.\n\nmasked_fill_(mask: Tensor, value: Number) -> Tensor\nmasked_fill_(mask: Tensor, value: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.masked_fill`.'
+_sig_masked_fill_.public = masked_fill_
 
 
 _sig_index_put = _Signatures('index_put', [
@@ -8749,13 +10712,20 @@ _sig_index_put = _Signatures('index_put', [
 ], method=True)
 
 def index_put(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_index_put.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_index_put.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_index_put.call(self._ks | _ks_list(_a['indices']) | _a['values']._ks, self, _a['indices'], _a['values'], _a['accumulate'])
     raise AssertionError('unreachable')
 
 
 index_put.__doc__ = 'index_put(indices: List[Optional[Tensor]], values: Tensor, accumulate: bool = False) -> Tensor'
+_sig_index_put.public = index_put
 def _signature_index_put(self, indices, values, accumulate=False): ...
 index_put.__wrapped__ = _signature_index_put
 
@@ -8765,13 +10735,20 @@ _sig_index_put_ = _Signatures('index_put_', [
 ], method=True)
 
 def index_put_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_index_put_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     _i, _a = _sig_index_put_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_index_put_.call(self._ks | _ks_list(_a['indices']) | _a['values']._ks, self, _a['indices'], _a['values'], _a['accumulate'])
     raise AssertionError('unreachable')
 
 
 index_put_.__doc__ = 'index_put_(indices: List[Optional[Tensor]], values: Tensor, accumulate: bool = False) -> Tensor\n\nIn-place version of :meth:`Tensor.index_put`.'
+_sig_index_put_.public = index_put_
 def _signature_index_put_(self, indices, values, accumulate=False): ...
 index_put_.__wrapped__ = _signature_index_put_
 
@@ -8784,6 +10761,10 @@ def _bind_index_select_0(dim, index):
     return (dim, index)
 
 def index_select(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_index_select.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_index_select_0(*args, **kwargs)
     except TypeError:
@@ -8793,12 +10774,15 @@ def index_select(self, *args, **kwargs):
         if type(dim) is int and isinstance(index, _Tensor):
             return _A._op_index_select.call(self._ks | index._ks, self, dim, index)
     _i, _a = _sig_index_select.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_index_select.call(self._ks | _a['index']._ks, self, _a['dim'], _a['index'])
     raise AssertionError('unreachable')
 
 
 index_select.__doc__ = 'Returns a new tensor indexing ``input`` along ``dim`` with the entries of ``index``.\n\nindex_select(dim: int, index: Tensor) -> Tensor'
+_sig_index_select.public = index_select
 def _signature_index_select(self, dim, index): ...
 index_select.__wrapped__ = _signature_index_select
 
@@ -8811,6 +10795,10 @@ def _bind_gather_0(dim, index, *, sparse_grad=False):
     return (dim, index, sparse_grad)
 
 def gather(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_gather.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_gather_0(*args, **kwargs)
     except TypeError:
@@ -8820,12 +10808,15 @@ def gather(self, *args, **kwargs):
         if type(dim) is int and isinstance(index, _Tensor) and type(sparse_grad) is bool:
             return _A._op_gather.call(self._ks | index._ks, self, dim, index, sparse_grad)
     _i, _a = _sig_gather.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_gather.call(self._ks | _a['index']._ks, self, _a['dim'], _a['index'], _a['sparse_grad'])
     raise AssertionError('unreachable')
 
 
 gather.__doc__ = 'Gathers values along an axis specified by ``dim``.\n\ngather(dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor'
+_sig_gather.public = gather
 def _signature_gather(self, dim, index, *, sparse_grad=False): ...
 gather.__wrapped__ = _signature_gather
 
@@ -8846,6 +10837,10 @@ def _bind_scatter_2(dim, index, src, *, reduce):
     return (dim, index, src, reduce)
 
 def scatter(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_scatter.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_scatter_0(*args, **kwargs)
     except TypeError:
@@ -8871,6 +10866,8 @@ def scatter(self, *args, **kwargs):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor) and type(reduce) is str:
             return _A._op_scatter_reduce.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce)
     _i, _a = _sig_scatter.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_scatter_src.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'])
     elif _i == 1:
@@ -8881,6 +10878,7 @@ def scatter(self, *args, **kwargs):
 
 
 scatter.__doc__ = 'scatter(dim: int, index: Tensor, src: Tensor) -> Tensor\nscatter(dim: int, index: Tensor, value: Number) -> Tensor\nscatter(dim: int, index: Tensor, src: Tensor, *, reduce: str) -> Tensor'
+_sig_scatter.public = scatter
 
 
 _sig_scatter_ = _Signatures('scatter_', [
@@ -8899,6 +10897,10 @@ def _bind_scatter__2(dim, index, src, *, reduce):
     return (dim, index, src, reduce)
 
 def scatter_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_scatter_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_scatter__0(*args, **kwargs)
     except TypeError:
@@ -8924,6 +10926,8 @@ def scatter_(self, *args, **kwargs):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor) and type(reduce) is str:
             return _A._op_scatter__reduce.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce)
     _i, _a = _sig_scatter_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_scatter__src.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'])
     elif _i == 1:
@@ -8934,6 +10938,7 @@ def scatter_(self, *args, **kwargs):
 
 
 scatter_.__doc__ = 'scatter_(dim: int, index: Tensor, src: Tensor) -> Tensor\nscatter_(dim: int, index: Tensor, value: Number) -> Tensor\nscatter_(dim: int, index: Tensor, src: Tensor, *, reduce: str) -> Tensor\n\nIn-place version of :meth:`Tensor.scatter`.'
+_sig_scatter_.public = scatter_
 
 
 _sig_scatter_add = _Signatures('scatter_add', [
@@ -8944,6 +10949,10 @@ def _bind_scatter_add_0(dim, index, src):
     return (dim, index, src)
 
 def scatter_add(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_scatter_add.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_scatter_add_0(*args, **kwargs)
     except TypeError:
@@ -8953,12 +10962,15 @@ def scatter_add(self, *args, **kwargs):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor):
             return _A._op_scatter_add.call(self._ks | index._ks | src._ks, self, dim, index, src)
     _i, _a = _sig_scatter_add.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_scatter_add.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'])
     raise AssertionError('unreachable')
 
 
 scatter_add.__doc__ = 'scatter_add(dim: int, index: Tensor, src: Tensor) -> Tensor'
+_sig_scatter_add.public = scatter_add
 def _signature_scatter_add(self, dim, index, src): ...
 scatter_add.__wrapped__ = _signature_scatter_add
 
@@ -8971,6 +10983,10 @@ def _bind_scatter_add__0(dim, index, src):
     return (dim, index, src)
 
 def scatter_add_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_scatter_add_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_scatter_add__0(*args, **kwargs)
     except TypeError:
@@ -8980,12 +10996,15 @@ def scatter_add_(self, *args, **kwargs):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor):
             return _A._op_scatter_add_.call(self._ks | index._ks | src._ks, self, dim, index, src)
     _i, _a = _sig_scatter_add_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_scatter_add_.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'])
     raise AssertionError('unreachable')
 
 
 scatter_add_.__doc__ = 'scatter_add_(dim: int, index: Tensor, src: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.scatter_add`.'
+_sig_scatter_add_.public = scatter_add_
 def _signature_scatter_add_(self, dim, index, src): ...
 scatter_add_.__wrapped__ = _signature_scatter_add_
 
@@ -8998,6 +11017,10 @@ def _bind_scatter_reduce_0(dim, index, src, reduce, *, include_self=True):
     return (dim, index, src, reduce, include_self)
 
 def scatter_reduce(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_scatter_reduce.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_scatter_reduce_0(*args, **kwargs)
     except TypeError:
@@ -9007,12 +11030,15 @@ def scatter_reduce(self, *args, **kwargs):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor) and type(reduce) is str and type(include_self) is bool:
             return _A._op_scatter_reduce_two.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce, include_self)
     _i, _a = _sig_scatter_reduce.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_scatter_reduce_two.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'], _a['reduce'], _a['include_self'])
     raise AssertionError('unreachable')
 
 
 scatter_reduce.__doc__ = 'scatter_reduce(dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True) -> Tensor'
+_sig_scatter_reduce.public = scatter_reduce
 def _signature_scatter_reduce(self, dim, index, src, reduce, *, include_self=True): ...
 scatter_reduce.__wrapped__ = _signature_scatter_reduce
 
@@ -9025,6 +11051,10 @@ def _bind_scatter_reduce__0(dim, index, src, reduce, *, include_self=True):
     return (dim, index, src, reduce, include_self)
 
 def scatter_reduce_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_scatter_reduce_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_scatter_reduce__0(*args, **kwargs)
     except TypeError:
@@ -9034,12 +11064,15 @@ def scatter_reduce_(self, *args, **kwargs):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor) and type(reduce) is str and type(include_self) is bool:
             return _A._op_scatter_reduce__two.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce, include_self)
     _i, _a = _sig_scatter_reduce_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_scatter_reduce__two.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'], _a['reduce'], _a['include_self'])
     raise AssertionError('unreachable')
 
 
 scatter_reduce_.__doc__ = 'scatter_reduce_(dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True) -> Tensor\n\nIn-place version of :meth:`Tensor.scatter_reduce`.'
+_sig_scatter_reduce_.public = scatter_reduce_
 def _signature_scatter_reduce_(self, dim, index, src, reduce, *, include_self=True): ...
 scatter_reduce_.__wrapped__ = _signature_scatter_reduce_
 
@@ -9052,6 +11085,10 @@ def _bind_index_add_0(dim, index, source, *, alpha=1):
     return (dim, index, source, alpha)
 
 def index_add(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_index_add.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_index_add_0(*args, **kwargs)
     except TypeError:
@@ -9061,12 +11098,15 @@ def index_add(self, *args, **kwargs):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(alpha) in _NUMBERS:
             return _A._op_index_add.call(self._ks | index._ks | source._ks, self, dim, index, source, alpha)
     _i, _a = _sig_index_add.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_index_add.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['dim'], _a['index'], _a['source'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
 index_add.__doc__ = 'index_add(dim: int, index: Tensor, source: Tensor, *, alpha: Number = 1) -> Tensor'
+_sig_index_add.public = index_add
 def _signature_index_add(self, dim, index, source, *, alpha=1): ...
 index_add.__wrapped__ = _signature_index_add
 
@@ -9079,6 +11119,10 @@ def _bind_index_add__0(dim, index, source, *, alpha=1):
     return (dim, index, source, alpha)
 
 def index_add_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_index_add_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_index_add__0(*args, **kwargs)
     except TypeError:
@@ -9088,12 +11132,15 @@ def index_add_(self, *args, **kwargs):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(alpha) in _NUMBERS:
             return _A._op_index_add_.call(self._ks | index._ks | source._ks, self, dim, index, source, alpha)
     _i, _a = _sig_index_add_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_index_add_.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['dim'], _a['index'], _a['source'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
 index_add_.__doc__ = 'index_add_(dim: int, index: Tensor, source: Tensor, *, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.index_add`.'
+_sig_index_add_.public = index_add_
 def _signature_index_add_(self, dim, index, source, *, alpha=1): ...
 index_add_.__wrapped__ = _signature_index_add_
 
@@ -9106,6 +11153,10 @@ def _bind_index_copy_0(dim, index, source):
     return (dim, index, source)
 
 def index_copy(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_index_copy.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_index_copy_0(*args, **kwargs)
     except TypeError:
@@ -9115,12 +11166,15 @@ def index_copy(self, *args, **kwargs):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor):
             return _A._op_index_copy.call(self._ks | index._ks | source._ks, self, dim, index, source)
     _i, _a = _sig_index_copy.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_index_copy.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['dim'], _a['index'], _a['source'])
     raise AssertionError('unreachable')
 
 
 index_copy.__doc__ = 'index_copy(dim: int, index: Tensor, source: Tensor) -> Tensor'
+_sig_index_copy.public = index_copy
 def _signature_index_copy(self, dim, index, source): ...
 index_copy.__wrapped__ = _signature_index_copy
 
@@ -9133,6 +11187,10 @@ def _bind_index_copy__0(dim, index, source):
     return (dim, index, source)
 
 def index_copy_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_index_copy_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_index_copy__0(*args, **kwargs)
     except TypeError:
@@ -9142,12 +11200,15 @@ def index_copy_(self, *args, **kwargs):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor):
             return _A._op_index_copy_.call(self._ks | index._ks | source._ks, self, dim, index, source)
     _i, _a = _sig_index_copy_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_index_copy_.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['dim'], _a['index'], _a['source'])
     raise AssertionError('unreachable')
 
 
 index_copy_.__doc__ = 'index_copy_(dim: int, index: Tensor, source: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.index_copy`.'
+_sig_index_copy_.public = index_copy_
 def _signature_index_copy_(self, dim, index, source): ...
 index_copy_.__wrapped__ = _signature_index_copy_
 
@@ -9164,6 +11225,10 @@ def _bind_index_fill_1(dim, index, value):
     return (dim, index, value)
 
 def index_fill(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_index_fill.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_index_fill_0(*args, **kwargs)
     except TypeError:
@@ -9181,6 +11246,8 @@ def index_fill(self, *args, **kwargs):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(value, _Tensor):
             return _A._op_index_fill_int_Tensor.call(self._ks | index._ks | value._ks, self, dim, index, value)
     _i, _a = _sig_index_fill.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_index_fill_int_Scalar.call(self._ks | _a['index']._ks, self, _a['dim'], _a['index'], _a['value'])
     elif _i == 1:
@@ -9189,6 +11256,7 @@ def index_fill(self, *args, **kwargs):
 
 
 index_fill.__doc__ = 'index_fill(dim: int, index: Tensor, value: Number) -> Tensor\nindex_fill(dim: int, index: Tensor, value: Tensor) -> Tensor'
+_sig_index_fill.public = index_fill
 
 
 _sig_index_fill_ = _Signatures('index_fill_', [
@@ -9199,6 +11267,10 @@ def _bind_index_fill__0(dim, index, value):
     return (dim, index, value)
 
 def index_fill_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_index_fill_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_index_fill__0(*args, **kwargs)
     except TypeError:
@@ -9208,12 +11280,15 @@ def index_fill_(self, *args, **kwargs):
         if type(dim) is int and isinstance(index, _Tensor) and type(value) in _NUMBERS:
             return _A._op_index_fill__int_Scalar.call(self._ks | index._ks, self, dim, index, value)
     _i, _a = _sig_index_fill_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_index_fill__int_Scalar.call(self._ks | _a['index']._ks, self, _a['dim'], _a['index'], _a['value'])
     raise AssertionError('unreachable')
 
 
 index_fill_.__doc__ = 'index_fill_(dim: int, index: Tensor, value: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.index_fill`.'
+_sig_index_fill_.public = index_fill_
 def _signature_index_fill_(self, dim, index, value): ...
 index_fill_.__wrapped__ = _signature_index_fill_
 
@@ -9226,6 +11301,10 @@ def _bind_masked_select_0(mask):
     return (mask,)
 
 def masked_select(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_masked_select.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_masked_select_0(*args, **kwargs)
     except TypeError:
@@ -9235,12 +11314,15 @@ def masked_select(self, *args, **kwargs):
         if isinstance(mask, _Tensor):
             return _A._op_masked_select.call(self._ks | mask._ks, self, mask)
     _i, _a = _sig_masked_select.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_masked_select.call(self._ks | _a['mask']._ks, self, _a['mask'])
     raise AssertionError('unreachable')
 
 
 masked_select.__doc__ = 'masked_select(mask: Tensor) -> Tensor'
+_sig_masked_select.public = masked_select
 def _signature_masked_select(self, mask): ...
 masked_select.__wrapped__ = _signature_masked_select
 
@@ -9253,6 +11335,10 @@ def _bind_masked_scatter_0(mask, source):
     return (mask, source)
 
 def masked_scatter(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_masked_scatter.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_masked_scatter_0(*args, **kwargs)
     except TypeError:
@@ -9262,12 +11348,15 @@ def masked_scatter(self, *args, **kwargs):
         if isinstance(mask, _Tensor) and isinstance(source, _Tensor):
             return _A._op_masked_scatter.call(self._ks | mask._ks | source._ks, self, mask, source)
     _i, _a = _sig_masked_scatter.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_masked_scatter.call(self._ks | _a['mask']._ks | _a['source']._ks, self, _a['mask'], _a['source'])
     raise AssertionError('unreachable')
 
 
 masked_scatter.__doc__ = 'masked_scatter(mask: Tensor, source: Tensor) -> Tensor'
+_sig_masked_scatter.public = masked_scatter
 def _signature_masked_scatter(self, mask, source): ...
 masked_scatter.__wrapped__ = _signature_masked_scatter
 
@@ -9280,6 +11369,10 @@ def _bind_masked_scatter__0(mask, source):
     return (mask, source)
 
 def masked_scatter_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_masked_scatter_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_masked_scatter__0(*args, **kwargs)
     except TypeError:
@@ -9289,12 +11382,15 @@ def masked_scatter_(self, *args, **kwargs):
         if isinstance(mask, _Tensor) and isinstance(source, _Tensor):
             return _A._op_masked_scatter_.call(self._ks | mask._ks | source._ks, self, mask, source)
     _i, _a = _sig_masked_scatter_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_masked_scatter_.call(self._ks | _a['mask']._ks | _a['source']._ks, self, _a['mask'], _a['source'])
     raise AssertionError('unreachable')
 
 
 masked_scatter_.__doc__ = 'masked_scatter_(mask: Tensor, source: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.masked_scatter`.'
+_sig_masked_scatter_.public = masked_scatter_
 def _signature_masked_scatter_(self, mask, source): ...
 masked_scatter_.__wrapped__ = _signature_masked_scatter_
 
@@ -9307,6 +11403,10 @@ def _bind_nonzero_0():
     return ()
 
 def nonzero(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nonzero.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nonzero_0(*args, **kwargs)
     except TypeError:
@@ -9315,12 +11415,15 @@ def nonzero(self, *args, **kwargs):
         if True:
             return _A._op_nonzero.call(self._ks, self)
     _i, _a = _sig_nonzero.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nonzero.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 nonzero.__doc__ = 'nonzero() -> Tensor'
+_sig_nonzero.public = nonzero
 def _signature_nonzero(self): ...
 nonzero.__wrapped__ = _signature_nonzero
 
@@ -9333,6 +11436,10 @@ def _bind_argwhere_0():
     return ()
 
 def argwhere(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_argwhere.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_argwhere_0(*args, **kwargs)
     except TypeError:
@@ -9341,12 +11448,15 @@ def argwhere(self, *args, **kwargs):
         if True:
             return _A._op_argwhere.call(self._ks, self)
     _i, _a = _sig_argwhere.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_argwhere.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 argwhere.__doc__ = 'argwhere() -> Tensor'
+_sig_argwhere.public = argwhere
 def _signature_argwhere(self): ...
 argwhere.__wrapped__ = _signature_argwhere
 
@@ -9359,6 +11469,10 @@ def _bind_take_0(index):
     return (index,)
 
 def take(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_take.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_take_0(*args, **kwargs)
     except TypeError:
@@ -9368,12 +11482,15 @@ def take(self, *args, **kwargs):
         if isinstance(index, _Tensor):
             return _A._op_take.call(self._ks | index._ks, self, index)
     _i, _a = _sig_take.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_take.call(self._ks | _a['index']._ks, self, _a['index'])
     raise AssertionError('unreachable')
 
 
 take.__doc__ = 'take(index: Tensor) -> Tensor'
+_sig_take.public = take
 def _signature_take(self, index): ...
 take.__wrapped__ = _signature_take
 
@@ -9386,6 +11503,10 @@ def _bind_take_along_dim_0(indices, dim=None):
     return (indices, dim)
 
 def take_along_dim(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_take_along_dim.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_take_along_dim_0(*args, **kwargs)
     except TypeError:
@@ -9395,12 +11516,15 @@ def take_along_dim(self, *args, **kwargs):
         if isinstance(indices, _Tensor) and (dim is None or type(dim) is int):
             return _A._op_take_along_dim.call(self._ks | indices._ks, self, indices, dim)
     _i, _a = _sig_take_along_dim.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_take_along_dim.call(self._ks | _a['indices']._ks, self, _a['indices'], _a['dim'])
     raise AssertionError('unreachable')
 
 
 take_along_dim.__doc__ = 'take_along_dim(indices: Tensor, dim: Optional[int] = None) -> Tensor'
+_sig_take_along_dim.public = take_along_dim
 def _signature_take_along_dim(self, indices, dim=None): ...
 take_along_dim.__wrapped__ = _signature_take_along_dim
 
@@ -9413,6 +11537,10 @@ def _bind_tril_0(diagonal=0):
     return (diagonal,)
 
 def tril(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_tril.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_tril_0(*args, **kwargs)
     except TypeError:
@@ -9422,12 +11550,15 @@ def tril(self, *args, **kwargs):
         if type(diagonal) is int:
             return _A._op_tril.call(self._ks, self, diagonal)
     _i, _a = _sig_tril.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_tril.call(self._ks, self, _a['diagonal'])
     raise AssertionError('unreachable')
 
 
 tril.__doc__ = 'tril(diagonal: int = 0) -> Tensor'
+_sig_tril.public = tril
 def _signature_tril(self, diagonal=0): ...
 tril.__wrapped__ = _signature_tril
 
@@ -9440,6 +11571,10 @@ def _bind_tril__0(diagonal=0):
     return (diagonal,)
 
 def tril_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_tril_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_tril__0(*args, **kwargs)
     except TypeError:
@@ -9449,12 +11584,15 @@ def tril_(self, *args, **kwargs):
         if type(diagonal) is int:
             return _A._op_tril_.call(self._ks, self, diagonal)
     _i, _a = _sig_tril_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_tril_.call(self._ks, self, _a['diagonal'])
     raise AssertionError('unreachable')
 
 
 tril_.__doc__ = 'tril_(diagonal: int = 0) -> Tensor\n\nIn-place version of :meth:`Tensor.tril`.'
+_sig_tril_.public = tril_
 def _signature_tril_(self, diagonal=0): ...
 tril_.__wrapped__ = _signature_tril_
 
@@ -9467,6 +11605,10 @@ def _bind_triu_0(diagonal=0):
     return (diagonal,)
 
 def triu(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_triu.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_triu_0(*args, **kwargs)
     except TypeError:
@@ -9476,12 +11618,15 @@ def triu(self, *args, **kwargs):
         if type(diagonal) is int:
             return _A._op_triu.call(self._ks, self, diagonal)
     _i, _a = _sig_triu.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_triu.call(self._ks, self, _a['diagonal'])
     raise AssertionError('unreachable')
 
 
 triu.__doc__ = 'triu(diagonal: int = 0) -> Tensor'
+_sig_triu.public = triu
 def _signature_triu(self, diagonal=0): ...
 triu.__wrapped__ = _signature_triu
 
@@ -9494,6 +11639,10 @@ def _bind_triu__0(diagonal=0):
     return (diagonal,)
 
 def triu_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_triu_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_triu__0(*args, **kwargs)
     except TypeError:
@@ -9503,12 +11652,15 @@ def triu_(self, *args, **kwargs):
         if type(diagonal) is int:
             return _A._op_triu_.call(self._ks, self, diagonal)
     _i, _a = _sig_triu_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_triu_.call(self._ks, self, _a['diagonal'])
     raise AssertionError('unreachable')
 
 
 triu_.__doc__ = 'triu_(diagonal: int = 0) -> Tensor\n\nIn-place version of :meth:`Tensor.triu`.'
+_sig_triu_.public = triu_
 def _signature_triu_(self, diagonal=0): ...
 triu_.__wrapped__ = _signature_triu_
 
@@ -9521,6 +11673,10 @@ def _bind_flip_0(dims):
     return (dims,)
 
 def flip(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_flip.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         if args and type(args[0]) is int:
             _b = _bind_flip_0(args, **kwargs)
@@ -9533,12 +11689,15 @@ def flip(self, *args, **kwargs):
         if (dims_ := _ints(dims, False)) is not None:
             return _A._op_flip.call(self._ks, self, dims_)
     _i, _a = _sig_flip.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_flip.call(self._ks, self, _a['dims'])
     raise AssertionError('unreachable')
 
 
 flip.__doc__ = 'flip(dims: List[int]) -> Tensor'
+_sig_flip.public = flip
 def _signature_flip(self, dims): ...
 flip.__wrapped__ = _signature_flip
 
@@ -9551,6 +11710,10 @@ def _bind_fliplr_0():
     return ()
 
 def fliplr(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fliplr.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_fliplr_0(*args, **kwargs)
     except TypeError:
@@ -9559,12 +11722,15 @@ def fliplr(self, *args, **kwargs):
         if True:
             return _A._op_fliplr.call(self._ks, self)
     _i, _a = _sig_fliplr.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_fliplr.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 fliplr.__doc__ = 'fliplr() -> Tensor'
+_sig_fliplr.public = fliplr
 def _signature_fliplr(self): ...
 fliplr.__wrapped__ = _signature_fliplr
 
@@ -9577,6 +11743,10 @@ def _bind_flipud_0():
     return ()
 
 def flipud(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_flipud.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_flipud_0(*args, **kwargs)
     except TypeError:
@@ -9585,12 +11755,15 @@ def flipud(self, *args, **kwargs):
         if True:
             return _A._op_flipud.call(self._ks, self)
     _i, _a = _sig_flipud.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_flipud.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 flipud.__doc__ = 'flipud() -> Tensor'
+_sig_flipud.public = flipud
 def _signature_flipud(self): ...
 flipud.__wrapped__ = _signature_flipud
 
@@ -9603,6 +11776,10 @@ def _bind_roll_0(shifts, dims=()):
     return (shifts, dims)
 
 def roll(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_roll.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_roll_0(*args, **kwargs)
     except TypeError:
@@ -9612,12 +11789,15 @@ def roll(self, *args, **kwargs):
         if (shifts_ := _ints(shifts, True)) is not None and (dims_ := _ints(dims, True)) is not None:
             return _A._op_roll.call(self._ks, self, shifts_, dims_)
     _i, _a = _sig_roll.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_roll.call(self._ks, self, _a['shifts'], _a['dims'])
     raise AssertionError('unreachable')
 
 
 roll.__doc__ = 'roll(shifts: List[int], dims: List[int] = ()) -> Tensor'
+_sig_roll.public = roll
 def _signature_roll(self, shifts, dims=()): ...
 roll.__wrapped__ = _signature_roll
 
@@ -9630,6 +11810,10 @@ def _bind_rot90_0(k=1, dims=(0,1)):
     return (k, dims)
 
 def rot90(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_rot90.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_rot90_0(*args, **kwargs)
     except TypeError:
@@ -9639,12 +11823,15 @@ def rot90(self, *args, **kwargs):
         if type(k) is int and (dims_ := _ints(dims, False)) is not None:
             return _A._op_rot90.call(self._ks, self, k, dims_)
     _i, _a = _sig_rot90.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_rot90.call(self._ks, self, _a['k'], _a['dims'])
     raise AssertionError('unreachable')
 
 
 rot90.__doc__ = 'rot90(k: int = 1, dims: List[int] = (0,1)) -> Tensor'
+_sig_rot90.public = rot90
 def _signature_rot90(self, k=1, dims=(0,1)): ...
 rot90.__wrapped__ = _signature_rot90
 
@@ -9657,6 +11844,10 @@ def _bind_repeat_0(repeats):
     return (repeats,)
 
 def repeat(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_repeat.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         if args and type(args[0]) is int:
             _b = _bind_repeat_0(args, **kwargs)
@@ -9669,12 +11860,15 @@ def repeat(self, *args, **kwargs):
         if (repeats_ := _ints(repeats, False)) is not None:
             return _A._op_repeat.call(self._ks, self, repeats_)
     _i, _a = _sig_repeat.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_repeat.call(self._ks, self, _a['repeats'])
     raise AssertionError('unreachable')
 
 
 repeat.__doc__ = 'repeat(repeats: List[int]) -> Tensor'
+_sig_repeat.public = repeat
 def _signature_repeat(self, repeats): ...
 repeat.__wrapped__ = _signature_repeat
 
@@ -9687,6 +11881,10 @@ def _bind_tile_0(dims):
     return (dims,)
 
 def tile(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_tile.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         if args and type(args[0]) is int:
             _b = _bind_tile_0(args, **kwargs)
@@ -9699,12 +11897,15 @@ def tile(self, *args, **kwargs):
         if (dims_ := _ints(dims, False)) is not None:
             return _A._op_tile.call(self._ks, self, dims_)
     _i, _a = _sig_tile.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_tile.call(self._ks, self, _a['dims'])
     raise AssertionError('unreachable')
 
 
 tile.__doc__ = 'tile(dims: List[int]) -> Tensor'
+_sig_tile.public = tile
 def _signature_tile(self, dims): ...
 tile.__wrapped__ = _signature_tile
 
@@ -9721,6 +11922,10 @@ def _bind_repeat_interleave_1(repeats, dim=None, *, output_size=None):
     return (repeats, dim, output_size)
 
 def repeat_interleave(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_repeat_interleave.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_repeat_interleave_0(*args, **kwargs)
     except TypeError:
@@ -9738,6 +11943,8 @@ def repeat_interleave(self, *args, **kwargs):
         if type(repeats) is int and (dim is None or type(dim) is int) and (output_size is None or type(output_size) is int):
             return _A._op_repeat_interleave_self_int.call(self._ks, self, repeats, dim, output_size)
     _i, _a = _sig_repeat_interleave.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_repeat_interleave_self_Tensor.call(self._ks | _a['repeats']._ks, self, _a['repeats'], _a['dim'], _a['output_size'])
     elif _i == 1:
@@ -9746,6 +11953,7 @@ def repeat_interleave(self, *args, **kwargs):
 
 
 repeat_interleave.__doc__ = 'repeat_interleave(repeats: Tensor, dim: Optional[int] = None, *, output_size: Optional[int] = None) -> Tensor\nrepeat_interleave(repeats: int, dim: Optional[int] = None, *, output_size: Optional[int] = None) -> Tensor'
+_sig_repeat_interleave.public = repeat_interleave
 
 
 _sig_diag = _Signatures('diag', [
@@ -9756,6 +11964,10 @@ def _bind_diag_0(diagonal=0):
     return (diagonal,)
 
 def diag(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_diag.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_diag_0(*args, **kwargs)
     except TypeError:
@@ -9765,12 +11977,15 @@ def diag(self, *args, **kwargs):
         if type(diagonal) is int:
             return _A._op_diag.call(self._ks, self, diagonal)
     _i, _a = _sig_diag.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_diag.call(self._ks, self, _a['diagonal'])
     raise AssertionError('unreachable')
 
 
 diag.__doc__ = 'diag(diagonal: int = 0) -> Tensor'
+_sig_diag.public = diag
 def _signature_diag(self, diagonal=0): ...
 diag.__wrapped__ = _signature_diag
 
@@ -9783,6 +11998,10 @@ def _bind_diag_embed_0(offset=0, dim1=-2, dim2=-1):
     return (offset, dim1, dim2)
 
 def diag_embed(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_diag_embed.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_diag_embed_0(*args, **kwargs)
     except TypeError:
@@ -9792,12 +12011,15 @@ def diag_embed(self, *args, **kwargs):
         if type(offset) is int and type(dim1) is int and type(dim2) is int:
             return _A._op_diag_embed.call(self._ks, self, offset, dim1, dim2)
     _i, _a = _sig_diag_embed.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_diag_embed.call(self._ks, self, _a['offset'], _a['dim1'], _a['dim2'])
     raise AssertionError('unreachable')
 
 
 diag_embed.__doc__ = 'diag_embed(offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor'
+_sig_diag_embed.public = diag_embed
 def _signature_diag_embed(self, offset=0, dim1=-2, dim2=-1): ...
 diag_embed.__wrapped__ = _signature_diag_embed
 
@@ -9810,6 +12032,10 @@ def _bind_mm_0(mat2):
     return (mat2,)
 
 def mm(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_mm.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_mm_0(*args, **kwargs)
     except TypeError:
@@ -9819,12 +12045,15 @@ def mm(self, *args, **kwargs):
         if isinstance(mat2, _Tensor):
             return _A._op_mm.call(self._ks | mat2._ks, self, mat2)
     _i, _a = _sig_mm.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_mm.call(self._ks | _a['mat2']._ks, self, _a['mat2'])
     raise AssertionError('unreachable')
 
 
 mm.__doc__ = 'Performs a matrix multiplication of the matrices ``input`` and ``mat2``.\n\nmm(mat2: Tensor) -> Tensor'
+_sig_mm.public = mm
 def _signature_mm(self, mat2): ...
 mm.__wrapped__ = _signature_mm
 
@@ -9837,6 +12066,10 @@ def _bind_bmm_0(mat2):
     return (mat2,)
 
 def bmm(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_bmm.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_bmm_0(*args, **kwargs)
     except TypeError:
@@ -9846,12 +12079,15 @@ def bmm(self, *args, **kwargs):
         if isinstance(mat2, _Tensor):
             return _A._op_bmm.call(self._ks | mat2._ks, self, mat2)
     _i, _a = _sig_bmm.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_bmm.call(self._ks | _a['mat2']._ks, self, _a['mat2'])
     raise AssertionError('unreachable')
 
 
 bmm.__doc__ = 'Performs a batch matrix-matrix product of the matrices in ``input`` and ``mat2``.\n\nbmm(mat2: Tensor) -> Tensor'
+_sig_bmm.public = bmm
 def _signature_bmm(self, mat2): ...
 bmm.__wrapped__ = _signature_bmm
 
@@ -9864,6 +12100,10 @@ def _bind_matmul_0(other):
     return (other,)
 
 def matmul(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_matmul.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_matmul_0(*args, **kwargs)
     except TypeError:
@@ -9873,12 +12113,15 @@ def matmul(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_matmul.call(self._ks | other._ks, self, other)
     _i, _a = _sig_matmul.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_matmul.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 matmul.__doc__ = 'Matrix product of two tensors, broadcasting batch dimensions (dot, mv, mm or bmm by rank).\n\nmatmul(other: Tensor) -> Tensor'
+_sig_matmul.public = matmul
 def _signature_matmul(self, other): ...
 matmul.__wrapped__ = _signature_matmul
 
@@ -9891,6 +12134,10 @@ def _bind_mv_0(vec):
     return (vec,)
 
 def mv(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_mv.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_mv_0(*args, **kwargs)
     except TypeError:
@@ -9900,12 +12147,15 @@ def mv(self, *args, **kwargs):
         if isinstance(vec, _Tensor):
             return _A._op_mv.call(self._ks | vec._ks, self, vec)
     _i, _a = _sig_mv.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_mv.call(self._ks | _a['vec']._ks, self, _a['vec'])
     raise AssertionError('unreachable')
 
 
 mv.__doc__ = 'mv(vec: Tensor) -> Tensor'
+_sig_mv.public = mv
 def _signature_mv(self, vec): ...
 mv.__wrapped__ = _signature_mv
 
@@ -9918,6 +12168,10 @@ def _bind_dot_0(tensor):
     return (tensor,)
 
 def dot(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_dot.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_dot_0(*args, **kwargs)
     except TypeError:
@@ -9927,12 +12181,15 @@ def dot(self, *args, **kwargs):
         if isinstance(tensor, _Tensor):
             return _A._op_dot.call(self._ks | tensor._ks, self, tensor)
     _i, _a = _sig_dot.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_dot.call(self._ks | _a['tensor']._ks, self, _a['tensor'])
     raise AssertionError('unreachable')
 
 
 dot.__doc__ = 'Computes the dot product of two 1D tensors.\n\ndot(tensor: Tensor) -> Tensor'
+_sig_dot.public = dot
 def _signature_dot(self, tensor): ...
 dot.__wrapped__ = _signature_dot
 
@@ -9945,6 +12202,10 @@ def _bind_vdot_0(other):
     return (other,)
 
 def vdot(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_vdot.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_vdot_0(*args, **kwargs)
     except TypeError:
@@ -9954,12 +12215,15 @@ def vdot(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_vdot.call(self._ks | other._ks, self, other)
     _i, _a = _sig_vdot.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_vdot.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 vdot.__doc__ = 'vdot(other: Tensor) -> Tensor'
+_sig_vdot.public = vdot
 def _signature_vdot(self, other): ...
 vdot.__wrapped__ = _signature_vdot
 
@@ -9972,6 +12236,10 @@ def _bind_inner_0(other):
     return (other,)
 
 def inner(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_inner.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_inner_0(*args, **kwargs)
     except TypeError:
@@ -9981,12 +12249,15 @@ def inner(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_inner.call(self._ks | other._ks, self, other)
     _i, _a = _sig_inner.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_inner.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 inner.__doc__ = 'inner(other: Tensor) -> Tensor'
+_sig_inner.public = inner
 def _signature_inner(self, other): ...
 inner.__wrapped__ = _signature_inner
 
@@ -9999,6 +12270,10 @@ def _bind_outer_0(vec2):
     return (vec2,)
 
 def outer(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_outer.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_outer_0(*args, **kwargs)
     except TypeError:
@@ -10008,12 +12283,15 @@ def outer(self, *args, **kwargs):
         if isinstance(vec2, _Tensor):
             return _A._op_outer.call(self._ks | vec2._ks, self, vec2)
     _i, _a = _sig_outer.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_outer.call(self._ks | _a['vec2']._ks, self, _a['vec2'])
     raise AssertionError('unreachable')
 
 
 outer.__doc__ = 'outer(vec2: Tensor) -> Tensor'
+_sig_outer.public = outer
 def _signature_outer(self, vec2): ...
 outer.__wrapped__ = _signature_outer
 
@@ -10026,6 +12304,10 @@ def _bind_ger_0(vec2):
     return (vec2,)
 
 def ger(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ger.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ger_0(*args, **kwargs)
     except TypeError:
@@ -10035,12 +12317,15 @@ def ger(self, *args, **kwargs):
         if isinstance(vec2, _Tensor):
             return _A._op_ger.call(self._ks | vec2._ks, self, vec2)
     _i, _a = _sig_ger.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_ger.call(self._ks | _a['vec2']._ks, self, _a['vec2'])
     raise AssertionError('unreachable')
 
 
 ger.__doc__ = 'ger(vec2: Tensor) -> Tensor'
+_sig_ger.public = ger
 def _signature_ger(self, vec2): ...
 ger.__wrapped__ = _signature_ger
 
@@ -10053,6 +12338,10 @@ def _bind_addmm_0(mat1, mat2, *, beta=1, alpha=1):
     return (mat1, mat2, beta, alpha)
 
 def addmm(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_addmm.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_addmm_0(*args, **kwargs)
     except TypeError:
@@ -10062,12 +12351,15 @@ def addmm(self, *args, **kwargs):
         if isinstance(mat1, _Tensor) and isinstance(mat2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             return _A._op_addmm.call(self._ks | mat1._ks | mat2._ks, self, mat1, mat2, beta, alpha)
     _i, _a = _sig_addmm.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_addmm.call(self._ks | _a['mat1']._ks | _a['mat2']._ks, self, _a['mat1'], _a['mat2'], _a['beta'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
 addmm.__doc__ = 'Performs beta * input + alpha * (mat1 @ mat2).\n\naddmm(mat1: Tensor, mat2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor'
+_sig_addmm.public = addmm
 def _signature_addmm(self, mat1, mat2, *, beta=1, alpha=1): ...
 addmm.__wrapped__ = _signature_addmm
 
@@ -10080,6 +12372,10 @@ def _bind_addmm__0(mat1, mat2, *, beta=1, alpha=1):
     return (mat1, mat2, beta, alpha)
 
 def addmm_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_addmm_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_addmm__0(*args, **kwargs)
     except TypeError:
@@ -10089,12 +12385,15 @@ def addmm_(self, *args, **kwargs):
         if isinstance(mat1, _Tensor) and isinstance(mat2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             return _A._op_addmm_.call(self._ks | mat1._ks | mat2._ks, self, mat1, mat2, beta, alpha)
     _i, _a = _sig_addmm_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_addmm_.call(self._ks | _a['mat1']._ks | _a['mat2']._ks, self, _a['mat1'], _a['mat2'], _a['beta'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
 addmm_.__doc__ = 'Performs beta * input + alpha * (mat1 @ mat2).\n\naddmm_(mat1: Tensor, mat2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addmm`.'
+_sig_addmm_.public = addmm_
 def _signature_addmm_(self, mat1, mat2, *, beta=1, alpha=1): ...
 addmm_.__wrapped__ = _signature_addmm_
 
@@ -10107,6 +12406,10 @@ def _bind_addmv_0(mat, vec, *, beta=1, alpha=1):
     return (mat, vec, beta, alpha)
 
 def addmv(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_addmv.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_addmv_0(*args, **kwargs)
     except TypeError:
@@ -10116,12 +12419,15 @@ def addmv(self, *args, **kwargs):
         if isinstance(mat, _Tensor) and isinstance(vec, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             return _A._op_addmv.call(self._ks | mat._ks | vec._ks, self, mat, vec, beta, alpha)
     _i, _a = _sig_addmv.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_addmv.call(self._ks | _a['mat']._ks | _a['vec']._ks, self, _a['mat'], _a['vec'], _a['beta'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
 addmv.__doc__ = 'addmv(mat: Tensor, vec: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor'
+_sig_addmv.public = addmv
 def _signature_addmv(self, mat, vec, *, beta=1, alpha=1): ...
 addmv.__wrapped__ = _signature_addmv
 
@@ -10134,6 +12440,10 @@ def _bind_addmv__0(mat, vec, *, beta=1, alpha=1):
     return (mat, vec, beta, alpha)
 
 def addmv_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_addmv_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_addmv__0(*args, **kwargs)
     except TypeError:
@@ -10143,12 +12453,15 @@ def addmv_(self, *args, **kwargs):
         if isinstance(mat, _Tensor) and isinstance(vec, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             return _A._op_addmv_.call(self._ks | mat._ks | vec._ks, self, mat, vec, beta, alpha)
     _i, _a = _sig_addmv_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_addmv_.call(self._ks | _a['mat']._ks | _a['vec']._ks, self, _a['mat'], _a['vec'], _a['beta'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
 addmv_.__doc__ = 'addmv_(mat: Tensor, vec: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addmv`.'
+_sig_addmv_.public = addmv_
 def _signature_addmv_(self, mat, vec, *, beta=1, alpha=1): ...
 addmv_.__wrapped__ = _signature_addmv_
 
@@ -10161,6 +12474,10 @@ def _bind_baddbmm_0(batch1, batch2, *, beta=1, alpha=1):
     return (batch1, batch2, beta, alpha)
 
 def baddbmm(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_baddbmm.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_baddbmm_0(*args, **kwargs)
     except TypeError:
@@ -10170,12 +12487,15 @@ def baddbmm(self, *args, **kwargs):
         if isinstance(batch1, _Tensor) and isinstance(batch2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             return _A._op_baddbmm.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
     _i, _a = _sig_baddbmm.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_baddbmm.call(self._ks | _a['batch1']._ks | _a['batch2']._ks, self, _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
 baddbmm.__doc__ = 'baddbmm(batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor'
+_sig_baddbmm.public = baddbmm
 def _signature_baddbmm(self, batch1, batch2, *, beta=1, alpha=1): ...
 baddbmm.__wrapped__ = _signature_baddbmm
 
@@ -10188,6 +12508,10 @@ def _bind_baddbmm__0(batch1, batch2, *, beta=1, alpha=1):
     return (batch1, batch2, beta, alpha)
 
 def baddbmm_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_baddbmm_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_baddbmm__0(*args, **kwargs)
     except TypeError:
@@ -10197,12 +12521,15 @@ def baddbmm_(self, *args, **kwargs):
         if isinstance(batch1, _Tensor) and isinstance(batch2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             return _A._op_baddbmm_.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
     _i, _a = _sig_baddbmm_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_baddbmm_.call(self._ks | _a['batch1']._ks | _a['batch2']._ks, self, _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
 baddbmm_.__doc__ = 'baddbmm_(batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.baddbmm`.'
+_sig_baddbmm_.public = baddbmm_
 def _signature_baddbmm_(self, batch1, batch2, *, beta=1, alpha=1): ...
 baddbmm_.__wrapped__ = _signature_baddbmm_
 
@@ -10215,6 +12542,10 @@ def _bind_addbmm_0(batch1, batch2, *, beta=1, alpha=1):
     return (batch1, batch2, beta, alpha)
 
 def addbmm(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_addbmm.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_addbmm_0(*args, **kwargs)
     except TypeError:
@@ -10224,12 +12555,15 @@ def addbmm(self, *args, **kwargs):
         if isinstance(batch1, _Tensor) and isinstance(batch2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             return _A._op_addbmm.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
     _i, _a = _sig_addbmm.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_addbmm.call(self._ks | _a['batch1']._ks | _a['batch2']._ks, self, _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
 addbmm.__doc__ = 'addbmm(batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor'
+_sig_addbmm.public = addbmm
 def _signature_addbmm(self, batch1, batch2, *, beta=1, alpha=1): ...
 addbmm.__wrapped__ = _signature_addbmm
 
@@ -10242,6 +12576,10 @@ def _bind_addbmm__0(batch1, batch2, *, beta=1, alpha=1):
     return (batch1, batch2, beta, alpha)
 
 def addbmm_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_addbmm_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_addbmm__0(*args, **kwargs)
     except TypeError:
@@ -10251,12 +12589,15 @@ def addbmm_(self, *args, **kwargs):
         if isinstance(batch1, _Tensor) and isinstance(batch2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             return _A._op_addbmm_.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
     _i, _a = _sig_addbmm_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_addbmm_.call(self._ks | _a['batch1']._ks | _a['batch2']._ks, self, _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
 addbmm_.__doc__ = 'addbmm_(batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addbmm`.'
+_sig_addbmm_.public = addbmm_
 def _signature_addbmm_(self, batch1, batch2, *, beta=1, alpha=1): ...
 addbmm_.__wrapped__ = _signature_addbmm_
 
@@ -10269,6 +12610,10 @@ def _bind_kron_0(other):
     return (other,)
 
 def kron(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_kron.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_kron_0(*args, **kwargs)
     except TypeError:
@@ -10278,12 +12623,15 @@ def kron(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_kron.call(self._ks | other._ks, self, other)
     _i, _a = _sig_kron.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_kron.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 kron.__doc__ = 'kron(other: Tensor) -> Tensor'
+_sig_kron.public = kron
 def _signature_kron(self, other): ...
 kron.__wrapped__ = _signature_kron
 
@@ -10296,6 +12644,10 @@ def _bind_cross_0(other, dim=None):
     return (other, dim)
 
 def cross(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cross.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cross_0(*args, **kwargs)
     except TypeError:
@@ -10305,12 +12657,15 @@ def cross(self, *args, **kwargs):
         if isinstance(other, _Tensor) and (dim is None or type(dim) is int):
             return _A._op_cross.call(self._ks | other._ks, self, other, dim)
     _i, _a = _sig_cross.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cross.call(self._ks | _a['other']._ks, self, _a['other'], _a['dim'])
     raise AssertionError('unreachable')
 
 
 cross.__doc__ = 'cross(other: Tensor, dim: Optional[int] = None) -> Tensor'
+_sig_cross.public = cross
 def _signature_cross(self, other, dim=None): ...
 cross.__wrapped__ = _signature_cross
 
@@ -10323,6 +12678,10 @@ def _bind_det_0():
     return ()
 
 def det(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_det.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_det_0(*args, **kwargs)
     except TypeError:
@@ -10331,12 +12690,15 @@ def det(self, *args, **kwargs):
         if True:
             return _A._op_det.call(self._ks, self)
     _i, _a = _sig_det.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_det.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 det.__doc__ = 'det() -> Tensor'
+_sig_det.public = det
 def _signature_det(self): ...
 det.__wrapped__ = _signature_det
 
@@ -10349,6 +12711,10 @@ def _bind_inverse_0():
     return ()
 
 def inverse(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_inverse.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_inverse_0(*args, **kwargs)
     except TypeError:
@@ -10357,12 +12723,15 @@ def inverse(self, *args, **kwargs):
         if True:
             return _A._op_inverse.call(self._ks, self)
     _i, _a = _sig_inverse.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_inverse.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 inverse.__doc__ = 'inverse() -> Tensor'
+_sig_inverse.public = inverse
 def _signature_inverse(self): ...
 inverse.__wrapped__ = _signature_inverse
 
@@ -10375,6 +12744,10 @@ def _bind_slogdet_0():
     return ()
 
 def slogdet(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_slogdet.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_slogdet_0(*args, **kwargs)
     except TypeError:
@@ -10383,12 +12756,15 @@ def slogdet(self, *args, **kwargs):
         if True:
             return _A._op_slogdet.call(self._ks, self)
     _i, _a = _sig_slogdet.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_slogdet.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 slogdet.__doc__ = 'slogdet() -> (Tensor, Tensor)'
+_sig_slogdet.public = slogdet
 def _signature_slogdet(self): ...
 slogdet.__wrapped__ = _signature_slogdet
 
@@ -10401,6 +12777,10 @@ def _bind_pinverse_0(rcond=1e-15):
     return (rcond,)
 
 def pinverse(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_pinverse.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_pinverse_0(*args, **kwargs)
     except TypeError:
@@ -10410,12 +12790,15 @@ def pinverse(self, *args, **kwargs):
         if type(rcond) is float:
             return _A._op_pinverse.call(self._ks, self, rcond)
     _i, _a = _sig_pinverse.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_pinverse.call(self._ks, self, _a['rcond'])
     raise AssertionError('unreachable')
 
 
 pinverse.__doc__ = 'pinverse(rcond: float = 1e-15) -> Tensor'
+_sig_pinverse.public = pinverse
 def _signature_pinverse(self, rcond=1e-15): ...
 pinverse.__wrapped__ = _signature_pinverse
 
@@ -10428,6 +12811,10 @@ def _bind_softmax_0(dim, dtype=None):
     return (dim, dtype)
 
 def softmax(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_softmax.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_softmax_0(*args, **kwargs)
     except TypeError:
@@ -10437,12 +12824,15 @@ def softmax(self, *args, **kwargs):
         if type(dim) is int and (dtype is None or type(dtype) is _dtype):
             return _A._op_softmax_int.call(self._ks, self, dim, dtype)
     _i, _a = _sig_softmax.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_softmax_int.call(self._ks, self, _a['dim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
 softmax.__doc__ = 'Applies the softmax function along ``dim``.\n\nsoftmax(dim: int, dtype: Optional[dtype] = None) -> Tensor'
+_sig_softmax.public = softmax
 def _signature_softmax(self, dim, dtype=None): ...
 softmax.__wrapped__ = _signature_softmax
 
@@ -10455,6 +12845,10 @@ def _bind_log_softmax_0(dim, dtype=None):
     return (dim, dtype)
 
 def log_softmax(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_log_softmax.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_log_softmax_0(*args, **kwargs)
     except TypeError:
@@ -10464,12 +12858,15 @@ def log_softmax(self, *args, **kwargs):
         if type(dim) is int and (dtype is None or type(dtype) is _dtype):
             return _A._op_log_softmax_int.call(self._ks, self, dim, dtype)
     _i, _a = _sig_log_softmax.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_log_softmax_int.call(self._ks, self, _a['dim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
 log_softmax.__doc__ = 'Applies the softmax followed by the logarithm along ``dim``.\n\nlog_softmax(dim: int, dtype: Optional[dtype] = None) -> Tensor'
+_sig_log_softmax.public = log_softmax
 def _signature_log_softmax(self, dim, dtype=None): ...
 log_softmax.__wrapped__ = _signature_log_softmax
 
@@ -10482,6 +12879,10 @@ def _bind_isclose_0(other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return (other, rtol, atol, equal_nan)
 
 def isclose(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_isclose.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_isclose_0(*args, **kwargs)
     except TypeError:
@@ -10491,12 +12892,15 @@ def isclose(self, *args, **kwargs):
         if isinstance(other, _Tensor) and type(rtol) is float and type(atol) is float and type(equal_nan) is bool:
             return _A._op_isclose.call(self._ks | other._ks, self, other, rtol, atol, equal_nan)
     _i, _a = _sig_isclose.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_isclose.call(self._ks | _a['other']._ks, self, _a['other'], _a['rtol'], _a['atol'], _a['equal_nan'])
     raise AssertionError('unreachable')
 
 
 isclose.__doc__ = 'isclose(other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor'
+_sig_isclose.public = isclose
 def _signature_isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False): ...
 isclose.__wrapped__ = _signature_isclose
 
@@ -10509,6 +12913,10 @@ def _bind_allclose_0(other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return (other, rtol, atol, equal_nan)
 
 def allclose(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_allclose.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_allclose_0(*args, **kwargs)
     except TypeError:
@@ -10518,12 +12926,15 @@ def allclose(self, *args, **kwargs):
         if isinstance(other, _Tensor) and type(rtol) is float and type(atol) is float and type(equal_nan) is bool:
             return _A._op_allclose.call(self._ks | other._ks, self, other, rtol, atol, equal_nan)
     _i, _a = _sig_allclose.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_allclose.call(self._ks | _a['other']._ks, self, _a['other'], _a['rtol'], _a['atol'], _a['equal_nan'])
     raise AssertionError('unreachable')
 
 
 allclose.__doc__ = 'allclose(other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool'
+_sig_allclose.public = allclose
 def _signature_allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False): ...
 allclose.__wrapped__ = _signature_allclose
 
@@ -10536,6 +12947,10 @@ def _bind_equal_0(other):
     return (other,)
 
 def equal(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_equal.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_equal_0(*args, **kwargs)
     except TypeError:
@@ -10545,12 +12960,15 @@ def equal(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_equal.call(self._ks | other._ks, self, other)
     _i, _a = _sig_equal.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_equal.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 equal.__doc__ = 'equal(other: Tensor) -> bool'
+_sig_equal.public = equal
 def _signature_equal(self, other): ...
 equal.__wrapped__ = _signature_equal
 
@@ -10563,6 +12981,10 @@ def _bind_is_same_size_0(other):
     return (other,)
 
 def is_same_size(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_is_same_size.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_is_same_size_0(*args, **kwargs)
     except TypeError:
@@ -10572,12 +12994,15 @@ def is_same_size(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_is_same_size.call(self._ks | other._ks, self, other)
     _i, _a = _sig_is_same_size.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_is_same_size.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 is_same_size.__doc__ = 'is_same_size(other: Tensor) -> bool'
+_sig_is_same_size.public = is_same_size
 def _signature_is_same_size(self, other): ...
 is_same_size.__wrapped__ = _signature_is_same_size
 
@@ -10590,6 +13015,10 @@ def _bind_is_nonzero_0():
     return ()
 
 def is_nonzero(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_is_nonzero.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_is_nonzero_0(*args, **kwargs)
     except TypeError:
@@ -10598,12 +13027,15 @@ def is_nonzero(self, *args, **kwargs):
         if True:
             return _A._op_is_nonzero.call(self._ks, self)
     _i, _a = _sig_is_nonzero.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_is_nonzero.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 is_nonzero.__doc__ = 'is_nonzero() -> bool'
+_sig_is_nonzero.public = is_nonzero
 def _signature_is_nonzero(self): ...
 is_nonzero.__wrapped__ = _signature_is_nonzero
 
@@ -10616,6 +13048,10 @@ def _bind_msort_0():
     return ()
 
 def msort(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_msort.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_msort_0(*args, **kwargs)
     except TypeError:
@@ -10624,12 +13060,15 @@ def msort(self, *args, **kwargs):
         if True:
             return _A._op_msort.call(self._ks, self)
     _i, _a = _sig_msort.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_msort.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 msort.__doc__ = 'msort() -> Tensor'
+_sig_msort.public = msort
 def _signature_msort(self): ...
 msort.__wrapped__ = _signature_msort
 
@@ -10642,6 +13081,10 @@ def _bind_diff_0(n=1, dim=-1, prepend=None, append=None):
     return (n, dim, prepend, append)
 
 def diff(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_diff.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_diff_0(*args, **kwargs)
     except TypeError:
@@ -10651,12 +13094,15 @@ def diff(self, *args, **kwargs):
         if type(n) is int and type(dim) is int and (prepend is None or isinstance(prepend, _Tensor)) and (append is None or isinstance(append, _Tensor)):
             return _A._op_diff.call(self._ks | _ks_opt(prepend) | _ks_opt(append), self, n, dim, prepend, append)
     _i, _a = _sig_diff.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_diff.call(self._ks | _ks_opt(_a['prepend']) | _ks_opt(_a['append']), self, _a['n'], _a['dim'], _a['prepend'], _a['append'])
     raise AssertionError('unreachable')
 
 
 diff.__doc__ = 'diff(n: int = 1, dim: int = -1, prepend: Optional[Tensor] = None, append: Optional[Tensor] = None) -> Tensor'
+_sig_diff.public = diff
 def _signature_diff(self, n=1, dim=-1, prepend=None, append=None): ...
 diff.__wrapped__ = _signature_diff
 
@@ -10669,6 +13115,10 @@ def _bind_trace_0():
     return ()
 
 def trace(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_trace.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_trace_0(*args, **kwargs)
     except TypeError:
@@ -10677,12 +13127,15 @@ def trace(self, *args, **kwargs):
         if True:
             return _A._op_trace.call(self._ks, self)
     _i, _a = _sig_trace.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_trace.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 trace.__doc__ = 'trace() -> Tensor'
+_sig_trace.public = trace
 def _signature_trace(self): ...
 trace.__wrapped__ = _signature_trace
 
@@ -10695,6 +13148,10 @@ def _bind_cov_0(*, correction=1, fweights=None, aweights=None):
     return (correction, fweights, aweights)
 
 def cov(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cov.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cov_0(*args, **kwargs)
     except TypeError:
@@ -10704,12 +13161,15 @@ def cov(self, *args, **kwargs):
         if type(correction) is int and (fweights is None or isinstance(fweights, _Tensor)) and (aweights is None or isinstance(aweights, _Tensor)):
             return _A._op_cov.call(self._ks | _ks_opt(fweights) | _ks_opt(aweights), self, correction, fweights, aweights)
     _i, _a = _sig_cov.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cov.call(self._ks | _ks_opt(_a['fweights']) | _ks_opt(_a['aweights']), self, _a['correction'], _a['fweights'], _a['aweights'])
     raise AssertionError('unreachable')
 
 
 cov.__doc__ = 'cov(*, correction: int = 1, fweights: Optional[Tensor] = None, aweights: Optional[Tensor] = None) -> Tensor'
+_sig_cov.public = cov
 def _signature_cov(self, *, correction=1, fweights=None, aweights=None): ...
 cov.__wrapped__ = _signature_cov
 
@@ -10722,6 +13182,10 @@ def _bind_corrcoef_0():
     return ()
 
 def corrcoef(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_corrcoef.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_corrcoef_0(*args, **kwargs)
     except TypeError:
@@ -10730,12 +13194,15 @@ def corrcoef(self, *args, **kwargs):
         if True:
             return _A._op_corrcoef.call(self._ks, self)
     _i, _a = _sig_corrcoef.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_corrcoef.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 corrcoef.__doc__ = 'corrcoef() -> Tensor'
+_sig_corrcoef.public = corrcoef
 def _signature_corrcoef(self): ...
 corrcoef.__wrapped__ = _signature_corrcoef
 
@@ -10748,6 +13215,10 @@ def _bind_absolute_0():
     return ()
 
 def absolute(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_absolute.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_absolute_0(*args, **kwargs)
     except TypeError:
@@ -10756,12 +13227,15 @@ def absolute(self, *args, **kwargs):
         if True:
             return _A._op_absolute.call(self._ks, self)
     _i, _a = _sig_absolute.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_absolute.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 absolute.__doc__ = 'absolute() -> Tensor'
+_sig_absolute.public = absolute
 def _signature_absolute(self): ...
 absolute.__wrapped__ = _signature_absolute
 
@@ -10774,6 +13248,10 @@ def _bind_absolute__0():
     return ()
 
 def absolute_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_absolute_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_absolute__0(*args, **kwargs)
     except TypeError:
@@ -10782,12 +13260,15 @@ def absolute_(self, *args, **kwargs):
         if True:
             return _A._op_absolute_.call(self._ks, self)
     _i, _a = _sig_absolute_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_absolute_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 absolute_.__doc__ = 'absolute_() -> Tensor\n\nIn-place version of :meth:`Tensor.absolute`.'
+_sig_absolute_.public = absolute_
 def _signature_absolute_(self): ...
 absolute_.__wrapped__ = _signature_absolute_
 
@@ -10800,6 +13281,10 @@ def _bind_arccos_0():
     return ()
 
 def arccos(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arccos.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arccos_0(*args, **kwargs)
     except TypeError:
@@ -10808,12 +13293,15 @@ def arccos(self, *args, **kwargs):
         if True:
             return _A._op_arccos.call(self._ks, self)
     _i, _a = _sig_arccos.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arccos.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 arccos.__doc__ = 'arccos() -> Tensor'
+_sig_arccos.public = arccos
 def _signature_arccos(self): ...
 arccos.__wrapped__ = _signature_arccos
 
@@ -10826,6 +13314,10 @@ def _bind_arccos__0():
     return ()
 
 def arccos_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arccos_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arccos__0(*args, **kwargs)
     except TypeError:
@@ -10834,12 +13326,15 @@ def arccos_(self, *args, **kwargs):
         if True:
             return _A._op_arccos_.call(self._ks, self)
     _i, _a = _sig_arccos_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arccos_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 arccos_.__doc__ = 'arccos_() -> Tensor\n\nIn-place version of :meth:`Tensor.arccos`.'
+_sig_arccos_.public = arccos_
 def _signature_arccos_(self): ...
 arccos_.__wrapped__ = _signature_arccos_
 
@@ -10852,6 +13347,10 @@ def _bind_arcsin_0():
     return ()
 
 def arcsin(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arcsin.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arcsin_0(*args, **kwargs)
     except TypeError:
@@ -10860,12 +13359,15 @@ def arcsin(self, *args, **kwargs):
         if True:
             return _A._op_arcsin.call(self._ks, self)
     _i, _a = _sig_arcsin.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arcsin.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 arcsin.__doc__ = 'arcsin() -> Tensor'
+_sig_arcsin.public = arcsin
 def _signature_arcsin(self): ...
 arcsin.__wrapped__ = _signature_arcsin
 
@@ -10878,6 +13380,10 @@ def _bind_arcsin__0():
     return ()
 
 def arcsin_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arcsin_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arcsin__0(*args, **kwargs)
     except TypeError:
@@ -10886,12 +13392,15 @@ def arcsin_(self, *args, **kwargs):
         if True:
             return _A._op_arcsin_.call(self._ks, self)
     _i, _a = _sig_arcsin_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arcsin_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 arcsin_.__doc__ = 'arcsin_() -> Tensor\n\nIn-place version of :meth:`Tensor.arcsin`.'
+_sig_arcsin_.public = arcsin_
 def _signature_arcsin_(self): ...
 arcsin_.__wrapped__ = _signature_arcsin_
 
@@ -10904,6 +13413,10 @@ def _bind_arctan_0():
     return ()
 
 def arctan(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arctan.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arctan_0(*args, **kwargs)
     except TypeError:
@@ -10912,12 +13425,15 @@ def arctan(self, *args, **kwargs):
         if True:
             return _A._op_arctan.call(self._ks, self)
     _i, _a = _sig_arctan.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arctan.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 arctan.__doc__ = 'arctan() -> Tensor'
+_sig_arctan.public = arctan
 def _signature_arctan(self): ...
 arctan.__wrapped__ = _signature_arctan
 
@@ -10930,6 +13446,10 @@ def _bind_arctan__0():
     return ()
 
 def arctan_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arctan_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arctan__0(*args, **kwargs)
     except TypeError:
@@ -10938,12 +13458,15 @@ def arctan_(self, *args, **kwargs):
         if True:
             return _A._op_arctan_.call(self._ks, self)
     _i, _a = _sig_arctan_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arctan_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 arctan_.__doc__ = 'arctan_() -> Tensor\n\nIn-place version of :meth:`Tensor.arctan`.'
+_sig_arctan_.public = arctan_
 def _signature_arctan_(self): ...
 arctan_.__wrapped__ = _signature_arctan_
 
@@ -10956,6 +13479,10 @@ def _bind_arccosh_0():
     return ()
 
 def arccosh(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arccosh.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arccosh_0(*args, **kwargs)
     except TypeError:
@@ -10964,12 +13491,15 @@ def arccosh(self, *args, **kwargs):
         if True:
             return _A._op_arccosh.call(self._ks, self)
     _i, _a = _sig_arccosh.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arccosh.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 arccosh.__doc__ = 'arccosh() -> Tensor'
+_sig_arccosh.public = arccosh
 def _signature_arccosh(self): ...
 arccosh.__wrapped__ = _signature_arccosh
 
@@ -10982,6 +13512,10 @@ def _bind_arccosh__0():
     return ()
 
 def arccosh_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arccosh_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arccosh__0(*args, **kwargs)
     except TypeError:
@@ -10990,12 +13524,15 @@ def arccosh_(self, *args, **kwargs):
         if True:
             return _A._op_arccosh_.call(self._ks, self)
     _i, _a = _sig_arccosh_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arccosh_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 arccosh_.__doc__ = 'arccosh_() -> Tensor\n\nIn-place version of :meth:`Tensor.arccosh`.'
+_sig_arccosh_.public = arccosh_
 def _signature_arccosh_(self): ...
 arccosh_.__wrapped__ = _signature_arccosh_
 
@@ -11008,6 +13545,10 @@ def _bind_arcsinh_0():
     return ()
 
 def arcsinh(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arcsinh.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arcsinh_0(*args, **kwargs)
     except TypeError:
@@ -11016,12 +13557,15 @@ def arcsinh(self, *args, **kwargs):
         if True:
             return _A._op_arcsinh.call(self._ks, self)
     _i, _a = _sig_arcsinh.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arcsinh.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 arcsinh.__doc__ = 'arcsinh() -> Tensor'
+_sig_arcsinh.public = arcsinh
 def _signature_arcsinh(self): ...
 arcsinh.__wrapped__ = _signature_arcsinh
 
@@ -11034,6 +13578,10 @@ def _bind_arcsinh__0():
     return ()
 
 def arcsinh_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arcsinh_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arcsinh__0(*args, **kwargs)
     except TypeError:
@@ -11042,12 +13590,15 @@ def arcsinh_(self, *args, **kwargs):
         if True:
             return _A._op_arcsinh_.call(self._ks, self)
     _i, _a = _sig_arcsinh_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arcsinh_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 arcsinh_.__doc__ = 'arcsinh_() -> Tensor\n\nIn-place version of :meth:`Tensor.arcsinh`.'
+_sig_arcsinh_.public = arcsinh_
 def _signature_arcsinh_(self): ...
 arcsinh_.__wrapped__ = _signature_arcsinh_
 
@@ -11060,6 +13611,10 @@ def _bind_arctanh_0():
     return ()
 
 def arctanh(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arctanh.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arctanh_0(*args, **kwargs)
     except TypeError:
@@ -11068,12 +13623,15 @@ def arctanh(self, *args, **kwargs):
         if True:
             return _A._op_arctanh.call(self._ks, self)
     _i, _a = _sig_arctanh.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arctanh.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 arctanh.__doc__ = 'arctanh() -> Tensor'
+_sig_arctanh.public = arctanh
 def _signature_arctanh(self): ...
 arctanh.__wrapped__ = _signature_arctanh
 
@@ -11086,6 +13644,10 @@ def _bind_arctanh__0():
     return ()
 
 def arctanh_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arctanh_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arctanh__0(*args, **kwargs)
     except TypeError:
@@ -11094,12 +13656,15 @@ def arctanh_(self, *args, **kwargs):
         if True:
             return _A._op_arctanh_.call(self._ks, self)
     _i, _a = _sig_arctanh_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arctanh_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 arctanh_.__doc__ = 'arctanh_() -> Tensor\n\nIn-place version of :meth:`Tensor.arctanh`.'
+_sig_arctanh_.public = arctanh_
 def _signature_arctanh_(self): ...
 arctanh_.__wrapped__ = _signature_arctanh_
 
@@ -11112,6 +13677,10 @@ def _bind_arctan2_0(other):
     return (other,)
 
 def arctan2(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arctan2.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arctan2_0(*args, **kwargs)
     except TypeError:
@@ -11121,12 +13690,15 @@ def arctan2(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_arctan2.call(self._ks | other._ks, self, other)
     _i, _a = _sig_arctan2.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arctan2.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 arctan2.__doc__ = 'arctan2(other: Tensor) -> Tensor'
+_sig_arctan2.public = arctan2
 def _signature_arctan2(self, other): ...
 arctan2.__wrapped__ = _signature_arctan2
 
@@ -11139,6 +13711,10 @@ def _bind_arctan2__0(other):
     return (other,)
 
 def arctan2_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_arctan2_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_arctan2__0(*args, **kwargs)
     except TypeError:
@@ -11148,12 +13724,15 @@ def arctan2_(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_arctan2_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_arctan2_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_arctan2_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 arctan2_.__doc__ = 'arctan2_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.arctan2`.'
+_sig_arctan2_.public = arctan2_
 def _signature_arctan2_(self, other): ...
 arctan2_.__wrapped__ = _signature_arctan2_
 
@@ -11170,6 +13749,10 @@ def _bind_multiply_1(other):
     return (other,)
 
 def multiply(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_multiply.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_multiply_0(*args, **kwargs)
     except TypeError:
@@ -11187,6 +13770,8 @@ def multiply(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_multiply_Scalar.call(self._ks, self, other)
     _i, _a = _sig_multiply.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_multiply_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -11195,6 +13780,7 @@ def multiply(self, *args, **kwargs):
 
 
 multiply.__doc__ = 'multiply(other: Tensor) -> Tensor\nmultiply(other: Number) -> Tensor'
+_sig_multiply.public = multiply
 
 
 _sig_multiply_ = _Signatures('multiply_', [
@@ -11209,6 +13795,10 @@ def _bind_multiply__1(other):
     return (other,)
 
 def multiply_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_multiply_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_multiply__0(*args, **kwargs)
     except TypeError:
@@ -11226,6 +13816,8 @@ def multiply_(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_multiply__Scalar.call(self._ks, self, other)
     _i, _a = _sig_multiply_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_multiply__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -11234,6 +13826,7 @@ def multiply_(self, *args, **kwargs):
 
 
 multiply_.__doc__ = 'multiply_(other: Tensor) -> Tensor\nmultiply_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.multiply`.'
+_sig_multiply_.public = multiply_
 
 
 _sig_divide = _Signatures('divide', [
@@ -11256,6 +13849,10 @@ def _bind_divide_3(other, *, rounding_mode):
     return (other, rounding_mode)
 
 def divide(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_divide.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_divide_0(*args, **kwargs)
     except TypeError:
@@ -11289,6 +13886,8 @@ def divide(self, *args, **kwargs):
         if type(other) in _NUMBERS and (rounding_mode is None or type(rounding_mode) is str):
             return _A._op_divide_Scalar_mode.call(self._ks, self, other, rounding_mode)
     _i, _a = _sig_divide.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_divide_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -11301,6 +13900,7 @@ def divide(self, *args, **kwargs):
 
 
 divide.__doc__ = 'divide(other: Tensor) -> Tensor\ndivide(other: Number) -> Tensor\ndivide(other: Tensor, *, rounding_mode: Optional[str]) -> Tensor\ndivide(other: Number, *, rounding_mode: Optional[str]) -> Tensor'
+_sig_divide.public = divide
 
 
 _sig_divide_ = _Signatures('divide_', [
@@ -11323,6 +13923,10 @@ def _bind_divide__3(other):
     return (other,)
 
 def divide_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_divide_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_divide__0(*args, **kwargs)
     except TypeError:
@@ -11356,6 +13960,8 @@ def divide_(self, *args, **kwargs):
         if type(other) in _NUMBERS:
             return _A._op_divide__Scalar.call(self._ks, self, other)
     _i, _a = _sig_divide_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_divide__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
@@ -11368,6 +13974,7 @@ def divide_(self, *args, **kwargs):
 
 
 divide_.__doc__ = 'divide_(other: Tensor) -> Tensor\ndivide_(other: Tensor, *, rounding_mode: Optional[str]) -> Tensor\ndivide_(other: Number, *, rounding_mode: Optional[str]) -> Tensor\ndivide_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.divide`.'
+_sig_divide_.public = divide_
 
 
 _sig_subtract = _Signatures('subtract', [
@@ -11382,6 +13989,10 @@ def _bind_subtract_1(other, alpha=1):
     return (other, alpha)
 
 def subtract(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_subtract.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_subtract_0(*args, **kwargs)
     except TypeError:
@@ -11399,6 +14010,8 @@ def subtract(self, *args, **kwargs):
         if type(other) in _NUMBERS and type(alpha) in _NUMBERS:
             return _A._op_subtract_Scalar.call(self._ks, self, other, alpha)
     _i, _a = _sig_subtract.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_subtract_Tensor.call(self._ks | _a['other']._ks, self, _a['other'], _a['alpha'])
     elif _i == 1:
@@ -11407,6 +14020,7 @@ def subtract(self, *args, **kwargs):
 
 
 subtract.__doc__ = 'subtract(other: Tensor, *, alpha: Number = 1) -> Tensor\nsubtract(other: Number, alpha: Number = 1) -> Tensor'
+_sig_subtract.public = subtract
 
 
 _sig_subtract_ = _Signatures('subtract_', [
@@ -11421,6 +14035,10 @@ def _bind_subtract__1(other, alpha=1):
     return (other, alpha)
 
 def subtract_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_subtract_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_subtract__0(*args, **kwargs)
     except TypeError:
@@ -11438,6 +14056,8 @@ def subtract_(self, *args, **kwargs):
         if type(other) in _NUMBERS and type(alpha) in _NUMBERS:
             return _A._op_subtract__Scalar.call(self._ks, self, other, alpha)
     _i, _a = _sig_subtract_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_subtract__Tensor.call(self._ks | _a['other']._ks, self, _a['other'], _a['alpha'])
     elif _i == 1:
@@ -11446,6 +14066,7 @@ def subtract_(self, *args, **kwargs):
 
 
 subtract_.__doc__ = 'subtract_(other: Tensor, *, alpha: Number = 1) -> Tensor\nsubtract_(other: Number, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.subtract`.'
+_sig_subtract_.public = subtract_
 
 
 _sig_negative = _Signatures('negative', [
@@ -11456,6 +14077,10 @@ def _bind_negative_0():
     return ()
 
 def negative(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_negative.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_negative_0(*args, **kwargs)
     except TypeError:
@@ -11464,12 +14089,15 @@ def negative(self, *args, **kwargs):
         if True:
             return _A._op_negative.call(self._ks, self)
     _i, _a = _sig_negative.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_negative.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 negative.__doc__ = 'negative() -> Tensor'
+_sig_negative.public = negative
 def _signature_negative(self): ...
 negative.__wrapped__ = _signature_negative
 
@@ -11482,6 +14110,10 @@ def _bind_negative__0():
     return ()
 
 def negative_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_negative_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_negative__0(*args, **kwargs)
     except TypeError:
@@ -11490,12 +14122,15 @@ def negative_(self, *args, **kwargs):
         if True:
             return _A._op_negative_.call(self._ks, self)
     _i, _a = _sig_negative_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_negative_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 negative_.__doc__ = 'negative_() -> Tensor\n\nIn-place version of :meth:`Tensor.negative`.'
+_sig_negative_.public = negative_
 def _signature_negative_(self): ...
 negative_.__wrapped__ = _signature_negative_
 
@@ -11508,6 +14143,10 @@ def _bind_fix_0():
     return ()
 
 def fix(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fix.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_fix_0(*args, **kwargs)
     except TypeError:
@@ -11516,12 +14155,15 @@ def fix(self, *args, **kwargs):
         if True:
             return _A._op_fix.call(self._ks, self)
     _i, _a = _sig_fix.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_fix.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 fix.__doc__ = 'fix() -> Tensor'
+_sig_fix.public = fix
 def _signature_fix(self): ...
 fix.__wrapped__ = _signature_fix
 
@@ -11534,6 +14176,10 @@ def _bind_fix__0():
     return ()
 
 def fix_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fix_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_fix__0(*args, **kwargs)
     except TypeError:
@@ -11542,12 +14188,15 @@ def fix_(self, *args, **kwargs):
         if True:
             return _A._op_fix_.call(self._ks, self)
     _i, _a = _sig_fix_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_fix_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 fix_.__doc__ = 'fix_() -> Tensor\n\nIn-place version of :meth:`Tensor.fix`.'
+_sig_fix_.public = fix_
 def _signature_fix_(self): ...
 fix_.__wrapped__ = _signature_fix_
 
@@ -11564,6 +14213,10 @@ def _bind_greater__1(other):
     return (other,)
 
 def greater_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_greater_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_greater__0(*args, **kwargs)
     except TypeError:
@@ -11581,6 +14234,8 @@ def greater_(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_greater__Tensor.call(self._ks | other._ks, self, other)
     _i, _a = _sig_greater_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_greater__Scalar.call(self._ks, self, _a['other'])
     elif _i == 1:
@@ -11589,6 +14244,7 @@ def greater_(self, *args, **kwargs):
 
 
 greater_.__doc__ = 'greater_(other: Number) -> Tensor\ngreater_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.greater`.'
+_sig_greater_.public = greater_
 
 
 _sig_less_ = _Signatures('less_', [
@@ -11603,6 +14259,10 @@ def _bind_less__1(other):
     return (other,)
 
 def less_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_less_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_less__0(*args, **kwargs)
     except TypeError:
@@ -11620,6 +14280,8 @@ def less_(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_less__Tensor.call(self._ks | other._ks, self, other)
     _i, _a = _sig_less_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_less__Scalar.call(self._ks, self, _a['other'])
     elif _i == 1:
@@ -11628,6 +14290,7 @@ def less_(self, *args, **kwargs):
 
 
 less_.__doc__ = 'less_(other: Number) -> Tensor\nless_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.less`.'
+_sig_less_.public = less_
 
 
 _sig_greater_equal_ = _Signatures('greater_equal_', [
@@ -11642,6 +14305,10 @@ def _bind_greater_equal__1(other):
     return (other,)
 
 def greater_equal_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_greater_equal_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_greater_equal__0(*args, **kwargs)
     except TypeError:
@@ -11659,6 +14326,8 @@ def greater_equal_(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_greater_equal__Tensor.call(self._ks | other._ks, self, other)
     _i, _a = _sig_greater_equal_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_greater_equal__Scalar.call(self._ks, self, _a['other'])
     elif _i == 1:
@@ -11667,6 +14336,7 @@ def greater_equal_(self, *args, **kwargs):
 
 
 greater_equal_.__doc__ = 'greater_equal_(other: Number) -> Tensor\ngreater_equal_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.greater_equal`.'
+_sig_greater_equal_.public = greater_equal_
 
 
 _sig_less_equal_ = _Signatures('less_equal_', [
@@ -11681,6 +14351,10 @@ def _bind_less_equal__1(other):
     return (other,)
 
 def less_equal_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_less_equal_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_less_equal__0(*args, **kwargs)
     except TypeError:
@@ -11698,6 +14372,8 @@ def less_equal_(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_less_equal__Tensor.call(self._ks | other._ks, self, other)
     _i, _a = _sig_less_equal_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_less_equal__Scalar.call(self._ks, self, _a['other'])
     elif _i == 1:
@@ -11706,6 +14382,7 @@ def less_equal_(self, *args, **kwargs):
 
 
 less_equal_.__doc__ = 'less_equal_(other: Number) -> Tensor\nless_equal_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.less_equal`.'
+_sig_less_equal_.public = less_equal_
 
 
 _sig_not_equal_ = _Signatures('not_equal_', [
@@ -11720,6 +14397,10 @@ def _bind_not_equal__1(other):
     return (other,)
 
 def not_equal_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_not_equal_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_not_equal__0(*args, **kwargs)
     except TypeError:
@@ -11737,6 +14418,8 @@ def not_equal_(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_not_equal__Tensor.call(self._ks | other._ks, self, other)
     _i, _a = _sig_not_equal_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_not_equal__Scalar.call(self._ks, self, _a['other'])
     elif _i == 1:
@@ -11745,6 +14428,7 @@ def not_equal_(self, *args, **kwargs):
 
 
 not_equal_.__doc__ = 'not_equal_(other: Number) -> Tensor\nnot_equal_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.not_equal`.'
+_sig_not_equal_.public = not_equal_
 
 
 _sig_hardshrink = _Signatures('hardshrink', [
@@ -11755,6 +14439,10 @@ def _bind_hardshrink_0(lambd=0.5):
     return (lambd,)
 
 def hardshrink(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hardshrink.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hardshrink_0(*args, **kwargs)
     except TypeError:
@@ -11764,12 +14452,15 @@ def hardshrink(self, *args, **kwargs):
         if type(lambd) in _NUMBERS:
             return _A._op_hardshrink.call(self._ks, self, lambd)
     _i, _a = _sig_hardshrink.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_hardshrink.call(self._ks, self, _a['lambd'])
     raise AssertionError('unreachable')
 
 
 hardshrink.__doc__ = 'hardshrink(lambd: Number = 0.5) -> Tensor'
+_sig_hardshrink.public = hardshrink
 def _signature_hardshrink(self, lambd=0.5): ...
 hardshrink.__wrapped__ = _signature_hardshrink
 
@@ -11782,6 +14473,10 @@ def _bind_hardshrink_backward_0(grad_out, lambd):
     return (grad_out, lambd)
 
 def hardshrink_backward(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hardshrink_backward.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hardshrink_backward_0(*args, **kwargs)
     except TypeError:
@@ -11791,12 +14486,15 @@ def hardshrink_backward(self, *args, **kwargs):
         if isinstance(grad_out, _Tensor) and type(lambd) in _NUMBERS:
             return _A._op_hardshrink_backward.call(grad_out._ks | self._ks, grad_out, self, lambd)
     _i, _a = _sig_hardshrink_backward.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_hardshrink_backward.call(_a['grad_out']._ks | self._ks, _a['grad_out'], self, _a['lambd'])
     raise AssertionError('unreachable')
 
 
 hardshrink_backward.__doc__ = 'hardshrink_backward(grad_out: Tensor, lambd: Number) -> Tensor'
+_sig_hardshrink_backward.public = hardshrink_backward
 def _signature_hardshrink_backward(self, grad_out, lambd): ...
 hardshrink_backward.__wrapped__ = _signature_hardshrink_backward
 
@@ -11809,6 +14507,10 @@ def _bind_prelu_0(weight):
     return (weight,)
 
 def prelu(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_prelu.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_prelu_0(*args, **kwargs)
     except TypeError:
@@ -11818,12 +14520,15 @@ def prelu(self, *args, **kwargs):
         if isinstance(weight, _Tensor):
             return _A._op_prelu.call(self._ks | weight._ks, self, weight)
     _i, _a = _sig_prelu.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_prelu.call(self._ks | _a['weight']._ks, self, _a['weight'])
     raise AssertionError('unreachable')
 
 
 prelu.__doc__ = 'prelu(weight: Tensor) -> Tensor'
+_sig_prelu.public = prelu
 def _signature_prelu(self, weight): ...
 prelu.__wrapped__ = _signature_prelu
 
@@ -11836,6 +14541,10 @@ def _bind_isreal_0():
     return ()
 
 def isreal(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_isreal.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_isreal_0(*args, **kwargs)
     except TypeError:
@@ -11844,12 +14553,15 @@ def isreal(self, *args, **kwargs):
         if True:
             return _A._op_isreal.call(self._ks, self)
     _i, _a = _sig_isreal.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_isreal.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 isreal.__doc__ = 'isreal() -> Tensor'
+_sig_isreal.public = isreal
 def _signature_isreal(self): ...
 isreal.__wrapped__ = _signature_isreal
 
@@ -11862,6 +14574,10 @@ def _bind_angle_0():
     return ()
 
 def angle(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_angle.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_angle_0(*args, **kwargs)
     except TypeError:
@@ -11870,12 +14586,15 @@ def angle(self, *args, **kwargs):
         if True:
             return _A._op_angle.call(self._ks, self)
     _i, _a = _sig_angle.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_angle.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 angle.__doc__ = 'angle() -> Tensor'
+_sig_angle.public = angle
 def _signature_angle(self): ...
 angle.__wrapped__ = _signature_angle
 
@@ -11892,6 +14611,10 @@ def _bind_stft_1(n_fft, hop_length=None, win_length=None, window=None, normalize
     return (n_fft, hop_length, win_length, window, normalized, onesided, return_complex, align_to_window)
 
 def stft(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_stft.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_stft_0(*args, **kwargs)
     except TypeError:
@@ -11909,6 +14632,8 @@ def stft(self, *args, **kwargs):
         if type(n_fft) is int and (hop_length is None or type(hop_length) is int) and (win_length is None or type(win_length) is int) and (window is None or isinstance(window, _Tensor)) and type(normalized) is bool and (onesided is None or type(onesided) is bool) and (return_complex is None or type(return_complex) is bool) and (align_to_window is None or type(align_to_window) is bool):
             return _A._op_stft.call(self._ks | _ks_opt(window), self, n_fft, hop_length, win_length, window, normalized, onesided, return_complex, align_to_window)
     _i, _a = _sig_stft.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_stft_center.call(self._ks | _ks_opt(_a['window']), self, _a['n_fft'], _a['hop_length'], _a['win_length'], _a['window'], _a['center'], _a['pad_mode'], _a['normalized'], _a['onesided'], _a['return_complex'], _a['align_to_window'])
     elif _i == 1:
@@ -11917,6 +14642,7 @@ def stft(self, *args, **kwargs):
 
 
 stft.__doc__ = "stft(n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, center: bool = True, pad_mode: str = 'reflect', normalized: bool = False, onesided: Optional[bool] = None, return_complex: Optional[bool] = None, align_to_window: Optional[bool] = None) -> Tensor\nstft(n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, normalized: bool = False, onesided: Optional[bool] = None, return_complex: Optional[bool] = None, align_to_window: Optional[bool] = None) -> Tensor"
+_sig_stft.public = stft
 
 
 _sig_istft = _Signatures('istft', [
@@ -11927,6 +14653,10 @@ def _bind_istft_0(n_fft, hop_length=None, win_length=None, window=None, center=T
     return (n_fft, hop_length, win_length, window, center, normalized, onesided, length, return_complex)
 
 def istft(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_istft.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_istft_0(*args, **kwargs)
     except TypeError:
@@ -11936,12 +14666,15 @@ def istft(self, *args, **kwargs):
         if type(n_fft) is int and (hop_length is None or type(hop_length) is int) and (win_length is None or type(win_length) is int) and (window is None or isinstance(window, _Tensor)) and type(center) is bool and type(normalized) is bool and (onesided is None or type(onesided) is bool) and (length is None or type(length) is int) and type(return_complex) is bool:
             return _A._op_istft.call(self._ks | _ks_opt(window), self, n_fft, hop_length, win_length, window, center, normalized, onesided, length, return_complex)
     _i, _a = _sig_istft.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_istft.call(self._ks | _ks_opt(_a['window']), self, _a['n_fft'], _a['hop_length'], _a['win_length'], _a['window'], _a['center'], _a['normalized'], _a['onesided'], _a['length'], _a['return_complex'])
     raise AssertionError('unreachable')
 
 
 istft.__doc__ = 'istft(n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, center: bool = True, normalized: bool = False, onesided: Optional[bool] = None, length: Optional[int] = None, return_complex: bool = False) -> Tensor'
+_sig_istft.public = istft
 def _signature_istft(self, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False, onesided=None, length=None, return_complex=False): ...
 istft.__wrapped__ = _signature_istft
 
@@ -11954,6 +14687,10 @@ def _bind_gcd_0(other):
     return (other,)
 
 def gcd(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_gcd.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_gcd_0(*args, **kwargs)
     except TypeError:
@@ -11963,12 +14700,15 @@ def gcd(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_gcd.call(self._ks | other._ks, self, other)
     _i, _a = _sig_gcd.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_gcd.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 gcd.__doc__ = 'gcd(other: Tensor) -> Tensor'
+_sig_gcd.public = gcd
 def _signature_gcd(self, other): ...
 gcd.__wrapped__ = _signature_gcd
 
@@ -11981,6 +14721,10 @@ def _bind_gcd__0(other):
     return (other,)
 
 def gcd_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_gcd_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_gcd__0(*args, **kwargs)
     except TypeError:
@@ -11990,12 +14734,15 @@ def gcd_(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_gcd_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_gcd_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_gcd_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 gcd_.__doc__ = 'gcd_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.gcd`.'
+_sig_gcd_.public = gcd_
 def _signature_gcd_(self, other): ...
 gcd_.__wrapped__ = _signature_gcd_
 
@@ -12008,6 +14755,10 @@ def _bind_lcm_0(other):
     return (other,)
 
 def lcm(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lcm.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_lcm_0(*args, **kwargs)
     except TypeError:
@@ -12017,12 +14768,15 @@ def lcm(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_lcm.call(self._ks | other._ks, self, other)
     _i, _a = _sig_lcm.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_lcm.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 lcm.__doc__ = 'lcm(other: Tensor) -> Tensor'
+_sig_lcm.public = lcm
 def _signature_lcm(self, other): ...
 lcm.__wrapped__ = _signature_lcm
 
@@ -12035,6 +14789,10 @@ def _bind_lcm__0(other):
     return (other,)
 
 def lcm_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lcm_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_lcm__0(*args, **kwargs)
     except TypeError:
@@ -12044,12 +14802,15 @@ def lcm_(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_lcm_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_lcm_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_lcm_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 lcm_.__doc__ = 'lcm_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.lcm`.'
+_sig_lcm_.public = lcm_
 def _signature_lcm_(self, other): ...
 lcm_.__wrapped__ = _signature_lcm_
 
@@ -12062,6 +14823,10 @@ def _bind_heaviside_0(values):
     return (values,)
 
 def heaviside(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_heaviside.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_heaviside_0(*args, **kwargs)
     except TypeError:
@@ -12071,12 +14836,15 @@ def heaviside(self, *args, **kwargs):
         if isinstance(values, _Tensor):
             return _A._op_heaviside.call(self._ks | values._ks, self, values)
     _i, _a = _sig_heaviside.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_heaviside.call(self._ks | _a['values']._ks, self, _a['values'])
     raise AssertionError('unreachable')
 
 
 heaviside.__doc__ = 'heaviside(values: Tensor) -> Tensor'
+_sig_heaviside.public = heaviside
 def _signature_heaviside(self, values): ...
 heaviside.__wrapped__ = _signature_heaviside
 
@@ -12089,6 +14857,10 @@ def _bind_heaviside__0(values):
     return (values,)
 
 def heaviside_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_heaviside_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_heaviside__0(*args, **kwargs)
     except TypeError:
@@ -12098,12 +14870,15 @@ def heaviside_(self, *args, **kwargs):
         if isinstance(values, _Tensor):
             return _A._op_heaviside_.call(self._ks | values._ks, self, values)
     _i, _a = _sig_heaviside_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_heaviside_.call(self._ks | _a['values']._ks, self, _a['values'])
     raise AssertionError('unreachable')
 
 
 heaviside_.__doc__ = 'heaviside_(values: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.heaviside`.'
+_sig_heaviside_.public = heaviside_
 def _signature_heaviside_(self, values): ...
 heaviside_.__wrapped__ = _signature_heaviside_
 
@@ -12116,6 +14891,10 @@ def _bind_frexp_0():
     return ()
 
 def frexp(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_frexp.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_frexp_0(*args, **kwargs)
     except TypeError:
@@ -12124,12 +14903,15 @@ def frexp(self, *args, **kwargs):
         if True:
             return _A._op_frexp_Tensor.call(self._ks, self)
     _i, _a = _sig_frexp.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_frexp_Tensor.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 frexp.__doc__ = 'frexp() -> (Tensor, Tensor)'
+_sig_frexp.public = frexp
 def _signature_frexp(self): ...
 frexp.__wrapped__ = _signature_frexp
 
@@ -12142,6 +14924,10 @@ def _bind_ldexp_0(other):
     return (other,)
 
 def ldexp(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ldexp.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ldexp_0(*args, **kwargs)
     except TypeError:
@@ -12151,12 +14937,15 @@ def ldexp(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_ldexp_Tensor.call(self._ks | other._ks, self, other)
     _i, _a = _sig_ldexp.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_ldexp_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 ldexp.__doc__ = 'ldexp(other: Tensor) -> Tensor'
+_sig_ldexp.public = ldexp
 def _signature_ldexp(self, other): ...
 ldexp.__wrapped__ = _signature_ldexp
 
@@ -12169,6 +14958,10 @@ def _bind_ldexp__0(other):
     return (other,)
 
 def ldexp_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ldexp_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ldexp__0(*args, **kwargs)
     except TypeError:
@@ -12178,12 +14971,15 @@ def ldexp_(self, *args, **kwargs):
         if isinstance(other, _Tensor):
             return _A._op_ldexp_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_ldexp_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_ldexp_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
 ldexp_.__doc__ = 'ldexp_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.ldexp`.'
+_sig_ldexp_.public = ldexp_
 def _signature_ldexp_(self, other): ...
 ldexp_.__wrapped__ = _signature_ldexp_
 
@@ -12196,6 +14992,10 @@ def _bind_select_scatter_0(src, dim, index):
     return (src, dim, index)
 
 def select_scatter(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_select_scatter.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_select_scatter_0(*args, **kwargs)
     except TypeError:
@@ -12205,12 +15005,15 @@ def select_scatter(self, *args, **kwargs):
         if isinstance(src, _Tensor) and type(dim) is int and type(index) is int:
             return _A._op_select_scatter.call(self._ks | src._ks, self, src, dim, index)
     _i, _a = _sig_select_scatter.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_select_scatter.call(self._ks | _a['src']._ks, self, _a['src'], _a['dim'], _a['index'])
     raise AssertionError('unreachable')
 
 
 select_scatter.__doc__ = 'select_scatter(src: Tensor, dim: int, index: int) -> Tensor'
+_sig_select_scatter.public = select_scatter
 def _signature_select_scatter(self, src, dim, index): ...
 select_scatter.__wrapped__ = _signature_select_scatter
 
@@ -12223,6 +15026,10 @@ def _bind_slice_scatter_0(src, dim=0, start=None, end=None, step=1):
     return (src, dim, start, end, step)
 
 def slice_scatter(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_slice_scatter.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_slice_scatter_0(*args, **kwargs)
     except TypeError:
@@ -12232,12 +15039,15 @@ def slice_scatter(self, *args, **kwargs):
         if isinstance(src, _Tensor) and type(dim) is int and (start is None or type(start) is int) and (end is None or type(end) is int) and type(step) is int:
             return _A._op_slice_scatter.call(self._ks | src._ks, self, src, dim, start, end, step)
     _i, _a = _sig_slice_scatter.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_slice_scatter.call(self._ks | _a['src']._ks, self, _a['src'], _a['dim'], _a['start'], _a['end'], _a['step'])
     raise AssertionError('unreachable')
 
 
 slice_scatter.__doc__ = 'slice_scatter(src: Tensor, dim: int = 0, start: Optional[int] = None, end: Optional[int] = None, step: int = 1) -> Tensor'
+_sig_slice_scatter.public = slice_scatter
 def _signature_slice_scatter(self, src, dim=0, start=None, end=None, step=1): ...
 slice_scatter.__wrapped__ = _signature_slice_scatter
 
@@ -12250,6 +15060,10 @@ def _bind_diagonal_scatter_0(src, offset=0, dim1=0, dim2=1):
     return (src, offset, dim1, dim2)
 
 def diagonal_scatter(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_diagonal_scatter.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_diagonal_scatter_0(*args, **kwargs)
     except TypeError:
@@ -12259,12 +15073,15 @@ def diagonal_scatter(self, *args, **kwargs):
         if isinstance(src, _Tensor) and type(offset) is int and type(dim1) is int and type(dim2) is int:
             return _A._op_diagonal_scatter.call(self._ks | src._ks, self, src, offset, dim1, dim2)
     _i, _a = _sig_diagonal_scatter.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_diagonal_scatter.call(self._ks | _a['src']._ks, self, _a['src'], _a['offset'], _a['dim1'], _a['dim2'])
     raise AssertionError('unreachable')
 
 
 diagonal_scatter.__doc__ = 'diagonal_scatter(src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor'
+_sig_diagonal_scatter.public = diagonal_scatter
 def _signature_diagonal_scatter(self, src, offset=0, dim1=0, dim2=1): ...
 diagonal_scatter.__wrapped__ = _signature_diagonal_scatter
 
@@ -12277,6 +15094,10 @@ def _bind_cholesky_solve_0(input2, upper=False):
     return (input2, upper)
 
 def cholesky_solve(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cholesky_solve.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cholesky_solve_0(*args, **kwargs)
     except TypeError:
@@ -12286,12 +15107,15 @@ def cholesky_solve(self, *args, **kwargs):
         if isinstance(input2, _Tensor) and type(upper) is bool:
             return _A._op_cholesky_solve.call(self._ks | input2._ks, self, input2, upper)
     _i, _a = _sig_cholesky_solve.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cholesky_solve.call(self._ks | _a['input2']._ks, self, _a['input2'], _a['upper'])
     raise AssertionError('unreachable')
 
 
 cholesky_solve.__doc__ = 'cholesky_solve(input2: Tensor, upper: bool = False) -> Tensor'
+_sig_cholesky_solve.public = cholesky_solve
 def _signature_cholesky_solve(self, input2, upper=False): ...
 cholesky_solve.__wrapped__ = _signature_cholesky_solve
 
@@ -12304,6 +15128,10 @@ def _bind_cholesky_inverse_0(upper=False):
     return (upper,)
 
 def cholesky_inverse(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cholesky_inverse.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cholesky_inverse_0(*args, **kwargs)
     except TypeError:
@@ -12313,12 +15141,15 @@ def cholesky_inverse(self, *args, **kwargs):
         if type(upper) is bool:
             return _A._op_cholesky_inverse.call(self._ks, self, upper)
     _i, _a = _sig_cholesky_inverse.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cholesky_inverse.call(self._ks, self, _a['upper'])
     raise AssertionError('unreachable')
 
 
 cholesky_inverse.__doc__ = 'cholesky_inverse(upper: bool = False) -> Tensor'
+_sig_cholesky_inverse.public = cholesky_inverse
 def _signature_cholesky_inverse(self, upper=False): ...
 cholesky_inverse.__wrapped__ = _signature_cholesky_inverse
 
@@ -12331,6 +15162,10 @@ def _bind_lu_solve_0(LU_data, LU_pivots):
     return (LU_data, LU_pivots)
 
 def lu_solve(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lu_solve.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_lu_solve_0(*args, **kwargs)
     except TypeError:
@@ -12340,12 +15175,15 @@ def lu_solve(self, *args, **kwargs):
         if isinstance(LU_data, _Tensor) and isinstance(LU_pivots, _Tensor):
             return _A._op_lu_solve.call(self._ks | LU_data._ks | LU_pivots._ks, self, LU_data, LU_pivots)
     _i, _a = _sig_lu_solve.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_lu_solve.call(self._ks | _a['LU_data']._ks | _a['LU_pivots']._ks, self, _a['LU_data'], _a['LU_pivots'])
     raise AssertionError('unreachable')
 
 
 lu_solve.__doc__ = 'lu_solve(LU_data: Tensor, LU_pivots: Tensor) -> Tensor'
+_sig_lu_solve.public = lu_solve
 def _signature_lu_solve(self, LU_data, LU_pivots): ...
 lu_solve.__wrapped__ = _signature_lu_solve
 
@@ -12358,6 +15196,10 @@ def _bind_cholesky_0(upper=False):
     return (upper,)
 
 def cholesky(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_cholesky.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_cholesky_0(*args, **kwargs)
     except TypeError:
@@ -12367,12 +15209,15 @@ def cholesky(self, *args, **kwargs):
         if type(upper) is bool:
             return _A._op_cholesky.call(self._ks, self, upper)
     _i, _a = _sig_cholesky.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_cholesky.call(self._ks, self, _a['upper'])
     raise AssertionError('unreachable')
 
 
 cholesky.__doc__ = 'cholesky(upper: bool = False) -> Tensor'
+_sig_cholesky.public = cholesky
 def _signature_cholesky(self, upper=False): ...
 cholesky.__wrapped__ = _signature_cholesky
 
@@ -12385,6 +15230,10 @@ def _bind_matrix_exp_0():
     return ()
 
 def matrix_exp(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_matrix_exp.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_matrix_exp_0(*args, **kwargs)
     except TypeError:
@@ -12393,12 +15242,15 @@ def matrix_exp(self, *args, **kwargs):
         if True:
             return _A._op_matrix_exp.call(self._ks, self)
     _i, _a = _sig_matrix_exp.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_matrix_exp.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 matrix_exp.__doc__ = 'matrix_exp() -> Tensor'
+_sig_matrix_exp.public = matrix_exp
 def _signature_matrix_exp(self): ...
 matrix_exp.__wrapped__ = _signature_matrix_exp
 
@@ -12411,6 +15263,10 @@ def _bind_geqrf_0():
     return ()
 
 def geqrf(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_geqrf.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_geqrf_0(*args, **kwargs)
     except TypeError:
@@ -12419,12 +15275,15 @@ def geqrf(self, *args, **kwargs):
         if True:
             return _A._op_geqrf.call(self._ks, self)
     _i, _a = _sig_geqrf.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_geqrf.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 geqrf.__doc__ = 'geqrf() -> (Tensor, Tensor)'
+_sig_geqrf.public = geqrf
 def _signature_geqrf(self): ...
 geqrf.__wrapped__ = _signature_geqrf
 
@@ -12437,6 +15296,10 @@ def _bind_orgqr_0(input2):
     return (input2,)
 
 def orgqr(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_orgqr.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_orgqr_0(*args, **kwargs)
     except TypeError:
@@ -12446,12 +15309,15 @@ def orgqr(self, *args, **kwargs):
         if isinstance(input2, _Tensor):
             return _A._op_orgqr.call(self._ks | input2._ks, self, input2)
     _i, _a = _sig_orgqr.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_orgqr.call(self._ks | _a['input2']._ks, self, _a['input2'])
     raise AssertionError('unreachable')
 
 
 orgqr.__doc__ = 'orgqr(input2: Tensor) -> Tensor'
+_sig_orgqr.public = orgqr
 def _signature_orgqr(self, input2): ...
 orgqr.__wrapped__ = _signature_orgqr
 
@@ -12464,6 +15330,10 @@ def _bind_ormqr_0(input2, input3, left=True, transpose=False):
     return (input2, input3, left, transpose)
 
 def ormqr(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_ormqr.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_ormqr_0(*args, **kwargs)
     except TypeError:
@@ -12473,12 +15343,15 @@ def ormqr(self, *args, **kwargs):
         if isinstance(input2, _Tensor) and isinstance(input3, _Tensor) and type(left) is bool and type(transpose) is bool:
             return _A._op_ormqr.call(self._ks | input2._ks | input3._ks, self, input2, input3, left, transpose)
     _i, _a = _sig_ormqr.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_ormqr.call(self._ks | _a['input2']._ks | _a['input3']._ks, self, _a['input2'], _a['input3'], _a['left'], _a['transpose'])
     raise AssertionError('unreachable')
 
 
 ormqr.__doc__ = 'ormqr(input2: Tensor, input3: Tensor, left: bool = True, transpose: bool = False) -> Tensor'
+_sig_ormqr.public = ormqr
 def _signature_ormqr(self, input2, input3, left=True, transpose=False): ...
 ormqr.__wrapped__ = _signature_ormqr
 
@@ -12491,6 +15364,10 @@ def _bind_narrow_copy_0(dim, start, length):
     return (dim, start, length)
 
 def narrow_copy(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_narrow_copy.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_narrow_copy_0(*args, **kwargs)
     except TypeError:
@@ -12500,12 +15377,15 @@ def narrow_copy(self, *args, **kwargs):
         if type(dim) is int and type(start) is int and type(length) is int:
             return _A._op_narrow_copy.call(self._ks, self, dim, start, length)
     _i, _a = _sig_narrow_copy.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_narrow_copy.call(self._ks, self, _a['dim'], _a['start'], _a['length'])
     raise AssertionError('unreachable')
 
 
 narrow_copy.__doc__ = 'narrow_copy(dim: int, start: int, length: int) -> Tensor'
+_sig_narrow_copy.public = narrow_copy
 def _signature_narrow_copy(self, dim, start, length): ...
 narrow_copy.__wrapped__ = _signature_narrow_copy
 
@@ -12518,6 +15398,10 @@ def _bind_unsafe_chunk_0(chunks, dim=0):
     return (chunks, dim)
 
 def unsafe_chunk(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_unsafe_chunk.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_unsafe_chunk_0(*args, **kwargs)
     except TypeError:
@@ -12525,14 +15409,17 @@ def unsafe_chunk(self, *args, **kwargs):
     if _b is not None:
         chunks, dim = _b
         if type(chunks) is int and type(dim) is int:
-            return _A._op_unsafe_chunk.call(self._ks, self, chunks, dim)
+            return tuple(_A._op_unsafe_chunk.call(self._ks, self, chunks, dim))
     _i, _a = _sig_unsafe_chunk.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_unsafe_chunk.call(self._ks, self, _a['chunks'], _a['dim'])
+        return tuple(_A._op_unsafe_chunk.call(self._ks, self, _a['chunks'], _a['dim']))
     raise AssertionError('unreachable')
 
 
 unsafe_chunk.__doc__ = 'unsafe_chunk(chunks: int, dim: int = 0) -> List[Tensor]'
+_sig_unsafe_chunk.public = unsafe_chunk
 def _signature_unsafe_chunk(self, chunks, dim=0): ...
 unsafe_chunk.__wrapped__ = _signature_unsafe_chunk
 
@@ -12545,6 +15432,10 @@ def _bind_unsafe_split_0(split_size, dim=0):
     return (split_size, dim)
 
 def unsafe_split(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_unsafe_split.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_unsafe_split_0(*args, **kwargs)
     except TypeError:
@@ -12552,14 +15443,17 @@ def unsafe_split(self, *args, **kwargs):
     if _b is not None:
         split_size, dim = _b
         if type(split_size) is int and type(dim) is int:
-            return _A._op_unsafe_split_Tensor.call(self._ks, self, split_size, dim)
+            return tuple(_A._op_unsafe_split_Tensor.call(self._ks, self, split_size, dim))
     _i, _a = _sig_unsafe_split.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_unsafe_split_Tensor.call(self._ks, self, _a['split_size'], _a['dim'])
+        return tuple(_A._op_unsafe_split_Tensor.call(self._ks, self, _a['split_size'], _a['dim']))
     raise AssertionError('unreachable')
 
 
 unsafe_split.__doc__ = 'unsafe_split(split_size: int, dim: int = 0) -> List[Tensor]'
+_sig_unsafe_split.public = unsafe_split
 def _signature_unsafe_split(self, split_size, dim=0): ...
 unsafe_split.__wrapped__ = _signature_unsafe_split
 
@@ -12572,6 +15466,10 @@ def _bind_unsafe_split_with_sizes_0(split_sizes, dim=0):
     return (split_sizes, dim)
 
 def unsafe_split_with_sizes(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_unsafe_split_with_sizes.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_unsafe_split_with_sizes_0(*args, **kwargs)
     except TypeError:
@@ -12579,14 +15477,17 @@ def unsafe_split_with_sizes(self, *args, **kwargs):
     if _b is not None:
         split_sizes, dim = _b
         if (split_sizes_ := _ints(split_sizes, False)) is not None and type(dim) is int:
-            return _A._op_unsafe_split_with_sizes.call(self._ks, self, split_sizes_, dim)
+            return tuple(_A._op_unsafe_split_with_sizes.call(self._ks, self, split_sizes_, dim))
     _i, _a = _sig_unsafe_split_with_sizes.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_unsafe_split_with_sizes.call(self._ks, self, _a['split_sizes'], _a['dim'])
+        return tuple(_A._op_unsafe_split_with_sizes.call(self._ks, self, _a['split_sizes'], _a['dim']))
     raise AssertionError('unreachable')
 
 
 unsafe_split_with_sizes.__doc__ = 'unsafe_split_with_sizes(split_sizes: List[int], dim: int = 0) -> List[Tensor]'
+_sig_unsafe_split_with_sizes.public = unsafe_split_with_sizes
 def _signature_unsafe_split_with_sizes(self, split_sizes, dim=0): ...
 unsafe_split_with_sizes.__wrapped__ = _signature_unsafe_split_with_sizes
 
@@ -12599,6 +15500,10 @@ def _bind_renorm_0(p, dim, maxnorm):
     return (p, dim, maxnorm)
 
 def renorm(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_renorm.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_renorm_0(*args, **kwargs)
     except TypeError:
@@ -12608,12 +15513,15 @@ def renorm(self, *args, **kwargs):
         if type(p) in _NUMBERS and type(dim) is int and type(maxnorm) in _NUMBERS:
             return _A._op_renorm.call(self._ks, self, p, dim, maxnorm)
     _i, _a = _sig_renorm.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_renorm.call(self._ks, self, _a['p'], _a['dim'], _a['maxnorm'])
     raise AssertionError('unreachable')
 
 
 renorm.__doc__ = 'renorm(p: Number, dim: int, maxnorm: Number) -> Tensor'
+_sig_renorm.public = renorm
 def _signature_renorm(self, p, dim, maxnorm): ...
 renorm.__wrapped__ = _signature_renorm
 
@@ -12626,6 +15534,10 @@ def _bind_renorm__0(p, dim, maxnorm):
     return (p, dim, maxnorm)
 
 def renorm_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_renorm_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_renorm__0(*args, **kwargs)
     except TypeError:
@@ -12635,12 +15547,15 @@ def renorm_(self, *args, **kwargs):
         if type(p) in _NUMBERS and type(dim) is int and type(maxnorm) in _NUMBERS:
             return _A._op_renorm_.call(self._ks, self, p, dim, maxnorm)
     _i, _a = _sig_renorm_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_renorm_.call(self._ks, self, _a['p'], _a['dim'], _a['maxnorm'])
     raise AssertionError('unreachable')
 
 
 renorm_.__doc__ = 'renorm_(p: Number, dim: int, maxnorm: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.renorm`.'
+_sig_renorm_.public = renorm_
 def _signature_renorm_(self, p, dim, maxnorm): ...
 renorm_.__wrapped__ = _signature_renorm_
 
@@ -12653,6 +15568,10 @@ def _bind_mvlgamma_0(p):
     return (p,)
 
 def mvlgamma(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_mvlgamma.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_mvlgamma_0(*args, **kwargs)
     except TypeError:
@@ -12662,12 +15581,15 @@ def mvlgamma(self, *args, **kwargs):
         if type(p) is int:
             return _A._op_mvlgamma.call(self._ks, self, p)
     _i, _a = _sig_mvlgamma.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_mvlgamma.call(self._ks, self, _a['p'])
     raise AssertionError('unreachable')
 
 
 mvlgamma.__doc__ = 'mvlgamma(p: int) -> Tensor'
+_sig_mvlgamma.public = mvlgamma
 def _signature_mvlgamma(self, p): ...
 mvlgamma.__wrapped__ = _signature_mvlgamma
 
@@ -12680,6 +15602,10 @@ def _bind_mvlgamma__0(p):
     return (p,)
 
 def mvlgamma_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_mvlgamma_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_mvlgamma__0(*args, **kwargs)
     except TypeError:
@@ -12689,12 +15615,15 @@ def mvlgamma_(self, *args, **kwargs):
         if type(p) is int:
             return _A._op_mvlgamma_.call(self._ks, self, p)
     _i, _a = _sig_mvlgamma_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_mvlgamma_.call(self._ks, self, _a['p'])
     raise AssertionError('unreachable')
 
 
 mvlgamma_.__doc__ = 'mvlgamma_(p: int) -> Tensor\n\nIn-place version of :meth:`Tensor.mvlgamma`.'
+_sig_mvlgamma_.public = mvlgamma_
 def _signature_mvlgamma_(self, p): ...
 mvlgamma_.__wrapped__ = _signature_mvlgamma_
 
@@ -12711,6 +15640,10 @@ def _bind_hsplit_1(indices):
     return (indices,)
 
 def hsplit(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hsplit.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_hsplit_0(*args, **kwargs)
     except TypeError:
@@ -12718,7 +15651,7 @@ def hsplit(self, *args, **kwargs):
     if _b is not None:
         sections, = _b
         if type(sections) is int:
-            return _A._op_hsplit_int.call(self._ks, self, sections)
+            return tuple(_A._op_hsplit_int.call(self._ks, self, sections))
     try:
         if args and type(args[0]) is int:
             _b = _bind_hsplit_1(args, **kwargs)
@@ -12729,16 +15662,19 @@ def hsplit(self, *args, **kwargs):
     if _b is not None:
         indices, = _b
         if (indices_ := _ints(indices, False)) is not None:
-            return _A._op_hsplit_array.call(self._ks, self, indices_)
+            return tuple(_A._op_hsplit_array.call(self._ks, self, indices_))
     _i, _a = _sig_hsplit.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_hsplit_int.call(self._ks, self, _a['sections'])
+        return tuple(_A._op_hsplit_int.call(self._ks, self, _a['sections']))
     elif _i == 1:
-        return _A._op_hsplit_array.call(self._ks, self, _a['indices'])
+        return tuple(_A._op_hsplit_array.call(self._ks, self, _a['indices']))
     raise AssertionError('unreachable')
 
 
 hsplit.__doc__ = 'hsplit(sections: int) -> List[Tensor]\nhsplit(indices: List[int]) -> List[Tensor]'
+_sig_hsplit.public = hsplit
 
 
 _sig_vsplit = _Signatures('vsplit', [
@@ -12753,6 +15689,10 @@ def _bind_vsplit_1(indices):
     return (indices,)
 
 def vsplit(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_vsplit.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_vsplit_0(*args, **kwargs)
     except TypeError:
@@ -12760,7 +15700,7 @@ def vsplit(self, *args, **kwargs):
     if _b is not None:
         sections, = _b
         if type(sections) is int:
-            return _A._op_vsplit_int.call(self._ks, self, sections)
+            return tuple(_A._op_vsplit_int.call(self._ks, self, sections))
     try:
         if args and type(args[0]) is int:
             _b = _bind_vsplit_1(args, **kwargs)
@@ -12771,16 +15711,19 @@ def vsplit(self, *args, **kwargs):
     if _b is not None:
         indices, = _b
         if (indices_ := _ints(indices, False)) is not None:
-            return _A._op_vsplit_array.call(self._ks, self, indices_)
+            return tuple(_A._op_vsplit_array.call(self._ks, self, indices_))
     _i, _a = _sig_vsplit.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_vsplit_int.call(self._ks, self, _a['sections'])
+        return tuple(_A._op_vsplit_int.call(self._ks, self, _a['sections']))
     elif _i == 1:
-        return _A._op_vsplit_array.call(self._ks, self, _a['indices'])
+        return tuple(_A._op_vsplit_array.call(self._ks, self, _a['indices']))
     raise AssertionError('unreachable')
 
 
 vsplit.__doc__ = 'vsplit(sections: int) -> List[Tensor]\nvsplit(indices: List[int]) -> List[Tensor]'
+_sig_vsplit.public = vsplit
 
 
 _sig_dsplit = _Signatures('dsplit', [
@@ -12795,6 +15738,10 @@ def _bind_dsplit_1(indices):
     return (indices,)
 
 def dsplit(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_dsplit.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_dsplit_0(*args, **kwargs)
     except TypeError:
@@ -12802,7 +15749,7 @@ def dsplit(self, *args, **kwargs):
     if _b is not None:
         sections, = _b
         if type(sections) is int:
-            return _A._op_dsplit_int.call(self._ks, self, sections)
+            return tuple(_A._op_dsplit_int.call(self._ks, self, sections))
     try:
         if args and type(args[0]) is int:
             _b = _bind_dsplit_1(args, **kwargs)
@@ -12813,16 +15760,19 @@ def dsplit(self, *args, **kwargs):
     if _b is not None:
         indices, = _b
         if (indices_ := _ints(indices, False)) is not None:
-            return _A._op_dsplit_array.call(self._ks, self, indices_)
+            return tuple(_A._op_dsplit_array.call(self._ks, self, indices_))
     _i, _a = _sig_dsplit.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
-        return _A._op_dsplit_int.call(self._ks, self, _a['sections'])
+        return tuple(_A._op_dsplit_int.call(self._ks, self, _a['sections']))
     elif _i == 1:
-        return _A._op_dsplit_array.call(self._ks, self, _a['indices'])
+        return tuple(_A._op_dsplit_array.call(self._ks, self, _a['indices']))
     raise AssertionError('unreachable')
 
 
 dsplit.__doc__ = 'dsplit(sections: int) -> List[Tensor]\ndsplit(indices: List[int]) -> List[Tensor]'
+_sig_dsplit.public = dsplit
 
 
 _sig_adjoint = _Signatures('adjoint', [
@@ -12833,6 +15783,10 @@ def _bind_adjoint_0():
     return ()
 
 def adjoint(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_adjoint.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_adjoint_0(*args, **kwargs)
     except TypeError:
@@ -12841,12 +15795,15 @@ def adjoint(self, *args, **kwargs):
         if True:
             return _A._op_adjoint.call(self._ks, self)
     _i, _a = _sig_adjoint.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_adjoint.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 adjoint.__doc__ = 'adjoint() -> Tensor'
+_sig_adjoint.public = adjoint
 def _signature_adjoint(self): ...
 adjoint.__wrapped__ = _signature_adjoint
 
@@ -12859,6 +15816,10 @@ def _bind_diagflat_0(offset=0):
     return (offset,)
 
 def diagflat(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_diagflat.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_diagflat_0(*args, **kwargs)
     except TypeError:
@@ -12868,12 +15829,15 @@ def diagflat(self, *args, **kwargs):
         if type(offset) is int:
             return _A._op_diagflat.call(self._ks, self, offset)
     _i, _a = _sig_diagflat.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_diagflat.call(self._ks, self, _a['offset'])
     raise AssertionError('unreachable')
 
 
 diagflat.__doc__ = 'diagflat(offset: int = 0) -> Tensor'
+_sig_diagflat.public = diagflat
 def _signature_diagflat(self, offset=0): ...
 diagflat.__wrapped__ = _signature_diagflat
 
@@ -12886,6 +15850,10 @@ def _bind_fill_diagonal__0(fill_value, wrap=False):
     return (fill_value, wrap)
 
 def fill_diagonal_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fill_diagonal_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_fill_diagonal__0(*args, **kwargs)
     except TypeError:
@@ -12895,12 +15863,15 @@ def fill_diagonal_(self, *args, **kwargs):
         if type(fill_value) in _NUMBERS and type(wrap) is bool:
             return _A._op_fill_diagonal_.call(self._ks, self, fill_value, wrap)
     _i, _a = _sig_fill_diagonal_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_fill_diagonal_.call(self._ks, self, _a['fill_value'], _a['wrap'])
     raise AssertionError('unreachable')
 
 
 fill_diagonal_.__doc__ = 'fill_diagonal_(fill_value: Number, wrap: bool = False) -> Tensor\n\nIn-place version of :meth:`Tensor.fill_diagonal`.'
+_sig_fill_diagonal_.public = fill_diagonal_
 def _signature_fill_diagonal_(self, fill_value, wrap=False): ...
 fill_diagonal_.__wrapped__ = _signature_fill_diagonal_
 
@@ -12913,6 +15884,10 @@ def _bind_dist_0(other, p=2):
     return (other, p)
 
 def dist(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_dist.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_dist_0(*args, **kwargs)
     except TypeError:
@@ -12922,12 +15897,15 @@ def dist(self, *args, **kwargs):
         if isinstance(other, _Tensor) and type(p) in _NUMBERS:
             return _A._op_dist.call(self._ks | other._ks, self, other, p)
     _i, _a = _sig_dist.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_dist.call(self._ks | _a['other']._ks, self, _a['other'], _a['p'])
     raise AssertionError('unreachable')
 
 
 dist.__doc__ = 'dist(other: Tensor, p: Number = 2) -> Tensor'
+_sig_dist.public = dist
 def _signature_dist(self, other, p=2): ...
 dist.__wrapped__ = _signature_dist
 
@@ -12940,6 +15918,10 @@ def _bind_logdet_0():
     return ()
 
 def logdet(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_logdet.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_logdet_0(*args, **kwargs)
     except TypeError:
@@ -12948,12 +15930,15 @@ def logdet(self, *args, **kwargs):
         if True:
             return _A._op_logdet.call(self._ks, self)
     _i, _a = _sig_logdet.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_logdet.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
 logdet.__doc__ = 'logdet() -> Tensor'
+_sig_logdet.public = logdet
 def _signature_logdet(self): ...
 logdet.__wrapped__ = _signature_logdet
 
@@ -12966,6 +15951,10 @@ def _bind_matrix_power_0(n):
     return (n,)
 
 def matrix_power(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_matrix_power.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_matrix_power_0(*args, **kwargs)
     except TypeError:
@@ -12975,12 +15964,15 @@ def matrix_power(self, *args, **kwargs):
         if type(n) is int:
             return _A._op_matrix_power.call(self._ks, self, n)
     _i, _a = _sig_matrix_power.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_matrix_power.call(self._ks, self, _a['n'])
     raise AssertionError('unreachable')
 
 
 matrix_power.__doc__ = 'matrix_power(n: int) -> Tensor'
+_sig_matrix_power.public = matrix_power
 def _signature_matrix_power(self, n): ...
 matrix_power.__wrapped__ = _signature_matrix_power
 
@@ -12993,6 +15985,10 @@ def _bind_addr_0(vec1, vec2, *, beta=1, alpha=1):
     return (vec1, vec2, beta, alpha)
 
 def addr(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_addr.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_addr_0(*args, **kwargs)
     except TypeError:
@@ -13002,12 +15998,15 @@ def addr(self, *args, **kwargs):
         if isinstance(vec1, _Tensor) and isinstance(vec2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             return _A._op_addr.call(self._ks | vec1._ks | vec2._ks, self, vec1, vec2, beta, alpha)
     _i, _a = _sig_addr.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_addr.call(self._ks | _a['vec1']._ks | _a['vec2']._ks, self, _a['vec1'], _a['vec2'], _a['beta'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
 addr.__doc__ = 'addr(vec1: Tensor, vec2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor'
+_sig_addr.public = addr
 def _signature_addr(self, vec1, vec2, *, beta=1, alpha=1): ...
 addr.__wrapped__ = _signature_addr
 
@@ -13020,6 +16019,10 @@ def _bind_addr__0(vec1, vec2, *, beta=1, alpha=1):
     return (vec1, vec2, beta, alpha)
 
 def addr_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_addr_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_addr__0(*args, **kwargs)
     except TypeError:
@@ -13029,12 +16032,15 @@ def addr_(self, *args, **kwargs):
         if isinstance(vec1, _Tensor) and isinstance(vec2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             return _A._op_addr_.call(self._ks | vec1._ks | vec2._ks, self, vec1, vec2, beta, alpha)
     _i, _a = _sig_addr_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_addr_.call(self._ks | _a['vec1']._ks | _a['vec2']._ks, self, _a['vec1'], _a['vec2'], _a['beta'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
 addr_.__doc__ = 'addr_(vec1: Tensor, vec2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addr`.'
+_sig_addr_.public = addr_
 def _signature_addr_(self, vec1, vec2, *, beta=1, alpha=1): ...
 addr_.__wrapped__ = _signature_addr_
 
@@ -13047,6 +16053,10 @@ def _bind_polygamma__0(n):
     return (n,)
 
 def polygamma_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_polygamma_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_polygamma__0(*args, **kwargs)
     except TypeError:
@@ -13056,12 +16066,15 @@ def polygamma_(self, *args, **kwargs):
         if type(n) is int:
             return _A._op_polygamma_.call(self._ks, self, n)
     _i, _a = _sig_polygamma_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_polygamma_.call(self._ks, self, _a['n'])
     raise AssertionError('unreachable')
 
 
 polygamma_.__doc__ = 'polygamma_(n: int) -> Tensor\n\nIn-place version of :meth:`Tensor.polygamma`.'
+_sig_polygamma_.public = polygamma_
 def _signature_polygamma_(self, n): ...
 polygamma_.__wrapped__ = _signature_polygamma_
 
@@ -13078,6 +16091,10 @@ def _bind_float_power__1(exponent):
     return (exponent,)
 
 def float_power_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_float_power_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_float_power__0(*args, **kwargs)
     except TypeError:
@@ -13095,6 +16112,8 @@ def float_power_(self, *args, **kwargs):
         if isinstance(exponent, _Tensor):
             return _A._op_float_power__Tensor.call(self._ks | exponent._ks, self, exponent)
     _i, _a = _sig_float_power_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_float_power__Scalar.call(self._ks, self, _a['exponent'])
     elif _i == 1:
@@ -13103,6 +16122,7 @@ def float_power_(self, *args, **kwargs):
 
 
 float_power_.__doc__ = 'float_power_(exponent: Number) -> Tensor\nfloat_power_(exponent: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.float_power`.'
+_sig_float_power_.public = float_power_
 
 
 _sig_nanmedian = _Signatures('nanmedian', [
@@ -13117,6 +16137,10 @@ def _bind_nanmedian_1(dim, keepdim=False):
     return (dim, keepdim)
 
 def nanmedian(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nanmedian.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nanmedian_0(*args, **kwargs)
     except TypeError:
@@ -13133,6 +16157,8 @@ def nanmedian(self, *args, **kwargs):
         if type(dim) is int and type(keepdim) is bool:
             return _A._op_nanmedian_dim.call(self._ks, self, dim, keepdim)
     _i, _a = _sig_nanmedian.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nanmedian.call(self._ks, self)
     elif _i == 1:
@@ -13141,6 +16167,7 @@ def nanmedian(self, *args, **kwargs):
 
 
 nanmedian.__doc__ = 'nanmedian() -> Tensor\nnanmedian(dim: int, keepdim: bool = False) -> (Tensor, Tensor)'
+_sig_nanmedian.public = nanmedian
 
 
 _sig_put = _Signatures('put', [
@@ -13151,6 +16178,10 @@ def _bind_put_0(index, source, accumulate=False):
     return (index, source, accumulate)
 
 def put(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_put.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_put_0(*args, **kwargs)
     except TypeError:
@@ -13160,12 +16191,15 @@ def put(self, *args, **kwargs):
         if isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(accumulate) is bool:
             return _A._op_put.call(self._ks | index._ks | source._ks, self, index, source, accumulate)
     _i, _a = _sig_put.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_put.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['index'], _a['source'], _a['accumulate'])
     raise AssertionError('unreachable')
 
 
 put.__doc__ = 'put(index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor'
+_sig_put.public = put
 def _signature_put(self, index, source, accumulate=False): ...
 put.__wrapped__ = _signature_put
 
@@ -13178,6 +16212,10 @@ def _bind_put__0(index, source, accumulate=False):
     return (index, source, accumulate)
 
 def put_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_put_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_put__0(*args, **kwargs)
     except TypeError:
@@ -13187,12 +16225,15 @@ def put_(self, *args, **kwargs):
         if isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(accumulate) is bool:
             return _A._op_put_.call(self._ks | index._ks | source._ks, self, index, source, accumulate)
     _i, _a = _sig_put_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_put_.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['index'], _a['source'], _a['accumulate'])
     raise AssertionError('unreachable')
 
 
 put_.__doc__ = 'put_(index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor\n\nIn-place version of :meth:`Tensor.put`.'
+_sig_put_.public = put_
 def _signature_put_(self, index, source, accumulate=False): ...
 put_.__wrapped__ = _signature_put_
 
@@ -13205,6 +16246,10 @@ def _bind_index_reduce_0(dim, index, source, reduce, *, include_self=True):
     return (dim, index, source, reduce, include_self)
 
 def index_reduce(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_index_reduce.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_index_reduce_0(*args, **kwargs)
     except TypeError:
@@ -13214,12 +16259,15 @@ def index_reduce(self, *args, **kwargs):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(reduce) is str and type(include_self) is bool:
             return _A._op_index_reduce.call(self._ks | index._ks | source._ks, self, dim, index, source, reduce, include_self)
     _i, _a = _sig_index_reduce.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_index_reduce.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['dim'], _a['index'], _a['source'], _a['reduce'], _a['include_self'])
     raise AssertionError('unreachable')
 
 
 index_reduce.__doc__ = 'index_reduce(dim: int, index: Tensor, source: Tensor, reduce: str, *, include_self: bool = True) -> Tensor'
+_sig_index_reduce.public = index_reduce
 def _signature_index_reduce(self, dim, index, source, reduce, *, include_self=True): ...
 index_reduce.__wrapped__ = _signature_index_reduce
 
@@ -13232,6 +16280,10 @@ def _bind_index_reduce__0(dim, index, source, reduce, *, include_self=True):
     return (dim, index, source, reduce, include_self)
 
 def index_reduce_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_index_reduce_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_index_reduce__0(*args, **kwargs)
     except TypeError:
@@ -13241,12 +16293,15 @@ def index_reduce_(self, *args, **kwargs):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(reduce) is str and type(include_self) is bool:
             return _A._op_index_reduce_.call(self._ks | index._ks | source._ks, self, dim, index, source, reduce, include_self)
     _i, _a = _sig_index_reduce_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_index_reduce_.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['dim'], _a['index'], _a['source'], _a['reduce'], _a['include_self'])
     raise AssertionError('unreachable')
 
 
 index_reduce_.__doc__ = 'index_reduce_(dim: int, index: Tensor, source: Tensor, reduce: str, *, include_self: bool = True) -> Tensor\n\nIn-place version of :meth:`Tensor.index_reduce`.'
+_sig_index_reduce_.public = index_reduce_
 def _signature_index_reduce_(self, dim, index, source, reduce, *, include_self=True): ...
 index_reduce_.__wrapped__ = _signature_index_reduce_
 
@@ -13259,6 +16314,10 @@ def _bind_nonzero_static_0(*, size, fill_value=-1):
     return (size, fill_value)
 
 def nonzero_static(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_nonzero_static.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_nonzero_static_0(*args, **kwargs)
     except TypeError:
@@ -13268,12 +16327,15 @@ def nonzero_static(self, *args, **kwargs):
         if type(size) is int and type(fill_value) is int:
             return _A._op_nonzero_static.call(self._ks, self, size, fill_value)
     _i, _a = _sig_nonzero_static.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_nonzero_static.call(self._ks, self, _a['size'], _a['fill_value'])
     raise AssertionError('unreachable')
 
 
 nonzero_static.__doc__ = 'nonzero_static(*, size: int, fill_value: int = -1) -> Tensor'
+_sig_nonzero_static.public = nonzero_static
 def _signature_nonzero_static(self, *, size, fill_value=-1): ...
 nonzero_static.__wrapped__ = _signature_nonzero_static
 
@@ -13286,6 +16348,10 @@ def _bind_as_strided_scatter_0(src, size, stride, storage_offset=None):
     return (src, size, stride, storage_offset)
 
 def as_strided_scatter(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_as_strided_scatter.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_as_strided_scatter_0(*args, **kwargs)
     except TypeError:
@@ -13295,12 +16361,15 @@ def as_strided_scatter(self, *args, **kwargs):
         if isinstance(src, _Tensor) and (size_ := _ints(size, False)) is not None and (stride_ := _ints(stride, False)) is not None and (storage_offset is None or type(storage_offset) is int):
             return _A._op_as_strided_scatter.call(self._ks | src._ks, self, src, size_, stride_, storage_offset)
     _i, _a = _sig_as_strided_scatter.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_as_strided_scatter.call(self._ks | _a['src']._ks, self, _a['src'], _a['size'], _a['stride'], _a['storage_offset'])
     raise AssertionError('unreachable')
 
 
 as_strided_scatter.__doc__ = 'as_strided_scatter(src: Tensor, size: List[int], stride: List[int], storage_offset: Optional[int] = None) -> Tensor'
+_sig_as_strided_scatter.public = as_strided_scatter
 def _signature_as_strided_scatter(self, src, size, stride, storage_offset=None): ...
 as_strided_scatter.__wrapped__ = _signature_as_strided_scatter
 
@@ -13313,6 +16382,10 @@ def _bind_svd_0(some=True, compute_uv=True):
     return (some, compute_uv)
 
 def svd(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_svd.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_svd_0(*args, **kwargs)
     except TypeError:
@@ -13322,12 +16395,15 @@ def svd(self, *args, **kwargs):
         if type(some) is bool and type(compute_uv) is bool:
             return _A._op_svd.call(self._ks, self, some, compute_uv)
     _i, _a = _sig_svd.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_svd.call(self._ks, self, _a['some'], _a['compute_uv'])
     raise AssertionError('unreachable')
 
 
 svd.__doc__ = 'svd(some: bool = True, compute_uv: bool = True) -> (Tensor, Tensor, Tensor)'
+_sig_svd.public = svd
 def _signature_svd(self, some=True, compute_uv=True): ...
 svd.__wrapped__ = _signature_svd
 
@@ -13340,6 +16416,10 @@ def _bind_qr_0(some=True):
     return (some,)
 
 def qr(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_qr.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_qr_0(*args, **kwargs)
     except TypeError:
@@ -13349,12 +16429,15 @@ def qr(self, *args, **kwargs):
         if type(some) is bool:
             return _A._op_qr.call(self._ks, self, some)
     _i, _a = _sig_qr.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_qr.call(self._ks, self, _a['some'])
     raise AssertionError('unreachable')
 
 
 qr.__doc__ = 'qr(some: bool = True) -> (Tensor, Tensor)'
+_sig_qr.public = qr
 def _signature_qr(self, some=True): ...
 qr.__wrapped__ = _signature_qr
 
@@ -13367,6 +16450,10 @@ def _bind_triangular_solve_0(A, upper=True, transpose=False, unitriangular=False
     return (A, upper, transpose, unitriangular)
 
 def triangular_solve(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_triangular_solve.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         _b = _bind_triangular_solve_0(*args, **kwargs)
     except TypeError:
@@ -13376,12 +16463,15 @@ def triangular_solve(self, *args, **kwargs):
         if isinstance(A, _Tensor) and type(upper) is bool and type(transpose) is bool and type(unitriangular) is bool:
             return _A._op_triangular_solve.call(self._ks | A._ks, self, A, upper, transpose, unitriangular)
     _i, _a = _sig_triangular_solve.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_triangular_solve.call(self._ks | _a['A']._ks, self, _a['A'], _a['upper'], _a['transpose'], _a['unitriangular'])
     raise AssertionError('unreachable')
 
 
 triangular_solve.__doc__ = 'triangular_solve(A: Tensor, upper: bool = True, transpose: bool = False, unitriangular: bool = False) -> (Tensor, Tensor)'
+_sig_triangular_solve.public = triangular_solve
 def _signature_triangular_solve(self, A, upper=True, transpose=False, unitriangular=False): ...
 triangular_solve.__wrapped__ = _signature_triangular_solve
 
@@ -13394,6 +16484,10 @@ def _bind_hash_tensor_0(dim=(), *, keepdim=False, mode=0):
     return (dim, keepdim, mode)
 
 def hash_tensor(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_hash_tensor.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
     try:
         if args and type(args[0]) is int:
             _b = _bind_hash_tensor_0(args, **kwargs)
@@ -13406,11 +16500,14 @@ def hash_tensor(self, *args, **kwargs):
         if (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool and type(mode) is int:
             return _A._op_hash_tensor.call(self._ks, self, dim_, keepdim, mode)
     _i, _a = _sig_hash_tensor.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
     if _i == 0:
         return _A._op_hash_tensor.call(self._ks, self, _a['dim'], _a['keepdim'], _a['mode'])
     raise AssertionError('unreachable')
 
 
 hash_tensor.__doc__ = 'hash_tensor(dim: List[int] = (), *, keepdim: bool = False, mode: int = 0) -> Tensor'
+_sig_hash_tensor.public = hash_tensor
 def _signature_hash_tensor(self, dim=(), *, keepdim=False, mode=0): ...
 hash_tensor.__wrapped__ = _signature_hash_tensor

@@ -6,6 +6,7 @@ from typing import Any
 
 from ember._generated import aten
 from ember.aten.wrap import tensor_like
+from ember.aten.torch_function import handle_torch_function, has_torch_function, is_tensor_like  # noqa: F401
 from ember.autograd import anomaly_mode, graph  # noqa: F401
 from ember.autograd.graph import SavedTensor  # noqa: F401
 from ember.autograd.anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly  # noqa: F401

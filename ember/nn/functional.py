@@ -7,8 +7,10 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 import ember
-from ember._generated.functions import (avg_pool1d, conv_tbc, pixel_shuffle, pixel_unshuffle, relu,  # noqa: F401
-                                         sigmoid, tanh)
+from ember.aten import torch_function as _torch_function
+from ember.aten.torch_function import (handle_torch_function, has_torch_function,  # noqa: F401
+                                       has_torch_function_unary, has_torch_function_variadic)
+from ember._generated.functions import avg_pool1d, conv_tbc, pixel_shuffle, pixel_unshuffle  # noqa: F401
 from ember._generated.nn_functional import *  # noqa: F401,F403
 from ember._generated.nn_functional import avg_pool2d, avg_pool3d, linear  # noqa: F401
 from ember._generated import aten
@@ -86,8 +88,23 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
     return aten.threshold_(input, threshold, value) if inplace else aten.threshold(input, threshold, value)
 
 
+def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """max(0, x) elementwise (in place with ``inplace=True``)."""
+    return ember.relu_(input) if inplace else ember.relu(input)
+
+
 def relu_(input: Tensor) -> Tensor:  # noqa: A002
     return input.relu_()
+
+
+def sigmoid(input: Tensor) -> Tensor:  # noqa: A002
+    """1 / (1 + e^-x) elementwise (PyTorch keeps it here for compatibility; ``torch.sigmoid`` is the same)."""
+    return input.sigmoid()
+
+
+def tanh(input: Tensor) -> Tensor:  # noqa: A002
+    """tanh(x) elementwise (PyTorch keeps it here for compatibility; ``torch.tanh`` is the same)."""
+    return input.tanh()
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
@@ -1417,3 +1434,6 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
     logits = linear(input, linear_weight, linear_bias).reshape(logits_shape)
     return cross_entropy(logits, target, weight=weight, reduction=reduction, ignore_index=ignore_index,
                          label_smoothing=label_smoothing)
+
+
+_torch_function.make_module_overridable(globals())  # Note [Keeping __torch_function__ off the path of plain tensors]

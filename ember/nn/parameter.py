@@ -6,6 +6,7 @@ from typing import Any
 from collections import OrderedDict
 
 from ember._tensor import Tensor
+from ember.aten.torch_function import _disabled_torch_function_impl
 
 
 def _rebuild_parameter(data: Any, requires_grad: Any, backward_hooks: Any = None) -> Any:
@@ -18,15 +19,15 @@ class Parameter(Tensor):
     ``Parameter(data)`` shares ``data``'s storage (and version counter, like ``detach()``) and is a leaf
     that requires grad unless ``requires_grad=False``."""
 
+    __torch_function__ = staticmethod(_disabled_torch_function_impl)  # a Parameter is a plain tensor to it
+
     def __new__(cls, data: Any = None, requires_grad: bool = True) -> Any:
         import ember
         if data is None:
             data = ember.empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): argument 'data' must be Tensor, not {type(data).__name__}")
-        t = data.detach().as_subclass(cls)
-        t.requires_grad_(requires_grad)
-        return t
+        return Tensor._make_subclass(cls, data, requires_grad)
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
@@ -46,6 +47,8 @@ class Buffer(Tensor):
     """Marks a tensor to be registered as a buffer when assigned to a ``Module`` attribute
     (``persistent=False`` leaves it out of the ``state_dict``)."""
 
+    __torch_function__ = staticmethod(_disabled_torch_function_impl)
+
     def __new__(cls, data: Any = None, *, persistent: bool = True) -> Any:
         import ember
         if data is None:
@@ -62,6 +65,21 @@ class UninitializedTensorMixin:
     memory, which the module's ``reset_parameters`` then fills)."""
 
     cls_to_become: Any = None
+
+    # what may be called on one before it is materialized (PyTorch's list); anything else raises
+    _allowed_names = ("__hash__", "size", "copy_", "is_complex", "is_floating_point", "half", "float", "double",
+                      "char", "short", "int", "long", "cuda", "cpu", "to", "get_device")
+
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        # a method-wrapper is a property's __get__: attributes may be read
+        if any(func is getattr(Tensor, n) for n in cls._allowed_names) or type(func).__name__ == "method-wrapper":
+            return super().__torch_function__(func, types, args, kwargs or {})  # type: ignore[misc]
+        raise ValueError(
+            f"Attempted to use an uninitialized parameter in {func}. This error happens when you are using a "
+            f"`LazyModule` or explicitly manipulating `torch.nn.parameter.{cls.__name__}` objects. When using "
+            "LazyModules Call `forward` with a dummy batch to initialize the parameters before calling torch "
+            "functions")
 
     def materialize(self, shape: Any, device: Any = None, dtype: Any = None) -> None:
         import ember
@@ -109,9 +127,7 @@ class UninitializedParameter(UninitializedTensorMixin, Parameter):
 
     def __new__(cls, requires_grad: bool = True, device: Any = None, dtype: Any = None) -> Any:
         import ember
-        t = ember.empty(0, device=device, dtype=dtype).as_subclass(cls)
-        t.requires_grad_(requires_grad)
-        return t
+        return Tensor._make_subclass(cls, ember.empty(0, device=device, dtype=dtype), requires_grad)
 
     def __deepcopy__(self, memo: Any) -> Any:
         if id(self) in memo:

@@ -313,11 +313,19 @@ def gen_binding(name: str, sigs: list[PySig], method: bool, docs: dict[str, str]
     lines += fast_defs
     head = "def {}(self, *args, **kwargs):" if method else "def {}(*args, **kwargs):"
     lines.append(head.format(name))
+    # Note [Keeping __torch_function__ off the path of plain tensors] in ember/aten/torch_function.py
+    lines.append("    if _TF_ON:")
+    # (the binding reached through its _Signatures: a parameter may share the binding's name, ``threshold``)
+    lines.append(f"        _r = _tf_dispatch(_sig_{name}.public, {'(self,) + args' if method else 'args'}, kwargs)")
+    lines.append("        if _r is not _NOT_HANDLED:")
+    lines.append("            return _r")
     lines += fast_body
     if method:
         lines.append(f"    _i, _a = _sig_{name}.parse(args, kwargs, self)")
     else:
         lines.append(f"    _i, _a = _sig_{name}.parse(args, kwargs)")
+    lines.append("    if _i < 0:  # an argument's __torch_function__ answered")
+    lines.append("        return _a")
     for i, sg in enumerate(sigs):
         cond = "if" if i == 0 else "elif"
         lines.append(f"    {cond} _i == {i}:")
@@ -327,6 +335,7 @@ def gen_binding(name: str, sigs: list[PySig], method: bool, docs: dict[str, str]
     lines.append("")
     lines.append("")
     lines.append(f"{name}.__doc__ = {_binding_doc(name, sigs, method, docs or {})!r}")
+    lines.append(f"_sig_{name}.public = {name}")
     if len(sigs) == 1:  # Note [Binding docstrings]
         self_p = ["self"] if method else []
         lines.append(f"def _signature_{name}({', '.join(self_p + _py_params(sigs[0]))}): ...")
@@ -575,9 +584,12 @@ def _call_body(sg: PySig, method: bool) -> list[str]:
 
 
 def _returning_self_list(s: FunctionSchema, call: str, call_args: list[str]) -> str:
-    """An op that updates its first argument, a tensor list, and returns nothing: its binding returns the list."""
+    """An op that updates its first argument, a tensor list, and returns nothing: its binding returns the list;
+    one that returns a Tensor[] returns it as a tuple, as PyTorch's bindings do."""
     if not s.returns and s.arguments and s.arguments[0].type.is_tensor_list and s.arguments[0].type.is_write:
         return f"_returning({call}, {call_args[0]})"
+    if len(s.returns) == 1 and s.returns[0].type.is_tensor_list:
+        return f"tuple({call})"  # a Tensor[] reaches Python as a tuple (the internal op API keeps the list)
     return call
 
 
@@ -655,7 +667,11 @@ def gen_namespace(nfs: list[NativeFunction], module: str | None, method: bool, t
            "from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, "
            "ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory",
            "from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401",
-           "from ember._python_arg_parser import returning as _returning  # noqa: F401", "",
+           "from ember._python_arg_parser import returning as _returning  # noqa: F401",
+           "from ember.aten.torch_function import NOT_HANDLED as _NOT_HANDLED, dispatch as _tf_dispatch, "
+           "register_flag as _register_tf_flag",
+           "_TF_ON = False  # the __torch_function__ switch, kept current by torch_function._refresh",
+           "_register_tf_flag(globals())", "",
            f"__all__ = {sorted(groups)!r}", ""]
     docs = load_docs()
     for name, sigs in groups.items():

@@ -39,7 +39,7 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Any:  # noqa: A002
-        return input.relu_() if self.inplace else input.relu()
+        return F.relu(input, inplace=self.inplace)
 
     def extra_repr(self) -> str:
         return _inplace_only(self)
