@@ -30,6 +30,7 @@ from ember._creation import as_tensor, asarray, from_dlpack, from_numpy, frombuf
 from ember._generated.functions import *  # noqa: F401,F403
 from ember.random import get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from ember._functional import *  # noqa: F401,F403
+from ember._functional import _assert  # noqa: F401
 from ember._removed_linalg import eig, lstsq, matrix_rank, solve, symeig  # noqa: F401
 from ember._tensor_str import set_printoptions
 from ember.aten.parallel import get_num_interop_threads, get_num_threads, set_num_interop_threads, set_num_threads
@@ -50,7 +51,7 @@ _autograd_fallback.install()
 from ember import optim, utils  # noqa: E402,F401 - the frontend needs the grad modes above
 from ember import serialization  # noqa: E402
 from ember import distributions, testing  # noqa: E402,F401
-from ember import accelerator, compiler, distributed, jit, library, version, _dynamo  # noqa: E402,F401
+from ember import accelerator, compiler, distributed, fx, jit, library, version, _dynamo  # noqa: E402,F401
 from ember.utils.dlpack import to_dlpack  # noqa: E402,F401
 from ember._torch_shim import install_as_torch  # noqa: E402,F401
 from ember.serialization import load, save  # noqa: E402,F401

@@ -357,4 +357,12 @@ def _tensor_type():
     return ember.Tensor
 
 
-_torch_function.make_module_overridable(globals())  # Note [Keeping __torch_function__ off the path of plain tensors]
+def _assert(condition, message):
+    """``assert condition, message`` as a function (what fx records for a specialized argument)."""
+    if type(condition) is not bool and isinstance(condition, _F._Tensor):
+        condition = bool(condition)
+    assert condition, message
+
+
+_torch_function.make_module_overridable(globals())
+_assert = _torch_function.overridable(_assert)  # Note [Keeping __torch_function__ off the path of plain tensors]

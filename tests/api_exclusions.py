@@ -94,7 +94,7 @@ EXCLUDED: dict[str, dict[str, str]] = {
     },
     'fx, compile, export, library, func: issues 17 and 18 (importable stubs: issue 15 item 8)': {
         'torch': """
-            classes cond export func fx package slice_inverse vmap while_loop
+            classes cond export func package slice_inverse vmap while_loop
         """,
         'Tensor': """
             index slice_inverse

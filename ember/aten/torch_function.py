@@ -211,26 +211,54 @@ def has_torch_function_variadic(*args: Any) -> bool:
     return has_torch_function(args)
 
 
-def overridable(fn: Callable[..., Any]) -> Callable[..., Any]:
+def overridable(fn: Callable[..., Any], as_given: bool = False) -> Callable[..., Any]:
     """A Python-written public function that takes part in __torch_function__ (what PyTorch writes as
     ``if has_torch_function(...): return handle_torch_function(...)`` at the top of ``torch.nn.functional``'s
     functions). Plain calls cost the flag, a wrapper frame and a type check per argument."""
     plain = _PLAIN
+    signature: list[Any] = []
+
+    def handle(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        # PyTorch's Python functions pass __torch_function__ their required parameters positionally and the
+        # others by keyword, defaults filled in (``F.relu(x)`` arrives as ``relu(x, inplace=False)``); those it
+        # writes in C (``as_given``: ``F.conv2d``) pass the arguments as the caller gave them
+        if as_given:
+            return dispatch(public, args, kwargs)
+        relevant = args + tuple(kwargs.values())
+        if not overloaded_args(relevant) and not (_modes and not _disabled[1]):
+            return NOT_HANDLED
+        if not signature:
+            import inspect
+            signature.append(inspect.signature(fn))
+        try:
+            bound = signature[0].bind(*args, **kwargs)
+        except TypeError:
+            return handle_torch_function(public, relevant, *args, **kwargs)
+        bound.apply_defaults()
+        pos, kw = [], {}
+        for name, p in signature[0].parameters.items():
+            if p.kind == p.VAR_POSITIONAL:
+                pos.extend(bound.arguments.get(name, ()))
+            elif p.kind == p.VAR_KEYWORD:
+                kw.update(bound.arguments.get(name, {}))
+            elif p.default is p.empty and p.kind != p.KEYWORD_ONLY:
+                pos.append(bound.arguments[name])
+            else:
+                kw[name] = bound.arguments[name]
+        return handle_torch_function(public, relevant, *pos, **kw)
 
     @functools.wraps(fn)
     def public(*args: Any, **kwargs: Any) -> Any:
         if ENABLED[0]:
-            r = dispatch(public, args, kwargs, python=True)
-            if r is not NOT_HANDLED:
-                return r
-            return fn(*args, **kwargs)
+            r = handle(args, kwargs)
+            return fn(*args, **kwargs) if r is NOT_HANDLED else r
         for a in args:
             if type(a) not in plain and _overrides_deep(a):
                 break
         else:
             if not kwargs or not _any_foreign((), kwargs):
                 return fn(*args, **kwargs)
-        r = dispatch(public, args, kwargs, python=True)
+        r = handle(args, kwargs)
         return fn(*args, **kwargs) if r is NOT_HANDLED else r
     return public
 
@@ -329,11 +357,12 @@ class DisableTorchFunction:
         _refresh()
 
 
-def make_module_overridable(namespace: dict[str, Any]) -> None:
+def make_module_overridable(namespace: dict[str, Any], as_given: frozenset[str] = frozenset()) -> None:
     """Wrap every public function a Python module defines (not those it imports) with ``overridable``: the
-    ``has_torch_function`` check PyTorch writes at the top of each of them."""
+    ``has_torch_function`` check PyTorch writes at the top of each of them (``as_given``: the names PyTorch
+    implements in C, whose handlers receive the arguments unchanged)."""
     import types
     module = namespace["__name__"]
     for name, fn in list(namespace.items()):
         if not name.startswith("_") and isinstance(fn, types.FunctionType) and fn.__module__ == module:
-            namespace[name] = overridable(fn)
+            namespace[name] = overridable(fn, name in as_given)

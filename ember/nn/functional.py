@@ -1436,4 +1436,12 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
                          label_smoothing=label_smoothing)
 
 
-_torch_function.make_module_overridable(globals())  # Note [Keeping __torch_function__ off the path of plain tensors]
+# the functions PyTorch's nn.functional takes from C (torch._C._nn or torch.*): __torch_function__ sees their
+# arguments as the caller gave them
+_C_FUNCTIONS = frozenset(("adaptive_avg_pool1d", "bilinear", "celu_", "channel_shuffle", "conv1d", "conv2d", "conv3d",
+                          "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "cosine_similarity",
+                          "hardshrink", "logsigmoid", "native_channel_shuffle", "one_hot", "pairwise_distance", "pdist",
+                          "prelu", "relu_", "rrelu_", "scaled_dot_product_attention", "selu_", "softplus",
+                          "softshrink", "threshold_"))
+# Note [Keeping __torch_function__ off the path of plain tensors]
+_torch_function.make_module_overridable(globals(), _C_FUNCTIONS)
