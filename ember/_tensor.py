@@ -54,7 +54,6 @@ def _binary(dunder: str, name: str, tensor_op: Callable[..., Tensor],
     return operator
 
 
-_TF_ENABLED = _tf.ENABLED
 _TF_PLAIN = _tf._PLAIN
 _TF_ON = False                  # Note [Keeping __torch_function__ off the path of plain tensors]
 _tf.register_flag(globals())
@@ -1079,15 +1078,16 @@ def _convert(ret: Any, cls: Any) -> Any:
 
 def _default_nowrap_functions() -> set[Any]:
     """Functions whose results the default ``__torch_function__`` returns as they are (PyTorch's
-    ``get_default_nowrap_functions``: the getters of ``_base``, ``grad`` and ``_grad``)."""
+    ``get_default_nowrap_functions``; its getters of ``_base`` and ``_grad`` have no counterpart: those are plain
+    attributes in ember)."""
     return {Tensor.grad.__get__}
 
 
 # Python-written methods that are not public API or that PyTorch does not intercept (__iter__: its dim and unbind
 # calls are)
 _NOT_OVERRIDABLE = {"__iter__", "__hash__", "__new__", "as_subclass", "_make_subclass", "__torch_function__",
-                    "_become_view", "_scalar",
-                    "__setstate__", "_map_elements", "__init_subclass__", "__class_getitem__"}
+                    "_become_view", "_scalar", "__setstate__", "_map_elements", "__init_subclass__",
+                    "__class_getitem__"}
 
 
 def _overridable_method(fn: Any) -> Any:
@@ -1095,10 +1095,10 @@ def _overridable_method(fn: Any) -> Any:
     their binding): a flag test on plain calls (Note [Keeping __torch_function__ off the path of plain tensors])."""
     reported = fn.__name__ in _OPERATOR_REPORTS
 
-    enabled, plain, foreign = _tf.ENABLED, _tf._PLAIN, _tf._overrides_deep
+    plain, foreign = _tf._PLAIN, _tf._overrides_deep
 
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if not enabled[0]:
+        if not _TF_ON:
             for a in args:
                 if type(a) not in plain and foreign(a):
                     break
