@@ -314,3 +314,22 @@ def test_copy_and_pickle_keep_code_and_results():
     for other in (copy.deepcopy(gm), pickle.loads(pickle.dumps(gm))):
         assert other.code == gm.code
         np.testing.assert_allclose(_values(other(*inputs)), _values(gm(*inputs)), rtol=1e-6)
+
+
+def _meta(m):
+    if isinstance(m, (tuple, list)) and not hasattr(m, "_fields"):
+        return [_meta(x) for x in m]
+    if hasattr(m, "_fields") and type(m).__name__ == "TensorMetadata":
+        fmt = str(m.memory_format).split(".")[-1]
+        return (list(m.shape), str(m.dtype).split(".")[-1], m.requires_grad, tuple(m.stride), fmt)
+    return m
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_shape_prop_records_pytorchs_metadata(name):
+    def program(lib):
+        shape_prop = importlib.import_module(lib.__name__ + ".fx.passes.shape_prop")
+        _, inputs, gm = _trace(name, lib)
+        shape_prop.ShapeProp(gm).propagate(*inputs)
+        return [(n.name, _meta(n.meta.get("tensor_meta")), n.meta["type"].__name__) for n in gm.graph.nodes]
+    assert program(ember) == program(torch)

@@ -2598,8 +2598,13 @@ def _scaled_dot_product_flash_attention_for_cpu(xp: Any, query: Array, key: Arra
             t = e.sum(axis=-1, keepdims=True)
             p = xp.where(empty, 0, e / xp.where(empty, 1, t))
             lse = xp.where(empty, 0, m + xp.log(xp.where(empty, 1, t)))[..., 0].astype(ct)
-    out = xp.matmul(p, asdtype(xp, value, ct))
-    return xp.ascontiguousarray(out).astype(query.dtype, copy=False), lse
+    # PyTorch's layouts: the output is laid out as the query is (empty_like: a query that is a transposed
+    # (B, L, H, E) projection gives an output whose transpose back is contiguous, so the caller's
+    # ``.transpose(1, 2).contiguous()`` copies nothing), the logsumexp as (B, L, H) transposed
+    out = xp.empty_like(query, dtype=ct, order="K")
+    xp.matmul(p, asdtype(xp, value, ct), out=out)
+    lse = xp.ascontiguousarray(lse.transpose(0, 2, 1)).transpose(0, 2, 1)
+    return out.astype(query.dtype, copy=False), lse
 
 
 def _scaled_dot_product_flash_attention_for_cpu_backward(xp: Any, grad_out: Array, query: Array, key: Array,
