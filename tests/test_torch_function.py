@@ -337,3 +337,20 @@ print("ok")
     import sys
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.stdout.strip() == "ok", r.stderr
+
+
+def test_overrides_inside_lists_after_nested_lists_were_seen():
+    """A nested list met once must not make lists 'plain': a duck type inside a list still gets the call."""
+    def program(lib):
+        class Duck:
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                return func.__name__
+        x = lib.ones(2, 2)
+        lib.nn.functional.pad(x, [1, 1])
+        lib.cat([x, x])
+        return [lib.cat([x, Duck()]), lib.nn.functional.pad(x, [1, 1]).tolist(),
+                lib.nn.functional.embedding(lib.tensor([[0, 1]]), lib.ones(3, 2)).shape[1],
+                lib.broadcast_tensors(x, Duck())]
+    got, want = both(program)
+    assert got == want

@@ -83,8 +83,12 @@ def _overrides(t: type) -> bool:
         return True
     tf = getattr(t, "__torch_function__", None)
     fn = getattr(tf, "__func__", tf)
-    if tf is None or fn is _disabled_torch_function_impl:
-        _PLAIN.add(t)
+    # PyTorch's own tensor classes count as plain: their default __torch_function__ would only call the ember
+    # function again (a PyTorch tensor compared with an ember one would recurse)
+    if tf is None or fn is _disabled_torch_function_impl or \
+            (t.__module__ in ("torch", "torch.nn.parameter") and t.__name__ in ("Tensor", "Parameter")):
+        if t is not list and t is not tuple:    # (containers are looked into, never marked plain)
+            _PLAIN.add(t)
         return False
     _OVERRIDING.add(t)
     return True
