@@ -336,29 +336,31 @@ def _is_torch_function_all_disabled() -> bool:
     return bool(_disabled[1])
 
 
-class DisableTorchFunctionSubclass:
+class _Disabling:
+    """A context that increments one of the two disabling depths (``_which``) while it is active."""
+
+    _which = 0
+
+    def __enter__(self) -> None:
+        _disabled[self._which] += 1
+        _refresh()
+
+    def __exit__(self, *exc: Any) -> None:
+        _disabled[self._which] -= 1
+        _refresh()
+
+
+class DisableTorchFunctionSubclass(_Disabling):
     """Inside, no argument's ``__torch_function__`` is called (torch function modes still are): what the default
     ``Tensor.__torch_function__`` runs the function under."""
 
-    def __enter__(self) -> None:
-        _disabled[0] += 1
-        _refresh()
-
-    def __exit__(self, *exc: Any) -> None:
-        _disabled[0] -= 1
-        _refresh()
+    _which = 0
 
 
-class DisableTorchFunction:
+class DisableTorchFunction(_Disabling):
     """Inside, no ``__torch_function__`` is called at all: neither modes nor overriding arguments."""
 
-    def __enter__(self) -> None:
-        _disabled[1] += 1
-        _refresh()
-
-    def __exit__(self, *exc: Any) -> None:
-        _disabled[1] -= 1
-        _refresh()
+    _which = 1
 
 
 def make_module_overridable(namespace: dict[str, Any], as_given: frozenset[str] = frozenset()) -> None:
