@@ -26,6 +26,7 @@ from ember._tensor import Tensor, _install_generated_methods
 from ember._tensor_types import *  # noqa: F401,F403 - FloatTensor, LongTensor, ...
 from ember import return_types
 from ember._ops import ops
+from ember import _python_key  # noqa: F401 - registers the Python key's fallback
 from ember._creation import as_tensor, asarray, from_dlpack, from_numpy, frombuffer, tensor
 from ember._generated.functions import *  # noqa: F401,F403
 from ember.random import get_rng_state, initial_seed, manual_seed, seed, set_rng_state

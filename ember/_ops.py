@@ -3,66 +3,346 @@ Python operators of ``ember.library``.
 
 An ``OpOverload`` calls its ``OperatorHandle`` through the dispatcher with arguments named as in the
 schema; an ``OpOverloadPacket`` (``ember.ops.aten.add``) picks the first overload that accepts the call.
+These are also the objects a ``__torch_dispatch__`` handler receives as ``func`` (``ember/_python_key.py``), with
+PyTorch's names (``aten.mul.Tensor``), ``_schema`` (a parsed ``FunctionSchema``) and ``overloadpacket``.
 """
 from __future__ import annotations
 
+from typing import Any
+
+import math
+
 from ember._python_arg_parser import Signatures, ks_device
-from ember.c10.dispatch_key import KS_CPU
+from ember.c10.dispatch_key import KS_CPU, DispatchKey
+
+
+# ----------------------------------------------------------------------------------------------- schemas
+class AliasInfo:
+    """``Tensor(a!)``: the alias set and whether the operator writes through it."""
+
+    def __init__(self, before: str, is_write: bool) -> None:
+        self.before_set = {"alias::" + before}
+        self.after_set = set(self.before_set)
+        self.is_write = is_write
+
+    def __repr__(self) -> str:
+        return f"({next(iter(self.before_set))[7:]}{'!' if self.is_write else ''})"
+
+
+class Argument:
+    """One argument or return of a schema (``torch._C.Argument``)."""
+
+    def __init__(self, name: str, type: str, default_value: Any = None, has_default: bool = False,  # noqa: A002
+                 kwarg_only: bool = False, alias_info: AliasInfo | None = None) -> None:
+        self.name = name
+        self.type = type
+        self.default_value = default_value
+        self.has_default_value = has_default
+        self.kwarg_only = kwarg_only
+        self.alias_info = alias_info
+        self.is_out = kwarg_only and alias_info is not None and alias_info.is_write
+
+    def __repr__(self) -> str:
+        t = self.type
+        if self.alias_info is not None:
+            base, opt = (t[:-1], "?") if t.endswith("?") else (t, "")
+            t = base + repr(self.alias_info) + opt
+        return f"{t} {self.name}".rstrip() if self.name else t
+
+
+_DEFAULT_WORDS = {"None": None, "True": True, "False": False, "Mean": 1, "Sum": 2, "inf": math.inf, "-inf": -math.inf,
+                  "contiguous_format": "contiguous_format"}
+
+
+def _parse_default(text: str) -> Any:
+    text = text.strip()
+    if text in _DEFAULT_WORDS:
+        return _DEFAULT_WORDS[text]
+    if text[:1] in "'\"":
+        return text[1:-1]
+    if text.startswith("["):
+        inner = text[1:-1].strip()
+        return [_parse_default(p) for p in inner.split(",")] if inner else []
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _split_top(text: str) -> list[str]:
+    """Split on the commas outside brackets and quotes."""
+    parts, depth, cur, quote = [], 0, [], ""
+    for ch in text:
+        if quote:
+            cur.append(ch)
+            if ch == quote:
+                quote = ""
+            continue
+        if ch in "'\"":
+            quote = ch
+        elif ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(ch)
+    if "".join(cur).strip():
+        parts.append("".join(cur).strip())
+    return parts
+
+
+def _parse_arg(text: str, kwarg_only: bool) -> Argument:
+    decl, eq, default = text.partition("=")
+    type_, _, name = decl.strip().rpartition(" ")
+    if not type_:  # a return without a name
+        type_, name = name, ""
+    alias = None
+    if "(" in type_:  # Tensor(a!) / Tensor(a)[] / Tensor(a!)?
+        base, rest = type_.split("(", 1)
+        inner, after = rest.split(")", 1)
+        alias = AliasInfo(inner.rstrip("!"), inner.endswith("!"))
+        type_ = base + after
+    return Argument(name, type_, _parse_default(default) if eq else None, bool(eq), kwarg_only, alias)
+
+
+class FunctionSchema:
+    """A parsed operator schema (``torch._C.FunctionSchema``): ``str()`` prints it as PyTorch does."""
+
+    def __init__(self, text: str, namespace: str = "aten") -> None:
+        self._text = text
+        head, args_ret = text.split("(", 1)
+        self.name = f"{namespace}::{head.partition('.')[0]}"
+        self.overload_name = head.partition(".")[2]
+        depth, i = 1, 0
+        while depth:
+            depth += {"(": 1, ")": -1}.get(args_ret[i], 0)
+            i += 1
+        arg_text, ret_text = args_ret[:i - 1], args_ret[i:].split("->", 1)[1].strip()
+        self.arguments: list[Argument] = []
+        kwonly = False
+        for part in _split_top(arg_text):
+            if part == "*":
+                kwonly = True
+                continue
+            self.arguments.append(_parse_arg(part, kwonly))
+        if ret_text.startswith("("):
+            ret_text = ret_text[1:-1]
+        self.returns = [_parse_arg(p, False) for p in _split_top(ret_text)]
+        self._namespace = namespace
+
+    @property
+    def is_mutable(self) -> bool:
+        return any(a.alias_info is not None and a.alias_info.is_write for a in self.arguments)
+
+    def __str__(self) -> str:
+        return f"{self._namespace}::{self._text}"
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+# ------------------------------------------------------------------------------------------- overloads
+# Note [Overloads PyTorch's bindings hide]
+# PyTorch's Python bindings never call ``add.Scalar`` / ``sub.Scalar`` / ``mul.Scalar`` / ``div.Scalar`` (and their
+# in-place, ``_mode`` and ``out`` forms): ``x * 2`` wraps the 2 as a 0-dim tensor and calls ``mul.Tensor``, and a
+# ``__torch_dispatch__`` handler sees ``aten.mul.Tensor(x, 2)``. ember's bindings call the Scalar overloads to
+# skip the wrapping, so the Python key reports those calls under the Tensor overload PyTorch would have used,
+# and that overload, called with a Python number, runs the Scalar one (so the handler's ``func(*args)`` works).
+_HIDDEN_SCALAR_OPS = {"add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_"}
+_TENSOR_NAME_OF_SCALAR = {"Scalar": "Tensor", "Scalar_out": "out", "Scalar_mode": "Tensor_mode",
+                          "Scalar_mode_out": "out_mode"}
+
+_BY_HANDLE: dict[Any, OpOverload] = {}
 
 
 class OpOverload:
-    __slots__ = ("handle", "_sig", "names")
+    """One operator overload, ``ember.ops.aten.mul.Tensor``."""
 
-    def __init__(self, handle, spec, names):
+    __slots__ = ("handle", "_sig", "names", "_packet", "_schema_cache", "_scalar_twin", "__weakref__")
+
+    def __init__(self, handle: Any, spec: Any, names: list[str]) -> None:
         self.handle = handle
         self._sig = Signatures(handle.name, [spec])
+        self._sig.public = self   # arguments no signature accepts (an fx Proxy) go to __torch_function__
         self.names = names
+        self._packet: OpOverloadPacket | None = None
+        self._schema_cache: FunctionSchema | None = None
+        self._scalar_twin: OpOverload | None = None
+        _BY_HANDLE[handle] = self
 
+    # -- PyTorch's introspection API
     @property
     def overloadname(self) -> str:
         return self.handle.overload_name or "default"
 
-    def _schema(self):
-        return self.handle.schema
+    _overloadname = overloadname
 
-    def try_bind(self, args, kwargs):
-        return Signatures._try(self._sig.sigs[0], args, kwargs)
+    @property
+    def _schema(self) -> FunctionSchema:
+        if self._schema_cache is None:
+            self._schema_cache = FunctionSchema(self.handle.schema)
+        return self._schema_cache
 
-    def __call__(self, *args, **kwargs):
+    @property
+    def overloadpacket(self) -> OpOverloadPacket | None:
+        return self._packet
+
+    @property
+    def namespace(self) -> str:
+        return "aten"
+
+    @property
+    def __name__(self) -> str:  # type: ignore[override]
+        return f"{self.handle.name}.{self.overloadname}"
+
+    @property
+    def _op(self) -> OpOverload:
+        return self
+
+    @property
+    def op(self) -> OpOverload:
+        return self
+
+    @property
+    def tags(self) -> tuple[()]:
+        return ()
+
+    @property
+    def is_view(self) -> bool:
+        r = self._schema.returns
+        return bool(r) and r[0].alias_info is not None and not r[0].alias_info.is_write
+
+    def name(self) -> str:
+        return self.handle.qualified_name
+
+    def has_kernel_for_dispatch_key(self, key: Any) -> bool:
+        if isinstance(key, str):
+            key = DispatchKey[key]
+        return self.handle.has_kernel_for(key)
+
+    def decompose(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the CompositeImplicitAutograd kernel (the op written in other ops), or NotImplemented."""
+        k = self.handle.kernels.get(DispatchKey.CompositeImplicitAutograd)
+        if k is None:
+            return NotImplemented
         bound = self.try_bind(args, kwargs)
         if bound is None:
-            self._sig.parse(args, kwargs)  # raises the PyTorch-style TypeError
+            self._sig.parse(args, kwargs)
+        return k(0, *[bound[n] for n in self.names])
+
+    # -- calls
+    def try_bind(self, args: Any, kwargs: Any) -> Any:
+        return Signatures._try(self._sig.sigs[0], args, kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        bound = self.try_bind(args, kwargs)
+        if bound is None:
+            twin = self._scalar_twin
+            if twin is not None:  # Note [Overloads PyTorch's bindings hide]
+                bound = twin.try_bind(args, kwargs)
+                if bound is not None:
+                    return twin.call_bound(bound)
+            i, r = self._sig.parse(args, kwargs)  # __torch_function__'s answer, or the PyTorch-style TypeError
+            if i < 0:
+                return r
+            bound = r
         return self.call_bound(bound)
 
-    def call_bound(self, bound):
+    def call_bound(self, bound: dict[str, Any]) -> Any:
         from ember._tensor import Tensor
         ks = 0
         for v in bound.values():
             if isinstance(v, Tensor):
                 ks |= v._ks
-            elif isinstance(v, list):
+            elif isinstance(v, (list, tuple)):
                 for t in v:
                     if isinstance(t, Tensor):
                         ks |= t._ks
         if not ks:
-            ks = ks_device(bound["device"]) if "device" in bound else KS_CPU
+            ks = ks_device(bound["device"]) if bound.get("device") is not None else KS_CPU
         return self.handle.call(ks, *[bound[n] for n in self.names])
 
+    def _unbox(self, values: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """A dispatcher call's arguments as PyTorch hands them to ``__torch_dispatch__``: the positional parameters
+        positionally, without a trailing run of defaults; keyword-only ones as kwargs when not their default."""
+        spec = self._sig.sigs[0]
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        last = -1
+        for i, (p, v) in enumerate(zip(spec, values)):
+            name, kind, kwonly, has_default, default = p
+            if kind.startswith("int[") and isinstance(v, tuple):
+                v = list(v)
+            elif kind == "T[]" and isinstance(v, tuple):
+                v = list(v)
+            if kwonly:
+                if not (has_default and _same(v, default)):
+                    kwargs[name] = v
+            else:
+                args.append(v)
+                if not (has_default and _same(v, default)):
+                    last = i
+        return tuple(args[:last + 1]), kwargs
+
     def __repr__(self) -> str:
+        return f"<OpOverload(op='aten.{self.handle.name}', overload='{self.overloadname}')>"
+
+    def __str__(self) -> str:
         return f"aten.{self.handle.name}.{self.overloadname}"
+
+    def __reduce__(self) -> Any:
+        return (_find_overload, (self.handle.name, self.overloadname))
+
+
+def _same(v: Any, default: Any) -> bool:
+    if v is default:
+        return True
+    if isinstance(default, tuple) and isinstance(v, (list, tuple)):
+        return tuple(v) == default
+    try:
+        return type(v) is type(default) and bool(v == default)
+    except Exception:
+        return False
+
+
+def _find_overload(name: str, overload: str) -> OpOverload:
+    return getattr(getattr(ops.aten, name), overload)  # type: ignore[no-any-return]
 
 
 class OpOverloadPacket:
-    def __init__(self, name, overloads):
+    """All overloads of one operator name, ``ember.ops.aten.mul``; calling it picks the first that fits."""
+
+    def __init__(self, name: str, overloads: list[OpOverload]) -> None:
         self.__name__ = name
         self._overloads = overloads
         for o in overloads:
             setattr(self, o.overloadname, o)
+            o._packet = self
+        if name.rstrip("_") in _HIDDEN_SCALAR_OPS:
+            by = {o.overloadname: o for o in overloads}
+            for scalar, tensor in _TENSOR_NAME_OF_SCALAR.items():
+                if scalar in by and tensor in by:
+                    by[tensor]._scalar_twin = by[scalar]
+
+    @property
+    def _qualified_op_name(self) -> str:
+        return f"aten::{self.__name__}"
+
+    @property
+    def op(self) -> OpOverloadPacket:
+        return self
 
     def overloads(self) -> list[str]:
         return [o.overloadname for o in self._overloads]
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         for o in self._overloads:
             bound = o.try_bind(args, kwargs)
             if bound is not None:
@@ -70,15 +350,45 @@ class OpOverloadPacket:
         sig = Signatures(self.__name__, [o._sig.sigs[0] for o in self._overloads])
         sig.parse(args, kwargs)
 
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(f"The underlying op of 'aten.{self.__name__}' has no overload name '{name}'")
+
     def __repr__(self) -> str:
+        return f"<OpOverloadPacket(op='aten.{self.__name__}')>"
+
+    def __str__(self) -> str:
         return f"aten.{self.__name__}"
+
+    def __reduce__(self) -> Any:
+        return (getattr, (ops.aten, self.__name__))
+
+
+def overload_of(handle: Any) -> OpOverload:
+    """The ``OpOverload`` a ``__torch_dispatch__`` handler receives for a dispatcher call of ``handle``
+    (Note [Overloads PyTorch's bindings hide])."""
+    o = _BY_HANDLE.get(handle)
+    if o is None:
+        import ember._generated.ops  # noqa: F401 (creates every OpOverload)
+        o = _BY_HANDLE[handle]
+    packet = o._packet
+    if packet is not None and packet.__name__.rstrip("_") in _HIDDEN_SCALAR_OPS:
+        tensor_name = _TENSOR_NAME_OF_SCALAR.get(o.overloadname)
+        if tensor_name is not None and hasattr(packet, tensor_name):
+            return getattr(packet, tensor_name)  # type: ignore[no-any-return]
+    return o
 
 
 class _OpNamespace:
-    def __init__(self, modname):
+    def __init__(self, modname: str) -> None:
         self._modname = modname
 
-    def __getattr__(self, name):
+    @property
+    def name(self) -> str:
+        return "aten"
+
+    def __getattr__(self, name: str) -> Any:
         import importlib
         mod = importlib.import_module(self._modname)
         try:
@@ -90,10 +400,10 @@ class _OpNamespace:
 class _LibraryNamespace:
     """``ember.ops.<ns>`` for a namespace of Python operators (``ember.library.custom_op("<ns>::name", ...)``)."""
 
-    def __init__(self, ns):
+    def __init__(self, ns: str) -> None:
         self._ns = ns
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         from ember import library
         op = library.namespace(self._ns).get(name)
         if op is None:
@@ -104,7 +414,7 @@ class _LibraryNamespace:
 class _Ops:
     aten = _OpNamespace("ember._generated.ops")
 
-    def __getattr__(self, ns):
+    def __getattr__(self, ns: str) -> Any:
         if ns.startswith("__"):
             raise AttributeError(ns)
         return _LibraryNamespace(ns)

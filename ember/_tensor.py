@@ -16,12 +16,15 @@ from ember.c10.dtype import BF16_NP as _BF16
 
 from ember import _python_arg_parser
 from ember.aten import torch_function as _tf
+from ember import _python_key
+from ember.aten.dispatcher import tls as _dispatch_tls
 from ember._generated import aten
 from ember.aten.composite import wrapped_number
 from ember.aten import wrap as _wrap
 from ember.c10 import dtype as _dt
 from ember.c10.device import CPU, canonical
-from ember.c10.tensor_impl import TensorImpl, contiguous_strides
+from ember.c10.tensor_impl import TensorImpl, VersionCounter, contiguous_strides, fake_array
+from ember.c10.dispatch_key import KS_OF_DEVICE_TYPE
 
 _NUMBER = (bool, int, float, complex, np.number, np.bool_)
 _NUMBER_TYPES = _python_arg_parser.NUMBER_TYPES
@@ -243,8 +246,9 @@ class Tensor(TensorImpl, _TensorMethods):
 
     def detach(self) -> Tensor:
         """A tensor sharing data and version counter with this one, outside the graph."""
-        t = _wrap.view_of(self._data, self)
-        return t
+        if (self._ks | _dispatch_tls.keys[0]) & _python_key.PYTHON_BIT:  # a mode or a subclass sees aten.detach
+            return aten.detach(self)
+        return _wrap.view_of(self._data, self)
 
     # -- DLPack: other libraries read this tensor's memory without a copy (``np.from_dlpack(t)``)
     def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
@@ -356,6 +360,8 @@ class Tensor(TensorImpl, _TensorMethods):
         t.__dict__ = self.__dict__
         if cls is not Tensor:
             _tf.note_subclass(cls)
+            if _python_key.has_torch_dispatch(cls):  # its calls go to cls.__torch_dispatch__ (Note [The Python key])
+                t._ks = self._ks | _python_key.PYTHON_BIT
         return t
 
     @staticmethod
@@ -367,6 +373,35 @@ class Tensor(TensorImpl, _TensorMethods):
         t = data.detach()
         t.requires_grad_(bool(require_grad))
         return t.as_subclass(cls)
+
+    @staticmethod
+    def _make_wrapper_subclass(cls: Any, size: Any, strides: Any = None, storage_offset: Any = None,
+                               memory_format: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
+                               pin_memory: Any = False, requires_grad: Any = False,
+                               dispatch_sizes_strides_policy: Any = None, dispatch_device: Any = False,
+                               dispatch_layout: Any = False, _extra_dispatch_keys: Any = None,
+                               storage_size: Any = None) -> Any:
+        """A ``cls`` instance with the given metadata and no data of its own: every operator on it goes to
+        ``cls.__torch_dispatch__`` through the Python key (Note [The Python key]), below autograd, which records
+        the calls as for any tensor. Such a class usually holds the real tensor(s) as attributes."""
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError("_make_wrapper_subclass(): argument 'cls' must be a subclass of torch.Tensor")
+        dt = _dt.get_default_dtype() if dtype is None else dtype
+        dev = canonical(CPU if device is None else device)
+        if storage_offset:
+            raise NotImplementedError("_make_wrapper_subclass: a non-zero storage_offset is not supported by ember")
+        t = object.__new__(cls)
+        t._data = fake_array(tuple(int(s) for s in size), dt.np,
+                             None if strides is None else tuple(int(s) for s in strides))
+        t._ks = KS_OF_DEVICE_TYPE[dev.type] | _python_key.PYTHON_BIT
+        t._vc = VersionCounter()
+        t._device = dev
+        if requires_grad:
+            t.requires_grad_(True)
+        _tf.note_subclass(cls)
+        return t
+
+    __torch_dispatch__ = staticmethod(_python_key._disabled_torch_dispatch_impl)
 
     @classmethod
     def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -396,6 +431,8 @@ class Tensor(TensorImpl, _TensorMethods):
         return a if dtype is None else a.astype(dtype)
 
     def item(self) -> Any:
+        if (self._ks | _dispatch_tls.keys[0]) & _python_key.PYTHON_BIT:  # a mode or a subclass sees the read
+            return aten._local_scalar_dense(self)
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
         if self._device.type == "meta":
@@ -1085,7 +1122,8 @@ def _default_nowrap_functions() -> set[Any]:
 
 # Python-written methods that are not public API or that PyTorch does not intercept (__iter__: its dim and unbind
 # calls are)
-_NOT_OVERRIDABLE = {"__iter__", "__hash__", "__new__", "as_subclass", "_make_subclass", "__torch_function__",
+_NOT_OVERRIDABLE = {"__iter__", "__hash__", "__new__", "as_subclass", "_make_subclass", "_make_wrapper_subclass",
+                    "__torch_function__", "__torch_dispatch__",
                     "_become_view", "_scalar", "__setstate__", "_map_elements", "__init_subclass__",
                     "__class_getitem__"}
 

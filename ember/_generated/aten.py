@@ -2326,6 +2326,11 @@ _op_alias = _D.define('alias(Tensor(a) self) -> Tensor(a)')
 def alias(self):
     return _op_alias.call(self._ks, self)
 
+_op_detach = _D.define('detach(Tensor(a) self) -> Tensor(a)')
+
+def detach(self):
+    return _op_detach.call(self._ks, self)
+
 _op_t = _D.define('t(Tensor(a) self) -> Tensor(a)')
 
 def t(self):
@@ -3745,6 +3750,11 @@ _op_is_same_size = _D.define('is_same_size(Tensor self, Tensor other) -> bool')
 
 def is_same_size(self, other):
     return _op_is_same_size.call(self._ks | other._ks, self, other)
+
+_op__local_scalar_dense = _D.define('_local_scalar_dense(Tensor self) -> Scalar')
+
+def _local_scalar_dense(self):
+    return _op__local_scalar_dense.call(self._ks, self)
 
 _op_is_nonzero = _D.define('is_nonzero(Tensor self) -> bool')
 

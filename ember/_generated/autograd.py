@@ -4101,6 +4101,27 @@ def _ag_alias_default(ks, self):
     return result
 
 
+class DetachBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_detach_default(ks, self):
+    if not (_gm.enabled and (False)):
+        result = aten._op_detach.redispatch(ks & _BELOW, self)
+        return result
+    _n = DetachBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_detach.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
 class TBackward0(_Node):
     _saved_names = ()
 
@@ -4610,6 +4631,226 @@ def _ag_diagonal_default(ks, self, offset, dim1, dim2):
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     result.__dict__['_attr_version'] = result._vc.version
+    return result
+
+
+class NewEmptyStridedBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_new_empty_strided_default(ks, self, size, stride, dtype, layout, device, pin_memory):
+    if not (_gm.enabled and (False)):
+        return aten._op_new_empty_strided.redispatch(ks & _BELOW, self, size, stride, dtype, layout, device, pin_memory)
+    _n = NewEmptyStridedBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_new_empty_strided.redispatch(ks & _BELOW, self, size, stride, dtype, layout, device, pin_memory)
+    _set_history(_n, (result,))
+    return result
+
+
+class EmptyLikeBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_empty_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
+    if not (_gm.enabled and (False)):
+        return aten._op_empty_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
+    _n = EmptyLikeBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_empty_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
+    _set_history(_n, (result,))
+    return result
+
+
+class ZerosLikeBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_zeros_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
+    if not (_gm.enabled and (False)):
+        return aten._op_zeros_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
+    _n = ZerosLikeBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_zeros_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
+    _set_history(_n, (result,))
+    return result
+
+
+class OnesLikeBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_ones_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
+    if not (_gm.enabled and (False)):
+        return aten._op_ones_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
+    _n = OnesLikeBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_ones_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
+    _set_history(_n, (result,))
+    return result
+
+
+class FullLikeBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_full_like_default(ks, self, fill_value, dtype, layout, device, pin_memory, memory_format):
+    if not (_gm.enabled and (False)):
+        return aten._op_full_like.redispatch(ks & _BELOW, self, fill_value, dtype, layout, device, pin_memory, memory_format)
+    _n = FullLikeBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_full_like.redispatch(ks & _BELOW, self, fill_value, dtype, layout, device, pin_memory, memory_format)
+    _set_history(_n, (result,))
+    return result
+
+
+class NewEmptyBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_new_empty_default(ks, self, size, dtype, layout, device, pin_memory):
+    if not (_gm.enabled and (False)):
+        return aten._op_new_empty.redispatch(ks & _BELOW, self, size, dtype, layout, device, pin_memory)
+    _n = NewEmptyBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_new_empty.redispatch(ks & _BELOW, self, size, dtype, layout, device, pin_memory)
+    _set_history(_n, (result,))
+    return result
+
+
+class NewZerosBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_new_zeros_default(ks, self, size, dtype, layout, device, pin_memory):
+    if not (_gm.enabled and (False)):
+        return aten._op_new_zeros.redispatch(ks & _BELOW, self, size, dtype, layout, device, pin_memory)
+    _n = NewZerosBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_new_zeros.redispatch(ks & _BELOW, self, size, dtype, layout, device, pin_memory)
+    _set_history(_n, (result,))
+    return result
+
+
+class NewOnesBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_new_ones_default(ks, self, size, dtype, layout, device, pin_memory):
+    if not (_gm.enabled and (False)):
+        return aten._op_new_ones.redispatch(ks & _BELOW, self, size, dtype, layout, device, pin_memory)
+    _n = NewOnesBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_new_ones.redispatch(ks & _BELOW, self, size, dtype, layout, device, pin_memory)
+    _set_history(_n, (result,))
+    return result
+
+
+class NewFullBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_new_full_default(ks, self, size, fill_value, dtype, layout, device, pin_memory):
+    if not (_gm.enabled and (False)):
+        return aten._op_new_full.redispatch(ks & _BELOW, self, size, fill_value, dtype, layout, device, pin_memory)
+    _n = NewFullBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_new_full.redispatch(ks & _BELOW, self, size, fill_value, dtype, layout, device, pin_memory)
+    _set_history(_n, (result,))
+    return result
+
+
+class RandLikeBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_rand_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
+    if not (_gm.enabled and (False)):
+        return aten._op_rand_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
+    _n = RandLikeBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_rand_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
+    _set_history(_n, (result,))
+    return result
+
+
+class RandnLikeBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_randn_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
+    if not (_gm.enabled and (False)):
+        return aten._op_randn_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
+    _n = RandnLikeBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_randn_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
+    _set_history(_n, (result,))
     return result
 
 
@@ -14587,6 +14828,7 @@ for _h, _k in (
     (aten._op__reshape_alias, _ag__reshape_alias_default),
     (aten._op_as_strided, _ag_as_strided_default),
     (aten._op_alias, _ag_alias_default),
+    (aten._op_detach, _ag_detach_default),
     (aten._op_t, _ag_t_default),
     (aten._op_transpose_int, _ag_transpose_int),
     (aten._op_permute, _ag_permute_default),
@@ -14603,6 +14845,17 @@ for _h, _k in (
     (aten._op_split_with_sizes, _ag_split_with_sizes_default),
     (aten._op_unfold, _ag_unfold_default),
     (aten._op_diagonal, _ag_diagonal_default),
+    (aten._op_new_empty_strided, _ag_new_empty_strided_default),
+    (aten._op_empty_like, _ag_empty_like_default),
+    (aten._op_zeros_like, _ag_zeros_like_default),
+    (aten._op_ones_like, _ag_ones_like_default),
+    (aten._op_full_like, _ag_full_like_default),
+    (aten._op_new_empty, _ag_new_empty_default),
+    (aten._op_new_zeros, _ag_new_zeros_default),
+    (aten._op_new_ones, _ag_new_ones_default),
+    (aten._op_new_full, _ag_new_full_default),
+    (aten._op_rand_like, _ag_rand_like_default),
+    (aten._op_randn_like, _ag_randn_like_default),
     (aten._op_poisson, _ag_poisson_default),
     (aten._op_binomial, _ag_binomial_default),
     (aten._op__standard_gamma, _ag__standard_gamma_default),

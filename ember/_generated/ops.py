@@ -956,6 +956,9 @@ as_strided = _P('as_strided', [
 alias = _P('alias', [
     _O(_A._op_alias, (('self', 'T', False, False, None),), ['self']),
 ])
+detach = _P('detach', [
+    _O(_A._op_detach, (('self', 'T', False, False, None),), ['self']),
+])
 t = _P('t', [
     _O(_A._op_t, (('self', 'T', False, False, None),), ['self']),
 ])
@@ -1701,6 +1704,9 @@ equal = _P('equal', [
 ])
 is_same_size = _P('is_same_size', [
     _O(_A._op_is_same_size, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+])
+_local_scalar_dense = _P('_local_scalar_dense', [
+    _O(_A._op__local_scalar_dense, (('self', 'T', False, False, None),), ['self']),
 ])
 is_nonzero = _P('is_nonzero', [
     _O(_A._op_is_nonzero, (('self', 'T', False, False, None),), ['self']),

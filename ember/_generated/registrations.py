@@ -3493,6 +3493,14 @@ def _alias_default(ks, self):
         _value_error(_e, K.alias, self)
 
 
+def _detach_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _view(K.alias(be.xp, self._data), self)
+    except ValueError as _e:
+        _value_error(_e, K.alias, self)
+
+
 def _t_default(ks, self):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -7662,6 +7670,7 @@ _BACKEND_KERNELS = (
     (_A._op__reshape_alias, __reshape_alias_default, ('CPU', 'CUDA', 'Meta'), K._reshape_alias, (), 'view', None),
     (_A._op_as_strided, _as_strided_default, ('CPU', 'CUDA', 'Meta'), K.as_strided, (), 'view', None),
     (_A._op_alias, _alias_default, ('CPU', 'CUDA', 'Meta'), K.alias, (), 'view', None),
+    (_A._op_detach, _detach_default, ('CPU', 'CUDA', 'Meta'), K.alias, (), 'view', None),
     (_A._op_t, _t_default, ('CPU', 'CUDA', 'Meta'), K.t, (), 'view', None),
     (_A._op_transpose_int, _transpose_int, ('CPU', 'CUDA', 'Meta'), K.transpose, (), 'view', None),
     (_A._op_permute, _permute_default, ('CPU', 'CUDA', 'Meta'), K.permute, (), 'view', None),
@@ -8183,20 +8192,20 @@ _COMPOSITE_KERNELS = (
     (_A._op_tensor_split_sections, 'CompositeImplicitAutograd', C.tensor_split),
     (_A._op_tensor_split_indices, 'CompositeImplicitAutograd', C.tensor_split_indices),
     (_A._op_contiguous, 'CompositeImplicitAutograd', C.contiguous),
-    (_A._op_new_empty_strided, 'CompositeImplicitAutograd', C.new_empty_strided),
-    (_A._op_empty_like, 'CompositeImplicitAutograd', C.empty_like),
-    (_A._op_zeros_like, 'CompositeImplicitAutograd', C.zeros_like),
-    (_A._op_ones_like, 'CompositeImplicitAutograd', C.ones_like),
-    (_A._op_full_like, 'CompositeImplicitAutograd', C.full_like),
+    (_A._op_new_empty_strided, 'CompositeExplicitAutograd', C.new_empty_strided),
+    (_A._op_empty_like, 'CompositeExplicitAutograd', C.empty_like),
+    (_A._op_zeros_like, 'CompositeExplicitAutograd', C.zeros_like),
+    (_A._op_ones_like, 'CompositeExplicitAutograd', C.ones_like),
+    (_A._op_full_like, 'CompositeExplicitAutograd', C.full_like),
     (_A._op_arange, 'CompositeImplicitAutograd', C.arange_end),
     (_A._op_arange_start, 'CompositeImplicitAutograd', C.arange_start),
-    (_A._op_new_empty, 'CompositeImplicitAutograd', C.new_empty),
-    (_A._op_new_zeros, 'CompositeImplicitAutograd', C.new_zeros),
-    (_A._op_new_ones, 'CompositeImplicitAutograd', C.new_ones),
-    (_A._op_new_full, 'CompositeImplicitAutograd', C.new_full),
+    (_A._op_new_empty, 'CompositeExplicitAutograd', C.new_empty),
+    (_A._op_new_zeros, 'CompositeExplicitAutograd', C.new_zeros),
+    (_A._op_new_ones, 'CompositeExplicitAutograd', C.new_ones),
+    (_A._op_new_full, 'CompositeExplicitAutograd', C.new_full),
     (_A._op_randint, 'CompositeImplicitAutograd', C.randint_high),
-    (_A._op_rand_like, 'CompositeImplicitAutograd', C.rand_like),
-    (_A._op_randn_like, 'CompositeImplicitAutograd', C.randn_like),
+    (_A._op_rand_like, 'CompositeExplicitAutograd', C.rand_like),
+    (_A._op_randn_like, 'CompositeExplicitAutograd', C.randn_like),
     (_A._op_random__to, 'CompositeImplicitAutograd', C.random_to),
     (_A._op_random_, 'CompositeImplicitAutograd', C.random_default),
     (_A._op__to_copy, 'CompositeExplicitAutograd', C.to_copy),
@@ -8253,6 +8262,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_allclose, 'CompositeImplicitAutograd', C.allclose),
     (_A._op_equal, 'CompositeImplicitAutograd', C.equal),
     (_A._op_is_same_size, 'CompositeImplicitAutograd', C.is_same_size),
+    (_A._op__local_scalar_dense, 'CompositeExplicitAutograd', C.local_scalar_dense),
     (_A._op_is_nonzero, 'CompositeImplicitAutograd', C.is_nonzero),
     (_A._op_msort, 'CompositeImplicitAutograd', C.msort),
     (_A._op_diff, 'CompositeImplicitAutograd', C.diff),

@@ -172,7 +172,12 @@ class Graph:
         return self.create_node("output", "output", (result,), type_expr=type_expr)
 
     def _target_to_str(self, target: Any) -> str:
-        if callable(target):
+        from ember._ops import OpOverload, OpOverloadPacket
+        if isinstance(target, OpOverload):     # aten.mul.Tensor -> "mul", as PyTorch names ATen-level nodes
+            op = target.handle.name
+        elif isinstance(target, OpOverloadPacket):
+            op = target.__name__
+        elif callable(target):
             op = target.__name__
         else:
             op = target
@@ -329,7 +334,12 @@ class Graph:
             if isinstance(arg, type):
                 return add_global(arg.__name__, arg)
             if _is_dtype_or_device(arg):
-                return f"torch.{arg}" if not hasattr(arg, "type") else f"device({arg!r})"
+                return f"torch.{str(arg).rpartition('.')[2]}" if not hasattr(arg, "type") else f"device({arg!r})"
+            if isinstance(arg, ember.device):
+                globals_["device"] = ember.device
+                return repr(arg)
+            if isinstance(arg, (ember.memory_format, ember.layout)):
+                return repr(arg).replace("ember.", "torch.", 1)
             return repr(arg)
 
         def args_str(args: Any, kwargs: Any) -> str:

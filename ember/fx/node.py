@@ -64,7 +64,11 @@ def _format_arg(arg: Any, max_list_len: float = float("inf")) -> str:
 
 
 def _qualified_name(func: Any) -> str:
-    """PyTorch's printed name of a call_function target (``operator.add``, ``torch.relu``)."""
+    """PyTorch's printed name of a call_function target (``operator.add``, ``torch.relu``,
+    ``torch.ops.aten.mul.Tensor``)."""
+    from ember._ops import OpOverload, OpOverloadPacket
+    if isinstance(func, (OpOverload, OpOverloadPacket)):
+        return f"torch.ops.{func}"
     if getattr(builtins, getattr(func, "__name__", ""), None) is func:
         return f"builtins.{func.__name__}"
     if isinstance(func, types.BuiltinFunctionType) and getattr(operator, func.__name__, None) is func:
@@ -194,6 +198,9 @@ class Node:
         if self.op in ("placeholder", "output"):
             return True
         if self.op == "call_function":
+            from ember._ops import OpOverload
+            if isinstance(self.target, OpOverload):   # an ATen op that writes into an argument
+                return self.target._schema.is_mutable
             return getattr(self.target, "__name__", "").endswith("_") and \
                 not getattr(self.target, "__name__", "").endswith("__")
         if self.op == "call_method":

@@ -13,11 +13,21 @@ def _rebuild_parameter(data: Any, requires_grad: Any, backward_hooks: Any = None
     return Parameter(data, requires_grad)
 
 
-class Parameter(Tensor):
+class _ParameterMeta(type):
+    """``isinstance(t, Parameter)`` is also true of a tensor subclass instance made a parameter (``_is_param``)."""
+
+    def __instancecheck__(self, instance: Any) -> bool:
+        if self is Parameter and isinstance(instance, Tensor) and instance.__dict__.get("_is_param", False):
+            return True
+        return super().__instancecheck__(instance)
+
+
+class Parameter(Tensor, metaclass=_ParameterMeta):
     """A Tensor that a ``Module`` registers as one of its parameters when assigned as an attribute.
 
     ``Parameter(data)`` shares ``data``'s storage (and version counter, like ``detach()``) and is a leaf
-    that requires grad unless ``requires_grad=False``."""
+    that requires grad unless ``requires_grad=False``. For data of another tensor subclass (a fake tensor, a
+    wrapper subclass) the result keeps that class and is marked a parameter instead, as in PyTorch."""
 
     __torch_function__ = staticmethod(_disabled_torch_function_impl)  # a Parameter is a plain tensor to it
 
@@ -27,7 +37,11 @@ class Parameter(Tensor):
             data = ember.empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): argument 'data' must be Tensor, not {type(data).__name__}")
-        return Tensor._make_subclass(cls, data, requires_grad)
+        if type(data) is Tensor or type(data) is Parameter or cls is not Parameter:
+            return Tensor._make_subclass(cls, data, requires_grad)
+        t = data.detach().requires_grad_(requires_grad)
+        t.__dict__["_is_param"] = True
+        return t
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()

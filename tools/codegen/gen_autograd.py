@@ -367,7 +367,10 @@ def gen_kernel(nf: NativeFunction, plan: Plan, inplace: bool) -> tuple[str, str]
 
 def _set_base_lines(s: FunctionSchema, indent: str, recorded: bool = False) -> list[str]:
     """A view's base; a recorded view also notes the version its history was made at (Note [View history] in
-    ember/autograd/recording.py)."""
+    ember/autograd/recording.py). ``detach`` shares the data but is no view to autograd (PyTorch writes its autograd
+    kernel by hand, in VariableTypeManual.cpp, for that reason): no base."""
+    if s.name == "detach":
+        return []
     base = ident(s.arguments[0].name)
     root = f"({base}._base if {base}._base is not None else {base})"
     if s.returns[0].type.is_list:

@@ -21,6 +21,20 @@ def to_copy(self: Any, dtype: Any = None, layout: Any = None, device: Any = None
     return out.copy_(self)
 
 
+def local_scalar_dense(self: Any) -> Any:
+    """``_local_scalar_dense``: the one element as a Python number (what ``Tensor.item()`` dispatches to, so that
+    a mode or a tensor subclass sees it)."""
+    if self.device.type == "meta":
+        raise RuntimeError("Tensor.item() cannot be called on meta tensors")
+    a = self._data
+    if a.size != 1:
+        raise RuntimeError(f"a Tensor with {a.size} elements cannot be converted to Scalar")
+    if self.device.type != "cpu":
+        a = a.get()
+    v = a.reshape(()).item()
+    return float(v) if a.dtype.name == "bfloat16" else v
+
+
 def reshape(self: Any, shape: Any) -> Any:
     shape = infer_size(shape, self.numel())
     if self.is_contiguous():
@@ -28,7 +42,7 @@ def reshape(self: Any, shape: Any) -> Any:
     st = compute_stride(tuple(self.shape), self.stride(), shape)
     if st is not None:
         return aten._reshape_alias(self, shape, st)
-    return aten._contiguous_copy(self).view(shape)
+    return aten.clone(self).view(shape)   # ember's clone is row-major (PyTorch: clone(contiguous_format))
 
 
 # the dim orders of channels-last layouts: channels innermost in memory
@@ -46,10 +60,10 @@ def contiguous(self: Any, memory_format: Any = None) -> Any:
             raise RuntimeError(f"required rank {ndim} tensor to use {memory_format.name} format")
         if self.is_contiguous(memory_format=memory_format):
             return self
-        return aten._contiguous_copy(self.permute(to_last)).permute(back)
+        return aten.clone(self.permute(to_last)).permute(back)
     if self.is_contiguous():
         return self
-    return aten._contiguous_copy(self)
+    return aten.clone(self)
 
 
 def view_as(self: Any, other: Any) -> Any:
@@ -106,7 +120,8 @@ def sum_to_size(self: Any, size: Any) -> Any:
 
 def broadcast_tensors(tensors: Any) -> Any:
     shape = broadcast_shapes(*(tuple(t.shape) for t in tensors))
-    return [t.expand(shape) for t in tensors]
+    # a tensor already of the broadcast shape is returned itself (PyTorch's expand_outplace): no expand op
+    return [t if tuple(t.shape) == shape else t.expand(shape) for t in tensors]
 
 
 def meshgrid(tensors: Any) -> Any:

@@ -1,0 +1,249 @@
+"""Decomposition tables (``torch._decomp``): ATen overloads written in other, more basic ATen overloads.
+
+Note [Decompositions]
+A decomposition is a Python function registered for one or more ``OpOverload``s (``register_decomposition``).
+``make_fx(f, decomposition_table=...)`` runs it in place of the operator, under the tracer, so the graph holds the
+ops it is written in (Note [make_fx]). ``core_aten_decompositions()`` is the table that lowers every operator
+registered here to the core set a backend has to implement: views become ``permute`` / ``view`` / ``alias``, the
+pointwise backward ops (``threshold_backward``, ``silu_backward``, ``gelu_backward``, ...) and losses become the
+pointwise arithmetic they are, ``*_like`` factories become ``full`` / ``empty`` with explicit options. The
+formulas are PyTorch's (``torch/_decomp/decompositions.py``, ``torch/_refs``), written in ember's public API,
+so a graph decomposed by either framework calls the same ops.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any, Callable, Iterable
+
+import ember
+from ember._ops import OpOverload, OpOverloadPacket, ops
+
+__all__ = ["decomposition_table", "register_decomposition", "get_decompositions", "core_aten_decompositions"]
+
+aten = ops.aten
+decomposition_table: dict[OpOverload, Callable[..., Any]] = {}
+_by_table: dict[str, dict[OpOverload, Callable[..., Any]]] = defaultdict(dict)
+
+
+def _overloads(op: Any) -> list[OpOverload]:
+    if isinstance(op, OpOverloadPacket):
+        return list(op._overloads)
+    if isinstance(op, OpOverload):
+        return [op]
+    raise TypeError(f"expected an OpOverload or OpOverloadPacket, got {op!r}")
+
+
+def register_decomposition(aten_op: Any, registry: dict[Any, Callable[..., Any]] | None = None, *,
+                           type: str = "post_autograd", unsafe: bool = False) -> Callable[..., Any]:  # noqa: A002
+    """Decorator: register ``fn`` as the decomposition of ``aten_op`` (an overload, a packet -- every overload --
+    or a list of them)."""
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        table = decomposition_table if registry is None else registry
+        ops_ = aten_op if isinstance(aten_op, (list, tuple)) else [aten_op]
+        for op in ops_:
+            for o in _overloads(op):
+                if o in table and registry is None:
+                    raise RuntimeError(f"duplicate registrations for {o}")
+                table[o] = fn
+        return fn
+    return register
+
+
+def get_decompositions(aten_ops: Iterable[Any], type: str = "post_autograd") -> dict[OpOverload, Callable[..., Any]]:  # noqa: A002
+    """The registered decompositions of ``aten_ops`` (packets stand for all their overloads)."""
+    out: dict[OpOverload, Callable[..., Any]] = {}
+    for op in aten_ops:
+        for o in _overloads(op):
+            if o in decomposition_table:
+                out[o] = decomposition_table[o]
+    return out
+
+
+def core_aten_decompositions() -> dict[OpOverload, Callable[..., Any]]:
+    """Every decomposition registered here: what lowers ember's operators to the core ATen set."""
+    return dict(decomposition_table)
+
+
+# --------------------------------------------------------------------------------------------------- views
+@register_decomposition(aten.t.default)
+def t(self: Any) -> Any:
+    if self.dim() > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
+    return ember.transpose(self, 0, 0 if self.dim() < 2 else 1)
+
+
+@register_decomposition(aten.transpose.int)
+def transpose(self: Any, dim0: int, dim1: int) -> Any:
+    n = self.dim()
+    d0, d1 = (dim0 % n, dim1 % n) if n else (0, 0)
+    if n <= 1 or d0 == d1:
+        return aten.alias.default(self)
+    perm = list(range(n))
+    perm[d0], perm[d1] = d1, d0
+    return ember.permute(self, perm)
+
+
+@register_decomposition(aten._reshape_alias.default)
+def _reshape_alias(self: Any, size: Any, *stride: Any) -> Any:
+    return aten.view.default(self, list(size))
+
+
+@register_decomposition(aten.detach.default)
+def detach(self: Any) -> Any:
+    return aten.alias.default(self)
+
+
+# --------------------------------------------------------------------------------------------- reductions
+@register_decomposition(aten.sum.default)
+def sum_default(self: Any, *, dtype: Any = None) -> Any:
+    return aten.sum.dim_IntList(self, [], dtype=dtype)
+
+
+# ------------------------------------------------------------------------------------------------ factories
+def _like_options(self: Any, dtype: Any, device: Any) -> dict[str, Any]:
+    return {"dtype": self.dtype if dtype is None else dtype, "layout": ember.strided,
+            "device": self.device if device is None else device, "pin_memory": False}
+
+
+@register_decomposition(aten.zeros_like.default)
+def zeros_like(self: Any, *, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
+               memory_format: Any = None) -> Any:
+    return aten.full_like.default(self, 0, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory,
+                                  memory_format=memory_format)
+
+
+@register_decomposition(aten.ones_like.default)
+def ones_like(self: Any, *, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
+              memory_format: Any = None) -> Any:
+    return aten.full_like.default(self, 1, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory,
+                                  memory_format=memory_format)
+
+
+@register_decomposition(aten.new_zeros.default)
+def new_zeros(self: Any, size: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,
+              pin_memory: Any = None) -> Any:
+    return aten.full.default(list(size), 0, **_like_options(self, dtype, device))
+
+
+@register_decomposition(aten.new_ones.default)
+def new_ones(self: Any, size: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,
+             pin_memory: Any = None) -> Any:
+    return aten.full.default(list(size), 1, **_like_options(self, dtype, device))
+
+
+@register_decomposition(aten.new_empty.default)
+def new_empty(self: Any, size: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,
+              pin_memory: Any = None) -> Any:
+    return aten.empty.memory_format(list(size), **_like_options(self, dtype, device))
+
+
+@register_decomposition(aten.zeros.default)
+def zeros(size: Any, *, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None) -> Any:
+    return aten.full.default(list(size), 0, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory)
+
+
+@register_decomposition(aten.ones.default)
+def ones(size: Any, *, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None) -> Any:
+    return aten.full.default(list(size), 1, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory)
+
+
+# -------------------------------------------------------------------------------------------- arithmetic
+@register_decomposition([aten.rsub.Tensor, aten.rsub.Scalar])
+def rsub(self: Any, other: Any, alpha: Any = 1) -> Any:
+    return ember.sub(other, self, alpha=alpha)
+
+
+@register_decomposition(aten.addcmul.default)
+def addcmul(self: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+    return self + value * tensor1 * tensor2 if value != 1 else self + tensor1 * tensor2
+
+
+@register_decomposition(aten.addcdiv.default)
+def addcdiv(self: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+    return self + value * (tensor1 / tensor2) if value != 1 else self + tensor1 / tensor2
+
+
+# ---------------------------------------------------------------------------------------- activations
+@register_decomposition(aten.silu.default)
+def silu(self: Any) -> Any:
+    return self * ember.sigmoid(self)
+
+
+@register_decomposition(aten.threshold_backward.default)
+def threshold_backward(grad_output: Any, self: Any, threshold: Any) -> Any:
+    return ember.where(self <= threshold, 0, grad_output)
+
+
+@register_decomposition(aten.silu_backward.default)
+def silu_backward(grad_output: Any, self: Any) -> Any:
+    sigmoid = ember.sigmoid(self)
+    return grad_output * sigmoid * (1 + self * (1 - sigmoid))
+
+
+@register_decomposition(aten.leaky_relu_backward.default)
+def leaky_relu_backward(grad_output: Any, self: Any, negative_slope: Any, self_is_result: bool) -> Any:
+    return ember.where(self > 0, grad_output, grad_output * negative_slope)
+
+
+@register_decomposition(aten.gelu_backward.default)
+def gelu_backward(grad: Any, self: Any, approximate: str = "none") -> Any:
+    sqrt2, sqrt1_2, two_sqrtpi = math.sqrt(2.0), math.sqrt(0.5), 2.0 / math.sqrt(math.pi)
+    if approximate == "tanh":
+        beta, kappa = sqrt2 * two_sqrtpi * 0.5, 0.044715
+        x_sq = self * self
+        x_cube = x_sq * self
+        inner = beta * (self + kappa * x_cube)
+        tanh_inner = ember.tanh(inner)
+        left = 0.5 * self
+        right = 1 + tanh_inner
+        left_derivative = 0.5 * right
+        tanh_derivative = 1 - tanh_inner * tanh_inner
+        inner_derivative = beta * (1 + 3 * kappa * x_sq)
+        right_derivative = left * tanh_derivative * inner_derivative
+        return grad * (left_derivative + right_derivative)
+    kAlpha = sqrt1_2
+    kBeta = two_sqrtpi * sqrt1_2 * 0.5
+    cdf = 0.5 * (1 + ember.erf(self * kAlpha))
+    pdf = kBeta * ember.exp(self * self * -0.5)
+    return grad * (cdf + self * pdf)
+
+
+@register_decomposition(aten._softmax_backward_data.default)
+def _softmax_backward_data(grad_output: Any, output: Any, dim: int, input_dtype: Any) -> Any:
+    new_grad_output = grad_output * output
+    grad_input = new_grad_output - output * ember.sum(new_grad_output, dim=dim, keepdim=True)
+    if grad_input.dtype != input_dtype:
+        grad_input = grad_input.to(input_dtype)
+    return grad_input.contiguous()
+
+
+@register_decomposition(aten._log_softmax_backward_data.default)
+def _log_softmax_backward_data(grad_output: Any, output: Any, dim: int, input_dtype: Any) -> Any:
+    grad_input = grad_output - ember.exp(output) * ember.sum(grad_output, dim=dim, keepdim=True)
+    return grad_input if grad_input.dtype == input_dtype else grad_input.to(input_dtype)
+
+
+# ------------------------------------------------------------------------------------------------ losses
+def _reduce(loss: Any, reduction: int) -> Any:
+    if reduction == 1:
+        return ember.mean(loss)
+    if reduction == 2:
+        return ember.sum(loss)
+    return loss
+
+
+@register_decomposition(aten.mse_loss.default)
+def mse_loss(self: Any, target: Any, reduction: int = 1) -> Any:
+    return _reduce((self - target) ** 2, reduction)
+
+
+@register_decomposition(aten.mse_loss_backward.default)
+def mse_loss_backward(grad_output: Any, input: Any, target: Any, reduction: int) -> Any:  # noqa: A002
+    norm = 2.0 / input.numel() if reduction == 1 else 2.0
+    return norm * (input - target) * grad_output
+
+
+@register_decomposition(aten.l1_loss.default)
+def l1_loss(self: Any, target: Any, reduction: int = 1) -> Any:
+    return _reduce(ember.abs(self - target), reduction)

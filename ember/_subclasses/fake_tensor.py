@@ -1,0 +1,203 @@
+"""Fake tensors: shapes, dtypes, strides and devices, no data (``torch/_subclasses/fake_tensor.py``).
+
+Note [Fake tensors]
+A ``FakeTensor`` is a wrapper subclass (``Tensor._make_wrapper_subclass``) that says it lives on a real device
+(``cpu``, ``cuda``) but holds only metadata: its array is the metadata-only array of a meta tensor (Note [Meta
+tensors] in ``ember/c10/tensor_impl.py``). Under a ``FakeTensorMode`` every operator reaches the mode through the
+Python key (Note [The Python key]); the mode hands the meta twins of its fake arguments to the operator, which
+runs its Meta kernel -- shapes, dtypes and PyTorch's errors, no arithmetic -- and wraps the meta results as fake
+tensors on the arguments' device (or the ``device=`` argument's, for factories). An in-place op returns its fake
+argument itself; a view shares its version counter. Operators whose output shape depends on the data
+(``nonzero``, ``unique``, ``masked_select``) raise ``DynamicOutputShapeException``, and reading a value
+(``.item()``) raises ``DataDependentOutputException``, as in PyTorch.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from ember._tensor import Tensor
+from ember.aten.torch_function import _disabled_torch_function_impl
+from ember.aten.wrap import view_of
+from ember.c10.device import META, canonical
+from ember.c10.dispatch_key import KS_META
+from ember.utils._python_dispatch import TorchDispatchMode
+from ember.utils._pytree import tree_flatten, tree_unflatten
+
+__all__ = ["FakeTensor", "FakeTensorMode", "DataDependentOutputException", "DynamicOutputShapeException",
+           "UnsupportedFakeTensorException"]
+
+
+class UnsupportedFakeTensorException(RuntimeError):
+    pass
+
+
+class DataDependentOutputException(RuntimeError):
+    """An operator needed a tensor's values (``.item()``, ``if x.sum() > 0``)."""
+
+    def __init__(self, func: Any) -> None:
+        super().__init__(str(func))
+        self.func = func
+
+
+class DynamicOutputShapeException(RuntimeError):
+    """An operator's output shape depends on the values of its input (``nonzero``)."""
+
+    def __init__(self, func: Any) -> None:
+        super().__init__(str(func))
+        self.func = func
+
+
+# operators whose output shape is decided by the data (PyTorch tags them ``dynamic_output_shape``)
+_DYNAMIC_OUTPUT_SHAPE = {"nonzero", "masked_select", "_unique2", "unique_consecutive", "unique_dim", "bincount",
+                         "repeat_interleave.Tensor", "histc", "_histogramdd_bin_edges", "argwhere"}
+_DATA_DEPENDENT = {"_local_scalar_dense", "equal", "allclose", "is_nonzero"}
+
+
+class FakeTensor(Tensor):
+    """A tensor with metadata and no data, made by a ``FakeTensorMode`` (Note [Fake tensors])."""
+
+    fake_mode: FakeTensorMode
+    fake_device: Any
+
+    @staticmethod
+    def __new__(cls, fake_mode: FakeTensorMode, elem: Any, device: Any) -> Any:
+        t = Tensor._make_wrapper_subclass(cls, (), dtype=elem.dtype, device=device)
+        t._data = elem._data        # the meta twin's metadata-only array: same sizes and strides
+        t._vc = elem._vc
+        t.fake_mode = fake_mode
+        t.fake_device = t._device
+        return t
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    @classmethod
+    def __torch_dispatch__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        """Outside its mode, a fake tensor still computes fake: the call goes to the mode that made it."""
+        leaves, _ = tree_flatten((args, kwargs or {}))
+        mode = next(t.fake_mode for t in leaves if isinstance(t, FakeTensor))
+        with mode:
+            return func(*args, **(kwargs or {}))
+
+    # results are fake already (the mode makes them): no __torch_function__ conversion needed
+    __torch_function__ = staticmethod(_disabled_torch_function_impl)
+
+    def __repr__(self, *, tensor_contents: Any = None) -> str:
+        extra = ""
+        if self.fake_device.type != "cpu":
+            extra += f", device='{self.fake_device}'"
+        from ember.c10.dtype import get_default_dtype
+        size = tuple(self.shape)
+        s = f"FakeTensor(...{extra}, size={size}"
+        if self.dtype is not get_default_dtype():
+            s += f", dtype={self.dtype}"
+        return s + ")"
+
+    def tolist(self) -> Any:
+        return self.item()  # raises DataDependentOutputException, as PyTorch does
+
+    def numpy(self, *, force: bool = False) -> Any:
+        raise RuntimeError(".numpy() is not supported for tensor subclasses.")
+
+
+def _meta_twin(t: Any) -> Any:
+    """A meta tensor over the fake tensor's metadata-only array (sharing its version counter)."""
+    m = view_of(t._data, t)
+    m._ks = KS_META
+    m._device = META
+    return m
+
+
+class FakeTensorMode(TorchDispatchMode):
+    """While active, factories make fake tensors and every operator on fake tensors computes only metadata."""
+
+    def __init__(self, *, allow_fallback_kernels: bool = True, allow_non_fake_inputs: bool = False,
+                 shape_env: Any = None, static_shapes: Any = None, export: bool = False) -> None:
+        super().__init__()
+        if shape_env is not None:
+            raise NotImplementedError("FakeTensorMode: symbolic shapes (shape_env) are not supported by ember")
+        self.allow_non_fake_inputs = allow_non_fake_inputs
+        self.static_shapes = True if static_shapes is None else static_shapes
+        self.shape_env = None
+        self._memo: dict[int, tuple[Any, FakeTensor]] = {}   # id(real) -> (weak reference to it, its fake)
+
+    def __repr__(self) -> str:
+        return f"<FakeTensorMode object at {hex(id(self))}>"
+
+    # -- real -> fake
+    def from_tensor(self, t: Any, *, static_shapes: Any = None, source: Any = None, symbolic_context: Any = None,
+                    trace: bool = True) -> FakeTensor:
+        """The fake twin of a real tensor (the same one each time): its sizes, strides, dtype, device and
+        requires_grad, none of its data."""
+        if isinstance(t, FakeTensor):
+            if t.fake_mode is not self:
+                raise AssertionError("Mixing fake modes NYI")
+            return t
+        hit = self._memo.get(id(t))
+        if hit is not None and hit[0]() is t:
+            return hit[1]
+        from ember.c10.tensor_impl import fake_array
+        meta = view_of(fake_array(tuple(t.shape), t._data.dtype, t.stride()), t)
+        meta._ks, meta._device = KS_META, META
+        from ember.c10.tensor_impl import VersionCounter
+        meta._vc = VersionCounter()
+        f = FakeTensor(self, meta, t.device)
+        if t.requires_grad:
+            f.requires_grad_(True)
+        key = id(t)
+        self._memo[key] = (weakref.ref(t, lambda _r: self._memo.pop(key, None)), f)
+        return f
+
+    # -- every operator
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        name = func.__name__.split(".")[0]
+        if name in _DATA_DEPENDENT:
+            raise DataDependentOutputException(func)
+        if name in _DYNAMIC_OUTPUT_SHAPE or func.__name__ in _DYNAMIC_OUTPUT_SHAPE:
+            raise DynamicOutputShapeException(func)
+        leaves, spec = tree_flatten((args, kwargs))
+        device = None
+        fakes: dict[int, Any] = {}
+        new_leaves = []
+        for x in leaves:
+            if isinstance(x, Tensor):
+                if not isinstance(x, FakeTensor) or x.fake_mode is not self:
+                    if isinstance(x, FakeTensor) or not self.allow_non_fake_inputs:
+                        raise AssertionError(
+                            "Please convert all Tensors to FakeTensors first or instantiate FakeTensorMode with "
+                            f"'allow_non_fake_inputs'. Found in {func}(*{args!r}, **{kwargs!r})")
+                    x = self.from_tensor(x)
+                device = device or x.fake_device
+                m = _meta_twin(x)
+                fakes[id(m)] = x
+                new_leaves.append(m)
+            else:
+                new_leaves.append(x)
+        margs, mkwargs = tree_unflatten(new_leaves, spec)
+        if "device" in mkwargs:  # a factory: the result lives on the device asked for
+            if mkwargs["device"] is not None:
+                device = canonical(mkwargs["device"])
+            mkwargs["device"] = META
+        elif not fakes and func._schema.returns and any(a.name == "device" for a in func._schema.arguments):
+            mkwargs["device"] = META
+        if device is None:
+            device = canonical("cpu")
+        out = func(*margs, **mkwargs)
+        for m in new_leaves:  # an op that changed a fake argument's metadata (resize_, set_)
+            f = fakes.get(id(m))
+            if f is not None and m._data is not f._data:
+                f._data = m._data
+        return self._wrap(out, fakes, device)
+
+    def _wrap(self, out: Any, fakes: dict[int, Any], device: Any) -> Any:
+        if isinstance(out, Tensor):
+            f = fakes.get(id(out))
+            if f is not None:       # in-place / out= ops return their argument
+                return f
+            return FakeTensor(self, out, device)
+        if isinstance(out, (list, tuple)):
+            r = [self._wrap(o, fakes, device) for o in out]
+            return type(out)(r) if type(out) in (list, tuple) else type(out)(*r)
+        return out

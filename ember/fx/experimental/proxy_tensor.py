@@ -1,0 +1,164 @@
+"""``make_fx``: record the ATen operators a function runs as an fx graph (``torch/fx/experimental/proxy_tensor.py``).
+
+Note [make_fx]
+``make_fx(f)(*args)`` runs ``f`` once under a ``ProxyTorchDispatchMode``. Every operator call reaches the mode
+through the dispatcher's Python key (Note [The Python key] in ``ember/_python_key.py``) -- below autograd, so
+``F.linear`` arrives as ``aten.t`` + ``aten.addmm`` and a ``.backward()`` or ``autograd.grad`` inside ``f`` arrives
+as the ops of each derivative formula. The mode runs the operator (on real tensors, or on fake ones with
+``tracing_mode="fake"``: shapes only), and adds a ``call_function`` node whose target is the ``OpOverload``
+(``aten.addmm.default``), whose arguments are the nodes that made its tensor arguments, and which remembers the
+tensors it produced (``node.meta["val"]``). A ``decomposition_table`` maps an overload to a Python function; the
+mode then runs that function instead, under itself, so the graph holds the ops the function is written in
+(``ember._decomp.core_aten_decompositions()`` lowers to a small core set). The inputs become placeholders named
+after ``f``'s parameters (``x_1``), tensors made outside ``f`` become ``_param_constant<n>`` (parameters) and
+``_tensor_constant<n>`` attributes, and the
+result is a ``GraphModule`` whose code calls ``torch.ops.aten.*`` overloads.
+"""
+from __future__ import annotations
+
+import inspect
+import operator
+from typing import Any, Callable
+
+from ember._tensor import Tensor
+from ember.fx.graph import Graph
+from ember.fx.graph_module import GraphModule
+from ember.utils._python_dispatch import TorchDispatchMode
+from ember.utils._pytree import tree_flatten, tree_map, tree_unflatten
+
+__all__ = ["make_fx", "ProxyTorchDispatchMode", "get_isolated_graphmodule", "dispatch_trace"]
+
+
+class ProxyTorchDispatchMode(TorchDispatchMode):
+    """Records every operator that reaches it into ``graph`` (Note [make_fx])."""
+
+    def __init__(self, graph: Graph, root: Any, decomposition_table: dict[Any, Callable[..., Any]] | None = None,
+                 tracing_mode: str = "real") -> None:
+        super().__init__()
+        self.graph = graph
+        self.root = root
+        self.decomposition_table = decomposition_table or {}
+        self.tracing_mode = tracing_mode
+        self._nodes: dict[int, tuple[Any, Any]] = {}   # id(tensor) -> (tensor, the node that made it)
+        self._constants = {"param": 0, "tensor": 0}
+
+    def track(self, t: Any, node: Any) -> None:
+        self._nodes[id(t)] = (t, node)
+
+    def node_of(self, t: Any) -> Any:
+        hit = self._nodes.get(id(t))
+        if hit is not None and hit[0] is t:
+            return hit[1]
+        # a tensor made outside the traced function (a module's parameter, a captured tensor): a constant
+        # attribute of the module, named as PyTorch names it
+        from ember.nn.parameter import Parameter
+        kind = "param" if isinstance(t, Parameter) else "tensor"
+        name = f"_{kind}_constant{self._constants[kind]}"
+        self._constants[kind] += 1
+        setattr(self.root, name, t)
+        node = self.graph.get_attr(name)
+        node.meta["val"] = t
+        self.track(t, node)
+        return node
+
+    def _as_arg(self, x: Any) -> Any:
+        return self.node_of(x) if isinstance(x, Tensor) else x
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        decomp = self.decomposition_table.get(func)
+        if decomp is not None:
+            with self:
+                r = decomp(*args, **kwargs)
+            if r is not NotImplemented:
+                return r
+        if func.has_kernel_for_dispatch_key("CompositeImplicitAutograd"):
+            with self:      # an op written in other ops (reached here only below autograd): record those
+                r = func.decompose(*args, **kwargs)
+            if r is not NotImplemented:
+                return r
+        out = func(*args, **kwargs)
+        node = self.graph.call_function(func, tree_map(self._as_arg, tuple(args)),
+                                        tree_map(self._as_arg, dict(kwargs)))
+        node.meta["val"] = out
+        if isinstance(out, Tensor):
+            self.track(out, node)
+        elif isinstance(out, (tuple, list)):
+            for i, o in enumerate(out):
+                if isinstance(o, Tensor):
+                    g = self.graph.call_function(operator.getitem, (node, i))
+                    g.meta["val"] = o
+                    self.track(o, g)
+        return out
+
+
+def _placeholder_names(f: Callable[..., Any], n: int) -> list[str]:
+    try:
+        params = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    names: list[str] = []
+    for p in params:
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+        elif p.kind == p.VAR_POSITIONAL:
+            names += [f"arg{i}" for i in range(len(names), n)]
+    names += [f"arg{i}" for i in range(len(names), n)]
+    return [f"{nm}_1" for nm in names[:n]]
+
+
+def make_fx(f: Callable[..., Any], decomposition_table: dict[Any, Callable[..., Any]] | None = None,
+            tracing_mode: str = "real", _allow_non_fake_inputs: bool = False, *, pre_dispatch: bool = False,
+            record_module_stack: bool = False, _allow_fake_constant: bool = False,
+            _error_on_data_dependent_ops: bool = True, record_stack_traces: bool = False) -> Callable[..., GraphModule]:
+    """A function that runs ``f`` on the given arguments and returns the ``GraphModule`` of the ATen operators it
+    ran (Note [make_fx]). ``tracing_mode="fake"`` runs on fake tensors (no arithmetic at all)."""
+    if tracing_mode not in ("real", "fake", "symbolic"):
+        raise AssertionError(f"Unexpected tracing type: {tracing_mode}")
+    if tracing_mode == "symbolic":
+        raise NotImplementedError("make_fx(tracing_mode='symbolic'): symbolic shapes are not supported by ember; "
+                                  "use 'real' or 'fake'")
+    if pre_dispatch:
+        raise NotImplementedError("make_fx(pre_dispatch=True) is not supported by ember")
+
+    def wrapped(*args: Any) -> GraphModule:
+        from ember.nn import Module
+        root = Module()
+        graph = Graph()
+        leaves, spec = tree_flatten(list(args))
+        fake_mode = None
+        if tracing_mode == "fake":
+            from ember._subclasses.fake_tensor import FakeTensorMode
+            fake_mode = FakeTensorMode(allow_non_fake_inputs=_allow_non_fake_inputs)
+            leaves = [fake_mode.from_tensor(x) if isinstance(x, Tensor) else x for x in leaves]
+        mode = ProxyTorchDispatchMode(graph, root, decomposition_table, tracing_mode)
+        names = _placeholder_names(f, len(args)) if len(leaves) == len(args) else \
+            [f"arg{i}_1" for i in range(len(leaves))]
+        for x, name in zip(leaves, names):
+            node = graph.placeholder(name)
+            if isinstance(x, Tensor):
+                node.meta["val"] = x
+                mode.track(x, node)
+        call_args = tree_unflatten(leaves, spec)
+        if fake_mode is not None:
+            with fake_mode, mode:
+                out = f(*call_args)
+        else:
+            with mode:
+                out = f(*call_args)
+        graph.output(tree_map(lambda o: mode.node_of(o) if isinstance(o, Tensor) else o, out))
+        return GraphModule(root, graph)
+
+    return wrapped
+
+
+def get_isolated_graphmodule(func: Callable[..., Any], args: Any, kwargs: Any,
+                             tracing_mode: str = "real") -> GraphModule:
+    """The graph of ``func(*args, **kwargs)``, traced apart from any trace in progress."""
+    from ember.utils._python_dispatch import _disable_current_modes
+    with _disable_current_modes():
+        return make_fx(lambda *a: func(*a, **kwargs), tracing_mode=tracing_mode)(*args)
+
+
+def dispatch_trace(root: Any, tracer: Any = None, concrete_args: Any = None) -> GraphModule:
+    raise NotImplementedError("dispatch_trace: use make_fx")
