@@ -14,6 +14,7 @@ import math
 
 from ember._python_arg_parser import Signatures, ks_device
 from ember.c10.dispatch_key import KS_CPU, DispatchKey
+from ember.c10.tensor_impl import TensorImpl
 
 
 # ----------------------------------------------------------------------------------------------- schemas
@@ -256,14 +257,13 @@ class OpOverload:
         return self.call_bound(bound)
 
     def call_bound(self, bound: dict[str, Any]) -> Any:
-        from ember._tensor import Tensor
         ks = 0
         for v in bound.values():
-            if isinstance(v, Tensor):
+            if isinstance(v, TensorImpl):
                 ks |= v._ks
-            elif isinstance(v, (list, tuple)):
+            elif type(v) is list or type(v) is tuple:
                 for t in v:
-                    if isinstance(t, Tensor):
+                    if isinstance(t, TensorImpl):
                         ks |= t._ks
         if not ks:
             ks = ks_device(bound["device"]) if bound.get("device") is not None else KS_CPU
@@ -278,9 +278,7 @@ class OpOverload:
         last = -1
         for i, (p, v) in enumerate(zip(spec, values)):
             name, kind, kwonly, has_default, default = p
-            if kind.startswith("int[") and isinstance(v, tuple):
-                v = list(v)
-            elif kind == "T[]" and isinstance(v, tuple):
+            if type(v) is tuple and (kind.startswith("int[") or kind == "T[]"):
                 v = list(v)
             if kwonly:
                 if not (has_default and _same(v, default)):

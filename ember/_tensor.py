@@ -60,6 +60,19 @@ def _binary(dunder: str, name: str, tensor_op: Callable[..., Tensor],
 _TF_PLAIN = _tf._PLAIN
 _TF_ON = False                  # Note [Keeping __torch_function__ off the path of plain tensors]
 _tf.register_flag(globals())
+# Whether a dispatch mode or a Python-key tensor has ever existed in the process (``_python_key.on_first_use``):
+# until then item() and detach() skip the test for the key.
+_PY_ON = False
+_PY_BIT = _python_key.PYTHON_BIT
+
+
+def _python_key_on() -> None:
+    global _PY_ON
+    _PY_ON = True
+
+
+_python_key.on_first_use(_python_key_on)
+
 _indexing_getitem: Any = None   # ember._indexing's getitem / setitem, installed when it is imported
 _indexing_setitem: Any = None
 
@@ -246,7 +259,7 @@ class Tensor(TensorImpl, _TensorMethods):
 
     def detach(self) -> Tensor:
         """A tensor sharing data and version counter with this one, outside the graph."""
-        if (self._ks | _dispatch_tls.keys[0]) & _python_key.PYTHON_BIT:  # a mode or a subclass sees aten.detach
+        if _PY_ON and (self._ks | _dispatch_tls.keys[0]) & _PY_BIT:  # a mode or a subclass sees aten.detach
             return aten.detach(self)
         return _wrap.view_of(self._data, self)
 
@@ -361,6 +374,7 @@ class Tensor(TensorImpl, _TensorMethods):
         if cls is not Tensor:
             _tf.note_subclass(cls)
             if _python_key.has_torch_dispatch(cls):  # its calls go to cls.__torch_dispatch__ (Note [The Python key])
+                _python_key.note_used()
                 t._ks = self._ks | _python_key.PYTHON_BIT
         return t
 
@@ -393,6 +407,7 @@ class Tensor(TensorImpl, _TensorMethods):
         t = object.__new__(cls)
         t._data = fake_array(tuple(int(s) for s in size), dt.np,
                              None if strides is None else tuple(int(s) for s in strides))
+        _python_key.note_used()
         t._ks = KS_OF_DEVICE_TYPE[dev.type] | _python_key.PYTHON_BIT
         t._vc = VersionCounter()
         t._device = dev
@@ -431,7 +446,7 @@ class Tensor(TensorImpl, _TensorMethods):
         return a if dtype is None else a.astype(dtype)
 
     def item(self) -> Any:
-        if (self._ks | _dispatch_tls.keys[0]) & _python_key.PYTHON_BIT:  # a mode or a subclass sees the read
+        if _PY_ON and (self._ks | _dispatch_tls.keys[0]) & _PY_BIT:  # a mode or a subclass sees the read
             return aten._local_scalar_dense(self)
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")

@@ -2,7 +2,7 @@
 # Regenerate with: python -m tools.codegen
 
 """Autograd Nodes and kernels (see tools/codegen/gen_autograd.py)."""
-from ember.aten.dispatcher import keys_below as _keys_below
+from ember.aten.dispatcher import FALLTHROUGH as _FALLTHROUGH, keys_below as _keys_below
 from ember.autograd.grad_mode import state as _gm
 from ember.autograd.graph import Node as _Node, SavedVariable as _SV
 from ember.autograd.recording import (check_inplace as _check_inplace, collect_next_edges as _edges,
@@ -3885,26 +3885,6 @@ def _ag_unique_dim_default(ks, self, dim, sorted, return_inverse, return_counts)
     return result
 
 
-class HistcBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_histc_default(ks, self, bins, min, max):
-    if not (_gm.enabled and (False)):
-        return aten._op_histc.redispatch(ks & _BELOW, self, bins, min, max)
-    _n = HistcBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_histc.redispatch(ks & _BELOW, self, bins, min, max)
-    _set_history(_n, (result,))
-    return result
-
-
 class HistogramBackward0(_Node):
     _saved_names = ()
 
@@ -4098,27 +4078,6 @@ def _ag_alias_default(ks, self):
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     result.__dict__['_attr_version'] = result._vc.version
-    return result
-
-
-class DetachBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_detach_default(ks, self):
-    if not (_gm.enabled and (False)):
-        result = aten._op_detach.redispatch(ks & _BELOW, self)
-        return result
-    _n = DetachBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_detach.redispatch(ks & _BELOW, self)
-    _set_history(_n, (result,))
     return result
 
 
@@ -4634,226 +4593,6 @@ def _ag_diagonal_default(ks, self, offset, dim1, dim2):
     return result
 
 
-class NewEmptyStridedBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_new_empty_strided_default(ks, self, size, stride, dtype, layout, device, pin_memory):
-    if not (_gm.enabled and (False)):
-        return aten._op_new_empty_strided.redispatch(ks & _BELOW, self, size, stride, dtype, layout, device, pin_memory)
-    _n = NewEmptyStridedBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_new_empty_strided.redispatch(ks & _BELOW, self, size, stride, dtype, layout, device, pin_memory)
-    _set_history(_n, (result,))
-    return result
-
-
-class EmptyLikeBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_empty_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    if not (_gm.enabled and (False)):
-        return aten._op_empty_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
-    _n = EmptyLikeBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_empty_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
-    _set_history(_n, (result,))
-    return result
-
-
-class ZerosLikeBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_zeros_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    if not (_gm.enabled and (False)):
-        return aten._op_zeros_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
-    _n = ZerosLikeBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_zeros_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
-    _set_history(_n, (result,))
-    return result
-
-
-class OnesLikeBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_ones_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    if not (_gm.enabled and (False)):
-        return aten._op_ones_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
-    _n = OnesLikeBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_ones_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
-    _set_history(_n, (result,))
-    return result
-
-
-class FullLikeBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_full_like_default(ks, self, fill_value, dtype, layout, device, pin_memory, memory_format):
-    if not (_gm.enabled and (False)):
-        return aten._op_full_like.redispatch(ks & _BELOW, self, fill_value, dtype, layout, device, pin_memory, memory_format)
-    _n = FullLikeBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_full_like.redispatch(ks & _BELOW, self, fill_value, dtype, layout, device, pin_memory, memory_format)
-    _set_history(_n, (result,))
-    return result
-
-
-class NewEmptyBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_new_empty_default(ks, self, size, dtype, layout, device, pin_memory):
-    if not (_gm.enabled and (False)):
-        return aten._op_new_empty.redispatch(ks & _BELOW, self, size, dtype, layout, device, pin_memory)
-    _n = NewEmptyBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_new_empty.redispatch(ks & _BELOW, self, size, dtype, layout, device, pin_memory)
-    _set_history(_n, (result,))
-    return result
-
-
-class NewZerosBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_new_zeros_default(ks, self, size, dtype, layout, device, pin_memory):
-    if not (_gm.enabled and (False)):
-        return aten._op_new_zeros.redispatch(ks & _BELOW, self, size, dtype, layout, device, pin_memory)
-    _n = NewZerosBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_new_zeros.redispatch(ks & _BELOW, self, size, dtype, layout, device, pin_memory)
-    _set_history(_n, (result,))
-    return result
-
-
-class NewOnesBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_new_ones_default(ks, self, size, dtype, layout, device, pin_memory):
-    if not (_gm.enabled and (False)):
-        return aten._op_new_ones.redispatch(ks & _BELOW, self, size, dtype, layout, device, pin_memory)
-    _n = NewOnesBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_new_ones.redispatch(ks & _BELOW, self, size, dtype, layout, device, pin_memory)
-    _set_history(_n, (result,))
-    return result
-
-
-class NewFullBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_new_full_default(ks, self, size, fill_value, dtype, layout, device, pin_memory):
-    if not (_gm.enabled and (False)):
-        return aten._op_new_full.redispatch(ks & _BELOW, self, size, fill_value, dtype, layout, device, pin_memory)
-    _n = NewFullBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_new_full.redispatch(ks & _BELOW, self, size, fill_value, dtype, layout, device, pin_memory)
-    _set_history(_n, (result,))
-    return result
-
-
-class RandLikeBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_rand_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    if not (_gm.enabled and (False)):
-        return aten._op_rand_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
-    _n = RandLikeBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_rand_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
-    _set_history(_n, (result,))
-    return result
-
-
-class RandnLikeBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_randn_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    if not (_gm.enabled and (False)):
-        return aten._op_randn_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
-    _n = RandnLikeBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_randn_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
-    _set_history(_n, (result,))
-    return result
-
-
 class PoissonBackward0(_Node):
     _saved_names = ('self_',)
 
@@ -5032,26 +4771,6 @@ def _ag_bernoulli_p(ks, self, p, generator):
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     result = aten._op_bernoulli_p.redispatch(ks & _BELOW, self, p, generator)
-    _set_history(_n, (result,))
-    return result
-
-
-class MultinomialBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_multinomial_default(ks, self, num_samples, replacement, generator):
-    if not (_gm.enabled and (False)):
-        return aten._op_multinomial.redispatch(ks & _BELOW, self, num_samples, replacement, generator)
-    _n = MultinomialBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_multinomial.redispatch(ks & _BELOW, self, num_samples, replacement, generator)
     _set_history(_n, (result,))
     return result
 
@@ -6213,66 +5932,6 @@ def _ag_diag_embed_default(ks, self, offset, dim1, dim2):
     _n.dim1 = dim1
     _n.dim2 = dim2
     result = aten._op_diag_embed.redispatch(ks & _BELOW, self, offset, dim1, dim2)
-    _set_history(_n, (result,))
-    return result
-
-
-class IsinBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_isin_Tensor_Tensor(ks, elements, test_elements, assume_unique, invert):
-    if not (_gm.enabled and (False)):
-        return aten._op_isin_Tensor_Tensor.redispatch(ks & _BELOW, elements, test_elements, assume_unique, invert)
-    _n = IsinBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_isin_Tensor_Tensor.redispatch(ks & _BELOW, elements, test_elements, assume_unique, invert)
-    _set_history(_n, (result,))
-    return result
-
-
-class IsinBackward1(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_isin_Tensor_Scalar(ks, elements, test_element, assume_unique, invert):
-    if not (_gm.enabled and (False)):
-        return aten._op_isin_Tensor_Scalar.redispatch(ks & _BELOW, elements, test_element, assume_unique, invert)
-    _n = IsinBackward1()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_isin_Tensor_Scalar.redispatch(ks & _BELOW, elements, test_element, assume_unique, invert)
-    _set_history(_n, (result,))
-    return result
-
-
-class IsinBackward2(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_isin_Scalar_Tensor(ks, element, test_elements, assume_unique, invert):
-    if not (_gm.enabled and (False)):
-        return aten._op_isin_Scalar_Tensor.redispatch(ks & _BELOW, element, test_elements, assume_unique, invert)
-    _n = IsinBackward2()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_isin_Scalar_Tensor.redispatch(ks & _BELOW, element, test_elements, assume_unique, invert)
     _set_history(_n, (result,))
     return result
 
@@ -10878,46 +10537,6 @@ def _ag__fft_c2c_default(ks, self, dim, normalization, forward):
     return result
 
 
-class GcdBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_gcd_default(ks, self, other):
-    if not (_gm.enabled and (False)):
-        return aten._op_gcd.redispatch(ks & _BELOW, self, other)
-    _n = GcdBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_gcd.redispatch(ks & _BELOW, self, other)
-    _set_history(_n, (result,))
-    return result
-
-
-class LcmBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_lcm_default(ks, self, other):
-    if not (_gm.enabled and (False)):
-        return aten._op_lcm.redispatch(ks & _BELOW, self, other)
-    _n = LcmBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_lcm.redispatch(ks & _BELOW, self, other)
-    _set_history(_n, (result,))
-    return result
-
-
 class HeavisideBackward0(_Node):
     _saved_names = ()
 
@@ -11434,726 +11053,6 @@ def _ag_geqrf_default(ks, self):
     return result
 
 
-class SpecialChebyshevPolynomialTBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_chebyshev_polynomial_t_default(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_chebyshev_polynomial_t.redispatch(ks & _BELOW, x, n)
-    _n = SpecialChebyshevPolynomialTBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_chebyshev_polynomial_t.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialChebyshevPolynomialTBackward1(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_chebyshev_polynomial_t_x_scalar(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_chebyshev_polynomial_t_x_scalar.redispatch(ks & _BELOW, x, n)
-    _n = SpecialChebyshevPolynomialTBackward1()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_chebyshev_polynomial_t_x_scalar.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialChebyshevPolynomialTBackward2(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_chebyshev_polynomial_t_n_scalar(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_chebyshev_polynomial_t_n_scalar.redispatch(ks & _BELOW, x, n)
-    _n = SpecialChebyshevPolynomialTBackward2()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_chebyshev_polynomial_t_n_scalar.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialChebyshevPolynomialUBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_chebyshev_polynomial_u_default(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_chebyshev_polynomial_u.redispatch(ks & _BELOW, x, n)
-    _n = SpecialChebyshevPolynomialUBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_chebyshev_polynomial_u.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialChebyshevPolynomialUBackward1(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_chebyshev_polynomial_u_x_scalar(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_chebyshev_polynomial_u_x_scalar.redispatch(ks & _BELOW, x, n)
-    _n = SpecialChebyshevPolynomialUBackward1()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_chebyshev_polynomial_u_x_scalar.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialChebyshevPolynomialUBackward2(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_chebyshev_polynomial_u_n_scalar(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_chebyshev_polynomial_u_n_scalar.redispatch(ks & _BELOW, x, n)
-    _n = SpecialChebyshevPolynomialUBackward2()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_chebyshev_polynomial_u_n_scalar.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialChebyshevPolynomialVBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_chebyshev_polynomial_v_default(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_chebyshev_polynomial_v.redispatch(ks & _BELOW, x, n)
-    _n = SpecialChebyshevPolynomialVBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_chebyshev_polynomial_v.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialChebyshevPolynomialVBackward1(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_chebyshev_polynomial_v_x_scalar(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_chebyshev_polynomial_v_x_scalar.redispatch(ks & _BELOW, x, n)
-    _n = SpecialChebyshevPolynomialVBackward1()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_chebyshev_polynomial_v_x_scalar.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialChebyshevPolynomialVBackward2(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_chebyshev_polynomial_v_n_scalar(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_chebyshev_polynomial_v_n_scalar.redispatch(ks & _BELOW, x, n)
-    _n = SpecialChebyshevPolynomialVBackward2()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_chebyshev_polynomial_v_n_scalar.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialChebyshevPolynomialWBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_chebyshev_polynomial_w_default(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_chebyshev_polynomial_w.redispatch(ks & _BELOW, x, n)
-    _n = SpecialChebyshevPolynomialWBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_chebyshev_polynomial_w.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialChebyshevPolynomialWBackward1(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_chebyshev_polynomial_w_x_scalar(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_chebyshev_polynomial_w_x_scalar.redispatch(ks & _BELOW, x, n)
-    _n = SpecialChebyshevPolynomialWBackward1()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_chebyshev_polynomial_w_x_scalar.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialChebyshevPolynomialWBackward2(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_chebyshev_polynomial_w_n_scalar(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_chebyshev_polynomial_w_n_scalar.redispatch(ks & _BELOW, x, n)
-    _n = SpecialChebyshevPolynomialWBackward2()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_chebyshev_polynomial_w_n_scalar.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialShiftedChebyshevPolynomialTBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_shifted_chebyshev_polynomial_t_default(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_shifted_chebyshev_polynomial_t.redispatch(ks & _BELOW, x, n)
-    _n = SpecialShiftedChebyshevPolynomialTBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_shifted_chebyshev_polynomial_t.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialShiftedChebyshevPolynomialTBackward1(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_shifted_chebyshev_polynomial_t_x_scalar(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_shifted_chebyshev_polynomial_t_x_scalar.redispatch(ks & _BELOW, x, n)
-    _n = SpecialShiftedChebyshevPolynomialTBackward1()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_shifted_chebyshev_polynomial_t_x_scalar.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialShiftedChebyshevPolynomialTBackward2(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_shifted_chebyshev_polynomial_t_n_scalar(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_shifted_chebyshev_polynomial_t_n_scalar.redispatch(ks & _BELOW, x, n)
-    _n = SpecialShiftedChebyshevPolynomialTBackward2()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_shifted_chebyshev_polynomial_t_n_scalar.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialShiftedChebyshevPolynomialUBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_shifted_chebyshev_polynomial_u_default(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_shifted_chebyshev_polynomial_u.redispatch(ks & _BELOW, x, n)
-    _n = SpecialShiftedChebyshevPolynomialUBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_shifted_chebyshev_polynomial_u.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialShiftedChebyshevPolynomialUBackward1(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_shifted_chebyshev_polynomial_u_x_scalar(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_shifted_chebyshev_polynomial_u_x_scalar.redispatch(ks & _BELOW, x, n)
-    _n = SpecialShiftedChebyshevPolynomialUBackward1()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_shifted_chebyshev_polynomial_u_x_scalar.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialShiftedChebyshevPolynomialUBackward2(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_shifted_chebyshev_polynomial_u_n_scalar(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_shifted_chebyshev_polynomial_u_n_scalar.redispatch(ks & _BELOW, x, n)
-    _n = SpecialShiftedChebyshevPolynomialUBackward2()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_shifted_chebyshev_polynomial_u_n_scalar.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialShiftedChebyshevPolynomialVBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_shifted_chebyshev_polynomial_v_default(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_shifted_chebyshev_polynomial_v.redispatch(ks & _BELOW, x, n)
-    _n = SpecialShiftedChebyshevPolynomialVBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_shifted_chebyshev_polynomial_v.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialShiftedChebyshevPolynomialVBackward1(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_shifted_chebyshev_polynomial_v_x_scalar(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_shifted_chebyshev_polynomial_v_x_scalar.redispatch(ks & _BELOW, x, n)
-    _n = SpecialShiftedChebyshevPolynomialVBackward1()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_shifted_chebyshev_polynomial_v_x_scalar.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialShiftedChebyshevPolynomialVBackward2(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_shifted_chebyshev_polynomial_v_n_scalar(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_shifted_chebyshev_polynomial_v_n_scalar.redispatch(ks & _BELOW, x, n)
-    _n = SpecialShiftedChebyshevPolynomialVBackward2()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_shifted_chebyshev_polynomial_v_n_scalar.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialShiftedChebyshevPolynomialWBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_shifted_chebyshev_polynomial_w_default(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_shifted_chebyshev_polynomial_w.redispatch(ks & _BELOW, x, n)
-    _n = SpecialShiftedChebyshevPolynomialWBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_shifted_chebyshev_polynomial_w.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialShiftedChebyshevPolynomialWBackward1(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_shifted_chebyshev_polynomial_w_x_scalar(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_shifted_chebyshev_polynomial_w_x_scalar.redispatch(ks & _BELOW, x, n)
-    _n = SpecialShiftedChebyshevPolynomialWBackward1()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_shifted_chebyshev_polynomial_w_x_scalar.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialShiftedChebyshevPolynomialWBackward2(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_shifted_chebyshev_polynomial_w_n_scalar(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_shifted_chebyshev_polynomial_w_n_scalar.redispatch(ks & _BELOW, x, n)
-    _n = SpecialShiftedChebyshevPolynomialWBackward2()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_shifted_chebyshev_polynomial_w_n_scalar.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialHermitePolynomialHBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_hermite_polynomial_h_default(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_hermite_polynomial_h.redispatch(ks & _BELOW, x, n)
-    _n = SpecialHermitePolynomialHBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_hermite_polynomial_h.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialHermitePolynomialHBackward1(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_hermite_polynomial_h_x_scalar(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_hermite_polynomial_h_x_scalar.redispatch(ks & _BELOW, x, n)
-    _n = SpecialHermitePolynomialHBackward1()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_hermite_polynomial_h_x_scalar.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialHermitePolynomialHBackward2(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_hermite_polynomial_h_n_scalar(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_hermite_polynomial_h_n_scalar.redispatch(ks & _BELOW, x, n)
-    _n = SpecialHermitePolynomialHBackward2()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_hermite_polynomial_h_n_scalar.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialHermitePolynomialHeBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_hermite_polynomial_he_default(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_hermite_polynomial_he.redispatch(ks & _BELOW, x, n)
-    _n = SpecialHermitePolynomialHeBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_hermite_polynomial_he.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialHermitePolynomialHeBackward1(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_hermite_polynomial_he_x_scalar(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_hermite_polynomial_he_x_scalar.redispatch(ks & _BELOW, x, n)
-    _n = SpecialHermitePolynomialHeBackward1()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_hermite_polynomial_he_x_scalar.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialHermitePolynomialHeBackward2(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_hermite_polynomial_he_n_scalar(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_hermite_polynomial_he_n_scalar.redispatch(ks & _BELOW, x, n)
-    _n = SpecialHermitePolynomialHeBackward2()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_hermite_polynomial_he_n_scalar.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialLaguerrePolynomialLBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_laguerre_polynomial_l_default(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_laguerre_polynomial_l.redispatch(ks & _BELOW, x, n)
-    _n = SpecialLaguerrePolynomialLBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_laguerre_polynomial_l.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialLaguerrePolynomialLBackward1(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_laguerre_polynomial_l_x_scalar(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_laguerre_polynomial_l_x_scalar.redispatch(ks & _BELOW, x, n)
-    _n = SpecialLaguerrePolynomialLBackward1()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_laguerre_polynomial_l_x_scalar.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialLaguerrePolynomialLBackward2(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_laguerre_polynomial_l_n_scalar(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_laguerre_polynomial_l_n_scalar.redispatch(ks & _BELOW, x, n)
-    _n = SpecialLaguerrePolynomialLBackward2()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_laguerre_polynomial_l_n_scalar.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialLegendrePolynomialPBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_legendre_polynomial_p_default(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_legendre_polynomial_p.redispatch(ks & _BELOW, x, n)
-    _n = SpecialLegendrePolynomialPBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_legendre_polynomial_p.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialLegendrePolynomialPBackward1(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_legendre_polynomial_p_x_scalar(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_legendre_polynomial_p_x_scalar.redispatch(ks & _BELOW, x, n)
-    _n = SpecialLegendrePolynomialPBackward1()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_legendre_polynomial_p_x_scalar.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialLegendrePolynomialPBackward2(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_legendre_polynomial_p_n_scalar(ks, x, n):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_legendre_polynomial_p_n_scalar.redispatch(ks & _BELOW, x, n)
-    _n = SpecialLegendrePolynomialPBackward2()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_legendre_polynomial_p_n_scalar.redispatch(ks & _BELOW, x, n)
-    _set_history(_n, (result,))
-    return result
-
-
 class SpecialErfcxBackward0(_Node):
     _saved_names = ('self_', 'result_')
 
@@ -12313,246 +11212,6 @@ def _ag_special_zeta_other_scalar(ks, self, other):
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     result = aten._op_special_zeta_other_scalar.redispatch(ks & _BELOW, self, other)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialAiryAiBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_airy_ai_default(ks, x):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_airy_ai.redispatch(ks & _BELOW, x)
-    _n = SpecialAiryAiBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_airy_ai.redispatch(ks & _BELOW, x)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialBesselJ0Backward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_bessel_j0_default(ks, self):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_bessel_j0.redispatch(ks & _BELOW, self)
-    _n = SpecialBesselJ0Backward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_bessel_j0.redispatch(ks & _BELOW, self)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialBesselJ1Backward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_bessel_j1_default(ks, self):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_bessel_j1.redispatch(ks & _BELOW, self)
-    _n = SpecialBesselJ1Backward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_bessel_j1.redispatch(ks & _BELOW, self)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialBesselY0Backward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_bessel_y0_default(ks, self):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_bessel_y0.redispatch(ks & _BELOW, self)
-    _n = SpecialBesselY0Backward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_bessel_y0.redispatch(ks & _BELOW, self)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialBesselY1Backward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_bessel_y1_default(ks, self):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_bessel_y1.redispatch(ks & _BELOW, self)
-    _n = SpecialBesselY1Backward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_bessel_y1.redispatch(ks & _BELOW, self)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialModifiedBesselI0Backward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_modified_bessel_i0_default(ks, self):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_modified_bessel_i0.redispatch(ks & _BELOW, self)
-    _n = SpecialModifiedBesselI0Backward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_modified_bessel_i0.redispatch(ks & _BELOW, self)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialModifiedBesselI1Backward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_modified_bessel_i1_default(ks, self):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_modified_bessel_i1.redispatch(ks & _BELOW, self)
-    _n = SpecialModifiedBesselI1Backward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_modified_bessel_i1.redispatch(ks & _BELOW, self)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialModifiedBesselK0Backward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_modified_bessel_k0_default(ks, self):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_modified_bessel_k0.redispatch(ks & _BELOW, self)
-    _n = SpecialModifiedBesselK0Backward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_modified_bessel_k0.redispatch(ks & _BELOW, self)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialModifiedBesselK1Backward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_modified_bessel_k1_default(ks, self):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_modified_bessel_k1.redispatch(ks & _BELOW, self)
-    _n = SpecialModifiedBesselK1Backward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_modified_bessel_k1.redispatch(ks & _BELOW, self)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialScaledModifiedBesselK0Backward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_scaled_modified_bessel_k0_default(ks, x):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_scaled_modified_bessel_k0.redispatch(ks & _BELOW, x)
-    _n = SpecialScaledModifiedBesselK0Backward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_scaled_modified_bessel_k0.redispatch(ks & _BELOW, x)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialScaledModifiedBesselK1Backward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_scaled_modified_bessel_k1_default(ks, x):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_scaled_modified_bessel_k1.redispatch(ks & _BELOW, x)
-    _n = SpecialScaledModifiedBesselK1Backward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_scaled_modified_bessel_k1.redispatch(ks & _BELOW, x)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialSphericalBesselJ0Backward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_special_spherical_bessel_j0_default(ks, x):
-    if not (_gm.enabled and (False)):
-        return aten._op_special_spherical_bessel_j0.redispatch(ks & _BELOW, x)
-    _n = SpecialSphericalBesselJ0Backward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_special_spherical_bessel_j0.redispatch(ks & _BELOW, x)
     _set_history(_n, (result,))
     return result
 
@@ -12808,26 +11467,6 @@ def _ag_index_reduce_default(ks, self, dim, index, source, reduce, include_self)
     return result
 
 
-class NonzeroStaticBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_nonzero_static_default(ks, self, size, fill_value):
-    if not (_gm.enabled and (False)):
-        return aten._op_nonzero_static.redispatch(ks & _BELOW, self, size, fill_value)
-    _n = NonzeroStaticBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_nonzero_static.redispatch(ks & _BELOW, self, size, fill_value)
-    _set_history(_n, (result,))
-    return result
-
-
 class AsStridedScatterBackward0(_Node):
     _saved_names = ()
 
@@ -12905,26 +11544,6 @@ def _ag_fill_Tensor(ks, self, value):
     _n._next = _edges(self, value)
     _n._input_meta = _meta(self, value)
     result = aten._op_fill_Tensor.redispatch(ks & _BELOW, self, value)
-    _set_history(_n, (result,))
-    return result
-
-
-class HashTensorBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_hash_tensor_default(ks, self, dim, keepdim, mode):
-    if not (_gm.enabled and (False)):
-        return aten._op_hash_tensor.redispatch(ks & _BELOW, self, dim, keepdim, mode)
-    _n = HashTensorBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_hash_tensor.redispatch(ks & _BELOW, self, dim, keepdim, mode)
     _set_history(_n, (result,))
     return result
 
@@ -14129,6 +12748,11 @@ def _ag_cumprod__default(ks, self, dim, dtype):
     return result
 
 
+def _ag_detach_default(ks, self):
+    result = aten._op_detach.redispatch(ks & _BELOW, self)
+    return result
+
+
 def _ag_bernoulli__float(ks, self, p, generator):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -14589,30 +13213,6 @@ def _ag_rrelu_with_noise__default(ks, self, noise, lower, upper, training, gener
     return result
 
 
-def _ag_gcd__default(ks, self, other):
-    _check_inplace(self)
-    if not (_gm.enabled and (False)):
-        return aten._op_gcd_.redispatch(ks & _BELOW, self, other)
-    _n = GcdBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_gcd_.redispatch(ks & _BELOW, self, other)
-    _rebase_history(self, _n)
-    return result
-
-
-def _ag_lcm__default(ks, self, other):
-    _check_inplace(self)
-    if not (_gm.enabled and (False)):
-        return aten._op_lcm_.redispatch(ks & _BELOW, self, other)
-    _n = LcmBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_lcm_.redispatch(ks & _BELOW, self, other)
-    _rebase_history(self, _n)
-    return result
-
-
 def _ag_heaviside__default(ks, self, values):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or values._rg)):
@@ -14820,7 +13420,6 @@ for _h, _k in (
     (aten._op_mode, _ag_mode_default),
     (aten._op__unique2, _ag__unique2_default),
     (aten._op_unique_dim, _ag_unique_dim_default),
-    (aten._op_histc, _ag_histc_default),
     (aten._op_histogram_bins_tensor, _ag_histogram_bins_tensor),
     (aten._op_histogram_bin_ct, _ag_histogram_bin_ct),
     (aten._op_view, _ag_view_default),
@@ -14828,7 +13427,6 @@ for _h, _k in (
     (aten._op__reshape_alias, _ag__reshape_alias_default),
     (aten._op_as_strided, _ag_as_strided_default),
     (aten._op_alias, _ag_alias_default),
-    (aten._op_detach, _ag_detach_default),
     (aten._op_t, _ag_t_default),
     (aten._op_transpose_int, _ag_transpose_int),
     (aten._op_permute, _ag_permute_default),
@@ -14845,17 +13443,6 @@ for _h, _k in (
     (aten._op_split_with_sizes, _ag_split_with_sizes_default),
     (aten._op_unfold, _ag_unfold_default),
     (aten._op_diagonal, _ag_diagonal_default),
-    (aten._op_new_empty_strided, _ag_new_empty_strided_default),
-    (aten._op_empty_like, _ag_empty_like_default),
-    (aten._op_zeros_like, _ag_zeros_like_default),
-    (aten._op_ones_like, _ag_ones_like_default),
-    (aten._op_full_like, _ag_full_like_default),
-    (aten._op_new_empty, _ag_new_empty_default),
-    (aten._op_new_zeros, _ag_new_zeros_default),
-    (aten._op_new_ones, _ag_new_ones_default),
-    (aten._op_new_full, _ag_new_full_default),
-    (aten._op_rand_like, _ag_rand_like_default),
-    (aten._op_randn_like, _ag_randn_like_default),
     (aten._op_poisson, _ag_poisson_default),
     (aten._op_binomial, _ag_binomial_default),
     (aten._op__standard_gamma, _ag__standard_gamma_default),
@@ -14863,7 +13450,6 @@ for _h, _k in (
     (aten._op_normal_Tensor_Tensor, _ag_normal_Tensor_Tensor),
     (aten._op_bernoulli, _ag_bernoulli_default),
     (aten._op_bernoulli_p, _ag_bernoulli_p),
-    (aten._op_multinomial, _ag_multinomial_default),
     (aten._op__to_copy, _ag__to_copy_default),
     (aten._op_clone, _ag_clone_default),
     (aten._op__contiguous_copy, _ag__contiguous_copy_default),
@@ -14903,9 +13489,6 @@ for _h, _k in (
     (aten._op_repeat_interleave_self_int, _ag_repeat_interleave_self_int),
     (aten._op_diag, _ag_diag_default),
     (aten._op_diag_embed, _ag_diag_embed_default),
-    (aten._op_isin_Tensor_Tensor, _ag_isin_Tensor_Tensor),
-    (aten._op_isin_Tensor_Scalar, _ag_isin_Tensor_Scalar),
-    (aten._op_isin_Scalar_Tensor, _ag_isin_Scalar_Tensor),
     (aten._op_mm, _ag_mm_default),
     (aten._op_bmm, _ag_bmm_default),
     (aten._op_mv, _ag_mv_default),
@@ -15050,8 +13633,6 @@ for _h, _k in (
     (aten._op__fft_r2c, _ag__fft_r2c_default),
     (aten._op__fft_c2r, _ag__fft_c2r_default),
     (aten._op__fft_c2c, _ag__fft_c2c_default),
-    (aten._op_gcd, _ag_gcd_default),
-    (aten._op_lcm, _ag_lcm_default),
     (aten._op_heaviside, _ag_heaviside_default),
     (aten._op_frexp_Tensor, _ag_frexp_Tensor),
     (aten._op_ldexp_Tensor, _ag_ldexp_Tensor),
@@ -15070,60 +13651,12 @@ for _h, _k in (
     (aten._op_linalg_matrix_exp, _ag_linalg_matrix_exp_default),
     (aten._op_linalg_eig, _ag_linalg_eig_default),
     (aten._op_geqrf, _ag_geqrf_default),
-    (aten._op_special_chebyshev_polynomial_t, _ag_special_chebyshev_polynomial_t_default),
-    (aten._op_special_chebyshev_polynomial_t_x_scalar, _ag_special_chebyshev_polynomial_t_x_scalar),
-    (aten._op_special_chebyshev_polynomial_t_n_scalar, _ag_special_chebyshev_polynomial_t_n_scalar),
-    (aten._op_special_chebyshev_polynomial_u, _ag_special_chebyshev_polynomial_u_default),
-    (aten._op_special_chebyshev_polynomial_u_x_scalar, _ag_special_chebyshev_polynomial_u_x_scalar),
-    (aten._op_special_chebyshev_polynomial_u_n_scalar, _ag_special_chebyshev_polynomial_u_n_scalar),
-    (aten._op_special_chebyshev_polynomial_v, _ag_special_chebyshev_polynomial_v_default),
-    (aten._op_special_chebyshev_polynomial_v_x_scalar, _ag_special_chebyshev_polynomial_v_x_scalar),
-    (aten._op_special_chebyshev_polynomial_v_n_scalar, _ag_special_chebyshev_polynomial_v_n_scalar),
-    (aten._op_special_chebyshev_polynomial_w, _ag_special_chebyshev_polynomial_w_default),
-    (aten._op_special_chebyshev_polynomial_w_x_scalar, _ag_special_chebyshev_polynomial_w_x_scalar),
-    (aten._op_special_chebyshev_polynomial_w_n_scalar, _ag_special_chebyshev_polynomial_w_n_scalar),
-    (aten._op_special_shifted_chebyshev_polynomial_t, _ag_special_shifted_chebyshev_polynomial_t_default),
-    (aten._op_special_shifted_chebyshev_polynomial_t_x_scalar, _ag_special_shifted_chebyshev_polynomial_t_x_scalar),
-    (aten._op_special_shifted_chebyshev_polynomial_t_n_scalar, _ag_special_shifted_chebyshev_polynomial_t_n_scalar),
-    (aten._op_special_shifted_chebyshev_polynomial_u, _ag_special_shifted_chebyshev_polynomial_u_default),
-    (aten._op_special_shifted_chebyshev_polynomial_u_x_scalar, _ag_special_shifted_chebyshev_polynomial_u_x_scalar),
-    (aten._op_special_shifted_chebyshev_polynomial_u_n_scalar, _ag_special_shifted_chebyshev_polynomial_u_n_scalar),
-    (aten._op_special_shifted_chebyshev_polynomial_v, _ag_special_shifted_chebyshev_polynomial_v_default),
-    (aten._op_special_shifted_chebyshev_polynomial_v_x_scalar, _ag_special_shifted_chebyshev_polynomial_v_x_scalar),
-    (aten._op_special_shifted_chebyshev_polynomial_v_n_scalar, _ag_special_shifted_chebyshev_polynomial_v_n_scalar),
-    (aten._op_special_shifted_chebyshev_polynomial_w, _ag_special_shifted_chebyshev_polynomial_w_default),
-    (aten._op_special_shifted_chebyshev_polynomial_w_x_scalar, _ag_special_shifted_chebyshev_polynomial_w_x_scalar),
-    (aten._op_special_shifted_chebyshev_polynomial_w_n_scalar, _ag_special_shifted_chebyshev_polynomial_w_n_scalar),
-    (aten._op_special_hermite_polynomial_h, _ag_special_hermite_polynomial_h_default),
-    (aten._op_special_hermite_polynomial_h_x_scalar, _ag_special_hermite_polynomial_h_x_scalar),
-    (aten._op_special_hermite_polynomial_h_n_scalar, _ag_special_hermite_polynomial_h_n_scalar),
-    (aten._op_special_hermite_polynomial_he, _ag_special_hermite_polynomial_he_default),
-    (aten._op_special_hermite_polynomial_he_x_scalar, _ag_special_hermite_polynomial_he_x_scalar),
-    (aten._op_special_hermite_polynomial_he_n_scalar, _ag_special_hermite_polynomial_he_n_scalar),
-    (aten._op_special_laguerre_polynomial_l, _ag_special_laguerre_polynomial_l_default),
-    (aten._op_special_laguerre_polynomial_l_x_scalar, _ag_special_laguerre_polynomial_l_x_scalar),
-    (aten._op_special_laguerre_polynomial_l_n_scalar, _ag_special_laguerre_polynomial_l_n_scalar),
-    (aten._op_special_legendre_polynomial_p, _ag_special_legendre_polynomial_p_default),
-    (aten._op_special_legendre_polynomial_p_x_scalar, _ag_special_legendre_polynomial_p_x_scalar),
-    (aten._op_special_legendre_polynomial_p_n_scalar, _ag_special_legendre_polynomial_p_n_scalar),
     (aten._op_special_erfcx, _ag_special_erfcx_default),
     (aten._op_special_log_ndtr, _ag_special_log_ndtr_default),
     (aten._op_special_ndtri, _ag_special_ndtri_default),
     (aten._op_special_zeta, _ag_special_zeta_default),
     (aten._op_special_zeta_self_scalar, _ag_special_zeta_self_scalar),
     (aten._op_special_zeta_other_scalar, _ag_special_zeta_other_scalar),
-    (aten._op_special_airy_ai, _ag_special_airy_ai_default),
-    (aten._op_special_bessel_j0, _ag_special_bessel_j0_default),
-    (aten._op_special_bessel_j1, _ag_special_bessel_j1_default),
-    (aten._op_special_bessel_y0, _ag_special_bessel_y0_default),
-    (aten._op_special_bessel_y1, _ag_special_bessel_y1_default),
-    (aten._op_special_modified_bessel_i0, _ag_special_modified_bessel_i0_default),
-    (aten._op_special_modified_bessel_i1, _ag_special_modified_bessel_i1_default),
-    (aten._op_special_modified_bessel_k0, _ag_special_modified_bessel_k0_default),
-    (aten._op_special_modified_bessel_k1, _ag_special_modified_bessel_k1_default),
-    (aten._op_special_scaled_modified_bessel_k0, _ag_special_scaled_modified_bessel_k0_default),
-    (aten._op_special_scaled_modified_bessel_k1, _ag_special_scaled_modified_bessel_k1_default),
-    (aten._op_special_spherical_bessel_j0, _ag_special_spherical_bessel_j0_default),
     (aten._op_special_entr, _ag_special_entr_default),
     (aten._op_special_ndtr, _ag_special_ndtr_default),
     (aten._op_special_xlog1py, _ag_special_xlog1py_default),
@@ -15132,11 +13665,9 @@ for _h, _k in (
     (aten._op_unique_consecutive, _ag_unique_consecutive_default),
     (aten._op_put, _ag_put_default),
     (aten._op_index_reduce, _ag_index_reduce_default),
-    (aten._op_nonzero_static, _ag_nonzero_static_default),
     (aten._op_as_strided_scatter, _ag_as_strided_scatter_default),
     (aten._op_fill_Scalar, _ag_fill_Scalar),
     (aten._op_fill_Tensor, _ag_fill_Tensor),
-    (aten._op_hash_tensor, _ag_hash_tensor_default),
     (aten._op_abs_, _ag_abs__default),
     (aten._op_conj_physical_, _ag_conj_physical__default),
     (aten._op_neg_, _ag_neg__default),
@@ -15222,6 +13753,7 @@ for _h, _k in (
     (aten._op_addcdiv_, _ag_addcdiv__default),
     (aten._op_cumsum_, _ag_cumsum__default),
     (aten._op_cumprod_, _ag_cumprod__default),
+    (aten._op_detach, _ag_detach_default),
     (aten._op_bernoulli__float, _ag_bernoulli__float),
     (aten._op_masked_fill__Scalar, _ag_masked_fill__Scalar),
     (aten._op_masked_fill__Tensor, _ag_masked_fill__Tensor),
@@ -15250,11 +13782,82 @@ for _h, _k in (
     (aten._op_celu_, _ag_celu__default),
     (aten._op_threshold_, _ag_threshold__default),
     (aten._op_rrelu_with_noise_, _ag_rrelu_with_noise__default),
-    (aten._op_gcd_, _ag_gcd__default),
-    (aten._op_lcm_, _ag_lcm__default),
     (aten._op_heaviside_, _ag_heaviside__default),
     (aten._op_ldexp_, _ag_ldexp__default),
     (aten._op_put_, _ag_put__default),
     (aten._op_index_reduce_, _ag_index_reduce__default),
 ):
     _h.register(DispatchKey.Autograd, _k)
+# ops without a differentiable output: their Autograd keys fall through (Note [Kernel resolution])
+for _h in (
+    aten._op_histc,
+    aten._op_detach,
+    aten._op_new_empty_strided,
+    aten._op_empty_like,
+    aten._op_zeros_like,
+    aten._op_ones_like,
+    aten._op_full_like,
+    aten._op_new_empty,
+    aten._op_new_zeros,
+    aten._op_new_ones,
+    aten._op_new_full,
+    aten._op_rand_like,
+    aten._op_randn_like,
+    aten._op_multinomial,
+    aten._op_isin_Tensor_Tensor,
+    aten._op_isin_Tensor_Scalar,
+    aten._op_isin_Scalar_Tensor,
+    aten._op_gcd,
+    aten._op_lcm,
+    aten._op_special_chebyshev_polynomial_t,
+    aten._op_special_chebyshev_polynomial_t_x_scalar,
+    aten._op_special_chebyshev_polynomial_t_n_scalar,
+    aten._op_special_chebyshev_polynomial_u,
+    aten._op_special_chebyshev_polynomial_u_x_scalar,
+    aten._op_special_chebyshev_polynomial_u_n_scalar,
+    aten._op_special_chebyshev_polynomial_v,
+    aten._op_special_chebyshev_polynomial_v_x_scalar,
+    aten._op_special_chebyshev_polynomial_v_n_scalar,
+    aten._op_special_chebyshev_polynomial_w,
+    aten._op_special_chebyshev_polynomial_w_x_scalar,
+    aten._op_special_chebyshev_polynomial_w_n_scalar,
+    aten._op_special_shifted_chebyshev_polynomial_t,
+    aten._op_special_shifted_chebyshev_polynomial_t_x_scalar,
+    aten._op_special_shifted_chebyshev_polynomial_t_n_scalar,
+    aten._op_special_shifted_chebyshev_polynomial_u,
+    aten._op_special_shifted_chebyshev_polynomial_u_x_scalar,
+    aten._op_special_shifted_chebyshev_polynomial_u_n_scalar,
+    aten._op_special_shifted_chebyshev_polynomial_v,
+    aten._op_special_shifted_chebyshev_polynomial_v_x_scalar,
+    aten._op_special_shifted_chebyshev_polynomial_v_n_scalar,
+    aten._op_special_shifted_chebyshev_polynomial_w,
+    aten._op_special_shifted_chebyshev_polynomial_w_x_scalar,
+    aten._op_special_shifted_chebyshev_polynomial_w_n_scalar,
+    aten._op_special_hermite_polynomial_h,
+    aten._op_special_hermite_polynomial_h_x_scalar,
+    aten._op_special_hermite_polynomial_h_n_scalar,
+    aten._op_special_hermite_polynomial_he,
+    aten._op_special_hermite_polynomial_he_x_scalar,
+    aten._op_special_hermite_polynomial_he_n_scalar,
+    aten._op_special_laguerre_polynomial_l,
+    aten._op_special_laguerre_polynomial_l_x_scalar,
+    aten._op_special_laguerre_polynomial_l_n_scalar,
+    aten._op_special_legendre_polynomial_p,
+    aten._op_special_legendre_polynomial_p_x_scalar,
+    aten._op_special_legendre_polynomial_p_n_scalar,
+    aten._op_special_airy_ai,
+    aten._op_special_bessel_j0,
+    aten._op_special_bessel_j1,
+    aten._op_special_bessel_y0,
+    aten._op_special_bessel_y1,
+    aten._op_special_modified_bessel_i0,
+    aten._op_special_modified_bessel_i1,
+    aten._op_special_modified_bessel_k0,
+    aten._op_special_modified_bessel_k1,
+    aten._op_special_scaled_modified_bessel_k0,
+    aten._op_special_scaled_modified_bessel_k1,
+    aten._op_special_spherical_bessel_j0,
+    aten._op_nonzero_static,
+    aten._op_hash_tensor,
+):
+    _h.register(DispatchKey.Autograd, _FALLTHROUGH)

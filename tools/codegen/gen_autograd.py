@@ -404,7 +404,7 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
         if nf.is_composite:
             raise SchemaError(f"{d.loc}: {full} is composite and needs no formula")
     out = [HEADER, '"""Autograd Nodes and kernels (see tools/codegen/gen_autograd.py)."""',
-           "from ember.aten.dispatcher import keys_below as _keys_below",
+           "from ember.aten.dispatcher import FALLTHROUGH as _FALLTHROUGH, keys_below as _keys_below",
            "from ember.autograd.grad_mode import state as _gm",
            "from ember.autograd.graph import Node as _Node, SavedVariable as _SV",
            "from ember.autograd.recording import (check_inplace as _check_inplace, collect_next_edges as _edges,",
@@ -426,6 +426,7 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
         names_used[base] = k + 1
         numbered[full] = f"{base}{k}"
     regs = []
+    fallthrough: list[FunctionSchema] = []
     plans: dict[str, Plan] = {}
     for nf in nfs:
         s = nf.schema
@@ -434,6 +435,13 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
         full = s.full_name
         dv = derivs.get(full)
         if dv is None or s.is_out:
+            continue
+        od = dv.output_differentiability
+        if od is not None and not any(od) and not dv.formulas and not s.is_inplace and \
+                (not s.is_view or s.name == "detach"):
+            # nothing to record, nothing to check, no base to keep: the Autograd keys fall through to the
+            # kernel below (PyTorch's factories "like" a tensor cost no autograd frame either)
+            fallthrough.append(s)
             continue
         cls = numbered[full]
         display = dv.grad_fn_name or cls
@@ -474,6 +482,12 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
         out.append(f"    (aten._op_{s.name}{'_' + s.overload_name if s.overload_name else ''}, {fname}),")
     out.append("):")
     out.append("    _h.register(DispatchKey.Autograd, _k)")
+    out.append("# ops without a differentiable output: their Autograd keys fall through (Note [Kernel resolution])")
+    out.append("for _h in (")
+    for s in fallthrough:
+        out.append(f"    aten._op_{s.name}{'_' + s.overload_name if s.overload_name else ''},")
+    out.append("):")
+    out.append("    _h.register(DispatchKey.Autograd, _FALLTHROUGH)")
     return "\n".join(out) + "\n"
 
 
