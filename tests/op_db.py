@@ -677,6 +677,12 @@ add(OpInfo("gelu_backward", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (3, 
                                           Sample((arr(r, (5,), d), arr(r, (5,), d)), dict(approximate="tanh"))],
            method=False, ember_fn=lambda e, g, a, **k: e.ops.aten.gelu_backward(g, a, **k),
            torch_fn=lambda t, g, a, **k: t.ops.aten.gelu_backward(g, a, **k)))
+# tanh's and sigmoid's backward ops, with their own derivatives (the double backward): through torch.ops.aten
+for _name in ("tanh_backward", "sigmoid_backward"):
+    add(OpInfo(_name, lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (3, 4), d, -0.9, 0.9))),
+                                    Sample((arr(r, (4,), d), arr(r, (3, 1), d, -0.9, 0.9)))],
+               method=False, ember_fn=lambda e, g, y, _n=_name: getattr(e.ops.aten, _n)(g, y),
+               torch_fn=lambda t, g, y, _n=_name: getattr(t.ops.aten, _n)(g, y)))
 add(OpInfo("layer_norm", lambda d, r: [Sample((arr(r, (2, 3, 4), d), arr(r, (4,), d), arr(r, (4,), d))),
                                        Sample((arr(r, (3, 2, 2), d), arr(r, (2, 2), d), arr(r, (2, 2), d)))],
            method=False, covers=("native_layer_norm", "native_layer_norm_backward"),

@@ -18,7 +18,7 @@ NUMBER = re.compile(r"-?\d+\.\d+(?:e-?\d+)?")
 # (script, relative tolerance on printed numbers): float32 training with Adam amplifies summation-order
 # differences of the convolution kernels over the CNN's steps; the others agree to the printed digits.
 PROGRAMS = [("regression.py", 1e-5), ("char_gpt.py", 1e-4), ("lstm_lm.py", 1e-4), ("cnn_classifier.py", 2e-2),
-            ("lbfgs_lstmcell.py", 1e-6)]
+            ("lbfgs_lstmcell.py", 1e-6), ("fx_transforms.py", 1e-5)]
 
 
 def run(args, tmp_path):

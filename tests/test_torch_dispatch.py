@@ -65,7 +65,7 @@ def _programs():
 
     def backward(lib, a, b):
         x = a.clone().requires_grad_()
-        w = b.t().clone().requires_grad_()
+        w = b.t().contiguous().requires_grad_()   # row-major: ember's clone does not keep a transposed layout
         y = (x @ w).sin().sum()
         lib.autograd.grad(y, (x, w))
 
@@ -78,8 +78,8 @@ def test_dispatch_mode_sees_pytorchs_overloads(program):
     ta, tb = torch.tensor(ea.numpy()), torch.tensor(eb.numpy())
     got = _seen(ember, program, ea, eb)
     want = _seen(torch, program, ta, tb)
-    if program.__name__ == "backward":    # formulas are written differently: compare which ops they call
-        assert set(got) == set(want)
+    if program.__name__ == "backward":    # the formulas run in another order: compare which ops, how often
+        assert collections.Counter(got) == collections.Counter(want)
     else:
         assert got == want
 

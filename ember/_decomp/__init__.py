@@ -5,7 +5,7 @@ A decomposition is a Python function registered for one or more ``OpOverload``s 
 ``make_fx(f, decomposition_table=...)`` runs it in place of the operator, under the tracer, so the graph holds the
 ops it is written in (Note [make_fx]). ``core_aten_decompositions()`` is the table that lowers every operator
 registered here to the core set a backend has to implement: views become ``permute`` / ``view`` / ``alias``, the
-pointwise backward ops (``threshold_backward``, ``silu_backward``, ``gelu_backward``, ...) and losses become the
+pointwise backward ops (``tanh_backward``, ``threshold_backward``, ``gelu_backward``, ...) and losses become the
 pointwise arithmetic they are, ``*_like`` factories become ``full`` / ``empty`` with explicit options. The
 formulas are PyTorch's (``torch/_decomp/decompositions.py``, ``torch/_refs``), written in ember's public API,
 so a graph decomposed by either framework calls the same ops.
@@ -168,6 +168,16 @@ def addcdiv(self: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
 @register_decomposition(aten.silu.default)
 def silu(self: Any) -> Any:
     return self * ember.sigmoid(self)
+
+
+@register_decomposition(aten.tanh_backward.default)
+def tanh_backward(out_grad: Any, y: Any) -> Any:
+    return out_grad * (1 - y * y).conj_physical()
+
+
+@register_decomposition(aten.sigmoid_backward.default)
+def sigmoid_backward(out_grad: Any, y: Any) -> Any:
+    return out_grad * (y * (1 - y)).conj_physical()
 
 
 @register_decomposition(aten.threshold_backward.default)

@@ -3566,6 +3566,16 @@ _op_gelu = _D.define("gelu(Tensor self, *, str approximate='none') -> Tensor")
 def gelu(self, *, approximate='none'):
     return _op_gelu.call(self._ks, self, approximate)
 
+_op_tanh_backward = _D.define('tanh_backward(Tensor grad_output, Tensor output) -> Tensor')
+
+def tanh_backward(grad_output, output):
+    return _op_tanh_backward.call(grad_output._ks | output._ks, grad_output, output)
+
+_op_sigmoid_backward = _D.define('sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor')
+
+def sigmoid_backward(grad_output, output):
+    return _op_sigmoid_backward.call(grad_output._ks | output._ks, grad_output, output)
+
 _op_gelu_backward = _D.define("gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor")
 
 def gelu_backward(grad_output, self, *, approximate='none'):

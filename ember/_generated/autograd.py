@@ -676,7 +676,7 @@ class TanhBackward0(_Node):
         grad_inputs = [None] * 1
         if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            grad_inputs[self_ix] = grad * (1 - result * result)
+            grad_inputs[self_ix] = aten.tanh_backward(grad, result)
         return grad_inputs
 
 
@@ -779,7 +779,7 @@ class SigmoidBackward0(_Node):
         grad_inputs = [None] * 1
         if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            grad_inputs[self_ix] = grad * result * (1 - result)
+            grad_inputs[self_ix] = aten.sigmoid_backward(grad, result)
         return grad_inputs
 
 
@@ -7411,6 +7411,70 @@ def _ag_gelu_default(ks, self, approximate):
     return result
 
 
+class TanhBackwardBackward0(_Node):
+    _saved_names = ('grad_output_', 'output_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_output_ix, output_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[grad_output_ix] is not None:
+            output = _n._saved('output_')
+            grad_inputs[grad_output_ix] = aten.tanh_backward(grad, conj_of(output))
+        if _n._next[output_ix] is not None:
+            grad_output = _n._saved('grad_output_')
+            output = _n._saved('output_')
+            grad_inputs[output_ix] = conj_of(grad) * conj_of(-2 * conj_of(output) * grad_output)
+        return grad_inputs
+
+
+def _ag_tanh_backward_default(ks, grad_output, output):
+    if not (_gm.enabled and (grad_output._rg or output._rg)):
+        return aten._op_tanh_backward.redispatch(ks & _BELOW, grad_output, output)
+    _n = TanhBackwardBackward0()
+    _n._next = _edges(grad_output, output)
+    _n._input_meta = _meta(grad_output, output)
+    if _n._next[1] is not None:
+        _n.grad_output_ = _SV(grad_output)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.output_ = _SV(output)
+    result = aten._op_tanh_backward.redispatch(ks & _BELOW, grad_output, output)
+    _set_history(_n, (result,))
+    return result
+
+
+class SigmoidBackwardBackward0(_Node):
+    _saved_names = ('grad_output_', 'output_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_output_ix, output_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[grad_output_ix] is not None:
+            output = _n._saved('output_')
+            grad_inputs[grad_output_ix] = aten.sigmoid_backward(grad, conj_of(output))
+        if _n._next[output_ix] is not None:
+            grad_output = _n._saved('grad_output_')
+            output = _n._saved('output_')
+            grad_inputs[output_ix] = conj_of(grad) * grad_output * (-2 * conj_of(output) + 1)
+        return grad_inputs
+
+
+def _ag_sigmoid_backward_default(ks, grad_output, output):
+    if not (_gm.enabled and (grad_output._rg or output._rg)):
+        return aten._op_sigmoid_backward.redispatch(ks & _BELOW, grad_output, output)
+    _n = SigmoidBackwardBackward0()
+    _n._next = _edges(grad_output, output)
+    _n._input_meta = _meta(grad_output, output)
+    if _n._next[1] is not None:
+        _n.grad_output_ = _SV(grad_output)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.output_ = _SV(output)
+    result = aten._op_sigmoid_backward.redispatch(ks & _BELOW, grad_output, output)
+    _set_history(_n, (result,))
+    return result
+
+
 class GeluBackwardBackward0(_Node):
     _saved_names = ('grad_output_', 'self_')
 
@@ -13535,6 +13599,8 @@ for _h, _k in (
     (aten._op__softmax_backward_data, _ag__softmax_backward_data_default),
     (aten._op__log_softmax_backward_data, _ag__log_softmax_backward_data_default),
     (aten._op_gelu, _ag_gelu_default),
+    (aten._op_tanh_backward, _ag_tanh_backward_default),
+    (aten._op_sigmoid_backward, _ag_sigmoid_backward_default),
     (aten._op_gelu_backward, _ag_gelu_backward_default),
     (aten._op_native_layer_norm, _ag_native_layer_norm_default),
     (aten._op_native_batch_norm, _ag_native_batch_norm_default),

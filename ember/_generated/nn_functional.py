@@ -17,7 +17,7 @@ from ember.aten.torch_function import NOT_HANDLED as _NOT_HANDLED, dispatch as _
 _TF_ON = False  # the __torch_function__ switch, kept current by torch_function._refresh
 _register_tf_flag(globals())
 
-__all__ = ['adaptive_avg_pool2d', 'adaptive_avg_pool3d', 'adaptive_max_pool2d', 'adaptive_max_pool3d', 'avg_pool2d', 'avg_pool2d_backward', 'avg_pool3d', 'avg_pool3d_backward', 'binary_cross_entropy', 'binary_cross_entropy_backward', 'col2im', 'cross_entropy_loss', 'elu', 'elu_', 'elu_backward', 'fractional_max_pool2d', 'fractional_max_pool3d', 'gelu', 'gelu_backward', 'glu', 'glu_backward', 'hardsigmoid', 'hardsigmoid_', 'hardsigmoid_backward', 'hardswish', 'hardswish_', 'hardswish_backward', 'hardtanh', 'hardtanh_', 'hardtanh_backward', 'huber_loss', 'huber_loss_backward', 'im2col', 'l1_loss', 'leaky_relu', 'leaky_relu_', 'leaky_relu_backward', 'linear', 'log_sigmoid', 'log_sigmoid_backward', 'log_sigmoid_forward', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'max_unpool2d', 'max_unpool3d', 'mish', 'mish_', 'mish_backward', 'mse_loss', 'mse_loss_backward', 'multi_margin_loss', 'multi_margin_loss_backward', 'multilabel_margin_loss', 'multilabel_margin_loss_backward', 'multilabel_margin_loss_forward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'one_hot', 'pad', 'reflection_pad1d', 'reflection_pad1d_backward', 'reflection_pad2d', 'reflection_pad2d_backward', 'reflection_pad3d', 'reflection_pad3d_backward', 'relu6', 'replication_pad1d', 'replication_pad1d_backward', 'replication_pad2d', 'replication_pad2d_backward', 'replication_pad3d', 'replication_pad3d_backward', 'rrelu_with_noise', 'rrelu_with_noise_', 'rrelu_with_noise_backward', 'scaled_dot_product_attention', 'silu', 'silu_', 'silu_backward', 'smooth_l1_loss', 'smooth_l1_loss_backward', 'soft_margin_loss', 'soft_margin_loss_backward', 'softplus', 'softplus_backward', 'softshrink', 'softshrink_backward', 'upsample_bicubic2d', 'upsample_bicubic2d_backward', 'upsample_bilinear2d', 'upsample_bilinear2d_backward', 'upsample_linear1d', 'upsample_linear1d_backward', 'upsample_nearest1d', 'upsample_nearest1d_backward', 'upsample_nearest2d', 'upsample_nearest2d_backward', 'upsample_nearest3d', 'upsample_nearest3d_backward', 'upsample_trilinear3d', 'upsample_trilinear3d_backward']
+__all__ = ['adaptive_avg_pool2d', 'adaptive_avg_pool3d', 'adaptive_max_pool2d', 'adaptive_max_pool3d', 'avg_pool2d', 'avg_pool2d_backward', 'avg_pool3d', 'avg_pool3d_backward', 'binary_cross_entropy', 'binary_cross_entropy_backward', 'col2im', 'cross_entropy_loss', 'elu', 'elu_', 'elu_backward', 'fractional_max_pool2d', 'fractional_max_pool3d', 'gelu', 'gelu_backward', 'glu', 'glu_backward', 'hardsigmoid', 'hardsigmoid_', 'hardsigmoid_backward', 'hardswish', 'hardswish_', 'hardswish_backward', 'hardtanh', 'hardtanh_', 'hardtanh_backward', 'huber_loss', 'huber_loss_backward', 'im2col', 'l1_loss', 'leaky_relu', 'leaky_relu_', 'leaky_relu_backward', 'linear', 'log_sigmoid', 'log_sigmoid_backward', 'log_sigmoid_forward', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'max_unpool2d', 'max_unpool3d', 'mish', 'mish_', 'mish_backward', 'mse_loss', 'mse_loss_backward', 'multi_margin_loss', 'multi_margin_loss_backward', 'multilabel_margin_loss', 'multilabel_margin_loss_backward', 'multilabel_margin_loss_forward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'one_hot', 'pad', 'reflection_pad1d', 'reflection_pad1d_backward', 'reflection_pad2d', 'reflection_pad2d_backward', 'reflection_pad3d', 'reflection_pad3d_backward', 'relu6', 'replication_pad1d', 'replication_pad1d_backward', 'replication_pad2d', 'replication_pad2d_backward', 'replication_pad3d', 'replication_pad3d_backward', 'rrelu_with_noise', 'rrelu_with_noise_', 'rrelu_with_noise_backward', 'scaled_dot_product_attention', 'sigmoid_backward', 'silu', 'silu_', 'silu_backward', 'smooth_l1_loss', 'smooth_l1_loss_backward', 'soft_margin_loss', 'soft_margin_loss_backward', 'softplus', 'softplus_backward', 'softshrink', 'softshrink_backward', 'tanh_backward', 'upsample_bicubic2d', 'upsample_bicubic2d_backward', 'upsample_bilinear2d', 'upsample_bilinear2d_backward', 'upsample_linear1d', 'upsample_linear1d_backward', 'upsample_nearest1d', 'upsample_nearest1d_backward', 'upsample_nearest2d', 'upsample_nearest2d_backward', 'upsample_nearest3d', 'upsample_nearest3d_backward', 'upsample_trilinear3d', 'upsample_trilinear3d_backward']
 
 _sig_linear = _Signatures('linear', [
     (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, True, None),),
@@ -493,6 +493,74 @@ gelu.__doc__ = "gelu(input: Tensor, *, approximate: str = 'none') -> Tensor"
 _sig_gelu.public = gelu
 def _signature_gelu(input, *, approximate='none'): ...
 gelu.__wrapped__ = _signature_gelu
+
+
+_sig_tanh_backward = _Signatures('tanh_backward', [
+    (('grad_output', 'T', False, False, None), ('output', 'T', False, False, None),),
+], method=False)
+
+def _bind_tanh_backward_0(grad_output, output):
+    return (grad_output, output)
+
+def tanh_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_tanh_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_tanh_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, output = _b
+        if isinstance(grad_output, _Tensor) and isinstance(output, _Tensor):
+            return _A._op_tanh_backward.call(grad_output._ks | output._ks, grad_output, output)
+    _i, _a = _sig_tanh_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_tanh_backward.call(_a['grad_output']._ks | _a['output']._ks, _a['grad_output'], _a['output'])
+    raise AssertionError('unreachable')
+
+
+tanh_backward.__doc__ = 'tanh_backward(grad_output: Tensor, output: Tensor) -> Tensor'
+_sig_tanh_backward.public = tanh_backward
+def _signature_tanh_backward(grad_output, output): ...
+tanh_backward.__wrapped__ = _signature_tanh_backward
+
+
+_sig_sigmoid_backward = _Signatures('sigmoid_backward', [
+    (('grad_output', 'T', False, False, None), ('output', 'T', False, False, None),),
+], method=False)
+
+def _bind_sigmoid_backward_0(grad_output, output):
+    return (grad_output, output)
+
+def sigmoid_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_sigmoid_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_sigmoid_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, output = _b
+        if isinstance(grad_output, _Tensor) and isinstance(output, _Tensor):
+            return _A._op_sigmoid_backward.call(grad_output._ks | output._ks, grad_output, output)
+    _i, _a = _sig_sigmoid_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_sigmoid_backward.call(_a['grad_output']._ks | _a['output']._ks, _a['grad_output'], _a['output'])
+    raise AssertionError('unreachable')
+
+
+sigmoid_backward.__doc__ = 'sigmoid_backward(grad_output: Tensor, output: Tensor) -> Tensor'
+_sig_sigmoid_backward.public = sigmoid_backward
+def _signature_sigmoid_backward(grad_output, output): ...
+sigmoid_backward.__wrapped__ = _signature_sigmoid_backward
 
 
 _sig_gelu_backward = _Signatures('gelu_backward', [

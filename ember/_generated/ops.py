@@ -1602,6 +1602,12 @@ log_softmax = _P('log_softmax', [
 gelu = _P('gelu', [
     _O(_A._op_gelu, (('self', 'T', False, False, None), ('approximate', 'str', True, True, 'none'),), ['self', 'approximate']),
 ])
+tanh_backward = _P('tanh_backward', [
+    _O(_A._op_tanh_backward, (('grad_output', 'T', False, False, None), ('output', 'T', False, False, None),), ['grad_output', 'output']),
+])
+sigmoid_backward = _P('sigmoid_backward', [
+    _O(_A._op_sigmoid_backward, (('grad_output', 'T', False, False, None), ('output', 'T', False, False, None),), ['grad_output', 'output']),
+])
 gelu_backward = _P('gelu_backward', [
     _O(_A._op_gelu_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('approximate', 'str', True, True, 'none'),), ['grad_output', 'self', 'approximate']),
 ])

@@ -4880,6 +4880,22 @@ def _gelu_default(ks, self, approximate):
         _value_error(_e, K.gelu, self)
 
 
+def _tanh_backward_default(ks, grad_output, output):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.tanh_backward(be.xp, grad_output._data, output._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.tanh_backward, grad_output, output)
+
+
+def _sigmoid_backward_default(ks, grad_output, output):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.sigmoid_backward(be.xp, grad_output._data, output._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.sigmoid_backward, grad_output, output)
+
+
 def _gelu_backward_default(ks, grad_output, self, approximate):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -7851,6 +7867,8 @@ _BACKEND_KERNELS = (
     (_A._op__softmax_backward_data, __softmax_backward_data_default, ('CPU', 'CUDA', 'Meta'), K._softmax_backward_data, (), 'new', None),
     (_A._op__log_softmax_backward_data, __log_softmax_backward_data_default, ('CPU', 'CUDA', 'Meta'), K._log_softmax_backward_data, (), 'new', None),
     (_A._op_gelu, _gelu_default, ('CPU', 'CUDA', 'Meta'), K.gelu, ('approximate',), 'new', None),
+    (_A._op_tanh_backward, _tanh_backward_default, ('CPU', 'CUDA', 'Meta'), K.tanh_backward, (), 'new', None),
+    (_A._op_sigmoid_backward, _sigmoid_backward_default, ('CPU', 'CUDA', 'Meta'), K.sigmoid_backward, (), 'new', None),
     (_A._op_gelu_backward, _gelu_backward_default, ('CPU', 'CUDA', 'Meta'), K.gelu_backward, ('approximate',), 'new', None),
     (_A._op_native_layer_norm, _native_layer_norm_default, ('CPU', 'CUDA', 'Meta'), K.native_layer_norm, (), 'new', None),
     (_A._op_native_layer_norm_backward, _native_layer_norm_backward_default, ('CPU', 'CUDA', 'Meta'), K.native_layer_norm_backward, (), 'new', None),

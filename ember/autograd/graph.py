@@ -9,6 +9,7 @@ which remember the version counter of the tensor they saved and refuse to unpack
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
@@ -18,6 +19,10 @@ from ember.c10.grad_mode import state
 from ember._generated import aten
 from ember.autograd.functions_manual import strided_view_backward, zeros_of
 from ember.c10.tensor_impl import TensorImpl
+from ember.aten.dispatcher import tls as _dispatch_tls
+from ember.c10.dispatch_key import DispatchKey
+
+_PYTHON_BIT = 1 << DispatchKey.Python
 
 if TYPE_CHECKING:  # annotations only (the frontend's class; tests/test_layering.py)
     from ember._tensor import Tensor
@@ -60,16 +65,22 @@ def _hook_stack() -> list[Any]:
 class SavedVariable:
     """A tensor saved for backward, with the version it had when saved."""
 
-    __slots__ = ("tensor", "version", "is_output", "released", "_packed", "_unpack_hook", "_vc")
+    __slots__ = ("tensor", "version", "is_output", "released", "_packed", "_unpack_hook", "_vc", "_detached")
 
     def __init__(self, tensor: Tensor | None, is_output: bool = False) -> None:
         self.tensor = tensor
         self.released = False
         self.is_output = is_output
         self._unpack_hook: Callable[[Any], Any] | None = None
+        self._detached: Tensor | None = None
         if tensor is None:
             self.version = 0
             return
+        if is_output and (tensor._ks | _dispatch_tls.keys[0]) & _PYTHON_BIT:
+            # Note [Saved outputs under the Python key]: PyTorch saves an output as ``aten.detach(result)`` and
+            # unpacks it with another ``detach``; a dispatch mode (make_fx) sees both, so ember makes the same calls
+            # when the Python key is in play (the original stays saved too, for create_graph's double backward)
+            self._detached = aten.detach(tensor)
         if getattr(tensor, "_inference", False):
             raise RuntimeError("Inference tensors cannot be saved for backward. Please do not use Tensors created in "
                                "inference mode in computation tracked by autograd. To work around this, you can make a "
@@ -95,6 +106,8 @@ class SavedVariable:
             return None
         if t._vc.version != self.version:
             self._modified(t, t._vc.version, node)
+        if self._detached is not None and not state.enabled:
+            return aten.detach(self._detached)
         return t
 
     def _unpack_hooked(self, node: Node | None) -> Tensor | None:
@@ -148,6 +161,7 @@ class SavedVariable:
 
     def release(self) -> None:
         self.tensor = None
+        self._detached = None
         if self._unpack_hook is not None:
             self._packed = None
         self.released = True
@@ -295,7 +309,14 @@ class AccumulateGrad(Node):
         old = var.grad
         if not state.enabled:  # grad mode is off here already: the in-place sum records nothing
             if old is None:
-                var._grad = _clone_obey_contract(g.detach(), var)
+                # PyTorch steals a gradient nothing else holds (no copy): one that owns its memory, laid out as
+                # the leaf, referenced only by the engine's buffer and this frame; any other is copied
+                refs = 3 if g is grads[0] else 2
+                if sys.getrefcount(g) <= refs + 1 and (g._ks & _PYTHON_BIT or (  # a subclass: its own memory
+                        g._data.base is None and g._data.flags.c_contiguous and var._data.flags.c_contiguous)):
+                    var._grad = g.detach()
+                else:
+                    var._grad = _clone_obey_contract(g.detach(), var)
             else:
                 aten.add__Tensor(old, g)      # the internal op API: Tensor.add_ would parse its arguments again
         else:

@@ -360,8 +360,9 @@ class Graph:
         for node in self.nodes:
             if node.op == "placeholder":
                 free_vars.append(node.target + (f" = {rep(node.args[0])}" if node.args else ""))
-                if node.target != node.name:
-                    body.append(f"{node.name} = {node.target}")
+                raw = node.target.replace("*", "")     # *args / **kwargs: the tuple / dict itself
+                if raw != node.name:
+                    body.append(f"{node.name} = {raw}")
                 else:
                     continue
             elif node.op == "call_method":

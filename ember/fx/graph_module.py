@@ -36,6 +36,14 @@ def _copy_attr(from_module: Any, to_module: Any, target: str) -> None:
         setattr(to_module, field, orig)
 
 
+def _get_attr(model: Any, attr_name: str) -> Any:
+    """The attribute ``a.b.c`` of ``model``, following submodules."""
+    obj = model
+    for part in attr_name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
 def _assign_attr(from_obj: Any, to_module: Any, target: str) -> None:
     *prefix, field = target.split(".")
     for item in prefix:
@@ -129,7 +137,8 @@ class GraphModule(Module):
         return type(self).__name__
 
     def __str__(self) -> str:
-        return super().__str__() + "\n\n\n" + self._code.lstrip("\n")
+        return "\n".join([super().__str__(), self._code,
+                          "# To see more debug info, please use `graph_module.print_readable()`"])
 
     def __copy__(self) -> GraphModule:
         res = GraphModule(self, self.graph, self._get_name())

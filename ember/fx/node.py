@@ -73,12 +73,25 @@ def _qualified_name(func: Any) -> str:
         return f"builtins.{func.__name__}"
     if isinstance(func, types.BuiltinFunctionType) and getattr(operator, func.__name__, None) is func:
         return f"operator.{func.__name__}"
+    import ember
+    name = getattr(func, "__name__", "")
+    if name in ember._C._NN.NAMES and getattr(ember.nn.functional, name, None) is func:
+        return f"torch._C._nn.{name}"   # PyTorch implements these in C: fx names them by their module
     from ember.overrides import resolve_name
     public = resolve_name(func)          # ember's public functions by their torch.* name
     if public is not None:
         return public
     module = getattr(func, "__module__", None) or "__main__"
     return f"{module.replace('ember.', 'torch.', 1) if module.startswith('ember.') else module}.{func.__name__}"
+
+
+_side_effectful_functions: set[Any] = set()
+
+
+def has_side_effect(fn: Any) -> Any:
+    """Mark ``fn`` impure: dead-code elimination keeps its calls even when their results are unused."""
+    _side_effectful_functions.add(fn)
+    return fn
 
 
 class Node:
@@ -198,6 +211,8 @@ class Node:
         if self.op in ("placeholder", "output"):
             return True
         if self.op == "call_function":
+            if self.target in _side_effectful_functions:
+                return True
             from ember._ops import OpOverload
             if isinstance(self.target, OpOverload):   # an ATen op that writes into an argument
                 return self.target._schema.is_mutable

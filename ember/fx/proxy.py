@@ -189,6 +189,16 @@ def wrap(fn_or_name: Any) -> Any:
     return fn_or_name
 
 
+def _patch_function(fn: Callable[..., Any], nargs: int) -> Callable[..., Any]:
+    """``fn`` rewritten to take its keyword-only, ``*args`` and ``**kwargs`` parameters positionally, one value
+    each (what PyTorch's tracer does, so that one proxy can stand for the whole ``*args`` tuple)."""
+    import types
+    co = fn.__code__
+    flags = co.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+    code = co.replace(co_argcount=nargs, co_posonlyargcount=0, co_kwonlyargcount=0, co_flags=flags)
+    return types.FunctionType(code, fn.__globals__, fn.__name__, None, fn.__closure__)
+
+
 class Tracer:
     """Runs a module's ``forward`` (or a function) once on proxies and records the graph (``trace``). Subclass
     and override ``is_leaf_module`` / ``create_proxy`` / ``create_arg`` to change what is recorded."""
@@ -328,16 +338,26 @@ class Tracer:
             params = params[1:]
         concrete_args = dict(concrete_args or {})
         args: list[Any] = [self.root] if is_module else []
+        # in the order of the code's local variables: positional, keyword-only, *args, **kwargs
+        P = inspect.Parameter
+        order = {P.POSITIONAL_ONLY: 0, P.POSITIONAL_OR_KEYWORD: 0, P.KEYWORD_ONLY: 1, P.VAR_POSITIONAL: 2,
+                 P.VAR_KEYWORD: 3}
+        params.sort(key=lambda q: order[q.kind])
+        varstuff = any(q.kind in (q.VAR_POSITIONAL, q.VAR_KEYWORD, q.KEYWORD_ONLY) for q in params)
         for p in params:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                raise RuntimeError("symbolic_trace of a function with *args or **kwargs is not supported by "
-                                   "ember.fx yet")
+                # one proxy stands for the whole tuple / dict (``args[0]`` and ``kwargs["k"]`` become getitem nodes)
+                stars = "*" if p.kind == p.VAR_POSITIONAL else "**"
+                args.append(self.create_proxy("placeholder", stars + p.name, (), {}))
+                continue
             if p.name in concrete_args:
                 args.append(self._specialize(p, concrete_args[p.name]))
                 continue
             default = p.default
             args.append(self.create_proxy("placeholder", p.name, () if default is inspect.Parameter.empty
                                           else (default,), {}, name=p.name))
+        if varstuff:
+            root_fn = _patch_function(root_fn, len(args))
         return root_fn, args
 
     def _specialize(self, p: inspect.Parameter, value: Any) -> Any:

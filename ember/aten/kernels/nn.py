@@ -26,6 +26,7 @@ from ember.aten.meta import pooling_output_size
 from ember.c10.dtype import BF16_NP
 
 __all__ = ["softmax", "log_softmax", "_softmax_backward_data", "_log_softmax_backward_data", "gelu", "gelu_backward",
+           "tanh_backward", "sigmoid_backward",
            "native_layer_norm", "native_layer_norm_backward",
            "native_batch_norm", "native_batch_norm_backward", "convolution", "convolution_backward",
            "max_pool2d_with_indices", "max_pool3d_with_indices", "constant_pad_nd", "embedding", "mse_loss",
@@ -153,6 +154,28 @@ def gelu(xp: Any, self: Array, approximate: Any = 'none') -> Any:
         else:
             r = 0.5 * x * (1.0 + _erf(xp, x * _SQRT1_2))
     return r.astype(self.dtype, copy=False)
+
+
+@elementwise
+def tanh_backward(xp: Any, grad_output: Array, output: Array) -> Any:
+    """grad * (1 - y^2), y = tanh(x) (y conjugated when complex, as PyTorch's kernel)."""
+    npdt = result_np_dtype(grad_output, output)
+    cdt = compute_dtype(npdt)
+    g, y = asdtype(xp, grad_output, cdt), asdtype(xp, output, cdt)
+    if y.dtype.kind == "c":
+        y = y.conj()
+    return (g * (1 - y * y)).astype(npdt, copy=False)
+
+
+@elementwise
+def sigmoid_backward(xp: Any, grad_output: Array, output: Array) -> Any:
+    """grad * y (1 - y), y = sigmoid(x) (y conjugated when complex, as PyTorch's kernel)."""
+    npdt = result_np_dtype(grad_output, output)
+    cdt = compute_dtype(npdt)
+    g, y = asdtype(xp, grad_output, cdt), asdtype(xp, output, cdt)
+    if y.dtype.kind == "c":
+        y = y.conj()
+    return (g * ((1 - y) * y)).astype(npdt, copy=False)
 
 
 def gelu_backward(xp: Any, grad_output: Array, self: Array, approximate: Any = 'none') -> Any:

@@ -1,2 +1,2 @@
 """``torch.fx.passes``: analyses and transformations over fx graphs."""
-from ember.fx.passes import shape_prop  # noqa: F401
+from ember.fx.passes import graph_drawer, shape_prop, split_module  # noqa: F401

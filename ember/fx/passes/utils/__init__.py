@@ -1,0 +1,1 @@
+"""Helpers of the fx passes: subgraph matching (``matcher_utils``), partition checks (``fuser_utils``)."""
