@@ -116,8 +116,8 @@ def _none_is_default(param) -> bool:
 def _convert(kind: str, v):
     """Convert ``v`` for a parameter of ``kind``; ``_FAIL`` when it does not fit."""
     opt = kind.endswith("?")
-    if v is None:
-        return None if opt else _FAIL
+    if v is None:   # "any" stands for the optional enum-like types (Layout?, MemoryFormat?)
+        return None if opt or kind == "any" else _FAIL
     k = kind.rstrip("?")
     if k == "T":
         return v if isinstance(v, Tensor) else _FAIL

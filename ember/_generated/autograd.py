@@ -1082,7 +1082,7 @@ class ReluBackward0(_Node):
         grad_inputs = [None] * 1
         if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            grad_inputs[self_ix] = grad * (result > 0)
+            grad_inputs[self_ix] = aten.threshold_backward(grad, result, 0)
         return grad_inputs
 
 
@@ -9753,6 +9753,36 @@ def _ag_threshold_default(ks, self, threshold, value):
     return result
 
 
+class ThresholdBackwardBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        threshold = _n.threshold
+        grad_output_ix, self_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[grad_output_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[grad_output_ix] = aten.threshold_backward(grad, self, threshold)
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.zeros_like(grad)
+        return grad_inputs
+
+
+def _ag_threshold_backward_default(ks, grad_output, self, threshold):
+    if not (_gm.enabled and (grad_output._rg or self._rg)):
+        return aten._op_threshold_backward.redispatch(ks & _BELOW, grad_output, self, threshold)
+    _n = ThresholdBackwardBackward0()
+    _n._next = _edges(grad_output, self)
+    _n._input_meta = _meta(grad_output, self)
+    _n.threshold = threshold
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_threshold_backward.redispatch(ks & _BELOW, grad_output, self, threshold)
+    _set_history(_n, (result,))
+    return result
+
+
 class SoftshrinkBackward0(_Node):
     _saved_names = ('self_',)
 
@@ -13670,6 +13700,7 @@ for _h, _k in (
     (aten._op_celu, _ag_celu_default),
     (aten._op_log_sigmoid_forward, _ag_log_sigmoid_forward_default),
     (aten._op_threshold, _ag_threshold_default),
+    (aten._op_threshold_backward, _ag_threshold_backward_default),
     (aten._op_softshrink, _ag_softshrink_default),
     (aten._op_hardshrink, _ag_hardshrink_default),
     (aten._op_pixel_shuffle, _ag_pixel_shuffle_default),

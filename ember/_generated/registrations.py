@@ -5617,6 +5617,14 @@ def _threshold__default(ks, self, threshold, value):
         _value_error(_e, K.threshold, self)
 
 
+def _threshold_backward_default(ks, grad_output, self, threshold):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.threshold_backward(be.xp, grad_output._data, self._data, threshold), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.threshold_backward, grad_output, self)
+
+
 def _softshrink_default(ks, self, lambd):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -7957,6 +7965,7 @@ _BACKEND_KERNELS = (
     (_A._op_log_sigmoid_forward, _log_sigmoid_forward_default, ('CPU', 'CUDA', 'Meta'), K.log_sigmoid_forward, (), 'new', None),
     (_A._op_threshold, _threshold_default, ('CPU', 'CUDA', 'Meta'), K.threshold, (), 'new', None),
     (_A._op_threshold_, _threshold__default, ('CPU', 'CUDA', 'Meta'), K.threshold, (), 'inplace', None),
+    (_A._op_threshold_backward, _threshold_backward_default, ('CPU', 'CUDA', 'Meta'), K.threshold_backward, (), 'new', None),
     (_A._op_softshrink, _softshrink_default, ('CPU', 'CUDA', 'Meta'), K.softshrink, (), 'new', None),
     (_A._op_hardshrink, _hardshrink_default, ('CPU', 'CUDA', 'Meta'), K.hardshrink, (), 'new', None),
     (_A._op_pixel_shuffle, _pixel_shuffle_default, ('CPU', 'CUDA', 'Meta'), K.pixel_shuffle, (), 'new', None),
@@ -8553,7 +8562,6 @@ _COMPOSITE_KERNELS = (
     (_A._op_glu_backward, 'CompositeImplicitAutograd', C.glu_backward),
     (_A._op_log_sigmoid, 'CompositeImplicitAutograd', C.log_sigmoid),
     (_A._op_log_sigmoid_backward, 'CompositeImplicitAutograd', C.log_sigmoid_backward),
-    (_A._op_threshold_backward, 'CompositeImplicitAutograd', C.threshold_backward),
     (_A._op_softshrink_backward, 'CompositeImplicitAutograd', C.shrink_backward),
     (_A._op_hardshrink_backward, 'CompositeImplicitAutograd', C.shrink_backward),
     (_A._op_rms_norm, 'CompositeImplicitAutograd', C.rms_norm),

@@ -68,6 +68,8 @@ def restore_reduced_dims(grad: Tensor, sizes: Sequence[int], dim: Any, keepdim: 
 
 
 def sum_backward(grad: Tensor, sizes: Sequence[int], dim: Any = None, keepdim: bool = False) -> Any:
+    if grad.dim() == 0:   # a full reduction: the 0-dim gradient expands as it is (PyTorch's sum_backward)
+        return grad.expand(sizes)
     return restore_reduced_dims(grad, sizes, dim, keepdim).expand(sizes)
 
 

@@ -498,10 +498,6 @@ def glu_backward(grad_output: Any, self: Any, dim: Any) -> Any:
     return aten.cat([grad_output * sb, grad_output * a * sb * (1 - sb)], dim)
 
 
-def threshold_backward(grad_output: Any, self: Any, threshold: Any) -> Any:
-    return _where(self <= threshold, aten.zeros_like(grad_output), grad_output)
-
-
 def shrink_backward(grad_out: Any, self: Any, lambd: Any) -> Any:
     """softshrink_backward and hardshrink_backward: the gradient passes where ``|x| > lambd``."""
     return _where((self >= -lambd) & (self <= lambd), aten.zeros_like(grad_out), grad_out)

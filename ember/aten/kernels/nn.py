@@ -26,7 +26,7 @@ from ember.aten.meta import pooling_output_size
 from ember.c10.dtype import BF16_NP
 
 __all__ = ["softmax", "log_softmax", "_softmax_backward_data", "_log_softmax_backward_data", "gelu", "gelu_backward",
-           "tanh_backward", "sigmoid_backward",
+           "tanh_backward", "sigmoid_backward", "threshold_backward",
            "native_layer_norm", "native_layer_norm_backward",
            "native_batch_norm", "native_batch_norm_backward", "convolution", "convolution_backward",
            "max_pool2d_with_indices", "max_pool3d_with_indices", "constant_pad_nd", "embedding", "mse_loss",
@@ -157,25 +157,33 @@ def gelu(xp: Any, self: Array, approximate: Any = 'none') -> Any:
 
 
 @elementwise
-def tanh_backward(xp: Any, grad_output: Array, output: Array) -> Any:
-    """grad * (1 - y^2), y = tanh(x) (y conjugated when complex, as PyTorch's kernel)."""
+def threshold_backward(xp: Any, grad_output: Array, self: Array, threshold: Any) -> Any:
+    """The gradient where ``self > threshold``, zero elsewhere (relu's backward with ``self`` its result)."""
+    npdt = result_np_dtype(grad_output, self)
+    g = grad_output if grad_output.dtype == npdt else grad_output.astype(npdt)
+    return xp.where(self <= threshold, xp.zeros((), npdt), g)
+
+
+def _backward_of_output(xp: Any, grad_output: Array, output: Array, derivative: Callable[[Any], Any]) -> Any:
+    """``grad * f'(x)`` written in the op's output ``y`` (conjugated when complex, as PyTorch's kernels)."""
     npdt = result_np_dtype(grad_output, output)
     cdt = compute_dtype(npdt)
     g, y = asdtype(xp, grad_output, cdt), asdtype(xp, output, cdt)
     if y.dtype.kind == "c":
         y = y.conj()
-    return (g * (1 - y * y)).astype(npdt, copy=False)
+    return (g * derivative(y)).astype(npdt, copy=False)
+
+
+@elementwise
+def tanh_backward(xp: Any, grad_output: Array, output: Array) -> Any:
+    """grad * (1 - y^2), y = tanh(x)."""
+    return _backward_of_output(xp, grad_output, output, lambda y: 1 - y * y)
 
 
 @elementwise
 def sigmoid_backward(xp: Any, grad_output: Array, output: Array) -> Any:
-    """grad * y (1 - y), y = sigmoid(x) (y conjugated when complex, as PyTorch's kernel)."""
-    npdt = result_np_dtype(grad_output, output)
-    cdt = compute_dtype(npdt)
-    g, y = asdtype(xp, grad_output, cdt), asdtype(xp, output, cdt)
-    if y.dtype.kind == "c":
-        y = y.conj()
-    return (g * ((1 - y) * y)).astype(npdt, copy=False)
+    """grad * y (1 - y), y = sigmoid(x)."""
+    return _backward_of_output(xp, grad_output, output, lambda y: (1 - y) * y)
 
 
 def gelu_backward(xp: Any, grad_output: Array, self: Array, approximate: Any = 'none') -> Any:
