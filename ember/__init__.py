@@ -60,30 +60,8 @@ from ember.serialization import load, save  # noqa: E402,F401
 __version__ = "0.1.0"
 
 
-class layout:
-    def __init__(self, name):
-        self.name = name
-
-    def __repr__(self):
-        return f"ember.{self.name}"
-
-
-strided = layout("strided")
-
-
-class memory_format:
-    def __init__(self, name):
-        self.name = name
-
-    def __repr__(self):
-        return f"ember.{self.name}"
-
-
-contiguous_format = memory_format("contiguous_format")
-channels_last = memory_format("channels_last")
-channels_last_3d = memory_format("channels_last_3d")
-preserve_format = memory_format("preserve_format")
-legacy_contiguous_format = contiguous_format  # the same format in PyTorch (what old code asks for)
+from ember.c10.memory_format import (channels_last, channels_last_3d, contiguous_format,  # noqa: E402,F401
+                                     layout, legacy_contiguous_format, memory_format, preserve_format, strided)
 
 
 def set_default_dtype(d) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import math
 
-from ember._python_arg_parser import Signatures, ks_device
+from ember._python_arg_parser import NUMBERS_AS_TENSORS, Signatures, ks_device
 from ember.c10.dispatch_key import KS_CPU, DispatchKey
 from ember.c10.tensor_impl import TensorImpl
 
@@ -156,6 +156,8 @@ class FunctionSchema:
 # ``__torch_dispatch__`` handler sees ``aten.mul.Tensor(x, 2)``. ember's bindings call the Scalar overloads to
 # skip the wrapping, so the Python key reports those calls under the Tensor overload PyTorch would have used,
 # and that overload, called with a Python number, runs the Scalar one (so the handler's ``func(*args)`` works).
+# PyTorch's derivative formulas are C++, where ``grad / n`` *is* ``div.Scalar``: while the autograd engine runs one
+# of ember's formulas (``tls.in_formula``), the Scalar overloads are reported as themselves.
 _HIDDEN_SCALAR_OPS = {"add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_"}
 _TENSOR_NAME_OF_SCALAR = {"Scalar": "Tensor", "Scalar_out": "out", "Scalar_mode": "Tensor_mode",
                           "Scalar_mode_out": "out_mode"}
@@ -250,6 +252,12 @@ class OpOverload:
                 bound = twin.try_bind(args, kwargs)
                 if bound is not None:
                     return twin.call_bound(bound)
+            if self.handle.name in NUMBERS_AS_TENSORS:  # a number where a tensor goes (sub.Tensor(1, x))
+                like = next((a for a in list(args) + list(kwargs.values()) if isinstance(a, TensorImpl)), None)
+                if like is not None:
+                    bound = Signatures._try(self._sig.sigs[0], args, kwargs, like)
+                    if bound is not None:
+                        return self.call_bound(bound)
             i, r = self._sig.parse(args, kwargs)  # __torch_function__'s answer, or the PyTorch-style TypeError
             if i < 0:
                 return r
@@ -280,6 +288,8 @@ class OpOverload:
             name, kind, kwonly, has_default, default = p
             if type(v) is tuple and (kind.startswith("int[") or kind == "T[]"):
                 v = list(v)
+            elif isinstance(v, TensorImpl) and "_wrapped_number" in v.__dict__:
+                v = v.__dict__["_wrapped_number"]   # a number the parser wrapped: PyTorch shows the number
             if kwonly:
                 if not (has_default and _same(v, default)):
                     kwargs[name] = v
@@ -363,13 +373,15 @@ class OpOverloadPacket:
         return (getattr, (ops.aten, self.__name__))
 
 
-def overload_of(handle: Any) -> OpOverload:
+def overload_of(handle: Any, in_formula: bool = False) -> OpOverload:
     """The ``OpOverload`` a ``__torch_dispatch__`` handler receives for a dispatcher call of ``handle``
     (Note [Overloads PyTorch's bindings hide])."""
     o = _BY_HANDLE.get(handle)
     if o is None:
         import ember._generated.ops  # noqa: F401 (creates every OpOverload)
         o = _BY_HANDLE[handle]
+    if in_formula:
+        return o
     packet = o._packet
     if packet is not None and packet.__name__.rstrip("_") in _HIDDEN_SCALAR_OPS:
         tensor_name = _TENSOR_NAME_OF_SCALAR.get(o.overloadname)

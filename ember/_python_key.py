@@ -23,7 +23,7 @@ from typing import Any
 import threading
 
 from ember._ops import overload_of
-from ember.aten.dispatcher import BoxedFallback, register_fallback, tls
+from ember.aten.dispatcher import BoxedFallback, python_key_used, register_fallback, tls
 from ember.c10.dispatch_key import AUTOGRAD_MASK, DispatchKey
 from ember.c10.tensor_impl import TensorImpl
 
@@ -67,6 +67,7 @@ def on_first_use(callback: Any) -> None:
 def note_used() -> None:
     if not _used[0]:
         _used[0] = True
+        python_key_used[0] = True
         for cb in _on_first_use:
             cb()
 
@@ -124,16 +125,19 @@ def _overloaded_types(values: tuple[Any, ...]) -> list[type]:
 def _run_below_autograd(fn: Any, func: Any, types: tuple[type, ...], args: Any, kwargs: Any,
                         keep_python: bool) -> Any:
     prev = inc, keep = tls.keys
+    prev_formula = tls.in_formula
     tls.keys = (inc if keep_python else inc & ~PYTHON_BIT, keep & ~_AUTOGRAD_AND_VIEW)
+    tls.in_formula = False      # a handler is user code, whatever called it
     try:
         return fn(func, types, args, kwargs)
     finally:
         tls.keys = prev
+        tls.in_formula = prev_formula
 
 
 def python_fallback(handle: Any, ks: int, values: tuple[Any, ...]) -> Any:
     """The Python key's kernel for every operator (Note [The Python key])."""
-    func = overload_of(handle)
+    func = overload_of(handle, tls.in_formula)
     args, kwargs = func._unbox(values)
     types = _overloaded_types(values)
     tried: list[str] = []

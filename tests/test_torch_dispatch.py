@@ -282,9 +282,24 @@ def test_make_fx_with_core_decompositions_equals_pytorchs():
     assert graphs[0] == graphs[1]
 
 
+@pytest.mark.parametrize("decompose", [False, True], ids=["aten", "core"])
+def test_make_fx_forward_and_backward_code_equals_pytorchs(decompose):
+    """autograd.grad inside the traced function (linear, relu, layer_norm, gelu, softmax, mse_loss, silu, tanh,
+    transpose, sum, mean): the forward+backward graph prints as PyTorch's, saved outputs' detaches included --
+    as recorded, and after the core decompositions."""
+    def code(lib):
+        f = _fn_block(lib)
+
+        def g(x, w1, b1, w2, b2, tgt):
+            return lib.autograd.grad(f(x, w1, b1, w2, b2, tgt), (x, w1, b1, w2, b2))
+        table = _mod(lib, "._decomp").core_aten_decompositions() if decompose else None
+        return _make_fx(lib)(g, decomposition_table=table)(*_args(lib, _BLOCK_SHAPES, requires_grad=True)).code
+    assert code(ember) == code(torch)
+
+
 def test_make_fx_forward_and_backward():
     """autograd.grad inside the traced function: the graph holds the backward's ops too and computes PyTorch's
-    gradients; with the core decompositions both frameworks' backward graphs call the same set of ops."""
+    gradients."""
     def grads(lib):
         f = _fn_block(lib)
 

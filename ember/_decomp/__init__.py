@@ -170,14 +170,20 @@ def silu(self: Any) -> Any:
     return self * ember.sigmoid(self)
 
 
+def _conj(x: Any) -> Any:
+    """``conj_physical``, which PyTorch's decompositions call: for a real tensor it is the tensor itself (a
+    CompositeImplicit op there, so no call is recorded)."""
+    return x.conj_physical() if x.is_complex() else x
+
+
 @register_decomposition(aten.tanh_backward.default)
 def tanh_backward(out_grad: Any, y: Any) -> Any:
-    return out_grad * (1 - y * y).conj_physical()
+    return out_grad * _conj(1 - y * y)
 
 
 @register_decomposition(aten.sigmoid_backward.default)
 def sigmoid_backward(out_grad: Any, y: Any) -> Any:
-    return out_grad * (y * (1 - y)).conj_physical()
+    return out_grad * _conj(y * (1 - y))
 
 
 @register_decomposition(aten.threshold_backward.default)
@@ -232,6 +238,51 @@ def _softmax_backward_data(grad_output: Any, output: Any, dim: int, input_dtype:
 def _log_softmax_backward_data(grad_output: Any, output: Any, dim: int, input_dtype: Any) -> Any:
     grad_input = grad_output - ember.exp(output) * ember.sum(grad_output, dim=dim, keepdim=True)
     return grad_input if grad_input.dtype == input_dtype else grad_input.to(input_dtype)
+
+
+# ---------------------------------------------------------------------------------------------- norms
+@register_decomposition(aten.native_layer_norm_backward.default)
+def native_layer_norm_backward(grad_out: Any, input: Any, normalized_shape: Any, mean: Any, rstd: Any,  # noqa: A002
+                               weight: Any, bias: Any, output_mask: Any) -> Any:
+    """The three gradients of layer norm written in pointwise ops and sums (PyTorch's decomposition): with
+    x_hat = (x - mean) rstd and g = grad * weight over the N normalized elements,
+    d_input = rstd / N (N g - sum(g) - x_hat sum(g x_hat)), d_weight = sum(grad x_hat), d_bias = sum(grad)."""
+    from ember.c10.dtype import float32
+    cdt = float32 if input.dtype in (ember.float16, ember.bfloat16) else input.dtype
+    grad_c, input_c, weight_c, bias_c = (x.to(cdt, memory_format=ember.contiguous_format) if x is not None else None
+                                         for x in (grad_out, input, weight, bias))
+    shape, ndim = tuple(input.shape), input.dim()
+    axis = ndim - len(normalized_shape)
+    inner = list(range(axis, ndim))
+    outer = list(range(axis))
+    N = math.prod(shape[axis:])
+    M = math.prod(shape[:axis])
+    if M == 0 or N == 0:
+        return (input.new_zeros(shape) if output_mask[0] else None,
+                input.new_zeros(shape[axis:]) if output_mask[1] else None,
+                input.new_zeros(shape[axis:]) if output_mask[2] else None)
+    while mean.dim() < ndim:
+        mean = mean.unsqueeze(-1)
+    while rstd.dim() < ndim:
+        rstd = rstd.unsqueeze(-1)
+    x_hat = (input_c - mean) * rstd
+    grad_x_hat = grad_c * weight_c if weight_c is not None else grad_c
+    a = grad_x_hat * N
+    b = ember.sum(grad_x_hat, inner, True)
+    c1 = ember.mul(grad_x_hat, x_hat)
+    c2 = ember.sum(c1, inner, True)
+    c3 = ember.mul(x_hat, c2)
+    inner_sum = a - b - c3
+    d_input = d_weight = d_bias = None
+    if output_mask[0]:
+        d_input = (rstd / N) * inner_sum
+    if output_mask[1] and weight_c is not None:
+        d_weight = ember.sum(grad_c * x_hat, outer, False) if outer else grad_c * x_hat
+    if output_mask[2] and bias_c is not None:
+        d_bias = ember.sum(grad_c, outer, False) if outer else grad_c.clone()
+    return (None if d_input is None else d_input.to(input.dtype),
+            None if d_weight is None else d_weight.to(weight.dtype),
+            None if d_bias is None else d_bias.to(bias.dtype))
 
 
 # ------------------------------------------------------------------------------------------------ losses

@@ -1264,6 +1264,7 @@ class AddBackward1(_Node):
             grad_inputs[self_ix] = grad
         return grad_inputs
 AddBackward1.__name__ = AddBackward1.__qualname__ = 'AddBackward0'
+AddBackward1._wrapped_number_formula = True
 
 
 def _ag_add_Scalar(ks, self, other, alpha):
@@ -1315,6 +1316,7 @@ class SubBackward1(_Node):
             grad_inputs[self_ix] = grad
         return grad_inputs
 SubBackward1.__name__ = SubBackward1.__qualname__ = 'SubBackward0'
+SubBackward1._wrapped_number_formula = True
 
 
 def _ag_sub_Scalar(ks, self, other, alpha):
@@ -1371,6 +1373,7 @@ class MulBackward1(_Node):
             grad_inputs[self_ix] = grad * conj_of(other)
         return grad_inputs
 MulBackward1.__name__ = MulBackward1.__qualname__ = 'MulBackward0'
+MulBackward1._wrapped_number_formula = True
 
 
 def _ag_mul_Scalar(ks, self, other):
@@ -1429,6 +1432,7 @@ class DivBackward1(_Node):
             grad_inputs[self_ix] = grad / conj_of(other)
         return grad_inputs
 DivBackward1.__name__ = DivBackward1.__qualname__ = 'DivBackward0'
+DivBackward1._wrapped_number_formula = True
 
 
 def _ag_div_Scalar(ks, self, other):
@@ -1490,6 +1494,7 @@ class DivBackward3(_Node):
             grad_inputs[self_ix] = aten.zeros_like(grad) if rounding_mode is not None else grad / conj_of(other)
         return grad_inputs
 DivBackward3.__name__ = DivBackward3.__qualname__ = 'DivBackward2'
+DivBackward3._wrapped_number_formula = True
 
 
 def _ag_div_Scalar_mode(ks, self, other, rounding_mode):
@@ -3324,7 +3329,7 @@ def _ag_max_dim(ks, self, dim, keepdim):
     _n.self_sizes = tuple(self.shape)
     result = aten._op_max_dim.redispatch(ks & _BELOW, self, dim, keepdim)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -3383,7 +3388,7 @@ def _ag_min_dim(ks, self, dim, keepdim):
     _n.self_sizes = tuple(self.shape)
     result = aten._op_min_dim.redispatch(ks & _BELOW, self, dim, keepdim)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -3627,7 +3632,7 @@ def _ag_cummax_default(ks, self, dim):
     _n.self_sizes = tuple(self.shape)
     result = aten._op_cummax.redispatch(ks & _BELOW, self, dim)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -3656,7 +3661,7 @@ def _ag_cummin_default(ks, self, dim):
     _n.self_sizes = tuple(self.shape)
     result = aten._op_cummin.redispatch(ks & _BELOW, self, dim)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -3685,7 +3690,7 @@ def _ag_sort_stable(ks, self, stable, dim, descending):
     _n.self_sizes = tuple(self.shape)
     result = aten._op_sort_stable.redispatch(ks & _BELOW, self, stable, dim, descending)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -3714,7 +3719,7 @@ def _ag_topk_default(ks, self, k, dim, largest, sorted):
     _n.self_sizes = tuple(self.shape)
     result = aten._op_topk.redispatch(ks & _BELOW, self, k, dim, largest, sorted)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -3745,7 +3750,7 @@ def _ag_kthvalue_default(ks, self, k, dim, keepdim):
     _n.self_sizes = tuple(self.shape)
     result = aten._op_kthvalue.redispatch(ks & _BELOW, self, k, dim, keepdim)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -3804,7 +3809,7 @@ def _ag_median_dim(ks, self, dim, keepdim):
     _n.self_sizes = tuple(self.shape)
     result = aten._op_median_dim.redispatch(ks & _BELOW, self, dim, keepdim)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -3835,7 +3840,7 @@ def _ag_mode_default(ks, self, dim, keepdim):
     _n.self_sizes = tuple(self.shape)
     result = aten._op_mode.redispatch(ks & _BELOW, self, dim, keepdim)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -7103,6 +7108,47 @@ def _ag_mse_loss_default(ks, self, target, reduction):
     return result
 
 
+class MseLossBackwardBackward0(_Node):
+    _saved_names = ('grad_output_', 'self_', 'target_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        reduction = _n.reduction
+        grad_output_ix, self_ix, target_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        if _n._next[grad_output_ix] is not None:
+            self = _n._saved('self_')
+            target = _n._saved('target_')
+            grad_inputs[grad_output_ix] = aten.mse_loss_backward(grad, self, target, reduction)
+        if _n._next[self_ix] is not None:
+            grad_output = _n._saved('grad_output_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = mse_loss_double_backward(grad * grad_output, self, reduction)
+        if _n._next[target_ix] is not None:
+            grad_output = _n._saved('grad_output_')
+            target = _n._saved('target_')
+            grad_inputs[target_ix] = -mse_loss_double_backward(grad * grad_output, target, reduction)
+        return grad_inputs
+
+
+def _ag_mse_loss_backward_default(ks, grad_output, self, target, reduction):
+    if not (_gm.enabled and (grad_output._rg or self._rg or target._rg)):
+        return aten._op_mse_loss_backward.redispatch(ks & _BELOW, grad_output, self, target, reduction)
+    _n = MseLossBackwardBackward0()
+    _n._next = _edges(grad_output, self, target)
+    _n._input_meta = _meta(grad_output, self, target)
+    _n.reduction = reduction
+    if _n._next[1] is not None or _n._next[2] is not None:
+        _n.grad_output_ = _SV(grad_output)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[2] is not None:
+        _n.target_ = _SV(target)
+    result = aten._op_mse_loss_backward.redispatch(ks & _BELOW, grad_output, self, target, reduction)
+    _set_history(_n, (result,))
+    return result
+
+
 class NllLossBackward0(_Node):
     _saved_names = ('self_', 'target_', 'weight_', 'result_')
 
@@ -7139,7 +7185,7 @@ def _ag_nll_loss_forward_default(ks, self, target, weight, reduction, ignore_ind
         _n.weight_ = _SV(weight if weight is not None else None)
     result = aten._op_nll_loss_forward.redispatch(ks & _BELOW, self, target, weight, reduction, ignore_index)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -7217,7 +7263,7 @@ def _ag_nll_loss2d_forward_default(ks, self, target, weight, reduction, ignore_i
         _n.weight_ = _SV(weight if weight is not None else None)
     result = aten._op_nll_loss2d_forward.redispatch(ks & _BELOW, self, target, weight, reduction, ignore_index)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -7550,7 +7596,7 @@ def _ag_native_layer_norm_default(ks, input, normalized_shape, weight, bias, eps
         _n.bias_ = _SV(bias if bias is not None else None)
     result = aten._op_native_layer_norm.redispatch(ks & _BELOW, input, normalized_shape, weight, bias, eps)
     _set_history(_n, tuple(result), [True, False, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1, 2} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -7601,7 +7647,7 @@ def _ag_native_batch_norm_default(ks, input, weight, bias, running_mean, running
         _n.running_var_ = _SV(running_var if running_var is not None else None)
     result = aten._op_native_batch_norm.redispatch(ks & _BELOW, input, weight, bias, running_mean, running_var, training, momentum, eps)
     _set_history(_n, tuple(result), [True, False, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1, 2} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -7676,7 +7722,7 @@ def _ag_max_pool2d_with_indices_default(ks, self, kernel_size, stride, padding, 
         _n.self_ = _SV(self)
     result = aten._op_max_pool2d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -7860,7 +7906,7 @@ def _ag_max_pool3d_with_indices_default(ks, self, kernel_size, stride, padding, 
         _n.self_ = _SV(self)
     result = aten._op_max_pool3d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -7991,7 +8037,7 @@ def _ag__rnn_layer_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_h
         _n.w_hr_ = _SV(w_hr if w_hr is not None else None)
     result = aten._op__rnn_layer.redispatch(ks & _BELOW, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse)
     _set_history(_n, tuple(result), [True, True, True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {0, 3} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -8856,7 +8902,7 @@ def _ag_adaptive_max_pool2d_default(ks, self, output_size):
         _n.self_ = _SV(self)
     result = aten._op_adaptive_max_pool2d.redispatch(ks & _BELOW, self, output_size)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -8884,7 +8930,7 @@ def _ag_adaptive_max_pool3d_default(ks, self, output_size):
         _n.self_ = _SV(self)
     result = aten._op_adaptive_max_pool3d.redispatch(ks & _BELOW, self, output_size)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -9000,7 +9046,7 @@ def _ag__embedding_bag_default(ks, weight, indices, offsets, scale_grad_by_freq,
         _n.per_sample_weights_ = _SV(per_sample_weights if per_sample_weights is not None else None)
     result = aten._op__embedding_bag.redispatch(ks & _BELOW, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
     _set_history(_n, tuple(result), [True, False, False, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1, 2, 3} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -9146,7 +9192,7 @@ def _ag__ctc_loss_default(ks, log_probs, targets, input_lengths, target_lengths,
         _n.targets_ = _SV(targets)
     result = aten._op__ctc_loss.redispatch(ks & _BELOW, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {0, 1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -9413,7 +9459,7 @@ def _ag_multilabel_margin_loss_forward_default(ks, self, target, reduction):
         _n.target_ = _SV(target)
     result = aten._op_multilabel_margin_loss_forward.redispatch(ks & _BELOW, self, target, reduction)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -9439,6 +9485,38 @@ def _ag_silu_default(ks, self):
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_silu.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class SiluBackwardBackward0(_Node):
+    _saved_names = ('grad_output_', 'self_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_output_ix, self_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[grad_output_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[grad_output_ix] = aten.silu_backward(grad, self)
+        if _n._next[self_ix] is not None:
+            grad_output = _n._saved('grad_output_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = silu_double_backward(grad, grad_output, self)
+        return grad_inputs
+
+
+def _ag_silu_backward_default(ks, grad_output, self):
+    if not (_gm.enabled and (grad_output._rg or self._rg)):
+        return aten._op_silu_backward.redispatch(ks & _BELOW, grad_output, self)
+    _n = SiluBackwardBackward0()
+    _n._next = _edges(grad_output, self)
+    _n._input_meta = _meta(grad_output, self)
+    if _n._next[1] is not None:
+        _n.grad_output_ = _SV(grad_output)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_silu_backward.redispatch(ks & _BELOW, grad_output, self)
     _set_history(_n, (result,))
     return result
 
@@ -9721,7 +9799,7 @@ def _ag_log_sigmoid_forward_default(ks, self):
         _n.self_ = _SV(self)
     result = aten._op_log_sigmoid_forward.redispatch(ks & _BELOW, self)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -10034,7 +10112,7 @@ def _ag_native_dropout_default(ks, input, p, train):
     _n.train = train
     result = aten._op_native_dropout.redispatch(ks & _BELOW, input, p, train)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -10115,7 +10193,7 @@ def _ag__scaled_dot_product_flash_attention_for_cpu_default(ks, query, key, valu
         _n.attn_mask_ = _SV(attn_mask if attn_mask is not None else None)
     result = aten._op__scaled_dot_product_flash_attention_for_cpu.redispatch(ks & _BELOW, query, key, value, dropout_p, is_causal, attn_mask, scale)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {0, 1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -10677,7 +10755,7 @@ def _ag_frexp_Tensor(ks, self):
     _n._input_meta = _meta(self)
     result = aten._op_frexp_Tensor.redispatch(ks & _BELOW, self)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -10839,7 +10917,7 @@ def _ag_fractional_max_pool2d_default(ks, self, kernel_size, output_size, random
         _n.self_ = _SV(self)
     result = aten._op_fractional_max_pool2d.redispatch(ks & _BELOW, self, kernel_size, output_size, random_samples)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -10869,7 +10947,7 @@ def _ag_fractional_max_pool3d_default(ks, self, kernel_size, output_size, random
         _n.self_ = _SV(self)
     result = aten._op_fractional_max_pool3d.redispatch(ks & _BELOW, self, kernel_size, output_size, random_samples)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -10959,7 +11037,7 @@ def _ag_linalg_lu_factor_ex_default(ks, A, pivot, check_errors):
     _n.pivot = pivot
     result = aten._op_linalg_lu_factor_ex.redispatch(ks & _BELOW, A, pivot, check_errors)
     _set_history(_n, tuple(result), [True, False, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {0, 1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -10986,7 +11064,7 @@ def _ag_linalg_lu_default(ks, A, pivot):
     _n.pivot = pivot
     result = aten._op_linalg_lu.redispatch(ks & _BELOW, A, pivot)
     _set_history(_n, tuple(result), [False, True, True])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {0, 1, 2} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -11039,7 +11117,7 @@ def _ag_linalg_inv_ex_default(ks, A, check_errors):
     _n._input_meta = _meta(A)
     result = aten._op_linalg_inv_ex.redispatch(ks & _BELOW, A, check_errors)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {0} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -11066,7 +11144,7 @@ def _ag_linalg_cholesky_ex_default(ks, self, upper, check_errors):
     _n.upper = upper
     result = aten._op_linalg_cholesky_ex.redispatch(ks & _BELOW, self, upper, check_errors)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {0} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -11120,7 +11198,7 @@ def _ag_linalg_eig_default(ks, self):
         _n.self_ = _SV(self)
     result = aten._op_linalg_eig.redispatch(ks & _BELOW, self)
     _set_history(_n, tuple(result), None)
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {0, 1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -11450,7 +11528,7 @@ def _ag_nanmedian_dim(ks, self, dim, keepdim):
     _n.self_sizes = tuple(self.shape)
     result = aten._op_nanmedian_dim.redispatch(ks & _BELOW, self, dim, keepdim)
     _set_history(_n, tuple(result), [True, False])
-    _n.result_ = [_SV(_o, True) for _o in result]
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -13620,6 +13698,7 @@ for _h, _k in (
     (aten._op_inverse, _ag_inverse_default),
     (aten._op_slogdet, _ag_slogdet_default),
     (aten._op_mse_loss, _ag_mse_loss_default),
+    (aten._op_mse_loss_backward, _ag_mse_loss_backward_default),
     (aten._op_nll_loss_forward, _ag_nll_loss_forward_default),
     (aten._op_nll_loss_backward, _ag_nll_loss_backward_default),
     (aten._op_nll_loss2d_forward, _ag_nll_loss2d_forward_default),
@@ -13689,6 +13768,7 @@ for _h, _k in (
     (aten._op_multi_margin_loss, _ag_multi_margin_loss_default),
     (aten._op_multilabel_margin_loss_forward, _ag_multilabel_margin_loss_forward_default),
     (aten._op_silu, _ag_silu_default),
+    (aten._op_silu_backward, _ag_silu_backward_default),
     (aten._op_mish, _ag_mish_default),
     (aten._op_hardswish, _ag_hardswish_default),
     (aten._op_hardsigmoid, _ag_hardsigmoid_default),

@@ -4806,6 +4806,14 @@ def _mse_loss_default(ks, self, target, reduction):
         _value_error(_e, K.mse_loss, self, target)
 
 
+def _mse_loss_backward_default(ks, grad_output, self, target, reduction):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.mse_loss_backward(be.xp, grad_output._data, self._data, target._data, reduction), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.mse_loss_backward, grad_output, self, target)
+
+
 def _nll_loss_forward_default(ks, self, target, weight, reduction, ignore_index):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -5462,6 +5470,14 @@ def _silu__default(ks, self):
         return _write_inplace(self, K.silu(be.xp, self._data), 'silu_')
     except ValueError as _e:
         _value_error(_e, K.silu, self)
+
+
+def _silu_backward_default(ks, grad_output, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.silu_backward(be.xp, grad_output._data, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.silu_backward, grad_output, self)
 
 
 def _mish_default(ks, self):
@@ -7866,6 +7882,7 @@ _BACKEND_KERNELS = (
     (_A._op_inverse, _inverse_default, ('CPU', 'CUDA', 'Meta'), K.linalg_inv, (), 'new', None),
     (_A._op_slogdet, _slogdet_default, ('CPU', 'CUDA', 'Meta'), K.linalg_slogdet, (), 'new', _rt.slogdet),
     (_A._op_mse_loss, _mse_loss_default, ('CPU', 'CUDA', 'Meta'), K.mse_loss, (), 'new', None),
+    (_A._op_mse_loss_backward, _mse_loss_backward_default, ('CPU', 'CUDA', 'Meta'), K.mse_loss_backward, (), 'new', None),
     (_A._op_nll_loss_forward, _nll_loss_forward_default, ('CPU', 'CUDA', 'Meta'), K.nll_loss_forward, (), 'new', None),
     (_A._op_nll_loss_backward, _nll_loss_backward_default, ('CPU', 'CUDA', 'Meta'), K.nll_loss_backward, (), 'new', None),
     (_A._op_nll_loss2d_forward, _nll_loss2d_forward_default, ('CPU', 'CUDA', 'Meta'), K.nll_loss2d_forward, (), 'new', None),
@@ -7946,6 +7963,7 @@ _BACKEND_KERNELS = (
     (_A._op_multilabel_margin_loss_forward, _multilabel_margin_loss_forward_default, ('CPU', 'CUDA', 'Meta'), K.multilabel_margin_loss_forward, (), 'new', None),
     (_A._op_silu, _silu_default, ('CPU', 'CUDA', 'Meta'), K.silu, (), 'new', None),
     (_A._op_silu_, _silu__default, ('CPU', 'CUDA', 'Meta'), K.silu, (), 'inplace', None),
+    (_A._op_silu_backward, _silu_backward_default, ('CPU', 'CUDA', 'Meta'), K.silu_backward, (), 'new', None),
     (_A._op_mish, _mish_default, ('CPU', 'CUDA', 'Meta'), K.mish, (), 'new', None),
     (_A._op_mish_, _mish__default, ('CPU', 'CUDA', 'Meta'), K.mish, (), 'inplace', None),
     (_A._op_hardswish, _hardswish_default, ('CPU', 'CUDA', 'Meta'), K.hardswish, (), 'new', None),
@@ -8261,7 +8279,6 @@ _COMPOSITE_KERNELS = (
     (_A._op_pinverse, 'CompositeImplicitAutograd', C.pinverse),
     (_A._op_linear, 'CompositeImplicitAutograd', C.linear),
     (_A._op_l1_loss, 'CompositeImplicitAutograd', C.l1_loss),
-    (_A._op_mse_loss_backward, 'CompositeImplicitAutograd', C.mse_loss_backward),
     (_A._op_nll_loss_nd, 'CompositeImplicitAutograd', C.nll_loss_nd),
     (_A._op_nll_loss, 'CompositeImplicitAutograd', C.nll_loss),
     (_A._op_nll_loss2d, 'CompositeImplicitAutograd', C.nll_loss2d),
@@ -8551,7 +8568,6 @@ _COMPOSITE_KERNELS = (
     (_A._op_multilabel_margin_loss_backward, 'CompositeImplicitAutograd', C.multilabel_margin_loss_backward),
     (_A._op_cosine_similarity, 'CompositeImplicitAutograd', C.cosine_similarity),
     (_A._op_pairwise_distance, 'CompositeImplicitAutograd', C.pairwise_distance),
-    (_A._op_silu_backward, 'CompositeImplicitAutograd', C.silu_backward),
     (_A._op_mish_backward, 'CompositeImplicitAutograd', C.mish_backward),
     (_A._op_hardswish_backward, 'CompositeImplicitAutograd', C.hardswish_backward),
     (_A._op_hardsigmoid_backward, 'CompositeImplicitAutograd', C.hardsigmoid_backward),

@@ -66,6 +66,8 @@ class _LocalDispatchKeySet(threading.local):
 
     def __init__(self) -> None:
         self.keys = (0, -1)
+        self.in_formula = False   # Note [Overloads PyTorch's bindings hide] in ember/_ops.py
+
 
     @property
     def included(self) -> int:
@@ -77,6 +79,10 @@ class _LocalDispatchKeySet(threading.local):
 
 
 tls = _LocalDispatchKeySet()
+
+# Whether a dispatch mode or a tensor with the Python key has ever existed in this process (set by
+# ember/_python_key.py): until then, the autograd engine skips the bookkeeping only the Python key reads.
+python_key_used = [False]
 
 
 class NotImplementedForKey(NotImplementedError):

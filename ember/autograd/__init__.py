@@ -6,6 +6,7 @@ from typing import Any
 
 from ember._generated import aten
 from ember.aten.wrap import tensor_like
+from ember.c10.memory_format import preserve_format
 from ember.aten.torch_function import handle_torch_function, has_torch_function, is_tensor_like  # noqa: F401
 from ember.autograd import anomaly_mode, graph  # noqa: F401
 from ember.autograd.graph import SavedTensor  # noqa: F401
@@ -51,7 +52,7 @@ def _make_grads(outputs: Any, grad_outputs: Any, is_grads_batched: Any = False) 
                 if not t.dtype.is_floating_point:
                     raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got "
                                        f"{t.dtype}")
-                g = aten.ones_like(t)
+                g = aten.ones_like(t, pin_memory=False, memory_format=preserve_format)
         elif not isinstance(g, TensorImpl):
             g = tensor_like(g, t)
         elif tuple(g.shape) != tuple(t.shape):

@@ -16,6 +16,9 @@ from typing import Any
 
 from ember.autograd import anomaly_mode, grad_mode
 from ember.autograd.graph import AccumulateGrad, Edge, GraphRoot
+from ember.aten.dispatcher import python_key_used, tls as _dispatch_tls
+
+_FORMULAS = "ember._generated.autograd"   # the module of the nodes derivatives.yaml generates
 
 
 def _gradient_edge(t: Any) -> Any:
@@ -165,7 +168,17 @@ def run_backward(roots: Any, grad_outputs: Any, keep_graph: bool, create_graph: 
                         captured[k] = _apply_tensor_hooks(node, j, grads[j])
                 if isinstance(node, AccumulateGrad):
                     continue  # autograd.grad never writes .grad
-            outputs = _call_node(node, grads, keep_graph)
+            if needed is not None and node is not graph_root and \
+                    any(e is not None and e.node not in needed for e in node._next):
+                # PyTorch's task_should_compute_output: a formula computes only the gradients this call needs
+                full = node._next
+                node._next = type(full)(e if e is None or e.node in needed else None for e in full)
+                try:
+                    outputs = _call_node(node, grads, keep_graph)
+                finally:
+                    node._next = full
+            else:
+                outputs = _call_node(node, grads, keep_graph)
             for e, g in zip(node._next, outputs):
                 if e is None:
                     continue
@@ -242,8 +255,17 @@ def _call_node(node: Any, grads: Any, keep_graph: Any) -> Any:
             grads = list(r)
     if isinstance(node, GraphRoot):
         return node.apply(grads)
-    outputs = node.apply(grads) if any(g is not None for g in grads) or isinstance(node, AccumulateGrad) \
-        else [None] * len(node._next)
+    if not any(g is not None for g in grads) and not isinstance(node, AccumulateGrad):
+        outputs = [None] * len(node._next)
+    elif python_key_used[0] and type(node).__module__ == _FORMULAS and not getattr(node, "_wrapped_number_formula",
+                                                                                      False):
+        prev, _dispatch_tls.in_formula = _dispatch_tls.in_formula, True   # Note [Overloads PyTorch's bindings hide]
+        try:
+            outputs = node.apply(grads)
+        finally:
+            _dispatch_tls.in_formula = prev
+    else:
+        outputs = node.apply(grads)
     if anomaly_mode.enabled:
         anomaly_mode.check_nan(node, outputs)
     if not isinstance(node, AccumulateGrad):

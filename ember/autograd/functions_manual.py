@@ -73,6 +73,18 @@ def sum_backward(grad: Tensor, sizes: Sequence[int], dim: Any = None, keepdim: b
     return restore_reduced_dims(grad, sizes, dim, keepdim).expand(sizes)
 
 
+def silu_double_backward(grad: Tensor, grad_output: Tensor, self: Tensor) -> Any:
+    """d/dx of ``grad_output * silu'(x)``: ``grad_output * silu''(x)``, silu'' = s (1 - s) (2 + x (1 - 2 s))."""
+    s = self.sigmoid()
+    return grad * grad_output * s * (1 - s) * (2 + self * (1 - 2 * s))
+
+
+def mse_loss_double_backward(grad: Tensor, input: Tensor, reduction: int) -> Any:  # noqa: A002
+    """d/d input of mse_loss_backward: ``2 grad`` (over ``numel`` for the mean)."""
+    g = 2 * grad
+    return g / input.numel() if reduction == 1 else g
+
+
 def mean_backward(grad: Tensor, sizes: Sequence[int], dim: Any = None, keepdim: bool = False) -> Any:
     n = 1
     for d in _dims(dim, len(sizes)):

@@ -76,10 +76,11 @@ class SavedVariable:
         if tensor is None:
             self.version = 0
             return
-        if is_output and (tensor._ks | _dispatch_tls.keys[0]) & _PYTHON_BIT:
-            # Note [Saved outputs under the Python key]: PyTorch saves an output as ``aten.detach(result)`` and
-            # unpacks it with another ``detach``; a dispatch mode (make_fx) sees both, so ember makes the same calls
-            # when the Python key is in play (the original stays saved too, for create_graph's double backward)
+        if is_output and tensor._grad_fn is not None and (tensor._ks | _dispatch_tls.keys[0]) & _PYTHON_BIT:
+            # Note [Saved outputs under the Python key]: PyTorch saves an output that has a history as
+            # ``aten.detach(result)`` and unpacks it with another ``detach``; a dispatch mode (make_fx) sees both,
+            # so ember makes the same calls when the Python key is in play (the original stays saved too, for
+            # create_graph's double backward)
             self._detached = aten.detach(tensor)
         if getattr(tensor, "_inference", False):
             raise RuntimeError("Inference tensors cannot be saved for backward. Please do not use Tensors created in "

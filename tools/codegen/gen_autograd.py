@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Sequence
+from typing import Any, Sequence
 
 from tools.codegen.model import Argument, FunctionSchema, NativeFunction, SchemaError, load_native_functions
 
@@ -144,6 +144,29 @@ class Plan:
         self.saved_geometry = [a.name for a in s.arguments if f"{a.name}_geometry" in used]
         self.saved_meta = [a.name for a in s.arguments if f"{a.name}_dtype" in used or f"{a.name}_device" in used]
         self.uses_result = "result" in used or any(f"result{i}" in used for i in range(4))
+        self.result_indices = _result_indices(d.formulas.values())
+
+
+def _result_indices(formulas: Any) -> set[int] | None:
+    """The outputs the formulas read when they read them only as ``result[i]`` / ``result<i>``; None when one
+    reads ``result`` whole. (PyTorch saves only the outputs a formula uses; a dispatch mode sees the difference.)"""
+    idx: set[int] = set()
+    for f in formulas:
+        tree = ast.parse(f, mode="eval")
+        subscripted = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "result":
+                if not (isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int)):
+                    return None
+                idx.add(node.slice.value)
+                subscripted.add(id(node.value))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name):
+                if node.id == "result" and id(node) not in subscripted:
+                    return None
+                if node.id.startswith("result") and node.id[6:].isdigit():
+                    idx.add(int(node.id[6:]))
+    return idx
 
 
 def _load_saved(names: Sequence[str], indent: str) -> list[str]:
@@ -358,7 +381,12 @@ def gen_kernel(nf: NativeFunction, plan: Plan, inplace: bool) -> tuple[str, str]
         lines += _set_base_lines(s, "    ", recorded=True)
     if plan.uses_result:
         if nret > 1 or s.returns[0].type.is_list:
-            lines.append("    _n.result_ = [_SV(_o, True) for _o in result]")
+            if plan.result_indices is not None:
+                keep = "{" + ", ".join(str(i) for i in sorted(plan.result_indices)) + "}"
+                lines.append(f"    _n.result_ = [_SV(_o, True) if _i in {keep} else _SV(None) "
+                             "for _i, _o in enumerate(result)]")
+            else:
+                lines.append("    _n.result_ = [_SV(_o, True) for _o in result]")
         else:
             lines.append("    _n.result_ = _SV(result, True)")
     lines.append("    return result")
@@ -450,6 +478,10 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
         out.append(gen_node(plan))
         if display != cls:  # Note [grad_fn names]
             out.append(f"{cls}.__name__ = {cls}.__qualname__ = {display!r}")
+        if s.name.rstrip("_") in ("add", "sub", "mul", "div") and s.overload_name.startswith("Scalar"):
+            # it stands for PyTorch's Tensor-overload formula on a wrapped number (Note [Overloads PyTorch's
+            # bindings hide] in ember/_ops.py): its ops are reported as that formula's
+            out.append(f"{cls}._wrapped_number_formula = True")
         out.append("")
         out.append("")
         fname, code = gen_kernel(nf, plan, inplace=s.is_inplace)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember._generated import aten
+from ember.c10.memory_format import strided
 from ember.aten.wrap import _type_name
 from ember.c10.dtype import bool_, complex128, float64, scalar_dtype
 
@@ -29,7 +30,7 @@ def wrapped_number(value: Any, like: Any) -> Any:
     d = scalar_dtype(value)
     if d._cat <= like.dtype._cat:
         d = like.dtype
-    return aten.scalar_tensor(value, dtype=d, device=like.device)
+    return aten.scalar_tensor(value, dtype=d, layout=strided, device=like.device)
 
 
 def where_scalar_self(condition: Any, self: Any, other: Any) -> Any:

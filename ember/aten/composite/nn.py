@@ -60,13 +60,6 @@ def linear(input: Any, weight: Any, bias: Any = None) -> Any:  # noqa: A002
     return out + bias if bias is not None else out
 
 
-def mse_loss_backward(grad_output: Any, self: Any, target: Any, reduction: Any) -> Any:
-    """d mse_loss / d self: ``2 (self - target) grad``, over ``numel`` for the mean. Written in ops, so the
-    loss's double backward needs no formula of its own."""
-    norm = 2.0 / self.numel() if reduction == 1 else 2.0
-    return (self - target) * norm * grad_output
-
-
 def apply_loss_reduction(loss: Any, reduction: Any) -> Any:
     """PyTorch's ``apply_loss_reduction``: at::Reduction 0 (none), 1 (mean) or 2 (sum)."""
     return loss.mean() if reduction == 1 else loss.sum() if reduction == 2 else loss
@@ -437,11 +430,6 @@ def binary_cross_entropy_backward(grad_output: Any, self: Any, target: Any, weig
 # (PyTorch's backward kernels of Activation.cpp, written in ops so that each has a second derivative)
 def _where(cond: Any, a: Any, b: Any) -> Any:
     return aten.where_self(cond, a, b)
-
-
-def silu_backward(grad_output: Any, self: Any) -> Any:
-    s = self.sigmoid()
-    return grad_output * s * (1 + self * (1 - s))
 
 
 def mish_backward(grad_output: Any, self: Any) -> Any:

@@ -26,7 +26,7 @@ from ember.aten.meta import pooling_output_size
 from ember.c10.dtype import BF16_NP
 
 __all__ = ["softmax", "log_softmax", "_softmax_backward_data", "_log_softmax_backward_data", "gelu", "gelu_backward",
-           "tanh_backward", "sigmoid_backward", "threshold_backward",
+           "tanh_backward", "sigmoid_backward", "threshold_backward", "silu_backward", "mse_loss_backward",
            "native_layer_norm", "native_layer_norm_backward",
            "native_batch_norm", "native_batch_norm_backward", "convolution", "convolution_backward",
            "max_pool2d_with_indices", "max_pool3d_with_indices", "constant_pad_nd", "embedding", "mse_loss",
@@ -165,13 +165,36 @@ def threshold_backward(xp: Any, grad_output: Array, self: Array, threshold: Any)
 
 
 def _backward_of_output(xp: Any, grad_output: Array, output: Array, derivative: Callable[[Any], Any]) -> Any:
-    """``grad * f'(x)`` written in the op's output ``y`` (conjugated when complex, as PyTorch's kernels)."""
+    """``grad * derivative(y)`` for ``y`` the op's output (tanh, sigmoid) or input (silu), conjugated when complex
+    (as PyTorch's kernels), computed in the dtype's compute precision."""
     npdt = result_np_dtype(grad_output, output)
     cdt = compute_dtype(npdt)
     g, y = asdtype(xp, grad_output, cdt), asdtype(xp, output, cdt)
     if y.dtype.kind == "c":
         y = y.conj()
     return (g * derivative(y)).astype(npdt, copy=False)
+
+
+@elementwise
+def silu_backward(xp: Any, grad_output: Array, self: Array) -> Any:
+    """grad * silu'(x) = grad * s (1 + x (1 - s)), s = sigmoid(x)."""
+    from ember.aten.kernels.unary import _sigmoid
+
+    def derivative(x: Any) -> Any:
+        with np.errstate(over="ignore"):
+            s = _sigmoid(xp, x)
+        return s * (1 + x * (1 - s))
+    return _backward_of_output(xp, grad_output, self, derivative)
+
+
+@elementwise
+def mse_loss_backward(xp: Any, grad_output: Array, self: Array, target: Array, reduction: Any) -> Any:
+    """d mse_loss / d self: ``2 (self - target) grad``, over ``numel`` for the mean."""
+    npdt = result_np_dtype(grad_output, self, target)
+    cdt = compute_dtype(npdt)
+    norm = 2.0 / self.size if reduction == 1 else 2.0
+    g, x, t = asdtype(xp, grad_output, cdt), asdtype(xp, self, cdt), asdtype(xp, target, cdt)
+    return ((x - t) * norm * g).astype(npdt, copy=False)
 
 
 @elementwise

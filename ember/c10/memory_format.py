@@ -1,0 +1,30 @@
+"""``torch.layout`` and ``torch.memory_format`` (mirrors ``c10/core/Layout.h`` and ``MemoryFormat.h``): named
+constants; the lower layers use them as defaults where PyTorch's C++ does (the autograd engine's implicit gradient
+is ``ones_like(output, memory_format=preserve_format)``)."""
+from __future__ import annotations
+
+
+class layout:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"ember.{self.name}"
+
+
+strided = layout("strided")
+
+
+class memory_format:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"ember.{self.name}"
+
+
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+preserve_format = memory_format("preserve_format")
+legacy_contiguous_format = contiguous_format  # the same format in PyTorch (what old code asks for)
