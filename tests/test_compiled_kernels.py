@@ -481,3 +481,24 @@ def test_dropout_and_rand_keep_pytorchs_stream():
         np.testing.assert_array_equal(ember.rand(50000, dtype=ember.float64).numpy(),
                                       torch.rand(50000, dtype=torch.float64).numpy())
         np.testing.assert_array_equal(ember.randn(20000).numpy(), torch.randn(20000).numpy())
+
+
+def test_threshold_backward_compiled_matches_pytorch(fallback):
+    """relu's backward (aten.threshold_backward): the compiled select and the NumPy where give PyTorch's values,
+    0 for an inf / NaN gradient where the input is at or below the threshold, the gradient where the input is NaN."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((130, 257)).astype(np.float32)
+    g = rng.standard_normal((130, 257)).astype(np.float32)
+    x[0, :4] = [np.nan, 0.0, -0.0, 0.5]
+    g[0, 4:8] = [np.inf, -np.inf, np.nan, np.inf]
+    x[0, 4:8] = [-1.0, 0.0, -2.0, 3.0]
+    for thr in (0, 0.25):
+        want = torch.ops.aten.threshold_backward(torch.tensor(g), torch.tensor(x), thr).numpy()
+        runs = []
+        for use_fallback in (False, True):
+            if use_fallback:
+                fallback()
+            runs.append(ember.ops.aten.threshold_backward(ember.tensor(g).t().t(), ember.tensor(x), thr).numpy())
+        for got in runs:
+            np.testing.assert_array_equal(got, want)

@@ -93,6 +93,15 @@ def gelu_tanh(x: Any, out: Any) -> None:
 
 
 @_kernel
+def threshold_backward(g: Any, x: Any, threshold: float, out: Any) -> None:
+    """0 where x <= threshold, else g (relu's backward): a select, so an inf or NaN gradient where x <= threshold
+    gives 0, as PyTorch's kernel (a product with the mask would give NaN)."""
+    t = np.float32(threshold)
+    for i in range(x.size):
+        out[i] = np.float32(0.0) if x[i] <= t else g[i]
+
+
+@_kernel
 def gelu_erf_backward(g: Any, x: Any, out: Any) -> None:
     """g * (Phi(x) + x phi(x))."""
     for i in range(x.size):

@@ -57,16 +57,17 @@ def kernel(name: str) -> Any:
     return getattr(_load(), name)
 
 
-def elementwise(name: str, *inputs: Any) -> Any:
-    """``name``'s compiled loop over same-shaped float32 ``inputs`` (any layout) into a new C-contiguous float32
-    array of their shape, split into ranges over the intra-op threads (PyTorch's grain size)."""
+def elementwise(name: str, *inputs: Any, scalars: tuple[Any, ...] = ()) -> Any:
+    """``name``'s compiled loop over same-shaped float32 ``inputs`` (any layout), then the Python ``scalars``, into a
+    new C-contiguous float32 array of their shape, split into ranges over the intra-op threads (PyTorch's grain
+    size)."""
     kernel = getattr(_load(), name)
     shape = inputs[0].shape
     flat = [np.ascontiguousarray(a).reshape(-1) for a in inputs]
     out = np.empty(flat[0].shape, np.float32)
 
     def run(b: int, e: int) -> None:
-        kernel(*[a[b:e] for a in flat], out[b:e])
+        kernel(*[a[b:e] for a in flat], *scalars, out[b:e])
 
     parallel.parallel_for(0, out.size, parallel.GRAIN_SIZE, run)
     return out.reshape(shape)
