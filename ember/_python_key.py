@@ -52,21 +52,19 @@ def _sync_included() -> None:
 
 
 _on_first_use: list[Any] = []
-_used = [False]
 
 
 def on_first_use(callback: Any) -> None:
     """Run ``callback`` the first time a dispatch mode or a tensor with the Python key appears in the process (the
     Tensor class then lets ``item()`` / ``detach()`` look for the key: plain programs never pay for the test)."""
-    if _used[0]:
+    if python_key_used[0]:
         callback()
     else:
         _on_first_use.append(callback)
 
 
 def note_used() -> None:
-    if not _used[0]:
-        _used[0] = True
+    if not python_key_used[0]:
         python_key_used[0] = True
         for cb in _on_first_use:
             cb()

@@ -40,7 +40,7 @@ def _seen(lib, fn, *args):
 
 def _programs():
     def arith(lib, a, b):
-        (a + b, a + 1, a * 2.0, a - b, a / 3, lib.add(a, b, alpha=2), a.sub_(0) if False else None)
+        (a + b, a + 1, a * 2.0, a - b, a / 3, lib.add(a, b, alpha=2), 2 - a, lib.sub(a, b, alpha=3))
 
     def reductions(lib, a, b):
         (a.sum(), lib.sum(a, dim=1, keepdim=True), a.mean(0), a.max(), a.max(dim=1), a.argmax(1), a.std(1))

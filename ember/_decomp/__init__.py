@@ -13,7 +13,6 @@ so a graph decomposed by either framework calls the same ops.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from typing import Any, Callable, Iterable
 
 import ember
@@ -23,7 +22,6 @@ __all__ = ["decomposition_table", "register_decomposition", "get_decompositions"
 
 aten = ops.aten
 decomposition_table: dict[OpOverload, Callable[..., Any]] = {}
-_by_table: dict[str, dict[OpOverload, Callable[..., Any]]] = defaultdict(dict)
 
 
 def _overloads(op: Any) -> list[OpOverload]:

@@ -19,7 +19,7 @@ from ember.c10.grad_mode import state
 from ember._generated import aten
 from ember.autograd.functions_manual import strided_view_backward, zeros_of
 from ember.c10.tensor_impl import TensorImpl
-from ember.aten.dispatcher import tls as _dispatch_tls
+from ember.aten.dispatcher import python_key_used, tls as _dispatch_tls
 from ember.c10.dispatch_key import DispatchKey
 
 _PYTHON_BIT = 1 << DispatchKey.Python
@@ -76,7 +76,8 @@ class SavedVariable:
         if tensor is None:
             self.version = 0
             return
-        if is_output and tensor._grad_fn is not None and (tensor._ks | _dispatch_tls.keys[0]) & _PYTHON_BIT:
+        if is_output and python_key_used[0] and tensor._grad_fn is not None and \
+                (tensor._ks | _dispatch_tls.keys[0]) & _PYTHON_BIT:
             # Note [Saved outputs under the Python key]: PyTorch saves an output that has a history as
             # ``aten.detach(result)`` and unpacks it with another ``detach``; a dispatch mode (make_fx) sees both,
             # so ember makes the same calls when the Python key is in play (the original stays saved too, for
