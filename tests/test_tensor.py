@@ -108,6 +108,32 @@ def test_copy_fill_zero_clone():
     assert z.tolist() == [1, -1, 3]
 
 
+_LAYOUTS = {"transposed": lambda L, x: L.tensor(x[:12].reshape(3, 4)).t(),
+            "strided slice": lambda L, x: L.tensor(x[:24].reshape(4, 6))[:, ::2],
+            "channels last": lambda L, x: L.tensor(x[:120].reshape(2, 3, 4, 5)).permute(0, 2, 3, 1),
+            "transposed slice": lambda L, x: L.tensor(x[:24].reshape(4, 6)).t()[::2],
+            "expanded rows": lambda L, x: L.tensor(x[:3].reshape(3, 1)).expand(3, 4),
+            "expanded columns": lambda L, x: L.tensor(x[:4].reshape(1, 4)).expand(3, 4),
+            "permuted slice": lambda L, x: L.tensor(x[:60].reshape(3, 4, 5)).permute(2, 0, 1)[:, 1:, :]}
+
+
+@pytest.mark.parametrize("layout", list(_LAYOUTS))
+def test_clone_keeps_pytorchs_layout(layout):
+    """clone's default preserve_format keeps a dense tensor's strides, makes a strided slice dense in the same
+    order and an expanded one row-major; contiguous_format, contiguous() and reshape give row-major; channels_last
+    puts channels innermost -- the strides PyTorch gives, and the same values."""
+    x = np.random.default_rng(0).standard_normal(120).astype(np.float32)
+    e, t = _LAYOUTS[layout](ember, x), _LAYOUTS[layout](torch, x)
+    for fn in (lambda a, L: a.clone(), lambda a, L: a.clone(memory_format=L.contiguous_format),
+               lambda a, L: a.contiguous(), lambda a, L: a.reshape(-1) if a.dim() < 4 else a.reshape(2, -1)):
+        ge, gt = fn(e, ember), fn(t, torch)
+        assert ge.stride() == gt.stride() and ge.is_contiguous() == gt.is_contiguous()
+        np.testing.assert_array_equal(ge.numpy(), gt.numpy())
+    if e.dim() == 4:
+        assert e.clone(memory_format=ember.channels_last).stride() == \
+            t.clone(memory_format=torch.channels_last).stride()
+
+
 def test_operators_match_pytorch():
     a_np = np.array([[1.0, -2.0], [3.5, 4.0]])
     for expr in ["a + 1", "1 + a", "a - 2", "2 - a", "a * a", "3 * a", "a / 2", "2 / a", "a // 2", "7 // a",

@@ -65,7 +65,7 @@ def _programs():
 
     def backward(lib, a, b):
         x = a.clone().requires_grad_()
-        w = b.t().contiguous().requires_grad_()   # row-major: ember's clone does not keep a transposed layout
+        w = b.t().clone().requires_grad_()   # column-major, as PyTorch's clone keeps it: mm's formula transposes
         y = (x @ w).sin().sum()
         lib.autograd.grad(y, (x, w))
 

@@ -19,6 +19,7 @@ from ember.c10.grad_mode import state
 from ember._generated import aten
 from ember.autograd.functions_manual import strided_view_backward, zeros_of
 from ember.c10.tensor_impl import TensorImpl
+from ember.c10.memory_format import contiguous_format
 from ember.aten.dispatcher import python_key_used, tls as _dispatch_tls
 from ember.c10.dispatch_key import DispatchKey
 
@@ -346,14 +347,19 @@ def _non_overlapping_and_dense(sizes: tuple[int, ...], strides: tuple[int, ...])
 def _clone_obey_contract(g: Tensor, var: Tensor) -> Tensor:
     """A leaf's first gradient, owned by it and laid out by PyTorch's gradient layout contract: with the strides of
     a non-overlapping, dense parameter, row-major otherwise (``autograd.enforce_grad_layout_policy(False)`` keeps
-    the gradient's own layout). ember's ``clone`` is row-major, so only a parameter laid out otherwise (permuted,
-    transposed, channels-last) takes the strided copy."""
-    if state.grad_layout_enforced and not var._data.flags.c_contiguous and not var.is_contiguous():
-        sizes, strides = tuple(var.shape), tuple(var.stride())
-        if _non_overlapping_and_dense(sizes, strides) and tuple(g.stride()) != strides:
-            from ember._generated import aten
-            return aten.empty_strided(sizes, strides, dtype=g.dtype, device=g.device).copy_(g)
-    return g.clone()
+    the gradient's own layout). A row-major parameter's gradient is a row-major copy; only a parameter laid out
+    otherwise (permuted, transposed, channels-last) takes the strided copy."""
+    if not state.grad_layout_enforced:
+        return g.clone()                                    # preserve_format: the gradient's own layout
+    if var._data.flags.c_contiguous or var.is_contiguous():
+        return g.clone(memory_format=contiguous_format)
+    sizes, strides = tuple(var.shape), tuple(var.stride())
+    if _non_overlapping_and_dense(sizes, strides):
+        if tuple(g.stride()) == strides:
+            return g.clone()                                # already the parameter's strides
+        from ember._generated import aten
+        return aten.empty_strided(sizes, strides, dtype=g.dtype, device=g.device).copy_(g)
+    return g.clone(memory_format=contiguous_format)
 
 
 class GraphRoot(Node):

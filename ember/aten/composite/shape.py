@@ -7,6 +7,7 @@ from typing import Any
 import math
 
 from ember._generated import aten
+from ember.c10.memory_format import contiguous_format
 from ember.aten.wrap import write_out
 from ember.aten.kernels._common import wrap_dim, wrap_dims
 from ember.aten.kernels.views import compute_stride, infer_size, narrow_check
@@ -42,7 +43,7 @@ def reshape(self: Any, shape: Any) -> Any:
     st = compute_stride(tuple(self.shape), self.stride(), shape)
     if st is not None:
         return aten._reshape_alias(self, shape, st)
-    return aten.clone(self).view(shape)   # ember's clone is row-major (PyTorch: clone(contiguous_format))
+    return aten.clone(self, memory_format=contiguous_format).view(shape)
 
 
 # the dim orders of channels-last layouts: channels innermost in memory
@@ -60,10 +61,10 @@ def contiguous(self: Any, memory_format: Any = None) -> Any:
             raise RuntimeError(f"required rank {ndim} tensor to use {memory_format.name} format")
         if self.is_contiguous(memory_format=memory_format):
             return self
-        return aten.clone(self.permute(to_last)).permute(back)
+        return aten.clone(self.permute(to_last), memory_format=contiguous_format).permute(back)
     if self.is_contiguous():
         return self
-    return aten.clone(self)
+    return aten.clone(self, memory_format=contiguous_format)
 
 
 def view_as(self: Any, other: Any) -> Any:
@@ -363,10 +364,10 @@ def _make_copy(name: str, view: str, list_result: bool = False) -> None:
     view_op = _VIEWS.get(view) or getattr(aten, view)
 
     def functional(self: Any, *args: Any, **kwargs: Any) -> Any:
-        r = view_op(self, *args, **kwargs)  # clone's copy is C-contiguous
+        r = view_op(self, *args, **kwargs)  # a *_copy op's result is contiguous, as in PyTorch
         if list_result:
-            return [t.clone() for t in r]
-        return r.clone()
+            return [t.clone(memory_format=contiguous_format) for t in r]
+        return r.clone(memory_format=contiguous_format)
 
     def with_out(self: Any, *args_and_out: Any, **kwargs: Any) -> Any:
         *args, out = args_and_out

@@ -11,7 +11,20 @@ from ember.aten.kernels._common import elementwise
 
 
 def clone(xp: Any, self: Array, memory_format: Any = None) -> Any:
-    return self.copy()
+    """A copy laid out by ``memory_format``: row-major for ``contiguous_format``; channels innermost for
+    ``channels_last(_3d)``; by default (``preserve_format``) PyTorch's rule -- the same strides for a dense,
+    non-overlapping tensor, the same order of strides made dense for a strided slice (NumPy's ``order="K"``), and
+    row-major for an overlapping (expanded) one."""
+    name = getattr(memory_format, "name", "preserve_format")
+    if name == "contiguous_format":
+        return self.copy(order="C")
+    if name in ("channels_last", "channels_last_3d") and self.ndim in (4, 5):
+        to_last = (0,) + tuple(range(2, self.ndim)) + (1,)
+        back = (0, self.ndim - 1) + tuple(range(1, self.ndim - 1))
+        return self.transpose(to_last).copy(order="C").transpose(back)
+    if any(st == 0 and sz > 1 for st, sz in zip(self.strides, self.shape)):
+        return self.copy(order="C")
+    return self.copy(order="K")
 
 
 def contiguous_copy(xp: Any, self: Array) -> Any:
