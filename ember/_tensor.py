@@ -367,7 +367,8 @@ class Tensor(TensorImpl, _TensorMethods):
         if not (isinstance(cls, type) and issubclass(cls, Tensor)):
             raise TypeError("as_subclass(): argument 'cls' must be a subclass of torch.Tensor")
         t = object.__new__(cls)
-        t._data, t._ks, t._vc, t._device = self._data, self._ks, self._vc, self._device
+        # the Python key belongs to classes that define __torch_dispatch__ (a plain view of a subclass drops it)
+        t._data, t._ks, t._vc, t._device = self._data, self._ks & ~_PY_BIT, self._vc, self._device
         # one tensor seen through two classes, as PyTorch's two Python objects over one TensorImpl: the autograd
         # state (grad_fn, .grad, requires_grad, hooks) is shared, so the alias stays in the graph
         t.__dict__ = self.__dict__

@@ -7,9 +7,15 @@ import math
 
 import numpy as np
 
+from ember.c10.dispatch_key import DispatchKey as _DispatchKey
+from ember.c10.storage import root_array
+from ember.c10.tensor_impl import is_fake_buffer
+
 from ember.c10.dtype import BF16_NP as _BF16
 
 from ember.c10 import dtype as _dt
+
+_PYTHON_BIT = 1 << _DispatchKey.Python  # tensors whose values live behind __torch_dispatch__
 
 
 class _PrintOptions:
@@ -141,7 +147,11 @@ def tensor_repr(t, prefix: str = "tensor(") -> str:
     if t.device.type != "cpu":
         suffixes.append(f"device='{t.device}'")
     indent = len(prefix)
-    if t.device.type == "meta":
+    if t.device.type == "meta" or (t._ks & _PYTHON_BIT and is_fake_buffer(root_array(t._data))):
+        # no data to show: a meta tensor, or a tensor subclass whose values live behind __torch_dispatch__ (a
+        # wrapper subclass holds no data of its own; PyTorch fails to format one that defines no __repr__)
+        if t.device.type != "meta":
+            prefix = type(t).__name__ + "("
         body = "..."
         suffixes.append(f"size={tuple(t.shape)}")
         if dt is not _dt.get_default_dtype():

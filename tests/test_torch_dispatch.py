@@ -395,3 +395,23 @@ def test_three_graphs_of_a_module_print_as_pytorchs():
         return [_mod(lib, ".fx").symbolic_trace(net).code, make_fx(net)(x).code,
                 make_fx(net, decomposition_table=table)(x).code]
     assert codes(ember) == codes(torch)
+
+
+def test_wrapper_subclass_prints_no_made_up_values():
+    """A wrapper subclass has no data of its own: its default repr shows its metadata (PyTorch fails to format one
+    without a __repr__), never the placeholder memory; a subclass with real data prints its values, and viewing it
+    as a plain Tensor drops the Python key."""
+    from ember._python_key import PYTHON_BIT
+    LT, _ = _logging_tensor(ember)      # defines no __repr__
+    x = LT(ember.tensor([1.5, 2.0]))
+    assert repr(x) == "LoggingTensor(..., size=(2,))"
+    assert repr(LT(ember.tensor([1, 2]))) == "LoggingTensor(..., size=(2,), dtype=ember.int64)"
+
+    class Sub(ember.Tensor):
+        @classmethod
+        def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+            unwrap = lambda e: e.as_subclass(ember.Tensor) if isinstance(e, Sub) else e  # noqa: E731
+            return func(*[unwrap(a) for a in args], **(kwargs or {}))
+    s = ember.tensor([1.0, 2.0]).as_subclass(Sub)
+    assert s._ks & PYTHON_BIT and not s.as_subclass(ember.Tensor)._ks & PYTHON_BIT
+    assert repr(s) == "tensor([1., 2.])" and (s + 1).tolist() == [2.0, 3.0]
