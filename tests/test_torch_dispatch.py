@@ -415,3 +415,36 @@ def test_wrapper_subclass_prints_no_made_up_values():
     s = ember.tensor([1.0, 2.0]).as_subclass(Sub)
     assert s._ks & PYTHON_BIT and not s.as_subclass(ember.Tensor)._ks & PYTHON_BIT
     assert repr(s) == "tensor([1., 2.])" and (s + 1).tolist() == [2.0, 3.0]
+
+
+# composites that read their input's values through NumPy: no fake (or meta) evaluation of them
+_NUMPY_COMPOSITES = {"linalg.lu_factor", "linalg.ldl_factor", "linalg.ldl_solve"}
+
+
+def test_every_op_table_sample_runs_under_fake_tensor_mode():
+    """Every sample of the op table (tests/op_db.py) run under FakeTensorMode gives the shapes and dtypes of the
+    eager run: through the Python key, the OpOverload call, the Meta kernels, and for ops without one the real
+    kernel on zeros (PyTorch's fallback kernels). Data-dependent ops raise PyTorch's exceptions."""
+    from tests.test_ops import CASES, _shapes, call, samples_of
+    ft = _mod(ember, "._subclasses.fake_tensor")
+    compared, fake, refused = 0, 0, set()
+    for op, dtype in CASES:
+        for s in samples_of(op, dtype)[:2]:
+            try:
+                ref = call(op, ember, s)
+            except Exception:
+                continue
+            try:
+                with ft.FakeTensorMode(allow_non_fake_inputs=True):
+                    got = call(op, ember, s)
+            except (ft.DataDependentOutputException, ft.DynamicOutputShapeException):
+                continue
+            except RuntimeError as e:
+                assert op.name in _NUMPY_COMPOSITES and "not supported for tensor subclasses" in str(e), op.name
+                refused.add(op.name)
+                continue
+            assert _shapes(got) == _shapes(ref), op.name
+            flat = got if isinstance(got, (tuple, list)) else [got]
+            fake += any(type(g).__name__ == "FakeTensor" for g in flat)   # (positive(x) returns x itself)
+            compared += 1
+    assert compared > 2500 and fake > 0.95 * compared and refused == _NUMPY_COMPOSITES

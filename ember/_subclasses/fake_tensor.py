@@ -18,7 +18,9 @@ from typing import Any
 
 from ember._tensor import Tensor
 from ember.aten.torch_function import _disabled_torch_function_impl
+from ember.aten.dispatcher import NotImplementedForKey
 from ember.aten.wrap import view_of
+from ember.c10.tensor_impl import fake_array
 from ember.c10.device import META, canonical
 from ember.c10.dispatch_key import KS_META
 from ember.utils._python_dispatch import TorchDispatchMode
@@ -118,6 +120,7 @@ class FakeTensorMode(TorchDispatchMode):
         if shape_env is not None:
             raise NotImplementedError("FakeTensorMode: symbolic shapes (shape_env) are not supported by ember")
         self.allow_non_fake_inputs = allow_non_fake_inputs
+        self.allow_fallback_kernels = allow_fallback_kernels
         self.static_shapes = True if static_shapes is None else static_shapes
         self.shape_env = None
         self._memo: dict[int, tuple[Any, FakeTensor]] = {}   # id(real) -> (weak reference to it, its fake)
@@ -137,7 +140,6 @@ class FakeTensorMode(TorchDispatchMode):
         hit = self._memo.get(id(t))
         if hit is not None and hit[0]() is t:
             return hit[1]
-        from ember.c10.tensor_impl import fake_array
         meta = view_of(fake_array(tuple(t.shape), t._data.dtype, t.stride()), t)
         meta._ks, meta._device = KS_META, META
         from ember.c10.tensor_impl import VersionCounter
@@ -184,12 +186,48 @@ class FakeTensorMode(TorchDispatchMode):
             mkwargs["device"] = META
         if device is None:
             device = canonical("cpu")
-        out = func(*margs, **mkwargs)
+        try:
+            out = func(*margs, **mkwargs)
+        except NotImplementedForKey:
+            if not self.allow_fallback_kernels:
+                raise
+            return self._run_fallback_kernel(func, leaves, spec, fakes, device)
         for m in new_leaves:  # an op that changed a fake argument's metadata (resize_, set_)
             f = fakes.get(id(m))
             if f is not None and m._data is not f._data:
                 f._data = m._data
         return self._wrap(out, fakes, device)
+
+    def _run_fallback_kernel(self, func: Any, leaves: list[Any], spec: Any, fakes: dict[int, Any],
+                             device: Any) -> Any:
+        """An operator without a Meta kernel runs its real kernel on zero-filled tensors of the fake arguments'
+        metadata (PyTorch's fallback kernels, ``allow_fallback_kernels``), and its results become fake tensors."""
+        from ember._generated import aten
+        real_of: dict[int, Any] = {}
+        new_leaves = []
+        for x in leaves:
+            if isinstance(x, FakeTensor):
+                r = aten.zeros(tuple(x.shape), dtype=x.dtype)
+                real_of[id(r)] = x
+                new_leaves.append(r)
+            else:
+                new_leaves.append(x)
+        args, kwargs = tree_unflatten(new_leaves, spec)
+        out = func(*args, **kwargs)
+
+        def to_fake(o: Any) -> Any:
+            if isinstance(o, Tensor):
+                f = real_of.get(id(o))
+                if f is not None:
+                    return f
+                meta = view_of(fake_array(tuple(o.shape), o._data.dtype, o.stride()), o)
+                meta._ks, meta._device = KS_META, META
+                return FakeTensor(self, meta, device)
+            if isinstance(o, (list, tuple)):
+                r = [to_fake(v) for v in o]
+                return type(o)(r) if type(o) in (list, tuple) else type(o)(*r)
+            return o
+        return to_fake(out)
 
     def _wrap(self, out: Any, fakes: dict[int, Any], device: Any) -> Any:
         if isinstance(out, Tensor):
