@@ -4,23 +4,23 @@ is ``ones_like(output, memory_format=preserve_format)``)."""
 from __future__ import annotations
 
 
-class layout:
+class _NamedConstant:
     def __init__(self, name: str) -> None:
         self.name = name
 
     def __repr__(self) -> str:
         return f"ember.{self.name}"
+
+
+class layout(_NamedConstant):
+    pass
 
 
 strided = layout("strided")
 
 
-class memory_format:
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"ember.{self.name}"
+class memory_format(_NamedConstant):
+    pass
 
 
 contiguous_format = memory_format("contiguous_format")
