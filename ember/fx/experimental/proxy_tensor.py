@@ -26,7 +26,7 @@ from ember.fx.graph_module import GraphModule
 from ember.utils._python_dispatch import TorchDispatchMode
 from ember.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
-__all__ = ["make_fx", "ProxyTorchDispatchMode", "get_isolated_graphmodule", "dispatch_trace"]
+__all__ = ["make_fx", "ProxyTorchDispatchMode", "get_isolated_graphmodule"]
 
 
 class ProxyTorchDispatchMode(TorchDispatchMode):
@@ -159,6 +159,3 @@ def get_isolated_graphmodule(func: Callable[..., Any], args: Any, kwargs: Any,
     with _disable_current_modes():
         return make_fx(lambda *a: func(*a, **kwargs), tracing_mode=tracing_mode)(*args)
 
-
-def dispatch_trace(root: Any, tracer: Any = None, concrete_args: Any = None) -> GraphModule:
-    raise NotImplementedError("dispatch_trace: use make_fx")
