@@ -20,3 +20,15 @@ class _NN:
 
 
 _nn = _NN()
+
+
+def _set_grad_enabled(mode: bool) -> None:
+    """Turn grad mode on or off for this thread (what ``set_grad_enabled`` and ``no_grad`` do underneath)."""
+    from ember.c10.grad_mode import state
+    state.enabled = bool(mode)
+
+
+def is_grad_enabled() -> bool:
+    from ember.c10.grad_mode import state
+    return state.enabled
+

@@ -110,10 +110,12 @@ def set_default_device(d) -> None:
     _state.default_device = canonical("cpu" if d is None else d)
 
 
-def compile(model=None, **kwargs):  # noqa: A001 - eager mode stands in for the compiler path for now
-    if model is None:
-        return lambda m: m
-    return model
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,  # noqa: A001
+            disable=False):
+    """Capture ``model`` (a function or module) as graphs run by ``backend`` (``ember/_dynamo``, Note [Capture])."""
+    from ember._dynamo.eval_frame import compile as _compile
+    return _compile(model, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options,
+                    disable=disable)
 
 
 # storages, the device modules and torch/__init__.py's helpers

@@ -21,6 +21,7 @@ from ember.aten.dispatcher import tls as _dispatch_tls
 from ember._generated import aten
 from ember.aten.composite import wrapped_number
 from ember.aten import wrap as _wrap
+from ember.c10 import compile_state as _cs
 from ember.c10 import dtype as _dt
 from ember.c10.device import CPU, canonical
 from ember.c10.tensor_impl import TensorImpl, VersionCounter, contiguous_strides, fake_array
@@ -141,6 +142,8 @@ class Tensor(TensorImpl, _TensorMethods):
 
     def requires_grad_(self, requires_grad: builtins.bool = True) -> Tensor:
         """Set whether autograd records operations on this leaf tensor."""
+        if _cs.state.capturing is not None and builtins.bool(requires_grad) != self._rg:
+            _cs.graph_break("Tensor.requires_grad_()", "A compiled region changed whether a tensor requires grad.")
         if self._grad_fn is not None:
             if not requires_grad:
                 raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
@@ -155,6 +158,7 @@ class Tensor(TensorImpl, _TensorMethods):
                 raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not "
                                    "allowed.")
         self.__dict__["_rg"] = builtins.bool(requires_grad)
+        _cs.state.epoch += 1
         return self
 
     @property
@@ -181,6 +185,7 @@ class Tensor(TensorImpl, _TensorMethods):
 
     @grad.setter
     def grad(self, value: Any) -> None:
+        _cs.graph_break("setting Tensor.grad", "A compiled region assigned a tensor's .grad.")
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
@@ -220,6 +225,7 @@ class Tensor(TensorImpl, _TensorMethods):
 
     def retain_grad(self) -> None:
         """Keep ``.grad`` for this non-leaf tensor during backward."""
+        _cs.graph_break("Tensor.retain_grad()", "A compiled region asked to keep a non-leaf tensor's gradient.")
         if not self._rg:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self._grad_fn is None or self.__dict__.get("_retains_grad"):
@@ -230,6 +236,7 @@ class Tensor(TensorImpl, _TensorMethods):
 
     def register_hook(self, hook: Any) -> Any:
         """``hook(grad)`` runs when the gradient of this tensor is computed; it may return a new gradient."""
+        _cs.graph_break("Tensor.register_hook()", "A compiled region registered a gradient hook.")
         if not self._rg:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         from ember.autograd.graph import _RemovableHandle
@@ -241,6 +248,7 @@ class Tensor(TensorImpl, _TensorMethods):
 
     def register_post_accumulate_grad_hook(self, hook: Any) -> Any:
         """``hook(tensor)`` runs after the gradient was accumulated into ``.grad`` of this leaf."""
+        _cs.graph_break("Tensor.register_post_accumulate_grad_hook()", "A compiled region registered a hook.")
         if self._grad_fn is not None:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
         if not self._rg:
@@ -357,6 +365,8 @@ class Tensor(TensorImpl, _TensorMethods):
 
     @data.setter
     def data(self, other: Any) -> None:
+        _cs.graph_break("setting Tensor.data", "A compiled region replaced a tensor's data.")
+        _cs.state.epoch += 1
         self._data = other._data
         self._device = other._device
         self._ks = other._ks

@@ -1,16 +1,28 @@
-"""``ember._dynamo`` (``torch/_dynamo``): the names libraries touch on a CPU-only eager run. Graph capture is
-issue 18; until then nothing is compiled, the markers are recorded on the tensor (as PyTorch records them) and
-read by nobody, and ``config`` holds the settings scripts set."""
+"""``ember._dynamo`` (``torch/_dynamo``): graph capture (``capture.py``, Note [Capture]), the compiled callables
+and their caches (``eval_frame.py``), the backends, ``explain`` and ``reset``. The dynamic-shape markers are
+recorded on the tensor, as PyTorch records them; capture specializes on every shape (no symbolic sizes yet)."""
 from __future__ import annotations
 
 from typing import Any, Callable
 
 from ember._dynamo import config, exc  # noqa: F401
 from ember.compiler import allow_in_graph, assume_constant_result, disable, is_compiling, reset  # noqa: F401
+from ember.c10 import compile_state as _cs
 
 __all__ = ["allow_in_graph", "assume_constant_result", "disable", "is_compiling", "reset", "config", "exc",
            "mark_dynamic", "mark_static", "mark_static_address", "maybe_mark_dynamic", "optimize",
-           "graph_break", "is_dynamo_supported", "disallow_in_graph", "forbid_in_graph", "run"]
+           "graph_break", "is_dynamo_supported", "disallow_in_graph", "forbid_in_graph", "run", "explain",
+           "list_backends", "register_backend", "lookup_backend", "OptimizedModule"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("OptimizedModule", "explain", "ExplainOutput"):
+        from ember._dynamo import eval_frame
+        return getattr(eval_frame, name)
+    if name in ("list_backends", "register_backend", "lookup_backend"):
+        from ember._dynamo import backends
+        return getattr(backends, name)
+    raise AttributeError(f"module 'torch._dynamo' has no attribute '{name}'")
 
 
 def mark_dynamic(t: Any, index: Any, *, min: int | None = None, max: int | None = None, **kwargs: Any) -> None:  # noqa: A002
@@ -35,21 +47,25 @@ def mark_static_address(t: Any, guard: bool = True) -> None:
 
 
 def optimize(backend: Any = "inductor", *, nopython: bool = False, **kwargs: Any) -> Callable[[Any], Any]:
-    """The old spelling of ``compile``: a decorator returning its function."""
-    return lambda fn: fn
+    """The old spelling of ``compile``: a decorator compiling its function or module with ``backend``."""
+    from ember._dynamo import eval_frame
+    return eval_frame.optimize(backend, nopython=nopython, **kwargs)
 
 
 def run(fn: Any = None) -> Any:
+    """Run ``fn`` with the graphs already captured and no new capture: ember runs it as it is."""
     return fn
 
 
-def graph_break() -> None:
-    """Break the graph here when compiling (nothing to break in eager mode)."""
+def graph_break(msg: str = "") -> None:
+    """Break the graph here when compiling."""
+    _cs.graph_break("Call to `torch._dynamo.graph_break()`" + (f": {msg}" if msg else ""),
+                    "User-inserted graph break.")
 
 
 def is_dynamo_supported() -> bool:
-    """Whether graph capture works on this platform: not in ember yet (issue 18)."""
-    return False
+    """Whether graph capture works on this platform (it does wherever ember runs)."""
+    return True
 
 
 def disallow_in_graph(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -51,3 +51,11 @@ class UncapturedHigherOrderOpError(TorchDynamoException):
 
 class ObservedException(TorchDynamoException):
     pass
+
+
+class RecompileError(TorchDynamoException):
+    """A recompilation while ``config.error_on_recompile`` is set."""
+
+
+class FailOnRecompileLimitHit(TorchDynamoException):
+    """The recompile limit was hit while ``config.fail_on_recompile_limit_hit`` is set."""

@@ -146,7 +146,7 @@ class FakeTensorMode(TorchDispatchMode):
         meta._vc = VersionCounter()
         f = FakeTensor(self, meta, t.device)
         if t.requires_grad:
-            f.requires_grad_(True)
+            f.__dict__["_rg"] = True    # not requires_grad_(): a capture in progress must not see a user's call
         key = id(t)
         self._memo[key] = (weakref.ref(t, lambda _r: self._memo.pop(key, None)), f)
         return f
@@ -159,6 +159,9 @@ class FakeTensorMode(TorchDispatchMode):
             raise DataDependentOutputException(func)
         if name in _DYNAMIC_OUTPUT_SHAPE or func.__name__ in _DYNAMIC_OUTPUT_SHAPE:
             raise DynamicOutputShapeException(func)
+        if func.__name__ == "index.Tensor" and any(
+                isinstance(i, Tensor) and i.dtype.name in ("bool", "uint8") for i in (args[1] or ())):
+            raise DynamicOutputShapeException(func)     # a boolean mask selects as many elements as are true
         leaves, spec = tree_flatten((args, kwargs))
         device = None
         fakes: dict[int, Any] = {}

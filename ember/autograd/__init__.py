@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember.c10 import compile_state as _cs
 from ember._generated import aten
 from ember.aten.wrap import tensor_like
 from ember.c10.memory_format import preserve_format
@@ -66,6 +67,7 @@ def _make_grads(outputs: Any, grad_outputs: Any, is_grads_batched: Any = False) 
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: Any = None, create_graph: Any = False,
              grad_variables: Any = None, inputs: Any = None) -> None:
     """Accumulate the gradients of ``tensors`` into the ``.grad`` of the leaves of their graph."""
+    _cs.graph_break("backward()", "A compiled region ran backward; the graph ends before it.")
     if grad_variables is not None:
         grad_tensors = grad_variables
     tensors = _tensor_list(tensors)
@@ -82,6 +84,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: Any 
          only_inputs: Any = True, allow_unused: Any = None, is_grads_batched: Any = False,
          materialize_grads: Any = False) -> Any:
     """The gradients of ``outputs`` with respect to ``inputs`` (nothing is accumulated into ``.grad``)."""
+    _cs.graph_break("autograd.grad()", "A compiled region ran autograd.grad; the graph ends before it.")
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
                          "allow_unused=False.")

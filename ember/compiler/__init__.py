@@ -1,6 +1,6 @@
-"""``ember.compiler`` (``torch/compiler``): the questions libraries ask about compilation. ember runs eagerly
-(``ember.compile`` returns the model itself until issue 18 brings graph capture), so nothing is ever being
-compiled, traced for export or in a graph; the decorators return what they decorate."""
+"""``ember.compiler`` (``torch/compiler``): the questions libraries ask about compilation and the switches around
+``ember.compile`` (graph capture is ``ember._dynamo``'s). ``is_compiling()`` is true while a graph is being
+captured; nothing is ever traced for export yet."""
 from __future__ import annotations
 
 import contextlib
@@ -18,12 +18,13 @@ def compile(*args: Any, **kwargs: Any) -> Any:  # noqa: A001 - PyTorch's name
 
 
 def is_compiling() -> bool:
-    """True while a compiler traces the code (never in ember yet)."""
-    return False
+    """True while ``ember.compile`` captures a graph of the code that asks."""
+    from ember.c10.compile_state import state
+    return state.capturing is not None
 
 
 def is_dynamo_compiling() -> bool:
-    return False
+    return is_compiling()
 
 
 def is_exporting() -> bool:
@@ -32,18 +33,22 @@ def is_exporting() -> bool:
 
 
 def reset() -> None:
-    """Drop every compiled artifact (there are none)."""
+    """Drop every captured graph: compiled functions capture again on their next call."""
+    from ember._dynamo import eval_frame
+    eval_frame.reset()
 
 
 def list_backends(exclude_tags: Any = ("debug", "experimental")) -> list[str]:
-    return []
+    """The names ``backend=`` accepts (without the debugging ones, ``eager`` and ``aot_eager``)."""
+    from ember._dynamo import backends
+    return backends.list_backends(exclude_tags)
 
 
 def disable(fn: Any = None, recursive: bool = True, *, reason: str | None = None) -> Any:
-    """Exclude ``fn`` from compilation (as a decorator, with or without arguments): ``fn`` unchanged."""
-    if fn is None:
-        return lambda f: f
-    return fn
+    """Keep ``fn`` out of graphs (a decorator, with or without arguments): inside a compiled region its call is
+    a graph break, and a compiled function or module given here comes back uncompiled."""
+    from ember._dynamo import eval_frame
+    return eval_frame.disable(fn, recursive, reason=reason)
 
 
 def allow_in_graph(fn: Callable[..., Any]) -> Callable[..., Any]:

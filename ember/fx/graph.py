@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import inspect
 import keyword
+import math
 import operator
 import re
 from typing import Any, Callable, Iterator
@@ -300,6 +301,7 @@ class Graph:
         globals_: dict[str, Any] = {}
         import ember
         globals_["torch"] = ember
+        globals_["inf"], globals_["nan"] = math.inf, math.nan     # what repr() of a float may print
 
         def add_global(name_hint: str, obj: Any) -> str:
             # ember's public functions by their torch.* name; builtins by name; anything else as a global named
@@ -358,6 +360,10 @@ class Graph:
         free_vars: list[str] = []
         body: list[str] = []
         for node in self.nodes:
+            if node.op not in ("placeholder", "output") and node.stack_trace:
+                line = _stack_trace_comment(node.stack_trace)
+                if line:
+                    body.append(line)
             if node.op == "placeholder":
                 free_vars.append(node.target + (f" = {rep(node.args[0])}" if node.args else ""))
                 raw = node.target.replace("*", "")     # *args / **kwargs: the tuple / dict itself
@@ -406,6 +412,18 @@ class Graph:
         return f"{add_global(name, t)}({args_str(node.args, node.kwargs)})"
 
 
+
+
+def _stack_trace_comment(trace: str) -> str | None:
+    """``# File: path:line in fn, code: source`` for the innermost frame of a node's stack trace."""
+    import re
+    lines = trace.rstrip("\n").split("\n")
+    for i in range(len(lines) - 1, -1, -1):
+        m = re.match(r'\s*File "([^"]+)", line (\d+), in (.+)$', lines[i])
+        if m:
+            code = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            return f"# File: {m.group(1)}:{m.group(2)} in {m.group(3)}, code: {code}"
+    return None
 
 
 def _is_builtin(obj: Any) -> bool:

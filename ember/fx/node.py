@@ -86,6 +86,15 @@ def _qualified_name(func: Any) -> str:
 
 
 _side_effectful_functions: set[Any] = set()
+_RANDOM_PREFIXES = ("rand", "normal", "bernoulli", "multinomial", "poisson", "rrelu", "native_dropout", "dropout",
+                    "feature_dropout", "alpha_dropout", "feature_alpha_dropout", "_standard_gamma", "binomial",
+                    "_sample_dirichlet", "exponential", "geometric", "log_normal", "cauchy", "uniform")
+
+
+def _is_random(op: Any) -> bool:
+    """Whether an ATen op draws from a random generator: removing it would change every later random number."""
+    name = op.__name__.split(".")[0]
+    return name.startswith(_RANDOM_PREFIXES) or any(a.type.startswith("Generator") for a in op._schema.arguments)
 
 
 def has_side_effect(fn: Any) -> Any:
@@ -121,6 +130,15 @@ class Node:
         self._erased = False
         self.meta: dict[str, Any] = {}
         self._update_args_kwargs(args, kwargs)
+
+    @property
+    def stack_trace(self) -> str | None:
+        """The Python stack that made this node, innermost frame last (``meta["stack_trace"]``), if recorded."""
+        return self.meta.get("stack_trace")
+
+    @stack_trace.setter
+    def stack_trace(self, trace: str | None) -> None:
+        self.meta["stack_trace"] = trace
 
     # -- the linked list ------------------------------------------------------------------------------------
     @property
@@ -214,8 +232,8 @@ class Node:
             if self.target in _side_effectful_functions:
                 return True
             from ember._ops import OpOverload
-            if isinstance(self.target, OpOverload):   # an ATen op that writes into an argument
-                return self.target._schema.is_mutable
+            if isinstance(self.target, OpOverload):   # an ATen op that writes into an argument or draws random
+                return self.target._schema.is_mutable or _is_random(self.target)
             return getattr(self.target, "__name__", "").endswith("_") and \
                 not getattr(self.target, "__name__", "").endswith("__")
         if self.op == "call_method":

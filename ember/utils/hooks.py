@@ -4,6 +4,8 @@ from __future__ import annotations
 import itertools
 import weakref
 
+from ember.c10 import compile_state as _cs
+
 
 class RemovableHandle:
     """Returned by the ``register_*_hook`` methods; ``remove()`` unregisters the hook."""
@@ -11,6 +13,8 @@ class RemovableHandle:
     _next_id = itertools.count()
 
     def __init__(self, hooks_dict, *, extra_dict=None):
+        _cs.graph_break("registering a hook", "A compiled region registered a hook, which its graph cannot replay.")
+        _cs.bump()
         self.hooks_dict_ref = weakref.ref(hooks_dict)
         self.id = next(RemovableHandle._next_id)
         self.extra_dict_ref = tuple(weakref.ref(d) for d in
@@ -18,6 +22,8 @@ class RemovableHandle:
                                      is not None else []))
 
     def remove(self):
+        _cs.graph_break("removing a hook", "A compiled region removed a hook, which its graph cannot replay.")
+        _cs.bump()
         d = self.hooks_dict_ref()
         if d is not None and self.id in d:
             del d[self.id]

@@ -33,7 +33,8 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
     """Records every operator that reaches it into ``graph`` (Note [make_fx])."""
 
     def __init__(self, graph: Graph, root: Any, decomposition_table: dict[Any, Callable[..., Any]] | None = None,
-                 tracing_mode: str = "real") -> None:
+                 tracing_mode: str = "real", *, record_grad_mode: bool = False,
+                 record_stack_traces: bool = False) -> None:
         super().__init__()
         self.graph = graph
         self.root = root
@@ -41,6 +42,22 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         self.tracing_mode = tracing_mode
         self._nodes: dict[int, tuple[Any, Any]] = {}   # id(tensor) -> (tensor, the node that made it)
         self._constants = {"param": 0, "tensor": 0}
+        self.constants: dict[str, Any] = {}             # attributes of ``root``, set once the trace is over
+        # grad mode as the graph's code last set it: with ``record_grad_mode`` a change made by the traced code
+        # (``with no_grad():``) becomes a ``_set_grad_enabled`` node, so that replaying the graph's ops through
+        # the dispatcher records the same autograd history as the traced code did
+        from ember.c10.grad_mode import state
+        self.record_grad_mode = record_grad_mode
+        self.grad_enabled = state.enabled
+        self.record_stack_traces = record_stack_traces
+
+    def sync_grad_mode(self) -> None:
+        """Add a ``_set_grad_enabled`` node if the traced code changed grad mode since the last recorded op."""
+        from ember.c10.grad_mode import state
+        if self.record_grad_mode and state.enabled != self.grad_enabled:
+            import ember._C
+            self.grad_enabled = state.enabled
+            self.graph.call_function(ember._C._set_grad_enabled, (state.enabled,))
 
     def track(self, t: Any, node: Any) -> None:
         self._nodes[id(t)] = (t, node)
@@ -55,7 +72,7 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         kind = "param" if isinstance(t, Parameter) else "tensor"
         name = f"_{kind}_constant{self._constants[kind]}"
         self._constants[kind] += 1
-        setattr(self.root, name, t)
+        self.constants[name] = t
         node = self.graph.get_attr(name)
         node.meta["val"] = t
         self.track(t, node)
@@ -77,10 +94,16 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
                 r = func.decompose(*args, **kwargs)
             if r is not NotImplemented:
                 return r
+        self.sync_grad_mode()
         out = func(*args, **kwargs)
         node = self.graph.call_function(func, tree_map(self._as_arg, tuple(args)),
                                         tree_map(self._as_arg, dict(kwargs)))
         node.meta["val"] = out
+        if self.record_stack_traces:
+            node.meta["stack_trace"] = _user_stack_trace()
+        written = _written_argument(func, args, kwargs)
+        if written is not None:     # an in-place or out= op returns its argument itself, as it does eagerly
+            out = written
         if isinstance(out, Tensor):
             self.track(out, node)
         elif isinstance(out, (tuple, list)):
@@ -90,6 +113,43 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
                     g.meta["val"] = o
                     self.track(o, g)
         return out
+
+
+def _written_argument(func: Any, args: Any, kwargs: Any) -> Any:
+    """The argument an in-place (``add_``) or ``out=`` operator writes and returns, if ``func`` is one."""
+    returns = func._schema.returns
+    if len(returns) != 1 or returns[0].alias_info is None or not returns[0].alias_info.is_write:
+        return None
+    alias = returns[0].alias_info.before_set
+    for i, a in enumerate(func._schema.arguments):
+        if a.alias_info is not None and a.alias_info.before_set == alias:
+            v = kwargs.get(a.name) if a.kwarg_only or i >= len(args) else args[i]
+            return v if isinstance(v, Tensor) else None
+    return None
+
+
+def _user_stack_trace() -> str:
+    """The stack of the code being traced, innermost last, without ember's own frames (``node.stack_trace``)."""
+    import os
+    import sys
+    import traceback
+    import ember
+    pkg = os.path.dirname(ember.__file__) + os.sep
+    modules = pkg + os.path.join("nn", "modules") + os.sep   # a module's forward is where the user's model is
+    frames = []
+    f = sys._getframe(1)
+    while f is not None:
+        name = f.f_code.co_filename
+        if not name.startswith(pkg) or (name.startswith(modules) and f.f_code.co_name == "forward"):
+            frames.append((f, f.f_lineno))
+        f = f.f_back
+    profile = sys.getprofile()      # reading the source lines is not the traced code's doing (Note [Capture])
+    sys.setprofile(None)
+    try:
+        summary = traceback.StackSummary.extract(reversed(frames), lookup_lines=True)
+    finally:
+        sys.setprofile(profile)
+    return "".join(summary.format())
 
 
 def _placeholder_names(f: Callable[..., Any], n: int) -> list[str]:
@@ -131,7 +191,8 @@ def make_fx(f: Callable[..., Any], decomposition_table: dict[Any, Callable[..., 
             from ember._subclasses.fake_tensor import FakeTensorMode
             fake_mode = FakeTensorMode(allow_non_fake_inputs=_allow_non_fake_inputs)
             leaves = [fake_mode.from_tensor(x) if isinstance(x, Tensor) else x for x in leaves]
-        mode = ProxyTorchDispatchMode(graph, root, decomposition_table, tracing_mode)
+        mode = ProxyTorchDispatchMode(graph, root, decomposition_table, tracing_mode,
+                                      record_stack_traces=record_stack_traces)
         names = _placeholder_names(f, len(args)) if len(leaves) == len(args) else \
             [f"arg{i}_1" for i in range(len(leaves))]
         for x, name in zip(leaves, names):
@@ -147,6 +208,8 @@ def make_fx(f: Callable[..., Any], decomposition_table: dict[Any, Callable[..., 
             with mode:
                 out = f(*call_args)
         graph.output(tree_map(lambda o: mode.node_of(o) if isinstance(o, Tensor) else o, out))
+        for name, t in mode.constants.items():
+            setattr(root, name, t)
         return GraphModule(root, graph)
 
     return wrapped

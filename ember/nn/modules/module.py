@@ -11,6 +11,7 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
 from ember._tensor import Tensor
+from ember.c10 import compile_state as _cs
 from ember.nn.parameter import Buffer, Parameter
 from ember.utils.hooks import RemovableHandle
 
@@ -111,6 +112,10 @@ class Module:
 
     # ------------------------------------------------------------------------------ registration
     def register_buffer(self, name: str, tensor: Tensor, persistent: bool = True) -> None:
+        if _cs.state.capturing is not None and _current_attr(self, name) is not tensor:
+            _cs.graph_break(f"register_buffer of {type(self).__name__}.{name}",
+                            "A compiled region changed the structure of a module.")
+        _cs.bump()
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         if not isinstance(name, str):
@@ -134,6 +139,10 @@ class Module:
             self._non_persistent_buffers_set.add(name)
 
     def register_parameter(self, name: str, param: Tensor) -> None:
+        if _cs.state.capturing is not None and _current_attr(self, name) is not param:
+            _cs.graph_break(f"register_parameter of {type(self).__name__}.{name}",
+                            "A compiled region changed the structure of a module.")
+        _cs.bump()
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         if not isinstance(name, str):
@@ -157,6 +166,10 @@ class Module:
             self._parameters[name] = param
 
     def add_module(self, name: str, module: Any) -> None:
+        if _cs.state.capturing is not None and _current_attr(self, name) is not module:
+            _cs.graph_break(f"add_module of {type(self).__name__}.{name}",
+                            "A compiled region changed the structure of a module.")
+        _cs.bump()
         if not isinstance(module, Module) and module is not None:
             raise TypeError(f"{typename(module)} is not a Module subclass")
         if not isinstance(name, str):
@@ -236,6 +249,12 @@ class Module:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name: str, value: Tensor) -> None:
+        st = _cs.state
+        if st.capturing is not None and _current_attr(self, name) is not value:
+            _cs.graph_break(f"setattr of {type(self).__name__}.{name}",
+                            "A compiled region changed an attribute of a module, which its graph cannot replay.")
+        st.epoch += 1
+
         def remove_from(*dicts_or_sets: Any) -> Any:
             for d in dicts_or_sets:
                 if name in d:
@@ -283,6 +302,9 @@ class Module:
                     object.__setattr__(self, name, value)
 
     def __delattr__(self, name: Any) -> None:
+        _cs.graph_break(f"delattr of {type(self).__name__}.{name}",
+                        "A compiled region deleted an attribute of a module, which its graph cannot replay.")
+        _cs.bump()
         if name in self._parameters:
             del self._parameters[name]
         elif name in self._buffers:
@@ -790,3 +812,16 @@ class Module:
     def compile(self, *args: Any, **kwargs: Any) -> Any:
         """``torch.compile`` in place: ember runs eagerly, so this is the identity."""
         return None
+
+
+def _current_attr(module: Module, name: str) -> Any:
+    """What ``module.name`` holds now (a parameter, buffer, submodule or plain attribute), or a fresh sentinel."""
+    d = module.__dict__
+    for key in ("_parameters", "_buffers", "_modules"):
+        sub = d.get(key)
+        if sub is not None and name in sub:
+            return sub[name]
+    return d.get(name, _MISSING)
+
+
+_MISSING = object()

@@ -1,0 +1,592 @@
+"""Graph capture: one call of a Python function recorded as an ATen graph, with the guards under which the graph
+stands for the function (``torch/_dynamo/convert_frame.py`` + ``guards.py``, by tracing rather than by bytecode).
+
+Note [Capture]
+PyTorch's Dynamo reads the function's bytecode. ember runs the function once under ``make_fx`` on fake tensors
+(Note [make_fx], Note [Fake tensors]): every operator that reaches the dispatcher becomes a node, no value is
+computed, and what the function did with Python is gone from the graph. The capture therefore watches the Python
+side while it runs, and gives up -- a *graph break* -- whenever the graph would not replay the function exactly:
+
+* a value read from a tensor (``if x.sum() > 0``, ``.item()``, ``.tolist()``, ``.numpy()``) or an operator whose
+  output shape depends on the data (``nonzero``): the fake tensor raises, the capture turns it into a break;
+* Python-level state the graph cannot replay, stopped *before* it changes (Note [Capture and Python state]);
+* a call with an effect outside ember (``print``, file and stream writes, ``input``, ``time.*``, Python's and
+  NumPy's random generators, a mutating method of a list, dict or set that existed before the call), stopped
+  before it runs by a profile hook (``sys.setprofile`` sees every C call);
+* anything else that fails on fake tensors but may run eagerly.
+
+On a break the function runs eagerly for the inputs the guards describe (the break is cached like a graph), or
+with ``fullgraph=True`` raises ``Unsupported``. ember does not split the function at the break and resume it
+after the break as Dynamo does: resuming a Python frame half-way needs bytecode rewriting. A whole-function eager
+run is always the eager result, which is the point of a break.
+
+Note [Capture and Python state]
+A graph replayed later must not depend on Python values it did not check. The guards cover:
+* each argument: a tensor's class, sizes, strides, dtype, device and ``requires_grad``, and which arguments
+  are the same tensor; any other value by equality (numbers, strings, dtypes) or identity (objects);
+* grad mode and the default dtype;
+* the globals the traced code read (each user frame's names, recorded when the frame starts: ember's and the
+  standard library's frames are not user code), and the cells of the function's closure;
+* the modules involved (the compiled module's tree, modules passed or read as globals): training flags,
+  attributes, parameters and buffers (identity, shape, dtype, requires_grad), submodules and hooks. This snapshot
+  is recomputed only when ``compile_state.epoch`` moved -- a module attribute was set, a parameter's data or
+  requires_grad replaced, a hook registered or removed -- so a training loop pays for it once per ``train()``.
+Mutations the profile hook cannot stop before they happen (``d[k] = v``, ``obj.attr = v``, ``global x``) are found
+afterwards by comparing shallow snapshots of the same roots, undone, and reported as a break. What is out of reach
+-- objects more than two references away from the function's globals, closure, arguments and modules -- is not
+guarded; a program that changes such state between calls must mark the code with ``ember.compiler.disable``.
+"""
+from __future__ import annotations
+
+import builtins
+import io
+import os
+import random as _random
+import sys
+import sysconfig
+import time as _time
+import traceback
+import types
+from typing import Any, Callable
+
+from ember._tensor import Tensor
+from ember.c10 import compile_state as _cs
+from ember.c10 import dtype as _dtype_mod
+from ember.c10.grad_mode import state as _grad_state
+from ember.utils._pytree import tree_flatten, tree_unflatten
+
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_STDLIB_DIRS = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")})
+_NUMPY_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__import__("numpy").__file__))) + os.sep + "numpy" + \
+    os.sep
+_SCALARS = (int, float, bool, str, bytes, complex, type(None))
+_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "update",
+                       "setdefault", "popitem", "add", "discard", "difference_update", "intersection_update",
+                       "symmetric_difference_update", "appendleft", "extendleft", "popleft", "rotate",
+                       "__setitem__", "__delitem__", "__iadd__"})
+_IO_BUILTINS = {builtins.print: "print()", builtins.input: "input()", builtins.open: "open()",
+                builtins.breakpoint: "breakpoint()"}
+
+
+class BreakInfo:
+    """Why and where a capture stopped (``explain()`` lists these)."""
+
+    def __init__(self, reason: str, explanation: str, hints: tuple[str, ...], user_stack: list[Any]) -> None:
+        self.reason = reason
+        self.explanation = explanation
+        self.hints = hints
+        self.user_stack = user_stack   # traceback.FrameSummary entries of the user's code, innermost last
+        self.graph_break = True
+
+    def message(self) -> str:
+        """The text of PyTorch's ``Unsupported`` error for this break."""
+        lines = [self.reason]
+        if self.explanation:
+            lines.append(f"  Explanation: {self.explanation}")
+        lines += [f"  Hint: {h}" for h in self.hints]
+        lines += ["", "from user code:"]
+        for fs in self.user_stack:
+            lines.append(f'   File "{fs.filename}", line {fs.lineno}, in {fs.name}')
+            if fs.line:
+                lines.append(f"    {fs.line}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        where = self.user_stack[-1] if self.user_stack else None
+        at = f" at {where.filename}:{where.lineno}" if where is not None else ""
+        return f"GraphBreak({self.reason!r}{at})"
+
+
+def is_user_file(filename: str) -> bool:
+    """Whether code in ``filename`` is the program's own (not ember, the standard library or NumPy)."""
+    return not (filename.startswith(_EMBER_DIR) or filename.startswith(_STDLIB_DIRS)
+                or filename.startswith(_NUMPY_DIR) or filename.startswith("<frozen "))
+
+
+def _user_frames(tb: Any) -> list[Any]:
+    frames = [(f, ln) for f, ln in traceback.walk_tb(tb) if is_user_file(f.f_code.co_filename)]
+    return list(traceback.StackSummary.extract(frames, lookup_lines=True))
+
+
+# ----------------------------------------------------------------------------------------------- Python state
+def _value_key(v: Any) -> Any:
+    """What a guard compares of a Python value: numbers and strings by value, everything else by identity."""
+    return (type(v), v) if type(v) in _SCALARS else ("id", id(v))
+
+
+def _is_plain_object(v: Any) -> bool:
+    return hasattr(v, "__dict__") and not isinstance(v, (type, types.ModuleType, types.FunctionType,
+                                                         types.MethodType, types.BuiltinFunctionType, Tensor))
+
+
+class _Snapshot:
+    """Shallow copies of the containers and object dicts reachable from the roots, to find (and undo) what a
+    capture changed that the profile hook could not stop."""
+
+    def __init__(self) -> None:
+        self.items: dict[int, tuple[Any, Any, str]] = {}   # id -> (container, its copy, description)
+
+    def add(self, obj: Any, what: str, depth: int = 1) -> None:
+        from ember.nn import Module
+        if id(obj) in self.items or isinstance(obj, Tensor):
+            return
+        if isinstance(obj, dict):
+            self.items[id(obj)] = (obj, dict(obj), what)
+            children = list(obj.items())
+        elif isinstance(obj, (list, set, bytearray)) or type(obj).__name__ == "deque":
+            self.items[id(obj)] = (obj, list(obj) if not isinstance(obj, set) else set(obj), what)
+            children = [(i, v) for i, v in enumerate(obj)] if not isinstance(obj, set) else []
+        elif isinstance(obj, Module) or _is_plain_object(obj):
+            d = getattr(obj, "__dict__", None)
+            if not isinstance(d, dict):
+                return
+            self.items[id(d)] = (d, dict(d), what)
+            children = list(d.items())
+            depth += 1 if isinstance(obj, Module) else 0    # a module's own dicts are part of the module
+        else:
+            return
+        if depth > 0:
+            for k, v in children:
+                if isinstance(v, (dict, list, set)) or isinstance(v, Module) or _is_plain_object(v):
+                    self.add(v, f"{what}.{k}" if isinstance(k, str) else f"{what}[{k!r}]", depth - 1)
+
+    def changed(self) -> str | None:
+        for obj, copy, what in self.items.values():
+            if isinstance(obj, dict):
+                if len(obj) != len(copy) or any(k not in copy or copy[k] is not v for k, v in obj.items()):
+                    return what
+            elif isinstance(obj, set):
+                if obj != copy:
+                    return what
+            elif len(obj) != len(copy) or any(a is not b for a, b in zip(obj, copy)):
+                return what
+        return None
+
+    def restore(self) -> None:
+        for obj, copy, _ in self.items.values():
+            if isinstance(obj, dict):
+                if len(obj) != len(copy) or any(k not in copy or copy[k] is not v for k, v in obj.items()):
+                    obj.clear()
+                    obj.update(copy)
+            elif isinstance(obj, set):
+                obj.clear()
+                obj.update(copy)
+            elif len(obj) != len(copy) or any(a is not b for a, b in zip(obj, copy)):
+                obj.clear()
+                obj.extend(copy)
+
+
+class _Watcher:
+    """The profile hook of a capture: records the globals each user frame reads (for guards) and stops calls
+    with effects outside ember before they run (Note [Capture])."""
+
+    def __init__(self, snapshot: _Snapshot) -> None:
+        self.snapshot = snapshot
+        self.globals_read: dict[tuple[int, str], tuple[dict[str, Any], str, Any]] = {}
+        self._user_code: dict[Any, bool] = {}
+        self.previous: Any = None
+
+    def __call__(self, frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            code = frame.f_code
+            user = self._user_code.get(code)
+            if user is None:
+                user = self._user_code[code] = is_user_file(code.co_filename)
+            if user and code.co_name != "<module>":     # (a module's own code runs when it is imported)
+                g = frame.f_globals
+                for name in code.co_names:
+                    key = (id(g), name)
+                    if key not in self.globals_read and name in g:
+                        v = g[name]
+                        self.globals_read[key] = (g, name, v)
+                        if isinstance(v, (dict, list, set)) or _is_plain_object(v):
+                            self.snapshot.add(v, name)
+        elif event == "c_call":
+            self._check_c_call(frame, arg)
+
+    def _check_c_call(self, frame: Any, fn: Any) -> None:
+        what = _IO_BUILTINS.get(fn) if type(fn) is types.BuiltinFunctionType else None
+        owner = getattr(fn, "__self__", None)
+        if what is None and owner is not None:
+            name = getattr(fn, "__name__", "")
+            if isinstance(owner, io.IOBase):
+                what = f"{type(owner).__name__}.{name}() (I/O)"
+            elif isinstance(owner, _random.Random):
+                what = f"random.{name}()"
+            elif type(owner).__name__ in ("RandomState", "Generator") and \
+                    type(owner).__module__.startswith("numpy.random"):
+                what = f"numpy.random.{name}()"
+            elif owner is _time:
+                what = f"time.{name}()"
+            elif name in _MUTATORS and id(owner) in self.snapshot.items:
+                what = f"{type(owner).__name__}.{name}() on {self.snapshot.items[id(owner)][2]}"
+            elif name in _MUTATORS and id(getattr(owner, "__dict__", None)) in self.snapshot.items:
+                what = f"{type(owner).__name__}.{name}()"
+        if what is not None and _called_by_program(frame):
+            raise _cs.GraphBreak(f"Attempted to call {what} inside a compiled region",
+                                 "The call has an effect (or a result) outside ember's tensors, which a graph "
+                                 "cannot replay.",
+                                 ("Move the call out of the compiled function, or mark the function that makes it "
+                                  "with ember.compiler.disable.",))
+
+
+_MACHINERY = tuple(_EMBER_DIR + d + os.sep for d in ("aten", "c10", "autograd", "fx", "_subclasses", "utils",
+                                                      "_decomp"))
+
+
+def _called_by_program(frame: Any) -> bool:
+    """Whether a C call comes from the traced program, not from ember's operator machinery (a kernel loading
+    numba) or an import in progress: only the program's own effects are stopped."""
+    f = frame
+    while f is not None:
+        name = f.f_code.co_filename
+        if name.startswith("<frozen importlib") or name.startswith(_MACHINERY):
+            return False
+        if f.f_code is capture.__code__:
+            return True
+        f = f.f_back
+    return True
+
+
+# ----------------------------------------------------------------------------------------------- module state
+def module_state(modules: list[Any]) -> tuple[Any, ...]:
+    """Everything of these modules a graph may depend on (Note [Capture and Python state])."""
+    out: list[Any] = []
+    for m in modules:
+        row: list[Any] = [id(m)]
+        for k, v in m.__dict__.items():
+            if k == "_parameters" or k == "_buffers":
+                row.append((k, tuple((n, id(p), None if p is None else (p._data.shape, p._data.dtype, p._rg))
+                                     for n, p in v.items())))
+            elif isinstance(v, dict):
+                row.append((k, tuple(v.keys()), tuple(id(x) for x in v.values())))
+            elif isinstance(v, set):
+                row.append((k, tuple(sorted(map(str, v)))))
+            else:
+                row.append((k, _value_key(v)))
+        out.append(tuple(row))
+    return tuple(out)
+
+
+def modules_in(roots: list[Any]) -> list[Any]:
+    """The modules of the trees of ``roots``, each once."""
+    seen: dict[int, Any] = {}
+    for r in roots:
+        for m in r.modules():
+            seen.setdefault(id(m), m)
+    return list(seen.values())
+
+
+# ----------------------------------------------------------------------------------------------- guards
+class Guards:
+    """The checks under which a captured graph stands for the function, compiled into one Python expression
+    (``check``) and kept one by one to say which failed (``failure``)."""
+
+    def __init__(self) -> None:
+        self.checks: list[tuple[str, Any]] = []   # (expression over L, what it means: a string or L -> string)
+        self.env: dict[str, Any] = {}
+        self.modules: list[Any] = []
+        self.module_state: tuple[Any, ...] = ()
+        self.epoch = -1
+        self._fn: Callable[..., bool] | None = None
+
+    def const(self, v: Any) -> str:
+        name = f"c{len(self.env)}"
+        self.env[name] = v
+        return name
+
+    def add(self, expr: str, what: Any) -> None:
+        self.checks.append((expr, what))
+
+    def finish(self) -> None:
+        src = "def check(L):\n    return " + (" and ".join(f"({e})" for e, _ in self.checks) or "True") + "\n"
+        ns = dict(self.env)
+        exec(compile(src, "<ember guards>", "exec"), ns)
+        self._fn = ns["check"]
+        self._each = [(eval(compile(f"lambda L: {e}", "<ember guard>", "eval"), dict(self.env)), w)
+                      for e, w in self.checks]
+
+    def __call__(self, leaves: list[Any]) -> bool:
+        assert self._fn is not None
+        if not self._fn(leaves):
+            return False
+        if _cs.state.epoch != self.epoch:
+            if self.modules and module_state(self.modules) != self.module_state:
+                return False
+            self.epoch = _cs.state.epoch
+        return True
+
+    def failure(self, leaves: list[Any]) -> str:
+        """The first failing guard, in words."""
+        for fn, what in self._each:
+            try:
+                ok = fn(leaves)
+            except Exception:
+                ok = False
+            if not ok:
+                return what(leaves) if callable(what) else what
+        if self.modules and module_state(self.modules) != self.module_state:
+            return "the state of a module changed (an attribute, a parameter, a buffer, a hook or training mode)"
+        return "unknown"
+
+
+def _tensor_guards(g: Guards, i: int, t: Tensor, name: str) -> None:
+    a = t._data
+    g.add(f"type(L[{i}]) is {g.const(type(t))}", f"the class of tensor '{name}' changed")
+    g.add(f"L[{i}]._data.shape == {tuple(a.shape)!r}", lambda L: _mismatch(name, "size", tuple(a.shape),
+                                                                          tuple(L[i].shape)))
+    item = a.itemsize
+    g.add(f"L[{i}]._data.strides == {tuple(a.strides)!r}",
+          lambda L: _mismatch(name, "stride", tuple(s // item for s in a.strides), tuple(L[i].stride())))
+    g.add(f"L[{i}]._data.dtype == {g.const(a.dtype)}", f"tensor '{name}' dtype mismatch: expected {t.dtype}")
+    g.add(f"L[{i}]._device == {g.const(t._device)}", f"tensor '{name}' device mismatch: expected {t.device}")
+    g.add(f"L[{i}]._rg is {t._rg}", f"tensor '{name}' requires_grad mismatch: expected {t._rg}")
+
+
+def _mismatch(name: str, what: str, expected: tuple[int, ...], actual: tuple[int, ...]) -> str:
+    """PyTorch's words for a failed size or stride guard."""
+    if len(expected) != len(actual):
+        return f"tensor '{name}' rank mismatch. expected {len(expected)}, actual {len(actual)}"
+    i = next(k for k in range(len(expected)) if expected[k] != actual[k])
+    return f"tensor '{name}' {what} mismatch at index {i}. expected {expected[i]}, actual {actual[i]}"
+
+
+def _value_guard(g: Guards, expr: str, v: Any, what: str) -> None:
+    if v is None or type(v) is bool:
+        g.add(f"{expr} is {v!r}", f"{what} changed: expected {v!r}")
+    elif type(v) in _SCALARS:
+        g.add(f"type({expr}) is {type(v).__name__} and {expr} == {g.const(v)}", f"{what} changed: expected {v!r}")
+    else:
+        g.add(f"{expr} is {g.const(v)}", f"{what} is a different object")
+
+
+# ----------------------------------------------------------------------------------------------- capture
+class Captured:
+    """The result of one capture: a graph (``gm``) or a break (``graph_break``), and the guards of either."""
+
+    def __init__(self, guards: Guards, gm: Any = None, graph_break: BreakInfo | None = None,
+                 example_inputs: list[Any] | None = None) -> None:
+        self.guards = guards
+        self.gm = gm
+        self.graph_break = graph_break
+        self.example_inputs = example_inputs or []
+
+
+def _arg_names(fn: Callable[..., Any], leaves: list[Any], spec: Any) -> list[str]:
+    """Readable names of the flattened arguments (for guard failures): the parameter names where they map 1:1."""
+    import inspect
+    try:
+        params = [p.name for p in inspect.signature(fn).parameters.values()]
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for i in range(len(leaves)):
+        names.append(params[i] if i < len(params) and len(leaves) == len(params) else f"L[{i}]")
+    return names
+
+
+def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *,
+            modules: list[Any] = (), globals_fn: Callable[..., Any] | None = None) -> Captured:
+    """Trace ``fn(*args, **kwargs)`` on fake tensors into an ATen graph (Note [Capture])."""
+    from ember.fx.experimental.proxy_tensor import ProxyTorchDispatchMode
+    from ember.fx.graph import Graph
+    from ember.fx.graph_module import GraphModule
+    from ember._subclasses.fake_tensor import (DataDependentOutputException, DynamicOutputShapeException,
+                                               FakeTensorMode)
+    from ember.nn import Module
+
+    leaves, spec = tree_flatten((args, kwargs))
+    names = _arg_names(globals_fn or fn, leaves, spec)
+    g = Guards()
+    g.add(f"len(L) == {len(leaves)}", "the number of arguments changed")
+    tensor_pos = [i for i, x in enumerate(leaves) if isinstance(x, Tensor)]
+    first_of: dict[int, int] = {}
+    for i in tensor_pos:
+        t = leaves[i]
+        if id(t) in first_of:
+            g.add(f"L[{i}] is L[{first_of[id(t)]}]", f"'{names[i]}' is no longer the same tensor as "
+                  f"'{names[first_of[id(t)]]}'")
+            continue
+        first_of[id(t)] = i
+        _tensor_guards(g, i, t, names[i])
+    if len(first_of) > 1:
+        distinct = [first_of[k] for k in first_of]
+        g.add(f"len({{{', '.join(f'id(L[{i}])' for i in distinct)}}}) == {len(distinct)}",
+              "two tensor arguments are now the same tensor")
+    for i, x in enumerate(leaves):
+        if not isinstance(x, Tensor):
+            _value_guard(g, f"L[{i}]", x, f"argument '{names[i]}'")
+    g.add(f"{g.const(_grad_state)}.enabled is {_grad_state.enabled}", f"grad mode changed: expected "
+          f"{_grad_state.enabled}")
+    g.add(f"{g.const(_dtype_mod)}._default is {g.const(_dtype_mod.get_default_dtype())}",
+          "the default dtype changed")
+
+    # the Python state the function can reach (Note [Capture and Python state])
+    snapshot = _Snapshot()
+    module_roots = list(modules) + [x for x in leaves if isinstance(x, Module)]
+    for m in module_roots:
+        snapshot.add(m, type(m).__name__)
+    for x in leaves:
+        if not isinstance(x, Module) and (isinstance(x, (dict, list, set)) or _is_plain_object(x)):
+            snapshot.add(x, "an argument")
+    func = getattr(globals_fn or fn, "__func__", globals_fn or fn)
+    cells = [(c, c.cell_contents) for c in (getattr(func, "__closure__", None) or ()) if _cell_has(c)]
+    for c, v in cells:
+        if isinstance(v, (dict, list, set)) or _is_plain_object(v) or isinstance(v, Module):
+            snapshot.add(v, "a closure variable")
+    watcher = _Watcher(snapshot)
+
+    fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+    graph = Graph()
+    root = Module.__new__(Module)
+    Module.__init__(root)
+    mode = ProxyTorchDispatchMode(graph, root, None, "fake", record_grad_mode=True, record_stack_traces=True)
+    call_leaves = list(leaves)
+    for pos, i in enumerate(tensor_pos):
+        f = fake_mode.from_tensor(leaves[i])
+        call_leaves[i] = f
+        if first_of.get(id(leaves[i])) == i:
+            node = graph.placeholder(f"{_safe(names[i])}_1" if not names[i].startswith("L[") else f"arg{pos}_1")
+            node.meta["val"] = f
+            mode.track(f, node)
+    call_args, call_kwargs = tree_unflatten(call_leaves, spec)
+    call_arg_leaves = tree_flatten((call_args, call_kwargs))[0]
+
+    grad_before = _grad_state.enabled
+    brk: BreakInfo | None = None
+    out: Any = None
+    previous_profile = sys.getprofile()
+    _cs.state.capturing = watcher
+    try:
+        sys.setprofile(watcher)
+        try:
+            with fake_mode, mode:
+                out = fn(*call_args, **call_kwargs)
+        finally:
+            sys.setprofile(previous_profile)
+            _cs.state.capturing = None
+    except _cs.GraphBreak as e:
+        brk = BreakInfo(e.reason, e.explanation, e.hints, _user_frames(e.__traceback__))
+    except DataDependentOutputException as e:
+        brk = _data_dependent_break(e)
+    except DynamicOutputShapeException as e:
+        brk = BreakInfo("Dynamic shape operator",
+                        f"Operator `{e.func}`'s output shape depends on input Tensor data.",
+                        ("Enable tracing of dynamic shape operators with "
+                         "`torch._dynamo.config.capture_dynamic_output_shape_ops = True`",),
+                        _user_frames(e.__traceback__))
+    except Exception as e:  # anything else that fails on fake tensors: the eager run decides
+        first_line = f"{type(e).__name__} while tracing: {e}".split("\n")[0]
+        brk = _data_dependent_break(e, strict=False) or BreakInfo(
+            first_line, "The function raised while being traced on fake tensors; it runs eagerly.", (),
+            _user_frames(e.__traceback__))
+    finally:
+        _grad_state.enabled = grad_before
+    if brk is None:
+        what = snapshot.changed()
+        now = tree_flatten((call_args, call_kwargs))[0]
+        if what is None and (len(now) != len(call_arg_leaves) or any(a is not b for a, b in zip(now, call_arg_leaves))):
+            what = "an argument"
+        if what is not None:
+            brk = BreakInfo(f"Mutation of {what} inside a compiled region",
+                            "The function changed Python state that a graph cannot replay (the change was undone).",
+                            ("Keep state changes out of the compiled function.",), [])
+    if brk is not None:
+        snapshot.restore()
+
+    # guards on the globals and closure the traced code read, and on the modules' state
+    for gdict, name, v in watcher.globals_read.values():
+        _value_guard(g, f"{g.const(gdict)}.get({name!r}, {g.const(_MISSING)})", v, f"global '{name}'")
+    for c, v in cells:
+        _value_guard(g, f"{g.const(c)}.cell_contents", v, "a closure variable")
+    for gdict, name, v in watcher.globals_read.values():
+        if isinstance(v, Module):
+            module_roots.append(v)
+    for c, v in cells:
+        if isinstance(v, Module):
+            module_roots.append(v)
+    g.modules = modules_in(module_roots)
+    g.module_state = module_state(g.modules)
+    g.epoch = _cs.state.epoch
+    g.finish()
+    if brk is not None:
+        return Captured(g, graph_break=brk)
+
+    try:
+        graph.output(_map_out(out, mode))
+    except _NotATensorGraph as e:
+        return Captured(g, graph_break=BreakInfo(str(e), "", (), []))
+    for name, t in mode.constants.items():
+        setattr(root, name, t)
+    graph.eliminate_dead_code()     # the detached saves of autograd formulas, unused views
+    gm = GraphModule(root, graph)
+    gm.meta["dynamo_flat_name"] = getattr(fn, "__qualname__", "forward")
+    return Captured(g, gm=gm, example_inputs=[leaves[i] for i in tensor_pos if first_of.get(id(leaves[i])) == i])
+
+
+class _NotATensorGraph(Exception):
+    pass
+
+
+def _map_out(out: Any, mode: Any) -> Any:
+    """The function's result with each tensor replaced by the node that made it."""
+    from ember._subclasses.fake_tensor import FakeTensor
+    leaves, spec = tree_flatten(out)
+    mapped = []
+    for x in leaves:
+        if isinstance(x, Tensor):
+            if isinstance(x, FakeTensor) and mode._nodes.get(id(x), (None,))[0] is not x:
+                raise _NotATensorGraph("the result holds a tensor the graph did not make")
+            mapped.append(mode.node_of(x))
+        elif type(x) in _SCALARS or isinstance(x, (_dtype_mod.dtype,)):
+            mapped.append(x)
+        else:
+            raise _NotATensorGraph(f"the result holds a {type(x).__name__}, which a graph cannot return")
+    return tree_unflatten(mapped, spec)
+
+
+def _data_dependent_break(e: Exception, strict: bool = True) -> Any:
+    """The break for a read of a tensor's value (None if ``e`` is not one and ``strict`` is off)."""
+    fns = [f.f_code.co_name for f, _ in traceback.walk_tb(e.__traceback__)]
+    frames = _user_frames(e.__traceback__)
+    if strict and ("__bool__" in fns or "is_nonzero" in str(getattr(e, "func", ""))):
+        return BreakInfo("Data-dependent branching",
+                         "Detected data-dependent branching (e.g. `if my_tensor.sum() > 0:`). Dynamo does not "
+                         "support tracing dynamic control flow.",
+                         ("Use `torch.cond` to express dynamic control flow.",), frames)
+    for name in ("tolist", "item", "numpy", "__int__", "__float__", "__index__"):
+        if name in fns:
+            label = {"__int__": "int(tensor)", "__float__": "float(tensor)", "__index__": "tensor as an index"}.get(
+                name, f"Tensor.{name}()")
+            return BreakInfo(f"Unsupported {label} call",
+                             f"{label} reads the value of a tensor, which a graph computes only when it runs.",
+                             ("Keep the value a tensor (torch.where, masking) or move the read out of the "
+                              "compiled function.",), frames)
+    if not strict:
+        return None
+    return BreakInfo(f"Data-dependent operator {getattr(e, 'func', '')}",
+                     "The operator needs the values of a tensor.", (), frames)
+
+
+def _cell_has(c: Any) -> bool:
+    try:
+        c.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name) or "arg"
+
+
+_MISSING = object()
+
+
+def _mark_impure() -> None:
+    import ember._C
+    from ember.fx.node import has_side_effect
+    has_side_effect(ember._C._set_grad_enabled)     # a grad-mode switch stays in the graph without users
+
+
+_mark_impure()

@@ -1,0 +1,324 @@
+"""``ember.compile``: the compiled callable and its cache of graphs (``torch/_dynamo/eval_frame.py``).
+
+A compiled function keeps a list of cache entries, each a captured graph (or a graph break) with its guards
+(Note [Capture] in ``capture.py``). A call flattens its arguments, takes the first entry whose guards pass and
+runs it; when none passes it captures again -- a recompilation -- until ``config.recompile_limit`` entries
+exist, then warns as PyTorch does and runs eagerly from then on.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import time
+import weakref
+from typing import Any, Callable
+
+from ember._dynamo import config, exc
+from ember._dynamo.backends import lookup_backend
+from ember.c10 import compile_state as _cs
+from ember.nn import Module
+from ember.utils._pytree import tree_flatten
+
+log = logging.getLogger("ember._dynamo")
+_ALL: weakref.WeakSet[Any] = weakref.WeakSet()   # every compiled callable, for reset()
+_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def _logs() -> set[str]:
+    return {s.strip().lstrip("+") for s in os.environ.get("EMBER_LOGS", os.environ.get("TORCH_LOGS", "")).split(",")
+            if s.strip()}
+
+
+class _Entry:
+    __slots__ = ("guards", "run", "graph_break", "gm", "inputs")
+
+    def __init__(self, guards: Any, run: Callable[..., Any] | None, graph_break: Any, gm: Any,
+                 inputs: tuple[int, ...] = ()) -> None:
+        self.guards = guards
+        self.run = run              # None: a graph break, the function runs eagerly
+        self.graph_break = graph_break
+        self.gm = gm
+        self.inputs = inputs        # the positions of the graph's inputs among the flattened arguments
+
+
+class CompiledFunction:
+    """What ``ember.compile(fn)`` returns for a function (and the ``forward`` of an ``OptimizedModule``)."""
+
+    def __init__(self, fn: Callable[..., Any], *, backend: Any = "inductor", fullgraph: bool = False,
+                 dynamic: bool | None = None, mode: str | None = None, options: dict[str, Any] | None = None,
+                 module: Module | None = None) -> None:
+        if mode not in _MODES:
+            raise RuntimeError(f"Unrecognized mode={mode}, should be one of: "
+                               f"{', '.join(m for m in _MODES if m)}")
+        if mode is not None and options is not None:
+            raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same "
+                               "time.")
+        self._fn = fn
+        self._backend_name = backend if isinstance(backend, str) else getattr(backend, "__name__", "custom")
+        self._backend = lookup_backend(backend)
+        self._fullgraph = fullgraph
+        self._dynamic = dynamic
+        self._mode = mode
+        self._options = options or {}
+        self._module = module
+        self._entries: list[_Entry] = []
+        self._warned_limit = False
+        self.compile_times: list[float] = []
+        functools.update_wrapper(self, fn)
+        _ALL.add(self)
+
+    @property
+    def _orig_fn(self) -> Callable[..., Any]:
+        return self._fn
+
+    def _reset(self) -> None:
+        self._entries = []
+        self._warned_limit = False
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:   # a compiled method binds like the function
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _cs.state.capturing is not None or config.disable:   # inside another capture: traced through
+            return self._fn(*args, **kwargs)
+        leaves = tree_flatten((args, kwargs))[0] if kwargs or not _all_tensors(args) else list(args)
+        for e in self._entries:
+            if e.guards(leaves):
+                return self._run(e, leaves, args, kwargs)
+        if len(self._entries) >= config.recompile_limit:
+            if not self._warned_limit:
+                self._warned_limit = True
+                self._warn_limit(leaves)
+            if config.fail_on_recompile_limit_hit:
+                raise exc.FailOnRecompileLimitHit("recompile_limit reached with fullgraph=True. Excessive "
+                                                  "recompilations can degrade performance due to the compilation "
+                                                  "overhead of each recompilation.")
+            return self._fn(*args, **kwargs)
+        if self._entries and config.error_on_recompile:
+            raise exc.RecompileError(f"Recompiling function {self._code_name()}: "
+                                     f"{self._entries[-1].guards.failure(leaves)}")
+        e = self._compile(args, kwargs)
+        self._entries.append(e)
+        return self._run(e, leaves, args, kwargs)
+
+    def _run(self, e: _Entry, leaves: list[Any], args: Any, kwargs: Any) -> Any:
+        if e.run is None:
+            return self._fn(*args, **kwargs)
+        return e.run(*[leaves[i] for i in e.inputs])
+
+    def _compile(self, args: Any, kwargs: Any) -> _Entry:
+        from ember._dynamo.capture import capture
+        start = time.perf_counter()
+        modules = [self._module] if self._module is not None else []
+        globals_fn = self._module.forward if self._module is not None else None
+        c = capture(self._fn, args, kwargs, modules=modules, globals_fn=globals_fn)
+        logs = _logs()
+        if c.graph_break is not None:
+            if self._fullgraph:
+                raise exc.Unsupported(c.graph_break.message())
+            if "graph_breaks" in logs:
+                log.warning("Graph break: %s", c.graph_break.message())
+            self.compile_times.append(time.perf_counter() - start)
+            return _Entry(c.guards, None, c.graph_break, None)
+        gm = c.gm
+        from ember._tensor import Tensor
+        leaves = tree_flatten((args, kwargs))[0]
+        first: dict[int, int] = {}
+        for i, x in enumerate(leaves):
+            if isinstance(x, Tensor):
+                first.setdefault(id(x), i)
+        if "graph_code" in logs or "graph" in logs:
+            log.warning("TRACED GRAPH\n ===== __compiled_fn_%d =====\n%s", len(self._entries),
+                        gm.print_readable(print_output=False))
+        try:
+            run = self._backend(gm, c.example_inputs)
+        except Exception as e:
+            raise exc.BackendCompilerFailed(f"backend={self._backend_name!r} raised:\n{type(e).__name__}: {e}") from e
+        self.compile_times.append(time.perf_counter() - start)
+        return _Entry(c.guards, run, None, gm, tuple(sorted(first.values())))
+
+    def _code_name(self) -> str:
+        fn = self._module.forward if self._module is not None else self._fn
+        code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+        if code is None:
+            return repr(fn)
+        return f"'{code.co_name}' ({code.co_filename}:{code.co_firstlineno})"
+
+    def _warn_limit(self, leaves: list[Any]) -> None:
+        reason = self._entries[-1].guards.failure(leaves) if self._entries else "unknown"
+        log.warning("torch._dynamo hit config.recompile_limit (%s)\n"
+                    "   function: %s\n"
+                    "   last reason: %s\n"
+                    'To log all recompilation reasons, use TORCH_LOGS="recompiles".\n'
+                    "To diagnose recompilation issues, see docs/compile.md.",
+                    config.recompile_limit, self._code_name(), reason)
+
+
+def _all_tensors(args: tuple[Any, ...]) -> bool:
+    from ember._tensor import Tensor
+    for a in args:
+        if not isinstance(a, Tensor):
+            return False
+    return True
+
+
+class OptimizedModule(Module):
+    """A compiled module: calls go through the compiled ``forward`` of the module it wraps (``_orig_mod``), whose
+    parameters and buffers it shares; its ``state_dict`` keys carry the ``_orig_mod.`` prefix, as PyTorch's do."""
+
+    _torchdynamo_orig_callable: Any
+
+    def __init__(self, mod: Module, compiled: CompiledFunction) -> None:
+        super().__init__()
+        self._orig_mod = mod
+        object.__setattr__(self, "_compiled", compiled)
+        object.__setattr__(self, "dynamo_ctx", compiled)
+        self.training = mod.training
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._compiled(*args, **kwargs)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self._compiled(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self.__dict__["_modules"]["_orig_mod"], name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in ("_orig_mod", "training") or "_modules" not in self.__dict__ or name in self.__dict__:
+            super().__setattr__(name, value)
+        else:
+            setattr(self._orig_mod, name, value)
+
+    def _get_name(self) -> str:
+        return "OptimizedModule"
+
+    def __reduce__(self) -> Any:
+        return (self.__class__, (self._orig_mod, self._compiled))
+
+
+def optimize(backend: Any = "inductor", *, nopython: bool = False, dynamic: bool | None = None,
+             disable: bool = False, **kwargs: Any) -> Callable[[Any], Any]:
+    """``torch._dynamo.optimize``: a decorator compiling its function or module with ``backend``."""
+    def deco(model: Any) -> Any:
+        return compile(model, backend=backend, fullgraph=nopython, dynamic=dynamic, disable=disable)
+    return deco
+
+
+def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None = None,  # noqa: A001
+            backend: Any = "inductor", mode: str | None = None, options: dict[str, Any] | None = None,
+            disable: bool = False) -> Any:
+    """``torch.compile``: the function or module captured as graphs and run by ``backend`` (Note [Capture])."""
+    if model is None:
+        def deco(m: Any) -> Any:
+            return compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options,
+                           disable=disable)
+        return deco
+    if not callable(model):
+        raise RuntimeError("torch.compile() expects a callable or a Module")
+    if disable:
+        return model
+    if isinstance(model, Module):
+        compiled = CompiledFunction(model.__call__, backend=backend, fullgraph=fullgraph, dynamic=dynamic,
+                                    mode=mode, options=options, module=model)
+        return OptimizedModule(model, compiled)
+    return CompiledFunction(model, backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode,
+                            options=options)
+
+
+def reset() -> None:
+    """Forget every captured graph (each compiled function captures again on its next call)."""
+    for c in list(_ALL):
+        c._reset()
+
+
+def disable(fn: Any = None, recursive: bool = True, *, reason: str | None = None) -> Any:
+    """Keep ``fn`` out of graphs: called inside a compiled region it is a graph break, compiled it runs
+    eagerly; usable bare or with arguments as a decorator."""
+    if fn is None:
+        return lambda f: disable(f, recursive, reason=reason)
+    if isinstance(fn, CompiledFunction):
+        return fn._fn
+    if isinstance(fn, OptimizedModule):
+        return fn._orig_mod
+
+    @functools.wraps(fn)
+    def disabled(*args: Any, **kwargs: Any) -> Any:
+        _cs.graph_break(f"Skip calling `torch.compiler.disable()`d function {getattr(fn, '__qualname__', fn)}",
+                        "A function marked with torch.compiler.disable runs eagerly" +
+                        (f" ({reason})" if reason else "") + ".")
+        return fn(*args, **kwargs)
+    disabled._torchdynamo_disable = True  # type: ignore[attr-defined]
+    return disabled
+
+
+def graph_break(msg: str = "") -> None:
+    """Break the graph here when compiling (``torch._dynamo.graph_break``)."""
+    _cs.graph_break("Call to `torch._dynamo.graph_break()`" + (f": {msg}" if msg else ""),
+                    "User-inserted graph break.")
+
+
+def is_compiling() -> bool:
+    """True while ember captures a graph (the traced code can take another path then)."""
+    return _cs.state.capturing is not None
+
+
+class ExplainOutput:
+    """What ``explain`` found: the graphs, the breaks with their reasons and source lines, the ops."""
+
+    def __init__(self, graphs: list[Any], break_reasons: list[Any], compile_times: str = "") -> None:
+        self.graphs = graphs
+        self.graph_count = len(graphs)
+        self.graph_break_count = len(break_reasons)
+        self.break_reasons = break_reasons
+        self.ops_per_graph = [[n.target for n in g.graph.nodes if n.op == "call_function"] for g in graphs]
+        self.op_count = sum(len(ops) for ops in self.ops_per_graph)
+        self.out_guards: list[Any] = []
+        self.compile_times = compile_times
+
+    def __str__(self) -> str:
+        s = f"Graph Count: {self.graph_count}\nGraph Break Count: {self.graph_break_count}\nOp Count: " \
+            f"{self.op_count}\n"
+        s += "Break Reasons:\n"
+        for i, r in enumerate(self.break_reasons, 1):
+            s += f"  Break Reason {i}:\n    Reason: {r.reason}\n    User Stack:\n"
+            for fs in r.user_stack:
+                s += f"      <FrameSummary file {fs.filename}, line {fs.lineno} in {fs.name}>\n"
+        s += "Ops per Graph:\n"
+        for i, ops in enumerate(self.ops_per_graph, 1):
+            s += f"  Ops {i}:\n" + "".join(f"    {op}\n" for op in ops)
+        return s
+
+
+def explain(f: Callable[..., Any], *extra_args: Any, **extra_kwargs: Any) -> Callable[..., ExplainOutput]:
+    """``explain(f)(*args)``: capture ``f`` on these arguments and report the graphs and graph breaks."""
+    def inner(*args: Any, **kwargs: Any) -> ExplainOutput:
+        from ember._dynamo.capture import capture
+        fn, module = f, None
+        if isinstance(f, OptimizedModule):
+            fn, module = f._orig_mod.__call__, f._orig_mod
+        elif isinstance(f, CompiledFunction):
+            fn, module = f._fn, f._module
+        elif isinstance(f, Module):
+            fn, module = f.__call__, f
+        start = time.perf_counter()
+        c = capture(fn, args, kwargs, modules=[module] if module is not None else [],
+                    globals_fn=module.forward if module is not None else None)
+        took = ("TorchDynamo compilation metrics:\nFunction    Runtimes (s)\n"
+                f"_compile    {time.perf_counter() - start:.4f}")
+        if c.graph_break is not None:
+            return ExplainOutput([], [c.graph_break], took)
+        return ExplainOutput([c.gm], [], took)
+    if extra_args or extra_kwargs:
+        return inner(*extra_args, **extra_kwargs)  # type: ignore[return-value]
+    return inner
+
+
+__all__ = ["compile", "optimize", "OptimizedModule", "reset", "disable", "explain", "ExplainOutput",
+           "is_compiling", "graph_break"]
