@@ -37,11 +37,13 @@ from typing import Any, Callable
 @dataclass
 class Workload:
     """``make(lib, quick)`` returns the function to time; ``number`` calls per block (``quick_number`` in a quick
-    run), after ``warm`` untimed calls."""
+    run), after ``warm`` untimed calls; ``blocks`` overrides the run's number of blocks (a slow workload: the
+    first step of a model being compiled)."""
     make: Callable[[Any, bool], Callable[[], Any]]
     number: int = 1
     warm: int = 1
     quick_number: int = 1
+    blocks: int | None = None  # timed blocks for this workload (None: the run's --blocks)
 
 
 @dataclass
@@ -151,7 +153,8 @@ def _child(spec: dict[str, Any]) -> None:
         number = w.quick_number if quick else w.number
         for _ in range(w.warm):
             fn()
-        times[name] = statistics.median(time_block(fn, number) for _ in range(spec["blocks"]))
+        blocks = spec["blocks"] if w.blocks is None or quick else w.blocks
+        times[name] = statistics.median(time_block(fn, number) for _ in range(blocks))
     print(json.dumps({"times": times, "rss_mb": peak_rss_mb(), "rss_import_mb": rss_import,
                       "describe": describe(lib)}))
 

@@ -55,10 +55,11 @@ def test_compiled_module_is_an_optimized_module_with_pytorchs_api():
     assert isinstance(ember._dynamo.OptimizedModule, type)
 
 
-def test_compiled_mlp_matches_pytorch_forward_and_backward():
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_compiled_mlp_matches_pytorch_forward_and_backward(backend):
     m, tm = _mlp(ember), _mlp(torch)
     m.load_state_dict({k: ember.tensor(v.numpy()) for k, v in tm.state_dict().items()})
-    c = ember.compile(m)
+    c = ember.compile(m, backend=backend)
     x = np.random.default_rng(0).standard_normal((5, 6)).astype(np.float32)
     for step in range(3):
         y = c(ember.tensor(x))
@@ -101,16 +102,20 @@ def test_decorator_forms_and_custom_backend():
 
 
 # ------------------------------------------------------------------------------------------------ numerics
+BACKENDS = ["eager", "aot_eager", "inductor"]
+
+
 def _conv_bn():
     ember.manual_seed(1)
     return nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                          nn.Dropout(0.3), nn.Linear(36, 5))
 
 
-def test_batchnorm_dropout_training_steps_match_eager_in_train_and_eval():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_batchnorm_dropout_training_steps_match_eager_in_train_and_eval(backend):
     m = _conv_bn()
     ref = copy.deepcopy(m)
-    c = ember.compile(m)
+    c = ember.compile(m, backend=backend)
     opt, ropt = ember.optim.SGD(m.parameters(), lr=0.1), ember.optim.SGD(ref.parameters(), lr=0.1)
     x = ember.randn(4, 3, 8, 8)
     for step, train in enumerate([True, True, False, True, False, True]):
@@ -154,12 +159,13 @@ def _gpt_block():
     return Block()
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("make", [_gpt_block, lambda: (ember.manual_seed(3), nn.LSTM(5, 7, num_layers=2))[1]],
                          ids=["gpt_block", "lstm"])
-def test_models_match_eager_forward_and_gradients(make):
+def test_models_match_eager_forward_and_gradients(make, backend):
     m = make()
     ref = copy.deepcopy(m)
-    c = ember.compile(m)
+    c = ember.compile(m, backend=backend)
     x = ember.randn(3, 6, 16) if isinstance(m, nn.Module) and hasattr(m, "qkv") else ember.randn(4, 3, 5)
     a, b = c(x), ref(x)
     a, b = (a[0], b[0]) if isinstance(a, tuple) else (a, b)
@@ -431,8 +437,9 @@ def _clone_args(args):
 
 @pytest.mark.slow
 def test_every_op_table_sample_runs_compiled_like_eager():
-    """Each op-table sample (tests/op_db.py) through ember.compile gives what the eager call gives, forward and
-    (for float32 samples) the gradients of its inputs; data-dependent ops fall back to eager through a break."""
+    """Each op-table sample (tests/op_db.py) through ember.compile's default backend without autograd (the
+    generated array code) gives what the eager call gives; data-dependent ops fall back to eager through a
+    break."""
     from tests.test_ops import CASES, call, samples_of, to_lib
     captured, broken = 0, 0
     for op, dtype in CASES:
@@ -443,9 +450,10 @@ def test_every_op_table_sample_runs_compiled_like_eager():
                 ref = call(op, ember, s, args=_clone_args(args))
             except Exception:
                 continue
-            f = ember.compile(lambda *a: call(op, ember, s, args=list(a)), backend="eager")
+            f = ember.compile(lambda *a: call(op, ember, s, args=list(a)))
             ember.manual_seed(0)
-            got = f(*_clone_args(args))
+            with ember.no_grad():        # the generated code of Note [Graph code], no autograd
+                got = f(*_clone_args(args))
             if op.name.startswith(("rand", "normal", "bernoulli", "multinomial", "empty", "nn.functional.dropout",
                                    "new_empty", "poisson", "exponential", "uniform", "cauchy", "geometric",
                                    "log_normal", "nn.functional.rrelu", "nn.functional.fractional")):
@@ -459,9 +467,12 @@ def test_every_op_table_sample_runs_compiled_like_eager():
 
 
 @pytest.mark.slow
-def test_op_table_gradients_compiled_match_eager():
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_op_table_gradients_compiled_match_eager(backend):
+    """Float64 samples with every floating input requiring grad: outputs and gradients of the compiled call
+    (AOT autograd's forward and backward graphs for aot_eager / inductor) equal the eager call's."""
     from tests.test_ops import CASES, call, samples_of, to_lib
-    compared = 0
+    compared, aot = 0, 0
     for op, dtype in CASES:
         if dtype != "float64" or not getattr(op, "supports_autograd", True):
             continue
@@ -470,23 +481,74 @@ def test_op_table_gradients_compiled_match_eager():
                 return a.detach().clone().requires_grad_(True) if isinstance(a, ember.Tensor) and \
                     a.dtype.is_floating_point else a
             base = [to_lib(ember, a) for a in s.args]
-            grads = []
+            grads, outs = [], []
             for compiled in (False, True):
                 args = [leaf(a) for a in base]
                 fn = (lambda *a: call(op, ember, s, args=list(a)))
                 try:
-                    out = (ember.compile(fn, backend="eager") if compiled else fn)(*args)
-                    outs = [o for o in (out if isinstance(out, (tuple, list)) else [out])
+                    f = ember.compile(fn, backend=backend) if compiled else fn
+                    out = f(*args)
+                    diff = [o for o in (out if isinstance(out, (tuple, list)) else [out])
                             if isinstance(o, ember.Tensor) and o.requires_grad]
-                    if not outs:
+                    if not diff:
                         raise RuntimeError("nothing to differentiate")
-                    sum(o.float().sum() if not o.is_complex() else o.real.sum() for o in outs).backward()
+                    sum(o.float().sum() if not o.is_complex() else o.real.sum() for o in diff).backward()
                 except Exception:
                     grads = None
                     break
                 grads.append([a.grad if isinstance(a, ember.Tensor) else None for a in args])
+                outs.append(out)
+                if compiled:
+                    aot += hasattr(_entries(f)[0].run, "_ember_graphs")
+                    dynamo.reset()
             if grads is None:
                 continue
-            assert _close(grads[0], grads[1]), op.name
+            assert _close(grads[0], grads[1]) and _close(outs[0], outs[1]), op.name
             compared += 1
-    assert compared > 300, compared
+    assert compared > 450 and (backend == "eager" or aot > 400), (compared, aot)
+
+
+# ------------------------------------------------------------------------------------------------ the backend
+def test_inductor_generated_code_and_aot_graphs(caplog, monkeypatch):
+    monkeypatch.setenv("EMBER_LOGS", "output_code")
+    m = nn.Sequential(nn.Linear(3, 4), nn.Tanh())
+    c = ember.compile(m)
+    x = ember.randn(2, 3)
+    with caplog.at_level(logging.WARNING, logger="ember._inductor"):
+        y = c(x)
+    assert type(y.grad_fn).__name__ == "CompiledFunctionBackward"     # PyTorch's node name
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert "Output code (forward)" in text and "Output code (backward)" in text
+    assert "# aten.addmm.default" in text and "# File: " in text and "tanh_backward" in text
+    with caplog.at_level(logging.WARNING, logger="ember._inductor"), ember.no_grad():
+        c(x)
+    assert "Output code (inference)" in caplog.records[-1].getMessage()
+    run = _entries(c)[0].run
+    joint, fw, bw, n_saved, _, _ = run._ember_graphs
+    assert n_saved > 0 and any(n.target is ember.ops.aten.tanh_backward.default for n in bw.graph.nodes)
+    assert not any(n.target is ember.ops.aten.tanh_backward.default for n in fw.graph.nodes)
+
+
+def test_generated_code_keeps_views_and_writes_of_inputs():
+    def f(x, buf):
+        buf.mul_(0.5)
+        return x.view(-1), x.t(), (x * 2).view(-1), buf
+    x, buf = ember.randn(2, 3), ember.ones(3)
+    with ember.no_grad():
+        a, b, c, d = ember.compile(f)(x, buf)
+    assert a._base is x and b._base is x and d is buf and np.allclose(_np(buf), 0.5)
+    assert c._base is not None and tuple(c._base.shape) == (2, 3)      # a view of the intermediate, as eagerly
+    assert buf._version == 1
+    a.fill_(0.0)                                   # the view shares x's memory and version counter
+    assert np.allclose(_np(x), 0.0) and x._version == a._version
+
+
+def test_aot_falls_back_for_aliasing_outputs_and_value_reading_backward():
+    x = ember.randn(3, requires_grad=True)
+    out = ember.compile(lambda x: x.view(3, 1))(x)    # an output that is a view of an input needing grad
+    assert out._base is x and type(out.grad_fn).__name__ == "ViewBackward0"
+    m = ember.randn(4) > 0
+    src = ember.randn(4, requires_grad=True)
+    y = ember.compile(lambda s: ember.zeros(4).masked_scatter(m, s))(src)
+    y.sum().backward()
+    assert np.allclose(_np(src.grad), np.arange(4) < int(m.sum()))

@@ -48,13 +48,30 @@ def eager(gm: Any, example_inputs: Any, **kwargs: Any) -> Callable[..., Any]:
 
 @register_backend(name="aot_eager")
 def aot_eager(gm: Any, example_inputs: Any, **kwargs: Any) -> Callable[..., Any]:
-    """The captured graph run through the dispatcher (ember's AOT forward/backward partitioning is not built
-    yet, so this is the ``eager`` backend)."""
-    return gm.forward
+    """AOT autograd's forward and backward graphs (Note [AOT autograd]), each run through the dispatcher: the
+    partitioning without the code generation, for debugging the one apart from the other."""
+    from ember._functorch.aot_autograd import aot_module_simplified
+    from ember._inductor.compile_fx import needs_autograd
+    if not needs_autograd(gm):
+        return gm.forward
+
+    def no_grad_forward(g: Any, ex: Any) -> Callable[..., Any]:
+        def run(*args: Any) -> Any:
+            from ember.autograd.grad_mode import no_grad
+            with no_grad():
+                return g.forward(*args)
+        return run
+    try:
+        run = aot_module_simplified(gm, example_inputs, no_grad_forward, no_grad_forward)
+    except Exception:           # a backward formula that reads values (masked_select): the dispatcher's path
+        run = None
+    return run if run is not None else gm.forward
 
 
 @register_backend(name="inductor")
 def inductor(gm: Any, example_inputs: Any, **kwargs: Any) -> Callable[..., Any]:
-    """ember's counterpart of Inductor. The graph runs through the dispatcher for now; the code generator that
-    calls kernels directly and fuses pointwise chains is the next part of this backend."""
-    return gm.forward
+    """ember's counterpart of Inductor: a graph with no autograd to record becomes one generated function that
+    calls the array kernels directly (Note [Graph code]); a graph that needs autograd runs through the
+    dispatcher until AOT autograd gives it forward and backward graphs."""
+    from ember._inductor.compile_fx import compile_fx
+    return compile_fx(gm, example_inputs)

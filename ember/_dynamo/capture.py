@@ -462,6 +462,7 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
         try:
             with fake_mode, mode:
                 out = fn(*call_args, **call_kwargs)
+            mode.sync_grad_mode()       # a grad-mode change the code made and undid after its last op
         finally:
             sys.setprofile(previous_profile)
             _cs.state.capturing = None

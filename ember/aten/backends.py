@@ -125,6 +125,16 @@ def composite_kernel(fn: Any) -> Any:
     return kernel
 
 
+_ARRAY_KERNELS: dict[Any, tuple[Any, tuple[str, ...], str, Any]] = {}
+
+
+def array_kernel(op: Any) -> tuple[Any, tuple[str, ...], str, Any] | None:
+    """The array kernel behind ``op``'s backend wrapper, the keyword-only argument names it takes, how the wrapper
+    delivers its result ("new", "view", "inplace", "out", "mutating") and the named tuple of the result, if the
+    operator has a generated backend wrapper (graph compilers call the kernel on arrays directly)."""
+    return _ARRAY_KERNELS.get(op)
+
+
 def register_kernels(backend_rows: Any, composite_rows: Any, no_device_check: Any) -> None:
     """Register the generated table (Note [Backend kernels]).
 
@@ -132,6 +142,7 @@ def register_kernels(backend_rows: Any, composite_rows: Any, no_device_check: An
     ``composite_rows``: ``(op, key, function)``; ``no_device_check``: the ops declared ``device_check: NoCheck``."""
     from ember.aten import meta
     for op, fn, keys, kernel, kwnames, kind, rt in backend_rows:
+        _ARRAY_KERNELS[op] = (kernel, kwnames, kind, rt)
         check = op not in no_device_check
         for k in keys:
             if k == "CPU":

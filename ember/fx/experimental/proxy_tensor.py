@@ -100,7 +100,7 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
                                         tree_map(self._as_arg, dict(kwargs)))
         node.meta["val"] = out
         if self.record_stack_traces:
-            node.meta["stack_trace"] = _user_stack_trace()
+            node.meta["stack_trace"] = current_stack_trace[0] or _user_stack_trace()
         written = _written_argument(func, args, kwargs)
         if written is not None:     # an in-place or out= op returns its argument itself, as it does eagerly
             out = written
@@ -113,6 +113,11 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
                     g.meta["val"] = o
                     self.track(o, g)
         return out
+
+
+# the stack trace new nodes get while another graph's node is being re-traced (AOT autograd keeps the source
+# lines of the captured graph this way: ``preserve_node_meta`` in PyTorch)
+current_stack_trace: list[str | None] = [None]
 
 
 def _written_argument(func: Any, args: Any, kwargs: Any) -> Any:

@@ -1,0 +1,50 @@
+"""ember.compile against PyTorch eager and torch.compile on the suite's workloads, each side in a process of its own.
+
+    python -m bench.compiled [--quick] [--rounds 3] [--blocks 5] [--only TEXT] [--markdown]
+
+Sides: ember with every workload's model (or function) passed through ``ember.compile`` (the default backend:
+capture, AOT autograd, generated code -- ``docs/compile.md``), PyTorch eager, and PyTorch with the same models
+through ``torch.compile`` (Inductor, which writes and builds C++ on this machine). The models, data, losses and
+optimizers are ``bench.suite``'s; the loss and ``optimizer.step()`` run outside the compiled model on every side.
+The ratios are PyTorch's time over ember's (> 1: ember compiled is faster).
+
+The "first step" rows time what a user waits for on the first call: ``_dynamo.reset()``, building the workload and
+one step, capture and compilation included (one call per block, three blocks).
+"""
+from __future__ import annotations
+
+from bench import suite
+from bench._timing import Bench, Side, Workload, run
+
+
+def _compile_on(lib):
+    lib._bench_compile = True
+
+
+def _first_step(make):
+    def workload(lib, quick):
+        def first():
+            lib._dynamo.reset()
+            make(lib, quick)()
+        return first
+    return workload
+
+
+BENCH = Bench(__name__, __doc__, {
+    "tiny (a*b).sum().backward()": Workload(suite.tiny_backward, 500, warm=20, quick_number=5),
+    "MLP 784-512-512-10 b128 SGD-mom": Workload(suite.mlp, 10, warm=3),
+    "LeNet-5 64x1x28x28 Adam": Workload(suite.lenet, 5, warm=3),
+    "ResNet stack 32x3x32x32 SGD": Workload(suite.resnet_stack, 2, warm=3),
+    "GPT 4L d128 h4 ctx64 b16 AdamW": Workload(suite.gpt, 2, warm=3),
+    "first step (compile): MLP": Workload(_first_step(suite.mlp), 1, warm=0, blocks=3),
+    "first step (compile): GPT": Workload(_first_step(suite.gpt), 1, warm=0, blocks=3),
+}, sides=(Side("ember compiled", "ember", _compile_on), Side("torch", "torch"),
+          Side("torch compiled", "torch", _compile_on)))
+
+
+def main(argv=None):
+    run(BENCH, argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""``compile_fx``: the ``inductor`` backend's entry (``torch/_inductor/compile_fx.py``)."""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any, Callable
+
+from ember._tensor import Tensor
+
+log = logging.getLogger("ember._inductor")
+
+
+def needs_autograd(gm: Any) -> bool:
+    """Whether running ``gm`` must record autograd history: some input or constant requires grad while grad mode
+    is on at some operator of the graph."""
+    from ember.c10.grad_mode import state
+    if not state.enabled and not any(n.target.__name__ == "_set_grad_enabled" for n in gm.graph.nodes
+                                     if n.op == "call_function" and hasattr(n.target, "__name__")):
+        return False
+    for n in gm.graph.nodes:
+        v = n.meta.get("val")
+        if n.op in ("placeholder", "get_attr") and isinstance(v, Tensor) and v.requires_grad:
+            return True
+    return False
+
+
+def compile_fx(gm: Any, example_inputs: list[Any]) -> Callable[..., Any]:
+    """The compiled callable of a captured graph: the generated function of Note [Graph code] when nothing needs
+    autograd; else AOT autograd's forward and backward graphs (Note [AOT autograd]), each a generated function;
+    else (a graph returning an alias of its input) the graph through the dispatcher."""
+    from ember._inductor.codegen import compile_graph
+    if needs_autograd(gm):
+        from ember._functorch.aot_autograd import aot_module_simplified
+        try:
+            run = aot_module_simplified(gm, example_inputs, _logged(compile_graph, "forward"),
+                                        _logged(compile_graph, "backward"))
+        except Exception as e:     # a backward formula that reads values (masked_select): the dispatcher's path
+            log.debug("AOT autograd gave up on a graph: %s: %s", type(e).__name__, e)
+            run = None
+        return run if run is not None else gm.forward
+    return _logged(compile_graph, "inference")(gm, example_inputs)
+
+
+def _logged(compiler: Callable[..., Any], what: str) -> Callable[..., Any]:
+    def compile_and_log(gm: Any, example_inputs: list[Any]) -> Callable[..., Any]:
+        fn = compiler(gm, example_inputs, name=f"call_{what}")
+        logs = os.environ.get("EMBER_LOGS", os.environ.get("TORCH_LOGS", ""))
+        if "output_code" in {s.strip().lstrip("+") for s in logs.split(",")}:
+            log.warning("Output code (%s):\n%s", what, fn.__ember_source__)
+        return fn
+    return compile_and_log
