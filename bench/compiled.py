@@ -2,11 +2,12 @@
 
     python -m bench.compiled [--quick] [--rounds 3] [--blocks 5] [--only TEXT] [--markdown]
 
-Sides: ember with every workload's model (or function) passed through ``ember.compile`` (the default backend:
-capture, AOT autograd, generated code -- ``docs/compile.md``), PyTorch eager, and PyTorch with the same models
-through ``torch.compile`` (Inductor, which writes and builds C++ on this machine). The models, data, losses and
-optimizers are ``bench.suite``'s; the loss and ``optimizer.step()`` run outside the compiled model on every side.
-The ratios are PyTorch's time over ember's (> 1: ember compiled is faster).
+Sides: ember with every workload's whole training step -- ``zero_grad()``, forward, loss, ``backward()``,
+``optimizer.step()`` -- passed through ``ember.compile`` (the default backend; ``docs/compile.md``), PyTorch eager,
+and PyTorch with the same step function through ``torch.compile`` (Inductor, which writes and builds C++ on this
+machine; Dynamo breaks the step's graph at ``backward()`` and compiles the optimizer's step on its own). The
+models, data, losses and optimizers are ``bench.suite``'s. The ratios are PyTorch's time over ember's (> 1: ember
+compiled is faster).
 
 The "first step" rows time what a user waits for on the first call: ``_dynamo.reset()``, building the workload and
 one step, capture and compilation included (one call per block, three blocks).

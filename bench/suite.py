@@ -29,10 +29,10 @@ import numpy as np
 from bench._timing import Bench, Workload, run
 
 
-def _model(lib, model):
-    """The model (or function) as the workload runs it: ``lib.compile(model)`` when the side asks for it
-    (``bench.compiled`` sets ``lib._bench_compile``), else the model itself."""
-    return lib.compile(model) if getattr(lib, "_bench_compile", False) else model
+def _compiled(lib, step):
+    """The step as the workload runs it: ``lib.compile(step)`` -- the whole training step, optimizer included --
+    when the side asks for it (``bench.compiled`` sets ``lib._bench_compile``), else the step itself."""
+    return lib.compile(step) if getattr(lib, "_bench_compile", False) else step
 
 
 def add_16(lib, quick):
@@ -43,11 +43,10 @@ def add_16(lib, quick):
 def tiny_backward(lib, quick):
     a = lib.ones(4, requires_grad=True)
     b = lib.ones(4, requires_grad=True)
-    f = _model(lib, lambda a, b: (a * b).sum())
 
     def step():
-        f(a, b).backward()
-    return step
+        (a * b).sum().backward()
+    return _compiled(lib, step)
 
 
 def gemm(lib, quick):
@@ -60,13 +59,12 @@ def gemm(lib, quick):
 
 def _train_step(lib, model, opt, x, y):
     F = lib.nn.functional
-    model = _model(lib, model)
 
     def step():
         opt.zero_grad()
         F.cross_entropy(model(x), y).backward()
         opt.step()
-    return step
+    return _compiled(lib, step)
 
 
 def _data(lib, shape, classes, seed=0):
@@ -150,7 +148,6 @@ def gpt(lib, quick):
 
     model = GPT()
     opt = lib.optim.AdamW(model.parameters(), lr=3e-4)
-    model = _model(lib, model)
     rng = np.random.default_rng(0)
     x = lib.tensor(rng.integers(0, vocab, (batch, ctx)))
     y = lib.tensor(rng.integers(0, vocab, (batch, ctx)))
@@ -159,7 +156,7 @@ def gpt(lib, quick):
         opt.zero_grad()
         F.cross_entropy(model(x).reshape(-1, vocab), y.reshape(-1)).backward()
         opt.step()
-    return step
+    return _compiled(lib, step)
 
 
 def lstm_lm(lib, quick):
@@ -168,7 +165,6 @@ def lstm_lm(lib, quick):
     T, B, vocab, hid = (5, 4, 100, 32) if quick else (35, 20, 1000, 256)
     emb, rnn, dec = nn.Embedding(vocab, 128), nn.LSTM(128, hid), nn.Linear(hid, vocab)
     params = list(emb.parameters()) + list(rnn.parameters()) + list(dec.parameters())
-    emb, rnn, dec = _model(lib, emb), _model(lib, rnn), _model(lib, dec)
     opt = lib.optim.SGD(params, lr=1.0)
     rng = np.random.default_rng(0)
     x = lib.tensor(rng.integers(0, vocab, (T, B)))
@@ -179,7 +175,7 @@ def lstm_lm(lib, quick):
         out, _ = rnn(emb(x))
         nn.functional.cross_entropy(dec(out).reshape(T * B, vocab), y).backward()
         opt.step()
-    return step
+    return _compiled(lib, step)
 
 
 def encoder_classifier(lib, quick):
@@ -215,14 +211,13 @@ def conv_autoencoder(lib, quick):
                           nn.ConvTranspose2d(32, 16, 3, stride=2, padding=1, output_padding=1), nn.ReLU(),
                           nn.ConvTranspose2d(16, 1, 3, stride=2, padding=1, output_padding=1), nn.Sigmoid())
     opt = lib.optim.Adam(model.parameters(), lr=1e-3)
-    model = _model(lib, model)
     x = lib.tensor(np.random.default_rng(0).random((8 if quick else 64, 1, 28, 28)).astype(np.float32))
 
     def step():
         opt.zero_grad()
         lib.nn.functional.mse_loss(model(x), x).backward()
         opt.step()
-    return step
+    return _compiled(lib, step)
 
 
 BENCH = Bench(__name__, __doc__, {

@@ -174,6 +174,9 @@ class Tensor(TensorImpl, _TensorMethods):
 
     @property
     def grad(self) -> Tensor | None:
+        capture = _cs.state.capturing
+        if capture is not None and "fake_mode" not in self.__dict__:   # a real tensor's .grad inside ember.compile
+            return capture.read_grad(self)
         if self._grad_fn is not None and not self.__dict__.get("_retains_grad") and self._grad is None:
             import warnings
             warnings.warn("The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
@@ -185,7 +188,6 @@ class Tensor(TensorImpl, _TensorMethods):
 
     @grad.setter
     def grad(self, value: Any) -> None:
-        _cs.graph_break("setting Tensor.grad", "A compiled region assigned a tensor's .grad.")
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
@@ -201,6 +203,10 @@ class Tensor(TensorImpl, _TensorMethods):
                                    "match.")
             if tuple(value.shape) != tuple(self.shape):
                 raise RuntimeError("assigned grad has data of a different size")
+        capture = _cs.state.capturing
+        if capture is not None and "fake_mode" not in self.__dict__:
+            capture.write_grad(self, value)
+            return
         self.__dict__["_grad"] = value
 
     @property

@@ -77,6 +77,7 @@ class BreakInfo:
         self.hints = hints
         self.user_stack = user_stack   # traceback.FrameSummary entries of the user's code, innermost last
         self.graph_break = True
+        self.retry = False             # a state change that may not recur (a lazily made buffer): capture again
 
     def message(self) -> str:
         """The text of PyTorch's ``Unsupported`` error for this break."""
@@ -125,8 +126,9 @@ class _Snapshot:
 
     def __init__(self) -> None:
         self.items: dict[int, tuple[Any, Any, str]] = {}   # id -> (container, its copy, description)
+        self.module_dicts: set[int] = set()               # (modules have guards of their own: module_state)
 
-    def add(self, obj: Any, what: str, depth: int = 1) -> None:
+    def add(self, obj: Any, what: str, depth: int = 2) -> None:
         from ember.nn import Module
         if id(obj) in self.items or isinstance(obj, Tensor):
             return
@@ -142,7 +144,9 @@ class _Snapshot:
                 return
             self.items[id(d)] = (d, dict(d), what)
             children = list(d.items())
-            depth += 1 if isinstance(obj, Module) else 0    # a module's own dicts are part of the module
+            if isinstance(obj, Module):
+                self.module_dicts.add(id(d))
+                depth += 1          # a module's own dicts are part of the module
         else:
             return
         if depth > 0:
@@ -185,6 +189,46 @@ class _Watcher:
         self.globals_read: dict[tuple[int, str], tuple[dict[str, Any], str, Any]] = {}
         self._user_code: dict[Any, bool] = {}
         self.previous: Any = None
+        # Note [Backward inside a capture]
+        self.did_backward = False
+        self.grads: dict[int, list[Any]] = {}          # id(leaf) -> [leaf, its .grad as the code sees it now]
+        self.grad_at_entry: dict[int, tuple[Any, Any]] = {}   # id(leaf) -> (leaf, None or the fake of its .grad)
+        self.new_input: Callable[[Any], Any] | None = None    # a graph input for a tensor found while tracing
+
+    def read_grad(self, t: Any) -> Any:
+        """``t.grad`` inside the capture: what the traced code last gave it, else what it had on entry -- None
+        (a guard) or a graph input (its fake twin; the tensor is passed on every call)."""
+        hit = self.grads.get(id(t))
+        if hit is not None:
+            return hit[1]
+        entry = self.grad_at_entry.get(id(t))
+        if entry is None:
+            real = t.__dict__.get("_grad")
+            fake = None
+            if real is not None:
+                if self.new_input is None:
+                    raise _cs.GraphBreak("Reading a .grad set before the compiled region")
+                fake = self.new_input(t)
+            entry = self.grad_at_entry[id(t)] = (t, fake)
+        return entry[1]
+
+    def write_grad(self, t: Any, value: Any) -> None:
+        if id(t) not in self.grads and id(t) not in self.grad_at_entry:
+            self.grad_at_entry[id(t)] = (t, _UNREAD)
+        self.grads[id(t)] = [t, value]
+
+    def accumulate_grad(self, var: Any, g: Any, node: Any) -> None:
+        """AccumulateGrad inside the capture: the sum is a value of the graph, given to ``var.grad`` after each
+        run of the graph."""
+        if "fake_mode" in var.__dict__:
+            raise _cs.GraphBreak("backward() into the .grad of an argument of the compiled function",
+                                 "Only tensors the function reads from outside (parameters) can receive "
+                                 "gradients inside a compiled region.")
+        if node._post_acc_hooks:
+            raise _cs.GraphBreak("A post-accumulate-grad hook inside a compiled region")
+        old = self.read_grad(var)
+        g = g.detach()
+        self.write_grad(var, g if old is None else old + g)
 
     def __call__(self, frame: Any, event: str, arg: Any) -> None:
         if event == "call":
@@ -330,6 +374,30 @@ class Guards:
         return "unknown"
 
 
+_CONTAINER_GUARD_MAX = 64
+
+
+def _container_guards(g: Guards, snapshot: _Snapshot) -> None:
+    """Guards on the containers and object dicts the function can reach (an optimizer's ``param_groups`` with
+    its learning rate, its ``state`` with its buffers): their length, their numbers and strings by value, the
+    rest by identity -- the values the graph was traced with (Note [Capture and Python state])."""
+    for key, (obj, copy, what) in snapshot.items.items():
+        if key in snapshot.module_dicts or isinstance(obj, set):
+            continue
+        c = g.const(obj)
+        g.add(f"len({c}) == {len(copy)}", f"the length of {what} changed")
+        if len(copy) > _CONTAINER_GUARD_MAX:
+            continue
+        items = copy.items() if isinstance(copy, dict) else enumerate(copy)
+        for k, v in items:
+            if isinstance(copy, dict):
+                kx = repr(k) if type(k) in (str, int) else g.const(k)
+                expr = f"{c}.get({kx}, {g.const(_MISSING)})"
+            else:
+                expr = f"{c}[{k}]"
+            _value_guard(g, expr, v, f"{what}[{k!r}]" if not isinstance(k, str) else f"{what}.{k}")
+
+
 def _tensor_guards(g: Guards, i: int, t: Tensor, name: str) -> None:
     a = t._data
     g.add(f"type(L[{i}]) is {g.const(type(t))}", f"the class of tensor '{name}' changed")
@@ -370,6 +438,9 @@ class Captured:
         self.gm = gm
         self.graph_break = graph_break
         self.example_inputs = example_inputs or []
+        self.grad_leaves: list[Any] = []       # tensors whose .grad the graph's last outputs are
+        self.extra_inputs: list[Any] = []      # tensors whose current .grad is passed after the arguments
+        self.self_differentiating = False
 
 
 def _arg_names(fn: Callable[..., Any], leaves: list[Any], spec: Any) -> list[str]:
@@ -451,8 +522,22 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
             mode.track(f, node)
     call_args, call_kwargs = tree_unflatten(call_leaves, spec)
     call_arg_leaves = tree_flatten((call_args, call_kwargs))[0]
+    extra_inputs: list[Any] = []      # tensors whose .grad on entry every call passes after the arguments
+
+    def new_input(t: Any) -> Any:
+        f = fake_mode.from_tensor(t.__dict__["_grad"])
+        last = [n for n in graph.nodes if n.op == "placeholder"][-1:]     # after the arguments' inputs
+        with graph.inserting_after(last[0]) if last else graph.inserting_before(None):
+            node = graph.placeholder(f"grad_{len(extra_inputs)}")
+        node.meta["val"] = f
+        mode.track(f, node)
+        extra_inputs.append(t)
+        return f
+    watcher.new_input = new_input
 
     grad_before = _grad_state.enabled
+    from ember.c10.generator import default_generator
+    rng_before = default_generator.get_state()      # a kernel run on zeros (no Meta kernel) may draw numbers
     brk: BreakInfo | None = None
     out: Any = None
     previous_profile = sys.getprofile()
@@ -483,6 +568,7 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
             _user_frames(e.__traceback__))
     finally:
         _grad_state.enabled = grad_before
+        default_generator.set_state(rng_before)
     if brk is None:
         what = snapshot.changed()
         now = tree_flatten((call_args, call_kwargs))[0]
@@ -492,6 +578,7 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
             brk = BreakInfo(f"Mutation of {what} inside a compiled region",
                             "The function changed Python state that a graph cannot replay (the change was undone).",
                             ("Keep state changes out of the compiled function.",), [])
+            brk.retry = True
     if brk is not None:
         snapshot.restore()
 
@@ -509,20 +596,46 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
     g.modules = modules_in(module_roots)
     g.module_state = module_state(g.modules)
     g.epoch = _cs.state.epoch
+    if brk is None:
+        _container_guards(g, snapshot)
+        for leaf, fake in watcher.grad_at_entry.values():     # Note [Backward inside a capture]
+            if fake is _UNREAD:
+                continue
+            c = g.const(leaf)
+            if fake is None:
+                g.add(f"{c}.__dict__.get('_grad') is None", "the .grad of a tensor is no longer None")
+            else:
+                a = fake._data
+                g.add(f"{c}.__dict__.get('_grad') is not None and {c}._grad._data.shape == {tuple(a.shape)!r} "
+                      f"and {c}._grad._data.strides == {tuple(a.strides)!r} and {c}._grad._data.dtype == "
+                      f"{g.const(a.dtype)}", "the .grad of a tensor changed")
     g.finish()
     if brk is not None:
         return Captured(g, graph_break=brk)
 
+    grad_leaves = [leaf for leaf, _ in watcher.grads.values()]
+    if grad_leaves:
+        out = (out, [v for _, v in watcher.grads.values()])
     try:
         graph.output(_map_out(out, mode))
     except _NotATensorGraph as e:
         return Captured(g, graph_break=BreakInfo(str(e), "", (), []))
     for name, t in mode.constants.items():
         setattr(root, name, t)
+    if watcher.did_backward:        # the graph computes its own gradients: it runs without autograd
+        for n in list(graph.nodes):
+            if n.op == "call_function" and getattr(n.target, "__name__", "") == "_set_grad_enabled":
+                graph.erase_node(n)
     graph.eliminate_dead_code()     # the detached saves of autograd formulas, unused views
     gm = GraphModule(root, graph)
     gm.meta["dynamo_flat_name"] = getattr(fn, "__qualname__", "forward")
-    return Captured(g, gm=gm, example_inputs=[leaves[i] for i in tensor_pos if first_of.get(id(leaves[i])) == i])
+    gm.meta["self_differentiating"] = watcher.did_backward
+    c = Captured(g, gm=gm, example_inputs=[leaves[i] for i in tensor_pos if first_of.get(id(leaves[i])) == i] +
+                 [t.__dict__["_grad"] for t in extra_inputs])
+    c.grad_leaves = grad_leaves
+    c.extra_inputs = extra_inputs
+    c.self_differentiating = watcher.did_backward
+    return c
 
 
 class _NotATensorGraph(Exception):
@@ -582,6 +695,7 @@ def _safe(name: str) -> str:
 
 
 _MISSING = object()
+_UNREAD = object()      # a .grad the code wrote before reading it: its value on entry does not matter
 
 
 def _mark_impure() -> None:

@@ -31,15 +31,20 @@ def _logs() -> set[str]:
 
 
 class _Entry:
-    __slots__ = ("guards", "run", "graph_break", "gm", "inputs")
+    __slots__ = ("guards", "run", "graph_break", "gm", "inputs", "grad_leaves", "extra_inputs", "no_grad")
 
     def __init__(self, guards: Any, run: Callable[..., Any] | None, graph_break: Any, gm: Any,
-                 inputs: tuple[int, ...] = ()) -> None:
+                 inputs: tuple[int, ...] = (), captured: Any = None) -> None:
         self.guards = guards
         self.run = run              # None: a graph break, the function runs eagerly
         self.graph_break = graph_break
         self.gm = gm
         self.inputs = inputs        # the positions of the graph's inputs among the flattened arguments
+        # Note [Backward inside a capture]: the tensors whose .grad the graph's last outputs are, those whose
+        # .grad it reads as inputs, and whether it runs without autograd (it computes its own gradients)
+        self.grad_leaves = captured.grad_leaves if captured is not None else []
+        self.extra_inputs = captured.extra_inputs if captured is not None else []
+        self.no_grad = captured.self_differentiating if captured is not None else False
 
 
 class CompiledFunction:
@@ -63,6 +68,7 @@ class CompiledFunction:
         self._options = options or {}
         self._module = module
         self._entries: list[_Entry] = []
+        self._retried: dict[str, int] = {}
         self._warned_limit = False
         self.compile_times: list[float] = []
         functools.update_wrapper(self, fn)
@@ -74,6 +80,7 @@ class CompiledFunction:
 
     def _reset(self) -> None:
         self._entries = []
+        self._retried = {}
         self._warned_limit = False
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:   # a compiled method binds like the function
@@ -101,13 +108,33 @@ class CompiledFunction:
             raise exc.RecompileError(f"Recompiling function {self._code_name()}: "
                                      f"{self._entries[-1].guards.failure(leaves)}")
         e = self._compile(args, kwargs)
+        brk = e.graph_break
+        if brk is not None and brk.retry and self._retried.get(brk.reason, 0) < 1:
+            self._retried[brk.reason] = self._retried.get(brk.reason, 0) + 1    # (a lazy first-call change)
+            return self._fn(*args, **kwargs)
         self._entries.append(e)
         return self._run(e, leaves, args, kwargs)
 
     def _run(self, e: _Entry, leaves: list[Any], args: Any, kwargs: Any) -> Any:
         if e.run is None:
             return self._fn(*args, **kwargs)
-        return e.run(*[leaves[i] for i in e.inputs])
+        inputs = [leaves[i] for i in e.inputs]
+        if e.extra_inputs:
+            inputs += [t._grad for t in e.extra_inputs]
+        if e.no_grad:
+            from ember.c10.grad_mode import state
+            enabled, state.enabled = state.enabled, False
+            try:
+                out = e.run(*inputs)
+            finally:
+                state.enabled = enabled
+        else:
+            out = e.run(*inputs)
+        if e.grad_leaves:
+            out, grads = out
+            for t, g in zip(e.grad_leaves, grads):
+                t.__dict__["_grad"] = g
+        return out
 
     def _compile(self, args: Any, kwargs: Any) -> _Entry:
         from ember._dynamo.capture import capture
@@ -138,7 +165,7 @@ class CompiledFunction:
         except Exception as e:
             raise exc.BackendCompilerFailed(f"backend={self._backend_name!r} raised:\n{type(e).__name__}: {e}") from e
         self.compile_times.append(time.perf_counter() - start)
-        return _Entry(c.guards, run, None, gm, tuple(sorted(first.values())))
+        return _Entry(c.guards, run, None, gm, tuple(sorted(first.values())), c)
 
     def _code_name(self) -> str:
         fn = self._module.forward if self._module is not None else self._fn

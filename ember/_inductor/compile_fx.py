@@ -14,6 +14,8 @@ def needs_autograd(gm: Any) -> bool:
     """Whether running ``gm`` must record autograd history: some input or constant requires grad while grad mode
     is on at some operator of the graph."""
     from ember.c10.grad_mode import state
+    if gm.meta.get("self_differentiating"):     # Note [Backward inside a capture]: it runs without autograd
+        return False
     if not state.enabled and not any(n.target.__name__ == "_set_grad_enabled" for n in gm.graph.nodes
                                      if n.op == "call_function" and hasattr(n.target, "__name__")):
         return False
@@ -29,6 +31,9 @@ def compile_fx(gm: Any, example_inputs: list[Any]) -> Callable[..., Any]:
     autograd; else AOT autograd's forward and backward graphs (Note [AOT autograd]), each a generated function;
     else (a graph returning an alias of its input) the graph through the dispatcher."""
     from ember._inductor.codegen import compile_graph
+    from ember._inductor.passes import constant_fold, cse
+    cse(gm.graph)
+    constant_fold(gm)
     if needs_autograd(gm):
         from ember._functorch.aot_autograd import aot_module_simplified
         try:

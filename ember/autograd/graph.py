@@ -15,6 +15,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from ember.c10.grad_mode import state
+from ember.c10.compile_state import state as _compile_state
 
 from ember._generated import aten
 from ember.autograd.functions_manual import strided_view_backward, zeros_of
@@ -309,6 +310,10 @@ class AccumulateGrad(Node):
                 g = g.to(var.dtype)
         elif wanted is not None and g.dtype != wanted:
             g = g.to(wanted)
+        capture = _compile_state.capturing
+        if capture is not None:     # a backward inside ember.compile: the sum becomes the graph's (Note [Backward
+            capture.accumulate_grad(var, g, self)     # inside a capture] in ember/_dynamo/capture.py)
+            return []
         old = var.grad
         if not state.enabled:  # grad mode is off here already: the in-place sum records nothing
             if old is None:
