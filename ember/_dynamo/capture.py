@@ -354,10 +354,10 @@ class Guards:
         assert self._fn is not None
         if not self._fn(leaves):
             return False
-        if _cs.state.epoch != self.epoch:
+        if _cs.epoch.epoch != self.epoch:
             if self.modules and module_state(self.modules) != self.module_state:
                 return False
-            self.epoch = _cs.state.epoch
+            self.epoch = _cs.epoch.epoch
         return True
 
     def failure(self, leaves: list[Any]) -> str:
@@ -595,7 +595,7 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
             module_roots.append(v)
     g.modules = modules_in(module_roots)
     g.module_state = module_state(g.modules)
-    g.epoch = _cs.state.epoch
+    g.epoch = _cs.epoch.epoch
     if brk is None:
         _container_guards(g, snapshot)
         for leaf, fake in watcher.grad_at_entry.values():     # Note [Backward inside a capture]

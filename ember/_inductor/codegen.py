@@ -244,6 +244,16 @@ def _emit_op(node: Any, var: str, env: dict[Any, tuple[str, ...]], views: dict[s
             return f"[{inner}]"
         return w.literal(x)
 
+    fill = _FILLS.get(overload.handle.name)
+    if fill is not None and isinstance(out_val, Tensor) and out_val.is_contiguous():
+        value = bound.get("fill_value", fill) if fill == "fill_value" else fill   # a factory: its shape is known
+        if value is not None and not isinstance(value, Tensor):
+            dtype = w.const(out_val._data.dtype, "dt")
+            shape = tuple(out_val.shape)
+            body.append(f"{var} = xp.empty({shape!r}, {dtype})  # {overload}" if value == "empty" else
+                        f"{var} = xp.full({shape!r}, {w.literal(value)}, {dtype})  # {overload}")
+            env[node] = ("a", var)
+            return
     info = array_kernel(overload.handle)
     returns = overload._schema.returns
     all_tensors = bool(returns) and all(r.type in ("Tensor", "Tensor[]") or r.type.startswith("Tensor(")
@@ -287,6 +297,12 @@ def _emit_op(node: Any, var: str, env: dict[Any, tuple[str, ...]], views: dict[s
     env[node] = _kind_of_result(out_val, var)
     # a write through a tensor wrapped around an array lands in that array; a tensor argument that was written
     # keeps its array var valid (write_inplace copies into the array it holds)
+
+
+# factories whose result the graph's static shape and dtype decide: made with one NumPy (CuPy) call
+_FILLS = {"ones": 1, "ones_like": 1, "new_ones": 1, "zeros": 0, "zeros_like": 0, "new_zeros": 0,
+          "full": "fill_value", "full_like": "fill_value", "new_full": "fill_value", "empty": "empty",
+          "empty_like": "empty", "new_empty": "empty"}
 
 
 def _as_array(x: Any) -> Any:
@@ -383,11 +399,22 @@ def _plain(x: Any) -> Any:
 
 
 def _unflatten_expr(exprs: list[str], spec: Any, w: _Writer) -> str:
-    if spec.num_leaves == 1 and spec.type is None:
-        return exprs[0]
-    if spec.type in (tuple, list) and all(c.type is None for c in spec.children_specs):
-        inner = ", ".join(exprs)
-        return f"[{inner}]" if spec.type is list else (f"({inner},)" if len(exprs) == 1 else f"({inner})")
+    """The expression that rebuilds the result's structure from the leaves' expressions."""
+    it = iter(exprs)
+
+    def build(sp: Any) -> str | None:
+        if sp.type is None:
+            return next(it)
+        if sp.type not in (tuple, list):
+            return None
+        parts = [build(c) for c in sp.children_specs]
+        if any(p is None for p in parts):
+            return None
+        inner = ", ".join(p for p in parts if p is not None)
+        return f"[{inner}]" if sp.type is list else (f"({inner},)" if len(parts) == 1 else f"({inner})")
+    built = build(spec)
+    if built is not None:
+        return built
     return f"{w.const(tree_unflatten, 'unflatten')}([{', '.join(exprs)}], {w.const(spec, 'spec')})"
 
 

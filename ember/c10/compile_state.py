@@ -3,11 +3,12 @@
 ``state.capturing`` is the capture in progress (None otherwise): the code that changes Python-level state a
 captured graph cannot replay -- a module attribute, a tensor's ``requires_grad`` / ``.grad`` / ``.data``, hooks, a
 ``backward()`` -- asks ``graph_break`` first, which stops the capture *before* the change happens, so a failed
-capture leaves nothing behind. ``state.epoch`` counts changes of module structure and tensor metadata made
+capture leaves nothing behind. ``epoch.epoch`` counts changes of module structure and tensor metadata made
 outside a capture; a compiled function re-validates its guards on module state only when it moved.
 """
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 
@@ -22,15 +23,22 @@ class GraphBreak(BaseException):
         self.hints = hints
 
 
-class _State:
-    __slots__ = ("capturing", "epoch")
+class _State(threading.local):
+    """Per thread, as the trace is: a DataLoader thread's calls during a capture are not the capture's."""
 
     def __init__(self) -> None:
         self.capturing: Any = None
+
+
+class _Epoch:
+    __slots__ = ("epoch",)
+
+    def __init__(self) -> None:
         self.epoch = 0
 
 
 state = _State()
+epoch = _Epoch()    # process-wide: a module changed by any thread invalidates what every thread checked
 
 
 def graph_break(reason: str, explanation: str = "", hints: tuple[str, ...] = ()) -> None:
@@ -41,4 +49,4 @@ def graph_break(reason: str, explanation: str = "", hints: tuple[str, ...] = ())
 
 def bump() -> None:
     """Module structure or a tensor's metadata changed: compiled functions re-check their guards on it."""
-    state.epoch += 1
+    epoch.epoch += 1

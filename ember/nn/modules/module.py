@@ -253,7 +253,7 @@ class Module:
         if st.capturing is not None and _current_attr(self, name) is not value:
             _cs.graph_break(f"setattr of {type(self).__name__}.{name}",
                             "A compiled region changed an attribute of a module, which its graph cannot replay.")
-        st.epoch += 1
+        _cs.epoch.epoch += 1
 
         def remove_from(*dicts_or_sets: Any) -> Any:
             for d in dicts_or_sets:
