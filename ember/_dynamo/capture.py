@@ -511,7 +511,13 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
     graph = Graph()
     root = Module.__new__(Module)
     Module.__init__(root)
-    mode = ProxyTorchDispatchMode(graph, root, None, "fake", record_grad_mode=True, record_stack_traces=True)
+    const_names: dict[int, str] = {}     # parameters and buffers named by their path: self_fc1_weight
+    for r in module_roots:
+        prefix = "self" if r in modules else _safe(type(r).__name__.lower())
+        for qual, t in list(r.named_parameters()) + list(r.named_buffers()):
+            const_names.setdefault(id(t), f"{prefix}_{_safe(qual)}")
+    mode = ProxyTorchDispatchMode(graph, root, None, "fake", record_grad_mode=True, record_stack_traces=True,
+                                  constant_names=const_names)
     call_leaves = list(leaves)
     for pos, i in enumerate(tensor_pos):
         f = fake_mode.from_tensor(leaves[i])

@@ -161,6 +161,9 @@ def make_joint(gm: Any) -> tuple[Any, int, list[bool], list[bool], list[tuple[st
     real_primals = [_example(v) for v in inputs] + [p for _, p in params]
     jgm = make_fx(joint, tracing_mode="fake", record_stack_traces=True,
                   _allow_non_fake_inputs=True)(*real_primals, *tangents)
+    for i, n in enumerate(n for n in jgm.graph.nodes if n.op == "placeholder"):   # PyTorch's names
+        n.name = n.target = f"primals_{i + 1}" if i < n_primals else f"tangents_{i - n_primals + 1}"
+    jgm.recompile()
     return jgm, n_primals, diff_out, wants_grad, params
 
 
@@ -267,7 +270,7 @@ def partition(jgm: Any, n_primals: int, n_outputs: int) -> tuple[Any, Any, int]:
     bg = Graph()
     bmap: dict[Any, Any] = {}
     for s in saved:
-        p = bg.placeholder(s.name if s.op != "placeholder" else f"saved_{s.name}")
+        p = bg.placeholder(s.name)
         p.meta = dict(s.meta)
         bmap[s] = p
     for t in tangents:

@@ -34,7 +34,7 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
 
     def __init__(self, graph: Graph, root: Any, decomposition_table: dict[Any, Callable[..., Any]] | None = None,
                  tracing_mode: str = "real", *, record_grad_mode: bool = False,
-                 record_stack_traces: bool = False) -> None:
+                 record_stack_traces: bool = False, constant_names: dict[int, str] | None = None) -> None:
         super().__init__()
         self.graph = graph
         self.root = root
@@ -43,6 +43,7 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         self._nodes: dict[int, tuple[Any, Any]] = {}   # id(tensor) -> (tensor, the node that made it)
         self._constants = {"param": 0, "tensor": 0}
         self.constants: dict[str, Any] = {}             # attributes of ``root``, set once the trace is over
+        self.constant_names = constant_names or {}      # id(tensor) -> a name for it (a parameter's module path)
         # grad mode as the graph's code last set it: with ``record_grad_mode`` a change made by the traced code
         # (``with no_grad():``) becomes a ``_set_grad_enabled`` node, so that replaying the graph's ops through
         # the dispatcher records the same autograd history as the traced code did
@@ -69,9 +70,13 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         # a tensor made outside the traced function (a module's parameter, a captured tensor): a constant
         # attribute of the module, named as PyTorch names it
         from ember.nn.parameter import Parameter
-        kind = "param" if isinstance(t, Parameter) else "tensor"
-        name = f"_{kind}_constant{self._constants[kind]}"
-        self._constants[kind] += 1
+        hint = self.constant_names.get(id(t))
+        if hint is not None and hint not in self.constants:
+            name = hint
+        else:
+            kind = "param" if isinstance(t, Parameter) else "tensor"
+            name = f"_{kind}_constant{self._constants[kind]}"
+            self._constants[kind] += 1
         self.constants[name] = t
         node = self.graph.get_attr(name)
         node.meta["val"] = t
