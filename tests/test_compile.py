@@ -250,7 +250,7 @@ def test_globals_and_closure_cells_are_guarded():
 def test_recompile_limit_warns_in_pytorchs_words_then_runs_eagerly(caplog):
     dynamo.config.cache_size_limit = 2
     assert dynamo.config.recompile_limit == 2 and torch._dynamo.config.cache_size_limit == 8
-    f = ember.compile(lambda x: x + 1)
+    f = ember.compile(lambda x: x + 1, dynamic=False)     # (else a second size makes one graph for all)
     with caplog.at_level(logging.WARNING, logger="ember._dynamo"):
         for n in range(1, 6):
             assert np.allclose(_np(f(ember.ones(n))), 2)
@@ -589,7 +589,7 @@ def test_inductor_generated_code_and_aot_graphs(caplog, monkeypatch):
         c(x)
     assert "Output code (inference)" in caplog.records[-1].getMessage()
     run = _entries(c)[0].run
-    joint, fw, bw, n_saved, _, _ = run._ember_graphs
+    joint, fw, bw, n_saved = run._ember_graphs
     assert n_saved > 0 and any(n.target is ember.ops.aten.tanh_backward.default for n in bw.graph.nodes)
     assert not any(n.target is ember.ops.aten.tanh_backward.default for n in fw.graph.nodes)
 
@@ -617,3 +617,53 @@ def test_aot_falls_back_for_aliasing_outputs_and_value_reading_backward():
     y = ember.compile(lambda s: ember.zeros(4).masked_scatter(m, s))(src)
     y.sum().backward()
     assert np.allclose(_np(src.grad), np.arange(4) < int(m.sum()))
+
+
+# ------------------------------------------------------------------------------------------------ dynamic sizes
+def test_a_second_batch_size_makes_one_graph_for_every_size():
+    """Note [Dynamic sizes]: after a second batch size the generated code is generalized (a third capture at a
+    new size checks it) and one entry serves every size >= 2, forward and backward, inference and whole steps."""
+    m = _gpt_block()
+    ref = copy.deepcopy(m)
+    c = ember.compile(m)
+    for B in [2, 3, 5, 4]:
+        x = ember.randn(B, 6, 16)
+        a, b = c(x), ref(x)
+        a.sum().backward()
+        b.sum().backward()
+        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-5, atol=1e-6)
+        for p, q in zip(m.parameters(), ref.parameters()):
+            np.testing.assert_allclose(_np(p.grad), _np(q.grad), rtol=1e-4, atol=1e-5)
+    assert len(_entries(c)) == 1
+    src = _entries(c)[0].run._ember_fw.__ember_source__
+    assert "s0 = primals_1._data.shape[0]" in src and "6 * s0" in src      # the B*T rows of the attention
+    with ember.no_grad():
+        for B in [3, 7]:
+            x = ember.randn(B, 6, 16)
+            np.testing.assert_allclose(_np(c(x)), _np(ref(x)), rtol=1e-5, atol=1e-6)
+    assert len(_entries(c)) == 2                    # the training graph and the inference graph
+    c(ember.randn(1, 6, 16))                         # size 1 is specialized, as in PyTorch
+    assert len(_entries(c)) == 3
+
+    ember.manual_seed(0)
+    net = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 4))
+    ref = copy.deepcopy(net)
+    opt, ropt = (ember.optim.SGD(n.parameters(), lr=0.1, momentum=0.9) for n in (net, ref))
+    step = ember.compile(_step)
+    for B in [8, 8, 5, 7, 3]:
+        x, y = ember.randn(B, 6), ember.randint(0, 4, (B,))
+        assert abs(step(net, opt, x, y).item() - _step(ref, ropt, x, y).item()) < 1e-5
+    for p, q in zip(net.parameters(), ref.parameters()):
+        np.testing.assert_allclose(_np(p), _np(q), rtol=1e-5, atol=1e-6)
+    assert len(_entries(step)) == 1
+
+
+def test_sizes_the_code_does_not_follow_affinely_stay_static():
+    f = ember.compile(lambda x: x.sum() + ember.ones(x.shape[0] * x.shape[0]).sum())   # B * B: no a*B + c
+    for B in [2, 3, 4, 5]:
+        assert np.isclose(_np(f(ember.ones(B))), B + B * B)
+    assert len(_entries(f)) == 4
+    g = ember.compile(lambda x: x * 2, dynamic=False)
+    for B in [2, 3, 4]:
+        g(ember.ones(B))
+    assert len(_entries(g)) == 3

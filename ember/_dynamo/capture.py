@@ -333,6 +333,8 @@ class Guards:
         self.module_state: tuple[Any, ...] = ()
         self.epoch = -1
         self._fn: Callable[..., bool] | None = None
+        # per tensor argument: (index of its size check, of its stride check, shape, contiguous)
+        self.tensor_checks: dict[int, tuple[int, int, tuple[int, ...], bool]] = {}
 
     def const(self, v: Any) -> str:
         name = f"c{len(self.env)}"
@@ -359,6 +361,46 @@ class Guards:
                 return False
             self.epoch = _cs.epoch.epoch
         return True
+
+    def passes_except_sizes(self, leaves: list[Any]) -> bool:
+        """Whether every guard but the tensor arguments' size and stride checks passes (Note [Dynamic sizes])."""
+        skip = {k for i0, i1, _, _ in self.tensor_checks.values() for k in (i0, i1)}
+        for k, (fn, _) in enumerate(self._each):
+            if k in skip:
+                continue
+            try:
+                if not fn(leaves):
+                    return False
+            except Exception:
+                return False
+        return not self.modules or module_state(self.modules) == self.module_state
+
+    def dynamic(self, groups: list[tuple[tuple[int, ...], list[tuple[int, int]]]]) -> Guards:
+        """These guards with the listed dimensions free (any size >= 2, the dimensions of a group equal to each
+        other) instead of the tensors' sizes and strides (Note [Dynamic sizes])."""
+        dyn: dict[int, set[int]] = {}
+        for _, where in groups:
+            for i, d in where:
+                dyn.setdefault(i, set()).add(d)
+        replaced = {k: i for i, (i0, i1, _, _) in self.tensor_checks.items() if i in dyn for k in (i0, i1)}
+        g = Guards()
+        g.env = dict(self.env)
+        g.modules, g.module_state, g.epoch = self.modules, self.module_state, self.epoch
+        for k, (expr, what) in enumerate(self.checks):
+            if k not in replaced:
+                g.checks.append((expr, what))
+        for i, dims in dyn.items():
+            _, _, shape, _ = self.tensor_checks[i]
+            parts = [f"L[{i}]._data.ndim == {len(shape)}", f"L[{i}]._data.flags.c_contiguous"]
+            parts += [f"L[{i}]._data.shape[{d}] >= 2" if d in dims else f"L[{i}]._data.shape[{d}] == {shape[d]}"
+                      for d in range(len(shape))]
+            g.add(" and ".join(parts), f"tensor {i}'s size outside what the dynamic graph covers")
+        for _, where in groups:
+            (i0, d0) = where[0]
+            for i, d in where[1:]:
+                g.add(f"L[{i}]._data.shape[{d}] == L[{i0}]._data.shape[{d0}]", "two dynamic sizes differ")
+        g.finish()
+        return g
 
     def failure(self, leaves: list[Any]) -> str:
         """The first failing guard, in words."""
@@ -401,6 +443,7 @@ def _container_guards(g: Guards, snapshot: _Snapshot) -> None:
 def _tensor_guards(g: Guards, i: int, t: Tensor, name: str) -> None:
     a = t._data
     g.add(f"type(L[{i}]) is {g.const(type(t))}", f"the class of tensor '{name}' changed")
+    g.tensor_checks[i] = (len(g.checks), len(g.checks) + 1, tuple(a.shape), bool(a.flags.c_contiguous))
     g.add(f"L[{i}]._data.shape == {tuple(a.shape)!r}", lambda L: _mismatch(name, "size", tuple(a.shape),
                                                                           tuple(L[i].shape)))
     item = a.itemsize

@@ -107,13 +107,76 @@ class CompiledFunction:
         if self._entries and config.error_on_recompile:
             raise exc.RecompileError(f"Recompiling function {self._code_name()}: "
                                      f"{self._entries[-1].guards.failure(leaves)}")
+        similar = [p for p in self._entries if p.run is not None and p.guards.passes_except_sizes(leaves)]
         e = self._compile(args, kwargs)
         brk = e.graph_break
         if brk is not None and brk.retry and self._retried.get(brk.reason, 0) < 1:
             self._retried[brk.reason] = self._retried.get(brk.reason, 0) + 1    # (a lazy first-call change)
             return self._fn(*args, **kwargs)
+        if brk is None and self._dynamic is not False and similar:     # a second size: one graph for all sizes
+            dyn = self._make_dynamic(similar[-1], e, args, kwargs)
+            if dyn is not None:
+                self._entries.remove(similar[-1])
+                e = dyn
         self._entries.append(e)
         return self._run(e, leaves, args, kwargs)
+
+    def _make_dynamic(self, e1: _Entry, e2: _Entry, args: Any, kwargs: Any) -> _Entry | None:
+        """One entry for every size of the dimensions that differ between ``e1`` and ``e2``, from a third
+        capture at a new size, or None (Note [Dynamic sizes] in ``ember/_inductor/dynamic.py``)."""
+        from ember._inductor.dynamic import generalize, symbols_of
+        from ember._tensor import Tensor
+        import ember
+        if self._backend_name != "inductor" or e1.inputs != e2.inputs:
+            return None
+        shape1 = {i: s for i, (_, _, s, _) in e1.guards.tensor_checks.items()}
+        shape2 = {i: s for i, (_, _, s, c) in e2.guards.tensor_checks.items() if c}
+        if shape1.keys() != shape2.keys() or any(len(shape1[i]) != len(shape2[i]) for i in shape1):
+            return None
+        groups = symbols_of([[shape1[i] for i in sorted(shape1)], [shape2[i] for i in sorted(shape2)]])
+        if not groups:
+            return None
+        order = sorted(shape1)
+        probe = {i: list(shape2[i]) for i in order}
+        for k, (vals, where) in enumerate(groups):
+            for j, d in where:
+                probe[order[j]][d] = max(vals) + 1 + k
+        leaves, spec = tree_flatten((args, kwargs))
+        made: dict[int, Any] = {}
+        new_leaves = []
+        for i, x in enumerate(leaves):
+            if isinstance(x, Tensor) and i in probe:
+                if id(x) not in made:
+                    t = ember.empty(tuple(probe[i]), dtype=x.dtype, device=x.device)
+                    made[id(x)] = t.requires_grad_(True) if x.requires_grad else t
+                x = made[id(x)]
+            new_leaves.append(x)
+        from ember.utils._pytree import tree_unflatten
+        a3, k3 = tree_unflatten(new_leaves, spec)
+        try:
+            e3 = self._compile(a3, k3)
+        except Exception:
+            return None
+        if e3.run is None:
+            return None
+        groups = symbols_of([[shape1[i] for i in order], [shape2[i] for i in order],
+                             [tuple(probe[i]) for i in order]])
+        groups = [(vals, [(order[j], d) for j, d in where]) for vals, where in groups]
+        runs = [e1.run, e2.run, e3.run]
+        if all(hasattr(r, "__ember_source__") for r in runs):
+            run = _generalized(runs)
+        elif all(hasattr(r, "_ember_fw") for r in runs):
+            fw = _generalized([r._ember_fw for r in runs])
+            bw = _generalized([r._ember_bw for r in runs])
+            run = e2.run._ember_make(fw, bw) if fw is not None and bw is not None else None
+        else:
+            run = None
+        if run is None:
+            return None
+        guards = e2.guards.dynamic(groups)
+        e = _Entry(guards, run, None, e2.gm, e2.inputs)
+        e.grad_leaves, e.extra_inputs, e.no_grad = e2.grad_leaves, e2.extra_inputs, e2.no_grad
+        return e
 
     def _run(self, e: _Entry, leaves: list[Any], args: Any, kwargs: Any) -> Any:
         if e.run is None:
@@ -182,6 +245,14 @@ class CompiledFunction:
                     'To log all recompilation reasons, use TORCH_LOGS="recompiles".\n'
                     "To diagnose recompilation issues, see docs/compile.md.",
                     config.recompile_limit, self._code_name(), reason)
+
+
+def _generalized(fns: list[Any]) -> Any:
+    """The shape-generic version of three generated functions, or None (Note [Dynamic sizes])."""
+    from ember._inductor.dynamic import generalize
+    params = [p for p, _ in fns[0].__ember_params__]
+    shapes = [[s for _, s in f.__ember_params__] for f in fns]
+    return generalize(fns, shapes, params)
 
 
 def _all_tensors(args: tuple[Any, ...]) -> bool:

@@ -332,36 +332,39 @@ def aot_module_simplified(gm: Any, example_inputs: list[Any], fw_compiler: Calla
     bw = bw_compiler(bgm, [])
     param_objs = [p for _, p in params]
     non_diff = [i for i, d in enumerate(diff_out) if not d]
-    n_inputs = n_primals - len(param_objs)
-    tensor_out = [isinstance(v, Tensor) or hasattr(v, "op") for v in out_leaves]
 
-    class CompiledFunction(Function):
-        @staticmethod
-        def forward(ctx: Any, *primals: Any) -> Any:
-            res = fw(*primals)
-            outs, saved = res[:n_out], res[n_out:]
-            ctx.save_for_backward(*[s for s in saved if isinstance(s, Tensor)])
-            ctx._ember_saved_other = [s if not isinstance(s, Tensor) else None for s in saved]
-            nd = [outs[i] for i in non_diff if isinstance(outs[i], Tensor)]
-            if nd:
-                ctx.mark_non_differentiable(*nd)
-            return tuple(outs)
+    def make(fw: Callable[..., Any], bw: Callable[..., Any]) -> Callable[..., Any]:
+        """The callable running ``fw`` and ``bw`` as one autograd node (rebuilt with shape-generic ones by
+        Note [Dynamic sizes])."""
+        class CompiledFunction(Function):
+            @staticmethod
+            def forward(ctx: Any, *primals: Any) -> Any:
+                res = fw(*primals)
+                outs, saved = res[:n_out], res[n_out:]
+                ctx.save_for_backward(*[s for s in saved if isinstance(s, Tensor)])
+                ctx._ember_saved_other = [s if not isinstance(s, Tensor) else None for s in saved]
+                nd = [outs[i] for i in non_diff if isinstance(outs[i], Tensor)]
+                if nd:
+                    ctx.mark_non_differentiable(*nd)
+                return tuple(outs)
 
-        @staticmethod
-        def backward(ctx: Any, *grad_outs: Any) -> Any:
-            it = iter(ctx.saved_tensors)
-            saved = [next(it) if o is None else o for o in ctx._ember_saved_other]
-            tangents = [g for g, d in zip(grad_outs, diff_out) if d]
-            return tuple(bw(*saved, *tangents))
+            @staticmethod
+            def backward(ctx: Any, *grad_outs: Any) -> Any:
+                it = iter(ctx.saved_tensors)
+                saved = [next(it) if o is None else o for o in ctx._ember_saved_other]
+                tangents = [g for g, d in zip(grad_outs, diff_out) if d]
+                return tuple(bw(*saved, *tangents))
 
-    def run(*inputs: Any) -> Any:
-        outs = CompiledFunction.apply(*inputs, *param_objs)
-        if not isinstance(outs, tuple):
-            outs = (outs,)
-        return tree_unflatten(list(outs), out_spec)
+        def run(*inputs: Any) -> Any:
+            outs = CompiledFunction.apply(*inputs, *param_objs)
+            if not isinstance(outs, tuple):
+                outs = (outs,)
+            return tree_unflatten(list(outs), out_spec)
 
-    run._ember_graphs = (jgm, fgm, bgm, n_saved, n_inputs, tensor_out)  # type: ignore[attr-defined]
-    return run
+        run._ember_graphs = (jgm, fgm, bgm, n_saved)  # type: ignore[attr-defined]
+        run._ember_fw, run._ember_bw, run._ember_make = fw, bw, make  # type: ignore[attr-defined]
+        return run
+    return make(fw, bw)
 
 
 def aot_function(fn: Callable[..., Any], fw_compiler: Callable[..., Any], bw_compiler: Callable[..., Any] | None = None,

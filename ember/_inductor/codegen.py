@@ -200,6 +200,8 @@ def compile_graph(gm: Any, example_inputs: list[Any] | None = None, *, name: str
     exec(code, ns)
     fn = ns[name]
     fn.__ember_source__ = src                   # type: ignore[attr-defined]
+    fn.__ember_params__ = [(n.name, tuple(n.meta["val"].shape) if isinstance(n.meta.get("val"), Tensor) else None)
+                           for n in graph.nodes if n.op == "placeholder"]   # type: ignore[attr-defined]
     import linecache
     linecache.cache[f"<ember compiled {name}>"] = (len(src), None, src.splitlines(True), f"<ember compiled {name}>")
     return fn  # type: ignore[no-any-return]
