@@ -124,7 +124,7 @@ class CompiledFunction:
     def _make_dynamic(self, e1: _Entry, e2: _Entry, args: Any, kwargs: Any) -> _Entry | None:
         """One entry for every size of the dimensions that differ between ``e1`` and ``e2``, from a third
         capture at a new size, or None (Note [Dynamic sizes] in ``ember/_inductor/dynamic.py``)."""
-        from ember._inductor.dynamic import generalize, symbols_of
+        from ember._inductor.dynamic import symbols_of
         from ember._tensor import Tensor
         import ember
         if self._backend_name != "inductor" or e1.inputs != e2.inputs:
