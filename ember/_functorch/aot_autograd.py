@@ -38,17 +38,10 @@ def _lifted_params(gm: Any) -> list[tuple[str, Tensor]]:
     out = []
     for n in gm.graph.nodes:
         if n.op == "get_attr":
-            v = _getattr(gm, n.target)
+            v = operator.attrgetter(n.target)(gm)
             if isinstance(v, Tensor) and v.requires_grad:
                 out.append((n.target, v))
     return out
-
-
-def _getattr(gm: Any, target: str) -> Any:
-    obj = gm
-    for part in target.split("."):
-        obj = getattr(obj, part)
-    return obj
 
 
 def _run(gm: Any, args: list[Any], lifted: dict[str, Any]) -> Any:
@@ -66,7 +59,7 @@ def _run(gm: Any, args: list[Any], lifted: dict[str, Any]) -> Any:
         if n.op == "placeholder":
             env[n] = next(it)
         elif n.op == "get_attr":
-            env[n] = lifted[n.target] if n.target in lifted else _getattr(gm, n.target)
+            env[n] = lifted[n.target] if n.target in lifted else operator.attrgetter(n.target)(gm)
         elif n.op == "call_function":
             trace = n.meta.get("stack_trace")
             current_stack_trace[0] = trace

@@ -156,7 +156,7 @@ def compile_graph(gm: Any, example_inputs: list[Any] | None = None, *, name: str
             env[node] = _kind_of_result(node.meta.get("val"), node.name)
             continue
         if node.op == "get_attr":
-            obj = _getattr(gm, node.target)
+            obj = operator.attrgetter(node.target)(gm)
             var = node.name
             body.append(f"{var} = {w.const(obj, 'k')}")
             env[node] = ("t", var) if isinstance(obj, Tensor) else ("v", var)
@@ -429,8 +429,3 @@ def _device_of(graph: Any) -> Any:
     return canonical("cpu")
 
 
-def _getattr(gm: Any, target: str) -> Any:
-    obj = gm
-    for part in target.split("."):
-        obj = getattr(obj, part)
-    return obj

@@ -57,23 +57,11 @@ def cse(graph: Any) -> int:
 
 def _written_roots(graph: Any) -> set[Any]:
     """The nodes whose memory some operator of the graph writes (through views)."""
-    root: dict[Any, Any] = {}
-    written: set[Any] = set()
-    for n in graph.nodes:
-        if n.op != "call_function":
-            continue
-        first = n.args[0] if n.args else None
-        if hasattr(first, "op") and (getattr(n.target, "is_view", False) or n.target is operator.getitem):
-            root[n] = root.get(first, first)
-        schema = getattr(n.target, "_schema", None)
-        if schema is None:
-            continue
-        for i, a in enumerate(schema.arguments):
-            if a.alias_info is not None and a.alias_info.is_write:
-                v = n.args[i] if i < len(n.args) else n.kwargs.get(a.name)
-                if hasattr(v, "op"):
-                    written.add(root.get(v, v))
-    return {n for n in graph.nodes if root.get(n, n) in written}
+    from ember._functorch.aot_autograd import _alias_roots, _written
+    nodes = list(graph.nodes)
+    root = _alias_roots(nodes)
+    written = {root.get(w, w) for n in nodes if n.op == "call_function" for w in _written(n)}
+    return {n for n in nodes if root.get(n, n) in written}
 
 
 def constant_fold(gm: Any) -> int:
