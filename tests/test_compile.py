@@ -53,6 +53,18 @@ def test_compiled_module_is_an_optimized_module_with_pytorchs_api():
     c.load_state_dict({k: v.clone() + 1 for k, v in c.state_dict().items()})
     assert np.allclose(_np(m[0].bias), _np(c._orig_mod[0].bias))
     assert isinstance(ember._dynamo.OptimizedModule, type)
+    x = ember.randn(2, 6)
+    for twin in (copy.deepcopy(c), _roundtrip(c)):       # the module and the options; graphs captured again
+        assert type(twin).__name__ == "OptimizedModule" and twin._orig_mod is not m
+        np.testing.assert_allclose(_np(twin(x)), _np(c(x)), rtol=1e-6)
+
+
+def _roundtrip(obj):
+    import io
+    buf = io.BytesIO()
+    ember.save(obj, buf)
+    buf.seek(0)
+    return ember.load(buf, weights_only=False)
 
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])

@@ -298,7 +298,16 @@ class OptimizedModule(Module):
         return "OptimizedModule"
 
     def __reduce__(self) -> Any:
-        return (self.__class__, (self._orig_mod, self._compiled))
+        """Pickled (and deep-copied) as the module and the compile options: the graphs are captured again."""
+        c = self._compiled
+        backend = c._backend_name if isinstance(c._backend_name, str) and c._backend_name != "custom" else c._backend
+        return (_rebuild, (self._orig_mod, backend, c._fullgraph, c._dynamic, c._mode, c._options or None))
+
+
+def _rebuild(mod: Module, backend: Any, fullgraph: bool, dynamic: bool | None, mode: str | None,
+             options: dict[str, Any] | None) -> OptimizedModule:
+    return compile(mod, backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode,  # type: ignore[no-any-return]
+                   options=options)
 
 
 def optimize(backend: Any = "inductor", *, nopython: bool = False, dynamic: bool | None = None,
