@@ -35,6 +35,20 @@ Mutations the profile hook cannot stop before they happen (``d[k] = v``, ``obj.a
 afterwards by comparing shallow snapshots of the same roots, undone, and reported as a break. What is out of reach
 -- objects more than two references away from the function's globals, closure, arguments and modules -- is not
 guarded; a program that changes such state between calls must mark the code with ``ember.compiler.disable``.
+
+Note [Backward inside a capture]
+``loss.backward()`` inside a compiled function is traced like any other code: the engine runs every formula on
+the fake tensors, and the proxy mode records their operators. What it must not do is write ``.grad`` of a real
+tensor (a parameter) with a fake value. While a capture runs, ``AccumulateGrad`` hands the sum to the capture
+(``accumulate_grad``), and ``Tensor.grad`` reads and writes of real tensors go to the capture's view of them
+(``read_grad`` / ``write_grad``): a ``.grad`` that was None on entry is guarded to be None; one that was set is a
+graph input (its current value is passed on every call, so accumulation across calls and ``zero_()`` work); a
+write before any read (``zero_grad()``) needs no entry value at all. The graph returns the final ``.grad`` of
+every tensor the code touched after its own outputs, and the compiled function assigns them after each run. Such
+a graph computes its own gradients, so it runs without autograd: its grad-mode switches are dropped and the
+backends see no input that needs autograd. ``optimizer.step()`` then is the optimizers' fused operators writing
+into parameters and state tensors, which the graph keeps like any write. A ``backward()`` into the ``.grad`` of an
+argument (a fake tensor), ``create_graph=True`` and post-accumulate-grad hooks are breaks.
 """
 from __future__ import annotations
 
