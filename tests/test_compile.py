@@ -449,6 +449,28 @@ def test_whole_training_step_is_one_graph_matching_eager(optim, backend):
     assert len(_entries(step)) == 2
 
 
+def test_compiled_optimizer_step_alone_matches_eager():
+    """``ember.compile(opt.step)``: the optimizer (the bound method's object) is state the capture watches -- its
+    lazily made state makes the first call eager -- and the step reads the gradients as graph inputs."""
+    ember.manual_seed(0)
+    m = nn.Linear(4, 3)
+    ref = copy.deepcopy(m)
+    opt, ropt = ember.optim.Adam(m.parameters(), lr=0.1), ember.optim.Adam(ref.parameters(), lr=0.1)
+    step = ember.compile(opt.step)
+    x = ember.randn(5, 4)
+    for _ in range(4):
+        for model, o in ((m, opt), (ref, ropt)):
+            o.zero_grad()
+            model(x).square().sum().backward()
+        step()
+        ropt.step()
+        for p, q in zip(m.parameters(), ref.parameters()):
+            np.testing.assert_allclose(_np(p), _np(q), rtol=1e-6, atol=1e-7)
+    assert [e.graph_break for e in _entries(step)] == [None]
+    assert all(type(v).__name__ == "Tensor" for st in opt.state.values() for v in st.values()
+               if isinstance(v, ember.Tensor))
+
+
 def test_backward_accumulates_into_existing_grads_like_eager():
     a = ember.randn(4, requires_grad=True)
     b = ember.randn(4, requires_grad=True)

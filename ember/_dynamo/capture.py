@@ -520,7 +520,7 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
     from ember.fx.graph import Graph
     from ember.fx.graph_module import GraphModule
     from ember._subclasses.fake_tensor import (DataDependentOutputException, DynamicOutputShapeException,
-                                               FakeTensorMode)
+                                               FakeTensor, FakeTensorMode)
     from ember.nn import Module
 
     leaves, spec = tree_flatten((args, kwargs))
@@ -557,6 +557,13 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
     for x in leaves:
         if not isinstance(x, Module) and (isinstance(x, (dict, list, set)) or _is_plain_object(x)):
             snapshot.add(x, "an argument")
+    owner = getattr(fn, "__self__", None)         # a compiled bound method (``opt.step``): its object is state too
+    if isinstance(owner, Module):
+        if owner not in module_roots:
+            module_roots.append(owner)
+            snapshot.add(owner, type(owner).__name__)
+    elif owner is not None and _is_plain_object(owner):
+        snapshot.add(owner, "self")
     func = getattr(globals_fn or fn, "__func__", globals_fn or fn)
     cells = [(c, c.cell_contents) for c in (getattr(func, "__closure__", None) or ()) if _cell_has(c)]
     for c, v in cells:
@@ -684,6 +691,11 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
     except _NotATensorGraph as e:
         return Captured(g, graph_break=BreakInfo(str(e), "", (), []))
     for name, t in mode.constants.items():
+        if isinstance(t, FakeTensor):      # a fake of an earlier capture left in Python state: say so, loudly
+            raise RuntimeError(f"ember.compile: a tensor made while tracing an earlier call was found in Python "
+                               f"state ({name}): that capture changed state it did not see. Please report this "
+                               f"with the program; mark the code that keeps tensors in such state with "
+                               f"ember.compiler.disable meanwhile.")
         setattr(root, name, t)
     if watcher.did_backward:        # the graph computes its own gradients: it runs without autograd
         for n in list(graph.nodes):
