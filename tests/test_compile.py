@@ -383,6 +383,38 @@ def test_side_effects_happen_once_with_real_values(capsys):
     assert dynamo.explain(r)(x).break_reasons[0].reason.startswith("Attempted to call random.random()")
 
 
+def test_a_module_that_breaks_runs_its_submodules_compiled(capsys):
+    """Note [Split at a graph break]: the forward's own Python runs eagerly once per call, each direct submodule
+    through a graph of its own; values and gradients are eager's."""
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Sequential(nn.Linear(4, 8), nn.ReLU()), nn.Linear(8, 2)
+
+        def forward(self, x):
+            h = self.a(x)
+            print("norm", round(h.norm().item(), 3))
+            return self.b(h)
+    m = M()
+    ref = copy.deepcopy(m)
+    c = ember.compile(m)
+    x = ember.randn(3, 4)
+    for _ in range(2):
+        y, yr = c(x), ref(x)
+        y.sum().backward()
+        yr.sum().backward()
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 4 and out[0] == out[1]
+    np.testing.assert_allclose(_np(y), _np(yr), rtol=1e-6)
+    for p, q in zip(m.parameters(), ref.parameters()):
+        np.testing.assert_allclose(_np(p.grad), _np(q.grad), rtol=1e-6)
+    e = _entries(c)[0]
+    assert e.graph_break.reason == "Unsupported Tensor.item() call" and len(e.children) == 2
+    assert all(len(ch._entries) == 1 and ch._entries[0].graph_break is None for ch in e.children.values())
+    from ember.c10 import compile_state
+    assert not compile_state.redirect                    # nothing is redirected once the call is over
+
+
 def test_disabled_functions_inside_break():
     @ember.compiler.disable
     def helper(x):

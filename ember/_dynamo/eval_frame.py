@@ -4,6 +4,14 @@ A compiled function keeps a list of cache entries, each a captured graph (or a g
 (Note [Capture] in ``capture.py``). A call flattens its arguments, takes the first entry whose guards pass and
 runs it; when none passes it captures again -- a recompilation -- until ``config.recompile_limit`` entries
 exist, then warns as PyTorch does and runs eagerly from then on.
+
+Note [Split at a graph break]
+Dynamo splits a function at a graph break and compiles the code on either side. ember cannot resume a Python
+frame half-way, but a module has a natural split: its submodules. When a compiled module's forward breaks, its
+eager run sends each direct submodule's calls to a compiled function of that submodule (``compile_state.redirect``,
+which ``Module.__call__`` checks -- one test of an empty dict on every module call otherwise). The forward's own
+Python (the print, the branch on a value) runs eagerly, once; the submodules run as graphs, each with its own
+guards, and a submodule that breaks splits the same way, down to the modules that capture whole.
 """
 from __future__ import annotations
 
@@ -31,7 +39,8 @@ def _logs() -> set[str]:
 
 
 class _Entry:
-    __slots__ = ("guards", "run", "graph_break", "gm", "inputs", "grad_leaves", "extra_inputs", "no_grad")
+    __slots__ = ("guards", "run", "graph_break", "gm", "inputs", "grad_leaves", "extra_inputs", "no_grad",
+                 "children")
 
     def __init__(self, guards: Any, run: Callable[..., Any] | None, graph_break: Any, gm: Any,
                  inputs: tuple[int, ...] = (), captured: Any = None) -> None:
@@ -45,6 +54,7 @@ class _Entry:
         self.grad_leaves = captured.grad_leaves if captured is not None else []
         self.extra_inputs = captured.extra_inputs if captured is not None else []
         self.no_grad = captured.self_differentiating if captured is not None else False
+        self.children: dict[int, Any] = {}      # a break of a module: its submodules' compiled functions
 
 
 class CompiledFunction:
@@ -180,7 +190,7 @@ class CompiledFunction:
 
     def _run(self, e: _Entry, leaves: list[Any], args: Any, kwargs: Any) -> Any:
         if e.run is None:
-            return self._fn(*args, **kwargs)
+            return self._run_eagerly(e, args, kwargs)
         inputs = [leaves[i] for i in e.inputs]
         if e.extra_inputs:
             inputs += [t._grad for t in e.extra_inputs]
@@ -199,6 +209,26 @@ class CompiledFunction:
                 t.__dict__["_grad"] = g
         return out
 
+    def _run_eagerly(self, e: _Entry, args: Any, kwargs: Any) -> Any:
+        """A graph break's run (Note [Split at a graph break]): the function itself, its module's direct
+        submodules each through a compiled function of its own."""
+        redirect = _cs.redirect
+        own = redirect.pop(id(self._module), None) if self._module is not None else None
+        saved: dict[int, Any] = {}
+        for key, child in e.children.items():
+            saved[key] = redirect.get(key)
+            redirect[key] = child
+        try:
+            return self._fn(*args, **kwargs)
+        finally:
+            for key, prev in saved.items():
+                if prev is None:
+                    redirect.pop(key, None)
+                else:
+                    redirect[key] = prev
+            if own is not None:
+                redirect[id(self._module)] = own
+
     def _compile(self, args: Any, kwargs: Any) -> _Entry:
         from ember._dynamo.capture import capture
         start = time.perf_counter()
@@ -212,7 +242,13 @@ class CompiledFunction:
             if "graph_breaks" in logs:
                 log.warning("Graph break: %s", c.graph_break.message())
             self.compile_times.append(time.perf_counter() - start)
-            return _Entry(c.guards, None, c.graph_break, None)
+            e = _Entry(c.guards, None, c.graph_break, None)
+            if self._module is not None and not c.graph_break.retry:    # Note [Split at a graph break]
+                e.children = {id(m): CompiledFunction(m.__call__, backend=self._backend, fullgraph=False,
+                                                      dynamic=self._dynamic, mode=self._mode,
+                                                      options=self._options or None, module=m)
+                              for _, m in self._module.named_children()}
+            return e
         gm = c.gm
         from ember._tensor import Tensor
         leaves = tree_flatten((args, kwargs))[0]

@@ -38,7 +38,10 @@ class _Epoch:
 
 
 state = _State()
-epoch = _Epoch()    # process-wide: a module changed by any thread invalidates what every thread checked
+epoch = _Epoch()
+# id(module) -> the compiled function its calls go to while a compiled parent that broke its graph runs eagerly
+# (Note [Split at a graph break] in ember/_dynamo/eval_frame.py); empty otherwise, which is all a call checks
+redirect: dict[int, Any] = {}    # process-wide: a module changed by any thread invalidates what every thread checked
 
 
 def graph_break(reason: str, explanation: str = "", hints: tuple[str, ...] = ()) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from ember._tensor import Tensor
 from ember.c10 import compile_state as _cs
+from ember.c10.compile_state import redirect as _redirect
 from ember.nn.parameter import Buffer, Parameter
 from ember.utils.hooks import RemovableHandle
 
@@ -608,6 +609,10 @@ class Module:
 
     # ------------------------------------------------------------------------------ calling
     def _call_impl(self, *args: Any, **kwargs: Any) -> Any:
+        if _redirect and _cs.state.capturing is None:     # a submodule of a compiled module that broke its graph
+            compiled = _redirect.get(id(self))
+            if compiled is not None:
+                return compiled(*args, **kwargs)
         if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks or self._backward_pre_hooks
                 or _global_forward_hooks or _global_forward_pre_hooks or _global_backward_hooks):
             return self.forward(*args, **kwargs)
