@@ -729,6 +729,11 @@ def test_sizes_the_code_does_not_follow_affinely_stay_static():
     for B in [2, 3, 4, 5]:
         assert np.isclose(_np(f(ember.ones(B))), B + B * B)
     assert len(_entries(f)) == 4
+    d = ember.compile(lambda x, w: (x * w).sum(-1), dynamic=True)      # the batch size generic from the start
+    w = ember.randn(5)
+    for B in [3, 4, 9]:
+        np.testing.assert_allclose(_np(d(ember.ones(B, 5), w)), np.full(B, _np(w).sum()), rtol=1e-5)
+    assert len(_entries(d)) == 1 and "s0" in _entries(d)[0].run.__ember_source__
     g = ember.compile(lambda x: x * 2, dynamic=False)
     for B in [2, 3, 4]:
         g(ember.ones(B))

@@ -128,15 +128,35 @@ class CompiledFunction:
             if dyn is not None:
                 self._entries.remove(similar[-1])
                 e = dyn
+        elif brk is None and self._dynamic is True and not self._entries:   # dynamic=True: the batch size at once
+            dyn = self._dynamic_batch(e, args, kwargs)
+            if dyn is not None:
+                e = dyn
         self._entries.append(e)
         return self._run(e, leaves, args, kwargs)
+
+    def _dynamic_batch(self, e: _Entry, args: Any, kwargs: Any) -> _Entry | None:
+        """``dynamic=True``: a graph for every batch size from the first call -- dimension 0 of the tensor
+        arguments that share the first one's, captured once more at another size (Note [Dynamic sizes])."""
+        from ember._tensor import Tensor
+        leaves = tree_flatten((args, kwargs))[0]
+        tensors = [(i, x) for i, x in enumerate(leaves) if isinstance(x, Tensor) and x.dim() > 0]
+        if not tensors:
+            return None
+        batch = tensors[0][1].shape[0]
+        sizes = {i: (batch + 1,) + tuple(x.shape[1:]) for i, x in tensors if x.shape[0] == batch}
+        try:
+            probe = self._compile(*_resized(args, kwargs, sizes))
+        except Exception:
+            return None
+        if probe.run is None:
+            return None
+        return self._make_dynamic(probe, e, args, kwargs)
 
     def _make_dynamic(self, e1: _Entry, e2: _Entry, args: Any, kwargs: Any) -> _Entry | None:
         """One entry for every size of the dimensions that differ between ``e1`` and ``e2``, from a third
         capture at a new size, or None (Note [Dynamic sizes] in ``ember/_inductor/dynamic.py``)."""
         from ember._inductor.dynamic import symbols_of
-        from ember._tensor import Tensor
-        import ember
         if self._backend_name != "inductor" or e1.inputs != e2.inputs:
             return None
         shape1 = {i: s for i, (_, _, s, _) in e1.guards.tensor_checks.items()}
@@ -151,18 +171,7 @@ class CompiledFunction:
         for k, (vals, where) in enumerate(groups):
             for j, d in where:
                 probe[order[j]][d] = max(vals) + 1 + k
-        leaves, spec = tree_flatten((args, kwargs))
-        made: dict[int, Any] = {}
-        new_leaves = []
-        for i, x in enumerate(leaves):
-            if isinstance(x, Tensor) and i in probe:
-                if id(x) not in made:
-                    t = ember.empty(tuple(probe[i]), dtype=x.dtype, device=x.device)
-                    made[id(x)] = t.requires_grad_(True) if x.requires_grad else t
-                x = made[id(x)]
-            new_leaves.append(x)
-        from ember.utils._pytree import tree_unflatten
-        a3, k3 = tree_unflatten(new_leaves, spec)
+        a3, k3 = _resized(args, kwargs, {i: tuple(v) for i, v in probe.items()})
         try:
             e3 = self._compile(a3, k3)
         except Exception:
@@ -281,6 +290,25 @@ class CompiledFunction:
                     'To log all recompilation reasons, use TORCH_LOGS="recompiles".\n'
                     "To diagnose recompilation issues, see docs/compile.md.",
                     config.recompile_limit, self._code_name(), reason)
+
+
+def _resized(args: Any, kwargs: Any, shapes: dict[int, tuple[int, ...]]) -> tuple[Any, Any]:
+    """The arguments with the tensors at these flat positions replaced by empty ones of these shapes (a tensor
+    passed twice stays one tensor)."""
+    import ember
+    from ember._tensor import Tensor
+    from ember.utils._pytree import tree_unflatten
+    leaves, spec = tree_flatten((args, kwargs))
+    made: dict[int, Any] = {}
+    new_leaves = []
+    for i, x in enumerate(leaves):
+        if isinstance(x, Tensor) and i in shapes:
+            if id(x) not in made:
+                t = ember.empty(shapes[i], dtype=x.dtype, device=x.device)
+                made[id(x)] = t.requires_grad_(True) if x.requires_grad else t
+            x = made[id(x)]
+        new_leaves.append(x)
+    return tree_unflatten(new_leaves, spec)  # type: ignore[no-any-return]
 
 
 def _generalized(fns: list[Any]) -> Any:
