@@ -208,6 +208,7 @@ class _Watcher:
         self.grads: dict[int, list[Any]] = {}          # id(leaf) -> [leaf, its .grad as the code sees it now]
         self.grad_at_entry: dict[int, tuple[Any, Any]] = {}   # id(leaf) -> (leaf, None or the fake of its .grad)
         self.new_input: Callable[[Any], Any] | None = None    # a graph input for a tensor found while tracing
+        self.fresh: set[int] = set()      # modules made during the capture: free to change
 
     def read_grad(self, t: Any) -> Any:
         """``t.grad`` inside the capture: what the traced code last gave it, else what it had on entry -- None
@@ -498,6 +499,7 @@ class Captured:
         self.grad_leaves: list[Any] = []       # tensors whose .grad the graph's last outputs are
         self.extra_inputs: list[Any] = []      # tensors whose current .grad is passed after the arguments
         self.self_differentiating = False
+        self.out_spec: Any = None                  # the result's structure when the graph returns it flat
 
 
 def _arg_names(fn: Callable[..., Any], leaves: list[Any], spec: Any) -> list[str]:
@@ -686,6 +688,10 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
     grad_leaves = [leaf for leaf, _ in watcher.grads.values()]
     if grad_leaves:
         out = (out, [v for _, v in watcher.grads.values()])
+    out_spec = None
+    if not _fx_keeps(out):          # a container fx would turn into a plain dict (a model-output class): the graph
+        flat, out_spec = tree_flatten(out)      # returns the leaves and the call rebuilds the container
+        out = tuple(flat)
     try:
         graph.output(_map_out(out, mode))
     except _NotATensorGraph as e:
@@ -708,9 +714,19 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
     c = Captured(g, gm=gm, example_inputs=[leaves[i] for i in tensor_pos if first_of.get(id(leaves[i])) == i] +
                  [t.__dict__["_grad"] for t in extra_inputs])
     c.grad_leaves = grad_leaves
+    c.out_spec = out_spec
     c.extra_inputs = extra_inputs
     c.self_differentiating = watcher.did_backward
     return c
+
+
+def _fx_keeps(x: Any) -> bool:
+    """Whether an fx output node keeps this structure as it is (tuples, lists, named tuples, plain dicts)."""
+    if isinstance(x, (list, tuple)):
+        return (type(x) in (list, tuple) or hasattr(x, "_fields")) and all(_fx_keeps(y) for y in x)
+    if isinstance(x, dict):
+        return type(x) is dict and all(_fx_keeps(v) for v in x.values())
+    return True
 
 
 class _NotATensorGraph(Exception):

@@ -26,7 +26,7 @@ from ember._dynamo import config, exc
 from ember._dynamo.backends import lookup_backend
 from ember.c10 import compile_state as _cs
 from ember.nn import Module
-from ember.utils._pytree import tree_flatten
+from ember.utils._pytree import tree_flatten, tree_unflatten as _tree_unflatten
 
 log = logging.getLogger("ember._dynamo")
 _ALL: weakref.WeakSet[Any] = weakref.WeakSet()   # every compiled callable, for reset()
@@ -40,7 +40,7 @@ def _logs() -> set[str]:
 
 class _Entry:
     __slots__ = ("guards", "run", "graph_break", "gm", "inputs", "grad_leaves", "extra_inputs", "no_grad",
-                 "children")
+                 "children", "out_spec")
 
     def __init__(self, guards: Any, run: Callable[..., Any] | None, graph_break: Any, gm: Any,
                  inputs: tuple[int, ...] = (), captured: Any = None) -> None:
@@ -55,6 +55,7 @@ class _Entry:
         self.extra_inputs = captured.extra_inputs if captured is not None else []
         self.no_grad = captured.self_differentiating if captured is not None else False
         self.children: dict[int, Any] = {}      # a break of a module: its submodules' compiled functions
+        self.out_spec = captured.out_spec if captured is not None else None
 
 
 class CompiledFunction:
@@ -195,6 +196,7 @@ class CompiledFunction:
         guards = e2.guards.dynamic(groups)
         e = _Entry(guards, run, None, e2.gm, e2.inputs)
         e.grad_leaves, e.extra_inputs, e.no_grad = e2.grad_leaves, e2.extra_inputs, e2.no_grad
+        e.out_spec = e2.out_spec
         return e
 
     def _run(self, e: _Entry, leaves: list[Any], args: Any, kwargs: Any) -> Any:
@@ -212,6 +214,8 @@ class CompiledFunction:
                 state.enabled = enabled
         else:
             out = e.run(*inputs)
+        if e.out_spec is not None:
+            out = _tree_unflatten(list(out), e.out_spec)
         if e.grad_leaves:
             out, grads = out
             for t, g in zip(e.grad_leaves, grads):

@@ -278,6 +278,12 @@ def _emit_op(node: Any, var: str, env: dict[Any, tuple[str, ...]], views: dict[s
         if kind == "new" and any(isinstance(v, Tensor) and v.dim() == 0 for v in vals):
             w.globals["_arr"] = _as_array
             call = f"_arr({call})" if isinstance(out_val, Tensor) else f"tuple(map(_arr, {call}))"
+        elif kind == "new" and isinstance(out_val, Tensor) and out_val.dim() > 1 and out_val.is_contiguous() and \
+                any(isinstance(v, Tensor) and not v.is_contiguous() for v in _flat_vals(args)):
+            # the graph was traced with this result contiguous (the views after it rely on it); NumPy may lay it
+            # out as a strided input is laid out
+            w.globals["_contig"] = _contiguous
+            call = f"_contig({call})"
         body.append(f"{var} = {call}  # {overload}")
         if len(returns) == 1 and returns[0].type.endswith("[]"):
             env[node] = ("seq", var, _SeqKinds("a"))
@@ -305,6 +311,16 @@ def _emit_op(node: Any, var: str, env: dict[Any, tuple[str, ...]], views: dict[s
 _FILLS = {"ones": 1, "ones_like": 1, "new_ones": 1, "zeros": 0, "zeros_like": 0, "new_zeros": 0,
           "full": "fill_value", "full_like": "fill_value", "new_full": "fill_value", "empty": "empty",
           "empty_like": "empty", "new_empty": "empty"}
+
+
+def _contiguous(a: Any) -> Any:
+    return a if a.flags.c_contiguous else a.copy(order="C")
+
+
+def _flat_vals(x: Any) -> list[Any]:
+    if isinstance(x, (list, tuple)):
+        return [z for y in x for z in _flat_vals(y)]
+    return [x]
 
 
 def _as_array(x: Any) -> Any:
@@ -388,16 +404,19 @@ def _view_out(arr: Any, base: Any) -> Any:
 
 
 def _plain(x: Any) -> Any:
-    """fx's immutable lists and dicts as the plain containers pytree flattens."""
-    if isinstance(x, tuple) and type(x) is not tuple and not hasattr(x, "_fields"):
-        return tuple(_plain(y) for y in x)
-    if isinstance(x, list):
+    """fx's immutable lists and dicts as the plain containers pytree flattens; any other container (a tuple, a
+    named tuple, a registered node such as a model-output class) keeps its type."""
+    from ember.fx.immutable_collections import immutable_dict, immutable_list
+    from ember.utils._pytree import _flatten_node, _node_type, _unflatten_node
+    if type(x) is immutable_list:
         return [_plain(y) for y in x]
-    if isinstance(x, tuple):
-        return type(x)(*(_plain(y) for y in x)) if hasattr(x, "_fields") else tuple(_plain(y) for y in x)
-    if isinstance(x, dict):
+    if type(x) is immutable_dict:
         return {k: _plain(v) for k, v in x.items()}
-    return x
+    t = _node_type(x)
+    if t is None:
+        return x
+    children, ctx = _flatten_node(t, x)
+    return _unflatten_node(t, [_plain(c) for c in children], ctx)
 
 
 def _unflatten_expr(exprs: list[str], spec: Any, w: _Writer) -> str:

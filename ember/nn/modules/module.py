@@ -93,6 +93,9 @@ class Module:
                             f"{type(self).__name__}.__init__() takes 1 positional argument but {len(args) + 1} were "
                             "given")
         d = self.__dict__
+        capture = _cs.state.capturing
+        if capture is not None:     # made inside a compiled region: the traced code may build it as it likes
+            capture.fresh.add(id(self))
         d["training"] = True
         d["_parameters"] = {}
         d["_buffers"] = {}
@@ -113,7 +116,7 @@ class Module:
 
     # ------------------------------------------------------------------------------ registration
     def register_buffer(self, name: str, tensor: Tensor, persistent: bool = True) -> None:
-        if _cs.state.capturing is not None and _current_attr(self, name) is not tensor:
+        if _watched(self) and _current_attr(self, name) is not tensor:
             _cs.graph_break(f"register_buffer of {type(self).__name__}.{name}",
                             "A compiled region changed the structure of a module.")
         _cs.bump()
@@ -140,7 +143,7 @@ class Module:
             self._non_persistent_buffers_set.add(name)
 
     def register_parameter(self, name: str, param: Tensor) -> None:
-        if _cs.state.capturing is not None and _current_attr(self, name) is not param:
+        if _watched(self) and _current_attr(self, name) is not param:
             _cs.graph_break(f"register_parameter of {type(self).__name__}.{name}",
                             "A compiled region changed the structure of a module.")
         _cs.bump()
@@ -167,7 +170,7 @@ class Module:
             self._parameters[name] = param
 
     def add_module(self, name: str, module: Any) -> None:
-        if _cs.state.capturing is not None and _current_attr(self, name) is not module:
+        if _watched(self) and _current_attr(self, name) is not module:
             _cs.graph_break(f"add_module of {type(self).__name__}.{name}",
                             "A compiled region changed the structure of a module.")
         _cs.bump()
@@ -250,8 +253,7 @@ class Module:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name: str, value: Tensor) -> None:
-        st = _cs.state
-        if st.capturing is not None and _current_attr(self, name) is not value:
+        if _watched(self) and _current_attr(self, name) is not value:
             _cs.graph_break(f"setattr of {type(self).__name__}.{name}",
                             "A compiled region changed an attribute of a module, which its graph cannot replay.")
         _cs.epoch.epoch += 1
@@ -303,8 +305,9 @@ class Module:
                     object.__setattr__(self, name, value)
 
     def __delattr__(self, name: Any) -> None:
-        _cs.graph_break(f"delattr of {type(self).__name__}.{name}",
-                        "A compiled region deleted an attribute of a module, which its graph cannot replay.")
+        if _watched(self):
+            _cs.graph_break(f"delattr of {type(self).__name__}.{name}",
+                            "A compiled region deleted an attribute of a module, which its graph cannot replay.")
         _cs.bump()
         if name in self._parameters:
             del self._parameters[name]
@@ -830,3 +833,9 @@ def _current_attr(module: Module, name: str) -> Any:
 
 
 _MISSING = object()
+
+
+def _watched(module: Module) -> bool:
+    """Whether a capture is running that must not see ``module`` change (one made before it began)."""
+    capture = _cs.state.capturing
+    return capture is not None and id(module) not in capture.fresh
