@@ -448,3 +448,22 @@ def test_every_op_table_sample_runs_under_fake_tensor_mode():
             fake += any(type(g).__name__ == "FakeTensor" for g in flat)   # (positive(x) returns x itself)
             compared += 1
     assert compared > 2500 and fake > 0.95 * compared and refused == _NUMPY_COMPOSITES
+
+
+def test_fake_elementwise_results_are_laid_out_as_real_and_pytorch_ones():
+    """An elementwise op on a permuted or sliced input keeps the input's layout (PyTorch's TensorIterator, NumPy's
+    K order): the fake result's strides equal the real result's and PyTorch's (a graph traced on fake tensors
+    decides view against reshape by them)."""
+    ft = _mod(ember, "._subclasses.fake_tensor")
+    layouts = [lambda t: t.transpose(0, 2), lambda t: t.permute(1, 0, 2), lambda t: t[:, ::2],
+               lambda t: t.transpose(1, 2)]
+    for mk in layouts:
+        for op in (lambda a, b: a * 0.5, lambda a, b: a + b, lambda a, b: b - a, lambda a, b: (a * b).exp()):
+            x = mk(ember.randn(2, 4, 6))
+            other = ember.randn(x.shape[-1])
+            real = op(x, other).stride()
+            with ft.FakeTensorMode(allow_non_fake_inputs=True) as mode:
+                fake = op(mk(mode.from_tensor(ember.randn(2, 4, 6))), other).stride()
+            tx = mk(torch.randn(2, 4, 6))
+            ref = op(tx, torch.randn(tx.shape[-1])).stride()
+            assert real == fake == ref, (real, fake, ref)

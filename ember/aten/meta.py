@@ -90,9 +90,46 @@ def run_meta(kernel: Any, args: Any, kwargs: Any = None) -> Any:
         arrays = [a for a in args if isinstance(a, np.ndarray)]
         shape = broadcast_shapes(*(a.shape for a in arrays))
         r = kernel(np, *_map_arrays(args, lambda a: _stand_in(a, True)), **kwargs)
+        if len(shape) > 1 and any(a.ndim > 1 and not a.flags.c_contiguous for a in arrays):
+            order = _result_order(kernel, args, kwargs)     # laid out as the real kernel lays it out
+            if order is not None:
+                return new_tensor(fake_array(shape, np.dtype(r.dtype), _strides_in_order(shape, order)),
+                                  KS_META, META)
         return _wrap_shape(shape, r.dtype)
     r = getattr(kernel, "meta_kernel", kernel)(np, *_map_arrays(args, _stand_in), **kwargs)
     return _wrap(r)
+
+
+def _small_alike(a: Any) -> Any:
+    """A real array of at most 2 elements per dimension whose strides are ordered as ``a``'s (broadcast
+    dimensions stay broadcast): what an elementwise kernel's result layout depends on, at no cost."""
+    small = tuple(min(n, 2) for n in a.shape)
+    live = [d for d in range(a.ndim) if not (a.strides[d] == 0 and a.shape[d] > 1)]
+    perm = sorted(live, key=lambda d: (-abs(a.strides[d]), d))
+    base = np.ones(tuple(small[d] for d in perm), a.dtype).transpose(np.argsort(perm))
+    full = [small[d] if d in live else 1 for d in range(a.ndim)]
+    return np.broadcast_to(base.reshape(full), small)
+
+
+def _result_order(kernel: Any, args: Any, kwargs: Any) -> list[int] | None:
+    """The order of the dimensions of an elementwise kernel's result in memory, outermost first (NumPy lays a
+    result out as its strided inputs are, as PyTorch's TensorIterator does)."""
+    try:
+        r = kernel(np, *_map_arrays(args, _small_alike), **kwargs)
+    except Exception:
+        return None
+    if not isinstance(r, np.ndarray) or r.ndim == 0:
+        return None
+    return sorted(range(r.ndim), key=lambda d: (-r.strides[d] if r.shape[d] > 1 else 0, d))
+
+
+def _strides_in_order(shape: tuple[int, ...], order: list[int]) -> list[int]:
+    strides = [0] * len(shape)
+    step = 1
+    for d in reversed(order):
+        strides[d] = step
+        step *= max(shape[d], 1)
+    return strides
 
 
 def _wrap_shape(shape: Any, dt: Any) -> Any:
