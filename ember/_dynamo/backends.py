@@ -71,7 +71,7 @@ def aot_eager(gm: Any, example_inputs: Any, **kwargs: Any) -> Callable[..., Any]
 @register_backend(name="inductor")
 def inductor(gm: Any, example_inputs: Any, **kwargs: Any) -> Callable[..., Any]:
     """ember's counterpart of Inductor: a graph with no autograd to record becomes one generated function that
-    calls the array kernels directly (Note [Graph code]); a graph that needs autograd runs through the
-    dispatcher until AOT autograd gives it forward and backward graphs."""
+    calls the array kernels directly (Note [Graph code]); a graph that needs autograd becomes AOT autograd's
+    forward and backward graphs (Note [AOT autograd]), each such a function."""
     from ember._inductor.compile_fx import compile_fx
     return compile_fx(gm, example_inputs)
