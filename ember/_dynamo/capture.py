@@ -480,6 +480,8 @@ def _mismatch(name: str, what: str, expected: tuple[int, ...], actual: tuple[int
 def _value_guard(g: Guards, expr: str, v: Any, what: str) -> None:
     if v is None or type(v) is bool:
         g.add(f"{expr} is {v!r}", f"{what} changed: expected {v!r}")
+    elif type(v) is float and v != v:           # NaN equals nothing, itself included
+        g.add(f"type({expr}) is float and {expr} != {expr}", f"{what} changed: expected nan")
     elif type(v) in _SCALARS:
         g.add(f"type({expr}) is {type(v).__name__} and {expr} == {g.const(v)}", f"{what} changed: expected {v!r}")
     else:
