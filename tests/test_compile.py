@@ -257,6 +257,10 @@ def test_globals_and_closure_cells_are_guarded():
     assert _np(ch(ember.ones(1)))[0] == 2
     _SCALE = 5
     assert _np(ch(ember.ones(1)))[0] == 5 and len(_entries(ch)) == 2
+    nan = ember.compile(lambda x, v: x + v)
+    for _ in range(3):                                   # a NaN argument: one graph, not one per call
+        assert np.isnan(_np(nan(ember.ones(1), float("nan")))[0])
+    assert len(_entries(nan)) == 1
 
 
 def test_recompile_limit_warns_in_pytorchs_words_then_runs_eagerly(caplog):
