@@ -277,6 +277,20 @@ def test_recompile_limit_warns_in_pytorchs_words_then_runs_eagerly(caplog):
     assert "last reason: tensor 'x' size mismatch at index 0. expected 2, actual 3" in msgs[0]
 
 
+def test_recompiles_log_names_the_failing_guards(caplog, monkeypatch):
+    monkeypatch.setenv("EMBER_LOGS", "recompiles")
+    f = ember.compile(lambda x: x + 1, dynamic=False)
+    with caplog.at_level(logging.WARNING, logger="ember._dynamo"):
+        f(ember.ones(2))
+        f(ember.ones(3))
+        f(ember.ones(2, dtype=ember.float64))
+    msgs = [r.getMessage() for r in caplog.records]
+    assert len(msgs) == 2 and msgs[0].startswith("Recompiling function '<lambda>'")
+    assert "triggered by the following guard failure(s):\n    - 0: tensor 'x' size mismatch at index 0. expected 2, " \
+           "actual 3" in msgs[0]
+    assert "- 1: tensor 'x' dtype mismatch: expected ember.float32" in msgs[1]
+
+
 def test_module_state_changes_are_seen():
     m = nn.Linear(3, 2)
     c = ember.compile(m)

@@ -456,24 +456,27 @@ def _container_guards(g: Guards, snapshot: _Snapshot) -> None:
 
 
 def _tensor_guards(g: Guards, i: int, t: Tensor, name: str) -> None:
+    """The checks of one tensor argument, in the order PyTorch's TENSOR_MATCH reports them."""
     a = t._data
     g.add(f"type(L[{i}]) is {g.const(type(t))}", f"the class of tensor '{name}' changed")
+    g.add(f"L[{i}]._data.dtype == {g.const(a.dtype)}", f"tensor '{name}' dtype mismatch: expected {t.dtype}")
+    g.add(f"L[{i}]._device == {g.const(t._device)}", f"tensor '{name}' device mismatch: expected {t.device}")
+    g.add(f"L[{i}]._rg is {t._rg}", f"tensor '{name}' requires_grad mismatch: expected {t._rg}")
     g.tensor_checks[i] = (len(g.checks), len(g.checks) + 1, tuple(a.shape), bool(a.flags.c_contiguous))
     g.add(f"L[{i}]._data.shape == {tuple(a.shape)!r}", lambda L: _mismatch(name, "size", tuple(a.shape),
                                                                           tuple(L[i].shape)))
     item = a.itemsize
     g.add(f"L[{i}]._data.strides == {tuple(a.strides)!r}",
           lambda L: _mismatch(name, "stride", tuple(s // item for s in a.strides), tuple(L[i].stride())))
-    g.add(f"L[{i}]._data.dtype == {g.const(a.dtype)}", f"tensor '{name}' dtype mismatch: expected {t.dtype}")
-    g.add(f"L[{i}]._device == {g.const(t._device)}", f"tensor '{name}' device mismatch: expected {t.device}")
-    g.add(f"L[{i}]._rg is {t._rg}", f"tensor '{name}' requires_grad mismatch: expected {t._rg}")
 
 
 def _mismatch(name: str, what: str, expected: tuple[int, ...], actual: tuple[int, ...]) -> str:
     """PyTorch's words for a failed size or stride guard."""
     if len(expected) != len(actual):
         return f"tensor '{name}' rank mismatch. expected {len(expected)}, actual {len(actual)}"
-    i = next(k for k in range(len(expected)) if expected[k] != actual[k])
+    i = next((k for k in range(len(expected)) if expected[k] != actual[k]), None)
+    if i is None:
+        return f"tensor '{name}' {what} mismatch"
     return f"tensor '{name}' {what} mismatch at index {i}. expected {expected[i]}, actual {actual[i]}"
 
 

@@ -118,6 +118,10 @@ class CompiledFunction:
         if self._entries and config.error_on_recompile:
             raise exc.RecompileError(f"Recompiling function {self._code_name()}: "
                                      f"{self._entries[-1].guards.failure(leaves)}")
+        if self._entries and "recompiles" in _logs():      # EMBER_LOGS=recompiles (TORCH_LOGS as in PyTorch)
+            reasons = "\n".join(f"    - {i}: {e.guards.failure(leaves)}" for i, e in enumerate(self._entries))
+            log.warning("Recompiling function %s\n    triggered by the following guard failure(s):\n%s",
+                        self._code_name(), reasons)
         similar = [p for p in self._entries if p.run is not None and p.guards.passes_except_sizes(leaves)]
         e = self._compile(args, kwargs)
         brk = e.graph_break
