@@ -278,12 +278,7 @@ def _emit_op(node: Any, var: str, env: dict[Any, tuple[str, ...]], views: dict[s
         if kind == "new" and any(isinstance(v, Tensor) and v.dim() == 0 for v in vals):
             w.globals["_arr"] = _as_array
             call = f"_arr({call})" if isinstance(out_val, Tensor) else f"tuple(map(_arr, {call}))"
-        elif kind == "new" and isinstance(out_val, Tensor) and out_val.dim() > 1 and out_val.is_contiguous() and \
-                any(isinstance(v, Tensor) and not v.is_contiguous() for v in _flat_vals(args)):
-            # the graph was traced with this result contiguous (the views after it rely on it); NumPy may lay it
-            # out as a strided input is laid out
-            w.globals["_contig"] = _contiguous
-            call = f"_contig({call})"
+
         body.append(f"{var} = {call}  # {overload}")
         if len(returns) == 1 and returns[0].type.endswith("[]"):
             env[node] = ("seq", var, _SeqKinds("a"))
@@ -311,16 +306,6 @@ def _emit_op(node: Any, var: str, env: dict[Any, tuple[str, ...]], views: dict[s
 _FILLS = {"ones": 1, "ones_like": 1, "new_ones": 1, "zeros": 0, "zeros_like": 0, "new_zeros": 0,
           "full": "fill_value", "full_like": "fill_value", "new_full": "fill_value", "empty": "empty",
           "empty_like": "empty", "new_empty": "empty"}
-
-
-def _contiguous(a: Any) -> Any:
-    return a if a.flags.c_contiguous else a.copy(order="C")
-
-
-def _flat_vals(x: Any) -> list[Any]:
-    if isinstance(x, (list, tuple)):
-        return [z for y in x for z in _flat_vals(y)]
-    return [x]
 
 
 def _as_array(x: Any) -> Any:
