@@ -170,28 +170,27 @@ class _Snapshot:
 
     def changed(self) -> str | None:
         for obj, copy, what in self.items.values():
-            if isinstance(obj, dict):
-                if len(obj) != len(copy) or any(k not in copy or copy[k] is not v for k, v in obj.items()):
-                    return what
-            elif isinstance(obj, set):
-                if obj != copy:
-                    return what
-            elif len(obj) != len(copy) or any(a is not b for a, b in zip(obj, copy)):
+            if _differs(obj, copy):
                 return what
         return None
 
     def restore(self) -> None:
         for obj, copy, _ in self.items.values():
-            if isinstance(obj, dict):
-                if len(obj) != len(copy) or any(k not in copy or copy[k] is not v for k, v in obj.items()):
-                    obj.clear()
+            if _differs(obj, copy):
+                obj.clear()
+                if isinstance(obj, (dict, set)):
                     obj.update(copy)
-            elif isinstance(obj, set):
-                obj.clear()
-                obj.update(copy)
-            elif len(obj) != len(copy) or any(a is not b for a, b in zip(obj, copy)):
-                obj.clear()
-                obj.extend(copy)
+                else:
+                    obj.extend(copy)
+
+
+def _differs(obj: Any, copy: Any) -> bool:
+    """Whether a container no longer holds what its shallow copy does (the same objects, for dicts and lists)."""
+    if isinstance(obj, dict):
+        return len(obj) != len(copy) or any(k not in copy or copy[k] is not v for k, v in obj.items())
+    if isinstance(obj, set):
+        return bool(obj != copy)
+    return len(obj) != len(copy) or any(a is not b for a, b in zip(obj, copy))
 
 
 class _Watcher:

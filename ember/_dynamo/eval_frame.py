@@ -33,7 +33,8 @@ _ALL: weakref.WeakSet[Any] = weakref.WeakSet()   # every compiled callable, for 
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
-def _logs() -> set[str]:
+def logs() -> set[str]:
+    """The artifacts ``EMBER_LOGS`` (or PyTorch's ``TORCH_LOGS``) asks to print: graph_code, output_code, ..."""
     return {s.strip().lstrip("+") for s in os.environ.get("EMBER_LOGS", os.environ.get("TORCH_LOGS", "")).split(",")
             if s.strip()}
 
@@ -118,7 +119,7 @@ class CompiledFunction:
         if self._entries and config.error_on_recompile:
             raise exc.RecompileError(f"Recompiling function {self._code_name()}: "
                                      f"{self._entries[-1].guards.failure(leaves)}")
-        if self._entries and "recompiles" in _logs():      # EMBER_LOGS=recompiles (TORCH_LOGS as in PyTorch)
+        if self._entries and "recompiles" in logs():      # EMBER_LOGS=recompiles (TORCH_LOGS as in PyTorch)
             reasons = "\n".join(f"    - {i}: {e.guards.failure(leaves)}" for i, e in enumerate(self._entries))
             log.warning("Recompiling function %s\n    triggered by the following guard failure(s):\n%s",
                         self._code_name(), reasons)
@@ -252,11 +253,11 @@ class CompiledFunction:
         modules = [self._module] if self._module is not None else []
         globals_fn = self._module.forward if self._module is not None else None
         c = capture(self._fn, args, kwargs, modules=modules, globals_fn=globals_fn)
-        logs = _logs()
+        wanted = logs()
         if c.graph_break is not None:
             if self._fullgraph:
                 raise exc.Unsupported(c.graph_break.message())
-            if "graph_breaks" in logs:
+            if "graph_breaks" in wanted:
                 log.warning("Graph break: %s", c.graph_break.message())
             self.compile_times.append(time.perf_counter() - start)
             e = _Entry(c.guards, None, c.graph_break, None)
@@ -273,7 +274,7 @@ class CompiledFunction:
         for i, x in enumerate(leaves):
             if isinstance(x, Tensor):
                 first.setdefault(id(x), i)
-        if "graph_code" in logs or "graph" in logs:
+        if "graph_code" in wanted or "graph" in wanted:
             log.warning("TRACED GRAPH\n ===== __compiled_fn_%d =====\n%s", len(self._entries),
                         gm.print_readable(print_output=False))
         try:
@@ -437,17 +438,6 @@ def disable(fn: Any = None, recursive: bool = True, *, reason: str | None = None
     return disabled
 
 
-def graph_break(msg: str = "") -> None:
-    """Break the graph here when compiling (``torch._dynamo.graph_break``)."""
-    _cs.graph_break("Call to `torch._dynamo.graph_break()`" + (f": {msg}" if msg else ""),
-                    "User-inserted graph break.")
-
-
-def is_compiling() -> bool:
-    """True while ember captures a graph (the traced code can take another path then)."""
-    return _cs.state.capturing is not None
-
-
 class ExplainOutput:
     """What ``explain`` found: the graphs, the breaks with their reasons and source lines, the ops."""
 
@@ -499,5 +489,4 @@ def explain(f: Callable[..., Any], *extra_args: Any, **extra_kwargs: Any) -> Cal
     return inner
 
 
-__all__ = ["compile", "optimize", "OptimizedModule", "reset", "disable", "explain", "ExplainOutput",
-           "is_compiling", "graph_break"]
+__all__ = ["compile", "optimize", "OptimizedModule", "reset", "disable", "explain", "ExplainOutput"]

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any, Callable
 
 from ember._tensor import Tensor
@@ -49,8 +48,8 @@ def compile_fx(gm: Any, example_inputs: list[Any]) -> Callable[..., Any]:
 def _logged(compiler: Callable[..., Any], what: str) -> Callable[..., Any]:
     def compile_and_log(gm: Any, example_inputs: list[Any]) -> Callable[..., Any]:
         fn = compiler(gm, example_inputs, name=f"call_{what}")
-        logs = os.environ.get("EMBER_LOGS", os.environ.get("TORCH_LOGS", ""))
-        if "output_code" in {s.strip().lstrip("+") for s in logs.split(",")}:
+        from ember._dynamo.eval_frame import logs
+        if "output_code" in logs():
             log.warning("Output code (%s):\n%s", what, fn.__ember_source__)
         return fn
     return compile_and_log
