@@ -27,6 +27,9 @@ import logging
 import operator
 from typing import Any, Callable
 
+import numpy as np
+
+from ember._inductor.fusion import Kernel as _Kernel
 from ember._tensor import Tensor
 from ember.aten.backends import BACKEND, ON_CUDA, array_kernel
 from ember.aten.dispatcher import keys_below
@@ -99,10 +102,20 @@ def compile_graph(gm: Any, example_inputs: list[Any] | None = None, *, name: str
     # per node: ("t", var) a Tensor; ("a", var) an array; ("v", var) anything else; ("seq", var, kinds)
     env: dict[Any, tuple[str, ...]] = {}
     views: dict[str, str] = {}         # array var -> the var it is a view of
+    groups = _fusion_plan(graph, be.xp)     # Note [Pointwise fusion]: a group runs where its last member stands
+    group_of = {m: gi for gi, g in enumerate(groups) for m in g[0].members}
+    nodes = list(graph.nodes)
+    index = {n: i for i, n in enumerate(nodes)}
     last_use: dict[Any, Any] = {}
-    for n in graph.nodes:
+    for n in nodes:
+        at = groups[group_of[n]][0].last if n in group_of else n
         for i in n._input_nodes:
-            last_use[i] = n
+            if i not in last_use or index[at] > index[last_use[i]]:
+                last_use[i] = at
+    # fused results only fused loops read: their arrays can take a later fused result (Note [Pointwise fusion])
+    reusable = {m for g, _ in groups for m in g.members
+                if all(u in group_of for u in m.users) and any(group_of[u] != group_of[m] for u in m.users)}
+    free: list[tuple[str, int, Any]] = []
     dies_at: dict[Any, list[Any]] = {}
     keep = _output_view_roots(graph)     # arrays a result will be a view of: alive until the end
     for v, n in last_use.items():
@@ -164,13 +177,20 @@ def compile_graph(gm: Any, example_inputs: list[Any] | None = None, *, name: str
         if node.op == "output":
             body.append("return " + _output(node.args[0], env, views, arr, tensor, w, body))
             break
-        if node.stack_trace:
+        if node in group_of:
+            g, info = groups[group_of[node]]
+            if node is not g.last:
+                continue
+            _emit_fused(g, info, env, w, body, arr, free)
+        elif node.stack_trace:
             comment = _stack_trace_comment(node.stack_trace)
             if comment:
                 body.append(comment)
         var = node.name
         target = node.target
-        if target is operator.getitem:
+        if node in group_of:
+            pass
+        elif target is operator.getitem:
             src, idx = node.args
             kinds = env[src]
             body.append(f"{var} = {env[src][1]}[{idx}]")
@@ -191,7 +211,12 @@ def compile_graph(gm: Any, example_inputs: list[Any] | None = None, *, name: str
                              [f"{k}={value(v, False)}" for k, v in node.kwargs.items()])
             body.append(f"{var} = {f}({args})")
             env[node] = ("v", var)
-        dead = [env[d][1] for d in dies_at.get(node, []) if d.op != "placeholder" and d in env]
+        dead = [env[d][1] for d in dies_at.get(node, []) if d.op != "placeholder" and d in env and d not in reusable]
+        for d in dies_at.get(node, []):
+            if d in reusable and d in env:
+                free.append((env[d][1], d.meta["val"].numel(), d.meta["val"].dtype))
+        while len(free) > _MAX_FREE:
+            dead.append(free.pop(0)[0])
         if dead:
             body.append(" = ".join(dead + ["None"]))
     src = f"def {name}({', '.join(params)}):\n" + "\n".join("    " + ln for ln in body) + "\n"
@@ -200,11 +225,55 @@ def compile_graph(gm: Any, example_inputs: list[Any] | None = None, *, name: str
     exec(code, ns)
     fn = ns[name]
     fn.__ember_source__ = src                   # type: ignore[attr-defined]
+    fn.__ember_kernels__ = [k.src for k in w.globals.values() if isinstance(k, _Kernel)]  # type: ignore[attr-defined]
     fn.__ember_params__ = [(n.name, tuple(n.meta["val"].shape) if isinstance(n.meta.get("val"), Tensor) else None)
                            for n in graph.nodes if n.op == "placeholder"]   # type: ignore[attr-defined]
     import linecache
     linecache.cache[f"<ember compiled {name}>"] = (len(src), None, src.splitlines(True), f"<ember compiled {name}>")
     return fn  # type: ignore[no-any-return]
+
+
+_MAX_FREE = 4          # dead fused results kept for reuse at once; older ones are released
+
+
+def _fusion_plan(graph: Any, xp: Any) -> list[Any]:
+    from ember._inductor import config, fusion
+    from ember.aten.kernels import compiled
+    if xp is not np or not config.pointwise_fusion or not compiled.is_enabled():
+        return []
+    return fusion.plan(graph, xp)
+
+
+def _emit_fused(g: Any, info: Any, env: dict[Any, tuple[str, ...]], w: _Writer, body: list[str],
+                arr: Callable[[Any], str], free: list[tuple[str, int, Any]]) -> None:
+    """One call of a group's fused loop (Note [Pointwise fusion]); each result that leaves the loop takes the array
+    of a dead fused result of its size and dtype when there is one."""
+    from ember._inductor import fusion
+    kernel, inputs, outputs = fusion.kernel_of(g, info)
+    seen = set()
+    for m in g.members:
+        comment = _stack_trace_comment(m.stack_trace) if m.stack_trace else None
+        if comment and comment not in seen:
+            seen.add(comment)
+            body.append(comment)
+    reuse = []
+    for m in outputs:
+        val = m.meta["val"]
+        hit = next((f for f in free if f[1] == val.numel() and f[2] == val.dtype), None)
+        if hit is not None:
+            free.remove(hit)
+        reuse.append(hit[0] if hit is not None else "None")
+    k = w.const(kernel, "fused")
+    ins = ", ".join(arr(v) for v in inputs)
+    names = ", ".join(m.name for m in outputs)
+    ops = ", ".join(str(m.target.__name__) for m in g.members)
+    body.append(f"{names}, = {k}({g.shape!r}, ({ins}{',' if len(inputs) == 1 else ''}), "
+                f"({', '.join(reuse)}{',' if len(reuse) == 1 else ''}))  # fused: {ops}")
+    for m in outputs:
+        env[m] = ("a", m.name)
+    dropped = [r for r in reuse if r != "None"]
+    if dropped:
+        body.append(" = ".join(dropped + ["None"]))
 
 
 def _emit_op(node: Any, var: str, env: dict[Any, tuple[str, ...]], views: dict[str, str], w: _Writer,

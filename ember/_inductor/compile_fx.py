@@ -51,5 +51,7 @@ def _logged(compiler: Callable[..., Any], what: str) -> Callable[..., Any]:
         from ember._dynamo.eval_frame import logs
         if "output_code" in logs():
             log.warning("Output code (%s):\n%s", what, fn.__ember_source__)
+            for src in fn.__ember_kernels__:
+                log.warning("Fused kernel (%s):\n%s", what, src)
         return fn
     return compile_and_log

@@ -58,6 +58,9 @@ def _same_global(a: Any, b: Any) -> bool:
         return True
     if type(a) is not type(b):
         return False
+    from ember._inductor.fusion import Kernel
+    if isinstance(a, Kernel):          # a fused loop: the same loop over the same layouts
+        return a.key == b.key
     if isinstance(a, np.ndarray):
         return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b, equal_nan=True))
     if hasattr(a, "_data") and isinstance(getattr(a, "_data", None), np.ndarray):   # a constant tensor
