@@ -238,8 +238,8 @@ _MAX_FREE = 4          # dead fused results kept for reuse at once; older ones a
 
 def _fusion_plan(graph: Any, xp: Any) -> list[Any]:
     from ember._inductor import config, fusion
-    from ember.aten.kernels import compiled
-    if xp is not np or not config.pointwise_fusion or not compiled.is_enabled():
+    from ember.aten.backends import compiled_loops_enabled
+    if xp is not np or not config.pointwise_fusion or not compiled_loops_enabled():
         return []
     return fusion.plan(graph, xp)
 

@@ -135,6 +135,13 @@ def array_kernel(op: Any) -> tuple[Any, tuple[str, ...], str, Any] | None:
     return _ARRAY_KERNELS.get(op)
 
 
+def compiled_loops_enabled() -> bool:
+    """Whether numba-compiled loops are in use (numba importable, ``EMBER_COMPILED_KERNELS`` not 0): graph compilers
+    generate fused loops only then."""
+    from ember.aten.kernels import compiled
+    return compiled.is_enabled()
+
+
 def register_kernels(backend_rows: Any, composite_rows: Any, no_device_check: Any) -> None:
     """Register the generated table (Note [Backend kernels]).
 
