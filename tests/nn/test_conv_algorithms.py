@@ -1,5 +1,6 @@
-"""Both convolution algorithms (gemm / offset) against PyTorch for forward, input and weight gradients,
-and the ``ember.backends.cudnn.benchmark`` selection (timed once per key, cached)."""
+"""The convolution algorithms (gemm / offset for every convolution, Winograd for 3x3 stride-1 ones) against
+PyTorch for forward, input and weight gradients, the default choice, and the ``ember.backends.cudnn.benchmark``
+selection (timed once per key, cached)."""
 import numpy as np
 import pytest
 
@@ -25,7 +26,7 @@ def algorithm(request):
     conv_algos.force = None
 
 
-@pytest.mark.parametrize("algorithm", conv_algos.ALGORITHMS, indirect=True)
+@pytest.mark.parametrize("algorithm", ["gemm", "offset"], indirect=True)
 @pytest.mark.parametrize("fn,xs,ws,kw", CASES, ids=[c[0] for c in CASES])
 def test_algorithm_matches_pytorch(algorithm, fn, xs, ws, kw):
     rng = np.random.default_rng(0)
@@ -69,3 +70,41 @@ def test_heuristic_falls_back_to_offset_for_huge_columns(monkeypatch):
     monkeypatch.setattr(conv_algos, "GEMM_MAX_COLUMN_BYTES", 10)
     ember.nn.functional.conv2d(ember.randn(1, 2, 5, 5), ember.randn(3, 2, 3, 3))
     assert conv_algos._last["forward"] == "offset"
+
+
+WINOGRAD_CASES = [((2, 16, 8, 8), 16, 1), ((3, 5, 7, 9), 4, 1), ((2, 3, 6, 5), 6, 0), ((2, 4, 5, 6), 3, 2),
+                  ((1, 2, 1, 1), 3, 1), ((2, 17, 3, 3), 20, 0), ((4, 32, 12, 11), 24, 1)]
+
+
+@pytest.mark.parametrize("algorithm", ["winograd"], indirect=True)
+@pytest.mark.parametrize("xs,o,pad", WINOGRAD_CASES, ids=[f"{c[0]}-{c[1]}-p{c[2]}" for c in WINOGRAD_CASES])
+def test_winograd_matches_pytorch(algorithm, xs, o, pad):
+    """F(2x2, 3x3) in float32 against PyTorch in float64: odd and even sizes (cut tiles), paddings 0 to 2."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = (rng.standard_normal((o, xs[1], 3, 3)) / 3).astype(np.float32)
+    e = [ember.tensor(a, requires_grad=True) for a in (x, w)]
+    t = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, w)]
+    eo = ember.nn.functional.conv2d(*e, padding=pad)
+    to = torch.nn.functional.conv2d(*t, padding=pad)
+    assert conv_algos._last["forward"] == "winograd"
+    g = rng.standard_normal(tuple(to.shape)).astype(np.float32)
+    eo.backward(ember.tensor(g))
+    to.backward(torch.tensor(g, dtype=torch.float64))
+    assert conv_algos._last["input_grad"] == conv_algos._last["weight_grad"] == "winograd"
+    for a, c in [(eo, to)] + list(zip([x.grad for x in e], [x.grad for x in t])):
+        want = c.detach().numpy()
+        np.testing.assert_allclose(a.detach().numpy(), want, rtol=1e-5, atol=2e-6 * max(1.0, np.abs(want).max()))
+
+
+def test_default_choice_takes_winograd_where_it_pays():
+    def chosen(x, w, **kw):
+        ember.nn.functional.conv2d(x, w, **kw)
+        return conv_algos._last["forward"]
+    x, w = ember.randn(2, 16, 8, 8), ember.randn(16, 16, 3, 3)
+    assert chosen(x, w, padding=1) == "winograd"
+    assert chosen(x.double(), w.double(), padding=1) == "gemm"          # float64 keeps the exact products
+    assert chosen(x, w, padding=1, stride=2) == "gemm"
+    assert chosen(x, ember.randn(16, 16, 5, 5), padding=2) == "gemm"
+    assert chosen(ember.randn(2, 3, 8, 8), ember.randn(16, 3, 3, 3), padding=1) == "gemm"   # too few channels
+    assert chosen(x, ember.randn(32, 8, 3, 3), padding=1, groups=2) == "gemm"

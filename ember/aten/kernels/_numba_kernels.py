@@ -277,6 +277,154 @@ def col2im(cols: Any, N: int, C: int, D: int, H: int, W: int, kd: int, kh: int, 
                             gx[dst + u * usw] += cols[src + u]
 
 
+# ------------------------------------------------------------------------------ Winograd F(2x2, 3x3) transforms
+# A 3x3 convolution of stride 1 computes each 2x2 block of outputs from a 4x4 tile of the input with 16
+# products per channel pair instead of 36 (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks",
+# 2016): Y = A^T [(G g G^T) * (B^T d B)] A, the products as 16 GEMMs over all tiles at once (conv_algos.py). These
+# loops are the transforms: B^T d B of every input tile, A^T m A back to outputs, and A g A^T of the gradient's
+# 2x2 tiles for the weight gradient. The tile index t = (n th + ty) tw + tx runs over samples and tile rows and
+# columns; a transformed array is (16, channels, tiles), passed flat. The entries of B, A and G are 0, +-1 and
+# 1/2, so a transform adds and subtracts only (G's halves are applied to the 3x3 weights, in float64). A loop
+# keeps four output streams at a time and indexes with unsigned integers (see im2col), so that LLVM vectorizes
+# it; each takes its channel range last.
+
+@_kernel
+def winograd_input(x: Any, N: int, C: int, H: int, W: int, p: int, th: int, tw: int, V: Any, c0: int,
+                   c1: int) -> None:
+    """V[4a + b, c, t] = (B^T d B)[a, b], d the 4x4 tile of x (N, C, H, W) at rows 2 ty - p.., columns
+    2 tx - p.., zero outside x; B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]."""
+    T = N * th * tw
+    L = 2 * tw + 2
+    d0 = np.zeros(L, x.dtype)
+    d1 = np.zeros(L, x.dtype)
+    d2 = np.zeros(L, x.dtype)
+    d3 = np.zeros(L, x.dtype)
+    uW, up, uL, utw = np.uint64(W), np.uint64(p), np.uint64(L), np.uint64(tw)
+    for c in range(c0, c1):
+        for n in range(N):
+            for ty in range(th):
+                for a in range(4):          # the tile rows, zero-padded to whole tiles
+                    d = d0 if a == 0 else (d1 if a == 1 else (d2 if a == 2 else d3))
+                    yy = 2 * ty - p + a
+                    if 0 <= yy < H:
+                        src = np.uint64(((n * C + c) * H + yy) * W)
+                        for q in range(up):
+                            d[q] = 0.0
+                        for u in range(uW):
+                            d[u + up] = x[src + u]
+                        for q in range(uW + up, uL):
+                            d[q] = 0.0
+                    else:
+                        for q in range(uL):
+                            d[q] = 0.0
+                t0 = (n * th + ty) * tw
+                for a in range(4):          # row a of B^T d, then its product with B: four output streams
+                    b0 = np.uint64(((4 * a) * C + c) * T + t0)
+                    b1 = np.uint64(((4 * a + 1) * C + c) * T + t0)
+                    b2 = np.uint64(((4 * a + 2) * C + c) * T + t0)
+                    b3 = np.uint64(((4 * a + 3) * C + c) * T + t0)
+                    for tx in range(utw):
+                        q = tx + tx
+                        if a == 0:
+                            e0, e1, e2, e3 = d0[q] - d2[q], d0[q + 1] - d2[q + 1], d0[q + 2] - d2[q + 2], \
+                                d0[q + 3] - d2[q + 3]
+                        elif a == 1:
+                            e0, e1, e2, e3 = d1[q] + d2[q], d1[q + 1] + d2[q + 1], d1[q + 2] + d2[q + 2], \
+                                d1[q + 3] + d2[q + 3]
+                        elif a == 2:
+                            e0, e1, e2, e3 = d2[q] - d1[q], d2[q + 1] - d1[q + 1], d2[q + 2] - d1[q + 2], \
+                                d2[q + 3] - d1[q + 3]
+                        else:
+                            e0, e1, e2, e3 = d1[q] - d3[q], d1[q + 1] - d3[q + 1], d1[q + 2] - d3[q + 2], \
+                                d1[q + 3] - d3[q + 3]
+                        V[b0 + tx] = e0 - e2
+                        V[b1 + tx] = e1 + e2
+                        V[b2 + tx] = e2 - e1
+                        V[b3 + tx] = e1 - e3
+
+
+@_kernel
+def winograd_output(M: Any, N: int, O: int, H: int, W: int, th: int, tw: int, y: Any, o0: int, o1: int) -> None:
+    """y (N, O, H, W) from M (16, O, tiles): each tile's 2x2 block A^T m A, A^T = [[1, 1, 1, 0], [0, 1, -1, -1]],
+    the last row and column of tiles cut at y's edge."""
+    T = N * th * tw
+    A = np.empty((4, tw), y.dtype)
+    B = np.empty((4, tw), y.dtype)
+    utw, S, half = np.uint64(tw), np.uint64(O * T), np.uint64(W // 2)
+    for o in range(o0, o1):
+        for n in range(N):
+            for ty in range(th):
+                k0 = np.uint64(o * T + (n * th + ty) * tw)
+                for a in range(4):          # m A for each row a of the tiles
+                    i0 = k0 + np.uint64(4 * a) * S
+                    Aa, Ba = A[a], B[a]
+                    for tx in range(utw):
+                        i = i0 + tx
+                        m1, m2 = M[i + S], M[i + 2 * S]
+                        Aa[tx] = M[i] + m1 + m2
+                        Ba[tx] = m1 - m2 - M[i + 3 * S]
+                yy = 2 * ty
+                dst = np.uint64(((n * O + o) * H + yy) * W)
+                for tx in range(half):
+                    y[dst + tx + tx] = A[0, tx] + A[1, tx] + A[2, tx]
+                    y[dst + tx + tx + 1] = B[0, tx] + B[1, tx] + B[2, tx]
+                if W % 2:
+                    y[dst + half + half] = A[0, half] + A[1, half] + A[2, half]
+                if yy + 1 < H:
+                    dst = dst + np.uint64(W)
+                    for tx in range(half):
+                        y[dst + tx + tx] = A[1, tx] - A[2, tx] - A[3, tx]
+                        y[dst + tx + tx + 1] = B[1, tx] - B[2, tx] - B[3, tx]
+                    if W % 2:
+                        y[dst + half + half] = A[1, half] - A[2, half] - A[3, half]
+
+
+@_kernel
+def winograd_grad_output(g: Any, N: int, O: int, H: int, W: int, th: int, tw: int, Gt: Any, o0: int,
+                         o1: int) -> None:
+    """Gt[4a + b, o, t] = (A e A^T)[a, b], e the 2x2 tile of g (N, O, H, W) at (2 ty, 2 tx), zero beyond g's
+    edge: the gradient of the products of Y = A^T [U * V] A with respect to U * V."""
+    T = N * th * tw
+    E = np.zeros((2, tw), g.dtype)         # even and odd columns of the tile's two rows
+    D = np.zeros((2, tw), g.dtype)
+    utw, S, half = np.uint64(tw), np.uint64(O * T), np.uint64(W // 2)
+    for o in range(o0, o1):
+        for n in range(N):
+            for ty in range(th):
+                yy = 2 * ty
+                for a in range(2):
+                    Ea, Da = E[a], D[a]
+                    if yy + a < H:
+                        src = np.uint64(((n * O + o) * H + yy + a) * W)
+                        for tx in range(half):
+                            Ea[tx] = g[src + tx + tx]
+                            Da[tx] = g[src + tx + tx + 1]
+                        if W % 2:
+                            Ea[half] = g[src + half + half]
+                            Da[half] = 0.0
+                    else:
+                        for tx in range(utw):
+                            Ea[tx] = 0.0
+                            Da[tx] = 0.0
+                k0 = np.uint64(o * T + (n * th + ty) * tw)
+                for a in range(4):          # row a of A e = [e0, e0 + e1, e0 - e1, -e1], then times A^T
+                    i0 = k0 + np.uint64(4 * a) * S
+                    for tx in range(utw):
+                        if a == 0:
+                            u, v = E[0, tx], D[0, tx]
+                        elif a == 1:
+                            u, v = E[0, tx] + E[1, tx], D[0, tx] + D[1, tx]
+                        elif a == 2:
+                            u, v = E[0, tx] - E[1, tx], D[0, tx] - D[1, tx]
+                        else:
+                            u, v = -E[1, tx], -D[1, tx]
+                        i = i0 + tx
+                        Gt[i] = u
+                        Gt[i + S] = u + v
+                        Gt[i + 2 * S] = u - v
+                        Gt[i + 3 * S] = -v
+
+
 # ------------------------------------------------------------------------------ row kernels (softmax, layer norm)
 # Each takes a C-contiguous float32 (R, n) array and the rows r0..r1-1 to do, so that ranges of rows run on the
 # intra-op threads side by side; sums are float64.

@@ -143,6 +143,34 @@ def col2im(cols: Any, in_shape: Any, ksize: Any, stride: Any, padding: Any, dila
     return gx.reshape(tuple(in_shape))
 
 
+def winograd_input(x: Any, pad: int, th: int, tw: int, V: Any) -> Any:
+    """Fills ``V`` (16, C, N th tw) with the Winograd F(2x2, 3x3) transforms of x's (N, C, H, W) 4x4 tiles at
+    (2 ty - pad, 2 tx - pad); channels split over the intra-op threads."""
+    N, C, H, W = x.shape
+    flat = np.ascontiguousarray(x).reshape(-1)
+    _split(_load().winograd_input, C, _row_grain(16 * N * th * tw), flat, N, C, H, W, pad, th, tw, V.reshape(-1))
+    return V
+
+
+def winograd_output(M: Any, y: Any, th: int, tw: int) -> Any:
+    """Fills ``y`` (N, O, H, W), C-contiguous, from the tile products M (16, O, N th tw); channels split over the
+    intra-op threads."""
+    N, O, H, W = y.shape
+    _split(_load().winograd_output, O, _row_grain(16 * N * th * tw), np.ascontiguousarray(M).reshape(-1), N, O, H,
+           W, th, tw, y.reshape(-1))
+    return y
+
+
+def winograd_grad_output(g: Any, th: int, tw: int, Gt: Any) -> Any:
+    """Fills ``Gt`` (16, O, N th tw) with the transforms of g's (N, O, H, W) 2x2 tiles; channels split over the
+    intra-op threads."""
+    N, O, H, W = g.shape
+    flat = np.ascontiguousarray(g).reshape(-1)
+    _split(_load().winograd_grad_output, O, _row_grain(16 * N * th * tw), flat, N, O, H, W, th, tw,
+           Gt.reshape(-1))
+    return Gt
+
+
 def _row_grain(n: int) -> int:
     """Rows per range for a row kernel over rows of n elements: PyTorch's grain size in elements."""
     return max(1, parallel.GRAIN_SIZE // max(n, 1))

@@ -1,6 +1,7 @@
 """Convolution algorithms (the role of ``aten/src/ATen/native/ConvUtils.h`` / cuDNN's algorithm choice).
 
-Each pass of a convolution -- forward, input gradient, weight gradient -- has two algorithms:
+Each pass of a convolution -- forward, input gradient, weight gradient -- has two algorithms, and a third for
+3x3 convolutions of stride 1:
 
 * ``"gemm"``: the columns matrix (im2col) ``(C*k, N*P)`` -- a row per (channel, kernel offset), a column per
   (sample, output position) -- so that each pass is one GEMM per group over the whole batch: the forward
@@ -12,9 +13,16 @@ Each pass of a convolution -- forward, input gradient, weight gradient -- has tw
 * ``"offset"``: one GEMM per kernel offset over channels-last slices of the input, accumulated; no columns
   matrix, so it suits large inputs and big kernels where im2col would not fit in memory or cache.
 
-``choose`` picks one: with ``benchmark`` on (``ember.backends.cudnn.benchmark = True``, as in PyTorch) it
-times every algorithm once for each new (pass, shapes, dtype, stride, padding, dilation, groups, array module)
-key and caches the fastest; otherwise a heuristic takes ``"gemm"`` unless its columns would exceed
+* ``"winograd"``: Winograd's F(2x2, 3x3) (2-d, 3x3, stride 1, one group, float32 on NumPy): each 2x2 block of
+  outputs from a 4x4 input tile with 16 products per channel pair instead of 36, as 16 GEMMs over all tiles; the
+  tile transforms are compiled loops (``_numba_kernels.py``). The input gradient is the same algorithm on the
+  flipped kernel, the weight gradient 16 GEMMs of transformed gradient and input tiles. Its rounding differs
+  from a GEMM's by a few float32 ulps of the largest term.
+
+``run`` picks one: with ``benchmark`` on (``ember.backends.cudnn.benchmark = True``, as in PyTorch) it
+times every algorithm that applies once for each new (pass, shapes, dtype, stride, padding, dilation, groups,
+array module) key and caches the fastest; otherwise a heuristic takes ``"winograd"`` where it applies and both
+channel counts are at least ``WINOGRAD_MIN_CHANNELS``, else ``"gemm"`` unless its columns would exceed
 ``GEMM_MAX_COLUMN_BYTES``."""
 from __future__ import annotations
 
@@ -30,7 +38,7 @@ import numpy as np
 from ember.aten.context import global_context
 from ember.aten.kernels import compiled
 
-ALGORITHMS = ("gemm", "offset")
+ALGORITHMS = ("gemm", "offset", "winograd")
 GEMM_MAX_COLUMN_BYTES = 1 << 30
 WORKSPACE_MAX_BYTES = 256 << 20    # columns up to this size are built in a per-thread buffer kept between calls
 _workspace = threading.local()
@@ -216,15 +224,83 @@ def _gw_offset(xp: Any, gout: Any, x: Array, w_shape: Any, stride: Any, padding:
     return gw
 
 
+# ------------------------------------------------------------------------------ winograd (F(2x2, 3x3))
+_WINOGRAD_G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
+WINOGRAD_MIN_CHANNELS = 16     # below this the transforms cost more than the products they save
+
+
+def winograd_applies(xp: Any, dtype: Any, w_shape: Any, stride: Any, padding: Any, dilation: Any,
+                     groups: Any) -> bool:
+    """Whether the Winograd algorithm computes this convolution: 2-d, 3x3, stride 1, no dilation, one group, the
+    same padding of 0 to 2 on both sides of both dims, float32 NumPy arrays with the compiled loops in use."""
+    return (len(w_shape) == 4 and tuple(w_shape[2:]) == (3, 3) and tuple(stride) == (1, 1)
+            and tuple(dilation) == (1, 1) and groups == 1 and padding[0] == padding[1] and 0 <= padding[0] <= 2
+            and compiled.usable(xp, np.empty(0, dtype), dtypes=(np.float32,)))
+
+
+def _tiles(out_hw: Any) -> tuple[int, int]:
+    return (out_hw[0] + 1) // 2, (out_hw[1] + 1) // 2
+
+
+def _fwd_winograd(xp: Any, x: Array, w: Any, stride: Any, padding: Any, dilation: Any, groups: Any) -> Any:
+    """Y = A^T [(G g G^T) * (B^T d B)] A over every 4x4 input tile d (Note in ``_numba_kernels.py``): the 16
+    entries of the transformed tiles are 16 GEMMs (O, C) x (C, tiles), 2.25 times fewer products than im2col's."""
+    N, C, H, W = x.shape
+    O, p = w.shape[0], padding[0]
+    out_hw = (H + 2 * p - 2, W + 2 * p - 2)
+    th, tw = _tiles(out_hw)
+    T = N * th * tw
+    V = compiled.winograd_input(x, p, th, tw, _scratch(xp, (16, C, T), x.dtype, "winograd_tiles"))
+    U = np.einsum("ai,ocij,bj->aboc", _WINOGRAD_G, w.astype(np.float64), _WINOGRAD_G, optimize=True)
+    M = _scratch(xp, (16, O, T), x.dtype, "winograd_products")
+    np.matmul(U.reshape(16, O, C).astype(x.dtype), V, out=M)
+    return compiled.winograd_output(M, np.empty((N, O) + out_hw, x.dtype), th, tw)
+
+
+def _gin_winograd(xp: Any, gout: Any, w: Any, in_shape: Any, stride: Any, padding: Any, dilation: Any,
+                  groups: Any) -> Any:
+    """The input gradient is the full correlation of the gradient with the flipped kernel, channels swapped:
+    a 3x3 convolution with padding 2 - p, by the same algorithm."""
+    wt = np.ascontiguousarray(w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3))
+    p = 2 - padding[0]
+    return _fwd_winograd(xp, gout, wt, stride, (p, p), dilation, groups)
+
+
+def _gw_winograd(xp: Any, gout: Any, x: Array, w_shape: Any, stride: Any, padding: Any, dilation: Any,
+                 groups: Any) -> Any:
+    """dL/dg = G^T [sum over tiles of (A e A^T) * (B^T d B)] G: 16 GEMMs (O, tiles) x (tiles, C) of the gradient's
+    and the input's transformed tiles."""
+    N, C = x.shape[:2]
+    O = gout.shape[1]
+    th, tw = _tiles(gout.shape[2:])
+    T = N * th * tw
+    V = compiled.winograd_input(x, padding[0], th, tw, _scratch(xp, (16, C, T), x.dtype, "winograd_tiles"))
+    E = compiled.winograd_grad_output(gout, th, tw, _scratch(xp, (16, O, T), gout.dtype, "winograd_products"))
+    gU = np.matmul(E, V.transpose(0, 2, 1))                                            # 16, O, C
+    gw = np.einsum("ai,aboc,bj->ocij", _WINOGRAD_G, gU.reshape(4, 4, O, C).astype(np.float64), _WINOGRAD_G,
+                   optimize=True)
+    return gw.astype(x.dtype).reshape(w_shape)
+
+
 def _crop(gx: Any, padding: Any, in_shape: Any) -> Any:
     if any(padding):
         return gx[(slice(None), slice(None)) + tuple(slice(p, p + s) for p, s in zip(padding, in_shape[2:]))]
     return gx
 
 
-IMPLS: dict[str, dict[str, Callable[..., Any]]] = {"forward": {"gemm": _fwd_gemm, "offset": _fwd_offset},
-         "input_grad": {"gemm": _gin_gemm, "offset": _gin_offset},
-         "weight_grad": {"gemm": _gw_gemm, "offset": _gw_offset}}
+IMPLS: dict[str, dict[str, Callable[..., Any]]] = {
+    "forward": {"gemm": _fwd_gemm, "offset": _fwd_offset, "winograd": _fwd_winograd},
+    "input_grad": {"gemm": _gin_gemm, "offset": _gin_offset, "winograd": _gin_winograd},
+    "weight_grad": {"gemm": _gw_gemm, "offset": _gw_offset, "winograd": _gw_winograd}}
+
+
+def _channels(pass_name: str, a: Array, b: Array, extra: Any) -> tuple[Any, int, int]:
+    """(weight shape, input channels, output channels) of a pass's arguments."""
+    if pass_name == "forward":
+        return b.shape, a.shape[1], b.shape[0]
+    if pass_name == "input_grad":
+        return b.shape, b.shape[1], b.shape[0]
+    return tuple(extra), b.shape[1], a.shape[1]
 
 
 def _column_bytes(pass_name: Any, a: Array, b: Array, extra: Any) -> Any:
@@ -245,15 +321,18 @@ def run(pass_name: Any, xp: Any, a: Array, b: Array, extra: Any, stride: Any, pa
     """Runs ``pass_name`` with the chosen algorithm; ``extra`` is the input shape (input_grad), the weight
     shape (weight_grad) or None (forward)."""
     impls = IMPLS[pass_name]
+    w_shape, c_in, c_out = _channels(pass_name, a, b, extra)
+    winograd = winograd_applies(xp, a.dtype, w_shape, stride, padding, dilation, groups) and a.dtype == b.dtype
+    candidates = ALGORITHMS if winograd else tuple(n for n in ALGORITHMS if n != "winograd")
     if force is not None:
-        algo = force
+        algo = force if force in candidates else "gemm"
     elif global_context.benchmark_cudnn:
         key = (pass_name, xp.__name__, tuple(a.shape), tuple(b.shape), None if extra is None else tuple(extra),
                str(a.dtype), str(b.dtype), tuple(stride), tuple(padding), tuple(dilation), groups)
         algo = _cache.get(key)
         if algo is None:                   # time every candidate once, keep the fastest (and its result)
             best: tuple[float, str, Any] | None = None
-            for name in ALGORITHMS:
+            for name in candidates:
                 t0 = time.perf_counter()
                 r = impls[name](xp, a, b, *([] if extra is None else [extra]), stride, padding, dilation, groups)
                 if xp is not np:
@@ -265,6 +344,8 @@ def run(pass_name: Any, xp: Any, a: Array, b: Array, extra: Any, stride: Any, pa
             _cache[key] = best[1]
             _last[pass_name] = best[1]
             return best[2]
+    elif winograd and min(c_in, c_out) >= WINOGRAD_MIN_CHANNELS:
+        algo = "winograd"
     elif _column_bytes(pass_name, a, b, extra) <= GEMM_MAX_COLUMN_BYTES:
         algo = "gemm"
     else:
