@@ -306,6 +306,33 @@ def test_layer_norm_rows_match_pytorch(shape, normalized, affine, fallback):
             np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("shape", [(8, 5), (4, 3, 5), (16, 24, 20, 20), (2, 3, 4, 5, 6)])
+@pytest.mark.parametrize("train", [True, False])
+def test_batch_norm_channels_match_pytorch(shape, train, fallback):
+    """The compiled channel loops (statistics, normalization, the two backward passes) and the NumPy kernel both
+    give PyTorch's output, gradients and running statistics."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(sum(shape))
+    x = (rng.standard_normal(shape) * 3 + 2).astype(np.float32)
+    g = rng.standard_normal(shape).astype(np.float32)
+    C = shape[1]
+    w, b = rng.standard_normal(C).astype(np.float32), rng.standard_normal(C).astype(np.float32)
+    rm, rv = rng.standard_normal(C).astype(np.float32), rng.random(C).astype(np.float32) + 0.5
+
+    def run(lib):
+        ts = [lib.tensor(a, requires_grad=True) for a in (x, w, b)]
+        stats = [lib.tensor(rm), lib.tensor(rv)]
+        y = lib.nn.functional.batch_norm(ts[0], *stats, ts[1], ts[2], training=train, momentum=0.2)
+        y.backward(lib.tensor(g))
+        return [y.detach().numpy()] + [t.grad.numpy() for t in ts] + [s.numpy() for s in stats]
+    want = run(torch)
+    for use_fallback in (False, True):
+        if use_fallback:
+            fallback()
+        for a, c in zip(run(ember), want):     # weight / bias gradients sum over up to 6400 values per channel
+            np.testing.assert_allclose(a, c, rtol=1e-4, atol=1e-4 * max(1.0, np.abs(c).max()))
+
+
 ATTENTION = [((2, 3, 6, 4), (2, 3, 6, 4), dict(is_causal=True)),
              ((2, 3, 5, 4), (2, 3, 7, 4), dict(is_causal=True, scale=0.3)),      # fewer queries than keys
              ((16, 4, 64, 32), (16, 4, 64, 32), dict(is_causal=True)),          # split over threads

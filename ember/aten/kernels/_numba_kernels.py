@@ -277,6 +277,77 @@ def col2im(cols: Any, N: int, C: int, D: int, H: int, W: int, kd: int, kh: int, 
                             gx[dst + u * usw] += cols[src + u]
 
 
+# ------------------------------------------------------------------------------ batch norm over channels
+# x (N, C, S) C-contiguous, passed flat (first, then its sizes): channel c is N runs of S values. Each loop takes its
+# channel range last; sums are float64.
+
+@_kernel
+def batch_norm_stats(x: Any, N: int, C: int, S: int, mean: Any, var: Any, c0: int, c1: int) -> None:
+    """Per channel: the mean and the biased variance over its N S values, in two passes (mean, then the squared
+    deviations from it)."""
+    uS = np.uint64(S)
+    count = N * S
+    for c in range(c0, c1):
+        s = 0.0
+        for n in range(N):
+            base = np.uint64((n * C + c) * S)
+            for i in range(uS):
+                s += x[base + i]
+        m = s / count
+        q = 0.0
+        for n in range(N):
+            base = np.uint64((n * C + c) * S)
+            for i in range(uS):
+                d = x[base + i] - m
+                q += d * d
+        mean[c] = m
+        var[c] = q / count
+
+
+@_kernel
+def batch_norm_apply(x: Any, N: int, C: int, S: int, alpha: Any, beta: Any, out: Any, c0: int, c1: int) -> None:
+    """out = x alpha[c] + beta[c]."""
+    uS = np.uint64(S)
+    for c in range(c0, c1):
+        a, b = np.float64(alpha[c]), np.float64(beta[c])
+        for n in range(N):
+            base = np.uint64((n * C + c) * S)
+            for i in range(uS):
+                out[base + i] = x[base + i] * a + b
+
+
+@_kernel
+def batch_norm_backward_sums(g: Any, N: int, C: int, S: int, x: Any, mean: Any, sum_g: Any, dot: Any, c0: int,
+                             c1: int) -> None:
+    """Per channel: sum(g) and sum(g (x - mean)), one pass."""
+    uS = np.uint64(S)
+    for c in range(c0, c1):
+        m = np.float64(mean[c])
+        s = 0.0
+        d = 0.0
+        for n in range(N):
+            base = np.uint64((n * C + c) * S)
+            for i in range(uS):
+                gv = np.float64(g[base + i])
+                s += gv
+                d += gv * (x[base + i] - m)
+        sum_g[c] = s
+        dot[c] = d
+
+
+@_kernel
+def batch_norm_backward_input(g: Any, N: int, C: int, S: int, x: Any, mean: Any, k1: Any, k2: Any, k3: Any,
+                              out: Any, c0: int, c1: int) -> None:
+    """out = g k1[c] + (x - mean[c]) k2[c] + k3[c]."""
+    uS = np.uint64(S)
+    for c in range(c0, c1):
+        m, a, b, e = np.float64(mean[c]), np.float64(k1[c]), np.float64(k2[c]), np.float64(k3[c])
+        for n in range(N):
+            base = np.uint64((n * C + c) * S)
+            for i in range(uS):
+                out[base + i] = g[base + i] * a + (x[base + i] - m) * b + e
+
+
 # ------------------------------------------------------------------------------ Winograd F(2x2, 3x3) transforms
 # A 3x3 convolution of stride 1 computes each 2x2 block of outputs from a 4x4 tile of the input with 16
 # products per channel pair instead of 36 (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks",

@@ -143,6 +143,43 @@ def col2im(cols: Any, in_shape: Any, ksize: Any, stride: Any, padding: Any, dila
     return gx.reshape(tuple(in_shape))
 
 
+def _channel_split(kernel: Any, x: Any, *args: Any) -> None:
+    """``kernel`` over the channels of a C-contiguous (N, C, ...) array, split over the intra-op threads."""
+    N, C = x.shape[:2]
+    S = x.size // max(N * C, 1)
+    _split(kernel, C, _row_grain(N * S), x.reshape(-1), N, C, S, *args)
+
+
+def batch_norm_stats(x: Any) -> tuple[Any, Any]:
+    """Per-channel mean and biased variance (float64) of a C-contiguous float32 (N, C, ...) array."""
+    C = x.shape[1]
+    mean, var = np.empty(C), np.empty(C)
+    _channel_split(_load().batch_norm_stats, x, mean, var)
+    return mean, var
+
+
+def batch_norm_apply(x: Any, alpha: Any, beta: Any) -> Any:
+    """x alpha[c] + beta[c] into a new array of x's shape and dtype (x C-contiguous float32)."""
+    out = np.empty(x.shape, x.dtype)
+    _channel_split(_load().batch_norm_apply, x, alpha, beta, out.reshape(-1))
+    return out
+
+
+def batch_norm_backward_sums(g: Any, x: Any, mean: Any) -> tuple[Any, Any]:
+    """Per channel sum(g) and sum(g (x - mean)) (float64) of C-contiguous float32 (N, C, ...) arrays."""
+    C = x.shape[1]
+    sum_g, dot = np.empty(C), np.empty(C)
+    _channel_split(_load().batch_norm_backward_sums, g, x.reshape(-1), mean, sum_g, dot)
+    return sum_g, dot
+
+
+def batch_norm_backward_input(g: Any, x: Any, mean: Any, k1: Any, k2: Any, k3: Any) -> Any:
+    """g k1[c] + (x - mean[c]) k2[c] + k3[c] into a new array of x's shape and dtype."""
+    out = np.empty(x.shape, x.dtype)
+    _channel_split(_load().batch_norm_backward_input, g, x.reshape(-1), mean, k1, k2, k3, out.reshape(-1))
+    return out
+
+
 def winograd_input(x: Any, pad: int, th: int, tw: int, V: Any) -> Any:
     """Fills ``V`` (16, C, N th tw) with the Winograd F(2x2, 3x3) transforms of x's (N, C, H, W) 4x4 tiles at
     (2 ty - pad, 2 tx - pad); channels split over the intra-op threads."""

@@ -373,15 +373,19 @@ def native_batch_norm(xp: Any, input: Array, weight: Array, bias: Array, running
     C, nd = input.shape[1], input.ndim
     axes = (0,) + tuple(range(2, nd))
     x = asdtype(xp, input, ct)
+    fast = _bn_compiled(xp, input)
     if training:
         if input.size == 0:
             raise RuntimeError(f"input tensor must have at least one element, but got input_sizes = "
                                f"{shape_str(input.shape)}")
-        mean = x.mean(axis=axes)
-        xc = x - _channel(mean, nd)
-        xp.multiply(xc, xc, out=xc)
-        var = xc.mean(axis=axes)
-        del xc
+        if fast:         # one compiled pass per statistic, float64 sums
+            mean, var = (s.astype(ct) for s in compiled.batch_norm_stats(x))
+        else:
+            mean = x.mean(axis=axes)
+            xc = x - _channel(mean, nd)
+            xp.multiply(xc, xc, out=xc)
+            var = xc.mean(axis=axes)
+            del xc
         invstd = 1.0 / xp.sqrt(var + eps)
         if running_mean is not None or running_var is not None:
             n = input.size // C
@@ -398,9 +402,17 @@ def native_batch_norm(xp: Any, input: Array, weight: Array, bias: Array, running
     beta = -mean * alpha
     if bias is not None:
         beta = beta + asdtype(xp, bias, ct)
+    if fast and input.size:
+        return compiled.batch_norm_apply(x, alpha, beta), save_mean, save_invstd
     out = x * _channel(alpha, nd)
     out += _channel(beta, nd)
     return out.astype(input.dtype, copy=False), save_mean, save_invstd
+
+
+def _bn_compiled(xp: Any, *arrays: Array) -> bool:
+    """Whether batch norm's compiled channel loops apply: C-contiguous float32 NumPy arrays of 2+ dims."""
+    return compiled.usable(xp, *arrays, dtypes=(np.float32,)) and all(
+        a.ndim >= 2 and a.flags.c_contiguous for a in arrays)
 
 
 def native_batch_norm_backward(xp: Any, grad_out: Array, input: Array, weight: Array, running_mean: Array,  # noqa: A002
@@ -423,14 +435,19 @@ def native_batch_norm_backward(xp: Any, grad_out: Array, input: Array, weight: A
     w = asdtype(xp, weight, ct) if weight is not None else xp.ones((C,), ct)
     M = input.size // C if C else 0
     train_gi = output_mask[0] and train and M
-    sum_g: Any = g.sum(axis=axes) if output_mask[2] or train_gi else None
+    fast = M and _bn_compiled(xp, x, g)
+    sum_g: Any = None
     xc: Any = None
     tmp: Any = None
     dot: Any = None
-    if output_mask[1] or train_gi:
-        xc = x - _channel(mean, nd)
-        tmp = g * xc
-        dot = tmp.sum(axis=axes)
+    if fast and (output_mask[1] or output_mask[2] or train_gi):     # both sums in one compiled pass
+        sum_g, dot = (s.astype(ct) for s in compiled.batch_norm_backward_sums(g, x, mean))
+    else:
+        sum_g = g.sum(axis=axes) if output_mask[2] or train_gi else None
+        if output_mask[1] or train_gi:
+            xc = x - _channel(mean, nd)
+            tmp = g * xc
+            dot = tmp.sum(axis=axes)
     empty = xp.empty((0,), input.dtype)
     gi = gw = gb = empty
     if output_mask[0]:
@@ -438,11 +455,14 @@ def native_batch_norm_backward(xp: Any, grad_out: Array, input: Array, weight: A
         if train_gi:
             k2 = -(invstd * invstd * invstd) * w * dot / M
             k3 = -k1 * sum_g / M
-            xp.multiply(xc, _channel(k2, nd), out=xc)          # xc is ours: reuse it for the result
-            xp.multiply(g, _channel(k1, nd), out=tmp)
-            xc += tmp
-            xc += _channel(k3, nd)
-            gi = xc
+            if fast:
+                gi = compiled.batch_norm_backward_input(g, x, mean, k1, k2, k3)
+            else:
+                xp.multiply(xc, _channel(k2, nd), out=xc)          # xc is ours: reuse it for the result
+                xp.multiply(g, _channel(k1, nd), out=tmp)
+                xc += tmp
+                xc += _channel(k3, nd)
+                gi = xc
         else:
             gi = g * _channel(k1, nd)
         gi = gi.astype(input.dtype, copy=False)
