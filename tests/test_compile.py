@@ -113,6 +113,49 @@ def test_decorator_forms_and_custom_backend():
     assert ember.compiler.list_backends() == ["inductor"] and "inductor" in torch.compiler.list_backends()
 
 
+def test_mode_and_options_configure_the_inductor_backend_with_pytorchs_checks():
+    from ember.aten.kernels import conv_algos
+    from ember.aten.context import global_context
+    x = ember.randn(2, 16, 6, 6, requires_grad=True)
+    ember.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(16, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 8, 3))
+    conv_algos._cache.clear()
+    try:
+        for kw in ({"mode": "max-autotune"}, {"options": {"max_autotune": True}}):
+            dynamo.reset()
+            conv_algos._cache.clear()
+            c = ember.compile(m, **kw)
+            out = c(x)
+            out.sum().backward()
+            passes = {k[0] for k in conv_algos._cache}       # every convolution timed its algorithms, both ways
+            assert passes == {"forward", "input_grad", "weight_grad"}, kw
+            assert global_context.benchmark_cudnn is False
+            np.testing.assert_allclose(_np(out), _np(m(x)), rtol=1e-5, atol=1e-5)
+        dynamo.reset()
+        conv_algos._cache.clear()
+        ember.compile(m, mode="reduce-overhead")(x)
+        assert not conv_algos._cache
+    finally:
+        conv_algos._cache.clear()
+    ember.compile(m, options={"triton.cudagraphs": False, "epilogue_fusion": True})(x)   # PyTorch-only: accepted
+    for opts, lib_opts in (({"no_such_option": 1}, {"no_such_option": 1}), ({"max_autotune": 1}, {"max_autotune": 1})):
+        with pytest.raises(RuntimeError) as want:
+            torch.compile(lambda y: y, options=lib_opts)
+        with pytest.raises(RuntimeError) as got:
+            ember.compile(lambda y: y, options=opts)
+        assert str(got.value).split(", known")[0] == str(want.value).split(", known")[0]
+    seen = []
+
+    def backend(gm, example_inputs, **kwargs):       # another backend gets mode and options as keywords
+        seen.append(kwargs)
+        return gm.forward
+    ember.compile(lambda y: y * 2, backend=backend, mode="reduce-overhead")(x)
+    ember.compile(lambda y: y * 3, backend=backend, options={"a": 1})(x)
+    ember.compile(lambda y: y * 5, backend=backend, mode="default")(x)
+    ember.compile(lambda y: y * 4, backend=backend)(x)
+    assert seen == [{"mode": "reduce-overhead"}, {"options": {"a": 1}}, {}, {}]
+
+
 # ------------------------------------------------------------------------------------------------ numerics
 BACKENDS = ["eager", "aot_eager", "inductor"]
 

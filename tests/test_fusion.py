@@ -269,3 +269,17 @@ def test_kernels_are_cached_on_disk(tmp_path):
     assert runs[1].stdout.split() == ["1", "1", "0"]          # loaded
     files = [p.name for p in (tmp_path / "kernels").iterdir()]
     assert any(n.startswith("fused_") and n.endswith(".py") for n in files) and "__pycache__" in files
+
+
+def test_fusion_turned_off_by_an_option():
+    x = ember.randn(8, 8)
+    made = []
+
+    def spy(gm, example_inputs):
+        made.append(compile_fx(gm, example_inputs, config_patches={"pointwise_fusion": False}))
+        return made[-1]
+    ember.compile(lambda x: (x * 2.0).exp() + 1.0, backend=spy)(x)
+    assert made[0].__ember_kernels__ == [] and "# fused" not in made[0].__ember_source__
+    assert config.pointwise_fusion is True                   # restored after compiling
+    out = ember.compile(lambda x: (x * 2.0).exp() - 1.0, options={"pointwise_fusion": False})(x)
+    np.testing.assert_allclose(out.numpy(), ((x * 2.0).exp() - 1.0).numpy(), rtol=1e-6)

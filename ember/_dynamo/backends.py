@@ -68,10 +68,56 @@ def aot_eager(gm: Any, example_inputs: Any, **kwargs: Any) -> Callable[..., Any]
     return run if run is not None else gm.forward
 
 
+# PyTorch's Inductor options that have no counterpart on ember's CPU code generation (GPU graphs, Triton and C++
+# code, PyTorch's own caches and debugging traces): accepted, so that a script written for PyTorch runs, and ignored
+_IGNORED_OPTIONS = {
+    "triton.cudagraphs", "triton.cudagraph_trees", "triton.autotune_pointwise", "triton.unique_kernel_names",
+    "epilogue_fusion", "aggressive_fusion", "shape_padding", "coordinate_descent_tuning", "max_autotune_gemm",
+    "max_autotune_pointwise", "freezing", "layout_optimization", "cpp_wrapper", "benchmark_kernel", "fx_graph_cache",
+    "autotune_local_cache", "trace.enabled", "trace.graph_diagram", "debug", "size_asserts", "implicit_fallbacks",
+    "cpp.simdlen", "cpp.threads", "cpp.enable_kernel_profile", "combo_kernels", "split_reductions", "dce",
+    "fallback_random", "conv_1x1_as_mm", "unroll_reductions_threshold", "reorder_for_locality"}
+# the options each mode stands for (``torch._inductor.list_mode_options``), as far as they mean anything here
+_MODE_OPTIONS: dict[str, dict[str, Any]] = {"max-autotune": {"max_autotune": True},
+                                             "max-autotune-no-cudagraphs": {"max_autotune": True}}
+
+
+class InductorWrapper:
+    """The ``inductor`` backend with a compile call's ``mode`` and ``options`` applied to ``ember._inductor.config``
+    while it compiles (PyTorch's ``_TorchCompileInductorWrapper``); options are checked when ``compile`` is called,
+    with PyTorch's errors."""
+
+    compiler_name = __name__ = "inductor"
+
+    def __init__(self, mode: str | None, options: dict[str, Any] | None) -> None:
+        self.config: dict[str, Any] = {}
+        if mode and mode != "default":
+            self.apply_options(_MODE_OPTIONS.get(mode, {}))
+        self.apply_options(options)
+
+    def apply_options(self, options: dict[str, Any] | None) -> None:
+        from ember._inductor import config
+        current = {k: v for k, v in vars(config).items() if not k.startswith("_") and isinstance(v, (bool, int))}
+        for key, val in (options or {}).items():
+            name = key.replace("-", "_")
+            if key in _IGNORED_OPTIONS or name in _IGNORED_OPTIONS:
+                continue
+            if name not in current:
+                raise RuntimeError(f"Unexpected optimization option {key}, known options are "
+                                   f"{sorted(current) + sorted(_IGNORED_OPTIONS)}")
+            if type(val) is not type(current[name]):
+                raise RuntimeError(f"Unexpected type of attr {key}, got {type(val).__name__} should be "
+                                   f"{type(current[name]).__name__}")
+            self.config[name] = val
+
+    def __call__(self, gm: Any, example_inputs: Any, **kwargs: Any) -> Callable[..., Any]:
+        return inductor(gm, example_inputs, config_patches=self.config)
+
+
 @register_backend(name="inductor")
 def inductor(gm: Any, example_inputs: Any, **kwargs: Any) -> Callable[..., Any]:
     """ember's counterpart of Inductor: a graph with no autograd to record becomes one generated function that
     calls the array kernels directly (Note [Graph code]); a graph that needs autograd becomes AOT autograd's
     forward and backward graphs (Note [AOT autograd]), each such a function."""
     from ember._inductor.compile_fx import compile_fx
-    return compile_fx(gm, example_inputs)
+    return compile_fx(gm, example_inputs, config_patches=kwargs.get("config_patches"))

@@ -23,7 +23,7 @@ import weakref
 from typing import Any, Callable
 
 from ember._dynamo import config, exc
-from ember._dynamo.backends import lookup_backend
+from ember._dynamo.backends import InductorWrapper, lookup_backend
 from ember.c10 import compile_state as _cs
 from ember.nn import Module
 from ember.utils._pytree import tree_flatten, tree_unflatten as _tree_unflatten
@@ -73,7 +73,16 @@ class CompiledFunction:
                                "time.")
         self._fn = fn
         self._backend_name = backend if isinstance(backend, str) else getattr(backend, "__name__", "custom")
-        self._backend = lookup_backend(backend)
+        if backend == "inductor":                 # mode and options configure ember's own code generation
+            self._backend: Callable[..., Any] = InductorWrapper(mode, options)
+        elif isinstance(backend, InductorWrapper):
+            self._backend = backend
+        else:                                     # another backend gets them as PyTorch passes them: keywords
+            kw: dict[str, Any] = {"mode": mode} if mode and mode != "default" else {}
+            if options:
+                kw["options"] = options
+            b = lookup_backend(backend)
+            self._backend = functools.partial(b, **kw) if kw else b
         self._fullgraph = fullgraph
         self._dynamic = dynamic
         self._mode = mode

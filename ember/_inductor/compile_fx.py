@@ -25,10 +25,23 @@ def needs_autograd(gm: Any) -> bool:
     return False
 
 
-def compile_fx(gm: Any, example_inputs: list[Any]) -> Callable[..., Any]:
+def compile_fx(gm: Any, example_inputs: list[Any], config_patches: dict[str, Any] | None = None) -> Callable[..., Any]:
     """The compiled callable of a captured graph: the generated function of Note [Graph code] when nothing needs
     autograd; else AOT autograd's forward and backward graphs (Note [AOT autograd]), each a generated function;
-    else (a graph returning an alias of its input) the graph through the dispatcher."""
+    else (a graph returning an alias of its input) the graph through the dispatcher. ``config_patches`` set
+    ``ember._inductor.config`` while it compiles (a compile call's ``mode`` and ``options``)."""
+    from ember._inductor import config
+    saved = {k: getattr(config, k) for k in (config_patches or {})}
+    for k, v in (config_patches or {}).items():
+        setattr(config, k, v)
+    try:
+        return _compile_fx(gm, example_inputs)
+    finally:
+        for k, v in saved.items():
+            setattr(config, k, v)
+
+
+def _compile_fx(gm: Any, example_inputs: list[Any]) -> Callable[..., Any]:
     from ember._inductor.codegen import compile_graph
     from ember._inductor.passes import constant_fold, cse
     cse(gm.graph)
@@ -47,11 +60,31 @@ def compile_fx(gm: Any, example_inputs: list[Any]) -> Callable[..., Any]:
 
 def _logged(compiler: Callable[..., Any], what: str) -> Callable[..., Any]:
     def compile_and_log(gm: Any, example_inputs: list[Any]) -> Callable[..., Any]:
+        from ember._inductor import config
         fn = compiler(gm, example_inputs, name=f"call_{what}")
         from ember._dynamo.eval_frame import logs
         if "output_code" in logs():
             log.warning("Output code (%s):\n%s", what, fn.__ember_source__)
             for src in fn.__ember_kernels__:
                 log.warning("Fused kernel (%s):\n%s", what, src)
-        return fn
+        return _autotuned(fn) if config.max_autotune else fn
     return compile_and_log
+
+
+def _autotuned(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` run with the convolutions' algorithm benchmarking on (``config.max_autotune``): each convolution of a
+    new shape times its algorithms once and keeps the fastest."""
+    from ember.aten.context import global_context
+
+    def run(*args: Any) -> Any:
+        before = global_context.benchmark_cudnn
+        global_context.benchmark_cudnn = True
+        try:
+            return fn(*args)
+        finally:
+            global_context.benchmark_cudnn = before
+    run.__ember_source__ = fn.__ember_source__          # type: ignore[attr-defined]
+    run.__ember_kernels__ = fn.__ember_kernels__        # type: ignore[attr-defined]
+    run.__ember_params__ = fn.__ember_params__          # type: ignore[attr-defined]
+    run.__wrapped__ = fn                                # type: ignore[attr-defined]
+    return run

@@ -6,3 +6,6 @@ from __future__ import annotations
 pointwise_fusion = True
 # the most operators one fused loop takes (numba's compile time grows with the loop body)
 max_fusion_size = 48
+# ``mode="max-autotune"``: a compiled graph times the algorithms of its convolutions on their first call and keeps
+# the fastest (as ``ember.backends.cudnn.benchmark = True`` does eagerly), in its forward and backward
+max_autotune = False
