@@ -283,3 +283,75 @@ def test_fusion_turned_off_by_an_option():
     assert config.pointwise_fusion is True                   # restored after compiling
     out = ember.compile(lambda x: (x * 2.0).exp() - 1.0, options={"pointwise_fusion": False})(x)
     np.testing.assert_allclose(out.numpy(), ((x * 2.0).exp() - 1.0).numpy(), rtol=1e-6)
+
+
+_SUMS = {
+    "sum()": (lambda t: t.sum(), True),
+    "sum(-1)": (lambda t: t.sum(-1), True),
+    "sum(-1, keepdim)": (lambda t: t.sum(-1, keepdim=True), True),
+    "sum(all dims, keepdim)": (lambda t: t.sum((0, 1, 2), keepdim=True), True),
+    "mean()": (lambda t: t.mean(), True),
+    "mean(-1)": (lambda t: t.mean(-1), True),
+    "mean(2, keepdim)": (lambda t: t.mean(2, keepdim=True), True),
+    "sum(0)": (lambda t: t.sum(0), False),                    # not the last dimension: its own kernel
+    "sum(-1, dtype=float64)": (lambda t: t.sum(-1, dtype=t.new_zeros(()).double().dtype), False),
+}
+
+
+@pytest.mark.parametrize("name", list(_SUMS))
+def test_sums_accumulate_in_the_loop(name):
+    """A sum or mean over the last dimension or all of them is accumulated by the loop of the chain it sums."""
+    red, fused = _SUMS[name]
+    x, y = _values((3, 5, 17), 12), _values((17,), 13)
+    x[np.isnan(x) | np.isinf(x)] = 0.5
+    (ex, ey), (tx, ty) = _both(x, y)
+
+    def f(x, y):
+        d = (x - y) * 1.5
+        return red(d.tanh() * d), d          # d is also read outside: written by the same loop
+    (got, d), kernels = _run(f, ex, ey)
+    want, tw = f(tx, ty)
+    assert (len(kernels) == 1) and (("acc0" in kernels[0]) == fused)
+    assert got.shape == tuple(want.shape) and got.dtype == getattr(ember, str(want.dtype).split(".")[1])
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(d.numpy(), tw.numpy(), rtol=1e-6)
+
+
+def test_a_member_never_reads_its_own_loops_sum():
+    """``x - x.mean(-1, keepdim=True)``: the mean is complete only after its row, so what reads it runs after."""
+    x = _values((6, 40), 14)
+    x[np.isnan(x) | np.isinf(x)] = 2.0
+    (ex,), (tx,) = _both(x)
+
+    def f(x):
+        h = x * 2.0 + 1.0
+        c = h - h.mean(-1, keepdim=True)
+        return (c * c).mean(-1).sqrt()
+    got, kernels = _run(f, ex)
+    np.testing.assert_allclose(got.numpy(), f(tx).numpy(), rtol=1e-5)
+    assert len(kernels) == 2
+
+
+def test_fused_sums_in_a_training_step_match_pytorch():
+    """An MSE loss (a fused mean) and its backward, compiled, against PyTorch's step."""
+    def run(lib):
+        lib.manual_seed(0)
+        m = lib.nn.Linear(7, 5)
+        with lib.no_grad():
+            m.weight.copy_(lib.tensor(np.linspace(-1, 1, 35).reshape(5, 7).astype(np.float32)))
+            m.bias.zero_()
+        x = lib.tensor(_values((16, 7), 15).clip(-3, 3))
+        y = lib.tensor(np.cos(np.arange(80)).reshape(16, 5).astype(np.float32))
+        opt = lib.optim.SGD(m.parameters(), lr=0.1)
+
+        def step():
+            opt.zero_grad()
+            loss = ((m(x) - y) ** 2).mean() + (m(x).tanh() * 0.1).sum(-1).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        step = (ember.compile if lib is ember else (lambda f: f))(step)
+        return [step().item() for _ in range(3)], m.weight.detach().numpy()
+    (l1, w1), (l0, w0) = run(ember), run(torch)
+    np.testing.assert_allclose(l1, l0, rtol=1e-5)
+    np.testing.assert_allclose(w1, w0, rtol=1e-5, atol=1e-6)

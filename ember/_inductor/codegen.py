@@ -259,7 +259,8 @@ def _emit_fused(g: Any, info: Any, env: dict[Any, tuple[str, ...]], w: _Writer, 
     reuse = []
     for m in outputs:
         val = m.meta["val"]
-        hit = next((f for f in free if f[1] == val.numel() and f[2] == val.dtype), None)
+        hit = None if m in g.reductions else next((f for f in free if f[1] == val.numel() and f[2] == val.dtype),
+                                                   None)
         if hit is not None:
             free.remove(hit)
         reuse.append(hit[0] if hit is not None else "None")

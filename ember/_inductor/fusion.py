@@ -15,6 +15,11 @@ Run one operator at a time, ``gelu(x + b) * m`` makes three passes over memory a
   where its last member stands and everything outside it must find its members' values computed. A group of one
   is left to its own kernel. A member read outside the group (or returned) is written to an array; the others
   live in registers only.
+* **Sums.** A ``sum`` or ``mean`` over the last dimension or over all of them (``dtype=None``) of a member joins its
+  group: the loop runs over rows of the output's (rows, last dimension) view and accumulates each row in a float64
+  register, written once the row is done -- a per-row result directly, an all-dimensions one as the total of the
+  row totals. A sum is complete only after its row, so no member of its own loop may read it (what reads it joins
+  another loop, after this one).
 * **Layout.** Eagerly an elementwise result takes the memory order of its inputs (a transposed or channels-last
   input gives a transposed or channels-last result), and the arrays a loop writes must have the strides the graph
   recorded. So the loop runs in that order: every input is seen through the same permutation of dimensions, the
@@ -185,6 +190,7 @@ class Group:
         self.shape = shape
         self.dtype = dtype
         self.perm: tuple[int, ...] = tuple(range(len(shape)))     # the loop's order of dimensions
+        self.reductions: set[Any] = set()      # members that sum a member over the last dim or all dims
 
     @property
     def last(self) -> Any:
@@ -263,6 +269,36 @@ def _qualifies(node: Any, xp: Any) -> tuple[str, dict[str, Any], Any] | None:
     return key, bound, dtype
 
 
+_REDUCTIONS = {"sum.default": "sum", "sum.dim_IntList": "sum", "mean.default": "mean", "mean.dim": "mean"}
+
+
+def _reduction(node: Any, xp: Any) -> tuple[str, dict[str, Any], Any] | None:
+    """("sum" | "mean", {"self", "over": "last" | "all", "keepdim"}, dtype) of a sum or mean of a float tensor over
+    its last dimension or all of them, which a fused loop can accumulate row by row; else None."""
+    from ember.fx.node import Node
+    if node.op != "call_function" or xp is not np or not hasattr(node.target, "_schema"):
+        return None
+    kind = _REDUCTIONS.get(node.target.__name__)
+    out = node.meta.get("val")
+    x = node.args[0] if node.args else None
+    if kind is None or not isinstance(out, Tensor) or not isinstance(x, Node):
+        return None
+    bound = _bound(node)
+    t = x.meta.get("val")
+    if bound is None or bound.get("dtype") is not None or not isinstance(t, Tensor) or t.dim() == 0:
+        return None
+    dt = np.dtype(t._data.dtype)
+    if dt not in _FLOATS or np.dtype(out._data.dtype) != dt:
+        return None
+    nd = t.dim()
+    dims = bound.get("dim")
+    dims = set(range(nd)) if not dims else {d % nd for d in dims}
+    over = "all" if dims == set(range(nd)) else ("last" if dims == {nd - 1} else None)
+    if over is None:
+        return None
+    return kind, {"self": x, "over": over, "keepdim": bool(bound.get("keepdim", False))}, dt
+
+
 def plan(graph: Any, xp: Any) -> list[tuple[Group, dict[Any, tuple[str, dict[str, Any], Any]]]]:
     """The groups of ``graph`` worth one loop each (two members or more), with each member's formula key, bound
     arguments and dtype (Note [Pointwise fusion])."""
@@ -272,7 +308,20 @@ def plan(graph: Any, xp: Any) -> list[tuple[Group, dict[Any, tuple[str, dict[str
     info: dict[Any, tuple[str, dict[str, Any], Any]] = {}
     group_of: dict[Any, Group] = {}
     groups: list[Group] = []
+    def free_between(g: Group, n: Any) -> bool:      # nothing outside g reads a member of g before n
+        return not any(index[g.last] < index[u] < index[n] and group_of.get(u) is not g
+                       for m in g.members for u in m.users)
     for n in nodes:
+        r = _reduction(n, xp)
+        if r is not None:         # a sum of a member joins its group: the loop accumulates it row by row
+            g = group_of.get(r[1]["self"])
+            if g is not None and r[1]["self"] not in g.reductions and g.dtype == r[2] and \
+                    len(g.members) < config.max_fusion_size and free_between(g, n):
+                info[n] = r
+                g.members.append(n)
+                g.reductions.add(n)
+                group_of[n] = g
+            continue
         q = _qualifies(n, xp)
         if q is None:
             continue
@@ -283,10 +332,11 @@ def plan(graph: Any, xp: Any) -> list[tuple[Group, dict[Any, tuple[str, dict[str
             g = group_of.get(a)
             if g is None or g.shape != shape or g.dtype != q[2] or len(g.members) >= config.max_fusion_size:
                 continue
+            if any(i in g.reductions for i in n._input_nodes):
+                continue          # a sum is complete only after its row: no member of its own loop can read it
             if best is None or index[g.last] > index[best.last]:
                 best = g
-        if best is not None and not any(index[best.last] < index[u] < index[n] and group_of.get(u) is not best
-                                        for m in best.members for u in m.users):
+        if best is not None and free_between(best, n):
             best.members.append(n)
             group_of[n] = best
         else:
@@ -299,8 +349,13 @@ def plan(graph: Any, xp: Any) -> list[tuple[Group, dict[Any, tuple[str, dict[str
             continue
         members = set(g.members)
         orders = {dense_order(tuple(m.meta["val"].shape), m.meta["val"].stride())
-                  for m in g.members if any(u not in members for u in m.users)}
+                  for m in g.members if m not in g.reductions and any(u not in members for u in m.users)}
+        identity = tuple(range(len(g.shape)))
+        if g.reductions and not orders:
+            orders = {identity}
         order = orders.pop() if len(orders) == 1 else None
+        if g.reductions and order != identity:
+            order = None              # sums run over rows of the logical shape
         if order is not None:         # every result the loop writes has one layout: the loop runs in its order
             g.perm = order
             out.append((g, {m: info[m] for m in g.members}))
@@ -394,9 +449,14 @@ class Kernel:
             else:
                 args.append(np.ascontiguousarray(x.reshape(C if lay == ROW else R)))
         outs = []
-        for dt, buf in zip(self.out_dtypes, reuse):
-            outs.append(buf if buf is not None and buf.size == n and buf.dtype == dt else np.empty(n, dt))
-        flat_outs = [o.reshape(n) if self.flat else o.reshape(R, C) for o in outs]
+        for spec, buf in zip(self.out_dtypes, reuse):
+            if len(spec) > 1:          # a sum's row totals (float64)
+                outs.append(np.zeros(R))
+            else:
+                dt = spec[0]
+                outs.append(buf if buf is not None and buf.size == n and buf.dtype == dt else np.empty(n, dt))
+        flat_outs = [o if len(spec) > 1 else (o.reshape(n) if self.flat else o.reshape(R, C))
+                     for o, spec in zip(outs, self.out_dtypes)]
         fn = self.fn
         if self.flat:
             parallel.parallel_for(0, n, parallel.GRAIN_SIZE, lambda b, e: fn(b, e, C, *args, *flat_outs))
@@ -405,7 +465,21 @@ class Kernel:
                                   lambda b, e: fn(b, e, C, *args, *flat_outs))
         if perm is not None:
             return tuple(o.reshape(shape).transpose(self.inverse) for o in outs)
-        return tuple(o.reshape(shape) for o in outs)
+        return tuple(o.reshape(shape) if len(spec) == 1 else _finish(o, spec, shape, n)
+                     for o, spec in zip(outs, self.out_dtypes))
+
+
+def _finish(rows: Any, spec: tuple[Any, ...], shape: tuple[int, ...], n: int) -> Any:
+    """A fused sum's result from its row totals: per row (the last dimension summed) or their total, a mean
+    divided by the count, in the tensors' dtype and the shape ``keepdim`` gives."""
+    dtype, kind, over, keepdim = spec
+    with np.errstate(invalid="ignore", divide="ignore"):      # the mean of nothing is NaN, as eagerly
+        if over == "last":
+            v = rows / shape[-1] if kind == "mean" else rows
+            return v.astype(dtype).reshape(shape[:-1] + ((1,) if keepdim else ()))
+        total = rows.sum()
+        v = total / n if kind == "mean" else total
+    return np.asarray(v, dtype).reshape((1,) * len(shape) if keepdim else ())
 
 
 def kernel_of(group: Group, info: dict[Any, tuple[str, dict[str, Any], Any]],
@@ -421,7 +495,7 @@ def kernel_of(group: Group, info: dict[Any, tuple[str, dict[str, Any], Any]],
     outputs = [m for m in group.members if any(u not in members for u in m.users)]
     for m in group.members:
         key, bound, _ = info[m]
-        for v in bound.values():
+        for v in bound.values() if m not in group.reductions else [bound["self"]]:
             if isinstance(v, Node) and v not in members and v not in var_of:
                 var_of[v] = f"v{len(inputs)}"
                 inputs.append(v)
@@ -431,7 +505,7 @@ def kernel_of(group: Group, info: dict[Any, tuple[str, dict[str, Any], Any]],
         shape = (1,) * (nd - len(shape)) + tuple(shape)
         return tuple(shape[d] for d in perm)
     layouts = tuple(_layout(seen(tuple(v.meta["val"].shape)), seen(group.shape)) for v in inputs)
-    flat = all(lay in (FULL, ONE) for lay in layouts)
+    flat = all(lay in (FULL, ONE) for lay in layouts) and not group.reductions
     for i, (v, lay) in enumerate(zip(inputs, layouts)):
         index = {FULL: "k" if flat else "i, j", ONE: "0", ROW: "j", COL: "i"}[lay]
         is_mask = np.dtype(v.meta["val"]._data.dtype) == np.bool_
@@ -439,8 +513,12 @@ def kernel_of(group: Group, info: dict[Any, tuple[str, dict[str, Any], Any]],
 
     def s(x: Any) -> str:
         return x if isinstance(x, _Var) else _literal(x, dtype)
+    sums = [m for m in outputs if m in group.reductions]
     for j, m in enumerate(group.members):
         key, bound, _ = info[m]
+        if m in group.reductions:
+            body.append(f"acc{sums.index(m)} += {var_of[bound['self']]}")
+            continue
         args = {k: (_Var(var_of[v]) if isinstance(v, Node) else v) for k, v in bound.items()}
         var_of[m] = f"t{j}"
         expr = _FORMULAS[key][0](args, s)
@@ -449,15 +527,23 @@ def kernel_of(group: Group, info: dict[Any, tuple[str, dict[str, Any], Any]],
         else:                # rounded to float32 as the operator's own result is: the next one reads that value
             body.append(f"t{j} = np.float64(np.float32({expr}))")
     for o, m in enumerate(outputs):
-        body.append(f"out{o}[{'k' if flat else 'i, j'}] = {var_of[m]}")
+        if m not in group.reductions:
+            body.append(f"out{o}[{'k' if flat else 'i, j'}] = {var_of[m]}")
     params = ", ".join(["b", "e", "C"] + [f"in{i}" for i in range(len(inputs))] +
                        [f"out{o}" for o in range(len(outputs))])
-    loop = ["for k in range(b, e):"] if flat else ["for i in range(b, e):", "    for j in range(C):"]
-    indent = "    " * (len(loop) + 1)
-    src = (_prelude() + f"@_kernel\ndef kernel({params}):\n" + "".join(f"    {ln}\n" for ln in loop) +
-           "".join(f"{indent}{ln}\n" for ln in body))
-    out_dtypes = tuple(np.dtype(m.meta["val"]._data.dtype) for m in outputs)
-    return Kernel(src, layouts, out_dtypes, flat, perm), inputs, outputs
+    if flat:
+        head, tail = ["for k in range(b, e):"], []
+    else:                  # a sum accumulates over its row (float64), written once the row is done
+        head = (["for i in range(b, e):"] + [f"    acc{r} = 0.0" for r in range(len(sums))] +
+                ["    for j in range(C):"])
+        tail = [f"    out{outputs.index(m)}[i] = acc{r}" for r, m in enumerate(sums)]
+    indent = "    " * (2 if flat else 3)
+    src = (_prelude() + f"@_kernel\ndef kernel({params}):\n" + "".join(f"    {ln}\n" for ln in head) +
+           "".join(f"{indent}{ln}\n" for ln in body) + "".join(f"    {ln}\n" for ln in tail))
+    specs = tuple((np.dtype(m.meta["val"]._data.dtype),) + ((info[m][0], info[m][1]["over"], info[m][1]["keepdim"])
+                                                           if m in group.reductions else ())
+                  for m in outputs)
+    return Kernel(src, layouts, specs, flat, perm), inputs, outputs
 
 
 _PRELUDE = '''"""A fused pointwise loop generated by ember (Note [Pointwise fusion] in ember/_inductor/fusion.py)."""
