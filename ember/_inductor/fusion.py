@@ -180,6 +180,7 @@ for _name, _op in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt",
     _FORMULAS[f"{_name}.Scalar"] = (_compare(_op), (), True)
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_NAMES = {k.split(".")[0] for k in _FORMULAS}      # operator names worth binding a node's arguments for
 
 
 class Group:
@@ -233,6 +234,8 @@ def _qualifies(node: Any, xp: Any) -> tuple[str, dict[str, Any], Any] | None:
     """(formula key, bound arguments, compute dtype) of a node a fused loop can compute, else None."""
     from ember.fx.node import Node
     if node.op != "call_function" or xp is not np or not hasattr(node.target, "_schema"):
+        return None
+    if node.target.handle.name not in _NAMES:
         return None
     out = node.meta.get("val")
     if not isinstance(out, Tensor) or getattr(out, "fake_device", out.device).type != "cpu" or \
