@@ -363,55 +363,56 @@ def batch_norm_backward_input(g: Any, N: int, C: int, S: int, x: Any, mean: Any,
 def winograd_input(x: Any, N: int, C: int, H: int, W: int, p: int, th: int, tw: int, V: Any, c0: int,
                    c1: int) -> None:
     """V[4a + b, c, t] = (B^T d B)[a, b], d the 4x4 tile of x (N, C, H, W) at rows 2 ty - p.., columns
-    2 tx - p.., zero outside x; B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]."""
+    2 tx - p.., zero outside x; B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]. Row a of B^T d
+    combines two rows of the tile, so for each a the loop sweeps every tile of the channel, writing four streams
+    from start to end (the channel's rows are re-read from cache for each a)."""
     T = N * th * tw
     L = 2 * tw + 2
-    d0 = np.zeros(L, x.dtype)
-    d1 = np.zeros(L, x.dtype)
-    d2 = np.zeros(L, x.dtype)
-    d3 = np.zeros(L, x.dtype)
+    u = np.zeros(L, x.dtype)            # the tile row combination of B^T's row a, zero-padded to whole tiles
     uW, up, uL, utw = np.uint64(W), np.uint64(p), np.uint64(L), np.uint64(tw)
     for c in range(c0, c1):
-        for n in range(N):
-            for ty in range(th):
-                for a in range(4):          # the tile rows, zero-padded to whole tiles
-                    d = d0 if a == 0 else (d1 if a == 1 else (d2 if a == 2 else d3))
-                    yy = 2 * ty - p + a
-                    if 0 <= yy < H:
-                        src = np.uint64(((n * C + c) * H + yy) * W)
-                        for q in range(up):
-                            d[q] = 0.0
-                        for u in range(uW):
-                            d[u + up] = x[src + u]
-                        for q in range(uW + up, uL):
-                            d[q] = 0.0
+        for a in range(4):
+            # B^T's row a: +r0 - r2, +r1 + r2, -r1 + r2, +r1 - r3 (rows of the tile)
+            ra = 0 if a == 0 else 1
+            rb = 2 if a < 3 else 3
+            sa = 1.0 if a != 2 else -1.0
+            sb = -1.0 if a == 0 or a == 3 else 1.0
+            b0 = np.uint64(((4 * a) * C + c) * T)
+            S = np.uint64(C * T)
+            for n in range(N):
+                for ty in range(th):
+                    ya = 2 * ty - p + ra
+                    yb = 2 * ty - p + rb
+                    ina = 0 <= ya < H
+                    inb = 0 <= yb < H
+                    for q in range(up):
+                        u[q] = 0.0
+                    if ina and inb:
+                        srca = np.uint64(((n * C + c) * H + ya) * W)
+                        srcb = np.uint64(((n * C + c) * H + yb) * W)
+                        for v in range(uW):
+                            u[v + up] = sa * x[srca + v] + sb * x[srcb + v]
+                    elif ina:
+                        srca = np.uint64(((n * C + c) * H + ya) * W)
+                        for v in range(uW):
+                            u[v + up] = sa * x[srca + v]
+                    elif inb:
+                        srcb = np.uint64(((n * C + c) * H + yb) * W)
+                        for v in range(uW):
+                            u[v + up] = sb * x[srcb + v]
                     else:
-                        for q in range(uL):
-                            d[q] = 0.0
-                t0 = (n * th + ty) * tw
-                for a in range(4):          # row a of B^T d, then its product with B: four output streams
-                    b0 = np.uint64(((4 * a) * C + c) * T + t0)
-                    b1 = np.uint64(((4 * a + 1) * C + c) * T + t0)
-                    b2 = np.uint64(((4 * a + 2) * C + c) * T + t0)
-                    b3 = np.uint64(((4 * a + 3) * C + c) * T + t0)
-                    for tx in range(utw):
+                        for v in range(uW):
+                            u[v + up] = 0.0
+                    for q in range(uW + up, uL):
+                        u[q] = 0.0
+                    o = b0 + np.uint64((n * th + ty) * tw)
+                    for tx in range(utw):      # times B: four output streams
                         q = tx + tx
-                        if a == 0:
-                            e0, e1, e2, e3 = d0[q] - d2[q], d0[q + 1] - d2[q + 1], d0[q + 2] - d2[q + 2], \
-                                d0[q + 3] - d2[q + 3]
-                        elif a == 1:
-                            e0, e1, e2, e3 = d1[q] + d2[q], d1[q + 1] + d2[q + 1], d1[q + 2] + d2[q + 2], \
-                                d1[q + 3] + d2[q + 3]
-                        elif a == 2:
-                            e0, e1, e2, e3 = d2[q] - d1[q], d2[q + 1] - d1[q + 1], d2[q + 2] - d1[q + 2], \
-                                d2[q + 3] - d1[q + 3]
-                        else:
-                            e0, e1, e2, e3 = d1[q] - d3[q], d1[q + 1] - d3[q + 1], d1[q + 2] - d3[q + 2], \
-                                d1[q + 3] - d3[q + 3]
-                        V[b0 + tx] = e0 - e2
-                        V[b1 + tx] = e1 + e2
-                        V[b2 + tx] = e2 - e1
-                        V[b3 + tx] = e1 - e3
+                        e0, e1, e2, e3 = u[q], u[q + 1], u[q + 2], u[q + 3]
+                        V[o + tx] = e0 - e2
+                        V[o + S + tx] = e1 + e2
+                        V[o + 2 * S + tx] = e2 - e1
+                        V[o + 3 * S + tx] = e1 - e3
 
 
 @_kernel
