@@ -235,7 +235,7 @@ def winograd_applies(xp: Any, dtype: Any, w_shape: Any, stride: Any, padding: An
     same padding of 0 to 2 on both sides of both dims, float32 NumPy arrays with the compiled loops in use."""
     return (len(w_shape) == 4 and tuple(w_shape[2:]) == (3, 3) and tuple(stride) == (1, 1)
             and tuple(dilation) == (1, 1) and groups == 1 and padding[0] == padding[1] and 0 <= padding[0] <= 2
-            and compiled.usable(xp, np.empty(0, dtype), dtypes=(np.float32,)))
+            and np.dtype(dtype) == np.float32 and compiled.usable(xp))
 
 
 def _tiles(out_hw: Any) -> tuple[int, int]:
