@@ -409,18 +409,19 @@ def _layout(shape: tuple[int, ...], out: tuple[int, ...]) -> str:
 
 
 class Kernel:
-    """One fused loop: its source, the layouts of its inputs, the dtypes of its outputs."""
+    """One fused loop: its source, the layouts of its inputs, and per output ``(dtype,)`` for a value the loop
+    writes or ``(dtype, "sum" | "mean", "last" | "all", keepdim)`` for a sum it accumulates."""
 
-    def __init__(self, src: str, layouts: tuple[str, ...], out_dtypes: tuple[Any, ...], flat: bool,
+    def __init__(self, src: str, layouts: tuple[str, ...], out_specs: tuple[Any, ...], flat: bool,
                  perm: tuple[int, ...]) -> None:
         self.src = src
         self.layouts = layouts
-        self.out_dtypes = out_dtypes
+        self.out_specs = out_specs
         self.flat = flat
         self.perm = None if perm == tuple(range(len(perm))) else perm
         self.inverse = None if self.perm is None else tuple(int(i) for i in np.argsort(perm))
         self.name = "fused_" + hashlib.sha256(src.encode()).hexdigest()[:20]
-        self.key = (self.name, layouts, out_dtypes, flat, perm)
+        self.key = (self.name, layouts, out_specs, flat, perm)
         self._fn: Any = None
 
     @property
@@ -452,14 +453,14 @@ class Kernel:
             else:
                 args.append(np.ascontiguousarray(x.reshape(C if lay == ROW else R)))
         outs = []
-        for spec, buf in zip(self.out_dtypes, reuse):
+        for spec, buf in zip(self.out_specs, reuse):
             if len(spec) > 1:          # a sum's row totals (float64)
                 outs.append(np.zeros(R))
             else:
                 dt = spec[0]
                 outs.append(buf if buf is not None and buf.size == n and buf.dtype == dt else np.empty(n, dt))
         flat_outs = [o if len(spec) > 1 else (o.reshape(n) if self.flat else o.reshape(R, C))
-                     for o, spec in zip(outs, self.out_dtypes)]
+                     for o, spec in zip(outs, self.out_specs)]
         fn = self.fn
         if self.flat:
             parallel.parallel_for(0, n, parallel.GRAIN_SIZE, lambda b, e: fn(b, e, C, *args, *flat_outs))
@@ -469,7 +470,7 @@ class Kernel:
         if perm is not None:
             return tuple(o.reshape(shape).transpose(self.inverse) for o in outs)
         return tuple(o.reshape(shape) if len(spec) == 1 else _finish(o, spec, shape, n)
-                     for o, spec in zip(outs, self.out_dtypes))
+                     for o, spec in zip(outs, self.out_specs))
 
 
 def _finish(rows: Any, spec: tuple[Any, ...], shape: tuple[int, ...], n: int) -> Any:
