@@ -52,7 +52,7 @@ _autograd_fallback.install()
 from ember import optim, utils  # noqa: E402,F401 - the frontend needs the grad modes above
 from ember import serialization  # noqa: E402
 from ember import distributions, testing  # noqa: E402,F401
-from ember import accelerator, compiler, distributed, fx, jit, library, version, _dynamo  # noqa: E402,F401
+from ember import accelerator, compiler, distributed, futures, fx, jit, library, version, _dynamo  # noqa: E402,F401
 from ember.utils.dlpack import to_dlpack  # noqa: E402,F401
 from ember._torch_shim import install_as_torch  # noqa: E402,F401
 from ember.serialization import load, save  # noqa: E402,F401

@@ -17,7 +17,7 @@ EXCLUDED: dict[str, dict[str, str]] = {
             BenchmarkExecutionStats Block BoolType BufferDict CallStack Capsule classproperty ClassType Code
             CompilationUnit compiled_with_cxx11_abi CompleteArgumentSpec ComplexType ConcreteModuleType
             ConcreteModuleTypeBuilder cpp DeepCopyMemoTable DeserializationStorageContext DeviceObjType DictType
-            EnumType ErrorReport ExecutionPlan FatalError FileCheck FloatType fork FunctionSchema Future futures
+            EnumType ErrorReport ExecutionPlan FatalError FileCheck FloatType fork FunctionSchema Future
             FutureType get_file_path Gradient Graph GraphExecutorState hub import_ir_module
             import_ir_module_from_buffer InferredType init_num_threads InterfaceType IntType IODescriptor
             JITException ListType LiteScriptModule LockingLogger LoggerBase merge_type_from_type_comment

@@ -56,7 +56,9 @@ def test_compiler_dynamo_jit_version_accelerator_distributed_answer_as_a_cpu_bui
         L._dynamo.mark_static_address(t)
         L._dynamo.mark_dynamic(t, 0)
         assert issubclass(L._dynamo.exc.Unsupported, Exception)
-    assert ember.distributed.is_available() is False  # the distributed engine is issue 19
+    import importlib.util
+    assert ember.distributed.is_available() is (importlib.util.find_spec("mpi4py") is not None)
+    assert not ember.distributed.is_initialized()
     assert ember.cuda.is_current_stream_capturing() is False  # (PyTorch's CPU build refuses to ask)
     with pytest.raises(RuntimeError, match="TorchScript is not available in ember"):
         ember.jit.script(ember.nn.Linear(2, 2))

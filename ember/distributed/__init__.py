@@ -1,14 +1,30 @@
-"""``ember.distributed`` (``torch/distributed``). The collectives, process groups and DistributedDataParallel
-over MPI are issue 19; until then ember answers as a PyTorch build without distributed support does:
-``is_available()`` is False, so libraries take their single-process paths."""
+"""``ember.distributed`` (``torch.distributed``): process groups, collectives and point-to-point messages over
+MPI (``mpi4py`` with the ``mpich`` library: ``pip install 'ember[distributed]'``). The launcher is
+``python -m ember.distributed.run`` (torchrun's arguments); docs/distributed.md tells how PyTorch's process
+groups map onto MPI communicators."""
 from __future__ import annotations
+
+from ember.distributed._mpi import DistBackendError, DistError, DistNetworkError, DistStoreError
+from ember.distributed.distributed_c10d import (  # noqa: F401
+    Backend, GroupMember, P2POp, ProcessGroup, ReduceOp, Work, all_gather, all_gather_into_tensor, all_gather_object,
+    all_reduce, all_to_all, all_to_all_single, barrier, batch_isend_irecv, broadcast, broadcast_object_list,
+    default_pg_timeout, destroy_process_group, gather, gather_object, get_backend, get_global_rank, get_group_rank,
+    get_node_local_rank, get_process_group_ranks, get_rank, get_world_size, group, init_process_group, irecv,
+    is_gloo_available, is_initialized, is_mpi_available, is_nccl_available, isend, monitored_barrier, new_group,
+    recv, reduce, reduce_op, reduce_scatter, reduce_scatter_tensor, scatter, scatter_object_list, send,
+)
+
+__all__ = ["DistBackendError", "DistError", "DistNetworkError", "DistStoreError"]
 
 
 def is_available() -> bool:
-    """Whether ``ember.distributed`` can run collectives (not yet: issue 19)."""
-    return False
+    """Whether collectives can run: the MPI engine (mpi4py) is installed. Importing it waits until a process
+    group is made, since importing MPI initializes it."""
+    from ember.distributed._mpi import mpi_available
+    return mpi_available()
 
 
-def is_initialized() -> bool:
-    """Whether a default process group exists (never, while ``is_available()`` is False)."""
-    return False
+def is_torchelastic_launched() -> bool:
+    """Whether this process was started by a launcher that sets torchrun's environment."""
+    import os
+    return os.getenv("TORCHELASTIC_RUN_ID") is not None
