@@ -104,8 +104,19 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: Any 
     return tuple(res)
 
 
+class _ImperativeEngine:
+    """``Variable._execution_engine``: what code outside autograd asks of the engine."""
+
+    @staticmethod
+    def queue_callback(callback: Any) -> None:
+        from ember.autograd.engine import queue_callback
+        queue_callback(callback)
+
+
 class Variable:
     """Deprecated alias kept for old code: ``Variable(t)`` returns ``t``."""
+
+    _execution_engine = _ImperativeEngine()
 
     def __new__(cls, data: Any, requires_grad: Any = False) -> Any:
         if requires_grad:

@@ -95,6 +95,22 @@ def _task_stack() -> list[tuple[int, bool]]:
     return st
 
 
+def _final_callbacks() -> list[list[Any]]:
+    st = getattr(_tasks_tls, "callbacks", None)
+    if st is None:
+        st = _tasks_tls.callbacks = []
+    return st
+
+
+def queue_callback(callback: Any) -> None:
+    """Run ``callback()`` once the innermost backward call running on this thread has computed every gradient
+    (PyTorch's ``Variable._execution_engine.queue_callback``; DDP waits for its gradient buckets there)."""
+    st = _final_callbacks()
+    if not st:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    st[-1].append(callback)
+
+
 def current_graph_task_id() -> int:
     """The id of the innermost backward call running on this thread, -1 outside backward."""
     st = _task_stack()
@@ -155,6 +171,8 @@ def run_backward(roots: Any, grad_outputs: Any, keep_graph: bool, create_graph: 
     grad_mode.state.enabled = create_graph
     tasks = _task_stack()
     tasks.append((next(_task_ids), accumulate_grad and inputs is None))
+    callbacks = _final_callbacks()
+    callbacks.append([])
     try:
         heapq.heappush(ready, (-graph_root.sequence_nr, counter, graph_root))
         buffers[graph_root] = []
@@ -193,9 +211,13 @@ def run_backward(roots: Any, grad_outputs: Any, keep_graph: bool, create_graph: 
                 if deps[nxt] == 0:
                     counter += 1
                     heapq.heappush(ready, (-nxt.sequence_nr, counter, nxt))
+        queued = callbacks[-1]
+        while queued:  # a callback may queue more
+            queued.pop(0)()
     finally:
         grad_mode.state.enabled = prev_mode
         tasks.pop()
+        callbacks.pop()
 
     if capture is not None:
         for i, g in enumerate(captured):

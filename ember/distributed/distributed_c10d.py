@@ -38,7 +38,8 @@ from ember.distributed import _mpi
 from ember.distributed._mpi import DistBackendError, DistError, DistNetworkError, DistStoreError  # noqa: F401
 
 __all__ = [
-    "Backend", "GroupMember", "P2POp", "ProcessGroup", "ReduceOp", "Work", "all_gather", "all_gather_into_tensor",
+    "Backend", "GradBucket", "GroupMember", "P2POp", "ProcessGroup", "ReduceOp", "Work", "all_gather",
+    "all_gather_into_tensor",
     "all_gather_object", "all_reduce", "all_to_all", "all_to_all_single", "barrier", "batch_isend_irecv",
     "broadcast", "broadcast_object_list", "destroy_process_group", "gather", "gather_object", "get_backend",
     "get_global_rank", "get_group_rank", "get_process_group_ranks", "get_rank", "get_world_size", "group",
@@ -48,6 +49,7 @@ __all__ = [
 ]
 
 default_pg_timeout = timedelta(minutes=30)
+_DEFAULT_FIRST_BUCKET_BYTES = 1024 * 1024  # DDP's first gradient bucket
 
 
 class Backend(str):
@@ -556,6 +558,36 @@ class Work:
             if self._done:
                 fut.set_result(self._result)
         return self._future
+
+
+class GradBucket:
+    """What a communication hook receives (``torch.distributed.GradBucket``): a bucket's flat gradient buffer
+    and its parameters."""
+
+    def __init__(self, index: int, buffer: Any, params: list[Any], offsets: list[int], last: bool) -> None:
+        self._index = index
+        self._buffer = buffer
+        self._params = params
+        self._offsets = offsets
+        self._last = last
+
+    def index(self) -> int:
+        return self._index
+
+    def buffer(self) -> Any:
+        return self._buffer
+
+    def set_buffer(self, buffer: Any) -> None:
+        self._buffer = buffer
+
+    def gradients(self) -> list[Any]:
+        return [self._buffer[o:o + p.numel()].view(p.shape) for p, o in zip(self._params, self._offsets)]
+
+    def parameters(self) -> list[Any]:
+        return list(self._params)
+
+    def is_last(self) -> bool:
+        return self._last
 
 
 def _issue(pg: ProcessGroup, op: str, requests: list[Any], finish: Callable[[], Any] | None, async_op: bool,

@@ -125,9 +125,10 @@ class BatchNorm3d(_BatchNorm):
 
 
 class SyncBatchNorm(_BatchNorm):
-    """Batch normalization whose statistics are computed over every process of ``process_group``. Until
-    ``ember.distributed`` runs collectives (issue 19) there is one process, and it is ``BatchNorm`` over any
-    input of 2 or more dims, as PyTorch's is without a process group."""
+    """Batch normalization whose statistics are computed over every process of ``process_group`` (the default
+    group when None) while training (Note [Synchronized batch statistics]); in evaluation, or with one process,
+    it is ``BatchNorm`` over any input of 2 or more dims. PyTorch's CPU build refuses SyncBatchNorm; ember's
+    runs it on the CPU."""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: Any = 0.1, affine: bool = True,
                  track_running_stats: bool = True, process_group: Any = None, device: Any = None,
@@ -146,7 +147,27 @@ class SyncBatchNorm(_BatchNorm):
     def forward(self, input: Tensor) -> Any:  # noqa: A002
         self._check_input_dim(input)
         self._check_non_zero_input_channels(input)
-        return super().forward(input)
+        group = self._sync_group()
+        if group is None:
+            return super().forward(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                factor = 1.0 / float(self.num_batches_tracked)
+        running = self.track_running_stats
+        return _SyncBatchNormFunction.apply(input, self.weight, self.bias, self.running_mean if running else None,
+                                            self.running_var if running else None, self.eps, factor, group)
+
+    def _sync_group(self) -> Any:
+        """The process group to share statistics over, or None when this forward needs no sharing."""
+        if not self.training:
+            return None
+        import ember.distributed as dist
+        if not dist.is_initialized():
+            return None
+        group = self.process_group if self.process_group is not None else dist.group.WORLD
+        return group if dist.get_world_size(group) > 1 else None
 
     @classmethod
     def convert_sync_batchnorm(cls, module: Any, process_group: Any = None) -> Any:
@@ -170,3 +191,78 @@ class SyncBatchNorm(_BatchNorm):
             out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
         del module
         return out
+
+
+# Note [Synchronized batch statistics]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# As PyTorch's SyncBatchNorm does it: each rank computes its channels' mean and inverse standard deviation and
+# its element count; one all_gather brings every rank's three to every rank; the per-rank variances (recovered
+# from the inverse standard deviations) are merged with the counts into the statistics of the whole batch
+# (Chan's parallel formula), which normalize the input and update the running statistics (the variance
+# unbiased with the total count). Backward sums dy and dy * (x - mean) per channel on each rank, all-reduces
+# the two sums, and forms the input gradient of batch norm over the whole batch; the weight and bias gradients
+# stay local, for DistributedDataParallel to average. Ranks with an empty batch take no part in the statistics.
+
+class _SyncBatchNormFunction(ember.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, input: Tensor, weight: Any, bias: Any, running_mean: Any, running_var: Any,  # noqa: A002
+                eps: float, momentum: float, group: Any) -> Tensor:
+        import ember.distributed as dist
+        x = input.contiguous()
+        C = x.shape[1]
+        dims = [0] + list(range(2, x.dim()))
+        n = x.numel() // C
+        if n == 1 and dist.get_world_size(group) < 2:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {n}")
+        if n > 0:
+            var, mean = ember.var_mean(x, dims, correction=0)
+            mine = ember.cat([mean, ember.rsqrt(var + eps), ember.full((1,), float(n), dtype=x.dtype)])
+        else:
+            mine = ember.zeros(2 * C + 1, dtype=x.dtype)
+        world = dist.get_world_size(group)
+        gathered = ember.empty(world, 2 * C + 1, dtype=x.dtype)
+        dist.all_gather_into_tensor(gathered, mine, group=group)
+        gathered = gathered[gathered[:, -1] >= 1]
+        means, invstds, counts = gathered[:, :C], gathered[:, C:2 * C], gathered[:, -1:]
+        total = counts.sum()
+        mean = (means * counts).sum(0) / total
+        var_each = 1.0 / (invstds * invstds) - eps
+        var = ((var_each + (means - mean) ** 2) * counts).sum(0) / total
+        invstd = ember.rsqrt(var + eps)
+        if running_mean is not None:
+            running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype), alpha=momentum)
+        if running_var is not None:
+            unbiased = var * (total / (total - 1)) if total.item() > 1 else var
+            running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype), alpha=momentum)
+        shape = [1, C] + [1] * (x.dim() - 2)
+        scale = invstd if weight is None else invstd * weight
+        out = (x - mean.view(shape)) * scale.view(shape)
+        if bias is not None:
+            out = out + bias.view(shape)
+        ctx.save_for_backward(x, weight, mean, invstd)
+        ctx.total = total
+        ctx.group = group
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: Tensor) -> Any:
+        import ember.distributed as dist
+        x, weight, mean, invstd = ctx.saved_tensors
+        C = x.shape[1]
+        dims = [0] + list(range(2, x.dim()))
+        shape = [1, C] + [1] * (x.dim() - 2)
+        dy = grad_output.contiguous()
+        xmu = x - mean.view(shape)
+        sum_dy = dy.sum(dims)
+        sum_dy_xmu = (dy * xmu).sum(dims)
+        grad_weight = sum_dy_xmu * invstd if weight is not None and ctx.needs_input_grad[1] else None
+        grad_bias = sum_dy.clone() if ctx.needs_input_grad[2] else None
+        grad_input = None
+        if ctx.needs_input_grad[0]:
+            both = ember.cat([sum_dy, sum_dy_xmu])
+            dist.all_reduce(both, group=ctx.group)
+            mean_dy, mean_dy_xmu = both[:C] / ctx.total, both[C:] / ctx.total
+            scale = invstd if weight is None else invstd * weight
+            grad_input = (dy - mean_dy.view(shape) - xmu * (invstd * invstd * mean_dy_xmu).view(shape)) \
+                * scale.view(shape)
+        return grad_input, grad_weight, grad_bias, None, None, None, None, None

@@ -1,0 +1,42 @@
+"""DistributedDataParallel and SyncBatchNorm on jobs of 2 and 4 ranks (the checks run inside each rank:
+tests/distributed/scripts/ddp.py), and a PyTorch DDP script run unchanged by ``python -m ember.distributed.run``
+against PyTorch's own ``torch.distributed.run``."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.distributed.test_launcher import _env, launch, script
+
+pytestmark = pytest.mark.skipif(not __import__("ember").distributed.is_available(),
+                                reason="the MPI engine (mpi4py + mpich) is not installed")
+
+
+@pytest.mark.parametrize("nproc", [2, 4])
+def test_ddp_training_matches_the_whole_batch_and_agrees_across_ranks(nproc):
+    r = launch("--nproc-per-node", str(nproc), "--no-torch-alias", script("ddp.py"), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(line for line in r.stdout.splitlines() if line.startswith("OK")) == \
+        [f"OK rank {i}" for i in range(nproc)]
+
+
+def _numbers(out: str) -> list[tuple[str, float]]:
+    rows = [line for line in out.splitlines() if line.startswith(("epoch", "rank"))]
+    return sorted((re.sub(r"-?\d+\.\d+", "#", line), float(re.findall(r"-?\d+\.\d+", line)[-1])) for line in rows)
+
+
+def test_a_pytorch_ddp_script_runs_unchanged_with_pytorchs_numbers(tmp_path):
+    pytest.importorskip("torch")
+    ours = launch("--nproc-per-node", "2", script("torch_ddp.py"), str(tmp_path / "ember.pt"), timeout=300)
+    assert ours.returncode == 0, ours.stdout + ours.stderr
+    theirs = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                             script("torch_ddp.py"), str(tmp_path / "torch.pt")], capture_output=True, text=True,
+                            timeout=300, env=_env(), cwd=str(tmp_path))
+    assert theirs.returncode == 0, theirs.stdout + theirs.stderr
+    a, b = _numbers(ours.stdout), _numbers(theirs.stdout)
+    assert len(a) == len(b) == 2 * 4 + 2 and [k for k, _ in a] == [k for k, _ in b]
+    for (k, x), (_, y) in zip(a, b):
+        assert abs(x - y) <= 1e-5 * (1 + abs(y)), (k, x, y)
