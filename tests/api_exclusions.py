@@ -115,7 +115,8 @@ EXCLUDED: dict[str, dict[str, str]] = {
             ipu is_ipu is_maia is_mkldnn is_mps is_mtia is_vulkan is_xla is_xpu mtia to_mkldnn xpu
         """,
     },
-    'torch.distributed and the data-parallel wrappers: issue 19': {
+    "SyncBatchNorm's CUDA-only kernels (PyTorch's CPU build refuses them; ember's SyncBatchNorm computes the "
+    "same statistics with tensor ops) and the legacy is_distributed": {
         'torch': """
             batch_norm_backward_elemt batch_norm_backward_reduce batch_norm_elemt batch_norm_gather_stats
             batch_norm_gather_stats_with_counts batch_norm_stats batch_norm_update_stats is_distributed

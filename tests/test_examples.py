@@ -52,3 +52,18 @@ def test_lstm_lm():
 def test_resnet(data):
     out = run("resnet.py", "--epochs", "1", "--max-batches", "3", "--width", "8", *data)
     assert "cudnn.benchmark on" in out and "epoch 1  train loss" in out and "test accuracy" in out
+
+
+@pytest.mark.skipif(not ember.distributed.is_available(), reason="the MPI engine (mpi4py + mpich) is not installed")
+def test_ddp_train_on_two_ranks_and_alone(tmp_path):
+    ck = str(tmp_path / "ddp.pt")
+    env = {k: v for k, v in ENV.items() if k not in ("RANK", "WORLD_SIZE", "PYTHONUNBUFFERED")}
+    r = subprocess.run([sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", "2",
+                        os.path.join(ROOT, "examples", "ddp_train.py"), "--epochs", "2", "--max-batches", "4",
+                        "--checkpoint", ck], capture_output=True, text=True, env=env, timeout=600, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "on 2 rank(s), 64 samples per step" in r.stdout and "epoch 2  train loss" in r.stdout
+    assert r.stdout.count("test accuracy") == 2  # rank 0 reports; the others stay quiet
+    assert ember.load(ck)["epoch"] == 2
+    out = run("ddp_train.py", "--epochs", "1", "--max-batches", "2", "--checkpoint", ck, "--synthetic")
+    assert "on 1 rank(s)" in out and "epoch 1  train loss" in out

@@ -379,6 +379,7 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
         raise RuntimeError(f"init_process_group: world_size={world_size}, but MPI started {launched} processes for "
                            "this job; start it with as many processes as the world size")
     comm = _world_comm()
+    _load_fast_path()
     size = comm.Get_size()
     if rank != -1:
         if not 0 <= rank < size:
@@ -648,6 +649,17 @@ def _finish_all(bufs: list[_Buf], then: Callable[[], Any] | None = None) -> Call
     return finish
 
 
+# SUM / PRODUCT / MIN / MAX as MPI ops, and MPI's IN_PLACE: all_reduce's short path (filled when MPI is loaded)
+_FAST_OPS: dict[Any, Any] = {}
+_IN_PLACE: list[Any] = [None]
+
+
+def _load_fast_path() -> None:
+    mpi = _mpi.MPI()
+    _IN_PLACE[0] = mpi.IN_PLACE
+    _FAST_OPS.update({ReduceOp.SUM: mpi.SUM, ReduceOp.PRODUCT: mpi.PROD, ReduceOp.MIN: mpi.MIN, ReduceOp.MAX: mpi.MAX})
+
+
 _MPI_OPS = {ReduceOp.SUM: "SUM", ReduceOp.AVG: "SUM", ReduceOp.PRODUCT: "PROD", ReduceOp.MIN: "MIN",
             ReduceOp.MAX: "MAX", ReduceOp.BAND: "BAND", ReduceOp.BOR: "BOR", ReduceOp.BXOR: "BXOR"}
 _BOOL_OPS = {ReduceOp.SUM: "LOR", ReduceOp.MAX: "LOR", ReduceOp.BOR: "LOR", ReduceOp.PRODUCT: "LAND",
@@ -656,10 +668,11 @@ _BOOL_OPS = {ReduceOp.SUM: "LOR", ReduceOp.MAX: "LOR", ReduceOp.BOR: "LOR", Redu
 
 def _reduction(name: str, arr: np.ndarray, op: Any, pg: ProcessGroup) -> tuple[np.ndarray, Any, Callable[[], None]]:
     """(the array MPI reduces, the MPI op, what turns its result into ``arr``'s) for ``op`` on ``arr``'s dtype."""
-    try:
-        op = ReduceOp.RedOpType(op)
-    except ValueError:
-        raise ValueError(f"{name}: unknown reduce op {op!r}") from None
+    if type(op) is not ReduceOp.RedOpType:
+        try:
+            op = ReduceOp.RedOpType(op)
+        except ValueError:
+            raise ValueError(f"{name}: unknown reduce op {op!r}") from None
     kind = arr.dtype.kind
     if op == ReduceOp.PREMUL_SUM:
         raise RuntimeError(f"{name}: ReduceOp.PREMUL_SUM is not supported by ember's MPI backend")
@@ -696,6 +709,12 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None, async_op:
     if pg is GroupMember.NON_GROUP_MEMBER:
         _warn_not_in_group("all_reduce")
         return None
+    arr = tensor._data
+    mop = _FAST_OPS.get(op) if type(arr) is np.ndarray and arr.dtype.kind in "fiu" and arr.dtype != _mpi._BF16 \
+        and arr.flags.c_contiguous else None
+    if mop is not None:  # the common case, kept short: MPI reduces the tensor's own array in place
+        req = pg._comm.Iallreduce(_IN_PLACE[0], arr, op=mop)
+        return _issue(pg, "all_reduce", [req], lambda: _bump(tensor), async_op, [tensor])
     b = _flat(tensor, True)
     work, mop, after = _reduction("all_reduce", b.arr, op, pg)
     req = _comm(pg).Iallreduce(_mpi.MPI().IN_PLACE, _mpi.buffer(work), op=mop)
