@@ -17,15 +17,24 @@ import traceback
 
 
 def _set_env() -> None:
-    local_rank = int(os.environ.get("PMI_RANK", "0"))
-    nproc = int(os.environ.get("PMI_SIZE", "1"))
-    node = int(os.environ.get("EMBER_DIST_NODE_RANK", "0"))
-    nnodes = int(os.environ.get("EMBER_DIST_NNODES", "1"))
-    rank = node * nproc + local_rank
+    """torchrun's variables. Under ``python -m ember.distributed.run`` each node is an MPI job of its own
+    (``EMBER_DIST_*`` say which node of how many); under one ``mpiexec`` over several hosts, MPI's process
+    manager numbers the ranks and says which share a host (``MPI_LOCALRANKID``)."""
+    job_rank = int(os.environ.get("PMI_RANK", "0"))
+    job_size = int(os.environ.get("PMI_SIZE", "1"))
+    local_rank = int(os.environ.get("MPI_LOCALRANKID", job_rank))
+    local_size = int(os.environ.get("MPI_LOCALNRANKS", job_size))
+    if "EMBER_DIST_NNODES" in os.environ:
+        node = int(os.environ.get("EMBER_DIST_NODE_RANK", "0"))
+        nnodes = int(os.environ["EMBER_DIST_NNODES"])
+        rank, world = node * job_size + job_rank, job_size * nnodes
+    else:
+        rank, world = job_rank, job_size
+        node, nnodes = rank // max(local_size, 1), max(world // max(local_size, 1), 1)
     os.environ.update({
-        "RANK": str(rank), "LOCAL_RANK": str(local_rank), "WORLD_SIZE": str(nproc * nnodes),
-        "LOCAL_WORLD_SIZE": str(nproc), "GROUP_RANK": str(node), "GROUP_WORLD_SIZE": str(nnodes),
-        "ROLE_RANK": str(rank), "ROLE_WORLD_SIZE": str(nproc * nnodes),
+        "RANK": str(rank), "LOCAL_RANK": str(local_rank), "WORLD_SIZE": str(world),
+        "LOCAL_WORLD_SIZE": str(local_size), "GROUP_RANK": str(node), "GROUP_WORLD_SIZE": str(nnodes),
+        "ROLE_RANK": str(rank), "ROLE_WORLD_SIZE": str(world),
         "ROLE_NAME": os.environ.get("ROLE_NAME", "default"),
         "TORCHELASTIC_RUN_ID": os.environ.get("EMBER_DIST_RUN_ID", "none"),
     })

@@ -97,6 +97,24 @@ def test_mpiexec_starts_a_job_directly():
     assert sorted(line for line in r.stdout.splitlines() if line.startswith("OK")) == ["OK rank 0", "OK rank 1"]
 
 
+def test_under_plain_mpiexec_an_uncaught_exception_ends_the_job():
+    """Without the launcher's wrapper, init_process_group's exception hook aborts the job."""
+    start = time.monotonic()
+    r = subprocess.run([_tool("mpiexec"), "-n", "2", sys.executable, script("faults.py"), "raise"],
+                       capture_output=True, text=True, timeout=120, env=_env())
+    assert r.returncode != 0 and "boom on rank 1" in r.stderr and "ending every rank of the job" in r.stderr
+    assert "rank 0 finished" not in r.stdout and time.monotonic() - start < 60
+
+
+def test_worker_environment_under_one_mpiexec():
+    r = subprocess.run([_tool("mpiexec"), "-n", "2", sys.executable, "-m", "ember.distributed._worker", "script-torch",
+                        script("env.py"), "gloo"], capture_output=True, text=True, timeout=120, env=_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    envs = _envs(r.stdout)
+    assert [(e["RANK"], e["LOCAL_RANK"], e["WORLD_SIZE"], e["LOCAL_WORLD_SIZE"]) for e in envs] == \
+        [("0", "0", "2", "2"), ("1", "1", "2", "2")]
+
+
 def test_tee_prefixes_lines_and_filter_and_log_dir(tmp_path):
     r = launch("--nproc-per-node", "2", "--tee", "3", "--local-ranks-filter", "1", "--log-dir", str(tmp_path),
                script("env.py"))

@@ -249,6 +249,28 @@ raises(ValueError, "trying to initialize the default process group twice!", lamb
 if R == 0:
     raises(ValueError, "must be specified on destination rank", lambda: dist.gather(ember.ones(1), None, dst=0))
 
+# CUDA tensors: staged through the host (on tests/fake_cupy.py's stand-in when there is no GPU)
+def cuda_checks():
+    t = ember.full((2, 3), float(R + 1)).cuda()
+    dist.all_reduce(t)
+    assert t.device.type == "cuda" and not isinstance(t._data, np.ndarray)
+    same(t.cpu(), np.full((2, 3), float(sum(range(1, N + 1)))), "all_reduce on cuda")
+    t = ember.full((4,), float(R)).cuda()
+    dist.broadcast(t, src=N - 1)
+    same(t.cpu(), np.full(4, float(N - 1)), "broadcast on cuda")
+    outs = [ember.zeros(2).cuda() for _ in range(N)]
+    dist.all_gather(outs, ember.full((2,), float(R)).cuda())
+    assert all(o.device.type == "cuda" for o in outs)
+    same(ember.stack([o.cpu() for o in outs]), np.repeat(np.arange(N, dtype=float)[:, None], 2, 1), "all_gather cuda")
+
+
+if ember.cuda.is_available():
+    cuda_checks()
+else:
+    from tests import fake_cupy
+    with fake_cupy.install():
+        cuda_checks()
+
 # Work.get_future: chained callbacks run when the chain is waited on (DDP's comm hooks are built on it)
 t = ember.full((3,), float(R + 1))
 fut = dist.all_reduce(t, async_op=True).get_future()
