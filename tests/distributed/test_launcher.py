@@ -39,12 +39,19 @@ def script(name: str) -> str:
     return os.path.join(SCRIPTS, name)
 
 
+def _left_behind(token: str) -> str:
+    """The processes still running whose command line holds ``token``."""
+    return subprocess.run(["pgrep", "-f", token], capture_output=True, text=True).stdout.strip()
+
+
 @pytest.mark.parametrize("nproc", [2, 3, 4])
 def test_every_collective_on_every_dtype_matches_numpy(nproc):
-    r = launch("--nproc-per-node", str(nproc), "--no-torch-alias", script("collectives.py"))
+    token = f"job-{os.getpid()}-{nproc}-{time.time_ns()}"  # an argument the script ignores: finds its processes
+    r = launch("--nproc-per-node", str(nproc), "--no-torch-alias", script("collectives.py"), token)
     assert r.returncode == 0, r.stdout + r.stderr
     assert sorted(line for line in r.stdout.splitlines() if line.startswith("OK")) == \
         [f"OK rank {i}" for i in range(nproc)]
+    assert _left_behind(token) == "", "processes left behind after the job"
 
 
 def test_two_nodes_join_into_one_world():
@@ -169,8 +176,7 @@ def test_sigint_to_the_launcher_ends_every_rank():
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
     assert p.returncode != 0
-    left = subprocess.run(["pgrep", "-f", f"{script('faults.py')} hang"], capture_output=True, text=True)
-    assert left.stdout.strip() == "", "ranks left behind: " + left.stdout
+    assert _left_behind(f"{script('faults.py')} hang") == "", "ranks left behind"
 
 
 def test_init_without_a_launcher_explains_how_to_start_ranks():

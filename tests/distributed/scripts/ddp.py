@@ -217,6 +217,19 @@ same_on_every_rank(ddp.module, "sync bn cnn")
 close(ddp.module, ref, "sync bn cnn", 1e-4)
 assert (ddp.module[1].running_var - ref[1].running_var).abs().max().item() < 1e-5
 
+# broadcast_buffers: rank 0's buffers before each synced forward (not under no_grad or no_sync)
+d = DDP(nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)))
+d.eval()
+d.module[1].running_mean.fill_(float(R))
+d(ember.randn(2, 3))
+assert ember.equal(d.module[1].running_mean, ember.zeros(4)), "buffers not taken from rank 0"
+d.module[1].running_mean.fill_(float(R))
+with ember.no_grad():
+    d(ember.randn(2, 3))
+with d.no_sync():
+    d(ember.randn(2, 3))
+assert ember.equal(d.module[1].running_mean, ember.full((4,), float(R))), "buffers synced without grad / in no_sync"
+
 # DistributedSampler takes the rank and the world size from the process group
 sampler = ember.utils.data.DistributedSampler(list(range(10)), shuffle=False)
 padded = (list(range(10)) * 2)[:10 + (-10) % N]  # padded with the first indices to a multiple of N
