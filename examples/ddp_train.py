@@ -14,10 +14,9 @@ import argparse
 import os
 import time
 
-import numpy as np
-
 import ember
 import ember.distributed as dist
+from resnet import load_images  # the digits (or synthetic images), 16x16: examples/resnet.py
 import ember.nn as nn
 import ember.nn.functional as F
 from ember.nn.parallel import DistributedDataParallel as DDP
@@ -29,24 +28,6 @@ def cnn(classes=10, width=16):
         nn.Conv2d(1, width, 3, padding=1, bias=False), nn.BatchNorm2d(width), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(width, 2 * width, 3, padding=1, bias=False), nn.BatchNorm2d(2 * width), nn.ReLU(), nn.MaxPool2d(2),
         nn.Flatten(), nn.Linear(2 * width * 4 * 4, 64), nn.ReLU(), nn.Linear(64, classes))
-
-
-def load_images(synthetic, seed):
-    if not synthetic:
-        try:
-            from sklearn.datasets import load_digits
-            d = load_digits()
-            x = np.kron(d.images / 16.0, np.ones((2, 2))).astype(np.float32)[:, None]   # 16x16
-            return (x - 0.3) / 0.35, d.target.astype(np.int64), "scikit-learn digits (16x16)"
-        except ImportError:
-            pass
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 10, 2000)
-    x = rng.standard_normal((2000, 1, 16, 16)).astype(np.float32) * 0.5
-    for c in range(10):
-        r, q = divmod(c, 4)
-        x[y == c, :, r * 5:r * 5 + 5, q * 4:q * 4 + 4] += 1.0
-    return x, y, "synthetic images (16x16)"
 
 
 def main(argv=None):

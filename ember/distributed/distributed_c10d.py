@@ -233,9 +233,38 @@ def _ensure_same_dtype(*tensors: Any) -> None:
                              f"Found {last} and  {t.dtype}")
 
 
-def _warn_not_in_group(op_name: str) -> None:
-    warnings.warn(f"Running {op_name} on global rank {_global_rank()} which does not belong to the given group.",
-                  stacklevel=3)
+def _member(group: Any, op_name: str) -> ProcessGroup | None:
+    """The process group an operation runs on (the default one for None), or None -- with PyTorch's warning --
+    on a rank outside it."""
+    pg = _group_or_default(group)
+    if pg is GroupMember.NON_GROUP_MEMBER:
+        warnings.warn(f"Running {op_name} on global rank {_global_rank()} which does not belong to the given group.",
+                      stacklevel=3)
+        return None
+    return pg
+
+
+def _root_list(items: list[Any] | None, arg: str, tensor: Any) -> list[Any]:
+    """gather's / scatter's list of tensors (None or empty off the root), checked as PyTorch checks it."""
+    if items:
+        _check_tensor_list(items, arg)
+    _ensure_same_dtype(tensor, items or [])
+    return items or []
+
+
+def _rooted(pg: ProcessGroup, global_rank: int | None, group_rank: int | None, items: list[Any], arg: str,
+            role: str) -> tuple[int, bool]:
+    """(the root's group rank, whether this rank is it) for gather and scatter (global rank 0 by default), with
+    PyTorch's checks that only the root passes the list."""
+    if global_rank is None and group_rank is None:
+        global_rank = 0
+    root = _canonical_rank(pg, global_rank, group_rank)
+    mine = pg.rank() == root
+    if mine and not items:
+        raise ValueError(f"Argument ``{arg}`` must be specified on {role} rank.")
+    if not mine and items:
+        raise ValueError(f"Argument ``{arg}`` must NOT be specified on non-{role} ranks.")
+    return root, mine
 
 
 def get_group_rank(group: ProcessGroup, global_rank: int) -> int:
@@ -705,9 +734,8 @@ def _comm(pg: ProcessGroup) -> Any:
 def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None, async_op: bool = False) -> Work | None:
     """Reduce ``tensor`` over the group in place on every rank."""
     _check_single_tensor(tensor, "tensor")
-    pg = _group_or_default(group)
-    if pg is GroupMember.NON_GROUP_MEMBER:
-        _warn_not_in_group("all_reduce")
+    pg = _member(group, "all_reduce")
+    if pg is None:
         return None
     arr = tensor._data
     mop = _FAST_OPS.get(op) if type(arr) is np.ndarray and arr.dtype.kind in "fiu" and arr.dtype != _mpi._BF16 \
@@ -724,10 +752,9 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None, async_op:
 def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: bool = False,
               group_src: int | None = None) -> Work | None:
     """Copy ``tensor`` from rank ``src`` to every rank of the group."""
-    pg = _group_or_default(group)
     _check_single_tensor(tensor, "tensor")
-    if pg is GroupMember.NON_GROUP_MEMBER:
-        _warn_not_in_group("broadcast")
+    pg = _member(group, "broadcast")
+    if pg is None:
         return None
     root = _canonical_rank(pg, src, group_src)
     b = _flat(tensor, pg.rank() != root)
@@ -738,10 +765,9 @@ def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: 
 def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: Any = None, async_op: bool = False,
            group_dst: int | None = None) -> Work | None:
     """Reduce ``tensor`` over the group into rank ``dst``'s ``tensor`` (the others' are left unchanged)."""
-    pg = _group_or_default(group)
     _check_single_tensor(tensor, "tensor")
-    if pg is GroupMember.NON_GROUP_MEMBER:
-        _warn_not_in_group("reduce")
+    pg = _member(group, "reduce")
+    if pg is None:
         return None
     root = _canonical_rank(pg, dst, group_dst)
     mine = pg.rank() == root
@@ -755,11 +781,14 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
     return _issue(pg, "reduce", [req], None, async_op, [tensor])
 
 
-def _same_shape(tensors: list[Any], like: Any, what: str) -> None:
+def _one_per_rank(pg: ProcessGroup, tensors: list[Any], like: Any, what: str, arg: str) -> None:
+    """``tensors`` holds one tensor per rank of ``pg``, each of ``like``'s shape and dtype."""
+    if len(tensors) != pg.size():
+        raise ValueError(f"{what}: {arg} must have one tensor per rank ({pg.size()}), got {len(tensors)}")
     for t in tensors:
         if t.shape != like.shape or t.dtype != like.dtype:
-            raise ValueError(f"{what}: every tensor in the list must have the input's shape {tuple(like.shape)} and "
-                             f"dtype {like.dtype}, got {tuple(t.shape)} and {t.dtype}")
+            raise ValueError(f"{what}: every tensor in {arg} must have the shape {tuple(like.shape)} and dtype "
+                             f"{like.dtype}, got {tuple(t.shape)} and {t.dtype}")
 
 
 def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None, async_op: bool = False) -> Work | None:
@@ -767,14 +796,10 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None, async_op:
     _check_tensor_list(tensor_list, "tensor_list")
     _check_single_tensor(tensor, "tensor")
     _ensure_same_dtype(tensor_list, tensor)
-    pg = _group_or_default(group)
-    if pg is GroupMember.NON_GROUP_MEMBER:
-        _warn_not_in_group("all_gather")
+    pg = _member(group, "all_gather")
+    if pg is None:
         return None
-    if len(tensor_list) != pg.size():
-        raise ValueError(f"all_gather: tensor_list must have one tensor per rank ({pg.size()}), got "
-                         f"{len(tensor_list)}")
-    _same_shape(tensor_list, tensor, "all_gather")
+    _one_per_rank(pg, tensor_list, tensor, "all_gather", "tensor_list")
     src = _flat(tensor, False)
     recv = np.empty((pg.size(),) + src.arr.shape, src.arr.dtype)
     req = _comm(pg).Iallgather(_mpi.buffer(src.arr), _mpi.buffer(recv))
@@ -802,9 +827,8 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
     _check_single_tensor(input_tensor, "input_tensor")
     _check_single_tensor(output_tensor, "output_tensor")
     _ensure_same_dtype(output_tensor, input_tensor)
-    pg = _group_or_default(group)
-    if pg is GroupMember.NON_GROUP_MEMBER:
-        _warn_not_in_group("all_gather_into_tensor")
+    pg = _member(group, "all_gather_into_tensor")
+    if pg is None:
         return None
     if output_tensor.numel() != input_tensor.numel() * pg.size():
         raise ValueError("output tensor size must be equal to world_size times input tensor size")
@@ -820,14 +844,10 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM, g
     _check_single_tensor(output, "output")
     _check_tensor_list(input_list, "input_list")
     _ensure_same_dtype(output, input_list)
-    pg = _group_or_default(group)
-    if pg is GroupMember.NON_GROUP_MEMBER:
-        _warn_not_in_group("reduce_scatter")
+    pg = _member(group, "reduce_scatter")
+    if pg is None:
         return None
-    if len(input_list) != pg.size():
-        raise ValueError(f"reduce_scatter: input_list must have one tensor per rank ({pg.size()}), got "
-                         f"{len(input_list)}")
-    _same_shape(input_list, output, "reduce_scatter")
+    _one_per_rank(pg, input_list, output, "reduce_scatter", "input_list")
     send = np.stack([_flat(t, False).arr for t in input_list])
     return _reduce_scatter(pg, "reduce_scatter", send, output, op, async_op)
 
@@ -849,9 +869,8 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
     _check_single_tensor(output, "output")
     _check_single_tensor(input, "input")
     _ensure_same_dtype(output, input)
-    pg = _group_or_default(group)
-    if pg is GroupMember.NON_GROUP_MEMBER:
-        _warn_not_in_group("reduce_scatter_tensor")
+    pg = _member(group, "reduce_scatter_tensor")
+    if pg is None:
         return None
     if input.numel() != output.numel() * pg.size():
         raise ValueError("input tensor must be the same size as output size times world size")
@@ -862,30 +881,16 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = 
            async_op: bool = False, group_dst: int | None = None) -> Work | None:
     """Gather every rank's ``tensor`` into ``gather_list`` on rank ``dst`` (global rank 0 by default)."""
     _check_single_tensor(tensor, "tensor")
-    if gather_list:
-        _check_tensor_list(gather_list, "gather_list")
-    else:
-        gather_list = []
-    _ensure_same_dtype(tensor, gather_list)
-    pg = _group_or_default(group)
-    if pg is GroupMember.NON_GROUP_MEMBER:
-        _warn_not_in_group("gather")
+    gather_list = _root_list(gather_list, "gather_list", tensor)
+    pg = _member(group, "gather")
+    if pg is None:
         return None
-    if dst is None and group_dst is None:
-        dst = 0
-    root = _canonical_rank(pg, dst, group_dst)
-    mine = pg.rank() == root
-    if mine and not gather_list:
-        raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
-    if not mine and gather_list:
-        raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
+    root, mine = _rooted(pg, dst, group_dst, gather_list, "gather_list", "destination")
     src = _flat(tensor, False)
     if not mine:
         req = _comm(pg).Igather(_mpi.buffer(src.arr), None, root=root)
         return _issue(pg, "gather", [req], None, async_op, [])
-    if len(gather_list) != pg.size():
-        raise ValueError(f"gather: gather_list must have one tensor per rank ({pg.size()}), got {len(gather_list)}")
-    _same_shape(gather_list, tensor, "gather")
+    _one_per_rank(pg, gather_list, tensor, "gather", "gather_list")
     recv = np.empty((pg.size(),) + src.arr.shape, src.arr.dtype)
     req = _comm(pg).Igather(_mpi.buffer(src.arr), _mpi.buffer(recv), root=root)
     return _issue(pg, "gather", [req], _scatter_rows(recv, gather_list), async_op, gather_list)
@@ -895,30 +900,15 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None 
             async_op: bool = False, group_src: int | None = None) -> Work | None:
     """Give rank i ``scatter_list[i]`` of rank ``src`` (global rank 0 by default) in ``tensor``."""
     _check_single_tensor(tensor, "tensor")
-    if scatter_list:
-        _check_tensor_list(scatter_list, "scatter_list")
-    else:
-        scatter_list = []
-    _ensure_same_dtype(tensor, scatter_list)
-    pg = _group_or_default(group)
-    if pg is GroupMember.NON_GROUP_MEMBER:
-        _warn_not_in_group("scatter")
+    scatter_list = _root_list(scatter_list, "scatter_list", tensor)
+    pg = _member(group, "scatter")
+    if pg is None:
         return None
-    if src is None and group_src is None:
-        src = 0
-    root = _canonical_rank(pg, src, group_src)
-    mine = pg.rank() == root
-    if mine and not scatter_list:
-        raise ValueError("Argument ``scatter_list`` must be specified on source rank.")
-    if not mine and scatter_list:
-        raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
+    root, mine = _rooted(pg, src, group_src, scatter_list, "scatter_list", "source")
     out = _flat(tensor, True)
     send = None
     if mine:
-        if len(scatter_list) != pg.size():
-            raise ValueError(f"scatter: scatter_list must have one tensor per rank ({pg.size()}), got "
-                             f"{len(scatter_list)}")
-        _same_shape(scatter_list, tensor, "scatter")
+        _one_per_rank(pg, scatter_list, tensor, "scatter", "scatter_list")
         send = _mpi.buffer(np.stack([_flat(t, False).arr for t in scatter_list]))
     req = _comm(pg).Iscatter(send, _mpi.buffer(out.arr), root=root)
     return _issue(pg, "scatter", [req], _finish_all([out]), async_op, [tensor])
@@ -943,9 +933,8 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
     _check_single_tensor(output, "output")
     _check_single_tensor(input, "input")
     _ensure_same_dtype(output, input)
-    pg = _group_or_default(group)
-    if pg is GroupMember.NON_GROUP_MEMBER:
-        _warn_not_in_group("all_to_all_single")
+    pg = _member(group, "all_to_all_single")
+    if pg is None:
         return None
     n = pg.size()
     sin, sout = _flat(input, False), _flat(output, True)
@@ -977,9 +966,8 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
     _check_tensor_list(output_tensor_list, "output_tensor_list")
     _check_tensor_list(input_tensor_list, "input_tensor_list")
     _ensure_same_dtype(output_tensor_list, input_tensor_list)
-    pg = _group_or_default(group)
-    if pg is GroupMember.NON_GROUP_MEMBER:
-        _warn_not_in_group("all_to_all")
+    pg = _member(group, "all_to_all")
+    if pg is None:
         return None
     n = pg.size()
     if len(output_tensor_list) != n or len(input_tensor_list) != n:
@@ -1002,9 +990,8 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
 def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None,
             timeout: timedelta | None = None) -> Work | None:
     """Wait until every rank of the group has reached the barrier."""
-    pg = _group_or_default(group)
-    if pg is GroupMember.NON_GROUP_MEMBER:
-        _warn_not_in_group("barrier")
+    pg = _member(group, "barrier")
+    if pg is None:
         return None
     work = Work(pg, "barrier", [_comm(pg).Ibarrier()], None, [])
     if async_op:
@@ -1016,9 +1003,8 @@ def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None,
 def monitored_barrier(group: Any = None, timeout: timedelta | None = None, wait_all_ranks: bool = False) -> None:
     """A barrier that fails after ``timeout`` naming the ranks that did not arrive: rank 0 hears from every
     other rank, then answers each."""
-    pg = _group_or_default(group)
-    if pg is GroupMember.NON_GROUP_MEMBER:
-        _warn_not_in_group("monitored_barrier")
+    pg = _member(group, "monitored_barrier")
+    if pg is None:
         return
     limit = (timeout or pg._timeout).total_seconds()
     comm = _comm(pg)
@@ -1062,9 +1048,8 @@ def isend(tensor: Any, dst: int | None = None, group: Any = None, tag: int = 0,
           group_dst: int | None = None) -> Work | None:
     """Start sending ``tensor`` to rank ``dst``; the Work completes when the buffer may be reused."""
     _check_single_tensor(tensor, "tensor")
-    pg = _group_or_default(group)
-    if pg is GroupMember.NON_GROUP_MEMBER:
-        _warn_not_in_group("isend")
+    pg = _member(group, "isend")
+    if pg is None:
         return None
     peer = _peer(pg, dst, group_dst, "destination")
     b = _flat(tensor, False)
@@ -1076,9 +1061,8 @@ def irecv(tensor: Any, src: int | None = None, group: Any = None, tag: int = 0,
           group_src: int | None = None) -> Work | None:
     """Start receiving into ``tensor`` from rank ``src`` (any rank when None)."""
     _check_single_tensor(tensor, "tensor")
-    pg = _group_or_default(group)
-    if pg is GroupMember.NON_GROUP_MEMBER:
-        _warn_not_in_group("irecv")
+    pg = _member(group, "irecv")
+    if pg is None:
         return None
     mpi = _mpi.MPI()
     peer = mpi.ANY_SOURCE if src is None and group_src is None else _peer(pg, src, group_src, "source")
@@ -1166,9 +1150,8 @@ def _sizes(pg: ProcessGroup, op: str, n: int) -> list[int]:
 
 def all_gather_object(object_list: list[Any], obj: Any, group: Any = None) -> None:
     """Gather a picklable object from every rank into ``object_list`` on every rank."""
-    pg = _group_or_default(group)
-    if pg is GroupMember.NON_GROUP_MEMBER:
-        _warn_not_in_group("all_gather_object")
+    pg = _member(group, "all_gather_object")
+    if pg is None:
         return
     data = _to_bytes(obj)
     sizes = _sizes(pg, "all_gather_object", data.size)
@@ -1183,9 +1166,8 @@ def all_gather_object(object_list: list[Any], obj: Any, group: Any = None) -> No
 def gather_object(obj: Any, object_gather_list: list[Any] | None = None, dst: int | None = None, group: Any = None,
                   group_dst: int | None = None) -> None:
     """Gather a picklable object from every rank into ``object_gather_list`` on rank ``dst``."""
-    pg = _group_or_default(group)
-    if pg is GroupMember.NON_GROUP_MEMBER:
-        _warn_not_in_group("gather_object")
+    pg = _member(group, "gather_object")
+    if pg is None:
         return
     if dst is None and group_dst is None:
         dst = 0
@@ -1212,9 +1194,8 @@ def gather_object(obj: Any, object_gather_list: list[Any] | None = None, dst: in
 def broadcast_object_list(object_list: list[Any], src: int | None = None, group: Any = None, device: Any = None,
                           group_src: int | None = None) -> None:
     """Replace ``object_list``'s items on every rank with those of rank ``src`` (pickled)."""
-    pg = _group_or_default(group)
-    if pg is GroupMember.NON_GROUP_MEMBER:
-        _warn_not_in_group("broadcast_object_list")
+    pg = _member(group, "broadcast_object_list")
+    if pg is None:
         return
     if src is None and group_src is None:
         src = 0
@@ -1235,9 +1216,8 @@ def broadcast_object_list(object_list: list[Any], src: int | None = None, group:
 def scatter_object_list(scatter_object_output_list: list[Any], scatter_object_input_list: list[Any] | None = None,
                         src: int | None = None, group: Any = None, group_src: int | None = None) -> None:
     """Put item i of rank ``src``'s ``scatter_object_input_list`` in rank i's ``scatter_object_output_list[0]``."""
-    pg = _group_or_default(group)
-    if pg is GroupMember.NON_GROUP_MEMBER:
-        _warn_not_in_group("scatter_object_list")
+    pg = _member(group, "scatter_object_list")
+    if pg is None:
         return
     if not isinstance(scatter_object_output_list, list) or len(scatter_object_output_list) < 1:
         raise ValueError("Expected argument scatter_object_output_list to be a list of size at least 1.")

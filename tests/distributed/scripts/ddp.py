@@ -52,9 +52,11 @@ def close(a_model, b_model, what, tol=1e-5):
         assert err <= tol * (1 + b.abs().max().item()), f"rank {R}: {what}: {n} differs by {err}"
 
 
-def train(make, shape, opt_cls=ember.optim.SGD, steps=3, ddp_kwargs=None, hook=None, tol=1e-5, what=""):
+def train(make, shape, opt_cls=ember.optim.SGD, steps=3, ddp_kwargs=None, hook=None, tol=1e-5, what="",
+          convert=lambda m: m, seed=0):
+    """A DDP copy of ``make()`` (``convert``-ed) on the shards against a plain copy on the whole batches."""
     ember.manual_seed(R)  # different initial weights on each rank: DDP's broadcast makes them rank 0's
-    model = make()
+    model = convert(make())
     ember.manual_seed(0)
     ref = make()
     ddp = DDP(model, **(ddp_kwargs or {}))
@@ -66,7 +68,7 @@ def train(make, shape, opt_cls=ember.optim.SGD, steps=3, ddp_kwargs=None, hook=N
         ddp.register_comm_hook(None, hook)
     opt = opt_cls(ddp.parameters(), lr=0.1)
     ref_opt = opt_cls(ref.parameters(), lr=0.1)
-    for x, y in batches(shape, steps):
+    for x, y in batches(shape, steps, seed):
         opt.zero_grad()
         F.cross_entropy(ddp(shard(x)), shard(y)).backward()
         opt.step()
@@ -75,17 +77,17 @@ def train(make, shape, opt_cls=ember.optim.SGD, steps=3, ddp_kwargs=None, hook=N
         ref_opt.step()
     same_on_every_rank(ddp.module, what)
     close(ddp.module, ref, what, tol)
-    return ddp
+    return ddp, ref
 
 
 # MLP and CNN, SGD and Adam, one bucket per parameter and the default buckets
-d = train(mlp, (10,), what="mlp sgd")
+d, _ = train(mlp, (10,), what="mlp sgd")
 assert list(d.state_dict())[0] == "module.0.weight" and d.module is d._modules["module"]
 train(mlp, (10,), opt_cls=ember.optim.Adam, what="mlp adam", tol=1e-4)
 train(cnn, (1, 8, 8), what="cnn sgd")
-d = train(mlp, (10,), ddp_kwargs={"bucket_cap_mb": 0.0001}, what="small buckets")
+d, _ = train(mlp, (10,), ddp_kwargs={"bucket_cap_mb": 0.0001}, what="small buckets")
 assert [len(b.params) for b in d._buckets] == [2, 1, 1, 1, 1], [len(b.params) for b in d._buckets]  # 104 bytes
-d = train(mlp, (10,), ddp_kwargs={"gradient_as_bucket_view": True}, what="gradient_as_bucket_view")
+d, _ = train(mlp, (10,), ddp_kwargs={"gradient_as_bucket_view": True}, what="gradient_as_bucket_view")
 p0 = next(d.module.parameters())
 b, k = d._bucket_of[id(p0)]
 assert p0.grad.data_ptr() == b.buffer[b.offsets[k]:].data_ptr(), "grad is not a view of its bucket"
@@ -101,7 +103,7 @@ def counting_hook(state, bucket):
     return default_hooks.allreduce_hook(state, bucket)
 
 
-d = train(mlp, (10,), hook=counting_hook, steps=2, what="custom hook")
+d, _ = train(mlp, (10,), hook=counting_hook, steps=2, what="custom hook")
 nb = len(d._buckets)
 assert sorted(seen) == sorted([(i, i == nb - 1, len(d._buckets[i].params)) for i in range(nb)] * 2), seen
 try:
@@ -199,23 +201,10 @@ def bn_cnn():
                          nn.Flatten(), nn.Linear(4 * 4 * 4, 3))
 
 
-ember.manual_seed(0)
-model = bn_cnn()
-ember.manual_seed(0)
-ref = bn_cnn()
-ddp = DDP(nn.SyncBatchNorm.convert_sync_batchnorm(model))
-assert isinstance(ddp.module[1], nn.SyncBatchNorm)
-opt, ref_opt = ember.optim.SGD(ddp.parameters(), lr=0.1), ember.optim.SGD(ref.parameters(), lr=0.1)
-for x, y in batches((1, 8, 8), 3, seed=7):
-    opt.zero_grad()
-    F.cross_entropy(ddp(shard(x)), shard(y)).backward()
-    opt.step()
-    ref_opt.zero_grad()
-    F.cross_entropy(ref(x), y).backward()
-    ref_opt.step()
-same_on_every_rank(ddp.module, "sync bn cnn")
-close(ddp.module, ref, "sync bn cnn", 1e-4)
-assert (ddp.module[1].running_var - ref[1].running_var).abs().max().item() < 1e-5
+d, ref = train(bn_cnn, (1, 8, 8), convert=nn.SyncBatchNorm.convert_sync_batchnorm, tol=1e-4, seed=7,
+               what="sync bn cnn")
+assert isinstance(d.module[1], nn.SyncBatchNorm)
+assert (d.module[1].running_var - ref[1].running_var).abs().max().item() < 1e-5
 
 # broadcast_buffers: rank 0's buffers before each synced forward (not under no_grad or no_sync)
 d = DDP(nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)))
