@@ -87,6 +87,16 @@ def element_type(a: np.ndarray) -> Any:
     return mpi.Datatype.fromcode(a.dtype.char) if a.dtype.char != "?" else mpi.C_BOOL
 
 
+def abort_job(code: int) -> None:
+    """End every rank of the job (MPI ``Abort``) after giving MPI's process manager a moment to pass on what this
+    process has printed: it tears the job down without draining the ranks' output first."""
+    import sys
+    sys.stdout.flush()
+    sys.stderr.flush()
+    time.sleep(0.3)
+    MPI().COMM_WORLD.Abort(code)
+
+
 def wait(requests: list[Any], timeout_s: float, describe: Callable[[], str], statuses: list[Any] | None = None) -> None:
     """Complete ``requests`` (Note [Waiting on MPI]), filling ``statuses`` if given; past ``timeout_s`` seconds
     raise DistBackendError with ``describe()``, the operation and the rank."""

@@ -55,10 +55,8 @@ def _record(code: int, message: str) -> None:
 def _abort(code: int) -> None:
     """End every rank of the job. MPI is initialized first if this rank never got that far: the others may
     be waiting for it in their own start-up."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    from mpi4py import MPI
-    MPI.COMM_WORLD.Abort(code)
+    from ember.distributed._mpi import abort_job
+    abort_job(code)
 
 
 def _print_traceback(e: BaseException) -> None:

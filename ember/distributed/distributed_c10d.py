@@ -474,8 +474,7 @@ def _install_excepthook() -> None:
         if _World.default is not None:
             sys.stderr.write(f"[rank {_global_rank()}] ember.distributed: uncaught {tp.__name__}; ending every rank of "
                              "the job\n")
-            sys.stderr.flush()
-            _mpi.MPI().COMM_WORLD.Abort(1)
+            _mpi.abort_job(1)
     _World.excepthook = previous
     sys.excepthook = hook
 

@@ -24,8 +24,9 @@ def test_ddp_training_matches_the_whole_batch_and_agrees_across_ranks(nproc):
 
 
 def _numbers(out: str) -> list[tuple[str, float]]:
-    rows = [line for line in out.splitlines() if line.startswith(("epoch", "rank"))]
-    return sorted((re.sub(r"-?\d+\.\d+", "#", line), float(re.findall(r"-?\d+\.\d+", line)[-1])) for line in rows)
+    """The printed losses and parameter sums (found anywhere: two ranks' lines may share a line of the pipe)."""
+    found = re.findall(r"(epoch \d+ step \d+ loss|rank \d+ local_rank \d+ of \d+: parameter sum) (-?\d+\.\d+)", out)
+    return sorted((k, float(v)) for k, v in found)
 
 
 def test_a_pytorch_ddp_script_runs_unchanged_with_pytorchs_numbers(tmp_path):

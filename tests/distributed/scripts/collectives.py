@@ -271,6 +271,24 @@ else:
     with fake_cupy.install():
         cuda_checks()
 
+# functional collectives: new tensors, the argument untouched; all_to_all_single_autograd differentiates
+import ember.distributed._functional_collectives as funcol  # noqa: E402
+
+world = dist.group.WORLD
+x = ember.full((2, 3), float(R + 1))
+y = funcol.wait_tensor(funcol.all_reduce(x, "sum", world))
+same(y, np.full((2, 3), float(sum(range(1, N + 1)))), "functional all_reduce")
+same(x, np.full((2, 3), float(R + 1)), "functional all_reduce leaves its argument")
+g = funcol.all_gather_tensor(ember.full((2, 1), float(R)), 1, world)
+same(g, np.repeat(np.arange(N, dtype=float)[None, :], 2, 0), "all_gather_tensor along dim 1")
+rs = funcol.reduce_scatter_tensor(ember.arange(2.0 * N).reshape(2, N) * (R + 1), "sum", 1, world)
+same(rs, (np.arange(2.0 * N).reshape(2, N) * sum(range(1, N + 1)))[:, R:R + 1], "reduce_scatter_tensor along dim 1")
+inp = ember.cat([ember.full((j + 1, 2), float(R * N + j)) for j in range(N)]).requires_grad_(True)
+out = funcol.all_to_all_single_autograd(inp, [R + 1] * N, [j + 1 for j in range(N)], world)
+same(out.detach(), np.concatenate([np.full((R + 1, 2), float(r * N + R)) for r in range(N)]), "all_to_all autograd")
+(out * (R + 1)).sum().backward()  # each row's gradient is its receiver's factor
+same(inp.grad, np.concatenate([np.full((j + 1, 2), float(j + 1)) for j in range(N)]), "all_to_all_single backward")
+
 # Work.get_future: chained callbacks run when the chain is waited on (DDP's comm hooks are built on it)
 t = ember.full((3,), float(R + 1))
 fut = dist.all_reduce(t, async_op=True).get_future()
