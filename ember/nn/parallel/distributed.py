@@ -39,7 +39,7 @@ _BUCKET_MB = 25
 
 
 class _Bucket:
-    __slots__ = ("index", "params", "offsets", "buffer", "pending", "future", "launched")
+    __slots__ = ("index", "params", "offsets", "buffer", "pending", "future")
 
     def __init__(self, index: int, params: list[Any]) -> None:
         self.index = index
@@ -52,7 +52,6 @@ class _Bucket:
         self.buffer = ember.zeros(n, dtype=params[0].dtype, device=params[0].device)
         self.pending = len(params)
         self.future: Any = None
-        self.launched = False
 
 
 def _buckets(params: list[Any], cap_bytes: int, first_cap: int) -> list[list[Any]]:
@@ -203,14 +202,11 @@ class DistributedDataParallel(Module):
         for b in self._buckets:
             b.pending = len(b.params)
             b.future = None
-            b.launched = False
         if self.find_unused_parameters or self.static_graph:
             reached = _leaves_reached(out)
-            self._unused_now = [p for p in self._params if id(p) not in reached]
-            for p in self._unused_now:
-                self._mark_ready(p, used=False)
-        else:
-            self._unused_now = []
+            for p in self._params:
+                if id(p) not in reached:
+                    self._mark_ready(p, used=False)
 
     def _raise_unfinished(self) -> None:
         missing = self._unfinished or []
@@ -263,7 +259,6 @@ class DistributedDataParallel(Module):
                     view.copy_(g.reshape(-1))
             bucket = GradBucket(b.index, b.buffer, b.params, b.offsets, b.index == len(self._buckets) - 1)
             b.future = self._hook(self._hook_state, bucket)
-            b.launched = True
 
     def _finalize(self) -> None:
         self._active = False
