@@ -52,13 +52,6 @@ def _record(code: int, message: str) -> None:
     os.replace(path + ".tmp", path)
 
 
-def _abort(code: int) -> None:
-    """End every rank of the job. MPI is initialized first if this rank never got that far: the others may
-    be waiting for it in their own start-up."""
-    from ember.distributed._mpi import abort_job
-    abort_job(code)
-
-
 def _print_traceback(e: BaseException) -> None:
     """The traceback from the target's first frame on (this wrapper's and runpy's frames left out)."""
     tb = e.__traceback__
@@ -97,8 +90,9 @@ def main() -> int:
         _print_traceback(e)
         code = 130 if isinstance(e, KeyboardInterrupt) else 1
         _record(code, "".join(traceback.format_exception_only(type(e), e)).strip())
-    if code:
-        _abort(code)
+    if code:  # end every rank (MPI is initialized first if this rank never got that far: the others may be
+        from ember.distributed._mpi import abort_job  # waiting for it in their own start-up)
+        abort_job(code)
     return code
 
 

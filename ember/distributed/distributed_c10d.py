@@ -34,7 +34,7 @@ from typing import Any, Callable
 import numpy as np
 
 import ember
-from ember.distributed import _mpi
+from ember.distributed import _mpi, _rendezvous
 from ember.distributed._mpi import DistBackendError, DistError, DistNetworkError, DistStoreError  # noqa: F401
 
 __all__ = [
@@ -366,13 +366,6 @@ def _env_int(name: str) -> int | None:
                          f"is not a number: {v!r}") from None
 
 
-def _world_comm() -> Any:
-    """The communicator over every rank of the job: MPI's world, or the worlds of the launcher's nodes joined
-    into one (Note [Nodes as MPI jobs] in ember/distributed/_rendezvous.py)."""
-    from ember.distributed import _rendezvous
-    return _rendezvous.world_comm()
-
-
 def init_process_group(backend: str | None = None, init_method: str | None = None, timeout: timedelta | None = None,
                        world_size: int = -1, rank: int = -1, store: Any = None, group_name: str = "",
                        pg_options: Any = None, device_id: Any = None) -> None:
@@ -407,7 +400,7 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
                 f"--nproc-per-node {world_size} SCRIPT` (or `mpiexec -n {world_size} python SCRIPT`).")
         raise RuntimeError(f"init_process_group: world_size={world_size}, but MPI started {launched} processes for "
                            "this job; start it with as many processes as the world size")
-    comm = _world_comm()
+    comm = _rendezvous.world_comm()  # MPI's world, or the launcher's nodes joined (Note [Nodes as MPI jobs])
     _load_fast_path()
     size = comm.Get_size()
     if rank != -1:
@@ -664,10 +657,6 @@ class _Buf:
         t._vc.version += 1
 
 
-def _flat(t: Any, write: bool) -> _Buf:
-    return _Buf(t, write)
-
-
 def _finish_all(bufs: list[_Buf], then: Callable[[], Any] | None = None) -> Callable[[], None]:
     def finish() -> None:
         if then is not None:
@@ -724,10 +713,6 @@ def _reduction(name: str, arr: np.ndarray, op: Any, pg: ProcessGroup) -> tuple[n
     return work, getattr(mpi, _MPI_OPS[op]), after
 
 
-def _comm(pg: ProcessGroup) -> Any:
-    return pg._comm
-
-
 # -- collectives ---------------------------------------------------------------------------------------------
 
 def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None, async_op: bool = False) -> Work | None:
@@ -742,9 +727,9 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None, async_op:
     if mop is not None:  # the common case, kept short: MPI reduces the tensor's own array in place
         req = pg._comm.Iallreduce(_IN_PLACE[0], arr, op=mop)
         return _issue(pg, "all_reduce", [req], lambda: _bump(tensor), async_op, [tensor])
-    b = _flat(tensor, True)
+    b = _Buf(tensor, True)
     work, mop, after = _reduction("all_reduce", b.arr, op, pg)
-    req = _comm(pg).Iallreduce(_mpi.MPI().IN_PLACE, _mpi.buffer(work), op=mop)
+    req = pg._comm.Iallreduce(_mpi.MPI().IN_PLACE, _mpi.buffer(work), op=mop)
     return _issue(pg, "all_reduce", [req], _finish_all([b], after), async_op, [tensor])
 
 
@@ -756,8 +741,8 @@ def broadcast(tensor: Any, src: int | None = None, group: Any = None, async_op: 
     if pg is None:
         return None
     root = _canonical_rank(pg, src, group_src)
-    b = _flat(tensor, pg.rank() != root)
-    req = _comm(pg).Ibcast(_mpi.buffer(b.arr), root=root)
+    b = _Buf(tensor, pg.rank() != root)
+    req = pg._comm.Ibcast(_mpi.buffer(b.arr), root=root)
     return _issue(pg, "broadcast", [req], _finish_all([b]), async_op, [tensor])
 
 
@@ -770,13 +755,13 @@ def reduce(tensor: Any, dst: int | None = None, op: Any = ReduceOp.SUM, group: A
         return None
     root = _canonical_rank(pg, dst, group_dst)
     mine = pg.rank() == root
-    b = _flat(tensor, mine)
+    b = _Buf(tensor, mine)
     work, mop, after = _reduction("reduce", b.arr, op, pg)
     mpi = _mpi.MPI()
     if mine:
-        req = _comm(pg).Ireduce(mpi.IN_PLACE, _mpi.buffer(work), op=mop, root=root)
+        req = pg._comm.Ireduce(mpi.IN_PLACE, _mpi.buffer(work), op=mop, root=root)
         return _issue(pg, "reduce", [req], _finish_all([b], after), async_op, [tensor])
-    req = _comm(pg).Ireduce(_mpi.buffer(work), None, op=mop, root=root)
+    req = pg._comm.Ireduce(_mpi.buffer(work), None, op=mop, root=root)
     return _issue(pg, "reduce", [req], None, async_op, [tensor])
 
 
@@ -799,9 +784,9 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Any = None, async_op:
     if pg is None:
         return None
     _one_per_rank(pg, tensor_list, tensor, "all_gather", "tensor_list")
-    src = _flat(tensor, False)
+    src = _Buf(tensor, False)
     recv = np.empty((pg.size(),) + src.arr.shape, src.arr.dtype)
-    req = _comm(pg).Iallgather(_mpi.buffer(src.arr), _mpi.buffer(recv))
+    req = pg._comm.Iallgather(_mpi.buffer(src.arr), _mpi.buffer(recv))
     return _issue(pg, "all_gather", [req], _scatter_rows(recv, tensor_list), async_op, tensor_list)
 
 
@@ -811,7 +796,7 @@ def _scatter_rows(rows: np.ndarray, outs: list[Any]) -> Callable[[], None]:
         for i, t in enumerate(outs):
             b = _Buf(t, True)
             b.arr[...] = rows[i].reshape(b.arr.shape)
-            b.finish() if b.copied else _bump(t)
+            b.finish()
     return finish
 
 
@@ -831,9 +816,9 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
         return None
     if output_tensor.numel() != input_tensor.numel() * pg.size():
         raise ValueError("output tensor size must be equal to world_size times input tensor size")
-    src = _flat(input_tensor, False)
-    out = _flat(output_tensor, True)
-    req = _comm(pg).Iallgather(_mpi.buffer(src.arr), _mpi.buffer(out.arr))
+    src = _Buf(input_tensor, False)
+    out = _Buf(output_tensor, True)
+    req = pg._comm.Iallgather(_mpi.buffer(src.arr), _mpi.buffer(out.arr))
     return _issue(pg, "all_gather_into_tensor", [req], _finish_all([out]), async_op, [output_tensor])
 
 
@@ -847,17 +832,17 @@ def reduce_scatter(output: Any, input_list: list[Any], op: Any = ReduceOp.SUM, g
     if pg is None:
         return None
     _one_per_rank(pg, input_list, output, "reduce_scatter", "input_list")
-    send = np.stack([_flat(t, False).arr for t in input_list])
+    send = np.stack([_Buf(t, False).arr for t in input_list])
     return _reduce_scatter(pg, "reduce_scatter", send, output, op, async_op)
 
 
 def _reduce_scatter(pg: ProcessGroup, name: str, send: np.ndarray, output: Any, op: Any,
                     async_op: bool) -> Work | None:
-    out = _flat(output, True)
+    out = _Buf(output, True)
     work, mop, after = _reduction(name, out.arr, op, pg)
     if work is not out.arr:
         send = send.astype(work.dtype)
-    req = _comm(pg).Ireduce_scatter_block(_mpi.buffer(np.ascontiguousarray(send)), _mpi.buffer(work), op=mop)
+    req = pg._comm.Ireduce_scatter_block(_mpi.buffer(np.ascontiguousarray(send)), _mpi.buffer(work), op=mop)
     return _issue(pg, name, [req], _finish_all([out], after), async_op, [output])
 
 
@@ -873,7 +858,7 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
         return None
     if input.numel() != output.numel() * pg.size():
         raise ValueError("input tensor must be the same size as output size times world size")
-    return _reduce_scatter(pg, "reduce_scatter_tensor", _flat(input, False).arr, output, op, async_op)
+    return _reduce_scatter(pg, "reduce_scatter_tensor", _Buf(input, False).arr, output, op, async_op)
 
 
 def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = None, group: Any = None,
@@ -885,13 +870,13 @@ def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = 
     if pg is None:
         return None
     root, mine = _rooted(pg, dst, group_dst, gather_list, "gather_list", "destination")
-    src = _flat(tensor, False)
+    src = _Buf(tensor, False)
     if not mine:
-        req = _comm(pg).Igather(_mpi.buffer(src.arr), None, root=root)
+        req = pg._comm.Igather(_mpi.buffer(src.arr), None, root=root)
         return _issue(pg, "gather", [req], None, async_op, [])
     _one_per_rank(pg, gather_list, tensor, "gather", "gather_list")
     recv = np.empty((pg.size(),) + src.arr.shape, src.arr.dtype)
-    req = _comm(pg).Igather(_mpi.buffer(src.arr), _mpi.buffer(recv), root=root)
+    req = pg._comm.Igather(_mpi.buffer(src.arr), _mpi.buffer(recv), root=root)
     return _issue(pg, "gather", [req], _scatter_rows(recv, gather_list), async_op, gather_list)
 
 
@@ -904,12 +889,12 @@ def scatter(tensor: Any, scatter_list: list[Any] | None = None, src: int | None 
     if pg is None:
         return None
     root, mine = _rooted(pg, src, group_src, scatter_list, "scatter_list", "source")
-    out = _flat(tensor, True)
+    out = _Buf(tensor, True)
     send = None
     if mine:
         _one_per_rank(pg, scatter_list, tensor, "scatter", "scatter_list")
-        send = _mpi.buffer(np.stack([_flat(t, False).arr for t in scatter_list]))
-    req = _comm(pg).Iscatter(send, _mpi.buffer(out.arr), root=root)
+        send = _mpi.buffer(np.stack([_Buf(t, False).arr for t in scatter_list]))
+    req = pg._comm.Iscatter(send, _mpi.buffer(out.arr), root=root)
     return _issue(pg, "scatter", [req], _finish_all([out]), async_op, [tensor])
 
 
@@ -920,7 +905,7 @@ def _alltoallv(pg: ProcessGroup, name: str, send: np.ndarray, send_counts: list[
     st, rt = _mpi.element_type(send), _mpi.element_type(recv)
     sbuf = send.view(np.uint16) if send.dtype == _mpi._BF16 else send
     rbuf = recv.view(np.uint16) if recv.dtype == _mpi._BF16 else recv
-    req = _comm(pg).Ialltoallv([sbuf, (send_counts, sd), st], [rbuf, (recv_counts, rd), rt])
+    req = pg._comm.Ialltoallv([sbuf, (send_counts, sd), st], [rbuf, (recv_counts, rd), rt])
     return _issue(pg, name, [req], finish, async_op, result)
 
 
@@ -936,7 +921,7 @@ def all_to_all_single(output: Any, input: Any, output_split_sizes: list[int] | N
     if pg is None:
         return None
     n = pg.size()
-    sin, sout = _flat(input, False), _flat(output, True)
+    sin, sout = _Buf(input, False), _Buf(output, True)
     row_in = int(np.prod(input.shape[1:])) if input.dim() > 0 else 1
     row_out = int(np.prod(output.shape[1:])) if output.dim() > 0 else 1
 
@@ -972,7 +957,7 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
     if len(output_tensor_list) != n or len(input_tensor_list) != n:
         raise ValueError(f"all_to_all: both tensor lists must have one tensor per rank ({n})")
     dt = input_tensor_list[0]._data.dtype
-    send = np.concatenate([_flat(t, False).arr.reshape(-1) for t in input_tensor_list]) if n else np.empty(0, dt)
+    send = np.concatenate([_Buf(t, False).arr.reshape(-1) for t in input_tensor_list]) if n else np.empty(0, dt)
     rc = [t.numel() for t in output_tensor_list]
     recv = np.empty(sum(rc), dt)
     offs = np.concatenate([[0], np.cumsum(rc)]).astype(int)
@@ -981,7 +966,7 @@ def all_to_all(output_tensor_list: list[Any], input_tensor_list: list[Any], grou
         for i, t in enumerate(output_tensor_list):
             b = _Buf(t, True)
             b.arr[...] = recv[offs[i]:offs[i + 1]].reshape(b.arr.shape)
-            b.finish() if b.copied else _bump(t)
+            b.finish()
     return _alltoallv(pg, "all_to_all", send, [t.numel() for t in input_tensor_list], recv, rc, finish, async_op,
                       output_tensor_list)
 
@@ -992,7 +977,7 @@ def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None,
     pg = _member(group, "barrier")
     if pg is None:
         return None
-    work = Work(pg, "barrier", [_comm(pg).Ibarrier()], None, [])
+    work = Work(pg, "barrier", [pg._comm.Ibarrier()], None, [])
     if async_op:
         return work
     work.wait(timeout)
@@ -1006,7 +991,7 @@ def monitored_barrier(group: Any = None, timeout: timedelta | None = None, wait_
     if pg is None:
         return
     limit = (timeout or pg._timeout).total_seconds()
-    comm = _comm(pg)
+    comm = pg._comm
     tag = 0x7E3B
     token = np.zeros(1, np.uint8)
     if pg.rank() != 0:
@@ -1051,8 +1036,8 @@ def isend(tensor: Any, dst: int | None = None, group: Any = None, tag: int = 0,
     if pg is None:
         return None
     peer = _peer(pg, dst, group_dst, "destination")
-    b = _flat(tensor, False)
-    req = _comm(pg).Isend(_mpi.buffer(b.arr), dest=peer, tag=tag)
+    b = _Buf(tensor, False)
+    req = pg._comm.Isend(_mpi.buffer(b.arr), dest=peer, tag=tag)
     return Work(pg, "send", [req], None, [tensor])
 
 
@@ -1065,8 +1050,8 @@ def irecv(tensor: Any, src: int | None = None, group: Any = None, tag: int = 0,
         return None
     mpi = _mpi.MPI()
     peer = mpi.ANY_SOURCE if src is None and group_src is None else _peer(pg, src, group_src, "source")
-    b = _flat(tensor, True)
-    req = _comm(pg).Irecv(_mpi.buffer(b.arr), source=peer, tag=tag)
+    b = _Buf(tensor, True)
+    req = pg._comm.Irecv(_mpi.buffer(b.arr), source=peer, tag=tag)
     work = Work(pg, "recv", [req], None, [tensor])
     work._statuses = [mpi.Status()]
 
@@ -1143,7 +1128,7 @@ def _wait(pg: ProcessGroup, op: str, req: Any) -> None:
 
 def _sizes(pg: ProcessGroup, op: str, n: int) -> list[int]:
     sizes = np.zeros(pg.size(), np.int64)
-    _wait(pg, op, _comm(pg).Iallgather(np.array([n], np.int64), sizes))
+    _wait(pg, op, pg._comm.Iallgather(np.array([n], np.int64), sizes))
     return sizes.tolist()
 
 
@@ -1157,7 +1142,7 @@ def all_gather_object(object_list: list[Any], obj: Any, group: Any = None) -> No
     recv = np.empty(sum(sizes), np.uint8)
     offs = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
     _wait(pg, "all_gather_object",
-          _comm(pg).Iallgatherv(data, [recv, (sizes, offs[:-1].tolist()), _mpi.MPI().BYTE]))
+          pg._comm.Iallgatherv(data, [recv, (sizes, offs[:-1].tolist()), _mpi.MPI().BYTE]))
     for i in range(pg.size()):
         object_list[i] = _from_bytes(recv[offs[i]:offs[i + 1]])
 
@@ -1179,13 +1164,13 @@ def gather_object(obj: Any, object_gather_list: list[Any] | None = None, dst: in
     data = _to_bytes(obj)
     sizes = _sizes(pg, "gather_object", data.size)
     if not mine:
-        _wait(pg, "gather_object", _comm(pg).Igatherv(data, None, root=root))
+        _wait(pg, "gather_object", pg._comm.Igatherv(data, None, root=root))
         return
     assert object_gather_list is not None
     recv = np.empty(sum(sizes), np.uint8)
     offs = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
     _wait(pg, "gather_object",
-          _comm(pg).Igatherv(data, [recv, (sizes, offs[:-1].tolist()), _mpi.MPI().BYTE], root=root))
+          pg._comm.Igatherv(data, [recv, (sizes, offs[:-1].tolist()), _mpi.MPI().BYTE], root=root))
     for i in range(pg.size()):
         object_gather_list[i] = _from_bytes(recv[offs[i]:offs[i + 1]])
 
@@ -1203,9 +1188,9 @@ def broadcast_object_list(object_list: list[Any], src: int | None = None, group:
     n = len(object_list)
     parts = [_to_bytes(o) for o in object_list] if mine else []
     sizes = np.array([p.size for p in parts] if mine else [0] * n, np.int64)
-    _wait(pg, "broadcast_object_list", _comm(pg).Ibcast(sizes, root=root))
+    _wait(pg, "broadcast_object_list", pg._comm.Ibcast(sizes, root=root))
     data = np.concatenate(parts) if mine and parts else np.empty(int(sizes.sum()), np.uint8)
-    _wait(pg, "broadcast_object_list", _comm(pg).Ibcast(data, root=root))
+    _wait(pg, "broadcast_object_list", pg._comm.Ibcast(data, root=root))
     if not mine:
         offs = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
         for i in range(n):
@@ -1236,11 +1221,11 @@ def scatter_object_list(scatter_object_output_list: list[Any], scatter_object_in
                              f"({pg.size()}), got {len(parts)}")
         sizes = np.array([p.size for p in parts], np.int64)
         send = np.concatenate(parts)
-    _wait(pg, "scatter_object_list", _comm(pg).Ibcast(sizes, root=root))
+    _wait(pg, "scatter_object_list", pg._comm.Ibcast(sizes, root=root))
     mine_size = int(sizes[pg.rank()])
     recv = np.empty(mine_size, np.uint8)
     offs = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int).tolist()
     mpi = _mpi.MPI()
     sbuf = [send, (sizes.tolist(), offs), mpi.BYTE] if mine else None
-    _wait(pg, "scatter_object_list", _comm(pg).Iscatterv(sbuf, recv, root=root))
+    _wait(pg, "scatter_object_list", pg._comm.Iscatterv(sbuf, recv, root=root))
     scatter_object_output_list[0] = _from_bytes(recv)

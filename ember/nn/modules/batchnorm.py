@@ -89,16 +89,18 @@ class _NormBase(Module):
 
 
 class _BatchNorm(_NormBase):
+    def _average_factor(self) -> float:
+        """The running statistics' update weight for this forward, counting the batch when training."""
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # cumulative moving average
+                factor = 1.0 / float(self.num_batches_tracked)
+        return factor
+
     def forward(self, input: Tensor) -> Any:  # noqa: A002
         self._check_input_dim(input)
-        exponential_average_factor = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats:
-            if self.num_batches_tracked is not None:
-                self.num_batches_tracked.add_(1)
-                if self.momentum is None:  # cumulative moving average
-                    exponential_average_factor = 1.0 / float(self.num_batches_tracked)
-                else:
-                    exponential_average_factor = self.momentum
+        exponential_average_factor = self._average_factor()
         bn_training = True if self.training else (self.running_mean is None) and (self.running_var is None)
         return F.batch_norm(input,
                             self.running_mean if not self.training or self.track_running_stats else None,
@@ -150,11 +152,7 @@ class SyncBatchNorm(_BatchNorm):
         group = self._sync_group()
         if group is None:
             return super().forward(input)
-        factor = 0.0 if self.momentum is None else self.momentum
-        if self.track_running_stats and self.num_batches_tracked is not None:
-            self.num_batches_tracked.add_(1)
-            if self.momentum is None:
-                factor = 1.0 / float(self.num_batches_tracked)
+        factor = self._average_factor()
         running = self.track_running_stats
         return _SyncBatchNormFunction.apply(input, self.weight, self.bias, self.running_mean if running else None,
                                             self.running_var if running else None, self.eps, factor, group)
@@ -212,8 +210,6 @@ class _SyncBatchNormFunction(ember.autograd.Function):
         C = x.shape[1]
         dims = [0] + list(range(2, x.dim()))
         n = x.numel() // C
-        if n == 1 and dist.get_world_size(group) < 2:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input size {n}")
         if n > 0:
             var, mean = ember.var_mean(x, dims, correction=0)
             mine = ember.cat([mean, ember.rsqrt(var + eps), ember.full((1,), float(n), dtype=x.dtype)])

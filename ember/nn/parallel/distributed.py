@@ -167,8 +167,7 @@ class DistributedDataParallel(Module):
                 by_dtype.setdefault(t.dtype, []).append(t)
             src = dist.get_global_rank(self.process_group, 0)
             for ts in by_dtype.values():
-                flat = ember.cat([t.detach().reshape(-1) for t in ts]) if len(ts) > 1 else \
-                    ts[0].detach().reshape(-1).clone()
+                flat = ember.cat([t.detach().reshape(-1) for t in ts])
                 dist.broadcast(flat, src=src, group=self.process_group)
                 if self.process_group.rank() != 0:
                     o = 0
