@@ -56,6 +56,16 @@ from ember import accelerator, compiler, distributed, futures, fx, jit, library,
 from ember.utils.dlpack import to_dlpack  # noqa: E402,F401
 from ember._torch_shim import install_as_torch  # noqa: E402,F401
 from ember.serialization import load, save  # noqa: E402,F401
+from ember import amp  # noqa: E402 - registers the Autocast keys' kernels
+from ember.amp import GradScaler, autocast  # noqa: E402,F401
+from ember.amp.autocast_mode import (autocast_decrement_nesting, autocast_increment_nesting,  # noqa: E402,F401
+                                     clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype,
+                                     get_autocast_gpu_dtype, is_autocast_cache_enabled, is_autocast_cpu_enabled,
+                                     is_autocast_enabled, set_autocast_cache_enabled, set_autocast_cpu_dtype,
+                                     set_autocast_cpu_enabled, set_autocast_dtype, set_autocast_enabled,
+                                     set_autocast_gpu_dtype)
+import ember.cpu.amp  # noqa: E402,F401
+import ember.cuda.amp  # noqa: E402,F401
 
 __version__ = "0.1.0"
 

@@ -48,16 +48,6 @@ EXCLUDED: dict[str, dict[str, str]] = {
             sym_fresh_size sym_int sym_ite sym_max sym_min sym_not sym_sqrt sym_sum
         """,
     },
-    'automatic mixed precision: issue 20': {
-        'torch': """
-            GradScaler amp autocast autocast_decrement_nesting autocast_increment_nesting clear_autocast_cache
-            get_autocast_cpu_dtype get_autocast_dtype get_autocast_gpu_dtype get_autocast_ipu_dtype
-            get_autocast_xla_dtype is_autocast_cache_enabled is_autocast_cpu_enabled is_autocast_enabled
-            is_autocast_ipu_enabled is_autocast_xla_enabled set_autocast_cache_enabled set_autocast_cpu_dtype
-            set_autocast_cpu_enabled set_autocast_dtype set_autocast_enabled set_autocast_gpu_dtype
-            set_autocast_ipu_dtype set_autocast_ipu_enabled set_autocast_xla_dtype set_autocast_xla_enabled
-        """,
-    },
     'quantization: issue 20': {
         'torch': """
             QInt32Storage QInt8Storage QUInt2x4Storage QUInt4x2Storage QUInt8Storage ao choose_qparams_optimized
@@ -109,6 +99,8 @@ EXCLUDED: dict[str, dict[str, str]] = {
             fbgemm_pack_quantized_matrix is_vulkan_available miopen_batch_norm miopen_convolution
             miopen_convolution_add_relu miopen_convolution_relu miopen_convolution_transpose miopen_ctc_loss
             miopen_depthwise_convolution miopen_rnn mkldnn_adaptive_avg_pool2d mkldnn_convolution
+            get_autocast_ipu_dtype get_autocast_xla_dtype is_autocast_ipu_enabled is_autocast_xla_enabled
+            set_autocast_ipu_dtype set_autocast_ipu_enabled set_autocast_xla_dtype set_autocast_xla_enabled
             mkldnn_linear_backward_weights mkldnn_max_pool2d mkldnn_max_pool3d mkldnn_rnn_layer mps mtia xpu
         """,
         'Tensor': """

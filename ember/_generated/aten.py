@@ -7575,3 +7575,13 @@ _op__sobol_engine_initialize_state_ = _D.define('_sobol_engine_initialize_state_
 
 def _sobol_engine_initialize_state_(self, dimension):
     return _op__sobol_engine_initialize_state_.call(self._ks, self, dimension)
+
+_op__amp_foreach_non_finite_check_and_unscale_ = _D.define('_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()')
+
+def _amp_foreach_non_finite_check_and_unscale_(self, found_inf, inv_scale):
+    return _op__amp_foreach_non_finite_check_and_unscale_.call(_ks_list(self) | found_inf._ks | inv_scale._ks, self, found_inf, inv_scale)
+
+_op__amp_update_scale_ = _D.define('_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)')
+
+def _amp_update_scale_(self, growth_tracker, found_inf, scale_growth_factor, scale_backoff_factor, growth_interval):
+    return _op__amp_update_scale_.call(self._ks | growth_tracker._ks | found_inf._ks, self, growth_tracker, found_inf, scale_growth_factor, scale_backoff_factor, growth_interval)

@@ -3490,3 +3490,9 @@ _sobol_engine_scramble_ = _P('_sobol_engine_scramble_', [
 _sobol_engine_initialize_state_ = _P('_sobol_engine_initialize_state_', [
     _O(_A._op__sobol_engine_initialize_state_, (('self', 'T', False, False, None), ('dimension', 'int', False, False, None),), ['self', 'dimension']),
 ])
+_amp_foreach_non_finite_check_and_unscale_ = _P('_amp_foreach_non_finite_check_and_unscale_', [
+    _O(_A._op__amp_foreach_non_finite_check_and_unscale_, (('self', 'T[]', False, False, None), ('found_inf', 'T', False, False, None), ('inv_scale', 'T', False, False, None),), ['self', 'found_inf', 'inv_scale']),
+])
+_amp_update_scale_ = _P('_amp_update_scale_', [
+    _O(_A._op__amp_update_scale_, (('self', 'T', False, False, None), ('growth_tracker', 'T', False, False, None), ('found_inf', 'T', False, False, None), ('scale_growth_factor', 'float', False, False, None), ('scale_backoff_factor', 'float', False, False, None), ('growth_interval', 'int', False, False, None),), ['self', 'growth_tracker', 'found_inf', 'scale_growth_factor', 'scale_backoff_factor', 'growth_interval']),
+])

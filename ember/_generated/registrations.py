@@ -8794,6 +8794,8 @@ _COMPOSITE_KERNELS = (
     (_A._op_conv_tbc, 'CompositeImplicitAutograd', C.conv_tbc),
     (_A._op_norm_except_dim, 'CompositeImplicitAutograd', C.norm_except_dim),
     (_A._op_linalg_ldl_factor, 'CompositeImplicitAutograd', C.linalg_ldl_factor),
+    (_A._op__amp_foreach_non_finite_check_and_unscale_, 'CompositeExplicitAutograd', C._amp_foreach_non_finite_check_and_unscale_),
+    (_A._op__amp_update_scale_, 'CompositeExplicitAutograd', C._amp_update_scale_),
 )
 
 # ``device_check: NoCheck``: the operators whose arguments may be on different devices

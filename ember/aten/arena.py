@@ -159,7 +159,11 @@ def fused_step(update: Any, params: Any, grads: Any, tensors: dict[str, Any], sc
         return
     if found_inf is not None and float(found_inf._data.reshape(-1)[0]) != 0:
         return
-    inv_scale = None if grad_scale is None else 1.0 / float(grad_scale._data.reshape(-1)[0])
+    if grad_scale is not None:     # PyTorch's fused steps leave the gradients unscaled, in place
+        scale = float(grad_scale._data.reshape(-1)[0])
+        for g in grads:
+            g._data[...] = g._data / g._data.dtype.type(scale)
+            g._vc.version += 1
     buckets: dict[Any, Any] = {}
     single = []
     for i, p in enumerate(params):
@@ -173,22 +177,18 @@ def fused_step(update: Any, params: Any, grads: Any, tensors: dict[str, Any], sc
     for key, ix in buckets.items():
         if not _flat_step(update, [params[i] for i in ix], [grads[i] for i in ix],
                           {k: [ts[i] for i in ix] for k, ts in tensors.items()},
-                          {k: [ts[i] for i in ix] for k, ts in scalars.items()}, scalars_fn, maximize, fresh,
-                          inv_scale):
+                          {k: [ts[i] for i in ix] for k, ts in scalars.items()}, scalars_fn, maximize, fresh):
             single.extend(ix)
     for i in single:
         _single_step(update, params[i], grads[i], {k: ts[i] for k, ts in tensors.items()},
-                     {k: ts[i] for k, ts in scalars.items()}, scalars_fn, maximize, fresh, inv_scale)
+                     {k: ts[i] for k, ts in scalars.items()}, scalars_fn, maximize, fresh)
 
 
-def _single_step(update: Any, p: Any, grad: Any, T: Any, S: Any, scalars_fn: Any, maximize: Any, fresh: Any,
-                 inv_scale: Any) -> None:
+def _single_step(update: Any, p: Any, grad: Any, T: Any, S: Any, scalars_fn: Any, maximize: Any, fresh: Any) -> None:
     """PyTorch's single-tensor path: the update on this parameter's own arrays."""
     xp = _xp(p._data)
     pa = _as_real(p._data)
     g = _as_real(xp.array(grad._data, copy=True))
-    if inv_scale is not None:
-        g *= g.dtype.type(inv_scale)
     c = scalars_fn({k: t._data for k, t in S.items()})
     c["fresh"] = fresh
     if maximize:
@@ -202,7 +202,7 @@ def _single_step(update: Any, p: Any, grad: Any, T: Any, S: Any, scalars_fn: Any
 
 
 def _flat_step(update: Any, params: Any, grads: Any, tensors: Any, scalars: Any, scalars_fn: Any, maximize: Any,
-               fresh: Any, inv_scale: Any) -> bool:
+               fresh: Any) -> bool:
     """The update over the arenas of ``params``; False when each tensor must take its own update."""
     key = (update, tuple(map(id, params)), tuple(tensors), tuple(scalars))
     ent = _CACHE.get(key)
@@ -224,8 +224,6 @@ def _flat_step(update: Any, params: Any, grads: Any, tensors: Any, scalars: Any,
     for k, ts in tensors.items():
         ent.tensors[k].load(ts)
     xp.concatenate([g._data.reshape(-1) for g in grads], out=ent.grad)
-    if inv_scale is not None:
-        ent.grad *= ent.grad.dtype.type(inv_scale)
 
     c = scalars_fn(S)
     c["fresh"] = fresh

@@ -22,7 +22,8 @@ from typing import Any
 import threading
 
 from ember.c10.device import canonical as canonical_device
-from ember.c10.dispatch_key import AUTOGRAD_KEYS, BACKEND_KEYS, KS_CPU, KS_OF_DEVICE_TYPE, DispatchKey, DispatchKeySet
+from ember.c10.dispatch_key import (AUTOCAST_MASK, AUTOGRAD_KEYS, BACKEND_KEYS, KS_CPU, KS_OF_DEVICE_TYPE, DispatchKey,
+                                   DispatchKeySet)
 
 FALLTHROUGH = object()
 
@@ -62,10 +63,15 @@ for _k in AUTOGRAD_KEYS:
 
 class _LocalDispatchKeySet(threading.local):
     """Thread-local included / excluded key bits (``c10/core/impl/LocalDispatchKeySet.h``), kept as one pair
-    ``keys = (included, ~excluded)`` so that a call reads the thread-local state once."""
+    ``keys = (included, ~excluded)`` so that a call reads the thread-local state once.
+
+    Note [Autocast keys]
+    Every CPU / CUDA tensor carries its backend's Autocast key, and every thread starts with those keys
+    *excluded*, as in PyTorch: autocast is "on" for a device exactly while its key is not excluded
+    (``ember.amp``'s ``set_autocast_enabled`` flips the bit), so a program that never autocasts pays nothing."""
 
     def __init__(self) -> None:
-        self.keys = (0, -1)
+        self.keys = (0, ~AUTOCAST_MASK)
         self.in_formula = False   # Note [Overloads PyTorch's bindings hide] in ember/_ops.py
 
 

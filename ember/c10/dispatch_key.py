@@ -114,9 +114,17 @@ class DispatchKeySet:
         return "DispatchKeySet(" + ", ".join(k.name for k in sorted(self, key=int)) + ")"
 
 
+AUTOCAST_KEY_OF_BACKEND = {DispatchKey.CPU: DispatchKey.AutocastCPU, DispatchKey.CUDA: DispatchKey.AutocastCUDA}
+AUTOCAST_MASK = (1 << DispatchKey.AutocastCPU) | (1 << DispatchKey.AutocastCUDA)
+
+
 def keyset_bits_for_backend(backend: DispatchKey) -> int:
-    """The key set a fresh tensor on ``backend`` carries: backend + ADInplaceOrView + its Autograd key."""
-    return (1 << backend) | (1 << DispatchKey.ADInplaceOrView) | (1 << AUTOGRAD_KEY_OF_BACKEND[backend])
+    """The key set a fresh tensor on ``backend`` carries: backend + ADInplaceOrView + its Autograd key + its
+    Autocast key (Note [Autocast keys]; meta tensors have none, as in PyTorch)."""
+    bits = (1 << backend) | (1 << DispatchKey.ADInplaceOrView) | (1 << AUTOGRAD_KEY_OF_BACKEND[backend])
+    if backend in AUTOCAST_KEY_OF_BACKEND:
+        bits |= 1 << AUTOCAST_KEY_OF_BACKEND[backend]
+    return bits
 
 
 KS_CPU = keyset_bits_for_backend(DispatchKey.CPU)

@@ -24,7 +24,7 @@ class Adagrad(_ElementwiseOptimizer):
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
                         differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
-        _check_fused_foreach(fused, foreach, differentiable)
+        _check_fused_foreach(fused, foreach, differentiable, self)
         for group in self.param_groups:
             for p in group["params"]:
                 self._init_state(p, group, self.state[p])

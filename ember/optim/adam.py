@@ -27,7 +27,7 @@ class Adam(_ElementwiseOptimizer):
                         foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
-        _check_fused_foreach(fused, foreach, differentiable)
+        _check_fused_foreach(fused, foreach, differentiable, self)
 
     def __setstate__(self, state):
         super().__setstate__(state)

@@ -352,12 +352,27 @@ def _zero_state(p, state, *keys) -> None:
         state[key] = ember.zeros_like(p, memory_format=ember.preserve_format)
 
 
-def _check_fused_foreach(fused, foreach, differentiable) -> None:
+def _check_fused_foreach(fused, foreach, differentiable, optimizer) -> None:
     if fused:
         if differentiable:
             raise RuntimeError("`fused` does not support `differentiable`")
         if foreach:
             raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+        optimizer._step_supports_amp_scaling = True   # its step unscales and skips (Note [Loss scaling])
+
+
+def _amp_arguments(optimizer, group) -> dict:
+    """``grad_scale`` / ``found_inf`` as a GradScaler set them on a fused optimizer (empty otherwise)."""
+    if not group.get("fused"):
+        return {}
+    return {"grad_scale": getattr(optimizer, "grad_scale", None), "found_inf": getattr(optimizer, "found_inf", None)}
+
+
+def _undo_skipped_step(optimizer, group, steps) -> None:
+    """A step the GradScaler skipped (``found_inf`` is 1) does not count: PyTorch's fused optimizers subtract it."""
+    found_inf = getattr(optimizer, "found_inf", None) if group.get("fused") else None
+    if found_inf is not None and steps:
+        aten._foreach_sub__List(steps, [found_inf] * len(steps))
 
 
 def _check_lr(lr) -> None:
@@ -428,10 +443,13 @@ class _ElementwiseOptimizer(Optimizer):
 
     def _run(self, group, params, states) -> None:
         """One call of the op for ``params``."""
-        if self._has_step:
-            aten._foreach_add__Scalar([st["step"] for st in states], 1)
+        steps = [st["step"] for st in states] if self._has_step else []
+        if steps:
+            aten._foreach_add__Scalar(steps, 1)
         lists = [[st[k] for st in states] if k is not None else [] for k in self._lists(group)]
-        self._op_for(group)(params, [p.grad for p in params], *lists, **self._hyper(group))
+        self._op_for(group)(params, [p.grad for p in params], *lists, **self._hyper(group),
+                            **_amp_arguments(self, group))
+        _undo_skipped_step(self, group, steps)
 
     def _op_for(self, group):
         return type(self)._op

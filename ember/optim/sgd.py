@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ember
 from ember._generated import aten
-from ember.optim.optimizer import _check_fused_foreach, _check_lr, _ElementwiseOptimizer, _to_float
+from ember.optim.optimizer import _amp_arguments, _check_fused_foreach, _check_lr, _ElementwiseOptimizer, _to_float
 
 __all__ = ["SGD"]
 
@@ -27,7 +27,7 @@ class SGD(_ElementwiseOptimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
-        _check_fused_foreach(fused, foreach, differentiable)
+        _check_fused_foreach(fused, foreach, differentiable, self)
 
     def __setstate__(self, state):
         super().__setstate__(state)
@@ -60,4 +60,5 @@ class SGD(_ElementwiseOptimizer):
             bufs = [st["momentum_buffer"] for st in states]
         aten._fused_sgd_(params, [p.grad for p in params], bufs, weight_decay=_to_float(group["weight_decay"]),
                          momentum=momentum, lr=_to_float(group["lr"]), dampening=group["dampening"],
-                         nesterov=group["nesterov"], maximize=group["maximize"], is_first_step=first)
+                         nesterov=group["nesterov"], maximize=group["maximize"], is_first_step=first,
+                         **_amp_arguments(self, group))

@@ -31,11 +31,27 @@ def _cname(npdt: Any) -> Any:
     return cpp_type_name(npdt.name)
 
 
-def _matmul(xp: Any, a: Array, b: Array) -> Any:
+def _matmul_acc(xp: Any, a: Array, b: Array) -> Any:
+    """``a @ b`` in the compute dtype: half-precision inputs accumulate in float32 and stay unrounded."""
     cdt = compute_dtype(a.dtype)
     if cdt != a.dtype:
-        return xp.matmul(a.astype(cdt), b.astype(cdt)).astype(a.dtype)
+        return xp.matmul(a.astype(cdt), b.astype(cdt))
     return xp.matmul(a, b)
+
+
+def _matmul(xp: Any, a: Array, b: Array) -> Any:
+    return _matmul_acc(xp, a, b).astype(a.dtype, copy=False)
+
+
+def _scaled_sum(xp: Any, r: Any, self: Array, beta: Any, alpha: Any, shape: Any) -> Any:
+    """``beta * self + alpha * r`` for an unrounded product ``r``, computed in r's dtype and rounded once to
+    self's, as PyTorch's CPU GEMMs do for half precision (``self`` not read when ``beta`` is 0)."""
+    if alpha != 1:
+        r = r * alpha
+    if beta == 0:
+        return xp.broadcast_to(r, shape).astype(self.dtype, copy=True)
+    s = self.astype(r.dtype, copy=False)
+    return (r + (s if beta == 1 else beta * s)).astype(self.dtype, copy=False)
 
 
 def _mm_check(self: Array, mat2: Array, **_k: Any) -> Any:
@@ -75,13 +91,17 @@ def bmm(xp: Any, self: Array, mat2: Array) -> Any:
     return _matmul(xp, self, mat2)
 
 
-def mv(xp: Any, self: Array, vec: Array) -> Any:
+def _mv_check(self: Array, vec: Array) -> None:
     if self.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got 1, {self.ndim}, {vec.ndim}")
     if self.shape[1] != vec.shape[0]:
         raise RuntimeError(f"size mismatch, got input ({self.shape[0]}), mat ({self.shape[0]}x{self.shape[1]}), "
                            f"vec ({vec.shape[0]})")
     _mm_dtype_check(self, vec)
+
+
+def mv(xp: Any, self: Array, vec: Array) -> Any:
+    _mv_check(self, vec)
     return _matmul(xp, self, vec)
 
 
@@ -181,40 +201,26 @@ def _addmm_check(self: Array, mat1: Array, mat2: Array, beta: Any = 1, alpha: An
 @meta_shape(_addmm_check)
 def addmm(xp: Any, self: Array, mat1: Array, mat2: Array, beta: Any = 1, alpha: Any = 1) -> Any:
     out_shape, _ = _addmm_check(self, mat1, mat2)
-    r = _matmul(xp, mat1, mat2)
-    if alpha != 1:
-        r = r * alpha
-    if beta == 0:
-        return xp.broadcast_to(r, out_shape).astype(self.dtype, copy=True)
-    return (r + (self if beta == 1 else beta * self)).astype(self.dtype, copy=False)
+    return _scaled_sum(xp, _matmul_acc(xp, mat1, mat2), self, beta, alpha, out_shape)
 
 
 def addmv(xp: Any, self: Array, mat: Array, vec: Array, beta: Any = 1, alpha: Any = 1) -> Any:
-    r = mv(xp, mat, vec)
-    if alpha != 1:
-        r = r * alpha
-    if beta == 0:
-        return xp.broadcast_to(r, r.shape).astype(self.dtype, copy=True)
-    return (r + (self if beta == 1 else beta * self)).astype(self.dtype, copy=False)
+    _mv_check(mat, vec)
+    r = _matmul_acc(xp, mat, vec)
+    return _scaled_sum(xp, r, self, beta, alpha, r.shape)
 
 
 @meta_shape(lambda self, batch1, batch2, beta=1, alpha=1, **_k: _bmm_check(batch1, batch2))
 def baddbmm(xp: Any, self: Array, batch1: Any, batch2: Any, beta: Any = 1, alpha: Any = 1) -> Any:
-    r = bmm(xp, batch1, batch2)
-    if alpha != 1:
-        r = r * alpha
-    if beta == 0:
-        return r.astype(self.dtype, copy=False)
-    return (r + (self if beta == 1 else beta * self)).astype(self.dtype, copy=False)
+    _bmm_check(batch1, batch2)
+    r = _matmul_acc(xp, batch1, batch2)
+    return _scaled_sum(xp, r, self, beta, alpha, r.shape)
 
 
 def addbmm(xp: Any, self: Array, batch1: Any, batch2: Any, beta: Any = 1, alpha: Any = 1) -> Any:
-    r = bmm(xp, batch1, batch2).sum(0)
-    if alpha != 1:
-        r = r * alpha
-    if beta == 0:
-        return r.astype(self.dtype, copy=False)
-    return (r + (self if beta == 1 else beta * self)).astype(self.dtype, copy=False)
+    _bmm_check(batch1, batch2)
+    r = _matmul_acc(xp, batch1, batch2).sum(0)
+    return _scaled_sum(xp, r, self, beta, alpha, r.shape)
 
 
 def outer(xp: Any, self: Array, vec2: Array) -> Any:

@@ -549,7 +549,8 @@ def convolution(xp: Any, input: Array, weight: Array, bias: Array, stride: Any, 
                 transposed: Any, output_padding: Any, groups: Any) -> Any:  # noqa: A002
     stride, padding, dilation, output_padding = _check_conv(input, weight, bias, stride, padding, dilation,
                                                             transposed, output_padding, groups)
-    cdt = np.result_type(input.dtype, weight.dtype)
+    rdt = np.result_type(input.dtype, weight.dtype)
+    cdt = compute_dtype(rdt)         # half precision: float32 GEMMs, the result rounded once
     x, w = input.astype(cdt, copy=False), weight.astype(cdt, copy=False)
     if not transposed:
         out = _conv_forward(xp, x, w, stride, padding, dilation, groups)
@@ -560,7 +561,7 @@ def convolution(xp: Any, input: Array, weight: Array, bias: Array, stride: Any, 
         out = _conv_input_grad(xp, x, w, (x.shape[0], w.shape[1] * groups) + in_sp, stride, padding, dilation, groups)
     if bias is not None:
         out = out + bias.astype(cdt, copy=False).reshape((1, -1) + (1,) * (out.ndim - 2))
-    return xp.ascontiguousarray(out).astype(cdt, copy=False)
+    return xp.ascontiguousarray(out).astype(rdt, copy=False)
 
 
 def convolution_backward(xp: Any, grad_output: Array, input: Array, weight: Array, bias_sizes: Any, stride: Any,
@@ -568,7 +569,8 @@ def convolution_backward(xp: Any, grad_output: Array, input: Array, weight: Arra
                          output_mask: Any) -> Any:  # noqa: A002
     stride, padding, dilation, output_padding = _check_conv(input, weight, None, stride, padding, dilation,
                                                             transposed, output_padding, groups)
-    g, x, w = grad_output, input, weight
+    cdt = compute_dtype(grad_output.dtype)     # half precision: float32 GEMMs and sums, rounded once
+    g, x, w = (a.astype(cdt, copy=False) for a in (grad_output, input, weight))
     gi = gw = gb = None
     if not transposed:
         if output_mask[0]:
@@ -583,10 +585,11 @@ def convolution_backward(xp: Any, grad_output: Array, input: Array, weight: Arra
             gw = _conv_weight_grad(xp, x, g, w.shape, stride, padding, dilation, groups)
     if output_mask[2]:
         gb = g.sum(axis=(0,) + tuple(range(2, g.ndim)))
-    empty = xp.empty((0,), g.dtype)
-    return (xp.ascontiguousarray(gi) if gi is not None else empty,
-            xp.ascontiguousarray(gw).astype(g.dtype, copy=False) if gw is not None else empty,
-            gb if gb is not None else empty)
+    rdt = grad_output.dtype
+    empty = xp.empty((0,), rdt)
+    return (xp.ascontiguousarray(gi).astype(rdt, copy=False) if gi is not None else empty,
+            xp.ascontiguousarray(gw).astype(rdt, copy=False) if gw is not None else empty,
+            gb.astype(rdt, copy=False) if gb is not None else empty)
 
 
 # ------------------------------------------------------------------------------ pooling
@@ -632,13 +635,14 @@ def _max_pool(xp: Any, self: Array, nd: Any, kernel_size: Any, stride: Any, padd
     # pad with -inf on the left by p and on the right enough for every (ceil-mode) window
     right = tuple(max(0, (o - 1) * ss + dd * (kk - 1) + 1 - i - pp) for o, ss, dd, kk, i, pp in
                   zip(out_sp, s, d, k, in_sp, p))
-    fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    floating = x.dtype.kind == "f" or x.dtype == BF16_NP
+    fill = -np.inf if floating else np.iinfo(x.dtype).min
     xpad = xp.pad(x, [(0, 0), (0, 0)] + [(pp, rr) for pp, rr in zip(p, right)], constant_values=fill)
     win = _windows(xp, xpad, k, s, d)
     win = win[(slice(None), slice(None)) + tuple(slice(0, o) for o in out_sp)]
     flat = win.reshape(win.shape[:2 + nd] + (-1,))
     # NaN wins, the last one of a window, as in PyTorch's kernel; among equal maxima the first one
-    isnan = xp.isnan(flat) if flat.dtype.kind == "f" else None
+    isnan = xp.isnan(flat) if floating else None
     arg = xp.argmax(flat, axis=-1)
     if isnan is not None and bool(isnan.any()):
         nan_arg = flat.shape[-1] - 1 - xp.argmax(isnan[..., ::-1], axis=-1)
@@ -1851,9 +1855,10 @@ def affine_base(size: Any, align_corners: Any, dtype: Any) -> Any:
 
 
 def affine_grid_generator(xp: Any, theta: Array, size: Any, align_corners: Any) -> Any:
-    base, spatial = affine_base(size, align_corners, theta.dtype)
-    out = xp.matmul(xp.asarray(base)[None], xp.swapaxes(theta, 1, 2))
-    return xp.ascontiguousarray(out.reshape((size[0],) + spatial + (len(spatial),)))
+    cdt = compute_dtype(theta.dtype)             # half precision: a float32 product, rounded once
+    base, spatial = affine_base(size, align_corners, cdt)
+    out = xp.matmul(xp.asarray(base)[None], xp.swapaxes(theta, 1, 2).astype(cdt, copy=False))
+    return xp.ascontiguousarray(out.reshape((size[0],) + spatial + (len(spatial),)).astype(theta.dtype, copy=False))
 
 
 __all__ += ["grid_sampler_2d", "grid_sampler_3d", "grid_sampler_2d_backward", "grid_sampler_3d_backward",
