@@ -25,7 +25,7 @@ def test_custom_function():
 
 def test_internals():
     out = run("internals.py")
-    assert "aten::addmm  call  keys=DispatchKeySet(CPU, ADInplaceOrView, AutogradCPU)" in out
+    assert "aten::addmm  call  keys=DispatchKeySet(CPU, ADInplaceOrView, AutogradCPU, AutocastCPU)" in out
     assert "-> AutogradCPU: _ag_addmm_default" in out and "NumPy kernel ember.aten.kernels.linalg.addmm" in out
     assert "AddmmBackward0" in out and "aten::mm" in out
     assert "tools/autograd/derivatives.yaml" in out

@@ -390,6 +390,8 @@ def test_error_inputs(op, err):
 # ------------------------------------------------------------------------------ coverage of the YAML
 # Ops of native_functions.yaml tested elsewhere, with where:
 NOT_IN_TABLE = {
+    # gradient scaling's ops: tests/amp/test_grad_scaler.py
+    "_amp_foreach_non_finite_check_and_unscale", "_amp_update_scale",
     # what item() and detach() dispatch to under __torch_dispatch__: tests/test_torch_dispatch.py
     "_local_scalar_dense", "detach",
     # factories and random ops: tests/test_factories.py and tests/test_random.py

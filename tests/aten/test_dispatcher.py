@@ -3,7 +3,7 @@ import pytest
 
 import ember
 from ember.aten.dispatcher import (Dispatcher, ExcludeDispatchKeyGuard, IncludeDispatchKeyGuard, OperatorHandle,
-                                   keys_below)
+                                   keys_below, tls)
 from ember.c10.dispatch_key import KS_CPU, DispatchKey
 
 
@@ -65,6 +65,9 @@ def test_composite_implicit_serves_every_backend():
 def test_cache_is_per_keyset():
     h, calls, _ = make_op()
     h.call(KS_CPU, 1)
+    assert KS_CPU & tls.keys[1] in h._cache     # the key set after the thread's exclusions (autocast's keys)
+    with ember.autocast("cpu"):
+        h.call(KS_CPU, 1)
     assert KS_CPU in h._cache
 
 
