@@ -14,6 +14,9 @@ from ember.c10.dtype import (bfloat16, cdouble, cfloat, complex64, complex128, d
                              short, uint8)
 from ember.c10.dtype import (float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz,  # noqa: F401
                              float8_e8m0fnu, uint16, uint32, uint64)
+from ember.c10.dtype import qint8, qint32, quint8  # noqa: F401
+from ember.c10.qscheme import (per_channel_affine, per_channel_affine_float_qparams,  # noqa: F401
+                               per_channel_symmetric, per_tensor_affine, per_tensor_symmetric, qscheme)
 from ember.c10.dtype import bool_ as bool  # noqa: A001
 from ember.c10.dtype import float32 as float  # noqa: A001
 from ember.c10.dtype import int32 as int  # noqa: A001

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from ember.c10.dtype import BF16_NP as _BF16
+from ember.c10.dtype import SCALAR_TYPE_NAMES as _SCALAR_TYPE_NAMES
 
 from ember import _python_arg_parser
 from ember.aten import torch_function as _tf
@@ -451,6 +452,8 @@ class Tensor(TensorImpl, _TensorMethods):
 
     # -- conversion -----------------------------------------------------------------------------
     def numpy(self, *, force: bool = False) -> np.ndarray:
+        if self.is_quantized:
+            raise TypeError(f"Got unsupported ScalarType {_SCALAR_TYPE_NAMES[self.dtype.name]}")
         if self._device.type != "cpu":
             if not force:
                 raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
@@ -469,6 +472,8 @@ class Tensor(TensorImpl, _TensorMethods):
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
         if self._device.type == "meta":
             raise RuntimeError("Tensor.item() cannot be called on meta tensors")
+        if self.is_quantized:
+            raise RuntimeError("load_scalar: invalid type")
         v = self.cpu()._data.reshape(()).item()
         if self._data.dtype == _BF16:
             return builtins.float(v)
@@ -477,6 +482,8 @@ class Tensor(TensorImpl, _TensorMethods):
     def tolist(self) -> Any:
         if self._device.type == "meta":
             raise RuntimeError("Tensor.tolist() is not supported for meta tensors")
+        if self.is_quantized:
+            raise RuntimeError("load_scalar: invalid type")
         a = self.cpu()._data
         if a.dtype == _BF16:
             a = a.astype(np.float32)

@@ -157,23 +157,12 @@ def tensor_repr(t, prefix: str = "tensor(") -> str:
         if dt is not _dt.get_default_dtype():
             suffixes.append(f"dtype={dt}")
         return prefix + body + ", " + ", ".join(suffixes) + ")"
+    if dt._limited == "quantized":
+        return _quantized_repr(t, prefix)
     a = t.cpu()._data
-    if a.dtype == _BF16 or a.dtype == np.float16:
-        a = a.astype(np.float32)
-    if a.size == 0:
-        body = "[]"
-        if a.ndim != 1:
-            suffixes.append(f"size={tuple(a.shape)}")
-    else:
-        summarize = a.size > PRINT_OPTS.threshold
-        sample = _summarize(a) if summarize else a
-        if dt.is_complex:
-            fr = _Formatter(sample.real, True)
-            fi = _Formatter(sample.imag, True)
-            body = _fmt_complex(a, fr, fi, indent, summarize)
-        else:
-            fmt = _Formatter(sample, dt.is_floating_point)
-            body = _fmt(a, fmt, indent, summarize)
+    body = _values(a, dt, indent)
+    if a.size == 0 and a.ndim != 1:
+        suffixes.append(f"size={tuple(a.shape)}")
     default_int = dt is _dt.int64
     if not (dt is _dt.get_default_dtype() or dt is _dt.bool_ or default_int or
             (dt is _dt.default_complex_dtype())):
@@ -188,6 +177,47 @@ def tensor_repr(t, prefix: str = "tensor(") -> str:
     if suffixes:
         return prefix + body + ", " + ", ".join(suffixes) + ")"
     return prefix + body + ")"
+
+
+def _values(a, dt, indent: int) -> str:
+    """The bracketed values of the array ``a`` (of ember dtype ``dt``)."""
+    if a.dtype == _BF16 or a.dtype == np.float16:
+        a = a.astype(np.float32)
+    if a.size == 0:
+        return "[]"
+    summarize = a.size > PRINT_OPTS.threshold
+    sample = _summarize(a) if summarize else a
+    if dt.is_complex:
+        return _fmt_complex(a, _Formatter(sample.real, True), _Formatter(sample.imag, True), indent, summarize)
+    return _fmt(a, _Formatter(sample, dt.is_floating_point), indent, summarize)
+
+
+def _add_suffixes(body: str, suffixes: list, indent: int) -> str:
+    """``body, suffix, ...)``, a suffix moving to a line of its own when it would pass the line width (PyTorch's
+    ``_add_suffixes``)."""
+    out = [body]
+    last = len(body) - body.rfind("\n") + 1
+    for suffix in suffixes:
+        if last + len(suffix) + 2 > PRINT_OPTS.linewidth:
+            out.append(",\n" + " " * indent + suffix)
+            last = indent + len(suffix)
+        else:
+            out.append(", " + suffix)
+            last += len(suffix) + 2
+    return "".join(out) + ")"
+
+
+def _quantized_repr(t, prefix: str) -> str:
+    """A quantized tensor: its real values, then size, dtype, scheme and parameters."""
+    q = t.qscheme()
+    suffixes = [f"size={tuple(t.shape)}", f"dtype={t.dtype}", f"quantization_scheme={q}"]
+    if q.name in ("per_tensor_affine", "per_tensor_symmetric"):
+        suffixes += [f"scale={t.q_scale()}", f"zero_point={t.q_zero_point()}"]
+    else:
+        suffixes += [f"scale={tensor_repr(t.q_per_channel_scales())}",
+                     f"zero_point={tensor_repr(t.q_per_channel_zero_points())}", f"axis={t.q_per_channel_axis()}"]
+    body = prefix + _values(t.dequantize()._data, _dt.float32, len(prefix))
+    return _add_suffixes(body, suffixes, len(prefix))
 
 
 def _fmt_complex(a, fr, fi, indent, summarize):

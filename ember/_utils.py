@@ -10,7 +10,8 @@ import ember
 _STORAGE_NAMES = {"float32": "FloatStorage", "float64": "DoubleStorage", "float16": "HalfStorage",
                   "bfloat16": "BFloat16Storage", "complex64": "ComplexFloatStorage",
                   "complex128": "ComplexDoubleStorage", "int64": "LongStorage", "int32": "IntStorage",
-                  "int16": "ShortStorage", "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage"}
+                  "int16": "ShortStorage", "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage",
+                  "qint8": "QInt8Storage", "quint8": "QUInt8Storage", "qint32": "QInt32Storage"}
 _STORAGE_DTYPES = {v: k for k, v in _STORAGE_NAMES.items()}
 
 
@@ -89,6 +90,29 @@ def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, bac
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def _rebuild_qtensor(storage, storage_offset, size, stride, quantizer_params, requires_grad, backward_hooks):
+    """A quantized tensor: its integers from ``storage`` (a ``QInt8Storage`` ...) and its quantizer from
+    ``quantizer_params`` -- ``(per_tensor_affine, scale, zero_point)`` or ``(per_channel_affine, scales,
+    zero_points, axis)``, as PyTorch writes them."""
+    from ember.aten.composite.quantize import wrap_quantized
+    from ember.aten.quantized import quantizer as Qz
+    qdtype = ember.c10.dtype.from_numpy_dtype(storage.array.dtype)
+    if qdtype not in ember.c10.dtype.QUANTIZED_DTYPES:
+        raise RuntimeError(f"a quantized tensor over a storage of {qdtype}: the checkpoint is corrupt")
+    t = _view(storage, storage_offset, size, stride)
+    ints = t._data.view(Qz.underlying(qdtype))
+    scheme = quantizer_params[0]
+    if scheme is ember.per_tensor_affine or scheme is ember.per_tensor_symmetric:
+        _, scale, zero_point = quantizer_params
+        quantizer = Qz.PerTensorAffineQuantizer(qdtype, float(scale), int(zero_point))
+    elif scheme is ember.per_channel_affine or scheme is ember.per_channel_symmetric:
+        _, scales, zero_points, axis = quantizer_params
+        quantizer = Qz.PerChannelAffineQuantizer(qdtype, scales.numpy(), zero_points.numpy(), int(axis))
+    else:
+        raise RuntimeError(f"Can't deserialize quantized tensor with qscheme {scheme}")
+    return wrap_quantized(Qz.as_quantized(ints, quantizer), t.device)
 
 
 def _rebuild_parameter(data, requires_grad, backward_hooks):

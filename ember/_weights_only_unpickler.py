@@ -13,7 +13,8 @@ import struct
 from collections import Counter, OrderedDict
 
 import ember
-from ember._utils import (_STORAGE_DTYPES, _STORAGE_NAMES, _rebuild_from_type_v2, _rebuild_parameter,
+from ember.c10.qscheme import ALL_QSCHEMES
+from ember._utils import (_STORAGE_DTYPES, _STORAGE_NAMES, _rebuild_from_type_v2, _rebuild_parameter, _rebuild_qtensor,
                           _rebuild_parameter_with_state, _rebuild_tensor, _rebuild_tensor_v2, _rebuild_tensor_v3,
                           _StorageType)
 
@@ -48,13 +49,15 @@ def _allowed_globals() -> dict:
         "torch._utils._rebuild_tensor": _rebuild_tensor, "torch._utils._rebuild_tensor_v2": _rebuild_tensor_v2,
         "torch._utils._rebuild_tensor_v3": _rebuild_tensor_v3, "torch._utils._rebuild_parameter": _rebuild_parameter,
         "torch._utils._rebuild_parameter_with_state": _rebuild_parameter_with_state,
-        "torch._tensor._rebuild_from_type_v2": _rebuild_from_type_v2,
+        "torch._tensor._rebuild_from_type_v2": _rebuild_from_type_v2, "torch._utils._rebuild_qtensor": _rebuild_qtensor,
         "torch.storage.UntypedStorage": _StorageType("UntypedStorage"),
     }
     for name in _STORAGE_DTYPES:
         allowed[f"torch.{name}"] = _StorageType(name)
     for name in _STORAGE_NAMES:
         allowed[f"torch.{name}"] = getattr(ember, name)
+    for q in ALL_QSCHEMES:       # quantization schemes (quantized tensors' parameters)
+        allowed[f"torch.{q.name}"] = q
     for alias, name in (("float", "float32"), ("double", "float64"), ("half", "float16"), ("long", "int64"),
                         ("int", "int32"), ("short", "int16"), ("cfloat", "complex64"), ("cdouble", "complex128")):
         allowed[f"torch.{alias}"] = getattr(ember, name)

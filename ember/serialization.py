@@ -497,6 +497,11 @@ class _Saver(pickle._Pickler):
 
     dispatch[ember.dtype] = _save_dtype
 
+    def _save_qscheme(self, obj):
+        self._save_global_placeholder(_Global("torch", obj.name))
+
+    dispatch[ember.qscheme] = _save_qscheme
+
     def persistent_id(self, obj):
         if type(obj) is _StorageRef:
             root, dtype, location = self.storages[obj.key]
@@ -509,7 +514,9 @@ class _Saver(pickle._Pickler):
         a = t._data
         if t.device.type == "meta":
             raise RuntimeError("cannot save a meta tensor: it has no data")
-        root = root_array(a)
+        root = base = root_array(a)
+        if a.dtype.names is not None and base.dtype.itemsize == a.dtype.itemsize:
+            root = base.view(t.dtype.np)     # a quantized tensor over its integers (Note [Quantized dtypes])
         shareable = (root.dtype == a.dtype and (root.flags.c_contiguous or root.flags.f_contiguous)
                      and all(s >= 0 for s in a.strides))
         if not shareable:  # an unusual layout: save this tensor's own contiguous copy
@@ -525,7 +532,7 @@ class _Saver(pickle._Pickler):
         if slot is not None:   # a tensor living in an arena (Note [Arenas]): its own slot only
             start, stop = slot
             root = root[start:stop]
-        ident = (id(root) if slot is None else id(root.base), start, _dtype_name(t.dtype))
+        ident = (id(base), start, _dtype_name(t.dtype))
         key = self._keys.get(ident)
         if key is None:
             key = self._keys[ident] = len(self.storages)
@@ -541,6 +548,10 @@ class _Saver(pickle._Pickler):
                 return (_Global("torch._utils", "_rebuild_parameter"),
                         (plain, obj.requires_grad, OrderedDict()))
             key, offset, stride = self._storage_of(obj)
+            if obj.is_quantized:
+                return (_Global("torch._utils", "_rebuild_qtensor"),
+                        (_StorageRef(key), offset, tuple(obj.shape), stride, _quantizer_params(obj), False,
+                         OrderedDict()))
             return (_Global("torch._utils", "_rebuild_tensor_v2"),
                     (_StorageRef(key), offset, tuple(obj.shape), stride, obj.requires_grad, OrderedDict()))
         if isinstance(obj, ember.Size):
@@ -548,6 +559,14 @@ class _Saver(pickle._Pickler):
         if isinstance(obj, ember.device):
             return (_Global("torch", "device"), (obj.type,) if obj.index is None else (obj.type, obj.index))
         return NotImplemented
+
+
+def _quantizer_params(t) -> tuple:
+    """A quantized tensor's parameters as PyTorch pickles them (``torch/_tensor.py``'s ``_reduce_ex_internal``)."""
+    q = t.qscheme()
+    if q is ember.per_tensor_affine:
+        return (q, t.q_scale(), t.q_zero_point())
+    return (q, t.q_per_channel_scales(), t.q_per_channel_zero_points(), t.q_per_channel_axis())
 
 
 def _location(t) -> str:

@@ -173,6 +173,8 @@ class TypedStorage:
     def tolist(self) -> list[Any]:
         _warn_typed_storage_removal()
         a = self._array()
+        if a.dtype.names is not None:       # quantized elements: their integers (Note [Quantized dtypes])
+            a = a.view(a.dtype[0])
         out: list[Any] = (a.get() if hasattr(a, "get") else a).tolist()
         return out
 
@@ -330,7 +332,8 @@ class _LegacyStorage(TypedStorage, metaclass=_LegacyStorageMeta):
 _LEGACY_NAMES = {"float32": "FloatStorage", "float64": "DoubleStorage", "float16": "HalfStorage",
                  "bfloat16": "BFloat16Storage", "complex64": "ComplexFloatStorage",
                  "complex128": "ComplexDoubleStorage", "int64": "LongStorage", "int32": "IntStorage",
-                 "int16": "ShortStorage", "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage"}
+                 "int16": "ShortStorage", "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage",
+                 "qint8": "QInt8Storage", "quint8": "QUInt8Storage", "qint32": "QInt32Storage"}
 _LEGACY_CLASSES: dict[str, Any] = {}
 for _name, _cls_name in _LEGACY_NAMES.items():
     _cls = _LegacyStorageMeta(_cls_name, (_LegacyStorage,), {"_legacy_dtype": getattr(_dt, "bool_" if _name == "bool"

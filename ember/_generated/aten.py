@@ -7585,3 +7585,93 @@ _op__amp_update_scale_ = _D.define('_amp_update_scale_(Tensor(a!) self, Tensor(b
 
 def _amp_update_scale_(self, growth_tracker, found_inf, scale_growth_factor, scale_backoff_factor, growth_interval):
     return _op__amp_update_scale_.call(self._ks | growth_tracker._ks | found_inf._ks, self, growth_tracker, found_inf, scale_growth_factor, scale_backoff_factor, growth_interval)
+
+_op_quantize_per_tensor_dynamic = _D.define('quantize_per_tensor_dynamic(Tensor self, ScalarType dtype, bool reduce_range) -> Tensor')
+
+def quantize_per_tensor_dynamic(self, dtype, reduce_range):
+    return _op_quantize_per_tensor_dynamic.call(self._ks, self, dtype, reduce_range)
+
+_op_quantize_per_tensor = _D.define('quantize_per_tensor(Tensor self, float scale, int zero_point, ScalarType dtype) -> Tensor')
+
+def quantize_per_tensor(self, scale, zero_point, dtype):
+    return _op_quantize_per_tensor.call(self._ks, self, scale, zero_point, dtype)
+
+_op_quantize_per_tensor_tensor_qparams = _D.define('quantize_per_tensor.tensor_qparams(Tensor self, Tensor scale, Tensor zero_point, ScalarType dtype) -> Tensor')
+
+def quantize_per_tensor_tensor_qparams(self, scale, zero_point, dtype):
+    return _op_quantize_per_tensor_tensor_qparams.call(self._ks | scale._ks | zero_point._ks, self, scale, zero_point, dtype)
+
+_op_quantize_per_tensor_tensors = _D.define('quantize_per_tensor.tensors(Tensor[] tensors, Tensor scales, Tensor zero_points, ScalarType dtype) -> Tensor[]')
+
+def quantize_per_tensor_tensors(tensors, scales, zero_points, dtype):
+    return _op_quantize_per_tensor_tensors.call(_ks_list(tensors) | scales._ks | zero_points._ks, tensors, scales, zero_points, dtype)
+
+_op_quantize_per_channel = _D.define('quantize_per_channel(Tensor self, Tensor scales, Tensor zero_points, int axis, ScalarType dtype) -> Tensor')
+
+def quantize_per_channel(self, scales, zero_points, axis, dtype):
+    return _op_quantize_per_channel.call(self._ks | scales._ks | zero_points._ks, self, scales, zero_points, axis, dtype)
+
+_op_dequantize_self = _D.define('dequantize.self(Tensor self) -> Tensor')
+
+def dequantize_self(self):
+    return _op_dequantize_self.call(self._ks, self)
+
+_op_dequantize_tensors = _D.define('dequantize.tensors(Tensor[] tensors) -> Tensor[]')
+
+def dequantize_tensors(tensors):
+    return _op_dequantize_tensors.call(_ks_list(tensors), tensors)
+
+_op_q_scale = _D.define('q_scale(Tensor self) -> float')
+
+def q_scale(self):
+    return _op_q_scale.call(self._ks, self)
+
+_op_q_zero_point = _D.define('q_zero_point(Tensor self) -> int')
+
+def q_zero_point(self):
+    return _op_q_zero_point.call(self._ks, self)
+
+_op_q_per_channel_scales = _D.define('q_per_channel_scales(Tensor self) -> Tensor')
+
+def q_per_channel_scales(self):
+    return _op_q_per_channel_scales.call(self._ks, self)
+
+_op_q_per_channel_zero_points = _D.define('q_per_channel_zero_points(Tensor self) -> Tensor')
+
+def q_per_channel_zero_points(self):
+    return _op_q_per_channel_zero_points.call(self._ks, self)
+
+_op_q_per_channel_axis = _D.define('q_per_channel_axis(Tensor self) -> int')
+
+def q_per_channel_axis(self):
+    return _op_q_per_channel_axis.call(self._ks, self)
+
+_op_int_repr = _D.define('int_repr(Tensor self) -> Tensor')
+
+def int_repr(self):
+    return _op_int_repr.call(self._ks, self)
+
+_op_qscheme = _D.define('qscheme(Tensor self) -> QScheme')
+
+def qscheme(self):
+    return _op_qscheme.call(self._ks, self)
+
+_op__make_per_tensor_quantized_tensor = _D.define('_make_per_tensor_quantized_tensor(Tensor self, float scale, int zero_point) -> Tensor')
+
+def _make_per_tensor_quantized_tensor(self, scale, zero_point):
+    return _op__make_per_tensor_quantized_tensor.call(self._ks, self, scale, zero_point)
+
+_op__make_per_channel_quantized_tensor = _D.define('_make_per_channel_quantized_tensor(Tensor self, Tensor scale, Tensor zero_point, int axis) -> Tensor')
+
+def _make_per_channel_quantized_tensor(self, scale, zero_point, axis):
+    return _op__make_per_channel_quantized_tensor.call(self._ks | scale._ks | zero_point._ks, self, scale, zero_point, axis)
+
+_op__empty_affine_quantized = _D.define('_empty_affine_quantized(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, float scale=1, int zero_point=0, MemoryFormat? memory_format=contiguous_format) -> Tensor')
+
+def _empty_affine_quantized(size, *, dtype=None, layout=None, device=None, pin_memory=None, scale=1, zero_point=0, memory_format=None):
+    return _op__empty_affine_quantized.call(_ks_device(device), size, dtype, layout, device, pin_memory, scale, zero_point, memory_format)
+
+_op__empty_per_channel_affine_quantized = _D.define('_empty_per_channel_affine_quantized(SymInt[] size, *, Tensor scales, Tensor zero_points, int axis, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=contiguous_format) -> Tensor')
+
+def _empty_per_channel_affine_quantized(size, *, scales, zero_points, axis, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return _op__empty_per_channel_affine_quantized.call(scales._ks | zero_points._ks, size, scales, zero_points, axis, dtype, layout, device, pin_memory, memory_format)

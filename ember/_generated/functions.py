@@ -17,7 +17,7 @@ from ember.aten.torch_function import NOT_HANDLED as _NOT_HANDLED, dispatch as _
 _TF_ON = False  # the __torch_function__ switch, kept current by torch_function._refresh
 _register_tf_flag(globals())
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_amp_foreach_non_finite_check_and_unscale_', '_amp_update_scale_', '_ctc_loss', '_dirichlet_grad', '_embedding_bag', '_fft_c2c', '_fft_c2r', '_fft_r2c', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_histogramdd_bin_edges', '_histogramdd_from_bin_cts', '_histogramdd_from_bin_tensors', '_local_scalar_dense', '_log_softmax', '_lu_with_info', '_prelu_kernel', '_safe_softmax', '_sample_dirichlet', '_scaled_dot_product_attention_math', '_scaled_dot_product_flash_attention_for_cpu', '_sobol_engine_draw', '_sobol_engine_ff_', '_sobol_engine_initialize_state_', '_sobol_engine_scramble_', '_softmax', '_standard_gamma', '_standard_gamma_grad', '_unique2', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addmv_', 'addr', 'adjoint', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'alias_copy', 'all', 'allclose', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_copy', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'bartlett_window', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'blackman_window', 'block_diag', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cartesian_prod', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'chain_matmul', 'channel_shuffle', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'combinations', 'complex', 'concat', 'concatenate', 'conj_physical', 'conj_physical_', 'constant_pad_nd', 'conv_tbc', 'convolution', 'convolution_backward', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'cumulative_trapezoid', 'deg2rad', 'deg2rad_', 'det', 'detach', 'detach_copy', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_copy', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dsplit', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'empty_permuted', 'empty_strided', 'eq', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand_copy', 'expm1', 'expm1_', 'eye', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'frexp', 'frobenius_norm', 'full', 'full_like', 'gather', 'gcd', 'gcd_', 'ge', 'geqrf', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hamming_window', 'hann_window', 'hardshrink', 'hardshrink_backward', 'hash_tensor', 'heaviside', 'hinge_embedding_loss', 'histc', 'histogram', 'hsplit', 'hstack', 'hypot', 'i0', 'i0_', 'igamma', 'igammac', 'imag', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_reduce', 'index_select', 'inner', 'instance_norm', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kaiser_window', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'lu_solve', 'lu_unpack', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'mvlgamma', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'nonzero_static', 'norm', 'norm_except_dim', 'normal', 'not_equal', 'nuclear_norm', 'ones', 'ones_like', 'orgqr', 'ormqr', 'outer', 'pairwise_distance', 'permute', 'permute_copy', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson', 'poisson_nll_loss', 'polar', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'put', 'qr', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'range', 'ravel', 'real', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'renorm', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_copy', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slice_copy', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_copy', 'split_with_sizes', 'split_with_sizes_copy', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'squeeze_copy', 'stack', 'std', 'std_mean', 'stft', 'sub', 'subtract', 'sum', 'svd', 'swapaxes', 'swapdims', 't', 't_copy', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'transpose_copy', 'trapezoid', 'trapz', 'triangular_solve', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unbind_copy', 'unflatten', 'unfold_copy', 'unique_consecutive', 'unique_dim', 'unsafe_chunk', 'unsafe_split', 'unsafe_split_with_sizes', 'unsqueeze', 'unsqueeze_copy', 'vander', 'var', 'var_mean', 'vdot', 'view_as_complex', 'view_as_complex_copy', 'view_as_real', 'view_as_real_copy', 'view_copy', 'vsplit', 'vstack', 'where', 'xlogy', 'xlogy_', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_amp_foreach_non_finite_check_and_unscale_', '_amp_update_scale_', '_ctc_loss', '_dirichlet_grad', '_embedding_bag', '_empty_affine_quantized', '_empty_per_channel_affine_quantized', '_fft_c2c', '_fft_c2r', '_fft_r2c', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_histogramdd_bin_edges', '_histogramdd_from_bin_cts', '_histogramdd_from_bin_tensors', '_local_scalar_dense', '_log_softmax', '_lu_with_info', '_make_per_channel_quantized_tensor', '_make_per_tensor_quantized_tensor', '_prelu_kernel', '_safe_softmax', '_sample_dirichlet', '_scaled_dot_product_attention_math', '_scaled_dot_product_flash_attention_for_cpu', '_sobol_engine_draw', '_sobol_engine_ff_', '_sobol_engine_initialize_state_', '_sobol_engine_scramble_', '_softmax', '_standard_gamma', '_standard_gamma_grad', '_unique2', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addmv_', 'addr', 'adjoint', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'alias_copy', 'all', 'allclose', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_copy', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'bartlett_window', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'blackman_window', 'block_diag', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cartesian_prod', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'chain_matmul', 'channel_shuffle', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'combinations', 'complex', 'concat', 'concatenate', 'conj_physical', 'conj_physical_', 'constant_pad_nd', 'conv_tbc', 'convolution', 'convolution_backward', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'cumulative_trapezoid', 'deg2rad', 'deg2rad_', 'dequantize', 'det', 'detach', 'detach_copy', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_copy', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dsplit', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'empty_permuted', 'empty_strided', 'eq', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand_copy', 'expm1', 'expm1_', 'eye', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'frexp', 'frobenius_norm', 'full', 'full_like', 'gather', 'gcd', 'gcd_', 'ge', 'geqrf', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hamming_window', 'hann_window', 'hardshrink', 'hardshrink_backward', 'hash_tensor', 'heaviside', 'hinge_embedding_loss', 'histc', 'histogram', 'hsplit', 'hstack', 'hypot', 'i0', 'i0_', 'igamma', 'igammac', 'imag', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_reduce', 'index_select', 'inner', 'instance_norm', 'int_repr', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kaiser_window', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'lu_solve', 'lu_unpack', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'mvlgamma', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'nonzero_static', 'norm', 'norm_except_dim', 'normal', 'not_equal', 'nuclear_norm', 'ones', 'ones_like', 'orgqr', 'ormqr', 'outer', 'pairwise_distance', 'permute', 'permute_copy', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson', 'poisson_nll_loss', 'polar', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'put', 'q_per_channel_axis', 'q_per_channel_scales', 'q_per_channel_zero_points', 'q_scale', 'q_zero_point', 'qr', 'quantile', 'quantize_per_channel', 'quantize_per_tensor', 'quantize_per_tensor_dynamic', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'range', 'ravel', 'real', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'renorm', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_copy', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slice_copy', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_copy', 'split_with_sizes', 'split_with_sizes_copy', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'squeeze_copy', 'stack', 'std', 'std_mean', 'stft', 'sub', 'subtract', 'sum', 'svd', 'swapaxes', 'swapdims', 't', 't_copy', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'transpose_copy', 'trapezoid', 'trapz', 'triangular_solve', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unbind_copy', 'unflatten', 'unfold_copy', 'unique_consecutive', 'unique_dim', 'unsafe_chunk', 'unsafe_split', 'unsafe_split_with_sizes', 'unsqueeze', 'unsqueeze_copy', 'vander', 'var', 'var_mean', 'vdot', 'view_as_complex', 'view_as_complex_copy', 'view_as_real', 'view_as_real_copy', 'view_copy', 'vsplit', 'vstack', 'where', 'xlogy', 'xlogy_', 'zero_', 'zeros', 'zeros_like']
 
 _sig_abs = _Signatures('abs', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
@@ -23103,3 +23103,501 @@ _amp_update_scale_.__doc__ = '_amp_update_scale_(input: Tensor, growth_tracker: 
 _sig__amp_update_scale_.public = _amp_update_scale_
 def _signature__amp_update_scale_(input, growth_tracker, found_inf, scale_growth_factor, scale_backoff_factor, growth_interval): ...
 _amp_update_scale_.__wrapped__ = _signature__amp_update_scale_
+
+
+_sig_quantize_per_tensor_dynamic = _Signatures('quantize_per_tensor_dynamic', [
+    (('input', 'T', False, False, None), ('dtype', 'dtype?', False, False, None), ('reduce_range', 'bool', False, False, None),),
+], method=False)
+
+def _bind_quantize_per_tensor_dynamic_0(input, dtype, reduce_range):
+    return (input, dtype, reduce_range)
+
+def quantize_per_tensor_dynamic(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_quantize_per_tensor_dynamic.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_quantize_per_tensor_dynamic_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dtype, reduce_range = _b
+        if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype) and type(reduce_range) is bool:
+            return _A._op_quantize_per_tensor_dynamic.call(input._ks, input, dtype, reduce_range)
+    _i, _a = _sig_quantize_per_tensor_dynamic.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_quantize_per_tensor_dynamic.call(_a['input']._ks, _a['input'], _a['dtype'], _a['reduce_range'])
+    raise AssertionError('unreachable')
+
+
+quantize_per_tensor_dynamic.__doc__ = 'quantize_per_tensor_dynamic(input: Tensor, dtype: Optional[dtype], reduce_range: bool) -> Tensor'
+_sig_quantize_per_tensor_dynamic.public = quantize_per_tensor_dynamic
+def _signature_quantize_per_tensor_dynamic(input, dtype, reduce_range): ...
+quantize_per_tensor_dynamic.__wrapped__ = _signature_quantize_per_tensor_dynamic
+
+
+_sig_quantize_per_tensor = _Signatures('quantize_per_tensor', [
+    (('input', 'T', False, False, None), ('scale', 'float', False, False, None), ('zero_point', 'int', False, False, None), ('dtype', 'dtype?', False, False, None),),
+    (('input', 'T', False, False, None), ('scale', 'T', False, False, None), ('zero_point', 'T', False, False, None), ('dtype', 'dtype?', False, False, None),),
+    (('tensors', 'T[]', False, False, None), ('scales', 'T', False, False, None), ('zero_points', 'T', False, False, None), ('dtype', 'dtype?', False, False, None),),
+], method=False)
+
+def _bind_quantize_per_tensor_0(input, scale, zero_point, dtype):
+    return (input, scale, zero_point, dtype)
+
+def _bind_quantize_per_tensor_1(input, scale, zero_point, dtype):
+    return (input, scale, zero_point, dtype)
+
+def quantize_per_tensor(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_quantize_per_tensor.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_quantize_per_tensor_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, scale, zero_point, dtype = _b
+        if isinstance(input, _Tensor) and type(scale) is float and type(zero_point) is int and (dtype is None or type(dtype) is _dtype):
+            return _A._op_quantize_per_tensor.call(input._ks, input, scale, zero_point, dtype)
+    try:
+        _b = _bind_quantize_per_tensor_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, scale, zero_point, dtype = _b
+        if isinstance(input, _Tensor) and isinstance(scale, _Tensor) and isinstance(zero_point, _Tensor) and (dtype is None or type(dtype) is _dtype):
+            return _A._op_quantize_per_tensor_tensor_qparams.call(input._ks | scale._ks | zero_point._ks, input, scale, zero_point, dtype)
+    _i, _a = _sig_quantize_per_tensor.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_quantize_per_tensor.call(_a['input']._ks, _a['input'], _a['scale'], _a['zero_point'], _a['dtype'])
+    elif _i == 1:
+        return _A._op_quantize_per_tensor_tensor_qparams.call(_a['input']._ks | _a['scale']._ks | _a['zero_point']._ks, _a['input'], _a['scale'], _a['zero_point'], _a['dtype'])
+    elif _i == 2:
+        return tuple(_A._op_quantize_per_tensor_tensors.call(_ks_list(_a['tensors']) | _a['scales']._ks | _a['zero_points']._ks, _a['tensors'], _a['scales'], _a['zero_points'], _a['dtype']))
+    raise AssertionError('unreachable')
+
+
+quantize_per_tensor.__doc__ = 'quantize_per_tensor(input: Tensor, scale: float, zero_point: int, dtype: Optional[dtype]) -> Tensor\nquantize_per_tensor(input: Tensor, scale: Tensor, zero_point: Tensor, dtype: Optional[dtype]) -> Tensor\nquantize_per_tensor(tensors: List[Tensor], scales: Tensor, zero_points: Tensor, dtype: Optional[dtype]) -> List[Tensor]'
+_sig_quantize_per_tensor.public = quantize_per_tensor
+
+
+_sig_quantize_per_channel = _Signatures('quantize_per_channel', [
+    (('input', 'T', False, False, None), ('scales', 'T', False, False, None), ('zero_points', 'T', False, False, None), ('axis', 'int', False, False, None), ('dtype', 'dtype?', False, False, None),),
+], method=False)
+
+def _bind_quantize_per_channel_0(input, scales, zero_points, axis, dtype):
+    return (input, scales, zero_points, axis, dtype)
+
+def quantize_per_channel(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_quantize_per_channel.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_quantize_per_channel_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, scales, zero_points, axis, dtype = _b
+        if isinstance(input, _Tensor) and isinstance(scales, _Tensor) and isinstance(zero_points, _Tensor) and type(axis) is int and (dtype is None or type(dtype) is _dtype):
+            return _A._op_quantize_per_channel.call(input._ks | scales._ks | zero_points._ks, input, scales, zero_points, axis, dtype)
+    _i, _a = _sig_quantize_per_channel.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_quantize_per_channel.call(_a['input']._ks | _a['scales']._ks | _a['zero_points']._ks, _a['input'], _a['scales'], _a['zero_points'], _a['axis'], _a['dtype'])
+    raise AssertionError('unreachable')
+
+
+quantize_per_channel.__doc__ = 'quantize_per_channel(input: Tensor, scales: Tensor, zero_points: Tensor, axis: int, dtype: Optional[dtype]) -> Tensor'
+_sig_quantize_per_channel.public = quantize_per_channel
+def _signature_quantize_per_channel(input, scales, zero_points, axis, dtype): ...
+quantize_per_channel.__wrapped__ = _signature_quantize_per_channel
+
+
+_sig_dequantize = _Signatures('dequantize', [
+    (('input', 'T', False, False, None),),
+    (('tensors', 'T[]', False, False, None),),
+], method=False)
+
+def _bind_dequantize_0(input):
+    return (input,)
+
+def dequantize(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_dequantize.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_dequantize_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_dequantize_self.call(input._ks, input)
+    _i, _a = _sig_dequantize.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_dequantize_self.call(_a['input']._ks, _a['input'])
+    elif _i == 1:
+        return tuple(_A._op_dequantize_tensors.call(_ks_list(_a['tensors']), _a['tensors']))
+    raise AssertionError('unreachable')
+
+
+dequantize.__doc__ = 'dequantize(input: Tensor) -> Tensor\ndequantize(tensors: List[Tensor]) -> List[Tensor]'
+_sig_dequantize.public = dequantize
+
+
+_sig_q_scale = _Signatures('q_scale', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_q_scale_0(input):
+    return (input,)
+
+def q_scale(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_q_scale.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_q_scale_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_q_scale.call(input._ks, input)
+    _i, _a = _sig_q_scale.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_q_scale.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+q_scale.__doc__ = 'q_scale(input: Tensor) -> float'
+_sig_q_scale.public = q_scale
+def _signature_q_scale(input): ...
+q_scale.__wrapped__ = _signature_q_scale
+
+
+_sig_q_zero_point = _Signatures('q_zero_point', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_q_zero_point_0(input):
+    return (input,)
+
+def q_zero_point(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_q_zero_point.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_q_zero_point_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_q_zero_point.call(input._ks, input)
+    _i, _a = _sig_q_zero_point.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_q_zero_point.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+q_zero_point.__doc__ = 'q_zero_point(input: Tensor) -> int'
+_sig_q_zero_point.public = q_zero_point
+def _signature_q_zero_point(input): ...
+q_zero_point.__wrapped__ = _signature_q_zero_point
+
+
+_sig_q_per_channel_scales = _Signatures('q_per_channel_scales', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_q_per_channel_scales_0(input):
+    return (input,)
+
+def q_per_channel_scales(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_q_per_channel_scales.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_q_per_channel_scales_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_q_per_channel_scales.call(input._ks, input)
+    _i, _a = _sig_q_per_channel_scales.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_q_per_channel_scales.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+q_per_channel_scales.__doc__ = 'q_per_channel_scales(input: Tensor) -> Tensor'
+_sig_q_per_channel_scales.public = q_per_channel_scales
+def _signature_q_per_channel_scales(input): ...
+q_per_channel_scales.__wrapped__ = _signature_q_per_channel_scales
+
+
+_sig_q_per_channel_zero_points = _Signatures('q_per_channel_zero_points', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_q_per_channel_zero_points_0(input):
+    return (input,)
+
+def q_per_channel_zero_points(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_q_per_channel_zero_points.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_q_per_channel_zero_points_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_q_per_channel_zero_points.call(input._ks, input)
+    _i, _a = _sig_q_per_channel_zero_points.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_q_per_channel_zero_points.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+q_per_channel_zero_points.__doc__ = 'q_per_channel_zero_points(input: Tensor) -> Tensor'
+_sig_q_per_channel_zero_points.public = q_per_channel_zero_points
+def _signature_q_per_channel_zero_points(input): ...
+q_per_channel_zero_points.__wrapped__ = _signature_q_per_channel_zero_points
+
+
+_sig_q_per_channel_axis = _Signatures('q_per_channel_axis', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_q_per_channel_axis_0(input):
+    return (input,)
+
+def q_per_channel_axis(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_q_per_channel_axis.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_q_per_channel_axis_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_q_per_channel_axis.call(input._ks, input)
+    _i, _a = _sig_q_per_channel_axis.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_q_per_channel_axis.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+q_per_channel_axis.__doc__ = 'q_per_channel_axis(input: Tensor) -> int'
+_sig_q_per_channel_axis.public = q_per_channel_axis
+def _signature_q_per_channel_axis(input): ...
+q_per_channel_axis.__wrapped__ = _signature_q_per_channel_axis
+
+
+_sig_int_repr = _Signatures('int_repr', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_int_repr_0(input):
+    return (input,)
+
+def int_repr(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_int_repr.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_int_repr_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_int_repr.call(input._ks, input)
+    _i, _a = _sig_int_repr.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_int_repr.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+int_repr.__doc__ = 'int_repr(input: Tensor) -> Tensor'
+_sig_int_repr.public = int_repr
+def _signature_int_repr(input): ...
+int_repr.__wrapped__ = _signature_int_repr
+
+
+_sig__make_per_tensor_quantized_tensor = _Signatures('_make_per_tensor_quantized_tensor', [
+    (('input', 'T', False, False, None), ('scale', 'float', False, False, None), ('zero_point', 'int', False, False, None),),
+], method=False)
+
+def _bind__make_per_tensor_quantized_tensor_0(input, scale, zero_point):
+    return (input, scale, zero_point)
+
+def _make_per_tensor_quantized_tensor(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__make_per_tensor_quantized_tensor.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind__make_per_tensor_quantized_tensor_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, scale, zero_point = _b
+        if isinstance(input, _Tensor) and type(scale) is float and type(zero_point) is int:
+            return _A._op__make_per_tensor_quantized_tensor.call(input._ks, input, scale, zero_point)
+    _i, _a = _sig__make_per_tensor_quantized_tensor.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op__make_per_tensor_quantized_tensor.call(_a['input']._ks, _a['input'], _a['scale'], _a['zero_point'])
+    raise AssertionError('unreachable')
+
+
+_make_per_tensor_quantized_tensor.__doc__ = '_make_per_tensor_quantized_tensor(input: Tensor, scale: float, zero_point: int) -> Tensor'
+_sig__make_per_tensor_quantized_tensor.public = _make_per_tensor_quantized_tensor
+def _signature__make_per_tensor_quantized_tensor(input, scale, zero_point): ...
+_make_per_tensor_quantized_tensor.__wrapped__ = _signature__make_per_tensor_quantized_tensor
+
+
+_sig__make_per_channel_quantized_tensor = _Signatures('_make_per_channel_quantized_tensor', [
+    (('input', 'T', False, False, None), ('scale', 'T', False, False, None), ('zero_point', 'T', False, False, None), ('axis', 'int', False, False, None),),
+], method=False)
+
+def _bind__make_per_channel_quantized_tensor_0(input, scale, zero_point, axis):
+    return (input, scale, zero_point, axis)
+
+def _make_per_channel_quantized_tensor(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__make_per_channel_quantized_tensor.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind__make_per_channel_quantized_tensor_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, scale, zero_point, axis = _b
+        if isinstance(input, _Tensor) and isinstance(scale, _Tensor) and isinstance(zero_point, _Tensor) and type(axis) is int:
+            return _A._op__make_per_channel_quantized_tensor.call(input._ks | scale._ks | zero_point._ks, input, scale, zero_point, axis)
+    _i, _a = _sig__make_per_channel_quantized_tensor.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op__make_per_channel_quantized_tensor.call(_a['input']._ks | _a['scale']._ks | _a['zero_point']._ks, _a['input'], _a['scale'], _a['zero_point'], _a['axis'])
+    raise AssertionError('unreachable')
+
+
+_make_per_channel_quantized_tensor.__doc__ = '_make_per_channel_quantized_tensor(input: Tensor, scale: Tensor, zero_point: Tensor, axis: int) -> Tensor'
+_sig__make_per_channel_quantized_tensor.public = _make_per_channel_quantized_tensor
+def _signature__make_per_channel_quantized_tensor(input, scale, zero_point, axis): ...
+_make_per_channel_quantized_tensor.__wrapped__ = _signature__make_per_channel_quantized_tensor
+
+
+_sig__empty_affine_quantized = _Signatures('_empty_affine_quantized', [
+    (('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('scale', 'float', True, True, 1), ('zero_point', 'int', True, True, 0), ('memory_format', 'any', True, True, None), ('requires_grad', 'bool', True, True, False),),
+], method=False)
+
+def _bind__empty_affine_quantized_0(size, *, dtype=None, layout=None, device=None, pin_memory=None, scale=1, zero_point=0, memory_format=None, requires_grad=False):
+    return (size, dtype, layout, device, pin_memory, scale, zero_point, memory_format, requires_grad)
+
+def _empty_affine_quantized(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__empty_affine_quantized.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind__empty_affine_quantized_0(args, **kwargs)
+        else:
+            _b = _bind__empty_affine_quantized_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        size, dtype, layout, device, pin_memory, scale, zero_point, memory_format, requires_grad = _b
+        if (size_ := _ints(size, False)) is not None and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and type(scale) is float and type(zero_point) is int and True and not requires_grad:
+            return _A._op__empty_affine_quantized.call(_ks_device(device), size_, dtype, layout, device, pin_memory, scale, zero_point, memory_format)
+    _i, _a = _sig__empty_affine_quantized.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _finish_factory(_A._op__empty_affine_quantized.call(_ks_device(_a['device']), _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['scale'], _a['zero_point'], _a['memory_format']), _a)
+    raise AssertionError('unreachable')
+
+
+_empty_affine_quantized.__doc__ = '_empty_affine_quantized(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, scale: float = 1, zero_point: int = 0, memory_format=None, requires_grad: bool = False) -> Tensor'
+_sig__empty_affine_quantized.public = _empty_affine_quantized
+def _signature__empty_affine_quantized(size, *, dtype=None, layout=None, device=None, pin_memory=None, scale=1, zero_point=0, memory_format=None, requires_grad=False): ...
+_empty_affine_quantized.__wrapped__ = _signature__empty_affine_quantized
+
+
+_sig__empty_per_channel_affine_quantized = _Signatures('_empty_per_channel_affine_quantized', [
+    (('size', 'int[]', False, False, None), ('scales', 'T', True, False, None), ('zero_points', 'T', True, False, None), ('axis', 'int', True, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None), ('requires_grad', 'bool', True, True, False),),
+], method=False)
+
+def _bind__empty_per_channel_affine_quantized_0(size, *, scales, zero_points, axis, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False):
+    return (size, scales, zero_points, axis, dtype, layout, device, pin_memory, memory_format, requires_grad)
+
+def _empty_per_channel_affine_quantized(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__empty_per_channel_affine_quantized.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind__empty_per_channel_affine_quantized_0(args, **kwargs)
+        else:
+            _b = _bind__empty_per_channel_affine_quantized_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        size, scales, zero_points, axis, dtype, layout, device, pin_memory, memory_format, requires_grad = _b
+        if (size_ := _ints(size, False)) is not None and isinstance(scales, _Tensor) and isinstance(zero_points, _Tensor) and type(axis) is int and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
+            return _A._op__empty_per_channel_affine_quantized.call(scales._ks | zero_points._ks, size_, scales, zero_points, axis, dtype, layout, device, pin_memory, memory_format)
+    _i, _a = _sig__empty_per_channel_affine_quantized.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _finish_factory(_A._op__empty_per_channel_affine_quantized.call(_a['scales']._ks | _a['zero_points']._ks, _a['size'], _a['scales'], _a['zero_points'], _a['axis'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
+    raise AssertionError('unreachable')
+
+
+_empty_per_channel_affine_quantized.__doc__ = '_empty_per_channel_affine_quantized(size: List[int], *, scales: Tensor, zero_points: Tensor, axis: int, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor'
+_sig__empty_per_channel_affine_quantized.public = _empty_per_channel_affine_quantized
+def _signature__empty_per_channel_affine_quantized(size, *, scales, zero_points, axis, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False): ...
+_empty_per_channel_affine_quantized.__wrapped__ = _signature__empty_per_channel_affine_quantized

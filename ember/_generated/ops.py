@@ -3496,3 +3496,51 @@ _amp_foreach_non_finite_check_and_unscale_ = _P('_amp_foreach_non_finite_check_a
 _amp_update_scale_ = _P('_amp_update_scale_', [
     _O(_A._op__amp_update_scale_, (('self', 'T', False, False, None), ('growth_tracker', 'T', False, False, None), ('found_inf', 'T', False, False, None), ('scale_growth_factor', 'float', False, False, None), ('scale_backoff_factor', 'float', False, False, None), ('growth_interval', 'int', False, False, None),), ['self', 'growth_tracker', 'found_inf', 'scale_growth_factor', 'scale_backoff_factor', 'growth_interval']),
 ])
+quantize_per_tensor_dynamic = _P('quantize_per_tensor_dynamic', [
+    _O(_A._op_quantize_per_tensor_dynamic, (('self', 'T', False, False, None), ('dtype', 'dtype?', False, False, None), ('reduce_range', 'bool', False, False, None),), ['self', 'dtype', 'reduce_range']),
+])
+quantize_per_tensor = _P('quantize_per_tensor', [
+    _O(_A._op_quantize_per_tensor, (('self', 'T', False, False, None), ('scale', 'float', False, False, None), ('zero_point', 'int', False, False, None), ('dtype', 'dtype?', False, False, None),), ['self', 'scale', 'zero_point', 'dtype']),
+    _O(_A._op_quantize_per_tensor_tensor_qparams, (('self', 'T', False, False, None), ('scale', 'T', False, False, None), ('zero_point', 'T', False, False, None), ('dtype', 'dtype?', False, False, None),), ['self', 'scale', 'zero_point', 'dtype']),
+    _O(_A._op_quantize_per_tensor_tensors, (('tensors', 'T[]', False, False, None), ('scales', 'T', False, False, None), ('zero_points', 'T', False, False, None), ('dtype', 'dtype?', False, False, None),), ['tensors', 'scales', 'zero_points', 'dtype']),
+])
+quantize_per_channel = _P('quantize_per_channel', [
+    _O(_A._op_quantize_per_channel, (('self', 'T', False, False, None), ('scales', 'T', False, False, None), ('zero_points', 'T', False, False, None), ('axis', 'int', False, False, None), ('dtype', 'dtype?', False, False, None),), ['self', 'scales', 'zero_points', 'axis', 'dtype']),
+])
+dequantize = _P('dequantize', [
+    _O(_A._op_dequantize_self, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_dequantize_tensors, (('tensors', 'T[]', False, False, None),), ['tensors']),
+])
+q_scale = _P('q_scale', [
+    _O(_A._op_q_scale, (('self', 'T', False, False, None),), ['self']),
+])
+q_zero_point = _P('q_zero_point', [
+    _O(_A._op_q_zero_point, (('self', 'T', False, False, None),), ['self']),
+])
+q_per_channel_scales = _P('q_per_channel_scales', [
+    _O(_A._op_q_per_channel_scales, (('self', 'T', False, False, None),), ['self']),
+])
+q_per_channel_zero_points = _P('q_per_channel_zero_points', [
+    _O(_A._op_q_per_channel_zero_points, (('self', 'T', False, False, None),), ['self']),
+])
+q_per_channel_axis = _P('q_per_channel_axis', [
+    _O(_A._op_q_per_channel_axis, (('self', 'T', False, False, None),), ['self']),
+])
+int_repr = _P('int_repr', [
+    _O(_A._op_int_repr, (('self', 'T', False, False, None),), ['self']),
+])
+qscheme = _P('qscheme', [
+    _O(_A._op_qscheme, (('self', 'T', False, False, None),), ['self']),
+])
+_make_per_tensor_quantized_tensor = _P('_make_per_tensor_quantized_tensor', [
+    _O(_A._op__make_per_tensor_quantized_tensor, (('self', 'T', False, False, None), ('scale', 'float', False, False, None), ('zero_point', 'int', False, False, None),), ['self', 'scale', 'zero_point']),
+])
+_make_per_channel_quantized_tensor = _P('_make_per_channel_quantized_tensor', [
+    _O(_A._op__make_per_channel_quantized_tensor, (('self', 'T', False, False, None), ('scale', 'T', False, False, None), ('zero_point', 'T', False, False, None), ('axis', 'int', False, False, None),), ['self', 'scale', 'zero_point', 'axis']),
+])
+_empty_affine_quantized = _P('_empty_affine_quantized', [
+    _O(_A._op__empty_affine_quantized, (('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('scale', 'float', True, True, 1), ('zero_point', 'int', True, True, 0), ('memory_format', 'any', True, True, None),), ['size', 'dtype', 'layout', 'device', 'pin_memory', 'scale', 'zero_point', 'memory_format']),
+])
+_empty_per_channel_affine_quantized = _P('_empty_per_channel_affine_quantized', [
+    _O(_A._op__empty_per_channel_affine_quantized, (('size', 'int[]', False, False, None), ('scales', 'T', True, False, None), ('zero_points', 'T', True, False, None), ('axis', 'int', True, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None),), ['size', 'scales', 'zero_points', 'axis', 'dtype', 'layout', 'device', 'pin_memory', 'memory_format']),
+])

@@ -5,6 +5,7 @@
 ember/aten/backends.py)."""
 from ember.aten import kernels as K
 from ember.aten import composite as C
+from ember.aten import quantized as Q
 from ember._generated import aten as _A
 from ember.aten.backends import BACKEND, ON_CUDA, register_kernels
 from ember.aten.wrap import new_tensor as _new, view_of as _view, write_inplace as _write_inplace
@@ -8254,6 +8255,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_random__to, 'CompositeImplicitAutograd', C.random_to),
     (_A._op_random_, 'CompositeImplicitAutograd', C.random_default),
     (_A._op__to_copy, 'CompositeExplicitAutograd', C.to_copy),
+    (_A._op_copy_, 'QuantizedCPU', Q.quantized_copy_),
     (_A._op_hstack, 'CompositeImplicitAutograd', C.hstack),
     (_A._op_vstack, 'CompositeImplicitAutograd', C.vstack),
     (_A._op_dstack, 'CompositeImplicitAutograd', C.dstack),
@@ -8304,7 +8306,8 @@ _COMPOSITE_KERNELS = (
     (_A._op_rnn_relu_cell, 'CompositeImplicitAutograd', C.rnn_relu_cell),
     (_A._op_isclose, 'CompositeImplicitAutograd', C.isclose),
     (_A._op_allclose, 'CompositeImplicitAutograd', C.allclose),
-    (_A._op_equal, 'CompositeImplicitAutograd', C.equal),
+    (_A._op_equal, 'CompositeExplicitAutograd', C.equal),
+    (_A._op_equal, 'QuantizedCPU', Q.equal_quantized_cpu),
     (_A._op_is_same_size, 'CompositeImplicitAutograd', C.is_same_size),
     (_A._op__local_scalar_dense, 'CompositeExplicitAutograd', C.local_scalar_dense),
     (_A._op_is_nonzero, 'CompositeImplicitAutograd', C.is_nonzero),
@@ -8796,6 +8799,26 @@ _COMPOSITE_KERNELS = (
     (_A._op_linalg_ldl_factor, 'CompositeImplicitAutograd', C.linalg_ldl_factor),
     (_A._op__amp_foreach_non_finite_check_and_unscale_, 'CompositeExplicitAutograd', C._amp_foreach_non_finite_check_and_unscale_),
     (_A._op__amp_update_scale_, 'CompositeExplicitAutograd', C._amp_update_scale_),
+    (_A._op_quantize_per_tensor_dynamic, 'CompositeExplicitAutograd', C.quantize_per_tensor_dynamic),
+    (_A._op_quantize_per_tensor, 'CompositeExplicitAutograd', C.quantize_per_tensor),
+    (_A._op_quantize_per_tensor_tensor_qparams, 'CompositeExplicitAutograd', C.quantize_per_tensor_tensor_qparams),
+    (_A._op_quantize_per_tensor_tensors, 'CompositeExplicitAutograd', C.quantize_per_tensor_tensors),
+    (_A._op_quantize_per_channel, 'CompositeExplicitAutograd', C.quantize_per_channel),
+    (_A._op_dequantize_self, 'CompositeExplicitAutograd', C.dequantize_cpu_or_cuda),
+    (_A._op_dequantize_self, 'QuantizedCPU', Q.dequantize_quantized),
+    (_A._op_dequantize_tensors, 'CompositeExplicitAutograd', C.dequantize_tensors),
+    (_A._op_dequantize_tensors, 'QuantizedCPU', Q.dequantize_tensors_quantized_cpu),
+    (_A._op_q_scale, 'QuantizedCPU', Q.q_scale_quant),
+    (_A._op_q_zero_point, 'QuantizedCPU', Q.q_zero_point_quant),
+    (_A._op_q_per_channel_scales, 'QuantizedCPU', Q.q_per_channel_scales),
+    (_A._op_q_per_channel_zero_points, 'QuantizedCPU', Q.q_per_channel_zero_points),
+    (_A._op_q_per_channel_axis, 'QuantizedCPU', Q.q_per_channel_axis),
+    (_A._op_int_repr, 'QuantizedCPU', Q.int_repr_quantized_cpu),
+    (_A._op_qscheme, 'QuantizedCPU', Q.qscheme_quant),
+    (_A._op__make_per_tensor_quantized_tensor, 'CompositeExplicitAutograd', C.make_per_tensor_quantized_tensor),
+    (_A._op__make_per_channel_quantized_tensor, 'CompositeExplicitAutograd', C.make_per_channel_quantized_tensor),
+    (_A._op__empty_affine_quantized, 'CompositeExplicitAutograd', C.empty_affine_quantized),
+    (_A._op__empty_per_channel_affine_quantized, 'CompositeExplicitAutograd', C.empty_per_channel_affine_quantized),
 )
 
 # ``device_check: NoCheck``: the operators whose arguments may be on different devices

@@ -17,25 +17,27 @@ class DispatchKey(enum.IntEnum):
     CPU = 1
     CUDA = 2
     Meta = 3
-    BackendSelect = 4
-    Python = 5
-    Fake = 6
-    Functionalize = 7
-    Conjugate = 8
-    Negative = 9
-    ZeroTensor = 10
-    ADInplaceOrView = 11
-    AutogradOther = 12
-    AutogradCPU = 13
-    AutogradCUDA = 14
-    AutogradMeta = 15
-    Tracer = 16
-    AutocastCPU = 17
-    AutocastCUDA = 18
-    Batched = 19
-    VmapMode = 20
-    PythonTLSSnapshot = 21
-    PythonDispatcher = 22
+    QuantizedCPU = 4      # quantized tensors' backends (Note [Quantized dtypes] in dtype.py)
+    QuantizedCUDA = 5
+    BackendSelect = 6
+    Python = 7
+    Fake = 8
+    Functionalize = 9
+    Conjugate = 10
+    Negative = 11
+    ZeroTensor = 12
+    ADInplaceOrView = 13
+    AutogradOther = 14
+    AutogradCPU = 15
+    AutogradCUDA = 16
+    AutogradMeta = 17
+    Tracer = 18
+    AutocastCPU = 19
+    AutocastCUDA = 20
+    Batched = 21
+    VmapMode = 22
+    PythonTLSSnapshot = 23
+    PythonDispatcher = 24
     # alias keys: never in a tensor's key set; a kernel registered under one serves several keys
     CompositeExplicitAutograd = 32
     CompositeImplicitAutograd = 33
@@ -128,6 +130,8 @@ def keyset_bits_for_backend(backend: DispatchKey) -> int:
 
 
 KS_CPU = keyset_bits_for_backend(DispatchKey.CPU)
+# a quantized CPU tensor: QuantizedCPU instead of CPU, the CPU's autograd and autocast keys (PyTorch's set)
+KS_QUANTIZED_CPU = KS_CPU & ~(1 << DispatchKey.CPU) | 1 << DispatchKey.QuantizedCPU
 KS_CUDA = keyset_bits_for_backend(DispatchKey.CUDA)
 KS_META = keyset_bits_for_backend(DispatchKey.Meta)
 KS_OF_DEVICE_TYPE = {"cpu": KS_CPU, "cuda": KS_CUDA, "meta": KS_META}

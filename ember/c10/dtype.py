@@ -23,7 +23,8 @@ __all__ = [
     "dtype", "float16", "half", "bfloat16", "float32", "float", "float64", "double", "int8", "int16",
     "short", "int32", "int", "int64", "long", "uint8", "bool", "complex64", "cfloat", "complex128",
     "cdouble", "uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
-    "float8_e8m0fnu", "promote_types", "can_cast", "result_type_of", "get_default_dtype", "set_default_dtype",
+    "float8_e8m0fnu", "qint8", "quint8", "qint32",
+    "promote_types", "can_cast", "result_type_of", "get_default_dtype", "set_default_dtype",
     "finfo", "iinfo", "from_numpy_dtype",
 ]
 
@@ -83,15 +84,24 @@ float8_e5m2 = dtype("float8_e5m2", ml_dtypes.float8_e5m2, _FLOAT, True, "float8"
 float8_e4m3fnuz = dtype("float8_e4m3fnuz", ml_dtypes.float8_e4m3fnuz, _FLOAT, True, "float8")
 float8_e5m2fnuz = dtype("float8_e5m2fnuz", ml_dtypes.float8_e5m2fnuz, _FLOAT, True, "float8")
 float8_e8m0fnu = dtype("float8_e8m0fnu", ml_dtypes.float8_e8m0fnu, _FLOAT, False, "float8")
+# Note [Quantized dtypes]: a quantized tensor's elements are integers that stand for ``(q - zero_point) * scale``;
+# its array holds them in a one-field structured NumPy dtype (``[("qint8", "i1")]``), so that the array's dtype
+# says "quantized" everywhere (views, copies, storages) while ``arr.view(np.int8)`` reads the integers. No NumPy
+# arithmetic applies to such an array: only the QuantizedCPU kernels (ember/aten/quantized) touch it.
+qint8 = dtype("qint8", np.dtype([("qint8", np.int8)]), _INT, True, "quantized")
+quint8 = dtype("quint8", np.dtype([("quint8", np.uint8)]), _INT, False, "quantized")
+qint32 = dtype("qint32", np.dtype([("qint32", np.int32)]), _INT, True, "quantized")
+QUANTIZED_DTYPES = (qint8, quint8, qint32)
 LIMITED_DTYPES = (uint16, uint32, uint64, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz,
-                  float8_e8m0fnu)
+                  float8_e8m0fnu) + QUANTIZED_DTYPES
 # PyTorch's C++ ScalarType names (``Float``, ``Float8_e4m3fn``), for messages
 SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
                      "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
                      "complex64": "ComplexFloat", "complex128": "ComplexDouble", "uint16": "UInt16", "uint32": "UInt32",
                      "uint64": "UInt64", "float8_e4m3fn": "Float8_e4m3fn", "float8_e5m2": "Float8_e5m2",
                      "float8_e4m3fnuz": "Float8_e4m3fnuz",
-                     "float8_e5m2fnuz": "Float8_e5m2fnuz", "float8_e8m0fnu": "Float8_e8m0fnu"}
+                     "float8_e5m2fnuz": "Float8_e5m2fnuz", "float8_e8m0fnu": "Float8_e8m0fnu", "qint8": "QInt8",
+                     "quint8": "QUInt8", "qint32": "QInt32"}
 # the C++ element types' names (``float``, ``long int``, ``c10::Half``), as c10's ``toString`` of a TypeMeta prints
 CPP_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
                   "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
@@ -170,6 +180,9 @@ def _promotion_error(a: dtype, b: dtype) -> str | None:
     unsigned types with a floating type."""
     if a is b:
         return None
+    if a._limited == "quantized" or b._limited == "quantized":
+        return ("promoteTypes with quantized numbers is not handled yet; figure out what the correct rules should "
+                f"be, offending types: {_type_name(a)} {_type_name(b)}")
     if a._limited == "float8" or b._limited == "float8":
         return f"Promotion for Float8 Types is not supported, attempted to promote {_type_name(a)} and {_type_name(b)}"
     if a._limited or b._limited:

@@ -18,9 +18,12 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ember.c10.device import device
+from ember.c10.dispatch_key import DispatchKey
 from ember.c10.dtype import dtype, from_numpy_dtype
 from ember.c10.size import Size, size_of_shape
 from ember.c10.storage import UntypedStorage, array_data_ptr, root_array
+
+_QUANTIZED_CPU_BIT = int(DispatchKey.QuantizedCPU)
 
 
 class VersionCounter:
@@ -150,6 +153,11 @@ class TensorImpl:
     @property
     def is_cuda(self) -> bool:
         return self._device.type == "cuda"
+
+    @property
+    def is_quantized(self) -> bool:
+        """Whether the elements are quantized integers (Note [Quantized dtypes] in ember/c10/dtype.py)."""
+        return bool(self._ks >> _QUANTIZED_CPU_BIT & 1)
 
     @property
     def is_meta(self) -> bool:

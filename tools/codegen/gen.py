@@ -161,12 +161,15 @@ def gen_backend_kernel(nf: NativeFunction, kernel: str) -> tuple[str, str]:
 _RETURN_TYPES = _return_types()
 _BACKEND_KEYS = ("CPU", "CUDA", "Meta")
 _COMPOSITE_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd")
+# kernels over quantized tensors, taking tensors as composites do: functions of ember/aten/quantized
+_QUANTIZED_KEYS = ("QuantizedCPU",)
 
 
 def gen_registrations(nfs: list[NativeFunction]) -> str:
     out = [HEADER, '"""The kernels of every operator, and the table that registers them (Note [Backend kernels] in',
            'ember/aten/backends.py)."""',
            "from ember.aten import kernels as K", "from ember.aten import composite as C",
+           "from ember.aten import quantized as Q",
            "from ember._generated import aten as _A",
            "from ember.aten.backends import BACKEND, ON_CUDA, register_kernels",
            "from ember.aten.wrap import new_tensor as _new, view_of as _view, write_inplace as _write_inplace",
@@ -181,6 +184,8 @@ def gen_registrations(nfs: list[NativeFunction]) -> str:
         for key, fn in nf.dispatch.items():
             if key in _COMPOSITE_KEYS:
                 composite_rows.append(f"    (_A.{hv}, {key!r}, C.{fn}),")
+            elif key in _QUANTIZED_KEYS:
+                composite_rows.append(f"    (_A.{hv}, {key!r}, Q.{fn}),")
             elif key not in _BACKEND_KEYS:
                 raise ValueError(f"{nf.loc}: unsupported dispatch key {key}")
         if not backend:

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 BASE_TYPES = {"Tensor", "int", "SymInt", "float", "bool", "str", "Scalar", "ScalarType", "Layout", "Device",
-              "Generator", "MemoryFormat", "Dimname", "Storage", "Stream", "Any"}
+              "Generator", "MemoryFormat", "Dimname", "Storage", "Stream", "Any", "QScheme"}
 
 
 class SchemaError(ValueError):

@@ -21,6 +21,7 @@ from ember.aten.composite.shape import *  # noqa: F401,F403
 from ember.aten.composite.spectral import *  # noqa: F401,F403
 from ember.aten.composite.windows import *  # noqa: F401,F403
 from ember.aten.composite.amp import *  # noqa: F401,F403
+from ember.aten.composite.quantize import *  # noqa: F401,F403
 from ember.aten.composite.elementwise import wrapped_number  # noqa: F401 (ember._tensor and the parser use it)
 from ember.aten.composite.nn import (_pad_circular, _prelu_kernel_backward,  # noqa: F401
                                      _scaled_dot_product_attention_math)

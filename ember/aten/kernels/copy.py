@@ -34,6 +34,9 @@ def contiguous_copy(xp: Any, self: Array) -> Any:
 def copy_(xp: Any, self: Array, src: Array, non_blocking: Any = False) -> Any:
     """Write ``src`` into ``self`` (broadcasting ``src``), converting dtype and device. The destination's array
     module does the copy: a CUDA ``copy_`` may write a CPU tensor (``.cpu()``) or read one (``.cuda()``)."""
+    if src.dtype.names is not None:    # a quantized source (Note [Quantized dtypes]): its values are not numbers
+        raise RuntimeError("Copying from quantized Tensor to non-quantized Tensor is not allowed, please use "
+                           "dequantize to get a float Tensor from a quantized Tensor")
     xp = np if isinstance(self, np.ndarray) else xp
     if type(src) is not type(self):
         src = src.get() if hasattr(src, "get") else xp.asarray(src)
