@@ -392,6 +392,17 @@ def test_error_inputs(op, err):
 NOT_IN_TABLE = {
     # gradient scaling's ops: tests/amp/test_grad_scaler.py
     "_amp_foreach_non_finite_check_and_unscale", "_amp_update_scale",
+    # quantized tensors: tests/aten/test_quantized.py (bit for bit against PyTorch over their own samples)
+    "quantize_per_tensor", "quantize_per_tensor_dynamic", "quantize_per_channel", "dequantize", "int_repr", "q_scale",
+    "q_zero_point", "q_per_channel_scales", "q_per_channel_zero_points", "q_per_channel_axis", "qscheme",
+    "_make_per_tensor_quantized_tensor", "_make_per_channel_quantized_tensor", "_empty_affine_quantized",
+    "_empty_per_channel_affine_quantized",
+    # fake quantization: tests/ao/test_observers.py; ember's quantized layers: tests/ao/test_quantized_modules.py
+    "fake_quantize_per_tensor_affine", "fake_quantize_per_tensor_affine_cachemask",
+    "_fake_quantize_per_tensor_affine_cachemask_tensor_qparams", "fake_quantize_per_tensor_affine_cachemask_backward",
+    "fake_quantize_per_channel_affine", "fake_quantize_per_channel_affine_cachemask",
+    "fake_quantize_per_channel_affine_cachemask_backward", "_quantized_linear", "_quantized_linear_dynamic",
+    "_quantized_conv", "_quantized_add",
     # what item() and detach() dispatch to under __torch_dispatch__: tests/test_torch_dispatch.py
     "_local_scalar_dense", "detach",
     # factories and random ops: tests/test_factories.py and tests/test_random.py

@@ -7675,3 +7675,63 @@ _op__empty_per_channel_affine_quantized = _D.define('_empty_per_channel_affine_q
 
 def _empty_per_channel_affine_quantized(size, *, scales, zero_points, axis, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
     return _op__empty_per_channel_affine_quantized.call(scales._ks | zero_points._ks, size, scales, zero_points, axis, dtype, layout, device, pin_memory, memory_format)
+
+_op_fake_quantize_per_tensor_affine = _D.define('fake_quantize_per_tensor_affine(Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> Tensor')
+
+def fake_quantize_per_tensor_affine(self, scale, zero_point, quant_min, quant_max):
+    return _op_fake_quantize_per_tensor_affine.call(self._ks, self, scale, zero_point, quant_min, quant_max)
+
+_op_fake_quantize_per_tensor_affine_tensor_qparams = _D.define('fake_quantize_per_tensor_affine.tensor_qparams(Tensor self, Tensor scale, Tensor zero_point, int quant_min, int quant_max) -> Tensor')
+
+def fake_quantize_per_tensor_affine_tensor_qparams(self, scale, zero_point, quant_min, quant_max):
+    return _op_fake_quantize_per_tensor_affine_tensor_qparams.call(self._ks | scale._ks | zero_point._ks, self, scale, zero_point, quant_min, quant_max)
+
+_op_fake_quantize_per_tensor_affine_cachemask = _D.define('fake_quantize_per_tensor_affine_cachemask(Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> (Tensor output, Tensor mask)')
+
+def fake_quantize_per_tensor_affine_cachemask(self, scale, zero_point, quant_min, quant_max):
+    return _op_fake_quantize_per_tensor_affine_cachemask.call(self._ks, self, scale, zero_point, quant_min, quant_max)
+
+_op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams = _D.define('_fake_quantize_per_tensor_affine_cachemask_tensor_qparams(Tensor self, Tensor scale, Tensor zero_point, Tensor fake_quant_enabled, int quant_min, int quant_max) -> (Tensor output, Tensor mask)')
+
+def _fake_quantize_per_tensor_affine_cachemask_tensor_qparams(self, scale, zero_point, fake_quant_enabled, quant_min, quant_max):
+    return _op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams.call(self._ks | scale._ks | zero_point._ks | fake_quant_enabled._ks, self, scale, zero_point, fake_quant_enabled, quant_min, quant_max)
+
+_op_fake_quantize_per_tensor_affine_cachemask_backward = _D.define('fake_quantize_per_tensor_affine_cachemask_backward(Tensor grad, Tensor mask) -> Tensor')
+
+def fake_quantize_per_tensor_affine_cachemask_backward(grad, mask):
+    return _op_fake_quantize_per_tensor_affine_cachemask_backward.call(grad._ks | mask._ks, grad, mask)
+
+_op_fake_quantize_per_channel_affine = _D.define('fake_quantize_per_channel_affine(Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor')
+
+def fake_quantize_per_channel_affine(self, scale, zero_point, axis, quant_min, quant_max):
+    return _op_fake_quantize_per_channel_affine.call(self._ks | scale._ks | zero_point._ks, self, scale, zero_point, axis, quant_min, quant_max)
+
+_op_fake_quantize_per_channel_affine_cachemask = _D.define('fake_quantize_per_channel_affine_cachemask(Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> (Tensor output, Tensor mask)')
+
+def fake_quantize_per_channel_affine_cachemask(self, scale, zero_point, axis, quant_min, quant_max):
+    return _op_fake_quantize_per_channel_affine_cachemask.call(self._ks | scale._ks | zero_point._ks, self, scale, zero_point, axis, quant_min, quant_max)
+
+_op_fake_quantize_per_channel_affine_cachemask_backward = _D.define('fake_quantize_per_channel_affine_cachemask_backward(Tensor grad, Tensor mask) -> Tensor')
+
+def fake_quantize_per_channel_affine_cachemask_backward(grad, mask):
+    return _op_fake_quantize_per_channel_affine_cachemask_backward.call(grad._ks | mask._ks, grad, mask)
+
+_op__quantized_linear = _D.define('_quantized_linear(Tensor input, Tensor weight, Tensor? bias, float output_scale, int output_zero_point, bool relu=False) -> Tensor')
+
+def _quantized_linear(input, weight, bias, output_scale, output_zero_point, relu=False):
+    return _op__quantized_linear.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias, output_scale, output_zero_point, relu)
+
+_op__quantized_linear_dynamic = _D.define('_quantized_linear_dynamic(Tensor input, Tensor weight, Tensor? bias, bool reduce_range=True) -> Tensor')
+
+def _quantized_linear_dynamic(input, weight, bias, reduce_range=True):
+    return _op__quantized_linear_dynamic.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias, reduce_range)
+
+_op__quantized_conv = _D.define('_quantized_conv(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, int groups, float output_scale, int output_zero_point, bool relu=False) -> Tensor')
+
+def _quantized_conv(input, weight, bias, stride, padding, dilation, groups, output_scale, output_zero_point, relu=False):
+    return _op__quantized_conv.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias, stride, padding, dilation, groups, output_scale, output_zero_point, relu)
+
+_op__quantized_add = _D.define('_quantized_add(Tensor self, Tensor other, float scale, int zero_point, bool relu=False) -> Tensor')
+
+def _quantized_add(self, other, scale, zero_point, relu=False):
+    return _op__quantized_add.call(self._ks | other._ks, self, other, scale, zero_point, relu)

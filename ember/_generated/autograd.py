@@ -11720,6 +11720,88 @@ def _ag_fill_Tensor(ks, self, value):
     return result
 
 
+class FakeQuantizePerTensorAffineCachemaskBackward0(_Node):
+    _saved_names = ('result_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            grad_inputs[self_ix] = aten.fake_quantize_per_tensor_affine_cachemask_backward(grad, result[1])
+        return grad_inputs
+
+
+def _ag_fake_quantize_per_tensor_affine_cachemask_default(ks, self, scale, zero_point, quant_min, quant_max):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_fake_quantize_per_tensor_affine_cachemask.redispatch(ks & _BELOW, self, scale, zero_point, quant_min, quant_max)
+    _n = FakeQuantizePerTensorAffineCachemaskBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = aten._op_fake_quantize_per_tensor_affine_cachemask.redispatch(ks & _BELOW, self, scale, zero_point, quant_min, quant_max)
+    _set_history(_n, tuple(result), [True, False])
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
+    return result
+
+
+class FakeQuantizePerTensorAffineCachemaskTensorQparamsBackward0(_Node):
+    _saved_names = ('result_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            grad_inputs[self_ix] = aten.fake_quantize_per_tensor_affine_cachemask_backward(grad, result[1])
+        return grad_inputs
+
+
+def _ag__fake_quantize_per_tensor_affine_cachemask_tensor_qparams_default(ks, self, scale, zero_point, fake_quant_enabled, quant_min, quant_max):
+    if _gm.enabled and (scale._rg or zero_point._rg or fake_quant_enabled._rg):
+        _check_no_requires_grad(scale, 'scale', '_fake_quantize_per_tensor_affine_cachemask_tensor_qparams')
+        _check_no_requires_grad(zero_point, 'zero_point', '_fake_quantize_per_tensor_affine_cachemask_tensor_qparams')
+        _check_no_requires_grad(fake_quant_enabled, 'fake_quant_enabled', '_fake_quantize_per_tensor_affine_cachemask_tensor_qparams')
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams.redispatch(ks & _BELOW, self, scale, zero_point, fake_quant_enabled, quant_min, quant_max)
+    _n = FakeQuantizePerTensorAffineCachemaskTensorQparamsBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = aten._op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams.redispatch(ks & _BELOW, self, scale, zero_point, fake_quant_enabled, quant_min, quant_max)
+    _set_history(_n, tuple(result), [True, False])
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
+    return result
+
+
+class FakeQuantizePerChannelAffineCachemaskBackward0(_Node):
+    _saved_names = ('result_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            grad_inputs[self_ix] = aten.fake_quantize_per_channel_affine_cachemask_backward(grad, result[1])
+        return grad_inputs
+
+
+def _ag_fake_quantize_per_channel_affine_cachemask_default(ks, self, scale, zero_point, axis, quant_min, quant_max):
+    if _gm.enabled and (scale._rg or zero_point._rg):
+        _check_no_requires_grad(scale, 'scale', 'fake_quantize_per_channel_affine_cachemask')
+        _check_no_requires_grad(zero_point, 'zero_point', 'fake_quantize_per_channel_affine_cachemask')
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_fake_quantize_per_channel_affine_cachemask.redispatch(ks & _BELOW, self, scale, zero_point, axis, quant_min, quant_max)
+    _n = FakeQuantizePerChannelAffineCachemaskBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = aten._op_fake_quantize_per_channel_affine_cachemask.redispatch(ks & _BELOW, self, scale, zero_point, axis, quant_min, quant_max)
+    _set_history(_n, tuple(result), [True, False])
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
+    return result
+
+
 def _ag_abs__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -13845,6 +13927,9 @@ for _h, _k in (
     (aten._op_as_strided_scatter, _ag_as_strided_scatter_default),
     (aten._op_fill_Scalar, _ag_fill_Scalar),
     (aten._op_fill_Tensor, _ag_fill_Tensor),
+    (aten._op_fake_quantize_per_tensor_affine_cachemask, _ag_fake_quantize_per_tensor_affine_cachemask_default),
+    (aten._op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams, _ag__fake_quantize_per_tensor_affine_cachemask_tensor_qparams_default),
+    (aten._op_fake_quantize_per_channel_affine_cachemask, _ag_fake_quantize_per_channel_affine_cachemask_default),
     (aten._op_abs_, _ag_abs__default),
     (aten._op_conj_physical_, _ag_conj_physical__default),
     (aten._op_neg_, _ag_neg__default),

@@ -17,7 +17,7 @@ from ember.aten.torch_function import NOT_HANDLED as _NOT_HANDLED, dispatch as _
 _TF_ON = False  # the __torch_function__ switch, kept current by torch_function._refresh
 _register_tf_flag(globals())
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_amp_foreach_non_finite_check_and_unscale_', '_amp_update_scale_', '_ctc_loss', '_dirichlet_grad', '_embedding_bag', '_empty_affine_quantized', '_empty_per_channel_affine_quantized', '_fft_c2c', '_fft_c2r', '_fft_r2c', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_histogramdd_bin_edges', '_histogramdd_from_bin_cts', '_histogramdd_from_bin_tensors', '_local_scalar_dense', '_log_softmax', '_lu_with_info', '_make_per_channel_quantized_tensor', '_make_per_tensor_quantized_tensor', '_prelu_kernel', '_safe_softmax', '_sample_dirichlet', '_scaled_dot_product_attention_math', '_scaled_dot_product_flash_attention_for_cpu', '_sobol_engine_draw', '_sobol_engine_ff_', '_sobol_engine_initialize_state_', '_sobol_engine_scramble_', '_softmax', '_standard_gamma', '_standard_gamma_grad', '_unique2', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addmv_', 'addr', 'adjoint', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'alias_copy', 'all', 'allclose', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_copy', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'bartlett_window', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'blackman_window', 'block_diag', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cartesian_prod', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'chain_matmul', 'channel_shuffle', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'combinations', 'complex', 'concat', 'concatenate', 'conj_physical', 'conj_physical_', 'constant_pad_nd', 'conv_tbc', 'convolution', 'convolution_backward', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'cumulative_trapezoid', 'deg2rad', 'deg2rad_', 'dequantize', 'det', 'detach', 'detach_copy', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_copy', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dsplit', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'empty_permuted', 'empty_strided', 'eq', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand_copy', 'expm1', 'expm1_', 'eye', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'frexp', 'frobenius_norm', 'full', 'full_like', 'gather', 'gcd', 'gcd_', 'ge', 'geqrf', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hamming_window', 'hann_window', 'hardshrink', 'hardshrink_backward', 'hash_tensor', 'heaviside', 'hinge_embedding_loss', 'histc', 'histogram', 'hsplit', 'hstack', 'hypot', 'i0', 'i0_', 'igamma', 'igammac', 'imag', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_reduce', 'index_select', 'inner', 'instance_norm', 'int_repr', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kaiser_window', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'lu_solve', 'lu_unpack', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'mvlgamma', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'nonzero_static', 'norm', 'norm_except_dim', 'normal', 'not_equal', 'nuclear_norm', 'ones', 'ones_like', 'orgqr', 'ormqr', 'outer', 'pairwise_distance', 'permute', 'permute_copy', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson', 'poisson_nll_loss', 'polar', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'put', 'q_per_channel_axis', 'q_per_channel_scales', 'q_per_channel_zero_points', 'q_scale', 'q_zero_point', 'qr', 'quantile', 'quantize_per_channel', 'quantize_per_tensor', 'quantize_per_tensor_dynamic', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'range', 'ravel', 'real', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'renorm', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_copy', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slice_copy', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_copy', 'split_with_sizes', 'split_with_sizes_copy', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'squeeze_copy', 'stack', 'std', 'std_mean', 'stft', 'sub', 'subtract', 'sum', 'svd', 'swapaxes', 'swapdims', 't', 't_copy', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'transpose_copy', 'trapezoid', 'trapz', 'triangular_solve', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unbind_copy', 'unflatten', 'unfold_copy', 'unique_consecutive', 'unique_dim', 'unsafe_chunk', 'unsafe_split', 'unsafe_split_with_sizes', 'unsqueeze', 'unsqueeze_copy', 'vander', 'var', 'var_mean', 'vdot', 'view_as_complex', 'view_as_complex_copy', 'view_as_real', 'view_as_real_copy', 'view_copy', 'vsplit', 'vstack', 'where', 'xlogy', 'xlogy_', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_amp_foreach_non_finite_check_and_unscale_', '_amp_update_scale_', '_ctc_loss', '_dirichlet_grad', '_embedding_bag', '_empty_affine_quantized', '_empty_per_channel_affine_quantized', '_fake_quantize_per_tensor_affine_cachemask_tensor_qparams', '_fft_c2c', '_fft_c2r', '_fft_r2c', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_histogramdd_bin_edges', '_histogramdd_from_bin_cts', '_histogramdd_from_bin_tensors', '_local_scalar_dense', '_log_softmax', '_lu_with_info', '_make_per_channel_quantized_tensor', '_make_per_tensor_quantized_tensor', '_prelu_kernel', '_quantized_add', '_quantized_conv', '_quantized_linear', '_quantized_linear_dynamic', '_safe_softmax', '_sample_dirichlet', '_scaled_dot_product_attention_math', '_scaled_dot_product_flash_attention_for_cpu', '_sobol_engine_draw', '_sobol_engine_ff_', '_sobol_engine_initialize_state_', '_sobol_engine_scramble_', '_softmax', '_standard_gamma', '_standard_gamma_grad', '_unique2', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addmv_', 'addr', 'adjoint', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'alias_copy', 'all', 'allclose', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_copy', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'bartlett_window', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'blackman_window', 'block_diag', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cartesian_prod', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'chain_matmul', 'channel_shuffle', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'combinations', 'complex', 'concat', 'concatenate', 'conj_physical', 'conj_physical_', 'constant_pad_nd', 'conv_tbc', 'convolution', 'convolution_backward', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'cumulative_trapezoid', 'deg2rad', 'deg2rad_', 'dequantize', 'det', 'detach', 'detach_copy', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_copy', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dsplit', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'empty_permuted', 'empty_strided', 'eq', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand_copy', 'expm1', 'expm1_', 'eye', 'fake_quantize_per_channel_affine', 'fake_quantize_per_channel_affine_cachemask', 'fake_quantize_per_channel_affine_cachemask_backward', 'fake_quantize_per_tensor_affine', 'fake_quantize_per_tensor_affine_cachemask', 'fake_quantize_per_tensor_affine_cachemask_backward', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'frexp', 'frobenius_norm', 'full', 'full_like', 'gather', 'gcd', 'gcd_', 'ge', 'geqrf', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hamming_window', 'hann_window', 'hardshrink', 'hardshrink_backward', 'hash_tensor', 'heaviside', 'hinge_embedding_loss', 'histc', 'histogram', 'hsplit', 'hstack', 'hypot', 'i0', 'i0_', 'igamma', 'igammac', 'imag', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_reduce', 'index_select', 'inner', 'instance_norm', 'int_repr', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kaiser_window', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'lu_solve', 'lu_unpack', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'mvlgamma', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'nonzero_static', 'norm', 'norm_except_dim', 'normal', 'not_equal', 'nuclear_norm', 'ones', 'ones_like', 'orgqr', 'ormqr', 'outer', 'pairwise_distance', 'permute', 'permute_copy', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson', 'poisson_nll_loss', 'polar', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'put', 'q_per_channel_axis', 'q_per_channel_scales', 'q_per_channel_zero_points', 'q_scale', 'q_zero_point', 'qr', 'quantile', 'quantize_per_channel', 'quantize_per_tensor', 'quantize_per_tensor_dynamic', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'range', 'ravel', 'real', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'renorm', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_copy', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slice_copy', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_copy', 'split_with_sizes', 'split_with_sizes_copy', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'squeeze_copy', 'stack', 'std', 'std_mean', 'stft', 'sub', 'subtract', 'sum', 'svd', 'swapaxes', 'swapdims', 't', 't_copy', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'transpose_copy', 'trapezoid', 'trapz', 'triangular_solve', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unbind_copy', 'unflatten', 'unfold_copy', 'unique_consecutive', 'unique_dim', 'unsafe_chunk', 'unsafe_split', 'unsafe_split_with_sizes', 'unsqueeze', 'unsqueeze_copy', 'vander', 'var', 'var_mean', 'vdot', 'view_as_complex', 'view_as_complex_copy', 'view_as_real', 'view_as_real_copy', 'view_copy', 'vsplit', 'vstack', 'where', 'xlogy', 'xlogy_', 'zero_', 'zeros', 'zeros_like']
 
 _sig_abs = _Signatures('abs', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
@@ -23601,3 +23601,389 @@ _empty_per_channel_affine_quantized.__doc__ = '_empty_per_channel_affine_quantiz
 _sig__empty_per_channel_affine_quantized.public = _empty_per_channel_affine_quantized
 def _signature__empty_per_channel_affine_quantized(size, *, scales, zero_points, axis, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False): ...
 _empty_per_channel_affine_quantized.__wrapped__ = _signature__empty_per_channel_affine_quantized
+
+
+_sig_fake_quantize_per_tensor_affine = _Signatures('fake_quantize_per_tensor_affine', [
+    (('input', 'T', False, False, None), ('scale', 'float', False, False, None), ('zero_point', 'int', False, False, None), ('quant_min', 'int', False, False, None), ('quant_max', 'int', False, False, None),),
+    (('input', 'T', False, False, None), ('scale', 'T', False, False, None), ('zero_point', 'T', False, False, None), ('quant_min', 'int', False, False, None), ('quant_max', 'int', False, False, None),),
+], method=False)
+
+def _bind_fake_quantize_per_tensor_affine_0(input, scale, zero_point, quant_min, quant_max):
+    return (input, scale, zero_point, quant_min, quant_max)
+
+def _bind_fake_quantize_per_tensor_affine_1(input, scale, zero_point, quant_min, quant_max):
+    return (input, scale, zero_point, quant_min, quant_max)
+
+def fake_quantize_per_tensor_affine(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fake_quantize_per_tensor_affine.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_fake_quantize_per_tensor_affine_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, scale, zero_point, quant_min, quant_max = _b
+        if isinstance(input, _Tensor) and type(scale) is float and type(zero_point) is int and type(quant_min) is int and type(quant_max) is int:
+            return _A._op_fake_quantize_per_tensor_affine.call(input._ks, input, scale, zero_point, quant_min, quant_max)
+    try:
+        _b = _bind_fake_quantize_per_tensor_affine_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, scale, zero_point, quant_min, quant_max = _b
+        if isinstance(input, _Tensor) and isinstance(scale, _Tensor) and isinstance(zero_point, _Tensor) and type(quant_min) is int and type(quant_max) is int:
+            return _A._op_fake_quantize_per_tensor_affine_tensor_qparams.call(input._ks | scale._ks | zero_point._ks, input, scale, zero_point, quant_min, quant_max)
+    _i, _a = _sig_fake_quantize_per_tensor_affine.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_fake_quantize_per_tensor_affine.call(_a['input']._ks, _a['input'], _a['scale'], _a['zero_point'], _a['quant_min'], _a['quant_max'])
+    elif _i == 1:
+        return _A._op_fake_quantize_per_tensor_affine_tensor_qparams.call(_a['input']._ks | _a['scale']._ks | _a['zero_point']._ks, _a['input'], _a['scale'], _a['zero_point'], _a['quant_min'], _a['quant_max'])
+    raise AssertionError('unreachable')
+
+
+fake_quantize_per_tensor_affine.__doc__ = 'fake_quantize_per_tensor_affine(input: Tensor, scale: float, zero_point: int, quant_min: int, quant_max: int) -> Tensor\nfake_quantize_per_tensor_affine(input: Tensor, scale: Tensor, zero_point: Tensor, quant_min: int, quant_max: int) -> Tensor'
+_sig_fake_quantize_per_tensor_affine.public = fake_quantize_per_tensor_affine
+
+
+_sig_fake_quantize_per_tensor_affine_cachemask = _Signatures('fake_quantize_per_tensor_affine_cachemask', [
+    (('input', 'T', False, False, None), ('scale', 'float', False, False, None), ('zero_point', 'int', False, False, None), ('quant_min', 'int', False, False, None), ('quant_max', 'int', False, False, None),),
+], method=False)
+
+def _bind_fake_quantize_per_tensor_affine_cachemask_0(input, scale, zero_point, quant_min, quant_max):
+    return (input, scale, zero_point, quant_min, quant_max)
+
+def fake_quantize_per_tensor_affine_cachemask(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fake_quantize_per_tensor_affine_cachemask.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_fake_quantize_per_tensor_affine_cachemask_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, scale, zero_point, quant_min, quant_max = _b
+        if isinstance(input, _Tensor) and type(scale) is float and type(zero_point) is int and type(quant_min) is int and type(quant_max) is int:
+            return _A._op_fake_quantize_per_tensor_affine_cachemask.call(input._ks, input, scale, zero_point, quant_min, quant_max)
+    _i, _a = _sig_fake_quantize_per_tensor_affine_cachemask.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_fake_quantize_per_tensor_affine_cachemask.call(_a['input']._ks, _a['input'], _a['scale'], _a['zero_point'], _a['quant_min'], _a['quant_max'])
+    raise AssertionError('unreachable')
+
+
+fake_quantize_per_tensor_affine_cachemask.__doc__ = 'fake_quantize_per_tensor_affine_cachemask(input: Tensor, scale: float, zero_point: int, quant_min: int, quant_max: int) -> (Tensor, Tensor)'
+_sig_fake_quantize_per_tensor_affine_cachemask.public = fake_quantize_per_tensor_affine_cachemask
+def _signature_fake_quantize_per_tensor_affine_cachemask(input, scale, zero_point, quant_min, quant_max): ...
+fake_quantize_per_tensor_affine_cachemask.__wrapped__ = _signature_fake_quantize_per_tensor_affine_cachemask
+
+
+_sig__fake_quantize_per_tensor_affine_cachemask_tensor_qparams = _Signatures('_fake_quantize_per_tensor_affine_cachemask_tensor_qparams', [
+    (('input', 'T', False, False, None), ('scale', 'T', False, False, None), ('zero_point', 'T', False, False, None), ('fake_quant_enabled', 'T', False, False, None), ('quant_min', 'int', False, False, None), ('quant_max', 'int', False, False, None),),
+], method=False)
+
+def _bind__fake_quantize_per_tensor_affine_cachemask_tensor_qparams_0(input, scale, zero_point, fake_quant_enabled, quant_min, quant_max):
+    return (input, scale, zero_point, fake_quant_enabled, quant_min, quant_max)
+
+def _fake_quantize_per_tensor_affine_cachemask_tensor_qparams(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__fake_quantize_per_tensor_affine_cachemask_tensor_qparams.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind__fake_quantize_per_tensor_affine_cachemask_tensor_qparams_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, scale, zero_point, fake_quant_enabled, quant_min, quant_max = _b
+        if isinstance(input, _Tensor) and isinstance(scale, _Tensor) and isinstance(zero_point, _Tensor) and isinstance(fake_quant_enabled, _Tensor) and type(quant_min) is int and type(quant_max) is int:
+            return _A._op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams.call(input._ks | scale._ks | zero_point._ks | fake_quant_enabled._ks, input, scale, zero_point, fake_quant_enabled, quant_min, quant_max)
+    _i, _a = _sig__fake_quantize_per_tensor_affine_cachemask_tensor_qparams.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams.call(_a['input']._ks | _a['scale']._ks | _a['zero_point']._ks | _a['fake_quant_enabled']._ks, _a['input'], _a['scale'], _a['zero_point'], _a['fake_quant_enabled'], _a['quant_min'], _a['quant_max'])
+    raise AssertionError('unreachable')
+
+
+_fake_quantize_per_tensor_affine_cachemask_tensor_qparams.__doc__ = '_fake_quantize_per_tensor_affine_cachemask_tensor_qparams(input: Tensor, scale: Tensor, zero_point: Tensor, fake_quant_enabled: Tensor, quant_min: int, quant_max: int) -> (Tensor, Tensor)'
+_sig__fake_quantize_per_tensor_affine_cachemask_tensor_qparams.public = _fake_quantize_per_tensor_affine_cachemask_tensor_qparams
+def _signature__fake_quantize_per_tensor_affine_cachemask_tensor_qparams(input, scale, zero_point, fake_quant_enabled, quant_min, quant_max): ...
+_fake_quantize_per_tensor_affine_cachemask_tensor_qparams.__wrapped__ = _signature__fake_quantize_per_tensor_affine_cachemask_tensor_qparams
+
+
+_sig_fake_quantize_per_tensor_affine_cachemask_backward = _Signatures('fake_quantize_per_tensor_affine_cachemask_backward', [
+    (('grad', 'T', False, False, None), ('mask', 'T', False, False, None),),
+], method=False)
+
+def _bind_fake_quantize_per_tensor_affine_cachemask_backward_0(grad, mask):
+    return (grad, mask)
+
+def fake_quantize_per_tensor_affine_cachemask_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fake_quantize_per_tensor_affine_cachemask_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_fake_quantize_per_tensor_affine_cachemask_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad, mask = _b
+        if isinstance(grad, _Tensor) and isinstance(mask, _Tensor):
+            return _A._op_fake_quantize_per_tensor_affine_cachemask_backward.call(grad._ks | mask._ks, grad, mask)
+    _i, _a = _sig_fake_quantize_per_tensor_affine_cachemask_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_fake_quantize_per_tensor_affine_cachemask_backward.call(_a['grad']._ks | _a['mask']._ks, _a['grad'], _a['mask'])
+    raise AssertionError('unreachable')
+
+
+fake_quantize_per_tensor_affine_cachemask_backward.__doc__ = 'fake_quantize_per_tensor_affine_cachemask_backward(grad: Tensor, mask: Tensor) -> Tensor'
+_sig_fake_quantize_per_tensor_affine_cachemask_backward.public = fake_quantize_per_tensor_affine_cachemask_backward
+def _signature_fake_quantize_per_tensor_affine_cachemask_backward(grad, mask): ...
+fake_quantize_per_tensor_affine_cachemask_backward.__wrapped__ = _signature_fake_quantize_per_tensor_affine_cachemask_backward
+
+
+_sig_fake_quantize_per_channel_affine = _Signatures('fake_quantize_per_channel_affine', [
+    (('input', 'T', False, False, None), ('scale', 'T', False, False, None), ('zero_point', 'T', False, False, None), ('axis', 'int', False, False, None), ('quant_min', 'int', False, False, None), ('quant_max', 'int', False, False, None),),
+], method=False)
+
+def _bind_fake_quantize_per_channel_affine_0(input, scale, zero_point, axis, quant_min, quant_max):
+    return (input, scale, zero_point, axis, quant_min, quant_max)
+
+def fake_quantize_per_channel_affine(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fake_quantize_per_channel_affine.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_fake_quantize_per_channel_affine_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, scale, zero_point, axis, quant_min, quant_max = _b
+        if isinstance(input, _Tensor) and isinstance(scale, _Tensor) and isinstance(zero_point, _Tensor) and type(axis) is int and type(quant_min) is int and type(quant_max) is int:
+            return _A._op_fake_quantize_per_channel_affine.call(input._ks | scale._ks | zero_point._ks, input, scale, zero_point, axis, quant_min, quant_max)
+    _i, _a = _sig_fake_quantize_per_channel_affine.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_fake_quantize_per_channel_affine.call(_a['input']._ks | _a['scale']._ks | _a['zero_point']._ks, _a['input'], _a['scale'], _a['zero_point'], _a['axis'], _a['quant_min'], _a['quant_max'])
+    raise AssertionError('unreachable')
+
+
+fake_quantize_per_channel_affine.__doc__ = 'fake_quantize_per_channel_affine(input: Tensor, scale: Tensor, zero_point: Tensor, axis: int, quant_min: int, quant_max: int) -> Tensor'
+_sig_fake_quantize_per_channel_affine.public = fake_quantize_per_channel_affine
+def _signature_fake_quantize_per_channel_affine(input, scale, zero_point, axis, quant_min, quant_max): ...
+fake_quantize_per_channel_affine.__wrapped__ = _signature_fake_quantize_per_channel_affine
+
+
+_sig_fake_quantize_per_channel_affine_cachemask = _Signatures('fake_quantize_per_channel_affine_cachemask', [
+    (('input', 'T', False, False, None), ('scale', 'T', False, False, None), ('zero_point', 'T', False, False, None), ('axis', 'int', False, False, None), ('quant_min', 'int', False, False, None), ('quant_max', 'int', False, False, None),),
+], method=False)
+
+def _bind_fake_quantize_per_channel_affine_cachemask_0(input, scale, zero_point, axis, quant_min, quant_max):
+    return (input, scale, zero_point, axis, quant_min, quant_max)
+
+def fake_quantize_per_channel_affine_cachemask(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fake_quantize_per_channel_affine_cachemask.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_fake_quantize_per_channel_affine_cachemask_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, scale, zero_point, axis, quant_min, quant_max = _b
+        if isinstance(input, _Tensor) and isinstance(scale, _Tensor) and isinstance(zero_point, _Tensor) and type(axis) is int and type(quant_min) is int and type(quant_max) is int:
+            return _A._op_fake_quantize_per_channel_affine_cachemask.call(input._ks | scale._ks | zero_point._ks, input, scale, zero_point, axis, quant_min, quant_max)
+    _i, _a = _sig_fake_quantize_per_channel_affine_cachemask.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_fake_quantize_per_channel_affine_cachemask.call(_a['input']._ks | _a['scale']._ks | _a['zero_point']._ks, _a['input'], _a['scale'], _a['zero_point'], _a['axis'], _a['quant_min'], _a['quant_max'])
+    raise AssertionError('unreachable')
+
+
+fake_quantize_per_channel_affine_cachemask.__doc__ = 'fake_quantize_per_channel_affine_cachemask(input: Tensor, scale: Tensor, zero_point: Tensor, axis: int, quant_min: int, quant_max: int) -> (Tensor, Tensor)'
+_sig_fake_quantize_per_channel_affine_cachemask.public = fake_quantize_per_channel_affine_cachemask
+def _signature_fake_quantize_per_channel_affine_cachemask(input, scale, zero_point, axis, quant_min, quant_max): ...
+fake_quantize_per_channel_affine_cachemask.__wrapped__ = _signature_fake_quantize_per_channel_affine_cachemask
+
+
+_sig_fake_quantize_per_channel_affine_cachemask_backward = _Signatures('fake_quantize_per_channel_affine_cachemask_backward', [
+    (('grad', 'T', False, False, None), ('mask', 'T', False, False, None),),
+], method=False)
+
+def _bind_fake_quantize_per_channel_affine_cachemask_backward_0(grad, mask):
+    return (grad, mask)
+
+def fake_quantize_per_channel_affine_cachemask_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_fake_quantize_per_channel_affine_cachemask_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_fake_quantize_per_channel_affine_cachemask_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad, mask = _b
+        if isinstance(grad, _Tensor) and isinstance(mask, _Tensor):
+            return _A._op_fake_quantize_per_channel_affine_cachemask_backward.call(grad._ks | mask._ks, grad, mask)
+    _i, _a = _sig_fake_quantize_per_channel_affine_cachemask_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_fake_quantize_per_channel_affine_cachemask_backward.call(_a['grad']._ks | _a['mask']._ks, _a['grad'], _a['mask'])
+    raise AssertionError('unreachable')
+
+
+fake_quantize_per_channel_affine_cachemask_backward.__doc__ = 'fake_quantize_per_channel_affine_cachemask_backward(grad: Tensor, mask: Tensor) -> Tensor'
+_sig_fake_quantize_per_channel_affine_cachemask_backward.public = fake_quantize_per_channel_affine_cachemask_backward
+def _signature_fake_quantize_per_channel_affine_cachemask_backward(grad, mask): ...
+fake_quantize_per_channel_affine_cachemask_backward.__wrapped__ = _signature_fake_quantize_per_channel_affine_cachemask_backward
+
+
+_sig__quantized_linear = _Signatures('_quantized_linear', [
+    (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, False, None), ('output_scale', 'float', False, False, None), ('output_zero_point', 'int', False, False, None), ('relu', 'bool', False, True, False),),
+], method=False)
+
+def _bind__quantized_linear_0(input, weight, bias, output_scale, output_zero_point, relu=False):
+    return (input, weight, bias, output_scale, output_zero_point, relu)
+
+def _quantized_linear(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__quantized_linear.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind__quantized_linear_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, weight, bias, output_scale, output_zero_point, relu = _b
+        if isinstance(input, _Tensor) and isinstance(weight, _Tensor) and (bias is None or isinstance(bias, _Tensor)) and type(output_scale) is float and type(output_zero_point) is int and type(relu) is bool:
+            return _A._op__quantized_linear.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias, output_scale, output_zero_point, relu)
+    _i, _a = _sig__quantized_linear.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op__quantized_linear.call(_a['input']._ks | _a['weight']._ks | _ks_opt(_a['bias']), _a['input'], _a['weight'], _a['bias'], _a['output_scale'], _a['output_zero_point'], _a['relu'])
+    raise AssertionError('unreachable')
+
+
+_quantized_linear.__doc__ = '_quantized_linear(input: Tensor, weight: Tensor, bias: Optional[Tensor], output_scale: float, output_zero_point: int, relu: bool = False) -> Tensor'
+_sig__quantized_linear.public = _quantized_linear
+def _signature__quantized_linear(input, weight, bias, output_scale, output_zero_point, relu=False): ...
+_quantized_linear.__wrapped__ = _signature__quantized_linear
+
+
+_sig__quantized_linear_dynamic = _Signatures('_quantized_linear_dynamic', [
+    (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, False, None), ('reduce_range', 'bool', False, True, True),),
+], method=False)
+
+def _bind__quantized_linear_dynamic_0(input, weight, bias, reduce_range=True):
+    return (input, weight, bias, reduce_range)
+
+def _quantized_linear_dynamic(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__quantized_linear_dynamic.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind__quantized_linear_dynamic_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, weight, bias, reduce_range = _b
+        if isinstance(input, _Tensor) and isinstance(weight, _Tensor) and (bias is None or isinstance(bias, _Tensor)) and type(reduce_range) is bool:
+            return _A._op__quantized_linear_dynamic.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias, reduce_range)
+    _i, _a = _sig__quantized_linear_dynamic.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op__quantized_linear_dynamic.call(_a['input']._ks | _a['weight']._ks | _ks_opt(_a['bias']), _a['input'], _a['weight'], _a['bias'], _a['reduce_range'])
+    raise AssertionError('unreachable')
+
+
+_quantized_linear_dynamic.__doc__ = '_quantized_linear_dynamic(input: Tensor, weight: Tensor, bias: Optional[Tensor], reduce_range: bool = True) -> Tensor'
+_sig__quantized_linear_dynamic.public = _quantized_linear_dynamic
+def _signature__quantized_linear_dynamic(input, weight, bias, reduce_range=True): ...
+_quantized_linear_dynamic.__wrapped__ = _signature__quantized_linear_dynamic
+
+
+_sig__quantized_conv = _Signatures('_quantized_conv', [
+    (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, False, None), ('stride', 'int[]', False, False, None), ('padding', 'int[]', False, False, None), ('dilation', 'int[]', False, False, None), ('groups', 'int', False, False, None), ('output_scale', 'float', False, False, None), ('output_zero_point', 'int', False, False, None), ('relu', 'bool', False, True, False),),
+], method=False)
+
+def _bind__quantized_conv_0(input, weight, bias, stride, padding, dilation, groups, output_scale, output_zero_point, relu=False):
+    return (input, weight, bias, stride, padding, dilation, groups, output_scale, output_zero_point, relu)
+
+def _quantized_conv(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__quantized_conv.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind__quantized_conv_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, weight, bias, stride, padding, dilation, groups, output_scale, output_zero_point, relu = _b
+        if isinstance(input, _Tensor) and isinstance(weight, _Tensor) and (bias is None or isinstance(bias, _Tensor)) and (stride_ := _ints(stride, False)) is not None and (padding_ := _ints(padding, False)) is not None and (dilation_ := _ints(dilation, False)) is not None and type(groups) is int and type(output_scale) is float and type(output_zero_point) is int and type(relu) is bool:
+            return _A._op__quantized_conv.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias, stride_, padding_, dilation_, groups, output_scale, output_zero_point, relu)
+    _i, _a = _sig__quantized_conv.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op__quantized_conv.call(_a['input']._ks | _a['weight']._ks | _ks_opt(_a['bias']), _a['input'], _a['weight'], _a['bias'], _a['stride'], _a['padding'], _a['dilation'], _a['groups'], _a['output_scale'], _a['output_zero_point'], _a['relu'])
+    raise AssertionError('unreachable')
+
+
+_quantized_conv.__doc__ = '_quantized_conv(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: List[int], padding: List[int], dilation: List[int], groups: int, output_scale: float, output_zero_point: int, relu: bool = False) -> Tensor'
+_sig__quantized_conv.public = _quantized_conv
+def _signature__quantized_conv(input, weight, bias, stride, padding, dilation, groups, output_scale, output_zero_point, relu=False): ...
+_quantized_conv.__wrapped__ = _signature__quantized_conv
+
+
+_sig__quantized_add = _Signatures('_quantized_add', [
+    (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('scale', 'float', False, False, None), ('zero_point', 'int', False, False, None), ('relu', 'bool', False, True, False),),
+], method=False)
+
+def _bind__quantized_add_0(input, other, scale, zero_point, relu=False):
+    return (input, other, scale, zero_point, relu)
+
+def _quantized_add(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__quantized_add.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind__quantized_add_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, scale, zero_point, relu = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor) and type(scale) is float and type(zero_point) is int and type(relu) is bool:
+            return _A._op__quantized_add.call(input._ks | other._ks, input, other, scale, zero_point, relu)
+    _i, _a = _sig__quantized_add.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op__quantized_add.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['scale'], _a['zero_point'], _a['relu'])
+    raise AssertionError('unreachable')
+
+
+_quantized_add.__doc__ = '_quantized_add(input: Tensor, other: Tensor, scale: float, zero_point: int, relu: bool = False) -> Tensor'
+_sig__quantized_add.public = _quantized_add
+def _signature__quantized_add(input, other, scale, zero_point, relu=False): ...
+_quantized_add.__wrapped__ = _signature__quantized_add

@@ -3544,3 +3544,37 @@ _empty_affine_quantized = _P('_empty_affine_quantized', [
 _empty_per_channel_affine_quantized = _P('_empty_per_channel_affine_quantized', [
     _O(_A._op__empty_per_channel_affine_quantized, (('size', 'int[]', False, False, None), ('scales', 'T', True, False, None), ('zero_points', 'T', True, False, None), ('axis', 'int', True, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None),), ['size', 'scales', 'zero_points', 'axis', 'dtype', 'layout', 'device', 'pin_memory', 'memory_format']),
 ])
+fake_quantize_per_tensor_affine = _P('fake_quantize_per_tensor_affine', [
+    _O(_A._op_fake_quantize_per_tensor_affine, (('self', 'T', False, False, None), ('scale', 'float', False, False, None), ('zero_point', 'int', False, False, None), ('quant_min', 'int', False, False, None), ('quant_max', 'int', False, False, None),), ['self', 'scale', 'zero_point', 'quant_min', 'quant_max']),
+    _O(_A._op_fake_quantize_per_tensor_affine_tensor_qparams, (('self', 'T', False, False, None), ('scale', 'T', False, False, None), ('zero_point', 'T', False, False, None), ('quant_min', 'int', False, False, None), ('quant_max', 'int', False, False, None),), ['self', 'scale', 'zero_point', 'quant_min', 'quant_max']),
+])
+fake_quantize_per_tensor_affine_cachemask = _P('fake_quantize_per_tensor_affine_cachemask', [
+    _O(_A._op_fake_quantize_per_tensor_affine_cachemask, (('self', 'T', False, False, None), ('scale', 'float', False, False, None), ('zero_point', 'int', False, False, None), ('quant_min', 'int', False, False, None), ('quant_max', 'int', False, False, None),), ['self', 'scale', 'zero_point', 'quant_min', 'quant_max']),
+])
+_fake_quantize_per_tensor_affine_cachemask_tensor_qparams = _P('_fake_quantize_per_tensor_affine_cachemask_tensor_qparams', [
+    _O(_A._op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams, (('self', 'T', False, False, None), ('scale', 'T', False, False, None), ('zero_point', 'T', False, False, None), ('fake_quant_enabled', 'T', False, False, None), ('quant_min', 'int', False, False, None), ('quant_max', 'int', False, False, None),), ['self', 'scale', 'zero_point', 'fake_quant_enabled', 'quant_min', 'quant_max']),
+])
+fake_quantize_per_tensor_affine_cachemask_backward = _P('fake_quantize_per_tensor_affine_cachemask_backward', [
+    _O(_A._op_fake_quantize_per_tensor_affine_cachemask_backward, (('grad', 'T', False, False, None), ('mask', 'T', False, False, None),), ['grad', 'mask']),
+])
+fake_quantize_per_channel_affine = _P('fake_quantize_per_channel_affine', [
+    _O(_A._op_fake_quantize_per_channel_affine, (('self', 'T', False, False, None), ('scale', 'T', False, False, None), ('zero_point', 'T', False, False, None), ('axis', 'int', False, False, None), ('quant_min', 'int', False, False, None), ('quant_max', 'int', False, False, None),), ['self', 'scale', 'zero_point', 'axis', 'quant_min', 'quant_max']),
+])
+fake_quantize_per_channel_affine_cachemask = _P('fake_quantize_per_channel_affine_cachemask', [
+    _O(_A._op_fake_quantize_per_channel_affine_cachemask, (('self', 'T', False, False, None), ('scale', 'T', False, False, None), ('zero_point', 'T', False, False, None), ('axis', 'int', False, False, None), ('quant_min', 'int', False, False, None), ('quant_max', 'int', False, False, None),), ['self', 'scale', 'zero_point', 'axis', 'quant_min', 'quant_max']),
+])
+fake_quantize_per_channel_affine_cachemask_backward = _P('fake_quantize_per_channel_affine_cachemask_backward', [
+    _O(_A._op_fake_quantize_per_channel_affine_cachemask_backward, (('grad', 'T', False, False, None), ('mask', 'T', False, False, None),), ['grad', 'mask']),
+])
+_quantized_linear = _P('_quantized_linear', [
+    _O(_A._op__quantized_linear, (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, False, None), ('output_scale', 'float', False, False, None), ('output_zero_point', 'int', False, False, None), ('relu', 'bool', False, True, False),), ['input', 'weight', 'bias', 'output_scale', 'output_zero_point', 'relu']),
+])
+_quantized_linear_dynamic = _P('_quantized_linear_dynamic', [
+    _O(_A._op__quantized_linear_dynamic, (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, False, None), ('reduce_range', 'bool', False, True, True),), ['input', 'weight', 'bias', 'reduce_range']),
+])
+_quantized_conv = _P('_quantized_conv', [
+    _O(_A._op__quantized_conv, (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, False, None), ('stride', 'int[]', False, False, None), ('padding', 'int[]', False, False, None), ('dilation', 'int[]', False, False, None), ('groups', 'int', False, False, None), ('output_scale', 'float', False, False, None), ('output_zero_point', 'int', False, False, None), ('relu', 'bool', False, True, False),), ['input', 'weight', 'bias', 'stride', 'padding', 'dilation', 'groups', 'output_scale', 'output_zero_point', 'relu']),
+])
+_quantized_add = _P('_quantized_add', [
+    _O(_A._op__quantized_add, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('scale', 'float', False, False, None), ('zero_point', 'int', False, False, None), ('relu', 'bool', False, True, False),), ['self', 'other', 'scale', 'zero_point', 'relu']),
+])

@@ -7276,6 +7276,33 @@ def __sobol_engine_initialize_state__default(ks, self, dimension):
     return self
 
 
+def _fake_quantize_per_tensor_affine_cachemask_default(ks, self, scale, zero_point, quant_min, quant_max):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.fake_quantize_per_tensor_affine_cachemask(be.xp, self._data, scale, zero_point, quant_min, quant_max)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K.fake_quantize_per_tensor_affine_cachemask, self)
+
+
+def __fake_quantize_per_tensor_affine_cachemask_tensor_qparams_default(ks, self, scale, zero_point, fake_quant_enabled, quant_min, quant_max):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K._fake_quantize_per_tensor_affine_cachemask_tensor_qparams(be.xp, self._data, scale._data, zero_point._data, fake_quant_enabled._data, quant_min, quant_max)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K._fake_quantize_per_tensor_affine_cachemask_tensor_qparams, self, scale, zero_point, fake_quant_enabled)
+
+
+def _fake_quantize_per_channel_affine_cachemask_default(ks, self, scale, zero_point, axis, quant_min, quant_max):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.fake_quantize_per_channel_affine_cachemask(be.xp, self._data, scale._data, zero_point._data, axis, quant_min, quant_max)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K.fake_quantize_per_channel_affine_cachemask, self, scale, zero_point)
+
+
 # operator, wrapper (CPU and CUDA), keys, array kernel, keyword-only arguments, result kind, named tuple
 _BACKEND_KERNELS = (
     (_A._op_abs, _abs_default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'new', None),
@@ -8187,10 +8214,15 @@ _BACKEND_KERNELS = (
     (_A._op__sobol_engine_ff_, __sobol_engine_ff__default, ('CPU',), K._sobol_engine_ff_, (), 'mutating', None),
     (_A._op__sobol_engine_scramble_, __sobol_engine_scramble__default, ('CPU',), K._sobol_engine_scramble_, (), 'mutating', None),
     (_A._op__sobol_engine_initialize_state_, __sobol_engine_initialize_state__default, ('CPU',), K._sobol_engine_initialize_state_, (), 'mutating', None),
+    (_A._op_fake_quantize_per_tensor_affine_cachemask, _fake_quantize_per_tensor_affine_cachemask_default, ('CPU', 'CUDA', 'Meta'), K.fake_quantize_per_tensor_affine_cachemask, (), 'new', None),
+    (_A._op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams, __fake_quantize_per_tensor_affine_cachemask_tensor_qparams_default, ('CPU', 'CUDA', 'Meta'), K._fake_quantize_per_tensor_affine_cachemask_tensor_qparams, (), 'new', None),
+    (_A._op_fake_quantize_per_channel_affine_cachemask, _fake_quantize_per_channel_affine_cachemask_default, ('CPU', 'CUDA', 'Meta'), K.fake_quantize_per_channel_affine_cachemask, (), 'new', None),
 )
 
 # operator, key, composite function
 _COMPOSITE_KERNELS = (
+    (_A._op_relu, 'QuantizedCPU', Q.relu_quantized_cpu),
+    (_A._op_relu_, 'QuantizedCPU', Q.relu_quantized_cpu_),
     (_A._op_positive, 'CompositeImplicitAutograd', C.positive),
     (_A._op_special_polygamma, 'CompositeImplicitAutograd', C.special_polygamma),
     (_A._op_special_gammainc, 'CompositeImplicitAutograd', C.special_gammainc),
@@ -8256,6 +8288,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_random_, 'CompositeImplicitAutograd', C.random_default),
     (_A._op__to_copy, 'CompositeExplicitAutograd', C.to_copy),
     (_A._op_copy_, 'QuantizedCPU', Q.quantized_copy_),
+    (_A._op_cat, 'QuantizedCPU', Q.cat_quantized_cpu),
     (_A._op_hstack, 'CompositeImplicitAutograd', C.hstack),
     (_A._op_vstack, 'CompositeImplicitAutograd', C.vstack),
     (_A._op_dstack, 'CompositeImplicitAutograd', C.dstack),
@@ -8290,6 +8323,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_log_softmax_int, 'CompositeImplicitAutograd', C.log_softmax_int),
     (_A._op_layer_norm, 'CompositeImplicitAutograd', C.layer_norm),
     (_A._op_batch_norm, 'CompositeImplicitAutograd', C.batch_norm),
+    (_A._op_max_pool2d_with_indices, 'QuantizedCPU', Q.quantized_max_pool2d_with_indices),
     (_A._op_avg_pool1d, 'CompositeImplicitAutograd', C.avg_pool1d),
     (_A._op_dropout, 'CompositeImplicitAutograd', C.dropout),
     (_A._op_lstm_input, 'CompositeImplicitAutograd', C.lstm_input),
@@ -8546,6 +8580,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_upsample_trilinear3d_vec, 'CompositeImplicitAutograd', C.upsample_trilinear3d_vec),
     (_A._op_adaptive_avg_pool1d, 'CompositeImplicitAutograd', C.adaptive_avg_pool1d),
     (_A._op_adaptive_avg_pool2d, 'CompositeImplicitAutograd', C.adaptive_avg_pool2d),
+    (_A._op__adaptive_avg_pool2d, 'QuantizedCPU', Q.adaptive_avg_pool2d_quantized_cpu),
     (_A._op_adaptive_avg_pool3d, 'CompositeImplicitAutograd', C.adaptive_avg_pool3d),
     (_A._op_adaptive_max_pool1d, 'CompositeImplicitAutograd', C.adaptive_max_pool1d),
     (_A._op_embedding_bag, 'CompositeImplicitAutograd', C.embedding_bag),
@@ -8576,6 +8611,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_hardsigmoid_backward, 'CompositeImplicitAutograd', C.hardsigmoid_backward),
     (_A._op_leaky_relu_backward, 'CompositeImplicitAutograd', C.leaky_relu_backward),
     (_A._op_elu_backward, 'CompositeImplicitAutograd', C.elu_backward),
+    (_A._op_hardtanh, 'QuantizedCPU', Q.hardtanh_quantized_cpu),
     (_A._op_hardtanh_backward, 'CompositeImplicitAutograd', C.hardtanh_backward),
     (_A._op_softplus_backward, 'CompositeImplicitAutograd', C.softplus_backward),
     (_A._op_glu_backward, 'CompositeImplicitAutograd', C.glu_backward),
@@ -8819,6 +8855,15 @@ _COMPOSITE_KERNELS = (
     (_A._op__make_per_channel_quantized_tensor, 'CompositeExplicitAutograd', C.make_per_channel_quantized_tensor),
     (_A._op__empty_affine_quantized, 'CompositeExplicitAutograd', C.empty_affine_quantized),
     (_A._op__empty_per_channel_affine_quantized, 'CompositeExplicitAutograd', C.empty_per_channel_affine_quantized),
+    (_A._op_fake_quantize_per_tensor_affine, 'CompositeImplicitAutograd', C.fake_quantize_per_tensor_affine),
+    (_A._op_fake_quantize_per_tensor_affine_tensor_qparams, 'CompositeImplicitAutograd', C.fake_quantize_per_tensor_affine_tensor_qparams),
+    (_A._op_fake_quantize_per_tensor_affine_cachemask_backward, 'CompositeImplicitAutograd', C.fake_quantize_per_tensor_affine_cachemask_backward),
+    (_A._op_fake_quantize_per_channel_affine, 'CompositeImplicitAutograd', C.fake_quantize_per_channel_affine),
+    (_A._op_fake_quantize_per_channel_affine_cachemask_backward, 'CompositeImplicitAutograd', C.fake_quantize_per_channel_affine_cachemask_backward),
+    (_A._op__quantized_linear, 'QuantizedCPU', Q.quantized_linear),
+    (_A._op__quantized_linear_dynamic, 'QuantizedCPU', Q.quantized_linear_dynamic),
+    (_A._op__quantized_conv, 'QuantizedCPU', Q.quantized_conv),
+    (_A._op__quantized_add, 'QuantizedCPU', Q.quantized_add),
 )
 
 # ``device_check: NoCheck``: the operators whose arguments may be on different devices

@@ -322,8 +322,8 @@ class iinfo:
                             "'torch.iinfo'")
         if type is bool_:
             self.bits, self.min, self.max = 8, 0, 1
-        else:
-            info = np.iinfo(type.np)
+        else:   # a quantized dtype: the limits of its integers (Note [Quantized dtypes])
+            info = np.iinfo(type.np[0] if type._limited == "quantized" else type.np)
             self.bits, self.min, self.max = info.bits, builtins.int(info.min), builtins.int(info.max)
         self.dtype = type.name
 

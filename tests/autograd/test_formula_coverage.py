@@ -28,6 +28,15 @@ NO_FORMULA = {
     "grid_sampler_2d_backward", "grid_sampler_3d_backward", "_ctc_loss_backward", "_sample_dirichlet",
     "_dirichlet_grad", "_histogramdd_bin_edges", "_histogramdd_from_bin_cts", "_histogramdd_from_bin_tensors",
     "linalg_ldl_factor_ex", "linalg_ldl_solve", "_sobol_engine_draw",
+    # a bool result
+    "equal",
+    # quantized tensors carry no gradient: PyTorch has no formulas for these either (a quantized result is not
+    # floating point; dequantize of a float tensor that requires grad gets the NotImplemented node in both)
+    "quantize_per_tensor", "quantize_per_tensor.tensor_qparams", "quantize_per_tensor.tensors",
+    "quantize_per_tensor_dynamic", "quantize_per_channel", "dequantize.self", "dequantize.tensors", "int_repr",
+    "q_scale", "q_zero_point", "q_per_channel_scales", "q_per_channel_zero_points", "q_per_channel_axis", "qscheme",
+    "_make_per_tensor_quantized_tensor", "_make_per_channel_quantized_tensor", "_empty_per_channel_affine_quantized",
+    "_quantized_linear", "_quantized_linear_dynamic", "_quantized_conv", "_quantized_add",
     # backward kernels, called by formulas with grad mode off; create_graph=True takes ops-level formulas
     # instead (batch norm, layer norm, the fused CPU attention). Double backward of convolution and of the fused
     # RNN layer is not written yet (README, "Not yet"): backward with create_graph=True reports it through the

@@ -258,7 +258,7 @@ def _adaptive_avg(self: Any, output_size: Any, nd: Any) -> Any:
     if any(o < 0 for o in output_size):
         raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 0 but received "
                            f"{{{', '.join(map(str, output_size))}}}")
-    if all(o == 1 for o in output_size):  # the mean over the spatial dims (PyTorch takes this path too)
+    if all(o == 1 for o in output_size) and not self.is_quantized:  # the mean over the spatial dims (as PyTorch)
         return aten.mean_dim(self, tuple(range(-nd, 0)), True)
     return (aten._adaptive_avg_pool2d if nd == 2 else aten._adaptive_avg_pool3d)(self, output_size)
 

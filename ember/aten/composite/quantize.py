@@ -221,3 +221,38 @@ def empty_per_channel_affine_quantized(size: Any, scales: Any, zero_points: Any,
     ints = _empty(size, dtype, device)
     quantizer = Qz.PerChannelAffineQuantizer(qd, scales._data, zero_points._data, int(axis))
     return wrap_quantized(Qz.as_quantized(ints, quantizer))
+
+
+# -- fake quantization (the kernels are in ember/aten/kernels/fake_quantize.py)
+def fake_quantize_per_tensor_affine(self: Any, scale: float, zero_point: int, quant_min: int, quant_max: int) -> Any:
+    """``(clamp(round(x / scale) + zero_point) - zero_point) * scale``: quantize and dequantize in float, with a
+    straight-through gradient inside the range."""
+    from ember._generated import aten
+    return aten.fake_quantize_per_tensor_affine_cachemask(self, scale, zero_point, quant_min, quant_max)[0]
+
+
+def fake_quantize_per_tensor_affine_tensor_qparams(self: Any, scale: Any, zero_point: Any, quant_min: int,
+                                                   quant_max: int) -> Any:
+    from ember._generated import aten
+    enabled = aten.ones((1,), dtype=dt.int64, device=self.device)
+    return aten._fake_quantize_per_tensor_affine_cachemask_tensor_qparams(self, scale, zero_point, enabled,
+                                                                          quant_min, quant_max)[0]
+
+
+def fake_quantize_per_tensor_affine_cachemask_backward(grad: Any, mask: Any) -> Any:
+    return grad * mask
+
+
+def fake_quantize_per_channel_affine(self: Any, scale: Any, zero_point: Any, axis: int, quant_min: int,
+                                     quant_max: int) -> Any:
+    from ember._generated import aten
+    return aten.fake_quantize_per_channel_affine_cachemask(self, scale, zero_point, axis, quant_min, quant_max)[0]
+
+
+def fake_quantize_per_channel_affine_cachemask_backward(grad: Any, mask: Any) -> Any:
+    return grad * mask
+
+
+__all__ += ["fake_quantize_per_tensor_affine", "fake_quantize_per_tensor_affine_tensor_qparams",
+            "fake_quantize_per_tensor_affine_cachemask_backward", "fake_quantize_per_channel_affine",
+            "fake_quantize_per_channel_affine_cachemask_backward"]

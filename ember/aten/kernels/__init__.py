@@ -10,6 +10,8 @@ from ember.aten.kernels.binary import (add, addcdiv, addcmul, atan2, bitwise_and
 from ember.aten.kernels.complex import *  # noqa: F401,F403
 from ember.aten.kernels.copy import *  # noqa: F401,F403
 from ember.aten.kernels.factory import *  # noqa: F401,F403
+from ember.aten.kernels.fake_quantize import *  # noqa: F401,F403
+from ember.aten.kernels.fake_quantize import _fake_quantize_per_tensor_affine_cachemask_tensor_qparams  # noqa: F401
 from ember.aten.kernels.fractional_pool import *  # noqa: F401,F403
 from ember.aten.kernels.indexing import *  # noqa: F401,F403
 from ember.aten.kernels.linalg import *  # noqa: F401,F403

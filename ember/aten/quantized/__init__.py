@@ -8,3 +8,4 @@ with no QuantizedCPU kernel refuses quantized tensors with PyTorch's "Could not 
 from the 'QuantizedCPU' backend".
 """
 from ember.aten.quantized.ops import *  # noqa: F401,F403
+from ember.aten.quantized.nn_ops import *  # noqa: F401,F403
