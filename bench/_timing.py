@@ -69,6 +69,7 @@ class Bench:
     rounds: int = 3
     unit: str = "ms"  # "ms" or "us"
     per_workload: bool = True  # a process per workload (peak RSS per workload) or one per module and side
+    ratios_to_all: bool = False  # ratios of every other side to the first (not only PyTorch's): variants of ember
     notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -242,7 +243,7 @@ def _print_table(bench: Bench, args: argparse.Namespace, sides: list[Side], name
                  described: dict[str, str], per_workload: bool) -> None:
     scale = 1e6 if bench.unit == "us" else 1e3
     first = sides[0]
-    refs = [s for s in sides[1:] if s.framework == "torch"]
+    refs = [s for s in sides[1:] if s.framework == "torch" or bench.ratios_to_all]
     print(f"machine: {machine()}")
     for s in sides:
         print(f"  {s.name}: {described[s.name]}")

@@ -67,3 +67,14 @@ def test_ddp_train_on_two_ranks_and_alone(tmp_path):
     assert ember.load(ck)["epoch"] == 2
     out = run("ddp_train.py", "--epochs", "1", "--max-batches", "2", "--checkpoint", ck, "--synthetic")
     assert "on 1 rank(s)" in out and "epoch 1  train loss" in out
+
+
+def test_distill_trains_a_student_and_quantizes_it():
+    out = run("distill.py", "--epochs", "1", "--synthetic")
+    assert "QuantizedConvReLU2d" in out and "QuantizedLinear(" in out
+    rows = {line.split("  ")[0]: line for line in out.splitlines() if "test accuracy" in line}
+    assert set(rows) == {"teacher", "student", "student, int8 (static)"}
+    sizes = {k: float(v.split("state_dict")[1].split()[0]) for k, v in rows.items()}
+    assert sizes["student, int8 (static)"] < sizes["student"] < sizes["teacher"]
+    out = run("distill.py", "--epochs", "1", "--synthetic", "--quantize", "dynamic")
+    assert "DynamicQuantizedLinear" in out

@@ -294,3 +294,56 @@ def test_eager_workflow_warns_as_pytorch_does():
         assert any(k == "UserWarning" and m.startswith("None of the submodule got qconfig") for k, m in kinds)
         q = lib.ao.quantization
         assert q.QuantStub is lib.quantization.QuantStub and lib.nn.quantized.Linear is lib.ao.nn.quantized.Linear
+
+
+def test_quantization_aware_training_matches_pytorch():
+    """fuse_modules_qat (Conv+BN+ReLU kept for training), prepare_qat (fake-quantized weights and activations),
+    a few SGD steps, convert: PyTorch's losses, module tree and quantized outputs."""
+    rng = np.random.default_rng(9)
+    xs = [rng.standard_normal((8, 3, 8, 8)).astype(np.float32) for _ in range(4)]
+    ys = [rng.integers(0, 5, 8) for _ in range(4)]
+    res, sd = {}, None
+    for lib in (torch, ember):
+        lib.manual_seed(0)
+        nn = lib.nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.quant = lib.ao.quantization.QuantStub()
+                self.conv, self.bn, self.relu = nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), \
+                    nn.ReLU()
+                self.pool, self.flat = nn.MaxPool2d(2), nn.Flatten()
+                self.fc, self.relu2, self.fc2 = nn.Linear(8 * 16, 16), nn.ReLU(), nn.Linear(16, 5)
+                self.dequant = lib.ao.quantization.DeQuantStub()
+
+            def forward(self, x):
+                x = self.pool(self.relu(self.bn(self.conv(self.quant(x)))))
+                return self.dequant(self.fc2(self.relu2(self.fc(self.flat(x)))))
+        m = Net()
+        if sd is None:
+            sd = {k: v.numpy().copy() for k, v in m.state_dict().items()}
+        else:
+            m.load_state_dict({k: ember.tensor(v) for k, v in sd.items()})
+        m.train()
+        m.qconfig = lib.ao.quantization.get_default_qat_qconfig("x86")
+        m = lib.ao.quantization.fuse_modules_qat(m, [["conv", "bn", "relu"], ["fc", "relu2"]])
+        m = lib.ao.quantization.prepare_qat(m)
+        opt = lib.optim.SGD(m.parameters(), lr=0.1)
+        losses = []
+        for x, y in zip(xs, ys):
+            loss = lib.nn.functional.cross_entropy(m(lib.tensor(x)), lib.tensor(y))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(float(loss))
+        prepared = repr(m).replace("torch.", "ember.")
+        m.apply(lib.ao.nn.intrinsic.qat.freeze_bn_stats)
+        m.eval()
+        q = lib.ao.quantization.convert(m)
+        res[lib.__name__] = (losses, q(lib.tensor(xs[0])).numpy(), _numbers_rounded(prepared),
+                             _numbers_rounded(repr(q)))
+    e, t = res["ember"], res["torch"]
+    np.testing.assert_allclose(e[0], t[0], rtol=1e-5)
+    assert e[2] == t[2] and e[3] == t[3]
+    assert np.abs(e[1] - t[1]).max() <= 2 * 0.0075 + 1e-6

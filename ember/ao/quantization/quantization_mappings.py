@@ -8,7 +8,9 @@ import copy
 
 from ember import nn
 import ember.ao.nn.intrinsic as nni
+import ember.ao.nn.intrinsic.qat as nniqat
 import ember.ao.nn.intrinsic.quantized as nniq
+import ember.ao.nn.qat as nnqat
 import ember.ao.nn.quantized as nnq
 import ember.ao.nn.quantized.dynamic as nnqd
 from ember.ao.quantization.stubs import DeQuantStub, QuantStub
@@ -28,9 +30,23 @@ DEFAULT_STATIC_QUANT_MODULE_MAPPINGS: dict[Any, Any] = {
     nnq.FloatFunctional: nnq.QFunctional,
     nni.ConvReLU2d: nniq.ConvReLU2d,
     nni.LinearReLU: nniq.LinearReLU,
+    nniqat.ConvBn2d: nnq.Conv2d,
+    nniqat.ConvBnReLU2d: nniq.ConvReLU2d,
+    nniqat.ConvReLU2d: nniq.ConvReLU2d,
+    nniqat.LinearReLU: nniq.LinearReLU,
+    nnqat.Linear: nnq.Linear,
+    nnqat.Conv2d: nnq.Conv2d,
 }
 
-DEFAULT_QAT_MODULE_MAPPINGS: dict[Any, Any] = {}
+DEFAULT_QAT_MODULE_MAPPINGS: dict[Any, Any] = {
+    nn.Conv2d: nnqat.Conv2d,
+    nn.Linear: nnqat.Linear,
+    NonDynamicallyQuantizableLinear: nnqat.Linear,
+    nni.ConvBn2d: nniqat.ConvBn2d,
+    nni.ConvBnReLU2d: nniqat.ConvBnReLU2d,
+    nni.ConvReLU2d: nniqat.ConvReLU2d,
+    nni.LinearReLU: nniqat.LinearReLU,
+}
 
 DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS: dict[Any, Any] = {
     nn.Linear: nnqd.Linear,

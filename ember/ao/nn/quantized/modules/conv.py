@@ -97,7 +97,13 @@ class Conv2d(WeightedQuantizedModule):
     def from_float(cls, mod: Any, use_precomputed_fake_quant: bool = False) -> Any:
         """The quantized layer of an observed float ``nn.Conv2d`` (or a fused ``ConvReLU2d``; batch norm folded in
         by ``fuse_modules`` first)."""
-        if hasattr(mod, "weight_fake_quant"):
+        if hasattr(mod, "weight_fake_quant"):          # a QAT module (its batch norm folded in now)
+            from ember.ao.nn.intrinsic.qat import ConvBn2d
+            if isinstance(mod, ConvBn2d):
+                from ember.nn.utils.fusion import fuse_conv_bn_weights
+                mod.weight, mod.bias = fuse_conv_bn_weights(mod.weight, mod.bias, mod.bn.running_mean,
+                                                            mod.bn.running_var, mod.bn.eps, mod.bn.weight,
+                                                            mod.bn.bias)
             weight_post_process = mod.weight_fake_quant
             activation_post_process = mod.activation_post_process
         else:
