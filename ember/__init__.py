@@ -63,6 +63,7 @@ from ember import amp  # noqa: E402 - registers the Autocast keys' kernels
 from ember import ao, quantization  # noqa: E402,F401
 import ember.nn.quantized  # noqa: E402,F401
 import ember.nn.intrinsic  # noqa: E402,F401
+import ember.nn.qat  # noqa: E402,F401
 from ember.amp import GradScaler, autocast  # noqa: E402,F401
 from ember.amp.autocast_mode import (autocast_decrement_nesting, autocast_increment_nesting,  # noqa: E402,F401
                                      clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype,

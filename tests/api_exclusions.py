@@ -48,17 +48,17 @@ EXCLUDED: dict[str, dict[str, str]] = {
             sym_fresh_size sym_int sym_ite sym_max sym_min sym_not sym_sqrt sym_sum
         """,
     },
-    'quantization: issue 20 (quantized tensors are in; the quantized ops, modules and torch.ao are next)': {
+    'quantization: issue 20 (eager mode is in; quint4x2 / quint2x4, the quantized RNN ops, quantizable modules '
+    'and FX graph mode are not)': {
         'torch': """
-            QUInt2x4Storage QUInt4x2Storage ao choose_qparams_optimized
-            empty_quantized fake_quantize_per_channel_affine fake_quantize_per_tensor_affine
-            fused_moving_avg_obs_fake_quant quantization quantized_batch_norm
+            QUInt2x4Storage QUInt4x2Storage choose_qparams_optimized empty_quantized
+            fused_moving_avg_obs_fake_quant quantized_batch_norm
             quantized_gru quantized_gru_cell quantized_lstm quantized_lstm_cell quantized_max_pool1d
             quantized_max_pool2d quantized_max_pool3d quantized_rnn_relu_cell quantized_rnn_tanh_cell quint2x4
             quint4x2
         """,
         'nn': """
-            intrinsic qat quantizable quantized
+            quantizable
         """,
     },
     "sparse tensors: a later issue (the roadmap's 'sparse')": {

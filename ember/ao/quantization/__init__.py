@@ -12,3 +12,5 @@ from ember.ao.quantization.quantization_mappings import *  # noqa: F401,F403
 from ember.ao.quantization.quantize import *  # noqa: F401,F403
 from ember.ao.quantization.stubs import *  # noqa: F401,F403
 from ember.ao.quantization.utils import *  # noqa: F401,F403
+from ember.ao.quantization.qconfig_mapping import *  # noqa: F401,F403,E402
+from ember.ao.quantization import quantize_fx  # noqa: F401,E402
