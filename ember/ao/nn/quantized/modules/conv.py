@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import ember
-from ember.ao.nn.quantized.modules.utils import WeightedQuantizedModule, _check_from_float, _quantize_weight
+from ember.ao.nn.quantized.modules.utils import (WeightedQuantizedModule, _observed_parts,
+                                                 _scale_zero_point_from_state_dict, _scale_zero_point_to_state_dict)
 
 __all__ = ["Conv2d"]
 
@@ -82,14 +83,12 @@ class Conv2d(WeightedQuantizedModule):
         w, b = self._weight_bias()
         destination[prefix + "weight"] = w
         destination[prefix + "bias"] = b
-        destination[prefix + "scale"] = ember.tensor(self.scale)
-        destination[prefix + "zero_point"] = ember.tensor(self.zero_point)
+        _scale_zero_point_to_state_dict(self, destination, prefix)
 
     def _load_from_state_dict(self, state_dict: Any, prefix: str, local_metadata: Any, strict: bool,
                               missing_keys: Any, unexpected_keys: Any, error_msgs: Any) -> None:
         self.set_weight_bias(state_dict.pop(prefix + "weight"), state_dict.pop(prefix + "bias"))
-        self.scale = float(state_dict.pop(prefix + "scale"))
-        self.zero_point = int(state_dict.pop(prefix + "zero_point"))
+        _scale_zero_point_from_state_dict(self, state_dict, prefix)
         super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys, unexpected_keys,
                                       error_msgs)
 
@@ -97,27 +96,7 @@ class Conv2d(WeightedQuantizedModule):
     def from_float(cls, mod: Any, use_precomputed_fake_quant: bool = False) -> Any:
         """The quantized layer of an observed float ``nn.Conv2d`` (or a fused ``ConvReLU2d``; batch norm folded in
         by ``fuse_modules`` first)."""
-        if hasattr(mod, "weight_fake_quant"):          # a QAT module (its batch norm folded in now)
-            from ember.ao.nn.intrinsic.qat import ConvBn2d
-            if isinstance(mod, ConvBn2d):
-                from ember.nn.utils.fusion import fuse_conv_bn_weights
-                mod.weight, mod.bias = fuse_conv_bn_weights(mod.weight, mod.bias, mod.bn.running_mean,
-                                                            mod.bn.running_var, mod.bn.eps, mod.bn.weight,
-                                                            mod.bn.bias)
-            weight_post_process = mod.weight_fake_quant
-            activation_post_process = mod.activation_post_process
-        else:
-            _check_from_float(cls, mod)
-            activation_post_process = mod.activation_post_process
-            from ember.ao.nn.intrinsic import ConvReLU2d
-            if type(mod) is ConvReLU2d:
-                mod = mod[0]
-            weight_post_process = mod.qconfig.weight()
-        if not use_precomputed_fake_quant:
-            weight_post_process(mod.weight)
-        if weight_post_process.dtype is not ember.qint8:
-            raise AssertionError("Weight observer must have a dtype of qint8")
-        qweight = _quantize_weight(mod.weight.float(), weight_post_process)
+        mod, qweight, activation_post_process = _observed_parts(cls, mod, use_precomputed_fake_quant)
         qconv = cls(mod.in_channels, mod.out_channels, mod.kernel_size, mod.stride, mod.padding, mod.dilation,
                     mod.groups, mod.bias is not None, mod.padding_mode)
         qconv.set_weight_bias(qweight, mod.bias)

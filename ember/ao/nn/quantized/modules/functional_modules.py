@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import ember
+from ember.ao.nn.quantized.modules.utils import _scale_zero_point_from_state_dict, _scale_zero_point_to_state_dict
 from ember.nn.modules.module import Module
 
 __all__ = ["FloatFunctional", "FXFloatFunctional", "QFunctional"]
@@ -67,13 +68,11 @@ class QFunctional(Module):
 
     def _save_to_state_dict(self, destination: Any, prefix: str, keep_vars: bool) -> None:
         super()._save_to_state_dict(destination, prefix, keep_vars)
-        destination[prefix + "scale"] = ember.tensor(self.scale)
-        destination[prefix + "zero_point"] = ember.tensor(self.zero_point)
+        _scale_zero_point_to_state_dict(self, destination, prefix)
 
     def _load_from_state_dict(self, state_dict: Any, prefix: str, local_metadata: Any, strict: bool,
                               missing_keys: Any, unexpected_keys: Any, error_msgs: Any) -> None:
-        self.scale = float(state_dict.pop(prefix + "scale"))
-        self.zero_point = int(state_dict.pop(prefix + "zero_point"))
+        _scale_zero_point_from_state_dict(self, state_dict, prefix)
         super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys, unexpected_keys,
                                       error_msgs)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import ember
-from ember.ao.nn.quantized.modules.utils import (WeightedQuantizedModule, _check_from_float, _hide_packed_params_repr,
-                                                 _quantize_weight)
+from ember.ao.nn.quantized.modules.utils import (WeightedQuantizedModule, _hide_packed_params_repr, _observed_parts,
+                                                 _scale_zero_point_from_state_dict, _scale_zero_point_to_state_dict)
 from ember.nn.modules.module import Module
 
 __all__ = ["LinearPackedParams", "Linear"]
@@ -112,13 +112,11 @@ class Linear(WeightedQuantizedModule):
 
     def _save_to_state_dict(self, destination: Any, prefix: str, keep_vars: bool) -> None:
         super()._save_to_state_dict(destination, prefix, keep_vars)
-        destination[prefix + "scale"] = ember.tensor(self.scale)
-        destination[prefix + "zero_point"] = ember.tensor(self.zero_point)
+        _scale_zero_point_to_state_dict(self, destination, prefix)
 
     def _load_from_state_dict(self, state_dict: Any, prefix: str, local_metadata: Any, strict: bool,
                               missing_keys: Any, unexpected_keys: Any, error_msgs: Any) -> None:
-        self.scale = float(state_dict.pop(prefix + "scale"))
-        self.zero_point = int(state_dict.pop(prefix + "zero_point"))
+        _scale_zero_point_from_state_dict(self, state_dict, prefix)
         version = local_metadata.get("version", None)
         if version is None or version == 1:
             weight = state_dict.pop(prefix + "weight")
@@ -142,24 +140,9 @@ class Linear(WeightedQuantizedModule):
     @classmethod
     def from_float(cls, mod: Any, use_precomputed_fake_quant: bool = False) -> Any:
         """The quantized layer of an observed float ``nn.Linear`` (after ``prepare`` and calibration)."""
-        if hasattr(mod, "weight_fake_quant"):          # a QAT module
-            weight_post_process = mod.weight_fake_quant
-            activation_post_process = mod.activation_post_process
-        else:
-            _check_from_float(cls, mod)
-            activation_post_process = mod.activation_post_process
-            from ember.ao.nn.intrinsic import LinearReLU
-            if type(mod) is LinearReLU:
-                mod = mod[0]
-            weight_post_process = mod.qconfig.weight()
-        if not use_precomputed_fake_quant:
-            weight_post_process(mod.weight)
-        dtype = weight_post_process.dtype
+        mod, qweight, activation_post_process = _observed_parts(cls, mod, use_precomputed_fake_quant)
         act_scale, act_zp = activation_post_process.calculate_qparams()
-        if dtype is not ember.qint8:
-            raise AssertionError(f"Weight observer must have dtype torch.qint8, got {dtype}")
-        qweight = _quantize_weight(mod.weight.float(), weight_post_process)
-        qlinear = cls(mod.in_features, mod.out_features, dtype=dtype)
+        qlinear = cls(mod.in_features, mod.out_features, dtype=ember.qint8)
         qlinear.set_weight_bias(qweight, mod.bias)
         qlinear.scale = float(act_scale)
         qlinear.zero_point = int(act_zp)

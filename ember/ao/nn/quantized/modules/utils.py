@@ -49,6 +49,41 @@ def _hide_packed_params_repr(self: Any, packed_params_cls: type) -> str:
     return main + ")"
 
 
+def _observed_parts(cls: Any, mod: Any, use_precomputed_fake_quant: bool) -> tuple[Any, Any, Any]:
+    """(the float layer, its quantized weight, its output observer) of an observed module -- a float layer after
+    ``prepare`` (a fused one's first part), or a QAT layer (a Conv+BN one with its batch norm folded in now)."""
+    if hasattr(mod, "weight_fake_quant"):
+        from ember.ao.nn.intrinsic.qat import ConvBn2d
+        if isinstance(mod, ConvBn2d):
+            from ember.nn.utils.fusion import fuse_conv_bn_weights
+            mod.weight, mod.bias = fuse_conv_bn_weights(mod.weight, mod.bias, mod.bn.running_mean, mod.bn.running_var,
+                                                        mod.bn.eps, mod.bn.weight, mod.bn.bias)
+        weight_post_process = mod.weight_fake_quant
+        activation_post_process = mod.activation_post_process
+    else:
+        _check_from_float(cls, mod)
+        activation_post_process = mod.activation_post_process
+        from ember.ao.nn.intrinsic import _FusedModule
+        if isinstance(mod, _FusedModule):
+            mod = mod[0]
+        weight_post_process = mod.qconfig.weight()
+    if not use_precomputed_fake_quant:
+        weight_post_process(mod.weight)
+    if weight_post_process.dtype is not ember.qint8:
+        raise AssertionError(f"Weight observer must have dtype torch.qint8, got {weight_post_process.dtype}")
+    return mod, _quantize_weight(mod.weight.float(), weight_post_process), activation_post_process
+
+
+def _scale_zero_point_to_state_dict(self: Any, destination: Any, prefix: str) -> None:
+    destination[prefix + "scale"] = ember.tensor(self.scale)
+    destination[prefix + "zero_point"] = ember.tensor(self.zero_point)
+
+
+def _scale_zero_point_from_state_dict(self: Any, state_dict: Any, prefix: str) -> None:
+    self.scale = float(state_dict.pop(prefix + "scale"))
+    self.zero_point = int(state_dict.pop(prefix + "zero_point"))
+
+
 def _check_from_float(cls: Any, mod: Any) -> None:
     types = cls._FLOAT_MODULE if isinstance(cls._FLOAT_MODULE, (tuple, list)) else (cls._FLOAT_MODULE,)
     if type(mod) not in types:

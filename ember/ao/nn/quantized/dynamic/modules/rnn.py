@@ -109,6 +109,20 @@ class RNNBase(Module):
             out = outs[0] if dirs == 1 else ember.cat(outs, 2)
         return out, finals
 
+    def _forward(self, input: Any, hx: Any, zeros: Any, states: Any, finals: Any) -> Any:  # noqa: A002
+        """``nn.LSTM`` / ``nn.GRU``'s calling convention around ``_run``: ``batch_first``, a zero initial state
+        (``zeros(shape)``), per-layer states (``states(hx)``) and the final ones stacked (``finals(list)``).
+        Inputs must be batched (3-D), as PyTorch's dynamically quantized RNNs require."""
+        _refuse_packed(input)
+        if input.dim() != 3:
+            raise RuntimeError(f"input must have 3 dimensions, got {input.dim()}")
+        x = _batch_first(input, self.batch_first).float()
+        if hx is None:
+            n = self.num_layers * (2 if self.bidirectional else 1)
+            hx = zeros((n, x.shape[1], self.hidden_size))
+        out, last = self._run(x, states(hx))
+        return _batch_first(out, self.batch_first), finals(last)
+
     @classmethod
     def from_float(cls, mod: Any, use_precomputed_fake_quant: bool = False) -> Any:
         """Quantize a float ``nn.LSTM`` / ``nn.GRU``'s weights to qint8 (its ``qconfig``'s weight observer)."""
@@ -179,21 +193,15 @@ class LSTM(RNNBase):
         return ember.sigmoid(o) * ember.tanh(c), c
 
     def forward(self, input: Any, hx: Any = None) -> Any:  # noqa: A002
-        _refuse_packed(input)
-        batched = input.dim() == 3
-        x = _batch_first(input if batched else input.unsqueeze(1), self.batch_first and batched).float()
-        n = self.num_layers * (2 if self.bidirectional else 1)
-        if hx is None:
-            zeros = ember.zeros(n, x.shape[1], self.hidden_size)
-            hx = (zeros, zeros)
-        h0, c0 = hx if batched else (hx[0].unsqueeze(1), hx[1].unsqueeze(1))
-        out, finals = self._run(x, [(h0[k], c0[k]) for k in range(n)])
-        h_n = ember.stack([s[0] for s in finals])
-        c_n = ember.stack([s[1] for s in finals])
-        out = _batch_first(out, self.batch_first and batched)
-        if not batched:
-            out, h_n, c_n = out.squeeze(1), h_n.squeeze(1), c_n.squeeze(1)
-        return out, (h_n, c_n)
+        def states(h: Any) -> list[Any]:
+            return [(h[0][k], h[1][k]) for k in range(h[0].shape[0])]
+
+        def finals(fs: list[Any]) -> Any:
+            return ember.stack([s[0] for s in fs]), ember.stack([s[1] for s in fs])
+
+        def zeros(shape: tuple[int, ...]) -> Any:
+            return ember.zeros(shape), ember.zeros(shape)
+        return self._forward(input, hx, zeros, states, finals)
 
 
 class GRU(RNNBase):
@@ -216,19 +224,9 @@ class GRU(RNNBase):
         return (h - n) * z + n
 
     def forward(self, input: Any, hx: Any = None) -> Any:  # noqa: A002
-        _refuse_packed(input)
-        batched = input.dim() == 3
-        x = _batch_first(input if batched else input.unsqueeze(1), self.batch_first and batched).float()
-        n = self.num_layers * (2 if self.bidirectional else 1)
-        if hx is None:
-            hx = ember.zeros(n, x.shape[1], self.hidden_size)
-        h0 = hx if batched else hx.unsqueeze(1)
-        out, finals = self._run(x, [h0[k] for k in range(n)])
-        h_n = ember.stack(finals)
-        out = _batch_first(out, self.batch_first and batched)
-        if not batched:
-            out, h_n = out.squeeze(1), h_n.squeeze(1)
-        return out, h_n
+        def states(h: Any) -> list[Any]:
+            return [h[k] for k in range(h.shape[0])]
+        return self._forward(input, hx, ember.zeros, states, ember.stack)
 
 
 def _set_float_modules() -> None:
