@@ -41,11 +41,13 @@ def _weight(lib, w, per_channel):
 def test_exact_integer_gemm_chunks_long_reductions():
     from ember.aten.quantized.gemm import int_matmul
     rng = np.random.default_rng(0)
-    for k in (7, 700, 5000):
-        a = rng.integers(-128, 128, (9, k))
+    for k, density in ((7, 1.0), (700, 1.0), (5000, 1.0), (5000, 0.02)):   # one GEMM, chunks, one by the L1 bound
+        a = rng.integers(-128, 128, (9, k)) * (rng.random((9, k)) < density)
         b = rng.integers(-128, 128, (k, 11))
-        got = int_matmul(a.astype(np.float32), b.astype(np.float32), 128 * 128)
+        got = int_matmul(a.astype(np.float32), b.astype(np.float32), int(np.abs(a).max()), int(np.abs(b).max()),
+                         int(np.abs(b).sum(0).max()))
         np.testing.assert_array_equal(got.astype(np.int64), a @ b)
+        assert got.dtype == (np.float64 if k == 5000 and density == 1 else np.float32)
 
 
 @pytest.mark.parametrize("per_channel", [False, True])

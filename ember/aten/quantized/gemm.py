@@ -41,13 +41,15 @@ def centred(a: np.ndarray) -> tuple[np.ndarray, int]:
     return ints.astype(np.float32) - zp, bound
 
 
-def int_matmul(a: np.ndarray, b: np.ndarray, bound: int) -> np.ndarray:
-    """``a @ b`` exactly (Note [Exact integer GEMM]) for float32 arrays of integers whose products are at most
-    ``bound`` in magnitude; float64 result holding integers."""
+def int_matmul(a: np.ndarray, b: np.ndarray, a_max: int, b_max: int, b_l1: int) -> np.ndarray:
+    """``a @ b`` exactly (Note [Exact integer GEMM]) for float32 arrays of integers (``a_max`` / ``b_max`` their
+    largest magnitudes, ``b_l1`` the largest column sum of ``|b|``): one float32 GEMM when no partial sum can reach
+    2**24 -- a partial sum of row i and column j is at most ``min(sum|a_i| * b_max, a_max * sum|b_j|)`` -- else
+    chunks of the reduction short enough to be exact, added in float64."""
+    if min(float(np.abs(a).sum(axis=-1).max(initial=0)) * b_max, a_max * b_l1) < _EXACT:
+        return np.asarray(np.matmul(a, b))
     k = a.shape[-1]
-    step = max(1, (_EXACT - 1) // max(bound, 1))
-    if k <= step:
-        return np.asarray(np.matmul(a, b), dtype=np.float64)
+    step = max(1, (_EXACT - 1) // max(a_max * b_max, 1))
     out = np.zeros(a.shape[:-1] + b.shape[-1:], np.float64)
     for s in range(0, k, step):
         out += np.matmul(a[..., s:s + step], b[s:s + step])
@@ -55,20 +57,34 @@ def int_matmul(a: np.ndarray, b: np.ndarray, bound: int) -> np.ndarray:
 
 
 def _scales(w: np.ndarray, n_out: int) -> np.ndarray:
-    """The weight scale per output channel (per-tensor weights: one, repeated)."""
+    """The weight scale per output channel, as the float the kernels multiply by (per tensor: one, repeated)."""
     qz = Qz.quantizer_of(w)
     if isinstance(qz, Qz.PerTensorAffineQuantizer):
-        return np.full(n_out, qz.scale, np.float64)
+        return np.full(n_out, qz.scale, np.float32)
     if qz.axis != 0:
         raise RuntimeError("quantized linear / conv: per-channel weights must be quantized along axis 0")
-    return np.asarray(qz.scales, dtype=np.float32).astype(np.float64)
+    return np.asarray(qz.scales, dtype=np.float32)
 
 
-def linear_accumulate(xc: np.ndarray, xbound: int, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(the int32 accumulator of ``x @ w.T`` as float64, the weight scales per output feature)."""
-    wc, wbound = centred(w)
-    acc = int_matmul(xc.reshape(-1, xc.shape[-1]), wc.T, xbound * wbound).reshape(xc.shape[:-1] + (w.shape[0],))
-    return acc, _scales(w, w.shape[0])
+def packed(weight: Any) -> tuple[np.ndarray, int, int, np.ndarray]:
+    """(the weight's centred integers as float32, the largest of their magnitudes, the largest sum of magnitudes of
+    an output channel, the scale per output channel), computed once per weight tensor and version -- what PyTorch's
+    prepacking does for fbgemm."""
+    cache = weight.__dict__.get("_int_gemm_pack")
+    if cache is not None and cache[0] == weight._vc.version and cache[1] is weight._data:
+        return cache[2]   # type: ignore[no-any-return]
+    a = weight._data
+    if Qz.quantizer_of(a).qdtype.name != "qint8":
+        raise RuntimeError("quantized linear / conv: the weight must be qint8")
+    wc, _ = centred(a)
+    mags = np.abs(wc.reshape(a.shape[0], -1))
+    pack = (wc, int(mags.max(initial=0)), int(mags.sum(axis=1).max(initial=0)), _scales(a, a.shape[0]))
+    weight.__dict__["_int_gemm_pack"] = (weight._vc.version, weight._data, pack)
+    return pack
+
+
+def _bound(xc: np.ndarray) -> int:
+    return int(np.abs(xc).max(initial=0))
 
 
 def requantize(y: np.ndarray, scale: float, zero_point: int, qdtype: Any) -> np.ndarray:
@@ -77,70 +93,69 @@ def requantize(y: np.ndarray, scale: float, zero_point: int, qdtype: Any) -> np.
     return Qz.as_quantized(ints, Qz.PerTensorAffineQuantizer(qdtype, scale, zero_point))
 
 
-def _check_linear(x: np.ndarray, w: np.ndarray, name: str) -> None:
-    if x.shape[-1] != w.shape[1]:
-        raise RuntimeError(f"{name}: input size {x.shape[-1]} does not match the weight's {w.shape[1]} in features "
-                           f"(mat1 and mat2 shapes cannot be multiplied ({int(np.prod(x.shape[:-1]))}x{x.shape[-1]} "
-                           f"and {w.shape[1]}x{w.shape[0]}))")
-    if Qz.quantizer_of(w).qdtype.name != "qint8":
-        raise RuntimeError(f"{name}: the weight must be qint8")
+def _check_linear(x: np.ndarray, wc: np.ndarray, name: str) -> None:
+    if x.shape[-1] != wc.shape[1]:
+        raise RuntimeError(f"{name}: mat1 and mat2 shapes cannot be multiplied ({int(np.prod(x.shape[:-1]))}x"
+                           f"{x.shape[-1]} and {wc.shape[1]}x{wc.shape[0]})")
 
 
-def quantized_linear(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, out_scale: float, out_zero_point: int,
+def _affine(acc: np.ndarray, x_scale: float, w_scales: np.ndarray, bias: np.ndarray | None,
+            channel_axis: int) -> np.ndarray:
+    """``acc * (x_scale * w_scale) + bias`` in float32, as fbgemm's output stage computes it."""
+    shape = [1] * acc.ndim
+    shape[channel_axis] = -1
+    y = acc.astype(np.float32) * (np.float32(x_scale) * w_scales).reshape(shape)
+    if bias is not None:
+        y += bias.astype(np.float32).reshape(shape)
+    return y
+
+
+def quantized_linear(x: np.ndarray, pack: Any, bias: np.ndarray | None, out_scale: float, out_zero_point: int,
                      relu: bool) -> np.ndarray:
-    """Static quantized ``linear`` (quint8 input, qint8 weight, float bias): the output quantized with
+    """Static quantized ``linear`` (quint8 input, packed qint8 weight, float bias): the output quantized with
     ``out_scale`` / ``out_zero_point`` (after a ReLU for LinearReLU)."""
-    _check_linear(x, w, "quantized::linear")
+    wc, w_max, w_l1, ws = pack
+    _check_linear(x, wc, "quantized::linear")
     xq = Qz.quantizer_of(x)
     if not isinstance(xq, Qz.PerTensorAffineQuantizer) or xq.qdtype.name != "quint8":
         raise RuntimeError("quantized::linear (fbgemm): expected a per-tensor quint8 input")
-    xc, xbound = centred(x)
-    acc, ws = linear_accumulate(xc, xbound, w)
-    y = acc * (np.float64(np.float32(xq.scale)) * ws)
-    if bias is not None:
-        y += bias.astype(np.float64)
+    xc, _ = centred(x)
+    x2 = xc.reshape(-1, xc.shape[-1])
+    acc = int_matmul(x2, wc.T, _bound(x2), w_max, w_l1).reshape(xc.shape[:-1] + (wc.shape[0],))
+    y = _affine(acc, xq.scale, ws, bias, -1)
     if relu:
-        y = np.maximum(y, 0.0)
+        np.maximum(y, 0.0, out=y)
     return requantize(y, out_scale, out_zero_point, xq.qdtype)
 
 
-def quantized_linear_dynamic(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, reduce_range: bool) -> np.ndarray:
+def quantized_linear_dynamic(x: np.ndarray, pack: Any, bias: np.ndarray | None, reduce_range: bool) -> np.ndarray:
     """Dynamic quantized ``linear``: the float input quantized to quint8 with parameters chosen from its own range
     (7 bits with ``reduce_range``, fbgemm's default), the product accumulated exactly, the result float32."""
     from ember.aten.composite.quantize import choose_qparams
-    _check_linear(x, w, "quantized::linear_dynamic")
-    xf = np.ascontiguousarray(x, dtype=np.float32)
+    wc, w_max, w_l1, ws = pack
+    _check_linear(x, wc, "quantized::linear_dynamic")
+    xf = np.ascontiguousarray(x, dtype=np.float32).reshape(-1, x.shape[-1])
     lo, hi = (float(xf.min()), float(xf.max())) if xf.size else (0.0, 0.0)
     scale, zp = choose_qparams(lo, hi, 0, 255, reduce_range=reduce_range)
-    q = Qz.quantize_values(xf, scale, zp, dt.quint8)
-    xc = q.astype(np.float32) - np.float32(zp)
-    qmin, qmax = (0, 127) if reduce_range else (0, 255)
-    acc, ws = linear_accumulate(xc, max(abs(qmin - zp), abs(qmax - zp)), w)
-    y = acc * (np.float64(np.float32(scale)) * ws)
-    if bias is not None:
-        y += bias.astype(np.float64)
-    return y.astype(np.float32)
+    xc = Qz.quantize_values(xf, scale, zp, dt.quint8).astype(np.float32)
+    xc -= np.float32(zp)
+    acc = int_matmul(xc, wc.T, _bound(xc), w_max, w_l1)
+    return _affine(acc, scale, ws, bias, -1).reshape(x.shape[:-1] + (wc.shape[0],))
 
 
-def quantized_conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, stride: Any, padding: Any, dilation: Any,
+def quantized_conv(x: np.ndarray, pack: Any, bias: np.ndarray | None, stride: Any, padding: Any, dilation: Any,
                    groups: int, out_scale: float, out_zero_point: int, relu: bool) -> np.ndarray:
     """Static quantized convolution (N, C, *spatial) with an im2col GEMM on the centred integers (exact: float32
     when the reduction is short enough, float64 otherwise)."""
     xq = Qz.quantizer_of(x)
     if not isinstance(xq, Qz.PerTensorAffineQuantizer) or xq.qdtype.name != "quint8":
         raise RuntimeError("quantized::conv2d (fbgemm): expected a per-tensor quint8 input")
-    if Qz.quantizer_of(w).qdtype.name != "qint8":
-        raise RuntimeError("quantized::conv2d: the weight must be qint8")
-    xc, xbound = centred(x)
-    wc, wbound = centred(w)
-    k = int(np.prod(w.shape[1:]))
-    work = np.float32 if k * xbound * wbound < _EXACT else np.float64
-    acc = conv_algos._fwd_gemm(np, xc.astype(work), wc.astype(work), tuple(stride), tuple(padding), tuple(dilation),
-                               groups).astype(np.float64)
-    ws = _scales(w, w.shape[0]).reshape((1, -1) + (1,) * (acc.ndim - 2))
-    y = acc * (np.float64(np.float32(xq.scale)) * ws)
-    if bias is not None:
-        y += bias.astype(np.float64).reshape((1, -1) + (1,) * (acc.ndim - 2))
+    wc, _, w_l1, ws = pack
+    xc, _ = centred(x)
+    work = np.float32 if _bound(xc) * w_l1 < _EXACT else np.float64    # a window's sum is at most max|x| * l1(w)
+    acc = conv_algos._fwd_gemm(np, xc.astype(work, copy=False), wc.astype(work, copy=False), tuple(stride),
+                               tuple(padding), tuple(dilation), groups)
+    y = _affine(acc, xq.scale, ws, bias, 1)
     if relu:
-        y = np.maximum(y, 0.0)
+        np.maximum(y, 0.0, out=y)
     return requantize(np.ascontiguousarray(y), out_scale, out_zero_point, xq.qdtype)

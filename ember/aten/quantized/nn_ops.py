@@ -28,20 +28,20 @@ def _opt(t: Any) -> np.ndarray | None:
 
 def quantized_linear(input: Any, weight: Any, bias: Any, output_scale: float, output_zero_point: int,  # noqa: A002
                      relu: bool = False) -> Any:
-    return _q(gemm.quantized_linear(input._data, weight._data, _opt(bias), float(output_scale),
+    return _q(gemm.quantized_linear(input._data, gemm.packed(weight), _opt(bias), float(output_scale),
                                     int(output_zero_point), relu), input)
 
 
 def quantized_linear_dynamic(input: Any, weight: Any, bias: Any, reduce_range: bool = True) -> Any:  # noqa: A002
     if input.is_quantized:
         raise RuntimeError("quantized::linear_dynamic: the input must be a float tensor")
-    return new_tensor(gemm.quantized_linear_dynamic(input._data, weight._data, _opt(bias), reduce_range), KS_CPU,
-                      input._device)
+    return new_tensor(gemm.quantized_linear_dynamic(input._data, gemm.packed(weight), _opt(bias), reduce_range),
+                      KS_CPU, input._device)
 
 
 def quantized_conv(input: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any,  # noqa: A002
                    groups: int, output_scale: float, output_zero_point: int, relu: bool = False) -> Any:
-    return _q(gemm.quantized_conv(input._data, weight._data, _opt(bias), stride, padding, dilation, groups,
+    return _q(gemm.quantized_conv(input._data, gemm.packed(weight), _opt(bias), stride, padding, dilation, groups,
                                   float(output_scale), int(output_zero_point), relu), input)
 
 

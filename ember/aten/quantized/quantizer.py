@@ -117,13 +117,22 @@ def quantize_values(x: np.ndarray, scale: Any, zero_point: Any, qdtype: Any, per
         inv = np.float32(1.0) / np.asarray(scale, dtype=np.float64).astype(np.float32)
         zp = np.asarray(zero_point, dtype=np.int64)
         if qdtype.name == "qint32" or per_channel:     # the product and the sum rounded to float32 one by one
-            v = np.rint((x * inv).astype(np.float32) + zp.astype(np.float32))
+            v = (x * inv).astype(np.float32)
+            v += zp.astype(np.float32)
             nan = lo if qdtype.name == "qint32" else 0
         else:    # one rounding: the float64 product of two float32 is exact, the sum rounds once to float32
-            v = np.rint((x.astype(np.float64) * inv.astype(np.float64) + zp).astype(np.float32))
+            w = x.astype(np.float64)
+            w *= inv.astype(np.float64)
+            w += zp
+            v = w.astype(np.float32)
             nan = hi
-        v = np.where(np.isnan(v), np.float32(nan), v)
-        return np.clip(v.astype(np.float64), lo, hi).astype(underlying(qdtype))
+        np.rint(v, out=v)
+        if np.isnan(v).any():
+            v[np.isnan(v)] = nan
+        if qdtype.name == "qint32":     # float32 cannot hold the int32 bounds: clip where they are exact
+            return np.clip(v.astype(np.float64), lo, hi).astype(underlying(qdtype))
+        np.clip(v, lo, hi, out=v)
+        return v.astype(underlying(qdtype))
 
 
 def dequantize_values(q: np.ndarray, scale: Any, zero_point: Any, per_channel: bool = False) -> np.ndarray:
