@@ -7726,6 +7726,11 @@ _op__quantized_linear_dynamic = _D.define('_quantized_linear_dynamic(Tensor inpu
 def _quantized_linear_dynamic(input, weight, bias, reduce_range=True):
     return _op__quantized_linear_dynamic.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias, reduce_range)
 
+_op__quantized_rnn_layer_dynamic = _D.define('_quantized_rnn_layer_dynamic(Tensor input, Tensor h0, Tensor? c0, Tensor w_ih, Tensor w_hh, Tensor? b_ih, Tensor? b_hh, str mode, bool reverse, bool reduce_range=True) -> (Tensor, Tensor, Tensor)')
+
+def _quantized_rnn_layer_dynamic(input, h0, c0, w_ih, w_hh, b_ih, b_hh, mode, reverse, reduce_range=True):
+    return _op__quantized_rnn_layer_dynamic.call(input._ks | h0._ks | _ks_opt(c0) | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, h0, c0, w_ih, w_hh, b_ih, b_hh, mode, reverse, reduce_range)
+
 _op__quantized_conv = _D.define('_quantized_conv(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, int groups, float output_scale, int output_zero_point, bool relu=False) -> Tensor')
 
 def _quantized_conv(input, weight, bias, stride, padding, dilation, groups, output_scale, output_zero_point, relu=False):

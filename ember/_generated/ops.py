@@ -3572,6 +3572,9 @@ _quantized_linear = _P('_quantized_linear', [
 _quantized_linear_dynamic = _P('_quantized_linear_dynamic', [
     _O(_A._op__quantized_linear_dynamic, (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, False, None), ('reduce_range', 'bool', False, True, True),), ['input', 'weight', 'bias', 'reduce_range']),
 ])
+_quantized_rnn_layer_dynamic = _P('_quantized_rnn_layer_dynamic', [
+    _O(_A._op__quantized_rnn_layer_dynamic, (('input', 'T', False, False, None), ('h0', 'T', False, False, None), ('c0', 'T?', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, False, None), ('b_hh', 'T?', False, False, None), ('mode', 'str', False, False, None), ('reverse', 'bool', False, False, None), ('reduce_range', 'bool', False, True, True),), ['input', 'h0', 'c0', 'w_ih', 'w_hh', 'b_ih', 'b_hh', 'mode', 'reverse', 'reduce_range']),
+])
 _quantized_conv = _P('_quantized_conv', [
     _O(_A._op__quantized_conv, (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, False, None), ('stride', 'int[]', False, False, None), ('padding', 'int[]', False, False, None), ('dilation', 'int[]', False, False, None), ('groups', 'int', False, False, None), ('output_scale', 'float', False, False, None), ('output_zero_point', 'int', False, False, None), ('relu', 'bool', False, True, False),), ['input', 'weight', 'bias', 'stride', 'padding', 'dilation', 'groups', 'output_scale', 'output_zero_point', 'relu']),
 ])

@@ -8862,6 +8862,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_fake_quantize_per_channel_affine_cachemask_backward, 'CompositeImplicitAutograd', C.fake_quantize_per_channel_affine_cachemask_backward),
     (_A._op__quantized_linear, 'QuantizedCPU', Q.quantized_linear),
     (_A._op__quantized_linear_dynamic, 'QuantizedCPU', Q.quantized_linear_dynamic),
+    (_A._op__quantized_rnn_layer_dynamic, 'QuantizedCPU', Q.quantized_rnn_layer_dynamic),
     (_A._op__quantized_conv, 'QuantizedCPU', Q.quantized_conv),
     (_A._op__quantized_add, 'QuantizedCPU', Q.quantized_add),
 )

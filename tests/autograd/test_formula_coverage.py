@@ -37,6 +37,7 @@ NO_FORMULA = {
     "q_scale", "q_zero_point", "q_per_channel_scales", "q_per_channel_zero_points", "q_per_channel_axis", "qscheme",
     "_make_per_tensor_quantized_tensor", "_make_per_channel_quantized_tensor", "_empty_per_channel_affine_quantized",
     "_quantized_linear", "_quantized_linear_dynamic", "_quantized_conv", "_quantized_add",
+    "_quantized_rnn_layer_dynamic",
     # backward kernels, called by formulas with grad mode off; create_graph=True takes ops-level formulas
     # instead (batch norm, layer norm, the fused CPU attention). Double backward of convolution and of the fused
     # RNN layer is not written yet (README, "Not yet"): backward with create_graph=True reports it through the

@@ -13,7 +13,8 @@ from ember.aten.quantized import quantizer as Qz
 from ember.aten.wrap import new_tensor
 from ember.c10.dispatch_key import KS_CPU, KS_QUANTIZED_CPU
 
-__all__ = ["quantized_linear", "quantized_linear_dynamic", "quantized_conv", "relu_quantized_cpu",
+__all__ = ["quantized_linear", "quantized_linear_dynamic", "quantized_rnn_layer_dynamic",
+           "quantized_conv", "relu_quantized_cpu",
            "relu_quantized_cpu_", "hardtanh_quantized_cpu", "quantized_add", "quantized_max_pool2d_with_indices",
            "adaptive_avg_pool2d_quantized_cpu", "cat_quantized_cpu"]
 
@@ -37,6 +38,41 @@ def quantized_linear_dynamic(input: Any, weight: Any, bias: Any, reduce_range: b
         raise RuntimeError("quantized::linear_dynamic: the input must be a float tensor")
     return new_tensor(gemm.quantized_linear_dynamic(input._data, gemm.packed(weight), _opt(bias), reduce_range),
                       KS_CPU, input._device)
+
+
+def quantized_rnn_layer_dynamic(input: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,  # noqa: A002
+                                mode: str, reverse: bool, reduce_range: bool = True) -> Any:
+    """One layer and direction of a dynamically quantized LSTM / GRU over a (T, B, F) sequence: the inputs of all
+    steps projected at once (one set of input parameters, as PyTorch's CPU layers do), the hidden state quantized
+    at every step, the gates in float32 (the float kernels' sigmoid and tanh). Returns (output, h_n, c_n); c_n is
+    empty for a GRU."""
+    from ember.aten.kernels.unary import _sigmoid
+    if input.is_quantized:
+        raise RuntimeError("quantized dynamic RNN: the input must be a float tensor")
+    pack_hh = gemm.packed(w_hh)
+    steps, batch = input.shape[0], input.shape[1]
+    gi_all = gemm.quantized_linear_dynamic(input._data, gemm.packed(w_ih), _opt(b_ih), reduce_range)
+    h = np.array(h0._data, dtype=np.float32)
+    c = None if c0 is None else np.array(c0._data, dtype=np.float32)
+    hidden = h.shape[-1]
+    out = np.empty((steps, batch, hidden), np.float32)
+    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+        gh = gemm.quantized_linear_dynamic(h, pack_hh, _opt(b_hh), reduce_range)
+        gi = gi_all[t]
+        if mode == "LSTM":
+            g = gi + gh
+            c = _sigmoid(np, g[:, hidden:2 * hidden]) * c + _sigmoid(np, g[:, :hidden]) * np.tanh(g[:, 2 * hidden:
+                                                                                                   3 * hidden])
+            h = _sigmoid(np, g[:, 3 * hidden:]) * np.tanh(c)
+        else:
+            r = _sigmoid(np, gi[:, :hidden] + gh[:, :hidden])
+            z = _sigmoid(np, gi[:, hidden:2 * hidden] + gh[:, hidden:2 * hidden])
+            n = np.tanh(gi[:, 2 * hidden:] + r * gh[:, 2 * hidden:])
+            h = (h - n) * z + n
+        out[t] = h
+    cn = np.empty((0,), np.float32) if c is None else c
+    return (new_tensor(out, KS_CPU, input._device), new_tensor(np.ascontiguousarray(h), KS_CPU, input._device),
+            new_tensor(cn, KS_CPU, input._device))
 
 
 def quantized_conv(input: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any,  # noqa: A002

@@ -130,9 +130,9 @@ def quantize_values(x: np.ndarray, scale: Any, zero_point: Any, qdtype: Any, per
         if np.isnan(v).any():
             v[np.isnan(v)] = nan
         if qdtype.name == "qint32":     # float32 cannot hold the int32 bounds: clip where they are exact
-            return np.clip(v.astype(np.float64), lo, hi).astype(underlying(qdtype))
+            return np.asarray(np.clip(v.astype(np.float64), lo, hi), dtype=underlying(qdtype))
         np.clip(v, lo, hi, out=v)
-        return v.astype(underlying(qdtype))
+        return np.asarray(v, dtype=underlying(qdtype))
 
 
 def dequantize_values(q: np.ndarray, scale: Any, zero_point: Any, per_channel: bool = False) -> np.ndarray:

@@ -80,9 +80,6 @@ class RNNBase(Module):
     def __repr__(self) -> str:
         return self._get_name() + "(" + self.extra_repr() + ")"
 
-    def _cell(self, gi: Any, gh: Any, state: Any) -> Any:
-        """The next state from the input's and the hidden state's gate products."""
-        raise NotImplementedError
 
     def _run(self, x: Any, hx: Any) -> tuple[Any, Any]:
         """x (T, B, F) float; hx a list of (layer*dir) states (each a tensor, or (h, c) for LSTM)."""
@@ -94,17 +91,11 @@ class RNNBase(Module):
             for d in range(dirs):
                 k = layer * dirs + d
                 w_ih, w_hh, b_ih, b_hh = self._all_weight_values[k].param
-                # PyTorch's CPU layers project the whole sequence's inputs at once (one set of input parameters),
-                # then quantize the hidden state at every step
-                gi_all = ember._quantized_linear_dynamic(out, w_ih, b_ih, _REDUCE_RANGE)
-                state = hx[k]
-                steps = range(out.shape[0] - 1, -1, -1) if d == 1 else range(out.shape[0])
-                ys: list[Any] = [None] * out.shape[0]
-                for t in steps:
-                    gh = ember._quantized_linear_dynamic(ys_state(state), w_hh, b_hh, _REDUCE_RANGE)
-                    state = self._cell(gi_all[t], gh, state)
-                    ys[t] = ys_state(state)
-                outs.append(ember.stack(ys))
+                h0, c0 = hx[k] if isinstance(hx[k], tuple) else (hx[k], None)
+                y, h_n, c_n = ember._quantized_rnn_layer_dynamic(out, h0, c0, w_ih, w_hh, b_ih, b_hh, self.mode, d == 1,
+                                                                 _REDUCE_RANGE)
+                state = (h_n, c_n) if c0 is not None else h_n
+                outs.append(y)
                 finals.append(state)
             out = outs[0] if dirs == 1 else ember.cat(outs, 2)
         return out, finals
@@ -158,11 +149,6 @@ class RNNBase(Module):
 _REDUCE_RANGE = True     # fbgemm: 7-bit activations
 
 
-def ys_state(state: Any) -> Any:
-    """The hidden state ``h`` of an LSTM's ``(h, c)`` or a GRU's ``h``."""
-    return state[0] if isinstance(state, tuple) else state
-
-
 def _batch_first(x: Any, batch_first: bool) -> Any:
     return x.transpose(0, 1) if batch_first else x
 
@@ -186,11 +172,6 @@ class LSTM(RNNBase):
     def _get_name(self) -> str:
         return "DynamicQuantizedLSTM"
 
-    def _cell(self, gi: Any, gh: Any, state: Any) -> Any:
-        c = state[1]
-        i, f, g, o = (gi + gh).chunk(4, 1)
-        c = ember.sigmoid(f) * c + ember.sigmoid(i) * ember.tanh(g)
-        return ember.sigmoid(o) * ember.tanh(c), c
 
     def forward(self, input: Any, hx: Any = None) -> Any:  # noqa: A002
         def states(h: Any) -> list[Any]:
@@ -215,13 +196,6 @@ class GRU(RNNBase):
     def _get_name(self) -> str:
         return "DynamicQuantizedGRU"
 
-    def _cell(self, gi: Any, gh: Any, h: Any) -> Any:
-        ir, iz, i_n = gi.chunk(3, 1)
-        hr, hz, hn = gh.chunk(3, 1)
-        r = ember.sigmoid(ir + hr)
-        z = ember.sigmoid(iz + hz)
-        n = ember.tanh(i_n + r * hn)
-        return (h - n) * z + n
 
     def forward(self, input: Any, hx: Any = None) -> Any:  # noqa: A002
         def states(h: Any) -> list[Any]:
