@@ -4,12 +4,13 @@
 Note [Exact integer GEMM]
 A quantized linear layer multiplies 8-bit integers and accumulates in int32: ``acc = sum_k (x_k - x_zp) * (w_k -
 w_zp)``. NumPy's integer matmul is exact but has no BLAS, so ember runs float32 BLAS on the centred integers where
-float32 is exact: each product is an integer below ``max|x| * max|w|`` and every partial sum of ``k`` of them stays
-an integer below ``2**24`` as long as ``k * max|x| * max|w| < 2**24`` -- so the reduction is split into chunks of
-that many columns, each a float32 GEMM, and the chunks are added in int64. The result is the int32 accumulator,
-bit for bit, at float32 BLAS speed (one chunk for layers narrower than ~500 inputs at full 8-bit range, a few
-otherwise). The output is then ``acc * x_scale * w_scale + bias``, requantized with the output's parameters (static
-quantization) or returned as float (dynamic quantization).
+float32 is exact: every partial sum, in whatever order BLAS adds, is an integer no larger than the sum of the
+magnitudes of its products, ``min(sum_k |x_ik| * max|w|, max|x| * sum_k |w_kj|)``; while that stays below 2**24
+one float32 GEMM gives the int32 accumulator bit for bit. Otherwise the reduction is split into chunks of
+``2**24 / (max|x| * max|w|)`` columns, each an exact float32 GEMM, added in float64. Each weight is centred, converted
+and measured once and cached by its version (PyTorch prepacks weights for fbgemm the same way). The output stage is
+fbgemm's: ``acc * (x_scale * w_scale) + bias`` in float32, requantized with the output's parameters (static
+quantization) or returned (dynamic quantization).
 """
 from __future__ import annotations
 
