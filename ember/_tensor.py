@@ -1129,6 +1129,9 @@ class Tensor(TensorImpl, _TensorMethods):
 
 def _rebuild_from_numpy(arr: Any, device: Any) -> Tensor:
     import ember
+    if arr.dtype.metadata and "quantizer" in arr.dtype.metadata:   # a quantized tensor (Note [Quantized dtypes])
+        from ember.aten.composite.quantize import wrap_quantized
+        return wrap_quantized(arr)  # type: ignore[no-any-return]
     return ember.from_numpy(arr).to(device)
 
 

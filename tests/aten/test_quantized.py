@@ -231,3 +231,12 @@ def test_storages_of_quantized_tensors():
         s = q.storage()
         assert isinstance(s, ember.QUInt8Storage) and s.tolist() == [11, 15, 0]
     assert q.untyped_storage().nbytes() == 3 and q.element_size() == 1
+
+
+def test_pickle_and_deepcopy_keep_quantized_tensors():
+    import copy
+    import pickle
+    q = ember.quantize_per_channel(ember.randn(3, 4), ember.tensor([0.1, 0.2, 0.3], dtype=ember.float64),
+                                   ember.tensor([0, 1, -1]), 0, ember.qint8)
+    for r in (pickle.loads(pickle.dumps(q)), copy.deepcopy(q)):
+        assert r.is_quantized and ember.equal(r, q) and r.q_per_channel_axis() == 0
