@@ -102,7 +102,7 @@ def quantized_copy_(self: Any, src: Any, non_blocking: bool = False) -> Any:
 
 
 # -- shape operations on the integers as they are: the CPU kernels, keeping the quantized key set
-def _strided_per_channel(self: Any, name: str) -> None:
+def _strided_per_channel(self: Any) -> None:
     if isinstance(Qz.quantizer_of(self._data), Qz.PerChannelAffineQuantizer):
         raise RuntimeError("Setting strides is possible only on uniformly quantized tensor")
 
@@ -112,7 +112,7 @@ def _on_integers(op: Any, refuse_per_channel: bool) -> Any:
 
     def kernel(ks: int, self: Any, *args: Any) -> Any:
         if refuse_per_channel:
-            _strided_per_channel(self, op.name)
+            _strided_per_channel(self)
         out = cpu(KS_CPU, self, *args)
         outs = out if isinstance(out, (tuple, list)) else (out,)
         for t in outs:
