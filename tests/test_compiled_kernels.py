@@ -529,3 +529,43 @@ def test_threshold_backward_compiled_matches_pytorch(fallback):
             runs.append(ember.ops.aten.threshold_backward(ember.tensor(g).t().t(), ember.tensor(x), thr).numpy())
         for got in runs:
             np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("reduce_range", [True, False])
+def test_dynamic_quantization_of_rows_gives_the_numpy_integers(reduce_range):
+    """The one-pass quantizer of a dynamic linear layer's input rounds as the NumPy form does: ties to even, values
+    beyond the range clipped, NaN to the top; each row's sum of magnitudes alongside."""
+    from ember.aten.composite.quantize import choose_qparams
+    from ember.aten.quantized import quantizer as Qz
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((300, 257)) * 3).astype(np.float32)
+    scale, zp = choose_qparams(-2.0, 5.0, 0, 255, reduce_range=reduce_range)
+    x[0, :40] = ((np.arange(40) - 20) + 0.5) * np.float32(scale)                 # ties
+    x[1, :4] = [np.nan, np.inf, -np.inf, 1e30]
+    hi = 127 if reduce_range else 255
+    got, l1 = compiled.quantize_rows_centred(x, float(np.float32(1.0) / np.float32(scale)), zp, 0, hi)
+    ref = np.clip(Qz.quantize_values(x, scale, zp, ember.quint8).astype(np.int64), 0, hi) - zp
+    np.testing.assert_array_equal(got, ref)
+    np.testing.assert_array_equal(l1, np.abs(ref).sum(1))
+
+
+def test_dynamic_quantized_layers_compiled_match_the_numpy_path(fallback):
+    rng = np.random.default_rng(1)
+    ember.manual_seed(0)
+    m = ember.nn.Sequential(ember.nn.Linear(40, 64), ember.nn.ReLU(), ember.nn.Linear(64, 8))
+    lstm, gru = ember.nn.LSTM(8, 16, num_layers=2), ember.nn.GRU(8, 16, bidirectional=True)
+    q = [ember.ao.quantization.quantize_dynamic(mod, {ember.nn.Linear, ember.nn.LSTM, ember.nn.GRU})
+         for mod in (m, lstm, gru)]
+    x = ember.tensor(rng.standard_normal((6, 5, 40)).astype(np.float32))
+
+    def run():
+        with ember.no_grad():
+            y = q[0](x)
+            return [y.numpy()] + [o.numpy() for o in q[1](y)[0:1] + q[1](y)[1]] + \
+                [o.numpy() for o in q[2](y)]
+    got = run()
+    fallback()
+    ref = run()
+    np.testing.assert_array_equal(got[0], ref[0])       # the same integers, the same output stage
+    for g, r in zip(got[1:], ref[1:]):                  # the cells' float64 activations against NumPy's float32
+        np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-6)

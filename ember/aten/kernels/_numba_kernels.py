@@ -965,3 +965,29 @@ def mt_bernoulli(key: Any, pos: int, out: Any, p: float) -> int:
         w = (np.uint64(words[2 * i]) << np.uint64(32)) | np.uint64(words[2 * i + 1])
         out[i] = np.float64(w & mask) * scale < p
     return pos
+
+
+# ------------------------------------------------------------------------------ dynamic quantization
+# The float input of a dynamically quantized linear layer to the centred integers its exact GEMM multiplies (Note
+# [Exact integer GEMM] in ember/aten/quantized/gemm.py), in one pass instead of the ten of the NumPy form, with its
+# rounding: the float64 product of two float32 plus the zero point, rounded to float32, then to the nearest integer
+# (ties to even), NaN to the top of the range, clipped. No fast-math: every rounding is the reference's.
+
+@_exact
+def quantize_rows_centred(x: Any, inv: float, zp: int, lo: int, hi: int, out: Any, l1: Any, r0: int,
+                          r1: int) -> None:
+    """Rows r0..r1-1 of the float32 (R, K) ``x`` quantized with ``1 / scale = inv`` (a float32) and ``zp``, minus
+    ``zp``, into the float32 ``out``; ``l1`` (float64, R) gets each row's sum of magnitudes."""
+    inv64 = np.float64(np.float32(inv))
+    z = np.float64(zp)
+    flo, fhi = np.float64(lo), np.float64(hi)
+    for r in range(r0, r1):
+        s = 0.0
+        for k in range(x.shape[1]):
+            v = np.float64(np.float32(np.float64(x[r, k]) * inv64 + z))
+            q = np.rint(v)
+            q = fhi if q != q else min(max(q, flo), fhi)
+            c = q - z
+            out[r, k] = c
+            s += abs(c)
+        l1[r] = s

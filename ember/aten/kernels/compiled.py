@@ -290,3 +290,15 @@ def attention_score_grad(p: Any, dp: Any, d: Any, scale: float) -> None:
     kernel = _load().attention_score_grad_rows
     d = np.ascontiguousarray(d).reshape(-1)
     _split(kernel, p.shape[0], _row_grain(p.shape[1]), p, dp, d, float(scale))
+
+
+def quantize_rows_centred(x: Any, inv: float, zero_point: int, lo: int, hi: int) -> tuple[Any, Any]:
+    """A 2-d float32 array quantized with ``1 / scale = inv`` and ``zero_point`` to [lo, hi], minus the zero point
+    (float32, exact integers), and each row's sum of their magnitudes (float64), rows split over the intra-op
+    threads."""
+    x = np.ascontiguousarray(x)
+    out = np.empty(x.shape, np.float32)
+    l1 = np.empty(x.shape[0], np.float64)
+    _split(_load().quantize_rows_centred, x.shape[0], _row_grain(x.shape[1]), x, float(inv), int(zero_point),
+           int(lo), int(hi), out, l1)
+    return out, l1

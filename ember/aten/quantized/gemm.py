@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.aten.kernels import conv_algos
+from ember.aten.kernels import compiled, conv_algos
 from ember.aten.quantized import quantizer as Qz
 from ember.c10 import dtype as dt
 
@@ -42,14 +42,20 @@ def centred(a: np.ndarray) -> tuple[np.ndarray, int]:
     return ints.astype(np.float32) - zp, bound
 
 
-def int_matmul(a: np.ndarray, b: np.ndarray, a_max: int, b_max: int, b_l1: int) -> np.ndarray:
+def int_matmul(a: np.ndarray, b: np.ndarray, a_max: int, b_max: int, b_l1: int,
+               a_l1: float | None = None) -> np.ndarray:
     """``a @ b`` exactly (Note [Exact integer GEMM]) for float32 arrays of integers (``a_max`` / ``b_max`` their
-    largest magnitudes, ``b_l1`` the largest column sum of ``|b|``): one float32 GEMM when no partial sum can reach
-    2**24 -- a partial sum of row i and column j is at most ``min(sum|a_i| * b_max, a_max * sum|b_j|)`` -- else
-    chunks of the reduction short enough to be exact, added in float64."""
-    if min(float(np.abs(a).sum(axis=-1).max(initial=0)) * b_max, a_max * b_l1) < _EXACT:
-        return np.asarray(np.matmul(a, b))
+    largest magnitudes, ``b_l1`` the largest column sum of ``|b|``, ``a_l1`` the largest row sum of ``|a|`` when the
+    caller has it): one float32 GEMM when no partial sum can reach 2**24 -- a partial sum of row i and column j is
+    at most ``min(sum|a_i| * b_max, a_max * sum|b_j|)``, and at most ``k * a_max * b_max`` -- else chunks of the
+    reduction short enough to be exact, added in float64."""
     k = a.shape[-1]
+    if k * a_max * b_max < _EXACT or a_max * b_l1 < _EXACT:
+        return np.asarray(np.matmul(a, b))
+    if a_l1 is None:
+        a_l1 = float(np.abs(a).sum(axis=-1).max(initial=0))
+    if a_l1 * b_max < _EXACT:
+        return np.asarray(np.matmul(a, b))
     step = max(1, (_EXACT - 1) // max(a_max * b_max, 1))
     out = np.zeros(a.shape[:-1] + b.shape[-1:], np.float64)
     for s in range(0, k, step):
@@ -102,12 +108,14 @@ def _check_linear(x: np.ndarray, wc: np.ndarray, name: str) -> None:
 
 def _affine(acc: np.ndarray, x_scale: float, w_scales: np.ndarray, bias: np.ndarray | None,
             channel_axis: int) -> np.ndarray:
-    """``acc * (x_scale * w_scale) + bias`` in float32, as fbgemm's output stage computes it."""
+    """``acc * (x_scale * w_scale) + bias`` in float32, as fbgemm's output stage computes it (in place when ``acc``
+    is a float32 array of the caller's own)."""
     shape = [1] * acc.ndim
     shape[channel_axis] = -1
-    y = acc.astype(np.float32) * (np.float32(x_scale) * w_scales).reshape(shape)
+    y = acc.astype(np.float32, copy=False)
+    y *= (np.float32(x_scale) * w_scales).reshape(shape)
     if bias is not None:
-        y += bias.astype(np.float32).reshape(shape)
+        y += bias.astype(np.float32, copy=False).reshape(shape)
     return y
 
 
@@ -138,9 +146,17 @@ def quantized_linear_dynamic(x: np.ndarray, pack: Any, bias: np.ndarray | None, 
     xf = np.ascontiguousarray(x, dtype=np.float32).reshape(-1, x.shape[-1])
     lo, hi = (float(xf.min()), float(xf.max())) if xf.size else (0.0, 0.0)
     scale, zp = choose_qparams(lo, hi, 0, 255, reduce_range=reduce_range)
-    xc = Qz.quantize_values(xf, scale, zp, dt.quint8).astype(np.float32)
-    xc -= np.float32(zp)
-    acc = int_matmul(xc, wc.T, _bound(xc), w_max, w_l1)
+    qlo, qhi = Qz.qrange(dt.quint8)
+    if reduce_range:
+        qhi //= 2
+    a_l1: float | None = None
+    if compiled.usable(np, xf):
+        xc, l1 = compiled.quantize_rows_centred(xf, float(np.float32(1.0) / np.float32(scale)), zp, qlo, qhi)
+        a_l1 = float(l1.max(initial=0))
+    else:
+        xc = Qz.quantize_values(xf, scale, zp, dt.quint8).astype(np.float32)
+        xc -= np.float32(zp)
+    acc = int_matmul(xc, wc.T, max(zp - qlo, qhi - zp), w_max, w_l1, a_l1)
     return _affine(acc, scale, ws, bias, -1).reshape(x.shape[:-1] + (wc.shape[0],))
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.aten.kernels import compiled
 from ember.aten.kernels import nn as Knn
 from ember.aten.quantized import gemm
 from ember.aten.quantized import quantizer as Qz
@@ -56,10 +57,16 @@ def quantized_rnn_layer_dynamic(input: Any, h0: Any, c0: Any, w_ih: Any, w_hh: A
     c = None if c0 is None else np.array(c0._data, dtype=np.float32)
     hidden = h.shape[-1]
     out = np.empty((steps, batch, hidden), np.float32)
+    cell = compiled.kernel(mode.lower() + "_cell") if compiled.usable(np, h, gi_all) else None
+    ws = np.empty((batch, (5 if mode == "LSTM" else 4) * hidden), np.float32) if cell is not None else None
     for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
         gh = gemm.quantized_linear_dynamic(h, pack_hh, _opt(b_hh), reduce_range)
         gi = gi_all[t]
-        if mode == "LSTM":
+        if cell is not None:              # the step's pointwise work in one pass, as the float layers do
+            hn = np.empty_like(h)
+            cell(gi, gh, c if mode == "LSTM" else h, ws, hn)
+            h = hn
+        elif mode == "LSTM":
             g = gi + gh
             c = _sigmoid(np, g[:, hidden:2 * hidden]) * c + _sigmoid(np, g[:, :hidden]) * np.tanh(g[:, 2 * hidden:
                                                                                                    3 * hidden])
