@@ -569,3 +569,43 @@ def test_dynamic_quantized_layers_compiled_match_the_numpy_path(fallback):
     np.testing.assert_array_equal(got[0], ref[0])       # the same integers, the same output stage
     for g, r in zip(got[1:], ref[1:]):                  # the cells' float64 activations against NumPy's float32
         np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_int8_gemm_gives_the_exact_accumulator_of_the_float_path(per_channel):
+    """The AVX2 int8 micro-kernel of dynamic linear layers against the exact float32 GEMM it replaces, bit for bit,
+    on shapes that leave partial tiles and partial 32-byte steps, with and without weight zero points and bias."""
+    from ember.aten.quantized import gemm
+    if not compiled.int8_gemm_usable():
+        pytest.skip("the int8 micro-kernel needs an x86 host with AVX2")
+    rng = np.random.default_rng(2)
+    for m, k, n in ((1, 1, 1), (3, 31, 5), (17, 33, 9), (64, 100, 67), (5, 1030, 130)):
+        w = rng.standard_normal((n, k)).astype(np.float32)
+        if per_channel:
+            zps = rng.integers(-20, 20, n)
+            qw = ember.quantize_per_channel(ember.tensor(w), ember.tensor(np.abs(w).max(1) / 100 + 1e-3),
+                                            ember.tensor(zps), 0, ember.qint8)
+        else:
+            qw = ember.quantize_per_tensor(ember.tensor(w), float(np.abs(w).max() / 127), 0, ember.qint8)
+        x = (rng.standard_normal((m, k)) * 3 + 0.5).astype(np.float32)
+        for bias in (None, rng.standard_normal(n).astype(np.float32)):
+            pack = gemm.packed(qw)
+            got = gemm.quantized_linear_dynamic(x, pack, bias, True)
+            try:
+                compiled._int8_gemm = False
+                ref = gemm.quantized_linear_dynamic(x, pack, bias, True)
+            finally:
+                compiled._int8_gemm = None
+            np.testing.assert_array_equal(got, ref)
+
+
+def test_int8_gemm_is_used_by_dynamic_layers_on_avx2_hosts(monkeypatch):
+    from llvmlite import binding
+    if binding.get_host_cpu_features().get("avx2", False):
+        assert compiled.int8_gemm_usable()
+    calls = []
+    real = compiled.int8_linear
+    monkeypatch.setattr(compiled, "int8_linear", lambda *a: calls.append(1) or real(*a))
+    lin = ember.ao.quantization.quantize_dynamic(ember.nn.Sequential(ember.nn.Linear(8, 4)))
+    lin(ember.randn(2, 8))
+    assert len(calls) == int(compiled.int8_gemm_usable())

@@ -302,3 +302,51 @@ def quantize_rows_centred(x: Any, inv: float, zero_point: int, lo: int, hi: int)
     _split(_load().quantize_rows_centred, x.shape[0], _row_grain(x.shape[1]), x, float(inv), int(zero_point),
            int(lo), int(hi), out, l1)
     return out, l1
+
+
+_int8_gemm: bool | None = None     # whether the host runs the AVX2 int8 micro-kernel (decided once)
+
+
+def int8_gemm_usable() -> bool:
+    """Whether the int8 GEMM of dynamically quantized layers can run: compiled kernels enabled, an x86 host with
+    AVX2, and numba compiling for the host (a generic target set by ``NUMBA_CPU_NAME`` lacks the instructions)."""
+    global _int8_gemm
+    if not _enabled or _load() is False:
+        return False
+    if _int8_gemm is None:
+        import numba
+        from llvmlite import binding
+        features = binding.get_host_cpu_features()
+        _int8_gemm = (numba.config.CPU_NAME in (None, "host") and not numba.config.CPU_FEATURES
+                      and bool(features.get("avx2", False)))
+    return _int8_gemm
+
+
+def int8_tile() -> tuple[int, int]:
+    """(rows of activations, rows of weights) of the int8 micro-kernel's tile: the padding its operands need."""
+    return _load()._MR, _load()._NR
+
+
+def quantize_rows_u8(x: Any, inv: float, zero_point: int, lo: int, hi: int, rows: int, cols: int) -> tuple[Any, Any]:
+    """A 2-d float32 array quantized with ``1 / scale = inv`` and ``zero_point`` to [lo, hi] as uint8, padded with
+    zeros to (rows, cols), and each row's sum of integers (int32), rows split over the intra-op threads."""
+    x = np.ascontiguousarray(x)
+    out = np.empty((rows, cols), np.uint8)
+    out[x.shape[0]:] = 0
+    sums = np.zeros(rows, np.int32)
+    _split(_load().quantize_rows_u8, x.shape[0], _row_grain(x.shape[1]), x, float(inv), int(zero_point), int(lo),
+           int(hi), out, sums)
+    return out, sums
+
+
+def int8_linear(a: Any, a_sums: Any, w: Any, col_offsets: Any, w_zps: Any, scales: Any, bias: Any, m: int,
+                n: int) -> Any:
+    """The float32 (m, n) output of a quantized linear layer from padded uint8 activations and int8 weights (see
+    ``int8_linear_cols`` in _numba_kernels.py), blocks of output columns split over the intra-op threads."""
+    mod = _load()
+    y = np.empty((m, n), np.float32)
+    blocks = w.shape[0] // mod._NR
+    per_block = a.shape[0] * a.shape[1] * mod._NR          # multiply-adds of one block of columns
+    _split(mod.int8_linear_cols, blocks, parallel.GRAIN_SIZE * 64 // max(per_block, 1), a, a_sums, w, col_offsets,
+           w_zps, scales, bias, y)
+    return y

@@ -11,10 +11,20 @@ one float32 GEMM gives the int32 accumulator bit for bit. Otherwise the reductio
 and measured once and cached by its version (PyTorch prepacks weights for fbgemm the same way). The output stage is
 fbgemm's: ``acc * (x_scale * w_scale) + bias`` in float32, requantized with the output's parameters (static
 quantization) or returned (dynamic quantization).
+
+Note [int8 micro-kernel]
+Dynamic quantization (``quantize_dynamic``, fbgemm's default ``reduce_range``) quantizes activations to 7 bits, and
+there ember multiplies the bytes themselves, as fbgemm does: an AVX2 micro-kernel written in LLVM IR (the "int8
+GEMM" section of ``ember/aten/kernels/_numba_kernels.py``) takes the uint8 activations and int8 weights, padded to
+whole tiles, and gives the exact int32 sums, which the zero points' sums turn into the centred accumulator above;
+the output stage is the same. It runs twice as fast as the float32 GEMM on the same shapes (bench.quantization).
+On hosts without AVX2, with compiled kernels off, with 8-bit activations (their pairwise sums could saturate the
+kernel's int16 step) or with reductions long enough to overflow int32, the float32 path serves, with the same
+results bit for bit.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -73,19 +83,30 @@ def _scales(w: np.ndarray, n_out: int) -> np.ndarray:
     return np.asarray(qz.scales, dtype=np.float32)
 
 
-def packed(weight: Any) -> tuple[np.ndarray, int, int, np.ndarray]:
-    """(the weight's centred integers as float32, the largest of their magnitudes, the largest sum of magnitudes of
-    an output channel, the scale per output channel), computed once per weight tensor and version -- what PyTorch's
-    prepacking does for fbgemm."""
+class Packed(NamedTuple):
+    """A quantized weight prepared for the GEMMs (what PyTorch's prepacking does for fbgemm)."""
+    centred: np.ndarray        # its integers minus their zero points, as float32
+    max_abs: int               # the largest magnitude among them
+    max_l1: int                # the largest sum of magnitudes of an output channel
+    scales: np.ndarray         # the scale per output channel (float32)
+    zero_points: np.ndarray    # the zero point per output channel (int64)
+    lazy: dict[str, Any]       # forms made on first use (``weight_int8``)
+
+
+def packed(weight: Any) -> Packed:
+    """The weight's :class:`Packed` form, computed once per weight tensor and version."""
     cache = weight.__dict__.get("_int_gemm_pack")
     if cache is not None and cache[0] == weight._vc.version and cache[1] is weight._data:
         return cache[2]   # type: ignore[no-any-return]
     a = weight._data
-    if Qz.quantizer_of(a).qdtype.name != "qint8":
+    qz = Qz.quantizer_of(a)
+    if qz.qdtype.name != "qint8":
         raise RuntimeError("quantized linear / conv: the weight must be qint8")
     wc, _ = centred(a)
     mags = np.abs(wc.reshape(a.shape[0], -1))
-    pack = (wc, int(mags.max(initial=0)), int(mags.sum(axis=1).max(initial=0)), _scales(a, a.shape[0]))
+    zps = (np.full(a.shape[0], qz.zero_point, np.int64) if isinstance(qz, Qz.PerTensorAffineQuantizer)
+           else np.asarray(qz.zero_points, np.int64).reshape(a.shape[0]))
+    pack = Packed(wc, int(mags.max(initial=0)), int(mags.sum(axis=1).max(initial=0)), _scales(a, a.shape[0]), zps, {})
     weight.__dict__["_int_gemm_pack"] = (weight._vc.version, weight._data, pack)
     return pack
 
@@ -119,11 +140,11 @@ def _affine(acc: np.ndarray, x_scale: float, w_scales: np.ndarray, bias: np.ndar
     return y
 
 
-def quantized_linear(x: np.ndarray, pack: Any, bias: np.ndarray | None, out_scale: float, out_zero_point: int,
+def quantized_linear(x: np.ndarray, pack: Packed, bias: np.ndarray | None, out_scale: float, out_zero_point: int,
                      relu: bool) -> np.ndarray:
     """Static quantized ``linear`` (quint8 input, packed qint8 weight, float bias): the output quantized with
     ``out_scale`` / ``out_zero_point`` (after a ReLU for LinearReLU)."""
-    wc, w_max, w_l1, ws = pack
+    wc, w_max, w_l1, ws = pack.centred, pack.max_abs, pack.max_l1, pack.scales
     _check_linear(x, wc, "quantized::linear")
     xq = Qz.quantizer_of(x)
     if not isinstance(xq, Qz.PerTensorAffineQuantizer) or xq.qdtype.name != "quint8":
@@ -137,11 +158,11 @@ def quantized_linear(x: np.ndarray, pack: Any, bias: np.ndarray | None, out_scal
     return requantize(y, out_scale, out_zero_point, xq.qdtype)
 
 
-def quantized_linear_dynamic(x: np.ndarray, pack: Any, bias: np.ndarray | None, reduce_range: bool) -> np.ndarray:
+def quantized_linear_dynamic(x: np.ndarray, pack: Packed, bias: np.ndarray | None, reduce_range: bool) -> np.ndarray:
     """Dynamic quantized ``linear``: the float input quantized to quint8 with parameters chosen from its own range
     (7 bits with ``reduce_range``, fbgemm's default), the product accumulated exactly, the result float32."""
     from ember.aten.composite.quantize import choose_qparams
-    wc, w_max, w_l1, ws = pack
+    wc, w_max, w_l1, ws = pack.centred, pack.max_abs, pack.max_l1, pack.scales
     _check_linear(x, wc, "quantized::linear_dynamic")
     xf = np.ascontiguousarray(x, dtype=np.float32).reshape(-1, x.shape[-1])
     lo, hi = (float(xf.min()), float(xf.max())) if xf.size else (0.0, 0.0)
@@ -149,6 +170,10 @@ def quantized_linear_dynamic(x: np.ndarray, pack: Any, bias: np.ndarray | None, 
     qlo, qhi = Qz.qrange(dt.quint8)
     if reduce_range:
         qhi //= 2
+    k = xf.shape[1]
+    if reduce_range and 0 < k and xf.shape[0] and k * qhi * 256 < 2 ** 31 and compiled.int8_gemm_usable():
+        return _int8_linear_dynamic(xf, weight_int8(pack), scale, zp, qlo, qhi, ws, bias).reshape(
+            x.shape[:-1] + (wc.shape[0],))
     a_l1: float | None = None
     if compiled.usable(np, xf):
         xc, l1 = compiled.quantize_rows_centred(xf, float(np.float32(1.0) / np.float32(scale)), zp, qlo, qhi)
@@ -160,14 +185,50 @@ def quantized_linear_dynamic(x: np.ndarray, pack: Any, bias: np.ndarray | None, 
     return _affine(acc, scale, ws, bias, -1).reshape(x.shape[:-1] + (wc.shape[0],))
 
 
-def quantized_conv(x: np.ndarray, pack: Any, bias: np.ndarray | None, stride: Any, padding: Any, dilation: Any,
+def weight_int8(pack: Packed) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The int8 micro-kernel's form of a packed weight: its integers as int8 (N', K'), rows padded to whole tiles
+    and to a multiple of 32 bytes; their row sums and zero points (int32, N'); made once per pack."""
+    if "int8" not in pack.lazy:
+        n = pack.centred.shape[0]
+        ints = pack.centred.reshape(n, -1) + pack.zero_points[:, None].astype(np.float32)
+        k = ints.shape[1]
+        _, nr = compiled.int8_tile()
+        w = np.zeros((-(-n // nr) * nr, max(32, -(-k // 32) * 32)), np.int8)
+        w[:n, :k] = ints
+        sums = w.sum(axis=1, dtype=np.int32)
+        zps = np.zeros(w.shape[0], np.int32)
+        zps[:n] = pack.zero_points
+        pack.lazy["int8"] = (w, sums, zps)
+    return pack.lazy["int8"]  # type: ignore[no-any-return]
+
+
+def _int8_linear_dynamic(xf: np.ndarray, w8: Any, scale: float, zp: int, qlo: int, qhi: int, ws: np.ndarray,
+                         bias: np.ndarray | None) -> np.ndarray:
+    """Note [int8 micro-kernel]: a dynamic linear layer with 7-bit activations on the AVX2 int8 GEMM, which gives
+    the exact int32 accumulator of the float32 path, and the same output stage."""
+    w, w_sums, w_zps = w8
+    m, k = xf.shape
+    mr, _ = compiled.int8_tile()
+    a, a_sums = compiled.quantize_rows_u8(xf, float(np.float32(1.0) / np.float32(scale)), zp, qlo, qhi,
+                                          -(-m // mr) * mr, w.shape[1])
+    n = ws.shape[0]
+    col_offsets = (k * zp * w_zps - zp * w_sums).astype(np.int32)
+    scales = np.zeros(w.shape[0], np.float32)
+    scales[:n] = np.float32(scale) * ws
+    b = np.zeros(w.shape[0], np.float32)
+    if bias is not None:
+        b[:n] = bias.astype(np.float32, copy=False).reshape(n)
+    return compiled.int8_linear(a, a_sums, w, col_offsets, w_zps, scales, b, m, n)  # type: ignore[no-any-return]
+
+
+def quantized_conv(x: np.ndarray, pack: Packed, bias: np.ndarray | None, stride: Any, padding: Any, dilation: Any,
                    groups: int, out_scale: float, out_zero_point: int, relu: bool) -> np.ndarray:
     """Static quantized convolution (N, C, *spatial) with an im2col GEMM on the centred integers (exact: float32
     when the reduction is short enough, float64 otherwise)."""
     xq = Qz.quantizer_of(x)
     if not isinstance(xq, Qz.PerTensorAffineQuantizer) or xq.qdtype.name != "quint8":
         raise RuntimeError("quantized::conv2d (fbgemm): expected a per-tensor quint8 input")
-    wc, _, w_l1, ws = pack
+    wc, w_l1, ws = pack.centred, pack.max_l1, pack.scales
     xc, _ = centred(x)
     work = np.float32 if _bound(xc) * w_l1 < _EXACT else np.float64    # a window's sum is at most max|x| * l1(w)
     acc = conv_algos._fwd_gemm(np, xc.astype(work, copy=False), wc.astype(work, copy=False), tuple(stride),
