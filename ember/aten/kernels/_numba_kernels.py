@@ -1007,7 +1007,7 @@ def quantize_rows_u8(x: Any, inv: float, zp: int, lo: int, hi: int, out: Any, su
     flo, fhi = np.float64(lo), np.float64(hi)
     K = x.shape[1]
     for r in range(r0, r1):
-        s = 0
+        s = np.int64(0)
         for k in range(K):
             q = np.int64(_quantize_one(x[r, k], inv64, z, flo, fhi))
             out[r, k] = q
@@ -1036,7 +1036,7 @@ _MR, _NR = 2, 4
 def _u8s8_tile(typingctx: Any, a: Any, i0: Any, w: Any, j0: Any, c: Any, ci: Any, cj: Any, kp: Any) -> Any:
     """c[ci + r, cj + q] = sum_k a[i0 + r, k] * w[j0 + q, k] for r < _MR, q < _NR, k < kp (a positive multiple
     of 32): ``a`` uint8, ``w`` int8, ``c`` int32, each contiguous along its rows."""
-    from llvmlite import ir
+    from llvmlite import ir  # type: ignore[import-untyped]
     sig = numba.types.void(a, i0, w, j0, c, ci, cj, kp)
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
@@ -1116,7 +1116,7 @@ def int8_linear_cols(a: Any, a_sums: Any, w: Any, col_offsets: Any, w_zps: Any, 
         c1 = min(b1, c0 + _COLS // _NR)
         for b in range(c0, c1):
             for i0 in range(0, a.shape[0], _MR):
-                _u8s8_tile(a, i0, w, b * _NR, sums, i0, (b - c0) * _NR, kp)
+                _u8s8_tile(a, i0, w, b * _NR, sums, i0, (b - c0) * _NR, kp)  # type: ignore[call-arg]
         j0 = c0 * _NR
         width = min(N, c1 * _NR) - j0
         for i in range(M):

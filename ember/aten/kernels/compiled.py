@@ -315,9 +315,10 @@ def int8_gemm_usable() -> bool:
         return False
     if _int8_gemm is None:
         import numba
-        from llvmlite import binding
+        from llvmlite import binding  # type: ignore[import-untyped]
         features = binding.get_host_cpu_features()
-        _int8_gemm = (numba.config.CPU_NAME in (None, "host") and not numba.config.CPU_FEATURES
+        config = numba.config
+        _int8_gemm = (getattr(config, "CPU_NAME", None) in (None, "host") and not getattr(config, "CPU_FEATURES", None)
                       and bool(features.get("avx2", False)))
     return _int8_gemm
 
