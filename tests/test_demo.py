@@ -20,7 +20,12 @@ def demo(*args, cwd=None):
 
 def test_one_epoch_end_to_end(tmp_path):
     pytest.importorskip("sklearn", reason="the demo's data: pip install -e '.[demo]'")
-    r = demo("--epochs", "1", "--workers", "2", "--out", str(tmp_path / "out"))
+    try:
+        import tensorboard  # noqa: F401
+        tb = ["--tensorboard", str(tmp_path / "tb")]
+    except ImportError:
+        tb = []
+    r = demo("--epochs", "1", "--workers", "2", "--out", str(tmp_path / "out"), *tb)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.strip().splitlines()
     m = re.fullmatch(r"final test accuracy: (\d+\.\d)%", lines[-1])
@@ -37,6 +42,16 @@ def test_one_epoch_end_to_end(tmp_path):
         assert (tmp_path / "out" / "training_curves.png").stat().st_size > 1000
     except ImportError:
         pass
+    if tb:
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+        ea = EventAccumulator(str(tmp_path / "tb"))
+        ea.Reload()
+        tags = ea.Tags()
+        assert {"train/loss", "test/accuracy", "lr"} <= set(tags["scalars"]) and tags["graph"]
+        assert "weights/0.weight" in tags["histograms"] and tags["images"] == ["train/samples"]
+        assert len(ea.Scalars("train/loss")) == 45                       # 1437 / 32 batches
+        runs = {f for f in os.listdir(tmp_path / "tb") if not f.startswith("events.out.tfevents.")}
+        assert runs == {"accuracy_test", "accuracy_train", "hparams", "loss_test", "loss_train"}
 
 
 def test_help_lists_the_options():

@@ -468,3 +468,29 @@ def test_graph_drawer_as_pytorch():
         return [main.replace("ember.", "torch."), sorted(d.get_all_dot_graphs()),
                 d.get_submod_dot_graph("submod_1").to_string().replace("ember.", "torch.")]
     assert run(ember) == run(torch)
+
+
+def test_symbolic_trace_records_the_module_stack_as_pytorch_does():
+    """``meta["nn_module_stack"]``: the modules a node was made in, outermost first, keyed by path (``@n`` on a
+    module's later calls), leaves included, nothing for the root's own nodes."""
+    stacks = {}
+    for lib in (torch, ember):
+        class Net(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = lib.nn.Linear(4, 4)
+                self.seq = lib.nn.Sequential(lib.nn.ReLU(), lib.nn.Linear(4, 2))
+
+            def forward(self, x):
+                return self.seq(self.fc(self.fc(x) + 1)) * 2
+
+        class Through(lib.fx.Tracer):
+            def is_leaf_module(self, m, name):
+                return isinstance(m, lib.nn.ReLU)
+        out = []
+        for graph in (lib.fx.symbolic_trace(Net()).graph, Through().trace(Net())):
+            out.append([(n.name, None if n.meta.get("nn_module_stack") is None else
+                         [(k, p, t.__name__) for k, (p, t) in n.meta["nn_module_stack"].items()])
+                        for n in graph.nodes])
+        stacks[lib.__name__] = out
+    assert stacks["ember"] == stacks["torch"]

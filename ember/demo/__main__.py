@@ -47,6 +47,10 @@ def parse_args(argv=None):
     p.add_argument("--out", default="ember-demo-out",
                    help="output folder for best.pt and training_curves.png (default ./ember-demo-out)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (per-epoch lines only)")
+    p.add_argument("--tensorboard", metavar="DIR", default=None,
+                   help="log losses, accuracies, the learning rate, weight histograms, sample images, the model's "
+                        "graph and the hyperparameters to TensorBoard event files in DIR (needs the tensorboard "
+                        "package)")
     args = p.parse_args(argv)
     if not args.lr > 0:
         p.error(f"argument --lr: expected a positive learning rate, got {args.lr}")
@@ -92,6 +96,32 @@ def build(ember, args):
     return train_set, test_set, model
 
 
+def open_tensorboard(ember, args, model, train_loader):
+    """A SummaryWriter on ``--tensorboard DIR`` (None without the option) with the model's graph and a grid of
+    training images logged."""
+    if args.tensorboard is None:
+        return None
+    try:
+        from ember.utils.tensorboard import SummaryWriter
+    except ImportError:
+        sys.exit("--tensorboard needs the tensorboard package: pip install tensorboard")
+    tb = SummaryWriter(args.tensorboard)
+    x, _ = next(iter(train_loader))
+    tb.add_graph(model, x)
+    tb.add_images("train/samples", (x[:32] * 0.35 + 0.3).clamp(0, 1), 0)
+    return tb
+
+
+def log_epoch(tb, model, history, lr, epoch):
+    """One epoch's curves (train and test on one chart each), learning rate and weight histograms."""
+    tb.add_scalars("loss", {"train": history["train_loss"][-1], "test": history["test_loss"][-1]}, epoch)
+    tb.add_scalars("accuracy", {"train": history["train_acc"][-1], "test": history["test_acc"][-1]}, epoch)
+    tb.add_scalar("test/accuracy", history["test_acc"][-1], epoch)
+    tb.add_scalar("lr", lr, epoch)
+    for name, p in model.named_parameters():
+        tb.add_histogram(f"weights/{name}", p.detach(), epoch)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     t_start = time.perf_counter()
@@ -109,6 +139,7 @@ def main(argv=None) -> int:
                                                 steps_per_epoch=len(train_loader))
     os.makedirs(args.out, exist_ok=True)
     best_path = os.path.join(args.out, "best.pt")
+    tb = open_tensorboard(ember, args, model, train_loader)
 
     try:
         from tqdm import tqdm
@@ -141,6 +172,8 @@ def main(argv=None) -> int:
             seen += n
             total_loss += loss.item() * n
             correct += (logits.argmax(1) == y).sum().item()
+            if tb is not None:
+                tb.add_scalar("train/loss", loss.item(), (epoch - 1) * len(train_loader) + seen // args.batch_size)
             if bar is not None:
                 bar.set_postfix(loss=f"{loss.item():.3f}", samples_s=f"{seen / (time.perf_counter() - t0):.0f}")
         if bar is not None:
@@ -150,6 +183,8 @@ def main(argv=None) -> int:
         history["train_acc"].append(correct / seen)
         history["test_loss"].append(test_loss)
         history["test_acc"].append(test_acc)
+        if tb is not None:
+            log_epoch(tb, model, history, opt.param_groups[0]["lr"], epoch)
         mark = ""
         if test_acc > best:
             best = test_acc
@@ -164,6 +199,11 @@ def main(argv=None) -> int:
     checkpoint = ember.load(best_path)
     model.load_state_dict(checkpoint["model"])
     _, final_acc = evaluate(ember, model, test_loader)
+    if tb is not None:
+        tb.add_hparams({"lr": args.lr, "batch_size": args.batch_size, "epochs": args.epochs, "seed": args.seed},
+                       {"hparam/best_test_acc": best, "hparam/final_test_acc": final_acc}, run_name="hparams")
+        tb.close()
+        print(f"TensorBoard logs: {args.tensorboard} (tensorboard --logdir {args.tensorboard})")
     print(f"best checkpoint: {best_path} (epoch {checkpoint['epoch']}; loadable with torch.load)")
     if plot:
         print(f"training curves: {plot}")

@@ -212,6 +212,7 @@ class Tracer:
         self.root: Any = None
         self.tensor_attrs: dict[Any, str] = {}
         self.module_stack: dict[str, Any] = {}
+        self.num_calls: dict[str, int] = {}
         self.node_name_to_scope: dict[str, tuple[str, type]] = {}
 
     # -- what is recorded -------------------------------------------------------------------------------------
@@ -227,6 +228,8 @@ class Tracer:
         args_ = self.create_arg(args)
         kwargs_ = self.create_arg(kwargs)
         node = self.create_node(kind, target, args_, kwargs_, name, type_expr)
+        if self.module_stack:
+            node.meta["nn_module_stack"] = dict(self.module_stack)
         return self.proxy(node) if proxy_factory_fn is None else proxy_factory_fn(node)
 
     def create_arg(self, a: Any) -> Any:
@@ -309,10 +312,20 @@ class Tracer:
         raise NameError("module is not installed as a submodule")
 
     def call_module(self, m: Any, forward: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """A leaf module becomes one call_module node; any other is traced through. Either way the module is on
+        ``module_stack`` meanwhile (key: its path, ``@n`` from its second call on), which every node made inside
+        records as ``meta["nn_module_stack"]``."""
         module_qualified_name = self.path_of_module(m)
-        if not self.is_leaf_module(m, module_qualified_name):
-            return forward(*args, **kwargs)
-        return self.create_proxy("call_module", module_qualified_name, args, kwargs)
+        calls = self.num_calls.get(module_qualified_name, 0)
+        key = f"{module_qualified_name}@{calls}" if calls else module_qualified_name
+        self.module_stack[key] = (module_qualified_name, type(m))
+        self.num_calls[module_qualified_name] = calls + 1
+        try:
+            if not self.is_leaf_module(m, module_qualified_name):
+                return forward(*args, **kwargs)
+            return self.create_proxy("call_module", module_qualified_name, args, kwargs)
+        finally:
+            self.module_stack.pop(key, None)
 
     def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict[str, Any]) -> Any:
         import ember
@@ -389,6 +402,7 @@ class Tracer:
             self.root = ember.nn.Module()
             fn = root
         self.graph = Graph(tracer_cls=type(self))
+        self.module_stack, self.num_calls = {}, {}
         self.tensor_attrs = {}
         fn, args = self.create_args_for_root(fn, isinstance(root, ember.nn.Module), concrete_args)
         parameter_proxy_cache: dict[str, Any] = {}

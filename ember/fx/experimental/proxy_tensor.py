@@ -51,6 +51,7 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         self.record_grad_mode = record_grad_mode
         self.grad_enabled = state.enabled
         self.record_stack_traces = record_stack_traces
+        self.module_stack: dict[str, tuple[str, type]] | None = None    # make_fx(record_module_stack=True)
 
     def sync_grad_mode(self) -> None:
         """Add a ``_set_grad_enabled`` node if the traced code changed grad mode since the last recorded op."""
@@ -80,6 +81,8 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         self.constants[name] = t
         node = self.graph.get_attr(name)
         node.meta["val"] = t
+        if self.module_stack:
+            node.meta["nn_module_stack"] = dict(self.module_stack)
         self.track(t, node)
         return node
 
@@ -104,6 +107,8 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         node = self.graph.call_function(func, tree_map(self._as_arg, tuple(args)),
                                         tree_map(self._as_arg, dict(kwargs)))
         node.meta["val"] = out
+        if self.module_stack:
+            node.meta["nn_module_stack"] = dict(self.module_stack)
         if self.record_stack_traces:
             node.meta["stack_trace"] = current_stack_trace[0] or _user_stack_trace()
         written = _written_argument(func, args, kwargs)
@@ -116,6 +121,8 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
                 if isinstance(o, Tensor):
                     g = self.graph.call_function(operator.getitem, (node, i))
                     g.meta["val"] = o
+                    if self.module_stack:
+                        g.meta["nn_module_stack"] = dict(self.module_stack)
                     self.track(o, g)
         return out
 
@@ -211,18 +218,51 @@ def make_fx(f: Callable[..., Any], decomposition_table: dict[Any, Callable[..., 
                 node.meta["val"] = x
                 mode.track(x, node)
         call_args = tree_unflatten(leaves, spec)
-        if fake_mode is not None:
-            with fake_mode, mode:
-                out = f(*call_args)
-        else:
-            with mode:
-                out = f(*call_args)
+        handles = _record_module_stack(f, mode) if record_module_stack else []
+        try:
+            if fake_mode is not None:
+                with fake_mode, mode:
+                    out = f(*call_args)
+            else:
+                with mode:
+                    out = f(*call_args)
+        finally:
+            for h in handles:
+                h.remove()
         graph.output(tree_map(lambda o: mode.node_of(o) if isinstance(o, Tensor) else o, out))
         for name, t in mode.constants.items():
             setattr(root, name, t)
         return GraphModule(root, graph)
 
     return wrapped
+
+
+def _record_module_stack(f: Any, mode: ProxyTorchDispatchMode) -> list[Any]:
+    """Global forward hooks that keep ``mode.module_stack`` -- the submodules of ``f`` being run, outermost first,
+    keyed by path (``@n`` from a module's second call on) -- which each node records as ``meta["nn_module_stack"]``
+    (fx's symbolic tracer records the same)."""
+    from ember.nn import Module
+    from ember.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+    paths = {id(m): n for n, m in f.named_modules()} if isinstance(f, Module) else {}
+    stack: dict[str, tuple[str, type]] = {}
+    calls: dict[str, int] = {}
+    keys: list[str] = []
+    mode.module_stack = stack
+
+    def enter(module: Any, args: Any) -> None:
+        if module is f:
+            return
+        path = paths.get(id(module), type(module).__name__)
+        n = calls.get(path, 0)
+        calls[path] = n + 1
+        key = f"{path}@{n}" if n else path
+        stack[key] = (path, type(module))
+        keys.append(key)
+
+    def leave(module: Any, args: Any, output: Any) -> None:
+        if module is not f and keys:
+            stack.pop(keys.pop(), None)
+    return [register_module_forward_pre_hook(enter), register_module_forward_hook(leave)]
 
 
 def get_isolated_graphmodule(func: Callable[..., Any], args: Any, kwargs: Any,
