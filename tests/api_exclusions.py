@@ -118,13 +118,12 @@ EXCLUDED: dict[str, dict[str, str]] = {
             is_nested to_padded_tensor
         """,
     },
-    'the profiler: issue 21': {
+    "the profiler: the C++ profiler's own classes and the legacy module; CUPTI (GPU) settings": {
         'torch': """
-            profiler profiler_allow_cudagraph_cupti_lazy_reinit_cuda12
+            profiler_allow_cudagraph_cupti_lazy_reinit_cuda12
         """,
         'autograd': """
-            ProfilerActivity ProfilerConfig ProfilerEvent ProfilerState kineto_available profiler
-            profiler_legacy profiler_util
+            ProfilerConfig ProfilerEvent ProfilerState profiler_legacy
         """,
     },
     'datapipes: deprecated in PyTorch (torchdata), not planned': {

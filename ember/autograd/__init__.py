@@ -132,3 +132,5 @@ from ember.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck  #
 def variable(*args: Any, **kwargs: Any) -> Any:
     """The long-deprecated ``torch.autograd.variable(...)``: refused with PyTorch's message."""
     raise RuntimeError("torch.autograd.variable(...) is deprecated, use torch.tensor(...) instead")
+from ember.autograd import profiler, profiler_util  # noqa: E402,F401
+from ember.autograd.profiler import ProfilerActivity, kineto_available  # noqa: E402,F401

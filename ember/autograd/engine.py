@@ -15,6 +15,7 @@ import threading
 from typing import Any
 
 from ember.autograd import anomaly_mode, grad_mode
+from ember.autograd import profiler as _profiler
 from ember.autograd.graph import AccumulateGrad, Edge, GraphRoot
 from ember.aten.dispatcher import python_key_used, tls as _dispatch_tls
 
@@ -269,6 +270,22 @@ def _apply_tensor_hooks(node: Any, j: Any, g: Any) -> Any:
 
 
 def _call_node(node: Any, grads: Any, keep_graph: Any) -> Any:
+    """Run one node: its hooks, its formula, validation of what it returns (Note [RecordFunction]: inside the
+    engine's range for the node while a profiler records)."""
+    rec = _profiler.recorder
+    if rec is None or isinstance(node, GraphRoot):
+        return _run_node(node, grads, keep_graph)
+    with _profiler._Range(rec, "autograd::engine::evaluate_function: " + node.name()):
+        return _run_node(node, grads, keep_graph)
+
+
+def _apply(node: Any, grads: Any) -> Any:
+    if _profiler.recorder is None:
+        return node.apply(grads)
+    return _profiler._node_apply(node, grads, node.name())
+
+
+def _run_node(node: Any, grads: Any, keep_graph: Any) -> Any:
     grads = [_apply_tensor_hooks(node, j, g) for j, g in enumerate(grads)] if \
         (node._tensor_pre_hooks or node._retains_grad) else grads
     for h in node._pre_hooks:
@@ -283,11 +300,11 @@ def _call_node(node: Any, grads: Any, keep_graph: Any) -> Any:
                                                                                       False):
         prev, _dispatch_tls.in_formula = _dispatch_tls.in_formula, True   # Note [Overloads PyTorch's bindings hide]
         try:
-            outputs = node.apply(grads)
+            outputs = _apply(node, grads)
         finally:
             _dispatch_tls.in_formula = prev
     else:
-        outputs = node.apply(grads)
+        outputs = _apply(node, grads)
     if anomaly_mode.enabled:
         anomaly_mode.check_nan(node, outputs)
     if not isinstance(node, AccumulateGrad):

@@ -21,6 +21,7 @@ from itertools import chain
 
 import ember
 from ember._generated import aten
+from ember.autograd import profiler as _profiler
 from ember.utils.hooks import RemovableHandle
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook", "required"]
@@ -70,6 +71,12 @@ def _to_float(value) -> float:
 def _hooked_step(func):
     @functools.wraps(func)
     def step(*args, **kwargs):
+        if _profiler.recorder is not None:      # Note [RecordFunction]
+            with _profiler.record_function(f"Optimizer.step#{args[0].__class__.__name__}.step"):
+                return _step(*args, **kwargs)
+        return _step(*args, **kwargs)
+
+    def _step(*args, **kwargs):
         self = args[0]
         for pre_hook in chain(_global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
             result = pre_hook(self, args, kwargs)
@@ -200,6 +207,12 @@ class Optimizer:
     # -- gradients ---------------------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all optimized tensors (to ``None`` by default)."""
+        if _profiler.recorder is not None:      # Note [RecordFunction]
+            with _profiler.record_function(f"Optimizer.zero_grad#{self.__class__.__name__}.zero_grad"):
+                return self._zero_grad(set_to_none)
+        return self._zero_grad(set_to_none)
+
+    def _zero_grad(self, set_to_none: bool) -> None:
         for group in self.param_groups:
             for p in group["params"]:
                 g = p.grad
