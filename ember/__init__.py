@@ -61,7 +61,7 @@ from ember._torch_shim import install_as_torch  # noqa: E402,F401
 from ember.serialization import load, save  # noqa: E402,F401
 from ember import amp  # noqa: E402 - registers the Autocast keys' kernels
 from ember import ao, quantization  # noqa: E402,F401
-from ember import profiler  # noqa: E402,F401
+from ember import onnx, profiler  # noqa: E402,F401
 import ember.nn.quantized  # noqa: E402,F401
 import ember.nn.intrinsic  # noqa: E402,F401
 import ember.nn.qat  # noqa: E402,F401
