@@ -194,6 +194,10 @@ class FunctionEventAvg(_Times):
             raise AssertionError("Expected other to be a FunctionEvent or FunctionEventAvg")
         if other.key != self.key:
             raise AssertionError(f"Expected keys to match, but got {other.key} vs {self.key}")
+        return self._accumulate(other)
+
+    def _accumulate(self, other: Any) -> FunctionEventAvg:
+        """Add ``other``'s times, memory, calls and FLOPs."""
         self.cpu_time_total += other.cpu_time_total
         self.self_cpu_time_total += other.self_cpu_time_total
         self.cpu_memory_usage += other.cpu_memory_usage
@@ -263,12 +267,7 @@ class EventList(list):  # type: ignore[type-arg]
     def total_average(self) -> FunctionEventAvg:
         total = FunctionEventAvg()
         for evt in self:
-            total.cpu_time_total += evt.cpu_time_total
-            total.self_cpu_time_total += evt.self_cpu_time_total
-            total.cpu_memory_usage += evt.cpu_memory_usage
-            total.self_cpu_memory_usage += evt.self_cpu_memory_usage
-            total.count += evt.count
-            total.flops += evt.flops
+            total._accumulate(evt)
         total.key = "Total"
         return total
 

@@ -18,7 +18,6 @@ form is an error naming the operator and its source line.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 from typing import Any, Iterator
 
@@ -159,9 +158,3 @@ def _axes_from_dynamic_shapes(model: Any, args: list[Any], dynamic_shapes: Any) 
                           if v is not None}
     return axes
 
-
-def export_to_bytes(model: Any, args: Any, **kw: Any) -> bytes:
-    """The exported model's bytes (a helper for tests and notebooks)."""
-    buf = io.BytesIO()
-    export(model, args, buf, **kw)
-    return buf.getvalue()

@@ -126,6 +126,12 @@ class Context:
         return self.add("Concat", [self.int_tensor(v) for v in values], axis=0, name_hint="shape")
 
 
+def _count_tensors(value: Any) -> int:
+    found: list[Any] = []
+    _flat_tensors(value, found)
+    return len(found)
+
+
 def _flat_tensors(value: Any, out: list[Any]) -> None:
     import ember
     if isinstance(value, ember.Tensor):
@@ -196,10 +202,11 @@ def _replace(value: Any, path: tuple[Any, ...], new: Any) -> Any:
     return type(value)(items) if isinstance(value, tuple) else items
 
 
-def _dynamic_ints(base: Any, others: dict[str, Any], sizes: dict[str, int]) -> dict[tuple[Any, ...], Any]:
-    """For each node (by position) and argument slot, the ``Dyn`` its integers become (Note [ONNX export])."""
+def _dynamic_ints(base: Any, others: dict[str, Any], sizes: dict[str, int]) -> dict[int, list[tuple[Any, ...]]]:
+    """For each node (by position), the (slot, path, ``Dyn``) of its integers that depend on dynamic sizes (Note
+    [ONNX export])."""
     base_nodes = list(base.graph.nodes)
-    result: dict[tuple[Any, ...], Any] = {}
+    result: dict[int, list[tuple[Any, ...]]] = {}
     for sym, g in others.items():
         nodes = list(g.graph.nodes)
         if len(nodes) != len(base_nodes) or any(a.op != b.op or a.target != b.target
@@ -221,7 +228,7 @@ def _dynamic_ints(base: Any, others: dict[str, Any], sizes: dict[str, int]) -> d
                     raise OnnxExporterError(
                         f"dynamic_axes: {op_name(node.target)} at {where(node)} uses the integer {v0}, which changes "
                         f"with the dynamic sizes {changed} in a way the exporter cannot express")
-                result[(i, slot, path)] = dyn
+                result.setdefault(i, []).append((slot, path, dyn))
     return result
 
 
@@ -255,10 +262,12 @@ def build(model: Any, args: list[Any], kwargs: dict[str, Any], *, opset: int, in
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     except (TypeError, ValueError):
         params = []
-    default_names = [params[i] if i < len(params) and isinstance(args[i] if i < len(args) else None, ember.Tensor)
-                     else f"input_{i}" for i in range(len(inputs))]
-    names = list(input_names) + default_names[len(input_names):]
-    names = names[:len(inputs)]
+    # default names: a tensor argument's parameter name, a keyword tensor's keyword, else input_<i>
+    default_names = [params[i] if i < len(params) and isinstance(a, ember.Tensor) else f"input_{i}"
+                     for i, a in enumerate(args) for _ in range(_count_tensors(a))]
+    default_names += [k if isinstance(v, ember.Tensor) else f"input_{len(default_names)}"
+                      for k, v in kwargs.items() for _ in range(_count_tensors(v))]
+    names = (list(input_names) + default_names[len(input_names):])[:len(inputs)]
 
     # dynamic axes: symbol -> [(input index, axis)], and the name of each output axis
     axes_of: dict[str, dict[int, str]] = {}
@@ -380,15 +389,13 @@ def _flat_nodes(value: Any, out: list[Any]) -> None:
         out.append(value)
 
 
-def _with_values(node: Any, values: dict[Any, Any], dyn: dict[tuple[Any, ...], Any],
+def _with_values(node: Any, values: dict[Any, Any], dyn: dict[int, list[tuple[Any, ...]]],
                  index: int) -> tuple[list[Any], dict[str, Any]]:
     """The node's arguments with nodes replaced by their ONNX values and dynamic integers by ``Dyn``."""
     import ember
     args: Any = list(node.args)
     kwargs: Any = dict(node.kwargs)
-    for (i, slot, path), d in dyn.items():
-        if i != index:
-            continue
+    for slot, path, d in dyn.get(index, ()):
         if slot == "args":
             args = _replace(args, path, d)
         else:

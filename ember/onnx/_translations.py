@@ -337,11 +337,8 @@ def _where(ctx: Any, node: Any, cond: str, a: Any, b: Any) -> str:
 
 def _fill(value_of: Callable[..., Any]) -> Callable[..., Any]:
     def fn(ctx: Any, node: Any, size: Any, *rest: Any, **kw: Any) -> str:
-        import onnx
-        from onnx import numpy_helper
         value = np.asarray([value_of(rest)], dtype=_np_dtype(node))
-        return ctx.add("ConstantOfShape", [ctx.ints(size)], value=numpy_helper.from_array(value, "value")) \
-            if onnx else ""
+        return ctx.add("ConstantOfShape", [ctx.ints(size)], value=_tensor_value(value))
     return fn
 
 
