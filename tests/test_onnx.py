@@ -204,3 +204,24 @@ def test_dynamic_axes_errors():
         ember.onnx.export(Branchy(), ember.randn(2, 4), input_names=["x"], dynamic_axes={"x": {0: "b"}})
     with pytest.raises(ember.onnx.errors.OnnxExporterError, match="opset"):
         ember.onnx.export(model, ember.randn(2, 4), opset_version=11)
+
+
+def test_constant_folding_precomputes_what_only_depends_on_parameters():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(ember.randn(3, 4))
+
+        def forward(self, x):
+            return x @ (self.w * 2).t()
+    model, x = M(), ember.randn(2, 4)
+    folded = ember.onnx.export(model, x).model_proto
+    plain = ember.onnx.export(model, x, do_constant_folding=False).model_proto
+    assert {n.op_type for n in folded.graph.node} == {"MatMul", "Identity"}
+    assert {"Mul", "Transpose"} <= {n.op_type for n in plain.graph.node}
+    for proto in (folded, plain):
+        sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+        np.testing.assert_allclose(sess.run(None, {"x": x.numpy()})[0], model(x).detach().numpy(), rtol=1e-5)
+    linear = ember.onnx.export(nn.Linear(4, 3), x).model_proto       # a linear layer's weight keeps its name
+    gemm = next(n for n in linear.graph.node if n.op_type == "Gemm")
+    assert list(gemm.input) == ["input", "weight", "bias"] and gemm.attribute[-1].name == "transB"

@@ -103,7 +103,8 @@ def export(model: Any, args: Any = (), f: Any = None, *, kwargs: dict[str, Any] 
     PyTorch's older API) as an ONNX model written to ``f`` (a path or a binary file object), Note [ONNX export].
     ``dynamic_axes`` ({name: {axis: "name"} or [axes]}) makes input / output sizes symbolic; ``opset_version``
     defaults to 18 (``dynamo=True``, the default, which returns an ``ONNXProgram``) or 20 (``dynamo=False``);
-    ``export_params=False`` makes the parameters graph inputs instead of initializers. The model passes
+    ``export_params=False`` makes the parameters graph inputs instead of initializers; ``do_constant_folding``
+    computes nodes whose inputs are all constants (a weight's transpose) at export. The model passes
     ``onnx.checker``."""
     import onnx
 
@@ -130,7 +131,8 @@ def export(model: Any, args: Any = (), f: Any = None, *, kwargs: dict[str, Any] 
         with _mode(model, training):
             proto = build(model, args, kwargs, opset=opset, input_names=list(input_names or []),
                           output_names=list(output_names or []), dynamic_axes=dynamic_axes or {},
-                          export_params=export_params, keep_initializers_as_inputs=keep_initializers_as_inputs)
+                          export_params=export_params, keep_initializers_as_inputs=keep_initializers_as_inputs,
+                          do_constant_folding=do_constant_folding)
     finally:
         _exporting[0] = False
     onnx.checker.check_model(proto, full_check=True)

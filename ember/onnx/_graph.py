@@ -56,6 +56,7 @@ class Context:
         self.sym_sources = sym_sources            # symbol -> (graph input, axis)
         self._sym_values: dict[str, str] = {}
         self.node: Any = None                     # the ATen node being translated
+        self.values: dict[Any, Any] = {}          # ATen node -> its ONNX value(s)
 
     def fresh(self, hint: str) -> str:
         hint = hint.replace(".", "_").replace("::", "_")
@@ -92,6 +93,10 @@ class Context:
             self._sym_values[s] = self.add("Gather", [shape, self.const([axis], np.int64, "axis")], axis=0,
                                            name_hint=f"size_{s}")
         return self._sym_values[s]
+
+    def value_of(self, fx_node: Any) -> str:
+        """The ONNX value an earlier ATen node became."""
+        return self.values[fx_node]  # type: ignore[no-any-return]
 
     def dim_of(self, value: str, axis: int) -> str:
         """Size ``axis`` of a value at run time, as an int64 tensor of shape [1]."""
@@ -249,7 +254,7 @@ def _solve(v0: int, changed: dict[str, int], sizes: dict[str, int]) -> Dyn | Non
 
 def build(model: Any, args: list[Any], kwargs: dict[str, Any], *, opset: int, input_names: list[str],
           output_names: list[str], dynamic_axes: dict[str, Any], export_params: bool,
-          keep_initializers_as_inputs: bool) -> Any:
+          keep_initializers_as_inputs: bool, do_constant_folding: bool = True) -> Any:
     import onnx
 
     import ember
@@ -295,7 +300,7 @@ def build(model: Any, args: list[Any], kwargs: dict[str, Any], *, opset: int, in
 
     sym_sources = {s: (names[places[0][0]], places[0][1]) for s, places in sym_inputs.items()}
     ctx = Context(opset, names, sym_sources)
-    values: dict[Any, Any] = {}
+    values = ctx.values
     param_names = {}
     for n, p in list(model.named_parameters()) + list(model.named_buffers()):
         param_names.setdefault(id(p), n)
@@ -359,7 +364,10 @@ def build(model: Any, args: list[Any], kwargs: dict[str, Any], *, opset: int, in
                     shape = [out_axes.get(a, int(d)) for a, d in enumerate(val.shape)]
                 graph_outputs.append(onnx.helper.make_tensor_value_info(
                     oname, _onnx_type(val.dtype) if val is not None else 1, shape))
-    nodes, initializers = _live(ctx.nodes, ctx.initializers, [o.name for o in graph_outputs],
+    nodes, initializers = ctx.nodes, ctx.initializers
+    if do_constant_folding:
+        nodes, initializers = _fold_constants(nodes, initializers, {i.name for i in param_inputs})
+    nodes, initializers = _live(nodes, initializers, [o.name for o in graph_outputs],
                                 {i.name for i in param_inputs})
     graph = onnx.helper.make_graph(nodes, "main_graph", graph_inputs + param_inputs, graph_outputs,
                                    initializer=initializers)
@@ -367,6 +375,34 @@ def build(model: Any, args: list[Any], kwargs: dict[str, Any], *, opset: int, in
                                          producer_name="ember", producer_version=ember.__version__)
     model_proto.ir_version = min(model_proto.ir_version, 10)
     return model_proto
+
+
+def _fold_constants(nodes: list[Any], initializers: list[Any], graph_inputs: set[str]) -> tuple[list[Any],
+                                                                                                  list[Any]]:
+    """``do_constant_folding``: a node whose inputs are all initializers (a weight's transpose, a shape built
+    from constants) is evaluated now (onnx's reference evaluator) and replaced by initializers of its results."""
+    from onnx import helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+    known = {t.name: numpy_helper.to_array(t) for t in initializers if t.name not in graph_inputs}
+    kept, added = [], []
+    for n in nodes:
+        ins = [i for i in n.input if i]
+        if not ins or not all(i in known for i in ins) or n.op_type in ("Shape", "RandomNormal", "RandomUniform"):
+            kept.append(n)
+            continue
+        model = helper.make_model(helper.make_graph(
+            [n], "fold", [helper.make_tensor_value_info(i, helper.np_dtype_to_tensor_dtype(known[i].dtype), None)
+                          for i in ins], [helper.make_tensor_value_info(o, 0, None) for o in n.output]),
+            opset_imports=[helper.make_opsetid("", 18)])
+        try:
+            results = ReferenceEvaluator(model).run(None, {i: known[i] for i in ins})
+        except Exception:       # noqa: BLE001 - a node the reference evaluator cannot run stays a node
+            kept.append(n)
+            continue
+        for o, r in zip(n.output, results):
+            known[o] = np.asarray(r)
+            added.append(numpy_helper.from_array(np.asarray(r), o))
+    return kept, list(initializers) + added
 
 
 def _live(nodes: list[Any], initializers: list[Any], outputs: list[str], keep: set[str]) -> tuple[list[Any],

@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ember.onnx._graph import op_name
 from ember.onnx.errors import OnnxExporterError
 
 TRANSLATIONS: dict[str, Callable[..., Any]] = {}
@@ -108,7 +109,14 @@ def _pow(ctx: Any, node: Any, a: Any, b: Any) -> str:
 
 @_register("aten::addmm")
 def _addmm(ctx: Any, node: Any, bias: str, a: str, b: str, beta: Any = 1, alpha: Any = 1) -> str:
-    return ctx.add("Gemm", [a, b, bias], alpha=float(alpha), beta=float(beta))
+    """Gemm; a linear layer's ``addmm(b, x, t(w))`` reads ``w`` itself with ``transB`` (the weight keeps its
+    name and layout, as in PyTorch's exports)."""
+    src = node.args[2]
+    trans_b = 0
+    if getattr(src, "op", None) == "call_function" and op_name(src.target) == "aten::t" and \
+            src.args[0].meta["val"].dim() == 2:
+        b, trans_b = ctx.value_of(src.args[0]), 1
+    return ctx.add("Gemm", [a, b, bias], alpha=float(alpha), beta=float(beta), transB=trans_b)
 
 
 @_register("aten::mm", "aten::bmm", "aten::matmul")
