@@ -207,3 +207,16 @@ def test_an_operator_call_is_untouched_without_a_profiler():
     except ValueError:
         pass
     assert OperatorHandle.call is plain
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_dataloader_batches_are_ranges_as_in_pytorch(workers):
+    names = {}
+    for lib in (ember, torch):
+        loader = lib.utils.data.DataLoader(lib.utils.data.TensorDataset(lib.randn(8, 2)), batch_size=4,
+                                           num_workers=workers)
+        with lib.profiler.profile() as prof:
+            for _ in loader:
+                pass
+        names[lib.__name__] = [e.name for e in prof.events() if "DataLoader" in e.name]
+    assert names["ember"] == names["torch"] and len(names["ember"]) == 3     # two batches and the end

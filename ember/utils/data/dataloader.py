@@ -24,6 +24,7 @@ import warnings
 import weakref
 
 import ember
+from ember.autograd import profiler as _profiler
 from ember.utils.data import _utils
 from ember.utils.data._utils import ExceptionWrapper, shared, worker
 from ember.utils.data._utils.collate import default_collate, default_convert
@@ -229,6 +230,12 @@ class _BaseDataLoaderIter:
         raise NotImplementedError
 
     def __next__(self):
+        if _profiler.recorder is not None:      # Note [RecordFunction]: the wait for each batch is a range
+            with _profiler.record_function(f"enumerate(DataLoader)#{self.__class__.__name__}.__next__"):
+                return self._next()
+        return self._next()
+
+    def _next(self):
         data = self._next_data()
         self._num_yielded += 1
         if self._iterable and self._IterableDataset_len_called is not None and \
