@@ -180,3 +180,41 @@ def test_writer_lifetime_and_default_log_dir(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="The input has no element"):
         w.add_histogram("e", np.array([]))
     w.close()
+
+
+def test_audio_boxes_mesh_and_onnx_graphs_match_pytorch(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    sound = np.sin(np.linspace(0, 40, 800)).astype(np.float32)
+    img = rng.random((3, 32, 40)).astype(np.float32)
+    boxes = np.array([[2, 3, 20, 25], [10, 5, 38, 30]], dtype=np.float32)
+    verts = rng.random((1, 6, 3)).astype(np.float32)
+    faces = np.array([[[0, 1, 2], [3, 4, 5]]], dtype=np.int32)
+    colors = rng.integers(0, 255, (1, 6, 3)).astype(np.uint8)
+    onnx = pytest.importorskip("onnx")
+    model_path = str(tmp_path / "m.onnx")
+    ember.onnx.export(ember.nn.Sequential(ember.nn.Linear(3, 2), ember.nn.ReLU()), ember.randn(1, 3), model_path)
+
+    def log(lib, w):
+        w.add_audio("sound", lib.tensor(sound), 1, sample_rate=8000)
+        w.add_image_with_boxes("boxed", lib.tensor(img), lib.tensor(boxes), 1, labels=["cat", "dog"])
+        w.add_image_with_boxes("boxed_nolabel", lib.tensor(img), lib.tensor(boxes), 2, labels="one label only")
+        w.add_mesh("mesh", lib.tensor(verts), colors=lib.tensor(colors), faces=lib.tensor(faces),
+                   config_dict={"camera": {"cls": "PerspectiveCamera"}}, global_step=1)
+        w.add_onnx_graph(model_path)
+    got, expected = _both(tmp_path, log)
+    capsys.readouterr()                                     # PyTorch prints the ONNX names it reads
+    assert got == expected
+    assert onnx.load(model_path).graph.node
+
+
+def test_video_is_an_animated_gif(tmp_path):
+    from PIL import Image
+    clips = ember.rand(3, 5, 3, 8, 10)                      # 3 clips of 5 frames, padded to 4, in a row (PyTorch)
+    with SummaryWriter(str(tmp_path)) as w:
+        w.add_video("clip", clips, 1, fps=10)
+    ea = EventAccumulator(str(tmp_path))
+    ea.Reload()
+    event = ea.Images("clip")[0]
+    gif = Image.open(__import__("io").BytesIO(event.encoded_image_string))
+    assert gif.format == "GIF" and gif.n_frames == 5 and gif.size == (40, 8) == (event.width, event.height)
+    assert gif.info["duration"] == 100

@@ -146,3 +146,22 @@ def graph(model: Any, args: Any, verbose: bool = False) -> tuple[GraphDef, RunMe
                     nodes.append(_node(f"output/output.{i + 1}", "IO Node", [names[o]], shape_of(o)))
     stepstats = RunMetadata(step_stats=StepStats(dev_stats=[DeviceStepStats(device="/device:CPU:0")]))
     return GraphDef(node=nodes, versions=VersionDef(producer=22)), stepstats
+
+
+def onnx_graph(model: Any) -> GraphDef:
+    """An ONNX model (a path or a ``ModelProto``) as a GraphDef, as PyTorch's ``add_onnx_graph`` lays it out."""
+    import itertools
+
+    import onnx
+    graph = (onnx.load(model) if not isinstance(model, onnx.ModelProto) else model).graph
+    nodes = []
+    for v in itertools.chain(graph.input, graph.output):
+        shape = TensorShapeProto(dim=[TensorShapeProto.Dim(size=d.dim_value) for d in v.type.tensor_type.shape.dim])
+        nodes.append(NodeDef(name=v.name.encode(encoding="utf_8"), op="Variable", input=[],
+                             attr={"dtype": AttrValue(type=v.type.tensor_type.elem_type),
+                                   "shape": AttrValue(shape=shape)}))
+    for n in graph.node:
+        params = ", ".join(" = ".join(str(f[1]) for f in a.ListFields()) for a in n.attribute)
+        nodes.append(NodeDef(name=n.output[0].encode(encoding="utf_8"), op=n.op_type, input=n.input,
+                             attr={"parameters": AttrValue(s=params.encode(encoding="utf_8"))}))
+    return GraphDef(node=nodes, versions=VersionDef(producer=22))

@@ -17,7 +17,8 @@ from tensorboard.plugins.text.plugin_data_pb2 import TextPluginData
 from ember.utils.tensorboard._convert import convert_to_HWC, make_np
 
 __all__ = ["scalar", "tensor_proto", "histogram", "histogram_raw", "make_histogram", "image", "make_image", "text",
-           "hparams", "pr_curve", "pr_curve_raw", "compute_curve", "custom_scalars"]
+           "hparams", "pr_curve", "pr_curve_raw", "compute_curve", "custom_scalars", "audio", "image_boxes", "video",
+           "mesh"]
 
 
 def _shape(dims: Any) -> TensorShapeProto:
@@ -235,3 +236,100 @@ def custom_scalars(layout: dict[str, dict[str, list[Any]]]) -> Summary:
                         tensor_shape=_shape([]))
     return Summary(value=[Summary.Value(tag="custom_scalars__config__", tensor=proto,
                                         metadata=_plugin("custom_scalars"))])
+
+
+def audio(tag: str, tensor: Any, sample_rate: int = 44100) -> Summary:
+    """A mono clip in [-1, 1] (clipped, with PyTorch's warning) as a 16-bit WAV."""
+    import wave
+    arr = make_np(tensor).squeeze()
+    if abs(arr).max() > 1:
+        print("warning: audio amplitude out of range, auto clipped.")
+        arr = arr.clip(-1, 1)
+    if arr.ndim != 1:
+        raise AssertionError("input tensor should be 1 dimensional.")
+    pcm = (arr * np.iinfo(np.int16).max).astype("<i2")
+    with io.BytesIO() as out:
+        with wave.open(out, "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(sample_rate)
+            w.writeframes(pcm.data)
+        encoded = out.getvalue()
+    clip = Summary.Audio(sample_rate=sample_rate, num_channels=1, length_frames=pcm.shape[-1],
+                         encoded_audio_string=encoded, content_type="audio/wav")
+    return Summary(value=[Summary.Value(tag=tag, audio=clip)])
+
+
+def _draw_box(image: Any, box: Any, label: str | None) -> Any:
+    """A red rectangle (2 px) and, with ``label``, the label on a red band at the box's bottom left."""
+    from PIL import ImageDraw, ImageFont
+    font = ImageFont.load_default()
+    draw = ImageDraw.Draw(image)
+    left, top, right, bottom = box
+    draw.line([(left, top), (left, bottom), (right, bottom), (right, top), (left, top)], width=2, fill="Red")
+    if label:
+        x0, y0, x1, y1 = font.getbbox(label)
+        width, height = x1 - x0, y1 - y0
+        margin = np.ceil(0.05 * height)
+        draw.rectangle([(left, bottom - height - 2 * margin), (left + width, bottom)], fill="Red")
+        draw.text((left + margin, bottom - height - margin), label, fill="black", font=font)
+    return image
+
+
+def image_boxes(tag: str, tensor_image: Any, tensor_boxes: Any, rescale: float = 1, dataformats: str = "CHW",
+                labels: Any = None) -> Summary:
+    """An image with boxes (N x 4: xmin, ymin, xmax, ymax, in pixels) drawn on it."""
+    from PIL import Image
+    arr = convert_to_HWC(make_np(tensor_image), dataformats)
+    scale = 1 if arr.dtype == np.uint8 else 255
+    arr = (arr.astype(np.float32) * scale).clip(0, 255).astype(np.uint8)
+    img = Image.fromarray(arr)
+    boxes = make_np(tensor_boxes)
+    for i in range(boxes.shape[0]):
+        img = _draw_box(img, boxes[i, :4], None if labels is None else labels[i])
+    return Summary(value=[Summary.Value(tag=tag, image=make_image(np.asarray(img), rescale=rescale))])
+
+
+def video(tag: str, tensor: Any, fps: int = 4) -> Summary:
+    """A batch of clips (N x T x C x H x W) tiled into one animated GIF, ``fps`` frames a second (PyTorch writes it
+    with moviepy; ember with PIL)."""
+    from PIL import Image
+    arr = make_np(tensor)
+    b, t, c, h, w = arr.shape
+    if arr.dtype == np.uint8:
+        arr = np.float32(arr) / 255.0
+    if b & (b - 1):                              # pad the batch to a power of two, as PyTorch does
+        arr = np.concatenate((arr, np.zeros((2 ** b.bit_length() - b, t, c, h, w))), axis=0)
+    rows = 2 ** ((b.bit_length() - 1) // 2)
+    cols = arr.shape[0] // rows
+    frames = arr.reshape(rows, cols, t, c, h, w).transpose(2, 0, 4, 1, 5, 3).reshape(t, rows * h, cols * w, c)
+    frames = (frames.astype(np.float32) * 255).clip(0, 255).astype(np.uint8)
+    images = [Image.fromarray(f if c == 3 else f[..., 0]) for f in frames]
+    with io.BytesIO() as out:
+        images[0].save(out, format="GIF", save_all=True, append_images=images[1:], duration=int(1000 / fps),
+                       loop=0)
+        encoded = out.getvalue()
+    img = Summary.Image(height=rows * h, width=cols * w, colorspace=c, encoded_image_string=encoded)
+    return Summary(value=[Summary.Value(tag=tag, image=img)])
+
+
+def mesh(tag: str, vertices: Any, colors: Any, faces: Any, config_dict: Any, display_name: str | None = None,
+         description: str | None = None) -> Summary:
+    """A 3-d mesh for the mesh plugin: vertices (B x N x 3), faces (B x F x 3) and colors (B x N x 3), each a
+    float tensor summary with the plugin's metadata."""
+    import json
+
+    from tensorboard.plugins.mesh import metadata
+    from tensorboard.plugins.mesh.plugin_data_pb2 import MeshPluginData
+    config = "{}" if config_dict is None else json.dumps(config_dict, sort_keys=True)
+    parts = [(v, kind) for v, kind in ((vertices, MeshPluginData.VERTEX), (faces, MeshPluginData.FACE),
+                                       (colors, MeshPluginData.COLOR)) if v is not None]
+    components = metadata.get_components_bitmask([kind for _, kind in parts])
+    values = []
+    for v, kind in parts:
+        arr = make_np(v)
+        meta = metadata.create_summary_metadata(tag, display_name, kind, components, arr.shape, description,
+                                                json_config=config)
+        proto = TensorProto(dtype="DT_FLOAT", float_val=arr.reshape(-1).tolist(), tensor_shape=_shape(arr.shape[:3]))
+        values.append(Summary.Value(tag=metadata.get_instance_name(tag, kind), tensor=proto, metadata=meta))
+    return Summary(value=values)

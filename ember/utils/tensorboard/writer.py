@@ -157,6 +157,39 @@ class SummaryWriter:
     def add_text(self, tag: str, text_string: str, global_step: Any = None, walltime: float | None = None) -> None:
         self._get_file_writer().add_summary(S.text(tag, text_string), global_step, walltime)
 
+    def add_image_with_boxes(self, tag: str, img_tensor: Any, box_tensor: Any, global_step: Any = None,
+                             walltime: float | None = None, rescale: float = 1, dataformats: str = "CHW",
+                             labels: Any = None) -> None:
+        """An image with boxes (N x 4: xmin, ymin, xmax, ymax) and optional labels (one per box) drawn on it."""
+        if labels is not None:
+            labels = [labels] if isinstance(labels, str) else labels
+            if len(labels) != box_tensor.shape[0]:
+                labels = None
+        self._get_file_writer().add_summary(S.image_boxes(tag, img_tensor, box_tensor, rescale=rescale,
+                                                          dataformats=dataformats, labels=labels),
+                                            global_step, walltime)
+
+    def add_audio(self, tag: str, snd_tensor: Any, global_step: Any = None, sample_rate: int = 44100,
+                  walltime: float | None = None) -> None:
+        """A mono clip, values in [-1, 1]."""
+        self._get_file_writer().add_summary(S.audio(tag, snd_tensor, sample_rate=sample_rate), global_step,
+                                            walltime)
+
+    def add_video(self, tag: str, vid_tensor: Any, global_step: Any = None, fps: int = 4,
+                  walltime: float | None = None) -> None:
+        """Clips (N x T x C x H x W, uint8 or float in [0, 1]) as one animated GIF."""
+        self._get_file_writer().add_summary(S.video(tag, vid_tensor, fps), global_step, walltime)
+
+    def add_mesh(self, tag: str, vertices: Any, colors: Any = None, faces: Any = None, config_dict: Any = None,
+                 global_step: Any = None, walltime: float | None = None) -> None:
+        self._get_file_writer().add_summary(S.mesh(tag, vertices, colors, faces, config_dict), global_step, walltime)
+
+    def add_onnx_graph(self, prototxt: Any) -> None:
+        """An ONNX model's graph (a path to it, or a loaded ``ModelProto``) for the Graphs tab: its inputs and
+        outputs as ``Variable`` nodes, each ONNX node named by its first output."""
+        from ember.utils.tensorboard._graph import onnx_graph
+        self._get_file_writer().add_event(event_pb2.Event(graph_def=onnx_graph(prototxt).SerializeToString()))
+
     # -- graph, hyperparameters, embeddings, curves ---------------------------------------------------------------
     def add_graph(self, model: Any, input_to_model: Any = None, verbose: bool = False,
                   use_strict_trace: bool = True) -> None:
