@@ -184,11 +184,11 @@ def test_onnx_program_runs_and_is_in_onnx_export():
 def test_an_unsupported_operator_names_itself_and_the_source_line():
     class M(nn.Module):
         def forward(self, x):
-            return ember.cumsum(x, 0)                 # the line the error must name
+            return ember.erfinv(x)                    # the line the error must name
     with pytest.raises(ember.onnx.errors.UnsupportedOperatorError) as info:
         ember.onnx.export(M(), ember.randn(3))
     msg = str(info.value)
-    assert "'aten::cumsum'" in msg and "opset version 18" in msg
+    assert "'aten::erfinv'" in msg and "opset version 18" in msg
     assert __file__.split("/")[-1] in msg and "in forward" in msg
 
 
@@ -225,3 +225,57 @@ def test_constant_folding_precomputes_what_only_depends_on_parameters():
     linear = ember.onnx.export(nn.Linear(4, 3), x).model_proto       # a linear layer's weight keeps its name
     gemm = next(n for n in linear.graph.node if n.op_type == "Gemm")
     assert list(gemm.input) == ["input", "weight", "bias"] and gemm.attribute[-1].name == "transB"
+
+
+F = nn.functional
+_FUNCTIONS = {
+    "silu": F.silu, "leaky_relu": lambda x: F.leaky_relu(x, 0.1), "elu": F.elu, "selu": F.selu,
+    "hardswish": F.hardswish, "hardsigmoid": F.hardsigmoid, "softplus": lambda x: F.softplus(x * 10),
+    "softplus_beta": lambda x: F.softplus(x, beta=2.0), "mish": F.mish, "logsigmoid": F.logsigmoid,
+    "glu": lambda x: F.glu(x, 1), "relu6": F.relu6, "clamp": lambda x: x.clamp(-0.5, 0.5),
+    "clamp_min": lambda x: x.clamp(min=0.1), "maximum": lambda x: ember.maximum(x, x.flip(3)),
+    "sign_round": lambda x: (x * 3).round() + x.sign(), "pad": lambda x: F.pad(x, (1, 2, 0, 1), value=0.5),
+    "crop": lambda x: F.pad(x, (-1, 0, 0, -2)), "flip": lambda x: x.flip(2, 3),
+    "index_select": lambda x: x.index_select(1, ember.tensor([0, 2])),
+    "gather": lambda x: x.gather(1, ember.zeros(2, 1, 6, 6, dtype=ember.int64)),
+    "repeat": lambda x: x.repeat(2, 1, 1, 1, 1), "pixel_shuffle": lambda x: F.pixel_shuffle(x, 2),
+    "cumsum": lambda x: x.cumsum(1), "argmax": lambda x: x.argmax(1), "argmax_all": lambda x: x.argmax(),
+    "max_dim": lambda x: x.max(1), "min_all": lambda x: x.min(), "topk": lambda x: x.topk(2, 1),
+    "std": lambda x: x.std(1), "var_keepdim": lambda x: x.var((2, 3), keepdim=True, correction=0),
+    "normalize": lambda x: F.normalize(x, dim=1), "norm_l1": lambda x: ember.linalg.vector_norm(x, 1, dim=(1, 2)),
+    "group_norm": lambda x: F.group_norm(x, 2, ember.arange(4.0) / 2 + 0.5, ember.arange(4.0) - 1),
+    "instance_norm": F.instance_norm, "up_nearest": lambda x: F.interpolate(x, scale_factor=2),
+    "up_bilinear": lambda x: F.interpolate(x, size=(9, 11), mode="bilinear"),
+    "up_bilinear_corners": lambda x: F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True),
+    "adaptive_max": lambda x: F.adaptive_max_pool2d(x, 1), "adaptive_max_3": lambda x: F.adaptive_max_pool2d(x, 3),
+    "prelu": lambda x: F.prelu(x, ember.tensor([0.1, 0.2, 0.3, 0.4])), "softmin": lambda x: F.softmin(x, 1),
+    "where": lambda x: ember.where(x > 0, x, 0.5), "chunk": lambda x: x.chunk(2, 1)[1],
+}
+
+
+class _Fn(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+@pytest.mark.parametrize("name", list(_FUNCTIONS))
+def test_more_operators_match_onnxruntime(name):
+    ember.manual_seed(1)
+    model = _Fn(_FUNCTIONS[name])
+    x = ember.randn(2, 4, 6, 6)
+    with ember.no_grad():
+        expected = _flat(model(x))
+    proto = ember.onnx.export(model, x, input_names=["x"], dynamic_axes={"x": {0: "batch"}}).model_proto
+    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = sess.run(None, {"x": x.numpy()})
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e.numpy(), rtol=1e-4, atol=1e-5)
+    x3 = ember.randn(3, 4, 6, 6)                       # another batch size
+    with ember.no_grad():
+        np.testing.assert_allclose(sess.run(None, {"x": x3.numpy()})[0], _flat(model(x3))[0].numpy(), rtol=1e-4,
+                                   atol=1e-5)

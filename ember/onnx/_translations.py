@@ -219,8 +219,8 @@ def _bn(ctx: Any, node: Any, x: str, w: Any, b: Any, rm: Any, rv: Any, eps: floa
 @_register("aten::native_batch_norm", "aten::_native_batch_norm_legit_functional")
 def _native_batch_norm(ctx: Any, node: Any, x: str, w: Any, b: Any, rm: Any, rv: Any, training: bool,
                        momentum: float, eps: float) -> list[Any]:
-    if training:
-        raise OnnxExporterError("ONNX export: batch norm in training mode (export the model in eval mode)")
+    if training or rm is None:           # the batch's own statistics (a model exported in training mode, or
+        return _batch_statistics_norm(ctx, node, x, w, b, eps)     # instance norm): running stats not updated
     return _bn(ctx, node, x, w, b, rm, rv, eps)
 
 
@@ -288,7 +288,7 @@ TRANSLATIONS["aten::amax"] = _axes_reduce("ReduceMax")
 TRANSLATIONS["aten::amin"] = _axes_reduce("ReduceMin")
 
 
-@_register("aten::mean.default", "aten::sum.default")
+@_register("aten::mean.default", "aten::sum.default", "aten::mean", "aten::sum")
 def _reduce_all(ctx: Any, node: Any, x: str, dtype: Any = None) -> str:
     op = "ReduceMean" if "mean" in str(node.target) else "ReduceSum"
     return _axes_reduce(op)(ctx, node, x, None, False)
@@ -513,3 +513,305 @@ def reorder_vec(ctx: Any, v: str, hidden: int, gates: int, order: list[int]) -> 
     """The gate blocks (rows of ``hidden``) of a weight or bias in ONNX's order."""
     blocks = ctx.add("Split", [v, ctx.const([hidden] * gates, np.int64, "split")], outputs=gates, axis=0)
     return ctx.add("Concat", [blocks[i] for i in order], axis=0)
+
+
+# ---------------------------------------------------------------------------------------------- more activations
+@_register("aten::silu")
+def _silu(ctx: Any, node: Any, x: str) -> str:
+    return ctx.add("Mul", [x, ctx.add("Sigmoid", [x], name_hint="sigmoid")])
+
+
+@_register("aten::leaky_relu")
+def _leaky_relu(ctx: Any, node: Any, x: str, slope: float = 0.01) -> str:
+    return ctx.add("LeakyRelu", [x], alpha=float(slope))
+
+
+@_register("aten::elu")
+def _elu(ctx: Any, node: Any, x: str, alpha: float = 1.0, scale: float = 1.0, input_scale: float = 1.0) -> str:
+    if scale != 1 or input_scale != 1:                   # selu and friends: scale * elu(input_scale * x)
+        dt = _np_dtype(node)
+        x = ctx.add("Mul", [x, ctx.const(np.asarray(input_scale, dt))]) if input_scale != 1 else x
+        return ctx.add("Mul", [ctx.add("Elu", [x], alpha=float(alpha)), ctx.const(np.asarray(scale, dt))])
+    return ctx.add("Elu", [x], alpha=float(alpha))
+
+
+@_register("aten::hardswish")
+def _hardswish(ctx: Any, node: Any, x: str) -> str:
+    return ctx.add("HardSwish", [x])
+
+
+@_register("aten::hardsigmoid")
+def _hardsigmoid(ctx: Any, node: Any, x: str) -> str:
+    return ctx.add("HardSigmoid", [x], alpha=1.0 / 6, beta=0.5)
+
+
+@_register("aten::softplus")
+def _softplus(ctx: Any, node: Any, x: str, beta: float = 1.0, threshold: float = 20.0) -> str:
+    """log(1 + e^(beta x)) / beta, and x itself where beta x > threshold (PyTorch's linear tail)."""
+    dt = _np_dtype(node)
+    bx = x if beta == 1 else ctx.add("Mul", [x, ctx.const(np.asarray(beta, dt))])
+    soft = ctx.add("Softplus", [bx])
+    soft = soft if beta == 1 else ctx.add("Div", [soft, ctx.const(np.asarray(beta, dt))])
+    return ctx.add("Where", [ctx.add("Greater", [bx, ctx.const(np.asarray(threshold, dt))]), x, soft])
+
+
+@_register("aten::mish")
+def _mish(ctx: Any, node: Any, x: str) -> str:
+    return ctx.add("Mul", [x, ctx.add("Tanh", [ctx.add("Softplus", [x])])])
+
+
+@_register("aten::log_sigmoid_forward")
+def _log_sigmoid(ctx: Any, node: Any, x: str) -> list[Any]:
+    return [ctx.add("Neg", [ctx.add("Softplus", [ctx.add("Neg", [x])])]), None]
+
+
+@_register("aten::glu")
+def _glu(ctx: Any, node: Any, x: str, dim: int = -1) -> str:
+    a, b = ctx.add("Split", [x], outputs=2, axis=int(dim), num_outputs=2)
+    return ctx.add("Mul", [a, ctx.add("Sigmoid", [b])])
+
+
+@_register("aten::_prelu_kernel", "aten::prelu")
+def _prelu(ctx: Any, node: Any, x: str, w: str) -> str:
+    r, wr = _rank(node), int(node.args[1].meta["val"].dim())
+    if r > 2 and wr == 1:                                # the weight runs along the channel axis (1)
+        w = ctx.add("Reshape", [w, ctx.const([-1] + [1] * (r - 2), np.int64, "ints")])
+    return ctx.add("PRelu", [x, w])
+
+
+@_register("aten::clamp", "aten::clip")
+def _clamp(ctx: Any, node: Any, x: str, lo: Any = None, hi: Any = None) -> str:
+    dt = _np_dtype(node)
+    return ctx.add("Clip", [x, "" if lo is None else _operand(ctx, node, np.asarray(lo, dt)),
+                            "" if hi is None else _operand(ctx, node, np.asarray(hi, dt))])
+
+
+@_register("aten::clamp_min")
+def _clamp_min(ctx: Any, node: Any, x: str, lo: Any) -> str:
+    return ctx.add("Max", [x, _operand(ctx, node, lo)])
+
+
+@_register("aten::clamp_max")
+def _clamp_max(ctx: Any, node: Any, x: str, hi: Any) -> str:
+    return ctx.add("Min", [x, _operand(ctx, node, hi)])
+
+
+for _aten, _onnx in {"maximum": "Max", "minimum": "Min", "sign": "Sign", "round": "Round"}.items():
+    TRANSLATIONS[f"aten::{_aten}"] = (lambda op: lambda ctx, node, *xs: ctx.add(op, [_operand(ctx, node, v)
+                                                                                    for v in xs]))(_onnx)
+
+
+# ---------------------------------------------------------------------------------------------- shapes and indexing
+@_register("aten::constant_pad_nd")
+def _pad(ctx: Any, node: Any, x: str, pad: Any, value: float = 0.0) -> str:
+    r = _rank(node)
+    begins, ends = [0] * r, [0] * r
+    for i in range(len(pad) // 2):                      # PyTorch's pairs start at the last dimension
+        begins[r - 1 - i], ends[r - 1 - i] = int(pad[2 * i]), int(pad[2 * i + 1])
+    return ctx.add("Pad", [x, ctx.const(begins + ends, np.int64, "pads"),
+                           ctx.const(np.asarray(value, _np_dtype(node)), hint="pad_value")], mode="constant")
+
+
+@_register("aten::flip")
+def _flip(ctx: Any, node: Any, x: str, dims: Any) -> str:
+    r = _rank(node)
+    dims = [int(d) % r for d in dims]
+    n = len(dims)
+    return ctx.add("Slice", [x, ctx.const([-1] * n, np.int64, "starts"), ctx.const([-(2 ** 63)] * n, np.int64, "ends"),
+                             ctx.const(dims, np.int64, "axes"), ctx.const([-1] * n, np.int64, "steps")])
+
+
+@_register("aten::index_select")
+def _index_select(ctx: Any, node: Any, x: str, dim: int, index: str) -> str:
+    return ctx.add("Gather", [x, index], axis=int(dim))
+
+
+@_register("aten::gather")
+def _gather(ctx: Any, node: Any, x: str, dim: int, index: str, sparse_grad: bool = False) -> str:
+    return ctx.add("GatherElements", [x, index], axis=int(dim))
+
+
+@_register("aten::repeat")
+def _repeat(ctx: Any, node: Any, x: str, repeats: Any) -> str:
+    r = _rank(node)
+    if len(repeats) > r:                                 # new leading dimensions of size 1 first
+        x = ctx.add("Unsqueeze", [x, ctx.const(list(range(len(repeats) - r)), np.int64, "axes")])
+    return ctx.add("Tile", [x, ctx.const([int(v) for v in repeats], np.int64, "repeats")])
+
+
+@_register("aten::pixel_shuffle")
+def _pixel_shuffle(ctx: Any, node: Any, x: str, r: int) -> str:
+    return ctx.add("DepthToSpace", [x], blocksize=int(r), mode="CRD")
+
+
+@_register("aten::scalar_tensor")
+def _scalar_tensor(ctx: Any, node: Any, v: Any, **kw: Any) -> str:
+    return ctx.const(np.asarray(v, _np_dtype(node)), hint="scalar")
+
+
+@_register("aten::cumsum")
+def _cumsum(ctx: Any, node: Any, x: str, dim: int, dtype: Any = None) -> str:
+    return ctx.add("CumSum", [x, ctx.const(np.asarray(int(dim), np.int64), hint="axis")])
+
+
+# ---------------------------------------------------------------------------------------------- reductions
+@_register("aten::argmax", "aten::argmin")
+def _argmax(ctx: Any, node: Any, x: str, dim: Any = None, keepdim: bool = False) -> str:
+    op = "ArgMax" if "argmax" in str(node.target) else "ArgMin"
+    if dim is None:
+        return ctx.add(op, [ctx.add("Reshape", [x, ctx.const([-1], np.int64, "ints")])], axis=0, keepdims=0)
+    return ctx.add(op, [x], axis=int(dim), keepdims=int(keepdim))
+
+
+@_register("aten::max.dim", "aten::min.dim")
+def _max_dim(ctx: Any, node: Any, x: str, dim: int, keepdim: bool = False) -> list[str]:
+    biggest = "max" in str(node.target)
+    values = _axes_reduce("ReduceMax" if biggest else "ReduceMin")(ctx, node, x, [dim], keepdim)
+    return [values, ctx.add("ArgMax" if biggest else "ArgMin", [x], axis=int(dim), keepdims=int(keepdim))]
+
+
+@_register("aten::max.default", "aten::min.default", "aten::max", "aten::min")
+def _max_all(ctx: Any, node: Any, x: str) -> str:
+    return _axes_reduce("ReduceMax" if "max" in str(node.target) else "ReduceMin")(ctx, node, x, None, False)
+
+
+@_register("aten::topk")
+def _topk(ctx: Any, node: Any, x: str, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> list[str]:  # noqa: A002
+    return ctx.add("TopK", [x, ctx.const([int(k)], np.int64, "k")], outputs=2, axis=int(dim), largest=int(largest),
+                   sorted=int(sorted))
+
+
+def _moments(ctx: Any, node: Any, x: str, dims: Any, correction: float, keepdim: bool) -> tuple[str, str]:
+    """(mean, variance with ``correction``) over ``dims`` (all when None)."""
+    shape = list(node.args[0].meta["val"].shape)
+    r = len(shape)
+    dims = list(range(r)) if not dims else [int(d) % r for d in (dims if isinstance(dims, (list, tuple)) else [dims])]
+    n = 1
+    for d in dims:
+        n *= int(shape[d])
+    axes = ctx.const(dims, np.int64, "axes")
+    dt = _in_dtype(node)
+    mean = ctx.add("ReduceMean", [x, axes], keepdims=1, name_hint="mean") if ctx.opset >= 18 else \
+        ctx.add("ReduceMean", [x], axes=dims, keepdims=1, name_hint="mean")
+    diff = ctx.add("Sub", [x, mean])
+    sq = ctx.add("ReduceSum", [ctx.add("Mul", [diff, diff]), axes], keepdims=int(keepdim), name_hint="sq")
+    var = ctx.add("Div", [sq, ctx.const(np.asarray(max(n - correction, 0), dt))], name_hint="var")
+    if not keepdim:
+        mean = ctx.add("Squeeze", [mean, axes], name_hint="mean")
+    return mean, var
+
+
+@_register("aten::var.correction", "aten::var.dim")
+def _var(ctx: Any, node: Any, x: str, dims: Any = None, *rest: Any, correction: Any = None,
+         keepdim: bool = False) -> str:
+    corr, keepdim = _correction(node, rest, correction, keepdim)
+    return _moments(ctx, node, x, dims, corr, keepdim)[1]
+
+
+@_register("aten::std.correction", "aten::std.dim")
+def _std(ctx: Any, node: Any, x: str, dims: Any = None, *rest: Any, correction: Any = None,
+         keepdim: bool = False) -> str:
+    corr, keepdim = _correction(node, rest, correction, keepdim)
+    return ctx.add("Sqrt", [_moments(ctx, node, x, dims, corr, keepdim)[1]])
+
+
+def _correction(node: Any, rest: tuple[Any, ...], correction: Any, keepdim: bool) -> tuple[float, bool]:
+    if "dim" in str(node.target).rsplit(".", 1)[-1]:     # var.dim(x, dims, unbiased, keepdim)
+        unbiased = rest[0] if rest else True
+        return (1.0 if unbiased else 0.0), bool(rest[1]) if len(rest) > 1 else keepdim
+    return (1.0 if correction is None else float(correction)), keepdim
+
+
+@_register("aten::linalg_vector_norm")
+def _vector_norm(ctx: Any, node: Any, x: str, ord: Any = 2, dim: Any = None, keepdim: bool = False,  # noqa: A002
+                 **kw: Any) -> str:
+    if ord == 2:
+        return ctx.add("Sqrt", [_axes_reduce("ReduceSumSquare")(ctx, node, x, dim, keepdim)])
+    if ord == 1:
+        return _axes_reduce("ReduceL1")(ctx, node, x, dim, keepdim)
+    if ord == math.inf:
+        return _axes_reduce("ReduceMax")(ctx, node, ctx.add("Abs", [x]), dim, keepdim)
+    raise OnnxExporterError(f"ONNX export: vector norm of order {ord} is not supported")
+
+
+# ---------------------------------------------------------------------------------------------- normalization
+@_register("aten::native_group_norm")
+def _group_norm(ctx: Any, node: Any, x: str, w: Any, b: Any, n: Any, c: int, hw: Any, group: int,
+                eps: float) -> list[Any]:
+    """(x reshaped to N x G x rest, normalized over rest) reshaped back, times weight plus bias per channel."""
+    shape = list(node.args[0].meta["val"].shape)
+    r, dt = len(shape), _in_dtype(node)
+    grouped = ctx.add("Reshape", [x, ctx.ints([0, int(group), -1])], name_hint="grouped")
+    mean, var = _moments_axes(ctx, grouped, [2], dt)
+    normed = ctx.add("Div", [ctx.add("Sub", [grouped, mean]),
+                             ctx.add("Sqrt", [ctx.add("Add", [var, ctx.const(np.asarray(eps, dt))])])])
+    y = ctx.add("Reshape", [normed, ctx.add("Shape", [x])], name_hint="normed")
+    per_channel = [-1] + [1] * (r - 2)
+    if w is not None:
+        y = ctx.add("Mul", [y, ctx.add("Reshape", [w, ctx.const(per_channel, np.int64, "ints")])])
+    if b is not None:
+        y = ctx.add("Add", [y, ctx.add("Reshape", [b, ctx.const(per_channel, np.int64, "ints")])])
+    return [y, None, None]
+
+
+def _moments_axes(ctx: Any, x: str, axes: list[int], dt: Any) -> tuple[str, str]:
+    """Mean and biased variance over ``axes``, kept as size-1 dimensions."""
+    ax = ctx.const(axes, np.int64, "axes")
+    if ctx.opset >= 18:
+        mean = ctx.add("ReduceMean", [x, ax], keepdims=1, name_hint="mean")
+        diff = ctx.add("Sub", [x, mean])
+        var = ctx.add("ReduceMean", [ctx.add("Mul", [diff, diff]), ax], keepdims=1, name_hint="var")
+    else:
+        mean = ctx.add("ReduceMean", [x], axes=axes, keepdims=1, name_hint="mean")
+        diff = ctx.add("Sub", [x, mean])
+        var = ctx.add("ReduceMean", [ctx.add("Mul", [diff, diff])], axes=axes, keepdims=1, name_hint="var")
+    return mean, var
+
+
+def _batch_statistics_norm(ctx: Any, node: Any, x: str, w: Any, b: Any, eps: float) -> list[Any]:
+    """Batch norm with the batch's own statistics (training mode, or no running statistics: instance norm)."""
+    r, dt = _rank(node), _in_dtype(node)
+    mean, var = _moments_axes(ctx, x, [0] + list(range(2, r)), dt)
+    y = ctx.add("Div", [ctx.add("Sub", [x, mean]),
+                        ctx.add("Sqrt", [ctx.add("Add", [var, ctx.const(np.asarray(eps, dt))])])])
+    per_channel = ctx.const([-1] + [1] * (r - 2), np.int64, "ints")
+    if w is not None:
+        y = ctx.add("Mul", [y, ctx.add("Reshape", [w, per_channel])])
+    if b is not None:
+        y = ctx.add("Add", [y, ctx.add("Reshape", [b, per_channel])])
+    return [y, None, None]
+
+
+# ---------------------------------------------------------------------------------------------- resampling, pooling
+def _resize(mode: str) -> Callable[..., Any]:
+    def fn(ctx: Any, node: Any, x: str, output_size: Any, *rest: Any) -> str:
+        in_shape = list(node.args[0].meta["val"].shape)
+        out_shape = list(node.meta["val"].shape)
+        align = bool(rest[0]) if mode == "linear" and rest and isinstance(rest[0], bool) else False
+        scales = [1.0, 1.0] + [o / i for o, i in zip(out_shape[2:], in_shape[2:])]
+        attrs: dict[str, Any] = {"mode": mode}
+        if mode == "nearest":
+            attrs.update(coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+        else:
+            attrs["coordinate_transformation_mode"] = "align_corners" if align else "pytorch_half_pixel"
+        return ctx.add("Resize", [x, "", ctx.const(np.asarray(scales, np.float32), hint="scales")], **attrs)
+    return fn
+
+
+for _n in ("1d", "2d", "3d"):
+    TRANSLATIONS[f"aten::upsample_nearest{_n}"] = _resize("nearest")
+    TRANSLATIONS[f"aten::upsample_bilinear{_n}" if _n == "2d" else f"aten::upsample_linear{_n}"] = _resize("linear")
+TRANSLATIONS["aten::upsample_trilinear3d"] = _resize("linear")
+
+
+@_register("aten::adaptive_max_pool2d", "aten::adaptive_max_pool1d")
+def _adaptive_max_pool(ctx: Any, node: Any, x: str, output_size: Any) -> list[Any]:
+    shape = list(node.args[0].meta["val"].shape)[2:]
+    out = [int(o) for o in output_size]
+    if all(o == 1 for o in out):
+        return [ctx.add("GlobalMaxPool", [x]), None]
+    if any(s % o for s, o in zip(shape, out)):
+        raise OnnxExporterError(f"ONNX export: adaptive max pooling from {shape} to {out} (sizes that do not "
+                                "divide) has no ONNX form")
+    k = [s // o for s, o in zip(shape, out)]
+    return [ctx.add("MaxPool", [x], kernel_shape=k, strides=k), None]
