@@ -243,11 +243,6 @@ def _stop() -> None:
         _plain_call = None
 
 
-def _events(rec: _Recorder, profile_memory: bool, with_flops: bool) -> EventList:
-    return EventList(sorted(rec.events, key=lambda e: (e.start_us, -e.end_us)), profile_memory=profile_memory,
-                     with_flops=with_flops)
-
-
 class record_function:
     """A labelled range in the profile (``with record_function("forward"):`` or as a decorator); nothing when no
     profiler records."""
@@ -281,21 +276,14 @@ class record_function:
         return wrapper
 
 
-def _node_range(name: str) -> Any:
-    """The autograd engine's ranges for one node (Note [RecordFunction]): a context manager, or None when no
-    profiler records."""
-    rec = recorder
-    if rec is None:
-        return None
-    return _Range(rec, "autograd::engine::evaluate_function: " + name)
-
-
 class _Range:
-    def __init__(self, rec: _Recorder, name: str, category: str = "cpu_op") -> None:
-        self.rec, self.name, self.category = rec, name, category
+    """A range opened on ``rec`` for a ``with`` block (the engine's ranges around and inside a node)."""
+
+    def __init__(self, rec: _Recorder, name: str, args: tuple[Any, ...] | None = None) -> None:
+        self.rec, self.name, self.args = rec, name, args
 
     def __enter__(self) -> None:
-        self.ev = self.rec.enter(self.name, category=self.category)
+        self.ev = self.rec.enter(self.name, self.args)
 
     def __exit__(self, *exc: Any) -> None:
         if self.rec is recorder:
@@ -307,12 +295,8 @@ def _node_apply(node: Any, grads: Any, name: str) -> Any:
     rec = recorder
     if rec is None:
         return node.apply(grads)
-    ev = rec.enter(name, tuple(grads))
-    try:
+    with _Range(rec, name, tuple(grads)):
         return node.apply(grads)
-    finally:
-        if rec is recorder:
-            rec.exit(ev)
 
 
 class profile:

@@ -46,9 +46,8 @@ def _unary(op: str) -> Callable[..., Any]:
 
 for _aten, _onnx in {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "exp": "Exp", "log": "Log",
                      "sqrt": "Sqrt", "neg": "Neg", "abs": "Abs", "erf": "Erf", "reciprocal": "Reciprocal",
-                     "rsqrt": None, "sin": "Sin", "cos": "Cos", "floor": "Floor", "ceil": "Ceil"}.items():
-    if _onnx is not None:
-        TRANSLATIONS[f"aten::{_aten}"] = _unary(_onnx)
+                     "sin": "Sin", "cos": "Cos", "floor": "Floor", "ceil": "Ceil"}.items():
+    TRANSLATIONS[f"aten::{_aten}"] = _unary(_onnx)
 
 
 @_register("aten::rsqrt")

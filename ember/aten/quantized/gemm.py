@@ -176,13 +176,18 @@ def quantized_linear_dynamic(x: np.ndarray, pack: Packed, bias: np.ndarray | Non
             x.shape[:-1] + (wc.shape[0],))
     a_l1: float | None = None
     if compiled.usable(np, xf):
-        xc, l1 = compiled.quantize_rows_centred(xf, float(np.float32(1.0) / np.float32(scale)), zp, qlo, qhi)
+        xc, l1 = compiled.quantize_rows_centred(xf, _inverse(scale), zp, qlo, qhi)
         a_l1 = float(l1.max(initial=0))
     else:
         xc = Qz.quantize_values(xf, scale, zp, dt.quint8).astype(np.float32)
         xc -= np.float32(zp)
     acc = int_matmul(xc, wc.T, max(zp - qlo, qhi - zp), w_max, w_l1, a_l1)
     return _affine(acc, scale, ws, bias, -1).reshape(x.shape[:-1] + (wc.shape[0],))
+
+
+def _inverse(scale: float) -> float:
+    """1 / scale as the quantizer computes it: in float32 (Note [Quantization arithmetic])."""
+    return float(np.float32(1.0) / np.float32(scale))
 
 
 def weight_int8(pack: Packed) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -209,7 +214,7 @@ def _int8_linear_dynamic(xf: np.ndarray, w8: Any, scale: float, zp: int, qlo: in
     w, w_sums, w_zps = w8
     m, k = xf.shape
     mr, _ = compiled.int8_tile()
-    a, a_sums = compiled.quantize_rows_u8(xf, float(np.float32(1.0) / np.float32(scale)), zp, qlo, qhi,
+    a, a_sums = compiled.quantize_rows_u8(xf, _inverse(scale), zp, qlo, qhi,
                                           -(-m // mr) * mr, w.shape[1])
     n = ws.shape[0]
     col_offsets = (k * zp * w_zps - zp * w_sums).astype(np.int32)

@@ -126,10 +126,14 @@ def make_image(tensor: np.ndarray, rescale: float = 1) -> Summary.Image:
 
 def image(tag: str, tensor: Any, rescale: float = 1, dataformats: str = "NCHW") -> Summary:
     """An image or a grid of images: uint8 taken as is, anything else as [0, 1] scaled by 255 (clipped)."""
-    arr = convert_to_HWC(make_np(tensor), dataformats)
-    scale = 1 if arr.dtype == np.uint8 else 255
-    arr = (arr.astype(np.float32) * scale).clip(0, 255).astype(np.uint8)
+    arr = _to_uint8(convert_to_HWC(make_np(tensor), dataformats))
     return Summary(value=[Summary.Value(tag=tag, image=make_image(arr, rescale=rescale))])
+
+
+def _to_uint8(arr: np.ndarray) -> np.ndarray:
+    """Image values as uint8: uint8 taken as is, anything else as [0, 1] scaled by 255, clipped."""
+    scale = 1 if arr.dtype == np.uint8 else 255
+    return (arr.astype(np.float32) * scale).clip(0, 255).astype(np.uint8)
 
 
 def text(tag: str, text: str) -> Summary:
@@ -280,10 +284,7 @@ def image_boxes(tag: str, tensor_image: Any, tensor_boxes: Any, rescale: float =
                 labels: Any = None) -> Summary:
     """An image with boxes (N x 4: xmin, ymin, xmax, ymax, in pixels) drawn on it."""
     from PIL import Image
-    arr = convert_to_HWC(make_np(tensor_image), dataformats)
-    scale = 1 if arr.dtype == np.uint8 else 255
-    arr = (arr.astype(np.float32) * scale).clip(0, 255).astype(np.uint8)
-    img = Image.fromarray(arr)
+    img = Image.fromarray(_to_uint8(convert_to_HWC(make_np(tensor_image), dataformats)))
     boxes = make_np(tensor_boxes)
     for i in range(boxes.shape[0]):
         img = _draw_box(img, boxes[i, :4], None if labels is None else labels[i])
