@@ -136,8 +136,12 @@ def test_fused_operator_matches_pytorch(key, y_shape):
     (ex, ey, em), (tx, ty, tm) = _both(x, y, m)
     got, kernels = _run(f(ember), ex, ey, em)
     assert len(kernels) == 1
-    want = f(torch)(tx, ty, tm)
-    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-6, atol=1e-6, equal_nan=True)
+    want = f(torch)(tx, ty, tm).numpy()
+    if key == "gelu.default":
+        # PyTorch computes an exact GELU of a contiguous float32 tensor with oneDNN, whose JIT kernel gives
+        # gelu(+inf) = +inf with AVX2 and NaN with AVX-512: ember gives +inf (the limit) on every machine
+        want = np.where(np.isposinf(x) & np.isnan(want), np.inf, want)
+    np.testing.assert_allclose(got.numpy(), want, rtol=2e-6, atol=1e-6, equal_nan=True)
     assert got.dtype == ember.float32 and got.is_contiguous()
 
 

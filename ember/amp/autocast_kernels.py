@@ -214,6 +214,17 @@ def _contracts(equation: str, n_operands: int) -> bool:
     return any(c not in out and sum(c in t for t in seen) >= 2 for c in set().union(*seen))
 
 
+def _onednn_lstm(device_type: str, low: Any) -> bool:
+    """Whether PyTorch would run an LSTM layer under CPU autocast through oneDNN (``use_mkldnn`` in its RNN.cpp:
+    oneDNN enabled, and the CPU computing in ``low`` there; for float16 only without grad mode)."""
+    from ember.aten.context import global_context
+    from ember._cpu_capability import onednn_supports
+    from ember.autograd.grad_mode import state as grad_state
+    if device_type != "cpu" or not global_context.user_enabled_mkldnn or not onednn_supports(low.name):
+        return False
+    return low.name == "bfloat16" or not grad_state.enabled
+
+
 def _make_rnn_kernel(op: Any, device_type: str) -> Any:
     """``_rnn_layer`` (one layer of ember's fused RNN / GRU / LSTM) with the dtypes of PyTorch's native cells, which
     are written in ``linear`` (low precision) and elementwise ops: an RNN's state passes only through ``linear``, so
@@ -226,6 +237,11 @@ def _make_rnn_kernel(op: Any, device_type: str) -> Any:
         if not _eligible(x, device_type):
             return _excluded(lambda: op.call(ks, x, batch_sizes, h0, c0, *rest))
         if mode.startswith("RNN"):
+            new = [cached_cast(low, a, device_type) if a is not None and hasattr(a, "_ks") else a
+                   for a in (x, h0, c0) + rest]
+            return _excluded(lambda: op.call(ks, new[0], batch_sizes, *new[1:]))
+        if mode == "LSTM" and rest[4] is None and _onednn_lstm(device_type, low):
+            # PyTorch's CPU LSTM takes oneDNN's kernel here, which autocast runs wholly in low precision
             new = [cached_cast(low, a, device_type) if a is not None and hasattr(a, "_ks") else a
                    for a in (x, h0, c0) + rest]
             return _excluded(lambda: op.call(ks, new[0], batch_sizes, *new[1:]))

@@ -7,7 +7,7 @@ from typing import Any
 
 class Context:
     __slots__ = ("benchmark_cudnn", "deterministic_cudnn", "deterministic_algorithms", "deterministic_warn_only",
-                 "fill_uninitialized_memory", "sdp_enabled")
+                 "fill_uninitialized_memory", "sdp_enabled", "user_enabled_mkldnn")
 
     def __init__(self) -> None:
         self.benchmark_cudnn = False      # ember.backends.cudnn.benchmark: convolutions time their algorithms
@@ -17,6 +17,9 @@ class Context:
         self.fill_uninitialized_memory = True  # ember.utils.deterministic.fill_uninitialized_memory
         # the scaled_dot_product_attention backends allowed (at::SDPBackend values; ember.nn.attention.sdpa_kernel)
         self.sdp_enabled: frozenset[int] = frozenset({0, 1, 2, 3, 4})
+        # ember.backends.mkldnn.enabled: where PyTorch's choice between its oneDNN and native CPU kernels changes a
+        # result's dtype (LSTM under autocast, ember/amp/autocast_kernels.py), ember follows the same switch
+        self.user_enabled_mkldnn = True
 
 
 def fill_empty_deterministic(xp: Any, a: Any) -> Any:

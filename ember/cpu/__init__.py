@@ -67,8 +67,12 @@ def get_capabilities() -> dict[str, Any]:
     import os
     import platform
     from ember._cpu_capability import _cpu_flags
+    from ember._cpu_capability import avx10_version
     flags = _cpu_flags()
     caps: dict[str, Any] = {name: flag in flags for name, flag in _FLAG_OF.items()}
+    avx10 = avx10_version()      # not among the kernel's flags; CPUID says
+    caps["avx10_1"] = caps["avx10_1"] or avx10 >= 1
+    caps["avx10_2"] = caps["avx10_2"] or avx10 >= 2
     name, sockets, cores = "", set(), set()
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
