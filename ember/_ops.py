@@ -190,7 +190,7 @@ class OpOverload:
     @property
     def _schema(self) -> FunctionSchema:
         if self._schema_cache is None:
-            self._schema_cache = FunctionSchema(self.handle.schema)
+            self._schema_cache = FunctionSchema(self.handle.schema, self.handle.namespace)
         return self._schema_cache
 
     @property
@@ -199,7 +199,7 @@ class OpOverload:
 
     @property
     def namespace(self) -> str:
-        return "aten"
+        return self.handle.namespace  # type: ignore[no-any-return]
 
     @property
     def __name__(self) -> str:  # type: ignore[override]
@@ -300,13 +300,13 @@ class OpOverload:
         return tuple(args[:last + 1]), kwargs
 
     def __repr__(self) -> str:
-        return f"<OpOverload(op='aten.{self.handle.name}', overload='{self.overloadname}')>"
+        return f"<OpOverload(op='{self.handle.namespace}.{self.handle.name}', overload='{self.overloadname}')>"
 
     def __str__(self) -> str:
-        return f"aten.{self.handle.name}.{self.overloadname}"
+        return f"{self.handle.namespace}.{self.handle.name}.{self.overloadname}"
 
     def __reduce__(self) -> Any:
-        return (_find_overload, (self.handle.name, self.overloadname))
+        return (_find_overload, (self.handle.name, self.overloadname, self.handle.namespace))
 
 
 def _same(v: Any, default: Any) -> bool:
@@ -320,15 +320,16 @@ def _same(v: Any, default: Any) -> bool:
         return False
 
 
-def _find_overload(name: str, overload: str) -> OpOverload:
-    return getattr(getattr(ops.aten, name), overload)  # type: ignore[no-any-return]
+def _find_overload(name: str, overload: str, namespace: str = "aten") -> OpOverload:
+    return getattr(getattr(getattr(ops, namespace), name), overload)  # type: ignore[no-any-return]
 
 
 class OpOverloadPacket:
     """All overloads of one operator name, ``ember.ops.aten.mul``; calling it picks the first that fits."""
 
-    def __init__(self, name: str, overloads: list[OpOverload]) -> None:
+    def __init__(self, name: str, overloads: list[OpOverload], namespace: str = "aten") -> None:
         self.__name__ = name
+        self._namespace = namespace
         self._overloads = overloads
         for o in overloads:
             setattr(self, o.overloadname, o)
@@ -341,7 +342,7 @@ class OpOverloadPacket:
 
     @property
     def _qualified_op_name(self) -> str:
-        return f"aten::{self.__name__}"
+        return f"{self._namespace}::{self.__name__}"
 
     @property
     def op(self) -> OpOverloadPacket:
@@ -361,16 +362,16 @@ class OpOverloadPacket:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        raise AttributeError(f"The underlying op of 'aten.{self.__name__}' has no overload name '{name}'")
+        raise AttributeError(f"The underlying op of '{self._namespace}.{self.__name__}' has no overload name '{name}'")
 
     def __repr__(self) -> str:
-        return f"<OpOverloadPacket(op='aten.{self.__name__}')>"
+        return f"<OpOverloadPacket(op='{self._namespace}.{self.__name__}')>"
 
     def __str__(self) -> str:
-        return f"aten.{self.__name__}"
+        return f"{self._namespace}.{self.__name__}"
 
     def __reduce__(self) -> Any:
-        return (getattr, (ops.aten, self.__name__))
+        return (getattr, (getattr(ops, self._namespace), self.__name__))
 
 
 def overload_of(handle: Any, in_formula: bool = False) -> OpOverload:
@@ -407,27 +408,128 @@ class _OpNamespace:
             raise AttributeError(f"'_OpNamespace' 'aten' object has no attribute '{name}'") from None
 
 
+# ------------------------------------------------------------------------------------ library operators
+def _spec_kind(type_: str) -> str:
+    """The argument parser's kind of a schema type (as ``tools/codegen`` writes it for the aten operators)."""
+    opt = type_.endswith("?")
+    base = type_.rstrip("?")
+    if base == "Tensor":
+        return "T?" if opt else "T"
+    if base in ("Tensor[]", "Tensor?[]"):
+        return "T?[]" if base == "Tensor?[]" else "T[]"
+    if base in ("int", "SymInt"):
+        return "int" + ("?" if opt else "")
+    if base.startswith(("int[", "SymInt[")):
+        return "int[" + base.split("[", 1)[1] + ("?" if opt else "")
+    if base in ("float", "bool", "float[]", "bool[]", "str", "Scalar", "Scalar[]"):
+        return base + ("?" if opt else "")
+    return {"ScalarType": "dtype?", "Device": "device?", "Generator": "gen?"}.get(base, "any")
+
+
+def _spec_default(a: Argument) -> Any:
+    d = a.default_value
+    if isinstance(d, list):
+        return tuple(d)
+    if isinstance(d, str) and a.type.rstrip("?") == "ScalarType":
+        from ember.c10 import dtype as dtypes
+        return getattr(dtypes, d, d)
+    if a.type.rstrip("?").startswith(("int[", "SymInt[")) and isinstance(d, int):
+        size = a.type.split("[", 1)[1].rstrip("]?")
+        return (d,) * int(size) if size else (d,)
+    return d
+
+
+_LIBRARY_PACKETS: dict[str, dict[str, OpOverloadPacket]] = {}
+
+
+def register_library_op(handle: Any) -> OpOverload:
+    """The ``OpOverload`` of an operator a library defined, reachable as ``ember.ops.<ns>.<name>.<overload>``."""
+    schema = FunctionSchema(handle.schema, handle.namespace)
+    spec = tuple((a.name, _spec_kind(a.type), a.kwarg_only, a.has_default_value, _spec_default(a))
+                 for a in schema.arguments)
+    o = OpOverload(handle, spec, [a.name for a in schema.arguments])
+    o._schema_cache = schema
+    packets = _LIBRARY_PACKETS.setdefault(handle.namespace, {})
+    packet = packets.get(handle.name)
+    if packet is None:
+        packets[handle.name] = OpOverloadPacket(handle.name, [o], handle.namespace)
+    else:
+        packet._overloads.append(o)
+        setattr(packet, o.overloadname, o)
+        o._packet = packet
+    return o
+
+
+def unregister_library_op(handle: Any) -> None:
+    packets = _LIBRARY_PACKETS.get(handle.namespace, {})
+    packet = packets.get(handle.name)
+    o = _BY_HANDLE.pop(handle, None)
+    if packet is None or o is None:
+        return
+    packet._overloads.remove(o)
+    packet.__dict__.pop(o.overloadname, None)
+    if not packet._overloads:
+        del packets[handle.name]
+
+
+def library_overloads(handle: Any) -> OpOverload:
+    """The ``OpOverload`` of a library operator's handle."""
+    return _BY_HANDLE[handle]
+
+
 class _LibraryNamespace:
-    """``ember.ops.<ns>`` for a namespace of Python operators (``ember.library.custom_op("<ns>::name", ...)``)."""
+    """``ember.ops.<ns>``: the operators libraries defined in namespace ``ns`` (``ember.library``)."""
 
     def __init__(self, ns: str) -> None:
-        self._ns = ns
+        self.name = ns
 
     def __getattr__(self, name: str) -> Any:
-        from ember import library
-        op = library.namespace(self._ns).get(name)
-        if op is None:
-            raise AttributeError(f"'_OpNamespace' '{self._ns}' object has no attribute '{name}'")
-        return op
+        if name.startswith("__"):
+            raise AttributeError(name)
+        packet = _LIBRARY_PACKETS.get(self.name, {}).get(name)
+        if packet is None:
+            raise AttributeError(f"'_OpNamespace' '{self.name}' object has no attribute '{name}'")
+        return packet
+
+    def __iter__(self) -> Any:
+        return iter(list(_LIBRARY_PACKETS.get(self.name, {})))
+
+    def __dir__(self) -> list[str]:
+        return sorted(_LIBRARY_PACKETS.get(self.name, {}))
+
+    def __repr__(self) -> str:
+        return f"<module 'torch.ops.{self.name}'>"
 
 
 class _Ops:
+    """``ember.ops``: ``ember.ops.aten`` and one namespace per library; ``load_library`` for libraries that ship
+    compiled operators."""
+
     aten = _OpNamespace("ember._generated.ops")
+
+    def __init__(self) -> None:
+        self._namespaces: dict[str, _LibraryNamespace] = {}
+        self.loaded_libraries: set[str] = set()
 
     def __getattr__(self, ns: str) -> Any:
         if ns.startswith("__"):
             raise AttributeError(ns)
-        return _LibraryNamespace(ns)
+        space = self._namespaces.get(ns)
+        if space is None:
+            space = self._namespaces[ns] = _LibraryNamespace(ns)
+        return space
+
+    def load_library(self, path: str) -> None:
+        """Load the compiled operator library at ``path`` (``torch.ops.load_library``): ember registers its own
+        definitions of the operators of the libraries it knows (``ember.extensions``), and raises ``OSError`` for
+        any other, as PyTorch does for a library it cannot load."""
+        from ember.extensions import load_library
+        self.loaded_libraries.add(load_library(path))
+
+    def import_module(self, module: str) -> None:
+        """Import the Python module that registers operators (``torch.ops.import_module``)."""
+        import importlib
+        importlib.import_module(module)
 
 
 ops = _Ops()

@@ -13,6 +13,7 @@ argument itself; a view shares its version counter. Operators whose output shape
 """
 from __future__ import annotations
 
+import threading
 import weakref
 from typing import Any
 
@@ -111,6 +112,20 @@ def _meta_twin(t: Any) -> Any:
     return m
 
 
+class _FakeDispatch(threading.local):
+    def __init__(self) -> None:
+        self.depth = 0
+
+
+_fake_dispatch = _FakeDispatch()
+
+
+def in_fake_dispatch() -> bool:
+    """Whether an operator is running on fake tensors' metadata now (a library's fake function tells a
+    FakeTensorMode trace from a plain meta-tensor call by this: ``ember.library.get_ctx``)."""
+    return _fake_dispatch.depth > 0
+
+
 class FakeTensorMode(TorchDispatchMode):
     """While active, factories make fake tensors and every operator on fake tensors computes only metadata."""
 
@@ -189,12 +204,15 @@ class FakeTensorMode(TorchDispatchMode):
             mkwargs["device"] = META
         if device is None:
             device = canonical("cpu")
+        _fake_dispatch.depth += 1
         try:
             out = func(*margs, **mkwargs)
         except NotImplementedForKey:
             if not self.allow_fallback_kernels:
                 raise
             return self._run_fallback_kernel(func, leaves, spec, fakes, device)
+        finally:
+            _fake_dispatch.depth -= 1
         for m in new_leaves:  # an op that changed a fake argument's metadata (resize_, set_)
             f = fakes.get(id(m))
             if f is not None and m._data is not f._data:

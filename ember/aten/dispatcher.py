@@ -98,11 +98,12 @@ class NotImplementedForKey(NotImplementedError):
 class OperatorHandle:
     """One operator overload: its schema and kernel table."""
 
-    __slots__ = ("name", "overload_name", "schema", "kernels", "_cache", "out_arity", "__weakref__")
+    __slots__ = ("name", "overload_name", "schema", "kernels", "_cache", "out_arity", "namespace", "__weakref__")
 
-    def __init__(self, schema: str, out_arity: int = 0) -> None:
+    def __init__(self, schema: str, out_arity: int = 0, namespace: str = "aten") -> None:
         full = schema.split("(", 1)[0]
         self.name, _, self.overload_name = full.partition(".")
+        self.namespace = namespace  # "aten" for the operator library; a library's own ("torchvision") otherwise
         self.schema = schema
         self.kernels: dict[DispatchKey, object] = {}
         self._cache: dict[int, Any] = {}
@@ -110,7 +111,7 @@ class OperatorHandle:
 
     @property
     def qualified_name(self) -> str:
-        return "aten::" + self.name + (f".{self.overload_name}" if self.overload_name else "")
+        return f"{self.namespace}::{self.name}" + (f".{self.overload_name}" if self.overload_name else "")
 
     def __repr__(self) -> str:
         return f"OperatorHandle({self.qualified_name})"
@@ -129,7 +130,8 @@ class OperatorHandle:
         if k is not None:
             return k
         if key in BACKEND_KEYS:
-            k = self.kernels.get(DispatchKey.CompositeExplicitAutograd)
+            k = self.kernels.get(DispatchKey.CompositeExplicitAutograd) or \
+                self.kernels.get(DispatchKey.CompositeExplicitAutogradNonFunctional)
             if k is not None:
                 return k
         if key in AUTOGRAD_KEYS:
@@ -235,8 +237,8 @@ class Dispatcher:
     ops: dict[str, OperatorHandle] = {}
 
     @classmethod
-    def define(cls, schema: str, out_arity: int = 0) -> OperatorHandle:
-        h = OperatorHandle(schema, out_arity)
+    def define(cls, schema: str, out_arity: int = 0, namespace: str = "aten") -> OperatorHandle:
+        h = OperatorHandle(schema, out_arity, namespace)
         key = h.qualified_name
         if key in cls.ops:
             raise RuntimeError(f"operator {key} defined twice")
@@ -244,8 +246,13 @@ class Dispatcher:
         return h
 
     @classmethod
+    def undefine(cls, h: OperatorHandle) -> None:
+        """Remove an operator a library defined (``Library._destroy``)."""
+        cls.ops.pop(h.qualified_name, None)
+
+    @classmethod
     def find(cls, name: str) -> OperatorHandle:
-        if not name.startswith("aten::"):
+        if "::" not in name:
             name = "aten::" + name
         try:
             return cls.ops[name]

@@ -30,6 +30,7 @@ def _make(op: Any) -> Any:
     if op.out_arity:
         return _make_out(op)
     name = op.name + (f".{op.overload_name}" if op.overload_name else "")
+    qualified = op.qualified_name
 
     def autograd_not_implemented(ks: Any, *args: Any) -> Any:
         out = op.redispatch(ks & _BELOW, *args)
@@ -39,7 +40,7 @@ def _make(op: Any) -> Any:
                 outs = out if isinstance(out, (tuple, list)) else (out,)
                 outs = [o for o in outs if hasattr(o, "_rg")]
                 if any(o.dtype.is_floating_point or o.dtype.is_complex for o in outs):
-                    node = NotImplementedBackward(name)
+                    node = NotImplementedBackward(qualified)
                     node._next = collect_next_edges(*req)
                     set_history(node, outs)
         return out

@@ -381,14 +381,14 @@ class NotImplementedBackward(Node):
 
     def __init__(self, opname: str) -> None:
         super().__init__()
-        self.opname = opname
+        self.opname = opname    # qualified: "aten::nonzero", "torchvision::nms"
 
     def name(self) -> str:
         return "NotImplemented"
 
     def apply(self, grads: Grads) -> Grads:
         # PyTorch's autograd_not_implemented_fallback names the operator without its overload
-        raise RuntimeError(f"derivative for aten::{self.opname.split('.')[0]} is not implemented")
+        raise RuntimeError(f"derivative for {self.opname.split('.')[0]} is not implemented")
 
 
 class CopySlices(Node):

@@ -154,7 +154,7 @@ def _shapes(args: tuple[Any, ...]) -> tuple[list[Any], list[str]]:
     for a in args:
         if isinstance(a, Tensor):
             shapes.append(list(a.shape))
-            types.append(str(a.dtype).replace("ember.", "").replace("float32", "float").replace("int64", "long"))
+            types.append(a.dtype.name.replace("float32", "float").replace("int64", "long"))
         elif isinstance(a, (list, tuple)) and a and all(isinstance(x, Tensor) for x in a):
             shapes.append([])                     # PyTorch records no shapes for a list of tensors
             types.append("TensorList")
@@ -210,7 +210,7 @@ def _profiled_call(self: Any, ks: int, *args: Any) -> Any:
     rec = recorder
     if rec is None:
         return _plain_call(self, ks, *args)
-    ev = rec.enter("aten::" + self.name, args, overload=self.overload_name)
+    ev = rec.enter(f"{self.namespace}::{self.name}", args, overload=self.overload_name)
     out = None
     try:
         out = _plain_call(self, ks, *args)

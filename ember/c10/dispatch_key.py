@@ -38,10 +38,20 @@ class DispatchKey(enum.IntEnum):
     VmapMode = 22
     PythonTLSSnapshot = 23
     PythonDispatcher = 24
+    # keys of devices ember has no backend for: no tensor carries them, but libraries name them when they register
+    # kernels (torchvision's AutocastXPU), and a kernel registered for one is kept and never runs
+    XPU = 25
+    MPS = 26
+    AutogradXPU = 27
+    AutogradMPS = 28
+    AutocastXPU = 29
+    AutocastMPS = 30
+    PrivateUse1 = 31
     # alias keys: never in a tensor's key set; a kernel registered under one serves several keys
     CompositeExplicitAutograd = 32
     CompositeImplicitAutograd = 33
     Autograd = 34
+    CompositeExplicitAutogradNonFunctional = 35
 
 
 BACKEND_KEYS = (DispatchKey.CPU, DispatchKey.CUDA, DispatchKey.Meta)
