@@ -118,6 +118,8 @@ def install_as_torch() -> None:
     """Make ``import torch`` (and ``torch.*``) give ember from now on — one line in a notebook:
     ``import ember; ember.install_as_torch()``.  Already imported ``torch`` modules are dropped from
     ``sys.modules`` so that later imports see ember."""
+    from ember.c10 import naming
+    naming.set_prefix("torch")      # Note [Printed module name]
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
     for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:

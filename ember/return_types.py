@@ -3,11 +3,13 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+from ember.c10 import naming
+
 
 def _make(name, fields):
     cls = namedtuple(name, fields)
     cls.__module__ = "ember.return_types"
-    cls.__repr__ = lambda self: f"ember.return_types.{name}(\n" + ",\n".join(
+    cls.__repr__ = lambda self: f"{naming.prefix}.return_types.{name}(\n" + ",\n".join(
         f"{f}={getattr(self, f)!r}" for f in fields) + ")"
     return cls
 

@@ -97,7 +97,7 @@ EXCLUDED: dict[str, dict[str, str]] = {
             mkldnn_linear_backward_weights mkldnn_max_pool2d mkldnn_max_pool3d mkldnn_rnn_layer mps mtia xpu
         """,
         'Tensor': """
-            ipu is_ipu is_maia is_mkldnn is_mps is_mtia is_vulkan is_xla is_xpu mtia to_mkldnn xpu
+            ipu is_mkldnn mtia to_mkldnn xpu
         """,
     },
     "SyncBatchNorm's CUDA-only kernels (PyTorch's CPU build refuses them; ember's SyncBatchNorm computes the "

@@ -18,6 +18,7 @@ from typing import Any, Iterable
 
 import ml_dtypes
 import numpy as np
+from ember.c10 import naming
 
 __all__ = [
     "dtype", "float16", "half", "bfloat16", "float32", "float", "float64", "double", "int8", "int16",
@@ -48,7 +49,7 @@ class dtype:
         self._cat = cat
 
     def __repr__(self) -> str:
-        return f"ember.{self.name}"
+        return f"{naming.prefix}.{self.name}"
 
     def __reduce__(self) -> tuple[Any, tuple[str]]:
         return (_dtype_by_name, (self.name,))

@@ -2,6 +2,7 @@
 constants; the lower layers use them as defaults where PyTorch's C++ does (the autograd engine's implicit gradient
 is ``ones_like(output, memory_format=preserve_format)``)."""
 from __future__ import annotations
+from ember.c10 import naming
 
 
 class _NamedConstant:
@@ -9,7 +10,7 @@ class _NamedConstant:
         self.name = name
 
     def __repr__(self) -> str:
-        return f"ember.{self.name}"
+        return f"{naming.prefix}.{self.name}"
 
 
 class layout(_NamedConstant):

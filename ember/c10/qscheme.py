@@ -5,6 +5,7 @@ the range) and the ``float_qparams`` one keeps float zero points (embedding bags
 from __future__ import annotations
 
 from typing import Any
+from ember.c10 import naming
 
 __all__ = ["qscheme", "per_tensor_affine", "per_channel_affine", "per_tensor_symmetric", "per_channel_symmetric",
            "per_channel_affine_float_qparams"]
@@ -19,7 +20,7 @@ class qscheme:
         self.name = name
 
     def __repr__(self) -> str:
-        return f"ember.{self.name}"
+        return f"{naming.prefix}.{self.name}"
 
     def __reduce__(self) -> tuple[Any, tuple[str]]:
         return (_by_name, (self.name,))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from typing import Any, Iterable, SupportsIndex
+from ember.c10 import naming
 
 
 class Size(tuple[int, ...]):
@@ -11,7 +12,7 @@ class Size(tuple[int, ...]):
         return super().__new__(cls, (int(s) for s in sizes))
 
     def __repr__(self) -> str:
-        return f"ember.Size([{', '.join(str(s) for s in self)}])"
+        return f"{naming.prefix}.Size([{', '.join(str(s) for s in self)}])"
 
     def __getitem__(self, item: SupportsIndex | slice) -> Any:
         r: Any = super().__getitem__(item)

@@ -167,6 +167,39 @@ class TensorImpl:
     def is_cpu(self) -> bool:
         return self._device.type == "cpu"
 
+    # devices PyTorch has and ember does not: no tensor is ever on one (libraries test these before device paths)
+    @property
+    def is_mps(self) -> bool:
+        return self._device.type == "mps"
+
+    @property
+    def is_xpu(self) -> bool:
+        return self._device.type == "xpu"
+
+    @property
+    def is_hpu(self) -> bool:
+        return self._device.type == "hpu"
+
+    @property
+    def is_ipu(self) -> bool:
+        return self._device.type == "ipu"
+
+    @property
+    def is_mtia(self) -> bool:
+        return self._device.type == "mtia"
+
+    @property
+    def is_xla(self) -> bool:
+        return self._device.type == "xla"
+
+    @property
+    def is_vulkan(self) -> bool:
+        return self._device.type == "vulkan"
+
+    @property
+    def is_maia(self) -> bool:
+        return self._device.type == "maia"
+
     @property
     def _version(self) -> int:
         return self._vc.version

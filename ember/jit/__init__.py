@@ -9,7 +9,8 @@ from typing import Any, Callable, Final, Iterator  # noqa: F401 - Final is torch
 
 __all__ = ["is_scripting", "is_tracing", "ignore", "unused", "export", "script", "trace", "trace_module", "load",
            "save", "Final", "annotate", "interface", "optimized_execution", "fork", "wait", "ScriptModule",
-           "ScriptFunction", "Error", "freeze", "optimize_for_inference", "strict_fusion", "isinstance"]
+           "ScriptFunction", "Error", "freeze", "optimize_for_inference", "strict_fusion", "isinstance",
+           "script_if_tracing", "TracerWarning"]
 
 _NO_TORCHSCRIPT = ("TorchScript is not available in ember: {what} needs the TorchScript compiler. Run the model "
                    "eagerly (ember.compile gives graph capture from Python instead).")
@@ -25,6 +26,31 @@ class ScriptModule:
 
 class ScriptFunction:
     """Stands for ``torch.jit.ScriptFunction`` in ``isinstance`` checks."""
+
+
+class TracerWarning(Warning):
+    """``torch.jit.TracerWarning``: what the tracer warns with (libraries filter it; ember never traces)."""
+
+    @staticmethod
+    def ignore_lib_warnings() -> None:
+        import warnings
+        warnings.filterwarnings("ignore", category=TracerWarning, module="torch.(?!jit)")
+
+
+def script_if_tracing(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Compile ``fn`` only when called under ``torch.jit.trace``: ember never traces, so ``fn`` itself."""
+    return fn
+
+
+_script_if_tracing = script_if_tracing
+
+
+def _overload(func: Callable[..., Any]) -> Callable[..., Any]:
+    """A TorchScript overload declaration; eagerly the last definition of the name is the one that runs."""
+    return func
+
+
+_overload_method = _overload
 
 
 def is_scripting() -> bool:

@@ -26,7 +26,7 @@ def _register(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]
 
 def _np_dtype(node: Any) -> Any:
     val = node.meta.get("val")
-    name = str(val.dtype).replace("ember.", "") if val is not None else "float32"
+    name = val.dtype.name if val is not None else "float32"
     return {"bfloat16": np.float32}.get(name, np.dtype(name) if name != "bool" else np.bool_)
 
 
@@ -444,7 +444,7 @@ def _sdpa(ctx: Any, node: Any, q: str, k: str, v: str, dropout_p: float = 0.0, i
                                    ctx.const(np.asarray(-np.inf, dt), hint="neg_inf")], name_hint="scores")
     if attn_mask is not None:
         mask_val = node.args[3].meta["val"] if len(node.args) > 3 and hasattr(node.args[3], "meta") else None
-        if mask_val is not None and str(mask_val.dtype) == "ember.bool":
+        if mask_val is not None and mask_val.dtype.name == "bool":
             scores = ctx.add("Where", [attn_mask, scores, ctx.const(np.asarray(-np.inf, dt), hint="neg_inf")])
         else:
             scores = ctx.add("Add", [scores, attn_mask])

@@ -113,15 +113,15 @@ class _Conv(_ConvNd):
                  padding: int = 0, dilation: int = 1, groups: int = 1, bias: bool = True,
                  padding_mode: str = 'zeros', device: Any = None, dtype: Any = None) -> None:
         n = self._nd
-        super().__init__(in_channels, out_channels, _ntuple(kernel_size, n), _ntuple(stride, n),
-                         padding if isinstance(padding, str) else _ntuple(padding, n), _ntuple(dilation, n),
-                         False, _ntuple(0, n), groups, bias, padding_mode, device, dtype)
+        super().__init__(in_channels, out_channels, _ntuple(n)(kernel_size), _ntuple(n)(stride),
+                         padding if isinstance(padding, str) else _ntuple(n)(padding), _ntuple(n)(dilation),
+                         False, _ntuple(n)(0), groups, bias, padding_mode, device, dtype)
 
     def _conv_forward(self, input: Tensor, weight: Tensor, bias: Any) -> Any:  # noqa: A002
         conv = (F.conv1d, F.conv2d, F.conv3d)[self._nd - 1]
         if self.padding_mode != "zeros":
             return conv(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode), weight, bias,
-                        self.stride, _ntuple(0, self._nd), self.dilation, self.groups)
+                        self.stride, _ntuple(self._nd)(0), self.dilation, self.groups)
         return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
     def forward(self, input: Tensor) -> Any:  # noqa: A002
@@ -149,8 +149,8 @@ class _ConvTransposeNd(_ConvNd):
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {self.__class__.__name__}')
         n = self._nd
-        super().__init__(in_channels, out_channels, _ntuple(kernel_size, n), _ntuple(stride, n), _ntuple(padding, n),
-                         _ntuple(dilation, n), True, _ntuple(output_padding, n), groups, bias, padding_mode, device,
+        super().__init__(in_channels, out_channels, _ntuple(n)(kernel_size), _ntuple(n)(stride), _ntuple(n)(padding),
+                         _ntuple(n)(dilation), True, _ntuple(n)(output_padding), groups, bias, padding_mode, device,
                          dtype)
 
     def _output_padding(self, input: Tensor, output_size: Any) -> Any:  # noqa: A002

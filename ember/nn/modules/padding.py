@@ -18,7 +18,7 @@ class _PadNd(Module):
 
     def __init__(self, padding: Any) -> None:
         super().__init__()
-        self.padding = _ntuple(padding, 2 * self._n)
+        self.padding = _ntuple(2 * self._n)(padding)
 
     def forward(self, input: Tensor) -> Any:  # noqa: A002
         return F.pad(input, self.padding, self._mode)

@@ -78,8 +78,8 @@ class AvgPool1d(_AvgPoolNd):
 
     def __init__(self, kernel_size: Any, stride: Any = None, padding: int = 0, ceil_mode: bool = False,
                  count_include_pad: bool = True) -> None:
-        super().__init__(_ntuple(kernel_size, 1), _ntuple(stride, 1) if stride is not None else None,
-                         _ntuple(padding, 1), ceil_mode, count_include_pad)
+        super().__init__(_ntuple(1)(kernel_size), _ntuple(1)(stride) if stride is not None else None,
+                         _ntuple(1)(padding), ceil_mode, count_include_pad)
 
 
 class AvgPool2d(_AvgPoolNd):
@@ -182,9 +182,9 @@ class _MaxUnpoolNd(Module):
     def __init__(self, kernel_size: Any, stride: Any = None, padding: int = 0) -> None:
         super().__init__()
         n = self._nd
-        self.kernel_size = _ntuple(kernel_size, n)
-        self.stride = _ntuple(stride if stride is not None else kernel_size, n)
-        self.padding = _ntuple(padding, n)
+        self.kernel_size = _ntuple(n)(kernel_size)
+        self.stride = _ntuple(n)(stride if stride is not None else kernel_size)
+        self.padding = _ntuple(n)(padding)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
@@ -212,11 +212,11 @@ class _FractionalMaxPoolNd(Module):
                  return_indices: bool = False, _random_samples: Any = None) -> None:
         super().__init__()
         n, name = self._nd, type(self).__name__
-        self.kernel_size = _ntuple(kernel_size, n)
+        self.kernel_size = _ntuple(n)(kernel_size)
         self.return_indices = return_indices
         self.register_buffer("_random_samples", _random_samples)
-        self.output_size = _ntuple(output_size, n) if output_size is not None else None
-        self.output_ratio = _ntuple(output_ratio, n) if output_ratio is not None else None
+        self.output_size = _ntuple(n)(output_size) if output_size is not None else None
+        self.output_ratio = _ntuple(n)(output_ratio) if output_ratio is not None else None
         if output_size is None and output_ratio is None:
             raise ValueError(f"{name} requires specifying either an output size, or a pooling ratio")
         if output_size is not None and output_ratio is not None:

@@ -22,6 +22,7 @@ import signal
 import time
 import warnings
 import weakref
+from typing import Generic, TypeVar
 
 import ember
 from ember.autograd import profiler as _profiler
@@ -52,7 +53,10 @@ class _InfiniteConstantSampler(Sampler):
             yield None
 
 
-class DataLoader:
+_T_co = TypeVar("_T_co", covariant=True)
+
+
+class DataLoader(Generic[_T_co]):
     """Combines a dataset and a sampler and iterates over batches, optionally in worker processes."""
 
     __initialized = False

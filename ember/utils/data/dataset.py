@@ -5,14 +5,17 @@ import bisect
 import itertools
 import math
 import warnings
+from typing import Generic, Iterable, TypeVar
 
 import ember
+
+T_co = TypeVar("T_co", covariant=True)
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset", "ChainDataset", "Subset",
            "random_split"]
 
 
-class Dataset:
+class Dataset(Generic[T_co]):
     """A map-style dataset: ``__getitem__(index)`` (and usually ``__len__``)."""
 
     def __getitem__(self, index):
@@ -22,7 +25,7 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
+class IterableDataset(Dataset[T_co], Iterable[T_co]):
     """An iterable-style dataset: ``__iter__``.  With worker processes each worker iterates its own
     copy; use ``get_worker_info()`` to shard."""
 

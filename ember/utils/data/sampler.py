@@ -4,6 +4,7 @@ order."""
 from __future__ import annotations
 
 import itertools
+from typing import Generic, TypeVar
 
 import ember
 
@@ -11,7 +12,10 @@ __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler
            "BatchSampler"]
 
 
-class Sampler:
+_T_co = TypeVar("_T_co", covariant=True)
+
+
+class Sampler(Generic[_T_co]):
     """Base class: ``__iter__`` yields dataset indices (or lists of them)."""
 
     def __init__(self, data_source=None) -> None:

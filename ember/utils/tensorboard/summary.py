@@ -58,7 +58,7 @@ def tensor_proto(tag: str, tensor: Any) -> Summary:
     import ember
     if tensor.numel() * tensor.itemsize >= (1 << 31):
         raise ValueError("tensor is bigger than protocol buffer's hard limit of 2GB in size")
-    name = str(tensor.dtype).replace("ember.", "")
+    name = tensor.dtype.name
     if name not in _TENSOR_TYPES:
         raise ValueError(f"{tag} has unsupported tensor dtype {tensor.dtype}")
     dtype, field = _TENSOR_TYPES[name]
