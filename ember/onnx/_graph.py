@@ -258,6 +258,7 @@ def build(model: Any, args: list[Any], kwargs: dict[str, Any], *, opset: int, in
     import onnx
 
     import ember
+    from ember.onnx._custom import custom_translation
     from ember.onnx._translations import TRANSLATIONS
     inputs: list[Any] = []
     _flat_tensors(list(args), inputs)
@@ -335,7 +336,8 @@ def build(model: Any, args: list[Any], kwargs: dict[str, Any], *, opset: int, in
                 values[node] = values[node.args[0]][node.args[1]]
                 continue
             key = op_name(node.target)
-            fn = TRANSLATIONS.get(key) or TRANSLATIONS.get(key.split(".")[0])
+            fn = custom_translation(key.split(".")[0], opset) or TRANSLATIONS.get(key) or \
+                TRANSLATIONS.get(key.split(".")[0])
             if fn is None:
                 raise UnsupportedOperatorError(key, opset, where=where(node))
             ctx.node = node
@@ -447,7 +449,7 @@ def _with_values(node: Any, values: dict[Any, Any], dyn: dict[int, list[tuple[An
 
 
 def _onnx_type(dtype: Any) -> int:
-    name = str(dtype).replace("ember.", "")
+    name = dtype.name
     if name not in ONNX_TYPES:
         raise OnnxExporterError(f"ONNX export: tensors of dtype {dtype} are not supported")
     return ONNX_TYPES[name]
