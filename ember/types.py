@@ -6,6 +6,10 @@ from typing import IO, Any, Sequence, TypeAlias, Union
 
 from ember._tensor import Tensor
 from ember.c10.device import device as _device
+from ember.c10.dispatch_key import DispatchKey  # noqa: F401
+from ember.c10.dtype import dtype as _dtype  # noqa: F401
+from ember.c10.memory_format import layout as _layout_cls  # noqa: F401
+from ember.c10.qscheme import qscheme as _qscheme_cls  # noqa: F401
 from ember.c10.size import Size
 from ember.storage import TypedStorage, UntypedStorage
 
@@ -17,8 +21,8 @@ _TensorOrOptionalTensors: TypeAlias = Union[Tensor, Sequence[Union[Tensor, None]
 _size: TypeAlias = Union[Size, list[int], tuple[int, ...]]
 _symsize: TypeAlias = _size
 _dispatchkey: TypeAlias = Union[str, Any]
-_layout: TypeAlias = Any
-_qscheme: TypeAlias = Any
+_layout: TypeAlias = _layout_cls
+_qscheme: TypeAlias = _qscheme_cls
 IntLikeType: TypeAlias = int
 FloatLikeType: TypeAlias = float
 BoolLikeType: TypeAlias = bool

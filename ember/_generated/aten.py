@@ -5056,6 +5056,51 @@ _op_upsample_bicubic2d_backward = _D.define('upsample_bicubic2d_backward(Tensor 
 def upsample_bicubic2d_backward(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None):
     return _op_upsample_bicubic2d_backward.call(grad_output._ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
 
+_op__upsample_bilinear2d_aa = _D.define('_upsample_bilinear2d_aa(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor')
+
+def _upsample_bilinear2d_aa(self, output_size, align_corners, scales_h=None, scales_w=None):
+    return _op__upsample_bilinear2d_aa.call(self._ks, self, output_size, align_corners, scales_h, scales_w)
+
+_op__upsample_bilinear2d_aa_vec = _D.define('_upsample_bilinear2d_aa.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor')
+
+def _upsample_bilinear2d_aa_vec(input, output_size, align_corners, scale_factors):
+    return _op__upsample_bilinear2d_aa_vec.call(input._ks, input, output_size, align_corners, scale_factors)
+
+_op__upsample_bilinear2d_aa_backward = _D.define('_upsample_bilinear2d_aa_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor')
+
+def _upsample_bilinear2d_aa_backward(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None):
+    return _op__upsample_bilinear2d_aa_backward.call(grad_output._ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+
+_op__upsample_bicubic2d_aa = _D.define('_upsample_bicubic2d_aa(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor')
+
+def _upsample_bicubic2d_aa(self, output_size, align_corners, scales_h=None, scales_w=None):
+    return _op__upsample_bicubic2d_aa.call(self._ks, self, output_size, align_corners, scales_h, scales_w)
+
+_op__upsample_bicubic2d_aa_vec = _D.define('_upsample_bicubic2d_aa.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor')
+
+def _upsample_bicubic2d_aa_vec(input, output_size, align_corners, scale_factors):
+    return _op__upsample_bicubic2d_aa_vec.call(input._ks, input, output_size, align_corners, scale_factors)
+
+_op__upsample_bicubic2d_aa_backward = _D.define('_upsample_bicubic2d_aa_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor')
+
+def _upsample_bicubic2d_aa_backward(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None):
+    return _op__upsample_bicubic2d_aa_backward.call(grad_output._ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+
+_op__upsample_lanczos2d_aa = _D.define('_upsample_lanczos2d_aa(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor')
+
+def _upsample_lanczos2d_aa(self, output_size, align_corners, scales_h=None, scales_w=None):
+    return _op__upsample_lanczos2d_aa.call(self._ks, self, output_size, align_corners, scales_h, scales_w)
+
+_op__upsample_lanczos2d_aa_vec = _D.define('_upsample_lanczos2d_aa.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor')
+
+def _upsample_lanczos2d_aa_vec(input, output_size, align_corners, scale_factors):
+    return _op__upsample_lanczos2d_aa_vec.call(input._ks, input, output_size, align_corners, scale_factors)
+
+_op__upsample_lanczos2d_aa_backward = _D.define('_upsample_lanczos2d_aa_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor')
+
+def _upsample_lanczos2d_aa_backward(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None):
+    return _op__upsample_lanczos2d_aa_backward.call(grad_output._ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+
 _op_upsample_trilinear3d = _D.define('upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor')
 
 def upsample_trilinear3d(self, output_size, align_corners, scales_d=None, scales_h=None, scales_w=None):

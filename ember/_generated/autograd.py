@@ -8698,6 +8698,198 @@ def _ag_upsample_bicubic2d_backward_default(ks, grad_output, output_size, input_
     return result
 
 
+class UpsampleBilinear2DAaBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        align_corners = _n.align_corners
+        scales_h = _n.scales_h
+        scales_w = _n.scales_w
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten._upsample_bilinear2d_aa_backward(grad, output_size, self_sizes, align_corners, scales_h, scales_w)
+        return grad_inputs
+
+
+def _ag__upsample_bilinear2d_aa_default(ks, self, output_size, align_corners, scales_h, scales_w):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__upsample_bilinear2d_aa.redispatch(ks & _BELOW, self, output_size, align_corners, scales_h, scales_w)
+    _n = UpsampleBilinear2DAaBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.output_size = output_size
+    _n.align_corners = align_corners
+    _n.scales_h = scales_h
+    _n.scales_w = scales_w
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op__upsample_bilinear2d_aa.redispatch(ks & _BELOW, self, output_size, align_corners, scales_h, scales_w)
+    _set_history(_n, (result,))
+    return result
+
+
+class UpsampleBilinear2DAaBackwardBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        align_corners = _n.align_corners
+        scales_h = _n.scales_h
+        scales_w = _n.scales_w
+        grad_output_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[grad_output_ix] is not None:
+            grad_inputs[grad_output_ix] = aten._upsample_bilinear2d_aa(grad, output_size, align_corners, scales_h, scales_w)
+        return grad_inputs
+
+
+def _ag__upsample_bilinear2d_aa_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
+    if not (_gm.enabled and (grad_output._rg)):
+        return aten._op__upsample_bilinear2d_aa_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+    _n = UpsampleBilinear2DAaBackwardBackward0()
+    _n._next = _edges(grad_output)
+    _n._input_meta = _meta(grad_output)
+    _n.output_size = output_size
+    _n.align_corners = align_corners
+    _n.scales_h = scales_h
+    _n.scales_w = scales_w
+    result = aten._op__upsample_bilinear2d_aa_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+    _set_history(_n, (result,))
+    return result
+
+
+class UpsampleBicubic2DAaBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        align_corners = _n.align_corners
+        scales_h = _n.scales_h
+        scales_w = _n.scales_w
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten._upsample_bicubic2d_aa_backward(grad, output_size, self_sizes, align_corners, scales_h, scales_w)
+        return grad_inputs
+
+
+def _ag__upsample_bicubic2d_aa_default(ks, self, output_size, align_corners, scales_h, scales_w):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__upsample_bicubic2d_aa.redispatch(ks & _BELOW, self, output_size, align_corners, scales_h, scales_w)
+    _n = UpsampleBicubic2DAaBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.output_size = output_size
+    _n.align_corners = align_corners
+    _n.scales_h = scales_h
+    _n.scales_w = scales_w
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op__upsample_bicubic2d_aa.redispatch(ks & _BELOW, self, output_size, align_corners, scales_h, scales_w)
+    _set_history(_n, (result,))
+    return result
+
+
+class UpsampleBicubic2DAaBackwardBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        align_corners = _n.align_corners
+        scales_h = _n.scales_h
+        scales_w = _n.scales_w
+        grad_output_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[grad_output_ix] is not None:
+            grad_inputs[grad_output_ix] = aten._upsample_bicubic2d_aa(grad, output_size, align_corners, scales_h, scales_w)
+        return grad_inputs
+
+
+def _ag__upsample_bicubic2d_aa_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
+    if not (_gm.enabled and (grad_output._rg)):
+        return aten._op__upsample_bicubic2d_aa_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+    _n = UpsampleBicubic2DAaBackwardBackward0()
+    _n._next = _edges(grad_output)
+    _n._input_meta = _meta(grad_output)
+    _n.output_size = output_size
+    _n.align_corners = align_corners
+    _n.scales_h = scales_h
+    _n.scales_w = scales_w
+    result = aten._op__upsample_bicubic2d_aa_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+    _set_history(_n, (result,))
+    return result
+
+
+class UpsampleLanczos2DAaBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        align_corners = _n.align_corners
+        scales_h = _n.scales_h
+        scales_w = _n.scales_w
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten._upsample_lanczos2d_aa_backward(grad, output_size, self_sizes, align_corners, scales_h, scales_w)
+        return grad_inputs
+
+
+def _ag__upsample_lanczos2d_aa_default(ks, self, output_size, align_corners, scales_h, scales_w):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__upsample_lanczos2d_aa.redispatch(ks & _BELOW, self, output_size, align_corners, scales_h, scales_w)
+    _n = UpsampleLanczos2DAaBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.output_size = output_size
+    _n.align_corners = align_corners
+    _n.scales_h = scales_h
+    _n.scales_w = scales_w
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op__upsample_lanczos2d_aa.redispatch(ks & _BELOW, self, output_size, align_corners, scales_h, scales_w)
+    _set_history(_n, (result,))
+    return result
+
+
+class UpsampleLanczos2DAaBackwardBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        align_corners = _n.align_corners
+        scales_h = _n.scales_h
+        scales_w = _n.scales_w
+        grad_output_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[grad_output_ix] is not None:
+            grad_inputs[grad_output_ix] = aten._upsample_lanczos2d_aa(grad, output_size, align_corners, scales_h, scales_w)
+        return grad_inputs
+
+
+def _ag__upsample_lanczos2d_aa_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
+    if not (_gm.enabled and (grad_output._rg)):
+        return aten._op__upsample_lanczos2d_aa_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+    _n = UpsampleLanczos2DAaBackwardBackward0()
+    _n._next = _edges(grad_output)
+    _n._input_meta = _meta(grad_output)
+    _n.output_size = output_size
+    _n.align_corners = align_corners
+    _n.scales_h = scales_h
+    _n.scales_w = scales_w
+    result = aten._op__upsample_lanczos2d_aa_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+    _set_history(_n, (result,))
+    return result
+
+
 class UpsampleTrilinear3DBackward0(_Node):
     _saved_names = ()
 
@@ -13827,6 +14019,12 @@ for _h, _k in (
     (aten._op_upsample_bilinear2d_backward, _ag_upsample_bilinear2d_backward_default),
     (aten._op_upsample_bicubic2d, _ag_upsample_bicubic2d_default),
     (aten._op_upsample_bicubic2d_backward, _ag_upsample_bicubic2d_backward_default),
+    (aten._op__upsample_bilinear2d_aa, _ag__upsample_bilinear2d_aa_default),
+    (aten._op__upsample_bilinear2d_aa_backward, _ag__upsample_bilinear2d_aa_backward_default),
+    (aten._op__upsample_bicubic2d_aa, _ag__upsample_bicubic2d_aa_default),
+    (aten._op__upsample_bicubic2d_aa_backward, _ag__upsample_bicubic2d_aa_backward_default),
+    (aten._op__upsample_lanczos2d_aa, _ag__upsample_lanczos2d_aa_default),
+    (aten._op__upsample_lanczos2d_aa_backward, _ag__upsample_lanczos2d_aa_backward_default),
     (aten._op_upsample_trilinear3d, _ag_upsample_trilinear3d_default),
     (aten._op_upsample_trilinear3d_backward, _ag_upsample_trilinear3d_backward_default),
     (aten._op__adaptive_avg_pool2d, _ag__adaptive_avg_pool2d_default),

@@ -2324,6 +2324,27 @@ upsample_bicubic2d = _P('upsample_bicubic2d', [
 upsample_bicubic2d_backward = _P('upsample_bicubic2d_backward', [
     _O(_A._op_upsample_bicubic2d_backward, (('grad_output', 'T', False, False, None), ('output_size', 'int[2]', False, False, None), ('input_size', 'int[4]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),), ['grad_output', 'output_size', 'input_size', 'align_corners', 'scales_h', 'scales_w']),
 ])
+_upsample_bilinear2d_aa = _P('_upsample_bilinear2d_aa', [
+    _O(_A._op__upsample_bilinear2d_aa, (('self', 'T', False, False, None), ('output_size', 'int[2]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),), ['self', 'output_size', 'align_corners', 'scales_h', 'scales_w']),
+    _O(_A._op__upsample_bilinear2d_aa_vec, (('input', 'T', False, False, None), ('output_size', 'int[]?', False, False, None), ('align_corners', 'bool', False, False, None), ('scale_factors', 'float[]?', False, False, None),), ['input', 'output_size', 'align_corners', 'scale_factors']),
+])
+_upsample_bilinear2d_aa_backward = _P('_upsample_bilinear2d_aa_backward', [
+    _O(_A._op__upsample_bilinear2d_aa_backward, (('grad_output', 'T', False, False, None), ('output_size', 'int[2]', False, False, None), ('input_size', 'int[4]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),), ['grad_output', 'output_size', 'input_size', 'align_corners', 'scales_h', 'scales_w']),
+])
+_upsample_bicubic2d_aa = _P('_upsample_bicubic2d_aa', [
+    _O(_A._op__upsample_bicubic2d_aa, (('self', 'T', False, False, None), ('output_size', 'int[2]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),), ['self', 'output_size', 'align_corners', 'scales_h', 'scales_w']),
+    _O(_A._op__upsample_bicubic2d_aa_vec, (('input', 'T', False, False, None), ('output_size', 'int[]?', False, False, None), ('align_corners', 'bool', False, False, None), ('scale_factors', 'float[]?', False, False, None),), ['input', 'output_size', 'align_corners', 'scale_factors']),
+])
+_upsample_bicubic2d_aa_backward = _P('_upsample_bicubic2d_aa_backward', [
+    _O(_A._op__upsample_bicubic2d_aa_backward, (('grad_output', 'T', False, False, None), ('output_size', 'int[2]', False, False, None), ('input_size', 'int[4]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),), ['grad_output', 'output_size', 'input_size', 'align_corners', 'scales_h', 'scales_w']),
+])
+_upsample_lanczos2d_aa = _P('_upsample_lanczos2d_aa', [
+    _O(_A._op__upsample_lanczos2d_aa, (('self', 'T', False, False, None), ('output_size', 'int[2]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),), ['self', 'output_size', 'align_corners', 'scales_h', 'scales_w']),
+    _O(_A._op__upsample_lanczos2d_aa_vec, (('input', 'T', False, False, None), ('output_size', 'int[]?', False, False, None), ('align_corners', 'bool', False, False, None), ('scale_factors', 'float[]?', False, False, None),), ['input', 'output_size', 'align_corners', 'scale_factors']),
+])
+_upsample_lanczos2d_aa_backward = _P('_upsample_lanczos2d_aa_backward', [
+    _O(_A._op__upsample_lanczos2d_aa_backward, (('grad_output', 'T', False, False, None), ('output_size', 'int[2]', False, False, None), ('input_size', 'int[4]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),), ['grad_output', 'output_size', 'input_size', 'align_corners', 'scales_h', 'scales_w']),
+])
 upsample_trilinear3d = _P('upsample_trilinear3d', [
     _O(_A._op_upsample_trilinear3d, (('self', 'T', False, False, None), ('output_size', 'int[3]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales_d', 'float?', False, True, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),), ['self', 'output_size', 'align_corners', 'scales_d', 'scales_h', 'scales_w']),
     _O(_A._op_upsample_trilinear3d_vec, (('input', 'T', False, False, None), ('output_size', 'int[]?', False, False, None), ('align_corners', 'bool', False, False, None), ('scale_factors', 'float[]?', False, False, None),), ['input', 'output_size', 'align_corners', 'scale_factors']),

@@ -5250,6 +5250,54 @@ def _upsample_bicubic2d_backward_default(ks, grad_output, output_size, input_siz
         _value_error(_e, K.upsample_bicubic2d_backward, grad_output)
 
 
+def __upsample_bilinear2d_aa_default(ks, self, output_size, align_corners, scales_h, scales_w):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._upsample_bilinear2d_aa(be.xp, self._data, output_size, align_corners, scales_h, scales_w), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._upsample_bilinear2d_aa, self)
+
+
+def __upsample_bilinear2d_aa_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._upsample_bilinear2d_aa_backward(be.xp, grad_output._data, output_size, input_size, align_corners, scales_h, scales_w), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._upsample_bilinear2d_aa_backward, grad_output)
+
+
+def __upsample_bicubic2d_aa_default(ks, self, output_size, align_corners, scales_h, scales_w):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._upsample_bicubic2d_aa(be.xp, self._data, output_size, align_corners, scales_h, scales_w), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._upsample_bicubic2d_aa, self)
+
+
+def __upsample_bicubic2d_aa_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._upsample_bicubic2d_aa_backward(be.xp, grad_output._data, output_size, input_size, align_corners, scales_h, scales_w), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._upsample_bicubic2d_aa_backward, grad_output)
+
+
+def __upsample_lanczos2d_aa_default(ks, self, output_size, align_corners, scales_h, scales_w):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._upsample_lanczos2d_aa(be.xp, self._data, output_size, align_corners, scales_h, scales_w), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._upsample_lanczos2d_aa, self)
+
+
+def __upsample_lanczos2d_aa_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._upsample_lanczos2d_aa_backward(be.xp, grad_output._data, output_size, input_size, align_corners, scales_h, scales_w), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._upsample_lanczos2d_aa_backward, grad_output)
+
+
 def _upsample_trilinear3d_default(ks, self, output_size, align_corners, scales_d, scales_h, scales_w):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -7964,6 +8012,12 @@ _BACKEND_KERNELS = (
     (_A._op_upsample_bilinear2d_backward, _upsample_bilinear2d_backward_default, ('CPU', 'CUDA', 'Meta'), K.upsample_bilinear2d_backward, (), 'new', None),
     (_A._op_upsample_bicubic2d, _upsample_bicubic2d_default, ('CPU', 'CUDA', 'Meta'), K.upsample_bicubic2d, (), 'new', None),
     (_A._op_upsample_bicubic2d_backward, _upsample_bicubic2d_backward_default, ('CPU', 'CUDA', 'Meta'), K.upsample_bicubic2d_backward, (), 'new', None),
+    (_A._op__upsample_bilinear2d_aa, __upsample_bilinear2d_aa_default, ('CPU', 'CUDA', 'Meta'), K._upsample_bilinear2d_aa, (), 'new', None),
+    (_A._op__upsample_bilinear2d_aa_backward, __upsample_bilinear2d_aa_backward_default, ('CPU', 'CUDA', 'Meta'), K._upsample_bilinear2d_aa_backward, (), 'new', None),
+    (_A._op__upsample_bicubic2d_aa, __upsample_bicubic2d_aa_default, ('CPU', 'CUDA', 'Meta'), K._upsample_bicubic2d_aa, (), 'new', None),
+    (_A._op__upsample_bicubic2d_aa_backward, __upsample_bicubic2d_aa_backward_default, ('CPU', 'CUDA', 'Meta'), K._upsample_bicubic2d_aa_backward, (), 'new', None),
+    (_A._op__upsample_lanczos2d_aa, __upsample_lanczos2d_aa_default, ('CPU', 'CUDA', 'Meta'), K._upsample_lanczos2d_aa, (), 'new', None),
+    (_A._op__upsample_lanczos2d_aa_backward, __upsample_lanczos2d_aa_backward_default, ('CPU', 'CUDA', 'Meta'), K._upsample_lanczos2d_aa_backward, (), 'new', None),
     (_A._op_upsample_trilinear3d, _upsample_trilinear3d_default, ('CPU', 'CUDA', 'Meta'), K.upsample_trilinear3d, (), 'new', None),
     (_A._op_upsample_trilinear3d_backward, _upsample_trilinear3d_backward_default, ('CPU', 'CUDA', 'Meta'), K.upsample_trilinear3d_backward, (), 'new', None),
     (_A._op__adaptive_avg_pool2d, __adaptive_avg_pool2d_default, ('CPU', 'CUDA', 'Meta'), K._adaptive_avg_pool2d, (), 'new', None),
@@ -8577,6 +8631,9 @@ _COMPOSITE_KERNELS = (
     (_A._op_upsample_linear1d_vec, 'CompositeImplicitAutograd', C.upsample_linear1d_vec),
     (_A._op_upsample_bilinear2d_vec, 'CompositeImplicitAutograd', C.upsample_bilinear2d_vec),
     (_A._op_upsample_bicubic2d_vec, 'CompositeImplicitAutograd', C.upsample_bicubic2d_vec),
+    (_A._op__upsample_bilinear2d_aa_vec, 'CompositeImplicitAutograd', C.upsample_bilinear2d_aa_vec),
+    (_A._op__upsample_bicubic2d_aa_vec, 'CompositeImplicitAutograd', C.upsample_bicubic2d_aa_vec),
+    (_A._op__upsample_lanczos2d_aa_vec, 'CompositeImplicitAutograd', C.upsample_lanczos2d_aa_vec),
     (_A._op_upsample_trilinear3d_vec, 'CompositeImplicitAutograd', C.upsample_trilinear3d_vec),
     (_A._op_adaptive_avg_pool1d, 'CompositeImplicitAutograd', C.adaptive_avg_pool1d),
     (_A._op_adaptive_avg_pool2d, 'CompositeImplicitAutograd', C.adaptive_avg_pool2d),

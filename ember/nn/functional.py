@@ -1075,7 +1075,7 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
 
 
 # ------------------------------------------------------------------------------ interpolation
-_INTERP_MODES = "nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact"
+_INTERP_MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
 _MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
 _UPSAMPLE_OPS = {("nearest", 1): "upsample_nearest1d", ("nearest", 2): "upsample_nearest2d",
                  ("nearest", 3): "upsample_nearest3d", ("nearest-exact", 1): "_upsample_nearest_exact1d",
@@ -1132,11 +1132,16 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
     if recompute_scale_factor is not None and recompute_scale_factor:
         output_size = [math.floor(float(input.size(i + 2)) * scale_factors[i]) for i in range(dim)]
         scale_factors = None
-    if antialias and not (mode in ("bilinear", "bicubic") and input.dim() == 4):
-        raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor "
-                         "as input")
-    if antialias:
-        raise NotImplementedError("interpolate(antialias=True) is not implemented in ember yet")
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.dim() == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D "
+                         "tensor as input")
+    if mode == "lanczos" and input.dim() == 4:
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
+    if antialias:     # filtered resampling (ember/aten/kernels/resample.py)
+        return getattr(aten, f"_upsample_{mode}2d_aa_vec")(input, output_size, align_corners, scale_factors)
     if mode == "area" and input.dim() in (3, 4, 5):
         return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[dim - 1](input, output_size)
     op = _UPSAMPLE_OPS.get((mode, dim))

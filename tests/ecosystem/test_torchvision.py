@@ -46,3 +46,10 @@ def test_detection_model_float32_losses_match_pytorch(tmp_path):
     ref = {k: v for k, v in ref.items() if not k.startswith("detections")}
     got = {k: v for k, v in got.items() if not k.startswith("detections")}
     assert_same(ref, got, rtol=1e-4, atol=1e-5)
+
+
+def test_transforms_datasets_and_utilities_match_torchvision(tmp_path):
+    """Functional and seeded random transforms (v1 and v2, tensors, PIL images, boxes and masks), ImageFolder and
+    FakeData through the DataLoader (2 workers), make_grid / draw_bounding_boxes / save_image."""
+    ref, got, _, _ = run_both("tv_data.py", tmp_path)
+    assert_same(ref, got, rtol=1e-5, atol=1e-5, tolerances={"augmix": (0, 1.01 / 200)})  # 1 in 0..255

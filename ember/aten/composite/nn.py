@@ -236,7 +236,8 @@ def _def_upsample_vec(op: Any, interp: Any) -> Any:
 for _nd in (1, 2, 3):
     _def_upsample_vec(f"upsample_nearest{_nd}d", False)
     _def_upsample_vec(f"_upsample_nearest_exact{_nd}d", False)
-for _op in ("upsample_linear1d", "upsample_bilinear2d", "upsample_bicubic2d", "upsample_trilinear3d"):
+for _op in ("upsample_linear1d", "upsample_bilinear2d", "upsample_bicubic2d", "upsample_trilinear3d",
+            "_upsample_bilinear2d_aa", "_upsample_bicubic2d_aa", "_upsample_lanczos2d_aa"):
     _def_upsample_vec(_op, True)
 
 

@@ -17,6 +17,7 @@ from ember.aten.kernels.indexing import *  # noqa: F401,F403
 from ember.aten.kernels.linalg import *  # noqa: F401,F403
 from ember.aten.kernels.nn import *  # noqa: F401,F403
 from ember.aten.kernels.random import *  # noqa: F401,F403
+from ember.aten.kernels.resample import *  # noqa: F401,F403
 from ember.aten.kernels.reduction import *  # noqa: F401,F403
 from ember.aten.kernels.spectral import *  # noqa: F401,F403
 from ember.aten.kernels.unary import *  # noqa: F401,F403

@@ -29,8 +29,19 @@ def _check_alpha(npdt: Any, alpha: Any) -> Any:
         raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex number.")
 
 
+def _wrapped_int(v: Any, npdt: Any) -> Any:
+    """A Python int operand of an integer op, converted to the op's dtype as PyTorch converts a Scalar: wrapping
+    around (``uint8 & -32`` is ``uint8 & 224``), where NumPy 2 refuses an int its dtype cannot hold."""
+    if type(v) is int and npdt.kind in "iu":
+        info = np.iinfo(npdt)
+        if not info.min <= v <= info.max:
+            return np.array(v & ((1 << (8 * npdt.itemsize)) - 1), dtype=np.uint64).astype(npdt)
+    return v
+
+
 def _binop(xp: Any, ufunc: Any, a: Array, b: Array, npdt: Any) -> Any:
     """``ufunc`` evaluated in PyTorch's result dtype (half types in float32), quietly."""
+    a, b = _wrapped_int(a, npdt), _wrapped_int(b, npdt)
     cdt = compute_dtype(npdt)
     with np.errstate(all="ignore"):
         r = ufunc(a, b, dtype=cdt, casting="unsafe")
@@ -42,6 +53,8 @@ def _arith(xp: Any, ufunc: Any, a: Array, b: Array, npdt: Any) -> Any:
     may print NumPy's RuntimeWarning; the values are PyTorch's."""
     if npdt.itemsize == 2 and npdt.kind == "f" or npdt == _BF16:
         return _binop(xp, ufunc, a, b, npdt)
+    if npdt.kind in "iu":
+        a, b = _wrapped_int(a, npdt), _wrapped_int(b, npdt)
     return ufunc(a, b, dtype=npdt, casting="unsafe")
 
 

@@ -434,14 +434,34 @@ def linalg_matrix_power(xp: Any, A: Array, n: Any) -> Any:
 
 
 def linalg_lstsq(xp: Any, A: Array, B: Array, rcond: Any = None, driver: Any = None) -> Any:
-    if B.ndim == A.ndim - 1:
+    """Least squares as LAPACK's drivers report it: ``gelsy`` (the CPU default) gives the rank, ``gelsd`` /
+    ``gelss`` the rank and singular values, ``gels`` neither; every driver but ``gelsy`` gives the squared residuals
+    when each matrix is tall and of full rank. What a driver does not give is an empty tensor; a vector ``B`` gives a
+    vector solution."""
+    drivers = ("gels", "gelsy", "gelsd", "gelss")
+    if driver is None:
+        driver = "gelsy" if xp is np else "gels"
+    if driver not in drivers:
+        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of ({', '.join(drivers)})")
+    vector = B.ndim == A.ndim - 1
+    if vector:
         B = B[..., None]
-    if A.ndim == 2:
-        sol, res, rank, sv = xp.linalg.lstsq(A, B, rcond=rcond)
-        return (sol.astype(A.dtype), xp.asarray(res).astype(A.dtype), xp.asarray(rank, dtype=np.int64),
-                xp.asarray(sv).astype(A.dtype))
-    sol = xp.matmul(xp.linalg.pinv(A), B)
-    return sol.astype(A.dtype), xp.empty(0, A.dtype), xp.empty(0, np.int64), xp.empty(0, A.dtype)
+    m, n = A.shape[-2], A.shape[-1]
+    dt = A.dtype
+    real = np.float32 if dt in (np.float32, np.complex64) else np.float64
+    sv = xp.linalg.svd(A, compute_uv=False) if min(m, n) else xp.zeros(A.shape[:-2] + (0,), real)
+    cut = (rcond if rcond is not None and rcond >= 0 else np.finfo(real).eps * max(m, n))
+    rank = (sv > cut * (sv.max(-1, keepdims=True) if sv.shape[-1] else 0)).sum(-1).astype(np.int64)
+    sol = xp.matmul(xp.linalg.pinv(A, rcond=cut), B) if A.size else xp.zeros(A.shape[:-2] + (n, B.shape[-1]), dt)
+    if driver != "gelsy" and m > n and bool((rank == n).all()):
+        r = xp.matmul(A, sol) - B
+        residuals = (xp.abs(r) ** 2).sum(-2).astype(real)
+    else:
+        residuals = xp.empty(0, real)
+    if vector:
+        sol = sol[..., 0]
+    return (sol.astype(dt), residuals, rank if driver != "gels" else xp.empty(0, np.int64),
+            sv.astype(real) if driver in ("gelsd", "gelss") else xp.empty(0, real))
 
 
 def linalg_cross(xp: Any, self: Array, other: Array, dim: Any = -1) -> Any:

@@ -1154,6 +1154,11 @@ def _upsample(xp: Any, self: Array, output_size: Any, scales: Any, mode: Any, al
     if self.shape[1] == 0:
         raise RuntimeError(f"Non-empty {nd + 2}D data tensor expected but got a tensor with sizes "
                            f"{shape_str(self.shape)}")
+    if self.dtype == np.uint8 and nd == 2 and mode in ("linear", "cubic"):
+        # PyTorch resamples uint8 images in PIL's integer arithmetic (Note [Filtered resampling])
+        from ember.aten.kernels.resample import resample_uint8
+        return resample_uint8(xp, self, output_size, align_corners, scales, "bilinear" if mode == "linear" else
+                              "bicubic", False)
     _upsample_dtype(self, mode, name)
     ct = compute_dtype(self.dtype) if self.dtype.kind != "u" else self.dtype
     x = self
