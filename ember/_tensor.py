@@ -668,6 +668,15 @@ class Tensor(TensorImpl, _TensorMethods):
         import ember
         return ember.strided
 
+    # every ember tensor is strided (sparse layouts are not in ember yet): libraries ask before taking a sparse path
+    @property
+    def is_sparse(self) -> builtins.bool:
+        return False
+
+    @property
+    def is_sparse_csr(self) -> builtins.bool:
+        return False
+
     @property
     def T(self) -> Tensor:
         if self.dim() not in (0, 2):

@@ -69,8 +69,8 @@ EXCLUDED: dict[str, dict[str, str]] = {
             sparse_csr sparse_csr_tensor spmm sspaddmm values_copy
         """,
         'Tensor': """
-            ccol_indices coalesce col_indices crow_indices dense_dim indices is_coalesced is_sparse
-            is_sparse_csr resize_as_sparse_ row_indices smm sparse_dim sparse_mask sparse_resize_
+            ccol_indices coalesce col_indices crow_indices dense_dim indices is_coalesced
+            resize_as_sparse_ row_indices smm sparse_dim sparse_mask sparse_resize_
             sparse_resize_and_clear_ sspaddmm to_dense to_sparse to_sparse_bsc to_sparse_bsr to_sparse_coo
             to_sparse_csc to_sparse_csr values
         """,

@@ -115,7 +115,7 @@ def record(name: str, value) -> None:
         value = value.detach().cpu()
         value = value.float() if value.dtype in (torch.float16, torch.bfloat16) else value
         value = value.numpy()
-    _results[name] = np.asarray(value)
+    _results[name] = np.array(value, copy=True)       # a tensor's numpy() shares its memory: keep what it is now
 
 
 def record_grads(name: str, module) -> None:
