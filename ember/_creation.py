@@ -105,9 +105,9 @@ def _collect_kinds(x, out):
     if isinstance(x, (list, tuple)):
         for y in x:
             _collect_kinds(y, out)
-    elif isinstance(x, Tensor) and x.dim() > 0:
-        out.append(x)
     else:
+        if isinstance(x, Tensor) and x.numel() != 1:  # a tensor in a sequence is one number, as in PyTorch
+            raise ValueError("only one element tensors can be converted to Python scalars")
         out.append(x)
 
 
@@ -116,7 +116,7 @@ def _to_nested_python(x):
     if isinstance(x, (list, tuple)):
         return [_to_nested_python(y) for y in x]
     if isinstance(x, Tensor):
-        return x.tolist()
+        return x.item()
     if isinstance(x, np.ndarray):
         return x.tolist()
     return x
@@ -136,10 +136,6 @@ def _check_ragged(data, dim):
                 raise ValueError(f"expected sequence of length {n} at dim {dim + 1} (got {len(x)})")
         for x in data:
             _check_ragged(x, dim + 1)
-    elif isinstance(first, Tensor) and first.dim() > 0:
-        for x in data:
-            if not isinstance(x, Tensor) or x.shape != first.shape:
-                raise ValueError(f"expected sequence of length {first.shape[0]} at dim {dim + 1}")
     else:
         for x in data:
             if isinstance(x, (list, tuple)):

@@ -127,6 +127,12 @@ def _lin_dtype(start: Any, end: Array, dtype: Any) -> Any:
     return dt.get_default_dtype().np
 
 
+# Note [linspace's rounding]
+# PyTorch's CPU linspace computes ``start + step * i`` for the first half and ``end - step * (steps - 1 - i)`` for the
+# second, ``step`` being ``(end - start) / (steps - 1)`` in the output's type (in double for integer outputs, which
+# truncate). Built for AVX2 / AVX-512 its kernel contracts each into a fused multiply-add, rounding once, so its
+# results differ from the twice-rounded formula in the last bit here and there -- bits programs see (torchmetrics'
+# IoU and recall thresholds). ember rounds as that kernel does (float32 through double, float64 through long double).
 @meta_shape(lambda start, end, steps, dtype=None, *r, **_k: ((steps,), _lin_dtype(start, end, dtype)))
 def linspace(xp: Any, start: Any, end: Array, steps: Any, dtype: Any = None, layout: Any = None,
              device: Any = None, pin_memory: Any = None) -> Any:
@@ -137,14 +143,51 @@ def linspace(xp: Any, start: Any, end: Array, steps: Any, dtype: Any = None, lay
         return xp.empty(0, npdt)
     if steps == 1:
         return xp.full(1, start, npdt)
+    if xp is np and (npdt in (np.float32, np.float64) or npdt.kind in "iu"):
+        return _linspace_cpu(start, end, steps, npdt)
     # PyTorch: step = (end - start) / (steps - 1); first half from start, second half from end
     step = (end - start) / (steps - 1)
     i = xp.arange(steps, dtype=np.float64)
     half = steps // 2
     r = xp.where(i < half, start + step * i, end - step * (steps - i - 1))
-    if npdt.kind in "iu":
-        return r.astype(npdt)
     return r.astype(npdt)
+
+
+def _fma(a: Any, k: Any, c: Any, t: Any) -> Any:
+    """``a * k + c`` rounded once to ``t`` (``k`` integers): float32 through double, where it is exact; float64
+    through Dekker's exact product and Knuth's exact sum."""
+    if t is np.float32:
+        return (np.float64(a) * k + np.float64(c)).astype(np.float32)
+    kf = k.astype(np.float64)
+    p = a * kf
+    split = 134217729.0 * a
+    ah = split - (split - a)
+    al = a - ah
+    split_k = 134217729.0 * kf
+    kh = split_k - (split_k - kf)
+    kl = kf - kh
+    p_err = ((ah * kh - p) + ah * kl + al * kh) + al * kl
+    total = c + p
+    bb = total - c
+    s_err = (c - (total - bb)) + (p - bb)
+    return total + (s_err + p_err)
+
+
+def _linspace_cpu(start: Any, end: Any, steps: int, npdt: Any) -> Any:
+    """PyTorch's CPU ``linspace``, rounding included (Note [linspace's rounding])."""
+    from ember._cpu_capability import get_cpu_capability
+    integral = npdt.kind in "iu"
+    t = np.float64 if integral else npdt.type
+    s, e = (t(int(start)), t(int(end))) if integral else (t(start), t(end))
+    step = (e - s) / t(steps - 1)
+    i = np.arange(steps)
+    back = steps - 1 - i
+    if get_cpu_capability() != "DEFAULT" and not integral:     # fused multiply-add: one rounding
+        first, second = _fma(step, i, s, t), _fma(-step, back, e, t)
+    else:
+        first, second = s + step * i.astype(t), e - step * back.astype(t)
+    v = np.where(i < steps // 2, first, second)
+    return np.trunc(v).astype(npdt) if integral else v.astype(npdt)
 
 
 @meta_shape(lambda start, end, steps, base=10.0, dtype=None, *r, **_k: ((steps,), _lin_dtype(start, end, dtype)))
