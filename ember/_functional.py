@@ -10,7 +10,7 @@ __all__ = ["unique", "split", "norm", "einsum", "meshgrid", "tensordot", "broadc
            "atleast_2d", "atleast_3d", "broadcast_shapes", "cdist", "conj", "detach_", "selu", "selu_",
            "as_strided_", "resize_as_", "is_conj", "is_neg", "is_signed", "cartesian_prod", "block_diag", "get_device",
            "resolve_conj", "resolve_neg", "lu", "unravel_index", "chain_matmul", "unique_consecutive", "histogramdd",
-           "gradient"]
+           "gradient", "nonzero"]
 
 _CDIST_MODES = {"use_mm_for_euclid_dist_if_necessary": None, "use_mm_for_euclid_dist": 1,
                 "donot_use_mm_for_euclid_dist": 2}
@@ -351,6 +351,16 @@ def _gradient_along(x, d, h, edge_order):
 def _tensor_type():
     import ember
     return ember.Tensor
+
+
+def nonzero(input, *, out=None, as_tuple=False):  # noqa: A002
+    """The indices of the non-zero elements: an (n, ndim) int64 tensor, or with ``as_tuple=True`` one index tensor
+    per dimension (a 0-d input counting as 1-d), as NumPy's ``nonzero`` gives them."""
+    if not as_tuple:
+        return _F.nonzero(input) if out is None else _F.nonzero(input, out=out)
+    if out is not None:
+        raise RuntimeError("nonzero does not support the out kwarg when as_tuple is True")
+    return _F.nonzero(input if input.dim() else input.unsqueeze(0)).unbind(1)
 
 
 def _assert(condition, message):

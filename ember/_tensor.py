@@ -1102,6 +1102,10 @@ class Tensor(TensorImpl, _TensorMethods):
         import ember
         return ember.unique_consecutive(self, return_inverse, return_counts, dim)
 
+    def nonzero(self, *, as_tuple: Any = False) -> Any:
+        import ember
+        return ember.nonzero(self, as_tuple=as_tuple)
+
     def norm(self, p: Any = 'fro', dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Any:
         import ember
         return ember.norm(self, p, dim, keepdim, dtype=dtype)

@@ -78,3 +78,16 @@ def test_distill_trains_a_student_and_quantizes_it():
     assert sizes["student, int8 (static)"] < sizes["student"] < sizes["teacher"]
     out = run("distill.py", "--epochs", "1", "--synthetic", "--quantize", "dynamic")
     assert "DynamicQuantizedLinear" in out
+
+
+def test_detect_shapes_trains_yolo_validates_and_draws(tmp_path):
+    """The ultralytics example, tiny: epochs print their losses and mAP50, the final validation runs on the saved
+    best checkpoint, and the predictions PNG is written (ultralytics is in the test extra)."""
+    pytest.importorskip("ultralytics", reason="ultralytics is not installed (it is in the test extra)")
+    out = run("detect_shapes.py", "--epochs", "2", "--train", "16", "--val", "4", "--imgsz", "64", "--workers", "0",
+              "--out", str(tmp_path / "out"), cwd=str(tmp_path))
+    assert "+ember" in out.splitlines()[0]
+    assert "epoch   1  box_loss" in out and "epoch   2  box_loss" in out and "mAP50" in out
+    assert "final validation: mAP50" in out and "wrote" in out
+    assert (tmp_path / "out" / "predictions.png").stat().st_size > 1000
+    assert (tmp_path / "out" / "train" / "weights" / "best.pt").exists()

@@ -338,10 +338,15 @@ def build(model: Any, args: list[Any], kwargs: dict[str, Any], *, opset: int, in
             key = op_name(node.target)
             fn = custom_translation(key.split(".")[0], opset) or TRANSLATIONS.get(key) or \
                 TRANSLATIONS.get(key.split(".")[0])
+            inplace = fn is None and key.split(".")[0].endswith("_") and not key.split(".")[0].endswith("__")
+            if inplace:     # silu_(x): the graph reads the result from then on; ONNX computes it out of place
+                fn = TRANSLATIONS.get(key.split(".")[0][:-1])
             if fn is None:
                 raise UnsupportedOperatorError(key, opset, where=where(node))
             ctx.node = node
             values[node] = fn(ctx, node, *call_args, **call_kwargs)
+            if inplace and isinstance(node.args[0], ember.fx.Node):
+                values[node.args[0]] = values[node]
         elif node.op == "output":
             outs: list[Any] = []
             _flat_nodes(node.args[0], outs)

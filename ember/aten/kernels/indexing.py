@@ -86,6 +86,15 @@ def index(xp: Any, self: Array, indices: Array) -> Any:
 
 
 def index_put(xp: Any, self: Array, indices: Array, values: Array, accumulate: Any = False) -> Any:
+    if values.dtype != self.dtype:
+        # PyTorch's one exception: a single boolean mask and one value, which it runs as masked_fill_
+        defined = [i for i in indices if i is not None]
+        masked_fill = (not accumulate and values.size == 1 and len(defined) == 1
+                       and defined[0].dtype == np.bool_)
+        if not masked_fill:
+            raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                               f"{type_name(self.dtype)} for the destination and {type_name(values.dtype)} for the "
+                               "source.")
     key = _normalize(xp, self, indices)
     out = self.copy()
     try:

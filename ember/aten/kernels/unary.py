@@ -186,12 +186,14 @@ def signbit(xp: Any, self: Array) -> Any:
 def nan_to_num(xp: Any, self: Array, nan: Any = None, posinf: Any = None, neginf: Any = None) -> Any:
     if is_integral(self.dtype):
         return self.copy()
-    info: Any = np.finfo(compute_dtype(self.dtype)) if self.dtype != _BF16 else None
     import ml_dtypes
-    info = info if info is not None else ml_dtypes.finfo(self.dtype)  # type: ignore[no-untyped-call, unused-ignore]
-    r = xp.nan_to_num(self, nan=0.0 if nan is None else nan,
-                      posinf=float(info.max) if posinf is None else posinf,
-                      neginf=float(info.min) if neginf is None else neginf)
+    # the element type's own extremes (float16's 65504, not float32's)
+    info: Any = np.finfo(self.dtype) if self.dtype != _BF16 else ml_dtypes.finfo(self.dtype)  # type: ignore[no-untyped-call, unused-ignore]
+    x = self if self.dtype != _BF16 else self.astype(np.float32)   # NumPy's nan_to_num knows no bfloat16
+    with np.errstate(over="ignore"):
+        r = xp.nan_to_num(x, nan=0.0 if nan is None else nan,
+                          posinf=float(info.max) if posinf is None else posinf,
+                          neginf=float(info.min) if neginf is None else neginf)
     return r.astype(self.dtype, copy=False)
 
 

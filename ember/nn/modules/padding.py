@@ -39,32 +39,46 @@ class _ConstantPadNd(_PadNd):
         return f"padding={self.padding}, value={self.value}"
 
 
-def _pad_class(name: Any, base: Any, mode: Any, n: Any) -> Any:
-    return type(name, (base,), {"_mode": mode, "_n": n, "__module__": __name__})
+class _ReflectionPadNd(_PadNd):
+    _mode = "reflect"
 
 
-ConstantPad1d = _pad_class("ConstantPad1d", _ConstantPadNd, "constant", 1)
-ConstantPad2d = _pad_class("ConstantPad2d", _ConstantPadNd, "constant", 2)
-ConstantPad3d = _pad_class("ConstantPad3d", _ConstantPadNd, "constant", 3)
-ReflectionPad1d = _pad_class("ReflectionPad1d", _PadNd, "reflect", 1)
-ReflectionPad2d = _pad_class("ReflectionPad2d", _PadNd, "reflect", 2)
-ReflectionPad3d = _pad_class("ReflectionPad3d", _PadNd, "reflect", 3)
-ReplicationPad1d = _pad_class("ReplicationPad1d", _PadNd, "replicate", 1)
-ReplicationPad2d = _pad_class("ReplicationPad2d", _PadNd, "replicate", 2)
-ReplicationPad3d = _pad_class("ReplicationPad3d", _PadNd, "replicate", 3)
-CircularPad1d = _pad_class("CircularPad1d", _PadNd, "circular", 1)
-CircularPad2d = _pad_class("CircularPad2d", _PadNd, "circular", 2)
-CircularPad3d = _pad_class("CircularPad3d", _PadNd, "circular", 3)
+class _ReplicationPadNd(_PadNd):
+    _mode = "replicate"
 
 
-class _ZeroPadNd(_ConstantPadNd):
-    def __init__(self, padding: Any) -> None:
-        super().__init__(padding, 0.0)
+class _CircularPadNd(_PadNd):
+    _mode = "circular"
 
-    def extra_repr(self) -> str:
+
+def _pad_class(name: Any, base: Any, n: Any) -> Any:
+    return type(name, (base,), {"_n": n, "__module__": __name__})
+
+
+ConstantPad1d = _pad_class("ConstantPad1d", _ConstantPadNd, 1)
+ConstantPad2d = _pad_class("ConstantPad2d", _ConstantPadNd, 2)
+ConstantPad3d = _pad_class("ConstantPad3d", _ConstantPadNd, 3)
+ReflectionPad1d = _pad_class("ReflectionPad1d", _ReflectionPadNd, 1)
+ReflectionPad2d = _pad_class("ReflectionPad2d", _ReflectionPadNd, 2)
+ReflectionPad3d = _pad_class("ReflectionPad3d", _ReflectionPadNd, 3)
+ReplicationPad1d = _pad_class("ReplicationPad1d", _ReplicationPadNd, 1)
+ReplicationPad2d = _pad_class("ReplicationPad2d", _ReplicationPadNd, 2)
+ReplicationPad3d = _pad_class("ReplicationPad3d", _ReplicationPadNd, 3)
+CircularPad1d = _pad_class("CircularPad1d", _CircularPadNd, 1)
+CircularPad2d = _pad_class("CircularPad2d", _CircularPadNd, 2)
+CircularPad3d = _pad_class("CircularPad3d", _CircularPadNd, 3)
+
+
+def _zero_pad_class(name: Any, constant: Any) -> Any:
+    """``ZeroPad<n>d`` is ``ConstantPad<n>d`` with 0 (a subclass of it, as in PyTorch)."""
+    def __init__(self: Any, padding: Any) -> None:
+        constant.__init__(self, padding, 0.0)
+
+    def extra_repr(self: Any) -> str:
         return f"{self.padding}"
+    return type(name, (constant,), {"__init__": __init__, "extra_repr": extra_repr, "__module__": __name__})
 
 
-ZeroPad1d = _pad_class("ZeroPad1d", _ZeroPadNd, "constant", 1)
-ZeroPad2d = _pad_class("ZeroPad2d", _ZeroPadNd, "constant", 2)
-ZeroPad3d = _pad_class("ZeroPad3d", _ZeroPadNd, "constant", 3)
+ZeroPad1d = _zero_pad_class("ZeroPad1d", ConstantPad1d)
+ZeroPad2d = _zero_pad_class("ZeroPad2d", ConstantPad2d)
+ZeroPad3d = _zero_pad_class("ZeroPad3d", ConstantPad3d)
