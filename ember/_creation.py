@@ -123,7 +123,6 @@ def _to_nested_python(x):
 
 
 def _check_ragged(data, dim):
-    from ember._tensor import Tensor
     if not isinstance(data, (list, tuple)) or not data:
         return
     first = data[0]

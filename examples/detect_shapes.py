@@ -44,7 +44,8 @@ def make_dataset(root: str, n_train: int, n_val: int, size: int, seed: int = 0) 
                     draw.rectangle([x0, y0, x0 + w, y0 + w], fill=color)
                 else:
                     draw.polygon([(x0 + w / 2, y0), (x0, y0 + w), (x0 + w, y0 + w)], fill=color)
-                lines.append(f"{cls} {(x0 + w / 2) / size:.6f} {(y0 + w / 2) / size:.6f} {w / size:.6f} {w / size:.6f}")
+                cx, cy, side = (x0 + w / 2) / size, (y0 + w / 2) / size, w / size
+                lines.append(f"{cls} {cx:.6f} {cy:.6f} {side:.6f} {side:.6f}")
             img.save(os.path.join(root, "images", split, f"{k}.png"))
             with open(os.path.join(root, "labels", split, f"{k}.txt"), "w") as f:
                 f.write("\n".join(lines) + "\n")
@@ -56,7 +57,8 @@ def make_dataset(root: str, n_train: int, n_val: int, size: int, seed: int = 0) 
 
 
 def draw_predictions(model, images: list[str], path: str, imgsz: int, conf: float) -> int:
-    """The predicted boxes (confidence >= ``conf``) on ``images``, side by side, saved as a PNG; returns how many boxes."""
+    """The predicted boxes (confidence >= ``conf``) on ``images``, side by side, saved as a PNG; returns how many
+    boxes it drew."""
     from PIL import Image, ImageDraw
     colors = {0: (255, 80, 80), 1: (80, 255, 80), 2: (80, 160, 255)}
     tiles, total = [], 0

@@ -226,7 +226,7 @@ def resample_uint8(xp: Any, self: Array, output_size: Any, align_corners: bool, 
     return xp.ascontiguousarray(x) if x is not self else x.copy()
 
 
-def _def(kind: str) -> None:
+def _def(kind: str) -> tuple[Any, Any]:
     def fwd(xp: Any, self: Array, output_size: Any, align_corners: bool, scales_h: Any = None,
             scales_w: Any = None) -> Array:
         return _aa_forward(kind, xp, self, output_size, align_corners, scales_h, scales_w)
@@ -237,8 +237,9 @@ def _def(kind: str) -> None:
     name = f"_upsample_{kind}2d_aa"
     fwd.__name__ = fwd.__qualname__ = name
     bwd.__name__ = bwd.__qualname__ = name + "_backward"
-    globals()[name], globals()[name + "_backward"] = fwd, bwd
+    return fwd, bwd
 
 
-for _kind in ("bilinear", "bicubic", "lanczos"):
-    _def(_kind)
+_upsample_bilinear2d_aa, _upsample_bilinear2d_aa_backward = _def("bilinear")
+_upsample_bicubic2d_aa, _upsample_bicubic2d_aa_backward = _def("bicubic")
+_upsample_lanczos2d_aa, _upsample_lanczos2d_aa_backward = _def("lanczos")
