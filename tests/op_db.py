@@ -823,6 +823,8 @@ for _nd in (1, 2, 3):
 _upsample_entry("upsample_linear1d", 1, True)
 _upsample_entry("upsample_bilinear2d", 2, True)
 _upsample_entry("upsample_bicubic2d", 2, True)
+for _filter in ("bilinear", "bicubic", "lanczos"):   # the antialiased (filtered) resampling ops
+    _upsample_entry(f"_upsample_{_filter}2d_aa", 2, True)
 _upsample_entry("upsample_trilinear3d", 3, True)
 def _adaptive_entry(name, nd, indices):
     """F.adaptive_{avg,max}_pool{nd}d: exact and uneven windows, output 1 (the mean path for averages), None

@@ -218,7 +218,7 @@ def _onednn_lstm(device_type: str, low: Any) -> bool:
     """Whether PyTorch would run an LSTM layer under CPU autocast through oneDNN (``use_mkldnn`` in its RNN.cpp:
     oneDNN enabled, and the CPU computing in ``low`` there; for float16 only without grad mode)."""
     from ember.aten.context import global_context
-    from ember._cpu_capability import onednn_supports
+    from ember.c10.cpu_capability import onednn_supports
     from ember.autograd.grad_mode import state as grad_state
     if device_type != "cpu" or not global_context.user_enabled_mkldnn or not onednn_supports(low.name):
         return False

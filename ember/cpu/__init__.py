@@ -66,8 +66,8 @@ def get_capabilities() -> dict[str, Any]:
     CPU flags), the architecture, the model name, core and socket counts and the L1d / L2 cache sizes."""
     import os
     import platform
-    from ember._cpu_capability import _cpu_flags
-    from ember._cpu_capability import avx10_version
+    from ember.c10.cpu_capability import _cpu_flags
+    from ember.c10.cpu_capability import avx10_version
     flags = _cpu_flags()
     caps: dict[str, Any] = {name: flag in flags for name, flag in _FLAG_OF.items()}
     avx10 = avx10_version()      # not among the kernel's flags; CPUID says

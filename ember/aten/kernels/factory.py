@@ -175,7 +175,7 @@ def _fma(a: Any, k: Any, c: Any, t: Any) -> Any:
 
 def _linspace_cpu(start: Any, end: Any, steps: int, npdt: Any) -> Any:
     """PyTorch's CPU ``linspace``, rounding included (Note [linspace's rounding])."""
-    from ember._cpu_capability import get_cpu_capability
+    from ember.c10.cpu_capability import get_cpu_capability
     integral = npdt.kind in "iu"
     t = np.float64 if integral else npdt.type
     s, e = (t(int(start)), t(int(end))) if integral else (t(start), t(end))

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.aten.kernels._common import Array
+from ember.aten.kernels._common import Array, shape_str
 
 __all__ = ["_upsample_bilinear2d_aa", "_upsample_bilinear2d_aa_backward", "_upsample_bicubic2d_aa",
            "_upsample_bicubic2d_aa_backward", "_upsample_lanczos2d_aa", "_upsample_lanczos2d_aa_backward",
@@ -145,12 +145,14 @@ def _check_4d(name: str, shape: Any, output_size: Any) -> tuple[int, int]:
     if min(tuple(shape[2:]) + output_size) <= 0:
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input (H: {shape[2]}, W: "
                            f"{shape[3]}) output (H: {output_size[0]}, W: {output_size[1]})")
-    return output_size  # type: ignore[return-value]
+    return int(output_size[0]), int(output_size[1])
 
 
 def _aa_forward(kind: str, xp: Any, self: Array, output_size: Any, align_corners: bool, scales_h: Any,
                 scales_w: Any) -> Array:
     oh, ow = _check_4d(f"_upsample_{kind}2d_aa", self.shape, output_size)
+    if self.shape[1] == 0:
+        raise RuntimeError(f"Non-empty 4D data tensor expected but got a tensor with sizes {shape_str(self.shape)}")
     if self.dtype == np.uint8:
         return resample_uint8(xp, self, (oh, ow), align_corners, (scales_h, scales_w), kind, True)
     if self.dtype.kind != "f":
