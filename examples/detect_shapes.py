@@ -98,6 +98,10 @@ def main(argv: list[str] | None = None) -> None:
     if not args.pytorch:
         import ember
         ember.install_as_torch()
+    else:   # PyPI's torchvision links CUDA libraries a CPU build of torch lacks: stand-ins from this repository
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        from tools.torchvision_oracle import preload_cuda_stubs
+        preload_cuda_stubs()
     os.environ.setdefault("YOLO_OFFLINE", "1")                 # never reach for the network
     os.environ.setdefault("YOLO_VERBOSE", "False")             # this script prints its own progress
     out = os.path.abspath(args.out)
