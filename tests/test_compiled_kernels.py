@@ -98,6 +98,46 @@ def test_gelu_special_values_and_half_types(approximate):
         np.testing.assert_allclose(out.float().numpy(), gelu_ref(h.float().numpy(), approximate), rtol=1e-2)
 
 
+def test_silu_forward_and_backward_to_float32_accuracy(fallback):
+    """SiLU and its gradient within float32 ulps of float64 (where PyTorch's float32 formula loses digits: the
+    derivative's zero near x = -1.28), PyTorch's values at the special points, and the NumPy kernel's results
+    on a strided input."""
+    torch = pytest.importorskip("torch")
+    x = np.concatenate([np.linspace(-90, 30, 240001), np.random.default_rng(0).standard_normal(50000) * 4])
+    x = x.astype(np.float32)
+    g = np.random.default_rng(1).standard_normal(x.size).astype(np.float32)
+    xe = ember.tensor(x).requires_grad_()
+    ember.nn.functional.silu(xe).backward(ember.tensor(g))
+    x64 = x.astype(np.float64)
+    sig = special.expit(x64)
+    ref, dref = x64 * sig, g * sig * (1 + x64 * (1 - sig))
+    y = ember.nn.functional.silu(ember.tensor(x)).numpy()
+    normal = (np.abs(ref) > 1e-37) & (x > -88.72)
+    np.testing.assert_allclose(y[normal], ref[normal], rtol=4e-7)
+    live = x >= np.float32(-88.72283935546875)             # -ln(FLT_MAX)
+    np.testing.assert_allclose(xe.grad.numpy()[live], dref[live], rtol=6e-7, atol=1e-37)
+    assert not xe.grad.numpy()[~live].any()    # PyTorch's sigmoid is 0 there (its e^-x overflows float32)
+    special_x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e30, -1e30, 88.0, -88.0, -88.8, -100.0], np.float32)
+    got = ember.nn.functional.silu(ember.tensor(special_x)).numpy()
+    want = torch.nn.functional.silu(torch.tensor(special_x)).numpy()
+    np.testing.assert_array_equal(got, want)
+    assert np.array_equal(np.signbit(got), np.signbit(want))    # -0 where PyTorch's 1 + e^-x overflows
+    dgot = ember.ops.aten.silu_backward(ember.ones(11), ember.tensor(special_x)).numpy()
+    dwant = torch.ops.aten.silu_backward(torch.ones(11), torch.tensor(special_x)).numpy()
+    np.testing.assert_allclose(dgot, dwant, rtol=2e-7, atol=0)    # NaN at +-inf as PyTorch: 1 + inf * 0
+    xs = (np.random.default_rng(2).standard_normal((300, 257)) * 4).astype(np.float32)
+    runs = []
+    for use_fallback in (False, True):
+        if use_fallback:
+            fallback()
+        xt = ember.tensor(xs).t().requires_grad_()
+        yt = ember.nn.functional.silu(xt)
+        yt.backward(ember.tensor(xs).t())
+        runs.append((yt.detach().numpy(), xt.grad.numpy()))
+    np.testing.assert_allclose(runs[0][0], runs[1][0], rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(runs[0][1], runs[1][1], rtol=2e-6, atol=2e-6)
+
+
 POOLS = [((2, 3, 9, 9), dict(kernel_size=3, stride=2, padding=1)), ((2, 3, 8, 8), dict(kernel_size=2)),
          ((3, 10, 11), dict(kernel_size=(3, 2), stride=(2, 1), padding=(1, 1), dilation=(2, 1), ceil_mode=True)),
          ((1, 2, 7, 7), dict(kernel_size=3, stride=3, ceil_mode=True)),

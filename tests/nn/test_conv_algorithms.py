@@ -101,8 +101,9 @@ def test_default_choice_takes_winograd_where_it_pays():
     def chosen(x, w, **kw):
         ember.nn.functional.conv2d(x, w, **kw)
         return conv_algos._last["forward"]
-    x, w = ember.randn(2, 16, 8, 8), ember.randn(16, 16, 3, 3)
+    x, w = ember.randn(2, 16, 48, 48), ember.randn(16, 16, 3, 3)           # 2 * 24 * 24 = 1152 2x2 tiles
     assert chosen(x, w, padding=1) == "winograd"
+    assert chosen(x[:, :, :40, :40], w, padding=1) == "gemm"                   # 800 tiles: too few
     assert chosen(x.double(), w.double(), padding=1) == "gemm"          # float64 keeps the exact products
     assert chosen(x, w, padding=1, stride=2) == "gemm"
     assert chosen(x, ember.randn(16, 16, 5, 5), padding=2) == "gemm"

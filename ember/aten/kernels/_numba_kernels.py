@@ -122,6 +122,29 @@ def gelu_tanh_backward(g: Any, x: Any, out: Any) -> None:
         out[i] = np.float64(g[i]) * (0.5 * p + 0.5 * v * p * m * _TANH_BETA * (1.0 + 3.0 * _TANH_KAPPA * v2))
 
 
+# PyTorch's float32 SiLU divides by 1 + e^-x, which overflows to inf below -ln(FLT_MAX): there its sigmoid is 0
+# and silu(x) = x / inf is -0 where the float64 value would be a float32 subnormal.
+_SILU_FLOOR = -88.72283935546875
+
+
+@_kernel
+def silu(x: Any, out: Any) -> None:
+    """x * sigmoid(x)."""
+    for i in range(x.size):
+        v = np.float64(x[i])
+        s = _sigmoid(v) if v >= _SILU_FLOOR else 0.0
+        out[i] = v * s
+
+
+@_kernel
+def silu_backward(g: Any, x: Any, out: Any) -> None:
+    """g * s (1 + x (1 - s)), s = sigmoid(x) (NaN at x = inf, as PyTorch's: 1 + inf * 0)."""
+    for i in range(x.size):
+        v = np.float64(x[i])
+        s = _sigmoid(v) if v >= _SILU_FLOOR else 0.0
+        out[i] = np.float64(g[i]) * s * (1.0 + v * (1.0 - s))
+
+
 @_kernel
 def max_pool3d(x: Any, kd: int, kh: int, kw: int, sd: int, sh: int, sw: int, pd: int, ph: int, pw: int, dd: int,
                dh: int, dw: int, out: Any, idx: Any) -> None:

@@ -21,9 +21,9 @@ Each pass of a convolution -- forward, input gradient, weight gradient -- has tw
 
 ``run`` picks one: with ``benchmark`` on (``ember.backends.cudnn.benchmark = True``, as in PyTorch) it
 times every algorithm that applies once for each new (pass, shapes, dtype, stride, padding, dilation, groups,
-array module) key and caches the fastest; otherwise a heuristic takes ``"winograd"`` where it applies and both
-channel counts are at least ``WINOGRAD_MIN_CHANNELS``, else ``"gemm"`` unless its columns would exceed
-``GEMM_MAX_COLUMN_BYTES``."""
+array module) key and caches the fastest; otherwise a heuristic takes ``"winograd"`` where it applies, both
+channel counts are at least ``WINOGRAD_MIN_CHANNELS`` and the batch has at least ``WINOGRAD_MIN_TILES`` output
+tiles, else ``"gemm"`` unless its columns would exceed ``GEMM_MAX_COLUMN_BYTES``."""
 from __future__ import annotations
 
 from ember.aten.kernels._common import Array
@@ -226,7 +226,18 @@ def _gw_offset(xp: Any, gout: Any, x: Array, w_shape: Any, stride: Any, padding:
 
 # ------------------------------------------------------------------------------ winograd (F(2x2, 3x3))
 _WINOGRAD_G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
+# G g G^T for every 3x3 kernel g at once: entry (a, b) of the transform is sum_ij G[a, i] G[b, j] g[i, j], the row
+# a*4+b of kron(G, G) against the 9 kernel entries -- one GEMM (16, 9) x (9, O*C) whose (16, O*C) result is the
+# transformed weights already in the layout the 16 products take. (A three-operand einsum took 18 times longer
+# for 512x512 channels, more than the convolution's products.) Float64: the result rounds once, to float32.
+_WINOGRAD_K = np.kron(_WINOGRAD_G, _WINOGRAD_G)
 WINOGRAD_MIN_CHANNELS = 16     # below this the transforms cost more than the products they save
+# ... and below this many 2x2 output tiles in the batch: the weights' transform (O*C*16 entries per call) and
+# 16 thin GEMMs outweigh the products saved. Measured, 2 threads, Intel Xeon (AVX-512), each pass alone, gemm /
+# winograd ms: 512->512 on 16x512x4x4 (64 tiles) forward 9.6 / 17.7, input gradient 7.4 / 23.2; 128->128 on
+# 8x128x10x10 (200) 1.9 / 2.2; on 16x128x14x14 (784) 6.2 / 5.3 forward, par backward; 64->64 on 8x64x56x56
+# (6272) 18.7 / 13.5 forward.
+WINOGRAD_MIN_TILES = 1024
 
 
 def winograd_applies(xp: Any, dtype: Any, w_shape: Any, stride: Any, padding: Any, dilation: Any,
@@ -251,9 +262,9 @@ def _fwd_winograd(xp: Any, x: Array, w: Any, stride: Any, padding: Any, dilation
     th, tw = _tiles(out_hw)
     T = N * th * tw
     V = compiled.winograd_input(x, p, th, tw, _scratch(xp, (16, C, T), x.dtype, "winograd_tiles"))
-    U = np.einsum("ai,ocij,bj->aboc", _WINOGRAD_G, w.astype(np.float64), _WINOGRAD_G, optimize=True)
+    U = _WINOGRAD_K @ w.reshape(O * C, 9).T.astype(np.float64)                         # 16, O*C
     M = _scratch(xp, (16, O, T), x.dtype, "winograd_products")
-    np.matmul(U.reshape(16, O, C).astype(x.dtype), V, out=M)
+    np.matmul(U.astype(x.dtype).reshape(16, O, C), V, out=M)
     return compiled.winograd_output(M, np.empty((N, O) + out_hw, x.dtype), th, tw)
 
 
@@ -277,8 +288,7 @@ def _gw_winograd(xp: Any, gout: Any, x: Array, w_shape: Any, stride: Any, paddin
     V = compiled.winograd_input(x, padding[0], th, tw, _scratch(xp, (16, C, T), x.dtype, "winograd_tiles"))
     E = compiled.winograd_grad_output(gout, th, tw, _scratch(xp, (16, O, T), gout.dtype, "winograd_products"))
     gU = np.matmul(E, V.transpose(0, 2, 1))                                            # 16, O, C
-    gw = np.einsum("ai,aboc,bj->ocij", _WINOGRAD_G, gU.reshape(4, 4, O, C).astype(np.float64), _WINOGRAD_G,
-                   optimize=True)
+    gw = gU.reshape(16, O * C).T.astype(np.float64) @ _WINOGRAD_K                       # O*C, 9: G^T gU G
     return gw.astype(x.dtype).reshape(w_shape)
 
 
@@ -316,6 +326,19 @@ def _column_bytes(pass_name: Any, a: Array, b: Array, extra: Any) -> Any:
     return x.shape[0] * x.shape[1] * int(np.prod(extra[2:])) * int(np.prod(gout.shape[2:])) * x.itemsize
 
 
+def _tile_count(pass_name: str, a: Array, b: Array, extra: Any, padding: Any) -> int:
+    """The Winograd algorithm's 2x2 tiles over the batch for this pass (3x3, stride 1): of the output for the
+    forward, of the input for the input gradient, of the gradient for the weight gradient."""
+    if pass_name == "forward":
+        hw = tuple(s + 2 * p - 2 for s, p in zip(a.shape[2:], padding))
+    elif pass_name == "input_grad":
+        hw = tuple(extra[2:])
+    else:
+        hw = tuple(a.shape[2:])
+    th, tw = _tiles(hw)
+    return int(a.shape[0]) * th * tw
+
+
 def run(pass_name: Any, xp: Any, a: Array, b: Array, extra: Any, stride: Any, padding: Any, dilation: Any,
         groups: Any) -> Any:
     """Runs ``pass_name`` with the chosen algorithm; ``extra`` is the input shape (input_grad), the weight
@@ -344,7 +367,8 @@ def run(pass_name: Any, xp: Any, a: Array, b: Array, extra: Any, stride: Any, pa
             _cache[key] = best[1]
             _last[pass_name] = best[1]
             return best[2]
-    elif winograd and min(c_in, c_out) >= WINOGRAD_MIN_CHANNELS:
+    elif winograd and min(c_in, c_out) >= WINOGRAD_MIN_CHANNELS and _tile_count(pass_name, a, b, extra, padding) \
+            >= WINOGRAD_MIN_TILES:
         algo = "winograd"
     elif _column_bytes(pass_name, a, b, extra) <= GEMM_MAX_COLUMN_BYTES:
         algo = "gemm"

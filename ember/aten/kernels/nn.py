@@ -182,11 +182,13 @@ def _backward_of_output(xp: Any, grad_output: Array, output: Array, derivative: 
 def silu_backward(xp: Any, grad_output: Array, self: Array) -> Any:
     """grad * silu'(x) = grad * s (1 + x (1 - s)), s = sigmoid(x)."""
     from ember.aten.kernels.unary import _sigmoid
+    if compiled.usable(xp, grad_output, self) and grad_output.shape == self.shape:
+        return compiled.elementwise("silu_backward", grad_output, self)
 
     def derivative(x: Any) -> Any:
-        with np.errstate(over="ignore"):
+        with np.errstate(over="ignore", invalid="ignore"):
             s = _sigmoid(xp, x)
-        return s * (1 + x * (1 - s))
+            return s * (1 + x * (1 - s))
     return _backward_of_output(xp, grad_output, self, derivative)
 
 
@@ -2149,7 +2151,7 @@ def _softplus(xp: Any, x: Array, beta: Any = 1.0, threshold: Any = 20.0) -> Any:
     return xp.where(bx > threshold, x, xp.log1p(xp.exp(xp.minimum(bx, threshold))) / beta)
 
 
-_activation("silu", lambda xp, x: x * _sigmoid(xp, x))
+_activation("silu", lambda xp, x: compiled.elementwise("silu", x) if compiled.usable(xp, x) else x * _sigmoid(xp, x))
 _activation("mish", lambda xp, x: x * xp.tanh(_softplus(xp, x)))
 _activation("hardswish", lambda xp, x: x * xp.clip(x + 3, 0, 6) / 6)
 _activation("hardsigmoid", lambda xp, x: xp.clip(x + 3, 0, 6) / 6)
