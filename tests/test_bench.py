@@ -19,6 +19,18 @@ def test_benchmark_smoke_run(module):
     assert "ember" in r.stdout
 
 
+@pytest.mark.slow
+def test_vision_benchmark_smoke_run():
+    pytest.importorskip("torch", reason="PyTorch (the oracle) is not installed: pip install torch==2.13.0")
+    import importlib.util
+    if importlib.util.find_spec("torchvision") is None or importlib.util.find_spec("ultralytics") is None:
+        pytest.skip("torchvision and ultralytics are not installed (they are in the test extra)")
+    r = subprocess.run([sys.executable, "-m", "bench.vision", "--quick"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=1200)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "resnet18 training step" in r.stdout and "YOLOv8n inference" in r.stdout
+
+
 def test_harness_runs_each_framework_in_a_process_of_its_own():
     """--self-check puts PyTorch on both sides; every child reports what it ran on, and the parent never imports
     either framework (the children do)."""
