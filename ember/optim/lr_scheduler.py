@@ -185,7 +185,30 @@ class LRScheduler:
         return _group_values(self.optimizer, "lr")
 
 
-_LRScheduler = LRScheduler
+class _LRScheduler(LRScheduler):
+    """The base's name before PyTorch 2.0, kept for old subclasses: a class of its own, as in PyTorch, so the
+    built-in schedulers (subclasses of ``LRScheduler``) are not instances of it."""
+
+
+class _enable_get_lr_call:
+    """``with _enable_get_lr_call(scheduler):`` -- a ``get_lr()`` call inside is the scheduler's own (no warning)."""
+
+    def __init__(self, o) -> None:
+        self.o = o
+
+    def __enter__(self):
+        self.o._get_lr_called_within_step = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.o._get_lr_called_within_step = False
+
+
+def _warn_get_lr_called_within_step(lr_scheduler) -> None:
+    """The warning a ``get_lr()`` called from outside ``step()`` gives."""
+    if not lr_scheduler._get_lr_called_within_step:
+        warnings.warn("To get the last learning rate computed by the scheduler, please use `get_last_lr()`.",
+                      UserWarning, stacklevel=2)
 
 
 class _LambdaMixin:

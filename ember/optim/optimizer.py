@@ -18,6 +18,7 @@ import warnings
 from collections import OrderedDict, defaultdict
 from copy import deepcopy
 from itertools import chain
+from typing import Any, Iterable, Union
 
 import ember
 from ember._generated import aten
@@ -52,6 +53,113 @@ def register_optimizer_step_post_hook(hook) -> RemovableHandle:
     handle = RemovableHandle(_global_optimizer_post_hooks)
     _global_optimizer_post_hooks[handle.id] = hook
     return handle
+
+
+# ------------------------------------------------------------------------------ helpers other optimizers import
+# PyTorch's optimizers share these private helpers, and optimizers written outside PyTorch (timm's, among others)
+# import them to follow the same paths: which implementation to take, how to run the step without autograd.
+_foreach_supported_types = (ember.Tensor, ember.nn.parameter.Parameter)
+ParamsT = Union[Iterable[ember.Tensor], Iterable[dict[str, Any]], Iterable[tuple[str, ember.Tensor]]]
+
+
+def _use_grad_for_differentiable(func):
+    """Run an optimizer's ``step`` with autograd on only when its ``differentiable`` default is set, restoring the
+    caller's grad mode afterwards (and breaking a compiled graph around the step, as in PyTorch)."""
+    @functools.wraps(func)
+    def _use_grad(self, *args, **kwargs):
+        prev = ember.is_grad_enabled()
+        try:
+            ember.set_grad_enabled(self.defaults["differentiable"])
+            ember._dynamo.graph_break()
+            return func(self, *args, **kwargs)
+        finally:
+            ember._dynamo.graph_break()
+            ember.set_grad_enabled(prev)
+    return _use_grad
+
+
+def _get_value(x):
+    """A 0-d tensor's Python number (while compiling, the tensor itself)."""
+    if ember.compiler.is_compiling():
+        return x
+    return x.item() if isinstance(x, ember.Tensor) else x
+
+
+def _stack_if_compiling(x):
+    return ember.stack(x) if ember.compiler.is_compiling() else x
+
+
+def _get_scalar_dtype(is_fused=None):
+    return ember.float32 if is_fused else _scalar_dtype()
+
+
+def _to_scalar(x):
+    """A one-element hyper-parameter tensor as a 0-d tensor; anything else unchanged."""
+    return x.squeeze() if isinstance(x, ember.Tensor) and x.dim() != 0 else x
+
+
+def _view_as_real(params, *state_and_grads) -> None:
+    """Complex parameters (and their states / gradients, in place in the lists) as real views."""
+    for i, p in enumerate(params):
+        if ember.is_complex(p):
+            params[i] = ember.view_as_real(params[i])
+            for s in state_and_grads:
+                s[i] = ember.view_as_real(s[i])
+
+
+def _default_to_fused_or_foreach(params, differentiable: bool, use_fused: bool = False) -> tuple[bool, bool]:
+    """(fused, foreach): the implementation an optimizer takes when the user chose none -- fused where asked and
+    every parameter is a floating plain tensor on a device with fused kernels, else foreach where every parameter
+    is on a device with foreach kernels (a GPU: CPU parameters take the single-tensor loop); neither when
+    differentiable."""
+    from ember.utils._foreach_utils import _get_foreach_kernels_supported_devices, _get_fused_kernels_supported_devices
+    if ember.jit.is_scripting() or differentiable:
+        return False, False
+    fused_devices = _get_fused_kernels_supported_devices()
+    foreach_devices = _get_foreach_kernels_supported_devices()
+    fused = use_fused and all(p is None or (type(p) in _foreach_supported_types and p.device.type in fused_devices
+                                            and ember.is_floating_point(p)) for p in params)
+    foreach = not fused and all(p is None or (type(p) in _foreach_supported_types and p.device.type in foreach_devices)
+                                for p in params)
+    return fused, foreach
+
+
+def _device_dtype_check_for_fused(p, cuda_unsupported: bool = False) -> None:
+    from ember.utils._foreach_utils import _get_fused_kernels_supported_devices
+    devices = _get_fused_kernels_supported_devices()
+    if cuda_unsupported:
+        devices.remove("cuda")
+    if not (p.device.type in devices and ember.is_floating_point(p)):
+        raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported devices: "
+                           f"{devices} but {p.dtype} and {p.device.type}")
+
+
+def _get_capturable_supported_devices(supports_xla: bool = True) -> list[str]:
+    """The device types a ``capturable`` optimizer accepts (graph-capturable backends)."""
+    devices = ["cuda", "xpu", "hpu", ember._C._get_privateuse1_backend_name()]
+    return devices + ["xla"] if supports_xla else devices
+
+
+def _disable_dynamo_if_unsupported(single_tensor_fn=None):
+    """Decorator of an optimizer's functional form (PyTorch runs it eagerly where compiling cannot capture it;
+    ember's compiler runs an optimizer step eagerly anyway)."""
+    def wrapper(func):
+        return func
+    return wrapper
+
+
+# argument descriptions the optimizers' docstrings share (libraries build their own docstrings from them)
+_params_doc = r"""params (iterable): the parameters or named_parameters to optimize, or dicts defining
+            parameter groups (with named_parameters, every group's parameters are named)"""
+_foreach_doc = r"""foreach (bool, optional): use the multi-tensor (foreach) implementation; when None, it is
+            taken where every parameter is on a GPU (default: None)"""
+_fused_doc = r"""fused (bool, optional): use the fused implementation, for float64, float32, float16 and
+            bfloat16 parameters (default: None)"""
+_capturable_doc = r"""capturable (bool, optional): keep the step's state on the parameters' device so that the
+            step can be captured in a graph; slower when not captured (default: False)"""
+_differentiable_doc = r"""differentiable (bool, optional): let autograd record the step; otherwise the step runs
+            under no_grad. Slower: leave it False unless differentiating through the step (default: False)"""
+_maximize_doc = r"""maximize (bool, optional): maximize the objective instead of minimizing it (default: False)"""
 
 
 def _typename(obj) -> str:
@@ -98,6 +206,15 @@ def _hooked_step(func):
 class Optimizer:
     """Base class for all optimizers: ``params`` is an iterable of tensors, of ``(name, tensor)``
     pairs, or of dicts defining parameter groups; ``defaults`` holds the default hyper-parameters."""
+
+    @staticmethod
+    def _group_tensors_by_device_and_dtype(tensorlistlist, with_indices: bool = False):
+        """The parallel lists grouped by device and dtype (``ember/utils/_foreach_utils.py``); one group of
+        everything while compiling."""
+        from ember.utils._foreach_utils import _group_tensors_by_device_and_dtype
+        if ember.compiler.is_compiling():
+            return {(None, None): (tensorlistlist, list(range(len(tensorlistlist[0]))))}
+        return _group_tensors_by_device_and_dtype(tensorlistlist, with_indices)
 
     def __init__(self, params, defaults: dict) -> None:
         self.defaults = defaults

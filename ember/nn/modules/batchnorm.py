@@ -262,3 +262,11 @@ class _SyncBatchNormFunction(ember.autograd.Function):
             grad_input = (dy - mean_dy.view(shape) - xmu * (invstd * invstd * mean_dy_xmu).view(shape)) \
                 * scale.view(shape)
         return grad_input, grad_weight, grad_bias, None, None, None, None, None
+
+
+def __getattr__(name: str) -> Any:
+    # PyTorch defines the lazy modules' base here; ember's lives in lazy.py (which imports this module)
+    if name == "_LazyNormBase":
+        from ember.nn.modules.lazy import _LazyNormBase
+        return _LazyNormBase
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -186,3 +186,11 @@ class ConvTranspose2d(_ConvTransposeNd):
 
 class ConvTranspose3d(_ConvTransposeNd):
     _nd = 3
+
+
+def __getattr__(name: str) -> Any:
+    # PyTorch defines the lazy modules' base here; ember's lives in lazy.py (which imports this module)
+    if name == "_LazyConvXdMixin":
+        from ember.nn.modules.lazy import _LazyConvXdMixin
+        return _LazyConvXdMixin
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -45,6 +45,21 @@ def _shutdown_all() -> None:
         it._shutdown_workers()
 
 
+class _DatasetKind:
+    """Which fetcher a loader uses: ``Map`` (indices from a sampler) or ``Iterable`` (the dataset's iterator), with
+    ``create_fetcher`` making one (PyTorch's private names, which libraries subclassing the loader use)."""
+    Map = 0
+    Iterable = 1
+
+    @staticmethod
+    def create_fetcher(kind, dataset, auto_collation, collate_fn, drop_last):
+        return create_fetcher(kind == _DatasetKind.Iterable, dataset, auto_collation, collate_fn, drop_last)
+
+
+def _kind(iterable: bool) -> int:
+    return _DatasetKind.Iterable if iterable else _DatasetKind.Map
+
+
 class _InfiniteConstantSampler(Sampler):
     """The sampler of iterable datasets: ``None`` forever (the dataset decides when to stop)."""
 
@@ -58,6 +73,7 @@ _T_co = TypeVar("_T_co", covariant=True)
 
 class DataLoader(Generic[_T_co]):
     """Combines a dataset and a sampler and iterates over batches, optionally in worker processes."""
+    _dataset_kind = property(lambda self: _kind(self._iterable))
 
     __initialized = False
 
@@ -200,6 +216,8 @@ class DataLoader(Generic[_T_co]):
 
 
 class _BaseDataLoaderIter:
+    _dataset_kind = property(lambda self: _kind(self._iterable))
+
     def __init__(self, loader) -> None:
         self._dataset = loader.dataset
         self._iterable = loader._iterable
