@@ -649,3 +649,22 @@ def test_int8_gemm_is_used_by_dynamic_layers_on_avx2_hosts(monkeypatch):
     lin = ember.ao.quantization.quantize_dynamic(ember.nn.Sequential(ember.nn.Linear(8, 4)))
     lin(ember.randn(2, 8))
     assert len(calls) == int(compiled.int8_gemm_usable())
+
+
+def test_box_muller_compiled_equals_the_numpy_evaluation(fallback):
+    """normal_'s float32 transform: the compiled loop and vec_math's NumPy evaluation give the same bits (both
+    are PyTorch's; tests/test_random.py holds them to PyTorch's stream), the extreme uniforms included."""
+    from ember.aten.kernels import random as rnd
+    u = np.random.default_rng(0).random((50000, 16), dtype=np.float32)
+    u[0] = 0.0
+    u[1] = np.float32(1) - np.float32(2 ** -24)
+    u[2, :8] = np.float32(2 ** -24)
+    got = rnd._box_muller_16_f32(u)
+    fallback()
+    want = rnd._box_muller_16_f32(u)
+    np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
+    x = np.random.default_rng(1).standard_normal(70001).astype(np.float32)
+    compiled.set_enabled(True)
+    a = rnd._fma_f32(x, 0.02, np.float32(0.3))
+    fallback()
+    np.testing.assert_array_equal(a.view(np.int32), rnd._fma_f32(x, 0.02, np.float32(0.3)).view(np.int32))

@@ -991,6 +991,103 @@ def mt_bernoulli(key: Any, pos: int, out: Any, p: float) -> int:
     return pos
 
 
+# ------------------------------------------------------------------------------ float32 Box-Muller
+# PyTorch's float32 normal_ transforms blocks of 16 uniforms with avx_mathfun.h's log and sincos
+# (ember/aten/kernels/vec_math.py holds the same evaluation over NumPy arrays, and says where PyTorch's kernel
+# contracts a multiply and an add into an FMA). Here each element's chain runs in registers in the same float32
+# operation order, no fast-math (contraction would change the rounding); an FMA is the float64 product (exact)
+# plus the addend rounded to float32, as the NumPy form computes it.
+_F32 = np.float32
+
+
+@numba.njit(inline="always", error_model="numpy")
+def _fma32(a: Any, b: Any, c: Any) -> Any:
+    return _F32(np.float64(a) * np.float64(b) + np.float64(c))
+
+
+@numba.njit(inline="always", error_model="numpy")
+def _log32(x: Any, bits: Any, fbits: Any) -> Any:
+    """avx_mathfun's log of a float32 (``bits`` / ``fbits``: a 1-element int32 array and its float32 view)."""
+    if not x > _F32(0.0):
+        return _F32(np.nan)
+    fbits[0] = max(x, _F32(1.17549435e-38))
+    b = bits[0]
+    e = _F32((b >> 23) - 0x7F) + _F32(1.0)
+    bits[0] = (b & ~0x7F800000) | 0x3F000000
+    x = fbits[0]
+    if x < _F32(0.707106781186547524):
+        x = x - _F32(1.0)
+        e = e - _F32(1.0)
+        x = x + fbits[0]
+    else:
+        x = x - _F32(1.0)
+        x = x + _F32(0.0)
+    z = x * x
+    y = _F32(7.0376836292e-2)
+    y = _fma32(y, x, _F32(-1.1514610310e-1))
+    y = _fma32(y, x, _F32(1.1676998740e-1))
+    y = _fma32(y, x, _F32(-1.2420140846e-1))
+    y = _fma32(y, x, _F32(1.4249322787e-1))
+    y = _fma32(y, x, _F32(-1.6668057665e-1))
+    y = _fma32(y, x, _F32(2.0000714765e-1))
+    y = _fma32(y, x, _F32(-2.4999993993e-1))
+    y = _fma32(y, x, _F32(3.3333331174e-1))
+    y = y * x
+    y = _fma32(y, z, e * _F32(-2.12194440e-4))
+    y = _fma32(z, _F32(-0.5), y)
+    x = x + y
+    return _fma32(e, _F32(0.693359375), x)
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def box_muller16_f32(blocks: Any, out: Any, r0: int, r1: int) -> None:
+    """Rows r0..r1-1 of (B, 16) float32 uniforms to normals: u1 = 1 - u[:8], u2 = u[8:], radius sqrt(-2 log u1),
+    theta = 2 pi u2; out[:8] = radius cos, out[8:] = radius sin."""
+    bits = np.empty(1, np.int32)
+    fbits = bits.view(np.float32)
+    for r in range(r0, r1):
+        for k in range(8):
+            radius = np.sqrt(_F32(-2.0) * _log32(_F32(1.0) - blocks[r, k], bits, fbits))
+            x = _F32(6.283185307179586) * blocks[r, 8 + k]
+            sign_sin = x < _F32(0.0)
+            x = abs(x)
+            j = np.int32(x * _F32(1.27323954473516))
+            j = (j + 1) & ~1
+            y = _F32(j)
+            swap_sign_sin = (j & 4) != 0
+            poly = (j & 2) == 0
+            x = _fma32(y, _F32(-0.78515625), x)
+            x = _fma32(y, _F32(-2.4187564849853515625e-4), x)
+            x = _fma32(y, _F32(-3.77489497744594108e-8), x)
+            sign_cos = ((~(j - 2)) & 4) != 0
+            sign_sin = sign_sin != swap_sign_sin
+            z = x * x
+            yc = _fma32(_F32(2.443315711809948e-5), z, _F32(-1.388731625493765e-3))
+            yc = _fma32(yc, z, _F32(4.166664568298827e-2))
+            yc = yc * z
+            yc = _fma32(yc, z, -(z * _F32(0.5)))
+            yc = yc + _F32(1.0)
+            ys = _fma32(_F32(-1.9515295891e-4), z, _F32(8.3321608736e-3))
+            ys = _fma32(ys, z, _F32(-1.6666654611e-1))
+            ys = ys * z
+            ys = _fma32(ys, x, x)
+            sin = ys if poly else yc
+            cos = yc if poly else ys
+            if sign_sin:
+                sin = -sin
+            if sign_cos:
+                cos = -cos
+            out[r, k] = radius * cos
+            out[r, 8 + k] = radius * sin
+
+
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def scale_shift_f32(x: Any, std: float, mean: float, out: Any, b: int, e: int) -> None:
+    """out[i] = x[i] * std + mean rounded once to float32 (normal_'s final fmadd; std and mean float32 values)."""
+    for i in range(b, e):
+        out[i] = _F32(np.float64(x[i]) * std + mean)
+
+
 # ------------------------------------------------------------------------------ dynamic quantization
 # The float input of a dynamically quantized linear layer to the centred integers its exact GEMM multiplies (Note
 # [Exact integer GEMM] in ember/aten/quantized/gemm.py), in one pass instead of the ten of the NumPy form, with its

@@ -213,6 +213,23 @@ def _row_grain(n: int) -> int:
     return max(1, parallel.GRAIN_SIZE // max(n, 1))
 
 
+def box_muller16_f32(blocks: Any) -> Any:
+    """PyTorch's float32 Box-Muller over (B, 16) uniforms, into a new (B, 16) float32 array (rows split over the
+    intra-op threads)."""
+    blocks = np.ascontiguousarray(blocks)
+    out = np.empty(blocks.shape, np.float32)
+    _split(_load().box_muller16_f32, blocks.shape[0], _row_grain(16), blocks, out)
+    return out
+
+
+def scale_shift_f32(x: Any, std: float, mean: float) -> Any:
+    """``x * std + mean`` rounded once to float32, over a 1-d float32 array, into a new one."""
+    x = np.ascontiguousarray(x)
+    out = np.empty(x.shape, np.float32)
+    _split(_load().scale_shift_f32, x.size, parallel.GRAIN_SIZE, x, float(std), float(mean), out)
+    return out
+
+
 def softmax(x: Any, log: bool) -> Any:
     """softmax (``log``: log_softmax) along the last dim of a 2-d float32 array, into a new C-contiguous one."""
     kernel = _load().softmax_rows

@@ -84,7 +84,7 @@ def _memory_order(a: Array) -> Any:
 
 def _fill(xp: Any, self: Array, values: Array) -> Any:
     dst = _memory_order(self)
-    dst[...] = xp.asarray(values.reshape(dst.shape)).astype(self.dtype)
+    dst[...] = xp.asarray(values.reshape(dst.shape)).astype(self.dtype, copy=False)
 
 
 def uniform_(xp: Any, self: Array, from_: Any = 0.0, to: Any = 1.0, generator: Any = None) -> Any:
@@ -117,6 +117,8 @@ def _box_muller_16(u: Any, npdt: Any) -> Any:
 
 def _box_muller_16_f32(blocks: Any) -> Any:
     from ember.aten.kernels.vec_math import log_f32, sincos_f32
+    if compiled.usable(np, blocks):
+        return compiled.box_muller16_f32(blocks)
     u1 = np.float32(1.0) - blocks[:, :8]
     u2 = blocks[:, 8:]
     radius = np.sqrt(np.float32(-2.0) * log_f32(u1))
@@ -139,6 +141,8 @@ def normal_fill(gen: Any, n: Any, npdt: Any, mean: Array, std: Any) -> Any:
 
 def _fma_f32(x: Array, std: Any, mean: Array) -> Any:
     """``fmadd(x, std, mean)`` in float32, as the vectorized kernel stores its results."""
+    if compiled.usable(np, x) and x.ndim == 1 and np.ndim(mean) == 0:
+        return compiled.scale_shift_f32(x, float(np.float32(std)), float(np.float32(mean)))
     return (x.astype(np.float64) * np.float64(np.float32(std)) + np.float64(np.float32(mean))).astype(np.float32)
 
 
