@@ -1,6 +1,7 @@
 """timm: create_model across its families with PyTorch's weights (eval logits, a float64 training step), and its
 training utilities (create_optimizer_v2, schedulers, Mixup / CutMix, ModelEmaV3) over a few steps.
-``argv[2]``: a model name, or "training"."""
+``argv[2]``: a model name, "training", or "sweep:NAME,NAME,..." (eval logits of each at its own input size)."""
+import os
 import sys
 
 import _harness
@@ -13,6 +14,16 @@ import torch.nn.functional as F
 
 what = sys.argv[2]
 rng = np.random.default_rng(0)
+
+if what.startswith("sweep:"):
+    for name in what[len("sweep:"):].split(","):
+        torch.manual_seed(0)
+        model = _harness.share_weights(name, timm.create_model(name, pretrained=False, num_classes=10)).eval()
+        size = model.pretrained_cfg.get("input_size", (3, 224, 224))
+        with torch.no_grad():
+            record(name, model(torch.tensor(rng.standard_normal((1,) + tuple(size)), dtype=torch.float32)))
+        os.remove(_harness.state_path(name)) if _harness.ON_EMBER else None
+    sys.exit(0)
 
 if what != "training":
     kwargs = {"num_classes": 7}
