@@ -257,3 +257,32 @@ def test_multinomial_single_draws_take_pytorchs_exponential_path(dt):
         same(ember.multinomial(ember.tensor(p), n, replacement), torch.multinomial(torch.from_numpy(p), n, replacement))
         same(ember.multinomial(ember.tensor(p[0]), n, replacement), torch.multinomial(torch.from_numpy(p[0]), n,
                                                                                        replacement))
+
+
+INITS = [("uniform_", (7, 5), dict(a=-0.3, b=0.7)), ("normal_", (7, 5), dict(mean=0.5, std=2.0)),
+         ("trunc_normal_", (64, 3, 3, 3), dict(std=0.02)),                          # the normal branch
+         ("trunc_normal_", (300, 7), dict(std=1.0, a=-0.5, b=0.5)),                # rejection from uniforms
+         ("trunc_normal_", (33,), dict(mean=1.0, std=2.0, a=3.0, b=4.0)),
+         ("xavier_uniform_", (20, 30), dict(gain=1.5)), ("xavier_normal_", (20, 30, 3), {}),
+         ("kaiming_uniform_", (16, 8, 3, 3), dict(a=5 ** 0.5)), ("kaiming_normal_", (16, 8), dict(mode="fan_out")),
+         ("orthogonal_", (6, 10), {}), ("orthogonal_", (10, 6), dict(gain=2.0)), ("sparse_", (12, 5), dict(sparsity=0.3))]
+
+
+@pytest.mark.parametrize("name,shape,kw", INITS, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(INITS)])
+def test_nn_init_draws_pytorchs_values(name, shape, kw):
+    """nn.init from a seed gives PyTorch's values, and leaves the generator where PyTorch's does."""
+    import warnings
+    out = {}
+    for lib in (ember, torch):
+        lib.manual_seed(11)
+        w = lib.empty(*shape)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")        # trunc_normal_'s "mean is more than 2 std" on both sides
+            getattr(lib.nn.init, name)(w, **kw)
+        out[lib.__name__] = (w, lib.rand(3))
+    (ew, en), (tw, tn) = out["ember"], out["torch"]
+    if name == "orthogonal_":   # a QR decomposition: LAPACK's rounding, not the generator's
+        np.testing.assert_allclose(ew.numpy(), tw.numpy(), rtol=1e-5, atol=1e-6)
+    else:
+        same(ew, tw)
+    same(en, tn)

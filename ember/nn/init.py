@@ -8,6 +8,7 @@ from typing import Any, TYPE_CHECKING
 import math
 import warnings
 
+import ember
 from ember.autograd.grad_mode import no_grad
 
 
@@ -71,21 +72,54 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
                   generator: Any = None) -> Any:
-    """Normal(mean, std) truncated to [a, b], by inverting the CDF of uniform draws (PyTorch's method)."""
-    def norm_cdf(x: Tensor) -> Any:
+    """Normal(mean, std) truncated to [a, b], drawn as PyTorch 2.13 draws it (so a seed gives PyTorch's values).
+
+    When the interval holds more than 0.3 of the normal's mass: normal draws, and for as long as any lies outside
+    [a, b] (the bounds in the tensor's dtype), a fresh normal tensor of the full size whose values replace the
+    outside ones. Otherwise rejection from a uniform proposal on [a, b]: a candidate x is kept when log(u) for a
+    fresh uniform u is at most -((x - mean) / std)^2 / 2 minus the same at the interval's point nearest the mean;
+    rejected places draw again, full tensors each round. A meta tensor is left as it is."""
+    def norm_cdf(x: float) -> float:
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
+    if tensor.is_meta:
+        return tensor
     if (mean < a - 2 * std) or (mean > b + 2 * std):
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values may "
                       "be incorrect.", stacklevel=2)
     with no_grad():
-        lo = norm_cdf((a - mean) / std)
-        up = norm_cdf((b - mean) / std)
-        tensor.uniform_(2 * lo - 1, 2 * up - 1, generator=generator)
-        tensor.erfinv_()
-        tensor.mul_(std * math.sqrt(2.0))
-        tensor.add_(mean)
-        tensor.clamp_(min=a, max=b)
+        if norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std) > 0.3:
+            lo = tensor.new_tensor(a, device="cpu").item()
+            hi = tensor.new_tensor(b, device="cpu").item()
+            result = tensor.normal_(mean, std, generator=generator)
+            while True:
+                outside = (result < lo) | (result > hi)
+                if not outside.any():
+                    break
+                result = ember.where(outside, ember.empty_like(result).normal_(mean, std, generator=generator), result)
+            if result is not tensor:
+                tensor.copy_(result)
+            return tensor
+
+        def log_density(x: Tensor) -> Tensor:     # in place: log of the density relative to its peak on [a, b]
+            return x.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)
+
+        mode = max(a, min(mean, b))
+        log_peak = -0.5 * ((mode - mean) / std) ** 2
+        candidates, accept = ember.empty_like(tensor), ember.empty_like(tensor)
+        tensor.uniform_(a, b, generator=generator)
+        candidates.copy_(tensor)
+        pending = accept.uniform_(generator=generator).log_().gt(log_density(candidates))
+        if pending.any():
+            result = tensor
+            while True:
+                candidates.uniform_(a, b, generator=generator)
+                result = ember.where(pending, candidates, result)
+                retry = accept.uniform_(generator=generator).log_().gt(log_density(candidates))
+                pending = ember.where(pending, retry, pending)
+                if not pending.any():
+                    break
+            tensor.copy_(result)
         return tensor
 
 

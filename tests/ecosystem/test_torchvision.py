@@ -53,3 +53,18 @@ def test_transforms_datasets_and_utilities_match_torchvision(tmp_path):
     FakeData through the DataLoader (2 workers), make_grid / draw_bounding_boxes / save_image."""
     ref, got, _, _ = run_both("tv_data.py", tmp_path)
     assert_same(ref, got, rtol=1e-5, atol=1e-5, tolerances={"augmix": (0, 1.01 / 200)})  # 1 in 0..255
+
+
+ZOO = ["alexnet", "vgg11_bn", "googlenet", "inception_v3", "densenet121", "shufflenet_v2_x0_5", "mnasnet0_5",
+       "squeezenet1_1", "efficientnet_v2_s", "maxvit_t", "swin_v2_t", "wide_resnet50_2", "resnext50_32x4d",
+       "regnet_x_400mf", "mobilenet_v2", "r3d_18", "r2plus1d_18", "s3d", "mvit_v2_s", "swin3d_t",
+       "lraspp_mobilenet_v3_large", "fcos_resnet50_fpn", "keypointrcnn_resnet50_fpn", "ssd300_vgg16", "raft_small",
+       "quantizable_resnet18"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("part", [0, 1])
+def test_the_rest_of_the_model_zoo_matches_pytorch_from_a_seed(part, tmp_path):
+    """Eval outputs of 26 more models, each framework initialising its own weights from seed 0."""
+    ref, got, _, _ = run_both("tv_sweep.py", tmp_path, ",".join(ZOO[part::2]), timeout=1200)
+    assert_same(ref, got, rtol=1e-4, atol=1e-5)
