@@ -265,7 +265,8 @@ INITS = [("uniform_", (7, 5), dict(a=-0.3, b=0.7)), ("normal_", (7, 5), dict(mea
          ("trunc_normal_", (33,), dict(mean=1.0, std=2.0, a=3.0, b=4.0)),
          ("xavier_uniform_", (20, 30), dict(gain=1.5)), ("xavier_normal_", (20, 30, 3), {}),
          ("kaiming_uniform_", (16, 8, 3, 3), dict(a=5 ** 0.5)), ("kaiming_normal_", (16, 8), dict(mode="fan_out")),
-         ("orthogonal_", (6, 10), {}), ("orthogonal_", (10, 6), dict(gain=2.0)), ("sparse_", (12, 5), dict(sparsity=0.3))]
+         ("orthogonal_", (6, 10), {}), ("orthogonal_", (10, 6), dict(gain=2.0)),
+         ("sparse_", (12, 5), dict(sparsity=0.3))]
 
 
 @pytest.mark.parametrize("name,shape,kw", INITS, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(INITS)])

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import shutil
 import subprocess
 import tempfile
 
@@ -80,7 +81,9 @@ def preload_cuda_stubs() -> None:
         try:
             os.replace(build, cache)        # atomic: another process may have finished first
         except OSError:
-            pass
+            if not os.path.isdir(cache):
+                raise
+            shutil.rmtree(build, ignore_errors=True)
     for name in ("libcudart.so.13", "libc10_cuda.so", "libtorch_cuda.so"):
         ctypes.CDLL(os.path.join(cache, name), mode=ctypes.RTLD_GLOBAL)
 

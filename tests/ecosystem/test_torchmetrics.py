@@ -3,10 +3,10 @@ binary, multilabel), regression, aggregation and detection metrics through updat
 a MetricCollection."""
 from tests.ecosystem._runner import assert_same, needs, run_both
 
-needs("torchmetrics", "torchvision")
+needs("torchmetrics", "torchvision", "pycocotools")
 
 
 def test_metrics_match_pytorch(tmp_path):
-    ref, got, ref_out, got_out = run_both("torchmetrics_all.py", tmp_path)
-    assert ("mAP skipped" in ref_out) == ("mAP skipped" in got_out)
+    ref, got, _, _ = run_both("torchmetrics_all.py", tmp_path)
+    assert any(k.startswith("map.") for k in ref)
     assert_same(ref, got, rtol=1e-5, atol=1e-6)

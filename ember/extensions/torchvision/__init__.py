@@ -90,23 +90,23 @@ _KERNEL_NAMES = {"input": "roi_align_forward_kernel", "grad": "roi_align_backwar
 
 
 # ------------------------------------------------------------------------------------------------ kernels
-def _nms(dets: Any, scores: Any, iou_threshold: float) -> Any:
+def _check_nms_shapes(dets: Any, scores: Any) -> None:
     _check(dets.dim() == 2, f"boxes should be a 2d tensor, got {dets.dim()}D")
     _check(dets.size(1) == 4, f"boxes should have 4 elements in dimension 1, got {dets.size(1)}")
     _check(scores.dim() == 1, f"scores should be a 1d tensor, got {scores.dim()}D")
     _check(dets.size(0) == scores.size(0), "boxes and scores should have same number of elements in dimension 0, "
                                            f"got {dets.size(0)} and {scores.size(0)}")
+
+
+def _nms(dets: Any, scores: Any, iou_threshold: float) -> Any:
+    _check_nms_shapes(dets, scores)
     _check(dets.dtype == scores.dtype, "dets should have the same type as scores")
     _check(dets.dtype.is_floating_point, f"\"nms_kernel\" not implemented for '{dets.dtype.name.capitalize()}'")
     return _wrap(K.nms(_xp(dets), _float_data(dets), _float_data(scores), iou_threshold), dets)
 
 
 def _qnms(dets: Any, scores: Any, iou_threshold: float) -> Any:
-    _check(dets.dim() == 2, f"boxes should be a 2d tensor, got {dets.dim()}D")
-    _check(dets.size(1) == 4, f"boxes should have 4 elements in dimension 1, got {dets.size(1)}")
-    _check(scores.dim() == 1, f"scores should be a 1d tensor, got {scores.dim()}D")
-    _check(dets.size(0) == scores.size(0), "boxes and scores should have same number of elements in dimension 0, "
-                                           f"got {dets.size(0)} and {scores.size(0)}")
+    _check_nms_shapes(dets, scores)
     return _wrap(K.qnms(_xp(dets), dets._data, scores._data, iou_threshold), dets)
 
 

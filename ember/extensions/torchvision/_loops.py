@@ -1,4 +1,4 @@
-"""The loops of torchvision's operators, compiled by numba (``kernels.py`` calls them; without numba, or with compiled
+"""The loops of torchvision's operators, compiled by numba (``kernels.py`` calls them; with compiled
 kernels switched off, the same functions run as plain Python).
 
 Note [torchvision's arithmetic]
@@ -14,13 +14,7 @@ import math
 
 import numpy as np
 
-try:
-    from numba import njit, prange
-except ImportError:       # the loops still run, as Python
-    prange = range
-
-    def njit(*args, **kwargs):  # type: ignore[no-redef]
-        return (lambda f: f) if not args or not callable(args[0]) else args[0]
+from numba import njit, prange
 
 _jit = dict(cache=True, nogil=True, error_model="numpy")
 
@@ -94,6 +88,17 @@ def _bilinear_setup(y, x, height, width, ref):  # pragma: no cover - compiled
 
 
 @njit(**_jit)
+def _scatter_bilinear(plane, y, x, height, width, g, count):  # pragma: no cover - compiled
+    """The backward of one sampling point: ``g / count`` spread over its four corners by their weights."""
+    p1, p2, p3, p4, w1, w2, w3, w4, inside = _bilinear_setup(y, x, height, width, plane)
+    if inside:
+        plane[p1] += g * w1 / count
+        plane[p2] += g * w2 / count
+        plane[p3] += g * w3 / count
+        plane[p4] += g * w4 / count
+
+
+@njit(**_jit)
 def roi_align_forward(planes, height, width, batch, start_h, start_w, bin_h, bin_w, grid_h, grid_w,
                       out):  # pragma: no cover
     """``out[k, c, ph, pw]``: the mean over the bin's sampling grid of the bilinearly interpolated input, whose
@@ -139,7 +144,6 @@ def roi_align_backward(grad, batch, start_h, start_w, bin_h, bin_w, grid_h, grid
     gradient's ``(batch, channel)`` planes (rows of ``planes``); channels in parallel: two rois never write the
     same plane at once."""
     t = grad.dtype.type
-    out = grad
     n_rois, channels, pooled_h, pooled_w = grad.shape
     for c in prange(channels):
         for k in range(n_rois):
@@ -153,12 +157,7 @@ def roi_align_backward(grad, batch, start_h, start_w, bin_h, bin_w, grid_h, grid
                         yy = start_h[k] + t(ph) * bin_h[k] + t(iy + 0.5) * bin_h[k] / t(gh)
                         for ix in range(gw):
                             xx = start_w[k] + t(pw) * bin_w[k] + t(ix + 0.5) * bin_w[k] / t(gw)
-                            p1, p2, p3, p4, w1, w2, w3, w4, inside = _bilinear_setup(yy, xx, height, width, out)
-                            if inside:
-                                plane[p1] += g * w1 / count
-                                plane[p2] += g * w2 / count
-                                plane[p3] += g * w3 / count
-                                plane[p4] += g * w4 / count
+                            _scatter_bilinear(plane, yy, xx, height, width, g, count)
 
 
 @njit(**_jit)
@@ -195,7 +194,6 @@ def ps_roi_align_forward(planes, channels, height, width, batch, start_h, start_
 def ps_roi_align_backward(grad, mapping, batch, start_h, start_w, bin_h, bin_w, grid_h, grid_w, planes, channels,
                           height, width):  # pragma: no cover
     t = grad.dtype.type
-    out = grad
     n_rois, channels_out, pooled_h, pooled_w = grad.shape
     for k in range(n_rois):
         gh, gw = grid_h[k], grid_w[k]
@@ -211,12 +209,7 @@ def ps_roi_align_backward(grad, mapping, batch, start_h, start_w, bin_h, bin_w, 
                         yy = hstart + t(iy + 0.5) * bin_h[k] / t(gh)
                         for ix in range(gw):
                             xx = wstart + t(ix + 0.5) * bin_w[k] / t(gw)
-                            p1, p2, p3, p4, w1, w2, w3, w4, inside = _bilinear_setup(yy, xx, height, width, out)
-                            if inside:
-                                plane[p1] += g * w1 / count
-                                plane[p2] += g * w2 / count
-                                plane[p3] += g * w3 / count
-                                plane[p4] += g * w4 / count
+                            _scatter_bilinear(plane, yy, xx, height, width, g, count)
 
 
 # ------------------------------------------------------------------------------------------------ roi_pool
