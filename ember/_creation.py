@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from ember.aten import torch_function as _torch_function
 from ember.aten.wrap import new_tensor
 from ember.c10 import dtype as _dt
 from ember.c10.device import canonical
@@ -211,16 +212,16 @@ def as_tensor(data, dtype=None, device=None):
     if isinstance(data, np.ndarray) and (device is None or canonical(device).type == "cpu"):
         t = from_numpy(data) if all(s >= 0 for s in data.strides) else from_numpy(data.copy())
         return t if dtype is None or dtype is t.dtype else t.to(dtype)
-    return tensor(data, dtype=dtype, device=device)
+    return _tensor(data, dtype=dtype, device=device)
 
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     from ember._tensor import Tensor
     if copy:
-        t = tensor(obj.detach() if isinstance(obj, Tensor) and hasattr(obj, "detach") else obj, dtype=dtype,
+        t = _tensor(obj.detach() if isinstance(obj, Tensor) and hasattr(obj, "detach") else obj, dtype=dtype,
                    device=device) if not isinstance(obj, Tensor) else obj.to(device=device, dtype=dtype, copy=True)
     else:
-        t = as_tensor(obj, dtype=dtype, device=device)
+        t = _as_tensor(obj, dtype=dtype, device=device)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -285,3 +286,11 @@ class _Capsule:
 
     def __dlpack_device__(self):
         return (1, 0)
+
+
+# The public names: a torch function mode receives these three calls, as in PyTorch (the calls between them above
+# stay internal).
+_tensor, _as_tensor, _asarray = tensor, as_tensor, asarray
+tensor = _torch_function.seen_by_modes(_tensor)
+as_tensor = _torch_function.seen_by_modes(_as_tensor)
+asarray = _torch_function.seen_by_modes(_asarray)

@@ -13,6 +13,7 @@ from typing import Any
 import math
 
 from ember._python_arg_parser import NUMBERS_AS_TENSORS, Signatures, ks_device
+from ember.aten import torch_function as _tf
 from ember.c10.dispatch_key import KS_CPU, DispatchKey
 from ember.c10.tensor_impl import TensorImpl
 
@@ -245,6 +246,10 @@ class OpOverload:
         return Signatures._try(self._sig.sigs[0], args, kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _tf.ENABLED[0]:      # a torch function mode (or an overriding argument) sees the operator called
+            r = _tf.dispatch(self, args, kwargs)
+            if r is not _tf.NOT_HANDLED:
+                return r
         bound = self.try_bind(args, kwargs)
         if bound is None:
             twin = self._scalar_twin
@@ -352,12 +357,18 @@ class OpOverloadPacket:
         return [o.overloadname for o in self._overloads]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _tf.ENABLED[0]:
+            r = _tf.dispatch(self, args, kwargs)
+            if r is not _tf.NOT_HANDLED:
+                return r
         for o in self._overloads:
             bound = o.try_bind(args, kwargs)
             if bound is not None:
                 return o.call_bound(bound)
         sig = Signatures(self.__name__, [o._sig.sigs[0] for o in self._overloads])
-        sig.parse(args, kwargs)
+        sig.public = self       # an argument overriding __torch_function__ (an fx Proxy) sees the packet called
+        i, r = sig.parse(args, kwargs)
+        return r if i < 0 else self._overloads[i].call_bound(r)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -423,6 +434,8 @@ def _spec_kind(type_: str) -> str:
         return "int[" + base.split("[", 1)[1] + ("?" if opt else "")
     if base in ("float", "bool", "float[]", "bool[]", "str", "Scalar", "Scalar[]"):
         return base + ("?" if opt else "")
+    if base.startswith("__torch__."):
+        return type_
     return {"ScalarType": "dtype?", "Device": "device?", "Generator": "gen?"}.get(base, "any")
 
 

@@ -118,6 +118,11 @@ def _none_is_default(param) -> bool:
     return has_default and default == () and kind.startswith("int[")
 
 
+# the Python classes standing for TorchScript classes that operator schemas name (``__torch__.torch.classes.
+# profiler._RecordFunction``): an argument of such a type binds only an instance of its class
+SCRIPT_CLASSES: dict = {}
+
+
 def _convert(kind: str, v):
     """Convert ``v`` for a parameter of ``kind``; ``_FAIL`` when it does not fit."""
     opt = kind.endswith("?")
@@ -126,6 +131,9 @@ def _convert(kind: str, v):
     k = kind.rstrip("?")
     if k == "T":
         return v if isinstance(v, Tensor) else _FAIL
+    if k.startswith("__torch__."):     # a registered class (``__torch__.torch.classes.ns.Name``)
+        cls = SCRIPT_CLASSES.get(k)
+        return v if cls is not None and isinstance(v, cls) else _FAIL
     if k == "Scalar":
         if isinstance(v, (bool, int, float, complex, np.number, np.bool_)):
             return v.item() if isinstance(v, (np.number, np.bool_)) else v

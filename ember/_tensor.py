@@ -402,9 +402,10 @@ class Tensor(TensorImpl, _TensorMethods):
         ``require_grad`` (what ``Parameter.__new__`` is built on in PyTorch)."""
         if not isinstance(data, Tensor):
             raise TypeError(f"_make_subclass(): argument 'data' must be Tensor, not {type(data).__name__}")
-        t = data.detach()
-        t.requires_grad_(bool(require_grad))
-        return t.as_subclass(cls)
+        with _tf.DisableTorchFunction():     # one C++ call in PyTorch: no mode sees the steps
+            t = data.detach()
+            t.requires_grad_(bool(require_grad))
+            return t.as_subclass(cls)
 
     @staticmethod
     def _make_wrapper_subclass(cls: Any, size: Any, strides: Any = None, storage_offset: Any = None,

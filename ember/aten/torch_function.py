@@ -267,6 +267,19 @@ def overridable(fn: Callable[..., Any], as_given: bool = False) -> Callable[...,
     return public
 
 
+def seen_by_modes(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` as PyTorch's functions on its ignored list that a torch function mode still receives (``tensor``,
+    ``as_tensor``, ``asarray``): an active mode gets the call, an argument's ``__torch_function__`` never does."""
+    @functools.wraps(fn)
+    def public(*args: Any, **kwargs: Any) -> Any:
+        if _modes and not _disabled[1]:
+            result, _mode = _call_handlers(public, [], args, kwargs)
+            if result is not NotImplemented:
+                return result
+        return fn(*args, **kwargs)
+    return public
+
+
 def _any_foreign(args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> bool:
     """A cheap pre-check: some argument's type has not been seen to be plain (a Proxy or a new type)."""
     for a in args:

@@ -208,7 +208,7 @@ def _python_stack() -> list[str]:
 def _profiled_call(self: Any, ks: int, *args: Any) -> Any:
     """``OperatorHandle.call`` while a profiler records: the call inside an ``aten::<name>`` range."""
     rec = recorder
-    if rec is None:
+    if rec is None or self.namespace == "profiler":     # the record_function operators are not ranges themselves
         return _plain_call(self, ks, *args)
     ev = rec.enter(f"{self.namespace}::{self.name}", args, overload=self.overload_name)
     out = None
@@ -243,25 +243,46 @@ def _stop() -> None:
         _plain_call = None
 
 
+# (``_record_function_enter_new``, ``_record_function_exit._RecordFunction``): the operators, once the frontend
+# has defined them (``ember/profiler/_ops.py``)
+_ops_route: list[Any] = []
+
+
 class record_function:
     """A labelled range in the profile (``with record_function("forward"):`` or as a decorator); nothing when no
-    profiler records."""
+    profiler records. With a torch function mode active the range is opened and closed through the ``profiler::``
+    operators (``ember/profiler/_ops.py``), so that the mode sees the calls PyTorch's sees."""
 
     def __init__(self, name: str, args: str | None = None) -> None:
         self.name = name
         self.args = args
+        self.record: Any = None
         self._ev: FunctionEvent | None = None
         self._rec: _Recorder | None = None
 
     def __enter__(self) -> record_function:
+        from ember.aten import torch_function
+        if torch_function._modes and not torch_function._disabled[1] and _ops_route:
+            self.record = _ops_route[0](self.name, self.args)
+        else:
+            self._open()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        record, self.record = self.record, None
+        if record is not None:
+            _ops_route[1](record)
+        else:
+            self._close()
+
+    def _open(self) -> None:
         rec = recorder
         if rec is not None:
             self._rec, self._ev = rec, rec.enter(self.name, category="user_annotation")
             if self.name.startswith("ProfilerStep#"):     # summaries add the steps up under one name
                 self._ev.trace_name, self._ev.name = self.name, "ProfilerStep*"
-        return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def _close(self) -> None:
         if self._ev is not None and self._rec is not None and self._rec is recorder:
             self._rec.exit(self._ev)
         self._ev = self._rec = None

@@ -8,11 +8,12 @@ import keyword
 import math
 import operator
 import re
-from typing import Any, Callable, Iterator
+import types
+from typing import Any, Callable, Iterator, NamedTuple
 
-from ember.fx.node import Node, _qualified_name, map_arg
+from ember.fx.node import Node, _qualified_name, _type_repr, map_arg
 
-__all__ = ["Graph", "PythonCode"]
+__all__ = ["Graph", "PythonCode", "CodeGen"]
 
 _name_regex = re.compile(r"^([a-zA-Z_][0-9a-zA-Z_]*?)(?:_(\d+))?$")
 _illegal_char_regex = re.compile("[^0-9a-zA-Z_]+")
@@ -124,6 +125,7 @@ class Graph:
         self._owning_module = owning_module
         self._tracer_cls = tracer_cls
         self._tracer_extras = tracer_extras
+        self._codegen = CodeGen()
 
     @property
     def owning_module(self) -> Any:
@@ -274,10 +276,9 @@ class Graph:
 
     # -- printing and code ------------------------------------------------------------------------------------
     def __str__(self) -> str:
-        placeholder_names: list[str] = []
-        maybe_return_typename = [""]
-        lines = [node.format_node(placeholder_names, maybe_return_typename) for node in self.nodes]
-        s = "graph()" + maybe_return_typename[0] + ":"      # (PyTorch 2.13 lists no parameters here)
+        # (PyTorch 2.13 passes empty lists here: no parameters and no return type are listed)
+        lines = [node.format_node() for node in self.nodes]
+        s = "graph():"
         for line in lines:
             if line:
                 s += "\n    " + line
@@ -294,9 +295,65 @@ class Graph:
         rows = [[n.op, n.name, n.target, n.args, n.kwargs] for n in self.nodes]
         print(tabulate(rows, headers=["opcode", "name", "target", "args", "kwargs"]))
 
-    def python_code(self, root_module: str, *, verbose: bool = False) -> PythonCode:
-        """The graph as the source of ``def forward(...)``, in PyTorch's layout: one line per node, each value
-        set to None after its last use, ``torch.*`` calls by name."""
+    def python_code(self, root_module: str, *, verbose: bool = False, include_stride: bool = False,
+                    include_device: bool = False, colored: bool = False) -> PythonCode:
+        """The graph as the source of ``def forward(...)``, written by its ``CodeGen`` (``set_codegen``)."""
+        return self._codegen._gen_python_code(self.nodes, root_module, verbose=verbose)
+
+    def set_codegen(self, codegen: CodeGen) -> None:
+        """Write this graph's code with ``codegen`` (a ``CodeGen`` subclass changes the signature, the output, or
+        the globals the code sees)."""
+        self._codegen = codegen
+
+    def on_generate_code(self, make_transformer: Callable[[Any], Any]) -> Any:
+        """Within ``with graph.on_generate_code(f):`` the code is written through ``f(previous)(body_lines)``."""
+        import contextlib
+        previous = self._codegen._body_transformer
+        self._codegen._body_transformer = make_transformer(previous)
+
+        @contextlib.contextmanager
+        def restore() -> Iterator[None]:
+            try:
+                yield
+            finally:
+                self._codegen._body_transformer = previous
+        return restore()
+
+
+class _PyTreeInfo(NamedTuple):
+    """The argument names of the traced function and the structures of its inputs and outputs."""
+    orig_args: list[str]
+    in_spec: Any
+    out_spec: Any
+
+
+class CodeGen:
+    """How a graph becomes Python: ``gen_fn_def`` writes the ``def`` line, ``generate_output`` the ``return``,
+    ``process_inputs`` / ``process_outputs`` convert a call's values for the graph and back (identity here),
+    ``additional_globals`` names objects the code refers to; the body is one line per node, each value set to None
+    after its last use, ``torch.*`` calls by name (PyTorch's layout)."""
+
+    def __init__(self) -> None:
+        self._body_transformer: Callable[[list[str]], list[str]] | None = None
+
+    def gen_fn_def(self, free_vars: list[str], maybe_return_annotation: str) -> str:
+        if not free_vars or free_vars[0] != "self":
+            free_vars.insert(0, "self")
+        return f"def forward({', '.join(free_vars)}){maybe_return_annotation}:"
+
+    def generate_output(self, output_args: Any) -> str:
+        return f"return {output_args!r}"
+
+    def process_inputs(self, *args: Any) -> Any:
+        return args
+
+    def process_outputs(self, outputs: Any) -> Any:
+        return outputs
+
+    def additional_globals(self) -> list[tuple[str, Any]]:
+        return []
+
+    def _gen_python_code(self, nodes: Any, root_module: str, *, verbose: bool = False) -> PythonCode:
         namespace = _Namespace()
         globals_: dict[str, Any] = {}
         import ember
@@ -308,16 +365,42 @@ class Graph:
             # after its module and name (``operator.abs`` -> ``_operator_abs``), as PyTorch names them
             if _is_builtin(obj):
                 return obj.__name__
-            q = _qualified_name(obj) if callable(obj) else None
+            if obj is ember.Tensor:
+                return "torch.Tensor"
+            q = _qualified_name(obj) if callable(obj) and not isinstance(obj, type) else None
             if q is not None and q.startswith("torch."):
                 return q
-            hint = f"{getattr(obj, '__module__', None) or ''}.{getattr(obj, '__name__', name_hint)}".lstrip(".")
+            if isinstance(obj, type) and (obj.__module__ or "").startswith("ember"):
+                module = "torch" + obj.__module__[len("ember"):]
+                hint = f"{module}.{obj.__qualname__}"
+            elif isinstance(obj, (type, types.ModuleType)):
+                hint = name_hint
+            else:
+                hint = f"{getattr(obj, '__module__', None) or ''}.{getattr(obj, '__name__', name_hint)}".lstrip(".")
             name = namespace.create_name(hint, obj)
             globals_[name] = obj
             return name
 
-        for node in self.nodes:
+        for node in nodes:
             namespace.create_name(node.name, node)
+
+        def type_repr(o: Any) -> str:
+            """A type annotation as code; its names become globals (``typing_Union[torch.Tensor,NoneType]``)."""
+            import typing
+            if o == ():
+                return "()"
+            if isinstance(o, types.UnionType):
+                return "|".join(type_repr(a) for a in typing.get_args(o))
+            origin = getattr(o, "__origin__", None)
+            if origin is not None:
+                if isinstance(o, typing._GenericAlias):    # type: ignore[attr-defined]
+                    origin = _ORIGIN_TYPES.get(origin, origin)
+                origin_name = add_global(_type_repr(origin), origin)
+                type_args = typing.get_args(o)
+                if type_args:
+                    return f"{origin_name}[{','.join(type_repr(a) for a in type_args)}]"
+                return origin_name
+            return add_global(_type_repr(o), o)
 
         def rep(arg: Any) -> str:
             if isinstance(arg, Node):
@@ -351,7 +434,7 @@ class Graph:
         # the last use of each value: after that node's line, the value is set to None
         last_use: dict[Node, Node] = {}
         to_delete: dict[Node, list[Node]] = {}
-        for node in reversed(self.nodes):
+        for node in reversed(nodes):
             for inp in node._input_nodes:
                 if inp not in last_use:
                     last_use[inp] = node
@@ -359,71 +442,168 @@ class Graph:
 
         free_vars: list[str] = []
         body: list[str] = []
-        for node in self.nodes:
-            if node.op not in ("placeholder", "output") and node.stack_trace:
-                line = _stack_trace_comment(node.stack_trace)
-                if line:
-                    body.append(line)
+        wrapped_fns: dict[str, None] = {}
+        return_annotation = ""
+        prev_summary: str | None = None
+        for node in nodes:
+            if verbose and node.op not in ("placeholder", "output"):
+                # one comment per run of nodes from the same source line (print_readable)
+                summary = "# " + (_stack_trace_summary(node.stack_trace) or "No stacktrace found for following nodes")
+                if summary != prev_summary:
+                    prev_summary = summary
+                    body.append("")
+                    body.append(summary)
+            annotation = "" if node.type is None else f" : {type_repr(node.type)}"
             if node.op == "placeholder":
-                free_vars.append(node.target + (f" = {rep(node.args[0])}" if node.args else ""))
+                free_vars.append(node.target + annotation + (f" = {rep(node.args[0])}" if node.args else ""))
                 raw = node.target.replace("*", "")     # *args / **kwargs: the tuple / dict itself
                 if raw != node.name:
                     body.append(f"{node.name} = {raw}")
                 else:
                     continue
             elif node.op == "call_method":
-                body.append(f"{node.name} = {_format_target(rep(node.args[0]), node.target)}"
+                body.append(f"{node.name}{annotation} = {_format_target(rep(node.args[0]), node.target)}"
                             f"({args_str(node.args[1:], node.kwargs)})")
             elif node.op == "call_function":
-                body.append(f"{node.name} = {self._call_function_code(node, rep, args_str, add_global)}")
+                code, global_name = _call_function_code(node, rep, args_str, add_global)
+                body.append(f"{node.name}{annotation} = {code}")
+                if global_name is not None and node.meta.get("is_wrapped", False):
+                    wrapped_fns.setdefault(global_name)
             elif node.op == "call_module":
-                body.append(f"{node.name} = {_format_target(root_module, node.target)}"
+                body.append(f"{node.name}{annotation} = {_format_target(root_module, node.target)}"
                             f"({args_str(node.args, node.kwargs)})")
             elif node.op == "get_attr":
-                body.append(f"{node.name} = {_format_target(root_module, node.target)}")
+                body.append(f"{node.name}{annotation} = {_format_target(root_module, node.target)}")
             elif node.op == "output":
-                body.append(f"return {rep(node.args[0])}")
+                if node.type is not None:
+                    return_annotation = f" -> {type_repr(node.type)}"
+                body.append(self.generate_output(_Repr(rep(node.args[0]))))
                 continue
             dead = list(to_delete.get(node, []))
             if node.op != "placeholder" and not node.users:
                 dead.append(node)
             if dead:
                 body[-1] += ";  " + " = ".join([n.name for n in dead] + ["None"])
-        if not any(n.op == "output" for n in self.nodes):
+        if not body:
             body.append("pass")
-        code = "\n".join("    " + line for line in body)
-        src = f"\n\n\ndef forward({', '.join([root_module] + free_vars)}):\n{code}\n    "
+        if self._body_transformer is not None:
+            body = self._body_transformer(body)
+        wrap_stmts = ""
+        if wrapped_fns:
+            from ember.fx._symbolic_trace import wrap
+            wrap_name = add_global("wrap", wrap)
+            wrap_stmts = "\n".join(f'{wrap_name}("{name}")' for name in wrapped_fns)
+        for name, value in self.additional_globals():
+            add_global(name, value)
+        prologue = self.gen_fn_def(free_vars, return_annotation)
+        code = "\n".join(body).lstrip("\n")
+        code = "\n".join("    " + line for line in code.split("\n"))
+        src = f"\n{wrap_stmts}\n\n{prologue}\n{code}\n    "
         return PythonCode(src, globals_)
 
-    def _call_function_code(self, node: Node, rep: Callable[[Any], str], args_str: Callable[..., str],
-                            add_global: Callable[[str, Any], str]) -> str:
-        t = node.target
-        name = getattr(t, "__name__", "")
-        if getattr(operator, name, None) is t and not node.kwargs:
-            if name in _BINARY and len(node.args) == 2:
-                return f"{rep(node.args[0])} {_BINARY[name]} {rep(node.args[1])}"
-            if name in _UNARY and len(node.args) == 1:
-                return f"{_UNARY[name]}{rep(node.args[0])}"
-            if name == "getitem" and len(node.args) == 2:
-                return f"{rep(node.args[0])}[{rep(node.args[1])}]"
-        if t is builtins.getattr and len(node.args) == 2 and isinstance(node.args[1], str) and \
-                node.args[1].isidentifier():
-            return f"{rep(node.args[0])}.{node.args[1]}"
-        return f"{add_global(name, t)}({args_str(node.args, node.kwargs)})"
+
+class _PyTreeCodeGen(CodeGen):
+    """The code of a graph traced with structured ``concrete_args``: ``forward`` takes the original arguments,
+    flattens them to the graph's inputs with ``fx_pytree.tree_flatten_spec`` and rebuilds the output from its
+    leaves with ``pytree.tree_unflatten`` (the GraphModule holds ``_in_spec`` / ``_out_spec``)."""
+
+    def __init__(self, pytree_info: _PyTreeInfo) -> None:
+        super().__init__()
+        self.pytree_info: _PyTreeInfo = pytree_info
+
+    def process_inputs(self, *inputs: Any) -> Any:
+        from ember.utils._pytree import tree_leaves
+        return tree_leaves(inputs)
+
+    def process_outputs(self, out: Any) -> Any:
+        from ember.utils._pytree import tree_unflatten
+        if self.pytree_info is None or self.pytree_info.out_spec is None:
+            return out
+        if not isinstance(out, (list, tuple)):
+            out = [out]
+        return tree_unflatten(out, self.pytree_info.out_spec)
+
+    def additional_globals(self) -> list[tuple[str, Any]]:
+        import ember.fx._pytree as fx_pytree
+        import ember.utils._pytree as pytree
+        return [("fx_pytree", fx_pytree), ("pytree", pytree)]
+
+    def gen_fn_def(self, free_vars: list[str], maybe_return_annotation: str) -> str:
+        if self.pytree_info is None:
+            return super().gen_fn_def(free_vars, maybe_return_annotation)
+        fn_args = list(self.pytree_info.orig_args)
+        if fn_args and fn_args[0] == "self":
+            free_vars.insert(0, "self")
+        fn_definition = super().gen_fn_def(fn_args[:], maybe_return_annotation)
+        if free_vars:
+            spec = self.pytree_info.in_spec
+            call = f"[{', '.join(fn_args)}], self._in_spec"
+            if (spec.type is tuple and spec.num_children == 2 and spec.children_specs[0].type is tuple
+                    and spec.children_specs[1].type is dict):
+                # in_spec is (args, kwargs): the keywords are passed as a dict
+                n = spec.children_specs[0].num_children
+                kwargs = "{" + ", ".join(f"'{k}':{v}" for k, v in zip(spec.children_specs[1].context,
+                                                                      self.pytree_info.orig_args[n:])) + "}"
+                call = f"([{', '.join(self.pytree_info.orig_args[:n])}], {kwargs}), self._in_spec"
+            names = [v.split(":")[0] for v in free_vars]
+            annotated = [v + "; " for v in free_vars if ":" in v]
+            if annotated:
+                fn_definition += "\n    " + "".join(annotated) + "\n"
+            fn_definition += f"\n    {', '.join(names)}, = fx_pytree.tree_flatten_spec({call})"
+        return fn_definition
+
+    def generate_output(self, output_args: Any) -> str:
+        if self.pytree_info is not None and self.pytree_info.out_spec is not None:
+            return f"return pytree.tree_unflatten({output_args!r}, self._out_spec)"
+        return super().generate_output(output_args)
 
 
+class _Repr(str):
+    """Source text that ``repr`` writes as it is (the output's value handed to ``generate_output``)."""
+
+    def __repr__(self) -> str:
+        return str(self)
 
 
-def _stack_trace_comment(trace: str) -> str | None:
-    """``# File: path:line in fn, code: source`` for the innermost frame of a node's stack trace."""
-    import re
+_ORIGIN_TYPES = {list: "List", dict: "Dict", set: "Set", frozenset: "FrozenSet", tuple: "Tuple"}
+
+
+def _call_function_code(node: Node, rep: Callable[[Any], str], args_str: Callable[..., str],
+                        add_global: Callable[[str, Any], str]) -> tuple[str, str | None]:
+    """A call_function node's expression, and the global name of its target when it is called by name."""
+    t = node.target
+    name = getattr(t, "__name__", "")
+    if getattr(operator, name, None) is t and not node.kwargs:
+        if name in _BINARY and len(node.args) == 2:
+            return f"{rep(node.args[0])} {_BINARY[name]} {rep(node.args[1])}", None
+        if name in _UNARY and len(node.args) == 1:
+            return f"{_UNARY[name]}{rep(node.args[0])}", None
+        if name == "getitem" and len(node.args) == 2:
+            return f"{rep(node.args[0])}[{rep(node.args[1])}]", None
+    if t is builtins.getattr and len(node.args) == 2 and isinstance(node.args[1], str) and \
+            node.args[1].isidentifier():
+        return f"{rep(node.args[0])}.{node.args[1]}", None
+    global_name = add_global(name, t)
+    return f"{global_name}({args_str(node.args, node.kwargs)})", global_name
+
+
+def _stack_trace_summary(trace: str | None) -> str | None:
+    """``File: path:line in fn, code: source`` for the innermost frame of a node's stack trace."""
+    if not trace:
+        return None
     lines = trace.rstrip("\n").split("\n")
     for i in range(len(lines) - 1, -1, -1):
         m = re.match(r'\s*File "([^"]+)", line (\d+), in (.+)$', lines[i])
         if m:
             code = lines[i + 1].strip() if i + 1 < len(lines) else ""
-            return f"# File: {m.group(1)}:{m.group(2)} in {m.group(3)}, code: {code}"
+            return f"File: {m.group(1)}:{m.group(2)} in {m.group(3)}, code: {code}"
     return None
+
+
+def _stack_trace_comment(trace: str) -> str | None:
+    """The summary as a comment line (the generated kernels' source, ``_inductor/codegen.py``)."""
+    summary = _stack_trace_summary(trace)
+    return None if summary is None else "# " + summary
 
 
 def _is_builtin(obj: Any) -> bool:

@@ -113,6 +113,11 @@ class GraphModule(Module):
 
     def recompile(self) -> Any:
         """Regenerate ``forward`` from the graph (after editing it)."""
+        from ember.fx.graph import _PyTreeCodeGen
+        codegen = self._graph._codegen
+        if isinstance(codegen, _PyTreeCodeGen):
+            self.__dict__["_in_spec"] = codegen.pytree_info.in_spec
+            self.__dict__["_out_spec"] = codegen.pytree_info.out_spec
         python_code = self._graph.python_code(root_module="self")
         self.__dict__["_code"] = python_code.src
         cls = type(self)
@@ -126,12 +131,61 @@ class GraphModule(Module):
 
     def print_readable(self, print_output: bool = True, include_stride: bool = False, include_device: bool = False,
                        colored: bool = False) -> str:
-        """The generated module as a class, for reading (PyTorch's layout, without the submodules' code)."""
-        body = self._code.strip("\n").replace("\n", "\n    ")
-        out = f"class {self._get_name()}(torch.nn.Module):\n    {body}\n"
+        """The generated module as a class, for reading: each run of nodes under a comment naming the source line
+        that made it, and the GraphModules among its children as nested classes (PyTorch's layout)."""
+        out = _print_readable(self, self._get_name())
         if print_output:
             print(out)
         return out
+
+    # -- submodules, by dotted path -----------------------------------------------------------------------------
+    def add_submodule(self, target: str, m: Module) -> bool:
+        """Install ``m`` at the dotted path ``target``, making empty Modules for missing parents; False if a
+        parent on the way is not a Module."""
+        *prefix, field = target.split(".")
+        mod: Any = self
+        for item in prefix:
+            sub = getattr(mod, item, None)
+            if sub is None:
+                sub = Module()
+                setattr(mod, item, sub)
+            if not isinstance(sub, Module):
+                return False
+            mod = sub
+        mod.add_module(field, m)
+        return True
+
+    def delete_submodule(self, target: str) -> bool:
+        """Remove the submodule at the dotted path ``target``; False if there is none there."""
+        *path, field = target.split(".")
+        mod: Any = self
+        for item in path:
+            if not hasattr(mod, item):
+                return False
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                return False
+        if not hasattr(mod, field) or not isinstance(getattr(mod, field), Module):
+            return False
+        delattr(mod, field)
+        return True
+
+    def delete_all_unused_submodules(self) -> None:
+        """Remove every submodule that no ``call_module`` / ``get_attr`` node reaches (a module is used when it is
+        called, when an attribute of it is read, or when one of its children is used)."""
+        used: set[str] = set()
+        for node in self.graph.nodes:
+            if node.op in ("call_module", "get_attr") and isinstance(node.target, str):
+                atoms = node.target.split(".")
+                used.update(".".join(atoms[:i]) for i in range(1, len(atoms) + 1))
+                if node.op == "call_module":
+                    try:
+                        sub = self.get_submodule(node.target)
+                    except AttributeError:
+                        continue
+                    used.update(f"{node.target}.{name}" for name, _ in sub.named_modules() if name)
+        for name in [name for name, _ in self.named_modules() if name and name not in used]:
+            self.delete_submodule(name)
 
     def _get_name(self) -> str:
         return type(self).__name__
@@ -182,9 +236,25 @@ class GraphModule(Module):
             f.write("from .module import *\n")
 
 
+def _print_readable(module: GraphModule, module_name: str) -> str:
+    code = module._graph.python_code(root_module="self", verbose=True).src.lstrip("\n")
+    text = _addindent(f"class {module_name}(torch.nn.Module):\n" + code, 4)
+    nested = [""] + [_print_readable(sub, name) for name, sub in module.named_children()
+                     if isinstance(sub, GraphModule)]
+    return text + _addindent("\n".join(nested), 4)
+
+
+def _addindent(s: str, n: int) -> str:
+    """Every line after the first indented by ``n`` spaces, blank lines left empty."""
+    first, *rest = s.split("\n")
+    if not rest:
+        return s
+    return "\n".join([first] + [" " * n + line if line.strip() else "" for line in rest])
+
+
 def _reduce_graph_module(body: dict[str, Any], import_source: str, class_name: str) -> GraphModule:
     """Rebuild a pickled GraphModule: its forward's source is traced again into a graph."""
-    from ember.fx.proxy import Tracer
+    from ember.fx._symbolic_trace import Tracer
     globals_: dict[str, Any] = {"torch": ember}
     exec(compile(import_source, "<fx-unpickle>", "exec"), globals_)
     fn = globals_["forward"]

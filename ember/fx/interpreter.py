@@ -110,7 +110,7 @@ class Transformer(Interpreter):
 
     def __init__(self, module: Any) -> None:
         super().__init__(module)
-        from ember.fx.proxy import Tracer
+        from ember.fx._symbolic_trace import Tracer
         self.new_graph = Graph()
 
         class TransformerTracer(Tracer):

@@ -40,7 +40,20 @@ def map_arg(a: Any, fn: Callable[[Node], Any]) -> Any:
 
 
 def _type_repr(o: Any) -> str:
-    return o.__name__ if isinstance(o, type) else repr(o)
+    """A type as PyTorch prints it: ``module.Qualname`` (builtins bare, ember's classes by their torch name), other
+    annotations by their repr."""
+    if isinstance(o, type) and not isinstance(o, types.GenericAlias):
+        module = o.__module__
+        if module == "builtins":
+            return o.__qualname__
+        if module == "ember" or module.startswith("ember."):
+            module = "torch" + module[len("ember"):]
+        return f"{module}.{o.__qualname__}"
+    if o is ...:
+        return "..."
+    if isinstance(o, types.FunctionType):
+        return o.__name__
+    return repr(o)
 
 
 def _format_arg(arg: Any, max_list_len: float = float("inf")) -> str:
@@ -255,20 +268,20 @@ class Node:
     def format_node(self, placeholder_names: list[str] | None = None,
                     maybe_return_typename: list[str] | None = None) -> str | None:
         """The node as ``print(graph)`` shows it (PyTorch's format)."""
+        typename = f"{_type_repr(self.type)} " if self.type else ""
+        head = f"%{self.name} : {typename}[num_users={len(self.users)}] = {self.op}"
         if self.op == "placeholder":
-            if placeholder_names is not None:
-                placeholder_names.append(self.target)
-            arg_str = self.target
-            arg_str += f": {_type_repr(self.type)}" if self.type else ""
+            arg_str = self.target + (f": {_type_repr(self.type)}" if self.type else "")
+            if placeholder_names:
+                placeholder_names.append(arg_str)
+                return None
             default_val = f"(default={self.args[0]})" if self.args else ""
-            return f"%{self.name} : [num_users={len(self.users)}] = {self.op}[target={self.target}]{default_val}"
+            return f"{head}[target={self.target}]{default_val}"
         if self.op == "get_attr":
-            target = self._pretty_print_target(self.target)
-            return f"%{self.name} : [num_users={len(self.users)}] = {self.op}[target={target}]"
+            return f"{head}[target={self._pretty_print_target(self.target)}]"
         if self.op == "output":
-            if self.type and maybe_return_typename is not None:
+            if self.type and maybe_return_typename:
                 maybe_return_typename[0] = f" -> {_type_repr(self.type)}"
             return f"return {self.args[0]}"
-        return (f"%{self.name} : [num_users={len(self.users)}] = {self.op}[target="
-                f"{self._pretty_print_target(self.target)}](args = {_format_arg(self.args)}, kwargs = "
-                f"{_format_arg(self.kwargs)})")
+        return (f"{head}[target={self._pretty_print_target(self.target)}](args = {_format_arg(self.args)}, "
+                f"kwargs = {_format_arg(self.kwargs)})")

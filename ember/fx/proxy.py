@@ -1,5 +1,5 @@
-"""``torch.fx`` symbolic tracing: ``Proxy``, ``Tracer``, ``symbolic_trace``, ``wrap`` (``torch/fx/proxy.py`` and
-``_symbolic_trace.py``).
+"""``torch.fx.proxy``: ``Proxy``, the value that records, and ``TracerBase``, what it records into (the tracer of
+modules, ``Tracer``, and ``symbolic_trace`` are in ``_symbolic_trace.py``, as in PyTorch).
 
 A ``Proxy`` stands for a value while ``Tracer.trace`` runs a module's ``forward`` once: every operation on it
 records a ``Node`` instead of computing. Operators and attribute calls are Proxy's own methods; ember functions
@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import builtins
 import dis
-import inspect
-import math
 import operator
 import sys
-from typing import Any, Callable
+from typing import Any
 
 from ember.fx.graph import Graph, _BINARY, _UNARY
 from ember.fx.immutable_collections import immutable_dict, immutable_list
 from ember.fx.node import Node, map_aggregate
 
-__all__ = ["Proxy", "Attribute", "TraceError", "Tracer", "symbolic_trace", "wrap", "ParameterProxy"]
+__all__ = ["Proxy", "Attribute", "TraceError", "TracerBase", "GraphAppendingTracer", "ParameterProxy"]
 
 
 class TraceError(ValueError):
@@ -31,7 +29,7 @@ class TraceError(ValueError):
 class Proxy:
     """A value of a function being traced; operations on it add nodes to the tracer's graph."""
 
-    def __init__(self, node: Node, tracer: Tracer | None = None) -> None:
+    def __init__(self, node: Node, tracer: TracerBase | None = None) -> None:
         self.tracer = tracer if tracer is not None else GraphAppendingTracer(node.graph)
         self.node = node
 
@@ -117,7 +115,7 @@ class Attribute(Proxy):
 class ParameterProxy(Proxy):
     """A parameter read while tracing: a proxy that also answers its shape, size and dim from the parameter."""
 
-    def __init__(self, tracer: Tracer, node: Node, name: str, param: Any) -> None:
+    def __init__(self, tracer: TracerBase, node: Node, name: str, param: Any) -> None:
         super().__init__(node, tracer)
         self.param = param
         self.name = name
@@ -167,58 +165,18 @@ _install_magic_methods()
 
 
 # ------------------------------------------------------------------------------------------------ tracers
-_wrapped_fns: dict[tuple[int, str], Any] = {}   # (id of module globals, name) -> globals, for fx.wrap
-_wrapped_globals: dict[int, dict[str, Any]] = {}
+class TracerBase:
+    """What a Proxy records into: a graph, and how values become node arguments (``create_arg``). ``Tracer``
+    (``_symbolic_trace.py``) adds modules, parameters and tensors."""
+    graph: Graph
+    record_stack_traces = False
 
-
-def wrap(fn_or_name: Any) -> Any:
-    """Record calls of this module-level function as ``call_function`` leaves instead of tracing through them
-    (call it at module scope, with the function or its name)."""
-    if not callable(fn_or_name) and not isinstance(fn_or_name, str):
-        raise RuntimeError("Unsupported type for global function! Must be either a callable or string name")
-    if callable(fn_or_name):
-        fn_name = fn_or_name.__name__
-    else:
-        fn_name = fn_or_name
-    frame = sys._getframe(1)
-    if frame.f_code.co_name != "<module>":
-        raise NotImplementedError("wrap must be called at the top level of a module")
-    g = frame.f_globals
-    _wrapped_fns[(id(g), fn_name)] = None
-    _wrapped_globals[id(g)] = g
-    return fn_or_name
-
-
-def _patch_function(fn: Callable[..., Any], nargs: int) -> Callable[..., Any]:
-    """``fn`` rewritten to take its keyword-only, ``*args`` and ``**kwargs`` parameters positionally, one value
-    each (what PyTorch's tracer does, so that one proxy can stand for the whole ``*args`` tuple)."""
-    import types
-    co = fn.__code__
-    flags = co.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
-    code = co.replace(co_argcount=nargs, co_posonlyargcount=0, co_kwonlyargcount=0, co_flags=flags)
-    return types.FunctionType(code, fn.__globals__, fn.__name__, None, fn.__closure__)
-
-
-class Tracer:
-    """Runs a module's ``forward`` (or a function) once on proxies and records the graph (``trace``). Subclass
-    and override ``is_leaf_module`` / ``create_proxy`` / ``create_arg`` to change what is recorded."""
-
-    def __init__(self, autowrap_modules: tuple[Any, ...] = (math,), autowrap_functions: tuple[Any, ...] = (),
-                 param_shapes_constant: bool = False) -> None:
-        self.autowrap_modules = autowrap_modules
-        self.autowrap_functions = autowrap_functions
-        self.param_shapes_constant = param_shapes_constant
-        self.graph: Graph = Graph()
-        self.root: Any = None
-        self.tensor_attrs: dict[Any, str] = {}
-        self.module_stack: dict[str, Any] = {}
-        self.num_calls: dict[str, int] = {}
-        self.node_name_to_scope: dict[str, tuple[str, type]] = {}
-
-    # -- what is recorded -------------------------------------------------------------------------------------
     def create_node(self, kind: str, target: Any, args: Any, kwargs: Any, name: str | None = None,
                     type_expr: Any = None) -> Node:
-        return self.graph.create_node(kind, target, args, kwargs, name, type_expr)
+        node = self.graph.create_node(kind, target, args, kwargs, name, type_expr)
+        if self.record_stack_traces and kind not in ("placeholder", "output"):
+            node.stack_trace = _user_stack_trace()
+        return node
 
     def proxy(self, node: Node) -> Proxy:
         return Proxy(node, self)
@@ -228,40 +186,19 @@ class Tracer:
         args_ = self.create_arg(args)
         kwargs_ = self.create_arg(kwargs)
         node = self.create_node(kind, target, args_, kwargs_, name, type_expr)
-        if self.module_stack:
-            node.meta["nn_module_stack"] = dict(self.module_stack)
+        module_stack = getattr(self, "module_stack", None)
+        if module_stack:
+            node.meta["nn_module_stack"] = dict(module_stack)
         return self.proxy(node) if proxy_factory_fn is None else proxy_factory_fn(node)
 
     def create_arg(self, a: Any) -> Any:
-        """``a`` as a node argument: proxies become their nodes, a parameter or buffer of the root a get_attr, any
-        other tensor a constant attribute of the traced module (``_tensor_constant0``)."""
+        """``a`` as a node argument: proxies become their nodes, containers are rebuilt of converted elements,
+        constants stay as they are."""
         import ember
         if isinstance(a, Proxy):
             return a.node
         if isinstance(a, Node):
             return a
-        if isinstance(a, ember.nn.Parameter):
-            for n, p in self.root.named_parameters():
-                if a is p:
-                    return self.create_node("get_attr", n, (), {})
-            raise NameError("parameter is not a member of this module")
-        if isinstance(a, ember.Tensor):
-            for n_, p_ in self.root.named_buffers():
-                if a is p_:
-                    return self.create_node("get_attr", n_, (), {})
-            qualname = self.tensor_attrs.get(a)
-            if qualname is None:
-                i = 0
-                while True:
-                    qualname = f"_tensor_constant{i}"
-                    if not hasattr(self.root, qualname):
-                        break
-                    i += 1
-                self.tensor_attrs[a] = qualname
-                setattr(self.root, qualname, a)
-            return self.create_node("get_attr", qualname, (), {})
-        if isinstance(a, ember.nn.Module):
-            raise RuntimeError(f"Unsupported node type: {a!r} (a module passed as an argument)")
         if isinstance(a, tuple):
             t = tuple(self.create_arg(e) for e in a)
             return type(a)(*t) if hasattr(a, "_fields") else t
@@ -297,185 +234,35 @@ class Tracer:
     def keys(self, obj: Proxy) -> Any:
         return Attribute(obj, "keys")()
 
-    def is_leaf_module(self, m: Any, module_qualified_name: str) -> bool:
-        """ember's (PyTorch's) own layers are leaves, recorded as call_module; Sequential and user modules are
-        traced through."""
-        import ember
-        module = type(m).__module__
-        return (module.startswith("ember.nn") or module.startswith("torch.nn") or
-                module.startswith("ember.ao.nn")) and not isinstance(m, ember.nn.Sequential)
 
-    def path_of_module(self, mod: Any) -> str:
-        for n, p in self.root.named_modules():
-            if mod is p:
-                return n
-        raise NameError("module is not installed as a submodule")
-
-    def call_module(self, m: Any, forward: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """A leaf module becomes one call_module node; any other is traced through. Either way the module is on
-        ``module_stack`` meanwhile (key: its path, ``@n`` from its second call on), which every node made inside
-        records as ``meta["nn_module_stack"]``."""
-        module_qualified_name = self.path_of_module(m)
-        calls = self.num_calls.get(module_qualified_name, 0)
-        key = f"{module_qualified_name}@{calls}" if calls else module_qualified_name
-        self.module_stack[key] = (module_qualified_name, type(m))
-        self.num_calls[module_qualified_name] = calls + 1
-        try:
-            if not self.is_leaf_module(m, module_qualified_name):
-                return forward(*args, **kwargs)
-            return self.create_proxy("call_module", module_qualified_name, args, kwargs)
-        finally:
-            self.module_stack.pop(key, None)
-
-    def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict[str, Any]) -> Any:
-        import ember
-        if isinstance(attr_val, ember.nn.Parameter):
-            for n, p in self.root.named_parameters():
-                if attr_val is p:
-                    if n not in parameter_proxy_cache:
-                        if self.param_shapes_constant:
-                            parameter_proxy_cache[n] = self.create_proxy(
-                                "get_attr", n, (), {}, proxy_factory_fn=lambda node, n=n, p=p: ParameterProxy(
-                                    self, node, n, p))
-                        else:
-                            parameter_proxy_cache[n] = self.create_proxy("get_attr", n, (), {})
-                    return parameter_proxy_cache[n]
-        return attr_val
-
-    # -- tracing ----------------------------------------------------------------------------------------------
-    def create_args_for_root(self, root_fn: Callable[..., Any], is_module: bool,
-                             concrete_args: dict[str, Any] | None) -> tuple[Callable[..., Any], list[Any]]:
-        sig = inspect.signature(root_fn)
-        params = list(sig.parameters.values())
-        if is_module:
-            params = params[1:]
-        concrete_args = dict(concrete_args or {})
-        args: list[Any] = [self.root] if is_module else []
-        # in the order of the code's local variables: positional, keyword-only, *args, **kwargs
-        P = inspect.Parameter
-        order = {P.POSITIONAL_ONLY: 0, P.POSITIONAL_OR_KEYWORD: 0, P.KEYWORD_ONLY: 1, P.VAR_POSITIONAL: 2,
-                 P.VAR_KEYWORD: 3}
-        params.sort(key=lambda q: order[q.kind])
-        varstuff = any(q.kind in (q.VAR_POSITIONAL, q.VAR_KEYWORD, q.KEYWORD_ONLY) for q in params)
-        for p in params:
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                # one proxy stands for the whole tuple / dict (``args[0]`` and ``kwargs["k"]`` become getitem nodes)
-                stars = "*" if p.kind == p.VAR_POSITIONAL else "**"
-                args.append(self.create_proxy("placeholder", stars + p.name, (), {}))
-                continue
-            if p.name in concrete_args:
-                args.append(self._specialize(p, concrete_args[p.name]))
-                continue
-            default = p.default
-            args.append(self.create_proxy("placeholder", p.name, () if default is inspect.Parameter.empty
-                                          else (default,), {}, name=p.name))
-        if varstuff:
-            root_fn = _patch_function(root_fn, len(args))
-        return root_fn, args
-
-    def _specialize(self, p: inspect.Parameter, value: Any) -> Any:
-        """A concrete argument: still an input of the graph (``<name>_1``), checked to equal the value traced
-        with (``torch._assert``), the value itself used while tracing."""
-        import ember
-        import warnings
-        default = () if p.default is inspect.Parameter.empty else (p.default,)
-        out = self.create_proxy("placeholder", f"{p.name}_1", default, {})
-        if type(value) in (bool, int, float, str, complex):
-            ember._assert(out == value, f"{p.name} has been specialized to have value {value} but got another "
-                                        "value")
-        elif value is None:
-            self.create_proxy("call_function", _assert_is_none,
-                              (out, f"{p.name} has been specialized to have value None but got another value"), {})
-        else:
-            warnings.warn(f"Was not able to add assertion to guarantee correct input {p.name} to specialized "
-                          "function. It is up to the user to make sure that your inputs match the inputs you "
-                          "specialize the function with.")
-        return value
-
-    def trace(self, root: Any, concrete_args: dict[str, Any] | None = None) -> Graph:
-        """The graph of ``root`` (a Module: its ``forward``; or a function)."""
-        import ember
-        if isinstance(root, ember.nn.Module):
-            self.root = root
-            fn = type(root).forward
-        else:
-            self.root = ember.nn.Module()
-            fn = root
-        self.graph = Graph(tracer_cls=type(self))
-        self.module_stack, self.num_calls = {}, {}
-        self.tensor_attrs = {}
-        fn, args = self.create_args_for_root(fn, isinstance(root, ember.nn.Module), concrete_args)
-        parameter_proxy_cache: dict[str, Any] = {}
-        Module = ember.nn.Module
-        orig_call, orig_getattr = Module.__call__, Module.__getattr__
-        tracer = self
-
-        def module_call_wrapper(mod: Any, *args: Any, **kwargs: Any) -> Any:
-            def forward(*args: Any, **kwargs: Any) -> Any:
-                return orig_call(mod, *args, **kwargs)
-            return tracer.call_module(mod, forward, args, kwargs)
-
-        def module_getattr_wrapper(mod: Any, attr: str) -> Any:
-            return tracer.getattr(attr, orig_getattr(mod, attr), parameter_proxy_cache)
-
-        patched = []
-        for (gid, name) in list(_wrapped_fns):
-            g = _wrapped_globals[gid]
-            orig = g.get(name, getattr(builtins, name, None))
-            if orig is not None:
-                patched.append((g, name, name in g, g.get(name)))
-                g[name] = _leaf_wrapper(orig)
-        Module.__call__ = module_call_wrapper  # type: ignore[method-assign]
-        Module.__getattr__ = module_getattr_wrapper  # type: ignore[method-assign]
-        try:
-            result = fn(*args)
-            self.create_node("output", "output", (self.create_arg(result),), {})
-        finally:
-            Module.__call__ = orig_call  # type: ignore[method-assign]
-            Module.__getattr__ = orig_getattr  # type: ignore[method-assign]
-            for g, name, had, old in reversed(patched):
-                if had:
-                    g[name] = old
-                else:
-                    del g[name]
-        return self.graph
+def _user_stack_trace() -> str:
+    """The stack of the code being traced, innermost last, without ember's own frames (``node.stack_trace``)."""
+    import os
+    import sys
+    import traceback
+    import ember
+    pkg = os.path.dirname(ember.__file__) + os.sep
+    modules = pkg + os.path.join("nn", "modules") + os.sep   # a module's forward is where the user's model is
+    frames = []
+    f = sys._getframe(1)
+    while f is not None:
+        name = f.f_code.co_filename
+        if not name.startswith(pkg) or (name.startswith(modules) and f.f_code.co_name == "forward"):
+            frames.append((f, f.f_lineno))
+        f = f.f_back
+    profile = sys.getprofile()      # reading the source lines is not the traced code's doing (Note [Capture])
+    sys.setprofile(None)
+    try:
+        summary = traceback.StackSummary.extract(reversed(frames), lookup_lines=True)
+    finally:
+        sys.setprofile(profile)
+    return "".join(summary.format())
 
 
-def _assert_is_none(value: Any, msg: str) -> None:
-    assert value is None, msg
-
-
-def _leaf_wrapper(orig: Callable[..., Any]) -> Callable[..., Any]:
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        proxy = None
-
-        def find(a: Any) -> Any:
-            nonlocal proxy
-            if isinstance(a, Proxy):
-                proxy = a
-            return a
-        map_aggregate(args, find)
-        map_aggregate(kwargs, find)
-        if proxy is not None:
-            return proxy.tracer.create_proxy("call_function", orig, args, kwargs)
-        return orig(*args, **kwargs)
-    wrapped.__name__ = getattr(orig, "__name__", "wrapped")
-    return wrapped
-
-
-class GraphAppendingTracer(Tracer):
+class GraphAppendingTracer(TracerBase):
     """The tracer of a Proxy made over an existing graph's node: new nodes go to that graph."""
 
     def __init__(self, graph: Graph) -> None:
         super().__init__()
         self.graph = graph
-
-
-def symbolic_trace(root: Any, concrete_args: dict[str, Any] | None = None) -> Any:
-    """Trace ``root`` (a Module or a function) into a ``GraphModule``."""
-    import ember
-    from ember.fx.graph_module import GraphModule
-    tracer = Tracer()
-    graph = tracer.trace(root, concrete_args)
-    name = root.__class__.__name__ if isinstance(root, ember.nn.Module) else root.__name__
-    return GraphModule(tracer.root, graph, name)
+        self.module_stack: dict[str, Any] = {}

@@ -15,7 +15,7 @@ from typing import Any, Callable, NamedTuple
 from ember.fx.graph import Graph
 from ember.fx.graph_module import GraphModule
 from ember.fx.node import Node
-from ember.fx.proxy import symbolic_trace
+from ember.fx._symbolic_trace import symbolic_trace
 
 __all__ = ["Match", "ReplacedPatterns", "replace_pattern", "replace_pattern_with_filters"]
 

@@ -9,6 +9,7 @@ import math
 import warnings
 
 import ember
+from ember.aten.torch_function import handle_torch_function, has_torch_function_variadic
 from ember.autograd.grad_mode import no_grad
 
 
@@ -61,11 +62,15 @@ def _calculate_correct_fan(tensor: Tensor, mode: Any) -> Any:
 
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Any:
+    if has_torch_function_variadic(tensor):     # (these four are overridable in PyTorch)
+        return handle_torch_function(uniform_, (tensor,), tensor=tensor, a=a, b=b, generator=generator)
     with no_grad():
         return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Any:
+    if has_torch_function_variadic(tensor):
+        return handle_torch_function(normal_, (tensor,), tensor=tensor, mean=mean, std=std, generator=generator)
     with no_grad():
         return tensor.normal_(mean, std, generator=generator)
 
@@ -124,6 +129,8 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
 
 
 def constant_(tensor: Tensor, val: float) -> Any:
+    if has_torch_function_variadic(tensor):
+        return handle_torch_function(constant_, (tensor,), tensor=tensor, val=val)
     with no_grad():
         return tensor.fill_(val)
 
@@ -180,6 +187,9 @@ def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> 
 
 def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = 'fan_in', nonlinearity: str = 'leaky_relu',
                      generator: Any = None) -> Any:
+    if has_torch_function_variadic(tensor):
+        return handle_torch_function(kaiming_uniform_, (tensor,), tensor=tensor, a=a, mode=mode,
+                                     nonlinearity=nonlinearity, generator=generator)
     if 0 in tensor.shape:
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor

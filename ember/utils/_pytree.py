@@ -138,15 +138,25 @@ class TreeSpec:
     def is_leaf(self) -> bool:
         return self.type is None
 
+    def children(self) -> list[TreeSpec]:
+        return list(self.children_specs)
+
+    def child(self, index: int) -> TreeSpec:
+        return self.children_specs[index]
+
     def unflatten(self, leaves: Iterable[Any]) -> PyTree:
         return tree_unflatten(list(leaves), self)
 
     def __repr__(self, indent: int = 0) -> str:
+        """PyTorch's layout: the first child on the same line, each further one on a line of its own, indented two
+        more spaces per level."""
         if self.is_leaf():
             return "*"
         name = getattr(self.type, "__name__", str(self.type))
-        inner = ", ".join(c.__repr__() for c in self.children_specs)
-        return f"TreeSpec({name}, {self.context!r}, [{inner}])"
+        indent += 2
+        children = [c.__repr__(indent) for c in self.children_specs]
+        inner = ("," + "\n" + " " * indent).join(children)
+        return f"TreeSpec({name}, {self.context}, [{inner}])"
 
 
 class LeafSpec(TreeSpec):

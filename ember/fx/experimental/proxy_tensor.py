@@ -23,6 +23,7 @@ from typing import Any, Callable
 from ember._tensor import Tensor
 from ember.fx.graph import Graph
 from ember.fx.graph_module import GraphModule
+from ember.fx.proxy import _user_stack_trace
 from ember.utils._python_dispatch import TorchDispatchMode
 from ember.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
@@ -143,30 +144,6 @@ def _written_argument(func: Any, args: Any, kwargs: Any) -> Any:
             v = kwargs.get(a.name) if a.kwarg_only or i >= len(args) else args[i]
             return v if isinstance(v, Tensor) else None
     return None
-
-
-def _user_stack_trace() -> str:
-    """The stack of the code being traced, innermost last, without ember's own frames (``node.stack_trace``)."""
-    import os
-    import sys
-    import traceback
-    import ember
-    pkg = os.path.dirname(ember.__file__) + os.sep
-    modules = pkg + os.path.join("nn", "modules") + os.sep   # a module's forward is where the user's model is
-    frames = []
-    f = sys._getframe(1)
-    while f is not None:
-        name = f.f_code.co_filename
-        if not name.startswith(pkg) or (name.startswith(modules) and f.f_code.co_name == "forward"):
-            frames.append((f, f.f_lineno))
-        f = f.f_back
-    profile = sys.getprofile()      # reading the source lines is not the traced code's doing (Note [Capture])
-    sys.setprofile(None)
-    try:
-        summary = traceback.StackSummary.extract(reversed(frames), lookup_lines=True)
-    finally:
-        sys.setprofile(profile)
-    return "".join(summary.format())
 
 
 def _placeholder_names(f: Callable[..., Any], n: int) -> list[str]:
