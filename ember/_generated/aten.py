@@ -2301,6 +2301,11 @@ _op_reshape = _D.define('reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)')
 def reshape(self, shape):
     return _op_reshape.call(self._ks, self, shape)
 
+_op__unsafe_view = _D.define('_unsafe_view(Tensor self, SymInt[] size) -> Tensor')
+
+def _unsafe_view(self, size):
+    return _op__unsafe_view.call(self._ks, self, size)
+
 _op__reshape_alias = _D.define('_reshape_alias(Tensor(a) self, SymInt[] size, SymInt[] stride) -> Tensor(a)')
 
 def _reshape_alias(self, size, stride):

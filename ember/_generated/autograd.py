@@ -3995,6 +3995,31 @@ def _ag_view_dtype(ks, self, dtype):
     return result
 
 
+class UnsafeViewBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.reshape(self_sizes)
+        return grad_inputs
+
+
+def _ag__unsafe_view_default(ks, self, size):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__unsafe_view.redispatch(ks & _BELOW, self, size)
+    _n = UnsafeViewBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op__unsafe_view.redispatch(ks & _BELOW, self, size)
+    _set_history(_n, (result,))
+    return result
+
+
 class ReshapeAliasBackward0(_Node):
     _saved_names = ()
 
@@ -13870,6 +13895,7 @@ for _h, _k in (
     (aten._op_histogram_bin_ct, _ag_histogram_bin_ct),
     (aten._op_view, _ag_view_default),
     (aten._op_view_dtype, _ag_view_dtype),
+    (aten._op__unsafe_view, _ag__unsafe_view_default),
     (aten._op__reshape_alias, _ag__reshape_alias_default),
     (aten._op_as_strided, _ag_as_strided_default),
     (aten._op_alias, _ag_alias_default),

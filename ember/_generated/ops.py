@@ -941,6 +941,9 @@ view = _P('view', [
 reshape = _P('reshape', [
     _O(_A._op_reshape, (('self', 'T', False, False, None), ('shape', 'int[]', False, False, None),), ['self', 'shape']),
 ])
+_unsafe_view = _P('_unsafe_view', [
+    _O(_A._op__unsafe_view, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None),), ['self', 'size']),
+])
 _reshape_alias = _P('_reshape_alias', [
     _O(_A._op__reshape_alias, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None), ('stride', 'int[]', False, False, None),), ['self', 'size', 'stride']),
 ])

@@ -3470,6 +3470,14 @@ def _view_dtype(ks, self, dtype):
         _value_error(_e, K.view_dtype, self)
 
 
+def __unsafe_view_default(ks, self, size):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._unsafe_view(be.xp, self._data, size), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._unsafe_view, self)
+
+
 def __reshape_alias_default(ks, self, size, stride):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -7783,6 +7791,7 @@ _BACKEND_KERNELS = (
     (_A._op_histogram_bin_ct, _histogram_bin_ct, ('CPU', 'CUDA', 'Meta'), K.histogram_bin_ct, ('range', 'weight', 'density'), 'new', _rt.histogram),
     (_A._op_view, _view_default, ('CPU', 'CUDA', 'Meta'), K.view, (), 'view', None),
     (_A._op_view_dtype, _view_dtype, ('CPU', 'CUDA', 'Meta'), K.view_dtype, (), 'view', None),
+    (_A._op__unsafe_view, __unsafe_view_default, ('CPU', 'CUDA', 'Meta'), K._unsafe_view, (), 'new', None),
     (_A._op__reshape_alias, __reshape_alias_default, ('CPU', 'CUDA', 'Meta'), K._reshape_alias, (), 'view', None),
     (_A._op_as_strided, _as_strided_default, ('CPU', 'CUDA', 'Meta'), K.as_strided, (), 'view', None),
     (_A._op_alias, _alias_default, ('CPU', 'CUDA', 'Meta'), K.alias, (), 'view', None),

@@ -91,6 +91,17 @@ tls = _LocalDispatchKeySet()
 python_key_used = [False]
 
 
+def is_tensor_subclass_like(*tensors: Any) -> bool:
+    """PyTorch's ``at::isTensorSubclassLike``: a TorchDispatchMode is active, or a tensor carries the Python key.
+    Composite ops that would take a shortcut only plain tensors allow (``reshape`` returning ``_reshape_alias``,
+    ``linear`` adding its bias in place) take the general path then, as PyTorch's do."""
+    bits = tls.keys[0]
+    for t in tensors:
+        if t is not None:
+            bits |= t._ks
+    return bool(bits & (1 << DispatchKey.Python))
+
+
 class NotImplementedForKey(NotImplementedError):
     pass
 

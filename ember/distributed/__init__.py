@@ -7,7 +7,8 @@ from __future__ import annotations
 from ember.distributed._mpi import DistBackendError, DistError, DistNetworkError, DistStoreError
 from ember.distributed.distributed_c10d import (  # noqa: F401
     _DEFAULT_FIRST_BUCKET_BYTES, Backend, GradBucket, GroupMember, P2POp, ProcessGroup, ReduceOp, Work, all_gather,
-    all_gather_into_tensor, all_gather_object, all_reduce, all_to_all, all_to_all_single, barrier, batch_isend_irecv,
+    all_gather_into_tensor, all_gather_object, all_gather_single, reduce_scatter_single, _all_gather_base,
+    _reduce_scatter_base, all_reduce, all_to_all, all_to_all_single, barrier, batch_isend_irecv,
     broadcast, broadcast_object_list, default_pg_timeout, destroy_process_group, gather, gather_object, get_backend,
     get_global_rank, get_group_rank, get_node_local_rank, get_process_group_ranks, get_rank, get_world_size, group,
     init_process_group, irecv, is_gloo_available, is_initialized, is_mpi_available, is_nccl_available, isend,

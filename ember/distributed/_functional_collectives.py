@@ -61,7 +61,7 @@ def all_gather_tensor(self: Any, gather_dim: int, group: Any, tag: str = "") -> 
     n = pg.size()
     x = self.detach().contiguous()
     out = ember.empty((n * x.shape[0],) + tuple(x.shape[1:]), dtype=x.dtype, device=x.device)
-    c10d.all_gather_into_tensor(out, x, group=pg)
+    c10d.all_gather_single(out, x, group=pg)
     if gather_dim % max(x.dim(), 1) != 0:
         out = ember.cat(ember.chunk(out, n, 0), dim=gather_dim)
     return out
@@ -77,7 +77,7 @@ def reduce_scatter_tensor(self: Any, reduceOp: str, scatter_dim: int, group: Any
     x = ember.cat(ember.chunk(self.detach(), n, scatter_dim), 0) if scatter_dim % self.dim() else self.detach()
     x = x.contiguous()
     out = ember.empty((x.shape[0] // n,) + tuple(x.shape[1:]), dtype=x.dtype, device=x.device)
-    c10d.reduce_scatter_tensor(out, x, op=_op(reduceOp), group=pg)
+    c10d.reduce_scatter_single(out, x, op=_op(reduceOp), group=pg)
     if scatter_dim % self.dim():
         shape = list(self.shape)
         shape[scatter_dim] //= n

@@ -39,7 +39,7 @@ from ember.distributed._mpi import DistBackendError, DistError, DistNetworkError
 
 __all__ = [
     "Backend", "GradBucket", "GroupMember", "P2POp", "ProcessGroup", "ReduceOp", "Work", "all_gather",
-    "all_gather_into_tensor",
+    "all_gather_into_tensor", "all_gather_single", "reduce_scatter_single",
     "all_gather_object", "all_reduce", "all_to_all", "all_to_all_single", "barrier", "batch_isend_irecv",
     "broadcast", "broadcast_object_list", "destroy_process_group", "gather", "gather_object", "get_backend",
     "get_global_rank", "get_group_rank", "get_process_group_ranks", "get_rank", "get_world_size", "group",
@@ -804,8 +804,12 @@ def _bump(t: Any) -> None:
     t._vc.version += 1
 
 
-def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = None,
-                           async_op: bool = False) -> Work | None:
+def _gloo_sizes(shape: Any) -> str:
+    return "(" + ", ".join(str(s) for s in shape) + ")"
+
+
+def all_gather_single(output_tensor: Any, input_tensor: Any, group: Any = None,
+                      async_op: bool = False) -> Work | None:
     """Gather every rank's ``input_tensor`` into ``output_tensor``: concatenated along dim 0, or stacked
     when ``output_tensor`` has one more dimension."""
     _check_single_tensor(input_tensor, "input_tensor")
@@ -814,6 +818,19 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
     pg = _member(group, "all_gather_into_tensor")
     if pg is None:
         return None
+    if str(pg._backend) == "gloo":
+        # gloo gathers into the output's chunks along dim 0: each must have the input's sizes
+        rows = output_tensor.shape[0] if output_tensor.dim() else 0
+        step = -(-rows // pg.size()) if rows else 0
+        count = -(-rows // step) if step else 0       # torch.chunk's number of pieces
+        if count != pg.size():
+            raise RuntimeError(f"ProcessGroupGloo::allgather: invalid output tensor list at index 0 (expected length "
+                               f"{pg.size()}, got {count})")
+        for i, lo in enumerate(range(0, rows, step)):
+            got = (min(step, rows - lo),) + tuple(output_tensor.shape[1:])
+            if got != tuple(input_tensor.shape):
+                raise RuntimeError(f"ProcessGroupGloo::allgather: invalid tensor size at index {i} (expected "
+                                   f"{_gloo_sizes(input_tensor.shape)}, got {_gloo_sizes(got)})")
     if output_tensor.numel() != input_tensor.numel() * pg.size():
         raise ValueError("output tensor size must be equal to world_size times input tensor size")
     src = _Buf(input_tensor, False)
@@ -846,7 +863,7 @@ def _reduce_scatter(pg: ProcessGroup, name: str, send: np.ndarray, output: Any, 
     return _issue(pg, name, [req], _finish_all([out], after), async_op, [output])
 
 
-def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group: Any = None,
+def reduce_scatter_single(output: Any, input: Any, op: Any = ReduceOp.SUM, group: Any = None,
                           async_op: bool = False) -> Work | None:
     """Reduce ``input`` over the group and give rank i its i-th part (along dim 0, or of the stacked
     dimension) in ``output``."""
@@ -859,6 +876,34 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
     if input.numel() != output.numel() * pg.size():
         raise ValueError("input tensor must be the same size as output size times world size")
     return _reduce_scatter(pg, "reduce_scatter_tensor", _Buf(input, False).arr, output, op, async_op)
+
+
+# the names PyTorch 2.13 deprecates in favour of the *_single ones (each call warns, as there)
+def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = None,
+                           async_op: bool = False) -> Work | None:
+    warnings.warn("`torch.distributed.all_gather_into_tensor` is deprecated. Please use "
+                  "`torch.distributed.all_gather_single` instead.", FutureWarning, stacklevel=2)
+    return all_gather_single(output_tensor, input_tensor, group, async_op)
+
+
+def _all_gather_base(output_tensor: Any, input_tensor: Any, group: Any = None, async_op: bool = False) -> Work | None:
+    warnings.warn("`torch.distributed._all_gather_base` is a private function and will be deprecated. Please use "
+                  "`torch.distributed.all_gather_single` instead.", FutureWarning, stacklevel=2)
+    return all_gather_single(output_tensor, input_tensor, group, async_op)
+
+
+def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group: Any = None,  # noqa: A002
+                          async_op: bool = False) -> Work | None:
+    warnings.warn("`torch.distributed.reduce_scatter_tensor` is deprecated. Please use "
+                  "`torch.distributed.reduce_scatter_single` instead.", FutureWarning, stacklevel=2)
+    return reduce_scatter_single(output, input, op, group, async_op)
+
+
+def _reduce_scatter_base(output: Any, input: Any, op: Any = ReduceOp.SUM, group: Any = None,  # noqa: A002
+                         async_op: bool = False) -> Work | None:
+    warnings.warn("`torch.distributed._reduce_scatter_base` is a private function and will be deprecated. Please "
+                  "use `torch.distributed.reduce_scatter_single` instead.", FutureWarning, stacklevel=2)
+    return reduce_scatter_single(output, input, op, group, async_op)
 
 
 def gather(tensor: Any, gather_list: list[Any] | None = None, dst: int | None = None, group: Any = None,

@@ -41,3 +41,26 @@ def test_a_pytorch_ddp_script_runs_unchanged_with_pytorchs_numbers(tmp_path):
     assert len(a) == len(b) == 2 * 4 + 2 and [k for k, _ in a] == [k for k, _ in b]
     for (k, x), (_, y) in zip(a, b):
         assert abs(x - y) <= 1e-5 * (1 + abs(y)), (k, x, y)
+
+
+NUMBER = re.compile(r"-?\d+\.\d+")
+
+
+def test_buffer_broadcast_and_gloo_shape_checks_as_in_pytorch(tmp_path):
+    """DDP broadcasts rank 0's buffers before a forward exactly when PyTorch does (after a synced forward: so the
+    first forward under no_sync or no_grad still does, the next ones do not), and all_gather_into_tensor on gloo
+    refuses the output shapes PyTorch's gloo refuses, in its words."""
+    pytest.importorskip("torch")
+    name = "torch_ddp_buffers.py"
+    ours = launch("--nproc-per-node", "2", script(name), timeout=300)
+    assert ours.returncode == 0, ours.stdout + ours.stderr
+    theirs = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", script(name)],
+                            capture_output=True, text=True, timeout=300, env=_env(), cwd=str(tmp_path))
+    assert theirs.returncode == 0, theirs.stdout + theirs.stderr
+    # (two ranks' lines may share a line of the pipe: split before each "rank N ")
+    a, b = ([s.strip() for s in re.split(r"(?=rank \d )", r.stdout) if s.startswith("rank ")] for r in (ours, theirs))
+    a, b = sorted(a), sorted(b)
+    assert len(a) == len(b) == 2 * 12 and [NUMBER.sub("#", x) for x in a] == [NUMBER.sub("#", y) for y in b]
+    for x, y in zip(a, b):
+        for u, v in zip(NUMBER.findall(x), NUMBER.findall(y)):
+            assert abs(float(u) - float(v)) <= 1e-5 * (1 + abs(float(v))), (x, y)

@@ -2,6 +2,7 @@
 mm / bmm, inner, cross, pinverse, linalg.norm."""
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 from ember import return_types
@@ -10,6 +11,7 @@ from ember.aten.kernels.linalg import _matmul_check
 from ember.aten.meta import broadcast_shapes
 from ember.aten.wrap import _type_name
 from ember.c10.dtype import bool_, int32, int64, promote_types
+from ember.c10.memory_format import contiguous_format
 from ember.c10.exceptions import _LinAlgError
 from ember.aten.composite.reduction import _warn_deprecated
 from ember.aten.kernels.linalg import _LU_ERROR, _raise_first_failure, _raise_ldl_failure
@@ -40,9 +42,30 @@ def pinverse(self: Any, rcond: Any = 1e-15) -> Any:
     return aten.linalg_pinv(self, rtol=rcond)
 
 
+def _should_fold(t1: Any, t2: Any) -> bool:
+    """PyTorch's ``should_fold``: whether ``matmul`` folds the larger operand (3-d or more, against a matrix or a
+    vector) into a matrix and calls ``mm`` / ``mv`` instead of ``bmm``. It does when the folding is a view, and
+    always when the smaller operand requires grad (a copy then saves a batch-sized tensor in the backward)."""
+    larger_first = t1.dim() >= t2.dim()
+    big = t1 if larger_first else aten.transpose_int(t2, -2, -1)
+    small_dim = t2.dim() if larger_first else t1.dim()
+    if not (big.dim() >= 3 and small_dim <= 2):
+        return False
+    if (t2 if larger_first else t1).requires_grad:
+        return True
+    if t1.dim() == 2:
+        return False
+    if big.numel() == 0:
+        return True
+    shape, strides = big.shape, big.stride()
+    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(big.dim() - 2))
+
+
 def matmul(self: Any, other: Any) -> Any:
-    """PyTorch's matmul decomposition: dot, mv, mm, or a batched bmm over broadcast batch dims (through the
-    internal op API: a Tensor method would parse its arguments again)."""
+    """PyTorch's ``matmul`` decomposition (``_matmul_impl``): ``dot``, ``mv``, ``mm``; a folded ``mm`` / ``mv``
+    when one operand is a batch against a matrix or vector (``_should_fold``); else both operands expanded to the
+    broadcast batch, flattened to one batch dimension and multiplied by ``bmm``. Results that were computed into a
+    fresh tensor are reshaped through ``_unsafe_view``, as PyTorch's are."""
     _matmul_check(self._data, other._data)  # PyTorch's errors for every rank combination
     da, db = self.dim(), other.dim()
     if da == 1 and db == 1:
@@ -53,22 +76,30 @@ def matmul(self: Any, other: Any) -> Any:
         return aten.squeeze_dim(aten.mm(aten.unsqueeze(self, 0), other), 0)
     if da == 2 and db == 2:
         return aten.mm(self, other)
-    if da >= 3 and db <= 2:  # fold the batch into the rows: one mm
-        o = aten.unsqueeze(other, -1) if db == 1 else other
-        out = aten.mm(aten.reshape(self, (-1, self.shape[-1])), o)
-        return aten.view(out, tuple(self.shape[:-1]) + ((o.shape[-1],) if db == 2 else ()))
-    a = aten.unsqueeze(self, 0) if da == 1 else self
-    b = aten.unsqueeze(other, -1) if db == 1 else other
-    batch = broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
-    n, k, m = a.shape[-2], a.shape[-1], b.shape[-1]
-    a3 = aten.reshape(aten.expand(a, batch + (n, k)), (-1, n, k))
-    b3 = aten.reshape(aten.expand(b, batch + (k, m)), (-1, k, m))
-    out = aten.view(aten.bmm(a3, b3), batch + (n, m))
-    if da == 1:
-        out = aten.squeeze_dim(out, -2)
+    if _should_fold(self, other):
+        transpose = db > da
+        t1 = aten.transpose_int(other, -2, -1) if transpose else self
+        t2 = (aten.t(self) if da == 2 else self) if transpose else other
+        out_shape = tuple(t1.shape[:-1])
+        folded = aten.reshape(t1, (math.prod(out_shape), t1.shape[-1]))
+        if t2.dim() == 2:
+            out = aten._unsafe_view(aten.mm(folded, t2), out_shape + (t2.shape[1],))
+            return aten.clone(aten.transpose_int(out, -2, -1), memory_format=contiguous_format) if transpose else out
+        return aten._unsafe_view(aten.mv(folded, t2), out_shape)
+    n = self.shape[-2] if da > 1 else 1
+    m1 = self.shape[-1]
+    m2 = other.shape[-2] if db > 1 else other.shape[0]
+    p = other.shape[-1] if db > 1 else 1
+    batch = broadcast_shapes(tuple(self.shape[:max(da - 2, 0)]), tuple(other.shape[:max(db - 2, 0)]))
+    b = math.prod(batch)
+    a3 = aten.reshape(aten.expand(self, batch + (n, m1)), (b, n, m1))
     if db == 1:
-        out = aten.squeeze_dim(out, -1)
-    return out
+        b3 = aten.unsqueeze(aten.reshape(aten.expand(other, batch + (m2,)), (b, m2)), 2)
+    else:
+        b3 = aten.reshape(aten.expand(other, batch + (m2, p)), (b, m2, p))
+    out_shape = batch + ((n,) if da > 1 else ()) + ((p,) if db > 1 else ())
+    prod = aten.bmm(a3, b3)
+    return aten._unsafe_view(aten.squeeze_dim(prod, -1) if db == 1 else prod, out_shape)
 
 
 # ---- the rest of torch.linalg that is written in other ops (LinearAlgebra.cpp, BatchLinearAlgebra.cpp)

@@ -10,6 +10,7 @@ import numpy as np
 
 from ember._generated import aten
 from ember.aten.context import global_context
+from ember.aten.dispatcher import is_tensor_subclass_like
 from ember.aten.kernels.nn import affine_base, pad_source_index
 from ember.aten.wrap import _type_name, new_tensor, tensor_like
 from ember.c10.device import CPU
@@ -53,11 +54,20 @@ def batch_norm(input: Any, weight: Any, bias: Any, running_mean: Any, running_va
 
 
 def linear(input: Any, weight: Any, bias: Any = None) -> Any:  # noqa: A002
-    """``input @ weight.T + bias``: one addmm for a matrix input with a bias (PyTorch's ``at::linear``)."""
+    """``input @ weight.T + bias`` as PyTorch's ``at::linear`` writes it: one ``addmm`` for a matrix input with a
+    bias; a contiguous input of any other rank with a 1-d bias folded to a matrix around that ``addmm``
+    (``view``, ``t``, ``addmm``, ``view``); otherwise ``matmul`` and then the bias added."""
     if input.dim() == 2 and bias is not None:
-        return aten.addmm(bias, input, weight.t())
-    out = input.matmul(weight.t())
-    return out + bias if bias is not None else out
+        return aten.addmm(bias, input, aten.t(weight))
+    if bias is not None and input.is_contiguous() and (input.dim() == 3 or bias.dim() == 1):
+        sizes = tuple(input.shape)
+        rows = math.prod(sizes[:-1])
+        out = aten.addmm(bias, aten.reshape(input, (rows, sizes[-1])), aten.t(weight))
+        return aten.view(out, sizes[:-1] + (out.shape[1],))
+    out = aten.matmul(input, aten.t(weight))
+    if bias is None:
+        return out
+    return aten.add_Tensor(out, bias) if is_tensor_subclass_like(bias) else aten.add__Tensor(out, bias)
 
 
 def apply_loss_reduction(loss: Any, reduction: Any) -> Any:

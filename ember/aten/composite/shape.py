@@ -8,6 +8,7 @@ import math
 
 from ember._generated import aten
 from ember.c10.memory_format import contiguous_format
+from ember.aten.dispatcher import is_tensor_subclass_like
 from ember.aten.wrap import write_out
 from ember.aten.kernels._common import wrap_dim, wrap_dims
 from ember.aten.kernels.views import compute_stride, infer_size, narrow_check
@@ -37,13 +38,16 @@ def local_scalar_dense(self: Any) -> Any:
 
 
 def reshape(self: Any, shape: Any) -> Any:
+    """PyTorch's ``reshape``: a view when the sizes allow one (``view`` for a contiguous tensor, else
+    ``_reshape_alias`` -- ``view`` again under a dispatch mode or for a Python-key tensor), else a contiguous copy
+    returned through ``_unsafe_view`` (so autograd records ``CloneBackward0`` then ``UnsafeViewBackward0``)."""
     shape = infer_size(shape, self.numel())
     if self.is_contiguous():
-        return self.view(shape)
+        return aten.view(self, shape)
     st = compute_stride(tuple(self.shape), self.stride(), shape)
     if st is not None:
-        return aten._reshape_alias(self, shape, st)
-    return aten.clone(self, memory_format=contiguous_format).view(shape)
+        return aten.view(self, shape) if is_tensor_subclass_like(self) else aten._reshape_alias(self, shape, st)
+    return aten._unsafe_view(aten.clone(self, memory_format=contiguous_format), shape)
 
 
 # the dim orders of channels-last layouts: channels innermost in memory

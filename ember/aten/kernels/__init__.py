@@ -23,7 +23,7 @@ from ember.aten.kernels.spectral import *  # noqa: F401,F403
 from ember.aten.kernels.unary import *  # noqa: F401,F403
 from ember.aten.kernels.views import *  # noqa: F401,F403
 from ember.aten.kernels.special_functions import *  # noqa: F401,F403
-from ember.aten.kernels.views import _reshape_alias  # noqa: F401
+from ember.aten.kernels.views import _reshape_alias, _unsafe_view  # noqa: F401
 from ember.aten.kernels.distributions import (_dirichlet_grad, _sample_dirichlet, _standard_gamma,  # noqa: F401
                                               _standard_gamma_grad, binomial)
 from ember.aten.kernels.rnn import _rnn_layer, _rnn_layer_backward  # noqa: F401

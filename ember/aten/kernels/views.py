@@ -113,6 +113,12 @@ def view(xp: Any, self: Array, size: Any) -> Any:
     return _restride(xp, self, shape, [s * it for s in st])
 
 
+def _unsafe_view(xp: Any, self: Array, size: Any) -> Any:
+    """``view``'s memory, but the result is not a view to autograd (its schema has no alias): what ``matmul`` and
+    ``reshape`` return after computing into a fresh tensor (PyTorch's ``UnsafeViewBackward0``)."""
+    return view(xp, self, size)
+
+
 def _reshape_alias(xp: Any, self: Array, size: Any, stride: Any) -> Any:
     it = self.itemsize
     return _restride(xp, self, size, [s * it for s in stride])

@@ -216,8 +216,9 @@ class _SyncBatchNormFunction(ember.autograd.Function):
         else:
             mine = ember.zeros(2 * C + 1, dtype=x.dtype)
         world = dist.get_world_size(group)
-        gathered = ember.empty(world, 2 * C + 1, dtype=x.dtype)
-        dist.all_gather_into_tensor(gathered, mine, group=group)
+        flat = ember.empty(world * (2 * C + 1), dtype=x.dtype)    # concatenated, as every backend accepts
+        dist.all_gather_single(flat, mine, group=group)
+        gathered = flat.view(world, 2 * C + 1)
         gathered = gathered[gathered[:, -1] >= 1]
         means, invstds, counts = gathered[:, :C], gathered[:, C:2 * C], gathered[:, -1:]
         total = counts.sum()

@@ -25,6 +25,7 @@ Inside ``no_sync()`` gradients accumulate locally; the first backward after it r
 from __future__ import annotations
 
 import contextlib
+import warnings
 from typing import Any, Callable, Iterator
 
 import ember
@@ -81,13 +82,31 @@ class DistributedDataParallel(Module):
     """Data parallelism over the ranks of a process group (Note [Gradient buckets])."""
 
     def __init__(self, module: Module, device_ids: Any = None, output_device: Any = None, dim: int = 0,
-                 broadcast_buffers: bool = True, init_sync: bool = True, process_group: Any = None,
+                 broadcast_buffers: bool | None = None, init_sync: bool = True, process_group: Any = None,
                  bucket_cap_mb: float | None = None, find_unused_parameters: bool = False,
                  check_reduction: bool = False, gradient_as_bucket_view: bool = False, static_graph: bool = False,
                  delay_all_reduce_named_params: Any = None, param_to_hook_all_reduce: Any = None,
-                 mixed_precision: Any = None, device_mesh: Any = None, skip_all_reduce_unused_params: bool = False
-                 ) -> None:
+                 mixed_precision: Any = None, device_mesh: Any = None, skip_all_reduce_unused_params: bool = False,
+                 bucket_cap_mb_list: list[int] | None = None, batched_grad_copy: bool = False,
+                 forward_sync_buffers: bool | None = None) -> None:
         super().__init__()
+        if bucket_cap_mb_list is not None:
+            raise NotImplementedError("DistributedDataParallel: bucket_cap_mb_list is not supported by ember yet")
+        # PyTorch 2.13: ``broadcast_buffers`` gives way to ``forward_sync_buffers``, which never turns off the
+        # buffers' broadcast at construction (``broadcast_buffers=False`` still does)
+        if broadcast_buffers is not None:
+            warnings.warn("Both `broadcast_buffers` and `forward_sync_buffers` were specified. `broadcast_buffers` "
+                          "is deprecated and its value is ignored when `forward_sync_buffers` is provided."
+                          if forward_sync_buffers is not None else
+                          "`broadcast_buffers` is deprecated. Use `forward_sync_buffers` instead. IMPORTANT: unlike "
+                          "`broadcast_buffers=False`, `forward_sync_buffers=False` still syncs buffers at init. If "
+                          "you rely on buffers NOT being synced at init (e.g. rank-local buffers), keep using "
+                          "`broadcast_buffers=False` until `init_sync_buffers` is available.", FutureWarning,
+                          stacklevel=2)
+        if forward_sync_buffers is not None:
+            init_sync_buffers = True
+        else:
+            forward_sync_buffers = init_sync_buffers = broadcast_buffers if broadcast_buffers is not None else True
         if bool(delay_all_reduce_named_params is not None) != bool(param_to_hook_all_reduce is not None):
             raise ValueError("delay_all_reduce_named_params and param_to_hook_all_reduce need to be set at the "
                              "same time.")
@@ -116,7 +135,8 @@ class DistributedDataParallel(Module):
         self.device_ids = device_ids
         self.output_device = output_device
         self.dim = dim
-        self.broadcast_buffers = broadcast_buffers
+        self.forward_sync_buffers = forward_sync_buffers
+        self.batched_grad_copy = batched_grad_copy
         self.find_unused_parameters = find_unused_parameters
         self.gradient_as_bucket_view = gradient_as_bucket_view
         self.static_graph = static_graph
@@ -128,7 +148,7 @@ class DistributedDataParallel(Module):
         self._names = {id(p): n for n, p in module.named_parameters() if p.requires_grad}
         self._verify_params_across_ranks()
         if init_sync:
-            self._sync_states([*params, *module.buffers()])
+            self._sync_states([*params, *module.buffers()] if init_sync_buffers else params)
         first = _FIRST_BUCKET_BYTES if bucket_cap_mb is None else self.bucket_bytes_cap
         self._buckets = [_Bucket(i, ps) for i, ps in enumerate(_buckets(self._params, self.bucket_bytes_cap, first))]
         self._bucket_of = {id(p): (b, k) for b in self._buckets for k, p in enumerate(b.params)}
@@ -142,6 +162,14 @@ class DistributedDataParallel(Module):
         self._next_launch = 0
         self._unfinished: list[int] | None = None
         self._handles = [p.register_post_accumulate_grad_hook(self._grad_ready) for p in self._params]
+
+    @property
+    def broadcast_buffers(self) -> bool:
+        return self.forward_sync_buffers
+
+    @broadcast_buffers.setter
+    def broadcast_buffers(self, value: bool) -> None:
+        self.forward_sync_buffers = value
 
     # -- construction --------------------------------------------------------------------------------------
     def _verify_params_across_ranks(self) -> None:
@@ -181,11 +209,15 @@ class DistributedDataParallel(Module):
         sync = ember.is_grad_enabled() and self.require_backward_grad_sync
         if sync and self._unfinished is not None:
             self._raise_unfinished()
-        if self.broadcast_buffers and self.require_forward_param_sync and sync:
+        # Buffers come from rank 0 before a forward when the previous forward was a synced one (PyTorch's
+        # ``require_forward_param_sync``): the first forward under no_grad or no_sync still broadcasts, the ones
+        # after it do not, and neither does the first synced forward after them.
+        if self.forward_sync_buffers and self.require_forward_param_sync:
             bufs = list(self.module.buffers())
             if bufs:
                 self._sync_states(bufs)
         out = self.module(*inputs, **kwargs)
+        self.require_forward_param_sync = sync
         if sync:
             self._prepare_for_backward(out)
         else:

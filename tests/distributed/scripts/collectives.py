@@ -117,8 +117,8 @@ for dtype in DTYPES:
     cat = ember.zeros((N * SHAPE[0], SHAPE[1]), dtype=dtype)
     dist.all_gather_into_tensor(cat, base(R, dtype))
     same(cat, np.concatenate(everyone(dtype)), f"all_gather_into_tensor {dtype}")
-    stk = ember.zeros((N,) + SHAPE, dtype=dtype)
-    dist.all_gather_into_tensor(stk, base(R, dtype))
+    stk = ember.zeros((N,) + SHAPE, dtype=dtype)     # stacked: gloo wants the input as one of the output's chunks
+    dist.all_gather_into_tensor(stk, base(R, dtype).unsqueeze(0))
     same(stk, everyone(dtype), f"all_gather_into_tensor stacked {dtype}")
 
     # gather / scatter, to and from every root
@@ -243,8 +243,11 @@ raises(RuntimeError, "Cannot use ReduceOp.BAND with non-integral dtype",
 raises(ValueError, "should not be the same as the rank of the current process", lambda: dist.send(ember.ones(1), R))
 raises(ValueError, "Invalid usage of tensors with different dtypes",
        lambda: dist.all_gather([ember.ones(1)] * N, ember.ones(1, dtype=ember.float64)))
-raises(ValueError, "output tensor size must be equal to world_size times input tensor size",
-       lambda: dist.all_gather_into_tensor(ember.ones(N + 1), ember.ones(1)))
+# gloo's checks (PyTorch's words): the output's chunks along dim 0, one per rank, each of the input's sizes
+raises(RuntimeError, f"ProcessGroupGloo::allgather: invalid output tensor list at index 0 (expected length {N}, got "
+       f"{N - 1})", lambda: dist.all_gather_into_tensor(ember.ones(N - 1), ember.ones(1)))
+raises(RuntimeError, "ProcessGroupGloo::allgather: invalid tensor size at index 0 (expected (2), got (1, 2))",
+       lambda: dist.all_gather_into_tensor(ember.ones(N, 2), ember.ones(2)))
 raises(ValueError, "trying to initialize the default process group twice!", lambda: dist.init_process_group("gloo"))
 if R == 0:
     raises(ValueError, "must be specified on destination rank", lambda: dist.gather(ember.ones(1), None, dst=0))

@@ -4,6 +4,7 @@ Every rank builds the same model, trains a DDP copy on its shard of each batch, 
 whole (concatenated) batch itself: the two must agree within float tolerance, and the DDP parameters must be
 bitwise equal on every rank. Prints ``OK rank N`` at the end."""
 import sys
+import warnings
 
 import numpy as np
 
@@ -206,7 +207,9 @@ d, ref = train(bn_cnn, (1, 8, 8), convert=nn.SyncBatchNorm.convert_sync_batchnor
 assert isinstance(d.module[1], nn.SyncBatchNorm)
 assert (d.module[1].running_var - ref[1].running_var).abs().max().item() < 1e-5
 
-# broadcast_buffers: rank 0's buffers before each synced forward (not under no_grad or no_sync)
+# broadcast_buffers: rank 0's buffers before each forward that follows a synced one (PyTorch's
+# require_forward_param_sync): so the first forward under no_grad or no_sync still takes them, the next does not,
+# and neither does the first synced forward after it
 d = DDP(nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)))
 d.eval()
 d.module[1].running_mean.fill_(float(R))
@@ -215,9 +218,30 @@ assert ember.equal(d.module[1].running_mean, ember.zeros(4)), "buffers not taken
 d.module[1].running_mean.fill_(float(R))
 with ember.no_grad():
     d(ember.randn(2, 3))
+assert ember.equal(d.module[1].running_mean, ember.zeros(4)), "the forward after a synced one broadcasts"
+d.module[1].running_mean.fill_(float(R))
 with d.no_sync():
     d(ember.randn(2, 3))
-assert ember.equal(d.module[1].running_mean, ember.full((4,), float(R))), "buffers synced without grad / in no_sync"
+d(ember.randn(2, 3))
+assert ember.equal(d.module[1].running_mean, ember.full((4,), float(R))), "buffers synced after an unsynced forward"
+d(ember.randn(2, 3))
+assert ember.equal(d.module[1].running_mean, ember.zeros(4)), "buffers not taken after a synced forward"
+
+# PyTorch 2.13's forward_sync_buffers: False still broadcasts at construction; broadcast_buffers=False does not
+for kw, at_init in (({"broadcast_buffers": False}, False), ({"forward_sync_buffers": False}, True)):
+    m = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    m[1].running_mean.fill_(float(R))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        d = DDP(m, **kw)
+    assert [w.category for w in caught] == ([FutureWarning] if "broadcast_buffers" in kw else []), kw
+    want = ember.zeros(4) if at_init and R else ember.full((4,), float(R))
+    assert ember.equal(m[1].running_mean, want), f"buffers at construction with {kw}"
+    m[1].running_mean.fill_(float(R))
+    d.eval()
+    d(ember.randn(2, 3))
+    assert ember.equal(m[1].running_mean, ember.full((4,), float(R))), f"buffers before forward with {kw}"
+    assert d.broadcast_buffers is False and d.forward_sync_buffers is False
 
 # DistributedSampler takes the rank and the world size from the process group
 sampler = ember.utils.data.DistributedSampler(list(range(10)), shuffle=False)

@@ -1,7 +1,6 @@
 """What a PyTorch program prints about PyTorch itself: reprs of dtypes and classes, fx's generated code (wrapped
 functions, concrete arguments, annotations, readable printing, submodule editing), the profiler's operators, and
 what torch function / dispatch modes see of common calls. Every line must read the same under ``python -m ember``."""
-import math
 import sys
 from math import sqrt
 from typing import Optional
@@ -98,7 +97,8 @@ class ProfilerTracer(fx.Tracer):
     """pytorch/examples' fx profiling tracer: record_function blocks become operator nodes."""
 
     def trace(self, root, concrete_args=None):
-        enter, exit_ = torch.autograd.profiler.record_function.__enter__, torch.autograd.profiler.record_function.__exit__
+        rf_class = torch.autograd.profiler.record_function
+        enter, exit_ = rf_class.__enter__, rf_class.__exit__
 
         def fake_enter(rf):
             rf._fx_ctx = self.create_proxy("call_function", torch.ops.profiler._record_function_enter, (rf.name,), {})
