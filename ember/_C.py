@@ -104,3 +104,4 @@ def _jit_can_fuse_on_gpu() -> bool:
 
 def _jit_texpr_fuser_enabled() -> bool:
     return _jit_flags["texpr_fuser_enabled"]
+from ember.c10.generator import Generator  # noqa: F401,E402  (torch._C.Generator)

@@ -7,12 +7,15 @@ import warnings
 import numpy as np
 
 from ember.aten import torch_function as _torch_function
+from ember.aten.dispatcher import tls as _dispatch_tls
 from ember.aten.wrap import new_tensor
 from ember.c10 import dtype as _dt
 from ember.c10.device import canonical
-from ember.c10.dispatch_key import KS_OF_DEVICE_TYPE
+from ember.c10.dispatch_key import KS_OF_DEVICE_TYPE, DispatchKey
 from ember.c10.storage import UntypedStorage
 from ember.c10.tensor_impl import fake_array
+
+_PYTHON_BIT = 1 << DispatchKey.Python
 
 
 def _place(arr: np.ndarray, device):
@@ -29,7 +32,11 @@ def _place(arr: np.ndarray, device):
             arr = cupy.asarray(arr)
             from ember.c10.device import device as _device
             dev = _device("cuda", 0)
-    return new_tensor(arr, KS_OF_DEVICE_TYPE[dev.type], dev)
+    t = new_tensor(arr, KS_OF_DEVICE_TYPE[dev.type], dev)
+    if _dispatch_tls.keys[0] & _PYTHON_BIT:    # a dispatch mode sees the new constant, as PyTorch's does
+        from ember._generated import aten
+        t = aten.lift_fresh(t)
+    return t
 
 
 def _leaf_kind(data):

@@ -110,6 +110,7 @@ else:
 
 class Tensor(TensorImpl, _TensorMethods):
     """A multi-dimensional array with a dtype and a device; see ``ember.tensor`` to make one."""
+    __module__ = "ember"      # where it is public (Note [Printed module name])
 
     __array_priority__ = 1000
     __slots__ = ()
@@ -726,7 +727,7 @@ class Tensor(TensorImpl, _TensorMethods):
 
     def new_tensor(self, data: Any, dtype: Any = None, device: Any = None, requires_grad: Any = False) -> Tensor:
         import ember
-        return ember.tensor(data, dtype=dtype or self.dtype, device=device or self.device)
+        return ember.tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 
     def dim_order(self) -> Any:
         st = self.stride()
@@ -988,7 +989,7 @@ class Tensor(TensorImpl, _TensorMethods):
     __mul__ = _binary("__mul__", "mul", aten.mul_Tensor, aten.mul_Scalar)
     __rmul__ = _binary("__rmul__", "mul", aten.mul_Tensor, aten.mul_Scalar)
     __truediv__ = _binary("__truediv__", "div", aten.div_Tensor, aten.div_Scalar)
-    __floordiv__ = _binary("__floordiv__", "floor_divide", aten.floor_divide_Tensor, aten.floor_divide_Scalar)
+    __floordiv__ = _binary("__floordiv__", "floor_divide", aten.floor_divide, aten.floor_divide_Scalar)
     __mod__ = _binary("__mod__", "remainder", aten.remainder_Tensor, aten.remainder_Scalar)
     __pow__ = _binary("__pow__", "pow", aten.pow_Tensor_Tensor, aten.pow_Tensor_Scalar)
     __and__ = _binary("__and__", "bitwise_and", aten.bitwise_and_Tensor, aten.bitwise_and_Scalar)
@@ -998,9 +999,9 @@ class Tensor(TensorImpl, _TensorMethods):
     __xor__ = _binary("__xor__", "bitwise_xor", aten.bitwise_xor_Tensor, aten.bitwise_xor_Scalar)
     __rxor__ = _binary("__rxor__", "bitwise_xor", aten.bitwise_xor_Tensor, aten.bitwise_xor_Scalar)
     __lshift__ = _binary("__lshift__", "bitwise_left_shift", aten.bitwise_left_shift_Tensor,
-                         aten.bitwise_left_shift_Scalar)
+                         aten.bitwise_left_shift_Tensor_Scalar)
     __rshift__ = _binary("__rshift__", "bitwise_right_shift", aten.bitwise_right_shift_Tensor,
-                         aten.bitwise_right_shift_Scalar)
+                         aten.bitwise_right_shift_Tensor_Scalar)
     __lt__ = _binary("__lt__", "lt", aten.lt_Tensor, aten.lt_Scalar)
     __le__ = _binary("__le__", "le", aten.le_Tensor, aten.le_Scalar)
     __gt__ = _binary("__gt__", "gt", aten.gt_Tensor, aten.gt_Scalar)
@@ -1027,7 +1028,7 @@ class Tensor(TensorImpl, _TensorMethods):
         return self.div_(other)
 
     def __rfloordiv__(self, other: Any) -> Tensor:
-        return aten.floor_divide_Tensor(wrapped_number(other, self), self)
+        return aten.floor_divide(wrapped_number(other, self), self)
 
     def __ifloordiv__(self, other: Any) -> Tensor:
         return self.floor_divide_(other)

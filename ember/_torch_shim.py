@@ -13,6 +13,7 @@ import importlib.abc
 import importlib.util
 import sys
 import types
+from typing import Any
 
 import ember
 
@@ -114,6 +115,77 @@ class _TorchFinder(importlib.abc.MetaPathFinder):
 _FINDER = _TorchFinder()
 
 
+# -- classes print under torch (Note [Printed module name]) ---------------------------------------------------
+def _torch_module_name(name: str) -> str | None:
+    """``ember.nn.modules.linear`` -> ``torch.nn.modules.linear``; None for what keeps its name (the generated
+    autograd nodes: PyTorch's are C++ classes, and the engine tells ember's apart by their module)."""
+    if name == "ember" or (name.startswith("ember.") and not name.startswith("ember._generated")):
+        return "torch" + name[len("ember"):]
+    return None
+
+
+def _rename_classes(module: types.ModuleType) -> None:
+    """Give the classes an ember module holds (and the classes nested in them) the torch module name, so that
+    ``type(x)``, ``torch.typename``, fx's annotations and pickles name them as PyTorch's."""
+    seen: set[int] = set()
+
+    def visit(cls: type) -> None:
+        if id(cls) in seen:
+            return
+        seen.add(id(cls))
+        new = _torch_module_name(getattr(cls, "__module__", "") or "")
+        if new is None:
+            return
+        try:
+            cls.__module__ = new
+        except (AttributeError, TypeError):
+            return
+        for v in list(vars(cls).values()):
+            if isinstance(v, type):
+                visit(v)
+    for v in list(vars(module).values()):
+        if isinstance(v, type):
+            visit(v)
+
+
+class _RenamingLoader(importlib.abc.Loader):
+    """An ember module's own loader, renaming its classes once it has run."""
+
+    def __init__(self, loader: Any) -> None:
+        self._loader = loader
+
+    def create_module(self, spec: Any) -> Any:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        self._loader.exec_module(module)
+        _rename_classes(module)
+
+    def __getattr__(self, name: str) -> Any:     # get_source, get_resource_reader, ...: the real loader's
+        return getattr(self._loader, name)
+
+
+class _EmberFinder(importlib.abc.MetaPathFinder):
+    """Finds ember's modules imported after ``install_as_torch`` as usual, with the renaming loader."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if _torch_module_name(fullname) is None or fullname == "ember":
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or finder is _FINDER or find is None:
+                continue
+            spec = find(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _RenamingLoader(spec.loader)
+                return spec
+        return None
+
+
+_EMBER_FINDER = _EmberFinder()
+
+
 def install_as_torch() -> None:
     """Make ``import torch`` (and ``torch.*``) give ember from now on — one line in a notebook:
     ``import ember; ember.install_as_torch()``.  Already imported ``torch`` modules are dropped from
@@ -122,6 +194,10 @@ def install_as_torch() -> None:
     naming.set_prefix("torch")      # Note [Printed module name]
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
+        sys.meta_path.insert(1, _EMBER_FINDER)
+        for name, module in list(sys.modules.items()):
+            if _torch_module_name(name) is not None and isinstance(module, types.ModuleType):
+                _rename_classes(module)
     for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
         if not isinstance(sys.modules[name], _TorchAlias):
             del sys.modules[name]

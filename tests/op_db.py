@@ -245,6 +245,9 @@ add(OpInfo("reshape", lambda d, r: [Sample((arr(r, (3, 4), d), (4, 3))), Sample(
 add(OpInfo("_unsafe_view", lambda d, r: [Sample((arr(r, (3, 4), d), (4, 3))), Sample((arr(r, (2, 3, 4), d), (6, -1)))],
            dtypes=ALL_REAL, method=False, ember_fn=lambda e, x, s: e.ops.aten._unsafe_view(x, s),
            torch_fn=lambda t, x, s: t.ops.aten._unsafe_view(x, s)))
+# (of a fresh tensor, which is what it is for: PyTorch moves a leaf it is given into the graph's interior)
+add(OpInfo("lift_fresh", lambda d, r: [Sample((arr(r, (3, 4), d),))], dtypes=ALL_REAL, method=False,
+           ember_fn=lambda e, x: e.ops.aten.lift_fresh(x * 1), torch_fn=lambda t, x: t.ops.aten.lift_fresh(x * 1)))
 add(OpInfo("t", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (3,), d),))], dtypes=ALL_REAL))
 add(OpInfo("transpose", lambda d, r: [Sample((arr(r, (2, 3, 4), d), 0, 2)), Sample((arr(r, (2, 3, 4), d), -1, 1))],
            dtypes=ALL_REAL, aliases=("swapaxes", "swapdims")))

@@ -946,10 +946,10 @@ _op_true_divide_Scalar_out = _D.define('true_divide.Scalar_out(Tensor self, Scal
 def true_divide_Scalar_out(self, other, *, out):
     return _op_true_divide_Scalar_out.call(self._ks, self, other, out)
 
-_op_floor_divide_Tensor = _D.define('floor_divide.Tensor(Tensor self, Tensor other) -> Tensor')
+_op_floor_divide = _D.define('floor_divide(Tensor self, Tensor other) -> Tensor')
 
-def floor_divide_Tensor(self, other):
-    return _op_floor_divide_Tensor.call(self._ks | other._ks, self, other)
+def floor_divide(self, other):
+    return _op_floor_divide.call(self._ks | other._ks, self, other)
 
 _op_floor_divide__Tensor = _D.define('floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
@@ -986,10 +986,10 @@ _op_remainder__Tensor = _D.define('remainder_.Tensor(Tensor(a!) self, Tensor oth
 def remainder__Tensor(self, other):
     return _op_remainder__Tensor.call(self._ks | other._ks, self, other)
 
-_op_remainder_out = _D.define('remainder.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+_op_remainder_Tensor_out = _D.define('remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
-def remainder_out(self, other, *, out):
-    return _op_remainder_out.call(self._ks | other._ks, self, other, out)
+def remainder_Tensor_out(self, other, *, out):
+    return _op_remainder_Tensor_out.call(self._ks | other._ks, self, other, out)
 
 _op_remainder_Scalar = _D.define('remainder.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -1021,10 +1021,10 @@ _op_fmod__Tensor = _D.define('fmod_.Tensor(Tensor(a!) self, Tensor other) -> Ten
 def fmod__Tensor(self, other):
     return _op_fmod__Tensor.call(self._ks | other._ks, self, other)
 
-_op_fmod_out = _D.define('fmod.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+_op_fmod_Tensor_out = _D.define('fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
-def fmod_out(self, other, *, out):
-    return _op_fmod_out.call(self._ks | other._ks, self, other, out)
+def fmod_Tensor_out(self, other, *, out):
+    return _op_fmod_Tensor_out.call(self._ks | other._ks, self, other, out)
 
 _op_fmod_Scalar = _D.define('fmod.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -1156,20 +1156,20 @@ _op_logaddexp2_out = _D.define('logaddexp2.out(Tensor self, Tensor other, *, Ten
 def logaddexp2_out(self, other, *, out):
     return _op_logaddexp2_out.call(self._ks | other._ks, self, other, out)
 
-_op_copysign = _D.define('copysign(Tensor self, Tensor other) -> Tensor')
+_op_copysign_Tensor = _D.define('copysign.Tensor(Tensor self, Tensor other) -> Tensor')
 
-def copysign(self, other):
-    return _op_copysign.call(self._ks | other._ks, self, other)
+def copysign_Tensor(self, other):
+    return _op_copysign_Tensor.call(self._ks | other._ks, self, other)
 
 _op_copysign_out = _D.define('copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def copysign_out(self, other, *, out):
     return _op_copysign_out.call(self._ks | other._ks, self, other, out)
 
-_op_copysign_ = _D.define('copysign_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_copysign__Tensor = _D.define('copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
-def copysign_(self, other):
-    return _op_copysign_.call(self._ks | other._ks, self, other)
+def copysign__Tensor(self, other):
+    return _op_copysign__Tensor.call(self._ks | other._ks, self, other)
 
 _op_nextafter = _D.define('nextafter(Tensor self, Tensor other) -> Tensor')
 
@@ -1276,20 +1276,20 @@ _op_special_gammaincc_out = _D.define('special_gammaincc.out(Tensor self, Tensor
 def special_gammaincc_out(self, other, *, out):
     return _op_special_gammaincc_out.call(self._ks | other._ks, self, other, out)
 
-_op_xlogy = _D.define('xlogy(Tensor self, Tensor other) -> Tensor')
+_op_xlogy_Tensor = _D.define('xlogy.Tensor(Tensor self, Tensor other) -> Tensor')
 
-def xlogy(self, other):
-    return _op_xlogy.call(self._ks | other._ks, self, other)
+def xlogy_Tensor(self, other):
+    return _op_xlogy_Tensor.call(self._ks | other._ks, self, other)
 
-_op_xlogy_out = _D.define('xlogy.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+_op_xlogy_OutTensor = _D.define('xlogy.OutTensor(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
-def xlogy_out(self, other, *, out):
-    return _op_xlogy_out.call(self._ks | other._ks, self, other, out)
+def xlogy_OutTensor(self, other, *, out):
+    return _op_xlogy_OutTensor.call(self._ks | other._ks, self, other, out)
 
-_op_xlogy_ = _D.define('xlogy_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_xlogy__Tensor = _D.define('xlogy_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
-def xlogy_(self, other):
-    return _op_xlogy_.call(self._ks | other._ks, self, other)
+def xlogy__Tensor(self, other):
+    return _op_xlogy__Tensor.call(self._ks | other._ks, self, other)
 
 _op_xlogy_Scalar_Other = _D.define('xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor')
 
@@ -1326,10 +1326,10 @@ _op_bitwise_and__Tensor = _D.define('bitwise_and_.Tensor(Tensor(a!) self, Tensor
 def bitwise_and__Tensor(self, other):
     return _op_bitwise_and__Tensor.call(self._ks | other._ks, self, other)
 
-_op_bitwise_and_out = _D.define('bitwise_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+_op_bitwise_and_Tensor_out = _D.define('bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
-def bitwise_and_out(self, other, *, out):
-    return _op_bitwise_and_out.call(self._ks | other._ks, self, other, out)
+def bitwise_and_Tensor_out(self, other, *, out):
+    return _op_bitwise_and_Tensor_out.call(self._ks | other._ks, self, other, out)
 
 _op_bitwise_and_Scalar = _D.define('bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -1356,10 +1356,10 @@ _op_bitwise_or__Tensor = _D.define('bitwise_or_.Tensor(Tensor(a!) self, Tensor o
 def bitwise_or__Tensor(self, other):
     return _op_bitwise_or__Tensor.call(self._ks | other._ks, self, other)
 
-_op_bitwise_or_out = _D.define('bitwise_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+_op_bitwise_or_Tensor_out = _D.define('bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
-def bitwise_or_out(self, other, *, out):
-    return _op_bitwise_or_out.call(self._ks | other._ks, self, other, out)
+def bitwise_or_Tensor_out(self, other, *, out):
+    return _op_bitwise_or_Tensor_out.call(self._ks | other._ks, self, other, out)
 
 _op_bitwise_or_Scalar = _D.define('bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -1386,10 +1386,10 @@ _op_bitwise_xor__Tensor = _D.define('bitwise_xor_.Tensor(Tensor(a!) self, Tensor
 def bitwise_xor__Tensor(self, other):
     return _op_bitwise_xor__Tensor.call(self._ks | other._ks, self, other)
 
-_op_bitwise_xor_out = _D.define('bitwise_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+_op_bitwise_xor_Tensor_out = _D.define('bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
-def bitwise_xor_out(self, other, *, out):
-    return _op_bitwise_xor_out.call(self._ks | other._ks, self, other, out)
+def bitwise_xor_Tensor_out(self, other, *, out):
+    return _op_bitwise_xor_Tensor_out.call(self._ks | other._ks, self, other, out)
 
 _op_bitwise_xor_Scalar = _D.define('bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -1416,25 +1416,25 @@ _op_bitwise_left_shift__Tensor = _D.define('bitwise_left_shift_.Tensor(Tensor(a!
 def bitwise_left_shift__Tensor(self, other):
     return _op_bitwise_left_shift__Tensor.call(self._ks | other._ks, self, other)
 
-_op_bitwise_left_shift_out = _D.define('bitwise_left_shift.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+_op_bitwise_left_shift_Tensor_out = _D.define('bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
-def bitwise_left_shift_out(self, other, *, out):
-    return _op_bitwise_left_shift_out.call(self._ks | other._ks, self, other, out)
+def bitwise_left_shift_Tensor_out(self, other, *, out):
+    return _op_bitwise_left_shift_Tensor_out.call(self._ks | other._ks, self, other, out)
 
-_op_bitwise_left_shift_Scalar = _D.define('bitwise_left_shift.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_bitwise_left_shift_Tensor_Scalar = _D.define('bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor')
 
-def bitwise_left_shift_Scalar(self, other):
-    return _op_bitwise_left_shift_Scalar.call(self._ks, self, other)
+def bitwise_left_shift_Tensor_Scalar(self, other):
+    return _op_bitwise_left_shift_Tensor_Scalar.call(self._ks, self, other)
 
-_op_bitwise_left_shift__Scalar = _D.define('bitwise_left_shift_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+_op_bitwise_left_shift__Tensor_Scalar = _D.define('bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
 
-def bitwise_left_shift__Scalar(self, other):
-    return _op_bitwise_left_shift__Scalar.call(self._ks, self, other)
+def bitwise_left_shift__Tensor_Scalar(self, other):
+    return _op_bitwise_left_shift__Tensor_Scalar.call(self._ks, self, other)
 
-_op_bitwise_left_shift_Scalar_out = _D.define('bitwise_left_shift.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+_op_bitwise_left_shift_Tensor_Scalar_out = _D.define('bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
-def bitwise_left_shift_Scalar_out(self, other, *, out):
-    return _op_bitwise_left_shift_Scalar_out.call(self._ks, self, other, out)
+def bitwise_left_shift_Tensor_Scalar_out(self, other, *, out):
+    return _op_bitwise_left_shift_Tensor_Scalar_out.call(self._ks, self, other, out)
 
 _op_bitwise_right_shift_Tensor = _D.define('bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor')
 
@@ -1446,25 +1446,25 @@ _op_bitwise_right_shift__Tensor = _D.define('bitwise_right_shift_.Tensor(Tensor(
 def bitwise_right_shift__Tensor(self, other):
     return _op_bitwise_right_shift__Tensor.call(self._ks | other._ks, self, other)
 
-_op_bitwise_right_shift_out = _D.define('bitwise_right_shift.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+_op_bitwise_right_shift_Tensor_out = _D.define('bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
-def bitwise_right_shift_out(self, other, *, out):
-    return _op_bitwise_right_shift_out.call(self._ks | other._ks, self, other, out)
+def bitwise_right_shift_Tensor_out(self, other, *, out):
+    return _op_bitwise_right_shift_Tensor_out.call(self._ks | other._ks, self, other, out)
 
-_op_bitwise_right_shift_Scalar = _D.define('bitwise_right_shift.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_bitwise_right_shift_Tensor_Scalar = _D.define('bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor')
 
-def bitwise_right_shift_Scalar(self, other):
-    return _op_bitwise_right_shift_Scalar.call(self._ks, self, other)
+def bitwise_right_shift_Tensor_Scalar(self, other):
+    return _op_bitwise_right_shift_Tensor_Scalar.call(self._ks, self, other)
 
-_op_bitwise_right_shift__Scalar = _D.define('bitwise_right_shift_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+_op_bitwise_right_shift__Tensor_Scalar = _D.define('bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
 
-def bitwise_right_shift__Scalar(self, other):
-    return _op_bitwise_right_shift__Scalar.call(self._ks, self, other)
+def bitwise_right_shift__Tensor_Scalar(self, other):
+    return _op_bitwise_right_shift__Tensor_Scalar.call(self._ks, self, other)
 
-_op_bitwise_right_shift_Scalar_out = _D.define('bitwise_right_shift.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+_op_bitwise_right_shift_Tensor_Scalar_out = _D.define('bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
-def bitwise_right_shift_Scalar_out(self, other, *, out):
-    return _op_bitwise_right_shift_Scalar_out.call(self._ks, self, other, out)
+def bitwise_right_shift_Tensor_Scalar_out(self, other, *, out):
+    return _op_bitwise_right_shift_Tensor_Scalar_out.call(self._ks, self, other, out)
 
 _op_logical_and = _D.define('logical_and(Tensor self, Tensor other) -> Tensor')
 
@@ -1521,10 +1521,10 @@ _op_eq__Tensor = _D.define('eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(
 def eq__Tensor(self, other):
     return _op_eq__Tensor.call(self._ks | other._ks, self, other)
 
-_op_eq_out = _D.define('eq.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+_op_eq_Tensor_out = _D.define('eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
-def eq_out(self, other, *, out):
-    return _op_eq_out.call(self._ks | other._ks, self, other, out)
+def eq_Tensor_out(self, other, *, out):
+    return _op_eq_Tensor_out.call(self._ks | other._ks, self, other, out)
 
 _op_eq_Scalar = _D.define('eq.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -1551,10 +1551,10 @@ _op_ne__Tensor = _D.define('ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(
 def ne__Tensor(self, other):
     return _op_ne__Tensor.call(self._ks | other._ks, self, other)
 
-_op_ne_out = _D.define('ne.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+_op_ne_Tensor_out = _D.define('ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
-def ne_out(self, other, *, out):
-    return _op_ne_out.call(self._ks | other._ks, self, other, out)
+def ne_Tensor_out(self, other, *, out):
+    return _op_ne_Tensor_out.call(self._ks | other._ks, self, other, out)
 
 _op_ne_Scalar = _D.define('ne.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -1581,10 +1581,10 @@ _op_lt__Tensor = _D.define('lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(
 def lt__Tensor(self, other):
     return _op_lt__Tensor.call(self._ks | other._ks, self, other)
 
-_op_lt_out = _D.define('lt.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+_op_lt_Tensor_out = _D.define('lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
-def lt_out(self, other, *, out):
-    return _op_lt_out.call(self._ks | other._ks, self, other, out)
+def lt_Tensor_out(self, other, *, out):
+    return _op_lt_Tensor_out.call(self._ks | other._ks, self, other, out)
 
 _op_lt_Scalar = _D.define('lt.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -1611,10 +1611,10 @@ _op_le__Tensor = _D.define('le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(
 def le__Tensor(self, other):
     return _op_le__Tensor.call(self._ks | other._ks, self, other)
 
-_op_le_out = _D.define('le.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+_op_le_Tensor_out = _D.define('le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
-def le_out(self, other, *, out):
-    return _op_le_out.call(self._ks | other._ks, self, other, out)
+def le_Tensor_out(self, other, *, out):
+    return _op_le_Tensor_out.call(self._ks | other._ks, self, other, out)
 
 _op_le_Scalar = _D.define('le.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -1641,10 +1641,10 @@ _op_gt__Tensor = _D.define('gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(
 def gt__Tensor(self, other):
     return _op_gt__Tensor.call(self._ks | other._ks, self, other)
 
-_op_gt_out = _D.define('gt.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+_op_gt_Tensor_out = _D.define('gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
-def gt_out(self, other, *, out):
-    return _op_gt_out.call(self._ks | other._ks, self, other, out)
+def gt_Tensor_out(self, other, *, out):
+    return _op_gt_Tensor_out.call(self._ks | other._ks, self, other, out)
 
 _op_gt_Scalar = _D.define('gt.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -1671,10 +1671,10 @@ _op_ge__Tensor = _D.define('ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(
 def ge__Tensor(self, other):
     return _op_ge__Tensor.call(self._ks | other._ks, self, other)
 
-_op_ge_out = _D.define('ge.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+_op_ge_Tensor_out = _D.define('ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
-def ge_out(self, other, *, out):
-    return _op_ge_out.call(self._ks | other._ks, self, other, out)
+def ge_Tensor_out(self, other, *, out):
+    return _op_ge_Tensor_out.call(self._ks | other._ks, self, other, out)
 
 _op_ge_Scalar = _D.define('ge.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -1916,10 +1916,10 @@ _op_sum = _D.define('sum(Tensor self, *, ScalarType? dtype=None) -> Tensor')
 def sum(self, *, dtype=None):
     return _op_sum.call(self._ks, self, dtype)
 
-_op_nansum = _D.define('nansum(Tensor self, *, ScalarType? dtype=None) -> Tensor')
+_op_nansum = _D.define('nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
 
-def nansum(self, *, dtype=None):
-    return _op_nansum.call(self._ks, self, dtype)
+def nansum(self, dim=None, keepdim=False, *, dtype=None):
+    return _op_nansum.call(self._ks, self, dim, keepdim, dtype)
 
 _op_prod = _D.define('prod(Tensor self, *, ScalarType? dtype=None) -> Tensor')
 
@@ -1936,11 +1936,6 @@ _op_sum_IntList_out = _D.define('sum.IntList_out(Tensor self, int[1]? dim, bool 
 def sum_IntList_out(self, dim, keepdim=False, *, dtype=None, out):
     return _op_sum_IntList_out.call(self._ks, self, dim, keepdim, dtype, out)
 
-_op_nansum_dim_IntList = _D.define('nansum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
-
-def nansum_dim_IntList(self, dim, keepdim=False, *, dtype=None):
-    return _op_nansum_dim_IntList.call(self._ks, self, dim, keepdim, dtype)
-
 _op_prod_dim_int = _D.define('prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
 
 def prod_dim_int(self, dim, keepdim=False, *, dtype=None):
@@ -1956,15 +1951,10 @@ _op_mean_dim = _D.define('mean.dim(Tensor self, int[1]? dim, bool keepdim=False,
 def mean_dim(self, dim, keepdim=False, *, dtype=None):
     return _op_mean_dim.call(self._ks, self, dim, keepdim, dtype)
 
-_op_nanmean = _D.define('nanmean(Tensor self, *, ScalarType? dtype=None) -> Tensor')
+_op_nanmean = _D.define('nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
 
-def nanmean(self, *, dtype=None):
-    return _op_nanmean.call(self._ks, self, dtype)
-
-_op_nanmean_dim = _D.define('nanmean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
-
-def nanmean_dim(self, dim, keepdim=False, *, dtype=None):
-    return _op_nanmean_dim.call(self._ks, self, dim, keepdim, dtype)
+def nanmean(self, dim=None, keepdim=False, *, dtype=None):
+    return _op_nanmean.call(self._ks, self, dim, keepdim, dtype)
 
 _op_mean_out = _D.define('mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
@@ -2325,6 +2315,11 @@ _op_as_strided = _D.define('as_strided(Tensor(a) self, SymInt[] size, SymInt[] s
 
 def as_strided(self, size, stride, storage_offset=None):
     return _op_as_strided.call(self._ks, self, size, stride, storage_offset)
+
+_op_lift_fresh = _D.define('lift_fresh(Tensor(a) self) -> Tensor(a)')
+
+def lift_fresh(self):
+    return _op_lift_fresh.call(self._ks, self)
 
 _op_alias = _D.define('alias(Tensor(a) self) -> Tensor(a)')
 

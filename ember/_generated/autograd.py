@@ -1047,32 +1047,6 @@ def _ag_rad2deg_default(ks, self):
     return result
 
 
-class SquareBackward0(_Node):
-    _saved_names = ('self_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            self = _n._saved('self_')
-            grad_inputs[self_ix] = 2 * grad * self
-        return grad_inputs
-
-
-def _ag_square_default(ks, self):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_square.redispatch(ks & _BELOW, self)
-    _n = SquareBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self)
-    result = aten._op_square.redispatch(ks & _BELOW, self)
-    _set_history(_n, (result,))
-    return result
-
-
 class ReluBackward0(_Node):
     _saved_names = ('result_',)
 
@@ -2068,9 +2042,9 @@ class CopysignBackward0(_Node):
         return grad_inputs
 
 
-def _ag_copysign_default(ks, self, other):
+def _ag_copysign_Tensor(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return aten._op_copysign.redispatch(ks & _BELOW, self, other)
+        return aten._op_copysign_Tensor.redispatch(ks & _BELOW, self, other)
     _n = CopysignBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -2078,7 +2052,7 @@ def _ag_copysign_default(ks, self, other):
         _n.self_ = _SV(self)
     if _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = aten._op_copysign.redispatch(ks & _BELOW, self, other)
+    result = aten._op_copysign_Tensor.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -2313,7 +2287,7 @@ class XlogyBackward0(_Node):
         if _n._next[self_ix] is not None:
             other = _n._saved('other_')
             self = _n._saved('self_')
-            grad_inputs[self_ix] = aten.xlogy(grad, other).masked_fill((self == 0) & (other <= 0), 0)
+            grad_inputs[self_ix] = aten.xlogy_Tensor(grad, other).masked_fill((self == 0) & (other <= 0), 0)
         if _n._next[other_ix] is not None:
             other = _n._saved('other_')
             self = _n._saved('self_')
@@ -2321,9 +2295,9 @@ class XlogyBackward0(_Node):
         return grad_inputs
 
 
-def _ag_xlogy_default(ks, self, other):
+def _ag_xlogy_Tensor(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return aten._op_xlogy.redispatch(ks & _BELOW, self, other)
+        return aten._op_xlogy_Tensor.redispatch(ks & _BELOW, self, other)
     _n = XlogyBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -2331,7 +2305,7 @@ def _ag_xlogy_default(ks, self, other):
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = aten._op_xlogy.redispatch(ks & _BELOW, self, other)
+    result = aten._op_xlogy_Tensor.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -2521,80 +2495,6 @@ def _ag_clamp_Tensor(ks, self, min, max):
     if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
         _n.max_ = _SV(max if max is not None else None)
     result = aten._op_clamp_Tensor.redispatch(ks & _BELOW, self, min, max)
-    _set_history(_n, (result,))
-    return result
-
-
-class ClipBackward0(_Node):
-    _saved_names = ('self_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        min = _n.min
-        max = _n.max
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            self = _n._saved('self_')
-            grad_inputs[self_ix] = clamp_backward(grad, self, min, max)
-        return grad_inputs
-ClipBackward0.__name__ = ClipBackward0.__qualname__ = 'ClampBackward1'
-
-
-def _ag_clip_default(ks, self, min, max):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_clip.redispatch(ks & _BELOW, self, min, max)
-    _n = ClipBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.min = min
-    _n.max = max
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self)
-    result = aten._op_clip.redispatch(ks & _BELOW, self, min, max)
-    _set_history(_n, (result,))
-    return result
-
-
-class ClipBackward1(_Node):
-    _saved_names = ('self_', 'min_', 'max_')
-
-    def apply(_n, grads):
-        grad = grads[0]
-        self_ix, min_ix, max_ix = 0, 1, 2
-        grad_inputs = [None] * 3
-        if _n._next[self_ix] is not None:
-            max = _n._saved('max_')
-            min = _n._saved('min_')
-            self = _n._saved('self_')
-            grad_inputs[self_ix] = clamp_backward(grad, self, min, max)
-        if _n._next[min_ix] is not None:
-            max = _n._saved('max_')
-            min = _n._saved('min_')
-            self = _n._saved('self_')
-            grad_inputs[min_ix] = clamp_backward_min_max(grad, self, min, max)[0]
-        if _n._next[max_ix] is not None:
-            max = _n._saved('max_')
-            min = _n._saved('min_')
-            self = _n._saved('self_')
-            grad_inputs[max_ix] = clamp_backward_min_max(grad, self, min, max)[1]
-        return grad_inputs
-ClipBackward1.__name__ = ClipBackward1.__qualname__ = 'ClampBackward0'
-
-
-def _ag_clip_Tensor(ks, self, min, max):
-    if not (_gm.enabled and (self._rg or (min is not None and min._rg) or (max is not None and max._rg))):
-        return aten._op_clip_Tensor.redispatch(ks & _BELOW, self, min, max)
-    _n = ClipBackward1()
-    _n._next = _edges(self, min, max)
-    _n._input_meta = _meta(self, min, max)
-    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
-        _n.self_ = _SV(self)
-    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
-        _n.min_ = _SV(min if min is not None else None)
-    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
-        _n.max_ = _SV(max if max is not None else None)
-    result = aten._op_clip_Tensor.redispatch(ks & _BELOW, self, min, max)
     _set_history(_n, (result,))
     return result
 
@@ -2886,25 +2786,29 @@ class NansumBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
+        dim = _n.dim
+        keepdim = _n.keepdim
         self_sizes = _n.self_sizes
         self_ix = 0
         grad_inputs = [None] * 1
         if _n._next[self_ix] is not None:
             self = _n._saved('self_')
-            grad_inputs[self_ix] = grad.expand(self_sizes) * self.isnan().logical_not()
+            grad_inputs[self_ix] = sum_backward(grad, self_sizes, dim, keepdim) * self.isnan().logical_not()
         return grad_inputs
 
 
-def _ag_nansum_default(ks, self, dtype):
+def _ag_nansum_default(ks, self, dim, keepdim, dtype):
     if not (_gm.enabled and (self._rg)):
-        return aten._op_nansum.redispatch(ks & _BELOW, self, dtype)
+        return aten._op_nansum.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
     _n = NansumBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
+    _n.dim = dim
+    _n.keepdim = keepdim
     _n.self_sizes = tuple(self.shape)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = aten._op_nansum.redispatch(ks & _BELOW, self, dtype)
+    result = aten._op_nansum.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
     _set_history(_n, (result,))
     return result
 
@@ -2962,38 +2866,6 @@ def _ag_sum_dim_IntList(ks, self, dim, keepdim, dtype):
     _n.keepdim = keepdim
     _n.self_sizes = tuple(self.shape)
     result = aten._op_sum_dim_IntList.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
-    _set_history(_n, (result,))
-    return result
-
-
-class NansumBackward1(_Node):
-    _saved_names = ('self_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        dim = _n.dim
-        keepdim = _n.keepdim
-        self_sizes = _n.self_sizes
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            self = _n._saved('self_')
-            grad_inputs[self_ix] = sum_backward(grad, self_sizes, dim, keepdim) * self.isnan().logical_not()
-        return grad_inputs
-
-
-def _ag_nansum_dim_IntList(ks, self, dim, keepdim, dtype):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_nansum_dim_IntList.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
-    _n = NansumBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.dim = dim
-    _n.keepdim = keepdim
-    _n.self_sizes = tuple(self.shape)
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self)
-    result = aten._op_nansum_dim_IntList.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
     _set_history(_n, (result,))
     return result
 
@@ -3089,32 +2961,6 @@ class NanmeanBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            self = _n._saved('self_')
-            grad_inputs[self_ix] = nanmean_backward(grad, self, None, False)
-        return grad_inputs
-
-
-def _ag_nanmean_default(ks, self, dtype):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_nanmean.redispatch(ks & _BELOW, self, dtype)
-    _n = NanmeanBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self)
-    result = aten._op_nanmean.redispatch(ks & _BELOW, self, dtype)
-    _set_history(_n, (result,))
-    return result
-
-
-class NanmeanBackward1(_Node):
-    _saved_names = ('self_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
         dim = _n.dim
         keepdim = _n.keepdim
         self_ix = 0
@@ -3125,17 +2971,17 @@ class NanmeanBackward1(_Node):
         return grad_inputs
 
 
-def _ag_nanmean_dim(ks, self, dim, keepdim, dtype):
+def _ag_nanmean_default(ks, self, dim, keepdim, dtype):
     if not (_gm.enabled and (self._rg)):
-        return aten._op_nanmean_dim.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
-    _n = NanmeanBackward1()
+        return aten._op_nanmean.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
+    _n = NanmeanBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = aten._op_nanmean_dim.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
+    result = aten._op_nanmean.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
     _set_history(_n, (result,))
     return result
 
@@ -3680,10 +3526,39 @@ class SortBackward0(_Node):
         return grad_inputs
 
 
+def _ag_sort_default(ks, self, dim, descending):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_sort.redispatch(ks & _BELOW, self, dim, descending)
+    _n = SortBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dim = dim
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op_sort.redispatch(ks & _BELOW, self, dim, descending)
+    _set_history(_n, tuple(result), [True, False])
+    _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
+    return result
+
+
+class SortBackward1(_Node):
+    _saved_names = ('result_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        dim = _n.dim
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, True)
+        return grad_inputs
+
+
 def _ag_sort_stable(ks, self, stable, dim, descending):
     if not (_gm.enabled and (self._rg)):
         return aten._op_sort_stable.redispatch(ks & _BELOW, self, stable, dim, descending)
-    _n = SortBackward0()
+    _n = SortBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
@@ -4084,6 +3959,29 @@ def _ag_as_strided_default(ks, self, size, stride, storage_offset):
     return result
 
 
+class LiftFreshBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad
+        return grad_inputs
+
+
+def _ag_lift_fresh_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_lift_fresh.redispatch(ks & _BELOW, self)
+    _n = LiftFreshBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = aten._op_lift_fresh.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
 class AliasBackward0(_Node):
     _saved_names = ()
 
@@ -4337,35 +4235,6 @@ def _ag_unsqueeze_default(ks, self, dim):
     _n._input_meta = _meta(self)
     _n.dim = dim
     result = aten._op_unsqueeze.redispatch(ks & _BELOW, self, dim)
-    _set_history(_n, (result,))
-    result.__dict__['_base'] = (self._base if self._base is not None else self)
-    result.__dict__['_attr_version'] = result._vc.version
-    return result
-
-
-class UnflattenBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        self_sizes = _n.self_sizes
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            grad_inputs[self_ix] = grad.reshape(self_sizes)
-        return grad_inputs
-
-
-def _ag_unflatten_int(ks, self, dim, sizes):
-    if not (_gm.enabled and (self._rg)):
-        result = aten._op_unflatten_int.redispatch(ks & _BELOW, self, dim, sizes)
-        result.__dict__['_base'] = (self._base if self._base is not None else self)
-        return result
-    _n = UnflattenBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.self_sizes = tuple(self.shape)
-    result = aten._op_unflatten_int.redispatch(ks & _BELOW, self, dim, sizes)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     result.__dict__['_attr_version'] = result._vc.version
@@ -6121,37 +5990,6 @@ def _ag_vdot_default(ks, self, other):
     if _n._next[0] is not None:
         _n.other_ = _SV(other)
     result = aten._op_vdot.redispatch(ks & _BELOW, self, other)
-    _set_history(_n, (result,))
-    return result
-
-
-class OuterBackward0(_Node):
-    _saved_names = ('self_', 'vec2_')
-
-    def apply(_n, grads):
-        grad = grads[0]
-        self_ix, vec2_ix = 0, 1
-        grad_inputs = [None] * 2
-        if _n._next[self_ix] is not None:
-            vec2 = _n._saved('vec2_')
-            grad_inputs[self_ix] = grad.mv(conj_of(vec2))
-        if _n._next[vec2_ix] is not None:
-            self = _n._saved('self_')
-            grad_inputs[vec2_ix] = grad.t().mv(conj_of(self))
-        return grad_inputs
-
-
-def _ag_outer_default(ks, self, vec2):
-    if not (_gm.enabled and (self._rg or vec2._rg)):
-        return aten._op_outer.redispatch(ks & _BELOW, self, vec2)
-    _n = OuterBackward0()
-    _n._next = _edges(self, vec2)
-    _n._input_meta = _meta(self, vec2)
-    if _n._next[1] is not None:
-        _n.self_ = _SV(self)
-    if _n._next[0] is not None:
-        _n.vec2_ = _SV(vec2)
-    result = aten._op_outer.redispatch(ks & _BELOW, self, vec2)
     _set_history(_n, (result,))
     return result
 
@@ -12566,20 +12404,6 @@ def _ag_rad2deg__default(ks, self):
     return result
 
 
-def _ag_square__default(ks, self):
-    _check_inplace(self)
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_square_.redispatch(ks & _BELOW, self)
-    _n = SquareBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self.clone())
-    result = aten._op_square_.redispatch(ks & _BELOW, self)
-    _rebase_history(self, _n)
-    return result
-
-
 def _ag_relu__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -12935,10 +12759,10 @@ def _ag_hypot__default(ks, self, other):
     return result
 
 
-def _ag_copysign__default(ks, self, other):
+def _ag_copysign__Tensor(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
-        return aten._op_copysign_.redispatch(ks & _BELOW, self, other)
+        return aten._op_copysign__Tensor.redispatch(ks & _BELOW, self, other)
     _n = CopysignBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -12946,7 +12770,7 @@ def _ag_copysign__default(ks, self, other):
         _n.self_ = _SV(self.clone())
     if _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = aten._op_copysign_.redispatch(ks & _BELOW, self, other)
+    result = aten._op_copysign__Tensor.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
@@ -12996,10 +12820,10 @@ def _ag_igammac__default(ks, self, other):
     return result
 
 
-def _ag_xlogy__default(ks, self, other):
+def _ag_xlogy__Tensor(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
-        return aten._op_xlogy_.redispatch(ks & _BELOW, self, other)
+        return aten._op_xlogy__Tensor.redispatch(ks & _BELOW, self, other)
     _n = XlogyBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -13007,7 +12831,7 @@ def _ag_xlogy__default(ks, self, other):
         _n.self_ = _SV(self.clone())
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = aten._op_xlogy_.redispatch(ks & _BELOW, self, other)
+    result = aten._op_xlogy__Tensor.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
 
@@ -13042,22 +12866,6 @@ def _ag_clamp__Tensor(ks, self, min, max):
     if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
         _n.max_ = _SV(max if max is not None else None)
     result = aten._op_clamp__Tensor.redispatch(ks & _BELOW, self, min, max)
-    _rebase_history(self, _n)
-    return result
-
-
-def _ag_clip__default(ks, self, min, max):
-    _check_inplace(self)
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_clip_.redispatch(ks & _BELOW, self, min, max)
-    _n = ClipBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.min = min
-    _n.max = max
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self.clone())
-    result = aten._op_clip_.redispatch(ks & _BELOW, self, min, max)
     _rebase_history(self, _n)
     return result
 
@@ -13796,7 +13604,6 @@ for _h, _k in (
     (aten._op_sinc, _ag_sinc_default),
     (aten._op_deg2rad, _ag_deg2rad_default),
     (aten._op_rad2deg, _ag_rad2deg_default),
-    (aten._op_square, _ag_square_default),
     (aten._op_relu, _ag_relu_default),
     (aten._op_round, _ag_round_default),
     (aten._op_round_decimals, _ag_round_decimals),
@@ -13831,7 +13638,7 @@ for _h, _k in (
     (aten._op_hypot, _ag_hypot_default),
     (aten._op_logaddexp, _ag_logaddexp_default),
     (aten._op_logaddexp2, _ag_logaddexp2_default),
-    (aten._op_copysign, _ag_copysign_default),
+    (aten._op_copysign_Tensor, _ag_copysign_Tensor),
     (aten._op_nextafter, _ag_nextafter_default),
     (aten._op_maximum, _ag_maximum_default),
     (aten._op_minimum, _ag_minimum_default),
@@ -13839,15 +13646,13 @@ for _h, _k in (
     (aten._op_fmin, _ag_fmin_default),
     (aten._op_igamma, _ag_igamma_default),
     (aten._op_igammac, _ag_igammac_default),
-    (aten._op_xlogy, _ag_xlogy_default),
+    (aten._op_xlogy_Tensor, _ag_xlogy_Tensor),
     (aten._op_xlogy_Scalar_Other, _ag_xlogy_Scalar_Other),
     (aten._op_xlogy_Scalar_Self, _ag_xlogy_Scalar_Self),
     (aten._op_copysign_Scalar, _ag_copysign_Scalar),
     (aten._op_where_self, _ag_where_self),
     (aten._op_clamp, _ag_clamp_default),
     (aten._op_clamp_Tensor, _ag_clamp_Tensor),
-    (aten._op_clip, _ag_clip_default),
-    (aten._op_clip_Tensor, _ag_clip_Tensor),
     (aten._op_clamp_min, _ag_clamp_min_default),
     (aten._op_clamp_min_Tensor, _ag_clamp_min_Tensor),
     (aten._op_clamp_max, _ag_clamp_max_default),
@@ -13860,12 +13665,10 @@ for _h, _k in (
     (aten._op_nansum, _ag_nansum_default),
     (aten._op_prod, _ag_prod_default),
     (aten._op_sum_dim_IntList, _ag_sum_dim_IntList),
-    (aten._op_nansum_dim_IntList, _ag_nansum_dim_IntList),
     (aten._op_prod_dim_int, _ag_prod_dim_int),
     (aten._op_mean, _ag_mean_default),
     (aten._op_mean_dim, _ag_mean_dim),
     (aten._op_nanmean, _ag_nanmean_default),
-    (aten._op_nanmean_dim, _ag_nanmean_dim),
     (aten._op_var_correction, _ag_var_correction),
     (aten._op_std_correction, _ag_std_correction),
     (aten._op_var_mean_correction, _ag_var_mean_correction),
@@ -13883,6 +13686,7 @@ for _h, _k in (
     (aten._op_logcumsumexp, _ag_logcumsumexp_default),
     (aten._op_cummax, _ag_cummax_default),
     (aten._op_cummin, _ag_cummin_default),
+    (aten._op_sort, _ag_sort_default),
     (aten._op_sort_stable, _ag_sort_stable),
     (aten._op_topk, _ag_topk_default),
     (aten._op_kthvalue, _ag_kthvalue_default),
@@ -13898,6 +13702,7 @@ for _h, _k in (
     (aten._op__unsafe_view, _ag__unsafe_view_default),
     (aten._op__reshape_alias, _ag__reshape_alias_default),
     (aten._op_as_strided, _ag_as_strided_default),
+    (aten._op_lift_fresh, _ag_lift_fresh_default),
     (aten._op_alias, _ag_alias_default),
     (aten._op_t, _ag_t_default),
     (aten._op_transpose_int, _ag_transpose_int),
@@ -13907,7 +13712,6 @@ for _h, _k in (
     (aten._op_squeeze_dim, _ag_squeeze_dim),
     (aten._op_squeeze_dims, _ag_squeeze_dims),
     (aten._op_unsqueeze, _ag_unsqueeze_default),
-    (aten._op_unflatten_int, _ag_unflatten_int),
     (aten._op_select_int, _ag_select_int),
     (aten._op_slice_Tensor, _ag_slice_Tensor),
     (aten._op_unbind_int, _ag_unbind_int),
@@ -13966,7 +13770,6 @@ for _h, _k in (
     (aten._op_mv, _ag_mv_default),
     (aten._op_dot, _ag_dot_default),
     (aten._op_vdot, _ag_vdot_default),
-    (aten._op_outer, _ag_outer_default),
     (aten._op_ger, _ag_ger_default),
     (aten._op_addmm, _ag_addmm_default),
     (aten._op_addmv, _ag_addmv_default),
@@ -14195,7 +13998,6 @@ for _h, _k in (
     (aten._op_sinc_, _ag_sinc__default),
     (aten._op_deg2rad_, _ag_deg2rad__default),
     (aten._op_rad2deg_, _ag_rad2deg__default),
-    (aten._op_square_, _ag_square__default),
     (aten._op_relu_, _ag_relu__default),
     (aten._op_round_, _ag_round__default),
     (aten._op_round__decimals, _ag_round__decimals),
@@ -14221,14 +14023,13 @@ for _h, _k in (
     (aten._op_pow__Tensor, _ag_pow__Tensor),
     (aten._op_atan2_, _ag_atan2__default),
     (aten._op_hypot_, _ag_hypot__default),
-    (aten._op_copysign_, _ag_copysign__default),
+    (aten._op_copysign__Tensor, _ag_copysign__Tensor),
     (aten._op_nextafter_, _ag_nextafter__default),
     (aten._op_igamma_, _ag_igamma__default),
     (aten._op_igammac_, _ag_igammac__default),
-    (aten._op_xlogy_, _ag_xlogy__default),
+    (aten._op_xlogy__Tensor, _ag_xlogy__Tensor),
     (aten._op_clamp_, _ag_clamp__default),
     (aten._op_clamp__Tensor, _ag_clamp__Tensor),
-    (aten._op_clip_, _ag_clip__default),
     (aten._op_clamp_min_, _ag_clamp_min__default),
     (aten._op_clamp_min__Tensor, _ag_clamp_min__Tensor),
     (aten._op_clamp_max_, _ag_clamp_max__default),

@@ -17,7 +17,7 @@ from ember.aten.torch_function import NOT_HANDLED as _NOT_HANDLED, dispatch as _
 _TF_ON = False  # the __torch_function__ switch, kept current by torch_function._refresh
 _register_tf_flag(globals())
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_amp_foreach_non_finite_check_and_unscale_', '_amp_update_scale_', '_ctc_loss', '_dirichlet_grad', '_embedding_bag', '_empty_affine_quantized', '_empty_per_channel_affine_quantized', '_fake_quantize_per_tensor_affine_cachemask_tensor_qparams', '_fft_c2c', '_fft_c2r', '_fft_r2c', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_histogramdd_bin_edges', '_histogramdd_from_bin_cts', '_histogramdd_from_bin_tensors', '_local_scalar_dense', '_log_softmax', '_lu_with_info', '_make_per_channel_quantized_tensor', '_make_per_tensor_quantized_tensor', '_prelu_kernel', '_quantized_add', '_quantized_conv', '_quantized_linear', '_quantized_linear_dynamic', '_quantized_rnn_layer_dynamic', '_safe_softmax', '_sample_dirichlet', '_scaled_dot_product_attention_math', '_scaled_dot_product_flash_attention_for_cpu', '_sobol_engine_draw', '_sobol_engine_ff_', '_sobol_engine_initialize_state_', '_sobol_engine_scramble_', '_softmax', '_standard_gamma', '_standard_gamma_grad', '_unique2', '_unsafe_view', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addmv_', 'addr', 'adjoint', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'alias_copy', 'all', 'allclose', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_copy', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'bartlett_window', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'blackman_window', 'block_diag', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cartesian_prod', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'chain_matmul', 'channel_shuffle', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'combinations', 'complex', 'concat', 'concatenate', 'conj_physical', 'conj_physical_', 'constant_pad_nd', 'conv_tbc', 'convolution', 'convolution_backward', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'cumulative_trapezoid', 'deg2rad', 'deg2rad_', 'dequantize', 'det', 'detach', 'detach_copy', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_copy', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dsplit', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'empty_permuted', 'empty_strided', 'eq', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand_copy', 'expm1', 'expm1_', 'eye', 'fake_quantize_per_channel_affine', 'fake_quantize_per_channel_affine_cachemask', 'fake_quantize_per_channel_affine_cachemask_backward', 'fake_quantize_per_tensor_affine', 'fake_quantize_per_tensor_affine_cachemask', 'fake_quantize_per_tensor_affine_cachemask_backward', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'frexp', 'frobenius_norm', 'full', 'full_like', 'gather', 'gcd', 'gcd_', 'ge', 'geqrf', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hamming_window', 'hann_window', 'hardshrink', 'hardshrink_backward', 'hash_tensor', 'heaviside', 'hinge_embedding_loss', 'histc', 'histogram', 'hsplit', 'hstack', 'hypot', 'i0', 'i0_', 'igamma', 'igammac', 'imag', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_reduce', 'index_select', 'inner', 'instance_norm', 'int_repr', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kaiser_window', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'lu_solve', 'lu_unpack', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'mvlgamma', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'nonzero_static', 'norm', 'norm_except_dim', 'normal', 'not_equal', 'nuclear_norm', 'ones', 'ones_like', 'orgqr', 'ormqr', 'outer', 'pairwise_distance', 'permute', 'permute_copy', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson', 'poisson_nll_loss', 'polar', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'put', 'q_per_channel_axis', 'q_per_channel_scales', 'q_per_channel_zero_points', 'q_scale', 'q_zero_point', 'qr', 'quantile', 'quantize_per_channel', 'quantize_per_tensor', 'quantize_per_tensor_dynamic', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'range', 'ravel', 'real', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'renorm', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_copy', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slice_copy', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_copy', 'split_with_sizes', 'split_with_sizes_copy', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'squeeze_copy', 'stack', 'std', 'std_mean', 'stft', 'sub', 'subtract', 'sum', 'svd', 'swapaxes', 'swapdims', 't', 't_copy', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'transpose_copy', 'trapezoid', 'trapz', 'triangular_solve', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unbind_copy', 'unflatten', 'unfold_copy', 'unique_consecutive', 'unique_dim', 'unsafe_chunk', 'unsafe_split', 'unsafe_split_with_sizes', 'unsqueeze', 'unsqueeze_copy', 'vander', 'var', 'var_mean', 'vdot', 'view_as_complex', 'view_as_complex_copy', 'view_as_real', 'view_as_real_copy', 'view_copy', 'vsplit', 'vstack', 'where', 'xlogy', 'xlogy_', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_amp_foreach_non_finite_check_and_unscale_', '_amp_update_scale_', '_ctc_loss', '_dirichlet_grad', '_embedding_bag', '_empty_affine_quantized', '_empty_per_channel_affine_quantized', '_fake_quantize_per_tensor_affine_cachemask_tensor_qparams', '_fft_c2c', '_fft_c2r', '_fft_r2c', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_histogramdd_bin_edges', '_histogramdd_from_bin_cts', '_histogramdd_from_bin_tensors', '_local_scalar_dense', '_log_softmax', '_lu_with_info', '_make_per_channel_quantized_tensor', '_make_per_tensor_quantized_tensor', '_prelu_kernel', '_quantized_add', '_quantized_conv', '_quantized_linear', '_quantized_linear_dynamic', '_quantized_rnn_layer_dynamic', '_safe_softmax', '_sample_dirichlet', '_scaled_dot_product_attention_math', '_scaled_dot_product_flash_attention_for_cpu', '_sobol_engine_draw', '_sobol_engine_ff_', '_sobol_engine_initialize_state_', '_sobol_engine_scramble_', '_softmax', '_standard_gamma', '_standard_gamma_grad', '_unique2', '_unsafe_view', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addmv_', 'addr', 'adjoint', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'alias_copy', 'all', 'allclose', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_copy', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'bartlett_window', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'blackman_window', 'block_diag', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cartesian_prod', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'chain_matmul', 'channel_shuffle', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'combinations', 'complex', 'concat', 'concatenate', 'conj_physical', 'conj_physical_', 'constant_pad_nd', 'conv_tbc', 'convolution', 'convolution_backward', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'cumulative_trapezoid', 'deg2rad', 'deg2rad_', 'dequantize', 'det', 'detach', 'detach_copy', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_copy', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dsplit', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'empty_permuted', 'empty_strided', 'eq', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand_copy', 'expm1', 'expm1_', 'eye', 'fake_quantize_per_channel_affine', 'fake_quantize_per_channel_affine_cachemask', 'fake_quantize_per_channel_affine_cachemask_backward', 'fake_quantize_per_tensor_affine', 'fake_quantize_per_tensor_affine_cachemask', 'fake_quantize_per_tensor_affine_cachemask_backward', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'frexp', 'frobenius_norm', 'full', 'full_like', 'gather', 'gcd', 'gcd_', 'ge', 'geqrf', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hamming_window', 'hann_window', 'hardshrink', 'hardshrink_backward', 'hash_tensor', 'heaviside', 'hinge_embedding_loss', 'histc', 'histogram', 'hsplit', 'hstack', 'hypot', 'i0', 'i0_', 'igamma', 'igammac', 'imag', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_reduce', 'index_select', 'inner', 'instance_norm', 'int_repr', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kaiser_window', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'lift_fresh', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'lu_solve', 'lu_unpack', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'mvlgamma', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'nonzero_static', 'norm', 'norm_except_dim', 'normal', 'not_equal', 'nuclear_norm', 'ones', 'ones_like', 'orgqr', 'ormqr', 'outer', 'pairwise_distance', 'permute', 'permute_copy', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson', 'poisson_nll_loss', 'polar', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'put', 'q_per_channel_axis', 'q_per_channel_scales', 'q_per_channel_zero_points', 'q_scale', 'q_zero_point', 'qr', 'quantile', 'quantize_per_channel', 'quantize_per_tensor', 'quantize_per_tensor_dynamic', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'range', 'ravel', 'real', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'renorm', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_copy', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slice_copy', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_copy', 'split_with_sizes', 'split_with_sizes_copy', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'squeeze_copy', 'stack', 'std', 'std_mean', 'stft', 'sub', 'subtract', 'sum', 'svd', 'swapaxes', 'swapdims', 't', 't_copy', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'transpose_copy', 'trapezoid', 'trapz', 'triangular_solve', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unbind_copy', 'unflatten', 'unfold_copy', 'unique_consecutive', 'unique_dim', 'unsafe_chunk', 'unsafe_split', 'unsafe_split_with_sizes', 'unsqueeze', 'unsqueeze_copy', 'vander', 'var', 'var_mean', 'vdot', 'view_as_complex', 'view_as_complex_copy', 'view_as_real', 'view_as_real_copy', 'view_copy', 'vsplit', 'vstack', 'where', 'xlogy', 'xlogy_', 'zero_', 'zeros', 'zeros_like']
 
 _sig_abs = _Signatures('abs', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
@@ -4141,7 +4141,7 @@ def floor_divide(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _A._op_floor_divide_Tensor.call(input._ks | other._ks, input, other)
+                return _A._op_floor_divide.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
                 return _A._op_floor_divide_out.call(input._ks | other._ks, input, other, out)
     try:
@@ -4160,7 +4160,7 @@ def floor_divide(*args, **kwargs):
         return _a
     if _i == 0:
         if _a['out'] is None:
-            return _A._op_floor_divide_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+            return _A._op_floor_divide.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
         return _A._op_floor_divide_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
@@ -4203,7 +4203,7 @@ def remainder(*args, **kwargs):
             if out is None:
                 return _A._op_remainder_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_remainder_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_remainder_Tensor_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_remainder_1(*args, **kwargs)
     except TypeError:
@@ -4229,7 +4229,7 @@ def remainder(*args, **kwargs):
     if _i == 0:
         if _a['out'] is None:
             return _A._op_remainder_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_remainder_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_remainder_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_remainder_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
@@ -4269,7 +4269,7 @@ def fmod(*args, **kwargs):
             if out is None:
                 return _A._op_fmod_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_fmod_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_fmod_Tensor_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_fmod_1(*args, **kwargs)
     except TypeError:
@@ -4287,7 +4287,7 @@ def fmod(*args, **kwargs):
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fmod_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_fmod_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_fmod_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_fmod_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
@@ -4660,7 +4660,7 @@ def copysign(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _A._op_copysign.call(input._ks | other._ks, input, other)
+                return _A._op_copysign_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
                 return _A._op_copysign_out.call(input._ks | other._ks, input, other, out)
     try:
@@ -4676,7 +4676,7 @@ def copysign(*args, **kwargs):
         return _a
     if _i == 0:
         if _a['out'] is None:
-            return _A._op_copysign.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+            return _A._op_copysign_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
         return _A._op_copysign_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         return _A._op_copysign_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
@@ -4988,9 +4988,9 @@ def xlogy(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _A._op_xlogy.call(input._ks | other._ks, input, other)
+                return _A._op_xlogy_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_xlogy_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_xlogy_OutTensor.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_xlogy_1(*args, **kwargs)
     except TypeError:
@@ -5012,8 +5012,8 @@ def xlogy(*args, **kwargs):
         return _a
     if _i == 0:
         if _a['out'] is None:
-            return _A._op_xlogy.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_xlogy_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_xlogy_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_xlogy_OutTensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         return _A._op_xlogy_Scalar_Other.call(_a['input']._ks, _a['input'], _a['other'])
     elif _i == 2:
@@ -5044,12 +5044,12 @@ def xlogy_(*args, **kwargs):
     if _b is not None:
         input, other = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
-            return _A._op_xlogy_.call(input._ks | other._ks, input, other)
+            return _A._op_xlogy__Tensor.call(input._ks | other._ks, input, other)
     _i, _a = _sig_xlogy_.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
-        return _A._op_xlogy_.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_xlogy__Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -5205,7 +5205,7 @@ def bitwise_and(*args, **kwargs):
             if out is None:
                 return _A._op_bitwise_and_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_bitwise_and_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_bitwise_and_Tensor_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_bitwise_and_1(*args, **kwargs)
     except TypeError:
@@ -5223,7 +5223,7 @@ def bitwise_and(*args, **kwargs):
     if _i == 0:
         if _a['out'] is None:
             return _A._op_bitwise_and_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_bitwise_and_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_bitwise_and_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_bitwise_and_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
@@ -5261,7 +5261,7 @@ def bitwise_or(*args, **kwargs):
             if out is None:
                 return _A._op_bitwise_or_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_bitwise_or_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_bitwise_or_Tensor_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_bitwise_or_1(*args, **kwargs)
     except TypeError:
@@ -5279,7 +5279,7 @@ def bitwise_or(*args, **kwargs):
     if _i == 0:
         if _a['out'] is None:
             return _A._op_bitwise_or_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_bitwise_or_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_bitwise_or_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_bitwise_or_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
@@ -5317,7 +5317,7 @@ def bitwise_xor(*args, **kwargs):
             if out is None:
                 return _A._op_bitwise_xor_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_bitwise_xor_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_bitwise_xor_Tensor_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_bitwise_xor_1(*args, **kwargs)
     except TypeError:
@@ -5335,7 +5335,7 @@ def bitwise_xor(*args, **kwargs):
     if _i == 0:
         if _a['out'] is None:
             return _A._op_bitwise_xor_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_bitwise_xor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_bitwise_xor_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_bitwise_xor_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
@@ -5373,7 +5373,7 @@ def bitwise_left_shift(*args, **kwargs):
             if out is None:
                 return _A._op_bitwise_left_shift_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_bitwise_left_shift_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_bitwise_left_shift_Tensor_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_bitwise_left_shift_1(*args, **kwargs)
     except TypeError:
@@ -5382,20 +5382,20 @@ def bitwise_left_shift(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             if out is None:
-                return _A._op_bitwise_left_shift_Scalar.call(input._ks, input, other)
+                return _A._op_bitwise_left_shift_Tensor_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_bitwise_left_shift_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_bitwise_left_shift_Tensor_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_bitwise_left_shift.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_bitwise_left_shift_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_bitwise_left_shift_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_bitwise_left_shift_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
-            return _A._op_bitwise_left_shift_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _A._op_bitwise_left_shift_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_bitwise_left_shift_Tensor_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_bitwise_left_shift_Tensor_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -5429,7 +5429,7 @@ def bitwise_right_shift(*args, **kwargs):
             if out is None:
                 return _A._op_bitwise_right_shift_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_bitwise_right_shift_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_bitwise_right_shift_Tensor_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_bitwise_right_shift_1(*args, **kwargs)
     except TypeError:
@@ -5438,20 +5438,20 @@ def bitwise_right_shift(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             if out is None:
-                return _A._op_bitwise_right_shift_Scalar.call(input._ks, input, other)
+                return _A._op_bitwise_right_shift_Tensor_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_bitwise_right_shift_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_bitwise_right_shift_Tensor_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_bitwise_right_shift.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_bitwise_right_shift_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_bitwise_right_shift_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_bitwise_right_shift_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
-            return _A._op_bitwise_right_shift_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _A._op_bitwise_right_shift_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_bitwise_right_shift_Tensor_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_bitwise_right_shift_Tensor_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -5602,7 +5602,7 @@ def eq(*args, **kwargs):
             if out is None:
                 return _A._op_eq_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_eq_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_eq_Tensor_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_eq_1(*args, **kwargs)
     except TypeError:
@@ -5620,7 +5620,7 @@ def eq(*args, **kwargs):
     if _i == 0:
         if _a['out'] is None:
             return _A._op_eq_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_eq_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_eq_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_eq_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
@@ -5658,7 +5658,7 @@ def ne(*args, **kwargs):
             if out is None:
                 return _A._op_ne_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_ne_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_ne_Tensor_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_ne_1(*args, **kwargs)
     except TypeError:
@@ -5676,7 +5676,7 @@ def ne(*args, **kwargs):
     if _i == 0:
         if _a['out'] is None:
             return _A._op_ne_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_ne_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_ne_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_ne_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
@@ -5714,7 +5714,7 @@ def lt(*args, **kwargs):
             if out is None:
                 return _A._op_lt_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_lt_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_lt_Tensor_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_lt_1(*args, **kwargs)
     except TypeError:
@@ -5732,7 +5732,7 @@ def lt(*args, **kwargs):
     if _i == 0:
         if _a['out'] is None:
             return _A._op_lt_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_lt_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_lt_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_lt_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
@@ -5770,7 +5770,7 @@ def le(*args, **kwargs):
             if out is None:
                 return _A._op_le_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_le_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_le_Tensor_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_le_1(*args, **kwargs)
     except TypeError:
@@ -5788,7 +5788,7 @@ def le(*args, **kwargs):
     if _i == 0:
         if _a['out'] is None:
             return _A._op_le_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_le_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_le_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_le_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
@@ -5826,7 +5826,7 @@ def gt(*args, **kwargs):
             if out is None:
                 return _A._op_gt_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_gt_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_gt_Tensor_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_gt_1(*args, **kwargs)
     except TypeError:
@@ -5844,7 +5844,7 @@ def gt(*args, **kwargs):
     if _i == 0:
         if _a['out'] is None:
             return _A._op_gt_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_gt_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_gt_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_gt_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
@@ -5882,7 +5882,7 @@ def ge(*args, **kwargs):
             if out is None:
                 return _A._op_ge_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_ge_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_ge_Tensor_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_ge_1(*args, **kwargs)
     except TypeError:
@@ -5900,7 +5900,7 @@ def ge(*args, **kwargs):
     if _i == 0:
         if _a['out'] is None:
             return _A._op_ge_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_ge_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_ge_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_ge_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
@@ -6782,14 +6782,10 @@ _sig_sum.public = sum
 
 
 _sig_nansum = _Signatures('nansum', [
-    (('input', 'T', False, False, None), ('dtype', 'dtype?', True, True, None),),
-    (('input', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
+    (('input', 'T', False, False, None), ('dim', 'int[1]?', False, True, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
 ], method=False)
 
-def _bind_nansum_0(input, *, dtype=None):
-    return (input, dtype)
-
-def _bind_nansum_1(input, dim, keepdim=False, *, dtype=None):
+def _bind_nansum_0(input, dim=None, keepdim=False, *, dtype=None):
     return (input, dim, keepdim, dtype)
 
 def nansum(*args, **kwargs):
@@ -6802,29 +6798,21 @@ def nansum(*args, **kwargs):
     except TypeError:
         _b = None
     if _b is not None:
-        input, dtype = _b
-        if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype):
-            return _A._op_nansum.call(input._ks, input, dtype)
-    try:
-        _b = _bind_nansum_1(*args, **kwargs)
-    except TypeError:
-        _b = None
-    if _b is not None:
         input, dim, keepdim, dtype = _b
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
-            return _A._op_nansum_dim_IntList.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype)
+            return _A._op_nansum.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_nansum.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
-        return _A._op_nansum.call(_a['input']._ks, _a['input'], _a['dtype'])
-    elif _i == 1:
-        return _A._op_nansum_dim_IntList.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'])
+        return _A._op_nansum.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
-nansum.__doc__ = 'nansum(input: Tensor, *, dtype: Optional[dtype] = None) -> Tensor\nnansum(input: Tensor, dim: Optional[List[int]], keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
+nansum.__doc__ = 'nansum(input: Tensor, dim: Optional[List[int]] = None, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
 _sig_nansum.public = nansum
+def _signature_nansum(input, dim=None, keepdim=False, *, dtype=None): ...
+nansum.__wrapped__ = _signature_nansum
 
 
 _sig_prod = _Signatures('prod', [
@@ -6930,14 +6918,10 @@ _sig_mean.public = mean
 
 
 _sig_nanmean = _Signatures('nanmean', [
-    (('input', 'T', False, False, None), ('dtype', 'dtype?', True, True, None),),
-    (('input', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
+    (('input', 'T', False, False, None), ('dim', 'int[1]?', False, True, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
 ], method=False)
 
-def _bind_nanmean_0(input, *, dtype=None):
-    return (input, dtype)
-
-def _bind_nanmean_1(input, dim, keepdim=False, *, dtype=None):
+def _bind_nanmean_0(input, dim=None, keepdim=False, *, dtype=None):
     return (input, dim, keepdim, dtype)
 
 def nanmean(*args, **kwargs):
@@ -6950,29 +6934,21 @@ def nanmean(*args, **kwargs):
     except TypeError:
         _b = None
     if _b is not None:
-        input, dtype = _b
-        if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype):
-            return _A._op_nanmean.call(input._ks, input, dtype)
-    try:
-        _b = _bind_nanmean_1(*args, **kwargs)
-    except TypeError:
-        _b = None
-    if _b is not None:
         input, dim, keepdim, dtype = _b
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
-            return _A._op_nanmean_dim.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype)
+            return _A._op_nanmean.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_nanmean.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
-        return _A._op_nanmean.call(_a['input']._ks, _a['input'], _a['dtype'])
-    elif _i == 1:
-        return _A._op_nanmean_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'])
+        return _A._op_nanmean.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
-nanmean.__doc__ = 'nanmean(input: Tensor, *, dtype: Optional[dtype] = None) -> Tensor\nnanmean(input: Tensor, dim: Optional[List[int]], keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
+nanmean.__doc__ = 'nanmean(input: Tensor, dim: Optional[List[int]] = None, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
 _sig_nanmean.public = nanmean
+def _signature_nanmean(input, dim=None, keepdim=False, *, dtype=None): ...
+nanmean.__wrapped__ = _signature_nanmean
 
 
 _sig_var = _Signatures('var', [
@@ -8424,6 +8400,40 @@ as_strided.__doc__ = 'as_strided(input: Tensor, size: List[int], stride: List[in
 _sig_as_strided.public = as_strided
 def _signature_as_strided(input, size, stride, storage_offset=None): ...
 as_strided.__wrapped__ = _signature_as_strided
+
+
+_sig_lift_fresh = _Signatures('lift_fresh', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_lift_fresh_0(input):
+    return (input,)
+
+def lift_fresh(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_lift_fresh.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_lift_fresh_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_lift_fresh.call(input._ks, input)
+    _i, _a = _sig_lift_fresh.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_lift_fresh.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+lift_fresh.__doc__ = 'lift_fresh(input: Tensor) -> Tensor'
+_sig_lift_fresh.public = lift_fresh
+def _signature_lift_fresh(input): ...
+lift_fresh.__wrapped__ = _signature_lift_fresh
 
 
 _sig_alias = _Signatures('alias', [

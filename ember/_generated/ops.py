@@ -425,7 +425,7 @@ true_divide_ = _P('true_divide_', [
     _O(_A._op_true_divide__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 floor_divide = _P('floor_divide', [
-    _O(_A._op_floor_divide_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_floor_divide, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
     _O(_A._op_floor_divide_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
     _O(_A._op_floor_divide_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
     _O(_A._op_floor_divide_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
@@ -436,7 +436,7 @@ floor_divide_ = _P('floor_divide_', [
 ])
 remainder = _P('remainder', [
     _O(_A._op_remainder_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_A._op_remainder_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_remainder_Tensor_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
     _O(_A._op_remainder_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
     _O(_A._op_remainder_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
     _O(_A._op_remainder_Scalar_Tensor, (('self', 'Scalar', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
@@ -447,7 +447,7 @@ remainder_ = _P('remainder_', [
 ])
 fmod = _P('fmod', [
     _O(_A._op_fmod_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_A._op_fmod_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_fmod_Tensor_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
     _O(_A._op_fmod_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
     _O(_A._op_fmod_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
@@ -499,12 +499,12 @@ logaddexp2 = _P('logaddexp2', [
     _O(_A._op_logaddexp2_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 copysign = _P('copysign', [
-    _O(_A._op_copysign, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_copysign_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
     _O(_A._op_copysign_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
     _O(_A._op_copysign_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 copysign_ = _P('copysign_', [
-    _O(_A._op_copysign_, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_copysign__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
 ])
 nextafter = _P('nextafter', [
     _O(_A._op_nextafter, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
@@ -552,13 +552,13 @@ special_gammaincc = _P('special_gammaincc', [
     _O(_A._op_special_gammaincc_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 xlogy = _P('xlogy', [
-    _O(_A._op_xlogy, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_A._op_xlogy_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_xlogy_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_xlogy_OutTensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
     _O(_A._op_xlogy_Scalar_Other, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
     _O(_A._op_xlogy_Scalar_Self, (('self', 'Scalar', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
 ])
 xlogy_ = _P('xlogy_', [
-    _O(_A._op_xlogy_, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_xlogy__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
 ])
 max = _P('max', [
     _O(_A._op_max_other, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
@@ -572,7 +572,7 @@ min = _P('min', [
 ])
 bitwise_and = _P('bitwise_and', [
     _O(_A._op_bitwise_and_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_A._op_bitwise_and_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_bitwise_and_Tensor_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
     _O(_A._op_bitwise_and_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
     _O(_A._op_bitwise_and_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
@@ -582,7 +582,7 @@ bitwise_and_ = _P('bitwise_and_', [
 ])
 bitwise_or = _P('bitwise_or', [
     _O(_A._op_bitwise_or_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_A._op_bitwise_or_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_bitwise_or_Tensor_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
     _O(_A._op_bitwise_or_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
     _O(_A._op_bitwise_or_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
@@ -592,7 +592,7 @@ bitwise_or_ = _P('bitwise_or_', [
 ])
 bitwise_xor = _P('bitwise_xor', [
     _O(_A._op_bitwise_xor_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_A._op_bitwise_xor_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_bitwise_xor_Tensor_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
     _O(_A._op_bitwise_xor_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
     _O(_A._op_bitwise_xor_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
@@ -602,23 +602,23 @@ bitwise_xor_ = _P('bitwise_xor_', [
 ])
 bitwise_left_shift = _P('bitwise_left_shift', [
     _O(_A._op_bitwise_left_shift_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_A._op_bitwise_left_shift_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
-    _O(_A._op_bitwise_left_shift_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
-    _O(_A._op_bitwise_left_shift_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_bitwise_left_shift_Tensor_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_bitwise_left_shift_Tensor_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_bitwise_left_shift_Tensor_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 bitwise_left_shift_ = _P('bitwise_left_shift_', [
     _O(_A._op_bitwise_left_shift__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_A._op_bitwise_left_shift__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_bitwise_left_shift__Tensor_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 bitwise_right_shift = _P('bitwise_right_shift', [
     _O(_A._op_bitwise_right_shift_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_A._op_bitwise_right_shift_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
-    _O(_A._op_bitwise_right_shift_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
-    _O(_A._op_bitwise_right_shift_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_bitwise_right_shift_Tensor_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_bitwise_right_shift_Tensor_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_bitwise_right_shift_Tensor_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 bitwise_right_shift_ = _P('bitwise_right_shift_', [
     _O(_A._op_bitwise_right_shift__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_A._op_bitwise_right_shift__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_bitwise_right_shift__Tensor_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 logical_and = _P('logical_and', [
     _O(_A._op_logical_and, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
@@ -643,7 +643,7 @@ logical_xor_ = _P('logical_xor_', [
 ])
 eq = _P('eq', [
     _O(_A._op_eq_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_A._op_eq_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_eq_Tensor_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
     _O(_A._op_eq_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
     _O(_A._op_eq_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
@@ -653,7 +653,7 @@ eq_ = _P('eq_', [
 ])
 ne = _P('ne', [
     _O(_A._op_ne_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_A._op_ne_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_ne_Tensor_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
     _O(_A._op_ne_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
     _O(_A._op_ne_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
@@ -663,7 +663,7 @@ ne_ = _P('ne_', [
 ])
 lt = _P('lt', [
     _O(_A._op_lt_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_A._op_lt_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_lt_Tensor_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
     _O(_A._op_lt_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
     _O(_A._op_lt_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
@@ -673,7 +673,7 @@ lt_ = _P('lt_', [
 ])
 le = _P('le', [
     _O(_A._op_le_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_A._op_le_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_le_Tensor_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
     _O(_A._op_le_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
     _O(_A._op_le_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
@@ -683,7 +683,7 @@ le_ = _P('le_', [
 ])
 gt = _P('gt', [
     _O(_A._op_gt_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_A._op_gt_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_gt_Tensor_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
     _O(_A._op_gt_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
     _O(_A._op_gt_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
@@ -693,7 +693,7 @@ gt_ = _P('gt_', [
 ])
 ge = _P('ge', [
     _O(_A._op_ge_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_A._op_ge_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_ge_Tensor_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
     _O(_A._op_ge_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
     _O(_A._op_ge_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
@@ -791,8 +791,7 @@ sum = _P('sum', [
     _O(_A._op_sum_IntList_out, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None), ('out', 'T', True, False, None),), ['self', 'dim', 'keepdim', 'dtype', 'out']),
 ])
 nansum = _P('nansum', [
-    _O(_A._op_nansum, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None),), ['self', 'dtype']),
-    _O(_A._op_nansum_dim_IntList, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'dim', 'keepdim', 'dtype']),
+    _O(_A._op_nansum, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, True, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'dim', 'keepdim', 'dtype']),
 ])
 prod = _P('prod', [
     _O(_A._op_prod, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None),), ['self', 'dtype']),
@@ -805,8 +804,7 @@ mean = _P('mean', [
     _O(_A._op_mean_dtype_out, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('out', 'T', True, False, None),), ['self', 'dtype', 'out']),
 ])
 nanmean = _P('nanmean', [
-    _O(_A._op_nanmean, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None),), ['self', 'dtype']),
-    _O(_A._op_nanmean_dim, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'dim', 'keepdim', 'dtype']),
+    _O(_A._op_nanmean, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, True, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'dim', 'keepdim', 'dtype']),
 ])
 var = _P('var', [
     _O(_A._op_var, (('self', 'T', False, False, None), ('unbiased', 'bool', False, True, True),), ['self', 'unbiased']),
@@ -955,6 +953,9 @@ reshape_as = _P('reshape_as', [
 ])
 as_strided = _P('as_strided', [
     _O(_A._op_as_strided, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None), ('stride', 'int[]', False, False, None), ('storage_offset', 'int?', False, True, None),), ['self', 'size', 'stride', 'storage_offset']),
+])
+lift_fresh = _P('lift_fresh', [
+    _O(_A._op_lift_fresh, (('self', 'T', False, False, None),), ['self']),
 ])
 alias = _P('alias', [
     _O(_A._op_alias, (('self', 'T', False, False, None),), ['self']),

@@ -998,22 +998,6 @@ def _rad2deg_out(ks, self, out):
         _value_error(_e, K.rad2deg, self, out)
 
 
-def _square_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.square(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.square, self)
-
-
-def _square__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.square(be.xp, self._data), 'square_')
-    except ValueError as _e:
-        _value_error(_e, K.square, self)
-
-
 def _square_out(ks, self, out):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -1140,14 +1124,6 @@ def _isinf_default(ks, self):
         return _new(K.isinf(be.xp, self._data), be.ks, be.device)
     except ValueError as _e:
         _value_error(_e, K.isinf, self)
-
-
-def _isfinite_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.isfinite(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.isfinite, self)
 
 
 def _isposinf_default(ks, self):
@@ -1494,7 +1470,7 @@ def _true_divide_Scalar_out(ks, self, other, out):
         _value_error(_e, K.true_divide, self, out)
 
 
-def _floor_divide_Tensor(ks, self, other):
+def _floor_divide_default(ks, self, other):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _new(K.floor_divide(be.xp, self._data, other._data), be.ks, be.device)
@@ -1558,7 +1534,7 @@ def _remainder__Tensor(ks, self, other):
         _value_error(_e, K.remainder, self, other)
 
 
-def _remainder_out(ks, self, other, out):
+def _remainder_Tensor_out(ks, self, other, out):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _write_out(out, K.remainder(be.xp, self._data, other._data), 'remainder')
@@ -1614,7 +1590,7 @@ def _fmod__Tensor(ks, self, other):
         _value_error(_e, K.fmod, self, other)
 
 
-def _fmod_out(ks, self, other, out):
+def _fmod_Tensor_out(ks, self, other, out):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _write_out(out, K.fmod(be.xp, self._data, other._data), 'fmod')
@@ -1830,7 +1806,7 @@ def _logaddexp2_out(ks, self, other, out):
         _value_error(_e, K.logaddexp2, self, other, out)
 
 
-def _copysign_default(ks, self, other):
+def _copysign_Tensor(ks, self, other):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _new(K.copysign(be.xp, self._data, other._data), be.ks, be.device)
@@ -1846,7 +1822,7 @@ def _copysign_out(ks, self, other, out):
         _value_error(_e, K.copysign, self, other, out)
 
 
-def _copysign__default(ks, self, other):
+def _copysign__Tensor(ks, self, other):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _write_inplace(self, K.copysign(be.xp, self._data, other._data), 'copysign_')
@@ -1990,7 +1966,7 @@ def _igammac__default(ks, self, other):
         _value_error(_e, K.igammac, self, other)
 
 
-def _xlogy_default(ks, self, other):
+def _xlogy_Tensor(ks, self, other):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _new(K.xlogy(be.xp, self._data, other._data), be.ks, be.device)
@@ -1998,7 +1974,7 @@ def _xlogy_default(ks, self, other):
         _value_error(_e, K.xlogy, self, other)
 
 
-def _xlogy_out(ks, self, other, out):
+def _xlogy_OutTensor(ks, self, other, out):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _write_out(out, K.xlogy(be.xp, self._data, other._data), 'xlogy')
@@ -2006,7 +1982,7 @@ def _xlogy_out(ks, self, other, out):
         _value_error(_e, K.xlogy, self, other, out)
 
 
-def _xlogy__default(ks, self, other):
+def _xlogy__Tensor(ks, self, other):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _write_inplace(self, K.xlogy(be.xp, self._data, other._data), 'xlogy_')
@@ -2054,7 +2030,7 @@ def _bitwise_and__Tensor(ks, self, other):
         _value_error(_e, K.bitwise_and, self, other)
 
 
-def _bitwise_and_out(ks, self, other, out):
+def _bitwise_and_Tensor_out(ks, self, other, out):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _write_out(out, K.bitwise_and(be.xp, self._data, other._data), 'bitwise_and')
@@ -2102,7 +2078,7 @@ def _bitwise_or__Tensor(ks, self, other):
         _value_error(_e, K.bitwise_or, self, other)
 
 
-def _bitwise_or_out(ks, self, other, out):
+def _bitwise_or_Tensor_out(ks, self, other, out):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _write_out(out, K.bitwise_or(be.xp, self._data, other._data), 'bitwise_or')
@@ -2150,7 +2126,7 @@ def _bitwise_xor__Tensor(ks, self, other):
         _value_error(_e, K.bitwise_xor, self, other)
 
 
-def _bitwise_xor_out(ks, self, other, out):
+def _bitwise_xor_Tensor_out(ks, self, other, out):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _write_out(out, K.bitwise_xor(be.xp, self._data, other._data), 'bitwise_xor')
@@ -2198,7 +2174,7 @@ def _bitwise_left_shift__Tensor(ks, self, other):
         _value_error(_e, K.bitwise_left_shift, self, other)
 
 
-def _bitwise_left_shift_out(ks, self, other, out):
+def _bitwise_left_shift_Tensor_out(ks, self, other, out):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _write_out(out, K.bitwise_left_shift(be.xp, self._data, other._data), 'bitwise_left_shift')
@@ -2206,7 +2182,7 @@ def _bitwise_left_shift_out(ks, self, other, out):
         _value_error(_e, K.bitwise_left_shift, self, other, out)
 
 
-def _bitwise_left_shift_Scalar(ks, self, other):
+def _bitwise_left_shift_Tensor_Scalar(ks, self, other):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _new(K.bitwise_left_shift(be.xp, self._data, other), be.ks, be.device)
@@ -2214,7 +2190,7 @@ def _bitwise_left_shift_Scalar(ks, self, other):
         _value_error(_e, K.bitwise_left_shift, self)
 
 
-def _bitwise_left_shift__Scalar(ks, self, other):
+def _bitwise_left_shift__Tensor_Scalar(ks, self, other):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _write_inplace(self, K.bitwise_left_shift(be.xp, self._data, other), 'bitwise_left_shift_')
@@ -2222,7 +2198,7 @@ def _bitwise_left_shift__Scalar(ks, self, other):
         _value_error(_e, K.bitwise_left_shift, self)
 
 
-def _bitwise_left_shift_Scalar_out(ks, self, other, out):
+def _bitwise_left_shift_Tensor_Scalar_out(ks, self, other, out):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _write_out(out, K.bitwise_left_shift(be.xp, self._data, other), 'bitwise_left_shift')
@@ -2246,7 +2222,7 @@ def _bitwise_right_shift__Tensor(ks, self, other):
         _value_error(_e, K.bitwise_right_shift, self, other)
 
 
-def _bitwise_right_shift_out(ks, self, other, out):
+def _bitwise_right_shift_Tensor_out(ks, self, other, out):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _write_out(out, K.bitwise_right_shift(be.xp, self._data, other._data), 'bitwise_right_shift')
@@ -2254,7 +2230,7 @@ def _bitwise_right_shift_out(ks, self, other, out):
         _value_error(_e, K.bitwise_right_shift, self, other, out)
 
 
-def _bitwise_right_shift_Scalar(ks, self, other):
+def _bitwise_right_shift_Tensor_Scalar(ks, self, other):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _new(K.bitwise_right_shift(be.xp, self._data, other), be.ks, be.device)
@@ -2262,7 +2238,7 @@ def _bitwise_right_shift_Scalar(ks, self, other):
         _value_error(_e, K.bitwise_right_shift, self)
 
 
-def _bitwise_right_shift__Scalar(ks, self, other):
+def _bitwise_right_shift__Tensor_Scalar(ks, self, other):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _write_inplace(self, K.bitwise_right_shift(be.xp, self._data, other), 'bitwise_right_shift_')
@@ -2270,7 +2246,7 @@ def _bitwise_right_shift__Scalar(ks, self, other):
         _value_error(_e, K.bitwise_right_shift, self)
 
 
-def _bitwise_right_shift_Scalar_out(ks, self, other, out):
+def _bitwise_right_shift_Tensor_Scalar_out(ks, self, other, out):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _write_out(out, K.bitwise_right_shift(be.xp, self._data, other), 'bitwise_right_shift')
@@ -2366,7 +2342,7 @@ def _eq__Tensor(ks, self, other):
         _value_error(_e, K.eq, self, other)
 
 
-def _eq_out(ks, self, other, out):
+def _eq_Tensor_out(ks, self, other, out):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _write_out(out, K.eq(be.xp, self._data, other._data), 'eq')
@@ -2414,7 +2390,7 @@ def _ne__Tensor(ks, self, other):
         _value_error(_e, K.ne, self, other)
 
 
-def _ne_out(ks, self, other, out):
+def _ne_Tensor_out(ks, self, other, out):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _write_out(out, K.ne(be.xp, self._data, other._data), 'ne')
@@ -2462,7 +2438,7 @@ def _lt__Tensor(ks, self, other):
         _value_error(_e, K.lt, self, other)
 
 
-def _lt_out(ks, self, other, out):
+def _lt_Tensor_out(ks, self, other, out):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _write_out(out, K.lt(be.xp, self._data, other._data), 'lt')
@@ -2510,7 +2486,7 @@ def _le__Tensor(ks, self, other):
         _value_error(_e, K.le, self, other)
 
 
-def _le_out(ks, self, other, out):
+def _le_Tensor_out(ks, self, other, out):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _write_out(out, K.le(be.xp, self._data, other._data), 'le')
@@ -2558,7 +2534,7 @@ def _gt__Tensor(ks, self, other):
         _value_error(_e, K.gt, self, other)
 
 
-def _gt_out(ks, self, other, out):
+def _gt_Tensor_out(ks, self, other, out):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _write_out(out, K.gt(be.xp, self._data, other._data), 'gt')
@@ -2606,7 +2582,7 @@ def _ge__Tensor(ks, self, other):
         _value_error(_e, K.ge, self, other)
 
 
-def _ge_out(ks, self, other, out):
+def _ge_Tensor_out(ks, self, other, out):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _write_out(out, K.ge(be.xp, self._data, other._data), 'ge')
@@ -2790,30 +2766,6 @@ def _clamp__Tensor(ks, self, min, max):
         _value_error(_e, K.clamp, self, min, max)
 
 
-def _clip_default(ks, self, min, max):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.clamp(be.xp, self._data, min, max), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.clamp, self)
-
-
-def _clip_Tensor(ks, self, min, max):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.clamp(be.xp, self._data, (None if min is None else min._data), (None if max is None else max._data)), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.clamp, self, min, max)
-
-
-def _clip__default(ks, self, min, max):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.clamp(be.xp, self._data, min, max), 'clip_')
-    except ValueError as _e:
-        _value_error(_e, K.clamp, self)
-
-
 def _clamp_min_default(ks, self, min):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -2974,10 +2926,10 @@ def _sum_default(ks, self, dtype):
         _value_error(_e, K.sum, self)
 
 
-def _nansum_default(ks, self, dtype):
+def _nansum_default(ks, self, dim, keepdim, dtype):
     be = BACKEND[ks & ON_CUDA]
     try:
-        return _new(K.nansum(be.xp, self._data, dtype=dtype), be.ks, be.device)
+        return _new(K.nansum(be.xp, self._data, dim, keepdim, dtype=dtype), be.ks, be.device)
     except ValueError as _e:
         _value_error(_e, K.nansum, self)
 
@@ -3006,14 +2958,6 @@ def _sum_IntList_out(ks, self, dim, keepdim, dtype, out):
         _value_error(_e, K.sum, self, out)
 
 
-def _nansum_dim_IntList(ks, self, dim, keepdim, dtype):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.nansum(be.xp, self._data, dim, keepdim, dtype=dtype), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.nansum, self)
-
-
 def _prod_dim_int(ks, self, dim, keepdim, dtype):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -3038,15 +2982,7 @@ def _mean_dim(ks, self, dim, keepdim, dtype):
         _value_error(_e, K.mean, self)
 
 
-def _nanmean_default(ks, self, dtype):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.nanmean(be.xp, self._data, dtype=dtype), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.nanmean, self)
-
-
-def _nanmean_dim(ks, self, dim, keepdim, dtype):
+def _nanmean_default(ks, self, dim, keepdim, dtype):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _new(K.nanmean(be.xp, self._data, dim, keepdim, dtype=dtype), be.ks, be.device)
@@ -3341,6 +3277,15 @@ def _cummin_default(ks, self, dim):
         _value_error(_e, K.cummin, self)
 
 
+def _sort_default(ks, self, dim, descending):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.sort_default(be.xp, self._data, dim, descending)
+        return _rt.sort(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
+    except ValueError as _e:
+        _value_error(_e, K.sort_default, self)
+
+
 def _sort_stable(ks, self, stable, dim, descending):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -3348,14 +3293,6 @@ def _sort_stable(ks, self, stable, dim, descending):
         return _rt.sort(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
     except ValueError as _e:
         _value_error(_e, K.sort, self)
-
-
-def _argsort_stable(ks, self, stable, dim, descending):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.argsort(be.xp, self._data, stable=stable, dim=dim, descending=descending), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.argsort, self)
 
 
 def _topk_default(ks, self, k, dim, largest, sorted):
@@ -3572,14 +3509,6 @@ def _unsqueeze_default(ks, self, dim):
         return _view(K.unsqueeze(be.xp, self._data, dim), self)
     except ValueError as _e:
         _value_error(_e, K.unsqueeze, self)
-
-
-def _unflatten_int(ks, self, dim, sizes):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _view(K.unflatten(be.xp, self._data, dim, sizes), self)
-    except ValueError as _e:
-        _value_error(_e, K.unflatten, self)
 
 
 def _select_int(ks, self, dim, index):
@@ -4192,14 +4121,6 @@ def _nonzero_default(ks, self):
         _value_error(_e, K.nonzero, self)
 
 
-def _argwhere_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.argwhere(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.argwhere, self)
-
-
 def _take_default(ks, self, index):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -4490,14 +4411,6 @@ def _vdot_default(ks, self, other):
         return _new(K.vdot(be.xp, self._data, other._data), be.ks, be.device)
     except ValueError as _e:
         _value_error(_e, K.vdot, self, other)
-
-
-def _outer_default(ks, self, vec2):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.outer(be.xp, self._data, vec2._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.outer, self, vec2)
 
 
 def _ger_default(ks, self, vec2):
@@ -7484,8 +7397,6 @@ _BACKEND_KERNELS = (
     (_A._op_rad2deg, _rad2deg_default, ('CPU', 'CUDA', 'Meta'), K.rad2deg, (), 'new', None),
     (_A._op_rad2deg_, _rad2deg__default, ('CPU', 'CUDA', 'Meta'), K.rad2deg, (), 'inplace', None),
     (_A._op_rad2deg_out, _rad2deg_out, ('CPU', 'CUDA', 'Meta'), K.rad2deg, (), 'out', None),
-    (_A._op_square, _square_default, ('CPU', 'CUDA', 'Meta'), K.square, (), 'new', None),
-    (_A._op_square_, _square__default, ('CPU', 'CUDA', 'Meta'), K.square, (), 'inplace', None),
     (_A._op_square_out, _square_out, ('CPU', 'CUDA', 'Meta'), K.square, (), 'out', None),
     (_A._op_bitwise_not, _bitwise_not_default, ('CPU', 'CUDA', 'Meta'), K.bitwise_not, (), 'new', None),
     (_A._op_bitwise_not_, _bitwise_not__default, ('CPU', 'CUDA', 'Meta'), K.bitwise_not, (), 'inplace', None),
@@ -7502,7 +7413,6 @@ _BACKEND_KERNELS = (
     (_A._op_round_out, _round_out, ('CPU', 'CUDA', 'Meta'), K.round, (), 'out', None),
     (_A._op_isnan, _isnan_default, ('CPU', 'CUDA', 'Meta'), K.isnan, (), 'new', None),
     (_A._op_isinf, _isinf_default, ('CPU', 'CUDA', 'Meta'), K.isinf, (), 'new', None),
-    (_A._op_isfinite, _isfinite_default, ('CPU', 'CUDA', 'Meta'), K.isfinite, (), 'new', None),
     (_A._op_isposinf, _isposinf_default, ('CPU', 'CUDA', 'Meta'), K.isposinf, (), 'new', None),
     (_A._op_isneginf, _isneginf_default, ('CPU', 'CUDA', 'Meta'), K.isneginf, (), 'new', None),
     (_A._op_signbit, _signbit_default, ('CPU', 'CUDA', 'Meta'), K.signbit, (), 'new', None),
@@ -7546,7 +7456,7 @@ _BACKEND_KERNELS = (
     (_A._op_true_divide_Scalar, _true_divide_Scalar, ('CPU', 'CUDA', 'Meta'), K.true_divide, (), 'new', None),
     (_A._op_true_divide__Scalar, _true_divide__Scalar, ('CPU', 'CUDA', 'Meta'), K.true_divide, (), 'inplace', None),
     (_A._op_true_divide_Scalar_out, _true_divide_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.true_divide, (), 'out', None),
-    (_A._op_floor_divide_Tensor, _floor_divide_Tensor, ('CPU', 'CUDA', 'Meta'), K.floor_divide, (), 'new', None),
+    (_A._op_floor_divide, _floor_divide_default, ('CPU', 'CUDA', 'Meta'), K.floor_divide, (), 'new', None),
     (_A._op_floor_divide__Tensor, _floor_divide__Tensor, ('CPU', 'CUDA', 'Meta'), K.floor_divide, (), 'inplace', None),
     (_A._op_floor_divide_out, _floor_divide_out, ('CPU', 'CUDA', 'Meta'), K.floor_divide, (), 'out', None),
     (_A._op_floor_divide_Scalar, _floor_divide_Scalar, ('CPU', 'CUDA', 'Meta'), K.floor_divide, (), 'new', None),
@@ -7554,14 +7464,14 @@ _BACKEND_KERNELS = (
     (_A._op_floor_divide_Scalar_out, _floor_divide_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.floor_divide, (), 'out', None),
     (_A._op_remainder_Tensor, _remainder_Tensor, ('CPU', 'CUDA', 'Meta'), K.remainder, (), 'new', None),
     (_A._op_remainder__Tensor, _remainder__Tensor, ('CPU', 'CUDA', 'Meta'), K.remainder, (), 'inplace', None),
-    (_A._op_remainder_out, _remainder_out, ('CPU', 'CUDA', 'Meta'), K.remainder, (), 'out', None),
+    (_A._op_remainder_Tensor_out, _remainder_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.remainder, (), 'out', None),
     (_A._op_remainder_Scalar, _remainder_Scalar, ('CPU', 'CUDA', 'Meta'), K.remainder, (), 'new', None),
     (_A._op_remainder__Scalar, _remainder__Scalar, ('CPU', 'CUDA', 'Meta'), K.remainder, (), 'inplace', None),
     (_A._op_remainder_Scalar_out, _remainder_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.remainder, (), 'out', None),
     (_A._op_remainder_Scalar_Tensor, _remainder_Scalar_Tensor, ('CPU', 'CUDA', 'Meta'), K.remainder, (), 'new', None),
     (_A._op_fmod_Tensor, _fmod_Tensor, ('CPU', 'CUDA', 'Meta'), K.fmod, (), 'new', None),
     (_A._op_fmod__Tensor, _fmod__Tensor, ('CPU', 'CUDA', 'Meta'), K.fmod, (), 'inplace', None),
-    (_A._op_fmod_out, _fmod_out, ('CPU', 'CUDA', 'Meta'), K.fmod, (), 'out', None),
+    (_A._op_fmod_Tensor_out, _fmod_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.fmod, (), 'out', None),
     (_A._op_fmod_Scalar, _fmod_Scalar, ('CPU', 'CUDA', 'Meta'), K.fmod, (), 'new', None),
     (_A._op_fmod__Scalar, _fmod__Scalar, ('CPU', 'CUDA', 'Meta'), K.fmod, (), 'inplace', None),
     (_A._op_fmod_Scalar_out, _fmod_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.fmod, (), 'out', None),
@@ -7588,9 +7498,9 @@ _BACKEND_KERNELS = (
     (_A._op_logaddexp_out, _logaddexp_out, ('CPU', 'CUDA', 'Meta'), K.logaddexp, (), 'out', None),
     (_A._op_logaddexp2, _logaddexp2_default, ('CPU', 'CUDA', 'Meta'), K.logaddexp2, (), 'new', None),
     (_A._op_logaddexp2_out, _logaddexp2_out, ('CPU', 'CUDA', 'Meta'), K.logaddexp2, (), 'out', None),
-    (_A._op_copysign, _copysign_default, ('CPU', 'CUDA', 'Meta'), K.copysign, (), 'new', None),
+    (_A._op_copysign_Tensor, _copysign_Tensor, ('CPU', 'CUDA', 'Meta'), K.copysign, (), 'new', None),
     (_A._op_copysign_out, _copysign_out, ('CPU', 'CUDA', 'Meta'), K.copysign, (), 'out', None),
-    (_A._op_copysign_, _copysign__default, ('CPU', 'CUDA', 'Meta'), K.copysign, (), 'inplace', None),
+    (_A._op_copysign__Tensor, _copysign__Tensor, ('CPU', 'CUDA', 'Meta'), K.copysign, (), 'inplace', None),
     (_A._op_nextafter, _nextafter_default, ('CPU', 'CUDA', 'Meta'), K.nextafter, (), 'new', None),
     (_A._op_nextafter_out, _nextafter_out, ('CPU', 'CUDA', 'Meta'), K.nextafter, (), 'out', None),
     (_A._op_nextafter_, _nextafter__default, ('CPU', 'CUDA', 'Meta'), K.nextafter, (), 'inplace', None),
@@ -7608,42 +7518,42 @@ _BACKEND_KERNELS = (
     (_A._op_igammac, _igammac_default, ('CPU', 'CUDA', 'Meta'), K.igammac, (), 'new', None),
     (_A._op_igammac_out, _igammac_out, ('CPU', 'CUDA', 'Meta'), K.igammac, (), 'out', None),
     (_A._op_igammac_, _igammac__default, ('CPU', 'CUDA', 'Meta'), K.igammac, (), 'inplace', None),
-    (_A._op_xlogy, _xlogy_default, ('CPU', 'CUDA', 'Meta'), K.xlogy, (), 'new', None),
-    (_A._op_xlogy_out, _xlogy_out, ('CPU', 'CUDA', 'Meta'), K.xlogy, (), 'out', None),
-    (_A._op_xlogy_, _xlogy__default, ('CPU', 'CUDA', 'Meta'), K.xlogy, (), 'inplace', None),
+    (_A._op_xlogy_Tensor, _xlogy_Tensor, ('CPU', 'CUDA', 'Meta'), K.xlogy, (), 'new', None),
+    (_A._op_xlogy_OutTensor, _xlogy_OutTensor, ('CPU', 'CUDA', 'Meta'), K.xlogy, (), 'out', None),
+    (_A._op_xlogy__Tensor, _xlogy__Tensor, ('CPU', 'CUDA', 'Meta'), K.xlogy, (), 'inplace', None),
     (_A._op_xlogy_Scalar_Other, _xlogy_Scalar_Other, ('CPU', 'CUDA', 'Meta'), K.xlogy, (), 'new', None),
     (_A._op_xlogy_Scalar_Self, _xlogy_Scalar_Self, ('CPU', 'CUDA', 'Meta'), K.xlogy, (), 'new', None),
     (_A._op_copysign_Scalar, _copysign_Scalar, ('CPU', 'CUDA', 'Meta'), K.copysign, (), 'new', None),
     (_A._op_bitwise_and_Tensor, _bitwise_and_Tensor, ('CPU', 'CUDA', 'Meta'), K.bitwise_and, (), 'new', None),
     (_A._op_bitwise_and__Tensor, _bitwise_and__Tensor, ('CPU', 'CUDA', 'Meta'), K.bitwise_and, (), 'inplace', None),
-    (_A._op_bitwise_and_out, _bitwise_and_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_and, (), 'out', None),
+    (_A._op_bitwise_and_Tensor_out, _bitwise_and_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_and, (), 'out', None),
     (_A._op_bitwise_and_Scalar, _bitwise_and_Scalar, ('CPU', 'CUDA', 'Meta'), K.bitwise_and, (), 'new', None),
     (_A._op_bitwise_and__Scalar, _bitwise_and__Scalar, ('CPU', 'CUDA', 'Meta'), K.bitwise_and, (), 'inplace', None),
     (_A._op_bitwise_and_Scalar_out, _bitwise_and_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_and, (), 'out', None),
     (_A._op_bitwise_or_Tensor, _bitwise_or_Tensor, ('CPU', 'CUDA', 'Meta'), K.bitwise_or, (), 'new', None),
     (_A._op_bitwise_or__Tensor, _bitwise_or__Tensor, ('CPU', 'CUDA', 'Meta'), K.bitwise_or, (), 'inplace', None),
-    (_A._op_bitwise_or_out, _bitwise_or_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_or, (), 'out', None),
+    (_A._op_bitwise_or_Tensor_out, _bitwise_or_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_or, (), 'out', None),
     (_A._op_bitwise_or_Scalar, _bitwise_or_Scalar, ('CPU', 'CUDA', 'Meta'), K.bitwise_or, (), 'new', None),
     (_A._op_bitwise_or__Scalar, _bitwise_or__Scalar, ('CPU', 'CUDA', 'Meta'), K.bitwise_or, (), 'inplace', None),
     (_A._op_bitwise_or_Scalar_out, _bitwise_or_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_or, (), 'out', None),
     (_A._op_bitwise_xor_Tensor, _bitwise_xor_Tensor, ('CPU', 'CUDA', 'Meta'), K.bitwise_xor, (), 'new', None),
     (_A._op_bitwise_xor__Tensor, _bitwise_xor__Tensor, ('CPU', 'CUDA', 'Meta'), K.bitwise_xor, (), 'inplace', None),
-    (_A._op_bitwise_xor_out, _bitwise_xor_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_xor, (), 'out', None),
+    (_A._op_bitwise_xor_Tensor_out, _bitwise_xor_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_xor, (), 'out', None),
     (_A._op_bitwise_xor_Scalar, _bitwise_xor_Scalar, ('CPU', 'CUDA', 'Meta'), K.bitwise_xor, (), 'new', None),
     (_A._op_bitwise_xor__Scalar, _bitwise_xor__Scalar, ('CPU', 'CUDA', 'Meta'), K.bitwise_xor, (), 'inplace', None),
     (_A._op_bitwise_xor_Scalar_out, _bitwise_xor_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_xor, (), 'out', None),
     (_A._op_bitwise_left_shift_Tensor, _bitwise_left_shift_Tensor, ('CPU', 'CUDA', 'Meta'), K.bitwise_left_shift, (), 'new', None),
     (_A._op_bitwise_left_shift__Tensor, _bitwise_left_shift__Tensor, ('CPU', 'CUDA', 'Meta'), K.bitwise_left_shift, (), 'inplace', None),
-    (_A._op_bitwise_left_shift_out, _bitwise_left_shift_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_left_shift, (), 'out', None),
-    (_A._op_bitwise_left_shift_Scalar, _bitwise_left_shift_Scalar, ('CPU', 'CUDA', 'Meta'), K.bitwise_left_shift, (), 'new', None),
-    (_A._op_bitwise_left_shift__Scalar, _bitwise_left_shift__Scalar, ('CPU', 'CUDA', 'Meta'), K.bitwise_left_shift, (), 'inplace', None),
-    (_A._op_bitwise_left_shift_Scalar_out, _bitwise_left_shift_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_left_shift, (), 'out', None),
+    (_A._op_bitwise_left_shift_Tensor_out, _bitwise_left_shift_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_left_shift, (), 'out', None),
+    (_A._op_bitwise_left_shift_Tensor_Scalar, _bitwise_left_shift_Tensor_Scalar, ('CPU', 'CUDA', 'Meta'), K.bitwise_left_shift, (), 'new', None),
+    (_A._op_bitwise_left_shift__Tensor_Scalar, _bitwise_left_shift__Tensor_Scalar, ('CPU', 'CUDA', 'Meta'), K.bitwise_left_shift, (), 'inplace', None),
+    (_A._op_bitwise_left_shift_Tensor_Scalar_out, _bitwise_left_shift_Tensor_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_left_shift, (), 'out', None),
     (_A._op_bitwise_right_shift_Tensor, _bitwise_right_shift_Tensor, ('CPU', 'CUDA', 'Meta'), K.bitwise_right_shift, (), 'new', None),
     (_A._op_bitwise_right_shift__Tensor, _bitwise_right_shift__Tensor, ('CPU', 'CUDA', 'Meta'), K.bitwise_right_shift, (), 'inplace', None),
-    (_A._op_bitwise_right_shift_out, _bitwise_right_shift_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_right_shift, (), 'out', None),
-    (_A._op_bitwise_right_shift_Scalar, _bitwise_right_shift_Scalar, ('CPU', 'CUDA', 'Meta'), K.bitwise_right_shift, (), 'new', None),
-    (_A._op_bitwise_right_shift__Scalar, _bitwise_right_shift__Scalar, ('CPU', 'CUDA', 'Meta'), K.bitwise_right_shift, (), 'inplace', None),
-    (_A._op_bitwise_right_shift_Scalar_out, _bitwise_right_shift_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_right_shift, (), 'out', None),
+    (_A._op_bitwise_right_shift_Tensor_out, _bitwise_right_shift_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_right_shift, (), 'out', None),
+    (_A._op_bitwise_right_shift_Tensor_Scalar, _bitwise_right_shift_Tensor_Scalar, ('CPU', 'CUDA', 'Meta'), K.bitwise_right_shift, (), 'new', None),
+    (_A._op_bitwise_right_shift__Tensor_Scalar, _bitwise_right_shift__Tensor_Scalar, ('CPU', 'CUDA', 'Meta'), K.bitwise_right_shift, (), 'inplace', None),
+    (_A._op_bitwise_right_shift_Tensor_Scalar_out, _bitwise_right_shift_Tensor_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_right_shift, (), 'out', None),
     (_A._op_logical_and, _logical_and_default, ('CPU', 'CUDA', 'Meta'), K.logical_and, (), 'new', None),
     (_A._op_logical_and_, _logical_and__default, ('CPU', 'CUDA', 'Meta'), K.logical_and, (), 'inplace', None),
     (_A._op_logical_and_out, _logical_and_out, ('CPU', 'CUDA', 'Meta'), K.logical_and, (), 'out', None),
@@ -7655,37 +7565,37 @@ _BACKEND_KERNELS = (
     (_A._op_logical_xor_out, _logical_xor_out, ('CPU', 'CUDA', 'Meta'), K.logical_xor, (), 'out', None),
     (_A._op_eq_Tensor, _eq_Tensor, ('CPU', 'CUDA', 'Meta'), K.eq, (), 'new', None),
     (_A._op_eq__Tensor, _eq__Tensor, ('CPU', 'CUDA', 'Meta'), K.eq, (), 'inplace', None),
-    (_A._op_eq_out, _eq_out, ('CPU', 'CUDA', 'Meta'), K.eq, (), 'out', None),
+    (_A._op_eq_Tensor_out, _eq_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.eq, (), 'out', None),
     (_A._op_eq_Scalar, _eq_Scalar, ('CPU', 'CUDA', 'Meta'), K.eq, (), 'new', None),
     (_A._op_eq__Scalar, _eq__Scalar, ('CPU', 'CUDA', 'Meta'), K.eq, (), 'inplace', None),
     (_A._op_eq_Scalar_out, _eq_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.eq, (), 'out', None),
     (_A._op_ne_Tensor, _ne_Tensor, ('CPU', 'CUDA', 'Meta'), K.ne, (), 'new', None),
     (_A._op_ne__Tensor, _ne__Tensor, ('CPU', 'CUDA', 'Meta'), K.ne, (), 'inplace', None),
-    (_A._op_ne_out, _ne_out, ('CPU', 'CUDA', 'Meta'), K.ne, (), 'out', None),
+    (_A._op_ne_Tensor_out, _ne_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.ne, (), 'out', None),
     (_A._op_ne_Scalar, _ne_Scalar, ('CPU', 'CUDA', 'Meta'), K.ne, (), 'new', None),
     (_A._op_ne__Scalar, _ne__Scalar, ('CPU', 'CUDA', 'Meta'), K.ne, (), 'inplace', None),
     (_A._op_ne_Scalar_out, _ne_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.ne, (), 'out', None),
     (_A._op_lt_Tensor, _lt_Tensor, ('CPU', 'CUDA', 'Meta'), K.lt, (), 'new', None),
     (_A._op_lt__Tensor, _lt__Tensor, ('CPU', 'CUDA', 'Meta'), K.lt, (), 'inplace', None),
-    (_A._op_lt_out, _lt_out, ('CPU', 'CUDA', 'Meta'), K.lt, (), 'out', None),
+    (_A._op_lt_Tensor_out, _lt_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.lt, (), 'out', None),
     (_A._op_lt_Scalar, _lt_Scalar, ('CPU', 'CUDA', 'Meta'), K.lt, (), 'new', None),
     (_A._op_lt__Scalar, _lt__Scalar, ('CPU', 'CUDA', 'Meta'), K.lt, (), 'inplace', None),
     (_A._op_lt_Scalar_out, _lt_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.lt, (), 'out', None),
     (_A._op_le_Tensor, _le_Tensor, ('CPU', 'CUDA', 'Meta'), K.le, (), 'new', None),
     (_A._op_le__Tensor, _le__Tensor, ('CPU', 'CUDA', 'Meta'), K.le, (), 'inplace', None),
-    (_A._op_le_out, _le_out, ('CPU', 'CUDA', 'Meta'), K.le, (), 'out', None),
+    (_A._op_le_Tensor_out, _le_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.le, (), 'out', None),
     (_A._op_le_Scalar, _le_Scalar, ('CPU', 'CUDA', 'Meta'), K.le, (), 'new', None),
     (_A._op_le__Scalar, _le__Scalar, ('CPU', 'CUDA', 'Meta'), K.le, (), 'inplace', None),
     (_A._op_le_Scalar_out, _le_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.le, (), 'out', None),
     (_A._op_gt_Tensor, _gt_Tensor, ('CPU', 'CUDA', 'Meta'), K.gt, (), 'new', None),
     (_A._op_gt__Tensor, _gt__Tensor, ('CPU', 'CUDA', 'Meta'), K.gt, (), 'inplace', None),
-    (_A._op_gt_out, _gt_out, ('CPU', 'CUDA', 'Meta'), K.gt, (), 'out', None),
+    (_A._op_gt_Tensor_out, _gt_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.gt, (), 'out', None),
     (_A._op_gt_Scalar, _gt_Scalar, ('CPU', 'CUDA', 'Meta'), K.gt, (), 'new', None),
     (_A._op_gt__Scalar, _gt__Scalar, ('CPU', 'CUDA', 'Meta'), K.gt, (), 'inplace', None),
     (_A._op_gt_Scalar_out, _gt_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.gt, (), 'out', None),
     (_A._op_ge_Tensor, _ge_Tensor, ('CPU', 'CUDA', 'Meta'), K.ge, (), 'new', None),
     (_A._op_ge__Tensor, _ge__Tensor, ('CPU', 'CUDA', 'Meta'), K.ge, (), 'inplace', None),
-    (_A._op_ge_out, _ge_out, ('CPU', 'CUDA', 'Meta'), K.ge, (), 'out', None),
+    (_A._op_ge_Tensor_out, _ge_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.ge, (), 'out', None),
     (_A._op_ge_Scalar, _ge_Scalar, ('CPU', 'CUDA', 'Meta'), K.ge, (), 'new', None),
     (_A._op_ge__Scalar, _ge__Scalar, ('CPU', 'CUDA', 'Meta'), K.ge, (), 'inplace', None),
     (_A._op_ge_Scalar_out, _ge_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.ge, (), 'out', None),
@@ -7708,9 +7618,6 @@ _BACKEND_KERNELS = (
     (_A._op_clamp_Tensor_out, _clamp_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.clamp, (), 'out', None),
     (_A._op_clamp_, _clamp__default, ('CPU', 'CUDA', 'Meta'), K.clamp, (), 'inplace', None),
     (_A._op_clamp__Tensor, _clamp__Tensor, ('CPU', 'CUDA', 'Meta'), K.clamp, (), 'inplace', None),
-    (_A._op_clip, _clip_default, ('CPU', 'CUDA', 'Meta'), K.clamp, (), 'new', None),
-    (_A._op_clip_Tensor, _clip_Tensor, ('CPU', 'CUDA', 'Meta'), K.clamp, (), 'new', None),
-    (_A._op_clip_, _clip__default, ('CPU', 'CUDA', 'Meta'), K.clamp, (), 'inplace', None),
     (_A._op_clamp_min, _clamp_min_default, ('CPU', 'CUDA', 'Meta'), K.clamp_min, (), 'new', None),
     (_A._op_clamp_min_Tensor, _clamp_min_Tensor, ('CPU', 'CUDA', 'Meta'), K.clamp_min, (), 'new', None),
     (_A._op_clamp_min_, _clamp_min__default, ('CPU', 'CUDA', 'Meta'), K.clamp_min, (), 'inplace', None),
@@ -7735,12 +7642,10 @@ _BACKEND_KERNELS = (
     (_A._op_prod, _prod_default, ('CPU', 'CUDA', 'Meta'), K.prod, ('dtype',), 'new', None),
     (_A._op_sum_dim_IntList, _sum_dim_IntList, ('CPU', 'CUDA', 'Meta'), K.sum, ('dtype',), 'new', None),
     (_A._op_sum_IntList_out, _sum_IntList_out, ('CPU', 'CUDA', 'Meta'), K.sum, ('dtype',), 'out', None),
-    (_A._op_nansum_dim_IntList, _nansum_dim_IntList, ('CPU', 'CUDA', 'Meta'), K.nansum, ('dtype',), 'new', None),
     (_A._op_prod_dim_int, _prod_dim_int, ('CPU', 'CUDA', 'Meta'), K.prod, ('dtype',), 'new', None),
     (_A._op_mean, _mean_default, ('CPU', 'CUDA', 'Meta'), K.mean, ('dtype',), 'new', None),
     (_A._op_mean_dim, _mean_dim, ('CPU', 'CUDA', 'Meta'), K.mean, ('dtype',), 'new', None),
     (_A._op_nanmean, _nanmean_default, ('CPU', 'CUDA', 'Meta'), K.nanmean, ('dtype',), 'new', None),
-    (_A._op_nanmean_dim, _nanmean_dim, ('CPU', 'CUDA', 'Meta'), K.nanmean, ('dtype',), 'new', None),
     (_A._op_mean_out, _mean_out, ('CPU', 'CUDA', 'Meta'), K.mean, ('dtype',), 'out', None),
     (_A._op_mean_dtype_out, _mean_dtype_out, ('CPU', 'CUDA', 'Meta'), K.mean, ('dtype',), 'out', None),
     (_A._op_var_correction, _var_correction, ('CPU', 'CUDA', 'Meta'), K.var, ('correction', 'keepdim'), 'new', None),
@@ -7776,8 +7681,8 @@ _BACKEND_KERNELS = (
     (_A._op_logcumsumexp, _logcumsumexp_default, ('CPU', 'CUDA', 'Meta'), K.logcumsumexp, (), 'new', None),
     (_A._op_cummax, _cummax_default, ('CPU', 'CUDA', 'Meta'), K.cummax, (), 'new', _rt.cummax),
     (_A._op_cummin, _cummin_default, ('CPU', 'CUDA', 'Meta'), K.cummin, (), 'new', _rt.cummin),
+    (_A._op_sort, _sort_default, ('CPU', 'CUDA', 'Meta'), K.sort_default, (), 'new', _rt.sort),
     (_A._op_sort_stable, _sort_stable, ('CPU', 'CUDA', 'Meta'), K.sort, ('stable', 'dim', 'descending'), 'new', _rt.sort),
-    (_A._op_argsort_stable, _argsort_stable, ('CPU', 'CUDA', 'Meta'), K.argsort, ('stable', 'dim', 'descending'), 'new', None),
     (_A._op_topk, _topk_default, ('CPU', 'CUDA', 'Meta'), K.topk, (), 'new', _rt.topk),
     (_A._op_kthvalue, _kthvalue_default, ('CPU', 'CUDA', 'Meta'), K.kthvalue, (), 'new', _rt.kthvalue),
     (_A._op_median, _median_default, ('CPU', 'CUDA', 'Meta'), K.median, (), 'new', None),
@@ -7804,7 +7709,6 @@ _BACKEND_KERNELS = (
     (_A._op_squeeze_dim, _squeeze_dim, ('CPU', 'CUDA', 'Meta'), K.squeeze, (), 'view', None),
     (_A._op_squeeze_dims, _squeeze_dims, ('CPU', 'CUDA', 'Meta'), K.squeeze, (), 'view', None),
     (_A._op_unsqueeze, _unsqueeze_default, ('CPU', 'CUDA', 'Meta'), K.unsqueeze, (), 'view', None),
-    (_A._op_unflatten_int, _unflatten_int, ('CPU', 'CUDA', 'Meta'), K.unflatten, (), 'view', None),
     (_A._op_select_int, _select_int, ('CPU', 'CUDA', 'Meta'), K.select, (), 'view', None),
     (_A._op_slice_Tensor, _slice_Tensor, ('CPU', 'CUDA', 'Meta'), K.slice, (), 'view', None),
     (_A._op_unbind_int, _unbind_int, ('CPU', 'CUDA', 'Meta'), K.unbind, (), 'view', None),
@@ -7888,7 +7792,6 @@ _BACKEND_KERNELS = (
     (_A._op_masked_scatter, _masked_scatter_default, ('CPU', 'CUDA', 'Meta'), K.masked_scatter, (), 'new', None),
     (_A._op_masked_scatter_, _masked_scatter__default, ('CPU', 'CUDA', 'Meta'), K.masked_scatter, (), 'inplace', None),
     (_A._op_nonzero, _nonzero_default, ('CPU', 'CUDA'), K.nonzero, (), 'new', None),
-    (_A._op_argwhere, _argwhere_default, ('CPU', 'CUDA'), K.argwhere, (), 'new', None),
     (_A._op_take, _take_default, ('CPU', 'CUDA', 'Meta'), K.take, (), 'new', None),
     (_A._op_take_along_dim, _take_along_dim_default, ('CPU', 'CUDA', 'Meta'), K.take_along_dim, (), 'new', None),
     (_A._op_cat, _cat_default, ('CPU', 'CUDA', 'Meta'), K.cat, (), 'new', None),
@@ -7927,7 +7830,6 @@ _BACKEND_KERNELS = (
     (_A._op_mv, _mv_default, ('CPU', 'CUDA', 'Meta'), K.mv, (), 'new', None),
     (_A._op_dot, _dot_default, ('CPU', 'CUDA', 'Meta'), K.dot, (), 'new', None),
     (_A._op_vdot, _vdot_default, ('CPU', 'CUDA', 'Meta'), K.vdot, (), 'new', None),
-    (_A._op_outer, _outer_default, ('CPU', 'CUDA', 'Meta'), K.outer, (), 'new', None),
     (_A._op_ger, _ger_default, ('CPU', 'CUDA', 'Meta'), K.outer, (), 'new', None),
     (_A._op_addmm, _addmm_default, ('CPU', 'CUDA', 'Meta'), K.addmm, ('beta', 'alpha'), 'new', None),
     (_A._op_addmm_, _addmm__default, ('CPU', 'CUDA', 'Meta'), K.addmm, ('beta', 'alpha'), 'inplace', None),
@@ -8284,9 +8186,12 @@ _BACKEND_KERNELS = (
 
 # operator, key, composite function
 _COMPOSITE_KERNELS = (
+    (_A._op_square, 'CompositeImplicitAutograd', C.square),
+    (_A._op_square_, 'CompositeImplicitAutograd', C.square_),
     (_A._op_relu, 'QuantizedCPU', Q.relu_quantized_cpu),
     (_A._op_relu_, 'QuantizedCPU', Q.relu_quantized_cpu_),
     (_A._op_positive, 'CompositeImplicitAutograd', C.positive),
+    (_A._op_isfinite, 'CompositeImplicitAutograd', C.isfinite),
     (_A._op_special_polygamma, 'CompositeImplicitAutograd', C.special_polygamma),
     (_A._op_special_gammainc, 'CompositeImplicitAutograd', C.special_gammainc),
     (_A._op_special_gammainc_out, 'CompositeImplicitAutograd', C.special_gammainc),
@@ -8297,6 +8202,9 @@ _COMPOSITE_KERNELS = (
     (_A._op_where_ScalarSelf, 'CompositeImplicitAutograd', C.where_scalar_self),
     (_A._op_where_ScalarOther, 'CompositeImplicitAutograd', C.where_scalar_other),
     (_A._op_where, 'CompositeImplicitAutograd', C.where_nonzero),
+    (_A._op_clip, 'CompositeImplicitAutograd', C.clip),
+    (_A._op_clip_Tensor, 'CompositeImplicitAutograd', C.clip_Tensor),
+    (_A._op_clip_, 'CompositeImplicitAutograd', C.clip_),
     (_A._op_var, 'CompositeImplicitAutograd', C.var_unbiased),
     (_A._op_var_dim, 'CompositeImplicitAutograd', C.var_dim_unbiased),
     (_A._op_std, 'CompositeImplicitAutograd', C.std_unbiased),
@@ -8305,8 +8213,8 @@ _COMPOSITE_KERNELS = (
     (_A._op_var_mean_dim, 'CompositeImplicitAutograd', C.var_mean_dim_unbiased),
     (_A._op_std_mean, 'CompositeImplicitAutograd', C.std_mean_unbiased),
     (_A._op_std_mean_dim, 'CompositeImplicitAutograd', C.std_mean_dim_unbiased),
-    (_A._op_sort, 'CompositeImplicitAutograd', C.sort_default),
     (_A._op_argsort, 'CompositeImplicitAutograd', C.argsort_default),
+    (_A._op_argsort_stable, 'CompositeImplicitAutograd', C.argsort_stable),
     (_A._op_quantile, 'CompositeImplicitAutograd', C.quantile),
     (_A._op_quantile_scalar, 'CompositeImplicitAutograd', C.quantile_scalar),
     (_A._op_nanquantile, 'CompositeImplicitAutograd', C.nanquantile),
@@ -8316,6 +8224,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_reshape, 'CompositeImplicitAutograd', C.reshape),
     (_A._op_view_as, 'CompositeImplicitAutograd', C.view_as),
     (_A._op_reshape_as, 'CompositeImplicitAutograd', C.reshape_as),
+    (_A._op_lift_fresh, 'CompositeExplicitAutograd', C.lift_fresh),
     (_A._op_swapaxes, 'CompositeImplicitAutograd', C.swapaxes),
     (_A._op_swapdims, 'CompositeImplicitAutograd', C.swapaxes),
     (_A._op_movedim_intlist, 'CompositeImplicitAutograd', C.movedim),
@@ -8326,6 +8235,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_sum_to_size, 'CompositeImplicitAutograd', C.sum_to_size),
     (_A._op_broadcast_to, 'CompositeImplicitAutograd', C.broadcast_to),
     (_A._op_flatten_using_ints, 'CompositeImplicitAutograd', C.flatten),
+    (_A._op_unflatten_int, 'CompositeImplicitAutograd', C.unflatten),
     (_A._op_ravel, 'CompositeImplicitAutograd', C.ravel),
     (_A._op_narrow, 'CompositeImplicitAutograd', C.narrow),
     (_A._op_split_sizes, 'CompositeImplicitAutograd', C.split_sizes),
@@ -8351,6 +8261,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_random_, 'CompositeImplicitAutograd', C.random_default),
     (_A._op__to_copy, 'CompositeExplicitAutograd', C.to_copy),
     (_A._op_copy_, 'QuantizedCPU', Q.quantized_copy_),
+    (_A._op_argwhere, 'CompositeImplicitAutograd', C.argwhere),
     (_A._op_cat, 'QuantizedCPU', Q.cat_quantized_cpu),
     (_A._op_hstack, 'CompositeImplicitAutograd', C.hstack),
     (_A._op_vstack, 'CompositeImplicitAutograd', C.vstack),
@@ -8371,6 +8282,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_tile, 'CompositeImplicitAutograd', C.tile),
     (_A._op_matmul, 'CompositeImplicitAutograd', C.matmul),
     (_A._op_inner, 'CompositeImplicitAutograd', C.inner),
+    (_A._op_outer, 'CompositeImplicitAutograd', C.outer),
     (_A._op_cross, 'CompositeImplicitAutograd', C.cross),
     (_A._op_linalg_norm, 'CompositeImplicitAutograd', C.linalg_norm),
     (_A._op_linalg_norm_ord_str, 'CompositeImplicitAutograd', C.linalg_norm),

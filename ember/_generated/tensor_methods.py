@@ -4019,7 +4019,7 @@ def floor_divide(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _A._op_floor_divide_Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_floor_divide.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_floor_divide_1(*args, **kwargs)
     except TypeError:
@@ -4032,7 +4032,7 @@ def floor_divide(self, *args, **kwargs):
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
-        return _A._op_floor_divide_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_floor_divide.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
         return _A._op_floor_divide_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
@@ -4637,7 +4637,7 @@ def copysign(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _A._op_copysign.call(self._ks | other._ks, self, other)
+            return _A._op_copysign_Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_copysign_1(*args, **kwargs)
     except TypeError:
@@ -4650,7 +4650,7 @@ def copysign(self, *args, **kwargs):
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
-        return _A._op_copysign.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_copysign_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
         return _A._op_copysign_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
@@ -4679,12 +4679,12 @@ def copysign_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _A._op_copysign_.call(self._ks | other._ks, self, other)
+            return _A._op_copysign__Tensor.call(self._ks | other._ks, self, other)
     _i, _a = _sig_copysign_.parse(args, kwargs, self)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
-        return _A._op_copysign_.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_copysign__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -5057,7 +5057,7 @@ def xlogy(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _A._op_xlogy.call(self._ks | other._ks, self, other)
+            return _A._op_xlogy_Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_xlogy_1(*args, **kwargs)
     except TypeError:
@@ -5070,7 +5070,7 @@ def xlogy(self, *args, **kwargs):
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
-        return _A._op_xlogy.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_xlogy_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
         return _A._op_xlogy_Scalar_Other.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
@@ -5099,12 +5099,12 @@ def xlogy_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _A._op_xlogy_.call(self._ks | other._ks, self, other)
+            return _A._op_xlogy__Tensor.call(self._ks | other._ks, self, other)
     _i, _a = _sig_xlogy_.parse(args, kwargs, self)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
-        return _A._op_xlogy_.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_xlogy__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -5539,14 +5539,14 @@ def bitwise_left_shift(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _A._op_bitwise_left_shift_Scalar.call(self._ks, self, other)
+            return _A._op_bitwise_left_shift_Tensor_Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_left_shift.parse(args, kwargs, self)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         return _A._op_bitwise_left_shift_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _A._op_bitwise_left_shift_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_bitwise_left_shift_Tensor_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -5585,14 +5585,14 @@ def bitwise_left_shift_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _A._op_bitwise_left_shift__Scalar.call(self._ks, self, other)
+            return _A._op_bitwise_left_shift__Tensor_Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_left_shift_.parse(args, kwargs, self)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         return _A._op_bitwise_left_shift__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _A._op_bitwise_left_shift__Scalar.call(self._ks, self, _a['other'])
+        return _A._op_bitwise_left_shift__Tensor_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -5631,14 +5631,14 @@ def bitwise_right_shift(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _A._op_bitwise_right_shift_Scalar.call(self._ks, self, other)
+            return _A._op_bitwise_right_shift_Tensor_Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_right_shift.parse(args, kwargs, self)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         return _A._op_bitwise_right_shift_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _A._op_bitwise_right_shift_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_bitwise_right_shift_Tensor_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -5677,14 +5677,14 @@ def bitwise_right_shift_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _A._op_bitwise_right_shift__Scalar.call(self._ks, self, other)
+            return _A._op_bitwise_right_shift__Tensor_Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_right_shift_.parse(args, kwargs, self)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         return _A._op_bitwise_right_shift__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _A._op_bitwise_right_shift__Scalar.call(self._ks, self, _a['other'])
+        return _A._op_bitwise_right_shift__Tensor_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -7355,14 +7355,10 @@ _sig_sum.public = sum
 
 
 _sig_nansum = _Signatures('nansum', [
-    (('dtype', 'dtype?', True, True, None),),
-    (('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
+    (('dim', 'int[1]?', False, True, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
 ], method=True)
 
-def _bind_nansum_0(*, dtype=None):
-    return (dtype,)
-
-def _bind_nansum_1(dim, keepdim=False, *, dtype=None):
+def _bind_nansum_0(dim=None, keepdim=False, *, dtype=None):
     return (dim, keepdim, dtype)
 
 def nansum(self, *args, **kwargs):
@@ -7375,29 +7371,21 @@ def nansum(self, *args, **kwargs):
     except TypeError:
         _b = None
     if _b is not None:
-        dtype, = _b
-        if (dtype is None or type(dtype) is _dtype):
-            return _A._op_nansum.call(self._ks, self, dtype)
-    try:
-        _b = _bind_nansum_1(*args, **kwargs)
-    except TypeError:
-        _b = None
-    if _b is not None:
         dim, keepdim, dtype = _b
         if (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
-            return _A._op_nansum_dim_IntList.call(self._ks, self, (None if dim is None else dim_), keepdim, dtype)
+            return _A._op_nansum.call(self._ks, self, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_nansum.parse(args, kwargs, self)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
-        return _A._op_nansum.call(self._ks, self, _a['dtype'])
-    elif _i == 1:
-        return _A._op_nansum_dim_IntList.call(self._ks, self, _a['dim'], _a['keepdim'], _a['dtype'])
+        return _A._op_nansum.call(self._ks, self, _a['dim'], _a['keepdim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
-nansum.__doc__ = 'nansum(*, dtype: Optional[dtype] = None) -> Tensor\nnansum(dim: Optional[List[int]], keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
+nansum.__doc__ = 'nansum(dim: Optional[List[int]] = None, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
 _sig_nansum.public = nansum
+def _signature_nansum(self, dim=None, keepdim=False, *, dtype=None): ...
+nansum.__wrapped__ = _signature_nansum
 
 
 _sig_prod = _Signatures('prod', [
@@ -7493,14 +7481,10 @@ _sig_mean.public = mean
 
 
 _sig_nanmean = _Signatures('nanmean', [
-    (('dtype', 'dtype?', True, True, None),),
-    (('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
+    (('dim', 'int[1]?', False, True, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
 ], method=True)
 
-def _bind_nanmean_0(*, dtype=None):
-    return (dtype,)
-
-def _bind_nanmean_1(dim, keepdim=False, *, dtype=None):
+def _bind_nanmean_0(dim=None, keepdim=False, *, dtype=None):
     return (dim, keepdim, dtype)
 
 def nanmean(self, *args, **kwargs):
@@ -7513,29 +7497,21 @@ def nanmean(self, *args, **kwargs):
     except TypeError:
         _b = None
     if _b is not None:
-        dtype, = _b
-        if (dtype is None or type(dtype) is _dtype):
-            return _A._op_nanmean.call(self._ks, self, dtype)
-    try:
-        _b = _bind_nanmean_1(*args, **kwargs)
-    except TypeError:
-        _b = None
-    if _b is not None:
         dim, keepdim, dtype = _b
         if (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
-            return _A._op_nanmean_dim.call(self._ks, self, (None if dim is None else dim_), keepdim, dtype)
+            return _A._op_nanmean.call(self._ks, self, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_nanmean.parse(args, kwargs, self)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
-        return _A._op_nanmean.call(self._ks, self, _a['dtype'])
-    elif _i == 1:
-        return _A._op_nanmean_dim.call(self._ks, self, _a['dim'], _a['keepdim'], _a['dtype'])
+        return _A._op_nanmean.call(self._ks, self, _a['dim'], _a['keepdim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
-nanmean.__doc__ = 'nanmean(*, dtype: Optional[dtype] = None) -> Tensor\nnanmean(dim: Optional[List[int]], keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
+nanmean.__doc__ = 'nanmean(dim: Optional[List[int]] = None, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
 _sig_nanmean.public = nanmean
+def _signature_nanmean(self, dim=None, keepdim=False, *, dtype=None): ...
+nanmean.__wrapped__ = _signature_nanmean
 
 
 _sig_var = _Signatures('var', [

@@ -117,9 +117,19 @@ def cuda_kernel(fn: Any, device_check: bool = True) -> Any:
 
 
 def composite_kernel(fn: Any) -> Any:
-    """A composite op's registration: the function of ``aten/composite``, which takes no key set."""
+    """A composite op's registration: the function of ``aten/composite``, which takes no key set. PyTorch writes
+    these in C++, where ``x * 2`` *is* ``mul.Scalar``: while one runs, a dispatch handler sees the Scalar overloads
+    as themselves (``tls.in_formula``, Note [Overloads PyTorch's bindings hide] in ember/_ops.py)."""
+    from ember.aten.dispatcher import tls
+
     def kernel(ks: Any, *args: Any) -> Any:
-        return fn(*args)
+        if tls.in_formula:
+            return fn(*args)
+        tls.in_formula = True
+        try:
+            return fn(*args)
+        finally:
+            tls.in_formula = False
     kernel.__qualname__ = kernel.__name__ = "composite_" + fn.__name__
     setattr(kernel, "__wrapped__", fn)
     return kernel

@@ -8,6 +8,7 @@ _TYPES = ("cpu", "cuda", "meta")
 
 class device:
     """Where a tensor's data lives: ``device("cpu")``, ``device("cuda:1")``, ``device("cuda", 0)``."""
+    __module__ = "ember"      # where it is public (Note [Printed module name])
 
     __slots__ = ("type", "index", "_prev")
     type: str

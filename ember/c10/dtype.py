@@ -34,6 +34,7 @@ _BOOL, _INT, _FLOAT, _COMPLEX = 0, 1, 2, 3
 
 class dtype:
     """A tensor element type, printed ``ember.float32``."""
+    __module__ = "ember"      # where it is public (Note [Printed module name])
 
     __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_complex", "is_signed", "_cat", "_limited",
                  "__weakref__")
@@ -293,6 +294,7 @@ def result_type_of(operands: Iterable[Any]) -> dtype:
 # --------------------------------------------------------------------------- finfo / iinfo
 class finfo:
     """Machine limits of a floating-point dtype (``torch.finfo``)."""
+    __module__ = "ember"      # where it is public (Note [Printed module name])
 
     def __init__(self, type: dtype | None = None) -> None:  # noqa: A002
         type = type or _default
@@ -316,6 +318,7 @@ class finfo:
 
 class iinfo:
     """Machine limits of an integral dtype (``torch.iinfo``)."""
+    __module__ = "ember"      # where it is public (Note [Printed module name])
 
     def __init__(self, type: dtype):
         if type.is_floating_point or type.is_complex:

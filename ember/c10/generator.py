@@ -32,6 +32,7 @@ def _init_genrand(seed: int) -> np.ndarray:
 
 class Generator:
     """``ember.Generator(device='cpu')``: an independent random stream."""
+    __module__ = "ember._C"      # where it is public (Note [Printed module name])
 
     def __init__(self, device: Any = "cpu") -> None:
         self.device = _device(device)

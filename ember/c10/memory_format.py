@@ -14,6 +14,7 @@ class _NamedConstant:
 
 
 class layout(_NamedConstant):
+    __module__ = "ember"      # where it is public (Note [Printed module name])
     pass
 
 
@@ -21,6 +22,7 @@ strided = layout("strided")
 
 
 class memory_format(_NamedConstant):
+    __module__ = "ember"      # where it is public (Note [Printed module name])
     pass
 
 

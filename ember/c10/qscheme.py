@@ -13,6 +13,7 @@ __all__ = ["qscheme", "per_tensor_affine", "per_channel_affine", "per_tensor_sym
 
 class qscheme:
     """A quantization scheme, printed ``ember.per_tensor_affine``."""
+    __module__ = "ember"      # where it is public (Note [Printed module name])
 
     __slots__ = ("name",)
 

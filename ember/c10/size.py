@@ -6,6 +6,7 @@ from ember.c10 import naming
 
 
 class Size(tuple[int, ...]):
+    __module__ = "ember"      # where it is public (Note [Printed module name])
     __slots__ = ()
 
     def __new__(cls, sizes: Iterable[Any] = ()) -> Size:

@@ -49,6 +49,7 @@ class StorageBase:
 
 class UntypedStorage(StorageBase):
     """Bytes on a device.  ``nbytes()``, ``data_ptr()``, ``device``, ``size()``."""
+    __module__ = "ember.storage"      # where it is public (Note [Printed module name])
 
     __slots__ = ("_root", "device", "_nbytes")
 

@@ -9,14 +9,14 @@ from tools.codegen.model import load_native_functions
 
 _COMPARISONS = [f"{op}.{o}" for op in ("eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less",
                                        "less_equal", "not_equal") for o in ("Scalar", "Tensor")]
-_BITWISE = [f"bitwise_{op}.{o}" for op in ("and", "or", "xor", "left_shift", "right_shift")
-            for o in ("Scalar", "Tensor")] + ["bitwise_not"]
+_BITWISE = [f"bitwise_{op}.{o}" for op in ("and", "or", "xor") for o in ("Scalar", "Tensor")] + \
+    [f"bitwise_{op}.{o}" for op in ("left_shift", "right_shift") for o in ("Tensor_Scalar", "Tensor")] + ["bitwise_not"]
 
 NO_FORMULA = {
     # bool or integer results: nothing to differentiate (the autograd fallback attaches no node to them)
-    *_COMPARISONS, *_BITWISE, "logical_and", "logical_or", "logical_xor", "logical_not", "isfinite", "isinf", "isnan",
+    *_COMPARISONS, *_BITWISE, "logical_and", "logical_or", "logical_xor", "logical_not", "isinf", "isnan",
     "isneginf", "isposinf", "signbit", "all", "all.dim", "all.dims", "any", "any.dim", "any.dims", "argmax", "argmin",
-    "argsort.stable", "argwhere", "nonzero", "bincount", "bucketize.Tensor", "searchsorted.Scalar",
+    "nonzero", "bincount", "bucketize.Tensor", "searchsorted.Scalar",
     "searchsorted.Tensor", "count_nonzero", "count_nonzero.dim_IntList", "repeat_interleave.Tensor",
     # a Python number, not a tensor (what Tensor.item() dispatches to under a mode)
     "_local_scalar_dense",
@@ -24,7 +24,7 @@ NO_FORMULA = {
     "where.Scalar",
     # no derivative in PyTorch either: its autograd fallback attaches a NotImplemented node, and so does ember's
     # ("derivative for aten::floor_divide is not implemented" at backward)
-    "floor_divide.Scalar", "floor_divide.Tensor", "remainder.Scalar_Tensor", "scatter.reduce",
+    "floor_divide.Scalar", "floor_divide", "remainder.Scalar_Tensor", "scatter.reduce",
     "grid_sampler_2d_backward", "grid_sampler_3d_backward", "_ctc_loss_backward", "_sample_dirichlet",
     "_dirichlet_grad", "_histogramdd_bin_edges", "_histogramdd_from_bin_cts", "_histogramdd_from_bin_tensors",
     "linalg_ldl_factor_ex", "linalg_ldl_solve", "_sobol_engine_draw",

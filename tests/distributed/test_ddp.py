@@ -60,7 +60,7 @@ def test_buffer_broadcast_and_gloo_shape_checks_as_in_pytorch(tmp_path):
     # (two ranks' lines may share a line of the pipe: split before each "rank N ")
     a, b = ([s.strip() for s in re.split(r"(?=rank \d )", r.stdout) if s.startswith("rank ")] for r in (ours, theirs))
     a, b = sorted(a), sorted(b)
-    assert len(a) == len(b) == 2 * 12 and [NUMBER.sub("#", x) for x in a] == [NUMBER.sub("#", y) for y in b]
+    assert len(a) == len(b) == 2 * 13 and [NUMBER.sub("#", x) for x in a] == [NUMBER.sub("#", y) for y in b]
     for x, y in zip(a, b):
         for u, v in zip(NUMBER.findall(x), NUMBER.findall(y)):
             assert abs(float(u) - float(v)) <= 1e-5 * (1 + abs(float(v))), (x, y)

@@ -181,12 +181,17 @@ class FunctionSchema:
 
     @property
     def is_view(self) -> bool:
-        """Returns alias an input without writing to it: ``Tensor(a) self -> Tensor(a)``."""
-        return any(r.type.alias and not r.type.is_write for r in self.returns)
+        """Returns alias an input without writing to it: ``Tensor(a) self -> Tensor(a)`` -- except the ops that
+        return their input itself (``lift_fresh``: PyTorch's view functions leave it out too)."""
+        return self.name not in NOT_VIEWS and any(r.type.alias and not r.type.is_write for r in self.returns)
 
     @property
     def functional_arguments(self) -> tuple[Argument, ...]:
         return tuple(a for a in self.arguments if not (a.kwarg_only and a.type.is_write))
+
+
+# schemas that alias their input in the result but return the input itself, not a view of it
+NOT_VIEWS = frozenset({"lift_fresh"})
 
 
 @dataclass

@@ -21,7 +21,7 @@ def _dropout_impl(input: Any, p: Any, train: Any, feature: Any, alpha: Any, inpl
     if p == 0 or not train or input.numel() == 0:
         return input
     if p == 1:
-        zero = aten.new_zeros(input, ())
+        zero = aten.zeros((), dtype=input.dtype, device=input.device)      # (at::zeros({}, options))
         return input.mul_(zero) if inplace else input * zero
     if feature:
         if input.dim() < 2:

@@ -54,7 +54,7 @@ for _name, _base in {"special_polygamma": "polygamma", "special_erf": "erf", "sp
                      "special_erfinv": "erfinv", "special_expm1": "expm1", "special_exp2": "exp2",
                      "special_gammaln": "lgamma", "special_digamma": "digamma", "special_psi": "digamma",
                      "special_expit": "sigmoid", "special_i0": "i0", "special_sinc": "sinc",
-                     "special_log1p": "log1p", "special_xlogy": "xlogy", "special_logit": "logit",
+                     "special_log1p": "log1p", "special_xlogy": "xlogy_Tensor", "special_logit": "logit",
                      "special_logsumexp": "logsumexp"}.items():
     _alias(_name, _base)
 
@@ -82,7 +82,39 @@ def special_log_softmax(self: Any, dim: int, dtype: Any = None) -> Any:
 
 
 def special_round(self: Any, decimals: int = 0) -> Any:
-    return aten.round_decimals(self, decimals=decimals) if decimals else aten.round(self)
+    return aten.round_decimals(self, decimals=decimals)
+
+
+def square(self: Any) -> Any:
+    """``pow(self, 2)`` (PyTorch's ``square`` is written so: a dispatch handler sees ``pow.Tensor_Scalar``)."""
+    return aten.pow_Tensor_Scalar(self, 2)
+
+
+def square_(self: Any) -> Any:
+    return aten.pow__Scalar(self, 2)
+
+
+def isfinite(self: Any) -> Any:
+    """PyTorch's ``isfinite``: all true for integers and bools, both parts finite for complex numbers, else
+    ``(self == self) * (self.abs() != inf)`` (the right factor evaluated first, as C++ does)."""
+    if self.dtype._cat <= 1:          # bool and integer types
+        return aten.ones_like(self, dtype=bool_)
+    if self.is_complex():
+        return aten.bitwise_and_Tensor(isfinite(aten.real(self)), isfinite(aten.imag(self)))
+    finite = aten.ne_Scalar(aten.abs(self), float("inf"))
+    return aten.mul_Tensor(aten.eq_Tensor(self, self), finite)
+
+
+def clip(self: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+    return aten.clamp(self, min, max)
+
+
+def clip_Tensor(self: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+    return aten.clamp_Tensor(self, min, max)
+
+
+def clip_(self: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+    return aten.clamp_(self, min, max)
 
 
 def special_gammainc(self: Any, other: Any, out: Any = None) -> Any:

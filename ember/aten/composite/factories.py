@@ -47,6 +47,12 @@ def new_full(self: Any, size: Any, fill_value: Any, dtype: Any = None, layout: A
 
 # the *_like factories: ``self``'s shape, its dtype and device unless given (a meta tensor's twin made on the CPU
 # is how libraries materialize a model built on the meta device)
+def lift_fresh(self: Any) -> Any:
+    """The tensor ``torch.tensor`` just made, as it is: an operator only so that a dispatch mode sees the new
+    constant (``ember/_creation.py`` calls it while one is active)."""
+    return self
+
+
 def empty_like(self: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
                memory_format: Any = None) -> Any:
     return aten.empty_memory_format(tuple(self.shape), **_new_kw(self, dtype, device))

@@ -42,6 +42,14 @@ def pinverse(self: Any, rcond: Any = 1e-15) -> Any:
     return aten.linalg_pinv(self, rtol=rcond)
 
 
+def outer(self: Any, vec2: Any) -> Any:
+    """``self[:, None] * vec2`` (PyTorch's ``outer``: a ``view`` and a ``mul``)."""
+    if self.dim() != 1 or vec2.dim() != 1:
+        raise RuntimeError(f"outer: Expected 1-D argument self, but got {self.dim()}-D" if self.dim() != 1 else
+                           f"outer: Expected 1-D argument vec2, but got {vec2.dim()}-D")
+    return aten.mul_Tensor(aten.reshape(self, (self.shape[0], 1)), vec2)
+
+
 def _should_fold(t1: Any, t2: Any) -> bool:
     """PyTorch's ``should_fold``: whether ``matmul`` folds the larger operand (3-d or more, against a matrix or a
     vector) into a matrix and calls ``mm`` / ``mv`` instead of ``bmm``. It does when the folding is a view, and

@@ -28,32 +28,44 @@ def _apply_reduction(unreduced: Any, reduction: Any) -> Any:
     return unreduced
 
 
+def _scalar_minus(number: Any, t: Any) -> Any:
+    """``number - t`` as PyTorch's C++ computes it: a tensor filled with the number, minus ``t`` in place."""
+    return aten.sub__Tensor(aten.fill__Scalar(aten.empty_like(t), number), t)
+
+
 def kl_div(self: Any, target: Any, reduction: Any = _MEAN, log_target: Any = False) -> Any:
     """``exp(t) (t - x)`` for a log target, else ``xlogy(t, t) - t x`` (0 where ``t == 0``)."""
     if log_target:
         out = target.exp() * (target - self)
     else:
-        out = aten.xlogy(target, target) - target * self
+        prod = target * self          # (C++ evaluates the right operand of ``-`` first)
+        out = aten.xlogy_Tensor(target, target) - prod
     return _apply_reduction(out, reduction)
 
 
 def poisson_nll_loss(input: Any, target: Any, log_input: Any, full: Any, eps: Any, reduction: Any) -> Any:  # noqa: A002
     """``exp(x) - t x`` (or ``x - t log(x + eps)``), plus Stirling's ``t log t - t + log(2 pi t) / 2`` where
     ``t > 1`` when ``full``."""
-    loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
+    if log_input:
+        prod = target * input           # (the right operand first, as C++ evaluates it)
+        loss = input.exp() - prod
+    else:
+        loss = input - target * (input + eps).log()
     if full:
-        stirling = target * target.log() - target + 0.5 * (2 * math.pi * target).log()
-        loss = loss + stirling.masked_fill(target <= 1, 0)
+        half_log = 0.5 * (2 * math.pi * target).log()       # (C++ order: right operands first)
+        stirling = target * target.log() - target + half_log
+        loss = aten.add__Tensor(loss, stirling.masked_fill(target <= 1, 0))
     return _apply_reduction(loss, reduction)
 
 
 def margin_ranking_loss(input1: Any, input2: Any, target: Any, margin: Any = 0.0, reduction: Any = _MEAN) -> Any:
-    return _apply_reduction((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+    diff = input1 - input2          # (C++ order: the right operand of ``*`` first; clamp_min_ in place)
+    return _apply_reduction(aten.clamp_min_(-target * diff + margin, 0), reduction)
 
 
 def hinge_embedding_loss(self: Any, target: Any, margin: Any = 1.0, reduction: Any = _MEAN) -> Any:
     zeros = aten.zeros_like(self)
-    margin_clamp = (margin - self).clamp_min(0)
+    margin_clamp = aten.clamp_min_(_scalar_minus(margin, self), 0)
     output_margin = aten.where_self(target != 1, margin_clamp, zeros)
     output_self = aten.where_self(target != -1, self, zeros)
     return _apply_reduction(output_margin + output_self, reduction)
@@ -72,10 +84,12 @@ def cosine_embedding_loss(input1: Any, input2: Any, target: Any, margin: Any = 0
     prod_sum = (input1 * input2).sum(targ_dim)
     mag_square1 = (input1 * input1).sum(targ_dim) + eps
     mag_square2 = (input2 * input2).sum(targ_dim) + eps
-    cos = prod_sum / (mag_square1 * mag_square2).sqrt()
+    cos = prod_sum / aten.sqrt_(mag_square1 * mag_square2)
     zeros = aten.zeros_like(cos)
-    output_pos = aten.where_self(target == 1, 1 - cos, zeros)
-    output_neg = aten.where_self(target == -1, (cos - margin).clamp_min(0), zeros)
+    pos = _scalar_minus(1, cos)
+    neg = aten.clamp_min_(cos - margin, 0)
+    output_pos = aten.where_self(target == 1, pos, zeros)
+    output_neg = aten.where_self(target == -1, neg, zeros)
     return _apply_reduction(output_pos + output_neg, reduction)
 
 

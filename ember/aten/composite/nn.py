@@ -14,6 +14,7 @@ from ember.aten.dispatcher import is_tensor_subclass_like
 from ember.aten.kernels.nn import affine_base, pad_source_index
 from ember.aten.wrap import _type_name, new_tensor, tensor_like
 from ember.c10.device import CPU
+from ember.c10.memory_format import strided
 from ember.c10.dispatch_key import KS_CPU
 from ember.c10.dtype import bool_ as _bool, finfo, float32 as _float32, float64 as _float64, int64 as _int64
 
@@ -645,7 +646,10 @@ def _bool_mask_to_float(mask: Any, dtype: Any) -> Any:
     """A bool mask (True = may attend) as an additive one: 0 where True, -inf where False."""
     if mask is None or mask.dtype != _bool:
         return mask
-    return aten.zeros_like(mask, dtype=dtype).masked_fill(mask.logical_not(), float("-inf"))
+    # (PyTorch's convert_boolean_attn_mask: ``where(mask, 0, -inf)``, the -inf wrapped first)
+    neg = aten.scalar_tensor(float("-inf"), dtype=dtype, device=mask.device)
+    zero = aten.scalar_tensor(0.0, dtype=dtype, layout=strided, device=mask.device)
+    return aten.where_self(mask, zero, neg)
 
 
 def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: Any = 0.0,
@@ -823,12 +827,15 @@ def one_hot(self: Any, num_classes: int = -1) -> Any:
     elif self.numel() == 0:
         if num_classes <= 0:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        return aten.empty_memory_format(tuple(self.shape) + (num_classes,), dtype=_int64, device=self.device)
     else:
-        if int(self.min()) < 0:
+        lo, hi = aten.aminmax(self)
+        if int(lo.item()) < 0:
             raise RuntimeError("Class values must be non-negative.")
+        top = int(hi.item())
         if num_classes == -1:
-            num_classes = int(self.max()) + 1
-        elif int(self.max()) >= num_classes:
+            num_classes = top + 1
+        elif top >= num_classes:
             raise RuntimeError("Class values must be smaller than num_classes.")
     out = aten.zeros(tuple(self.shape) + (num_classes,), dtype=_int64, device=self.device)
     return out.scatter_(-1, self.unsqueeze(-1), 1)

@@ -43,12 +43,16 @@ def std_mean_dim_unbiased(self: Any, dim: Any, unbiased: Any = True, keepdim: An
     return aten.std_mean_correction(self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
 
 
-def sort_default(self: Any, dim: Any = -1, descending: Any = False) -> Any:
-    return aten.sort_stable(self, stable=False, dim=dim, descending=descending)
-
-
 def argsort_default(self: Any, dim: Any = -1, descending: Any = False) -> Any:
-    return aten.argsort_stable(self, stable=False, dim=dim, descending=descending)
+    return aten.sort(self, dim, descending)[1]
+
+
+def argsort_stable(self: Any, stable: Any, dim: Any = -1, descending: Any = False) -> Any:
+    return aten.sort_stable(self, stable=stable, dim=dim, descending=descending)[1]
+
+
+def argwhere(self: Any) -> Any:
+    return aten.nonzero(self)
 
 
 def norm_dim(self: Any, p: Any, dim: Any, keepdim: Any = False) -> Any:

@@ -108,19 +108,28 @@ def broadcast_to(self: Any, size: Any) -> Any:
 
 
 def sum_to_size(self: Any, size: Any) -> Any:
-    """PyTorch's at::sum_to: sum ``self`` down to ``size``, a shape it could have been expanded from (leading
-    dims summed away, dims of size 1 summed with keepdim); ``self`` itself when the shapes are equal."""
+    """PyTorch's at::sum_to: sum ``self`` down to ``size``, a shape it could have been expanded from -- one
+    ``sum`` with keepdim over the leading dims and the dims of size 1, then a ``view`` without the leading ones;
+    ``self`` itself when the shapes are equal."""
     size = tuple(size)
     shape = tuple(self.shape)
     lead = len(shape) - len(size)
     if lead < 0 or any(s != 1 and s != t for s, t in zip(size, shape[lead:])):
         raise RuntimeError(f"size {{[{', '.join(map(str, size))}]}} is not expandable to size "
                            f"{{[{', '.join(map(str, shape))}]}}.")
-    if size == shape:
-        return self
-    out = self.sum(list(range(lead))) if lead else self
-    keep = [i for i, (s, t) in enumerate(zip(size, shape[lead:])) if s == 1 and t != 1]
-    return out.sum(keep, keepdim=True) if keep else out
+    dims = list(range(lead)) + [lead + i for i, (s, t) in enumerate(zip(size, shape[lead:])) if s == 1 and t != 1]
+    out = aten.sum_dim_IntList(self, tuple(dims), True) if dims else self
+    return aten.view(out, size) if lead > 0 else out
+
+
+def unflatten(self: Any, dim: Any, sizes: Any) -> Any:
+    """``dim`` split into ``sizes`` (one may be -1): a ``view`` (PyTorch's ``unflatten``)."""
+    d = wrap_dim(dim, self.dim())
+    if len(sizes) == 0:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    n = self.shape[d]
+    sizes = tuple(infer_size(sizes, n) if -1 in sizes or math.prod(sizes) != n else sizes)
+    return aten.view(self, tuple(self.shape[:d]) + sizes + tuple(self.shape[d + 1:]))
 
 
 def broadcast_tensors(tensors: Any) -> Any:
@@ -139,16 +148,16 @@ def meshgrid_indexing(tensors: Any, indexing: Any) -> Any:
     for t in tensors:
         if t.dim() > 1:
             raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}")
-    ts = [t.reshape(-1) for t in tensors]
+    ts = list(tensors)
     swap = indexing == "xy" and len(ts) >= 2
     if swap:
         ts[0], ts[1] = ts[1], ts[0]
     shape = tuple(t.numel() for t in ts)
     out = []
-    for i, t in enumerate(ts):
+    for i, t in enumerate(ts):      # (PyTorch's: each input viewed along its own dim, then expanded)
         view = [1] * len(ts)
         view[i] = -1
-        out.append(t.view(view).expand(shape))
+        out.append(aten.expand(aten.view(t, tuple(view)), shape))
     if swap:
         out[0], out[1] = out[1], out[0]
     return out
@@ -338,7 +347,7 @@ def adjoint(self: Any) -> Any:
 
 def diagflat(self: Any, offset: int = 0) -> Any:
     """A 2-D tensor with the flattened input on its ``offset``-th diagonal."""
-    return aten.diag(self.reshape((-1,)), offset)
+    return aten.diag_embed(aten.reshape(aten.contiguous(self), (-1,)), offset)
 
 
 def fill_diagonal_(self: Any, fill_value: Any, wrap: bool = False) -> Any:

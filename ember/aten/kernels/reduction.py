@@ -325,6 +325,11 @@ def sort(xp: Any, self: Array, stable: Any = None, dim: Any = -1, descending: An
     return xp.take_along_axis(self, idx, axis=d), idx.astype(np.int64)
 
 
+def sort_default(xp: Any, self: Array, dim: Any = -1, descending: Any = False) -> Any:
+    """``sort.default``: the same kernel, an operator of its own (what a dispatch handler sees for ``sort(x)``)."""
+    return sort(xp, self, None, dim, descending)
+
+
 def argsort(xp: Any, self: Array, stable: Any = False, dim: Any = -1, descending: Any = False) -> Any:
     return sort(xp, self, stable, dim, descending)[1]
 

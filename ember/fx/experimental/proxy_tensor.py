@@ -16,6 +16,7 @@ result is a ``GraphModule`` whose code calls ``torch.ops.aten.*`` overloads.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import operator
 from typing import Any, Callable
@@ -92,6 +93,8 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
+        if func is _lift_fresh():       # a constant just made (torch.tensor): recorded where it is used
+            return args[0]
         decomp = self.decomposition_table.get(func)
         if decomp is not None:
             with self:
@@ -126,6 +129,12 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
                         g.meta["nn_module_stack"] = dict(self.module_stack)
                     self.track(o, g)
         return out
+
+
+@functools.lru_cache(maxsize=None)
+def _lift_fresh() -> Any:
+    from ember._ops import ops
+    return ops.aten.lift_fresh.default
 
 
 # the stack trace new nodes get while another graph's node is being re-traced (AOT autograd keeps the source
