@@ -56,6 +56,7 @@ fft.__doc__ = 'fft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: 
 _sig_fft.public = fft
 def _signature_fft(input, n=None, dim=-1, norm=None, *, out=None): ...
 fft.__wrapped__ = _signature_fft
+fft.__name__ = fft.__qualname__ = 'fft_fft'
 
 
 _sig_ifft = _Signatures('ifft', [
@@ -95,6 +96,7 @@ ifft.__doc__ = 'ifft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm
 _sig_ifft.public = ifft
 def _signature_ifft(input, n=None, dim=-1, norm=None, *, out=None): ...
 ifft.__wrapped__ = _signature_ifft
+ifft.__name__ = ifft.__qualname__ = 'fft_ifft'
 
 
 _sig_rfft = _Signatures('rfft', [
@@ -134,6 +136,7 @@ rfft.__doc__ = 'rfft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm
 _sig_rfft.public = rfft
 def _signature_rfft(input, n=None, dim=-1, norm=None, *, out=None): ...
 rfft.__wrapped__ = _signature_rfft
+rfft.__name__ = rfft.__qualname__ = 'fft_rfft'
 
 
 _sig_irfft = _Signatures('irfft', [
@@ -173,6 +176,7 @@ irfft.__doc__ = 'irfft(input: Tensor, n: Optional[int] = None, dim: int = -1, no
 _sig_irfft.public = irfft
 def _signature_irfft(input, n=None, dim=-1, norm=None, *, out=None): ...
 irfft.__wrapped__ = _signature_irfft
+irfft.__name__ = irfft.__qualname__ = 'fft_irfft'
 
 
 _sig_hfft = _Signatures('hfft', [
@@ -212,6 +216,7 @@ hfft.__doc__ = 'hfft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm
 _sig_hfft.public = hfft
 def _signature_hfft(input, n=None, dim=-1, norm=None, *, out=None): ...
 hfft.__wrapped__ = _signature_hfft
+hfft.__name__ = hfft.__qualname__ = 'fft_hfft'
 
 
 _sig_ihfft = _Signatures('ihfft', [
@@ -251,6 +256,7 @@ ihfft.__doc__ = 'ihfft(input: Tensor, n: Optional[int] = None, dim: int = -1, no
 _sig_ihfft.public = ihfft
 def _signature_ihfft(input, n=None, dim=-1, norm=None, *, out=None): ...
 ihfft.__wrapped__ = _signature_ihfft
+ihfft.__name__ = ihfft.__qualname__ = 'fft_ihfft'
 
 
 _sig_fft2 = _Signatures('fft2', [
@@ -290,6 +296,7 @@ fft2.__doc__ = 'fft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int
 _sig_fft2.public = fft2
 def _signature_fft2(input, s=None, dim=(-2,-1), norm=None, *, out=None): ...
 fft2.__wrapped__ = _signature_fft2
+fft2.__name__ = fft2.__qualname__ = 'fft_fft2'
 
 
 _sig_ifft2 = _Signatures('ifft2', [
@@ -329,6 +336,7 @@ ifft2.__doc__ = 'ifft2(input: Tensor, s: Optional[List[int]] = None, dim: List[i
 _sig_ifft2.public = ifft2
 def _signature_ifft2(input, s=None, dim=(-2,-1), norm=None, *, out=None): ...
 ifft2.__wrapped__ = _signature_ifft2
+ifft2.__name__ = ifft2.__qualname__ = 'fft_ifft2'
 
 
 _sig_rfft2 = _Signatures('rfft2', [
@@ -368,6 +376,7 @@ rfft2.__doc__ = 'rfft2(input: Tensor, s: Optional[List[int]] = None, dim: List[i
 _sig_rfft2.public = rfft2
 def _signature_rfft2(input, s=None, dim=(-2,-1), norm=None, *, out=None): ...
 rfft2.__wrapped__ = _signature_rfft2
+rfft2.__name__ = rfft2.__qualname__ = 'fft_rfft2'
 
 
 _sig_irfft2 = _Signatures('irfft2', [
@@ -407,6 +416,7 @@ irfft2.__doc__ = 'irfft2(input: Tensor, s: Optional[List[int]] = None, dim: List
 _sig_irfft2.public = irfft2
 def _signature_irfft2(input, s=None, dim=(-2,-1), norm=None, *, out=None): ...
 irfft2.__wrapped__ = _signature_irfft2
+irfft2.__name__ = irfft2.__qualname__ = 'fft_irfft2'
 
 
 _sig_hfft2 = _Signatures('hfft2', [
@@ -446,6 +456,7 @@ hfft2.__doc__ = 'hfft2(input: Tensor, s: Optional[List[int]] = None, dim: List[i
 _sig_hfft2.public = hfft2
 def _signature_hfft2(input, s=None, dim=(-2,-1), norm=None, *, out=None): ...
 hfft2.__wrapped__ = _signature_hfft2
+hfft2.__name__ = hfft2.__qualname__ = 'fft_hfft2'
 
 
 _sig_ihfft2 = _Signatures('ihfft2', [
@@ -485,6 +496,7 @@ ihfft2.__doc__ = 'ihfft2(input: Tensor, s: Optional[List[int]] = None, dim: List
 _sig_ihfft2.public = ihfft2
 def _signature_ihfft2(input, s=None, dim=(-2,-1), norm=None, *, out=None): ...
 ihfft2.__wrapped__ = _signature_ihfft2
+ihfft2.__name__ = ihfft2.__qualname__ = 'fft_ihfft2'
 
 
 _sig_fftn = _Signatures('fftn', [
@@ -524,6 +536,7 @@ fftn.__doc__ = 'fftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional
 _sig_fftn.public = fftn
 def _signature_fftn(input, s=None, dim=None, norm=None, *, out=None): ...
 fftn.__wrapped__ = _signature_fftn
+fftn.__name__ = fftn.__qualname__ = 'fft_fftn'
 
 
 _sig_ifftn = _Signatures('ifftn', [
@@ -563,6 +576,7 @@ ifftn.__doc__ = 'ifftn(input: Tensor, s: Optional[List[int]] = None, dim: Option
 _sig_ifftn.public = ifftn
 def _signature_ifftn(input, s=None, dim=None, norm=None, *, out=None): ...
 ifftn.__wrapped__ = _signature_ifftn
+ifftn.__name__ = ifftn.__qualname__ = 'fft_ifftn'
 
 
 _sig_rfftn = _Signatures('rfftn', [
@@ -602,6 +616,7 @@ rfftn.__doc__ = 'rfftn(input: Tensor, s: Optional[List[int]] = None, dim: Option
 _sig_rfftn.public = rfftn
 def _signature_rfftn(input, s=None, dim=None, norm=None, *, out=None): ...
 rfftn.__wrapped__ = _signature_rfftn
+rfftn.__name__ = rfftn.__qualname__ = 'fft_rfftn'
 
 
 _sig_irfftn = _Signatures('irfftn', [
@@ -641,6 +656,7 @@ irfftn.__doc__ = 'irfftn(input: Tensor, s: Optional[List[int]] = None, dim: Opti
 _sig_irfftn.public = irfftn
 def _signature_irfftn(input, s=None, dim=None, norm=None, *, out=None): ...
 irfftn.__wrapped__ = _signature_irfftn
+irfftn.__name__ = irfftn.__qualname__ = 'fft_irfftn'
 
 
 _sig_hfftn = _Signatures('hfftn', [
@@ -680,6 +696,7 @@ hfftn.__doc__ = 'hfftn(input: Tensor, s: Optional[List[int]] = None, dim: Option
 _sig_hfftn.public = hfftn
 def _signature_hfftn(input, s=None, dim=None, norm=None, *, out=None): ...
 hfftn.__wrapped__ = _signature_hfftn
+hfftn.__name__ = hfftn.__qualname__ = 'fft_hfftn'
 
 
 _sig_ihfftn = _Signatures('ihfftn', [
@@ -719,6 +736,7 @@ ihfftn.__doc__ = 'ihfftn(input: Tensor, s: Optional[List[int]] = None, dim: Opti
 _sig_ihfftn.public = ihfftn
 def _signature_ihfftn(input, s=None, dim=None, norm=None, *, out=None): ...
 ihfftn.__wrapped__ = _signature_ihfftn
+ihfftn.__name__ = ihfftn.__qualname__ = 'fft_ihfftn'
 
 
 _sig_fftfreq = _Signatures('fftfreq', [
@@ -760,6 +778,7 @@ fftfreq.__doc__ = 'fftfreq(n: int, d: float = 1.0, *, dtype: Optional[dtype] = N
 _sig_fftfreq.public = fftfreq
 def _signature_fftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, pin_memory=None, out=None, requires_grad=False): ...
 fftfreq.__wrapped__ = _signature_fftfreq
+fftfreq.__name__ = fftfreq.__qualname__ = 'fft_fftfreq'
 
 
 _sig_rfftfreq = _Signatures('rfftfreq', [
@@ -801,6 +820,7 @@ rfftfreq.__doc__ = 'rfftfreq(n: int, d: float = 1.0, *, dtype: Optional[dtype] =
 _sig_rfftfreq.public = rfftfreq
 def _signature_rfftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, pin_memory=None, out=None, requires_grad=False): ...
 rfftfreq.__wrapped__ = _signature_rfftfreq
+rfftfreq.__name__ = rfftfreq.__qualname__ = 'fft_rfftfreq'
 
 
 _sig_fftshift = _Signatures('fftshift', [
@@ -835,6 +855,7 @@ fftshift.__doc__ = 'fftshift(input: Tensor, dim: Optional[List[int]] = None) -> 
 _sig_fftshift.public = fftshift
 def _signature_fftshift(input, dim=None): ...
 fftshift.__wrapped__ = _signature_fftshift
+fftshift.__name__ = fftshift.__qualname__ = 'fft_fftshift'
 
 
 _sig_ifftshift = _Signatures('ifftshift', [
@@ -869,3 +890,4 @@ ifftshift.__doc__ = 'ifftshift(input: Tensor, dim: Optional[List[int]] = None) -
 _sig_ifftshift.public = ifftshift
 def _signature_ifftshift(input, dim=None): ...
 ifftshift.__wrapped__ = _signature_ifftshift
+ifftshift.__name__ = ifftshift.__qualname__ = 'fft_ifftshift'

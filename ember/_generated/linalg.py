@@ -51,6 +51,7 @@ inv.__doc__ = 'inv(A: Tensor) -> Tensor'
 _sig_inv.public = inv
 def _signature_inv(A): ...
 inv.__wrapped__ = _signature_inv
+inv.__name__ = inv.__qualname__ = 'linalg_inv'
 
 
 _sig_det = _Signatures('det', [
@@ -85,6 +86,7 @@ det.__doc__ = 'det(A: Tensor) -> Tensor'
 _sig_det.public = det
 def _signature_det(A): ...
 det.__wrapped__ = _signature_det
+det.__name__ = det.__qualname__ = 'linalg_det'
 
 
 _sig_slogdet = _Signatures('slogdet', [
@@ -119,6 +121,7 @@ slogdet.__doc__ = 'slogdet(A: Tensor) -> (Tensor, Tensor)'
 _sig_slogdet.public = slogdet
 def _signature_slogdet(A): ...
 slogdet.__wrapped__ = _signature_slogdet
+slogdet.__name__ = slogdet.__qualname__ = 'linalg_slogdet'
 
 
 _sig_solve = _Signatures('solve', [
@@ -153,6 +156,7 @@ solve.__doc__ = 'solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor'
 _sig_solve.public = solve
 def _signature_solve(A, B, *, left=True): ...
 solve.__wrapped__ = _signature_solve
+solve.__name__ = solve.__qualname__ = 'linalg_solve'
 
 
 _sig_cholesky = _Signatures('cholesky', [
@@ -187,6 +191,7 @@ cholesky.__doc__ = 'cholesky(input: Tensor, *, upper: bool = False) -> Tensor'
 _sig_cholesky.public = cholesky
 def _signature_cholesky(input, *, upper=False): ...
 cholesky.__wrapped__ = _signature_cholesky
+cholesky.__name__ = cholesky.__qualname__ = 'linalg_cholesky'
 
 
 _sig_solve_triangular = _Signatures('solve_triangular', [
@@ -221,6 +226,7 @@ solve_triangular.__doc__ = 'solve_triangular(input: Tensor, B: Tensor, *, upper:
 _sig_solve_triangular.public = solve_triangular
 def _signature_solve_triangular(input, B, *, upper, left=True, unitriangular=False): ...
 solve_triangular.__wrapped__ = _signature_solve_triangular
+solve_triangular.__name__ = solve_triangular.__qualname__ = 'linalg_solve_triangular'
 
 
 _sig_qr = _Signatures('qr', [
@@ -255,6 +261,7 @@ qr.__doc__ = "qr(A: Tensor, mode: str = 'reduced') -> (Tensor, Tensor)"
 _sig_qr.public = qr
 def _signature_qr(A, mode='reduced'): ...
 qr.__wrapped__ = _signature_qr
+qr.__name__ = qr.__qualname__ = 'linalg_qr'
 
 
 _sig_eigh = _Signatures('eigh', [
@@ -289,6 +296,7 @@ eigh.__doc__ = "eigh(input: Tensor, UPLO: str = 'L') -> (Tensor, Tensor)"
 _sig_eigh.public = eigh
 def _signature_eigh(input, UPLO='L'): ...
 eigh.__wrapped__ = _signature_eigh
+eigh.__name__ = eigh.__qualname__ = 'linalg_eigh'
 
 
 _sig_eigvalsh = _Signatures('eigvalsh', [
@@ -323,6 +331,7 @@ eigvalsh.__doc__ = "eigvalsh(input: Tensor, UPLO: str = 'L') -> Tensor"
 _sig_eigvalsh.public = eigvalsh
 def _signature_eigvalsh(input, UPLO='L'): ...
 eigvalsh.__wrapped__ = _signature_eigvalsh
+eigvalsh.__name__ = eigvalsh.__qualname__ = 'linalg_eigvalsh'
 
 
 _sig_svd = _Signatures('svd', [
@@ -357,6 +366,7 @@ svd.__doc__ = 'svd(A: Tensor, full_matrices: bool = True, *, driver: Optional[st
 _sig_svd.public = svd
 def _signature_svd(A, full_matrices=True, *, driver=None): ...
 svd.__wrapped__ = _signature_svd
+svd.__name__ = svd.__qualname__ = 'linalg_svd'
 
 
 _sig_svdvals = _Signatures('svdvals', [
@@ -391,6 +401,7 @@ svdvals.__doc__ = 'svdvals(A: Tensor, *, driver: Optional[str] = None) -> Tensor
 _sig_svdvals.public = svdvals
 def _signature_svdvals(A, *, driver=None): ...
 svdvals.__wrapped__ = _signature_svdvals
+svdvals.__name__ = svdvals.__qualname__ = 'linalg_svdvals'
 
 
 _sig_pinv = _Signatures('pinv', [
@@ -425,6 +436,7 @@ pinv.__doc__ = 'pinv(input: Tensor, *, atol: Optional[float] = None, rtol: Optio
 _sig_pinv.public = pinv
 def _signature_pinv(input, *, atol=None, rtol=None, hermitian=False): ...
 pinv.__wrapped__ = _signature_pinv
+pinv.__name__ = pinv.__qualname__ = 'linalg_pinv'
 
 
 _sig_matrix_power = _Signatures('matrix_power', [
@@ -459,6 +471,7 @@ matrix_power.__doc__ = 'matrix_power(input: Tensor, n: int) -> Tensor'
 _sig_matrix_power.public = matrix_power
 def _signature_matrix_power(input, n): ...
 matrix_power.__wrapped__ = _signature_matrix_power
+matrix_power.__name__ = matrix_power.__qualname__ = 'linalg_matrix_power'
 
 
 _sig_lstsq = _Signatures('lstsq', [
@@ -493,6 +506,7 @@ lstsq.__doc__ = 'lstsq(input: Tensor, b: Tensor, rcond: Optional[float] = None, 
 _sig_lstsq.public = lstsq
 def _signature_lstsq(input, b, rcond=None, *, driver=None): ...
 lstsq.__wrapped__ = _signature_lstsq
+lstsq.__name__ = lstsq.__qualname__ = 'linalg_lstsq'
 
 
 _sig_cross = _Signatures('cross', [
@@ -527,6 +541,7 @@ cross.__doc__ = 'cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor
 _sig_cross.public = cross
 def _signature_cross(input, other, *, dim=-1): ...
 cross.__wrapped__ = _signature_cross
+cross.__name__ = cross.__qualname__ = 'linalg_cross'
 
 
 _sig_vector_norm = _Signatures('vector_norm', [
@@ -561,6 +576,7 @@ vector_norm.__doc__ = 'vector_norm(input: Tensor, ord: Number = 2, dim: Optional
 _sig_vector_norm.public = vector_norm
 def _signature_vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None): ...
 vector_norm.__wrapped__ = _signature_vector_norm
+vector_norm.__name__ = vector_norm.__qualname__ = 'linalg_vector_norm'
 
 
 _sig_matrix_norm = _Signatures('matrix_norm', [
@@ -607,6 +623,7 @@ def matrix_norm(*args, **kwargs):
 
 matrix_norm.__doc__ = "matrix_norm(input: Tensor, ord: str = 'fro', dim: List[int] = (-2,-1), keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor\nmatrix_norm(input: Tensor, ord: Number, dim: List[int] = (-2,-1), keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor"
 _sig_matrix_norm.public = matrix_norm
+matrix_norm.__name__ = matrix_norm.__qualname__ = 'linalg_matrix_norm'
 
 
 _sig_norm = _Signatures('norm', [
@@ -653,6 +670,7 @@ def norm(*args, **kwargs):
 
 norm.__doc__ = 'norm(input: Tensor, ord: Optional[Number] = None, dim: Optional[List[int]] = None, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor\nnorm(input: Tensor, ord: str, dim: Optional[List[int]] = None, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
 _sig_norm.public = norm
+norm.__name__ = norm.__qualname__ = 'linalg_norm'
 
 
 _sig_diagonal = _Signatures('diagonal', [
@@ -687,6 +705,7 @@ diagonal.__doc__ = 'diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2
 _sig_diagonal.public = diagonal
 def _signature_diagonal(A, *, offset=0, dim1=-2, dim2=-1): ...
 diagonal.__wrapped__ = _signature_diagonal
+diagonal.__name__ = diagonal.__qualname__ = 'linalg_diagonal'
 
 
 _sig_matmul = _Signatures('matmul', [
@@ -721,6 +740,7 @@ matmul.__doc__ = 'matmul(input: Tensor, other: Tensor) -> Tensor'
 _sig_matmul.public = matmul
 def _signature_matmul(input, other): ...
 matmul.__wrapped__ = _signature_matmul
+matmul.__name__ = matmul.__qualname__ = 'linalg_matmul'
 
 
 _sig_lu_factor_ex = _Signatures('lu_factor_ex', [
@@ -755,6 +775,7 @@ lu_factor_ex.__doc__ = 'lu_factor_ex(A: Tensor, *, pivot: bool = True, check_err
 _sig_lu_factor_ex.public = lu_factor_ex
 def _signature_lu_factor_ex(A, *, pivot=True, check_errors=False): ...
 lu_factor_ex.__wrapped__ = _signature_lu_factor_ex
+lu_factor_ex.__name__ = lu_factor_ex.__qualname__ = 'linalg_lu_factor_ex'
 
 
 _sig_lu_factor = _Signatures('lu_factor', [
@@ -789,6 +810,7 @@ lu_factor.__doc__ = 'lu_factor(A: Tensor, *, pivot: bool = True) -> (Tensor, Ten
 _sig_lu_factor.public = lu_factor
 def _signature_lu_factor(A, *, pivot=True): ...
 lu_factor.__wrapped__ = _signature_lu_factor
+lu_factor.__name__ = lu_factor.__qualname__ = 'linalg_lu_factor'
 
 
 _sig_lu = _Signatures('lu', [
@@ -823,6 +845,7 @@ lu.__doc__ = 'lu(A: Tensor, *, pivot: bool = True) -> (Tensor, Tensor, Tensor)'
 _sig_lu.public = lu
 def _signature_lu(A, *, pivot=True): ...
 lu.__wrapped__ = _signature_lu
+lu.__name__ = lu.__qualname__ = 'linalg_lu'
 
 
 _sig_lu_solve = _Signatures('lu_solve', [
@@ -857,6 +880,7 @@ lu_solve.__doc__ = 'lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: boo
 _sig_lu_solve.public = lu_solve
 def _signature_lu_solve(LU, pivots, B, *, left=True, adjoint=False): ...
 lu_solve.__wrapped__ = _signature_lu_solve
+lu_solve.__name__ = lu_solve.__qualname__ = 'linalg_lu_solve'
 
 
 _sig_inv_ex = _Signatures('inv_ex', [
@@ -891,6 +915,7 @@ inv_ex.__doc__ = 'inv_ex(A: Tensor, *, check_errors: bool = False) -> (Tensor, T
 _sig_inv_ex.public = inv_ex
 def _signature_inv_ex(A, *, check_errors=False): ...
 inv_ex.__wrapped__ = _signature_inv_ex
+inv_ex.__name__ = inv_ex.__qualname__ = 'linalg_inv_ex'
 
 
 _sig_cholesky_ex = _Signatures('cholesky_ex', [
@@ -925,6 +950,7 @@ cholesky_ex.__doc__ = 'cholesky_ex(input: Tensor, *, upper: bool = False, check_
 _sig_cholesky_ex.public = cholesky_ex
 def _signature_cholesky_ex(input, *, upper=False, check_errors=False): ...
 cholesky_ex.__wrapped__ = _signature_cholesky_ex
+cholesky_ex.__name__ = cholesky_ex.__qualname__ = 'linalg_cholesky_ex'
 
 
 _sig_solve_ex = _Signatures('solve_ex', [
@@ -959,6 +985,7 @@ solve_ex.__doc__ = 'solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_e
 _sig_solve_ex.public = solve_ex
 def _signature_solve_ex(A, B, *, left=True, check_errors=False): ...
 solve_ex.__wrapped__ = _signature_solve_ex
+solve_ex.__name__ = solve_ex.__qualname__ = 'linalg_solve_ex'
 
 
 _sig_matrix_exp = _Signatures('matrix_exp', [
@@ -993,6 +1020,7 @@ matrix_exp.__doc__ = 'matrix_exp(input: Tensor) -> Tensor'
 _sig_matrix_exp.public = matrix_exp
 def _signature_matrix_exp(input): ...
 matrix_exp.__wrapped__ = _signature_matrix_exp
+matrix_exp.__name__ = matrix_exp.__qualname__ = 'linalg_matrix_exp'
 
 
 _sig_eig = _Signatures('eig', [
@@ -1027,6 +1055,7 @@ eig.__doc__ = 'eig(input: Tensor) -> (Tensor, Tensor)'
 _sig_eig.public = eig
 def _signature_eig(input): ...
 eig.__wrapped__ = _signature_eig
+eig.__name__ = eig.__qualname__ = 'linalg_eig'
 
 
 _sig_eigvals = _Signatures('eigvals', [
@@ -1061,6 +1090,7 @@ eigvals.__doc__ = 'eigvals(input: Tensor) -> Tensor'
 _sig_eigvals.public = eigvals
 def _signature_eigvals(input): ...
 eigvals.__wrapped__ = _signature_eigvals
+eigvals.__name__ = eigvals.__qualname__ = 'linalg_eigvals'
 
 
 _sig_householder_product = _Signatures('householder_product', [
@@ -1095,6 +1125,7 @@ householder_product.__doc__ = 'householder_product(input: Tensor, tau: Tensor) -
 _sig_householder_product.public = householder_product
 def _signature_householder_product(input, tau): ...
 householder_product.__wrapped__ = _signature_householder_product
+householder_product.__name__ = householder_product.__qualname__ = 'linalg_householder_product'
 
 
 _sig_cond = _Signatures('cond', [
@@ -1141,6 +1172,7 @@ def cond(*args, **kwargs):
 
 cond.__doc__ = 'cond(input: Tensor, p: Optional[Number] = None) -> Tensor\ncond(input: Tensor, p: str) -> Tensor'
 _sig_cond.public = cond
+cond.__name__ = cond.__qualname__ = 'linalg_cond'
 
 
 _sig_vecdot = _Signatures('vecdot', [
@@ -1175,6 +1207,7 @@ vecdot.__doc__ = 'vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor'
 _sig_vecdot.public = vecdot
 def _signature_vecdot(x, y, *, dim=-1): ...
 vecdot.__wrapped__ = _signature_vecdot
+vecdot.__name__ = vecdot.__qualname__ = 'linalg_vecdot'
 
 
 _sig_multi_dot = _Signatures('multi_dot', [
@@ -1198,6 +1231,7 @@ multi_dot.__doc__ = 'multi_dot(tensors: List[Tensor]) -> Tensor'
 _sig_multi_dot.public = multi_dot
 def _signature_multi_dot(tensors): ...
 multi_dot.__wrapped__ = _signature_multi_dot
+multi_dot.__name__ = multi_dot.__qualname__ = 'linalg_multi_dot'
 
 
 _sig_vander = _Signatures('vander', [
@@ -1232,6 +1266,7 @@ vander.__doc__ = 'vander(x: Tensor, *, N: Optional[int] = None) -> Tensor'
 _sig_vander.public = vander
 def _signature_vander(x, *, N=None): ...
 vander.__wrapped__ = _signature_vander
+vander.__name__ = vander.__qualname__ = 'linalg_vander'
 
 
 _sig_tensorinv = _Signatures('tensorinv', [
@@ -1266,6 +1301,7 @@ tensorinv.__doc__ = 'tensorinv(input: Tensor, ind: int = 2) -> Tensor'
 _sig_tensorinv.public = tensorinv
 def _signature_tensorinv(input, ind=2): ...
 tensorinv.__wrapped__ = _signature_tensorinv
+tensorinv.__name__ = tensorinv.__qualname__ = 'linalg_tensorinv'
 
 
 _sig_tensorsolve = _Signatures('tensorsolve', [
@@ -1300,6 +1336,7 @@ tensorsolve.__doc__ = 'tensorsolve(input: Tensor, other: Tensor, dims: Optional[
 _sig_tensorsolve.public = tensorsolve
 def _signature_tensorsolve(input, other, dims=None): ...
 tensorsolve.__wrapped__ = _signature_tensorsolve
+tensorsolve.__name__ = tensorsolve.__qualname__ = 'linalg_tensorsolve'
 
 
 _sig_matrix_rank = _Signatures('matrix_rank', [
@@ -1374,6 +1411,7 @@ def matrix_rank(*args, **kwargs):
 
 matrix_rank.__doc__ = 'matrix_rank(input: Tensor, *, atol: Optional[Tensor] = None, rtol: Optional[Tensor] = None, hermitian: bool = False) -> Tensor\nmatrix_rank(input: Tensor, *, atol: Optional[float] = None, rtol: Optional[float] = None, hermitian: bool = False) -> Tensor\nmatrix_rank(input: Tensor, tol: float, hermitian: bool = False) -> Tensor\nmatrix_rank(input: Tensor, tol: Tensor, hermitian: bool = False) -> Tensor'
 _sig_matrix_rank.public = matrix_rank
+matrix_rank.__name__ = matrix_rank.__qualname__ = 'linalg_matrix_rank'
 
 
 _sig_ldl_factor_ex = _Signatures('ldl_factor_ex', [
@@ -1408,6 +1446,7 @@ ldl_factor_ex.__doc__ = 'ldl_factor_ex(input: Tensor, *, hermitian: bool = False
 _sig_ldl_factor_ex.public = ldl_factor_ex
 def _signature_ldl_factor_ex(input, *, hermitian=False, check_errors=False): ...
 ldl_factor_ex.__wrapped__ = _signature_ldl_factor_ex
+ldl_factor_ex.__name__ = ldl_factor_ex.__qualname__ = 'linalg_ldl_factor_ex'
 
 
 _sig_ldl_factor = _Signatures('ldl_factor', [
@@ -1442,6 +1481,7 @@ ldl_factor.__doc__ = 'ldl_factor(input: Tensor, *, hermitian: bool = False) -> (
 _sig_ldl_factor.public = ldl_factor
 def _signature_ldl_factor(input, *, hermitian=False): ...
 ldl_factor.__wrapped__ = _signature_ldl_factor
+ldl_factor.__name__ = ldl_factor.__qualname__ = 'linalg_ldl_factor'
 
 
 _sig_ldl_solve = _Signatures('ldl_solve', [
@@ -1476,3 +1516,4 @@ ldl_solve.__doc__ = 'ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermiti
 _sig_ldl_solve.public = ldl_solve
 def _signature_ldl_solve(LD, pivots, B, *, hermitian=False): ...
 ldl_solve.__wrapped__ = _signature_ldl_solve
+ldl_solve.__name__ = ldl_solve.__qualname__ = 'linalg_ldl_solve'

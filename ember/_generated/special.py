@@ -51,6 +51,7 @@ polygamma.__doc__ = 'polygamma(n: int, input: Tensor) -> Tensor'
 _sig_polygamma.public = polygamma
 def _signature_polygamma(n, input): ...
 polygamma.__wrapped__ = _signature_polygamma
+polygamma.__name__ = polygamma.__qualname__ = 'special_polygamma'
 
 
 _sig_gammainc = _Signatures('gammainc', [
@@ -90,6 +91,7 @@ gammainc.__doc__ = 'gammainc(input: Tensor, other: Tensor, *, out: Optional[Tens
 _sig_gammainc.public = gammainc
 def _signature_gammainc(input, other, *, out=None): ...
 gammainc.__wrapped__ = _signature_gammainc
+gammainc.__name__ = gammainc.__qualname__ = 'special_gammainc'
 
 
 _sig_gammaincc = _Signatures('gammaincc', [
@@ -129,6 +131,7 @@ gammaincc.__doc__ = 'gammaincc(input: Tensor, other: Tensor, *, out: Optional[Te
 _sig_gammaincc.public = gammaincc
 def _signature_gammaincc(input, other, *, out=None): ...
 gammaincc.__wrapped__ = _signature_gammaincc
+gammaincc.__name__ = gammaincc.__qualname__ = 'special_gammaincc'
 
 
 _sig_erf = _Signatures('erf', [
@@ -163,6 +166,7 @@ erf.__doc__ = 'erf(input: Tensor) -> Tensor'
 _sig_erf.public = erf
 def _signature_erf(input): ...
 erf.__wrapped__ = _signature_erf
+erf.__name__ = erf.__qualname__ = 'special_erf'
 
 
 _sig_erfc = _Signatures('erfc', [
@@ -197,6 +201,7 @@ erfc.__doc__ = 'erfc(input: Tensor) -> Tensor'
 _sig_erfc.public = erfc
 def _signature_erfc(input): ...
 erfc.__wrapped__ = _signature_erfc
+erfc.__name__ = erfc.__qualname__ = 'special_erfc'
 
 
 _sig_erfinv = _Signatures('erfinv', [
@@ -231,6 +236,7 @@ erfinv.__doc__ = 'erfinv(input: Tensor) -> Tensor'
 _sig_erfinv.public = erfinv
 def _signature_erfinv(input): ...
 erfinv.__wrapped__ = _signature_erfinv
+erfinv.__name__ = erfinv.__qualname__ = 'special_erfinv'
 
 
 _sig_expm1 = _Signatures('expm1', [
@@ -265,6 +271,7 @@ expm1.__doc__ = 'expm1(input: Tensor) -> Tensor'
 _sig_expm1.public = expm1
 def _signature_expm1(input): ...
 expm1.__wrapped__ = _signature_expm1
+expm1.__name__ = expm1.__qualname__ = 'special_expm1'
 
 
 _sig_exp2 = _Signatures('exp2', [
@@ -299,6 +306,7 @@ exp2.__doc__ = 'exp2(input: Tensor) -> Tensor'
 _sig_exp2.public = exp2
 def _signature_exp2(input): ...
 exp2.__wrapped__ = _signature_exp2
+exp2.__name__ = exp2.__qualname__ = 'special_exp2'
 
 
 _sig_gammaln = _Signatures('gammaln', [
@@ -333,6 +341,7 @@ gammaln.__doc__ = 'gammaln(input: Tensor) -> Tensor'
 _sig_gammaln.public = gammaln
 def _signature_gammaln(input): ...
 gammaln.__wrapped__ = _signature_gammaln
+gammaln.__name__ = gammaln.__qualname__ = 'special_gammaln'
 
 
 _sig_digamma = _Signatures('digamma', [
@@ -367,6 +376,7 @@ digamma.__doc__ = 'digamma(input: Tensor) -> Tensor'
 _sig_digamma.public = digamma
 def _signature_digamma(input): ...
 digamma.__wrapped__ = _signature_digamma
+digamma.__name__ = digamma.__qualname__ = 'special_digamma'
 
 
 _sig_psi = _Signatures('psi', [
@@ -401,6 +411,7 @@ psi.__doc__ = 'psi(input: Tensor) -> Tensor'
 _sig_psi.public = psi
 def _signature_psi(input): ...
 psi.__wrapped__ = _signature_psi
+psi.__name__ = psi.__qualname__ = 'special_psi'
 
 
 _sig_expit = _Signatures('expit', [
@@ -435,6 +446,7 @@ expit.__doc__ = 'expit(input: Tensor) -> Tensor'
 _sig_expit.public = expit
 def _signature_expit(input): ...
 expit.__wrapped__ = _signature_expit
+expit.__name__ = expit.__qualname__ = 'special_expit'
 
 
 _sig_i0 = _Signatures('i0', [
@@ -469,6 +481,7 @@ i0.__doc__ = 'i0(input: Tensor) -> Tensor'
 _sig_i0.public = i0
 def _signature_i0(input): ...
 i0.__wrapped__ = _signature_i0
+i0.__name__ = i0.__qualname__ = 'special_i0'
 
 
 _sig_i0e = _Signatures('i0e', [
@@ -508,6 +521,7 @@ i0e.__doc__ = 'i0e(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
 _sig_i0e.public = i0e
 def _signature_i0e(input, *, out=None): ...
 i0e.__wrapped__ = _signature_i0e
+i0e.__name__ = i0e.__qualname__ = 'special_i0e'
 
 
 _sig_i1 = _Signatures('i1', [
@@ -547,6 +561,7 @@ i1.__doc__ = 'i1(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
 _sig_i1.public = i1
 def _signature_i1(input, *, out=None): ...
 i1.__wrapped__ = _signature_i1
+i1.__name__ = i1.__qualname__ = 'special_i1'
 
 
 _sig_i1e = _Signatures('i1e', [
@@ -586,6 +601,7 @@ i1e.__doc__ = 'i1e(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
 _sig_i1e.public = i1e
 def _signature_i1e(input, *, out=None): ...
 i1e.__wrapped__ = _signature_i1e
+i1e.__name__ = i1e.__qualname__ = 'special_i1e'
 
 
 _sig_sinc = _Signatures('sinc', [
@@ -620,6 +636,7 @@ sinc.__doc__ = 'sinc(input: Tensor) -> Tensor'
 _sig_sinc.public = sinc
 def _signature_sinc(input): ...
 sinc.__wrapped__ = _signature_sinc
+sinc.__name__ = sinc.__qualname__ = 'special_sinc'
 
 
 _sig_log1p = _Signatures('log1p', [
@@ -654,6 +671,7 @@ log1p.__doc__ = 'log1p(input: Tensor) -> Tensor'
 _sig_log1p.public = log1p
 def _signature_log1p(input): ...
 log1p.__wrapped__ = _signature_log1p
+log1p.__name__ = log1p.__qualname__ = 'special_log1p'
 
 
 _sig_xlogy = _Signatures('xlogy', [
@@ -688,6 +706,7 @@ xlogy.__doc__ = 'xlogy(input: Tensor, other: Tensor) -> Tensor'
 _sig_xlogy.public = xlogy
 def _signature_xlogy(input, other): ...
 xlogy.__wrapped__ = _signature_xlogy
+xlogy.__name__ = xlogy.__qualname__ = 'special_xlogy'
 
 
 _sig_logit = _Signatures('logit', [
@@ -722,6 +741,7 @@ logit.__doc__ = 'logit(input: Tensor, eps: Optional[float] = None) -> Tensor'
 _sig_logit.public = logit
 def _signature_logit(input, eps=None): ...
 logit.__wrapped__ = _signature_logit
+logit.__name__ = logit.__qualname__ = 'special_logit'
 
 
 _sig_logsumexp = _Signatures('logsumexp', [
@@ -756,6 +776,7 @@ logsumexp.__doc__ = 'logsumexp(input: Tensor, dim: List[int], keepdim: bool = Fa
 _sig_logsumexp.public = logsumexp
 def _signature_logsumexp(input, dim, keepdim=False): ...
 logsumexp.__wrapped__ = _signature_logsumexp
+logsumexp.__name__ = logsumexp.__qualname__ = 'special_logsumexp'
 
 
 _sig_chebyshev_polynomial_t = _Signatures('chebyshev_polynomial_t', [
@@ -831,6 +852,7 @@ def chebyshev_polynomial_t(*args, **kwargs):
 
 chebyshev_polynomial_t.__doc__ = 'chebyshev_polynomial_t(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nchebyshev_polynomial_t(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nchebyshev_polynomial_t(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
 _sig_chebyshev_polynomial_t.public = chebyshev_polynomial_t
+chebyshev_polynomial_t.__name__ = chebyshev_polynomial_t.__qualname__ = 'special_chebyshev_polynomial_t'
 
 
 _sig_chebyshev_polynomial_u = _Signatures('chebyshev_polynomial_u', [
@@ -906,6 +928,7 @@ def chebyshev_polynomial_u(*args, **kwargs):
 
 chebyshev_polynomial_u.__doc__ = 'chebyshev_polynomial_u(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nchebyshev_polynomial_u(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nchebyshev_polynomial_u(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
 _sig_chebyshev_polynomial_u.public = chebyshev_polynomial_u
+chebyshev_polynomial_u.__name__ = chebyshev_polynomial_u.__qualname__ = 'special_chebyshev_polynomial_u'
 
 
 _sig_chebyshev_polynomial_v = _Signatures('chebyshev_polynomial_v', [
@@ -981,6 +1004,7 @@ def chebyshev_polynomial_v(*args, **kwargs):
 
 chebyshev_polynomial_v.__doc__ = 'chebyshev_polynomial_v(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nchebyshev_polynomial_v(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nchebyshev_polynomial_v(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
 _sig_chebyshev_polynomial_v.public = chebyshev_polynomial_v
+chebyshev_polynomial_v.__name__ = chebyshev_polynomial_v.__qualname__ = 'special_chebyshev_polynomial_v'
 
 
 _sig_chebyshev_polynomial_w = _Signatures('chebyshev_polynomial_w', [
@@ -1056,6 +1080,7 @@ def chebyshev_polynomial_w(*args, **kwargs):
 
 chebyshev_polynomial_w.__doc__ = 'chebyshev_polynomial_w(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nchebyshev_polynomial_w(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nchebyshev_polynomial_w(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
 _sig_chebyshev_polynomial_w.public = chebyshev_polynomial_w
+chebyshev_polynomial_w.__name__ = chebyshev_polynomial_w.__qualname__ = 'special_chebyshev_polynomial_w'
 
 
 _sig_shifted_chebyshev_polynomial_t = _Signatures('shifted_chebyshev_polynomial_t', [
@@ -1131,6 +1156,7 @@ def shifted_chebyshev_polynomial_t(*args, **kwargs):
 
 shifted_chebyshev_polynomial_t.__doc__ = 'shifted_chebyshev_polynomial_t(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nshifted_chebyshev_polynomial_t(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nshifted_chebyshev_polynomial_t(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
 _sig_shifted_chebyshev_polynomial_t.public = shifted_chebyshev_polynomial_t
+shifted_chebyshev_polynomial_t.__name__ = shifted_chebyshev_polynomial_t.__qualname__ = 'special_shifted_chebyshev_polynomial_t'
 
 
 _sig_shifted_chebyshev_polynomial_u = _Signatures('shifted_chebyshev_polynomial_u', [
@@ -1206,6 +1232,7 @@ def shifted_chebyshev_polynomial_u(*args, **kwargs):
 
 shifted_chebyshev_polynomial_u.__doc__ = 'shifted_chebyshev_polynomial_u(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nshifted_chebyshev_polynomial_u(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nshifted_chebyshev_polynomial_u(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
 _sig_shifted_chebyshev_polynomial_u.public = shifted_chebyshev_polynomial_u
+shifted_chebyshev_polynomial_u.__name__ = shifted_chebyshev_polynomial_u.__qualname__ = 'special_shifted_chebyshev_polynomial_u'
 
 
 _sig_shifted_chebyshev_polynomial_v = _Signatures('shifted_chebyshev_polynomial_v', [
@@ -1281,6 +1308,7 @@ def shifted_chebyshev_polynomial_v(*args, **kwargs):
 
 shifted_chebyshev_polynomial_v.__doc__ = 'shifted_chebyshev_polynomial_v(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nshifted_chebyshev_polynomial_v(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nshifted_chebyshev_polynomial_v(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
 _sig_shifted_chebyshev_polynomial_v.public = shifted_chebyshev_polynomial_v
+shifted_chebyshev_polynomial_v.__name__ = shifted_chebyshev_polynomial_v.__qualname__ = 'special_shifted_chebyshev_polynomial_v'
 
 
 _sig_shifted_chebyshev_polynomial_w = _Signatures('shifted_chebyshev_polynomial_w', [
@@ -1356,6 +1384,7 @@ def shifted_chebyshev_polynomial_w(*args, **kwargs):
 
 shifted_chebyshev_polynomial_w.__doc__ = 'shifted_chebyshev_polynomial_w(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nshifted_chebyshev_polynomial_w(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nshifted_chebyshev_polynomial_w(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
 _sig_shifted_chebyshev_polynomial_w.public = shifted_chebyshev_polynomial_w
+shifted_chebyshev_polynomial_w.__name__ = shifted_chebyshev_polynomial_w.__qualname__ = 'special_shifted_chebyshev_polynomial_w'
 
 
 _sig_hermite_polynomial_h = _Signatures('hermite_polynomial_h', [
@@ -1431,6 +1460,7 @@ def hermite_polynomial_h(*args, **kwargs):
 
 hermite_polynomial_h.__doc__ = 'hermite_polynomial_h(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nhermite_polynomial_h(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nhermite_polynomial_h(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
 _sig_hermite_polynomial_h.public = hermite_polynomial_h
+hermite_polynomial_h.__name__ = hermite_polynomial_h.__qualname__ = 'special_hermite_polynomial_h'
 
 
 _sig_hermite_polynomial_he = _Signatures('hermite_polynomial_he', [
@@ -1506,6 +1536,7 @@ def hermite_polynomial_he(*args, **kwargs):
 
 hermite_polynomial_he.__doc__ = 'hermite_polynomial_he(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nhermite_polynomial_he(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nhermite_polynomial_he(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
 _sig_hermite_polynomial_he.public = hermite_polynomial_he
+hermite_polynomial_he.__name__ = hermite_polynomial_he.__qualname__ = 'special_hermite_polynomial_he'
 
 
 _sig_laguerre_polynomial_l = _Signatures('laguerre_polynomial_l', [
@@ -1581,6 +1612,7 @@ def laguerre_polynomial_l(*args, **kwargs):
 
 laguerre_polynomial_l.__doc__ = 'laguerre_polynomial_l(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nlaguerre_polynomial_l(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nlaguerre_polynomial_l(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
 _sig_laguerre_polynomial_l.public = laguerre_polynomial_l
+laguerre_polynomial_l.__name__ = laguerre_polynomial_l.__qualname__ = 'special_laguerre_polynomial_l'
 
 
 _sig_legendre_polynomial_p = _Signatures('legendre_polynomial_p', [
@@ -1656,6 +1688,7 @@ def legendre_polynomial_p(*args, **kwargs):
 
 legendre_polynomial_p.__doc__ = 'legendre_polynomial_p(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nlegendre_polynomial_p(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nlegendre_polynomial_p(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
 _sig_legendre_polynomial_p.public = legendre_polynomial_p
+legendre_polynomial_p.__name__ = legendre_polynomial_p.__qualname__ = 'special_legendre_polynomial_p'
 
 
 _sig_erfcx = _Signatures('erfcx', [
@@ -1695,6 +1728,7 @@ erfcx.__doc__ = 'erfcx(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor
 _sig_erfcx.public = erfcx
 def _signature_erfcx(input, *, out=None): ...
 erfcx.__wrapped__ = _signature_erfcx
+erfcx.__name__ = erfcx.__qualname__ = 'special_erfcx'
 
 
 _sig_log_ndtr = _Signatures('log_ndtr', [
@@ -1734,6 +1768,7 @@ log_ndtr.__doc__ = 'log_ndtr(input: Tensor, *, out: Optional[Tensor] = None) -> 
 _sig_log_ndtr.public = log_ndtr
 def _signature_log_ndtr(input, *, out=None): ...
 log_ndtr.__wrapped__ = _signature_log_ndtr
+log_ndtr.__name__ = log_ndtr.__qualname__ = 'special_log_ndtr'
 
 
 _sig_ndtri = _Signatures('ndtri', [
@@ -1773,6 +1808,7 @@ ndtri.__doc__ = 'ndtri(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor
 _sig_ndtri.public = ndtri
 def _signature_ndtri(input, *, out=None): ...
 ndtri.__wrapped__ = _signature_ndtri
+ndtri.__name__ = ndtri.__qualname__ = 'special_ndtri'
 
 
 _sig_zeta = _Signatures('zeta', [
@@ -1848,6 +1884,7 @@ def zeta(*args, **kwargs):
 
 zeta.__doc__ = 'zeta(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nzeta(input: Number, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nzeta(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
 _sig_zeta.public = zeta
+zeta.__name__ = zeta.__qualname__ = 'special_zeta'
 
 
 _sig_airy_ai = _Signatures('airy_ai', [
@@ -1887,6 +1924,7 @@ airy_ai.__doc__ = 'airy_ai(x: Tensor, *, out: Optional[Tensor] = None) -> Tensor
 _sig_airy_ai.public = airy_ai
 def _signature_airy_ai(x, *, out=None): ...
 airy_ai.__wrapped__ = _signature_airy_ai
+airy_ai.__name__ = airy_ai.__qualname__ = 'special_airy_ai'
 
 
 _sig_bessel_j0 = _Signatures('bessel_j0', [
@@ -1926,6 +1964,7 @@ bessel_j0.__doc__ = 'bessel_j0(input: Tensor, *, out: Optional[Tensor] = None) -
 _sig_bessel_j0.public = bessel_j0
 def _signature_bessel_j0(input, *, out=None): ...
 bessel_j0.__wrapped__ = _signature_bessel_j0
+bessel_j0.__name__ = bessel_j0.__qualname__ = 'special_bessel_j0'
 
 
 _sig_bessel_j1 = _Signatures('bessel_j1', [
@@ -1965,6 +2004,7 @@ bessel_j1.__doc__ = 'bessel_j1(input: Tensor, *, out: Optional[Tensor] = None) -
 _sig_bessel_j1.public = bessel_j1
 def _signature_bessel_j1(input, *, out=None): ...
 bessel_j1.__wrapped__ = _signature_bessel_j1
+bessel_j1.__name__ = bessel_j1.__qualname__ = 'special_bessel_j1'
 
 
 _sig_bessel_y0 = _Signatures('bessel_y0', [
@@ -2004,6 +2044,7 @@ bessel_y0.__doc__ = 'bessel_y0(input: Tensor, *, out: Optional[Tensor] = None) -
 _sig_bessel_y0.public = bessel_y0
 def _signature_bessel_y0(input, *, out=None): ...
 bessel_y0.__wrapped__ = _signature_bessel_y0
+bessel_y0.__name__ = bessel_y0.__qualname__ = 'special_bessel_y0'
 
 
 _sig_bessel_y1 = _Signatures('bessel_y1', [
@@ -2043,6 +2084,7 @@ bessel_y1.__doc__ = 'bessel_y1(input: Tensor, *, out: Optional[Tensor] = None) -
 _sig_bessel_y1.public = bessel_y1
 def _signature_bessel_y1(input, *, out=None): ...
 bessel_y1.__wrapped__ = _signature_bessel_y1
+bessel_y1.__name__ = bessel_y1.__qualname__ = 'special_bessel_y1'
 
 
 _sig_modified_bessel_i0 = _Signatures('modified_bessel_i0', [
@@ -2082,6 +2124,7 @@ modified_bessel_i0.__doc__ = 'modified_bessel_i0(input: Tensor, *, out: Optional
 _sig_modified_bessel_i0.public = modified_bessel_i0
 def _signature_modified_bessel_i0(input, *, out=None): ...
 modified_bessel_i0.__wrapped__ = _signature_modified_bessel_i0
+modified_bessel_i0.__name__ = modified_bessel_i0.__qualname__ = 'special_modified_bessel_i0'
 
 
 _sig_modified_bessel_i1 = _Signatures('modified_bessel_i1', [
@@ -2121,6 +2164,7 @@ modified_bessel_i1.__doc__ = 'modified_bessel_i1(input: Tensor, *, out: Optional
 _sig_modified_bessel_i1.public = modified_bessel_i1
 def _signature_modified_bessel_i1(input, *, out=None): ...
 modified_bessel_i1.__wrapped__ = _signature_modified_bessel_i1
+modified_bessel_i1.__name__ = modified_bessel_i1.__qualname__ = 'special_modified_bessel_i1'
 
 
 _sig_modified_bessel_k0 = _Signatures('modified_bessel_k0', [
@@ -2160,6 +2204,7 @@ modified_bessel_k0.__doc__ = 'modified_bessel_k0(input: Tensor, *, out: Optional
 _sig_modified_bessel_k0.public = modified_bessel_k0
 def _signature_modified_bessel_k0(input, *, out=None): ...
 modified_bessel_k0.__wrapped__ = _signature_modified_bessel_k0
+modified_bessel_k0.__name__ = modified_bessel_k0.__qualname__ = 'special_modified_bessel_k0'
 
 
 _sig_modified_bessel_k1 = _Signatures('modified_bessel_k1', [
@@ -2199,6 +2244,7 @@ modified_bessel_k1.__doc__ = 'modified_bessel_k1(input: Tensor, *, out: Optional
 _sig_modified_bessel_k1.public = modified_bessel_k1
 def _signature_modified_bessel_k1(input, *, out=None): ...
 modified_bessel_k1.__wrapped__ = _signature_modified_bessel_k1
+modified_bessel_k1.__name__ = modified_bessel_k1.__qualname__ = 'special_modified_bessel_k1'
 
 
 _sig_scaled_modified_bessel_k0 = _Signatures('scaled_modified_bessel_k0', [
@@ -2238,6 +2284,7 @@ scaled_modified_bessel_k0.__doc__ = 'scaled_modified_bessel_k0(x: Tensor, *, out
 _sig_scaled_modified_bessel_k0.public = scaled_modified_bessel_k0
 def _signature_scaled_modified_bessel_k0(x, *, out=None): ...
 scaled_modified_bessel_k0.__wrapped__ = _signature_scaled_modified_bessel_k0
+scaled_modified_bessel_k0.__name__ = scaled_modified_bessel_k0.__qualname__ = 'special_scaled_modified_bessel_k0'
 
 
 _sig_scaled_modified_bessel_k1 = _Signatures('scaled_modified_bessel_k1', [
@@ -2277,6 +2324,7 @@ scaled_modified_bessel_k1.__doc__ = 'scaled_modified_bessel_k1(x: Tensor, *, out
 _sig_scaled_modified_bessel_k1.public = scaled_modified_bessel_k1
 def _signature_scaled_modified_bessel_k1(x, *, out=None): ...
 scaled_modified_bessel_k1.__wrapped__ = _signature_scaled_modified_bessel_k1
+scaled_modified_bessel_k1.__name__ = scaled_modified_bessel_k1.__qualname__ = 'special_scaled_modified_bessel_k1'
 
 
 _sig_spherical_bessel_j0 = _Signatures('spherical_bessel_j0', [
@@ -2316,6 +2364,7 @@ spherical_bessel_j0.__doc__ = 'spherical_bessel_j0(x: Tensor, *, out: Optional[T
 _sig_spherical_bessel_j0.public = spherical_bessel_j0
 def _signature_spherical_bessel_j0(x, *, out=None): ...
 spherical_bessel_j0.__wrapped__ = _signature_spherical_bessel_j0
+spherical_bessel_j0.__name__ = spherical_bessel_j0.__qualname__ = 'special_spherical_bessel_j0'
 
 
 _sig_entr = _Signatures('entr', [
@@ -2355,6 +2404,7 @@ entr.__doc__ = 'entr(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
 _sig_entr.public = entr
 def _signature_entr(input, *, out=None): ...
 entr.__wrapped__ = _signature_entr
+entr.__name__ = entr.__qualname__ = 'special_entr'
 
 
 _sig_ndtr = _Signatures('ndtr', [
@@ -2394,6 +2444,7 @@ ndtr.__doc__ = 'ndtr(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
 _sig_ndtr.public = ndtr
 def _signature_ndtr(input, *, out=None): ...
 ndtr.__wrapped__ = _signature_ndtr
+ndtr.__name__ = ndtr.__qualname__ = 'special_ndtr'
 
 
 _sig_xlog1py = _Signatures('xlog1py', [
@@ -2433,6 +2484,7 @@ xlog1py.__doc__ = 'xlog1py(input: Tensor, other: Tensor, *, out: Optional[Tensor
 _sig_xlog1py.public = xlog1py
 def _signature_xlog1py(input, other, *, out=None): ...
 xlog1py.__wrapped__ = _signature_xlog1py
+xlog1py.__name__ = xlog1py.__qualname__ = 'special_xlog1py'
 
 
 _sig_multigammaln = _Signatures('multigammaln', [
@@ -2467,6 +2519,7 @@ multigammaln.__doc__ = 'multigammaln(input: Tensor, p: int) -> Tensor'
 _sig_multigammaln.public = multigammaln
 def _signature_multigammaln(input, p): ...
 multigammaln.__wrapped__ = _signature_multigammaln
+multigammaln.__name__ = multigammaln.__qualname__ = 'special_multigammaln'
 
 
 _sig_softmax = _Signatures('softmax', [
@@ -2501,6 +2554,7 @@ softmax.__doc__ = 'softmax(input: Tensor, dim: int, dtype: Optional[dtype] = Non
 _sig_softmax.public = softmax
 def _signature_softmax(input, dim, dtype=None): ...
 softmax.__wrapped__ = _signature_softmax
+softmax.__name__ = softmax.__qualname__ = 'special_softmax'
 
 
 _sig_log_softmax = _Signatures('log_softmax', [
@@ -2535,6 +2589,7 @@ log_softmax.__doc__ = 'log_softmax(input: Tensor, dim: int, *, dtype: Optional[d
 _sig_log_softmax.public = log_softmax
 def _signature_log_softmax(input, dim, *, dtype=None): ...
 log_softmax.__wrapped__ = _signature_log_softmax
+log_softmax.__name__ = log_softmax.__qualname__ = 'special_log_softmax'
 
 
 _sig_round = _Signatures('round', [
@@ -2569,3 +2624,4 @@ round.__doc__ = 'round(input: Tensor, *, decimals: int = 0) -> Tensor'
 _sig_round.public = round
 def _signature_round(input, *, decimals=0): ...
 round.__wrapped__ = _signature_round
+round.__name__ = round.__qualname__ = 'special_round'

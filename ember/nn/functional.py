@@ -471,9 +471,16 @@ def fractional_max_pool3d_with_indices(input: Tensor, kernel_size: Any, output_s
     return _fractional_max_pool(input, kernel_size, output_size, output_ratio, True, _random_samples, 3)
 
 
-adaptive_max_pool1d_with_indices = adaptive_max_pool1d
-adaptive_max_pool2d_with_indices = adaptive_max_pool2d
-adaptive_max_pool3d_with_indices = adaptive_max_pool3d
+def adaptive_max_pool1d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:  # noqa
+    return aten.adaptive_max_pool1d(input, _tuple(output_size, 1))
+
+
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:  # noqa
+    return aten.adaptive_max_pool2d(input, _tuple(_list_with_default(output_size, input.shape), 2))
+
+
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:  # noqa
+    return aten.adaptive_max_pool3d(input, _tuple(_list_with_default(output_size, input.shape), 3))
 
 
 def lp_pool1d(input: Tensor, norm_type: Any, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> Tensor:
@@ -1450,3 +1457,32 @@ _C_FUNCTIONS = frozenset(("adaptive_avg_pool1d", "bilinear", "celu_", "channel_s
                           "softshrink", "threshold_"))
 # Note [Keeping __torch_function__ off the path of plain tensors]
 _torch_function.make_module_overridable(globals(), _C_FUNCTIONS)
+# the names a torch function mode reads from ``func.__name__``: PyTorch's C function and its Python ``_threshold``
+logsigmoid.__name__ = logsigmoid.__qualname__ = "log_sigmoid"
+threshold.__name__ = threshold.__qualname__ = "_threshold"
+
+
+
+def _boolean_dispatch(if_true: Any, if_false: Any, arg_index: int, name: str) -> Any:
+    """PyTorch's ``boolean_dispatch``: ``return_indices`` picks the with-indices function or the plain one before a
+    ``__torch_function__`` handler is asked, so a mode sees the one that runs (``max_pool2d_with_indices`` when
+    indices are asked for)."""
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        flag = kwargs["return_indices"] if "return_indices" in kwargs else \
+            (args[arg_index] if len(args) > arg_index else False)
+        return (if_true if flag else if_false)(*args, **kwargs)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = if_false.__doc__
+    return fn
+
+
+max_pool1d = _boolean_dispatch(max_pool1d_with_indices, max_pool1d, 6, "max_pool1d")
+max_pool2d = _boolean_dispatch(max_pool2d_with_indices, max_pool2d, 6, "max_pool2d")
+max_pool3d = _boolean_dispatch(max_pool3d_with_indices, max_pool3d, 6, "max_pool3d")
+adaptive_max_pool1d = _boolean_dispatch(adaptive_max_pool1d_with_indices, adaptive_max_pool1d, 2, "adaptive_max_pool1d")
+adaptive_max_pool2d = _boolean_dispatch(adaptive_max_pool2d_with_indices, adaptive_max_pool2d, 2, "adaptive_max_pool2d")
+adaptive_max_pool3d = _boolean_dispatch(adaptive_max_pool3d_with_indices, adaptive_max_pool3d, 2, "adaptive_max_pool3d")
+fractional_max_pool2d = _boolean_dispatch(fractional_max_pool2d_with_indices, fractional_max_pool2d, 4,
+                                          "fractional_max_pool2d")
+fractional_max_pool3d = _boolean_dispatch(fractional_max_pool3d_with_indices, fractional_max_pool3d, 4,
+                                          "fractional_max_pool3d")

@@ -681,6 +681,10 @@ def gen_namespace(nfs: list[NativeFunction], module: str | None, method: bool, t
     docs = load_docs()
     for name, sigs in groups.items():
         out.append(gen_binding(name, sigs, method, docs))
+        schema_name = sigs[0].nf.schema.name
+        if module is not None and schema_name != name:
+            # PyTorch's builtin is named after the op (``linalg_inv``): a mode printing ``func.__name__`` reads that
+            out.append(f"{name}.__name__ = {name}.__qualname__ = {schema_name!r}")
         out.append("")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
