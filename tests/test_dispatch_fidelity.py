@@ -33,11 +33,9 @@ _DIFFERENT_OPS = {
     "diag", "cdist", "quantile", "nanquantile", "isclose", "cov", "corrcoef", "trapezoid", "trapz",
     "cumulative_trapezoid", "combinations", "gradient", "vander", "linalg.vander", "pdist", "renorm",
     "frobenius_norm", "chain_matmul", "linalg.multi_dot", "fill_diagonal",
-    # PyTorch has an operator of its own where ember decomposes: the *_copy view copies, the unsafe splits, the
-    # windows, fftfreq, is_same_size, allclose, addr, dist, block_diag, mvlgamma, conv_tbc
-    "alias_copy", "as_strided_copy", "diagonal_copy", "expand_copy", "narrow_copy", "permute_copy", "select_copy",
-    "slice_copy", "split_copy", "split_with_sizes_copy", "squeeze_copy", "t_copy", "transpose_copy", "unbind_copy",
-    "unfold_copy", "unsqueeze_copy", "view_copy", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes",
+    # PyTorch has an operator of its own where ember decomposes: unfold_copy, the unsafe splits, the windows,
+    # fftfreq, is_same_size, allclose, addr, dist, block_diag, mvlgamma, conv_tbc
+    "unfold_copy", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes",
     "hann_window", "blackman_window", "bartlett_window", "hamming_window", "kaiser_window", "fft.fftfreq",
     "fft.rfftfreq", "is_same_size", "allclose", "addr", "dist", "block_diag", "special_multigammaln", "mvlgamma",
     "conv_tbc",

@@ -11280,6 +11280,517 @@ def _ag_geqrf_default(ks, self):
     return result
 
 
+class AliasCopyBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad
+        return grad_inputs
+AliasCopyBackward0.__name__ = AliasCopyBackward0.__qualname__ = 'AliasBackward0_copy'
+
+
+def _ag_alias_copy_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_alias_copy.redispatch(ks & _BELOW, self)
+    _n = AliasCopyBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = aten._op_alias_copy.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class AsStridedCopyBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        size = _n.size
+        stride = _n.stride
+        storage_offset = _n.storage_offset
+        self_geometry = _n.self_geometry
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = as_strided_backward(grad, self_geometry, size, stride, storage_offset)
+        return grad_inputs
+AsStridedCopyBackward0.__name__ = AsStridedCopyBackward0.__qualname__ = 'AsStridedBackward0_copy'
+
+
+def _ag_as_strided_copy_default(ks, self, size, stride, storage_offset):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_as_strided_copy.redispatch(ks & _BELOW, self, size, stride, storage_offset)
+    _n = AsStridedCopyBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.size = size
+    _n.stride = stride
+    _n.storage_offset = storage_offset
+    _n.self_geometry = (tuple(self.shape), self.stride(), self.storage_offset())
+    result = aten._op_as_strided_copy.redispatch(ks & _BELOW, self, size, stride, storage_offset)
+    _set_history(_n, (result,))
+    return result
+
+
+class DiagonalCopyBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        offset = _n.offset
+        dim1 = _n.dim1
+        dim2 = _n.dim2
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = diagonal_backward(grad, self_sizes, offset, dim1, dim2)
+        return grad_inputs
+DiagonalCopyBackward0.__name__ = DiagonalCopyBackward0.__qualname__ = 'DiagonalBackward0_copy'
+
+
+def _ag_diagonal_copy_default(ks, self, offset, dim1, dim2):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_diagonal_copy.redispatch(ks & _BELOW, self, offset, dim1, dim2)
+    _n = DiagonalCopyBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.offset = offset
+    _n.dim1 = dim1
+    _n.dim2 = dim2
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op_diagonal_copy.redispatch(ks & _BELOW, self, offset, dim1, dim2)
+    _set_history(_n, (result,))
+    return result
+
+
+class ExpandCopyBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = expand_backward(grad, self_sizes)
+        return grad_inputs
+ExpandCopyBackward0.__name__ = ExpandCopyBackward0.__qualname__ = 'ExpandBackward0_copy'
+
+
+def _ag_expand_copy_default(ks, self, size, implicit):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_expand_copy.redispatch(ks & _BELOW, self, size, implicit)
+    _n = ExpandCopyBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op_expand_copy.redispatch(ks & _BELOW, self, size, implicit)
+    _set_history(_n, (result,))
+    return result
+
+
+class NarrowCopyBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        dim = _n.dim
+        start = _n.start
+        length = _n.length
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = slice_backward(grad, self_sizes, dim, start, start + length, 1)
+        return grad_inputs
+
+
+def _ag_narrow_copy_default(ks, self, dim, start, length):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_narrow_copy.redispatch(ks & _BELOW, self, dim, start, length)
+    _n = NarrowCopyBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dim = dim
+    _n.start = start
+    _n.length = length
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op_narrow_copy.redispatch(ks & _BELOW, self, dim, start, length)
+    _set_history(_n, (result,))
+    return result
+
+
+class PermuteCopyBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        dims = _n.dims
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = permute_backward(grad, dims)
+        return grad_inputs
+PermuteCopyBackward0.__name__ = PermuteCopyBackward0.__qualname__ = 'PermuteBackward0_copy'
+
+
+def _ag_permute_copy_default(ks, self, dims):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_permute_copy.redispatch(ks & _BELOW, self, dims)
+    _n = PermuteCopyBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dims = dims
+    result = aten._op_permute_copy.redispatch(ks & _BELOW, self, dims)
+    _set_history(_n, (result,))
+    return result
+
+
+class SelectCopyBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        dim = _n.dim
+        index = _n.index
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = select_backward(grad, self_sizes, dim, index)
+        return grad_inputs
+SelectCopyBackward0.__name__ = SelectCopyBackward0.__qualname__ = 'SelectBackward0_copy'
+
+
+def _ag_select_copy_int(ks, self, dim, index):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_select_copy_int.redispatch(ks & _BELOW, self, dim, index)
+    _n = SelectCopyBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dim = dim
+    _n.index = index
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op_select_copy_int.redispatch(ks & _BELOW, self, dim, index)
+    _set_history(_n, (result,))
+    return result
+
+
+class SliceCopyBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        dim = _n.dim
+        start = _n.start
+        end = _n.end
+        step = _n.step
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = slice_backward(grad, self_sizes, dim, start, end, step)
+        return grad_inputs
+SliceCopyBackward0.__name__ = SliceCopyBackward0.__qualname__ = 'SliceBackward0_copy'
+
+
+def _ag_slice_copy_Tensor(ks, self, dim, start, end, step):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_slice_copy_Tensor.redispatch(ks & _BELOW, self, dim, start, end, step)
+    _n = SliceCopyBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dim = dim
+    _n.start = start
+    _n.end = end
+    _n.step = step
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op_slice_copy_Tensor.redispatch(ks & _BELOW, self, dim, start, end, step)
+    _set_history(_n, (result,))
+    return result
+
+
+class SplitCopyBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        split_size = _n.split_size
+        dim = _n.dim
+        self_sizes = _n.self_sizes
+        self_dtype, self_device = _n.self_meta
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = split_backward(grads, split_sizes_of(self_sizes, split_size, dim), dim, self_sizes, self_dtype, self_device)
+        return grad_inputs
+SplitCopyBackward0.__name__ = SplitCopyBackward0.__qualname__ = 'SplitBackward0_copy'
+
+
+def _ag_split_copy_Tensor(ks, self, split_size, dim):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_split_copy_Tensor.redispatch(ks & _BELOW, self, split_size, dim)
+    _n = SplitCopyBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.split_size = split_size
+    _n.dim = dim
+    _n.self_sizes = tuple(self.shape)
+    _n.self_meta = (self.dtype, self.device)
+    result = aten._op_split_copy_Tensor.redispatch(ks & _BELOW, self, split_size, dim)
+    _set_history(_n, result)
+    return result
+
+
+class SplitWithSizesCopyBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        split_sizes = _n.split_sizes
+        dim = _n.dim
+        self_sizes = _n.self_sizes
+        self_dtype, self_device = _n.self_meta
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = split_backward(grads, split_sizes, dim, self_sizes, self_dtype, self_device)
+        return grad_inputs
+SplitWithSizesCopyBackward0.__name__ = SplitWithSizesCopyBackward0.__qualname__ = 'SplitWithSizesBackward0_copy'
+
+
+def _ag_split_with_sizes_copy_default(ks, self, split_sizes, dim):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_split_with_sizes_copy.redispatch(ks & _BELOW, self, split_sizes, dim)
+    _n = SplitWithSizesCopyBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.split_sizes = split_sizes
+    _n.dim = dim
+    _n.self_sizes = tuple(self.shape)
+    _n.self_meta = (self.dtype, self.device)
+    result = aten._op_split_with_sizes_copy.redispatch(ks & _BELOW, self, split_sizes, dim)
+    _set_history(_n, result)
+    return result
+
+
+class SqueezeCopyBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.reshape(self_sizes)
+        return grad_inputs
+SqueezeCopyBackward0.__name__ = SqueezeCopyBackward0.__qualname__ = 'SqueezeBackward0_copy'
+
+
+def _ag_squeeze_copy_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_squeeze_copy.redispatch(ks & _BELOW, self)
+    _n = SqueezeCopyBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op_squeeze_copy.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class SqueezeCopyBackward1(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.reshape(self_sizes)
+        return grad_inputs
+SqueezeCopyBackward1.__name__ = SqueezeCopyBackward1.__qualname__ = 'SqueezeBackward1_copy'
+
+
+def _ag_squeeze_copy_dim(ks, self, dim):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_squeeze_copy_dim.redispatch(ks & _BELOW, self, dim)
+    _n = SqueezeCopyBackward1()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op_squeeze_copy_dim.redispatch(ks & _BELOW, self, dim)
+    _set_history(_n, (result,))
+    return result
+
+
+class SqueezeCopyBackward2(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.reshape(self_sizes)
+        return grad_inputs
+SqueezeCopyBackward2.__name__ = SqueezeCopyBackward2.__qualname__ = 'SqueezeBackward2_copy'
+
+
+def _ag_squeeze_copy_dims(ks, self, dim):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_squeeze_copy_dims.redispatch(ks & _BELOW, self, dim)
+    _n = SqueezeCopyBackward2()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op_squeeze_copy_dims.redispatch(ks & _BELOW, self, dim)
+    _set_history(_n, (result,))
+    return result
+
+
+class TCopyBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.t()
+        return grad_inputs
+TCopyBackward0.__name__ = TCopyBackward0.__qualname__ = 'TBackward0_copy'
+
+
+def _ag_t_copy_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_t_copy.redispatch(ks & _BELOW, self)
+    _n = TCopyBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = aten._op_t_copy.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class TransposeCopyBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        dim0 = _n.dim0
+        dim1 = _n.dim1
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.transpose(dim0, dim1)
+        return grad_inputs
+TransposeCopyBackward0.__name__ = TransposeCopyBackward0.__qualname__ = 'TransposeBackward0_copy'
+
+
+def _ag_transpose_copy_int(ks, self, dim0, dim1):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_transpose_copy_int.redispatch(ks & _BELOW, self, dim0, dim1)
+    _n = TransposeCopyBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dim0 = dim0
+    _n.dim1 = dim1
+    result = aten._op_transpose_copy_int.redispatch(ks & _BELOW, self, dim0, dim1)
+    _set_history(_n, (result,))
+    return result
+
+
+class UnbindCopyBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        dim = _n.dim
+        self_sizes = _n.self_sizes
+        self_dtype, self_device = _n.self_meta
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = unbind_backward(grads, self_sizes, dim, self_dtype, self_device)
+        return grad_inputs
+UnbindCopyBackward0.__name__ = UnbindCopyBackward0.__qualname__ = 'UnbindBackward0_copy'
+
+
+def _ag_unbind_copy_int(ks, self, dim):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_unbind_copy_int.redispatch(ks & _BELOW, self, dim)
+    _n = UnbindCopyBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dim = dim
+    _n.self_sizes = tuple(self.shape)
+    _n.self_meta = (self.dtype, self.device)
+    result = aten._op_unbind_copy_int.redispatch(ks & _BELOW, self, dim)
+    _set_history(_n, result)
+    return result
+
+
+class UnsqueezeCopyBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        dim = _n.dim
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.squeeze(dim)
+        return grad_inputs
+UnsqueezeCopyBackward0.__name__ = UnsqueezeCopyBackward0.__qualname__ = 'UnsqueezeBackward0_copy'
+
+
+def _ag_unsqueeze_copy_default(ks, self, dim):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_unsqueeze_copy.redispatch(ks & _BELOW, self, dim)
+    _n = UnsqueezeCopyBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dim = dim
+    result = aten._op_unsqueeze_copy.redispatch(ks & _BELOW, self, dim)
+    _set_history(_n, (result,))
+    return result
+
+
+class ViewCopyBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.reshape(self_sizes)
+        return grad_inputs
+ViewCopyBackward0.__name__ = ViewCopyBackward0.__qualname__ = 'ViewBackward0_copy'
+
+
+def _ag_view_copy_default(ks, self, size):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_view_copy.redispatch(ks & _BELOW, self, size)
+    _n = ViewCopyBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op_view_copy.redispatch(ks & _BELOW, self, size)
+    _set_history(_n, (result,))
+    return result
+
+
 class SpecialErfcxBackward0(_Node):
     _saved_names = ('self_', 'result_')
 
@@ -13937,6 +14448,24 @@ for _h, _k in (
     (aten._op_linalg_matrix_exp, _ag_linalg_matrix_exp_default),
     (aten._op_linalg_eig, _ag_linalg_eig_default),
     (aten._op_geqrf, _ag_geqrf_default),
+    (aten._op_alias_copy, _ag_alias_copy_default),
+    (aten._op_as_strided_copy, _ag_as_strided_copy_default),
+    (aten._op_diagonal_copy, _ag_diagonal_copy_default),
+    (aten._op_expand_copy, _ag_expand_copy_default),
+    (aten._op_narrow_copy, _ag_narrow_copy_default),
+    (aten._op_permute_copy, _ag_permute_copy_default),
+    (aten._op_select_copy_int, _ag_select_copy_int),
+    (aten._op_slice_copy_Tensor, _ag_slice_copy_Tensor),
+    (aten._op_split_copy_Tensor, _ag_split_copy_Tensor),
+    (aten._op_split_with_sizes_copy, _ag_split_with_sizes_copy_default),
+    (aten._op_squeeze_copy, _ag_squeeze_copy_default),
+    (aten._op_squeeze_copy_dim, _ag_squeeze_copy_dim),
+    (aten._op_squeeze_copy_dims, _ag_squeeze_copy_dims),
+    (aten._op_t_copy, _ag_t_copy_default),
+    (aten._op_transpose_copy_int, _ag_transpose_copy_int),
+    (aten._op_unbind_copy_int, _ag_unbind_copy_int),
+    (aten._op_unsqueeze_copy, _ag_unsqueeze_copy_default),
+    (aten._op_view_copy, _ag_view_copy_default),
     (aten._op_special_erfcx, _ag_special_erfcx_default),
     (aten._op_special_log_ndtr, _ag_special_log_ndtr_default),
     (aten._op_special_ndtri, _ag_special_ndtri_default),
