@@ -215,10 +215,12 @@ def has_torch_function_variadic(*args: Any) -> bool:
     return has_torch_function(args)
 
 
-def overridable(fn: Callable[..., Any], as_given: bool = False) -> Callable[..., Any]:
+def overridable(fn: Callable[..., Any], as_given: bool = False,
+                report_as: Callable[..., Any] | None = None) -> Callable[..., Any]:
     """A Python-written public function that takes part in __torch_function__ (what PyTorch writes as
     ``if has_torch_function(...): return handle_torch_function(...)`` at the top of ``torch.nn.functional``'s
-    functions). Plain calls cost the flag, a wrapper frame and a type check per argument."""
+    functions). Plain calls cost the flag, a wrapper frame and a type check per argument. ``report_as``: the
+    function handlers receive instead of this one (the public dispatcher of ``F.max_pool2d``'s plain half)."""
     plain = _PLAIN
     signature: list[Any] = []
 
@@ -226,8 +228,9 @@ def overridable(fn: Callable[..., Any], as_given: bool = False) -> Callable[...,
         # PyTorch's Python functions pass __torch_function__ their required parameters positionally and the
         # others by keyword, defaults filled in (``F.relu(x)`` arrives as ``relu(x, inplace=False)``); those it
         # writes in C (``as_given``: ``F.conv2d``) pass the arguments as the caller gave them
+        reported = public if report_as is None else report_as
         if as_given:
-            return dispatch(public, args, kwargs)
+            return dispatch(reported, args, kwargs)
         relevant = args + tuple(kwargs.values())
         if not overloaded_args(relevant) and not (_modes and not _disabled[1]):
             return NOT_HANDLED
@@ -237,7 +240,7 @@ def overridable(fn: Callable[..., Any], as_given: bool = False) -> Callable[...,
         try:
             bound = signature[0].bind(*args, **kwargs)
         except TypeError:
-            return handle_torch_function(public, relevant, *args, **kwargs)
+            return handle_torch_function(reported, relevant, *args, **kwargs)
         bound.apply_defaults()
         pos, kw = [], {}
         for name, p in signature[0].parameters.items():
@@ -249,7 +252,7 @@ def overridable(fn: Callable[..., Any], as_given: bool = False) -> Callable[...,
                 pos.append(bound.arguments[name])
             else:
                 kw[name] = bound.arguments[name]
-        return handle_torch_function(public, relevant, *pos, **kw)
+        return handle_torch_function(reported, relevant, *pos, **kw)
 
     @functools.wraps(fn)
     def public(*args: Any, **kwargs: Any) -> Any:

@@ -1470,7 +1470,9 @@ def _boolean_dispatch(if_true: Any, if_false: Any, arg_index: int, name: str) ->
     def fn(*args: Any, **kwargs: Any) -> Any:
         flag = kwargs["return_indices"] if "return_indices" in kwargs else \
             (args[arg_index] if len(args) > arg_index else False)
-        return (if_true if flag else if_false)(*args, **kwargs)
+        return (if_true if flag else plain)(*args, **kwargs)
+    # the plain half hands handlers the public function itself (fx records ``F.max_pool2d`` as the target)
+    plain = _torch_function.overridable(getattr(if_false, "__wrapped__", if_false), report_as=fn)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = if_false.__doc__
     return fn

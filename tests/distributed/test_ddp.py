@@ -56,7 +56,8 @@ def test_buffer_broadcast_and_gloo_shape_checks_as_in_pytorch(tmp_path):
     assert ours.returncode == 0, ours.stdout + ours.stderr
     theirs = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", script(name)],
                             capture_output=True, text=True, timeout=300, env=_env(), cwd=str(tmp_path))
-    assert theirs.returncode == 0, theirs.stdout + theirs.stderr
+    # (PyTorch's gloo now and then aborts in its teardown after the refused collectives, once everything is
+    # printed: its lines are compared whatever its exit status)
     # (two ranks' lines may share a line of the pipe: split before each "rank N ")
     a, b = ([s.strip() for s in re.split(r"(?=rank \d )", r.stdout) if s.startswith("rank ")] for r in (ours, theirs))
     a, b = sorted(a), sorted(b)
