@@ -799,3 +799,31 @@ def test_sizes_the_code_does_not_follow_affinely_stay_static():
     for B in [2, 3, 4]:
         g(ember.ones(B))
     assert len(_entries(g)) == 3
+
+
+def test_aot_autograd_backend_from_dynamo_backends_common():
+    """``torch._dynamo.backends.common.aot_autograd`` (how custom backends are written): the forward and backward
+    compilers each get their graph, and the compiled module's values and gradients are the eager ones."""
+    from ember._dynamo.backends.common import aot_autograd
+    from ember._dynamo.backends.registry import lookup_backend
+    seen = []
+
+    def compiler(kind):
+        def compile_graph(gm, example_inputs):
+            seen.append(kind)
+            return gm.forward
+        return compile_graph
+    ember.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 3), nn.Tanh())
+    x = ember.randn(2, 4)
+    ref = m(x)
+    ref.sum().backward()
+    want = m[0].weight.grad.clone()
+    m.zero_grad()
+    y = ember.compile(m, backend=aot_autograd(fw_compiler=compiler("fw"), bw_compiler=compiler("bw")))(x)
+    y.sum().backward()
+    assert seen == ["fw", "bw"] and callable(lookup_backend("eager"))
+    np.testing.assert_allclose(_np(y), _np(ref), rtol=1e-6)
+    np.testing.assert_allclose(_np(m[0].weight.grad), _np(want), rtol=1e-5)
+    with pytest.raises(TypeError, match="fw_compiler"):
+        aot_autograd(bw_compiler=compiler("bw"))
