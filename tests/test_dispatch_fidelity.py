@@ -33,9 +33,9 @@ _DIFFERENT_OPS = {
     "diag", "cdist", "quantile", "nanquantile", "isclose", "cov", "corrcoef", "trapezoid", "trapz",
     "cumulative_trapezoid", "combinations", "gradient", "vander", "linalg.vander", "pdist", "renorm",
     "frobenius_norm", "chain_matmul", "linalg.multi_dot", "fill_diagonal",
-    # PyTorch has an operator of its own where ember decomposes: unfold_copy, the unsafe splits, the windows,
-    # fftfreq, is_same_size, allclose, addr, dist, block_diag, mvlgamma, conv_tbc
-    "unfold_copy", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes",
+    # PyTorch has an operator of its own where ember decomposes: unfold_copy, the windows, fftfreq, is_same_size,
+    # allclose, addr, dist, block_diag, mvlgamma, conv_tbc
+    "unfold_copy",
     "hann_window", "blackman_window", "bartlett_window", "hamming_window", "kaiser_window", "fft.fftfreq",
     "fft.rfftfreq", "is_same_size", "allclose", "addr", "dist", "block_diag", "special_multigammaln", "mvlgamma",
     "conv_tbc",
@@ -47,8 +47,8 @@ _DIFFERENT_OPS = {
     "linalg.cond", "svd", "triangular_solve", "linalg.ldl_factor", "linalg.ldl_solve",
     # the spectral ops: PyTorch's _fft_c2r / _fft_r2c sequences, stft / istft's own
     "fft.ifft", "fft.hfft", "fft.ihfft", "fft.hfft2", "fft.ihfft2", "fft.hfftn", "fft.ihfftn", "stft", "istft",
-    # the recurrent layers: PyTorch runs mkldnn_rnn_layer / its cells' in-place ops, ember its _rnn_layer
-    "lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
+    # the recurrent layers: PyTorch runs mkldnn_rnn_layer or its cells step by step, ember its _rnn_layer
+    "lstm", "gru", "rnn_tanh", "rnn_relu",
     # in-place view ops ember lacks (squeeze_ / unsqueeze_): matmul / linear of a vector, dropout1d / 3d
     "matmul", "linear", "dropout1d", "dropout3d",
     # norm.ScalarOpt_dim (an operator in PyTorch), the clamp_min_ of cosine_similarity, batch / instance norm's

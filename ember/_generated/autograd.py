@@ -11791,6 +11791,68 @@ def _ag_view_copy_default(ks, self, size):
     return result
 
 
+class UnsafeSplitBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        split_size = _n.split_size
+        dim = _n.dim
+        self_sizes = _n.self_sizes
+        self_dtype, self_device = _n.self_meta
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = split_backward(grads, split_sizes_of(self_sizes, split_size, dim), dim, self_sizes, self_dtype, self_device)
+        return grad_inputs
+
+
+def _ag_unsafe_split_Tensor(ks, self, split_size, dim):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_unsafe_split_Tensor.redispatch(ks & _BELOW, self, split_size, dim)
+    _n = UnsafeSplitBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.split_size = split_size
+    _n.dim = dim
+    _n.self_sizes = tuple(self.shape)
+    _n.self_meta = (self.dtype, self.device)
+    result = aten._op_unsafe_split_Tensor.redispatch(ks & _BELOW, self, split_size, dim)
+    _set_history(_n, result)
+    return result
+
+
+class UnsafeSplitWithSizesBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        split_sizes = _n.split_sizes
+        dim = _n.dim
+        self_sizes = _n.self_sizes
+        self_dtype, self_device = _n.self_meta
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = split_backward(grads, split_sizes, dim, self_sizes, self_dtype, self_device)
+        return grad_inputs
+
+
+def _ag_unsafe_split_with_sizes_default(ks, self, split_sizes, dim):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_unsafe_split_with_sizes.redispatch(ks & _BELOW, self, split_sizes, dim)
+    _n = UnsafeSplitWithSizesBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.split_sizes = split_sizes
+    _n.dim = dim
+    _n.self_sizes = tuple(self.shape)
+    _n.self_meta = (self.dtype, self.device)
+    result = aten._op_unsafe_split_with_sizes.redispatch(ks & _BELOW, self, split_sizes, dim)
+    _set_history(_n, result)
+    return result
+
+
 class SpecialErfcxBackward0(_Node):
     _saved_names = ('self_', 'result_')
 
@@ -14466,6 +14528,8 @@ for _h, _k in (
     (aten._op_unbind_copy_int, _ag_unbind_copy_int),
     (aten._op_unsqueeze_copy, _ag_unsqueeze_copy_default),
     (aten._op_view_copy, _ag_view_copy_default),
+    (aten._op_unsafe_split_Tensor, _ag_unsafe_split_Tensor),
+    (aten._op_unsafe_split_with_sizes, _ag_unsafe_split_with_sizes_default),
     (aten._op_special_erfcx, _ag_special_erfcx_default),
     (aten._op_special_log_ndtr, _ag_special_log_ndtr_default),
     (aten._op_special_ndtri, _ag_special_ndtri_default),

@@ -84,11 +84,6 @@ rnn_relu_input, rnn_relu_data = _one_state_ops("RNN_RELU")
 
 
 # ------------------------------------------------------------------------------ cells
-def _linear(x: Any, w: Any, b: Any) -> Any:
-    return aten.addmm(b, x, w.t()) if b is not None and x.dim() == 2 else \
-        (x.matmul(w.t()) + b if b is not None else x.matmul(w.t()))
-
-
 def _check_cell(input: Any, hx: Any, w_ih: Any, w_hh: Any, which: Any) -> Any:  # noqa: A002
     """PyTorch's ``check_rnn_cell_forward_input`` / ``_hidden`` messages."""
     if input.size(1) != w_ih.size(1):
@@ -100,31 +95,34 @@ def _check_cell(input: Any, hx: Any, w_ih: Any, w_hh: Any, which: Any) -> Any:  
 
 
 def lstm_cell(input: Any, hx: Any, w_ih: Any, w_hh: Any, b_ih: Any = None, b_hh: Any = None) -> Any:  # noqa: A002
+    """PyTorch's LSTMCell (RNN.cpp): the hidden projection plus the input one in place, split without views,
+    the gate activations in place."""
     h, c = hx[0], hx[1]
     _check_cell(input, h, w_ih, w_hh, 0)
     _check_cell(input, c, w_ih, w_hh, 1)
-    gates = _linear(input, w_ih, b_ih) + _linear(h, w_hh, b_hh)
-    i, f, g, o = gates.chunk(4, 1)
-    i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
-    cy = f * c + i * g
+    gates = aten.add__Tensor(aten.linear(h, w_hh, b_hh), aten.linear(input, w_ih, b_ih))
+    i, f, g, o = aten.unsafe_chunk(gates, 4, 1)
+    i, f, g, o = aten.sigmoid_(i), aten.sigmoid_(f), aten.tanh_(g), aten.sigmoid_(o)
+    cy = aten.add__Tensor(f * c, i * g)
     return o * cy.tanh(), cy
 
 
 def gru_cell(input: Any, hx: Any, w_ih: Any, w_hh: Any, b_ih: Any = None, b_hh: Any = None) -> Any:  # noqa: A002
+    """PyTorch's GRUCell (RNN.cpp), its in-place steps included."""
     _check_cell(input, hx, w_ih, w_hh, 0)
-    gi = _linear(input, w_ih, b_ih).chunk(3, 1)
-    gh = _linear(hx, w_hh, b_hh).chunk(3, 1)
-    r = (gi[0] + gh[0]).sigmoid()
-    z = (gi[1] + gh[1]).sigmoid()
-    n = (gi[2] + r * gh[2]).tanh()
-    return n + z * (hx - n)
+    gi = aten.unsafe_chunk(aten.linear(input, w_ih, b_ih), 3, 1)
+    gh = aten.unsafe_chunk(aten.linear(hx, w_hh, b_hh), 3, 1)
+    r = aten.sigmoid_(aten.add__Tensor(gh[0], gi[0]))
+    z = aten.sigmoid_(aten.add__Tensor(gh[1], gi[1]))
+    n = aten.tanh_(gi[2] + aten.mul__Tensor(gh[2], r))
+    return aten.add__Tensor(aten.mul__Tensor(hx - n, z), n)
 
 
 def rnn_tanh_cell(input: Any, hx: Any, w_ih: Any, w_hh: Any, b_ih: Any = None, b_hh: Any = None) -> Any:  # noqa: A002
     _check_cell(input, hx, w_ih, w_hh, 0)
-    return (_linear(input, w_ih, b_ih) + _linear(hx, w_hh, b_hh)).tanh()
+    return aten.add__Tensor(aten.linear(hx, w_hh, b_hh), aten.linear(input, w_ih, b_ih)).tanh()
 
 
 def rnn_relu_cell(input: Any, hx: Any, w_ih: Any, w_hh: Any, b_ih: Any = None, b_hh: Any = None) -> Any:  # noqa: A002
     _check_cell(input, hx, w_ih, w_hh, 0)
-    return (_linear(input, w_ih, b_ih) + _linear(hx, w_hh, b_hh)).relu()
+    return aten.add__Tensor(aten.linear(hx, w_hh, b_hh), aten.linear(input, w_ih, b_ih)).relu()

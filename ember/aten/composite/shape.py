@@ -9,7 +9,7 @@ import math
 from ember._generated import aten
 from ember.c10.memory_format import contiguous_format
 from ember.aten.dispatcher import is_tensor_subclass_like
-from ember.aten.wrap import write_out
+from ember.aten.wrap import new_tensor, write_out
 from ember.aten.kernels._common import wrap_dim, wrap_dims
 from ember.aten.kernels.views import compute_stride, infer_size, narrow_check
 from ember.aten.meta import broadcast_shapes
@@ -443,12 +443,22 @@ def chain_matmul(matrices: Any, out: Any = None) -> Any:
 
 
 def unsafe_chunk(self: Any, chunks: int, dim: int = 0) -> Any:
-    return list(aten.chunk(self, chunks, dim))
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    n = self.shape[wrap_dim(dim, self.dim())] if self.dim() else 0
+    return aten.unsafe_split_Tensor(self, -(-n // chunks) if n else 1, dim)
+
+
+def _unsafe(parts: Any) -> list[Any]:
+    """Split pieces as ``unsafe_split`` returns them: over the same memory, but not views -- no base, a version
+    counter of their own -- so in-place ops on them (an RNN cell's ``sigmoid_``) are not checked against the
+    input (PyTorch's "unsafe")."""
+    return [new_tensor(p._data, p._ks, p.device) for p in parts]
 
 
 def unsafe_split_Tensor(self: Any, split_size: Any, dim: int = 0) -> Any:
-    return list(aten.split_Tensor(self, split_size, dim))
+    return _unsafe(aten.split_Tensor(self, split_size, dim))
 
 
 def unsafe_split_with_sizes(self: Any, split_sizes: Any, dim: int = 0) -> Any:
-    return list(aten.split_with_sizes(self, split_sizes, dim))
+    return _unsafe(aten.split_with_sizes(self, split_sizes, dim))
