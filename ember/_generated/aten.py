@@ -6321,6 +6321,11 @@ _op__lu_with_info = _D.define('_lu_with_info(Tensor self, bool pivot=True, bool 
 def _lu_with_info(self, pivot=True, check_errors=True):
     return _op__lu_with_info.call(self._ks, self, pivot, check_errors)
 
+_op__linalg_check_errors = _D.define('_linalg_check_errors(Tensor info, str api_name, *, bool is_matrix) -> ()')
+
+def _linalg_check_errors(info, api_name, *, is_matrix):
+    return _op__linalg_check_errors.call(info._ks, info, api_name, is_matrix)
+
 _op_linalg_inv_ex = _D.define('linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)')
 
 def linalg_inv_ex(A, *, check_errors=False):

@@ -6318,31 +6318,6 @@ def _ag_cdist_default(ks, x1, x2, p, compute_mode):
     return result
 
 
-class LinalgInvBackward0(_Node):
-    _saved_names = ('result_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        A_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[A_ix] is not None:
-            result = _n._saved('result_')
-            grad_inputs[A_ix] = inverse_backward(grad, result)
-        return grad_inputs
-
-
-def _ag_linalg_inv_default(ks, A):
-    if not (_gm.enabled and (A._rg)):
-        return aten._op_linalg_inv.redispatch(ks & _BELOW, A)
-    _n = LinalgInvBackward0()
-    _n._next = _edges(A)
-    _n._input_meta = _meta(A)
-    result = aten._op_linalg_inv.redispatch(ks & _BELOW, A)
-    _set_history(_n, (result,))
-    _n.result_ = _SV(result, True)
-    return result
-
-
 class LinalgDetBackward0(_Node):
     _saved_names = ('A_', 'result_')
 
@@ -6425,33 +6400,6 @@ def _ag_linalg_solve_default(ks, A, B, left):
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.A_ = _SV(A)
     result = aten._op_linalg_solve.redispatch(ks & _BELOW, A, B, left)
-    _set_history(_n, (result,))
-    _n.result_ = _SV(result, True)
-    return result
-
-
-class LinalgCholeskyBackward0(_Node):
-    _saved_names = ('result_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        upper = _n.upper
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            result = _n._saved('result_')
-            grad_inputs[self_ix] = cholesky_backward(grad, result, upper)
-        return grad_inputs
-
-
-def _ag_linalg_cholesky_default(ks, self, upper):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_linalg_cholesky.redispatch(ks & _BELOW, self, upper)
-    _n = LinalgCholeskyBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.upper = upper
-    result = aten._op_linalg_cholesky.redispatch(ks & _BELOW, self, upper)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -6880,31 +6828,6 @@ def _ag_det_default(ks, self):
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_det.redispatch(ks & _BELOW, self)
-    _set_history(_n, (result,))
-    _n.result_ = _SV(result, True)
-    return result
-
-
-class InverseBackward0(_Node):
-    _saved_names = ('result_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            result = _n._saved('result_')
-            grad_inputs[self_ix] = inverse_backward(grad, result)
-        return grad_inputs
-
-
-def _ag_inverse_default(ks, self):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_inverse.redispatch(ks & _BELOW, self)
-    _n = InverseBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    result = aten._op_inverse.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -14352,11 +14275,9 @@ for _h, _k in (
     (aten._op_tensordot, _ag_tensordot_default),
     (aten._op_kron, _ag_kron_default),
     (aten._op_cdist, _ag_cdist_default),
-    (aten._op_linalg_inv, _ag_linalg_inv_default),
     (aten._op_linalg_det, _ag_linalg_det_default),
     (aten._op_linalg_slogdet, _ag_linalg_slogdet_default),
     (aten._op_linalg_solve, _ag_linalg_solve_default),
-    (aten._op_linalg_cholesky, _ag_linalg_cholesky_default),
     (aten._op_linalg_solve_triangular, _ag_linalg_solve_triangular_default),
     (aten._op_linalg_qr, _ag_linalg_qr_default),
     (aten._op_linalg_eigh, _ag_linalg_eigh_default),
@@ -14371,7 +14292,6 @@ for _h, _k in (
     (aten._op_linalg_matrix_norm_str_ord, _ag_linalg_matrix_norm_str_ord),
     (aten._op_linalg_matrix_norm, _ag_linalg_matrix_norm_default),
     (aten._op_det, _ag_det_default),
-    (aten._op_inverse, _ag_inverse_default),
     (aten._op_slogdet, _ag_slogdet_default),
     (aten._op_mse_loss, _ag_mse_loss_default),
     (aten._op_mse_loss_backward, _ag_mse_loss_backward_default),

@@ -2995,6 +2995,9 @@ lu_solve = _P('lu_solve', [
 _lu_with_info = _P('_lu_with_info', [
     _O(_A._op__lu_with_info, (('self', 'T', False, False, None), ('pivot', 'bool', False, True, True), ('check_errors', 'bool', False, True, True),), ['self', 'pivot', 'check_errors']),
 ])
+_linalg_check_errors = _P('_linalg_check_errors', [
+    _O(_A._op__linalg_check_errors, (('info', 'T', False, False, None), ('api_name', 'str', False, False, None), ('is_matrix', 'bool', True, False, None),), ['info', 'api_name', 'is_matrix']),
+])
 linalg_inv_ex = _P('linalg_inv_ex', [
     _O(_A._op_linalg_inv_ex, (('A', 'T', False, False, None), ('check_errors', 'bool', True, True, False),), ['A', 'check_errors']),
 ])

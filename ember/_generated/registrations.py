@@ -4546,14 +4546,6 @@ def _cdist_default(ks, x1, x2, p, compute_mode):
         _value_error(_e, K.cdist, x1, x2)
 
 
-def _linalg_inv_default(ks, A):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.linalg_inv(be.xp, A._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.linalg_inv, A)
-
-
 def _linalg_det_default(ks, A):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -4577,14 +4569,6 @@ def _linalg_solve_default(ks, A, B, left):
         return _new(K.linalg_solve(be.xp, A._data, B._data, left=left), be.ks, be.device)
     except ValueError as _e:
         _value_error(_e, K.linalg_solve, A, B)
-
-
-def _linalg_cholesky_default(ks, self, upper):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.linalg_cholesky(be.xp, self._data, upper=upper), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.linalg_cholesky, self)
 
 
 def _linalg_solve_triangular_default(ks, self, B, upper, left, unitriangular):
@@ -4701,14 +4685,6 @@ def _det_default(ks, self):
         return _new(K.linalg_det(be.xp, self._data), be.ks, be.device)
     except ValueError as _e:
         _value_error(_e, K.linalg_det, self)
-
-
-def _inverse_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.linalg_inv(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.linalg_inv, self)
 
 
 def _slogdet_default(ks, self):
@@ -7847,11 +7823,9 @@ _BACKEND_KERNELS = (
     (_A._op_tensordot, _tensordot_default, ('CPU', 'CUDA', 'Meta'), K.tensordot, (), 'new', None),
     (_A._op_kron, _kron_default, ('CPU', 'CUDA', 'Meta'), K.kron, (), 'new', None),
     (_A._op_cdist, _cdist_default, ('CPU', 'CUDA', 'Meta'), K.cdist, (), 'new', None),
-    (_A._op_linalg_inv, _linalg_inv_default, ('CPU', 'CUDA', 'Meta'), K.linalg_inv, (), 'new', None),
     (_A._op_linalg_det, _linalg_det_default, ('CPU', 'CUDA', 'Meta'), K.linalg_det, (), 'new', None),
     (_A._op_linalg_slogdet, _linalg_slogdet_default, ('CPU', 'CUDA', 'Meta'), K.linalg_slogdet, (), 'new', _rt.linalg_slogdet),
     (_A._op_linalg_solve, _linalg_solve_default, ('CPU', 'CUDA', 'Meta'), K.linalg_solve, ('left',), 'new', None),
-    (_A._op_linalg_cholesky, _linalg_cholesky_default, ('CPU', 'CUDA', 'Meta'), K.linalg_cholesky, ('upper',), 'new', None),
     (_A._op_linalg_solve_triangular, _linalg_solve_triangular_default, ('CPU', 'CUDA', 'Meta'), K.linalg_solve_triangular, ('upper', 'left', 'unitriangular'), 'new', None),
     (_A._op_linalg_qr, _linalg_qr_default, ('CPU', 'CUDA', 'Meta'), K.linalg_qr, (), 'new', _rt.linalg_qr),
     (_A._op_linalg_eigh, _linalg_eigh_default, ('CPU', 'CUDA', 'Meta'), K.linalg_eigh, (), 'new', _rt.linalg_eigh),
@@ -7866,7 +7840,6 @@ _BACKEND_KERNELS = (
     (_A._op_linalg_matrix_norm_str_ord, _linalg_matrix_norm_str_ord, ('CPU', 'CUDA', 'Meta'), K.linalg_matrix_norm, ('dtype',), 'new', None),
     (_A._op_linalg_matrix_norm, _linalg_matrix_norm_default, ('CPU', 'CUDA', 'Meta'), K.linalg_matrix_norm, ('dtype',), 'new', None),
     (_A._op_det, _det_default, ('CPU', 'CUDA', 'Meta'), K.linalg_det, (), 'new', None),
-    (_A._op_inverse, _inverse_default, ('CPU', 'CUDA', 'Meta'), K.linalg_inv, (), 'new', None),
     (_A._op_slogdet, _slogdet_default, ('CPU', 'CUDA', 'Meta'), K.linalg_slogdet, (), 'new', _rt.slogdet),
     (_A._op_mse_loss, _mse_loss_default, ('CPU', 'CUDA', 'Meta'), K.mse_loss, (), 'new', None),
     (_A._op_mse_loss_backward, _mse_loss_backward_default, ('CPU', 'CUDA', 'Meta'), K.mse_loss_backward, (), 'new', None),
@@ -8284,8 +8257,11 @@ _COMPOSITE_KERNELS = (
     (_A._op_inner, 'CompositeImplicitAutograd', C.inner),
     (_A._op_outer, 'CompositeImplicitAutograd', C.outer),
     (_A._op_cross, 'CompositeImplicitAutograd', C.cross),
+    (_A._op_linalg_inv, 'CompositeImplicitAutograd', C.linalg_inv),
+    (_A._op_linalg_cholesky, 'CompositeImplicitAutograd', C.linalg_cholesky),
     (_A._op_linalg_norm, 'CompositeImplicitAutograd', C.linalg_norm),
     (_A._op_linalg_norm_ord_str, 'CompositeImplicitAutograd', C.linalg_norm),
+    (_A._op_inverse, 'CompositeImplicitAutograd', C.inverse),
     (_A._op_pinverse, 'CompositeImplicitAutograd', C.pinverse),
     (_A._op_linear, 'CompositeImplicitAutograd', C.linear),
     (_A._op_l1_loss, 'CompositeImplicitAutograd', C.l1_loss),
@@ -8692,6 +8668,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_linalg_lu_solve, 'CompositeImplicitAutograd', C.linalg_lu_solve),
     (_A._op_lu_solve, 'CompositeImplicitAutograd', C.lu_solve),
     (_A._op__lu_with_info, 'CompositeImplicitAutograd', C._lu_with_info),
+    (_A._op__linalg_check_errors, 'CompositeExplicitAutograd', C._linalg_check_errors),
     (_A._op_linalg_solve_ex, 'CompositeImplicitAutograd', C.linalg_solve_ex),
     (_A._op_cholesky, 'CompositeImplicitAutograd', C.cholesky),
     (_A._op_matrix_exp, 'CompositeImplicitAutograd', C.matrix_exp),

@@ -3,6 +3,8 @@ mm / bmm, inner, cross, pinverse, linalg.norm."""
 from __future__ import annotations
 
 import math
+
+import numpy as np
 from typing import Any, Callable
 
 from ember import return_types
@@ -108,6 +110,57 @@ def matmul(self: Any, other: Any) -> Any:
     out_shape = batch + ((n,) if da > 1 else ()) + ((p,) if db > 1 else ())
     prod = aten.bmm(a3, b3)
     return aten._unsafe_view(aten.squeeze_dim(prod, -1) if db == 1 else prod, out_shape)
+
+
+# ---- the operators PyTorch writes as an *_ex operator followed by ``_linalg_check_errors`` (BatchLinearAlgebra.cpp)
+def _linalg_check_errors(info: Any, api_name: str, is_matrix: bool) -> None:
+    """PyTorch's LinAlgError for the first nonzero LAPACK ``info`` (the batch element named unless ``is_matrix``),
+    worded by the API (``linalg.inv``: a zero pivot; ``cholesky``: the failing leading minor; ...)."""
+    if info.device.type == "meta" or info.numel() == 0:
+        return None
+    flat = np.asarray(info._data.get() if hasattr(info._data, "get") else info._data).reshape(-1)
+    bad = np.nonzero(flat)[0]
+    if not bad.size:
+        return None
+    i = int(bad[0])
+    code = int(flat[i])
+    where = api_name + ("" if is_matrix else f": (Batch element {i})")
+    if code < 0:
+        raise RuntimeError(f"{where}: Argument {-code} has illegal value. Most certainly there is a bug in the "
+                           "implementation calling the backend library.")
+    if "inv" in api_name:
+        message = (f"The diagonal element {code} is zero, the inversion could not be completed because the input "
+                   "matrix is singular.")
+    elif "solve" in api_name:
+        message = "The solver failed because the input matrix is singular."
+    elif "cholesky" in api_name:
+        message = (f"The factorization could not be completed because the input is not positive-definite (the "
+                   f"leading minor of order {code} is not positive-definite).")
+    elif "svd" in api_name:
+        message = (f"The algorithm failed to converge because the input matrix is ill-conditioned or has too many "
+                   f"repeated singular values (error code: {code}).")
+    elif "eig" in api_name:
+        message = (f"The algorithm failed to converge because the input matrix is ill-conditioned or has too many "
+                   f"repeated eigenvalues (error code: {code}).")
+    else:
+        raise RuntimeError(f"{api_name}: Unknown error code: {code}.")
+    raise _LinAlgError(f"{where}: {message}")
+
+
+def linalg_inv(A: Any) -> Any:
+    inverse, info = aten.linalg_inv_ex(A)
+    aten._linalg_check_errors(info, "linalg.inv", is_matrix=A.dim() == 2)
+    return inverse
+
+
+def inverse(self: Any) -> Any:
+    return aten.linalg_inv(self)
+
+
+def linalg_cholesky(self: Any, upper: bool = False) -> Any:
+    L, info = aten.linalg_cholesky_ex(self, upper=upper)
+    aten._linalg_check_errors(info, "linalg.cholesky", is_matrix=self.dim() == 2)
+    return L
 
 
 # ---- the rest of torch.linalg that is written in other ops (LinearAlgebra.cpp, BatchLinearAlgebra.cpp)
