@@ -183,6 +183,9 @@ def pow(xp: Any, self: Array, exponent: Array) -> Any:  # noqa: A001
     if npdt.kind == "b":
         return _binop(xp, xp.power, asdtype(xp, self, np.int64), asdtype(xp, exponent, np.int64),
                       np.dtype(np.int64)).astype(bool)
+    if type(exponent) in (int, float) and exponent == 2 and npdt.kind in "fc":
+        # x * x: the same correctly rounded square as pow, at a product's cost (``square`` is ``pow(x, 2)``)
+        return _binop(xp, xp.multiply, self, self, npdt)
     return _binop(xp, xp.power, self, exponent, npdt)
 
 
