@@ -17,14 +17,13 @@ import ember
 from tests.op_db import op_db
 from tests.opinfo import Sample
 from tests.test_ops import call, kw_to_lib, samples_of, to_lib
+from tests.test_torch_dispatch import _mode_class
 
 torch = pytest.importorskip("torch", reason="PyTorch (the oracle) is not installed: pip install torch==2.13.0")
-from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from torch.overrides import TorchFunctionMode  # noqa: E402
 
 from ember.overrides import TorchFunctionMode as EmberFunctionMode  # noqa: E402
-from ember.utils._python_dispatch import TorchDispatchMode as EmberDispatchMode  # noqa: E402
 
 _DIFFERENT_OPS = {
     # ember has one operator (a kernel) where PyTorch writes the op in others
@@ -58,17 +57,6 @@ _DIFFERENT_OPS = {
     "instance_norm", "embedding_bag", "ctc_loss", "pad_circular",
 }
 KNOWN = frozenset(_DIFFERENT_OPS)
-_ENTRIES = {name: sum(op.name == name for op in op_db) for name in KNOWN}
-
-
-class _DispatchLog:
-    def __init__(self):
-        super().__init__()
-        self.seen = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.seen.append(str(func))
-        return func(*args, **(kwargs or {}))
 
 
 class _FunctionLog:
@@ -81,8 +69,7 @@ class _FunctionLog:
         return func(*args, **(kwargs or {}))
 
 
-_MODES = {"dispatch": (type("Log", (_DispatchLog, TorchDispatchMode), {}),
-                       type("Log", (_DispatchLog, EmberDispatchMode), {})),
+_MODES = {"dispatch": (_mode_class(torch), _mode_class(ember)),       # (they record str(func))
           "function": (type("Log", (_FunctionLog, TorchFunctionMode), {}),
                        type("Log", (_FunctionLog, EmberFunctionMode), {}))}
 
@@ -108,18 +95,22 @@ def _seen(op, kind):
     return (got, want) if want else None
 
 
-@pytest.mark.parametrize("op", op_db, ids=[op.name for op in op_db])
-def test_a_dispatch_mode_sees_pytorchs_operators(op):
-    seen = _seen(op, "dispatch")
+def _check(op, kind, known):
+    seen = _seen(op, kind)
     if seen is None:
         pytest.skip("no sample runs on PyTorch")
     got, want = seen
-    if op.name in KNOWN:
+    if op.name in known:
         # (a name with several table entries is known to differ if any of them does)
-        if _ENTRIES[op.name] == 1:
-            assert got != want, f"{op.name} now dispatches as PyTorch does: remove it from KNOWN"
+        if sum(o.name == op.name for o in op_db) == 1:
+            assert got != want, f"{op.name} is now seen as in PyTorch: remove it from the known differences"
     else:
         assert got == want
+
+
+@pytest.mark.parametrize("op", op_db, ids=[op.name for op in op_db])
+def test_a_dispatch_mode_sees_pytorchs_operators(op):
+    _check(op, "dispatch", KNOWN)
 
 
 # PyTorch writes linalg.cond in Python without a __torch_function__ check: a mode sees the calls inside it
@@ -128,11 +119,4 @@ KNOWN_FUNCTION = frozenset({"linalg.cond"})
 
 @pytest.mark.parametrize("op", op_db, ids=[op.name for op in op_db])
 def test_a_function_mode_sees_pytorchs_functions(op):
-    seen = _seen(op, "function")
-    if seen is None:
-        pytest.skip("no sample runs on PyTorch")
-    got, want = seen
-    if op.name in KNOWN_FUNCTION:
-        assert got != want, f"{op.name} is now seen as in PyTorch: remove it from KNOWN_FUNCTION"
-    else:
-        assert got == want
+    _check(op, "function", KNOWN_FUNCTION)
