@@ -32,11 +32,11 @@ _DIFFERENT_OPS = {
     "diag", "cdist", "quantile", "nanquantile", "isclose", "cov", "corrcoef", "trapezoid", "trapz",
     "cumulative_trapezoid", "combinations", "gradient", "vander", "linalg.vander", "pdist", "renorm",
     "frobenius_norm", "chain_matmul", "linalg.multi_dot", "fill_diagonal",
-    # PyTorch has an operator of its own where ember decomposes: unfold_copy, the windows, fftfreq, is_same_size,
-    # allclose, addr, dist, block_diag, mvlgamma, conv_tbc
+    # PyTorch has an operator of its own where ember decomposes: unfold_copy, fftfreq, addr, dist, block_diag,
+    # mvlgamma, conv_tbc
     "unfold_copy",
-    "hann_window", "blackman_window", "bartlett_window", "hamming_window", "kaiser_window", "fft.fftfreq",
-    "fft.rfftfreq", "is_same_size", "allclose", "addr", "dist", "block_diag", "special_multigammaln", "mvlgamma",
+    "fft.fftfreq",
+    "fft.rfftfreq", "addr", "dist", "block_diag", "special_multigammaln", "mvlgamma",
     "conv_tbc",
     # linear algebra: PyTorch's private _linalg_* operators (det, slogdet, eigh, svd, solve_ex), and the *_ex +
     # _linalg_check_errors pairs of the ones not written so yet

@@ -29,7 +29,7 @@ NO_FORMULA = {
     "_dirichlet_grad", "_histogramdd_bin_edges", "_histogramdd_from_bin_cts", "_histogramdd_from_bin_tensors",
     "linalg_ldl_factor_ex", "linalg_ldl_solve", "_sobol_engine_draw",
     # a bool result; no result at all (the error check after an *_ex operator)
-    "equal", "_linalg_check_errors",
+    "equal", "allclose", "is_same_size", "_linalg_check_errors",
     # quantized tensors carry no gradient: PyTorch has no formulas for these either (a quantized result is not
     # floating point; dequantize of a float tensor that requires grad gets the NotImplemented node in both)
     "quantize_per_tensor", "quantize_per_tensor.tensor_qparams", "quantize_per_tensor.tensors",
