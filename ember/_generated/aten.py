@@ -4131,6 +4131,16 @@ _op_special_xlogy = _D.define('special_xlogy(Tensor self, Tensor other) -> Tenso
 def special_xlogy(self, other):
     return _op_special_xlogy.call(self._ks | other._ks, self, other)
 
+_op_special_xlogy_other_scalar = _D.define('special_xlogy.other_scalar(Tensor self, Scalar other) -> Tensor')
+
+def special_xlogy_other_scalar(self, other):
+    return _op_special_xlogy_other_scalar.call(self._ks, self, other)
+
+_op_special_xlogy_self_scalar = _D.define('special_xlogy.self_scalar(Scalar self, Tensor other) -> Tensor')
+
+def special_xlogy_self_scalar(self, other):
+    return _op_special_xlogy_self_scalar.call(other._ks, self, other)
+
 _op_special_logit = _D.define('special_logit(Tensor self, float? eps=None) -> Tensor')
 
 def special_logit(self, eps=None):

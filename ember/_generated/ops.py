@@ -1900,6 +1900,8 @@ special_log1p = _P('special_log1p', [
 ])
 special_xlogy = _P('special_xlogy', [
     _O(_A._op_special_xlogy, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_special_xlogy_other_scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_special_xlogy_self_scalar, (('self', 'Scalar', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
 ])
 special_logit = _P('special_logit', [
     _O(_A._op_special_logit, (('self', 'T', False, False, None), ('eps', 'float?', False, True, None),), ['self', 'eps']),

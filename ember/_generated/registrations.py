@@ -8361,6 +8361,8 @@ _COMPOSITE_KERNELS = (
     (_A._op_special_sinc, 'CompositeImplicitAutograd', C.special_sinc),
     (_A._op_special_log1p, 'CompositeImplicitAutograd', C.special_log1p),
     (_A._op_special_xlogy, 'CompositeImplicitAutograd', C.special_xlogy),
+    (_A._op_special_xlogy_other_scalar, 'CompositeImplicitAutograd', C.special_xlogy_other_scalar),
+    (_A._op_special_xlogy_self_scalar, 'CompositeImplicitAutograd', C.special_xlogy_self_scalar),
     (_A._op_special_logit, 'CompositeImplicitAutograd', C.special_logit),
     (_A._op_special_logsumexp, 'CompositeImplicitAutograd', C.special_logsumexp),
     (_A._op__foreach_abs, 'CompositeImplicitAutograd', C._foreach_abs),

@@ -676,9 +676,17 @@ log1p.__name__ = log1p.__qualname__ = 'special_log1p'
 
 _sig_xlogy = _Signatures('xlogy', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None),),
+    (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None),),
+    (('input', 'Scalar', False, False, None), ('other', 'T', False, False, None),),
 ], method=False)
 
 def _bind_xlogy_0(input, other):
+    return (input, other)
+
+def _bind_xlogy_1(input, other):
+    return (input, other)
+
+def _bind_xlogy_2(input, other):
     return (input, other)
 
 def xlogy(*args, **kwargs):
@@ -694,18 +702,36 @@ def xlogy(*args, **kwargs):
         input, other = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             return _A._op_special_xlogy.call(input._ks | other._ks, input, other)
+    try:
+        _b = _bind_xlogy_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            return _A._op_special_xlogy_other_scalar.call(input._ks, input, other)
+    try:
+        _b = _bind_xlogy_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if type(input) in _NUMBERS and isinstance(other, _Tensor):
+            return _A._op_special_xlogy_self_scalar.call(other._ks, input, other)
     _i, _a = _sig_xlogy.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         return _A._op_special_xlogy.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+    elif _i == 1:
+        return _A._op_special_xlogy_other_scalar.call(_a['input']._ks, _a['input'], _a['other'])
+    elif _i == 2:
+        return _A._op_special_xlogy_self_scalar.call(_a['other']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
-xlogy.__doc__ = 'xlogy(input: Tensor, other: Tensor) -> Tensor'
+xlogy.__doc__ = 'xlogy(input: Tensor, other: Tensor) -> Tensor\nxlogy(input: Tensor, other: Number) -> Tensor\nxlogy(input: Number, other: Tensor) -> Tensor'
 _sig_xlogy.public = xlogy
-def _signature_xlogy(input, other): ...
-xlogy.__wrapped__ = _signature_xlogy
 xlogy.__name__ = xlogy.__qualname__ = 'special_xlogy'
 
 

@@ -81,6 +81,14 @@ def special_log_softmax(self: Any, dim: int, dtype: Any = None) -> Any:
     return aten.log_softmax_int(self, dim, dtype)
 
 
+def special_xlogy_other_scalar(self: Any, other: Any) -> Any:
+    return aten.xlogy_Scalar_Other(self, other)
+
+
+def special_xlogy_self_scalar(self: Any, other: Any) -> Any:
+    return aten.xlogy_Scalar_Self(self, other)
+
+
 def special_round(self: Any, decimals: int = 0) -> Any:
     return aten.round_decimals(self, decimals=decimals)
 
