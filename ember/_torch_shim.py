@@ -136,10 +136,7 @@ def _rename_classes(module: types.ModuleType) -> None:
         new = _torch_module_name(getattr(cls, "__module__", "") or "")
         if new is None:
             return
-        try:
-            cls.__module__ = new
-        except (AttributeError, TypeError):
-            return
+        cls.__module__ = new
         for v in list(vars(cls).values()):
             if isinstance(v, type):
                 visit(v)

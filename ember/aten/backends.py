@@ -119,11 +119,12 @@ def cuda_kernel(fn: Any, device_check: bool = True) -> Any:
 def composite_kernel(fn: Any) -> Any:
     """A composite op's registration: the function of ``aten/composite``, which takes no key set. PyTorch writes
     these in C++, where ``x * 2`` *is* ``mul.Scalar``: while one runs, a dispatch handler sees the Scalar overloads
-    as themselves (``tls.in_formula``, Note [Overloads PyTorch's bindings hide] in ember/_ops.py)."""
-    from ember.aten.dispatcher import tls
+    as themselves (``tls.in_formula``, Note [Overloads PyTorch's bindings hide] in ember/_ops.py). Only the Python
+    key reads the flag, so until a dispatch mode or a Python-key tensor has existed a call pays one list read."""
+    from ember.aten.dispatcher import python_key_used, tls
 
     def kernel(ks: Any, *args: Any) -> Any:
-        if tls.in_formula:
+        if not python_key_used[0] or tls.in_formula:
             return fn(*args)
         tls.in_formula = True
         try:

@@ -35,6 +35,7 @@ import time
 import weakref
 from typing import Any, Callable
 
+from ember.aten import torch_function as _torch_function
 from ember.autograd.profiler_util import EventList, FunctionEvent, FunctionEventAvg  # noqa: F401
 
 __all__ = ["profile", "record_function", "EventList", "FunctionEvent", "FunctionEventAvg", "kineto_available",
@@ -261,8 +262,7 @@ class record_function:
         self._rec: _Recorder | None = None
 
     def __enter__(self) -> record_function:
-        from ember.aten import torch_function
-        if torch_function._modes and not torch_function._disabled[1] and _ops_route:
+        if _torch_function._modes and not _torch_function._disabled[1] and _ops_route:
             self.record = _ops_route[0](self.name, self.args)
         else:
             self._open()

@@ -160,7 +160,6 @@ class Tracer(TracerBase):
         self._autowrap_function_ids = {id(v) for m in autowrap_modules for k, v in m.__dict__.items()
                                        if not k.startswith("_") and callable(v)}
         self._autowrap_function_ids.update(id(f) for f in autowrap_functions)
-        self._autowrap_search = list(autowrap_modules)
         self.param_shapes_constant = param_shapes_constant
         self.graph: Graph = Graph()
         self.root: Any = None

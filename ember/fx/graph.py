@@ -371,8 +371,7 @@ class CodeGen:
             if q is not None and q.startswith("torch."):
                 return q
             if isinstance(obj, type) and (obj.__module__ or "").startswith("ember"):
-                module = "torch" + obj.__module__[len("ember"):]
-                hint = f"{module}.{obj.__qualname__}"
+                hint = _type_repr(obj)          # by its torch name
             elif isinstance(obj, (type, types.ModuleType)):
                 hint = name_hint
             else:

@@ -414,18 +414,24 @@ def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A00
     return aten.adaptive_avg_pool3d(input, _tuple(_list_with_default(output_size, input.shape), 3))
 
 
+def _adaptive_max_pool(input: Tensor, output_size: Any, nd: int) -> Any:  # noqa: A002
+    """(values, indices) of adaptive max pooling over the last ``nd`` dims (``None`` sizes keep the input's)."""
+    size = _tuple(output_size, 1) if nd == 1 else _tuple(_list_with_default(output_size, input.shape), nd)
+    return getattr(aten, f"adaptive_max_pool{nd}d")(input, size)
+
+
 def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:  # noqa: A002
-    out = aten.adaptive_max_pool1d(input, _tuple(output_size, 1))
+    out = _adaptive_max_pool(input, output_size, 1)
     return out if return_indices else out[0]
 
 
 def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:  # noqa: A002
-    out = aten.adaptive_max_pool2d(input, _tuple(_list_with_default(output_size, input.shape), 2))
+    out = _adaptive_max_pool(input, output_size, 2)
     return out if return_indices else out[0]
 
 
 def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:  # noqa: A002
-    out = aten.adaptive_max_pool3d(input, _tuple(_list_with_default(output_size, input.shape), 3))
+    out = _adaptive_max_pool(input, output_size, 3)
     return out if return_indices else out[0]
 
 
@@ -472,15 +478,15 @@ def fractional_max_pool3d_with_indices(input: Tensor, kernel_size: Any, output_s
 
 
 def adaptive_max_pool1d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:  # noqa
-    return aten.adaptive_max_pool1d(input, _tuple(output_size, 1))
+    return _adaptive_max_pool(input, output_size, 1)
 
 
 def adaptive_max_pool2d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:  # noqa
-    return aten.adaptive_max_pool2d(input, _tuple(_list_with_default(output_size, input.shape), 2))
+    return _adaptive_max_pool(input, output_size, 2)
 
 
 def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:  # noqa
-    return aten.adaptive_max_pool3d(input, _tuple(_list_with_default(output_size, input.shape), 3))
+    return _adaptive_max_pool(input, output_size, 3)
 
 
 def lp_pool1d(input: Tensor, norm_type: Any, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> Tensor:
@@ -1460,7 +1466,6 @@ _torch_function.make_module_overridable(globals(), _C_FUNCTIONS)
 # the names a torch function mode reads from ``func.__name__``: PyTorch's C function and its Python ``_threshold``
 logsigmoid.__name__ = logsigmoid.__qualname__ = "log_sigmoid"
 threshold.__name__ = threshold.__qualname__ = "_threshold"
-
 
 
 def _boolean_dispatch(if_true: Any, if_false: Any, arg_index: int, name: str) -> Any:

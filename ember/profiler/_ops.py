@@ -60,8 +60,9 @@ def _exit(handle: Any) -> None:
     if not isinstance(handle, ember.Tensor) or handle.dtype is not ember.uint8 or handle.numel() != 8:
         raise RuntimeError("_record_function_exit: the handle is not one _record_function_enter returned")
     rf = _open_ranges.pop(int.from_bytes(bytes(handle.tolist()), "little"), None)
-    if rf is not None:
-        rf._close()
+    if rf is None:
+        raise RuntimeError("_record_function_exit: the range of this handle is not open (closed twice?)")
+    rf._close()
 
 
 def _exit_record(record: _RecordFunction) -> None:

@@ -105,7 +105,7 @@ def square_(self: Any) -> Any:
 def isfinite(self: Any) -> Any:
     """PyTorch's ``isfinite``: all true for integers and bools, both parts finite for complex numbers, else
     ``(self == self) * (self.abs() != inf)`` (the right factor evaluated first, as C++ does)."""
-    if self.dtype._cat <= 1:          # bool and integer types
+    if not (self.is_floating_point() or self.is_complex()):     # bool and integer types
         return aten.ones_like(self, dtype=bool_)
     if self.is_complex():
         return aten.bitwise_and_Tensor(isfinite(aten.real(self)), isfinite(aten.imag(self)))

@@ -16,7 +16,7 @@ from ember.c10.dtype import bool_, int32, int64, promote_types
 from ember.c10.memory_format import contiguous_format
 from ember.c10.exceptions import _LinAlgError
 from ember.aten.composite.reduction import _warn_deprecated
-from ember.aten.kernels.linalg import _LU_ERROR, _raise_first_failure, _raise_ldl_failure
+from ember.aten.kernels.linalg import _LINALG_FAILURES, _LU_ERROR, _raise_first_failure, _raise_ldl_failure
 
 
 def linalg_norm(self: Any, ord: Any = None, dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Any:
@@ -113,38 +113,33 @@ def matmul(self: Any, other: Any) -> Any:
 
 
 # ---- the operators PyTorch writes as an *_ex operator followed by ``_linalg_check_errors`` (BatchLinearAlgebra.cpp)
+# the message of a positive ``info`` by the API's name (PyTorch's order of checks); the kernels' own table words
+# inv, solve and cholesky
+_CHECK_MESSAGES = (("inv", _LINALG_FAILURES["inv"][2]), ("solve", _LINALG_FAILURES["solve"][2]),
+                   ("cholesky", _LINALG_FAILURES["cholesky"][2]),
+                   ("svd", "The algorithm failed to converge because the input matrix is ill-conditioned or has too "
+                           "many repeated singular values (error code: {info})."),
+                   ("eig", "The algorithm failed to converge because the input matrix is ill-conditioned or has too "
+                           "many repeated eigenvalues (error code: {info})."))
+
+
 def _linalg_check_errors(info: Any, api_name: str, is_matrix: bool) -> None:
     """PyTorch's LinAlgError for the first nonzero LAPACK ``info`` (the batch element named unless ``is_matrix``),
     worded by the API (``linalg.inv``: a zero pivot; ``cholesky``: the failing leading minor; ...)."""
     if info.device.type == "meta" or info.numel() == 0:
         return None
-    flat = np.asarray(info._data.get() if hasattr(info._data, "get") else info._data).reshape(-1)
-    bad = np.nonzero(flat)[0]
+    codes = np.asarray(info._data.get() if hasattr(info._data, "get") else info._data)
+    codes = codes.reshape(()) if is_matrix else codes
+    bad = np.flatnonzero(codes)
     if not bad.size:
         return None
-    i = int(bad[0])
-    code = int(flat[i])
-    where = api_name + ("" if is_matrix else f": (Batch element {i})")
-    if code < 0:
-        raise RuntimeError(f"{where}: Argument {-code} has illegal value. Most certainly there is a bug in the "
-                           "implementation calling the backend library.")
-    if "inv" in api_name:
-        message = (f"The diagonal element {code} is zero, the inversion could not be completed because the input "
-                   "matrix is singular.")
-    elif "solve" in api_name:
-        message = "The solver failed because the input matrix is singular."
-    elif "cholesky" in api_name:
-        message = (f"The factorization could not be completed because the input is not positive-definite (the "
-                   f"leading minor of order {code} is not positive-definite).")
-    elif "svd" in api_name:
-        message = (f"The algorithm failed to converge because the input matrix is ill-conditioned or has too many "
-                   f"repeated singular values (error code: {code}).")
-    elif "eig" in api_name:
-        message = (f"The algorithm failed to converge because the input matrix is ill-conditioned or has too many "
-                   f"repeated eigenvalues (error code: {code}).")
-    else:
-        raise RuntimeError(f"{api_name}: Unknown error code: {code}.")
-    raise _LinAlgError(f"{where}: {message}")
+    code = int(codes.reshape(-1)[bad[0]])
+    message = next((m for key, m in _CHECK_MESSAGES if key in api_name), None)
+    if code < 0 or message is None:
+        raise RuntimeError(f"{api_name}: Argument {-code} has illegal value. Most certainly there is a bug in the "
+                           "implementation calling the backend library." if code < 0 else
+                           f"{api_name}: Unknown error code: {code}.")
+    _raise_first_failure(api_name, codes, message, _LinAlgError)
 
 
 def linalg_inv(A: Any) -> Any:
