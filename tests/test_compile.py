@@ -84,6 +84,29 @@ def test_compiled_mlp_matches_pytorch_forward_and_backward(backend):
     assert len(_graphs(c)) == 1 and len(_entries(c)) == 1      # one capture serves every call
 
 
+def test_custom_backend_gets_the_aten_graph_of_a_function_that_runs_backward():
+    """Note [Torch-level graph]: a backward inside the function has no torch-level form; the backend receives the
+    capture's ATen graph, which computes the gradients, and the function's result and .grad are eager's."""
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append(gm)
+        return gm.forward
+
+    w = ember.randn(3, requires_grad=True)
+
+    def step(x):
+        loss = (x * w).sum()
+        loss.backward()
+        return loss.detach()
+
+    x = ember.randn(3)
+    got = ember.compile(step, backend=backend)(x)
+    assert len(seen) == 1 and "aten.mul.Tensor" in seen[0].code
+    np.testing.assert_allclose(_np(got), _np((x * w).sum().detach()), rtol=1e-6)
+    np.testing.assert_allclose(_np(w.grad), _np(x), rtol=1e-6)
+
+
 def test_decorator_forms_and_custom_backend():
     seen = []
 
@@ -103,8 +126,10 @@ def test_decorator_forms_and_custom_backend():
     assert np.allclose(_np(f(x, y)), _np((x * y).sum(1)))
     f(x, y)
     assert len(seen) == 1 and seen[0][1] == [(2, 3), (2, 3)]
-    assert "aten.mul.Tensor" in seen[0][0].code and "aten.sum.dim_IntList" in seen[0][0].code
+    assert "mul = l_x_ * l_y_" in seen[0][0].code and "sum_1 = mul.sum(1)" in seen[0][0].code   # torch-level
     assert np.allclose(_np(g(x)), _np(x.relu()))
+    f(ember.randn(3, 3), ember.randn(3, 3))                    # other sizes: the guards fail, a second graph
+    assert len(seen) == 2 and seen[1][1] == [(3, 3), (3, 3)]
     assert ember.compile(g._orig_fn, disable=True) is g._orig_fn
     with pytest.raises(dynamo.exc.InvalidBackend, match="Invalid backend"):
         ember.compile(lambda x: x, backend="no-such-backend")

@@ -18,10 +18,11 @@ NUMBER = re.compile(r"-?\d+\.\d+(?:e-?\d+)?")
 # (script, relative tolerance on printed numbers): float32 training with Adam amplifies summation-order
 # differences of the convolution kernels over the CNN's steps; the others agree to the printed digits (the
 # compiled program: ember.compile against torch.compile with Inductor, whose fused updates round differently);
-# fidelity_prints.py prints what programs see of PyTorch itself (reprs, fx code, what modes see): every character.
+# fidelity_prints.py prints what programs see of PyTorch itself (reprs, fx code, what modes see): every character;
+# dynamo_graphs.py the graphs custom compile backends receive.
 PROGRAMS = [("regression.py", 1e-5), ("char_gpt.py", 1e-4), ("lstm_lm.py", 1e-4), ("cnn_classifier.py", 2e-2),
             ("lbfgs_lstmcell.py", 1e-6), ("fx_transforms.py", 1e-5), ("compiled_training.py", 1e-4),
-            ("fidelity_prints.py", 0.0)]
+            ("fidelity_prints.py", 0.0), ("dynamo_graphs.py", 1e-5)]
 
 
 def run(args, tmp_path):

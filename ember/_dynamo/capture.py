@@ -15,6 +15,9 @@ side while it runs, and gives up -- a *graph break* -- whenever the graph would 
   before it runs by a profile hook (``sys.setprofile`` sees every C call);
 * anything else that fails on fake tensors but may run eagerly.
 
+The same run also records the torch-level calls for a backend of the user's (Note [Torch-level graph] in
+``output_graph.py``); ember's own backends compile the ATen graph.
+
 On a break the function runs eagerly for the inputs the guards describe (the break is cached like a graph), or
 with ``fullgraph=True`` raises ``Unsupported``. ember does not split the function at the break and resume it
 after the break as Dynamo does: resuming a Python frame half-way needs bytecode rewriting. A whole-function eager
@@ -504,6 +507,10 @@ class Captured:
         self.extra_inputs: list[Any] = []      # tensors whose current .grad is passed after the arguments
         self.self_differentiating = False
         self.out_spec: Any = None                  # the result's structure when the graph returns it flat
+        # Note [Torch-level graph]: (GraphModule, example inputs, inputs plan, rebuild), or why there is none
+        self.torch_level: Any = None
+        self.torch_level_failure: str | None = None
+        self.n_leaves = 0                          # how many flattened arguments the call had
 
 
 def _arg_names(fn: Callable[..., Any], leaves: list[Any], spec: Any) -> list[str]:
@@ -520,8 +527,10 @@ def _arg_names(fn: Callable[..., Any], leaves: list[Any], spec: Any) -> list[str
 
 
 def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *,
-            modules: list[Any] = (), globals_fn: Callable[..., Any] | None = None) -> Captured:
-    """Trace ``fn(*args, **kwargs)`` on fake tensors into an ATen graph (Note [Capture])."""
+            modules: list[Any] = (), globals_fn: Callable[..., Any] | None = None,
+            torch_level: bool = False) -> Captured:
+    """Trace ``fn(*args, **kwargs)`` on fake tensors into an ATen graph (Note [Capture]); with ``torch_level``,
+    also into the graph of its torch-level calls (Note [Torch-level graph])."""
     from ember.fx.experimental.proxy_tensor import ProxyTorchDispatchMode
     from ember.fx.graph import Graph
     from ember.fx.graph_module import GraphModule
@@ -611,6 +620,9 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
         return f
     watcher.new_input = new_input
 
+    recorder = _recorder(fn, globals_fn, args, kwargs, call_leaves, leaves, tensor_pos, first_of,
+                         modules) if torch_level else None
+
     grad_before = _grad_state.enabled
     from ember.c10.generator import default_generator
     rng_before = default_generator.get_state()      # a kernel run on zeros (no Meta kernel) may draw numbers
@@ -622,7 +634,11 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
         sys.setprofile(watcher)
         try:
             with fake_mode, mode:
-                out = fn(*call_args, **call_kwargs)
+                if recorder is not None:
+                    with recorder:
+                        out = fn(*call_args, **call_kwargs)
+                else:
+                    out = fn(*call_args, **call_kwargs)
             mode.sync_grad_mode()       # a grad-mode change the code made and undid after its last op
         finally:
             sys.setprofile(previous_profile)
@@ -689,6 +705,9 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
     if brk is not None:
         return Captured(g, graph_break=brk)
 
+    torch_graph, torch_failure = None, None
+    if recorder is not None:
+        torch_graph, torch_failure = _torch_level(recorder, out, watcher, leaves, fn)
     grad_leaves = [leaf for leaf, _ in watcher.grads.values()]
     if grad_leaves:
         out = (out, [v for _, v in watcher.grads.values()])
@@ -721,7 +740,56 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
     c.out_spec = out_spec
     c.extra_inputs = extra_inputs
     c.self_differentiating = watcher.did_backward
+    c.torch_level, c.torch_level_failure = torch_graph, torch_failure
+    c.n_leaves = len(leaves)
     return c
+
+
+def _recorder(fn: Any, globals_fn: Any, args: Any, kwargs: Any, call_leaves: list[Any], leaves: list[Any],
+              tensor_pos: list[int], first_of: dict[int, int], modules: Any) -> Any:
+    """The torch-level recorder of a capture (Note [Torch-level graph]), its inputs named by their sources."""
+    from ember._dynamo import output_graph
+    from ember.fx.graph import Graph
+    owner = getattr(globals_fn, "__self__", None) if modules else None
+    code = getattr(getattr(globals_fn, "__func__", None), "__code__", None)
+    # a module whose forward is ember's own is compiled through Dynamo's ``fn(*args, **kwargs)`` wrapper
+    wrapped = owner is not None and code is not None and os.path.abspath(code.co_filename).startswith(_EMBER_DIR)
+    sources = output_graph.argument_sources(globals_fn or fn, args, kwargs, wrapped)
+    if len(sources) != len(leaves):
+        sources = [f"L['args'][{i}]" for i in range(len(leaves))]
+    arg_sources = {id(call_leaves[i]): (call_leaves[i], sources[i], i) for i in tensor_pos
+                   if first_of.get(id(leaves[i])) == i}
+    state: dict[int, Any] = {}
+    if owner is not None and code is not None:
+        self_name = "fn" if wrapped else code.co_varnames[0]
+        state.update(output_graph.module_sources(owner, f"L[{self_name!r}]"))
+    from ember.nn import Module
+    for i, x in enumerate(leaves):
+        if isinstance(x, Module):
+            state.update(output_graph.module_sources(x, sources[i]))
+    func = getattr(globals_fn or fn, "__func__", globals_fn or fn)
+    fn_globals = getattr(func, "__globals__", {})
+    return output_graph.Recorder(Graph(), arg_sources, state, lambda: [fn_globals])
+
+
+def _torch_level(recorder: Any, out: Any, watcher: Any, leaves: list[Any], fn: Any) -> tuple[Any, str | None]:
+    """The torch-level graph of a finished capture (Note [Torch-level graph]), or None and why not."""
+    from ember._dynamo.output_graph import Unrepresentable
+    from ember.fx.graph_module import GraphModule
+    from ember.nn import Module
+    if watcher.did_backward:
+        return None, "backward() inside the function"
+    try:
+        graph, rebuild = recorder.finish(out)
+    except Unrepresentable as e:
+        return None, str(e)
+    root = Module.__new__(Module)
+    Module.__init__(root)
+    gm = GraphModule(root, graph)
+    gm.meta["dynamo_flat_name"] = getattr(fn, "__qualname__", "forward")
+    plan = list(recorder.inputs)
+    example = [leaves[k] if kind == "arg" else k for kind, k in plan]
+    return (gm, example, plan, rebuild), None
 
 
 def _fx_keeps(x: Any) -> bool:
@@ -731,6 +799,12 @@ def _fx_keeps(x: Any) -> bool:
     if isinstance(x, dict):
         return type(x) is dict and all(_fx_keeps(v) for v in x.values())
     return True
+
+
+def _constant_types() -> tuple[type, ...]:
+    """The torch values a graph returns as constants: a dtype, a size, a device."""
+    import ember
+    return (_dtype_mod.dtype, ember.Size, ember.device)
 
 
 class _NotATensorGraph(Exception):
@@ -747,7 +821,7 @@ def _map_out(out: Any, mode: Any) -> Any:
             if isinstance(x, FakeTensor) and mode._nodes.get(id(x), (None,))[0] is not x:
                 raise _NotATensorGraph("the result holds a tensor the graph did not make")
             mapped.append(mode.node_of(x))
-        elif type(x) in _SCALARS or isinstance(x, (_dtype_mod.dtype,)):
+        elif type(x) in _SCALARS or isinstance(x, _constant_types()):
             mapped.append(x)
         else:
             raise _NotATensorGraph(f"the result holds a {type(x).__name__}, which a graph cannot return")

@@ -83,6 +83,9 @@ class CompiledFunction:
                 kw["options"] = options
             b = lookup_backend(backend)
             self._backend = functools.partial(b, **kw) if kw else b
+        # Note [Torch-level graph]: a backend of the user's receives the torch-level graph; ember's own take ATen
+        self._torch_level = not isinstance(self._backend, InductorWrapper) and not (
+            isinstance(backend, str) and backend in ("inductor", "eager", "aot_eager"))
         self._fullgraph = fullgraph
         self._dynamic = dynamic
         self._mode = mode
@@ -261,7 +264,7 @@ class CompiledFunction:
         start = time.perf_counter()
         modules = [self._module] if self._module is not None else []
         globals_fn = self._module.forward if self._module is not None else None
-        c = capture(self._fn, args, kwargs, modules=modules, globals_fn=globals_fn)
+        c = capture(self._fn, args, kwargs, modules=modules, globals_fn=globals_fn, torch_level=self._torch_level)
         wanted = logs()
         if c.graph_break is not None:
             if self._fullgraph:
@@ -276,6 +279,11 @@ class CompiledFunction:
                                                       options=self._options or None, module=m)
                               for _, m in self._module.named_children()}
             return e
+        if c.torch_level is not None:
+            return self._compile_torch_level(c, start)
+        if self._torch_level:
+            log.debug("the backend receives the ATen graph: the torch-level graph cannot express %s",
+                      c.torch_level_failure)
         gm = c.gm
         from ember._tensor import Tensor
         leaves = tree_flatten((args, kwargs))[0]
@@ -292,6 +300,25 @@ class CompiledFunction:
             raise exc.BackendCompilerFailed(f"backend={self._backend_name!r} raised:\n{type(e).__name__}: {e}") from e
         self.compile_times.append(time.perf_counter() - start)
         return _Entry(c.guards, run, None, gm, tuple(sorted(first.values())), c)
+
+    def _compile_torch_level(self, c: Any, start: float) -> _Entry:
+        """The entry running the backend's compilation of the torch-level graph (Note [Torch-level graph]): it
+        takes every flattened argument, passes the graph its inputs (arguments and module state) and rebuilds the
+        function's result."""
+        gm, example_inputs, plan, rebuild = c.torch_level
+        if "graph_code" in logs() or "graph" in logs():
+            log.warning("TRACED GRAPH\n ===== __compiled_fn_%d =====\n%s", len(self._entries),
+                        gm.print_readable(print_output=False))
+        try:
+            compiled = self._backend(gm, example_inputs)
+        except Exception as e:
+            raise exc.BackendCompilerFailed(f"backend={self._backend_name!r} raised:\n{type(e).__name__}: {e}") from e
+
+        def run(*flat: Any) -> Any:
+            results = compiled(*[flat[k] if kind == "arg" else k for kind, k in plan])
+            return rebuild(results, flat)
+        self.compile_times.append(time.perf_counter() - start)
+        return _Entry(c.guards, run, None, gm, tuple(range(c.n_leaves)))
 
     def _code_name(self) -> str:
         fn = self._module.forward if self._module is not None else self._fn

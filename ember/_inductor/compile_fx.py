@@ -35,7 +35,9 @@ def compile_fx(gm: Any, example_inputs: list[Any], config_patches: dict[str, Any
     for k, v in (config_patches or {}).items():
         setattr(config, k, v)
     try:
-        return _compile_fx(gm, example_inputs)
+        from ember._dynamo.output_graph import lower_to_aten     # a torch-level graph: traced to ATen first
+        gm, example_inputs, adapt = lower_to_aten(gm, example_inputs)
+        return adapt(_compile_fx(gm, example_inputs))
     finally:
         for k, v in saved.items():
             setattr(config, k, v)

@@ -25,6 +25,10 @@ _BINARY = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "truediv": "/",
            "lshift": "<<", "rshift": ">>", "and_": "&", "or_": "|", "xor": "^", "matmul": "@", "eq": "==",
            "ne": "!=", "lt": "<", "gt": ">", "le": "<=", "ge": ">="}
 _UNARY = {"neg": "-", "pos": "+", "invert": "~"}
+# in-place operators (which Dynamo's graphs hold): the statement, then the node named as its first operand
+_INPLACE = {"iadd": "+=", "iand": "&=", "ifloordiv": "//=", "ilshift": "<<=", "imod": "%=", "imul": "*=",
+            "imatmul": "@=", "ior": "|=", "ipow": "**=", "irshift": ">>=", "isub": "-=", "itruediv": "/=",
+            "ixor": "^="}
 
 
 def _snake_case(s: str) -> str:
@@ -370,8 +374,10 @@ class CodeGen:
             q = _qualified_name(obj) if callable(obj) and not isinstance(obj, type) else None
             if q is not None and q.startswith("torch."):
                 return q
-            if isinstance(obj, type) and (obj.__module__ or "").startswith("ember"):
-                hint = _type_repr(obj)          # by its torch name
+            if isinstance(obj, type) and (obj.__module__ or "").startswith(("ember", "torch")):
+                hint = _type_repr(obj)          # by its torch name, as code where that name reaches it
+                if _reaches(hint, obj):
+                    return hint
             elif isinstance(obj, (type, types.ModuleType)):
                 hint = name_hint
             else:
@@ -463,6 +469,11 @@ class CodeGen:
             elif node.op == "call_method":
                 body.append(f"{node.name}{annotation} = {_format_target(rep(node.args[0]), node.target)}"
                             f"({args_str(node.args[1:], node.kwargs)})")
+            elif node.op == "call_function" and _inplace_operator(node):
+                first = rep(node.args[0])
+                statement = (f"{first}[{rep(node.args[1])}] = {rep(node.args[2])}" if node.target is operator.setitem
+                             else f"{first} {_INPLACE[node.target.__name__]} {rep(node.args[1])}")
+                body.append(f"{statement};  {node.name}{annotation} = {first}")
             elif node.op == "call_function":
                 code, global_name = _call_function_code(node, rep, args_str, add_global)
                 body.append(f"{node.name}{annotation} = {code}")
@@ -565,6 +576,29 @@ class _Repr(str):
 
 
 _ORIGIN_TYPES = {list: "List", dict: "Dict", set: "Set", frozenset: "FrozenSet", tuple: "Tuple"}
+
+
+def _reaches(dotted: str, obj: Any) -> bool:
+    """Whether ``torch.a.b`` names ``obj`` as an attribute path from ember (the generated code's ``torch``)."""
+    import ember
+    parts = dotted.split(".")
+    if parts[0] != "torch":
+        return False
+    cur: Any = ember
+    for p in parts[1:]:
+        cur = getattr(cur, p, None)
+        if cur is None:
+            return False
+    return cur is obj
+
+
+def _inplace_operator(node: Node) -> bool:
+    """Whether a call_function node is ``operator.iadd`` (...) or ``operator.setitem`` with its positional operands."""
+    t = node.target
+    name = getattr(t, "__name__", "")
+    if getattr(operator, name, None) is not t or node.kwargs:
+        return False
+    return (name in _INPLACE and len(node.args) == 2) or (name == "setitem" and len(node.args) == 3)
 
 
 def _call_function_code(node: Node, rep: Callable[[Any], str], args_str: Callable[..., str],

@@ -50,10 +50,12 @@ def eager(gm: Any, example_inputs: Any, **kwargs: Any) -> Callable[..., Any]:
 def aot_eager(gm: Any, example_inputs: Any, **kwargs: Any) -> Callable[..., Any]:
     """AOT autograd's forward and backward graphs (Note [AOT autograd]), each run through the dispatcher: the
     partitioning without the code generation, for debugging the one apart from the other."""
+    from ember._dynamo.output_graph import lower_to_aten
     from ember._functorch.aot_autograd import aot_module_simplified
     from ember._inductor.compile_fx import needs_autograd
+    gm, example_inputs, adapt = lower_to_aten(gm, example_inputs)     # a torch-level graph: traced to ATen first
     if not needs_autograd(gm):
-        return gm.forward
+        return adapt(gm.forward)
 
     def no_grad_forward(g: Any, ex: Any) -> Callable[..., Any]:
         def run(*args: Any) -> Any:
@@ -65,7 +67,7 @@ def aot_eager(gm: Any, example_inputs: Any, **kwargs: Any) -> Callable[..., Any]
         run = aot_module_simplified(gm, example_inputs, no_grad_forward, no_grad_forward)
     except Exception:           # a backward formula that reads values (masked_select): the dispatcher's path
         run = None
-    return run if run is not None else gm.forward
+    return adapt(run if run is not None else gm.forward)
 
 
 # PyTorch's Inductor options that have no counterpart on ember's CPU code generation (GPU graphs, Triton and C++

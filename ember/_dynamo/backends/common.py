@@ -21,6 +21,11 @@ class AotAutograd:
         self.kwargs = kwargs
 
     def __call__(self, gm: Any, example_inputs: Any, **kwargs: Any) -> Callable[..., Any]:
+        from ember._dynamo.output_graph import lower_to_aten
+        gm, example_inputs, adapt = lower_to_aten(gm, example_inputs)    # a torch-level graph: traced to ATen
+        return adapt(self._compile(gm, example_inputs))
+
+    def _compile(self, gm: Any, example_inputs: Any) -> Callable[..., Any]:
         from ember._functorch.aot_autograd import aot_module_simplified
         from ember._inductor.compile_fx import needs_autograd
         fw = self.kwargs["fw_compiler"]
