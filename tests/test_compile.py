@@ -852,3 +852,44 @@ def test_aot_autograd_backend_from_dynamo_backends_common():
     np.testing.assert_allclose(_np(m[0].weight.grad), _np(want), rtol=1e-5)
     with pytest.raises(TypeError, match="fw_compiler"):
         aot_autograd(bw_compiler=compiler("bw"))
+
+
+def test_a_number_read_under_fullgraph_is_a_node_of_the_graph():
+    """Note [Values read inside a graph]: with fullgraph=True, ``.item()`` is captured (as PyTorch 2.13 does); the
+    graph runs op by op with eager's values and gradients; a branch on the number is PyTorch's UserError, a size
+    made of it a graph break; without fullgraph the read breaks the graph and the function runs eagerly."""
+    def scaled(x):
+        y = x.sum().item()
+        return x * (y * 2 + 1), torch_full(y), x.clamp(max=y)
+
+    def torch_full(y):
+        return ember.full((2,), y)
+
+    x = ember.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    c = ember.compile(scaled, fullgraph=True)
+    got = c(x)
+    want = scaled(x)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-6)
+    got[0].sum().backward()
+    g1 = x.grad.clone()
+    x.grad = None
+    want[0].sum().backward()
+    np.testing.assert_allclose(_np(g1), _np(x.grad), rtol=1e-6)
+    e = _entries(c)[0]
+    assert e.graph_break is None and "item = sum_1.item()" in e.gm.code
+    c(x)
+    assert len(_entries(c)) == 1                              # the number is not guarded: one graph
+
+    def branches(x):
+        if x.sum().item() > 2:
+            return x
+        return x * 2
+    with pytest.raises(dynamo.exc.UserError, match=r"Could not guard on data-dependent expression zuf0 > 2.0"):
+        ember.compile(branches, fullgraph=True)(x)
+    np.testing.assert_allclose(_np(ember.compile(branches)(x)), _np(branches(x)))
+    with pytest.raises(dynamo.exc.Unsupported, match="int"):
+        ember.compile(lambda t: t.view(int(t.sum().item()) + 2), fullgraph=True)(x)
+    lenient = ember.compile(lambda t: t * t.sum().item())
+    np.testing.assert_allclose(_np(lenient(x)), _np(x * x.sum().item()), rtol=1e-6)
+    assert _entries(lenient)[0].graph_break is not None      # without fullgraph: a break, as in PyTorch

@@ -95,6 +95,8 @@ class BreakInfo:
         self.user_stack = user_stack   # traceback.FrameSummary entries of the user's code, innermost last
         self.graph_break = True
         self.retry = False             # a state change that may not recur (a lazily made buffer): capture again
+        self.user_error = False        # PyTorch raises UserError for it under fullgraph=True, not Unsupported
+        self.value_read = False        # a .item(): a capture with the torch-level recorder may hold it
 
     def message(self) -> str:
         """The text of PyTorch's ``Unsupported`` error for this break."""
@@ -511,6 +513,7 @@ class Captured:
         self.torch_level: Any = None
         self.torch_level_failure: str | None = None
         self.n_leaves = 0                          # how many flattened arguments the call had
+        self.data_dependent = False                # only the torch-level graph is valid (a value was read)
 
 
 def _arg_names(fn: Callable[..., Any], leaves: list[Any], spec: Any) -> list[str]:
@@ -528,9 +531,10 @@ def _arg_names(fn: Callable[..., Any], leaves: list[Any], spec: Any) -> list[str
 
 def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *,
             modules: list[Any] = (), globals_fn: Callable[..., Any] | None = None,
-            torch_level: bool = False) -> Captured:
+            torch_level: bool = False, capture_scalars: bool = False) -> Captured:
     """Trace ``fn(*args, **kwargs)`` on fake tensors into an ATen graph (Note [Capture]); with ``torch_level``,
-    also into the graph of its torch-level calls (Note [Torch-level graph])."""
+    also into the graph of its torch-level calls (Note [Torch-level graph]), which with ``capture_scalars`` holds
+    the numbers read by ``.item()`` (Note [Values read inside a graph])."""
     from ember.fx.experimental.proxy_tensor import ProxyTorchDispatchMode
     from ember.fx.graph import Graph
     from ember.fx.graph_module import GraphModule
@@ -622,6 +626,8 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
 
     recorder = _recorder(fn, globals_fn, args, kwargs, call_leaves, leaves, tensor_pos, first_of,
                          modules) if torch_level else None
+    if recorder is not None:
+        recorder.capture_scalars = capture_scalars
 
     grad_before = _grad_state.enabled
     from ember.c10.generator import default_generator
@@ -645,6 +651,7 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
             _cs.state.capturing = None
     except _cs.GraphBreak as e:
         brk = BreakInfo(e.reason, e.explanation, e.hints, _user_frames(e.__traceback__))
+        brk.user_error = getattr(e, "user_error", False)     # a branch on a value read inside the graph
     except DataDependentOutputException as e:
         brk = _data_dependent_break(e)
     except DynamicOutputShapeException as e:
@@ -708,6 +715,14 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
     torch_graph, torch_failure = None, None
     if recorder is not None:
         torch_graph, torch_failure = _torch_level(recorder, out, watcher, leaves, fn)
+        if recorder.data_dependent:     # Note [Values read inside a graph]: the ATen graph holds stand-ins
+            if torch_graph is None:
+                return Captured(g, graph_break=BreakInfo(
+                    "Unsupported Tensor.item() call", f"The graph that would hold the value cannot express "
+                    f"{torch_failure}.", (), []))
+            c = Captured(g)
+            c.torch_level, c.n_leaves, c.data_dependent = torch_graph, len(leaves), True
+            return c
     grad_leaves = [leaf for leaf, _ in watcher.grads.values()]
     if grad_leaves:
         out = (out, [v for _, v in watcher.grads.values()])
@@ -841,10 +856,12 @@ def _data_dependent_break(e: Exception, strict: bool = True) -> Any:
         if name in fns:
             label = {"__int__": "int(tensor)", "__float__": "float(tensor)", "__index__": "tensor as an index"}.get(
                 name, f"Tensor.{name}()")
-            return BreakInfo(f"Unsupported {label} call",
-                             f"{label} reads the value of a tensor, which a graph computes only when it runs.",
-                             ("Keep the value a tensor (torch.where, masking) or move the read out of the "
-                              "compiled function.",), frames)
+            brk = BreakInfo(f"Unsupported {label} call",
+                            f"{label} reads the value of a tensor, which a graph computes only when it runs.",
+                            ("Keep the value a tensor (torch.where, masking) or move the read out of the "
+                             "compiled function.",), frames)
+            brk.value_read = name == "item"
+            return brk
     if not strict:
         return None
     return BreakInfo(f"Data-dependent operator {getattr(e, 'func', '')}",

@@ -264,10 +264,18 @@ class CompiledFunction:
         start = time.perf_counter()
         modules = [self._module] if self._module is not None else []
         globals_fn = self._module.forward if self._module is not None else None
-        c = capture(self._fn, args, kwargs, modules=modules, globals_fn=globals_fn, torch_level=self._torch_level)
+        scalars = self._fullgraph or config.capture_scalar_outputs     # Note [Values read inside a graph]
+        c = capture(self._fn, args, kwargs, modules=modules, globals_fn=globals_fn, torch_level=self._torch_level,
+                    capture_scalars=scalars)
+        if c.graph_break is not None and c.graph_break.value_read and scalars and not self._torch_level:
+            # the torch-level recorder holds the value as a node
+            c = capture(self._fn, args, kwargs, modules=modules, globals_fn=globals_fn, torch_level=True,
+                        capture_scalars=True)
         wanted = logs()
         if c.graph_break is not None:
             if self._fullgraph:
+                if c.graph_break.user_error:
+                    raise exc.UserError(_caused_by(c.graph_break))
                 raise exc.Unsupported(c.graph_break.message())
             if "graph_breaks" in wanted:
                 log.warning("Graph break: %s", c.graph_break.message())
@@ -279,7 +287,7 @@ class CompiledFunction:
                                                       options=self._options or None, module=m)
                               for _, m in self._module.named_children()}
             return e
-        if c.torch_level is not None:
+        if c.torch_level is not None and (self._torch_level or c.data_dependent):
             return self._compile_torch_level(c, start)
         if self._torch_level:
             log.debug("the backend receives the ATen graph: the torch-level graph cannot express %s",
@@ -309,8 +317,10 @@ class CompiledFunction:
         if "graph_code" in logs() or "graph" in logs():
             log.warning("TRACED GRAPH\n ===== __compiled_fn_%d =====\n%s", len(self._entries),
                         gm.print_readable(print_output=False))
+        # a graph holding a value read by .item() has no ATen form: ember's own backends run it op by op
+        backend = self._backend if self._torch_level else _op_by_op
         try:
-            compiled = self._backend(gm, example_inputs)
+            compiled = backend(gm, example_inputs)
         except Exception as e:
             raise exc.BackendCompilerFailed(f"backend={self._backend_name!r} raised:\n{type(e).__name__}: {e}") from e
 
@@ -335,6 +345,21 @@ class CompiledFunction:
                     'To log all recompilation reasons, use TORCH_LOGS="recompiles".\n'
                     "To diagnose recompilation issues, see docs/compile.md.",
                     config.recompile_limit, self._code_name(), reason)
+
+
+def _caused_by(brk: Any) -> str:
+    """PyTorch's UserError text for a branch on a value read inside the graph, with the line that branched."""
+    where = brk.user_stack[-1] if brk.user_stack else None
+    if where is None:
+        return str(brk.reason)
+    return f"{brk.reason}\nCaused by: {where.line}  # {where.filename}:{where.lineno} in {where.name}"
+
+
+def _op_by_op(gm: Any, example_inputs: list[Any]) -> Callable[..., Any]:
+    """The torch-level graph run as it is, each call through the dispatcher (Note [Values read inside a graph])."""
+    log.info("a graph holding a value read with Tensor.item() runs op by op (ember's code generation takes "
+             "no such values)")
+    return gm.forward  # type: ignore[no-any-return]
 
 
 def _resized(args: Any, kwargs: Any, shapes: dict[int, tuple[int, ...]]) -> tuple[Any, Any]:

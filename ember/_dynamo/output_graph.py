@@ -20,6 +20,8 @@ ember's capture (Note [Capture]) runs the function once on fake tensors; while i
   or a global only when the call runs); a global tensor is named ``G_w_``;
 * a grad-mode change between two calls becomes a ``torch._C._set_grad_enabled`` node, undone at the end.
 
+A number read from a tensor (``y = x.sum().item()``) is a node of the graph (Note [Values read inside a graph]).
+
 The graph returns the tensors the function returned (once each); the compiled function returns the function's
 result with those replaced by the graph's outputs, inputs it returned as they are, and other values as constants.
 Code the torch-level graph cannot express -- ``backward()`` inside the function, an autocast region, a value the
@@ -41,6 +43,7 @@ import types
 from typing import Any, Callable
 
 from ember._tensor import Tensor
+from ember.c10.compile_state import GraphBreak as _GraphBreakBase
 from ember.c10.grad_mode import state as _grad_state
 from ember.overrides import TorchFunctionMode
 from ember.utils._pytree import tree_flatten, tree_unflatten
@@ -248,6 +251,131 @@ def _callee_dunder(callee: Any) -> str:
     return name if isinstance(name, str) else ""
 
 
+# ------------------------------------------------------------------------------------------------ values read
+# Note [Values read inside a graph]
+# Under ``fullgraph=True`` (or ``torch._dynamo.config.capture_scalar_outputs = True``) PyTorch 2.13 captures
+# ``y = x.sum().item()`` into the graph (an unbacked SymFloat; otherwise the read is a graph break): the number is the node
+# ``item = sum_1.item()``, arithmetic on it more nodes (``mul = item * 2``), and it may be an operand of the
+# operators whose result's sizes and dtype it cannot change (``x * y``, ``x.clamp(max=y)``, ``torch.full((2,), y)``).
+# ember's recorder returns a ``SymScalar`` for ``item()`` without reading the fake tensor; the fake kernels of those
+# operators run on a stand-in of the same Python type (so the dtype is right), and the call is recorded with the
+# node. Python asking for the value -- ``if y > 2``, ``int(y)``, the value as a size or an index -- cannot be
+# answered while capturing: a branch is PyTorch's ``UserError`` ("Could not guard on data-dependent expression")
+# under ``fullgraph=True``, anything else a graph break. The ATen graph of such a capture holds the stand-in, so it
+# is never used: ember's own backends run the torch-level graph op by op.
+_HINTS: dict[type, Any] = {float: 1.0, int: 1, bool: True}
+# operators taking a number where their output's sizes and dtype do not depend on its value (its Python type only)
+_SCALAR_OPERANDS = frozenset({
+    "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow", "rsub", "__rsub__",
+    "__rtruediv__", "__rpow__", "__rmod__", "__rfloordiv__", "__floordiv__", "__mod__", "__truediv__", "__pow__",
+    "add_", "sub_", "mul_", "div_", "pow_", "clamp", "clamp_", "clamp_min", "clamp_max", "clip", "masked_fill",
+    "masked_fill_", "fill_", "full", "full_like", "new_full", "where", "lerp", "lerp_", "eq", "ne", "lt", "le", "gt",
+    "ge", "scalar_tensor", "tensor", "as_tensor", "addcmul", "addcdiv", "xlogy", "hardtanh", "threshold",
+    "leaky_relu", "elu", "celu", "softplus"})
+
+
+class GuardOnDataDependent(_GraphBreakBase):
+    """Python asked for a number only the graph computes (``if y > 2`` on ``y = x.item()``)."""
+    user_error = True
+
+
+class SymScalar:
+    """A number read from a tensor during a capture: a node of the torch-level graph and no value (PyTorch's
+    unbacked ``SymFloat`` / ``SymInt`` / ``SymBool``; Note [Values read inside a graph])."""
+
+    __slots__ = ("graph", "node", "kind", "expr")
+    __hash__ = object.__hash__
+
+    def __init__(self, graph: Any, node: Any, kind: type, expr: str) -> None:
+        self.graph, self.node, self.kind, self.expr = graph, node, kind, expr
+
+    def hint(self) -> Any:
+        return _HINTS[self.kind]
+
+    def _op(self, other: Any, fn: Any, sym: str, reflected: bool = False) -> Any:
+        if not isinstance(other, (SymScalar, bool, int, float)):
+            return NotImplemented
+        a, b = (other, self) if reflected else (self, other)
+        node = self.graph.call_function(fn, tuple(x.node if isinstance(x, SymScalar) else x for x in (a, b)))
+        kinds = {x.kind if isinstance(x, SymScalar) else type(x) for x in (a, b)}
+        kind: type = bool if sym in _COMPARE else float if sym == "/" or float in kinds else int
+        return SymScalar(self.graph, node, kind, f"{_expr(a, self.kind)} {sym} {_expr(b, self.kind)}")
+
+    def __add__(self, o: Any) -> Any: return self._op(o, operator.add, "+")
+    def __radd__(self, o: Any) -> Any: return self._op(o, operator.add, "+", True)
+    def __sub__(self, o: Any) -> Any: return self._op(o, operator.sub, "-")
+    def __rsub__(self, o: Any) -> Any: return self._op(o, operator.sub, "-", True)
+    def __mul__(self, o: Any) -> Any: return self._op(o, operator.mul, "*")
+    def __rmul__(self, o: Any) -> Any: return self._op(o, operator.mul, "*", True)
+    def __truediv__(self, o: Any) -> Any: return self._op(o, operator.truediv, "/")
+    def __rtruediv__(self, o: Any) -> Any: return self._op(o, operator.truediv, "/", True)
+    def __floordiv__(self, o: Any) -> Any: return self._op(o, operator.floordiv, "//")
+    def __rfloordiv__(self, o: Any) -> Any: return self._op(o, operator.floordiv, "//", True)
+    def __mod__(self, o: Any) -> Any: return self._op(o, operator.mod, "%")
+    def __rmod__(self, o: Any) -> Any: return self._op(o, operator.mod, "%", True)
+    def __pow__(self, o: Any) -> Any: return self._op(o, operator.pow, "**")
+    def __rpow__(self, o: Any) -> Any: return self._op(o, operator.pow, "**", True)
+    def __lt__(self, o: Any) -> Any: return self._op(o, operator.lt, "<")
+    def __le__(self, o: Any) -> Any: return self._op(o, operator.le, "<=")
+    def __gt__(self, o: Any) -> Any: return self._op(o, operator.gt, ">")
+    def __ge__(self, o: Any) -> Any: return self._op(o, operator.ge, ">=")
+    def __eq__(self, o: Any) -> Any: return self._op(o, operator.eq, "==")     # type: ignore[override]
+    def __ne__(self, o: Any) -> Any: return self._op(o, operator.ne, "!=")     # type: ignore[override]
+
+    def __neg__(self) -> Any:
+        return SymScalar(self.graph, self.graph.call_function(operator.neg, (self.node,)), self.kind, f"-{self.expr}")
+
+    def __abs__(self) -> Any:
+        return SymScalar(self.graph, self.graph.call_function(builtins.abs, (self.node,)), self.kind,
+                         f"Abs({self.expr})")
+
+    def __bool__(self) -> bool:
+        raise GuardOnDataDependent(
+            f"Consider annotating your code using torch._check*(). Could not guard on data-dependent expression "
+            f"{self.expr} (unhinted: {self.expr}).  (Size-like symbols: none)\n\nconsider using data-dependent "
+            "friendly APIs such as guard_or_false, guard_or_true and statically_known_true.")
+
+    def _read(self, what: str) -> Any:
+        raise _GraphBreakBase(f"Unsupported {what} of a value read with Tensor.item()",
+                              f"{what} needs the number, which the graph computes only when it runs.",
+                              ("Keep the value a tensor, or move the read out of the compiled function.",))
+
+    def __float__(self) -> float: return self._read("float()")      # type: ignore[no-any-return]
+    def __int__(self) -> int: return self._read("int()")            # type: ignore[no-any-return]
+    def __index__(self) -> int: return self._read("its use as an index or a size")   # type: ignore[no-any-return]
+
+    def __repr__(self) -> str:
+        return self.expr
+
+
+def _expr(x: Any, kind: type) -> str:
+    if isinstance(x, SymScalar):
+        return x.expr
+    return repr(float(x)) if kind is float and type(x) is int else repr(x)
+
+
+def _has_sym(x: Any) -> bool:
+    if isinstance(x, SymScalar):
+        return True
+    if isinstance(x, (list, tuple)):
+        return any(_has_sym(y) for y in x)
+    if isinstance(x, dict):
+        return any(_has_sym(y) for y in x.values())
+    return False
+
+
+def _hinted(args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The call's arguments with each number read inside the graph replaced by its stand-in, where the operator
+    takes it as a direct operand (Note [Values read inside a graph]); else a graph break."""
+    direct = list(args) + list(kwargs.values())
+    if name not in _SCALAR_OPERANDS or any(_has_sym(x) for x in direct if not isinstance(x, SymScalar)):
+        raise _GraphBreakBase(f"Unsupported use of a value read with Tensor.item() by {name}",
+                              "The operator's result would depend on a number the graph computes only when it runs.",
+                              ("Keep the value a tensor (torch.where, masking).",))
+    return (tuple(a.hint() if isinstance(a, SymScalar) else a for a in args),
+            {k: v.hint() if isinstance(v, SymScalar) else v for k, v in kwargs.items()})
+
+
 # ------------------------------------------------------------------------------------------------ the recorder
 class Recorder(TorchFunctionMode):
     """Writes the public calls made while it is active into ``graph`` (Note [Torch-level graph])."""
@@ -267,6 +395,9 @@ class Recorder(TorchFunctionMode):
         self.autocast = _autocast_state()
         self.failed: str | None = None
         self._props: dict[int, str] | None = None
+        self.data_dependent = False       # a number was read (Note [Values read inside a graph])
+        self.capture_scalars = False      # whether item() becomes a node (else the fake tensor refuses it)
+        self._symbols = {float: 0, int: 0, bool: 0}
 
     # -- inputs ----------------------------------------------------------------------------------------------
     def _placeholder(self, t: Any, source: str, kind: tuple[str, Any]) -> Any:
@@ -344,6 +475,8 @@ class Recorder(TorchFunctionMode):
     def _map(self, x: Any) -> Any:
         if isinstance(x, Tensor):
             return self.node_of(x)
+        if isinstance(x, SymScalar):
+            return x.node
         if isinstance(x, _CONSTANTS) or _is_torch_constant(x):
             return x
         if type(x) in (list, tuple):
@@ -358,15 +491,40 @@ class Recorder(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         if self.failed is not None:
+            if _has_sym((args, kwargs)):
+                raise _GraphBreakBase(f"Unsupported use of a value read with Tensor.item(): {self.failed}")
             return func(*args, **kwargs)
+        name = getattr(func, "__name__", "")
+        if name == "item" and self.capture_scalars and len(args) == 1 and not kwargs and isinstance(args[0], Tensor) and \
+                args[0].numel() == 1 and not args[0].is_complex():
+            return self._item(args[0])
         site = call_site()
-        out = func(*args, **kwargs)
+        if _has_sym((args, kwargs)):
+            hinted_args, hinted_kwargs = _hinted(tuple(args), kwargs, name)
+            out = func(*hinted_args, **hinted_kwargs)
+        else:
+            out = func(*args, **kwargs)
         if self.failed is None:
             try:
                 self._record(func, args, kwargs, out, site)
             except Unrepresentable as e:
                 self.failed = str(e)
         return out
+
+    def _item(self, t: Any) -> Any:
+        """``t.item()`` as a node: the number it stands for (Note [Values read inside a graph])."""
+        import ember
+        try:
+            src = self.node_of(t)
+        except Unrepresentable as e:
+            self.failed = str(e)
+            raise _GraphBreakBase("Unsupported Tensor.item() call") from None
+        kind: type = float if t.is_floating_point() else bool if t.dtype == ember.bool else int
+        n = self._symbols[kind]
+        self._symbols[kind] += 1
+        self.data_dependent = True
+        node = self.graph.create_node("call_method", "item", (src,), {})
+        return SymScalar(self.graph, node, kind, f"zuf{n}" if kind is float else f"u{n}")
 
     def _property_name(self, func: Any) -> str | None:
         prop = getattr(func, "__self__", None)
@@ -474,6 +632,12 @@ class Recorder(TorchFunctionMode):
                 if node not in outputs:
                     outputs.append(node)
                 plan.append(("out", outputs.index(node)))
+            elif isinstance(x, SymScalar):       # returned as a 0-d tensor, read back after the graph ran
+                import ember
+                dtype = {float: ember.float64, int: ember.int64, bool: ember.bool}[x.kind]
+                node = self.graph.call_function(ember.scalar_tensor, (x.node,), {"dtype": dtype})
+                outputs.append(node)
+                plan.append(("number", len(outputs) - 1))
             elif isinstance(x, _CONSTANTS) or _is_torch_constant(x):
                 plan.append(("const", x))
             else:
@@ -491,6 +655,8 @@ class Recorder(TorchFunctionMode):
                 return flat_args[k]
             if kind == "attr":
                 return getattr(value(*k[0], results, flat_args), k[1])
+            if kind == "number":
+                return results[k].item()
             return k
 
         def rebuild(results: Any, flat_args: tuple[Any, ...]) -> Any:

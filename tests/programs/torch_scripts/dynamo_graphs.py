@@ -1,7 +1,8 @@
 """What a custom ``torch.compile`` backend receives: the graph's code (torch-level calls, inputs named by their
 sources, names from the code's variables), the example inputs, and whether the compiled function returns what the
 function does -- for functions and modules, in-place operators, grad-mode regions, buffers updated in place,
-backward through the compiled result, and backends built on AOT autograd and on Inductor's ``compile_fx``."""
+backward through the compiled result, numbers read with ``.item()``, and backends built on AOT autograd and on
+Inductor's ``compile_fx``."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -26,9 +27,9 @@ def show(out):
             print(" ", t)
 
 
-def check(fn, *args, backend=printing_backend, **kwargs):
+def check(fn, *args, backend=printing_backend, fullgraph=False, **kwargs):
     print("==", getattr(fn, "__name__", type(fn).__name__))
-    compiled = torch.compile(fn, backend=backend)
+    compiled = torch.compile(fn, backend=backend, fullgraph=fullgraph)
     out = compiled(*args, **kwargs)
     show(out)
     again = compiled(*args, **kwargs)          # a second call: the same graph, no second compilation
@@ -107,6 +108,46 @@ compiled_net = check(net, torch.randn(2, 1, 4, 4))
 img = torch.randn(2, 1, 4, 4)
 compiled_net(img).square().sum().backward()           # backward through the compiled result
 print("grads", [round(p.grad.abs().sum().item(), 4) for p in net.parameters()])
+
+print("== values read with .item()")
+
+
+def scaled(x):
+    y = x.sum().item()
+    z = y * 2 + 1
+    return x * z, torch.full((2,), y), x.clamp(max=y)
+
+
+def total(x):
+    return x.sum().item()
+
+
+def shifted(x):
+    n = x.long().sum().item()
+    return x + n
+
+
+def branches(x):
+    y = x.sum().item()
+    if y > 2:
+        return x
+    return x * 2
+
+
+check(scaled, x, fullgraph=True)          # fullgraph=True: the number is a node of the graph
+check(total, x, fullgraph=True)
+check(shifted, x, fullgraph=True)
+for backend in (printing_backend, "inductor"):
+    try:
+        torch.compile(branches, backend=backend, fullgraph=True)(x)
+    except Exception as e:
+        print(type(e).__name__, str(e).splitlines()[0])
+show(torch.compile(branches)(x))            # without fullgraph=True: the read breaks the graph, eager's result
+xs = x.clone().requires_grad_()
+out = torch.compile(scaled, fullgraph=True)(xs)     # the default backend: values and gradients
+show(out)
+out[0].sum().backward()
+show(xs.grad)
 
 print("== aot_autograd")
 seen = []
