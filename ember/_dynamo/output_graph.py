@@ -254,9 +254,10 @@ def _callee_dunder(callee: Any) -> str:
 # ------------------------------------------------------------------------------------------------ values read
 # Note [Values read inside a graph]
 # Under ``fullgraph=True`` (or ``torch._dynamo.config.capture_scalar_outputs = True``) PyTorch 2.13 captures
-# ``y = x.sum().item()`` into the graph (an unbacked SymFloat; otherwise the read is a graph break): the number is the node
-# ``item = sum_1.item()``, arithmetic on it more nodes (``mul = item * 2``), and it may be an operand of the
-# operators whose result's sizes and dtype it cannot change (``x * y``, ``x.clamp(max=y)``, ``torch.full((2,), y)``).
+# ``y = x.sum().item()`` into the graph (an unbacked SymFloat; otherwise the read is a graph break): the number is
+# the node ``item = sum_1.item()``, arithmetic on it more nodes (``mul = item * 2``), and it may be an operand of
+# the operators whose result's sizes and dtype it cannot change (``x * y``, ``x.clamp(max=y)``,
+# ``torch.full((2,), y)``).
 # ember's recorder returns a ``SymScalar`` for ``item()`` without reading the fake tensor; the fake kernels of those
 # operators run on a stand-in of the same Python type (so the dtype is right), and the call is recorded with the
 # node. Python asking for the value -- ``if y > 2``, ``int(y)``, the value as a size or an index -- cannot be
@@ -301,27 +302,6 @@ class SymScalar:
         kind: type = bool if sym in _COMPARE else float if sym == "/" or float in kinds else int
         return SymScalar(self.graph, node, kind, f"{_expr(a, self.kind)} {sym} {_expr(b, self.kind)}")
 
-    def __add__(self, o: Any) -> Any: return self._op(o, operator.add, "+")
-    def __radd__(self, o: Any) -> Any: return self._op(o, operator.add, "+", True)
-    def __sub__(self, o: Any) -> Any: return self._op(o, operator.sub, "-")
-    def __rsub__(self, o: Any) -> Any: return self._op(o, operator.sub, "-", True)
-    def __mul__(self, o: Any) -> Any: return self._op(o, operator.mul, "*")
-    def __rmul__(self, o: Any) -> Any: return self._op(o, operator.mul, "*", True)
-    def __truediv__(self, o: Any) -> Any: return self._op(o, operator.truediv, "/")
-    def __rtruediv__(self, o: Any) -> Any: return self._op(o, operator.truediv, "/", True)
-    def __floordiv__(self, o: Any) -> Any: return self._op(o, operator.floordiv, "//")
-    def __rfloordiv__(self, o: Any) -> Any: return self._op(o, operator.floordiv, "//", True)
-    def __mod__(self, o: Any) -> Any: return self._op(o, operator.mod, "%")
-    def __rmod__(self, o: Any) -> Any: return self._op(o, operator.mod, "%", True)
-    def __pow__(self, o: Any) -> Any: return self._op(o, operator.pow, "**")
-    def __rpow__(self, o: Any) -> Any: return self._op(o, operator.pow, "**", True)
-    def __lt__(self, o: Any) -> Any: return self._op(o, operator.lt, "<")
-    def __le__(self, o: Any) -> Any: return self._op(o, operator.le, "<=")
-    def __gt__(self, o: Any) -> Any: return self._op(o, operator.gt, ">")
-    def __ge__(self, o: Any) -> Any: return self._op(o, operator.ge, ">=")
-    def __eq__(self, o: Any) -> Any: return self._op(o, operator.eq, "==")     # type: ignore[override]
-    def __ne__(self, o: Any) -> Any: return self._op(o, operator.ne, "!=")     # type: ignore[override]
-
     def __neg__(self) -> Any:
         return SymScalar(self.graph, self.graph.call_function(operator.neg, (self.node,)), self.kind, f"-{self.expr}")
 
@@ -346,6 +326,20 @@ class SymScalar:
 
     def __repr__(self) -> str:
         return self.expr
+
+
+def _sym_operator(fn: Any, sym: str, reflected: bool) -> Callable[[SymScalar, Any], Any]:
+    def op(self: SymScalar, other: Any) -> Any:
+        return self._op(other, fn, sym, reflected)
+    return op
+
+
+for _sym in ("+", "-", "*", "/", "//", "%", "**"):           # the arithmetic of numbers, both ways round
+    _dunder = _BINARY[_sym].__name__.rstrip("_")
+    setattr(SymScalar, f"__{_dunder}__", _sym_operator(_BINARY[_sym], _sym, False))
+    setattr(SymScalar, f"__r{_dunder}__", _sym_operator(_BINARY[_sym], _sym, True))
+for _sym, _fn in _COMPARE.items():
+    setattr(SymScalar, f"__{_fn.__name__}__", _sym_operator(_fn, _sym, False))
 
 
 def _expr(x: Any, kind: type) -> str:
@@ -495,8 +489,8 @@ class Recorder(TorchFunctionMode):
                 raise _GraphBreakBase(f"Unsupported use of a value read with Tensor.item(): {self.failed}")
             return func(*args, **kwargs)
         name = getattr(func, "__name__", "")
-        if name == "item" and self.capture_scalars and len(args) == 1 and not kwargs and isinstance(args[0], Tensor) and \
-                args[0].numel() == 1 and not args[0].is_complex():
+        if name == "item" and self.capture_scalars and len(args) == 1 and not kwargs and \
+                isinstance(args[0], Tensor) and args[0].numel() == 1 and not args[0].is_complex():
             return self._item(args[0])
         site = call_site()
         if _has_sym((args, kwargs)):
