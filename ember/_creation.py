@@ -171,6 +171,11 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     arr, d = _infer(data, dtype)
     if dtype is not None:
         d = dtype
+    if isinstance(data, np.ndarray) and _dispatch_tls.keys[0] & _PYTHON_BIT and data.dtype.kind in "biufc":
+        # PyTorch wraps the array, then copies it into the tensor: a dispatch mode sees lift_fresh and _to_copy
+        from ember._generated import aten
+        t = aten._to_copy(_place(np.array(data, copy=True), "cpu"), dtype=d, device=canonical(device or "cpu"))
+        return t.requires_grad_(True) if requires_grad else t
     if arr.dtype != d.np:
         with np.errstate(all="ignore"):
             arr = arr.astype(d.np)

@@ -1796,102 +1796,6 @@ def _ag_pow_Tensor_Scalar(ks, self, exponent):
     return result
 
 
-class FloatPowerBackward0(_Node):
-    _saved_names = ('self_', 'exponent_', 'result_')
-
-    def apply(_n, grads):
-        grad = grads[0]
-        self_ix, exponent_ix = 0, 1
-        grad_inputs = [None] * 2
-        if _n._next[self_ix] is not None:
-            exponent = _n._saved('exponent_')
-            self = _n._saved('self_')
-            grad_inputs[self_ix] = pow_backward_self(grad, self.to(grad.dtype), exponent.to(grad.dtype))
-        if _n._next[exponent_ix] is not None:
-            exponent = _n._saved('exponent_')
-            result = _n._saved('result_')
-            self = _n._saved('self_')
-            grad_inputs[exponent_ix] = pow_backward_exponent(grad, self.to(grad.dtype), exponent.to(grad.dtype), result)
-        return grad_inputs
-FloatPowerBackward0.__name__ = FloatPowerBackward0.__qualname__ = 'PowBackward1'
-
-
-def _ag_float_power_Tensor_Tensor(ks, self, exponent):
-    if not (_gm.enabled and (self._rg or exponent._rg)):
-        return aten._op_float_power_Tensor_Tensor.redispatch(ks & _BELOW, self, exponent)
-    _n = FloatPowerBackward0()
-    _n._next = _edges(self, exponent)
-    _n._input_meta = _meta(self, exponent)
-    if _n._next[0] is not None or _n._next[1] is not None:
-        _n.self_ = _SV(self)
-    if _n._next[0] is not None or _n._next[1] is not None:
-        _n.exponent_ = _SV(exponent)
-    result = aten._op_float_power_Tensor_Tensor.redispatch(ks & _BELOW, self, exponent)
-    _set_history(_n, (result,))
-    _n.result_ = _SV(result, True)
-    return result
-
-
-class FloatPowerBackward1(_Node):
-    _saved_names = ('self_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        exponent = _n.exponent
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            self = _n._saved('self_')
-            grad_inputs[self_ix] = pow_backward_self(grad, self.to(grad.dtype), exponent)
-        return grad_inputs
-FloatPowerBackward1.__name__ = FloatPowerBackward1.__qualname__ = 'PowBackward0'
-
-
-def _ag_float_power_Tensor_Scalar(ks, self, exponent):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_float_power_Tensor_Scalar.redispatch(ks & _BELOW, self, exponent)
-    _n = FloatPowerBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.exponent = exponent
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self)
-    result = aten._op_float_power_Tensor_Scalar.redispatch(ks & _BELOW, self, exponent)
-    _set_history(_n, (result,))
-    return result
-
-
-class FloatPowerBackward2(_Node):
-    _saved_names = ('exponent_', 'result_')
-
-    def apply(_n, grads):
-        grad = grads[0]
-        self = _n.self
-        exponent_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[exponent_ix] is not None:
-            exponent = _n._saved('exponent_')
-            result = _n._saved('result_')
-            grad_inputs[exponent_ix] = pow_backward_exponent(grad, self, exponent.to(grad.dtype), result)
-        return grad_inputs
-FloatPowerBackward2.__name__ = FloatPowerBackward2.__qualname__ = 'PowBackward2'
-
-
-def _ag_float_power_Scalar(ks, self, exponent):
-    if not (_gm.enabled and (exponent._rg)):
-        return aten._op_float_power_Scalar.redispatch(ks & _BELOW, self, exponent)
-    _n = FloatPowerBackward2()
-    _n._next = _edges(exponent)
-    _n._input_meta = _meta(exponent)
-    _n.self = self
-    if _n._next[0] is not None:
-        _n.exponent_ = _SV(exponent)
-    result = aten._op_float_power_Scalar.redispatch(ks & _BELOW, self, exponent)
-    _set_history(_n, (result,))
-    _n.result_ = _SV(result, True)
-    return result
-
-
 class Atan2Backward0(_Node):
     _saved_names = ('self_', 'other_')
 
@@ -2956,36 +2860,6 @@ def _ag_mean_dim(ks, self, dim, keepdim, dtype):
     return result
 
 
-class NanmeanBackward0(_Node):
-    _saved_names = ('self_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        dim = _n.dim
-        keepdim = _n.keepdim
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            self = _n._saved('self_')
-            grad_inputs[self_ix] = nanmean_backward(grad, self, dim, keepdim)
-        return grad_inputs
-
-
-def _ag_nanmean_default(ks, self, dim, keepdim, dtype):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_nanmean.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
-    _n = NanmeanBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.dim = dim
-    _n.keepdim = keepdim
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self)
-    result = aten._op_nanmean.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
-    _set_history(_n, (result,))
-    return result
-
-
 class VarBackward0(_Node):
     _saved_names = ('self_',)
 
@@ -3814,6 +3688,41 @@ def _ag_histogram_bin_ct(ks, self, bins, range, weight, density):
     _n._input_meta = _meta(self, weight)
     result = aten._op_histogram_bin_ct.redispatch(ks & _BELOW, self, bins, range, weight, density)
     _set_history(_n, tuple(result), None)
+    return result
+
+
+class NormBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        p = _n.p
+        dim = _n.dim
+        keepdim = _n.keepdim
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = norm_backward(grad, self, 2 if p is None else p, result, dim, keepdim)
+        return grad_inputs
+NormBackward0.__name__ = NormBackward0.__qualname__ = 'NormBackward1'
+
+
+def _ag_norm_ScalarOpt_dim(ks, self, p, dim, keepdim):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_norm_ScalarOpt_dim.redispatch(ks & _BELOW, self, p, dim, keepdim)
+    _n = NormBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.p = p
+    _n.dim = dim
+    _n.keepdim = keepdim
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_norm_ScalarOpt_dim.redispatch(ks & _BELOW, self, p, dim, keepdim)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
     return result
 
 
@@ -5714,94 +5623,6 @@ def _ag_repeat_default(ks, self, repeats):
     _n.repeats = repeats
     _n.self_sizes = tuple(self.shape)
     result = aten._op_repeat.redispatch(ks & _BELOW, self, repeats)
-    _set_history(_n, (result,))
-    return result
-
-
-class RepeatInterleaveBackward0(_Node):
-    _saved_names = ('repeats_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        dim = _n.dim
-        self_sizes = _n.self_sizes
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            repeats = _n._saved('repeats_')
-            grad_inputs[self_ix] = repeat_interleave_tensor_backward(grad, self_sizes, repeats, dim)
-        return grad_inputs
-
-
-def _ag_repeat_interleave_self_Tensor(ks, self, repeats, dim, output_size):
-    if _gm.enabled and (repeats._rg):
-        _check_no_requires_grad(repeats, 'repeats', 'repeat_interleave')
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_repeat_interleave_self_Tensor.redispatch(ks & _BELOW, self, repeats, dim, output_size)
-    _n = RepeatInterleaveBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.dim = dim
-    _n.self_sizes = tuple(self.shape)
-    if _n._next[0] is not None:
-        _n.repeats_ = _SV(repeats)
-    result = aten._op_repeat_interleave_self_Tensor.redispatch(ks & _BELOW, self, repeats, dim, output_size)
-    _set_history(_n, (result,))
-    return result
-
-
-class RepeatInterleaveBackward1(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        repeats = _n.repeats
-        dim = _n.dim
-        self_sizes = _n.self_sizes
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            grad_inputs[self_ix] = repeat_interleave_backward(grad, self_sizes, repeats, dim)
-        return grad_inputs
-
-
-def _ag_repeat_interleave_self_int(ks, self, repeats, dim, output_size):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_repeat_interleave_self_int.redispatch(ks & _BELOW, self, repeats, dim, output_size)
-    _n = RepeatInterleaveBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.repeats = repeats
-    _n.dim = dim
-    _n.self_sizes = tuple(self.shape)
-    result = aten._op_repeat_interleave_self_int.redispatch(ks & _BELOW, self, repeats, dim, output_size)
-    _set_history(_n, (result,))
-    return result
-
-
-class DiagBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        diagonal = _n.diagonal
-        self_sizes = _n.self_sizes
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            grad_inputs[self_ix] = diag_backward(grad, self_sizes, diagonal)
-        return grad_inputs
-
-
-def _ag_diag_default(ks, self, diagonal):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_diag.redispatch(ks & _BELOW, self, diagonal)
-    _n = DiagBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.diagonal = diagonal
-    _n.self_sizes = tuple(self.shape)
-    result = aten._op_diag.redispatch(ks & _BELOW, self, diagonal)
     _set_history(_n, (result,))
     return result
 
@@ -7848,6 +7669,35 @@ def _ag_trace_default(ks, self):
     _n._input_meta = _meta(self)
     _n.self_sizes = tuple(self.shape)
     result = aten._op_trace.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class BlockDiagBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        tensors_sizes = _n.tensors_sizes
+        _e = _n._next
+        _r = []
+        _k = _n._list_len_tensors
+        if any(_x is not None for _x in _e[len(_r):len(_r) + _k]):
+            _r.extend(block_diag_backward(grad, tensors_sizes))
+        else:
+            _r.extend([None] * _k)
+        return _r
+
+
+def _ag_block_diag_default(ks, tensors):
+    if not (_gm.enabled and (any(_t is not None and _t._rg for _t in tensors))):
+        return aten._op_block_diag.redispatch(ks & _BELOW, tensors)
+    _n = BlockDiagBackward0()
+    _n._next = _edges(*tensors)
+    _n._input_meta = _meta(*tensors)
+    _n._list_len_tensors = len(tensors)
+    _n.tensors_sizes = [tuple(_t.shape) for _t in tensors]
+    result = aten._op_block_diag.redispatch(ks & _BELOW, tensors)
     _set_history(_n, (result,))
     return result
 
@@ -11662,6 +11512,38 @@ def _ag_unbind_copy_int(ks, self, dim):
     return result
 
 
+class UnfoldCopyBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        dimension = _n.dimension
+        size = _n.size
+        step = _n.step
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = unfold_backward(grad, self_sizes, dimension, size, step)
+        return grad_inputs
+UnfoldCopyBackward0.__name__ = UnfoldCopyBackward0.__qualname__ = 'UnfoldBackward0_copy'
+
+
+def _ag_unfold_copy_default(ks, self, dimension, size, step):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_unfold_copy.redispatch(ks & _BELOW, self, dimension, size, step)
+    _n = UnfoldCopyBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dimension = dimension
+    _n.size = size
+    _n.step = step
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op_unfold_copy.redispatch(ks & _BELOW, self, dimension, size, step)
+    _set_history(_n, (result,))
+    return result
+
+
 class UnsqueezeCopyBackward0(_Node):
     _saved_names = ()
 
@@ -12024,6 +11906,109 @@ def _ag_special_xlog1py_default(ks, self, other):
     return result
 
 
+class MvlgammaBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        p = _n.p
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = mvlgamma_backward(grad, self, p)
+        return grad_inputs
+
+
+def _ag_mvlgamma_default(ks, self, p):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_mvlgamma.redispatch(ks & _BELOW, self, p)
+    _n = MvlgammaBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.p = p
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_mvlgamma.redispatch(ks & _BELOW, self, p)
+    _set_history(_n, (result,))
+    return result
+
+
+class DistBackward0(_Node):
+    _saved_names = ('self_', 'other_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        p = _n.p
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            other = _n._saved('other_')
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = norm_backward(grad, self - other, p, result, None, False)
+        if _n._next[other_ix] is not None:
+            other = _n._saved('other_')
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            grad_inputs[other_ix] = -norm_backward(grad, self - other, p, result, None, False)
+        return grad_inputs
+
+
+def _ag_dist_default(ks, self, other, p):
+    if not (_gm.enabled and (self._rg or other._rg)):
+        return aten._op_dist.redispatch(ks & _BELOW, self, other, p)
+    _n = DistBackward0()
+    _n._next = _edges(self, other)
+    _n._input_meta = _meta(self, other)
+    _n.p = p
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.other_ = _SV(other)
+    result = aten._op_dist.redispatch(ks & _BELOW, self, other, p)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class AddrBackward0(_Node):
+    _saved_names = ('vec1_', 'vec2_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        beta = _n.beta
+        alpha = _n.alpha
+        self_ix, vec1_ix, vec2_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad * beta.conjugate() if beta != 1 else grad
+        if _n._next[vec1_ix] is not None:
+            vec2 = _n._saved('vec2_')
+            grad_inputs[vec1_ix] = grad.mv(vec2.conj()) * alpha.conjugate()
+        if _n._next[vec2_ix] is not None:
+            vec1 = _n._saved('vec1_')
+            grad_inputs[vec2_ix] = grad.t().mv(vec1.conj()) * alpha.conjugate()
+        return grad_inputs
+
+
+def _ag_addr_default(ks, self, vec1, vec2, beta, alpha):
+    if not (_gm.enabled and (self._rg or vec1._rg or vec2._rg)):
+        return aten._op_addr.redispatch(ks & _BELOW, self, vec1, vec2, beta, alpha)
+    _n = AddrBackward0()
+    _n._next = _edges(self, vec1, vec2)
+    _n._input_meta = _meta(self, vec1, vec2)
+    _n.beta = beta
+    _n.alpha = alpha
+    if _n._next[2] is not None:
+        _n.vec1_ = _SV(vec1)
+    if _n._next[1] is not None:
+        _n.vec2_ = _SV(vec2)
+    result = aten._op_addr.redispatch(ks & _BELOW, self, vec1, vec2, beta, alpha)
+    _set_history(_n, (result,))
+    return result
+
+
 class NanmedianBackward0(_Node):
     _saved_names = ('self_', 'result_')
 
@@ -12267,6 +12252,47 @@ def _ag_fill_Tensor(ks, self, value):
     _n._next = _edges(self, value)
     _n._input_meta = _meta(self, value)
     result = aten._op_fill_Tensor.redispatch(ks & _BELOW, self, value)
+    _set_history(_n, (result,))
+    return result
+
+
+class ConvTbcBackward0(_Node):
+    _saved_names = ('self_', 'weight_', 'bias_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        pad = _n.pad
+        self_ix, weight_ix, bias_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        grad_input_mask = [_n._next[self_ix] is not None, _n._next[weight_ix] is not None, _n._next[bias_ix] is not None]
+        if any(grad_input_mask):
+            bias = _n._saved('bias_')
+            self = _n._saved('self_')
+            weight = _n._saved('weight_')
+            _gs = conv_tbc_backward(grad, self, weight, bias, pad, grad_input_mask)
+            if grad_input_mask[0]:
+                grad_inputs[self_ix] = _gs[0]
+            if grad_input_mask[1]:
+                grad_inputs[weight_ix] = _gs[1]
+            if grad_input_mask[2]:
+                grad_inputs[bias_ix] = _gs[2]
+        return grad_inputs
+
+
+def _ag_conv_tbc_default(ks, self, weight, bias, pad):
+    if not (_gm.enabled and (self._rg or weight._rg or bias._rg)):
+        return aten._op_conv_tbc.redispatch(ks & _BELOW, self, weight, bias, pad)
+    _n = ConvTbcBackward0()
+    _n._next = _edges(self, weight, bias)
+    _n._input_meta = _meta(self, weight, bias)
+    _n.pad = pad
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.weight_ = _SV(weight)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.bias_ = _SV(bias)
+    result = aten._op_conv_tbc.redispatch(ks & _BELOW, self, weight, bias, pad)
     _set_history(_n, (result,))
     return result
 
@@ -14127,9 +14153,6 @@ for _h, _k in (
     (aten._op_pow_Tensor_Tensor, _ag_pow_Tensor_Tensor),
     (aten._op_pow_Scalar, _ag_pow_Scalar),
     (aten._op_pow_Tensor_Scalar, _ag_pow_Tensor_Scalar),
-    (aten._op_float_power_Tensor_Tensor, _ag_float_power_Tensor_Tensor),
-    (aten._op_float_power_Tensor_Scalar, _ag_float_power_Tensor_Scalar),
-    (aten._op_float_power_Scalar, _ag_float_power_Scalar),
     (aten._op_atan2, _ag_atan2_default),
     (aten._op_hypot, _ag_hypot_default),
     (aten._op_logaddexp, _ag_logaddexp_default),
@@ -14164,7 +14187,6 @@ for _h, _k in (
     (aten._op_prod_dim_int, _ag_prod_dim_int),
     (aten._op_mean, _ag_mean_default),
     (aten._op_mean_dim, _ag_mean_dim),
-    (aten._op_nanmean, _ag_nanmean_default),
     (aten._op_var_correction, _ag_var_correction),
     (aten._op_std_correction, _ag_std_correction),
     (aten._op_var_mean_correction, _ag_var_mean_correction),
@@ -14193,6 +14215,7 @@ for _h, _k in (
     (aten._op_unique_dim, _ag_unique_dim_default),
     (aten._op_histogram_bins_tensor, _ag_histogram_bins_tensor),
     (aten._op_histogram_bin_ct, _ag_histogram_bin_ct),
+    (aten._op_norm_ScalarOpt_dim, _ag_norm_ScalarOpt_dim),
     (aten._op_view, _ag_view_default),
     (aten._op_view_dtype, _ag_view_dtype),
     (aten._op__unsafe_view, _ag__unsafe_view_default),
@@ -14257,9 +14280,6 @@ for _h, _k in (
     (aten._op_roll, _ag_roll_default),
     (aten._op_rot90, _ag_rot90_default),
     (aten._op_repeat, _ag_repeat_default),
-    (aten._op_repeat_interleave_self_Tensor, _ag_repeat_interleave_self_Tensor),
-    (aten._op_repeat_interleave_self_int, _ag_repeat_interleave_self_int),
-    (aten._op_diag, _ag_diag_default),
     (aten._op_diag_embed, _ag_diag_embed_default),
     (aten._op_mm, _ag_mm_default),
     (aten._op_bmm, _ag_bmm_default),
@@ -14320,6 +14340,7 @@ for _h, _k in (
     (aten._op_embedding, _ag_embedding_default),
     (aten._op__rnn_layer, _ag__rnn_layer_default),
     (aten._op_trace, _ag_trace_default),
+    (aten._op_block_diag, _ag_block_diag_default),
     (aten._op_special_i0e, _ag_special_i0e_default),
     (aten._op_special_i1, _ag_special_i1_default),
     (aten._op_special_i1e, _ag_special_i1e_default),
@@ -14446,6 +14467,7 @@ for _h, _k in (
     (aten._op_t_copy, _ag_t_copy_default),
     (aten._op_transpose_copy_int, _ag_transpose_copy_int),
     (aten._op_unbind_copy_int, _ag_unbind_copy_int),
+    (aten._op_unfold_copy, _ag_unfold_copy_default),
     (aten._op_unsqueeze_copy, _ag_unsqueeze_copy_default),
     (aten._op_view_copy, _ag_view_copy_default),
     (aten._op_unsafe_split_Tensor, _ag_unsafe_split_Tensor),
@@ -14459,6 +14481,9 @@ for _h, _k in (
     (aten._op_special_entr, _ag_special_entr_default),
     (aten._op_special_ndtr, _ag_special_ndtr_default),
     (aten._op_special_xlog1py, _ag_special_xlog1py_default),
+    (aten._op_mvlgamma, _ag_mvlgamma_default),
+    (aten._op_dist, _ag_dist_default),
+    (aten._op_addr, _ag_addr_default),
     (aten._op_nanmedian, _ag_nanmedian_default),
     (aten._op_nanmedian_dim, _ag_nanmedian_dim),
     (aten._op_unique_consecutive, _ag_unique_consecutive_default),
@@ -14467,6 +14492,7 @@ for _h, _k in (
     (aten._op_as_strided_scatter, _ag_as_strided_scatter_default),
     (aten._op_fill_Scalar, _ag_fill_Scalar),
     (aten._op_fill_Tensor, _ag_fill_Tensor),
+    (aten._op_conv_tbc, _ag_conv_tbc_default),
     (aten._op_fake_quantize_per_tensor_affine_cachemask, _ag_fake_quantize_per_tensor_affine_cachemask_default),
     (aten._op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams, _ag__fake_quantize_per_tensor_affine_cachemask_tensor_qparams_default),
     (aten._op_fake_quantize_per_channel_affine_cachemask, _ag_fake_quantize_per_channel_affine_cachemask_default),

@@ -1702,30 +1702,6 @@ def _pow__Tensor(ks, self, exponent):
         _value_error(_e, K.pow, self, exponent)
 
 
-def _float_power_Tensor_Tensor(ks, self, exponent):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.float_power(be.xp, self._data, exponent._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.float_power, self, exponent)
-
-
-def _float_power_Tensor_Scalar(ks, self, exponent):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.float_power(be.xp, self._data, exponent), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.float_power, self)
-
-
-def _float_power_Scalar(ks, self, exponent):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.float_power(be.xp, self, exponent._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.float_power, exponent)
-
-
 def _atan2_default(ks, self, other):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -2980,14 +2956,6 @@ def _mean_dim(ks, self, dim, keepdim, dtype):
         return _new(K.mean(be.xp, self._data, dim, keepdim, dtype=dtype), be.ks, be.device)
     except ValueError as _e:
         _value_error(_e, K.mean, self)
-
-
-def _nanmean_default(ks, self, dim, keepdim, dtype):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.nanmean(be.xp, self._data, dim, keepdim, dtype=dtype), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.nanmean, self)
 
 
 def _mean_out(ks, self, dim, keepdim, dtype, out):
@@ -4253,36 +4221,12 @@ def _repeat_default(ks, self, repeats):
         _value_error(_e, K.repeat, self)
 
 
-def _repeat_interleave_self_Tensor(ks, self, repeats, dim, output_size):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.repeat_interleave(be.xp, self._data, repeats._data, dim, output_size=output_size), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.repeat_interleave, self, repeats)
-
-
-def _repeat_interleave_self_int(ks, self, repeats, dim, output_size):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.repeat_interleave(be.xp, self._data, repeats, dim, output_size=output_size), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.repeat_interleave, self)
-
-
 def _repeat_interleave_Tensor(ks, repeats, output_size):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _new(K.repeat_interleave_self(be.xp, repeats._data, output_size=output_size), be.ks, be.device)
     except ValueError as _e:
         _value_error(_e, K.repeat_interleave_self, repeats)
-
-
-def _diag_default(ks, self, diagonal):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.diag(be.xp, self._data, diagonal), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.diag, self)
 
 
 def _diag_embed_default(ks, self, offset, dim1, dim2):
@@ -5278,6 +5222,15 @@ def _col2im_default(ks, self, output_size, kernel_size, dilation, padding, strid
 
 
 def __embedding_bag_default(ks, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K._embedding_bag(be.xp, weight._data, indices._data, offsets._data, scale_grad_by_freq, mode, sparse, (None if per_sample_weights is None else per_sample_weights._data), include_last_offset, padding_idx)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device), _new(_rs[3], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K._embedding_bag, weight, indices, offsets, per_sample_weights)
+
+
+def __embedding_bag_forward_only_default(ks, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx):
     be = BACKEND[ks & ON_CUDA]
     try:
         _rs = K._embedding_bag(be.xp, weight._data, indices._data, offsets._data, scale_grad_by_freq, mode, sparse, (None if per_sample_weights is None else per_sample_weights._data), include_last_offset, padding_idx)
@@ -7461,9 +7414,6 @@ _BACKEND_KERNELS = (
     (_A._op_pow_Tensor_Scalar_out, _pow_Tensor_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.pow, (), 'out', None),
     (_A._op_pow__Scalar, _pow__Scalar, ('CPU', 'CUDA', 'Meta'), K.pow, (), 'inplace', None),
     (_A._op_pow__Tensor, _pow__Tensor, ('CPU', 'CUDA', 'Meta'), K.pow, (), 'inplace', None),
-    (_A._op_float_power_Tensor_Tensor, _float_power_Tensor_Tensor, ('CPU', 'CUDA', 'Meta'), K.float_power, (), 'new', None),
-    (_A._op_float_power_Tensor_Scalar, _float_power_Tensor_Scalar, ('CPU', 'CUDA', 'Meta'), K.float_power, (), 'new', None),
-    (_A._op_float_power_Scalar, _float_power_Scalar, ('CPU', 'CUDA', 'Meta'), K.float_power, (), 'new', None),
     (_A._op_atan2, _atan2_default, ('CPU', 'CUDA', 'Meta'), K.atan2, (), 'new', None),
     (_A._op_atan2_out, _atan2_out, ('CPU', 'CUDA', 'Meta'), K.atan2, (), 'out', None),
     (_A._op_atan2_, _atan2__default, ('CPU', 'CUDA', 'Meta'), K.atan2, (), 'inplace', None),
@@ -7621,7 +7571,6 @@ _BACKEND_KERNELS = (
     (_A._op_prod_dim_int, _prod_dim_int, ('CPU', 'CUDA', 'Meta'), K.prod, ('dtype',), 'new', None),
     (_A._op_mean, _mean_default, ('CPU', 'CUDA', 'Meta'), K.mean, ('dtype',), 'new', None),
     (_A._op_mean_dim, _mean_dim, ('CPU', 'CUDA', 'Meta'), K.mean, ('dtype',), 'new', None),
-    (_A._op_nanmean, _nanmean_default, ('CPU', 'CUDA', 'Meta'), K.nanmean, ('dtype',), 'new', None),
     (_A._op_mean_out, _mean_out, ('CPU', 'CUDA', 'Meta'), K.mean, ('dtype',), 'out', None),
     (_A._op_mean_dtype_out, _mean_dtype_out, ('CPU', 'CUDA', 'Meta'), K.mean, ('dtype',), 'out', None),
     (_A._op_var_correction, _var_correction, ('CPU', 'CUDA', 'Meta'), K.var, ('correction', 'keepdim'), 'new', None),
@@ -7786,10 +7735,7 @@ _BACKEND_KERNELS = (
     (_A._op_roll, _roll_default, ('CPU', 'CUDA', 'Meta'), K.roll, (), 'new', None),
     (_A._op_rot90, _rot90_default, ('CPU', 'CUDA', 'Meta'), K.rot90, (), 'new', None),
     (_A._op_repeat, _repeat_default, ('CPU', 'CUDA', 'Meta'), K.repeat, (), 'new', None),
-    (_A._op_repeat_interleave_self_Tensor, _repeat_interleave_self_Tensor, ('CPU', 'CUDA', 'Meta'), K.repeat_interleave, ('output_size',), 'new', None),
-    (_A._op_repeat_interleave_self_int, _repeat_interleave_self_int, ('CPU', 'CUDA', 'Meta'), K.repeat_interleave, ('output_size',), 'new', None),
     (_A._op_repeat_interleave_Tensor, _repeat_interleave_Tensor, ('CPU', 'CUDA'), K.repeat_interleave_self, ('output_size',), 'new', None),
-    (_A._op_diag, _diag_default, ('CPU', 'CUDA', 'Meta'), K.diag, (), 'new', None),
     (_A._op_diag_embed, _diag_embed_default, ('CPU', 'CUDA', 'Meta'), K.diag_embed, (), 'new', None),
     (_A._op_searchsorted_Tensor, _searchsorted_Tensor, ('CPU', 'CUDA', 'Meta'), K.searchsorted, ('out_int32', 'right', 'side', 'sorter'), 'new', None),
     (_A._op_searchsorted_Scalar, _searchsorted_Scalar, ('CPU', 'CUDA', 'Meta'), K.searchsorted, ('out_int32', 'right', 'side', 'sorter'), 'new', None),
@@ -7913,6 +7859,7 @@ _BACKEND_KERNELS = (
     (_A._op_im2col, _im2col_default, ('CPU', 'CUDA', 'Meta'), K.im2col, (), 'new', None),
     (_A._op_col2im, _col2im_default, ('CPU', 'CUDA', 'Meta'), K.col2im, (), 'new', None),
     (_A._op__embedding_bag, __embedding_bag_default, ('CPU', 'CUDA', 'Meta'), K._embedding_bag, (), 'new', None),
+    (_A._op__embedding_bag_forward_only, __embedding_bag_forward_only_default, ('CPU', 'CUDA', 'Meta'), K._embedding_bag, (), 'new', None),
     (_A._op_grid_sampler_2d, _grid_sampler_2d_default, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_2d, (), 'new', None),
     (_A._op_grid_sampler_2d_backward, _grid_sampler_2d_backward_default, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_2d_backward, (), 'new', None),
     (_A._op_grid_sampler_3d, _grid_sampler_3d_default, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_3d, (), 'new', None),
@@ -8166,6 +8113,9 @@ _COMPOSITE_KERNELS = (
     (_A._op_positive, 'CompositeImplicitAutograd', C.positive),
     (_A._op_isfinite, 'CompositeImplicitAutograd', C.isfinite),
     (_A._op_special_polygamma, 'CompositeImplicitAutograd', C.special_polygamma),
+    (_A._op_float_power_Tensor_Tensor, 'CompositeImplicitAutograd', C.float_power_Tensor_Tensor),
+    (_A._op_float_power_Tensor_Scalar, 'CompositeImplicitAutograd', C.float_power_Tensor_Scalar),
+    (_A._op_float_power_Scalar, 'CompositeImplicitAutograd', C.float_power_Scalar),
     (_A._op_special_gammainc, 'CompositeImplicitAutograd', C.special_gammainc),
     (_A._op_special_gammainc_out, 'CompositeImplicitAutograd', C.special_gammainc),
     (_A._op_special_gammaincc, 'CompositeImplicitAutograd', C.special_gammaincc),
@@ -8178,6 +8128,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_clip, 'CompositeImplicitAutograd', C.clip),
     (_A._op_clip_Tensor, 'CompositeImplicitAutograd', C.clip_Tensor),
     (_A._op_clip_, 'CompositeImplicitAutograd', C.clip_),
+    (_A._op_nanmean, 'CompositeImplicitAutograd', C.nanmean),
     (_A._op_var, 'CompositeImplicitAutograd', C.var_unbiased),
     (_A._op_var_dim, 'CompositeImplicitAutograd', C.var_dim_unbiased),
     (_A._op_std, 'CompositeImplicitAutograd', C.std_unbiased),
@@ -8192,7 +8143,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_quantile_scalar, 'CompositeImplicitAutograd', C.quantile_scalar),
     (_A._op_nanquantile, 'CompositeImplicitAutograd', C.nanquantile),
     (_A._op_nanquantile_scalar, 'CompositeImplicitAutograd', C.nanquantile_scalar),
-    (_A._op_norm_ScalarOpt_dim, 'CompositeImplicitAutograd', C.norm_dim),
+    (_A._op_norm_ScalarOpt_dim, 'CompositeExplicitAutograd', C.norm_dim),
     (_A._op_norm_Scalar, 'CompositeImplicitAutograd', C.norm_scalar),
     (_A._op_reshape, 'CompositeImplicitAutograd', C.reshape),
     (_A._op_view_as, 'CompositeImplicitAutograd', C.view_as),
@@ -8253,6 +8204,9 @@ _COMPOSITE_KERNELS = (
     (_A._op_fliplr, 'CompositeImplicitAutograd', C.fliplr),
     (_A._op_flipud, 'CompositeImplicitAutograd', C.flipud),
     (_A._op_tile, 'CompositeImplicitAutograd', C.tile),
+    (_A._op_repeat_interleave_self_Tensor, 'CompositeImplicitAutograd', C.repeat_interleave_self_Tensor),
+    (_A._op_repeat_interleave_self_int, 'CompositeImplicitAutograd', C.repeat_interleave_self_int),
+    (_A._op_diag, 'CompositeImplicitAutograd', C.diag),
     (_A._op_matmul, 'CompositeImplicitAutograd', C.matmul),
     (_A._op_inner, 'CompositeImplicitAutograd', C.inner),
     (_A._op_outer, 'CompositeImplicitAutograd', C.outer),
@@ -8301,7 +8255,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_cov, 'CompositeImplicitAutograd', C.cov),
     (_A._op_corrcoef, 'CompositeImplicitAutograd', C.corrcoef),
     (_A._op_cartesian_prod, 'CompositeImplicitAutograd', C.cartesian_prod),
-    (_A._op_block_diag, 'CompositeImplicitAutograd', C.block_diag),
+    (_A._op_block_diag, 'CompositeExplicitAutograd', C.block_diag),
     (_A._op_absolute, 'CompositeImplicitAutograd', C.absolute),
     (_A._op_absolute_, 'CompositeImplicitAutograd', C.absolute_),
     (_A._op_arccos, 'CompositeImplicitAutograd', C.arccos),
@@ -8642,9 +8596,9 @@ _COMPOSITE_KERNELS = (
     (_A._op_fft_hfftn_out, 'CompositeImplicitAutograd', C.fft_hfftn_out),
     (_A._op_fft_ihfftn, 'CompositeImplicitAutograd', C.fft_ihfftn),
     (_A._op_fft_ihfftn_out, 'CompositeImplicitAutograd', C.fft_ihfftn_out),
-    (_A._op_fft_fftfreq, 'CompositeImplicitAutograd', C.fft_fftfreq),
+    (_A._op_fft_fftfreq, 'CompositeExplicitAutograd', C.fft_fftfreq),
     (_A._op_fft_fftfreq_out, 'CompositeImplicitAutograd', C.fft_fftfreq_out),
-    (_A._op_fft_rfftfreq, 'CompositeImplicitAutograd', C.fft_rfftfreq),
+    (_A._op_fft_rfftfreq, 'CompositeExplicitAutograd', C.fft_rfftfreq),
     (_A._op_fft_rfftfreq_out, 'CompositeImplicitAutograd', C.fft_rfftfreq_out),
     (_A._op_fft_fftshift, 'CompositeImplicitAutograd', C.fft_fftshift),
     (_A._op_fft_ifftshift, 'CompositeImplicitAutograd', C.fft_ifftshift),
@@ -8711,7 +8665,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_transpose_copy_int, 'CompositeExplicitAutograd', C.transpose_copy_int),
     (_A._op_transpose_copy_int_out, 'CompositeImplicitAutograd', C.transpose_copy_int_out),
     (_A._op_unbind_copy_int, 'CompositeExplicitAutograd', C.unbind_copy_int),
-    (_A._op_unfold_copy, 'CompositeImplicitAutograd', C.unfold_copy),
+    (_A._op_unfold_copy, 'CompositeExplicitAutograd', C.unfold_copy),
     (_A._op_unfold_copy_out, 'CompositeImplicitAutograd', C.unfold_copy_out),
     (_A._op_unsqueeze_copy, 'CompositeExplicitAutograd', C.unsqueeze_copy),
     (_A._op_unsqueeze_copy_out, 'CompositeImplicitAutograd', C.unsqueeze_copy_out),
@@ -8754,7 +8708,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_linalg_matrix_rank, 'CompositeImplicitAutograd', C.linalg_matrix_rank),
     (_A._op_linalg_matrix_rank_tol_tensor, 'CompositeImplicitAutograd', C.linalg_matrix_rank_tol_tensor),
     (_A._op_special_multigammaln, 'CompositeImplicitAutograd', C.special_multigammaln),
-    (_A._op_mvlgamma, 'CompositeImplicitAutograd', C.special_multigammaln),
+    (_A._op_mvlgamma, 'CompositeExplicitAutograd', C.mvlgamma),
     (_A._op_mvlgamma_, 'CompositeImplicitAutograd', C.mvlgamma_),
     (_A._op_special_softmax, 'CompositeImplicitAutograd', C.special_softmax),
     (_A._op_special_log_softmax, 'CompositeImplicitAutograd', C.special_log_softmax),
@@ -8768,10 +8722,10 @@ _COMPOSITE_KERNELS = (
     (_A._op_adjoint, 'CompositeImplicitAutograd', C.adjoint),
     (_A._op_diagflat, 'CompositeImplicitAutograd', C.diagflat),
     (_A._op_fill_diagonal_, 'CompositeImplicitAutograd', C.fill_diagonal_),
-    (_A._op_dist, 'CompositeImplicitAutograd', C.dist),
+    (_A._op_dist, 'CompositeExplicitAutograd', C.dist),
     (_A._op_logdet, 'CompositeImplicitAutograd', C.logdet),
     (_A._op_matrix_power, 'CompositeImplicitAutograd', C.matrix_power),
-    (_A._op_addr, 'CompositeImplicitAutograd', C.addr),
+    (_A._op_addr, 'CompositeExplicitAutograd', C.addr),
     (_A._op_addr_, 'CompositeImplicitAutograd', C.addr_),
     (_A._op_polygamma_, 'CompositeImplicitAutograd', C.polygamma_),
     (_A._op_float_power__Scalar, 'CompositeImplicitAutograd', C.float_power__scalar),
@@ -8787,7 +8741,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_svd, 'CompositeImplicitAutograd', C.svd),
     (_A._op_qr, 'CompositeImplicitAutograd', C.qr),
     (_A._op_triangular_solve, 'CompositeImplicitAutograd', C.triangular_solve),
-    (_A._op_conv_tbc, 'CompositeImplicitAutograd', C.conv_tbc),
+    (_A._op_conv_tbc, 'CompositeExplicitAutograd', C.conv_tbc),
     (_A._op_norm_except_dim, 'CompositeImplicitAutograd', C.norm_except_dim),
     (_A._op_linalg_ldl_factor, 'CompositeImplicitAutograd', C.linalg_ldl_factor),
     (_A._op__amp_foreach_non_finite_check_and_unscale_, 'CompositeExplicitAutograd', C._amp_foreach_non_finite_check_and_unscale_),

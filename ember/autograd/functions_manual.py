@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 from ember._generated import aten
 from ember.aten.kernels._common import wrap_dim
 from ember.autograd import grad_mode
-from ember.c10.dtype import bool_, finfo
+from ember.c10.dtype import bool_, finfo, int64
 
 if TYPE_CHECKING:  # annotations only (the frontend's class; tests/test_layering.py)
     from ember._tensor import Tensor
@@ -170,6 +170,12 @@ def logsumexp_backward(grad: Tensor, self: Tensor, result: Tensor, dim: Any, kee
     return g * (self - r).exp()
 
 
+def mvlgamma_backward(grad: Tensor, self: Tensor, p: int) -> Any:
+    """``grad * sum_i digamma(x - i/2)``, the derivative of ``mvlgamma(x, p)``."""
+    args = aten.arange_start_step(-p / 2 + 0.5, 0.5, 0.5, dtype=self.dtype, device=self.device)
+    return grad * args.add(self.unsqueeze(-1)).digamma_().sum(-1)
+
+
 def norm_backward(grad: Tensor, self: Tensor, p: Any, norm: Tensor, dim: Any, keepdim: bool) -> Any:
     """Gradient of the vector p-norm ``norm`` of ``self`` over ``dim``."""
     sizes = tuple(self.shape)
@@ -319,6 +325,42 @@ def cat_backward(grad: Tensor, sizes_list: Any, dim: Any) -> Any:
             continue
         out.append(grad.narrow(d, start, s[d]))
         start += s[d]
+    return out
+
+
+def unfold_backward(grad: Tensor, sizes: Sequence[int], dimension: int, size: int, step: int) -> Any:
+    """The gradient of ``unfold(dimension, size, step)``: each window's elements added back at their positions
+    (windows overlap when ``step < size``)."""
+    if not sizes:
+        return grad.sum() if grad.numel() else zeros_of(sizes, grad)
+    d = wrap_dim(dimension, len(sizes))
+    n = grad.shape[d]
+    starts = aten.arange_start_step(0, n * step, step, dtype=int64, device=grad.device)
+    index = (starts.unsqueeze(1) + aten.arange_start_step(0, size, 1, dtype=int64, device=grad.device)).reshape(-1)
+    g = grad.movedim(-1, d + 1).reshape(tuple(sizes[:d]) + (n * size,) + tuple(sizes[d + 1:]))
+    return zeros_of(sizes, grad).index_add(d, index, g)
+
+
+def conv_tbc_backward(grad: Tensor, self: Tensor, weight: Tensor, bias: Tensor, pad: int,
+                      grad_input_mask: Sequence[bool]) -> Any:
+    """The gradients of ``conv_tbc``: those of the 1-d convolution it is, on the (batch, channel, time) views."""
+    gi, gw, gb = aten.convolution_backward(grad.permute(1, 2, 0), self.permute(1, 2, 0), weight.permute(2, 1, 0),
+                                           (bias.shape[0],), (1,), (pad,), (1,), False, (0,), 1, list(grad_input_mask))
+    return (gi.permute(2, 0, 1) if gi is not None else None, gw.permute(2, 1, 0) if gw is not None else None, gb)
+
+
+def block_diag_backward(grad: Tensor, sizes_list: Any) -> Any:
+    """Each input's block of the gradient, in the input's shape (a 0-d input was a 1x1 block, a 1-d one a row; an
+    empty input gets an empty gradient)."""
+    out, row, col = [], 0, 0
+    for shape in sizes_list:
+        if len(shape) == 1 and shape[0] == 0:
+            out.append(zeros_of(shape, grad))
+            continue
+        rows, cols = (shape[0], shape[1]) if len(shape) == 2 else (1, shape[0] if shape else 1)
+        block = grad.narrow(0, row, rows).narrow(1, col, cols)
+        out.append(block if len(shape) == 2 else block.reshape(shape))
+        row, col = row + rows, col + cols
     return out
 
 
@@ -691,21 +733,6 @@ def split_sizes_of(sizes: Sequence[int], split_size: int, dim: Any) -> Any:
     return [min(split_size, n - s) for s in range(0, n, split_size)]
 
 
-def diag_backward(grad: Tensor, sizes: Sequence[int], diagonal: int) -> Any:
-    if len(sizes) == 1:
-        return grad.diagonal(diagonal)
-    return diagonal_backward(grad, sizes, diagonal, 0, 1)
-
-
-def repeat_interleave_backward(grad: Tensor, sizes: Sequence[int], repeats: int, dim: Any) -> Any:
-    if dim is None:
-        return grad.reshape(-1, repeats).sum(1).reshape(sizes)
-    d = wrap_dim(dim, len(sizes))
-    shape = list(sizes)
-    shape.insert(d + 1, repeats)
-    return grad.reshape(shape).sum(d + 1)
-
-
 def grad_index(grad: Tensor, indices: Sequence[Tensor | None]) -> Any:
     return aten.index_Tensor(grad, indices)
 
@@ -805,26 +832,6 @@ def cummaxmin_backward(grad: Tensor, dim: Any, indices: Tensor, sizes: Sequence[
     if len(sizes) == 0:
         return grad
     return zeros_of(sizes, grad).scatter_add(dim, indices, grad)
-
-
-def repeat_interleave_tensor_backward(grad: Tensor, sizes: Sequence[int], repeats: Tensor, dim: Any) -> Any:
-    """Each input element's gradient is the sum over its repeats (an index_add over repeat ids)."""
-    d = 0 if dim is None else wrap_dim(dim, len(sizes))
-    n = sizes[d] if dim is not None else int(math.prod(sizes))
-    reps = repeats.expand((n,)) if repeats.numel() == 1 else repeats
-    ids = aten.repeat_interleave_self_Tensor(aten.arange(n, device=grad.device), reps)
-    g = grad if dim is not None else grad.reshape(-1)
-    shape = list(sizes) if dim is not None else [n]
-    out = zeros_of(tuple(shape), grad).index_add(d, ids, g)
-    return out.reshape(sizes)
-
-
-def nanmean_backward(grad: Tensor, self: Tensor, dim: Any, keepdim: bool) -> Any:
-    mask = self.isnan().logical_not()
-    count = mask.sum(_dims(dim, self.dim()) if dim is not None else None, keepdim=True) if self.dim() else \
-        mask.sum()
-    g = restore_reduced_dims(grad, tuple(self.shape), dim, keepdim)
-    return g * mask / count
 
 
 def var_mean_backward(grads: Sequence[Tensor | None], self: Tensor, dim: Any, correction: Any, keepdim: bool,

@@ -170,7 +170,10 @@ def _trace(model: Any, args: list[Any], kwargs: dict[str, Any], inputs: list[Any
         return model(*call_args, **call_kwargs)
 
     with ember.no_grad():
-        return make_fx(fn, record_stack_traces=True)(*inputs)
+        gm = make_fx(fn, record_stack_traces=True)(*inputs)
+    gm.graph.eliminate_dead_code()     # values made and never read (batch norm's empty reserve): no ONNX nodes
+    gm.recompile()
+    return gm
 
 
 def _grown(t: Any, axes: list[int]) -> Any:

@@ -28,6 +28,8 @@ NO_FORMULA = {
     "grid_sampler_2d_backward", "grid_sampler_3d_backward", "_ctc_loss_backward", "_sample_dirichlet",
     "_dirichlet_grad", "_histogramdd_bin_edges", "_histogramdd_from_bin_cts", "_histogramdd_from_bin_tensors",
     "linalg_ldl_factor_ex", "linalg_ldl_solve", "_sobol_engine_draw",
+    # called only for a weight that needs no gradient (PyTorch has no formula either)
+    "_embedding_bag_forward_only",
     # a bool result; no result at all (the error check after an *_ex operator)
     "equal", "allclose", "is_same_size", "_linalg_check_errors",
     # quantized tensors carry no gradient: PyTorch has no formulas for these either (a quantized result is not

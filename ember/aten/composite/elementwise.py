@@ -2,12 +2,13 @@
 (wrapped as PyTorch wraps them), and the ``torch.special`` aliases of the base ops (``UnaryOps.cpp``)."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ember._generated import aten
 from ember.c10.memory_format import strided
 from ember.aten.wrap import _type_name
-from ember.c10.dtype import bool_, complex128, float64, scalar_dtype
+from ember.c10.dtype import bool_, complex128, float64, get_default_dtype, scalar_dtype
 
 
 def positive(self: Any) -> Any:
@@ -63,14 +64,24 @@ for _name, _base in {"special_polygamma": "polygamma", "special_erf": "erf", "sp
 
 
 
+def mvlgamma(self: Any, p: int) -> Any:
+    """The log of the multivariate gamma function of dimension ``p``: ``sum_i lgamma(x - i/2) + p(p-1)/4 log pi``
+    (an integer input in the default dtype)."""
+    if self.dtype == bool_:
+        raise RuntimeError("The input tensor may not be a boolean tensor.")
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    dtype = self.dtype if self.is_floating_point() or self.is_complex() else get_default_dtype()
+    args = aten.arange_start_step(-p * 0.5 + 0.5, 0.5, 0.5, dtype=dtype, device=self.device)
+    return args.add(self.unsqueeze(-1)).lgamma_().sum(-1).add_(p * (p - 1) * math.log(math.pi) * 0.25)
+
+
 def special_multigammaln(self: Any, p: int) -> Any:
-    """The log of the multivariate gamma function of dimension ``p``: ``sum_i lgamma(x - i/2) + p(p-1)/4 log pi``."""
-    args = aten.arange_start_step(-p * 0.5 + 0.5, 0.5, 0.5, dtype=self.dtype, device=self.device)
-    return (args + self.unsqueeze(-1)).lgamma().sum(-1) + p * (p - 1) * 0.25 * 1.1447298858494002
+    return aten.mvlgamma(self, p)
 
 
 def mvlgamma_(self: Any, p: int) -> Any:
-    return self.copy_(special_multigammaln(self, p))
+    return self.copy_(aten.mvlgamma(self, p))
 
 
 def special_softmax(self: Any, dim: int, dtype: Any = None) -> Any:
@@ -137,6 +148,29 @@ def special_gammaincc(self: Any, other: Any, out: Any = None) -> Any:
 
 def polygamma_(self: Any, n: Any) -> Any:
     return self.copy_(aten.polygamma(n, self))
+
+
+def _float_power_dtype(*operands: Any) -> Any:
+    """double, or complex double when an operand is complex (a tensor or a number)."""
+    complex_ = any(x.is_complex() if hasattr(x, "is_complex") else isinstance(x, complex) for x in operands)
+    return complex128 if complex_ else float64
+
+
+def float_power_Tensor_Tensor(self: Any, exponent: Any) -> Any:
+    """``pow`` in double (complex double): both operands converted first (Pow.cpp)."""
+    dtype = _float_power_dtype(self, exponent)
+    return aten.pow_Tensor_Tensor(self.to(dtype), exponent.to(dtype))
+
+
+def float_power_Tensor_Scalar(self: Any, exponent: Any) -> Any:
+    dtype = _float_power_dtype(self, exponent)
+    return aten.pow_Tensor_Scalar(self.to(dtype), complex(exponent) if isinstance(exponent, complex) else
+                                  float(exponent))
+
+
+def float_power_Scalar(self: Any, exponent: Any) -> Any:
+    dtype = _float_power_dtype(self, exponent)
+    return aten.pow_Scalar(complex(self) if isinstance(self, complex) else float(self), exponent.to(dtype))
 
 
 def _float_power_check(self: Any, exponent: Any) -> None:

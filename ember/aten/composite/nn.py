@@ -17,6 +17,7 @@ from ember.c10.device import CPU
 from ember.c10.memory_format import strided
 from ember.c10.dispatch_key import KS_CPU
 from ember.c10.dtype import bool_ as _bool, finfo, float32 as _float32, float64 as _float64, int64 as _int64
+from ember.c10.dtype import uint8 as _uint8
 
 
 def relu6(self: Any) -> Any:
@@ -43,7 +44,9 @@ def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any 
 def batch_norm(input: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any, training: Any,  # noqa
                momentum: Any, eps: Any, cudnn_enabled: Any) -> Any:
     """PyTorch's _batch_norm_impl_index on the CPU: an empty input is passed through (scaled by the first
-    channel's weight and bias, which keeps the graph); anything else is native_batch_norm."""
+    channel's weight and bias, which keeps the graph); anything else is native_batch_norm. PyTorch makes an empty
+    byte "reserve" tensor first (cuDNN's workspace, unused on the CPU): modes see it, so it is made here too."""
+    aten.empty_memory_format((0,), dtype=_uint8, layout=strided, device=input.device)
     if input.numel() == 0:
         out = input.clone()
         if weight is not None:
@@ -304,8 +307,10 @@ def embedding_bag_padding_idx(weight: Any, indices: Any, offsets: Any, scale_gra
         padding_idx = padding_idx + num if padding_idx < 0 else padding_idx
     else:
         padding_idx = -1
-    return aten._embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
-                               include_last_offset, padding_idx)
+    # a weight that needs no gradient takes the forward-only operator (the same kernel), as in PyTorch
+    op = aten._embedding_bag if weight.requires_grad else aten._embedding_bag_forward_only
+    return op(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset,
+              padding_idx)
 
 
 def embedding_bag(weight: Any, indices: Any, offsets: Any, scale_grad_by_freq: Any = False, mode: Any = 0,
@@ -578,10 +583,11 @@ def instance_norm(input: Any, weight: Any, bias: Any, running_mean: Any, running
         raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
     b, c = input.shape[0], input.shape[1]
     shape = [1, b * c] + list(input.shape[2:])
+    weight_, bias_ = _repeat_if_defined(weight, b), _repeat_if_defined(bias, b)
     running_mean_ = _repeat_if_defined(running_mean, b)
     running_var_ = _repeat_if_defined(running_var, b)
-    out = aten.batch_norm(input.contiguous().view(shape), _repeat_if_defined(weight, b), _repeat_if_defined(bias, b),
-                          running_mean_, running_var_, use_input_stats, momentum, eps, cudnn_enabled)
+    out = aten.batch_norm(input.contiguous().view(shape), weight_, bias_, running_mean_, running_var_, use_input_stats,
+                          momentum, eps, cudnn_enabled)
     for run, upd in ((running_mean, running_mean_), (running_var, running_var_)):
         if run is not None:
             aten.alias(run).copy_(upd.view([b, c]).mean(0))

@@ -55,6 +55,19 @@ def argwhere(self: Any) -> Any:
     return aten.nonzero(self)
 
 
+def nanmean(self: Any, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Any:
+    """``nansum / (the count of non-NaN elements)``, the count taken on the detached input (ReduceOps.cpp)."""
+    if not (self.dtype.is_floating_point or self.dtype.is_complex):
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
+                           f"{_type_name(self.dtype)}")
+    if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
+        raise RuntimeError(f"nanmean(): could not infer output dtype. Optional dtype must be either a floating point "
+                           f"or complex dtype. Got: {_type_name(dtype)}")
+    d = self.detach()
+    factor = (d != d).logical_not_().sum(dim, keepdim)
+    return aten.nansum(self, dim, keepdim, dtype=dtype).div(factor)
+
+
 def norm_dim(self: Any, p: Any, dim: Any, keepdim: Any = False) -> Any:
     return aten.linalg_vector_norm(self, 2 if p is None else p, dim, keepdim)
 
@@ -165,9 +178,9 @@ def isclose(self: Any, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equ
         raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol:g}")
     if atol < 0:
         raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol:g}")
-    close = self == other
+    close = self == other       # the masks combine in place (``__ior__`` / ``__iand__``), as PyTorch's do
     if equal_nan and self.dtype.is_floating_point:
-        close = close.logical_or((self != self).logical_and(other != other))
+        close.bitwise_or_(self.isnan().bitwise_and(other.isnan()))
     if rtol == 0 and atol == 0:
         return close
     x, y = self, other
@@ -175,7 +188,7 @@ def isclose(self: Any, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equ
         x, y = self.to(get_default_dtype()), other.to(get_default_dtype())
     allowed = atol + (rtol * y).abs()
     actual = (x - y).abs()
-    return close.logical_or(actual.isfinite().logical_and(actual <= allowed))
+    return close.bitwise_or_(actual.isfinite().bitwise_and_(actual <= allowed))
 
 
 def allclose(self: Any, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:

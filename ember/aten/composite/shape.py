@@ -91,6 +91,47 @@ def flatten(self: Any, start_dim: Any = 0, end_dim: Any = -1) -> Any:
     return self.reshape(shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
 
 
+def repeat_interleave_self_int(self: Any, repeats: int, dim: Any = None, output_size: Any = None) -> Any:
+    """Each element ``repeats`` times along ``dim`` (the flattened input without one): an expand of a new axis
+    after ``dim``, copied and flattened into it (Repeat.cpp)."""
+    x = self if dim is not None else self.flatten()
+    d = wrap_dim(0 if dim is None else dim, self.dim())
+    if repeats < 0:
+        raise RuntimeError("Repeats must be non-negative")
+    x = x.unsqueeze(d + 1)
+    shape = list(x.shape)
+    shape[d + 1] = repeats
+    x = x.expand(shape)
+    if output_size is not None and output_size != repeats * shape[d]:
+        raise RuntimeError(f"repeat_interleave: Invalid output_size, expected {repeats * shape[d]} but got "
+                           f"{output_size}")
+    return x.clone(memory_format=contiguous_format).flatten(d, d + 1)
+
+
+def repeat_interleave_self_Tensor(self: Any, repeats: Any, dim: Any = None, output_size: Any = None) -> Any:
+    """Element ``i`` along ``dim`` ``repeats[i]`` times: ``index_select`` of the indices
+    ``repeat_interleave(repeats)`` (Repeat.cpp)."""
+    x, d = (self, dim) if dim is not None else (self.flatten(), 0)
+    if repeats.dim() == 0 or (repeats.dim() == 1 and repeats.shape[0] == 1):
+        repeats = repeats.reshape((1,)).expand((x.size(d),))
+    elif repeats.dim() == 1:
+        if repeats.shape[0] != x.size(d):
+            raise RuntimeError(f"repeats must have the same size as input along dim, but got repeats.size(0) = "
+                               f"{repeats.shape[0]} and input.size({d}) = {x.size(d)}")
+    else:
+        raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+    return x.index_select(d, aten.repeat_interleave_Tensor(repeats, output_size=output_size))
+
+
+def diag(self: Any, diagonal: int = 0) -> Any:
+    """A vector's diagonal matrix (``diag_embed``) or a matrix's diagonal (``diagonal_copy``)."""
+    if self.dim() == 1:
+        return aten.diag_embed(self, diagonal)
+    if self.dim() == 2:
+        return aten.diagonal_copy(self, diagonal)
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {self.dim()}D")
+
+
 def ravel(self: Any) -> Any:
     return self.contiguous().view(-1)
 

@@ -3,7 +3,7 @@ native_functions.yaml (``aten/src/ATen/native``).  Names ending in ``_`` mutate 
 from ember.aten.kernels.binary import *  # noqa: F401,F403
 from ember.aten.kernels.binary import (add, addcdiv, addcmul, atan2, bitwise_and, bitwise_left_shift,  # noqa: F401
                                        bitwise_or, bitwise_right_shift, bitwise_xor, clamp, clamp_max,
-                                       clamp_min, copysign, div, eq, float_power, floor_divide, fmax, fmin, fmod,
+                                       clamp_min, copysign, div, eq, floor_divide, fmax, fmin, fmod,
                                        ge, gt, hypot, le, lerp, logaddexp, logaddexp2, logical_and, logical_or,
                                        logical_xor, lt, maximum, minimum, mul, ne, nextafter, pow, remainder,
                                        rsub, sub, true_divide, where, xlogy)

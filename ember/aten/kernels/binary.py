@@ -189,14 +189,6 @@ def pow(xp: Any, self: Array, exponent: Array) -> Any:  # noqa: A001
     return _binop(xp, xp.power, self, exponent, npdt)
 
 
-@elementwise
-def float_power(xp: Any, self: Array, exponent: Array) -> Any:
-    is_c = any(getattr(x, "dtype", np.dtype(type(x))).kind == "c" if not isinstance(x, _NUM)
-               else isinstance(x, complex) for x in (self, exponent))
-    npdt = np.dtype(np.complex128 if is_c else np.float64)
-    return _binop(xp, xp.power, self, exponent, npdt)
-
-
 def _float_binary(ufunc_name: Any) -> Any:
     @elementwise
     def kernel(xp: Any, self: Array, other: Array) -> Any:

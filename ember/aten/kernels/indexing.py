@@ -505,42 +505,8 @@ def repeat(xp: Any, self: Array, repeats: Any) -> Any:
     return xp.tile(x, tuple(repeats))
 
 
-def _repeat_interleave_shape(self: Array, repeats: Any, dim: Any = None, output_size: Any = None, **_k: Any) -> Any:
-    if not isinstance(repeats, int):
-        if output_size is None:
-            raise RuntimeError("cannot repeat_interleave a meta tensor without output_size")
-        total = output_size
-    else:
-        total = repeats * (self.size if dim is None else self.shape[wrap_dim(dim, self.ndim)])
-    if dim is None:
-        return (total,), self.dtype
-    d = wrap_dim(dim, self.ndim)
-    return self.shape[:d] + (total,) + self.shape[d + 1:], self.dtype
-
-
-@meta_shape(_repeat_interleave_shape)
-def repeat_interleave(xp: Any, self: Array, repeats: Any, dim: Any = None, output_size: Any = None) -> Any:
-    if isinstance(repeats, int):
-        if repeats < 0:
-            raise RuntimeError("repeats can not be negative")
-    elif (repeats < 0).any():
-        raise RuntimeError("repeats can not be negative")
-    if dim is None:
-        return xp.repeat(self.reshape(-1), repeats)
-    d = wrap_dim(dim, self.ndim)
-    if not isinstance(repeats, int) and repeats.ndim == 1 and repeats.shape[0] not in (1, self.shape[d]):
-        raise RuntimeError("repeats must have the same size as input along dim")
-    return xp.repeat(self, repeats, axis=d)
-
-
 def repeat_interleave_self(xp: Any, repeats: Any, output_size: Any = None) -> Any:
     return xp.repeat(xp.arange(repeats.shape[0], dtype=np.int64), repeats)
-
-
-def diag(xp: Any, self: Array, diagonal: Any = 0) -> Any:
-    if self.ndim not in (1, 2):
-        raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + str(self.ndim) + "D")
-    return xp.diag(self, diagonal).copy()
 
 
 def diag_embed(xp: Any, self: Array, offset: Any = 0, dim1: Any = -2, dim2: Any = -1) -> Any:

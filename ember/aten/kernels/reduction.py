@@ -77,15 +77,6 @@ def mean(xp: Any, self: Array, dim: Any = None, keepdim: Any = False, dtype: Any
     return xp.asarray(r).astype(out_dt, copy=False)
 
 
-def nanmean(xp: Any, self: Array, dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Any:
-    out_dt = _mean_dtype(self, dtype, "nanmean")
-    cdt = compute_dtype(out_dt)
-    with np.errstate(all="ignore"), __import__("warnings").catch_warnings():
-        __import__("warnings").simplefilter("ignore")
-        r = xp.nanmean(self.astype(cdt, copy=False), axis=_axis(_dims(dim, self.ndim)), keepdims=keepdim)
-    return xp.asarray(r).astype(out_dt, copy=False)
-
-
 def _var_core(xp: Any, self: Array, dim: Any, correction: Any, keepdim: Any, name: Any) -> Any:
     if self.dtype.kind in "biu":
         raise RuntimeError(f"{name}(): input dtype should be either floating point or complex. "
