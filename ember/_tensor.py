@@ -299,19 +299,10 @@ class Tensor(TensorImpl, _TensorMethods):
         self._vc.version += 1
         return self
 
-    def squeeze_(self, dim: Any = None) -> Tensor:
-        return self._become_view(self.squeeze() if dim is None else self.squeeze(dim))
+    def swapdims_(self, dim0: builtins.int, dim1: builtins.int) -> Tensor:
+        return self.transpose_(dim0, dim1)
 
-    def unsqueeze_(self, dim: builtins.int) -> Tensor:
-        return self._become_view(self.unsqueeze(dim))
-
-    def t_(self) -> Tensor:
-        return self._become_view(self.t())
-
-    def transpose_(self, dim0: builtins.int, dim1: builtins.int) -> Tensor:
-        return self._become_view(self.transpose(dim0, dim1))
-
-    swapaxes_ = swapdims_ = transpose_
+    swapaxes_ = swapdims_
 
     def as_strided_(self, size: Any, stride: Any, storage_offset: Any = None) -> Tensor:
         return self._become_view(self.as_strided(size, stride, storage_offset))

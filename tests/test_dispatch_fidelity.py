@@ -43,8 +43,6 @@ _DIFFERENT_OPS = {
     "fft.ifft", "fft.hfft", "fft.ihfft", "fft.hfft2", "fft.ihfft2", "fft.hfftn", "fft.ihfftn", "stft", "istft",
     # the recurrent layers: PyTorch runs mkldnn_rnn_layer or its cells step by step, ember its _rnn_layer
     "lstm", "gru", "rnn_tanh", "rnn_relu",
-    # in-place view ops ember lacks (squeeze_ / unsqueeze_): matmul / linear of a vector, dropout1d / 3d
-    "matmul", "linear", "dropout1d", "dropout3d",
     # the clamp_min_ of cosine_similarity, ctc_loss's reduction, pad's circular copies
     "cosine_similarity", "ctc_loss", "pad_circular",
 }

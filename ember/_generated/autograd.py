@@ -4150,6 +4150,174 @@ def _ag_unsqueeze_default(ks, self, dim):
     return result
 
 
+class SqueezeBackward3(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.reshape(self_sizes)
+        return grad_inputs
+
+
+def _ag_squeeze__default(ks, self):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_squeeze_.redispatch(ks & _BELOW, self)
+    _n = SqueezeBackward3()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op_squeeze_.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    if result.__dict__.get('_base') is not None:
+        result.__dict__['_attr_version'] = result._vc.version
+    return result
+
+
+class SqueezeBackward4(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.reshape(self_sizes)
+        return grad_inputs
+
+
+def _ag_squeeze__dim(ks, self, dim):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_squeeze__dim.redispatch(ks & _BELOW, self, dim)
+    _n = SqueezeBackward4()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op_squeeze__dim.redispatch(ks & _BELOW, self, dim)
+    _set_history(_n, (result,))
+    if result.__dict__.get('_base') is not None:
+        result.__dict__['_attr_version'] = result._vc.version
+    return result
+
+
+class SqueezeBackward5(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.reshape(self_sizes)
+        return grad_inputs
+
+
+def _ag_squeeze__dims(ks, self, dim):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_squeeze__dims.redispatch(ks & _BELOW, self, dim)
+    _n = SqueezeBackward5()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op_squeeze__dims.redispatch(ks & _BELOW, self, dim)
+    _set_history(_n, (result,))
+    if result.__dict__.get('_base') is not None:
+        result.__dict__['_attr_version'] = result._vc.version
+    return result
+
+
+class UnsqueezeBackward1(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        dim = _n.dim
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.squeeze(dim)
+        return grad_inputs
+
+
+def _ag_unsqueeze__default(ks, self, dim):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_unsqueeze_.redispatch(ks & _BELOW, self, dim)
+    _n = UnsqueezeBackward1()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dim = dim
+    result = aten._op_unsqueeze_.redispatch(ks & _BELOW, self, dim)
+    _set_history(_n, (result,))
+    if result.__dict__.get('_base') is not None:
+        result.__dict__['_attr_version'] = result._vc.version
+    return result
+
+
+class TBackward1(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.t()
+        return grad_inputs
+
+
+def _ag_t__default(ks, self):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_t_.redispatch(ks & _BELOW, self)
+    _n = TBackward1()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = aten._op_t_.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    if result.__dict__.get('_base') is not None:
+        result.__dict__['_attr_version'] = result._vc.version
+    return result
+
+
+class TransposeBackward1(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        dim0 = _n.dim0
+        dim1 = _n.dim1
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.transpose(dim0, dim1)
+        return grad_inputs
+
+
+def _ag_transpose__default(ks, self, dim0, dim1):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_transpose_.redispatch(ks & _BELOW, self, dim0, dim1)
+    _n = TransposeBackward1()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dim0 = dim0
+    _n.dim1 = dim1
+    result = aten._op_transpose_.redispatch(ks & _BELOW, self, dim0, dim1)
+    _set_history(_n, (result,))
+    if result.__dict__.get('_base') is not None:
+        result.__dict__['_attr_version'] = result._vc.version
+    return result
+
+
 class SelectBackward0(_Node):
     _saved_names = ()
 
@@ -14231,6 +14399,12 @@ for _h, _k in (
     (aten._op_squeeze_dim, _ag_squeeze_dim),
     (aten._op_squeeze_dims, _ag_squeeze_dims),
     (aten._op_unsqueeze, _ag_unsqueeze_default),
+    (aten._op_squeeze_, _ag_squeeze__default),
+    (aten._op_squeeze__dim, _ag_squeeze__dim),
+    (aten._op_squeeze__dims, _ag_squeeze__dims),
+    (aten._op_unsqueeze_, _ag_unsqueeze__default),
+    (aten._op_t_, _ag_t__default),
+    (aten._op_transpose_, _ag_transpose__default),
     (aten._op_select_int, _ag_select_int),
     (aten._op_slice_Tensor, _ag_slice_Tensor),
     (aten._op_unbind_int, _ag_unbind_int),

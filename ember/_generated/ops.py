@@ -1006,6 +1006,20 @@ squeeze = _P('squeeze', [
 unsqueeze = _P('unsqueeze', [
     _O(_A._op_unsqueeze, (('self', 'T', False, False, None), ('dim', 'int', False, False, None),), ['self', 'dim']),
 ])
+squeeze_ = _P('squeeze_', [
+    _O(_A._op_squeeze_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_squeeze__dim, (('self', 'T', False, False, None), ('dim', 'int', False, False, None),), ['self', 'dim']),
+    _O(_A._op_squeeze__dims, (('self', 'T', False, False, None), ('dim', 'int[]', False, False, None),), ['self', 'dim']),
+])
+unsqueeze_ = _P('unsqueeze_', [
+    _O(_A._op_unsqueeze_, (('self', 'T', False, False, None), ('dim', 'int', False, False, None),), ['self', 'dim']),
+])
+t_ = _P('t_', [
+    _O(_A._op_t_, (('self', 'T', False, False, None),), ['self']),
+])
+transpose_ = _P('transpose_', [
+    _O(_A._op_transpose_, (('self', 'T', False, False, None), ('dim0', 'int', False, False, None), ('dim1', 'int', False, False, None),), ['self', 'dim0', 'dim1']),
+])
 flatten = _P('flatten', [
     _O(_A._op_flatten_using_ints, (('self', 'T', False, False, None), ('start_dim', 'int', False, True, 0), ('end_dim', 'int', False, True, -1),), ['self', 'start_dim', 'end_dim']),
 ])

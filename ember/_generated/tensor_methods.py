@@ -17,7 +17,7 @@ from ember.aten.torch_function import NOT_HANDLED as _NOT_HANDLED, dispatch as _
 _TF_ON = False  # the __torch_function__ switch, kept current by torch_function._refresh
 _register_tf_flag(globals())
 
-__all__ = ['abs', 'abs_', 'absolute', 'absolute_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'add_', 'addbmm', 'addbmm_', 'addcdiv', 'addcdiv_', 'addcmul', 'addcmul_', 'addmm', 'addmm_', 'addmv', 'addmv_', 'addr', 'addr_', 'adjoint', 'all', 'allclose', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan2_', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan2_', 'atan_', 'atanh', 'atanh_', 'baddbmm', 'baddbmm_', 'bernoulli', 'bernoulli_', 'bincount', 'bitwise_and', 'bitwise_and_', 'bitwise_left_shift', 'bitwise_left_shift_', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_or_', 'bitwise_right_shift', 'bitwise_right_shift_', 'bitwise_xor', 'bitwise_xor_', 'bmm', 'broadcast_to', 'cauchy_', 'ceil', 'ceil_', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'conj_physical', 'conj_physical_', 'contiguous', 'copy_', 'copysign', 'copysign_', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cov', 'cross', 'cummax', 'cummin', 'cumprod', 'cumprod_', 'cumsum', 'cumsum_', 'deg2rad', 'deg2rad_', 'dequantize', 'det', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'div_', 'divide', 'divide_', 'dot', 'dsplit', 'eq', 'eq_', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expand_as', 'expm1', 'expm1_', 'exponential_', 'fill_', 'fill_diagonal_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'float_power_', 'floor', 'floor_', 'floor_divide', 'floor_divide_', 'fmax', 'fmin', 'fmod', 'fmod_', 'frac', 'frac_', 'frexp', 'gather', 'gcd', 'gcd_', 'ge', 'ge_', 'geometric_', 'geqrf', 'ger', 'greater', 'greater_', 'greater_equal', 'greater_equal_', 'gt', 'gt_', 'hardshrink', 'hardshrink_backward', 'hash_tensor', 'heaviside', 'heaviside_', 'histc', 'histogram', 'hsplit', 'hypot', 'hypot_', 'i0', 'i0_', 'igamma', 'igamma_', 'igammac', 'igammac_', 'index_add', 'index_add_', 'index_copy', 'index_copy_', 'index_fill', 'index_fill_', 'index_put', 'index_put_', 'index_reduce', 'index_reduce_', 'index_select', 'inner', 'int_repr', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kron', 'kthvalue', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'le_', 'lerp', 'lerp_', 'less', 'less_', 'less_equal', 'less_equal_', 'lgamma', 'lgamma_', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_normal_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_and_', 'logical_not', 'logical_not_', 'logical_or', 'logical_or_', 'logical_xor', 'logical_xor_', 'logit', 'logit_', 'logsumexp', 'lt', 'lt_', 'lu_solve', 'masked_fill', 'masked_fill_', 'masked_scatter', 'masked_scatter_', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'mul_', 'multinomial', 'multiply', 'multiply_', 'mv', 'mvlgamma', 'mvlgamma_', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'ne', 'ne_', 'neg', 'neg_', 'negative', 'negative_', 'new_empty', 'new_empty_strided', 'new_full', 'new_ones', 'new_zeros', 'nextafter', 'nextafter_', 'nonzero', 'nonzero_static', 'norm', 'normal_', 'not_equal', 'not_equal_', 'orgqr', 'ormqr', 'outer', 'permute', 'pinverse', 'polygamma', 'polygamma_', 'positive', 'pow', 'pow_', 'prelu', 'prod', 'put', 'put_', 'q_per_channel_axis', 'q_per_channel_scales', 'q_per_channel_zero_points', 'q_scale', 'q_zero_point', 'qr', 'qscheme', 'quantile', 'rad2deg', 'rad2deg_', 'random_', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'remainder_', 'renorm', 'renorm_', 'repeat', 'repeat_interleave', 'reshape', 'reshape_as', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'scatter', 'scatter_', 'scatter_add', 'scatter_add_', 'scatter_reduce', 'scatter_reduce_', 'select', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'std', 'stft', 'sub', 'sub_', 'subtract', 'subtract_', 'sum', 'sum_to_size', 'svd', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tile', 'topk', 'trace', 'transpose', 'triangular_solve', 'tril', 'tril_', 'triu', 'triu_', 'true_divide', 'true_divide_', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unfold', 'uniform_', 'unsafe_chunk', 'unsafe_split', 'unsafe_split_with_sizes', 'unsqueeze', 'var', 'vdot', 'view', 'view_as', 'vsplit', 'where', 'xlogy', 'xlogy_', 'zero_']
+__all__ = ['abs', 'abs_', 'absolute', 'absolute_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'add_', 'addbmm', 'addbmm_', 'addcdiv', 'addcdiv_', 'addcmul', 'addcmul_', 'addmm', 'addmm_', 'addmv', 'addmv_', 'addr', 'addr_', 'adjoint', 'all', 'allclose', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan2_', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan2_', 'atan_', 'atanh', 'atanh_', 'baddbmm', 'baddbmm_', 'bernoulli', 'bernoulli_', 'bincount', 'bitwise_and', 'bitwise_and_', 'bitwise_left_shift', 'bitwise_left_shift_', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_or_', 'bitwise_right_shift', 'bitwise_right_shift_', 'bitwise_xor', 'bitwise_xor_', 'bmm', 'broadcast_to', 'cauchy_', 'ceil', 'ceil_', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'conj_physical', 'conj_physical_', 'contiguous', 'copy_', 'copysign', 'copysign_', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cov', 'cross', 'cummax', 'cummin', 'cumprod', 'cumprod_', 'cumsum', 'cumsum_', 'deg2rad', 'deg2rad_', 'dequantize', 'det', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'div_', 'divide', 'divide_', 'dot', 'dsplit', 'eq', 'eq_', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expand_as', 'expm1', 'expm1_', 'exponential_', 'fill_', 'fill_diagonal_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'float_power_', 'floor', 'floor_', 'floor_divide', 'floor_divide_', 'fmax', 'fmin', 'fmod', 'fmod_', 'frac', 'frac_', 'frexp', 'gather', 'gcd', 'gcd_', 'ge', 'ge_', 'geometric_', 'geqrf', 'ger', 'greater', 'greater_', 'greater_equal', 'greater_equal_', 'gt', 'gt_', 'hardshrink', 'hardshrink_backward', 'hash_tensor', 'heaviside', 'heaviside_', 'histc', 'histogram', 'hsplit', 'hypot', 'hypot_', 'i0', 'i0_', 'igamma', 'igamma_', 'igammac', 'igammac_', 'index_add', 'index_add_', 'index_copy', 'index_copy_', 'index_fill', 'index_fill_', 'index_put', 'index_put_', 'index_reduce', 'index_reduce_', 'index_select', 'inner', 'int_repr', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kron', 'kthvalue', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'le_', 'lerp', 'lerp_', 'less', 'less_', 'less_equal', 'less_equal_', 'lgamma', 'lgamma_', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_normal_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_and_', 'logical_not', 'logical_not_', 'logical_or', 'logical_or_', 'logical_xor', 'logical_xor_', 'logit', 'logit_', 'logsumexp', 'lt', 'lt_', 'lu_solve', 'masked_fill', 'masked_fill_', 'masked_scatter', 'masked_scatter_', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'mul_', 'multinomial', 'multiply', 'multiply_', 'mv', 'mvlgamma', 'mvlgamma_', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'ne', 'ne_', 'neg', 'neg_', 'negative', 'negative_', 'new_empty', 'new_empty_strided', 'new_full', 'new_ones', 'new_zeros', 'nextafter', 'nextafter_', 'nonzero', 'nonzero_static', 'norm', 'normal_', 'not_equal', 'not_equal_', 'orgqr', 'ormqr', 'outer', 'permute', 'pinverse', 'polygamma', 'polygamma_', 'positive', 'pow', 'pow_', 'prelu', 'prod', 'put', 'put_', 'q_per_channel_axis', 'q_per_channel_scales', 'q_per_channel_zero_points', 'q_scale', 'q_zero_point', 'qr', 'qscheme', 'quantile', 'rad2deg', 'rad2deg_', 'random_', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'remainder_', 'renorm', 'renorm_', 'repeat', 'repeat_interleave', 'reshape', 'reshape_as', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'scatter', 'scatter_', 'scatter_add', 'scatter_add_', 'scatter_reduce', 'scatter_reduce_', 'select', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'squeeze_', 'std', 'stft', 'sub', 'sub_', 'subtract', 'subtract_', 'sum', 'sum_to_size', 'svd', 'swapaxes', 'swapdims', 't', 't_', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tile', 'topk', 'trace', 'transpose', 'transpose_', 'triangular_solve', 'tril', 'tril_', 'triu', 'triu_', 'true_divide', 'true_divide_', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unfold', 'uniform_', 'unsafe_chunk', 'unsafe_split', 'unsafe_split_with_sizes', 'unsqueeze', 'unsqueeze_', 'var', 'vdot', 'view', 'view_as', 'vsplit', 'where', 'xlogy', 'xlogy_', 'zero_']
 
 _sig_abs = _Signatures('abs', [
     (),
@@ -9420,6 +9420,169 @@ unsqueeze.__doc__ = 'Returns a new tensor with a dimension of size one inserted 
 _sig_unsqueeze.public = unsqueeze
 def _signature_unsqueeze(self, dim): ...
 unsqueeze.__wrapped__ = _signature_unsqueeze
+
+
+_sig_squeeze_ = _Signatures('squeeze_', [
+    (),
+    (('dim', 'int', False, False, None),),
+    (('dim', 'int[]', False, False, None),),
+], method=True)
+
+def _bind_squeeze__0():
+    return ()
+
+def _bind_squeeze__1(dim):
+    return (dim,)
+
+def _bind_squeeze__2(dim):
+    return (dim,)
+
+def squeeze_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_squeeze_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_squeeze__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_squeeze_.call(self._ks, self)
+    try:
+        _b = _bind_squeeze__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, = _b
+        if type(dim) is int:
+            return _A._op_squeeze__dim.call(self._ks, self, dim)
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind_squeeze__2(args, **kwargs)
+        else:
+            _b = _bind_squeeze__2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, = _b
+        if (dim_ := _ints(dim, False)) is not None:
+            return _A._op_squeeze__dims.call(self._ks, self, dim_)
+    _i, _a = _sig_squeeze_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_squeeze_.call(self._ks, self)
+    elif _i == 1:
+        return _A._op_squeeze__dim.call(self._ks, self, _a['dim'])
+    elif _i == 2:
+        return _A._op_squeeze__dims.call(self._ks, self, _a['dim'])
+    raise AssertionError('unreachable')
+
+
+squeeze_.__doc__ = 'Returns a tensor with the dimensions of ``input`` of size 1 removed.\n\nsqueeze_() -> Tensor\nsqueeze_(dim: int) -> Tensor\nsqueeze_(dim: List[int]) -> Tensor\n\nIn-place version of :meth:`Tensor.squeeze`.'
+_sig_squeeze_.public = squeeze_
+
+
+_sig_unsqueeze_ = _Signatures('unsqueeze_', [
+    (('dim', 'int', False, False, None),),
+], method=True)
+
+def _bind_unsqueeze__0(dim):
+    return (dim,)
+
+def unsqueeze_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_unsqueeze_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_unsqueeze__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, = _b
+        if type(dim) is int:
+            return _A._op_unsqueeze_.call(self._ks, self, dim)
+    _i, _a = _sig_unsqueeze_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_unsqueeze_.call(self._ks, self, _a['dim'])
+    raise AssertionError('unreachable')
+
+
+unsqueeze_.__doc__ = 'Returns a new tensor with a dimension of size one inserted at position ``dim``.\n\nunsqueeze_(dim: int) -> Tensor\n\nIn-place version of :meth:`Tensor.unsqueeze`.'
+_sig_unsqueeze_.public = unsqueeze_
+def _signature_unsqueeze_(self, dim): ...
+unsqueeze_.__wrapped__ = _signature_unsqueeze_
+
+
+_sig_t_ = _Signatures('t_', [
+    (),
+], method=True)
+
+def _bind_t__0():
+    return ()
+
+def t_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_t_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_t__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_t_.call(self._ks, self)
+    _i, _a = _sig_t_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_t_.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+t_.__doc__ = 't_() -> Tensor\n\nIn-place version of :meth:`Tensor.t`.'
+_sig_t_.public = t_
+def _signature_t_(self): ...
+t_.__wrapped__ = _signature_t_
+
+
+_sig_transpose_ = _Signatures('transpose_', [
+    (('dim0', 'int', False, False, None), ('dim1', 'int', False, False, None),),
+], method=True)
+
+def _bind_transpose__0(dim0, dim1):
+    return (dim0, dim1)
+
+def transpose_(self, *args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_transpose_.public, (self,) + args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_transpose__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim0, dim1 = _b
+        if type(dim0) is int and type(dim1) is int:
+            return _A._op_transpose_.call(self._ks, self, dim0, dim1)
+    _i, _a = _sig_transpose_.parse(args, kwargs, self)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_transpose_.call(self._ks, self, _a['dim0'], _a['dim1'])
+    raise AssertionError('unreachable')
+
+
+transpose_.__doc__ = 'Returns a view of ``input`` with dimensions ``dim0`` and ``dim1`` swapped.\n\ntranspose_(dim0: int, dim1: int) -> Tensor\n\nIn-place version of :meth:`Tensor.transpose`.'
+_sig_transpose_.public = transpose_
+def _signature_transpose_(self, dim0, dim1): ...
+transpose_.__wrapped__ = _signature_transpose_
 
 
 _sig_flatten = _Signatures('flatten', [

@@ -594,14 +594,15 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
 
 
 def _feature_dropout(input: Any, p: float, training: bool, inplace: bool, batched_ndim: int) -> Tensor:  # noqa: A002
-    """dropout1d / dropout3d: an unbatched input is seen with a batch dimension for the feature dropout (in place,
-    through a view, so the caller's tensor is the one updated and returned, as PyTorch's unsqueeze_ / squeeze_)."""
-    if input.dim() == batched_ndim:
-        return aten.feature_dropout_(input, p, training) if inplace else aten.feature_dropout(input, p, training)
-    if inplace:
-        aten.feature_dropout_(input.unsqueeze(0), p, training)
-        return input
-    return aten.feature_dropout(input.unsqueeze(0), p, training).squeeze(0)
+    """dropout1d / dropout3d: an unbatched input gets a batch dimension for the feature dropout (in place:
+    ``unsqueeze_`` and ``squeeze_`` on the caller's tensor itself, as PyTorch's)."""
+    batched = input.dim() == batched_ndim
+    if not batched:
+        input = input.unsqueeze_(0) if inplace else input.unsqueeze(0)
+    result = aten.feature_dropout_(input, p, training) if inplace else aten.feature_dropout(input, p, training)
+    if not batched:
+        result = result.squeeze_(0) if inplace else result.squeeze(0)
+    return result
 
 
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:  # noqa: A002

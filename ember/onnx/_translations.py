@@ -123,12 +123,12 @@ def _matmul(ctx: Any, node: Any, a: str, b: str) -> str:
     return ctx.add("MatMul", [a, b])
 
 
-@_register("aten::t")
+@_register("aten::t", "aten::t_")
 def _t(ctx: Any, node: Any, x: str) -> str:
     return ctx.add("Transpose", [x], perm=[1, 0]) if _rank(node) == 2 else ctx.add("Identity", [x])
 
 
-@_register("aten::transpose.int")
+@_register("aten::transpose.int", "aten::transpose_")
 def _transpose(ctx: Any, node: Any, x: str, d0: int, d1: int) -> str:
     r = _rank(node)
     perm = list(range(r))
@@ -152,12 +152,13 @@ def _expand(ctx: Any, node: Any, x: str, size: Any, implicit: bool = False) -> s
     return ctx.add("Expand", [x, ctx.ints([1 if (not hasattr(s, "kind") and int(s) == -1) else s for s in size])])
 
 
-@_register("aten::unsqueeze")
+@_register("aten::unsqueeze", "aten::unsqueeze_")
 def _unsqueeze(ctx: Any, node: Any, x: str, dim: int) -> str:
     return ctx.add("Unsqueeze", [x, ctx.const([int(dim) % (_rank(node) + 1)], np.int64, "axes")])
 
 
-@_register("aten::squeeze.dim", "aten::squeeze.dims", "aten::squeeze")
+@_register("aten::squeeze.dim", "aten::squeeze.dims", "aten::squeeze", "aten::squeeze_.dim", "aten::squeeze_.dims",
+           "aten::squeeze_")
 def _squeeze(ctx: Any, node: Any, x: str, dims: Any = None) -> str:
     shape = list(node.args[0].meta["val"].shape)
     if dims is None:

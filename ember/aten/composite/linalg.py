@@ -83,7 +83,7 @@ def matmul(self: Any, other: Any) -> Any:
     if da == 2 and db == 1:
         return aten.mv(self, other)
     if da == 1 and db == 2:
-        return aten.squeeze_dim(aten.mm(aten.unsqueeze(self, 0), other), 0)
+        return aten.squeeze__dim(aten.mm(aten.unsqueeze(self, 0), other), 0)
     if da == 2 and db == 2:
         return aten.mm(self, other)
     if _should_fold(self, other):

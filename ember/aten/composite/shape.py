@@ -132,6 +132,41 @@ def diag(self: Any, diagonal: int = 0) -> Any:
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {self.dim()}D")
 
 
+# Note [In-place view ops]
+# ``x.squeeze_(0)`` is an operator of its own (a dispatch mode sees ``squeeze_.dim``): ``x`` takes the sizes and
+# strides of the view ``squeeze(x, 0)`` over the same storage, and its version moves on. Its autograd kernel records
+# a node whose input is ``x``'s history before the call and makes it ``x``'s ``grad_fn`` -- a view stays a view of
+# its base, with no CopySlices (the data did not change) -- as PyTorch's in-place view ops do.
+def _become(self: Any, view: Any) -> Any:
+    self._data = view._data
+    self._vc.version += 1
+    return self
+
+
+def squeeze_(self: Any) -> Any:
+    return _become(self, aten.squeeze(self))
+
+
+def squeeze__dim(self: Any, dim: int) -> Any:
+    return _become(self, aten.squeeze_dim(self, dim))
+
+
+def squeeze__dims(self: Any, dim: Any) -> Any:
+    return _become(self, aten.squeeze_dims(self, dim))
+
+
+def unsqueeze_(self: Any, dim: int) -> Any:
+    return _become(self, aten.unsqueeze(self, dim))
+
+
+def t_(self: Any) -> Any:
+    return _become(self, aten.t(self))
+
+
+def transpose_(self: Any, dim0: int, dim1: int) -> Any:
+    return _become(self, aten.transpose_int(self, dim0, dim1))
+
+
 def ravel(self: Any) -> Any:
     return self.contiguous().view(-1)
 
