@@ -5483,38 +5483,6 @@ def _ag_take_default(ks, self, index):
     return result
 
 
-class TakeAlongDimBackward0(_Node):
-    _saved_names = ('indices_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        dim = _n.dim
-        self_sizes = _n.self_sizes
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            indices = _n._saved('indices_')
-            grad_inputs[self_ix] = take_along_dim_backward(grad, self_sizes, indices, dim)
-        return grad_inputs
-
-
-def _ag_take_along_dim_default(ks, self, indices, dim):
-    if _gm.enabled and (indices._rg):
-        _check_no_requires_grad(indices, 'indices', 'take_along_dim')
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_take_along_dim.redispatch(ks & _BELOW, self, indices, dim)
-    _n = TakeAlongDimBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.dim = dim
-    _n.self_sizes = tuple(self.shape)
-    if _n._next[0] is not None:
-        _n.indices_ = _SV(indices)
-    result = aten._op_take_along_dim.redispatch(ks & _BELOW, self, indices, dim)
-    _set_history(_n, (result,))
-    return result
-
-
 class CatBackward0(_Node):
     _saved_names = ()
 
@@ -14443,7 +14411,6 @@ for _h, _k in (
     (aten._op_masked_select, _ag_masked_select_default),
     (aten._op_masked_scatter, _ag_masked_scatter_default),
     (aten._op_take, _ag_take_default),
-    (aten._op_take_along_dim, _ag_take_along_dim_default),
     (aten._op_cat, _ag_cat_default),
     (aten._op_concat, _ag_concat_default),
     (aten._op_concatenate, _ag_concatenate_default),

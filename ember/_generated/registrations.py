@@ -4097,14 +4097,6 @@ def _take_default(ks, self, index):
         _value_error(_e, K.take, self, index)
 
 
-def _take_along_dim_default(ks, self, indices, dim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.take_along_dim(be.xp, self._data, indices._data, dim), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.take_along_dim, self, indices)
-
-
 def _cat_default(ks, tensors, dim):
     be = BACKEND[ks & ON_CUDA]
     return _new(K.cat(be.xp, [_t._data for _t in tensors], dim), be.ks, be.device)
@@ -7718,7 +7710,6 @@ _BACKEND_KERNELS = (
     (_A._op_masked_scatter_, _masked_scatter__default, ('CPU', 'CUDA', 'Meta'), K.masked_scatter, (), 'inplace', None),
     (_A._op_nonzero, _nonzero_default, ('CPU', 'CUDA'), K.nonzero, (), 'new', None),
     (_A._op_take, _take_default, ('CPU', 'CUDA', 'Meta'), K.take, (), 'new', None),
-    (_A._op_take_along_dim, _take_along_dim_default, ('CPU', 'CUDA', 'Meta'), K.take_along_dim, (), 'new', None),
     (_A._op_cat, _cat_default, ('CPU', 'CUDA', 'Meta'), K.cat, (), 'new', None),
     (_A._op_cat_out, _cat_out, ('CPU', 'CUDA', 'Meta'), K.cat, (), 'out', None),
     (_A._op_concat, _concat_default, ('CPU', 'CUDA', 'Meta'), K.cat, (), 'new', None),
@@ -8192,6 +8183,7 @@ _COMPOSITE_KERNELS = (
     (_A._op__to_copy, 'CompositeExplicitAutograd', C.to_copy),
     (_A._op_copy_, 'QuantizedCPU', Q.quantized_copy_),
     (_A._op_argwhere, 'CompositeImplicitAutograd', C.argwhere),
+    (_A._op_take_along_dim, 'CompositeImplicitAutograd', C.take_along_dim),
     (_A._op_cat, 'QuantizedCPU', Q.cat_quantized_cpu),
     (_A._op_hstack, 'CompositeImplicitAutograd', C.hstack),
     (_A._op_vstack, 'CompositeImplicitAutograd', C.vstack),

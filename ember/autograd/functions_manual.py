@@ -746,16 +746,6 @@ def masked_scatter_source_backward(grad: Tensor, mask: Tensor, source_sizes: Seq
     return aten.cat([sel, pad]).reshape(source_sizes)
 
 
-def take_along_dim_backward(grad: Tensor, sizes: Sequence[int], indices: Tensor, dim: Any) -> Any:
-    if dim is None:
-        return zeros_of(sizes, grad).reshape(-1).index_add(0, indices.reshape(-1),
-                                                                       grad.reshape(-1)).reshape(sizes)
-    d = wrap_dim(dim, len(sizes))
-    bshape = tuple(g if i != d else s for i, (s, g) in enumerate(zip(sizes, grad.shape)))
-    base = zeros_of(bshape, grad)  # self as broadcast by the forward
-    return expand_backward(base.scatter_add(d, indices.expand(tuple(grad.shape)), grad), sizes)
-
-
 def einsum_backward(grad: Tensor, equation: Any, tensors: Sequence[Tensor]) -> Any:
     """Each operand's gradient is another einsum: the output spec swapped with that operand's spec."""
     lhs, _, rhs = equation.replace(" ", "").partition("->")

@@ -11,7 +11,10 @@ from typing import Any
 import math
 
 from ember._generated import aten
-from ember.c10.dtype import bool_ as _bool, promote_types
+from ember.aten.meta import broadcast_shapes
+from ember.aten.wrap import _type_name
+from ember.c10.grad_mode import state as _grad_state
+from ember.c10.dtype import bool_ as _bool, float64, promote_types
 
 _NONE, _MEAN, _SUM = 0, 1, 2  # at::Reduction
 
@@ -165,18 +168,25 @@ def multilabel_margin_loss_backward(grad_output: Any, self: Any, target: Any, re
 
 
 def cosine_similarity(x1: Any, x2: Any, dim: Any = 1, eps: Any = 1e-08) -> Any:
-    """``sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps))`` over ``dim`` (PyTorch's stable form); the clamp is
-    outside autograd, as PyTorch's ``clamp_min_`` under NoGradGuard is."""
+    """``sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps))`` over ``dim`` (Distance.cpp's stable form): the norms
+    are cloned and clamped in place with grad mode off, so the gradient flows through the unclamped norm."""
     common = promote_types(x1.dtype, x2.dtype)
     if not common.is_floating_point:
-        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is {common}")
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is {_type_name(common)}")
     x1 = x1 if x1.dtype.is_floating_point or x1.dtype.is_complex else x1.to(common)
     x2 = x2 if x2.dtype.is_floating_point or x2.dtype.is_complex else x2.to(common)
-    x1, x2 = aten.broadcast_tensors([x1, x2])
-    n1 = aten.linalg_vector_norm(x1, 2, (dim,), True)
-    n2 = aten.linalg_vector_norm(x2, 2, (dim,), True)
-    n1 = n1 + (n1.clamp_min(eps) - n1).detach()
-    n2 = n2 + (n2.clamp_min(eps) - n2).detach()
+    if tuple(x1.shape) != tuple(x2.shape):
+        shape = broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
+        x1, x2 = x1.expand(shape), x2.expand(shape)
+    n1 = aten.linalg_vector_norm(x1, 2, (dim,), True).clone()
+    n2 = aten.linalg_vector_norm(x2, 2, (dim,), True).clone()
+    enabled, _grad_state.enabled = _grad_state.enabled, False
+    try:
+        floor = aten.scalar_tensor(eps, dtype=float64, device=n1.device)
+        n1.clamp_min_(floor)
+        n2.clamp_min_(floor)
+    finally:
+        _grad_state.enabled = enabled
     return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 

@@ -775,20 +775,36 @@ def pad(self: Any, pad: Any, mode: str = "constant", value: Any = None) -> Any:
 
 
 def _pad_circular(self: Any, pad: Any) -> Any:
-    """Each padded dim (the last first) wraps around: the input read at ``(j - lo) mod n``; a padding larger than
-    the dim would wrap more than once."""
-    x = self
-    for i in range(len(pad) // 2):
-        dim = self.dim() - 1 - i
-        lo, hi = pad[2 * i], pad[2 * i + 1]
-        n = x.shape[dim]
-        if lo > n or hi > n:
+    """Each padded dim (the last first) wraps around (PadNd.cpp): the cropped input copied into an empty result,
+    then each side's padding copied from the other end of the result (corners written more than once)."""
+    nd = len(pad) // 2
+    in_shape = list(self.shape)
+    out_shape = list(in_shape)
+    lead = self.dim() - nd
+    for i in range(nd):
+        lo, hi = pad[2 * (nd - i - 1)], pad[2 * (nd - i - 1) + 1]
+        size = in_shape[lead + i]
+        out_shape[lead + i] = size + lo + hi
+        if lo > size or hi > size:
             raise RuntimeError("Padding value causes wrapping around more than once.")
-        # negative padding crops first; the positive padding then wraps around what is left
-        start, m = max(-lo, 0), n - max(-lo, 0) - max(-hi, 0)
-        idx = aten.arange_start(-max(lo, 0), m + max(hi, 0), dtype=_int64, device=self.device).remainder(m) + start
-        x = x.index_select(dim, idx)
-    return x
+        if out_shape[lead + i] < 0:
+            raise RuntimeError("Negative padding value is resulting in an empty dimension")
+    out = self.new_empty(out_shape)
+    out_slice, in_slice = out, self
+    for i in range(nd):
+        d, lo, hi = self.dim() - 1 - i, pad[2 * i], pad[2 * i + 1]
+        out_slice = aten.slice_Tensor(out_slice, d, max(lo, 0), out_shape[d] - max(hi, 0))
+        in_slice = aten.slice_Tensor(in_slice, d, max(-lo, 0), in_shape[d] - max(-hi, 0))
+    out_slice.copy_(in_slice)
+    for i in range(nd):
+        d, lo, hi = self.dim() - 1 - i, pad[2 * i], pad[2 * i + 1]
+        if lo > 0:
+            aten.slice_Tensor(out, d, 0, lo).copy_(
+                aten.slice_Tensor(out, d, out_shape[d] - lo - max(hi, 0), out_shape[d] - max(hi, 0)))
+        if hi > 0:
+            aten.slice_Tensor(out, d, out_shape[d] - hi, out_shape[d]).copy_(
+                aten.slice_Tensor(out, d, max(lo, 0), max(lo, 0) + hi))
+    return out
 
 
 def _index_tensor(index: Any, like: Any) -> Any:

@@ -7,9 +7,10 @@ from typing import Any
 import math
 
 from ember._generated import aten
+from ember.c10.dtype import int64
 from ember.c10.memory_format import contiguous_format
 from ember.aten.dispatcher import is_tensor_subclass_like
-from ember.aten.wrap import new_tensor, write_out
+from ember.aten.wrap import _type_name, new_tensor, write_out
 from ember.aten.kernels._common import wrap_dim, wrap_dims
 from ember.aten.kernels.views import compute_stride, infer_size, narrow_check
 from ember.aten.meta import broadcast_shapes
@@ -130,6 +131,27 @@ def diag(self: Any, diagonal: int = 0) -> Any:
     if self.dim() == 2:
         return aten.diagonal_copy(self, diagonal)
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {self.dim()}D")
+
+
+def take_along_dim(self: Any, indices: Any, dim: Any = None) -> Any:
+    """``gather`` along ``dim`` of the two broadcast against each other (all but ``dim``), an index wrapped into
+    ``[0, size)`` (so -1 is the last); without ``dim``, of the flattened tensors (TensorAdvancedIndexing.cpp)."""
+    if dim is None:
+        return self.view(-1).gather(0, indices.view(-1))
+    if self.dim() != indices.dim():
+        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of dimensions, "
+                           f"but got {self.dim()} dimensions for input, and {indices.dim()} dimensions for indices")
+    if indices.dtype != int64:
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{_type_name(indices.dtype)}")
+    d = wrap_dim(dim, self.dim())
+    sizes = list(self.shape)
+    sizes[d] = indices.shape[d]
+    indices_b = indices.expand(broadcast_shapes(tuple(sizes), tuple(indices.shape)))
+    sizes = list(indices.shape)
+    sizes[d] = self.shape[d]
+    self_b = self.expand(broadcast_shapes(tuple(sizes), tuple(self.shape)))
+    return self_b.gather(d, indices_b.remainder(self.shape[d]))
 
 
 # Note [In-place view ops]

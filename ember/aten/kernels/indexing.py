@@ -413,17 +413,6 @@ def take(xp: Any, self: Array, index: Array) -> Any:
     return self.reshape(-1)[index]
 
 
-def take_along_dim(xp: Any, self: Array, indices: Array, dim: Any = None) -> Any:
-    if dim is None:
-        return self.reshape(-1)[indices.reshape(-1)]
-    d = wrap_dim(dim, self.ndim)
-    shape = list(np.broadcast_shapes(tuple(s if i != d else 1 for i, s in enumerate(self.shape)),
-                                     tuple(s if i != d else 1 for i, s in enumerate(indices.shape))))
-    s_shape, i_shape = shape.copy(), shape.copy()
-    s_shape[d], i_shape[d] = self.shape[d], indices.shape[d]
-    return xp.take_along_axis(xp.broadcast_to(self, s_shape), xp.broadcast_to(indices, i_shape), axis=d)
-
-
 # ------------------------------------------------------------------------------ joining and shaping
 def cat(xp: Any, tensors: Any, dim: Any = 0) -> Any:
     if len(tensors) == 0:
