@@ -3691,7 +3691,7 @@ def _ag_histogram_bin_ct(ks, self, bins, range, weight, density):
     return result
 
 
-class NormBackward0(_Node):
+class NormBackward1(_Node):
     _saved_names = ('self_', 'result_')
 
     def apply(_n, grads):
@@ -3706,13 +3706,12 @@ class NormBackward0(_Node):
             self = _n._saved('self_')
             grad_inputs[self_ix] = norm_backward(grad, self, 2 if p is None else p, result, dim, keepdim)
         return grad_inputs
-NormBackward0.__name__ = NormBackward0.__qualname__ = 'NormBackward1'
 
 
 def _ag_norm_ScalarOpt_dim(ks, self, p, dim, keepdim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_norm_ScalarOpt_dim.redispatch(ks & _BELOW, self, p, dim, keepdim)
-    _n = NormBackward0()
+    _n = NormBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.p = p
@@ -3721,6 +3720,36 @@ def _ag_norm_ScalarOpt_dim(ks, self, p, dim, keepdim):
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_norm_ScalarOpt_dim.redispatch(ks & _BELOW, self, p, dim, keepdim)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class NormBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        p = _n.p
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = norm_backward(grad, self, p, result, None, False)
+        return grad_inputs
+
+
+def _ag_norm_Scalar(ks, self, p):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_norm_Scalar.redispatch(ks & _BELOW, self, p)
+    _n = NormBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.p = p
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_norm_Scalar.redispatch(ks & _BELOW, self, p)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -6167,76 +6196,6 @@ def _ag_einsum_default(ks, equation, tensors, path):
     return result
 
 
-class TensordotBackward0(_Node):
-    _saved_names = ('self_', 'other_')
-
-    def apply(_n, grads):
-        grad = grads[0]
-        dims_self = _n.dims_self
-        dims_other = _n.dims_other
-        self_ix, other_ix = 0, 1
-        grad_inputs = [None] * 2
-        if _n._next[self_ix] is not None:
-            other = _n._saved('other_')
-            self = _n._saved('self_')
-            grad_inputs[self_ix] = tensordot_backward(grad, self, other, dims_self, dims_other, 0)
-        if _n._next[other_ix] is not None:
-            other = _n._saved('other_')
-            self = _n._saved('self_')
-            grad_inputs[other_ix] = tensordot_backward(grad, self, other, dims_self, dims_other, 1)
-        return grad_inputs
-
-
-def _ag_tensordot_default(ks, self, other, dims_self, dims_other):
-    if not (_gm.enabled and (self._rg or other._rg)):
-        return aten._op_tensordot.redispatch(ks & _BELOW, self, other, dims_self, dims_other)
-    _n = TensordotBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
-    _n.dims_self = dims_self
-    _n.dims_other = dims_other
-    if _n._next[0] is not None or _n._next[1] is not None:
-        _n.self_ = _SV(self)
-    if _n._next[0] is not None or _n._next[1] is not None:
-        _n.other_ = _SV(other)
-    result = aten._op_tensordot.redispatch(ks & _BELOW, self, other, dims_self, dims_other)
-    _set_history(_n, (result,))
-    return result
-
-
-class KronBackward0(_Node):
-    _saved_names = ('self_', 'other_')
-
-    def apply(_n, grads):
-        grad = grads[0]
-        self_ix, other_ix = 0, 1
-        grad_inputs = [None] * 2
-        if _n._next[self_ix] is not None:
-            other = _n._saved('other_')
-            self = _n._saved('self_')
-            grad_inputs[self_ix] = kron_backward(grad, self, other, 0)
-        if _n._next[other_ix] is not None:
-            other = _n._saved('other_')
-            self = _n._saved('self_')
-            grad_inputs[other_ix] = kron_backward(grad, self, other, 1)
-        return grad_inputs
-
-
-def _ag_kron_default(ks, self, other):
-    if not (_gm.enabled and (self._rg or other._rg)):
-        return aten._op_kron.redispatch(ks & _BELOW, self, other)
-    _n = KronBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
-    if _n._next[0] is not None or _n._next[1] is not None:
-        _n.self_ = _SV(self)
-    if _n._next[0] is not None or _n._next[1] is not None:
-        _n.other_ = _SV(other)
-    result = aten._op_kron.redispatch(ks & _BELOW, self, other)
-    _set_history(_n, (result,))
-    return result
-
-
 class CdistBackward0(_Node):
     _saved_names = ('x1_', 'x2_', 'result_')
 
@@ -6563,34 +6522,6 @@ def _ag_linalg_pinv_default(ks, self, atol, rtol, hermitian):
     result = aten._op_linalg_pinv.redispatch(ks & _BELOW, self, atol, rtol, hermitian)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
-    return result
-
-
-class LinalgMatrixPowerBackward0(_Node):
-    _saved_names = ('self_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        n = _n.n
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            self = _n._saved('self_')
-            grad_inputs[self_ix] = matrix_power_backward(grad, self, n)
-        return grad_inputs
-
-
-def _ag_linalg_matrix_power_default(ks, self, n):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_linalg_matrix_power.redispatch(ks & _BELOW, self, n)
-    _n = LinalgMatrixPowerBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.n = n
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self)
-    result = aten._op_linalg_matrix_power.redispatch(ks & _BELOW, self, n)
-    _set_history(_n, (result,))
     return result
 
 
@@ -11983,32 +11914,6 @@ def _ag_special_entr_default(ks, self):
     return result
 
 
-class SpecialNdtrBackward0(_Node):
-    _saved_names = ('self_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            self = _n._saved('self_')
-            grad_inputs[self_ix] = grad * (-0.5 * self * self).exp() * 0.3989422804014327
-        return grad_inputs
-
-
-def _ag_special_ndtr_default(ks, self):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_special_ndtr.redispatch(ks & _BELOW, self)
-    _n = SpecialNdtrBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self)
-    result = aten._op_special_ndtr.redispatch(ks & _BELOW, self)
-    _set_history(_n, (result,))
-    return result
-
-
 class SpecialXlog1PyBackward0(_Node):
     _saved_names = ('self_', 'other_')
 
@@ -14352,6 +14257,7 @@ for _h, _k in (
     (aten._op_histogram_bins_tensor, _ag_histogram_bins_tensor),
     (aten._op_histogram_bin_ct, _ag_histogram_bin_ct),
     (aten._op_norm_ScalarOpt_dim, _ag_norm_ScalarOpt_dim),
+    (aten._op_norm_Scalar, _ag_norm_Scalar),
     (aten._op_view, _ag_view_default),
     (aten._op_view_dtype, _ag_view_dtype),
     (aten._op__unsafe_view, _ag__unsafe_view_default),
@@ -14433,8 +14339,6 @@ for _h, _k in (
     (aten._op_baddbmm, _ag_baddbmm_default),
     (aten._op_addbmm, _ag_addbmm_default),
     (aten._op_einsum, _ag_einsum_default),
-    (aten._op_tensordot, _ag_tensordot_default),
-    (aten._op_kron, _ag_kron_default),
     (aten._op_cdist, _ag_cdist_default),
     (aten._op_linalg_det, _ag_linalg_det_default),
     (aten._op_linalg_slogdet, _ag_linalg_slogdet_default),
@@ -14446,7 +14350,6 @@ for _h, _k in (
     (aten._op_linalg_svd, _ag_linalg_svd_default),
     (aten._op_linalg_svdvals, _ag_linalg_svdvals_default),
     (aten._op_linalg_pinv, _ag_linalg_pinv_default),
-    (aten._op_linalg_matrix_power, _ag_linalg_matrix_power_default),
     (aten._op_linalg_lstsq, _ag_linalg_lstsq_default),
     (aten._op_linalg_cross, _ag_linalg_cross_default),
     (aten._op_linalg_vector_norm, _ag_linalg_vector_norm_default),
@@ -14620,7 +14523,6 @@ for _h, _k in (
     (aten._op_special_zeta_self_scalar, _ag_special_zeta_self_scalar),
     (aten._op_special_zeta_other_scalar, _ag_special_zeta_other_scalar),
     (aten._op_special_entr, _ag_special_entr_default),
-    (aten._op_special_ndtr, _ag_special_ndtr_default),
     (aten._op_special_xlog1py, _ag_special_xlog1py_default),
     (aten._op_mvlgamma, _ag_mvlgamma_default),
     (aten._op_dist, _ag_dist_default),

@@ -4458,22 +4458,6 @@ def _einsum_default(ks, equation, tensors, path):
     return _new(K.einsum(be.xp, equation, [_t._data for _t in tensors], path=path), be.ks, be.device)
 
 
-def _tensordot_default(ks, self, other, dims_self, dims_other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.tensordot(be.xp, self._data, other._data, dims_self, dims_other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.tensordot, self, other)
-
-
-def _kron_default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.kron(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.kron, self, other)
-
-
 def _cdist_default(ks, x1, x2, p, compute_mode):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -4564,14 +4548,6 @@ def _linalg_pinv_default(ks, self, atol, rtol, hermitian):
         return _new(K.linalg_pinv(be.xp, self._data, atol=atol, rtol=rtol, hermitian=hermitian), be.ks, be.device)
     except ValueError as _e:
         _value_error(_e, K.linalg_pinv, self)
-
-
-def _linalg_matrix_power_default(ks, self, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.linalg_matrix_power(be.xp, self._data, n), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.linalg_matrix_power, self)
 
 
 def _linalg_lstsq_default(ks, self, b, rcond, driver):
@@ -6957,14 +6933,6 @@ def _special_entr_out(ks, self, out):
         _value_error(_e, K.special_entr, self, out)
 
 
-def _special_ndtr_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_ndtr(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_ndtr, self)
-
-
 def _special_ndtr_out(ks, self, out):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -7757,8 +7725,6 @@ _BACKEND_KERNELS = (
     (_A._op_addbmm_, _addbmm__default, ('CPU', 'CUDA', 'Meta'), K.addbmm, ('beta', 'alpha'), 'inplace', None),
     (_A._op_addbmm_out, _addbmm_out, ('CPU', 'CUDA', 'Meta'), K.addbmm, ('beta', 'alpha'), 'out', None),
     (_A._op_einsum, _einsum_default, ('CPU', 'CUDA', 'Meta'), K.einsum, ('path',), 'new', None),
-    (_A._op_tensordot, _tensordot_default, ('CPU', 'CUDA', 'Meta'), K.tensordot, (), 'new', None),
-    (_A._op_kron, _kron_default, ('CPU', 'CUDA', 'Meta'), K.kron, (), 'new', None),
     (_A._op_cdist, _cdist_default, ('CPU', 'CUDA', 'Meta'), K.cdist, (), 'new', None),
     (_A._op_linalg_det, _linalg_det_default, ('CPU', 'CUDA', 'Meta'), K.linalg_det, (), 'new', None),
     (_A._op_linalg_slogdet, _linalg_slogdet_default, ('CPU', 'CUDA', 'Meta'), K.linalg_slogdet, (), 'new', _rt.linalg_slogdet),
@@ -7770,7 +7736,6 @@ _BACKEND_KERNELS = (
     (_A._op_linalg_svd, _linalg_svd_default, ('CPU', 'CUDA', 'Meta'), K.linalg_svd, ('driver',), 'new', _rt.linalg_svd),
     (_A._op_linalg_svdvals, _linalg_svdvals_default, ('CPU', 'CUDA', 'Meta'), K.linalg_svdvals, ('driver',), 'new', None),
     (_A._op_linalg_pinv, _linalg_pinv_default, ('CPU', 'CUDA', 'Meta'), K.linalg_pinv, ('atol', 'rtol', 'hermitian'), 'new', None),
-    (_A._op_linalg_matrix_power, _linalg_matrix_power_default, ('CPU', 'CUDA', 'Meta'), K.linalg_matrix_power, (), 'new', None),
     (_A._op_linalg_lstsq, _linalg_lstsq_default, ('CPU', 'CUDA'), K.linalg_lstsq, ('driver',), 'new', _rt.linalg_lstsq),
     (_A._op_linalg_cross, _linalg_cross_default, ('CPU', 'CUDA', 'Meta'), K.linalg_cross, ('dim',), 'new', None),
     (_A._op_linalg_vector_norm, _linalg_vector_norm_default, ('CPU', 'CUDA', 'Meta'), K.linalg_vector_norm, ('dtype',), 'new', None),
@@ -8064,7 +8029,6 @@ _BACKEND_KERNELS = (
     (_A._op_special_spherical_bessel_j0_out, _special_spherical_bessel_j0_out, ('CPU', 'CUDA', 'Meta'), K.special_spherical_bessel_j0, (), 'out', None),
     (_A._op_special_entr, _special_entr_default, ('CPU', 'CUDA', 'Meta'), K.special_entr, (), 'new', None),
     (_A._op_special_entr_out, _special_entr_out, ('CPU', 'CUDA', 'Meta'), K.special_entr, (), 'out', None),
-    (_A._op_special_ndtr, _special_ndtr_default, ('CPU', 'CUDA', 'Meta'), K.special_ndtr, (), 'new', None),
     (_A._op_special_ndtr_out, _special_ndtr_out, ('CPU', 'CUDA', 'Meta'), K.special_ndtr, (), 'out', None),
     (_A._op_special_xlog1py, _special_xlog1py_default, ('CPU', 'CUDA', 'Meta'), K.special_xlog1py, (), 'new', None),
     (_A._op_special_xlog1py_out, _special_xlog1py_out, ('CPU', 'CUDA', 'Meta'), K.special_xlog1py, (), 'out', None),
@@ -8135,7 +8099,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_nanquantile, 'CompositeImplicitAutograd', C.nanquantile),
     (_A._op_nanquantile_scalar, 'CompositeImplicitAutograd', C.nanquantile_scalar),
     (_A._op_norm_ScalarOpt_dim, 'CompositeExplicitAutograd', C.norm_dim),
-    (_A._op_norm_Scalar, 'CompositeImplicitAutograd', C.norm_scalar),
+    (_A._op_norm_Scalar, 'CompositeExplicitAutograd', C.norm_scalar),
     (_A._op_reshape, 'CompositeImplicitAutograd', C.reshape),
     (_A._op_view_as, 'CompositeImplicitAutograd', C.view_as),
     (_A._op_reshape_as, 'CompositeImplicitAutograd', C.reshape_as),
@@ -8208,9 +8172,12 @@ _COMPOSITE_KERNELS = (
     (_A._op_matmul, 'CompositeImplicitAutograd', C.matmul),
     (_A._op_inner, 'CompositeImplicitAutograd', C.inner),
     (_A._op_outer, 'CompositeImplicitAutograd', C.outer),
+    (_A._op_tensordot, 'CompositeImplicitAutograd', C.tensordot),
+    (_A._op_kron, 'CompositeImplicitAutograd', C.kron),
     (_A._op_cross, 'CompositeImplicitAutograd', C.cross),
     (_A._op_linalg_inv, 'CompositeImplicitAutograd', C.linalg_inv),
     (_A._op_linalg_cholesky, 'CompositeImplicitAutograd', C.linalg_cholesky),
+    (_A._op_linalg_matrix_power, 'CompositeImplicitAutograd', C.linalg_matrix_power),
     (_A._op_linalg_norm, 'CompositeImplicitAutograd', C.linalg_norm),
     (_A._op_linalg_norm_ord_str, 'CompositeImplicitAutograd', C.linalg_norm),
     (_A._op_inverse, 'CompositeImplicitAutograd', C.inverse),
@@ -8705,6 +8672,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_linalg_matrix_rank_atol_rtol_float, 'CompositeImplicitAutograd', C.linalg_matrix_rank_atol_rtol_float),
     (_A._op_linalg_matrix_rank, 'CompositeImplicitAutograd', C.linalg_matrix_rank),
     (_A._op_linalg_matrix_rank_tol_tensor, 'CompositeImplicitAutograd', C.linalg_matrix_rank_tol_tensor),
+    (_A._op_special_ndtr, 'CompositeImplicitAutograd', C.special_ndtr),
     (_A._op_special_multigammaln, 'CompositeImplicitAutograd', C.special_multigammaln),
     (_A._op_mvlgamma, 'CompositeExplicitAutograd', C.mvlgamma),
     (_A._op_mvlgamma_, 'CompositeImplicitAutograd', C.mvlgamma_),

@@ -770,37 +770,6 @@ def einsum_backward(grad: Tensor, equation: Any, tensors: Sequence[Tensor]) -> A
     return out
 
 
-def tensordot_backward(grad: Tensor, self: Tensor, other: Tensor, dims_self: Any, dims_other: Any, which: Any) -> Any:
-    ds = [wrap_dim(d, self.dim()) for d in dims_self]
-    do = [wrap_dim(d, other.dim()) for d in dims_other]
-    free_s = [d for d in range(self.dim()) if d not in ds]
-    free_o = [d for d in range(other.dim()) if d not in do]
-    ns = len(free_s)
-    if which == 0:  # dims of g: free dims of self, then other's contracted dims in increasing order
-        g = aten.tensordot(grad, other, tuple(range(ns, grad.dim())), tuple(free_o))
-        order = free_s + [ds[do.index(r)] for r in sorted(do)]
-        return g.permute([order.index(d) for d in range(self.dim())])
-    g = aten.tensordot(self, grad, tuple(free_s), tuple(range(ns)))
-    order = [do[ds.index(r)] for r in sorted(ds)] + free_o
-    return g.permute([order.index(d) for d in range(other.dim())])
-
-
-def kron_backward(grad: Tensor, self: Tensor, other: Tensor, which: Any) -> Any:
-    a, b = self, other
-    nd = max(a.dim(), b.dim())
-    a2 = a.reshape((1,) * (nd - a.dim()) + tuple(a.shape))
-    b2 = b.reshape((1,) * (nd - b.dim()) + tuple(b.shape))
-    shape = []
-    for i in range(nd):
-        shape += [a2.shape[i], b2.shape[i]]
-    g = grad.reshape(shape)
-    if which == 0:
-        br = b2.reshape([1 if k % 2 == 0 else b2.shape[k // 2] for k in range(2 * nd)])
-        return (g * br).sum(tuple(range(1, 2 * nd, 2))).reshape(a.shape)
-    ar = a2.reshape([a2.shape[k // 2] if k % 2 == 0 else 1 for k in range(2 * nd)])
-    return (g * ar).sum(tuple(range(0, 2 * nd, 2))).reshape(b.shape)
-
-
 def cdist_backward(grad: Tensor, x1: Tensor, x2: Tensor, p: Any, result: Tensor, which: Any) -> Any:
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     r = result.unsqueeze(-1)
@@ -884,22 +853,6 @@ def eigvalsh_backward(grad: Tensor, A: Tensor, UPLO: Any) -> Any:
 def svdvals_backward(grad: Tensor, A: Tensor) -> Any:
     U, _, Vh = aten.linalg_svd(A, full_matrices=False)
     return U.matmul(grad.diag_embed()).matmul(Vh)
-
-
-def matrix_power_backward(grad: Tensor, A: Tensor, n: int) -> Any:
-    if n == 0:
-        return aten.zeros_like(A)
-    if n < 0:
-        Ainv = aten.linalg_inv(A)
-        g = matrix_power_backward(grad, Ainv, -n)
-        return -(Ainv.mT.matmul(g).matmul(Ainv.mT))
-    powers = [aten.eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(tuple(A.shape))]
-    for k in range(1, n):
-        powers.append(powers[k - 1].matmul(A))
-    out = aten.zeros_like(A)
-    for k in range(n):
-        out = out + powers[k].mT.matmul(grad).matmul(powers[n - 1 - k].mT)
-    return out
 
 
 def matrix_norm_backward(grad: Tensor, self: Tensor, ord: Any, result: Tensor, dim: Any, keepdim: bool) -> Any:

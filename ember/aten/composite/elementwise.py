@@ -64,6 +64,11 @@ for _name, _base in {"special_polygamma": "polygamma", "special_erf": "erf", "sp
 
 
 
+def special_ndtr(self: Any) -> Any:
+    """The standard normal CDF, ``(1 + erf(x / sqrt 2)) / 2``."""
+    return ((self * 0.7071067811865476).erf() + 1) * 0.5
+
+
 def mvlgamma(self: Any, p: int) -> Any:
     """The log of the multivariate gamma function of dimension ``p``: ``sum_i lgamma(x - i/2) + p(p-1)/4 log pi``
     (an integer input in the default dtype)."""

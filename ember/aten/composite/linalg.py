@@ -28,10 +28,57 @@ def linalg_norm(self: Any, ord: Any = None, dim: Any = None, keepdim: Any = Fals
     return aten.linalg_vector_norm(self, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
 
+def tensordot(self: Any, other: Any, dims_self: Any, dims_other: Any) -> Any:
+    """The sum over the paired dims of the product, as one ``mm`` of the two permuted into (kept, contracted) and
+    (contracted, kept) matrices; a contracted dim of size 1 on one side is summed on the other first (Linear.cpp)."""
+    if len(dims_self) != len(dims_other):
+        raise RuntimeError("both dimension lists should have same length")
+    if self.dtype != other.dtype:
+        raise RuntimeError("both inputs should have same dtype")
+    t1, t2, csize = self, other, 1
+    for d1, d2 in zip(dims_self, dims_other):
+        s1, s2 = self.size(d1), other.size(d2)
+        if s2 == 1:             # a broadcast dim: summed right away
+            t1 = aten.sum_dim_IntList(t1, [d1], True, dtype=t1.dtype)
+        elif s1 == 1:
+            t2 = aten.sum_dim_IntList(t2, [d2], True, dtype=t2.dtype)
+        elif s1 != s2:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {s1} in dim {d1} and second "
+                               f"has size {s2} in dim {d2}")
+        else:
+            csize *= s1
+    c1 = {d % self.dim() for d in dims_self} if self.dim() else set(dims_self)
+    c2 = {d % other.dim() for d in dims_other} if other.dim() else set(dims_other)
+    kept1 = [i for i in range(self.dim()) if i not in c1]
+    kept2 = [i for i in range(other.dim()) if i not in c2]
+    size1 = math.prod(t1.shape[i] for i in kept1)
+    size2 = math.prod(t2.shape[i] for i in kept2)
+    rsizes = [t1.shape[i] for i in kept1] + [t2.shape[i] for i in kept2]
+    t1 = t1.permute(kept1 + list(dims_self)).reshape(size1, csize)
+    t2 = t2.permute(list(dims_other) + kept2).reshape(csize, size2)
+    return aten.mm(t1, t2).reshape(rsizes)
+
+
+def kron(self: Any, other: Any) -> Any:
+    """The Kronecker product: each operand viewed with its dims interleaved with size-1 ones, multiplied by
+    broadcasting, the product viewed back (LinearAlgebra.cpp's KronImpl)."""
+    maxdim = max(self.dim(), other.dim())
+    pad_self, pad_other = maxdim - self.dim(), maxdim - other.dim()
+    a_shape, b_shape, out_shape = [], [], []
+    for i in range(maxdim):
+        a = self.shape[i - pad_self] if i >= pad_self else 1
+        b = other.shape[i - pad_other] if i >= pad_other else 1
+        a_shape += [a, 1]
+        b_shape += [1, b]
+        out_shape.append(a * b)
+    product = aten.mul_Tensor(aten._unsafe_view(self, a_shape), aten._unsafe_view(other, b_shape))
+    return aten._unsafe_view(product, out_shape)
+
+
 def inner(self: Any, other: Any) -> Any:
     if self.dim() == 0 or other.dim() == 0:
         return self * other
-    return aten.tensordot(self, other, (-1 % self.dim(),), (-1 % other.dim(),))
+    return aten.tensordot(self, other, (-1,), (-1,))
 
 
 def cross(self: Any, other: Any, dim: Any = None) -> Any:
@@ -212,8 +259,13 @@ def linalg_multi_dot(tensors: Any) -> Any:
         if mats[i].shape[1] != mats[i + 1].shape[0]:
             raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes {_shape(tensors[i])} and "
                                f"{_shape(tensors[i + 1])} cannot be multiplied")
+    out_shape = ([first.shape[0]] if first.dim() == 2 else []) + ([last.shape[1]] if last.dim() == 2 else [])
     if n == 2:
         out = mats[0].mm(mats[1])
+    elif n == 3:        # the cheaper of the two orders (the left one on a tie)
+        a, b, c, d = mats[0].shape[0], mats[1].shape[0], mats[2].shape[0], mats[2].shape[1]
+        out = mats[0].mm(mats[1].mm(mats[2])) if (a * c) * (b + d) > (b * d) * (a + c) else \
+            mats[0].mm(mats[1]).mm(mats[2])
     else:
         split = _chain_order([m.shape[0] for m in mats] + [mats[-1].shape[1]])
 
@@ -223,11 +275,7 @@ def linalg_multi_dot(tensors: Any) -> Any:
             k = split[i][j]
             return product(i, k).mm(product(k + 1, j))
         out = product(0, n - 1)
-    if first.dim() == 1:
-        out = out.squeeze(0)
-    if last.dim() == 1:
-        out = out.squeeze(-1)
-    return out
+    return out.view(out_shape)
 
 
 def _shape(t: Any) -> str:
@@ -326,6 +374,36 @@ def logdet(self: Any) -> Any:
         return sign.log() + logabsdet
     return aten.where_self(sign == -1, aten.full((), float("nan"), dtype=logabsdet.dtype, device=logabsdet.device),
                            logabsdet)
+
+
+def linalg_matrix_power(self: Any, n: int) -> Any:
+    """``A^n`` by repeated squaring (LinearAlgebra.cpp): the identity for 0 (in the graph through a copy), the
+    inverse's power for a negative ``n``, two products at most for ``n`` up to 3."""
+    if self.dim() < 2:
+        raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 dimensions.")
+    if self.shape[-1] != self.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are "
+                           f"{self.shape[-2]} by {self.shape[-1]} matrices")
+    if n == 0:
+        return self.clone(memory_format=contiguous_format).copy_(
+            aten.eye(self.shape[-2], dtype=self.dtype, device=self.device))
+    if n == 1:
+        return self.clone(memory_format=contiguous_format)
+    if n == -1:
+        return aten.linalg_inv(self)
+    a = aten.linalg_inv(self) if n < 0 else self
+    n = abs(n)
+    if n == 2:
+        return aten.matmul(a, a)
+    if n == 3:
+        return aten.matmul(aten.matmul(a, a), a)
+    z = result = None
+    while n > 0:
+        bit, n = n % 2, n // 2
+        z = a if z is None else aten.matmul(z, z)
+        if bit:
+            result = z if result is None else aten.matmul(result, z)
+    return result
 
 
 def matrix_power(self: Any, n: int) -> Any:

@@ -882,9 +882,13 @@ def conv_tbc(self: Any, weight: Any, bias: Any, pad: Any = 0) -> Any:
 
 def norm_except_dim(v: Any, pow: Any = 2, dim: Any = 0) -> Any:  # noqa: A002
     """The ``pow``-norm over every dimension but ``dim`` (kept as size 1 elsewhere; the whole norm for -1): weight
-    normalization's g."""
+    normalization's g (WeightNorm.cpp: a 2-d view reduced along one side)."""
     if dim == -1:
-        return aten.linalg_vector_norm(v, pow)
-    d = dim % v.dim()
-    others = tuple(i for i in range(v.dim()) if i != d)
-    return aten.linalg_vector_norm(v, pow, others, True)
+        return aten.norm_Scalar(v, pow)
+    if dim == 0:
+        shape = [v.shape[0]] + [1] * (v.dim() - 1)
+        return aten.norm_ScalarOpt_dim(v.contiguous().view(v.shape[0], -1), pow, (1,), False).view(shape)
+    if dim == v.dim() - 1:
+        shape = [1] * (v.dim() - 1) + [v.shape[-1]]
+        return aten.norm_ScalarOpt_dim(v.contiguous().view(-1, v.shape[-1]), pow, (0,), False).view(shape)
+    return aten.norm_except_dim(v.transpose(0, dim), pow, 0).transpose(0, dim)

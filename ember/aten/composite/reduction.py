@@ -426,7 +426,7 @@ def frobenius_norm_dim(self: Any, dim: Any, keepdim: bool = False, out: Any = No
     _warn_deprecated("frobenius_norm", "at::frobenius_norm is deprecated and it is just left for JIT compatibility. "
                      "It will be removed in a future PyTorch release. Please use `linalg.vector_norm(A, 2., dim, "
                      "keepdim)` instead")
-    r = aten.linalg_vector_norm(self, 2, tuple(dim), keepdim)
+    r = aten.norm_ScalarOpt_dim(self, 2, tuple(dim), keepdim)
     return r if out is None else out.resize_(r.shape).copy_(r)
 
 

@@ -456,11 +456,13 @@ def fill_diagonal_(self: Any, fill_value: Any, wrap: bool = False) -> Any:
         raise RuntimeError("dimensions must larger than 1")
     if nd > 2 and len(set(self.shape)) != 1:
         raise RuntimeError("all dimensions of input must be of equal length")
-    n = min(self.shape)
-    step = sum(self.stride())
-    if nd == 2 and wrap and self.shape[0] > self.shape[1] + 1:
-        n = (self.numel() + step - 1) // step if self.is_contiguous() else n
-    aten.as_strided(self, (n,), (step,), self.storage_offset()).fill_(fill_value)
+    height, width = self.shape[0], self.shape[1]
+    size, step = min(height, width), sum(self.stride())
+    aten.as_strided(self, (size,), (step,), self.storage_offset()).fill_(fill_value)
+    if wrap and nd == 2 and height > width + 1:     # the diagonal goes on after one skipped row
+        wrap_size = (self.numel() + width) // (width + 1) - size
+        offset = self.storage_offset() + self.stride(0) * (width + 1)
+        aten.as_strided(self, (wrap_size,), (step,), offset).fill_(fill_value)
     return self
 
 

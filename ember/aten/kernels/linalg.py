@@ -241,20 +241,6 @@ def einsum(xp: Any, equation: Any, tensors: Any, path: Any = None) -> Any:
     return xp.asarray(r).astype(tensors[0].dtype, copy=False)
 
 
-def tensordot(xp: Any, self: Array, other: Array, dims_a: Any, dims_b: Any) -> Any:
-    if len(dims_a) != len(dims_b):
-        raise RuntimeError("both dimension lists should have same length")
-    for a, b in zip(dims_a, dims_b):
-        if self.shape[a] != other.shape[b]:
-            raise RuntimeError(f"contracted dimensions need to match, but first has size {self.shape[a]} in dim "
-                               f"{a} and second has size {other.shape[b]} in dim {b}")
-    return xp.tensordot(self, other, axes=(list(dims_a), list(dims_b)))
-
-
-def kron(xp: Any, self: Array, other: Array) -> Any:
-    return xp.kron(self, other)
-
-
 def cdist(xp: Any, x1: Array, x2: Array, p: Any = 2.0, compute_mode: Any = None) -> Any:
     if x1.ndim < 2 or x2.ndim < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D")
@@ -421,16 +407,6 @@ def linalg_pinv(xp: Any, A: Array, atol: Any = None, rtol: Any = None, hermitian
     if rtol is None and atol is None:
         rc = max(A.shape[-2:]) * np.finfo(A.dtype).eps
     return xp.linalg.pinv(A, rcond=rc, hermitian=hermitian).astype(A.dtype)
-
-
-@meta_shape(lambda A, *a, **k: (_square_checked(A, 'matrix_power').shape, A.dtype))
-def linalg_matrix_power(xp: Any, A: Array, n: Any) -> Any:
-    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
-        raise RuntimeError("matrix_power(): expected a tensor of floating types with dim at least 2")
-    if n < 0:
-        A = linalg_inv(xp, A)
-        n = -n
-    return xp.linalg.matrix_power(A, n).astype(A.dtype, copy=False)
 
 
 def linalg_lstsq(xp: Any, A: Array, B: Array, rcond: Any = None, driver: Any = None) -> Any:
