@@ -39,9 +39,9 @@ def tensordot(self: Any, other: Any, dims_self: Any, dims_other: Any) -> Any:
     for d1, d2 in zip(dims_self, dims_other):
         s1, s2 = self.size(d1), other.size(d2)
         if s2 == 1:             # a broadcast dim: summed right away
-            t1 = aten.sum_dim_IntList(t1, [d1], True, dtype=t1.dtype)
+            t1 = aten.sum_dim_IntList(t1, (d1,), True, dtype=t1.dtype)
         elif s1 == 1:
-            t2 = aten.sum_dim_IntList(t2, [d2], True, dtype=t2.dtype)
+            t2 = aten.sum_dim_IntList(t2, (d2,), True, dtype=t2.dtype)
         elif s1 != s2:
             raise RuntimeError(f"contracted dimensions need to match, but first has size {s1} in dim {d1} and second "
                                f"has size {s2} in dim {d2}")
@@ -71,8 +71,8 @@ def kron(self: Any, other: Any) -> Any:
         a_shape += [a, 1]
         b_shape += [1, b]
         out_shape.append(a * b)
-    product = aten.mul_Tensor(aten._unsafe_view(self, a_shape), aten._unsafe_view(other, b_shape))
-    return aten._unsafe_view(product, out_shape)
+    product = aten.mul_Tensor(aten._unsafe_view(self, tuple(a_shape)), aten._unsafe_view(other, tuple(b_shape)))
+    return aten._unsafe_view(product, tuple(out_shape))
 
 
 def inner(self: Any, other: Any) -> Any:
