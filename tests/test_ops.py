@@ -403,8 +403,9 @@ NOT_IN_TABLE = {
     "fake_quantize_per_channel_affine", "fake_quantize_per_channel_affine_cachemask",
     "fake_quantize_per_channel_affine_cachemask_backward", "_quantized_linear", "_quantized_linear_dynamic",
     "_quantized_conv", "_quantized_add", "_quantized_rnn_layer_dynamic",
-    # what embedding_bag runs for a weight that needs no gradient: the embedding_bag entry of the table
-    "_embedding_bag_forward_only",
+    # what embedding_bag runs for a weight that needs no gradient, and conj_physical for a complex tensor: their
+    # entries of the table
+    "_embedding_bag_forward_only", "_conj_physical",
     # what item() and detach() dispatch to under __torch_dispatch__: tests/test_torch_dispatch.py
     "_local_scalar_dense", "detach",
     # factories and random ops: tests/test_factories.py and tests/test_random.py

@@ -31,6 +31,11 @@ _op_conj_physical = _D.define('conj_physical(Tensor self) -> Tensor')
 def conj_physical(self):
     return _op_conj_physical.call(self._ks, self)
 
+_op__conj_physical = _D.define('_conj_physical(Tensor self) -> Tensor')
+
+def _conj_physical(self):
+    return _op__conj_physical.call(self._ks, self)
+
 _op_conj_physical_ = _D.define('conj_physical_(Tensor(a!) self) -> Tensor(a!)')
 
 def conj_physical_(self):

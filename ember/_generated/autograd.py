@@ -54,13 +54,13 @@ class ConjPhysicalBackward0(_Node):
         return grad_inputs
 
 
-def _ag_conj_physical_default(ks, self):
+def _ag__conj_physical_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return aten._op_conj_physical.redispatch(ks & _BELOW, self)
+        return aten._op__conj_physical.redispatch(ks & _BELOW, self)
     _n = ConjPhysicalBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = aten._op_conj_physical.redispatch(ks & _BELOW, self)
+    result = aten._op__conj_physical.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -12434,18 +12434,6 @@ def _ag_abs__default(ks, self):
     return result
 
 
-def _ag_conj_physical__default(ks, self):
-    _check_inplace(self)
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_conj_physical_.redispatch(ks & _BELOW, self)
-    _n = ConjPhysicalBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    result = aten._op_conj_physical_.redispatch(ks & _BELOW, self)
-    _rebase_history(self, _n)
-    return result
-
-
 def _ag_neg__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -14127,7 +14115,7 @@ def _ag_index_reduce__default(ks, self, dim, index, source, reduce, include_self
 
 for _h, _k in (
     (aten._op_abs, _ag_abs_default),
-    (aten._op_conj_physical, _ag_conj_physical_default),
+    (aten._op__conj_physical, _ag__conj_physical_default),
     (aten._op_neg, _ag_neg_default),
     (aten._op_sign, _ag_sign_default),
     (aten._op_sgn, _ag_sgn_default),
@@ -14540,7 +14528,6 @@ for _h, _k in (
     (aten._op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams, _ag__fake_quantize_per_tensor_affine_cachemask_tensor_qparams_default),
     (aten._op_fake_quantize_per_channel_affine_cachemask, _ag_fake_quantize_per_channel_affine_cachemask_default),
     (aten._op_abs_, _ag_abs__default),
-    (aten._op_conj_physical_, _ag_conj_physical__default),
     (aten._op_neg_, _ag_neg__default),
     (aten._op_sign_, _ag_sign__default),
     (aten._op_sgn_, _ag_sgn__default),

@@ -18,6 +18,9 @@ conj_physical = _P('conj_physical', [
     _O(_A._op_conj_physical, (('self', 'T', False, False, None),), ['self']),
     _O(_A._op_conj_physical_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
+_conj_physical = _P('_conj_physical', [
+    _O(_A._op__conj_physical, (('self', 'T', False, False, None),), ['self']),
+])
 conj_physical_ = _P('conj_physical_', [
     _O(_A._op_conj_physical_, (('self', 'T', False, False, None),), ['self']),
 ])

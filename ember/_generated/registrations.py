@@ -38,7 +38,7 @@ def _abs_out(ks, self, out):
         _value_error(_e, K.abs, self, out)
 
 
-def _conj_physical_default(ks, self):
+def __conj_physical_default(ks, self):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _new(K.conj_physical(be.xp, self._data), be.ks, be.device)
@@ -7166,7 +7166,7 @@ _BACKEND_KERNELS = (
     (_A._op_abs, _abs_default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'new', None),
     (_A._op_abs_, _abs__default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'inplace', None),
     (_A._op_abs_out, _abs_out, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'out', None),
-    (_A._op_conj_physical, _conj_physical_default, ('CPU', 'CUDA', 'Meta'), K.conj_physical, (), 'new', None),
+    (_A._op__conj_physical, __conj_physical_default, ('CPU', 'CUDA', 'Meta'), K.conj_physical, (), 'new', None),
     (_A._op_conj_physical_, _conj_physical__default, ('CPU', 'CUDA', 'Meta'), K.conj_physical, (), 'inplace', None),
     (_A._op_conj_physical_out, _conj_physical_out, ('CPU', 'CUDA', 'Meta'), K.conj_physical, (), 'out', None),
     (_A._op_neg, _neg_default, ('CPU', 'CUDA', 'Meta'), K.neg, (), 'new', None),
@@ -8061,6 +8061,7 @@ _BACKEND_KERNELS = (
 
 # operator, key, composite function
 _COMPOSITE_KERNELS = (
+    (_A._op_conj_physical, 'CompositeImplicitAutograd', C.conj_physical),
     (_A._op_square, 'CompositeImplicitAutograd', C.square),
     (_A._op_square_, 'CompositeImplicitAutograd', C.square_),
     (_A._op_relu, 'QuantizedCPU', Q.relu_quantized_cpu),

@@ -64,6 +64,11 @@ for _name, _base in {"special_polygamma": "polygamma", "special_erf": "erf", "sp
 
 
 
+def conj_physical(self: Any) -> Any:
+    """The conjugate in memory (a real tensor is returned as it is, as PyTorch's)."""
+    return aten._conj_physical(self) if self.is_complex() else self
+
+
 def special_ndtr(self: Any) -> Any:
     """The standard normal CDF, ``(1 + erf(x / sqrt 2)) / 2``."""
     return ((self * 0.7071067811865476).erf() + 1) * 0.5

@@ -286,12 +286,13 @@ def linalg_vander(x: Any, N: Any = None) -> Any:
     """The Vandermonde matrix ``x[..., i] ** j`` for ``j < N`` (powers by repeated products, as PyTorch's cumprod)."""
     if x.dtype.name == "bool":
         raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, but got Bool")
-    n = x.shape[-1] if N is None else N
+    x_ = x.unsqueeze(-1) if x.dim() == 0 else x
+    shape = list(x_.shape)
+    n = shape[-1] if N is None else N
     if n <= 1:
         raise RuntimeError("N must be greater than 1.")
-    ones = aten.ones_like(x.unsqueeze(-1))
-    powers = x.unsqueeze(-1).expand(tuple(x.shape) + (n - 1,))
-    return aten.cat([ones, powers], -1).cumprod(-1)
+    powers = aten.cumprod(x_.unsqueeze(-1).expand(tuple(shape) + (n - 1,)), -1)
+    return aten.cat([powers.new_ones(tuple(shape) + (1,)), powers], -1)
 
 
 def linalg_tensorinv(self: Any, ind: int = 2) -> Any:

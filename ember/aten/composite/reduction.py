@@ -242,9 +242,15 @@ def diff(self: Any, n: int = 1, dim: int = -1, prepend: Any = None, append: Any 
 
 
 # ------------------------------------------------------------------------------ statistics (Correlation.cpp)
+def _is_true(t: Any) -> bool:
+    """PyTorch's ``is_scalar_tensor_true``: a 0-d bool tensor compared with a one (``equal``, which reads it)."""
+    return aten.equal(t, t.new_ones(()))
+
+
 def cov(self: Any, correction: int = 1, fweights: Any = None, aweights: Any = None) -> Any:
     """The covariance of the rows (variables) over the columns (observations), weighted by ``fweights`` (integer
-    frequencies) and ``aweights`` (observation weights), with ``correction`` (Bessel's by default)."""
+    frequencies) and ``aweights`` (observation weights), with ``correction`` (Bessel's by default); NumPy's corner
+    cases as PyTorch's Correlation.cpp has them."""
     if self.dim() > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with {self.dim()} "
                            f"dimensions")
@@ -269,24 +275,38 @@ def cov(self: Any, correction: int = 1, fweights: Any = None, aweights: Any = No
         if t.numel() != n:
             raise RuntimeError(f"cov(): expected {name} to have the same numel as there are observations in the "
                                f"input but got {t.numel()} != {n}")
-        if data and n and bool(t.min() < 0):
+        if data and n and not _is_true(t.min().ge(0)):
             raise RuntimeError(f"cov(): {name} cannot be negative")
         w = t if w is None else w * t
     w_sum = w.sum() if w is not None else aten.scalar_tensor(n, dtype=int64, device=self.device)
-    if data and w is not None and not bool(w_sum != 0):
+    if data and w is not None and not _is_true(w_sum.ne(0)):
         raise RuntimeError("cov(): weights sum to zero, can't be normalized")
     avg = (x * w if w is not None else x).sum(1) / w_sum
-    if w is not None and correction != 0 and aweights is not None:
-        norm_factor = w_sum - correction * (w * aweights).sum() / w_sum
-    else:
+    if w is None:
+        norm_factor = aten.scalar_tensor(n - correction, dtype=int64, device=self.device)
+    elif correction == 0:
+        norm_factor = w_sum
+    elif aweights is None:
         norm_factor = w_sum - correction
-    if data and bool(norm_factor <= 0):
+    elif fweights is None and n == 1 and correction == 1:   # NumPy's value, not a rounding error
+        norm_factor = aten.scalar_tensor(0, dtype=int64, device=self.device)
+    else:
+        norm_factor = w_sum - correction * (w * aweights).sum() / w_sum
+    if data and _is_true(norm_factor.le(0)):
         warn_user("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
                   "observations.")
-        norm_factor = norm_factor * 0
-    xc = x - avg.unsqueeze(1)
-    c = xc.mm((xc * w if w is not None else xc).t().conj())
-    return c.true_divide(norm_factor).squeeze()
+        norm_factor = norm_factor.zero_()
+    if n == 1 and (fweights is None) != (aweights is None):     # one observation, one kind of weight: x - avg is 0
+        x = x.clone().zero_()
+        if not (x.dtype.is_floating_point or x.dtype.is_complex):
+            x = x.to(float32)
+    else:
+        x = x - avg.unsqueeze(1)
+    c = aten.mm(x, (x * w if w is not None else x).t().conj())
+    if c.dtype.is_complex and (x.shape[0] == 1 or x.shape[1] == 1):    # x x^H of a vector: no imaginary part
+        re = c.real
+        c = aten.complex(re, aten.zeros_like(re))
+    return aten.div_Tensor(c, norm_factor).squeeze()
 
 
 def corrcoef(self: Any) -> Any:
@@ -301,6 +321,8 @@ def corrcoef(self: Any) -> Any:
     stddev = (d.real if d.dtype.is_complex else d).sqrt()
     c = c / stddev.view(-1, 1)
     c = c / stddev.view(1, -1)
+    if c.dtype.is_complex:       # rounding can leave values just outside [-1, 1]: clipped, as NumPy does
+        return aten.complex(c.real.clip(-1, 1), c.imag.clip(-1, 1))
     return c.clip(-1, 1)
 
 
@@ -347,19 +369,30 @@ def _trapezoid_dx(y: Any, dx: Any, dim: int) -> Any:
     d = y.shape[dim] if y.dim() else 0
     if d == 0:
         return _empty_integral(y, dim)
-    return (y.sum(dim) - (y.select(dim, 0) + y.select(dim, -1)) * 0.5) * dx
+    ends = (y.select(dim, 0) + y.select(dim, -1)) * 0.5      # (PyTorch's compiled code makes these first)
+    return (y.sum(dim) - ends) * dx
 
 
 def _spacing(y: Any, x: Any, dim: int, name: str) -> Any:
-    """The spacing of the sample points x along ``dim`` of y (a 1-D x is broadcast along that dimension)."""
+    """The spacing of the sample points x along ``dim`` of y: a 1-D x viewed along that dimension, a shorter x
+    with leading ones (Integration.cpp: x is not broadcast to y before the difference)."""
+    if y.dtype == bool_ or x.dtype == bool_:
+        raise RuntimeError(f"{name}: received a bool input for `x` or `y`, but bool is not supported")
     if x.dim() == 1:
         if x.shape[0] != y.shape[dim]:
             raise RuntimeError(f"{name}: There must be one `x` value for each sample point")
-        dx = x[1:] - x[:-1]
         shape = [1] * y.dim()
-        shape[dim] = dx.shape[0]
-        return dx.view(shape)
-    return x.narrow(dim, 1, x.shape[dim] - 1) - x.narrow(dim, 0, x.shape[dim] - 1)
+        shape[dim] = x.shape[0]
+        x = x.view(shape)
+    elif x.dim() < y.dim():
+        x = x.view([1] * (y.dim() - x.dim()) + list(x.shape))
+    left = aten.slice_Tensor(x, dim, 0, -1)
+    return aten.slice_Tensor(x, dim, 1) - left
+
+
+def _pairs(y: Any, dim: int) -> Any:
+    """``y[i] + y[i + 1]`` along ``dim``."""
+    return aten.slice_Tensor(y, dim, 0, -1) + aten.slice_Tensor(y, dim, 1)
 
 
 def trapezoid_x(y: Any, x: Any, dim: int = -1) -> Any:
@@ -368,8 +401,7 @@ def trapezoid_x(y: Any, x: Any, dim: int = -1) -> Any:
     if y.shape[dim] == 0:
         return _empty_integral(y, dim)
     dx = _spacing(y, x, dim, "trapezoid")
-    n = y.shape[dim]
-    return (dx * (y.narrow(dim, 1, n - 1) + y.narrow(dim, 0, n - 1))).sum(dim) * 0.5
+    return (_pairs(y, dim) * dx).sum(dim) / 2.0
 
 
 def trapezoid_dx(y: Any, dx: Any = 1, dim: int = -1) -> Any:
@@ -387,11 +419,10 @@ def trapz_dx(y: Any, dx: float = 1.0, dim: int = -1) -> Any:
 def cumulative_trapezoid_x(y: Any, x: Any, dim: int = -1) -> Any:
     """The running trapezoidal integral: n - 1 partial sums along ``dim``."""
     dim = dim % y.dim() if y.dim() else 0
-    n = y.shape[dim]
-    if n == 0:
+    if y.shape[dim] == 0:
         return y.narrow(dim, 0, 0)
     dx = _spacing(y, x, dim, "cumulative_trapezoid")
-    return aten.cumsum(dx * (y.narrow(dim, 1, n - 1) + y.narrow(dim, 0, n - 1)) * 0.5, dim)
+    return (_pairs(y, dim) * dx).cumsum(dim) / 2.0
 
 
 def cumulative_trapezoid_dx(y: Any, dx: Any = 1, dim: int = -1) -> Any:
