@@ -405,7 +405,7 @@ NOT_IN_TABLE = {
     "_quantized_conv", "_quantized_add", "_quantized_rnn_layer_dynamic",
     # what embedding_bag runs for a weight that needs no gradient, and conj_physical for a complex tensor: their
     # entries of the table
-    "_embedding_bag_forward_only", "_conj_physical",
+    "_embedding_bag_forward_only", "_conj_physical", "_cdist_forward", "_euclidean_dist", "_pdist_forward",
     # what item() and detach() dispatch to under __torch_dispatch__: tests/test_torch_dispatch.py
     "_local_scalar_dense", "detach",
     # factories and random ops: tests/test_factories.py and tests/test_random.py

@@ -3376,6 +3376,21 @@ _op_cdist = _D.define('cdist(Tensor x1, Tensor x2, float p=2, int? compute_mode=
 def cdist(x1, x2, p=2, compute_mode=None):
     return _op_cdist.call(x1._ks | x2._ks, x1, x2, p, compute_mode)
 
+_op__cdist_forward = _D.define('_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor')
+
+def _cdist_forward(x1, x2, p, compute_mode):
+    return _op__cdist_forward.call(x1._ks | x2._ks, x1, x2, p, compute_mode)
+
+_op__pdist_forward = _D.define('_pdist_forward(Tensor self, float p=2) -> Tensor')
+
+def _pdist_forward(self, p=2):
+    return _op__pdist_forward.call(self._ks, self, p)
+
+_op__euclidean_dist = _D.define('_euclidean_dist(Tensor x1, Tensor x2) -> Tensor')
+
+def _euclidean_dist(x1, x2):
+    return _op__euclidean_dist.call(x1._ks | x2._ks, x1, x2)
+
 _op_cross = _D.define('cross(Tensor self, Tensor other, int? dim=None) -> Tensor')
 
 def cross(self, other, dim=None):

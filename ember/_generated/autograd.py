@@ -6217,9 +6217,9 @@ class CdistBackward0(_Node):
         return grad_inputs
 
 
-def _ag_cdist_default(ks, x1, x2, p, compute_mode):
+def _ag__cdist_forward_default(ks, x1, x2, p, compute_mode):
     if not (_gm.enabled and (x1._rg or x2._rg)):
-        return aten._op_cdist.redispatch(ks & _BELOW, x1, x2, p, compute_mode)
+        return aten._op__cdist_forward.redispatch(ks & _BELOW, x1, x2, p, compute_mode)
     _n = CdistBackward0()
     _n._next = _edges(x1, x2)
     _n._input_meta = _meta(x1, x2)
@@ -6228,7 +6228,73 @@ def _ag_cdist_default(ks, x1, x2, p, compute_mode):
         _n.x1_ = _SV(x1)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.x2_ = _SV(x2)
-    result = aten._op_cdist.redispatch(ks & _BELOW, x1, x2, p, compute_mode)
+    result = aten._op__cdist_forward.redispatch(ks & _BELOW, x1, x2, p, compute_mode)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class PdistBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        p = _n.p
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = pdist_backward(grad, self, p, result)
+        return grad_inputs
+
+
+def _ag__pdist_forward_default(ks, self, p):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__pdist_forward.redispatch(ks & _BELOW, self, p)
+    _n = PdistBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.p = p
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op__pdist_forward.redispatch(ks & _BELOW, self, p)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class EuclideanDistBackward0(_Node):
+    _saved_names = ('x1_', 'x2_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        x1_ix, x2_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[x1_ix] is not None:
+            result = _n._saved('result_')
+            x1 = _n._saved('x1_')
+            x2 = _n._saved('x2_')
+            grad_inputs[x1_ix] = cdist_backward(grad, x1, x2, 2.0, result, 0)
+        if _n._next[x2_ix] is not None:
+            result = _n._saved('result_')
+            x1 = _n._saved('x1_')
+            x2 = _n._saved('x2_')
+            grad_inputs[x2_ix] = cdist_backward(grad, x1, x2, 2.0, result, 1)
+        return grad_inputs
+
+
+def _ag__euclidean_dist_default(ks, x1, x2):
+    if not (_gm.enabled and (x1._rg or x2._rg)):
+        return aten._op__euclidean_dist.redispatch(ks & _BELOW, x1, x2)
+    _n = EuclideanDistBackward0()
+    _n._next = _edges(x1, x2)
+    _n._input_meta = _meta(x1, x2)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.x1_ = _SV(x1)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.x2_ = _SV(x2)
+    result = aten._op__euclidean_dist.redispatch(ks & _BELOW, x1, x2)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -11725,6 +11791,38 @@ def _ag_unsafe_split_with_sizes_default(ks, self, split_sizes, dim):
     return result
 
 
+class RenormBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        p = _n.p
+        dim = _n.dim
+        maxnorm = _n.maxnorm
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = renorm_backward(grad, self, p, dim, maxnorm)
+        return grad_inputs
+
+
+def _ag_renorm_default(ks, self, p, dim, maxnorm):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_renorm.redispatch(ks & _BELOW, self, p, dim, maxnorm)
+    _n = RenormBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.p = p
+    _n.dim = dim
+    _n.maxnorm = maxnorm
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_renorm.redispatch(ks & _BELOW, self, p, dim, maxnorm)
+    _set_history(_n, (result,))
+    return result
+
+
 class SpecialErfcxBackward0(_Node):
     _saved_names = ('self_', 'result_')
 
@@ -14070,6 +14168,23 @@ def _ag_ldexp__default(ks, self, other):
     return result
 
 
+def _ag_renorm__default(ks, self, p, dim, maxnorm):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_renorm_.redispatch(ks & _BELOW, self, p, dim, maxnorm)
+    _n = RenormBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.p = p
+    _n.dim = dim
+    _n.maxnorm = maxnorm
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
+    result = aten._op_renorm_.redispatch(ks & _BELOW, self, p, dim, maxnorm)
+    _rebase_history(self, _n)
+    return result
+
+
 def _ag_put__default(ks, self, index, source, accumulate):
     _check_inplace(self)
     if _gm.enabled and (index._rg):
@@ -14327,7 +14442,9 @@ for _h, _k in (
     (aten._op_baddbmm, _ag_baddbmm_default),
     (aten._op_addbmm, _ag_addbmm_default),
     (aten._op_einsum, _ag_einsum_default),
-    (aten._op_cdist, _ag_cdist_default),
+    (aten._op__cdist_forward, _ag__cdist_forward_default),
+    (aten._op__pdist_forward, _ag__pdist_forward_default),
+    (aten._op__euclidean_dist, _ag__euclidean_dist_default),
     (aten._op_linalg_det, _ag_linalg_det_default),
     (aten._op_linalg_slogdet, _ag_linalg_slogdet_default),
     (aten._op_linalg_solve, _ag_linalg_solve_default),
@@ -14504,6 +14621,7 @@ for _h, _k in (
     (aten._op_view_copy, _ag_view_copy_default),
     (aten._op_unsafe_split_Tensor, _ag_unsafe_split_Tensor),
     (aten._op_unsafe_split_with_sizes, _ag_unsafe_split_with_sizes_default),
+    (aten._op_renorm, _ag_renorm_default),
     (aten._op_special_erfcx, _ag_special_erfcx_default),
     (aten._op_special_log_ndtr, _ag_special_log_ndtr_default),
     (aten._op_special_ndtri, _ag_special_ndtri_default),
@@ -14640,6 +14758,7 @@ for _h, _k in (
     (aten._op_rrelu_with_noise_, _ag_rrelu_with_noise__default),
     (aten._op_heaviside_, _ag_heaviside__default),
     (aten._op_ldexp_, _ag_ldexp__default),
+    (aten._op_renorm_, _ag_renorm__default),
     (aten._op_put_, _ag_put__default),
     (aten._op_index_reduce_, _ag_index_reduce__default),
 ):

@@ -1492,6 +1492,15 @@ kron = _P('kron', [
 cdist = _P('cdist', [
     _O(_A._op_cdist, (('x1', 'T', False, False, None), ('x2', 'T', False, False, None), ('p', 'float', False, True, 2), ('compute_mode', 'int?', False, True, None),), ['x1', 'x2', 'p', 'compute_mode']),
 ])
+_cdist_forward = _P('_cdist_forward', [
+    _O(_A._op__cdist_forward, (('x1', 'T', False, False, None), ('x2', 'T', False, False, None), ('p', 'float', False, False, None), ('compute_mode', 'int?', False, False, None),), ['x1', 'x2', 'p', 'compute_mode']),
+])
+_pdist_forward = _P('_pdist_forward', [
+    _O(_A._op__pdist_forward, (('self', 'T', False, False, None), ('p', 'float', False, True, 2),), ['self', 'p']),
+])
+_euclidean_dist = _P('_euclidean_dist', [
+    _O(_A._op__euclidean_dist, (('x1', 'T', False, False, None), ('x2', 'T', False, False, None),), ['x1', 'x2']),
+])
 cross = _P('cross', [
     _O(_A._op_cross, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('dim', 'int?', False, True, None),), ['self', 'other', 'dim']),
 ])

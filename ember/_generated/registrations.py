@@ -4458,12 +4458,20 @@ def _einsum_default(ks, equation, tensors, path):
     return _new(K.einsum(be.xp, equation, [_t._data for _t in tensors], path=path), be.ks, be.device)
 
 
-def _cdist_default(ks, x1, x2, p, compute_mode):
+def __cdist_forward_default(ks, x1, x2, p, compute_mode):
     be = BACKEND[ks & ON_CUDA]
     try:
         return _new(K.cdist(be.xp, x1._data, x2._data, p, compute_mode), be.ks, be.device)
     except ValueError as _e:
         _value_error(_e, K.cdist, x1, x2)
+
+
+def __euclidean_dist_default(ks, x1, x2):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.euclidean_dist(be.xp, x1._data, x2._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.euclidean_dist, x1, x2)
 
 
 def _linalg_det_default(ks, A):
@@ -7725,7 +7733,8 @@ _BACKEND_KERNELS = (
     (_A._op_addbmm_, _addbmm__default, ('CPU', 'CUDA', 'Meta'), K.addbmm, ('beta', 'alpha'), 'inplace', None),
     (_A._op_addbmm_out, _addbmm_out, ('CPU', 'CUDA', 'Meta'), K.addbmm, ('beta', 'alpha'), 'out', None),
     (_A._op_einsum, _einsum_default, ('CPU', 'CUDA', 'Meta'), K.einsum, ('path',), 'new', None),
-    (_A._op_cdist, _cdist_default, ('CPU', 'CUDA', 'Meta'), K.cdist, (), 'new', None),
+    (_A._op__cdist_forward, __cdist_forward_default, ('CPU', 'CUDA', 'Meta'), K.cdist, (), 'new', None),
+    (_A._op__euclidean_dist, __euclidean_dist_default, ('CPU', 'CUDA', 'Meta'), K.euclidean_dist, (), 'new', None),
     (_A._op_linalg_det, _linalg_det_default, ('CPU', 'CUDA', 'Meta'), K.linalg_det, (), 'new', None),
     (_A._op_linalg_slogdet, _linalg_slogdet_default, ('CPU', 'CUDA', 'Meta'), K.linalg_slogdet, (), 'new', _rt.linalg_slogdet),
     (_A._op_linalg_solve, _linalg_solve_default, ('CPU', 'CUDA', 'Meta'), K.linalg_solve, ('left',), 'new', None),
@@ -8175,6 +8184,8 @@ _COMPOSITE_KERNELS = (
     (_A._op_outer, 'CompositeImplicitAutograd', C.outer),
     (_A._op_tensordot, 'CompositeImplicitAutograd', C.tensordot),
     (_A._op_kron, 'CompositeImplicitAutograd', C.kron),
+    (_A._op_cdist, 'CompositeImplicitAutograd', C.cdist),
+    (_A._op__pdist_forward, 'CompositeExplicitAutograd', C.pdist_forward),
     (_A._op_cross, 'CompositeImplicitAutograd', C.cross),
     (_A._op_linalg_inv, 'CompositeImplicitAutograd', C.linalg_inv),
     (_A._op_linalg_cholesky, 'CompositeImplicitAutograd', C.linalg_cholesky),
@@ -8655,9 +8666,9 @@ _COMPOSITE_KERNELS = (
     (_A._op_unsafe_chunk, 'CompositeImplicitAutograd', C.unsafe_chunk),
     (_A._op_unsafe_split_Tensor, 'CompositeExplicitAutograd', C.unsafe_split_Tensor),
     (_A._op_unsafe_split_with_sizes, 'CompositeExplicitAutograd', C.unsafe_split_with_sizes),
-    (_A._op_renorm, 'CompositeImplicitAutograd', C.renorm),
+    (_A._op_renorm, 'CompositeExplicitAutograd', C.renorm),
     (_A._op_renorm_out, 'CompositeImplicitAutograd', C.renorm),
-    (_A._op_renorm_, 'CompositeImplicitAutograd', C.renorm_),
+    (_A._op_renorm_, 'CompositeExplicitAutograd', C.renorm_),
     (_A._op_frobenius_norm_dim, 'CompositeImplicitAutograd', C.frobenius_norm_dim),
     (_A._op_frobenius_norm_out, 'CompositeImplicitAutograd', C.frobenius_norm_dim),
     (_A._op_nuclear_norm, 'CompositeImplicitAutograd', C.nuclear_norm),

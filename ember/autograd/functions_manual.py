@@ -195,6 +195,28 @@ def norm_backward(grad: Tensor, self: Tensor, p: Any, norm: Tensor, dim: Any, ke
     return (self * self.abs().pow(p - 2) * scale).masked_fill(n == 0, 0)
 
 
+def renorm_backward(grad: Tensor, self: Tensor, p: Any, dim: int, maxnorm: Any) -> Any:
+    """The gradient of ``renorm``: a slice scaled by ``maxnorm / (norm + 1e-7)`` also moves with its norm."""
+    d = wrap_dim(dim, self.dim())
+    reduce = tuple(i for i in range(self.dim()) if i != d)
+    norm = aten.linalg_vector_norm(self, p, reduce, True)
+    inner = self.conj() * grad
+    if inner.is_complex():
+        inner = inner.real
+    nb = norm_backward(inner.sum(reduce, keepdim=True), self, p, norm, reduce, True)
+    invnorm = (norm + 1e-7).reciprocal()
+    factor = invnorm * maxnorm
+    return aten.where_self(norm > maxnorm, factor * grad - (maxnorm * invnorm * invnorm) * nb, grad)
+
+
+def pdist_backward(grad: Tensor, self: Tensor, p: Any, result: Tensor) -> Any:
+    """The gradient of ``_pdist_forward``: each pair's norm gradient added to its first row, taken from its second."""
+    n = self.shape[0]
+    i, j = aten.triu_indices(n, n, 1, device=self.device).unbind(0)
+    g = norm_backward(grad, self.index_select(0, i) - self.index_select(0, j), p, result, (1,), False)
+    return aten.zeros_like(self).index_add(0, i, g).index_add(0, j, -g)
+
+
 def cumsum_backward(grad: Tensor, dim: Any) -> Any:
     if grad.dim() == 0:
         return grad

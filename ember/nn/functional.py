@@ -387,10 +387,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:  # noqa: A002
         raise RuntimeError("pdist only supports floating-point dtypes")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
-    n = input.shape[0]
-    i, j = ember.triu_indices(n, n, 1, device=input.device)
-    diff = input.index_select(0, i) - input.index_select(0, j)
-    return ember.linalg.vector_norm(diff, p, dim=-1)
+    return aten._pdist_forward(input.contiguous(), p)
 
 
 def _list_with_default(out_size: Any, defaults: Any) -> Any:

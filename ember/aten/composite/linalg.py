@@ -75,6 +75,40 @@ def kron(self: Any, other: Any) -> Any:
     return aten._unsafe_view(product, tuple(out_shape))
 
 
+def cdist(x1: Any, x2: Any, p: float = 2.0, compute_mode: Any = None) -> Any:
+    """The p-norm distance of every row of ``x1`` to every row of ``x2`` (batched): ``_cdist_forward``, or for
+    p = 2 on large inputs (or ``compute_mode=1``) the matrix-product form ``_euclidean_dist`` on the inputs
+    expanded to one batch dimension (Distance.cpp)."""
+    if x1.dim() < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D")
+    if x2.dim() < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X2 got: {x2.dim()}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: "
+                           f"{x2.shape[-1]}")
+    r1, r2, c = x1.shape[-2], x2.shape[-2], x1.shape[-1]
+    mode = 0 if compute_mode is None else compute_mode
+    if x1.numel() == 0 or x2.numel() == 0 or not (p == 2 and (mode == 1 or (mode == 0 and (r1 > 25 or r2 > 25)))):
+        return aten._cdist_forward(x1, x2, p, compute_mode)
+    batch = list(broadcast_shapes(tuple(x1.shape[:-2]), tuple(x2.shape[:-2])))
+    nbatch = math.prod(batch)
+    out_shape = tuple(batch) + (r1, r2)
+    if c == 0:
+        return aten.zeros(out_shape, dtype=x1.dtype, device=x1.device)
+    if nbatch == 1:
+        return aten._euclidean_dist(x1, x2).view(out_shape)
+    a = x1.expand(tuple(batch) + (r1, c)).reshape(nbatch, r1, c)
+    b = x2.expand(tuple(batch) + (r2, c)).reshape(nbatch, r2, c)
+    return aten._euclidean_dist(a, b).view(out_shape)
+
+
+def pdist_forward(self: Any, p: float = 2.0) -> Any:
+    """The p-norm distances between the rows, pair by pair (i < j), row-major."""
+    n = self.shape[0]
+    i, j = aten.triu_indices(n, n, 1, device=self.device).unbind(0)
+    return aten.linalg_vector_norm(self.index_select(0, i) - self.index_select(0, j), p, (-1,), False)
+
+
 def inner(self: Any, other: Any) -> Any:
     if self.dim() == 0 or other.dim() == 0:
         return self * other

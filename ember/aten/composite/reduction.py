@@ -448,7 +448,7 @@ def renorm(self: Any, p: Any, dim: int, maxnorm: Any, out: Any = None) -> Any:
 
 
 def renorm_(self: Any, p: Any, dim: int, maxnorm: Any) -> Any:
-    return self.copy_(renorm(self, p, dim, maxnorm))
+    return self.copy_(renorm(self, p, dim, maxnorm).detach())
 
 
 def frobenius_norm_dim(self: Any, dim: Any, keepdim: bool = False, out: Any = None) -> Any:

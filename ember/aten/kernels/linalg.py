@@ -241,6 +241,15 @@ def einsum(xp: Any, equation: Any, tensors: Any, path: Any = None) -> Any:
     return xp.asarray(r).astype(tensors[0].dtype, copy=False)
 
 
+def euclidean_dist(xp: Any, x1: Array, x2: Array) -> Any:
+    """PyTorch's _euclidean_dist: ``||a||^2 - 2 a.b + ||b||^2`` as one matrix product, clamped at 0."""
+    n1 = (x1 * x1).sum(-1, keepdims=True)
+    n2 = (x2 * x2).sum(-1, keepdims=True)
+    a = xp.concatenate([x1 * -2, n1, xp.ones_like(n1)], axis=-1)
+    b = xp.concatenate([x2, xp.ones_like(n2), n2], axis=-1)
+    return xp.sqrt(xp.maximum(a @ xp.swapaxes(b, -1, -2), 0)).astype(x1.dtype, copy=False)
+
+
 def cdist(xp: Any, x1: Array, x2: Array, p: Any = 2.0, compute_mode: Any = None) -> Any:
     if x1.ndim < 2 or x2.ndim < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D")
@@ -251,12 +260,7 @@ def cdist(xp: Any, x1: Array, x2: Array, p: Any = 2.0, compute_mode: Any = None)
     if mode not in (0, 1, 2):
         raise RuntimeError(f"possible modes: 0, 1, 2, but was: {mode}")
     if p == 2 and (mode == 1 or (mode == 0 and (x1.shape[-2] > 25 or x2.shape[-2] > 25))):
-        # PyTorch's _euclidean_dist: ||a||^2 - 2 a.b + ||b||^2 as one matrix product, clamped at 0
-        n1 = (x1 * x1).sum(-1, keepdims=True)
-        n2 = (x2 * x2).sum(-1, keepdims=True)
-        a = xp.concatenate([x1 * -2, n1, xp.ones_like(n1)], axis=-1)
-        b = xp.concatenate([x2, xp.ones_like(n2), n2], axis=-1)
-        return xp.sqrt(xp.maximum(a @ xp.swapaxes(b, -1, -2), 0)).astype(x1.dtype, copy=False)
+        return euclidean_dist(xp, x1, x2)
     d = x1[..., :, None, :] - x2[..., None, :, :]
     if p == 2:
         return xp.sqrt((d * d).sum(-1))
