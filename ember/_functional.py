@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ember.aten import torch_function as _torch_function
+from ember.aten.backends import written_in_cpp as _written_in_cpp
 from ember._generated import functions as _F
 from ember._generated.ops import (_histogramdd_bin_edges, _histogramdd_from_bin_cts, _histogramdd_from_bin_tensors,
                                   _unique2, unique_consecutive as _unique_consecutive, unique_dim)
@@ -303,23 +304,27 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):  # noqa: A002
         if input.shape[d] < edge_order + 1:
             raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")
     x = input if input.is_floating_point() or input.is_complex() else input.to(ember.get_default_dtype())
-    return tuple(_gradient_along(x, d, h, edge_order) for d, h in zip(dims, spacings))
+    return tuple(_gradient_along(x if isinstance(h, _tensor_type()) else input, d, h, edge_order)
+                 for d, h in zip(dims, spacings))
 
 
+@_written_in_cpp
 def _gradient_along(x, d, h, edge_order):
     n = x.shape[d]
 
     def at(start, length):
         return x.narrow(d, start, length)
 
-    if not isinstance(h, _tensor_type()):  # uniform spacing
-        interior = (at(2, n - 2) - at(0, n - 2)) / (2 * h)
+    if not isinstance(h, _tensor_type()):  # uniform spacing: divided by h, the centre then halved (ReduceOps.cpp)
+        center = (at(2, n - 2) - at(0, n - 2)) / h
         if edge_order == 1:
             first, last = (at(1, 1) - at(0, 1)) / h, (at(n - 1, 1) - at(n - 2, 1)) / h
-        else:
-            first = (-1.5 * at(0, 1) + 2 * at(1, 1) - 0.5 * at(2, 1)) / h
-            last = (0.5 * at(n - 3, 1) - 2 * at(n - 2, 1) + 1.5 * at(n - 1, 1)) / h
-        return _F.cat([first, interior, last], d)
+        else:       # (the three products first, as PyTorch's compiled code evaluates them)
+            a, b, c = -1.5 * at(0, 1), 2 * at(1, 1), 0.5 * at(2, 1)
+            first = (a + b - c) / h
+            a, b, c = 0.5 * at(n - 3, 1), 2 * at(n - 2, 1), 1.5 * at(n - 1, 1)
+            last = (a - b + c) / h
+        return _F.cat([first, center / 2, last], d)
     if h.dim() != 1 or h.shape[0] != n:
         raise RuntimeError(f"The size of tensor a ({h.shape[0] if h.dim() else 1}) must match the size of tensor b "
                            f"({n}) at non-singleton dimension {d}")

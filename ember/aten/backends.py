@@ -116,6 +116,24 @@ def cuda_kernel(fn: Any, device_check: bool = True) -> Any:
     return kernel
 
 
+def written_in_cpp(fn: Any) -> Any:
+    """A function PyTorch writes in C++ that ember writes above the dispatcher (``torch.gradient``'s body): while it
+    runs, a dispatch handler sees the Scalar overloads as themselves, as in a composite op (``composite_kernel``)."""
+    from ember.aten.dispatcher import python_key_used, tls
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not python_key_used[0] or tls.in_formula:
+            return fn(*args, **kwargs)
+        tls.in_formula = True
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            tls.in_formula = False
+    call.__qualname__, call.__name__, call.__doc__ = fn.__qualname__, fn.__name__, fn.__doc__
+    setattr(call, "__wrapped__", fn)
+    return call
+
+
 def composite_kernel(fn: Any) -> Any:
     """A composite op's registration: the function of ``aten/composite``, which takes no key set. PyTorch writes
     these in C++, where ``x * 2`` *is* ``mul.Scalar``: while one runs, a dispatch handler sees the Scalar overloads
