@@ -403,9 +403,10 @@ NOT_IN_TABLE = {
     "fake_quantize_per_channel_affine", "fake_quantize_per_channel_affine_cachemask",
     "fake_quantize_per_channel_affine_cachemask_backward", "_quantized_linear", "_quantized_linear_dynamic",
     "_quantized_conv", "_quantized_add", "_quantized_rnn_layer_dynamic",
-    # what embedding_bag runs for a weight that needs no gradient, and conj_physical for a complex tensor: their
-    # entries of the table
+    # the private operators public ones run (embedding_bag for a weight without grad, conj_physical of a complex
+    # tensor, cdist, pdist, eigh / eigvalsh): covered by the public ones' entries of the table
     "_embedding_bag_forward_only", "_conj_physical", "_cdist_forward", "_euclidean_dist", "_pdist_forward",
+    "_linalg_eigh",
     # what item() and detach() dispatch to under __torch_dispatch__: tests/test_torch_dispatch.py
     "_local_scalar_dense", "detach",
     # factories and random ops: tests/test_factories.py and tests/test_random.py

@@ -3441,6 +3441,11 @@ _op_linalg_eigvalsh = _D.define('linalg_eigvalsh(Tensor self, str UPLO="L") -> T
 def linalg_eigvalsh(self, UPLO='L'):
     return _op_linalg_eigvalsh.call(self._ks, self, UPLO)
 
+_op__linalg_eigh = _D.define('_linalg_eigh(Tensor A, str UPLO="L", bool compute_v=True) -> (Tensor eigenvalues, Tensor eigenvectors)')
+
+def _linalg_eigh(A, UPLO='L', compute_v=True):
+    return _op__linalg_eigh.call(A._ks, A, UPLO, compute_v)
+
 _op_linalg_svd = _D.define('linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)')
 
 def linalg_svd(A, full_matrices=True, *, driver=None):

@@ -6459,51 +6459,23 @@ class LinalgEighBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        self_ix = 0
+        A_ix = 0
         grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
+        if _n._next[A_ix] is not None:
             result = _n._saved('result_')
-            grad_inputs[self_ix] = eigh_backward(grads, result)
+            grad_inputs[A_ix] = eigh_backward(grads, result)
         return grad_inputs
 
 
-def _ag_linalg_eigh_default(ks, self, UPLO):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_linalg_eigh.redispatch(ks & _BELOW, self, UPLO)
+def _ag__linalg_eigh_default(ks, A, UPLO, compute_v):
+    if not (_gm.enabled and (A._rg)):
+        return aten._op__linalg_eigh.redispatch(ks & _BELOW, A, UPLO, compute_v)
     _n = LinalgEighBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    result = aten._op_linalg_eigh.redispatch(ks & _BELOW, self, UPLO)
+    _n._next = _edges(A)
+    _n._input_meta = _meta(A)
+    result = aten._op__linalg_eigh.redispatch(ks & _BELOW, A, UPLO, compute_v)
     _set_history(_n, tuple(result), None)
     _n.result_ = [_SV(_o, True) for _o in result]
-    return result
-
-
-class LinalgEigvalshBackward0(_Node):
-    _saved_names = ('self_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        UPLO = _n.UPLO
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            self = _n._saved('self_')
-            grad_inputs[self_ix] = eigvalsh_backward(grad, self, UPLO)
-        return grad_inputs
-
-
-def _ag_linalg_eigvalsh_default(ks, self, UPLO):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_linalg_eigvalsh.redispatch(ks & _BELOW, self, UPLO)
-    _n = LinalgEigvalshBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.UPLO = UPLO
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self)
-    result = aten._op_linalg_eigvalsh.redispatch(ks & _BELOW, self, UPLO)
-    _set_history(_n, (result,))
     return result
 
 
@@ -14450,8 +14422,7 @@ for _h, _k in (
     (aten._op_linalg_solve, _ag_linalg_solve_default),
     (aten._op_linalg_solve_triangular, _ag_linalg_solve_triangular_default),
     (aten._op_linalg_qr, _ag_linalg_qr_default),
-    (aten._op_linalg_eigh, _ag_linalg_eigh_default),
-    (aten._op_linalg_eigvalsh, _ag_linalg_eigvalsh_default),
+    (aten._op__linalg_eigh, _ag__linalg_eigh_default),
     (aten._op_linalg_svd, _ag_linalg_svd_default),
     (aten._op_linalg_svdvals, _ag_linalg_svdvals_default),
     (aten._op_linalg_pinv, _ag_linalg_pinv_default),

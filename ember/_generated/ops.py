@@ -1531,6 +1531,9 @@ linalg_eigh = _P('linalg_eigh', [
 linalg_eigvalsh = _P('linalg_eigvalsh', [
     _O(_A._op_linalg_eigvalsh, (('self', 'T', False, False, None), ('UPLO', 'str', False, True, 'L'),), ['self', 'UPLO']),
 ])
+_linalg_eigh = _P('_linalg_eigh', [
+    _O(_A._op__linalg_eigh, (('A', 'T', False, False, None), ('UPLO', 'str', False, True, 'L'), ('compute_v', 'bool', False, True, True),), ['A', 'UPLO', 'compute_v']),
+])
 linalg_svd = _P('linalg_svd', [
     _O(_A._op_linalg_svd, (('A', 'T', False, False, None), ('full_matrices', 'bool', False, True, True), ('driver', 'str?', True, True, None),), ['A', 'full_matrices', 'driver']),
 ])

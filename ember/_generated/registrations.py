@@ -4516,21 +4516,13 @@ def _linalg_qr_default(ks, A, mode):
         _value_error(_e, K.linalg_qr, A)
 
 
-def _linalg_eigh_default(ks, self, UPLO):
+def __linalg_eigh_default(ks, A, UPLO, compute_v):
     be = BACKEND[ks & ON_CUDA]
     try:
-        _rs = K.linalg_eigh(be.xp, self._data, UPLO)
-        return _rt.linalg_eigh(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
+        _rs = K.linalg_eigh_ex(be.xp, A._data, UPLO, compute_v)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
     except ValueError as _e:
-        _value_error(_e, K.linalg_eigh, self)
-
-
-def _linalg_eigvalsh_default(ks, self, UPLO):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.linalg_eigvalsh(be.xp, self._data, UPLO), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.linalg_eigvalsh, self)
+        _value_error(_e, K.linalg_eigh_ex, A)
 
 
 def _linalg_svd_default(ks, A, full_matrices, driver):
@@ -7740,8 +7732,7 @@ _BACKEND_KERNELS = (
     (_A._op_linalg_solve, _linalg_solve_default, ('CPU', 'CUDA', 'Meta'), K.linalg_solve, ('left',), 'new', None),
     (_A._op_linalg_solve_triangular, _linalg_solve_triangular_default, ('CPU', 'CUDA', 'Meta'), K.linalg_solve_triangular, ('upper', 'left', 'unitriangular'), 'new', None),
     (_A._op_linalg_qr, _linalg_qr_default, ('CPU', 'CUDA', 'Meta'), K.linalg_qr, (), 'new', _rt.linalg_qr),
-    (_A._op_linalg_eigh, _linalg_eigh_default, ('CPU', 'CUDA', 'Meta'), K.linalg_eigh, (), 'new', _rt.linalg_eigh),
-    (_A._op_linalg_eigvalsh, _linalg_eigvalsh_default, ('CPU', 'CUDA', 'Meta'), K.linalg_eigvalsh, (), 'new', None),
+    (_A._op__linalg_eigh, __linalg_eigh_default, ('CPU', 'CUDA', 'Meta'), K.linalg_eigh_ex, (), 'new', None),
     (_A._op_linalg_svd, _linalg_svd_default, ('CPU', 'CUDA', 'Meta'), K.linalg_svd, ('driver',), 'new', _rt.linalg_svd),
     (_A._op_linalg_svdvals, _linalg_svdvals_default, ('CPU', 'CUDA', 'Meta'), K.linalg_svdvals, ('driver',), 'new', None),
     (_A._op_linalg_pinv, _linalg_pinv_default, ('CPU', 'CUDA', 'Meta'), K.linalg_pinv, ('atol', 'rtol', 'hermitian'), 'new', None),
@@ -8189,6 +8180,8 @@ _COMPOSITE_KERNELS = (
     (_A._op_cross, 'CompositeImplicitAutograd', C.cross),
     (_A._op_linalg_inv, 'CompositeImplicitAutograd', C.linalg_inv),
     (_A._op_linalg_cholesky, 'CompositeImplicitAutograd', C.linalg_cholesky),
+    (_A._op_linalg_eigh, 'CompositeImplicitAutograd', C.linalg_eigh),
+    (_A._op_linalg_eigvalsh, 'CompositeImplicitAutograd', C.linalg_eigvalsh),
     (_A._op_linalg_matrix_power, 'CompositeImplicitAutograd', C.linalg_matrix_power),
     (_A._op_linalg_norm, 'CompositeImplicitAutograd', C.linalg_norm),
     (_A._op_linalg_norm_ord_str, 'CompositeImplicitAutograd', C.linalg_norm),

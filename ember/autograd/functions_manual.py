@@ -867,11 +867,6 @@ def cholesky_backward(grad: Tensor, L: Tensor, upper: bool) -> Any:
     return 0.5 * (gA + gA.mT)
 
 
-def eigvalsh_backward(grad: Tensor, A: Tensor, UPLO: Any) -> Any:
-    _, V = aten.linalg_eigh(A, UPLO)
-    return V.matmul(grad.diag_embed()).matmul(V.mT)
-
-
 def svdvals_backward(grad: Tensor, A: Tensor) -> Any:
     U, _, Vh = aten.linalg_svd(A, full_matrices=False)
     return U.matmul(grad.diag_embed()).matmul(Vh)

@@ -13,6 +13,7 @@ from ember.aten.kernels.linalg import _matmul_check
 from ember.aten.meta import broadcast_shapes
 from ember.aten.wrap import _type_name
 from ember.c10.dtype import bool_, int32, int64, promote_types
+from ember.c10.grad_mode import state as _grad_state
 from ember.c10.memory_format import contiguous_format
 from ember.c10.exceptions import _LinAlgError
 from ember.aten.composite.reduction import _warn_deprecated
@@ -100,6 +101,16 @@ def cdist(x1: Any, x2: Any, p: float = 2.0, compute_mode: Any = None) -> Any:
     a = x1.expand(tuple(batch) + (r1, c)).reshape(nbatch, r1, c)
     b = x2.expand(tuple(batch) + (r2, c)).reshape(nbatch, r2, c)
     return aten._euclidean_dist(a, b).view(out_shape)
+
+
+def linalg_eigh(self: Any, UPLO: str = "L") -> Any:
+    return return_types.linalg_eigh(*aten._linalg_eigh(self, UPLO, True))
+
+
+def linalg_eigvalsh(self: Any, UPLO: str = "L") -> Any:
+    """The eigenvalues; the eigenvectors are computed too when a gradient may be asked for (its formula needs
+    them), as PyTorch's ``_may_require_fw_or_bw_grad``."""
+    return aten._linalg_eigh(self, UPLO, bool(_grad_state.enabled and self.requires_grad))[0]
 
 
 def pdist_forward(self: Any, p: float = 2.0) -> Any:
@@ -407,8 +418,8 @@ def logdet(self: Any) -> Any:
     sign, logabsdet = aten.linalg_slogdet(self)
     if self.is_complex():
         return sign.log() + logabsdet
-    return aten.where_self(sign == -1, aten.full((), float("nan"), dtype=logabsdet.dtype, device=logabsdet.device),
-                           logabsdet)
+    return aten.where_self(sign == -1, aten.scalar_tensor(float("nan"), dtype=logabsdet.dtype,
+                                                          device=logabsdet.device), logabsdet)
 
 
 def linalg_matrix_power(self: Any, n: int) -> Any:

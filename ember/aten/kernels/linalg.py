@@ -392,8 +392,13 @@ def linalg_eigh(xp: Any, A: Array, UPLO: Any = 'L') -> Any:
     return w.astype(A.real.dtype if A.dtype.kind == "c" else A.dtype), v.astype(A.dtype)
 
 
-def linalg_eigvalsh(xp: Any, A: Array, UPLO: Any = 'L') -> Any:
-    return linalg_eigh(xp, A, UPLO)[0]
+def linalg_eigh_ex(xp: Any, A: Array, UPLO: Any = 'L', compute_v: Any = True) -> Any:
+    """PyTorch's ``_linalg_eigh``: the eigenvalues, and the eigenvectors when asked for (else an empty tensor)."""
+    if compute_v:
+        return linalg_eigh(xp, A, UPLO)
+    _check_square(A, "eigh")
+    w = xp.linalg.eigvalsh(A, UPLO=UPLO)
+    return w.astype(A.real.dtype if A.dtype.kind == "c" else A.dtype), xp.empty((0,), A.dtype)
 
 
 def linalg_svd(xp: Any, A: Array, full_matrices: Any = True, driver: Any = None) -> Any:
