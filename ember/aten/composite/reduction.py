@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ember._generated import aten
 from ember.aten.kernels._common import wrap_dim
+from ember.aten.meta import broadcast_shapes
 from ember.aten.wrap import _type_name
 from ember.c10.dtype import bool_, float32, float64, get_default_dtype, int64, promote_types
 from ember.c10.exceptions import warn_user
@@ -79,10 +82,11 @@ def norm_scalar(self: Any, p: Any = 2) -> Any:
 _QUANTILE_MODES = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
-def _quantile(self: Any, q: Any, dim: Any, keepdim: Any, interpolation: Any, ignore_nan: Any) -> Any:
-    """PyTorch's quantile_impl (``aten/src/ATen/native/Sorting.cpp``): sort the reduced dim, gather the
-    values at the ranks ``q * (n - 1)`` and lerp between neighbours. Written in ops, so it is
-    differentiable through sort, gather and lerp."""
+def _quantile(self: Any, q: Any, dim: Any, keepdim: Any, interpolation: Any, ignore_nan: Any,
+              checked_q: bool = False) -> Any:
+    """PyTorch's quantile_impl (``aten/src/ATen/native/Sorting.cpp``): sort the reduced dim, compute the ranks
+    ``q * (n - 1)`` in the input's dtype, gather the values there and lerp between neighbours in place. Written in
+    ops, so it is differentiable through sort, gather and lerp."""
     if self.numel() == 0:
         raise RuntimeError("quantile() input tensor must be non-empty")
     if q.dim() > 1:
@@ -96,8 +100,10 @@ def _quantile(self: Any, q: Any, dim: Any, keepdim: Any, interpolation: Any, ign
     if interpolation not in _QUANTILE_MODES:
         raise RuntimeError("quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. "
                            f"Found '{interpolation}'")
-    if self.device.type == "cpu" and not bool(((q >= 0) & (q <= 1)).all()):
-        raise RuntimeError("quantile() q values must be in the range [0, 1]")
+    if not checked_q and q.device.type == "cpu":    # read on the host, as PyTorch's check (which no mode sees)
+        values = np.asarray(q._data)
+        if not bool(((values >= 0) & (values <= 1)).all()):
+            raise RuntimeError("quantile() q values must be in the range [0, 1]")
     ndim = self.dim()
     wd = wrap_dim(dim, max(ndim, 1)) if dim is not None else 0
     shape = list(self.shape)
@@ -106,39 +112,37 @@ def _quantile(self: Any, q: Any, dim: Any, keepdim: Any, interpolation: Any, ign
     else:
         rest = [1] * ndim if keepdim else []
     if dim is None:
-        reduced = self.flatten()
+        srt = self.flatten().sort()[0]
     elif ndim == 0 or wd == ndim - 1:
-        reduced = self
+        srt = self.sort()[0]
     else:
-        reduced = self.unsqueeze(-1).transpose(wd, -1)
-    reduced = reduced.reshape(rest + [reduced.shape[-1] if reduced.dim() else 1])
-    qd = q.to(float64)
-    if ignore_nan:
-        count = reduced.isnan().logical_not().sum(-1, keepdim=True)
-        ranks = qd * (count - 1)
-        ranks = ranks.masked_fill(ranks < 0, 0)
-        # NaNs sort last, and ranks below the non-NaN count never reach them; all-NaN rows stay NaN.
-    else:
-        has_nan = reduced.isnan().any(-1, keepdim=True)
-        last = float(reduced.shape[-1] - 1)
-        ranks, has_nan = aten.broadcast_tensors([qd * last, has_nan])
-        ranks = ranks.masked_fill(has_nan, last)
+        srt = self.unsqueeze(-1).transpose(wd, -1).sort()[0]
+    srt = srt.view(rest + [srt.shape[-1] if srt.dim() else 1])
+    n = srt.shape[-1]
+    if ignore_nan:      # the ranks among the values that are not NaN (all NaN: rank 0, a NaN quantile)
+        ranks = q * (srt.isnan().logical_not_().sum(-1, keepdim=True) - 1)
+        ranks.masked_fill_(ranks < 0, 0)
+    else:               # a NaN anywhere makes the quantile NaN: the last rank, where NaNs sort
+        ranks = q * (n - 1)
+        has_nan = srt.isnan().any(-1, keepdim=True)
+        both = broadcast_shapes(tuple(ranks.shape), tuple(has_nan.shape))
+        ranks = ranks if tuple(ranks.shape) == both else ranks.expand(both)
+        has_nan = has_nan if tuple(has_nan.shape) == both else has_nan.expand(both)
+        ranks = aten.masked_fill_Scalar(ranks, has_nan, n - 1)
     if interpolation == "lower":
-        ranks = ranks.floor()
+        ranks.floor_()
     elif interpolation == "higher":
-        ranks = ranks.ceil()
+        ranks.ceil_()
     elif interpolation == "nearest":
-        ranks = ranks.round()
+        ranks.round_()
     below = ranks.to(int64)
-    srt = reduced.sort(-1).values
     values = srt.gather(-1, below)
     if interpolation in ("linear", "midpoint"):
-        weights = aten.full_like(ranks, 0.5, dtype=self.dtype) if interpolation == "midpoint" \
-            else (ranks - below).to(self.dtype)
-        values = values.lerp(srt.gather(-1, ranks.ceil().to(int64)), weights)
+        weights = aten.full_like(ranks, 0.5) if interpolation == "midpoint" else ranks - below
+        values.lerp_(srt.gather(-1, ranks.ceil_().to(int64)), weights)
     if q.dim() == 0:
-        return values.squeeze(-1)
-    return values.unsqueeze(0).transpose(0, -1).squeeze(-1)
+        return values.squeeze_(-1)
+    return values.unsqueeze_(0).transpose_(0, -1).squeeze_(-1)
 
 
 def _scalar_q(self: Any, q: Any) -> Any:
@@ -152,7 +156,7 @@ def quantile(self: Any, q: Any, dim: Any = None, keepdim: Any = False, interpola
 
 
 def quantile_scalar(self: Any, q: Any, dim: Any = None, keepdim: Any = False, interpolation: Any = 'linear') -> Any:
-    return _quantile(self, _scalar_q(self, q), dim, keepdim, interpolation, False)
+    return _quantile(self, _scalar_q(self, q), dim, keepdim, interpolation, False, True)
 
 
 def nanquantile(self: Any, q: Any, dim: Any = None, keepdim: Any = False, interpolation: Any = 'linear') -> Any:
@@ -160,7 +164,7 @@ def nanquantile(self: Any, q: Any, dim: Any = None, keepdim: Any = False, interp
 
 
 def nanquantile_scalar(self: Any, q: Any, dim: Any = None, keepdim: Any = False, interpolation: Any = 'linear') -> Any:
-    return _quantile(self, _scalar_q(self, q), dim, keepdim, interpolation, True)
+    return _quantile(self, _scalar_q(self, q), dim, keepdim, interpolation, True, True)
 
 
 # PyTorch registers these CompositeImplicitAutograd: they call the base op, so autograd records the base
