@@ -27,7 +27,7 @@ from ember.overrides import TorchFunctionMode as EmberFunctionMode  # noqa: E402
 
 _DIFFERENT_OPS = {
     # ember has one operator (a kernel) where PyTorch writes the op in others
-    "einsum", "nuclear_norm", "combinations", "vander",
+    "einsum", "nuclear_norm", "vander",
     # linear algebra: PyTorch's private _linalg_* operators (det, slogdet, eigh, svd, solve_ex), and the *_ex +
     # _linalg_check_errors pairs of the ones not written so yet
     "linalg.det", "linalg.slogdet", "linalg.solve",

@@ -7,7 +7,7 @@ from typing import Any
 import math
 
 from ember._generated import aten
-from ember.c10.dtype import int64
+from ember.c10.dtype import bool_, int64
 from ember.c10.memory_format import contiguous_format
 from ember.aten.dispatcher import is_tensor_subclass_like
 from ember.aten.wrap import _type_name, new_tensor, write_out
@@ -509,21 +509,20 @@ for _name, _view, _list in [
 
 def combinations(self: Any, r: int = 2, with_replacement: bool = False) -> Any:
     """The r-element combinations of a vector's elements (itertools' order), as the rows of an (n_comb, r)
-    tensor gathered from ``self`` (so differentiable)."""
-    import itertools
+    tensor: an r-dimensional meshgrid of the vector, masked to the cells with i < j < ... (i <= j <= ... with
+    replacement) by a mask made the same way from indices (Itertools.cpp)."""
     if self.dim() != 1:
         raise RuntimeError(f"Expect a 1D vector, but got shape {list(self.shape)}")
     if r < 0:
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
     if r == 0:
         return aten.empty_memory_format((0,), dtype=self.dtype, device=self.device)
-    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
-    rows = list(pick(range(self.shape[0]), r))
-    if not rows:
-        return self.new_zeros((0, r)) + self.sum() * 0  # keeps the graph, as PyTorch's masked_select does
-    from ember.aten.composite.nn import _index_tensor
-    index = _index_tensor([i for row in rows for i in row], self)
-    return self.index_select(0, index).view(len(rows), r)
+    grids = aten.meshgrid_indexing([self] * r, indexing="ij")
+    index = aten.meshgrid_indexing([aten.arange(self.numel(), dtype=int64, device=self.device)] * r, indexing="ij")
+    mask = aten.full(tuple(index[0].shape), True, dtype=bool_, device=self.device)
+    for i in range(r - 1):
+        mask *= (index[i] <= index[i + 1]) if with_replacement else (index[i] < index[i + 1])
+    return aten.stack([g.masked_select(mask) for g in grids], 1)
 
 
 def chain_matmul(matrices: Any, out: Any = None) -> Any:
