@@ -215,8 +215,8 @@ class OpOverload:
         return self
 
     @property
-    def tags(self) -> tuple[()]:
-        return ()
+    def tags(self) -> tuple[str, ...]:
+        return self.handle.tags
 
     @property
     def is_view(self) -> bool:

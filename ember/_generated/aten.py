@@ -2421,32 +2421,32 @@ _op_unsqueeze = _D.define('unsqueeze(Tensor(a) self, int dim) -> Tensor(a)')
 def unsqueeze(self, dim):
     return _op_unsqueeze.call(self._ks, self, dim)
 
-_op_squeeze_ = _D.define('squeeze_(Tensor(a!) self) -> Tensor(a!)')
+_op_squeeze_ = _D.define('squeeze_(Tensor(a!) self) -> Tensor(a!)', tags=('inplace_view',))
 
 def squeeze_(self):
     return _op_squeeze_.call(self._ks, self)
 
-_op_squeeze__dim = _D.define('squeeze_.dim(Tensor(a!) self, int dim) -> Tensor(a!)')
+_op_squeeze__dim = _D.define('squeeze_.dim(Tensor(a!) self, int dim) -> Tensor(a!)', tags=('inplace_view',))
 
 def squeeze__dim(self, dim):
     return _op_squeeze__dim.call(self._ks, self, dim)
 
-_op_squeeze__dims = _D.define('squeeze_.dims(Tensor(a!) self, int[] dim) -> Tensor(a!)')
+_op_squeeze__dims = _D.define('squeeze_.dims(Tensor(a!) self, int[] dim) -> Tensor(a!)', tags=('inplace_view',))
 
 def squeeze__dims(self, dim):
     return _op_squeeze__dims.call(self._ks, self, dim)
 
-_op_unsqueeze_ = _D.define('unsqueeze_(Tensor(a!) self, int dim) -> Tensor(a!)')
+_op_unsqueeze_ = _D.define('unsqueeze_(Tensor(a!) self, int dim) -> Tensor(a!)', tags=('inplace_view',))
 
 def unsqueeze_(self, dim):
     return _op_unsqueeze_.call(self._ks, self, dim)
 
-_op_t_ = _D.define('t_(Tensor(a!) self) -> Tensor(a!)')
+_op_t_ = _D.define('t_(Tensor(a!) self) -> Tensor(a!)', tags=('inplace_view',))
 
 def t_(self):
     return _op_t_.call(self._ks, self)
 
-_op_transpose_ = _D.define('transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)')
+_op_transpose_ = _D.define('transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)', tags=('inplace_view',))
 
 def transpose_(self, dim0, dim1):
     return _op_transpose_.call(self._ks, self, dim0, dim1)

@@ -109,9 +109,10 @@ class NotImplementedForKey(NotImplementedError):
 class OperatorHandle:
     """One operator overload: its schema and kernel table."""
 
-    __slots__ = ("name", "overload_name", "schema", "kernels", "_cache", "out_arity", "namespace", "__weakref__")
+    __slots__ = ("name", "overload_name", "schema", "kernels", "_cache", "out_arity", "namespace", "tags",
+                 "__weakref__")
 
-    def __init__(self, schema: str, out_arity: int = 0, namespace: str = "aten") -> None:
+    def __init__(self, schema: str, out_arity: int = 0, namespace: str = "aten", tags: tuple[str, ...] = ()) -> None:
         full = schema.split("(", 1)[0]
         self.name, _, self.overload_name = full.partition(".")
         self.namespace = namespace  # "aten" for the operator library; a library's own ("torchvision") otherwise
@@ -119,6 +120,7 @@ class OperatorHandle:
         self.kernels: dict[DispatchKey, object] = {}
         self._cache: dict[int, Any] = {}
         self.out_arity = out_arity  # trailing out= arguments (``*, Tensor(a!) out``): 0 unless an out= overload
+        self.tags = tags            # native_functions.yaml's ``tags:`` (``inplace_view``)
 
     @property
     def qualified_name(self) -> str:
@@ -248,8 +250,9 @@ class Dispatcher:
     ops: dict[str, OperatorHandle] = {}
 
     @classmethod
-    def define(cls, schema: str, out_arity: int = 0, namespace: str = "aten") -> OperatorHandle:
-        h = OperatorHandle(schema, out_arity, namespace)
+    def define(cls, schema: str, out_arity: int = 0, namespace: str = "aten",
+               tags: tuple[str, ...] = ()) -> OperatorHandle:
+        h = OperatorHandle(schema, out_arity, namespace, tags)
         key = h.qualified_name
         if key in cls.ops:
             raise RuntimeError(f"operator {key} defined twice")

@@ -877,7 +877,8 @@ def gen_aten(nfs: list[NativeFunction]) -> str:
         hv = handle_var(s)
         args = ", ".join(ident(a.name) for a in s.arguments)
         n_out = len(s.out_arguments) if s.is_out else 0
-        out.append(f"{hv} = _D.define({str(s)!r}{f', out_arity={n_out}' if n_out else ''})")
+        out.append(f"{hv} = _D.define({str(s)!r}{f', out_arity={n_out}' if n_out else ''}"
+                   f"{f', tags={tuple(nf.tags)!r}' if nf.tags else ''})")
         out.append("")
         out.append(f"def {fn}({_aten_params(s)}):")
         out.append(f"    return {hv}.call({_ks_expr(nf, {})}{', ' if args else ''}{args})")

@@ -296,10 +296,6 @@ def _requires_expr(args: Sequence[Argument]) -> str:
     return " or ".join(conds) if conds else "False"
 
 
-# the in-place view ops (Note [In-place view ops] in ember/aten/composite/shape.py)
-_INPLACE_VIEWS = frozenset({"squeeze_", "unsqueeze_", "t_", "transpose_"})
-
-
 def gen_kernel(nf: NativeFunction, plan: Plan, inplace: bool) -> tuple[str, str]:
     s = nf.schema
     fname = f"_ag_{s.name}_{s.overload_name or 'default'}"
@@ -373,7 +369,7 @@ def gen_kernel(nf: NativeFunction, plan: Plan, inplace: bool) -> tuple[str, str]
     lines.append(f"    result = {call}")
     nret = len(s.returns)
     od = plan.d.output_differentiability
-    if inplace and s.name in _INPLACE_VIEWS:   # Note [In-place view ops]: the new history, no CopySlices
+    if inplace and "inplace_view" in nf.tags:   # Note [In-place view ops]: the new history, no CopySlices
         lines.append("    _set_history(_n, (result,))")
         lines.append("    if result.__dict__.get('_base') is not None:")
         lines.append("        result.__dict__['_attr_version'] = result._vc.version")

@@ -107,7 +107,7 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
             if r is not NotImplemented:
                 return r
         self.sync_grad_mode()
-        if func.__name__.split(".")[0] in _INPLACE_VIEW_OPS and args and isinstance(args[0], Tensor):
+        if "inplace_view" in func.tags:
             # Note [In-place view ops]: the argument's sizes change in place; its node keeps a snapshot of them
             self.node_of(args[0]).meta["val"] = args[0].detach()
         out = func(*args, **kwargs)
@@ -132,9 +132,6 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
                         g.meta["nn_module_stack"] = dict(self.module_stack)
                     self.track(o, g)
         return out
-
-
-_INPLACE_VIEW_OPS = frozenset({"squeeze_", "unsqueeze_", "t_", "transpose_", "as_strided_"})
 
 
 @functools.lru_cache(maxsize=None)
