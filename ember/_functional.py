@@ -303,7 +303,9 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):  # noqa: A002
     for d in dims:
         if input.shape[d] < edge_order + 1:
             raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")
-    x = input if input.is_floating_point() or input.is_complex() else input.to(ember.get_default_dtype())
+    x = input   # coordinates (a tensor spacing) take an integer input in the default dtype; a number divides it
+    if not (input.is_floating_point() or input.is_complex()) and any(isinstance(h, _tensor_type()) for h in spacings):
+        x = input.to(ember.get_default_dtype())
     return tuple(_gradient_along(x if isinstance(h, _tensor_type()) else input, d, h, edge_order)
                  for d, h in zip(dims, spacings))
 

@@ -56,6 +56,7 @@ argument (a fake tensor), ``create_graph=True`` and post-accumulate-grad hooks a
 from __future__ import annotations
 
 import builtins
+import contextlib
 import io
 import os
 import random as _random
@@ -66,13 +67,13 @@ import traceback
 import types
 from typing import Any, Callable
 
+from ember._dynamo.output_graph import EMBER_DIR as _EMBER_DIR, is_torch_constant
 from ember._tensor import Tensor
 from ember.c10 import compile_state as _cs
 from ember.c10 import dtype as _dtype_mod
 from ember.c10.grad_mode import state as _grad_state
 from ember.utils._pytree import tree_flatten, tree_unflatten
 
-_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _STDLIB_DIRS = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")})
 _NUMPY_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__import__("numpy").__file__))) + os.sep + "numpy" + \
     os.sep
@@ -625,9 +626,7 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
     watcher.new_input = new_input
 
     recorder = _recorder(fn, globals_fn, args, kwargs, call_leaves, leaves, tensor_pos, first_of,
-                         modules) if torch_level else None
-    if recorder is not None:
-        recorder.capture_scalars = capture_scalars
+                         modules, capture_scalars) if torch_level else None
 
     grad_before = _grad_state.enabled
     from ember.c10.generator import default_generator
@@ -639,12 +638,8 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
     try:
         sys.setprofile(watcher)
         try:
-            with fake_mode, mode:
-                if recorder is not None:
-                    with recorder:
-                        out = fn(*call_args, **call_kwargs)
-                else:
-                    out = fn(*call_args, **call_kwargs)
+            with fake_mode, mode, recorder if recorder is not None else contextlib.nullcontext():
+                out = fn(*call_args, **call_kwargs)
             mode.sync_grad_mode()       # a grad-mode change the code made and undid after its last op
         finally:
             sys.setprofile(previous_profile)
@@ -761,7 +756,7 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
 
 
 def _recorder(fn: Any, globals_fn: Any, args: Any, kwargs: Any, call_leaves: list[Any], leaves: list[Any],
-              tensor_pos: list[int], first_of: dict[int, int], modules: Any) -> Any:
+              tensor_pos: list[int], first_of: dict[int, int], modules: Any, capture_scalars: bool) -> Any:
     """The torch-level recorder of a capture (Note [Torch-level graph]), its inputs named by their sources."""
     from ember._dynamo import output_graph
     from ember.fx.graph import Graph
@@ -770,8 +765,6 @@ def _recorder(fn: Any, globals_fn: Any, args: Any, kwargs: Any, call_leaves: lis
     # a module whose forward is ember's own is compiled through Dynamo's ``fn(*args, **kwargs)`` wrapper
     wrapped = owner is not None and code is not None and os.path.abspath(code.co_filename).startswith(_EMBER_DIR)
     sources = output_graph.argument_sources(globals_fn or fn, args, kwargs, wrapped)
-    if len(sources) != len(leaves):
-        sources = [f"L['args'][{i}]" for i in range(len(leaves))]
     arg_sources = {id(call_leaves[i]): (call_leaves[i], sources[i], i) for i in tensor_pos
                    if first_of.get(id(leaves[i])) == i}
     state: dict[int, Any] = {}
@@ -784,7 +777,7 @@ def _recorder(fn: Any, globals_fn: Any, args: Any, kwargs: Any, call_leaves: lis
             state.update(output_graph.module_sources(x, sources[i]))
     func = getattr(globals_fn or fn, "__func__", globals_fn or fn)
     fn_globals = getattr(func, "__globals__", {})
-    return output_graph.Recorder(Graph(), arg_sources, state, lambda: [fn_globals])
+    return output_graph.Recorder(Graph(), arg_sources, state, fn_globals, capture_scalars)
 
 
 def _torch_level(recorder: Any, out: Any, watcher: Any, leaves: list[Any], fn: Any) -> tuple[Any, str | None]:
@@ -816,12 +809,6 @@ def _fx_keeps(x: Any) -> bool:
     return True
 
 
-def _constant_types() -> tuple[type, ...]:
-    """The torch values a graph returns as constants: a dtype, a size, a device."""
-    import ember
-    return (_dtype_mod.dtype, ember.Size, ember.device)
-
-
 class _NotATensorGraph(Exception):
     pass
 
@@ -836,7 +823,7 @@ def _map_out(out: Any, mode: Any) -> Any:
             if isinstance(x, FakeTensor) and mode._nodes.get(id(x), (None,))[0] is not x:
                 raise _NotATensorGraph("the result holds a tensor the graph did not make")
             mapped.append(mode.node_of(x))
-        elif type(x) in _SCALARS or isinstance(x, _constant_types()):
+        elif type(x) in _SCALARS or is_torch_constant(x):
             mapped.append(x)
         else:
             raise _NotATensorGraph(f"the result holds a {type(x).__name__}, which a graph cannot return")

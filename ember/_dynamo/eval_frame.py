@@ -289,9 +289,9 @@ class CompiledFunction:
             return e
         if c.torch_level is not None and (self._torch_level or c.data_dependent):
             return self._compile_torch_level(c, start)
-        if self._torch_level:
-            log.debug("the backend receives the ATen graph: the torch-level graph cannot express %s",
-                      c.torch_level_failure)
+        if self._torch_level:       # named, so that a backend author sees why the graph is not torch-level
+            log.info("the backend receives the ATen graph: the torch-level graph cannot express %s",
+                     c.torch_level_failure)
         gm = c.gm
         from ember._tensor import Tensor
         leaves = tree_flatten((args, kwargs))[0]
@@ -299,30 +299,28 @@ class CompiledFunction:
         for i, x in enumerate(leaves):
             if isinstance(x, Tensor):
                 first.setdefault(id(x), i)
-        if "graph_code" in wanted or "graph" in wanted:
+        run = self._call_backend(self._backend, gm, c.example_inputs)
+        self.compile_times.append(time.perf_counter() - start)
+        return _Entry(c.guards, run, None, gm, tuple(sorted(first.values())), c)
+
+    def _call_backend(self, backend: Callable[..., Any], gm: Any, example_inputs: list[Any]) -> Any:
+        """``backend(gm, example_inputs)``, the graph logged first when asked (``EMBER_LOGS=graph_code``), a
+        failure reported as PyTorch's ``BackendCompilerFailed``."""
+        if "graph_code" in logs() or "graph" in logs():
             log.warning("TRACED GRAPH\n ===== __compiled_fn_%d =====\n%s", len(self._entries),
                         gm.print_readable(print_output=False))
         try:
-            run = self._backend(gm, c.example_inputs)
+            return backend(gm, example_inputs)
         except Exception as e:
             raise exc.BackendCompilerFailed(f"backend={self._backend_name!r} raised:\n{type(e).__name__}: {e}") from e
-        self.compile_times.append(time.perf_counter() - start)
-        return _Entry(c.guards, run, None, gm, tuple(sorted(first.values())), c)
 
     def _compile_torch_level(self, c: Any, start: float) -> _Entry:
         """The entry running the backend's compilation of the torch-level graph (Note [Torch-level graph]): it
         takes every flattened argument, passes the graph its inputs (arguments and module state) and rebuilds the
         function's result."""
         gm, example_inputs, plan, rebuild = c.torch_level
-        if "graph_code" in logs() or "graph" in logs():
-            log.warning("TRACED GRAPH\n ===== __compiled_fn_%d =====\n%s", len(self._entries),
-                        gm.print_readable(print_output=False))
         # a graph holding a value read by .item() has no ATen form: ember's own backends run it op by op
-        backend = self._backend if self._torch_level else _op_by_op
-        try:
-            compiled = backend(gm, example_inputs)
-        except Exception as e:
-            raise exc.BackendCompilerFailed(f"backend={self._backend_name!r} raised:\n{type(e).__name__}: {e}") from e
+        compiled = self._call_backend(self._backend if self._torch_level else _op_by_op, gm, example_inputs)
 
         def run(*flat: Any) -> Any:
             results = compiled(*[flat[k] if kind == "arg" else k for kind, k in plan])

@@ -48,9 +48,9 @@ from ember.c10.grad_mode import state as _grad_state
 from ember.overrides import TorchFunctionMode
 from ember.utils._pytree import tree_flatten, tree_unflatten
 
-_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_MODULES_DIR = os.path.join(_EMBER_DIR, "nn", "modules") + os.sep      # module forwards: code Dynamo inlines
-_MODULE_CALL = os.path.join(_MODULES_DIR, "module.py")                 # Module.__call__'s machinery: not
+EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep     # ember's own code
+_MODULES_DIR = os.path.join(EMBER_DIR, "nn", "modules") + os.sep      # module forwards: code Dynamo inlines
+_MODULE_CALL = os.path.join(_MODULES_DIR, "module.py")                 # Module.__call__'s machinery: no call site
 _DYNAMO_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _BINARY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "//": operator.floordiv,
            "%": operator.mod, "**": operator.pow, "@": operator.matmul, "&": operator.and_, "|": operator.or_,
@@ -81,7 +81,7 @@ def source_name(source: str) -> str:
 
 def _leaf_sources(root: str, value: Any) -> list[str]:
     """The source of each leaf of ``value`` (flattened as ``tree_flatten`` does), under ``root``."""
-    if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+    if type(value) in (list, tuple):
         return [s for i, v in enumerate(value) for s in _leaf_sources(f"{root}[{i}]", v)]
     if type(value) is dict:
         return [s for k, v in value.items() for s in _leaf_sources(f"{root}[{k!r}]", v)]
@@ -94,33 +94,27 @@ def argument_sources(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict
     """The source of each leaf of ``tree_flatten((args, kwargs))``: ``L['x']``, ``L['xs'][1]``; for a module
     whose forward is ember's own (Dynamo compiles it through a ``fn(*args, **kwargs)`` wrapper), ``L['args'][0]``."""
     import inspect
+    positional: list[str] = []
+    star, named = "args", set()
     if not wrapped:
         try:
-            bound = inspect.signature(fn).bind(*args, **kwargs)
-        except (TypeError, ValueError):
-            bound = None
-        if bound is not None:
-            by_name: dict[str, str] = {}
-            params = inspect.signature(fn).parameters
-            for name, v in bound.arguments.items():
-                kind = params[name].kind
-                if kind is inspect.Parameter.VAR_POSITIONAL:
-                    continue
-                if kind is not inspect.Parameter.VAR_KEYWORD:
-                    by_name[name] = f"L[{name!r}]"
-            out: list[str] = []
-            names = list(bound.arguments)
-            star = [n for n in names if params[n].kind is inspect.Parameter.VAR_POSITIONAL]
-            positional = [n for n in names if params[n].kind in (inspect.Parameter.POSITIONAL_ONLY,
-                                                                  inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-            for i, a in enumerate(args):
-                src = f"L[{positional[i]!r}]" if i < len(positional) else f"L[{star[0]!r}][{i - len(positional)}]"
-                out += _leaf_sources(src, a)
-            for k, v in kwargs.items():
-                out += _leaf_sources(by_name.get(k, f"L['kwargs'][{k!r}]"), v)
-            return out
-    return ([s for i, a in enumerate(args) for s in _leaf_sources(f"L['args'][{i}]", a)] +
-            [s for k, v in kwargs.items() for s in _leaf_sources(f"L['kwargs'][{k!r}]", v)])
+            params = inspect.signature(fn).parameters.values()
+        except (TypeError, ValueError):     # a builtin: its arguments by position
+            params = []
+        for p in params:
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                positional.append(p.name)
+            elif p.kind is p.VAR_POSITIONAL:
+                star = p.name
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+                named.add(p.name)
+    out: list[str] = []
+    for i, a in enumerate(args):
+        out += _leaf_sources(f"L[{positional[i]!r}]" if i < len(positional) else
+                             f"L[{star!r}][{i - len(positional)}]", a)
+    for k, v in kwargs.items():
+        out += _leaf_sources(f"L[{k!r}]" if k in named else f"L['kwargs'][{k!r}]", v)
+    return out
 
 
 def module_sources(module: Any, root: str) -> dict[int, tuple[Any, str]]:
@@ -155,7 +149,7 @@ def _instruction_at(code: types.CodeType, lasti: int) -> tuple[int, list[Any]]:
 
 def _is_call_site(frame: types.FrameType) -> bool:
     f = os.path.abspath(frame.f_code.co_filename)
-    return not f.startswith(_EMBER_DIR) or (f.startswith(_MODULES_DIR) and f != _MODULE_CALL)
+    return not f.startswith(EMBER_DIR) or (f.startswith(_MODULES_DIR) and f != _MODULE_CALL)
 
 
 def _user_frame(frame: Any) -> tuple[Any, Any]:
@@ -348,14 +342,24 @@ def _expr(x: Any, kind: type) -> str:
     return repr(float(x)) if kind is float and type(x) is int else repr(x)
 
 
-def _has_sym(x: Any) -> bool:
-    if isinstance(x, SymScalar):
-        return True
+def _leaves(x: Any) -> Any:
+    """The leaves of nested lists, tuples and dicts (call arguments, results)."""
     if isinstance(x, (list, tuple)):
-        return any(_has_sym(y) for y in x)
-    if isinstance(x, dict):
-        return any(_has_sym(y) for y in x.values())
-    return False
+        for y in x:
+            yield from _leaves(y)
+    elif isinstance(x, dict):
+        for y in x.values():
+            yield from _leaves(y)
+    else:
+        yield x
+
+
+def _tensors(x: Any) -> list[Any]:
+    return [y for y in _leaves(x) if isinstance(y, Tensor)]
+
+
+def _has_sym(x: Any) -> bool:
+    return any(isinstance(y, SymScalar) for y in _leaves(x))
 
 
 def _hinted(args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -375,14 +379,16 @@ class Recorder(TorchFunctionMode):
     """Writes the public calls made while it is active into ``graph`` (Note [Torch-level graph])."""
 
     def __init__(self, graph: Any, arg_sources: dict[int, tuple[Any, str, int]],
-                 state_sources: dict[int, tuple[Any, str]], globals_of: Callable[[], list[dict[str, Any]]]) -> None:
+                 state_sources: dict[int, tuple[Any, str]], fn_globals: dict[str, Any],
+                 capture_scalars: bool) -> None:
         super().__init__()
         self.graph = graph
         self.arg_sources = arg_sources          # id(fake) -> (fake, source, flat position)
         self.state_sources = state_sources      # id(real tensor) -> (tensor, source)
-        self.globals_of = globals_of
+        self.fn_globals = fn_globals
         self.nodes: dict[int, tuple[Any, Any]] = {}       # id(tensor) -> (tensor, node)
         self.pending: dict[int, tuple[Any, Any, int]] = {}    # an element of a recorded tuple: (t, node, index)
+        self.placeholders: list[Any] = []
         self.inputs: list[tuple[str, Any]] = []    # per placeholder: ("arg", flat position) or ("obj", tensor)
         self.grad_enabled = _grad_state.enabled
         self.initial_grad = _grad_state.enabled
@@ -390,21 +396,21 @@ class Recorder(TorchFunctionMode):
         self.failed: str | None = None
         self._props: dict[int, str] | None = None
         self.data_dependent = False       # a number was read (Note [Values read inside a graph])
-        self.capture_scalars = False      # whether item() becomes a node (else the fake tensor refuses it)
+        self.capture_scalars = capture_scalars    # whether item() becomes a node (else the fake tensor refuses it)
         self._symbols = {float: 0, int: 0, bool: 0}
 
     # -- inputs ----------------------------------------------------------------------------------------------
     def _placeholder(self, t: Any, source: str, kind: tuple[str, Any]) -> Any:
         from ember.nn import Parameter
         name = source_name(source)
-        last = [n for n in self.graph.nodes if n.op == "placeholder"][-1:]
         real = kind[1] if kind[0] == "obj" else t
-        with self.graph.inserting_after(last[0]) if last else self.graph.inserting_before(
-                next(iter(self.graph.nodes), None)):
+        with self.graph.inserting_after(self.placeholders[-1]) if self.placeholders else \
+                self.graph.inserting_before(next(iter(self.graph.nodes), None)):
             node = self.graph.create_node("placeholder", name, name=name.lower(),
                                           type_expr=Parameter if isinstance(real, Parameter) else Tensor)
         node.meta["example_value"] = t
         node.meta["source"] = source
+        self.placeholders.append(node)
         self.inputs.append(kind)
         self.nodes[id(t)] = (t, node)
         return node
@@ -413,25 +419,22 @@ class Recorder(TorchFunctionMode):
         got = self.state_sources.get(id(t))
         if got is not None:
             return got[1]
-        for g in self.globals_of():
-            for k, v in list(g.items()):
-                if v is t:
-                    return f"G[{k!r}]"
+        for k, v in list(self.fn_globals.items()):
+            if v is t:
+                return f"G[{k!r}]"
         from ember.nn import Module
-        for g in self.globals_of():
-            for k, v in list(g.items()):
-                if isinstance(v, Module):
-                    got = module_sources(v, f"G[{k!r}]").get(id(t))
-                    if got is not None:
-                        return got[1]
+        for k, v in list(self.fn_globals.items()):
+            if isinstance(v, Module):
+                got = module_sources(v, f"G[{k!r}]").get(id(t))
+                if got is not None:
+                    return got[1]
         return None
 
-    def _input_node(self, t: Any, state_first: bool) -> Any:
+    def _input_node(self, t: Any) -> Any:
+        """The placeholder of a tensor the code read (an argument, a module's state, a global)."""
         got = self.arg_sources.get(id(t))
         if got is not None:
-            return self._placeholder(t, got[1], ("arg", got[2])) if not state_first else None
-        if not state_first:
-            return None
+            return self._placeholder(t, got[1], ("arg", got[2]))
         from ember._subclasses.fake_tensor import FakeTensor
         if isinstance(t, FakeTensor):
             raise Unrepresentable("a tensor the graph did not make")
@@ -450,28 +453,14 @@ class Recorder(TorchFunctionMode):
             node.meta["example_value"] = t
             self.nodes[id(t)] = (t, node)
             return node
-        node = self._input_node(t, True) or self._input_node(t, False)
-        if node is None:
-            raise Unrepresentable("a tensor the graph did not make")
-        return node
-
-    def _tensors(self, x: Any, acc: list[Any]) -> list[Any]:
-        if isinstance(x, Tensor):
-            acc.append(x)
-        elif isinstance(x, (list, tuple)):
-            for y in x:
-                self._tensors(y, acc)
-        elif isinstance(x, dict):
-            for y in x.values():
-                self._tensors(y, acc)
-        return acc
+        return self._input_node(t)
 
     def _map(self, x: Any) -> Any:
         if isinstance(x, Tensor):
             return self.node_of(x)
         if isinstance(x, SymScalar):
             return x.node
-        if isinstance(x, _CONSTANTS) or _is_torch_constant(x):
+        if isinstance(x, _CONSTANTS) or is_torch_constant(x):
             return x
         if type(x) in (list, tuple):
             return type(x)(self._map(y) for y in x)
@@ -533,7 +522,7 @@ class Recorder(TorchFunctionMode):
             raise Unrepresentable(_UNREPRESENTABLE[name])
         if _autocast_state() != self.autocast:
             raise Unrepresentable("an autocast region")
-        if not self._tensors(out, []) and name != "__setitem__":
+        if not _tensors(out) and name != "__setitem__":
             return          # a size, a dtype, a Python number: a constant of the graph
         instr, callee, frame, before, after = site
         opname = getattr(instr, "opname", "")
@@ -562,9 +551,9 @@ class Recorder(TorchFunctionMode):
             op, target = "call_function", func
         self._sync_grad_mode()
         # the inputs a call reads: the modules' parameters and buffers first, then the rest in order
-        for t in self._tensors((a, kw), []):
+        for t in _tensors((a, kw)):
             if id(t) in self.state_sources and id(t) not in self.nodes:
-                self._input_node(t, True)
+                self._input_node(t)
         stored = _stored_name(frame, after)
         node = self.graph.create_node(op, target, self._map(a), self._map(kw), name=stored)
         node.meta["example_value"] = out
@@ -591,7 +580,7 @@ class Recorder(TorchFunctionMode):
             self.graph.call_function(ember._C._set_grad_enabled, (self.grad_enabled,))
 
     def _input_kind(self, node: Any) -> tuple[str, Any]:
-        kind = self.inputs[[n for n in self.graph.nodes if n.op == "placeholder"].index(node)]
+        kind = self.inputs[self.placeholders.index(node)]
         return kind if kind[0] == "arg" else ("const", kind[1])
 
     # -- the end ---------------------------------------------------------------------------------------------
@@ -632,15 +621,16 @@ class Recorder(TorchFunctionMode):
                 node = self.graph.call_function(ember.scalar_tensor, (x.node,), {"dtype": dtype})
                 outputs.append(node)
                 plan.append(("number", len(outputs) - 1))
-            elif isinstance(x, _CONSTANTS) or _is_torch_constant(x):
+            elif isinstance(x, _CONSTANTS) or is_torch_constant(x):
                 plan.append(("const", x))
             else:
                 raise Unrepresentable(f"the result holds a {type(x).__name__}")
         self.graph.output(tuple(outputs))
-        for n, kind in list(zip([n for n in self.graph.nodes if n.op == "placeholder"], list(self.inputs))):
+        used = [(n, kind) for n, kind in zip(self.placeholders, self.inputs) if n.users]
+        for n in self.placeholders:
             if not n.users:                 # inputs only a size was read from: not inputs of the graph
                 self.graph.erase_node(n)
-                self.inputs.remove(kind)
+        self.placeholders, self.inputs = [n for n, _ in used], [kind for _, kind in used]
 
         def value(kind: str, k: Any, results: Any, flat_args: tuple[Any, ...]) -> Any:
             if kind == "out":
@@ -663,7 +653,8 @@ def _is_method(func: Any) -> bool:
     return name is not None and getattr(Tensor, name, None) is func
 
 
-def _is_torch_constant(x: Any) -> bool:
+def is_torch_constant(x: Any) -> bool:
+    """A torch value a graph holds (and returns) as a constant: a dtype, a device, a layout, a size."""
     import ember
     return isinstance(x, (ember.dtype, ember.device, ember.layout, ember.memory_format, ember.Size))
 

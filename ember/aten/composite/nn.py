@@ -10,7 +10,7 @@ import numpy as np
 
 from ember._generated import aten
 from ember.aten.context import global_context
-from ember.aten.dispatcher import is_tensor_subclass_like
+from ember.aten.dispatcher import is_tensor_subclass_like, python_key_used
 from ember.aten.kernels.nn import affine_base, pad_source_index
 from ember.aten.wrap import _type_name, new_tensor, tensor_like
 from ember.c10.device import CPU
@@ -45,8 +45,10 @@ def batch_norm(input: Any, weight: Any, bias: Any, running_mean: Any, running_va
                momentum: Any, eps: Any, cudnn_enabled: Any) -> Any:
     """PyTorch's _batch_norm_impl_index on the CPU: an empty input is passed through (scaled by the first
     channel's weight and bias, which keeps the graph); anything else is native_batch_norm. PyTorch makes an empty
-    byte "reserve" tensor first (cuDNN's workspace, unused on the CPU): modes see it, so it is made here too."""
-    aten.empty_memory_format((0,), dtype=_uint8, layout=strided, device=input.device)
+    byte "reserve" tensor first (cuDNN's workspace, unused on the CPU): only a dispatch mode can see it, so it is
+    made once the Python key is in use, and a plain call pays nothing for it."""
+    if python_key_used[0]:
+        aten.empty_memory_format((0,), dtype=_uint8, layout=strided, device=input.device)
     if input.numel() == 0:
         out = input.clone()
         if weight is not None:
