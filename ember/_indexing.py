@@ -12,7 +12,11 @@ import numbers
 
 import numpy as np
 
-from ember._generated.aten import _op_index_Tensor, _op_select_int, _op_slice_Tensor, _op_unsqueeze
+from ember._creation import _PYTHON_BIT, _place
+from ember.aten.dispatcher import tls as _dispatch_tls
+from ember.aten.kernels._common import checked_convert
+from ember._generated import aten
+from ember._generated.aten import _op_alias, _op_index_Tensor, _op_select_int, _op_slice_Tensor, _op_unsqueeze
 from ember import _tensor
 from ember._tensor import Tensor
 from ember.c10 import dtype as _dt
@@ -77,9 +81,9 @@ def _split(t: Tensor, index):
             key.append(None)
             adv.append(None)
             out_dim += 1
-            if isinstance(i, (bool, np.bool_)) and not i:
+            if isinstance(i, (bool, np.bool_)):
                 has_adv = True
-                adv[-1] = "false"
+                adv[-1] = "true" if i else "false"
         elif _is_int(i):
             key.append(int(i))
         elif isinstance(i, slice):
@@ -105,12 +109,14 @@ def _split(t: Tensor, index):
     return tuple(key), (adv if has_adv else None)
 
 
-_FULL = slice(None)
+_INT64_MAX = 2 ** 63 - 1
 
 
-def _basic_view(t: Tensor, key):
-    """Apply integers, slices and ``None`` with ``select`` / ``slice`` / ``unsqueeze`` view ops, as
-    PyTorch's ``applySlicing`` does (a full slice costs nothing)."""
+def _basic_view(t: Tensor, key, skip_full: bool = True):
+    """Apply integers, slices and ``None`` with ``select`` / ``slice`` / ``unsqueeze`` view ops, as PyTorch's
+    ``applySlicing`` does. A slice that keeps a whole dimension (start 0, stop at or past its end, step 1) costs
+    nothing, except in ``x[a:b]`` alone, which PyTorch always slices (``skip_full=False``). An omitted start is 0
+    and an omitted stop INT64_MAX in the ``slice`` call, as in PyTorch's."""
     dim = 0
     shape = t._data.shape
     src = 0  # the dimension of ``t`` the next key element indexes
@@ -119,8 +125,11 @@ def _basic_view(t: Tensor, key):
             t = _op_unsqueeze.call(t._ks, t, dim)
             dim += 1
         elif k.__class__ is slice:
-            if k != _FULL:
-                t = _op_slice_Tensor.call(t._ks, t, dim, k.start, k.stop, 1 if k.step is None else k.step)
+            start = 0 if k.start is None else k.start
+            stop = _INT64_MAX if k.stop is None else k.stop
+            step = 1 if k.step is None else k.step
+            if not (skip_full and start == 0 and step == 1 and stop >= shape[src]):
+                t = _op_slice_Tensor.call(t._ks, t, dim, start, stop, step)
             dim += 1
             src += 1
         else:  # an integer
@@ -137,8 +146,11 @@ def _adv_list(view: Tensor, adv):
     out = []
     for j, i in enumerate(adv):
         if isinstance(i, str):
-            if i == "false":  # x[False]: an empty selection along a new dim
-                out.append(ember.zeros((0,), dtype=ember.int64, device=view.device))
+            if i in ("false", "true"):  # x[False] / x[True]: an index of [] / [0] along the new dim, made as PyTorch's
+                # boolToIndexingTensor makes it (an empty tensor, filled with 0 for True)
+                flag = aten.empty_memory_format((1 if i == "true" else 0,), dtype=ember.int64, layout=ember.strided,
+                                            device=view.device)
+                out.append(flag.fill_(0.0) if i == "true" else flag)
             continue
         out.append(i)
     while out and out[-1] is None:
@@ -150,9 +162,10 @@ def getitem(t: Tensor, index):
     if index.__class__ is Tensor and index._data.dtype == np.int64 and index._data.ndim:  # x[idx]
         return _op_index_Tensor.call(t._ks | index._ks, t, [index])
     key, adv = _split(t, index)
-    view = _basic_view(t, key)
+    view = _basic_view(t, key, skip_full=index.__class__ is not slice)
     if adv is None:
-        return view
+        # a view that is the tensor itself (x[...], x[:, :]) is returned as a new alias of it, as PyTorch does
+        return _op_alias.call(t._ks, t) if view is t else view
     idx = _adv_list(view, adv)
     return _op_index_Tensor.call(view._ks | _ks(idx), view, idx)
 
@@ -165,20 +178,52 @@ def _ks(idx) -> int:
     return ks
 
 
+def _copy_to(dst: Tensor, src: Tensor) -> None:
+    """PyTorch's ``copy_to`` for ``x[basic] = value``: ``copy_`` when the shapes agree, ``fill_`` from a 0-dim CPU
+    value, else the value with its leading 1s dropped (a ``view``), expanded to the destination and copied."""
+    if dst.shape == src.shape:
+        dst.copy_(src)
+    elif src.dim() == 0 and src.device.type == "cpu":
+        dst.fill_(src)
+    else:
+        sizes = list(src.shape)
+        while sizes and sizes[0] == 1:
+            sizes.pop(0)
+        dst.copy_(src.view(sizes).expand(list(dst.shape)))
+
+
 def setitem(t: Tensor, index, value) -> None:
-    import ember
+    number = None
+    if not isinstance(value, Tensor):  # a Python value becomes a tensor of t's dtype first (a mode sees lift_fresh)
+        number = _checked_value(value, t)
+        value = None if not (_dispatch_tls.keys[0] | t._ks) & _PYTHON_BIT else _number_tensor(number, t)
     key, adv = _split(t, index)
     view = _basic_view(t, key)
     if adv is None:
-        if isinstance(value, Tensor):
-            view.copy_(value)
+        if value is None:  # no mode sees the ops: fill with the number directly (the same values and autograd)
+            view.fill_(number)
         else:
-            view.fill_(value)
+            _copy_to(view, value)
         return
-    if not isinstance(value, Tensor):
-        value = ember.tensor(value, dtype=t.dtype, device=t.device)
     idx = _adv_list(view, adv)
-    view.index_put_(idx, value)
+    view.index_put_(idx, _number_tensor(number, t) if value is None else value)
+
+
+def _checked_value(value, t: Tensor):
+    """PyTorch's ``valueToTensor`` for a bool, int, float or complex: the number converted to ``t``'s dtype as c10
+    converts a scalar (a value that overflows the dtype is refused; a half-precision one becomes inf, as PyTorch's
+    does); anything else is not a value to assign."""
+    if not isinstance(value, (bool, int, float, complex, np.integer)):
+        kind = type(value)
+        name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+        raise TypeError(f"can't assign a {name} to a {t.type()}")
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and not -2 ** 63 <= value < 2 ** 63:
+        raise ValueError("Overflow when unpacking long long")  # (PyTorch reads an integer as an int64)
+    return checked_convert(value, t.dtype.np, half_saturates=True)
+
+
+def _number_tensor(number, t: Tensor) -> Tensor:
+    return _place(np.array(number, dtype=t.dtype.np), t.device)
 
 
 _tensor._indexing_getitem, _tensor._indexing_setitem = getitem, setitem  # what Tensor.__getitem__ / __setitem__ call

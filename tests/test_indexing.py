@@ -143,3 +143,81 @@ def test_index_add_copy_fill_range_checks_as_pytorch(i):
         np.testing.assert_array_equal(ev, tv)
     else:
         assert ev == tv
+
+
+# what a dispatch mode sees for an index read / write, with the arguments that are not tensors: PyTorch skips a
+# slice that keeps a whole dimension (except in x[a:b] alone), returns x[...] / x[:, :] as an alias, spells an
+# omitted start / stop as 0 / INT64_MAX, wraps a Python value (lift_fresh) before indexing and writes a value of
+# another shape through copy_to's view + expand
+SEEN_READS = ["x[:3]", "x[:]", "x[0:3:1]", "x[:, :4]", "x[0:3, :]", "x[..., :4]", "x[0:, 0:10]", "x[:10]",
+              "x[...]", "x[()]", "x[(slice(None),)]", "x[None]", "x[1, :]", "x[:, 0:4:2]", "x[-3:, :]", "x[0:3, ...]",
+              "x[..., 0:4, None]", "x[:, 1:][:, :3]", "x[True]", "x[False]", "x[i, 1:]", "x[:, i]", "x[[0, 1], :]"]
+SEEN_WRITES = ["x[:] = 1", "x[:, :] = 1", "x[...] = 2.5", "x[0:3, 1:] = 2", "x[:] = v", "x[:] = s", "x[:] = r",
+               "x[1:, :] = r", "x[0] = r", "x[1] = 0", "x[0, 0] = 3", "x[0] = True", "x[i] = 1", "x[i] = r",
+               "x[:, i] = 0.5"]
+
+
+def _seen_by_mode(lib, code):
+    from tests.test_torch_dispatch import _mod
+    base = _mod(lib, ".utils._python_dispatch").TorchDispatchMode
+    seen = []
+
+    class Log(base):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            plain = [repr(a).replace("ember.", "torch.") for a in args[1:] if not isinstance(a, (lib.Tensor, list))]
+            seen.append((str(func), plain, sorted((kwargs or {}).keys())))
+            return func(*args, **(kwargs or {}))
+    x, v, s = lib.tensor(A[0, :3, :4].copy()), lib.tensor(A[1, :3, :4].copy()), lib.tensor(2.0, dtype=lib.float64)
+    r, i = lib.tensor(A[2, 0, :4].copy()), lib.tensor([0, 2])
+    with Log():
+        exec(code, {"x": x, "v": v, "s": s, "r": r, "i": i})
+    return seen, x.numpy()
+
+
+@pytest.mark.parametrize("code", SEEN_READS + SEEN_WRITES)
+def test_a_dispatch_mode_sees_pytorchs_indexing_ops(code):
+    e_seen, e_x = _seen_by_mode(ember, code)
+    t_seen, t_x = _seen_by_mode(torch, code)
+    assert e_seen == t_seen
+    np.testing.assert_array_equal(e_x, t_x)
+
+
+# a Python value assigned, filled or used as full's value is converted to the dtype as c10's checked_convert does
+CONVERSIONS = [("int8", float("nan")), ("float16", 1e300), ("int8", 300.5), ("int8", -128), ("int8", 127.9),
+               ("float32", 1e300), ("float32", float("inf")), ("float16", 70000.0), ("bfloat16", 1e300), ("uint8", -1),
+               ("bool", 2.5),
+               ("int64", 2 ** 63), ("int32", 1 + 0j), ("int32", 1 + 2j), ("complex64", 1e300), ("int64", float("inf"))]
+
+
+def _converted(lib, dtype, value):
+    outcomes = []
+    for how, n in (("fill_", 2), ("fill_", 1), ("setitem", 2), ("full", 2), ("full", 1)):
+        x = lib.zeros(n, dtype=getattr(lib, dtype))
+        try:
+            if how == "fill_":
+                x.fill_(value)
+            elif how == "setitem":
+                x[0] = value
+            else:
+                x = lib.full((n,), value, dtype=getattr(lib, dtype))
+            outcomes.append(repr(x[0].item()))
+        except RuntimeError as e:
+            outcomes.append(f"{type(e).__name__}: {e}")
+        except ValueError:  # (PyTorch's binding refuses 2 ** 63 before converting it: "Overflow when unpacking")
+            outcomes.append("refused")
+    return outcomes
+
+
+@pytest.mark.parametrize("dtype,value", CONVERSIONS, ids=[f"{d}-{v}" for d, v in CONVERSIONS])
+def test_a_python_value_is_converted_as_pytorch_converts_it(dtype, value):
+    assert _converted(ember, dtype, value) == _converted(torch, dtype, value)
+
+
+@pytest.mark.parametrize("value", [[1.0, 2.0, 3.0, 4.0], np.float32(2.5), np.array([1.0, 2.0, 3.0, 4.0]), "a", None,
+                                   (1, 2, 3, 4)], ids=["list", "np.float32", "ndarray", "str", "None", "tuple"])
+def test_assigning_what_is_not_a_value_raises_pytorchs_type_error(value):
+    with pytest.raises(TypeError) as t:
+        torch.zeros(3, 4)[0] = value
+    with pytest.raises(TypeError, match="^" + str(t.value).replace("torch.", "(torch|ember).").replace("(", r"\(")
+                       .replace(")", r"\)").replace(r"\(torch|ember\)", "(torch|ember)") + "$"):
+        ember.zeros(3, 4)[0] = value

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.aten.kernels._common import elementwise
+from ember.aten.kernels._common import checked_convert, elementwise
 
 
 def clone(xp: Any, self: Array, memory_format: Any = None) -> Any:
@@ -53,11 +53,12 @@ def copy_(xp: Any, self: Array, src: Array, non_blocking: Any = False) -> Any:
     xp = np if isinstance(self, np.ndarray) else xp
     if type(src) is not type(self):
         src = src.get() if hasattr(src, "get") else xp.asarray(src)
-    try:
-        np.broadcast_shapes(src.shape, self.shape)
-        ok = np.broadcast_shapes(src.shape, self.shape) == self.shape
-    except ValueError:
-        ok = False
+    ok = src.shape == self.shape
+    if not ok:
+        try:
+            ok = np.broadcast_shapes(src.shape, self.shape) == self.shape
+        except ValueError:
+            pass
     if not ok:
         from ember.aten.kernels._common import shape_str
         raise RuntimeError(f"The size of tensor a ({self.shape[-1] if self.ndim else 1}) must match the size of "
@@ -67,6 +68,9 @@ def copy_(xp: Any, self: Array, src: Array, non_blocking: Any = False) -> Any:
                            f"{shape_str(np.broadcast_shapes(src.shape, self.shape))}")
     if not self.flags.writeable:
         self.flags.writeable = True
+    if src.dtype == self.dtype:
+        xp.copyto(self, src)
+        return
     with np.errstate(all="ignore"):
         if src.dtype.kind == "c" and self.dtype.kind != "c":
             src = src.real
@@ -79,6 +83,8 @@ def fill_(xp: Any, self: Array, value: Array) -> Any:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
                                "dimensions.")
         value = value[()]
+    else:  # a Python number: PyTorch's checked conversion to the tensor's dtype
+        value = checked_convert(value, self.dtype, half_saturates=self.size == 1)
     if not self.flags.writeable:
         self.flags.writeable = True
     self[...] = value

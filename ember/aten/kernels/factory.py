@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ember.aten.kernels._common import meta_shape, shape_str
+from ember.aten.kernels._common import checked_convert, meta_shape, shape_str
 from ember.aten.context import fill_empty_deterministic
 from ember.c10 import dtype as dt
 from ember.c10.exceptions import warn_user
@@ -73,9 +73,8 @@ def _full_dtype(fill_value: Any, dtype: Any) -> Any:
 def full(xp: Any, size: Any, fill_value: Any, dtype: Any = None, layout: Any = None, device: Any = None,
          pin_memory: Any = None) -> Any:
     npdt = _full_dtype(fill_value, dtype)
-    if npdt.kind in "iu" and isinstance(fill_value, float) and not math.isfinite(fill_value):
-        raise RuntimeError(f"value cannot be converted to type {npdt.name} without overflow")
-    return xp.full(check_size(size), fill_value, npdt)
+    size = check_size(size)
+    return xp.full(size, checked_convert(fill_value, npdt, half_saturates=math.prod(size) == 1), npdt)
 
 
 @meta_shape(lambda s, dtype=None, *rest, **_k: ((), _full_dtype(s, dtype)))
