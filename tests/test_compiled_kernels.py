@@ -668,3 +668,25 @@ def test_box_muller_compiled_equals_the_numpy_evaluation(fallback):
     a = rnd._fma_f32(x, 0.02, np.float32(0.3))
     fallback()
     np.testing.assert_array_equal(a.view(np.int32), rnd._fma_f32(x, 0.02, np.float32(0.3)).view(np.int32))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+@pytest.mark.parametrize("shape", [(500, 3, 3), (200, 4, 2), (100, 2, 5), (64, 1, 1)], ids=str)
+def test_many_small_lu_factorizations_match_pytorch(dtype, shape, fallback):
+    """linalg.lu_factor of a long batch of small matrices (numba's getf2 over the batch, or the NumPy elimination):
+    PyTorch's pivots, its factors to rounding, and its first zero pivot in info."""
+    torch = pytest.importorskip("torch", reason="PyTorch (the oracle) is not installed: pip install torch==2.13.0")
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(shape).astype(dtype)
+    if dtype.startswith("complex"):
+        a = a + 1j * rng.standard_normal(shape).astype(dtype)
+    a[::7, :, 0] = 0  # a zero column: a zero pivot, reported in info
+    tLU, tpiv, tinfo = torch.linalg.lu_factor_ex(torch.tensor(a))
+    tol = 1e-5 if dtype in ("float32", "complex64") else 1e-12
+    for use_fallback in (False, True):
+        if use_fallback:
+            fallback()
+        LU, piv, info = ember.linalg.lu_factor_ex(ember.tensor(a))
+        np.testing.assert_array_equal(piv.numpy(), tpiv.numpy())
+        np.testing.assert_array_equal(info.numpy(), tinfo.numpy())
+        np.testing.assert_allclose(LU.numpy(), tLU.numpy(), rtol=tol, atol=tol)

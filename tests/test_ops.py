@@ -407,6 +407,9 @@ NOT_IN_TABLE = {
     # tensor, cdist, pdist, eigh / eigvalsh): covered by the public ones' entries of the table
     "_embedding_bag_forward_only", "_conj_physical", "_cdist_forward", "_euclidean_dist", "_pdist_forward",
     "_linalg_eigh",
+    # the factorizations det / slogdet / solve / svd keep (their LU factors and pivots, U / S / Vh): the public ops'
+    # entries, and tests/test_linalg_factors.py for the factors themselves
+    "_linalg_det", "_linalg_slogdet", "_linalg_solve_ex", "_linalg_svd",
     # what item() and detach() dispatch to under __torch_dispatch__: tests/test_torch_dispatch.py
     "_local_scalar_dense", "detach",
     # factories and random ops: tests/test_factories.py and tests/test_random.py

@@ -3401,15 +3401,30 @@ _op_linalg_inv = _D.define('linalg_inv(Tensor A) -> Tensor')
 def linalg_inv(A):
     return _op_linalg_inv.call(A._ks, A)
 
+_op__linalg_det = _D.define('_linalg_det(Tensor A) -> (Tensor result, Tensor LU, Tensor pivots)')
+
+def _linalg_det(A):
+    return _op__linalg_det.call(A._ks, A)
+
 _op_linalg_det = _D.define('linalg_det(Tensor A) -> Tensor')
 
 def linalg_det(A):
     return _op_linalg_det.call(A._ks, A)
 
+_op__linalg_slogdet = _D.define('_linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet, Tensor LU, Tensor pivots)')
+
+def _linalg_slogdet(A):
+    return _op__linalg_slogdet.call(A._ks, A)
+
 _op_linalg_slogdet = _D.define('linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)')
 
 def linalg_slogdet(A):
     return _op_linalg_slogdet.call(A._ks, A)
+
+_op__linalg_solve_ex = _D.define('_linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor LU, Tensor pivots, Tensor info)')
+
+def _linalg_solve_ex(A, B, *, left=True, check_errors=False):
+    return _op__linalg_solve_ex.call(A._ks | B._ks, A, B, left, check_errors)
 
 _op_linalg_solve = _D.define('linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor')
 
@@ -3446,6 +3461,11 @@ _op__linalg_eigh = _D.define('_linalg_eigh(Tensor A, str UPLO="L", bool compute_
 def _linalg_eigh(A, UPLO='L', compute_v=True):
     return _op__linalg_eigh.call(A._ks, A, UPLO, compute_v)
 
+_op__linalg_svd = _D.define('_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)')
+
+def _linalg_svd(A, full_matrices=False, compute_uv=True, *, driver=None):
+    return _op__linalg_svd.call(A._ks, A, full_matrices, compute_uv, driver)
+
 _op_linalg_svd = _D.define('linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)')
 
 def linalg_svd(A, full_matrices=True, *, driver=None):
@@ -3456,10 +3476,25 @@ _op_linalg_svdvals = _D.define('linalg_svdvals(Tensor A, *, str? driver=None) ->
 def linalg_svdvals(A, *, driver=None):
     return _op_linalg_svdvals.call(A._ks, A, driver)
 
-_op_linalg_pinv = _D.define('linalg_pinv(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor')
+_op_linalg_pinv_atol_rtol_tensor = _D.define('linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor')
 
-def linalg_pinv(self, *, atol=None, rtol=None, hermitian=False):
-    return _op_linalg_pinv.call(self._ks, self, atol, rtol, hermitian)
+def linalg_pinv_atol_rtol_tensor(self, *, atol=None, rtol=None, hermitian=False):
+    return _op_linalg_pinv_atol_rtol_tensor.call(self._ks | _ks_opt(atol) | _ks_opt(rtol), self, atol, rtol, hermitian)
+
+_op_linalg_pinv_atol_rtol_float = _D.define('linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor')
+
+def linalg_pinv_atol_rtol_float(self, *, atol=None, rtol=None, hermitian=False):
+    return _op_linalg_pinv_atol_rtol_float.call(self._ks, self, atol, rtol, hermitian)
+
+_op_linalg_pinv = _D.define('linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor')
+
+def linalg_pinv(self, rcond, hermitian=False):
+    return _op_linalg_pinv.call(self._ks, self, rcond, hermitian)
+
+_op_linalg_pinv_rcond_tensor = _D.define('linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor')
+
+def linalg_pinv_rcond_tensor(self, rcond, hermitian=False):
+    return _op_linalg_pinv_rcond_tensor.call(self._ks | rcond._ks, self, rcond, hermitian)
 
 _op_linalg_matrix_power = _D.define('linalg_matrix_power(Tensor self, int n) -> Tensor')
 

@@ -6310,26 +6310,26 @@ class LinalgDetBackward0(_Node):
         if _n._next[A_ix] is not None:
             A = _n._saved('A_')
             result = _n._saved('result_')
-            grad_inputs[A_ix] = det_backward(grad, A, result)
+            grad_inputs[A_ix] = linalg_det_backward(grad, result[0], A, result[1], result[2])
         return grad_inputs
 
 
-def _ag_linalg_det_default(ks, A):
+def _ag__linalg_det_default(ks, A):
     if not (_gm.enabled and (A._rg)):
-        return aten._op_linalg_det.redispatch(ks & _BELOW, A)
+        return aten._op__linalg_det.redispatch(ks & _BELOW, A)
     _n = LinalgDetBackward0()
     _n._next = _edges(A)
     _n._input_meta = _meta(A)
     if _n._next[0] is not None:
         _n.A_ = _SV(A)
-    result = aten._op_linalg_det.redispatch(ks & _BELOW, A)
-    _set_history(_n, (result,))
-    _n.result_ = _SV(result, True)
+    result = aten._op__linalg_det.redispatch(ks & _BELOW, A)
+    _set_history(_n, tuple(result), [True, False, False])
+    _n.result_ = [_SV(_o, True) if _i in {0, 1, 2} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
 class LinalgSlogdetBackward0(_Node):
-    _saved_names = ('A_',)
+    _saved_names = ('A_', 'result_')
 
     def apply(_n, grads):
         grad = grads[0]
@@ -6337,24 +6337,26 @@ class LinalgSlogdetBackward0(_Node):
         grad_inputs = [None] * 1
         if _n._next[A_ix] is not None:
             A = _n._saved('A_')
-            grad_inputs[A_ix] = slogdet_backward(grads[1], A)
+            result = _n._saved('result_')
+            grad_inputs[A_ix] = slogdet_backward(grads[0], grads[1], A, result[0], result[2], result[3])
         return grad_inputs
 
 
-def _ag_linalg_slogdet_default(ks, A):
+def _ag__linalg_slogdet_default(ks, A):
     if not (_gm.enabled and (A._rg)):
-        return aten._op_linalg_slogdet.redispatch(ks & _BELOW, A)
+        return aten._op__linalg_slogdet.redispatch(ks & _BELOW, A)
     _n = LinalgSlogdetBackward0()
     _n._next = _edges(A)
     _n._input_meta = _meta(A)
     if _n._next[0] is not None:
         _n.A_ = _SV(A)
-    result = aten._op_linalg_slogdet.redispatch(ks & _BELOW, A)
-    _set_history(_n, tuple(result), None)
+    result = aten._op__linalg_slogdet.redispatch(ks & _BELOW, A)
+    _set_history(_n, tuple(result), [True, True, False, False])
+    _n.result_ = [_SV(_o, True) if _i in {0, 2, 3} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
-class LinalgSolveBackward0(_Node):
+class LinalgSolveExBackward0(_Node):
     _saved_names = ('A_', 'result_')
 
     def apply(_n, grads):
@@ -6362,28 +6364,30 @@ class LinalgSolveBackward0(_Node):
         left = _n.left
         A_ix, B_ix = 0, 1
         grad_inputs = [None] * 2
-        if _n._next[A_ix] is not None:
+        grad_input_mask = [_n._next[A_ix] is not None, _n._next[B_ix] is not None]
+        if any(grad_input_mask):
             A = _n._saved('A_')
             result = _n._saved('result_')
-            grad_inputs[A_ix] = solve_backward_A(grad, A, result, left)
-        if _n._next[B_ix] is not None:
-            A = _n._saved('A_')
-            grad_inputs[B_ix] = solve_backward_B(grad, A, left)
+            _gs = linalg_solve_backward(grad, result[0], A, result[1], result[2], left, grad_input_mask[1])
+            if grad_input_mask[0]:
+                grad_inputs[A_ix] = _gs[0]
+            if grad_input_mask[1]:
+                grad_inputs[B_ix] = _gs[1]
         return grad_inputs
 
 
-def _ag_linalg_solve_default(ks, A, B, left):
+def _ag__linalg_solve_ex_default(ks, A, B, left, check_errors):
     if not (_gm.enabled and (A._rg or B._rg)):
-        return aten._op_linalg_solve.redispatch(ks & _BELOW, A, B, left)
-    _n = LinalgSolveBackward0()
+        return aten._op__linalg_solve_ex.redispatch(ks & _BELOW, A, B, left, check_errors)
+    _n = LinalgSolveExBackward0()
     _n._next = _edges(A, B)
     _n._input_meta = _meta(A, B)
     _n.left = left
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.A_ = _SV(A)
-    result = aten._op_linalg_solve.redispatch(ks & _BELOW, A, B, left)
-    _set_history(_n, (result,))
-    _n.result_ = _SV(result, True)
+    result = aten._op__linalg_solve_ex.redispatch(ks & _BELOW, A, B, left, check_errors)
+    _set_history(_n, tuple(result), [True, False, False, False])
+    _n.result_ = [_SV(_o, True) if _i in {0, 1, 2} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -6494,44 +6498,18 @@ class LinalgSvdBackward0(_Node):
         return grad_inputs
 
 
-def _ag_linalg_svd_default(ks, A, full_matrices, driver):
+def _ag__linalg_svd_default(ks, A, full_matrices, compute_uv, driver):
     if not (_gm.enabled and (A._rg)):
-        return aten._op_linalg_svd.redispatch(ks & _BELOW, A, full_matrices, driver)
+        return aten._op__linalg_svd.redispatch(ks & _BELOW, A, full_matrices, compute_uv, driver)
     _n = LinalgSvdBackward0()
     _n._next = _edges(A)
     _n._input_meta = _meta(A)
     _n.full_matrices = full_matrices
     if _n._next[0] is not None:
         _n.A_ = _SV(A)
-    result = aten._op_linalg_svd.redispatch(ks & _BELOW, A, full_matrices, driver)
+    result = aten._op__linalg_svd.redispatch(ks & _BELOW, A, full_matrices, compute_uv, driver)
     _set_history(_n, tuple(result), None)
     _n.result_ = [_SV(_o, True) for _o in result]
-    return result
-
-
-class LinalgSvdvalsBackward0(_Node):
-    _saved_names = ('A_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        A_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[A_ix] is not None:
-            A = _n._saved('A_')
-            grad_inputs[A_ix] = svdvals_backward(grad, A)
-        return grad_inputs
-
-
-def _ag_linalg_svdvals_default(ks, A, driver):
-    if not (_gm.enabled and (A._rg)):
-        return aten._op_linalg_svdvals.redispatch(ks & _BELOW, A, driver)
-    _n = LinalgSvdvalsBackward0()
-    _n._next = _edges(A)
-    _n._input_meta = _meta(A)
-    if _n._next[0] is not None:
-        _n.A_ = _SV(A)
-    result = aten._op_linalg_svdvals.redispatch(ks & _BELOW, A, driver)
-    _set_history(_n, (result,))
     return result
 
 
@@ -6549,15 +6527,18 @@ class LinalgPinvBackward0(_Node):
         return grad_inputs
 
 
-def _ag_linalg_pinv_default(ks, self, atol, rtol, hermitian):
+def _ag_linalg_pinv_atol_rtol_tensor(ks, self, atol, rtol, hermitian):
+    if _gm.enabled and ((atol is not None and atol._rg) or (rtol is not None and rtol._rg)):
+        _check_no_requires_grad(atol, 'atol', 'linalg_pinv')
+        _check_no_requires_grad(rtol, 'rtol', 'linalg_pinv')
     if not (_gm.enabled and (self._rg)):
-        return aten._op_linalg_pinv.redispatch(ks & _BELOW, self, atol, rtol, hermitian)
+        return aten._op_linalg_pinv_atol_rtol_tensor.redispatch(ks & _BELOW, self, atol, rtol, hermitian)
     _n = LinalgPinvBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = aten._op_linalg_pinv.redispatch(ks & _BELOW, self, atol, rtol, hermitian)
+    result = aten._op_linalg_pinv_atol_rtol_tensor.redispatch(ks & _BELOW, self, atol, rtol, hermitian)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -6660,128 +6641,6 @@ def _ag_linalg_vector_norm_default(ks, self, ord, dim, keepdim, dtype):
     result = aten._op_linalg_vector_norm.redispatch(ks & _BELOW, self, ord, dim, keepdim, dtype)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
-    return result
-
-
-class LinalgMatrixNormBackward0(_Node):
-    _saved_names = ('self_', 'result_')
-
-    def apply(_n, grads):
-        grad = grads[0]
-        ord = _n.ord
-        dim = _n.dim
-        keepdim = _n.keepdim
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            result = _n._saved('result_')
-            self = _n._saved('self_')
-            grad_inputs[self_ix] = matrix_norm_backward(grad, self, ord, result, dim, keepdim)
-        return grad_inputs
-
-
-def _ag_linalg_matrix_norm_str_ord(ks, self, ord, dim, keepdim, dtype):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_linalg_matrix_norm_str_ord.redispatch(ks & _BELOW, self, ord, dim, keepdim, dtype)
-    _n = LinalgMatrixNormBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.ord = ord
-    _n.dim = dim
-    _n.keepdim = keepdim
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self)
-    result = aten._op_linalg_matrix_norm_str_ord.redispatch(ks & _BELOW, self, ord, dim, keepdim, dtype)
-    _set_history(_n, (result,))
-    _n.result_ = _SV(result, True)
-    return result
-
-
-class LinalgMatrixNormBackward1(_Node):
-    _saved_names = ('self_', 'result_')
-
-    def apply(_n, grads):
-        grad = grads[0]
-        ord = _n.ord
-        dim = _n.dim
-        keepdim = _n.keepdim
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            result = _n._saved('result_')
-            self = _n._saved('self_')
-            grad_inputs[self_ix] = matrix_norm_backward(grad, self, ord, result, dim, keepdim)
-        return grad_inputs
-
-
-def _ag_linalg_matrix_norm_default(ks, self, ord, dim, keepdim, dtype):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_linalg_matrix_norm.redispatch(ks & _BELOW, self, ord, dim, keepdim, dtype)
-    _n = LinalgMatrixNormBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.ord = ord
-    _n.dim = dim
-    _n.keepdim = keepdim
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self)
-    result = aten._op_linalg_matrix_norm.redispatch(ks & _BELOW, self, ord, dim, keepdim, dtype)
-    _set_history(_n, (result,))
-    _n.result_ = _SV(result, True)
-    return result
-
-
-class DetBackward0(_Node):
-    _saved_names = ('self_', 'result_')
-
-    def apply(_n, grads):
-        grad = grads[0]
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            result = _n._saved('result_')
-            self = _n._saved('self_')
-            grad_inputs[self_ix] = det_backward(grad, self, result)
-        return grad_inputs
-
-
-def _ag_det_default(ks, self):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_det.redispatch(ks & _BELOW, self)
-    _n = DetBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self)
-    result = aten._op_det.redispatch(ks & _BELOW, self)
-    _set_history(_n, (result,))
-    _n.result_ = _SV(result, True)
-    return result
-
-
-class SlogdetBackward0(_Node):
-    _saved_names = ('self_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            self = _n._saved('self_')
-            grad_inputs[self_ix] = slogdet_backward(grads[1], self)
-        return grad_inputs
-
-
-def _ag_slogdet_default(ks, self):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_slogdet.redispatch(ks & _BELOW, self)
-    _n = SlogdetBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self)
-    result = aten._op_slogdet.redispatch(ks & _BELOW, self)
-    _set_history(_n, tuple(result), None)
     return result
 
 
@@ -11029,6 +10888,47 @@ def _ag_lu_unpack_default(ks, LU_data, LU_pivots, unpack_data, unpack_pivots):
     return result
 
 
+class LinalgLuSolveBackward0(_Node):
+    _saved_names = ('LU_', 'pivots_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        left = _n.left
+        adjoint = _n.adjoint
+        LU_ix, B_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[LU_ix] is not None:
+            LU = _n._saved('LU_')
+            pivots = _n._saved('pivots_')
+            result = _n._saved('result_')
+            grad_inputs[LU_ix] = linalg_lu_solve_LU(grad, LU, pivots, result, left, adjoint)
+        if _n._next[B_ix] is not None:
+            LU = _n._saved('LU_')
+            pivots = _n._saved('pivots_')
+            grad_inputs[B_ix] = aten.linalg_lu_solve(LU, pivots, grad, left=left, adjoint=not adjoint)
+        return grad_inputs
+
+
+def _ag_linalg_lu_solve_default(ks, LU, pivots, B, left, adjoint):
+    if _gm.enabled and (pivots._rg):
+        _check_no_requires_grad(pivots, 'pivots', 'linalg_lu_solve')
+    if not (_gm.enabled and (LU._rg or B._rg)):
+        return aten._op_linalg_lu_solve.redispatch(ks & _BELOW, LU, pivots, B, left, adjoint)
+    _n = LinalgLuSolveBackward0()
+    _n._next = _edges(LU, B)
+    _n._input_meta = _meta(LU, B)
+    _n.left = left
+    _n.adjoint = adjoint
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.LU_ = _SV(LU)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.pivots_ = _SV(pivots)
+    result = aten._op_linalg_lu_solve.redispatch(ks & _BELOW, LU, pivots, B, left, adjoint)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
 class LinalgInvExBackward0(_Node):
     _saved_names = ('result_',)
 
@@ -11078,6 +10978,33 @@ def _ag_linalg_cholesky_ex_default(ks, self, upper, check_errors):
     result = aten._op_linalg_cholesky_ex.redispatch(ks & _BELOW, self, upper, check_errors)
     _set_history(_n, tuple(result), [True, False])
     _n.result_ = [_SV(_o, True) if _i in {0} else _SV(None) for _i, _o in enumerate(result)]
+    return result
+
+
+class CholeskyBackward0(_Node):
+    _saved_names = ('result_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        upper = _n.upper
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            grad_inputs[self_ix] = cholesky_backward(grad, result, upper)
+        return grad_inputs
+
+
+def _ag_cholesky_default(ks, self, upper):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_cholesky.redispatch(ks & _BELOW, self, upper)
+    _n = CholeskyBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.upper = upper
+    result = aten._op_cholesky.redispatch(ks & _BELOW, self, upper)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
     return result
 
 
@@ -12364,6 +12291,48 @@ def _ag_fill_Tensor(ks, self, value):
     _n._input_meta = _meta(self, value)
     result = aten._op_fill_Tensor.redispatch(ks & _BELOW, self, value)
     _set_history(_n, (result,))
+    return result
+
+
+class TriangularSolveBackward0(_Node):
+    _saved_names = ('self_', 'A_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        upper = _n.upper
+        transpose = _n.transpose
+        unitriangular = _n.unitriangular
+        self_ix, A_ix = 0, 1
+        grad_inputs = [None] * 2
+        grad_input_mask = [_n._next[self_ix] is not None, _n._next[A_ix] is not None]
+        if any(grad_input_mask):
+            A = _n._saved('A_')
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            _gs = triangular_solve_backward(grads[0], grads[1], self, A, result[0], upper, transpose, unitriangular, grad_input_mask)
+            if grad_input_mask[0]:
+                grad_inputs[self_ix] = _gs[0]
+            if grad_input_mask[1]:
+                grad_inputs[A_ix] = _gs[1]
+        return grad_inputs
+
+
+def _ag_triangular_solve_default(ks, self, A, upper, transpose, unitriangular):
+    if not (_gm.enabled and (self._rg or A._rg)):
+        return aten._op_triangular_solve.redispatch(ks & _BELOW, self, A, upper, transpose, unitriangular)
+    _n = TriangularSolveBackward0()
+    _n._next = _edges(self, A)
+    _n._input_meta = _meta(self, A)
+    _n.upper = upper
+    _n.transpose = transpose
+    _n.unitriangular = unitriangular
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.A_ = _SV(A)
+    result = aten._op_triangular_solve.redispatch(ks & _BELOW, self, A, upper, transpose, unitriangular)
+    _set_history(_n, tuple(result), None)
+    _n.result_ = [_SV(_o, True) if _i in {0} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
 
@@ -14417,22 +14386,17 @@ for _h, _k in (
     (aten._op__cdist_forward, _ag__cdist_forward_default),
     (aten._op__pdist_forward, _ag__pdist_forward_default),
     (aten._op__euclidean_dist, _ag__euclidean_dist_default),
-    (aten._op_linalg_det, _ag_linalg_det_default),
-    (aten._op_linalg_slogdet, _ag_linalg_slogdet_default),
-    (aten._op_linalg_solve, _ag_linalg_solve_default),
+    (aten._op__linalg_det, _ag__linalg_det_default),
+    (aten._op__linalg_slogdet, _ag__linalg_slogdet_default),
+    (aten._op__linalg_solve_ex, _ag__linalg_solve_ex_default),
     (aten._op_linalg_solve_triangular, _ag_linalg_solve_triangular_default),
     (aten._op_linalg_qr, _ag_linalg_qr_default),
     (aten._op__linalg_eigh, _ag__linalg_eigh_default),
-    (aten._op_linalg_svd, _ag_linalg_svd_default),
-    (aten._op_linalg_svdvals, _ag_linalg_svdvals_default),
-    (aten._op_linalg_pinv, _ag_linalg_pinv_default),
+    (aten._op__linalg_svd, _ag__linalg_svd_default),
+    (aten._op_linalg_pinv_atol_rtol_tensor, _ag_linalg_pinv_atol_rtol_tensor),
     (aten._op_linalg_lstsq, _ag_linalg_lstsq_default),
     (aten._op_linalg_cross, _ag_linalg_cross_default),
     (aten._op_linalg_vector_norm, _ag_linalg_vector_norm_default),
-    (aten._op_linalg_matrix_norm_str_ord, _ag_linalg_matrix_norm_str_ord),
-    (aten._op_linalg_matrix_norm, _ag_linalg_matrix_norm_default),
-    (aten._op_det, _ag_det_default),
-    (aten._op_slogdet, _ag_slogdet_default),
     (aten._op_mse_loss, _ag_mse_loss_default),
     (aten._op_mse_loss_backward, _ag_mse_loss_backward_default),
     (aten._op_nll_loss_forward, _ag_nll_loss_forward_default),
@@ -14566,8 +14530,10 @@ for _h, _k in (
     (aten._op_linalg_lu_factor_ex, _ag_linalg_lu_factor_ex_default),
     (aten._op_linalg_lu, _ag_linalg_lu_default),
     (aten._op_lu_unpack, _ag_lu_unpack_default),
+    (aten._op_linalg_lu_solve, _ag_linalg_lu_solve_default),
     (aten._op_linalg_inv_ex, _ag_linalg_inv_ex_default),
     (aten._op_linalg_cholesky_ex, _ag_linalg_cholesky_ex_default),
+    (aten._op_cholesky, _ag_cholesky_default),
     (aten._op_linalg_matrix_exp, _ag_linalg_matrix_exp_default),
     (aten._op_linalg_eig, _ag_linalg_eig_default),
     (aten._op_geqrf, _ag_geqrf_default),
@@ -14612,6 +14578,7 @@ for _h, _k in (
     (aten._op_as_strided_scatter, _ag_as_strided_scatter_default),
     (aten._op_fill_Scalar, _ag_fill_Scalar),
     (aten._op_fill_Tensor, _ag_fill_Tensor),
+    (aten._op_triangular_solve, _ag_triangular_solve_default),
     (aten._op_conv_tbc, _ag_conv_tbc_default),
     (aten._op_fake_quantize_per_tensor_affine_cachemask, _ag_fake_quantize_per_tensor_affine_cachemask_default),
     (aten._op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams, _ag__fake_quantize_per_tensor_affine_cachemask_tensor_qparams_default),

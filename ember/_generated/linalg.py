@@ -405,11 +405,23 @@ svdvals.__name__ = svdvals.__qualname__ = 'linalg_svdvals'
 
 
 _sig_pinv = _Signatures('pinv', [
+    (('input', 'T', False, False, None), ('atol', 'T?', True, True, None), ('rtol', 'T?', True, True, None), ('hermitian', 'bool', True, True, False),),
     (('input', 'T', False, False, None), ('atol', 'float?', True, True, None), ('rtol', 'float?', True, True, None), ('hermitian', 'bool', True, True, False),),
+    (('input', 'T', False, False, None), ('rcond', 'float', False, False, None), ('hermitian', 'bool', False, True, False),),
+    (('input', 'T', False, False, None), ('rcond', 'T', False, False, None), ('hermitian', 'bool', False, True, False),),
 ], method=False)
 
 def _bind_pinv_0(input, *, atol=None, rtol=None, hermitian=False):
     return (input, atol, rtol, hermitian)
+
+def _bind_pinv_1(input, *, atol=None, rtol=None, hermitian=False):
+    return (input, atol, rtol, hermitian)
+
+def _bind_pinv_2(input, rcond, hermitian=False):
+    return (input, rcond, hermitian)
+
+def _bind_pinv_3(input, rcond, hermitian=False):
+    return (input, rcond, hermitian)
 
 def pinv(*args, **kwargs):
     if _TF_ON:
@@ -422,20 +434,48 @@ def pinv(*args, **kwargs):
         _b = None
     if _b is not None:
         input, atol, rtol, hermitian = _b
+        if isinstance(input, _Tensor) and (atol is None or isinstance(atol, _Tensor)) and (rtol is None or isinstance(rtol, _Tensor)) and type(hermitian) is bool:
+            return _A._op_linalg_pinv_atol_rtol_tensor.call(input._ks | _ks_opt(atol) | _ks_opt(rtol), input, atol, rtol, hermitian)
+    try:
+        _b = _bind_pinv_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, atol, rtol, hermitian = _b
         if isinstance(input, _Tensor) and (atol is None or type(atol) is float) and (rtol is None or type(rtol) is float) and type(hermitian) is bool:
-            return _A._op_linalg_pinv.call(input._ks, input, atol, rtol, hermitian)
+            return _A._op_linalg_pinv_atol_rtol_float.call(input._ks, input, atol, rtol, hermitian)
+    try:
+        _b = _bind_pinv_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, rcond, hermitian = _b
+        if isinstance(input, _Tensor) and type(rcond) is float and type(hermitian) is bool:
+            return _A._op_linalg_pinv.call(input._ks, input, rcond, hermitian)
+    try:
+        _b = _bind_pinv_3(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, rcond, hermitian = _b
+        if isinstance(input, _Tensor) and isinstance(rcond, _Tensor) and type(hermitian) is bool:
+            return _A._op_linalg_pinv_rcond_tensor.call(input._ks | rcond._ks, input, rcond, hermitian)
     _i, _a = _sig_pinv.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
-        return _A._op_linalg_pinv.call(_a['input']._ks, _a['input'], _a['atol'], _a['rtol'], _a['hermitian'])
+        return _A._op_linalg_pinv_atol_rtol_tensor.call(_a['input']._ks | _ks_opt(_a['atol']) | _ks_opt(_a['rtol']), _a['input'], _a['atol'], _a['rtol'], _a['hermitian'])
+    elif _i == 1:
+        return _A._op_linalg_pinv_atol_rtol_float.call(_a['input']._ks, _a['input'], _a['atol'], _a['rtol'], _a['hermitian'])
+    elif _i == 2:
+        return _A._op_linalg_pinv.call(_a['input']._ks, _a['input'], _a['rcond'], _a['hermitian'])
+    elif _i == 3:
+        return _A._op_linalg_pinv_rcond_tensor.call(_a['input']._ks | _a['rcond']._ks, _a['input'], _a['rcond'], _a['hermitian'])
     raise AssertionError('unreachable')
 
 
-pinv.__doc__ = 'pinv(input: Tensor, *, atol: Optional[float] = None, rtol: Optional[float] = None, hermitian: bool = False) -> Tensor'
+pinv.__doc__ = 'pinv(input: Tensor, *, atol: Optional[Tensor] = None, rtol: Optional[Tensor] = None, hermitian: bool = False) -> Tensor\npinv(input: Tensor, *, atol: Optional[float] = None, rtol: Optional[float] = None, hermitian: bool = False) -> Tensor\npinv(input: Tensor, rcond: float, hermitian: bool = False) -> Tensor\npinv(input: Tensor, rcond: Tensor, hermitian: bool = False) -> Tensor'
 _sig_pinv.public = pinv
-def _signature_pinv(input, *, atol=None, rtol=None, hermitian=False): ...
-pinv.__wrapped__ = _signature_pinv
 pinv.__name__ = pinv.__qualname__ = 'linalg_pinv'
 
 

@@ -1507,11 +1507,20 @@ cross = _P('cross', [
 linalg_inv = _P('linalg_inv', [
     _O(_A._op_linalg_inv, (('A', 'T', False, False, None),), ['A']),
 ])
+_linalg_det = _P('_linalg_det', [
+    _O(_A._op__linalg_det, (('A', 'T', False, False, None),), ['A']),
+])
 linalg_det = _P('linalg_det', [
     _O(_A._op_linalg_det, (('A', 'T', False, False, None),), ['A']),
 ])
+_linalg_slogdet = _P('_linalg_slogdet', [
+    _O(_A._op__linalg_slogdet, (('A', 'T', False, False, None),), ['A']),
+])
 linalg_slogdet = _P('linalg_slogdet', [
     _O(_A._op_linalg_slogdet, (('A', 'T', False, False, None),), ['A']),
+])
+_linalg_solve_ex = _P('_linalg_solve_ex', [
+    _O(_A._op__linalg_solve_ex, (('A', 'T', False, False, None), ('B', 'T', False, False, None), ('left', 'bool', True, True, True), ('check_errors', 'bool', True, True, False),), ['A', 'B', 'left', 'check_errors']),
 ])
 linalg_solve = _P('linalg_solve', [
     _O(_A._op_linalg_solve, (('A', 'T', False, False, None), ('B', 'T', False, False, None), ('left', 'bool', True, True, True),), ['A', 'B', 'left']),
@@ -1534,6 +1543,9 @@ linalg_eigvalsh = _P('linalg_eigvalsh', [
 _linalg_eigh = _P('_linalg_eigh', [
     _O(_A._op__linalg_eigh, (('A', 'T', False, False, None), ('UPLO', 'str', False, True, 'L'), ('compute_v', 'bool', False, True, True),), ['A', 'UPLO', 'compute_v']),
 ])
+_linalg_svd = _P('_linalg_svd', [
+    _O(_A._op__linalg_svd, (('A', 'T', False, False, None), ('full_matrices', 'bool', False, True, False), ('compute_uv', 'bool', False, True, True), ('driver', 'str?', True, True, None),), ['A', 'full_matrices', 'compute_uv', 'driver']),
+])
 linalg_svd = _P('linalg_svd', [
     _O(_A._op_linalg_svd, (('A', 'T', False, False, None), ('full_matrices', 'bool', False, True, True), ('driver', 'str?', True, True, None),), ['A', 'full_matrices', 'driver']),
 ])
@@ -1541,7 +1553,10 @@ linalg_svdvals = _P('linalg_svdvals', [
     _O(_A._op_linalg_svdvals, (('A', 'T', False, False, None), ('driver', 'str?', True, True, None),), ['A', 'driver']),
 ])
 linalg_pinv = _P('linalg_pinv', [
-    _O(_A._op_linalg_pinv, (('self', 'T', False, False, None), ('atol', 'float?', True, True, None), ('rtol', 'float?', True, True, None), ('hermitian', 'bool', True, True, False),), ['self', 'atol', 'rtol', 'hermitian']),
+    _O(_A._op_linalg_pinv_atol_rtol_tensor, (('self', 'T', False, False, None), ('atol', 'T?', True, True, None), ('rtol', 'T?', True, True, None), ('hermitian', 'bool', True, True, False),), ['self', 'atol', 'rtol', 'hermitian']),
+    _O(_A._op_linalg_pinv_atol_rtol_float, (('self', 'T', False, False, None), ('atol', 'float?', True, True, None), ('rtol', 'float?', True, True, None), ('hermitian', 'bool', True, True, False),), ['self', 'atol', 'rtol', 'hermitian']),
+    _O(_A._op_linalg_pinv, (('self', 'T', False, False, None), ('rcond', 'float', False, False, None), ('hermitian', 'bool', False, True, False),), ['self', 'rcond', 'hermitian']),
+    _O(_A._op_linalg_pinv_rcond_tensor, (('self', 'T', False, False, None), ('rcond', 'T', False, False, None), ('hermitian', 'bool', False, True, False),), ['self', 'rcond', 'hermitian']),
 ])
 linalg_matrix_power = _P('linalg_matrix_power', [
     _O(_A._op_linalg_matrix_power, (('self', 'T', False, False, None), ('n', 'int', False, False, None),), ['self', 'n']),

@@ -4474,29 +4474,31 @@ def __euclidean_dist_default(ks, x1, x2):
         _value_error(_e, K.euclidean_dist, x1, x2)
 
 
-def _linalg_det_default(ks, A):
+def __linalg_det_default(ks, A):
     be = BACKEND[ks & ON_CUDA]
     try:
-        return _new(K.linalg_det(be.xp, A._data), be.ks, be.device)
+        _rs = K.linalg_det_with_lu(be.xp, A._data)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
     except ValueError as _e:
-        _value_error(_e, K.linalg_det, A)
+        _value_error(_e, K.linalg_det_with_lu, A)
 
 
-def _linalg_slogdet_default(ks, A):
+def __linalg_slogdet_default(ks, A):
     be = BACKEND[ks & ON_CUDA]
     try:
-        _rs = K.linalg_slogdet(be.xp, A._data)
-        return _rt.linalg_slogdet(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
+        _rs = K.linalg_slogdet_with_lu(be.xp, A._data)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device), _new(_rs[3], be.ks, be.device),)
     except ValueError as _e:
-        _value_error(_e, K.linalg_slogdet, A)
+        _value_error(_e, K.linalg_slogdet_with_lu, A)
 
 
-def _linalg_solve_default(ks, A, B, left):
+def __linalg_solve_ex_default(ks, A, B, left, check_errors):
     be = BACKEND[ks & ON_CUDA]
     try:
-        return _new(K.linalg_solve(be.xp, A._data, B._data, left=left), be.ks, be.device)
+        _rs = K.linalg_solve_ex_lu(be.xp, A._data, B._data, left=left, check_errors=check_errors)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device), _new(_rs[3], be.ks, be.device),)
     except ValueError as _e:
-        _value_error(_e, K.linalg_solve, A, B)
+        _value_error(_e, K.linalg_solve_ex_lu, A, B)
 
 
 def _linalg_solve_triangular_default(ks, self, B, upper, left, unitriangular):
@@ -4525,29 +4527,21 @@ def __linalg_eigh_default(ks, A, UPLO, compute_v):
         _value_error(_e, K.linalg_eigh_ex, A)
 
 
-def _linalg_svd_default(ks, A, full_matrices, driver):
+def __linalg_svd_default(ks, A, full_matrices, compute_uv, driver):
     be = BACKEND[ks & ON_CUDA]
     try:
-        _rs = K.linalg_svd(be.xp, A._data, full_matrices, driver=driver)
-        return _rt.linalg_svd(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device))
+        _rs = K.linalg_svd_ex(be.xp, A._data, full_matrices, compute_uv, driver=driver)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
     except ValueError as _e:
-        _value_error(_e, K.linalg_svd, A)
+        _value_error(_e, K.linalg_svd_ex, A)
 
 
-def _linalg_svdvals_default(ks, A, driver):
+def _linalg_pinv_atol_rtol_tensor(ks, self, atol, rtol, hermitian):
     be = BACKEND[ks & ON_CUDA]
     try:
-        return _new(K.linalg_svdvals(be.xp, A._data, driver=driver), be.ks, be.device)
+        return _new(K.linalg_pinv(be.xp, self._data, atol=(None if atol is None else atol._data), rtol=(None if rtol is None else rtol._data), hermitian=hermitian), be.ks, be.device)
     except ValueError as _e:
-        _value_error(_e, K.linalg_svdvals, A)
-
-
-def _linalg_pinv_default(ks, self, atol, rtol, hermitian):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.linalg_pinv(be.xp, self._data, atol=atol, rtol=rtol, hermitian=hermitian), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.linalg_pinv, self)
+        _value_error(_e, K.linalg_pinv, self, atol, rtol)
 
 
 def _linalg_lstsq_default(ks, self, b, rcond, driver):
@@ -4573,39 +4567,6 @@ def _linalg_vector_norm_default(ks, self, ord, dim, keepdim, dtype):
         return _new(K.linalg_vector_norm(be.xp, self._data, ord, dim, keepdim, dtype=dtype), be.ks, be.device)
     except ValueError as _e:
         _value_error(_e, K.linalg_vector_norm, self)
-
-
-def _linalg_matrix_norm_str_ord(ks, self, ord, dim, keepdim, dtype):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.linalg_matrix_norm(be.xp, self._data, ord, dim, keepdim, dtype=dtype), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.linalg_matrix_norm, self)
-
-
-def _linalg_matrix_norm_default(ks, self, ord, dim, keepdim, dtype):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.linalg_matrix_norm(be.xp, self._data, ord, dim, keepdim, dtype=dtype), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.linalg_matrix_norm, self)
-
-
-def _det_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.linalg_det(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.linalg_det, self)
-
-
-def _slogdet_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.linalg_slogdet(be.xp, self._data)
-        return _rt.slogdet(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.linalg_slogdet, self)
 
 
 def _mse_loss_default(ks, self, target, reduction):
@@ -6009,6 +5970,14 @@ def _lu_unpack_default(ks, LU_data, LU_pivots, unpack_data, unpack_pivots):
         _value_error(_e, K.lu_unpack, LU_data, LU_pivots)
 
 
+def _linalg_lu_solve_default(ks, LU, pivots, B, left, adjoint):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.linalg_lu_solve(be.xp, LU._data, pivots._data, B._data, left=left, adjoint=adjoint), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_lu_solve, LU, pivots, B)
+
+
 def _linalg_inv_ex_default(ks, A, check_errors):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -6025,6 +5994,14 @@ def _linalg_cholesky_ex_default(ks, self, upper, check_errors):
         return _rt.linalg_cholesky_ex(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
     except ValueError as _e:
         _value_error(_e, K.linalg_cholesky_ex, self)
+
+
+def _cholesky_default(ks, self, upper):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.cholesky(be.xp, self._data, upper), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.cholesky, self)
 
 
 def _linalg_matrix_exp_default(ks, self):
@@ -7076,6 +7053,15 @@ def _range_step(ks, start, end, step, dtype, layout, device, pin_memory):
     return _new(K.range_inclusive(be.xp, start, end, step, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), be.ks, be.device)
 
 
+def _triangular_solve_default(ks, self, A, upper, transpose, unitriangular):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.triangular_solve(be.xp, self._data, A._data, upper, transpose, unitriangular)
+        return _rt.triangular_solve(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
+    except ValueError as _e:
+        _value_error(_e, K.triangular_solve, self, A)
+
+
 def _hash_tensor_default(ks, self, dim, keepdim, mode):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -7727,22 +7713,17 @@ _BACKEND_KERNELS = (
     (_A._op_einsum, _einsum_default, ('CPU', 'CUDA', 'Meta'), K.einsum, ('path',), 'new', None),
     (_A._op__cdist_forward, __cdist_forward_default, ('CPU', 'CUDA', 'Meta'), K.cdist, (), 'new', None),
     (_A._op__euclidean_dist, __euclidean_dist_default, ('CPU', 'CUDA', 'Meta'), K.euclidean_dist, (), 'new', None),
-    (_A._op_linalg_det, _linalg_det_default, ('CPU', 'CUDA', 'Meta'), K.linalg_det, (), 'new', None),
-    (_A._op_linalg_slogdet, _linalg_slogdet_default, ('CPU', 'CUDA', 'Meta'), K.linalg_slogdet, (), 'new', _rt.linalg_slogdet),
-    (_A._op_linalg_solve, _linalg_solve_default, ('CPU', 'CUDA', 'Meta'), K.linalg_solve, ('left',), 'new', None),
+    (_A._op__linalg_det, __linalg_det_default, ('CPU', 'CUDA', 'Meta'), K.linalg_det_with_lu, (), 'new', None),
+    (_A._op__linalg_slogdet, __linalg_slogdet_default, ('CPU', 'CUDA', 'Meta'), K.linalg_slogdet_with_lu, (), 'new', None),
+    (_A._op__linalg_solve_ex, __linalg_solve_ex_default, ('CPU', 'CUDA', 'Meta'), K.linalg_solve_ex_lu, ('left', 'check_errors'), 'new', None),
     (_A._op_linalg_solve_triangular, _linalg_solve_triangular_default, ('CPU', 'CUDA', 'Meta'), K.linalg_solve_triangular, ('upper', 'left', 'unitriangular'), 'new', None),
     (_A._op_linalg_qr, _linalg_qr_default, ('CPU', 'CUDA', 'Meta'), K.linalg_qr, (), 'new', _rt.linalg_qr),
     (_A._op__linalg_eigh, __linalg_eigh_default, ('CPU', 'CUDA', 'Meta'), K.linalg_eigh_ex, (), 'new', None),
-    (_A._op_linalg_svd, _linalg_svd_default, ('CPU', 'CUDA', 'Meta'), K.linalg_svd, ('driver',), 'new', _rt.linalg_svd),
-    (_A._op_linalg_svdvals, _linalg_svdvals_default, ('CPU', 'CUDA', 'Meta'), K.linalg_svdvals, ('driver',), 'new', None),
-    (_A._op_linalg_pinv, _linalg_pinv_default, ('CPU', 'CUDA', 'Meta'), K.linalg_pinv, ('atol', 'rtol', 'hermitian'), 'new', None),
+    (_A._op__linalg_svd, __linalg_svd_default, ('CPU', 'CUDA', 'Meta'), K.linalg_svd_ex, ('driver',), 'new', None),
+    (_A._op_linalg_pinv_atol_rtol_tensor, _linalg_pinv_atol_rtol_tensor, ('CPU', 'CUDA', 'Meta'), K.linalg_pinv, ('atol', 'rtol', 'hermitian'), 'new', None),
     (_A._op_linalg_lstsq, _linalg_lstsq_default, ('CPU', 'CUDA'), K.linalg_lstsq, ('driver',), 'new', _rt.linalg_lstsq),
     (_A._op_linalg_cross, _linalg_cross_default, ('CPU', 'CUDA', 'Meta'), K.linalg_cross, ('dim',), 'new', None),
     (_A._op_linalg_vector_norm, _linalg_vector_norm_default, ('CPU', 'CUDA', 'Meta'), K.linalg_vector_norm, ('dtype',), 'new', None),
-    (_A._op_linalg_matrix_norm_str_ord, _linalg_matrix_norm_str_ord, ('CPU', 'CUDA', 'Meta'), K.linalg_matrix_norm, ('dtype',), 'new', None),
-    (_A._op_linalg_matrix_norm, _linalg_matrix_norm_default, ('CPU', 'CUDA', 'Meta'), K.linalg_matrix_norm, ('dtype',), 'new', None),
-    (_A._op_det, _det_default, ('CPU', 'CUDA', 'Meta'), K.linalg_det, (), 'new', None),
-    (_A._op_slogdet, _slogdet_default, ('CPU', 'CUDA', 'Meta'), K.linalg_slogdet, (), 'new', _rt.slogdet),
     (_A._op_mse_loss, _mse_loss_default, ('CPU', 'CUDA', 'Meta'), K.mse_loss, (), 'new', None),
     (_A._op_mse_loss_backward, _mse_loss_backward_default, ('CPU', 'CUDA', 'Meta'), K.mse_loss_backward, (), 'new', None),
     (_A._op_nll_loss_forward, _nll_loss_forward_default, ('CPU', 'CUDA', 'Meta'), K.nll_loss_forward, (), 'new', None),
@@ -7914,8 +7895,10 @@ _BACKEND_KERNELS = (
     (_A._op_linalg_lu_factor_ex, _linalg_lu_factor_ex_default, ('CPU', 'CUDA', 'Meta'), K.linalg_lu_factor_ex, ('pivot', 'check_errors'), 'new', _rt.linalg_lu_factor_ex),
     (_A._op_linalg_lu, _linalg_lu_default, ('CPU', 'CUDA', 'Meta'), K.linalg_lu, ('pivot',), 'new', _rt.linalg_lu),
     (_A._op_lu_unpack, _lu_unpack_default, ('CPU', 'CUDA', 'Meta'), K.lu_unpack, (), 'new', _rt.lu_unpack),
+    (_A._op_linalg_lu_solve, _linalg_lu_solve_default, ('CPU', 'CUDA', 'Meta'), K.linalg_lu_solve, ('left', 'adjoint'), 'new', None),
     (_A._op_linalg_inv_ex, _linalg_inv_ex_default, ('CPU', 'CUDA', 'Meta'), K.linalg_inv_ex, ('check_errors',), 'new', _rt.linalg_inv_ex),
     (_A._op_linalg_cholesky_ex, _linalg_cholesky_ex_default, ('CPU', 'CUDA', 'Meta'), K.linalg_cholesky_ex, ('upper', 'check_errors'), 'new', _rt.linalg_cholesky_ex),
+    (_A._op_cholesky, _cholesky_default, ('CPU', 'CUDA', 'Meta'), K.cholesky, (), 'new', None),
     (_A._op_linalg_matrix_exp, _linalg_matrix_exp_default, ('CPU', 'CUDA', 'Meta'), K.linalg_matrix_exp, (), 'new', None),
     (_A._op_linalg_eig, _linalg_eig_default, ('CPU', 'CUDA', 'Meta'), K.linalg_eig, (), 'new', _rt.linalg_eig),
     (_A._op_geqrf, _geqrf_default, ('CPU', 'CUDA'), K.geqrf, (), 'new', _rt.geqrf),
@@ -8047,9 +8030,10 @@ _BACKEND_KERNELS = (
     (_A._op_fill_Scalar, _fill_Scalar, ('CPU', 'CUDA', 'Meta'), K.fill_scalar, (), 'new', None),
     (_A._op_fill_Tensor, _fill_Tensor, ('CPU', 'CUDA', 'Meta'), K.fill_tensor, (), 'new', None),
     (_A._op_range_step, _range_step, ('CPU', 'CUDA', 'Meta'), K.range_inclusive, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_triangular_solve, _triangular_solve_default, ('CPU', 'CUDA', 'Meta'), K.triangular_solve, (), 'new', _rt.triangular_solve),
     (_A._op_hash_tensor, _hash_tensor_default, ('CPU', 'CUDA', 'Meta'), K.hash_tensor, ('keepdim', 'mode'), 'new', None),
     (_A._op_linalg_ldl_factor_ex, _linalg_ldl_factor_ex_default, ('CPU', 'CUDA', 'Meta'), K.linalg_ldl_factor_ex, ('hermitian', 'check_errors'), 'new', _rt.linalg_ldl_factor_ex),
-    (_A._op_linalg_ldl_solve, _linalg_ldl_solve_default, ('CPU', 'CUDA'), K.linalg_ldl_solve, ('hermitian',), 'new', None),
+    (_A._op_linalg_ldl_solve, _linalg_ldl_solve_default, ('CPU', 'CUDA', 'Meta'), K.linalg_ldl_solve, ('hermitian',), 'new', None),
     (_A._op__sobol_engine_draw, __sobol_engine_draw_default, ('CPU',), K._sobol_engine_draw, (), 'new', None),
     (_A._op__sobol_engine_ff_, __sobol_engine_ff__default, ('CPU',), K._sobol_engine_ff_, (), 'mutating', None),
     (_A._op__sobol_engine_scramble_, __sobol_engine_scramble__default, ('CPU',), K._sobol_engine_scramble_, (), 'mutating', None),
@@ -8179,13 +8163,25 @@ _COMPOSITE_KERNELS = (
     (_A._op__pdist_forward, 'CompositeExplicitAutograd', C.pdist_forward),
     (_A._op_cross, 'CompositeImplicitAutograd', C.cross),
     (_A._op_linalg_inv, 'CompositeImplicitAutograd', C.linalg_inv),
+    (_A._op_linalg_det, 'CompositeImplicitAutograd', C.linalg_det),
+    (_A._op_linalg_slogdet, 'CompositeImplicitAutograd', C.linalg_slogdet),
+    (_A._op_linalg_solve, 'CompositeImplicitAutograd', C.linalg_solve),
     (_A._op_linalg_cholesky, 'CompositeImplicitAutograd', C.linalg_cholesky),
     (_A._op_linalg_eigh, 'CompositeImplicitAutograd', C.linalg_eigh),
     (_A._op_linalg_eigvalsh, 'CompositeImplicitAutograd', C.linalg_eigvalsh),
+    (_A._op_linalg_svd, 'CompositeImplicitAutograd', C.linalg_svd),
+    (_A._op_linalg_svdvals, 'CompositeImplicitAutograd', C.linalg_svdvals),
+    (_A._op_linalg_pinv_atol_rtol_float, 'CompositeImplicitAutograd', C.linalg_pinv_atol_rtol_float),
+    (_A._op_linalg_pinv, 'CompositeImplicitAutograd', C.linalg_pinv_rcond),
+    (_A._op_linalg_pinv_rcond_tensor, 'CompositeImplicitAutograd', C.linalg_pinv_rcond_tensor),
     (_A._op_linalg_matrix_power, 'CompositeImplicitAutograd', C.linalg_matrix_power),
+    (_A._op_linalg_matrix_norm_str_ord, 'CompositeImplicitAutograd', C.linalg_matrix_norm_str_ord),
+    (_A._op_linalg_matrix_norm, 'CompositeImplicitAutograd', C.linalg_matrix_norm),
     (_A._op_linalg_norm, 'CompositeImplicitAutograd', C.linalg_norm),
     (_A._op_linalg_norm_ord_str, 'CompositeImplicitAutograd', C.linalg_norm),
+    (_A._op_det, 'CompositeImplicitAutograd', C.det),
     (_A._op_inverse, 'CompositeImplicitAutograd', C.inverse),
+    (_A._op_slogdet, 'CompositeImplicitAutograd', C.slogdet),
     (_A._op_pinverse, 'CompositeImplicitAutograd', C.pinverse),
     (_A._op_linear, 'CompositeImplicitAutograd', C.linear),
     (_A._op_l1_loss, 'CompositeImplicitAutograd', C.l1_loss),
@@ -8591,12 +8587,10 @@ _COMPOSITE_KERNELS = (
     (_A._op_linalg_diagonal, 'CompositeImplicitAutograd', C.linalg_diagonal),
     (_A._op_linalg_matmul, 'CompositeImplicitAutograd', C.linalg_matmul),
     (_A._op_linalg_lu_factor, 'CompositeImplicitAutograd', C.linalg_lu_factor),
-    (_A._op_linalg_lu_solve, 'CompositeImplicitAutograd', C.linalg_lu_solve),
     (_A._op_lu_solve, 'CompositeImplicitAutograd', C.lu_solve),
     (_A._op__lu_with_info, 'CompositeImplicitAutograd', C._lu_with_info),
     (_A._op__linalg_check_errors, 'CompositeExplicitAutograd', C._linalg_check_errors),
     (_A._op_linalg_solve_ex, 'CompositeImplicitAutograd', C.linalg_solve_ex),
-    (_A._op_cholesky, 'CompositeImplicitAutograd', C.cholesky),
     (_A._op_matrix_exp, 'CompositeImplicitAutograd', C.matrix_exp),
     (_A._op_linalg_eigvals, 'CompositeImplicitAutograd', C.linalg_eigvals),
     (_A._op_linalg_householder_product, 'CompositeImplicitAutograd', C.linalg_householder_product),
@@ -8711,7 +8705,6 @@ _COMPOSITE_KERNELS = (
     (_A._op_randint_like_low_generator_dtype, 'CompositeImplicitAutograd', C.randint_like_low_generator_dtype),
     (_A._op_svd, 'CompositeImplicitAutograd', C.svd),
     (_A._op_qr, 'CompositeImplicitAutograd', C.qr),
-    (_A._op_triangular_solve, 'CompositeImplicitAutograd', C.triangular_solve),
     (_A._op_conv_tbc, 'CompositeExplicitAutograd', C.conv_tbc),
     (_A._op_norm_except_dim, 'CompositeImplicitAutograd', C.norm_except_dim),
     (_A._op_linalg_ldl_factor, 'CompositeImplicitAutograd', C.linalg_ldl_factor),

@@ -164,9 +164,6 @@ def _make_kernel(op: Any, policy: str, device_type: str) -> Any:
     elif policy == "promote":
         def kernel(ks: int, *args: Any) -> Any:
             return _excluded(lambda: op.call(ks, *cast_all(_promote_type(device_type, args), args)))
-    elif policy == "opaque":
-        def kernel(ks: int, *args: Any) -> Any:
-            return _excluded(lambda: op.call(ks, *args))
     elif policy == "fp32_then_lower":
         def kernel(ks: int, *args: Any) -> Any:
             out = _excluded(lambda: op.call(ks, *cast_all(dt.float32, args)))
@@ -307,11 +304,10 @@ _CUDA_APPEND_DTYPE = "norm.Scalar norm.ScalarOpt_dim norm.names_ScalarOpt_dim"
 _CUDA_PROMOTE = "addcdiv addcmul atan2 bilinear cross dot vdot grid_sampler index_put tensordot scatter_add"
 
 # Ops whose dtype under autocast follows from how PyTorch writes them: composites there (their inner GEMMs are
-# autocast) that are kernels in ember, and a kernel there (``linalg_lu_solve``, not autocast inside) that ember writes
-# as a composite of matmuls and triangular solves.
+# autocast) that are kernels in ember.
 _AS_PYTORCH_WRITES_THEM = [("einsum", "einsum"), ("tensordot", "lower_precision_fp"),
                            ("affine_grid_generator", "lower_precision_fp"), ("linalg_matrix_power", "matrix_power"),
-                           ("linalg_pinv", "fp32_then_lower"), ("_rnn_layer", "rnn"), ("linalg_lu_solve", "opaque")]
+                           ("linalg_pinv.atol_rtol_tensor", "fp32_then_lower"), ("_rnn_layer", "rnn")]
 
 POLICIES: dict[str, list[tuple[str, str]]] = {
     "cpu": [(n, p) for p, names in (("lower_precision_fp", _CPU_LOWER), ("fp32", _CPU_FP32),

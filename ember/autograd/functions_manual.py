@@ -452,23 +452,40 @@ def inverse_backward(grad: Tensor, result: Tensor) -> Any:
     return -(rt.matmul(grad).matmul(rt))
 
 
-def det_backward(grad: Tensor, self: Tensor, result: Tensor) -> Any:
-    return (grad * result).unsqueeze(-1).unsqueeze(-1) * self.inverse().mT
+def linalg_det_backward(grad: Tensor, det: Tensor, A: Tensor, LU: Tensor, pivots: Tensor) -> Any:
+    """The cofactor matrix scaled by the gradient: gA = (grad conj(det)) A^-H, solved with A's LU factors (or with
+    ``linalg_solve`` when a second derivative may be taken). For a singular matrix, whose A^-H does not exist, it
+    is read off the SVD A = U S Vh instead: gA = U diag(alpha prod_{j != i} S_j) Vh, alpha = conj(det U det Vh)
+    grad (PyTorch's linalg_det_backward)."""
+    if A.numel() == 0:
+        return aten.zeros_like(A)
+    n = A.shape[-1]
+    d = (det.conj() * grad).unsqueeze(-1)
+    eye_d = aten.diag_embed(d.expand(tuple(d.shape[:-1]) + (n,)))
+    gA = _solve_with_det_factors(A, LU, pivots, eye_d)
+    singular = det == 0
+    if not bool(singular.any()):
+        return gA
+    U, S, Vh = aten.linalg_svd(A)
+    alpha = (aten.linalg_det(U) * aten.linalg_det(Vh)).conj() * grad
+    D = alpha.unsqueeze(-1) * _prod_others(S, -1)
+    g_singular = (U * D.unsqueeze(-2)).matmul(Vh)
+    return aten.where_self(singular.unsqueeze(-1).unsqueeze(-1), g_singular, gA)
 
 
-def solve_backward_A(grad: Tensor, A: Tensor, result: Tensor, left: bool = True) -> Any:
-    """With X = A^-1 B: gA = -gB X^H; with X = B A^-1 (``left=False``): gA = -X^H gB; gB as below."""
-    gB = solve_backward_B(grad, A, left)
-    if not left:
-        return -(conj_of(result.mT).matmul(gB))
-    r = result if result.dim() == A.dim() else result.unsqueeze(-1)
-    g2 = gB if gB.dim() == A.dim() else gB.unsqueeze(-1)
-    return -(g2.matmul(conj_of(r.mT)))
-
-
-def solve_backward_B(grad: Tensor, A: Tensor, left: bool = True) -> Any:
-    """gB = A^-H grad (``left``), or grad A^-H."""
-    return aten.linalg_solve(conj_of(A.mT), grad, left=left)
+def linalg_solve_backward(gX: Tensor, X: Tensor, A: Tensor, LU: Tensor, pivots: Tensor, left: bool,
+                          B_requires_grad: bool) -> Any:
+    """(gA, gB) of X = A^-1 B (X = B A^-1 when not ``left``): gB = A^-H gX (gX A^-H), solved with the LU factors
+    ``_linalg_solve_ex`` kept or with ``linalg_solve`` when a second derivative may be taken; gA = -gB X^H
+    (-X^H gB)."""
+    vector = X.dim() == 1 or (X.dim() == A.dim() - 1 and tuple(X.shape) == tuple(A.shape[:-1]))
+    gXm, Xm = (gX.unsqueeze(-1), X.unsqueeze(-1)) if vector else (gX, X)
+    if grad_mode.state.enabled:
+        gB = aten.linalg_solve(A.mH, gXm, left=left)
+    else:
+        gB = aten.linalg_lu_solve(LU, pivots, gXm, left=left, adjoint=True)
+    gA = -gB.matmul(Xm.mH) if left else -Xm.mH.matmul(gB)
+    return gA, ((gB.squeeze(-1) if vector else gB) if B_requires_grad else None)
 
 
 def solve_triangular_backward_B(grad: Tensor, A: Tensor, upper: bool, left: bool, unitriangular: bool) -> Any:
@@ -849,10 +866,69 @@ def logcumsumexp_backward(grad: Tensor, self: Tensor, result: Tensor, dim: Any) 
     return w * (self - m).exp()
 
 
-def slogdet_backward(grad_logabsdet: Tensor, A: Tensor) -> Any:
-    if grad_logabsdet is None:  # only the sign was used: its derivative is zero
+def slogdet_backward(grad_sign: Tensor | None, grad_logabsdet: Tensor | None, A: Tensor, sign: Tensor, LU: Tensor,
+                     pivots: Tensor) -> Any:
+    """d log|det A| = Re tr(A^-1 dA), and for a complex A the sign's phase adds Im(conj(sign) grad_sign) i: gA =
+    g A^-H with g = grad_logabsdet + i Im(grad_sign conj(sign)), solved with A's LU factors (or with
+    ``linalg_solve`` when a second derivative may be taken). A real sign has a zero derivative."""
+    g = grad_logabsdet
+    if A.is_complex() and grad_sign is not None:
+        phase = aten.imag(grad_sign * sign.conj()) * 1j
+        g = phase if g is None else g + phase
+    if g is None:
         return aten.zeros_like(A)
-    return grad_logabsdet.unsqueeze(-1).unsqueeze(-1) * aten.linalg_inv(A).mT
+    n = A.shape[-1]
+    g = g.to(A.dtype)
+    eye_g = aten.diag_embed(g.unsqueeze(-1).expand(tuple(g.shape) + (n,)))
+    return _solve_with_det_factors(A, LU, pivots, eye_g)
+
+
+def triangular_solve_backward(grad_x: Tensor | None, grad_m: Tensor | None, b: Tensor, A: Tensor, x: Tensor,
+                              upper: bool, transpose: bool, unitriangular: bool,
+                              grad_input_mask: Sequence[bool]) -> Any:
+    """(gb, gA) of X = op(A)^-1 b: gb = op(A)^-H gX (a triangular solve with A^H), gA = -gb X^H (-X gb^T conj for
+    the transposed system) restricted to A's triangle (its diagonal left out when it is a unit one); the copy of A
+    passes its gradient straight through."""
+    gb = gA = None
+    if grad_x is not None:
+        gb = aten.triangular_solve(grad_x, A.conj(), upper, not transpose, unitriangular)[0]
+        if grad_input_mask[1]:
+            gA = -x.conj().matmul(gb.mT) if transpose else -gb.matmul(x.mH)
+            gA = gA.triu(int(unitriangular)) if upper else gA.tril(-int(unitriangular))
+    if gA is None:
+        gA = aten.zeros((1,), dtype=A.dtype, device=A.device).expand(tuple(A.shape))
+    if gb is None:
+        gb = aten.zeros((1,), dtype=b.dtype, device=b.device).expand(tuple(b.shape))
+    if grad_input_mask[1] and grad_m is not None:
+        gA = gA + grad_m
+    return gb, gA
+
+
+def linalg_lu_solve_LU(gX: Tensor, LU: Tensor, pivots: Tensor, X: Tensor, left: bool, adjoint: bool) -> Any:
+    """The gradient of ``linalg.lu_solve`` in the packed factors: first the one in A = P L U, which for each system
+    is -A^-H C (or -C A^-H) with C an outer product of X and gX (left, not adjoint: A X = B gives -A^-H gX X^H;
+    adjoint: -X gX^H A^-H; right: -X^H gX A^-H; right adjoint: -A^-H gX^H X), then through A = P L U:
+    gL = (P^T gA U^H) below the diagonal, gU = (L^H P^T gA) on and above it."""
+    if left and not adjoint:
+        gA = aten.linalg_lu_solve(LU, pivots, gX.matmul(X.mH), adjoint=True)
+    elif left:
+        gA = aten.linalg_lu_solve(LU, pivots, X.matmul(gX.mH), left=False, adjoint=True)
+    elif not adjoint:
+        gA = aten.linalg_lu_solve(LU, pivots, X.mH.matmul(gX), left=False, adjoint=True)
+    else:
+        gA = aten.linalg_lu_solve(LU, pivots, gX.mH.matmul(X), adjoint=True)
+    P, L, U = aten.lu_unpack(LU, pivots)
+    PtgA = -P.mT.matmul(gA)
+    return PtgA.matmul(U.mH).tril(-1) + L.mH.matmul(PtgA).triu()
+
+
+def _solve_with_det_factors(A: Tensor, LU: Tensor, pivots: Tensor, B: Tensor) -> Any:
+    """A^-H B with the LU factors ``_linalg_det`` / ``_linalg_slogdet`` kept (of A^T for a real row-major A, for
+    which A^-H = (A^T)^-1), or by ``linalg_solve`` when a second derivative may be taken (it must see A)."""
+    if grad_mode.state.enabled:  # (solve_ex: a singular A is the caller's to handle, not an error)
+        return aten.linalg_solve_ex(A.mH, B)[0]
+    transposed = A.is_contiguous() and not A.is_complex()
+    return aten.linalg_lu_solve(LU, pivots, B, adjoint=not transposed)
 
 
 def cholesky_backward(grad: Tensor, L: Tensor, upper: bool) -> Any:
@@ -865,40 +941,6 @@ def cholesky_backward(grad: Tensor, L: Tensor, upper: bool) -> Any:
     Linv = aten.linalg_inv(L)
     gA = Linv.mT.matmul(phi).matmul(Linv)
     return 0.5 * (gA + gA.mT)
-
-
-def svdvals_backward(grad: Tensor, A: Tensor) -> Any:
-    U, _, Vh = aten.linalg_svd(A, full_matrices=False)
-    return U.matmul(grad.diag_embed()).matmul(Vh)
-
-
-def matrix_norm_backward(grad: Tensor, self: Tensor, ord: Any, result: Tensor, dim: Any, keepdim: bool) -> Any:
-    d = tuple(sorted(wrap_dim(x, self.dim()) for x in dim))
-    g = grad if keepdim else grad.unsqueeze(d[0]).unsqueeze(d[1])
-    r = result if keepdim else result.unsqueeze(d[0]).unsqueeze(d[1])
-    if ord == "fro":
-        return (self * (g / r)).masked_fill(r == 0, 0)
-    if ord == "nuc":
-        x = self.movedim(d, (-2, -1))
-        U, _, Vh = aten.linalg_svd(x, full_matrices=False)
-        gx = U.matmul(Vh) * g.movedim(d, (-2, -1))
-        return gx.movedim((-2, -1), d)
-    x = self.movedim(d, (-2, -1))
-    gx = g.movedim(d, (-2, -1))
-    if ord in (2, -2):
-        U, S, Vh = aten.linalg_svd(x, full_matrices=False)
-        k = 0 if ord == 2 else -1
-        u = U.narrow(-1, k % U.shape[-1], 1)
-        v = Vh.narrow(-2, k % Vh.shape[-2], 1)
-        return (gx * u.matmul(v)).movedim((-2, -1), d)
-    if ord in (1, -1, float("inf"), float("-inf")):
-        axis = -2 if ord in (1, -1) else -1            # 1-norms: column sums; inf-norms: row sums
-        sums = x.abs().sum(axis, keepdim=True)
-        pick = sums.amax(-1 if axis == -2 else -2, keepdim=True) if ord > 0 else \
-            sums.amin(-1 if axis == -2 else -2, keepdim=True)
-        mask = sums == pick
-        return (gx * x.sgn() * mask / mask.sum((-2, -1), keepdim=True)).movedim((-2, -1), d)
-    raise RuntimeError(f"the derivative for 'linalg_matrix_norm' with ord={ord} is not implemented.")
 
 
 def eigh_backward(grads: Sequence[Tensor | None], result: Tensor) -> Any:
@@ -959,6 +1001,9 @@ def svd_backward(grads: Sequence[Tensor | None], A: Tensor, full_matrices: bool,
     the terms for the part of a rectangular A's column / row space that U or V do not span."""
     gU, gS, gVh = grads
     U, S, Vh = result
+    if U.dim() < 2:  # _linalg_svd(compute_uv=False) keeps no singular vectors
+        raise RuntimeError("Setting compute_uv to false in torch.svd doesn't compute singular matrices, and hence we "
+                           "cannot compute backward. Please use torch.svd(compute_uv=True)")
     m, n = A.shape[-2], A.shape[-1]
     k = S.shape[-1]
     if gU is None and gVh is None:
@@ -1022,7 +1067,7 @@ def lstsq_backward_A(grad: Tensor, A: Tensor, b: Tensor) -> Any:
         return aten.zeros_like(A)
     bb = b.unsqueeze(-1) if b.dim() == A.dim() - 1 else b
     g = grad.unsqueeze(-1) if grad.dim() == A.dim() - 1 else grad
-    P = aten.linalg_pinv(A)
+    P = aten.linalg_pinv_atol_rtol_tensor(A)
     return pinv_backward(g.matmul(bb.mT), P, A)
 
 
@@ -1030,7 +1075,7 @@ def lstsq_backward_B(grad: Tensor, A: Tensor, b: Tensor) -> Any:
     if grad is None:
         return aten.zeros_like(b)
     g = grad.unsqueeze(-1) if grad.dim() == A.dim() - 1 else grad
-    r = aten.linalg_pinv(A).mT.matmul(g)
+    r = aten.linalg_pinv_atol_rtol_tensor(A).mT.matmul(g)
     return r.squeeze(-1) if b.dim() == A.dim() - 1 else r
 
 

@@ -16,6 +16,16 @@ class AcceleratorError(RuntimeError):
     """An error reported by an accelerator runtime (``torch.AcceleratorError``)."""
 
 
+_WARNED_ONCE: set[str] = set()
+
+
+def warn_once(key: str, message: str) -> None:
+    """``TORCH_WARN_ONCE``: the warning the first time ``key`` warns in this process (deprecations)."""
+    if key not in _WARNED_ONCE:
+        _WARNED_ONCE.add(key)
+        warn_user(message)
+
+
 def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
     """A warning attributed to the user's line: the first frame outside ember (PyTorch's C++ warnings point
     at the Python line that called into it, ``TORCH_WARN`` from a binding)."""

@@ -9,15 +9,15 @@ from typing import Any, Callable
 
 from ember import return_types
 from ember._generated import aten
+from ember.aten.kernels._common import wrap_dim
 from ember.aten.kernels.linalg import _matmul_check
 from ember.aten.meta import broadcast_shapes
 from ember.aten.wrap import _type_name
-from ember.c10.dtype import bool_, int32, int64, promote_types
+from ember.c10.dtype import bool_, float64, int64, promote_types
 from ember.c10.grad_mode import state as _grad_state
 from ember.c10.memory_format import contiguous_format
-from ember.c10.exceptions import _LinAlgError
-from ember.aten.composite.reduction import _warn_deprecated
-from ember.aten.kernels.linalg import _LINALG_FAILURES, _LU_ERROR, _raise_first_failure, _raise_ldl_failure
+from ember.c10.exceptions import _LinAlgError, warn_once
+from ember.aten.kernels.linalg import _LINALG_FAILURES, _LU_ERROR, _raise_first_failure
 
 
 def linalg_norm(self: Any, ord: Any = None, dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Any:
@@ -133,7 +133,51 @@ def cross(self: Any, other: Any, dim: Any = None) -> Any:
 
 
 def pinverse(self: Any, rcond: Any = 1e-15) -> Any:
-    return aten.linalg_pinv(self, rtol=rcond)
+    return aten.linalg_pinv(self, rcond, False)
+
+
+def _tolerances_from_floats(A: Any, atol: Any, rtol: Any) -> Any:
+    """PyTorch's get_atol_rtol for Python tolerances, as double 0-dim tensors: atol 0 when not given; rtol
+    eps * max(m, n) when not given, 0 when only a positive atol is."""
+    if rtol is None:
+        from ember.c10.dtype import finfo
+        rtol = 0.0 if atol is not None and atol > 0 else finfo(A.dtype.to_real()).eps * max(A.shape[-2], A.shape[-1])
+    atol = 0.0 if atol is None else atol
+    return (aten.full((), atol, dtype=float64, device=A.device), aten.full((), rtol, dtype=float64, device=A.device))
+
+
+def _tolerances_from_tensors(A: Any, atol: Any, rtol: Any, api: str) -> Any:
+    """PyTorch's get_atol_rtol for tensor tolerances: atol zeros({}) when not given; rtol eps * max(m, n) when not
+    given, or where(atol > 0, 0, that) when atol is."""
+    from ember.c10.dtype import finfo
+    given = atol
+    atol = aten.zeros((), dtype=float64, device=A.device) if atol is None else atol
+    for name, tol in (("atol", atol), ("rtol", rtol)):
+        if tol is not None and tol.is_complex():
+            raise RuntimeError(f"{api}: {name} tensor of complex type is not supported.")
+    if rtol is None:
+        default = aten.full((), finfo(A.dtype.to_real()).eps * max(A.shape[-2], A.shape[-1]), dtype=float64,
+                            device=A.device)
+        rtol = default if given is None else aten.where_self(given > 0, aten.zeros((), dtype=float64,
+                                                                                    device=A.device), default)
+    return atol, rtol
+
+
+def linalg_pinv_atol_rtol_float(self: Any, atol: Any = None, rtol: Any = None, hermitian: bool = False) -> Any:
+    atol_t, rtol_t = _tolerances_from_floats(self, atol, rtol)
+    return aten.linalg_pinv_atol_rtol_tensor(self, atol=atol_t, rtol=rtol_t, hermitian=hermitian)
+
+
+def linalg_pinv_rcond(self: Any, rcond: float, hermitian: bool = False) -> Any:
+    """``linalg.pinv(A, rcond)``: rcond is the relative tolerance (NumPy's meaning)."""
+    return aten.linalg_pinv_atol_rtol_float(self, atol=0.0, rtol=rcond, hermitian=hermitian)
+
+
+def linalg_pinv_rcond_tensor(self: Any, rcond: Any, hermitian: bool = False) -> Any:
+    if rcond.is_complex():
+        raise RuntimeError("torch.linalg.pinv: rcond tensor of complex type is not supported.")
+    return aten.linalg_pinv_atol_rtol_tensor(self, atol=aten.zeros((), dtype=float64, device=self.device),
+                                             rtol=rcond, hermitian=hermitian)
 
 
 def outer(self: Any, vec2: Any) -> Any:
@@ -205,19 +249,24 @@ def matmul(self: Any, other: Any) -> Any:
 
 
 # ---- the operators PyTorch writes as an *_ex operator followed by ``_linalg_check_errors`` (BatchLinearAlgebra.cpp)
-# the message of a positive ``info`` by the API's name (PyTorch's order of checks); the kernels' own table words
-# inv, solve and cholesky
-_CHECK_MESSAGES = (("inv", _LINALG_FAILURES["inv"][2]), ("solve", _LINALG_FAILURES["solve"][2]),
-                   ("cholesky", _LINALG_FAILURES["cholesky"][2]),
+# the message of a positive ``info`` by the API's name (PyTorch's order of checks), and the error it raises; the
+# kernels' own table words inv, solve and cholesky
+_CHECK_MESSAGES = (("inv", _LINALG_FAILURES["inv"][2], _LinAlgError),
+                   ("solve", _LINALG_FAILURES["solve"][2], _LinAlgError),
+                   ("cholesky", _LINALG_FAILURES["cholesky"][2], _LinAlgError),
                    ("svd", "The algorithm failed to converge because the input matrix is ill-conditioned or has too "
-                           "many repeated singular values (error code: {info})."),
+                           "many repeated singular values (error code: {info}).", _LinAlgError),
                    ("eig", "The algorithm failed to converge because the input matrix is ill-conditioned or has too "
-                           "many repeated eigenvalues (error code: {info})."))
+                           "many repeated eigenvalues (error code: {info}).", _LinAlgError),
+                   ("lstsq", "The least squares solution could not be computed because the input matrix does not "
+                             "have full rank (error code: {info}).", _LinAlgError),
+                   ("lu_factor", _LU_ERROR, RuntimeError))
 
 
 def _linalg_check_errors(info: Any, api_name: str, is_matrix: bool) -> None:
-    """PyTorch's LinAlgError for the first nonzero LAPACK ``info`` (the batch element named unless ``is_matrix``),
-    worded by the API (``linalg.inv``: a zero pivot; ``cholesky``: the failing leading minor; ...)."""
+    """PyTorch's error for the first nonzero LAPACK ``info`` (the batch element named unless ``is_matrix``), worded
+    by the API (``linalg.inv``: a zero pivot; ``cholesky``: the failing leading minor; ...); a code no API words
+    (an LDL factorization's singular D) is reported as unknown."""
     if info.device.type == "meta" or info.numel() == 0:
         return None
     codes = np.asarray(info._data.get() if hasattr(info._data, "get") else info._data)
@@ -226,12 +275,12 @@ def _linalg_check_errors(info: Any, api_name: str, is_matrix: bool) -> None:
     if not bad.size:
         return None
     code = int(codes.reshape(-1)[bad[0]])
-    message = next((m for key, m in _CHECK_MESSAGES if key in api_name), None)
-    if code < 0 or message is None:
+    found = next(((m, e) for key, m, e in _CHECK_MESSAGES if key in api_name), None)
+    if code < 0 or found is None:
         raise RuntimeError(f"{api_name}: Argument {-code} has illegal value. Most certainly there is a bug in the "
                            "implementation calling the backend library." if code < 0 else
                            f"{api_name}: Unknown error code: {code}.")
-    _raise_first_failure(api_name, codes, message, _LinAlgError)
+    _raise_first_failure(api_name, codes, found[0], found[1])
 
 
 def linalg_inv(A: Any) -> Any:
@@ -242,6 +291,111 @@ def linalg_inv(A: Any) -> Any:
 
 def inverse(self: Any) -> Any:
     return aten.linalg_inv(self)
+
+
+def linalg_det(A: Any) -> Any:
+    """The determinant, from ``_linalg_det`` (which keeps the LU factors its derivative reuses)."""
+    return aten._linalg_det(A)[0]
+
+
+def det(self: Any) -> Any:
+    return aten.linalg_det(self)
+
+
+def linalg_slogdet(A: Any) -> Any:
+    sign, logabsdet, _, _ = aten._linalg_slogdet(A)
+    return return_types.linalg_slogdet(sign, logabsdet)
+
+
+def slogdet(self: Any) -> Any:
+    return return_types.slogdet(*aten.linalg_slogdet(self))
+
+
+def _may_require_grad(A: Any) -> bool:
+    """PyTorch's ``_may_require_fw_or_bw_grad``: whether a derivative may be asked for (then a decomposition keeps
+    the factors its formula needs)."""
+    return bool(_grad_state.enabled and A.requires_grad)
+
+
+def linalg_svd(A: Any, full_matrices: bool = True, driver: Any = None) -> Any:
+    return return_types.linalg_svd(*aten._linalg_svd(A, full_matrices, True, driver=driver))
+
+
+def linalg_svdvals(A: Any, driver: Any = None) -> Any:
+    """The singular values; the vectors are computed too when a gradient may be asked for (its formula needs
+    them)."""
+    return aten._linalg_svd(A, False, _may_require_grad(A), driver=driver)[1]
+
+
+def _dims_last(d0: int, d1: int, ndim: int) -> list[int]:
+    """PyTorch's create_dim_backshift_permutation: the other dims in order, then d0, d1."""
+    return [i for i in range(ndim) if i not in (d0, d1)] + [d0, d1]
+
+
+def _inverse_permutation(perm: list[int]) -> list[int]:
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return inv
+
+
+def _matrix_norm_checks(A: Any, dim: Any, dtype: Any, low_precision: bool) -> list[int]:
+    """PyTorch's _linalg_matrix_norm_checks: A a (batch of) floating or complex matrices, two different dims; the
+    dims wrapped."""
+    if A.dim() < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    if not (A.is_floating_point() or A.is_complex()):
+        raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{_type_name(A.dtype)}")
+    if not low_precision and A.dtype.itemsize == 2 and not A.is_complex():
+        raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got {_type_name(A.dtype)}")
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {', '.join(map(str, dim))}")
+    d = [wrap_dim(x, A.dim()) for x in dim]
+    if d[0] == d[1]:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({d[0]}, {d[1]})")
+    return d
+
+
+def _cpp_double(x: float) -> str:
+    return str(int(x)) if math.isfinite(x) and x == int(x) else str(x)
+
+
+def linalg_matrix_norm(self: Any, ord: Any, dim: Any = (-2, -1), keepdim: bool = False,  # noqa: A002
+                       dtype: Any = None) -> Any:
+    """The 2-norms from the singular values (their largest / smallest), the 1- and inf-norms as the largest /
+    smallest column / row sum of |A| (a vector 1-norm then amax / amin), as LinearAlgebra.cpp writes them."""
+    o = float(ord)
+    if abs(o) not in (1.0, 2.0, math.inf):
+        raise RuntimeError(f"linalg.matrix_norm: Order {_cpp_double(o)} not supported.")
+    d = _matrix_norm_checks(self, dim, dtype, abs(o) != 2.0)
+
+    def max_min(x: Any, along: int) -> Any:
+        return x.amax(along, keepdim) if o > 0 else x.amin(along, keepdim)
+    if abs(o) == 2.0:
+        perm = _dims_last(d[0], d[1], self.dim())
+        A = self.to(dtype) if dtype is not None else self
+        result = max_min(aten.linalg_svdvals(A.permute(perm)), -1)
+        return result.unsqueeze(-1).permute(_inverse_permutation(perm)) if keepdim else result
+    if abs(o) == math.inf:
+        d = [d[1], d[0]]
+    if not keepdim and d[0] < d[1]:
+        d[1] -= 1
+    return max_min(aten.linalg_vector_norm(self, 1.0, (d[0],), keepdim, dtype=dtype), d[1])
+
+
+def linalg_matrix_norm_str_ord(self: Any, ord: str = "fro", dim: Any = (-2, -1), keepdim: bool = False,  # noqa: A002
+                               dtype: Any = None) -> Any:
+    """'fro': the vector 2-norm over both dims; 'nuc': the sum of the singular values."""
+    if ord not in ("fro", "nuc"):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    d = _matrix_norm_checks(self, dim, dtype, ord != "nuc")
+    if ord == "fro":
+        return aten.linalg_vector_norm(self, 2, tuple(d), keepdim, dtype=dtype)
+    A = self.to(dtype) if dtype is not None else self
+    perm = _dims_last(d[0], d[1], A.dim())
+    result = aten.linalg_svdvals(A.permute(perm)).sum(-1, keepdim)
+    return result.unsqueeze(-1).permute(_inverse_permutation(perm)) if keepdim else result
 
 
 def linalg_cholesky(self: Any, upper: bool = False) -> Any:
@@ -374,38 +528,50 @@ def linalg_tensorsolve(self: Any, other: Any, dims: Any = None) -> Any:
     return aten.linalg_solve(a.reshape(p_other, p_res), other.reshape(p_other)).reshape(result_shape)
 
 
-def _matrix_rank(A: Any, atol: Any, rtol: Any, hermitian: bool) -> Any:
-    """The number of singular values above ``max(atol, rtol * largest)``; without either tolerance, ``rtol`` is
-    ``eps * max(m, n)``."""
-    S = aten.linalg_eigvalsh(A).abs() if hermitian else aten.linalg_svdvals(A)
-    real = A.dtype.to_real()
-    if atol is None and rtol is None:
-        from ember.c10.dtype import finfo
-        rtol = finfo(real).eps * max(A.shape[-2], A.shape[-1])
-    atol = 0.0 if atol is None else atol
-    rtol = 0.0 if rtol is None else rtol
-    smax = S.amax(-1, keepdim=True) if S.shape[-1] > 0 else aten.zeros_like(S.sum(-1, keepdim=True))
-    atol_t = atol.unsqueeze(-1) if hasattr(atol, "dim") and atol.dim() > 0 else atol
-    rtol_t = rtol.unsqueeze(-1) if hasattr(rtol, "dim") and rtol.dim() > 0 else rtol
-    tol = aten.maximum(aten.zeros_like(smax) + atol_t, smax * rtol_t)
-    return (S > tol).sum(-1)
+def _matrix_rank_result(A: Any) -> Any:
+    """The int64 result PyTorch allocates first (its out= form's shape check)."""
+    if A.dim() < 2:
+        raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least 2 dimensions.")
+    return aten.empty_memory_format(tuple(A.shape[:-2]), dtype=int64, device=A.device)
+
+
+def _matrix_rank(A: Any, result: Any, atol: Any, rtol: Any, hermitian: bool) -> Any:
+    """The number of singular values (|eigenvalues| when ``hermitian``) above max(atol, rtol * the largest)."""
+    atol, rtol = _tolerances_from_tensors(A, atol, rtol, "torch.linalg.matrix_rank")
+    if A.numel() == 0:
+        return result.fill_(0)
+    if hermitian:
+        S = aten.linalg_eigvalsh(A).abs()
+        max_S = S.amax(-1, keepdim=True)
+    else:
+        S = aten.linalg_svdvals(A)
+        max_S = S.narrow(-1, 0, 1)  # (in descending order)
+    scaled = rtol.unsqueeze(-1) * max_S
+    tol = aten.maximum(atol.unsqueeze(-1), scaled)
+    return aten.sum_dim_IntList(S > tol, (-1,))
 
 
 def linalg_matrix_rank_atol_rtol_tensor(input: Any, atol: Any = None, rtol: Any = None,  # noqa: A002
                                         hermitian: bool = False) -> Any:
-    return _matrix_rank(input, atol, rtol, hermitian)
+    return _matrix_rank(input, _matrix_rank_result(input), atol, rtol, hermitian)
 
 
 def linalg_matrix_rank_atol_rtol_float(self: Any, atol: Any = None, rtol: Any = None, hermitian: bool = False) -> Any:
-    return _matrix_rank(self, atol, rtol, hermitian)
+    result = _matrix_rank_result(self)
+    atol_t, rtol_t = _tolerances_from_floats(self, atol, rtol)
+    return _matrix_rank(self, result, atol_t, rtol_t, hermitian)
 
 
 def linalg_matrix_rank(self: Any, tol: float, hermitian: bool = False) -> Any:
-    return _matrix_rank(self, tol, 0.0, hermitian)
+    """The deprecated ``tol=``: an absolute tolerance (NumPy's meaning)."""
+    result = _matrix_rank_result(self)
+    atol_t, rtol_t = _tolerances_from_floats(self, tol, 0.0)
+    return _matrix_rank(self, result, atol_t, rtol_t, hermitian)
 
 
 def linalg_matrix_rank_tol_tensor(input: Any, tol: Any, hermitian: bool = False) -> Any:  # noqa: A002
-    return _matrix_rank(input, tol, 0.0, hermitian)
+    result = _matrix_rank_result(input)
+    return _matrix_rank(input, result, tol, aten.zeros((), dtype=tol.dtype, device=tol.device), hermitian)
 
 
 def dist(self: Any, other: Any, p: Any = 2) -> Any:
@@ -475,14 +641,9 @@ def addr_(self: Any, vec1: Any, vec2: Any, beta: Any = 1, alpha: Any = 1) -> Any
 
 
 
-def _lu_check(api: str, info: Any, error: Any, message: str) -> None:
-    if info.device.type != "meta":  # meta tensors have no values to check
-        _raise_first_failure(api, info.cpu().numpy(), message, error)
-
-
 def linalg_lu_factor(A: Any, pivot: bool = True) -> Any:
     LU, pivots, info = aten.linalg_lu_factor_ex(A, pivot=pivot)
-    _lu_check("torch.linalg.lu_factor", info, RuntimeError, _LU_ERROR)
+    aten._linalg_check_errors(info, "torch.linalg.lu_factor", is_matrix=A.dim() == 2)
     return return_types.linalg_lu_factor(LU, pivots)
 
 
@@ -490,68 +651,25 @@ def _lu_with_info(self: Any, pivot: bool = True, check_errors: bool = True) -> A
     return return_types._lu_with_info(*aten.linalg_lu_factor_ex(self, pivot=pivot, check_errors=check_errors))
 
 
-def linalg_lu_solve(LU: Any, pivots: Any, B: Any, left: bool = True, adjoint: bool = False) -> Any:
-    """X with ``A X = B`` (``X A = B`` when not ``left``; A^H for ``adjoint``) from A's packed LU factors:
-    a permutation and two triangular solves, differentiable in LU and B through them."""
-    if LU.dim() < 2:
-        raise RuntimeError(f"linalg.lu_solve: Expected tensor with 2 or more dimensions. Got size: {list(LU.shape)} "
-                           "instead")
-    if LU.shape[-1] != LU.shape[-2]:
-        raise RuntimeError(f"linalg.lu_solve: A must be batches of square matrices, but they are {LU.shape[-2]} by "
-                           f"{LU.shape[-1]} matrices")
-    n = LU.shape[-1]
-    if (B.shape[-2] if left else B.shape[-1]) != n:
-        eq = "AX = B" if left else "XA = B"
-        raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation {eq} ({n}x{n} and "
-                           f"{B.shape[-2]}x{B.shape[-1]})")
-    if LU.dtype is not B.dtype:
-        raise RuntimeError(f"linalg.lu_solve: Expected LU and B to have the same dtype, but found LU of type "
-                           f"{_type_name(LU.dtype)} and B of type {_type_name(B.dtype)} instead")
-    if pivots.dtype is not int32:
-        raise RuntimeError("linalg.lu_solve: pivots should be a Tensor of scalar type torch.int32")
-    P, L, U = aten.lu_unpack(LU, pivots, unpack_data=False), LU.tril(-1) + aten.eye(n, dtype=LU.dtype,
-                                                                                    device=LU.device), LU.triu()
-    P = P[0]
-    solve = aten.linalg_solve_triangular
-    if left and not adjoint:  # P L U X = B
-        return solve(U, solve(L, P.mT.matmul(B), upper=False, unitriangular=True), upper=True)
-    if left:  # U^H L^H P^T X = B
-        Y = solve(L.mH, solve(U.mH, B, upper=False), upper=True, unitriangular=True)
-        return P.matmul(Y)
-    if not adjoint:  # X P L U = B
-        Y = solve(L, solve(U, B, upper=True, left=False), upper=False, left=False, unitriangular=True)
-        return Y.matmul(P.mT)
-    # X U^H L^H P^T = B
-    return solve(U.mH, solve(L.mH, B.matmul(P), upper=True, left=False, unitriangular=True), upper=False, left=False)
-
-
 def lu_solve(self: Any, LU_data: Any, LU_pivots: Any) -> Any:
     """The deprecated ``torch.lu_solve(b, LU_data, LU_pivots)``."""
-    return linalg_lu_solve(LU_data, LU_pivots, self)
+    warn_once("lu_solve", "torch.lu_solve is deprecated in favor of torch.linalg.lu_solveand will be removed "
+                     "in a future PyTorch release.\nNote that torch.linalg.lu_solve has its arguments reversed.\n"
+                     "X = torch.lu_solve(B, LU, pivots)\nshould be replaced with\n"
+                     "X = torch.linalg.lu_solve(LU, pivots, B)")
+    return aten.linalg_lu_solve(LU_data, LU_pivots, self)
 
 
 def linalg_solve_ex(A: Any, B: Any, left: bool = True, check_errors: bool = False) -> Any:
     """(result, info): ``linalg.solve`` that reports a singular matrix in ``info`` instead of raising."""
-    LU, pivots, info = aten.linalg_lu_factor_ex(A.detach())
-    if check_errors:
-        _lu_check("torch.linalg.solve_ex", info, _LinAlgError, "The solver failed because the input matrix is "
-                                                              "singular.")
-    if info.device.type == "meta" or not bool(info.any()):
-        return return_types.linalg_solve_ex(aten.linalg_solve(A, B, left=left), info)
-    vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
-    Bm = B.unsqueeze(-1) if vector else B
-    X = linalg_lu_solve(LU, pivots, Bm, left=left)
-    return return_types.linalg_solve_ex(X.squeeze(-1) if vector else X, info)
+    result, _, _, info = aten._linalg_solve_ex(A, B, left=left, check_errors=check_errors)
+    return return_types.linalg_solve_ex(result, info)
 
 
-def cholesky(self: Any, upper: bool = False) -> Any:
-    """The deprecated ``torch.cholesky``."""
-    _warn_deprecated("cholesky", "torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed "
-                     "in a future PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\nL = "
-                     "torch.linalg.cholesky(A)\nand\nU = torch.cholesky(A, upper=True)\nshould be replaced with\nU = "
-                     "torch.linalg.cholesky(A).mH\nThis transform will produce equivalent results for all valid "
-                     "(symmetric positive definite) inputs.")
-    return aten.linalg_cholesky(self, upper=upper)
+def linalg_solve(A: Any, B: Any, left: bool = True) -> Any:
+    result, LU, _, info = aten._linalg_solve_ex(A, B, left=left)
+    aten._linalg_check_errors(info, "torch.linalg.solve", is_matrix=LU.dim() == 2)
+    return result
 
 
 def matrix_exp(self: Any) -> Any:
@@ -616,14 +734,27 @@ def ormqr(self: Any, input2: Any, input3: Any, left: bool = True, transpose: boo
 
 
 def linalg_cond(self: Any, p: Any = None) -> Any:
-    """The condition number: a ratio of singular values for p in (None, 2, -2), else
-    ``norm(A, p) norm(A^-1, p)`` (inf for a singular matrix)."""
-    if p is None or p in (2, -2):
+    """The condition number: for p in (None, 2, -2) the ratio of the largest and smallest singular values, else
+    ``norm(A, p) norm(A^-1, p)`` (inf for a singular matrix); 0 for an empty matrix (LinearAlgebra.cpp)."""
+    if self.dim() < 2:
+        raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")
+    if isinstance(p, str):
+        if p not in ("fro", "nuc"):
+            raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    elif p is not None and float(p) not in (2.0, -2.0, 1.0, -1.0, math.inf, -math.inf):
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {_cpp_double(float(p))}")
+    if self.numel() == 0:
+        return aten.zeros(tuple(self.shape[:-2]), dtype=self.dtype.to_real(), device=self.device)
+    if p is None or (not isinstance(p, str) and abs(float(p)) == 2.0):
         S = aten.linalg_svdvals(self)
-        return S[..., 0] / S[..., -1] if p != -2 else S[..., -1] / S[..., 0]
-    if self.dim() < 2 or self.shape[-1] != self.shape[-2]:
-        raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but they are "
-                           f"{self.shape[-2] if self.dim() >= 2 else 1} by {self.shape[-1]} matrices")
+        s_max, s_min = S.narrow(-1, 0, 1), S.narrow(-1, -1, 1)
+        result = aten.div_Tensor(s_min, s_max) if p is not None and float(p) == -2.0 else \
+            aten.div_Tensor(s_max, s_min)
+        return result.squeeze(-1)
+    name = p if isinstance(p, str) else (_cpp_double(float(p)) if not math.isinf(float(p)) else str(float(p)))
+    if self.shape[-1] != self.shape[-2]:
+        raise RuntimeError(f"linalg.cond(ord={name}): A must be batches of square matrices, but they are "
+                           f"{self.shape[-2]} by {self.shape[-1]} matrices")
     inverse, info = aten.linalg_inv_ex(self)
     matrix_norm = aten.linalg_matrix_norm_str_ord if isinstance(p, str) else aten.linalg_matrix_norm
     result = matrix_norm(self, p, (-2, -1), False) * matrix_norm(inverse, p, (-2, -1), False)
@@ -633,46 +764,26 @@ def linalg_cond(self: Any, p: Any = None) -> Any:
 # ---------------------------------------------------------------- the deprecated svd / qr / triangular_solve
 def svd(self: Any, some: Any = True, compute_uv: Any = True) -> Any:
     """``torch.svd``: V rather than Vh; without ``compute_uv`` U and V are zero matrices of the full sizes."""
+    if self.dim() < 2:
+        raise RuntimeError(f"linalg.svd: input should have at least 2 dimensions, but has {self.dim()} dimensions "
+                           "instead")
     if compute_uv:
         U, S, Vh = aten.linalg_svd(self, full_matrices=not some)
-        return return_types.svd(U, S, Vh.mH)
-    S = aten.linalg_svdvals(self)
-    m, n = self.shape[-2], self.shape[-1]
-    batch = tuple(self.shape[:-2])
-    return return_types.svd(aten.zeros(batch + (m, m), dtype=self.dtype, device=self.device), S,
-                            aten.zeros(batch + (n, n), dtype=self.dtype, device=self.device))
+    else:
+        S = aten.linalg_svdvals(self)
+        m, n = self.shape[-2], self.shape[-1]
+        batch = tuple(self.shape[:-2])
+        U = aten.zeros(batch + (m, m), dtype=self.dtype, device=self.device)
+        Vh = aten.zeros(batch + (n, n), dtype=self.dtype, device=self.device)
+    return return_types.svd(U, S, Vh.mH)
 
 
 def qr(self: Any, some: Any = True) -> Any:
-    _warn_deprecated("qr", "torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future PyTorch "
+    warn_once("qr", "torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future PyTorch "
                      "release.\nThe boolean parameter 'some' has been replaced with a string parameter 'mode'.\nQ, R = "
                      "torch.qr(A, some)\nshould be replaced with\nQ, R = torch.linalg.qr(A, 'reduced' if some else "
                      "'complete')")
     return return_types.qr(*aten.linalg_qr(self, "reduced" if some else "complete"))
-
-
-def triangular_solve(self: Any, A: Any, upper: Any = True, transpose: Any = False, unitriangular: Any = False) -> Any:
-    """X with ``op(A) X = self`` (``op`` the transpose when asked), and a copy of A broadcast to the batch."""
-    _warn_deprecated("triangular_solve", "torch.triangular_solve is deprecated in favor of "
-                     "torch.linalg.solve_triangularand will be removed in a future PyTorch release.\n"
-                     "torch.linalg.solve_triangular has its arguments reversed and does not return a copy of one of "
-                     "the inputs.\nX = torch.triangular_solve(B, A).solution\nshould be replaced with\n"
-                     "X = torch.linalg.solve_triangular(A, B).")
-    if self.dim() < 2:
-        raise RuntimeError(f"torch.triangular_solve: Expected b to have at least 2 dimensions, but it has "
-                           f"{self.dim()} dimensions instead")
-    if A.dim() < 2:
-        raise RuntimeError(f"torch.triangular_solve: Expected A to have at least 2 dimensions, but it has "
-                           f"{A.dim()} dimensions instead")
-    if A.shape[-1] != A.shape[-2]:
-        raise RuntimeError(f"A must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} "
-                           "matrices")
-    batch = tuple(broadcast_shapes(tuple(self.shape[:-2]), tuple(A.shape[:-2])))
-    A_b = A.expand(batch + tuple(A.shape[-2:]))
-    op_A = A_b.mT if transpose else A_b
-    X = aten.linalg_solve_triangular(op_A, self.expand(batch + tuple(self.shape[-2:])),
-                                     upper=bool(upper) != bool(transpose), unitriangular=unitriangular)
-    return return_types.triangular_solve(X, A_b.clone())
 
 
 def vander(x: Any, N: Any = None, increasing: Any = False) -> Any:
@@ -697,6 +808,5 @@ def vander(x: Any, N: Any = None, increasing: Any = False) -> Any:
 
 def linalg_ldl_factor(self: Any, hermitian: Any = False) -> Any:
     LD, pivots, info = aten.linalg_ldl_factor_ex(self, hermitian=hermitian)
-    if info.device.type != "meta":  # a meta tensor has no values to check
-        _raise_ldl_failure("torch.linalg.ldl_factor", info.cpu().numpy())
+    aten._linalg_check_errors(info, "torch.linalg.ldl_factor", is_matrix=self.dim() == 2)
     return return_types.linalg_ldl_factor(LD, pivots)

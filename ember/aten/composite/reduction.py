@@ -11,7 +11,7 @@ from ember.aten.kernels._common import wrap_dim
 from ember.aten.meta import broadcast_shapes
 from ember.aten.wrap import _type_name
 from ember.c10.dtype import bool_, float32, float64, get_default_dtype, int64, promote_types
-from ember.c10.exceptions import warn_user
+from ember.c10.exceptions import warn_once, warn_user
 
 
 def var_unbiased(self: Any, unbiased: Any = True) -> Any:
@@ -458,7 +458,7 @@ def renorm_(self: Any, p: Any, dim: int, maxnorm: Any) -> Any:
 def frobenius_norm_dim(self: Any, dim: Any, keepdim: bool = False, out: Any = None) -> Any:
     if len(dim) > 2:
         raise RuntimeError(f"Expected at most 2 dimensions, but got {len(dim)} dimensions instead.")
-    _warn_deprecated("frobenius_norm", "at::frobenius_norm is deprecated and it is just left for JIT compatibility. "
+    warn_once("frobenius_norm", "at::frobenius_norm is deprecated and it is just left for JIT compatibility. "
                      "It will be removed in a future PyTorch release. Please use `linalg.vector_norm(A, 2., dim, "
                      "keepdim)` instead")
     r = aten.norm_ScalarOpt_dim(self, 2, tuple(dim), keepdim)
@@ -470,17 +470,10 @@ def nuclear_norm(self: Any, keepdim: bool = False, out: Any = None) -> Any:
 
 
 def nuclear_norm_dim(self: Any, dim: Any, keepdim: bool = False, out: Any = None) -> Any:
-    _warn_deprecated("nuclear_norm", "at::nuclear_norm is deprecated and it is just left for JIT compatibility. It "
+    warn_once("nuclear_norm", "at::nuclear_norm is deprecated and it is just left for JIT compatibility. It "
                      "will be removed in a future PyTorch release. Please use `linalg.matrix_norm(A, 'nuc', dim, "
                      "keepdim)` instead")
     r = aten.linalg_matrix_norm_str_ord(self, "nuc", tuple(dim), keepdim)
     return r if out is None else out.resize_(r.shape).copy_(r)
 
 
-_DEPRECATION_WARNED: set[str] = set()
-
-
-def _warn_deprecated(key: str, message: str) -> None:
-    if key not in _DEPRECATION_WARNED:
-        _DEPRECATION_WARNED.add(key)
-        warn_user(message)

@@ -8,6 +8,7 @@ import math
 
 from ember._generated import aten
 from ember.c10.dtype import bool_, int64
+from ember.c10.exceptions import warn_once
 from ember.c10.memory_format import contiguous_format
 from ember.aten.dispatcher import is_tensor_subclass_like
 from ember.aten.wrap import _type_name, new_tensor, write_out
@@ -528,8 +529,7 @@ def combinations(self: Any, r: int = 2, with_replacement: bool = False) -> Any:
 def chain_matmul(matrices: Any, out: Any = None) -> Any:
     """The deprecated ``torch.chain_matmul``: ``linalg.multi_dot`` of two or more matrices (one is returned
     as is)."""
-    from ember.aten.composite.reduction import _warn_deprecated
-    _warn_deprecated("chain_matmul", "torch.chain_matmul is deprecated and will be removed in a future PyTorch "
+    warn_once("chain_matmul", "torch.chain_matmul is deprecated and will be removed in a future PyTorch "
                      "release. Use torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather "
                      "than multiple parameters.")
     if len(matrices) == 0:

@@ -12,10 +12,11 @@ import math
 
 import numpy as np
 
-from ember.c10.exceptions import _LinAlgError
+from ember.c10.exceptions import _LinAlgError, warn_once
 
 from ember.c10.dtype import BF16_NP as _BF16, cpp_type_name
 
+from ember.aten.kernels import compiled
 from ember.aten.kernels._common import compute_dtype, meta_kernel, meta_shape, shape_str, type_name, wrap_dim
 
 
@@ -341,32 +342,146 @@ def linalg_inv(xp: Any, A: Array) -> Any:
     return _lapack(xp, "inv", xp.linalg.inv, A).astype(A.dtype, copy=False)
 
 
-def linalg_det(xp: Any, A: Array) -> Any:
-    _check_square(A, "det")
-    return xp.asarray(xp.linalg.det(A)).astype(A.dtype, copy=False)
+def _is_vector_rhs(A: Any, B: Any) -> bool:
+    """PyTorch's linalg_solve_is_vector_rhs: B is a vector, or a batch of vectors with A's batch shape."""
+    return len(B.shape) == 1 or (len(B.shape) == len(A.shape) - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
 
 
-def linalg_slogdet(xp: Any, A: Array) -> Any:
-    _check_square(A, "slogdet")
-    s, l = xp.linalg.slogdet(A)
-    return xp.asarray(s).astype(A.dtype), xp.asarray(l).astype(A.real.dtype if A.dtype.kind == "c" else A.dtype)
+def _incompatible(api: str, n: int, rows: int, cols: int, left: Any) -> None:
+    eq = "AX = B" if left else "XA = B"
+    raise RuntimeError(f"{api}: Incompatible shapes of A and B for the equation {eq} ({n}x{n} and {rows}x{cols})")
 
 
-@meta_shape(lambda A, B, left=True, **_k: (_square_checked(A, 'solve') is A and B.shape, B.dtype))
-def linalg_solve(xp: Any, A: Array, B: Array, left: Any = True) -> Any:
+def _same_dtype(api: str, first: tuple[str, Any], B: Any) -> None:
+    name, A = first
+    if A.dtype != B.dtype:
+        raise RuntimeError(f"{api}: Expected {name} and B to have the same dtype, but found {name} of type "
+                           f"{type_name(A.dtype)} and B of type {type_name(B.dtype)} instead")
+
+
+def _solve_meta(A: Any, B: Any, left: Any = True, check_errors: Any = False) -> Any:
+    """PyTorch's checks of linalg.solve and the shapes of ``_linalg_solve_ex``'s (result, LU, pivots, info), the
+    batch dimensions of A and B broadcast."""
     _check_square(A, "solve")
     n = A.shape[-1]
-    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1])
+    vector = _is_vector_rhs(A, B)
+    if not vector and len(B.shape) < 2:
+        raise RuntimeError("linalg.solve: The input tensor B must have at least 2 dimensions.")
     b_rows, b_cols = (B.shape[-1], 1) if vector else B.shape[-2:]
     if (b_rows if left else (1 if vector else b_cols)) != n or (vector and not left):
-        eq = "AX = B" if left else "XA = B"
-        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation {eq} ({n}x{n} and "
-                           f"{b_rows}x{b_cols})")
-    if not left:  # X A = B is A^T X^T = B^T
-        return xp.swapaxes(linalg_solve(xp, xp.swapaxes(A, -1, -2), xp.swapaxes(B, -1, -2)), -1, -2).copy()
-    if B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1]):
-        return _lapack(xp, "solve", lambda a, b: xp.linalg.solve(a, b[..., None])[..., 0], A, B).astype(A.dtype)
-    return _lapack(xp, "solve", xp.linalg.solve, A, B).astype(A.dtype, copy=False)
+        _incompatible("linalg.solve", n, b_rows, b_cols, left)
+    _same_dtype("linalg.solve", ("A", A), B)
+    b_batch = tuple(B.shape[:-1]) if vector else tuple(B.shape[:-2])
+    batch = tuple(np.broadcast_shapes(tuple(A.shape[:-2]), b_batch))
+    result = batch + ((n,) if vector else tuple(B.shape[-2:]))
+    a_batch = tuple(A.shape[:-2])  # (the factors are A's own, not broadcast)
+    return [(result, B.dtype), (a_batch + (n, n), A.dtype), (a_batch + (n,), np.dtype(np.int32)),
+            (a_batch, np.dtype(np.int32))]
+
+
+_GETRS: dict[Any, Any] = {}
+
+
+def _lapack_getrs(npdt: Any) -> Any:
+    if npdt not in _GETRS:
+        _GETRS[npdt] = None
+        if _lapack_getrf(npdt) is not None:
+            import scipy.linalg.lapack as lapack  # type: ignore[import-untyped, unused-ignore]  # optional
+            _GETRS[npdt] = lapack.get_lapack_funcs("getrs", dtype=npdt)
+    return _GETRS[npdt]
+
+
+def _getrs(LU: np.ndarray, piv: np.ndarray, B: np.ndarray, trans: int) -> np.ndarray:
+    """X with M X = B (``trans`` 1: M^T X = B, 2: M^H X = B) for M = P L U in getrf's factors (batches broadcast
+    alike): LAPACK's getrs matrix by matrix through SciPy when it is installed and the batch is short, else the
+    permutation and two substitutions over the whole batch. A zero pivot gives infinities / NaNs, as getrs does."""
+    n = LU.shape[-1]
+    batch = tuple(np.broadcast_shapes(LU.shape[:-2], B.shape[:-2]))
+    LU, piv, B = (np.broadcast_to(LU, batch + (n, n)), np.broadcast_to(piv, batch + (n,)),
+                  np.broadcast_to(B, batch + B.shape[-2:]))
+    b = math.prod(batch)
+    if n == 0 or B.size == 0:
+        return np.zeros(B.shape, LU.dtype)
+    getrs = _lapack_getrs(LU.dtype) if b <= 16 * n else None
+    if getrs is not None:
+        lus, pivs = LU.reshape((b, n, n)), piv.reshape((b, n)) - 1
+        rhs = B.reshape((b,) + B.shape[-2:])
+        X = np.empty(rhs.shape, LU.dtype)
+        with np.errstate(all="ignore"):
+            for i in range(b):
+                X[i] = getrs(lus[i], pivs[i], rhs[i], trans=trans)[0]
+        return X.reshape(B.shape)
+    P = _permutation(piv, n).astype(LU.dtype)
+    with np.errstate(all="ignore"):
+        if not trans:  # P L U X = B
+            Y = linalg_solve_triangular(np, LU, np.swapaxes(P, -1, -2) @ B, False, True, True)
+            return np.asarray(linalg_solve_triangular(np, LU, Y, True, True, False))
+        # U^T L^T P^T X = B (conjugated for M^H)
+        LUt = np.swapaxes(LU, -1, -2).conj() if trans == 2 else np.swapaxes(LU, -1, -2)
+        Y = linalg_solve_triangular(np, LUt, B, False, True, False)
+        Y = linalg_solve_triangular(np, LUt, Y, True, True, True)
+        return np.asarray(P @ Y)
+
+
+@meta_kernel(lambda xp, A, B, *a, **k: _meta_outputs(_solve_meta(A, B, *a, **k)))
+def linalg_solve_ex_lu(xp: Any, A: Array, B: Array, left: Any = True, check_errors: Any = False) -> Any:
+    """PyTorch's ``_linalg_solve_ex``: (X, LU, pivots, info) with A X = B (X A = B when not ``left``), from one LU
+    factorization of A and getrs; a singular A gives info > 0 (and infinities / NaNs in X) unless
+    ``check_errors``."""
+    _solve_meta(A, B, left)
+    vector = _is_vector_rhs(A, B)
+    host_A, host_B = _host(A), _host(B)
+    LU, piv, info = _lu_of(host_A, False)
+    Bm = host_B[..., None] if vector else host_B
+    if not left:
+        Bm = np.swapaxes(Bm, -1, -2)
+    Bm = Bm.astype(LU.dtype, copy=False)
+    X = _fortran(_getrs(LU, piv, Bm, trans=0 if left else 1))
+    if not left:  # (row-major, the transpose of the column-major solution)
+        X = np.swapaxes(X, -1, -2)
+    if vector:
+        X = np.ascontiguousarray(X[..., 0])
+    if check_errors:
+        _raise_first_failure("torch.linalg.solve_ex", info, _LINALG_FAILURES["solve"][2], _LinAlgError)
+    return (xp.asarray(X.astype(B.dtype, copy=False)), xp.asarray(LU.astype(A.dtype, copy=False)), xp.asarray(piv),
+            xp.asarray(info))
+
+
+def _lu_solve_meta(LU: Any, pivots: Any, B: Any, left: Any = True, adjoint: Any = False) -> Any:
+    """linalg.lu_solve's checks, and its result's (shape, dtype): B's matrices, the batches broadcast."""
+    if len(LU.shape) < 2:
+        raise RuntimeError(f"linalg.lu_solve: Expected tensor with 2 or more dimensions. Got size: {list(LU.shape)} "
+                           "instead")
+    if LU.shape[-1] != LU.shape[-2]:
+        raise RuntimeError(f"linalg.lu_solve: A must be batches of square matrices, but they are {LU.shape[-2]} by "
+                           f"{LU.shape[-1]} matrices")
+    n = LU.shape[-1]
+    if len(B.shape) < 2:
+        raise RuntimeError(f"linalg.lu_solve: Expected tensor with 2 or more dimensions. Got size: {list(B.shape)} "
+                           "instead")
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        _incompatible("linalg.lu_solve", n, B.shape[-2], B.shape[-1], left)
+    _same_dtype("linalg.lu_solve", ("LU", LU), B)
+    if pivots.dtype != np.int32:
+        raise RuntimeError("linalg.lu_solve: pivots should be a Tensor of scalar type torch.int32")
+    batch = tuple(np.broadcast_shapes(tuple(LU.shape[:-2]), tuple(B.shape[:-2])))
+    return batch + tuple(B.shape[-2:]), B.dtype
+
+
+@meta_shape(_lu_solve_meta)
+def linalg_lu_solve(xp: Any, LU: Array, pivots: Array, B: Array, left: Any = True, adjoint: Any = False) -> Any:
+    """X with A X = B from A's LU factors (A^H X = B when ``adjoint``; X A = B, X A^H = B when not ``left``): getrs,
+    on the transposed system for a right-hand solve."""
+    _lu_solve_meta(LU, pivots, B, left, adjoint)
+    lu, piv, b = _host(LU), _host(pivots), _host(B).astype(LU.dtype, copy=False)
+    conj_t = 2 if LU.dtype.kind == "c" else 1
+    if left:
+        X = _getrs(lu, piv, b, conj_t if adjoint else 0)
+    elif not adjoint:  # X A = B: A^T X^T = B^T
+        X = np.swapaxes(_getrs(lu, piv, np.swapaxes(b, -1, -2), 1), -1, -2)
+    else:  # X A^H = B: conj(A) X^T = B^T, i.e. A conj(X^T) = conj(B^T)
+        X = np.swapaxes(_getrs(lu, piv, np.swapaxes(b, -1, -2).conj(), 0).conj(), -1, -2)
+    return xp.asarray(np.ascontiguousarray(X).astype(B.dtype, copy=False))
 
 
 @meta_shape(lambda A, *a, **k: (_square_checked(A, 'cholesky').shape, A.dtype))
@@ -401,21 +516,82 @@ def linalg_eigh_ex(xp: Any, A: Array, UPLO: Any = 'L', compute_v: Any = True) ->
     return w.astype(A.real.dtype if A.dtype.kind == "c" else A.dtype), xp.empty((0,), A.dtype)
 
 
-def linalg_svd(xp: Any, A: Array, full_matrices: Any = True, driver: Any = None) -> Any:
-    u, s, vh = xp.linalg.svd(A, full_matrices=full_matrices)
-    rdt = A.real.dtype if A.dtype.kind == "c" else A.dtype
-    return u.astype(A.dtype), s.astype(rdt), vh.astype(A.dtype)
+def _real_of(npdt: Any) -> Any:
+    return npdt if npdt.kind != "c" else np.dtype(f"f{npdt.itemsize // 2}")
 
 
-def linalg_svdvals(xp: Any, A: Array, driver: Any = None) -> Any:
-    return xp.linalg.svd(A, compute_uv=False).astype(A.real.dtype if A.dtype.kind == "c" else A.dtype)
+def _check_floating(A: Any, api: str) -> None:
+    if A.dtype.kind not in "fc" and A.dtype != _BF16:
+        raise RuntimeError(f"{api}: Expected a floating point or complex tensor as input. Got {type_name(A.dtype)}")
 
 
+def _svd_meta(A: Any, full_matrices: Any = False, compute_uv: Any = True, driver: Any = None) -> Any:
+    if len(A.shape) < 2:
+        raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
+    _check_floating(A, "linalg.svd")
+    batch, (m, n) = tuple(A.shape[:-2]), A.shape[-2:]
+    k = min(m, n)
+    S = (batch + (k,), _real_of(A.dtype))
+    if not compute_uv:
+        return [((0,), A.dtype), S, ((0,), A.dtype)]
+    return [(batch + ((m, m) if full_matrices else (m, k)), A.dtype), S,
+            (batch + ((n, n) if full_matrices else (k, n)), A.dtype)]
+
+
+@meta_kernel(lambda xp, A, *a, **k: _meta_outputs(_svd_meta(A, *a, **k)))
+def linalg_svd_ex(xp: Any, A: Array, full_matrices: Any = False, compute_uv: Any = True, driver: Any = None) -> Any:
+    """PyTorch's ``_linalg_svd``: (U, S, Vh) with U and Vh column-major as LAPACK leaves them; without
+    ``compute_uv`` U and Vh are empty."""
+    _svd_meta(A, full_matrices, compute_uv)
+    if driver is not None and xp is np:
+        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
+                           "cuSOLVER backend.")
+    rdt = _real_of(A.dtype)
+    if not compute_uv:
+        S = xp.linalg.svd(A, compute_uv=False) if A.size else xp.zeros(A.shape[:-2] + (min(A.shape[-2:]),), rdt)
+        return xp.empty((0,), A.dtype), S.astype(rdt, copy=False), xp.empty((0,), A.dtype)
+    u, s, vh = xp.linalg.svd(A, full_matrices=bool(full_matrices))
+    fortran = _fortran if xp is np else (lambda x: x)
+    return fortran(u.astype(A.dtype, copy=False)), s.astype(rdt, copy=False), fortran(vh.astype(A.dtype, copy=False))
+
+
+def _pinv_check(A: Any) -> Any:
+    if A.dtype.name not in ("float32", "float64", "complex64", "complex128") or len(A.shape) < 2:
+        raise RuntimeError(f"linalg.pinv({type_name(A.dtype)}{{{', '.join(map(str, A.shape))}}}): expected a tensor "
+                           "with 2 or more dimensions of float, double, cfloat or cdouble types")
+    return (tuple(A.shape[:-2]) + (A.shape[-1], A.shape[-2]), A.dtype)
+
+
+@meta_shape(lambda A, *a, **k: _pinv_check(A))
 def linalg_pinv(xp: Any, A: Array, atol: Any = None, rtol: Any = None, hermitian: Any = False) -> Any:
-    rc = 1e-15 if rtol is None else rtol
-    if rtol is None and atol is None:
-        rc = max(A.shape[-2:]) * np.finfo(A.dtype).eps
-    return xp.linalg.pinv(A, rcond=rc, hermitian=hermitian).astype(A.dtype)
+    """PyTorch's ``linalg_pinv.atol_rtol_tensor``: V diag(1/s) U^H over the singular values s above
+    max(atol, rtol * s_max) (the eigendecomposition's |eigenvalues| for a Hermitian A). Without tolerances atol is
+    0 and rtol eps * max(m, n); an atol > 0 alone makes rtol 0."""
+    _pinv_check(A)
+    rdt = _real_of(A.dtype)
+    for name, tol in (("atol", atol), ("rtol", rtol)):
+        if tol is not None and tol.dtype.kind == "c":
+            raise RuntimeError(f"torch.linalg.pinv: {name} tensor of complex type is not supported.")
+    default_rtol = np.finfo(rdt).eps * max(A.shape[-2], A.shape[-1])
+    atol_ = xp.zeros((), np.float64) if atol is None else atol
+    rtol_ = rtol if rtol is not None else (xp.asarray(default_rtol) if atol is None else
+                                             xp.where(atol > 0, 0.0, default_rtol))
+    if A.size == 0:
+        return xp.zeros(A.shape[:-2] + (A.shape[-1], A.shape[-2]), A.dtype)
+    if hermitian:
+        w, V = xp.linalg.eigh(A)
+        s = xp.abs(w)
+        smax = s.max(-1, keepdims=True)
+        tol = xp.maximum(xp.asarray(atol_)[..., None], xp.asarray(rtol_)[..., None] * smax)
+        with np.errstate(divide="ignore"):
+            inv = xp.where(s > tol, 1 / w, 0).astype(A.dtype)
+        return ((V * inv[..., None, :]) @ xp.swapaxes(V, -1, -2).conj()).astype(A.dtype, copy=False)
+    U, s, Vh = xp.linalg.svd(A, full_matrices=False)
+    tol = xp.maximum(xp.asarray(atol_)[..., None], xp.asarray(rtol_)[..., None] * s[..., :1])
+    with np.errstate(divide="ignore"):
+        inv = xp.where(s > tol, 1 / s, 0).astype(A.dtype)
+    return ((xp.swapaxes(Vh, -1, -2).conj() * inv[..., None, :]) @ xp.swapaxes(U, -1, -2).conj()).astype(
+        A.dtype, copy=False)
 
 
 def linalg_lstsq(xp: Any, A: Array, B: Array, rcond: Any = None, driver: Any = None) -> Any:
@@ -590,18 +766,51 @@ def cholesky_inverse(xp: Any, self: Array, upper: Any = False) -> Any:
 
 
 # -- LU with partial pivoting (LAPACK getrf's pivots and info), and the _ex forms that report failures -----------
+_GETRF: dict[Any, Any] = {}
+_LU_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64), np.dtype(np.complex128))
+
+
+def _lapack_getrf(npdt: Any) -> Any:
+    """LAPACK's getrf for ``npdt`` through SciPy when it is installed (None without it)."""
+    if npdt not in _GETRF:
+        try:
+            import scipy.linalg.lapack as lapack  # type: ignore[import-untyped, unused-ignore]  # optional
+            _GETRF[npdt] = lapack.get_lapack_funcs("getrf", dtype=npdt) if npdt.kind in "fc" else None
+        except ImportError:
+            _GETRF[npdt] = None
+    return _GETRF[npdt]
+
+
 def _getrf(a: np.ndarray) -> Any:
     """Batched LU with partial pivoting of (..., m, n): (LU packed as LAPACK stores it, 1-based int32 pivots,
-    int32 info: the first zero pivot, 0 if none). A zero pivot column is left unscaled, as getf2 does."""
-    A = np.array(a, dtype=compute_dtype(a.dtype)).reshape((-1,) + a.shape[-2:])
+    int32 info: the first zero pivot, 0 if none). LAPACK's getrf does it matrix by matrix when SciPy is installed
+    and the batch is not much longer than the matrices are wide; otherwise getf2 compiled by numba runs over the
+    batch, or without numba a column-by-column elimination over the whole batch at once (a zero pivot column is
+    left unscaled, as getf2 does)."""
+    shape = a.shape[:-2]
+    A = np.array(a, dtype=compute_dtype(a.dtype)).reshape((math.prod(shape),) + a.shape[-2:])
     b, m, n = A.shape
     k = min(m, n)
+    getrf = _lapack_getrf(A.dtype) if k and b <= 16 * k else None
+    if getrf is None and b and k and compiled.usable(np, A, dtypes=_LU_DTYPES):  # many small matrices, or no SciPy
+        piv = np.empty((b, k), np.int32)
+        info = np.zeros(b, np.int32)
+        compiled.kernel("lu_batched")(A, piv, info)
+        return (A.astype(a.dtype, copy=False).reshape(a.shape), piv.reshape(shape + (k,)), info.reshape(shape))
+    if getrf is not None:
+        piv = np.empty((b, k), np.int32)
+        info = np.empty(b, np.int32)
+        for i in range(b):
+            lu, p, code = getrf(A[i], overwrite_a=True)
+            A[i], piv[i], info[i] = lu, p + 1, code
+        return (A.astype(a.dtype, copy=False).reshape(a.shape), piv.reshape(shape + (k,)), info.reshape(shape))
     piv = np.zeros((b, k), np.int32)
     info = np.zeros(b, np.int32)
     rows = np.arange(b)
     with np.errstate(all="ignore"):
         for j in range(k):
-            p = j + np.argmax(np.abs(A[:, j:, j]), axis=1)
+            col = A[:, j:, j]
+            p = j + np.argmax(np.abs(col.real) + np.abs(col.imag) if col.dtype.kind == "c" else np.abs(col), axis=1)
             piv[:, j] = p + 1
             swap = A[rows, p, :].copy()
             A[rows, p, :] = A[rows, j, :]
@@ -612,8 +821,76 @@ def _getrf(a: np.ndarray) -> Any:
             scale = np.where(zero, 1, pivot)
             A[:, j + 1:, j] /= scale[:, None]
             A[:, j + 1:, j + 1:] -= A[:, j + 1:, j:j + 1] * A[:, j:j + 1, j + 1:]
-    shape = a.shape[:-2]
     return (A.astype(a.dtype, copy=False).reshape(a.shape), piv.reshape(shape + (k,)), info.reshape(shape))
+
+
+def _host(A: Array) -> np.ndarray:
+    return np.asarray(A.get() if hasattr(A, "get") else A)
+
+
+def _fortran(x: np.ndarray) -> np.ndarray:
+    """``x`` with its matrices stored column-major, as LAPACK leaves its factors (PyTorch's LU has those strides)."""
+    return np.swapaxes(np.ascontiguousarray(np.swapaxes(x, -1, -2)), -1, -2)
+
+
+def _lu_of(A: np.ndarray, transposed: bool) -> Any:
+    """getrf of A, or of A^T when ``transposed`` (PyTorch factors the transpose when that is the matrix already in
+    LAPACK's column-major order), with the factors column-major."""
+    LU, piv, info = _getrf(np.swapaxes(A, -1, -2) if transposed else A)
+    return _fortran(LU), piv, info
+
+
+def _factors_transpose_for_det(A: Any) -> bool:
+    """Whether ``_linalg_det`` / ``_linalg_slogdet`` factor A^T: a real row-major A is A^T column-major."""
+    return A.dtype.kind != "c" and A.ndim >= 2 and bool(A.flags.c_contiguous) and A.shape[-1] > 1
+
+
+def _permutation_sign(piv: np.ndarray) -> np.ndarray:
+    """+1 / -1: the parity of LAPACK's row interchanges (a pivot that is not its own row is one swap)."""
+    swaps = (piv != np.arange(1, piv.shape[-1] + 1, dtype=piv.dtype)).sum(-1)
+    return np.asarray(1 - 2 * (swaps % 2))
+
+
+def _det_meta(A: Any, name: str, *extra: Any) -> Any:
+    _check_square(A, name)
+    batch, n = tuple(A.shape[:-2]), A.shape[-1]
+    return [*extra, (tuple(A.shape), A.dtype), (batch + (n,), np.dtype(np.int32))]
+
+
+@meta_kernel(lambda xp, A: _meta_outputs(_det_meta(A, "det", (tuple(A.shape[:-2]), A.dtype))))
+def linalg_det_with_lu(xp: Any, A: Array) -> Any:
+    """PyTorch's ``_linalg_det``: (det, LU, pivots), the determinant read off the LU factorization (the product of
+    U's diagonal, negated for an odd number of row interchanges). A real row-major A is factored as A^T, which
+    LAPACK reads in place, as PyTorch does (det A^T = det A; the backward knows it from A's strides)."""
+    _check_square(A, "det")
+    host = _host(A)
+    LU, piv, _ = _lu_of(host, _factors_transpose_for_det(host))
+    det = np.diagonal(LU, 0, -2, -1).prod(-1) * _permutation_sign(piv)
+    return xp.asarray(np.asarray(det).astype(A.dtype)), xp.asarray(LU), xp.asarray(piv)
+
+
+def _slogdet_meta(A: Any) -> Any:
+    real = A.dtype if A.dtype.kind != "c" else np.dtype(f"f{A.dtype.itemsize // 2}")
+    batch = tuple(A.shape[:-2])
+    return _det_meta(A, "slogdet", (batch, A.dtype), (batch, real))
+
+
+@meta_kernel(lambda xp, A: _meta_outputs(_slogdet_meta(A)))
+def linalg_slogdet_with_lu(xp: Any, A: Array) -> Any:
+    """PyTorch's ``_linalg_slogdet``: (sign, log|det|, LU, pivots) from the LU factorization (of A^T for a real
+    row-major A, as ``_linalg_det``); a singular matrix has sign 0 and log|det| -inf."""
+    _check_square(A, "slogdet")
+    host = _host(A)
+    LU, piv, _ = _lu_of(host, _factors_transpose_for_det(host))
+    d = np.diagonal(LU, 0, -2, -1)
+    mag = np.abs(d)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        unit = np.where(mag == 0, 0, d / np.where(mag == 0, 1, mag))
+        logabs = np.log(mag).sum(-1)
+    sign = unit.prod(-1) * _permutation_sign(piv)
+    real = A.dtype if A.dtype.kind != "c" else np.dtype(f"f{A.dtype.itemsize // 2}")
+    return (xp.asarray(np.asarray(sign).astype(A.dtype)), xp.asarray(np.asarray(logabs).astype(real)),
+            xp.asarray(LU), xp.asarray(piv))
 
 
 def _meta_outputs(specs: Any) -> Any:
@@ -654,7 +931,7 @@ def linalg_lu_factor_ex(xp: Any, A: Array, pivot: Any = True, check_errors: Any 
     _check_lu_input(A, "torch.lu_factor")
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
-    LU, piv, info = _getrf(np.asarray(A.get() if hasattr(A, "get") else A))
+    LU, piv, info = _lu_of(_host(A), False)
     if check_errors:
         _raise_first_failure("torch.linalg.lu_factor_ex", info, _LU_ERROR, RuntimeError)
     return xp.asarray(LU), xp.asarray(piv), xp.asarray(info)
@@ -662,7 +939,7 @@ def linalg_lu_factor_ex(xp: Any, A: Array, pivot: Any = True, check_errors: Any 
 
 def _permutation(piv: np.ndarray, m: int) -> np.ndarray:
     """The row permutation matrices P (A = P L U) of LAPACK's sequential row interchanges."""
-    flat = piv.reshape(-1, piv.shape[-1])
+    flat = piv.reshape((math.prod(piv.shape[:-1]), piv.shape[-1]))
     perm = np.broadcast_to(np.arange(m), (flat.shape[0], m)).copy()
     rows = np.arange(flat.shape[0])
     for i in range(flat.shape[1]):
@@ -798,6 +1075,70 @@ def linalg_cholesky_ex(xp: Any, A: Array, upper: Any = False, check_errors: Any 
     if upper:
         L = xp.swapaxes(L, -1, -2).conj().copy()
     return L, xp.asarray(info)
+
+
+def _cholesky_deprecated_meta(A: Any, upper: Any = False) -> Any:
+    if len(A.shape) < 2:
+        raise RuntimeError("cholesky: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"cholesky: A must be batches of square matrices, but they are {A.shape[-2]} by "
+                           f"{A.shape[-1]} matrices")
+    if A.dtype.kind not in "fc" or A.dtype.itemsize == 2:
+        raise NotImplementedError(f"\"cholesky_cpu\" not implemented for '{type_name(A.dtype)}'")
+    return tuple(A.shape), A.dtype
+
+
+@meta_shape(_cholesky_deprecated_meta)
+def cholesky(xp: Any, A: Array, upper: Any = False) -> Any:
+    """The deprecated ``torch.cholesky``: L (or U = L^H), column-major as LAPACK leaves it; a matrix that is not
+    positive-definite raises, named "cholesky"."""
+    warn_once("cholesky", "torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a "
+              "future PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\nL = torch.linalg.cholesky(A)"
+              "\nand\nU = torch.cholesky(A, upper=True)\nshould be replaced with\nU = torch.linalg.cholesky(A).mH\n"
+              "This transform will produce equivalent results for all valid (symmetric positive definite) inputs.")
+    _cholesky_deprecated_meta(A)
+    L, info = linalg_cholesky_ex(xp, A, upper)
+    _raise_first_failure("cholesky", _host(info), _LINALG_FAILURES["cholesky"][2], _LinAlgError)
+    return _fortran(L) if xp is np else L
+
+
+def _triangular_solve_meta(b: Any, A: Any, upper: Any = True, transpose: Any = False,
+                           unitriangular: Any = False) -> Any:
+    if len(b.shape) < 2:
+        raise RuntimeError(f"torch.triangular_solve: Expected b to have at least 2 dimensions, but it has "
+                           f"{len(b.shape)} dimensions instead")
+    if len(A.shape) < 2:
+        raise RuntimeError(f"torch.triangular_solve: Expected A to have at least 2 dimensions, but it has "
+                           f"{len(A.shape)} dimensions instead")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"A must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} "
+                           "matrices")
+    if b.dtype != A.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type {type_name(b.dtype)} and A "
+                           f"of type {type_name(A.dtype)} instead.")
+    if A.shape[-1] != b.shape[-2]:
+        raise RuntimeError(f"Incompatible matrix sizes for triangular_solve: each A matrix is {A.shape[-1]} by "
+                           f"{A.shape[-1]} but each b matrix is {b.shape[-2]} by {b.shape[-1]}")
+    batch = tuple(np.broadcast_shapes(tuple(b.shape[:-2]), tuple(A.shape[:-2])))
+    return [(batch + tuple(b.shape[-2:]), b.dtype), (batch + tuple(A.shape[-2:]), A.dtype)]
+
+
+@meta_kernel(lambda xp, b, A, *a, **k: _meta_outputs(_triangular_solve_meta(b, A, *a, **k)))
+def triangular_solve(xp: Any, b: Array, A: Array, upper: Any = True, transpose: Any = False,
+                     unitriangular: Any = False) -> Any:
+    """The deprecated ``torch.triangular_solve``: (X with op(A) X = b, A broadcast to the batch and copied), both
+    column-major as LAPACK's trtrs leaves them; op is the transpose when asked."""
+    warn_once("triangular_solve", "torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangular"
+              "and will be removed in a future PyTorch release.\ntorch.linalg.solve_triangular has its arguments "
+              "reversed and does not return a copy of one of the inputs.\nX = torch.triangular_solve(B, A).solution"
+              "\nshould be replaced with\nX = torch.linalg.solve_triangular(A, B).")
+    (x_shape, _), (a_shape, _) = _triangular_solve_meta(b, A, upper, transpose, unitriangular)
+    A_b = xp.broadcast_to(A, a_shape)
+    op_A = xp.swapaxes(A_b, -1, -2) if transpose else A_b
+    X = linalg_solve_triangular(xp, op_A, xp.broadcast_to(b, x_shape), bool(upper) != bool(transpose), True,
+                                unitriangular)
+    fortran = _fortran if xp is np else xp.array
+    return fortran(X), fortran(A_b)
 
 
 # -- the matrix exponential: Higham's (2005) scaling and squaring with the [13/13] Pade approximant ------------
@@ -1097,6 +1438,16 @@ def _sytrs_lower(LD: np.ndarray, ipiv: np.ndarray, B: np.ndarray, hermitian: boo
     return X
 
 
+def _ldl_solve_meta(LD: Any, pivots: Any, B: Any, hermitian: Any = False) -> Any:
+    _check_ldl_input(LD, "torch.linalg.ldl_solve")
+    if len(B.shape) < 2:
+        raise IndexError(f"Dimension out of range (expected to be in range of [-{max(len(B.shape), 1)}, "
+                         f"{max(len(B.shape), 1) - 1}], but got -2)")
+    batch = tuple(np.broadcast_shapes(tuple(LD.shape[:-2]), tuple(pivots.shape[:-1]), tuple(B.shape[:-2])))
+    return batch + tuple(B.shape[-2:]), LD.dtype
+
+
+@meta_shape(_ldl_solve_meta)
 def linalg_ldl_solve(xp: Any, LD: Array, pivots: Array, B: Array, hermitian: Any = False) -> Any:
     """X with A X = B, A given by ``linalg.ldl_factor``'s (LD, pivots) (batches broadcast)."""
     _check_ldl_input(LD, "torch.linalg.ldl_solve")
