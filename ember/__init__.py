@@ -32,6 +32,7 @@ from ember._ops import ops
 from ember import _python_key  # noqa: F401 - registers the Python key's fallback
 from ember._creation import as_tensor, asarray, from_dlpack, from_numpy, frombuffer, tensor
 from ember._generated.functions import *  # noqa: F401,F403
+from ember._generated import aten as _aten_ops  # noqa: E402
 from ember.random import get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from ember._functional import *  # noqa: F401,F403
 from ember._functional import _assert  # noqa: F401
@@ -88,11 +89,22 @@ def set_default_dtype(d) -> None:
 
 
 def promote_types(type1, type2):
-    return _dtype_mod.promote_types(type1, type2)
+    """The dtype both promote to: the operator ``aten::promote_types`` (a dispatch mode sees it, as PyTorch's)."""
+    _check_dtype_args("promote_types", ("type1", type1), ("type2", type2))
+    return _aten_ops.promote_types(type1, type2)
 
 
 def can_cast(from_, to) -> _builtins.bool:
-    return _dtype_mod.can_cast(from_, to)
+    """Whether type promotion may cast ``from_`` to ``to``: the operator ``aten::can_cast``."""
+    _check_dtype_args("can_cast", ("from_", from_), ("to", to))
+    return _aten_ops.can_cast(from_, to)
+
+
+def _check_dtype_args(fn, *named):
+    for i, (name, value) in enumerate(named):
+        if not isinstance(value, dtype):
+            raise TypeError(f"{fn}(): argument '{name}' (position {i + 1}) must be torch.dtype, not "
+                            f"{type(value).__name__}")
 
 
 def result_type(tensor1, tensor2):

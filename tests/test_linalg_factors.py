@@ -190,3 +190,27 @@ def test_svd_keeps_pytorchs_layout(full_matrices, compute_uv):
     S = ember._linalg_svd(x, False, False)[1]
     with pytest.raises(RuntimeError, match="compute_uv"):
         S.sum().backward()
+
+
+def test_vander_is_filled_as_pytorch_fills_it_and_refuses_a_backward_as_pytorch_does():
+    """vander copies x into a fresh tensor and overwrites those columns with their cumprod: PyTorch's backward then
+    finds cumprod's saved input modified, and ember's does too (the same ops, the same error)."""
+    for lib in (ember, torch):
+        x = lib.tensor([1.0, 2.0, 3.0], dtype=lib.float64, requires_grad=True)
+        v = lib.vander(x, 3)
+        np.testing.assert_array_equal(_np(v), np.vander([1.0, 2.0, 3.0], 3))
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            v.sum().backward()
+
+
+@pytest.mark.parametrize("pair", [("int8", "float32"), ("uint8", "int8"), ("bool", "int64"), ("bfloat16", "float16"),
+                                  ("complex64", "float64")], ids=str)
+def test_promote_types_and_can_cast_are_operators_a_mode_sees(pair):
+    from tests.test_torch_dispatch import _mode_class
+    seen = {}
+    for lib in (ember, torch):
+        a, b = (getattr(lib, n) for n in pair)
+        with _mode_class(lib)() as mode:
+            got = (str(lib.promote_types(a, b)).split(".")[-1], lib.can_cast(a, b), lib.can_cast(b, a))
+        seen[lib.__name__] = (got, mode.seen)
+    assert seen["ember"] == seen["torch"]

@@ -410,6 +410,8 @@ NOT_IN_TABLE = {
     # the factorizations det / slogdet / solve / svd keep (their LU factors and pivots, U / S / Vh): the public ops'
     # entries, and tests/test_linalg_factors.py for the factors themselves
     "_linalg_det", "_linalg_slogdet", "_linalg_solve_ex", "_linalg_svd",
+    # dtype promotion as operators (a dispatch mode sees them): tests/test_linalg_factors.py
+    "promote_types", "can_cast",
     # what item() and detach() dispatch to under __torch_dispatch__: tests/test_torch_dispatch.py
     "_local_scalar_dense", "detach",
     # factories and random ops: tests/test_factories.py and tests/test_random.py

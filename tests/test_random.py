@@ -24,6 +24,17 @@ def test_rand_and_randn_match_pytorch_bit_for_bit(seed, dtype, shape):
         same(ember.randn(*shape, dtype=getattr(ember, dtype)), torch.randn(*shape, dtype=getattr(torch, dtype)))
 
 
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("shape", [(3,), (8,), (9,), (4, 25)])
+def test_complex_normals_draw_pytorchs_numbers(dtype, shape):
+    """A complex normal is the real normal of its (real, imag) pairs, each part with std / sqrt(2)."""
+    ember.manual_seed(5)
+    torch.manual_seed(5)
+    same(ember.randn(*shape, dtype=getattr(ember, dtype)), torch.randn(*shape, dtype=getattr(torch, dtype)))
+    same(ember.empty(*shape, dtype=getattr(ember, dtype)).normal_(2.0, 3.0),
+         torch.empty(*shape, dtype=getattr(torch, dtype)).normal_(2.0, 3.0))
+
+
 @pytest.mark.parametrize("n", [1, 3, 15, 16, 17, 100])
 def test_normal_and_uniform_in_place(n):
     ember.manual_seed(3)

@@ -3846,6 +3846,16 @@ _op_equal = _D.define('equal(Tensor self, Tensor other) -> bool')
 def equal(self, other):
     return _op_equal.call(self._ks | other._ks, self, other)
 
+_op_promote_types = _D.define('promote_types(ScalarType type1, ScalarType type2) -> ScalarType')
+
+def promote_types(type1, type2):
+    return _op_promote_types.call(_KS_CPU, type1, type2)
+
+_op_can_cast = _D.define('can_cast(ScalarType from_, ScalarType to) -> bool')
+
+def can_cast(from_, to_):
+    return _op_can_cast.call(_KS_CPU, from_, to_)
+
 _op_is_same_size = _D.define('is_same_size(Tensor self, Tensor other) -> bool')
 
 def is_same_size(self, other):

@@ -1756,6 +1756,12 @@ allclose = _P('allclose', [
 equal = _P('equal', [
     _O(_A._op_equal, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
 ])
+promote_types = _P('promote_types', [
+    _O(_A._op_promote_types, (('type1', 'dtype?', False, False, None), ('type2', 'dtype?', False, False, None),), ['type1', 'type2']),
+])
+can_cast = _P('can_cast', [
+    _O(_A._op_can_cast, (('from_', 'dtype?', False, False, None), ('to_', 'dtype?', False, False, None),), ['from_', 'to_']),
+])
 is_same_size = _P('is_same_size', [
     _O(_A._op_is_same_size, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
 ])

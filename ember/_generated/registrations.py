@@ -8213,6 +8213,8 @@ _COMPOSITE_KERNELS = (
     (_A._op_allclose, 'CompositeExplicitAutograd', C.allclose),
     (_A._op_equal, 'CompositeExplicitAutograd', C.equal),
     (_A._op_equal, 'QuantizedCPU', Q.equal_quantized_cpu),
+    (_A._op_promote_types, 'CompositeExplicitAutograd', C.promote_types),
+    (_A._op_can_cast, 'CompositeExplicitAutograd', C.can_cast),
     (_A._op_is_same_size, 'CompositeExplicitAutograd', C.is_same_size),
     (_A._op__local_scalar_dense, 'CompositeExplicitAutograd', C.local_scalar_dense),
     (_A._op_is_nonzero, 'CompositeImplicitAutograd', C.is_nonzero),

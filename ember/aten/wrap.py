@@ -58,6 +58,18 @@ def tensor_like(data: Any, like: Any) -> Any:
     return aten._to_copy(t, dtype=like.dtype, device=like.device)
 
 
+def tensor_from_values(values: Any, like: Any) -> Any:
+    """``at::tensor(values, like.options())`` as PyTorch's C++ composites make it: an ``empty`` of ``like``'s dtype
+    (the one operator a mode sees) filled in place, moved to ``like``'s device. Under a fake mode the ``empty`` is
+    fake and keeps no values."""
+    data = np.asarray(values)
+    t = aten.empty_memory_format(data.shape, dtype=like.dtype, device=CPU)
+    arr = t._data
+    if isinstance(arr, np.ndarray) and arr.flags.writeable:
+        arr[...] = data
+    return t if like.device == CPU else t.to(like.device)
+
+
 def view_of(arr: Any, base: Any) -> Any:
     t: Any = object.__new__(_tensor_class)
     t._data = arr

@@ -13,7 +13,7 @@ from ember.aten.kernels._common import wrap_dim
 from ember.aten.kernels.linalg import _matmul_check
 from ember.aten.meta import broadcast_shapes
 from ember.aten.wrap import _type_name
-from ember.c10.dtype import bool_, float64, int64, promote_types
+from ember.c10.dtype import bool_, float64, int64
 from ember.c10.grad_mode import state as _grad_state
 from ember.c10.memory_format import contiguous_format
 from ember.c10.exceptions import _LinAlgError, warn_once
@@ -787,23 +787,21 @@ def qr(self: Any, some: Any = True) -> Any:
 
 
 def vander(x: Any, N: Any = None, increasing: Any = False) -> Any:
-    """The Vandermonde matrix: columns ``x ** 0 .. x ** (N - 1)`` (decreasing powers unless ``increasing``), in
-    at least int64 (cumulative products, so the gradient flows)."""
+    """The Vandermonde matrix, as LinearAlgebra.cpp fills it: a column of ones, then x copied into the other
+    columns and replaced by its cumulative product (so the gradient flows), in x's dtype promoted with int64;
+    flipped to decreasing powers unless ``increasing``."""
     if x.dim() != 1:
         raise RuntimeError("x must be a one-dimensional tensor.")
     n = x.shape[0] if N is None else N
     if n < 0:
         raise RuntimeError("N must be non-negative.")
-    dt = promote_types(x.dtype, int64)
-    if n == 0:
-        return aten.empty_memory_format((x.shape[0], 0), dtype=dt, device=x.device)
-    ones = aten.ones((x.shape[0], 1), dtype=dt, device=x.device)
-    if n == 1:
-        result = ones
-    else:
-        powers = aten.cumprod(x.unsqueeze(1).expand((x.shape[0], n - 1)).to(dt), 1)
-        result = aten.cat([ones, powers], 1)
-    return result if increasing else result.flip((1,))
+    result = aten.empty_memory_format((x.shape[0], n), dtype=aten.promote_types(x.dtype, int64), device=x.device)
+    if n > 0:
+        result.select(1, 0).fill_(1)
+        if n > 1:
+            result.narrow(1, 1, n - 1).copy_(x.unsqueeze(1))
+            result.narrow(1, 1, n - 1).copy_(aten.cumprod(result.narrow(1, 1, n - 1), 1))
+    return result if increasing else aten.flip(result, (1,))
 
 
 def linalg_ldl_factor(self: Any, hermitian: Any = False) -> Any:

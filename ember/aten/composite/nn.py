@@ -12,7 +12,7 @@ from ember._generated import aten
 from ember.aten.context import global_context
 from ember.aten.dispatcher import is_tensor_subclass_like, python_key_used
 from ember.aten.kernels.nn import affine_base, pad_source_index
-from ember.aten.wrap import _type_name, new_tensor, tensor_like
+from ember.aten.wrap import _type_name, new_tensor, tensor_from_values, tensor_like
 from ember.c10.device import CPU
 from ember.c10.memory_format import strided
 from ember.c10.dispatch_key import KS_CPU
@@ -405,7 +405,7 @@ def ctc_loss_IntList(log_probs: Any, targets: Any, input_lengths: Any, target_le
     if zero_infinity:
         res = aten.where_self(res == float("inf"), aten.zeros_like(res), res)
     if reduction == 1:
-        lengths = tensor_like([max(int(v), 1) for v in target_lengths], res)
+        lengths = aten.clamp_min(tensor_from_values([int(v) for v in target_lengths], res), 1)
         return (res / lengths).mean()
     if reduction == 2:
         return res.sum()

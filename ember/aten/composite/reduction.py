@@ -10,7 +10,8 @@ from ember._generated import aten
 from ember.aten.kernels._common import wrap_dim
 from ember.aten.meta import broadcast_shapes
 from ember.aten.wrap import _type_name
-from ember.c10.dtype import bool_, float32, float64, get_default_dtype, int64, promote_types
+from ember.c10.dtype import bool_, float32, float64, get_default_dtype, int64
+from ember.c10.dtype import can_cast as _can_cast, promote_types as _promote_types
 from ember.c10.exceptions import warn_once, warn_user
 
 
@@ -204,6 +205,16 @@ def equal(self: Any, other: Any) -> bool:
     return tuple(self.shape) == tuple(other.shape) and bool((self == other).all())
 
 
+def promote_types(type1: Any, type2: Any) -> Any:
+    """The dtype both promote to (c10's promoteTypes table), an operator as in PyTorch."""
+    return _promote_types(type1, type2)
+
+
+def can_cast(from_: Any, to: Any) -> bool:
+    """Whether type promotion allows casting ``from_`` to ``to`` (c10's canCast), an operator as in PyTorch."""
+    return bool(_can_cast(from_, to))
+
+
 def is_same_size(self: Any, other: Any) -> bool:
     return tuple(self.shape) == tuple(other.shape)
 
@@ -353,7 +364,7 @@ def block_diag(tensors: Any) -> Any:
         return aten.empty_memory_format((1, 0))
     dtype = mats[0].dtype
     for m in mats[1:]:
-        dtype = promote_types(dtype, m.dtype)
+        dtype = _promote_types(dtype, m.dtype)
     width = sum(m.shape[1] for m in mats)
     rows, col = [], 0
     for m in mats:

@@ -196,6 +196,11 @@ def normal_scalar_path(gen: Any, n: Any, mean: Array, std: Any) -> Any:
 def normal_(xp: Any, self: Array, mean: Array = 0.0, std: Any = 1.0, generator: Any = None) -> Any:
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    if self.dtype.kind == "c":  # the (real, imag) pairs as one real tensor, each part with std / sqrt(2), as PyTorch
+        parts = np.empty(self.shape + (2,), np.dtype(f"f{self.dtype.itemsize // 2}"))
+        normal_(np, parts, mean, std / math.sqrt(2), generator)
+        _fill(xp, self, parts.view(self.dtype)[..., 0])
+        return
     if self.dtype.kind != "f" and self.dtype != _BF16:
         raise RuntimeError(f"\"normal_kernel_cpu\" not implemented for '{self.dtype.name}'")
     gen = _gen(generator)
