@@ -31,8 +31,8 @@ _DIFFERENT_OPS = {
     # linear algebra: PyTorch's Householder products are LAPACK's (orgqr / ormqr) operators, ember's reflector by
     # reflector
     "linalg.householder_product", "orgqr", "ormqr",
-    # the spectral ops: PyTorch's _fft_c2r / _fft_r2c sequences, stft / istft's own
-    "fft.ifft", "fft.hfft", "fft.ihfft", "fft.hfft2", "fft.hfftn", "stft", "istft",
+    # the spectral ops that conjugate: PyTorch's conjugation is lazy (_conj, resolved by a clone), ember's physical
+    "fft.ifft", "fft.hfft", "fft.ihfft", "fft.hfft2", "fft.hfftn",
     # the recurrent layers: PyTorch runs mkldnn_rnn_layer or its cells step by step, ember its _rnn_layer
     "lstm", "gru", "rnn_tanh", "rnn_relu",
 }

@@ -412,6 +412,8 @@ NOT_IN_TABLE = {
     "_linalg_det", "_linalg_slogdet", "_linalg_solve_ex", "_linalg_svd",
     # dtype promotion as operators (a dispatch mode sees them): tests/test_linalg_factors.py
     "promote_types", "can_cast",
+    # unfold's derivative (and istft's overlap-add): test_unfold_backward_is_pytorchs below
+    "unfold_backward",
     # what item() and detach() dispatch to under __torch_dispatch__: tests/test_torch_dispatch.py
     "_local_scalar_dense", "detach",
     # factories and random ops: tests/test_factories.py and tests/test_random.py
@@ -456,3 +458,23 @@ def test_every_op_has_a_table_entry():
                      - covered - NOT_IN_TABLE)
     assert not missing, f"ops without an op_db entry (add one, or list them in NOT_IN_TABLE with the test " \
                         f"that covers them): {missing}"
+
+
+@pytest.mark.parametrize("shape,dim,size,step", [((2, 10, 3), 1, 3, 2), ((2, 10, 3), 1, 4, 4), ((2, 10, 3), 1, 2, 3),
+                                                 ((5,), 0, 1, 1), ((2, 10, 3), -1, 2, 1), ((), 0, 1, 1)])
+def test_unfold_backward_is_pytorchs(shape, dim, size, step):
+    """``aten.unfold_backward`` (windows added back, overlaps summed) against PyTorch's, and as unfold's
+    derivative (a node PyTorch names UnfoldBackward0)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape)
+    t = torch.tensor(x, requires_grad=True)
+    u = t.unfold(dim, size, step)
+    g = rng.standard_normal(tuple(u.shape))
+    want = torch.ops.aten.unfold_backward(torch.tensor(g), list(shape), dim, size, step)
+    got = ember.ops.aten.unfold_backward(ember.tensor(g), list(shape), dim, size, step)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+    e = ember.tensor(x, requires_grad=True)
+    e.unfold(dim, size, step).backward(ember.tensor(g))
+    u.backward(torch.tensor(g))
+    np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-12)
+    assert ember.autograd.gradgradcheck(lambda a: a.unfold(dim, size, step), (ember.tensor(x, requires_grad=True),))

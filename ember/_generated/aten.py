@@ -6666,6 +6666,11 @@ _op_unbind_copy_int = _D.define('unbind_copy.int(Tensor self, int dim=0) -> Tens
 def unbind_copy_int(self, dim=0):
     return _op_unbind_copy_int.call(self._ks, self, dim)
 
+_op_unfold_backward = _D.define('unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor')
+
+def unfold_backward(grad_in, input_sizes, dim, size, step):
+    return _op_unfold_backward.call(grad_in._ks, grad_in, input_sizes, dim, size, step)
+
 _op_unfold_copy = _D.define('unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor')
 
 def unfold_copy(self, dimension, size, step):

@@ -4533,16 +4533,18 @@ def _ag_split_with_sizes_default(ks, self, split_sizes, dim):
 
 
 class UnfoldBackward0(_Node):
-    _saved_names = ('result_',)
+    _saved_names = ()
 
     def apply(_n, grads):
         grad = grads[0]
-        self_geometry = _n.self_geometry
+        dimension = _n.dimension
+        size = _n.size
+        step = _n.step
+        self_sizes = _n.self_sizes
         self_ix = 0
         grad_inputs = [None] * 1
         if _n._next[self_ix] is not None:
-            result = _n._saved('result_')
-            grad_inputs[self_ix] = as_strided_backward(grad, self_geometry, tuple(result.shape), result.stride(), result.storage_offset())
+            grad_inputs[self_ix] = aten.unfold_backward(grad, self_sizes, dimension, size, step)
         return grad_inputs
 
 
@@ -4554,12 +4556,14 @@ def _ag_unfold_default(ks, self, dimension, size, step):
     _n = UnfoldBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_geometry = (tuple(self.shape), self.stride(), self.storage_offset())
+    _n.dimension = dimension
+    _n.size = size
+    _n.step = step
+    _n.self_sizes = tuple(self.shape)
     result = aten._op_unfold.redispatch(ks & _BELOW, self, dimension, size, step)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     result.__dict__['_attr_version'] = result._vc.version
-    _n.result_ = _SV(result, True)
     return result
 
 
@@ -11544,6 +11548,35 @@ def _ag_unbind_copy_int(ks, self, dim):
     return result
 
 
+class UnfoldBackwardBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        dim = _n.dim
+        size = _n.size
+        step = _n.step
+        grad_in_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[grad_in_ix] is not None:
+            grad_inputs[grad_in_ix] = grad.unfold(dim, size, step)
+        return grad_inputs
+
+
+def _ag_unfold_backward_default(ks, grad_in, input_sizes, dim, size, step):
+    if not (_gm.enabled and (grad_in._rg)):
+        return aten._op_unfold_backward.redispatch(ks & _BELOW, grad_in, input_sizes, dim, size, step)
+    _n = UnfoldBackwardBackward0()
+    _n._next = _edges(grad_in)
+    _n._input_meta = _meta(grad_in)
+    _n.dim = dim
+    _n.size = size
+    _n.step = step
+    result = aten._op_unfold_backward.redispatch(ks & _BELOW, grad_in, input_sizes, dim, size, step)
+    _set_history(_n, (result,))
+    return result
+
+
 class UnfoldCopyBackward0(_Node):
     _saved_names = ()
 
@@ -11556,7 +11589,7 @@ class UnfoldCopyBackward0(_Node):
         self_ix = 0
         grad_inputs = [None] * 1
         if _n._next[self_ix] is not None:
-            grad_inputs[self_ix] = unfold_backward(grad, self_sizes, dimension, size, step)
+            grad_inputs[self_ix] = aten.unfold_backward(grad, self_sizes, dimension, size, step)
         return grad_inputs
 UnfoldCopyBackward0.__name__ = UnfoldCopyBackward0.__qualname__ = 'UnfoldBackward0_copy'
 
@@ -14553,6 +14586,7 @@ for _h, _k in (
     (aten._op_t_copy, _ag_t_copy_default),
     (aten._op_transpose_copy_int, _ag_transpose_copy_int),
     (aten._op_unbind_copy_int, _ag_unbind_copy_int),
+    (aten._op_unfold_backward, _ag_unfold_backward_default),
     (aten._op_unfold_copy, _ag_unfold_copy_default),
     (aten._op_unsqueeze_copy, _ag_unsqueeze_copy_default),
     (aten._op_view_copy, _ag_view_copy_default),

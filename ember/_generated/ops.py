@@ -3154,6 +3154,9 @@ transpose_copy = _P('transpose_copy', [
 unbind_copy = _P('unbind_copy', [
     _O(_A._op_unbind_copy_int, (('self', 'T', False, False, None), ('dim', 'int', False, True, 0),), ['self', 'dim']),
 ])
+unfold_backward = _P('unfold_backward', [
+    _O(_A._op_unfold_backward, (('grad_in', 'T', False, False, None), ('input_sizes', 'int[]', False, False, None), ('dim', 'int', False, False, None), ('size', 'int', False, False, None), ('step', 'int', False, False, None),), ['grad_in', 'input_sizes', 'dim', 'size', 'step']),
+])
 unfold_copy = _P('unfold_copy', [
     _O(_A._op_unfold_copy, (('self', 'T', False, False, None), ('dimension', 'int', False, False, None), ('size', 'int', False, False, None), ('step', 'int', False, False, None),), ['self', 'dimension', 'size', 'step']),
     _O(_A._op_unfold_copy_out, (('self', 'T', False, False, None), ('dimension', 'int', False, False, None), ('size', 'int', False, False, None), ('step', 'int', False, False, None), ('out', 'T', True, False, None),), ['self', 'dimension', 'size', 'step', 'out']),

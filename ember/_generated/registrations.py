@@ -6030,6 +6030,14 @@ def _geqrf_default(ks, self):
         _value_error(_e, K.geqrf, self)
 
 
+def _unfold_backward_default(ks, grad_in, input_sizes, dim, size, step):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.unfold_backward(be.xp, grad_in._data, input_sizes, dim, size, step), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.unfold_backward, grad_in)
+
+
 def _special_chebyshev_polynomial_t_default(ks, x, n):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -7902,6 +7910,7 @@ _BACKEND_KERNELS = (
     (_A._op_linalg_matrix_exp, _linalg_matrix_exp_default, ('CPU', 'CUDA', 'Meta'), K.linalg_matrix_exp, (), 'new', None),
     (_A._op_linalg_eig, _linalg_eig_default, ('CPU', 'CUDA', 'Meta'), K.linalg_eig, (), 'new', _rt.linalg_eig),
     (_A._op_geqrf, _geqrf_default, ('CPU', 'CUDA'), K.geqrf, (), 'new', _rt.geqrf),
+    (_A._op_unfold_backward, _unfold_backward_default, ('CPU', 'CUDA', 'Meta'), K.unfold_backward, (), 'new', None),
     (_A._op_special_chebyshev_polynomial_t, _special_chebyshev_polynomial_t_default, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'new', None),
     (_A._op_special_chebyshev_polynomial_t_out, _special_chebyshev_polynomial_t_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'out', None),
     (_A._op_special_chebyshev_polynomial_t_x_scalar, _special_chebyshev_polynomial_t_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'new', None),

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 from ember._generated import aten
 from ember.aten.kernels._common import wrap_dim
 from ember.autograd import grad_mode
-from ember.c10.dtype import bool_, finfo, int64
+from ember.c10.dtype import bool_, finfo
 
 if TYPE_CHECKING:  # annotations only (the frontend's class; tests/test_layering.py)
     from ember._tensor import Tensor
@@ -348,19 +348,6 @@ def cat_backward(grad: Tensor, sizes_list: Any, dim: Any) -> Any:
         out.append(grad.narrow(d, start, s[d]))
         start += s[d]
     return out
-
-
-def unfold_backward(grad: Tensor, sizes: Sequence[int], dimension: int, size: int, step: int) -> Any:
-    """The gradient of ``unfold(dimension, size, step)``: each window's elements added back at their positions
-    (windows overlap when ``step < size``)."""
-    if not sizes:
-        return grad.sum() if grad.numel() else zeros_of(sizes, grad)
-    d = wrap_dim(dimension, len(sizes))
-    n = grad.shape[d]
-    starts = aten.arange_start_step(0, n * step, step, dtype=int64, device=grad.device)
-    index = (starts.unsqueeze(1) + aten.arange_start_step(0, size, 1, dtype=int64, device=grad.device)).reshape(-1)
-    g = grad.movedim(-1, d + 1).reshape(tuple(sizes[:d]) + (n * size,) + tuple(sizes[d + 1:]))
-    return zeros_of(sizes, grad).index_add(d, index, g)
 
 
 def conv_tbc_backward(grad: Tensor, self: Tensor, weight: Tensor, bias: Tensor, pad: int,

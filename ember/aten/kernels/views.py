@@ -13,7 +13,7 @@ import builtins
 
 import numpy as np
 
-from ember.aten.kernels._common import shape_str, type_name, wrap_dim, wrap_dims
+from ember.aten.kernels._common import meta_shape, shape_str, type_name, wrap_dim, wrap_dims
 from ember.c10.storage import array_data_ptr, root_array
 
 _as_strided_np = np.lib.stride_tricks.as_strided
@@ -346,6 +346,22 @@ def unfold(xp: Any, self: Array, dimension: Any, size: Any, step: Any) -> Any:
     shape[d] = count
     strides[d] = self.strides[d] * step
     return _restride(xp, self, shape + [size], strides + [self.strides[d]])
+
+
+@meta_shape(lambda grad_in, input_sizes, *a, **k: (tuple(input_sizes), grad_in.dtype))
+def unfold_backward(xp: Any, grad_in: Array, input_sizes: Any, dim: Any, size: Any, step: Any) -> Any:
+    """The adjoint of ``unfold(dim, size, step)``: each window of ``grad_in`` (windows along ``dim``, their elements
+    in a last dimension) added back at its place in a tensor of ``input_sizes`` (overlapping windows add up)."""
+    sizes = tuple(input_sizes)
+    out = xp.zeros(sizes, grad_in.dtype)
+    if not sizes:
+        return out + grad_in.sum() if grad_in.size else out
+    d = wrap_dim(dim, len(sizes))
+    windows = xp.moveaxis(grad_in, d, -2)  # (..., count, size)
+    target = xp.moveaxis(out, d, -1)       # (..., n): a view of out
+    for i in range(windows.shape[-2]):
+        target[..., i * step:i * step + size] += windows[..., i, :]
+    return out
 
 
 def diagonal(xp: Any, self: Array, offset: Any = 0, dim1: Any = 0, dim2: Any = 1) -> Any:
