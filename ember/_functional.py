@@ -82,11 +82,35 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     return r
 
 
-def einsum(equation, *operands):
-    """``einsum("ij,jk->ik", a, b)`` (operands may also be given as one list)."""
-    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
-        operands = operands[0]
-    return _F.einsum(equation, list(operands))
+def einsum(*args):
+    """``einsum("ij,jk->ik", a, b)`` (operands may also be given as one list), or the sublist form
+    ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` (labels 0-51, ``...`` as Ellipsis)."""
+    if len(args) < 2:
+        raise ValueError("einsum(): must specify the equation string and at least one operand, or at least one "
+                         "operand and its subscripts list")
+    if isinstance(args[0], str):
+        equation, operands = args[0], args[1:]
+        if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+            operands = operands[0]
+        return _F.einsum(equation, list(operands))
+    operands, subscripts = list(args[0::2]), list(args[1::2])
+    output = None
+    if len(args) % 2 == 1:
+        output = operands.pop()
+    equation = ",".join("".join(_sublist_label(s) for s in sub) for sub in subscripts)
+    if output is not None:
+        equation += "->" + "".join(_sublist_label(s) for s in output)
+    return _F.einsum(equation, operands)
+
+
+def _sublist_label(n):
+    if n is Ellipsis:
+        return "..."
+    if isinstance(n, int) and 0 <= n < 26:
+        return chr(ord("A") + n)
+    if isinstance(n, int) and 26 <= n < 52:
+        return chr(ord("a") + n - 26)
+    raise ValueError("einsum(): subscript in subscript list is not within the valid range [0, 52)")
 
 
 def meshgrid(*tensors, indexing=None):

@@ -26,8 +26,6 @@ from torch.overrides import TorchFunctionMode  # noqa: E402
 from ember.overrides import TorchFunctionMode as EmberFunctionMode  # noqa: E402
 
 _DIFFERENT_OPS = {
-    # ember has one operator (a kernel) where PyTorch writes the op in others
-    "einsum",
     # linear algebra: PyTorch's Householder products are LAPACK's (orgqr / ormqr) operators, ember's reflector by
     # reflector
     "linalg.householder_product", "orgqr", "ormqr",

@@ -6169,37 +6169,6 @@ def _ag_addbmm_default(ks, self, batch1, batch2, beta, alpha):
     return result
 
 
-class EinsumBackward0(_Node):
-    _saved_names = ('tensors_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        equation = _n.equation
-        _e = _n._next
-        _r = []
-        _k = _n._list_len_tensors
-        if any(_x is not None for _x in _e[len(_r):len(_r) + _k]):
-            tensors = _n._saved('tensors_')
-            _r.extend(einsum_backward(grad, equation, tensors))
-        else:
-            _r.extend([None] * _k)
-        return _r
-
-
-def _ag_einsum_default(ks, equation, tensors, path):
-    if not (_gm.enabled and (any(_t is not None and _t._rg for _t in tensors))):
-        return aten._op_einsum.redispatch(ks & _BELOW, equation, tensors, path)
-    _n = EinsumBackward0()
-    _n._next = _edges(*tensors)
-    _n._input_meta = _meta(*tensors)
-    _n._list_len_tensors = len(tensors)
-    _n.equation = equation
-    _n.tensors_ = [_SV(_t) for _t in tensors]
-    result = aten._op_einsum.redispatch(ks & _BELOW, equation, tensors, path)
-    _set_history(_n, (result,))
-    return result
-
-
 class CdistBackward0(_Node):
     _saved_names = ('x1_', 'x2_', 'result_')
 
@@ -14415,7 +14384,6 @@ for _h, _k in (
     (aten._op_addmv, _ag_addmv_default),
     (aten._op_baddbmm, _ag_baddbmm_default),
     (aten._op_addbmm, _ag_addbmm_default),
-    (aten._op_einsum, _ag_einsum_default),
     (aten._op__cdist_forward, _ag__cdist_forward_default),
     (aten._op__pdist_forward, _ag__pdist_forward_default),
     (aten._op__euclidean_dist, _ag__euclidean_dist_default),

@@ -4453,11 +4453,6 @@ def _addbmm_out(ks, self, batch1, batch2, beta, alpha, out):
         _value_error(_e, K.addbmm, self, batch1, batch2, out)
 
 
-def _einsum_default(ks, equation, tensors, path):
-    be = BACKEND[ks & ON_CUDA]
-    return _new(K.einsum(be.xp, equation, [_t._data for _t in tensors], path=path), be.ks, be.device)
-
-
 def __cdist_forward_default(ks, x1, x2, p, compute_mode):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -7718,7 +7713,6 @@ _BACKEND_KERNELS = (
     (_A._op_addbmm, _addbmm_default, ('CPU', 'CUDA', 'Meta'), K.addbmm, ('beta', 'alpha'), 'new', None),
     (_A._op_addbmm_, _addbmm__default, ('CPU', 'CUDA', 'Meta'), K.addbmm, ('beta', 'alpha'), 'inplace', None),
     (_A._op_addbmm_out, _addbmm_out, ('CPU', 'CUDA', 'Meta'), K.addbmm, ('beta', 'alpha'), 'out', None),
-    (_A._op_einsum, _einsum_default, ('CPU', 'CUDA', 'Meta'), K.einsum, ('path',), 'new', None),
     (_A._op__cdist_forward, __cdist_forward_default, ('CPU', 'CUDA', 'Meta'), K.cdist, (), 'new', None),
     (_A._op__euclidean_dist, __euclidean_dist_default, ('CPU', 'CUDA', 'Meta'), K.euclidean_dist, (), 'new', None),
     (_A._op__linalg_det, __linalg_det_default, ('CPU', 'CUDA', 'Meta'), K.linalg_det_with_lu, (), 'new', None),
@@ -8166,6 +8160,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_matmul, 'CompositeImplicitAutograd', C.matmul),
     (_A._op_inner, 'CompositeImplicitAutograd', C.inner),
     (_A._op_outer, 'CompositeImplicitAutograd', C.outer),
+    (_A._op_einsum, 'CompositeImplicitAutograd', C.einsum),
     (_A._op_tensordot, 'CompositeImplicitAutograd', C.tensordot),
     (_A._op_kron, 'CompositeImplicitAutograd', C.kron),
     (_A._op_cdist, 'CompositeImplicitAutograd', C.cdist),

@@ -177,12 +177,6 @@ def _make_kernel(op: Any, policy: str, device_type: str) -> Any:
             if n <= 1:                # I, A or inv(A): no product, no cast
                 return _excluded(lambda: op.call(ks, a, n))
             return _excluded(lambda: op.call(ks, cached_cast(state.dtype[device_type], a, device_type), n))
-    elif policy == "einsum":
-        def kernel(ks: int, *args: Any) -> Any:
-            equation, tensors, path = args
-            if _contracts(equation, len(tensors)):
-                tensors = cached_cast(state.dtype[device_type], tensors, device_type)
-            return _excluded(lambda: op.call(ks, equation, tensors, path))
     elif policy == "rnn":
         return _make_rnn_kernel(op, device_type)
     elif policy == "banned":
@@ -197,18 +191,6 @@ def _make_kernel(op: Any, policy: str, device_type: str) -> Any:
         raise ValueError(policy)
     kernel.__qualname__ = f"autocast_{device_type}_{policy}[{op.qualified_name}]"
     return kernel
-
-
-def _contracts(equation: str, n_operands: int) -> bool:
-    """Whether PyTorch's einsum multiplies a pair of operands with a summed index (a ``bmm``, autocast) rather than
-    only permuting, reducing or multiplying elementwise."""
-    lhs, _, rhs = equation.replace(" ", "").partition("->")
-    terms = lhs.split(",")
-    if n_operands < 2 or len(terms) < 2:
-        return False
-    seen = [set(t.replace(".", "")) for t in terms]
-    out = set(rhs) if _ else {c for c in set().union(*seen) if lhs.count(c) == 1}
-    return any(c not in out and sum(c in t for t in seen) >= 2 for c in set().union(*seen))
 
 
 def _onednn_lstm(device_type: str, low: Any) -> bool:
@@ -305,7 +287,7 @@ _CUDA_PROMOTE = "addcdiv addcmul atan2 bilinear cross dot vdot grid_sampler inde
 
 # Ops whose dtype under autocast follows from how PyTorch writes them: composites there (their inner GEMMs are
 # autocast) that are kernels in ember.
-_AS_PYTORCH_WRITES_THEM = [("einsum", "einsum"), ("tensordot", "lower_precision_fp"),
+_AS_PYTORCH_WRITES_THEM = [("tensordot", "lower_precision_fp"),
                            ("affine_grid_generator", "lower_precision_fp"), ("linalg_matrix_power", "matrix_power"),
                            ("linalg_pinv.atol_rtol_tensor", "fp32_then_lower"), ("_rnn_layer", "rnn")]
 
@@ -316,7 +298,7 @@ POLICIES: dict[str, list[tuple[str, str]]] = {
                                      ("fp32_set_opt_dtype", _CUDA_SET_OPT_DTYPE),
                                      ("fp32_append_dtype", _CUDA_APPEND_DTYPE), ("promote", _CUDA_PROMOTE),
                                      ("banned", "binary_cross_entropy")) for n in names.split()]
-    + [e for e in _AS_PYTORCH_WRITES_THEM if e[0] not in ("einsum", "tensordot")],
+    + [e for e in _AS_PYTORCH_WRITES_THEM if e[0] != "tensordot"],
 }
 
 

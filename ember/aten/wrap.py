@@ -60,13 +60,14 @@ def tensor_like(data: Any, like: Any) -> Any:
 
 def tensor_from_values(values: Any, like: Any) -> Any:
     """``at::tensor(values, like.options())`` as PyTorch's C++ composites make it: an ``empty`` of ``like``'s dtype
-    (the one operator a mode sees) filled in place, moved to ``like``'s device. Under a fake mode the ``empty`` is
-    fake and keeps no values."""
+    (the one operator a mode sees) filled in place, moved to ``like``'s device. Under a fake mode (graph capture)
+    the ``empty`` would keep no values, so the values come in as a constant the graph records (``tensor_like``)."""
     data = np.asarray(values)
     t = aten.empty_memory_format(data.shape, dtype=like.dtype, device=CPU)
     arr = t._data
-    if isinstance(arr, np.ndarray) and arr.flags.writeable:
-        arr[...] = data
+    if not (isinstance(arr, np.ndarray) and arr.flags.writeable):
+        return tensor_like(data, like)
+    arr[...] = data
     return t if like.device == CPU else t.to(like.device)
 
 

@@ -772,30 +772,6 @@ def masked_scatter_source_backward(grad: Tensor, mask: Tensor, source_sizes: Seq
     return aten.cat([sel, pad]).reshape(source_sizes)
 
 
-def einsum_backward(grad: Tensor, equation: Any, tensors: Sequence[Tensor]) -> Any:
-    """Each operand's gradient is another einsum: the output spec swapped with that operand's spec."""
-    lhs, _, rhs = equation.replace(" ", "").partition("->")
-    specs = lhs.split(",")
-    if not _:
-        letters = sorted(set("".join(specs)) - {"."})
-        rhs = "".join(c for c in letters if "".join(specs).count(c) == 1)
-    out = []
-    for i, t in enumerate(tensors):
-        others = [s for j, s in enumerate(specs) if j != i]
-        ops = [tensors[j] for j in range(len(tensors)) if j != i]
-        target = specs[i]
-        summed = [c for c in target if c not in rhs and all(c not in s for s in others)]
-        eq = ",".join([rhs] + others) + "->" + "".join(c for c in target if c not in summed)
-        g = aten.einsum(eq, [grad, *ops])
-        if summed:  # letters only in this operand and reduced away: broadcast back
-            for k, c in enumerate(target):
-                if c in summed:
-                    g = g.unsqueeze(k)
-            g = g.expand(tuple(t.shape))
-        out.append(g)
-    return out
-
-
 def cdist_backward(grad: Tensor, x1: Tensor, x2: Tensor, p: Any, result: Tensor, which: Any) -> Any:
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     r = result.unsqueeze(-1)

@@ -12,7 +12,9 @@ from ember._generated import aten
 from ember.aten.kernels._common import wrap_dim
 from ember.aten.kernels.linalg import _matmul_check
 from ember.aten.meta import broadcast_shapes
-from ember.aten.wrap import _type_name
+from ember.aten.dispatcher import is_tensor_subclass_like, tls
+from ember.aten.wrap import _type_name, new_tensor
+from ember.c10.dispatch_key import KS_OF_DEVICE_TYPE, DispatchKey
 from ember.c10.dtype import bool_, float64, int64
 from ember.c10.grad_mode import state as _grad_state
 from ember.c10.memory_format import contiguous_format
@@ -27,6 +29,284 @@ def linalg_norm(self: Any, ord: Any = None, dim: Any = None, keepdim: Any = Fals
             aten.linalg_matrix_norm
         return matrix_norm(self, ord, (-2, -1) if dim is None else tuple(dim), keepdim, dtype=dtype)
     return aten.linalg_vector_norm(self, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+
+
+def _sumproduct_pair(left: Any, right: Any, sum_dims: list[int], keepdim: bool) -> Any:
+    """``(left * right).sum(sum_dims)`` of two operands of equal rank (broadcast dims of size 1), as one ``bmm``:
+    both permuted to (kept by both, kept by one, summed) and reshaped to 3-d, the product viewed back and
+    permuted to the original dim order (Linear.cpp's sumproduct_pair)."""
+    if not sum_dims:
+        return aten.mul_Tensor(left, right)
+    dim = left.dim()
+    summed = set(sum_dims)
+    lro: list[int] = []
+    lo: list[int] = []
+    ro: list[int] = []
+    lro_size = lo_size = ro_size = sum_size = 1
+    for i in range(dim):
+        sl, sr = left.shape[i] != 1, right.shape[i] != 1
+        if i in summed:
+            if sl and sr:
+                if left.shape[i] != right.shape[i]:
+                    raise RuntimeError("non-broadcast dimensions must match")
+                sum_size *= left.shape[i]
+            elif sl:  # in one operand only: summed right away
+                left = left.sum(i, True)
+            elif sr:
+                right = right.sum(i, True)
+        elif sl and sr:
+            if left.shape[i] != right.shape[i]:
+                raise RuntimeError("non-broadcast dimensions must match")
+            lro.append(i)
+            lro_size *= left.shape[i]
+        elif sl:
+            lo.append(i)
+            lo_size *= left.shape[i]
+        else:
+            ro.append(i)
+            ro_size *= right.shape[i]
+    out_size = ([left.shape[d] for d in lro] + [left.shape[d] for d in lo] + [1] * len(sum_dims)
+                + [right.shape[d] for d in ro])
+    lperm = lro + lo + list(sum_dims) + ro
+    rperm = lro + list(sum_dims) + ro + lo
+    operm = [0] * len(out_size)
+    for i, d in enumerate(lro + lo + list(sum_dims) + ro):
+        operm[d] = i
+    left = aten.reshape(left.permute(lperm), (lro_size, lo_size, sum_size))
+    right = aten.reshape(right.permute(rperm), (lro_size, sum_size, ro_size))
+    result = aten.bmm(left, right).view(out_size).permute(operm)
+    if not keepdim:
+        result = result.view([n for i, n in enumerate(result.shape) if i not in summed])
+    return result
+
+
+_LETTERS = 26
+
+
+def _subscript(label: str) -> int:
+    return ord(label) - ord("A") if label.isupper() else ord(label) - ord("a") + _LETTERS
+
+
+def einsum(equation: str, tensors: Any, path: Any = None) -> Any:
+    """Einstein summation as PyTorch's Linear.cpp computes it: the labels parsed; each operand's repeated labels
+    taken as diagonals, its missing labels unsqueezed and its dims permuted to (output labels, contracted labels);
+    the operands contracted pairwise, left to right (or in ``path``'s order), each pair by one ``bmm`` after
+    summing the dims no later operand shares; the contracted dims dropped at the end."""
+    n_ops = len(tensors)
+    if n_ops == 0:
+        raise RuntimeError("einsum(): must provide at least one operand")
+    if path is not None:
+        want = 1 if n_ops == 1 else (n_ops - 1) * 2
+        if len(path) != want:
+            raise RuntimeError(f"einsum(): expected contraction path given in path parameter to have size {want} but "
+                               f"got {len(path)}")
+    ellipsis = 2 * _LETTERS
+    lhs, arrow, rhs = equation.partition("->")
+    op_labels: list[list[int]] = [[] for _ in range(n_ops)]
+    current, ell_in_input, i = 0, False, 0
+    while i < len(lhs):
+        c = lhs[i]
+        if c == " ":
+            pass
+        elif c == ".":
+            if ell_in_input:
+                raise RuntimeError(f"einsum(): found '.' for operand {current} for which an ellipsis was already "
+                                   "found")
+            if not (i + 2 < len(lhs) and lhs[i + 1] == "." and lhs[i + 2] == "."):
+                raise RuntimeError(f"einsum(): found '.' for operand {current} that is not part of any ellipsis")
+            i += 2
+            op_labels[current].append(ellipsis)
+            ell_in_input = True
+        elif c == ",":
+            current += 1
+            if current >= n_ops:
+                raise RuntimeError("einsum(): fewer operands were provided than specified in the equation")
+            ell_in_input = False
+        else:
+            if not (c.isascii() and c.isalpha()):
+                raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the equation string, "
+                                   "subscripts must be in [a-zA-Z]")
+            op_labels[current].append(_subscript(c))
+        i += 1
+    if current != n_ops - 1:
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation")
+    label_count = [0] * ellipsis
+    ell_num_dim = 0
+    for k, (op, labels) in enumerate(zip(tensors, op_labels)):
+        nlabels = len(labels) - (ellipsis in labels)
+        if ellipsis in labels:
+            ell_num_dim = max(ell_num_dim, op.dim() - nlabels)
+        for s in labels:
+            if s != ellipsis:
+                label_count[s] += 1
+        has_ell = ellipsis in labels
+        if (nlabels > op.dim()) if has_ell else (nlabels != op.dim()):
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({nlabels}) "
+                               + ("is more than the number of dimensions" if has_ell else
+                                  "does not match the number of dimensions")
+                               + f" ({op.dim()}) for operand {k}" + ("" if has_ell else " and no ellipsis was given"))
+    perm_of = [-1] * ellipsis
+    perm_index = ell_index = 0
+    ell_in_output = False
+    if not arrow:  # implicit output: the ellipsis, then the labels seen once, in order
+        perm_index, ell_in_output = ell_num_dim, True
+        for s in range(ellipsis):
+            if label_count[s] == 1:
+                perm_of[s] = perm_index
+                perm_index += 1
+    else:
+        i = 0
+        while i < len(rhs):
+            c = rhs[i]
+            if c == ".":
+                if ell_in_output:
+                    raise RuntimeError("einsum(): found '.' for output but an ellipsis (...) was already found")
+                if not (i + 2 < len(rhs) and rhs[i + 1] == "." and rhs[i + 2] == "."):
+                    raise RuntimeError("einsum(): found '.' for output that is not part of any ellipsis (...)")
+                i += 2
+                ell_index, ell_in_output = perm_index, True
+                perm_index += ell_num_dim
+            elif c != " ":
+                if not (c.isascii() and c.isalpha()):
+                    raise RuntimeError(f"einsum(): invalid subscript given at index {len(lhs) + 2 + i} in the "
+                                       "equation string, subscripts must be in [a-zA-Z]")
+                s = _subscript(c)
+                if not (label_count[s] > 0 and perm_of[s] == -1):
+                    raise RuntimeError(f"einsum(): output subscript {c}" + (
+                        " appears more than once in the output" if perm_of[s] > -1 else
+                        " does not appear in the equation for any input operand"))
+                perm_of[s] = perm_index
+                perm_index += 1
+            i += 1
+    out_num_dim = perm_index
+    if not ell_in_output:
+        ell_index = perm_index
+        perm_index += ell_num_dim
+    for s in range(ellipsis):
+        if label_count[s] > 0 and perm_of[s] == -1:
+            perm_of[s] = perm_index
+            perm_index += 1
+    if _einsum_unobserved(tensors, op_labels, ellipsis):
+        return _einsum_direct(equation, tensors)
+    label_size = [1] * ellipsis
+    ell_sizes = [1] * ell_num_dim
+    dim_counts = [0] * perm_index
+    ops: list[Any] = []
+    for k, (op, labels) in enumerate(zip(tensors, op_labels)):
+        permutation = [-1] * perm_index
+        dim = 0
+        for s in labels:
+            if s == ellipsis:
+                ndim = tensors[k].dim() - (len(labels) - 1)
+                for j in range(ell_num_dim - ndim, ell_num_dim):
+                    if op.shape[dim] != 1:
+                        if ell_sizes[j] not in (1, op.shape[dim]):
+                            raise RuntimeError(f"einsum(): dimension {dim} covered by ellipsis in operand {k}has size "
+                                               f"{op.shape[dim]} which does not broadcast with previously seen "
+                                               f"ellipsis with size {ell_sizes[j]} for the respective dimension")
+                        ell_sizes[j] = op.shape[dim]
+                        dim_counts[ell_index + j] += 1
+                    permutation[ell_index + j] = dim
+                    dim += 1
+            elif permutation[perm_of[s]] == -1:
+                if op.shape[dim] != 1:
+                    if label_size[s] not in (1, op.shape[dim]):
+                        label = chr(s + ord("A")) if s < _LETTERS else chr(s - _LETTERS + ord("a"))
+                        raise RuntimeError(f"einsum(): subscript {label} has size {op.shape[dim]} for operand {k} "
+                                           f"which does not broadcast with previously seen size {label_size[s]}")
+                    label_size[s] = op.shape[dim]
+                    dim_counts[perm_of[s]] += 1
+                permutation[perm_of[s]] = dim
+                dim += 1
+            else:  # a repeated label: its diagonal
+                prev = permutation[perm_of[s]]
+                if op.shape[dim] != op.shape[prev]:
+                    label = chr(s + ord("A")) if s < _LETTERS else chr(s - _LETTERS + ord("a"))
+                    raise RuntimeError(f"einsum(): subscript {label} is repeated for operand {k} but the sizes don't "
+                                       f"match, {op.shape[dim]} != {op.shape[prev]}")
+                op = op.diagonal(0, prev, dim).movedim(-1, prev)
+        for idx, val in enumerate(permutation):
+            if val == -1:
+                op = op.unsqueeze(dim)
+                permutation[idx] = dim
+                dim += 1
+        ops.append(op.permute(permutation))
+    steps = list(path) if path is not None else []
+    while len(ops) > 1:
+        i, j = 0, 1
+        if path is not None:
+            i, j = steps.pop(0), steps.pop(0)
+            if j < i:
+                i, j = j, i
+            if not (i != j and i >= 0 and j < len(ops)):
+                raise RuntimeError(f"einsum(): invalid contraction ({i}, {j})" + (
+                    " cannot contract an operand with itself" if i == j else " operand index is out of bounds"))
+        a, b = ops[i], ops[j]
+        del ops[j]
+        del ops[i]
+        sum_dims: list[int] = []
+        a_sum: list[int] = []
+        b_sum: list[int] = []
+        for d in range(out_num_dim, perm_index):
+            if a.shape[d] != 1 and b.shape[d] != 1:
+                dim_counts[d] -= 1
+                if dim_counts[d] == 1:
+                    sum_dims.append(d)
+                    dim_counts[d] = 0
+            elif dim_counts[d] == 1:
+                if a.shape[d] != 1:
+                    a_sum.append(d)
+                    dim_counts[d] = 0
+                elif b.shape[d] != 1:
+                    b_sum.append(d)
+                    dim_counts[d] = 0
+        if a_sum:
+            a = a.sum(a_sum, True)
+        if b_sum:
+            b = b.sum(b_sum, True)
+        pair = _sumproduct_pair(a, b, sum_dims, True)
+        if path is not None:
+            ops.append(pair)
+        else:
+            ops.insert(0, pair)
+    if perm_index - out_num_dim > 0:
+        if n_ops > 1:
+            return ops[0].view(list(ops[0].shape[:out_num_dim]))
+        return ops[0].sum(list(range(out_num_dim, perm_index)))
+    return ops[0]
+
+
+_AUTOCAST_BITS = (1 << DispatchKey.AutocastCPU) | (1 << DispatchKey.AutocastCUDA)
+
+
+def _einsum_unobserved(tensors: Any, op_labels: list[list[int]], ellipsis: int) -> bool:
+    """Whether nothing can tell how einsum computes its result: no dispatch mode or tensor subclass to see the
+    operators, no gradient to record, no autocast to cast them, one dtype and device, and no label broadcast from
+    size 1 (which NumPy's einsum does not do). Then one ``einsum`` of the array library gives the values the
+    operators would (to rounding), without their dispatch overhead."""
+    if is_tensor_subclass_like(*tensors) or tls.keys[1] & _AUTOCAST_BITS:
+        return False
+    first = tensors[0]
+    if _grad_state.enabled and any(t.requires_grad for t in tensors):
+        return False
+    if any(t.dtype is not first.dtype or t.device != first.device for t in tensors) or first.device.type == "meta":
+        return False
+    sizes: dict[int, int] = {}
+    for t, labels in zip(tensors, op_labels):
+        if ellipsis in labels:
+            return False
+        for s, n in zip(labels, t.shape):
+            if sizes.setdefault(s, n) != n:
+                return False
+    return True
+
+
+def _einsum_direct(equation: str, tensors: Any) -> Any:
+    arrays = [t._data for t in tensors]
+    xp = np if isinstance(arrays[0], np.ndarray) else __import__("cupy")
+    out = xp.asarray(xp.einsum(equation.replace(" ", ""), *arrays, optimize=True))
+    return new_tensor(out.astype(arrays[0].dtype, copy=False), KS_OF_DEVICE_TYPE[tensors[0].device.type],
+                      tensors[0].device)
 
 
 def tensordot(self: Any, other: Any, dims_self: Any, dims_other: Any) -> Any:

@@ -82,6 +82,8 @@ def _bmm_check(self: Array, mat2: Array, **_k: Any) -> Any:
     if mat2.shape[0] != b or mat2.shape[1] != k:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{b}, {k}] but got: "
                            f"[{mat2.shape[0]}, {mat2.shape[1]}].")
+    if self.dtype != mat2.dtype:  # (bmm's own wording, not mm's)
+        raise RuntimeError(f"expected scalar type {type_name(self.dtype)} but found {type_name(mat2.dtype)}")
     _mm_dtype_check(self, mat2)
     return (b, n, mat2.shape[2]), self.dtype
 
@@ -137,7 +139,14 @@ def _matmul_check(self: Array, other: Array, **_k: Any) -> Any:
     if self.ndim == 0 or other.ndim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {self.ndim}D and "
                            f"{other.ndim}D")
-    if self.dtype != other.dtype:
+    if self.dtype != other.dtype:  # the message of the op matmul reaches: dot, bmm, else mm / mv
+        if self.ndim == 1 and other.ndim == 1:
+            dot_check(self, other)
+        if other.ndim >= 3:
+            raise RuntimeError(f"expected scalar type {type_name(self.dtype)} but found {type_name(other.dtype)}")
+        if self.ndim >= 2 and other.ndim == 1:  # (a batch folded into one matrix)
+            v, m = type_name(other.dtype), type_name(self.dtype)
+            raise RuntimeError(f"addmv input tensors must have the same dtype, but got {v}, {m}, and {v}")
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_cname(self.dtype)} != "
                            f"{_cname(other.dtype)}")
     k1 = self.shape[-1]
@@ -230,16 +239,6 @@ def outer(xp: Any, self: Array, vec2: Array) -> Any:
     from ember.aten.kernels._common import result_np_dtype
     npdt = result_np_dtype(self, vec2)
     return xp.multiply.outer(self.astype(npdt), vec2.astype(npdt))
-
-
-def einsum(xp: Any, equation: Any, tensors: Any, path: Any = None) -> Any:
-    cdt = compute_dtype(tensors[0].dtype) if tensors else None
-    ops = [t.astype(cdt, copy=False) for t in tensors]
-    try:
-        r = xp.einsum(equation, *ops, optimize=True)
-    except ValueError as e:
-        raise RuntimeError(f"einsum(): {e}") from None
-    return xp.asarray(r).astype(tensors[0].dtype, copy=False)
 
 
 def euclidean_dist(xp: Any, x1: Array, x2: Array) -> Any:
