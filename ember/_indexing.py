@@ -14,7 +14,7 @@ import numpy as np
 
 from ember._creation import _PYTHON_BIT, _place
 from ember.aten.dispatcher import tls as _dispatch_tls
-from ember.aten.kernels._common import checked_convert
+from ember.c10.checked_convert import checked_convert
 from ember._generated import aten
 from ember._generated.aten import _op_alias, _op_index_Tensor, _op_select_int, _op_slice_Tensor, _op_unsqueeze
 from ember import _tensor

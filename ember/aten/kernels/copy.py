@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ember.aten.kernels._common import checked_convert, elementwise
+from ember.aten.kernels._common import elementwise
+from ember.c10.checked_convert import checked_convert
 
 
 def clone(xp: Any, self: Array, memory_format: Any = None) -> Any:

@@ -9,7 +9,8 @@ import math
 
 import numpy as np
 
-from ember.aten.kernels._common import checked_convert, meta_shape, shape_str
+from ember.aten.kernels._common import meta_shape, shape_str
+from ember.c10.checked_convert import checked_convert
 from ember.aten.context import fill_empty_deterministic
 from ember.c10 import dtype as dt
 from ember.c10.exceptions import warn_user

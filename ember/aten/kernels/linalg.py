@@ -1101,6 +1101,16 @@ def cholesky(xp: Any, A: Array, upper: Any = False) -> Any:
     return _fortran(L) if xp is np else L
 
 
+def _check_rhs(api: str, A: Any, b: Any) -> None:
+    """The right-hand side's checks of the triangular and LDL solves: A's dtype, as many rows as A's order."""
+    if b.dtype != A.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type {type_name(b.dtype)} and A "
+                           f"of type {type_name(A.dtype)} instead.")
+    if A.shape[-1] != b.shape[-2]:
+        raise RuntimeError(f"Incompatible matrix sizes for {api}: each A matrix is {A.shape[-2]} by {A.shape[-1]} but "
+                           f"each b matrix is {b.shape[-2]} by {b.shape[-1]}")
+
+
 def _triangular_solve_meta(b: Any, A: Any, upper: Any = True, transpose: Any = False,
                            unitriangular: Any = False) -> Any:
     if len(b.shape) < 2:
@@ -1112,12 +1122,7 @@ def _triangular_solve_meta(b: Any, A: Any, upper: Any = True, transpose: Any = F
     if A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"A must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} "
                            "matrices")
-    if b.dtype != A.dtype:
-        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type {type_name(b.dtype)} and A "
-                           f"of type {type_name(A.dtype)} instead.")
-    if A.shape[-1] != b.shape[-2]:
-        raise RuntimeError(f"Incompatible matrix sizes for triangular_solve: each A matrix is {A.shape[-1]} by "
-                           f"{A.shape[-1]} but each b matrix is {b.shape[-2]} by {b.shape[-1]}")
+    _check_rhs("triangular_solve", A, b)
     batch = tuple(np.broadcast_shapes(tuple(b.shape[:-2]), tuple(A.shape[:-2])))
     return [(batch + tuple(b.shape[-2:]), b.dtype), (batch + tuple(A.shape[-2:]), A.dtype)]
 
@@ -1453,12 +1458,7 @@ def linalg_ldl_solve(xp: Any, LD: Array, pivots: Array, B: Array, hermitian: Any
     if B.ndim < 2:
         raise IndexError(f"Dimension out of range (expected to be in range of [-{max(B.ndim, 1)}, "
                          f"{max(B.ndim, 1) - 1}], but got -2)")
-    if B.dtype != LD.dtype:
-        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type {type_name(B.dtype)} and A "
-                           f"of type {type_name(LD.dtype)} instead.")
-    if B.shape[-2] != LD.shape[-1]:
-        raise RuntimeError(f"Incompatible matrix sizes for torch.linalg.ldl_solve: each A matrix is {LD.shape[-2]} by "
-                           f"{LD.shape[-1]} but each b matrix is {B.shape[-2]} by {B.shape[-1]}")
+    _check_rhs("torch.linalg.ldl_solve", LD, B)
     host = [np.asarray(t.get() if hasattr(t, "get") else t) for t in (LD, pivots, B)]
     batch = np.broadcast_shapes(host[0].shape[:-2], host[1].shape[:-1], host[2].shape[:-2])
     n, k = host[0].shape[-1], host[2].shape[-1]
