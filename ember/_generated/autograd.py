@@ -11058,6 +11058,42 @@ def _ag_geqrf_default(ks, self):
     return result
 
 
+class LinalgHouseholderProductBackward0(_Node):
+    _saved_names = ('input_', 'tau_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        input_ix, tau_ix = 0, 1
+        grad_inputs = [None] * 2
+        grad_input_mask = [_n._next[input_ix] is not None, _n._next[tau_ix] is not None]
+        if any(grad_input_mask):
+            input = _n._saved('input_')
+            result = _n._saved('result_')
+            tau = _n._saved('tau_')
+            _gs = householder_product_backward(grad, result, input, tau)
+            if grad_input_mask[0]:
+                grad_inputs[input_ix] = _gs[0]
+            if grad_input_mask[1]:
+                grad_inputs[tau_ix] = _gs[1]
+        return grad_inputs
+
+
+def _ag_linalg_householder_product_default(ks, input, tau):
+    if not (_gm.enabled and (input._rg or tau._rg)):
+        return aten._op_linalg_householder_product.redispatch(ks & _BELOW, input, tau)
+    _n = LinalgHouseholderProductBackward0()
+    _n._next = _edges(input, tau)
+    _n._input_meta = _meta(input, tau)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.input_ = _SV(input)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.tau_ = _SV(tau)
+    result = aten._op_linalg_householder_product.redispatch(ks & _BELOW, input, tau)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
 class AliasCopyBackward0(_Node):
     _saved_names = ()
 
@@ -14538,6 +14574,7 @@ for _h, _k in (
     (aten._op_linalg_matrix_exp, _ag_linalg_matrix_exp_default),
     (aten._op_linalg_eig, _ag_linalg_eig_default),
     (aten._op_geqrf, _ag_geqrf_default),
+    (aten._op_linalg_householder_product, _ag_linalg_householder_product_default),
     (aten._op_alias_copy, _ag_alias_copy_default),
     (aten._op_as_strided_copy, _ag_as_strided_copy_default),
     (aten._op_diagonal_copy, _ag_diagonal_copy_default),

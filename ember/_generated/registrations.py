@@ -6025,6 +6025,14 @@ def _geqrf_default(ks, self):
         _value_error(_e, K.geqrf, self)
 
 
+def _linalg_householder_product_default(ks, input, tau):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.linalg_householder_product(be.xp, input._data, tau._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_householder_product, input, tau)
+
+
 def _unfold_backward_default(ks, grad_in, input_sizes, dim, size, step):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -7904,6 +7912,7 @@ _BACKEND_KERNELS = (
     (_A._op_linalg_matrix_exp, _linalg_matrix_exp_default, ('CPU', 'CUDA', 'Meta'), K.linalg_matrix_exp, (), 'new', None),
     (_A._op_linalg_eig, _linalg_eig_default, ('CPU', 'CUDA', 'Meta'), K.linalg_eig, (), 'new', _rt.linalg_eig),
     (_A._op_geqrf, _geqrf_default, ('CPU', 'CUDA'), K.geqrf, (), 'new', _rt.geqrf),
+    (_A._op_linalg_householder_product, _linalg_householder_product_default, ('CPU', 'CUDA', 'Meta'), K.linalg_householder_product, (), 'new', None),
     (_A._op_unfold_backward, _unfold_backward_default, ('CPU', 'CUDA', 'Meta'), K.unfold_backward, (), 'new', None),
     (_A._op_special_chebyshev_polynomial_t, _special_chebyshev_polynomial_t_default, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'new', None),
     (_A._op_special_chebyshev_polynomial_t_out, _special_chebyshev_polynomial_t_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'out', None),
@@ -8599,7 +8608,6 @@ _COMPOSITE_KERNELS = (
     (_A._op_linalg_solve_ex, 'CompositeImplicitAutograd', C.linalg_solve_ex),
     (_A._op_matrix_exp, 'CompositeImplicitAutograd', C.matrix_exp),
     (_A._op_linalg_eigvals, 'CompositeImplicitAutograd', C.linalg_eigvals),
-    (_A._op_linalg_householder_product, 'CompositeImplicitAutograd', C.linalg_householder_product),
     (_A._op_orgqr, 'CompositeImplicitAutograd', C.orgqr),
     (_A._op_ormqr, 'CompositeImplicitAutograd', C.ormqr),
     (_A._op_linalg_cond, 'CompositeImplicitAutograd', C.linalg_cond),

@@ -867,6 +867,41 @@ def triangular_solve_backward(grad_x: Tensor | None, grad_m: Tensor | None, b: T
     return gb, gA
 
 
+def householder_product_backward(grad: Tensor, result: Tensor, input: Tensor,  # noqa: A002
+                                  tau: Tensor) -> Any:
+    """(g_input, g_tau) of Q = H_1 ... H_k E (E the first n columns of I, H_i = I - tau_i v_i v_i^H), in reverse
+    mode through the product: with X_i = H_{i+1} ... H_k E, w = v_i^H X_i and G the gradient reaching H_i X_i,
+    g_tau_i = -v_i^H G w^H, g_v_i = -conj(tau_i) G w^H - tau_i X_i G^H v_i (its entries below the diagonal are
+    input's), and H_i^H G reaches X_i. Written in ops, so it has a second derivative."""
+    m, n = input.shape[-2], input.shape[-1]
+    k = tau.shape[-1]
+    if k == 0:  # Q = E: nothing depends on the inputs (PyTorch leaves both gradients undefined)
+        return None, None
+    batch = tuple(input.shape[:-2])
+    below = aten.ones((m, n), dtype=bool_, device=input.device).tril(-1)
+    V = aten.where_self(below, input, aten.zeros((), dtype=input.dtype, device=input.device))
+    V = V + aten.eye_m(m, n, dtype=input.dtype, device=input.device)
+    X = aten.eye_m(m, n, dtype=input.dtype, device=input.device).expand(batch + (m, n))
+    Xs = []
+    for i in range(k - 1, -1, -1):  # X_k = E, then each reflector applied in turn
+        Xs.append(X)
+        v = V[..., :, i:i + 1]
+        X = X - tau[..., i, None, None] * v * v.mH.matmul(X)
+    Xs.reverse()
+    G = grad
+    g_tau, g_cols = [], []
+    for i in range(k):
+        v, Xi, t = V[..., :, i:i + 1], Xs[i], tau[..., i, None, None]
+        w = v.mH.matmul(Xi)
+        g_tau.append(-(v.mH.matmul(G).matmul(w.mH))[..., 0, 0])
+        g_cols.append(-t.conj() * G.matmul(w.mH) - t * Xi.matmul(G.mH.matmul(v)))
+        G = G - t.conj() * v * v.mH.matmul(G)
+    zero_cols = [aten.zeros(batch + (m, 1), dtype=input.dtype, device=input.device)] * (n - k)
+    g_input = aten.where_self(below, aten.cat(g_cols + zero_cols, -1),
+                              aten.zeros((), dtype=input.dtype, device=input.device))
+    return g_input, aten.stack(g_tau, -1)
+
+
 def linalg_lu_solve_LU(gX: Tensor, LU: Tensor, pivots: Tensor, X: Tensor, left: bool, adjoint: bool) -> Any:
     """The gradient of ``linalg.lu_solve`` in the packed factors: first the one in A = P L U, which for each system
     is -A^-H C (or -C A^-H) with C an outer product of X and gX (left, not adjoint: A X = B gives -A^-H gX X^H;

@@ -303,7 +303,10 @@ def _einsum_unobserved(tensors: Any, op_labels: list[list[int]], ellipsis: int) 
 
 def _einsum_direct(equation: str, tensors: Any) -> Any:
     arrays = [t._data for t in tensors]
-    xp = np if isinstance(arrays[0], np.ndarray) else __import__("cupy")
+    if isinstance(arrays[0], np.ndarray):
+        xp: Any = np
+    else:  # (CUDA tensors: CuPy, ember's optional GPU library)
+        import cupy as xp  # type: ignore[import-not-found, no-redef, unused-ignore]
     out = xp.asarray(xp.einsum(equation.replace(" ", ""), *arrays, optimize=True))
     return new_tensor(out.astype(arrays[0].dtype, copy=False), KS_OF_DEVICE_TYPE[tensors[0].device.type],
                       tensors[0].device)
@@ -970,30 +973,8 @@ def _reflector(A: Any, i: int) -> Any:
     return aten.cat([head, one, col[..., i + 1:m]], -1)
 
 
-def linalg_householder_product(input: Any, tau: Any) -> Any:  # noqa: A002
-    """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^H (LAPACK's orgqr), composed of
-    differentiable ops."""
-    if input.dim() < 2:
-        raise RuntimeError("torch.linalg.householder_product: input must have at least 2 dimensions.")
-    m, n = input.shape[-2], input.shape[-1]
-    if m < n:
-        raise RuntimeError("torch.linalg.householder_product: input.shape[-2] must be greater than or equal to "
-                           "input.shape[-1]")
-    if n < tau.shape[-1]:
-        raise RuntimeError("torch.linalg.householder_product: input.shape[-1] must be greater than or equal to "
-                           "tau.shape[-1]")
-    if input.dim() - tau.dim() != 1:
-        raise RuntimeError(f"torch.linalg.householder_product: Expected tau to have one dimension less than input, "
-                           f"but got tau.ndim equal to {tau.dim()} and input.ndim is equal to {input.dim()}")
-    Q = aten.eye_m(m, n, dtype=input.dtype, device=input.device).expand(tuple(input.shape[:-2]) + (m, n))
-    for i in range(tau.shape[-1] - 1, -1, -1):
-        v = _reflector(input, i)
-        Q = Q - tau[..., i, None, None] * v.unsqueeze(-1) * (v.conj().unsqueeze(-2).matmul(Q))
-    return Q
-
-
 def orgqr(self: Any, input2: Any) -> Any:
-    return linalg_householder_product(self, input2)
+    return aten.linalg_householder_product(self, input2)
 
 
 def ormqr(self: Any, input2: Any, input3: Any, left: bool = True, transpose: bool = False) -> Any:

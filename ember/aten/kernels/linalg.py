@@ -1101,6 +1101,52 @@ def cholesky(xp: Any, A: Array, upper: Any = False) -> Any:
     return _fortran(L) if xp is np else L
 
 
+def _householder_meta(A: Any, tau: Any) -> Any:
+    api = "torch.linalg.householder_product"
+    if len(A.shape) < 2:
+        raise RuntimeError(f"{api}: input must have at least 2 dimensions.")
+    m, n = A.shape[-2:]
+    if m < n:
+        raise RuntimeError(f"{api}: input.shape[-2] must be greater than or equal to input.shape[-1]")
+    if n < tau.shape[-1]:
+        raise RuntimeError(f"{api}: input.shape[-1] must be greater than or equal to tau.shape[-1]")
+    if len(A.shape) - len(tau.shape) != 1:
+        raise RuntimeError(f"{api}: Expected tau to have one dimension less than input, but got tau.ndim equal to "
+                           f"{len(tau.shape)} and input.ndim is equal to {len(A.shape)}")
+    if tuple(A.shape[:-2]) != tuple(tau.shape[:-1]):
+        raise RuntimeError(f"{api}: Expected batch dimensions of tau to be equal to input.shape[:-2], but got "
+                           f"{list(tau.shape[:-1])}")
+    if tau.dtype != A.dtype:
+        raise RuntimeError(f"{api}: tau dtype {type_name(tau.dtype)} does not match input dtype "
+                           f"{type_name(A.dtype)}")
+    return tuple(A.shape), A.dtype
+
+
+def householder_vectors(xp: Any, A: Array, k: int) -> Any:
+    """The reflectors v_1 .. v_k stored below A's diagonal as the columns of an (..., m, k) array: 1 on the
+    diagonal, zeros above (LAPACK's packed form)."""
+    m = A.shape[-2]
+    V = xp.tril(A[..., :, :k], -1)
+    idx = xp.arange(min(m, k))
+    V[..., idx, idx] = 1
+    return V
+
+
+@meta_shape(_householder_meta)
+def linalg_householder_product(xp: Any, A: Array, tau: Array) -> Any:
+    """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^H (LAPACK's orgqr): the identity's columns with
+    the reflectors applied from the last."""
+    _householder_meta(A, tau)
+    m, n = A.shape[-2:]
+    k = tau.shape[-1]
+    V = householder_vectors(xp, A, k)
+    Q = xp.array(xp.broadcast_to(xp.eye(m, n, dtype=A.dtype), A.shape))
+    for i in range(k - 1, -1, -1):
+        v = V[..., :, i:i + 1]
+        Q -= tau[..., i, None, None] * v * (xp.swapaxes(v, -1, -2).conj() @ Q)
+    return Q
+
+
 def _check_rhs(api: str, A: Any, b: Any) -> None:
     """The right-hand side's checks of the triangular and LDL solves: A's dtype, as many rows as A's order."""
     if b.dtype != A.dtype:
