@@ -26,8 +26,6 @@ from torch.overrides import TorchFunctionMode  # noqa: E402
 from ember.overrides import TorchFunctionMode as EmberFunctionMode  # noqa: E402
 
 _DIFFERENT_OPS = {
-    # ormqr: one LAPACK operator in PyTorch, ember's reflectors applied one by one
-    "ormqr",
     # the spectral ops that conjugate: PyTorch's conjugation is lazy (_conj, resolved by a clone), ember's physical
     "fft.ifft", "fft.hfft", "fft.ihfft", "fft.hfft2", "fft.hfftn",
     # the recurrent layers: PyTorch runs mkldnn_rnn_layer or its cells step by step, ember its _rnn_layer

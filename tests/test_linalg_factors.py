@@ -214,3 +214,41 @@ def test_promote_types_and_can_cast_are_operators_a_mode_sees(pair):
             got = (str(lib.promote_types(a, b)).split(".")[-1], lib.can_cast(a, b), lib.can_cast(b, a))
         seen[lib.__name__] = (got, mode.seen)
     assert seen["ember"] == seen["torch"]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+@pytest.mark.parametrize("shapes", [((4, 3), (3,), (4, 2)), ((2, 4, 3), (2, 3), (2, 4, 5)), ((3, 4), (3,), (3, 2)),
+                                    ((4, 3), (0,), (4, 2))], ids=str)
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("transpose", [False, True])
+def test_ormqr_and_householder_product_and_their_gradients(dtype, shapes, left, transpose):
+    """The reflectors of geqrf applied as LAPACK's ormqr / orgqr apply them, and the gradients in the reflectors,
+    the scales and the other operand (reverse mode through the reflectors) against PyTorch's."""
+    rng = np.random.default_rng(7)
+    sa, st, so = shapes
+    so = so if left else so[:-2] + (so[-1], so[-2])
+    arrays = [rng.standard_normal(s) + (1j * rng.standard_normal(s) if dtype == "complex128" else 0)
+              for s in (sa, st, so)]
+    E = [ember.tensor(x, requires_grad=True) for x in arrays]
+    T = [torch.tensor(x, requires_grad=True) for x in arrays]
+    try:
+        want = torch.ormqr(*T, left, transpose)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError, match=str(e).replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
+            ember.ormqr(*E, left, transpose)
+        return
+    got = ember.ormqr(*E, left, transpose)
+    _same(got, want, strides=False)
+    g = rng.standard_normal(tuple(want.shape)) + (1j * rng.standard_normal(tuple(want.shape))
+                                                  if dtype == "complex128" else 0)
+    (got * ember.tensor(g)).abs().sum().backward()
+    (want * torch.tensor(g)).abs().sum().backward()
+    for e, t in zip(E, T):
+        if t.grad is None:
+            assert e.grad is None or not e.grad.abs().sum().item()
+        else:
+            _same(e.grad, t.grad, strides=False)
+    if left and not transpose and sa[-2] >= sa[-1]:
+        qe = ember.linalg.householder_product(E[0].detach(), E[1].detach())
+        qt = torch.linalg.householder_product(T[0].detach(), T[1].detach())
+        _same(qe, qt, strides=False)

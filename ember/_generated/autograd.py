@@ -11094,6 +11094,51 @@ def _ag_linalg_householder_product_default(ks, input, tau):
     return result
 
 
+class OrmqrBackward0(_Node):
+    _saved_names = ('self_', 'input2_', 'input3_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        left = _n.left
+        transpose = _n.transpose
+        self_ix, input2_ix, input3_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        grad_input_mask = [_n._next[self_ix] is not None, _n._next[input2_ix] is not None, _n._next[input3_ix] is not None]
+        if any(grad_input_mask):
+            input2 = _n._saved('input2_')
+            input3 = _n._saved('input3_')
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            _gs = ormqr_backward(grad, result, self, input2, input3, left, transpose, grad_input_mask)
+            if grad_input_mask[0]:
+                grad_inputs[self_ix] = _gs[0]
+            if grad_input_mask[1]:
+                grad_inputs[input2_ix] = _gs[1]
+            if grad_input_mask[2]:
+                grad_inputs[input3_ix] = _gs[2]
+        return grad_inputs
+
+
+def _ag_ormqr_default(ks, self, input2, input3, left, transpose):
+    if not (_gm.enabled and (self._rg or input2._rg or input3._rg)):
+        return aten._op_ormqr.redispatch(ks & _BELOW, self, input2, input3, left, transpose)
+    _n = OrmqrBackward0()
+    _n._next = _edges(self, input2, input3)
+    _n._input_meta = _meta(self, input2, input3)
+    _n.left = left
+    _n.transpose = transpose
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.input2_ = _SV(input2)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.input3_ = _SV(input3)
+    result = aten._op_ormqr.redispatch(ks & _BELOW, self, input2, input3, left, transpose)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
 class AliasCopyBackward0(_Node):
     _saved_names = ()
 
@@ -14575,6 +14620,7 @@ for _h, _k in (
     (aten._op_linalg_eig, _ag_linalg_eig_default),
     (aten._op_geqrf, _ag_geqrf_default),
     (aten._op_linalg_householder_product, _ag_linalg_householder_product_default),
+    (aten._op_ormqr, _ag_ormqr_default),
     (aten._op_alias_copy, _ag_alias_copy_default),
     (aten._op_as_strided_copy, _ag_as_strided_copy_default),
     (aten._op_diagonal_copy, _ag_diagonal_copy_default),

@@ -6033,6 +6033,14 @@ def _linalg_householder_product_default(ks, input, tau):
         _value_error(_e, K.linalg_householder_product, input, tau)
 
 
+def _ormqr_default(ks, self, input2, input3, left, transpose):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.ormqr(be.xp, self._data, input2._data, input3._data, left, transpose), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.ormqr, self, input2, input3)
+
+
 def _unfold_backward_default(ks, grad_in, input_sizes, dim, size, step):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -7913,6 +7921,7 @@ _BACKEND_KERNELS = (
     (_A._op_linalg_eig, _linalg_eig_default, ('CPU', 'CUDA', 'Meta'), K.linalg_eig, (), 'new', _rt.linalg_eig),
     (_A._op_geqrf, _geqrf_default, ('CPU', 'CUDA'), K.geqrf, (), 'new', _rt.geqrf),
     (_A._op_linalg_householder_product, _linalg_householder_product_default, ('CPU', 'CUDA', 'Meta'), K.linalg_householder_product, (), 'new', None),
+    (_A._op_ormqr, _ormqr_default, ('CPU', 'CUDA', 'Meta'), K.ormqr, (), 'new', None),
     (_A._op_unfold_backward, _unfold_backward_default, ('CPU', 'CUDA', 'Meta'), K.unfold_backward, (), 'new', None),
     (_A._op_special_chebyshev_polynomial_t, _special_chebyshev_polynomial_t_default, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'new', None),
     (_A._op_special_chebyshev_polynomial_t_out, _special_chebyshev_polynomial_t_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'out', None),
@@ -8609,7 +8618,6 @@ _COMPOSITE_KERNELS = (
     (_A._op_matrix_exp, 'CompositeImplicitAutograd', C.matrix_exp),
     (_A._op_linalg_eigvals, 'CompositeImplicitAutograd', C.linalg_eigvals),
     (_A._op_orgqr, 'CompositeImplicitAutograd', C.orgqr),
-    (_A._op_ormqr, 'CompositeImplicitAutograd', C.ormqr),
     (_A._op_linalg_cond, 'CompositeImplicitAutograd', C.linalg_cond),
     (_A._op_linalg_cond_p_str, 'CompositeImplicitAutograd', C.linalg_cond),
     (_A._op_alias_copy, 'CompositeExplicitAutograd', C.alias_copy),

@@ -867,39 +867,78 @@ def triangular_solve_backward(grad_x: Tensor | None, grad_m: Tensor | None, b: T
     return gb, gA
 
 
-def householder_product_backward(grad: Tensor, result: Tensor, input: Tensor,  # noqa: A002
-                                  tau: Tensor) -> Any:
-    """(g_input, g_tau) of Q = H_1 ... H_k E (E the first n columns of I, H_i = I - tau_i v_i v_i^H), in reverse
-    mode through the product: with X_i = H_{i+1} ... H_k E, w = v_i^H X_i and G the gradient reaching H_i X_i,
-    g_tau_i = -v_i^H G w^H, g_v_i = -conj(tau_i) G w^H - tau_i X_i G^H v_i (its entries below the diagonal are
-    input's), and H_i^H G reaches X_i. Written in ops, so it has a second derivative."""
+def _reflector_steps(k: int, left: bool, adjoint: bool) -> list[tuple[int, bool]]:
+    """The reflectors of Q = H_1 ... H_k in the order they act on C in op(Q) C (``left``) or C op(Q), op(Q) = Q^H
+    when ``adjoint``: (index, whether its scale is conjugated, H_i^H = I - conj(tau_i) v_i v_i^H)."""
+    first_to_last = list(range(k))
+    order = first_to_last if left == adjoint else first_to_last[::-1]
+    return [(i, adjoint) for i in order]
+
+
+def _apply_reflectors_backward(grad: Tensor, input: Tensor, tau: Tensor, C: Tensor, left: bool,  # noqa: A002
+                               adjoint: bool) -> Any:
+    """(g_input, g_tau, g_C) of Y = op(Q) C (C op(Q) when not ``left``), Q = H_1 ... H_k of the reflectors stored
+    below input's diagonal, in reverse mode through the reflectors as they act in turn: for a step Z' = Z - s v
+    (v^H Z) with gradient G' of Z' (w = v^H Z): G = G' - conj(s) v (v^H G'), g_s = -v^H G' w^H, g_v = -conj(s) G' w^H
+    - s Z G'^H v; for a right step Z' = Z - s (Z v) v^H (u = Z v): G = G' - conj(s) G' v v^H, g_s = -u^H G' v, g_v =
+    -conj(s) Z^H G' v - s G'^H u. A conjugated scale passes conj(g_s) to tau; v's entries below the diagonal are
+    input's. Written in ops, so it has a second derivative."""
     m, n = input.shape[-2], input.shape[-1]
     k = tau.shape[-1]
-    if k == 0:  # Q = E: nothing depends on the inputs (PyTorch leaves both gradients undefined)
-        return None, None
     batch = tuple(input.shape[:-2])
     below = aten.ones((m, n), dtype=bool_, device=input.device).tril(-1)
-    V = aten.where_self(below, input, aten.zeros((), dtype=input.dtype, device=input.device))
-    V = V + aten.eye_m(m, n, dtype=input.dtype, device=input.device)
-    X = aten.eye_m(m, n, dtype=input.dtype, device=input.device).expand(batch + (m, n))
-    Xs = []
-    for i in range(k - 1, -1, -1):  # X_k = E, then each reflector applied in turn
-        Xs.append(X)
-        v = V[..., :, i:i + 1]
-        X = X - tau[..., i, None, None] * v * v.mH.matmul(X)
-    Xs.reverse()
+    zero = aten.zeros((), dtype=input.dtype, device=input.device)
+    V = aten.where_self(below, input, zero) + aten.eye_m(m, n, dtype=input.dtype, device=input.device)
+    steps = _reflector_steps(k, left, adjoint)
+    Zs = []
+    Z = C
+    for i, conj in steps:  # the forward again, keeping what each step acted on
+        Zs.append(Z)
+        v, scale = V[..., :, i:i + 1], tau[..., i, None, None]
+        scale = scale.conj() if conj else scale
+        Z = Z - scale * v * v.mH.matmul(Z) if left else Z - scale * Z.matmul(v) * v.mH
     G = grad
-    g_tau, g_cols = [], []
-    for i in range(k):
-        v, Xi, t = V[..., :, i:i + 1], Xs[i], tau[..., i, None, None]
-        w = v.mH.matmul(Xi)
-        g_tau.append(-(v.mH.matmul(G).matmul(w.mH))[..., 0, 0])
-        g_cols.append(-t.conj() * G.matmul(w.mH) - t * Xi.matmul(G.mH.matmul(v)))
-        G = G - t.conj() * v * v.mH.matmul(G)
+    g_tau: list[Any] = [None] * k
+    g_cols: list[Any] = [None] * k
+    for (i, conj), Z in zip(reversed(steps), reversed(Zs)):
+        v, scale = V[..., :, i:i + 1], tau[..., i, None, None]
+        scale = scale.conj() if conj else scale
+        if left:
+            w = v.mH.matmul(Z)
+            g_s = -(v.mH.matmul(G).matmul(w.mH))[..., 0, 0]
+            g_cols[i] = -scale.conj() * G.matmul(w.mH) - scale * Z.matmul(G.mH.matmul(v))
+            G = G - scale.conj() * v * v.mH.matmul(G)
+        else:
+            u = Z.matmul(v)
+            g_s = -(u.mH.matmul(G).matmul(v))[..., 0, 0]
+            g_cols[i] = -scale.conj() * Z.mH.matmul(G.matmul(v)) - scale * G.mH.matmul(u)
+            G = G - scale.conj() * G.matmul(v) * v.mH
+        g_tau[i] = g_s.conj() if conj else g_s
     zero_cols = [aten.zeros(batch + (m, 1), dtype=input.dtype, device=input.device)] * (n - k)
-    g_input = aten.where_self(below, aten.cat(g_cols + zero_cols, -1),
-                              aten.zeros((), dtype=input.dtype, device=input.device))
-    return g_input, aten.stack(g_tau, -1)
+    g_input = aten.where_self(below, aten.cat(g_cols + zero_cols, -1), zero)
+    return g_input, aten.stack(g_tau, -1), G
+
+
+def householder_product_backward(grad: Tensor, result: Tensor, input: Tensor,  # noqa: A002
+                                 tau: Tensor) -> Any:
+    """(g_input, g_tau) of Q = H_1 ... H_k E (E the first n columns of I): the reflectors acting on E
+    (``_apply_reflectors_backward``)."""
+    if tau.shape[-1] == 0:  # Q = E: nothing depends on the inputs (PyTorch leaves both gradients undefined)
+        return None, None
+    m, n = input.shape[-2], input.shape[-1]
+    E = aten.eye_m(m, n, dtype=input.dtype, device=input.device).expand(tuple(input.shape[:-2]) + (m, n))
+    g_input, g_tau, _ = _apply_reflectors_backward(grad, input, tau, E, True, False)
+    return g_input, g_tau
+
+
+def ormqr_backward(grad: Tensor, result: Tensor, self: Tensor, input2: Tensor, input3: Tensor, left: bool,
+                   transpose: bool, grad_input_mask: Sequence[bool]) -> Any:
+    """(g_reflectors, g_tau, g_other) of ormqr's op(Q) C (``_apply_reflectors_backward``)."""
+    if input2.shape[-1] == 0:  # Q = I: the result is C
+        return None, None, grad if grad_input_mask[2] else None
+    g_input, g_tau, g_other = _apply_reflectors_backward(grad, self, input2, input3, left, transpose)
+    return (g_input if grad_input_mask[0] else None, g_tau if grad_input_mask[1] else None,
+            g_other if grad_input_mask[2] else None)
 
 
 def linalg_lu_solve_LU(gX: Tensor, LU: Tensor, pivots: Tensor, X: Tensor, left: bool, adjoint: bool) -> Any:

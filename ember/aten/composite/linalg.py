@@ -964,34 +964,8 @@ def linalg_eigvals(self: Any) -> Any:
     return aten.linalg_eig(self)[0]
 
 
-def _reflector(A: Any, i: int) -> Any:
-    """The i-th Householder vector stored below A's diagonal: zeros above, 1 at i."""
-    m = A.shape[-2]
-    col = A[..., :, i]
-    head = aten.zeros(tuple(A.shape[:-2]) + (i,), dtype=A.dtype, device=A.device)
-    one = aten.ones(tuple(A.shape[:-2]) + (1,), dtype=A.dtype, device=A.device)
-    return aten.cat([head, one, col[..., i + 1:m]], -1)
-
-
 def orgqr(self: Any, input2: Any) -> Any:
     return aten.linalg_householder_product(self, input2)
-
-
-def ormqr(self: Any, input2: Any, input3: Any, left: bool = True, transpose: bool = False) -> Any:
-    """``Q C`` / ``Q^H C`` / ``C Q`` / ``C Q^H`` for Q = H_1 ... H_k of ``geqrf``'s (self, tau=input2), applied
-    reflector by reflector."""
-    k = input2.shape[-1]
-    C = input3
-    order = range(k) if left == transpose else range(k - 1, -1, -1)
-    for i in order:
-        v = _reflector(self, i)
-        t = input2[..., i, None, None]
-        t = t.conj() if transpose else t
-        if left:
-            C = C - t * v.unsqueeze(-1) * v.conj().unsqueeze(-2).matmul(C)
-        else:
-            C = C - t * C.matmul(v.unsqueeze(-1)) * v.conj().unsqueeze(-2)
-    return C
 
 
 def linalg_cond(self: Any, p: Any = None) -> Any:

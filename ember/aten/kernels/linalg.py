@@ -1147,6 +1147,58 @@ def linalg_householder_product(xp: Any, A: Array, tau: Array) -> Any:
     return Q
 
 
+def _ormqr_meta(A: Any, tau: Any, C: Any, left: Any = True, transpose: Any = False) -> Any:
+    """torch.ormqr's checks, in its order, and the result's (shape, dtype): C's."""
+    api = "torch.ormqr"
+    if len(A.shape) < 2:
+        raise RuntimeError(f"{api}: input must have at least 2 dimensions.")
+    if len(C.shape) < 2:
+        raise RuntimeError(f"{api}: other must have at least 2 dimensions.")
+    side = -2 if left else -1
+    if C.shape[side] != A.shape[-2]:
+        raise RuntimeError(f"{api}: other.shape[{side}] must be equal to input.shape[-2]")
+    if len(A.shape) - len(tau.shape) != 1:
+        raise RuntimeError(f"{api}: Expected tau to have one dimension less than input, but got tau.ndim equal to "
+                           f"{len(tau.shape)} and input.ndim is equal to {len(A.shape)}")
+    if len(A.shape) != len(C.shape):
+        raise RuntimeError(f"{api}: Expected other to have the same number of dimensions as input, but got "
+                           f"other.ndim equal to {len(C.shape)} and input.ndim is equal to {len(A.shape)}")
+    batch = tuple(A.shape[:-2])
+    if tuple(tau.shape[:-1]) != batch:
+        raise RuntimeError(f"{api}: Expected batch dimensions of tau to be equal to input.shape[:-2], but got "
+                           f"{list(tau.shape[:-1])}")
+    if tuple(C.shape[:-2]) != batch:
+        raise RuntimeError(f"{api}: Expected batch dimensions of other to be equal to input.shape[:-2], but got "
+                           f"{list(C.shape[:-2])}")
+    if tau.shape[-1] != min(C.shape[side], A.shape[-1]):
+        raise RuntimeError(f"{api}: tau.shape[-1] must be equal to min(other.shape[{side}], input.shape[-1])")
+    for name, t in (("tau", tau), ("other", C)):
+        if t.dtype != A.dtype:
+            raise RuntimeError(f"{api}: Expected input and {name} to have the same dtype, but input has "
+                               f"dtype{type_name(A.dtype)} and {name} has dtype {type_name(t.dtype)}")
+    return tuple(C.shape), C.dtype
+
+
+@meta_shape(_ormqr_meta)
+def ormqr(xp: Any, A: Array, tau: Array, C: Array, left: Any = True, transpose: Any = False) -> Any:
+    """op(Q) C (C op(Q) when not ``left``) for Q = H_1 ... H_k of ``geqrf``'s reflectors (op(Q) = Q^H when
+    ``transpose``), the reflectors applied in turn as LAPACK's ormqr applies them."""
+    _ormqr_meta(A, tau, C, left, transpose)
+    k = tau.shape[-1]
+    V = householder_vectors(xp, A, k)
+    Z = xp.array(C, dtype=C.dtype)
+    order = range(k) if bool(left) == bool(transpose) else range(k - 1, -1, -1)
+    for i in order:
+        v = V[..., :, i:i + 1]
+        scale = tau[..., i, None, None]
+        scale = scale.conj() if transpose else scale
+        if left:
+            Z -= scale * v * (xp.swapaxes(v, -1, -2).conj() @ Z)
+        else:
+            Z -= scale * (Z @ v) * xp.swapaxes(v, -1, -2).conj()
+    return Z
+
+
 def _check_rhs(api: str, A: Any, b: Any) -> None:
     """The right-hand side's checks of the triangular and LDL solves: A's dtype, as many rows as A's order."""
     if b.dtype != A.dtype:
