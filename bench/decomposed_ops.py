@@ -37,6 +37,11 @@ OPS = {
     "quantile 256x256 q=0.3 dim=1": (lambda L, x, y: L.quantile(x, 0.3, dim=1), (256, 256)),
     "cov 64x64": (lambda L, x, y: L.cov(x), (64, 64)),
     "matmul vector 64 @ 64x64": (lambda L, x, y: L.matmul(x[0], y), (64, 64)),
+    "einsum ij,jk->ik 64x64 (grad)": (lambda L, x, y: L.einsum("ij,jk->ik", x.requires_grad_(), y), (64, 64)),
+    "linalg.det 3x3": (lambda L, x, y: L.linalg.det(x[:3, :3]), (64, 64)),
+    "linalg.det 1000 x 3x3": (lambda L, x, y: L.linalg.det(x[:x.shape[0] // 3 * 3].reshape(-1, 3, 3)), (3000, 3)),
+    "linalg.solve 64x64, 64x8": (lambda L, x, y: L.linalg.solve(x, y[:, :8]), (64, 64)),
+    "linalg.svdvals 64x64": (lambda L, x, y: L.linalg.svdvals(x), (64, 64)),
 }
 BENCH = Bench(__name__, __doc__,
               {name: Workload(_make(op, shape), 200, warm=20, quick_number=5) for name, (op, shape) in OPS.items()},
