@@ -8152,6 +8152,8 @@ _COMPOSITE_KERNELS = (
     (_A._op_random_, 'CompositeImplicitAutograd', C.random_default),
     (_A._op__to_copy, 'CompositeExplicitAutograd', C.to_copy),
     (_A._op_copy_, 'QuantizedCPU', Q.quantized_copy_),
+    (_A._op_fill__Scalar, 'QuantizedCPU', Q.fill_quantized_),
+    (_A._op_fill__Tensor, 'QuantizedCPU', Q.fill_quantized_),
     (_A._op_argwhere, 'CompositeImplicitAutograd', C.argwhere),
     (_A._op_take_along_dim, 'CompositeImplicitAutograd', C.take_along_dim),
     (_A._op_cat, 'QuantizedCPU', Q.cat_quantized_cpu),

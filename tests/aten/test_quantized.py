@@ -240,3 +240,24 @@ def test_pickle_and_deepcopy_keep_quantized_tensors():
                                    ember.tensor([0, 1, -1]), 0, ember.qint8)
     for r in (pickle.loads(pickle.dumps(q)), copy.deepcopy(q)):
         assert r.is_quantized and ember.equal(r, q) and r.q_per_channel_axis() == 0
+
+
+@pytest.mark.parametrize("qdtype", ["qint8", "quint8", "qint32"])
+def test_fill_and_index_assignment_quantize_the_value_as_pytorch(qdtype):
+    """fill_ (Scalar or 0-dim tensor) and ``q[i] = v`` on a quantized tensor quantize v with its parameters
+    (PyTorch's fill_quantized_: a float tensor of v copied in)."""
+    ints = []
+    for lib in (ember, torch):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            q = lib.quantize_per_tensor(lib.tensor([0.5, -1.0, 2.0, 0.0]), 0.1, 3, getattr(lib, qdtype))
+        q[0] = 1.0
+        q[1:3] = 0.33
+        step = [q.int_repr().tolist()]
+        q.fill_(lib.tensor(-0.2))
+        q[2] = lib.tensor(0.7)
+        step.append(q.int_repr().tolist())
+        with pytest.raises(RuntimeError, match="fill_ only supports 0-dimension value tensor"):
+            q.fill_(lib.ones(2))
+        ints.append(step)
+    assert ints[0] == ints[1]

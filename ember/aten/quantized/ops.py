@@ -13,7 +13,7 @@ from ember.c10.dispatch_key import KS_CPU, DispatchKey
 
 __all__ = ["int_repr_quantized_cpu", "dequantize_quantized", "q_scale_quant", "q_zero_point_quant",
            "q_per_channel_scales", "q_per_channel_zero_points", "q_per_channel_axis", "qscheme_quant",
-           "equal_quantized_cpu", "quantized_copy_", "dequantize_tensors_quantized_cpu"]
+           "equal_quantized_cpu", "quantized_copy_", "fill_quantized_", "dequantize_tensors_quantized_cpu"]
 
 
 def _expect(self: Any, per_tensor: bool) -> Any:
@@ -102,6 +102,18 @@ def quantized_copy_(self: Any, src: Any, non_blocking: bool = False) -> Any:
 
 
 # -- shape operations on the integers as they are: the CPU kernels, keeping the quantized key set
+
+def fill_quantized_(self: Any, value: Any) -> Any:
+    """``fill_`` of a quantized tensor: the value, as a float tensor of self's shape, copied in (quantized with
+    self's parameters), as PyTorch's fill_quantized_."""
+    if hasattr(value, "dim"):
+        if value.dim() != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} "
+                               "dimensions.")
+        value = value.item()
+    full = new_tensor(np.full(Qz.int_repr(self._data).shape, value, np.float32), KS_CPU, self.device)
+    return quantized_copy_(self, full)
+
 def _strided_per_channel(self: Any) -> None:
     if isinstance(Qz.quantizer_of(self._data), Qz.PerChannelAffineQuantizer):
         raise RuntimeError("Setting strides is possible only on uniformly quantized tensor")

@@ -117,7 +117,7 @@ def quantize_values(x: np.ndarray, scale: Any, zero_point: Any, qdtype: Any, per
         inv = np.float32(1.0) / np.asarray(scale, dtype=np.float64).astype(np.float32)
         zp = np.asarray(zero_point, dtype=np.int64)
         if qdtype.name == "qint32" or per_channel:     # the product and the sum rounded to float32 one by one
-            v = (x * inv).astype(np.float32)
+            v = np.asarray(x * inv, dtype=np.float32)  # (an array also for a 0-d x, whose product is a scalar)
             v += zp.astype(np.float32)
             nan = lo if qdtype.name == "qint32" else 0
         else:    # one rounding: the float64 product of two float32 is exact, the sum rounds once to float32
