@@ -77,6 +77,7 @@ def ddp(quick: bool) -> None:
     if dist.get_rank() == 0:
         print("RESULT " + json.dumps({"step_s": statistics.median(times), "lib": torch.__name__
                                       if "ember" not in repr(torch) else "ember"}), flush=True)
+    dist.barrier()  # both ranks done before either tears its process group down (gloo aborts on a closed peer)
     dist.destroy_process_group()
 
 
