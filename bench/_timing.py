@@ -281,8 +281,17 @@ def _print_table(bench: Bench, args: argparse.Namespace, sides: list[Side], name
               flush=True)
 
 
+def print_geomean(results: dict[str, Any]) -> None:
+    """The geometric mean over the workloads of the second side's time / the first's (with both sides run)."""
+    sides = list(next(iter(results.values())))
+    if len(sides) == 2:
+        ratios = [r[sides[1]][0] / r[sides[0]][0] for r in results.values()]
+        print(f"geometric mean of {sides[1]}/{sides[0]}: {statistics.geometric_mean(ratios):.2f}")
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
         _child(json.loads(sys.argv[2]))
     else:
         raise SystemExit("bench._timing is the harness; run a benchmark: python -m bench.suite")
+

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench._timing import Bench, Workload, run
+from bench._timing import Bench, Workload, print_geomean, run
 
 
 def _make(expr, shape):
@@ -49,11 +49,7 @@ BENCH = Bench(__name__, __doc__,
 
 
 def main(argv=None):
-    results = run(BENCH, argv)
-    sides = list(next(iter(results.values())))
-    if len(sides) == 2:
-        ratios = [r[sides[1]][0] / r[sides[0]][0] for r in results.values()]
-        print(f"geometric mean of {sides[1]}/{sides[0]}: {float(np.exp(np.mean(np.log(ratios)))):.2f}")
+    print_geomean(run(BENCH, argv))
 
 
 if __name__ == "__main__":

@@ -218,6 +218,6 @@ def test_a_python_value_is_converted_as_pytorch_converts_it(dtype, value):
 def test_assigning_what_is_not_a_value_raises_pytorchs_type_error(value):
     with pytest.raises(TypeError) as t:
         torch.zeros(3, 4)[0] = value
-    with pytest.raises(TypeError, match="^" + str(t.value).replace("torch.", "(torch|ember).").replace("(", r"\(")
-                       .replace(")", r"\)").replace(r"\(torch|ember\)", "(torch|ember)") + "$"):
+    with pytest.raises(TypeError) as e:
         ember.zeros(3, 4)[0] = value
+    assert str(e.value).replace("ember.", "torch.") == str(t.value)

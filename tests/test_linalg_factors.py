@@ -2,6 +2,7 @@
 ``_linalg_svd``, ``linalg_lu_solve``, ``triangular_solve``, ``cholesky``) against PyTorch: the values, the factors
 they keep for the derivative (LU, pivots: of A^T for a real row-major A in det / slogdet, as LAPACK reads it in
 place) with their column-major strides, and the gradients, which reuse those factors."""
+import re
 import warnings
 
 import numpy as np
@@ -105,7 +106,7 @@ def test_a_singular_system_is_reported_by_solve_ex_and_refused_by_solve():
     assert e.info.tolist() == t.info.tolist()
     with pytest.raises(torch.linalg.LinAlgError) as want:
         torch.linalg.solve(torch.tensor(a), torch.tensor(b))
-    with pytest.raises(ember.linalg.LinAlgError, match=str(want.value).replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ember.linalg.LinAlgError, match=re.escape(str(want.value))):
         ember.linalg.solve(ember.tensor(a), ember.tensor(b))
 
 
@@ -234,7 +235,7 @@ def test_ormqr_and_householder_product_and_their_gradients(dtype, shapes, left, 
     try:
         want = torch.ormqr(*T, left, transpose)
     except RuntimeError as e:
-        with pytest.raises(RuntimeError, match=str(e).replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
+        with pytest.raises(RuntimeError, match=re.escape(str(e))):
             ember.ormqr(*E, left, transpose)
         return
     got = ember.ormqr(*E, left, transpose)
@@ -245,7 +246,7 @@ def test_ormqr_and_householder_product_and_their_gradients(dtype, shapes, left, 
     (want * torch.tensor(g)).abs().sum().backward()
     for e, t in zip(E, T):
         if t.grad is None:
-            assert e.grad is None or not e.grad.abs().sum().item()
+            assert e.grad is None
         else:
             _same(e.grad, t.grad, strides=False)
     if left and not transpose and sa[-2] >= sa[-1]:

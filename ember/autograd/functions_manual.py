@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
 from ember._generated import aten
 from ember.aten.kernels._common import wrap_dim
+from ember.aten.kernels.linalg import linalg_solve_is_vector_rhs
 from ember.autograd import grad_mode
 from ember.c10.dtype import bool_, finfo
 
@@ -465,7 +466,7 @@ def linalg_solve_backward(gX: Tensor, X: Tensor, A: Tensor, LU: Tensor, pivots: 
     """(gA, gB) of X = A^-1 B (X = B A^-1 when not ``left``): gB = A^-H gX (gX A^-H), solved with the LU factors
     ``_linalg_solve_ex`` kept or with ``linalg_solve`` when a second derivative may be taken; gA = -gB X^H
     (-X^H gB)."""
-    vector = X.dim() == 1 or (X.dim() == A.dim() - 1 and tuple(X.shape) == tuple(A.shape[:-1]))
+    vector = linalg_solve_is_vector_rhs(A, X)
     gXm, Xm = (gX.unsqueeze(-1), X.unsqueeze(-1)) if vector else (gX, X)
     if grad_mode.state.enabled:
         gB = aten.linalg_solve(A.mH, gXm, left=left)
@@ -867,14 +868,6 @@ def triangular_solve_backward(grad_x: Tensor | None, grad_m: Tensor | None, b: T
     return gb, gA
 
 
-def _reflector_steps(k: int, left: bool, adjoint: bool) -> list[tuple[int, bool]]:
-    """The reflectors of Q = H_1 ... H_k in the order they act on C in op(Q) C (``left``) or C op(Q), op(Q) = Q^H
-    when ``adjoint``: (index, whether its scale is conjugated, H_i^H = I - conj(tau_i) v_i v_i^H)."""
-    first_to_last = list(range(k))
-    order = first_to_last if left == adjoint else first_to_last[::-1]
-    return [(i, adjoint) for i in order]
-
-
 def _apply_reflectors_backward(grad: Tensor, input: Tensor, tau: Tensor, C: Tensor, left: bool,  # noqa: A002
                                adjoint: bool) -> Any:
     """(g_input, g_tau, g_C) of Y = op(Q) C (C op(Q) when not ``left``), Q = H_1 ... H_k of the reflectors stored
@@ -889,20 +882,19 @@ def _apply_reflectors_backward(grad: Tensor, input: Tensor, tau: Tensor, C: Tens
     below = aten.ones((m, n), dtype=bool_, device=input.device).tril(-1)
     zero = aten.zeros((), dtype=input.dtype, device=input.device)
     V = aten.where_self(below, input, zero) + aten.eye_m(m, n, dtype=input.dtype, device=input.device)
-    steps = _reflector_steps(k, left, adjoint)
+    scales = tau.conj() if adjoint else tau  # (H_i^H = I - conj(tau_i) v_i v_i^H)
+    order = list(range(k)) if left == adjoint else list(range(k - 1, -1, -1))  # as the reflectors act on C
     Zs = []
     Z = C
-    for i, conj in steps:  # the forward again, keeping what each step acted on
+    for i in order:  # the forward again, keeping what each step acted on
         Zs.append(Z)
-        v, scale = V[..., :, i:i + 1], tau[..., i, None, None]
-        scale = scale.conj() if conj else scale
+        v, scale = V[..., :, i:i + 1], scales[..., i, None, None]
         Z = Z - scale * v * v.mH.matmul(Z) if left else Z - scale * Z.matmul(v) * v.mH
     G = grad
     g_tau: list[Any] = [None] * k
     g_cols: list[Any] = [None] * k
-    for (i, conj), Z in zip(reversed(steps), reversed(Zs)):
-        v, scale = V[..., :, i:i + 1], tau[..., i, None, None]
-        scale = scale.conj() if conj else scale
+    for i, Z in zip(reversed(order), reversed(Zs)):
+        v, scale = V[..., :, i:i + 1], scales[..., i, None, None]
         if left:
             w = v.mH.matmul(Z)
             g_s = -(v.mH.matmul(G).matmul(w.mH))[..., 0, 0]
@@ -913,7 +905,7 @@ def _apply_reflectors_backward(grad: Tensor, input: Tensor, tau: Tensor, C: Tens
             g_s = -(u.mH.matmul(G).matmul(v))[..., 0, 0]
             g_cols[i] = -scale.conj() * Z.mH.matmul(G.matmul(v)) - scale * G.mH.matmul(u)
             G = G - scale.conj() * G.matmul(v) * v.mH
-        g_tau[i] = g_s.conj() if conj else g_s
+        g_tau[i] = g_s.conj() if adjoint else g_s
     zero_cols = [aten.zeros(batch + (m, 1), dtype=input.dtype, device=input.device)] * (n - k)
     g_input = aten.where_self(below, aten.cat(g_cols + zero_cols, -1), zero)
     return g_input, aten.stack(g_tau, -1), G

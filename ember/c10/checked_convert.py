@@ -47,7 +47,7 @@ def checked_convert(value: Any, npdt: Any, half_saturates: bool = False) -> Any:
     finite float past a floating type's largest value (``half_saturates``: float16 / bfloat16 take it as inf, as
     PyTorch's fill of a one-element tensor does), a complex with an imaginary part into a real type."""
     kind, lo, hi = _limits(npdt)
-    if kind in "b" or lo is None:
+    if kind == "b" or lo is None:
         return value
     v = value
     if isinstance(v, complex):

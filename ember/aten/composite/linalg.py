@@ -12,10 +12,11 @@ from ember._generated import aten
 from ember.aten.kernels._common import wrap_dim
 from ember.aten.kernels.linalg import _matmul_check
 from ember.aten.meta import broadcast_shapes
+from ember.aten.backends import CPU_BACKEND, CUDA_BACKEND
 from ember.aten.dispatcher import is_tensor_subclass_like, tls
 from ember.aten.wrap import _type_name, new_tensor
-from ember.c10.dispatch_key import KS_OF_DEVICE_TYPE, DispatchKey
-from ember.c10.dtype import bool_, float64, int64
+from ember.c10.dispatch_key import DispatchKey
+from ember.c10.dtype import bool_, finfo, float64, int64
 from ember.c10.grad_mode import state as _grad_state
 from ember.c10.memory_format import contiguous_format
 from ember.c10.exceptions import _LinAlgError, warn_once
@@ -302,14 +303,10 @@ def _einsum_unobserved(tensors: Any, op_labels: list[list[int]], ellipsis: int) 
 
 
 def _einsum_direct(equation: str, tensors: Any) -> Any:
+    be = CPU_BACKEND if tensors[0].device.type == "cpu" else CUDA_BACKEND
     arrays = [t._data for t in tensors]
-    if isinstance(arrays[0], np.ndarray):
-        xp: Any = np
-    else:  # (CUDA tensors: CuPy, ember's optional GPU library)
-        import cupy as xp  # type: ignore[import-not-found, no-redef, unused-ignore]
-    out = xp.asarray(xp.einsum(equation.replace(" ", ""), *arrays, optimize=True))
-    return new_tensor(out.astype(arrays[0].dtype, copy=False), KS_OF_DEVICE_TYPE[tensors[0].device.type],
-                      tensors[0].device)
+    out = be.xp.asarray(be.xp.einsum(equation.replace(" ", ""), *arrays, optimize=True))
+    return new_tensor(out.astype(arrays[0].dtype, copy=False), be.ks, tensors[0].device)
 
 
 def tensordot(self: Any, other: Any, dims_self: Any, dims_other: Any) -> Any:
@@ -423,7 +420,6 @@ def _tolerances_from_floats(A: Any, atol: Any, rtol: Any) -> Any:
     """PyTorch's get_atol_rtol for Python tolerances, as double 0-dim tensors: atol 0 when not given; rtol
     eps * max(m, n) when not given, 0 when only a positive atol is."""
     if rtol is None:
-        from ember.c10.dtype import finfo
         rtol = 0.0 if atol is not None and atol > 0 else finfo(A.dtype.to_real()).eps * max(A.shape[-2], A.shape[-1])
     atol = 0.0 if atol is None else atol
     return (aten.full((), atol, dtype=float64, device=A.device), aten.full((), rtol, dtype=float64, device=A.device))
@@ -432,7 +428,6 @@ def _tolerances_from_floats(A: Any, atol: Any, rtol: Any) -> Any:
 def _tolerances_from_tensors(A: Any, atol: Any, rtol: Any, api: str) -> Any:
     """PyTorch's get_atol_rtol for tensor tolerances: atol zeros({}) when not given; rtol eps * max(m, n) when not
     given, or where(atol > 0, 0, that) when atol is."""
-    from ember.c10.dtype import finfo
     given = atol
     atol = aten.zeros((), dtype=float64, device=A.device) if atol is None else atol
     for name, tol in (("atol", atol), ("rtol", rtol)):

@@ -17,6 +17,7 @@ from ember._generated import aten
 from ember.aten.kernels._common import wrap_dim
 from ember.aten.wrap import _type_name as _dt_name, write_out
 from ember.c10 import dtype as _dt
+from ember.c10.exceptions import warn_once
 
 __all__ = [f"fft_{k}{s}{o}" for k in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft") for s in ("", "2", "n")
            for o in ("", "_out")]
@@ -401,7 +402,6 @@ def fft_ifftshift(self: Any, dim: Any = None) -> Any:
 
 
 # ---- the short-time Fourier transform (stft / istft of SpectralOps.cpp)
-_warned: set[str] = set()
 
 _NO_WINDOW = {
     "stft": "A window was not provided. A rectangular window will be applied,which is known to cause spectral "
@@ -412,14 +412,6 @@ _NO_WINDOW = {
              "stft to make the inversion lossless.To suppress this warning and use a rectangular window, explicitly "
              "set `window=torch.ones(n_fft, device=<device>)`.",
 }
-
-
-def _warn_once(key: str, message: str) -> None:
-    """PyTorch's ``TORCH_WARN_ONCE``: once per process."""
-    if key not in _warned:
-        _warned.add(key)
-        import warnings
-        warnings.warn(message, UserWarning, stacklevel=4)
 
 
 def _opt(v: Any) -> str:
@@ -457,14 +449,14 @@ def stft(self: Any, n_fft: int, hop_length: Any = None, win_length: Any = None, 
     hop = n_fft >> 2 if hop_length is None else hop_length
     win = n_fft if win_length is None else win_length
     if window is None:
-        _warn_once("stft", _NO_WINDOW["stft"])
+        warn_once("stft", _NO_WINDOW["stft"])
     complex_out = self.is_complex() or (window is not None and window.is_complex())
     if return_complex is None and not complex_out:
         raise RuntimeError("stft requires the return_complex parameter be given for real inputs, and will further "
                            "require that return_complex=True in a future PyTorch release.")
     want_complex = complex_out if return_complex is None else return_complex
     if not want_complex:
-        _warn_once("stft_real", "stft with return_complex=False is deprecated. In a future pytorch release, stft "
+        warn_once("stft_real", "stft with return_complex=False is deprecated. In a future pytorch release, stft "
                    "will return complex tensors for all inputs, and return_complex=False will raise an error.\nNote: "
                    "you can still call torch.view_as_real on the complex output to recover the old return format.")
 
@@ -546,7 +538,7 @@ def istft(self: Any, n_fft: int, hop_length: Any = None, win_length: Any = None,
     if self.dim() not in (2, 3):
         fail(f"expected a tensor with 3 or 4 dimensions of complex values, but got {self.dim() + 1}")
     if window is None:
-        _warn_once("istft", _NO_WINDOW["istft"])
+        warn_once("istft", _NO_WINDOW["istft"])
     n_frames, fft_size = self.shape[-1], self.shape[-2]
     sided = fft_size != n_fft if onesided is None else onesided
     if sided and n_fft // 2 + 1 != fft_size:
@@ -598,7 +590,7 @@ def istft(self: Any, n_fft: int, hop_length: Any = None, win_length: Any = None,
     if self.dim() == 2:
         y = y.squeeze(0)
     if end > expected:
-        _warn_once("istft_length", "The length of signal is shorter than the length parameter. Result is being padded "
+        warn_once("istft_length", "The length of signal is shorter than the length parameter. Result is being padded "
                    "with zeros in the tail. Please check your center and hop_length settings.")
         y = aten.constant_pad_nd(y, (0, end - expected), 0)
     return y

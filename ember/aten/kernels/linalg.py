@@ -291,15 +291,7 @@ def _square_checked(A: Array, name: Any) -> Any:
 def _lu_info(a: np.ndarray) -> int:
     """LAPACK getrf's ``info`` for one matrix: the 1-based index of the first zero pivot of its LU factorization
     with partial pivoting (in the matrix's own precision), 0 when there is none."""
-    u = np.array(a, dtype=compute_dtype(a.dtype))
-    for k in range(u.shape[0]):
-        p = k + int(np.argmax(np.abs(u[k:, k])))
-        if u[p, k] == 0:
-            return k + 1
-        if p != k:
-            u[[k, p]] = u[[p, k]]
-        u[k + 1:, k:] -= np.outer(u[k + 1:, k] / u[k, k], u[k, k:])
-    return 0
+    return int(_getrf(a)[2])
 
 
 def _cholesky_info(a: np.ndarray) -> int:
@@ -341,7 +333,7 @@ def linalg_inv(xp: Any, A: Array) -> Any:
     return _lapack(xp, "inv", xp.linalg.inv, A).astype(A.dtype, copy=False)
 
 
-def _is_vector_rhs(A: Any, B: Any) -> bool:
+def linalg_solve_is_vector_rhs(A: Any, B: Any) -> bool:
     """PyTorch's linalg_solve_is_vector_rhs: B is a vector, or a batch of vectors with A's batch shape."""
     return len(B.shape) == 1 or (len(B.shape) == len(A.shape) - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
 
@@ -363,7 +355,7 @@ def _solve_meta(A: Any, B: Any, left: Any = True, check_errors: Any = False) -> 
     batch dimensions of A and B broadcast."""
     _check_square(A, "solve")
     n = A.shape[-1]
-    vector = _is_vector_rhs(A, B)
+    vector = linalg_solve_is_vector_rhs(A, B)
     if not vector and len(B.shape) < 2:
         raise RuntimeError("linalg.solve: The input tensor B must have at least 2 dimensions.")
     b_rows, b_cols = (B.shape[-1], 1) if vector else B.shape[-2:]
@@ -428,7 +420,7 @@ def linalg_solve_ex_lu(xp: Any, A: Array, B: Array, left: Any = True, check_erro
     factorization of A and getrs; a singular A gives info > 0 (and infinities / NaNs in X) unless
     ``check_errors``."""
     _solve_meta(A, B, left)
-    vector = _is_vector_rhs(A, B)
+    vector = linalg_solve_is_vector_rhs(A, B)
     host_A, host_B = _host(A), _host(B)
     LU, piv, info = _lu_of(host_A, False)
     Bm = host_B[..., None] if vector else host_B
@@ -547,7 +539,7 @@ def linalg_svd_ex(xp: Any, A: Array, full_matrices: Any = False, compute_uv: Any
                            "cuSOLVER backend.")
     rdt = _real_of(A.dtype)
     if not compute_uv:
-        S = xp.linalg.svd(A, compute_uv=False) if A.size else xp.zeros(A.shape[:-2] + (min(A.shape[-2:]),), rdt)
+        S = xp.linalg.svd(A, compute_uv=False)
         return xp.empty((0,), A.dtype), S.astype(rdt, copy=False), xp.empty((0,), A.dtype)
     u, s, vh = xp.linalg.svd(A, full_matrices=bool(full_matrices))
     fortran = _fortran if xp is np else (lambda x: x)
@@ -790,24 +782,26 @@ def _getrf(a: np.ndarray) -> Any:
     A = np.array(a, dtype=compute_dtype(a.dtype)).reshape((math.prod(shape),) + a.shape[-2:])
     b, m, n = A.shape
     k = min(m, n)
+    piv = np.zeros((b, k), np.int32)
+    info = np.zeros(b, np.int32)
     getrf = _lapack_getrf(A.dtype) if k and b <= 16 * k else None
-    if getrf is None and b and k and compiled.usable(np, A, dtypes=_LU_DTYPES):  # many small matrices, or no SciPy
-        piv = np.empty((b, k), np.int32)
-        info = np.zeros(b, np.int32)
-        compiled.kernel("lu_batched")(A, piv, info)
-        return (A.astype(a.dtype, copy=False).reshape(a.shape), piv.reshape(shape + (k,)), info.reshape(shape))
     if getrf is not None:
-        piv = np.empty((b, k), np.int32)
-        info = np.empty(b, np.int32)
         for i in range(b):
             lu, p, code = getrf(A[i], overwrite_a=True)
             A[i], piv[i], info[i] = lu, p + 1, code
-        return (A.astype(a.dtype, copy=False).reshape(a.shape), piv.reshape(shape + (k,)), info.reshape(shape))
-    piv = np.zeros((b, k), np.int32)
-    info = np.zeros(b, np.int32)
+    elif b and k and compiled.usable(np, A, dtypes=_LU_DTYPES):  # many small matrices, or no SciPy
+        compiled.kernel("lu_batched")(A, piv, info)
+    else:
+        _getf2_batched(A, piv, info)
+    return (A.astype(a.dtype, copy=False).reshape(a.shape), piv.reshape(shape + (k,)), info.reshape(shape))
+
+
+def _getf2_batched(A: np.ndarray, piv: np.ndarray, info: np.ndarray) -> None:
+    """getf2 over a (b, m, n) batch at once, column by column, in place (the NumPy form of ``lu_batched``)."""
+    b, m, n = A.shape
     rows = np.arange(b)
     with np.errstate(all="ignore"):
-        for j in range(k):
+        for j in range(min(m, n)):
             col = A[:, j:, j]
             p = j + np.argmax(np.abs(col.real) + np.abs(col.imag) if col.dtype.kind == "c" else np.abs(col), axis=1)
             piv[:, j] = p + 1
@@ -820,7 +814,6 @@ def _getrf(a: np.ndarray) -> Any:
             scale = np.where(zero, 1, pivot)
             A[:, j + 1:, j] /= scale[:, None]
             A[:, j + 1:, j + 1:] -= A[:, j + 1:, j:j + 1] * A[:, j:j + 1, j + 1:]
-    return (A.astype(a.dtype, copy=False).reshape(a.shape), piv.reshape(shape + (k,)), info.reshape(shape))
 
 
 def _host(A: Array) -> np.ndarray:
@@ -841,7 +834,7 @@ def _lu_of(A: np.ndarray, transposed: bool) -> Any:
 
 def _factors_transpose_for_det(A: Any) -> bool:
     """Whether ``_linalg_det`` / ``_linalg_slogdet`` factor A^T: a real row-major A is A^T column-major."""
-    return A.dtype.kind != "c" and A.ndim >= 2 and bool(A.flags.c_contiguous) and A.shape[-1] > 1
+    return A.dtype.kind != "c" and bool(A.flags.c_contiguous)
 
 
 def _permutation_sign(piv: np.ndarray) -> np.ndarray:
@@ -869,9 +862,8 @@ def linalg_det_with_lu(xp: Any, A: Array) -> Any:
 
 
 def _slogdet_meta(A: Any) -> Any:
-    real = A.dtype if A.dtype.kind != "c" else np.dtype(f"f{A.dtype.itemsize // 2}")
     batch = tuple(A.shape[:-2])
-    return _det_meta(A, "slogdet", (batch, A.dtype), (batch, real))
+    return _det_meta(A, "slogdet", (batch, A.dtype), (batch, _real_of(A.dtype)))
 
 
 @meta_kernel(lambda xp, A: _meta_outputs(_slogdet_meta(A)))
@@ -887,8 +879,7 @@ def linalg_slogdet_with_lu(xp: Any, A: Array) -> Any:
         unit = np.where(mag == 0, 0, d / np.where(mag == 0, 1, mag))
         logabs = np.log(mag).sum(-1)
     sign = unit.prod(-1) * _permutation_sign(piv)
-    real = A.dtype if A.dtype.kind != "c" else np.dtype(f"f{A.dtype.itemsize // 2}")
-    return (xp.asarray(np.asarray(sign).astype(A.dtype)), xp.asarray(np.asarray(logabs).astype(real)),
+    return (xp.asarray(np.asarray(sign).astype(A.dtype)), xp.asarray(np.asarray(logabs).astype(_real_of(A.dtype))),
             xp.asarray(LU), xp.asarray(piv))
 
 
@@ -1014,20 +1005,11 @@ def linalg_inv_ex(xp: Any, A: Array, check_errors: Any = False) -> Any:
         return xp.linalg.inv(A).astype(A.dtype, copy=False), xp.asarray(info)
     except np.linalg.LinAlgError:
         pass
-    host = np.asarray(A.get() if hasattr(A, "get") else A)
-    LU, piv, info = _getrf(host)
+    LU, piv, info = _getrf(_host(A))
     if check_errors:
         _raise_first_failure("linalg.inv_ex", info, _LINALG_FAILURES["inv"][2], _LinAlgError)
     eye = np.broadcast_to(np.eye(A.shape[-1], dtype=A.dtype), A.shape)
-    return xp.asarray(_lu_solve_host(LU, piv, eye)), xp.asarray(info)
-
-
-def _lu_solve_host(LU: np.ndarray, piv: np.ndarray, B: np.ndarray) -> Any:
-    """X with A X = B from A's LU factors (broadcast over batches); zero pivots give infinities / NaNs."""
-    P = _permutation(piv, LU.shape[-1]).astype(LU.dtype)
-    Y = np.swapaxes(P, -1, -2).conj() @ B
-    Y = linalg_solve_triangular(np, LU, Y, False, True, True)
-    return linalg_solve_triangular(np, LU, Y, True, True, False)
+    return xp.asarray(_getrs(LU, piv, eye, 0)), xp.asarray(info)
 
 
 def _cholesky_ex_meta(xp: Any, A: Any, upper: Any = False, check_errors: Any = False) -> Any:
@@ -1122,7 +1104,7 @@ def _householder_meta(A: Any, tau: Any) -> Any:
     return tuple(A.shape), A.dtype
 
 
-def householder_vectors(xp: Any, A: Array, k: int) -> Any:
+def _householder_vectors(xp: Any, A: Array, k: int) -> Any:
     """The reflectors v_1 .. v_k stored below A's diagonal as the columns of an (..., m, k) array: 1 on the
     diagonal, zeros above (LAPACK's packed form)."""
     m = A.shape[-2]
@@ -1139,7 +1121,7 @@ def linalg_householder_product(xp: Any, A: Array, tau: Array) -> Any:
     _householder_meta(A, tau)
     m, n = A.shape[-2:]
     k = tau.shape[-1]
-    V = householder_vectors(xp, A, k)
+    V = _householder_vectors(xp, A, k)
     Q = xp.array(xp.broadcast_to(xp.eye(m, n, dtype=A.dtype), A.shape))
     for i in range(k - 1, -1, -1):
         v = V[..., :, i:i + 1]
@@ -1185,7 +1167,7 @@ def ormqr(xp: Any, A: Array, tau: Array, C: Array, left: Any = True, transpose: 
     ``transpose``), the reflectors applied in turn as LAPACK's ormqr applies them."""
     _ormqr_meta(A, tau, C, left, transpose)
     k = tau.shape[-1]
-    V = householder_vectors(xp, A, k)
+    V = _householder_vectors(xp, A, k)
     Z = xp.array(C, dtype=C.dtype)
     order = range(k) if bool(left) == bool(transpose) else range(k - 1, -1, -1)
     for i in order:
