@@ -52,7 +52,8 @@ def _infer(data, want=None):
     ``tensor([1/3], dtype=float64)`` is not rounded through the default dtype first)."""
     from ember._tensor import Tensor
     if isinstance(data, Tensor):
-        return data.cpu()._data, data.dtype
+        from ember.aten.math_bits import values_of
+        return values_of(data.cpu())._data, data.dtype      # (a lazy conjugate's values)
     if isinstance(data, np.ndarray):
         return data, _dt.from_numpy_dtype(data.dtype)
     from ember.storage import TypedStorage

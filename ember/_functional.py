@@ -8,9 +8,9 @@ from ember._generated.ops import (_histogramdd_bin_edges, _histogramdd_from_bin_
                                   _unique2, unique_consecutive as _unique_consecutive, unique_dim)
 
 __all__ = ["unique", "split", "norm", "einsum", "meshgrid", "tensordot", "broadcast_tensors", "atleast_1d",
-           "atleast_2d", "atleast_3d", "broadcast_shapes", "cdist", "conj", "detach_", "selu", "selu_",
+           "atleast_2d", "atleast_3d", "broadcast_shapes", "cdist", "detach_", "selu", "selu_",
            "as_strided_", "resize_as_", "is_conj", "is_neg", "is_signed", "cartesian_prod", "block_diag", "get_device",
-           "resolve_conj", "resolve_neg", "lu", "unravel_index", "chain_matmul", "unique_consecutive", "histogramdd",
+           "lu", "unravel_index", "chain_matmul", "unique_consecutive", "histogramdd",
            "gradient", "nonzero"]
 
 _CDIST_MODES = {"use_mm_for_euclid_dist_if_necessary": None, "use_mm_for_euclid_dist": 1,
@@ -184,10 +184,6 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
 
 
 # Tensor properties and methods that PyTorch also offers as functions of ``torch``
-def conj(input):  # noqa: A002
-    return input.conj()
-
-
 def selu(input):  # noqa: A002
     from ember.nn import functional as F
     return F.selu(input)
@@ -224,14 +220,6 @@ def is_signed(input):  # noqa: A002
 
 def get_device(input):  # noqa: A002
     return input.get_device()
-
-
-def resolve_conj(input):  # noqa: A002
-    return input.resolve_conj()
-
-
-def resolve_neg(input):  # noqa: A002
-    return input.resolve_neg()
 
 
 def cartesian_prod(*tensors):

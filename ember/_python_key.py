@@ -24,7 +24,7 @@ import threading
 
 from ember._ops import overload_of
 from ember.aten.dispatcher import BoxedFallback, python_key_used, register_fallback, tls
-from ember.c10.dispatch_key import AUTOGRAD_MASK, DispatchKey
+from ember.c10.dispatch_key import AUTOGRAD_MASK, MATH_BITS, DispatchKey
 from ember.c10.tensor_impl import TensorImpl
 
 PYTHON_BIT = 1 << DispatchKey.Python
@@ -149,8 +149,8 @@ def python_fallback(handle: Any, ks: int, values: tuple[Any, ...]) -> Any:
         if r is not NotImplemented:
             return r
         tried.append(f"  - mode object {mode!r}")
-    elif not types:     # nothing here overrides dispatch: the kernel below
-        return handle.redispatch(ks & _BELOW_PYTHON, *values)
+    elif not types:     # nothing here overrides dispatch: the kernel below (which reads any math bits' values)
+        return handle.redispatch(ks & (_BELOW_PYTHON | MATH_BITS), *values)
     for cls in types:
         handler = cls.__torch_dispatch__
         r = _run_below_autograd(handler, func, tuple(types), args, kwargs, True)

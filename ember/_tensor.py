@@ -22,11 +22,12 @@ from ember.aten.dispatcher import tls as _dispatch_tls
 from ember._generated import aten
 from ember.aten.composite import wrapped_number
 from ember.aten import wrap as _wrap
+from ember.aten.math_bits import values_of as _values_of
 from ember.c10 import compile_state as _cs
 from ember.c10 import dtype as _dt
 from ember.c10.device import CPU, canonical
 from ember.c10.tensor_impl import TensorImpl, VersionCounter, contiguous_strides, fake_array
-from ember.c10.dispatch_key import KS_OF_DEVICE_TYPE
+from ember.c10.dispatch_key import KS_OF_DEVICE_TYPE, MATH_BITS as _MATH_BITS
 
 _NUMBER = (bool, int, float, complex, np.number, np.bool_)
 _NUMBER_TYPES = _python_arg_parser.NUMBER_TYPES
@@ -283,6 +284,8 @@ class Tensor(TensorImpl, _TensorMethods):
     def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
         if self._rg:
             raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+        if self.is_conj():
+            raise BufferError("Can't export tensors with the conjugate bit set")
         return self._data.__dlpack__(**({"stream": stream} if stream is not None else {}))
 
     def __dlpack_device__(self) -> Any:
@@ -452,6 +455,12 @@ class Tensor(TensorImpl, _TensorMethods):
                 raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
                                 "Tensor.cpu() to copy the tensor to host memory first.")
             return self.cpu()._data
+        if self._ks & _MATH_BITS:      # the array would hold the memory, not the values (Note [Math bits])
+            if force:
+                return _values_of(self)._data
+            which, fix = ("conjugate", "resolve_conj") if self.is_conj() else ("negative", "resolve_neg")
+            raise RuntimeError(f"Can't call numpy() on Tensor that has {which} bit set. Use tensor.{fix}().numpy() "
+                               "instead.")
         return self._data
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
@@ -465,7 +474,7 @@ class Tensor(TensorImpl, _TensorMethods):
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
         if self._device.type == "meta":
             raise RuntimeError("Tensor.item() cannot be called on meta tensors")
-        v = self.cpu()._data.reshape(()).item()
+        v = _values_of(self.cpu())._data.reshape(()).item()
         if type(v) is tuple:      # a quantized element (Note [Quantized dtypes]): kept off item()'s usual path
             raise RuntimeError("load_scalar: invalid type")
         if self._data.dtype == _BF16:
@@ -477,7 +486,8 @@ class Tensor(TensorImpl, _TensorMethods):
             raise RuntimeError("Tensor.tolist() is not supported for meta tensors")
         if self.is_quantized:
             raise RuntimeError("load_scalar: invalid type")
-        a = self.cpu()._data
+        t = self.resolve_conj().resolve_neg() if self._ks & _MATH_BITS else self   # (a mode sees the clone)
+        a = t.cpu()._data
         if a.dtype == _BF16:
             a = a.astype(np.float32)
         return a.tolist()
@@ -537,7 +547,7 @@ class Tensor(TensorImpl, _TensorMethods):
         return self if self.dim() == 0 else self.flip(0)
 
     def __reduce_ex__(self, proto: Any) -> Any:
-        return (_rebuild_from_numpy, (self.cpu()._data.copy(), str(self._device)))
+        return (_rebuild_from_numpy, (_values_of(self.cpu())._data.copy(), str(self._device)))
 
     def __deepcopy__(self, memo: Any) -> Any:
         if id(self) in memo:
@@ -693,11 +703,6 @@ class Tensor(TensorImpl, _TensorMethods):
     @property
     def mH(self) -> Tensor:
         return self.mT.conj() if self.is_complex() else self.mT
-
-    def conj(self) -> Tensor:
-        if not self.is_complex():
-            return self
-        return aten.conj_physical(self)  # a copy (PyTorch's is a lazy view), differentiable
 
     # the parts of a complex tensor are views (of view_as_real), differentiable; assigning to one copies into it
     @property
@@ -931,18 +936,9 @@ class Tensor(TensorImpl, _TensorMethods):
     def get_device(self) -> builtins.int:
         return -1 if self._device.type == "cpu" else (self._device.index or 0)
 
-    # ember's conjugation and negation are never lazy (no conj / neg bits): nothing to resolve
-    def is_conj(self) -> builtins.bool:
-        return False
-
-    def is_neg(self) -> builtins.bool:
-        return False
-
-    def resolve_conj(self) -> Tensor:
-        return self
-
-    def resolve_neg(self) -> Tensor:
-        return self
+    def _is_view(self) -> builtins.bool:
+        """Whether this tensor is a view of another (its ``_base``)."""
+        return self._base is not None
 
     @property
     def output_nr(self) -> builtins.int:

@@ -10,6 +10,7 @@ import numpy as np
 from ember.c10.dispatch_key import DispatchKey as _DispatchKey
 from ember.c10.storage import root_array
 from ember.c10.tensor_impl import is_fake_buffer
+from ember.aten.math_bits import values_of
 
 from ember.c10.dtype import BF16_NP as _BF16
 
@@ -159,7 +160,7 @@ def tensor_repr(t, prefix: str = "tensor(") -> str:
         return prefix + body + ", " + ", ".join(suffixes) + ")"
     if dt._limited == "quantized":
         return _quantized_repr(t, prefix)
-    a = t.cpu()._data
+    a = values_of(t.cpu())._data    # the values, not the memory, of a lazy conjugate (Note [Math bits])
     body = _values(a, dt, indent)
     if a.size == 0 and a.ndim != 1:
         suffixes.append(f"size={tuple(a.shape)}")

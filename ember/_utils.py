@@ -74,8 +74,19 @@ def _rebuild_tensor(storage, storage_offset, size, stride):
     return _view(storage, storage_offset, size, stride)
 
 
+def _set_tensor_metadata(t, metadata):
+    """The math bits a checkpoint recorded (``{"conj": True}``, ``{"neg": True}``; Note [Math bits])."""
+    if metadata:
+        from ember.c10.dispatch_key import CONJ_BIT, NEG_BIT
+        unknown = set(metadata) - {"conj", "neg"}
+        if unknown:
+            raise RuntimeError(f"unknown tensor metadata {sorted(unknown)} in the checkpoint")
+        t._ks |= (CONJ_BIT if metadata.get("conj") else 0) | (NEG_BIT if metadata.get("neg") else 0)
+
+
 def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks, metadata=None):
     t = _view(storage, storage_offset, size, stride)
+    _set_tensor_metadata(t, metadata)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -87,6 +98,7 @@ def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, bac
     if storage.array.nbytes % dtype.itemsize:
         raise RuntimeError("a storage's size is not a multiple of its tensor's element size: the checkpoint is corrupt")
     t = _view(storage, storage_offset, size, stride, dtype)
+    _set_tensor_metadata(t, metadata)
     if requires_grad:
         t.requires_grad_(True)
     return t

@@ -552,8 +552,10 @@ class _Saver(pickle._Pickler):
                 return (_Global("torch._utils", "_rebuild_qtensor"),
                         (_StorageRef(key), offset, tuple(obj.shape), stride, _quantizer_params(obj), False,
                          OrderedDict()))
-            return (_Global("torch._utils", "_rebuild_tensor_v2"),
-                    (_StorageRef(key), offset, tuple(obj.shape), stride, obj.requires_grad, OrderedDict()))
+            args = (_StorageRef(key), offset, tuple(obj.shape), stride, obj.requires_grad, OrderedDict())
+            # a lazy conjugate / negation keeps its memory and its bit (PyTorch's get_tensor_metadata)
+            metadata = {k: True for k, on in (("conj", obj.is_conj()), ("neg", obj.is_neg())) if on}
+            return (_Global("torch._utils", "_rebuild_tensor_v2"), args + ((metadata,) if metadata else ()))
         if isinstance(obj, ember.Size):
             return (_Global("torch", "Size"), (tuple(obj),))
         if isinstance(obj, ember.device):

@@ -47,8 +47,8 @@ def _compare_tensors(actual, expected, rtol, atol, equal_nan, check_device, chec
     atol = default[1] if atol is None else atol
     a = actual.detach().cpu()
     e = expected.detach().cpu()
-    a = (a.float() if a.dtype == ember.bfloat16 else a).numpy()
-    e = (e.float() if e.dtype == ember.bfloat16 else e).numpy()
+    a = (a.float() if a.dtype == ember.bfloat16 else a).numpy(force=True)     # (the values of a lazy conjugate)
+    e = (e.float() if e.dtype == ember.bfloat16 else e).numpy(force=True)
     if a.dtype == np.bool_:
         a, e = a.astype(np.int64), e.astype(np.int64)
     with np.errstate(all="ignore"):

@@ -94,7 +94,7 @@ EXCLUDED: dict[str, dict[str, str]] = {
             miopen_depthwise_convolution miopen_rnn mkldnn_adaptive_avg_pool2d mkldnn_convolution
             get_autocast_ipu_dtype get_autocast_xla_dtype is_autocast_ipu_enabled is_autocast_xla_enabled
             set_autocast_ipu_dtype set_autocast_ipu_enabled set_autocast_xla_dtype set_autocast_xla_enabled
-            mkldnn_linear_backward_weights mkldnn_max_pool2d mkldnn_max_pool3d mkldnn_rnn_layer mps mtia xpu
+            mkldnn_linear_backward_weights mkldnn_max_pool2d mkldnn_max_pool3d mps mtia xpu
         """,
         'Tensor': """
             ipu is_mkldnn mtia to_mkldnn xpu

@@ -25,6 +25,7 @@ from typing import Any, Callable
 from ember._dynamo import config, exc
 from ember._dynamo.backends import InductorWrapper, lookup_backend
 from ember.c10 import compile_state as _cs
+from ember.c10.dispatch_key import MATH_BITS
 from ember.nn import Module
 from ember.utils._pytree import tree_flatten, tree_unflatten as _tree_unflatten
 
@@ -116,6 +117,11 @@ class CompiledFunction:
         if _cs.state.capturing is not None or config.disable:   # inside another capture: traced through
             return self._fn(*args, **kwargs)
         leaves = tree_flatten((args, kwargs))[0] if kwargs or not _all_tensors(args) else list(args)
+        if any(getattr(t, "_ks", 0) & MATH_BITS for t in leaves):
+            # a lazy conjugate or negation (Note [Math bits]): graphs are captured for plain tensors, so the call
+            # runs eagerly, where the keys' fallbacks read the values (and writes go through the bit)
+            log.info("%s called with a conjugate or negative view: running it eagerly", self._code_name())
+            return self._fn(*args, **kwargs)
         for e in self._entries:
             if e.guards(leaves):
                 return self._run(e, leaves, args, kwargs)

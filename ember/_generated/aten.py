@@ -7,7 +7,7 @@
 ``add_Tensor(self, other, *, alpha=1)`` is ``aten::add.Tensor``: arguments are passed as the schema
 declares them (tensors, Python numbers, tuples of ints, dtypes, devices), unchecked. The handles
 (``_op_add_Tensor``) are defined here; ``registrations`` gives them their kernels."""
-from ember.aten.dispatcher import Dispatcher as _D, ks_device as _ks_device, ks_list as _ks_list, ks_opt as _ks_opt
+from ember.aten.dispatcher import Dispatcher as _D, ks_device as _ks_device, ks_list as _ks_list, ks_opt as _ks_opt, ks_out as _ks_out
 from ember.c10 import dtype as _dtypes  # noqa: F401
 from ember.c10.dispatch_key import KS_CPU as _KS_CPU
 
@@ -24,7 +24,32 @@ def abs_(self):
 _op_abs_out = _D.define('abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def abs_out(self, *, out):
-    return _op_abs_out.call(self._ks, self, out)
+    return _op_abs_out.call(self._ks | _ks_out(out), self, out)
+
+_op_conj = _D.define('conj(Tensor(a) self) -> Tensor(a)')
+
+def conj(self):
+    return _op_conj.call(self._ks, self)
+
+_op__conj = _D.define('_conj(Tensor(a) self) -> Tensor(a)')
+
+def _conj(self):
+    return _op__conj.call(self._ks, self)
+
+_op_resolve_conj = _D.define('resolve_conj(Tensor(a) self) -> Tensor(a)')
+
+def resolve_conj(self):
+    return _op_resolve_conj.call(self._ks, self)
+
+_op__neg_view = _D.define('_neg_view(Tensor(a) self) -> Tensor(a)')
+
+def _neg_view(self):
+    return _op__neg_view.call(self._ks, self)
+
+_op_resolve_neg = _D.define('resolve_neg(Tensor(a) self) -> Tensor(a)')
+
+def resolve_neg(self):
+    return _op_resolve_neg.call(self._ks, self)
 
 _op_conj_physical = _D.define('conj_physical(Tensor self) -> Tensor')
 
@@ -44,7 +69,7 @@ def conj_physical_(self):
 _op_conj_physical_out = _D.define('conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def conj_physical_out(self, *, out):
-    return _op_conj_physical_out.call(self._ks, self, out)
+    return _op_conj_physical_out.call(self._ks | _ks_out(out), self, out)
 
 _op_neg = _D.define('neg(Tensor self) -> Tensor')
 
@@ -59,7 +84,7 @@ def neg_(self):
 _op_neg_out = _D.define('neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def neg_out(self, *, out):
-    return _op_neg_out.call(self._ks, self, out)
+    return _op_neg_out.call(self._ks | _ks_out(out), self, out)
 
 _op_sign = _D.define('sign(Tensor self) -> Tensor')
 
@@ -74,7 +99,7 @@ def sign_(self):
 _op_sign_out = _D.define('sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def sign_out(self, *, out):
-    return _op_sign_out.call(self._ks, self, out)
+    return _op_sign_out.call(self._ks | _ks_out(out), self, out)
 
 _op_sgn = _D.define('sgn(Tensor self) -> Tensor')
 
@@ -89,7 +114,7 @@ def sgn_(self):
 _op_sgn_out = _D.define('sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def sgn_out(self, *, out):
-    return _op_sgn_out.call(self._ks, self, out)
+    return _op_sgn_out.call(self._ks | _ks_out(out), self, out)
 
 _op_floor = _D.define('floor(Tensor self) -> Tensor')
 
@@ -104,7 +129,7 @@ def floor_(self):
 _op_floor_out = _D.define('floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def floor_out(self, *, out):
-    return _op_floor_out.call(self._ks, self, out)
+    return _op_floor_out.call(self._ks | _ks_out(out), self, out)
 
 _op_ceil = _D.define('ceil(Tensor self) -> Tensor')
 
@@ -119,7 +144,7 @@ def ceil_(self):
 _op_ceil_out = _D.define('ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def ceil_out(self, *, out):
-    return _op_ceil_out.call(self._ks, self, out)
+    return _op_ceil_out.call(self._ks | _ks_out(out), self, out)
 
 _op_trunc = _D.define('trunc(Tensor self) -> Tensor')
 
@@ -134,7 +159,7 @@ def trunc_(self):
 _op_trunc_out = _D.define('trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def trunc_out(self, *, out):
-    return _op_trunc_out.call(self._ks, self, out)
+    return _op_trunc_out.call(self._ks | _ks_out(out), self, out)
 
 _op_frac = _D.define('frac(Tensor self) -> Tensor')
 
@@ -149,7 +174,7 @@ def frac_(self):
 _op_frac_out = _D.define('frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def frac_out(self, *, out):
-    return _op_frac_out.call(self._ks, self, out)
+    return _op_frac_out.call(self._ks | _ks_out(out), self, out)
 
 _op_exp = _D.define('exp(Tensor self) -> Tensor')
 
@@ -164,7 +189,7 @@ def exp_(self):
 _op_exp_out = _D.define('exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def exp_out(self, *, out):
-    return _op_exp_out.call(self._ks, self, out)
+    return _op_exp_out.call(self._ks | _ks_out(out), self, out)
 
 _op_exp2 = _D.define('exp2(Tensor self) -> Tensor')
 
@@ -179,7 +204,7 @@ def exp2_(self):
 _op_exp2_out = _D.define('exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def exp2_out(self, *, out):
-    return _op_exp2_out.call(self._ks, self, out)
+    return _op_exp2_out.call(self._ks | _ks_out(out), self, out)
 
 _op_expm1 = _D.define('expm1(Tensor self) -> Tensor')
 
@@ -194,7 +219,7 @@ def expm1_(self):
 _op_expm1_out = _D.define('expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def expm1_out(self, *, out):
-    return _op_expm1_out.call(self._ks, self, out)
+    return _op_expm1_out.call(self._ks | _ks_out(out), self, out)
 
 _op_log = _D.define('log(Tensor self) -> Tensor')
 
@@ -209,7 +234,7 @@ def log_(self):
 _op_log_out = _D.define('log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def log_out(self, *, out):
-    return _op_log_out.call(self._ks, self, out)
+    return _op_log_out.call(self._ks | _ks_out(out), self, out)
 
 _op_log2 = _D.define('log2(Tensor self) -> Tensor')
 
@@ -224,7 +249,7 @@ def log2_(self):
 _op_log2_out = _D.define('log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def log2_out(self, *, out):
-    return _op_log2_out.call(self._ks, self, out)
+    return _op_log2_out.call(self._ks | _ks_out(out), self, out)
 
 _op_log10 = _D.define('log10(Tensor self) -> Tensor')
 
@@ -239,7 +264,7 @@ def log10_(self):
 _op_log10_out = _D.define('log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def log10_out(self, *, out):
-    return _op_log10_out.call(self._ks, self, out)
+    return _op_log10_out.call(self._ks | _ks_out(out), self, out)
 
 _op_log1p = _D.define('log1p(Tensor self) -> Tensor')
 
@@ -254,7 +279,7 @@ def log1p_(self):
 _op_log1p_out = _D.define('log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def log1p_out(self, *, out):
-    return _op_log1p_out.call(self._ks, self, out)
+    return _op_log1p_out.call(self._ks | _ks_out(out), self, out)
 
 _op_sqrt = _D.define('sqrt(Tensor self) -> Tensor')
 
@@ -269,7 +294,7 @@ def sqrt_(self):
 _op_sqrt_out = _D.define('sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def sqrt_out(self, *, out):
-    return _op_sqrt_out.call(self._ks, self, out)
+    return _op_sqrt_out.call(self._ks | _ks_out(out), self, out)
 
 _op_rsqrt = _D.define('rsqrt(Tensor self) -> Tensor')
 
@@ -284,7 +309,7 @@ def rsqrt_(self):
 _op_rsqrt_out = _D.define('rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def rsqrt_out(self, *, out):
-    return _op_rsqrt_out.call(self._ks, self, out)
+    return _op_rsqrt_out.call(self._ks | _ks_out(out), self, out)
 
 _op_sin = _D.define('sin(Tensor self) -> Tensor')
 
@@ -299,7 +324,7 @@ def sin_(self):
 _op_sin_out = _D.define('sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def sin_out(self, *, out):
-    return _op_sin_out.call(self._ks, self, out)
+    return _op_sin_out.call(self._ks | _ks_out(out), self, out)
 
 _op_cos = _D.define('cos(Tensor self) -> Tensor')
 
@@ -314,7 +339,7 @@ def cos_(self):
 _op_cos_out = _D.define('cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def cos_out(self, *, out):
-    return _op_cos_out.call(self._ks, self, out)
+    return _op_cos_out.call(self._ks | _ks_out(out), self, out)
 
 _op_tan = _D.define('tan(Tensor self) -> Tensor')
 
@@ -329,7 +354,7 @@ def tan_(self):
 _op_tan_out = _D.define('tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def tan_out(self, *, out):
-    return _op_tan_out.call(self._ks, self, out)
+    return _op_tan_out.call(self._ks | _ks_out(out), self, out)
 
 _op_asin = _D.define('asin(Tensor self) -> Tensor')
 
@@ -344,7 +369,7 @@ def asin_(self):
 _op_asin_out = _D.define('asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def asin_out(self, *, out):
-    return _op_asin_out.call(self._ks, self, out)
+    return _op_asin_out.call(self._ks | _ks_out(out), self, out)
 
 _op_acos = _D.define('acos(Tensor self) -> Tensor')
 
@@ -359,7 +384,7 @@ def acos_(self):
 _op_acos_out = _D.define('acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def acos_out(self, *, out):
-    return _op_acos_out.call(self._ks, self, out)
+    return _op_acos_out.call(self._ks | _ks_out(out), self, out)
 
 _op_atan = _D.define('atan(Tensor self) -> Tensor')
 
@@ -374,7 +399,7 @@ def atan_(self):
 _op_atan_out = _D.define('atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def atan_out(self, *, out):
-    return _op_atan_out.call(self._ks, self, out)
+    return _op_atan_out.call(self._ks | _ks_out(out), self, out)
 
 _op_sinh = _D.define('sinh(Tensor self) -> Tensor')
 
@@ -389,7 +414,7 @@ def sinh_(self):
 _op_sinh_out = _D.define('sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def sinh_out(self, *, out):
-    return _op_sinh_out.call(self._ks, self, out)
+    return _op_sinh_out.call(self._ks | _ks_out(out), self, out)
 
 _op_cosh = _D.define('cosh(Tensor self) -> Tensor')
 
@@ -404,7 +429,7 @@ def cosh_(self):
 _op_cosh_out = _D.define('cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def cosh_out(self, *, out):
-    return _op_cosh_out.call(self._ks, self, out)
+    return _op_cosh_out.call(self._ks | _ks_out(out), self, out)
 
 _op_tanh = _D.define('tanh(Tensor self) -> Tensor')
 
@@ -419,7 +444,7 @@ def tanh_(self):
 _op_tanh_out = _D.define('tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def tanh_out(self, *, out):
-    return _op_tanh_out.call(self._ks, self, out)
+    return _op_tanh_out.call(self._ks | _ks_out(out), self, out)
 
 _op_asinh = _D.define('asinh(Tensor self) -> Tensor')
 
@@ -434,7 +459,7 @@ def asinh_(self):
 _op_asinh_out = _D.define('asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def asinh_out(self, *, out):
-    return _op_asinh_out.call(self._ks, self, out)
+    return _op_asinh_out.call(self._ks | _ks_out(out), self, out)
 
 _op_acosh = _D.define('acosh(Tensor self) -> Tensor')
 
@@ -449,7 +474,7 @@ def acosh_(self):
 _op_acosh_out = _D.define('acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def acosh_out(self, *, out):
-    return _op_acosh_out.call(self._ks, self, out)
+    return _op_acosh_out.call(self._ks | _ks_out(out), self, out)
 
 _op_atanh = _D.define('atanh(Tensor self) -> Tensor')
 
@@ -464,7 +489,7 @@ def atanh_(self):
 _op_atanh_out = _D.define('atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def atanh_out(self, *, out):
-    return _op_atanh_out.call(self._ks, self, out)
+    return _op_atanh_out.call(self._ks | _ks_out(out), self, out)
 
 _op_sigmoid = _D.define('sigmoid(Tensor self) -> Tensor')
 
@@ -479,7 +504,7 @@ def sigmoid_(self):
 _op_sigmoid_out = _D.define('sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def sigmoid_out(self, *, out):
-    return _op_sigmoid_out.call(self._ks, self, out)
+    return _op_sigmoid_out.call(self._ks | _ks_out(out), self, out)
 
 _op_reciprocal = _D.define('reciprocal(Tensor self) -> Tensor')
 
@@ -494,7 +519,7 @@ def reciprocal_(self):
 _op_reciprocal_out = _D.define('reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def reciprocal_out(self, *, out):
-    return _op_reciprocal_out.call(self._ks, self, out)
+    return _op_reciprocal_out.call(self._ks | _ks_out(out), self, out)
 
 _op_erf = _D.define('erf(Tensor self) -> Tensor')
 
@@ -509,7 +534,7 @@ def erf_(self):
 _op_erf_out = _D.define('erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def erf_out(self, *, out):
-    return _op_erf_out.call(self._ks, self, out)
+    return _op_erf_out.call(self._ks | _ks_out(out), self, out)
 
 _op_erfc = _D.define('erfc(Tensor self) -> Tensor')
 
@@ -524,7 +549,7 @@ def erfc_(self):
 _op_erfc_out = _D.define('erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def erfc_out(self, *, out):
-    return _op_erfc_out.call(self._ks, self, out)
+    return _op_erfc_out.call(self._ks | _ks_out(out), self, out)
 
 _op_erfinv = _D.define('erfinv(Tensor self) -> Tensor')
 
@@ -539,7 +564,7 @@ def erfinv_(self):
 _op_erfinv_out = _D.define('erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def erfinv_out(self, *, out):
-    return _op_erfinv_out.call(self._ks, self, out)
+    return _op_erfinv_out.call(self._ks | _ks_out(out), self, out)
 
 _op_lgamma = _D.define('lgamma(Tensor self) -> Tensor')
 
@@ -554,7 +579,7 @@ def lgamma_(self):
 _op_lgamma_out = _D.define('lgamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def lgamma_out(self, *, out):
-    return _op_lgamma_out.call(self._ks, self, out)
+    return _op_lgamma_out.call(self._ks | _ks_out(out), self, out)
 
 _op_digamma = _D.define('digamma(Tensor self) -> Tensor')
 
@@ -569,7 +594,7 @@ def digamma_(self):
 _op_digamma_out = _D.define('digamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def digamma_out(self, *, out):
-    return _op_digamma_out.call(self._ks, self, out)
+    return _op_digamma_out.call(self._ks | _ks_out(out), self, out)
 
 _op_i0 = _D.define('i0(Tensor self) -> Tensor')
 
@@ -584,7 +609,7 @@ def i0_(self):
 _op_i0_out = _D.define('i0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def i0_out(self, *, out):
-    return _op_i0_out.call(self._ks, self, out)
+    return _op_i0_out.call(self._ks | _ks_out(out), self, out)
 
 _op_sinc = _D.define('sinc(Tensor self) -> Tensor')
 
@@ -599,7 +624,7 @@ def sinc_(self):
 _op_sinc_out = _D.define('sinc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def sinc_out(self, *, out):
-    return _op_sinc_out.call(self._ks, self, out)
+    return _op_sinc_out.call(self._ks | _ks_out(out), self, out)
 
 _op_deg2rad = _D.define('deg2rad(Tensor self) -> Tensor')
 
@@ -614,7 +639,7 @@ def deg2rad_(self):
 _op_deg2rad_out = _D.define('deg2rad.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def deg2rad_out(self, *, out):
-    return _op_deg2rad_out.call(self._ks, self, out)
+    return _op_deg2rad_out.call(self._ks | _ks_out(out), self, out)
 
 _op_rad2deg = _D.define('rad2deg(Tensor self) -> Tensor')
 
@@ -629,7 +654,7 @@ def rad2deg_(self):
 _op_rad2deg_out = _D.define('rad2deg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def rad2deg_out(self, *, out):
-    return _op_rad2deg_out.call(self._ks, self, out)
+    return _op_rad2deg_out.call(self._ks | _ks_out(out), self, out)
 
 _op_square = _D.define('square(Tensor self) -> Tensor')
 
@@ -644,7 +669,7 @@ def square_(self):
 _op_square_out = _D.define('square.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def square_out(self, *, out):
-    return _op_square_out.call(self._ks, self, out)
+    return _op_square_out.call(self._ks | _ks_out(out), self, out)
 
 _op_bitwise_not = _D.define('bitwise_not(Tensor self) -> Tensor')
 
@@ -659,7 +684,7 @@ def bitwise_not_(self):
 _op_bitwise_not_out = _D.define('bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def bitwise_not_out(self, *, out):
-    return _op_bitwise_not_out.call(self._ks, self, out)
+    return _op_bitwise_not_out.call(self._ks | _ks_out(out), self, out)
 
 _op_logical_not = _D.define('logical_not(Tensor self) -> Tensor')
 
@@ -674,7 +699,7 @@ def logical_not_(self):
 _op_logical_not_out = _D.define('logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def logical_not_out(self, *, out):
-    return _op_logical_not_out.call(self._ks, self, out)
+    return _op_logical_not_out.call(self._ks | _ks_out(out), self, out)
 
 _op_relu = _D.define('relu(Tensor self) -> Tensor')
 
@@ -714,7 +739,7 @@ def round__decimals(self, *, decimals):
 _op_round_out = _D.define('round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def round_out(self, *, out):
-    return _op_round_out.call(self._ks, self, out)
+    return _op_round_out.call(self._ks | _ks_out(out), self, out)
 
 _op_isnan = _D.define('isnan(Tensor self) -> Tensor')
 
@@ -789,7 +814,7 @@ def add__Tensor(self, other, *, alpha=1):
 _op_add_out = _D.define('add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def add_out(self, other, *, alpha=1, out):
-    return _op_add_out.call(self._ks | other._ks, self, other, alpha, out)
+    return _op_add_out.call(self._ks | other._ks | _ks_out(out), self, other, alpha, out)
 
 _op_add_Scalar = _D.define('add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor')
 
@@ -804,7 +829,7 @@ def add__Scalar(self, other, alpha=1):
 _op_add_Scalar_out = _D.define('add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def add_Scalar_out(self, other, alpha=1, *, out):
-    return _op_add_Scalar_out.call(self._ks, self, other, alpha, out)
+    return _op_add_Scalar_out.call(self._ks | _ks_out(out), self, other, alpha, out)
 
 _op_sub_Tensor = _D.define('sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor')
 
@@ -819,7 +844,7 @@ def sub__Tensor(self, other, *, alpha=1):
 _op_sub_out = _D.define('sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def sub_out(self, other, *, alpha=1, out):
-    return _op_sub_out.call(self._ks | other._ks, self, other, alpha, out)
+    return _op_sub_out.call(self._ks | other._ks | _ks_out(out), self, other, alpha, out)
 
 _op_sub_Scalar = _D.define('sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor')
 
@@ -834,7 +859,7 @@ def sub__Scalar(self, other, alpha=1):
 _op_sub_Scalar_out = _D.define('sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def sub_Scalar_out(self, other, alpha=1, *, out):
-    return _op_sub_Scalar_out.call(self._ks, self, other, alpha, out)
+    return _op_sub_Scalar_out.call(self._ks | _ks_out(out), self, other, alpha, out)
 
 _op_mul_Tensor = _D.define('mul.Tensor(Tensor self, Tensor other) -> Tensor')
 
@@ -849,7 +874,7 @@ def mul__Tensor(self, other):
 _op_mul_out = _D.define('mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def mul_out(self, other, *, out):
-    return _op_mul_out.call(self._ks | other._ks, self, other, out)
+    return _op_mul_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_mul_Scalar = _D.define('mul.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -864,7 +889,7 @@ def mul__Scalar(self, other):
 _op_mul_Scalar_out = _D.define('mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def mul_Scalar_out(self, other, *, out):
-    return _op_mul_Scalar_out.call(self._ks, self, other, out)
+    return _op_mul_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 
 _op_div_Tensor = _D.define('div.Tensor(Tensor self, Tensor other) -> Tensor')
 
@@ -879,7 +904,7 @@ def div__Tensor(self, other):
 _op_div_out = _D.define('div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def div_out(self, other, *, out):
-    return _op_div_out.call(self._ks | other._ks, self, other, out)
+    return _op_div_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_div_Scalar = _D.define('div.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -894,7 +919,7 @@ def div__Scalar(self, other):
 _op_div_Scalar_out = _D.define('div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def div_Scalar_out(self, other, *, out):
-    return _op_div_Scalar_out.call(self._ks, self, other, out)
+    return _op_div_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 
 _op_div_Tensor_mode = _D.define('div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor')
 
@@ -909,7 +934,7 @@ def div__Tensor_mode(self, other, *, rounding_mode):
 _op_div_out_mode = _D.define('div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def div_out_mode(self, other, *, rounding_mode, out):
-    return _op_div_out_mode.call(self._ks | other._ks, self, other, rounding_mode, out)
+    return _op_div_out_mode.call(self._ks | other._ks | _ks_out(out), self, other, rounding_mode, out)
 
 _op_div_Scalar_mode = _D.define('div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor')
 
@@ -934,7 +959,7 @@ def true_divide__Tensor(self, other):
 _op_true_divide_out = _D.define('true_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def true_divide_out(self, other, *, out):
-    return _op_true_divide_out.call(self._ks | other._ks, self, other, out)
+    return _op_true_divide_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_true_divide_Scalar = _D.define('true_divide.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -949,7 +974,7 @@ def true_divide__Scalar(self, other):
 _op_true_divide_Scalar_out = _D.define('true_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def true_divide_Scalar_out(self, other, *, out):
-    return _op_true_divide_Scalar_out.call(self._ks, self, other, out)
+    return _op_true_divide_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 
 _op_floor_divide = _D.define('floor_divide(Tensor self, Tensor other) -> Tensor')
 
@@ -964,7 +989,7 @@ def floor_divide__Tensor(self, other):
 _op_floor_divide_out = _D.define('floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def floor_divide_out(self, other, *, out):
-    return _op_floor_divide_out.call(self._ks | other._ks, self, other, out)
+    return _op_floor_divide_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_floor_divide_Scalar = _D.define('floor_divide.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -979,7 +1004,7 @@ def floor_divide__Scalar(self, other):
 _op_floor_divide_Scalar_out = _D.define('floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def floor_divide_Scalar_out(self, other, *, out):
-    return _op_floor_divide_Scalar_out.call(self._ks, self, other, out)
+    return _op_floor_divide_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 
 _op_remainder_Tensor = _D.define('remainder.Tensor(Tensor self, Tensor other) -> Tensor')
 
@@ -994,7 +1019,7 @@ def remainder__Tensor(self, other):
 _op_remainder_Tensor_out = _D.define('remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def remainder_Tensor_out(self, other, *, out):
-    return _op_remainder_Tensor_out.call(self._ks | other._ks, self, other, out)
+    return _op_remainder_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_remainder_Scalar = _D.define('remainder.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -1009,7 +1034,7 @@ def remainder__Scalar(self, other):
 _op_remainder_Scalar_out = _D.define('remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def remainder_Scalar_out(self, other, *, out):
-    return _op_remainder_Scalar_out.call(self._ks, self, other, out)
+    return _op_remainder_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 
 _op_remainder_Scalar_Tensor = _D.define('remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor')
 
@@ -1029,7 +1054,7 @@ def fmod__Tensor(self, other):
 _op_fmod_Tensor_out = _D.define('fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fmod_Tensor_out(self, other, *, out):
-    return _op_fmod_Tensor_out.call(self._ks | other._ks, self, other, out)
+    return _op_fmod_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_fmod_Scalar = _D.define('fmod.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -1044,7 +1069,7 @@ def fmod__Scalar(self, other):
 _op_fmod_Scalar_out = _D.define('fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fmod_Scalar_out(self, other, *, out):
-    return _op_fmod_Scalar_out.call(self._ks, self, other, out)
+    return _op_fmod_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 
 _op_rsub_Tensor = _D.define('rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor')
 
@@ -1064,7 +1089,7 @@ def pow_Tensor_Tensor(self, exponent):
 _op_pow_Tensor_Tensor_out = _D.define('pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def pow_Tensor_Tensor_out(self, exponent, *, out):
-    return _op_pow_Tensor_Tensor_out.call(self._ks | exponent._ks, self, exponent, out)
+    return _op_pow_Tensor_Tensor_out.call(self._ks | exponent._ks | _ks_out(out), self, exponent, out)
 
 _op_pow_Scalar = _D.define('pow.Scalar(Scalar self, Tensor exponent) -> Tensor')
 
@@ -1074,7 +1099,7 @@ def pow_Scalar(self, exponent):
 _op_pow_Scalar_out = _D.define('pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def pow_Scalar_out(self, exponent, *, out):
-    return _op_pow_Scalar_out.call(exponent._ks, self, exponent, out)
+    return _op_pow_Scalar_out.call(exponent._ks | _ks_out(out), self, exponent, out)
 
 _op_pow_Tensor_Scalar = _D.define('pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor')
 
@@ -1084,7 +1109,7 @@ def pow_Tensor_Scalar(self, exponent):
 _op_pow_Tensor_Scalar_out = _D.define('pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def pow_Tensor_Scalar_out(self, exponent, *, out):
-    return _op_pow_Tensor_Scalar_out.call(self._ks, self, exponent, out)
+    return _op_pow_Tensor_Scalar_out.call(self._ks | _ks_out(out), self, exponent, out)
 
 _op_pow__Scalar = _D.define('pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)')
 
@@ -1119,7 +1144,7 @@ def atan2(self, other):
 _op_atan2_out = _D.define('atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def atan2_out(self, other, *, out):
-    return _op_atan2_out.call(self._ks | other._ks, self, other, out)
+    return _op_atan2_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_atan2_ = _D.define('atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
@@ -1134,7 +1159,7 @@ def hypot(self, other):
 _op_hypot_out = _D.define('hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def hypot_out(self, other, *, out):
-    return _op_hypot_out.call(self._ks | other._ks, self, other, out)
+    return _op_hypot_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_hypot_ = _D.define('hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
@@ -1149,7 +1174,7 @@ def logaddexp(self, other):
 _op_logaddexp_out = _D.define('logaddexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def logaddexp_out(self, other, *, out):
-    return _op_logaddexp_out.call(self._ks | other._ks, self, other, out)
+    return _op_logaddexp_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_logaddexp2 = _D.define('logaddexp2(Tensor self, Tensor other) -> Tensor')
 
@@ -1159,7 +1184,7 @@ def logaddexp2(self, other):
 _op_logaddexp2_out = _D.define('logaddexp2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def logaddexp2_out(self, other, *, out):
-    return _op_logaddexp2_out.call(self._ks | other._ks, self, other, out)
+    return _op_logaddexp2_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_copysign_Tensor = _D.define('copysign.Tensor(Tensor self, Tensor other) -> Tensor')
 
@@ -1169,7 +1194,7 @@ def copysign_Tensor(self, other):
 _op_copysign_out = _D.define('copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def copysign_out(self, other, *, out):
-    return _op_copysign_out.call(self._ks | other._ks, self, other, out)
+    return _op_copysign_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_copysign__Tensor = _D.define('copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
@@ -1184,7 +1209,7 @@ def nextafter(self, other):
 _op_nextafter_out = _D.define('nextafter.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def nextafter_out(self, other, *, out):
-    return _op_nextafter_out.call(self._ks | other._ks, self, other, out)
+    return _op_nextafter_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_nextafter_ = _D.define('nextafter_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
@@ -1199,7 +1224,7 @@ def maximum(self, other):
 _op_maximum_out = _D.define('maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def maximum_out(self, other, *, out):
-    return _op_maximum_out.call(self._ks | other._ks, self, other, out)
+    return _op_maximum_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_minimum = _D.define('minimum(Tensor self, Tensor other) -> Tensor')
 
@@ -1209,7 +1234,7 @@ def minimum(self, other):
 _op_minimum_out = _D.define('minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def minimum_out(self, other, *, out):
-    return _op_minimum_out.call(self._ks | other._ks, self, other, out)
+    return _op_minimum_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_fmax = _D.define('fmax(Tensor self, Tensor other) -> Tensor')
 
@@ -1219,7 +1244,7 @@ def fmax(self, other):
 _op_fmax_out = _D.define('fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fmax_out(self, other, *, out):
-    return _op_fmax_out.call(self._ks | other._ks, self, other, out)
+    return _op_fmax_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_fmin = _D.define('fmin(Tensor self, Tensor other) -> Tensor')
 
@@ -1229,7 +1254,7 @@ def fmin(self, other):
 _op_fmin_out = _D.define('fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fmin_out(self, other, *, out):
-    return _op_fmin_out.call(self._ks | other._ks, self, other, out)
+    return _op_fmin_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_igamma = _D.define('igamma(Tensor self, Tensor other) -> Tensor')
 
@@ -1239,7 +1264,7 @@ def igamma(self, other):
 _op_igamma_out = _D.define('igamma.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def igamma_out(self, other, *, out):
-    return _op_igamma_out.call(self._ks | other._ks, self, other, out)
+    return _op_igamma_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_igamma_ = _D.define('igamma_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
@@ -1254,7 +1279,7 @@ def igammac(self, other):
 _op_igammac_out = _D.define('igammac.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def igammac_out(self, other, *, out):
-    return _op_igammac_out.call(self._ks | other._ks, self, other, out)
+    return _op_igammac_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_igammac_ = _D.define('igammac_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
@@ -1269,7 +1294,7 @@ def special_gammainc(self, other):
 _op_special_gammainc_out = _D.define('special_gammainc.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_gammainc_out(self, other, *, out):
-    return _op_special_gammainc_out.call(self._ks | other._ks, self, other, out)
+    return _op_special_gammainc_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_special_gammaincc = _D.define('special_gammaincc(Tensor self, Tensor other) -> Tensor')
 
@@ -1279,7 +1304,7 @@ def special_gammaincc(self, other):
 _op_special_gammaincc_out = _D.define('special_gammaincc.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_gammaincc_out(self, other, *, out):
-    return _op_special_gammaincc_out.call(self._ks | other._ks, self, other, out)
+    return _op_special_gammaincc_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_xlogy_Tensor = _D.define('xlogy.Tensor(Tensor self, Tensor other) -> Tensor')
 
@@ -1289,7 +1314,7 @@ def xlogy_Tensor(self, other):
 _op_xlogy_OutTensor = _D.define('xlogy.OutTensor(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def xlogy_OutTensor(self, other, *, out):
-    return _op_xlogy_OutTensor.call(self._ks | other._ks, self, other, out)
+    return _op_xlogy_OutTensor.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_xlogy__Tensor = _D.define('xlogy_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
@@ -1334,7 +1359,7 @@ def bitwise_and__Tensor(self, other):
 _op_bitwise_and_Tensor_out = _D.define('bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def bitwise_and_Tensor_out(self, other, *, out):
-    return _op_bitwise_and_Tensor_out.call(self._ks | other._ks, self, other, out)
+    return _op_bitwise_and_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_bitwise_and_Scalar = _D.define('bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -1349,7 +1374,7 @@ def bitwise_and__Scalar(self, other):
 _op_bitwise_and_Scalar_out = _D.define('bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def bitwise_and_Scalar_out(self, other, *, out):
-    return _op_bitwise_and_Scalar_out.call(self._ks, self, other, out)
+    return _op_bitwise_and_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 
 _op_bitwise_or_Tensor = _D.define('bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor')
 
@@ -1364,7 +1389,7 @@ def bitwise_or__Tensor(self, other):
 _op_bitwise_or_Tensor_out = _D.define('bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def bitwise_or_Tensor_out(self, other, *, out):
-    return _op_bitwise_or_Tensor_out.call(self._ks | other._ks, self, other, out)
+    return _op_bitwise_or_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_bitwise_or_Scalar = _D.define('bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -1379,7 +1404,7 @@ def bitwise_or__Scalar(self, other):
 _op_bitwise_or_Scalar_out = _D.define('bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def bitwise_or_Scalar_out(self, other, *, out):
-    return _op_bitwise_or_Scalar_out.call(self._ks, self, other, out)
+    return _op_bitwise_or_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 
 _op_bitwise_xor_Tensor = _D.define('bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor')
 
@@ -1394,7 +1419,7 @@ def bitwise_xor__Tensor(self, other):
 _op_bitwise_xor_Tensor_out = _D.define('bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def bitwise_xor_Tensor_out(self, other, *, out):
-    return _op_bitwise_xor_Tensor_out.call(self._ks | other._ks, self, other, out)
+    return _op_bitwise_xor_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_bitwise_xor_Scalar = _D.define('bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -1409,7 +1434,7 @@ def bitwise_xor__Scalar(self, other):
 _op_bitwise_xor_Scalar_out = _D.define('bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def bitwise_xor_Scalar_out(self, other, *, out):
-    return _op_bitwise_xor_Scalar_out.call(self._ks, self, other, out)
+    return _op_bitwise_xor_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 
 _op_bitwise_left_shift_Tensor = _D.define('bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor')
 
@@ -1424,7 +1449,7 @@ def bitwise_left_shift__Tensor(self, other):
 _op_bitwise_left_shift_Tensor_out = _D.define('bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def bitwise_left_shift_Tensor_out(self, other, *, out):
-    return _op_bitwise_left_shift_Tensor_out.call(self._ks | other._ks, self, other, out)
+    return _op_bitwise_left_shift_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_bitwise_left_shift_Tensor_Scalar = _D.define('bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -1439,7 +1464,7 @@ def bitwise_left_shift__Tensor_Scalar(self, other):
 _op_bitwise_left_shift_Tensor_Scalar_out = _D.define('bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def bitwise_left_shift_Tensor_Scalar_out(self, other, *, out):
-    return _op_bitwise_left_shift_Tensor_Scalar_out.call(self._ks, self, other, out)
+    return _op_bitwise_left_shift_Tensor_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 
 _op_bitwise_right_shift_Tensor = _D.define('bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor')
 
@@ -1454,7 +1479,7 @@ def bitwise_right_shift__Tensor(self, other):
 _op_bitwise_right_shift_Tensor_out = _D.define('bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def bitwise_right_shift_Tensor_out(self, other, *, out):
-    return _op_bitwise_right_shift_Tensor_out.call(self._ks | other._ks, self, other, out)
+    return _op_bitwise_right_shift_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_bitwise_right_shift_Tensor_Scalar = _D.define('bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -1469,7 +1494,7 @@ def bitwise_right_shift__Tensor_Scalar(self, other):
 _op_bitwise_right_shift_Tensor_Scalar_out = _D.define('bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def bitwise_right_shift_Tensor_Scalar_out(self, other, *, out):
-    return _op_bitwise_right_shift_Tensor_Scalar_out.call(self._ks, self, other, out)
+    return _op_bitwise_right_shift_Tensor_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 
 _op_logical_and = _D.define('logical_and(Tensor self, Tensor other) -> Tensor')
 
@@ -1484,7 +1509,7 @@ def logical_and_(self, other):
 _op_logical_and_out = _D.define('logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def logical_and_out(self, other, *, out):
-    return _op_logical_and_out.call(self._ks | other._ks, self, other, out)
+    return _op_logical_and_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_logical_or = _D.define('logical_or(Tensor self, Tensor other) -> Tensor')
 
@@ -1499,7 +1524,7 @@ def logical_or_(self, other):
 _op_logical_or_out = _D.define('logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def logical_or_out(self, other, *, out):
-    return _op_logical_or_out.call(self._ks | other._ks, self, other, out)
+    return _op_logical_or_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_logical_xor = _D.define('logical_xor(Tensor self, Tensor other) -> Tensor')
 
@@ -1514,7 +1539,7 @@ def logical_xor_(self, other):
 _op_logical_xor_out = _D.define('logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def logical_xor_out(self, other, *, out):
-    return _op_logical_xor_out.call(self._ks | other._ks, self, other, out)
+    return _op_logical_xor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_eq_Tensor = _D.define('eq.Tensor(Tensor self, Tensor other) -> Tensor')
 
@@ -1529,7 +1554,7 @@ def eq__Tensor(self, other):
 _op_eq_Tensor_out = _D.define('eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def eq_Tensor_out(self, other, *, out):
-    return _op_eq_Tensor_out.call(self._ks | other._ks, self, other, out)
+    return _op_eq_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_eq_Scalar = _D.define('eq.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -1544,7 +1569,7 @@ def eq__Scalar(self, other):
 _op_eq_Scalar_out = _D.define('eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def eq_Scalar_out(self, other, *, out):
-    return _op_eq_Scalar_out.call(self._ks, self, other, out)
+    return _op_eq_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 
 _op_ne_Tensor = _D.define('ne.Tensor(Tensor self, Tensor other) -> Tensor')
 
@@ -1559,7 +1584,7 @@ def ne__Tensor(self, other):
 _op_ne_Tensor_out = _D.define('ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def ne_Tensor_out(self, other, *, out):
-    return _op_ne_Tensor_out.call(self._ks | other._ks, self, other, out)
+    return _op_ne_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_ne_Scalar = _D.define('ne.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -1574,7 +1599,7 @@ def ne__Scalar(self, other):
 _op_ne_Scalar_out = _D.define('ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def ne_Scalar_out(self, other, *, out):
-    return _op_ne_Scalar_out.call(self._ks, self, other, out)
+    return _op_ne_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 
 _op_lt_Tensor = _D.define('lt.Tensor(Tensor self, Tensor other) -> Tensor')
 
@@ -1589,7 +1614,7 @@ def lt__Tensor(self, other):
 _op_lt_Tensor_out = _D.define('lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def lt_Tensor_out(self, other, *, out):
-    return _op_lt_Tensor_out.call(self._ks | other._ks, self, other, out)
+    return _op_lt_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_lt_Scalar = _D.define('lt.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -1604,7 +1629,7 @@ def lt__Scalar(self, other):
 _op_lt_Scalar_out = _D.define('lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def lt_Scalar_out(self, other, *, out):
-    return _op_lt_Scalar_out.call(self._ks, self, other, out)
+    return _op_lt_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 
 _op_le_Tensor = _D.define('le.Tensor(Tensor self, Tensor other) -> Tensor')
 
@@ -1619,7 +1644,7 @@ def le__Tensor(self, other):
 _op_le_Tensor_out = _D.define('le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def le_Tensor_out(self, other, *, out):
-    return _op_le_Tensor_out.call(self._ks | other._ks, self, other, out)
+    return _op_le_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_le_Scalar = _D.define('le.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -1634,7 +1659,7 @@ def le__Scalar(self, other):
 _op_le_Scalar_out = _D.define('le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def le_Scalar_out(self, other, *, out):
-    return _op_le_Scalar_out.call(self._ks, self, other, out)
+    return _op_le_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 
 _op_gt_Tensor = _D.define('gt.Tensor(Tensor self, Tensor other) -> Tensor')
 
@@ -1649,7 +1674,7 @@ def gt__Tensor(self, other):
 _op_gt_Tensor_out = _D.define('gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def gt_Tensor_out(self, other, *, out):
-    return _op_gt_Tensor_out.call(self._ks | other._ks, self, other, out)
+    return _op_gt_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_gt_Scalar = _D.define('gt.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -1664,7 +1689,7 @@ def gt__Scalar(self, other):
 _op_gt_Scalar_out = _D.define('gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def gt_Scalar_out(self, other, *, out):
-    return _op_gt_Scalar_out.call(self._ks, self, other, out)
+    return _op_gt_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 
 _op_ge_Tensor = _D.define('ge.Tensor(Tensor self, Tensor other) -> Tensor')
 
@@ -1679,7 +1704,7 @@ def ge__Tensor(self, other):
 _op_ge_Tensor_out = _D.define('ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def ge_Tensor_out(self, other, *, out):
-    return _op_ge_Tensor_out.call(self._ks | other._ks, self, other, out)
+    return _op_ge_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_ge_Scalar = _D.define('ge.Scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -1694,7 +1719,7 @@ def ge__Scalar(self, other):
 _op_ge_Scalar_out = _D.define('ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def ge_Scalar_out(self, other, *, out):
-    return _op_ge_Scalar_out.call(self._ks, self, other, out)
+    return _op_ge_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 
 _op_greater_Tensor = _D.define('greater.Tensor(Tensor self, Tensor other) -> Tensor')
 
@@ -1754,7 +1779,7 @@ def where_self(condition, self, other):
 _op_where_self_out = _D.define('where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def where_self_out(condition, self, other, *, out):
-    return _op_where_self_out.call(condition._ks | self._ks | other._ks, condition, self, other, out)
+    return _op_where_self_out.call(condition._ks | self._ks | other._ks | _ks_out(out), condition, self, other, out)
 
 _op_where_ScalarSelf = _D.define('where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor')
 
@@ -1789,12 +1814,12 @@ def clamp_Tensor(self, min=None, max=None):
 _op_clamp_out = _D.define('clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def clamp_out(self, min=None, max=None, *, out):
-    return _op_clamp_out.call(self._ks, self, min, max, out)
+    return _op_clamp_out.call(self._ks | _ks_out(out), self, min, max, out)
 
 _op_clamp_Tensor_out = _D.define('clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def clamp_Tensor_out(self, min=None, max=None, *, out):
-    return _op_clamp_Tensor_out.call(self._ks | _ks_opt(min) | _ks_opt(max), self, min, max, out)
+    return _op_clamp_Tensor_out.call(self._ks | _ks_opt(min) | _ks_opt(max) | _ks_out(out), self, min, max, out)
 
 _op_clamp_ = _D.define('clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)')
 
@@ -1884,7 +1909,7 @@ def lerp__Tensor(self, end, weight):
 _op_lerp_Scalar_out = _D.define('lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def lerp_Scalar_out(self, end, weight, *, out):
-    return _op_lerp_Scalar_out.call(self._ks | end._ks, self, end, weight, out)
+    return _op_lerp_Scalar_out.call(self._ks | end._ks | _ks_out(out), self, end, weight, out)
 
 _op_addcmul = _D.define('addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor')
 
@@ -1899,7 +1924,7 @@ def addcmul_(self, tensor1, tensor2, *, value=1):
 _op_addcmul_out = _D.define('addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def addcmul_out(self, tensor1, tensor2, *, value=1, out):
-    return _op_addcmul_out.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value, out)
+    return _op_addcmul_out.call(self._ks | tensor1._ks | tensor2._ks | _ks_out(out), self, tensor1, tensor2, value, out)
 
 _op_addcdiv = _D.define('addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor')
 
@@ -1914,7 +1939,7 @@ def addcdiv_(self, tensor1, tensor2, *, value=1):
 _op_addcdiv_out = _D.define('addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def addcdiv_out(self, tensor1, tensor2, *, value=1, out):
-    return _op_addcdiv_out.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value, out)
+    return _op_addcdiv_out.call(self._ks | tensor1._ks | tensor2._ks | _ks_out(out), self, tensor1, tensor2, value, out)
 
 _op_sum = _D.define('sum(Tensor self, *, ScalarType? dtype=None) -> Tensor')
 
@@ -1939,7 +1964,7 @@ def sum_dim_IntList(self, dim, keepdim=False, *, dtype=None):
 _op_sum_IntList_out = _D.define('sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def sum_IntList_out(self, dim, keepdim=False, *, dtype=None, out):
-    return _op_sum_IntList_out.call(self._ks, self, dim, keepdim, dtype, out)
+    return _op_sum_IntList_out.call(self._ks | _ks_out(out), self, dim, keepdim, dtype, out)
 
 _op_prod_dim_int = _D.define('prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
 
@@ -1964,12 +1989,12 @@ def nanmean(self, dim=None, keepdim=False, *, dtype=None):
 _op_mean_out = _D.define('mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def mean_out(self, dim, keepdim=False, *, dtype=None, out):
-    return _op_mean_out.call(self._ks, self, dim, keepdim, dtype, out)
+    return _op_mean_out.call(self._ks | _ks_out(out), self, dim, keepdim, dtype, out)
 
 _op_mean_dtype_out = _D.define('mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def mean_dtype_out(self, *, dtype=None, out):
-    return _op_mean_dtype_out.call(self._ks, self, dtype, out)
+    return _op_mean_dtype_out.call(self._ks | _ks_out(out), self, dtype, out)
 
 _op_var = _D.define('var(Tensor self, bool unbiased=True) -> Tensor')
 
@@ -2059,7 +2084,7 @@ def amax(self, dim=(), keepdim=False):
 _op_amax_out = _D.define('amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def amax_out(self, dim=(), keepdim=False, *, out):
-    return _op_amax_out.call(self._ks, self, dim, keepdim, out)
+    return _op_amax_out.call(self._ks | _ks_out(out), self, dim, keepdim, out)
 
 _op_amin = _D.define('amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor')
 
@@ -2069,7 +2094,7 @@ def amin(self, dim=(), keepdim=False):
 _op_amin_out = _D.define('amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def amin_out(self, dim=(), keepdim=False, *, out):
-    return _op_amin_out.call(self._ks, self, dim, keepdim, out)
+    return _op_amin_out.call(self._ks | _ks_out(out), self, dim, keepdim, out)
 
 _op_aminmax = _D.define('aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)')
 
@@ -2144,7 +2169,7 @@ def cumsum_(self, dim, *, dtype=None):
 _op_cumsum_out = _D.define('cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def cumsum_out(self, dim, *, dtype=None, out):
-    return _op_cumsum_out.call(self._ks, self, dim, dtype, out)
+    return _op_cumsum_out.call(self._ks | _ks_out(out), self, dim, dtype, out)
 
 _op_cumprod = _D.define('cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor')
 
@@ -2159,7 +2184,7 @@ def cumprod_(self, dim, *, dtype=None):
 _op_cumprod_out = _D.define('cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def cumprod_out(self, dim, *, dtype=None, out):
-    return _op_cumprod_out.call(self._ks, self, dim, dtype, out)
+    return _op_cumprod_out.call(self._ks | _ks_out(out), self, dim, dtype, out)
 
 _op_logcumsumexp = _D.define('logcumsumexp(Tensor self, int dim) -> Tensor')
 
@@ -2554,7 +2579,7 @@ def zeros(size, *, dtype=None, layout=None, device=None, pin_memory=None):
 _op_zeros_out = _D.define('zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def zeros_out(size, *, out):
-    return _op_zeros_out.call(_KS_CPU, size, out)
+    return _op_zeros_out.call(_KS_CPU | _ks_out(out), size, out)
 
 _op_ones = _D.define('ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
 
@@ -2564,7 +2589,7 @@ def ones(size, *, dtype=None, layout=None, device=None, pin_memory=None):
 _op_ones_out = _D.define('ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def ones_out(size, *, out):
-    return _op_ones_out.call(_KS_CPU, size, out)
+    return _op_ones_out.call(_KS_CPU | _ks_out(out), size, out)
 
 _op_full = _D.define('full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
 
@@ -2879,7 +2904,7 @@ def index_select(self, dim, index):
 _op_index_select_out = _D.define('index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def index_select_out(self, dim, index, *, out):
-    return _op_index_select_out.call(self._ks | index._ks, self, dim, index, out)
+    return _op_index_select_out.call(self._ks | index._ks | _ks_out(out), self, dim, index, out)
 
 _op_gather = _D.define('gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor')
 
@@ -2889,7 +2914,7 @@ def gather(self, dim, index, *, sparse_grad=False):
 _op_gather_out = _D.define('gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def gather_out(self, dim, index, *, sparse_grad=False, out):
-    return _op_gather_out.call(self._ks | index._ks, self, dim, index, sparse_grad, out)
+    return _op_gather_out.call(self._ks | index._ks | _ks_out(out), self, dim, index, sparse_grad, out)
 
 _op_scatter_src = _D.define('scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor')
 
@@ -3019,7 +3044,7 @@ def cat(tensors, dim=0):
 _op_cat_out = _D.define('cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def cat_out(tensors, dim=0, *, out):
-    return _op_cat_out.call(_ks_list(tensors), tensors, dim, out)
+    return _op_cat_out.call(_ks_list(tensors) | _ks_out(out), tensors, dim, out)
 
 _op_concat = _D.define('concat(Tensor[] tensors, int dim=0) -> Tensor')
 
@@ -3039,7 +3064,7 @@ def stack(tensors, dim=0):
 _op_stack_out = _D.define('stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def stack_out(tensors, dim=0, *, out):
-    return _op_stack_out.call(_ks_list(tensors), tensors, dim, out)
+    return _op_stack_out.call(_ks_list(tensors) | _ks_out(out), tensors, dim, out)
 
 _op_hstack = _D.define('hstack(Tensor[] tensors) -> Tensor')
 
@@ -3124,7 +3149,7 @@ def tril_(self, diagonal=0):
 _op_tril_out = _D.define('tril.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def tril_out(self, diagonal=0, *, out):
-    return _op_tril_out.call(self._ks, self, diagonal, out)
+    return _op_tril_out.call(self._ks | _ks_out(out), self, diagonal, out)
 
 _op_triu = _D.define('triu(Tensor self, int diagonal=0) -> Tensor')
 
@@ -3139,7 +3164,7 @@ def triu_(self, diagonal=0):
 _op_triu_out = _D.define('triu.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def triu_out(self, diagonal=0, *, out):
-    return _op_triu_out.call(self._ks, self, diagonal, out)
+    return _op_triu_out.call(self._ks | _ks_out(out), self, diagonal, out)
 
 _op_flip = _D.define('flip(Tensor self, int[] dims) -> Tensor')
 
@@ -3224,7 +3249,7 @@ def isin_Tensor_Tensor(elements, test_elements, *, assume_unique=False, invert=F
 _op_isin_Tensor_Tensor_out = _D.define('isin.Tensor_Tensor_out(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def isin_Tensor_Tensor_out(elements, test_elements, *, assume_unique=False, invert=False, out):
-    return _op_isin_Tensor_Tensor_out.call(elements._ks | test_elements._ks, elements, test_elements, assume_unique, invert, out)
+    return _op_isin_Tensor_Tensor_out.call(elements._ks | test_elements._ks | _ks_out(out), elements, test_elements, assume_unique, invert, out)
 
 _op_isin_Tensor_Scalar = _D.define('isin.Tensor_Scalar(Tensor elements, Scalar test_element, *, bool assume_unique=False, bool invert=False) -> Tensor')
 
@@ -3244,7 +3269,7 @@ def mm(self, mat2):
 _op_mm_out = _D.define('mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def mm_out(self, mat2, *, out):
-    return _op_mm_out.call(self._ks | mat2._ks, self, mat2, out)
+    return _op_mm_out.call(self._ks | mat2._ks | _ks_out(out), self, mat2, out)
 
 _op_bmm = _D.define('bmm(Tensor self, Tensor mat2) -> Tensor')
 
@@ -3254,7 +3279,7 @@ def bmm(self, mat2):
 _op_bmm_out = _D.define('bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def bmm_out(self, mat2, *, out):
-    return _op_bmm_out.call(self._ks | mat2._ks, self, mat2, out)
+    return _op_bmm_out.call(self._ks | mat2._ks | _ks_out(out), self, mat2, out)
 
 _op_matmul = _D.define('matmul(Tensor self, Tensor other) -> Tensor')
 
@@ -3264,7 +3289,7 @@ def matmul(self, other):
 _op_matmul_out = _D.define('matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def matmul_out(self, other, *, out):
-    return _op_matmul_out.call(self._ks | other._ks, self, other, out)
+    return _op_matmul_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_mv = _D.define('mv(Tensor self, Tensor vec) -> Tensor')
 
@@ -3309,7 +3334,7 @@ def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
 _op_addmm_out = _D.define('addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def addmm_out(self, mat1, mat2, *, beta=1, alpha=1, out):
-    return _op_addmm_out.call(self._ks | mat1._ks | mat2._ks, self, mat1, mat2, beta, alpha, out)
+    return _op_addmm_out.call(self._ks | mat1._ks | mat2._ks | _ks_out(out), self, mat1, mat2, beta, alpha, out)
 
 _op_addmv = _D.define('addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor')
 
@@ -3324,7 +3349,7 @@ def addmv_(self, mat, vec, *, beta=1, alpha=1):
 _op_addmv_out = _D.define('addmv.out(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def addmv_out(self, mat, vec, *, beta=1, alpha=1, out):
-    return _op_addmv_out.call(self._ks | mat._ks | vec._ks, self, mat, vec, beta, alpha, out)
+    return _op_addmv_out.call(self._ks | mat._ks | vec._ks | _ks_out(out), self, mat, vec, beta, alpha, out)
 
 _op_baddbmm = _D.define('baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor')
 
@@ -3339,7 +3364,7 @@ def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
 _op_baddbmm_out = _D.define('baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def baddbmm_out(self, batch1, batch2, *, beta=1, alpha=1, out):
-    return _op_baddbmm_out.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha, out)
+    return _op_baddbmm_out.call(self._ks | batch1._ks | batch2._ks | _ks_out(out), self, batch1, batch2, beta, alpha, out)
 
 _op_addbmm = _D.define('addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor')
 
@@ -3354,7 +3379,7 @@ def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
 _op_addbmm_out = _D.define('addbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def addbmm_out(self, batch1, batch2, *, beta=1, alpha=1, out):
-    return _op_addbmm_out.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha, out)
+    return _op_addbmm_out.call(self._ks | batch1._ks | batch2._ks | _ks_out(out), self, batch1, batch2, beta, alpha, out)
 
 _op_einsum = _D.define('einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor')
 
@@ -3770,6 +3795,16 @@ _op__rnn_layer_backward = _D.define('_rnn_layer_backward(Tensor input, int[] bat
 
 def _rnn_layer_backward(input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse, output, workspace, grad_output, grad_hn, grad_cn):
     return _op__rnn_layer_backward.call(input._ks | h0._ks | _ks_opt(c0) | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh) | _ks_opt(w_hr) | output._ks | workspace._ks | _ks_opt(grad_output) | _ks_opt(grad_hn) | _ks_opt(grad_cn), input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse, output, workspace, grad_output, grad_hn, grad_cn)
+
+_op_mkldnn_rnn_layer = _D.define('mkldnn_rnn_layer(Tensor input, Tensor weight0, Tensor weight1, Tensor weight2, Tensor weight3, Tensor hx_, Tensor cx_, bool reverse, int[] batch_sizes, int mode, int hidden_size, int num_layers, bool has_biases, bool bidirectional, bool batch_first, bool train) -> (Tensor, Tensor, Tensor, Tensor)')
+
+def mkldnn_rnn_layer(input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train):
+    return _op_mkldnn_rnn_layer.call(input._ks | weight0._ks | weight1._ks | weight2._ks | weight3._ks | hx_._ks | cx_._ks, input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train)
+
+_op_mkldnn_rnn_layer_backward = _D.define('mkldnn_rnn_layer_backward(Tensor input, Tensor weight1, Tensor weight2, Tensor weight3, Tensor weight4, Tensor hx_, Tensor cx_tmp, Tensor output, Tensor hy_, Tensor cy_, Tensor? grad_output, Tensor? grad_hy, Tensor? grad_cy, bool reverse, int mode, int hidden_size, int num_layers, bool has_biases, bool train, bool bidirectional, int[] batch_sizes, bool batch_first, Tensor workspace) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)')
+
+def mkldnn_rnn_layer_backward(input, weight1, weight2, weight3, weight4, hx_, cx_tmp, output, hy_, cy_, grad_output, grad_hy, grad_cy, reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional, batch_sizes, batch_first, workspace):
+    return _op_mkldnn_rnn_layer_backward.call(input._ks | weight1._ks | weight2._ks | weight3._ks | weight4._ks | hx_._ks | cx_tmp._ks | output._ks | hy_._ks | cy_._ks | _ks_opt(grad_output) | _ks_opt(grad_hy) | _ks_opt(grad_cy) | workspace._ks, input, weight1, weight2, weight3, weight4, hx_, cx_tmp, output, hy_, cy_, grad_output, grad_hy, grad_cy, reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional, batch_sizes, batch_first, workspace)
 
 _op_lstm_input = _D.define('lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)')
 
@@ -4194,7 +4229,7 @@ def special_i0e(self):
 _op_special_i0e_out = _D.define('special_i0e.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_i0e_out(self, *, out):
-    return _op_special_i0e_out.call(self._ks, self, out)
+    return _op_special_i0e_out.call(self._ks | _ks_out(out), self, out)
 
 _op_special_i1 = _D.define('special_i1(Tensor self) -> Tensor')
 
@@ -4204,7 +4239,7 @@ def special_i1(self):
 _op_special_i1_out = _D.define('special_i1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_i1_out(self, *, out):
-    return _op_special_i1_out.call(self._ks, self, out)
+    return _op_special_i1_out.call(self._ks | _ks_out(out), self, out)
 
 _op_special_i1e = _D.define('special_i1e(Tensor self) -> Tensor')
 
@@ -4214,7 +4249,7 @@ def special_i1e(self):
 _op_special_i1e_out = _D.define('special_i1e.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_i1e_out(self, *, out):
-    return _op_special_i1e_out.call(self._ks, self, out)
+    return _op_special_i1e_out.call(self._ks | _ks_out(out), self, out)
 
 _op_special_sinc = _D.define('special_sinc(Tensor self) -> Tensor')
 
@@ -5944,7 +5979,7 @@ def angle(self):
 _op_angle_out = _D.define('angle.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def angle_out(self, *, out):
-    return _op_angle_out.call(self._ks, self, out)
+    return _op_angle_out.call(self._ks | _ks_out(out), self, out)
 
 _op_complex = _D.define('complex(Tensor real, Tensor imag) -> Tensor')
 
@@ -5954,7 +5989,7 @@ def complex(real, imag):
 _op_complex_out = _D.define('complex.out(Tensor real, Tensor imag, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def complex_out(real, imag, *, out):
-    return _op_complex_out.call(real._ks | imag._ks, real, imag, out)
+    return _op_complex_out.call(real._ks | imag._ks | _ks_out(out), real, imag, out)
 
 _op_polar = _D.define('polar(Tensor abs, Tensor angle) -> Tensor')
 
@@ -5964,7 +5999,7 @@ def polar(abs, angle):
 _op_polar_out = _D.define('polar.out(Tensor abs, Tensor angle, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def polar_out(abs, angle, *, out):
-    return _op_polar_out.call(abs._ks | angle._ks, abs, angle, out)
+    return _op_polar_out.call(abs._ks | angle._ks | _ks_out(out), abs, angle, out)
 
 _op__fft_r2c = _D.define('_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor')
 
@@ -5974,7 +6009,7 @@ def _fft_r2c(self, dim, normalization, onesided):
 _op__fft_r2c_out = _D.define('_fft_r2c.out(Tensor self, int[] dim, int normalization, bool onesided, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def _fft_r2c_out(self, dim, normalization, onesided, *, out):
-    return _op__fft_r2c_out.call(self._ks, self, dim, normalization, onesided, out)
+    return _op__fft_r2c_out.call(self._ks | _ks_out(out), self, dim, normalization, onesided, out)
 
 _op__fft_c2r = _D.define('_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor')
 
@@ -5984,7 +6019,7 @@ def _fft_c2r(self, dim, normalization, last_dim_size):
 _op__fft_c2r_out = _D.define('_fft_c2r.out(Tensor self, int[] dim, int normalization, SymInt last_dim_size, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def _fft_c2r_out(self, dim, normalization, last_dim_size, *, out):
-    return _op__fft_c2r_out.call(self._ks, self, dim, normalization, last_dim_size, out)
+    return _op__fft_c2r_out.call(self._ks | _ks_out(out), self, dim, normalization, last_dim_size, out)
 
 _op__fft_c2c = _D.define('_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor')
 
@@ -5994,7 +6029,7 @@ def _fft_c2c(self, dim, normalization, forward):
 _op__fft_c2c_out = _D.define('_fft_c2c.out(Tensor self, SymInt[] dim, int normalization, bool forward, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def _fft_c2c_out(self, dim, normalization, forward, *, out):
-    return _op__fft_c2c_out.call(self._ks, self, dim, normalization, forward, out)
+    return _op__fft_c2c_out.call(self._ks | _ks_out(out), self, dim, normalization, forward, out)
 
 _op_fft_fft = _D.define('fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor')
 
@@ -6004,7 +6039,7 @@ def fft_fft(self, n=None, dim=-1, norm=None):
 _op_fft_fft_out = _D.define('fft_fft.out(Tensor self, SymInt? n=None, int dim=-1, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fft_fft_out(self, n=None, dim=-1, norm=None, *, out):
-    return _op_fft_fft_out.call(self._ks, self, n, dim, norm, out)
+    return _op_fft_fft_out.call(self._ks | _ks_out(out), self, n, dim, norm, out)
 
 _op_fft_ifft = _D.define('fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor')
 
@@ -6014,7 +6049,7 @@ def fft_ifft(self, n=None, dim=-1, norm=None):
 _op_fft_ifft_out = _D.define('fft_ifft.out(Tensor self, SymInt? n=None, int dim=-1, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fft_ifft_out(self, n=None, dim=-1, norm=None, *, out):
-    return _op_fft_ifft_out.call(self._ks, self, n, dim, norm, out)
+    return _op_fft_ifft_out.call(self._ks | _ks_out(out), self, n, dim, norm, out)
 
 _op_fft_rfft = _D.define('fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor')
 
@@ -6024,7 +6059,7 @@ def fft_rfft(self, n=None, dim=-1, norm=None):
 _op_fft_rfft_out = _D.define('fft_rfft.out(Tensor self, SymInt? n=None, int dim=-1, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fft_rfft_out(self, n=None, dim=-1, norm=None, *, out):
-    return _op_fft_rfft_out.call(self._ks, self, n, dim, norm, out)
+    return _op_fft_rfft_out.call(self._ks | _ks_out(out), self, n, dim, norm, out)
 
 _op_fft_irfft = _D.define('fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor')
 
@@ -6034,7 +6069,7 @@ def fft_irfft(self, n=None, dim=-1, norm=None):
 _op_fft_irfft_out = _D.define('fft_irfft.out(Tensor self, SymInt? n=None, int dim=-1, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fft_irfft_out(self, n=None, dim=-1, norm=None, *, out):
-    return _op_fft_irfft_out.call(self._ks, self, n, dim, norm, out)
+    return _op_fft_irfft_out.call(self._ks | _ks_out(out), self, n, dim, norm, out)
 
 _op_fft_hfft = _D.define('fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor')
 
@@ -6044,7 +6079,7 @@ def fft_hfft(self, n=None, dim=-1, norm=None):
 _op_fft_hfft_out = _D.define('fft_hfft.out(Tensor self, SymInt? n=None, int dim=-1, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fft_hfft_out(self, n=None, dim=-1, norm=None, *, out):
-    return _op_fft_hfft_out.call(self._ks, self, n, dim, norm, out)
+    return _op_fft_hfft_out.call(self._ks | _ks_out(out), self, n, dim, norm, out)
 
 _op_fft_ihfft = _D.define('fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor')
 
@@ -6054,7 +6089,7 @@ def fft_ihfft(self, n=None, dim=-1, norm=None):
 _op_fft_ihfft_out = _D.define('fft_ihfft.out(Tensor self, SymInt? n=None, int dim=-1, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fft_ihfft_out(self, n=None, dim=-1, norm=None, *, out):
-    return _op_fft_ihfft_out.call(self._ks, self, n, dim, norm, out)
+    return _op_fft_ihfft_out.call(self._ks | _ks_out(out), self, n, dim, norm, out)
 
 _op_fft_fft2 = _D.define('fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor')
 
@@ -6064,7 +6099,7 @@ def fft_fft2(self, s=None, dim=(-2,-1), norm=None):
 _op_fft_fft2_out = _D.define('fft_fft2.out(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fft_fft2_out(self, s=None, dim=(-2,-1), norm=None, *, out):
-    return _op_fft_fft2_out.call(self._ks, self, s, dim, norm, out)
+    return _op_fft_fft2_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
 
 _op_fft_ifft2 = _D.define('fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor')
 
@@ -6074,7 +6109,7 @@ def fft_ifft2(self, s=None, dim=(-2,-1), norm=None):
 _op_fft_ifft2_out = _D.define('fft_ifft2.out(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fft_ifft2_out(self, s=None, dim=(-2,-1), norm=None, *, out):
-    return _op_fft_ifft2_out.call(self._ks, self, s, dim, norm, out)
+    return _op_fft_ifft2_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
 
 _op_fft_rfft2 = _D.define('fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor')
 
@@ -6084,7 +6119,7 @@ def fft_rfft2(self, s=None, dim=(-2,-1), norm=None):
 _op_fft_rfft2_out = _D.define('fft_rfft2.out(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fft_rfft2_out(self, s=None, dim=(-2,-1), norm=None, *, out):
-    return _op_fft_rfft2_out.call(self._ks, self, s, dim, norm, out)
+    return _op_fft_rfft2_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
 
 _op_fft_irfft2 = _D.define('fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor')
 
@@ -6094,7 +6129,7 @@ def fft_irfft2(self, s=None, dim=(-2,-1), norm=None):
 _op_fft_irfft2_out = _D.define('fft_irfft2.out(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fft_irfft2_out(self, s=None, dim=(-2,-1), norm=None, *, out):
-    return _op_fft_irfft2_out.call(self._ks, self, s, dim, norm, out)
+    return _op_fft_irfft2_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
 
 _op_fft_hfft2 = _D.define('fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor')
 
@@ -6104,7 +6139,7 @@ def fft_hfft2(self, s=None, dim=(-2,-1), norm=None):
 _op_fft_hfft2_out = _D.define('fft_hfft2.out(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fft_hfft2_out(self, s=None, dim=(-2,-1), norm=None, *, out):
-    return _op_fft_hfft2_out.call(self._ks, self, s, dim, norm, out)
+    return _op_fft_hfft2_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
 
 _op_fft_ihfft2 = _D.define('fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor')
 
@@ -6114,7 +6149,7 @@ def fft_ihfft2(self, s=None, dim=(-2,-1), norm=None):
 _op_fft_ihfft2_out = _D.define('fft_ihfft2.out(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fft_ihfft2_out(self, s=None, dim=(-2,-1), norm=None, *, out):
-    return _op_fft_ihfft2_out.call(self._ks, self, s, dim, norm, out)
+    return _op_fft_ihfft2_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
 
 _op_fft_fftn = _D.define('fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor')
 
@@ -6124,7 +6159,7 @@ def fft_fftn(self, s=None, dim=None, norm=None):
 _op_fft_fftn_out = _D.define('fft_fftn.out(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fft_fftn_out(self, s=None, dim=None, norm=None, *, out):
-    return _op_fft_fftn_out.call(self._ks, self, s, dim, norm, out)
+    return _op_fft_fftn_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
 
 _op_fft_ifftn = _D.define('fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor')
 
@@ -6134,7 +6169,7 @@ def fft_ifftn(self, s=None, dim=None, norm=None):
 _op_fft_ifftn_out = _D.define('fft_ifftn.out(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fft_ifftn_out(self, s=None, dim=None, norm=None, *, out):
-    return _op_fft_ifftn_out.call(self._ks, self, s, dim, norm, out)
+    return _op_fft_ifftn_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
 
 _op_fft_rfftn = _D.define('fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor')
 
@@ -6144,7 +6179,7 @@ def fft_rfftn(self, s=None, dim=None, norm=None):
 _op_fft_rfftn_out = _D.define('fft_rfftn.out(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fft_rfftn_out(self, s=None, dim=None, norm=None, *, out):
-    return _op_fft_rfftn_out.call(self._ks, self, s, dim, norm, out)
+    return _op_fft_rfftn_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
 
 _op_fft_irfftn = _D.define('fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor')
 
@@ -6154,7 +6189,7 @@ def fft_irfftn(self, s=None, dim=None, norm=None):
 _op_fft_irfftn_out = _D.define('fft_irfftn.out(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fft_irfftn_out(self, s=None, dim=None, norm=None, *, out):
-    return _op_fft_irfftn_out.call(self._ks, self, s, dim, norm, out)
+    return _op_fft_irfftn_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
 
 _op_fft_hfftn = _D.define('fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor')
 
@@ -6164,7 +6199,7 @@ def fft_hfftn(self, s=None, dim=None, norm=None):
 _op_fft_hfftn_out = _D.define('fft_hfftn.out(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fft_hfftn_out(self, s=None, dim=None, norm=None, *, out):
-    return _op_fft_hfftn_out.call(self._ks, self, s, dim, norm, out)
+    return _op_fft_hfftn_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
 
 _op_fft_ihfftn = _D.define('fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor')
 
@@ -6174,7 +6209,7 @@ def fft_ihfftn(self, s=None, dim=None, norm=None):
 _op_fft_ihfftn_out = _D.define('fft_ihfftn.out(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fft_ihfftn_out(self, s=None, dim=None, norm=None, *, out):
-    return _op_fft_ihfftn_out.call(self._ks, self, s, dim, norm, out)
+    return _op_fft_ihfftn_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
 
 _op_fft_fftfreq = _D.define('fft_fftfreq(int n, float d=1.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
 
@@ -6184,7 +6219,7 @@ def fft_fftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, pin_memory=No
 _op_fft_fftfreq_out = _D.define('fft_fftfreq.out(int n, float d=1.0, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fft_fftfreq_out(n, d=1.0, *, out):
-    return _op_fft_fftfreq_out.call(_KS_CPU, n, d, out)
+    return _op_fft_fftfreq_out.call(_KS_CPU | _ks_out(out), n, d, out)
 
 _op_fft_rfftfreq = _D.define('fft_rfftfreq(int n, float d=1.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
 
@@ -6194,7 +6229,7 @@ def fft_rfftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, pin_memory=N
 _op_fft_rfftfreq_out = _D.define('fft_rfftfreq.out(int n, float d=1.0, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fft_rfftfreq_out(n, d=1.0, *, out):
-    return _op_fft_rfftfreq_out.call(_KS_CPU, n, d, out)
+    return _op_fft_rfftfreq_out.call(_KS_CPU | _ks_out(out), n, d, out)
 
 _op_fft_fftshift = _D.define('fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor')
 
@@ -6294,7 +6329,7 @@ def gcd(self, other):
 _op_gcd_out = _D.define('gcd.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def gcd_out(self, other, *, out):
-    return _op_gcd_out.call(self._ks | other._ks, self, other, out)
+    return _op_gcd_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_gcd_ = _D.define('gcd_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
@@ -6309,7 +6344,7 @@ def lcm(self, other):
 _op_lcm_out = _D.define('lcm.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def lcm_out(self, other, *, out):
-    return _op_lcm_out.call(self._ks | other._ks, self, other, out)
+    return _op_lcm_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_lcm_ = _D.define('lcm_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
@@ -6324,7 +6359,7 @@ def heaviside(self, values):
 _op_heaviside_out = _D.define('heaviside.out(Tensor self, Tensor values, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def heaviside_out(self, values, *, out):
-    return _op_heaviside_out.call(self._ks | values._ks, self, values, out)
+    return _op_heaviside_out.call(self._ks | values._ks | _ks_out(out), self, values, out)
 
 _op_heaviside_ = _D.define('heaviside_(Tensor(a!) self, Tensor values) -> Tensor(a!)')
 
@@ -6339,7 +6374,7 @@ def frexp_Tensor(self):
 _op_frexp_Tensor_out = _D.define('frexp.Tensor_out(Tensor self, *, Tensor(a!) mantissa, Tensor(b!) exponent) -> (Tensor(a!) mantissa, Tensor(b!) exponent)', out_arity=2)
 
 def frexp_Tensor_out(self, *, mantissa, exponent):
-    return _op_frexp_Tensor_out.call(self._ks, self, mantissa, exponent)
+    return _op_frexp_Tensor_out.call(self._ks | _ks_out(mantissa) | _ks_out(exponent), self, mantissa, exponent)
 
 _op_ldexp_Tensor = _D.define('ldexp.Tensor(Tensor self, Tensor other) -> Tensor')
 
@@ -6349,7 +6384,7 @@ def ldexp_Tensor(self, other):
 _op_ldexp_out = _D.define('ldexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def ldexp_out(self, other, *, out):
-    return _op_ldexp_out.call(self._ks | other._ks, self, other, out)
+    return _op_ldexp_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_ldexp_ = _D.define('ldexp_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
@@ -6519,7 +6554,7 @@ def alias_copy(self):
 _op_alias_copy_out = _D.define('alias_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def alias_copy_out(self, *, out):
-    return _op_alias_copy_out.call(self._ks, self, out)
+    return _op_alias_copy_out.call(self._ks | _ks_out(out), self, out)
 
 _op_as_strided_copy = _D.define('as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor')
 
@@ -6529,7 +6564,7 @@ def as_strided_copy(self, size, stride, storage_offset=None):
 _op_as_strided_copy_out = _D.define('as_strided_copy.out(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def as_strided_copy_out(self, size, stride, storage_offset=None, *, out):
-    return _op_as_strided_copy_out.call(self._ks, self, size, stride, storage_offset, out)
+    return _op_as_strided_copy_out.call(self._ks | _ks_out(out), self, size, stride, storage_offset, out)
 
 _op_detach_copy = _D.define('detach_copy(Tensor self) -> Tensor')
 
@@ -6539,7 +6574,7 @@ def detach_copy(self):
 _op_detach_copy_out = _D.define('detach_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def detach_copy_out(self, *, out):
-    return _op_detach_copy_out.call(self._ks, self, out)
+    return _op_detach_copy_out.call(self._ks | _ks_out(out), self, out)
 
 _op_diagonal_copy = _D.define('diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor')
 
@@ -6549,7 +6584,7 @@ def diagonal_copy(self, offset=0, dim1=0, dim2=1):
 _op_diagonal_copy_out = _D.define('diagonal_copy.out(Tensor self, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def diagonal_copy_out(self, offset=0, dim1=0, dim2=1, *, out):
-    return _op_diagonal_copy_out.call(self._ks, self, offset, dim1, dim2, out)
+    return _op_diagonal_copy_out.call(self._ks | _ks_out(out), self, offset, dim1, dim2, out)
 
 _op_expand_copy = _D.define('expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor')
 
@@ -6559,7 +6594,7 @@ def expand_copy(self, size, *, implicit=False):
 _op_expand_copy_out = _D.define('expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def expand_copy_out(self, size, *, implicit=False, out):
-    return _op_expand_copy_out.call(self._ks, self, size, implicit, out)
+    return _op_expand_copy_out.call(self._ks | _ks_out(out), self, size, implicit, out)
 
 _op_narrow_copy = _D.define('narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor')
 
@@ -6569,7 +6604,7 @@ def narrow_copy(self, dim, start, length):
 _op_narrow_copy_out = _D.define('narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def narrow_copy_out(self, dim, start, length, *, out):
-    return _op_narrow_copy_out.call(self._ks, self, dim, start, length, out)
+    return _op_narrow_copy_out.call(self._ks | _ks_out(out), self, dim, start, length, out)
 
 _op_permute_copy = _D.define('permute_copy(Tensor self, int[] dims) -> Tensor')
 
@@ -6579,7 +6614,7 @@ def permute_copy(self, dims):
 _op_permute_copy_out = _D.define('permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def permute_copy_out(self, dims, *, out):
-    return _op_permute_copy_out.call(self._ks, self, dims, out)
+    return _op_permute_copy_out.call(self._ks | _ks_out(out), self, dims, out)
 
 _op_select_copy_int = _D.define('select_copy.int(Tensor self, int dim, SymInt index) -> Tensor')
 
@@ -6589,7 +6624,7 @@ def select_copy_int(self, dim, index):
 _op_select_copy_int_out = _D.define('select_copy.int_out(Tensor self, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def select_copy_int_out(self, dim, index, *, out):
-    return _op_select_copy_int_out.call(self._ks, self, dim, index, out)
+    return _op_select_copy_int_out.call(self._ks | _ks_out(out), self, dim, index, out)
 
 _op_slice_copy_Tensor = _D.define('slice_copy.Tensor(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor')
 
@@ -6599,7 +6634,7 @@ def slice_copy_Tensor(self, dim=0, start=None, end=None, step=1):
 _op_slice_copy_Tensor_out = _D.define('slice_copy.Tensor_out(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def slice_copy_Tensor_out(self, dim=0, start=None, end=None, step=1, *, out):
-    return _op_slice_copy_Tensor_out.call(self._ks, self, dim, start, end, step, out)
+    return _op_slice_copy_Tensor_out.call(self._ks | _ks_out(out), self, dim, start, end, step, out)
 
 _op_split_copy_Tensor = _D.define('split_copy.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]')
 
@@ -6629,17 +6664,17 @@ def squeeze_copy_dims(self, dim):
 _op_squeeze_copy_out = _D.define('squeeze_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def squeeze_copy_out(self, *, out):
-    return _op_squeeze_copy_out.call(self._ks, self, out)
+    return _op_squeeze_copy_out.call(self._ks | _ks_out(out), self, out)
 
 _op_squeeze_copy_dim_out = _D.define('squeeze_copy.dim_out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def squeeze_copy_dim_out(self, dim, *, out):
-    return _op_squeeze_copy_dim_out.call(self._ks, self, dim, out)
+    return _op_squeeze_copy_dim_out.call(self._ks | _ks_out(out), self, dim, out)
 
 _op_squeeze_copy_dims_out = _D.define('squeeze_copy.dims_out(Tensor self, int[] dim, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def squeeze_copy_dims_out(self, dim, *, out):
-    return _op_squeeze_copy_dims_out.call(self._ks, self, dim, out)
+    return _op_squeeze_copy_dims_out.call(self._ks | _ks_out(out), self, dim, out)
 
 _op_t_copy = _D.define('t_copy(Tensor self) -> Tensor')
 
@@ -6649,7 +6684,7 @@ def t_copy(self):
 _op_t_copy_out = _D.define('t_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def t_copy_out(self, *, out):
-    return _op_t_copy_out.call(self._ks, self, out)
+    return _op_t_copy_out.call(self._ks | _ks_out(out), self, out)
 
 _op_transpose_copy_int = _D.define('transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor')
 
@@ -6659,7 +6694,7 @@ def transpose_copy_int(self, dim0, dim1):
 _op_transpose_copy_int_out = _D.define('transpose_copy.int_out(Tensor self, int dim0, int dim1, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def transpose_copy_int_out(self, dim0, dim1, *, out):
-    return _op_transpose_copy_int_out.call(self._ks, self, dim0, dim1, out)
+    return _op_transpose_copy_int_out.call(self._ks | _ks_out(out), self, dim0, dim1, out)
 
 _op_unbind_copy_int = _D.define('unbind_copy.int(Tensor self, int dim=0) -> Tensor[]')
 
@@ -6679,7 +6714,7 @@ def unfold_copy(self, dimension, size, step):
 _op_unfold_copy_out = _D.define('unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def unfold_copy_out(self, dimension, size, step, *, out):
-    return _op_unfold_copy_out.call(self._ks, self, dimension, size, step, out)
+    return _op_unfold_copy_out.call(self._ks | _ks_out(out), self, dimension, size, step, out)
 
 _op_unsqueeze_copy = _D.define('unsqueeze_copy(Tensor self, int dim) -> Tensor')
 
@@ -6689,7 +6724,7 @@ def unsqueeze_copy(self, dim):
 _op_unsqueeze_copy_out = _D.define('unsqueeze_copy.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def unsqueeze_copy_out(self, dim, *, out):
-    return _op_unsqueeze_copy_out.call(self._ks, self, dim, out)
+    return _op_unsqueeze_copy_out.call(self._ks | _ks_out(out), self, dim, out)
 
 _op_view_as_complex_copy = _D.define('view_as_complex_copy(Tensor self) -> Tensor')
 
@@ -6699,7 +6734,7 @@ def view_as_complex_copy(self):
 _op_view_as_complex_copy_out = _D.define('view_as_complex_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def view_as_complex_copy_out(self, *, out):
-    return _op_view_as_complex_copy_out.call(self._ks, self, out)
+    return _op_view_as_complex_copy_out.call(self._ks | _ks_out(out), self, out)
 
 _op_view_as_real_copy = _D.define('view_as_real_copy(Tensor self) -> Tensor')
 
@@ -6709,7 +6744,7 @@ def view_as_real_copy(self):
 _op_view_as_real_copy_out = _D.define('view_as_real_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def view_as_real_copy_out(self, *, out):
-    return _op_view_as_real_copy_out.call(self._ks, self, out)
+    return _op_view_as_real_copy_out.call(self._ks | _ks_out(out), self, out)
 
 _op_view_copy = _D.define('view_copy(Tensor self, SymInt[] size) -> Tensor')
 
@@ -6724,12 +6759,12 @@ def view_copy_dtype(self, dtype):
 _op_view_copy_out = _D.define('view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def view_copy_out(self, size, *, out):
-    return _op_view_copy_out.call(self._ks, self, size, out)
+    return _op_view_copy_out.call(self._ks | _ks_out(out), self, size, out)
 
 _op_view_copy_dtype_out = _D.define('view_copy.dtype_out(Tensor self, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def view_copy_dtype_out(self, dtype, *, out):
-    return _op_view_copy_dtype_out.call(self._ks, self, dtype, out)
+    return _op_view_copy_dtype_out.call(self._ks | _ks_out(out), self, dtype, out)
 
 _op_trapezoid_x = _D.define('trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor')
 
@@ -6774,7 +6809,7 @@ def chain_matmul(matrices):
 _op_chain_matmul_out = _D.define('chain_matmul.out(Tensor[] matrices, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def chain_matmul_out(matrices, *, out):
-    return _op_chain_matmul_out.call(_ks_list(matrices), matrices, out)
+    return _op_chain_matmul_out.call(_ks_list(matrices) | _ks_out(out), matrices, out)
 
 _op_unsafe_chunk = _D.define('unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]')
 
@@ -6799,7 +6834,7 @@ def renorm(self, p, dim, maxnorm):
 _op_renorm_out = _D.define('renorm.out(Tensor self, Scalar p, int dim, Scalar maxnorm, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def renorm_out(self, p, dim, maxnorm, *, out):
-    return _op_renorm_out.call(self._ks, self, p, dim, maxnorm, out)
+    return _op_renorm_out.call(self._ks | _ks_out(out), self, p, dim, maxnorm, out)
 
 _op_renorm_ = _D.define('renorm_(Tensor(a!) self, Scalar p, int dim, Scalar maxnorm) -> Tensor(a!)')
 
@@ -6814,7 +6849,7 @@ def frobenius_norm_dim(self, dim, keepdim=False):
 _op_frobenius_norm_out = _D.define('frobenius_norm.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def frobenius_norm_out(self, dim, keepdim=False, *, out):
-    return _op_frobenius_norm_out.call(self._ks, self, dim, keepdim, out)
+    return _op_frobenius_norm_out.call(self._ks | _ks_out(out), self, dim, keepdim, out)
 
 _op_nuclear_norm = _D.define('nuclear_norm(Tensor self, bool keepdim=False) -> Tensor')
 
@@ -6829,12 +6864,12 @@ def nuclear_norm_dim(self, dim, keepdim=False):
 _op_nuclear_norm_out = _D.define('nuclear_norm.out(Tensor self, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def nuclear_norm_out(self, keepdim=False, *, out):
-    return _op_nuclear_norm_out.call(self._ks, self, keepdim, out)
+    return _op_nuclear_norm_out.call(self._ks | _ks_out(out), self, keepdim, out)
 
 _op_nuclear_norm_dim_out = _D.define('nuclear_norm.dim_out(Tensor self, int[2] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def nuclear_norm_dim_out(self, dim, keepdim=False, *, out):
-    return _op_nuclear_norm_dim_out.call(self._ks, self, dim, keepdim, out)
+    return _op_nuclear_norm_dim_out.call(self._ks | _ks_out(out), self, dim, keepdim, out)
 
 _op_linalg_vecdot = _D.define('linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor')
 
@@ -6889,7 +6924,7 @@ def special_chebyshev_polynomial_t(x, n):
 _op_special_chebyshev_polynomial_t_out = _D.define('special_chebyshev_polynomial_t.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_chebyshev_polynomial_t_out(x, n, *, out):
-    return _op_special_chebyshev_polynomial_t_out.call(x._ks | n._ks, x, n, out)
+    return _op_special_chebyshev_polynomial_t_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
 
 _op_special_chebyshev_polynomial_t_x_scalar = _D.define('special_chebyshev_polynomial_t.x_scalar(Scalar x, Tensor n) -> Tensor')
 
@@ -6899,7 +6934,7 @@ def special_chebyshev_polynomial_t_x_scalar(x, n):
 _op_special_chebyshev_polynomial_t_x_scalar_out = _D.define('special_chebyshev_polynomial_t.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_chebyshev_polynomial_t_x_scalar_out(x, n, *, out):
-    return _op_special_chebyshev_polynomial_t_x_scalar_out.call(n._ks, x, n, out)
+    return _op_special_chebyshev_polynomial_t_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
 
 _op_special_chebyshev_polynomial_t_n_scalar = _D.define('special_chebyshev_polynomial_t.n_scalar(Tensor x, Scalar n) -> Tensor')
 
@@ -6909,7 +6944,7 @@ def special_chebyshev_polynomial_t_n_scalar(x, n):
 _op_special_chebyshev_polynomial_t_n_scalar_out = _D.define('special_chebyshev_polynomial_t.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_chebyshev_polynomial_t_n_scalar_out(x, n, *, out):
-    return _op_special_chebyshev_polynomial_t_n_scalar_out.call(x._ks, x, n, out)
+    return _op_special_chebyshev_polynomial_t_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
 
 _op_special_chebyshev_polynomial_u = _D.define('special_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor')
 
@@ -6919,7 +6954,7 @@ def special_chebyshev_polynomial_u(x, n):
 _op_special_chebyshev_polynomial_u_out = _D.define('special_chebyshev_polynomial_u.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_chebyshev_polynomial_u_out(x, n, *, out):
-    return _op_special_chebyshev_polynomial_u_out.call(x._ks | n._ks, x, n, out)
+    return _op_special_chebyshev_polynomial_u_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
 
 _op_special_chebyshev_polynomial_u_x_scalar = _D.define('special_chebyshev_polynomial_u.x_scalar(Scalar x, Tensor n) -> Tensor')
 
@@ -6929,7 +6964,7 @@ def special_chebyshev_polynomial_u_x_scalar(x, n):
 _op_special_chebyshev_polynomial_u_x_scalar_out = _D.define('special_chebyshev_polynomial_u.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_chebyshev_polynomial_u_x_scalar_out(x, n, *, out):
-    return _op_special_chebyshev_polynomial_u_x_scalar_out.call(n._ks, x, n, out)
+    return _op_special_chebyshev_polynomial_u_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
 
 _op_special_chebyshev_polynomial_u_n_scalar = _D.define('special_chebyshev_polynomial_u.n_scalar(Tensor x, Scalar n) -> Tensor')
 
@@ -6939,7 +6974,7 @@ def special_chebyshev_polynomial_u_n_scalar(x, n):
 _op_special_chebyshev_polynomial_u_n_scalar_out = _D.define('special_chebyshev_polynomial_u.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_chebyshev_polynomial_u_n_scalar_out(x, n, *, out):
-    return _op_special_chebyshev_polynomial_u_n_scalar_out.call(x._ks, x, n, out)
+    return _op_special_chebyshev_polynomial_u_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
 
 _op_special_chebyshev_polynomial_v = _D.define('special_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor')
 
@@ -6949,7 +6984,7 @@ def special_chebyshev_polynomial_v(x, n):
 _op_special_chebyshev_polynomial_v_out = _D.define('special_chebyshev_polynomial_v.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_chebyshev_polynomial_v_out(x, n, *, out):
-    return _op_special_chebyshev_polynomial_v_out.call(x._ks | n._ks, x, n, out)
+    return _op_special_chebyshev_polynomial_v_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
 
 _op_special_chebyshev_polynomial_v_x_scalar = _D.define('special_chebyshev_polynomial_v.x_scalar(Scalar x, Tensor n) -> Tensor')
 
@@ -6959,7 +6994,7 @@ def special_chebyshev_polynomial_v_x_scalar(x, n):
 _op_special_chebyshev_polynomial_v_x_scalar_out = _D.define('special_chebyshev_polynomial_v.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_chebyshev_polynomial_v_x_scalar_out(x, n, *, out):
-    return _op_special_chebyshev_polynomial_v_x_scalar_out.call(n._ks, x, n, out)
+    return _op_special_chebyshev_polynomial_v_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
 
 _op_special_chebyshev_polynomial_v_n_scalar = _D.define('special_chebyshev_polynomial_v.n_scalar(Tensor x, Scalar n) -> Tensor')
 
@@ -6969,7 +7004,7 @@ def special_chebyshev_polynomial_v_n_scalar(x, n):
 _op_special_chebyshev_polynomial_v_n_scalar_out = _D.define('special_chebyshev_polynomial_v.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_chebyshev_polynomial_v_n_scalar_out(x, n, *, out):
-    return _op_special_chebyshev_polynomial_v_n_scalar_out.call(x._ks, x, n, out)
+    return _op_special_chebyshev_polynomial_v_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
 
 _op_special_chebyshev_polynomial_w = _D.define('special_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor')
 
@@ -6979,7 +7014,7 @@ def special_chebyshev_polynomial_w(x, n):
 _op_special_chebyshev_polynomial_w_out = _D.define('special_chebyshev_polynomial_w.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_chebyshev_polynomial_w_out(x, n, *, out):
-    return _op_special_chebyshev_polynomial_w_out.call(x._ks | n._ks, x, n, out)
+    return _op_special_chebyshev_polynomial_w_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
 
 _op_special_chebyshev_polynomial_w_x_scalar = _D.define('special_chebyshev_polynomial_w.x_scalar(Scalar x, Tensor n) -> Tensor')
 
@@ -6989,7 +7024,7 @@ def special_chebyshev_polynomial_w_x_scalar(x, n):
 _op_special_chebyshev_polynomial_w_x_scalar_out = _D.define('special_chebyshev_polynomial_w.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_chebyshev_polynomial_w_x_scalar_out(x, n, *, out):
-    return _op_special_chebyshev_polynomial_w_x_scalar_out.call(n._ks, x, n, out)
+    return _op_special_chebyshev_polynomial_w_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
 
 _op_special_chebyshev_polynomial_w_n_scalar = _D.define('special_chebyshev_polynomial_w.n_scalar(Tensor x, Scalar n) -> Tensor')
 
@@ -6999,7 +7034,7 @@ def special_chebyshev_polynomial_w_n_scalar(x, n):
 _op_special_chebyshev_polynomial_w_n_scalar_out = _D.define('special_chebyshev_polynomial_w.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_chebyshev_polynomial_w_n_scalar_out(x, n, *, out):
-    return _op_special_chebyshev_polynomial_w_n_scalar_out.call(x._ks, x, n, out)
+    return _op_special_chebyshev_polynomial_w_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
 
 _op_special_shifted_chebyshev_polynomial_t = _D.define('special_shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor')
 
@@ -7009,7 +7044,7 @@ def special_shifted_chebyshev_polynomial_t(x, n):
 _op_special_shifted_chebyshev_polynomial_t_out = _D.define('special_shifted_chebyshev_polynomial_t.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_shifted_chebyshev_polynomial_t_out(x, n, *, out):
-    return _op_special_shifted_chebyshev_polynomial_t_out.call(x._ks | n._ks, x, n, out)
+    return _op_special_shifted_chebyshev_polynomial_t_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
 
 _op_special_shifted_chebyshev_polynomial_t_x_scalar = _D.define('special_shifted_chebyshev_polynomial_t.x_scalar(Scalar x, Tensor n) -> Tensor')
 
@@ -7019,7 +7054,7 @@ def special_shifted_chebyshev_polynomial_t_x_scalar(x, n):
 _op_special_shifted_chebyshev_polynomial_t_x_scalar_out = _D.define('special_shifted_chebyshev_polynomial_t.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_shifted_chebyshev_polynomial_t_x_scalar_out(x, n, *, out):
-    return _op_special_shifted_chebyshev_polynomial_t_x_scalar_out.call(n._ks, x, n, out)
+    return _op_special_shifted_chebyshev_polynomial_t_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
 
 _op_special_shifted_chebyshev_polynomial_t_n_scalar = _D.define('special_shifted_chebyshev_polynomial_t.n_scalar(Tensor x, Scalar n) -> Tensor')
 
@@ -7029,7 +7064,7 @@ def special_shifted_chebyshev_polynomial_t_n_scalar(x, n):
 _op_special_shifted_chebyshev_polynomial_t_n_scalar_out = _D.define('special_shifted_chebyshev_polynomial_t.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_shifted_chebyshev_polynomial_t_n_scalar_out(x, n, *, out):
-    return _op_special_shifted_chebyshev_polynomial_t_n_scalar_out.call(x._ks, x, n, out)
+    return _op_special_shifted_chebyshev_polynomial_t_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
 
 _op_special_shifted_chebyshev_polynomial_u = _D.define('special_shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor')
 
@@ -7039,7 +7074,7 @@ def special_shifted_chebyshev_polynomial_u(x, n):
 _op_special_shifted_chebyshev_polynomial_u_out = _D.define('special_shifted_chebyshev_polynomial_u.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_shifted_chebyshev_polynomial_u_out(x, n, *, out):
-    return _op_special_shifted_chebyshev_polynomial_u_out.call(x._ks | n._ks, x, n, out)
+    return _op_special_shifted_chebyshev_polynomial_u_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
 
 _op_special_shifted_chebyshev_polynomial_u_x_scalar = _D.define('special_shifted_chebyshev_polynomial_u.x_scalar(Scalar x, Tensor n) -> Tensor')
 
@@ -7049,7 +7084,7 @@ def special_shifted_chebyshev_polynomial_u_x_scalar(x, n):
 _op_special_shifted_chebyshev_polynomial_u_x_scalar_out = _D.define('special_shifted_chebyshev_polynomial_u.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_shifted_chebyshev_polynomial_u_x_scalar_out(x, n, *, out):
-    return _op_special_shifted_chebyshev_polynomial_u_x_scalar_out.call(n._ks, x, n, out)
+    return _op_special_shifted_chebyshev_polynomial_u_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
 
 _op_special_shifted_chebyshev_polynomial_u_n_scalar = _D.define('special_shifted_chebyshev_polynomial_u.n_scalar(Tensor x, Scalar n) -> Tensor')
 
@@ -7059,7 +7094,7 @@ def special_shifted_chebyshev_polynomial_u_n_scalar(x, n):
 _op_special_shifted_chebyshev_polynomial_u_n_scalar_out = _D.define('special_shifted_chebyshev_polynomial_u.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_shifted_chebyshev_polynomial_u_n_scalar_out(x, n, *, out):
-    return _op_special_shifted_chebyshev_polynomial_u_n_scalar_out.call(x._ks, x, n, out)
+    return _op_special_shifted_chebyshev_polynomial_u_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
 
 _op_special_shifted_chebyshev_polynomial_v = _D.define('special_shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor')
 
@@ -7069,7 +7104,7 @@ def special_shifted_chebyshev_polynomial_v(x, n):
 _op_special_shifted_chebyshev_polynomial_v_out = _D.define('special_shifted_chebyshev_polynomial_v.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_shifted_chebyshev_polynomial_v_out(x, n, *, out):
-    return _op_special_shifted_chebyshev_polynomial_v_out.call(x._ks | n._ks, x, n, out)
+    return _op_special_shifted_chebyshev_polynomial_v_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
 
 _op_special_shifted_chebyshev_polynomial_v_x_scalar = _D.define('special_shifted_chebyshev_polynomial_v.x_scalar(Scalar x, Tensor n) -> Tensor')
 
@@ -7079,7 +7114,7 @@ def special_shifted_chebyshev_polynomial_v_x_scalar(x, n):
 _op_special_shifted_chebyshev_polynomial_v_x_scalar_out = _D.define('special_shifted_chebyshev_polynomial_v.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_shifted_chebyshev_polynomial_v_x_scalar_out(x, n, *, out):
-    return _op_special_shifted_chebyshev_polynomial_v_x_scalar_out.call(n._ks, x, n, out)
+    return _op_special_shifted_chebyshev_polynomial_v_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
 
 _op_special_shifted_chebyshev_polynomial_v_n_scalar = _D.define('special_shifted_chebyshev_polynomial_v.n_scalar(Tensor x, Scalar n) -> Tensor')
 
@@ -7089,7 +7124,7 @@ def special_shifted_chebyshev_polynomial_v_n_scalar(x, n):
 _op_special_shifted_chebyshev_polynomial_v_n_scalar_out = _D.define('special_shifted_chebyshev_polynomial_v.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_shifted_chebyshev_polynomial_v_n_scalar_out(x, n, *, out):
-    return _op_special_shifted_chebyshev_polynomial_v_n_scalar_out.call(x._ks, x, n, out)
+    return _op_special_shifted_chebyshev_polynomial_v_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
 
 _op_special_shifted_chebyshev_polynomial_w = _D.define('special_shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor')
 
@@ -7099,7 +7134,7 @@ def special_shifted_chebyshev_polynomial_w(x, n):
 _op_special_shifted_chebyshev_polynomial_w_out = _D.define('special_shifted_chebyshev_polynomial_w.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_shifted_chebyshev_polynomial_w_out(x, n, *, out):
-    return _op_special_shifted_chebyshev_polynomial_w_out.call(x._ks | n._ks, x, n, out)
+    return _op_special_shifted_chebyshev_polynomial_w_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
 
 _op_special_shifted_chebyshev_polynomial_w_x_scalar = _D.define('special_shifted_chebyshev_polynomial_w.x_scalar(Scalar x, Tensor n) -> Tensor')
 
@@ -7109,7 +7144,7 @@ def special_shifted_chebyshev_polynomial_w_x_scalar(x, n):
 _op_special_shifted_chebyshev_polynomial_w_x_scalar_out = _D.define('special_shifted_chebyshev_polynomial_w.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_shifted_chebyshev_polynomial_w_x_scalar_out(x, n, *, out):
-    return _op_special_shifted_chebyshev_polynomial_w_x_scalar_out.call(n._ks, x, n, out)
+    return _op_special_shifted_chebyshev_polynomial_w_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
 
 _op_special_shifted_chebyshev_polynomial_w_n_scalar = _D.define('special_shifted_chebyshev_polynomial_w.n_scalar(Tensor x, Scalar n) -> Tensor')
 
@@ -7119,7 +7154,7 @@ def special_shifted_chebyshev_polynomial_w_n_scalar(x, n):
 _op_special_shifted_chebyshev_polynomial_w_n_scalar_out = _D.define('special_shifted_chebyshev_polynomial_w.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_shifted_chebyshev_polynomial_w_n_scalar_out(x, n, *, out):
-    return _op_special_shifted_chebyshev_polynomial_w_n_scalar_out.call(x._ks, x, n, out)
+    return _op_special_shifted_chebyshev_polynomial_w_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
 
 _op_special_hermite_polynomial_h = _D.define('special_hermite_polynomial_h(Tensor x, Tensor n) -> Tensor')
 
@@ -7129,7 +7164,7 @@ def special_hermite_polynomial_h(x, n):
 _op_special_hermite_polynomial_h_out = _D.define('special_hermite_polynomial_h.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_hermite_polynomial_h_out(x, n, *, out):
-    return _op_special_hermite_polynomial_h_out.call(x._ks | n._ks, x, n, out)
+    return _op_special_hermite_polynomial_h_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
 
 _op_special_hermite_polynomial_h_x_scalar = _D.define('special_hermite_polynomial_h.x_scalar(Scalar x, Tensor n) -> Tensor')
 
@@ -7139,7 +7174,7 @@ def special_hermite_polynomial_h_x_scalar(x, n):
 _op_special_hermite_polynomial_h_x_scalar_out = _D.define('special_hermite_polynomial_h.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_hermite_polynomial_h_x_scalar_out(x, n, *, out):
-    return _op_special_hermite_polynomial_h_x_scalar_out.call(n._ks, x, n, out)
+    return _op_special_hermite_polynomial_h_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
 
 _op_special_hermite_polynomial_h_n_scalar = _D.define('special_hermite_polynomial_h.n_scalar(Tensor x, Scalar n) -> Tensor')
 
@@ -7149,7 +7184,7 @@ def special_hermite_polynomial_h_n_scalar(x, n):
 _op_special_hermite_polynomial_h_n_scalar_out = _D.define('special_hermite_polynomial_h.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_hermite_polynomial_h_n_scalar_out(x, n, *, out):
-    return _op_special_hermite_polynomial_h_n_scalar_out.call(x._ks, x, n, out)
+    return _op_special_hermite_polynomial_h_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
 
 _op_special_hermite_polynomial_he = _D.define('special_hermite_polynomial_he(Tensor x, Tensor n) -> Tensor')
 
@@ -7159,7 +7194,7 @@ def special_hermite_polynomial_he(x, n):
 _op_special_hermite_polynomial_he_out = _D.define('special_hermite_polynomial_he.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_hermite_polynomial_he_out(x, n, *, out):
-    return _op_special_hermite_polynomial_he_out.call(x._ks | n._ks, x, n, out)
+    return _op_special_hermite_polynomial_he_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
 
 _op_special_hermite_polynomial_he_x_scalar = _D.define('special_hermite_polynomial_he.x_scalar(Scalar x, Tensor n) -> Tensor')
 
@@ -7169,7 +7204,7 @@ def special_hermite_polynomial_he_x_scalar(x, n):
 _op_special_hermite_polynomial_he_x_scalar_out = _D.define('special_hermite_polynomial_he.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_hermite_polynomial_he_x_scalar_out(x, n, *, out):
-    return _op_special_hermite_polynomial_he_x_scalar_out.call(n._ks, x, n, out)
+    return _op_special_hermite_polynomial_he_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
 
 _op_special_hermite_polynomial_he_n_scalar = _D.define('special_hermite_polynomial_he.n_scalar(Tensor x, Scalar n) -> Tensor')
 
@@ -7179,7 +7214,7 @@ def special_hermite_polynomial_he_n_scalar(x, n):
 _op_special_hermite_polynomial_he_n_scalar_out = _D.define('special_hermite_polynomial_he.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_hermite_polynomial_he_n_scalar_out(x, n, *, out):
-    return _op_special_hermite_polynomial_he_n_scalar_out.call(x._ks, x, n, out)
+    return _op_special_hermite_polynomial_he_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
 
 _op_special_laguerre_polynomial_l = _D.define('special_laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor')
 
@@ -7189,7 +7224,7 @@ def special_laguerre_polynomial_l(x, n):
 _op_special_laguerre_polynomial_l_out = _D.define('special_laguerre_polynomial_l.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_laguerre_polynomial_l_out(x, n, *, out):
-    return _op_special_laguerre_polynomial_l_out.call(x._ks | n._ks, x, n, out)
+    return _op_special_laguerre_polynomial_l_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
 
 _op_special_laguerre_polynomial_l_x_scalar = _D.define('special_laguerre_polynomial_l.x_scalar(Scalar x, Tensor n) -> Tensor')
 
@@ -7199,7 +7234,7 @@ def special_laguerre_polynomial_l_x_scalar(x, n):
 _op_special_laguerre_polynomial_l_x_scalar_out = _D.define('special_laguerre_polynomial_l.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_laguerre_polynomial_l_x_scalar_out(x, n, *, out):
-    return _op_special_laguerre_polynomial_l_x_scalar_out.call(n._ks, x, n, out)
+    return _op_special_laguerre_polynomial_l_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
 
 _op_special_laguerre_polynomial_l_n_scalar = _D.define('special_laguerre_polynomial_l.n_scalar(Tensor x, Scalar n) -> Tensor')
 
@@ -7209,7 +7244,7 @@ def special_laguerre_polynomial_l_n_scalar(x, n):
 _op_special_laguerre_polynomial_l_n_scalar_out = _D.define('special_laguerre_polynomial_l.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_laguerre_polynomial_l_n_scalar_out(x, n, *, out):
-    return _op_special_laguerre_polynomial_l_n_scalar_out.call(x._ks, x, n, out)
+    return _op_special_laguerre_polynomial_l_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
 
 _op_special_legendre_polynomial_p = _D.define('special_legendre_polynomial_p(Tensor x, Tensor n) -> Tensor')
 
@@ -7219,7 +7254,7 @@ def special_legendre_polynomial_p(x, n):
 _op_special_legendre_polynomial_p_out = _D.define('special_legendre_polynomial_p.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_legendre_polynomial_p_out(x, n, *, out):
-    return _op_special_legendre_polynomial_p_out.call(x._ks | n._ks, x, n, out)
+    return _op_special_legendre_polynomial_p_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
 
 _op_special_legendre_polynomial_p_x_scalar = _D.define('special_legendre_polynomial_p.x_scalar(Scalar x, Tensor n) -> Tensor')
 
@@ -7229,7 +7264,7 @@ def special_legendre_polynomial_p_x_scalar(x, n):
 _op_special_legendre_polynomial_p_x_scalar_out = _D.define('special_legendre_polynomial_p.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_legendre_polynomial_p_x_scalar_out(x, n, *, out):
-    return _op_special_legendre_polynomial_p_x_scalar_out.call(n._ks, x, n, out)
+    return _op_special_legendre_polynomial_p_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
 
 _op_special_legendre_polynomial_p_n_scalar = _D.define('special_legendre_polynomial_p.n_scalar(Tensor x, Scalar n) -> Tensor')
 
@@ -7239,7 +7274,7 @@ def special_legendre_polynomial_p_n_scalar(x, n):
 _op_special_legendre_polynomial_p_n_scalar_out = _D.define('special_legendre_polynomial_p.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_legendre_polynomial_p_n_scalar_out(x, n, *, out):
-    return _op_special_legendre_polynomial_p_n_scalar_out.call(x._ks, x, n, out)
+    return _op_special_legendre_polynomial_p_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
 
 _op_special_erfcx = _D.define('special_erfcx(Tensor self) -> Tensor')
 
@@ -7249,7 +7284,7 @@ def special_erfcx(self):
 _op_special_erfcx_out = _D.define('special_erfcx.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_erfcx_out(self, *, out):
-    return _op_special_erfcx_out.call(self._ks, self, out)
+    return _op_special_erfcx_out.call(self._ks | _ks_out(out), self, out)
 
 _op_special_log_ndtr = _D.define('special_log_ndtr(Tensor self) -> Tensor')
 
@@ -7259,7 +7294,7 @@ def special_log_ndtr(self):
 _op_special_log_ndtr_out = _D.define('special_log_ndtr.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_log_ndtr_out(self, *, out):
-    return _op_special_log_ndtr_out.call(self._ks, self, out)
+    return _op_special_log_ndtr_out.call(self._ks | _ks_out(out), self, out)
 
 _op_special_ndtri = _D.define('special_ndtri(Tensor self) -> Tensor')
 
@@ -7269,7 +7304,7 @@ def special_ndtri(self):
 _op_special_ndtri_out = _D.define('special_ndtri.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_ndtri_out(self, *, out):
-    return _op_special_ndtri_out.call(self._ks, self, out)
+    return _op_special_ndtri_out.call(self._ks | _ks_out(out), self, out)
 
 _op_special_zeta = _D.define('special_zeta(Tensor self, Tensor other) -> Tensor')
 
@@ -7279,7 +7314,7 @@ def special_zeta(self, other):
 _op_special_zeta_out = _D.define('special_zeta.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_zeta_out(self, other, *, out):
-    return _op_special_zeta_out.call(self._ks | other._ks, self, other, out)
+    return _op_special_zeta_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_special_zeta_self_scalar = _D.define('special_zeta.self_scalar(Scalar self, Tensor other) -> Tensor')
 
@@ -7289,7 +7324,7 @@ def special_zeta_self_scalar(self, other):
 _op_special_zeta_self_scalar_out = _D.define('special_zeta.self_scalar_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_zeta_self_scalar_out(self, other, *, out):
-    return _op_special_zeta_self_scalar_out.call(other._ks, self, other, out)
+    return _op_special_zeta_self_scalar_out.call(other._ks | _ks_out(out), self, other, out)
 
 _op_special_zeta_other_scalar = _D.define('special_zeta.other_scalar(Tensor self, Scalar other) -> Tensor')
 
@@ -7299,7 +7334,7 @@ def special_zeta_other_scalar(self, other):
 _op_special_zeta_other_scalar_out = _D.define('special_zeta.other_scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_zeta_other_scalar_out(self, other, *, out):
-    return _op_special_zeta_other_scalar_out.call(self._ks, self, other, out)
+    return _op_special_zeta_other_scalar_out.call(self._ks | _ks_out(out), self, other, out)
 
 _op_special_airy_ai = _D.define('special_airy_ai(Tensor x) -> Tensor')
 
@@ -7309,7 +7344,7 @@ def special_airy_ai(x):
 _op_special_airy_ai_out = _D.define('special_airy_ai.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_airy_ai_out(x, *, out):
-    return _op_special_airy_ai_out.call(x._ks, x, out)
+    return _op_special_airy_ai_out.call(x._ks | _ks_out(out), x, out)
 
 _op_special_bessel_j0 = _D.define('special_bessel_j0(Tensor self) -> Tensor')
 
@@ -7319,7 +7354,7 @@ def special_bessel_j0(self):
 _op_special_bessel_j0_out = _D.define('special_bessel_j0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_bessel_j0_out(self, *, out):
-    return _op_special_bessel_j0_out.call(self._ks, self, out)
+    return _op_special_bessel_j0_out.call(self._ks | _ks_out(out), self, out)
 
 _op_special_bessel_j1 = _D.define('special_bessel_j1(Tensor self) -> Tensor')
 
@@ -7329,7 +7364,7 @@ def special_bessel_j1(self):
 _op_special_bessel_j1_out = _D.define('special_bessel_j1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_bessel_j1_out(self, *, out):
-    return _op_special_bessel_j1_out.call(self._ks, self, out)
+    return _op_special_bessel_j1_out.call(self._ks | _ks_out(out), self, out)
 
 _op_special_bessel_y0 = _D.define('special_bessel_y0(Tensor self) -> Tensor')
 
@@ -7339,7 +7374,7 @@ def special_bessel_y0(self):
 _op_special_bessel_y0_out = _D.define('special_bessel_y0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_bessel_y0_out(self, *, out):
-    return _op_special_bessel_y0_out.call(self._ks, self, out)
+    return _op_special_bessel_y0_out.call(self._ks | _ks_out(out), self, out)
 
 _op_special_bessel_y1 = _D.define('special_bessel_y1(Tensor self) -> Tensor')
 
@@ -7349,7 +7384,7 @@ def special_bessel_y1(self):
 _op_special_bessel_y1_out = _D.define('special_bessel_y1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_bessel_y1_out(self, *, out):
-    return _op_special_bessel_y1_out.call(self._ks, self, out)
+    return _op_special_bessel_y1_out.call(self._ks | _ks_out(out), self, out)
 
 _op_special_modified_bessel_i0 = _D.define('special_modified_bessel_i0(Tensor self) -> Tensor')
 
@@ -7359,7 +7394,7 @@ def special_modified_bessel_i0(self):
 _op_special_modified_bessel_i0_out = _D.define('special_modified_bessel_i0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_modified_bessel_i0_out(self, *, out):
-    return _op_special_modified_bessel_i0_out.call(self._ks, self, out)
+    return _op_special_modified_bessel_i0_out.call(self._ks | _ks_out(out), self, out)
 
 _op_special_modified_bessel_i1 = _D.define('special_modified_bessel_i1(Tensor self) -> Tensor')
 
@@ -7369,7 +7404,7 @@ def special_modified_bessel_i1(self):
 _op_special_modified_bessel_i1_out = _D.define('special_modified_bessel_i1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_modified_bessel_i1_out(self, *, out):
-    return _op_special_modified_bessel_i1_out.call(self._ks, self, out)
+    return _op_special_modified_bessel_i1_out.call(self._ks | _ks_out(out), self, out)
 
 _op_special_modified_bessel_k0 = _D.define('special_modified_bessel_k0(Tensor self) -> Tensor')
 
@@ -7379,7 +7414,7 @@ def special_modified_bessel_k0(self):
 _op_special_modified_bessel_k0_out = _D.define('special_modified_bessel_k0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_modified_bessel_k0_out(self, *, out):
-    return _op_special_modified_bessel_k0_out.call(self._ks, self, out)
+    return _op_special_modified_bessel_k0_out.call(self._ks | _ks_out(out), self, out)
 
 _op_special_modified_bessel_k1 = _D.define('special_modified_bessel_k1(Tensor self) -> Tensor')
 
@@ -7389,7 +7424,7 @@ def special_modified_bessel_k1(self):
 _op_special_modified_bessel_k1_out = _D.define('special_modified_bessel_k1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_modified_bessel_k1_out(self, *, out):
-    return _op_special_modified_bessel_k1_out.call(self._ks, self, out)
+    return _op_special_modified_bessel_k1_out.call(self._ks | _ks_out(out), self, out)
 
 _op_special_scaled_modified_bessel_k0 = _D.define('special_scaled_modified_bessel_k0(Tensor x) -> Tensor')
 
@@ -7399,7 +7434,7 @@ def special_scaled_modified_bessel_k0(x):
 _op_special_scaled_modified_bessel_k0_out = _D.define('special_scaled_modified_bessel_k0.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_scaled_modified_bessel_k0_out(x, *, out):
-    return _op_special_scaled_modified_bessel_k0_out.call(x._ks, x, out)
+    return _op_special_scaled_modified_bessel_k0_out.call(x._ks | _ks_out(out), x, out)
 
 _op_special_scaled_modified_bessel_k1 = _D.define('special_scaled_modified_bessel_k1(Tensor x) -> Tensor')
 
@@ -7409,7 +7444,7 @@ def special_scaled_modified_bessel_k1(x):
 _op_special_scaled_modified_bessel_k1_out = _D.define('special_scaled_modified_bessel_k1.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_scaled_modified_bessel_k1_out(x, *, out):
-    return _op_special_scaled_modified_bessel_k1_out.call(x._ks, x, out)
+    return _op_special_scaled_modified_bessel_k1_out.call(x._ks | _ks_out(out), x, out)
 
 _op_special_spherical_bessel_j0 = _D.define('special_spherical_bessel_j0(Tensor x) -> Tensor')
 
@@ -7419,7 +7454,7 @@ def special_spherical_bessel_j0(x):
 _op_special_spherical_bessel_j0_out = _D.define('special_spherical_bessel_j0.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_spherical_bessel_j0_out(x, *, out):
-    return _op_special_spherical_bessel_j0_out.call(x._ks, x, out)
+    return _op_special_spherical_bessel_j0_out.call(x._ks | _ks_out(out), x, out)
 
 _op_special_entr = _D.define('special_entr(Tensor self) -> Tensor')
 
@@ -7429,7 +7464,7 @@ def special_entr(self):
 _op_special_entr_out = _D.define('special_entr.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_entr_out(self, *, out):
-    return _op_special_entr_out.call(self._ks, self, out)
+    return _op_special_entr_out.call(self._ks | _ks_out(out), self, out)
 
 _op_special_ndtr = _D.define('special_ndtr(Tensor self) -> Tensor')
 
@@ -7439,7 +7474,7 @@ def special_ndtr(self):
 _op_special_ndtr_out = _D.define('special_ndtr.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_ndtr_out(self, *, out):
-    return _op_special_ndtr_out.call(self._ks, self, out)
+    return _op_special_ndtr_out.call(self._ks | _ks_out(out), self, out)
 
 _op_special_xlog1py = _D.define('special_xlog1py(Tensor self, Tensor other) -> Tensor')
 
@@ -7449,7 +7484,7 @@ def special_xlog1py(self, other):
 _op_special_xlog1py_out = _D.define('special_xlog1py.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_xlog1py_out(self, other, *, out):
-    return _op_special_xlog1py_out.call(self._ks | other._ks, self, other, out)
+    return _op_special_xlog1py_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 
 _op_special_multigammaln = _D.define('special_multigammaln(Tensor self, int p) -> Tensor')
 

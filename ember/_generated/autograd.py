@@ -42,6 +42,60 @@ def _ag_abs_default(ks, self):
     return result
 
 
+class ConjBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.conj()
+        return grad_inputs
+
+
+def _ag__conj_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        result = aten._op__conj.redispatch(ks & _BELOW, self)
+        result.__dict__['_base'] = (self._base if self._base is not None else self)
+        return result
+    _n = ConjBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = aten._op__conj.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
+    return result
+
+
+class NegViewBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.neg()
+        return grad_inputs
+
+
+def _ag__neg_view_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        result = aten._op__neg_view.redispatch(ks & _BELOW, self)
+        result.__dict__['_base'] = (self._base if self._base is not None else self)
+        return result
+    _n = NegViewBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = aten._op__neg_view.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
+    return result
+
+
 class ConjPhysicalBackward0(_Node):
     _saved_names = ()
 
@@ -7585,6 +7639,85 @@ def _ag__rnn_layer_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_h
     return result
 
 
+class MkldnnRnnLayerBackward0(_Node):
+    _saved_names = ('input_', 'weight0_', 'weight1_', 'weight2_', 'weight3_', 'hx__', 'cx__', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        reverse = _n.reverse
+        batch_sizes = _n.batch_sizes
+        mode = _n.mode
+        hidden_size = _n.hidden_size
+        num_layers = _n.num_layers
+        has_biases = _n.has_biases
+        bidirectional = _n.bidirectional
+        batch_first = _n.batch_first
+        train = _n.train
+        input_ix, weight0_ix, weight1_ix, weight2_ix, weight3_ix, hx__ix, cx__ix = 0, 1, 2, 3, 4, 5, 6
+        grad_inputs = [None] * 7
+        grad_input_mask = [_n._next[input_ix] is not None, _n._next[weight0_ix] is not None, _n._next[weight1_ix] is not None, _n._next[weight2_ix] is not None, _n._next[weight3_ix] is not None, _n._next[hx__ix] is not None, _n._next[cx__ix] is not None]
+        if any(grad_input_mask):
+            cx_ = _n._saved('cx__')
+            hx_ = _n._saved('hx__')
+            input = _n._saved('input_')
+            result = _n._saved('result_')
+            weight0 = _n._saved('weight0_')
+            weight1 = _n._saved('weight1_')
+            weight2 = _n._saved('weight2_')
+            weight3 = _n._saved('weight3_')
+            _gs = aten.mkldnn_rnn_layer_backward(input, weight0, weight1, weight2, weight3, hx_, cx_, result[0], result[1], result[2], grads[0], grads[1], grads[2], reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional, batch_sizes, batch_first, result[3])
+            if grad_input_mask[0]:
+                grad_inputs[input_ix] = _gs[0]
+            if grad_input_mask[1]:
+                grad_inputs[weight0_ix] = _gs[1]
+            if grad_input_mask[2]:
+                grad_inputs[weight1_ix] = _gs[2]
+            if grad_input_mask[3]:
+                grad_inputs[weight2_ix] = _gs[3]
+            if grad_input_mask[4]:
+                grad_inputs[weight3_ix] = _gs[4]
+            if grad_input_mask[5]:
+                grad_inputs[hx__ix] = _gs[5]
+            if grad_input_mask[6]:
+                grad_inputs[cx__ix] = _gs[6]
+        return grad_inputs
+
+
+def _ag_mkldnn_rnn_layer_default(ks, input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train):
+    if not (_gm.enabled and (input._rg or weight0._rg or weight1._rg or weight2._rg or weight3._rg or hx_._rg or cx_._rg)):
+        return aten._op_mkldnn_rnn_layer.redispatch(ks & _BELOW, input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train)
+    _n = MkldnnRnnLayerBackward0()
+    _n._next = _edges(input, weight0, weight1, weight2, weight3, hx_, cx_)
+    _n._input_meta = _meta(input, weight0, weight1, weight2, weight3, hx_, cx_)
+    _n.reverse = reverse
+    _n.batch_sizes = batch_sizes
+    _n.mode = mode
+    _n.hidden_size = hidden_size
+    _n.num_layers = num_layers
+    _n.has_biases = has_biases
+    _n.bidirectional = bidirectional
+    _n.batch_first = batch_first
+    _n.train = train
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None or _n._next[3] is not None or _n._next[4] is not None or _n._next[5] is not None or _n._next[6] is not None:
+        _n.input_ = _SV(input)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None or _n._next[3] is not None or _n._next[4] is not None or _n._next[5] is not None or _n._next[6] is not None:
+        _n.weight0_ = _SV(weight0)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None or _n._next[3] is not None or _n._next[4] is not None or _n._next[5] is not None or _n._next[6] is not None:
+        _n.weight1_ = _SV(weight1)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None or _n._next[3] is not None or _n._next[4] is not None or _n._next[5] is not None or _n._next[6] is not None:
+        _n.weight2_ = _SV(weight2)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None or _n._next[3] is not None or _n._next[4] is not None or _n._next[5] is not None or _n._next[6] is not None:
+        _n.weight3_ = _SV(weight3)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None or _n._next[3] is not None or _n._next[4] is not None or _n._next[5] is not None or _n._next[6] is not None:
+        _n.hx__ = _SV(hx_)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None or _n._next[3] is not None or _n._next[4] is not None or _n._next[5] is not None or _n._next[6] is not None:
+        _n.cx__ = _SV(cx_)
+    result = aten._op_mkldnn_rnn_layer.redispatch(ks & _BELOW, input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train)
+    _set_history(_n, tuple(result), [True, True, True, False])
+    _n.result_ = [_SV(_o, True) if _i in {0, 1, 2, 3} else _SV(None) for _i, _o in enumerate(result)]
+    return result
+
+
 class TraceBackward0(_Node):
     _saved_names = ()
 
@@ -10287,7 +10420,7 @@ class ViewAsComplexBackward0(_Node):
         self_ix = 0
         grad_inputs = [None] * 1
         if _n._next[self_ix] is not None:
-            grad_inputs[self_ix] = aten.view_as_real(grad.contiguous())
+            grad_inputs[self_ix] = aten.view_as_real(grad.contiguous().resolve_conj())
         return grad_inputs
 
 
@@ -14254,6 +14387,8 @@ def _ag_index_reduce__default(ks, self, dim, index, source, reduce, include_self
 
 for _h, _k in (
     (aten._op_abs, _ag_abs_default),
+    (aten._op__conj, _ag__conj_default),
+    (aten._op__neg_view, _ag__neg_view_default),
     (aten._op__conj_physical, _ag__conj_physical_default),
     (aten._op_neg, _ag_neg_default),
     (aten._op_sign, _ag_sign_default),
@@ -14505,6 +14640,7 @@ for _h, _k in (
     (aten._op_constant_pad_nd, _ag_constant_pad_nd_default),
     (aten._op_embedding, _ag_embedding_default),
     (aten._op__rnn_layer, _ag__rnn_layer_default),
+    (aten._op_mkldnn_rnn_layer, _ag_mkldnn_rnn_layer_default),
     (aten._op_trace, _ag_trace_default),
     (aten._op_block_diag, _ag_block_diag_default),
     (aten._op_special_i0e, _ag_special_i0e_default),

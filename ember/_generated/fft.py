@@ -11,6 +11,7 @@ from ember.c10.generator import Generator as _Generator
 from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _ints
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
+from ember.aten.dispatcher import ks_out as _ks_out  # noqa: F401
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 from ember.aten.torch_function import NOT_HANDLED as _NOT_HANDLED, dispatch as _tf_dispatch, register_flag as _register_tf_flag
@@ -41,14 +42,14 @@ def fft(*args, **kwargs):
             if out is None:
                 return _A._op_fft_fft.call(input._ks, input, n, dim, norm)
             if isinstance(out, _Tensor):
-                return _A._op_fft_fft_out.call(input._ks, input, n, dim, norm, out)
+                return _A._op_fft_fft_out.call(input._ks | _ks_out(out), input, n, dim, norm, out)
     _i, _a = _sig_fft.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_fft.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'])
-        return _A._op_fft_fft_out.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'], _a['out'])
+        return _A._op_fft_fft_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['n'], _a['dim'], _a['norm'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -81,14 +82,14 @@ def ifft(*args, **kwargs):
             if out is None:
                 return _A._op_fft_ifft.call(input._ks, input, n, dim, norm)
             if isinstance(out, _Tensor):
-                return _A._op_fft_ifft_out.call(input._ks, input, n, dim, norm, out)
+                return _A._op_fft_ifft_out.call(input._ks | _ks_out(out), input, n, dim, norm, out)
     _i, _a = _sig_ifft.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_ifft.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'])
-        return _A._op_fft_ifft_out.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'], _a['out'])
+        return _A._op_fft_ifft_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['n'], _a['dim'], _a['norm'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -121,14 +122,14 @@ def rfft(*args, **kwargs):
             if out is None:
                 return _A._op_fft_rfft.call(input._ks, input, n, dim, norm)
             if isinstance(out, _Tensor):
-                return _A._op_fft_rfft_out.call(input._ks, input, n, dim, norm, out)
+                return _A._op_fft_rfft_out.call(input._ks | _ks_out(out), input, n, dim, norm, out)
     _i, _a = _sig_rfft.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_rfft.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'])
-        return _A._op_fft_rfft_out.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'], _a['out'])
+        return _A._op_fft_rfft_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['n'], _a['dim'], _a['norm'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -161,14 +162,14 @@ def irfft(*args, **kwargs):
             if out is None:
                 return _A._op_fft_irfft.call(input._ks, input, n, dim, norm)
             if isinstance(out, _Tensor):
-                return _A._op_fft_irfft_out.call(input._ks, input, n, dim, norm, out)
+                return _A._op_fft_irfft_out.call(input._ks | _ks_out(out), input, n, dim, norm, out)
     _i, _a = _sig_irfft.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_irfft.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'])
-        return _A._op_fft_irfft_out.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'], _a['out'])
+        return _A._op_fft_irfft_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['n'], _a['dim'], _a['norm'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -201,14 +202,14 @@ def hfft(*args, **kwargs):
             if out is None:
                 return _A._op_fft_hfft.call(input._ks, input, n, dim, norm)
             if isinstance(out, _Tensor):
-                return _A._op_fft_hfft_out.call(input._ks, input, n, dim, norm, out)
+                return _A._op_fft_hfft_out.call(input._ks | _ks_out(out), input, n, dim, norm, out)
     _i, _a = _sig_hfft.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_hfft.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'])
-        return _A._op_fft_hfft_out.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'], _a['out'])
+        return _A._op_fft_hfft_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['n'], _a['dim'], _a['norm'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -241,14 +242,14 @@ def ihfft(*args, **kwargs):
             if out is None:
                 return _A._op_fft_ihfft.call(input._ks, input, n, dim, norm)
             if isinstance(out, _Tensor):
-                return _A._op_fft_ihfft_out.call(input._ks, input, n, dim, norm, out)
+                return _A._op_fft_ihfft_out.call(input._ks | _ks_out(out), input, n, dim, norm, out)
     _i, _a = _sig_ihfft.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_ihfft.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'])
-        return _A._op_fft_ihfft_out.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'], _a['out'])
+        return _A._op_fft_ihfft_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['n'], _a['dim'], _a['norm'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -281,14 +282,14 @@ def fft2(*args, **kwargs):
             if out is None:
                 return _A._op_fft_fft2.call(input._ks, input, (None if s is None else s_), dim_, norm)
             if isinstance(out, _Tensor):
-                return _A._op_fft_fft2_out.call(input._ks, input, (None if s is None else s_), dim_, norm, out)
+                return _A._op_fft_fft2_out.call(input._ks | _ks_out(out), input, (None if s is None else s_), dim_, norm, out)
     _i, _a = _sig_fft2.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_fft2.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
-        return _A._op_fft_fft2_out.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
+        return _A._op_fft_fft2_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -321,14 +322,14 @@ def ifft2(*args, **kwargs):
             if out is None:
                 return _A._op_fft_ifft2.call(input._ks, input, (None if s is None else s_), dim_, norm)
             if isinstance(out, _Tensor):
-                return _A._op_fft_ifft2_out.call(input._ks, input, (None if s is None else s_), dim_, norm, out)
+                return _A._op_fft_ifft2_out.call(input._ks | _ks_out(out), input, (None if s is None else s_), dim_, norm, out)
     _i, _a = _sig_ifft2.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_ifft2.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
-        return _A._op_fft_ifft2_out.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
+        return _A._op_fft_ifft2_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -361,14 +362,14 @@ def rfft2(*args, **kwargs):
             if out is None:
                 return _A._op_fft_rfft2.call(input._ks, input, (None if s is None else s_), dim_, norm)
             if isinstance(out, _Tensor):
-                return _A._op_fft_rfft2_out.call(input._ks, input, (None if s is None else s_), dim_, norm, out)
+                return _A._op_fft_rfft2_out.call(input._ks | _ks_out(out), input, (None if s is None else s_), dim_, norm, out)
     _i, _a = _sig_rfft2.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_rfft2.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
-        return _A._op_fft_rfft2_out.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
+        return _A._op_fft_rfft2_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -401,14 +402,14 @@ def irfft2(*args, **kwargs):
             if out is None:
                 return _A._op_fft_irfft2.call(input._ks, input, (None if s is None else s_), dim_, norm)
             if isinstance(out, _Tensor):
-                return _A._op_fft_irfft2_out.call(input._ks, input, (None if s is None else s_), dim_, norm, out)
+                return _A._op_fft_irfft2_out.call(input._ks | _ks_out(out), input, (None if s is None else s_), dim_, norm, out)
     _i, _a = _sig_irfft2.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_irfft2.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
-        return _A._op_fft_irfft2_out.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
+        return _A._op_fft_irfft2_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -441,14 +442,14 @@ def hfft2(*args, **kwargs):
             if out is None:
                 return _A._op_fft_hfft2.call(input._ks, input, (None if s is None else s_), dim_, norm)
             if isinstance(out, _Tensor):
-                return _A._op_fft_hfft2_out.call(input._ks, input, (None if s is None else s_), dim_, norm, out)
+                return _A._op_fft_hfft2_out.call(input._ks | _ks_out(out), input, (None if s is None else s_), dim_, norm, out)
     _i, _a = _sig_hfft2.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_hfft2.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
-        return _A._op_fft_hfft2_out.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
+        return _A._op_fft_hfft2_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -481,14 +482,14 @@ def ihfft2(*args, **kwargs):
             if out is None:
                 return _A._op_fft_ihfft2.call(input._ks, input, (None if s is None else s_), dim_, norm)
             if isinstance(out, _Tensor):
-                return _A._op_fft_ihfft2_out.call(input._ks, input, (None if s is None else s_), dim_, norm, out)
+                return _A._op_fft_ihfft2_out.call(input._ks | _ks_out(out), input, (None if s is None else s_), dim_, norm, out)
     _i, _a = _sig_ihfft2.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_ihfft2.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
-        return _A._op_fft_ihfft2_out.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
+        return _A._op_fft_ihfft2_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -521,14 +522,14 @@ def fftn(*args, **kwargs):
             if out is None:
                 return _A._op_fft_fftn.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm)
             if isinstance(out, _Tensor):
-                return _A._op_fft_fftn_out.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
+                return _A._op_fft_fftn_out.call(input._ks | _ks_out(out), input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
     _i, _a = _sig_fftn.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_fftn.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
-        return _A._op_fft_fftn_out.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
+        return _A._op_fft_fftn_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -561,14 +562,14 @@ def ifftn(*args, **kwargs):
             if out is None:
                 return _A._op_fft_ifftn.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm)
             if isinstance(out, _Tensor):
-                return _A._op_fft_ifftn_out.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
+                return _A._op_fft_ifftn_out.call(input._ks | _ks_out(out), input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
     _i, _a = _sig_ifftn.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_ifftn.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
-        return _A._op_fft_ifftn_out.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
+        return _A._op_fft_ifftn_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -601,14 +602,14 @@ def rfftn(*args, **kwargs):
             if out is None:
                 return _A._op_fft_rfftn.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm)
             if isinstance(out, _Tensor):
-                return _A._op_fft_rfftn_out.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
+                return _A._op_fft_rfftn_out.call(input._ks | _ks_out(out), input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
     _i, _a = _sig_rfftn.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_rfftn.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
-        return _A._op_fft_rfftn_out.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
+        return _A._op_fft_rfftn_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -641,14 +642,14 @@ def irfftn(*args, **kwargs):
             if out is None:
                 return _A._op_fft_irfftn.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm)
             if isinstance(out, _Tensor):
-                return _A._op_fft_irfftn_out.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
+                return _A._op_fft_irfftn_out.call(input._ks | _ks_out(out), input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
     _i, _a = _sig_irfftn.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_irfftn.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
-        return _A._op_fft_irfftn_out.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
+        return _A._op_fft_irfftn_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -681,14 +682,14 @@ def hfftn(*args, **kwargs):
             if out is None:
                 return _A._op_fft_hfftn.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm)
             if isinstance(out, _Tensor):
-                return _A._op_fft_hfftn_out.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
+                return _A._op_fft_hfftn_out.call(input._ks | _ks_out(out), input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
     _i, _a = _sig_hfftn.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_hfftn.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
-        return _A._op_fft_hfftn_out.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
+        return _A._op_fft_hfftn_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -721,14 +722,14 @@ def ihfftn(*args, **kwargs):
             if out is None:
                 return _A._op_fft_ihfftn.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm)
             if isinstance(out, _Tensor):
-                return _A._op_fft_ihfftn_out.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
+                return _A._op_fft_ihfftn_out.call(input._ks | _ks_out(out), input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
     _i, _a = _sig_ihfftn.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fft_ihfftn.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
-        return _A._op_fft_ihfftn_out.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
+        return _A._op_fft_ihfftn_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -762,7 +763,7 @@ def fftfreq(*args, **kwargs):
                 return _A._op_fft_fftfreq.call(_ks_device(device), n, d, dtype, layout, device, pin_memory)
             if isinstance(out, _Tensor):
                 _check_out_options(out, dtype)
-                return _A._op_fft_fftfreq_out.call(_KS_CPU, n, d, out)
+                return _A._op_fft_fftfreq_out.call(_KS_CPU | _ks_out(out), n, d, out)
     _i, _a = _sig_fftfreq.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
@@ -770,7 +771,7 @@ def fftfreq(*args, **kwargs):
         if _a['out'] is None:
             return _finish_factory(_A._op_fft_fftfreq.call(_ks_device(_a['device']), _a['n'], _a['d'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
         _check_out_options(_a['out'], _a['dtype'])
-        return _finish_factory(_A._op_fft_fftfreq_out.call(_KS_CPU, _a['n'], _a['d'], _a['out']), _a)
+        return _finish_factory(_A._op_fft_fftfreq_out.call(_KS_CPU | _ks_out(_a['out']), _a['n'], _a['d'], _a['out']), _a)
     raise AssertionError('unreachable')
 
 
@@ -804,7 +805,7 @@ def rfftfreq(*args, **kwargs):
                 return _A._op_fft_rfftfreq.call(_ks_device(device), n, d, dtype, layout, device, pin_memory)
             if isinstance(out, _Tensor):
                 _check_out_options(out, dtype)
-                return _A._op_fft_rfftfreq_out.call(_KS_CPU, n, d, out)
+                return _A._op_fft_rfftfreq_out.call(_KS_CPU | _ks_out(out), n, d, out)
     _i, _a = _sig_rfftfreq.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
@@ -812,7 +813,7 @@ def rfftfreq(*args, **kwargs):
         if _a['out'] is None:
             return _finish_factory(_A._op_fft_rfftfreq.call(_ks_device(_a['device']), _a['n'], _a['d'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
         _check_out_options(_a['out'], _a['dtype'])
-        return _finish_factory(_A._op_fft_rfftfreq_out.call(_KS_CPU, _a['n'], _a['d'], _a['out']), _a)
+        return _finish_factory(_A._op_fft_rfftfreq_out.call(_KS_CPU | _ks_out(_a['out']), _a['n'], _a['d'], _a['out']), _a)
     raise AssertionError('unreachable')
 
 

@@ -11,13 +11,14 @@ from ember.c10.generator import Generator as _Generator
 from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _ints
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
+from ember.aten.dispatcher import ks_out as _ks_out  # noqa: F401
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 from ember.aten.torch_function import NOT_HANDLED as _NOT_HANDLED, dispatch as _tf_dispatch, register_flag as _register_tf_flag
 _TF_ON = False  # the __torch_function__ switch, kept current by torch_function._refresh
 _register_tf_flag(globals())
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_amp_foreach_non_finite_check_and_unscale_', '_amp_update_scale_', '_cdist_forward', '_conj_physical', '_ctc_loss', '_dirichlet_grad', '_embedding_bag', '_embedding_bag_forward_only', '_empty_affine_quantized', '_empty_per_channel_affine_quantized', '_euclidean_dist', '_fake_quantize_per_tensor_affine_cachemask_tensor_qparams', '_fft_c2c', '_fft_c2r', '_fft_r2c', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_histogramdd_bin_edges', '_histogramdd_from_bin_cts', '_histogramdd_from_bin_tensors', '_linalg_check_errors', '_linalg_det', '_linalg_eigh', '_linalg_slogdet', '_linalg_solve_ex', '_linalg_svd', '_local_scalar_dense', '_log_softmax', '_lu_with_info', '_make_per_channel_quantized_tensor', '_make_per_tensor_quantized_tensor', '_pdist_forward', '_prelu_kernel', '_quantized_add', '_quantized_conv', '_quantized_linear', '_quantized_linear_dynamic', '_quantized_rnn_layer_dynamic', '_safe_softmax', '_sample_dirichlet', '_scaled_dot_product_attention_math', '_scaled_dot_product_flash_attention_for_cpu', '_sobol_engine_draw', '_sobol_engine_ff_', '_sobol_engine_initialize_state_', '_sobol_engine_scramble_', '_softmax', '_standard_gamma', '_standard_gamma_grad', '_unique2', '_unsafe_view', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addmv_', 'addr', 'adjoint', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'alias_copy', 'all', 'allclose', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_copy', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'bartlett_window', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'blackman_window', 'block_diag', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'can_cast', 'cartesian_prod', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'chain_matmul', 'channel_shuffle', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'combinations', 'complex', 'concat', 'concatenate', 'conj_physical', 'conj_physical_', 'constant_pad_nd', 'conv_tbc', 'convolution', 'convolution_backward', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'cumulative_trapezoid', 'deg2rad', 'deg2rad_', 'dequantize', 'det', 'detach', 'detach_copy', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_copy', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dsplit', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'empty_permuted', 'empty_strided', 'eq', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand_copy', 'expm1', 'expm1_', 'eye', 'fake_quantize_per_channel_affine', 'fake_quantize_per_channel_affine_cachemask', 'fake_quantize_per_channel_affine_cachemask_backward', 'fake_quantize_per_tensor_affine', 'fake_quantize_per_tensor_affine_cachemask', 'fake_quantize_per_tensor_affine_cachemask_backward', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'frexp', 'frobenius_norm', 'full', 'full_like', 'gather', 'gcd', 'gcd_', 'ge', 'geqrf', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hamming_window', 'hann_window', 'hardshrink', 'hardshrink_backward', 'hash_tensor', 'heaviside', 'hinge_embedding_loss', 'histc', 'histogram', 'hsplit', 'hstack', 'hypot', 'i0', 'i0_', 'igamma', 'igammac', 'imag', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_reduce', 'index_select', 'inner', 'instance_norm', 'int_repr', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kaiser_window', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'lift_fresh', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'lu_solve', 'lu_unpack', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'mvlgamma', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'nonzero_static', 'norm', 'norm_except_dim', 'normal', 'not_equal', 'nuclear_norm', 'ones', 'ones_like', 'orgqr', 'ormqr', 'outer', 'pairwise_distance', 'permute', 'permute_copy', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson', 'poisson_nll_loss', 'polar', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'promote_types', 'put', 'q_per_channel_axis', 'q_per_channel_scales', 'q_per_channel_zero_points', 'q_scale', 'q_zero_point', 'qr', 'quantile', 'quantize_per_channel', 'quantize_per_tensor', 'quantize_per_tensor_dynamic', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'range', 'ravel', 'real', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'renorm', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_copy', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slice_copy', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_copy', 'split_with_sizes', 'split_with_sizes_copy', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'squeeze_copy', 'stack', 'std', 'std_mean', 'stft', 'sub', 'subtract', 'sum', 'svd', 'swapaxes', 'swapdims', 't', 't_copy', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'transpose_copy', 'trapezoid', 'trapz', 'triangular_solve', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unbind_copy', 'unflatten', 'unfold_backward', 'unfold_copy', 'unique_consecutive', 'unique_dim', 'unsafe_chunk', 'unsafe_split', 'unsafe_split_with_sizes', 'unsqueeze', 'unsqueeze_copy', 'vander', 'var', 'var_mean', 'vdot', 'view_as_complex', 'view_as_complex_copy', 'view_as_real', 'view_as_real_copy', 'view_copy', 'vsplit', 'vstack', 'where', 'xlogy', 'xlogy_', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_amp_foreach_non_finite_check_and_unscale_', '_amp_update_scale_', '_cdist_forward', '_conj', '_conj_physical', '_ctc_loss', '_dirichlet_grad', '_embedding_bag', '_embedding_bag_forward_only', '_empty_affine_quantized', '_empty_per_channel_affine_quantized', '_euclidean_dist', '_fake_quantize_per_tensor_affine_cachemask_tensor_qparams', '_fft_c2c', '_fft_c2r', '_fft_r2c', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_histogramdd_bin_edges', '_histogramdd_from_bin_cts', '_histogramdd_from_bin_tensors', '_linalg_check_errors', '_linalg_det', '_linalg_eigh', '_linalg_slogdet', '_linalg_solve_ex', '_linalg_svd', '_local_scalar_dense', '_log_softmax', '_lu_with_info', '_make_per_channel_quantized_tensor', '_make_per_tensor_quantized_tensor', '_neg_view', '_pdist_forward', '_prelu_kernel', '_quantized_add', '_quantized_conv', '_quantized_linear', '_quantized_linear_dynamic', '_quantized_rnn_layer_dynamic', '_safe_softmax', '_sample_dirichlet', '_scaled_dot_product_attention_math', '_scaled_dot_product_flash_attention_for_cpu', '_sobol_engine_draw', '_sobol_engine_ff_', '_sobol_engine_initialize_state_', '_sobol_engine_scramble_', '_softmax', '_standard_gamma', '_standard_gamma_grad', '_unique2', '_unsafe_view', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addmv_', 'addr', 'adjoint', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'alias_copy', 'all', 'allclose', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_copy', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'bartlett_window', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'blackman_window', 'block_diag', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'can_cast', 'cartesian_prod', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'chain_matmul', 'channel_shuffle', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'combinations', 'complex', 'concat', 'concatenate', 'conj', 'conj_physical', 'conj_physical_', 'constant_pad_nd', 'conv_tbc', 'convolution', 'convolution_backward', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'cumulative_trapezoid', 'deg2rad', 'deg2rad_', 'dequantize', 'det', 'detach', 'detach_copy', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_copy', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dsplit', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'empty_permuted', 'empty_strided', 'eq', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand_copy', 'expm1', 'expm1_', 'eye', 'fake_quantize_per_channel_affine', 'fake_quantize_per_channel_affine_cachemask', 'fake_quantize_per_channel_affine_cachemask_backward', 'fake_quantize_per_tensor_affine', 'fake_quantize_per_tensor_affine_cachemask', 'fake_quantize_per_tensor_affine_cachemask_backward', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'frexp', 'frobenius_norm', 'full', 'full_like', 'gather', 'gcd', 'gcd_', 'ge', 'geqrf', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hamming_window', 'hann_window', 'hardshrink', 'hardshrink_backward', 'hash_tensor', 'heaviside', 'hinge_embedding_loss', 'histc', 'histogram', 'hsplit', 'hstack', 'hypot', 'i0', 'i0_', 'igamma', 'igammac', 'imag', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_reduce', 'index_select', 'inner', 'instance_norm', 'int_repr', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kaiser_window', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'lift_fresh', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'lu_solve', 'lu_unpack', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mkldnn_rnn_layer', 'mkldnn_rnn_layer_backward', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'mvlgamma', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'nonzero_static', 'norm', 'norm_except_dim', 'normal', 'not_equal', 'nuclear_norm', 'ones', 'ones_like', 'orgqr', 'ormqr', 'outer', 'pairwise_distance', 'permute', 'permute_copy', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson', 'poisson_nll_loss', 'polar', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'promote_types', 'put', 'q_per_channel_axis', 'q_per_channel_scales', 'q_per_channel_zero_points', 'q_scale', 'q_zero_point', 'qr', 'quantile', 'quantize_per_channel', 'quantize_per_tensor', 'quantize_per_tensor_dynamic', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'range', 'ravel', 'real', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'renorm', 'repeat_interleave', 'reshape', 'resolve_conj', 'resolve_neg', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_copy', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slice_copy', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_copy', 'split_with_sizes', 'split_with_sizes_copy', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'squeeze_copy', 'stack', 'std', 'std_mean', 'stft', 'sub', 'subtract', 'sum', 'svd', 'swapaxes', 'swapdims', 't', 't_copy', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'transpose_copy', 'trapezoid', 'trapz', 'triangular_solve', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unbind_copy', 'unflatten', 'unfold_backward', 'unfold_copy', 'unique_consecutive', 'unique_dim', 'unsafe_chunk', 'unsafe_split', 'unsafe_split_with_sizes', 'unsqueeze', 'unsqueeze_copy', 'vander', 'var', 'var_mean', 'vdot', 'view_as_complex', 'view_as_complex_copy', 'view_as_real', 'view_as_real_copy', 'view_copy', 'vsplit', 'vstack', 'where', 'xlogy', 'xlogy_', 'zero_', 'zeros', 'zeros_like']
 
 _sig_abs = _Signatures('abs', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
@@ -41,14 +42,14 @@ def abs(*args, **kwargs):
             if out is None:
                 return _A._op_abs.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_abs_out.call(input._ks, input, out)
+                return _A._op_abs_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_abs.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_abs.call(_a['input']._ks, _a['input'])
-        return _A._op_abs_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_abs_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -92,6 +93,176 @@ def _signature_abs_(input): ...
 abs_.__wrapped__ = _signature_abs_
 
 
+_sig_conj = _Signatures('conj', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_conj_0(input):
+    return (input,)
+
+def conj(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_conj.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_conj_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_conj.call(input._ks, input)
+    _i, _a = _sig_conj.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_conj.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+conj.__doc__ = 'conj(input: Tensor) -> Tensor'
+_sig_conj.public = conj
+def _signature_conj(input): ...
+conj.__wrapped__ = _signature_conj
+
+
+_sig__conj = _Signatures('_conj', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind__conj_0(input):
+    return (input,)
+
+def _conj(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__conj.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind__conj_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op__conj.call(input._ks, input)
+    _i, _a = _sig__conj.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op__conj.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+_conj.__doc__ = '_conj(input: Tensor) -> Tensor'
+_sig__conj.public = _conj
+def _signature__conj(input): ...
+_conj.__wrapped__ = _signature__conj
+
+
+_sig_resolve_conj = _Signatures('resolve_conj', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_resolve_conj_0(input):
+    return (input,)
+
+def resolve_conj(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_resolve_conj.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_resolve_conj_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_resolve_conj.call(input._ks, input)
+    _i, _a = _sig_resolve_conj.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_resolve_conj.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+resolve_conj.__doc__ = 'resolve_conj(input: Tensor) -> Tensor'
+_sig_resolve_conj.public = resolve_conj
+def _signature_resolve_conj(input): ...
+resolve_conj.__wrapped__ = _signature_resolve_conj
+
+
+_sig__neg_view = _Signatures('_neg_view', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind__neg_view_0(input):
+    return (input,)
+
+def _neg_view(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig__neg_view.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind__neg_view_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op__neg_view.call(input._ks, input)
+    _i, _a = _sig__neg_view.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op__neg_view.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+_neg_view.__doc__ = '_neg_view(input: Tensor) -> Tensor'
+_sig__neg_view.public = _neg_view
+def _signature__neg_view(input): ...
+_neg_view.__wrapped__ = _signature__neg_view
+
+
+_sig_resolve_neg = _Signatures('resolve_neg', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_resolve_neg_0(input):
+    return (input,)
+
+def resolve_neg(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_resolve_neg.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_resolve_neg_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_resolve_neg.call(input._ks, input)
+    _i, _a = _sig_resolve_neg.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_resolve_neg.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+resolve_neg.__doc__ = 'resolve_neg(input: Tensor) -> Tensor'
+_sig_resolve_neg.public = resolve_neg
+def _signature_resolve_neg(input): ...
+resolve_neg.__wrapped__ = _signature_resolve_neg
+
+
 _sig_conj_physical = _Signatures('conj_physical', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
@@ -114,14 +285,14 @@ def conj_physical(*args, **kwargs):
             if out is None:
                 return _A._op_conj_physical.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_conj_physical_out.call(input._ks, input, out)
+                return _A._op_conj_physical_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_conj_physical.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_conj_physical.call(_a['input']._ks, _a['input'])
-        return _A._op_conj_physical_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_conj_physical_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -221,14 +392,14 @@ def neg(*args, **kwargs):
             if out is None:
                 return _A._op_neg.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_neg_out.call(input._ks, input, out)
+                return _A._op_neg_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_neg.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_neg.call(_a['input']._ks, _a['input'])
-        return _A._op_neg_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_neg_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -294,14 +465,14 @@ def sign(*args, **kwargs):
             if out is None:
                 return _A._op_sign.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_sign_out.call(input._ks, input, out)
+                return _A._op_sign_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_sign.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_sign.call(_a['input']._ks, _a['input'])
-        return _A._op_sign_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_sign_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -367,14 +538,14 @@ def sgn(*args, **kwargs):
             if out is None:
                 return _A._op_sgn.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_sgn_out.call(input._ks, input, out)
+                return _A._op_sgn_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_sgn.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_sgn.call(_a['input']._ks, _a['input'])
-        return _A._op_sgn_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_sgn_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -440,14 +611,14 @@ def floor(*args, **kwargs):
             if out is None:
                 return _A._op_floor.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_floor_out.call(input._ks, input, out)
+                return _A._op_floor_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_floor.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_floor.call(_a['input']._ks, _a['input'])
-        return _A._op_floor_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_floor_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -513,14 +684,14 @@ def ceil(*args, **kwargs):
             if out is None:
                 return _A._op_ceil.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_ceil_out.call(input._ks, input, out)
+                return _A._op_ceil_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_ceil.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_ceil.call(_a['input']._ks, _a['input'])
-        return _A._op_ceil_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_ceil_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -586,14 +757,14 @@ def trunc(*args, **kwargs):
             if out is None:
                 return _A._op_trunc.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_trunc_out.call(input._ks, input, out)
+                return _A._op_trunc_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_trunc.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_trunc.call(_a['input']._ks, _a['input'])
-        return _A._op_trunc_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_trunc_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -659,14 +830,14 @@ def frac(*args, **kwargs):
             if out is None:
                 return _A._op_frac.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_frac_out.call(input._ks, input, out)
+                return _A._op_frac_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_frac.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_frac.call(_a['input']._ks, _a['input'])
-        return _A._op_frac_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_frac_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -732,14 +903,14 @@ def exp(*args, **kwargs):
             if out is None:
                 return _A._op_exp.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_exp_out.call(input._ks, input, out)
+                return _A._op_exp_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_exp.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_exp.call(_a['input']._ks, _a['input'])
-        return _A._op_exp_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_exp_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -805,14 +976,14 @@ def exp2(*args, **kwargs):
             if out is None:
                 return _A._op_exp2.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_exp2_out.call(input._ks, input, out)
+                return _A._op_exp2_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_exp2.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_exp2.call(_a['input']._ks, _a['input'])
-        return _A._op_exp2_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_exp2_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -878,14 +1049,14 @@ def expm1(*args, **kwargs):
             if out is None:
                 return _A._op_expm1.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_expm1_out.call(input._ks, input, out)
+                return _A._op_expm1_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_expm1.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_expm1.call(_a['input']._ks, _a['input'])
-        return _A._op_expm1_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_expm1_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -951,14 +1122,14 @@ def log(*args, **kwargs):
             if out is None:
                 return _A._op_log.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_log_out.call(input._ks, input, out)
+                return _A._op_log_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_log.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_log.call(_a['input']._ks, _a['input'])
-        return _A._op_log_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_log_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1024,14 +1195,14 @@ def log2(*args, **kwargs):
             if out is None:
                 return _A._op_log2.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_log2_out.call(input._ks, input, out)
+                return _A._op_log2_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_log2.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_log2.call(_a['input']._ks, _a['input'])
-        return _A._op_log2_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_log2_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1097,14 +1268,14 @@ def log10(*args, **kwargs):
             if out is None:
                 return _A._op_log10.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_log10_out.call(input._ks, input, out)
+                return _A._op_log10_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_log10.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_log10.call(_a['input']._ks, _a['input'])
-        return _A._op_log10_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_log10_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1170,14 +1341,14 @@ def log1p(*args, **kwargs):
             if out is None:
                 return _A._op_log1p.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_log1p_out.call(input._ks, input, out)
+                return _A._op_log1p_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_log1p.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_log1p.call(_a['input']._ks, _a['input'])
-        return _A._op_log1p_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_log1p_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1243,14 +1414,14 @@ def sqrt(*args, **kwargs):
             if out is None:
                 return _A._op_sqrt.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_sqrt_out.call(input._ks, input, out)
+                return _A._op_sqrt_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_sqrt.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_sqrt.call(_a['input']._ks, _a['input'])
-        return _A._op_sqrt_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_sqrt_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1316,14 +1487,14 @@ def rsqrt(*args, **kwargs):
             if out is None:
                 return _A._op_rsqrt.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_rsqrt_out.call(input._ks, input, out)
+                return _A._op_rsqrt_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_rsqrt.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_rsqrt.call(_a['input']._ks, _a['input'])
-        return _A._op_rsqrt_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_rsqrt_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1389,14 +1560,14 @@ def sin(*args, **kwargs):
             if out is None:
                 return _A._op_sin.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_sin_out.call(input._ks, input, out)
+                return _A._op_sin_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_sin.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_sin.call(_a['input']._ks, _a['input'])
-        return _A._op_sin_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_sin_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1462,14 +1633,14 @@ def cos(*args, **kwargs):
             if out is None:
                 return _A._op_cos.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_cos_out.call(input._ks, input, out)
+                return _A._op_cos_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_cos.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_cos.call(_a['input']._ks, _a['input'])
-        return _A._op_cos_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_cos_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1535,14 +1706,14 @@ def tan(*args, **kwargs):
             if out is None:
                 return _A._op_tan.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_tan_out.call(input._ks, input, out)
+                return _A._op_tan_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_tan.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_tan.call(_a['input']._ks, _a['input'])
-        return _A._op_tan_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_tan_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1608,14 +1779,14 @@ def asin(*args, **kwargs):
             if out is None:
                 return _A._op_asin.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_asin_out.call(input._ks, input, out)
+                return _A._op_asin_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_asin.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_asin.call(_a['input']._ks, _a['input'])
-        return _A._op_asin_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_asin_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1681,14 +1852,14 @@ def acos(*args, **kwargs):
             if out is None:
                 return _A._op_acos.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_acos_out.call(input._ks, input, out)
+                return _A._op_acos_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_acos.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_acos.call(_a['input']._ks, _a['input'])
-        return _A._op_acos_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_acos_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1754,14 +1925,14 @@ def atan(*args, **kwargs):
             if out is None:
                 return _A._op_atan.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_atan_out.call(input._ks, input, out)
+                return _A._op_atan_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_atan.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_atan.call(_a['input']._ks, _a['input'])
-        return _A._op_atan_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_atan_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1827,14 +1998,14 @@ def sinh(*args, **kwargs):
             if out is None:
                 return _A._op_sinh.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_sinh_out.call(input._ks, input, out)
+                return _A._op_sinh_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_sinh.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_sinh.call(_a['input']._ks, _a['input'])
-        return _A._op_sinh_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_sinh_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1900,14 +2071,14 @@ def cosh(*args, **kwargs):
             if out is None:
                 return _A._op_cosh.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_cosh_out.call(input._ks, input, out)
+                return _A._op_cosh_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_cosh.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_cosh.call(_a['input']._ks, _a['input'])
-        return _A._op_cosh_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_cosh_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1973,14 +2144,14 @@ def tanh(*args, **kwargs):
             if out is None:
                 return _A._op_tanh.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_tanh_out.call(input._ks, input, out)
+                return _A._op_tanh_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_tanh.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_tanh.call(_a['input']._ks, _a['input'])
-        return _A._op_tanh_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_tanh_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2046,14 +2217,14 @@ def asinh(*args, **kwargs):
             if out is None:
                 return _A._op_asinh.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_asinh_out.call(input._ks, input, out)
+                return _A._op_asinh_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_asinh.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_asinh.call(_a['input']._ks, _a['input'])
-        return _A._op_asinh_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_asinh_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2119,14 +2290,14 @@ def acosh(*args, **kwargs):
             if out is None:
                 return _A._op_acosh.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_acosh_out.call(input._ks, input, out)
+                return _A._op_acosh_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_acosh.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_acosh.call(_a['input']._ks, _a['input'])
-        return _A._op_acosh_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_acosh_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2192,14 +2363,14 @@ def atanh(*args, **kwargs):
             if out is None:
                 return _A._op_atanh.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_atanh_out.call(input._ks, input, out)
+                return _A._op_atanh_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_atanh.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_atanh.call(_a['input']._ks, _a['input'])
-        return _A._op_atanh_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_atanh_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2265,14 +2436,14 @@ def sigmoid(*args, **kwargs):
             if out is None:
                 return _A._op_sigmoid.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_sigmoid_out.call(input._ks, input, out)
+                return _A._op_sigmoid_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_sigmoid.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_sigmoid.call(_a['input']._ks, _a['input'])
-        return _A._op_sigmoid_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_sigmoid_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2338,14 +2509,14 @@ def reciprocal(*args, **kwargs):
             if out is None:
                 return _A._op_reciprocal.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_reciprocal_out.call(input._ks, input, out)
+                return _A._op_reciprocal_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_reciprocal.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_reciprocal.call(_a['input']._ks, _a['input'])
-        return _A._op_reciprocal_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_reciprocal_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2411,14 +2582,14 @@ def erf(*args, **kwargs):
             if out is None:
                 return _A._op_erf.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_erf_out.call(input._ks, input, out)
+                return _A._op_erf_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_erf.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_erf.call(_a['input']._ks, _a['input'])
-        return _A._op_erf_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_erf_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2484,14 +2655,14 @@ def erfc(*args, **kwargs):
             if out is None:
                 return _A._op_erfc.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_erfc_out.call(input._ks, input, out)
+                return _A._op_erfc_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_erfc.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_erfc.call(_a['input']._ks, _a['input'])
-        return _A._op_erfc_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_erfc_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2557,14 +2728,14 @@ def erfinv(*args, **kwargs):
             if out is None:
                 return _A._op_erfinv.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_erfinv_out.call(input._ks, input, out)
+                return _A._op_erfinv_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_erfinv.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_erfinv.call(_a['input']._ks, _a['input'])
-        return _A._op_erfinv_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_erfinv_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2630,14 +2801,14 @@ def lgamma(*args, **kwargs):
             if out is None:
                 return _A._op_lgamma.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_lgamma_out.call(input._ks, input, out)
+                return _A._op_lgamma_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_lgamma.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_lgamma.call(_a['input']._ks, _a['input'])
-        return _A._op_lgamma_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_lgamma_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2703,14 +2874,14 @@ def digamma(*args, **kwargs):
             if out is None:
                 return _A._op_digamma.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_digamma_out.call(input._ks, input, out)
+                return _A._op_digamma_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_digamma.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_digamma.call(_a['input']._ks, _a['input'])
-        return _A._op_digamma_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_digamma_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2776,14 +2947,14 @@ def i0(*args, **kwargs):
             if out is None:
                 return _A._op_i0.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_i0_out.call(input._ks, input, out)
+                return _A._op_i0_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_i0.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_i0.call(_a['input']._ks, _a['input'])
-        return _A._op_i0_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_i0_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2849,14 +3020,14 @@ def sinc(*args, **kwargs):
             if out is None:
                 return _A._op_sinc.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_sinc_out.call(input._ks, input, out)
+                return _A._op_sinc_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_sinc.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_sinc.call(_a['input']._ks, _a['input'])
-        return _A._op_sinc_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_sinc_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2922,14 +3093,14 @@ def deg2rad(*args, **kwargs):
             if out is None:
                 return _A._op_deg2rad.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_deg2rad_out.call(input._ks, input, out)
+                return _A._op_deg2rad_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_deg2rad.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_deg2rad.call(_a['input']._ks, _a['input'])
-        return _A._op_deg2rad_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_deg2rad_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2995,14 +3166,14 @@ def rad2deg(*args, **kwargs):
             if out is None:
                 return _A._op_rad2deg.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_rad2deg_out.call(input._ks, input, out)
+                return _A._op_rad2deg_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_rad2deg.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_rad2deg.call(_a['input']._ks, _a['input'])
-        return _A._op_rad2deg_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_rad2deg_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -3068,14 +3239,14 @@ def square(*args, **kwargs):
             if out is None:
                 return _A._op_square.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_square_out.call(input._ks, input, out)
+                return _A._op_square_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_square.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_square.call(_a['input']._ks, _a['input'])
-        return _A._op_square_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_square_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -3141,14 +3312,14 @@ def bitwise_not(*args, **kwargs):
             if out is None:
                 return _A._op_bitwise_not.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_bitwise_not_out.call(input._ks, input, out)
+                return _A._op_bitwise_not_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_bitwise_not.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_bitwise_not.call(_a['input']._ks, _a['input'])
-        return _A._op_bitwise_not_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_bitwise_not_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -3214,14 +3385,14 @@ def logical_not(*args, **kwargs):
             if out is None:
                 return _A._op_logical_not.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_logical_not_out.call(input._ks, input, out)
+                return _A._op_logical_not_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_logical_not.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_logical_not.call(_a['input']._ks, _a['input'])
-        return _A._op_logical_not_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_logical_not_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -3393,7 +3564,7 @@ def round(*args, **kwargs):
             if out is None:
                 return _A._op_round.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_round_out.call(input._ks, input, out)
+                return _A._op_round_out.call(input._ks | _ks_out(out), input, out)
     try:
         _b = _bind_round_1(*args, **kwargs)
     except TypeError:
@@ -3408,7 +3579,7 @@ def round(*args, **kwargs):
     if _i == 0:
         if _a['out'] is None:
             return _A._op_round.call(_a['input']._ks, _a['input'])
-        return _A._op_round_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_round_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     elif _i == 1:
         return _A._op_round_decimals.call(_a['input']._ks, _a['input'], _a['decimals'])
     raise AssertionError('unreachable')
@@ -3864,7 +4035,7 @@ def add(*args, **kwargs):
             if out is None:
                 return _A._op_add_Tensor.call(input._ks | other._ks, input, other, alpha)
             if isinstance(out, _Tensor):
-                return _A._op_add_out.call(input._ks | other._ks, input, other, alpha, out)
+                return _A._op_add_out.call(input._ks | other._ks | _ks_out(out), input, other, alpha, out)
     try:
         _b = _bind_add_1(*args, **kwargs)
     except TypeError:
@@ -3875,18 +4046,18 @@ def add(*args, **kwargs):
             if out is None:
                 return _A._op_add_Scalar.call(input._ks, input, other, alpha)
             if isinstance(out, _Tensor):
-                return _A._op_add_Scalar_out.call(input._ks, input, other, alpha, out)
+                return _A._op_add_Scalar_out.call(input._ks | _ks_out(out), input, other, alpha, out)
     _i, _a = _sig_add.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_add_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['alpha'])
-        return _A._op_add_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['alpha'], _a['out'])
+        return _A._op_add_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['alpha'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_add_Scalar.call(_a['input']._ks, _a['input'], _a['other'], _a['alpha'])
-        return _A._op_add_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['alpha'], _a['out'])
+        return _A._op_add_Scalar_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['alpha'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -3920,7 +4091,7 @@ def sub(*args, **kwargs):
             if out is None:
                 return _A._op_sub_Tensor.call(input._ks | other._ks, input, other, alpha)
             if isinstance(out, _Tensor):
-                return _A._op_sub_out.call(input._ks | other._ks, input, other, alpha, out)
+                return _A._op_sub_out.call(input._ks | other._ks | _ks_out(out), input, other, alpha, out)
     try:
         _b = _bind_sub_1(*args, **kwargs)
     except TypeError:
@@ -3931,18 +4102,18 @@ def sub(*args, **kwargs):
             if out is None:
                 return _A._op_sub_Scalar.call(input._ks, input, other, alpha)
             if isinstance(out, _Tensor):
-                return _A._op_sub_Scalar_out.call(input._ks, input, other, alpha, out)
+                return _A._op_sub_Scalar_out.call(input._ks | _ks_out(out), input, other, alpha, out)
     _i, _a = _sig_sub.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_sub_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['alpha'])
-        return _A._op_sub_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['alpha'], _a['out'])
+        return _A._op_sub_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['alpha'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_sub_Scalar.call(_a['input']._ks, _a['input'], _a['other'], _a['alpha'])
-        return _A._op_sub_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['alpha'], _a['out'])
+        return _A._op_sub_Scalar_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['alpha'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -3976,7 +4147,7 @@ def mul(*args, **kwargs):
             if out is None:
                 return _A._op_mul_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_mul_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_mul_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     try:
         _b = _bind_mul_1(*args, **kwargs)
     except TypeError:
@@ -3987,18 +4158,18 @@ def mul(*args, **kwargs):
             if out is None:
                 return _A._op_mul_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_mul_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_mul_Scalar_out.call(input._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_mul.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_mul_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_mul_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_mul_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_mul_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _A._op_mul_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_mul_Scalar_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4040,7 +4211,7 @@ def div(*args, **kwargs):
             if out is None:
                 return _A._op_div_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_div_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_div_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     try:
         _b = _bind_div_1(*args, **kwargs)
     except TypeError:
@@ -4051,7 +4222,7 @@ def div(*args, **kwargs):
             if out is None:
                 return _A._op_div_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_div_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_div_Scalar_out.call(input._ks | _ks_out(out), input, other, out)
     try:
         _b = _bind_div_2(*args, **kwargs)
     except TypeError:
@@ -4062,7 +4233,7 @@ def div(*args, **kwargs):
             if out is None:
                 return _A._op_div_Tensor_mode.call(input._ks | other._ks, input, other, rounding_mode)
             if isinstance(out, _Tensor):
-                return _A._op_div_out_mode.call(input._ks | other._ks, input, other, rounding_mode, out)
+                return _A._op_div_out_mode.call(input._ks | other._ks | _ks_out(out), input, other, rounding_mode, out)
     try:
         _b = _bind_div_3(*args, **kwargs)
     except TypeError:
@@ -4077,15 +4248,15 @@ def div(*args, **kwargs):
     if _i == 0:
         if _a['out'] is None:
             return _A._op_div_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_div_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_div_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_div_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _A._op_div_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_div_Scalar_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     elif _i == 2:
         if _a['out'] is None:
             return _A._op_div_Tensor_mode.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['rounding_mode'])
-        return _A._op_div_out_mode.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['rounding_mode'], _a['out'])
+        return _A._op_div_out_mode.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['rounding_mode'], _a['out'])
     elif _i == 3:
         return _A._op_div_Scalar_mode.call(_a['input']._ks, _a['input'], _a['other'], _a['rounding_mode'])
     raise AssertionError('unreachable')
@@ -4121,7 +4292,7 @@ def true_divide(*args, **kwargs):
             if out is None:
                 return _A._op_true_divide_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_true_divide_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_true_divide_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     try:
         _b = _bind_true_divide_1(*args, **kwargs)
     except TypeError:
@@ -4132,18 +4303,18 @@ def true_divide(*args, **kwargs):
             if out is None:
                 return _A._op_true_divide_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_true_divide_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_true_divide_Scalar_out.call(input._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_true_divide.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_true_divide_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_true_divide_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_true_divide_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_true_divide_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _A._op_true_divide_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_true_divide_Scalar_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4177,7 +4348,7 @@ def floor_divide(*args, **kwargs):
             if out is None:
                 return _A._op_floor_divide.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_floor_divide_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_floor_divide_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     try:
         _b = _bind_floor_divide_1(*args, **kwargs)
     except TypeError:
@@ -4188,18 +4359,18 @@ def floor_divide(*args, **kwargs):
             if out is None:
                 return _A._op_floor_divide_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_floor_divide_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_floor_divide_Scalar_out.call(input._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_floor_divide.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_floor_divide.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_floor_divide_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_floor_divide_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_floor_divide_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _A._op_floor_divide_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_floor_divide_Scalar_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4237,7 +4408,7 @@ def remainder(*args, **kwargs):
             if out is None:
                 return _A._op_remainder_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_remainder_Tensor_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_remainder_Tensor_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     try:
         _b = _bind_remainder_1(*args, **kwargs)
     except TypeError:
@@ -4248,7 +4419,7 @@ def remainder(*args, **kwargs):
             if out is None:
                 return _A._op_remainder_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_remainder_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_remainder_Scalar_out.call(input._ks | _ks_out(out), input, other, out)
     try:
         _b = _bind_remainder_2(*args, **kwargs)
     except TypeError:
@@ -4263,11 +4434,11 @@ def remainder(*args, **kwargs):
     if _i == 0:
         if _a['out'] is None:
             return _A._op_remainder_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_remainder_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_remainder_Tensor_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_remainder_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _A._op_remainder_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_remainder_Scalar_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     elif _i == 2:
         return _A._op_remainder_Scalar_Tensor.call(_a['other']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
@@ -4303,7 +4474,7 @@ def fmod(*args, **kwargs):
             if out is None:
                 return _A._op_fmod_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_fmod_Tensor_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_fmod_Tensor_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     try:
         _b = _bind_fmod_1(*args, **kwargs)
     except TypeError:
@@ -4314,18 +4485,18 @@ def fmod(*args, **kwargs):
             if out is None:
                 return _A._op_fmod_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_fmod_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_fmod_Scalar_out.call(input._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_fmod.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fmod_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_fmod_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_fmod_Tensor_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_fmod_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _A._op_fmod_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_fmod_Scalar_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4409,7 +4580,7 @@ def pow(*args, **kwargs):
             if out is None:
                 return _A._op_pow_Tensor_Tensor.call(input._ks | exponent._ks, input, exponent)
             if isinstance(out, _Tensor):
-                return _A._op_pow_Tensor_Tensor_out.call(input._ks | exponent._ks, input, exponent, out)
+                return _A._op_pow_Tensor_Tensor_out.call(input._ks | exponent._ks | _ks_out(out), input, exponent, out)
     try:
         _b = _bind_pow_1(*args, **kwargs)
     except TypeError:
@@ -4420,7 +4591,7 @@ def pow(*args, **kwargs):
             if out is None:
                 return _A._op_pow_Scalar.call(exponent._ks, input, exponent)
             if isinstance(out, _Tensor):
-                return _A._op_pow_Scalar_out.call(exponent._ks, input, exponent, out)
+                return _A._op_pow_Scalar_out.call(exponent._ks | _ks_out(out), input, exponent, out)
     try:
         _b = _bind_pow_2(*args, **kwargs)
     except TypeError:
@@ -4431,22 +4602,22 @@ def pow(*args, **kwargs):
             if out is None:
                 return _A._op_pow_Tensor_Scalar.call(input._ks, input, exponent)
             if isinstance(out, _Tensor):
-                return _A._op_pow_Tensor_Scalar_out.call(input._ks, input, exponent, out)
+                return _A._op_pow_Tensor_Scalar_out.call(input._ks | _ks_out(out), input, exponent, out)
     _i, _a = _sig_pow.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_pow_Tensor_Tensor.call(_a['input']._ks | _a['exponent']._ks, _a['input'], _a['exponent'])
-        return _A._op_pow_Tensor_Tensor_out.call(_a['input']._ks | _a['exponent']._ks, _a['input'], _a['exponent'], _a['out'])
+        return _A._op_pow_Tensor_Tensor_out.call(_a['input']._ks | _a['exponent']._ks | _ks_out(_a['out']), _a['input'], _a['exponent'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_pow_Scalar.call(_a['exponent']._ks, _a['input'], _a['exponent'])
-        return _A._op_pow_Scalar_out.call(_a['exponent']._ks, _a['input'], _a['exponent'], _a['out'])
+        return _A._op_pow_Scalar_out.call(_a['exponent']._ks | _ks_out(_a['out']), _a['input'], _a['exponent'], _a['out'])
     elif _i == 2:
         if _a['out'] is None:
             return _A._op_pow_Tensor_Scalar.call(_a['input']._ks, _a['input'], _a['exponent'])
-        return _A._op_pow_Tensor_Scalar_out.call(_a['input']._ks, _a['input'], _a['exponent'], _a['out'])
+        return _A._op_pow_Tensor_Scalar_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['exponent'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4536,14 +4707,14 @@ def atan2(*args, **kwargs):
             if out is None:
                 return _A._op_atan2.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_atan2_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_atan2_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_atan2.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_atan2.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_atan2_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_atan2_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4575,14 +4746,14 @@ def hypot(*args, **kwargs):
             if out is None:
                 return _A._op_hypot.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_hypot_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_hypot_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_hypot.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_hypot.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_hypot_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_hypot_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4614,14 +4785,14 @@ def logaddexp(*args, **kwargs):
             if out is None:
                 return _A._op_logaddexp.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_logaddexp_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_logaddexp_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_logaddexp.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_logaddexp.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_logaddexp_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_logaddexp_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4653,14 +4824,14 @@ def logaddexp2(*args, **kwargs):
             if out is None:
                 return _A._op_logaddexp2.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_logaddexp2_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_logaddexp2_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_logaddexp2.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_logaddexp2.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_logaddexp2_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_logaddexp2_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4696,7 +4867,7 @@ def copysign(*args, **kwargs):
             if out is None:
                 return _A._op_copysign_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_copysign_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_copysign_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     try:
         _b = _bind_copysign_1(*args, **kwargs)
     except TypeError:
@@ -4711,7 +4882,7 @@ def copysign(*args, **kwargs):
     if _i == 0:
         if _a['out'] is None:
             return _A._op_copysign_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_copysign_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_copysign_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         return _A._op_copysign_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
@@ -4743,14 +4914,14 @@ def nextafter(*args, **kwargs):
             if out is None:
                 return _A._op_nextafter.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_nextafter_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_nextafter_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_nextafter.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_nextafter.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_nextafter_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_nextafter_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4782,14 +4953,14 @@ def maximum(*args, **kwargs):
             if out is None:
                 return _A._op_maximum.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_maximum_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_maximum_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_maximum.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_maximum.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_maximum_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_maximum_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4821,14 +4992,14 @@ def minimum(*args, **kwargs):
             if out is None:
                 return _A._op_minimum.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_minimum_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_minimum_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_minimum.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_minimum.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_minimum_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_minimum_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4860,14 +5031,14 @@ def fmax(*args, **kwargs):
             if out is None:
                 return _A._op_fmax.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_fmax_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_fmax_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_fmax.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fmax.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_fmax_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_fmax_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4899,14 +5070,14 @@ def fmin(*args, **kwargs):
             if out is None:
                 return _A._op_fmin.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_fmin_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_fmin_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_fmin.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_fmin.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_fmin_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_fmin_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4938,14 +5109,14 @@ def igamma(*args, **kwargs):
             if out is None:
                 return _A._op_igamma.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_igamma_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_igamma_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_igamma.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_igamma.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_igamma_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_igamma_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4977,14 +5148,14 @@ def igammac(*args, **kwargs):
             if out is None:
                 return _A._op_igammac.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_igammac_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_igammac_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_igammac.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_igammac.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_igammac_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_igammac_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -5024,7 +5195,7 @@ def xlogy(*args, **kwargs):
             if out is None:
                 return _A._op_xlogy_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_xlogy_OutTensor.call(input._ks | other._ks, input, other, out)
+                return _A._op_xlogy_OutTensor.call(input._ks | other._ks | _ks_out(out), input, other, out)
     try:
         _b = _bind_xlogy_1(*args, **kwargs)
     except TypeError:
@@ -5047,7 +5218,7 @@ def xlogy(*args, **kwargs):
     if _i == 0:
         if _a['out'] is None:
             return _A._op_xlogy_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_xlogy_OutTensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_xlogy_OutTensor.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         return _A._op_xlogy_Scalar_Other.call(_a['input']._ks, _a['input'], _a['other'])
     elif _i == 2:
@@ -5239,7 +5410,7 @@ def bitwise_and(*args, **kwargs):
             if out is None:
                 return _A._op_bitwise_and_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_bitwise_and_Tensor_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_bitwise_and_Tensor_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     try:
         _b = _bind_bitwise_and_1(*args, **kwargs)
     except TypeError:
@@ -5250,18 +5421,18 @@ def bitwise_and(*args, **kwargs):
             if out is None:
                 return _A._op_bitwise_and_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_bitwise_and_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_bitwise_and_Scalar_out.call(input._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_bitwise_and.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_bitwise_and_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_bitwise_and_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_bitwise_and_Tensor_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_bitwise_and_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _A._op_bitwise_and_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_bitwise_and_Scalar_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -5295,7 +5466,7 @@ def bitwise_or(*args, **kwargs):
             if out is None:
                 return _A._op_bitwise_or_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_bitwise_or_Tensor_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_bitwise_or_Tensor_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     try:
         _b = _bind_bitwise_or_1(*args, **kwargs)
     except TypeError:
@@ -5306,18 +5477,18 @@ def bitwise_or(*args, **kwargs):
             if out is None:
                 return _A._op_bitwise_or_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_bitwise_or_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_bitwise_or_Scalar_out.call(input._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_bitwise_or.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_bitwise_or_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_bitwise_or_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_bitwise_or_Tensor_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_bitwise_or_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _A._op_bitwise_or_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_bitwise_or_Scalar_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -5351,7 +5522,7 @@ def bitwise_xor(*args, **kwargs):
             if out is None:
                 return _A._op_bitwise_xor_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_bitwise_xor_Tensor_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_bitwise_xor_Tensor_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     try:
         _b = _bind_bitwise_xor_1(*args, **kwargs)
     except TypeError:
@@ -5362,18 +5533,18 @@ def bitwise_xor(*args, **kwargs):
             if out is None:
                 return _A._op_bitwise_xor_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_bitwise_xor_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_bitwise_xor_Scalar_out.call(input._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_bitwise_xor.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_bitwise_xor_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_bitwise_xor_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_bitwise_xor_Tensor_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_bitwise_xor_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _A._op_bitwise_xor_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_bitwise_xor_Scalar_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -5407,7 +5578,7 @@ def bitwise_left_shift(*args, **kwargs):
             if out is None:
                 return _A._op_bitwise_left_shift_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_bitwise_left_shift_Tensor_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_bitwise_left_shift_Tensor_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     try:
         _b = _bind_bitwise_left_shift_1(*args, **kwargs)
     except TypeError:
@@ -5418,18 +5589,18 @@ def bitwise_left_shift(*args, **kwargs):
             if out is None:
                 return _A._op_bitwise_left_shift_Tensor_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_bitwise_left_shift_Tensor_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_bitwise_left_shift_Tensor_Scalar_out.call(input._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_bitwise_left_shift.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_bitwise_left_shift_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_bitwise_left_shift_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_bitwise_left_shift_Tensor_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_bitwise_left_shift_Tensor_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _A._op_bitwise_left_shift_Tensor_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_bitwise_left_shift_Tensor_Scalar_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -5463,7 +5634,7 @@ def bitwise_right_shift(*args, **kwargs):
             if out is None:
                 return _A._op_bitwise_right_shift_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_bitwise_right_shift_Tensor_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_bitwise_right_shift_Tensor_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     try:
         _b = _bind_bitwise_right_shift_1(*args, **kwargs)
     except TypeError:
@@ -5474,18 +5645,18 @@ def bitwise_right_shift(*args, **kwargs):
             if out is None:
                 return _A._op_bitwise_right_shift_Tensor_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_bitwise_right_shift_Tensor_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_bitwise_right_shift_Tensor_Scalar_out.call(input._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_bitwise_right_shift.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_bitwise_right_shift_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_bitwise_right_shift_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_bitwise_right_shift_Tensor_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_bitwise_right_shift_Tensor_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _A._op_bitwise_right_shift_Tensor_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_bitwise_right_shift_Tensor_Scalar_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -5515,14 +5686,14 @@ def logical_and(*args, **kwargs):
             if out is None:
                 return _A._op_logical_and.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_logical_and_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_logical_and_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_logical_and.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_logical_and.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_logical_and_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_logical_and_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -5554,14 +5725,14 @@ def logical_or(*args, **kwargs):
             if out is None:
                 return _A._op_logical_or.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_logical_or_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_logical_or_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_logical_or.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_logical_or.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_logical_or_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_logical_or_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -5593,14 +5764,14 @@ def logical_xor(*args, **kwargs):
             if out is None:
                 return _A._op_logical_xor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_logical_xor_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_logical_xor_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_logical_xor.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_logical_xor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_logical_xor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_logical_xor_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -5636,7 +5807,7 @@ def eq(*args, **kwargs):
             if out is None:
                 return _A._op_eq_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_eq_Tensor_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_eq_Tensor_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     try:
         _b = _bind_eq_1(*args, **kwargs)
     except TypeError:
@@ -5647,18 +5818,18 @@ def eq(*args, **kwargs):
             if out is None:
                 return _A._op_eq_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_eq_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_eq_Scalar_out.call(input._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_eq.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_eq_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_eq_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_eq_Tensor_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_eq_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _A._op_eq_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_eq_Scalar_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -5692,7 +5863,7 @@ def ne(*args, **kwargs):
             if out is None:
                 return _A._op_ne_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_ne_Tensor_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_ne_Tensor_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     try:
         _b = _bind_ne_1(*args, **kwargs)
     except TypeError:
@@ -5703,18 +5874,18 @@ def ne(*args, **kwargs):
             if out is None:
                 return _A._op_ne_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_ne_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_ne_Scalar_out.call(input._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_ne.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_ne_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_ne_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_ne_Tensor_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_ne_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _A._op_ne_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_ne_Scalar_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -5748,7 +5919,7 @@ def lt(*args, **kwargs):
             if out is None:
                 return _A._op_lt_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_lt_Tensor_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_lt_Tensor_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     try:
         _b = _bind_lt_1(*args, **kwargs)
     except TypeError:
@@ -5759,18 +5930,18 @@ def lt(*args, **kwargs):
             if out is None:
                 return _A._op_lt_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_lt_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_lt_Scalar_out.call(input._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_lt.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_lt_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_lt_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_lt_Tensor_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_lt_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _A._op_lt_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_lt_Scalar_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -5804,7 +5975,7 @@ def le(*args, **kwargs):
             if out is None:
                 return _A._op_le_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_le_Tensor_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_le_Tensor_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     try:
         _b = _bind_le_1(*args, **kwargs)
     except TypeError:
@@ -5815,18 +5986,18 @@ def le(*args, **kwargs):
             if out is None:
                 return _A._op_le_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_le_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_le_Scalar_out.call(input._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_le.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_le_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_le_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_le_Tensor_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_le_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _A._op_le_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_le_Scalar_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -5860,7 +6031,7 @@ def gt(*args, **kwargs):
             if out is None:
                 return _A._op_gt_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_gt_Tensor_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_gt_Tensor_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     try:
         _b = _bind_gt_1(*args, **kwargs)
     except TypeError:
@@ -5871,18 +6042,18 @@ def gt(*args, **kwargs):
             if out is None:
                 return _A._op_gt_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_gt_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_gt_Scalar_out.call(input._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_gt.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_gt_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_gt_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_gt_Tensor_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_gt_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _A._op_gt_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_gt_Scalar_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -5916,7 +6087,7 @@ def ge(*args, **kwargs):
             if out is None:
                 return _A._op_ge_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_ge_Tensor_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_ge_Tensor_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     try:
         _b = _bind_ge_1(*args, **kwargs)
     except TypeError:
@@ -5927,18 +6098,18 @@ def ge(*args, **kwargs):
             if out is None:
                 return _A._op_ge_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_ge_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_ge_Scalar_out.call(input._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_ge.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_ge_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_ge_Tensor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_ge_Tensor_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_ge_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _A._op_ge_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_ge_Scalar_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -6214,7 +6385,7 @@ def where(*args, **kwargs):
             if out is None:
                 return _A._op_where_self.call(condition._ks | input._ks | other._ks, condition, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_where_self_out.call(condition._ks | input._ks | other._ks, condition, input, other, out)
+                return _A._op_where_self_out.call(condition._ks | input._ks | other._ks | _ks_out(out), condition, input, other, out)
     try:
         _b = _bind_where_1(*args, **kwargs)
     except TypeError:
@@ -6253,7 +6424,7 @@ def where(*args, **kwargs):
     if _i == 0:
         if _a['out'] is None:
             return _A._op_where_self.call(_a['condition']._ks | _a['input']._ks | _a['other']._ks, _a['condition'], _a['input'], _a['other'])
-        return _A._op_where_self_out.call(_a['condition']._ks | _a['input']._ks | _a['other']._ks, _a['condition'], _a['input'], _a['other'], _a['out'])
+        return _A._op_where_self_out.call(_a['condition']._ks | _a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['condition'], _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         return _A._op_where_ScalarSelf.call(_a['condition']._ks | _a['other']._ks, _a['condition'], _a['input'], _a['other'])
     elif _i == 2:
@@ -6295,7 +6466,7 @@ def clamp(*args, **kwargs):
             if out is None:
                 return _A._op_clamp.call(input._ks, input, min, max)
             if isinstance(out, _Tensor):
-                return _A._op_clamp_out.call(input._ks, input, min, max, out)
+                return _A._op_clamp_out.call(input._ks | _ks_out(out), input, min, max, out)
     try:
         _b = _bind_clamp_1(*args, **kwargs)
     except TypeError:
@@ -6306,18 +6477,18 @@ def clamp(*args, **kwargs):
             if out is None:
                 return _A._op_clamp_Tensor.call(input._ks | _ks_opt(min) | _ks_opt(max), input, min, max)
             if isinstance(out, _Tensor):
-                return _A._op_clamp_Tensor_out.call(input._ks | _ks_opt(min) | _ks_opt(max), input, min, max, out)
+                return _A._op_clamp_Tensor_out.call(input._ks | _ks_opt(min) | _ks_opt(max) | _ks_out(out), input, min, max, out)
     _i, _a = _sig_clamp.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_clamp.call(_a['input']._ks, _a['input'], _a['min'], _a['max'])
-        return _A._op_clamp_out.call(_a['input']._ks, _a['input'], _a['min'], _a['max'], _a['out'])
+        return _A._op_clamp_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['min'], _a['max'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_clamp_Tensor.call(_a['input']._ks | _ks_opt(_a['min']) | _ks_opt(_a['max']), _a['input'], _a['min'], _a['max'])
-        return _A._op_clamp_Tensor_out.call(_a['input']._ks | _ks_opt(_a['min']) | _ks_opt(_a['max']), _a['input'], _a['min'], _a['max'], _a['out'])
+        return _A._op_clamp_Tensor_out.call(_a['input']._ks | _ks_opt(_a['min']) | _ks_opt(_a['max']) | _ks_out(_a['out']), _a['input'], _a['min'], _a['max'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -6661,7 +6832,7 @@ def lerp(*args, **kwargs):
             if out is None:
                 return _A._op_lerp_Scalar.call(input._ks | end._ks, input, end, weight)
             if isinstance(out, _Tensor):
-                return _A._op_lerp_Scalar_out.call(input._ks | end._ks, input, end, weight, out)
+                return _A._op_lerp_Scalar_out.call(input._ks | end._ks | _ks_out(out), input, end, weight, out)
     try:
         _b = _bind_lerp_1(*args, **kwargs)
     except TypeError:
@@ -6676,7 +6847,7 @@ def lerp(*args, **kwargs):
     if _i == 0:
         if _a['out'] is None:
             return _A._op_lerp_Scalar.call(_a['input']._ks | _a['end']._ks, _a['input'], _a['end'], _a['weight'])
-        return _A._op_lerp_Scalar_out.call(_a['input']._ks | _a['end']._ks, _a['input'], _a['end'], _a['weight'], _a['out'])
+        return _A._op_lerp_Scalar_out.call(_a['input']._ks | _a['end']._ks | _ks_out(_a['out']), _a['input'], _a['end'], _a['weight'], _a['out'])
     elif _i == 1:
         return _A._op_lerp_Tensor.call(_a['input']._ks | _a['end']._ks | _a['weight']._ks, _a['input'], _a['end'], _a['weight'])
     raise AssertionError('unreachable')
@@ -6708,14 +6879,14 @@ def addcmul(*args, **kwargs):
             if out is None:
                 return _A._op_addcmul.call(input._ks | tensor1._ks | tensor2._ks, input, tensor1, tensor2, value)
             if isinstance(out, _Tensor):
-                return _A._op_addcmul_out.call(input._ks | tensor1._ks | tensor2._ks, input, tensor1, tensor2, value, out)
+                return _A._op_addcmul_out.call(input._ks | tensor1._ks | tensor2._ks | _ks_out(out), input, tensor1, tensor2, value, out)
     _i, _a = _sig_addcmul.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_addcmul.call(_a['input']._ks | _a['tensor1']._ks | _a['tensor2']._ks, _a['input'], _a['tensor1'], _a['tensor2'], _a['value'])
-        return _A._op_addcmul_out.call(_a['input']._ks | _a['tensor1']._ks | _a['tensor2']._ks, _a['input'], _a['tensor1'], _a['tensor2'], _a['value'], _a['out'])
+        return _A._op_addcmul_out.call(_a['input']._ks | _a['tensor1']._ks | _a['tensor2']._ks | _ks_out(_a['out']), _a['input'], _a['tensor1'], _a['tensor2'], _a['value'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -6747,14 +6918,14 @@ def addcdiv(*args, **kwargs):
             if out is None:
                 return _A._op_addcdiv.call(input._ks | tensor1._ks | tensor2._ks, input, tensor1, tensor2, value)
             if isinstance(out, _Tensor):
-                return _A._op_addcdiv_out.call(input._ks | tensor1._ks | tensor2._ks, input, tensor1, tensor2, value, out)
+                return _A._op_addcdiv_out.call(input._ks | tensor1._ks | tensor2._ks | _ks_out(out), input, tensor1, tensor2, value, out)
     _i, _a = _sig_addcdiv.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_addcdiv.call(_a['input']._ks | _a['tensor1']._ks | _a['tensor2']._ks, _a['input'], _a['tensor1'], _a['tensor2'], _a['value'])
-        return _A._op_addcdiv_out.call(_a['input']._ks | _a['tensor1']._ks | _a['tensor2']._ks, _a['input'], _a['tensor1'], _a['tensor2'], _a['value'], _a['out'])
+        return _A._op_addcdiv_out.call(_a['input']._ks | _a['tensor1']._ks | _a['tensor2']._ks | _ks_out(_a['out']), _a['input'], _a['tensor1'], _a['tensor2'], _a['value'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -6798,7 +6969,7 @@ def sum(*args, **kwargs):
             if out is None:
                 return _A._op_sum_dim_IntList.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype)
             if isinstance(out, _Tensor):
-                return _A._op_sum_IntList_out.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype, out)
+                return _A._op_sum_IntList_out.call(input._ks | _ks_out(out), input, (None if dim is None else dim_), keepdim, dtype, out)
     _i, _a = _sig_sum.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
@@ -6807,7 +6978,7 @@ def sum(*args, **kwargs):
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_sum_dim_IntList.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'])
-        return _A._op_sum_IntList_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'], _a['out'])
+        return _A._op_sum_IntList_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['dim'], _a['keepdim'], _a['dtype'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -6921,7 +7092,7 @@ def mean(*args, **kwargs):
             if out is None:
                 return _A._op_mean.call(input._ks, input, dtype)
             if isinstance(out, _Tensor):
-                return _A._op_mean_dtype_out.call(input._ks, input, dtype, out)
+                return _A._op_mean_dtype_out.call(input._ks | _ks_out(out), input, dtype, out)
     try:
         _b = _bind_mean_1(*args, **kwargs)
     except TypeError:
@@ -6932,18 +7103,18 @@ def mean(*args, **kwargs):
             if out is None:
                 return _A._op_mean_dim.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype)
             if isinstance(out, _Tensor):
-                return _A._op_mean_out.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype, out)
+                return _A._op_mean_out.call(input._ks | _ks_out(out), input, (None if dim is None else dim_), keepdim, dtype, out)
     _i, _a = _sig_mean.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_mean.call(_a['input']._ks, _a['input'], _a['dtype'])
-        return _A._op_mean_dtype_out.call(_a['input']._ks, _a['input'], _a['dtype'], _a['out'])
+        return _A._op_mean_dtype_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['dtype'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_mean_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'])
-        return _A._op_mean_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'], _a['out'])
+        return _A._op_mean_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['dim'], _a['keepdim'], _a['dtype'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -7247,14 +7418,14 @@ def amax(*args, **kwargs):
             if out is None:
                 return _A._op_amax.call(input._ks, input, dim_, keepdim)
             if isinstance(out, _Tensor):
-                return _A._op_amax_out.call(input._ks, input, dim_, keepdim, out)
+                return _A._op_amax_out.call(input._ks | _ks_out(out), input, dim_, keepdim, out)
     _i, _a = _sig_amax.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_amax.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
-        return _A._op_amax_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['out'])
+        return _A._op_amax_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['dim'], _a['keepdim'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -7286,14 +7457,14 @@ def amin(*args, **kwargs):
             if out is None:
                 return _A._op_amin.call(input._ks, input, dim_, keepdim)
             if isinstance(out, _Tensor):
-                return _A._op_amin_out.call(input._ks, input, dim_, keepdim, out)
+                return _A._op_amin_out.call(input._ks | _ks_out(out), input, dim_, keepdim, out)
     _i, _a = _sig_amin.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_amin.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
-        return _A._op_amin_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['out'])
+        return _A._op_amin_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['dim'], _a['keepdim'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -7627,14 +7798,14 @@ def cumsum(*args, **kwargs):
             if out is None:
                 return _A._op_cumsum.call(input._ks, input, dim, dtype)
             if isinstance(out, _Tensor):
-                return _A._op_cumsum_out.call(input._ks, input, dim, dtype, out)
+                return _A._op_cumsum_out.call(input._ks | _ks_out(out), input, dim, dtype, out)
     _i, _a = _sig_cumsum.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_cumsum.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'])
-        return _A._op_cumsum_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'], _a['out'])
+        return _A._op_cumsum_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['dim'], _a['dtype'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -7666,14 +7837,14 @@ def cumprod(*args, **kwargs):
             if out is None:
                 return _A._op_cumprod.call(input._ks, input, dim, dtype)
             if isinstance(out, _Tensor):
-                return _A._op_cumprod_out.call(input._ks, input, dim, dtype, out)
+                return _A._op_cumprod_out.call(input._ks | _ks_out(out), input, dim, dtype, out)
     _i, _a = _sig_cumprod.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_cumprod.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'])
-        return _A._op_cumprod_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'], _a['out'])
+        return _A._op_cumprod_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['dim'], _a['dtype'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -9457,7 +9628,7 @@ def zeros(*args, **kwargs):
                 return _A._op_zeros.call(_ks_device(device), size_, dtype, layout, device, pin_memory)
             if isinstance(out, _Tensor):
                 _check_out_options(out, dtype)
-                return _A._op_zeros_out.call(_KS_CPU, size_, out)
+                return _A._op_zeros_out.call(_KS_CPU | _ks_out(out), size_, out)
     _i, _a = _sig_zeros.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
@@ -9465,7 +9636,7 @@ def zeros(*args, **kwargs):
         if _a['out'] is None:
             return _finish_factory(_A._op_zeros.call(_ks_device(_a['device']), _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
         _check_out_options(_a['out'], _a['dtype'])
-        return _finish_factory(_A._op_zeros_out.call(_KS_CPU, _a['size'], _a['out']), _a)
+        return _finish_factory(_A._op_zeros_out.call(_KS_CPU | _ks_out(_a['out']), _a['size'], _a['out']), _a)
     raise AssertionError('unreachable')
 
 
@@ -9501,7 +9672,7 @@ def ones(*args, **kwargs):
                 return _A._op_ones.call(_ks_device(device), size_, dtype, layout, device, pin_memory)
             if isinstance(out, _Tensor):
                 _check_out_options(out, dtype)
-                return _A._op_ones_out.call(_KS_CPU, size_, out)
+                return _A._op_ones_out.call(_KS_CPU | _ks_out(out), size_, out)
     _i, _a = _sig_ones.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
@@ -9509,7 +9680,7 @@ def ones(*args, **kwargs):
         if _a['out'] is None:
             return _finish_factory(_A._op_ones.call(_ks_device(_a['device']), _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
         _check_out_options(_a['out'], _a['dtype'])
-        return _finish_factory(_A._op_ones_out.call(_KS_CPU, _a['size'], _a['out']), _a)
+        return _finish_factory(_A._op_ones_out.call(_KS_CPU | _ks_out(_a['out']), _a['size'], _a['out']), _a)
     raise AssertionError('unreachable')
 
 
@@ -10768,14 +10939,14 @@ def index_select(*args, **kwargs):
             if out is None:
                 return _A._op_index_select.call(input._ks | index._ks, input, dim, index)
             if isinstance(out, _Tensor):
-                return _A._op_index_select_out.call(input._ks | index._ks, input, dim, index, out)
+                return _A._op_index_select_out.call(input._ks | index._ks | _ks_out(out), input, dim, index, out)
     _i, _a = _sig_index_select.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_index_select.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['dim'], _a['index'])
-        return _A._op_index_select_out.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['dim'], _a['index'], _a['out'])
+        return _A._op_index_select_out.call(_a['input']._ks | _a['index']._ks | _ks_out(_a['out']), _a['input'], _a['dim'], _a['index'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -10807,14 +10978,14 @@ def gather(*args, **kwargs):
             if out is None:
                 return _A._op_gather.call(input._ks | index._ks, input, dim, index, sparse_grad)
             if isinstance(out, _Tensor):
-                return _A._op_gather_out.call(input._ks | index._ks, input, dim, index, sparse_grad, out)
+                return _A._op_gather_out.call(input._ks | index._ks | _ks_out(out), input, dim, index, sparse_grad, out)
     _i, _a = _sig_gather.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_gather.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['dim'], _a['index'], _a['sparse_grad'])
-        return _A._op_gather_out.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['dim'], _a['index'], _a['sparse_grad'], _a['out'])
+        return _A._op_gather_out.call(_a['input']._ks | _a['index']._ks | _ks_out(_a['out']), _a['input'], _a['dim'], _a['index'], _a['sparse_grad'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -11285,7 +11456,7 @@ def cat(*args, **kwargs):
     if _i == 0:
         if _a['out'] is None:
             return _A._op_cat.call(_ks_list(_a['tensors']), _a['tensors'], _a['dim'])
-        return _A._op_cat_out.call(_ks_list(_a['tensors']), _a['tensors'], _a['dim'], _a['out'])
+        return _A._op_cat_out.call(_ks_list(_a['tensors']) | _ks_out(_a['out']), _a['tensors'], _a['dim'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -11356,7 +11527,7 @@ def stack(*args, **kwargs):
     if _i == 0:
         if _a['out'] is None:
             return _A._op_stack.call(_ks_list(_a['tensors']), _a['tensors'], _a['dim'])
-        return _A._op_stack_out.call(_ks_list(_a['tensors']), _a['tensors'], _a['dim'], _a['out'])
+        return _A._op_stack_out.call(_ks_list(_a['tensors']) | _ks_out(_a['out']), _a['tensors'], _a['dim'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -11655,14 +11826,14 @@ def tril(*args, **kwargs):
             if out is None:
                 return _A._op_tril.call(input._ks, input, diagonal)
             if isinstance(out, _Tensor):
-                return _A._op_tril_out.call(input._ks, input, diagonal, out)
+                return _A._op_tril_out.call(input._ks | _ks_out(out), input, diagonal, out)
     _i, _a = _sig_tril.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_tril.call(_a['input']._ks, _a['input'], _a['diagonal'])
-        return _A._op_tril_out.call(_a['input']._ks, _a['input'], _a['diagonal'], _a['out'])
+        return _A._op_tril_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['diagonal'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -11694,14 +11865,14 @@ def triu(*args, **kwargs):
             if out is None:
                 return _A._op_triu.call(input._ks, input, diagonal)
             if isinstance(out, _Tensor):
-                return _A._op_triu_out.call(input._ks, input, diagonal, out)
+                return _A._op_triu_out.call(input._ks | _ks_out(out), input, diagonal, out)
     _i, _a = _sig_triu.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_triu.call(_a['input']._ks, _a['input'], _a['diagonal'])
-        return _A._op_triu_out.call(_a['input']._ks, _a['input'], _a['diagonal'], _a['out'])
+        return _A._op_triu_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['diagonal'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -12153,7 +12324,7 @@ def isin(*args, **kwargs):
             if out is None:
                 return _A._op_isin_Tensor_Tensor.call(elements._ks | test_elements._ks, elements, test_elements, assume_unique, invert)
             if isinstance(out, _Tensor):
-                return _A._op_isin_Tensor_Tensor_out.call(elements._ks | test_elements._ks, elements, test_elements, assume_unique, invert, out)
+                return _A._op_isin_Tensor_Tensor_out.call(elements._ks | test_elements._ks | _ks_out(out), elements, test_elements, assume_unique, invert, out)
     try:
         _b = _bind_isin_1(*args, **kwargs)
     except TypeError:
@@ -12176,7 +12347,7 @@ def isin(*args, **kwargs):
     if _i == 0:
         if _a['out'] is None:
             return _A._op_isin_Tensor_Tensor.call(_a['elements']._ks | _a['test_elements']._ks, _a['elements'], _a['test_elements'], _a['assume_unique'], _a['invert'])
-        return _A._op_isin_Tensor_Tensor_out.call(_a['elements']._ks | _a['test_elements']._ks, _a['elements'], _a['test_elements'], _a['assume_unique'], _a['invert'], _a['out'])
+        return _A._op_isin_Tensor_Tensor_out.call(_a['elements']._ks | _a['test_elements']._ks | _ks_out(_a['out']), _a['elements'], _a['test_elements'], _a['assume_unique'], _a['invert'], _a['out'])
     elif _i == 1:
         return _A._op_isin_Tensor_Scalar.call(_a['elements']._ks, _a['elements'], _a['test_element'], _a['assume_unique'], _a['invert'])
     elif _i == 2:
@@ -12210,14 +12381,14 @@ def mm(*args, **kwargs):
             if out is None:
                 return _A._op_mm.call(input._ks | mat2._ks, input, mat2)
             if isinstance(out, _Tensor):
-                return _A._op_mm_out.call(input._ks | mat2._ks, input, mat2, out)
+                return _A._op_mm_out.call(input._ks | mat2._ks | _ks_out(out), input, mat2, out)
     _i, _a = _sig_mm.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_mm.call(_a['input']._ks | _a['mat2']._ks, _a['input'], _a['mat2'])
-        return _A._op_mm_out.call(_a['input']._ks | _a['mat2']._ks, _a['input'], _a['mat2'], _a['out'])
+        return _A._op_mm_out.call(_a['input']._ks | _a['mat2']._ks | _ks_out(_a['out']), _a['input'], _a['mat2'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -12249,14 +12420,14 @@ def bmm(*args, **kwargs):
             if out is None:
                 return _A._op_bmm.call(input._ks | mat2._ks, input, mat2)
             if isinstance(out, _Tensor):
-                return _A._op_bmm_out.call(input._ks | mat2._ks, input, mat2, out)
+                return _A._op_bmm_out.call(input._ks | mat2._ks | _ks_out(out), input, mat2, out)
     _i, _a = _sig_bmm.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_bmm.call(_a['input']._ks | _a['mat2']._ks, _a['input'], _a['mat2'])
-        return _A._op_bmm_out.call(_a['input']._ks | _a['mat2']._ks, _a['input'], _a['mat2'], _a['out'])
+        return _A._op_bmm_out.call(_a['input']._ks | _a['mat2']._ks | _ks_out(_a['out']), _a['input'], _a['mat2'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -12288,14 +12459,14 @@ def matmul(*args, **kwargs):
             if out is None:
                 return _A._op_matmul.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_matmul_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_matmul_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_matmul.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_matmul.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_matmul_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_matmul_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -12531,14 +12702,14 @@ def addmm(*args, **kwargs):
             if out is None:
                 return _A._op_addmm.call(input._ks | mat1._ks | mat2._ks, input, mat1, mat2, beta, alpha)
             if isinstance(out, _Tensor):
-                return _A._op_addmm_out.call(input._ks | mat1._ks | mat2._ks, input, mat1, mat2, beta, alpha, out)
+                return _A._op_addmm_out.call(input._ks | mat1._ks | mat2._ks | _ks_out(out), input, mat1, mat2, beta, alpha, out)
     _i, _a = _sig_addmm.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_addmm.call(_a['input']._ks | _a['mat1']._ks | _a['mat2']._ks, _a['input'], _a['mat1'], _a['mat2'], _a['beta'], _a['alpha'])
-        return _A._op_addmm_out.call(_a['input']._ks | _a['mat1']._ks | _a['mat2']._ks, _a['input'], _a['mat1'], _a['mat2'], _a['beta'], _a['alpha'], _a['out'])
+        return _A._op_addmm_out.call(_a['input']._ks | _a['mat1']._ks | _a['mat2']._ks | _ks_out(_a['out']), _a['input'], _a['mat1'], _a['mat2'], _a['beta'], _a['alpha'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -12570,14 +12741,14 @@ def addmv(*args, **kwargs):
             if out is None:
                 return _A._op_addmv.call(input._ks | mat._ks | vec._ks, input, mat, vec, beta, alpha)
             if isinstance(out, _Tensor):
-                return _A._op_addmv_out.call(input._ks | mat._ks | vec._ks, input, mat, vec, beta, alpha, out)
+                return _A._op_addmv_out.call(input._ks | mat._ks | vec._ks | _ks_out(out), input, mat, vec, beta, alpha, out)
     _i, _a = _sig_addmv.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_addmv.call(_a['input']._ks | _a['mat']._ks | _a['vec']._ks, _a['input'], _a['mat'], _a['vec'], _a['beta'], _a['alpha'])
-        return _A._op_addmv_out.call(_a['input']._ks | _a['mat']._ks | _a['vec']._ks, _a['input'], _a['mat'], _a['vec'], _a['beta'], _a['alpha'], _a['out'])
+        return _A._op_addmv_out.call(_a['input']._ks | _a['mat']._ks | _a['vec']._ks | _ks_out(_a['out']), _a['input'], _a['mat'], _a['vec'], _a['beta'], _a['alpha'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -12643,14 +12814,14 @@ def baddbmm(*args, **kwargs):
             if out is None:
                 return _A._op_baddbmm.call(input._ks | batch1._ks | batch2._ks, input, batch1, batch2, beta, alpha)
             if isinstance(out, _Tensor):
-                return _A._op_baddbmm_out.call(input._ks | batch1._ks | batch2._ks, input, batch1, batch2, beta, alpha, out)
+                return _A._op_baddbmm_out.call(input._ks | batch1._ks | batch2._ks | _ks_out(out), input, batch1, batch2, beta, alpha, out)
     _i, _a = _sig_baddbmm.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_baddbmm.call(_a['input']._ks | _a['batch1']._ks | _a['batch2']._ks, _a['input'], _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
-        return _A._op_baddbmm_out.call(_a['input']._ks | _a['batch1']._ks | _a['batch2']._ks, _a['input'], _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'], _a['out'])
+        return _A._op_baddbmm_out.call(_a['input']._ks | _a['batch1']._ks | _a['batch2']._ks | _ks_out(_a['out']), _a['input'], _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -12682,14 +12853,14 @@ def addbmm(*args, **kwargs):
             if out is None:
                 return _A._op_addbmm.call(input._ks | batch1._ks | batch2._ks, input, batch1, batch2, beta, alpha)
             if isinstance(out, _Tensor):
-                return _A._op_addbmm_out.call(input._ks | batch1._ks | batch2._ks, input, batch1, batch2, beta, alpha, out)
+                return _A._op_addbmm_out.call(input._ks | batch1._ks | batch2._ks | _ks_out(out), input, batch1, batch2, beta, alpha, out)
     _i, _a = _sig_addbmm.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_addbmm.call(_a['input']._ks | _a['batch1']._ks | _a['batch2']._ks, _a['input'], _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
-        return _A._op_addbmm_out.call(_a['input']._ks | _a['batch1']._ks | _a['batch2']._ks, _a['input'], _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'], _a['out'])
+        return _A._op_addbmm_out.call(_a['input']._ks | _a['batch1']._ks | _a['batch2']._ks | _ks_out(_a['out']), _a['input'], _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -13775,6 +13946,74 @@ dropout.__doc__ = 'Zeroes elements of ``input`` with probability ``p`` (training
 _sig_dropout.public = dropout
 def _signature_dropout(input, p, train): ...
 dropout.__wrapped__ = _signature_dropout
+
+
+_sig_mkldnn_rnn_layer = _Signatures('mkldnn_rnn_layer', [
+    (('input', 'T', False, False, None), ('weight0', 'T', False, False, None), ('weight1', 'T', False, False, None), ('weight2', 'T', False, False, None), ('weight3', 'T', False, False, None), ('hx_', 'T', False, False, None), ('cx_', 'T', False, False, None), ('reverse', 'bool', False, False, None), ('batch_sizes', 'int[]', False, False, None), ('mode', 'int', False, False, None), ('hidden_size', 'int', False, False, None), ('num_layers', 'int', False, False, None), ('has_biases', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None), ('batch_first', 'bool', False, False, None), ('train', 'bool', False, False, None),),
+], method=False)
+
+def _bind_mkldnn_rnn_layer_0(input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train):
+    return (input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train)
+
+def mkldnn_rnn_layer(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_mkldnn_rnn_layer.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_mkldnn_rnn_layer_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train = _b
+        if isinstance(input, _Tensor) and isinstance(weight0, _Tensor) and isinstance(weight1, _Tensor) and isinstance(weight2, _Tensor) and isinstance(weight3, _Tensor) and isinstance(hx_, _Tensor) and isinstance(cx_, _Tensor) and type(reverse) is bool and (batch_sizes_ := _ints(batch_sizes, False)) is not None and type(mode) is int and type(hidden_size) is int and type(num_layers) is int and type(has_biases) is bool and type(bidirectional) is bool and type(batch_first) is bool and type(train) is bool:
+            return _A._op_mkldnn_rnn_layer.call(input._ks | weight0._ks | weight1._ks | weight2._ks | weight3._ks | hx_._ks | cx_._ks, input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes_, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train)
+    _i, _a = _sig_mkldnn_rnn_layer.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_mkldnn_rnn_layer.call(_a['input']._ks | _a['weight0']._ks | _a['weight1']._ks | _a['weight2']._ks | _a['weight3']._ks | _a['hx_']._ks | _a['cx_']._ks, _a['input'], _a['weight0'], _a['weight1'], _a['weight2'], _a['weight3'], _a['hx_'], _a['cx_'], _a['reverse'], _a['batch_sizes'], _a['mode'], _a['hidden_size'], _a['num_layers'], _a['has_biases'], _a['bidirectional'], _a['batch_first'], _a['train'])
+    raise AssertionError('unreachable')
+
+
+mkldnn_rnn_layer.__doc__ = 'mkldnn_rnn_layer(input: Tensor, weight0: Tensor, weight1: Tensor, weight2: Tensor, weight3: Tensor, hx_: Tensor, cx_: Tensor, reverse: bool, batch_sizes: List[int], mode: int, hidden_size: int, num_layers: int, has_biases: bool, bidirectional: bool, batch_first: bool, train: bool) -> (Tensor, Tensor, Tensor, Tensor)'
+_sig_mkldnn_rnn_layer.public = mkldnn_rnn_layer
+def _signature_mkldnn_rnn_layer(input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train): ...
+mkldnn_rnn_layer.__wrapped__ = _signature_mkldnn_rnn_layer
+
+
+_sig_mkldnn_rnn_layer_backward = _Signatures('mkldnn_rnn_layer_backward', [
+    (('input', 'T', False, False, None), ('weight1', 'T', False, False, None), ('weight2', 'T', False, False, None), ('weight3', 'T', False, False, None), ('weight4', 'T', False, False, None), ('hx_', 'T', False, False, None), ('cx_tmp', 'T', False, False, None), ('output', 'T', False, False, None), ('hy_', 'T', False, False, None), ('cy_', 'T', False, False, None), ('grad_output', 'T?', False, False, None), ('grad_hy', 'T?', False, False, None), ('grad_cy', 'T?', False, False, None), ('reverse', 'bool', False, False, None), ('mode', 'int', False, False, None), ('hidden_size', 'int', False, False, None), ('num_layers', 'int', False, False, None), ('has_biases', 'bool', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None), ('batch_sizes', 'int[]', False, False, None), ('batch_first', 'bool', False, False, None), ('workspace', 'T', False, False, None),),
+], method=False)
+
+def _bind_mkldnn_rnn_layer_backward_0(input, weight1, weight2, weight3, weight4, hx_, cx_tmp, output, hy_, cy_, grad_output, grad_hy, grad_cy, reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional, batch_sizes, batch_first, workspace):
+    return (input, weight1, weight2, weight3, weight4, hx_, cx_tmp, output, hy_, cy_, grad_output, grad_hy, grad_cy, reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional, batch_sizes, batch_first, workspace)
+
+def mkldnn_rnn_layer_backward(*args, **kwargs):
+    if _TF_ON:
+        _r = _tf_dispatch(_sig_mkldnn_rnn_layer_backward.public, args, kwargs)
+        if _r is not _NOT_HANDLED:
+            return _r
+    try:
+        _b = _bind_mkldnn_rnn_layer_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, weight1, weight2, weight3, weight4, hx_, cx_tmp, output, hy_, cy_, grad_output, grad_hy, grad_cy, reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional, batch_sizes, batch_first, workspace = _b
+        if isinstance(input, _Tensor) and isinstance(weight1, _Tensor) and isinstance(weight2, _Tensor) and isinstance(weight3, _Tensor) and isinstance(weight4, _Tensor) and isinstance(hx_, _Tensor) and isinstance(cx_tmp, _Tensor) and isinstance(output, _Tensor) and isinstance(hy_, _Tensor) and isinstance(cy_, _Tensor) and (grad_output is None or isinstance(grad_output, _Tensor)) and (grad_hy is None or isinstance(grad_hy, _Tensor)) and (grad_cy is None or isinstance(grad_cy, _Tensor)) and type(reverse) is bool and type(mode) is int and type(hidden_size) is int and type(num_layers) is int and type(has_biases) is bool and type(train) is bool and type(bidirectional) is bool and (batch_sizes_ := _ints(batch_sizes, False)) is not None and type(batch_first) is bool and isinstance(workspace, _Tensor):
+            return _A._op_mkldnn_rnn_layer_backward.call(input._ks | weight1._ks | weight2._ks | weight3._ks | weight4._ks | hx_._ks | cx_tmp._ks | output._ks | hy_._ks | cy_._ks | _ks_opt(grad_output) | _ks_opt(grad_hy) | _ks_opt(grad_cy) | workspace._ks, input, weight1, weight2, weight3, weight4, hx_, cx_tmp, output, hy_, cy_, grad_output, grad_hy, grad_cy, reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional, batch_sizes_, batch_first, workspace)
+    _i, _a = _sig_mkldnn_rnn_layer_backward.parse(args, kwargs)
+    if _i < 0:  # an argument's __torch_function__ answered
+        return _a
+    if _i == 0:
+        return _A._op_mkldnn_rnn_layer_backward.call(_a['input']._ks | _a['weight1']._ks | _a['weight2']._ks | _a['weight3']._ks | _a['weight4']._ks | _a['hx_']._ks | _a['cx_tmp']._ks | _a['output']._ks | _a['hy_']._ks | _a['cy_']._ks | _ks_opt(_a['grad_output']) | _ks_opt(_a['grad_hy']) | _ks_opt(_a['grad_cy']) | _a['workspace']._ks, _a['input'], _a['weight1'], _a['weight2'], _a['weight3'], _a['weight4'], _a['hx_'], _a['cx_tmp'], _a['output'], _a['hy_'], _a['cy_'], _a['grad_output'], _a['grad_hy'], _a['grad_cy'], _a['reverse'], _a['mode'], _a['hidden_size'], _a['num_layers'], _a['has_biases'], _a['train'], _a['bidirectional'], _a['batch_sizes'], _a['batch_first'], _a['workspace'])
+    raise AssertionError('unreachable')
+
+
+mkldnn_rnn_layer_backward.__doc__ = 'mkldnn_rnn_layer_backward(input: Tensor, weight1: Tensor, weight2: Tensor, weight3: Tensor, weight4: Tensor, hx_: Tensor, cx_tmp: Tensor, output: Tensor, hy_: Tensor, cy_: Tensor, grad_output: Optional[Tensor], grad_hy: Optional[Tensor], grad_cy: Optional[Tensor], reverse: bool, mode: int, hidden_size: int, num_layers: int, has_biases: bool, train: bool, bidirectional: bool, batch_sizes: List[int], batch_first: bool, workspace: Tensor) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)'
+_sig_mkldnn_rnn_layer_backward.public = mkldnn_rnn_layer_backward
+def _signature_mkldnn_rnn_layer_backward(input, weight1, weight2, weight3, weight4, hx_, cx_tmp, output, hy_, cy_, grad_output, grad_hy, grad_cy, reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional, batch_sizes, batch_first, workspace): ...
+mkldnn_rnn_layer_backward.__wrapped__ = _signature_mkldnn_rnn_layer_backward
 
 
 _sig_lstm = _Signatures('lstm', [
@@ -19698,14 +19937,14 @@ def angle(*args, **kwargs):
             if out is None:
                 return _A._op_angle.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_angle_out.call(input._ks, input, out)
+                return _A._op_angle_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_angle.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_angle.call(_a['input']._ks, _a['input'])
-        return _A._op_angle_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_angle_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -19737,14 +19976,14 @@ def complex(*args, **kwargs):
             if out is None:
                 return _A._op_complex.call(real._ks | imag._ks, real, imag)
             if isinstance(out, _Tensor):
-                return _A._op_complex_out.call(real._ks | imag._ks, real, imag, out)
+                return _A._op_complex_out.call(real._ks | imag._ks | _ks_out(out), real, imag, out)
     _i, _a = _sig_complex.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_complex.call(_a['real']._ks | _a['imag']._ks, _a['real'], _a['imag'])
-        return _A._op_complex_out.call(_a['real']._ks | _a['imag']._ks, _a['real'], _a['imag'], _a['out'])
+        return _A._op_complex_out.call(_a['real']._ks | _a['imag']._ks | _ks_out(_a['out']), _a['real'], _a['imag'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -19776,14 +20015,14 @@ def polar(*args, **kwargs):
             if out is None:
                 return _A._op_polar.call(abs._ks | angle._ks, abs, angle)
             if isinstance(out, _Tensor):
-                return _A._op_polar_out.call(abs._ks | angle._ks, abs, angle, out)
+                return _A._op_polar_out.call(abs._ks | angle._ks | _ks_out(out), abs, angle, out)
     _i, _a = _sig_polar.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_polar.call(_a['abs']._ks | _a['angle']._ks, _a['abs'], _a['angle'])
-        return _A._op_polar_out.call(_a['abs']._ks | _a['angle']._ks, _a['abs'], _a['angle'], _a['out'])
+        return _A._op_polar_out.call(_a['abs']._ks | _a['angle']._ks | _ks_out(_a['out']), _a['abs'], _a['angle'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -19815,14 +20054,14 @@ def _fft_r2c(*args, **kwargs):
             if out is None:
                 return _A._op__fft_r2c.call(input._ks, input, dim_, normalization, onesided)
             if isinstance(out, _Tensor):
-                return _A._op__fft_r2c_out.call(input._ks, input, dim_, normalization, onesided, out)
+                return _A._op__fft_r2c_out.call(input._ks | _ks_out(out), input, dim_, normalization, onesided, out)
     _i, _a = _sig__fft_r2c.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op__fft_r2c.call(_a['input']._ks, _a['input'], _a['dim'], _a['normalization'], _a['onesided'])
-        return _A._op__fft_r2c_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['normalization'], _a['onesided'], _a['out'])
+        return _A._op__fft_r2c_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['dim'], _a['normalization'], _a['onesided'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -19854,14 +20093,14 @@ def _fft_c2r(*args, **kwargs):
             if out is None:
                 return _A._op__fft_c2r.call(input._ks, input, dim_, normalization, last_dim_size)
             if isinstance(out, _Tensor):
-                return _A._op__fft_c2r_out.call(input._ks, input, dim_, normalization, last_dim_size, out)
+                return _A._op__fft_c2r_out.call(input._ks | _ks_out(out), input, dim_, normalization, last_dim_size, out)
     _i, _a = _sig__fft_c2r.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op__fft_c2r.call(_a['input']._ks, _a['input'], _a['dim'], _a['normalization'], _a['last_dim_size'])
-        return _A._op__fft_c2r_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['normalization'], _a['last_dim_size'], _a['out'])
+        return _A._op__fft_c2r_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['dim'], _a['normalization'], _a['last_dim_size'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -19893,14 +20132,14 @@ def _fft_c2c(*args, **kwargs):
             if out is None:
                 return _A._op__fft_c2c.call(input._ks, input, dim_, normalization, forward)
             if isinstance(out, _Tensor):
-                return _A._op__fft_c2c_out.call(input._ks, input, dim_, normalization, forward, out)
+                return _A._op__fft_c2c_out.call(input._ks | _ks_out(out), input, dim_, normalization, forward, out)
     _i, _a = _sig__fft_c2c.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op__fft_c2c.call(_a['input']._ks, _a['input'], _a['dim'], _a['normalization'], _a['forward'])
-        return _A._op__fft_c2c_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['normalization'], _a['forward'], _a['out'])
+        return _A._op__fft_c2c_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['dim'], _a['normalization'], _a['forward'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -20284,14 +20523,14 @@ def gcd(*args, **kwargs):
             if out is None:
                 return _A._op_gcd.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_gcd_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_gcd_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_gcd.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_gcd.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_gcd_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_gcd_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -20357,14 +20596,14 @@ def lcm(*args, **kwargs):
             if out is None:
                 return _A._op_lcm.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_lcm_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_lcm_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_lcm.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_lcm.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_lcm_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_lcm_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -20430,14 +20669,14 @@ def heaviside(*args, **kwargs):
             if out is None:
                 return _A._op_heaviside.call(input._ks | values._ks, input, values)
             if isinstance(out, _Tensor):
-                return _A._op_heaviside_out.call(input._ks | values._ks, input, values, out)
+                return _A._op_heaviside_out.call(input._ks | values._ks | _ks_out(out), input, values, out)
     _i, _a = _sig_heaviside.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_heaviside.call(_a['input']._ks | _a['values']._ks, _a['input'], _a['values'])
-        return _A._op_heaviside_out.call(_a['input']._ks | _a['values']._ks, _a['input'], _a['values'], _a['out'])
+        return _A._op_heaviside_out.call(_a['input']._ks | _a['values']._ks | _ks_out(_a['out']), _a['input'], _a['values'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -20473,7 +20712,7 @@ def frexp(*args, **kwargs):
     if _i == 0:
         if _a['out'] is None:
             return _A._op_frexp_Tensor.call(_a['input']._ks, _a['input'])
-        return _A._op_frexp_Tensor_out.call(_a['input']._ks, _a['input'], _a['out'][0], _a['out'][1])
+        return _A._op_frexp_Tensor_out.call(_a['input']._ks | _ks_out(_a['out'][0]) | _ks_out(_a['out'][1]), _a['input'], _a['out'][0], _a['out'][1])
     raise AssertionError('unreachable')
 
 
@@ -20505,14 +20744,14 @@ def ldexp(*args, **kwargs):
             if out is None:
                 return _A._op_ldexp_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_ldexp_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_ldexp_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_ldexp.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_ldexp_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_ldexp_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_ldexp_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -21054,14 +21293,14 @@ def alias_copy(*args, **kwargs):
             if out is None:
                 return _A._op_alias_copy.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_alias_copy_out.call(input._ks, input, out)
+                return _A._op_alias_copy_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_alias_copy.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_alias_copy.call(_a['input']._ks, _a['input'])
-        return _A._op_alias_copy_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_alias_copy_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -21093,14 +21332,14 @@ def as_strided_copy(*args, **kwargs):
             if out is None:
                 return _A._op_as_strided_copy.call(input._ks, input, size_, stride_, storage_offset)
             if isinstance(out, _Tensor):
-                return _A._op_as_strided_copy_out.call(input._ks, input, size_, stride_, storage_offset, out)
+                return _A._op_as_strided_copy_out.call(input._ks | _ks_out(out), input, size_, stride_, storage_offset, out)
     _i, _a = _sig_as_strided_copy.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_as_strided_copy.call(_a['input']._ks, _a['input'], _a['size'], _a['stride'], _a['storage_offset'])
-        return _A._op_as_strided_copy_out.call(_a['input']._ks, _a['input'], _a['size'], _a['stride'], _a['storage_offset'], _a['out'])
+        return _A._op_as_strided_copy_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['size'], _a['stride'], _a['storage_offset'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -21132,14 +21371,14 @@ def detach_copy(*args, **kwargs):
             if out is None:
                 return _A._op_detach_copy.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_detach_copy_out.call(input._ks, input, out)
+                return _A._op_detach_copy_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_detach_copy.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_detach_copy.call(_a['input']._ks, _a['input'])
-        return _A._op_detach_copy_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_detach_copy_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -21171,14 +21410,14 @@ def diagonal_copy(*args, **kwargs):
             if out is None:
                 return _A._op_diagonal_copy.call(input._ks, input, offset, dim1, dim2)
             if isinstance(out, _Tensor):
-                return _A._op_diagonal_copy_out.call(input._ks, input, offset, dim1, dim2, out)
+                return _A._op_diagonal_copy_out.call(input._ks | _ks_out(out), input, offset, dim1, dim2, out)
     _i, _a = _sig_diagonal_copy.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_diagonal_copy.call(_a['input']._ks, _a['input'], _a['offset'], _a['dim1'], _a['dim2'])
-        return _A._op_diagonal_copy_out.call(_a['input']._ks, _a['input'], _a['offset'], _a['dim1'], _a['dim2'], _a['out'])
+        return _A._op_diagonal_copy_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['offset'], _a['dim1'], _a['dim2'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -21210,14 +21449,14 @@ def expand_copy(*args, **kwargs):
             if out is None:
                 return _A._op_expand_copy.call(input._ks, input, size_, implicit)
             if isinstance(out, _Tensor):
-                return _A._op_expand_copy_out.call(input._ks, input, size_, implicit, out)
+                return _A._op_expand_copy_out.call(input._ks | _ks_out(out), input, size_, implicit, out)
     _i, _a = _sig_expand_copy.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_expand_copy.call(_a['input']._ks, _a['input'], _a['size'], _a['implicit'])
-        return _A._op_expand_copy_out.call(_a['input']._ks, _a['input'], _a['size'], _a['implicit'], _a['out'])
+        return _A._op_expand_copy_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['size'], _a['implicit'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -21249,14 +21488,14 @@ def narrow_copy(*args, **kwargs):
             if out is None:
                 return _A._op_narrow_copy.call(input._ks, input, dim, start, length)
             if isinstance(out, _Tensor):
-                return _A._op_narrow_copy_out.call(input._ks, input, dim, start, length, out)
+                return _A._op_narrow_copy_out.call(input._ks | _ks_out(out), input, dim, start, length, out)
     _i, _a = _sig_narrow_copy.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_narrow_copy.call(_a['input']._ks, _a['input'], _a['dim'], _a['start'], _a['length'])
-        return _A._op_narrow_copy_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['start'], _a['length'], _a['out'])
+        return _A._op_narrow_copy_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['dim'], _a['start'], _a['length'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -21288,14 +21527,14 @@ def permute_copy(*args, **kwargs):
             if out is None:
                 return _A._op_permute_copy.call(input._ks, input, dims_)
             if isinstance(out, _Tensor):
-                return _A._op_permute_copy_out.call(input._ks, input, dims_, out)
+                return _A._op_permute_copy_out.call(input._ks | _ks_out(out), input, dims_, out)
     _i, _a = _sig_permute_copy.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_permute_copy.call(_a['input']._ks, _a['input'], _a['dims'])
-        return _A._op_permute_copy_out.call(_a['input']._ks, _a['input'], _a['dims'], _a['out'])
+        return _A._op_permute_copy_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['dims'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -21327,14 +21566,14 @@ def select_copy(*args, **kwargs):
             if out is None:
                 return _A._op_select_copy_int.call(input._ks, input, dim, index)
             if isinstance(out, _Tensor):
-                return _A._op_select_copy_int_out.call(input._ks, input, dim, index, out)
+                return _A._op_select_copy_int_out.call(input._ks | _ks_out(out), input, dim, index, out)
     _i, _a = _sig_select_copy.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_select_copy_int.call(_a['input']._ks, _a['input'], _a['dim'], _a['index'])
-        return _A._op_select_copy_int_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['index'], _a['out'])
+        return _A._op_select_copy_int_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['dim'], _a['index'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -21366,14 +21605,14 @@ def slice_copy(*args, **kwargs):
             if out is None:
                 return _A._op_slice_copy_Tensor.call(input._ks, input, dim, start, end, step)
             if isinstance(out, _Tensor):
-                return _A._op_slice_copy_Tensor_out.call(input._ks, input, dim, start, end, step, out)
+                return _A._op_slice_copy_Tensor_out.call(input._ks | _ks_out(out), input, dim, start, end, step, out)
     _i, _a = _sig_slice_copy.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_slice_copy_Tensor.call(_a['input']._ks, _a['input'], _a['dim'], _a['start'], _a['end'], _a['step'])
-        return _A._op_slice_copy_Tensor_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['start'], _a['end'], _a['step'], _a['out'])
+        return _A._op_slice_copy_Tensor_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['dim'], _a['start'], _a['end'], _a['step'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -21481,7 +21720,7 @@ def squeeze_copy(*args, **kwargs):
             if out is None:
                 return _A._op_squeeze_copy.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_squeeze_copy_out.call(input._ks, input, out)
+                return _A._op_squeeze_copy_out.call(input._ks | _ks_out(out), input, out)
     try:
         _b = _bind_squeeze_copy_1(*args, **kwargs)
     except TypeError:
@@ -21492,7 +21731,7 @@ def squeeze_copy(*args, **kwargs):
             if out is None:
                 return _A._op_squeeze_copy_dim.call(input._ks, input, dim)
             if isinstance(out, _Tensor):
-                return _A._op_squeeze_copy_dim_out.call(input._ks, input, dim, out)
+                return _A._op_squeeze_copy_dim_out.call(input._ks | _ks_out(out), input, dim, out)
     try:
         _b = _bind_squeeze_copy_2(*args, **kwargs)
     except TypeError:
@@ -21503,22 +21742,22 @@ def squeeze_copy(*args, **kwargs):
             if out is None:
                 return _A._op_squeeze_copy_dims.call(input._ks, input, dim_)
             if isinstance(out, _Tensor):
-                return _A._op_squeeze_copy_dims_out.call(input._ks, input, dim_, out)
+                return _A._op_squeeze_copy_dims_out.call(input._ks | _ks_out(out), input, dim_, out)
     _i, _a = _sig_squeeze_copy.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_squeeze_copy.call(_a['input']._ks, _a['input'])
-        return _A._op_squeeze_copy_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_squeeze_copy_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_squeeze_copy_dim.call(_a['input']._ks, _a['input'], _a['dim'])
-        return _A._op_squeeze_copy_dim_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['out'])
+        return _A._op_squeeze_copy_dim_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['dim'], _a['out'])
     elif _i == 2:
         if _a['out'] is None:
             return _A._op_squeeze_copy_dims.call(_a['input']._ks, _a['input'], _a['dim'])
-        return _A._op_squeeze_copy_dims_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['out'])
+        return _A._op_squeeze_copy_dims_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['dim'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -21548,14 +21787,14 @@ def t_copy(*args, **kwargs):
             if out is None:
                 return _A._op_t_copy.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_t_copy_out.call(input._ks, input, out)
+                return _A._op_t_copy_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_t_copy.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_t_copy.call(_a['input']._ks, _a['input'])
-        return _A._op_t_copy_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_t_copy_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -21587,14 +21826,14 @@ def transpose_copy(*args, **kwargs):
             if out is None:
                 return _A._op_transpose_copy_int.call(input._ks, input, dim0, dim1)
             if isinstance(out, _Tensor):
-                return _A._op_transpose_copy_int_out.call(input._ks, input, dim0, dim1, out)
+                return _A._op_transpose_copy_int_out.call(input._ks | _ks_out(out), input, dim0, dim1, out)
     _i, _a = _sig_transpose_copy.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_transpose_copy_int.call(_a['input']._ks, _a['input'], _a['dim0'], _a['dim1'])
-        return _A._op_transpose_copy_int_out.call(_a['input']._ks, _a['input'], _a['dim0'], _a['dim1'], _a['out'])
+        return _A._op_transpose_copy_int_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['dim0'], _a['dim1'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -21694,14 +21933,14 @@ def unfold_copy(*args, **kwargs):
             if out is None:
                 return _A._op_unfold_copy.call(input._ks, input, dimension, size, step)
             if isinstance(out, _Tensor):
-                return _A._op_unfold_copy_out.call(input._ks, input, dimension, size, step, out)
+                return _A._op_unfold_copy_out.call(input._ks | _ks_out(out), input, dimension, size, step, out)
     _i, _a = _sig_unfold_copy.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_unfold_copy.call(_a['input']._ks, _a['input'], _a['dimension'], _a['size'], _a['step'])
-        return _A._op_unfold_copy_out.call(_a['input']._ks, _a['input'], _a['dimension'], _a['size'], _a['step'], _a['out'])
+        return _A._op_unfold_copy_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['dimension'], _a['size'], _a['step'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -21733,14 +21972,14 @@ def unsqueeze_copy(*args, **kwargs):
             if out is None:
                 return _A._op_unsqueeze_copy.call(input._ks, input, dim)
             if isinstance(out, _Tensor):
-                return _A._op_unsqueeze_copy_out.call(input._ks, input, dim, out)
+                return _A._op_unsqueeze_copy_out.call(input._ks | _ks_out(out), input, dim, out)
     _i, _a = _sig_unsqueeze_copy.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_unsqueeze_copy.call(_a['input']._ks, _a['input'], _a['dim'])
-        return _A._op_unsqueeze_copy_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['out'])
+        return _A._op_unsqueeze_copy_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['dim'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -21772,14 +22011,14 @@ def view_as_complex_copy(*args, **kwargs):
             if out is None:
                 return _A._op_view_as_complex_copy.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_view_as_complex_copy_out.call(input._ks, input, out)
+                return _A._op_view_as_complex_copy_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_view_as_complex_copy.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_view_as_complex_copy.call(_a['input']._ks, _a['input'])
-        return _A._op_view_as_complex_copy_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_view_as_complex_copy_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -21811,14 +22050,14 @@ def view_as_real_copy(*args, **kwargs):
             if out is None:
                 return _A._op_view_as_real_copy.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_view_as_real_copy_out.call(input._ks, input, out)
+                return _A._op_view_as_real_copy_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_view_as_real_copy.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_view_as_real_copy.call(_a['input']._ks, _a['input'])
-        return _A._op_view_as_real_copy_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_view_as_real_copy_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -21854,7 +22093,7 @@ def view_copy(*args, **kwargs):
             if out is None:
                 return _A._op_view_copy.call(input._ks, input, size_)
             if isinstance(out, _Tensor):
-                return _A._op_view_copy_out.call(input._ks, input, size_, out)
+                return _A._op_view_copy_out.call(input._ks | _ks_out(out), input, size_, out)
     try:
         _b = _bind_view_copy_1(*args, **kwargs)
     except TypeError:
@@ -21865,18 +22104,18 @@ def view_copy(*args, **kwargs):
             if out is None:
                 return _A._op_view_copy_dtype.call(input._ks, input, dtype)
             if isinstance(out, _Tensor):
-                return _A._op_view_copy_dtype_out.call(input._ks, input, dtype, out)
+                return _A._op_view_copy_dtype_out.call(input._ks | _ks_out(out), input, dtype, out)
     _i, _a = _sig_view_copy.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_view_copy.call(_a['input']._ks, _a['input'], _a['size'])
-        return _A._op_view_copy_out.call(_a['input']._ks, _a['input'], _a['size'], _a['out'])
+        return _A._op_view_copy_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['size'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_view_copy_dtype.call(_a['input']._ks, _a['input'], _a['dtype'])
-        return _A._op_view_copy_dtype_out.call(_a['input']._ks, _a['input'], _a['dtype'], _a['out'])
+        return _A._op_view_copy_dtype_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['dtype'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -22071,7 +22310,7 @@ def chain_matmul(*args, **kwargs):
     if _i == 0:
         if _a['out'] is None:
             return _A._op_chain_matmul.call(_ks_list(_a['matrices']), _a['matrices'])
-        return _A._op_chain_matmul_out.call(_ks_list(_a['matrices']), _a['matrices'], _a['out'])
+        return _A._op_chain_matmul_out.call(_ks_list(_a['matrices']) | _ks_out(_a['out']), _a['matrices'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -22205,14 +22444,14 @@ def renorm(*args, **kwargs):
             if out is None:
                 return _A._op_renorm.call(input._ks, input, p, dim, maxnorm)
             if isinstance(out, _Tensor):
-                return _A._op_renorm_out.call(input._ks, input, p, dim, maxnorm, out)
+                return _A._op_renorm_out.call(input._ks | _ks_out(out), input, p, dim, maxnorm, out)
     _i, _a = _sig_renorm.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_renorm.call(_a['input']._ks, _a['input'], _a['p'], _a['dim'], _a['maxnorm'])
-        return _A._op_renorm_out.call(_a['input']._ks, _a['input'], _a['p'], _a['dim'], _a['maxnorm'], _a['out'])
+        return _A._op_renorm_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['p'], _a['dim'], _a['maxnorm'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -22244,14 +22483,14 @@ def frobenius_norm(*args, **kwargs):
             if out is None:
                 return _A._op_frobenius_norm_dim.call(input._ks, input, dim_, keepdim)
             if isinstance(out, _Tensor):
-                return _A._op_frobenius_norm_out.call(input._ks, input, dim_, keepdim, out)
+                return _A._op_frobenius_norm_out.call(input._ks | _ks_out(out), input, dim_, keepdim, out)
     _i, _a = _sig_frobenius_norm.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_frobenius_norm_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
-        return _A._op_frobenius_norm_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['out'])
+        return _A._op_frobenius_norm_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['dim'], _a['keepdim'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -22287,7 +22526,7 @@ def nuclear_norm(*args, **kwargs):
             if out is None:
                 return _A._op_nuclear_norm.call(input._ks, input, keepdim)
             if isinstance(out, _Tensor):
-                return _A._op_nuclear_norm_out.call(input._ks, input, keepdim, out)
+                return _A._op_nuclear_norm_out.call(input._ks | _ks_out(out), input, keepdim, out)
     try:
         _b = _bind_nuclear_norm_1(*args, **kwargs)
     except TypeError:
@@ -22298,18 +22537,18 @@ def nuclear_norm(*args, **kwargs):
             if out is None:
                 return _A._op_nuclear_norm_dim.call(input._ks, input, dim_, keepdim)
             if isinstance(out, _Tensor):
-                return _A._op_nuclear_norm_dim_out.call(input._ks, input, dim_, keepdim, out)
+                return _A._op_nuclear_norm_dim_out.call(input._ks | _ks_out(out), input, dim_, keepdim, out)
     _i, _a = _sig_nuclear_norm.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_nuclear_norm.call(_a['input']._ks, _a['input'], _a['keepdim'])
-        return _A._op_nuclear_norm_out.call(_a['input']._ks, _a['input'], _a['keepdim'], _a['out'])
+        return _A._op_nuclear_norm_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['keepdim'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_nuclear_norm_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
-        return _A._op_nuclear_norm_dim_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['out'])
+        return _A._op_nuclear_norm_dim_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['dim'], _a['keepdim'], _a['out'])
     raise AssertionError('unreachable')
 
 

@@ -14,6 +14,21 @@ abs = _P('abs', [
 abs_ = _P('abs_', [
     _O(_A._op_abs_, (('self', 'T', False, False, None),), ['self']),
 ])
+conj = _P('conj', [
+    _O(_A._op_conj, (('self', 'T', False, False, None),), ['self']),
+])
+_conj = _P('_conj', [
+    _O(_A._op__conj, (('self', 'T', False, False, None),), ['self']),
+])
+resolve_conj = _P('resolve_conj', [
+    _O(_A._op_resolve_conj, (('self', 'T', False, False, None),), ['self']),
+])
+_neg_view = _P('_neg_view', [
+    _O(_A._op__neg_view, (('self', 'T', False, False, None),), ['self']),
+])
+resolve_neg = _P('resolve_neg', [
+    _O(_A._op_resolve_neg, (('self', 'T', False, False, None),), ['self']),
+])
 conj_physical = _P('conj_physical', [
     _O(_A._op_conj_physical, (('self', 'T', False, False, None),), ['self']),
     _O(_A._op_conj_physical_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
@@ -1718,6 +1733,12 @@ _rnn_layer = _P('_rnn_layer', [
 ])
 _rnn_layer_backward = _P('_rnn_layer_backward', [
     _O(_A._op__rnn_layer_backward, (('input', 'T', False, False, None), ('batch_sizes', 'int[]', False, False, None), ('h0', 'T', False, False, None), ('c0', 'T?', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, False, None), ('b_hh', 'T?', False, False, None), ('w_hr', 'T?', False, False, None), ('mode', 'str', False, False, None), ('reverse', 'bool', False, False, None), ('output', 'T', False, False, None), ('workspace', 'T', False, False, None), ('grad_output', 'T?', False, False, None), ('grad_hn', 'T?', False, False, None), ('grad_cn', 'T?', False, False, None),), ['input', 'batch_sizes', 'h0', 'c0', 'w_ih', 'w_hh', 'b_ih', 'b_hh', 'w_hr', 'mode', 'reverse', 'output', 'workspace', 'grad_output', 'grad_hn', 'grad_cn']),
+])
+mkldnn_rnn_layer = _P('mkldnn_rnn_layer', [
+    _O(_A._op_mkldnn_rnn_layer, (('input', 'T', False, False, None), ('weight0', 'T', False, False, None), ('weight1', 'T', False, False, None), ('weight2', 'T', False, False, None), ('weight3', 'T', False, False, None), ('hx_', 'T', False, False, None), ('cx_', 'T', False, False, None), ('reverse', 'bool', False, False, None), ('batch_sizes', 'int[]', False, False, None), ('mode', 'int', False, False, None), ('hidden_size', 'int', False, False, None), ('num_layers', 'int', False, False, None), ('has_biases', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None), ('batch_first', 'bool', False, False, None), ('train', 'bool', False, False, None),), ['input', 'weight0', 'weight1', 'weight2', 'weight3', 'hx_', 'cx_', 'reverse', 'batch_sizes', 'mode', 'hidden_size', 'num_layers', 'has_biases', 'bidirectional', 'batch_first', 'train']),
+])
+mkldnn_rnn_layer_backward = _P('mkldnn_rnn_layer_backward', [
+    _O(_A._op_mkldnn_rnn_layer_backward, (('input', 'T', False, False, None), ('weight1', 'T', False, False, None), ('weight2', 'T', False, False, None), ('weight3', 'T', False, False, None), ('weight4', 'T', False, False, None), ('hx_', 'T', False, False, None), ('cx_tmp', 'T', False, False, None), ('output', 'T', False, False, None), ('hy_', 'T', False, False, None), ('cy_', 'T', False, False, None), ('grad_output', 'T?', False, False, None), ('grad_hy', 'T?', False, False, None), ('grad_cy', 'T?', False, False, None), ('reverse', 'bool', False, False, None), ('mode', 'int', False, False, None), ('hidden_size', 'int', False, False, None), ('num_layers', 'int', False, False, None), ('has_biases', 'bool', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None), ('batch_sizes', 'int[]', False, False, None), ('batch_first', 'bool', False, False, None), ('workspace', 'T', False, False, None),), ['input', 'weight1', 'weight2', 'weight3', 'weight4', 'hx_', 'cx_tmp', 'output', 'hy_', 'cy_', 'grad_output', 'grad_hy', 'grad_cy', 'reverse', 'mode', 'hidden_size', 'num_layers', 'has_biases', 'train', 'bidirectional', 'batch_sizes', 'batch_first', 'workspace']),
 ])
 lstm = _P('lstm', [
     _O(_A._op_lstm_input, (('input', 'T', False, False, None), ('hx', 'T[]', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None), ('batch_first', 'bool', False, False, None),), ['input', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional', 'batch_first']),

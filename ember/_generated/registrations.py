@@ -4815,6 +4815,24 @@ def __rnn_layer_backward_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_i
         _value_error(_e, K._rnn_layer_backward, input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, output, workspace, grad_output, grad_hn, grad_cn)
 
 
+def _mkldnn_rnn_layer_default(ks, input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.mkldnn_rnn_layer(be.xp, input._data, weight0._data, weight1._data, weight2._data, weight3._data, hx_._data, cx_._data, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device), _new(_rs[3], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K.mkldnn_rnn_layer, input, weight0, weight1, weight2, weight3, hx_, cx_)
+
+
+def _mkldnn_rnn_layer_backward_default(ks, input, weight1, weight2, weight3, weight4, hx_, cx_tmp, output, hy_, cy_, grad_output, grad_hy, grad_cy, reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional, batch_sizes, batch_first, workspace):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.mkldnn_rnn_layer_backward(be.xp, input._data, weight1._data, weight2._data, weight3._data, weight4._data, hx_._data, cx_tmp._data, output._data, hy_._data, cy_._data, (None if grad_output is None else grad_output._data), (None if grad_hy is None else grad_hy._data), (None if grad_cy is None else grad_cy._data), reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional, batch_sizes, batch_first, workspace._data)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device), _new(_rs[3], be.ks, be.device), _new(_rs[4], be.ks, be.device), _new(_rs[5], be.ks, be.device), _new(_rs[6], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K.mkldnn_rnn_layer_backward, input, weight1, weight2, weight3, weight4, hx_, cx_tmp, output, hy_, cy_, grad_output, grad_hy, grad_cy, workspace)
+
+
 def _trace_default(ks, self):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -7772,6 +7790,8 @@ _BACKEND_KERNELS = (
     (_A._op_embedding, _embedding_default, ('CPU', 'CUDA', 'Meta'), K.embedding, (), 'new', None),
     (_A._op__rnn_layer, __rnn_layer_default, ('CPU', 'CUDA', 'Meta'), K._rnn_layer, (), 'new', None),
     (_A._op__rnn_layer_backward, __rnn_layer_backward_default, ('CPU', 'CUDA', 'Meta'), K._rnn_layer_backward, (), 'new', None),
+    (_A._op_mkldnn_rnn_layer, _mkldnn_rnn_layer_default, ('CPU', 'CUDA', 'Meta'), K.mkldnn_rnn_layer, (), 'new', None),
+    (_A._op_mkldnn_rnn_layer_backward, _mkldnn_rnn_layer_backward_default, ('CPU', 'CUDA', 'Meta'), K.mkldnn_rnn_layer_backward, (), 'new', None),
     (_A._op_trace, _trace_default, ('CPU', 'CUDA', 'Meta'), K.trace, (), 'new', None),
     (_A._op_special_i0e, _special_i0e_default, ('CPU', 'CUDA', 'Meta'), K.special_i0e, (), 'new', None),
     (_A._op_special_i0e_out, _special_i0e_out, ('CPU', 'CUDA', 'Meta'), K.special_i0e, (), 'out', None),
@@ -8066,6 +8086,11 @@ _BACKEND_KERNELS = (
 
 # operator, key, composite function
 _COMPOSITE_KERNELS = (
+    (_A._op_conj, 'CompositeImplicitAutograd', C.conj),
+    (_A._op__conj, 'CompositeExplicitAutograd', C.conj_view),
+    (_A._op_resolve_conj, 'CompositeImplicitAutograd', C.resolve_conj),
+    (_A._op__neg_view, 'CompositeExplicitAutograd', C.neg_view),
+    (_A._op_resolve_neg, 'CompositeImplicitAutograd', C.resolve_neg),
     (_A._op_conj_physical, 'CompositeImplicitAutograd', C.conj_physical),
     (_A._op_square, 'CompositeImplicitAutograd', C.square),
     (_A._op_square_, 'CompositeImplicitAutograd', C.square_),

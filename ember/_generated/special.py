@@ -11,6 +11,7 @@ from ember.c10.generator import Generator as _Generator
 from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _ints
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
+from ember.aten.dispatcher import ks_out as _ks_out  # noqa: F401
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 from ember.aten.torch_function import NOT_HANDLED as _NOT_HANDLED, dispatch as _tf_dispatch, register_flag as _register_tf_flag
@@ -76,14 +77,14 @@ def gammainc(*args, **kwargs):
             if out is None:
                 return _A._op_special_gammainc.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_special_gammainc_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_special_gammainc_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_gammainc.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_gammainc.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_special_gammainc_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_special_gammainc_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -116,14 +117,14 @@ def gammaincc(*args, **kwargs):
             if out is None:
                 return _A._op_special_gammaincc.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_special_gammaincc_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_special_gammaincc_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_gammaincc.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_gammaincc.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_special_gammaincc_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_special_gammaincc_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -506,14 +507,14 @@ def i0e(*args, **kwargs):
             if out is None:
                 return _A._op_special_i0e.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_special_i0e_out.call(input._ks, input, out)
+                return _A._op_special_i0e_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_i0e.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_i0e.call(_a['input']._ks, _a['input'])
-        return _A._op_special_i0e_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_special_i0e_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -546,14 +547,14 @@ def i1(*args, **kwargs):
             if out is None:
                 return _A._op_special_i1.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_special_i1_out.call(input._ks, input, out)
+                return _A._op_special_i1_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_i1.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_i1.call(_a['input']._ks, _a['input'])
-        return _A._op_special_i1_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_special_i1_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -586,14 +587,14 @@ def i1e(*args, **kwargs):
             if out is None:
                 return _A._op_special_i1e.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_special_i1e_out.call(input._ks, input, out)
+                return _A._op_special_i1e_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_i1e.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_i1e.call(_a['input']._ks, _a['input'])
-        return _A._op_special_i1e_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_special_i1e_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -835,7 +836,7 @@ def chebyshev_polynomial_t(*args, **kwargs):
             if out is None:
                 return _A._op_special_chebyshev_polynomial_t.call(x._ks | n._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_chebyshev_polynomial_t_out.call(x._ks | n._ks, x, n, out)
+                return _A._op_special_chebyshev_polynomial_t_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
     try:
         _b = _bind_chebyshev_polynomial_t_1(*args, **kwargs)
     except TypeError:
@@ -846,7 +847,7 @@ def chebyshev_polynomial_t(*args, **kwargs):
             if out is None:
                 return _A._op_special_chebyshev_polynomial_t_x_scalar.call(n._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_chebyshev_polynomial_t_x_scalar_out.call(n._ks, x, n, out)
+                return _A._op_special_chebyshev_polynomial_t_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
     try:
         _b = _bind_chebyshev_polynomial_t_2(*args, **kwargs)
     except TypeError:
@@ -857,22 +858,22 @@ def chebyshev_polynomial_t(*args, **kwargs):
             if out is None:
                 return _A._op_special_chebyshev_polynomial_t_n_scalar.call(x._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_chebyshev_polynomial_t_n_scalar_out.call(x._ks, x, n, out)
+                return _A._op_special_chebyshev_polynomial_t_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
     _i, _a = _sig_chebyshev_polynomial_t.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_chebyshev_polynomial_t.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
-        return _A._op_special_chebyshev_polynomial_t_out.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_chebyshev_polynomial_t_out.call(_a['x']._ks | _a['n']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_special_chebyshev_polynomial_t_x_scalar.call(_a['n']._ks, _a['x'], _a['n'])
-        return _A._op_special_chebyshev_polynomial_t_x_scalar_out.call(_a['n']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_chebyshev_polynomial_t_x_scalar_out.call(_a['n']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     elif _i == 2:
         if _a['out'] is None:
             return _A._op_special_chebyshev_polynomial_t_n_scalar.call(_a['x']._ks, _a['x'], _a['n'])
-        return _A._op_special_chebyshev_polynomial_t_n_scalar_out.call(_a['x']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_chebyshev_polynomial_t_n_scalar_out.call(_a['x']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -911,7 +912,7 @@ def chebyshev_polynomial_u(*args, **kwargs):
             if out is None:
                 return _A._op_special_chebyshev_polynomial_u.call(x._ks | n._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_chebyshev_polynomial_u_out.call(x._ks | n._ks, x, n, out)
+                return _A._op_special_chebyshev_polynomial_u_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
     try:
         _b = _bind_chebyshev_polynomial_u_1(*args, **kwargs)
     except TypeError:
@@ -922,7 +923,7 @@ def chebyshev_polynomial_u(*args, **kwargs):
             if out is None:
                 return _A._op_special_chebyshev_polynomial_u_x_scalar.call(n._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_chebyshev_polynomial_u_x_scalar_out.call(n._ks, x, n, out)
+                return _A._op_special_chebyshev_polynomial_u_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
     try:
         _b = _bind_chebyshev_polynomial_u_2(*args, **kwargs)
     except TypeError:
@@ -933,22 +934,22 @@ def chebyshev_polynomial_u(*args, **kwargs):
             if out is None:
                 return _A._op_special_chebyshev_polynomial_u_n_scalar.call(x._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_chebyshev_polynomial_u_n_scalar_out.call(x._ks, x, n, out)
+                return _A._op_special_chebyshev_polynomial_u_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
     _i, _a = _sig_chebyshev_polynomial_u.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_chebyshev_polynomial_u.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
-        return _A._op_special_chebyshev_polynomial_u_out.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_chebyshev_polynomial_u_out.call(_a['x']._ks | _a['n']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_special_chebyshev_polynomial_u_x_scalar.call(_a['n']._ks, _a['x'], _a['n'])
-        return _A._op_special_chebyshev_polynomial_u_x_scalar_out.call(_a['n']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_chebyshev_polynomial_u_x_scalar_out.call(_a['n']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     elif _i == 2:
         if _a['out'] is None:
             return _A._op_special_chebyshev_polynomial_u_n_scalar.call(_a['x']._ks, _a['x'], _a['n'])
-        return _A._op_special_chebyshev_polynomial_u_n_scalar_out.call(_a['x']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_chebyshev_polynomial_u_n_scalar_out.call(_a['x']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -987,7 +988,7 @@ def chebyshev_polynomial_v(*args, **kwargs):
             if out is None:
                 return _A._op_special_chebyshev_polynomial_v.call(x._ks | n._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_chebyshev_polynomial_v_out.call(x._ks | n._ks, x, n, out)
+                return _A._op_special_chebyshev_polynomial_v_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
     try:
         _b = _bind_chebyshev_polynomial_v_1(*args, **kwargs)
     except TypeError:
@@ -998,7 +999,7 @@ def chebyshev_polynomial_v(*args, **kwargs):
             if out is None:
                 return _A._op_special_chebyshev_polynomial_v_x_scalar.call(n._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_chebyshev_polynomial_v_x_scalar_out.call(n._ks, x, n, out)
+                return _A._op_special_chebyshev_polynomial_v_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
     try:
         _b = _bind_chebyshev_polynomial_v_2(*args, **kwargs)
     except TypeError:
@@ -1009,22 +1010,22 @@ def chebyshev_polynomial_v(*args, **kwargs):
             if out is None:
                 return _A._op_special_chebyshev_polynomial_v_n_scalar.call(x._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_chebyshev_polynomial_v_n_scalar_out.call(x._ks, x, n, out)
+                return _A._op_special_chebyshev_polynomial_v_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
     _i, _a = _sig_chebyshev_polynomial_v.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_chebyshev_polynomial_v.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
-        return _A._op_special_chebyshev_polynomial_v_out.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_chebyshev_polynomial_v_out.call(_a['x']._ks | _a['n']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_special_chebyshev_polynomial_v_x_scalar.call(_a['n']._ks, _a['x'], _a['n'])
-        return _A._op_special_chebyshev_polynomial_v_x_scalar_out.call(_a['n']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_chebyshev_polynomial_v_x_scalar_out.call(_a['n']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     elif _i == 2:
         if _a['out'] is None:
             return _A._op_special_chebyshev_polynomial_v_n_scalar.call(_a['x']._ks, _a['x'], _a['n'])
-        return _A._op_special_chebyshev_polynomial_v_n_scalar_out.call(_a['x']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_chebyshev_polynomial_v_n_scalar_out.call(_a['x']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1063,7 +1064,7 @@ def chebyshev_polynomial_w(*args, **kwargs):
             if out is None:
                 return _A._op_special_chebyshev_polynomial_w.call(x._ks | n._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_chebyshev_polynomial_w_out.call(x._ks | n._ks, x, n, out)
+                return _A._op_special_chebyshev_polynomial_w_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
     try:
         _b = _bind_chebyshev_polynomial_w_1(*args, **kwargs)
     except TypeError:
@@ -1074,7 +1075,7 @@ def chebyshev_polynomial_w(*args, **kwargs):
             if out is None:
                 return _A._op_special_chebyshev_polynomial_w_x_scalar.call(n._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_chebyshev_polynomial_w_x_scalar_out.call(n._ks, x, n, out)
+                return _A._op_special_chebyshev_polynomial_w_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
     try:
         _b = _bind_chebyshev_polynomial_w_2(*args, **kwargs)
     except TypeError:
@@ -1085,22 +1086,22 @@ def chebyshev_polynomial_w(*args, **kwargs):
             if out is None:
                 return _A._op_special_chebyshev_polynomial_w_n_scalar.call(x._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_chebyshev_polynomial_w_n_scalar_out.call(x._ks, x, n, out)
+                return _A._op_special_chebyshev_polynomial_w_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
     _i, _a = _sig_chebyshev_polynomial_w.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_chebyshev_polynomial_w.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
-        return _A._op_special_chebyshev_polynomial_w_out.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_chebyshev_polynomial_w_out.call(_a['x']._ks | _a['n']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_special_chebyshev_polynomial_w_x_scalar.call(_a['n']._ks, _a['x'], _a['n'])
-        return _A._op_special_chebyshev_polynomial_w_x_scalar_out.call(_a['n']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_chebyshev_polynomial_w_x_scalar_out.call(_a['n']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     elif _i == 2:
         if _a['out'] is None:
             return _A._op_special_chebyshev_polynomial_w_n_scalar.call(_a['x']._ks, _a['x'], _a['n'])
-        return _A._op_special_chebyshev_polynomial_w_n_scalar_out.call(_a['x']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_chebyshev_polynomial_w_n_scalar_out.call(_a['x']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1139,7 +1140,7 @@ def shifted_chebyshev_polynomial_t(*args, **kwargs):
             if out is None:
                 return _A._op_special_shifted_chebyshev_polynomial_t.call(x._ks | n._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_shifted_chebyshev_polynomial_t_out.call(x._ks | n._ks, x, n, out)
+                return _A._op_special_shifted_chebyshev_polynomial_t_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
     try:
         _b = _bind_shifted_chebyshev_polynomial_t_1(*args, **kwargs)
     except TypeError:
@@ -1150,7 +1151,7 @@ def shifted_chebyshev_polynomial_t(*args, **kwargs):
             if out is None:
                 return _A._op_special_shifted_chebyshev_polynomial_t_x_scalar.call(n._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_shifted_chebyshev_polynomial_t_x_scalar_out.call(n._ks, x, n, out)
+                return _A._op_special_shifted_chebyshev_polynomial_t_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
     try:
         _b = _bind_shifted_chebyshev_polynomial_t_2(*args, **kwargs)
     except TypeError:
@@ -1161,22 +1162,22 @@ def shifted_chebyshev_polynomial_t(*args, **kwargs):
             if out is None:
                 return _A._op_special_shifted_chebyshev_polynomial_t_n_scalar.call(x._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_shifted_chebyshev_polynomial_t_n_scalar_out.call(x._ks, x, n, out)
+                return _A._op_special_shifted_chebyshev_polynomial_t_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
     _i, _a = _sig_shifted_chebyshev_polynomial_t.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_shifted_chebyshev_polynomial_t.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
-        return _A._op_special_shifted_chebyshev_polynomial_t_out.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_shifted_chebyshev_polynomial_t_out.call(_a['x']._ks | _a['n']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_special_shifted_chebyshev_polynomial_t_x_scalar.call(_a['n']._ks, _a['x'], _a['n'])
-        return _A._op_special_shifted_chebyshev_polynomial_t_x_scalar_out.call(_a['n']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_shifted_chebyshev_polynomial_t_x_scalar_out.call(_a['n']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     elif _i == 2:
         if _a['out'] is None:
             return _A._op_special_shifted_chebyshev_polynomial_t_n_scalar.call(_a['x']._ks, _a['x'], _a['n'])
-        return _A._op_special_shifted_chebyshev_polynomial_t_n_scalar_out.call(_a['x']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_shifted_chebyshev_polynomial_t_n_scalar_out.call(_a['x']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1215,7 +1216,7 @@ def shifted_chebyshev_polynomial_u(*args, **kwargs):
             if out is None:
                 return _A._op_special_shifted_chebyshev_polynomial_u.call(x._ks | n._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_shifted_chebyshev_polynomial_u_out.call(x._ks | n._ks, x, n, out)
+                return _A._op_special_shifted_chebyshev_polynomial_u_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
     try:
         _b = _bind_shifted_chebyshev_polynomial_u_1(*args, **kwargs)
     except TypeError:
@@ -1226,7 +1227,7 @@ def shifted_chebyshev_polynomial_u(*args, **kwargs):
             if out is None:
                 return _A._op_special_shifted_chebyshev_polynomial_u_x_scalar.call(n._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_shifted_chebyshev_polynomial_u_x_scalar_out.call(n._ks, x, n, out)
+                return _A._op_special_shifted_chebyshev_polynomial_u_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
     try:
         _b = _bind_shifted_chebyshev_polynomial_u_2(*args, **kwargs)
     except TypeError:
@@ -1237,22 +1238,22 @@ def shifted_chebyshev_polynomial_u(*args, **kwargs):
             if out is None:
                 return _A._op_special_shifted_chebyshev_polynomial_u_n_scalar.call(x._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_shifted_chebyshev_polynomial_u_n_scalar_out.call(x._ks, x, n, out)
+                return _A._op_special_shifted_chebyshev_polynomial_u_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
     _i, _a = _sig_shifted_chebyshev_polynomial_u.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_shifted_chebyshev_polynomial_u.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
-        return _A._op_special_shifted_chebyshev_polynomial_u_out.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_shifted_chebyshev_polynomial_u_out.call(_a['x']._ks | _a['n']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_special_shifted_chebyshev_polynomial_u_x_scalar.call(_a['n']._ks, _a['x'], _a['n'])
-        return _A._op_special_shifted_chebyshev_polynomial_u_x_scalar_out.call(_a['n']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_shifted_chebyshev_polynomial_u_x_scalar_out.call(_a['n']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     elif _i == 2:
         if _a['out'] is None:
             return _A._op_special_shifted_chebyshev_polynomial_u_n_scalar.call(_a['x']._ks, _a['x'], _a['n'])
-        return _A._op_special_shifted_chebyshev_polynomial_u_n_scalar_out.call(_a['x']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_shifted_chebyshev_polynomial_u_n_scalar_out.call(_a['x']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1291,7 +1292,7 @@ def shifted_chebyshev_polynomial_v(*args, **kwargs):
             if out is None:
                 return _A._op_special_shifted_chebyshev_polynomial_v.call(x._ks | n._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_shifted_chebyshev_polynomial_v_out.call(x._ks | n._ks, x, n, out)
+                return _A._op_special_shifted_chebyshev_polynomial_v_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
     try:
         _b = _bind_shifted_chebyshev_polynomial_v_1(*args, **kwargs)
     except TypeError:
@@ -1302,7 +1303,7 @@ def shifted_chebyshev_polynomial_v(*args, **kwargs):
             if out is None:
                 return _A._op_special_shifted_chebyshev_polynomial_v_x_scalar.call(n._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_shifted_chebyshev_polynomial_v_x_scalar_out.call(n._ks, x, n, out)
+                return _A._op_special_shifted_chebyshev_polynomial_v_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
     try:
         _b = _bind_shifted_chebyshev_polynomial_v_2(*args, **kwargs)
     except TypeError:
@@ -1313,22 +1314,22 @@ def shifted_chebyshev_polynomial_v(*args, **kwargs):
             if out is None:
                 return _A._op_special_shifted_chebyshev_polynomial_v_n_scalar.call(x._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_shifted_chebyshev_polynomial_v_n_scalar_out.call(x._ks, x, n, out)
+                return _A._op_special_shifted_chebyshev_polynomial_v_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
     _i, _a = _sig_shifted_chebyshev_polynomial_v.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_shifted_chebyshev_polynomial_v.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
-        return _A._op_special_shifted_chebyshev_polynomial_v_out.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_shifted_chebyshev_polynomial_v_out.call(_a['x']._ks | _a['n']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_special_shifted_chebyshev_polynomial_v_x_scalar.call(_a['n']._ks, _a['x'], _a['n'])
-        return _A._op_special_shifted_chebyshev_polynomial_v_x_scalar_out.call(_a['n']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_shifted_chebyshev_polynomial_v_x_scalar_out.call(_a['n']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     elif _i == 2:
         if _a['out'] is None:
             return _A._op_special_shifted_chebyshev_polynomial_v_n_scalar.call(_a['x']._ks, _a['x'], _a['n'])
-        return _A._op_special_shifted_chebyshev_polynomial_v_n_scalar_out.call(_a['x']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_shifted_chebyshev_polynomial_v_n_scalar_out.call(_a['x']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1367,7 +1368,7 @@ def shifted_chebyshev_polynomial_w(*args, **kwargs):
             if out is None:
                 return _A._op_special_shifted_chebyshev_polynomial_w.call(x._ks | n._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_shifted_chebyshev_polynomial_w_out.call(x._ks | n._ks, x, n, out)
+                return _A._op_special_shifted_chebyshev_polynomial_w_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
     try:
         _b = _bind_shifted_chebyshev_polynomial_w_1(*args, **kwargs)
     except TypeError:
@@ -1378,7 +1379,7 @@ def shifted_chebyshev_polynomial_w(*args, **kwargs):
             if out is None:
                 return _A._op_special_shifted_chebyshev_polynomial_w_x_scalar.call(n._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_shifted_chebyshev_polynomial_w_x_scalar_out.call(n._ks, x, n, out)
+                return _A._op_special_shifted_chebyshev_polynomial_w_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
     try:
         _b = _bind_shifted_chebyshev_polynomial_w_2(*args, **kwargs)
     except TypeError:
@@ -1389,22 +1390,22 @@ def shifted_chebyshev_polynomial_w(*args, **kwargs):
             if out is None:
                 return _A._op_special_shifted_chebyshev_polynomial_w_n_scalar.call(x._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_shifted_chebyshev_polynomial_w_n_scalar_out.call(x._ks, x, n, out)
+                return _A._op_special_shifted_chebyshev_polynomial_w_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
     _i, _a = _sig_shifted_chebyshev_polynomial_w.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_shifted_chebyshev_polynomial_w.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
-        return _A._op_special_shifted_chebyshev_polynomial_w_out.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_shifted_chebyshev_polynomial_w_out.call(_a['x']._ks | _a['n']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_special_shifted_chebyshev_polynomial_w_x_scalar.call(_a['n']._ks, _a['x'], _a['n'])
-        return _A._op_special_shifted_chebyshev_polynomial_w_x_scalar_out.call(_a['n']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_shifted_chebyshev_polynomial_w_x_scalar_out.call(_a['n']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     elif _i == 2:
         if _a['out'] is None:
             return _A._op_special_shifted_chebyshev_polynomial_w_n_scalar.call(_a['x']._ks, _a['x'], _a['n'])
-        return _A._op_special_shifted_chebyshev_polynomial_w_n_scalar_out.call(_a['x']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_shifted_chebyshev_polynomial_w_n_scalar_out.call(_a['x']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1443,7 +1444,7 @@ def hermite_polynomial_h(*args, **kwargs):
             if out is None:
                 return _A._op_special_hermite_polynomial_h.call(x._ks | n._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_hermite_polynomial_h_out.call(x._ks | n._ks, x, n, out)
+                return _A._op_special_hermite_polynomial_h_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
     try:
         _b = _bind_hermite_polynomial_h_1(*args, **kwargs)
     except TypeError:
@@ -1454,7 +1455,7 @@ def hermite_polynomial_h(*args, **kwargs):
             if out is None:
                 return _A._op_special_hermite_polynomial_h_x_scalar.call(n._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_hermite_polynomial_h_x_scalar_out.call(n._ks, x, n, out)
+                return _A._op_special_hermite_polynomial_h_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
     try:
         _b = _bind_hermite_polynomial_h_2(*args, **kwargs)
     except TypeError:
@@ -1465,22 +1466,22 @@ def hermite_polynomial_h(*args, **kwargs):
             if out is None:
                 return _A._op_special_hermite_polynomial_h_n_scalar.call(x._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_hermite_polynomial_h_n_scalar_out.call(x._ks, x, n, out)
+                return _A._op_special_hermite_polynomial_h_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
     _i, _a = _sig_hermite_polynomial_h.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_hermite_polynomial_h.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
-        return _A._op_special_hermite_polynomial_h_out.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_hermite_polynomial_h_out.call(_a['x']._ks | _a['n']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_special_hermite_polynomial_h_x_scalar.call(_a['n']._ks, _a['x'], _a['n'])
-        return _A._op_special_hermite_polynomial_h_x_scalar_out.call(_a['n']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_hermite_polynomial_h_x_scalar_out.call(_a['n']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     elif _i == 2:
         if _a['out'] is None:
             return _A._op_special_hermite_polynomial_h_n_scalar.call(_a['x']._ks, _a['x'], _a['n'])
-        return _A._op_special_hermite_polynomial_h_n_scalar_out.call(_a['x']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_hermite_polynomial_h_n_scalar_out.call(_a['x']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1519,7 +1520,7 @@ def hermite_polynomial_he(*args, **kwargs):
             if out is None:
                 return _A._op_special_hermite_polynomial_he.call(x._ks | n._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_hermite_polynomial_he_out.call(x._ks | n._ks, x, n, out)
+                return _A._op_special_hermite_polynomial_he_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
     try:
         _b = _bind_hermite_polynomial_he_1(*args, **kwargs)
     except TypeError:
@@ -1530,7 +1531,7 @@ def hermite_polynomial_he(*args, **kwargs):
             if out is None:
                 return _A._op_special_hermite_polynomial_he_x_scalar.call(n._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_hermite_polynomial_he_x_scalar_out.call(n._ks, x, n, out)
+                return _A._op_special_hermite_polynomial_he_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
     try:
         _b = _bind_hermite_polynomial_he_2(*args, **kwargs)
     except TypeError:
@@ -1541,22 +1542,22 @@ def hermite_polynomial_he(*args, **kwargs):
             if out is None:
                 return _A._op_special_hermite_polynomial_he_n_scalar.call(x._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_hermite_polynomial_he_n_scalar_out.call(x._ks, x, n, out)
+                return _A._op_special_hermite_polynomial_he_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
     _i, _a = _sig_hermite_polynomial_he.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_hermite_polynomial_he.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
-        return _A._op_special_hermite_polynomial_he_out.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_hermite_polynomial_he_out.call(_a['x']._ks | _a['n']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_special_hermite_polynomial_he_x_scalar.call(_a['n']._ks, _a['x'], _a['n'])
-        return _A._op_special_hermite_polynomial_he_x_scalar_out.call(_a['n']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_hermite_polynomial_he_x_scalar_out.call(_a['n']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     elif _i == 2:
         if _a['out'] is None:
             return _A._op_special_hermite_polynomial_he_n_scalar.call(_a['x']._ks, _a['x'], _a['n'])
-        return _A._op_special_hermite_polynomial_he_n_scalar_out.call(_a['x']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_hermite_polynomial_he_n_scalar_out.call(_a['x']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1595,7 +1596,7 @@ def laguerre_polynomial_l(*args, **kwargs):
             if out is None:
                 return _A._op_special_laguerre_polynomial_l.call(x._ks | n._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_laguerre_polynomial_l_out.call(x._ks | n._ks, x, n, out)
+                return _A._op_special_laguerre_polynomial_l_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
     try:
         _b = _bind_laguerre_polynomial_l_1(*args, **kwargs)
     except TypeError:
@@ -1606,7 +1607,7 @@ def laguerre_polynomial_l(*args, **kwargs):
             if out is None:
                 return _A._op_special_laguerre_polynomial_l_x_scalar.call(n._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_laguerre_polynomial_l_x_scalar_out.call(n._ks, x, n, out)
+                return _A._op_special_laguerre_polynomial_l_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
     try:
         _b = _bind_laguerre_polynomial_l_2(*args, **kwargs)
     except TypeError:
@@ -1617,22 +1618,22 @@ def laguerre_polynomial_l(*args, **kwargs):
             if out is None:
                 return _A._op_special_laguerre_polynomial_l_n_scalar.call(x._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_laguerre_polynomial_l_n_scalar_out.call(x._ks, x, n, out)
+                return _A._op_special_laguerre_polynomial_l_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
     _i, _a = _sig_laguerre_polynomial_l.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_laguerre_polynomial_l.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
-        return _A._op_special_laguerre_polynomial_l_out.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_laguerre_polynomial_l_out.call(_a['x']._ks | _a['n']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_special_laguerre_polynomial_l_x_scalar.call(_a['n']._ks, _a['x'], _a['n'])
-        return _A._op_special_laguerre_polynomial_l_x_scalar_out.call(_a['n']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_laguerre_polynomial_l_x_scalar_out.call(_a['n']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     elif _i == 2:
         if _a['out'] is None:
             return _A._op_special_laguerre_polynomial_l_n_scalar.call(_a['x']._ks, _a['x'], _a['n'])
-        return _A._op_special_laguerre_polynomial_l_n_scalar_out.call(_a['x']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_laguerre_polynomial_l_n_scalar_out.call(_a['x']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1671,7 +1672,7 @@ def legendre_polynomial_p(*args, **kwargs):
             if out is None:
                 return _A._op_special_legendre_polynomial_p.call(x._ks | n._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_legendre_polynomial_p_out.call(x._ks | n._ks, x, n, out)
+                return _A._op_special_legendre_polynomial_p_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
     try:
         _b = _bind_legendre_polynomial_p_1(*args, **kwargs)
     except TypeError:
@@ -1682,7 +1683,7 @@ def legendre_polynomial_p(*args, **kwargs):
             if out is None:
                 return _A._op_special_legendre_polynomial_p_x_scalar.call(n._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_legendre_polynomial_p_x_scalar_out.call(n._ks, x, n, out)
+                return _A._op_special_legendre_polynomial_p_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
     try:
         _b = _bind_legendre_polynomial_p_2(*args, **kwargs)
     except TypeError:
@@ -1693,22 +1694,22 @@ def legendre_polynomial_p(*args, **kwargs):
             if out is None:
                 return _A._op_special_legendre_polynomial_p_n_scalar.call(x._ks, x, n)
             if isinstance(out, _Tensor):
-                return _A._op_special_legendre_polynomial_p_n_scalar_out.call(x._ks, x, n, out)
+                return _A._op_special_legendre_polynomial_p_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
     _i, _a = _sig_legendre_polynomial_p.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_legendre_polynomial_p.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
-        return _A._op_special_legendre_polynomial_p_out.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_legendre_polynomial_p_out.call(_a['x']._ks | _a['n']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_special_legendre_polynomial_p_x_scalar.call(_a['n']._ks, _a['x'], _a['n'])
-        return _A._op_special_legendre_polynomial_p_x_scalar_out.call(_a['n']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_legendre_polynomial_p_x_scalar_out.call(_a['n']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     elif _i == 2:
         if _a['out'] is None:
             return _A._op_special_legendre_polynomial_p_n_scalar.call(_a['x']._ks, _a['x'], _a['n'])
-        return _A._op_special_legendre_polynomial_p_n_scalar_out.call(_a['x']._ks, _a['x'], _a['n'], _a['out'])
+        return _A._op_special_legendre_polynomial_p_n_scalar_out.call(_a['x']._ks | _ks_out(_a['out']), _a['x'], _a['n'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1739,14 +1740,14 @@ def erfcx(*args, **kwargs):
             if out is None:
                 return _A._op_special_erfcx.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_special_erfcx_out.call(input._ks, input, out)
+                return _A._op_special_erfcx_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_erfcx.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_erfcx.call(_a['input']._ks, _a['input'])
-        return _A._op_special_erfcx_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_special_erfcx_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1779,14 +1780,14 @@ def log_ndtr(*args, **kwargs):
             if out is None:
                 return _A._op_special_log_ndtr.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_special_log_ndtr_out.call(input._ks, input, out)
+                return _A._op_special_log_ndtr_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_log_ndtr.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_log_ndtr.call(_a['input']._ks, _a['input'])
-        return _A._op_special_log_ndtr_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_special_log_ndtr_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1819,14 +1820,14 @@ def ndtri(*args, **kwargs):
             if out is None:
                 return _A._op_special_ndtri.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_special_ndtri_out.call(input._ks, input, out)
+                return _A._op_special_ndtri_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_ndtri.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_ndtri.call(_a['input']._ks, _a['input'])
-        return _A._op_special_ndtri_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_special_ndtri_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1867,7 +1868,7 @@ def zeta(*args, **kwargs):
             if out is None:
                 return _A._op_special_zeta.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_special_zeta_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_special_zeta_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     try:
         _b = _bind_zeta_1(*args, **kwargs)
     except TypeError:
@@ -1878,7 +1879,7 @@ def zeta(*args, **kwargs):
             if out is None:
                 return _A._op_special_zeta_self_scalar.call(other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_special_zeta_self_scalar_out.call(other._ks, input, other, out)
+                return _A._op_special_zeta_self_scalar_out.call(other._ks | _ks_out(out), input, other, out)
     try:
         _b = _bind_zeta_2(*args, **kwargs)
     except TypeError:
@@ -1889,22 +1890,22 @@ def zeta(*args, **kwargs):
             if out is None:
                 return _A._op_special_zeta_other_scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_special_zeta_other_scalar_out.call(input._ks, input, other, out)
+                return _A._op_special_zeta_other_scalar_out.call(input._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_zeta.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_zeta.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_special_zeta_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_special_zeta_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _A._op_special_zeta_self_scalar.call(_a['other']._ks, _a['input'], _a['other'])
-        return _A._op_special_zeta_self_scalar_out.call(_a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_special_zeta_self_scalar_out.call(_a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     elif _i == 2:
         if _a['out'] is None:
             return _A._op_special_zeta_other_scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _A._op_special_zeta_other_scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_special_zeta_other_scalar_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1935,14 +1936,14 @@ def airy_ai(*args, **kwargs):
             if out is None:
                 return _A._op_special_airy_ai.call(x._ks, x)
             if isinstance(out, _Tensor):
-                return _A._op_special_airy_ai_out.call(x._ks, x, out)
+                return _A._op_special_airy_ai_out.call(x._ks | _ks_out(out), x, out)
     _i, _a = _sig_airy_ai.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_airy_ai.call(_a['x']._ks, _a['x'])
-        return _A._op_special_airy_ai_out.call(_a['x']._ks, _a['x'], _a['out'])
+        return _A._op_special_airy_ai_out.call(_a['x']._ks | _ks_out(_a['out']), _a['x'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1975,14 +1976,14 @@ def bessel_j0(*args, **kwargs):
             if out is None:
                 return _A._op_special_bessel_j0.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_special_bessel_j0_out.call(input._ks, input, out)
+                return _A._op_special_bessel_j0_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_bessel_j0.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_bessel_j0.call(_a['input']._ks, _a['input'])
-        return _A._op_special_bessel_j0_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_special_bessel_j0_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2015,14 +2016,14 @@ def bessel_j1(*args, **kwargs):
             if out is None:
                 return _A._op_special_bessel_j1.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_special_bessel_j1_out.call(input._ks, input, out)
+                return _A._op_special_bessel_j1_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_bessel_j1.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_bessel_j1.call(_a['input']._ks, _a['input'])
-        return _A._op_special_bessel_j1_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_special_bessel_j1_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2055,14 +2056,14 @@ def bessel_y0(*args, **kwargs):
             if out is None:
                 return _A._op_special_bessel_y0.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_special_bessel_y0_out.call(input._ks, input, out)
+                return _A._op_special_bessel_y0_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_bessel_y0.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_bessel_y0.call(_a['input']._ks, _a['input'])
-        return _A._op_special_bessel_y0_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_special_bessel_y0_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2095,14 +2096,14 @@ def bessel_y1(*args, **kwargs):
             if out is None:
                 return _A._op_special_bessel_y1.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_special_bessel_y1_out.call(input._ks, input, out)
+                return _A._op_special_bessel_y1_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_bessel_y1.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_bessel_y1.call(_a['input']._ks, _a['input'])
-        return _A._op_special_bessel_y1_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_special_bessel_y1_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2135,14 +2136,14 @@ def modified_bessel_i0(*args, **kwargs):
             if out is None:
                 return _A._op_special_modified_bessel_i0.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_special_modified_bessel_i0_out.call(input._ks, input, out)
+                return _A._op_special_modified_bessel_i0_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_modified_bessel_i0.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_modified_bessel_i0.call(_a['input']._ks, _a['input'])
-        return _A._op_special_modified_bessel_i0_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_special_modified_bessel_i0_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2175,14 +2176,14 @@ def modified_bessel_i1(*args, **kwargs):
             if out is None:
                 return _A._op_special_modified_bessel_i1.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_special_modified_bessel_i1_out.call(input._ks, input, out)
+                return _A._op_special_modified_bessel_i1_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_modified_bessel_i1.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_modified_bessel_i1.call(_a['input']._ks, _a['input'])
-        return _A._op_special_modified_bessel_i1_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_special_modified_bessel_i1_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2215,14 +2216,14 @@ def modified_bessel_k0(*args, **kwargs):
             if out is None:
                 return _A._op_special_modified_bessel_k0.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_special_modified_bessel_k0_out.call(input._ks, input, out)
+                return _A._op_special_modified_bessel_k0_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_modified_bessel_k0.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_modified_bessel_k0.call(_a['input']._ks, _a['input'])
-        return _A._op_special_modified_bessel_k0_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_special_modified_bessel_k0_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2255,14 +2256,14 @@ def modified_bessel_k1(*args, **kwargs):
             if out is None:
                 return _A._op_special_modified_bessel_k1.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_special_modified_bessel_k1_out.call(input._ks, input, out)
+                return _A._op_special_modified_bessel_k1_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_modified_bessel_k1.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_modified_bessel_k1.call(_a['input']._ks, _a['input'])
-        return _A._op_special_modified_bessel_k1_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_special_modified_bessel_k1_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2295,14 +2296,14 @@ def scaled_modified_bessel_k0(*args, **kwargs):
             if out is None:
                 return _A._op_special_scaled_modified_bessel_k0.call(x._ks, x)
             if isinstance(out, _Tensor):
-                return _A._op_special_scaled_modified_bessel_k0_out.call(x._ks, x, out)
+                return _A._op_special_scaled_modified_bessel_k0_out.call(x._ks | _ks_out(out), x, out)
     _i, _a = _sig_scaled_modified_bessel_k0.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_scaled_modified_bessel_k0.call(_a['x']._ks, _a['x'])
-        return _A._op_special_scaled_modified_bessel_k0_out.call(_a['x']._ks, _a['x'], _a['out'])
+        return _A._op_special_scaled_modified_bessel_k0_out.call(_a['x']._ks | _ks_out(_a['out']), _a['x'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2335,14 +2336,14 @@ def scaled_modified_bessel_k1(*args, **kwargs):
             if out is None:
                 return _A._op_special_scaled_modified_bessel_k1.call(x._ks, x)
             if isinstance(out, _Tensor):
-                return _A._op_special_scaled_modified_bessel_k1_out.call(x._ks, x, out)
+                return _A._op_special_scaled_modified_bessel_k1_out.call(x._ks | _ks_out(out), x, out)
     _i, _a = _sig_scaled_modified_bessel_k1.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_scaled_modified_bessel_k1.call(_a['x']._ks, _a['x'])
-        return _A._op_special_scaled_modified_bessel_k1_out.call(_a['x']._ks, _a['x'], _a['out'])
+        return _A._op_special_scaled_modified_bessel_k1_out.call(_a['x']._ks | _ks_out(_a['out']), _a['x'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2375,14 +2376,14 @@ def spherical_bessel_j0(*args, **kwargs):
             if out is None:
                 return _A._op_special_spherical_bessel_j0.call(x._ks, x)
             if isinstance(out, _Tensor):
-                return _A._op_special_spherical_bessel_j0_out.call(x._ks, x, out)
+                return _A._op_special_spherical_bessel_j0_out.call(x._ks | _ks_out(out), x, out)
     _i, _a = _sig_spherical_bessel_j0.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_spherical_bessel_j0.call(_a['x']._ks, _a['x'])
-        return _A._op_special_spherical_bessel_j0_out.call(_a['x']._ks, _a['x'], _a['out'])
+        return _A._op_special_spherical_bessel_j0_out.call(_a['x']._ks | _ks_out(_a['out']), _a['x'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2415,14 +2416,14 @@ def entr(*args, **kwargs):
             if out is None:
                 return _A._op_special_entr.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_special_entr_out.call(input._ks, input, out)
+                return _A._op_special_entr_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_entr.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_entr.call(_a['input']._ks, _a['input'])
-        return _A._op_special_entr_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_special_entr_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2455,14 +2456,14 @@ def ndtr(*args, **kwargs):
             if out is None:
                 return _A._op_special_ndtr.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _A._op_special_ndtr_out.call(input._ks, input, out)
+                return _A._op_special_ndtr_out.call(input._ks | _ks_out(out), input, out)
     _i, _a = _sig_ndtr.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_ndtr.call(_a['input']._ks, _a['input'])
-        return _A._op_special_ndtr_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _A._op_special_ndtr_out.call(_a['input']._ks | _ks_out(_a['out']), _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2495,14 +2496,14 @@ def xlog1py(*args, **kwargs):
             if out is None:
                 return _A._op_special_xlog1py.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _A._op_special_xlog1py_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_special_xlog1py_out.call(input._ks | other._ks | _ks_out(out), input, other, out)
     _i, _a = _sig_xlog1py.parse(args, kwargs)
     if _i < 0:  # an argument's __torch_function__ answered
         return _a
     if _i == 0:
         if _a['out'] is None:
             return _A._op_special_xlog1py.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _A._op_special_xlog1py_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+        return _A._op_special_xlog1py_out.call(_a['input']._ks | _a['other']._ks | _ks_out(_a['out']), _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 

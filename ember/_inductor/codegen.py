@@ -93,7 +93,9 @@ class _Writer:
 
 def compile_graph(gm: Any, example_inputs: list[Any] | None = None, *, name: str = "call") -> Callable[..., Any]:
     """The generated function of ``gm`` (Note [Graph code]); it takes the graph's placeholders in order."""
+    from ember._inductor.passes import materialize_math_bits
     graph = gm.graph
+    materialize_math_bits(graph)
     device = _device_of(graph)
     be = BACKEND[KS_OF_DEVICE_TYPE[device.type] & ON_CUDA]
     w = _Writer()

@@ -1,5 +1,5 @@
 """Graph passes before code generation: common-subexpression elimination and constant folding (PyTorch's
-Inductor runs the same two on its graphs).
+Inductor runs the same two on its graphs), and the math bits made physical.
 
 Both leave alone what has an effect: an operator that writes into an argument, one that draws random numbers
 (``Node.is_impure``), and -- for folding -- any value something later writes into (a ``zeros`` the graph then
@@ -107,3 +107,18 @@ def _flat(x: Any) -> list[Any]:
     if isinstance(x, dict):
         return [z for y in x.values() for z in _flat(y)]
     return [x]
+
+
+def materialize_math_bits(graph: Any) -> int:
+    """Generated code passes arrays, which hold memory and no conjugate / negative bit (Note [Math bits]): a lazy
+    ``_conj`` becomes ``_conj_physical`` and ``_neg_view`` becomes ``neg``, so every later node reads values.
+    Returns how many nodes changed."""
+    import ember
+    aten = ember.ops.aten
+    physical = {aten._conj.default: aten._conj_physical.default, aten._neg_view.default: aten.neg.default}
+    changed = 0
+    for n in graph.nodes:
+        if n.op == "call_function" and n.target in physical:
+            n.target = physical[n.target]
+            changed += 1
+    return changed

@@ -7,7 +7,8 @@ from typing import Any
 
 class Context:
     __slots__ = ("benchmark_cudnn", "deterministic_cudnn", "deterministic_algorithms", "deterministic_warn_only",
-                 "fill_uninitialized_memory", "sdp_enabled", "user_enabled_mkldnn")
+                 "fill_uninitialized_memory", "sdp_enabled", "user_enabled_mkldnn",
+                 "rnn_layers_as_pytorch_when_observed")
 
     def __init__(self) -> None:
         self.benchmark_cudnn = False      # ember.backends.cudnn.benchmark: convolutions time their algorithms
@@ -20,6 +21,9 @@ class Context:
         # ember.backends.mkldnn.enabled: where PyTorch's choice between its oneDNN and native CPU kernels changes a
         # result's dtype (LSTM under autocast, ember/amp/autocast_kernels.py), ember follows the same switch
         self.user_enabled_mkldnn = True
+        # recurrent layers run as PyTorch's CPU code runs them while a mode observes them (Note [Observed recurrent
+        # layers]); the ONNX exporter turns this off: ONNX has whole LSTM / GRU / RNN operators for the fused layer
+        self.rnn_layers_as_pytorch_when_observed = True
 
 
 def fill_empty_deterministic(xp: Any, a: Any) -> Any:

@@ -22,8 +22,9 @@ from typing import Any
 import threading
 
 from ember.c10.device import canonical as canonical_device
-from ember.c10.dispatch_key import (AUTOCAST_MASK, AUTOGRAD_KEYS, BACKEND_KEYS, KS_CPU, KS_OF_DEVICE_TYPE, DispatchKey,
-                                   DispatchKeySet)
+from ember.c10.dispatch_key import (AUTOCAST_MASK, AUTOGRAD_KEYS, BACKEND_KEYS, KS_CPU, KS_OF_DEVICE_TYPE, MATH_BITS,
+                                   DispatchKey, DispatchKeySet)
+from ember.c10.tensor_impl import TensorImpl
 
 FALLTHROUGH = object()
 
@@ -225,6 +226,12 @@ class OperatorHandle:
 # Python bindings both compute it with these helpers.
 def ks_opt(t: Any) -> int:
     return 0 if t is None else t._ks
+
+
+def ks_out(t: Any) -> int:
+    """An ``out=`` tensor's share of the call's key set: its math bits (Note [Math bits]), so that a conjugate view
+    passed as ``out`` is written through its bit."""
+    return t._ks & MATH_BITS if isinstance(t, TensorImpl) else 0
 
 
 def ks_list(ts: Any) -> int:

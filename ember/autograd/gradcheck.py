@@ -39,7 +39,7 @@ def _output_values(func: Any, inputs: Any) -> Any:
     """float64 NumPy copies of the differentiable outputs of ``func(*inputs)`` (those that require grad,
     decided with grad mode on: outputs marked non-differentiable, like linalg.lu's permutation, are left out
     as PyTorch's gradcheck leaves them out of the Jacobian), flattened."""
-    return [o.detach().numpy().astype(np.float64).reshape(-1)
+    return [o.detach().numpy(force=True).astype(np.float64).reshape(-1)
             for o in _differentiable_outputs(_flat_outputs(func, inputs))]
 
 
@@ -94,7 +94,7 @@ def _fast_gradcheck(func: Any, inputs: Any, outputs: Any, eps: float, atol: floa
     for j, o in enumerate(outputs):
         grads = grad([o], tensors, [tensor_like(vs[j], o)], retain_graph=True, allow_unused=True)
         for (i, _), g in zip(diff, grads):
-            a = 0.0 if g is None else float((g.detach().numpy().astype(np.float64) * us[i]).sum())
+            a = 0.0 if g is None else float((g.detach().numpy(force=True).astype(np.float64) * us[i]).sum())
             n = num[i, j]
             if not abs(a - n) <= atol + rtol * abs(n):
                 return _fail(f"Jacobian mismatch for output {j} with respect to input {i},\nnumerical:{n}\n"
@@ -114,7 +114,7 @@ def _analytical_jacobian(inputs: Any, outputs: Any) -> Any:
             grads = grad([o], diff_inputs, [tensor_like(onehot, o)], retain_graph=True, allow_unused=True)
             for t, gi in zip(diff_inputs, grads):
                 if gi is not None:
-                    jac[id(t)][j][:, k] = gi.detach().numpy().astype(np.float64).reshape(-1)
+                    jac[id(t)][j][:, k] = gi.detach().numpy(force=True).astype(np.float64).reshape(-1)
     return jac
 
 

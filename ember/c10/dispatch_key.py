@@ -126,6 +126,14 @@ class DispatchKeySet:
         return "DispatchKeySet(" + ", ".join(k.name for k in sorted(self, key=int)) + ")"
 
 
+# Note [Math bits]
+# A tensor whose values are the conjugate (or the negation) of its memory carries the Conjugate (Negative) key: a
+# lazy ``conj()`` / ``_neg_view()`` is a view with the bit flipped, and the key's fallback (ember/aten/math_bits.py)
+# materializes the bit before any kernel that would read the memory as the values, as PyTorch's MathOpFallback does.
+CONJ_BIT = 1 << DispatchKey.Conjugate
+NEG_BIT = 1 << DispatchKey.Negative
+MATH_BITS = CONJ_BIT | NEG_BIT
+
 AUTOCAST_KEY_OF_BACKEND = {DispatchKey.CPU: DispatchKey.AutocastCPU, DispatchKey.CUDA: DispatchKey.AutocastCUDA}
 AUTOCAST_MASK = (1 << DispatchKey.AutocastCPU) | (1 << DispatchKey.AutocastCUDA)
 

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ember.c10.device import device
-from ember.c10.dispatch_key import DispatchKey
+from ember.c10.dispatch_key import CONJ_BIT, NEG_BIT, DispatchKey
 from ember.c10.dtype import dtype, from_numpy_dtype
 from ember.c10.size import Size, size_of_shape
 from ember.c10.storage import UntypedStorage, array_data_ptr, root_array
@@ -158,6 +158,14 @@ class TensorImpl:
     def is_quantized(self) -> bool:
         """Whether the elements are quantized integers (Note [Quantized dtypes] in ember/c10/dtype.py)."""
         return bool(self._ks >> _QUANTIZED_CPU_BIT & 1)
+
+    def is_conj(self) -> bool:
+        """Whether the values are the conjugate of the memory (a lazy ``conj()``; Note [Math bits])."""
+        return bool(self._ks & CONJ_BIT)
+
+    def is_neg(self) -> bool:
+        """Whether the values are the negation of the memory (``_neg_view()``; Note [Math bits])."""
+        return bool(self._ks & NEG_BIT)
 
     @property
     def is_meta(self) -> bool:

@@ -127,6 +127,9 @@ def export(model: Any, args: Any = (), f: Any = None, *, kwargs: dict[str, Any] 
     if dynamic_shapes is not None and dynamic_axes is None:
         dynamic_axes = _axes_from_dynamic_shapes(model, args, dynamic_shapes)
     _exporting[0] = True
+    from ember.aten.context import global_context
+    as_pytorch = global_context.rnn_layers_as_pytorch_when_observed
+    global_context.rnn_layers_as_pytorch_when_observed = False    # the fused layers have ONNX's LSTM / GRU / RNN
     try:
         with _mode(model, training):
             proto = build(model, args, kwargs, opset=opset, input_names=list(input_names or []),
@@ -135,6 +138,7 @@ def export(model: Any, args: Any = (), f: Any = None, *, kwargs: dict[str, Any] 
                           do_constant_folding=do_constant_folding)
     finally:
         _exporting[0] = False
+        global_context.rnn_layers_as_pytorch_when_observed = as_pytorch
     onnx.checker.check_model(proto, full_check=True)
     if verbose:
         print(onnx.printer.to_text(proto.graph))

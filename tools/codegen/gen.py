@@ -510,9 +510,11 @@ def _fast_path(name: str, i: int, sg: PySig, method: bool) -> tuple[list[str], l
         assert sg.out_nf is not None
         out_s = sg.out_nf.schema
         oargs = []
+        out_names = dict(argnames)
         for a in out_s.arguments:
             if a.kwarg_only and a.type.is_write:
                 oargs.append("out")
+                out_names[a.name] = "out"
             else:
                 oargs.append(argnames[a.name])
         body.append("            if out is None:")
@@ -520,7 +522,7 @@ def _fast_path(name: str, i: int, sg: PySig, method: bool) -> tuple[list[str], l
         body.append("            if isinstance(out, _Tensor):")
         if _factory_extras(sg):
             body.append(f"                _check_out_options(out, {conv[sg.pyname(_arg(s, 'dtype'))]})")
-        body.append(f"                return _A.{handle_var(out_s)}.call({_ks_expr(sg.out_nf, argnames)}, "
+        body.append(f"                return _A.{handle_var(out_s)}.call({_ks_expr(sg.out_nf, out_names)}, "
                     f"{', '.join(oargs)})")
     else:
         body.append(f"            return {call}")
@@ -528,19 +530,20 @@ def _fast_path(name: str, i: int, sg: PySig, method: bool) -> tuple[list[str], l
 
 
 def _ks_expr(nf: NativeFunction, argnames: dict[str, str]) -> str:
-    parts = []
+    parts: list[str] = []
+    out_parts: list[str] = []
     for a in nf.schema.arguments:
         n = argnames.get(a.name, ident(a.name))
-        if a.type.is_tensor and not (a.kwarg_only and a.type.is_write):
+        if a.type.is_tensor and a.kwarg_only and a.type.is_write:
+            out_parts.append(f"_ks_out({n})")    # an out= tensor adds only its math bits (Note [Math bits])
+        elif a.type.is_tensor:
             parts.append(f"{n}._ks" if not a.type.optional else f"_ks_opt({n})")
         elif a.type.is_tensor_list:
             parts.append(f"_ks_list({n})")
     if not parts:
         dev = [a for a in nf.schema.arguments if a.type.base == "Device"]
-        if dev:
-            return f"_ks_device({argnames.get('device', 'device')})"
-        return "_KS_CPU"
-    return " | ".join(parts)
+        parts = [f"_ks_device({argnames.get('device', 'device')})" if dev else "_KS_CPU"]
+    return " | ".join(parts + out_parts)
 
 
 def _call_body(sg: PySig, method: bool) -> list[str]:
@@ -566,17 +569,19 @@ def _call_body(sg: PySig, method: bool) -> list[str]:
         call = f"_A.{handle_var(s)}.call({ks}, {', '.join(call_args)})"
         lines.append(f"    return {fin}({call}, _a)" if fin else f"    return {call}")
         oargs = []
+        out_names = dict(argnames)
         for a in out_s.arguments:
             if a.kwarg_only and a.type.is_write:
                 if len(out_s.out_arguments) == 1:
                     oargs.append("_a['out']")
                 else:
                     oargs.append(f"_a['out'][{out_s.out_arguments.index(a)}]")
+                out_names[a.name] = oargs[-1]
             elif method and a.name == "self":
                 oargs.append("self")
             else:
                 oargs.append(f"_a[{sg.pyname(a)!r}]")
-        oks = _ks_expr(sg.out_nf, argnames)
+        oks = _ks_expr(sg.out_nf, out_names)
         if fin:
             lines.append("_check_out_options(_a['out'], _a['dtype'])")
             lines.append(f"return {fin}(_A.{handle_var(out_s)}.call({oks}, {', '.join(oargs)}), _a)")
@@ -671,6 +676,7 @@ def gen_namespace(nfs: list[NativeFunction], module: str | None, method: bool, t
            "from ember._tensor import Tensor as _Tensor",
            "from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, "
            "ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory",
+           "from ember.aten.dispatcher import ks_out as _ks_out  # noqa: F401",
            "from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401",
            "from ember._python_arg_parser import returning as _returning  # noqa: F401",
            "from ember.aten.torch_function import NOT_HANDLED as _NOT_HANDLED, dispatch as _tf_dispatch, "
@@ -864,7 +870,7 @@ def gen_aten(nfs: list[NativeFunction]) -> str:
            "declares them (tensors, Python numbers, tuples of ints, dtypes, devices), unchecked. The handles",
            '(``_op_add_Tensor``) are defined here; ``registrations`` gives them their kernels."""',
            "from ember.aten.dispatcher import Dispatcher as _D, ks_device as _ks_device, ks_list as _ks_list, "
-           "ks_opt as _ks_opt",
+           "ks_opt as _ks_opt, ks_out as _ks_out",
            "from ember.c10 import dtype as _dtypes  # noqa: F401",
            "from ember.c10.dispatch_key import KS_CPU as _KS_CPU", ""]
     names: dict[str, str] = {}

@@ -15,6 +15,7 @@ from ember.aten.meta import broadcast_shapes
 from ember.aten.backends import CPU_BACKEND, CUDA_BACKEND
 from ember.aten.dispatcher import is_tensor_subclass_like, tls
 from ember.aten.wrap import _type_name, new_tensor
+from ember.aten.math_bits import values_of
 from ember.c10.dispatch_key import DispatchKey
 from ember.c10.dtype import bool_, finfo, float64, int64
 from ember.c10.grad_mode import state as _grad_state
@@ -304,7 +305,7 @@ def _einsum_unobserved(tensors: Any, op_labels: list[list[int]], ellipsis: int) 
 
 def _einsum_direct(equation: str, tensors: Any) -> Any:
     be = CPU_BACKEND if tensors[0].device.type == "cpu" else CUDA_BACKEND
-    arrays = [t._data for t in tensors]
+    arrays = [values_of(t)._data for t in tensors]      # (a lazy conjugate's values; Note [Math bits])
     out = be.xp.asarray(be.xp.einsum(equation.replace(" ", ""), *arrays, optimize=True))
     return new_tensor(out.astype(arrays[0].dtype, copy=False), be.ks, tensors[0].device)
 

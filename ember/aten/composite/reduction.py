@@ -9,6 +9,7 @@ import numpy as np
 from ember._generated import aten
 from ember.aten.kernels._common import wrap_dim
 from ember.aten.meta import broadcast_shapes
+from ember.aten.math_bits import values_of
 from ember.aten.wrap import _type_name
 from ember.c10.dtype import bool_, float32, float64, get_default_dtype, int64
 from ember.c10.dtype import can_cast as _can_cast, promote_types as _promote_types
@@ -102,7 +103,7 @@ def _quantile(self: Any, q: Any, dim: Any, keepdim: Any, interpolation: Any, ign
         raise RuntimeError("quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. "
                            f"Found '{interpolation}'")
     if not checked_q and q.device.type == "cpu":    # read on the host, as PyTorch's check (which no mode sees)
-        values = np.asarray(q._data)
+        values = np.asarray(values_of(q)._data)
         if not bool(((values >= 0) & (values <= 1)).all()):
             raise RuntimeError("quantile() q values must be in the range [0, 1]")
     ndim = self.dim()

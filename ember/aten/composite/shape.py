@@ -437,11 +437,13 @@ def dsplit_array(self: Any, indices: Any) -> Any:
 
 
 def adjoint(self: Any) -> Any:
-    """The conjugate transpose of the last two dims."""
-    if self.dim() < 2:
+    """The conjugate transpose of the last two dims (a lazy conjugate; a 0-d tensor is its own transpose)."""
+    if self.dim() == 1:
         raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of matrices. Got 1-D tensor.")
-    t = aten.transpose_int(self, -2, -1)
-    return aten.conj_physical(t) if t.is_complex() else t
+    if self.dim() == 0:
+        warn_once("adjoint 0-d", "adjoint() is deprecated on 0-D tensors. Consider using x.conj().")
+    t = aten.transpose_int(self, -2, -1) if self.dim() else aten.transpose_int(self, 0, 0)
+    return aten.conj(t)
 
 
 def diagflat(self: Any, offset: int = 0) -> Any:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ember._generated import aten
 from ember.aten.kernels._common import wrap_dim
+from ember.aten.math_bits import values_of
 from ember.aten.wrap import _type_name as _dt_name, write_out
 from ember.c10 import dtype as _dt
 from ember.c10.exceptions import warn_once
@@ -72,7 +73,7 @@ def _resize(x: Any, dims: Any, sizes: Any) -> Any:
 
 def _write(out: Any, result: Any) -> Any:
     """``out=``: the result copied into ``out``, resized as PyTorch resizes outputs."""
-    return write_out(out, result._data, "fft")
+    return write_out(out, values_of(result)._data, "fft")
 
 
 # the transform kernels, writing into ``out`` when one is given (``fft_*_maybe_out``)
@@ -95,7 +96,7 @@ def _c2r_maybe_out(out: Any, x: Any, dims: Any, mode: int, last_dim_size: int) -
 
 
 def _conj_maybe_out(out: Any, x: Any) -> Any:
-    return aten.conj_physical_out(x, out=out) if out is not None else aten.conj_physical(x)
+    return aten.conj_physical_out(x, out=out) if out is not None else aten.conj(x)   # (a lazy conjugate)
 
 
 # ---- one-dimensional transforms (fft_c2c / fft_r2c / fft_c2r of SpectralOps.cpp)
@@ -147,7 +148,7 @@ def _c2r(name: str, out: Any, x: Any, n: Any, dim: int, norm: Any, forward: bool
         x = _resize(x, (d,), (n_ // 2 + 1,))
     mode = _norm_mode(norm, forward)
     if forward:  # a forward complex-to-real transform is the inverse one of the conjugate
-        x = aten.conj_physical(x)
+        x = aten.conj(x)
     return _c2r_maybe_out(out, x, (d,), mode, n_)
 
 
@@ -259,7 +260,7 @@ def _hfftn(out: Any, x: Any, s: Any, dim: Any, norm: Any) -> Any:
     mode = _norm_mode(norm, True)
     if len(dims) > 1:
         x = aten._fft_c2c(x, tuple(dims[:-1]), mode, True)
-    x = aten.conj_physical(x)
+    x = aten.conj(x)
     return _c2r_maybe_out(out, x, (dims[-1],), mode, last)
 
 

@@ -26,7 +26,7 @@ from ember.aten.kernels.special_functions import *  # noqa: F401,F403
 from ember.aten.kernels.views import _reshape_alias, _unsafe_view  # noqa: F401
 from ember.aten.kernels.distributions import (_dirichlet_grad, _sample_dirichlet, _standard_gamma,  # noqa: F401
                                               _standard_gamma_grad, binomial)
-from ember.aten.kernels.rnn import _rnn_layer, _rnn_layer_backward  # noqa: F401
+from ember.aten.kernels.rnn import _rnn_layer, _rnn_layer_backward, mkldnn_rnn_layer, mkldnn_rnn_layer_backward  # noqa: F401
 from ember.aten.kernels.reduction import (_histogramdd_bin_edges, _histogramdd_from_bin_cts,  # noqa: F401
                                           _histogramdd_from_bin_tensors)
 from ember.aten.kernels.sobol import (_sobol_engine_draw, _sobol_engine_ff_,  # noqa: F401

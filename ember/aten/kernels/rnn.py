@@ -232,3 +232,39 @@ def _rnn_layer_backward(xp: Any, input: Array, batch_sizes: Array, h0: Array, c0
     g_whr = dwhr.astype(w_hr.dtype, copy=False) if whr is not None else empty
     g_c0 = dc.astype(odt, copy=False) if mode == "LSTM" else empty
     return g_input, dh.astype(odt, copy=False), g_c0, g_wih, g_whh, g_bih, g_bhh, g_whr
+
+
+# ------------------------------------------------------------------------------ oneDNN's LSTM layer
+# PyTorch runs a float32 LSTM on the CPU through oneDNN: one ``mkldnn_rnn_layer`` per layer and direction, on a
+# time-major (T, B, I) input, with the biases as two tensors (zeros of the weights' shapes when the layer has none).
+# ember's layer kernel computes the same layer; these two give it oneDNN's operator signature. The workspace is
+# ember's (the gates its backward reads), not oneDNN's byte buffer.
+def mkldnn_rnn_layer(xp: Any, input: Array, weight0: Array, weight1: Array, weight2: Array, weight3: Array,  # noqa: A002
+                     hx_: Array, cx_: Array, reverse: Any, batch_sizes: Any, mode: Any, hidden_size: Any,
+                     num_layers: Any, has_biases: Any, bidirectional: Any, batch_first: Any, train: Any) -> Any:
+    if mode != _ONEDNN_LSTM:
+        raise RuntimeError("mkldnn_rnn_layer: ember implements oneDNN's LSTM layer only (mode 2)")
+    T, B = input.shape[0], input.shape[1]
+    b_ih, b_hh = (weight2, weight3) if has_biases else (None, None)
+    out, hy, cy, ws = _rnn_layer(xp, input.reshape(T * B, input.shape[2]), [B] * T, hx_, cx_, weight0, weight1,
+                                 b_ih, b_hh, None, "LSTM", reverse)
+    return out.reshape(T, B, out.shape[-1]), hy, cy, ws
+
+
+def mkldnn_rnn_layer_backward(xp: Any, input: Array, weight1: Array, weight2: Array, weight3: Array,  # noqa: A002
+                              weight4: Array, hx_: Array, cx_tmp: Array, output: Array, hy_: Array, cy_: Array,
+                              grad_output: Any, grad_hy: Any, grad_cy: Any, reverse: Any, mode: Any,
+                              hidden_size: Any, num_layers: Any, has_biases: Any, train: Any, bidirectional: Any,
+                              batch_sizes: Any, batch_first: Any, workspace: Array) -> Any:
+    T, B = input.shape[0], input.shape[1]
+    b_ih, b_hh = (weight3, weight4) if has_biases else (None, None)
+    go = None if grad_output is None else grad_output.reshape(T * B, grad_output.shape[-1])
+    g_in, g_h, g_c, g_wih, g_whh, g_bih, g_bhh, _ = _rnn_layer_backward(
+        xp, input.reshape(T * B, input.shape[2]), [B] * T, hx_, cx_tmp, weight1, weight2, b_ih, b_hh, None, "LSTM",
+        reverse, output.reshape(T * B, output.shape[-1]), workspace, go, grad_hy, grad_cy)
+    if not has_biases:           # the zeros PyTorch passes in their place get zero gradients
+        g_bih, g_bhh = xp.zeros_like(weight3), xp.zeros_like(weight4)
+    return g_in.reshape(input.shape), g_wih, g_whh, g_bih, g_bhh, g_h, g_c
+
+
+_ONEDNN_LSTM = 2     # ideep::rnn_kind::LSTM

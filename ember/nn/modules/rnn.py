@@ -262,13 +262,20 @@ class LSTM(RNNBase):
         elif not packed and hx is not None and (hx[0].dim() != 3 or hx[1].dim() != 3):
             raise RuntimeError(f"For batched 3-D input, hx and cx should also be 3-D but got "
                                f"({hx[0].dim()}-D, {hx[1].dim()}-D) tensors")
+        # (PyTorch's order: a packed input's sizes are not checked, and its batch size stays a tensor each zeros reads)
         if hx is None:
             z = dict(dtype=data.dtype, device=data.device)
-            hx = (ember.zeros(self.get_expected_hidden_size(data, batch_sizes), **z),
-                  ember.zeros(self.get_expected_cell_size(data, batch_sizes), **z))
-        else:
+            layers = self.num_layers * (2 if self.bidirectional else 1)
+            max_batch_size = batch_sizes[0] if packed else data.size(batch_dim)
+            hx = (ember.zeros(layers, max_batch_size, self.proj_size or self.hidden_size, **z),
+                  ember.zeros(layers, max_batch_size, self.hidden_size, **z))
+            if not packed:
+                self.check_forward_args(data, hx, batch_sizes)
+        elif packed:
             hx = self.permute_hidden(hx, sorted_indices)
-        self.check_forward_args(data, hx, batch_sizes)
+        else:
+            self.check_forward_args(data, hx, batch_sizes)
+            hx = self.permute_hidden(hx, sorted_indices)
         args = (self._flat_weights, self.bias, self.num_layers, self.dropout, self.training, self.bidirectional)
         if packed:
             output, h, c = ember.lstm(data, batch_sizes, list(hx), *args)
