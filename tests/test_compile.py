@@ -760,15 +760,68 @@ def test_generated_code_keeps_views_and_writes_of_inputs():
     assert np.allclose(_np(x), 0.0) and x._version == a._version
 
 
-def test_aot_falls_back_for_aliasing_outputs_and_value_reading_backward():
+def test_aot_falls_back_for_aliasing_outputs_and_value_reading_backward(monkeypatch, caplog):
+    """The dispatcher's path for what AOT autograd cannot run as one function; a value-reading backward
+    (masked_scatter's) is a fallback of Note [Compile fallbacks]: counted and logged, an error when strict."""
+    from ember._dynamo.utils import counters, recent_fallbacks
+    monkeypatch.delenv("EMBER_COMPILE_STRICT", raising=False)
+    monkeypatch.setenv("EMBER_LOGS", "fallbacks")
+    before = counters["fallbacks"]["AOT autograd"]
     x = ember.randn(3, requires_grad=True)
     out = ember.compile(lambda x: x.view(3, 1))(x)    # an output that is a view of an input needing grad
     assert out._base is x and type(out.grad_fn).__name__ == "ViewBackward0"
     m = ember.randn(4) > 0
     src = ember.randn(4, requires_grad=True)
-    y = ember.compile(lambda s: ember.zeros(4).masked_scatter(m, s))(src)
+    with caplog.at_level(logging.WARNING, logger="ember._dynamo"):
+        y = ember.compile(lambda s: ember.zeros(4).masked_scatter(m, s))(src)
     y.sum().backward()
     assert np.allclose(_np(src.grad), np.arange(4) < int(m.sum()))
+    assert counters["fallbacks"]["AOT autograd"] == before + 1
+    assert recent_fallbacks[-1].kind == "AOT autograd" and "masked_select" in recent_fallbacks[-1].cause
+    assert "compile fell back: AOT autograd" in caplog.text
+    monkeypatch.setenv("EMBER_COMPILE_STRICT", "1")
+    with pytest.raises(dynamo.exc.CompileFallbackError, match="AOT autograd: DynamicOutputShapeException"):
+        ember.compile(lambda s: ember.zeros(4).masked_scatter(m, s))(src)
+
+
+def test_a_capture_that_fails_where_eager_runs_is_a_recorded_fallback(monkeypatch, caplog):
+    """Note [Compile fallbacks]: an operator whose Meta kernel is broken makes the capture on fake tensors raise;
+    the eager run succeeds, so the break was ember's failure: counted, kept with the user's line, logged, and raised
+    under EMBER_COMPILE_STRICT=1. An exception the function raises itself stays its own."""
+    from ember._dynamo.utils import counters, recent_fallbacks
+    lib = ember.library.Library("fallbacktest", "DEF")
+
+    def broken_meta(x):
+        raise RuntimeError("a bug in twice's Meta kernel")
+    try:
+        lib.define("twice(Tensor x) -> Tensor")
+        lib.impl("twice", lambda x: x * 2, "CPU")
+        lib.impl("twice", broken_meta, "Meta")
+
+        def f(x):
+            return ember.ops.fallbacktest.twice(x) + 1
+        monkeypatch.delenv("EMBER_COMPILE_STRICT", raising=False)
+        monkeypatch.setenv("EMBER_LOGS", "fallbacks")
+        before = counters["fallbacks"]["graph break"]
+        x = ember.ones(3)
+        c = ember.compile(f)
+        with caplog.at_level(logging.WARNING, logger="ember._dynamo"):
+            assert c(x).tolist() == [3.0, 3.0, 3.0]
+            assert c(x).tolist() == [3.0, 3.0, 3.0]          # the entry runs eagerly again: counted once
+        assert counters["fallbacks"]["graph break"] == before + 1
+        fb = recent_fallbacks[-1]
+        assert fb.kind == "graph break" and "twice's Meta kernel" in fb.cause and "test_compile.py" in fb.where
+        assert "compile fell back: graph break" in caplog.text
+        monkeypatch.setenv("EMBER_COMPILE_STRICT", "1")
+        with pytest.raises(dynamo.exc.CompileFallbackError, match="graph break: .*twice's Meta kernel"):
+            ember.compile(f)(x)
+
+        def own(x):
+            raise ValueError("the function's own error")
+        with pytest.raises(ValueError, match="the function's own error"):
+            ember.compile(own)(x)
+    finally:
+        lib._destroy()
 
 
 # ------------------------------------------------------------------------------------------------ dynamic sizes
@@ -893,3 +946,25 @@ def test_a_number_read_under_fullgraph_is_a_node_of_the_graph():
     lenient = ember.compile(lambda t: t * t.sum().item())
     np.testing.assert_allclose(_np(lenient(x)), _np(x * x.sum().item()), rtol=1e-6)
     assert _entries(lenient)[0].graph_break is not None      # without fullgraph: a break, as in PyTorch
+
+
+def test_a_users_profile_function_keeps_working_while_compiling():
+    """The capture watches calls with ``sys.setprofile``; a profile function the user installed keeps receiving
+    the events during the capture, and is still installed after it."""
+    import sys
+    seen = []
+
+    def user_profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "traced_body":
+            seen.append(event)
+
+    def traced_body(x):
+        return x * 2 + 1
+    previous = sys.getprofile()
+    sys.setprofile(user_profile)
+    try:
+        out = ember.compile(traced_body)(ember.ones(2))
+        assert sys.getprofile() is user_profile
+    finally:
+        sys.setprofile(previous)
+    assert out.tolist() == [3.0, 3.0] and seen        # the capture's run of traced_body reached the user's hook

@@ -98,6 +98,7 @@ class BreakInfo:
         self.retry = False             # a state change that may not recur (a lazily made buffer): capture again
         self.user_error = False        # PyTorch raises UserError for it under fullgraph=True, not Unsupported
         self.value_read = False        # a .item(): a capture with the torch-level recorder may hold it
+        self.raised: BaseException | None = None   # what the capture raised (Note [Compile fallbacks])
 
     def message(self) -> str:
         """The text of PyTorch's ``Unsupported`` error for this break."""
@@ -292,6 +293,14 @@ class _Watcher:
                                  "cannot replay.",
                                  ("Move the call out of the compiled function, or mark the function that makes it "
                                   "with ember.compiler.disable.",))
+
+
+def _chained(user_profile: Any, watcher: Any) -> Any:
+    """A user's ``sys.setprofile`` function keeps seeing every event while a capture watches them too."""
+    def profile(frame: Any, event: str, arg: Any) -> Any:
+        user_profile(frame, event, arg)
+        return watcher(frame, event, arg)
+    return profile
 
 
 _MACHINERY = tuple(_EMBER_DIR + d + os.sep for d in ("aten", "c10", "autograd", "fx", "_subclasses", "utils",
@@ -636,7 +645,7 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
     previous_profile = sys.getprofile()
     _cs.state.capturing = watcher
     try:
-        sys.setprofile(watcher)
+        sys.setprofile(watcher if previous_profile is None else _chained(previous_profile, watcher))
         try:
             with fake_mode, mode, recorder if recorder is not None else contextlib.nullcontext():
                 out = fn(*call_args, **call_kwargs)
@@ -657,9 +666,11 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
                         _user_frames(e.__traceback__))
     except Exception as e:  # anything else that fails on fake tensors: the eager run decides
         first_line = f"{type(e).__name__} while tracing: {e}".split("\n")[0]
-        brk = _data_dependent_break(e, strict=False) or BreakInfo(
-            first_line, "The function raised while being traced on fake tensors; it runs eagerly.", (),
-            _user_frames(e.__traceback__))
+        brk = _data_dependent_break(e, strict=False)
+        if brk is None:
+            brk = BreakInfo(first_line, "The function raised while being traced on fake tensors; it runs eagerly.",
+                            (), _user_frames(e.__traceback__))
+            brk.raised = e
     finally:
         _grad_state.enabled = grad_before
         default_generator.set_state(rng_before)

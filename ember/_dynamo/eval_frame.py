@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from ember._dynamo import config, exc
 from ember._dynamo.backends import InductorWrapper, lookup_backend
+from ember._dynamo.utils import record_fallback
 from ember.c10 import compile_state as _cs
 from ember.c10.dispatch_key import MATH_BITS
 from ember.nn import Module
@@ -171,7 +172,9 @@ class CompiledFunction:
         sizes = {i: (batch + 1,) + tuple(x.shape[1:]) for i, x in tensors if x.shape[0] == batch}
         try:
             probe = self._compile(*_resized(args, kwargs, sizes))
-        except Exception:
+        except Exception as exc_:
+            record_fallback("dynamic sizes", f"capturing at a second batch size raised {type(exc_).__name__}: "
+                            f"{exc_}", error=exc_)
             return None
         if probe.run is None:
             return None
@@ -198,7 +201,9 @@ class CompiledFunction:
         a3, k3 = _resized(args, kwargs, {i: tuple(v) for i, v in probe.items()})
         try:
             e3 = self._compile(a3, k3)
-        except Exception:
+        except Exception as exc_:
+            record_fallback("dynamic sizes", f"capturing at a third size raised {type(exc_).__name__}: {exc_}",
+                            error=exc_)
             return None
         if e3.run is None:
             return None
@@ -224,7 +229,16 @@ class CompiledFunction:
 
     def _run(self, e: _Entry, leaves: list[Any], args: Any, kwargs: Any) -> Any:
         if e.run is None:
-            return self._run_eagerly(e, args, kwargs)
+            out = self._run_eagerly(e, args, kwargs)
+            brk = e.graph_break
+            if brk is not None and brk.raised is not None:
+                # the capture raised where the eager run did not: ember's failure, not the function's
+                # (Note [Compile fallbacks]); recorded once per compiled entry
+                raised, brk.raised = brk.raised, None
+                fs = brk.user_stack[-1] if brk.user_stack else None
+                where = f"{fs.filename}:{fs.lineno} in {fs.name}" if fs is not None else ""
+                record_fallback("graph break", brk.reason, where, raised)
+            return out
         inputs = [leaves[i] for i in e.inputs]
         if e.extra_inputs:
             inputs += [t._grad for t in e.extra_inputs]
@@ -317,6 +331,8 @@ class CompiledFunction:
                         gm.print_readable(print_output=False))
         try:
             return backend(gm, example_inputs)
+        except exc.CompileFallbackError:
+            raise
         except Exception as e:
             raise exc.BackendCompilerFailed(f"backend={self._backend_name!r} raised:\n{type(e).__name__}: {e}") from e
 

@@ -10,6 +10,10 @@ class InternalTorchDynamoError(TorchDynamoException):
     pass
 
 
+class CompileFallbackError(InternalTorchDynamoError):
+    """A fallback of compilation under ``EMBER_COMPILE_STRICT=1`` (Note [Compile fallbacks] in utils.py)."""
+
+
 class RestartAnalysis(TorchDynamoException):
     pass
 

@@ -53,8 +53,9 @@ def _compile_fx(gm: Any, example_inputs: list[Any]) -> Callable[..., Any]:
         try:
             run = aot_module_simplified(gm, example_inputs, _logged(compile_graph, "forward"),
                                         _logged(compile_graph, "backward"))
-        except Exception as e:     # a backward formula that reads values (masked_select): the dispatcher's path
-            log.debug("AOT autograd gave up on a graph: %s: %s", type(e).__name__, e)
+        except Exception as e:     # the dispatcher's path (Note [Compile fallbacks] in ember/_dynamo/utils.py)
+            from ember._dynamo.utils import record_fallback
+            record_fallback("AOT autograd", f"{type(e).__name__}: {e}", error=e)
             run = None
         return run if run is not None else gm.forward
     return _logged(compile_graph, "inference")(gm, example_inputs)

@@ -46,7 +46,8 @@ def parse_args(argv=None):
                    help="DataLoader worker processes (default 2; 0 loads in the main process)")
     p.add_argument("--out", default="ember-demo-out",
                    help="output folder for best.pt and training_curves.png (default ./ember-demo-out)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar (per-epoch lines only; also when stderr is not a terminal)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (per-epoch lines only; also when stderr is not a terminal)")
     p.add_argument("--tensorboard", metavar="DIR", default=None,
                    help="log losses, accuracies, the learning rate, weight histograms, sample images, the model's "
                         "graph and the hyperparameters to TensorBoard event files in DIR (needs the tensorboard "
