@@ -11,7 +11,8 @@ import numpy as np
 from ember._generated import aten
 from ember.aten.context import global_context
 from ember.aten.dispatcher import is_tensor_subclass_like, python_key_used
-from ember.aten.kernels.nn import affine_base, pad_source_index
+from ember.aten.kernels.grid_sampler import affine_base
+from ember.aten.kernels.padding import pad_source_index
 from ember.aten.wrap import _type_name, new_tensor, tensor_from_values, tensor_like
 from ember.c10.device import CPU
 from ember.c10.memory_format import strided

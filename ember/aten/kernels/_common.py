@@ -141,3 +141,8 @@ def asdtype(xp: Any, a: Array, npdt: Any) -> Any:
     if a.dtype == npdt:
         return a
     return a.astype(npdt)
+
+
+def meta_array(dtype: Any, shape: Any) -> Any:
+    """A metadata-only result for a meta_kernel: ``shape`` and ``dtype``, no memory."""
+    return np.broadcast_to(np.empty((), dtype), shape)

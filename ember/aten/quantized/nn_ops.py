@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ember.aten.kernels import compiled
-from ember.aten.kernels import nn as Knn
+from ember.aten.kernels import pooling as Kpool
 from ember.aten.quantized import gemm
 from ember.aten.quantized import quantizer as Qz
 from ember.aten.wrap import new_tensor
@@ -135,7 +135,7 @@ def quantized_max_pool2d_with_indices(self: Any, kernel_size: Any, stride: Any =
                                       dilation: Any = 1, ceil_mode: bool = False) -> Any:
     """The maximum of the integers (quantization is monotonic): the same scale and zero point."""
     qz = Qz.quantizer_of(self._data)
-    vals, idx = Knn.max_pool2d_with_indices(np, Qz.int_repr(self._data), kernel_size, stride, padding, dilation,
+    vals, idx = Kpool.max_pool2d_with_indices(np, Qz.int_repr(self._data), kernel_size, stride, padding, dilation,
                                             ceil_mode)
     return _q(Qz.as_quantized(np.ascontiguousarray(vals), qz), self), new_tensor(idx, KS_CPU, self._device)
 
@@ -144,7 +144,7 @@ def adaptive_avg_pool2d_quantized_cpu(self: Any, output_size: Any) -> Any:
     """The average of the integers, rounded half to even, in the input's parameters."""
     qz = _per_tensor(self, "quantized adaptive_avg_pool2d")
     ints = Qz.int_repr(self._data)
-    mean = Knn._adaptive_avg_pool2d(np, ints.astype(np.float64), output_size)
+    mean = Kpool._adaptive_avg_pool2d(np, ints.astype(np.float64), output_size)
     lo, hi = Qz.qrange(qz.qdtype)
     out = np.clip(np.rint(mean), lo, hi).astype(ints.dtype)
     return _q(Qz.as_quantized(np.ascontiguousarray(out), qz), self)
