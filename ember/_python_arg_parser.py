@@ -63,13 +63,8 @@ def finish_factory(t, a):
 def check_out_options(out, dtype):
     """A factory called with ``out=``: an explicit dtype must be the out tensor's (``check_out_type_matches``)."""
     if dtype is not None and out.dtype is not dtype:
-        raise RuntimeError(f"dtype {_scalar_type_name(dtype)} does not match dtype of out parameter "
-                           f"({_scalar_type_name(out.dtype)})")
-
-
-def _scalar_type_name(d):
-    from ember.aten.wrap import _type_name
-    return _type_name(d)
+        raise RuntimeError(f"dtype {_dt.scalar_type_name(dtype)} does not match dtype of out parameter "
+                           f"({_dt.scalar_type_name(out.dtype)})")
 
 
 def returning(_nothing, tensors):
@@ -215,11 +210,11 @@ def _wrap_number(value, like):
     return t
 
 
-def _type_name(v) -> str:
+def scalar_type_name(v) -> str:
     if isinstance(v, Tensor):
         return "Tensor"
     if isinstance(v, (tuple, list)):
-        return f"{type(v).__name__} of [{', '.join(_type_name(x) for x in v)}]"
+        return f"{type(v).__name__} of [{', '.join(scalar_type_name(x) for x in v)}]"
     return type(v).__name__
 
 
@@ -319,7 +314,7 @@ class Signatures:
         return out
 
     def _raise(self, args, kwargs):
-        got = ", ".join([_type_name(a) for a in args] + [f"{k}={_type_name(v)}" for k, v in kwargs.items()])
+        got = ", ".join([scalar_type_name(a) for a in args] + [f"{k}={scalar_type_name(v)}" for k, v in kwargs.items()])
         lines = []
         for spec in self.sigs:
             parts, star = [], False

@@ -22,7 +22,7 @@ from ember._generated import aten
 from ember.c10.device import CPU
 from ember.c10.dispatch_key import KS_CPU
 from ember.c10.grad_mode import state as _grad_state
-from ember.c10.dtype import SCALAR_TYPE_NAMES, can_cast, from_numpy_dtype
+from ember.c10.dtype import can_cast, from_numpy_dtype, scalar_type_name
 from ember.c10.tensor_impl import TensorImpl, VersionCounter
 
 # Note [The Python tensor class]
@@ -83,6 +83,7 @@ def view_of(arr: Any, base: Any) -> Any:
 
 
 def shape_str(shape: Any) -> str:
+    """A shape as PyTorch's messages print it: ``[2, 3]``."""
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
 
@@ -134,8 +135,8 @@ def write_inplace(self: Any, result: Any, opname: str = '') -> Any:
     if result.dtype != dst.dtype:
         rd, dd = from_numpy_dtype(result.dtype), from_numpy_dtype(dst.dtype)
         if not can_cast(rd, dd):
-            raise RuntimeError(f"result type {_type_name(rd)} can't be cast to the desired output type "
-                               f"{_type_name(dd)}")
+            raise RuntimeError(f"result type {scalar_type_name(rd)} can't be cast to the desired output type "
+                               f"{scalar_type_name(dd)}")
     check_writable(self, opname)
     if self._inference and not _grad_state.inference:
         raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed.You can make a "
@@ -165,8 +166,8 @@ def write_out(out: Any, result: Any, opname: str = '') -> Any:
         result = np.asarray(result)
     rd, od = from_numpy_dtype(result.dtype), from_numpy_dtype(out._data.dtype)
     if rd is not od and not can_cast(rd, od):
-        raise RuntimeError(f"result type {_type_name(rd)} can't be cast to the desired output type "
-                           f"{_type_name(od)}")
+        raise RuntimeError(f"result type {scalar_type_name(rd)} can't be cast to the desired output type "
+                           f"{scalar_type_name(od)}")
     if out._data.shape != result.shape:
         if out._data.size != 0:
             warnings.warn(
@@ -188,11 +189,3 @@ def write_out(out: Any, result: Any, opname: str = '') -> Any:
         xp_copyto(out._data, result)
     out._vc.version += 1
     return out
-
-
-_TYPE_NAMES = SCALAR_TYPE_NAMES
-
-
-def _type_name(d: Any) -> str:
-    """PyTorch's C++ ScalarType name (``Float``, ``Long``) used in its messages."""
-    return _TYPE_NAMES[d.name]

@@ -172,8 +172,8 @@ class SavedVariable:
 
 
 def _type_str(t: Tensor) -> str:
-    from ember.aten.wrap import _type_name
-    return f"torch.{_type_name(t.dtype)}Tensor"
+    from ember.c10.dtype import scalar_type_name
+    return f"torch.{scalar_type_name(t.dtype)}Tensor"
 
 
 class Node:

@@ -173,7 +173,8 @@ def _promote_uncached(a: dtype, b: dtype) -> dtype:
     return a if a.itemsize > b.itemsize else b  # complex
 
 
-def _type_name(d: dtype) -> str:
+def scalar_type_name(d: dtype) -> str:
+    """PyTorch's C++ ScalarType name of a dtype (``Float``, ``Long``), as its messages print it."""
     return SCALAR_TYPE_NAMES[d.name]
 
 
@@ -184,14 +185,15 @@ def _promotion_error(a: dtype, b: dtype) -> str | None:
         return None
     if a._limited == "quantized" or b._limited == "quantized":
         return ("promoteTypes with quantized numbers is not handled yet; figure out what the correct rules should "
-                f"be, offending types: {_type_name(a)} {_type_name(b)}")
+                f"be, offending types: {scalar_type_name(a)} {scalar_type_name(b)}")
     if a._limited == "float8" or b._limited == "float8":
-        return f"Promotion for Float8 Types is not supported, attempted to promote {_type_name(a)} and {_type_name(b)}"
+        return (f"Promotion for Float8 Types is not supported, attempted to promote {scalar_type_name(a)} and "
+                f"{scalar_type_name(b)}")
     if a._limited or b._limited:
         if (a.is_floating_point and not a._limited) or (b.is_floating_point and not b._limited):
             return None
         return ("Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
-                f"{_type_name(a)} and {_type_name(b)}")
+                f"{scalar_type_name(a)} and {scalar_type_name(b)}")
     return None
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import math
 
 from ember.aten.kernels._common import compute_dtype
-from ember.aten.wrap import _type_name
+from ember.c10.dtype import scalar_type_name
 
 __all__ = ["_amp_foreach_non_finite_check_and_unscale_", "_amp_update_scale_"]
 
@@ -40,7 +40,7 @@ def _amp_foreach_non_finite_check_and_unscale_(self: Any, found_inf: Any, inv_sc
         a = g._data
         if not g.dtype.is_floating_point:
             raise RuntimeError(f"_amp_foreach_non_finite_check_and_unscale_cpu\" not implemented for "
-                               f"'{_type_name(a.dtype)}'")
+                               f"'{scalar_type_name(a.dtype)}'")
         cdt = compute_dtype(a.dtype)
         w = a.astype(cdt) if cdt != a.dtype else a
         if not bad and w.size and not _finite(w):

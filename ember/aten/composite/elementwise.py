@@ -7,7 +7,7 @@ from typing import Any
 
 from ember._generated import aten
 from ember.c10.memory_format import strided
-from ember.aten.wrap import _type_name
+from ember.c10.dtype import scalar_type_name
 from ember.c10.dtype import bool_, complex128, float64, get_default_dtype, scalar_dtype
 
 
@@ -187,8 +187,9 @@ def _float_power_check(self: Any, exponent: Any) -> None:
     exp_complex = exponent.is_complex() if hasattr(exponent, "is_complex") else isinstance(exponent, complex)
     want = complex128 if (self.is_complex() or exp_complex) else float64
     if self.dtype != want:
-        raise RuntimeError(f"the base given to float_power_ has dtype {_type_name(self.dtype)} but the operation's "
-                           f"result requires dtype {_type_name(want)}")
+        raise RuntimeError(f"the base given to float_power_ has dtype {scalar_type_name(self.dtype)} but the "
+                           "operation's "
+                           f"result requires dtype {scalar_type_name(want)}")
 
 
 def float_power__scalar(self: Any, exponent: Any) -> Any:

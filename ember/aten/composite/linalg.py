@@ -14,7 +14,8 @@ from ember.aten.kernels.linalg import _matmul_check
 from ember.aten.meta import broadcast_shapes
 from ember.aten.backends import CPU_BACKEND, CUDA_BACKEND
 from ember.aten.dispatcher import is_tensor_subclass_like, tls
-from ember.aten.wrap import _type_name, new_tensor
+from ember.aten.wrap import new_tensor
+from ember.c10.dtype import scalar_type_name
 from ember.aten.math_bits import values_of
 from ember.c10.dispatch_key import DispatchKey
 from ember.c10.dtype import bool_, finfo, float64, int64
@@ -625,9 +626,9 @@ def _matrix_norm_checks(A: Any, dim: Any, dtype: Any, low_precision: bool) -> li
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
     if not (A.is_floating_point() or A.is_complex()):
         raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor as input. Got "
-                           f"{_type_name(A.dtype)}")
+                           f"{scalar_type_name(A.dtype)}")
     if not low_precision and A.dtype.itemsize == 2 and not A.is_complex():
-        raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got {_type_name(A.dtype)}")
+        raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got {scalar_type_name(A.dtype)}")
     if len(dim) != 2:
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {', '.join(map(str, dim))}")
     d = [wrap_dim(x, A.dim()) for x in dim]
@@ -696,7 +697,7 @@ def linalg_vecdot(x: Any, y: Any, dim: int = -1) -> Any:
     """``sum(conj(x) * y, dim)``."""
     if x.dtype is not y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
-                           f"{_type_name(x.dtype)} and y of type {_type_name(y.dtype)} instead")
+                           f"{scalar_type_name(x.dtype)} and y of type {scalar_type_name(y.dtype)} instead")
     return (x.conj() * y).sum(dim)
 
 

@@ -12,7 +12,7 @@ import math
 
 from ember._generated import aten
 from ember.aten.meta import broadcast_shapes
-from ember.aten.wrap import _type_name
+from ember.c10.dtype import scalar_type_name
 from ember.c10.grad_mode import state as _grad_state
 from ember.c10.dtype import bool_ as _bool, float64, promote_types
 
@@ -172,7 +172,8 @@ def cosine_similarity(x1: Any, x2: Any, dim: Any = 1, eps: Any = 1e-08) -> Any:
     are cloned and clamped in place with grad mode off, so the gradient flows through the unclamped norm."""
     common = promote_types(x1.dtype, x2.dtype)
     if not common.is_floating_point:
-        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is {_type_name(common)}")
+        raise RuntimeError("expected common dtype to be floating point, yet common dtype is "
+                           f"{scalar_type_name(common)}")
     x1 = x1 if x1.dtype.is_floating_point or x1.dtype.is_complex else x1.to(common)
     x2 = x2 if x2.dtype.is_floating_point or x2.dtype.is_complex else x2.to(common)
     if tuple(x1.shape) != tuple(x2.shape):

@@ -13,7 +13,8 @@ from ember.aten.context import global_context
 from ember.aten.dispatcher import is_tensor_subclass_like, python_key_used
 from ember.aten.kernels.grid_sampler import affine_base
 from ember.aten.kernels.padding import pad_source_index
-from ember.aten.wrap import _type_name, new_tensor, tensor_from_values, tensor_like
+from ember.aten.wrap import new_tensor, tensor_from_values, tensor_like
+from ember.c10.dtype import scalar_type_name
 from ember.c10.device import CPU
 from ember.c10.memory_format import strided
 from ember.c10.dispatch_key import KS_CPU
@@ -186,7 +187,7 @@ def cross_entropy_loss(self: Any, target: Any, weight: Any = None, reduction: An
     if tuple(self.shape) == tuple(target.shape):
         if not target.dtype.is_floating_point:
             raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
-                               f"{_type_name(target.dtype)}")
+                               f"{scalar_type_name(target.dtype)}")
         if ignore_index >= 0:
             raise RuntimeError("ignore_index is not supported for floating point target")
         return _cross_entropy_prob_target(self, target, weight, reduction, label_smoothing)
@@ -601,8 +602,8 @@ def instance_norm(input: Any, weight: Any, bias: Any, running_mean: Any, running
 def prelu(self: Any, weight: Any) -> Any:
     """Checks, then ``_prelu_kernel`` with the weight reshaped to broadcast over the channel dimension (1)."""
     if self.dtype != weight.dtype:
-        raise RuntimeError(f"prelu: Type promoting not supported. Got {_type_name(self.dtype)} and "
-                           f"{_type_name(weight.dtype)}")
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {scalar_type_name(self.dtype)} and "
+                           f"{scalar_type_name(weight.dtype)}")
     self_dim = self.dim()
     if weight.numel() != 1:
         if self_dim == 0:

@@ -42,12 +42,12 @@ def _check_device(t: Any, what: str) -> None:
 
 def _check_float_input(self: Any) -> None:
     if self.dtype is not dt.float32:
-        raise RuntimeError(f"Quantize only works on Float Tensor, got {dt._type_name(self.dtype)}")
+        raise RuntimeError(f"Quantize only works on Float Tensor, got {dt.scalar_type_name(self.dtype)}")
 
 
 def _check_qdtype(dtype: Any) -> None:
     if dtype not in dt.QUANTIZED_DTYPES:
-        raise RuntimeError(f"ScalarType {dt._type_name(dtype)} is not supported in new_qtensor.")
+        raise RuntimeError(f"ScalarType {dt.scalar_type_name(dtype)} is not supported in new_qtensor.")
 
 
 def _per_tensor(self: Any, scale: float, zero_point: int, dtype: Any) -> Any:
@@ -125,7 +125,7 @@ def choose_qparams(x_min: float, x_max: float, qmin: int, qmax: int, preserve_sp
 def quantize_per_tensor_dynamic(self: Any, dtype: Any, reduce_range: bool) -> Any:
     """Quantize with the scale and zero point that cover ``self``'s range (and 0)."""
     if dtype not in (dt.qint8, dt.quint8, dt.float16):
-        raise RuntimeError(f"dtype {dt._type_name(dtype)}not supported")
+        raise RuntimeError(f"dtype {dt.scalar_type_name(dtype)}not supported")
     if dtype is dt.float16:
         from ember._generated import aten
         return aten._to_copy(self, dtype=dt.float16)

@@ -10,7 +10,7 @@ from ember._generated import aten
 from ember.aten.kernels._common import wrap_dim
 from ember.aten.meta import broadcast_shapes
 from ember.aten.math_bits import values_of
-from ember.aten.wrap import _type_name
+from ember.c10.dtype import scalar_type_name
 from ember.c10.dtype import bool_, float32, float64, get_default_dtype, int64
 from ember.c10.dtype import can_cast as _can_cast, promote_types as _promote_types
 from ember.c10.exceptions import warn_once, warn_user
@@ -64,10 +64,10 @@ def nanmean(self: Any, dim: Any = None, keepdim: bool = False, dtype: Any = None
     """``nansum / (the count of non-NaN elements)``, the count taken on the detached input (ReduceOps.cpp)."""
     if not (self.dtype.is_floating_point or self.dtype.is_complex):
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
-                           f"{_type_name(self.dtype)}")
+                           f"{scalar_type_name(self.dtype)}")
     if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
         raise RuntimeError(f"nanmean(): could not infer output dtype. Optional dtype must be either a floating point "
-                           f"or complex dtype. Got: {_type_name(dtype)}")
+                           f"or complex dtype. Got: {scalar_type_name(dtype)}")
     d = self.detach()
     factor = (d != d).logical_not_().sum(dim, keepdim)
     return aten.nansum(self, dim, keepdim, dtype=dtype).div(factor)
@@ -177,7 +177,7 @@ def nanquantile_scalar(self: Any, q: Any, dim: Any = None, keepdim: Any = False,
 def isclose(self: Any, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
     """``|self - other| <= atol + rtol |other|`` (finite errors only), or equal; NaNs equal with ``equal_nan``."""
     if self.dtype != other.dtype:
-        raise RuntimeError(f"{_type_name(self.dtype)} did not match {_type_name(other.dtype)}")
+        raise RuntimeError(f"{scalar_type_name(self.dtype)} did not match {scalar_type_name(other.dtype)}")
     if self.dtype.is_complex and equal_nan:
         raise RuntimeError("isclose with equal_nan=True is not supported for complex inputs.")
     if rtol < 0:
@@ -284,10 +284,10 @@ def cov(self: Any, correction: int = 1, fweights: Any = None, aweights: Any = No
                                f"{t.dim()} dimensions")
         if integral and (t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == bool_):
             raise RuntimeError(f"cov(): expected fweights to have integral dtype but got fweights with "
-                               f"{_type_name(t.dtype)} dtype")
+                               f"{scalar_type_name(t.dtype)} dtype")
         if not integral and not t.dtype.is_floating_point:
             raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got aweights with "
-                               f"{_type_name(t.dtype)} dtype")
+                               f"{scalar_type_name(t.dtype)} dtype")
         if t.numel() != n:
             raise RuntimeError(f"cov(): expected {name} to have the same numel as there are observations in the "
                                f"input but got {t.numel()} != {n}")

@@ -11,7 +11,8 @@ from ember.c10.dtype import bool_, int64
 from ember.c10.exceptions import warn_once
 from ember.c10.memory_format import contiguous_format
 from ember.aten.dispatcher import is_tensor_subclass_like
-from ember.aten.wrap import _type_name, new_tensor, write_out
+from ember.aten.wrap import new_tensor, write_out
+from ember.c10.dtype import scalar_type_name
 from ember.aten.kernels._common import wrap_dim, wrap_dims
 from ember.aten.kernels.views import compute_stride, infer_size, narrow_check
 from ember.aten.meta import broadcast_shapes
@@ -144,7 +145,7 @@ def take_along_dim(self: Any, indices: Any, dim: Any = None) -> Any:
                            f"but got {self.dim()} dimensions for input, and {indices.dim()} dimensions for indices")
     if indices.dtype != int64:
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
-                           f"{_type_name(indices.dtype)}")
+                           f"{scalar_type_name(indices.dtype)}")
     d = wrap_dim(dim, self.dim())
     sizes = list(self.shape)
     sizes[d] = indices.shape[d]

@@ -16,7 +16,8 @@ from typing import Any
 from ember._generated import aten
 from ember.aten.kernels._common import wrap_dim
 from ember.aten.math_bits import values_of
-from ember.aten.wrap import _type_name as _dt_name, write_out
+from ember.aten.wrap import write_out
+from ember.c10.dtype import scalar_type_name as _dt_name
 from ember.c10 import dtype as _dt
 from ember.c10.exceptions import warn_once
 

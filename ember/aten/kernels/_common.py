@@ -10,8 +10,9 @@ from typing import Any, Callable, TypeVar
 import numpy as np
 
 from ember.aten import parallel
+from ember.aten.wrap import shape_str as shape_str  # (re-exported: the kernels' messages use it)
 from ember.c10 import dtype as dt
-from ember.c10.dtype import from_numpy_dtype, result_type_of
+from ember.c10.dtype import from_numpy_dtype, result_type_of, scalar_type_name
 
 _BY_NP = dt._BY_NP
 _NUMBER = (bool, int, float, complex)
@@ -105,8 +106,7 @@ def cpp_type_name(npdt: Any) -> str:
 
 
 def type_name(npdt: Any) -> str:
-    from ember.aten.wrap import _type_name
-    return _type_name(from_numpy_dtype(npdt))
+    return scalar_type_name(from_numpy_dtype(npdt))
 
 
 def wrap_dim(d: int, ndim: int) -> int:
@@ -123,10 +123,6 @@ def wrap_dims(dims: Any, ndim: int) -> tuple[int, ...]:
             if d in out[:i]:
                 raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
     return out
-
-
-def shape_str(shape: Any) -> str:
-    return "[" + ", ".join(str(s) for s in shape) + "]"
 
 
 def check_broadcast(*shapes: Any) -> tuple[int, ...]:

@@ -11,6 +11,7 @@ from ember.aten.kernels import compiled
 from ember.aten.kernels._common import (Array, asdtype, chunked, compute_dtype, elementwise, meta_array, meta_kernel,
                                         result_np_dtype, shape_str, type_name, wrap_dim)
 from ember.aten.kernels.random import _gen, uniform_bits
+from ember.aten.kernels.unary import _sigmoid
 from ember.c10.dtype import BF16_NP
 
 __all__ = ["gelu", "gelu_backward", "tanh_backward", "sigmoid_backward", "threshold_backward", "silu_backward",
@@ -73,7 +74,6 @@ def _backward_of_output(xp: Any, grad_output: Array, output: Array, derivative: 
 @elementwise
 def silu_backward(xp: Any, grad_output: Array, self: Array) -> Any:
     """grad * silu'(x) = grad * s (1 + x (1 - s)), s = sigmoid(x)."""
-    from ember.aten.kernels.unary import _sigmoid
     if compiled.usable(xp, grad_output, self) and grad_output.shape == self.shape:
         return compiled.elementwise("silu_backward", grad_output, self)
 
@@ -132,10 +132,6 @@ def _activation(name: Any, f: Any) -> Any:
     kernel.__name__ = kernel.__qualname__ = name
     globals()[name] = kernel
     __all__.append(name)
-
-
-def _sigmoid(xp: Any, x: Array) -> Any:
-    return 1 / (1 + xp.exp(-x))
 
 
 def _softplus(xp: Any, x: Array, beta: Any = 1.0, threshold: Any = 20.0) -> Any:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.aten.kernels._common import elementwise
+from ember.aten.kernels._common import elementwise, type_name
 from ember.c10.checked_convert import checked_convert
 
 
@@ -101,7 +101,7 @@ def zero_(xp: Any, self: Array) -> Any:
 def masked_fill(xp: Any, self: Array, mask: Array, value: Array) -> Any:
     if mask.dtype != np.bool_:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{_tn(mask.dtype)}")
+                           f"{type_name(mask.dtype)}")
     if hasattr(value, "ndim"):
         if value.ndim != 0:
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
@@ -109,8 +109,3 @@ def masked_fill(xp: Any, self: Array, mask: Array, value: Array) -> Any:
         value = value[()]
     with np.errstate(all="ignore"):
         return xp.where(mask, xp.asarray(value).astype(self.dtype), self)
-
-
-def _tn(npdt: Any) -> Any:
-    from ember.aten.kernels._common import type_name
-    return type_name(npdt)

@@ -10,7 +10,7 @@ import numpy as np
 from ember.c10.dtype import BF16_NP as _BF16
 
 from ember.aten.kernels import special_math as sm
-from ember.aten.kernels._common import chunked, compute_dtype, elementwise, float_result, is_integral
+from ember.aten.kernels._common import chunked, compute_dtype, elementwise, float_result, is_integral, type_name
 
 __all__ = []
 
@@ -135,7 +135,7 @@ def bitwise_not(xp: Any, self: Array) -> Any:
     if self.dtype.kind == "b":
         return xp.logical_not(self)
     if not is_integral(self.dtype):
-        raise RuntimeError(f"\"bitwise_not_cpu\" not implemented for '{_tn(self.dtype)}'")
+        raise RuntimeError(f"\"bitwise_not_cpu\" not implemented for '{type_name(self.dtype)}'")
     return xp.invert(self)
 
 
@@ -205,11 +205,6 @@ def logit(xp: Any, self: Array, eps: Any = None) -> Any:
         x = xp.clip(x, eps, 1 - eps)
     with np.errstate(all="ignore"):
         return xp.log(x / (1 - x)).astype(out_dt, copy=False)
-
-
-def _tn(npdt: Any) -> Any:
-    from ember.aten.kernels._common import type_name
-    return type_name(npdt)
 
 
 __all__ += ["abs", "sign", "sgn", "round", "relu", "bitwise_not", "logical_not", "isnan", "isinf", "isfinite",
