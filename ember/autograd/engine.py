@@ -16,11 +16,8 @@ from typing import Any
 
 from ember.autograd import anomaly_mode, grad_mode
 from ember.autograd import profiler as _profiler
-from ember.autograd.graph import AccumulateGrad, Edge, GraphRoot
+from ember.autograd.graph import AccumulateGrad, Edge, FormulaNode, GraphRoot
 from ember.aten.dispatcher import python_key_used, tls as _dispatch_tls
-
-_FORMULAS = "ember._generated.autograd"   # the module of the nodes derivatives.yaml generates
-
 
 def _gradient_edge(t: Any) -> Any:
     from ember.autograd.recording import gradient_edge
@@ -296,8 +293,7 @@ def _run_node(node: Any, grads: Any, keep_graph: Any) -> Any:
         return node.apply(grads)
     if not any(g is not None for g in grads) and not isinstance(node, AccumulateGrad):
         outputs = [None] * len(node._next)
-    elif python_key_used[0] and type(node).__module__ == _FORMULAS and not getattr(node, "_wrapped_number_formula",
-                                                                                      False):
+    elif python_key_used[0] and isinstance(node, FormulaNode) and not getattr(node, "_wrapped_number_formula", False):
         prev, _dispatch_tls.in_formula = _dispatch_tls.in_formula, True   # Note [Overloads PyTorch's bindings hide]
         try:
             outputs = _apply(node, grads)

@@ -277,6 +277,13 @@ class _RemovableHandle:
         self.remove()
 
 
+
+class FormulaNode(Node):
+    """The base of the nodes ``derivatives.yaml`` generates (``ember/_generated/autograd.py``): their ``apply``
+    runs a formula PyTorch writes in C++, where ``grad / n`` is ``div.Scalar`` (the engine tells a dispatch mode so:
+    Note [Overloads PyTorch's bindings hide] in ember/_ops.py)."""
+
+
 class AccumulateGrad(Node):
     """The node of a leaf: adds the incoming gradient to ``variable.grad``."""
 

@@ -438,7 +438,7 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
     out = [HEADER, '"""Autograd Nodes and kernels (see tools/codegen/gen_autograd.py)."""',
            "from ember.aten.dispatcher import FALLTHROUGH as _FALLTHROUGH, keys_below as _keys_below",
            "from ember.autograd.grad_mode import state as _gm",
-           "from ember.autograd.graph import Node as _Node, SavedVariable as _SV",
+           "from ember.autograd.graph import FormulaNode as _Node, SavedVariable as _SV",
            "from ember.autograd.recording import (check_inplace as _check_inplace, collect_next_edges as _edges,",
            "                                      check_no_requires_grad as _check_no_requires_grad,",
            "                                      input_meta as _meta, rebase_history as _rebase_history,",
