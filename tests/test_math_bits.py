@@ -45,30 +45,37 @@ def _run(op, args, kwargs_sample):
         return "error", type(e).__name__
 
 
-def _complex_args(sample, rng):
-    """The sample's float arrays made complex (as physical tensors, and as conjugate views of their conjugates)."""
-    plain, lazy = [], []
-    for a in sample.args:
-        if isinstance(a, np.ndarray) and a.dtype.kind == "f":
-            c = a + 1j * rng.uniform(-1, 1, a.shape)
-            plain.append(ember.tensor(c))
-            lazy.append(ember.tensor(np.conj(c)).conj())
-        else:
-            plain.append(ember.tensor(a.copy()) if isinstance(a, np.ndarray) else a)
-            lazy.append(ember.tensor(a.copy()) if isinstance(a, np.ndarray) else a)
-    return plain, lazy
+def _with_bit(sample, pair):
+    """The sample's arguments twice, as (plain, lazy) lists: each float or complex array -- also inside a list
+    (``cat``) -- becomes ``pair(a)``: the tensor holding its values, and a view with a math bit holding the same
+    values; other arrays become two tensors of their own; the rest stays as it is. Also whether any argument got a
+    bit."""
+    gave = []
+
+    def convert(a):
+        if isinstance(a, np.ndarray) and a.dtype.kind in "fc":
+            gave.append(True)
+            return pair(a)
+        if isinstance(a, np.ndarray):
+            return ember.tensor(a.copy()), ember.tensor(a.copy())
+        if isinstance(a, list) and any(isinstance(x, np.ndarray) for x in a):
+            pairs = [convert(x) for x in a]
+            return [p for p, _ in pairs], [q for _, q in pairs]
+        return a, a
+    pairs = [convert(a) for a in sample.args]
+    return [p for p, _ in pairs], [q for _, q in pairs], bool(gave)
 
 
-def _negated_args(sample):
-    plain, lazy = [], []
-    for a in sample.args:
-        if isinstance(a, np.ndarray) and a.dtype.kind == "f":
-            plain.append(ember.tensor(a.copy()))
-            lazy.append(ember._neg_view(ember.tensor(-a)))
-        else:
-            plain.append(ember.tensor(a.copy()) if isinstance(a, np.ndarray) else a)
-            lazy.append(ember.tensor(a.copy()) if isinstance(a, np.ndarray) else a)
-    return plain, lazy
+def _conjugate_pair(rng):
+    """A float array made complex (a complex one as it is), as a tensor and as the conjugate view of its conjugate."""
+    def pair(a):
+        c = a + 1j * rng.uniform(-1, 1, a.shape) if a.dtype.kind == "f" else a
+        return ember.tensor(c), ember.tensor(np.conj(c)).conj()
+    return pair
+
+
+def _negative_pair(a):
+    return ember.tensor(a.copy()), ember._neg_view(ember.tensor(-a))
 
 
 @pytest.mark.parametrize("bit", ["conj", "neg"])
@@ -78,16 +85,22 @@ def test_an_operator_reads_the_values_behind_a_math_bit(op, bit):
     tensor holding its values."""
     dtype = "float64" if "float64" in op.dtypes else op.dtypes[0]
     rng = np.random.default_rng(0)
+    compared = 0
     for s in samples_of(op, dtype)[:3]:
-        plain, lazy = _complex_args(s, rng) if bit == "conj" else _negated_args(s)
-        if all(p is q for p, q in zip(plain, lazy)):
+        plain, lazy, gave = _with_bit(s, _conjugate_pair(rng) if bit == "conj" else _negative_pair)
+        if not gave:
             continue
         want, got = _run(op, plain, s), _run(op, lazy, s)
+        if op.name == "view_as_real" and bit == "conj":     # PyTorch's refusal (test_refusals_are_pytorchs)
+            want = ("error", "RuntimeError")
         assert got[0] == want[0], (got, want)
         if want[0] == "ok":
             _assert_same(got[1], want[1])
         else:
             assert got[1] == want[1]
+        compared += 1
+    if not compared:
+        pytest.skip("no sample has a floating-point or complex input to carry a math bit")
 
 
 def _both(fn):

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import time
 import weakref
 from typing import Any, Callable
 
 from ember._dynamo import config, exc
 from ember._dynamo.backends import InductorWrapper, lookup_backend
-from ember._dynamo.utils import record_fallback
+from ember._dynamo.utils import logs, record_fallback
 from ember.c10 import compile_state as _cs
 from ember.c10.dispatch_key import MATH_BITS
 from ember.nn import Module
@@ -33,12 +32,6 @@ from ember.utils._pytree import tree_flatten, tree_unflatten as _tree_unflatten
 log = logging.getLogger("ember._dynamo")
 _ALL: weakref.WeakSet[Any] = weakref.WeakSet()   # every compiled callable, for reset()
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-
-
-def logs() -> set[str]:
-    """The artifacts ``EMBER_LOGS`` (or PyTorch's ``TORCH_LOGS``) asks to print: graph_code, output_code, ..."""
-    return {s.strip().lstrip("+") for s in os.environ.get("EMBER_LOGS", os.environ.get("TORCH_LOGS", "")).split(",")
-            if s.strip()}
 
 
 class _Entry:

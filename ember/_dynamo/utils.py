@@ -6,6 +6,8 @@ import logging
 import os
 from typing import Any, NamedTuple
 
+from ember._dynamo import exc
+
 
 def is_compile_supported(device_type: Any) -> bool:
     """Whether ``ember.compile`` compiles for ``device_type`` ("cpu", "cuda", a device): the CPU always; CUDA when
@@ -31,6 +33,12 @@ def is_compile_supported(device_type: Any) -> bool:
 # ``recent_fallbacks`` with its cause and the user's source line, logged (a warning under ``EMBER_LOGS=fallbacks``,
 # else at INFO), and with ``EMBER_COMPILE_STRICT=1`` raised as ``CompileFallbackError`` -- the test suite runs its
 # compile tests that way.
+def logs() -> set[str]:
+    """The artifacts ``EMBER_LOGS`` (or PyTorch's ``TORCH_LOGS``) asks to print: graph_code, output_code, ..."""
+    return {s.strip().lstrip("+") for s in os.environ.get("EMBER_LOGS", os.environ.get("TORCH_LOGS", "")).split(",")
+            if s.strip()}
+
+
 counters: collections.defaultdict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
 recent_fallbacks: list[Fallback] = []
 _log = logging.getLogger("ember._dynamo")
@@ -49,8 +57,6 @@ def compile_strict() -> bool:
 
 def record_fallback(kind: str, cause: str, where: str = "", error: BaseException | None = None) -> None:
     """Note [Compile fallbacks]: count, keep and log one fallback; raise it under ``EMBER_COMPILE_STRICT=1``."""
-    from ember._dynamo import exc
-    from ember._dynamo.eval_frame import logs
     fb = Fallback(kind, cause.split("\n")[0], where)
     counters["fallbacks"][kind] += 1
     recent_fallbacks.append(fb)

@@ -65,7 +65,7 @@ def _logged(compiler: Callable[..., Any], what: str) -> Callable[..., Any]:
     def compile_and_log(gm: Any, example_inputs: list[Any]) -> Callable[..., Any]:
         from ember._inductor import config
         fn = compiler(gm, example_inputs, name=f"call_{what}")
-        from ember._dynamo.eval_frame import logs
+        from ember._dynamo.utils import logs
         if "output_code" in logs():
             log.warning("Output code (%s):\n%s", what, fn.__ember_source__)
             for src in fn.__ember_kernels__:

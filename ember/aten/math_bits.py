@@ -22,12 +22,12 @@ Both keys sit above the Python key, so every operator called with such a tensor 
 """
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ember._generated import aten
 from ember.aten.backends import BACKEND, ON_CUDA
 from ember.aten.dispatcher import FALLTHROUGH, BoxedFallback, Dispatcher, keys_below, register_fallback
+from ember.aten.schema import FunctionSchema
 from ember.aten.wrap import new_tensor
 from ember.c10.dispatch_key import AUTOGRAD_MASK, CONJ_BIT, MATH_BITS, NEG_BIT, DispatchKey
 from ember.c10.tensor_impl import TensorImpl
@@ -60,20 +60,15 @@ _READS_VALUES = ("clone", "repeat_interleave.self_Tensor", "repeat_interleave.se
 _BIT_OF_KEY = {DispatchKey.Conjugate: CONJ_BIT, DispatchKey.Negative: NEG_BIT}
 _NAME_OF_KEY = {DispatchKey.Conjugate: "conjugate", DispatchKey.Negative: "negation"}
 _NO_AUTOGRAD = ~(AUTOGRAD_MASK | 1 << DispatchKey.ADInplaceOrView)
-_TENSOR_ARG = re.compile(r"\s*Tensor(\((\w+)(!?)[^)]*\))?(\[\]|\?)*\s")
 
 
-def _tensor_arguments(schema: str) -> list[tuple[int, bool, bool | None]]:
-    """``(position, is_list, writes)`` of each Tensor argument of ``schema``; ``writes`` is None without an alias
-    annotation, True for ``Tensor(a!)``, False for ``Tensor(a)``."""
-    inner = schema[schema.index("(") + 1:schema.rindex(") ->")]
-    parts = [p for p in re.split(r",(?![^(]*\))", inner) if p.strip() != "*"]
+def _tensor_arguments(op: Any) -> list[tuple[int, bool, bool | None]]:
+    """``(position, is_list, writes)`` of each Tensor argument of ``op``'s schema; ``writes`` is None without an
+    alias annotation, True for ``Tensor(a!)``, False for ``Tensor(a)``."""
     found = []
-    for i, p in enumerate(parts):
-        m = _TENSOR_ARG.match(p + " ")
-        if m:
-            writes = None if m.group(1) is None else bool(m.group(3))
-            found.append((i, "[]" in (m.group(4) or ""), writes))
+    for i, a in enumerate(FunctionSchema(op.schema, op.namespace).arguments):
+        if a.type.startswith("Tensor"):
+            found.append((i, "[]" in a.type, None if a.alias_info is None else a.alias_info.is_write))
     return found
 
 
@@ -86,7 +81,7 @@ def _make_fallback(key: DispatchKey) -> Any:
     bit, name, below = _BIT_OF_KEY[key], _NAME_OF_KEY[key], keys_below(key)
 
     def make(op: Any) -> Any:
-        args = _tensor_arguments(op.schema)
+        args = _tensor_arguments(op)
         writes = {w for _, _, w in args if w is not None}
         if len(writes) > 1:
             def mixed(ks: int, *values: Any) -> Any:
@@ -143,12 +138,17 @@ def values_of(t: Any) -> Any:
     ks = t._ks
     if not ks & MATH_BITS:
         return t
-    a, xp = t._data, BACKEND[ks & ON_CUDA].xp     # type: ignore[attr-defined]
-    if ks & CONJ_BIT:
+    return new_tensor(_applied(t, ks & MATH_BITS), ks & ~MATH_BITS, t._device)
+
+
+def _applied(t: Any, bits: int) -> Any:
+    """``t``'s memory with the math ``bits`` applied (conjugated, negated), as a new array."""
+    a, xp = t._data, BACKEND[t._ks & ON_CUDA].xp     # type: ignore[attr-defined]
+    if bits & CONJ_BIT:
         a = xp.conj(a)
-    if ks & NEG_BIT:
+    if bits & NEG_BIT:
         a = xp.negative(a)
-    return new_tensor(a, ks & ~MATH_BITS, t._device)
+    return a
 
 
 # below the math-bit keys, the keys that see a call as it is made (the arguments' bits on): a dispatch mode or a
@@ -183,9 +183,7 @@ def _copying(op: Any, key: DispatchKey) -> Any:
 
     def copy_through_bit(ks: int, self: Any, src: Any, non_blocking: Any) -> Any:
         if not ks & _SEES_BITS and (self._ks ^ src._ks) & bit:
-            xp = BACKEND[src._ks & ON_CUDA].xp     # type: ignore[attr-defined]
-            data = xp.conj(src._data) if bit == CONJ_BIT else xp.negative(src._data)
-            src = new_tensor(data, (src._ks & ~bit) | (self._ks & bit), src._device)
+            src = new_tensor(_applied(src, bit), (src._ks & ~bit) | (self._ks & bit), src._device)
         return op.redispatch(ks & below, self, src, non_blocking)
     return copy_through_bit
 

@@ -26,6 +26,24 @@ from ember.c10.dtype import float32
 from ember.c10.exceptions import warn_once
 
 
+def _layer_stack(x: Any, num_layers: int, D: int, dropout_p: Any, train: Any, run: Any) -> Any:
+    """Layers of ``D`` directions: ``run(x, k, reverse)`` gives layer-direction ``k``'s (output, h_n, c_n); a
+    layer's directions' outputs are concatenated, with dropout between layers. Returns the last output and every
+    layer-direction's h_n and c_n, in order."""
+    hs, cs = [], []
+    for layer in range(num_layers):
+        outs = []
+        for d in range(D):
+            out, hn, cn = run(x, layer * D + d, d == 1)
+            outs.append(out)
+            hs.append(hn)
+            cs.append(cn)
+        x = outs[0] if D == 1 else aten.cat(outs, -1)
+        if dropout_p and train and layer < num_layers - 1:
+            x = aten.dropout(x, dropout_p, True)
+    return x, hs, cs
+
+
 def _stack(mode: Any, data: Any, batch_sizes: Any, hx: Any, params: Any, has_biases: Any, num_layers: Any,
            dropout_p: Any, train: Any, bidirectional: Any) -> Any:
     D = 2 if bidirectional else 1
@@ -37,22 +55,13 @@ def _stack(mode: Any, data: Any, batch_sizes: Any, hx: Any, params: Any, has_bia
         raise RuntimeError(f"Expected {per * num_layers * D} parameters for a {num_layers}-layer "
                            f"{'bidirectional ' if bidirectional else ''}{mode} with has_biases={has_biases}, "
                            f"got {len(params)}")
-    layer_input = data
-    hs, cs = [], []
-    for layer in range(num_layers):
-        outs = []
-        for d in range(D):
-            k = layer * D + d
-            p = params[k * per:(k + 1) * per]
-            b_ih, b_hh = (p[2], p[3]) if has_biases else (None, None)
-            out, hn, cn, _ = aten._rnn_layer(layer_input, batch_sizes, h0[k], None if c0 is None else c0[k], p[0],
-                                             p[1], b_ih, b_hh, p[-1] if has_proj else None, mode, d == 1)
-            outs.append(out)
-            hs.append(hn)
-            cs.append(cn)
-        layer_input = outs[0] if D == 1 else aten.cat(outs, -1)
-        if dropout_p and train and layer < num_layers - 1:
-            layer_input = aten.dropout(layer_input, dropout_p, train)
+
+    def run(x: Any, k: int, reverse: bool) -> Any:
+        p = params[k * per:(k + 1) * per]
+        b_ih, b_hh = (p[2], p[3]) if has_biases else (None, None)
+        return aten._rnn_layer(x, batch_sizes, h0[k], None if c0 is None else c0[k], p[0], p[1], b_ih, b_hh,
+                               p[-1] if has_proj else None, mode, reverse)[:3]
+    layer_input, hs, cs = _layer_stack(data, num_layers, D, dropout_p, train, run)
     return layer_input, aten.stack(hs), (aten.stack(cs) if mode == "LSTM" else None)
 
 
@@ -228,23 +237,15 @@ def _onednn_lstm(input: Any, hx: Any, params: Any, has_biases: Any, num_layers: 
     D = 2 if bidirectional else 1
     per = 4 if has_biases else 2
     hidden_size = h.size(2)
-    hy, cy = [], []
-    for layer in range(num_layers):
-        outs = []
-        for d in range(D):
-            k = layer * D + d
-            w = params[k * per:(k + 1) * per]
-            hk, ck = h[k], c[k]
-            b0 = w[2] if has_biases else aten.zeros(tuple(w[0].shape), dtype=w[0].dtype, device=w[0].device)
-            b1 = w[3] if has_biases else aten.zeros(tuple(w[1].shape), dtype=w[1].dtype, device=w[1].device)
-            out, hn, cn, _ = aten.mkldnn_rnn_layer(x, w[0], w[1], b0, b1, hk, ck, d > 0, (), 2, hidden_size,
-                                                   num_layers, has_biases, bidirectional, batch_first, train)
-            outs.append(out)
-            hy.append(hn)
-            cy.append(cn)
-        x = outs[0] if D == 1 else aten.cat(outs, -1)
-        if dropout_p != 0 and train and layer < num_layers - 1:
-            x = aten.dropout(x, dropout_p, True)
+
+    def run(x: Any, k: int, reverse: bool) -> Any:
+        w = params[k * per:(k + 1) * per]
+        hk, ck = h[k], c[k]
+        b0 = w[2] if has_biases else aten.zeros(tuple(w[0].shape), dtype=w[0].dtype, device=w[0].device)
+        b1 = w[3] if has_biases else aten.zeros(tuple(w[1].shape), dtype=w[1].dtype, device=w[1].device)
+        return aten.mkldnn_rnn_layer(x, w[0], w[1], b0, b1, hk, ck, reverse, (), 2, hidden_size, num_layers,
+                                     has_biases, bidirectional, batch_first, train)[:3]
+    x, hy, cy = _layer_stack(x, num_layers, D, dropout_p, train, run)
     hy_t, cy_t = aten.stack(hy, 0), aten.stack(cy, 0)
     return (x.transpose(0, 1) if batch_first else x), hy_t, cy_t
 

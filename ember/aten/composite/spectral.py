@@ -556,7 +556,8 @@ def istft(self: Any, n_fft: int, hop_length: Any = None, win_length: Any = None,
     if window is not None and (window.dim() != 1 or window.shape[0] != win):
         fail("Invalid window shape. window has to be 1D and length of `win_length`")
     real_dtype = _dt.float64 if self.dtype is _dt.complex128 else _dt.float32
-    x = aten.view_as_real(self)  # (PyTorch works on the real view, then views it as complex again)
+    # PyTorch works on the real view (of the values: a lazy conjugate is resolved), then views it as complex again
+    x = aten.view_as_real(aten.resolve_conj(self))
     w = window if window is not None else aten.ones((win,), dtype=real_dtype, device=self.device)
     if win != n_fft:
         left = (n_fft - win) // 2
