@@ -22,17 +22,19 @@ def main(argv=None):
     import ember  # first, as in a script
     import numpy as np
     from bench._timing import describe, machine
-    from ember._generated import aten, registrations
+    from ember._generated import aten
+    from ember.c10.dispatch_key import DispatchKey
     from ember.aten import kernels as K
     from ember.aten.wrap import new_tensor
 
     ember.set_num_threads(1)
     a, b = ember.ones(16, 16), ember.ones(16, 16)
     an, bn, ks, op = a._data, b._data, a._ks | b._ks, aten._op_add_Tensor
+    wrapper = op.kernels[DispatchKey.CPU]   # the generated backend wrapper of add.Tensor
     layers = [
         ("NumPy ufunc np.add", lambda: np.add(an, bn)),
         ("+ array kernel K.add (type promotion)", lambda: K.add(np, an, bn)),
-        ("+ backend wrapper (result tensor)", lambda: registrations._add_Tensor(ks, a, b, 1)),
+        ("+ backend wrapper (result tensor)", lambda: wrapper(ks, a, b, 1)),
         ("+ dispatcher and autograd key", lambda: op.call(ks, a, b, 1)),
         ("+ internal op API aten.add_Tensor", lambda: aten.add_Tensor(a, b)),
         ("+ Tensor operator a + b", lambda: a + b),

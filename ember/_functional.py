@@ -4,8 +4,9 @@ from __future__ import annotations
 from ember.aten import torch_function as _torch_function
 from ember.aten.backends import written_in_cpp as _written_in_cpp
 from ember._generated import functions as _F
-from ember._generated.ops import (_histogramdd_bin_edges, _histogramdd_from_bin_cts, _histogramdd_from_bin_tensors,
-                                  _unique2, unique_consecutive as _unique_consecutive, unique_dim)
+from ember._ops import ops as _ops
+
+_aten = _ops.aten
 
 __all__ = ["unique", "split", "norm", "einsum", "meshgrid", "tensordot", "broadcast_tensors", "atleast_1d",
            "atleast_2d", "atleast_3d", "broadcast_shapes", "cdist", "detach_", "selu", "selu_",
@@ -20,9 +21,9 @@ _CDIST_MODES = {"use_mm_for_euclid_dist_if_necessary": None, "use_mm_for_euclid_
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """Unique elements (sorted), optionally with the inverse mapping and the counts."""
     if dim is None:
-        out, inv, cnt = _unique2(input, sorted, return_inverse, return_counts)
+        out, inv, cnt = _aten._unique2(input, sorted, return_inverse, return_counts)
     else:
-        out, inv, cnt = unique_dim(input, dim, sorted, return_inverse, return_counts)
+        out, inv, cnt = _aten.unique_dim(input, dim, sorted, return_inverse, return_counts)
     return _asked_outputs(out, inv, cnt, return_inverse, return_counts)
 
 
@@ -40,7 +41,7 @@ def _asked_outputs(out, inv, cnt, return_inverse, return_counts):
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """Each run of equal consecutive elements (slices along ``dim``) collapsed to one; optionally the run each
     element belongs to and the runs' lengths."""
-    out, inv, cnt = _unique_consecutive(input, return_inverse, return_counts, dim)
+    out, inv, cnt = _aten.unique_consecutive(input, return_inverse, return_counts, dim)
     return _asked_outputs(out, inv, cnt, return_inverse, return_counts)
 
 
@@ -51,10 +52,10 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):  # noqa
     if isinstance(bins, int):
         bins = [bins] * (input.shape[-1] if input.dim() else 0)
     if len(bins) and not isinstance(bins[0], int):
-        hist = _histogramdd_from_bin_tensors(input, list(bins), weight=weight, density=density)
+        hist = _aten._histogramdd_from_bin_tensors(input, list(bins), weight=weight, density=density)
         return return_types.histogramdd(hist, tuple(bins))
-    edges = _histogramdd_bin_edges(input, list(bins), range=range, weight=weight, density=density)
-    hist = _histogramdd_from_bin_cts(input, list(bins), range=range, weight=weight, density=density)
+    edges = _aten._histogramdd_bin_edges(input, list(bins), range=range, weight=weight, density=density)
+    hist = _aten._histogramdd_from_bin_cts(input, list(bins), range=range, weight=weight, density=density)
     return return_types.histogramdd(hist, tuple(edges))
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember._python_arg_parser import NUMBERS_AS_TENSORS, Signatures, ks_device
+from ember._python_arg_parser import NUMBERS_AS_TENSORS, Signatures, arg_default, arg_kind, ident, ks_device
 from ember.aten import torch_function as _tf
 from ember.aten.schema import AliasInfo, Argument, FunctionSchema  # noqa: F401 (torch._C's names)
 from ember.c10.dispatch_key import KS_CPU, DispatchKey
@@ -257,7 +257,7 @@ def overload_of(handle: Any, in_formula: bool = False) -> OpOverload:
     (Note [Overloads PyTorch's bindings hide])."""
     o = _BY_HANDLE.get(handle)
     if o is None:
-        import ember._generated.ops  # noqa: F401 (creates every OpOverload)
+        aten_packet(handle.name)
         o = _BY_HANDLE[handle]
     if in_formula:
         return o
@@ -270,64 +270,75 @@ def overload_of(handle: Any, in_formula: bool = False) -> OpOverload:
 
 
 class _OpNamespace:
-    def __init__(self, modname: str) -> None:
-        self._modname = modname
+    """``ember.ops.aten``: one packet per operator name of native_functions.yaml, made from the operator handles of
+    the internal op API (``ember/_generated/aten.py``) when first asked for."""
 
-    @property
-    def name(self) -> str:
-        return "aten"
+    name = "aten"
 
     def __getattr__(self, name: str) -> Any:
-        import importlib
-        mod = importlib.import_module(self._modname)
-        try:
-            return getattr(mod, name + "_" if name in ("from", "to", "is", "in") else name)
-        except AttributeError:
-            raise AttributeError(f"'_OpNamespace' 'aten' object has no attribute '{name}'") from None
+        packet = aten_packet(name)
+        if packet is None:
+            raise AttributeError(f"'_OpNamespace' 'aten' object has no attribute '{name}'")
+        return packet
+
+    def __dir__(self) -> list[str]:
+        return sorted(_aten_handles())
+
+
+_ATEN_HANDLES: dict[str, list[Any]] = {}
+_ATEN_PACKETS: dict[str, OpOverloadPacket] = {}
+
+
+def _aten_handles() -> dict[str, list[Any]]:
+    """Operator name -> its handles, in native_functions.yaml's order."""
+    if not _ATEN_HANDLES:
+        from ember._generated import aten
+        from ember.aten.dispatcher import OperatorHandle
+        for k, h in vars(aten).items():
+            if k.startswith("_op_") and isinstance(h, OperatorHandle):
+                _ATEN_HANDLES.setdefault(h.name, []).append(h)
+    return _ATEN_HANDLES
+
+
+def aten_packet(name: str) -> OpOverloadPacket | None:
+    """``ember.ops.aten.<name>``: made on first use from the operator's handles."""
+    packet = _ATEN_PACKETS.get(name)
+    if packet is None:
+        handles = _aten_handles().get(name)
+        if handles is None:
+            return None
+        overloads = []
+        for h in handles:
+            schema = FunctionSchema(h.schema, h.namespace)
+            o = OpOverload(h, schema_spec(schema), [ident(a.name) for a in schema.arguments])
+            o._schema_cache = schema
+            overloads.append(o)
+        packet = _ATEN_PACKETS[name] = OpOverloadPacket(name, overloads)
+    return packet
+
+
+def schema_spec(schema: FunctionSchema, sized_defaults: bool = False) -> tuple[Any, ...]:
+    """The argument parser's spec of a schema's arguments, named as the schema names them (``ember.ops``); with
+    ``sized_defaults`` an ``int[2]`` default of ``1`` reads ``(1, 1)``, as for a library's operators."""
+    spec = []
+    for a in schema.arguments:
+        d = arg_default(a.default_value) if a.has_default_value else None
+        if sized_defaults and isinstance(d, int) and a.type.rstrip("?").startswith(("int[", "SymInt[")):
+            size = a.type.split("[", 1)[1].rstrip("]?")
+            d = (d,) * int(size) if size else (d,)
+        kind = a.type if a.type.startswith("__torch__.") else arg_kind(a.type)
+        spec.append((ident(a.name), kind, a.kwarg_only, a.has_default_value, d))
+    return tuple(spec)
 
 
 # ------------------------------------------------------------------------------------ library operators
-def _spec_kind(type_: str) -> str:
-    """The argument parser's kind of a schema type (as ``tools/codegen`` writes it for the aten operators)."""
-    opt = type_.endswith("?")
-    base = type_.rstrip("?")
-    if base == "Tensor":
-        return "T?" if opt else "T"
-    if base in ("Tensor[]", "Tensor?[]"):
-        return "T?[]" if base == "Tensor?[]" else "T[]"
-    if base in ("int", "SymInt"):
-        return "int" + ("?" if opt else "")
-    if base.startswith(("int[", "SymInt[")):
-        return "int[" + base.split("[", 1)[1] + ("?" if opt else "")
-    if base in ("float", "bool", "float[]", "bool[]", "str", "Scalar", "Scalar[]"):
-        return base + ("?" if opt else "")
-    if base.startswith("__torch__."):
-        return type_
-    return {"ScalarType": "dtype?", "Device": "device?", "Generator": "gen?"}.get(base, "any")
-
-
-def _spec_default(a: Argument) -> Any:
-    d = a.default_value
-    if isinstance(d, list):
-        return tuple(d)
-    if isinstance(d, str) and a.type.rstrip("?") == "ScalarType":
-        from ember.c10 import dtype as dtypes
-        return getattr(dtypes, d, d)
-    if a.type.rstrip("?").startswith(("int[", "SymInt[")) and isinstance(d, int):
-        size = a.type.split("[", 1)[1].rstrip("]?")
-        return (d,) * int(size) if size else (d,)
-    return d
-
-
 _LIBRARY_PACKETS: dict[str, dict[str, OpOverloadPacket]] = {}
 
 
 def register_library_op(handle: Any) -> OpOverload:
     """The ``OpOverload`` of an operator a library defined, reachable as ``ember.ops.<ns>.<name>.<overload>``."""
     schema = FunctionSchema(handle.schema, handle.namespace)
-    spec = tuple((a.name, _spec_kind(a.type), a.kwarg_only, a.has_default_value, _spec_default(a))
-                 for a in schema.arguments)
-    o = OpOverload(handle, spec, [a.name for a in schema.arguments])
+    o = OpOverload(handle, schema_spec(schema, sized_defaults=True), [a.name for a in schema.arguments])
     o._schema_cache = schema
     packets = _LIBRARY_PACKETS.setdefault(handle.namespace, {})
     packet = packets.get(handle.name)
@@ -385,7 +396,7 @@ class _Ops:
     """``ember.ops``: ``ember.ops.aten`` and one namespace per library; ``load_library`` for libraries that ship
     compiled operators."""
 
-    aten = _OpNamespace("ember._generated.ops")
+    aten = _OpNamespace()
 
     def __init__(self) -> None:
         self._namespaces: dict[str, _LibraryNamespace] = {}

@@ -18,7 +18,7 @@ from ember.aten import torch_function as _torch_function
 from ember.c10 import dtype as _dt
 from ember.c10.device import device as _device
 from ember.aten.composite import wrapped_number
-from ember.aten.dispatcher import ks_device, ks_list, ks_opt  # noqa: F401 (the bindings import them from here)
+from ember.aten.dispatcher import ks_device, ks_list, ks_opt, ks_out
 from ember.c10.generator import Generator
 from ember.c10.size import Size as _Size
 from ember.c10.tensor_impl import TensorImpl as Tensor  # every ember tensor is one
@@ -51,6 +51,17 @@ def fast_ints(x, single: bool):
         return x
     if single and t is int:
         return (x,)
+    return None
+
+
+def fast_tensors(x, none_ok: bool):
+    """``x`` as a list of tensors (``None`` allowed where ``none_ok``) when it is a list or tuple of them; else None."""
+    t = type(x)
+    if t is list or t is tuple:
+        for i in x:
+            if not isinstance(i, Tensor) and not (none_ok and i is None):
+                return None
+        return x if t is list else list(x)
     return None
 
 
@@ -228,13 +239,31 @@ _NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim", "x": "input", "a": "input"
 
 
 class Signatures:
-    __slots__ = ("name", "sigs", "method", "public")
+    """The signatures of one public name, tried in order (``PythonArgParser``). ``sigs`` are the parameter specs;
+    a binding's table is built from its ``Overload``s on first use (Note [Python bindings])."""
 
-    def __init__(self, name: str, sigs, method: bool = False):
+    __slots__ = ("name", "_sigs", "method", "public", "overloads")
+
+    def __init__(self, name: str, sigs=None, method: bool = False, overloads=None):
         self.name = name
-        self.sigs = sigs
+        self._sigs = sigs
         self.method = method
         self.public = None          # the binding itself, for __torch_function__ (set after its definition)
+        self.overloads = overloads  # ((functional handle, out= handle or None), ...) of a binding
+
+    @property
+    def sigs(self):
+        if self._sigs is None:
+            self.overloads = [Overload(op, op_out, self.method) for op, op_out in self.overloads]
+            self._sigs = [o.spec for o in self.overloads]
+        return self._sigs
+
+    def slow(self, args: tuple, kwargs: dict, self_=None):
+        """A call no fast binder took: parse it against the table and run the overload it picks."""
+        i, a = self.parse(args, kwargs, self_)
+        if i < 0:  # an argument's __torch_function__ answered
+            return a
+        return self.overloads[i].call(a, self_)
 
     def parse(self, args: tuple, kwargs: dict, self_=None):
         for i, spec in enumerate(self.sigs):
@@ -330,3 +359,314 @@ class Signatures:
                             f"but expected ({lines[0][4:-1]})")
         raise TypeError(f"{self.name}() received an invalid combination of arguments - got ({got}), but "
                         "expected one of:\n" + "\n".join(lines))
+
+
+# ------------------------------------------------------------------------------------------------ bindings
+# Note [Python bindings]
+# A public function (``ember.add``) or Tensor method (``Tensor.add``) is a *binding*: ``function_binding`` /
+# ``method_binding`` below make it from the overloads codegen grouped under its name (tools/codegen/gen.py), each a
+# functional operator handle with the ``out=`` handle folded into it. A call goes
+#   1. to ``__torch_function__`` when the protocol is on (Note [Keeping __torch_function__ off the path of plain
+#      tensors] in ember/aten/torch_function.py);
+#   2. through the *fast binders* (generated, one per overload whose arguments need no conversion, shared by every
+#      overload of the same shape): Python's own argument binding, inline type checks, and the operator's call;
+#      a binder whose checks fail answers ``MISS``;
+#   3. else through the signature table (``Signatures``, built from the handles' schemas on first use: PyTorch's
+#      ``PythonArgParser``), which converts what it may (lists to sizes, ``dtype=float``, device strings, numpy
+#      scalars), picks the overload, and calls it (``Overload.call``); or raises PyTorch's error naming them all.
+# So every fact of a signature is in its schema; codegen writes only the grouping and the shapes of the binders.
+MISS = object()          # a fast binder's answer when the call needs the signature table
+
+_PY_KEYWORDS = {"from", "to", "lambda", "is", "in", "and", "or", "not", "def", "class", "global"}
+_DTYPE_WORDS = {"long": _dt.int64, "int": _dt.int32, "float": _dt.float32, "double": _dt.float64, "bool": _dt.bool_}
+
+
+def ident(name: str) -> str:
+    return name + "_" if name in _PY_KEYWORDS else name
+
+
+def arg_kind(type_: str) -> str:
+    """The parser's name for a schema type (``Tensor?`` -> ``T?``, ``SymInt[2]`` -> ``int[2]``)."""
+    opt = type_.endswith("?")
+    t = type_[:-1] if opt else type_
+    base, br, size = t.partition("[")
+    elem_opt = base.endswith("?")
+    base = base.rstrip("?")
+    q = "?" if opt else ""
+    if base == "Tensor":
+        if br:
+            return "T?[]" if elem_opt else "T[]"
+        return "T" + q
+    if base in ("int", "SymInt"):
+        return f"int[{size[:-1]}]{q}" if br else "int" + q
+    if base in ("float", "bool"):
+        return base + ("[]" if br else "") + q
+    if base == "Scalar":
+        return ("Scalar[]" if br else "Scalar") + q
+    return {"ScalarType": "dtype?", "Device": "device?", "Generator": "gen?"}.get(base) or \
+        ("str" + q if base == "str" else "any")
+
+
+def arg_default(value):
+    """A schema default as the binding passes it (``[]`` -> ``()``, ``long`` -> ``ember.int64``)."""
+    if isinstance(value, list):
+        return tuple(value)
+    if value == "contiguous_format":
+        return None
+    if isinstance(value, str) and value in _DTYPE_WORDS:
+        return _DTYPE_WORDS[value]
+    return value
+
+
+class Overload:
+    """One Python signature of a binding: a functional operator, with its ``out=`` operator folded in.
+
+    ``spec`` lists the parameters as ``Signatures`` reads them, ``(name, kind, keyword-only, has default,
+    default)``; ``call`` runs the operator on the arguments the parser converted (the generic form of a fast
+    binder)."""
+
+    __slots__ = ("op", "op_out", "method", "spec", "_plan", "_out_plan", "factory", "n_out", "returns")
+
+    def __init__(self, op, op_out=None, method: bool = False) -> None:
+        from ember.aten.schema import FunctionSchema
+        self.op, self.op_out, self.method = op, op_out, method
+        s = FunctionSchema(op.schema, op.namespace)
+        args = s.arguments
+        self_arg = next((a for a in args if a.name == "self"), args[0]) if method else None
+        pyname = {a.name: ("input" if a.name == "self" and not method else ident(a.name)) for a in args}
+        spec = [(pyname[a.name], arg_kind(a.type), a.kwarg_only, a.has_default_value,
+                 arg_default(a.default_value) if a.has_default_value else None) for a in args if a is not self_arg]
+        self.n_out = 0
+        if op_out is not None:
+            self.n_out = op_out.out_arity
+            spec.append(("out", "T?" if self.n_out == 1 else "any", True, True, None))
+        names = {a.name for a in args}
+        self.factory = "device" in names and "dtype" in names
+        if self.factory:
+            spec.append(("requires_grad", "bool", True, True, False))
+        self.spec = tuple(spec)
+        # a plan: per schema argument, (parameter name or None for ``self``, how it adds to the key set)
+        self._plan = [(None if a is self_arg else pyname[a.name], _ks_role(a)) for a in args]
+        self._out_plan = None
+        if op_out is not None:
+            so = FunctionSchema(op_out.schema, op_out.namespace)
+            outs = [a for a in so.arguments if a.is_out]
+            plan = []
+            for a in so.arguments:
+                if a.is_out:
+                    plan.append((("out", outs.index(a) if self.n_out > 1 else -1), "out"))
+                else:
+                    plan.append((None if method and a.name == "self" else pyname[a.name], _ks_role(a)))
+            self._out_plan = plan
+        r = s.returns
+        self.returns = ("self_list" if not r and args and args[0].type.endswith("[]") and
+                        args[0].alias_info is not None and args[0].alias_info.is_write else
+                        "tuple" if len(r) == 1 and r[0].type.rstrip("?") == "Tensor[]" else None)
+
+    def call(self, a: dict, self_=None):
+        out = a.get("out") if self.op_out is not None else None
+        if out is not None:
+            if self.factory:
+                check_out_options(out, a["dtype"])
+            return self._run(self.op_out, self._out_plan, a, self_)
+        r = self._run(self.op, self._plan, a, self_)
+        if self.returns == "self_list":
+            return a[self._plan[0][0]] if self._plan[0][0] is not None else self_
+        if self.returns == "tuple":
+            r = tuple(r)
+        return r
+
+    def _run(self, op, plan, a, self_):
+        vals, ks, out_ks, device = [], 0, 0, None
+        for name, role in plan:
+            if name is None:
+                v = self_
+            elif type(name) is tuple:
+                v = a["out"] if name[1] < 0 else a["out"][name[1]]
+            else:
+                v = a[name]
+            vals.append(v)
+            if role == "T":
+                ks |= v._ks
+            elif role == "T?":
+                ks |= ks_opt(v)
+            elif role == "T[]":
+                ks |= ks_list(v)
+            elif role == "out":
+                out_ks |= ks_out(v)
+            elif role == "device":
+                device = (v,)
+        if not any(role in ("T", "T?", "T[]") for _n, role in plan):
+            ks = ks_device(device[0]) if device is not None else KS_CPU
+        r = op.call(ks | out_ks, *vals)
+        return finish_factory(r, a) if self.factory else r
+
+
+def _ks_role(a) -> str | None:
+    """How a schema argument adds to a call's key set (Note [Dispatch key set of a call])."""
+    t = a.type
+    if t.startswith("Tensor"):
+        if a.is_out:
+            return "out"
+        if t.endswith("[]") or t.endswith("[]?"):
+            return "T[]"
+        return "T?" if t.endswith("?") else "T"
+    if t.rstrip("?") == "Device":
+        return "device"
+    return None
+
+
+_TF_ON = False  # the __torch_function__ switch, kept current by torch_function._refresh
+_torch_function.register_flag(globals())
+_tf_dispatch, _NOT_HANDLED = _torch_function.dispatch, _torch_function.NOT_HANDLED
+
+
+def _named(binding, name: str, module: str, doc: str, wrapped, fasts):
+    binding.__name__ = binding.__qualname__ = name
+    binding.__module__ = module
+    binding.__doc__ = doc
+    if wrapped is not None:  # Note [Binding docstrings]: what inspect.signature shows
+        binding.__wrapped__ = fasts[0] if wrapped is True else wrapped
+    return binding
+
+
+def function_binding(module: str, name: str, overloads, fasts=(), varargs=(), wrapped=None, op_name=None,
+                  doc: str = ""):
+    """A public function (``ember.add``) over ``overloads``, trying the fast binders ``fasts`` first (Note [Python
+    bindings]); ``varargs`` lists the positions of the binders that take an ``int[]`` as varargs (``ember.zeros(2,
+    3)``); ``wrapped`` is what ``inspect.signature`` reads (True: the first fast binder); ``op_name`` the
+    ``__name__`` when PyTorch's differs from the public name (``linalg_inv``)."""
+    sig = Signatures(name, None, False, overloads)
+    fasts = tuple(fasts)
+    if len(fasts) == 1 and not varargs:
+        fast = fasts[0]
+
+        def binding(*args, **kwargs):
+            if _TF_ON:
+                r = _tf_dispatch(binding, args, kwargs)
+                if r is not _NOT_HANDLED:
+                    return r
+            try:
+                r = fast(*args, **kwargs)
+            except TypeError as e:
+                if e.__traceback__.tb_next is not None:  # raised inside, not by binding the arguments
+                    raise
+            else:
+                if r is not MISS:
+                    return r
+            return sig.slow(args, kwargs)
+    elif len(fasts) == 2 and not varargs:
+        fast0, fast1 = fasts
+
+        def binding(*args, **kwargs):
+            if _TF_ON:
+                r = _tf_dispatch(binding, args, kwargs)
+                if r is not _NOT_HANDLED:
+                    return r
+            try:
+                r = fast0(*args, **kwargs)
+            except TypeError as e:
+                if e.__traceback__.tb_next is not None:
+                    raise
+            else:
+                if r is not MISS:
+                    return r
+            try:
+                r = fast1(*args, **kwargs)
+            except TypeError as e:
+                if e.__traceback__.tb_next is not None:
+                    raise
+            else:
+                if r is not MISS:
+                    return r
+            return sig.slow(args, kwargs)
+    else:
+        tries = tuple((f, i in varargs) for i, f in enumerate(fasts))
+
+        def binding(*args, **kwargs):
+            if _TF_ON:
+                r = _tf_dispatch(binding, args, kwargs)
+                if r is not _NOT_HANDLED:
+                    return r
+            for fast, va in tries:
+                try:
+                    r = fast(args, **kwargs) if va and args and type(args[0]) is int else fast(*args, **kwargs)
+                except TypeError as e:
+                    if e.__traceback__.tb_next is not None:
+                        raise
+                    continue
+                if r is not MISS:
+                    return r
+            return sig.slow(args, kwargs)
+    sig.public = binding
+    return _named(binding, op_name or name, module, doc, wrapped, fasts)
+
+
+def method_binding(module: str, name: str, overloads, fasts=(), varargs=(), wrapped=None, op_name=None,
+                  doc: str = ""):
+    """A Tensor method (``Tensor.add``): ``function_binding`` with ``self`` bound first."""
+    sig = Signatures(name, None, True, overloads)
+    fasts = tuple(fasts)
+    if len(fasts) == 1 and not varargs:
+        fast = fasts[0]
+
+        def binding(self, *args, **kwargs):
+            if _TF_ON:
+                r = _tf_dispatch(binding, (self,) + args, kwargs)
+                if r is not _NOT_HANDLED:
+                    return r
+            try:
+                r = fast(self, *args, **kwargs)
+            except TypeError as e:
+                if e.__traceback__.tb_next is not None:  # raised inside, not by binding the arguments
+                    raise
+            else:
+                if r is not MISS:
+                    return r
+            return sig.slow(args, kwargs, self)
+    elif len(fasts) == 2 and not varargs:
+        fast0, fast1 = fasts
+
+        def binding(self, *args, **kwargs):
+            if _TF_ON:
+                r = _tf_dispatch(binding, (self,) + args, kwargs)
+                if r is not _NOT_HANDLED:
+                    return r
+            try:
+                r = fast0(self, *args, **kwargs)
+            except TypeError as e:
+                if e.__traceback__.tb_next is not None:
+                    raise
+            else:
+                if r is not MISS:
+                    return r
+            try:
+                r = fast1(self, *args, **kwargs)
+            except TypeError as e:
+                if e.__traceback__.tb_next is not None:
+                    raise
+            else:
+                if r is not MISS:
+                    return r
+            return sig.slow(args, kwargs, self)
+    else:
+        tries = tuple((f, i in varargs) for i, f in enumerate(fasts))
+
+        def binding(self, *args, **kwargs):
+            if _TF_ON:
+                r = _tf_dispatch(binding, (self,) + args, kwargs)
+                if r is not _NOT_HANDLED:
+                    return r
+            for fast, va in tries:
+                try:
+                    r = fast(self, args, **kwargs) if va and args and type(args[0]) is int else \
+                        fast(self, *args, **kwargs)
+                except TypeError as e:
+                    if e.__traceback__.tb_next is not None:
+                        raise
+                    continue
+                if r is not MISS:
+                    return r
+            return sig.slow(args, kwargs, self)
+    sig.public = binding
+    return _named(binding, op_name or name, module, doc, wrapped, fasts)

@@ -32,17 +32,12 @@ MIRRORS = [
 
 
 def numpy_kernel(backend_fn):
-    """The array kernel a generated CPU/CUDA wrapper calls (``K.<name>(xp, ...)``), as module.name."""
+    """The array kernel a generated CPU/CUDA wrapper calls (the ``_k`` its factory closed over), as module.name."""
     code = getattr(backend_fn, "__code__", None)
-    if code is None or "K" not in code.co_names:
+    if code is None or "_k" not in code.co_freevars:
         return None
-    names = code.co_names
-    k = backend_fn.__globals__.get("K")
-    for name in names[names.index("K") + 1:]:
-        fn = getattr(k, name, None)
-        if callable(fn):
-            return f"{fn.__module__}.{fn.__name__}"
-    return None
+    fn = backend_fn.__closure__[code.co_freevars.index("_k")].cell_contents
+    return f"{fn.__module__}.{fn.__name__}"
 
 
 @contextlib.contextmanager

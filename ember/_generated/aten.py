@@ -12,7936 +12,3176 @@ from ember.c10 import dtype as _dtypes  # noqa: F401
 from ember.c10.dispatch_key import KS_CPU as _KS_CPU
 
 _op_abs = _D.define('abs(Tensor self) -> Tensor')
-
-def abs(self):
-    return _op_abs.call(self._ks, self)
-
+def abs(self): return _op_abs.call(self._ks, self)
 _op_abs_ = _D.define('abs_(Tensor(a!) self) -> Tensor(a!)')
-
-def abs_(self):
-    return _op_abs_.call(self._ks, self)
-
+def abs_(self): return _op_abs_.call(self._ks, self)
 _op_abs_out = _D.define('abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def abs_out(self, *, out):
-    return _op_abs_out.call(self._ks | _ks_out(out), self, out)
-
+def abs_out(self, *, out): return _op_abs_out.call(self._ks | _ks_out(out), self, out)
 _op_conj = _D.define('conj(Tensor(a) self) -> Tensor(a)')
-
-def conj(self):
-    return _op_conj.call(self._ks, self)
-
+def conj(self): return _op_conj.call(self._ks, self)
 _op__conj = _D.define('_conj(Tensor(a) self) -> Tensor(a)')
-
-def _conj(self):
-    return _op__conj.call(self._ks, self)
-
+def _conj(self): return _op__conj.call(self._ks, self)
 _op_resolve_conj = _D.define('resolve_conj(Tensor(a) self) -> Tensor(a)')
-
-def resolve_conj(self):
-    return _op_resolve_conj.call(self._ks, self)
-
+def resolve_conj(self): return _op_resolve_conj.call(self._ks, self)
 _op__neg_view = _D.define('_neg_view(Tensor(a) self) -> Tensor(a)')
-
-def _neg_view(self):
-    return _op__neg_view.call(self._ks, self)
-
+def _neg_view(self): return _op__neg_view.call(self._ks, self)
 _op_resolve_neg = _D.define('resolve_neg(Tensor(a) self) -> Tensor(a)')
-
-def resolve_neg(self):
-    return _op_resolve_neg.call(self._ks, self)
-
+def resolve_neg(self): return _op_resolve_neg.call(self._ks, self)
 _op_conj_physical = _D.define('conj_physical(Tensor self) -> Tensor')
-
-def conj_physical(self):
-    return _op_conj_physical.call(self._ks, self)
-
+def conj_physical(self): return _op_conj_physical.call(self._ks, self)
 _op__conj_physical = _D.define('_conj_physical(Tensor self) -> Tensor')
-
-def _conj_physical(self):
-    return _op__conj_physical.call(self._ks, self)
-
+def _conj_physical(self): return _op__conj_physical.call(self._ks, self)
 _op_conj_physical_ = _D.define('conj_physical_(Tensor(a!) self) -> Tensor(a!)')
-
-def conj_physical_(self):
-    return _op_conj_physical_.call(self._ks, self)
-
+def conj_physical_(self): return _op_conj_physical_.call(self._ks, self)
 _op_conj_physical_out = _D.define('conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def conj_physical_out(self, *, out):
-    return _op_conj_physical_out.call(self._ks | _ks_out(out), self, out)
-
+def conj_physical_out(self, *, out): return _op_conj_physical_out.call(self._ks | _ks_out(out), self, out)
 _op_neg = _D.define('neg(Tensor self) -> Tensor')
-
-def neg(self):
-    return _op_neg.call(self._ks, self)
-
+def neg(self): return _op_neg.call(self._ks, self)
 _op_neg_ = _D.define('neg_(Tensor(a!) self) -> Tensor(a!)')
-
-def neg_(self):
-    return _op_neg_.call(self._ks, self)
-
+def neg_(self): return _op_neg_.call(self._ks, self)
 _op_neg_out = _D.define('neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def neg_out(self, *, out):
-    return _op_neg_out.call(self._ks | _ks_out(out), self, out)
-
+def neg_out(self, *, out): return _op_neg_out.call(self._ks | _ks_out(out), self, out)
 _op_sign = _D.define('sign(Tensor self) -> Tensor')
-
-def sign(self):
-    return _op_sign.call(self._ks, self)
-
+def sign(self): return _op_sign.call(self._ks, self)
 _op_sign_ = _D.define('sign_(Tensor(a!) self) -> Tensor(a!)')
-
-def sign_(self):
-    return _op_sign_.call(self._ks, self)
-
+def sign_(self): return _op_sign_.call(self._ks, self)
 _op_sign_out = _D.define('sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def sign_out(self, *, out):
-    return _op_sign_out.call(self._ks | _ks_out(out), self, out)
-
+def sign_out(self, *, out): return _op_sign_out.call(self._ks | _ks_out(out), self, out)
 _op_sgn = _D.define('sgn(Tensor self) -> Tensor')
-
-def sgn(self):
-    return _op_sgn.call(self._ks, self)
-
+def sgn(self): return _op_sgn.call(self._ks, self)
 _op_sgn_ = _D.define('sgn_(Tensor(a!) self) -> Tensor(a!)')
-
-def sgn_(self):
-    return _op_sgn_.call(self._ks, self)
-
+def sgn_(self): return _op_sgn_.call(self._ks, self)
 _op_sgn_out = _D.define('sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def sgn_out(self, *, out):
-    return _op_sgn_out.call(self._ks | _ks_out(out), self, out)
-
+def sgn_out(self, *, out): return _op_sgn_out.call(self._ks | _ks_out(out), self, out)
 _op_floor = _D.define('floor(Tensor self) -> Tensor')
-
-def floor(self):
-    return _op_floor.call(self._ks, self)
-
+def floor(self): return _op_floor.call(self._ks, self)
 _op_floor_ = _D.define('floor_(Tensor(a!) self) -> Tensor(a!)')
-
-def floor_(self):
-    return _op_floor_.call(self._ks, self)
-
+def floor_(self): return _op_floor_.call(self._ks, self)
 _op_floor_out = _D.define('floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def floor_out(self, *, out):
-    return _op_floor_out.call(self._ks | _ks_out(out), self, out)
-
+def floor_out(self, *, out): return _op_floor_out.call(self._ks | _ks_out(out), self, out)
 _op_ceil = _D.define('ceil(Tensor self) -> Tensor')
-
-def ceil(self):
-    return _op_ceil.call(self._ks, self)
-
+def ceil(self): return _op_ceil.call(self._ks, self)
 _op_ceil_ = _D.define('ceil_(Tensor(a!) self) -> Tensor(a!)')
-
-def ceil_(self):
-    return _op_ceil_.call(self._ks, self)
-
+def ceil_(self): return _op_ceil_.call(self._ks, self)
 _op_ceil_out = _D.define('ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def ceil_out(self, *, out):
-    return _op_ceil_out.call(self._ks | _ks_out(out), self, out)
-
+def ceil_out(self, *, out): return _op_ceil_out.call(self._ks | _ks_out(out), self, out)
 _op_trunc = _D.define('trunc(Tensor self) -> Tensor')
-
-def trunc(self):
-    return _op_trunc.call(self._ks, self)
-
+def trunc(self): return _op_trunc.call(self._ks, self)
 _op_trunc_ = _D.define('trunc_(Tensor(a!) self) -> Tensor(a!)')
-
-def trunc_(self):
-    return _op_trunc_.call(self._ks, self)
-
+def trunc_(self): return _op_trunc_.call(self._ks, self)
 _op_trunc_out = _D.define('trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def trunc_out(self, *, out):
-    return _op_trunc_out.call(self._ks | _ks_out(out), self, out)
-
+def trunc_out(self, *, out): return _op_trunc_out.call(self._ks | _ks_out(out), self, out)
 _op_frac = _D.define('frac(Tensor self) -> Tensor')
-
-def frac(self):
-    return _op_frac.call(self._ks, self)
-
+def frac(self): return _op_frac.call(self._ks, self)
 _op_frac_ = _D.define('frac_(Tensor(a!) self) -> Tensor(a!)')
-
-def frac_(self):
-    return _op_frac_.call(self._ks, self)
-
+def frac_(self): return _op_frac_.call(self._ks, self)
 _op_frac_out = _D.define('frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def frac_out(self, *, out):
-    return _op_frac_out.call(self._ks | _ks_out(out), self, out)
-
+def frac_out(self, *, out): return _op_frac_out.call(self._ks | _ks_out(out), self, out)
 _op_exp = _D.define('exp(Tensor self) -> Tensor')
-
-def exp(self):
-    return _op_exp.call(self._ks, self)
-
+def exp(self): return _op_exp.call(self._ks, self)
 _op_exp_ = _D.define('exp_(Tensor(a!) self) -> Tensor(a!)')
-
-def exp_(self):
-    return _op_exp_.call(self._ks, self)
-
+def exp_(self): return _op_exp_.call(self._ks, self)
 _op_exp_out = _D.define('exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def exp_out(self, *, out):
-    return _op_exp_out.call(self._ks | _ks_out(out), self, out)
-
+def exp_out(self, *, out): return _op_exp_out.call(self._ks | _ks_out(out), self, out)
 _op_exp2 = _D.define('exp2(Tensor self) -> Tensor')
-
-def exp2(self):
-    return _op_exp2.call(self._ks, self)
-
+def exp2(self): return _op_exp2.call(self._ks, self)
 _op_exp2_ = _D.define('exp2_(Tensor(a!) self) -> Tensor(a!)')
-
-def exp2_(self):
-    return _op_exp2_.call(self._ks, self)
-
+def exp2_(self): return _op_exp2_.call(self._ks, self)
 _op_exp2_out = _D.define('exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def exp2_out(self, *, out):
-    return _op_exp2_out.call(self._ks | _ks_out(out), self, out)
-
+def exp2_out(self, *, out): return _op_exp2_out.call(self._ks | _ks_out(out), self, out)
 _op_expm1 = _D.define('expm1(Tensor self) -> Tensor')
-
-def expm1(self):
-    return _op_expm1.call(self._ks, self)
-
+def expm1(self): return _op_expm1.call(self._ks, self)
 _op_expm1_ = _D.define('expm1_(Tensor(a!) self) -> Tensor(a!)')
-
-def expm1_(self):
-    return _op_expm1_.call(self._ks, self)
-
+def expm1_(self): return _op_expm1_.call(self._ks, self)
 _op_expm1_out = _D.define('expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def expm1_out(self, *, out):
-    return _op_expm1_out.call(self._ks | _ks_out(out), self, out)
-
+def expm1_out(self, *, out): return _op_expm1_out.call(self._ks | _ks_out(out), self, out)
 _op_log = _D.define('log(Tensor self) -> Tensor')
-
-def log(self):
-    return _op_log.call(self._ks, self)
-
+def log(self): return _op_log.call(self._ks, self)
 _op_log_ = _D.define('log_(Tensor(a!) self) -> Tensor(a!)')
-
-def log_(self):
-    return _op_log_.call(self._ks, self)
-
+def log_(self): return _op_log_.call(self._ks, self)
 _op_log_out = _D.define('log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def log_out(self, *, out):
-    return _op_log_out.call(self._ks | _ks_out(out), self, out)
-
+def log_out(self, *, out): return _op_log_out.call(self._ks | _ks_out(out), self, out)
 _op_log2 = _D.define('log2(Tensor self) -> Tensor')
-
-def log2(self):
-    return _op_log2.call(self._ks, self)
-
+def log2(self): return _op_log2.call(self._ks, self)
 _op_log2_ = _D.define('log2_(Tensor(a!) self) -> Tensor(a!)')
-
-def log2_(self):
-    return _op_log2_.call(self._ks, self)
-
+def log2_(self): return _op_log2_.call(self._ks, self)
 _op_log2_out = _D.define('log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def log2_out(self, *, out):
-    return _op_log2_out.call(self._ks | _ks_out(out), self, out)
-
+def log2_out(self, *, out): return _op_log2_out.call(self._ks | _ks_out(out), self, out)
 _op_log10 = _D.define('log10(Tensor self) -> Tensor')
-
-def log10(self):
-    return _op_log10.call(self._ks, self)
-
+def log10(self): return _op_log10.call(self._ks, self)
 _op_log10_ = _D.define('log10_(Tensor(a!) self) -> Tensor(a!)')
-
-def log10_(self):
-    return _op_log10_.call(self._ks, self)
-
+def log10_(self): return _op_log10_.call(self._ks, self)
 _op_log10_out = _D.define('log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def log10_out(self, *, out):
-    return _op_log10_out.call(self._ks | _ks_out(out), self, out)
-
+def log10_out(self, *, out): return _op_log10_out.call(self._ks | _ks_out(out), self, out)
 _op_log1p = _D.define('log1p(Tensor self) -> Tensor')
-
-def log1p(self):
-    return _op_log1p.call(self._ks, self)
-
+def log1p(self): return _op_log1p.call(self._ks, self)
 _op_log1p_ = _D.define('log1p_(Tensor(a!) self) -> Tensor(a!)')
-
-def log1p_(self):
-    return _op_log1p_.call(self._ks, self)
-
+def log1p_(self): return _op_log1p_.call(self._ks, self)
 _op_log1p_out = _D.define('log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def log1p_out(self, *, out):
-    return _op_log1p_out.call(self._ks | _ks_out(out), self, out)
-
+def log1p_out(self, *, out): return _op_log1p_out.call(self._ks | _ks_out(out), self, out)
 _op_sqrt = _D.define('sqrt(Tensor self) -> Tensor')
-
-def sqrt(self):
-    return _op_sqrt.call(self._ks, self)
-
+def sqrt(self): return _op_sqrt.call(self._ks, self)
 _op_sqrt_ = _D.define('sqrt_(Tensor(a!) self) -> Tensor(a!)')
-
-def sqrt_(self):
-    return _op_sqrt_.call(self._ks, self)
-
+def sqrt_(self): return _op_sqrt_.call(self._ks, self)
 _op_sqrt_out = _D.define('sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def sqrt_out(self, *, out):
-    return _op_sqrt_out.call(self._ks | _ks_out(out), self, out)
-
+def sqrt_out(self, *, out): return _op_sqrt_out.call(self._ks | _ks_out(out), self, out)
 _op_rsqrt = _D.define('rsqrt(Tensor self) -> Tensor')
-
-def rsqrt(self):
-    return _op_rsqrt.call(self._ks, self)
-
+def rsqrt(self): return _op_rsqrt.call(self._ks, self)
 _op_rsqrt_ = _D.define('rsqrt_(Tensor(a!) self) -> Tensor(a!)')
-
-def rsqrt_(self):
-    return _op_rsqrt_.call(self._ks, self)
-
+def rsqrt_(self): return _op_rsqrt_.call(self._ks, self)
 _op_rsqrt_out = _D.define('rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def rsqrt_out(self, *, out):
-    return _op_rsqrt_out.call(self._ks | _ks_out(out), self, out)
-
+def rsqrt_out(self, *, out): return _op_rsqrt_out.call(self._ks | _ks_out(out), self, out)
 _op_sin = _D.define('sin(Tensor self) -> Tensor')
-
-def sin(self):
-    return _op_sin.call(self._ks, self)
-
+def sin(self): return _op_sin.call(self._ks, self)
 _op_sin_ = _D.define('sin_(Tensor(a!) self) -> Tensor(a!)')
-
-def sin_(self):
-    return _op_sin_.call(self._ks, self)
-
+def sin_(self): return _op_sin_.call(self._ks, self)
 _op_sin_out = _D.define('sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def sin_out(self, *, out):
-    return _op_sin_out.call(self._ks | _ks_out(out), self, out)
-
+def sin_out(self, *, out): return _op_sin_out.call(self._ks | _ks_out(out), self, out)
 _op_cos = _D.define('cos(Tensor self) -> Tensor')
-
-def cos(self):
-    return _op_cos.call(self._ks, self)
-
+def cos(self): return _op_cos.call(self._ks, self)
 _op_cos_ = _D.define('cos_(Tensor(a!) self) -> Tensor(a!)')
-
-def cos_(self):
-    return _op_cos_.call(self._ks, self)
-
+def cos_(self): return _op_cos_.call(self._ks, self)
 _op_cos_out = _D.define('cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def cos_out(self, *, out):
-    return _op_cos_out.call(self._ks | _ks_out(out), self, out)
-
+def cos_out(self, *, out): return _op_cos_out.call(self._ks | _ks_out(out), self, out)
 _op_tan = _D.define('tan(Tensor self) -> Tensor')
-
-def tan(self):
-    return _op_tan.call(self._ks, self)
-
+def tan(self): return _op_tan.call(self._ks, self)
 _op_tan_ = _D.define('tan_(Tensor(a!) self) -> Tensor(a!)')
-
-def tan_(self):
-    return _op_tan_.call(self._ks, self)
-
+def tan_(self): return _op_tan_.call(self._ks, self)
 _op_tan_out = _D.define('tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def tan_out(self, *, out):
-    return _op_tan_out.call(self._ks | _ks_out(out), self, out)
-
+def tan_out(self, *, out): return _op_tan_out.call(self._ks | _ks_out(out), self, out)
 _op_asin = _D.define('asin(Tensor self) -> Tensor')
-
-def asin(self):
-    return _op_asin.call(self._ks, self)
-
+def asin(self): return _op_asin.call(self._ks, self)
 _op_asin_ = _D.define('asin_(Tensor(a!) self) -> Tensor(a!)')
-
-def asin_(self):
-    return _op_asin_.call(self._ks, self)
-
+def asin_(self): return _op_asin_.call(self._ks, self)
 _op_asin_out = _D.define('asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def asin_out(self, *, out):
-    return _op_asin_out.call(self._ks | _ks_out(out), self, out)
-
+def asin_out(self, *, out): return _op_asin_out.call(self._ks | _ks_out(out), self, out)
 _op_acos = _D.define('acos(Tensor self) -> Tensor')
-
-def acos(self):
-    return _op_acos.call(self._ks, self)
-
+def acos(self): return _op_acos.call(self._ks, self)
 _op_acos_ = _D.define('acos_(Tensor(a!) self) -> Tensor(a!)')
-
-def acos_(self):
-    return _op_acos_.call(self._ks, self)
-
+def acos_(self): return _op_acos_.call(self._ks, self)
 _op_acos_out = _D.define('acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def acos_out(self, *, out):
-    return _op_acos_out.call(self._ks | _ks_out(out), self, out)
-
+def acos_out(self, *, out): return _op_acos_out.call(self._ks | _ks_out(out), self, out)
 _op_atan = _D.define('atan(Tensor self) -> Tensor')
-
-def atan(self):
-    return _op_atan.call(self._ks, self)
-
+def atan(self): return _op_atan.call(self._ks, self)
 _op_atan_ = _D.define('atan_(Tensor(a!) self) -> Tensor(a!)')
-
-def atan_(self):
-    return _op_atan_.call(self._ks, self)
-
+def atan_(self): return _op_atan_.call(self._ks, self)
 _op_atan_out = _D.define('atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def atan_out(self, *, out):
-    return _op_atan_out.call(self._ks | _ks_out(out), self, out)
-
+def atan_out(self, *, out): return _op_atan_out.call(self._ks | _ks_out(out), self, out)
 _op_sinh = _D.define('sinh(Tensor self) -> Tensor')
-
-def sinh(self):
-    return _op_sinh.call(self._ks, self)
-
+def sinh(self): return _op_sinh.call(self._ks, self)
 _op_sinh_ = _D.define('sinh_(Tensor(a!) self) -> Tensor(a!)')
-
-def sinh_(self):
-    return _op_sinh_.call(self._ks, self)
-
+def sinh_(self): return _op_sinh_.call(self._ks, self)
 _op_sinh_out = _D.define('sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def sinh_out(self, *, out):
-    return _op_sinh_out.call(self._ks | _ks_out(out), self, out)
-
+def sinh_out(self, *, out): return _op_sinh_out.call(self._ks | _ks_out(out), self, out)
 _op_cosh = _D.define('cosh(Tensor self) -> Tensor')
-
-def cosh(self):
-    return _op_cosh.call(self._ks, self)
-
+def cosh(self): return _op_cosh.call(self._ks, self)
 _op_cosh_ = _D.define('cosh_(Tensor(a!) self) -> Tensor(a!)')
-
-def cosh_(self):
-    return _op_cosh_.call(self._ks, self)
-
+def cosh_(self): return _op_cosh_.call(self._ks, self)
 _op_cosh_out = _D.define('cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def cosh_out(self, *, out):
-    return _op_cosh_out.call(self._ks | _ks_out(out), self, out)
-
+def cosh_out(self, *, out): return _op_cosh_out.call(self._ks | _ks_out(out), self, out)
 _op_tanh = _D.define('tanh(Tensor self) -> Tensor')
-
-def tanh(self):
-    return _op_tanh.call(self._ks, self)
-
+def tanh(self): return _op_tanh.call(self._ks, self)
 _op_tanh_ = _D.define('tanh_(Tensor(a!) self) -> Tensor(a!)')
-
-def tanh_(self):
-    return _op_tanh_.call(self._ks, self)
-
+def tanh_(self): return _op_tanh_.call(self._ks, self)
 _op_tanh_out = _D.define('tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def tanh_out(self, *, out):
-    return _op_tanh_out.call(self._ks | _ks_out(out), self, out)
-
+def tanh_out(self, *, out): return _op_tanh_out.call(self._ks | _ks_out(out), self, out)
 _op_asinh = _D.define('asinh(Tensor self) -> Tensor')
-
-def asinh(self):
-    return _op_asinh.call(self._ks, self)
-
+def asinh(self): return _op_asinh.call(self._ks, self)
 _op_asinh_ = _D.define('asinh_(Tensor(a!) self) -> Tensor(a!)')
-
-def asinh_(self):
-    return _op_asinh_.call(self._ks, self)
-
+def asinh_(self): return _op_asinh_.call(self._ks, self)
 _op_asinh_out = _D.define('asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def asinh_out(self, *, out):
-    return _op_asinh_out.call(self._ks | _ks_out(out), self, out)
-
+def asinh_out(self, *, out): return _op_asinh_out.call(self._ks | _ks_out(out), self, out)
 _op_acosh = _D.define('acosh(Tensor self) -> Tensor')
-
-def acosh(self):
-    return _op_acosh.call(self._ks, self)
-
+def acosh(self): return _op_acosh.call(self._ks, self)
 _op_acosh_ = _D.define('acosh_(Tensor(a!) self) -> Tensor(a!)')
-
-def acosh_(self):
-    return _op_acosh_.call(self._ks, self)
-
+def acosh_(self): return _op_acosh_.call(self._ks, self)
 _op_acosh_out = _D.define('acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def acosh_out(self, *, out):
-    return _op_acosh_out.call(self._ks | _ks_out(out), self, out)
-
+def acosh_out(self, *, out): return _op_acosh_out.call(self._ks | _ks_out(out), self, out)
 _op_atanh = _D.define('atanh(Tensor self) -> Tensor')
-
-def atanh(self):
-    return _op_atanh.call(self._ks, self)
-
+def atanh(self): return _op_atanh.call(self._ks, self)
 _op_atanh_ = _D.define('atanh_(Tensor(a!) self) -> Tensor(a!)')
-
-def atanh_(self):
-    return _op_atanh_.call(self._ks, self)
-
+def atanh_(self): return _op_atanh_.call(self._ks, self)
 _op_atanh_out = _D.define('atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def atanh_out(self, *, out):
-    return _op_atanh_out.call(self._ks | _ks_out(out), self, out)
-
+def atanh_out(self, *, out): return _op_atanh_out.call(self._ks | _ks_out(out), self, out)
 _op_sigmoid = _D.define('sigmoid(Tensor self) -> Tensor')
-
-def sigmoid(self):
-    return _op_sigmoid.call(self._ks, self)
-
+def sigmoid(self): return _op_sigmoid.call(self._ks, self)
 _op_sigmoid_ = _D.define('sigmoid_(Tensor(a!) self) -> Tensor(a!)')
-
-def sigmoid_(self):
-    return _op_sigmoid_.call(self._ks, self)
-
+def sigmoid_(self): return _op_sigmoid_.call(self._ks, self)
 _op_sigmoid_out = _D.define('sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def sigmoid_out(self, *, out):
-    return _op_sigmoid_out.call(self._ks | _ks_out(out), self, out)
-
+def sigmoid_out(self, *, out): return _op_sigmoid_out.call(self._ks | _ks_out(out), self, out)
 _op_reciprocal = _D.define('reciprocal(Tensor self) -> Tensor')
-
-def reciprocal(self):
-    return _op_reciprocal.call(self._ks, self)
-
+def reciprocal(self): return _op_reciprocal.call(self._ks, self)
 _op_reciprocal_ = _D.define('reciprocal_(Tensor(a!) self) -> Tensor(a!)')
-
-def reciprocal_(self):
-    return _op_reciprocal_.call(self._ks, self)
-
+def reciprocal_(self): return _op_reciprocal_.call(self._ks, self)
 _op_reciprocal_out = _D.define('reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def reciprocal_out(self, *, out):
-    return _op_reciprocal_out.call(self._ks | _ks_out(out), self, out)
-
+def reciprocal_out(self, *, out): return _op_reciprocal_out.call(self._ks | _ks_out(out), self, out)
 _op_erf = _D.define('erf(Tensor self) -> Tensor')
-
-def erf(self):
-    return _op_erf.call(self._ks, self)
-
+def erf(self): return _op_erf.call(self._ks, self)
 _op_erf_ = _D.define('erf_(Tensor(a!) self) -> Tensor(a!)')
-
-def erf_(self):
-    return _op_erf_.call(self._ks, self)
-
+def erf_(self): return _op_erf_.call(self._ks, self)
 _op_erf_out = _D.define('erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def erf_out(self, *, out):
-    return _op_erf_out.call(self._ks | _ks_out(out), self, out)
-
+def erf_out(self, *, out): return _op_erf_out.call(self._ks | _ks_out(out), self, out)
 _op_erfc = _D.define('erfc(Tensor self) -> Tensor')
-
-def erfc(self):
-    return _op_erfc.call(self._ks, self)
-
+def erfc(self): return _op_erfc.call(self._ks, self)
 _op_erfc_ = _D.define('erfc_(Tensor(a!) self) -> Tensor(a!)')
-
-def erfc_(self):
-    return _op_erfc_.call(self._ks, self)
-
+def erfc_(self): return _op_erfc_.call(self._ks, self)
 _op_erfc_out = _D.define('erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def erfc_out(self, *, out):
-    return _op_erfc_out.call(self._ks | _ks_out(out), self, out)
-
+def erfc_out(self, *, out): return _op_erfc_out.call(self._ks | _ks_out(out), self, out)
 _op_erfinv = _D.define('erfinv(Tensor self) -> Tensor')
-
-def erfinv(self):
-    return _op_erfinv.call(self._ks, self)
-
+def erfinv(self): return _op_erfinv.call(self._ks, self)
 _op_erfinv_ = _D.define('erfinv_(Tensor(a!) self) -> Tensor(a!)')
-
-def erfinv_(self):
-    return _op_erfinv_.call(self._ks, self)
-
+def erfinv_(self): return _op_erfinv_.call(self._ks, self)
 _op_erfinv_out = _D.define('erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def erfinv_out(self, *, out):
-    return _op_erfinv_out.call(self._ks | _ks_out(out), self, out)
-
+def erfinv_out(self, *, out): return _op_erfinv_out.call(self._ks | _ks_out(out), self, out)
 _op_lgamma = _D.define('lgamma(Tensor self) -> Tensor')
-
-def lgamma(self):
-    return _op_lgamma.call(self._ks, self)
-
+def lgamma(self): return _op_lgamma.call(self._ks, self)
 _op_lgamma_ = _D.define('lgamma_(Tensor(a!) self) -> Tensor(a!)')
-
-def lgamma_(self):
-    return _op_lgamma_.call(self._ks, self)
-
+def lgamma_(self): return _op_lgamma_.call(self._ks, self)
 _op_lgamma_out = _D.define('lgamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def lgamma_out(self, *, out):
-    return _op_lgamma_out.call(self._ks | _ks_out(out), self, out)
-
+def lgamma_out(self, *, out): return _op_lgamma_out.call(self._ks | _ks_out(out), self, out)
 _op_digamma = _D.define('digamma(Tensor self) -> Tensor')
-
-def digamma(self):
-    return _op_digamma.call(self._ks, self)
-
+def digamma(self): return _op_digamma.call(self._ks, self)
 _op_digamma_ = _D.define('digamma_(Tensor(a!) self) -> Tensor(a!)')
-
-def digamma_(self):
-    return _op_digamma_.call(self._ks, self)
-
+def digamma_(self): return _op_digamma_.call(self._ks, self)
 _op_digamma_out = _D.define('digamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def digamma_out(self, *, out):
-    return _op_digamma_out.call(self._ks | _ks_out(out), self, out)
-
+def digamma_out(self, *, out): return _op_digamma_out.call(self._ks | _ks_out(out), self, out)
 _op_i0 = _D.define('i0(Tensor self) -> Tensor')
-
-def i0(self):
-    return _op_i0.call(self._ks, self)
-
+def i0(self): return _op_i0.call(self._ks, self)
 _op_i0_ = _D.define('i0_(Tensor(a!) self) -> Tensor(a!)')
-
-def i0_(self):
-    return _op_i0_.call(self._ks, self)
-
+def i0_(self): return _op_i0_.call(self._ks, self)
 _op_i0_out = _D.define('i0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def i0_out(self, *, out):
-    return _op_i0_out.call(self._ks | _ks_out(out), self, out)
-
+def i0_out(self, *, out): return _op_i0_out.call(self._ks | _ks_out(out), self, out)
 _op_sinc = _D.define('sinc(Tensor self) -> Tensor')
-
-def sinc(self):
-    return _op_sinc.call(self._ks, self)
-
+def sinc(self): return _op_sinc.call(self._ks, self)
 _op_sinc_ = _D.define('sinc_(Tensor(a!) self) -> Tensor(a!)')
-
-def sinc_(self):
-    return _op_sinc_.call(self._ks, self)
-
+def sinc_(self): return _op_sinc_.call(self._ks, self)
 _op_sinc_out = _D.define('sinc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def sinc_out(self, *, out):
-    return _op_sinc_out.call(self._ks | _ks_out(out), self, out)
-
+def sinc_out(self, *, out): return _op_sinc_out.call(self._ks | _ks_out(out), self, out)
 _op_deg2rad = _D.define('deg2rad(Tensor self) -> Tensor')
-
-def deg2rad(self):
-    return _op_deg2rad.call(self._ks, self)
-
+def deg2rad(self): return _op_deg2rad.call(self._ks, self)
 _op_deg2rad_ = _D.define('deg2rad_(Tensor(a!) self) -> Tensor(a!)')
-
-def deg2rad_(self):
-    return _op_deg2rad_.call(self._ks, self)
-
+def deg2rad_(self): return _op_deg2rad_.call(self._ks, self)
 _op_deg2rad_out = _D.define('deg2rad.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def deg2rad_out(self, *, out):
-    return _op_deg2rad_out.call(self._ks | _ks_out(out), self, out)
-
+def deg2rad_out(self, *, out): return _op_deg2rad_out.call(self._ks | _ks_out(out), self, out)
 _op_rad2deg = _D.define('rad2deg(Tensor self) -> Tensor')
-
-def rad2deg(self):
-    return _op_rad2deg.call(self._ks, self)
-
+def rad2deg(self): return _op_rad2deg.call(self._ks, self)
 _op_rad2deg_ = _D.define('rad2deg_(Tensor(a!) self) -> Tensor(a!)')
-
-def rad2deg_(self):
-    return _op_rad2deg_.call(self._ks, self)
-
+def rad2deg_(self): return _op_rad2deg_.call(self._ks, self)
 _op_rad2deg_out = _D.define('rad2deg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def rad2deg_out(self, *, out):
-    return _op_rad2deg_out.call(self._ks | _ks_out(out), self, out)
-
+def rad2deg_out(self, *, out): return _op_rad2deg_out.call(self._ks | _ks_out(out), self, out)
 _op_square = _D.define('square(Tensor self) -> Tensor')
-
-def square(self):
-    return _op_square.call(self._ks, self)
-
+def square(self): return _op_square.call(self._ks, self)
 _op_square_ = _D.define('square_(Tensor(a!) self) -> Tensor(a!)')
-
-def square_(self):
-    return _op_square_.call(self._ks, self)
-
+def square_(self): return _op_square_.call(self._ks, self)
 _op_square_out = _D.define('square.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def square_out(self, *, out):
-    return _op_square_out.call(self._ks | _ks_out(out), self, out)
-
+def square_out(self, *, out): return _op_square_out.call(self._ks | _ks_out(out), self, out)
 _op_bitwise_not = _D.define('bitwise_not(Tensor self) -> Tensor')
-
-def bitwise_not(self):
-    return _op_bitwise_not.call(self._ks, self)
-
+def bitwise_not(self): return _op_bitwise_not.call(self._ks, self)
 _op_bitwise_not_ = _D.define('bitwise_not_(Tensor(a!) self) -> Tensor(a!)')
-
-def bitwise_not_(self):
-    return _op_bitwise_not_.call(self._ks, self)
-
+def bitwise_not_(self): return _op_bitwise_not_.call(self._ks, self)
 _op_bitwise_not_out = _D.define('bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def bitwise_not_out(self, *, out):
-    return _op_bitwise_not_out.call(self._ks | _ks_out(out), self, out)
-
+def bitwise_not_out(self, *, out): return _op_bitwise_not_out.call(self._ks | _ks_out(out), self, out)
 _op_logical_not = _D.define('logical_not(Tensor self) -> Tensor')
-
-def logical_not(self):
-    return _op_logical_not.call(self._ks, self)
-
+def logical_not(self): return _op_logical_not.call(self._ks, self)
 _op_logical_not_ = _D.define('logical_not_(Tensor(a!) self) -> Tensor(a!)')
-
-def logical_not_(self):
-    return _op_logical_not_.call(self._ks, self)
-
+def logical_not_(self): return _op_logical_not_.call(self._ks, self)
 _op_logical_not_out = _D.define('logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def logical_not_out(self, *, out):
-    return _op_logical_not_out.call(self._ks | _ks_out(out), self, out)
-
+def logical_not_out(self, *, out): return _op_logical_not_out.call(self._ks | _ks_out(out), self, out)
 _op_relu = _D.define('relu(Tensor self) -> Tensor')
-
-def relu(self):
-    return _op_relu.call(self._ks, self)
-
+def relu(self): return _op_relu.call(self._ks, self)
 _op_relu_ = _D.define('relu_(Tensor(a!) self) -> Tensor(a!)')
-
-def relu_(self):
-    return _op_relu_.call(self._ks, self)
-
+def relu_(self): return _op_relu_.call(self._ks, self)
 _op_positive = _D.define('positive(Tensor(a) self) -> Tensor(a)')
-
-def positive(self):
-    return _op_positive.call(self._ks, self)
-
+def positive(self): return _op_positive.call(self._ks, self)
 _op_round = _D.define('round(Tensor self) -> Tensor')
-
-def round(self):
-    return _op_round.call(self._ks, self)
-
+def round(self): return _op_round.call(self._ks, self)
 _op_round_decimals = _D.define('round.decimals(Tensor self, *, int decimals) -> Tensor')
-
-def round_decimals(self, *, decimals):
-    return _op_round_decimals.call(self._ks, self, decimals)
-
+def round_decimals(self, *, decimals): return _op_round_decimals.call(self._ks, self, decimals)
 _op_round_ = _D.define('round_(Tensor(a!) self) -> Tensor(a!)')
-
-def round_(self):
-    return _op_round_.call(self._ks, self)
-
+def round_(self): return _op_round_.call(self._ks, self)
 _op_round__decimals = _D.define('round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)')
-
-def round__decimals(self, *, decimals):
-    return _op_round__decimals.call(self._ks, self, decimals)
-
+def round__decimals(self, *, decimals): return _op_round__decimals.call(self._ks, self, decimals)
 _op_round_out = _D.define('round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def round_out(self, *, out):
-    return _op_round_out.call(self._ks | _ks_out(out), self, out)
-
+def round_out(self, *, out): return _op_round_out.call(self._ks | _ks_out(out), self, out)
 _op_isnan = _D.define('isnan(Tensor self) -> Tensor')
-
-def isnan(self):
-    return _op_isnan.call(self._ks, self)
-
+def isnan(self): return _op_isnan.call(self._ks, self)
 _op_isinf = _D.define('isinf(Tensor self) -> Tensor')
-
-def isinf(self):
-    return _op_isinf.call(self._ks, self)
-
+def isinf(self): return _op_isinf.call(self._ks, self)
 _op_isfinite = _D.define('isfinite(Tensor self) -> Tensor')
-
-def isfinite(self):
-    return _op_isfinite.call(self._ks, self)
-
+def isfinite(self): return _op_isfinite.call(self._ks, self)
 _op_isposinf = _D.define('isposinf(Tensor self) -> Tensor')
-
-def isposinf(self):
-    return _op_isposinf.call(self._ks, self)
-
+def isposinf(self): return _op_isposinf.call(self._ks, self)
 _op_isneginf = _D.define('isneginf(Tensor self) -> Tensor')
-
-def isneginf(self):
-    return _op_isneginf.call(self._ks, self)
-
+def isneginf(self): return _op_isneginf.call(self._ks, self)
 _op_signbit = _D.define('signbit(Tensor self) -> Tensor')
-
-def signbit(self):
-    return _op_signbit.call(self._ks, self)
-
+def signbit(self): return _op_signbit.call(self._ks, self)
 _op_nan_to_num = _D.define('nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor')
-
-def nan_to_num(self, nan=None, posinf=None, neginf=None):
-    return _op_nan_to_num.call(self._ks, self, nan, posinf, neginf)
-
+def nan_to_num(self, nan=None, posinf=None, neginf=None): return _op_nan_to_num.call(self._ks, self, nan, posinf, neginf)
 _op_nan_to_num_ = _D.define('nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)')
-
-def nan_to_num_(self, nan=None, posinf=None, neginf=None):
-    return _op_nan_to_num_.call(self._ks, self, nan, posinf, neginf)
-
+def nan_to_num_(self, nan=None, posinf=None, neginf=None): return _op_nan_to_num_.call(self._ks, self, nan, posinf, neginf)
 _op_logit = _D.define('logit(Tensor self, float? eps=None) -> Tensor')
-
-def logit(self, eps=None):
-    return _op_logit.call(self._ks, self, eps)
-
+def logit(self, eps=None): return _op_logit.call(self._ks, self, eps)
 _op_polygamma = _D.define('polygamma(int n, Tensor self) -> Tensor')
-
-def polygamma(n, self):
-    return _op_polygamma.call(self._ks, n, self)
-
+def polygamma(n, self): return _op_polygamma.call(self._ks, n, self)
 _op_special_polygamma = _D.define('special_polygamma(int n, Tensor self) -> Tensor')
-
-def special_polygamma(n, self):
-    return _op_special_polygamma.call(self._ks, n, self)
-
+def special_polygamma(n, self): return _op_special_polygamma.call(self._ks, n, self)
 _op_logit_ = _D.define('logit_(Tensor(a!) self, float? eps=None) -> Tensor(a!)')
-
-def logit_(self, eps=None):
-    return _op_logit_.call(self._ks, self, eps)
-
+def logit_(self, eps=None): return _op_logit_.call(self._ks, self, eps)
 _op_add_Tensor = _D.define('add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor')
-
-def add_Tensor(self, other, *, alpha=1):
-    return _op_add_Tensor.call(self._ks | other._ks, self, other, alpha)
-
+def add_Tensor(self, other, *, alpha=1): return _op_add_Tensor.call(self._ks | other._ks, self, other, alpha)
 _op_add__Tensor = _D.define('add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)')
-
-def add__Tensor(self, other, *, alpha=1):
-    return _op_add__Tensor.call(self._ks | other._ks, self, other, alpha)
-
+def add__Tensor(self, other, *, alpha=1): return _op_add__Tensor.call(self._ks | other._ks, self, other, alpha)
 _op_add_out = _D.define('add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def add_out(self, other, *, alpha=1, out):
-    return _op_add_out.call(self._ks | other._ks | _ks_out(out), self, other, alpha, out)
-
+def add_out(self, other, *, alpha=1, out): return _op_add_out.call(self._ks | other._ks | _ks_out(out), self, other, alpha, out)
 _op_add_Scalar = _D.define('add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor')
-
-def add_Scalar(self, other, alpha=1):
-    return _op_add_Scalar.call(self._ks, self, other, alpha)
-
+def add_Scalar(self, other, alpha=1): return _op_add_Scalar.call(self._ks, self, other, alpha)
 _op_add__Scalar = _D.define('add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)')
-
-def add__Scalar(self, other, alpha=1):
-    return _op_add__Scalar.call(self._ks, self, other, alpha)
-
+def add__Scalar(self, other, alpha=1): return _op_add__Scalar.call(self._ks, self, other, alpha)
 _op_add_Scalar_out = _D.define('add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def add_Scalar_out(self, other, alpha=1, *, out):
-    return _op_add_Scalar_out.call(self._ks | _ks_out(out), self, other, alpha, out)
-
+def add_Scalar_out(self, other, alpha=1, *, out): return _op_add_Scalar_out.call(self._ks | _ks_out(out), self, other, alpha, out)
 _op_sub_Tensor = _D.define('sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor')
-
-def sub_Tensor(self, other, *, alpha=1):
-    return _op_sub_Tensor.call(self._ks | other._ks, self, other, alpha)
-
+def sub_Tensor(self, other, *, alpha=1): return _op_sub_Tensor.call(self._ks | other._ks, self, other, alpha)
 _op_sub__Tensor = _D.define('sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)')
-
-def sub__Tensor(self, other, *, alpha=1):
-    return _op_sub__Tensor.call(self._ks | other._ks, self, other, alpha)
-
+def sub__Tensor(self, other, *, alpha=1): return _op_sub__Tensor.call(self._ks | other._ks, self, other, alpha)
 _op_sub_out = _D.define('sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def sub_out(self, other, *, alpha=1, out):
-    return _op_sub_out.call(self._ks | other._ks | _ks_out(out), self, other, alpha, out)
-
+def sub_out(self, other, *, alpha=1, out): return _op_sub_out.call(self._ks | other._ks | _ks_out(out), self, other, alpha, out)
 _op_sub_Scalar = _D.define('sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor')
-
-def sub_Scalar(self, other, alpha=1):
-    return _op_sub_Scalar.call(self._ks, self, other, alpha)
-
+def sub_Scalar(self, other, alpha=1): return _op_sub_Scalar.call(self._ks, self, other, alpha)
 _op_sub__Scalar = _D.define('sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)')
-
-def sub__Scalar(self, other, alpha=1):
-    return _op_sub__Scalar.call(self._ks, self, other, alpha)
-
+def sub__Scalar(self, other, alpha=1): return _op_sub__Scalar.call(self._ks, self, other, alpha)
 _op_sub_Scalar_out = _D.define('sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def sub_Scalar_out(self, other, alpha=1, *, out):
-    return _op_sub_Scalar_out.call(self._ks | _ks_out(out), self, other, alpha, out)
-
+def sub_Scalar_out(self, other, alpha=1, *, out): return _op_sub_Scalar_out.call(self._ks | _ks_out(out), self, other, alpha, out)
 _op_mul_Tensor = _D.define('mul.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def mul_Tensor(self, other):
-    return _op_mul_Tensor.call(self._ks | other._ks, self, other)
-
+def mul_Tensor(self, other): return _op_mul_Tensor.call(self._ks | other._ks, self, other)
 _op_mul__Tensor = _D.define('mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def mul__Tensor(self, other):
-    return _op_mul__Tensor.call(self._ks | other._ks, self, other)
-
+def mul__Tensor(self, other): return _op_mul__Tensor.call(self._ks | other._ks, self, other)
 _op_mul_out = _D.define('mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def mul_out(self, other, *, out):
-    return _op_mul_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def mul_out(self, other, *, out): return _op_mul_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_mul_Scalar = _D.define('mul.Scalar(Tensor self, Scalar other) -> Tensor')
-
-def mul_Scalar(self, other):
-    return _op_mul_Scalar.call(self._ks, self, other)
-
+def mul_Scalar(self, other): return _op_mul_Scalar.call(self._ks, self, other)
 _op_mul__Scalar = _D.define('mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
-
-def mul__Scalar(self, other):
-    return _op_mul__Scalar.call(self._ks, self, other)
-
+def mul__Scalar(self, other): return _op_mul__Scalar.call(self._ks, self, other)
 _op_mul_Scalar_out = _D.define('mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def mul_Scalar_out(self, other, *, out):
-    return _op_mul_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
-
+def mul_Scalar_out(self, other, *, out): return _op_mul_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 _op_div_Tensor = _D.define('div.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def div_Tensor(self, other):
-    return _op_div_Tensor.call(self._ks | other._ks, self, other)
-
+def div_Tensor(self, other): return _op_div_Tensor.call(self._ks | other._ks, self, other)
 _op_div__Tensor = _D.define('div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def div__Tensor(self, other):
-    return _op_div__Tensor.call(self._ks | other._ks, self, other)
-
+def div__Tensor(self, other): return _op_div__Tensor.call(self._ks | other._ks, self, other)
 _op_div_out = _D.define('div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def div_out(self, other, *, out):
-    return _op_div_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def div_out(self, other, *, out): return _op_div_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_div_Scalar = _D.define('div.Scalar(Tensor self, Scalar other) -> Tensor')
-
-def div_Scalar(self, other):
-    return _op_div_Scalar.call(self._ks, self, other)
-
+def div_Scalar(self, other): return _op_div_Scalar.call(self._ks, self, other)
 _op_div__Scalar = _D.define('div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
-
-def div__Scalar(self, other):
-    return _op_div__Scalar.call(self._ks, self, other)
-
+def div__Scalar(self, other): return _op_div__Scalar.call(self._ks, self, other)
 _op_div_Scalar_out = _D.define('div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def div_Scalar_out(self, other, *, out):
-    return _op_div_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
-
+def div_Scalar_out(self, other, *, out): return _op_div_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 _op_div_Tensor_mode = _D.define('div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor')
-
-def div_Tensor_mode(self, other, *, rounding_mode):
-    return _op_div_Tensor_mode.call(self._ks | other._ks, self, other, rounding_mode)
-
+def div_Tensor_mode(self, other, *, rounding_mode): return _op_div_Tensor_mode.call(self._ks | other._ks, self, other, rounding_mode)
 _op_div__Tensor_mode = _D.define('div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)')
-
-def div__Tensor_mode(self, other, *, rounding_mode):
-    return _op_div__Tensor_mode.call(self._ks | other._ks, self, other, rounding_mode)
-
+def div__Tensor_mode(self, other, *, rounding_mode): return _op_div__Tensor_mode.call(self._ks | other._ks, self, other, rounding_mode)
 _op_div_out_mode = _D.define('div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def div_out_mode(self, other, *, rounding_mode, out):
-    return _op_div_out_mode.call(self._ks | other._ks | _ks_out(out), self, other, rounding_mode, out)
-
+def div_out_mode(self, other, *, rounding_mode, out): return _op_div_out_mode.call(self._ks | other._ks | _ks_out(out), self, other, rounding_mode, out)
 _op_div_Scalar_mode = _D.define('div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor')
-
-def div_Scalar_mode(self, other, *, rounding_mode):
-    return _op_div_Scalar_mode.call(self._ks, self, other, rounding_mode)
-
+def div_Scalar_mode(self, other, *, rounding_mode): return _op_div_Scalar_mode.call(self._ks, self, other, rounding_mode)
 _op_div__Scalar_mode = _D.define('div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)')
-
-def div__Scalar_mode(self, other, *, rounding_mode):
-    return _op_div__Scalar_mode.call(self._ks, self, other, rounding_mode)
-
+def div__Scalar_mode(self, other, *, rounding_mode): return _op_div__Scalar_mode.call(self._ks, self, other, rounding_mode)
 _op_true_divide_Tensor = _D.define('true_divide.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def true_divide_Tensor(self, other):
-    return _op_true_divide_Tensor.call(self._ks | other._ks, self, other)
-
+def true_divide_Tensor(self, other): return _op_true_divide_Tensor.call(self._ks | other._ks, self, other)
 _op_true_divide__Tensor = _D.define('true_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def true_divide__Tensor(self, other):
-    return _op_true_divide__Tensor.call(self._ks | other._ks, self, other)
-
+def true_divide__Tensor(self, other): return _op_true_divide__Tensor.call(self._ks | other._ks, self, other)
 _op_true_divide_out = _D.define('true_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def true_divide_out(self, other, *, out):
-    return _op_true_divide_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def true_divide_out(self, other, *, out): return _op_true_divide_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_true_divide_Scalar = _D.define('true_divide.Scalar(Tensor self, Scalar other) -> Tensor')
-
-def true_divide_Scalar(self, other):
-    return _op_true_divide_Scalar.call(self._ks, self, other)
-
+def true_divide_Scalar(self, other): return _op_true_divide_Scalar.call(self._ks, self, other)
 _op_true_divide__Scalar = _D.define('true_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
-
-def true_divide__Scalar(self, other):
-    return _op_true_divide__Scalar.call(self._ks, self, other)
-
+def true_divide__Scalar(self, other): return _op_true_divide__Scalar.call(self._ks, self, other)
 _op_true_divide_Scalar_out = _D.define('true_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def true_divide_Scalar_out(self, other, *, out):
-    return _op_true_divide_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
-
+def true_divide_Scalar_out(self, other, *, out): return _op_true_divide_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 _op_floor_divide = _D.define('floor_divide(Tensor self, Tensor other) -> Tensor')
-
-def floor_divide(self, other):
-    return _op_floor_divide.call(self._ks | other._ks, self, other)
-
+def floor_divide(self, other): return _op_floor_divide.call(self._ks | other._ks, self, other)
 _op_floor_divide__Tensor = _D.define('floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def floor_divide__Tensor(self, other):
-    return _op_floor_divide__Tensor.call(self._ks | other._ks, self, other)
-
+def floor_divide__Tensor(self, other): return _op_floor_divide__Tensor.call(self._ks | other._ks, self, other)
 _op_floor_divide_out = _D.define('floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def floor_divide_out(self, other, *, out):
-    return _op_floor_divide_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def floor_divide_out(self, other, *, out): return _op_floor_divide_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_floor_divide_Scalar = _D.define('floor_divide.Scalar(Tensor self, Scalar other) -> Tensor')
-
-def floor_divide_Scalar(self, other):
-    return _op_floor_divide_Scalar.call(self._ks, self, other)
-
+def floor_divide_Scalar(self, other): return _op_floor_divide_Scalar.call(self._ks, self, other)
 _op_floor_divide__Scalar = _D.define('floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
-
-def floor_divide__Scalar(self, other):
-    return _op_floor_divide__Scalar.call(self._ks, self, other)
-
+def floor_divide__Scalar(self, other): return _op_floor_divide__Scalar.call(self._ks, self, other)
 _op_floor_divide_Scalar_out = _D.define('floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def floor_divide_Scalar_out(self, other, *, out):
-    return _op_floor_divide_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
-
+def floor_divide_Scalar_out(self, other, *, out): return _op_floor_divide_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 _op_remainder_Tensor = _D.define('remainder.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def remainder_Tensor(self, other):
-    return _op_remainder_Tensor.call(self._ks | other._ks, self, other)
-
+def remainder_Tensor(self, other): return _op_remainder_Tensor.call(self._ks | other._ks, self, other)
 _op_remainder__Tensor = _D.define('remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def remainder__Tensor(self, other):
-    return _op_remainder__Tensor.call(self._ks | other._ks, self, other)
-
+def remainder__Tensor(self, other): return _op_remainder__Tensor.call(self._ks | other._ks, self, other)
 _op_remainder_Tensor_out = _D.define('remainder.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def remainder_Tensor_out(self, other, *, out):
-    return _op_remainder_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def remainder_Tensor_out(self, other, *, out): return _op_remainder_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_remainder_Scalar = _D.define('remainder.Scalar(Tensor self, Scalar other) -> Tensor')
-
-def remainder_Scalar(self, other):
-    return _op_remainder_Scalar.call(self._ks, self, other)
-
+def remainder_Scalar(self, other): return _op_remainder_Scalar.call(self._ks, self, other)
 _op_remainder__Scalar = _D.define('remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
-
-def remainder__Scalar(self, other):
-    return _op_remainder__Scalar.call(self._ks, self, other)
-
+def remainder__Scalar(self, other): return _op_remainder__Scalar.call(self._ks, self, other)
 _op_remainder_Scalar_out = _D.define('remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def remainder_Scalar_out(self, other, *, out):
-    return _op_remainder_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
-
+def remainder_Scalar_out(self, other, *, out): return _op_remainder_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 _op_remainder_Scalar_Tensor = _D.define('remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor')
-
-def remainder_Scalar_Tensor(self, other):
-    return _op_remainder_Scalar_Tensor.call(other._ks, self, other)
-
+def remainder_Scalar_Tensor(self, other): return _op_remainder_Scalar_Tensor.call(other._ks, self, other)
 _op_fmod_Tensor = _D.define('fmod.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def fmod_Tensor(self, other):
-    return _op_fmod_Tensor.call(self._ks | other._ks, self, other)
-
+def fmod_Tensor(self, other): return _op_fmod_Tensor.call(self._ks | other._ks, self, other)
 _op_fmod__Tensor = _D.define('fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def fmod__Tensor(self, other):
-    return _op_fmod__Tensor.call(self._ks | other._ks, self, other)
-
+def fmod__Tensor(self, other): return _op_fmod__Tensor.call(self._ks | other._ks, self, other)
 _op_fmod_Tensor_out = _D.define('fmod.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def fmod_Tensor_out(self, other, *, out):
-    return _op_fmod_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def fmod_Tensor_out(self, other, *, out): return _op_fmod_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_fmod_Scalar = _D.define('fmod.Scalar(Tensor self, Scalar other) -> Tensor')
-
-def fmod_Scalar(self, other):
-    return _op_fmod_Scalar.call(self._ks, self, other)
-
+def fmod_Scalar(self, other): return _op_fmod_Scalar.call(self._ks, self, other)
 _op_fmod__Scalar = _D.define('fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
-
-def fmod__Scalar(self, other):
-    return _op_fmod__Scalar.call(self._ks, self, other)
-
+def fmod__Scalar(self, other): return _op_fmod__Scalar.call(self._ks, self, other)
 _op_fmod_Scalar_out = _D.define('fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def fmod_Scalar_out(self, other, *, out):
-    return _op_fmod_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
-
+def fmod_Scalar_out(self, other, *, out): return _op_fmod_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 _op_rsub_Tensor = _D.define('rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor')
-
-def rsub_Tensor(self, other, *, alpha=1):
-    return _op_rsub_Tensor.call(self._ks | other._ks, self, other, alpha)
-
+def rsub_Tensor(self, other, *, alpha=1): return _op_rsub_Tensor.call(self._ks | other._ks, self, other, alpha)
 _op_rsub_Scalar = _D.define('rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor')
-
-def rsub_Scalar(self, other, alpha=1):
-    return _op_rsub_Scalar.call(self._ks, self, other, alpha)
-
+def rsub_Scalar(self, other, alpha=1): return _op_rsub_Scalar.call(self._ks, self, other, alpha)
 _op_pow_Tensor_Tensor = _D.define('pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor')
-
-def pow_Tensor_Tensor(self, exponent):
-    return _op_pow_Tensor_Tensor.call(self._ks | exponent._ks, self, exponent)
-
+def pow_Tensor_Tensor(self, exponent): return _op_pow_Tensor_Tensor.call(self._ks | exponent._ks, self, exponent)
 _op_pow_Tensor_Tensor_out = _D.define('pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def pow_Tensor_Tensor_out(self, exponent, *, out):
-    return _op_pow_Tensor_Tensor_out.call(self._ks | exponent._ks | _ks_out(out), self, exponent, out)
-
+def pow_Tensor_Tensor_out(self, exponent, *, out): return _op_pow_Tensor_Tensor_out.call(self._ks | exponent._ks | _ks_out(out), self, exponent, out)
 _op_pow_Scalar = _D.define('pow.Scalar(Scalar self, Tensor exponent) -> Tensor')
-
-def pow_Scalar(self, exponent):
-    return _op_pow_Scalar.call(exponent._ks, self, exponent)
-
+def pow_Scalar(self, exponent): return _op_pow_Scalar.call(exponent._ks, self, exponent)
 _op_pow_Scalar_out = _D.define('pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def pow_Scalar_out(self, exponent, *, out):
-    return _op_pow_Scalar_out.call(exponent._ks | _ks_out(out), self, exponent, out)
-
+def pow_Scalar_out(self, exponent, *, out): return _op_pow_Scalar_out.call(exponent._ks | _ks_out(out), self, exponent, out)
 _op_pow_Tensor_Scalar = _D.define('pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor')
-
-def pow_Tensor_Scalar(self, exponent):
-    return _op_pow_Tensor_Scalar.call(self._ks, self, exponent)
-
+def pow_Tensor_Scalar(self, exponent): return _op_pow_Tensor_Scalar.call(self._ks, self, exponent)
 _op_pow_Tensor_Scalar_out = _D.define('pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def pow_Tensor_Scalar_out(self, exponent, *, out):
-    return _op_pow_Tensor_Scalar_out.call(self._ks | _ks_out(out), self, exponent, out)
-
+def pow_Tensor_Scalar_out(self, exponent, *, out): return _op_pow_Tensor_Scalar_out.call(self._ks | _ks_out(out), self, exponent, out)
 _op_pow__Scalar = _D.define('pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)')
-
-def pow__Scalar(self, exponent):
-    return _op_pow__Scalar.call(self._ks, self, exponent)
-
+def pow__Scalar(self, exponent): return _op_pow__Scalar.call(self._ks, self, exponent)
 _op_pow__Tensor = _D.define('pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)')
-
-def pow__Tensor(self, exponent):
-    return _op_pow__Tensor.call(self._ks | exponent._ks, self, exponent)
-
+def pow__Tensor(self, exponent): return _op_pow__Tensor.call(self._ks | exponent._ks, self, exponent)
 _op_float_power_Tensor_Tensor = _D.define('float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor')
-
-def float_power_Tensor_Tensor(self, exponent):
-    return _op_float_power_Tensor_Tensor.call(self._ks | exponent._ks, self, exponent)
-
+def float_power_Tensor_Tensor(self, exponent): return _op_float_power_Tensor_Tensor.call(self._ks | exponent._ks, self, exponent)
 _op_float_power_Tensor_Scalar = _D.define('float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor')
-
-def float_power_Tensor_Scalar(self, exponent):
-    return _op_float_power_Tensor_Scalar.call(self._ks, self, exponent)
-
+def float_power_Tensor_Scalar(self, exponent): return _op_float_power_Tensor_Scalar.call(self._ks, self, exponent)
 _op_float_power_Scalar = _D.define('float_power.Scalar(Scalar self, Tensor exponent) -> Tensor')
-
-def float_power_Scalar(self, exponent):
-    return _op_float_power_Scalar.call(exponent._ks, self, exponent)
-
+def float_power_Scalar(self, exponent): return _op_float_power_Scalar.call(exponent._ks, self, exponent)
 _op_atan2 = _D.define('atan2(Tensor self, Tensor other) -> Tensor')
-
-def atan2(self, other):
-    return _op_atan2.call(self._ks | other._ks, self, other)
-
+def atan2(self, other): return _op_atan2.call(self._ks | other._ks, self, other)
 _op_atan2_out = _D.define('atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def atan2_out(self, other, *, out):
-    return _op_atan2_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def atan2_out(self, other, *, out): return _op_atan2_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_atan2_ = _D.define('atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def atan2_(self, other):
-    return _op_atan2_.call(self._ks | other._ks, self, other)
-
+def atan2_(self, other): return _op_atan2_.call(self._ks | other._ks, self, other)
 _op_hypot = _D.define('hypot(Tensor self, Tensor other) -> Tensor')
-
-def hypot(self, other):
-    return _op_hypot.call(self._ks | other._ks, self, other)
-
+def hypot(self, other): return _op_hypot.call(self._ks | other._ks, self, other)
 _op_hypot_out = _D.define('hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def hypot_out(self, other, *, out):
-    return _op_hypot_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def hypot_out(self, other, *, out): return _op_hypot_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_hypot_ = _D.define('hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def hypot_(self, other):
-    return _op_hypot_.call(self._ks | other._ks, self, other)
-
+def hypot_(self, other): return _op_hypot_.call(self._ks | other._ks, self, other)
 _op_logaddexp = _D.define('logaddexp(Tensor self, Tensor other) -> Tensor')
-
-def logaddexp(self, other):
-    return _op_logaddexp.call(self._ks | other._ks, self, other)
-
+def logaddexp(self, other): return _op_logaddexp.call(self._ks | other._ks, self, other)
 _op_logaddexp_out = _D.define('logaddexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def logaddexp_out(self, other, *, out):
-    return _op_logaddexp_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def logaddexp_out(self, other, *, out): return _op_logaddexp_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_logaddexp2 = _D.define('logaddexp2(Tensor self, Tensor other) -> Tensor')
-
-def logaddexp2(self, other):
-    return _op_logaddexp2.call(self._ks | other._ks, self, other)
-
+def logaddexp2(self, other): return _op_logaddexp2.call(self._ks | other._ks, self, other)
 _op_logaddexp2_out = _D.define('logaddexp2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def logaddexp2_out(self, other, *, out):
-    return _op_logaddexp2_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def logaddexp2_out(self, other, *, out): return _op_logaddexp2_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_copysign_Tensor = _D.define('copysign.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def copysign_Tensor(self, other):
-    return _op_copysign_Tensor.call(self._ks | other._ks, self, other)
-
+def copysign_Tensor(self, other): return _op_copysign_Tensor.call(self._ks | other._ks, self, other)
 _op_copysign_out = _D.define('copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def copysign_out(self, other, *, out):
-    return _op_copysign_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def copysign_out(self, other, *, out): return _op_copysign_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_copysign__Tensor = _D.define('copysign_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def copysign__Tensor(self, other):
-    return _op_copysign__Tensor.call(self._ks | other._ks, self, other)
-
+def copysign__Tensor(self, other): return _op_copysign__Tensor.call(self._ks | other._ks, self, other)
 _op_nextafter = _D.define('nextafter(Tensor self, Tensor other) -> Tensor')
-
-def nextafter(self, other):
-    return _op_nextafter.call(self._ks | other._ks, self, other)
-
+def nextafter(self, other): return _op_nextafter.call(self._ks | other._ks, self, other)
 _op_nextafter_out = _D.define('nextafter.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def nextafter_out(self, other, *, out):
-    return _op_nextafter_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def nextafter_out(self, other, *, out): return _op_nextafter_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_nextafter_ = _D.define('nextafter_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def nextafter_(self, other):
-    return _op_nextafter_.call(self._ks | other._ks, self, other)
-
+def nextafter_(self, other): return _op_nextafter_.call(self._ks | other._ks, self, other)
 _op_maximum = _D.define('maximum(Tensor self, Tensor other) -> Tensor')
-
-def maximum(self, other):
-    return _op_maximum.call(self._ks | other._ks, self, other)
-
+def maximum(self, other): return _op_maximum.call(self._ks | other._ks, self, other)
 _op_maximum_out = _D.define('maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def maximum_out(self, other, *, out):
-    return _op_maximum_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def maximum_out(self, other, *, out): return _op_maximum_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_minimum = _D.define('minimum(Tensor self, Tensor other) -> Tensor')
-
-def minimum(self, other):
-    return _op_minimum.call(self._ks | other._ks, self, other)
-
+def minimum(self, other): return _op_minimum.call(self._ks | other._ks, self, other)
 _op_minimum_out = _D.define('minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def minimum_out(self, other, *, out):
-    return _op_minimum_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def minimum_out(self, other, *, out): return _op_minimum_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_fmax = _D.define('fmax(Tensor self, Tensor other) -> Tensor')
-
-def fmax(self, other):
-    return _op_fmax.call(self._ks | other._ks, self, other)
-
+def fmax(self, other): return _op_fmax.call(self._ks | other._ks, self, other)
 _op_fmax_out = _D.define('fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def fmax_out(self, other, *, out):
-    return _op_fmax_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def fmax_out(self, other, *, out): return _op_fmax_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_fmin = _D.define('fmin(Tensor self, Tensor other) -> Tensor')
-
-def fmin(self, other):
-    return _op_fmin.call(self._ks | other._ks, self, other)
-
+def fmin(self, other): return _op_fmin.call(self._ks | other._ks, self, other)
 _op_fmin_out = _D.define('fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def fmin_out(self, other, *, out):
-    return _op_fmin_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def fmin_out(self, other, *, out): return _op_fmin_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_igamma = _D.define('igamma(Tensor self, Tensor other) -> Tensor')
-
-def igamma(self, other):
-    return _op_igamma.call(self._ks | other._ks, self, other)
-
+def igamma(self, other): return _op_igamma.call(self._ks | other._ks, self, other)
 _op_igamma_out = _D.define('igamma.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def igamma_out(self, other, *, out):
-    return _op_igamma_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def igamma_out(self, other, *, out): return _op_igamma_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_igamma_ = _D.define('igamma_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def igamma_(self, other):
-    return _op_igamma_.call(self._ks | other._ks, self, other)
-
+def igamma_(self, other): return _op_igamma_.call(self._ks | other._ks, self, other)
 _op_igammac = _D.define('igammac(Tensor self, Tensor other) -> Tensor')
-
-def igammac(self, other):
-    return _op_igammac.call(self._ks | other._ks, self, other)
-
+def igammac(self, other): return _op_igammac.call(self._ks | other._ks, self, other)
 _op_igammac_out = _D.define('igammac.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def igammac_out(self, other, *, out):
-    return _op_igammac_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def igammac_out(self, other, *, out): return _op_igammac_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_igammac_ = _D.define('igammac_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def igammac_(self, other):
-    return _op_igammac_.call(self._ks | other._ks, self, other)
-
+def igammac_(self, other): return _op_igammac_.call(self._ks | other._ks, self, other)
 _op_special_gammainc = _D.define('special_gammainc(Tensor self, Tensor other) -> Tensor')
-
-def special_gammainc(self, other):
-    return _op_special_gammainc.call(self._ks | other._ks, self, other)
-
+def special_gammainc(self, other): return _op_special_gammainc.call(self._ks | other._ks, self, other)
 _op_special_gammainc_out = _D.define('special_gammainc.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_gammainc_out(self, other, *, out):
-    return _op_special_gammainc_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def special_gammainc_out(self, other, *, out): return _op_special_gammainc_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_special_gammaincc = _D.define('special_gammaincc(Tensor self, Tensor other) -> Tensor')
-
-def special_gammaincc(self, other):
-    return _op_special_gammaincc.call(self._ks | other._ks, self, other)
-
+def special_gammaincc(self, other): return _op_special_gammaincc.call(self._ks | other._ks, self, other)
 _op_special_gammaincc_out = _D.define('special_gammaincc.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_gammaincc_out(self, other, *, out):
-    return _op_special_gammaincc_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def special_gammaincc_out(self, other, *, out): return _op_special_gammaincc_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_xlogy_Tensor = _D.define('xlogy.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def xlogy_Tensor(self, other):
-    return _op_xlogy_Tensor.call(self._ks | other._ks, self, other)
-
+def xlogy_Tensor(self, other): return _op_xlogy_Tensor.call(self._ks | other._ks, self, other)
 _op_xlogy_OutTensor = _D.define('xlogy.OutTensor(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def xlogy_OutTensor(self, other, *, out):
-    return _op_xlogy_OutTensor.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def xlogy_OutTensor(self, other, *, out): return _op_xlogy_OutTensor.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_xlogy__Tensor = _D.define('xlogy_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def xlogy__Tensor(self, other):
-    return _op_xlogy__Tensor.call(self._ks | other._ks, self, other)
-
+def xlogy__Tensor(self, other): return _op_xlogy__Tensor.call(self._ks | other._ks, self, other)
 _op_xlogy_Scalar_Other = _D.define('xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor')
-
-def xlogy_Scalar_Other(self, other):
-    return _op_xlogy_Scalar_Other.call(self._ks, self, other)
-
+def xlogy_Scalar_Other(self, other): return _op_xlogy_Scalar_Other.call(self._ks, self, other)
 _op_xlogy_Scalar_Self = _D.define('xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor')
-
-def xlogy_Scalar_Self(self, other):
-    return _op_xlogy_Scalar_Self.call(other._ks, self, other)
-
+def xlogy_Scalar_Self(self, other): return _op_xlogy_Scalar_Self.call(other._ks, self, other)
 _op_copysign_Scalar = _D.define('copysign.Scalar(Tensor self, Scalar other) -> Tensor')
-
-def copysign_Scalar(self, other):
-    return _op_copysign_Scalar.call(self._ks, self, other)
-
+def copysign_Scalar(self, other): return _op_copysign_Scalar.call(self._ks, self, other)
 _op_max_other = _D.define('max.other(Tensor self, Tensor other) -> Tensor')
-
-def max_other(self, other):
-    return _op_max_other.call(self._ks | other._ks, self, other)
-
+def max_other(self, other): return _op_max_other.call(self._ks | other._ks, self, other)
 _op_min_other = _D.define('min.other(Tensor self, Tensor other) -> Tensor')
-
-def min_other(self, other):
-    return _op_min_other.call(self._ks | other._ks, self, other)
-
+def min_other(self, other): return _op_min_other.call(self._ks | other._ks, self, other)
 _op_bitwise_and_Tensor = _D.define('bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def bitwise_and_Tensor(self, other):
-    return _op_bitwise_and_Tensor.call(self._ks | other._ks, self, other)
-
+def bitwise_and_Tensor(self, other): return _op_bitwise_and_Tensor.call(self._ks | other._ks, self, other)
 _op_bitwise_and__Tensor = _D.define('bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def bitwise_and__Tensor(self, other):
-    return _op_bitwise_and__Tensor.call(self._ks | other._ks, self, other)
-
+def bitwise_and__Tensor(self, other): return _op_bitwise_and__Tensor.call(self._ks | other._ks, self, other)
 _op_bitwise_and_Tensor_out = _D.define('bitwise_and.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def bitwise_and_Tensor_out(self, other, *, out):
-    return _op_bitwise_and_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def bitwise_and_Tensor_out(self, other, *, out): return _op_bitwise_and_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_bitwise_and_Scalar = _D.define('bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor')
-
-def bitwise_and_Scalar(self, other):
-    return _op_bitwise_and_Scalar.call(self._ks, self, other)
-
+def bitwise_and_Scalar(self, other): return _op_bitwise_and_Scalar.call(self._ks, self, other)
 _op_bitwise_and__Scalar = _D.define('bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
-
-def bitwise_and__Scalar(self, other):
-    return _op_bitwise_and__Scalar.call(self._ks, self, other)
-
+def bitwise_and__Scalar(self, other): return _op_bitwise_and__Scalar.call(self._ks, self, other)
 _op_bitwise_and_Scalar_out = _D.define('bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def bitwise_and_Scalar_out(self, other, *, out):
-    return _op_bitwise_and_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
-
+def bitwise_and_Scalar_out(self, other, *, out): return _op_bitwise_and_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 _op_bitwise_or_Tensor = _D.define('bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def bitwise_or_Tensor(self, other):
-    return _op_bitwise_or_Tensor.call(self._ks | other._ks, self, other)
-
+def bitwise_or_Tensor(self, other): return _op_bitwise_or_Tensor.call(self._ks | other._ks, self, other)
 _op_bitwise_or__Tensor = _D.define('bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def bitwise_or__Tensor(self, other):
-    return _op_bitwise_or__Tensor.call(self._ks | other._ks, self, other)
-
+def bitwise_or__Tensor(self, other): return _op_bitwise_or__Tensor.call(self._ks | other._ks, self, other)
 _op_bitwise_or_Tensor_out = _D.define('bitwise_or.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def bitwise_or_Tensor_out(self, other, *, out):
-    return _op_bitwise_or_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def bitwise_or_Tensor_out(self, other, *, out): return _op_bitwise_or_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_bitwise_or_Scalar = _D.define('bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor')
-
-def bitwise_or_Scalar(self, other):
-    return _op_bitwise_or_Scalar.call(self._ks, self, other)
-
+def bitwise_or_Scalar(self, other): return _op_bitwise_or_Scalar.call(self._ks, self, other)
 _op_bitwise_or__Scalar = _D.define('bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
-
-def bitwise_or__Scalar(self, other):
-    return _op_bitwise_or__Scalar.call(self._ks, self, other)
-
+def bitwise_or__Scalar(self, other): return _op_bitwise_or__Scalar.call(self._ks, self, other)
 _op_bitwise_or_Scalar_out = _D.define('bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def bitwise_or_Scalar_out(self, other, *, out):
-    return _op_bitwise_or_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
-
+def bitwise_or_Scalar_out(self, other, *, out): return _op_bitwise_or_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 _op_bitwise_xor_Tensor = _D.define('bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def bitwise_xor_Tensor(self, other):
-    return _op_bitwise_xor_Tensor.call(self._ks | other._ks, self, other)
-
+def bitwise_xor_Tensor(self, other): return _op_bitwise_xor_Tensor.call(self._ks | other._ks, self, other)
 _op_bitwise_xor__Tensor = _D.define('bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def bitwise_xor__Tensor(self, other):
-    return _op_bitwise_xor__Tensor.call(self._ks | other._ks, self, other)
-
+def bitwise_xor__Tensor(self, other): return _op_bitwise_xor__Tensor.call(self._ks | other._ks, self, other)
 _op_bitwise_xor_Tensor_out = _D.define('bitwise_xor.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def bitwise_xor_Tensor_out(self, other, *, out):
-    return _op_bitwise_xor_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def bitwise_xor_Tensor_out(self, other, *, out): return _op_bitwise_xor_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_bitwise_xor_Scalar = _D.define('bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor')
-
-def bitwise_xor_Scalar(self, other):
-    return _op_bitwise_xor_Scalar.call(self._ks, self, other)
-
+def bitwise_xor_Scalar(self, other): return _op_bitwise_xor_Scalar.call(self._ks, self, other)
 _op_bitwise_xor__Scalar = _D.define('bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
-
-def bitwise_xor__Scalar(self, other):
-    return _op_bitwise_xor__Scalar.call(self._ks, self, other)
-
+def bitwise_xor__Scalar(self, other): return _op_bitwise_xor__Scalar.call(self._ks, self, other)
 _op_bitwise_xor_Scalar_out = _D.define('bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def bitwise_xor_Scalar_out(self, other, *, out):
-    return _op_bitwise_xor_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
-
+def bitwise_xor_Scalar_out(self, other, *, out): return _op_bitwise_xor_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 _op_bitwise_left_shift_Tensor = _D.define('bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def bitwise_left_shift_Tensor(self, other):
-    return _op_bitwise_left_shift_Tensor.call(self._ks | other._ks, self, other)
-
+def bitwise_left_shift_Tensor(self, other): return _op_bitwise_left_shift_Tensor.call(self._ks | other._ks, self, other)
 _op_bitwise_left_shift__Tensor = _D.define('bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def bitwise_left_shift__Tensor(self, other):
-    return _op_bitwise_left_shift__Tensor.call(self._ks | other._ks, self, other)
-
+def bitwise_left_shift__Tensor(self, other): return _op_bitwise_left_shift__Tensor.call(self._ks | other._ks, self, other)
 _op_bitwise_left_shift_Tensor_out = _D.define('bitwise_left_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def bitwise_left_shift_Tensor_out(self, other, *, out):
-    return _op_bitwise_left_shift_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def bitwise_left_shift_Tensor_out(self, other, *, out): return _op_bitwise_left_shift_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_bitwise_left_shift_Tensor_Scalar = _D.define('bitwise_left_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor')
-
-def bitwise_left_shift_Tensor_Scalar(self, other):
-    return _op_bitwise_left_shift_Tensor_Scalar.call(self._ks, self, other)
-
+def bitwise_left_shift_Tensor_Scalar(self, other): return _op_bitwise_left_shift_Tensor_Scalar.call(self._ks, self, other)
 _op_bitwise_left_shift__Tensor_Scalar = _D.define('bitwise_left_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
-
-def bitwise_left_shift__Tensor_Scalar(self, other):
-    return _op_bitwise_left_shift__Tensor_Scalar.call(self._ks, self, other)
-
+def bitwise_left_shift__Tensor_Scalar(self, other): return _op_bitwise_left_shift__Tensor_Scalar.call(self._ks, self, other)
 _op_bitwise_left_shift_Tensor_Scalar_out = _D.define('bitwise_left_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def bitwise_left_shift_Tensor_Scalar_out(self, other, *, out):
-    return _op_bitwise_left_shift_Tensor_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
-
+def bitwise_left_shift_Tensor_Scalar_out(self, other, *, out): return _op_bitwise_left_shift_Tensor_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 _op_bitwise_right_shift_Tensor = _D.define('bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def bitwise_right_shift_Tensor(self, other):
-    return _op_bitwise_right_shift_Tensor.call(self._ks | other._ks, self, other)
-
+def bitwise_right_shift_Tensor(self, other): return _op_bitwise_right_shift_Tensor.call(self._ks | other._ks, self, other)
 _op_bitwise_right_shift__Tensor = _D.define('bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def bitwise_right_shift__Tensor(self, other):
-    return _op_bitwise_right_shift__Tensor.call(self._ks | other._ks, self, other)
-
+def bitwise_right_shift__Tensor(self, other): return _op_bitwise_right_shift__Tensor.call(self._ks | other._ks, self, other)
 _op_bitwise_right_shift_Tensor_out = _D.define('bitwise_right_shift.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def bitwise_right_shift_Tensor_out(self, other, *, out):
-    return _op_bitwise_right_shift_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def bitwise_right_shift_Tensor_out(self, other, *, out): return _op_bitwise_right_shift_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_bitwise_right_shift_Tensor_Scalar = _D.define('bitwise_right_shift.Tensor_Scalar(Tensor self, Scalar other) -> Tensor')
-
-def bitwise_right_shift_Tensor_Scalar(self, other):
-    return _op_bitwise_right_shift_Tensor_Scalar.call(self._ks, self, other)
-
+def bitwise_right_shift_Tensor_Scalar(self, other): return _op_bitwise_right_shift_Tensor_Scalar.call(self._ks, self, other)
 _op_bitwise_right_shift__Tensor_Scalar = _D.define('bitwise_right_shift_.Tensor_Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
-
-def bitwise_right_shift__Tensor_Scalar(self, other):
-    return _op_bitwise_right_shift__Tensor_Scalar.call(self._ks, self, other)
-
+def bitwise_right_shift__Tensor_Scalar(self, other): return _op_bitwise_right_shift__Tensor_Scalar.call(self._ks, self, other)
 _op_bitwise_right_shift_Tensor_Scalar_out = _D.define('bitwise_right_shift.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def bitwise_right_shift_Tensor_Scalar_out(self, other, *, out):
-    return _op_bitwise_right_shift_Tensor_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
-
+def bitwise_right_shift_Tensor_Scalar_out(self, other, *, out): return _op_bitwise_right_shift_Tensor_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 _op_logical_and = _D.define('logical_and(Tensor self, Tensor other) -> Tensor')
-
-def logical_and(self, other):
-    return _op_logical_and.call(self._ks | other._ks, self, other)
-
+def logical_and(self, other): return _op_logical_and.call(self._ks | other._ks, self, other)
 _op_logical_and_ = _D.define('logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def logical_and_(self, other):
-    return _op_logical_and_.call(self._ks | other._ks, self, other)
-
+def logical_and_(self, other): return _op_logical_and_.call(self._ks | other._ks, self, other)
 _op_logical_and_out = _D.define('logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def logical_and_out(self, other, *, out):
-    return _op_logical_and_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def logical_and_out(self, other, *, out): return _op_logical_and_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_logical_or = _D.define('logical_or(Tensor self, Tensor other) -> Tensor')
-
-def logical_or(self, other):
-    return _op_logical_or.call(self._ks | other._ks, self, other)
-
+def logical_or(self, other): return _op_logical_or.call(self._ks | other._ks, self, other)
 _op_logical_or_ = _D.define('logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def logical_or_(self, other):
-    return _op_logical_or_.call(self._ks | other._ks, self, other)
-
+def logical_or_(self, other): return _op_logical_or_.call(self._ks | other._ks, self, other)
 _op_logical_or_out = _D.define('logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def logical_or_out(self, other, *, out):
-    return _op_logical_or_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def logical_or_out(self, other, *, out): return _op_logical_or_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_logical_xor = _D.define('logical_xor(Tensor self, Tensor other) -> Tensor')
-
-def logical_xor(self, other):
-    return _op_logical_xor.call(self._ks | other._ks, self, other)
-
+def logical_xor(self, other): return _op_logical_xor.call(self._ks | other._ks, self, other)
 _op_logical_xor_ = _D.define('logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def logical_xor_(self, other):
-    return _op_logical_xor_.call(self._ks | other._ks, self, other)
-
+def logical_xor_(self, other): return _op_logical_xor_.call(self._ks | other._ks, self, other)
 _op_logical_xor_out = _D.define('logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def logical_xor_out(self, other, *, out):
-    return _op_logical_xor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def logical_xor_out(self, other, *, out): return _op_logical_xor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_eq_Tensor = _D.define('eq.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def eq_Tensor(self, other):
-    return _op_eq_Tensor.call(self._ks | other._ks, self, other)
-
+def eq_Tensor(self, other): return _op_eq_Tensor.call(self._ks | other._ks, self, other)
 _op_eq__Tensor = _D.define('eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def eq__Tensor(self, other):
-    return _op_eq__Tensor.call(self._ks | other._ks, self, other)
-
+def eq__Tensor(self, other): return _op_eq__Tensor.call(self._ks | other._ks, self, other)
 _op_eq_Tensor_out = _D.define('eq.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def eq_Tensor_out(self, other, *, out):
-    return _op_eq_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def eq_Tensor_out(self, other, *, out): return _op_eq_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_eq_Scalar = _D.define('eq.Scalar(Tensor self, Scalar other) -> Tensor')
-
-def eq_Scalar(self, other):
-    return _op_eq_Scalar.call(self._ks, self, other)
-
+def eq_Scalar(self, other): return _op_eq_Scalar.call(self._ks, self, other)
 _op_eq__Scalar = _D.define('eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
-
-def eq__Scalar(self, other):
-    return _op_eq__Scalar.call(self._ks, self, other)
-
+def eq__Scalar(self, other): return _op_eq__Scalar.call(self._ks, self, other)
 _op_eq_Scalar_out = _D.define('eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def eq_Scalar_out(self, other, *, out):
-    return _op_eq_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
-
+def eq_Scalar_out(self, other, *, out): return _op_eq_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 _op_ne_Tensor = _D.define('ne.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def ne_Tensor(self, other):
-    return _op_ne_Tensor.call(self._ks | other._ks, self, other)
-
+def ne_Tensor(self, other): return _op_ne_Tensor.call(self._ks | other._ks, self, other)
 _op_ne__Tensor = _D.define('ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def ne__Tensor(self, other):
-    return _op_ne__Tensor.call(self._ks | other._ks, self, other)
-
+def ne__Tensor(self, other): return _op_ne__Tensor.call(self._ks | other._ks, self, other)
 _op_ne_Tensor_out = _D.define('ne.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def ne_Tensor_out(self, other, *, out):
-    return _op_ne_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def ne_Tensor_out(self, other, *, out): return _op_ne_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_ne_Scalar = _D.define('ne.Scalar(Tensor self, Scalar other) -> Tensor')
-
-def ne_Scalar(self, other):
-    return _op_ne_Scalar.call(self._ks, self, other)
-
+def ne_Scalar(self, other): return _op_ne_Scalar.call(self._ks, self, other)
 _op_ne__Scalar = _D.define('ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
-
-def ne__Scalar(self, other):
-    return _op_ne__Scalar.call(self._ks, self, other)
-
+def ne__Scalar(self, other): return _op_ne__Scalar.call(self._ks, self, other)
 _op_ne_Scalar_out = _D.define('ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def ne_Scalar_out(self, other, *, out):
-    return _op_ne_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
-
+def ne_Scalar_out(self, other, *, out): return _op_ne_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 _op_lt_Tensor = _D.define('lt.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def lt_Tensor(self, other):
-    return _op_lt_Tensor.call(self._ks | other._ks, self, other)
-
+def lt_Tensor(self, other): return _op_lt_Tensor.call(self._ks | other._ks, self, other)
 _op_lt__Tensor = _D.define('lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def lt__Tensor(self, other):
-    return _op_lt__Tensor.call(self._ks | other._ks, self, other)
-
+def lt__Tensor(self, other): return _op_lt__Tensor.call(self._ks | other._ks, self, other)
 _op_lt_Tensor_out = _D.define('lt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def lt_Tensor_out(self, other, *, out):
-    return _op_lt_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def lt_Tensor_out(self, other, *, out): return _op_lt_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_lt_Scalar = _D.define('lt.Scalar(Tensor self, Scalar other) -> Tensor')
-
-def lt_Scalar(self, other):
-    return _op_lt_Scalar.call(self._ks, self, other)
-
+def lt_Scalar(self, other): return _op_lt_Scalar.call(self._ks, self, other)
 _op_lt__Scalar = _D.define('lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
-
-def lt__Scalar(self, other):
-    return _op_lt__Scalar.call(self._ks, self, other)
-
+def lt__Scalar(self, other): return _op_lt__Scalar.call(self._ks, self, other)
 _op_lt_Scalar_out = _D.define('lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def lt_Scalar_out(self, other, *, out):
-    return _op_lt_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
-
+def lt_Scalar_out(self, other, *, out): return _op_lt_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 _op_le_Tensor = _D.define('le.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def le_Tensor(self, other):
-    return _op_le_Tensor.call(self._ks | other._ks, self, other)
-
+def le_Tensor(self, other): return _op_le_Tensor.call(self._ks | other._ks, self, other)
 _op_le__Tensor = _D.define('le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def le__Tensor(self, other):
-    return _op_le__Tensor.call(self._ks | other._ks, self, other)
-
+def le__Tensor(self, other): return _op_le__Tensor.call(self._ks | other._ks, self, other)
 _op_le_Tensor_out = _D.define('le.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def le_Tensor_out(self, other, *, out):
-    return _op_le_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def le_Tensor_out(self, other, *, out): return _op_le_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_le_Scalar = _D.define('le.Scalar(Tensor self, Scalar other) -> Tensor')
-
-def le_Scalar(self, other):
-    return _op_le_Scalar.call(self._ks, self, other)
-
+def le_Scalar(self, other): return _op_le_Scalar.call(self._ks, self, other)
 _op_le__Scalar = _D.define('le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
-
-def le__Scalar(self, other):
-    return _op_le__Scalar.call(self._ks, self, other)
-
+def le__Scalar(self, other): return _op_le__Scalar.call(self._ks, self, other)
 _op_le_Scalar_out = _D.define('le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def le_Scalar_out(self, other, *, out):
-    return _op_le_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
-
+def le_Scalar_out(self, other, *, out): return _op_le_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 _op_gt_Tensor = _D.define('gt.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def gt_Tensor(self, other):
-    return _op_gt_Tensor.call(self._ks | other._ks, self, other)
-
+def gt_Tensor(self, other): return _op_gt_Tensor.call(self._ks | other._ks, self, other)
 _op_gt__Tensor = _D.define('gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def gt__Tensor(self, other):
-    return _op_gt__Tensor.call(self._ks | other._ks, self, other)
-
+def gt__Tensor(self, other): return _op_gt__Tensor.call(self._ks | other._ks, self, other)
 _op_gt_Tensor_out = _D.define('gt.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def gt_Tensor_out(self, other, *, out):
-    return _op_gt_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def gt_Tensor_out(self, other, *, out): return _op_gt_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_gt_Scalar = _D.define('gt.Scalar(Tensor self, Scalar other) -> Tensor')
-
-def gt_Scalar(self, other):
-    return _op_gt_Scalar.call(self._ks, self, other)
-
+def gt_Scalar(self, other): return _op_gt_Scalar.call(self._ks, self, other)
 _op_gt__Scalar = _D.define('gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
-
-def gt__Scalar(self, other):
-    return _op_gt__Scalar.call(self._ks, self, other)
-
+def gt__Scalar(self, other): return _op_gt__Scalar.call(self._ks, self, other)
 _op_gt_Scalar_out = _D.define('gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def gt_Scalar_out(self, other, *, out):
-    return _op_gt_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
-
+def gt_Scalar_out(self, other, *, out): return _op_gt_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 _op_ge_Tensor = _D.define('ge.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def ge_Tensor(self, other):
-    return _op_ge_Tensor.call(self._ks | other._ks, self, other)
-
+def ge_Tensor(self, other): return _op_ge_Tensor.call(self._ks | other._ks, self, other)
 _op_ge__Tensor = _D.define('ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def ge__Tensor(self, other):
-    return _op_ge__Tensor.call(self._ks | other._ks, self, other)
-
+def ge__Tensor(self, other): return _op_ge__Tensor.call(self._ks | other._ks, self, other)
 _op_ge_Tensor_out = _D.define('ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def ge_Tensor_out(self, other, *, out):
-    return _op_ge_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def ge_Tensor_out(self, other, *, out): return _op_ge_Tensor_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_ge_Scalar = _D.define('ge.Scalar(Tensor self, Scalar other) -> Tensor')
-
-def ge_Scalar(self, other):
-    return _op_ge_Scalar.call(self._ks, self, other)
-
+def ge_Scalar(self, other): return _op_ge_Scalar.call(self._ks, self, other)
 _op_ge__Scalar = _D.define('ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
-
-def ge__Scalar(self, other):
-    return _op_ge__Scalar.call(self._ks, self, other)
-
+def ge__Scalar(self, other): return _op_ge__Scalar.call(self._ks, self, other)
 _op_ge_Scalar_out = _D.define('ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def ge_Scalar_out(self, other, *, out):
-    return _op_ge_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
-
+def ge_Scalar_out(self, other, *, out): return _op_ge_Scalar_out.call(self._ks | _ks_out(out), self, other, out)
 _op_greater_Tensor = _D.define('greater.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def greater_Tensor(self, other):
-    return _op_greater_Tensor.call(self._ks | other._ks, self, other)
-
+def greater_Tensor(self, other): return _op_greater_Tensor.call(self._ks | other._ks, self, other)
 _op_greater_Scalar = _D.define('greater.Scalar(Tensor self, Scalar other) -> Tensor')
-
-def greater_Scalar(self, other):
-    return _op_greater_Scalar.call(self._ks, self, other)
-
+def greater_Scalar(self, other): return _op_greater_Scalar.call(self._ks, self, other)
 _op_greater_equal_Tensor = _D.define('greater_equal.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def greater_equal_Tensor(self, other):
-    return _op_greater_equal_Tensor.call(self._ks | other._ks, self, other)
-
+def greater_equal_Tensor(self, other): return _op_greater_equal_Tensor.call(self._ks | other._ks, self, other)
 _op_greater_equal_Scalar = _D.define('greater_equal.Scalar(Tensor self, Scalar other) -> Tensor')
-
-def greater_equal_Scalar(self, other):
-    return _op_greater_equal_Scalar.call(self._ks, self, other)
-
+def greater_equal_Scalar(self, other): return _op_greater_equal_Scalar.call(self._ks, self, other)
 _op_less_Tensor = _D.define('less.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def less_Tensor(self, other):
-    return _op_less_Tensor.call(self._ks | other._ks, self, other)
-
+def less_Tensor(self, other): return _op_less_Tensor.call(self._ks | other._ks, self, other)
 _op_less_Scalar = _D.define('less.Scalar(Tensor self, Scalar other) -> Tensor')
-
-def less_Scalar(self, other):
-    return _op_less_Scalar.call(self._ks, self, other)
-
+def less_Scalar(self, other): return _op_less_Scalar.call(self._ks, self, other)
 _op_less_equal_Tensor = _D.define('less_equal.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def less_equal_Tensor(self, other):
-    return _op_less_equal_Tensor.call(self._ks | other._ks, self, other)
-
+def less_equal_Tensor(self, other): return _op_less_equal_Tensor.call(self._ks | other._ks, self, other)
 _op_less_equal_Scalar = _D.define('less_equal.Scalar(Tensor self, Scalar other) -> Tensor')
-
-def less_equal_Scalar(self, other):
-    return _op_less_equal_Scalar.call(self._ks, self, other)
-
+def less_equal_Scalar(self, other): return _op_less_equal_Scalar.call(self._ks, self, other)
 _op_not_equal_Tensor = _D.define('not_equal.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def not_equal_Tensor(self, other):
-    return _op_not_equal_Tensor.call(self._ks | other._ks, self, other)
-
+def not_equal_Tensor(self, other): return _op_not_equal_Tensor.call(self._ks | other._ks, self, other)
 _op_not_equal_Scalar = _D.define('not_equal.Scalar(Tensor self, Scalar other) -> Tensor')
-
-def not_equal_Scalar(self, other):
-    return _op_not_equal_Scalar.call(self._ks, self, other)
-
+def not_equal_Scalar(self, other): return _op_not_equal_Scalar.call(self._ks, self, other)
 _op_where_self = _D.define('where.self(Tensor condition, Tensor self, Tensor other) -> Tensor')
-
-def where_self(condition, self, other):
-    return _op_where_self.call(condition._ks | self._ks | other._ks, condition, self, other)
-
+def where_self(condition, self, other): return _op_where_self.call(condition._ks | self._ks | other._ks, condition, self, other)
 _op_where_self_out = _D.define('where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def where_self_out(condition, self, other, *, out):
-    return _op_where_self_out.call(condition._ks | self._ks | other._ks | _ks_out(out), condition, self, other, out)
-
+def where_self_out(condition, self, other, *, out): return _op_where_self_out.call(condition._ks | self._ks | other._ks | _ks_out(out), condition, self, other, out)
 _op_where_ScalarSelf = _D.define('where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor')
-
-def where_ScalarSelf(condition, self, other):
-    return _op_where_ScalarSelf.call(condition._ks | other._ks, condition, self, other)
-
+def where_ScalarSelf(condition, self, other): return _op_where_ScalarSelf.call(condition._ks | other._ks, condition, self, other)
 _op_where_ScalarOther = _D.define('where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor')
-
-def where_ScalarOther(condition, self, other):
-    return _op_where_ScalarOther.call(condition._ks | self._ks, condition, self, other)
-
+def where_ScalarOther(condition, self, other): return _op_where_ScalarOther.call(condition._ks | self._ks, condition, self, other)
 _op_where_Scalar = _D.define('where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor')
-
-def where_Scalar(condition, self, other):
-    return _op_where_Scalar.call(condition._ks, condition, self, other)
-
+def where_Scalar(condition, self, other): return _op_where_Scalar.call(condition._ks, condition, self, other)
 _op_where = _D.define('where(Tensor condition) -> Tensor[]')
-
-def where(condition):
-    return _op_where.call(condition._ks, condition)
-
+def where(condition): return _op_where.call(condition._ks, condition)
 _op_clamp = _D.define('clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor')
-
-def clamp(self, min=None, max=None):
-    return _op_clamp.call(self._ks, self, min, max)
-
+def clamp(self, min=None, max=None): return _op_clamp.call(self._ks, self, min, max)
 _op_clamp_Tensor = _D.define('clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor')
-
-def clamp_Tensor(self, min=None, max=None):
-    return _op_clamp_Tensor.call(self._ks | _ks_opt(min) | _ks_opt(max), self, min, max)
-
+def clamp_Tensor(self, min=None, max=None): return _op_clamp_Tensor.call(self._ks | _ks_opt(min) | _ks_opt(max), self, min, max)
 _op_clamp_out = _D.define('clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def clamp_out(self, min=None, max=None, *, out):
-    return _op_clamp_out.call(self._ks | _ks_out(out), self, min, max, out)
-
+def clamp_out(self, min=None, max=None, *, out): return _op_clamp_out.call(self._ks | _ks_out(out), self, min, max, out)
 _op_clamp_Tensor_out = _D.define('clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def clamp_Tensor_out(self, min=None, max=None, *, out):
-    return _op_clamp_Tensor_out.call(self._ks | _ks_opt(min) | _ks_opt(max) | _ks_out(out), self, min, max, out)
-
+def clamp_Tensor_out(self, min=None, max=None, *, out): return _op_clamp_Tensor_out.call(self._ks | _ks_opt(min) | _ks_opt(max) | _ks_out(out), self, min, max, out)
 _op_clamp_ = _D.define('clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)')
-
-def clamp_(self, min=None, max=None):
-    return _op_clamp_.call(self._ks, self, min, max)
-
+def clamp_(self, min=None, max=None): return _op_clamp_.call(self._ks, self, min, max)
 _op_clamp__Tensor = _D.define('clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)')
-
-def clamp__Tensor(self, min=None, max=None):
-    return _op_clamp__Tensor.call(self._ks | _ks_opt(min) | _ks_opt(max), self, min, max)
-
+def clamp__Tensor(self, min=None, max=None): return _op_clamp__Tensor.call(self._ks | _ks_opt(min) | _ks_opt(max), self, min, max)
 _op_clip = _D.define('clip(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor')
-
-def clip(self, min=None, max=None):
-    return _op_clip.call(self._ks, self, min, max)
-
+def clip(self, min=None, max=None): return _op_clip.call(self._ks, self, min, max)
 _op_clip_Tensor = _D.define('clip.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor')
-
-def clip_Tensor(self, min=None, max=None):
-    return _op_clip_Tensor.call(self._ks | _ks_opt(min) | _ks_opt(max), self, min, max)
-
+def clip_Tensor(self, min=None, max=None): return _op_clip_Tensor.call(self._ks | _ks_opt(min) | _ks_opt(max), self, min, max)
 _op_clip_ = _D.define('clip_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)')
-
-def clip_(self, min=None, max=None):
-    return _op_clip_.call(self._ks, self, min, max)
-
+def clip_(self, min=None, max=None): return _op_clip_.call(self._ks, self, min, max)
 _op_clamp_min = _D.define('clamp_min(Tensor self, Scalar min) -> Tensor')
-
-def clamp_min(self, min):
-    return _op_clamp_min.call(self._ks, self, min)
-
+def clamp_min(self, min): return _op_clamp_min.call(self._ks, self, min)
 _op_clamp_min_Tensor = _D.define('clamp_min.Tensor(Tensor self, Tensor min) -> Tensor')
-
-def clamp_min_Tensor(self, min):
-    return _op_clamp_min_Tensor.call(self._ks | min._ks, self, min)
-
+def clamp_min_Tensor(self, min): return _op_clamp_min_Tensor.call(self._ks | min._ks, self, min)
 _op_clamp_min_ = _D.define('clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)')
-
-def clamp_min_(self, min):
-    return _op_clamp_min_.call(self._ks, self, min)
-
+def clamp_min_(self, min): return _op_clamp_min_.call(self._ks, self, min)
 _op_clamp_min__Tensor = _D.define('clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)')
-
-def clamp_min__Tensor(self, min):
-    return _op_clamp_min__Tensor.call(self._ks | min._ks, self, min)
-
+def clamp_min__Tensor(self, min): return _op_clamp_min__Tensor.call(self._ks | min._ks, self, min)
 _op_clamp_max = _D.define('clamp_max(Tensor self, Scalar max) -> Tensor')
-
-def clamp_max(self, max):
-    return _op_clamp_max.call(self._ks, self, max)
-
+def clamp_max(self, max): return _op_clamp_max.call(self._ks, self, max)
 _op_clamp_max_Tensor = _D.define('clamp_max.Tensor(Tensor self, Tensor max) -> Tensor')
-
-def clamp_max_Tensor(self, max):
-    return _op_clamp_max_Tensor.call(self._ks | max._ks, self, max)
-
+def clamp_max_Tensor(self, max): return _op_clamp_max_Tensor.call(self._ks | max._ks, self, max)
 _op_clamp_max_ = _D.define('clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)')
-
-def clamp_max_(self, max):
-    return _op_clamp_max_.call(self._ks, self, max)
-
+def clamp_max_(self, max): return _op_clamp_max_.call(self._ks, self, max)
 _op_clamp_max__Tensor = _D.define('clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)')
-
-def clamp_max__Tensor(self, max):
-    return _op_clamp_max__Tensor.call(self._ks | max._ks, self, max)
-
+def clamp_max__Tensor(self, max): return _op_clamp_max__Tensor.call(self._ks | max._ks, self, max)
 _op_lerp_Scalar = _D.define('lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor')
-
-def lerp_Scalar(self, end, weight):
-    return _op_lerp_Scalar.call(self._ks | end._ks, self, end, weight)
-
+def lerp_Scalar(self, end, weight): return _op_lerp_Scalar.call(self._ks | end._ks, self, end, weight)
 _op_lerp_Tensor = _D.define('lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor')
-
-def lerp_Tensor(self, end, weight):
-    return _op_lerp_Tensor.call(self._ks | end._ks | weight._ks, self, end, weight)
-
+def lerp_Tensor(self, end, weight): return _op_lerp_Tensor.call(self._ks | end._ks | weight._ks, self, end, weight)
 _op_lerp__Scalar = _D.define('lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)')
-
-def lerp__Scalar(self, end, weight):
-    return _op_lerp__Scalar.call(self._ks | end._ks, self, end, weight)
-
+def lerp__Scalar(self, end, weight): return _op_lerp__Scalar.call(self._ks | end._ks, self, end, weight)
 _op_lerp__Tensor = _D.define('lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)')
-
-def lerp__Tensor(self, end, weight):
-    return _op_lerp__Tensor.call(self._ks | end._ks | weight._ks, self, end, weight)
-
+def lerp__Tensor(self, end, weight): return _op_lerp__Tensor.call(self._ks | end._ks | weight._ks, self, end, weight)
 _op_lerp_Scalar_out = _D.define('lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def lerp_Scalar_out(self, end, weight, *, out):
-    return _op_lerp_Scalar_out.call(self._ks | end._ks | _ks_out(out), self, end, weight, out)
-
+def lerp_Scalar_out(self, end, weight, *, out): return _op_lerp_Scalar_out.call(self._ks | end._ks | _ks_out(out), self, end, weight, out)
 _op_addcmul = _D.define('addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor')
-
-def addcmul(self, tensor1, tensor2, *, value=1):
-    return _op_addcmul.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
-
+def addcmul(self, tensor1, tensor2, *, value=1): return _op_addcmul.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
 _op_addcmul_ = _D.define('addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)')
-
-def addcmul_(self, tensor1, tensor2, *, value=1):
-    return _op_addcmul_.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
-
+def addcmul_(self, tensor1, tensor2, *, value=1): return _op_addcmul_.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
 _op_addcmul_out = _D.define('addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def addcmul_out(self, tensor1, tensor2, *, value=1, out):
-    return _op_addcmul_out.call(self._ks | tensor1._ks | tensor2._ks | _ks_out(out), self, tensor1, tensor2, value, out)
-
+def addcmul_out(self, tensor1, tensor2, *, value=1, out): return _op_addcmul_out.call(self._ks | tensor1._ks | tensor2._ks | _ks_out(out), self, tensor1, tensor2, value, out)
 _op_addcdiv = _D.define('addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor')
-
-def addcdiv(self, tensor1, tensor2, *, value=1):
-    return _op_addcdiv.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
-
+def addcdiv(self, tensor1, tensor2, *, value=1): return _op_addcdiv.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
 _op_addcdiv_ = _D.define('addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)')
-
-def addcdiv_(self, tensor1, tensor2, *, value=1):
-    return _op_addcdiv_.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
-
+def addcdiv_(self, tensor1, tensor2, *, value=1): return _op_addcdiv_.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
 _op_addcdiv_out = _D.define('addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def addcdiv_out(self, tensor1, tensor2, *, value=1, out):
-    return _op_addcdiv_out.call(self._ks | tensor1._ks | tensor2._ks | _ks_out(out), self, tensor1, tensor2, value, out)
-
+def addcdiv_out(self, tensor1, tensor2, *, value=1, out): return _op_addcdiv_out.call(self._ks | tensor1._ks | tensor2._ks | _ks_out(out), self, tensor1, tensor2, value, out)
 _op_sum = _D.define('sum(Tensor self, *, ScalarType? dtype=None) -> Tensor')
-
-def sum(self, *, dtype=None):
-    return _op_sum.call(self._ks, self, dtype)
-
+def sum(self, *, dtype=None): return _op_sum.call(self._ks, self, dtype)
 _op_nansum = _D.define('nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
-
-def nansum(self, dim=None, keepdim=False, *, dtype=None):
-    return _op_nansum.call(self._ks, self, dim, keepdim, dtype)
-
+def nansum(self, dim=None, keepdim=False, *, dtype=None): return _op_nansum.call(self._ks, self, dim, keepdim, dtype)
 _op_prod = _D.define('prod(Tensor self, *, ScalarType? dtype=None) -> Tensor')
-
-def prod(self, *, dtype=None):
-    return _op_prod.call(self._ks, self, dtype)
-
+def prod(self, *, dtype=None): return _op_prod.call(self._ks, self, dtype)
 _op_sum_dim_IntList = _D.define('sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
-
-def sum_dim_IntList(self, dim, keepdim=False, *, dtype=None):
-    return _op_sum_dim_IntList.call(self._ks, self, dim, keepdim, dtype)
-
+def sum_dim_IntList(self, dim, keepdim=False, *, dtype=None): return _op_sum_dim_IntList.call(self._ks, self, dim, keepdim, dtype)
 _op_sum_IntList_out = _D.define('sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def sum_IntList_out(self, dim, keepdim=False, *, dtype=None, out):
-    return _op_sum_IntList_out.call(self._ks | _ks_out(out), self, dim, keepdim, dtype, out)
-
+def sum_IntList_out(self, dim, keepdim=False, *, dtype=None, out): return _op_sum_IntList_out.call(self._ks | _ks_out(out), self, dim, keepdim, dtype, out)
 _op_prod_dim_int = _D.define('prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
-
-def prod_dim_int(self, dim, keepdim=False, *, dtype=None):
-    return _op_prod_dim_int.call(self._ks, self, dim, keepdim, dtype)
-
+def prod_dim_int(self, dim, keepdim=False, *, dtype=None): return _op_prod_dim_int.call(self._ks, self, dim, keepdim, dtype)
 _op_mean = _D.define('mean(Tensor self, *, ScalarType? dtype=None) -> Tensor')
-
-def mean(self, *, dtype=None):
-    return _op_mean.call(self._ks, self, dtype)
-
+def mean(self, *, dtype=None): return _op_mean.call(self._ks, self, dtype)
 _op_mean_dim = _D.define('mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
-
-def mean_dim(self, dim, keepdim=False, *, dtype=None):
-    return _op_mean_dim.call(self._ks, self, dim, keepdim, dtype)
-
+def mean_dim(self, dim, keepdim=False, *, dtype=None): return _op_mean_dim.call(self._ks, self, dim, keepdim, dtype)
 _op_nanmean = _D.define('nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
-
-def nanmean(self, dim=None, keepdim=False, *, dtype=None):
-    return _op_nanmean.call(self._ks, self, dim, keepdim, dtype)
-
+def nanmean(self, dim=None, keepdim=False, *, dtype=None): return _op_nanmean.call(self._ks, self, dim, keepdim, dtype)
 _op_mean_out = _D.define('mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def mean_out(self, dim, keepdim=False, *, dtype=None, out):
-    return _op_mean_out.call(self._ks | _ks_out(out), self, dim, keepdim, dtype, out)
-
+def mean_out(self, dim, keepdim=False, *, dtype=None, out): return _op_mean_out.call(self._ks | _ks_out(out), self, dim, keepdim, dtype, out)
 _op_mean_dtype_out = _D.define('mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def mean_dtype_out(self, *, dtype=None, out):
-    return _op_mean_dtype_out.call(self._ks | _ks_out(out), self, dtype, out)
-
+def mean_dtype_out(self, *, dtype=None, out): return _op_mean_dtype_out.call(self._ks | _ks_out(out), self, dtype, out)
 _op_var = _D.define('var(Tensor self, bool unbiased=True) -> Tensor')
-
-def var(self, unbiased=True):
-    return _op_var.call(self._ks, self, unbiased)
-
+def var(self, unbiased=True): return _op_var.call(self._ks, self, unbiased)
 _op_var_dim = _D.define('var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor')
-
-def var_dim(self, dim, unbiased=True, keepdim=False):
-    return _op_var_dim.call(self._ks, self, dim, unbiased, keepdim)
-
+def var_dim(self, dim, unbiased=True, keepdim=False): return _op_var_dim.call(self._ks, self, dim, unbiased, keepdim)
 _op_var_correction = _D.define('var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor')
-
-def var_correction(self, dim=None, *, correction=None, keepdim=False):
-    return _op_var_correction.call(self._ks, self, dim, correction, keepdim)
-
+def var_correction(self, dim=None, *, correction=None, keepdim=False): return _op_var_correction.call(self._ks, self, dim, correction, keepdim)
 _op_std = _D.define('std(Tensor self, bool unbiased=True) -> Tensor')
-
-def std(self, unbiased=True):
-    return _op_std.call(self._ks, self, unbiased)
-
+def std(self, unbiased=True): return _op_std.call(self._ks, self, unbiased)
 _op_std_dim = _D.define('std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor')
-
-def std_dim(self, dim, unbiased=True, keepdim=False):
-    return _op_std_dim.call(self._ks, self, dim, unbiased, keepdim)
-
+def std_dim(self, dim, unbiased=True, keepdim=False): return _op_std_dim.call(self._ks, self, dim, unbiased, keepdim)
 _op_std_correction = _D.define('std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor')
-
-def std_correction(self, dim=None, *, correction=None, keepdim=False):
-    return _op_std_correction.call(self._ks, self, dim, correction, keepdim)
-
+def std_correction(self, dim=None, *, correction=None, keepdim=False): return _op_std_correction.call(self._ks, self, dim, correction, keepdim)
 _op_var_mean = _D.define('var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)')
-
-def var_mean(self, unbiased=True):
-    return _op_var_mean.call(self._ks, self, unbiased)
-
+def var_mean(self, unbiased=True): return _op_var_mean.call(self._ks, self, unbiased)
 _op_var_mean_dim = _D.define('var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)')
-
-def var_mean_dim(self, dim, unbiased=True, keepdim=False):
-    return _op_var_mean_dim.call(self._ks, self, dim, unbiased, keepdim)
-
+def var_mean_dim(self, dim, unbiased=True, keepdim=False): return _op_var_mean_dim.call(self._ks, self, dim, unbiased, keepdim)
 _op_var_mean_correction = _D.define('var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)')
-
-def var_mean_correction(self, dim=None, *, correction=None, keepdim=False):
-    return _op_var_mean_correction.call(self._ks, self, dim, correction, keepdim)
-
+def var_mean_correction(self, dim=None, *, correction=None, keepdim=False): return _op_var_mean_correction.call(self._ks, self, dim, correction, keepdim)
 _op_std_mean = _D.define('std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)')
-
-def std_mean(self, unbiased=True):
-    return _op_std_mean.call(self._ks, self, unbiased)
-
+def std_mean(self, unbiased=True): return _op_std_mean.call(self._ks, self, unbiased)
 _op_std_mean_dim = _D.define('std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)')
-
-def std_mean_dim(self, dim, unbiased=True, keepdim=False):
-    return _op_std_mean_dim.call(self._ks, self, dim, unbiased, keepdim)
-
+def std_mean_dim(self, dim, unbiased=True, keepdim=False): return _op_std_mean_dim.call(self._ks, self, dim, unbiased, keepdim)
 _op_std_mean_correction = _D.define('std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)')
-
-def std_mean_correction(self, dim=None, *, correction=None, keepdim=False):
-    return _op_std_mean_correction.call(self._ks, self, dim, correction, keepdim)
-
+def std_mean_correction(self, dim=None, *, correction=None, keepdim=False): return _op_std_mean_correction.call(self._ks, self, dim, correction, keepdim)
 _op_max = _D.define('max(Tensor self) -> Tensor')
-
-def max(self):
-    return _op_max.call(self._ks, self)
-
+def max(self): return _op_max.call(self._ks, self)
 _op_max_dim = _D.define('max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)')
-
-def max_dim(self, dim, keepdim=False):
-    return _op_max_dim.call(self._ks, self, dim, keepdim)
-
+def max_dim(self, dim, keepdim=False): return _op_max_dim.call(self._ks, self, dim, keepdim)
 _op_min = _D.define('min(Tensor self) -> Tensor')
-
-def min(self):
-    return _op_min.call(self._ks, self)
-
+def min(self): return _op_min.call(self._ks, self)
 _op_min_dim = _D.define('min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)')
-
-def min_dim(self, dim, keepdim=False):
-    return _op_min_dim.call(self._ks, self, dim, keepdim)
-
+def min_dim(self, dim, keepdim=False): return _op_min_dim.call(self._ks, self, dim, keepdim)
 _op_amax = _D.define('amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor')
-
-def amax(self, dim=(), keepdim=False):
-    return _op_amax.call(self._ks, self, dim, keepdim)
-
+def amax(self, dim=(), keepdim=False): return _op_amax.call(self._ks, self, dim, keepdim)
 _op_amax_out = _D.define('amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def amax_out(self, dim=(), keepdim=False, *, out):
-    return _op_amax_out.call(self._ks | _ks_out(out), self, dim, keepdim, out)
-
+def amax_out(self, dim=(), keepdim=False, *, out): return _op_amax_out.call(self._ks | _ks_out(out), self, dim, keepdim, out)
 _op_amin = _D.define('amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor')
-
-def amin(self, dim=(), keepdim=False):
-    return _op_amin.call(self._ks, self, dim, keepdim)
-
+def amin(self, dim=(), keepdim=False): return _op_amin.call(self._ks, self, dim, keepdim)
 _op_amin_out = _D.define('amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def amin_out(self, dim=(), keepdim=False, *, out):
-    return _op_amin_out.call(self._ks | _ks_out(out), self, dim, keepdim, out)
-
+def amin_out(self, dim=(), keepdim=False, *, out): return _op_amin_out.call(self._ks | _ks_out(out), self, dim, keepdim, out)
 _op_aminmax = _D.define('aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)')
-
-def aminmax(self, *, dim=None, keepdim=False):
-    return _op_aminmax.call(self._ks, self, dim, keepdim)
-
+def aminmax(self, *, dim=None, keepdim=False): return _op_aminmax.call(self._ks, self, dim, keepdim)
 _op_argmax = _D.define('argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor')
-
-def argmax(self, dim=None, keepdim=False):
-    return _op_argmax.call(self._ks, self, dim, keepdim)
-
+def argmax(self, dim=None, keepdim=False): return _op_argmax.call(self._ks, self, dim, keepdim)
 _op_argmin = _D.define('argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor')
-
-def argmin(self, dim=None, keepdim=False):
-    return _op_argmin.call(self._ks, self, dim, keepdim)
-
+def argmin(self, dim=None, keepdim=False): return _op_argmin.call(self._ks, self, dim, keepdim)
 _op_logsumexp = _D.define('logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor')
-
-def logsumexp(self, dim, keepdim=False):
-    return _op_logsumexp.call(self._ks, self, dim, keepdim)
-
+def logsumexp(self, dim, keepdim=False): return _op_logsumexp.call(self._ks, self, dim, keepdim)
 _op_all = _D.define('all(Tensor self) -> Tensor')
-
-def all(self):
-    return _op_all.call(self._ks, self)
-
+def all(self): return _op_all.call(self._ks, self)
 _op_all_dim = _D.define('all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor')
-
-def all_dim(self, dim, keepdim=False):
-    return _op_all_dim.call(self._ks, self, dim, keepdim)
-
+def all_dim(self, dim, keepdim=False): return _op_all_dim.call(self._ks, self, dim, keepdim)
 _op_all_dims = _D.define('all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor')
-
-def all_dims(self, dim=None, keepdim=False):
-    return _op_all_dims.call(self._ks, self, dim, keepdim)
-
+def all_dims(self, dim=None, keepdim=False): return _op_all_dims.call(self._ks, self, dim, keepdim)
 _op_any = _D.define('any(Tensor self) -> Tensor')
-
-def any(self):
-    return _op_any.call(self._ks, self)
-
+def any(self): return _op_any.call(self._ks, self)
 _op_any_dim = _D.define('any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor')
-
-def any_dim(self, dim, keepdim=False):
-    return _op_any_dim.call(self._ks, self, dim, keepdim)
-
+def any_dim(self, dim, keepdim=False): return _op_any_dim.call(self._ks, self, dim, keepdim)
 _op_any_dims = _D.define('any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor')
-
-def any_dims(self, dim=None, keepdim=False):
-    return _op_any_dims.call(self._ks, self, dim, keepdim)
-
+def any_dims(self, dim=None, keepdim=False): return _op_any_dims.call(self._ks, self, dim, keepdim)
 _op_count_nonzero_dim_IntList = _D.define('count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor')
-
-def count_nonzero_dim_IntList(self, dim):
-    return _op_count_nonzero_dim_IntList.call(self._ks, self, dim)
-
+def count_nonzero_dim_IntList(self, dim): return _op_count_nonzero_dim_IntList.call(self._ks, self, dim)
 _op_count_nonzero = _D.define('count_nonzero(Tensor self, int? dim=None) -> Tensor')
-
-def count_nonzero(self, dim=None):
-    return _op_count_nonzero.call(self._ks, self, dim)
-
+def count_nonzero(self, dim=None): return _op_count_nonzero.call(self._ks, self, dim)
 _op_cumsum = _D.define('cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor')
-
-def cumsum(self, dim, *, dtype=None):
-    return _op_cumsum.call(self._ks, self, dim, dtype)
-
+def cumsum(self, dim, *, dtype=None): return _op_cumsum.call(self._ks, self, dim, dtype)
 _op_cumsum_ = _D.define('cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)')
-
-def cumsum_(self, dim, *, dtype=None):
-    return _op_cumsum_.call(self._ks, self, dim, dtype)
-
+def cumsum_(self, dim, *, dtype=None): return _op_cumsum_.call(self._ks, self, dim, dtype)
 _op_cumsum_out = _D.define('cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def cumsum_out(self, dim, *, dtype=None, out):
-    return _op_cumsum_out.call(self._ks | _ks_out(out), self, dim, dtype, out)
-
+def cumsum_out(self, dim, *, dtype=None, out): return _op_cumsum_out.call(self._ks | _ks_out(out), self, dim, dtype, out)
 _op_cumprod = _D.define('cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor')
-
-def cumprod(self, dim, *, dtype=None):
-    return _op_cumprod.call(self._ks, self, dim, dtype)
-
+def cumprod(self, dim, *, dtype=None): return _op_cumprod.call(self._ks, self, dim, dtype)
 _op_cumprod_ = _D.define('cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)')
-
-def cumprod_(self, dim, *, dtype=None):
-    return _op_cumprod_.call(self._ks, self, dim, dtype)
-
+def cumprod_(self, dim, *, dtype=None): return _op_cumprod_.call(self._ks, self, dim, dtype)
 _op_cumprod_out = _D.define('cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def cumprod_out(self, dim, *, dtype=None, out):
-    return _op_cumprod_out.call(self._ks | _ks_out(out), self, dim, dtype, out)
-
+def cumprod_out(self, dim, *, dtype=None, out): return _op_cumprod_out.call(self._ks | _ks_out(out), self, dim, dtype, out)
 _op_logcumsumexp = _D.define('logcumsumexp(Tensor self, int dim) -> Tensor')
-
-def logcumsumexp(self, dim):
-    return _op_logcumsumexp.call(self._ks, self, dim)
-
+def logcumsumexp(self, dim): return _op_logcumsumexp.call(self._ks, self, dim)
 _op_cummax = _D.define('cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)')
-
-def cummax(self, dim):
-    return _op_cummax.call(self._ks, self, dim)
-
+def cummax(self, dim): return _op_cummax.call(self._ks, self, dim)
 _op_cummin = _D.define('cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)')
-
-def cummin(self, dim):
-    return _op_cummin.call(self._ks, self, dim)
-
+def cummin(self, dim): return _op_cummin.call(self._ks, self, dim)
 _op_sort = _D.define('sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)')
-
-def sort(self, dim=-1, descending=False):
-    return _op_sort.call(self._ks, self, dim, descending)
-
+def sort(self, dim=-1, descending=False): return _op_sort.call(self._ks, self, dim, descending)
 _op_sort_stable = _D.define('sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)')
-
-def sort_stable(self, *, stable, dim=-1, descending=False):
-    return _op_sort_stable.call(self._ks, self, stable, dim, descending)
-
+def sort_stable(self, *, stable, dim=-1, descending=False): return _op_sort_stable.call(self._ks, self, stable, dim, descending)
 _op_argsort = _D.define('argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor')
-
-def argsort(self, dim=-1, descending=False):
-    return _op_argsort.call(self._ks, self, dim, descending)
-
+def argsort(self, dim=-1, descending=False): return _op_argsort.call(self._ks, self, dim, descending)
 _op_argsort_stable = _D.define('argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor')
-
-def argsort_stable(self, *, stable, dim=-1, descending=False):
-    return _op_argsort_stable.call(self._ks, self, stable, dim, descending)
-
+def argsort_stable(self, *, stable, dim=-1, descending=False): return _op_argsort_stable.call(self._ks, self, stable, dim, descending)
 _op_topk = _D.define('topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)')
-
-def topk(self, k, dim=-1, largest=True, sorted=True):
-    return _op_topk.call(self._ks, self, k, dim, largest, sorted)
-
+def topk(self, k, dim=-1, largest=True, sorted=True): return _op_topk.call(self._ks, self, k, dim, largest, sorted)
 _op_kthvalue = _D.define('kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)')
-
-def kthvalue(self, k, dim=-1, keepdim=False):
-    return _op_kthvalue.call(self._ks, self, k, dim, keepdim)
-
+def kthvalue(self, k, dim=-1, keepdim=False): return _op_kthvalue.call(self._ks, self, k, dim, keepdim)
 _op_median = _D.define('median(Tensor self) -> Tensor')
-
-def median(self):
-    return _op_median.call(self._ks, self)
-
+def median(self): return _op_median.call(self._ks, self)
 _op_median_dim = _D.define('median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)')
-
-def median_dim(self, dim, keepdim=False):
-    return _op_median_dim.call(self._ks, self, dim, keepdim)
-
+def median_dim(self, dim, keepdim=False): return _op_median_dim.call(self._ks, self, dim, keepdim)
 _op_mode = _D.define('mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)')
-
-def mode(self, dim=-1, keepdim=False):
-    return _op_mode.call(self._ks, self, dim, keepdim)
-
+def mode(self, dim=-1, keepdim=False): return _op_mode.call(self._ks, self, dim, keepdim)
 _op_quantile = _D.define("quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor")
-
-def quantile(self, q, dim=None, keepdim=False, *, interpolation='linear'):
-    return _op_quantile.call(self._ks | q._ks, self, q, dim, keepdim, interpolation)
-
+def quantile(self, q, dim=None, keepdim=False, *, interpolation='linear'): return _op_quantile.call(self._ks | q._ks, self, q, dim, keepdim, interpolation)
 _op_quantile_scalar = _D.define("quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor")
-
-def quantile_scalar(self, q, dim=None, keepdim=False, *, interpolation='linear'):
-    return _op_quantile_scalar.call(self._ks, self, q, dim, keepdim, interpolation)
-
+def quantile_scalar(self, q, dim=None, keepdim=False, *, interpolation='linear'): return _op_quantile_scalar.call(self._ks, self, q, dim, keepdim, interpolation)
 _op_nanquantile = _D.define("nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor")
-
-def nanquantile(self, q, dim=None, keepdim=False, *, interpolation='linear'):
-    return _op_nanquantile.call(self._ks | q._ks, self, q, dim, keepdim, interpolation)
-
+def nanquantile(self, q, dim=None, keepdim=False, *, interpolation='linear'): return _op_nanquantile.call(self._ks | q._ks, self, q, dim, keepdim, interpolation)
 _op_nanquantile_scalar = _D.define("nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor")
-
-def nanquantile_scalar(self, q, dim=None, keepdim=False, *, interpolation='linear'):
-    return _op_nanquantile_scalar.call(self._ks, self, q, dim, keepdim, interpolation)
-
+def nanquantile_scalar(self, q, dim=None, keepdim=False, *, interpolation='linear'): return _op_nanquantile_scalar.call(self._ks, self, q, dim, keepdim, interpolation)
 _op__unique2 = _D.define('_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)')
-
-def _unique2(self, sorted=True, return_inverse=False, return_counts=False):
-    return _op__unique2.call(self._ks, self, sorted, return_inverse, return_counts)
-
+def _unique2(self, sorted=True, return_inverse=False, return_counts=False): return _op__unique2.call(self._ks, self, sorted, return_inverse, return_counts)
 _op_unique_dim = _D.define('unique_dim(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)')
-
-def unique_dim(self, dim, sorted=True, return_inverse=False, return_counts=False):
-    return _op_unique_dim.call(self._ks, self, dim, sorted, return_inverse, return_counts)
-
+def unique_dim(self, dim, sorted=True, return_inverse=False, return_counts=False): return _op_unique_dim.call(self._ks, self, dim, sorted, return_inverse, return_counts)
 _op_bincount = _D.define('bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor')
-
-def bincount(self, weights=None, minlength=0):
-    return _op_bincount.call(self._ks | _ks_opt(weights), self, weights, minlength)
-
+def bincount(self, weights=None, minlength=0): return _op_bincount.call(self._ks | _ks_opt(weights), self, weights, minlength)
 _op_histc = _D.define('histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor')
-
-def histc(self, bins=100, min=0, max=0):
-    return _op_histc.call(self._ks, self, bins, min, max)
-
+def histc(self, bins=100, min=0, max=0): return _op_histc.call(self._ks, self, bins, min, max)
 _op_histogram_bins_tensor = _D.define('histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)')
-
-def histogram_bins_tensor(self, bins, *, weight=None, density=False):
-    return _op_histogram_bins_tensor.call(self._ks | bins._ks | _ks_opt(weight), self, bins, weight, density)
-
+def histogram_bins_tensor(self, bins, *, weight=None, density=False): return _op_histogram_bins_tensor.call(self._ks | bins._ks | _ks_opt(weight), self, bins, weight, density)
 _op_histogram_bin_ct = _D.define('histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)')
-
-def histogram_bin_ct(self, bins=100, *, range=None, weight=None, density=False):
-    return _op_histogram_bin_ct.call(self._ks | _ks_opt(weight), self, bins, range, weight, density)
-
+def histogram_bin_ct(self, bins=100, *, range=None, weight=None, density=False): return _op_histogram_bin_ct.call(self._ks | _ks_opt(weight), self, bins, range, weight, density)
 _op_norm_ScalarOpt_dim = _D.define('norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor')
-
-def norm_ScalarOpt_dim(self, p, dim, keepdim=False):
-    return _op_norm_ScalarOpt_dim.call(self._ks, self, p, dim, keepdim)
-
+def norm_ScalarOpt_dim(self, p, dim, keepdim=False): return _op_norm_ScalarOpt_dim.call(self._ks, self, p, dim, keepdim)
 _op_norm_Scalar = _D.define('norm.Scalar(Tensor self, Scalar p=2) -> Tensor')
-
-def norm_Scalar(self, p=2):
-    return _op_norm_Scalar.call(self._ks, self, p)
-
+def norm_Scalar(self, p=2): return _op_norm_Scalar.call(self._ks, self, p)
 _op_view = _D.define('view(Tensor(a) self, SymInt[] size) -> Tensor(a)')
-
-def view(self, size):
-    return _op_view.call(self._ks, self, size)
-
+def view(self, size): return _op_view.call(self._ks, self, size)
 _op_view_dtype = _D.define('view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)')
-
-def view_dtype(self, dtype):
-    return _op_view_dtype.call(self._ks, self, dtype)
-
+def view_dtype(self, dtype): return _op_view_dtype.call(self._ks, self, dtype)
 _op_reshape = _D.define('reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)')
-
-def reshape(self, shape):
-    return _op_reshape.call(self._ks, self, shape)
-
+def reshape(self, shape): return _op_reshape.call(self._ks, self, shape)
 _op__unsafe_view = _D.define('_unsafe_view(Tensor self, SymInt[] size) -> Tensor')
-
-def _unsafe_view(self, size):
-    return _op__unsafe_view.call(self._ks, self, size)
-
+def _unsafe_view(self, size): return _op__unsafe_view.call(self._ks, self, size)
 _op__reshape_alias = _D.define('_reshape_alias(Tensor(a) self, SymInt[] size, SymInt[] stride) -> Tensor(a)')
-
-def _reshape_alias(self, size, stride):
-    return _op__reshape_alias.call(self._ks, self, size, stride)
-
+def _reshape_alias(self, size, stride): return _op__reshape_alias.call(self._ks, self, size, stride)
 _op_view_as = _D.define('view_as(Tensor(a) self, Tensor other) -> Tensor(a)')
-
-def view_as(self, other):
-    return _op_view_as.call(self._ks | other._ks, self, other)
-
+def view_as(self, other): return _op_view_as.call(self._ks | other._ks, self, other)
 _op_reshape_as = _D.define('reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)')
-
-def reshape_as(self, other):
-    return _op_reshape_as.call(self._ks | other._ks, self, other)
-
+def reshape_as(self, other): return _op_reshape_as.call(self._ks | other._ks, self, other)
 _op_as_strided = _D.define('as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)')
-
-def as_strided(self, size, stride, storage_offset=None):
-    return _op_as_strided.call(self._ks, self, size, stride, storage_offset)
-
+def as_strided(self, size, stride, storage_offset=None): return _op_as_strided.call(self._ks, self, size, stride, storage_offset)
 _op_lift_fresh = _D.define('lift_fresh(Tensor(a) self) -> Tensor(a)')
-
-def lift_fresh(self):
-    return _op_lift_fresh.call(self._ks, self)
-
+def lift_fresh(self): return _op_lift_fresh.call(self._ks, self)
 _op_alias = _D.define('alias(Tensor(a) self) -> Tensor(a)')
-
-def alias(self):
-    return _op_alias.call(self._ks, self)
-
+def alias(self): return _op_alias.call(self._ks, self)
 _op_detach = _D.define('detach(Tensor(a) self) -> Tensor(a)')
-
-def detach(self):
-    return _op_detach.call(self._ks, self)
-
+def detach(self): return _op_detach.call(self._ks, self)
 _op_t = _D.define('t(Tensor(a) self) -> Tensor(a)')
-
-def t(self):
-    return _op_t.call(self._ks, self)
-
+def t(self): return _op_t.call(self._ks, self)
 _op_transpose_int = _D.define('transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)')
-
-def transpose_int(self, dim0, dim1):
-    return _op_transpose_int.call(self._ks, self, dim0, dim1)
-
+def transpose_int(self, dim0, dim1): return _op_transpose_int.call(self._ks, self, dim0, dim1)
 _op_swapaxes = _D.define('swapaxes(Tensor(a) self, int axis0, int axis1) -> Tensor(a)')
-
-def swapaxes(self, axis0, axis1):
-    return _op_swapaxes.call(self._ks, self, axis0, axis1)
-
+def swapaxes(self, axis0, axis1): return _op_swapaxes.call(self._ks, self, axis0, axis1)
 _op_swapdims = _D.define('swapdims(Tensor(a) self, int dim0, int dim1) -> Tensor(a)')
-
-def swapdims(self, dim0, dim1):
-    return _op_swapdims.call(self._ks, self, dim0, dim1)
-
+def swapdims(self, dim0, dim1): return _op_swapdims.call(self._ks, self, dim0, dim1)
 _op_permute = _D.define('permute(Tensor(a) self, int[] dims) -> Tensor(a)')
-
-def permute(self, dims):
-    return _op_permute.call(self._ks, self, dims)
-
+def permute(self, dims): return _op_permute.call(self._ks, self, dims)
 _op_movedim_intlist = _D.define('movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)')
-
-def movedim_intlist(self, source, destination):
-    return _op_movedim_intlist.call(self._ks, self, source, destination)
-
+def movedim_intlist(self, source, destination): return _op_movedim_intlist.call(self._ks, self, source, destination)
 _op_movedim_int = _D.define('movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)')
-
-def movedim_int(self, source, destination):
-    return _op_movedim_int.call(self._ks, self, source, destination)
-
+def movedim_int(self, source, destination): return _op_movedim_int.call(self._ks, self, source, destination)
 _op_moveaxis_intlist = _D.define('moveaxis.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)')
-
-def moveaxis_intlist(self, source, destination):
-    return _op_moveaxis_intlist.call(self._ks, self, source, destination)
-
+def moveaxis_intlist(self, source, destination): return _op_moveaxis_intlist.call(self._ks, self, source, destination)
 _op_moveaxis_int = _D.define('moveaxis.int(Tensor(a) self, int source, int destination) -> Tensor(a)')
-
-def moveaxis_int(self, source, destination):
-    return _op_moveaxis_int.call(self._ks, self, source, destination)
-
+def moveaxis_int(self, source, destination): return _op_moveaxis_int.call(self._ks, self, source, destination)
 _op_expand = _D.define('expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)')
-
-def expand(self, size, *, implicit=False):
-    return _op_expand.call(self._ks, self, size, implicit)
-
+def expand(self, size, *, implicit=False): return _op_expand.call(self._ks, self, size, implicit)
 _op_expand_as = _D.define('expand_as(Tensor(a) self, Tensor other) -> Tensor(a)')
-
-def expand_as(self, other):
-    return _op_expand_as.call(self._ks | other._ks, self, other)
-
+def expand_as(self, other): return _op_expand_as.call(self._ks | other._ks, self, other)
 _op_sum_to_size = _D.define('sum_to_size(Tensor self, SymInt[] size) -> Tensor')
-
-def sum_to_size(self, size):
-    return _op_sum_to_size.call(self._ks, self, size)
-
+def sum_to_size(self, size): return _op_sum_to_size.call(self._ks, self, size)
 _op_broadcast_to = _D.define('broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)')
-
-def broadcast_to(self, size):
-    return _op_broadcast_to.call(self._ks, self, size)
-
+def broadcast_to(self, size): return _op_broadcast_to.call(self._ks, self, size)
 _op_squeeze = _D.define('squeeze(Tensor(a) self) -> Tensor(a)')
-
-def squeeze(self):
-    return _op_squeeze.call(self._ks, self)
-
+def squeeze(self): return _op_squeeze.call(self._ks, self)
 _op_squeeze_dim = _D.define('squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)')
-
-def squeeze_dim(self, dim):
-    return _op_squeeze_dim.call(self._ks, self, dim)
-
+def squeeze_dim(self, dim): return _op_squeeze_dim.call(self._ks, self, dim)
 _op_squeeze_dims = _D.define('squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)')
-
-def squeeze_dims(self, dim):
-    return _op_squeeze_dims.call(self._ks, self, dim)
-
+def squeeze_dims(self, dim): return _op_squeeze_dims.call(self._ks, self, dim)
 _op_unsqueeze = _D.define('unsqueeze(Tensor(a) self, int dim) -> Tensor(a)')
-
-def unsqueeze(self, dim):
-    return _op_unsqueeze.call(self._ks, self, dim)
-
+def unsqueeze(self, dim): return _op_unsqueeze.call(self._ks, self, dim)
 _op_squeeze_ = _D.define('squeeze_(Tensor(a!) self) -> Tensor(a!)', tags=('inplace_view',))
-
-def squeeze_(self):
-    return _op_squeeze_.call(self._ks, self)
-
+def squeeze_(self): return _op_squeeze_.call(self._ks, self)
 _op_squeeze__dim = _D.define('squeeze_.dim(Tensor(a!) self, int dim) -> Tensor(a!)', tags=('inplace_view',))
-
-def squeeze__dim(self, dim):
-    return _op_squeeze__dim.call(self._ks, self, dim)
-
+def squeeze__dim(self, dim): return _op_squeeze__dim.call(self._ks, self, dim)
 _op_squeeze__dims = _D.define('squeeze_.dims(Tensor(a!) self, int[] dim) -> Tensor(a!)', tags=('inplace_view',))
-
-def squeeze__dims(self, dim):
-    return _op_squeeze__dims.call(self._ks, self, dim)
-
+def squeeze__dims(self, dim): return _op_squeeze__dims.call(self._ks, self, dim)
 _op_unsqueeze_ = _D.define('unsqueeze_(Tensor(a!) self, int dim) -> Tensor(a!)', tags=('inplace_view',))
-
-def unsqueeze_(self, dim):
-    return _op_unsqueeze_.call(self._ks, self, dim)
-
+def unsqueeze_(self, dim): return _op_unsqueeze_.call(self._ks, self, dim)
 _op_t_ = _D.define('t_(Tensor(a!) self) -> Tensor(a!)', tags=('inplace_view',))
-
-def t_(self):
-    return _op_t_.call(self._ks, self)
-
+def t_(self): return _op_t_.call(self._ks, self)
 _op_transpose_ = _D.define('transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)', tags=('inplace_view',))
-
-def transpose_(self, dim0, dim1):
-    return _op_transpose_.call(self._ks, self, dim0, dim1)
-
+def transpose_(self, dim0, dim1): return _op_transpose_.call(self._ks, self, dim0, dim1)
 _op_flatten_using_ints = _D.define('flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)')
-
-def flatten_using_ints(self, start_dim=0, end_dim=-1):
-    return _op_flatten_using_ints.call(self._ks, self, start_dim, end_dim)
-
+def flatten_using_ints(self, start_dim=0, end_dim=-1): return _op_flatten_using_ints.call(self._ks, self, start_dim, end_dim)
 _op_unflatten_int = _D.define('unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)')
-
-def unflatten_int(self, dim, sizes):
-    return _op_unflatten_int.call(self._ks, self, dim, sizes)
-
+def unflatten_int(self, dim, sizes): return _op_unflatten_int.call(self._ks, self, dim, sizes)
 _op_ravel = _D.define('ravel(Tensor(a) self) -> Tensor(a)')
-
-def ravel(self):
-    return _op_ravel.call(self._ks, self)
-
+def ravel(self): return _op_ravel.call(self._ks, self)
 _op_narrow = _D.define('narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)')
-
-def narrow(self, dim, start, length):
-    return _op_narrow.call(self._ks, self, dim, start, length)
-
+def narrow(self, dim, start, length): return _op_narrow.call(self._ks, self, dim, start, length)
 _op_select_int = _D.define('select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)')
-
-def select_int(self, dim, index):
-    return _op_select_int.call(self._ks, self, dim, index)
-
+def select_int(self, dim, index): return _op_select_int.call(self._ks, self, dim, index)
 _op_slice_Tensor = _D.define('slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)')
-
-def slice_Tensor(self, dim=0, start=None, end=None, step=1):
-    return _op_slice_Tensor.call(self._ks, self, dim, start, end, step)
-
+def slice_Tensor(self, dim=0, start=None, end=None, step=1): return _op_slice_Tensor.call(self._ks, self, dim, start, end, step)
 _op_unbind_int = _D.define('unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]')
-
-def unbind_int(self, dim=0):
-    return _op_unbind_int.call(self._ks, self, dim)
-
+def unbind_int(self, dim=0): return _op_unbind_int.call(self._ks, self, dim)
 _op_split_Tensor = _D.define('split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]')
-
-def split_Tensor(self, split_size, dim=0):
-    return _op_split_Tensor.call(self._ks, self, split_size, dim)
-
+def split_Tensor(self, split_size, dim=0): return _op_split_Tensor.call(self._ks, self, split_size, dim)
 _op_split_sizes = _D.define('split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]')
-
-def split_sizes(self, split_size, dim=0):
-    return _op_split_sizes.call(self._ks, self, split_size, dim)
-
+def split_sizes(self, split_size, dim=0): return _op_split_sizes.call(self._ks, self, split_size, dim)
 _op_split_with_sizes = _D.define('split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]')
-
-def split_with_sizes(self, split_sizes, dim=0):
-    return _op_split_with_sizes.call(self._ks, self, split_sizes, dim)
-
+def split_with_sizes(self, split_sizes, dim=0): return _op_split_with_sizes.call(self._ks, self, split_sizes, dim)
 _op_chunk = _D.define('chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]')
-
-def chunk(self, chunks, dim=0):
-    return _op_chunk.call(self._ks, self, chunks, dim)
-
+def chunk(self, chunks, dim=0): return _op_chunk.call(self._ks, self, chunks, dim)
 _op_tensor_split_sections = _D.define('tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]')
-
-def tensor_split_sections(self, sections, dim=0):
-    return _op_tensor_split_sections.call(self._ks, self, sections, dim)
-
+def tensor_split_sections(self, sections, dim=0): return _op_tensor_split_sections.call(self._ks, self, sections, dim)
 _op_tensor_split_indices = _D.define('tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]')
-
-def tensor_split_indices(self, indices, dim=0):
-    return _op_tensor_split_indices.call(self._ks, self, indices, dim)
-
+def tensor_split_indices(self, indices, dim=0): return _op_tensor_split_indices.call(self._ks, self, indices, dim)
 _op_unfold = _D.define('unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)')
-
-def unfold(self, dimension, size, step):
-    return _op_unfold.call(self._ks, self, dimension, size, step)
-
+def unfold(self, dimension, size, step): return _op_unfold.call(self._ks, self, dimension, size, step)
 _op_diagonal = _D.define('diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)')
-
-def diagonal(self, offset=0, dim1=0, dim2=1):
-    return _op_diagonal.call(self._ks, self, offset, dim1, dim2)
-
+def diagonal(self, offset=0, dim1=0, dim2=1): return _op_diagonal.call(self._ks, self, offset, dim1, dim2)
 _op_contiguous = _D.define('contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)')
-
-def contiguous(self, *, memory_format=None):
-    return _op_contiguous.call(self._ks, self, memory_format)
-
+def contiguous(self, *, memory_format=None): return _op_contiguous.call(self._ks, self, memory_format)
 _op_empty_memory_format = _D.define('empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
-
-def empty_memory_format(size, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
-    return _op_empty_memory_format.call(_ks_device(device), size, dtype, layout, device, pin_memory, memory_format)
-
+def empty_memory_format(size, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None): return _op_empty_memory_format.call(_ks_device(device), size, dtype, layout, device, pin_memory, memory_format)
 _op_empty_strided = _D.define('empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def empty_strided(size, stride, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_empty_strided.call(_ks_device(device), size, stride, dtype, layout, device, pin_memory)
-
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_empty_strided.call(_ks_device(device), size, stride, dtype, layout, device, pin_memory)
 _op_new_empty_strided = _D.define('new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_new_empty_strided.call(self._ks, self, size, stride, dtype, layout, device, pin_memory)
-
+def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_new_empty_strided.call(self._ks, self, size, stride, dtype, layout, device, pin_memory)
 _op_zeros = _D.define('zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def zeros(size, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_zeros.call(_ks_device(device), size, dtype, layout, device, pin_memory)
-
+def zeros(size, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_zeros.call(_ks_device(device), size, dtype, layout, device, pin_memory)
 _op_zeros_out = _D.define('zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def zeros_out(size, *, out):
-    return _op_zeros_out.call(_KS_CPU | _ks_out(out), size, out)
-
+def zeros_out(size, *, out): return _op_zeros_out.call(_KS_CPU | _ks_out(out), size, out)
 _op_ones = _D.define('ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def ones(size, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_ones.call(_ks_device(device), size, dtype, layout, device, pin_memory)
-
+def ones(size, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_ones.call(_ks_device(device), size, dtype, layout, device, pin_memory)
 _op_ones_out = _D.define('ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def ones_out(size, *, out):
-    return _op_ones_out.call(_KS_CPU | _ks_out(out), size, out)
-
+def ones_out(size, *, out): return _op_ones_out.call(_KS_CPU | _ks_out(out), size, out)
 _op_full = _D.define('full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def full(size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_full.call(_ks_device(device), size, fill_value, dtype, layout, device, pin_memory)
-
+def full(size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_full.call(_ks_device(device), size, fill_value, dtype, layout, device, pin_memory)
 _op_scalar_tensor = _D.define('scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_scalar_tensor.call(_ks_device(device), s, dtype, layout, device, pin_memory)
-
+def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_scalar_tensor.call(_ks_device(device), s, dtype, layout, device, pin_memory)
 _op_empty_like = _D.define('empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
-
-def empty_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
-    return _op_empty_like.call(self._ks, self, dtype, layout, device, pin_memory, memory_format)
-
+def empty_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None): return _op_empty_like.call(self._ks, self, dtype, layout, device, pin_memory, memory_format)
 _op_zeros_like = _D.define('zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
-
-def zeros_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
-    return _op_zeros_like.call(self._ks, self, dtype, layout, device, pin_memory, memory_format)
-
+def zeros_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None): return _op_zeros_like.call(self._ks, self, dtype, layout, device, pin_memory, memory_format)
 _op_ones_like = _D.define('ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
-
-def ones_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
-    return _op_ones_like.call(self._ks, self, dtype, layout, device, pin_memory, memory_format)
-
+def ones_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None): return _op_ones_like.call(self._ks, self, dtype, layout, device, pin_memory, memory_format)
 _op_full_like = _D.define('full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
-
-def full_like(self, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
-    return _op_full_like.call(self._ks, self, fill_value, dtype, layout, device, pin_memory, memory_format)
-
+def full_like(self, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None): return _op_full_like.call(self._ks, self, fill_value, dtype, layout, device, pin_memory, memory_format)
 _op_arange = _D.define('arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def arange(end, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_arange.call(_ks_device(device), end, dtype, layout, device, pin_memory)
-
+def arange(end, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_arange.call(_ks_device(device), end, dtype, layout, device, pin_memory)
 _op_arange_start = _D.define('arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def arange_start(start, end, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_arange_start.call(_ks_device(device), start, end, dtype, layout, device, pin_memory)
-
+def arange_start(start, end, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_arange_start.call(_ks_device(device), start, end, dtype, layout, device, pin_memory)
 _op_arange_start_step = _D.define('arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def arange_start_step(start, end, step=1, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_arange_start_step.call(_ks_device(device), start, end, step, dtype, layout, device, pin_memory)
-
+def arange_start_step(start, end, step=1, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_arange_start_step.call(_ks_device(device), start, end, step, dtype, layout, device, pin_memory)
 _op_linspace = _D.define('linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def linspace(start, end, steps, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_linspace.call(_ks_device(device), start, end, steps, dtype, layout, device, pin_memory)
-
+def linspace(start, end, steps, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_linspace.call(_ks_device(device), start, end, steps, dtype, layout, device, pin_memory)
 _op_logspace = _D.define('logspace(Scalar start, Scalar end, int steps, float base=10.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_logspace.call(_ks_device(device), start, end, steps, base, dtype, layout, device, pin_memory)
-
+def logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_logspace.call(_ks_device(device), start, end, steps, base, dtype, layout, device, pin_memory)
 _op_eye = _D.define('eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def eye(n, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_eye.call(_ks_device(device), n, dtype, layout, device, pin_memory)
-
+def eye(n, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_eye.call(_ks_device(device), n, dtype, layout, device, pin_memory)
 _op_eye_m = _D.define('eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def eye_m(n, m, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_eye_m.call(_ks_device(device), n, m, dtype, layout, device, pin_memory)
-
+def eye_m(n, m, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_eye_m.call(_ks_device(device), n, m, dtype, layout, device, pin_memory)
 _op_tril_indices = _D.define('tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def tril_indices(row, col, offset=0, *, dtype=_dtypes.long, layout=None, device=None, pin_memory=None):
-    return _op_tril_indices.call(_ks_device(device), row, col, offset, dtype, layout, device, pin_memory)
-
+def tril_indices(row, col, offset=0, *, dtype=_dtypes.long, layout=None, device=None, pin_memory=None): return _op_tril_indices.call(_ks_device(device), row, col, offset, dtype, layout, device, pin_memory)
 _op_triu_indices = _D.define('triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def triu_indices(row, col, offset=0, *, dtype=_dtypes.long, layout=None, device=None, pin_memory=None):
-    return _op_triu_indices.call(_ks_device(device), row, col, offset, dtype, layout, device, pin_memory)
-
+def triu_indices(row, col, offset=0, *, dtype=_dtypes.long, layout=None, device=None, pin_memory=None): return _op_triu_indices.call(_ks_device(device), row, col, offset, dtype, layout, device, pin_memory)
 _op_new_empty = _D.define('new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def new_empty(self, size, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_new_empty.call(self._ks, self, size, dtype, layout, device, pin_memory)
-
+def new_empty(self, size, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_new_empty.call(self._ks, self, size, dtype, layout, device, pin_memory)
 _op_new_zeros = _D.define('new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def new_zeros(self, size, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_new_zeros.call(self._ks, self, size, dtype, layout, device, pin_memory)
-
+def new_zeros(self, size, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_new_zeros.call(self._ks, self, size, dtype, layout, device, pin_memory)
 _op_new_ones = _D.define('new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def new_ones(self, size, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_new_ones.call(self._ks, self, size, dtype, layout, device, pin_memory)
-
+def new_ones(self, size, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_new_ones.call(self._ks, self, size, dtype, layout, device, pin_memory)
 _op_new_full = _D.define('new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def new_full(self, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_new_full.call(self._ks, self, size, fill_value, dtype, layout, device, pin_memory)
-
+def new_full(self, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_new_full.call(self._ks, self, size, fill_value, dtype, layout, device, pin_memory)
 _op_rand = _D.define('rand(SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def rand(size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_rand.call(_ks_device(device), size, generator, dtype, layout, device, pin_memory)
-
+def rand(size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None): return _op_rand.call(_ks_device(device), size, generator, dtype, layout, device, pin_memory)
 _op_randn = _D.define('randn(SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def randn(size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_randn.call(_ks_device(device), size, generator, dtype, layout, device, pin_memory)
-
+def randn(size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None): return _op_randn.call(_ks_device(device), size, generator, dtype, layout, device, pin_memory)
 _op_randint = _D.define('randint(SymInt high, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def randint(high, size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_randint.call(_ks_device(device), high, size, generator, dtype, layout, device, pin_memory)
-
+def randint(high, size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None): return _op_randint.call(_ks_device(device), high, size, generator, dtype, layout, device, pin_memory)
 _op_randint_low = _D.define('randint.low(SymInt low, SymInt high, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def randint_low(low, high, size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_randint_low.call(_ks_device(device), low, high, size, generator, dtype, layout, device, pin_memory)
-
+def randint_low(low, high, size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None): return _op_randint_low.call(_ks_device(device), low, high, size, generator, dtype, layout, device, pin_memory)
 _op_randperm = _D.define('randperm(SymInt n, *, Generator? generator=None, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def randperm(n, *, generator=None, dtype=_dtypes.long, layout=None, device=None, pin_memory=None):
-    return _op_randperm.call(_ks_device(device), n, generator, dtype, layout, device, pin_memory)
-
+def randperm(n, *, generator=None, dtype=_dtypes.long, layout=None, device=None, pin_memory=None): return _op_randperm.call(_ks_device(device), n, generator, dtype, layout, device, pin_memory)
 _op_rand_like = _D.define('rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
-
-def rand_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
-    return _op_rand_like.call(self._ks, self, dtype, layout, device, pin_memory, memory_format)
-
+def rand_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None): return _op_rand_like.call(self._ks, self, dtype, layout, device, pin_memory, memory_format)
 _op_randn_like = _D.define('randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
-
-def randn_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
-    return _op_randn_like.call(self._ks, self, dtype, layout, device, pin_memory, memory_format)
-
+def randn_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None): return _op_randn_like.call(self._ks, self, dtype, layout, device, pin_memory, memory_format)
 _op_uniform_ = _D.define('uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)')
-
-def uniform_(self, from_=0, to_=1, *, generator=None):
-    return _op_uniform_.call(self._ks, self, from_, to_, generator)
-
+def uniform_(self, from_=0, to_=1, *, generator=None): return _op_uniform_.call(self._ks, self, from_, to_, generator)
 _op_normal_ = _D.define('normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)')
-
-def normal_(self, mean=0, std=1, *, generator=None):
-    return _op_normal_.call(self._ks, self, mean, std, generator)
-
+def normal_(self, mean=0, std=1, *, generator=None): return _op_normal_.call(self._ks, self, mean, std, generator)
 _op_exponential_ = _D.define('exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)')
-
-def exponential_(self, lambd=1, *, generator=None):
-    return _op_exponential_.call(self._ks, self, lambd, generator)
-
+def exponential_(self, lambd=1, *, generator=None): return _op_exponential_.call(self._ks, self, lambd, generator)
 _op_cauchy_ = _D.define('cauchy_(Tensor(a!) self, float median=0, float sigma=1, *, Generator? generator=None) -> Tensor(a!)')
-
-def cauchy_(self, median=0, sigma=1, *, generator=None):
-    return _op_cauchy_.call(self._ks, self, median, sigma, generator)
-
+def cauchy_(self, median=0, sigma=1, *, generator=None): return _op_cauchy_.call(self._ks, self, median, sigma, generator)
 _op_log_normal_ = _D.define('log_normal_(Tensor(a!) self, float mean=1, float std=2, *, Generator? generator=None) -> Tensor(a!)')
-
-def log_normal_(self, mean=1, std=2, *, generator=None):
-    return _op_log_normal_.call(self._ks, self, mean, std, generator)
-
+def log_normal_(self, mean=1, std=2, *, generator=None): return _op_log_normal_.call(self._ks, self, mean, std, generator)
 _op_geometric_ = _D.define('geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)')
-
-def geometric_(self, p, *, generator=None):
-    return _op_geometric_.call(self._ks, self, p, generator)
-
+def geometric_(self, p, *, generator=None): return _op_geometric_.call(self._ks, self, p, generator)
 _op_poisson = _D.define('poisson(Tensor self, Generator? generator=None) -> Tensor')
-
-def poisson(self, generator=None):
-    return _op_poisson.call(self._ks, self, generator)
-
+def poisson(self, generator=None): return _op_poisson.call(self._ks, self, generator)
 _op_binomial = _D.define('binomial(Tensor count, Tensor prob, Generator? generator=None) -> Tensor')
-
-def binomial(count, prob, generator=None):
-    return _op_binomial.call(count._ks | prob._ks, count, prob, generator)
-
+def binomial(count, prob, generator=None): return _op_binomial.call(count._ks | prob._ks, count, prob, generator)
 _op__standard_gamma = _D.define('_standard_gamma(Tensor self, Generator? generator=None) -> Tensor')
-
-def _standard_gamma(self, generator=None):
-    return _op__standard_gamma.call(self._ks, self, generator)
-
+def _standard_gamma(self, generator=None): return _op__standard_gamma.call(self._ks, self, generator)
 _op__standard_gamma_grad = _D.define('_standard_gamma_grad(Tensor self, Tensor output) -> Tensor')
-
-def _standard_gamma_grad(self, output):
-    return _op__standard_gamma_grad.call(self._ks | output._ks, self, output)
-
+def _standard_gamma_grad(self, output): return _op__standard_gamma_grad.call(self._ks | output._ks, self, output)
 _op__sample_dirichlet = _D.define('_sample_dirichlet(Tensor self, Generator? generator=None) -> Tensor')
-
-def _sample_dirichlet(self, generator=None):
-    return _op__sample_dirichlet.call(self._ks, self, generator)
-
+def _sample_dirichlet(self, generator=None): return _op__sample_dirichlet.call(self._ks, self, generator)
 _op__dirichlet_grad = _D.define('_dirichlet_grad(Tensor x, Tensor alpha, Tensor total) -> Tensor')
-
-def _dirichlet_grad(x, alpha, total):
-    return _op__dirichlet_grad.call(x._ks | alpha._ks | total._ks, x, alpha, total)
-
+def _dirichlet_grad(x, alpha, total): return _op__dirichlet_grad.call(x._ks | alpha._ks | total._ks, x, alpha, total)
 _op_random__from = _D.define('random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)')
-
-def random__from(self, from_, to_, *, generator=None):
-    return _op_random__from.call(self._ks, self, from_, to_, generator)
-
+def random__from(self, from_, to_, *, generator=None): return _op_random__from.call(self._ks, self, from_, to_, generator)
 _op_random__to = _D.define('random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)')
-
-def random__to(self, to_, *, generator=None):
-    return _op_random__to.call(self._ks, self, to_, generator)
-
+def random__to(self, to_, *, generator=None): return _op_random__to.call(self._ks, self, to_, generator)
 _op_random_ = _D.define('random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)')
-
-def random_(self, *, generator=None):
-    return _op_random_.call(self._ks, self, generator)
-
+def random_(self, *, generator=None): return _op_random_.call(self._ks, self, generator)
 _op_normal_Tensor_Tensor = _D.define('normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor')
-
-def normal_Tensor_Tensor(mean, std, *, generator=None):
-    return _op_normal_Tensor_Tensor.call(mean._ks | std._ks, mean, std, generator)
-
+def normal_Tensor_Tensor(mean, std, *, generator=None): return _op_normal_Tensor_Tensor.call(mean._ks | std._ks, mean, std, generator)
 _op_normal_float_float = _D.define('normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def normal_float_float(mean, std, size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_normal_float_float.call(_ks_device(device), mean, std, size, generator, dtype, layout, device, pin_memory)
-
+def normal_float_float(mean, std, size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None): return _op_normal_float_float.call(_ks_device(device), mean, std, size, generator, dtype, layout, device, pin_memory)
 _op_bernoulli = _D.define('bernoulli(Tensor self, *, Generator? generator=None) -> Tensor')
-
-def bernoulli(self, *, generator=None):
-    return _op_bernoulli.call(self._ks, self, generator)
-
+def bernoulli(self, *, generator=None): return _op_bernoulli.call(self._ks, self, generator)
 _op_bernoulli__float = _D.define('bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)')
-
-def bernoulli__float(self, p=0.5, *, generator=None):
-    return _op_bernoulli__float.call(self._ks, self, p, generator)
-
+def bernoulli__float(self, p=0.5, *, generator=None): return _op_bernoulli__float.call(self._ks, self, p, generator)
 _op_bernoulli_p = _D.define('bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor')
-
-def bernoulli_p(self, p, *, generator=None):
-    return _op_bernoulli_p.call(self._ks, self, p, generator)
-
+def bernoulli_p(self, p, *, generator=None): return _op_bernoulli_p.call(self._ks, self, p, generator)
 _op_multinomial = _D.define('multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor')
-
-def multinomial(self, num_samples, replacement=False, *, generator=None):
-    return _op_multinomial.call(self._ks, self, num_samples, replacement, generator)
-
+def multinomial(self, num_samples, replacement=False, *, generator=None): return _op_multinomial.call(self._ks, self, num_samples, replacement, generator)
 _op__to_copy = _D.define('_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor')
-
-def _to_copy(self, *, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False, memory_format=None):
-    return _op__to_copy.call(self._ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format)
-
+def _to_copy(self, *, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False, memory_format=None): return _op__to_copy.call(self._ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format)
 _op_clone = _D.define('clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor')
-
-def clone(self, *, memory_format=None):
-    return _op_clone.call(self._ks, self, memory_format)
-
+def clone(self, *, memory_format=None): return _op_clone.call(self._ks, self, memory_format)
 _op__contiguous_copy = _D.define('_contiguous_copy(Tensor self) -> Tensor')
-
-def _contiguous_copy(self):
-    return _op__contiguous_copy.call(self._ks, self)
-
+def _contiguous_copy(self): return _op__contiguous_copy.call(self._ks, self)
 _op_copy_ = _D.define('copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)')
-
-def copy_(self, src, non_blocking=False):
-    return _op_copy_.call(self._ks | src._ks, self, src, non_blocking)
-
+def copy_(self, src, non_blocking=False): return _op_copy_.call(self._ks | src._ks, self, src, non_blocking)
 _op_fill__Scalar = _D.define('fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)')
-
-def fill__Scalar(self, value):
-    return _op_fill__Scalar.call(self._ks, self, value)
-
+def fill__Scalar(self, value): return _op_fill__Scalar.call(self._ks, self, value)
 _op_fill__Tensor = _D.define('fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)')
-
-def fill__Tensor(self, value):
-    return _op_fill__Tensor.call(self._ks | value._ks, self, value)
-
+def fill__Tensor(self, value): return _op_fill__Tensor.call(self._ks | value._ks, self, value)
 _op_zero_ = _D.define('zero_(Tensor(a!) self) -> Tensor(a!)')
-
-def zero_(self):
-    return _op_zero_.call(self._ks, self)
-
+def zero_(self): return _op_zero_.call(self._ks, self)
 _op_masked_fill_Scalar = _D.define('masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor')
-
-def masked_fill_Scalar(self, mask, value):
-    return _op_masked_fill_Scalar.call(self._ks | mask._ks, self, mask, value)
-
+def masked_fill_Scalar(self, mask, value): return _op_masked_fill_Scalar.call(self._ks | mask._ks, self, mask, value)
 _op_masked_fill_Tensor = _D.define('masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor')
-
-def masked_fill_Tensor(self, mask, value):
-    return _op_masked_fill_Tensor.call(self._ks | mask._ks | value._ks, self, mask, value)
-
+def masked_fill_Tensor(self, mask, value): return _op_masked_fill_Tensor.call(self._ks | mask._ks | value._ks, self, mask, value)
 _op_masked_fill__Scalar = _D.define('masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)')
-
-def masked_fill__Scalar(self, mask, value):
-    return _op_masked_fill__Scalar.call(self._ks | mask._ks, self, mask, value)
-
+def masked_fill__Scalar(self, mask, value): return _op_masked_fill__Scalar.call(self._ks | mask._ks, self, mask, value)
 _op_masked_fill__Tensor = _D.define('masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)')
-
-def masked_fill__Tensor(self, mask, value):
-    return _op_masked_fill__Tensor.call(self._ks | mask._ks | value._ks, self, mask, value)
-
+def masked_fill__Tensor(self, mask, value): return _op_masked_fill__Tensor.call(self._ks | mask._ks | value._ks, self, mask, value)
 _op_index_Tensor = _D.define('index.Tensor(Tensor self, Tensor?[] indices) -> Tensor')
-
-def index_Tensor(self, indices):
-    return _op_index_Tensor.call(self._ks | _ks_list(indices), self, indices)
-
+def index_Tensor(self, indices): return _op_index_Tensor.call(self._ks | _ks_list(indices), self, indices)
 _op_index_put = _D.define('index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor')
-
-def index_put(self, indices, values, accumulate=False):
-    return _op_index_put.call(self._ks | _ks_list(indices) | values._ks, self, indices, values, accumulate)
-
+def index_put(self, indices, values, accumulate=False): return _op_index_put.call(self._ks | _ks_list(indices) | values._ks, self, indices, values, accumulate)
 _op_index_put_ = _D.define('index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)')
-
-def index_put_(self, indices, values, accumulate=False):
-    return _op_index_put_.call(self._ks | _ks_list(indices) | values._ks, self, indices, values, accumulate)
-
+def index_put_(self, indices, values, accumulate=False): return _op_index_put_.call(self._ks | _ks_list(indices) | values._ks, self, indices, values, accumulate)
 _op_index_select = _D.define('index_select(Tensor self, int dim, Tensor index) -> Tensor')
-
-def index_select(self, dim, index):
-    return _op_index_select.call(self._ks | index._ks, self, dim, index)
-
+def index_select(self, dim, index): return _op_index_select.call(self._ks | index._ks, self, dim, index)
 _op_index_select_out = _D.define('index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def index_select_out(self, dim, index, *, out):
-    return _op_index_select_out.call(self._ks | index._ks | _ks_out(out), self, dim, index, out)
-
+def index_select_out(self, dim, index, *, out): return _op_index_select_out.call(self._ks | index._ks | _ks_out(out), self, dim, index, out)
 _op_gather = _D.define('gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor')
-
-def gather(self, dim, index, *, sparse_grad=False):
-    return _op_gather.call(self._ks | index._ks, self, dim, index, sparse_grad)
-
+def gather(self, dim, index, *, sparse_grad=False): return _op_gather.call(self._ks | index._ks, self, dim, index, sparse_grad)
 _op_gather_out = _D.define('gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def gather_out(self, dim, index, *, sparse_grad=False, out):
-    return _op_gather_out.call(self._ks | index._ks | _ks_out(out), self, dim, index, sparse_grad, out)
-
+def gather_out(self, dim, index, *, sparse_grad=False, out): return _op_gather_out.call(self._ks | index._ks | _ks_out(out), self, dim, index, sparse_grad, out)
 _op_scatter_src = _D.define('scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor')
-
-def scatter_src(self, dim, index, src):
-    return _op_scatter_src.call(self._ks | index._ks | src._ks, self, dim, index, src)
-
+def scatter_src(self, dim, index, src): return _op_scatter_src.call(self._ks | index._ks | src._ks, self, dim, index, src)
 _op_scatter_value = _D.define('scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor')
-
-def scatter_value(self, dim, index, value):
-    return _op_scatter_value.call(self._ks | index._ks, self, dim, index, value)
-
+def scatter_value(self, dim, index, value): return _op_scatter_value.call(self._ks | index._ks, self, dim, index, value)
 _op_scatter_reduce = _D.define('scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor')
-
-def scatter_reduce(self, dim, index, src, *, reduce):
-    return _op_scatter_reduce.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce)
-
+def scatter_reduce(self, dim, index, src, *, reduce): return _op_scatter_reduce.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce)
 _op_scatter__src = _D.define('scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)')
-
-def scatter__src(self, dim, index, src):
-    return _op_scatter__src.call(self._ks | index._ks | src._ks, self, dim, index, src)
-
+def scatter__src(self, dim, index, src): return _op_scatter__src.call(self._ks | index._ks | src._ks, self, dim, index, src)
 _op_scatter__value = _D.define('scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)')
-
-def scatter__value(self, dim, index, value):
-    return _op_scatter__value.call(self._ks | index._ks, self, dim, index, value)
-
+def scatter__value(self, dim, index, value): return _op_scatter__value.call(self._ks | index._ks, self, dim, index, value)
 _op_scatter__reduce = _D.define('scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)')
-
-def scatter__reduce(self, dim, index, src, *, reduce):
-    return _op_scatter__reduce.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce)
-
+def scatter__reduce(self, dim, index, src, *, reduce): return _op_scatter__reduce.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce)
 _op_scatter_add = _D.define('scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor')
-
-def scatter_add(self, dim, index, src):
-    return _op_scatter_add.call(self._ks | index._ks | src._ks, self, dim, index, src)
-
+def scatter_add(self, dim, index, src): return _op_scatter_add.call(self._ks | index._ks | src._ks, self, dim, index, src)
 _op_scatter_add_ = _D.define('scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)')
-
-def scatter_add_(self, dim, index, src):
-    return _op_scatter_add_.call(self._ks | index._ks | src._ks, self, dim, index, src)
-
+def scatter_add_(self, dim, index, src): return _op_scatter_add_.call(self._ks | index._ks | src._ks, self, dim, index, src)
 _op_scatter_reduce_two = _D.define('scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor')
-
-def scatter_reduce_two(self, dim, index, src, reduce, *, include_self=True):
-    return _op_scatter_reduce_two.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce, include_self)
-
+def scatter_reduce_two(self, dim, index, src, reduce, *, include_self=True): return _op_scatter_reduce_two.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce, include_self)
 _op_scatter_reduce__two = _D.define('scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor(a!)')
-
-def scatter_reduce__two(self, dim, index, src, reduce, *, include_self=True):
-    return _op_scatter_reduce__two.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce, include_self)
-
+def scatter_reduce__two(self, dim, index, src, reduce, *, include_self=True): return _op_scatter_reduce__two.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce, include_self)
 _op_index_add = _D.define('index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor')
-
-def index_add(self, dim, index, source, *, alpha=1):
-    return _op_index_add.call(self._ks | index._ks | source._ks, self, dim, index, source, alpha)
-
+def index_add(self, dim, index, source, *, alpha=1): return _op_index_add.call(self._ks | index._ks | source._ks, self, dim, index, source, alpha)
 _op_index_add_ = _D.define('index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)')
-
-def index_add_(self, dim, index, source, *, alpha=1):
-    return _op_index_add_.call(self._ks | index._ks | source._ks, self, dim, index, source, alpha)
-
+def index_add_(self, dim, index, source, *, alpha=1): return _op_index_add_.call(self._ks | index._ks | source._ks, self, dim, index, source, alpha)
 _op_index_copy = _D.define('index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor')
-
-def index_copy(self, dim, index, source):
-    return _op_index_copy.call(self._ks | index._ks | source._ks, self, dim, index, source)
-
+def index_copy(self, dim, index, source): return _op_index_copy.call(self._ks | index._ks | source._ks, self, dim, index, source)
 _op_index_copy_ = _D.define('index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)')
-
-def index_copy_(self, dim, index, source):
-    return _op_index_copy_.call(self._ks | index._ks | source._ks, self, dim, index, source)
-
+def index_copy_(self, dim, index, source): return _op_index_copy_.call(self._ks | index._ks | source._ks, self, dim, index, source)
 _op_index_fill_int_Scalar = _D.define('index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor')
-
-def index_fill_int_Scalar(self, dim, index, value):
-    return _op_index_fill_int_Scalar.call(self._ks | index._ks, self, dim, index, value)
-
+def index_fill_int_Scalar(self, dim, index, value): return _op_index_fill_int_Scalar.call(self._ks | index._ks, self, dim, index, value)
 _op_index_fill__int_Scalar = _D.define('index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)')
-
-def index_fill__int_Scalar(self, dim, index, value):
-    return _op_index_fill__int_Scalar.call(self._ks | index._ks, self, dim, index, value)
-
+def index_fill__int_Scalar(self, dim, index, value): return _op_index_fill__int_Scalar.call(self._ks | index._ks, self, dim, index, value)
 _op_index_fill_int_Tensor = _D.define('index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor')
-
-def index_fill_int_Tensor(self, dim, index, value):
-    return _op_index_fill_int_Tensor.call(self._ks | index._ks | value._ks, self, dim, index, value)
-
+def index_fill_int_Tensor(self, dim, index, value): return _op_index_fill_int_Tensor.call(self._ks | index._ks | value._ks, self, dim, index, value)
 _op_masked_select = _D.define('masked_select(Tensor self, Tensor mask) -> Tensor')
-
-def masked_select(self, mask):
-    return _op_masked_select.call(self._ks | mask._ks, self, mask)
-
+def masked_select(self, mask): return _op_masked_select.call(self._ks | mask._ks, self, mask)
 _op_masked_scatter = _D.define('masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor')
-
-def masked_scatter(self, mask, source):
-    return _op_masked_scatter.call(self._ks | mask._ks | source._ks, self, mask, source)
-
+def masked_scatter(self, mask, source): return _op_masked_scatter.call(self._ks | mask._ks | source._ks, self, mask, source)
 _op_masked_scatter_ = _D.define('masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)')
-
-def masked_scatter_(self, mask, source):
-    return _op_masked_scatter_.call(self._ks | mask._ks | source._ks, self, mask, source)
-
+def masked_scatter_(self, mask, source): return _op_masked_scatter_.call(self._ks | mask._ks | source._ks, self, mask, source)
 _op_nonzero = _D.define('nonzero(Tensor self) -> Tensor')
-
-def nonzero(self):
-    return _op_nonzero.call(self._ks, self)
-
+def nonzero(self): return _op_nonzero.call(self._ks, self)
 _op_argwhere = _D.define('argwhere(Tensor self) -> Tensor')
-
-def argwhere(self):
-    return _op_argwhere.call(self._ks, self)
-
+def argwhere(self): return _op_argwhere.call(self._ks, self)
 _op_take = _D.define('take(Tensor self, Tensor index) -> Tensor')
-
-def take(self, index):
-    return _op_take.call(self._ks | index._ks, self, index)
-
+def take(self, index): return _op_take.call(self._ks | index._ks, self, index)
 _op_take_along_dim = _D.define('take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor')
-
-def take_along_dim(self, indices, dim=None):
-    return _op_take_along_dim.call(self._ks | indices._ks, self, indices, dim)
-
+def take_along_dim(self, indices, dim=None): return _op_take_along_dim.call(self._ks | indices._ks, self, indices, dim)
 _op_cat = _D.define('cat(Tensor[] tensors, int dim=0) -> Tensor')
-
-def cat(tensors, dim=0):
-    return _op_cat.call(_ks_list(tensors), tensors, dim)
-
+def cat(tensors, dim=0): return _op_cat.call(_ks_list(tensors), tensors, dim)
 _op_cat_out = _D.define('cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def cat_out(tensors, dim=0, *, out):
-    return _op_cat_out.call(_ks_list(tensors) | _ks_out(out), tensors, dim, out)
-
+def cat_out(tensors, dim=0, *, out): return _op_cat_out.call(_ks_list(tensors) | _ks_out(out), tensors, dim, out)
 _op_concat = _D.define('concat(Tensor[] tensors, int dim=0) -> Tensor')
-
-def concat(tensors, dim=0):
-    return _op_concat.call(_ks_list(tensors), tensors, dim)
-
+def concat(tensors, dim=0): return _op_concat.call(_ks_list(tensors), tensors, dim)
 _op_concatenate = _D.define('concatenate(Tensor[] tensors, int dim=0) -> Tensor')
-
-def concatenate(tensors, dim=0):
-    return _op_concatenate.call(_ks_list(tensors), tensors, dim)
-
+def concatenate(tensors, dim=0): return _op_concatenate.call(_ks_list(tensors), tensors, dim)
 _op_stack = _D.define('stack(Tensor[] tensors, int dim=0) -> Tensor')
-
-def stack(tensors, dim=0):
-    return _op_stack.call(_ks_list(tensors), tensors, dim)
-
+def stack(tensors, dim=0): return _op_stack.call(_ks_list(tensors), tensors, dim)
 _op_stack_out = _D.define('stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def stack_out(tensors, dim=0, *, out):
-    return _op_stack_out.call(_ks_list(tensors) | _ks_out(out), tensors, dim, out)
-
+def stack_out(tensors, dim=0, *, out): return _op_stack_out.call(_ks_list(tensors) | _ks_out(out), tensors, dim, out)
 _op_hstack = _D.define('hstack(Tensor[] tensors) -> Tensor')
-
-def hstack(tensors):
-    return _op_hstack.call(_ks_list(tensors), tensors)
-
+def hstack(tensors): return _op_hstack.call(_ks_list(tensors), tensors)
 _op_vstack = _D.define('vstack(Tensor[] tensors) -> Tensor')
-
-def vstack(tensors):
-    return _op_vstack.call(_ks_list(tensors), tensors)
-
+def vstack(tensors): return _op_vstack.call(_ks_list(tensors), tensors)
 _op_dstack = _D.define('dstack(Tensor[] tensors) -> Tensor')
-
-def dstack(tensors):
-    return _op_dstack.call(_ks_list(tensors), tensors)
-
+def dstack(tensors): return _op_dstack.call(_ks_list(tensors), tensors)
 _op_column_stack = _D.define('column_stack(Tensor[] tensors) -> Tensor')
-
-def column_stack(tensors):
-    return _op_column_stack.call(_ks_list(tensors), tensors)
-
+def column_stack(tensors): return _op_column_stack.call(_ks_list(tensors), tensors)
 _op_row_stack = _D.define('row_stack(Tensor[] tensors) -> Tensor')
-
-def row_stack(tensors):
-    return _op_row_stack.call(_ks_list(tensors), tensors)
-
+def row_stack(tensors): return _op_row_stack.call(_ks_list(tensors), tensors)
 _op_atleast_1d = _D.define('atleast_1d(Tensor self) -> Tensor')
-
-def atleast_1d(self):
-    return _op_atleast_1d.call(self._ks, self)
-
+def atleast_1d(self): return _op_atleast_1d.call(self._ks, self)
 _op_atleast_1d_Sequence = _D.define('atleast_1d.Sequence(Tensor[] tensors) -> Tensor[]')
-
-def atleast_1d_Sequence(tensors):
-    return _op_atleast_1d_Sequence.call(_ks_list(tensors), tensors)
-
+def atleast_1d_Sequence(tensors): return _op_atleast_1d_Sequence.call(_ks_list(tensors), tensors)
 _op_atleast_2d = _D.define('atleast_2d(Tensor self) -> Tensor')
-
-def atleast_2d(self):
-    return _op_atleast_2d.call(self._ks, self)
-
+def atleast_2d(self): return _op_atleast_2d.call(self._ks, self)
 _op_atleast_2d_Sequence = _D.define('atleast_2d.Sequence(Tensor[] tensors) -> Tensor[]')
-
-def atleast_2d_Sequence(tensors):
-    return _op_atleast_2d_Sequence.call(_ks_list(tensors), tensors)
-
+def atleast_2d_Sequence(tensors): return _op_atleast_2d_Sequence.call(_ks_list(tensors), tensors)
 _op_atleast_3d = _D.define('atleast_3d(Tensor self) -> Tensor')
-
-def atleast_3d(self):
-    return _op_atleast_3d.call(self._ks, self)
-
+def atleast_3d(self): return _op_atleast_3d.call(self._ks, self)
 _op_atleast_3d_Sequence = _D.define('atleast_3d.Sequence(Tensor[] tensors) -> Tensor[]')
-
-def atleast_3d_Sequence(tensors):
-    return _op_atleast_3d_Sequence.call(_ks_list(tensors), tensors)
-
+def atleast_3d_Sequence(tensors): return _op_atleast_3d_Sequence.call(_ks_list(tensors), tensors)
 _op_broadcast_tensors = _D.define('broadcast_tensors(Tensor[] tensors) -> Tensor[]')
-
-def broadcast_tensors(tensors):
-    return _op_broadcast_tensors.call(_ks_list(tensors), tensors)
-
+def broadcast_tensors(tensors): return _op_broadcast_tensors.call(_ks_list(tensors), tensors)
 _op_meshgrid = _D.define('meshgrid(Tensor[] tensors) -> Tensor[]')
-
-def meshgrid(tensors):
-    return _op_meshgrid.call(_ks_list(tensors), tensors)
-
+def meshgrid(tensors): return _op_meshgrid.call(_ks_list(tensors), tensors)
 _op_meshgrid_indexing = _D.define('meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]')
-
-def meshgrid_indexing(tensors, *, indexing):
-    return _op_meshgrid_indexing.call(_ks_list(tensors), tensors, indexing)
-
+def meshgrid_indexing(tensors, *, indexing): return _op_meshgrid_indexing.call(_ks_list(tensors), tensors, indexing)
 _op_tril = _D.define('tril(Tensor self, int diagonal=0) -> Tensor')
-
-def tril(self, diagonal=0):
-    return _op_tril.call(self._ks, self, diagonal)
-
+def tril(self, diagonal=0): return _op_tril.call(self._ks, self, diagonal)
 _op_tril_ = _D.define('tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)')
-
-def tril_(self, diagonal=0):
-    return _op_tril_.call(self._ks, self, diagonal)
-
+def tril_(self, diagonal=0): return _op_tril_.call(self._ks, self, diagonal)
 _op_tril_out = _D.define('tril.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def tril_out(self, diagonal=0, *, out):
-    return _op_tril_out.call(self._ks | _ks_out(out), self, diagonal, out)
-
+def tril_out(self, diagonal=0, *, out): return _op_tril_out.call(self._ks | _ks_out(out), self, diagonal, out)
 _op_triu = _D.define('triu(Tensor self, int diagonal=0) -> Tensor')
-
-def triu(self, diagonal=0):
-    return _op_triu.call(self._ks, self, diagonal)
-
+def triu(self, diagonal=0): return _op_triu.call(self._ks, self, diagonal)
 _op_triu_ = _D.define('triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)')
-
-def triu_(self, diagonal=0):
-    return _op_triu_.call(self._ks, self, diagonal)
-
+def triu_(self, diagonal=0): return _op_triu_.call(self._ks, self, diagonal)
 _op_triu_out = _D.define('triu.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def triu_out(self, diagonal=0, *, out):
-    return _op_triu_out.call(self._ks | _ks_out(out), self, diagonal, out)
-
+def triu_out(self, diagonal=0, *, out): return _op_triu_out.call(self._ks | _ks_out(out), self, diagonal, out)
 _op_flip = _D.define('flip(Tensor self, int[] dims) -> Tensor')
-
-def flip(self, dims):
-    return _op_flip.call(self._ks, self, dims)
-
+def flip(self, dims): return _op_flip.call(self._ks, self, dims)
 _op_fliplr = _D.define('fliplr(Tensor self) -> Tensor')
-
-def fliplr(self):
-    return _op_fliplr.call(self._ks, self)
-
+def fliplr(self): return _op_fliplr.call(self._ks, self)
 _op_flipud = _D.define('flipud(Tensor self) -> Tensor')
-
-def flipud(self):
-    return _op_flipud.call(self._ks, self)
-
+def flipud(self): return _op_flipud.call(self._ks, self)
 _op_roll = _D.define('roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor')
-
-def roll(self, shifts, dims=()):
-    return _op_roll.call(self._ks, self, shifts, dims)
-
+def roll(self, shifts, dims=()): return _op_roll.call(self._ks, self, shifts, dims)
 _op_rot90 = _D.define('rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor')
-
-def rot90(self, k=1, dims=(0,1)):
-    return _op_rot90.call(self._ks, self, k, dims)
-
+def rot90(self, k=1, dims=(0,1)): return _op_rot90.call(self._ks, self, k, dims)
 _op_repeat = _D.define('repeat(Tensor self, SymInt[] repeats) -> Tensor')
-
-def repeat(self, repeats):
-    return _op_repeat.call(self._ks, self, repeats)
-
+def repeat(self, repeats): return _op_repeat.call(self._ks, self, repeats)
 _op_tile = _D.define('tile(Tensor self, SymInt[] dims) -> Tensor')
-
-def tile(self, dims):
-    return _op_tile.call(self._ks, self, dims)
-
+def tile(self, dims): return _op_tile.call(self._ks, self, dims)
 _op_repeat_interleave_self_Tensor = _D.define('repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor')
-
-def repeat_interleave_self_Tensor(self, repeats, dim=None, *, output_size=None):
-    return _op_repeat_interleave_self_Tensor.call(self._ks | repeats._ks, self, repeats, dim, output_size)
-
+def repeat_interleave_self_Tensor(self, repeats, dim=None, *, output_size=None): return _op_repeat_interleave_self_Tensor.call(self._ks | repeats._ks, self, repeats, dim, output_size)
 _op_repeat_interleave_self_int = _D.define('repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor')
-
-def repeat_interleave_self_int(self, repeats, dim=None, *, output_size=None):
-    return _op_repeat_interleave_self_int.call(self._ks, self, repeats, dim, output_size)
-
+def repeat_interleave_self_int(self, repeats, dim=None, *, output_size=None): return _op_repeat_interleave_self_int.call(self._ks, self, repeats, dim, output_size)
 _op_repeat_interleave_Tensor = _D.define('repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor')
-
-def repeat_interleave_Tensor(repeats, *, output_size=None):
-    return _op_repeat_interleave_Tensor.call(repeats._ks, repeats, output_size)
-
+def repeat_interleave_Tensor(repeats, *, output_size=None): return _op_repeat_interleave_Tensor.call(repeats._ks, repeats, output_size)
 _op_diag = _D.define('diag(Tensor self, int diagonal=0) -> Tensor')
-
-def diag(self, diagonal=0):
-    return _op_diag.call(self._ks, self, diagonal)
-
+def diag(self, diagonal=0): return _op_diag.call(self._ks, self, diagonal)
 _op_diag_embed = _D.define('diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor')
-
-def diag_embed(self, offset=0, dim1=-2, dim2=-1):
-    return _op_diag_embed.call(self._ks, self, offset, dim1, dim2)
-
+def diag_embed(self, offset=0, dim1=-2, dim2=-1): return _op_diag_embed.call(self._ks, self, offset, dim1, dim2)
 _op_searchsorted_Tensor = _D.define('searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor')
-
-def searchsorted_Tensor(sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None):
-    return _op_searchsorted_Tensor.call(sorted_sequence._ks | self._ks | _ks_opt(sorter), sorted_sequence, self, out_int32, right, side, sorter)
-
+def searchsorted_Tensor(sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None): return _op_searchsorted_Tensor.call(sorted_sequence._ks | self._ks | _ks_opt(sorter), sorted_sequence, self, out_int32, right, side, sorter)
 _op_searchsorted_Scalar = _D.define('searchsorted.Scalar(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor')
-
-def searchsorted_Scalar(sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None):
-    return _op_searchsorted_Scalar.call(sorted_sequence._ks | _ks_opt(sorter), sorted_sequence, self, out_int32, right, side, sorter)
-
+def searchsorted_Scalar(sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None): return _op_searchsorted_Scalar.call(sorted_sequence._ks | _ks_opt(sorter), sorted_sequence, self, out_int32, right, side, sorter)
 _op_bucketize_Tensor = _D.define('bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor')
-
-def bucketize_Tensor(self, boundaries, *, out_int32=False, right=False):
-    return _op_bucketize_Tensor.call(self._ks | boundaries._ks, self, boundaries, out_int32, right)
-
+def bucketize_Tensor(self, boundaries, *, out_int32=False, right=False): return _op_bucketize_Tensor.call(self._ks | boundaries._ks, self, boundaries, out_int32, right)
 _op_isin_Tensor_Tensor = _D.define('isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor')
-
-def isin_Tensor_Tensor(elements, test_elements, *, assume_unique=False, invert=False):
-    return _op_isin_Tensor_Tensor.call(elements._ks | test_elements._ks, elements, test_elements, assume_unique, invert)
-
+def isin_Tensor_Tensor(elements, test_elements, *, assume_unique=False, invert=False): return _op_isin_Tensor_Tensor.call(elements._ks | test_elements._ks, elements, test_elements, assume_unique, invert)
 _op_isin_Tensor_Tensor_out = _D.define('isin.Tensor_Tensor_out(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def isin_Tensor_Tensor_out(elements, test_elements, *, assume_unique=False, invert=False, out):
-    return _op_isin_Tensor_Tensor_out.call(elements._ks | test_elements._ks | _ks_out(out), elements, test_elements, assume_unique, invert, out)
-
+def isin_Tensor_Tensor_out(elements, test_elements, *, assume_unique=False, invert=False, out): return _op_isin_Tensor_Tensor_out.call(elements._ks | test_elements._ks | _ks_out(out), elements, test_elements, assume_unique, invert, out)
 _op_isin_Tensor_Scalar = _D.define('isin.Tensor_Scalar(Tensor elements, Scalar test_element, *, bool assume_unique=False, bool invert=False) -> Tensor')
-
-def isin_Tensor_Scalar(elements, test_element, *, assume_unique=False, invert=False):
-    return _op_isin_Tensor_Scalar.call(elements._ks, elements, test_element, assume_unique, invert)
-
+def isin_Tensor_Scalar(elements, test_element, *, assume_unique=False, invert=False): return _op_isin_Tensor_Scalar.call(elements._ks, elements, test_element, assume_unique, invert)
 _op_isin_Scalar_Tensor = _D.define('isin.Scalar_Tensor(Scalar element, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor')
-
-def isin_Scalar_Tensor(element, test_elements, *, assume_unique=False, invert=False):
-    return _op_isin_Scalar_Tensor.call(test_elements._ks, element, test_elements, assume_unique, invert)
-
+def isin_Scalar_Tensor(element, test_elements, *, assume_unique=False, invert=False): return _op_isin_Scalar_Tensor.call(test_elements._ks, element, test_elements, assume_unique, invert)
 _op_mm = _D.define('mm(Tensor self, Tensor mat2) -> Tensor')
-
-def mm(self, mat2):
-    return _op_mm.call(self._ks | mat2._ks, self, mat2)
-
+def mm(self, mat2): return _op_mm.call(self._ks | mat2._ks, self, mat2)
 _op_mm_out = _D.define('mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def mm_out(self, mat2, *, out):
-    return _op_mm_out.call(self._ks | mat2._ks | _ks_out(out), self, mat2, out)
-
+def mm_out(self, mat2, *, out): return _op_mm_out.call(self._ks | mat2._ks | _ks_out(out), self, mat2, out)
 _op_bmm = _D.define('bmm(Tensor self, Tensor mat2) -> Tensor')
-
-def bmm(self, mat2):
-    return _op_bmm.call(self._ks | mat2._ks, self, mat2)
-
+def bmm(self, mat2): return _op_bmm.call(self._ks | mat2._ks, self, mat2)
 _op_bmm_out = _D.define('bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def bmm_out(self, mat2, *, out):
-    return _op_bmm_out.call(self._ks | mat2._ks | _ks_out(out), self, mat2, out)
-
+def bmm_out(self, mat2, *, out): return _op_bmm_out.call(self._ks | mat2._ks | _ks_out(out), self, mat2, out)
 _op_matmul = _D.define('matmul(Tensor self, Tensor other) -> Tensor')
-
-def matmul(self, other):
-    return _op_matmul.call(self._ks | other._ks, self, other)
-
+def matmul(self, other): return _op_matmul.call(self._ks | other._ks, self, other)
 _op_matmul_out = _D.define('matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def matmul_out(self, other, *, out):
-    return _op_matmul_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def matmul_out(self, other, *, out): return _op_matmul_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_mv = _D.define('mv(Tensor self, Tensor vec) -> Tensor')
-
-def mv(self, vec):
-    return _op_mv.call(self._ks | vec._ks, self, vec)
-
+def mv(self, vec): return _op_mv.call(self._ks | vec._ks, self, vec)
 _op_dot = _D.define('dot(Tensor self, Tensor tensor) -> Tensor')
-
-def dot(self, tensor):
-    return _op_dot.call(self._ks | tensor._ks, self, tensor)
-
+def dot(self, tensor): return _op_dot.call(self._ks | tensor._ks, self, tensor)
 _op_vdot = _D.define('vdot(Tensor self, Tensor other) -> Tensor')
-
-def vdot(self, other):
-    return _op_vdot.call(self._ks | other._ks, self, other)
-
+def vdot(self, other): return _op_vdot.call(self._ks | other._ks, self, other)
 _op_inner = _D.define('inner(Tensor self, Tensor other) -> Tensor')
-
-def inner(self, other):
-    return _op_inner.call(self._ks | other._ks, self, other)
-
+def inner(self, other): return _op_inner.call(self._ks | other._ks, self, other)
 _op_outer = _D.define('outer(Tensor self, Tensor vec2) -> Tensor')
-
-def outer(self, vec2):
-    return _op_outer.call(self._ks | vec2._ks, self, vec2)
-
+def outer(self, vec2): return _op_outer.call(self._ks | vec2._ks, self, vec2)
 _op_ger = _D.define('ger(Tensor self, Tensor vec2) -> Tensor')
-
-def ger(self, vec2):
-    return _op_ger.call(self._ks | vec2._ks, self, vec2)
-
+def ger(self, vec2): return _op_ger.call(self._ks | vec2._ks, self, vec2)
 _op_addmm = _D.define('addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor')
-
-def addmm(self, mat1, mat2, *, beta=1, alpha=1):
-    return _op_addmm.call(self._ks | mat1._ks | mat2._ks, self, mat1, mat2, beta, alpha)
-
+def addmm(self, mat1, mat2, *, beta=1, alpha=1): return _op_addmm.call(self._ks | mat1._ks | mat2._ks, self, mat1, mat2, beta, alpha)
 _op_addmm_ = _D.define('addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)')
-
-def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
-    return _op_addmm_.call(self._ks | mat1._ks | mat2._ks, self, mat1, mat2, beta, alpha)
-
+def addmm_(self, mat1, mat2, *, beta=1, alpha=1): return _op_addmm_.call(self._ks | mat1._ks | mat2._ks, self, mat1, mat2, beta, alpha)
 _op_addmm_out = _D.define('addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def addmm_out(self, mat1, mat2, *, beta=1, alpha=1, out):
-    return _op_addmm_out.call(self._ks | mat1._ks | mat2._ks | _ks_out(out), self, mat1, mat2, beta, alpha, out)
-
+def addmm_out(self, mat1, mat2, *, beta=1, alpha=1, out): return _op_addmm_out.call(self._ks | mat1._ks | mat2._ks | _ks_out(out), self, mat1, mat2, beta, alpha, out)
 _op_addmv = _D.define('addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor')
-
-def addmv(self, mat, vec, *, beta=1, alpha=1):
-    return _op_addmv.call(self._ks | mat._ks | vec._ks, self, mat, vec, beta, alpha)
-
+def addmv(self, mat, vec, *, beta=1, alpha=1): return _op_addmv.call(self._ks | mat._ks | vec._ks, self, mat, vec, beta, alpha)
 _op_addmv_ = _D.define('addmv_(Tensor(a!) self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)')
-
-def addmv_(self, mat, vec, *, beta=1, alpha=1):
-    return _op_addmv_.call(self._ks | mat._ks | vec._ks, self, mat, vec, beta, alpha)
-
+def addmv_(self, mat, vec, *, beta=1, alpha=1): return _op_addmv_.call(self._ks | mat._ks | vec._ks, self, mat, vec, beta, alpha)
 _op_addmv_out = _D.define('addmv.out(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def addmv_out(self, mat, vec, *, beta=1, alpha=1, out):
-    return _op_addmv_out.call(self._ks | mat._ks | vec._ks | _ks_out(out), self, mat, vec, beta, alpha, out)
-
+def addmv_out(self, mat, vec, *, beta=1, alpha=1, out): return _op_addmv_out.call(self._ks | mat._ks | vec._ks | _ks_out(out), self, mat, vec, beta, alpha, out)
 _op_baddbmm = _D.define('baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor')
-
-def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
-    return _op_baddbmm.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
-
+def baddbmm(self, batch1, batch2, *, beta=1, alpha=1): return _op_baddbmm.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
 _op_baddbmm_ = _D.define('baddbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)')
-
-def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
-    return _op_baddbmm_.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
-
+def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1): return _op_baddbmm_.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
 _op_baddbmm_out = _D.define('baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def baddbmm_out(self, batch1, batch2, *, beta=1, alpha=1, out):
-    return _op_baddbmm_out.call(self._ks | batch1._ks | batch2._ks | _ks_out(out), self, batch1, batch2, beta, alpha, out)
-
+def baddbmm_out(self, batch1, batch2, *, beta=1, alpha=1, out): return _op_baddbmm_out.call(self._ks | batch1._ks | batch2._ks | _ks_out(out), self, batch1, batch2, beta, alpha, out)
 _op_addbmm = _D.define('addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor')
-
-def addbmm(self, batch1, batch2, *, beta=1, alpha=1):
-    return _op_addbmm.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
-
+def addbmm(self, batch1, batch2, *, beta=1, alpha=1): return _op_addbmm.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
 _op_addbmm_ = _D.define('addbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)')
-
-def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
-    return _op_addbmm_.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
-
+def addbmm_(self, batch1, batch2, *, beta=1, alpha=1): return _op_addbmm_.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
 _op_addbmm_out = _D.define('addbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def addbmm_out(self, batch1, batch2, *, beta=1, alpha=1, out):
-    return _op_addbmm_out.call(self._ks | batch1._ks | batch2._ks | _ks_out(out), self, batch1, batch2, beta, alpha, out)
-
+def addbmm_out(self, batch1, batch2, *, beta=1, alpha=1, out): return _op_addbmm_out.call(self._ks | batch1._ks | batch2._ks | _ks_out(out), self, batch1, batch2, beta, alpha, out)
 _op_einsum = _D.define('einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor')
-
-def einsum(equation, tensors, *, path=None):
-    return _op_einsum.call(_ks_list(tensors), equation, tensors, path)
-
+def einsum(equation, tensors, *, path=None): return _op_einsum.call(_ks_list(tensors), equation, tensors, path)
 _op_tensordot = _D.define('tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor')
-
-def tensordot(self, other, dims_self, dims_other):
-    return _op_tensordot.call(self._ks | other._ks, self, other, dims_self, dims_other)
-
+def tensordot(self, other, dims_self, dims_other): return _op_tensordot.call(self._ks | other._ks, self, other, dims_self, dims_other)
 _op_kron = _D.define('kron(Tensor self, Tensor other) -> Tensor')
-
-def kron(self, other):
-    return _op_kron.call(self._ks | other._ks, self, other)
-
+def kron(self, other): return _op_kron.call(self._ks | other._ks, self, other)
 _op_cdist = _D.define('cdist(Tensor x1, Tensor x2, float p=2, int? compute_mode=None) -> Tensor')
-
-def cdist(x1, x2, p=2, compute_mode=None):
-    return _op_cdist.call(x1._ks | x2._ks, x1, x2, p, compute_mode)
-
+def cdist(x1, x2, p=2, compute_mode=None): return _op_cdist.call(x1._ks | x2._ks, x1, x2, p, compute_mode)
 _op__cdist_forward = _D.define('_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor')
-
-def _cdist_forward(x1, x2, p, compute_mode):
-    return _op__cdist_forward.call(x1._ks | x2._ks, x1, x2, p, compute_mode)
-
+def _cdist_forward(x1, x2, p, compute_mode): return _op__cdist_forward.call(x1._ks | x2._ks, x1, x2, p, compute_mode)
 _op__pdist_forward = _D.define('_pdist_forward(Tensor self, float p=2) -> Tensor')
-
-def _pdist_forward(self, p=2):
-    return _op__pdist_forward.call(self._ks, self, p)
-
+def _pdist_forward(self, p=2): return _op__pdist_forward.call(self._ks, self, p)
 _op__euclidean_dist = _D.define('_euclidean_dist(Tensor x1, Tensor x2) -> Tensor')
-
-def _euclidean_dist(x1, x2):
-    return _op__euclidean_dist.call(x1._ks | x2._ks, x1, x2)
-
+def _euclidean_dist(x1, x2): return _op__euclidean_dist.call(x1._ks | x2._ks, x1, x2)
 _op_cross = _D.define('cross(Tensor self, Tensor other, int? dim=None) -> Tensor')
-
-def cross(self, other, dim=None):
-    return _op_cross.call(self._ks | other._ks, self, other, dim)
-
+def cross(self, other, dim=None): return _op_cross.call(self._ks | other._ks, self, other, dim)
 _op_linalg_inv = _D.define('linalg_inv(Tensor A) -> Tensor')
-
-def linalg_inv(A):
-    return _op_linalg_inv.call(A._ks, A)
-
+def linalg_inv(A): return _op_linalg_inv.call(A._ks, A)
 _op__linalg_det = _D.define('_linalg_det(Tensor A) -> (Tensor result, Tensor LU, Tensor pivots)')
-
-def _linalg_det(A):
-    return _op__linalg_det.call(A._ks, A)
-
+def _linalg_det(A): return _op__linalg_det.call(A._ks, A)
 _op_linalg_det = _D.define('linalg_det(Tensor A) -> Tensor')
-
-def linalg_det(A):
-    return _op_linalg_det.call(A._ks, A)
-
+def linalg_det(A): return _op_linalg_det.call(A._ks, A)
 _op__linalg_slogdet = _D.define('_linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet, Tensor LU, Tensor pivots)')
-
-def _linalg_slogdet(A):
-    return _op__linalg_slogdet.call(A._ks, A)
-
+def _linalg_slogdet(A): return _op__linalg_slogdet.call(A._ks, A)
 _op_linalg_slogdet = _D.define('linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)')
-
-def linalg_slogdet(A):
-    return _op_linalg_slogdet.call(A._ks, A)
-
+def linalg_slogdet(A): return _op_linalg_slogdet.call(A._ks, A)
 _op__linalg_solve_ex = _D.define('_linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor LU, Tensor pivots, Tensor info)')
-
-def _linalg_solve_ex(A, B, *, left=True, check_errors=False):
-    return _op__linalg_solve_ex.call(A._ks | B._ks, A, B, left, check_errors)
-
+def _linalg_solve_ex(A, B, *, left=True, check_errors=False): return _op__linalg_solve_ex.call(A._ks | B._ks, A, B, left, check_errors)
 _op_linalg_solve = _D.define('linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor')
-
-def linalg_solve(A, B, *, left=True):
-    return _op_linalg_solve.call(A._ks | B._ks, A, B, left)
-
+def linalg_solve(A, B, *, left=True): return _op_linalg_solve.call(A._ks | B._ks, A, B, left)
 _op_linalg_cholesky = _D.define('linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor')
-
-def linalg_cholesky(self, *, upper=False):
-    return _op_linalg_cholesky.call(self._ks, self, upper)
-
+def linalg_cholesky(self, *, upper=False): return _op_linalg_cholesky.call(self._ks, self, upper)
 _op_linalg_solve_triangular = _D.define('linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor')
-
-def linalg_solve_triangular(self, B, *, upper, left=True, unitriangular=False):
-    return _op_linalg_solve_triangular.call(self._ks | B._ks, self, B, upper, left, unitriangular)
-
+def linalg_solve_triangular(self, B, *, upper, left=True, unitriangular=False): return _op_linalg_solve_triangular.call(self._ks | B._ks, self, B, upper, left, unitriangular)
 _op_linalg_qr = _D.define("linalg_qr(Tensor A, str mode='reduced') -> (Tensor Q, Tensor R)")
-
-def linalg_qr(A, mode='reduced'):
-    return _op_linalg_qr.call(A._ks, A, mode)
-
+def linalg_qr(A, mode='reduced'): return _op_linalg_qr.call(A._ks, A, mode)
 _op_linalg_eigh = _D.define('linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)')
-
-def linalg_eigh(self, UPLO='L'):
-    return _op_linalg_eigh.call(self._ks, self, UPLO)
-
+def linalg_eigh(self, UPLO='L'): return _op_linalg_eigh.call(self._ks, self, UPLO)
 _op_linalg_eigvalsh = _D.define('linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor')
-
-def linalg_eigvalsh(self, UPLO='L'):
-    return _op_linalg_eigvalsh.call(self._ks, self, UPLO)
-
+def linalg_eigvalsh(self, UPLO='L'): return _op_linalg_eigvalsh.call(self._ks, self, UPLO)
 _op__linalg_eigh = _D.define('_linalg_eigh(Tensor A, str UPLO="L", bool compute_v=True) -> (Tensor eigenvalues, Tensor eigenvectors)')
-
-def _linalg_eigh(A, UPLO='L', compute_v=True):
-    return _op__linalg_eigh.call(A._ks, A, UPLO, compute_v)
-
+def _linalg_eigh(A, UPLO='L', compute_v=True): return _op__linalg_eigh.call(A._ks, A, UPLO, compute_v)
 _op__linalg_svd = _D.define('_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)')
-
-def _linalg_svd(A, full_matrices=False, compute_uv=True, *, driver=None):
-    return _op__linalg_svd.call(A._ks, A, full_matrices, compute_uv, driver)
-
+def _linalg_svd(A, full_matrices=False, compute_uv=True, *, driver=None): return _op__linalg_svd.call(A._ks, A, full_matrices, compute_uv, driver)
 _op_linalg_svd = _D.define('linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)')
-
-def linalg_svd(A, full_matrices=True, *, driver=None):
-    return _op_linalg_svd.call(A._ks, A, full_matrices, driver)
-
+def linalg_svd(A, full_matrices=True, *, driver=None): return _op_linalg_svd.call(A._ks, A, full_matrices, driver)
 _op_linalg_svdvals = _D.define('linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor')
-
-def linalg_svdvals(A, *, driver=None):
-    return _op_linalg_svdvals.call(A._ks, A, driver)
-
+def linalg_svdvals(A, *, driver=None): return _op_linalg_svdvals.call(A._ks, A, driver)
 _op_linalg_pinv_atol_rtol_tensor = _D.define('linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor')
-
-def linalg_pinv_atol_rtol_tensor(self, *, atol=None, rtol=None, hermitian=False):
-    return _op_linalg_pinv_atol_rtol_tensor.call(self._ks | _ks_opt(atol) | _ks_opt(rtol), self, atol, rtol, hermitian)
-
+def linalg_pinv_atol_rtol_tensor(self, *, atol=None, rtol=None, hermitian=False): return _op_linalg_pinv_atol_rtol_tensor.call(self._ks | _ks_opt(atol) | _ks_opt(rtol), self, atol, rtol, hermitian)
 _op_linalg_pinv_atol_rtol_float = _D.define('linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor')
-
-def linalg_pinv_atol_rtol_float(self, *, atol=None, rtol=None, hermitian=False):
-    return _op_linalg_pinv_atol_rtol_float.call(self._ks, self, atol, rtol, hermitian)
-
+def linalg_pinv_atol_rtol_float(self, *, atol=None, rtol=None, hermitian=False): return _op_linalg_pinv_atol_rtol_float.call(self._ks, self, atol, rtol, hermitian)
 _op_linalg_pinv = _D.define('linalg_pinv(Tensor self, float rcond, bool hermitian=False) -> Tensor')
-
-def linalg_pinv(self, rcond, hermitian=False):
-    return _op_linalg_pinv.call(self._ks, self, rcond, hermitian)
-
+def linalg_pinv(self, rcond, hermitian=False): return _op_linalg_pinv.call(self._ks, self, rcond, hermitian)
 _op_linalg_pinv_rcond_tensor = _D.define('linalg_pinv.rcond_tensor(Tensor self, Tensor rcond, bool hermitian=False) -> Tensor')
-
-def linalg_pinv_rcond_tensor(self, rcond, hermitian=False):
-    return _op_linalg_pinv_rcond_tensor.call(self._ks | rcond._ks, self, rcond, hermitian)
-
+def linalg_pinv_rcond_tensor(self, rcond, hermitian=False): return _op_linalg_pinv_rcond_tensor.call(self._ks | rcond._ks, self, rcond, hermitian)
 _op_linalg_matrix_power = _D.define('linalg_matrix_power(Tensor self, int n) -> Tensor')
-
-def linalg_matrix_power(self, n):
-    return _op_linalg_matrix_power.call(self._ks, self, n)
-
+def linalg_matrix_power(self, n): return _op_linalg_matrix_power.call(self._ks, self, n)
 _op_linalg_lstsq = _D.define('linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)')
-
-def linalg_lstsq(self, b, rcond=None, *, driver=None):
-    return _op_linalg_lstsq.call(self._ks | b._ks, self, b, rcond, driver)
-
+def linalg_lstsq(self, b, rcond=None, *, driver=None): return _op_linalg_lstsq.call(self._ks | b._ks, self, b, rcond, driver)
 _op_linalg_cross = _D.define('linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor')
-
-def linalg_cross(self, other, *, dim=-1):
-    return _op_linalg_cross.call(self._ks | other._ks, self, other, dim)
-
+def linalg_cross(self, other, *, dim=-1): return _op_linalg_cross.call(self._ks | other._ks, self, other, dim)
 _op_linalg_vector_norm = _D.define('linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
-
-def linalg_vector_norm(self, ord=2, dim=None, keepdim=False, *, dtype=None):
-    return _op_linalg_vector_norm.call(self._ks, self, ord, dim, keepdim, dtype)
-
+def linalg_vector_norm(self, ord=2, dim=None, keepdim=False, *, dtype=None): return _op_linalg_vector_norm.call(self._ks, self, ord, dim, keepdim, dtype)
 _op_linalg_matrix_norm_str_ord = _D.define("linalg_matrix_norm.str_ord(Tensor self, str ord='fro', int[] dim=[-2,-1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor")
-
-def linalg_matrix_norm_str_ord(self, ord='fro', dim=(-2,-1), keepdim=False, *, dtype=None):
-    return _op_linalg_matrix_norm_str_ord.call(self._ks, self, ord, dim, keepdim, dtype)
-
+def linalg_matrix_norm_str_ord(self, ord='fro', dim=(-2,-1), keepdim=False, *, dtype=None): return _op_linalg_matrix_norm_str_ord.call(self._ks, self, ord, dim, keepdim, dtype)
 _op_linalg_matrix_norm = _D.define('linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2,-1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
-
-def linalg_matrix_norm(self, ord, dim=(-2,-1), keepdim=False, *, dtype=None):
-    return _op_linalg_matrix_norm.call(self._ks, self, ord, dim, keepdim, dtype)
-
+def linalg_matrix_norm(self, ord, dim=(-2,-1), keepdim=False, *, dtype=None): return _op_linalg_matrix_norm.call(self._ks, self, ord, dim, keepdim, dtype)
 _op_linalg_norm = _D.define('linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
-
-def linalg_norm(self, ord=None, dim=None, keepdim=False, *, dtype=None):
-    return _op_linalg_norm.call(self._ks, self, ord, dim, keepdim, dtype)
-
+def linalg_norm(self, ord=None, dim=None, keepdim=False, *, dtype=None): return _op_linalg_norm.call(self._ks, self, ord, dim, keepdim, dtype)
 _op_linalg_norm_ord_str = _D.define('linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
-
-def linalg_norm_ord_str(self, ord, dim=None, keepdim=False, *, dtype=None):
-    return _op_linalg_norm_ord_str.call(self._ks, self, ord, dim, keepdim, dtype)
-
+def linalg_norm_ord_str(self, ord, dim=None, keepdim=False, *, dtype=None): return _op_linalg_norm_ord_str.call(self._ks, self, ord, dim, keepdim, dtype)
 _op_det = _D.define('det(Tensor self) -> Tensor')
-
-def det(self):
-    return _op_det.call(self._ks, self)
-
+def det(self): return _op_det.call(self._ks, self)
 _op_inverse = _D.define('inverse(Tensor self) -> Tensor')
-
-def inverse(self):
-    return _op_inverse.call(self._ks, self)
-
+def inverse(self): return _op_inverse.call(self._ks, self)
 _op_slogdet = _D.define('slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)')
-
-def slogdet(self):
-    return _op_slogdet.call(self._ks, self)
-
+def slogdet(self): return _op_slogdet.call(self._ks, self)
 _op_pinverse = _D.define('pinverse(Tensor self, float rcond=1e-15) -> Tensor')
-
-def pinverse(self, rcond=1e-15):
-    return _op_pinverse.call(self._ks, self, rcond)
-
+def pinverse(self, rcond=1e-15): return _op_pinverse.call(self._ks, self, rcond)
 _op_linear = _D.define('linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor')
-
-def linear(input, weight, bias=None):
-    return _op_linear.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias)
-
+def linear(input, weight, bias=None): return _op_linear.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias)
 _op_l1_loss = _D.define('l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor')
-
-def l1_loss(self, target, reduction=1):
-    return _op_l1_loss.call(self._ks | target._ks, self, target, reduction)
-
+def l1_loss(self, target, reduction=1): return _op_l1_loss.call(self._ks | target._ks, self, target, reduction)
 _op_mse_loss = _D.define('mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor')
-
-def mse_loss(self, target, reduction=1):
-    return _op_mse_loss.call(self._ks | target._ks, self, target, reduction)
-
+def mse_loss(self, target, reduction=1): return _op_mse_loss.call(self._ks | target._ks, self, target, reduction)
 _op_mse_loss_backward = _D.define('mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor')
-
-def mse_loss_backward(grad_output, self, target, reduction):
-    return _op_mse_loss_backward.call(grad_output._ks | self._ks | target._ks, grad_output, self, target, reduction)
-
+def mse_loss_backward(grad_output, self, target, reduction): return _op_mse_loss_backward.call(grad_output._ks | self._ks | target._ks, grad_output, self, target, reduction)
 _op_nll_loss_nd = _D.define('nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor')
-
-def nll_loss_nd(self, target, weight=None, reduction=1, ignore_index=-100):
-    return _op_nll_loss_nd.call(self._ks | target._ks | _ks_opt(weight), self, target, weight, reduction, ignore_index)
-
+def nll_loss_nd(self, target, weight=None, reduction=1, ignore_index=-100): return _op_nll_loss_nd.call(self._ks | target._ks | _ks_opt(weight), self, target, weight, reduction, ignore_index)
 _op_nll_loss = _D.define('nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor')
-
-def nll_loss(self, target, weight=None, reduction=1, ignore_index=-100):
-    return _op_nll_loss.call(self._ks | target._ks | _ks_opt(weight), self, target, weight, reduction, ignore_index)
-
+def nll_loss(self, target, weight=None, reduction=1, ignore_index=-100): return _op_nll_loss.call(self._ks | target._ks | _ks_opt(weight), self, target, weight, reduction, ignore_index)
 _op_nll_loss_forward = _D.define('nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)')
-
-def nll_loss_forward(self, target, weight, reduction, ignore_index):
-    return _op_nll_loss_forward.call(self._ks | target._ks | _ks_opt(weight), self, target, weight, reduction, ignore_index)
-
+def nll_loss_forward(self, target, weight, reduction, ignore_index): return _op_nll_loss_forward.call(self._ks | target._ks | _ks_opt(weight), self, target, weight, reduction, ignore_index)
 _op_nll_loss_backward = _D.define('nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor')
-
-def nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight):
-    return _op_nll_loss_backward.call(grad_output._ks | self._ks | target._ks | _ks_opt(weight) | total_weight._ks, grad_output, self, target, weight, reduction, ignore_index, total_weight)
-
+def nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight): return _op_nll_loss_backward.call(grad_output._ks | self._ks | target._ks | _ks_opt(weight) | total_weight._ks, grad_output, self, target, weight, reduction, ignore_index, total_weight)
 _op_nll_loss2d = _D.define('nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor')
-
-def nll_loss2d(self, target, weight=None, reduction=1, ignore_index=-100):
-    return _op_nll_loss2d.call(self._ks | target._ks | _ks_opt(weight), self, target, weight, reduction, ignore_index)
-
+def nll_loss2d(self, target, weight=None, reduction=1, ignore_index=-100): return _op_nll_loss2d.call(self._ks | target._ks | _ks_opt(weight), self, target, weight, reduction, ignore_index)
 _op_nll_loss2d_forward = _D.define('nll_loss2d_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)')
-
-def nll_loss2d_forward(self, target, weight, reduction, ignore_index):
-    return _op_nll_loss2d_forward.call(self._ks | target._ks | _ks_opt(weight), self, target, weight, reduction, ignore_index)
-
+def nll_loss2d_forward(self, target, weight, reduction, ignore_index): return _op_nll_loss2d_forward.call(self._ks | target._ks | _ks_opt(weight), self, target, weight, reduction, ignore_index)
 _op_nll_loss2d_backward = _D.define('nll_loss2d_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor')
-
-def nll_loss2d_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight):
-    return _op_nll_loss2d_backward.call(grad_output._ks | self._ks | target._ks | _ks_opt(weight) | total_weight._ks, grad_output, self, target, weight, reduction, ignore_index, total_weight)
-
+def nll_loss2d_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight): return _op_nll_loss2d_backward.call(grad_output._ks | self._ks | target._ks | _ks_opt(weight) | total_weight._ks, grad_output, self, target, weight, reduction, ignore_index, total_weight)
 _op_cross_entropy_loss = _D.define('cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor')
-
-def cross_entropy_loss(self, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
-    return _op_cross_entropy_loss.call(self._ks | target._ks | _ks_opt(weight), self, target, weight, reduction, ignore_index, label_smoothing)
-
+def cross_entropy_loss(self, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0): return _op_cross_entropy_loss.call(self._ks | target._ks | _ks_opt(weight), self, target, weight, reduction, ignore_index, label_smoothing)
 _op_relu6 = _D.define('relu6(Tensor self) -> Tensor')
-
-def relu6(self):
-    return _op_relu6.call(self._ks, self)
-
+def relu6(self): return _op_relu6.call(self._ks, self)
 _op__softmax = _D.define('_softmax(Tensor self, int dim, bool half_to_float) -> Tensor')
-
-def _softmax(self, dim, half_to_float):
-    return _op__softmax.call(self._ks, self, dim, half_to_float)
-
+def _softmax(self, dim, half_to_float): return _op__softmax.call(self._ks, self, dim, half_to_float)
 _op__log_softmax = _D.define('_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor')
-
-def _log_softmax(self, dim, half_to_float):
-    return _op__log_softmax.call(self._ks, self, dim, half_to_float)
-
+def _log_softmax(self, dim, half_to_float): return _op__log_softmax.call(self._ks, self, dim, half_to_float)
 _op__softmax_backward_data = _D.define('_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor')
-
-def _softmax_backward_data(grad_output, output, dim, input_dtype):
-    return _op__softmax_backward_data.call(grad_output._ks | output._ks, grad_output, output, dim, input_dtype)
-
+def _softmax_backward_data(grad_output, output, dim, input_dtype): return _op__softmax_backward_data.call(grad_output._ks | output._ks, grad_output, output, dim, input_dtype)
 _op__log_softmax_backward_data = _D.define('_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor')
-
-def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
-    return _op__log_softmax_backward_data.call(grad_output._ks | output._ks, grad_output, output, dim, input_dtype)
-
+def _log_softmax_backward_data(grad_output, output, dim, input_dtype): return _op__log_softmax_backward_data.call(grad_output._ks | output._ks, grad_output, output, dim, input_dtype)
 _op_softmax_int = _D.define('softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor')
-
-def softmax_int(self, dim, dtype=None):
-    return _op_softmax_int.call(self._ks, self, dim, dtype)
-
+def softmax_int(self, dim, dtype=None): return _op_softmax_int.call(self._ks, self, dim, dtype)
 _op_log_softmax_int = _D.define('log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor')
-
-def log_softmax_int(self, dim, dtype=None):
-    return _op_log_softmax_int.call(self._ks, self, dim, dtype)
-
+def log_softmax_int(self, dim, dtype=None): return _op_log_softmax_int.call(self._ks, self, dim, dtype)
 _op_gelu = _D.define("gelu(Tensor self, *, str approximate='none') -> Tensor")
-
-def gelu(self, *, approximate='none'):
-    return _op_gelu.call(self._ks, self, approximate)
-
+def gelu(self, *, approximate='none'): return _op_gelu.call(self._ks, self, approximate)
 _op_tanh_backward = _D.define('tanh_backward(Tensor grad_output, Tensor output) -> Tensor')
-
-def tanh_backward(grad_output, output):
-    return _op_tanh_backward.call(grad_output._ks | output._ks, grad_output, output)
-
+def tanh_backward(grad_output, output): return _op_tanh_backward.call(grad_output._ks | output._ks, grad_output, output)
 _op_sigmoid_backward = _D.define('sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor')
-
-def sigmoid_backward(grad_output, output):
-    return _op_sigmoid_backward.call(grad_output._ks | output._ks, grad_output, output)
-
+def sigmoid_backward(grad_output, output): return _op_sigmoid_backward.call(grad_output._ks | output._ks, grad_output, output)
 _op_gelu_backward = _D.define("gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor")
-
-def gelu_backward(grad_output, self, *, approximate='none'):
-    return _op_gelu_backward.call(grad_output._ks | self._ks, grad_output, self, approximate)
-
+def gelu_backward(grad_output, self, *, approximate='none'): return _op_gelu_backward.call(grad_output._ks | self._ks, grad_output, self, approximate)
 _op_native_layer_norm = _D.define('native_layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)')
-
-def native_layer_norm(input, normalized_shape, weight, bias, eps):
-    return _op_native_layer_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, normalized_shape, weight, bias, eps)
-
+def native_layer_norm(input, normalized_shape, weight, bias, eps): return _op_native_layer_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, normalized_shape, weight, bias, eps)
 _op_native_layer_norm_backward = _D.define('native_layer_norm_backward(Tensor grad_out, Tensor input, int[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)')
-
-def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask):
-    return _op_native_layer_norm_backward.call(grad_out._ks | input._ks | mean._ks | rstd._ks | _ks_opt(weight) | _ks_opt(bias), grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask)
-
+def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask): return _op_native_layer_norm_backward.call(grad_out._ks | input._ks | mean._ks | rstd._ks | _ks_opt(weight) | _ks_opt(bias), grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask)
 _op_layer_norm = _D.define('layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor')
-
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):
-    return _op_layer_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, normalized_shape, weight, bias, eps, cudnn_enable)
-
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True): return _op_layer_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, normalized_shape, weight, bias, eps, cudnn_enable)
 _op_native_batch_norm = _D.define('native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)')
-
-def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
-    return _op_native_batch_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias) | _ks_opt(running_mean) | _ks_opt(running_var), input, weight, bias, running_mean, running_var, training, momentum, eps)
-
+def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps): return _op_native_batch_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias) | _ks_opt(running_mean) | _ks_opt(running_var), input, weight, bias, running_mean, running_var, training, momentum, eps)
 _op_native_batch_norm_backward = _D.define('native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)')
-
-def native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask):
-    return _op_native_batch_norm_backward.call(grad_out._ks | input._ks | _ks_opt(weight) | _ks_opt(running_mean) | _ks_opt(running_var) | _ks_opt(save_mean) | _ks_opt(save_invstd), grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask)
-
+def native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask): return _op_native_batch_norm_backward.call(grad_out._ks | input._ks | _ks_opt(weight) | _ks_opt(running_mean) | _ks_opt(running_var) | _ks_opt(save_mean) | _ks_opt(save_invstd), grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask)
 _op_batch_norm = _D.define('batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor')
-
-def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
-    return _op_batch_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias) | _ks_opt(running_mean) | _ks_opt(running_var), input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
-
+def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled): return _op_batch_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias) | _ks_opt(running_mean) | _ks_opt(running_var), input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
 _op_convolution = _D.define('convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, bool transposed, int[] output_padding, int groups) -> Tensor')
-
-def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
-    return _op_convolution.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
-
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups): return _op_convolution.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
 _op_convolution_backward = _D.define('convolution_backward(Tensor grad_output, Tensor input, Tensor weight, int[]? bias_sizes, int[] stride, int[] padding, int[] dilation, bool transposed, int[] output_padding, int groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)')
-
-def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask):
-    return _op_convolution_backward.call(grad_output._ks | input._ks | weight._ks, grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask)
-
+def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask): return _op_convolution_backward.call(grad_output._ks | input._ks | weight._ks, grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask)
 _op_max_pool2d_with_indices = _D.define('max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)')
-
-def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
-    return _op_max_pool2d_with_indices.call(self._ks, self, kernel_size, stride, padding, dilation, ceil_mode)
-
+def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False): return _op_max_pool2d_with_indices.call(self._ks, self, kernel_size, stride, padding, dilation, ceil_mode)
 _op_avg_pool1d = _D.define('avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor')
-
-def avg_pool1d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True):
-    return _op_avg_pool1d.call(self._ks, self, kernel_size, stride, padding, ceil_mode, count_include_pad)
-
+def avg_pool1d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True): return _op_avg_pool1d.call(self._ks, self, kernel_size, stride, padding, ceil_mode, count_include_pad)
 _op_avg_pool2d = _D.define('avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor')
-
-def avg_pool2d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
-    return _op_avg_pool2d.call(self._ks, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
-
+def avg_pool2d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None): return _op_avg_pool2d.call(self._ks, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 _op_avg_pool2d_backward = _D.define('avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor')
-
-def avg_pool2d_backward(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    return _op_avg_pool2d_backward.call(grad_output._ks | self._ks, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
-
+def avg_pool2d_backward(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override): return _op_avg_pool2d_backward.call(grad_output._ks | self._ks, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 _op_avg_pool3d = _D.define('avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor')
-
-def avg_pool3d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
-    return _op_avg_pool3d.call(self._ks, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
-
+def avg_pool3d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None): return _op_avg_pool3d.call(self._ks, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 _op_avg_pool3d_backward = _D.define('avg_pool3d_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor')
-
-def avg_pool3d_backward(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    return _op_avg_pool3d_backward.call(grad_output._ks | self._ks, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
-
+def avg_pool3d_backward(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override): return _op_avg_pool3d_backward.call(grad_output._ks | self._ks, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 _op_max_pool3d_with_indices = _D.define('max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)')
-
-def max_pool3d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
-    return _op_max_pool3d_with_indices.call(self._ks, self, kernel_size, stride, padding, dilation, ceil_mode)
-
+def max_pool3d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False): return _op_max_pool3d_with_indices.call(self._ks, self, kernel_size, stride, padding, dilation, ceil_mode)
 _op_constant_pad_nd = _D.define('constant_pad_nd(Tensor self, int[] pad, Scalar value=0) -> Tensor')
-
-def constant_pad_nd(self, pad, value=0):
-    return _op_constant_pad_nd.call(self._ks, self, pad, value)
-
+def constant_pad_nd(self, pad, value=0): return _op_constant_pad_nd.call(self._ks, self, pad, value)
 _op_embedding = _D.define('embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor')
-
-def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
-    return _op_embedding.call(weight._ks | indices._ks, weight, indices, padding_idx, scale_grad_by_freq, sparse)
-
+def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False): return _op_embedding.call(weight._ks | indices._ks, weight, indices, padding_idx, scale_grad_by_freq, sparse)
 _op_dropout = _D.define('dropout(Tensor input, float p, bool train) -> Tensor')
-
-def dropout(input, p, train):
-    return _op_dropout.call(input._ks, input, p, train)
-
+def dropout(input, p, train): return _op_dropout.call(input._ks, input, p, train)
 _op__rnn_layer = _D.define('_rnn_layer(Tensor input, int[] batch_sizes, Tensor h0, Tensor? c0, Tensor w_ih, Tensor w_hh, Tensor? b_ih, Tensor? b_hh, Tensor? w_hr, str mode, bool reverse) -> (Tensor, Tensor, Tensor, Tensor)')
-
-def _rnn_layer(input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse):
-    return _op__rnn_layer.call(input._ks | h0._ks | _ks_opt(c0) | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh) | _ks_opt(w_hr), input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse)
-
+def _rnn_layer(input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse): return _op__rnn_layer.call(input._ks | h0._ks | _ks_opt(c0) | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh) | _ks_opt(w_hr), input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse)
 _op__rnn_layer_backward = _D.define('_rnn_layer_backward(Tensor input, int[] batch_sizes, Tensor h0, Tensor? c0, Tensor w_ih, Tensor w_hh, Tensor? b_ih, Tensor? b_hh, Tensor? w_hr, str mode, bool reverse, Tensor output, Tensor workspace, Tensor? grad_output, Tensor? grad_hn, Tensor? grad_cn) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)')
-
-def _rnn_layer_backward(input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse, output, workspace, grad_output, grad_hn, grad_cn):
-    return _op__rnn_layer_backward.call(input._ks | h0._ks | _ks_opt(c0) | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh) | _ks_opt(w_hr) | output._ks | workspace._ks | _ks_opt(grad_output) | _ks_opt(grad_hn) | _ks_opt(grad_cn), input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse, output, workspace, grad_output, grad_hn, grad_cn)
-
+def _rnn_layer_backward(input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse, output, workspace, grad_output, grad_hn, grad_cn): return _op__rnn_layer_backward.call(input._ks | h0._ks | _ks_opt(c0) | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh) | _ks_opt(w_hr) | output._ks | workspace._ks | _ks_opt(grad_output) | _ks_opt(grad_hn) | _ks_opt(grad_cn), input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse, output, workspace, grad_output, grad_hn, grad_cn)
 _op_mkldnn_rnn_layer = _D.define('mkldnn_rnn_layer(Tensor input, Tensor weight0, Tensor weight1, Tensor weight2, Tensor weight3, Tensor hx_, Tensor cx_, bool reverse, int[] batch_sizes, int mode, int hidden_size, int num_layers, bool has_biases, bool bidirectional, bool batch_first, bool train) -> (Tensor, Tensor, Tensor, Tensor)')
-
-def mkldnn_rnn_layer(input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train):
-    return _op_mkldnn_rnn_layer.call(input._ks | weight0._ks | weight1._ks | weight2._ks | weight3._ks | hx_._ks | cx_._ks, input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train)
-
+def mkldnn_rnn_layer(input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train): return _op_mkldnn_rnn_layer.call(input._ks | weight0._ks | weight1._ks | weight2._ks | weight3._ks | hx_._ks | cx_._ks, input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train)
 _op_mkldnn_rnn_layer_backward = _D.define('mkldnn_rnn_layer_backward(Tensor input, Tensor weight1, Tensor weight2, Tensor weight3, Tensor weight4, Tensor hx_, Tensor cx_tmp, Tensor output, Tensor hy_, Tensor cy_, Tensor? grad_output, Tensor? grad_hy, Tensor? grad_cy, bool reverse, int mode, int hidden_size, int num_layers, bool has_biases, bool train, bool bidirectional, int[] batch_sizes, bool batch_first, Tensor workspace) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)')
-
-def mkldnn_rnn_layer_backward(input, weight1, weight2, weight3, weight4, hx_, cx_tmp, output, hy_, cy_, grad_output, grad_hy, grad_cy, reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional, batch_sizes, batch_first, workspace):
-    return _op_mkldnn_rnn_layer_backward.call(input._ks | weight1._ks | weight2._ks | weight3._ks | weight4._ks | hx_._ks | cx_tmp._ks | output._ks | hy_._ks | cy_._ks | _ks_opt(grad_output) | _ks_opt(grad_hy) | _ks_opt(grad_cy) | workspace._ks, input, weight1, weight2, weight3, weight4, hx_, cx_tmp, output, hy_, cy_, grad_output, grad_hy, grad_cy, reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional, batch_sizes, batch_first, workspace)
-
+def mkldnn_rnn_layer_backward(input, weight1, weight2, weight3, weight4, hx_, cx_tmp, output, hy_, cy_, grad_output, grad_hy, grad_cy, reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional, batch_sizes, batch_first, workspace): return _op_mkldnn_rnn_layer_backward.call(input._ks | weight1._ks | weight2._ks | weight3._ks | weight4._ks | hx_._ks | cx_tmp._ks | output._ks | hy_._ks | cy_._ks | _ks_opt(grad_output) | _ks_opt(grad_hy) | _ks_opt(grad_cy) | workspace._ks, input, weight1, weight2, weight3, weight4, hx_, cx_tmp, output, hy_, cy_, grad_output, grad_hy, grad_cy, reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional, batch_sizes, batch_first, workspace)
 _op_lstm_input = _D.define('lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)')
-
-def lstm_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
-    return _op_lstm_input.call(input._ks | _ks_list(hx) | _ks_list(params), input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
-
+def lstm_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first): return _op_lstm_input.call(input._ks | _ks_list(hx) | _ks_list(params), input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
 _op_lstm_data = _D.define('lstm.data(Tensor data, Tensor batch_sizes, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor, Tensor)')
-
-def lstm_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
-    return _op_lstm_data.call(data._ks | batch_sizes._ks | _ks_list(hx) | _ks_list(params), data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
-
+def lstm_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional): return _op_lstm_data.call(data._ks | batch_sizes._ks | _ks_list(hx) | _ks_list(params), data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
 _op_gru_input = _D.define('gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)')
-
-def gru_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
-    return _op_gru_input.call(input._ks | hx._ks | _ks_list(params), input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
-
+def gru_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first): return _op_gru_input.call(input._ks | hx._ks | _ks_list(params), input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
 _op_gru_data = _D.define('gru.data(Tensor data, Tensor batch_sizes, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor)')
-
-def gru_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
-    return _op_gru_data.call(data._ks | batch_sizes._ks | hx._ks | _ks_list(params), data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
-
+def gru_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional): return _op_gru_data.call(data._ks | batch_sizes._ks | hx._ks | _ks_list(params), data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
 _op_rnn_tanh_input = _D.define('rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)')
-
-def rnn_tanh_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
-    return _op_rnn_tanh_input.call(input._ks | hx._ks | _ks_list(params), input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
-
+def rnn_tanh_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first): return _op_rnn_tanh_input.call(input._ks | hx._ks | _ks_list(params), input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
 _op_rnn_tanh_data = _D.define('rnn_tanh.data(Tensor data, Tensor batch_sizes, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor)')
-
-def rnn_tanh_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
-    return _op_rnn_tanh_data.call(data._ks | batch_sizes._ks | hx._ks | _ks_list(params), data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
-
+def rnn_tanh_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional): return _op_rnn_tanh_data.call(data._ks | batch_sizes._ks | hx._ks | _ks_list(params), data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
 _op_rnn_relu_input = _D.define('rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)')
-
-def rnn_relu_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
-    return _op_rnn_relu_input.call(input._ks | hx._ks | _ks_list(params), input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
-
+def rnn_relu_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first): return _op_rnn_relu_input.call(input._ks | hx._ks | _ks_list(params), input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
 _op_rnn_relu_data = _D.define('rnn_relu.data(Tensor data, Tensor batch_sizes, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor)')
-
-def rnn_relu_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
-    return _op_rnn_relu_data.call(data._ks | batch_sizes._ks | hx._ks | _ks_list(params), data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
-
+def rnn_relu_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional): return _op_rnn_relu_data.call(data._ks | batch_sizes._ks | hx._ks | _ks_list(params), data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
 _op_lstm_cell = _D.define('lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)')
-
-def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
-    return _op_lstm_cell.call(input._ks | _ks_list(hx) | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, hx, w_ih, w_hh, b_ih, b_hh)
-
+def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None): return _op_lstm_cell.call(input._ks | _ks_list(hx) | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, hx, w_ih, w_hh, b_ih, b_hh)
 _op_gru_cell = _D.define('gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor')
-
-def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
-    return _op_gru_cell.call(input._ks | hx._ks | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, hx, w_ih, w_hh, b_ih, b_hh)
-
+def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None): return _op_gru_cell.call(input._ks | hx._ks | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, hx, w_ih, w_hh, b_ih, b_hh)
 _op_rnn_tanh_cell = _D.define('rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor')
-
-def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
-    return _op_rnn_tanh_cell.call(input._ks | hx._ks | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, hx, w_ih, w_hh, b_ih, b_hh)
-
+def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None): return _op_rnn_tanh_cell.call(input._ks | hx._ks | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, hx, w_ih, w_hh, b_ih, b_hh)
 _op_rnn_relu_cell = _D.define('rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor')
-
-def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
-    return _op_rnn_relu_cell.call(input._ks | hx._ks | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, hx, w_ih, w_hh, b_ih, b_hh)
-
+def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None): return _op_rnn_relu_cell.call(input._ks | hx._ks | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, hx, w_ih, w_hh, b_ih, b_hh)
 _op_isclose = _D.define('isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor')
-
-def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    return _op_isclose.call(self._ks | other._ks, self, other, rtol, atol, equal_nan)
-
+def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False): return _op_isclose.call(self._ks | other._ks, self, other, rtol, atol, equal_nan)
 _op_allclose = _D.define('allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool')
-
-def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    return _op_allclose.call(self._ks | other._ks, self, other, rtol, atol, equal_nan)
-
+def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False): return _op_allclose.call(self._ks | other._ks, self, other, rtol, atol, equal_nan)
 _op_equal = _D.define('equal(Tensor self, Tensor other) -> bool')
-
-def equal(self, other):
-    return _op_equal.call(self._ks | other._ks, self, other)
-
+def equal(self, other): return _op_equal.call(self._ks | other._ks, self, other)
 _op_promote_types = _D.define('promote_types(ScalarType type1, ScalarType type2) -> ScalarType')
-
-def promote_types(type1, type2):
-    return _op_promote_types.call(_KS_CPU, type1, type2)
-
+def promote_types(type1, type2): return _op_promote_types.call(_KS_CPU, type1, type2)
 _op_can_cast = _D.define('can_cast(ScalarType from_, ScalarType to) -> bool')
-
-def can_cast(from_, to_):
-    return _op_can_cast.call(_KS_CPU, from_, to_)
-
+def can_cast(from_, to_): return _op_can_cast.call(_KS_CPU, from_, to_)
 _op_is_same_size = _D.define('is_same_size(Tensor self, Tensor other) -> bool')
-
-def is_same_size(self, other):
-    return _op_is_same_size.call(self._ks | other._ks, self, other)
-
+def is_same_size(self, other): return _op_is_same_size.call(self._ks | other._ks, self, other)
 _op__local_scalar_dense = _D.define('_local_scalar_dense(Tensor self) -> Scalar')
-
-def _local_scalar_dense(self):
-    return _op__local_scalar_dense.call(self._ks, self)
-
+def _local_scalar_dense(self): return _op__local_scalar_dense.call(self._ks, self)
 _op_is_nonzero = _D.define('is_nonzero(Tensor self) -> bool')
-
-def is_nonzero(self):
-    return _op_is_nonzero.call(self._ks, self)
-
+def is_nonzero(self): return _op_is_nonzero.call(self._ks, self)
 _op_msort = _D.define('msort(Tensor self) -> Tensor')
-
-def msort(self):
-    return _op_msort.call(self._ks, self)
-
+def msort(self): return _op_msort.call(self._ks, self)
 _op_diff = _D.define('diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor')
-
-def diff(self, n=1, dim=-1, prepend=None, append=None):
-    return _op_diff.call(self._ks | _ks_opt(prepend) | _ks_opt(append), self, n, dim, prepend, append)
-
+def diff(self, n=1, dim=-1, prepend=None, append=None): return _op_diff.call(self._ks | _ks_opt(prepend) | _ks_opt(append), self, n, dim, prepend, append)
 _op_trace = _D.define('trace(Tensor self) -> Tensor')
-
-def trace(self):
-    return _op_trace.call(self._ks, self)
-
+def trace(self): return _op_trace.call(self._ks, self)
 _op_cov = _D.define('cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor')
-
-def cov(self, *, correction=1, fweights=None, aweights=None):
-    return _op_cov.call(self._ks | _ks_opt(fweights) | _ks_opt(aweights), self, correction, fweights, aweights)
-
+def cov(self, *, correction=1, fweights=None, aweights=None): return _op_cov.call(self._ks | _ks_opt(fweights) | _ks_opt(aweights), self, correction, fweights, aweights)
 _op_corrcoef = _D.define('corrcoef(Tensor self) -> Tensor')
-
-def corrcoef(self):
-    return _op_corrcoef.call(self._ks, self)
-
+def corrcoef(self): return _op_corrcoef.call(self._ks, self)
 _op_cartesian_prod = _D.define('cartesian_prod(Tensor[] tensors) -> Tensor')
-
-def cartesian_prod(tensors):
-    return _op_cartesian_prod.call(_ks_list(tensors), tensors)
-
+def cartesian_prod(tensors): return _op_cartesian_prod.call(_ks_list(tensors), tensors)
 _op_block_diag = _D.define('block_diag(Tensor[] tensors) -> Tensor')
-
-def block_diag(tensors):
-    return _op_block_diag.call(_ks_list(tensors), tensors)
-
+def block_diag(tensors): return _op_block_diag.call(_ks_list(tensors), tensors)
 _op_absolute = _D.define('absolute(Tensor self) -> Tensor')
-
-def absolute(self):
-    return _op_absolute.call(self._ks, self)
-
+def absolute(self): return _op_absolute.call(self._ks, self)
 _op_absolute_ = _D.define('absolute_(Tensor(a!) self) -> Tensor(a!)')
-
-def absolute_(self):
-    return _op_absolute_.call(self._ks, self)
-
+def absolute_(self): return _op_absolute_.call(self._ks, self)
 _op_arccos = _D.define('arccos(Tensor self) -> Tensor')
-
-def arccos(self):
-    return _op_arccos.call(self._ks, self)
-
+def arccos(self): return _op_arccos.call(self._ks, self)
 _op_arccos_ = _D.define('arccos_(Tensor(a!) self) -> Tensor(a!)')
-
-def arccos_(self):
-    return _op_arccos_.call(self._ks, self)
-
+def arccos_(self): return _op_arccos_.call(self._ks, self)
 _op_arcsin = _D.define('arcsin(Tensor self) -> Tensor')
-
-def arcsin(self):
-    return _op_arcsin.call(self._ks, self)
-
+def arcsin(self): return _op_arcsin.call(self._ks, self)
 _op_arcsin_ = _D.define('arcsin_(Tensor(a!) self) -> Tensor(a!)')
-
-def arcsin_(self):
-    return _op_arcsin_.call(self._ks, self)
-
+def arcsin_(self): return _op_arcsin_.call(self._ks, self)
 _op_arctan = _D.define('arctan(Tensor self) -> Tensor')
-
-def arctan(self):
-    return _op_arctan.call(self._ks, self)
-
+def arctan(self): return _op_arctan.call(self._ks, self)
 _op_arctan_ = _D.define('arctan_(Tensor(a!) self) -> Tensor(a!)')
-
-def arctan_(self):
-    return _op_arctan_.call(self._ks, self)
-
+def arctan_(self): return _op_arctan_.call(self._ks, self)
 _op_arccosh = _D.define('arccosh(Tensor self) -> Tensor')
-
-def arccosh(self):
-    return _op_arccosh.call(self._ks, self)
-
+def arccosh(self): return _op_arccosh.call(self._ks, self)
 _op_arccosh_ = _D.define('arccosh_(Tensor(a!) self) -> Tensor(a!)')
-
-def arccosh_(self):
-    return _op_arccosh_.call(self._ks, self)
-
+def arccosh_(self): return _op_arccosh_.call(self._ks, self)
 _op_arcsinh = _D.define('arcsinh(Tensor self) -> Tensor')
-
-def arcsinh(self):
-    return _op_arcsinh.call(self._ks, self)
-
+def arcsinh(self): return _op_arcsinh.call(self._ks, self)
 _op_arcsinh_ = _D.define('arcsinh_(Tensor(a!) self) -> Tensor(a!)')
-
-def arcsinh_(self):
-    return _op_arcsinh_.call(self._ks, self)
-
+def arcsinh_(self): return _op_arcsinh_.call(self._ks, self)
 _op_arctanh = _D.define('arctanh(Tensor self) -> Tensor')
-
-def arctanh(self):
-    return _op_arctanh.call(self._ks, self)
-
+def arctanh(self): return _op_arctanh.call(self._ks, self)
 _op_arctanh_ = _D.define('arctanh_(Tensor(a!) self) -> Tensor(a!)')
-
-def arctanh_(self):
-    return _op_arctanh_.call(self._ks, self)
-
+def arctanh_(self): return _op_arctanh_.call(self._ks, self)
 _op_arctan2 = _D.define('arctan2(Tensor self, Tensor other) -> Tensor')
-
-def arctan2(self, other):
-    return _op_arctan2.call(self._ks | other._ks, self, other)
-
+def arctan2(self, other): return _op_arctan2.call(self._ks | other._ks, self, other)
 _op_arctan2_ = _D.define('arctan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def arctan2_(self, other):
-    return _op_arctan2_.call(self._ks | other._ks, self, other)
-
+def arctan2_(self, other): return _op_arctan2_.call(self._ks | other._ks, self, other)
 _op_multiply_Tensor = _D.define('multiply.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def multiply_Tensor(self, other):
-    return _op_multiply_Tensor.call(self._ks | other._ks, self, other)
-
+def multiply_Tensor(self, other): return _op_multiply_Tensor.call(self._ks | other._ks, self, other)
 _op_multiply_Scalar = _D.define('multiply.Scalar(Tensor self, Scalar other) -> Tensor')
-
-def multiply_Scalar(self, other):
-    return _op_multiply_Scalar.call(self._ks, self, other)
-
+def multiply_Scalar(self, other): return _op_multiply_Scalar.call(self._ks, self, other)
 _op_multiply__Tensor = _D.define('multiply_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def multiply__Tensor(self, other):
-    return _op_multiply__Tensor.call(self._ks | other._ks, self, other)
-
+def multiply__Tensor(self, other): return _op_multiply__Tensor.call(self._ks | other._ks, self, other)
 _op_multiply__Scalar = _D.define('multiply_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
-
-def multiply__Scalar(self, other):
-    return _op_multiply__Scalar.call(self._ks, self, other)
-
+def multiply__Scalar(self, other): return _op_multiply__Scalar.call(self._ks, self, other)
 _op_divide_Tensor = _D.define('divide.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def divide_Tensor(self, other):
-    return _op_divide_Tensor.call(self._ks | other._ks, self, other)
-
+def divide_Tensor(self, other): return _op_divide_Tensor.call(self._ks | other._ks, self, other)
 _op_divide_Scalar = _D.define('divide.Scalar(Tensor self, Scalar other) -> Tensor')
-
-def divide_Scalar(self, other):
-    return _op_divide_Scalar.call(self._ks, self, other)
-
+def divide_Scalar(self, other): return _op_divide_Scalar.call(self._ks, self, other)
 _op_divide_Tensor_mode = _D.define('divide.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor')
-
-def divide_Tensor_mode(self, other, *, rounding_mode):
-    return _op_divide_Tensor_mode.call(self._ks | other._ks, self, other, rounding_mode)
-
+def divide_Tensor_mode(self, other, *, rounding_mode): return _op_divide_Tensor_mode.call(self._ks | other._ks, self, other, rounding_mode)
 _op_divide_Scalar_mode = _D.define('divide.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor')
-
-def divide_Scalar_mode(self, other, *, rounding_mode):
-    return _op_divide_Scalar_mode.call(self._ks, self, other, rounding_mode)
-
+def divide_Scalar_mode(self, other, *, rounding_mode): return _op_divide_Scalar_mode.call(self._ks, self, other, rounding_mode)
 _op_divide__Tensor = _D.define('divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def divide__Tensor(self, other):
-    return _op_divide__Tensor.call(self._ks | other._ks, self, other)
-
+def divide__Tensor(self, other): return _op_divide__Tensor.call(self._ks | other._ks, self, other)
 _op_divide__Tensor_mode = _D.define('divide_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)')
-
-def divide__Tensor_mode(self, other, *, rounding_mode):
-    return _op_divide__Tensor_mode.call(self._ks | other._ks, self, other, rounding_mode)
-
+def divide__Tensor_mode(self, other, *, rounding_mode): return _op_divide__Tensor_mode.call(self._ks | other._ks, self, other, rounding_mode)
 _op_divide__Scalar_mode = _D.define('divide_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)')
-
-def divide__Scalar_mode(self, other, *, rounding_mode):
-    return _op_divide__Scalar_mode.call(self._ks, self, other, rounding_mode)
-
+def divide__Scalar_mode(self, other, *, rounding_mode): return _op_divide__Scalar_mode.call(self._ks, self, other, rounding_mode)
 _op_divide__Scalar = _D.define('divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
-
-def divide__Scalar(self, other):
-    return _op_divide__Scalar.call(self._ks, self, other)
-
+def divide__Scalar(self, other): return _op_divide__Scalar.call(self._ks, self, other)
 _op_subtract_Tensor = _D.define('subtract.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor')
-
-def subtract_Tensor(self, other, *, alpha=1):
-    return _op_subtract_Tensor.call(self._ks | other._ks, self, other, alpha)
-
+def subtract_Tensor(self, other, *, alpha=1): return _op_subtract_Tensor.call(self._ks | other._ks, self, other, alpha)
 _op_subtract_Scalar = _D.define('subtract.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor')
-
-def subtract_Scalar(self, other, alpha=1):
-    return _op_subtract_Scalar.call(self._ks, self, other, alpha)
-
+def subtract_Scalar(self, other, alpha=1): return _op_subtract_Scalar.call(self._ks, self, other, alpha)
 _op_subtract__Tensor = _D.define('subtract_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)')
-
-def subtract__Tensor(self, other, *, alpha=1):
-    return _op_subtract__Tensor.call(self._ks | other._ks, self, other, alpha)
-
+def subtract__Tensor(self, other, *, alpha=1): return _op_subtract__Tensor.call(self._ks | other._ks, self, other, alpha)
 _op_subtract__Scalar = _D.define('subtract_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)')
-
-def subtract__Scalar(self, other, alpha=1):
-    return _op_subtract__Scalar.call(self._ks, self, other, alpha)
-
+def subtract__Scalar(self, other, alpha=1): return _op_subtract__Scalar.call(self._ks, self, other, alpha)
 _op_negative = _D.define('negative(Tensor self) -> Tensor')
-
-def negative(self):
-    return _op_negative.call(self._ks, self)
-
+def negative(self): return _op_negative.call(self._ks, self)
 _op_negative_ = _D.define('negative_(Tensor(a!) self) -> Tensor(a!)')
-
-def negative_(self):
-    return _op_negative_.call(self._ks, self)
-
+def negative_(self): return _op_negative_.call(self._ks, self)
 _op_fix = _D.define('fix(Tensor self) -> Tensor')
-
-def fix(self):
-    return _op_fix.call(self._ks, self)
-
+def fix(self): return _op_fix.call(self._ks, self)
 _op_fix_ = _D.define('fix_(Tensor(a!) self) -> Tensor(a!)')
-
-def fix_(self):
-    return _op_fix_.call(self._ks, self)
-
+def fix_(self): return _op_fix_.call(self._ks, self)
 _op_greater__Scalar = _D.define('greater_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
-
-def greater__Scalar(self, other):
-    return _op_greater__Scalar.call(self._ks, self, other)
-
+def greater__Scalar(self, other): return _op_greater__Scalar.call(self._ks, self, other)
 _op_greater__Tensor = _D.define('greater_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def greater__Tensor(self, other):
-    return _op_greater__Tensor.call(self._ks | other._ks, self, other)
-
+def greater__Tensor(self, other): return _op_greater__Tensor.call(self._ks | other._ks, self, other)
 _op_less__Scalar = _D.define('less_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
-
-def less__Scalar(self, other):
-    return _op_less__Scalar.call(self._ks, self, other)
-
+def less__Scalar(self, other): return _op_less__Scalar.call(self._ks, self, other)
 _op_less__Tensor = _D.define('less_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def less__Tensor(self, other):
-    return _op_less__Tensor.call(self._ks | other._ks, self, other)
-
+def less__Tensor(self, other): return _op_less__Tensor.call(self._ks | other._ks, self, other)
 _op_greater_equal__Scalar = _D.define('greater_equal_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
-
-def greater_equal__Scalar(self, other):
-    return _op_greater_equal__Scalar.call(self._ks, self, other)
-
+def greater_equal__Scalar(self, other): return _op_greater_equal__Scalar.call(self._ks, self, other)
 _op_greater_equal__Tensor = _D.define('greater_equal_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def greater_equal__Tensor(self, other):
-    return _op_greater_equal__Tensor.call(self._ks | other._ks, self, other)
-
+def greater_equal__Tensor(self, other): return _op_greater_equal__Tensor.call(self._ks | other._ks, self, other)
 _op_less_equal__Scalar = _D.define('less_equal_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
-
-def less_equal__Scalar(self, other):
-    return _op_less_equal__Scalar.call(self._ks, self, other)
-
+def less_equal__Scalar(self, other): return _op_less_equal__Scalar.call(self._ks, self, other)
 _op_less_equal__Tensor = _D.define('less_equal_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def less_equal__Tensor(self, other):
-    return _op_less_equal__Tensor.call(self._ks | other._ks, self, other)
-
+def less_equal__Tensor(self, other): return _op_less_equal__Tensor.call(self._ks | other._ks, self, other)
 _op_not_equal__Scalar = _D.define('not_equal_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
-
-def not_equal__Scalar(self, other):
-    return _op_not_equal__Scalar.call(self._ks, self, other)
-
+def not_equal__Scalar(self, other): return _op_not_equal__Scalar.call(self._ks, self, other)
 _op_not_equal__Tensor = _D.define('not_equal_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def not_equal__Tensor(self, other):
-    return _op_not_equal__Tensor.call(self._ks | other._ks, self, other)
-
+def not_equal__Tensor(self, other): return _op_not_equal__Tensor.call(self._ks | other._ks, self, other)
 _op_special_erf = _D.define('special_erf(Tensor self) -> Tensor')
-
-def special_erf(self):
-    return _op_special_erf.call(self._ks, self)
-
+def special_erf(self): return _op_special_erf.call(self._ks, self)
 _op_special_erfc = _D.define('special_erfc(Tensor self) -> Tensor')
-
-def special_erfc(self):
-    return _op_special_erfc.call(self._ks, self)
-
+def special_erfc(self): return _op_special_erfc.call(self._ks, self)
 _op_special_erfinv = _D.define('special_erfinv(Tensor self) -> Tensor')
-
-def special_erfinv(self):
-    return _op_special_erfinv.call(self._ks, self)
-
+def special_erfinv(self): return _op_special_erfinv.call(self._ks, self)
 _op_special_expm1 = _D.define('special_expm1(Tensor self) -> Tensor')
-
-def special_expm1(self):
-    return _op_special_expm1.call(self._ks, self)
-
+def special_expm1(self): return _op_special_expm1.call(self._ks, self)
 _op_special_exp2 = _D.define('special_exp2(Tensor self) -> Tensor')
-
-def special_exp2(self):
-    return _op_special_exp2.call(self._ks, self)
-
+def special_exp2(self): return _op_special_exp2.call(self._ks, self)
 _op_special_gammaln = _D.define('special_gammaln(Tensor self) -> Tensor')
-
-def special_gammaln(self):
-    return _op_special_gammaln.call(self._ks, self)
-
+def special_gammaln(self): return _op_special_gammaln.call(self._ks, self)
 _op_special_digamma = _D.define('special_digamma(Tensor self) -> Tensor')
-
-def special_digamma(self):
-    return _op_special_digamma.call(self._ks, self)
-
+def special_digamma(self): return _op_special_digamma.call(self._ks, self)
 _op_special_psi = _D.define('special_psi(Tensor self) -> Tensor')
-
-def special_psi(self):
-    return _op_special_psi.call(self._ks, self)
-
+def special_psi(self): return _op_special_psi.call(self._ks, self)
 _op_special_expit = _D.define('special_expit(Tensor self) -> Tensor')
-
-def special_expit(self):
-    return _op_special_expit.call(self._ks, self)
-
+def special_expit(self): return _op_special_expit.call(self._ks, self)
 _op_special_i0 = _D.define('special_i0(Tensor self) -> Tensor')
-
-def special_i0(self):
-    return _op_special_i0.call(self._ks, self)
-
+def special_i0(self): return _op_special_i0.call(self._ks, self)
 _op_special_i0e = _D.define('special_i0e(Tensor self) -> Tensor')
-
-def special_i0e(self):
-    return _op_special_i0e.call(self._ks, self)
-
+def special_i0e(self): return _op_special_i0e.call(self._ks, self)
 _op_special_i0e_out = _D.define('special_i0e.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_i0e_out(self, *, out):
-    return _op_special_i0e_out.call(self._ks | _ks_out(out), self, out)
-
+def special_i0e_out(self, *, out): return _op_special_i0e_out.call(self._ks | _ks_out(out), self, out)
 _op_special_i1 = _D.define('special_i1(Tensor self) -> Tensor')
-
-def special_i1(self):
-    return _op_special_i1.call(self._ks, self)
-
+def special_i1(self): return _op_special_i1.call(self._ks, self)
 _op_special_i1_out = _D.define('special_i1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_i1_out(self, *, out):
-    return _op_special_i1_out.call(self._ks | _ks_out(out), self, out)
-
+def special_i1_out(self, *, out): return _op_special_i1_out.call(self._ks | _ks_out(out), self, out)
 _op_special_i1e = _D.define('special_i1e(Tensor self) -> Tensor')
-
-def special_i1e(self):
-    return _op_special_i1e.call(self._ks, self)
-
+def special_i1e(self): return _op_special_i1e.call(self._ks, self)
 _op_special_i1e_out = _D.define('special_i1e.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_i1e_out(self, *, out):
-    return _op_special_i1e_out.call(self._ks | _ks_out(out), self, out)
-
+def special_i1e_out(self, *, out): return _op_special_i1e_out.call(self._ks | _ks_out(out), self, out)
 _op_special_sinc = _D.define('special_sinc(Tensor self) -> Tensor')
-
-def special_sinc(self):
-    return _op_special_sinc.call(self._ks, self)
-
+def special_sinc(self): return _op_special_sinc.call(self._ks, self)
 _op_special_log1p = _D.define('special_log1p(Tensor self) -> Tensor')
-
-def special_log1p(self):
-    return _op_special_log1p.call(self._ks, self)
-
+def special_log1p(self): return _op_special_log1p.call(self._ks, self)
 _op_special_xlogy = _D.define('special_xlogy(Tensor self, Tensor other) -> Tensor')
-
-def special_xlogy(self, other):
-    return _op_special_xlogy.call(self._ks | other._ks, self, other)
-
+def special_xlogy(self, other): return _op_special_xlogy.call(self._ks | other._ks, self, other)
 _op_special_xlogy_other_scalar = _D.define('special_xlogy.other_scalar(Tensor self, Scalar other) -> Tensor')
-
-def special_xlogy_other_scalar(self, other):
-    return _op_special_xlogy_other_scalar.call(self._ks, self, other)
-
+def special_xlogy_other_scalar(self, other): return _op_special_xlogy_other_scalar.call(self._ks, self, other)
 _op_special_xlogy_self_scalar = _D.define('special_xlogy.self_scalar(Scalar self, Tensor other) -> Tensor')
-
-def special_xlogy_self_scalar(self, other):
-    return _op_special_xlogy_self_scalar.call(other._ks, self, other)
-
+def special_xlogy_self_scalar(self, other): return _op_special_xlogy_self_scalar.call(other._ks, self, other)
 _op_special_logit = _D.define('special_logit(Tensor self, float? eps=None) -> Tensor')
-
-def special_logit(self, eps=None):
-    return _op_special_logit.call(self._ks, self, eps)
-
+def special_logit(self, eps=None): return _op_special_logit.call(self._ks, self, eps)
 _op_special_logsumexp = _D.define('special_logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor')
-
-def special_logsumexp(self, dim, keepdim=False):
-    return _op_special_logsumexp.call(self._ks, self, dim, keepdim)
-
+def special_logsumexp(self, dim, keepdim=False): return _op_special_logsumexp.call(self._ks, self, dim, keepdim)
 _op__foreach_abs = _D.define('_foreach_abs(Tensor[] self) -> Tensor[]')
-
-def _foreach_abs(self):
-    return _op__foreach_abs.call(_ks_list(self), self)
-
+def _foreach_abs(self): return _op__foreach_abs.call(_ks_list(self), self)
 _op__foreach_abs_ = _D.define('_foreach_abs_(Tensor(a!)[] self) -> ()')
-
-def _foreach_abs_(self):
-    return _op__foreach_abs_.call(_ks_list(self), self)
-
+def _foreach_abs_(self): return _op__foreach_abs_.call(_ks_list(self), self)
 _op__foreach_acos = _D.define('_foreach_acos(Tensor[] self) -> Tensor[]')
-
-def _foreach_acos(self):
-    return _op__foreach_acos.call(_ks_list(self), self)
-
+def _foreach_acos(self): return _op__foreach_acos.call(_ks_list(self), self)
 _op__foreach_acos_ = _D.define('_foreach_acos_(Tensor(a!)[] self) -> ()')
-
-def _foreach_acos_(self):
-    return _op__foreach_acos_.call(_ks_list(self), self)
-
+def _foreach_acos_(self): return _op__foreach_acos_.call(_ks_list(self), self)
 _op__foreach_add_Scalar = _D.define('_foreach_add.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]')
-
-def _foreach_add_Scalar(self, scalar):
-    return _op__foreach_add_Scalar.call(_ks_list(self), self, scalar)
-
+def _foreach_add_Scalar(self, scalar): return _op__foreach_add_Scalar.call(_ks_list(self), self, scalar)
 _op__foreach_add_List = _D.define('_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]')
-
-def _foreach_add_List(self, other, *, alpha=1):
-    return _op__foreach_add_List.call(_ks_list(self) | _ks_list(other), self, other, alpha)
-
+def _foreach_add_List(self, other, *, alpha=1): return _op__foreach_add_List.call(_ks_list(self) | _ks_list(other), self, other, alpha)
 _op__foreach_add_ScalarList = _D.define('_foreach_add.ScalarList(Tensor[] self, Scalar[] scalars) -> Tensor[]')
-
-def _foreach_add_ScalarList(self, scalars):
-    return _op__foreach_add_ScalarList.call(_ks_list(self), self, scalars)
-
+def _foreach_add_ScalarList(self, scalars): return _op__foreach_add_ScalarList.call(_ks_list(self), self, scalars)
 _op__foreach_add_Tensor = _D.define('_foreach_add.Tensor(Tensor[] self, Tensor other, *, Scalar alpha=1) -> Tensor[]')
-
-def _foreach_add_Tensor(self, other, *, alpha=1):
-    return _op__foreach_add_Tensor.call(_ks_list(self) | other._ks, self, other, alpha)
-
+def _foreach_add_Tensor(self, other, *, alpha=1): return _op__foreach_add_Tensor.call(_ks_list(self) | other._ks, self, other, alpha)
 _op__foreach_add__List = _D.define('_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()')
-
-def _foreach_add__List(self, other, *, alpha=1):
-    return _op__foreach_add__List.call(_ks_list(self) | _ks_list(other), self, other, alpha)
-
+def _foreach_add__List(self, other, *, alpha=1): return _op__foreach_add__List.call(_ks_list(self) | _ks_list(other), self, other, alpha)
 _op__foreach_add__ScalarList = _D.define('_foreach_add_.ScalarList(Tensor(a!)[] self, Scalar[] scalars) -> ()')
-
-def _foreach_add__ScalarList(self, scalars):
-    return _op__foreach_add__ScalarList.call(_ks_list(self), self, scalars)
-
+def _foreach_add__ScalarList(self, scalars): return _op__foreach_add__ScalarList.call(_ks_list(self), self, scalars)
 _op__foreach_add__Tensor = _D.define('_foreach_add_.Tensor(Tensor(a!)[] self, Tensor other, *, Scalar alpha=1) -> ()')
-
-def _foreach_add__Tensor(self, other, *, alpha=1):
-    return _op__foreach_add__Tensor.call(_ks_list(self) | other._ks, self, other, alpha)
-
+def _foreach_add__Tensor(self, other, *, alpha=1): return _op__foreach_add__Tensor.call(_ks_list(self) | other._ks, self, other, alpha)
 _op__foreach_addcdiv_Scalar = _D.define('_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]')
-
-def _foreach_addcdiv_Scalar(self, tensor1, tensor2, value=1):
-    return _op__foreach_addcdiv_Scalar.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2), self, tensor1, tensor2, value)
-
+def _foreach_addcdiv_Scalar(self, tensor1, tensor2, value=1): return _op__foreach_addcdiv_Scalar.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2), self, tensor1, tensor2, value)
 _op__foreach_addcdiv_ScalarList = _D.define('_foreach_addcdiv.ScalarList(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar[] scalars) -> Tensor[]')
-
-def _foreach_addcdiv_ScalarList(self, tensor1, tensor2, scalars):
-    return _op__foreach_addcdiv_ScalarList.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2), self, tensor1, tensor2, scalars)
-
+def _foreach_addcdiv_ScalarList(self, tensor1, tensor2, scalars): return _op__foreach_addcdiv_ScalarList.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2), self, tensor1, tensor2, scalars)
 _op__foreach_addcdiv_Tensor = _D.define('_foreach_addcdiv.Tensor(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Tensor scalars) -> Tensor[]')
-
-def _foreach_addcdiv_Tensor(self, tensor1, tensor2, scalars):
-    return _op__foreach_addcdiv_Tensor.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2) | scalars._ks, self, tensor1, tensor2, scalars)
-
+def _foreach_addcdiv_Tensor(self, tensor1, tensor2, scalars): return _op__foreach_addcdiv_Tensor.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2) | scalars._ks, self, tensor1, tensor2, scalars)
 _op__foreach_addcdiv__Scalar = _D.define('_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()')
-
-def _foreach_addcdiv__Scalar(self, tensor1, tensor2, value=1):
-    return _op__foreach_addcdiv__Scalar.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2), self, tensor1, tensor2, value)
-
+def _foreach_addcdiv__Scalar(self, tensor1, tensor2, value=1): return _op__foreach_addcdiv__Scalar.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2), self, tensor1, tensor2, value)
 _op__foreach_addcdiv__ScalarList = _D.define('_foreach_addcdiv_.ScalarList(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar[] scalars) -> ()')
-
-def _foreach_addcdiv__ScalarList(self, tensor1, tensor2, scalars):
-    return _op__foreach_addcdiv__ScalarList.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2), self, tensor1, tensor2, scalars)
-
+def _foreach_addcdiv__ScalarList(self, tensor1, tensor2, scalars): return _op__foreach_addcdiv__ScalarList.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2), self, tensor1, tensor2, scalars)
 _op__foreach_addcdiv__Tensor = _D.define('_foreach_addcdiv_.Tensor(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Tensor scalars) -> ()')
-
-def _foreach_addcdiv__Tensor(self, tensor1, tensor2, scalars):
-    return _op__foreach_addcdiv__Tensor.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2) | scalars._ks, self, tensor1, tensor2, scalars)
-
+def _foreach_addcdiv__Tensor(self, tensor1, tensor2, scalars): return _op__foreach_addcdiv__Tensor.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2) | scalars._ks, self, tensor1, tensor2, scalars)
 _op__foreach_addcmul_Scalar = _D.define('_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]')
-
-def _foreach_addcmul_Scalar(self, tensor1, tensor2, value=1):
-    return _op__foreach_addcmul_Scalar.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2), self, tensor1, tensor2, value)
-
+def _foreach_addcmul_Scalar(self, tensor1, tensor2, value=1): return _op__foreach_addcmul_Scalar.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2), self, tensor1, tensor2, value)
 _op__foreach_addcmul_ScalarList = _D.define('_foreach_addcmul.ScalarList(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar[] scalars) -> Tensor[]')
-
-def _foreach_addcmul_ScalarList(self, tensor1, tensor2, scalars):
-    return _op__foreach_addcmul_ScalarList.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2), self, tensor1, tensor2, scalars)
-
+def _foreach_addcmul_ScalarList(self, tensor1, tensor2, scalars): return _op__foreach_addcmul_ScalarList.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2), self, tensor1, tensor2, scalars)
 _op__foreach_addcmul_Tensor = _D.define('_foreach_addcmul.Tensor(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Tensor scalars) -> Tensor[]')
-
-def _foreach_addcmul_Tensor(self, tensor1, tensor2, scalars):
-    return _op__foreach_addcmul_Tensor.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2) | scalars._ks, self, tensor1, tensor2, scalars)
-
+def _foreach_addcmul_Tensor(self, tensor1, tensor2, scalars): return _op__foreach_addcmul_Tensor.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2) | scalars._ks, self, tensor1, tensor2, scalars)
 _op__foreach_addcmul__Scalar = _D.define('_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()')
-
-def _foreach_addcmul__Scalar(self, tensor1, tensor2, value=1):
-    return _op__foreach_addcmul__Scalar.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2), self, tensor1, tensor2, value)
-
+def _foreach_addcmul__Scalar(self, tensor1, tensor2, value=1): return _op__foreach_addcmul__Scalar.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2), self, tensor1, tensor2, value)
 _op__foreach_addcmul__ScalarList = _D.define('_foreach_addcmul_.ScalarList(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar[] scalars) -> ()')
-
-def _foreach_addcmul__ScalarList(self, tensor1, tensor2, scalars):
-    return _op__foreach_addcmul__ScalarList.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2), self, tensor1, tensor2, scalars)
-
+def _foreach_addcmul__ScalarList(self, tensor1, tensor2, scalars): return _op__foreach_addcmul__ScalarList.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2), self, tensor1, tensor2, scalars)
 _op__foreach_addcmul__Tensor = _D.define('_foreach_addcmul_.Tensor(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Tensor scalars) -> ()')
-
-def _foreach_addcmul__Tensor(self, tensor1, tensor2, scalars):
-    return _op__foreach_addcmul__Tensor.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2) | scalars._ks, self, tensor1, tensor2, scalars)
-
+def _foreach_addcmul__Tensor(self, tensor1, tensor2, scalars): return _op__foreach_addcmul__Tensor.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2) | scalars._ks, self, tensor1, tensor2, scalars)
 _op__foreach_asin = _D.define('_foreach_asin(Tensor[] self) -> Tensor[]')
-
-def _foreach_asin(self):
-    return _op__foreach_asin.call(_ks_list(self), self)
-
+def _foreach_asin(self): return _op__foreach_asin.call(_ks_list(self), self)
 _op__foreach_asin_ = _D.define('_foreach_asin_(Tensor(a!)[] self) -> ()')
-
-def _foreach_asin_(self):
-    return _op__foreach_asin_.call(_ks_list(self), self)
-
+def _foreach_asin_(self): return _op__foreach_asin_.call(_ks_list(self), self)
 _op__foreach_atan = _D.define('_foreach_atan(Tensor[] self) -> Tensor[]')
-
-def _foreach_atan(self):
-    return _op__foreach_atan.call(_ks_list(self), self)
-
+def _foreach_atan(self): return _op__foreach_atan.call(_ks_list(self), self)
 _op__foreach_atan_ = _D.define('_foreach_atan_(Tensor(a!)[] self) -> ()')
-
-def _foreach_atan_(self):
-    return _op__foreach_atan_.call(_ks_list(self), self)
-
+def _foreach_atan_(self): return _op__foreach_atan_.call(_ks_list(self), self)
 _op__foreach_ceil = _D.define('_foreach_ceil(Tensor[] self) -> Tensor[]')
-
-def _foreach_ceil(self):
-    return _op__foreach_ceil.call(_ks_list(self), self)
-
+def _foreach_ceil(self): return _op__foreach_ceil.call(_ks_list(self), self)
 _op__foreach_ceil_ = _D.define('_foreach_ceil_(Tensor(a!)[] self) -> ()')
-
-def _foreach_ceil_(self):
-    return _op__foreach_ceil_.call(_ks_list(self), self)
-
+def _foreach_ceil_(self): return _op__foreach_ceil_.call(_ks_list(self), self)
 _op__foreach_clamp_max_Scalar = _D.define('_foreach_clamp_max.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]')
-
-def _foreach_clamp_max_Scalar(self, scalar):
-    return _op__foreach_clamp_max_Scalar.call(_ks_list(self), self, scalar)
-
+def _foreach_clamp_max_Scalar(self, scalar): return _op__foreach_clamp_max_Scalar.call(_ks_list(self), self, scalar)
 _op__foreach_clamp_max_List = _D.define('_foreach_clamp_max.List(Tensor[] self, Tensor[] other) -> Tensor[]')
-
-def _foreach_clamp_max_List(self, other):
-    return _op__foreach_clamp_max_List.call(_ks_list(self) | _ks_list(other), self, other)
-
+def _foreach_clamp_max_List(self, other): return _op__foreach_clamp_max_List.call(_ks_list(self) | _ks_list(other), self, other)
 _op__foreach_clamp_max_ScalarList = _D.define('_foreach_clamp_max.ScalarList(Tensor[] self, Scalar[] scalars) -> Tensor[]')
-
-def _foreach_clamp_max_ScalarList(self, scalars):
-    return _op__foreach_clamp_max_ScalarList.call(_ks_list(self), self, scalars)
-
+def _foreach_clamp_max_ScalarList(self, scalars): return _op__foreach_clamp_max_ScalarList.call(_ks_list(self), self, scalars)
 _op__foreach_clamp_max__Scalar = _D.define('_foreach_clamp_max_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()')
-
-def _foreach_clamp_max__Scalar(self, scalar):
-    return _op__foreach_clamp_max__Scalar.call(_ks_list(self), self, scalar)
-
+def _foreach_clamp_max__Scalar(self, scalar): return _op__foreach_clamp_max__Scalar.call(_ks_list(self), self, scalar)
 _op__foreach_clamp_max__List = _D.define('_foreach_clamp_max_.List(Tensor(a!)[] self, Tensor[] other) -> ()')
-
-def _foreach_clamp_max__List(self, other):
-    return _op__foreach_clamp_max__List.call(_ks_list(self) | _ks_list(other), self, other)
-
+def _foreach_clamp_max__List(self, other): return _op__foreach_clamp_max__List.call(_ks_list(self) | _ks_list(other), self, other)
 _op__foreach_clamp_max__ScalarList = _D.define('_foreach_clamp_max_.ScalarList(Tensor(a!)[] self, Scalar[] scalars) -> ()')
-
-def _foreach_clamp_max__ScalarList(self, scalars):
-    return _op__foreach_clamp_max__ScalarList.call(_ks_list(self), self, scalars)
-
+def _foreach_clamp_max__ScalarList(self, scalars): return _op__foreach_clamp_max__ScalarList.call(_ks_list(self), self, scalars)
 _op__foreach_clamp_min_Scalar = _D.define('_foreach_clamp_min.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]')
-
-def _foreach_clamp_min_Scalar(self, scalar):
-    return _op__foreach_clamp_min_Scalar.call(_ks_list(self), self, scalar)
-
+def _foreach_clamp_min_Scalar(self, scalar): return _op__foreach_clamp_min_Scalar.call(_ks_list(self), self, scalar)
 _op__foreach_clamp_min_List = _D.define('_foreach_clamp_min.List(Tensor[] self, Tensor[] other) -> Tensor[]')
-
-def _foreach_clamp_min_List(self, other):
-    return _op__foreach_clamp_min_List.call(_ks_list(self) | _ks_list(other), self, other)
-
+def _foreach_clamp_min_List(self, other): return _op__foreach_clamp_min_List.call(_ks_list(self) | _ks_list(other), self, other)
 _op__foreach_clamp_min_ScalarList = _D.define('_foreach_clamp_min.ScalarList(Tensor[] self, Scalar[] scalars) -> Tensor[]')
-
-def _foreach_clamp_min_ScalarList(self, scalars):
-    return _op__foreach_clamp_min_ScalarList.call(_ks_list(self), self, scalars)
-
+def _foreach_clamp_min_ScalarList(self, scalars): return _op__foreach_clamp_min_ScalarList.call(_ks_list(self), self, scalars)
 _op__foreach_clamp_min__Scalar = _D.define('_foreach_clamp_min_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()')
-
-def _foreach_clamp_min__Scalar(self, scalar):
-    return _op__foreach_clamp_min__Scalar.call(_ks_list(self), self, scalar)
-
+def _foreach_clamp_min__Scalar(self, scalar): return _op__foreach_clamp_min__Scalar.call(_ks_list(self), self, scalar)
 _op__foreach_clamp_min__List = _D.define('_foreach_clamp_min_.List(Tensor(a!)[] self, Tensor[] other) -> ()')
-
-def _foreach_clamp_min__List(self, other):
-    return _op__foreach_clamp_min__List.call(_ks_list(self) | _ks_list(other), self, other)
-
+def _foreach_clamp_min__List(self, other): return _op__foreach_clamp_min__List.call(_ks_list(self) | _ks_list(other), self, other)
 _op__foreach_clamp_min__ScalarList = _D.define('_foreach_clamp_min_.ScalarList(Tensor(a!)[] self, Scalar[] scalars) -> ()')
-
-def _foreach_clamp_min__ScalarList(self, scalars):
-    return _op__foreach_clamp_min__ScalarList.call(_ks_list(self), self, scalars)
-
+def _foreach_clamp_min__ScalarList(self, scalars): return _op__foreach_clamp_min__ScalarList.call(_ks_list(self), self, scalars)
 _op__foreach_clone = _D.define('_foreach_clone(Tensor[] self, *, MemoryFormat? memory_format=None) -> Tensor[]')
-
-def _foreach_clone(self, *, memory_format=None):
-    return _op__foreach_clone.call(_ks_list(self), self, memory_format)
-
+def _foreach_clone(self, *, memory_format=None): return _op__foreach_clone.call(_ks_list(self), self, memory_format)
 _op__foreach_copy_ = _D.define('_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()')
-
-def _foreach_copy_(self, src, non_blocking=False):
-    return _op__foreach_copy_.call(_ks_list(self) | _ks_list(src), self, src, non_blocking)
-
+def _foreach_copy_(self, src, non_blocking=False): return _op__foreach_copy_.call(_ks_list(self) | _ks_list(src), self, src, non_blocking)
 _op__foreach_cos = _D.define('_foreach_cos(Tensor[] self) -> Tensor[]')
-
-def _foreach_cos(self):
-    return _op__foreach_cos.call(_ks_list(self), self)
-
+def _foreach_cos(self): return _op__foreach_cos.call(_ks_list(self), self)
 _op__foreach_cos_ = _D.define('_foreach_cos_(Tensor(a!)[] self) -> ()')
-
-def _foreach_cos_(self):
-    return _op__foreach_cos_.call(_ks_list(self), self)
-
+def _foreach_cos_(self): return _op__foreach_cos_.call(_ks_list(self), self)
 _op__foreach_cosh = _D.define('_foreach_cosh(Tensor[] self) -> Tensor[]')
-
-def _foreach_cosh(self):
-    return _op__foreach_cosh.call(_ks_list(self), self)
-
+def _foreach_cosh(self): return _op__foreach_cosh.call(_ks_list(self), self)
 _op__foreach_cosh_ = _D.define('_foreach_cosh_(Tensor(a!)[] self) -> ()')
-
-def _foreach_cosh_(self):
-    return _op__foreach_cosh_.call(_ks_list(self), self)
-
+def _foreach_cosh_(self): return _op__foreach_cosh_.call(_ks_list(self), self)
 _op__foreach_div_Scalar = _D.define('_foreach_div.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]')
-
-def _foreach_div_Scalar(self, scalar):
-    return _op__foreach_div_Scalar.call(_ks_list(self), self, scalar)
-
+def _foreach_div_Scalar(self, scalar): return _op__foreach_div_Scalar.call(_ks_list(self), self, scalar)
 _op__foreach_div_List = _D.define('_foreach_div.List(Tensor[] self, Tensor[] other) -> Tensor[]')
-
-def _foreach_div_List(self, other):
-    return _op__foreach_div_List.call(_ks_list(self) | _ks_list(other), self, other)
-
+def _foreach_div_List(self, other): return _op__foreach_div_List.call(_ks_list(self) | _ks_list(other), self, other)
 _op__foreach_div_ScalarList = _D.define('_foreach_div.ScalarList(Tensor[] self, Scalar[] scalars) -> Tensor[]')
-
-def _foreach_div_ScalarList(self, scalars):
-    return _op__foreach_div_ScalarList.call(_ks_list(self), self, scalars)
-
+def _foreach_div_ScalarList(self, scalars): return _op__foreach_div_ScalarList.call(_ks_list(self), self, scalars)
 _op__foreach_div_Tensor = _D.define('_foreach_div.Tensor(Tensor[] self, Tensor other) -> Tensor[]')
-
-def _foreach_div_Tensor(self, other):
-    return _op__foreach_div_Tensor.call(_ks_list(self) | other._ks, self, other)
-
+def _foreach_div_Tensor(self, other): return _op__foreach_div_Tensor.call(_ks_list(self) | other._ks, self, other)
 _op__foreach_div__Scalar = _D.define('_foreach_div_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()')
-
-def _foreach_div__Scalar(self, scalar):
-    return _op__foreach_div__Scalar.call(_ks_list(self), self, scalar)
-
+def _foreach_div__Scalar(self, scalar): return _op__foreach_div__Scalar.call(_ks_list(self), self, scalar)
 _op__foreach_div__List = _D.define('_foreach_div_.List(Tensor(a!)[] self, Tensor[] other) -> ()')
-
-def _foreach_div__List(self, other):
-    return _op__foreach_div__List.call(_ks_list(self) | _ks_list(other), self, other)
-
+def _foreach_div__List(self, other): return _op__foreach_div__List.call(_ks_list(self) | _ks_list(other), self, other)
 _op__foreach_div__ScalarList = _D.define('_foreach_div_.ScalarList(Tensor(a!)[] self, Scalar[] scalars) -> ()')
-
-def _foreach_div__ScalarList(self, scalars):
-    return _op__foreach_div__ScalarList.call(_ks_list(self), self, scalars)
-
+def _foreach_div__ScalarList(self, scalars): return _op__foreach_div__ScalarList.call(_ks_list(self), self, scalars)
 _op__foreach_div__Tensor = _D.define('_foreach_div_.Tensor(Tensor(a!)[] self, Tensor other) -> ()')
-
-def _foreach_div__Tensor(self, other):
-    return _op__foreach_div__Tensor.call(_ks_list(self) | other._ks, self, other)
-
+def _foreach_div__Tensor(self, other): return _op__foreach_div__Tensor.call(_ks_list(self) | other._ks, self, other)
 _op__foreach_erf = _D.define('_foreach_erf(Tensor[] self) -> Tensor[]')
-
-def _foreach_erf(self):
-    return _op__foreach_erf.call(_ks_list(self), self)
-
+def _foreach_erf(self): return _op__foreach_erf.call(_ks_list(self), self)
 _op__foreach_erf_ = _D.define('_foreach_erf_(Tensor(a!)[] self) -> ()')
-
-def _foreach_erf_(self):
-    return _op__foreach_erf_.call(_ks_list(self), self)
-
+def _foreach_erf_(self): return _op__foreach_erf_.call(_ks_list(self), self)
 _op__foreach_erfc = _D.define('_foreach_erfc(Tensor[] self) -> Tensor[]')
-
-def _foreach_erfc(self):
-    return _op__foreach_erfc.call(_ks_list(self), self)
-
+def _foreach_erfc(self): return _op__foreach_erfc.call(_ks_list(self), self)
 _op__foreach_erfc_ = _D.define('_foreach_erfc_(Tensor(a!)[] self) -> ()')
-
-def _foreach_erfc_(self):
-    return _op__foreach_erfc_.call(_ks_list(self), self)
-
+def _foreach_erfc_(self): return _op__foreach_erfc_.call(_ks_list(self), self)
 _op__foreach_exp = _D.define('_foreach_exp(Tensor[] self) -> Tensor[]')
-
-def _foreach_exp(self):
-    return _op__foreach_exp.call(_ks_list(self), self)
-
+def _foreach_exp(self): return _op__foreach_exp.call(_ks_list(self), self)
 _op__foreach_exp_ = _D.define('_foreach_exp_(Tensor(a!)[] self) -> ()')
-
-def _foreach_exp_(self):
-    return _op__foreach_exp_.call(_ks_list(self), self)
-
+def _foreach_exp_(self): return _op__foreach_exp_.call(_ks_list(self), self)
 _op__foreach_expm1 = _D.define('_foreach_expm1(Tensor[] self) -> Tensor[]')
-
-def _foreach_expm1(self):
-    return _op__foreach_expm1.call(_ks_list(self), self)
-
+def _foreach_expm1(self): return _op__foreach_expm1.call(_ks_list(self), self)
 _op__foreach_expm1_ = _D.define('_foreach_expm1_(Tensor(a!)[] self) -> ()')
-
-def _foreach_expm1_(self):
-    return _op__foreach_expm1_.call(_ks_list(self), self)
-
+def _foreach_expm1_(self): return _op__foreach_expm1_.call(_ks_list(self), self)
 _op__foreach_floor = _D.define('_foreach_floor(Tensor[] self) -> Tensor[]')
-
-def _foreach_floor(self):
-    return _op__foreach_floor.call(_ks_list(self), self)
-
+def _foreach_floor(self): return _op__foreach_floor.call(_ks_list(self), self)
 _op__foreach_floor_ = _D.define('_foreach_floor_(Tensor(a!)[] self) -> ()')
-
-def _foreach_floor_(self):
-    return _op__foreach_floor_.call(_ks_list(self), self)
-
+def _foreach_floor_(self): return _op__foreach_floor_.call(_ks_list(self), self)
 _op__foreach_frac = _D.define('_foreach_frac(Tensor[] self) -> Tensor[]')
-
-def _foreach_frac(self):
-    return _op__foreach_frac.call(_ks_list(self), self)
-
+def _foreach_frac(self): return _op__foreach_frac.call(_ks_list(self), self)
 _op__foreach_frac_ = _D.define('_foreach_frac_(Tensor(a!)[] self) -> ()')
-
-def _foreach_frac_(self):
-    return _op__foreach_frac_.call(_ks_list(self), self)
-
+def _foreach_frac_(self): return _op__foreach_frac_.call(_ks_list(self), self)
 _op__foreach_lerp_List = _D.define('_foreach_lerp.List(Tensor[] self, Tensor[] tensors1, Tensor[] weights) -> Tensor[]')
-
-def _foreach_lerp_List(self, tensors1, weights):
-    return _op__foreach_lerp_List.call(_ks_list(self) | _ks_list(tensors1) | _ks_list(weights), self, tensors1, weights)
-
+def _foreach_lerp_List(self, tensors1, weights): return _op__foreach_lerp_List.call(_ks_list(self) | _ks_list(tensors1) | _ks_list(weights), self, tensors1, weights)
 _op__foreach_lerp_Scalar = _D.define('_foreach_lerp.Scalar(Tensor[] self, Tensor[] tensors1, Scalar weight) -> Tensor[]')
-
-def _foreach_lerp_Scalar(self, tensors1, weight):
-    return _op__foreach_lerp_Scalar.call(_ks_list(self) | _ks_list(tensors1), self, tensors1, weight)
-
+def _foreach_lerp_Scalar(self, tensors1, weight): return _op__foreach_lerp_Scalar.call(_ks_list(self) | _ks_list(tensors1), self, tensors1, weight)
 _op__foreach_lerp_ScalarList = _D.define('_foreach_lerp.ScalarList(Tensor[] self, Tensor[] tensors1, Scalar[] weight) -> Tensor[]')
-
-def _foreach_lerp_ScalarList(self, tensors1, weight):
-    return _op__foreach_lerp_ScalarList.call(_ks_list(self) | _ks_list(tensors1), self, tensors1, weight)
-
+def _foreach_lerp_ScalarList(self, tensors1, weight): return _op__foreach_lerp_ScalarList.call(_ks_list(self) | _ks_list(tensors1), self, tensors1, weight)
 _op__foreach_lerp__List = _D.define('_foreach_lerp_.List(Tensor(a!)[] self, Tensor[] tensors1, Tensor[] weights) -> ()')
-
-def _foreach_lerp__List(self, tensors1, weights):
-    return _op__foreach_lerp__List.call(_ks_list(self) | _ks_list(tensors1) | _ks_list(weights), self, tensors1, weights)
-
+def _foreach_lerp__List(self, tensors1, weights): return _op__foreach_lerp__List.call(_ks_list(self) | _ks_list(tensors1) | _ks_list(weights), self, tensors1, weights)
 _op__foreach_lerp__Scalar = _D.define('_foreach_lerp_.Scalar(Tensor(a!)[] self, Tensor[] tensors1, Scalar weight) -> ()')
-
-def _foreach_lerp__Scalar(self, tensors1, weight):
-    return _op__foreach_lerp__Scalar.call(_ks_list(self) | _ks_list(tensors1), self, tensors1, weight)
-
+def _foreach_lerp__Scalar(self, tensors1, weight): return _op__foreach_lerp__Scalar.call(_ks_list(self) | _ks_list(tensors1), self, tensors1, weight)
 _op__foreach_lerp__ScalarList = _D.define('_foreach_lerp_.ScalarList(Tensor(a!)[] self, Tensor[] tensors1, Scalar[] weight) -> ()')
-
-def _foreach_lerp__ScalarList(self, tensors1, weight):
-    return _op__foreach_lerp__ScalarList.call(_ks_list(self) | _ks_list(tensors1), self, tensors1, weight)
-
+def _foreach_lerp__ScalarList(self, tensors1, weight): return _op__foreach_lerp__ScalarList.call(_ks_list(self) | _ks_list(tensors1), self, tensors1, weight)
 _op__foreach_lgamma = _D.define('_foreach_lgamma(Tensor[] self) -> Tensor[]')
-
-def _foreach_lgamma(self):
-    return _op__foreach_lgamma.call(_ks_list(self), self)
-
+def _foreach_lgamma(self): return _op__foreach_lgamma.call(_ks_list(self), self)
 _op__foreach_lgamma_ = _D.define('_foreach_lgamma_(Tensor(a!)[] self) -> ()')
-
-def _foreach_lgamma_(self):
-    return _op__foreach_lgamma_.call(_ks_list(self), self)
-
+def _foreach_lgamma_(self): return _op__foreach_lgamma_.call(_ks_list(self), self)
 _op__foreach_log = _D.define('_foreach_log(Tensor[] self) -> Tensor[]')
-
-def _foreach_log(self):
-    return _op__foreach_log.call(_ks_list(self), self)
-
+def _foreach_log(self): return _op__foreach_log.call(_ks_list(self), self)
 _op__foreach_log10 = _D.define('_foreach_log10(Tensor[] self) -> Tensor[]')
-
-def _foreach_log10(self):
-    return _op__foreach_log10.call(_ks_list(self), self)
-
+def _foreach_log10(self): return _op__foreach_log10.call(_ks_list(self), self)
 _op__foreach_log10_ = _D.define('_foreach_log10_(Tensor(a!)[] self) -> ()')
-
-def _foreach_log10_(self):
-    return _op__foreach_log10_.call(_ks_list(self), self)
-
+def _foreach_log10_(self): return _op__foreach_log10_.call(_ks_list(self), self)
 _op__foreach_log1p = _D.define('_foreach_log1p(Tensor[] self) -> Tensor[]')
-
-def _foreach_log1p(self):
-    return _op__foreach_log1p.call(_ks_list(self), self)
-
+def _foreach_log1p(self): return _op__foreach_log1p.call(_ks_list(self), self)
 _op__foreach_log1p_ = _D.define('_foreach_log1p_(Tensor(a!)[] self) -> ()')
-
-def _foreach_log1p_(self):
-    return _op__foreach_log1p_.call(_ks_list(self), self)
-
+def _foreach_log1p_(self): return _op__foreach_log1p_.call(_ks_list(self), self)
 _op__foreach_log2 = _D.define('_foreach_log2(Tensor[] self) -> Tensor[]')
-
-def _foreach_log2(self):
-    return _op__foreach_log2.call(_ks_list(self), self)
-
+def _foreach_log2(self): return _op__foreach_log2.call(_ks_list(self), self)
 _op__foreach_log2_ = _D.define('_foreach_log2_(Tensor(a!)[] self) -> ()')
-
-def _foreach_log2_(self):
-    return _op__foreach_log2_.call(_ks_list(self), self)
-
+def _foreach_log2_(self): return _op__foreach_log2_.call(_ks_list(self), self)
 _op__foreach_log_ = _D.define('_foreach_log_(Tensor(a!)[] self) -> ()')
-
-def _foreach_log_(self):
-    return _op__foreach_log_.call(_ks_list(self), self)
-
+def _foreach_log_(self): return _op__foreach_log_.call(_ks_list(self), self)
 _op__foreach_max = _D.define('_foreach_max(Tensor[] self) -> Tensor[]')
-
-def _foreach_max(self):
-    return _op__foreach_max.call(_ks_list(self), self)
-
+def _foreach_max(self): return _op__foreach_max.call(_ks_list(self), self)
 _op__foreach_maximum_Scalar = _D.define('_foreach_maximum.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]')
-
-def _foreach_maximum_Scalar(self, scalar):
-    return _op__foreach_maximum_Scalar.call(_ks_list(self), self, scalar)
-
+def _foreach_maximum_Scalar(self, scalar): return _op__foreach_maximum_Scalar.call(_ks_list(self), self, scalar)
 _op__foreach_maximum_List = _D.define('_foreach_maximum.List(Tensor[] self, Tensor[] other) -> Tensor[]')
-
-def _foreach_maximum_List(self, other):
-    return _op__foreach_maximum_List.call(_ks_list(self) | _ks_list(other), self, other)
-
+def _foreach_maximum_List(self, other): return _op__foreach_maximum_List.call(_ks_list(self) | _ks_list(other), self, other)
 _op__foreach_maximum_ScalarList = _D.define('_foreach_maximum.ScalarList(Tensor[] self, Scalar[] scalars) -> Tensor[]')
-
-def _foreach_maximum_ScalarList(self, scalars):
-    return _op__foreach_maximum_ScalarList.call(_ks_list(self), self, scalars)
-
+def _foreach_maximum_ScalarList(self, scalars): return _op__foreach_maximum_ScalarList.call(_ks_list(self), self, scalars)
 _op__foreach_maximum__Scalar = _D.define('_foreach_maximum_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()')
-
-def _foreach_maximum__Scalar(self, scalar):
-    return _op__foreach_maximum__Scalar.call(_ks_list(self), self, scalar)
-
+def _foreach_maximum__Scalar(self, scalar): return _op__foreach_maximum__Scalar.call(_ks_list(self), self, scalar)
 _op__foreach_maximum__List = _D.define('_foreach_maximum_.List(Tensor(a!)[] self, Tensor[] other) -> ()')
-
-def _foreach_maximum__List(self, other):
-    return _op__foreach_maximum__List.call(_ks_list(self) | _ks_list(other), self, other)
-
+def _foreach_maximum__List(self, other): return _op__foreach_maximum__List.call(_ks_list(self) | _ks_list(other), self, other)
 _op__foreach_maximum__ScalarList = _D.define('_foreach_maximum_.ScalarList(Tensor(a!)[] self, Scalar[] scalars) -> ()')
-
-def _foreach_maximum__ScalarList(self, scalars):
-    return _op__foreach_maximum__ScalarList.call(_ks_list(self), self, scalars)
-
+def _foreach_maximum__ScalarList(self, scalars): return _op__foreach_maximum__ScalarList.call(_ks_list(self), self, scalars)
 _op__foreach_minimum_Scalar = _D.define('_foreach_minimum.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]')
-
-def _foreach_minimum_Scalar(self, scalar):
-    return _op__foreach_minimum_Scalar.call(_ks_list(self), self, scalar)
-
+def _foreach_minimum_Scalar(self, scalar): return _op__foreach_minimum_Scalar.call(_ks_list(self), self, scalar)
 _op__foreach_minimum_List = _D.define('_foreach_minimum.List(Tensor[] self, Tensor[] other) -> Tensor[]')
-
-def _foreach_minimum_List(self, other):
-    return _op__foreach_minimum_List.call(_ks_list(self) | _ks_list(other), self, other)
-
+def _foreach_minimum_List(self, other): return _op__foreach_minimum_List.call(_ks_list(self) | _ks_list(other), self, other)
 _op__foreach_minimum_ScalarList = _D.define('_foreach_minimum.ScalarList(Tensor[] self, Scalar[] scalars) -> Tensor[]')
-
-def _foreach_minimum_ScalarList(self, scalars):
-    return _op__foreach_minimum_ScalarList.call(_ks_list(self), self, scalars)
-
+def _foreach_minimum_ScalarList(self, scalars): return _op__foreach_minimum_ScalarList.call(_ks_list(self), self, scalars)
 _op__foreach_minimum__Scalar = _D.define('_foreach_minimum_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()')
-
-def _foreach_minimum__Scalar(self, scalar):
-    return _op__foreach_minimum__Scalar.call(_ks_list(self), self, scalar)
-
+def _foreach_minimum__Scalar(self, scalar): return _op__foreach_minimum__Scalar.call(_ks_list(self), self, scalar)
 _op__foreach_minimum__List = _D.define('_foreach_minimum_.List(Tensor(a!)[] self, Tensor[] other) -> ()')
-
-def _foreach_minimum__List(self, other):
-    return _op__foreach_minimum__List.call(_ks_list(self) | _ks_list(other), self, other)
-
+def _foreach_minimum__List(self, other): return _op__foreach_minimum__List.call(_ks_list(self) | _ks_list(other), self, other)
 _op__foreach_minimum__ScalarList = _D.define('_foreach_minimum_.ScalarList(Tensor(a!)[] self, Scalar[] scalars) -> ()')
-
-def _foreach_minimum__ScalarList(self, scalars):
-    return _op__foreach_minimum__ScalarList.call(_ks_list(self), self, scalars)
-
+def _foreach_minimum__ScalarList(self, scalars): return _op__foreach_minimum__ScalarList.call(_ks_list(self), self, scalars)
 _op__foreach_mm = _D.define('_foreach_mm(Tensor[] self, Tensor[] mat2) -> Tensor[]')
-
-def _foreach_mm(self, mat2):
-    return _op__foreach_mm.call(_ks_list(self) | _ks_list(mat2), self, mat2)
-
+def _foreach_mm(self, mat2): return _op__foreach_mm.call(_ks_list(self) | _ks_list(mat2), self, mat2)
 _op__foreach_mul_Scalar = _D.define('_foreach_mul.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]')
-
-def _foreach_mul_Scalar(self, scalar):
-    return _op__foreach_mul_Scalar.call(_ks_list(self), self, scalar)
-
+def _foreach_mul_Scalar(self, scalar): return _op__foreach_mul_Scalar.call(_ks_list(self), self, scalar)
 _op__foreach_mul_List = _D.define('_foreach_mul.List(Tensor[] self, Tensor[] other) -> Tensor[]')
-
-def _foreach_mul_List(self, other):
-    return _op__foreach_mul_List.call(_ks_list(self) | _ks_list(other), self, other)
-
+def _foreach_mul_List(self, other): return _op__foreach_mul_List.call(_ks_list(self) | _ks_list(other), self, other)
 _op__foreach_mul_ScalarList = _D.define('_foreach_mul.ScalarList(Tensor[] self, Scalar[] scalars) -> Tensor[]')
-
-def _foreach_mul_ScalarList(self, scalars):
-    return _op__foreach_mul_ScalarList.call(_ks_list(self), self, scalars)
-
+def _foreach_mul_ScalarList(self, scalars): return _op__foreach_mul_ScalarList.call(_ks_list(self), self, scalars)
 _op__foreach_mul_Tensor = _D.define('_foreach_mul.Tensor(Tensor[] self, Tensor other) -> Tensor[]')
-
-def _foreach_mul_Tensor(self, other):
-    return _op__foreach_mul_Tensor.call(_ks_list(self) | other._ks, self, other)
-
+def _foreach_mul_Tensor(self, other): return _op__foreach_mul_Tensor.call(_ks_list(self) | other._ks, self, other)
 _op__foreach_mul__Scalar = _D.define('_foreach_mul_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()')
-
-def _foreach_mul__Scalar(self, scalar):
-    return _op__foreach_mul__Scalar.call(_ks_list(self), self, scalar)
-
+def _foreach_mul__Scalar(self, scalar): return _op__foreach_mul__Scalar.call(_ks_list(self), self, scalar)
 _op__foreach_mul__List = _D.define('_foreach_mul_.List(Tensor(a!)[] self, Tensor[] other) -> ()')
-
-def _foreach_mul__List(self, other):
-    return _op__foreach_mul__List.call(_ks_list(self) | _ks_list(other), self, other)
-
+def _foreach_mul__List(self, other): return _op__foreach_mul__List.call(_ks_list(self) | _ks_list(other), self, other)
 _op__foreach_mul__ScalarList = _D.define('_foreach_mul_.ScalarList(Tensor(a!)[] self, Scalar[] scalars) -> ()')
-
-def _foreach_mul__ScalarList(self, scalars):
-    return _op__foreach_mul__ScalarList.call(_ks_list(self), self, scalars)
-
+def _foreach_mul__ScalarList(self, scalars): return _op__foreach_mul__ScalarList.call(_ks_list(self), self, scalars)
 _op__foreach_mul__Tensor = _D.define('_foreach_mul_.Tensor(Tensor(a!)[] self, Tensor other) -> ()')
-
-def _foreach_mul__Tensor(self, other):
-    return _op__foreach_mul__Tensor.call(_ks_list(self) | other._ks, self, other)
-
+def _foreach_mul__Tensor(self, other): return _op__foreach_mul__Tensor.call(_ks_list(self) | other._ks, self, other)
 _op__foreach_neg = _D.define('_foreach_neg(Tensor[] self) -> Tensor[]')
-
-def _foreach_neg(self):
-    return _op__foreach_neg.call(_ks_list(self), self)
-
+def _foreach_neg(self): return _op__foreach_neg.call(_ks_list(self), self)
 _op__foreach_neg_ = _D.define('_foreach_neg_(Tensor(a!)[] self) -> ()')
-
-def _foreach_neg_(self):
-    return _op__foreach_neg_.call(_ks_list(self), self)
-
+def _foreach_neg_(self): return _op__foreach_neg_.call(_ks_list(self), self)
 _op__foreach_norm_Scalar = _D.define('_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]')
-
-def _foreach_norm_Scalar(self, ord=2, dtype=None):
-    return _op__foreach_norm_Scalar.call(_ks_list(self), self, ord, dtype)
-
+def _foreach_norm_Scalar(self, ord=2, dtype=None): return _op__foreach_norm_Scalar.call(_ks_list(self), self, ord, dtype)
 _op__foreach_pow_List = _D.define('_foreach_pow.List(Tensor[] self, Tensor[] exponent) -> Tensor[]')
-
-def _foreach_pow_List(self, exponent):
-    return _op__foreach_pow_List.call(_ks_list(self) | _ks_list(exponent), self, exponent)
-
+def _foreach_pow_List(self, exponent): return _op__foreach_pow_List.call(_ks_list(self) | _ks_list(exponent), self, exponent)
 _op__foreach_pow_Scalar = _D.define('_foreach_pow.Scalar(Tensor[] self, Scalar exponent) -> Tensor[]')
-
-def _foreach_pow_Scalar(self, exponent):
-    return _op__foreach_pow_Scalar.call(_ks_list(self), self, exponent)
-
+def _foreach_pow_Scalar(self, exponent): return _op__foreach_pow_Scalar.call(_ks_list(self), self, exponent)
 _op__foreach_pow_ScalarList = _D.define('_foreach_pow.ScalarList(Tensor[] self, Scalar[] exponent) -> Tensor[]')
-
-def _foreach_pow_ScalarList(self, exponent):
-    return _op__foreach_pow_ScalarList.call(_ks_list(self), self, exponent)
-
+def _foreach_pow_ScalarList(self, exponent): return _op__foreach_pow_ScalarList.call(_ks_list(self), self, exponent)
 _op__foreach_pow_ScalarAndTensor = _D.define('_foreach_pow.ScalarAndTensor(Scalar self, Tensor[] exponent) -> Tensor[]')
-
-def _foreach_pow_ScalarAndTensor(self, exponent):
-    return _op__foreach_pow_ScalarAndTensor.call(_ks_list(exponent), self, exponent)
-
+def _foreach_pow_ScalarAndTensor(self, exponent): return _op__foreach_pow_ScalarAndTensor.call(_ks_list(exponent), self, exponent)
 _op__foreach_pow__List = _D.define('_foreach_pow_.List(Tensor(a!)[] self, Tensor[] exponent) -> ()')
-
-def _foreach_pow__List(self, exponent):
-    return _op__foreach_pow__List.call(_ks_list(self) | _ks_list(exponent), self, exponent)
-
+def _foreach_pow__List(self, exponent): return _op__foreach_pow__List.call(_ks_list(self) | _ks_list(exponent), self, exponent)
 _op__foreach_pow__Scalar = _D.define('_foreach_pow_.Scalar(Tensor(a!)[] self, Scalar exponent) -> ()')
-
-def _foreach_pow__Scalar(self, exponent):
-    return _op__foreach_pow__Scalar.call(_ks_list(self), self, exponent)
-
+def _foreach_pow__Scalar(self, exponent): return _op__foreach_pow__Scalar.call(_ks_list(self), self, exponent)
 _op__foreach_pow__ScalarList = _D.define('_foreach_pow_.ScalarList(Tensor(a!)[] self, Scalar[] exponent) -> ()')
-
-def _foreach_pow__ScalarList(self, exponent):
-    return _op__foreach_pow__ScalarList.call(_ks_list(self), self, exponent)
-
+def _foreach_pow__ScalarList(self, exponent): return _op__foreach_pow__ScalarList.call(_ks_list(self), self, exponent)
 _op__foreach_reciprocal = _D.define('_foreach_reciprocal(Tensor[] self) -> Tensor[]')
-
-def _foreach_reciprocal(self):
-    return _op__foreach_reciprocal.call(_ks_list(self), self)
-
+def _foreach_reciprocal(self): return _op__foreach_reciprocal.call(_ks_list(self), self)
 _op__foreach_reciprocal_ = _D.define('_foreach_reciprocal_(Tensor(a!)[] self) -> ()')
-
-def _foreach_reciprocal_(self):
-    return _op__foreach_reciprocal_.call(_ks_list(self), self)
-
+def _foreach_reciprocal_(self): return _op__foreach_reciprocal_.call(_ks_list(self), self)
 _op__foreach_round = _D.define('_foreach_round(Tensor[] self) -> Tensor[]')
-
-def _foreach_round(self):
-    return _op__foreach_round.call(_ks_list(self), self)
-
+def _foreach_round(self): return _op__foreach_round.call(_ks_list(self), self)
 _op__foreach_round_ = _D.define('_foreach_round_(Tensor(a!)[] self) -> ()')
-
-def _foreach_round_(self):
-    return _op__foreach_round_.call(_ks_list(self), self)
-
+def _foreach_round_(self): return _op__foreach_round_.call(_ks_list(self), self)
 _op__foreach_rsqrt = _D.define('_foreach_rsqrt(Tensor[] self) -> Tensor[]')
-
-def _foreach_rsqrt(self):
-    return _op__foreach_rsqrt.call(_ks_list(self), self)
-
+def _foreach_rsqrt(self): return _op__foreach_rsqrt.call(_ks_list(self), self)
 _op__foreach_rsqrt_ = _D.define('_foreach_rsqrt_(Tensor(a!)[] self) -> ()')
-
-def _foreach_rsqrt_(self):
-    return _op__foreach_rsqrt_.call(_ks_list(self), self)
-
+def _foreach_rsqrt_(self): return _op__foreach_rsqrt_.call(_ks_list(self), self)
 _op__foreach_sigmoid = _D.define('_foreach_sigmoid(Tensor[] self) -> Tensor[]')
-
-def _foreach_sigmoid(self):
-    return _op__foreach_sigmoid.call(_ks_list(self), self)
-
+def _foreach_sigmoid(self): return _op__foreach_sigmoid.call(_ks_list(self), self)
 _op__foreach_sigmoid_ = _D.define('_foreach_sigmoid_(Tensor(a!)[] self) -> ()')
-
-def _foreach_sigmoid_(self):
-    return _op__foreach_sigmoid_.call(_ks_list(self), self)
-
+def _foreach_sigmoid_(self): return _op__foreach_sigmoid_.call(_ks_list(self), self)
 _op__foreach_sign = _D.define('_foreach_sign(Tensor[] self) -> Tensor[]')
-
-def _foreach_sign(self):
-    return _op__foreach_sign.call(_ks_list(self), self)
-
+def _foreach_sign(self): return _op__foreach_sign.call(_ks_list(self), self)
 _op__foreach_sign_ = _D.define('_foreach_sign_(Tensor(a!)[] self) -> ()')
-
-def _foreach_sign_(self):
-    return _op__foreach_sign_.call(_ks_list(self), self)
-
+def _foreach_sign_(self): return _op__foreach_sign_.call(_ks_list(self), self)
 _op__foreach_sin = _D.define('_foreach_sin(Tensor[] self) -> Tensor[]')
-
-def _foreach_sin(self):
-    return _op__foreach_sin.call(_ks_list(self), self)
-
+def _foreach_sin(self): return _op__foreach_sin.call(_ks_list(self), self)
 _op__foreach_sin_ = _D.define('_foreach_sin_(Tensor(a!)[] self) -> ()')
-
-def _foreach_sin_(self):
-    return _op__foreach_sin_.call(_ks_list(self), self)
-
+def _foreach_sin_(self): return _op__foreach_sin_.call(_ks_list(self), self)
 _op__foreach_sinh = _D.define('_foreach_sinh(Tensor[] self) -> Tensor[]')
-
-def _foreach_sinh(self):
-    return _op__foreach_sinh.call(_ks_list(self), self)
-
+def _foreach_sinh(self): return _op__foreach_sinh.call(_ks_list(self), self)
 _op__foreach_sinh_ = _D.define('_foreach_sinh_(Tensor(a!)[] self) -> ()')
-
-def _foreach_sinh_(self):
-    return _op__foreach_sinh_.call(_ks_list(self), self)
-
+def _foreach_sinh_(self): return _op__foreach_sinh_.call(_ks_list(self), self)
 _op__foreach_sqrt = _D.define('_foreach_sqrt(Tensor[] self) -> Tensor[]')
-
-def _foreach_sqrt(self):
-    return _op__foreach_sqrt.call(_ks_list(self), self)
-
+def _foreach_sqrt(self): return _op__foreach_sqrt.call(_ks_list(self), self)
 _op__foreach_sqrt_ = _D.define('_foreach_sqrt_(Tensor(a!)[] self) -> ()')
-
-def _foreach_sqrt_(self):
-    return _op__foreach_sqrt_.call(_ks_list(self), self)
-
+def _foreach_sqrt_(self): return _op__foreach_sqrt_.call(_ks_list(self), self)
 _op__foreach_sub_Scalar = _D.define('_foreach_sub.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]')
-
-def _foreach_sub_Scalar(self, scalar):
-    return _op__foreach_sub_Scalar.call(_ks_list(self), self, scalar)
-
+def _foreach_sub_Scalar(self, scalar): return _op__foreach_sub_Scalar.call(_ks_list(self), self, scalar)
 _op__foreach_sub_List = _D.define('_foreach_sub.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]')
-
-def _foreach_sub_List(self, other, *, alpha=1):
-    return _op__foreach_sub_List.call(_ks_list(self) | _ks_list(other), self, other, alpha)
-
+def _foreach_sub_List(self, other, *, alpha=1): return _op__foreach_sub_List.call(_ks_list(self) | _ks_list(other), self, other, alpha)
 _op__foreach_sub_ScalarList = _D.define('_foreach_sub.ScalarList(Tensor[] self, Scalar[] scalars) -> Tensor[]')
-
-def _foreach_sub_ScalarList(self, scalars):
-    return _op__foreach_sub_ScalarList.call(_ks_list(self), self, scalars)
-
+def _foreach_sub_ScalarList(self, scalars): return _op__foreach_sub_ScalarList.call(_ks_list(self), self, scalars)
 _op__foreach_sub__Scalar = _D.define('_foreach_sub_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()')
-
-def _foreach_sub__Scalar(self, scalar):
-    return _op__foreach_sub__Scalar.call(_ks_list(self), self, scalar)
-
+def _foreach_sub__Scalar(self, scalar): return _op__foreach_sub__Scalar.call(_ks_list(self), self, scalar)
 _op__foreach_sub__List = _D.define('_foreach_sub_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()')
-
-def _foreach_sub__List(self, other, *, alpha=1):
-    return _op__foreach_sub__List.call(_ks_list(self) | _ks_list(other), self, other, alpha)
-
+def _foreach_sub__List(self, other, *, alpha=1): return _op__foreach_sub__List.call(_ks_list(self) | _ks_list(other), self, other, alpha)
 _op__foreach_sub__ScalarList = _D.define('_foreach_sub_.ScalarList(Tensor(a!)[] self, Scalar[] scalars) -> ()')
-
-def _foreach_sub__ScalarList(self, scalars):
-    return _op__foreach_sub__ScalarList.call(_ks_list(self), self, scalars)
-
+def _foreach_sub__ScalarList(self, scalars): return _op__foreach_sub__ScalarList.call(_ks_list(self), self, scalars)
 _op__foreach_tan = _D.define('_foreach_tan(Tensor[] self) -> Tensor[]')
-
-def _foreach_tan(self):
-    return _op__foreach_tan.call(_ks_list(self), self)
-
+def _foreach_tan(self): return _op__foreach_tan.call(_ks_list(self), self)
 _op__foreach_tan_ = _D.define('_foreach_tan_(Tensor(a!)[] self) -> ()')
-
-def _foreach_tan_(self):
-    return _op__foreach_tan_.call(_ks_list(self), self)
-
+def _foreach_tan_(self): return _op__foreach_tan_.call(_ks_list(self), self)
 _op__foreach_tanh = _D.define('_foreach_tanh(Tensor[] self) -> Tensor[]')
-
-def _foreach_tanh(self):
-    return _op__foreach_tanh.call(_ks_list(self), self)
-
+def _foreach_tanh(self): return _op__foreach_tanh.call(_ks_list(self), self)
 _op__foreach_tanh_ = _D.define('_foreach_tanh_(Tensor(a!)[] self) -> ()')
-
-def _foreach_tanh_(self):
-    return _op__foreach_tanh_.call(_ks_list(self), self)
-
+def _foreach_tanh_(self): return _op__foreach_tanh_.call(_ks_list(self), self)
 _op__foreach_trunc = _D.define('_foreach_trunc(Tensor[] self) -> Tensor[]')
-
-def _foreach_trunc(self):
-    return _op__foreach_trunc.call(_ks_list(self), self)
-
+def _foreach_trunc(self): return _op__foreach_trunc.call(_ks_list(self), self)
 _op__foreach_trunc_ = _D.define('_foreach_trunc_(Tensor(a!)[] self) -> ()')
-
-def _foreach_trunc_(self):
-    return _op__foreach_trunc_.call(_ks_list(self), self)
-
+def _foreach_trunc_(self): return _op__foreach_trunc_.call(_ks_list(self), self)
 _op__foreach_zero_ = _D.define('_foreach_zero_(Tensor(a!)[] self) -> ()')
-
-def _foreach_zero_(self):
-    return _op__foreach_zero_.call(_ks_list(self), self)
-
+def _foreach_zero_(self): return _op__foreach_zero_.call(_ks_list(self), self)
 _op__foreach_add__Scalar = _D.define('_foreach_add_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()')
-
-def _foreach_add__Scalar(self, scalar):
-    return _op__foreach_add__Scalar.call(_ks_list(self), self, scalar)
-
+def _foreach_add__Scalar(self, scalar): return _op__foreach_add__Scalar.call(_ks_list(self), self, scalar)
 _op__fused_sgd_ = _D.define('_fused_sgd_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] momentum_buffer_list, *, float weight_decay, float momentum, float lr, float dampening, bool nesterov, bool maximize, bool is_first_step, Tensor? grad_scale=None, Tensor? found_inf=None) -> ()')
-
-def _fused_sgd_(self, grads, momentum_buffer_list, *, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step, grad_scale=None, found_inf=None):
-    return _op__fused_sgd_.call(_ks_list(self) | _ks_list(grads) | _ks_list(momentum_buffer_list) | _ks_opt(grad_scale) | _ks_opt(found_inf), self, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step, grad_scale, found_inf)
-
+def _fused_sgd_(self, grads, momentum_buffer_list, *, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step, grad_scale=None, found_inf=None): return _op__fused_sgd_.call(_ks_list(self) | _ks_list(grads) | _ks_list(momentum_buffer_list) | _ks_opt(grad_scale) | _ks_opt(found_inf), self, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step, grad_scale, found_inf)
 _op__fused_adam_ = _D.define('_fused_adam_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] exp_avgs, Tensor(d!)[] exp_avg_sqs, Tensor(e!)[] max_exp_avg_sqs, Tensor(f!)[] state_steps, *, float lr, float beta1, float beta2, float weight_decay, float eps, bool amsgrad, bool maximize, Tensor? grad_scale=None, Tensor? found_inf=None) -> ()')
-
-def _fused_adam_(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale=None, found_inf=None):
-    return _op__fused_adam_.call(_ks_list(self) | _ks_list(grads) | _ks_list(exp_avgs) | _ks_list(exp_avg_sqs) | _ks_list(max_exp_avg_sqs) | _ks_list(state_steps) | _ks_opt(grad_scale) | _ks_opt(found_inf), self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf)
-
+def _fused_adam_(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale=None, found_inf=None): return _op__fused_adam_.call(_ks_list(self) | _ks_list(grads) | _ks_list(exp_avgs) | _ks_list(exp_avg_sqs) | _ks_list(max_exp_avg_sqs) | _ks_list(state_steps) | _ks_opt(grad_scale) | _ks_opt(found_inf), self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf)
 _op__fused_adamw_ = _D.define('_fused_adamw_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] exp_avgs, Tensor(d!)[] exp_avg_sqs, Tensor(e!)[] max_exp_avg_sqs, Tensor(f!)[] state_steps, *, float lr, float beta1, float beta2, float weight_decay, float eps, bool amsgrad, bool maximize, Tensor? grad_scale=None, Tensor? found_inf=None) -> ()')
-
-def _fused_adamw_(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale=None, found_inf=None):
-    return _op__fused_adamw_.call(_ks_list(self) | _ks_list(grads) | _ks_list(exp_avgs) | _ks_list(exp_avg_sqs) | _ks_list(max_exp_avg_sqs) | _ks_list(state_steps) | _ks_opt(grad_scale) | _ks_opt(found_inf), self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf)
-
+def _fused_adamw_(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale=None, found_inf=None): return _op__fused_adamw_.call(_ks_list(self) | _ks_list(grads) | _ks_list(exp_avgs) | _ks_list(exp_avg_sqs) | _ks_list(max_exp_avg_sqs) | _ks_list(state_steps) | _ks_opt(grad_scale) | _ks_opt(found_inf), self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf)
 _op__fused_adagrad_ = _D.define('_fused_adagrad_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] state_sums, Tensor(d!)[] state_steps, *, float lr, float lr_decay, float weight_decay, float eps, bool maximize, Tensor? grad_scale=None, Tensor? found_inf=None) -> ()')
-
-def _fused_adagrad_(self, grads, state_sums, state_steps, *, lr, lr_decay, weight_decay, eps, maximize, grad_scale=None, found_inf=None):
-    return _op__fused_adagrad_.call(_ks_list(self) | _ks_list(grads) | _ks_list(state_sums) | _ks_list(state_steps) | _ks_opt(grad_scale) | _ks_opt(found_inf), self, grads, state_sums, state_steps, lr, lr_decay, weight_decay, eps, maximize, grad_scale, found_inf)
-
+def _fused_adagrad_(self, grads, state_sums, state_steps, *, lr, lr_decay, weight_decay, eps, maximize, grad_scale=None, found_inf=None): return _op__fused_adagrad_.call(_ks_list(self) | _ks_list(grads) | _ks_list(state_sums) | _ks_list(state_steps) | _ks_opt(grad_scale) | _ks_opt(found_inf), self, grads, state_sums, state_steps, lr, lr_decay, weight_decay, eps, maximize, grad_scale, found_inf)
 _op__fused_rmsprop_ = _D.define('_fused_rmsprop_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] square_avgs, Tensor(d!)[] grad_avgs, Tensor(e!)[] momentum_buffer_list, Tensor(f!)[] state_steps, *, float lr, float alpha, float eps, float weight_decay, float momentum, bool centered, bool maximize) -> ()')
-
-def _fused_rmsprop_(self, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps, *, lr, alpha, eps, weight_decay, momentum, centered, maximize):
-    return _op__fused_rmsprop_.call(_ks_list(self) | _ks_list(grads) | _ks_list(square_avgs) | _ks_list(grad_avgs) | _ks_list(momentum_buffer_list) | _ks_list(state_steps), self, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps, lr, alpha, eps, weight_decay, momentum, centered, maximize)
-
+def _fused_rmsprop_(self, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps, *, lr, alpha, eps, weight_decay, momentum, centered, maximize): return _op__fused_rmsprop_.call(_ks_list(self) | _ks_list(grads) | _ks_list(square_avgs) | _ks_list(grad_avgs) | _ks_list(momentum_buffer_list) | _ks_list(state_steps), self, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps, lr, alpha, eps, weight_decay, momentum, centered, maximize)
 _op__fused_adadelta_ = _D.define('_fused_adadelta_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] square_avgs, Tensor(d!)[] acc_deltas, Tensor(e!)[] state_steps, *, float lr, float rho, float eps, float weight_decay, bool maximize) -> ()')
-
-def _fused_adadelta_(self, grads, square_avgs, acc_deltas, state_steps, *, lr, rho, eps, weight_decay, maximize):
-    return _op__fused_adadelta_.call(_ks_list(self) | _ks_list(grads) | _ks_list(square_avgs) | _ks_list(acc_deltas) | _ks_list(state_steps), self, grads, square_avgs, acc_deltas, state_steps, lr, rho, eps, weight_decay, maximize)
-
+def _fused_adadelta_(self, grads, square_avgs, acc_deltas, state_steps, *, lr, rho, eps, weight_decay, maximize): return _op__fused_adadelta_.call(_ks_list(self) | _ks_list(grads) | _ks_list(square_avgs) | _ks_list(acc_deltas) | _ks_list(state_steps), self, grads, square_avgs, acc_deltas, state_steps, lr, rho, eps, weight_decay, maximize)
 _op__fused_adamax_ = _D.define('_fused_adamax_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] exp_avgs, Tensor(d!)[] exp_infs, Tensor(e!)[] state_steps, *, float lr, float beta1, float beta2, float eps, float weight_decay, bool maximize) -> ()')
-
-def _fused_adamax_(self, grads, exp_avgs, exp_infs, state_steps, *, lr, beta1, beta2, eps, weight_decay, maximize):
-    return _op__fused_adamax_.call(_ks_list(self) | _ks_list(grads) | _ks_list(exp_avgs) | _ks_list(exp_infs) | _ks_list(state_steps), self, grads, exp_avgs, exp_infs, state_steps, lr, beta1, beta2, eps, weight_decay, maximize)
-
+def _fused_adamax_(self, grads, exp_avgs, exp_infs, state_steps, *, lr, beta1, beta2, eps, weight_decay, maximize): return _op__fused_adamax_.call(_ks_list(self) | _ks_list(grads) | _ks_list(exp_avgs) | _ks_list(exp_infs) | _ks_list(state_steps), self, grads, exp_avgs, exp_infs, state_steps, lr, beta1, beta2, eps, weight_decay, maximize)
 _op__fused_nadam_ = _D.define('_fused_nadam_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] exp_avgs, Tensor(d!)[] exp_avg_sqs, Tensor(e!)[] mu_products, Tensor(f!)[] state_steps, *, float lr, float beta1, float beta2, float eps, float weight_decay, float momentum_decay, bool decoupled_weight_decay, bool maximize) -> ()')
-
-def _fused_nadam_(self, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, *, lr, beta1, beta2, eps, weight_decay, momentum_decay, decoupled_weight_decay, maximize):
-    return _op__fused_nadam_.call(_ks_list(self) | _ks_list(grads) | _ks_list(exp_avgs) | _ks_list(exp_avg_sqs) | _ks_list(mu_products) | _ks_list(state_steps), self, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, lr, beta1, beta2, eps, weight_decay, momentum_decay, decoupled_weight_decay, maximize)
-
+def _fused_nadam_(self, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, *, lr, beta1, beta2, eps, weight_decay, momentum_decay, decoupled_weight_decay, maximize): return _op__fused_nadam_.call(_ks_list(self) | _ks_list(grads) | _ks_list(exp_avgs) | _ks_list(exp_avg_sqs) | _ks_list(mu_products) | _ks_list(state_steps), self, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, lr, beta1, beta2, eps, weight_decay, momentum_decay, decoupled_weight_decay, maximize)
 _op__fused_radam_ = _D.define('_fused_radam_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] exp_avgs, Tensor(d!)[] exp_avg_sqs, Tensor(e!)[] state_steps, *, float lr, float beta1, float beta2, float eps, float weight_decay, bool decoupled_weight_decay, bool maximize) -> ()')
-
-def _fused_radam_(self, grads, exp_avgs, exp_avg_sqs, state_steps, *, lr, beta1, beta2, eps, weight_decay, decoupled_weight_decay, maximize):
-    return _op__fused_radam_.call(_ks_list(self) | _ks_list(grads) | _ks_list(exp_avgs) | _ks_list(exp_avg_sqs) | _ks_list(state_steps), self, grads, exp_avgs, exp_avg_sqs, state_steps, lr, beta1, beta2, eps, weight_decay, decoupled_weight_decay, maximize)
-
+def _fused_radam_(self, grads, exp_avgs, exp_avg_sqs, state_steps, *, lr, beta1, beta2, eps, weight_decay, decoupled_weight_decay, maximize): return _op__fused_radam_.call(_ks_list(self) | _ks_list(grads) | _ks_list(exp_avgs) | _ks_list(exp_avg_sqs) | _ks_list(state_steps), self, grads, exp_avgs, exp_avg_sqs, state_steps, lr, beta1, beta2, eps, weight_decay, decoupled_weight_decay, maximize)
 _op__fused_asgd_ = _D.define('_fused_asgd_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] axs, Tensor(d!)[] mus, Tensor(e!)[] etas, Tensor(f!)[] state_steps, *, float lr, float lambd, float alpha, float t0, float weight_decay, bool maximize) -> ()')
-
-def _fused_asgd_(self, grads, axs, mus, etas, state_steps, *, lr, lambd, alpha, t0, weight_decay, maximize):
-    return _op__fused_asgd_.call(_ks_list(self) | _ks_list(grads) | _ks_list(axs) | _ks_list(mus) | _ks_list(etas) | _ks_list(state_steps), self, grads, axs, mus, etas, state_steps, lr, lambd, alpha, t0, weight_decay, maximize)
-
+def _fused_asgd_(self, grads, axs, mus, etas, state_steps, *, lr, lambd, alpha, t0, weight_decay, maximize): return _op__fused_asgd_.call(_ks_list(self) | _ks_list(grads) | _ks_list(axs) | _ks_list(mus) | _ks_list(etas) | _ks_list(state_steps), self, grads, axs, mus, etas, state_steps, lr, lambd, alpha, t0, weight_decay, maximize)
 _op__fused_rprop_ = _D.define('_fused_rprop_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] prevs, Tensor(d!)[] step_sizes, Tensor(e!)[] state_steps, *, float etaminus, float etaplus, float step_size_min, float step_size_max, bool maximize) -> ()')
-
-def _fused_rprop_(self, grads, prevs, step_sizes, state_steps, *, etaminus, etaplus, step_size_min, step_size_max, maximize):
-    return _op__fused_rprop_.call(_ks_list(self) | _ks_list(grads) | _ks_list(prevs) | _ks_list(step_sizes) | _ks_list(state_steps), self, grads, prevs, step_sizes, state_steps, etaminus, etaplus, step_size_min, step_size_max, maximize)
-
+def _fused_rprop_(self, grads, prevs, step_sizes, state_steps, *, etaminus, etaplus, step_size_min, step_size_max, maximize): return _op__fused_rprop_.call(_ks_list(self) | _ks_list(grads) | _ks_list(prevs) | _ks_list(step_sizes) | _ks_list(state_steps), self, grads, prevs, step_sizes, state_steps, etaminus, etaplus, step_size_min, step_size_max, maximize)
 _op_upsample_nearest1d = _D.define('upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor')
-
-def upsample_nearest1d(self, output_size, scales=None):
-    return _op_upsample_nearest1d.call(self._ks, self, output_size, scales)
-
+def upsample_nearest1d(self, output_size, scales=None): return _op_upsample_nearest1d.call(self._ks, self, output_size, scales)
 _op_upsample_nearest1d_vec = _D.define('upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor')
-
-def upsample_nearest1d_vec(input, output_size, scale_factors):
-    return _op_upsample_nearest1d_vec.call(input._ks, input, output_size, scale_factors)
-
+def upsample_nearest1d_vec(input, output_size, scale_factors): return _op_upsample_nearest1d_vec.call(input._ks, input, output_size, scale_factors)
 _op_upsample_nearest1d_backward = _D.define('upsample_nearest1d_backward(Tensor grad_output, SymInt[1] output_size, SymInt[3] input_size, float? scales=None) -> Tensor')
-
-def upsample_nearest1d_backward(grad_output, output_size, input_size, scales=None):
-    return _op_upsample_nearest1d_backward.call(grad_output._ks, grad_output, output_size, input_size, scales)
-
+def upsample_nearest1d_backward(grad_output, output_size, input_size, scales=None): return _op_upsample_nearest1d_backward.call(grad_output._ks, grad_output, output_size, input_size, scales)
 _op__upsample_nearest_exact1d = _D.define('_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor')
-
-def _upsample_nearest_exact1d(self, output_size, scales=None):
-    return _op__upsample_nearest_exact1d.call(self._ks, self, output_size, scales)
-
+def _upsample_nearest_exact1d(self, output_size, scales=None): return _op__upsample_nearest_exact1d.call(self._ks, self, output_size, scales)
 _op__upsample_nearest_exact1d_vec = _D.define('_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor')
-
-def _upsample_nearest_exact1d_vec(input, output_size, scale_factors):
-    return _op__upsample_nearest_exact1d_vec.call(input._ks, input, output_size, scale_factors)
-
+def _upsample_nearest_exact1d_vec(input, output_size, scale_factors): return _op__upsample_nearest_exact1d_vec.call(input._ks, input, output_size, scale_factors)
 _op__upsample_nearest_exact1d_backward = _D.define('_upsample_nearest_exact1d_backward(Tensor grad_output, SymInt[1] output_size, SymInt[3] input_size, float? scales=None) -> Tensor')
-
-def _upsample_nearest_exact1d_backward(grad_output, output_size, input_size, scales=None):
-    return _op__upsample_nearest_exact1d_backward.call(grad_output._ks, grad_output, output_size, input_size, scales)
-
+def _upsample_nearest_exact1d_backward(grad_output, output_size, input_size, scales=None): return _op__upsample_nearest_exact1d_backward.call(grad_output._ks, grad_output, output_size, input_size, scales)
 _op_upsample_nearest2d = _D.define('upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor')
-
-def upsample_nearest2d(self, output_size, scales_h=None, scales_w=None):
-    return _op_upsample_nearest2d.call(self._ks, self, output_size, scales_h, scales_w)
-
+def upsample_nearest2d(self, output_size, scales_h=None, scales_w=None): return _op_upsample_nearest2d.call(self._ks, self, output_size, scales_h, scales_w)
 _op_upsample_nearest2d_vec = _D.define('upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor')
-
-def upsample_nearest2d_vec(input, output_size, scale_factors):
-    return _op_upsample_nearest2d_vec.call(input._ks, input, output_size, scale_factors)
-
+def upsample_nearest2d_vec(input, output_size, scale_factors): return _op_upsample_nearest2d_vec.call(input._ks, input, output_size, scale_factors)
 _op_upsample_nearest2d_backward = _D.define('upsample_nearest2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None) -> Tensor')
-
-def upsample_nearest2d_backward(grad_output, output_size, input_size, scales_h=None, scales_w=None):
-    return _op_upsample_nearest2d_backward.call(grad_output._ks, grad_output, output_size, input_size, scales_h, scales_w)
-
+def upsample_nearest2d_backward(grad_output, output_size, input_size, scales_h=None, scales_w=None): return _op_upsample_nearest2d_backward.call(grad_output._ks, grad_output, output_size, input_size, scales_h, scales_w)
 _op__upsample_nearest_exact2d = _D.define('_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor')
-
-def _upsample_nearest_exact2d(self, output_size, scales_h=None, scales_w=None):
-    return _op__upsample_nearest_exact2d.call(self._ks, self, output_size, scales_h, scales_w)
-
+def _upsample_nearest_exact2d(self, output_size, scales_h=None, scales_w=None): return _op__upsample_nearest_exact2d.call(self._ks, self, output_size, scales_h, scales_w)
 _op__upsample_nearest_exact2d_vec = _D.define('_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor')
-
-def _upsample_nearest_exact2d_vec(input, output_size, scale_factors):
-    return _op__upsample_nearest_exact2d_vec.call(input._ks, input, output_size, scale_factors)
-
+def _upsample_nearest_exact2d_vec(input, output_size, scale_factors): return _op__upsample_nearest_exact2d_vec.call(input._ks, input, output_size, scale_factors)
 _op__upsample_nearest_exact2d_backward = _D.define('_upsample_nearest_exact2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None) -> Tensor')
-
-def _upsample_nearest_exact2d_backward(grad_output, output_size, input_size, scales_h=None, scales_w=None):
-    return _op__upsample_nearest_exact2d_backward.call(grad_output._ks, grad_output, output_size, input_size, scales_h, scales_w)
-
+def _upsample_nearest_exact2d_backward(grad_output, output_size, input_size, scales_h=None, scales_w=None): return _op__upsample_nearest_exact2d_backward.call(grad_output._ks, grad_output, output_size, input_size, scales_h, scales_w)
 _op_upsample_nearest3d = _D.define('upsample_nearest3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor')
-
-def upsample_nearest3d(self, output_size, scales_d=None, scales_h=None, scales_w=None):
-    return _op_upsample_nearest3d.call(self._ks, self, output_size, scales_d, scales_h, scales_w)
-
+def upsample_nearest3d(self, output_size, scales_d=None, scales_h=None, scales_w=None): return _op_upsample_nearest3d.call(self._ks, self, output_size, scales_d, scales_h, scales_w)
 _op_upsample_nearest3d_vec = _D.define('upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor')
-
-def upsample_nearest3d_vec(input, output_size, scale_factors):
-    return _op_upsample_nearest3d_vec.call(input._ks, input, output_size, scale_factors)
-
+def upsample_nearest3d_vec(input, output_size, scale_factors): return _op_upsample_nearest3d_vec.call(input._ks, input, output_size, scale_factors)
 _op_upsample_nearest3d_backward = _D.define('upsample_nearest3d_backward(Tensor grad_output, SymInt[3] output_size, SymInt[5] input_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor')
-
-def upsample_nearest3d_backward(grad_output, output_size, input_size, scales_d=None, scales_h=None, scales_w=None):
-    return _op_upsample_nearest3d_backward.call(grad_output._ks, grad_output, output_size, input_size, scales_d, scales_h, scales_w)
-
+def upsample_nearest3d_backward(grad_output, output_size, input_size, scales_d=None, scales_h=None, scales_w=None): return _op_upsample_nearest3d_backward.call(grad_output._ks, grad_output, output_size, input_size, scales_d, scales_h, scales_w)
 _op__upsample_nearest_exact3d = _D.define('_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor')
-
-def _upsample_nearest_exact3d(self, output_size, scales_d=None, scales_h=None, scales_w=None):
-    return _op__upsample_nearest_exact3d.call(self._ks, self, output_size, scales_d, scales_h, scales_w)
-
+def _upsample_nearest_exact3d(self, output_size, scales_d=None, scales_h=None, scales_w=None): return _op__upsample_nearest_exact3d.call(self._ks, self, output_size, scales_d, scales_h, scales_w)
 _op__upsample_nearest_exact3d_vec = _D.define('_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor')
-
-def _upsample_nearest_exact3d_vec(input, output_size, scale_factors):
-    return _op__upsample_nearest_exact3d_vec.call(input._ks, input, output_size, scale_factors)
-
+def _upsample_nearest_exact3d_vec(input, output_size, scale_factors): return _op__upsample_nearest_exact3d_vec.call(input._ks, input, output_size, scale_factors)
 _op__upsample_nearest_exact3d_backward = _D.define('_upsample_nearest_exact3d_backward(Tensor grad_output, SymInt[3] output_size, SymInt[5] input_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor')
-
-def _upsample_nearest_exact3d_backward(grad_output, output_size, input_size, scales_d=None, scales_h=None, scales_w=None):
-    return _op__upsample_nearest_exact3d_backward.call(grad_output._ks, grad_output, output_size, input_size, scales_d, scales_h, scales_w)
-
+def _upsample_nearest_exact3d_backward(grad_output, output_size, input_size, scales_d=None, scales_h=None, scales_w=None): return _op__upsample_nearest_exact3d_backward.call(grad_output._ks, grad_output, output_size, input_size, scales_d, scales_h, scales_w)
 _op_upsample_linear1d = _D.define('upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor')
-
-def upsample_linear1d(self, output_size, align_corners, scales=None):
-    return _op_upsample_linear1d.call(self._ks, self, output_size, align_corners, scales)
-
+def upsample_linear1d(self, output_size, align_corners, scales=None): return _op_upsample_linear1d.call(self._ks, self, output_size, align_corners, scales)
 _op_upsample_linear1d_vec = _D.define('upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor')
-
-def upsample_linear1d_vec(input, output_size, align_corners, scale_factors):
-    return _op_upsample_linear1d_vec.call(input._ks, input, output_size, align_corners, scale_factors)
-
+def upsample_linear1d_vec(input, output_size, align_corners, scale_factors): return _op_upsample_linear1d_vec.call(input._ks, input, output_size, align_corners, scale_factors)
 _op_upsample_linear1d_backward = _D.define('upsample_linear1d_backward(Tensor grad_output, SymInt[1] output_size, SymInt[3] input_size, bool align_corners, float? scales=None) -> Tensor')
-
-def upsample_linear1d_backward(grad_output, output_size, input_size, align_corners, scales=None):
-    return _op_upsample_linear1d_backward.call(grad_output._ks, grad_output, output_size, input_size, align_corners, scales)
-
+def upsample_linear1d_backward(grad_output, output_size, input_size, align_corners, scales=None): return _op_upsample_linear1d_backward.call(grad_output._ks, grad_output, output_size, input_size, align_corners, scales)
 _op_upsample_bilinear2d = _D.define('upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor')
-
-def upsample_bilinear2d(self, output_size, align_corners, scales_h=None, scales_w=None):
-    return _op_upsample_bilinear2d.call(self._ks, self, output_size, align_corners, scales_h, scales_w)
-
+def upsample_bilinear2d(self, output_size, align_corners, scales_h=None, scales_w=None): return _op_upsample_bilinear2d.call(self._ks, self, output_size, align_corners, scales_h, scales_w)
 _op_upsample_bilinear2d_vec = _D.define('upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor')
-
-def upsample_bilinear2d_vec(input, output_size, align_corners, scale_factors):
-    return _op_upsample_bilinear2d_vec.call(input._ks, input, output_size, align_corners, scale_factors)
-
+def upsample_bilinear2d_vec(input, output_size, align_corners, scale_factors): return _op_upsample_bilinear2d_vec.call(input._ks, input, output_size, align_corners, scale_factors)
 _op_upsample_bilinear2d_backward = _D.define('upsample_bilinear2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor')
-
-def upsample_bilinear2d_backward(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None):
-    return _op_upsample_bilinear2d_backward.call(grad_output._ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
-
+def upsample_bilinear2d_backward(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None): return _op_upsample_bilinear2d_backward.call(grad_output._ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
 _op_upsample_bicubic2d = _D.define('upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor')
-
-def upsample_bicubic2d(self, output_size, align_corners, scales_h=None, scales_w=None):
-    return _op_upsample_bicubic2d.call(self._ks, self, output_size, align_corners, scales_h, scales_w)
-
+def upsample_bicubic2d(self, output_size, align_corners, scales_h=None, scales_w=None): return _op_upsample_bicubic2d.call(self._ks, self, output_size, align_corners, scales_h, scales_w)
 _op_upsample_bicubic2d_vec = _D.define('upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor')
-
-def upsample_bicubic2d_vec(input, output_size, align_corners, scale_factors):
-    return _op_upsample_bicubic2d_vec.call(input._ks, input, output_size, align_corners, scale_factors)
-
+def upsample_bicubic2d_vec(input, output_size, align_corners, scale_factors): return _op_upsample_bicubic2d_vec.call(input._ks, input, output_size, align_corners, scale_factors)
 _op_upsample_bicubic2d_backward = _D.define('upsample_bicubic2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor')
-
-def upsample_bicubic2d_backward(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None):
-    return _op_upsample_bicubic2d_backward.call(grad_output._ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
-
+def upsample_bicubic2d_backward(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None): return _op_upsample_bicubic2d_backward.call(grad_output._ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
 _op__upsample_bilinear2d_aa = _D.define('_upsample_bilinear2d_aa(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor')
-
-def _upsample_bilinear2d_aa(self, output_size, align_corners, scales_h=None, scales_w=None):
-    return _op__upsample_bilinear2d_aa.call(self._ks, self, output_size, align_corners, scales_h, scales_w)
-
+def _upsample_bilinear2d_aa(self, output_size, align_corners, scales_h=None, scales_w=None): return _op__upsample_bilinear2d_aa.call(self._ks, self, output_size, align_corners, scales_h, scales_w)
 _op__upsample_bilinear2d_aa_vec = _D.define('_upsample_bilinear2d_aa.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor')
-
-def _upsample_bilinear2d_aa_vec(input, output_size, align_corners, scale_factors):
-    return _op__upsample_bilinear2d_aa_vec.call(input._ks, input, output_size, align_corners, scale_factors)
-
+def _upsample_bilinear2d_aa_vec(input, output_size, align_corners, scale_factors): return _op__upsample_bilinear2d_aa_vec.call(input._ks, input, output_size, align_corners, scale_factors)
 _op__upsample_bilinear2d_aa_backward = _D.define('_upsample_bilinear2d_aa_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor')
-
-def _upsample_bilinear2d_aa_backward(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None):
-    return _op__upsample_bilinear2d_aa_backward.call(grad_output._ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
-
+def _upsample_bilinear2d_aa_backward(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None): return _op__upsample_bilinear2d_aa_backward.call(grad_output._ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
 _op__upsample_bicubic2d_aa = _D.define('_upsample_bicubic2d_aa(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor')
-
-def _upsample_bicubic2d_aa(self, output_size, align_corners, scales_h=None, scales_w=None):
-    return _op__upsample_bicubic2d_aa.call(self._ks, self, output_size, align_corners, scales_h, scales_w)
-
+def _upsample_bicubic2d_aa(self, output_size, align_corners, scales_h=None, scales_w=None): return _op__upsample_bicubic2d_aa.call(self._ks, self, output_size, align_corners, scales_h, scales_w)
 _op__upsample_bicubic2d_aa_vec = _D.define('_upsample_bicubic2d_aa.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor')
-
-def _upsample_bicubic2d_aa_vec(input, output_size, align_corners, scale_factors):
-    return _op__upsample_bicubic2d_aa_vec.call(input._ks, input, output_size, align_corners, scale_factors)
-
+def _upsample_bicubic2d_aa_vec(input, output_size, align_corners, scale_factors): return _op__upsample_bicubic2d_aa_vec.call(input._ks, input, output_size, align_corners, scale_factors)
 _op__upsample_bicubic2d_aa_backward = _D.define('_upsample_bicubic2d_aa_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor')
-
-def _upsample_bicubic2d_aa_backward(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None):
-    return _op__upsample_bicubic2d_aa_backward.call(grad_output._ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
-
+def _upsample_bicubic2d_aa_backward(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None): return _op__upsample_bicubic2d_aa_backward.call(grad_output._ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
 _op__upsample_lanczos2d_aa = _D.define('_upsample_lanczos2d_aa(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor')
-
-def _upsample_lanczos2d_aa(self, output_size, align_corners, scales_h=None, scales_w=None):
-    return _op__upsample_lanczos2d_aa.call(self._ks, self, output_size, align_corners, scales_h, scales_w)
-
+def _upsample_lanczos2d_aa(self, output_size, align_corners, scales_h=None, scales_w=None): return _op__upsample_lanczos2d_aa.call(self._ks, self, output_size, align_corners, scales_h, scales_w)
 _op__upsample_lanczos2d_aa_vec = _D.define('_upsample_lanczos2d_aa.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor')
-
-def _upsample_lanczos2d_aa_vec(input, output_size, align_corners, scale_factors):
-    return _op__upsample_lanczos2d_aa_vec.call(input._ks, input, output_size, align_corners, scale_factors)
-
+def _upsample_lanczos2d_aa_vec(input, output_size, align_corners, scale_factors): return _op__upsample_lanczos2d_aa_vec.call(input._ks, input, output_size, align_corners, scale_factors)
 _op__upsample_lanczos2d_aa_backward = _D.define('_upsample_lanczos2d_aa_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor')
-
-def _upsample_lanczos2d_aa_backward(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None):
-    return _op__upsample_lanczos2d_aa_backward.call(grad_output._ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
-
+def _upsample_lanczos2d_aa_backward(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None): return _op__upsample_lanczos2d_aa_backward.call(grad_output._ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
 _op_upsample_trilinear3d = _D.define('upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor')
-
-def upsample_trilinear3d(self, output_size, align_corners, scales_d=None, scales_h=None, scales_w=None):
-    return _op_upsample_trilinear3d.call(self._ks, self, output_size, align_corners, scales_d, scales_h, scales_w)
-
+def upsample_trilinear3d(self, output_size, align_corners, scales_d=None, scales_h=None, scales_w=None): return _op_upsample_trilinear3d.call(self._ks, self, output_size, align_corners, scales_d, scales_h, scales_w)
 _op_upsample_trilinear3d_vec = _D.define('upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor')
-
-def upsample_trilinear3d_vec(input, output_size, align_corners, scale_factors):
-    return _op_upsample_trilinear3d_vec.call(input._ks, input, output_size, align_corners, scale_factors)
-
+def upsample_trilinear3d_vec(input, output_size, align_corners, scale_factors): return _op_upsample_trilinear3d_vec.call(input._ks, input, output_size, align_corners, scale_factors)
 _op_upsample_trilinear3d_backward = _D.define('upsample_trilinear3d_backward(Tensor grad_output, SymInt[3] output_size, SymInt[5] input_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor')
-
-def upsample_trilinear3d_backward(grad_output, output_size, input_size, align_corners, scales_d=None, scales_h=None, scales_w=None):
-    return _op_upsample_trilinear3d_backward.call(grad_output._ks, grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w)
-
+def upsample_trilinear3d_backward(grad_output, output_size, input_size, align_corners, scales_d=None, scales_h=None, scales_w=None): return _op_upsample_trilinear3d_backward.call(grad_output._ks, grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w)
 _op_adaptive_avg_pool1d = _D.define('adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor')
-
-def adaptive_avg_pool1d(self, output_size):
-    return _op_adaptive_avg_pool1d.call(self._ks, self, output_size)
-
+def adaptive_avg_pool1d(self, output_size): return _op_adaptive_avg_pool1d.call(self._ks, self, output_size)
 _op_adaptive_avg_pool2d = _D.define('adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor')
-
-def adaptive_avg_pool2d(self, output_size):
-    return _op_adaptive_avg_pool2d.call(self._ks, self, output_size)
-
+def adaptive_avg_pool2d(self, output_size): return _op_adaptive_avg_pool2d.call(self._ks, self, output_size)
 _op__adaptive_avg_pool2d = _D.define('_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor')
-
-def _adaptive_avg_pool2d(self, output_size):
-    return _op__adaptive_avg_pool2d.call(self._ks, self, output_size)
-
+def _adaptive_avg_pool2d(self, output_size): return _op__adaptive_avg_pool2d.call(self._ks, self, output_size)
 _op__adaptive_avg_pool2d_backward = _D.define('_adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor')
-
-def _adaptive_avg_pool2d_backward(grad_output, self):
-    return _op__adaptive_avg_pool2d_backward.call(grad_output._ks | self._ks, grad_output, self)
-
+def _adaptive_avg_pool2d_backward(grad_output, self): return _op__adaptive_avg_pool2d_backward.call(grad_output._ks | self._ks, grad_output, self)
 _op_adaptive_avg_pool3d = _D.define('adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor')
-
-def adaptive_avg_pool3d(self, output_size):
-    return _op_adaptive_avg_pool3d.call(self._ks, self, output_size)
-
+def adaptive_avg_pool3d(self, output_size): return _op_adaptive_avg_pool3d.call(self._ks, self, output_size)
 _op__adaptive_avg_pool3d = _D.define('_adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor')
-
-def _adaptive_avg_pool3d(self, output_size):
-    return _op__adaptive_avg_pool3d.call(self._ks, self, output_size)
-
+def _adaptive_avg_pool3d(self, output_size): return _op__adaptive_avg_pool3d.call(self._ks, self, output_size)
 _op__adaptive_avg_pool3d_backward = _D.define('_adaptive_avg_pool3d_backward(Tensor grad_output, Tensor self) -> Tensor')
-
-def _adaptive_avg_pool3d_backward(grad_output, self):
-    return _op__adaptive_avg_pool3d_backward.call(grad_output._ks | self._ks, grad_output, self)
-
+def _adaptive_avg_pool3d_backward(grad_output, self): return _op__adaptive_avg_pool3d_backward.call(grad_output._ks | self._ks, grad_output, self)
 _op_adaptive_max_pool1d = _D.define('adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)')
-
-def adaptive_max_pool1d(self, output_size):
-    return _op_adaptive_max_pool1d.call(self._ks, self, output_size)
-
+def adaptive_max_pool1d(self, output_size): return _op_adaptive_max_pool1d.call(self._ks, self, output_size)
 _op_adaptive_max_pool2d = _D.define('adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)')
-
-def adaptive_max_pool2d(self, output_size):
-    return _op_adaptive_max_pool2d.call(self._ks, self, output_size)
-
+def adaptive_max_pool2d(self, output_size): return _op_adaptive_max_pool2d.call(self._ks, self, output_size)
 _op_adaptive_max_pool3d = _D.define('adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)')
-
-def adaptive_max_pool3d(self, output_size):
-    return _op_adaptive_max_pool3d.call(self._ks, self, output_size)
-
+def adaptive_max_pool3d(self, output_size): return _op_adaptive_max_pool3d.call(self._ks, self, output_size)
 _op_im2col = _D.define('im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor')
-
-def im2col(self, kernel_size, dilation, padding, stride):
-    return _op_im2col.call(self._ks, self, kernel_size, dilation, padding, stride)
-
+def im2col(self, kernel_size, dilation, padding, stride): return _op_im2col.call(self._ks, self, kernel_size, dilation, padding, stride)
 _op_col2im = _D.define('col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor')
-
-def col2im(self, output_size, kernel_size, dilation, padding, stride):
-    return _op_col2im.call(self._ks, self, output_size, kernel_size, dilation, padding, stride)
-
+def col2im(self, output_size, kernel_size, dilation, padding, stride): return _op_col2im.call(self._ks, self, output_size, kernel_size, dilation, padding, stride)
 _op_embedding_bag = _D.define('embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False) -> (Tensor, Tensor, Tensor, Tensor)')
-
-def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None, include_last_offset=False):
-    return _op_embedding_bag.call(weight._ks | indices._ks | offsets._ks | _ks_opt(per_sample_weights), weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset)
-
+def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None, include_last_offset=False): return _op_embedding_bag.call(weight._ks | indices._ks | offsets._ks | _ks_opt(per_sample_weights), weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset)
 _op_embedding_bag_padding_idx = _D.define('embedding_bag.padding_idx(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, bool include_last_offset, int? padding_idx) -> (Tensor, Tensor, Tensor, Tensor)')
-
-def embedding_bag_padding_idx(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx):
-    return _op_embedding_bag_padding_idx.call(weight._ks | indices._ks | offsets._ks | _ks_opt(per_sample_weights), weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
-
+def embedding_bag_padding_idx(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx): return _op_embedding_bag_padding_idx.call(weight._ks | indices._ks | offsets._ks | _ks_opt(per_sample_weights), weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
 _op__embedding_bag = _D.define('_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)')
-
-def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=-1):
-    return _op__embedding_bag.call(weight._ks | indices._ks | offsets._ks | _ks_opt(per_sample_weights), weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
-
+def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=-1): return _op__embedding_bag.call(weight._ks | indices._ks | offsets._ks | _ks_opt(per_sample_weights), weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
 _op__embedding_bag_forward_only = _D.define('_embedding_bag_forward_only(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)')
-
-def _embedding_bag_forward_only(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=-1):
-    return _op__embedding_bag_forward_only.call(weight._ks | indices._ks | offsets._ks | _ks_opt(per_sample_weights), weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
-
+def _embedding_bag_forward_only(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=-1): return _op__embedding_bag_forward_only.call(weight._ks | indices._ks | offsets._ks | _ks_opt(per_sample_weights), weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
 _op__embedding_bag_backward = _D.define('_embedding_bag_backward(Tensor grad, Tensor indices, Tensor offsets, Tensor offset2bag, Tensor bag_size, Tensor maximum_indices, SymInt num_weights, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, int padding_idx=-1) -> Tensor')
-
-def _embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size, maximum_indices, num_weights, scale_grad_by_freq, mode, sparse, per_sample_weights, padding_idx=-1):
-    return _op__embedding_bag_backward.call(grad._ks | indices._ks | offsets._ks | offset2bag._ks | bag_size._ks | maximum_indices._ks | _ks_opt(per_sample_weights), grad, indices, offsets, offset2bag, bag_size, maximum_indices, num_weights, scale_grad_by_freq, mode, sparse, per_sample_weights, padding_idx)
-
+def _embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size, maximum_indices, num_weights, scale_grad_by_freq, mode, sparse, per_sample_weights, padding_idx=-1): return _op__embedding_bag_backward.call(grad._ks | indices._ks | offsets._ks | offset2bag._ks | bag_size._ks | maximum_indices._ks | _ks_opt(per_sample_weights), grad, indices, offsets, offset2bag, bag_size, maximum_indices, num_weights, scale_grad_by_freq, mode, sparse, per_sample_weights, padding_idx)
 _op__embedding_bag_per_sample_weights_backward = _D.define('_embedding_bag_per_sample_weights_backward(Tensor grad, Tensor weight, Tensor indices, Tensor offsets, Tensor offset2bag, int mode, int padding_idx=-1) -> Tensor')
-
-def _embedding_bag_per_sample_weights_backward(grad, weight, indices, offsets, offset2bag, mode, padding_idx=-1):
-    return _op__embedding_bag_per_sample_weights_backward.call(grad._ks | weight._ks | indices._ks | offsets._ks | offset2bag._ks, grad, weight, indices, offsets, offset2bag, mode, padding_idx)
-
+def _embedding_bag_per_sample_weights_backward(grad, weight, indices, offsets, offset2bag, mode, padding_idx=-1): return _op__embedding_bag_per_sample_weights_backward.call(grad._ks | weight._ks | indices._ks | offsets._ks | offset2bag._ks, grad, weight, indices, offsets, offset2bag, mode, padding_idx)
 _op_grid_sampler = _D.define('grid_sampler(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor')
-
-def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
-    return _op_grid_sampler.call(input._ks | grid._ks, input, grid, interpolation_mode, padding_mode, align_corners)
-
+def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners): return _op_grid_sampler.call(input._ks | grid._ks, input, grid, interpolation_mode, padding_mode, align_corners)
 _op_grid_sampler_2d = _D.define('grid_sampler_2d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor')
-
-def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
-    return _op_grid_sampler_2d.call(input._ks | grid._ks, input, grid, interpolation_mode, padding_mode, align_corners)
-
+def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners): return _op_grid_sampler_2d.call(input._ks | grid._ks, input, grid, interpolation_mode, padding_mode, align_corners)
 _op_grid_sampler_2d_backward = _D.define('grid_sampler_2d_backward(Tensor grad_output, Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners, bool[2] output_mask) -> (Tensor, Tensor)')
-
-def grid_sampler_2d_backward(grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask):
-    return _op_grid_sampler_2d_backward.call(grad_output._ks | input._ks | grid._ks, grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask)
-
+def grid_sampler_2d_backward(grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask): return _op_grid_sampler_2d_backward.call(grad_output._ks | input._ks | grid._ks, grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask)
 _op_grid_sampler_3d = _D.define('grid_sampler_3d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor')
-
-def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
-    return _op_grid_sampler_3d.call(input._ks | grid._ks, input, grid, interpolation_mode, padding_mode, align_corners)
-
+def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners): return _op_grid_sampler_3d.call(input._ks | grid._ks, input, grid, interpolation_mode, padding_mode, align_corners)
 _op_grid_sampler_3d_backward = _D.define('grid_sampler_3d_backward(Tensor grad_output, Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners, bool[2] output_mask) -> (Tensor, Tensor)')
-
-def grid_sampler_3d_backward(grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask):
-    return _op_grid_sampler_3d_backward.call(grad_output._ks | input._ks | grid._ks, grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask)
-
+def grid_sampler_3d_backward(grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask): return _op_grid_sampler_3d_backward.call(grad_output._ks | input._ks | grid._ks, grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask)
 _op_affine_grid_generator = _D.define('affine_grid_generator(Tensor theta, SymInt[] size, bool align_corners) -> Tensor')
-
-def affine_grid_generator(theta, size, align_corners):
-    return _op_affine_grid_generator.call(theta._ks, theta, size, align_corners)
-
+def affine_grid_generator(theta, size, align_corners): return _op_affine_grid_generator.call(theta._ks, theta, size, align_corners)
 _op_affine_grid_generator_backward = _D.define('affine_grid_generator_backward(Tensor grad, SymInt[] size, bool align_corners) -> Tensor')
-
-def affine_grid_generator_backward(grad, size, align_corners):
-    return _op_affine_grid_generator_backward.call(grad._ks, grad, size, align_corners)
-
+def affine_grid_generator_backward(grad, size, align_corners): return _op_affine_grid_generator_backward.call(grad._ks, grad, size, align_corners)
 _op_ctc_loss_IntList = _D.define('ctc_loss.IntList(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, int blank=0, int reduction=Mean, bool zero_infinity=False) -> Tensor')
-
-def ctc_loss_IntList(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False):
-    return _op_ctc_loss_IntList.call(log_probs._ks | targets._ks, log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity)
-
+def ctc_loss_IntList(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False): return _op_ctc_loss_IntList.call(log_probs._ks | targets._ks, log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity)
 _op_ctc_loss_Tensor = _D.define('ctc_loss.Tensor(Tensor log_probs, Tensor targets, Tensor input_lengths, Tensor target_lengths, int blank=0, int reduction=Mean, bool zero_infinity=False) -> Tensor')
-
-def ctc_loss_Tensor(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False):
-    return _op_ctc_loss_Tensor.call(log_probs._ks | targets._ks | input_lengths._ks | target_lengths._ks, log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity)
-
+def ctc_loss_Tensor(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False): return _op_ctc_loss_Tensor.call(log_probs._ks | targets._ks | input_lengths._ks | target_lengths._ks, log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity)
 _op__ctc_loss = _D.define('_ctc_loss(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, int blank=0, bool zero_infinity=False) -> (Tensor, Tensor)')
-
-def _ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, zero_infinity=False):
-    return _op__ctc_loss.call(log_probs._ks | targets._ks, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity)
-
+def _ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, zero_infinity=False): return _op__ctc_loss.call(log_probs._ks | targets._ks, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity)
 _op__ctc_loss_backward = _D.define('_ctc_loss_backward(Tensor grad, Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, Tensor neg_log_likelihood, Tensor log_alpha, int blank, bool zero_infinity=False) -> Tensor')
-
-def _ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, neg_log_likelihood, log_alpha, blank, zero_infinity=False):
-    return _op__ctc_loss_backward.call(grad._ks | log_probs._ks | targets._ks | neg_log_likelihood._ks | log_alpha._ks, grad, log_probs, targets, input_lengths, target_lengths, neg_log_likelihood, log_alpha, blank, zero_infinity)
-
+def _ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, neg_log_likelihood, log_alpha, blank, zero_infinity=False): return _op__ctc_loss_backward.call(grad._ks | log_probs._ks | targets._ks | neg_log_likelihood._ks | log_alpha._ks, grad, log_probs, targets, input_lengths, target_lengths, neg_log_likelihood, log_alpha, blank, zero_infinity)
 _op_smooth_l1_loss = _D.define('smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor')
-
-def smooth_l1_loss(self, target, reduction=1, beta=1.0):
-    return _op_smooth_l1_loss.call(self._ks | target._ks, self, target, reduction, beta)
-
+def smooth_l1_loss(self, target, reduction=1, beta=1.0): return _op_smooth_l1_loss.call(self._ks | target._ks, self, target, reduction, beta)
 _op_smooth_l1_loss_backward = _D.define('smooth_l1_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, float beta) -> Tensor')
-
-def smooth_l1_loss_backward(grad_output, self, target, reduction, beta):
-    return _op_smooth_l1_loss_backward.call(grad_output._ks | self._ks | target._ks, grad_output, self, target, reduction, beta)
-
+def smooth_l1_loss_backward(grad_output, self, target, reduction, beta): return _op_smooth_l1_loss_backward.call(grad_output._ks | self._ks | target._ks, grad_output, self, target, reduction, beta)
 _op_huber_loss = _D.define('huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor')
-
-def huber_loss(self, target, reduction=1, delta=1.0):
-    return _op_huber_loss.call(self._ks | target._ks, self, target, reduction, delta)
-
+def huber_loss(self, target, reduction=1, delta=1.0): return _op_huber_loss.call(self._ks | target._ks, self, target, reduction, delta)
 _op_huber_loss_backward = _D.define('huber_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, float delta) -> Tensor')
-
-def huber_loss_backward(grad_output, self, target, reduction, delta):
-    return _op_huber_loss_backward.call(grad_output._ks | self._ks | target._ks, grad_output, self, target, reduction, delta)
-
+def huber_loss_backward(grad_output, self, target, reduction, delta): return _op_huber_loss_backward.call(grad_output._ks | self._ks | target._ks, grad_output, self, target, reduction, delta)
 _op_binary_cross_entropy = _D.define('binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor')
-
-def binary_cross_entropy(self, target, weight=None, reduction=1):
-    return _op_binary_cross_entropy.call(self._ks | target._ks | _ks_opt(weight), self, target, weight, reduction)
-
+def binary_cross_entropy(self, target, weight=None, reduction=1): return _op_binary_cross_entropy.call(self._ks | target._ks | _ks_opt(weight), self, target, weight, reduction)
 _op_binary_cross_entropy_backward = _D.define('binary_cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor')
-
-def binary_cross_entropy_backward(grad_output, self, target, weight=None, reduction=1):
-    return _op_binary_cross_entropy_backward.call(grad_output._ks | self._ks | target._ks | _ks_opt(weight), grad_output, self, target, weight, reduction)
-
+def binary_cross_entropy_backward(grad_output, self, target, weight=None, reduction=1): return _op_binary_cross_entropy_backward.call(grad_output._ks | self._ks | target._ks | _ks_opt(weight), grad_output, self, target, weight, reduction)
 _op_binary_cross_entropy_with_logits = _D.define('binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor')
-
-def binary_cross_entropy_with_logits(self, target, weight=None, pos_weight=None, reduction=1):
-    return _op_binary_cross_entropy_with_logits.call(self._ks | target._ks | _ks_opt(weight) | _ks_opt(pos_weight), self, target, weight, pos_weight, reduction)
-
+def binary_cross_entropy_with_logits(self, target, weight=None, pos_weight=None, reduction=1): return _op_binary_cross_entropy_with_logits.call(self._ks | target._ks | _ks_opt(weight) | _ks_opt(pos_weight), self, target, weight, pos_weight, reduction)
 _op_kl_div = _D.define('kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor')
-
-def kl_div(self, target, reduction=1, *, log_target=False):
-    return _op_kl_div.call(self._ks | target._ks, self, target, reduction, log_target)
-
+def kl_div(self, target, reduction=1, *, log_target=False): return _op_kl_div.call(self._ks | target._ks, self, target, reduction, log_target)
 _op_poisson_nll_loss = _D.define('poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, float eps, int reduction) -> Tensor')
-
-def poisson_nll_loss(input, target, log_input, full, eps, reduction):
-    return _op_poisson_nll_loss.call(input._ks | target._ks, input, target, log_input, full, eps, reduction)
-
+def poisson_nll_loss(input, target, log_input, full, eps, reduction): return _op_poisson_nll_loss.call(input._ks | target._ks, input, target, log_input, full, eps, reduction)
 _op_margin_ranking_loss = _D.define('margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor')
-
-def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=1):
-    return _op_margin_ranking_loss.call(input1._ks | input2._ks | target._ks, input1, input2, target, margin, reduction)
-
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=1): return _op_margin_ranking_loss.call(input1._ks | input2._ks | target._ks, input1, input2, target, margin, reduction)
 _op_hinge_embedding_loss = _D.define('hinge_embedding_loss(Tensor self, Tensor target, float margin=1.0, int reduction=Mean) -> Tensor')
-
-def hinge_embedding_loss(self, target, margin=1.0, reduction=1):
-    return _op_hinge_embedding_loss.call(self._ks | target._ks, self, target, margin, reduction)
-
+def hinge_embedding_loss(self, target, margin=1.0, reduction=1): return _op_hinge_embedding_loss.call(self._ks | target._ks, self, target, margin, reduction)
 _op_cosine_embedding_loss = _D.define('cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor')
-
-def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=1):
-    return _op_cosine_embedding_loss.call(input1._ks | input2._ks | target._ks, input1, input2, target, margin, reduction)
-
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=1): return _op_cosine_embedding_loss.call(input1._ks | input2._ks | target._ks, input1, input2, target, margin, reduction)
 _op_triplet_margin_loss = _D.define('triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor')
-
-def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-06, swap=False, reduction=1):
-    return _op_triplet_margin_loss.call(anchor._ks | positive._ks | negative._ks, anchor, positive, negative, margin, p, eps, swap, reduction)
-
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-06, swap=False, reduction=1): return _op_triplet_margin_loss.call(anchor._ks | positive._ks | negative._ks, anchor, positive, negative, margin, p, eps, swap, reduction)
 _op_soft_margin_loss = _D.define('soft_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor')
-
-def soft_margin_loss(self, target, reduction=1):
-    return _op_soft_margin_loss.call(self._ks | target._ks, self, target, reduction)
-
+def soft_margin_loss(self, target, reduction=1): return _op_soft_margin_loss.call(self._ks | target._ks, self, target, reduction)
 _op_soft_margin_loss_backward = _D.define('soft_margin_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor')
-
-def soft_margin_loss_backward(grad_output, self, target, reduction):
-    return _op_soft_margin_loss_backward.call(grad_output._ks | self._ks | target._ks, grad_output, self, target, reduction)
-
+def soft_margin_loss_backward(grad_output, self, target, reduction): return _op_soft_margin_loss_backward.call(grad_output._ks | self._ks | target._ks, grad_output, self, target, reduction)
 _op_multi_margin_loss = _D.define('multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor')
-
-def multi_margin_loss(self, target, p=1, margin=1, weight=None, reduction=1):
-    return _op_multi_margin_loss.call(self._ks | target._ks | _ks_opt(weight), self, target, p, margin, weight, reduction)
-
+def multi_margin_loss(self, target, p=1, margin=1, weight=None, reduction=1): return _op_multi_margin_loss.call(self._ks | target._ks | _ks_opt(weight), self, target, p, margin, weight, reduction)
 _op_multi_margin_loss_backward = _D.define('multi_margin_loss_backward(Tensor grad_output, Tensor self, Tensor target, Scalar p, Scalar margin, Tensor? weight=None, int reduction=Mean) -> Tensor')
-
-def multi_margin_loss_backward(grad_output, self, target, p, margin, weight=None, reduction=1):
-    return _op_multi_margin_loss_backward.call(grad_output._ks | self._ks | target._ks | _ks_opt(weight), grad_output, self, target, p, margin, weight, reduction)
-
+def multi_margin_loss_backward(grad_output, self, target, p, margin, weight=None, reduction=1): return _op_multi_margin_loss_backward.call(grad_output._ks | self._ks | target._ks | _ks_opt(weight), grad_output, self, target, p, margin, weight, reduction)
 _op_multilabel_margin_loss = _D.define('multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor')
-
-def multilabel_margin_loss(self, target, reduction=1):
-    return _op_multilabel_margin_loss.call(self._ks | target._ks, self, target, reduction)
-
+def multilabel_margin_loss(self, target, reduction=1): return _op_multilabel_margin_loss.call(self._ks | target._ks, self, target, reduction)
 _op_multilabel_margin_loss_forward = _D.define('multilabel_margin_loss_forward(Tensor self, Tensor target, int reduction) -> (Tensor output, Tensor is_target)')
-
-def multilabel_margin_loss_forward(self, target, reduction):
-    return _op_multilabel_margin_loss_forward.call(self._ks | target._ks, self, target, reduction)
-
+def multilabel_margin_loss_forward(self, target, reduction): return _op_multilabel_margin_loss_forward.call(self._ks | target._ks, self, target, reduction)
 _op_multilabel_margin_loss_backward = _D.define('multilabel_margin_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, Tensor is_target) -> Tensor')
-
-def multilabel_margin_loss_backward(grad_output, self, target, reduction, is_target):
-    return _op_multilabel_margin_loss_backward.call(grad_output._ks | self._ks | target._ks | is_target._ks, grad_output, self, target, reduction, is_target)
-
+def multilabel_margin_loss_backward(grad_output, self, target, reduction, is_target): return _op_multilabel_margin_loss_backward.call(grad_output._ks | self._ks | target._ks | is_target._ks, grad_output, self, target, reduction, is_target)
 _op_cosine_similarity = _D.define('cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor')
-
-def cosine_similarity(x1, x2, dim=1, eps=1e-08):
-    return _op_cosine_similarity.call(x1._ks | x2._ks, x1, x2, dim, eps)
-
+def cosine_similarity(x1, x2, dim=1, eps=1e-08): return _op_cosine_similarity.call(x1._ks | x2._ks, x1, x2, dim, eps)
 _op_pairwise_distance = _D.define('pairwise_distance(Tensor x1, Tensor x2, float p=2, float eps=1e-06, bool keepdim=False) -> Tensor')
-
-def pairwise_distance(x1, x2, p=2, eps=1e-06, keepdim=False):
-    return _op_pairwise_distance.call(x1._ks | x2._ks, x1, x2, p, eps, keepdim)
-
+def pairwise_distance(x1, x2, p=2, eps=1e-06, keepdim=False): return _op_pairwise_distance.call(x1._ks | x2._ks, x1, x2, p, eps, keepdim)
 _op_silu = _D.define('silu(Tensor self) -> Tensor')
-
-def silu(self):
-    return _op_silu.call(self._ks, self)
-
+def silu(self): return _op_silu.call(self._ks, self)
 _op_silu_ = _D.define('silu_(Tensor(a!) self) -> Tensor(a!)')
-
-def silu_(self):
-    return _op_silu_.call(self._ks, self)
-
+def silu_(self): return _op_silu_.call(self._ks, self)
 _op_silu_backward = _D.define('silu_backward(Tensor grad_output, Tensor self) -> Tensor')
-
-def silu_backward(grad_output, self):
-    return _op_silu_backward.call(grad_output._ks | self._ks, grad_output, self)
-
+def silu_backward(grad_output, self): return _op_silu_backward.call(grad_output._ks | self._ks, grad_output, self)
 _op_mish = _D.define('mish(Tensor self) -> Tensor')
-
-def mish(self):
-    return _op_mish.call(self._ks, self)
-
+def mish(self): return _op_mish.call(self._ks, self)
 _op_mish_ = _D.define('mish_(Tensor(a!) self) -> Tensor(a!)')
-
-def mish_(self):
-    return _op_mish_.call(self._ks, self)
-
+def mish_(self): return _op_mish_.call(self._ks, self)
 _op_mish_backward = _D.define('mish_backward(Tensor grad_output, Tensor self) -> Tensor')
-
-def mish_backward(grad_output, self):
-    return _op_mish_backward.call(grad_output._ks | self._ks, grad_output, self)
-
+def mish_backward(grad_output, self): return _op_mish_backward.call(grad_output._ks | self._ks, grad_output, self)
 _op_hardswish = _D.define('hardswish(Tensor self) -> Tensor')
-
-def hardswish(self):
-    return _op_hardswish.call(self._ks, self)
-
+def hardswish(self): return _op_hardswish.call(self._ks, self)
 _op_hardswish_ = _D.define('hardswish_(Tensor(a!) self) -> Tensor(a!)')
-
-def hardswish_(self):
-    return _op_hardswish_.call(self._ks, self)
-
+def hardswish_(self): return _op_hardswish_.call(self._ks, self)
 _op_hardswish_backward = _D.define('hardswish_backward(Tensor grad_output, Tensor self) -> Tensor')
-
-def hardswish_backward(grad_output, self):
-    return _op_hardswish_backward.call(grad_output._ks | self._ks, grad_output, self)
-
+def hardswish_backward(grad_output, self): return _op_hardswish_backward.call(grad_output._ks | self._ks, grad_output, self)
 _op_hardsigmoid = _D.define('hardsigmoid(Tensor self) -> Tensor')
-
-def hardsigmoid(self):
-    return _op_hardsigmoid.call(self._ks, self)
-
+def hardsigmoid(self): return _op_hardsigmoid.call(self._ks, self)
 _op_hardsigmoid_ = _D.define('hardsigmoid_(Tensor(a!) self) -> Tensor(a!)')
-
-def hardsigmoid_(self):
-    return _op_hardsigmoid_.call(self._ks, self)
-
+def hardsigmoid_(self): return _op_hardsigmoid_.call(self._ks, self)
 _op_hardsigmoid_backward = _D.define('hardsigmoid_backward(Tensor grad_output, Tensor self) -> Tensor')
-
-def hardsigmoid_backward(grad_output, self):
-    return _op_hardsigmoid_backward.call(grad_output._ks | self._ks, grad_output, self)
-
+def hardsigmoid_backward(grad_output, self): return _op_hardsigmoid_backward.call(grad_output._ks | self._ks, grad_output, self)
 _op_leaky_relu = _D.define('leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor')
-
-def leaky_relu(self, negative_slope=0.01):
-    return _op_leaky_relu.call(self._ks, self, negative_slope)
-
+def leaky_relu(self, negative_slope=0.01): return _op_leaky_relu.call(self._ks, self, negative_slope)
 _op_leaky_relu_ = _D.define('leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)')
-
-def leaky_relu_(self, negative_slope=0.01):
-    return _op_leaky_relu_.call(self._ks, self, negative_slope)
-
+def leaky_relu_(self, negative_slope=0.01): return _op_leaky_relu_.call(self._ks, self, negative_slope)
 _op_leaky_relu_backward = _D.define('leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor')
-
-def leaky_relu_backward(grad_output, self, negative_slope, self_is_result):
-    return _op_leaky_relu_backward.call(grad_output._ks | self._ks, grad_output, self, negative_slope, self_is_result)
-
+def leaky_relu_backward(grad_output, self, negative_slope, self_is_result): return _op_leaky_relu_backward.call(grad_output._ks | self._ks, grad_output, self, negative_slope, self_is_result)
 _op_elu = _D.define('elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor')
-
-def elu(self, alpha=1, scale=1, input_scale=1):
-    return _op_elu.call(self._ks, self, alpha, scale, input_scale)
-
+def elu(self, alpha=1, scale=1, input_scale=1): return _op_elu.call(self._ks, self, alpha, scale, input_scale)
 _op_elu_ = _D.define('elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)')
-
-def elu_(self, alpha=1, scale=1, input_scale=1):
-    return _op_elu_.call(self._ks, self, alpha, scale, input_scale)
-
+def elu_(self, alpha=1, scale=1, input_scale=1): return _op_elu_.call(self._ks, self, alpha, scale, input_scale)
 _op_elu_backward = _D.define('elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result) -> Tensor')
-
-def elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result):
-    return _op_elu_backward.call(grad_output._ks | self_or_result._ks, grad_output, alpha, scale, input_scale, is_result, self_or_result)
-
+def elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result): return _op_elu_backward.call(grad_output._ks | self_or_result._ks, grad_output, alpha, scale, input_scale, is_result, self_or_result)
 _op_hardtanh = _D.define('hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor')
-
-def hardtanh(self, min_val=-1, max_val=1):
-    return _op_hardtanh.call(self._ks, self, min_val, max_val)
-
+def hardtanh(self, min_val=-1, max_val=1): return _op_hardtanh.call(self._ks, self, min_val, max_val)
 _op_hardtanh_ = _D.define('hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)')
-
-def hardtanh_(self, min_val=-1, max_val=1):
-    return _op_hardtanh_.call(self._ks, self, min_val, max_val)
-
+def hardtanh_(self, min_val=-1, max_val=1): return _op_hardtanh_.call(self._ks, self, min_val, max_val)
 _op_hardtanh_backward = _D.define('hardtanh_backward(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val) -> Tensor')
-
-def hardtanh_backward(grad_output, self, min_val, max_val):
-    return _op_hardtanh_backward.call(grad_output._ks | self._ks, grad_output, self, min_val, max_val)
-
+def hardtanh_backward(grad_output, self, min_val, max_val): return _op_hardtanh_backward.call(grad_output._ks | self._ks, grad_output, self, min_val, max_val)
 _op_softplus = _D.define('softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor')
-
-def softplus(self, beta=1, threshold=20):
-    return _op_softplus.call(self._ks, self, beta, threshold)
-
+def softplus(self, beta=1, threshold=20): return _op_softplus.call(self._ks, self, beta, threshold)
 _op_softplus_backward = _D.define('softplus_backward(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold) -> Tensor')
-
-def softplus_backward(grad_output, self, beta, threshold):
-    return _op_softplus_backward.call(grad_output._ks | self._ks, grad_output, self, beta, threshold)
-
+def softplus_backward(grad_output, self, beta, threshold): return _op_softplus_backward.call(grad_output._ks | self._ks, grad_output, self, beta, threshold)
 _op_glu = _D.define('glu(Tensor self, int dim=-1) -> Tensor')
-
-def glu(self, dim=-1):
-    return _op_glu.call(self._ks, self, dim)
-
+def glu(self, dim=-1): return _op_glu.call(self._ks, self, dim)
 _op_glu_backward = _D.define('glu_backward(Tensor grad_output, Tensor self, int dim) -> Tensor')
-
-def glu_backward(grad_output, self, dim):
-    return _op_glu_backward.call(grad_output._ks | self._ks, grad_output, self, dim)
-
+def glu_backward(grad_output, self, dim): return _op_glu_backward.call(grad_output._ks | self._ks, grad_output, self, dim)
 _op_celu = _D.define('celu(Tensor self, Scalar alpha=1.0) -> Tensor')
-
-def celu(self, alpha=1.0):
-    return _op_celu.call(self._ks, self, alpha)
-
+def celu(self, alpha=1.0): return _op_celu.call(self._ks, self, alpha)
 _op_celu_ = _D.define('celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)')
-
-def celu_(self, alpha=1.0):
-    return _op_celu_.call(self._ks, self, alpha)
-
+def celu_(self, alpha=1.0): return _op_celu_.call(self._ks, self, alpha)
 _op_log_sigmoid = _D.define('log_sigmoid(Tensor self) -> Tensor')
-
-def log_sigmoid(self):
-    return _op_log_sigmoid.call(self._ks, self)
-
+def log_sigmoid(self): return _op_log_sigmoid.call(self._ks, self)
 _op_log_sigmoid_forward = _D.define('log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)')
-
-def log_sigmoid_forward(self):
-    return _op_log_sigmoid_forward.call(self._ks, self)
-
+def log_sigmoid_forward(self): return _op_log_sigmoid_forward.call(self._ks, self)
 _op_log_sigmoid_backward = _D.define('log_sigmoid_backward(Tensor grad_output, Tensor self, Tensor buffer) -> Tensor')
-
-def log_sigmoid_backward(grad_output, self, buffer):
-    return _op_log_sigmoid_backward.call(grad_output._ks | self._ks | buffer._ks, grad_output, self, buffer)
-
+def log_sigmoid_backward(grad_output, self, buffer): return _op_log_sigmoid_backward.call(grad_output._ks | self._ks | buffer._ks, grad_output, self, buffer)
 _op_threshold = _D.define('threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor')
-
-def threshold(self, threshold, value):
-    return _op_threshold.call(self._ks, self, threshold, value)
-
+def threshold(self, threshold, value): return _op_threshold.call(self._ks, self, threshold, value)
 _op_threshold_ = _D.define('threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)')
-
-def threshold_(self, threshold, value):
-    return _op_threshold_.call(self._ks, self, threshold, value)
-
+def threshold_(self, threshold, value): return _op_threshold_.call(self._ks, self, threshold, value)
 _op_threshold_backward = _D.define('threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor')
-
-def threshold_backward(grad_output, self, threshold):
-    return _op_threshold_backward.call(grad_output._ks | self._ks, grad_output, self, threshold)
-
+def threshold_backward(grad_output, self, threshold): return _op_threshold_backward.call(grad_output._ks | self._ks, grad_output, self, threshold)
 _op_softshrink = _D.define('softshrink(Tensor self, Scalar lambd=0.5) -> Tensor')
-
-def softshrink(self, lambd=0.5):
-    return _op_softshrink.call(self._ks, self, lambd)
-
+def softshrink(self, lambd=0.5): return _op_softshrink.call(self._ks, self, lambd)
 _op_softshrink_backward = _D.define('softshrink_backward(Tensor grad_output, Tensor self, Scalar lambd) -> Tensor')
-
-def softshrink_backward(grad_output, self, lambd):
-    return _op_softshrink_backward.call(grad_output._ks | self._ks, grad_output, self, lambd)
-
+def softshrink_backward(grad_output, self, lambd): return _op_softshrink_backward.call(grad_output._ks | self._ks, grad_output, self, lambd)
 _op_hardshrink = _D.define('hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor')
-
-def hardshrink(self, lambd=0.5):
-    return _op_hardshrink.call(self._ks, self, lambd)
-
+def hardshrink(self, lambd=0.5): return _op_hardshrink.call(self._ks, self, lambd)
 _op_hardshrink_backward = _D.define('hardshrink_backward(Tensor grad_out, Tensor self, Scalar lambd) -> Tensor')
-
-def hardshrink_backward(grad_out, self, lambd):
-    return _op_hardshrink_backward.call(grad_out._ks | self._ks, grad_out, self, lambd)
-
+def hardshrink_backward(grad_out, self, lambd): return _op_hardshrink_backward.call(grad_out._ks | self._ks, grad_out, self, lambd)
 _op_pixel_shuffle = _D.define('pixel_shuffle(Tensor self, int upscale_factor) -> Tensor')
-
-def pixel_shuffle(self, upscale_factor):
-    return _op_pixel_shuffle.call(self._ks, self, upscale_factor)
-
+def pixel_shuffle(self, upscale_factor): return _op_pixel_shuffle.call(self._ks, self, upscale_factor)
 _op_pixel_unshuffle = _D.define('pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor')
-
-def pixel_unshuffle(self, downscale_factor):
-    return _op_pixel_unshuffle.call(self._ks, self, downscale_factor)
-
+def pixel_unshuffle(self, downscale_factor): return _op_pixel_unshuffle.call(self._ks, self, downscale_factor)
 _op_rms_norm = _D.define('rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor')
-
-def rms_norm(input, normalized_shape, weight=None, eps=None):
-    return _op_rms_norm.call(input._ks | _ks_opt(weight), input, normalized_shape, weight, eps)
-
+def rms_norm(input, normalized_shape, weight=None, eps=None): return _op_rms_norm.call(input._ks | _ks_opt(weight), input, normalized_shape, weight, eps)
 _op_instance_norm = _D.define('instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor')
-
-def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled):
-    return _op_instance_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias) | _ks_opt(running_mean) | _ks_opt(running_var), input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled)
-
+def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled): return _op_instance_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias) | _ks_opt(running_mean) | _ks_opt(running_var), input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled)
 _op_channel_shuffle = _D.define('channel_shuffle(Tensor self, SymInt groups) -> Tensor')
-
-def channel_shuffle(self, groups):
-    return _op_channel_shuffle.call(self._ks, self, groups)
-
+def channel_shuffle(self, groups): return _op_channel_shuffle.call(self._ks, self, groups)
 _op_native_channel_shuffle = _D.define('native_channel_shuffle(Tensor self, SymInt groups) -> Tensor')
-
-def native_channel_shuffle(self, groups):
-    return _op_native_channel_shuffle.call(self._ks, self, groups)
-
+def native_channel_shuffle(self, groups): return _op_native_channel_shuffle.call(self._ks, self, groups)
 _op_prelu = _D.define('prelu(Tensor self, Tensor weight) -> Tensor')
-
-def prelu(self, weight):
-    return _op_prelu.call(self._ks | weight._ks, self, weight)
-
+def prelu(self, weight): return _op_prelu.call(self._ks | weight._ks, self, weight)
 _op__prelu_kernel = _D.define('_prelu_kernel(Tensor self, Tensor weight) -> Tensor')
-
-def _prelu_kernel(self, weight):
-    return _op__prelu_kernel.call(self._ks | weight._ks, self, weight)
-
+def _prelu_kernel(self, weight): return _op__prelu_kernel.call(self._ks | weight._ks, self, weight)
 _op__prelu_kernel_backward = _D.define('_prelu_kernel_backward(Tensor grad_output, Tensor self, Tensor weight) -> (Tensor, Tensor)')
-
-def _prelu_kernel_backward(grad_output, self, weight):
-    return _op__prelu_kernel_backward.call(grad_output._ks | self._ks | weight._ks, grad_output, self, weight)
-
+def _prelu_kernel_backward(grad_output, self, weight): return _op__prelu_kernel_backward.call(grad_output._ks | self._ks | weight._ks, grad_output, self, weight)
 _op_rrelu = _D.define('rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.3333333333333333, bool training=False, Generator? generator=None) -> Tensor')
-
-def rrelu(self, lower=0.125, upper=0.3333333333333333, training=False, generator=None):
-    return _op_rrelu.call(self._ks, self, lower, upper, training, generator)
-
+def rrelu(self, lower=0.125, upper=0.3333333333333333, training=False, generator=None): return _op_rrelu.call(self._ks, self, lower, upper, training, generator)
 _op_rrelu_ = _D.define('rrelu_(Tensor(a!) self, Scalar lower=0.125, Scalar upper=0.3333333333333333, bool training=False, Generator? generator=None) -> Tensor(a!)')
-
-def rrelu_(self, lower=0.125, upper=0.3333333333333333, training=False, generator=None):
-    return _op_rrelu_.call(self._ks, self, lower, upper, training, generator)
-
+def rrelu_(self, lower=0.125, upper=0.3333333333333333, training=False, generator=None): return _op_rrelu_.call(self._ks, self, lower, upper, training, generator)
 _op_rrelu_with_noise = _D.define('rrelu_with_noise(Tensor self, Tensor(b!) noise, Scalar lower=0.125, Scalar upper=0.3333333333333333, bool training=False, Generator? generator=None) -> Tensor')
-
-def rrelu_with_noise(self, noise, lower=0.125, upper=0.3333333333333333, training=False, generator=None):
-    return _op_rrelu_with_noise.call(self._ks | noise._ks, self, noise, lower, upper, training, generator)
-
+def rrelu_with_noise(self, noise, lower=0.125, upper=0.3333333333333333, training=False, generator=None): return _op_rrelu_with_noise.call(self._ks | noise._ks, self, noise, lower, upper, training, generator)
 _op_rrelu_with_noise_ = _D.define('rrelu_with_noise_(Tensor(a!) self, Tensor(b!) noise, Scalar lower=0.125, Scalar upper=0.3333333333333333, bool training=False, Generator? generator=None) -> Tensor(a!)')
-
-def rrelu_with_noise_(self, noise, lower=0.125, upper=0.3333333333333333, training=False, generator=None):
-    return _op_rrelu_with_noise_.call(self._ks | noise._ks, self, noise, lower, upper, training, generator)
-
+def rrelu_with_noise_(self, noise, lower=0.125, upper=0.3333333333333333, training=False, generator=None): return _op_rrelu_with_noise_.call(self._ks | noise._ks, self, noise, lower, upper, training, generator)
 _op_rrelu_with_noise_backward = _D.define('rrelu_with_noise_backward(Tensor grad_output, Tensor self, Tensor noise, Scalar lower, Scalar upper, bool training, bool self_is_result) -> Tensor')
-
-def rrelu_with_noise_backward(grad_output, self, noise, lower, upper, training, self_is_result):
-    return _op_rrelu_with_noise_backward.call(grad_output._ks | self._ks | noise._ks, grad_output, self, noise, lower, upper, training, self_is_result)
-
+def rrelu_with_noise_backward(grad_output, self, noise, lower, upper, training, self_is_result): return _op_rrelu_with_noise_backward.call(grad_output._ks | self._ks | noise._ks, grad_output, self, noise, lower, upper, training, self_is_result)
 _op_dropout_ = _D.define('dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)')
-
-def dropout_(self, p, train):
-    return _op_dropout_.call(self._ks, self, p, train)
-
+def dropout_(self, p, train): return _op_dropout_.call(self._ks, self, p, train)
 _op_feature_dropout = _D.define('feature_dropout(Tensor input, float p, bool train) -> Tensor')
-
-def feature_dropout(input, p, train):
-    return _op_feature_dropout.call(input._ks, input, p, train)
-
+def feature_dropout(input, p, train): return _op_feature_dropout.call(input._ks, input, p, train)
 _op_feature_dropout_ = _D.define('feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)')
-
-def feature_dropout_(self, p, train):
-    return _op_feature_dropout_.call(self._ks, self, p, train)
-
+def feature_dropout_(self, p, train): return _op_feature_dropout_.call(self._ks, self, p, train)
 _op_alpha_dropout = _D.define('alpha_dropout(Tensor input, float p, bool train) -> Tensor')
-
-def alpha_dropout(input, p, train):
-    return _op_alpha_dropout.call(input._ks, input, p, train)
-
+def alpha_dropout(input, p, train): return _op_alpha_dropout.call(input._ks, input, p, train)
 _op_alpha_dropout_ = _D.define('alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)')
-
-def alpha_dropout_(self, p, train):
-    return _op_alpha_dropout_.call(self._ks, self, p, train)
-
+def alpha_dropout_(self, p, train): return _op_alpha_dropout_.call(self._ks, self, p, train)
 _op_feature_alpha_dropout = _D.define('feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor')
-
-def feature_alpha_dropout(input, p, train):
-    return _op_feature_alpha_dropout.call(input._ks, input, p, train)
-
+def feature_alpha_dropout(input, p, train): return _op_feature_alpha_dropout.call(input._ks, input, p, train)
 _op_feature_alpha_dropout_ = _D.define('feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)')
-
-def feature_alpha_dropout_(self, p, train):
-    return _op_feature_alpha_dropout_.call(self._ks, self, p, train)
-
+def feature_alpha_dropout_(self, p, train): return _op_feature_alpha_dropout_.call(self._ks, self, p, train)
 _op_native_dropout = _D.define('native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)')
-
-def native_dropout(input, p, train):
-    return _op_native_dropout.call(input._ks, input, p, train)
-
+def native_dropout(input, p, train): return _op_native_dropout.call(input._ks, input, p, train)
 _op_native_dropout_backward = _D.define('native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor')
-
-def native_dropout_backward(grad_output, mask, scale):
-    return _op_native_dropout_backward.call(grad_output._ks | mask._ks, grad_output, mask, scale)
-
+def native_dropout_backward(grad_output, mask, scale): return _op_native_dropout_backward.call(grad_output._ks | mask._ks, grad_output, mask, scale)
 _op__safe_softmax = _D.define('_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor')
-
-def _safe_softmax(self, dim, dtype=None):
-    return _op__safe_softmax.call(self._ks, self, dim, dtype)
-
+def _safe_softmax(self, dim, dtype=None): return _op__safe_softmax.call(self._ks, self, dim, dtype)
 _op_scaled_dot_product_attention = _D.define('scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor')
-
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False):
-    return _op_scaled_dot_product_attention.call(query._ks | key._ks | value._ks | _ks_opt(attn_mask), query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False): return _op_scaled_dot_product_attention.call(query._ks | key._ks | value._ks | _ks_opt(attn_mask), query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 _op__scaled_dot_product_flash_attention_for_cpu = _D.define('_scaled_dot_product_flash_attention_for_cpu(Tensor query, Tensor key, Tensor value, float dropout_p=0.0, bool is_causal=False, *, Tensor? attn_mask=None, float? scale=None) -> (Tensor output, Tensor logsumexp)')
-
-def _scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
-    return _op__scaled_dot_product_flash_attention_for_cpu.call(query._ks | key._ks | value._ks | _ks_opt(attn_mask), query, key, value, dropout_p, is_causal, attn_mask, scale)
-
+def _scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None): return _op__scaled_dot_product_flash_attention_for_cpu.call(query._ks | key._ks | value._ks | _ks_opt(attn_mask), query, key, value, dropout_p, is_causal, attn_mask, scale)
 _op__scaled_dot_product_flash_attention_for_cpu_backward = _D.define('_scaled_dot_product_flash_attention_for_cpu_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, Tensor out, Tensor logsumexp, float dropout_p, bool is_causal, *, Tensor? attn_mask=None, float? scale=None) -> (Tensor grad_query, Tensor grad_key, Tensor grad_value)')
-
-def _scaled_dot_product_flash_attention_for_cpu_backward(grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, *, attn_mask=None, scale=None):
-    return _op__scaled_dot_product_flash_attention_for_cpu_backward.call(grad_out._ks | query._ks | key._ks | value._ks | out._ks | logsumexp._ks | _ks_opt(attn_mask), grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, attn_mask, scale)
-
+def _scaled_dot_product_flash_attention_for_cpu_backward(grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, *, attn_mask=None, scale=None): return _op__scaled_dot_product_flash_attention_for_cpu_backward.call(grad_out._ks | query._ks | key._ks | value._ks | out._ks | logsumexp._ks | _ks_opt(attn_mask), grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, attn_mask, scale)
 _op__scaled_dot_product_attention_math = _D.define('_scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, Tensor? dropout_mask=None, *, float? scale=None, bool enable_gqa=False) -> (Tensor, Tensor)')
-
-def _scaled_dot_product_attention_math(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, dropout_mask=None, *, scale=None, enable_gqa=False):
-    return _op__scaled_dot_product_attention_math.call(query._ks | key._ks | value._ks | _ks_opt(attn_mask) | _ks_opt(dropout_mask), query, key, value, attn_mask, dropout_p, is_causal, dropout_mask, scale, enable_gqa)
-
+def _scaled_dot_product_attention_math(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, dropout_mask=None, *, scale=None, enable_gqa=False): return _op__scaled_dot_product_attention_math.call(query._ks | key._ks | value._ks | _ks_opt(attn_mask) | _ks_opt(dropout_mask), query, key, value, attn_mask, dropout_p, is_causal, dropout_mask, scale, enable_gqa)
 _op_pad = _D.define('pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor')
-
-def pad(self, pad, mode='constant', value=None):
-    return _op_pad.call(self._ks, self, pad, mode, value)
-
+def pad(self, pad, mode='constant', value=None): return _op_pad.call(self._ks, self, pad, mode, value)
 _op__pad_circular = _D.define('_pad_circular(Tensor self, SymInt[] pad) -> Tensor')
-
-def _pad_circular(self, pad):
-    return _op__pad_circular.call(self._ks, self, pad)
-
+def _pad_circular(self, pad): return _op__pad_circular.call(self._ks, self, pad)
 _op_reflection_pad1d = _D.define('reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor')
-
-def reflection_pad1d(self, padding):
-    return _op_reflection_pad1d.call(self._ks, self, padding)
-
+def reflection_pad1d(self, padding): return _op_reflection_pad1d.call(self._ks, self, padding)
 _op_reflection_pad1d_backward = _D.define('reflection_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor')
-
-def reflection_pad1d_backward(grad_output, self, padding):
-    return _op_reflection_pad1d_backward.call(grad_output._ks | self._ks, grad_output, self, padding)
-
+def reflection_pad1d_backward(grad_output, self, padding): return _op_reflection_pad1d_backward.call(grad_output._ks | self._ks, grad_output, self, padding)
 _op_reflection_pad2d = _D.define('reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor')
-
-def reflection_pad2d(self, padding):
-    return _op_reflection_pad2d.call(self._ks, self, padding)
-
+def reflection_pad2d(self, padding): return _op_reflection_pad2d.call(self._ks, self, padding)
 _op_reflection_pad2d_backward = _D.define('reflection_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor')
-
-def reflection_pad2d_backward(grad_output, self, padding):
-    return _op_reflection_pad2d_backward.call(grad_output._ks | self._ks, grad_output, self, padding)
-
+def reflection_pad2d_backward(grad_output, self, padding): return _op_reflection_pad2d_backward.call(grad_output._ks | self._ks, grad_output, self, padding)
 _op_reflection_pad3d = _D.define('reflection_pad3d(Tensor self, SymInt[6] padding) -> Tensor')
-
-def reflection_pad3d(self, padding):
-    return _op_reflection_pad3d.call(self._ks, self, padding)
-
+def reflection_pad3d(self, padding): return _op_reflection_pad3d.call(self._ks, self, padding)
 _op_reflection_pad3d_backward = _D.define('reflection_pad3d_backward(Tensor grad_output, Tensor self, SymInt[6] padding) -> Tensor')
-
-def reflection_pad3d_backward(grad_output, self, padding):
-    return _op_reflection_pad3d_backward.call(grad_output._ks | self._ks, grad_output, self, padding)
-
+def reflection_pad3d_backward(grad_output, self, padding): return _op_reflection_pad3d_backward.call(grad_output._ks | self._ks, grad_output, self, padding)
 _op_replication_pad1d = _D.define('replication_pad1d(Tensor self, SymInt[2] padding) -> Tensor')
-
-def replication_pad1d(self, padding):
-    return _op_replication_pad1d.call(self._ks, self, padding)
-
+def replication_pad1d(self, padding): return _op_replication_pad1d.call(self._ks, self, padding)
 _op_replication_pad1d_backward = _D.define('replication_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor')
-
-def replication_pad1d_backward(grad_output, self, padding):
-    return _op_replication_pad1d_backward.call(grad_output._ks | self._ks, grad_output, self, padding)
-
+def replication_pad1d_backward(grad_output, self, padding): return _op_replication_pad1d_backward.call(grad_output._ks | self._ks, grad_output, self, padding)
 _op_replication_pad2d = _D.define('replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor')
-
-def replication_pad2d(self, padding):
-    return _op_replication_pad2d.call(self._ks, self, padding)
-
+def replication_pad2d(self, padding): return _op_replication_pad2d.call(self._ks, self, padding)
 _op_replication_pad2d_backward = _D.define('replication_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor')
-
-def replication_pad2d_backward(grad_output, self, padding):
-    return _op_replication_pad2d_backward.call(grad_output._ks | self._ks, grad_output, self, padding)
-
+def replication_pad2d_backward(grad_output, self, padding): return _op_replication_pad2d_backward.call(grad_output._ks | self._ks, grad_output, self, padding)
 _op_replication_pad3d = _D.define('replication_pad3d(Tensor self, SymInt[6] padding) -> Tensor')
-
-def replication_pad3d(self, padding):
-    return _op_replication_pad3d.call(self._ks, self, padding)
-
+def replication_pad3d(self, padding): return _op_replication_pad3d.call(self._ks, self, padding)
 _op_replication_pad3d_backward = _D.define('replication_pad3d_backward(Tensor grad_output, Tensor self, SymInt[6] padding) -> Tensor')
-
-def replication_pad3d_backward(grad_output, self, padding):
-    return _op_replication_pad3d_backward.call(grad_output._ks | self._ks, grad_output, self, padding)
-
+def replication_pad3d_backward(grad_output, self, padding): return _op_replication_pad3d_backward.call(grad_output._ks | self._ks, grad_output, self, padding)
 _op_max_unpool2d = _D.define('max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor')
-
-def max_unpool2d(self, indices, output_size):
-    return _op_max_unpool2d.call(self._ks | indices._ks, self, indices, output_size)
-
+def max_unpool2d(self, indices, output_size): return _op_max_unpool2d.call(self._ks | indices._ks, self, indices, output_size)
 _op_max_unpool3d = _D.define('max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor')
-
-def max_unpool3d(self, indices, output_size, stride, padding):
-    return _op_max_unpool3d.call(self._ks | indices._ks, self, indices, output_size, stride, padding)
-
+def max_unpool3d(self, indices, output_size, stride, padding): return _op_max_unpool3d.call(self._ks | indices._ks, self, indices, output_size, stride, padding)
 _op_one_hot = _D.define('one_hot(Tensor self, int num_classes=-1) -> Tensor')
-
-def one_hot(self, num_classes=-1):
-    return _op_one_hot.call(self._ks, self, num_classes)
-
+def one_hot(self, num_classes=-1): return _op_one_hot.call(self._ks, self, num_classes)
 _op_embedding_renorm_ = _D.define('embedding_renorm_(Tensor(a!) self, Tensor indices, float max_norm, float norm_type) -> Tensor(a!)')
-
-def embedding_renorm_(self, indices, max_norm, norm_type):
-    return _op_embedding_renorm_.call(self._ks | indices._ks, self, indices, max_norm, norm_type)
-
+def embedding_renorm_(self, indices, max_norm, norm_type): return _op_embedding_renorm_.call(self._ks | indices._ks, self, indices, max_norm, norm_type)
 _op_group_norm = _D.define('group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor')
-
-def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True):
-    return _op_group_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, num_groups, weight, bias, eps, cudnn_enabled)
-
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True): return _op_group_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, num_groups, weight, bias, eps, cudnn_enabled)
 _op_native_group_norm = _D.define('native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)')
-
-def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
-    return _op_native_group_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, weight, bias, N, C, HxW, group, eps)
-
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps): return _op_native_group_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, weight, bias, N, C, HxW, group, eps)
 _op_native_group_norm_backward = _D.define('native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask) -> (Tensor, Tensor, Tensor)')
-
-def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):
-    return _op_native_group_norm_backward.call(grad_out._ks | input._ks | mean._ks | rstd._ks | _ks_opt(weight), grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask)
-
+def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask): return _op_native_group_norm_backward.call(grad_out._ks | input._ks | mean._ks | rstd._ks | _ks_opt(weight), grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask)
 _op_view_as_real = _D.define('view_as_real(Tensor(a) self) -> Tensor(a)')
-
-def view_as_real(self):
-    return _op_view_as_real.call(self._ks, self)
-
+def view_as_real(self): return _op_view_as_real.call(self._ks, self)
 _op_view_as_complex = _D.define('view_as_complex(Tensor(a) self) -> Tensor(a)')
-
-def view_as_complex(self):
-    return _op_view_as_complex.call(self._ks, self)
-
+def view_as_complex(self): return _op_view_as_complex.call(self._ks, self)
 _op_real = _D.define('real(Tensor(a) self) -> Tensor(a)')
-
-def real(self):
-    return _op_real.call(self._ks, self)
-
+def real(self): return _op_real.call(self._ks, self)
 _op_imag = _D.define('imag(Tensor(a) self) -> Tensor(a)')
-
-def imag(self):
-    return _op_imag.call(self._ks, self)
-
+def imag(self): return _op_imag.call(self._ks, self)
 _op_isreal = _D.define('isreal(Tensor self) -> Tensor')
-
-def isreal(self):
-    return _op_isreal.call(self._ks, self)
-
+def isreal(self): return _op_isreal.call(self._ks, self)
 _op_angle = _D.define('angle(Tensor self) -> Tensor')
-
-def angle(self):
-    return _op_angle.call(self._ks, self)
-
+def angle(self): return _op_angle.call(self._ks, self)
 _op_angle_out = _D.define('angle.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def angle_out(self, *, out):
-    return _op_angle_out.call(self._ks | _ks_out(out), self, out)
-
+def angle_out(self, *, out): return _op_angle_out.call(self._ks | _ks_out(out), self, out)
 _op_complex = _D.define('complex(Tensor real, Tensor imag) -> Tensor')
-
-def complex(real, imag):
-    return _op_complex.call(real._ks | imag._ks, real, imag)
-
+def complex(real, imag): return _op_complex.call(real._ks | imag._ks, real, imag)
 _op_complex_out = _D.define('complex.out(Tensor real, Tensor imag, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def complex_out(real, imag, *, out):
-    return _op_complex_out.call(real._ks | imag._ks | _ks_out(out), real, imag, out)
-
+def complex_out(real, imag, *, out): return _op_complex_out.call(real._ks | imag._ks | _ks_out(out), real, imag, out)
 _op_polar = _D.define('polar(Tensor abs, Tensor angle) -> Tensor')
-
-def polar(abs, angle):
-    return _op_polar.call(abs._ks | angle._ks, abs, angle)
-
+def polar(abs, angle): return _op_polar.call(abs._ks | angle._ks, abs, angle)
 _op_polar_out = _D.define('polar.out(Tensor abs, Tensor angle, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def polar_out(abs, angle, *, out):
-    return _op_polar_out.call(abs._ks | angle._ks | _ks_out(out), abs, angle, out)
-
+def polar_out(abs, angle, *, out): return _op_polar_out.call(abs._ks | angle._ks | _ks_out(out), abs, angle, out)
 _op__fft_r2c = _D.define('_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor')
-
-def _fft_r2c(self, dim, normalization, onesided):
-    return _op__fft_r2c.call(self._ks, self, dim, normalization, onesided)
-
+def _fft_r2c(self, dim, normalization, onesided): return _op__fft_r2c.call(self._ks, self, dim, normalization, onesided)
 _op__fft_r2c_out = _D.define('_fft_r2c.out(Tensor self, int[] dim, int normalization, bool onesided, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def _fft_r2c_out(self, dim, normalization, onesided, *, out):
-    return _op__fft_r2c_out.call(self._ks | _ks_out(out), self, dim, normalization, onesided, out)
-
+def _fft_r2c_out(self, dim, normalization, onesided, *, out): return _op__fft_r2c_out.call(self._ks | _ks_out(out), self, dim, normalization, onesided, out)
 _op__fft_c2r = _D.define('_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor')
-
-def _fft_c2r(self, dim, normalization, last_dim_size):
-    return _op__fft_c2r.call(self._ks, self, dim, normalization, last_dim_size)
-
+def _fft_c2r(self, dim, normalization, last_dim_size): return _op__fft_c2r.call(self._ks, self, dim, normalization, last_dim_size)
 _op__fft_c2r_out = _D.define('_fft_c2r.out(Tensor self, int[] dim, int normalization, SymInt last_dim_size, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def _fft_c2r_out(self, dim, normalization, last_dim_size, *, out):
-    return _op__fft_c2r_out.call(self._ks | _ks_out(out), self, dim, normalization, last_dim_size, out)
-
+def _fft_c2r_out(self, dim, normalization, last_dim_size, *, out): return _op__fft_c2r_out.call(self._ks | _ks_out(out), self, dim, normalization, last_dim_size, out)
 _op__fft_c2c = _D.define('_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor')
-
-def _fft_c2c(self, dim, normalization, forward):
-    return _op__fft_c2c.call(self._ks, self, dim, normalization, forward)
-
+def _fft_c2c(self, dim, normalization, forward): return _op__fft_c2c.call(self._ks, self, dim, normalization, forward)
 _op__fft_c2c_out = _D.define('_fft_c2c.out(Tensor self, SymInt[] dim, int normalization, bool forward, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def _fft_c2c_out(self, dim, normalization, forward, *, out):
-    return _op__fft_c2c_out.call(self._ks | _ks_out(out), self, dim, normalization, forward, out)
-
+def _fft_c2c_out(self, dim, normalization, forward, *, out): return _op__fft_c2c_out.call(self._ks | _ks_out(out), self, dim, normalization, forward, out)
 _op_fft_fft = _D.define('fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor')
-
-def fft_fft(self, n=None, dim=-1, norm=None):
-    return _op_fft_fft.call(self._ks, self, n, dim, norm)
-
+def fft_fft(self, n=None, dim=-1, norm=None): return _op_fft_fft.call(self._ks, self, n, dim, norm)
 _op_fft_fft_out = _D.define('fft_fft.out(Tensor self, SymInt? n=None, int dim=-1, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def fft_fft_out(self, n=None, dim=-1, norm=None, *, out):
-    return _op_fft_fft_out.call(self._ks | _ks_out(out), self, n, dim, norm, out)
-
+def fft_fft_out(self, n=None, dim=-1, norm=None, *, out): return _op_fft_fft_out.call(self._ks | _ks_out(out), self, n, dim, norm, out)
 _op_fft_ifft = _D.define('fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor')
-
-def fft_ifft(self, n=None, dim=-1, norm=None):
-    return _op_fft_ifft.call(self._ks, self, n, dim, norm)
-
+def fft_ifft(self, n=None, dim=-1, norm=None): return _op_fft_ifft.call(self._ks, self, n, dim, norm)
 _op_fft_ifft_out = _D.define('fft_ifft.out(Tensor self, SymInt? n=None, int dim=-1, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def fft_ifft_out(self, n=None, dim=-1, norm=None, *, out):
-    return _op_fft_ifft_out.call(self._ks | _ks_out(out), self, n, dim, norm, out)
-
+def fft_ifft_out(self, n=None, dim=-1, norm=None, *, out): return _op_fft_ifft_out.call(self._ks | _ks_out(out), self, n, dim, norm, out)
 _op_fft_rfft = _D.define('fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor')
-
-def fft_rfft(self, n=None, dim=-1, norm=None):
-    return _op_fft_rfft.call(self._ks, self, n, dim, norm)
-
+def fft_rfft(self, n=None, dim=-1, norm=None): return _op_fft_rfft.call(self._ks, self, n, dim, norm)
 _op_fft_rfft_out = _D.define('fft_rfft.out(Tensor self, SymInt? n=None, int dim=-1, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def fft_rfft_out(self, n=None, dim=-1, norm=None, *, out):
-    return _op_fft_rfft_out.call(self._ks | _ks_out(out), self, n, dim, norm, out)
-
+def fft_rfft_out(self, n=None, dim=-1, norm=None, *, out): return _op_fft_rfft_out.call(self._ks | _ks_out(out), self, n, dim, norm, out)
 _op_fft_irfft = _D.define('fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor')
-
-def fft_irfft(self, n=None, dim=-1, norm=None):
-    return _op_fft_irfft.call(self._ks, self, n, dim, norm)
-
+def fft_irfft(self, n=None, dim=-1, norm=None): return _op_fft_irfft.call(self._ks, self, n, dim, norm)
 _op_fft_irfft_out = _D.define('fft_irfft.out(Tensor self, SymInt? n=None, int dim=-1, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def fft_irfft_out(self, n=None, dim=-1, norm=None, *, out):
-    return _op_fft_irfft_out.call(self._ks | _ks_out(out), self, n, dim, norm, out)
-
+def fft_irfft_out(self, n=None, dim=-1, norm=None, *, out): return _op_fft_irfft_out.call(self._ks | _ks_out(out), self, n, dim, norm, out)
 _op_fft_hfft = _D.define('fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor')
-
-def fft_hfft(self, n=None, dim=-1, norm=None):
-    return _op_fft_hfft.call(self._ks, self, n, dim, norm)
-
+def fft_hfft(self, n=None, dim=-1, norm=None): return _op_fft_hfft.call(self._ks, self, n, dim, norm)
 _op_fft_hfft_out = _D.define('fft_hfft.out(Tensor self, SymInt? n=None, int dim=-1, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def fft_hfft_out(self, n=None, dim=-1, norm=None, *, out):
-    return _op_fft_hfft_out.call(self._ks | _ks_out(out), self, n, dim, norm, out)
-
+def fft_hfft_out(self, n=None, dim=-1, norm=None, *, out): return _op_fft_hfft_out.call(self._ks | _ks_out(out), self, n, dim, norm, out)
 _op_fft_ihfft = _D.define('fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor')
-
-def fft_ihfft(self, n=None, dim=-1, norm=None):
-    return _op_fft_ihfft.call(self._ks, self, n, dim, norm)
-
+def fft_ihfft(self, n=None, dim=-1, norm=None): return _op_fft_ihfft.call(self._ks, self, n, dim, norm)
 _op_fft_ihfft_out = _D.define('fft_ihfft.out(Tensor self, SymInt? n=None, int dim=-1, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def fft_ihfft_out(self, n=None, dim=-1, norm=None, *, out):
-    return _op_fft_ihfft_out.call(self._ks | _ks_out(out), self, n, dim, norm, out)
-
+def fft_ihfft_out(self, n=None, dim=-1, norm=None, *, out): return _op_fft_ihfft_out.call(self._ks | _ks_out(out), self, n, dim, norm, out)
 _op_fft_fft2 = _D.define('fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor')
-
-def fft_fft2(self, s=None, dim=(-2,-1), norm=None):
-    return _op_fft_fft2.call(self._ks, self, s, dim, norm)
-
+def fft_fft2(self, s=None, dim=(-2,-1), norm=None): return _op_fft_fft2.call(self._ks, self, s, dim, norm)
 _op_fft_fft2_out = _D.define('fft_fft2.out(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def fft_fft2_out(self, s=None, dim=(-2,-1), norm=None, *, out):
-    return _op_fft_fft2_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
-
+def fft_fft2_out(self, s=None, dim=(-2,-1), norm=None, *, out): return _op_fft_fft2_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
 _op_fft_ifft2 = _D.define('fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor')
-
-def fft_ifft2(self, s=None, dim=(-2,-1), norm=None):
-    return _op_fft_ifft2.call(self._ks, self, s, dim, norm)
-
+def fft_ifft2(self, s=None, dim=(-2,-1), norm=None): return _op_fft_ifft2.call(self._ks, self, s, dim, norm)
 _op_fft_ifft2_out = _D.define('fft_ifft2.out(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def fft_ifft2_out(self, s=None, dim=(-2,-1), norm=None, *, out):
-    return _op_fft_ifft2_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
-
+def fft_ifft2_out(self, s=None, dim=(-2,-1), norm=None, *, out): return _op_fft_ifft2_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
 _op_fft_rfft2 = _D.define('fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor')
-
-def fft_rfft2(self, s=None, dim=(-2,-1), norm=None):
-    return _op_fft_rfft2.call(self._ks, self, s, dim, norm)
-
+def fft_rfft2(self, s=None, dim=(-2,-1), norm=None): return _op_fft_rfft2.call(self._ks, self, s, dim, norm)
 _op_fft_rfft2_out = _D.define('fft_rfft2.out(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def fft_rfft2_out(self, s=None, dim=(-2,-1), norm=None, *, out):
-    return _op_fft_rfft2_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
-
+def fft_rfft2_out(self, s=None, dim=(-2,-1), norm=None, *, out): return _op_fft_rfft2_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
 _op_fft_irfft2 = _D.define('fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor')
-
-def fft_irfft2(self, s=None, dim=(-2,-1), norm=None):
-    return _op_fft_irfft2.call(self._ks, self, s, dim, norm)
-
+def fft_irfft2(self, s=None, dim=(-2,-1), norm=None): return _op_fft_irfft2.call(self._ks, self, s, dim, norm)
 _op_fft_irfft2_out = _D.define('fft_irfft2.out(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def fft_irfft2_out(self, s=None, dim=(-2,-1), norm=None, *, out):
-    return _op_fft_irfft2_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
-
+def fft_irfft2_out(self, s=None, dim=(-2,-1), norm=None, *, out): return _op_fft_irfft2_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
 _op_fft_hfft2 = _D.define('fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor')
-
-def fft_hfft2(self, s=None, dim=(-2,-1), norm=None):
-    return _op_fft_hfft2.call(self._ks, self, s, dim, norm)
-
+def fft_hfft2(self, s=None, dim=(-2,-1), norm=None): return _op_fft_hfft2.call(self._ks, self, s, dim, norm)
 _op_fft_hfft2_out = _D.define('fft_hfft2.out(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def fft_hfft2_out(self, s=None, dim=(-2,-1), norm=None, *, out):
-    return _op_fft_hfft2_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
-
+def fft_hfft2_out(self, s=None, dim=(-2,-1), norm=None, *, out): return _op_fft_hfft2_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
 _op_fft_ihfft2 = _D.define('fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor')
-
-def fft_ihfft2(self, s=None, dim=(-2,-1), norm=None):
-    return _op_fft_ihfft2.call(self._ks, self, s, dim, norm)
-
+def fft_ihfft2(self, s=None, dim=(-2,-1), norm=None): return _op_fft_ihfft2.call(self._ks, self, s, dim, norm)
 _op_fft_ihfft2_out = _D.define('fft_ihfft2.out(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def fft_ihfft2_out(self, s=None, dim=(-2,-1), norm=None, *, out):
-    return _op_fft_ihfft2_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
-
+def fft_ihfft2_out(self, s=None, dim=(-2,-1), norm=None, *, out): return _op_fft_ihfft2_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
 _op_fft_fftn = _D.define('fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor')
-
-def fft_fftn(self, s=None, dim=None, norm=None):
-    return _op_fft_fftn.call(self._ks, self, s, dim, norm)
-
+def fft_fftn(self, s=None, dim=None, norm=None): return _op_fft_fftn.call(self._ks, self, s, dim, norm)
 _op_fft_fftn_out = _D.define('fft_fftn.out(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def fft_fftn_out(self, s=None, dim=None, norm=None, *, out):
-    return _op_fft_fftn_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
-
+def fft_fftn_out(self, s=None, dim=None, norm=None, *, out): return _op_fft_fftn_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
 _op_fft_ifftn = _D.define('fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor')
-
-def fft_ifftn(self, s=None, dim=None, norm=None):
-    return _op_fft_ifftn.call(self._ks, self, s, dim, norm)
-
+def fft_ifftn(self, s=None, dim=None, norm=None): return _op_fft_ifftn.call(self._ks, self, s, dim, norm)
 _op_fft_ifftn_out = _D.define('fft_ifftn.out(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def fft_ifftn_out(self, s=None, dim=None, norm=None, *, out):
-    return _op_fft_ifftn_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
-
+def fft_ifftn_out(self, s=None, dim=None, norm=None, *, out): return _op_fft_ifftn_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
 _op_fft_rfftn = _D.define('fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor')
-
-def fft_rfftn(self, s=None, dim=None, norm=None):
-    return _op_fft_rfftn.call(self._ks, self, s, dim, norm)
-
+def fft_rfftn(self, s=None, dim=None, norm=None): return _op_fft_rfftn.call(self._ks, self, s, dim, norm)
 _op_fft_rfftn_out = _D.define('fft_rfftn.out(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def fft_rfftn_out(self, s=None, dim=None, norm=None, *, out):
-    return _op_fft_rfftn_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
-
+def fft_rfftn_out(self, s=None, dim=None, norm=None, *, out): return _op_fft_rfftn_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
 _op_fft_irfftn = _D.define('fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor')
-
-def fft_irfftn(self, s=None, dim=None, norm=None):
-    return _op_fft_irfftn.call(self._ks, self, s, dim, norm)
-
+def fft_irfftn(self, s=None, dim=None, norm=None): return _op_fft_irfftn.call(self._ks, self, s, dim, norm)
 _op_fft_irfftn_out = _D.define('fft_irfftn.out(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def fft_irfftn_out(self, s=None, dim=None, norm=None, *, out):
-    return _op_fft_irfftn_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
-
+def fft_irfftn_out(self, s=None, dim=None, norm=None, *, out): return _op_fft_irfftn_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
 _op_fft_hfftn = _D.define('fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor')
-
-def fft_hfftn(self, s=None, dim=None, norm=None):
-    return _op_fft_hfftn.call(self._ks, self, s, dim, norm)
-
+def fft_hfftn(self, s=None, dim=None, norm=None): return _op_fft_hfftn.call(self._ks, self, s, dim, norm)
 _op_fft_hfftn_out = _D.define('fft_hfftn.out(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def fft_hfftn_out(self, s=None, dim=None, norm=None, *, out):
-    return _op_fft_hfftn_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
-
+def fft_hfftn_out(self, s=None, dim=None, norm=None, *, out): return _op_fft_hfftn_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
 _op_fft_ihfftn = _D.define('fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor')
-
-def fft_ihfftn(self, s=None, dim=None, norm=None):
-    return _op_fft_ihfftn.call(self._ks, self, s, dim, norm)
-
+def fft_ihfftn(self, s=None, dim=None, norm=None): return _op_fft_ihfftn.call(self._ks, self, s, dim, norm)
 _op_fft_ihfftn_out = _D.define('fft_ihfftn.out(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def fft_ihfftn_out(self, s=None, dim=None, norm=None, *, out):
-    return _op_fft_ihfftn_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
-
+def fft_ihfftn_out(self, s=None, dim=None, norm=None, *, out): return _op_fft_ihfftn_out.call(self._ks | _ks_out(out), self, s, dim, norm, out)
 _op_fft_fftfreq = _D.define('fft_fftfreq(int n, float d=1.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def fft_fftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_fft_fftfreq.call(_ks_device(device), n, d, dtype, layout, device, pin_memory)
-
+def fft_fftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_fft_fftfreq.call(_ks_device(device), n, d, dtype, layout, device, pin_memory)
 _op_fft_fftfreq_out = _D.define('fft_fftfreq.out(int n, float d=1.0, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def fft_fftfreq_out(n, d=1.0, *, out):
-    return _op_fft_fftfreq_out.call(_KS_CPU | _ks_out(out), n, d, out)
-
+def fft_fftfreq_out(n, d=1.0, *, out): return _op_fft_fftfreq_out.call(_KS_CPU | _ks_out(out), n, d, out)
 _op_fft_rfftfreq = _D.define('fft_rfftfreq(int n, float d=1.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def fft_rfftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_fft_rfftfreq.call(_ks_device(device), n, d, dtype, layout, device, pin_memory)
-
+def fft_rfftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_fft_rfftfreq.call(_ks_device(device), n, d, dtype, layout, device, pin_memory)
 _op_fft_rfftfreq_out = _D.define('fft_rfftfreq.out(int n, float d=1.0, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def fft_rfftfreq_out(n, d=1.0, *, out):
-    return _op_fft_rfftfreq_out.call(_KS_CPU | _ks_out(out), n, d, out)
-
+def fft_rfftfreq_out(n, d=1.0, *, out): return _op_fft_rfftfreq_out.call(_KS_CPU | _ks_out(out), n, d, out)
 _op_fft_fftshift = _D.define('fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor')
-
-def fft_fftshift(self, dim=None):
-    return _op_fft_fftshift.call(self._ks, self, dim)
-
+def fft_fftshift(self, dim=None): return _op_fft_fftshift.call(self._ks, self, dim)
 _op_fft_ifftshift = _D.define('fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor')
-
-def fft_ifftshift(self, dim=None):
-    return _op_fft_ifftshift.call(self._ks, self, dim)
-
+def fft_ifftshift(self, dim=None): return _op_fft_ifftshift.call(self._ks, self, dim)
 _op_hann_window = _D.define('hann_window(int window_length, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def hann_window(window_length, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_hann_window.call(_ks_device(device), window_length, dtype, layout, device, pin_memory)
-
+def hann_window(window_length, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_hann_window.call(_ks_device(device), window_length, dtype, layout, device, pin_memory)
 _op_hann_window_periodic = _D.define('hann_window.periodic(int window_length, bool periodic, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def hann_window_periodic(window_length, periodic, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_hann_window_periodic.call(_ks_device(device), window_length, periodic, dtype, layout, device, pin_memory)
-
+def hann_window_periodic(window_length, periodic, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_hann_window_periodic.call(_ks_device(device), window_length, periodic, dtype, layout, device, pin_memory)
 _op_hamming_window = _D.define('hamming_window(int window_length, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def hamming_window(window_length, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_hamming_window.call(_ks_device(device), window_length, dtype, layout, device, pin_memory)
-
+def hamming_window(window_length, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_hamming_window.call(_ks_device(device), window_length, dtype, layout, device, pin_memory)
 _op_hamming_window_periodic = _D.define('hamming_window.periodic(int window_length, bool periodic, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def hamming_window_periodic(window_length, periodic, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_hamming_window_periodic.call(_ks_device(device), window_length, periodic, dtype, layout, device, pin_memory)
-
+def hamming_window_periodic(window_length, periodic, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_hamming_window_periodic.call(_ks_device(device), window_length, periodic, dtype, layout, device, pin_memory)
 _op_hamming_window_periodic_alpha = _D.define('hamming_window.periodic_alpha(int window_length, bool periodic, float alpha, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def hamming_window_periodic_alpha(window_length, periodic, alpha, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_hamming_window_periodic_alpha.call(_ks_device(device), window_length, periodic, alpha, dtype, layout, device, pin_memory)
-
+def hamming_window_periodic_alpha(window_length, periodic, alpha, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_hamming_window_periodic_alpha.call(_ks_device(device), window_length, periodic, alpha, dtype, layout, device, pin_memory)
 _op_hamming_window_periodic_alpha_beta = _D.define('hamming_window.periodic_alpha_beta(int window_length, bool periodic, float alpha, float beta, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def hamming_window_periodic_alpha_beta(window_length, periodic, alpha, beta, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_hamming_window_periodic_alpha_beta.call(_ks_device(device), window_length, periodic, alpha, beta, dtype, layout, device, pin_memory)
-
+def hamming_window_periodic_alpha_beta(window_length, periodic, alpha, beta, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_hamming_window_periodic_alpha_beta.call(_ks_device(device), window_length, periodic, alpha, beta, dtype, layout, device, pin_memory)
 _op_blackman_window = _D.define('blackman_window(int window_length, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def blackman_window(window_length, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_blackman_window.call(_ks_device(device), window_length, dtype, layout, device, pin_memory)
-
+def blackman_window(window_length, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_blackman_window.call(_ks_device(device), window_length, dtype, layout, device, pin_memory)
 _op_blackman_window_periodic = _D.define('blackman_window.periodic(int window_length, bool periodic, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def blackman_window_periodic(window_length, periodic, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_blackman_window_periodic.call(_ks_device(device), window_length, periodic, dtype, layout, device, pin_memory)
-
+def blackman_window_periodic(window_length, periodic, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_blackman_window_periodic.call(_ks_device(device), window_length, periodic, dtype, layout, device, pin_memory)
 _op_bartlett_window = _D.define('bartlett_window(int window_length, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def bartlett_window(window_length, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_bartlett_window.call(_ks_device(device), window_length, dtype, layout, device, pin_memory)
-
+def bartlett_window(window_length, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_bartlett_window.call(_ks_device(device), window_length, dtype, layout, device, pin_memory)
 _op_bartlett_window_periodic = _D.define('bartlett_window.periodic(int window_length, bool periodic, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def bartlett_window_periodic(window_length, periodic, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_bartlett_window_periodic.call(_ks_device(device), window_length, periodic, dtype, layout, device, pin_memory)
-
+def bartlett_window_periodic(window_length, periodic, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_bartlett_window_periodic.call(_ks_device(device), window_length, periodic, dtype, layout, device, pin_memory)
 _op_kaiser_window = _D.define('kaiser_window(int window_length, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def kaiser_window(window_length, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_kaiser_window.call(_ks_device(device), window_length, dtype, layout, device, pin_memory)
-
+def kaiser_window(window_length, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_kaiser_window.call(_ks_device(device), window_length, dtype, layout, device, pin_memory)
 _op_kaiser_window_periodic = _D.define('kaiser_window.periodic(int window_length, bool periodic, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def kaiser_window_periodic(window_length, periodic, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_kaiser_window_periodic.call(_ks_device(device), window_length, periodic, dtype, layout, device, pin_memory)
-
+def kaiser_window_periodic(window_length, periodic, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_kaiser_window_periodic.call(_ks_device(device), window_length, periodic, dtype, layout, device, pin_memory)
 _op_kaiser_window_beta = _D.define('kaiser_window.beta(int window_length, bool periodic, float beta, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def kaiser_window_beta(window_length, periodic, beta, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_kaiser_window_beta.call(_ks_device(device), window_length, periodic, beta, dtype, layout, device, pin_memory)
-
+def kaiser_window_beta(window_length, periodic, beta, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_kaiser_window_beta.call(_ks_device(device), window_length, periodic, beta, dtype, layout, device, pin_memory)
 _op_stft_center = _D.define('stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor')
-
-def stft_center(self, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode='reflect', normalized=False, onesided=None, return_complex=None, align_to_window=None):
-    return _op_stft_center.call(self._ks | _ks_opt(window), self, n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided, return_complex, align_to_window)
-
+def stft_center(self, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode='reflect', normalized=False, onesided=None, return_complex=None, align_to_window=None): return _op_stft_center.call(self._ks | _ks_opt(window), self, n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided, return_complex, align_to_window)
 _op_stft = _D.define('stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor')
-
-def stft(self, n_fft, hop_length=None, win_length=None, window=None, normalized=False, onesided=None, return_complex=None, align_to_window=None):
-    return _op_stft.call(self._ks | _ks_opt(window), self, n_fft, hop_length, win_length, window, normalized, onesided, return_complex, align_to_window)
-
+def stft(self, n_fft, hop_length=None, win_length=None, window=None, normalized=False, onesided=None, return_complex=None, align_to_window=None): return _op_stft.call(self._ks | _ks_opt(window), self, n_fft, hop_length, win_length, window, normalized, onesided, return_complex, align_to_window)
 _op_istft = _D.define('istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor')
-
-def istft(self, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False, onesided=None, length=None, return_complex=False):
-    return _op_istft.call(self._ks | _ks_opt(window), self, n_fft, hop_length, win_length, window, center, normalized, onesided, length, return_complex)
-
+def istft(self, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False, onesided=None, length=None, return_complex=False): return _op_istft.call(self._ks | _ks_opt(window), self, n_fft, hop_length, win_length, window, center, normalized, onesided, length, return_complex)
 _op_gcd = _D.define('gcd(Tensor self, Tensor other) -> Tensor')
-
-def gcd(self, other):
-    return _op_gcd.call(self._ks | other._ks, self, other)
-
+def gcd(self, other): return _op_gcd.call(self._ks | other._ks, self, other)
 _op_gcd_out = _D.define('gcd.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def gcd_out(self, other, *, out):
-    return _op_gcd_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def gcd_out(self, other, *, out): return _op_gcd_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_gcd_ = _D.define('gcd_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def gcd_(self, other):
-    return _op_gcd_.call(self._ks | other._ks, self, other)
-
+def gcd_(self, other): return _op_gcd_.call(self._ks | other._ks, self, other)
 _op_lcm = _D.define('lcm(Tensor self, Tensor other) -> Tensor')
-
-def lcm(self, other):
-    return _op_lcm.call(self._ks | other._ks, self, other)
-
+def lcm(self, other): return _op_lcm.call(self._ks | other._ks, self, other)
 _op_lcm_out = _D.define('lcm.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def lcm_out(self, other, *, out):
-    return _op_lcm_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def lcm_out(self, other, *, out): return _op_lcm_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_lcm_ = _D.define('lcm_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def lcm_(self, other):
-    return _op_lcm_.call(self._ks | other._ks, self, other)
-
+def lcm_(self, other): return _op_lcm_.call(self._ks | other._ks, self, other)
 _op_heaviside = _D.define('heaviside(Tensor self, Tensor values) -> Tensor')
-
-def heaviside(self, values):
-    return _op_heaviside.call(self._ks | values._ks, self, values)
-
+def heaviside(self, values): return _op_heaviside.call(self._ks | values._ks, self, values)
 _op_heaviside_out = _D.define('heaviside.out(Tensor self, Tensor values, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def heaviside_out(self, values, *, out):
-    return _op_heaviside_out.call(self._ks | values._ks | _ks_out(out), self, values, out)
-
+def heaviside_out(self, values, *, out): return _op_heaviside_out.call(self._ks | values._ks | _ks_out(out), self, values, out)
 _op_heaviside_ = _D.define('heaviside_(Tensor(a!) self, Tensor values) -> Tensor(a!)')
-
-def heaviside_(self, values):
-    return _op_heaviside_.call(self._ks | values._ks, self, values)
-
+def heaviside_(self, values): return _op_heaviside_.call(self._ks | values._ks, self, values)
 _op_frexp_Tensor = _D.define('frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)')
-
-def frexp_Tensor(self):
-    return _op_frexp_Tensor.call(self._ks, self)
-
+def frexp_Tensor(self): return _op_frexp_Tensor.call(self._ks, self)
 _op_frexp_Tensor_out = _D.define('frexp.Tensor_out(Tensor self, *, Tensor(a!) mantissa, Tensor(b!) exponent) -> (Tensor(a!) mantissa, Tensor(b!) exponent)', out_arity=2)
-
-def frexp_Tensor_out(self, *, mantissa, exponent):
-    return _op_frexp_Tensor_out.call(self._ks | _ks_out(mantissa) | _ks_out(exponent), self, mantissa, exponent)
-
+def frexp_Tensor_out(self, *, mantissa, exponent): return _op_frexp_Tensor_out.call(self._ks | _ks_out(mantissa) | _ks_out(exponent), self, mantissa, exponent)
 _op_ldexp_Tensor = _D.define('ldexp.Tensor(Tensor self, Tensor other) -> Tensor')
-
-def ldexp_Tensor(self, other):
-    return _op_ldexp_Tensor.call(self._ks | other._ks, self, other)
-
+def ldexp_Tensor(self, other): return _op_ldexp_Tensor.call(self._ks | other._ks, self, other)
 _op_ldexp_out = _D.define('ldexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def ldexp_out(self, other, *, out):
-    return _op_ldexp_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def ldexp_out(self, other, *, out): return _op_ldexp_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_ldexp_ = _D.define('ldexp_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
-
-def ldexp_(self, other):
-    return _op_ldexp_.call(self._ks | other._ks, self, other)
-
+def ldexp_(self, other): return _op_ldexp_.call(self._ks | other._ks, self, other)
 _op_select_scatter = _D.define('select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor')
-
-def select_scatter(self, src, dim, index):
-    return _op_select_scatter.call(self._ks | src._ks, self, src, dim, index)
-
+def select_scatter(self, src, dim, index): return _op_select_scatter.call(self._ks | src._ks, self, src, dim, index)
 _op_slice_scatter = _D.define('slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor')
-
-def slice_scatter(self, src, dim=0, start=None, end=None, step=1):
-    return _op_slice_scatter.call(self._ks | src._ks, self, src, dim, start, end, step)
-
+def slice_scatter(self, src, dim=0, start=None, end=None, step=1): return _op_slice_scatter.call(self._ks | src._ks, self, src, dim, start, end, step)
 _op_diagonal_scatter = _D.define('diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor')
-
-def diagonal_scatter(self, src, offset=0, dim1=0, dim2=1):
-    return _op_diagonal_scatter.call(self._ks | src._ks, self, src, offset, dim1, dim2)
-
+def diagonal_scatter(self, src, offset=0, dim1=0, dim2=1): return _op_diagonal_scatter.call(self._ks | src._ks, self, src, offset, dim1, dim2)
 _op_fractional_max_pool2d = _D.define('fractional_max_pool2d(Tensor self, int[2] kernel_size, int[2] output_size, Tensor random_samples) -> (Tensor, Tensor)')
-
-def fractional_max_pool2d(self, kernel_size, output_size, random_samples):
-    return _op_fractional_max_pool2d.call(self._ks | random_samples._ks, self, kernel_size, output_size, random_samples)
-
+def fractional_max_pool2d(self, kernel_size, output_size, random_samples): return _op_fractional_max_pool2d.call(self._ks | random_samples._ks, self, kernel_size, output_size, random_samples)
 _op_fractional_max_pool3d = _D.define('fractional_max_pool3d(Tensor self, int[3] kernel_size, int[3] output_size, Tensor random_samples) -> (Tensor, Tensor)')
-
-def fractional_max_pool3d(self, kernel_size, output_size, random_samples):
-    return _op_fractional_max_pool3d.call(self._ks | random_samples._ks, self, kernel_size, output_size, random_samples)
-
+def fractional_max_pool3d(self, kernel_size, output_size, random_samples): return _op_fractional_max_pool3d.call(self._ks | random_samples._ks, self, kernel_size, output_size, random_samples)
 _op_linalg_diagonal = _D.define('linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)')
-
-def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
-    return _op_linalg_diagonal.call(A._ks, A, offset, dim1, dim2)
-
+def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1): return _op_linalg_diagonal.call(A._ks, A, offset, dim1, dim2)
 _op_linalg_matmul = _D.define('linalg_matmul(Tensor self, Tensor other) -> Tensor')
-
-def linalg_matmul(self, other):
-    return _op_linalg_matmul.call(self._ks | other._ks, self, other)
-
+def linalg_matmul(self, other): return _op_linalg_matmul.call(self._ks | other._ks, self, other)
 _op_cholesky_solve = _D.define('cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor')
-
-def cholesky_solve(self, input2, upper=False):
-    return _op_cholesky_solve.call(self._ks | input2._ks, self, input2, upper)
-
+def cholesky_solve(self, input2, upper=False): return _op_cholesky_solve.call(self._ks | input2._ks, self, input2, upper)
 _op_cholesky_inverse = _D.define('cholesky_inverse(Tensor self, bool upper=False) -> Tensor')
-
-def cholesky_inverse(self, upper=False):
-    return _op_cholesky_inverse.call(self._ks, self, upper)
-
+def cholesky_inverse(self, upper=False): return _op_cholesky_inverse.call(self._ks, self, upper)
 _op_linalg_lu_factor_ex = _D.define('linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)')
-
-def linalg_lu_factor_ex(A, *, pivot=True, check_errors=False):
-    return _op_linalg_lu_factor_ex.call(A._ks, A, pivot, check_errors)
-
+def linalg_lu_factor_ex(A, *, pivot=True, check_errors=False): return _op_linalg_lu_factor_ex.call(A._ks, A, pivot, check_errors)
 _op_linalg_lu_factor = _D.define('linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)')
-
-def linalg_lu_factor(A, *, pivot=True):
-    return _op_linalg_lu_factor.call(A._ks, A, pivot)
-
+def linalg_lu_factor(A, *, pivot=True): return _op_linalg_lu_factor.call(A._ks, A, pivot)
 _op_linalg_lu = _D.define('linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)')
-
-def linalg_lu(A, *, pivot=True):
-    return _op_linalg_lu.call(A._ks, A, pivot)
-
+def linalg_lu(A, *, pivot=True): return _op_linalg_lu.call(A._ks, A, pivot)
 _op_lu_unpack = _D.define('lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)')
-
-def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
-    return _op_lu_unpack.call(LU_data._ks | LU_pivots._ks, LU_data, LU_pivots, unpack_data, unpack_pivots)
-
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True): return _op_lu_unpack.call(LU_data._ks | LU_pivots._ks, LU_data, LU_pivots, unpack_data, unpack_pivots)
 _op_linalg_lu_solve = _D.define('linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor')
-
-def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False):
-    return _op_linalg_lu_solve.call(LU._ks | pivots._ks | B._ks, LU, pivots, B, left, adjoint)
-
+def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False): return _op_linalg_lu_solve.call(LU._ks | pivots._ks | B._ks, LU, pivots, B, left, adjoint)
 _op_lu_solve = _D.define('lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor')
-
-def lu_solve(self, LU_data, LU_pivots):
-    return _op_lu_solve.call(self._ks | LU_data._ks | LU_pivots._ks, self, LU_data, LU_pivots)
-
+def lu_solve(self, LU_data, LU_pivots): return _op_lu_solve.call(self._ks | LU_data._ks | LU_pivots._ks, self, LU_data, LU_pivots)
 _op__lu_with_info = _D.define('_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)')
-
-def _lu_with_info(self, pivot=True, check_errors=True):
-    return _op__lu_with_info.call(self._ks, self, pivot, check_errors)
-
+def _lu_with_info(self, pivot=True, check_errors=True): return _op__lu_with_info.call(self._ks, self, pivot, check_errors)
 _op__linalg_check_errors = _D.define('_linalg_check_errors(Tensor info, str api_name, *, bool is_matrix) -> ()')
-
-def _linalg_check_errors(info, api_name, *, is_matrix):
-    return _op__linalg_check_errors.call(info._ks, info, api_name, is_matrix)
-
+def _linalg_check_errors(info, api_name, *, is_matrix): return _op__linalg_check_errors.call(info._ks, info, api_name, is_matrix)
 _op_linalg_inv_ex = _D.define('linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)')
-
-def linalg_inv_ex(A, *, check_errors=False):
-    return _op_linalg_inv_ex.call(A._ks, A, check_errors)
-
+def linalg_inv_ex(A, *, check_errors=False): return _op_linalg_inv_ex.call(A._ks, A, check_errors)
 _op_linalg_cholesky_ex = _D.define('linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)')
-
-def linalg_cholesky_ex(self, *, upper=False, check_errors=False):
-    return _op_linalg_cholesky_ex.call(self._ks, self, upper, check_errors)
-
+def linalg_cholesky_ex(self, *, upper=False, check_errors=False): return _op_linalg_cholesky_ex.call(self._ks, self, upper, check_errors)
 _op_linalg_solve_ex = _D.define('linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)')
-
-def linalg_solve_ex(A, B, *, left=True, check_errors=False):
-    return _op_linalg_solve_ex.call(A._ks | B._ks, A, B, left, check_errors)
-
+def linalg_solve_ex(A, B, *, left=True, check_errors=False): return _op_linalg_solve_ex.call(A._ks | B._ks, A, B, left, check_errors)
 _op_cholesky = _D.define('cholesky(Tensor self, bool upper=False) -> Tensor')
-
-def cholesky(self, upper=False):
-    return _op_cholesky.call(self._ks, self, upper)
-
+def cholesky(self, upper=False): return _op_cholesky.call(self._ks, self, upper)
 _op_linalg_matrix_exp = _D.define('linalg_matrix_exp(Tensor self) -> Tensor')
-
-def linalg_matrix_exp(self):
-    return _op_linalg_matrix_exp.call(self._ks, self)
-
+def linalg_matrix_exp(self): return _op_linalg_matrix_exp.call(self._ks, self)
 _op_matrix_exp = _D.define('matrix_exp(Tensor self) -> Tensor')
-
-def matrix_exp(self):
-    return _op_matrix_exp.call(self._ks, self)
-
+def matrix_exp(self): return _op_matrix_exp.call(self._ks, self)
 _op_linalg_eig = _D.define('linalg_eig(Tensor self) -> (Tensor eigenvalues, Tensor eigenvectors)')
-
-def linalg_eig(self):
-    return _op_linalg_eig.call(self._ks, self)
-
+def linalg_eig(self): return _op_linalg_eig.call(self._ks, self)
 _op_linalg_eigvals = _D.define('linalg_eigvals(Tensor self) -> Tensor')
-
-def linalg_eigvals(self):
-    return _op_linalg_eigvals.call(self._ks, self)
-
+def linalg_eigvals(self): return _op_linalg_eigvals.call(self._ks, self)
 _op_geqrf = _D.define('geqrf(Tensor self) -> (Tensor a, Tensor tau)')
-
-def geqrf(self):
-    return _op_geqrf.call(self._ks, self)
-
+def geqrf(self): return _op_geqrf.call(self._ks, self)
 _op_linalg_householder_product = _D.define('linalg_householder_product(Tensor input, Tensor tau) -> Tensor')
-
-def linalg_householder_product(input, tau):
-    return _op_linalg_householder_product.call(input._ks | tau._ks, input, tau)
-
+def linalg_householder_product(input, tau): return _op_linalg_householder_product.call(input._ks | tau._ks, input, tau)
 _op_orgqr = _D.define('orgqr(Tensor self, Tensor input2) -> Tensor')
-
-def orgqr(self, input2):
-    return _op_orgqr.call(self._ks | input2._ks, self, input2)
-
+def orgqr(self, input2): return _op_orgqr.call(self._ks | input2._ks, self, input2)
 _op_ormqr = _D.define('ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor')
-
-def ormqr(self, input2, input3, left=True, transpose=False):
-    return _op_ormqr.call(self._ks | input2._ks | input3._ks, self, input2, input3, left, transpose)
-
+def ormqr(self, input2, input3, left=True, transpose=False): return _op_ormqr.call(self._ks | input2._ks | input3._ks, self, input2, input3, left, transpose)
 _op_linalg_cond = _D.define('linalg_cond(Tensor self, Scalar? p=None) -> Tensor')
-
-def linalg_cond(self, p=None):
-    return _op_linalg_cond.call(self._ks, self, p)
-
+def linalg_cond(self, p=None): return _op_linalg_cond.call(self._ks, self, p)
 _op_linalg_cond_p_str = _D.define('linalg_cond.p_str(Tensor self, str p) -> Tensor')
-
-def linalg_cond_p_str(self, p):
-    return _op_linalg_cond_p_str.call(self._ks, self, p)
-
+def linalg_cond_p_str(self, p): return _op_linalg_cond_p_str.call(self._ks, self, p)
 _op_alias_copy = _D.define('alias_copy(Tensor self) -> Tensor')
-
-def alias_copy(self):
-    return _op_alias_copy.call(self._ks, self)
-
+def alias_copy(self): return _op_alias_copy.call(self._ks, self)
 _op_alias_copy_out = _D.define('alias_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def alias_copy_out(self, *, out):
-    return _op_alias_copy_out.call(self._ks | _ks_out(out), self, out)
-
+def alias_copy_out(self, *, out): return _op_alias_copy_out.call(self._ks | _ks_out(out), self, out)
 _op_as_strided_copy = _D.define('as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor')
-
-def as_strided_copy(self, size, stride, storage_offset=None):
-    return _op_as_strided_copy.call(self._ks, self, size, stride, storage_offset)
-
+def as_strided_copy(self, size, stride, storage_offset=None): return _op_as_strided_copy.call(self._ks, self, size, stride, storage_offset)
 _op_as_strided_copy_out = _D.define('as_strided_copy.out(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def as_strided_copy_out(self, size, stride, storage_offset=None, *, out):
-    return _op_as_strided_copy_out.call(self._ks | _ks_out(out), self, size, stride, storage_offset, out)
-
+def as_strided_copy_out(self, size, stride, storage_offset=None, *, out): return _op_as_strided_copy_out.call(self._ks | _ks_out(out), self, size, stride, storage_offset, out)
 _op_detach_copy = _D.define('detach_copy(Tensor self) -> Tensor')
-
-def detach_copy(self):
-    return _op_detach_copy.call(self._ks, self)
-
+def detach_copy(self): return _op_detach_copy.call(self._ks, self)
 _op_detach_copy_out = _D.define('detach_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def detach_copy_out(self, *, out):
-    return _op_detach_copy_out.call(self._ks | _ks_out(out), self, out)
-
+def detach_copy_out(self, *, out): return _op_detach_copy_out.call(self._ks | _ks_out(out), self, out)
 _op_diagonal_copy = _D.define('diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor')
-
-def diagonal_copy(self, offset=0, dim1=0, dim2=1):
-    return _op_diagonal_copy.call(self._ks, self, offset, dim1, dim2)
-
+def diagonal_copy(self, offset=0, dim1=0, dim2=1): return _op_diagonal_copy.call(self._ks, self, offset, dim1, dim2)
 _op_diagonal_copy_out = _D.define('diagonal_copy.out(Tensor self, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def diagonal_copy_out(self, offset=0, dim1=0, dim2=1, *, out):
-    return _op_diagonal_copy_out.call(self._ks | _ks_out(out), self, offset, dim1, dim2, out)
-
+def diagonal_copy_out(self, offset=0, dim1=0, dim2=1, *, out): return _op_diagonal_copy_out.call(self._ks | _ks_out(out), self, offset, dim1, dim2, out)
 _op_expand_copy = _D.define('expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor')
-
-def expand_copy(self, size, *, implicit=False):
-    return _op_expand_copy.call(self._ks, self, size, implicit)
-
+def expand_copy(self, size, *, implicit=False): return _op_expand_copy.call(self._ks, self, size, implicit)
 _op_expand_copy_out = _D.define('expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def expand_copy_out(self, size, *, implicit=False, out):
-    return _op_expand_copy_out.call(self._ks | _ks_out(out), self, size, implicit, out)
-
+def expand_copy_out(self, size, *, implicit=False, out): return _op_expand_copy_out.call(self._ks | _ks_out(out), self, size, implicit, out)
 _op_narrow_copy = _D.define('narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor')
-
-def narrow_copy(self, dim, start, length):
-    return _op_narrow_copy.call(self._ks, self, dim, start, length)
-
+def narrow_copy(self, dim, start, length): return _op_narrow_copy.call(self._ks, self, dim, start, length)
 _op_narrow_copy_out = _D.define('narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def narrow_copy_out(self, dim, start, length, *, out):
-    return _op_narrow_copy_out.call(self._ks | _ks_out(out), self, dim, start, length, out)
-
+def narrow_copy_out(self, dim, start, length, *, out): return _op_narrow_copy_out.call(self._ks | _ks_out(out), self, dim, start, length, out)
 _op_permute_copy = _D.define('permute_copy(Tensor self, int[] dims) -> Tensor')
-
-def permute_copy(self, dims):
-    return _op_permute_copy.call(self._ks, self, dims)
-
+def permute_copy(self, dims): return _op_permute_copy.call(self._ks, self, dims)
 _op_permute_copy_out = _D.define('permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def permute_copy_out(self, dims, *, out):
-    return _op_permute_copy_out.call(self._ks | _ks_out(out), self, dims, out)
-
+def permute_copy_out(self, dims, *, out): return _op_permute_copy_out.call(self._ks | _ks_out(out), self, dims, out)
 _op_select_copy_int = _D.define('select_copy.int(Tensor self, int dim, SymInt index) -> Tensor')
-
-def select_copy_int(self, dim, index):
-    return _op_select_copy_int.call(self._ks, self, dim, index)
-
+def select_copy_int(self, dim, index): return _op_select_copy_int.call(self._ks, self, dim, index)
 _op_select_copy_int_out = _D.define('select_copy.int_out(Tensor self, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def select_copy_int_out(self, dim, index, *, out):
-    return _op_select_copy_int_out.call(self._ks | _ks_out(out), self, dim, index, out)
-
+def select_copy_int_out(self, dim, index, *, out): return _op_select_copy_int_out.call(self._ks | _ks_out(out), self, dim, index, out)
 _op_slice_copy_Tensor = _D.define('slice_copy.Tensor(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor')
-
-def slice_copy_Tensor(self, dim=0, start=None, end=None, step=1):
-    return _op_slice_copy_Tensor.call(self._ks, self, dim, start, end, step)
-
+def slice_copy_Tensor(self, dim=0, start=None, end=None, step=1): return _op_slice_copy_Tensor.call(self._ks, self, dim, start, end, step)
 _op_slice_copy_Tensor_out = _D.define('slice_copy.Tensor_out(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def slice_copy_Tensor_out(self, dim=0, start=None, end=None, step=1, *, out):
-    return _op_slice_copy_Tensor_out.call(self._ks | _ks_out(out), self, dim, start, end, step, out)
-
+def slice_copy_Tensor_out(self, dim=0, start=None, end=None, step=1, *, out): return _op_slice_copy_Tensor_out.call(self._ks | _ks_out(out), self, dim, start, end, step, out)
 _op_split_copy_Tensor = _D.define('split_copy.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]')
-
-def split_copy_Tensor(self, split_size, dim=0):
-    return _op_split_copy_Tensor.call(self._ks, self, split_size, dim)
-
+def split_copy_Tensor(self, split_size, dim=0): return _op_split_copy_Tensor.call(self._ks, self, split_size, dim)
 _op_split_with_sizes_copy = _D.define('split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]')
-
-def split_with_sizes_copy(self, split_sizes, dim=0):
-    return _op_split_with_sizes_copy.call(self._ks, self, split_sizes, dim)
-
+def split_with_sizes_copy(self, split_sizes, dim=0): return _op_split_with_sizes_copy.call(self._ks, self, split_sizes, dim)
 _op_squeeze_copy = _D.define('squeeze_copy(Tensor self) -> Tensor')
-
-def squeeze_copy(self):
-    return _op_squeeze_copy.call(self._ks, self)
-
+def squeeze_copy(self): return _op_squeeze_copy.call(self._ks, self)
 _op_squeeze_copy_dim = _D.define('squeeze_copy.dim(Tensor self, int dim) -> Tensor')
-
-def squeeze_copy_dim(self, dim):
-    return _op_squeeze_copy_dim.call(self._ks, self, dim)
-
+def squeeze_copy_dim(self, dim): return _op_squeeze_copy_dim.call(self._ks, self, dim)
 _op_squeeze_copy_dims = _D.define('squeeze_copy.dims(Tensor self, int[] dim) -> Tensor')
-
-def squeeze_copy_dims(self, dim):
-    return _op_squeeze_copy_dims.call(self._ks, self, dim)
-
+def squeeze_copy_dims(self, dim): return _op_squeeze_copy_dims.call(self._ks, self, dim)
 _op_squeeze_copy_out = _D.define('squeeze_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def squeeze_copy_out(self, *, out):
-    return _op_squeeze_copy_out.call(self._ks | _ks_out(out), self, out)
-
+def squeeze_copy_out(self, *, out): return _op_squeeze_copy_out.call(self._ks | _ks_out(out), self, out)
 _op_squeeze_copy_dim_out = _D.define('squeeze_copy.dim_out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def squeeze_copy_dim_out(self, dim, *, out):
-    return _op_squeeze_copy_dim_out.call(self._ks | _ks_out(out), self, dim, out)
-
+def squeeze_copy_dim_out(self, dim, *, out): return _op_squeeze_copy_dim_out.call(self._ks | _ks_out(out), self, dim, out)
 _op_squeeze_copy_dims_out = _D.define('squeeze_copy.dims_out(Tensor self, int[] dim, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def squeeze_copy_dims_out(self, dim, *, out):
-    return _op_squeeze_copy_dims_out.call(self._ks | _ks_out(out), self, dim, out)
-
+def squeeze_copy_dims_out(self, dim, *, out): return _op_squeeze_copy_dims_out.call(self._ks | _ks_out(out), self, dim, out)
 _op_t_copy = _D.define('t_copy(Tensor self) -> Tensor')
-
-def t_copy(self):
-    return _op_t_copy.call(self._ks, self)
-
+def t_copy(self): return _op_t_copy.call(self._ks, self)
 _op_t_copy_out = _D.define('t_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def t_copy_out(self, *, out):
-    return _op_t_copy_out.call(self._ks | _ks_out(out), self, out)
-
+def t_copy_out(self, *, out): return _op_t_copy_out.call(self._ks | _ks_out(out), self, out)
 _op_transpose_copy_int = _D.define('transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor')
-
-def transpose_copy_int(self, dim0, dim1):
-    return _op_transpose_copy_int.call(self._ks, self, dim0, dim1)
-
+def transpose_copy_int(self, dim0, dim1): return _op_transpose_copy_int.call(self._ks, self, dim0, dim1)
 _op_transpose_copy_int_out = _D.define('transpose_copy.int_out(Tensor self, int dim0, int dim1, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def transpose_copy_int_out(self, dim0, dim1, *, out):
-    return _op_transpose_copy_int_out.call(self._ks | _ks_out(out), self, dim0, dim1, out)
-
+def transpose_copy_int_out(self, dim0, dim1, *, out): return _op_transpose_copy_int_out.call(self._ks | _ks_out(out), self, dim0, dim1, out)
 _op_unbind_copy_int = _D.define('unbind_copy.int(Tensor self, int dim=0) -> Tensor[]')
-
-def unbind_copy_int(self, dim=0):
-    return _op_unbind_copy_int.call(self._ks, self, dim)
-
+def unbind_copy_int(self, dim=0): return _op_unbind_copy_int.call(self._ks, self, dim)
 _op_unfold_backward = _D.define('unfold_backward(Tensor grad_in, SymInt[] input_sizes, int dim, int size, int step) -> Tensor')
-
-def unfold_backward(grad_in, input_sizes, dim, size, step):
-    return _op_unfold_backward.call(grad_in._ks, grad_in, input_sizes, dim, size, step)
-
+def unfold_backward(grad_in, input_sizes, dim, size, step): return _op_unfold_backward.call(grad_in._ks, grad_in, input_sizes, dim, size, step)
 _op_unfold_copy = _D.define('unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor')
-
-def unfold_copy(self, dimension, size, step):
-    return _op_unfold_copy.call(self._ks, self, dimension, size, step)
-
+def unfold_copy(self, dimension, size, step): return _op_unfold_copy.call(self._ks, self, dimension, size, step)
 _op_unfold_copy_out = _D.define('unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def unfold_copy_out(self, dimension, size, step, *, out):
-    return _op_unfold_copy_out.call(self._ks | _ks_out(out), self, dimension, size, step, out)
-
+def unfold_copy_out(self, dimension, size, step, *, out): return _op_unfold_copy_out.call(self._ks | _ks_out(out), self, dimension, size, step, out)
 _op_unsqueeze_copy = _D.define('unsqueeze_copy(Tensor self, int dim) -> Tensor')
-
-def unsqueeze_copy(self, dim):
-    return _op_unsqueeze_copy.call(self._ks, self, dim)
-
+def unsqueeze_copy(self, dim): return _op_unsqueeze_copy.call(self._ks, self, dim)
 _op_unsqueeze_copy_out = _D.define('unsqueeze_copy.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def unsqueeze_copy_out(self, dim, *, out):
-    return _op_unsqueeze_copy_out.call(self._ks | _ks_out(out), self, dim, out)
-
+def unsqueeze_copy_out(self, dim, *, out): return _op_unsqueeze_copy_out.call(self._ks | _ks_out(out), self, dim, out)
 _op_view_as_complex_copy = _D.define('view_as_complex_copy(Tensor self) -> Tensor')
-
-def view_as_complex_copy(self):
-    return _op_view_as_complex_copy.call(self._ks, self)
-
+def view_as_complex_copy(self): return _op_view_as_complex_copy.call(self._ks, self)
 _op_view_as_complex_copy_out = _D.define('view_as_complex_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def view_as_complex_copy_out(self, *, out):
-    return _op_view_as_complex_copy_out.call(self._ks | _ks_out(out), self, out)
-
+def view_as_complex_copy_out(self, *, out): return _op_view_as_complex_copy_out.call(self._ks | _ks_out(out), self, out)
 _op_view_as_real_copy = _D.define('view_as_real_copy(Tensor self) -> Tensor')
-
-def view_as_real_copy(self):
-    return _op_view_as_real_copy.call(self._ks, self)
-
+def view_as_real_copy(self): return _op_view_as_real_copy.call(self._ks, self)
 _op_view_as_real_copy_out = _D.define('view_as_real_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def view_as_real_copy_out(self, *, out):
-    return _op_view_as_real_copy_out.call(self._ks | _ks_out(out), self, out)
-
+def view_as_real_copy_out(self, *, out): return _op_view_as_real_copy_out.call(self._ks | _ks_out(out), self, out)
 _op_view_copy = _D.define('view_copy(Tensor self, SymInt[] size) -> Tensor')
-
-def view_copy(self, size):
-    return _op_view_copy.call(self._ks, self, size)
-
+def view_copy(self, size): return _op_view_copy.call(self._ks, self, size)
 _op_view_copy_dtype = _D.define('view_copy.dtype(Tensor self, ScalarType dtype) -> Tensor')
-
-def view_copy_dtype(self, dtype):
-    return _op_view_copy_dtype.call(self._ks, self, dtype)
-
+def view_copy_dtype(self, dtype): return _op_view_copy_dtype.call(self._ks, self, dtype)
 _op_view_copy_out = _D.define('view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def view_copy_out(self, size, *, out):
-    return _op_view_copy_out.call(self._ks | _ks_out(out), self, size, out)
-
+def view_copy_out(self, size, *, out): return _op_view_copy_out.call(self._ks | _ks_out(out), self, size, out)
 _op_view_copy_dtype_out = _D.define('view_copy.dtype_out(Tensor self, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def view_copy_dtype_out(self, dtype, *, out):
-    return _op_view_copy_dtype_out.call(self._ks | _ks_out(out), self, dtype, out)
-
+def view_copy_dtype_out(self, dtype, *, out): return _op_view_copy_dtype_out.call(self._ks | _ks_out(out), self, dtype, out)
 _op_trapezoid_x = _D.define('trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor')
-
-def trapezoid_x(y, x, *, dim=-1):
-    return _op_trapezoid_x.call(y._ks | x._ks, y, x, dim)
-
+def trapezoid_x(y, x, *, dim=-1): return _op_trapezoid_x.call(y._ks | x._ks, y, x, dim)
 _op_trapezoid_dx = _D.define('trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor')
-
-def trapezoid_dx(y, *, dx=1, dim=-1):
-    return _op_trapezoid_dx.call(y._ks, y, dx, dim)
-
+def trapezoid_dx(y, *, dx=1, dim=-1): return _op_trapezoid_dx.call(y._ks, y, dx, dim)
 _op_trapz_x = _D.define('trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor')
-
-def trapz_x(y, x, *, dim=-1):
-    return _op_trapz_x.call(y._ks | x._ks, y, x, dim)
-
+def trapz_x(y, x, *, dim=-1): return _op_trapz_x.call(y._ks | x._ks, y, x, dim)
 _op_trapz_dx = _D.define('trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor')
-
-def trapz_dx(y, *, dx=1., dim=-1):
-    return _op_trapz_dx.call(y._ks, y, dx, dim)
-
+def trapz_dx(y, *, dx=1., dim=-1): return _op_trapz_dx.call(y._ks, y, dx, dim)
 _op_cumulative_trapezoid_x = _D.define('cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor')
-
-def cumulative_trapezoid_x(y, x, *, dim=-1):
-    return _op_cumulative_trapezoid_x.call(y._ks | x._ks, y, x, dim)
-
+def cumulative_trapezoid_x(y, x, *, dim=-1): return _op_cumulative_trapezoid_x.call(y._ks | x._ks, y, x, dim)
 _op_cumulative_trapezoid_dx = _D.define('cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor')
-
-def cumulative_trapezoid_dx(y, *, dx=1, dim=-1):
-    return _op_cumulative_trapezoid_dx.call(y._ks, y, dx, dim)
-
+def cumulative_trapezoid_dx(y, *, dx=1, dim=-1): return _op_cumulative_trapezoid_dx.call(y._ks, y, dx, dim)
 _op_combinations = _D.define('combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor')
-
-def combinations(self, r=2, with_replacement=False):
-    return _op_combinations.call(self._ks, self, r, with_replacement)
-
+def combinations(self, r=2, with_replacement=False): return _op_combinations.call(self._ks, self, r, with_replacement)
 _op_chain_matmul = _D.define('chain_matmul(Tensor[] matrices) -> Tensor')
-
-def chain_matmul(matrices):
-    return _op_chain_matmul.call(_ks_list(matrices), matrices)
-
+def chain_matmul(matrices): return _op_chain_matmul.call(_ks_list(matrices), matrices)
 _op_chain_matmul_out = _D.define('chain_matmul.out(Tensor[] matrices, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def chain_matmul_out(matrices, *, out):
-    return _op_chain_matmul_out.call(_ks_list(matrices) | _ks_out(out), matrices, out)
-
+def chain_matmul_out(matrices, *, out): return _op_chain_matmul_out.call(_ks_list(matrices) | _ks_out(out), matrices, out)
 _op_unsafe_chunk = _D.define('unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]')
-
-def unsafe_chunk(self, chunks, dim=0):
-    return _op_unsafe_chunk.call(self._ks, self, chunks, dim)
-
+def unsafe_chunk(self, chunks, dim=0): return _op_unsafe_chunk.call(self._ks, self, chunks, dim)
 _op_unsafe_split_Tensor = _D.define('unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]')
-
-def unsafe_split_Tensor(self, split_size, dim=0):
-    return _op_unsafe_split_Tensor.call(self._ks, self, split_size, dim)
-
+def unsafe_split_Tensor(self, split_size, dim=0): return _op_unsafe_split_Tensor.call(self._ks, self, split_size, dim)
 _op_unsafe_split_with_sizes = _D.define('unsafe_split_with_sizes(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]')
-
-def unsafe_split_with_sizes(self, split_sizes, dim=0):
-    return _op_unsafe_split_with_sizes.call(self._ks, self, split_sizes, dim)
-
+def unsafe_split_with_sizes(self, split_sizes, dim=0): return _op_unsafe_split_with_sizes.call(self._ks, self, split_sizes, dim)
 _op_renorm = _D.define('renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor')
-
-def renorm(self, p, dim, maxnorm):
-    return _op_renorm.call(self._ks, self, p, dim, maxnorm)
-
+def renorm(self, p, dim, maxnorm): return _op_renorm.call(self._ks, self, p, dim, maxnorm)
 _op_renorm_out = _D.define('renorm.out(Tensor self, Scalar p, int dim, Scalar maxnorm, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def renorm_out(self, p, dim, maxnorm, *, out):
-    return _op_renorm_out.call(self._ks | _ks_out(out), self, p, dim, maxnorm, out)
-
+def renorm_out(self, p, dim, maxnorm, *, out): return _op_renorm_out.call(self._ks | _ks_out(out), self, p, dim, maxnorm, out)
 _op_renorm_ = _D.define('renorm_(Tensor(a!) self, Scalar p, int dim, Scalar maxnorm) -> Tensor(a!)')
-
-def renorm_(self, p, dim, maxnorm):
-    return _op_renorm_.call(self._ks, self, p, dim, maxnorm)
-
+def renorm_(self, p, dim, maxnorm): return _op_renorm_.call(self._ks, self, p, dim, maxnorm)
 _op_frobenius_norm_dim = _D.define('frobenius_norm.dim(Tensor self, int[1] dim, bool keepdim=False) -> Tensor')
-
-def frobenius_norm_dim(self, dim, keepdim=False):
-    return _op_frobenius_norm_dim.call(self._ks, self, dim, keepdim)
-
+def frobenius_norm_dim(self, dim, keepdim=False): return _op_frobenius_norm_dim.call(self._ks, self, dim, keepdim)
 _op_frobenius_norm_out = _D.define('frobenius_norm.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def frobenius_norm_out(self, dim, keepdim=False, *, out):
-    return _op_frobenius_norm_out.call(self._ks | _ks_out(out), self, dim, keepdim, out)
-
+def frobenius_norm_out(self, dim, keepdim=False, *, out): return _op_frobenius_norm_out.call(self._ks | _ks_out(out), self, dim, keepdim, out)
 _op_nuclear_norm = _D.define('nuclear_norm(Tensor self, bool keepdim=False) -> Tensor')
-
-def nuclear_norm(self, keepdim=False):
-    return _op_nuclear_norm.call(self._ks, self, keepdim)
-
+def nuclear_norm(self, keepdim=False): return _op_nuclear_norm.call(self._ks, self, keepdim)
 _op_nuclear_norm_dim = _D.define('nuclear_norm.dim(Tensor self, int[2] dim, bool keepdim=False) -> Tensor')
-
-def nuclear_norm_dim(self, dim, keepdim=False):
-    return _op_nuclear_norm_dim.call(self._ks, self, dim, keepdim)
-
+def nuclear_norm_dim(self, dim, keepdim=False): return _op_nuclear_norm_dim.call(self._ks, self, dim, keepdim)
 _op_nuclear_norm_out = _D.define('nuclear_norm.out(Tensor self, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def nuclear_norm_out(self, keepdim=False, *, out):
-    return _op_nuclear_norm_out.call(self._ks | _ks_out(out), self, keepdim, out)
-
+def nuclear_norm_out(self, keepdim=False, *, out): return _op_nuclear_norm_out.call(self._ks | _ks_out(out), self, keepdim, out)
 _op_nuclear_norm_dim_out = _D.define('nuclear_norm.dim_out(Tensor self, int[2] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def nuclear_norm_dim_out(self, dim, keepdim=False, *, out):
-    return _op_nuclear_norm_dim_out.call(self._ks | _ks_out(out), self, dim, keepdim, out)
-
+def nuclear_norm_dim_out(self, dim, keepdim=False, *, out): return _op_nuclear_norm_dim_out.call(self._ks | _ks_out(out), self, dim, keepdim, out)
 _op_linalg_vecdot = _D.define('linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor')
-
-def linalg_vecdot(x, y, *, dim=-1):
-    return _op_linalg_vecdot.call(x._ks | y._ks, x, y, dim)
-
+def linalg_vecdot(x, y, *, dim=-1): return _op_linalg_vecdot.call(x._ks | y._ks, x, y, dim)
 _op_linalg_multi_dot = _D.define('linalg_multi_dot(Tensor[] tensors) -> Tensor')
-
-def linalg_multi_dot(tensors):
-    return _op_linalg_multi_dot.call(_ks_list(tensors), tensors)
-
+def linalg_multi_dot(tensors): return _op_linalg_multi_dot.call(_ks_list(tensors), tensors)
 _op_linalg_vander = _D.define('linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor')
-
-def linalg_vander(x, *, N=None):
-    return _op_linalg_vander.call(x._ks, x, N)
-
+def linalg_vander(x, *, N=None): return _op_linalg_vander.call(x._ks, x, N)
 _op_linalg_tensorinv = _D.define('linalg_tensorinv(Tensor self, int ind=2) -> Tensor')
-
-def linalg_tensorinv(self, ind=2):
-    return _op_linalg_tensorinv.call(self._ks, self, ind)
-
+def linalg_tensorinv(self, ind=2): return _op_linalg_tensorinv.call(self._ks, self, ind)
 _op_linalg_tensorsolve = _D.define('linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor')
-
-def linalg_tensorsolve(self, other, dims=None):
-    return _op_linalg_tensorsolve.call(self._ks | other._ks, self, other, dims)
-
+def linalg_tensorsolve(self, other, dims=None): return _op_linalg_tensorsolve.call(self._ks | other._ks, self, other, dims)
 _op_linalg_matrix_rank_atol_rtol_tensor = _D.define('linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor')
-
-def linalg_matrix_rank_atol_rtol_tensor(input, *, atol=None, rtol=None, hermitian=False):
-    return _op_linalg_matrix_rank_atol_rtol_tensor.call(input._ks | _ks_opt(atol) | _ks_opt(rtol), input, atol, rtol, hermitian)
-
+def linalg_matrix_rank_atol_rtol_tensor(input, *, atol=None, rtol=None, hermitian=False): return _op_linalg_matrix_rank_atol_rtol_tensor.call(input._ks | _ks_opt(atol) | _ks_opt(rtol), input, atol, rtol, hermitian)
 _op_linalg_matrix_rank_atol_rtol_float = _D.define('linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor')
-
-def linalg_matrix_rank_atol_rtol_float(self, *, atol=None, rtol=None, hermitian=False):
-    return _op_linalg_matrix_rank_atol_rtol_float.call(self._ks, self, atol, rtol, hermitian)
-
+def linalg_matrix_rank_atol_rtol_float(self, *, atol=None, rtol=None, hermitian=False): return _op_linalg_matrix_rank_atol_rtol_float.call(self._ks, self, atol, rtol, hermitian)
 _op_linalg_matrix_rank = _D.define('linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor')
-
-def linalg_matrix_rank(self, tol, hermitian=False):
-    return _op_linalg_matrix_rank.call(self._ks, self, tol, hermitian)
-
+def linalg_matrix_rank(self, tol, hermitian=False): return _op_linalg_matrix_rank.call(self._ks, self, tol, hermitian)
 _op_linalg_matrix_rank_tol_tensor = _D.define('linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor')
-
-def linalg_matrix_rank_tol_tensor(input, tol, hermitian=False):
-    return _op_linalg_matrix_rank_tol_tensor.call(input._ks | tol._ks, input, tol, hermitian)
-
+def linalg_matrix_rank_tol_tensor(input, tol, hermitian=False): return _op_linalg_matrix_rank_tol_tensor.call(input._ks | tol._ks, input, tol, hermitian)
 _op_special_chebyshev_polynomial_t = _D.define('special_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor')
-
-def special_chebyshev_polynomial_t(x, n):
-    return _op_special_chebyshev_polynomial_t.call(x._ks | n._ks, x, n)
-
+def special_chebyshev_polynomial_t(x, n): return _op_special_chebyshev_polynomial_t.call(x._ks | n._ks, x, n)
 _op_special_chebyshev_polynomial_t_out = _D.define('special_chebyshev_polynomial_t.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_chebyshev_polynomial_t_out(x, n, *, out):
-    return _op_special_chebyshev_polynomial_t_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
-
+def special_chebyshev_polynomial_t_out(x, n, *, out): return _op_special_chebyshev_polynomial_t_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
 _op_special_chebyshev_polynomial_t_x_scalar = _D.define('special_chebyshev_polynomial_t.x_scalar(Scalar x, Tensor n) -> Tensor')
-
-def special_chebyshev_polynomial_t_x_scalar(x, n):
-    return _op_special_chebyshev_polynomial_t_x_scalar.call(n._ks, x, n)
-
+def special_chebyshev_polynomial_t_x_scalar(x, n): return _op_special_chebyshev_polynomial_t_x_scalar.call(n._ks, x, n)
 _op_special_chebyshev_polynomial_t_x_scalar_out = _D.define('special_chebyshev_polynomial_t.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_chebyshev_polynomial_t_x_scalar_out(x, n, *, out):
-    return _op_special_chebyshev_polynomial_t_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
-
+def special_chebyshev_polynomial_t_x_scalar_out(x, n, *, out): return _op_special_chebyshev_polynomial_t_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
 _op_special_chebyshev_polynomial_t_n_scalar = _D.define('special_chebyshev_polynomial_t.n_scalar(Tensor x, Scalar n) -> Tensor')
-
-def special_chebyshev_polynomial_t_n_scalar(x, n):
-    return _op_special_chebyshev_polynomial_t_n_scalar.call(x._ks, x, n)
-
+def special_chebyshev_polynomial_t_n_scalar(x, n): return _op_special_chebyshev_polynomial_t_n_scalar.call(x._ks, x, n)
 _op_special_chebyshev_polynomial_t_n_scalar_out = _D.define('special_chebyshev_polynomial_t.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_chebyshev_polynomial_t_n_scalar_out(x, n, *, out):
-    return _op_special_chebyshev_polynomial_t_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
-
+def special_chebyshev_polynomial_t_n_scalar_out(x, n, *, out): return _op_special_chebyshev_polynomial_t_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
 _op_special_chebyshev_polynomial_u = _D.define('special_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor')
-
-def special_chebyshev_polynomial_u(x, n):
-    return _op_special_chebyshev_polynomial_u.call(x._ks | n._ks, x, n)
-
+def special_chebyshev_polynomial_u(x, n): return _op_special_chebyshev_polynomial_u.call(x._ks | n._ks, x, n)
 _op_special_chebyshev_polynomial_u_out = _D.define('special_chebyshev_polynomial_u.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_chebyshev_polynomial_u_out(x, n, *, out):
-    return _op_special_chebyshev_polynomial_u_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
-
+def special_chebyshev_polynomial_u_out(x, n, *, out): return _op_special_chebyshev_polynomial_u_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
 _op_special_chebyshev_polynomial_u_x_scalar = _D.define('special_chebyshev_polynomial_u.x_scalar(Scalar x, Tensor n) -> Tensor')
-
-def special_chebyshev_polynomial_u_x_scalar(x, n):
-    return _op_special_chebyshev_polynomial_u_x_scalar.call(n._ks, x, n)
-
+def special_chebyshev_polynomial_u_x_scalar(x, n): return _op_special_chebyshev_polynomial_u_x_scalar.call(n._ks, x, n)
 _op_special_chebyshev_polynomial_u_x_scalar_out = _D.define('special_chebyshev_polynomial_u.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_chebyshev_polynomial_u_x_scalar_out(x, n, *, out):
-    return _op_special_chebyshev_polynomial_u_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
-
+def special_chebyshev_polynomial_u_x_scalar_out(x, n, *, out): return _op_special_chebyshev_polynomial_u_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
 _op_special_chebyshev_polynomial_u_n_scalar = _D.define('special_chebyshev_polynomial_u.n_scalar(Tensor x, Scalar n) -> Tensor')
-
-def special_chebyshev_polynomial_u_n_scalar(x, n):
-    return _op_special_chebyshev_polynomial_u_n_scalar.call(x._ks, x, n)
-
+def special_chebyshev_polynomial_u_n_scalar(x, n): return _op_special_chebyshev_polynomial_u_n_scalar.call(x._ks, x, n)
 _op_special_chebyshev_polynomial_u_n_scalar_out = _D.define('special_chebyshev_polynomial_u.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_chebyshev_polynomial_u_n_scalar_out(x, n, *, out):
-    return _op_special_chebyshev_polynomial_u_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
-
+def special_chebyshev_polynomial_u_n_scalar_out(x, n, *, out): return _op_special_chebyshev_polynomial_u_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
 _op_special_chebyshev_polynomial_v = _D.define('special_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor')
-
-def special_chebyshev_polynomial_v(x, n):
-    return _op_special_chebyshev_polynomial_v.call(x._ks | n._ks, x, n)
-
+def special_chebyshev_polynomial_v(x, n): return _op_special_chebyshev_polynomial_v.call(x._ks | n._ks, x, n)
 _op_special_chebyshev_polynomial_v_out = _D.define('special_chebyshev_polynomial_v.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_chebyshev_polynomial_v_out(x, n, *, out):
-    return _op_special_chebyshev_polynomial_v_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
-
+def special_chebyshev_polynomial_v_out(x, n, *, out): return _op_special_chebyshev_polynomial_v_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
 _op_special_chebyshev_polynomial_v_x_scalar = _D.define('special_chebyshev_polynomial_v.x_scalar(Scalar x, Tensor n) -> Tensor')
-
-def special_chebyshev_polynomial_v_x_scalar(x, n):
-    return _op_special_chebyshev_polynomial_v_x_scalar.call(n._ks, x, n)
-
+def special_chebyshev_polynomial_v_x_scalar(x, n): return _op_special_chebyshev_polynomial_v_x_scalar.call(n._ks, x, n)
 _op_special_chebyshev_polynomial_v_x_scalar_out = _D.define('special_chebyshev_polynomial_v.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_chebyshev_polynomial_v_x_scalar_out(x, n, *, out):
-    return _op_special_chebyshev_polynomial_v_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
-
+def special_chebyshev_polynomial_v_x_scalar_out(x, n, *, out): return _op_special_chebyshev_polynomial_v_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
 _op_special_chebyshev_polynomial_v_n_scalar = _D.define('special_chebyshev_polynomial_v.n_scalar(Tensor x, Scalar n) -> Tensor')
-
-def special_chebyshev_polynomial_v_n_scalar(x, n):
-    return _op_special_chebyshev_polynomial_v_n_scalar.call(x._ks, x, n)
-
+def special_chebyshev_polynomial_v_n_scalar(x, n): return _op_special_chebyshev_polynomial_v_n_scalar.call(x._ks, x, n)
 _op_special_chebyshev_polynomial_v_n_scalar_out = _D.define('special_chebyshev_polynomial_v.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_chebyshev_polynomial_v_n_scalar_out(x, n, *, out):
-    return _op_special_chebyshev_polynomial_v_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
-
+def special_chebyshev_polynomial_v_n_scalar_out(x, n, *, out): return _op_special_chebyshev_polynomial_v_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
 _op_special_chebyshev_polynomial_w = _D.define('special_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor')
-
-def special_chebyshev_polynomial_w(x, n):
-    return _op_special_chebyshev_polynomial_w.call(x._ks | n._ks, x, n)
-
+def special_chebyshev_polynomial_w(x, n): return _op_special_chebyshev_polynomial_w.call(x._ks | n._ks, x, n)
 _op_special_chebyshev_polynomial_w_out = _D.define('special_chebyshev_polynomial_w.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_chebyshev_polynomial_w_out(x, n, *, out):
-    return _op_special_chebyshev_polynomial_w_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
-
+def special_chebyshev_polynomial_w_out(x, n, *, out): return _op_special_chebyshev_polynomial_w_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
 _op_special_chebyshev_polynomial_w_x_scalar = _D.define('special_chebyshev_polynomial_w.x_scalar(Scalar x, Tensor n) -> Tensor')
-
-def special_chebyshev_polynomial_w_x_scalar(x, n):
-    return _op_special_chebyshev_polynomial_w_x_scalar.call(n._ks, x, n)
-
+def special_chebyshev_polynomial_w_x_scalar(x, n): return _op_special_chebyshev_polynomial_w_x_scalar.call(n._ks, x, n)
 _op_special_chebyshev_polynomial_w_x_scalar_out = _D.define('special_chebyshev_polynomial_w.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_chebyshev_polynomial_w_x_scalar_out(x, n, *, out):
-    return _op_special_chebyshev_polynomial_w_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
-
+def special_chebyshev_polynomial_w_x_scalar_out(x, n, *, out): return _op_special_chebyshev_polynomial_w_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
 _op_special_chebyshev_polynomial_w_n_scalar = _D.define('special_chebyshev_polynomial_w.n_scalar(Tensor x, Scalar n) -> Tensor')
-
-def special_chebyshev_polynomial_w_n_scalar(x, n):
-    return _op_special_chebyshev_polynomial_w_n_scalar.call(x._ks, x, n)
-
+def special_chebyshev_polynomial_w_n_scalar(x, n): return _op_special_chebyshev_polynomial_w_n_scalar.call(x._ks, x, n)
 _op_special_chebyshev_polynomial_w_n_scalar_out = _D.define('special_chebyshev_polynomial_w.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_chebyshev_polynomial_w_n_scalar_out(x, n, *, out):
-    return _op_special_chebyshev_polynomial_w_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
-
+def special_chebyshev_polynomial_w_n_scalar_out(x, n, *, out): return _op_special_chebyshev_polynomial_w_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
 _op_special_shifted_chebyshev_polynomial_t = _D.define('special_shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor')
-
-def special_shifted_chebyshev_polynomial_t(x, n):
-    return _op_special_shifted_chebyshev_polynomial_t.call(x._ks | n._ks, x, n)
-
+def special_shifted_chebyshev_polynomial_t(x, n): return _op_special_shifted_chebyshev_polynomial_t.call(x._ks | n._ks, x, n)
 _op_special_shifted_chebyshev_polynomial_t_out = _D.define('special_shifted_chebyshev_polynomial_t.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_shifted_chebyshev_polynomial_t_out(x, n, *, out):
-    return _op_special_shifted_chebyshev_polynomial_t_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
-
+def special_shifted_chebyshev_polynomial_t_out(x, n, *, out): return _op_special_shifted_chebyshev_polynomial_t_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
 _op_special_shifted_chebyshev_polynomial_t_x_scalar = _D.define('special_shifted_chebyshev_polynomial_t.x_scalar(Scalar x, Tensor n) -> Tensor')
-
-def special_shifted_chebyshev_polynomial_t_x_scalar(x, n):
-    return _op_special_shifted_chebyshev_polynomial_t_x_scalar.call(n._ks, x, n)
-
+def special_shifted_chebyshev_polynomial_t_x_scalar(x, n): return _op_special_shifted_chebyshev_polynomial_t_x_scalar.call(n._ks, x, n)
 _op_special_shifted_chebyshev_polynomial_t_x_scalar_out = _D.define('special_shifted_chebyshev_polynomial_t.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_shifted_chebyshev_polynomial_t_x_scalar_out(x, n, *, out):
-    return _op_special_shifted_chebyshev_polynomial_t_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
-
+def special_shifted_chebyshev_polynomial_t_x_scalar_out(x, n, *, out): return _op_special_shifted_chebyshev_polynomial_t_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
 _op_special_shifted_chebyshev_polynomial_t_n_scalar = _D.define('special_shifted_chebyshev_polynomial_t.n_scalar(Tensor x, Scalar n) -> Tensor')
-
-def special_shifted_chebyshev_polynomial_t_n_scalar(x, n):
-    return _op_special_shifted_chebyshev_polynomial_t_n_scalar.call(x._ks, x, n)
-
+def special_shifted_chebyshev_polynomial_t_n_scalar(x, n): return _op_special_shifted_chebyshev_polynomial_t_n_scalar.call(x._ks, x, n)
 _op_special_shifted_chebyshev_polynomial_t_n_scalar_out = _D.define('special_shifted_chebyshev_polynomial_t.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_shifted_chebyshev_polynomial_t_n_scalar_out(x, n, *, out):
-    return _op_special_shifted_chebyshev_polynomial_t_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
-
+def special_shifted_chebyshev_polynomial_t_n_scalar_out(x, n, *, out): return _op_special_shifted_chebyshev_polynomial_t_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
 _op_special_shifted_chebyshev_polynomial_u = _D.define('special_shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor')
-
-def special_shifted_chebyshev_polynomial_u(x, n):
-    return _op_special_shifted_chebyshev_polynomial_u.call(x._ks | n._ks, x, n)
-
+def special_shifted_chebyshev_polynomial_u(x, n): return _op_special_shifted_chebyshev_polynomial_u.call(x._ks | n._ks, x, n)
 _op_special_shifted_chebyshev_polynomial_u_out = _D.define('special_shifted_chebyshev_polynomial_u.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_shifted_chebyshev_polynomial_u_out(x, n, *, out):
-    return _op_special_shifted_chebyshev_polynomial_u_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
-
+def special_shifted_chebyshev_polynomial_u_out(x, n, *, out): return _op_special_shifted_chebyshev_polynomial_u_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
 _op_special_shifted_chebyshev_polynomial_u_x_scalar = _D.define('special_shifted_chebyshev_polynomial_u.x_scalar(Scalar x, Tensor n) -> Tensor')
-
-def special_shifted_chebyshev_polynomial_u_x_scalar(x, n):
-    return _op_special_shifted_chebyshev_polynomial_u_x_scalar.call(n._ks, x, n)
-
+def special_shifted_chebyshev_polynomial_u_x_scalar(x, n): return _op_special_shifted_chebyshev_polynomial_u_x_scalar.call(n._ks, x, n)
 _op_special_shifted_chebyshev_polynomial_u_x_scalar_out = _D.define('special_shifted_chebyshev_polynomial_u.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_shifted_chebyshev_polynomial_u_x_scalar_out(x, n, *, out):
-    return _op_special_shifted_chebyshev_polynomial_u_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
-
+def special_shifted_chebyshev_polynomial_u_x_scalar_out(x, n, *, out): return _op_special_shifted_chebyshev_polynomial_u_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
 _op_special_shifted_chebyshev_polynomial_u_n_scalar = _D.define('special_shifted_chebyshev_polynomial_u.n_scalar(Tensor x, Scalar n) -> Tensor')
-
-def special_shifted_chebyshev_polynomial_u_n_scalar(x, n):
-    return _op_special_shifted_chebyshev_polynomial_u_n_scalar.call(x._ks, x, n)
-
+def special_shifted_chebyshev_polynomial_u_n_scalar(x, n): return _op_special_shifted_chebyshev_polynomial_u_n_scalar.call(x._ks, x, n)
 _op_special_shifted_chebyshev_polynomial_u_n_scalar_out = _D.define('special_shifted_chebyshev_polynomial_u.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_shifted_chebyshev_polynomial_u_n_scalar_out(x, n, *, out):
-    return _op_special_shifted_chebyshev_polynomial_u_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
-
+def special_shifted_chebyshev_polynomial_u_n_scalar_out(x, n, *, out): return _op_special_shifted_chebyshev_polynomial_u_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
 _op_special_shifted_chebyshev_polynomial_v = _D.define('special_shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor')
-
-def special_shifted_chebyshev_polynomial_v(x, n):
-    return _op_special_shifted_chebyshev_polynomial_v.call(x._ks | n._ks, x, n)
-
+def special_shifted_chebyshev_polynomial_v(x, n): return _op_special_shifted_chebyshev_polynomial_v.call(x._ks | n._ks, x, n)
 _op_special_shifted_chebyshev_polynomial_v_out = _D.define('special_shifted_chebyshev_polynomial_v.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_shifted_chebyshev_polynomial_v_out(x, n, *, out):
-    return _op_special_shifted_chebyshev_polynomial_v_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
-
+def special_shifted_chebyshev_polynomial_v_out(x, n, *, out): return _op_special_shifted_chebyshev_polynomial_v_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
 _op_special_shifted_chebyshev_polynomial_v_x_scalar = _D.define('special_shifted_chebyshev_polynomial_v.x_scalar(Scalar x, Tensor n) -> Tensor')
-
-def special_shifted_chebyshev_polynomial_v_x_scalar(x, n):
-    return _op_special_shifted_chebyshev_polynomial_v_x_scalar.call(n._ks, x, n)
-
+def special_shifted_chebyshev_polynomial_v_x_scalar(x, n): return _op_special_shifted_chebyshev_polynomial_v_x_scalar.call(n._ks, x, n)
 _op_special_shifted_chebyshev_polynomial_v_x_scalar_out = _D.define('special_shifted_chebyshev_polynomial_v.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_shifted_chebyshev_polynomial_v_x_scalar_out(x, n, *, out):
-    return _op_special_shifted_chebyshev_polynomial_v_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
-
+def special_shifted_chebyshev_polynomial_v_x_scalar_out(x, n, *, out): return _op_special_shifted_chebyshev_polynomial_v_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
 _op_special_shifted_chebyshev_polynomial_v_n_scalar = _D.define('special_shifted_chebyshev_polynomial_v.n_scalar(Tensor x, Scalar n) -> Tensor')
-
-def special_shifted_chebyshev_polynomial_v_n_scalar(x, n):
-    return _op_special_shifted_chebyshev_polynomial_v_n_scalar.call(x._ks, x, n)
-
+def special_shifted_chebyshev_polynomial_v_n_scalar(x, n): return _op_special_shifted_chebyshev_polynomial_v_n_scalar.call(x._ks, x, n)
 _op_special_shifted_chebyshev_polynomial_v_n_scalar_out = _D.define('special_shifted_chebyshev_polynomial_v.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_shifted_chebyshev_polynomial_v_n_scalar_out(x, n, *, out):
-    return _op_special_shifted_chebyshev_polynomial_v_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
-
+def special_shifted_chebyshev_polynomial_v_n_scalar_out(x, n, *, out): return _op_special_shifted_chebyshev_polynomial_v_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
 _op_special_shifted_chebyshev_polynomial_w = _D.define('special_shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor')
-
-def special_shifted_chebyshev_polynomial_w(x, n):
-    return _op_special_shifted_chebyshev_polynomial_w.call(x._ks | n._ks, x, n)
-
+def special_shifted_chebyshev_polynomial_w(x, n): return _op_special_shifted_chebyshev_polynomial_w.call(x._ks | n._ks, x, n)
 _op_special_shifted_chebyshev_polynomial_w_out = _D.define('special_shifted_chebyshev_polynomial_w.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_shifted_chebyshev_polynomial_w_out(x, n, *, out):
-    return _op_special_shifted_chebyshev_polynomial_w_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
-
+def special_shifted_chebyshev_polynomial_w_out(x, n, *, out): return _op_special_shifted_chebyshev_polynomial_w_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
 _op_special_shifted_chebyshev_polynomial_w_x_scalar = _D.define('special_shifted_chebyshev_polynomial_w.x_scalar(Scalar x, Tensor n) -> Tensor')
-
-def special_shifted_chebyshev_polynomial_w_x_scalar(x, n):
-    return _op_special_shifted_chebyshev_polynomial_w_x_scalar.call(n._ks, x, n)
-
+def special_shifted_chebyshev_polynomial_w_x_scalar(x, n): return _op_special_shifted_chebyshev_polynomial_w_x_scalar.call(n._ks, x, n)
 _op_special_shifted_chebyshev_polynomial_w_x_scalar_out = _D.define('special_shifted_chebyshev_polynomial_w.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_shifted_chebyshev_polynomial_w_x_scalar_out(x, n, *, out):
-    return _op_special_shifted_chebyshev_polynomial_w_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
-
+def special_shifted_chebyshev_polynomial_w_x_scalar_out(x, n, *, out): return _op_special_shifted_chebyshev_polynomial_w_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
 _op_special_shifted_chebyshev_polynomial_w_n_scalar = _D.define('special_shifted_chebyshev_polynomial_w.n_scalar(Tensor x, Scalar n) -> Tensor')
-
-def special_shifted_chebyshev_polynomial_w_n_scalar(x, n):
-    return _op_special_shifted_chebyshev_polynomial_w_n_scalar.call(x._ks, x, n)
-
+def special_shifted_chebyshev_polynomial_w_n_scalar(x, n): return _op_special_shifted_chebyshev_polynomial_w_n_scalar.call(x._ks, x, n)
 _op_special_shifted_chebyshev_polynomial_w_n_scalar_out = _D.define('special_shifted_chebyshev_polynomial_w.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_shifted_chebyshev_polynomial_w_n_scalar_out(x, n, *, out):
-    return _op_special_shifted_chebyshev_polynomial_w_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
-
+def special_shifted_chebyshev_polynomial_w_n_scalar_out(x, n, *, out): return _op_special_shifted_chebyshev_polynomial_w_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
 _op_special_hermite_polynomial_h = _D.define('special_hermite_polynomial_h(Tensor x, Tensor n) -> Tensor')
-
-def special_hermite_polynomial_h(x, n):
-    return _op_special_hermite_polynomial_h.call(x._ks | n._ks, x, n)
-
+def special_hermite_polynomial_h(x, n): return _op_special_hermite_polynomial_h.call(x._ks | n._ks, x, n)
 _op_special_hermite_polynomial_h_out = _D.define('special_hermite_polynomial_h.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_hermite_polynomial_h_out(x, n, *, out):
-    return _op_special_hermite_polynomial_h_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
-
+def special_hermite_polynomial_h_out(x, n, *, out): return _op_special_hermite_polynomial_h_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
 _op_special_hermite_polynomial_h_x_scalar = _D.define('special_hermite_polynomial_h.x_scalar(Scalar x, Tensor n) -> Tensor')
-
-def special_hermite_polynomial_h_x_scalar(x, n):
-    return _op_special_hermite_polynomial_h_x_scalar.call(n._ks, x, n)
-
+def special_hermite_polynomial_h_x_scalar(x, n): return _op_special_hermite_polynomial_h_x_scalar.call(n._ks, x, n)
 _op_special_hermite_polynomial_h_x_scalar_out = _D.define('special_hermite_polynomial_h.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_hermite_polynomial_h_x_scalar_out(x, n, *, out):
-    return _op_special_hermite_polynomial_h_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
-
+def special_hermite_polynomial_h_x_scalar_out(x, n, *, out): return _op_special_hermite_polynomial_h_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
 _op_special_hermite_polynomial_h_n_scalar = _D.define('special_hermite_polynomial_h.n_scalar(Tensor x, Scalar n) -> Tensor')
-
-def special_hermite_polynomial_h_n_scalar(x, n):
-    return _op_special_hermite_polynomial_h_n_scalar.call(x._ks, x, n)
-
+def special_hermite_polynomial_h_n_scalar(x, n): return _op_special_hermite_polynomial_h_n_scalar.call(x._ks, x, n)
 _op_special_hermite_polynomial_h_n_scalar_out = _D.define('special_hermite_polynomial_h.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_hermite_polynomial_h_n_scalar_out(x, n, *, out):
-    return _op_special_hermite_polynomial_h_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
-
+def special_hermite_polynomial_h_n_scalar_out(x, n, *, out): return _op_special_hermite_polynomial_h_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
 _op_special_hermite_polynomial_he = _D.define('special_hermite_polynomial_he(Tensor x, Tensor n) -> Tensor')
-
-def special_hermite_polynomial_he(x, n):
-    return _op_special_hermite_polynomial_he.call(x._ks | n._ks, x, n)
-
+def special_hermite_polynomial_he(x, n): return _op_special_hermite_polynomial_he.call(x._ks | n._ks, x, n)
 _op_special_hermite_polynomial_he_out = _D.define('special_hermite_polynomial_he.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_hermite_polynomial_he_out(x, n, *, out):
-    return _op_special_hermite_polynomial_he_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
-
+def special_hermite_polynomial_he_out(x, n, *, out): return _op_special_hermite_polynomial_he_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
 _op_special_hermite_polynomial_he_x_scalar = _D.define('special_hermite_polynomial_he.x_scalar(Scalar x, Tensor n) -> Tensor')
-
-def special_hermite_polynomial_he_x_scalar(x, n):
-    return _op_special_hermite_polynomial_he_x_scalar.call(n._ks, x, n)
-
+def special_hermite_polynomial_he_x_scalar(x, n): return _op_special_hermite_polynomial_he_x_scalar.call(n._ks, x, n)
 _op_special_hermite_polynomial_he_x_scalar_out = _D.define('special_hermite_polynomial_he.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_hermite_polynomial_he_x_scalar_out(x, n, *, out):
-    return _op_special_hermite_polynomial_he_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
-
+def special_hermite_polynomial_he_x_scalar_out(x, n, *, out): return _op_special_hermite_polynomial_he_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
 _op_special_hermite_polynomial_he_n_scalar = _D.define('special_hermite_polynomial_he.n_scalar(Tensor x, Scalar n) -> Tensor')
-
-def special_hermite_polynomial_he_n_scalar(x, n):
-    return _op_special_hermite_polynomial_he_n_scalar.call(x._ks, x, n)
-
+def special_hermite_polynomial_he_n_scalar(x, n): return _op_special_hermite_polynomial_he_n_scalar.call(x._ks, x, n)
 _op_special_hermite_polynomial_he_n_scalar_out = _D.define('special_hermite_polynomial_he.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_hermite_polynomial_he_n_scalar_out(x, n, *, out):
-    return _op_special_hermite_polynomial_he_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
-
+def special_hermite_polynomial_he_n_scalar_out(x, n, *, out): return _op_special_hermite_polynomial_he_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
 _op_special_laguerre_polynomial_l = _D.define('special_laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor')
-
-def special_laguerre_polynomial_l(x, n):
-    return _op_special_laguerre_polynomial_l.call(x._ks | n._ks, x, n)
-
+def special_laguerre_polynomial_l(x, n): return _op_special_laguerre_polynomial_l.call(x._ks | n._ks, x, n)
 _op_special_laguerre_polynomial_l_out = _D.define('special_laguerre_polynomial_l.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_laguerre_polynomial_l_out(x, n, *, out):
-    return _op_special_laguerre_polynomial_l_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
-
+def special_laguerre_polynomial_l_out(x, n, *, out): return _op_special_laguerre_polynomial_l_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
 _op_special_laguerre_polynomial_l_x_scalar = _D.define('special_laguerre_polynomial_l.x_scalar(Scalar x, Tensor n) -> Tensor')
-
-def special_laguerre_polynomial_l_x_scalar(x, n):
-    return _op_special_laguerre_polynomial_l_x_scalar.call(n._ks, x, n)
-
+def special_laguerre_polynomial_l_x_scalar(x, n): return _op_special_laguerre_polynomial_l_x_scalar.call(n._ks, x, n)
 _op_special_laguerre_polynomial_l_x_scalar_out = _D.define('special_laguerre_polynomial_l.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_laguerre_polynomial_l_x_scalar_out(x, n, *, out):
-    return _op_special_laguerre_polynomial_l_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
-
+def special_laguerre_polynomial_l_x_scalar_out(x, n, *, out): return _op_special_laguerre_polynomial_l_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
 _op_special_laguerre_polynomial_l_n_scalar = _D.define('special_laguerre_polynomial_l.n_scalar(Tensor x, Scalar n) -> Tensor')
-
-def special_laguerre_polynomial_l_n_scalar(x, n):
-    return _op_special_laguerre_polynomial_l_n_scalar.call(x._ks, x, n)
-
+def special_laguerre_polynomial_l_n_scalar(x, n): return _op_special_laguerre_polynomial_l_n_scalar.call(x._ks, x, n)
 _op_special_laguerre_polynomial_l_n_scalar_out = _D.define('special_laguerre_polynomial_l.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_laguerre_polynomial_l_n_scalar_out(x, n, *, out):
-    return _op_special_laguerre_polynomial_l_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
-
+def special_laguerre_polynomial_l_n_scalar_out(x, n, *, out): return _op_special_laguerre_polynomial_l_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
 _op_special_legendre_polynomial_p = _D.define('special_legendre_polynomial_p(Tensor x, Tensor n) -> Tensor')
-
-def special_legendre_polynomial_p(x, n):
-    return _op_special_legendre_polynomial_p.call(x._ks | n._ks, x, n)
-
+def special_legendre_polynomial_p(x, n): return _op_special_legendre_polynomial_p.call(x._ks | n._ks, x, n)
 _op_special_legendre_polynomial_p_out = _D.define('special_legendre_polynomial_p.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_legendre_polynomial_p_out(x, n, *, out):
-    return _op_special_legendre_polynomial_p_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
-
+def special_legendre_polynomial_p_out(x, n, *, out): return _op_special_legendre_polynomial_p_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
 _op_special_legendre_polynomial_p_x_scalar = _D.define('special_legendre_polynomial_p.x_scalar(Scalar x, Tensor n) -> Tensor')
-
-def special_legendre_polynomial_p_x_scalar(x, n):
-    return _op_special_legendre_polynomial_p_x_scalar.call(n._ks, x, n)
-
+def special_legendre_polynomial_p_x_scalar(x, n): return _op_special_legendre_polynomial_p_x_scalar.call(n._ks, x, n)
 _op_special_legendre_polynomial_p_x_scalar_out = _D.define('special_legendre_polynomial_p.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_legendre_polynomial_p_x_scalar_out(x, n, *, out):
-    return _op_special_legendre_polynomial_p_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
-
+def special_legendre_polynomial_p_x_scalar_out(x, n, *, out): return _op_special_legendre_polynomial_p_x_scalar_out.call(n._ks | _ks_out(out), x, n, out)
 _op_special_legendre_polynomial_p_n_scalar = _D.define('special_legendre_polynomial_p.n_scalar(Tensor x, Scalar n) -> Tensor')
-
-def special_legendre_polynomial_p_n_scalar(x, n):
-    return _op_special_legendre_polynomial_p_n_scalar.call(x._ks, x, n)
-
+def special_legendre_polynomial_p_n_scalar(x, n): return _op_special_legendre_polynomial_p_n_scalar.call(x._ks, x, n)
 _op_special_legendre_polynomial_p_n_scalar_out = _D.define('special_legendre_polynomial_p.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_legendre_polynomial_p_n_scalar_out(x, n, *, out):
-    return _op_special_legendre_polynomial_p_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
-
+def special_legendre_polynomial_p_n_scalar_out(x, n, *, out): return _op_special_legendre_polynomial_p_n_scalar_out.call(x._ks | _ks_out(out), x, n, out)
 _op_special_erfcx = _D.define('special_erfcx(Tensor self) -> Tensor')
-
-def special_erfcx(self):
-    return _op_special_erfcx.call(self._ks, self)
-
+def special_erfcx(self): return _op_special_erfcx.call(self._ks, self)
 _op_special_erfcx_out = _D.define('special_erfcx.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_erfcx_out(self, *, out):
-    return _op_special_erfcx_out.call(self._ks | _ks_out(out), self, out)
-
+def special_erfcx_out(self, *, out): return _op_special_erfcx_out.call(self._ks | _ks_out(out), self, out)
 _op_special_log_ndtr = _D.define('special_log_ndtr(Tensor self) -> Tensor')
-
-def special_log_ndtr(self):
-    return _op_special_log_ndtr.call(self._ks, self)
-
+def special_log_ndtr(self): return _op_special_log_ndtr.call(self._ks, self)
 _op_special_log_ndtr_out = _D.define('special_log_ndtr.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_log_ndtr_out(self, *, out):
-    return _op_special_log_ndtr_out.call(self._ks | _ks_out(out), self, out)
-
+def special_log_ndtr_out(self, *, out): return _op_special_log_ndtr_out.call(self._ks | _ks_out(out), self, out)
 _op_special_ndtri = _D.define('special_ndtri(Tensor self) -> Tensor')
-
-def special_ndtri(self):
-    return _op_special_ndtri.call(self._ks, self)
-
+def special_ndtri(self): return _op_special_ndtri.call(self._ks, self)
 _op_special_ndtri_out = _D.define('special_ndtri.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_ndtri_out(self, *, out):
-    return _op_special_ndtri_out.call(self._ks | _ks_out(out), self, out)
-
+def special_ndtri_out(self, *, out): return _op_special_ndtri_out.call(self._ks | _ks_out(out), self, out)
 _op_special_zeta = _D.define('special_zeta(Tensor self, Tensor other) -> Tensor')
-
-def special_zeta(self, other):
-    return _op_special_zeta.call(self._ks | other._ks, self, other)
-
+def special_zeta(self, other): return _op_special_zeta.call(self._ks | other._ks, self, other)
 _op_special_zeta_out = _D.define('special_zeta.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_zeta_out(self, other, *, out):
-    return _op_special_zeta_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def special_zeta_out(self, other, *, out): return _op_special_zeta_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_special_zeta_self_scalar = _D.define('special_zeta.self_scalar(Scalar self, Tensor other) -> Tensor')
-
-def special_zeta_self_scalar(self, other):
-    return _op_special_zeta_self_scalar.call(other._ks, self, other)
-
+def special_zeta_self_scalar(self, other): return _op_special_zeta_self_scalar.call(other._ks, self, other)
 _op_special_zeta_self_scalar_out = _D.define('special_zeta.self_scalar_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_zeta_self_scalar_out(self, other, *, out):
-    return _op_special_zeta_self_scalar_out.call(other._ks | _ks_out(out), self, other, out)
-
+def special_zeta_self_scalar_out(self, other, *, out): return _op_special_zeta_self_scalar_out.call(other._ks | _ks_out(out), self, other, out)
 _op_special_zeta_other_scalar = _D.define('special_zeta.other_scalar(Tensor self, Scalar other) -> Tensor')
-
-def special_zeta_other_scalar(self, other):
-    return _op_special_zeta_other_scalar.call(self._ks, self, other)
-
+def special_zeta_other_scalar(self, other): return _op_special_zeta_other_scalar.call(self._ks, self, other)
 _op_special_zeta_other_scalar_out = _D.define('special_zeta.other_scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_zeta_other_scalar_out(self, other, *, out):
-    return _op_special_zeta_other_scalar_out.call(self._ks | _ks_out(out), self, other, out)
-
+def special_zeta_other_scalar_out(self, other, *, out): return _op_special_zeta_other_scalar_out.call(self._ks | _ks_out(out), self, other, out)
 _op_special_airy_ai = _D.define('special_airy_ai(Tensor x) -> Tensor')
-
-def special_airy_ai(x):
-    return _op_special_airy_ai.call(x._ks, x)
-
+def special_airy_ai(x): return _op_special_airy_ai.call(x._ks, x)
 _op_special_airy_ai_out = _D.define('special_airy_ai.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_airy_ai_out(x, *, out):
-    return _op_special_airy_ai_out.call(x._ks | _ks_out(out), x, out)
-
+def special_airy_ai_out(x, *, out): return _op_special_airy_ai_out.call(x._ks | _ks_out(out), x, out)
 _op_special_bessel_j0 = _D.define('special_bessel_j0(Tensor self) -> Tensor')
-
-def special_bessel_j0(self):
-    return _op_special_bessel_j0.call(self._ks, self)
-
+def special_bessel_j0(self): return _op_special_bessel_j0.call(self._ks, self)
 _op_special_bessel_j0_out = _D.define('special_bessel_j0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_bessel_j0_out(self, *, out):
-    return _op_special_bessel_j0_out.call(self._ks | _ks_out(out), self, out)
-
+def special_bessel_j0_out(self, *, out): return _op_special_bessel_j0_out.call(self._ks | _ks_out(out), self, out)
 _op_special_bessel_j1 = _D.define('special_bessel_j1(Tensor self) -> Tensor')
-
-def special_bessel_j1(self):
-    return _op_special_bessel_j1.call(self._ks, self)
-
+def special_bessel_j1(self): return _op_special_bessel_j1.call(self._ks, self)
 _op_special_bessel_j1_out = _D.define('special_bessel_j1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_bessel_j1_out(self, *, out):
-    return _op_special_bessel_j1_out.call(self._ks | _ks_out(out), self, out)
-
+def special_bessel_j1_out(self, *, out): return _op_special_bessel_j1_out.call(self._ks | _ks_out(out), self, out)
 _op_special_bessel_y0 = _D.define('special_bessel_y0(Tensor self) -> Tensor')
-
-def special_bessel_y0(self):
-    return _op_special_bessel_y0.call(self._ks, self)
-
+def special_bessel_y0(self): return _op_special_bessel_y0.call(self._ks, self)
 _op_special_bessel_y0_out = _D.define('special_bessel_y0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_bessel_y0_out(self, *, out):
-    return _op_special_bessel_y0_out.call(self._ks | _ks_out(out), self, out)
-
+def special_bessel_y0_out(self, *, out): return _op_special_bessel_y0_out.call(self._ks | _ks_out(out), self, out)
 _op_special_bessel_y1 = _D.define('special_bessel_y1(Tensor self) -> Tensor')
-
-def special_bessel_y1(self):
-    return _op_special_bessel_y1.call(self._ks, self)
-
+def special_bessel_y1(self): return _op_special_bessel_y1.call(self._ks, self)
 _op_special_bessel_y1_out = _D.define('special_bessel_y1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_bessel_y1_out(self, *, out):
-    return _op_special_bessel_y1_out.call(self._ks | _ks_out(out), self, out)
-
+def special_bessel_y1_out(self, *, out): return _op_special_bessel_y1_out.call(self._ks | _ks_out(out), self, out)
 _op_special_modified_bessel_i0 = _D.define('special_modified_bessel_i0(Tensor self) -> Tensor')
-
-def special_modified_bessel_i0(self):
-    return _op_special_modified_bessel_i0.call(self._ks, self)
-
+def special_modified_bessel_i0(self): return _op_special_modified_bessel_i0.call(self._ks, self)
 _op_special_modified_bessel_i0_out = _D.define('special_modified_bessel_i0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_modified_bessel_i0_out(self, *, out):
-    return _op_special_modified_bessel_i0_out.call(self._ks | _ks_out(out), self, out)
-
+def special_modified_bessel_i0_out(self, *, out): return _op_special_modified_bessel_i0_out.call(self._ks | _ks_out(out), self, out)
 _op_special_modified_bessel_i1 = _D.define('special_modified_bessel_i1(Tensor self) -> Tensor')
-
-def special_modified_bessel_i1(self):
-    return _op_special_modified_bessel_i1.call(self._ks, self)
-
+def special_modified_bessel_i1(self): return _op_special_modified_bessel_i1.call(self._ks, self)
 _op_special_modified_bessel_i1_out = _D.define('special_modified_bessel_i1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_modified_bessel_i1_out(self, *, out):
-    return _op_special_modified_bessel_i1_out.call(self._ks | _ks_out(out), self, out)
-
+def special_modified_bessel_i1_out(self, *, out): return _op_special_modified_bessel_i1_out.call(self._ks | _ks_out(out), self, out)
 _op_special_modified_bessel_k0 = _D.define('special_modified_bessel_k0(Tensor self) -> Tensor')
-
-def special_modified_bessel_k0(self):
-    return _op_special_modified_bessel_k0.call(self._ks, self)
-
+def special_modified_bessel_k0(self): return _op_special_modified_bessel_k0.call(self._ks, self)
 _op_special_modified_bessel_k0_out = _D.define('special_modified_bessel_k0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_modified_bessel_k0_out(self, *, out):
-    return _op_special_modified_bessel_k0_out.call(self._ks | _ks_out(out), self, out)
-
+def special_modified_bessel_k0_out(self, *, out): return _op_special_modified_bessel_k0_out.call(self._ks | _ks_out(out), self, out)
 _op_special_modified_bessel_k1 = _D.define('special_modified_bessel_k1(Tensor self) -> Tensor')
-
-def special_modified_bessel_k1(self):
-    return _op_special_modified_bessel_k1.call(self._ks, self)
-
+def special_modified_bessel_k1(self): return _op_special_modified_bessel_k1.call(self._ks, self)
 _op_special_modified_bessel_k1_out = _D.define('special_modified_bessel_k1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_modified_bessel_k1_out(self, *, out):
-    return _op_special_modified_bessel_k1_out.call(self._ks | _ks_out(out), self, out)
-
+def special_modified_bessel_k1_out(self, *, out): return _op_special_modified_bessel_k1_out.call(self._ks | _ks_out(out), self, out)
 _op_special_scaled_modified_bessel_k0 = _D.define('special_scaled_modified_bessel_k0(Tensor x) -> Tensor')
-
-def special_scaled_modified_bessel_k0(x):
-    return _op_special_scaled_modified_bessel_k0.call(x._ks, x)
-
+def special_scaled_modified_bessel_k0(x): return _op_special_scaled_modified_bessel_k0.call(x._ks, x)
 _op_special_scaled_modified_bessel_k0_out = _D.define('special_scaled_modified_bessel_k0.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_scaled_modified_bessel_k0_out(x, *, out):
-    return _op_special_scaled_modified_bessel_k0_out.call(x._ks | _ks_out(out), x, out)
-
+def special_scaled_modified_bessel_k0_out(x, *, out): return _op_special_scaled_modified_bessel_k0_out.call(x._ks | _ks_out(out), x, out)
 _op_special_scaled_modified_bessel_k1 = _D.define('special_scaled_modified_bessel_k1(Tensor x) -> Tensor')
-
-def special_scaled_modified_bessel_k1(x):
-    return _op_special_scaled_modified_bessel_k1.call(x._ks, x)
-
+def special_scaled_modified_bessel_k1(x): return _op_special_scaled_modified_bessel_k1.call(x._ks, x)
 _op_special_scaled_modified_bessel_k1_out = _D.define('special_scaled_modified_bessel_k1.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_scaled_modified_bessel_k1_out(x, *, out):
-    return _op_special_scaled_modified_bessel_k1_out.call(x._ks | _ks_out(out), x, out)
-
+def special_scaled_modified_bessel_k1_out(x, *, out): return _op_special_scaled_modified_bessel_k1_out.call(x._ks | _ks_out(out), x, out)
 _op_special_spherical_bessel_j0 = _D.define('special_spherical_bessel_j0(Tensor x) -> Tensor')
-
-def special_spherical_bessel_j0(x):
-    return _op_special_spherical_bessel_j0.call(x._ks, x)
-
+def special_spherical_bessel_j0(x): return _op_special_spherical_bessel_j0.call(x._ks, x)
 _op_special_spherical_bessel_j0_out = _D.define('special_spherical_bessel_j0.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_spherical_bessel_j0_out(x, *, out):
-    return _op_special_spherical_bessel_j0_out.call(x._ks | _ks_out(out), x, out)
-
+def special_spherical_bessel_j0_out(x, *, out): return _op_special_spherical_bessel_j0_out.call(x._ks | _ks_out(out), x, out)
 _op_special_entr = _D.define('special_entr(Tensor self) -> Tensor')
-
-def special_entr(self):
-    return _op_special_entr.call(self._ks, self)
-
+def special_entr(self): return _op_special_entr.call(self._ks, self)
 _op_special_entr_out = _D.define('special_entr.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_entr_out(self, *, out):
-    return _op_special_entr_out.call(self._ks | _ks_out(out), self, out)
-
+def special_entr_out(self, *, out): return _op_special_entr_out.call(self._ks | _ks_out(out), self, out)
 _op_special_ndtr = _D.define('special_ndtr(Tensor self) -> Tensor')
-
-def special_ndtr(self):
-    return _op_special_ndtr.call(self._ks, self)
-
+def special_ndtr(self): return _op_special_ndtr.call(self._ks, self)
 _op_special_ndtr_out = _D.define('special_ndtr.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_ndtr_out(self, *, out):
-    return _op_special_ndtr_out.call(self._ks | _ks_out(out), self, out)
-
+def special_ndtr_out(self, *, out): return _op_special_ndtr_out.call(self._ks | _ks_out(out), self, out)
 _op_special_xlog1py = _D.define('special_xlog1py(Tensor self, Tensor other) -> Tensor')
-
-def special_xlog1py(self, other):
-    return _op_special_xlog1py.call(self._ks | other._ks, self, other)
-
+def special_xlog1py(self, other): return _op_special_xlog1py.call(self._ks | other._ks, self, other)
 _op_special_xlog1py_out = _D.define('special_xlog1py.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
-
-def special_xlog1py_out(self, other, *, out):
-    return _op_special_xlog1py_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
-
+def special_xlog1py_out(self, other, *, out): return _op_special_xlog1py_out.call(self._ks | other._ks | _ks_out(out), self, other, out)
 _op_special_multigammaln = _D.define('special_multigammaln(Tensor self, int p) -> Tensor')
-
-def special_multigammaln(self, p):
-    return _op_special_multigammaln.call(self._ks, self, p)
-
+def special_multigammaln(self, p): return _op_special_multigammaln.call(self._ks, self, p)
 _op_mvlgamma = _D.define('mvlgamma(Tensor self, int p) -> Tensor')
-
-def mvlgamma(self, p):
-    return _op_mvlgamma.call(self._ks, self, p)
-
+def mvlgamma(self, p): return _op_mvlgamma.call(self._ks, self, p)
 _op_mvlgamma_ = _D.define('mvlgamma_(Tensor(a!) self, int p) -> Tensor(a!)')
-
-def mvlgamma_(self, p):
-    return _op_mvlgamma_.call(self._ks, self, p)
-
+def mvlgamma_(self, p): return _op_mvlgamma_.call(self._ks, self, p)
 _op_special_softmax = _D.define('special_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor')
-
-def special_softmax(self, dim, dtype=None):
-    return _op_special_softmax.call(self._ks, self, dim, dtype)
-
+def special_softmax(self, dim, dtype=None): return _op_special_softmax.call(self._ks, self, dim, dtype)
 _op_special_log_softmax = _D.define('special_log_softmax(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor')
-
-def special_log_softmax(self, dim, *, dtype=None):
-    return _op_special_log_softmax.call(self._ks, self, dim, dtype)
-
+def special_log_softmax(self, dim, *, dtype=None): return _op_special_log_softmax.call(self._ks, self, dim, dtype)
 _op_special_round = _D.define('special_round(Tensor self, *, int decimals=0) -> Tensor')
-
-def special_round(self, *, decimals=0):
-    return _op_special_round.call(self._ks, self, decimals)
-
+def special_round(self, *, decimals=0): return _op_special_round.call(self._ks, self, decimals)
 _op_hsplit_int = _D.define('hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]')
-
-def hsplit_int(self, sections):
-    return _op_hsplit_int.call(self._ks, self, sections)
-
+def hsplit_int(self, sections): return _op_hsplit_int.call(self._ks, self, sections)
 _op_hsplit_array = _D.define('hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]')
-
-def hsplit_array(self, indices):
-    return _op_hsplit_array.call(self._ks, self, indices)
-
+def hsplit_array(self, indices): return _op_hsplit_array.call(self._ks, self, indices)
 _op_vsplit_int = _D.define('vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]')
-
-def vsplit_int(self, sections):
-    return _op_vsplit_int.call(self._ks, self, sections)
-
+def vsplit_int(self, sections): return _op_vsplit_int.call(self._ks, self, sections)
 _op_vsplit_array = _D.define('vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]')
-
-def vsplit_array(self, indices):
-    return _op_vsplit_array.call(self._ks, self, indices)
-
+def vsplit_array(self, indices): return _op_vsplit_array.call(self._ks, self, indices)
 _op_dsplit_int = _D.define('dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]')
-
-def dsplit_int(self, sections):
-    return _op_dsplit_int.call(self._ks, self, sections)
-
+def dsplit_int(self, sections): return _op_dsplit_int.call(self._ks, self, sections)
 _op_dsplit_array = _D.define('dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]')
-
-def dsplit_array(self, indices):
-    return _op_dsplit_array.call(self._ks, self, indices)
-
+def dsplit_array(self, indices): return _op_dsplit_array.call(self._ks, self, indices)
 _op_adjoint = _D.define('adjoint(Tensor(a) self) -> Tensor(a)')
-
-def adjoint(self):
-    return _op_adjoint.call(self._ks, self)
-
+def adjoint(self): return _op_adjoint.call(self._ks, self)
 _op_diagflat = _D.define('diagflat(Tensor self, int offset=0) -> Tensor')
-
-def diagflat(self, offset=0):
-    return _op_diagflat.call(self._ks, self, offset)
-
+def diagflat(self, offset=0): return _op_diagflat.call(self._ks, self, offset)
 _op_fill_diagonal_ = _D.define('fill_diagonal_(Tensor(a!) self, Scalar fill_value, bool wrap=False) -> Tensor(a!)')
-
-def fill_diagonal_(self, fill_value, wrap=False):
-    return _op_fill_diagonal_.call(self._ks, self, fill_value, wrap)
-
+def fill_diagonal_(self, fill_value, wrap=False): return _op_fill_diagonal_.call(self._ks, self, fill_value, wrap)
 _op_dist = _D.define('dist(Tensor self, Tensor other, Scalar p=2) -> Tensor')
-
-def dist(self, other, p=2):
-    return _op_dist.call(self._ks | other._ks, self, other, p)
-
+def dist(self, other, p=2): return _op_dist.call(self._ks | other._ks, self, other, p)
 _op_logdet = _D.define('logdet(Tensor self) -> Tensor')
-
-def logdet(self):
-    return _op_logdet.call(self._ks, self)
-
+def logdet(self): return _op_logdet.call(self._ks, self)
 _op_matrix_power = _D.define('matrix_power(Tensor self, int n) -> Tensor')
-
-def matrix_power(self, n):
-    return _op_matrix_power.call(self._ks, self, n)
-
+def matrix_power(self, n): return _op_matrix_power.call(self._ks, self, n)
 _op_addr = _D.define('addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor')
-
-def addr(self, vec1, vec2, *, beta=1, alpha=1):
-    return _op_addr.call(self._ks | vec1._ks | vec2._ks, self, vec1, vec2, beta, alpha)
-
+def addr(self, vec1, vec2, *, beta=1, alpha=1): return _op_addr.call(self._ks | vec1._ks | vec2._ks, self, vec1, vec2, beta, alpha)
 _op_addr_ = _D.define('addr_(Tensor(a!) self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)')
-
-def addr_(self, vec1, vec2, *, beta=1, alpha=1):
-    return _op_addr_.call(self._ks | vec1._ks | vec2._ks, self, vec1, vec2, beta, alpha)
-
+def addr_(self, vec1, vec2, *, beta=1, alpha=1): return _op_addr_.call(self._ks | vec1._ks | vec2._ks, self, vec1, vec2, beta, alpha)
 _op_polygamma_ = _D.define('polygamma_(Tensor(a!) self, int n) -> Tensor(a!)')
-
-def polygamma_(self, n):
-    return _op_polygamma_.call(self._ks, self, n)
-
+def polygamma_(self, n): return _op_polygamma_.call(self._ks, self, n)
 _op_float_power__Scalar = _D.define('float_power_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)')
-
-def float_power__Scalar(self, exponent):
-    return _op_float_power__Scalar.call(self._ks, self, exponent)
-
+def float_power__Scalar(self, exponent): return _op_float_power__Scalar.call(self._ks, self, exponent)
 _op_float_power__Tensor = _D.define('float_power_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)')
-
-def float_power__Tensor(self, exponent):
-    return _op_float_power__Tensor.call(self._ks | exponent._ks, self, exponent)
-
+def float_power__Tensor(self, exponent): return _op_float_power__Tensor.call(self._ks | exponent._ks, self, exponent)
 _op_nanmedian = _D.define('nanmedian(Tensor self) -> Tensor')
-
-def nanmedian(self):
-    return _op_nanmedian.call(self._ks, self)
-
+def nanmedian(self): return _op_nanmedian.call(self._ks, self)
 _op_nanmedian_dim = _D.define('nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)')
-
-def nanmedian_dim(self, dim, keepdim=False):
-    return _op_nanmedian_dim.call(self._ks, self, dim, keepdim)
-
+def nanmedian_dim(self, dim, keepdim=False): return _op_nanmedian_dim.call(self._ks, self, dim, keepdim)
 _op_unique_consecutive = _D.define('unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)')
-
-def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None):
-    return _op_unique_consecutive.call(self._ks, self, return_inverse, return_counts, dim)
-
+def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None): return _op_unique_consecutive.call(self._ks, self, return_inverse, return_counts, dim)
 _op__histogramdd_bin_edges = _D.define('_histogramdd_bin_edges(Tensor self, int[] bins, *, float[]? range=None, Tensor? weight=None, bool density=False) -> Tensor[]')
-
-def _histogramdd_bin_edges(self, bins, *, range=None, weight=None, density=False):
-    return _op__histogramdd_bin_edges.call(self._ks | _ks_opt(weight), self, bins, range, weight, density)
-
+def _histogramdd_bin_edges(self, bins, *, range=None, weight=None, density=False): return _op__histogramdd_bin_edges.call(self._ks | _ks_opt(weight), self, bins, range, weight, density)
 _op__histogramdd_from_bin_cts = _D.define('_histogramdd_from_bin_cts(Tensor self, int[] bins, *, float[]? range=None, Tensor? weight=None, bool density=False) -> Tensor')
-
-def _histogramdd_from_bin_cts(self, bins, *, range=None, weight=None, density=False):
-    return _op__histogramdd_from_bin_cts.call(self._ks | _ks_opt(weight), self, bins, range, weight, density)
-
+def _histogramdd_from_bin_cts(self, bins, *, range=None, weight=None, density=False): return _op__histogramdd_from_bin_cts.call(self._ks | _ks_opt(weight), self, bins, range, weight, density)
 _op__histogramdd_from_bin_tensors = _D.define('_histogramdd_from_bin_tensors(Tensor self, Tensor[] bins, *, Tensor? weight=None, bool density=False) -> Tensor')
-
-def _histogramdd_from_bin_tensors(self, bins, *, weight=None, density=False):
-    return _op__histogramdd_from_bin_tensors.call(self._ks | _ks_list(bins) | _ks_opt(weight), self, bins, weight, density)
-
+def _histogramdd_from_bin_tensors(self, bins, *, weight=None, density=False): return _op__histogramdd_from_bin_tensors.call(self._ks | _ks_list(bins) | _ks_opt(weight), self, bins, weight, density)
 _op_put = _D.define('put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor')
-
-def put(self, index, source, accumulate=False):
-    return _op_put.call(self._ks | index._ks | source._ks, self, index, source, accumulate)
-
+def put(self, index, source, accumulate=False): return _op_put.call(self._ks | index._ks | source._ks, self, index, source, accumulate)
 _op_put_ = _D.define('put_(Tensor(a!) self, Tensor index, Tensor source, bool accumulate=False) -> Tensor(a!)')
-
-def put_(self, index, source, accumulate=False):
-    return _op_put_.call(self._ks | index._ks | source._ks, self, index, source, accumulate)
-
+def put_(self, index, source, accumulate=False): return _op_put_.call(self._ks | index._ks | source._ks, self, index, source, accumulate)
 _op_index_reduce = _D.define('index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor')
-
-def index_reduce(self, dim, index, source, reduce, *, include_self=True):
-    return _op_index_reduce.call(self._ks | index._ks | source._ks, self, dim, index, source, reduce, include_self)
-
+def index_reduce(self, dim, index, source, reduce, *, include_self=True): return _op_index_reduce.call(self._ks | index._ks | source._ks, self, dim, index, source, reduce, include_self)
 _op_index_reduce_ = _D.define('index_reduce_(Tensor(a!) self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor(a!)')
-
-def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
-    return _op_index_reduce_.call(self._ks | index._ks | source._ks, self, dim, index, source, reduce, include_self)
-
+def index_reduce_(self, dim, index, source, reduce, *, include_self=True): return _op_index_reduce_.call(self._ks | index._ks | source._ks, self, dim, index, source, reduce, include_self)
 _op_nonzero_static = _D.define('nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor')
-
-def nonzero_static(self, *, size, fill_value=-1):
-    return _op_nonzero_static.call(self._ks, self, size, fill_value)
-
+def nonzero_static(self, *, size, fill_value=-1): return _op_nonzero_static.call(self._ks, self, size, fill_value)
 _op_as_strided_scatter = _D.define('as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor')
-
-def as_strided_scatter(self, src, size, stride, storage_offset=None):
-    return _op_as_strided_scatter.call(self._ks | src._ks, self, src, size, stride, storage_offset)
-
+def as_strided_scatter(self, src, size, stride, storage_offset=None): return _op_as_strided_scatter.call(self._ks | src._ks, self, src, size, stride, storage_offset)
 _op_fill_Scalar = _D.define('fill.Scalar(Tensor self, Scalar value) -> Tensor')
-
-def fill_Scalar(self, value):
-    return _op_fill_Scalar.call(self._ks, self, value)
-
+def fill_Scalar(self, value): return _op_fill_Scalar.call(self._ks, self, value)
 _op_fill_Tensor = _D.define('fill.Tensor(Tensor self, Tensor value) -> Tensor')
-
-def fill_Tensor(self, value):
-    return _op_fill_Tensor.call(self._ks | value._ks, self, value)
-
+def fill_Tensor(self, value): return _op_fill_Tensor.call(self._ks | value._ks, self, value)
 _op_vander = _D.define('vander(Tensor x, int? N=None, bool increasing=False) -> Tensor')
-
-def vander(x, N=None, increasing=False):
-    return _op_vander.call(x._ks, x, N, increasing)
-
+def vander(x, N=None, increasing=False): return _op_vander.call(x._ks, x, N, increasing)
 _op_empty_permuted = _D.define('empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_empty_permuted.call(_ks_device(device), size, physical_layout, dtype, layout, device, pin_memory)
-
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_empty_permuted.call(_ks_device(device), size, physical_layout, dtype, layout, device, pin_memory)
 _op_randint_like = _D.define('randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
-
-def randint_like(self, high, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
-    return _op_randint_like.call(self._ks, self, high, dtype, layout, device, pin_memory, memory_format)
-
+def randint_like(self, high, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None): return _op_randint_like.call(self._ks, self, high, dtype, layout, device, pin_memory, memory_format)
 _op_randint_like_generator = _D.define('randint_like.generator(Tensor self, SymInt high, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
-
-def randint_like_generator(self, high, *, generator, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
-    return _op_randint_like_generator.call(self._ks, self, high, generator, dtype, layout, device, pin_memory, memory_format)
-
+def randint_like_generator(self, high, *, generator, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None): return _op_randint_like_generator.call(self._ks, self, high, generator, dtype, layout, device, pin_memory, memory_format)
 _op_randint_like_Tensor = _D.define('randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
-
-def randint_like_Tensor(self, high, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
-    return _op_randint_like_Tensor.call(self._ks | high._ks, self, high, dtype, layout, device, pin_memory, memory_format)
-
+def randint_like_Tensor(self, high, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None): return _op_randint_like_Tensor.call(self._ks | high._ks, self, high, dtype, layout, device, pin_memory, memory_format)
 _op_randint_like_Tensor_generator = _D.define('randint_like.Tensor_generator(Tensor self, Tensor high, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
-
-def randint_like_Tensor_generator(self, high, *, generator, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
-    return _op_randint_like_Tensor_generator.call(self._ks | high._ks, self, high, generator, dtype, layout, device, pin_memory, memory_format)
-
+def randint_like_Tensor_generator(self, high, *, generator, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None): return _op_randint_like_Tensor_generator.call(self._ks | high._ks, self, high, generator, dtype, layout, device, pin_memory, memory_format)
 _op_randint_like_low_dtype = _D.define('randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
-
-def randint_like_low_dtype(self, low, high, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
-    return _op_randint_like_low_dtype.call(self._ks, self, low, high, dtype, layout, device, pin_memory, memory_format)
-
+def randint_like_low_dtype(self, low, high, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None): return _op_randint_like_low_dtype.call(self._ks, self, low, high, dtype, layout, device, pin_memory, memory_format)
 _op_randint_like_low_generator_dtype = _D.define('randint_like.low_generator_dtype(Tensor self, SymInt low, SymInt high, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
-
-def randint_like_low_generator_dtype(self, low, high, *, generator, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
-    return _op_randint_like_low_generator_dtype.call(self._ks, self, low, high, generator, dtype, layout, device, pin_memory, memory_format)
-
+def randint_like_low_generator_dtype(self, low, high, *, generator, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None): return _op_randint_like_low_generator_dtype.call(self._ks, self, low, high, generator, dtype, layout, device, pin_memory, memory_format)
 _op_range_step = _D.define('range.step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
-
-def range_step(start, end, step=1, *, dtype=None, layout=None, device=None, pin_memory=None):
-    return _op_range_step.call(_ks_device(device), start, end, step, dtype, layout, device, pin_memory)
-
+def range_step(start, end, step=1, *, dtype=None, layout=None, device=None, pin_memory=None): return _op_range_step.call(_ks_device(device), start, end, step, dtype, layout, device, pin_memory)
 _op_svd = _D.define('svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)')
-
-def svd(self, some=True, compute_uv=True):
-    return _op_svd.call(self._ks, self, some, compute_uv)
-
+def svd(self, some=True, compute_uv=True): return _op_svd.call(self._ks, self, some, compute_uv)
 _op_qr = _D.define('qr(Tensor self, bool some=True) -> (Tensor Q, Tensor R)')
-
-def qr(self, some=True):
-    return _op_qr.call(self._ks, self, some)
-
+def qr(self, some=True): return _op_qr.call(self._ks, self, some)
 _op_triangular_solve = _D.define('triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)')
-
-def triangular_solve(self, A, upper=True, transpose=False, unitriangular=False):
-    return _op_triangular_solve.call(self._ks | A._ks, self, A, upper, transpose, unitriangular)
-
+def triangular_solve(self, A, upper=True, transpose=False, unitriangular=False): return _op_triangular_solve.call(self._ks | A._ks, self, A, upper, transpose, unitriangular)
 _op_conv_tbc = _D.define('conv_tbc(Tensor self, Tensor weight, Tensor bias, int pad=0) -> Tensor')
-
-def conv_tbc(self, weight, bias, pad=0):
-    return _op_conv_tbc.call(self._ks | weight._ks | bias._ks, self, weight, bias, pad)
-
+def conv_tbc(self, weight, bias, pad=0): return _op_conv_tbc.call(self._ks | weight._ks | bias._ks, self, weight, bias, pad)
 _op_norm_except_dim = _D.define('norm_except_dim(Tensor v, int pow=2, int dim=0) -> Tensor')
-
-def norm_except_dim(v, pow=2, dim=0):
-    return _op_norm_except_dim.call(v._ks, v, pow, dim)
-
+def norm_except_dim(v, pow=2, dim=0): return _op_norm_except_dim.call(v._ks, v, pow, dim)
 _op_hash_tensor = _D.define('hash_tensor(Tensor self, int[1] dim=[], *, bool keepdim=False, int mode=0) -> Tensor')
-
-def hash_tensor(self, dim=(), *, keepdim=False, mode=0):
-    return _op_hash_tensor.call(self._ks, self, dim, keepdim, mode)
-
+def hash_tensor(self, dim=(), *, keepdim=False, mode=0): return _op_hash_tensor.call(self._ks, self, dim, keepdim, mode)
 _op_linalg_ldl_factor_ex = _D.define('linalg_ldl_factor_ex(Tensor self, *, bool hermitian=False, bool check_errors=False) -> (Tensor LD, Tensor pivots, Tensor info)')
-
-def linalg_ldl_factor_ex(self, *, hermitian=False, check_errors=False):
-    return _op_linalg_ldl_factor_ex.call(self._ks, self, hermitian, check_errors)
-
+def linalg_ldl_factor_ex(self, *, hermitian=False, check_errors=False): return _op_linalg_ldl_factor_ex.call(self._ks, self, hermitian, check_errors)
 _op_linalg_ldl_factor = _D.define('linalg_ldl_factor(Tensor self, *, bool hermitian=False) -> (Tensor LD, Tensor pivots)')
-
-def linalg_ldl_factor(self, *, hermitian=False):
-    return _op_linalg_ldl_factor.call(self._ks, self, hermitian)
-
+def linalg_ldl_factor(self, *, hermitian=False): return _op_linalg_ldl_factor.call(self._ks, self, hermitian)
 _op_linalg_ldl_solve = _D.define('linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B, *, bool hermitian=False) -> Tensor')
-
-def linalg_ldl_solve(LD, pivots, B, *, hermitian=False):
-    return _op_linalg_ldl_solve.call(LD._ks | pivots._ks | B._ks, LD, pivots, B, hermitian)
-
+def linalg_ldl_solve(LD, pivots, B, *, hermitian=False): return _op_linalg_ldl_solve.call(LD._ks | pivots._ks | B._ks, LD, pivots, B, hermitian)
 _op__sobol_engine_draw = _D.define('_sobol_engine_draw(Tensor quasi, int n, Tensor sobolstate, int dimension, int num_generated, ScalarType? dtype) -> (Tensor, Tensor)')
-
-def _sobol_engine_draw(quasi, n, sobolstate, dimension, num_generated, dtype):
-    return _op__sobol_engine_draw.call(quasi._ks | sobolstate._ks, quasi, n, sobolstate, dimension, num_generated, dtype)
-
+def _sobol_engine_draw(quasi, n, sobolstate, dimension, num_generated, dtype): return _op__sobol_engine_draw.call(quasi._ks | sobolstate._ks, quasi, n, sobolstate, dimension, num_generated, dtype)
 _op__sobol_engine_ff_ = _D.define('_sobol_engine_ff_(Tensor(a!) self, int n, Tensor sobolstate, int dimension, int num_generated) -> Tensor(a!)')
-
-def _sobol_engine_ff_(self, n, sobolstate, dimension, num_generated):
-    return _op__sobol_engine_ff_.call(self._ks | sobolstate._ks, self, n, sobolstate, dimension, num_generated)
-
+def _sobol_engine_ff_(self, n, sobolstate, dimension, num_generated): return _op__sobol_engine_ff_.call(self._ks | sobolstate._ks, self, n, sobolstate, dimension, num_generated)
 _op__sobol_engine_scramble_ = _D.define('_sobol_engine_scramble_(Tensor(a!) self, Tensor ltm, int dimension) -> Tensor(a!)')
-
-def _sobol_engine_scramble_(self, ltm, dimension):
-    return _op__sobol_engine_scramble_.call(self._ks | ltm._ks, self, ltm, dimension)
-
+def _sobol_engine_scramble_(self, ltm, dimension): return _op__sobol_engine_scramble_.call(self._ks | ltm._ks, self, ltm, dimension)
 _op__sobol_engine_initialize_state_ = _D.define('_sobol_engine_initialize_state_(Tensor(a!) self, int dimension) -> Tensor(a!)')
-
-def _sobol_engine_initialize_state_(self, dimension):
-    return _op__sobol_engine_initialize_state_.call(self._ks, self, dimension)
-
+def _sobol_engine_initialize_state_(self, dimension): return _op__sobol_engine_initialize_state_.call(self._ks, self, dimension)
 _op__amp_foreach_non_finite_check_and_unscale_ = _D.define('_amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()')
-
-def _amp_foreach_non_finite_check_and_unscale_(self, found_inf, inv_scale):
-    return _op__amp_foreach_non_finite_check_and_unscale_.call(_ks_list(self) | found_inf._ks | inv_scale._ks, self, found_inf, inv_scale)
-
+def _amp_foreach_non_finite_check_and_unscale_(self, found_inf, inv_scale): return _op__amp_foreach_non_finite_check_and_unscale_.call(_ks_list(self) | found_inf._ks | inv_scale._ks, self, found_inf, inv_scale)
 _op__amp_update_scale_ = _D.define('_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)')
-
-def _amp_update_scale_(self, growth_tracker, found_inf, scale_growth_factor, scale_backoff_factor, growth_interval):
-    return _op__amp_update_scale_.call(self._ks | growth_tracker._ks | found_inf._ks, self, growth_tracker, found_inf, scale_growth_factor, scale_backoff_factor, growth_interval)
-
+def _amp_update_scale_(self, growth_tracker, found_inf, scale_growth_factor, scale_backoff_factor, growth_interval): return _op__amp_update_scale_.call(self._ks | growth_tracker._ks | found_inf._ks, self, growth_tracker, found_inf, scale_growth_factor, scale_backoff_factor, growth_interval)
 _op_quantize_per_tensor_dynamic = _D.define('quantize_per_tensor_dynamic(Tensor self, ScalarType dtype, bool reduce_range) -> Tensor')
-
-def quantize_per_tensor_dynamic(self, dtype, reduce_range):
-    return _op_quantize_per_tensor_dynamic.call(self._ks, self, dtype, reduce_range)
-
+def quantize_per_tensor_dynamic(self, dtype, reduce_range): return _op_quantize_per_tensor_dynamic.call(self._ks, self, dtype, reduce_range)
 _op_quantize_per_tensor = _D.define('quantize_per_tensor(Tensor self, float scale, int zero_point, ScalarType dtype) -> Tensor')
-
-def quantize_per_tensor(self, scale, zero_point, dtype):
-    return _op_quantize_per_tensor.call(self._ks, self, scale, zero_point, dtype)
-
+def quantize_per_tensor(self, scale, zero_point, dtype): return _op_quantize_per_tensor.call(self._ks, self, scale, zero_point, dtype)
 _op_quantize_per_tensor_tensor_qparams = _D.define('quantize_per_tensor.tensor_qparams(Tensor self, Tensor scale, Tensor zero_point, ScalarType dtype) -> Tensor')
-
-def quantize_per_tensor_tensor_qparams(self, scale, zero_point, dtype):
-    return _op_quantize_per_tensor_tensor_qparams.call(self._ks | scale._ks | zero_point._ks, self, scale, zero_point, dtype)
-
+def quantize_per_tensor_tensor_qparams(self, scale, zero_point, dtype): return _op_quantize_per_tensor_tensor_qparams.call(self._ks | scale._ks | zero_point._ks, self, scale, zero_point, dtype)
 _op_quantize_per_tensor_tensors = _D.define('quantize_per_tensor.tensors(Tensor[] tensors, Tensor scales, Tensor zero_points, ScalarType dtype) -> Tensor[]')
-
-def quantize_per_tensor_tensors(tensors, scales, zero_points, dtype):
-    return _op_quantize_per_tensor_tensors.call(_ks_list(tensors) | scales._ks | zero_points._ks, tensors, scales, zero_points, dtype)
-
+def quantize_per_tensor_tensors(tensors, scales, zero_points, dtype): return _op_quantize_per_tensor_tensors.call(_ks_list(tensors) | scales._ks | zero_points._ks, tensors, scales, zero_points, dtype)
 _op_quantize_per_channel = _D.define('quantize_per_channel(Tensor self, Tensor scales, Tensor zero_points, int axis, ScalarType dtype) -> Tensor')
-
-def quantize_per_channel(self, scales, zero_points, axis, dtype):
-    return _op_quantize_per_channel.call(self._ks | scales._ks | zero_points._ks, self, scales, zero_points, axis, dtype)
-
+def quantize_per_channel(self, scales, zero_points, axis, dtype): return _op_quantize_per_channel.call(self._ks | scales._ks | zero_points._ks, self, scales, zero_points, axis, dtype)
 _op_dequantize_self = _D.define('dequantize.self(Tensor self) -> Tensor')
-
-def dequantize_self(self):
-    return _op_dequantize_self.call(self._ks, self)
-
+def dequantize_self(self): return _op_dequantize_self.call(self._ks, self)
 _op_dequantize_tensors = _D.define('dequantize.tensors(Tensor[] tensors) -> Tensor[]')
-
-def dequantize_tensors(tensors):
-    return _op_dequantize_tensors.call(_ks_list(tensors), tensors)
-
+def dequantize_tensors(tensors): return _op_dequantize_tensors.call(_ks_list(tensors), tensors)
 _op_q_scale = _D.define('q_scale(Tensor self) -> float')
-
-def q_scale(self):
-    return _op_q_scale.call(self._ks, self)
-
+def q_scale(self): return _op_q_scale.call(self._ks, self)
 _op_q_zero_point = _D.define('q_zero_point(Tensor self) -> int')
-
-def q_zero_point(self):
-    return _op_q_zero_point.call(self._ks, self)
-
+def q_zero_point(self): return _op_q_zero_point.call(self._ks, self)
 _op_q_per_channel_scales = _D.define('q_per_channel_scales(Tensor self) -> Tensor')
-
-def q_per_channel_scales(self):
-    return _op_q_per_channel_scales.call(self._ks, self)
-
+def q_per_channel_scales(self): return _op_q_per_channel_scales.call(self._ks, self)
 _op_q_per_channel_zero_points = _D.define('q_per_channel_zero_points(Tensor self) -> Tensor')
-
-def q_per_channel_zero_points(self):
-    return _op_q_per_channel_zero_points.call(self._ks, self)
-
+def q_per_channel_zero_points(self): return _op_q_per_channel_zero_points.call(self._ks, self)
 _op_q_per_channel_axis = _D.define('q_per_channel_axis(Tensor self) -> int')
-
-def q_per_channel_axis(self):
-    return _op_q_per_channel_axis.call(self._ks, self)
-
+def q_per_channel_axis(self): return _op_q_per_channel_axis.call(self._ks, self)
 _op_int_repr = _D.define('int_repr(Tensor self) -> Tensor')
-
-def int_repr(self):
-    return _op_int_repr.call(self._ks, self)
-
+def int_repr(self): return _op_int_repr.call(self._ks, self)
 _op_qscheme = _D.define('qscheme(Tensor self) -> QScheme')
-
-def qscheme(self):
-    return _op_qscheme.call(self._ks, self)
-
+def qscheme(self): return _op_qscheme.call(self._ks, self)
 _op__make_per_tensor_quantized_tensor = _D.define('_make_per_tensor_quantized_tensor(Tensor self, float scale, int zero_point) -> Tensor')
-
-def _make_per_tensor_quantized_tensor(self, scale, zero_point):
-    return _op__make_per_tensor_quantized_tensor.call(self._ks, self, scale, zero_point)
-
+def _make_per_tensor_quantized_tensor(self, scale, zero_point): return _op__make_per_tensor_quantized_tensor.call(self._ks, self, scale, zero_point)
 _op__make_per_channel_quantized_tensor = _D.define('_make_per_channel_quantized_tensor(Tensor self, Tensor scale, Tensor zero_point, int axis) -> Tensor')
-
-def _make_per_channel_quantized_tensor(self, scale, zero_point, axis):
-    return _op__make_per_channel_quantized_tensor.call(self._ks | scale._ks | zero_point._ks, self, scale, zero_point, axis)
-
+def _make_per_channel_quantized_tensor(self, scale, zero_point, axis): return _op__make_per_channel_quantized_tensor.call(self._ks | scale._ks | zero_point._ks, self, scale, zero_point, axis)
 _op__empty_affine_quantized = _D.define('_empty_affine_quantized(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, float scale=1, int zero_point=0, MemoryFormat? memory_format=contiguous_format) -> Tensor')
-
-def _empty_affine_quantized(size, *, dtype=None, layout=None, device=None, pin_memory=None, scale=1, zero_point=0, memory_format=None):
-    return _op__empty_affine_quantized.call(_ks_device(device), size, dtype, layout, device, pin_memory, scale, zero_point, memory_format)
-
+def _empty_affine_quantized(size, *, dtype=None, layout=None, device=None, pin_memory=None, scale=1, zero_point=0, memory_format=None): return _op__empty_affine_quantized.call(_ks_device(device), size, dtype, layout, device, pin_memory, scale, zero_point, memory_format)
 _op__empty_per_channel_affine_quantized = _D.define('_empty_per_channel_affine_quantized(SymInt[] size, *, Tensor scales, Tensor zero_points, int axis, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=contiguous_format) -> Tensor')
-
-def _empty_per_channel_affine_quantized(size, *, scales, zero_points, axis, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
-    return _op__empty_per_channel_affine_quantized.call(scales._ks | zero_points._ks, size, scales, zero_points, axis, dtype, layout, device, pin_memory, memory_format)
-
+def _empty_per_channel_affine_quantized(size, *, scales, zero_points, axis, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None): return _op__empty_per_channel_affine_quantized.call(scales._ks | zero_points._ks, size, scales, zero_points, axis, dtype, layout, device, pin_memory, memory_format)
 _op_fake_quantize_per_tensor_affine = _D.define('fake_quantize_per_tensor_affine(Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> Tensor')
-
-def fake_quantize_per_tensor_affine(self, scale, zero_point, quant_min, quant_max):
-    return _op_fake_quantize_per_tensor_affine.call(self._ks, self, scale, zero_point, quant_min, quant_max)
-
+def fake_quantize_per_tensor_affine(self, scale, zero_point, quant_min, quant_max): return _op_fake_quantize_per_tensor_affine.call(self._ks, self, scale, zero_point, quant_min, quant_max)
 _op_fake_quantize_per_tensor_affine_tensor_qparams = _D.define('fake_quantize_per_tensor_affine.tensor_qparams(Tensor self, Tensor scale, Tensor zero_point, int quant_min, int quant_max) -> Tensor')
-
-def fake_quantize_per_tensor_affine_tensor_qparams(self, scale, zero_point, quant_min, quant_max):
-    return _op_fake_quantize_per_tensor_affine_tensor_qparams.call(self._ks | scale._ks | zero_point._ks, self, scale, zero_point, quant_min, quant_max)
-
+def fake_quantize_per_tensor_affine_tensor_qparams(self, scale, zero_point, quant_min, quant_max): return _op_fake_quantize_per_tensor_affine_tensor_qparams.call(self._ks | scale._ks | zero_point._ks, self, scale, zero_point, quant_min, quant_max)
 _op_fake_quantize_per_tensor_affine_cachemask = _D.define('fake_quantize_per_tensor_affine_cachemask(Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> (Tensor output, Tensor mask)')
-
-def fake_quantize_per_tensor_affine_cachemask(self, scale, zero_point, quant_min, quant_max):
-    return _op_fake_quantize_per_tensor_affine_cachemask.call(self._ks, self, scale, zero_point, quant_min, quant_max)
-
+def fake_quantize_per_tensor_affine_cachemask(self, scale, zero_point, quant_min, quant_max): return _op_fake_quantize_per_tensor_affine_cachemask.call(self._ks, self, scale, zero_point, quant_min, quant_max)
 _op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams = _D.define('_fake_quantize_per_tensor_affine_cachemask_tensor_qparams(Tensor self, Tensor scale, Tensor zero_point, Tensor fake_quant_enabled, int quant_min, int quant_max) -> (Tensor output, Tensor mask)')
-
-def _fake_quantize_per_tensor_affine_cachemask_tensor_qparams(self, scale, zero_point, fake_quant_enabled, quant_min, quant_max):
-    return _op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams.call(self._ks | scale._ks | zero_point._ks | fake_quant_enabled._ks, self, scale, zero_point, fake_quant_enabled, quant_min, quant_max)
-
+def _fake_quantize_per_tensor_affine_cachemask_tensor_qparams(self, scale, zero_point, fake_quant_enabled, quant_min, quant_max): return _op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams.call(self._ks | scale._ks | zero_point._ks | fake_quant_enabled._ks, self, scale, zero_point, fake_quant_enabled, quant_min, quant_max)
 _op_fake_quantize_per_tensor_affine_cachemask_backward = _D.define('fake_quantize_per_tensor_affine_cachemask_backward(Tensor grad, Tensor mask) -> Tensor')
-
-def fake_quantize_per_tensor_affine_cachemask_backward(grad, mask):
-    return _op_fake_quantize_per_tensor_affine_cachemask_backward.call(grad._ks | mask._ks, grad, mask)
-
+def fake_quantize_per_tensor_affine_cachemask_backward(grad, mask): return _op_fake_quantize_per_tensor_affine_cachemask_backward.call(grad._ks | mask._ks, grad, mask)
 _op_fake_quantize_per_channel_affine = _D.define('fake_quantize_per_channel_affine(Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor')
-
-def fake_quantize_per_channel_affine(self, scale, zero_point, axis, quant_min, quant_max):
-    return _op_fake_quantize_per_channel_affine.call(self._ks | scale._ks | zero_point._ks, self, scale, zero_point, axis, quant_min, quant_max)
-
+def fake_quantize_per_channel_affine(self, scale, zero_point, axis, quant_min, quant_max): return _op_fake_quantize_per_channel_affine.call(self._ks | scale._ks | zero_point._ks, self, scale, zero_point, axis, quant_min, quant_max)
 _op_fake_quantize_per_channel_affine_cachemask = _D.define('fake_quantize_per_channel_affine_cachemask(Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> (Tensor output, Tensor mask)')
-
-def fake_quantize_per_channel_affine_cachemask(self, scale, zero_point, axis, quant_min, quant_max):
-    return _op_fake_quantize_per_channel_affine_cachemask.call(self._ks | scale._ks | zero_point._ks, self, scale, zero_point, axis, quant_min, quant_max)
-
+def fake_quantize_per_channel_affine_cachemask(self, scale, zero_point, axis, quant_min, quant_max): return _op_fake_quantize_per_channel_affine_cachemask.call(self._ks | scale._ks | zero_point._ks, self, scale, zero_point, axis, quant_min, quant_max)
 _op_fake_quantize_per_channel_affine_cachemask_backward = _D.define('fake_quantize_per_channel_affine_cachemask_backward(Tensor grad, Tensor mask) -> Tensor')
-
-def fake_quantize_per_channel_affine_cachemask_backward(grad, mask):
-    return _op_fake_quantize_per_channel_affine_cachemask_backward.call(grad._ks | mask._ks, grad, mask)
-
+def fake_quantize_per_channel_affine_cachemask_backward(grad, mask): return _op_fake_quantize_per_channel_affine_cachemask_backward.call(grad._ks | mask._ks, grad, mask)
 _op__quantized_linear = _D.define('_quantized_linear(Tensor input, Tensor weight, Tensor? bias, float output_scale, int output_zero_point, bool relu=False) -> Tensor')
-
-def _quantized_linear(input, weight, bias, output_scale, output_zero_point, relu=False):
-    return _op__quantized_linear.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias, output_scale, output_zero_point, relu)
-
+def _quantized_linear(input, weight, bias, output_scale, output_zero_point, relu=False): return _op__quantized_linear.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias, output_scale, output_zero_point, relu)
 _op__quantized_linear_dynamic = _D.define('_quantized_linear_dynamic(Tensor input, Tensor weight, Tensor? bias, bool reduce_range=True) -> Tensor')
-
-def _quantized_linear_dynamic(input, weight, bias, reduce_range=True):
-    return _op__quantized_linear_dynamic.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias, reduce_range)
-
+def _quantized_linear_dynamic(input, weight, bias, reduce_range=True): return _op__quantized_linear_dynamic.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias, reduce_range)
 _op__quantized_rnn_layer_dynamic = _D.define('_quantized_rnn_layer_dynamic(Tensor input, Tensor h0, Tensor? c0, Tensor w_ih, Tensor w_hh, Tensor? b_ih, Tensor? b_hh, str mode, bool reverse, bool reduce_range=True) -> (Tensor, Tensor, Tensor)')
-
-def _quantized_rnn_layer_dynamic(input, h0, c0, w_ih, w_hh, b_ih, b_hh, mode, reverse, reduce_range=True):
-    return _op__quantized_rnn_layer_dynamic.call(input._ks | h0._ks | _ks_opt(c0) | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, h0, c0, w_ih, w_hh, b_ih, b_hh, mode, reverse, reduce_range)
-
+def _quantized_rnn_layer_dynamic(input, h0, c0, w_ih, w_hh, b_ih, b_hh, mode, reverse, reduce_range=True): return _op__quantized_rnn_layer_dynamic.call(input._ks | h0._ks | _ks_opt(c0) | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, h0, c0, w_ih, w_hh, b_ih, b_hh, mode, reverse, reduce_range)
 _op__quantized_conv = _D.define('_quantized_conv(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, int groups, float output_scale, int output_zero_point, bool relu=False) -> Tensor')
-
-def _quantized_conv(input, weight, bias, stride, padding, dilation, groups, output_scale, output_zero_point, relu=False):
-    return _op__quantized_conv.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias, stride, padding, dilation, groups, output_scale, output_zero_point, relu)
-
+def _quantized_conv(input, weight, bias, stride, padding, dilation, groups, output_scale, output_zero_point, relu=False): return _op__quantized_conv.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias, stride, padding, dilation, groups, output_scale, output_zero_point, relu)
 _op__quantized_add = _D.define('_quantized_add(Tensor self, Tensor other, float scale, int zero_point, bool relu=False) -> Tensor')
-
-def _quantized_add(self, other, scale, zero_point, relu=False):
-    return _op__quantized_add.call(self._ks | other._ks, self, other, scale, zero_point, relu)
+def _quantized_add(self, other, scale, zero_point, relu=False): return _op__quantized_add.call(self._ks | other._ks, self, other, scale, zero_point, relu)

@@ -18,7 +18,6 @@ _BELOW = _keys_below(DispatchKey.ADInplaceOrView)
 
 class AbsBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -28,23 +27,19 @@ class AbsBackward0(_Node):
             grad_inputs[self_ix] = grad * self.sgn()
         return grad_inputs
 
-
 def _ag_abs_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_abs.redispatch(ks & _BELOW, self)
     _n = AbsBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_abs.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class ConjBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -53,25 +48,21 @@ class ConjBackward0(_Node):
             grad_inputs[self_ix] = grad.conj()
         return grad_inputs
 
-
 def _ag__conj_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         result = aten._op__conj.redispatch(ks & _BELOW, self)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = ConjBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op__conj.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class NegViewBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -80,25 +71,21 @@ class NegViewBackward0(_Node):
             grad_inputs[self_ix] = grad.neg()
         return grad_inputs
 
-
 def _ag__neg_view_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         result = aten._op__neg_view.redispatch(ks & _BELOW, self)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = NegViewBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op__neg_view.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class ConjPhysicalBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -107,21 +94,17 @@ class ConjPhysicalBackward0(_Node):
             grad_inputs[self_ix] = grad.conj_physical()
         return grad_inputs
 
-
 def _ag__conj_physical_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op__conj_physical.redispatch(ks & _BELOW, self)
     _n = ConjPhysicalBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op__conj_physical.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class NegBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -130,21 +113,17 @@ class NegBackward0(_Node):
             grad_inputs[self_ix] = -grad
         return grad_inputs
 
-
 def _ag_neg_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_neg.redispatch(ks & _BELOW, self)
     _n = NegBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_neg.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class SignBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -153,21 +132,17 @@ class SignBackward0(_Node):
             grad_inputs[self_ix] = aten.zeros_like(grad)
         return grad_inputs
 
-
 def _ag_sign_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_sign.redispatch(ks & _BELOW, self)
     _n = SignBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_sign.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class SgnBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -178,13 +153,11 @@ class SgnBackward0(_Node):
             grad_inputs[self_ix] = sgn_backward(self, grad, result)
         return grad_inputs
 
-
 def _ag_sgn_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_sgn.redispatch(ks & _BELOW, self)
     _n = SgnBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_sgn.redispatch(ks & _BELOW, self)
@@ -192,10 +165,8 @@ def _ag_sgn_default(ks, self):
     _n.result_ = _SV(result, True)
     return result
 
-
 class FloorBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -203,22 +174,18 @@ class FloorBackward0(_Node):
         if _n._next[self_ix] is not None:
             grad_inputs[self_ix] = aten.zeros_like(grad)
         return grad_inputs
-
 
 def _ag_floor_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_floor.redispatch(ks & _BELOW, self)
     _n = FloorBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_floor.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class CeilBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -226,22 +193,18 @@ class CeilBackward0(_Node):
         if _n._next[self_ix] is not None:
             grad_inputs[self_ix] = aten.zeros_like(grad)
         return grad_inputs
-
 
 def _ag_ceil_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_ceil.redispatch(ks & _BELOW, self)
     _n = CeilBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_ceil.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class TruncBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -250,21 +213,17 @@ class TruncBackward0(_Node):
             grad_inputs[self_ix] = aten.zeros_like(grad)
         return grad_inputs
 
-
 def _ag_trunc_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_trunc.redispatch(ks & _BELOW, self)
     _n = TruncBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_trunc.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class FracBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -273,21 +232,17 @@ class FracBackward0(_Node):
             grad_inputs[self_ix] = grad
         return grad_inputs
 
-
 def _ag_frac_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_frac.redispatch(ks & _BELOW, self)
     _n = FracBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_frac.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class ExpBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -297,22 +252,18 @@ class ExpBackward0(_Node):
             grad_inputs[self_ix] = grad * result
         return grad_inputs
 
-
 def _ag_exp_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_exp.redispatch(ks & _BELOW, self)
     _n = ExpBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_exp.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
 
-
 class Exp2Backward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -322,22 +273,18 @@ class Exp2Backward0(_Node):
             grad_inputs[self_ix] = grad * result * 0.6931471805599453
         return grad_inputs
 
-
 def _ag_exp2_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_exp2.redispatch(ks & _BELOW, self)
     _n = Exp2Backward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_exp2.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
 
-
 class Expm1Backward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -347,22 +294,18 @@ class Expm1Backward0(_Node):
             grad_inputs[self_ix] = grad * (result + 1)
         return grad_inputs
 
-
 def _ag_expm1_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_expm1.redispatch(ks & _BELOW, self)
     _n = Expm1Backward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_expm1.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
 
-
 class LogBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -372,23 +315,19 @@ class LogBackward0(_Node):
             grad_inputs[self_ix] = grad / self
         return grad_inputs
 
-
 def _ag_log_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_log.redispatch(ks & _BELOW, self)
     _n = LogBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_log.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class Log2Backward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -398,23 +337,19 @@ class Log2Backward0(_Node):
             grad_inputs[self_ix] = grad / (self * 0.6931471805599453)
         return grad_inputs
 
-
 def _ag_log2_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_log2.redispatch(ks & _BELOW, self)
     _n = Log2Backward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_log2.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class Log10Backward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -424,23 +359,19 @@ class Log10Backward0(_Node):
             grad_inputs[self_ix] = grad / (self * 2.302585092994046)
         return grad_inputs
 
-
 def _ag_log10_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_log10.redispatch(ks & _BELOW, self)
     _n = Log10Backward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_log10.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class Log1PBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -450,23 +381,19 @@ class Log1PBackward0(_Node):
             grad_inputs[self_ix] = grad / (self + 1)
         return grad_inputs
 
-
 def _ag_log1p_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_log1p.redispatch(ks & _BELOW, self)
     _n = Log1PBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_log1p.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class SqrtBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -476,22 +403,18 @@ class SqrtBackward0(_Node):
             grad_inputs[self_ix] = grad / (2 * result)
         return grad_inputs
 
-
 def _ag_sqrt_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_sqrt.redispatch(ks & _BELOW, self)
     _n = SqrtBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_sqrt.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
 
-
 class RsqrtBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -501,22 +424,18 @@ class RsqrtBackward0(_Node):
             grad_inputs[self_ix] = -0.5 * grad * result.pow(3)
         return grad_inputs
 
-
 def _ag_rsqrt_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_rsqrt.redispatch(ks & _BELOW, self)
     _n = RsqrtBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_rsqrt.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
 
-
 class SinBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -526,23 +445,19 @@ class SinBackward0(_Node):
             grad_inputs[self_ix] = grad * self.cos()
         return grad_inputs
 
-
 def _ag_sin_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_sin.redispatch(ks & _BELOW, self)
     _n = SinBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_sin.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class CosBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -552,23 +467,19 @@ class CosBackward0(_Node):
             grad_inputs[self_ix] = -grad * self.sin()
         return grad_inputs
 
-
 def _ag_cos_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_cos.redispatch(ks & _BELOW, self)
     _n = CosBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_cos.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class TanBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -578,22 +489,18 @@ class TanBackward0(_Node):
             grad_inputs[self_ix] = grad * (1 + result * result)
         return grad_inputs
 
-
 def _ag_tan_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_tan.redispatch(ks & _BELOW, self)
     _n = TanBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_tan.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
 
-
 class AsinBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -603,23 +510,19 @@ class AsinBackward0(_Node):
             grad_inputs[self_ix] = grad / (1 - self * self).sqrt()
         return grad_inputs
 
-
 def _ag_asin_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_asin.redispatch(ks & _BELOW, self)
     _n = AsinBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_asin.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class AcosBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -629,23 +532,19 @@ class AcosBackward0(_Node):
             grad_inputs[self_ix] = -grad / (1 - self * self).sqrt()
         return grad_inputs
 
-
 def _ag_acos_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_acos.redispatch(ks & _BELOW, self)
     _n = AcosBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_acos.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class AtanBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -655,23 +554,19 @@ class AtanBackward0(_Node):
             grad_inputs[self_ix] = grad / (1 + self * self)
         return grad_inputs
 
-
 def _ag_atan_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_atan.redispatch(ks & _BELOW, self)
     _n = AtanBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_atan.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class SinhBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -681,23 +576,19 @@ class SinhBackward0(_Node):
             grad_inputs[self_ix] = grad * self.cosh()
         return grad_inputs
 
-
 def _ag_sinh_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_sinh.redispatch(ks & _BELOW, self)
     _n = SinhBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_sinh.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class CoshBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -707,23 +598,19 @@ class CoshBackward0(_Node):
             grad_inputs[self_ix] = grad * self.sinh()
         return grad_inputs
 
-
 def _ag_cosh_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_cosh.redispatch(ks & _BELOW, self)
     _n = CoshBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_cosh.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class TanhBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -733,22 +620,18 @@ class TanhBackward0(_Node):
             grad_inputs[self_ix] = aten.tanh_backward(grad, result)
         return grad_inputs
 
-
 def _ag_tanh_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_tanh.redispatch(ks & _BELOW, self)
     _n = TanhBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_tanh.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
 
-
 class AsinhBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -758,23 +641,19 @@ class AsinhBackward0(_Node):
             grad_inputs[self_ix] = grad / (self * self + 1).sqrt()
         return grad_inputs
 
-
 def _ag_asinh_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_asinh.redispatch(ks & _BELOW, self)
     _n = AsinhBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_asinh.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class AcoshBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -784,23 +663,19 @@ class AcoshBackward0(_Node):
             grad_inputs[self_ix] = grad / (self * self - 1).sqrt()
         return grad_inputs
 
-
 def _ag_acosh_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_acosh.redispatch(ks & _BELOW, self)
     _n = AcoshBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_acosh.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class AtanhBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -810,23 +685,19 @@ class AtanhBackward0(_Node):
             grad_inputs[self_ix] = grad / (1 - self * self)
         return grad_inputs
 
-
 def _ag_atanh_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_atanh.redispatch(ks & _BELOW, self)
     _n = AtanhBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_atanh.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class SigmoidBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -836,22 +707,18 @@ class SigmoidBackward0(_Node):
             grad_inputs[self_ix] = aten.sigmoid_backward(grad, result)
         return grad_inputs
 
-
 def _ag_sigmoid_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_sigmoid.redispatch(ks & _BELOW, self)
     _n = SigmoidBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_sigmoid.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
 
-
 class ReciprocalBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -861,22 +728,18 @@ class ReciprocalBackward0(_Node):
             grad_inputs[self_ix] = -grad * result * result
         return grad_inputs
 
-
 def _ag_reciprocal_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_reciprocal.redispatch(ks & _BELOW, self)
     _n = ReciprocalBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_reciprocal.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
 
-
 class ErfBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -886,23 +749,19 @@ class ErfBackward0(_Node):
             grad_inputs[self_ix] = grad * 1.1283791670955126 * (-self * self).exp()
         return grad_inputs
 
-
 def _ag_erf_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_erf.redispatch(ks & _BELOW, self)
     _n = ErfBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_erf.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class ErfcBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -912,23 +771,19 @@ class ErfcBackward0(_Node):
             grad_inputs[self_ix] = -grad * 1.1283791670955126 * (-self * self).exp()
         return grad_inputs
 
-
 def _ag_erfc_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_erfc.redispatch(ks & _BELOW, self)
     _n = ErfcBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_erfc.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class ErfinvBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -938,22 +793,18 @@ class ErfinvBackward0(_Node):
             grad_inputs[self_ix] = grad * 0.886226925452758 * (result * result).exp()
         return grad_inputs
 
-
 def _ag_erfinv_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_erfinv.redispatch(ks & _BELOW, self)
     _n = ErfinvBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_erfinv.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
 
-
 class LgammaBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -963,23 +814,19 @@ class LgammaBackward0(_Node):
             grad_inputs[self_ix] = grad * self.digamma()
         return grad_inputs
 
-
 def _ag_lgamma_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_lgamma.redispatch(ks & _BELOW, self)
     _n = LgammaBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_lgamma.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class DigammaBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -989,23 +836,19 @@ class DigammaBackward0(_Node):
             grad_inputs[self_ix] = grad * aten.polygamma(1, self)
         return grad_inputs
 
-
 def _ag_digamma_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_digamma.redispatch(ks & _BELOW, self)
     _n = DigammaBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_digamma.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class I0Backward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -1015,23 +858,19 @@ class I0Backward0(_Node):
             grad_inputs[self_ix] = grad * aten.special_i1(self)
         return grad_inputs
 
-
 def _ag_i0_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_i0.redispatch(ks & _BELOW, self)
     _n = I0Backward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_i0.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class SincBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -1041,23 +880,19 @@ class SincBackward0(_Node):
             grad_inputs[self_ix] = sinc_backward(grad, self)
         return grad_inputs
 
-
 def _ag_sinc_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_sinc.redispatch(ks & _BELOW, self)
     _n = SincBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_sinc.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class Deg2RadBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -1066,21 +901,17 @@ class Deg2RadBackward0(_Node):
             grad_inputs[self_ix] = grad * 0.017453292519943295
         return grad_inputs
 
-
 def _ag_deg2rad_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_deg2rad.redispatch(ks & _BELOW, self)
     _n = Deg2RadBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_deg2rad.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class Rad2DegBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -1089,21 +920,17 @@ class Rad2DegBackward0(_Node):
             grad_inputs[self_ix] = grad * 57.29577951308232
         return grad_inputs
 
-
 def _ag_rad2deg_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_rad2deg.redispatch(ks & _BELOW, self)
     _n = Rad2DegBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_rad2deg.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class ReluBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -1113,22 +940,18 @@ class ReluBackward0(_Node):
             grad_inputs[self_ix] = aten.threshold_backward(grad, result, 0)
         return grad_inputs
 
-
 def _ag_relu_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_relu.redispatch(ks & _BELOW, self)
     _n = ReluBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_relu.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
 
-
 class RoundBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -1136,22 +959,18 @@ class RoundBackward0(_Node):
         if _n._next[self_ix] is not None:
             grad_inputs[self_ix] = aten.zeros_like(grad)
         return grad_inputs
-
 
 def _ag_round_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_round.redispatch(ks & _BELOW, self)
     _n = RoundBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_round.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class RoundBackward1(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -1160,21 +979,17 @@ class RoundBackward1(_Node):
             grad_inputs[self_ix] = aten.zeros_like(grad)
         return grad_inputs
 
-
 def _ag_round_decimals(ks, self, decimals):
     if not (_gm.enabled and (self._rg)):
         return aten._op_round_decimals.redispatch(ks & _BELOW, self, decimals)
     _n = RoundBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_round_decimals.redispatch(ks & _BELOW, self, decimals)
     _set_history(_n, (result,))
     return result
 
-
 class NanToNumBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -1184,23 +999,19 @@ class NanToNumBackward0(_Node):
             grad_inputs[self_ix] = grad * self.isfinite()
         return grad_inputs
 
-
 def _ag_nan_to_num_default(ks, self, nan, posinf, neginf):
     if not (_gm.enabled and (self._rg)):
         return aten._op_nan_to_num.redispatch(ks & _BELOW, self, nan, posinf, neginf)
     _n = NanToNumBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_nan_to_num.redispatch(ks & _BELOW, self, nan, posinf, neginf)
     _set_history(_n, (result,))
     return result
 
-
 class LogitBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         eps = _n.eps
@@ -1211,13 +1022,11 @@ class LogitBackward0(_Node):
             grad_inputs[self_ix] = logit_backward(grad, self, eps)
         return grad_inputs
 
-
 def _ag_logit_default(ks, self, eps):
     if not (_gm.enabled and (self._rg)):
         return aten._op_logit.redispatch(ks & _BELOW, self, eps)
     _n = LogitBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.eps = eps
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -1225,10 +1034,8 @@ def _ag_logit_default(ks, self, eps):
     _set_history(_n, (result,))
     return result
 
-
 class PolygammaBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         n = _n.n
@@ -1239,13 +1046,11 @@ class PolygammaBackward0(_Node):
             grad_inputs[self_ix] = grad * aten.polygamma(n + 1, self)
         return grad_inputs
 
-
 def _ag_polygamma_default(ks, n, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_polygamma.redispatch(ks & _BELOW, n, self)
     _n = PolygammaBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.n = n
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -1253,10 +1058,8 @@ def _ag_polygamma_default(ks, n, self):
     _set_history(_n, (result,))
     return result
 
-
 class AddBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         alpha = _n.alpha
@@ -1268,22 +1071,18 @@ class AddBackward0(_Node):
             grad_inputs[other_ix] = maybe_multiply(grad, alpha)
         return grad_inputs
 
-
 def _ag_add_Tensor(ks, self, other, alpha):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_add_Tensor.redispatch(ks & _BELOW, self, other, alpha)
     _n = AddBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     _n.alpha = alpha
     result = aten._op_add_Tensor.redispatch(ks & _BELOW, self, other, alpha)
     _set_history(_n, (result,))
     return result
 
-
 class AddBackward1(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -1294,21 +1093,17 @@ class AddBackward1(_Node):
 AddBackward1.__name__ = AddBackward1.__qualname__ = 'AddBackward0'
 AddBackward1._wrapped_number_formula = True
 
-
 def _ag_add_Scalar(ks, self, other, alpha):
     if not (_gm.enabled and (self._rg)):
         return aten._op_add_Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _n = AddBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_add_Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _set_history(_n, (result,))
     return result
 
-
 class SubBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         alpha = _n.alpha
@@ -1320,22 +1115,18 @@ class SubBackward0(_Node):
             grad_inputs[other_ix] = maybe_multiply(-grad, alpha)
         return grad_inputs
 
-
 def _ag_sub_Tensor(ks, self, other, alpha):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_sub_Tensor.redispatch(ks & _BELOW, self, other, alpha)
     _n = SubBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     _n.alpha = alpha
     result = aten._op_sub_Tensor.redispatch(ks & _BELOW, self, other, alpha)
     _set_history(_n, (result,))
     return result
 
-
 class SubBackward1(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -1346,21 +1137,17 @@ class SubBackward1(_Node):
 SubBackward1.__name__ = SubBackward1.__qualname__ = 'SubBackward0'
 SubBackward1._wrapped_number_formula = True
 
-
 def _ag_sub_Scalar(ks, self, other, alpha):
     if not (_gm.enabled and (self._rg)):
         return aten._op_sub_Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _n = SubBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_sub_Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _set_history(_n, (result,))
     return result
 
-
 class MulBackward0(_Node):
     _saved_names = ('self_', 'other_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, other_ix = 0, 1
@@ -1373,13 +1160,11 @@ class MulBackward0(_Node):
             grad_inputs[other_ix] = grad * conj_of(self)
         return grad_inputs
 
-
 def _ag_mul_Tensor(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_mul_Tensor.redispatch(ks & _BELOW, self, other)
     _n = MulBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None:
@@ -1388,10 +1173,8 @@ def _ag_mul_Tensor(ks, self, other):
     _set_history(_n, (result,))
     return result
 
-
 class MulBackward1(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         other = _n.other
@@ -1403,22 +1186,18 @@ class MulBackward1(_Node):
 MulBackward1.__name__ = MulBackward1.__qualname__ = 'MulBackward0'
 MulBackward1._wrapped_number_formula = True
 
-
 def _ag_mul_Scalar(ks, self, other):
     if not (_gm.enabled and (self._rg)):
         return aten._op_mul_Scalar.redispatch(ks & _BELOW, self, other)
     _n = MulBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.other = other
     result = aten._op_mul_Scalar.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
-
 class DivBackward0(_Node):
     _saved_names = ('self_', 'other_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, other_ix = 0, 1
@@ -1432,13 +1211,11 @@ class DivBackward0(_Node):
             grad_inputs[other_ix] = -grad * conj_of(self / (other * other))
         return grad_inputs
 
-
 def _ag_div_Tensor(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_div_Tensor.redispatch(ks & _BELOW, self, other)
     _n = DivBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -1447,10 +1224,8 @@ def _ag_div_Tensor(ks, self, other):
     _set_history(_n, (result,))
     return result
 
-
 class DivBackward1(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         other = _n.other
@@ -1462,22 +1237,18 @@ class DivBackward1(_Node):
 DivBackward1.__name__ = DivBackward1.__qualname__ = 'DivBackward0'
 DivBackward1._wrapped_number_formula = True
 
-
 def _ag_div_Scalar(ks, self, other):
     if not (_gm.enabled and (self._rg)):
         return aten._op_div_Scalar.redispatch(ks & _BELOW, self, other)
     _n = DivBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.other = other
     result = aten._op_div_Scalar.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
-
 class DivBackward2(_Node):
     _saved_names = ('self_', 'other_')
-
     def apply(_n, grads):
         grad = grads[0]
         rounding_mode = _n.rounding_mode
@@ -1492,13 +1263,11 @@ class DivBackward2(_Node):
             grad_inputs[other_ix] = aten.zeros_like(grad) if rounding_mode is not None else -grad * conj_of(self / (other * other))
         return grad_inputs
 
-
 def _ag_div_Tensor_mode(ks, self, other, rounding_mode):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_div_Tensor_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
     _n = DivBackward2()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     _n.rounding_mode = rounding_mode
     if _n._next[1] is not None:
         _n.self_ = _SV(self)
@@ -1508,10 +1277,8 @@ def _ag_div_Tensor_mode(ks, self, other, rounding_mode):
     _set_history(_n, (result,))
     return result
 
-
 class DivBackward3(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         other = _n.other
@@ -1524,23 +1291,19 @@ class DivBackward3(_Node):
 DivBackward3.__name__ = DivBackward3.__qualname__ = 'DivBackward2'
 DivBackward3._wrapped_number_formula = True
 
-
 def _ag_div_Scalar_mode(ks, self, other, rounding_mode):
     if not (_gm.enabled and (self._rg)):
         return aten._op_div_Scalar_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
     _n = DivBackward3()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.other = other
     _n.rounding_mode = rounding_mode
     result = aten._op_div_Scalar_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
     _set_history(_n, (result,))
     return result
 
-
 class TrueDivideBackward0(_Node):
     _saved_names = ('self_', 'other_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, other_ix = 0, 1
@@ -1555,13 +1318,11 @@ class TrueDivideBackward0(_Node):
         return grad_inputs
 TrueDivideBackward0.__name__ = TrueDivideBackward0.__qualname__ = 'DivBackward0'
 
-
 def _ag_true_divide_Tensor(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_true_divide_Tensor.redispatch(ks & _BELOW, self, other)
     _n = TrueDivideBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -1570,10 +1331,8 @@ def _ag_true_divide_Tensor(ks, self, other):
     _set_history(_n, (result,))
     return result
 
-
 class TrueDivideBackward1(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         other = _n.other
@@ -1584,22 +1343,18 @@ class TrueDivideBackward1(_Node):
         return grad_inputs
 TrueDivideBackward1.__name__ = TrueDivideBackward1.__qualname__ = 'DivBackward0'
 
-
 def _ag_true_divide_Scalar(ks, self, other):
     if not (_gm.enabled and (self._rg)):
         return aten._op_true_divide_Scalar.redispatch(ks & _BELOW, self, other)
     _n = TrueDivideBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.other = other
     result = aten._op_true_divide_Scalar.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
-
 class RemainderBackward1(_Node):
     _saved_names = ('self_', 'other_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, other_ix = 0, 1
@@ -1612,13 +1367,11 @@ class RemainderBackward1(_Node):
             grad_inputs[other_ix] = -grad * self.div(other, rounding_mode='floor')
         return grad_inputs
 
-
 def _ag_remainder_Tensor(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_remainder_Tensor.redispatch(ks & _BELOW, self, other)
     _n = RemainderBackward1()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[1] is not None:
@@ -1627,10 +1380,8 @@ def _ag_remainder_Tensor(ks, self, other):
     _set_history(_n, (result,))
     return result
 
-
 class RemainderBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -1639,21 +1390,17 @@ class RemainderBackward0(_Node):
             grad_inputs[self_ix] = grad
         return grad_inputs
 
-
 def _ag_remainder_Scalar(ks, self, other):
     if not (_gm.enabled and (self._rg)):
         return aten._op_remainder_Scalar.redispatch(ks & _BELOW, self, other)
     _n = RemainderBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_remainder_Scalar.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
-
 class FmodBackward1(_Node):
     _saved_names = ('self_', 'other_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, other_ix = 0, 1
@@ -1666,13 +1413,11 @@ class FmodBackward1(_Node):
             grad_inputs[other_ix] = -grad * self.div(other, rounding_mode='trunc')
         return grad_inputs
 
-
 def _ag_fmod_Tensor(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_fmod_Tensor.redispatch(ks & _BELOW, self, other)
     _n = FmodBackward1()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[1] is not None:
@@ -1681,10 +1426,8 @@ def _ag_fmod_Tensor(ks, self, other):
     _set_history(_n, (result,))
     return result
 
-
 class FmodBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -1693,21 +1436,17 @@ class FmodBackward0(_Node):
             grad_inputs[self_ix] = grad
         return grad_inputs
 
-
 def _ag_fmod_Scalar(ks, self, other):
     if not (_gm.enabled and (self._rg)):
         return aten._op_fmod_Scalar.redispatch(ks & _BELOW, self, other)
     _n = FmodBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_fmod_Scalar.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
-
 class RsubBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         alpha = _n.alpha
@@ -1719,22 +1458,18 @@ class RsubBackward0(_Node):
             grad_inputs[other_ix] = grad
         return grad_inputs
 
-
 def _ag_rsub_Tensor(ks, self, other, alpha):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_rsub_Tensor.redispatch(ks & _BELOW, self, other, alpha)
     _n = RsubBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     _n.alpha = alpha
     result = aten._op_rsub_Tensor.redispatch(ks & _BELOW, self, other, alpha)
     _set_history(_n, (result,))
     return result
 
-
 class RsubBackward1(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         alpha = _n.alpha
@@ -1744,22 +1479,18 @@ class RsubBackward1(_Node):
             grad_inputs[self_ix] = maybe_multiply(-grad, alpha)
         return grad_inputs
 
-
 def _ag_rsub_Scalar(ks, self, other, alpha):
     if not (_gm.enabled and (self._rg)):
         return aten._op_rsub_Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _n = RsubBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.alpha = alpha
     result = aten._op_rsub_Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _set_history(_n, (result,))
     return result
 
-
 class PowBackward1(_Node):
     _saved_names = ('self_', 'exponent_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, exponent_ix = 0, 1
@@ -1775,13 +1506,11 @@ class PowBackward1(_Node):
             grad_inputs[exponent_ix] = pow_backward_exponent(grad, self, exponent, result)
         return grad_inputs
 
-
 def _ag_pow_Tensor_Tensor(ks, self, exponent):
     if not (_gm.enabled and (self._rg or exponent._rg)):
         return aten._op_pow_Tensor_Tensor.redispatch(ks & _BELOW, self, exponent)
     _n = PowBackward1()
-    _n._next = _edges(self, exponent)
-    _n._input_meta = _meta(self, exponent)
+    _n._next, _n._input_meta = _edges(self, exponent), _meta(self, exponent)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -1791,10 +1520,8 @@ def _ag_pow_Tensor_Tensor(ks, self, exponent):
     _n.result_ = _SV(result, True)
     return result
 
-
 class PowBackward2(_Node):
     _saved_names = ('exponent_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self = _n.self
@@ -1806,13 +1533,11 @@ class PowBackward2(_Node):
             grad_inputs[exponent_ix] = pow_backward_exponent(grad, self, exponent, result)
         return grad_inputs
 
-
 def _ag_pow_Scalar(ks, self, exponent):
     if not (_gm.enabled and (exponent._rg)):
         return aten._op_pow_Scalar.redispatch(ks & _BELOW, self, exponent)
     _n = PowBackward2()
-    _n._next = _edges(exponent)
-    _n._input_meta = _meta(exponent)
+    _n._next, _n._input_meta = _edges(exponent), _meta(exponent)
     _n.self = self
     if _n._next[0] is not None:
         _n.exponent_ = _SV(exponent)
@@ -1821,10 +1546,8 @@ def _ag_pow_Scalar(ks, self, exponent):
     _n.result_ = _SV(result, True)
     return result
 
-
 class PowBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         exponent = _n.exponent
@@ -1835,13 +1558,11 @@ class PowBackward0(_Node):
             grad_inputs[self_ix] = pow_backward_self(grad, self, exponent)
         return grad_inputs
 
-
 def _ag_pow_Tensor_Scalar(ks, self, exponent):
     if not (_gm.enabled and (self._rg)):
         return aten._op_pow_Tensor_Scalar.redispatch(ks & _BELOW, self, exponent)
     _n = PowBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.exponent = exponent
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -1849,10 +1570,8 @@ def _ag_pow_Tensor_Scalar(ks, self, exponent):
     _set_history(_n, (result,))
     return result
 
-
 class Atan2Backward0(_Node):
     _saved_names = ('self_', 'other_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, other_ix = 0, 1
@@ -1867,13 +1586,11 @@ class Atan2Backward0(_Node):
             grad_inputs[other_ix] = -grad * self / (self * self + other * other)
         return grad_inputs
 
-
 def _ag_atan2_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_atan2.redispatch(ks & _BELOW, self, other)
     _n = Atan2Backward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -1882,10 +1599,8 @@ def _ag_atan2_default(ks, self, other):
     _set_history(_n, (result,))
     return result
 
-
 class HypotBackward0(_Node):
     _saved_names = ('self_', 'other_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, other_ix = 0, 1
@@ -1900,13 +1615,11 @@ class HypotBackward0(_Node):
             grad_inputs[other_ix] = grad * other / result
         return grad_inputs
 
-
 def _ag_hypot_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_hypot.redispatch(ks & _BELOW, self, other)
     _n = HypotBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     if _n._next[1] is not None:
@@ -1916,10 +1629,8 @@ def _ag_hypot_default(ks, self, other):
     _n.result_ = _SV(result, True)
     return result
 
-
 class LogaddexpBackward0(_Node):
     _saved_names = ('self_', 'other_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, other_ix = 0, 1
@@ -1934,13 +1645,11 @@ class LogaddexpBackward0(_Node):
             grad_inputs[other_ix] = grad / (1 + (self - other).exp())
         return grad_inputs
 
-
 def _ag_logaddexp_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_logaddexp.redispatch(ks & _BELOW, self, other)
     _n = LogaddexpBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -1949,10 +1658,8 @@ def _ag_logaddexp_default(ks, self, other):
     _set_history(_n, (result,))
     return result
 
-
 class Logaddexp2Backward0(_Node):
     _saved_names = ('self_', 'other_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, other_ix = 0, 1
@@ -1967,13 +1674,11 @@ class Logaddexp2Backward0(_Node):
             grad_inputs[other_ix] = grad / (1 + (self - other).exp2())
         return grad_inputs
 
-
 def _ag_logaddexp2_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_logaddexp2.redispatch(ks & _BELOW, self, other)
     _n = Logaddexp2Backward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -1982,10 +1687,8 @@ def _ag_logaddexp2_default(ks, self, other):
     _set_history(_n, (result,))
     return result
 
-
 class CopysignBackward0(_Node):
     _saved_names = ('self_', 'other_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, other_ix = 0, 1
@@ -1999,13 +1702,11 @@ class CopysignBackward0(_Node):
             grad_inputs[other_ix] = aten.zeros_like(other)
         return grad_inputs
 
-
 def _ag_copysign_Tensor(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_copysign_Tensor.redispatch(ks & _BELOW, self, other)
     _n = CopysignBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     if _n._next[1] is not None:
@@ -2015,10 +1716,8 @@ def _ag_copysign_Tensor(ks, self, other):
     _n.result_ = _SV(result, True)
     return result
 
-
 class NextafterBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, other_ix = 0, 1
@@ -2029,21 +1728,17 @@ class NextafterBackward0(_Node):
             grad_inputs[other_ix] = aten.zeros_like(grad)
         return grad_inputs
 
-
 def _ag_nextafter_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_nextafter.redispatch(ks & _BELOW, self, other)
     _n = NextafterBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     result = aten._op_nextafter.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
-
 class MaximumBackward0(_Node):
     _saved_names = ('self_', 'other_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, other_ix = 0, 1
@@ -2058,13 +1753,11 @@ class MaximumBackward0(_Node):
             grad_inputs[other_ix] = minmax_backward(grad, self, other, True)[1]
         return grad_inputs
 
-
 def _ag_maximum_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_maximum.redispatch(ks & _BELOW, self, other)
     _n = MaximumBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -2073,10 +1766,8 @@ def _ag_maximum_default(ks, self, other):
     _set_history(_n, (result,))
     return result
 
-
 class MinimumBackward0(_Node):
     _saved_names = ('self_', 'other_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, other_ix = 0, 1
@@ -2091,13 +1782,11 @@ class MinimumBackward0(_Node):
             grad_inputs[other_ix] = minmax_backward(grad, self, other, False)[1]
         return grad_inputs
 
-
 def _ag_minimum_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_minimum.redispatch(ks & _BELOW, self, other)
     _n = MinimumBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -2106,10 +1795,8 @@ def _ag_minimum_default(ks, self, other):
     _set_history(_n, (result,))
     return result
 
-
 class FmaxBackward0(_Node):
     _saved_names = ('self_', 'other_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, other_ix = 0, 1
@@ -2124,13 +1811,11 @@ class FmaxBackward0(_Node):
             grad_inputs[other_ix] = grad * ((other > self) | self.isnan())
         return grad_inputs
 
-
 def _ag_fmax_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_fmax.redispatch(ks & _BELOW, self, other)
     _n = FmaxBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -2139,10 +1824,8 @@ def _ag_fmax_default(ks, self, other):
     _set_history(_n, (result,))
     return result
 
-
 class FminBackward0(_Node):
     _saved_names = ('self_', 'other_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, other_ix = 0, 1
@@ -2157,13 +1840,11 @@ class FminBackward0(_Node):
             grad_inputs[other_ix] = grad * ((other < self) | self.isnan())
         return grad_inputs
 
-
 def _ag_fmin_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_fmin.redispatch(ks & _BELOW, self, other)
     _n = FminBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -2172,10 +1853,8 @@ def _ag_fmin_default(ks, self, other):
     _set_history(_n, (result,))
     return result
 
-
 class IgammaBackward0(_Node):
     _saved_names = ('self_', 'other_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, other_ix = 0, 1
@@ -2188,13 +1867,11 @@ class IgammaBackward0(_Node):
             grad_inputs[other_ix] = grad * aten.exp((self - 1) * aten.log(other) - other - aten.lgamma(self))
         return grad_inputs
 
-
 def _ag_igamma_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_igamma.redispatch(ks & _BELOW, self, other)
     _n = IgammaBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[1] is not None:
@@ -2203,10 +1880,8 @@ def _ag_igamma_default(ks, self, other):
     _set_history(_n, (result,))
     return result
 
-
 class IgammacBackward0(_Node):
     _saved_names = ('self_', 'other_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, other_ix = 0, 1
@@ -2219,13 +1894,11 @@ class IgammacBackward0(_Node):
             grad_inputs[other_ix] = -grad * aten.exp((self - 1) * aten.log(other) - other - aten.lgamma(self))
         return grad_inputs
 
-
 def _ag_igammac_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_igammac.redispatch(ks & _BELOW, self, other)
     _n = IgammacBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[1] is not None:
@@ -2234,10 +1907,8 @@ def _ag_igammac_default(ks, self, other):
     _set_history(_n, (result,))
     return result
 
-
 class XlogyBackward0(_Node):
     _saved_names = ('self_', 'other_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, other_ix = 0, 1
@@ -2252,13 +1923,11 @@ class XlogyBackward0(_Node):
             grad_inputs[other_ix] = grad * self / other
         return grad_inputs
 
-
 def _ag_xlogy_Tensor(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_xlogy_Tensor.redispatch(ks & _BELOW, self, other)
     _n = XlogyBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -2267,10 +1936,8 @@ def _ag_xlogy_Tensor(ks, self, other):
     _set_history(_n, (result,))
     return result
 
-
 class XlogyBackward1(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         other = _n.other
@@ -2282,13 +1949,11 @@ class XlogyBackward1(_Node):
         return grad_inputs
 XlogyBackward1.__name__ = XlogyBackward1.__qualname__ = 'XlogyBackward2'
 
-
 def _ag_xlogy_Scalar_Other(ks, self, other):
     if not (_gm.enabled and (self._rg)):
         return aten._op_xlogy_Scalar_Other.redispatch(ks & _BELOW, self, other)
     _n = XlogyBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.other = other
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -2296,10 +1961,8 @@ def _ag_xlogy_Scalar_Other(ks, self, other):
     _set_history(_n, (result,))
     return result
 
-
 class XlogyBackward2(_Node):
     _saved_names = ('other_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self = _n.self
@@ -2311,13 +1974,11 @@ class XlogyBackward2(_Node):
         return grad_inputs
 XlogyBackward2.__name__ = XlogyBackward2.__qualname__ = 'XlogyBackward1'
 
-
 def _ag_xlogy_Scalar_Self(ks, self, other):
     if not (_gm.enabled and (other._rg)):
         return aten._op_xlogy_Scalar_Self.redispatch(ks & _BELOW, self, other)
     _n = XlogyBackward2()
-    _n._next = _edges(other)
-    _n._input_meta = _meta(other)
+    _n._next, _n._input_meta = _edges(other), _meta(other)
     _n.self = self
     if _n._next[0] is not None:
         _n.other_ = _SV(other)
@@ -2325,10 +1986,8 @@ def _ag_xlogy_Scalar_Self(ks, self, other):
     _set_history(_n, (result,))
     return result
 
-
 class CopysignBackward1(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -2339,13 +1998,11 @@ class CopysignBackward1(_Node):
             grad_inputs[self_ix] = grad * (result / self).masked_fill(self == 0, 0)
         return grad_inputs
 
-
 def _ag_copysign_Scalar(ks, self, other):
     if not (_gm.enabled and (self._rg)):
         return aten._op_copysign_Scalar.redispatch(ks & _BELOW, self, other)
     _n = CopysignBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_copysign_Scalar.redispatch(ks & _BELOW, self, other)
@@ -2353,10 +2010,8 @@ def _ag_copysign_Scalar(ks, self, other):
     _n.result_ = _SV(result, True)
     return result
 
-
 class WhereBackward0(_Node):
     _saved_names = ('condition_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, other_ix = 0, 1
@@ -2369,25 +2024,21 @@ class WhereBackward0(_Node):
             grad_inputs[other_ix] = aten.where_self(condition, zeros_of((), grad), grad)
         return grad_inputs
 
-
 def _ag_where_self(ks, condition, self, other):
     if _gm.enabled and (condition._rg):
         _check_no_requires_grad(condition, 'condition', 'where')
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_where_self.redispatch(ks & _BELOW, condition, self, other)
     _n = WhereBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.condition_ = _SV(condition)
     result = aten._op_where_self.redispatch(ks & _BELOW, condition, self, other)
     _set_history(_n, (result,))
     return result
 
-
 class ClampBackward1(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         min = _n.min
@@ -2399,13 +2050,11 @@ class ClampBackward1(_Node):
             grad_inputs[self_ix] = clamp_backward(grad, self, min, max)
         return grad_inputs
 
-
 def _ag_clamp_default(ks, self, min, max):
     if not (_gm.enabled and (self._rg)):
         return aten._op_clamp.redispatch(ks & _BELOW, self, min, max)
     _n = ClampBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.min = min
     _n.max = max
     if _n._next[0] is not None:
@@ -2414,10 +2063,8 @@ def _ag_clamp_default(ks, self, min, max):
     _set_history(_n, (result,))
     return result
 
-
 class ClampBackward0(_Node):
     _saved_names = ('self_', 'min_', 'max_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, min_ix, max_ix = 0, 1, 2
@@ -2439,13 +2086,11 @@ class ClampBackward0(_Node):
             grad_inputs[max_ix] = clamp_backward_min_max(grad, self, min, max)[1]
         return grad_inputs
 
-
 def _ag_clamp_Tensor(ks, self, min, max):
     if not (_gm.enabled and (self._rg or (min is not None and min._rg) or (max is not None and max._rg))):
         return aten._op_clamp_Tensor.redispatch(ks & _BELOW, self, min, max)
     _n = ClampBackward0()
-    _n._next = _edges(self, min, max)
-    _n._input_meta = _meta(self, min, max)
+    _n._next, _n._input_meta = _edges(self, min, max), _meta(self, min, max)
     if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
@@ -2456,10 +2101,8 @@ def _ag_clamp_Tensor(ks, self, min, max):
     _set_history(_n, (result,))
     return result
 
-
 class ClampMinBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         min = _n.min
@@ -2470,13 +2113,11 @@ class ClampMinBackward0(_Node):
             grad_inputs[self_ix] = clamp_backward(grad, self, min, None)
         return grad_inputs
 
-
 def _ag_clamp_min_default(ks, self, min):
     if not (_gm.enabled and (self._rg)):
         return aten._op_clamp_min.redispatch(ks & _BELOW, self, min)
     _n = ClampMinBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.min = min
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -2484,10 +2125,8 @@ def _ag_clamp_min_default(ks, self, min):
     _set_history(_n, (result,))
     return result
 
-
 class ClampMinBackward1(_Node):
     _saved_names = ('self_', 'min_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, min_ix = 0, 1
@@ -2502,13 +2141,11 @@ class ClampMinBackward1(_Node):
             grad_inputs[min_ix] = aten.where_self(self < min, grad, zeros_of((), grad))
         return grad_inputs
 
-
 def _ag_clamp_min_Tensor(ks, self, min):
     if not (_gm.enabled and (self._rg or min._rg)):
         return aten._op_clamp_min_Tensor.redispatch(ks & _BELOW, self, min)
     _n = ClampMinBackward1()
-    _n._next = _edges(self, min)
-    _n._input_meta = _meta(self, min)
+    _n._next, _n._input_meta = _edges(self, min), _meta(self, min)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -2517,10 +2154,8 @@ def _ag_clamp_min_Tensor(ks, self, min):
     _set_history(_n, (result,))
     return result
 
-
 class ClampMaxBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         max = _n.max
@@ -2531,13 +2166,11 @@ class ClampMaxBackward0(_Node):
             grad_inputs[self_ix] = clamp_backward(grad, self, None, max)
         return grad_inputs
 
-
 def _ag_clamp_max_default(ks, self, max):
     if not (_gm.enabled and (self._rg)):
         return aten._op_clamp_max.redispatch(ks & _BELOW, self, max)
     _n = ClampMaxBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.max = max
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -2545,10 +2178,8 @@ def _ag_clamp_max_default(ks, self, max):
     _set_history(_n, (result,))
     return result
 
-
 class ClampMaxBackward1(_Node):
     _saved_names = ('self_', 'max_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, max_ix = 0, 1
@@ -2563,13 +2194,11 @@ class ClampMaxBackward1(_Node):
             grad_inputs[max_ix] = aten.where_self(self > max, grad, zeros_of((), grad))
         return grad_inputs
 
-
 def _ag_clamp_max_Tensor(ks, self, max):
     if not (_gm.enabled and (self._rg or max._rg)):
         return aten._op_clamp_max_Tensor.redispatch(ks & _BELOW, self, max)
     _n = ClampMaxBackward1()
-    _n._next = _edges(self, max)
-    _n._input_meta = _meta(self, max)
+    _n._next, _n._input_meta = _edges(self, max), _meta(self, max)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -2578,10 +2207,8 @@ def _ag_clamp_max_Tensor(ks, self, max):
     _set_history(_n, (result,))
     return result
 
-
 class LerpBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         weight = _n.weight
@@ -2593,22 +2220,18 @@ class LerpBackward0(_Node):
             grad_inputs[end_ix] = grad * weight
         return grad_inputs
 
-
 def _ag_lerp_Scalar(ks, self, end, weight):
     if not (_gm.enabled and (self._rg or end._rg)):
         return aten._op_lerp_Scalar.redispatch(ks & _BELOW, self, end, weight)
     _n = LerpBackward0()
-    _n._next = _edges(self, end)
-    _n._input_meta = _meta(self, end)
+    _n._next, _n._input_meta = _edges(self, end), _meta(self, end)
     _n.weight = weight
     result = aten._op_lerp_Scalar.redispatch(ks & _BELOW, self, end, weight)
     _set_history(_n, (result,))
     return result
 
-
 class LerpBackward1(_Node):
     _saved_names = ('self_', 'end_', 'weight_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, end_ix, weight_ix = 0, 1, 2
@@ -2625,13 +2248,11 @@ class LerpBackward1(_Node):
             grad_inputs[weight_ix] = grad * (end - self)
         return grad_inputs
 
-
 def _ag_lerp_Tensor(ks, self, end, weight):
     if not (_gm.enabled and (self._rg or end._rg or weight._rg)):
         return aten._op_lerp_Tensor.redispatch(ks & _BELOW, self, end, weight)
     _n = LerpBackward1()
-    _n._next = _edges(self, end, weight)
-    _n._input_meta = _meta(self, end, weight)
+    _n._next, _n._input_meta = _edges(self, end, weight), _meta(self, end, weight)
     if _n._next[2] is not None:
         _n.self_ = _SV(self)
     if _n._next[2] is not None:
@@ -2642,10 +2263,8 @@ def _ag_lerp_Tensor(ks, self, end, weight):
     _set_history(_n, (result,))
     return result
 
-
 class AddcmulBackward0(_Node):
     _saved_names = ('tensor1_', 'tensor2_')
-
     def apply(_n, grads):
         grad = grads[0]
         value = _n.value
@@ -2661,13 +2280,11 @@ class AddcmulBackward0(_Node):
             grad_inputs[tensor2_ix] = grad * conj_of(tensor1 * value)
         return grad_inputs
 
-
 def _ag_addcmul_default(ks, self, tensor1, tensor2, value):
     if not (_gm.enabled and (self._rg or tensor1._rg or tensor2._rg)):
         return aten._op_addcmul.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
     _n = AddcmulBackward0()
-    _n._next = _edges(self, tensor1, tensor2)
-    _n._input_meta = _meta(self, tensor1, tensor2)
+    _n._next, _n._input_meta = _edges(self, tensor1, tensor2), _meta(self, tensor1, tensor2)
     _n.value = value
     if _n._next[2] is not None:
         _n.tensor1_ = _SV(tensor1)
@@ -2677,10 +2294,8 @@ def _ag_addcmul_default(ks, self, tensor1, tensor2, value):
     _set_history(_n, (result,))
     return result
 
-
 class AddcdivBackward0(_Node):
     _saved_names = ('tensor1_', 'tensor2_')
-
     def apply(_n, grads):
         grad = grads[0]
         value = _n.value
@@ -2697,13 +2312,11 @@ class AddcdivBackward0(_Node):
             grad_inputs[tensor2_ix] = -grad * conj_of(value * tensor1 / (tensor2 * tensor2))
         return grad_inputs
 
-
 def _ag_addcdiv_default(ks, self, tensor1, tensor2, value):
     if not (_gm.enabled and (self._rg or tensor1._rg or tensor2._rg)):
         return aten._op_addcdiv.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
     _n = AddcdivBackward0()
-    _n._next = _edges(self, tensor1, tensor2)
-    _n._input_meta = _meta(self, tensor1, tensor2)
+    _n._next, _n._input_meta = _edges(self, tensor1, tensor2), _meta(self, tensor1, tensor2)
     _n.value = value
     if _n._next[2] is not None:
         _n.tensor1_ = _SV(tensor1)
@@ -2713,10 +2326,8 @@ def _ag_addcdiv_default(ks, self, tensor1, tensor2, value):
     _set_history(_n, (result,))
     return result
 
-
 class SumBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_sizes = _n.self_sizes
@@ -2726,22 +2337,18 @@ class SumBackward0(_Node):
             grad_inputs[self_ix] = grad.expand(self_sizes)
         return grad_inputs
 
-
 def _ag_sum_default(ks, self, dtype):
     if not (_gm.enabled and (self._rg)):
         return aten._op_sum.redispatch(ks & _BELOW, self, dtype)
     _n = SumBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.self_sizes = tuple(self.shape)
     result = aten._op_sum.redispatch(ks & _BELOW, self, dtype)
     _set_history(_n, (result,))
     return result
 
-
 class NansumBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -2754,13 +2361,11 @@ class NansumBackward0(_Node):
             grad_inputs[self_ix] = sum_backward(grad, self_sizes, dim, keepdim) * self.isnan().logical_not()
         return grad_inputs
 
-
 def _ag_nansum_default(ks, self, dim, keepdim, dtype):
     if not (_gm.enabled and (self._rg)):
         return aten._op_nansum.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
     _n = NansumBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
     _n.self_sizes = tuple(self.shape)
@@ -2770,10 +2375,8 @@ def _ag_nansum_default(ks, self, dim, keepdim, dtype):
     _set_history(_n, (result,))
     return result
 
-
 class ProdBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -2784,13 +2387,11 @@ class ProdBackward0(_Node):
             grad_inputs[self_ix] = prod_backward(grad, self, result)
         return grad_inputs
 
-
 def _ag_prod_default(ks, self, dtype):
     if not (_gm.enabled and (self._rg)):
         return aten._op_prod.redispatch(ks & _BELOW, self, dtype)
     _n = ProdBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_prod.redispatch(ks & _BELOW, self, dtype)
@@ -2798,10 +2399,8 @@ def _ag_prod_default(ks, self, dtype):
     _n.result_ = _SV(result, True)
     return result
 
-
 class SumBackward1(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -2813,13 +2412,11 @@ class SumBackward1(_Node):
             grad_inputs[self_ix] = sum_backward(grad, self_sizes, dim, keepdim)
         return grad_inputs
 
-
 def _ag_sum_dim_IntList(ks, self, dim, keepdim, dtype):
     if not (_gm.enabled and (self._rg)):
         return aten._op_sum_dim_IntList.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
     _n = SumBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
     _n.self_sizes = tuple(self.shape)
@@ -2827,10 +2424,8 @@ def _ag_sum_dim_IntList(ks, self, dim, keepdim, dtype):
     _set_history(_n, (result,))
     return result
 
-
 class ProdBackward1(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -2843,13 +2438,11 @@ class ProdBackward1(_Node):
             grad_inputs[self_ix] = prod_backward(grad, self, result, dim, keepdim)
         return grad_inputs
 
-
 def _ag_prod_dim_int(ks, self, dim, keepdim, dtype):
     if not (_gm.enabled and (self._rg)):
         return aten._op_prod_dim_int.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
     _n = ProdBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
     if _n._next[0] is not None:
@@ -2859,10 +2452,8 @@ def _ag_prod_dim_int(ks, self, dim, keepdim, dtype):
     _n.result_ = _SV(result, True)
     return result
 
-
 class MeanBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_sizes = _n.self_sizes
@@ -2872,22 +2463,18 @@ class MeanBackward0(_Node):
             grad_inputs[self_ix] = mean_backward(grad, self_sizes)
         return grad_inputs
 
-
 def _ag_mean_default(ks, self, dtype):
     if not (_gm.enabled and (self._rg)):
         return aten._op_mean.redispatch(ks & _BELOW, self, dtype)
     _n = MeanBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.self_sizes = tuple(self.shape)
     result = aten._op_mean.redispatch(ks & _BELOW, self, dtype)
     _set_history(_n, (result,))
     return result
 
-
 class MeanBackward1(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -2899,13 +2486,11 @@ class MeanBackward1(_Node):
             grad_inputs[self_ix] = mean_backward(grad, self_sizes, dim, keepdim)
         return grad_inputs
 
-
 def _ag_mean_dim(ks, self, dim, keepdim, dtype):
     if not (_gm.enabled and (self._rg)):
         return aten._op_mean_dim.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
     _n = MeanBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
     _n.self_sizes = tuple(self.shape)
@@ -2913,10 +2498,8 @@ def _ag_mean_dim(ks, self, dim, keepdim, dtype):
     _set_history(_n, (result,))
     return result
 
-
 class VarBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -2929,13 +2512,11 @@ class VarBackward0(_Node):
             grad_inputs[self_ix] = var_backward(grad, self, dim, correction, keepdim)
         return grad_inputs
 
-
 def _ag_var_correction(ks, self, dim, correction, keepdim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_var_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
     _n = VarBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.correction = correction
     _n.keepdim = keepdim
@@ -2945,10 +2526,8 @@ def _ag_var_correction(ks, self, dim, correction, keepdim):
     _set_history(_n, (result,))
     return result
 
-
 class StdBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -2962,13 +2541,11 @@ class StdBackward0(_Node):
             grad_inputs[self_ix] = std_backward(result, grad, self, dim, correction, keepdim)
         return grad_inputs
 
-
 def _ag_std_correction(ks, self, dim, correction, keepdim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_std_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
     _n = StdBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.correction = correction
     _n.keepdim = keepdim
@@ -2979,10 +2556,8 @@ def _ag_std_correction(ks, self, dim, correction, keepdim):
     _n.result_ = _SV(result, True)
     return result
 
-
 class VarMeanBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -2996,13 +2571,11 @@ class VarMeanBackward0(_Node):
             grad_inputs[self_ix] = var_mean_backward(grads, self, dim, correction, keepdim, False, result)
         return grad_inputs
 
-
 def _ag_var_mean_correction(ks, self, dim, correction, keepdim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_var_mean_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
     _n = VarMeanBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.correction = correction
     _n.keepdim = keepdim
@@ -3013,10 +2586,8 @@ def _ag_var_mean_correction(ks, self, dim, correction, keepdim):
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
 
-
 class StdMeanBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -3030,13 +2601,11 @@ class StdMeanBackward0(_Node):
             grad_inputs[self_ix] = var_mean_backward(grads, self, dim, correction, keepdim, True, result)
         return grad_inputs
 
-
 def _ag_std_mean_correction(ks, self, dim, correction, keepdim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_std_mean_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
     _n = StdMeanBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.correction = correction
     _n.keepdim = keepdim
@@ -3047,10 +2616,8 @@ def _ag_std_mean_correction(ks, self, dim, correction, keepdim):
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
 
-
 class MaxBackward1(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -3061,13 +2628,11 @@ class MaxBackward1(_Node):
             grad_inputs[self_ix] = evenly_distribute_backward(grad, self, result)
         return grad_inputs
 
-
 def _ag_max_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_max.redispatch(ks & _BELOW, self)
     _n = MaxBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_max.redispatch(ks & _BELOW, self)
@@ -3075,10 +2640,8 @@ def _ag_max_default(ks, self):
     _n.result_ = _SV(result, True)
     return result
 
-
 class MaxBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -3091,13 +2654,11 @@ class MaxBackward0(_Node):
             grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, keepdim)
         return grad_inputs
 
-
 def _ag_max_dim(ks, self, dim, keepdim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_max_dim.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = MaxBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
     _n.self_sizes = tuple(self.shape)
@@ -3106,10 +2667,8 @@ def _ag_max_dim(ks, self, dim, keepdim):
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class MinBackward1(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -3120,13 +2679,11 @@ class MinBackward1(_Node):
             grad_inputs[self_ix] = evenly_distribute_backward(grad, self, result)
         return grad_inputs
 
-
 def _ag_min_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_min.redispatch(ks & _BELOW, self)
     _n = MinBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_min.redispatch(ks & _BELOW, self)
@@ -3134,10 +2691,8 @@ def _ag_min_default(ks, self):
     _n.result_ = _SV(result, True)
     return result
 
-
 class MinBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -3150,13 +2705,11 @@ class MinBackward0(_Node):
             grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, keepdim)
         return grad_inputs
 
-
 def _ag_min_dim(ks, self, dim, keepdim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_min_dim.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = MinBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
     _n.self_sizes = tuple(self.shape)
@@ -3165,10 +2718,8 @@ def _ag_min_dim(ks, self, dim, keepdim):
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class AmaxBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -3181,13 +2732,11 @@ class AmaxBackward0(_Node):
             grad_inputs[self_ix] = amax_amin_backward(grad, self, result, dim, keepdim)
         return grad_inputs
 
-
 def _ag_amax_default(ks, self, dim, keepdim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_amax.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = AmaxBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
     if _n._next[0] is not None:
@@ -3197,10 +2746,8 @@ def _ag_amax_default(ks, self, dim, keepdim):
     _n.result_ = _SV(result, True)
     return result
 
-
 class AminBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -3213,13 +2760,11 @@ class AminBackward0(_Node):
             grad_inputs[self_ix] = amax_amin_backward(grad, self, result, dim, keepdim)
         return grad_inputs
 
-
 def _ag_amin_default(ks, self, dim, keepdim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_amin.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = AminBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
     if _n._next[0] is not None:
@@ -3229,10 +2774,8 @@ def _ag_amin_default(ks, self, dim, keepdim):
     _n.result_ = _SV(result, True)
     return result
 
-
 class AminmaxBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -3245,13 +2788,11 @@ class AminmaxBackward0(_Node):
             grad_inputs[self_ix] = aminmax_backward(grads, self, result, dim, keepdim)
         return grad_inputs
 
-
 def _ag_aminmax_default(ks, self, dim, keepdim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_aminmax.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = AminmaxBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
     if _n._next[0] is not None:
@@ -3261,10 +2802,8 @@ def _ag_aminmax_default(ks, self, dim, keepdim):
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
 
-
 class LogsumexpBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -3277,13 +2816,11 @@ class LogsumexpBackward0(_Node):
             grad_inputs[self_ix] = logsumexp_backward(grad, self, result, dim, keepdim)
         return grad_inputs
 
-
 def _ag_logsumexp_default(ks, self, dim, keepdim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_logsumexp.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = LogsumexpBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
     if _n._next[0] is not None:
@@ -3293,10 +2830,8 @@ def _ag_logsumexp_default(ks, self, dim, keepdim):
     _n.result_ = _SV(result, True)
     return result
 
-
 class CumsumBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -3307,23 +2842,19 @@ class CumsumBackward0(_Node):
             grad_inputs[self_ix] = cumsum_backward(grad, dim).to(self_dtype)
         return grad_inputs
 
-
 def _ag_cumsum_default(ks, self, dim, dtype):
     if not (_gm.enabled and (self._rg)):
         return aten._op_cumsum.redispatch(ks & _BELOW, self, dim, dtype)
     _n = CumsumBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.self_meta = (self.dtype, self.device)
     result = aten._op_cumsum.redispatch(ks & _BELOW, self, dim, dtype)
     _set_history(_n, (result,))
     return result
 
-
 class CumprodBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -3335,13 +2866,11 @@ class CumprodBackward0(_Node):
             grad_inputs[self_ix] = cumprod_backward(grad, self, dim, result)
         return grad_inputs
 
-
 def _ag_cumprod_default(ks, self, dim, dtype):
     if not (_gm.enabled and (self._rg)):
         return aten._op_cumprod.redispatch(ks & _BELOW, self, dim, dtype)
     _n = CumprodBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -3350,10 +2879,8 @@ def _ag_cumprod_default(ks, self, dim, dtype):
     _n.result_ = _SV(result, True)
     return result
 
-
 class LogcumsumexpBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -3365,13 +2892,11 @@ class LogcumsumexpBackward0(_Node):
             grad_inputs[self_ix] = logcumsumexp_backward(grad, self, result, dim)
         return grad_inputs
 
-
 def _ag_logcumsumexp_default(ks, self, dim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_logcumsumexp.redispatch(ks & _BELOW, self, dim)
     _n = LogcumsumexpBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -3380,10 +2905,8 @@ def _ag_logcumsumexp_default(ks, self, dim):
     _n.result_ = _SV(result, True)
     return result
 
-
 class CummaxBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -3395,13 +2918,11 @@ class CummaxBackward0(_Node):
             grad_inputs[self_ix] = cummaxmin_backward(grad, dim, result[1], self_sizes)
         return grad_inputs
 
-
 def _ag_cummax_default(ks, self, dim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_cummax.redispatch(ks & _BELOW, self, dim)
     _n = CummaxBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
     result = aten._op_cummax.redispatch(ks & _BELOW, self, dim)
@@ -3409,10 +2930,8 @@ def _ag_cummax_default(ks, self, dim):
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class CumminBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -3424,13 +2943,11 @@ class CumminBackward0(_Node):
             grad_inputs[self_ix] = cummaxmin_backward(grad, dim, result[1], self_sizes)
         return grad_inputs
 
-
 def _ag_cummin_default(ks, self, dim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_cummin.redispatch(ks & _BELOW, self, dim)
     _n = CumminBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
     result = aten._op_cummin.redispatch(ks & _BELOW, self, dim)
@@ -3438,10 +2955,8 @@ def _ag_cummin_default(ks, self, dim):
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class SortBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -3453,13 +2968,11 @@ class SortBackward0(_Node):
             grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, True)
         return grad_inputs
 
-
 def _ag_sort_default(ks, self, dim, descending):
     if not (_gm.enabled and (self._rg)):
         return aten._op_sort.redispatch(ks & _BELOW, self, dim, descending)
     _n = SortBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
     result = aten._op_sort.redispatch(ks & _BELOW, self, dim, descending)
@@ -3467,10 +2980,8 @@ def _ag_sort_default(ks, self, dim, descending):
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class SortBackward1(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -3482,13 +2993,11 @@ class SortBackward1(_Node):
             grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, True)
         return grad_inputs
 
-
 def _ag_sort_stable(ks, self, stable, dim, descending):
     if not (_gm.enabled and (self._rg)):
         return aten._op_sort_stable.redispatch(ks & _BELOW, self, stable, dim, descending)
     _n = SortBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
     result = aten._op_sort_stable.redispatch(ks & _BELOW, self, stable, dim, descending)
@@ -3496,10 +3005,8 @@ def _ag_sort_stable(ks, self, stable, dim, descending):
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class TopkBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -3511,13 +3018,11 @@ class TopkBackward0(_Node):
             grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, True)
         return grad_inputs
 
-
 def _ag_topk_default(ks, self, k, dim, largest, sorted):
     if not (_gm.enabled and (self._rg)):
         return aten._op_topk.redispatch(ks & _BELOW, self, k, dim, largest, sorted)
     _n = TopkBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
     result = aten._op_topk.redispatch(ks & _BELOW, self, k, dim, largest, sorted)
@@ -3525,10 +3030,8 @@ def _ag_topk_default(ks, self, k, dim, largest, sorted):
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class KthvalueBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -3541,13 +3044,11 @@ class KthvalueBackward0(_Node):
             grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, keepdim)
         return grad_inputs
 
-
 def _ag_kthvalue_default(ks, self, k, dim, keepdim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_kthvalue.redispatch(ks & _BELOW, self, k, dim, keepdim)
     _n = KthvalueBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
     _n.self_sizes = tuple(self.shape)
@@ -3556,10 +3057,8 @@ def _ag_kthvalue_default(ks, self, k, dim, keepdim):
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class MedianBackward1(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -3570,13 +3069,11 @@ class MedianBackward1(_Node):
             grad_inputs[self_ix] = evenly_distribute_backward(grad, self, result)
         return grad_inputs
 
-
 def _ag_median_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_median.redispatch(ks & _BELOW, self)
     _n = MedianBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_median.redispatch(ks & _BELOW, self)
@@ -3584,10 +3081,8 @@ def _ag_median_default(ks, self):
     _n.result_ = _SV(result, True)
     return result
 
-
 class MedianBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -3600,13 +3095,11 @@ class MedianBackward0(_Node):
             grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, keepdim)
         return grad_inputs
 
-
 def _ag_median_dim(ks, self, dim, keepdim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_median_dim.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = MedianBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
     _n.self_sizes = tuple(self.shape)
@@ -3615,10 +3108,8 @@ def _ag_median_dim(ks, self, dim, keepdim):
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class ModeBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -3631,13 +3122,11 @@ class ModeBackward0(_Node):
             grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, keepdim)
         return grad_inputs
 
-
 def _ag_mode_default(ks, self, dim, keepdim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_mode.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = ModeBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
     _n.self_sizes = tuple(self.shape)
@@ -3646,10 +3135,8 @@ def _ag_mode_default(ks, self, dim, keepdim):
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class Unique2Backward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -3658,21 +3145,17 @@ class Unique2Backward0(_Node):
             grad_inputs[self_ix] = not_implemented("_unique2")
         return grad_inputs
 
-
 def _ag__unique2_default(ks, self, sorted, return_inverse, return_counts):
     if not (_gm.enabled and (self._rg)):
         return aten._op__unique2.redispatch(ks & _BELOW, self, sorted, return_inverse, return_counts)
     _n = Unique2Backward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op__unique2.redispatch(ks & _BELOW, self, sorted, return_inverse, return_counts)
     _set_history(_n, tuple(result), [True, False, False])
     return result
 
-
 class UniqueDimBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -3681,21 +3164,17 @@ class UniqueDimBackward0(_Node):
             grad_inputs[self_ix] = not_implemented("unique_dim")
         return grad_inputs
 
-
 def _ag_unique_dim_default(ks, self, dim, sorted, return_inverse, return_counts):
     if not (_gm.enabled and (self._rg)):
         return aten._op_unique_dim.redispatch(ks & _BELOW, self, dim, sorted, return_inverse, return_counts)
     _n = UniqueDimBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_unique_dim.redispatch(ks & _BELOW, self, dim, sorted, return_inverse, return_counts)
     _set_history(_n, tuple(result), [True, False, False])
     return result
 
-
 class HistogramBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, bins_ix, weight_ix = 0, 1, 2
@@ -3708,21 +3187,17 @@ class HistogramBackward0(_Node):
             grad_inputs[weight_ix] = not_implemented("histogram")
         return grad_inputs
 
-
 def _ag_histogram_bins_tensor(ks, self, bins, weight, density):
     if not (_gm.enabled and (self._rg or bins._rg or (weight is not None and weight._rg))):
         return aten._op_histogram_bins_tensor.redispatch(ks & _BELOW, self, bins, weight, density)
     _n = HistogramBackward0()
-    _n._next = _edges(self, bins, weight)
-    _n._input_meta = _meta(self, bins, weight)
+    _n._next, _n._input_meta = _edges(self, bins, weight), _meta(self, bins, weight)
     result = aten._op_histogram_bins_tensor.redispatch(ks & _BELOW, self, bins, weight, density)
     _set_history(_n, tuple(result), None)
     return result
 
-
 class HistogramBackward1(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, weight_ix = 0, 1
@@ -3733,21 +3208,17 @@ class HistogramBackward1(_Node):
             grad_inputs[weight_ix] = not_implemented("histogram")
         return grad_inputs
 
-
 def _ag_histogram_bin_ct(ks, self, bins, range, weight, density):
     if not (_gm.enabled and (self._rg or (weight is not None and weight._rg))):
         return aten._op_histogram_bin_ct.redispatch(ks & _BELOW, self, bins, range, weight, density)
     _n = HistogramBackward1()
-    _n._next = _edges(self, weight)
-    _n._input_meta = _meta(self, weight)
+    _n._next, _n._input_meta = _edges(self, weight), _meta(self, weight)
     result = aten._op_histogram_bin_ct.redispatch(ks & _BELOW, self, bins, range, weight, density)
     _set_history(_n, tuple(result), None)
     return result
 
-
 class NormBackward1(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         p = _n.p
@@ -3761,13 +3232,11 @@ class NormBackward1(_Node):
             grad_inputs[self_ix] = norm_backward(grad, self, 2 if p is None else p, result, dim, keepdim)
         return grad_inputs
 
-
 def _ag_norm_ScalarOpt_dim(ks, self, p, dim, keepdim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_norm_ScalarOpt_dim.redispatch(ks & _BELOW, self, p, dim, keepdim)
     _n = NormBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.p = p
     _n.dim = dim
     _n.keepdim = keepdim
@@ -3778,10 +3247,8 @@ def _ag_norm_ScalarOpt_dim(ks, self, p, dim, keepdim):
     _n.result_ = _SV(result, True)
     return result
 
-
 class NormBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         p = _n.p
@@ -3793,13 +3260,11 @@ class NormBackward0(_Node):
             grad_inputs[self_ix] = norm_backward(grad, self, p, result, None, False)
         return grad_inputs
 
-
 def _ag_norm_Scalar(ks, self, p):
     if not (_gm.enabled and (self._rg)):
         return aten._op_norm_Scalar.redispatch(ks & _BELOW, self, p)
     _n = NormBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.p = p
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -3808,10 +3273,8 @@ def _ag_norm_Scalar(ks, self, p):
     _n.result_ = _SV(result, True)
     return result
 
-
 class ViewBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_sizes = _n.self_sizes
@@ -3820,7 +3283,6 @@ class ViewBackward0(_Node):
         if _n._next[self_ix] is not None:
             grad_inputs[self_ix] = grad.reshape(self_sizes)
         return grad_inputs
-
 
 def _ag_view_default(ks, self, size):
     if not (_gm.enabled and (self._rg)):
@@ -3828,8 +3290,7 @@ def _ag_view_default(ks, self, size):
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = ViewBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.self_sizes = tuple(self.shape)
     result = aten._op_view.redispatch(ks & _BELOW, self, size)
     _set_history(_n, (result,))
@@ -3837,15 +3298,12 @@ def _ag_view_default(ks, self, size):
     result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class ViewBackward1(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         grad_inputs = [None] * 0
         return grad_inputs
-
 
 def _ag_view_dtype(ks, self, dtype):
     if not (_gm.enabled and (False)):
@@ -3853,18 +3311,15 @@ def _ag_view_dtype(ks, self, dtype):
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = ViewBackward1()
-    _n._next = _edges()
-    _n._input_meta = _meta()
+    _n._next, _n._input_meta = _edges(), _meta()
     result = aten._op_view_dtype.redispatch(ks & _BELOW, self, dtype)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class UnsafeViewBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_sizes = _n.self_sizes
@@ -3873,23 +3328,19 @@ class UnsafeViewBackward0(_Node):
         if _n._next[self_ix] is not None:
             grad_inputs[self_ix] = grad.reshape(self_sizes)
         return grad_inputs
-
 
 def _ag__unsafe_view_default(ks, self, size):
     if not (_gm.enabled and (self._rg)):
         return aten._op__unsafe_view.redispatch(ks & _BELOW, self, size)
     _n = UnsafeViewBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.self_sizes = tuple(self.shape)
     result = aten._op__unsafe_view.redispatch(ks & _BELOW, self, size)
     _set_history(_n, (result,))
     return result
 
-
 class ReshapeAliasBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_sizes = _n.self_sizes
@@ -3898,7 +3349,6 @@ class ReshapeAliasBackward0(_Node):
         if _n._next[self_ix] is not None:
             grad_inputs[self_ix] = grad.reshape(self_sizes)
         return grad_inputs
-
 
 def _ag__reshape_alias_default(ks, self, size, stride):
     if not (_gm.enabled and (self._rg)):
@@ -3906,8 +3356,7 @@ def _ag__reshape_alias_default(ks, self, size, stride):
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = ReshapeAliasBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.self_sizes = tuple(self.shape)
     result = aten._op__reshape_alias.redispatch(ks & _BELOW, self, size, stride)
     _set_history(_n, (result,))
@@ -3915,10 +3364,8 @@ def _ag__reshape_alias_default(ks, self, size, stride):
     result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class AsStridedBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         size = _n.size
@@ -3931,15 +3378,13 @@ class AsStridedBackward0(_Node):
             grad_inputs[self_ix] = as_strided_backward(grad, self_geometry, size, stride, storage_offset)
         return grad_inputs
 
-
 def _ag_as_strided_default(ks, self, size, stride, storage_offset):
     if not (_gm.enabled and (self._rg)):
         result = aten._op_as_strided.redispatch(ks & _BELOW, self, size, stride, storage_offset)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = AsStridedBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.size = size
     _n.stride = stride
     _n.storage_offset = storage_offset
@@ -3950,10 +3395,8 @@ def _ag_as_strided_default(ks, self, size, stride, storage_offset):
     result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class LiftFreshBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -3961,22 +3404,18 @@ class LiftFreshBackward0(_Node):
         if _n._next[self_ix] is not None:
             grad_inputs[self_ix] = grad
         return grad_inputs
-
 
 def _ag_lift_fresh_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_lift_fresh.redispatch(ks & _BELOW, self)
     _n = LiftFreshBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_lift_fresh.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class AliasBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -3984,7 +3423,6 @@ class AliasBackward0(_Node):
         if _n._next[self_ix] is not None:
             grad_inputs[self_ix] = grad
         return grad_inputs
-
 
 def _ag_alias_default(ks, self):
     if not (_gm.enabled and (self._rg)):
@@ -3992,18 +3430,15 @@ def _ag_alias_default(ks, self):
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = AliasBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_alias.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class TBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -4012,25 +3447,21 @@ class TBackward0(_Node):
             grad_inputs[self_ix] = grad.t()
         return grad_inputs
 
-
 def _ag_t_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         result = aten._op_t.redispatch(ks & _BELOW, self)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = TBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_t.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class TransposeBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dim0 = _n.dim0
@@ -4041,15 +3472,13 @@ class TransposeBackward0(_Node):
             grad_inputs[self_ix] = grad.transpose(dim0, dim1)
         return grad_inputs
 
-
 def _ag_transpose_int(ks, self, dim0, dim1):
     if not (_gm.enabled and (self._rg)):
         result = aten._op_transpose_int.redispatch(ks & _BELOW, self, dim0, dim1)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = TransposeBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim0 = dim0
     _n.dim1 = dim1
     result = aten._op_transpose_int.redispatch(ks & _BELOW, self, dim0, dim1)
@@ -4058,10 +3487,8 @@ def _ag_transpose_int(ks, self, dim0, dim1):
     result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class PermuteBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dims = _n.dims
@@ -4071,15 +3498,13 @@ class PermuteBackward0(_Node):
             grad_inputs[self_ix] = permute_backward(grad, dims)
         return grad_inputs
 
-
 def _ag_permute_default(ks, self, dims):
     if not (_gm.enabled and (self._rg)):
         result = aten._op_permute.redispatch(ks & _BELOW, self, dims)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = PermuteBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dims = dims
     result = aten._op_permute.redispatch(ks & _BELOW, self, dims)
     _set_history(_n, (result,))
@@ -4087,10 +3512,8 @@ def _ag_permute_default(ks, self, dims):
     result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class ExpandBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_sizes = _n.self_sizes
@@ -4100,15 +3523,13 @@ class ExpandBackward0(_Node):
             grad_inputs[self_ix] = expand_backward(grad, self_sizes)
         return grad_inputs
 
-
 def _ag_expand_default(ks, self, size, implicit):
     if not (_gm.enabled and (self._rg)):
         result = aten._op_expand.redispatch(ks & _BELOW, self, size, implicit)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = ExpandBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.self_sizes = tuple(self.shape)
     result = aten._op_expand.redispatch(ks & _BELOW, self, size, implicit)
     _set_history(_n, (result,))
@@ -4116,10 +3537,8 @@ def _ag_expand_default(ks, self, size, implicit):
     result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class SqueezeBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_sizes = _n.self_sizes
@@ -4128,7 +3547,6 @@ class SqueezeBackward0(_Node):
         if _n._next[self_ix] is not None:
             grad_inputs[self_ix] = grad.reshape(self_sizes)
         return grad_inputs
-
 
 def _ag_squeeze_default(ks, self):
     if not (_gm.enabled and (self._rg)):
@@ -4136,8 +3554,7 @@ def _ag_squeeze_default(ks, self):
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = SqueezeBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.self_sizes = tuple(self.shape)
     result = aten._op_squeeze.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
@@ -4145,10 +3562,8 @@ def _ag_squeeze_default(ks, self):
     result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class SqueezeBackward1(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_sizes = _n.self_sizes
@@ -4157,7 +3572,6 @@ class SqueezeBackward1(_Node):
         if _n._next[self_ix] is not None:
             grad_inputs[self_ix] = grad.reshape(self_sizes)
         return grad_inputs
-
 
 def _ag_squeeze_dim(ks, self, dim):
     if not (_gm.enabled and (self._rg)):
@@ -4165,8 +3579,7 @@ def _ag_squeeze_dim(ks, self, dim):
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = SqueezeBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.self_sizes = tuple(self.shape)
     result = aten._op_squeeze_dim.redispatch(ks & _BELOW, self, dim)
     _set_history(_n, (result,))
@@ -4174,10 +3587,8 @@ def _ag_squeeze_dim(ks, self, dim):
     result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class SqueezeBackward2(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_sizes = _n.self_sizes
@@ -4186,7 +3597,6 @@ class SqueezeBackward2(_Node):
         if _n._next[self_ix] is not None:
             grad_inputs[self_ix] = grad.reshape(self_sizes)
         return grad_inputs
-
 
 def _ag_squeeze_dims(ks, self, dim):
     if not (_gm.enabled and (self._rg)):
@@ -4194,8 +3604,7 @@ def _ag_squeeze_dims(ks, self, dim):
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = SqueezeBackward2()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.self_sizes = tuple(self.shape)
     result = aten._op_squeeze_dims.redispatch(ks & _BELOW, self, dim)
     _set_history(_n, (result,))
@@ -4203,10 +3612,8 @@ def _ag_squeeze_dims(ks, self, dim):
     result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class UnsqueezeBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -4215,7 +3622,6 @@ class UnsqueezeBackward0(_Node):
         if _n._next[self_ix] is not None:
             grad_inputs[self_ix] = grad.squeeze(dim)
         return grad_inputs
-
 
 def _ag_unsqueeze_default(ks, self, dim):
     if not (_gm.enabled and (self._rg)):
@@ -4223,8 +3629,7 @@ def _ag_unsqueeze_default(ks, self, dim):
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = UnsqueezeBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     result = aten._op_unsqueeze.redispatch(ks & _BELOW, self, dim)
     _set_history(_n, (result,))
@@ -4232,10 +3637,8 @@ def _ag_unsqueeze_default(ks, self, dim):
     result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class SqueezeBackward3(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_sizes = _n.self_sizes
@@ -4245,14 +3648,12 @@ class SqueezeBackward3(_Node):
             grad_inputs[self_ix] = grad.reshape(self_sizes)
         return grad_inputs
 
-
 def _ag_squeeze__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_squeeze_.redispatch(ks & _BELOW, self)
     _n = SqueezeBackward3()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.self_sizes = tuple(self.shape)
     result = aten._op_squeeze_.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
@@ -4260,10 +3661,8 @@ def _ag_squeeze__default(ks, self):
         result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class SqueezeBackward4(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_sizes = _n.self_sizes
@@ -4273,14 +3672,12 @@ class SqueezeBackward4(_Node):
             grad_inputs[self_ix] = grad.reshape(self_sizes)
         return grad_inputs
 
-
 def _ag_squeeze__dim(ks, self, dim):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_squeeze__dim.redispatch(ks & _BELOW, self, dim)
     _n = SqueezeBackward4()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.self_sizes = tuple(self.shape)
     result = aten._op_squeeze__dim.redispatch(ks & _BELOW, self, dim)
     _set_history(_n, (result,))
@@ -4288,10 +3685,8 @@ def _ag_squeeze__dim(ks, self, dim):
         result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class SqueezeBackward5(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_sizes = _n.self_sizes
@@ -4301,14 +3696,12 @@ class SqueezeBackward5(_Node):
             grad_inputs[self_ix] = grad.reshape(self_sizes)
         return grad_inputs
 
-
 def _ag_squeeze__dims(ks, self, dim):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_squeeze__dims.redispatch(ks & _BELOW, self, dim)
     _n = SqueezeBackward5()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.self_sizes = tuple(self.shape)
     result = aten._op_squeeze__dims.redispatch(ks & _BELOW, self, dim)
     _set_history(_n, (result,))
@@ -4316,10 +3709,8 @@ def _ag_squeeze__dims(ks, self, dim):
         result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class UnsqueezeBackward1(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -4329,14 +3720,12 @@ class UnsqueezeBackward1(_Node):
             grad_inputs[self_ix] = grad.squeeze(dim)
         return grad_inputs
 
-
 def _ag_unsqueeze__default(ks, self, dim):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_unsqueeze_.redispatch(ks & _BELOW, self, dim)
     _n = UnsqueezeBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     result = aten._op_unsqueeze_.redispatch(ks & _BELOW, self, dim)
     _set_history(_n, (result,))
@@ -4344,10 +3733,8 @@ def _ag_unsqueeze__default(ks, self, dim):
         result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class TBackward1(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -4356,24 +3743,20 @@ class TBackward1(_Node):
             grad_inputs[self_ix] = grad.t()
         return grad_inputs
 
-
 def _ag_t__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_t_.redispatch(ks & _BELOW, self)
     _n = TBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_t_.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     if result.__dict__.get('_base') is not None:
         result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class TransposeBackward1(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dim0 = _n.dim0
@@ -4384,14 +3767,12 @@ class TransposeBackward1(_Node):
             grad_inputs[self_ix] = grad.transpose(dim0, dim1)
         return grad_inputs
 
-
 def _ag_transpose__default(ks, self, dim0, dim1):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_transpose_.redispatch(ks & _BELOW, self, dim0, dim1)
     _n = TransposeBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim0 = dim0
     _n.dim1 = dim1
     result = aten._op_transpose_.redispatch(ks & _BELOW, self, dim0, dim1)
@@ -4400,10 +3781,8 @@ def _ag_transpose__default(ks, self, dim0, dim1):
         result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class SelectBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -4415,15 +3794,13 @@ class SelectBackward0(_Node):
             grad_inputs[self_ix] = select_backward(grad, self_sizes, dim, index)
         return grad_inputs
 
-
 def _ag_select_int(ks, self, dim, index):
     if not (_gm.enabled and (self._rg)):
         result = aten._op_select_int.redispatch(ks & _BELOW, self, dim, index)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = SelectBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.index = index
     _n.self_sizes = tuple(self.shape)
@@ -4433,10 +3810,8 @@ def _ag_select_int(ks, self, dim, index):
     result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class SliceBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -4450,15 +3825,13 @@ class SliceBackward0(_Node):
             grad_inputs[self_ix] = slice_backward(grad, self_sizes, dim, start, end, step)
         return grad_inputs
 
-
 def _ag_slice_Tensor(ks, self, dim, start, end, step):
     if not (_gm.enabled and (self._rg)):
         result = aten._op_slice_Tensor.redispatch(ks & _BELOW, self, dim, start, end, step)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = SliceBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.start = start
     _n.end = end
@@ -4470,10 +3843,8 @@ def _ag_slice_Tensor(ks, self, dim, start, end, step):
     result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class UnbindBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -4485,7 +3856,6 @@ class UnbindBackward0(_Node):
             grad_inputs[self_ix] = unbind_backward(grads, self_sizes, dim, self_dtype, self_device)
         return grad_inputs
 
-
 def _ag_unbind_int(ks, self, dim):
     if not (_gm.enabled and (self._rg)):
         result = aten._op_unbind_int.redispatch(ks & _BELOW, self, dim)
@@ -4494,8 +3864,7 @@ def _ag_unbind_int(ks, self, dim):
             _o.__dict__['_base'] = _b
         return result
     _n = UnbindBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
     _n.self_meta = (self.dtype, self.device)
@@ -4507,10 +3876,8 @@ def _ag_unbind_int(ks, self, dim):
         _o.__dict__['_attr_version'] = _o._vc.version
     return result
 
-
 class SplitBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         split_size = _n.split_size
@@ -4523,7 +3890,6 @@ class SplitBackward0(_Node):
             grad_inputs[self_ix] = split_backward(grads, split_sizes_of(self_sizes, split_size, dim), dim, self_sizes, self_dtype, self_device)
         return grad_inputs
 
-
 def _ag_split_Tensor(ks, self, split_size, dim):
     if not (_gm.enabled and (self._rg)):
         result = aten._op_split_Tensor.redispatch(ks & _BELOW, self, split_size, dim)
@@ -4532,8 +3898,7 @@ def _ag_split_Tensor(ks, self, split_size, dim):
             _o.__dict__['_base'] = _b
         return result
     _n = SplitBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.split_size = split_size
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
@@ -4546,10 +3911,8 @@ def _ag_split_Tensor(ks, self, split_size, dim):
         _o.__dict__['_attr_version'] = _o._vc.version
     return result
 
-
 class SplitWithSizesBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         split_sizes = _n.split_sizes
@@ -4562,7 +3925,6 @@ class SplitWithSizesBackward0(_Node):
             grad_inputs[self_ix] = split_backward(grads, split_sizes, dim, self_sizes, self_dtype, self_device)
         return grad_inputs
 
-
 def _ag_split_with_sizes_default(ks, self, split_sizes, dim):
     if not (_gm.enabled and (self._rg)):
         result = aten._op_split_with_sizes.redispatch(ks & _BELOW, self, split_sizes, dim)
@@ -4571,8 +3933,7 @@ def _ag_split_with_sizes_default(ks, self, split_sizes, dim):
             _o.__dict__['_base'] = _b
         return result
     _n = SplitWithSizesBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.split_sizes = split_sizes
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
@@ -4585,10 +3946,8 @@ def _ag_split_with_sizes_default(ks, self, split_sizes, dim):
         _o.__dict__['_attr_version'] = _o._vc.version
     return result
 
-
 class UnfoldBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dimension = _n.dimension
@@ -4601,15 +3960,13 @@ class UnfoldBackward0(_Node):
             grad_inputs[self_ix] = aten.unfold_backward(grad, self_sizes, dimension, size, step)
         return grad_inputs
 
-
 def _ag_unfold_default(ks, self, dimension, size, step):
     if not (_gm.enabled and (self._rg)):
         result = aten._op_unfold.redispatch(ks & _BELOW, self, dimension, size, step)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = UnfoldBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dimension = dimension
     _n.size = size
     _n.step = step
@@ -4620,10 +3977,8 @@ def _ag_unfold_default(ks, self, dimension, size, step):
     result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class DiagonalBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         offset = _n.offset
@@ -4636,15 +3991,13 @@ class DiagonalBackward0(_Node):
             grad_inputs[self_ix] = diagonal_backward(grad, self_sizes, offset, dim1, dim2)
         return grad_inputs
 
-
 def _ag_diagonal_default(ks, self, offset, dim1, dim2):
     if not (_gm.enabled and (self._rg)):
         result = aten._op_diagonal.redispatch(ks & _BELOW, self, offset, dim1, dim2)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = DiagonalBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.offset = offset
     _n.dim1 = dim1
     _n.dim2 = dim2
@@ -4655,10 +4008,8 @@ def _ag_diagonal_default(ks, self, offset, dim1, dim2):
     result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class PoissonBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -4668,23 +4019,19 @@ class PoissonBackward0(_Node):
             grad_inputs[self_ix] = aten.zeros_like(self)
         return grad_inputs
 
-
 def _ag_poisson_default(ks, self, generator):
     if not (_gm.enabled and (self._rg)):
         return aten._op_poisson.redispatch(ks & _BELOW, self, generator)
     _n = PoissonBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_poisson.redispatch(ks & _BELOW, self, generator)
     _set_history(_n, (result,))
     return result
 
-
 class BinomialBackward0(_Node):
     _saved_names = ('count_', 'prob_')
-
     def apply(_n, grads):
         grad = grads[0]
         count_ix, prob_ix = 0, 1
@@ -4697,13 +4044,11 @@ class BinomialBackward0(_Node):
             grad_inputs[prob_ix] = aten.zeros_like(prob)
         return grad_inputs
 
-
 def _ag_binomial_default(ks, count, prob, generator):
     if not (_gm.enabled and (count._rg or prob._rg)):
         return aten._op_binomial.redispatch(ks & _BELOW, count, prob, generator)
     _n = BinomialBackward0()
-    _n._next = _edges(count, prob)
-    _n._input_meta = _meta(count, prob)
+    _n._next, _n._input_meta = _edges(count, prob), _meta(count, prob)
     if _n._next[0] is not None:
         _n.count_ = _SV(count)
     if _n._next[1] is not None:
@@ -4712,10 +4057,8 @@ def _ag_binomial_default(ks, count, prob, generator):
     _set_history(_n, (result,))
     return result
 
-
 class StandardGammaBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -4726,13 +4069,11 @@ class StandardGammaBackward0(_Node):
             grad_inputs[self_ix] = grad * aten._standard_gamma_grad(self, result)
         return grad_inputs
 
-
 def _ag__standard_gamma_default(ks, self, generator):
     if not (_gm.enabled and (self._rg)):
         return aten._op__standard_gamma.redispatch(ks & _BELOW, self, generator)
     _n = StandardGammaBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op__standard_gamma.redispatch(ks & _BELOW, self, generator)
@@ -4740,10 +4081,8 @@ def _ag__standard_gamma_default(ks, self, generator):
     _n.result_ = _SV(result, True)
     return result
 
-
 class StandardGammaGradBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, output_ix = 0, 1
@@ -4754,21 +4093,17 @@ class StandardGammaGradBackward0(_Node):
             grad_inputs[output_ix] = not_implemented("_standard_gamma_grad")
         return grad_inputs
 
-
 def _ag__standard_gamma_grad_default(ks, self, output):
     if not (_gm.enabled and (self._rg or output._rg)):
         return aten._op__standard_gamma_grad.redispatch(ks & _BELOW, self, output)
     _n = StandardGammaGradBackward0()
-    _n._next = _edges(self, output)
-    _n._input_meta = _meta(self, output)
+    _n._next, _n._input_meta = _edges(self, output), _meta(self, output)
     result = aten._op__standard_gamma_grad.redispatch(ks & _BELOW, self, output)
     _set_history(_n, (result,))
     return result
 
-
 class NormalBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         mean_ix, std_ix = 0, 1
@@ -4780,21 +4115,17 @@ class NormalBackward0(_Node):
         return grad_inputs
 NormalBackward0.__name__ = NormalBackward0.__qualname__ = 'NormalBackward3'
 
-
 def _ag_normal_Tensor_Tensor(ks, mean, std, generator):
     if not (_gm.enabled and (mean._rg or std._rg)):
         return aten._op_normal_Tensor_Tensor.redispatch(ks & _BELOW, mean, std, generator)
     _n = NormalBackward0()
-    _n._next = _edges(mean, std)
-    _n._input_meta = _meta(mean, std)
+    _n._next, _n._input_meta = _edges(mean, std), _meta(mean, std)
     result = aten._op_normal_Tensor_Tensor.redispatch(ks & _BELOW, mean, std, generator)
     _set_history(_n, (result,))
     return result
 
-
 class BernoulliBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -4802,22 +4133,18 @@ class BernoulliBackward0(_Node):
         if _n._next[self_ix] is not None:
             grad_inputs[self_ix] = aten.zeros_like(grad)
         return grad_inputs
-
 
 def _ag_bernoulli_default(ks, self, generator):
     if not (_gm.enabled and (self._rg)):
         return aten._op_bernoulli.redispatch(ks & _BELOW, self, generator)
     _n = BernoulliBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_bernoulli.redispatch(ks & _BELOW, self, generator)
     _set_history(_n, (result,))
     return result
 
-
 class BernoulliBackward1(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -4826,21 +4153,17 @@ class BernoulliBackward1(_Node):
             grad_inputs[self_ix] = aten.zeros_like(grad)
         return grad_inputs
 
-
 def _ag_bernoulli_p(ks, self, p, generator):
     if not (_gm.enabled and (self._rg)):
         return aten._op_bernoulli_p.redispatch(ks & _BELOW, self, p, generator)
     _n = BernoulliBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_bernoulli_p.redispatch(ks & _BELOW, self, p, generator)
     _set_history(_n, (result,))
     return result
 
-
 class ToCopyBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_dtype, self_device = _n.self_meta
@@ -4850,22 +4173,18 @@ class ToCopyBackward0(_Node):
             grad_inputs[self_ix] = grad.to(self_dtype, self_device)
         return grad_inputs
 
-
 def _ag__to_copy_default(ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format):
     if not (_gm.enabled and (self._rg)):
         return aten._op__to_copy.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, non_blocking, memory_format)
     _n = ToCopyBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.self_meta = (self.dtype, self.device)
     result = aten._op__to_copy.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, non_blocking, memory_format)
     _set_history(_n, (result,))
     return result
 
-
 class CloneBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -4873,22 +4192,18 @@ class CloneBackward0(_Node):
         if _n._next[self_ix] is not None:
             grad_inputs[self_ix] = grad
         return grad_inputs
-
 
 def _ag_clone_default(ks, self, memory_format):
     if not (_gm.enabled and (self._rg)):
         return aten._op_clone.redispatch(ks & _BELOW, self, memory_format)
     _n = CloneBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_clone.redispatch(ks & _BELOW, self, memory_format)
     _set_history(_n, (result,))
     return result
 
-
 class ContiguousCopyBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -4897,21 +4212,17 @@ class ContiguousCopyBackward0(_Node):
             grad_inputs[self_ix] = grad
         return grad_inputs
 
-
 def _ag__contiguous_copy_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op__contiguous_copy.redispatch(ks & _BELOW, self)
     _n = ContiguousCopyBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op__contiguous_copy.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class CopyBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         src_sizes = _n.src_sizes
@@ -4924,24 +4235,20 @@ class CopyBackward0(_Node):
             grad_inputs[src_ix] = expand_backward(grad, src_sizes).to(src_dtype)
         return grad_inputs
 
-
 def _ag_copy__default(ks, self, src, non_blocking):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or src._rg)):
         return aten._op_copy_.redispatch(ks & _BELOW, self, src, non_blocking)
     _n = CopyBackward0()
-    _n._next = _edges(self, src)
-    _n._input_meta = _meta(self, src)
+    _n._next, _n._input_meta = _edges(self, src), _meta(self, src)
     _n.src_sizes = tuple(src.shape)
     _n.src_meta = (src.dtype, src.device)
     result = aten._op_copy_.redispatch(ks & _BELOW, self, src, non_blocking)
     _rebase_history(self, _n)
     return result
 
-
 class FillBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -4951,22 +4258,18 @@ class FillBackward0(_Node):
         return grad_inputs
 FillBackward0.__name__ = FillBackward0.__qualname__ = 'FillBackward2'
 
-
 def _ag_fill__Scalar(ks, self, value):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_fill__Scalar.redispatch(ks & _BELOW, self, value)
     _n = FillBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_fill__Scalar.redispatch(ks & _BELOW, self, value)
     _rebase_history(self, _n)
     return result
 
-
 class FillBackward1(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, value_ix = 0, 1
@@ -4978,22 +4281,18 @@ class FillBackward1(_Node):
         return grad_inputs
 FillBackward1.__name__ = FillBackward1.__qualname__ = 'FillBackward3'
 
-
 def _ag_fill__Tensor(ks, self, value):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or value._rg)):
         return aten._op_fill__Tensor.redispatch(ks & _BELOW, self, value)
     _n = FillBackward1()
-    _n._next = _edges(self, value)
-    _n._input_meta = _meta(self, value)
+    _n._next, _n._input_meta = _edges(self, value), _meta(self, value)
     result = aten._op_fill__Tensor.redispatch(ks & _BELOW, self, value)
     _rebase_history(self, _n)
     return result
 
-
 class ZeroBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -5002,22 +4301,18 @@ class ZeroBackward0(_Node):
             grad_inputs[self_ix] = aten.zeros_like(grad)
         return grad_inputs
 
-
 def _ag_zero__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_zero_.redispatch(ks & _BELOW, self)
     _n = ZeroBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_zero_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 class MaskedFillBackward0(_Node):
     _saved_names = ('mask_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -5027,25 +4322,21 @@ class MaskedFillBackward0(_Node):
             grad_inputs[self_ix] = grad.masked_fill(mask, 0)
         return grad_inputs
 
-
 def _ag_masked_fill_Scalar(ks, self, mask, value):
     if _gm.enabled and (mask._rg):
         _check_no_requires_grad(mask, 'mask', 'masked_fill')
     if not (_gm.enabled and (self._rg)):
         return aten._op_masked_fill_Scalar.redispatch(ks & _BELOW, self, mask, value)
     _n = MaskedFillBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.mask_ = _SV(mask)
     result = aten._op_masked_fill_Scalar.redispatch(ks & _BELOW, self, mask, value)
     _set_history(_n, (result,))
     return result
 
-
 class MaskedFillBackward1(_Node):
     _saved_names = ('mask_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, value_ix = 0, 1
@@ -5058,25 +4349,21 @@ class MaskedFillBackward1(_Node):
             grad_inputs[value_ix] = grad.masked_select(mask).sum()
         return grad_inputs
 
-
 def _ag_masked_fill_Tensor(ks, self, mask, value):
     if _gm.enabled and (mask._rg):
         _check_no_requires_grad(mask, 'mask', 'masked_fill')
     if not (_gm.enabled and (self._rg or value._rg)):
         return aten._op_masked_fill_Tensor.redispatch(ks & _BELOW, self, mask, value)
     _n = MaskedFillBackward1()
-    _n._next = _edges(self, value)
-    _n._input_meta = _meta(self, value)
+    _n._next, _n._input_meta = _edges(self, value), _meta(self, value)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.mask_ = _SV(mask)
     result = aten._op_masked_fill_Tensor.redispatch(ks & _BELOW, self, mask, value)
     _set_history(_n, (result,))
     return result
 
-
 class IndexBackward0(_Node):
     _saved_names = ('indices_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_sizes = _n.self_sizes
@@ -5087,15 +4374,13 @@ class IndexBackward0(_Node):
             grad_inputs[self_ix] = index_backward(grad, self_sizes, indices)
         return grad_inputs
 
-
 def _ag_index_Tensor(ks, self, indices):
     if _gm.enabled and (any(_t is not None and _t._rg for _t in indices)):
         _check_no_requires_grad(indices, 'indices', 'index')
     if not (_gm.enabled and (self._rg)):
         return aten._op_index_Tensor.redispatch(ks & _BELOW, self, indices)
     _n = IndexBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.self_sizes = tuple(self.shape)
     if _n._next[0] is not None:
         _n.indices_ = [_SV(_t) for _t in indices]
@@ -5103,10 +4388,8 @@ def _ag_index_Tensor(ks, self, indices):
     _set_history(_n, (result,))
     return result
 
-
 class IndexPutBackward0(_Node):
     _saved_names = ('indices_',)
-
     def apply(_n, grads):
         grad = grads[0]
         accumulate = _n.accumulate
@@ -5121,15 +4404,13 @@ class IndexPutBackward0(_Node):
             grad_inputs[values_ix] = expand_backward(grad_index(grad, indices), values_sizes)
         return grad_inputs
 
-
 def _ag_index_put_default(ks, self, indices, values, accumulate):
     if _gm.enabled and (any(_t is not None and _t._rg for _t in indices)):
         _check_no_requires_grad(indices, 'indices', 'index_put')
     if not (_gm.enabled and (self._rg or values._rg)):
         return aten._op_index_put.redispatch(ks & _BELOW, self, indices, values, accumulate)
     _n = IndexPutBackward0()
-    _n._next = _edges(self, values)
-    _n._input_meta = _meta(self, values)
+    _n._next, _n._input_meta = _edges(self, values), _meta(self, values)
     _n.accumulate = accumulate
     _n.values_sizes = tuple(values.shape)
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -5138,10 +4419,8 @@ def _ag_index_put_default(ks, self, indices, values, accumulate):
     _set_history(_n, (result,))
     return result
 
-
 class IndexSelectBackward0(_Node):
     _saved_names = ('index_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -5153,15 +4432,13 @@ class IndexSelectBackward0(_Node):
             grad_inputs[self_ix] = zeros_of(self_sizes, grad).index_add(dim, index, grad)
         return grad_inputs
 
-
 def _ag_index_select_default(ks, self, dim, index):
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'index_select')
     if not (_gm.enabled and (self._rg)):
         return aten._op_index_select.redispatch(ks & _BELOW, self, dim, index)
     _n = IndexSelectBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
     if _n._next[0] is not None:
@@ -5170,10 +4447,8 @@ def _ag_index_select_default(ks, self, dim, index):
     _set_history(_n, (result,))
     return result
 
-
 class GatherBackward0(_Node):
     _saved_names = ('index_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -5185,15 +4460,13 @@ class GatherBackward0(_Node):
             grad_inputs[self_ix] = zeros_of(self_sizes, grad).scatter_add(dim, index, grad)
         return grad_inputs
 
-
 def _ag_gather_default(ks, self, dim, index, sparse_grad):
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'gather')
     if not (_gm.enabled and (self._rg)):
         return aten._op_gather.redispatch(ks & _BELOW, self, dim, index, sparse_grad)
     _n = GatherBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
     if _n._next[0] is not None:
@@ -5202,10 +4475,8 @@ def _ag_gather_default(ks, self, dim, index, sparse_grad):
     _set_history(_n, (result,))
     return result
 
-
 class ScatterBackward0(_Node):
     _saved_names = ('index_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -5219,15 +4490,13 @@ class ScatterBackward0(_Node):
             grad_inputs[src_ix] = grad.gather(dim, index)
         return grad_inputs
 
-
 def _ag_scatter_src(ks, self, dim, index, src):
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'scatter')
     if not (_gm.enabled and (self._rg or src._rg)):
         return aten._op_scatter_src.redispatch(ks & _BELOW, self, dim, index, src)
     _n = ScatterBackward0()
-    _n._next = _edges(self, src)
-    _n._input_meta = _meta(self, src)
+    _n._next, _n._input_meta = _edges(self, src), _meta(self, src)
     _n.dim = dim
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.index_ = _SV(index)
@@ -5235,10 +4504,8 @@ def _ag_scatter_src(ks, self, dim, index, src):
     _set_history(_n, (result,))
     return result
 
-
 class ScatterBackward1(_Node):
     _saved_names = ('index_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -5249,15 +4516,13 @@ class ScatterBackward1(_Node):
             grad_inputs[self_ix] = grad.scatter(dim, index, 0.0)
         return grad_inputs
 
-
 def _ag_scatter_value(ks, self, dim, index, value):
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'scatter')
     if not (_gm.enabled and (self._rg)):
         return aten._op_scatter_value.redispatch(ks & _BELOW, self, dim, index, value)
     _n = ScatterBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     if _n._next[0] is not None:
         _n.index_ = _SV(index)
@@ -5265,10 +4530,8 @@ def _ag_scatter_value(ks, self, dim, index, value):
     _set_history(_n, (result,))
     return result
 
-
 class ScatterAddBackward0(_Node):
     _saved_names = ('index_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -5281,15 +4544,13 @@ class ScatterAddBackward0(_Node):
             grad_inputs[src_ix] = grad.gather(dim, index)
         return grad_inputs
 
-
 def _ag_scatter_add_default(ks, self, dim, index, src):
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'scatter_add')
     if not (_gm.enabled and (self._rg or src._rg)):
         return aten._op_scatter_add.redispatch(ks & _BELOW, self, dim, index, src)
     _n = ScatterAddBackward0()
-    _n._next = _edges(self, src)
-    _n._input_meta = _meta(self, src)
+    _n._next, _n._input_meta = _edges(self, src), _meta(self, src)
     _n.dim = dim
     if _n._next[1] is not None:
         _n.index_ = _SV(index)
@@ -5297,10 +4558,8 @@ def _ag_scatter_add_default(ks, self, dim, index, src):
     _set_history(_n, (result,))
     return result
 
-
 class ScatterReduceBackward0(_Node):
     _saved_names = ('self_', 'index_', 'src_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -5322,15 +4581,13 @@ class ScatterReduceBackward0(_Node):
             grad_inputs[src_ix] = scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result, "src")
         return grad_inputs
 
-
 def _ag_scatter_reduce_two(ks, self, dim, index, src, reduce, include_self):
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'scatter_reduce')
     if not (_gm.enabled and (self._rg or src._rg)):
         return aten._op_scatter_reduce_two.redispatch(ks & _BELOW, self, dim, index, src, reduce, include_self)
     _n = ScatterReduceBackward0()
-    _n._next = _edges(self, src)
-    _n._input_meta = _meta(self, src)
+    _n._next, _n._input_meta = _edges(self, src), _meta(self, src)
     _n.dim = dim
     _n.reduce = reduce
     _n.include_self = include_self
@@ -5345,10 +4602,8 @@ def _ag_scatter_reduce_two(ks, self, dim, index, src, reduce, include_self):
     _n.result_ = _SV(result, True)
     return result
 
-
 class IndexAddBackward0(_Node):
     _saved_names = ('index_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -5362,15 +4617,13 @@ class IndexAddBackward0(_Node):
             grad_inputs[source_ix] = maybe_multiply(grad.index_select(dim, index), alpha)
         return grad_inputs
 
-
 def _ag_index_add_default(ks, self, dim, index, source, alpha):
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'index_add')
     if not (_gm.enabled and (self._rg or source._rg)):
         return aten._op_index_add.redispatch(ks & _BELOW, self, dim, index, source, alpha)
     _n = IndexAddBackward0()
-    _n._next = _edges(self, source)
-    _n._input_meta = _meta(self, source)
+    _n._next, _n._input_meta = _edges(self, source), _meta(self, source)
     _n.dim = dim
     _n.alpha = alpha
     if _n._next[1] is not None:
@@ -5379,10 +4632,8 @@ def _ag_index_add_default(ks, self, dim, index, source, alpha):
     _set_history(_n, (result,))
     return result
 
-
 class IndexCopyBackward0(_Node):
     _saved_names = ('index_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -5396,15 +4647,13 @@ class IndexCopyBackward0(_Node):
             grad_inputs[source_ix] = grad.index_select(dim, index)
         return grad_inputs
 
-
 def _ag_index_copy_default(ks, self, dim, index, source):
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'index_copy')
     if not (_gm.enabled and (self._rg or source._rg)):
         return aten._op_index_copy.redispatch(ks & _BELOW, self, dim, index, source)
     _n = IndexCopyBackward0()
-    _n._next = _edges(self, source)
-    _n._input_meta = _meta(self, source)
+    _n._next, _n._input_meta = _edges(self, source), _meta(self, source)
     _n.dim = dim
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.index_ = _SV(index)
@@ -5412,10 +4661,8 @@ def _ag_index_copy_default(ks, self, dim, index, source):
     _set_history(_n, (result,))
     return result
 
-
 class IndexFillBackward0(_Node):
     _saved_names = ('index_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -5426,15 +4673,13 @@ class IndexFillBackward0(_Node):
             grad_inputs[self_ix] = grad.index_fill(dim, index, 0.0)
         return grad_inputs
 
-
 def _ag_index_fill_int_Scalar(ks, self, dim, index, value):
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'index_fill')
     if not (_gm.enabled and (self._rg)):
         return aten._op_index_fill_int_Scalar.redispatch(ks & _BELOW, self, dim, index, value)
     _n = IndexFillBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     if _n._next[0] is not None:
         _n.index_ = _SV(index)
@@ -5442,10 +4687,8 @@ def _ag_index_fill_int_Scalar(ks, self, dim, index, value):
     _set_history(_n, (result,))
     return result
 
-
 class IndexFillBackward1(_Node):
     _saved_names = ('index_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -5459,15 +4702,13 @@ class IndexFillBackward1(_Node):
             grad_inputs[value_ix] = grad.index_select(dim, index).sum()
         return grad_inputs
 
-
 def _ag_index_fill_int_Tensor(ks, self, dim, index, value):
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'index_fill')
     if not (_gm.enabled and (self._rg or value._rg)):
         return aten._op_index_fill_int_Tensor.redispatch(ks & _BELOW, self, dim, index, value)
     _n = IndexFillBackward1()
-    _n._next = _edges(self, value)
-    _n._input_meta = _meta(self, value)
+    _n._next, _n._input_meta = _edges(self, value), _meta(self, value)
     _n.dim = dim
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.index_ = _SV(index)
@@ -5475,10 +4716,8 @@ def _ag_index_fill_int_Tensor(ks, self, dim, index, value):
     _set_history(_n, (result,))
     return result
 
-
 class MaskedSelectBackward0(_Node):
     _saved_names = ('self_', 'mask_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -5489,15 +4728,13 @@ class MaskedSelectBackward0(_Node):
             grad_inputs[self_ix] = masked_select_backward(grad, self, mask)
         return grad_inputs
 
-
 def _ag_masked_select_default(ks, self, mask):
     if _gm.enabled and (mask._rg):
         _check_no_requires_grad(mask, 'mask', 'masked_select')
     if not (_gm.enabled and (self._rg)):
         return aten._op_masked_select.redispatch(ks & _BELOW, self, mask)
     _n = MaskedSelectBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None:
@@ -5506,10 +4743,8 @@ def _ag_masked_select_default(ks, self, mask):
     _set_history(_n, (result,))
     return result
 
-
 class MaskedScatterBackward0(_Node):
     _saved_names = ('mask_',)
-
     def apply(_n, grads):
         grad = grads[0]
         source_sizes = _n.source_sizes
@@ -5523,15 +4758,13 @@ class MaskedScatterBackward0(_Node):
             grad_inputs[source_ix] = masked_scatter_source_backward(grad, mask, source_sizes)
         return grad_inputs
 
-
 def _ag_masked_scatter_default(ks, self, mask, source):
     if _gm.enabled and (mask._rg):
         _check_no_requires_grad(mask, 'mask', 'masked_scatter')
     if not (_gm.enabled and (self._rg or source._rg)):
         return aten._op_masked_scatter.redispatch(ks & _BELOW, self, mask, source)
     _n = MaskedScatterBackward0()
-    _n._next = _edges(self, source)
-    _n._input_meta = _meta(self, source)
+    _n._next, _n._input_meta = _edges(self, source), _meta(self, source)
     _n.source_sizes = tuple(source.shape)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.mask_ = _SV(mask)
@@ -5539,10 +4772,8 @@ def _ag_masked_scatter_default(ks, self, mask, source):
     _set_history(_n, (result,))
     return result
 
-
 class TakeBackward0(_Node):
     _saved_names = ('index_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_sizes = _n.self_sizes
@@ -5553,15 +4784,13 @@ class TakeBackward0(_Node):
             grad_inputs[self_ix] = zeros_of(self_sizes, grad).put(index, grad, True)
         return grad_inputs
 
-
 def _ag_take_default(ks, self, index):
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'take')
     if not (_gm.enabled and (self._rg)):
         return aten._op_take.redispatch(ks & _BELOW, self, index)
     _n = TakeBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.self_sizes = tuple(self.shape)
     if _n._next[0] is not None:
         _n.index_ = _SV(index)
@@ -5569,10 +4798,8 @@ def _ag_take_default(ks, self, index):
     _set_history(_n, (result,))
     return result
 
-
 class CatBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -5586,13 +4813,11 @@ class CatBackward0(_Node):
             _r.extend([None] * _k)
         return _r
 
-
 def _ag_cat_default(ks, tensors, dim):
     if not (_gm.enabled and (any(_t is not None and _t._rg for _t in tensors))):
         return aten._op_cat.redispatch(ks & _BELOW, tensors, dim)
     _n = CatBackward0()
-    _n._next = _edges(*tensors)
-    _n._input_meta = _meta(*tensors)
+    _n._next, _n._input_meta = _edges(*tensors), _meta(*tensors)
     _n._list_len_tensors = len(tensors)
     _n.dim = dim
     _n.tensors_sizes = [tuple(_t.shape) for _t in tensors]
@@ -5600,10 +4825,8 @@ def _ag_cat_default(ks, tensors, dim):
     _set_history(_n, (result,))
     return result
 
-
 class ConcatBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -5617,13 +4840,11 @@ class ConcatBackward0(_Node):
             _r.extend([None] * _k)
         return _r
 
-
 def _ag_concat_default(ks, tensors, dim):
     if not (_gm.enabled and (any(_t is not None and _t._rg for _t in tensors))):
         return aten._op_concat.redispatch(ks & _BELOW, tensors, dim)
     _n = ConcatBackward0()
-    _n._next = _edges(*tensors)
-    _n._input_meta = _meta(*tensors)
+    _n._next, _n._input_meta = _edges(*tensors), _meta(*tensors)
     _n._list_len_tensors = len(tensors)
     _n.dim = dim
     _n.tensors_sizes = [tuple(_t.shape) for _t in tensors]
@@ -5631,10 +4852,8 @@ def _ag_concat_default(ks, tensors, dim):
     _set_history(_n, (result,))
     return result
 
-
 class ConcatenateBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -5648,13 +4867,11 @@ class ConcatenateBackward0(_Node):
             _r.extend([None] * _k)
         return _r
 
-
 def _ag_concatenate_default(ks, tensors, dim):
     if not (_gm.enabled and (any(_t is not None and _t._rg for _t in tensors))):
         return aten._op_concatenate.redispatch(ks & _BELOW, tensors, dim)
     _n = ConcatenateBackward0()
-    _n._next = _edges(*tensors)
-    _n._input_meta = _meta(*tensors)
+    _n._next, _n._input_meta = _edges(*tensors), _meta(*tensors)
     _n._list_len_tensors = len(tensors)
     _n.dim = dim
     _n.tensors_sizes = [tuple(_t.shape) for _t in tensors]
@@ -5662,10 +4879,8 @@ def _ag_concatenate_default(ks, tensors, dim):
     _set_history(_n, (result,))
     return result
 
-
 class StackBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -5679,13 +4894,11 @@ class StackBackward0(_Node):
             _r.extend([None] * _k)
         return _r
 
-
 def _ag_stack_default(ks, tensors, dim):
     if not (_gm.enabled and (any(_t is not None and _t._rg for _t in tensors))):
         return aten._op_stack.redispatch(ks & _BELOW, tensors, dim)
     _n = StackBackward0()
-    _n._next = _edges(*tensors)
-    _n._input_meta = _meta(*tensors)
+    _n._next, _n._input_meta = _edges(*tensors), _meta(*tensors)
     _n._list_len_tensors = len(tensors)
     _n.dim = dim
     _n.tensors_sizes = [tuple(_t.shape) for _t in tensors]
@@ -5693,10 +4906,8 @@ def _ag_stack_default(ks, tensors, dim):
     _set_history(_n, (result,))
     return result
 
-
 class TrilBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         diagonal = _n.diagonal
@@ -5706,22 +4917,18 @@ class TrilBackward0(_Node):
             grad_inputs[self_ix] = grad.tril(diagonal)
         return grad_inputs
 
-
 def _ag_tril_default(ks, self, diagonal):
     if not (_gm.enabled and (self._rg)):
         return aten._op_tril.redispatch(ks & _BELOW, self, diagonal)
     _n = TrilBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.diagonal = diagonal
     result = aten._op_tril.redispatch(ks & _BELOW, self, diagonal)
     _set_history(_n, (result,))
     return result
 
-
 class TriuBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         diagonal = _n.diagonal
@@ -5731,22 +4938,18 @@ class TriuBackward0(_Node):
             grad_inputs[self_ix] = grad.triu(diagonal)
         return grad_inputs
 
-
 def _ag_triu_default(ks, self, diagonal):
     if not (_gm.enabled and (self._rg)):
         return aten._op_triu.redispatch(ks & _BELOW, self, diagonal)
     _n = TriuBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.diagonal = diagonal
     result = aten._op_triu.redispatch(ks & _BELOW, self, diagonal)
     _set_history(_n, (result,))
     return result
 
-
 class FlipBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dims = _n.dims
@@ -5756,22 +4959,18 @@ class FlipBackward0(_Node):
             grad_inputs[self_ix] = grad.flip(dims)
         return grad_inputs
 
-
 def _ag_flip_default(ks, self, dims):
     if not (_gm.enabled and (self._rg)):
         return aten._op_flip.redispatch(ks & _BELOW, self, dims)
     _n = FlipBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dims = dims
     result = aten._op_flip.redispatch(ks & _BELOW, self, dims)
     _set_history(_n, (result,))
     return result
 
-
 class RollBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         shifts = _n.shifts
@@ -5782,23 +4981,19 @@ class RollBackward0(_Node):
             grad_inputs[self_ix] = grad.roll(tuple(-s for s in shifts), dims)
         return grad_inputs
 
-
 def _ag_roll_default(ks, self, shifts, dims):
     if not (_gm.enabled and (self._rg)):
         return aten._op_roll.redispatch(ks & _BELOW, self, shifts, dims)
     _n = RollBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.shifts = shifts
     _n.dims = dims
     result = aten._op_roll.redispatch(ks & _BELOW, self, shifts, dims)
     _set_history(_n, (result,))
     return result
 
-
 class Rot90Backward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         k = _n.k
@@ -5809,23 +5004,19 @@ class Rot90Backward0(_Node):
             grad_inputs[self_ix] = grad.rot90(-k, dims)
         return grad_inputs
 
-
 def _ag_rot90_default(ks, self, k, dims):
     if not (_gm.enabled and (self._rg)):
         return aten._op_rot90.redispatch(ks & _BELOW, self, k, dims)
     _n = Rot90Backward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.k = k
     _n.dims = dims
     result = aten._op_rot90.redispatch(ks & _BELOW, self, k, dims)
     _set_history(_n, (result,))
     return result
 
-
 class RepeatBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         repeats = _n.repeats
@@ -5836,23 +5027,19 @@ class RepeatBackward0(_Node):
             grad_inputs[self_ix] = repeat_backward(grad, repeats, self_sizes)
         return grad_inputs
 
-
 def _ag_repeat_default(ks, self, repeats):
     if not (_gm.enabled and (self._rg)):
         return aten._op_repeat.redispatch(ks & _BELOW, self, repeats)
     _n = RepeatBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.repeats = repeats
     _n.self_sizes = tuple(self.shape)
     result = aten._op_repeat.redispatch(ks & _BELOW, self, repeats)
     _set_history(_n, (result,))
     return result
 
-
 class DiagEmbedBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         offset = _n.offset
@@ -5864,13 +5051,11 @@ class DiagEmbedBackward0(_Node):
             grad_inputs[self_ix] = grad.diagonal(offset, dim1, dim2)
         return grad_inputs
 
-
 def _ag_diag_embed_default(ks, self, offset, dim1, dim2):
     if not (_gm.enabled and (self._rg)):
         return aten._op_diag_embed.redispatch(ks & _BELOW, self, offset, dim1, dim2)
     _n = DiagEmbedBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.offset = offset
     _n.dim1 = dim1
     _n.dim2 = dim2
@@ -5878,10 +5063,8 @@ def _ag_diag_embed_default(ks, self, offset, dim1, dim2):
     _set_history(_n, (result,))
     return result
 
-
 class MmBackward0(_Node):
     _saved_names = ('self_', 'mat2_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_geometry = _n.self_geometry
@@ -5896,13 +5079,11 @@ class MmBackward0(_Node):
             grad_inputs[mat2_ix] = mm_mat2_backward(grad, self, mat2_geometry, 1)
         return grad_inputs
 
-
 def _ag_mm_default(ks, self, mat2):
     if not (_gm.enabled and (self._rg or mat2._rg)):
         return aten._op_mm.redispatch(ks & _BELOW, self, mat2)
     _n = MmBackward0()
-    _n._next = _edges(self, mat2)
-    _n._input_meta = _meta(self, mat2)
+    _n._next, _n._input_meta = _edges(self, mat2), _meta(self, mat2)
     _n.self_geometry = (tuple(self.shape), self.stride(), self.storage_offset())
     _n.mat2_geometry = (tuple(mat2.shape), mat2.stride(), mat2.storage_offset())
     if _n._next[1] is not None:
@@ -5913,10 +5094,8 @@ def _ag_mm_default(ks, self, mat2):
     _set_history(_n, (result,))
     return result
 
-
 class BmmBackward0(_Node):
     _saved_names = ('self_', 'mat2_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, mat2_ix = 0, 1
@@ -5929,13 +5108,11 @@ class BmmBackward0(_Node):
             grad_inputs[mat2_ix] = conj_of(self.transpose(1, 2)).bmm(grad)
         return grad_inputs
 
-
 def _ag_bmm_default(ks, self, mat2):
     if not (_gm.enabled and (self._rg or mat2._rg)):
         return aten._op_bmm.redispatch(ks & _BELOW, self, mat2)
     _n = BmmBackward0()
-    _n._next = _edges(self, mat2)
-    _n._input_meta = _meta(self, mat2)
+    _n._next, _n._input_meta = _edges(self, mat2), _meta(self, mat2)
     if _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None:
@@ -5944,10 +5121,8 @@ def _ag_bmm_default(ks, self, mat2):
     _set_history(_n, (result,))
     return result
 
-
 class MvBackward0(_Node):
     _saved_names = ('self_', 'vec_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, vec_ix = 0, 1
@@ -5960,13 +5135,11 @@ class MvBackward0(_Node):
             grad_inputs[vec_ix] = conj_of(self.t()).mv(grad)
         return grad_inputs
 
-
 def _ag_mv_default(ks, self, vec):
     if not (_gm.enabled and (self._rg or vec._rg)):
         return aten._op_mv.redispatch(ks & _BELOW, self, vec)
     _n = MvBackward0()
-    _n._next = _edges(self, vec)
-    _n._input_meta = _meta(self, vec)
+    _n._next, _n._input_meta = _edges(self, vec), _meta(self, vec)
     if _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None:
@@ -5975,10 +5148,8 @@ def _ag_mv_default(ks, self, vec):
     _set_history(_n, (result,))
     return result
 
-
 class DotBackward0(_Node):
     _saved_names = ('self_', 'tensor_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, tensor_ix = 0, 1
@@ -5991,13 +5162,11 @@ class DotBackward0(_Node):
             grad_inputs[tensor_ix] = grad * conj_of(self)
         return grad_inputs
 
-
 def _ag_dot_default(ks, self, tensor):
     if not (_gm.enabled and (self._rg or tensor._rg)):
         return aten._op_dot.redispatch(ks & _BELOW, self, tensor)
     _n = DotBackward0()
-    _n._next = _edges(self, tensor)
-    _n._input_meta = _meta(self, tensor)
+    _n._next, _n._input_meta = _edges(self, tensor), _meta(self, tensor)
     if _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None:
@@ -6006,10 +5175,8 @@ def _ag_dot_default(ks, self, tensor):
     _set_history(_n, (result,))
     return result
 
-
 class VdotBackward0(_Node):
     _saved_names = ('self_', 'other_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, other_ix = 0, 1
@@ -6022,13 +5189,11 @@ class VdotBackward0(_Node):
             grad_inputs[other_ix] = grad * self
         return grad_inputs
 
-
 def _ag_vdot_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_vdot.redispatch(ks & _BELOW, self, other)
     _n = VdotBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None:
@@ -6037,10 +5202,8 @@ def _ag_vdot_default(ks, self, other):
     _set_history(_n, (result,))
     return result
 
-
 class GerBackward0(_Node):
     _saved_names = ('self_', 'vec2_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, vec2_ix = 0, 1
@@ -6053,13 +5216,11 @@ class GerBackward0(_Node):
             grad_inputs[vec2_ix] = grad.t().mv(conj_of(self))
         return grad_inputs
 
-
 def _ag_ger_default(ks, self, vec2):
     if not (_gm.enabled and (self._rg or vec2._rg)):
         return aten._op_ger.redispatch(ks & _BELOW, self, vec2)
     _n = GerBackward0()
-    _n._next = _edges(self, vec2)
-    _n._input_meta = _meta(self, vec2)
+    _n._next, _n._input_meta = _edges(self, vec2), _meta(self, vec2)
     if _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None:
@@ -6068,10 +5229,8 @@ def _ag_ger_default(ks, self, vec2):
     _set_history(_n, (result,))
     return result
 
-
 class AddmmBackward0(_Node):
     _saved_names = ('mat1_', 'mat2_')
-
     def apply(_n, grads):
         grad = grads[0]
         beta = _n.beta
@@ -6090,13 +5249,11 @@ class AddmmBackward0(_Node):
             grad_inputs[mat2_ix] = mm_mat2_backward(grad, mat1, mat2_geometry, alpha)
         return grad_inputs
 
-
 def _ag_addmm_default(ks, self, mat1, mat2, beta, alpha):
     if not (_gm.enabled and (self._rg or mat1._rg or mat2._rg)):
         return aten._op_addmm.redispatch(ks & _BELOW, self, mat1, mat2, beta, alpha)
     _n = AddmmBackward0()
-    _n._next = _edges(self, mat1, mat2)
-    _n._input_meta = _meta(self, mat1, mat2)
+    _n._next, _n._input_meta = _edges(self, mat1, mat2), _meta(self, mat1, mat2)
     _n.beta = beta
     _n.alpha = alpha
     _n.mat1_geometry = (tuple(mat1.shape), mat1.stride(), mat1.storage_offset())
@@ -6109,10 +5266,8 @@ def _ag_addmm_default(ks, self, mat1, mat2, beta, alpha):
     _set_history(_n, (result,))
     return result
 
-
 class AddmvBackward0(_Node):
     _saved_names = ('mat_', 'vec_')
-
     def apply(_n, grads):
         grad = grads[0]
         beta = _n.beta
@@ -6129,13 +5284,11 @@ class AddmvBackward0(_Node):
             grad_inputs[vec_ix] = maybe_multiply(conj_of(mat.t()).mv(grad), conj_of(alpha))
         return grad_inputs
 
-
 def _ag_addmv_default(ks, self, mat, vec, beta, alpha):
     if not (_gm.enabled and (self._rg or mat._rg or vec._rg)):
         return aten._op_addmv.redispatch(ks & _BELOW, self, mat, vec, beta, alpha)
     _n = AddmvBackward0()
-    _n._next = _edges(self, mat, vec)
-    _n._input_meta = _meta(self, mat, vec)
+    _n._next, _n._input_meta = _edges(self, mat, vec), _meta(self, mat, vec)
     _n.beta = beta
     _n.alpha = alpha
     if _n._next[2] is not None:
@@ -6146,10 +5299,8 @@ def _ag_addmv_default(ks, self, mat, vec, beta, alpha):
     _set_history(_n, (result,))
     return result
 
-
 class BaddbmmBackward0(_Node):
     _saved_names = ('batch1_', 'batch2_')
-
     def apply(_n, grads):
         grad = grads[0]
         beta = _n.beta
@@ -6166,13 +5317,11 @@ class BaddbmmBackward0(_Node):
             grad_inputs[batch2_ix] = maybe_multiply(conj_of(batch1.transpose(1, 2)).bmm(grad), conj_of(alpha))
         return grad_inputs
 
-
 def _ag_baddbmm_default(ks, self, batch1, batch2, beta, alpha):
     if not (_gm.enabled and (self._rg or batch1._rg or batch2._rg)):
         return aten._op_baddbmm.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
     _n = BaddbmmBackward0()
-    _n._next = _edges(self, batch1, batch2)
-    _n._input_meta = _meta(self, batch1, batch2)
+    _n._next, _n._input_meta = _edges(self, batch1, batch2), _meta(self, batch1, batch2)
     _n.beta = beta
     _n.alpha = alpha
     if _n._next[2] is not None:
@@ -6183,10 +5332,8 @@ def _ag_baddbmm_default(ks, self, batch1, batch2, beta, alpha):
     _set_history(_n, (result,))
     return result
 
-
 class AddbmmBackward0(_Node):
     _saved_names = ('batch1_', 'batch2_')
-
     def apply(_n, grads):
         grad = grads[0]
         beta = _n.beta
@@ -6204,13 +5351,11 @@ class AddbmmBackward0(_Node):
             grad_inputs[batch2_ix] = maybe_multiply(batch1.transpose(1, 2).bmm(grad.unsqueeze(0).expand(batch1_sizes[0], grad.shape[0], grad.shape[1])), alpha)
         return grad_inputs
 
-
 def _ag_addbmm_default(ks, self, batch1, batch2, beta, alpha):
     if not (_gm.enabled and (self._rg or batch1._rg or batch2._rg)):
         return aten._op_addbmm.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
     _n = AddbmmBackward0()
-    _n._next = _edges(self, batch1, batch2)
-    _n._input_meta = _meta(self, batch1, batch2)
+    _n._next, _n._input_meta = _edges(self, batch1, batch2), _meta(self, batch1, batch2)
     _n.beta = beta
     _n.alpha = alpha
     _n.batch1_sizes = tuple(batch1.shape)
@@ -6222,10 +5367,8 @@ def _ag_addbmm_default(ks, self, batch1, batch2, beta, alpha):
     _set_history(_n, (result,))
     return result
 
-
 class CdistBackward0(_Node):
     _saved_names = ('x1_', 'x2_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         p = _n.p
@@ -6243,13 +5386,11 @@ class CdistBackward0(_Node):
             grad_inputs[x2_ix] = cdist_backward(grad, x1, x2, p, result, 1)
         return grad_inputs
 
-
 def _ag__cdist_forward_default(ks, x1, x2, p, compute_mode):
     if not (_gm.enabled and (x1._rg or x2._rg)):
         return aten._op__cdist_forward.redispatch(ks & _BELOW, x1, x2, p, compute_mode)
     _n = CdistBackward0()
-    _n._next = _edges(x1, x2)
-    _n._input_meta = _meta(x1, x2)
+    _n._next, _n._input_meta = _edges(x1, x2), _meta(x1, x2)
     _n.p = p
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.x1_ = _SV(x1)
@@ -6260,10 +5401,8 @@ def _ag__cdist_forward_default(ks, x1, x2, p, compute_mode):
     _n.result_ = _SV(result, True)
     return result
 
-
 class PdistBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         p = _n.p
@@ -6275,13 +5414,11 @@ class PdistBackward0(_Node):
             grad_inputs[self_ix] = pdist_backward(grad, self, p, result)
         return grad_inputs
 
-
 def _ag__pdist_forward_default(ks, self, p):
     if not (_gm.enabled and (self._rg)):
         return aten._op__pdist_forward.redispatch(ks & _BELOW, self, p)
     _n = PdistBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.p = p
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -6290,10 +5427,8 @@ def _ag__pdist_forward_default(ks, self, p):
     _n.result_ = _SV(result, True)
     return result
 
-
 class EuclideanDistBackward0(_Node):
     _saved_names = ('x1_', 'x2_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         x1_ix, x2_ix = 0, 1
@@ -6310,13 +5445,11 @@ class EuclideanDistBackward0(_Node):
             grad_inputs[x2_ix] = cdist_backward(grad, x1, x2, 2.0, result, 1)
         return grad_inputs
 
-
 def _ag__euclidean_dist_default(ks, x1, x2):
     if not (_gm.enabled and (x1._rg or x2._rg)):
         return aten._op__euclidean_dist.redispatch(ks & _BELOW, x1, x2)
     _n = EuclideanDistBackward0()
-    _n._next = _edges(x1, x2)
-    _n._input_meta = _meta(x1, x2)
+    _n._next, _n._input_meta = _edges(x1, x2), _meta(x1, x2)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.x1_ = _SV(x1)
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -6326,10 +5459,8 @@ def _ag__euclidean_dist_default(ks, x1, x2):
     _n.result_ = _SV(result, True)
     return result
 
-
 class LinalgDetBackward0(_Node):
     _saved_names = ('A_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         A_ix = 0
@@ -6340,13 +5471,11 @@ class LinalgDetBackward0(_Node):
             grad_inputs[A_ix] = linalg_det_backward(grad, result[0], A, result[1], result[2])
         return grad_inputs
 
-
 def _ag__linalg_det_default(ks, A):
     if not (_gm.enabled and (A._rg)):
         return aten._op__linalg_det.redispatch(ks & _BELOW, A)
     _n = LinalgDetBackward0()
-    _n._next = _edges(A)
-    _n._input_meta = _meta(A)
+    _n._next, _n._input_meta = _edges(A), _meta(A)
     if _n._next[0] is not None:
         _n.A_ = _SV(A)
     result = aten._op__linalg_det.redispatch(ks & _BELOW, A)
@@ -6354,10 +5483,8 @@ def _ag__linalg_det_default(ks, A):
     _n.result_ = [_SV(_o, True) if _i in {0, 1, 2} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class LinalgSlogdetBackward0(_Node):
     _saved_names = ('A_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         A_ix = 0
@@ -6368,13 +5495,11 @@ class LinalgSlogdetBackward0(_Node):
             grad_inputs[A_ix] = slogdet_backward(grads[0], grads[1], A, result[0], result[2], result[3])
         return grad_inputs
 
-
 def _ag__linalg_slogdet_default(ks, A):
     if not (_gm.enabled and (A._rg)):
         return aten._op__linalg_slogdet.redispatch(ks & _BELOW, A)
     _n = LinalgSlogdetBackward0()
-    _n._next = _edges(A)
-    _n._input_meta = _meta(A)
+    _n._next, _n._input_meta = _edges(A), _meta(A)
     if _n._next[0] is not None:
         _n.A_ = _SV(A)
     result = aten._op__linalg_slogdet.redispatch(ks & _BELOW, A)
@@ -6382,10 +5507,8 @@ def _ag__linalg_slogdet_default(ks, A):
     _n.result_ = [_SV(_o, True) if _i in {0, 2, 3} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class LinalgSolveExBackward0(_Node):
     _saved_names = ('A_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         left = _n.left
@@ -6402,13 +5525,11 @@ class LinalgSolveExBackward0(_Node):
                 grad_inputs[B_ix] = _gs[1]
         return grad_inputs
 
-
 def _ag__linalg_solve_ex_default(ks, A, B, left, check_errors):
     if not (_gm.enabled and (A._rg or B._rg)):
         return aten._op__linalg_solve_ex.redispatch(ks & _BELOW, A, B, left, check_errors)
     _n = LinalgSolveExBackward0()
-    _n._next = _edges(A, B)
-    _n._input_meta = _meta(A, B)
+    _n._next, _n._input_meta = _edges(A, B), _meta(A, B)
     _n.left = left
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.A_ = _SV(A)
@@ -6417,10 +5538,8 @@ def _ag__linalg_solve_ex_default(ks, A, B, left, check_errors):
     _n.result_ = [_SV(_o, True) if _i in {0, 1, 2} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class LinalgSolveTriangularBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         upper = _n.upper
@@ -6437,13 +5556,11 @@ class LinalgSolveTriangularBackward0(_Node):
             grad_inputs[B_ix] = solve_triangular_backward_B(grad, self, upper, left, unitriangular)
         return grad_inputs
 
-
 def _ag_linalg_solve_triangular_default(ks, self, B, upper, left, unitriangular):
     if not (_gm.enabled and (self._rg or B._rg)):
         return aten._op_linalg_solve_triangular.redispatch(ks & _BELOW, self, B, upper, left, unitriangular)
     _n = LinalgSolveTriangularBackward0()
-    _n._next = _edges(self, B)
-    _n._input_meta = _meta(self, B)
+    _n._next, _n._input_meta = _edges(self, B), _meta(self, B)
     _n.upper = upper
     _n.left = left
     _n.unitriangular = unitriangular
@@ -6454,10 +5571,8 @@ def _ag_linalg_solve_triangular_default(ks, self, B, upper, left, unitriangular)
     _n.result_ = _SV(result, True)
     return result
 
-
 class LinalgQrBackward0(_Node):
     _saved_names = ('A_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         mode = _n.mode
@@ -6469,13 +5584,11 @@ class LinalgQrBackward0(_Node):
             grad_inputs[A_ix] = linalg_qr_backward(grads, A, mode, result)
         return grad_inputs
 
-
 def _ag_linalg_qr_default(ks, A, mode):
     if not (_gm.enabled and (A._rg)):
         return aten._op_linalg_qr.redispatch(ks & _BELOW, A, mode)
     _n = LinalgQrBackward0()
-    _n._next = _edges(A)
-    _n._input_meta = _meta(A)
+    _n._next, _n._input_meta = _edges(A), _meta(A)
     _n.mode = mode
     if _n._next[0] is not None:
         _n.A_ = _SV(A)
@@ -6484,10 +5597,8 @@ def _ag_linalg_qr_default(ks, A, mode):
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
 
-
 class LinalgEighBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         A_ix = 0
@@ -6497,22 +5608,18 @@ class LinalgEighBackward0(_Node):
             grad_inputs[A_ix] = eigh_backward(grads, result)
         return grad_inputs
 
-
 def _ag__linalg_eigh_default(ks, A, UPLO, compute_v):
     if not (_gm.enabled and (A._rg)):
         return aten._op__linalg_eigh.redispatch(ks & _BELOW, A, UPLO, compute_v)
     _n = LinalgEighBackward0()
-    _n._next = _edges(A)
-    _n._input_meta = _meta(A)
+    _n._next, _n._input_meta = _edges(A), _meta(A)
     result = aten._op__linalg_eigh.redispatch(ks & _BELOW, A, UPLO, compute_v)
     _set_history(_n, tuple(result), None)
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
 
-
 class LinalgSvdBackward0(_Node):
     _saved_names = ('A_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         full_matrices = _n.full_matrices
@@ -6524,13 +5631,11 @@ class LinalgSvdBackward0(_Node):
             grad_inputs[A_ix] = svd_backward(grads, A, full_matrices, result)
         return grad_inputs
 
-
 def _ag__linalg_svd_default(ks, A, full_matrices, compute_uv, driver):
     if not (_gm.enabled and (A._rg)):
         return aten._op__linalg_svd.redispatch(ks & _BELOW, A, full_matrices, compute_uv, driver)
     _n = LinalgSvdBackward0()
-    _n._next = _edges(A)
-    _n._input_meta = _meta(A)
+    _n._next, _n._input_meta = _edges(A), _meta(A)
     _n.full_matrices = full_matrices
     if _n._next[0] is not None:
         _n.A_ = _SV(A)
@@ -6539,10 +5644,8 @@ def _ag__linalg_svd_default(ks, A, full_matrices, compute_uv, driver):
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
 
-
 class LinalgPinvBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -6553,7 +5656,6 @@ class LinalgPinvBackward0(_Node):
             grad_inputs[self_ix] = pinv_backward(grad, result, self)
         return grad_inputs
 
-
 def _ag_linalg_pinv_atol_rtol_tensor(ks, self, atol, rtol, hermitian):
     if _gm.enabled and ((atol is not None and atol._rg) or (rtol is not None and rtol._rg)):
         _check_no_requires_grad(atol, 'atol', 'linalg_pinv')
@@ -6561,8 +5663,7 @@ def _ag_linalg_pinv_atol_rtol_tensor(ks, self, atol, rtol, hermitian):
     if not (_gm.enabled and (self._rg)):
         return aten._op_linalg_pinv_atol_rtol_tensor.redispatch(ks & _BELOW, self, atol, rtol, hermitian)
     _n = LinalgPinvBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_linalg_pinv_atol_rtol_tensor.redispatch(ks & _BELOW, self, atol, rtol, hermitian)
@@ -6570,10 +5671,8 @@ def _ag_linalg_pinv_atol_rtol_tensor(ks, self, atol, rtol, hermitian):
     _n.result_ = _SV(result, True)
     return result
 
-
 class LinalgLstsqBackward0(_Node):
     _saved_names = ('self_', 'b_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, b_ix = 0, 1
@@ -6588,13 +5687,11 @@ class LinalgLstsqBackward0(_Node):
             grad_inputs[b_ix] = lstsq_backward_B(grads[0], self, b)
         return grad_inputs
 
-
 def _ag_linalg_lstsq_default(ks, self, b, rcond, driver):
     if not (_gm.enabled and (self._rg or b._rg)):
         return aten._op_linalg_lstsq.redispatch(ks & _BELOW, self, b, rcond, driver)
     _n = LinalgLstsqBackward0()
-    _n._next = _edges(self, b)
-    _n._input_meta = _meta(self, b)
+    _n._next, _n._input_meta = _edges(self, b), _meta(self, b)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -6603,10 +5700,8 @@ def _ag_linalg_lstsq_default(ks, self, b, rcond, driver):
     _set_history(_n, tuple(result), None)
     return result
 
-
 class LinalgCrossBackward0(_Node):
     _saved_names = ('self_', 'other_')
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -6620,13 +5715,11 @@ class LinalgCrossBackward0(_Node):
             grad_inputs[other_ix] = aten.linalg_cross(grad, self, dim=dim)
         return grad_inputs
 
-
 def _ag_linalg_cross_default(ks, self, other, dim):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_linalg_cross.redispatch(ks & _BELOW, self, other, dim)
     _n = LinalgCrossBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     _n.dim = dim
     if _n._next[1] is not None:
         _n.self_ = _SV(self)
@@ -6636,10 +5729,8 @@ def _ag_linalg_cross_default(ks, self, other, dim):
     _set_history(_n, (result,))
     return result
 
-
 class LinalgVectorNormBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         ord = _n.ord
@@ -6653,13 +5744,11 @@ class LinalgVectorNormBackward0(_Node):
             grad_inputs[self_ix] = norm_backward(grad, self, ord, result, dim, keepdim)
         return grad_inputs
 
-
 def _ag_linalg_vector_norm_default(ks, self, ord, dim, keepdim, dtype):
     if not (_gm.enabled and (self._rg)):
         return aten._op_linalg_vector_norm.redispatch(ks & _BELOW, self, ord, dim, keepdim, dtype)
     _n = LinalgVectorNormBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.ord = ord
     _n.dim = dim
     _n.keepdim = keepdim
@@ -6670,10 +5759,8 @@ def _ag_linalg_vector_norm_default(ks, self, ord, dim, keepdim, dtype):
     _n.result_ = _SV(result, True)
     return result
 
-
 class MseLossBackward0(_Node):
     _saved_names = ('self_', 'target_')
-
     def apply(_n, grads):
         grad = grads[0]
         reduction = _n.reduction
@@ -6689,13 +5776,11 @@ class MseLossBackward0(_Node):
             grad_inputs[target_ix] = aten.mse_loss_backward(grad, target, self, reduction)
         return grad_inputs
 
-
 def _ag_mse_loss_default(ks, self, target, reduction):
     if not (_gm.enabled and (self._rg or target._rg)):
         return aten._op_mse_loss.redispatch(ks & _BELOW, self, target, reduction)
     _n = MseLossBackward0()
-    _n._next = _edges(self, target)
-    _n._input_meta = _meta(self, target)
+    _n._next, _n._input_meta = _edges(self, target), _meta(self, target)
     _n.reduction = reduction
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self)
@@ -6705,10 +5790,8 @@ def _ag_mse_loss_default(ks, self, target, reduction):
     _set_history(_n, (result,))
     return result
 
-
 class MseLossBackwardBackward0(_Node):
     _saved_names = ('grad_output_', 'self_', 'target_')
-
     def apply(_n, grads):
         grad = grads[0]
         reduction = _n.reduction
@@ -6728,13 +5811,11 @@ class MseLossBackwardBackward0(_Node):
             grad_inputs[target_ix] = -mse_loss_double_backward(grad * grad_output, target, reduction)
         return grad_inputs
 
-
 def _ag_mse_loss_backward_default(ks, grad_output, self, target, reduction):
     if not (_gm.enabled and (grad_output._rg or self._rg or target._rg)):
         return aten._op_mse_loss_backward.redispatch(ks & _BELOW, grad_output, self, target, reduction)
     _n = MseLossBackwardBackward0()
-    _n._next = _edges(grad_output, self, target)
-    _n._input_meta = _meta(grad_output, self, target)
+    _n._next, _n._input_meta = _edges(grad_output, self, target), _meta(grad_output, self, target)
     _n.reduction = reduction
     if _n._next[1] is not None or _n._next[2] is not None:
         _n.grad_output_ = _SV(grad_output)
@@ -6746,10 +5827,8 @@ def _ag_mse_loss_backward_default(ks, grad_output, self, target, reduction):
     _set_history(_n, (result,))
     return result
 
-
 class NllLossBackward0(_Node):
     _saved_names = ('self_', 'target_', 'weight_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         reduction = _n.reduction
@@ -6764,15 +5843,13 @@ class NllLossBackward0(_Node):
             grad_inputs[self_ix] = aten.nll_loss_backward(grad, self, target, weight, reduction, ignore_index, result[1])
         return grad_inputs
 
-
 def _ag_nll_loss_forward_default(ks, self, target, weight, reduction, ignore_index):
     if _gm.enabled and ((weight is not None and weight._rg)):
         _check_no_requires_grad(weight, 'weight', 'nll_loss_forward')
     if not (_gm.enabled and (self._rg)):
         return aten._op_nll_loss_forward.redispatch(ks & _BELOW, self, target, weight, reduction, ignore_index)
     _n = NllLossBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.reduction = reduction
     _n.ignore_index = ignore_index
     if _n._next[0] is not None:
@@ -6786,10 +5863,8 @@ def _ag_nll_loss_forward_default(ks, self, target, weight, reduction, ignore_ind
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class NllLossBackwardBackward0(_Node):
     _saved_names = ('target_', 'weight_')
-
     def apply(_n, grads):
         grad = grads[0]
         reduction = _n.reduction
@@ -6804,7 +5879,6 @@ class NllLossBackwardBackward0(_Node):
             grad_inputs[self_ix] = aten.zeros_like(grad)
         return grad_inputs
 
-
 def _ag_nll_loss_backward_default(ks, grad_output, self, target, weight, reduction, ignore_index, total_weight):
     if _gm.enabled and ((weight is not None and weight._rg) or total_weight._rg):
         _check_no_requires_grad(weight, 'weight', 'nll_loss_backward')
@@ -6812,8 +5886,7 @@ def _ag_nll_loss_backward_default(ks, grad_output, self, target, weight, reducti
     if not (_gm.enabled and (grad_output._rg or self._rg)):
         return aten._op_nll_loss_backward.redispatch(ks & _BELOW, grad_output, self, target, weight, reduction, ignore_index, total_weight)
     _n = NllLossBackwardBackward0()
-    _n._next = _edges(grad_output, self)
-    _n._input_meta = _meta(grad_output, self)
+    _n._next, _n._input_meta = _edges(grad_output, self), _meta(grad_output, self)
     _n.reduction = reduction
     _n.ignore_index = ignore_index
     if _n._next[0] is not None:
@@ -6824,10 +5897,8 @@ def _ag_nll_loss_backward_default(ks, grad_output, self, target, weight, reducti
     _set_history(_n, (result,))
     return result
 
-
 class NllLoss2DBackward0(_Node):
     _saved_names = ('self_', 'target_', 'weight_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         reduction = _n.reduction
@@ -6842,15 +5913,13 @@ class NllLoss2DBackward0(_Node):
             grad_inputs[self_ix] = aten.nll_loss2d_backward(grad, self, target, weight, reduction, ignore_index, result[1])
         return grad_inputs
 
-
 def _ag_nll_loss2d_forward_default(ks, self, target, weight, reduction, ignore_index):
     if _gm.enabled and ((weight is not None and weight._rg)):
         _check_no_requires_grad(weight, 'weight', 'nll_loss2d_forward')
     if not (_gm.enabled and (self._rg)):
         return aten._op_nll_loss2d_forward.redispatch(ks & _BELOW, self, target, weight, reduction, ignore_index)
     _n = NllLoss2DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.reduction = reduction
     _n.ignore_index = ignore_index
     if _n._next[0] is not None:
@@ -6864,10 +5933,8 @@ def _ag_nll_loss2d_forward_default(ks, self, target, weight, reduction, ignore_i
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class NllLoss2DBackwardBackward0(_Node):
     _saved_names = ('target_', 'weight_')
-
     def apply(_n, grads):
         grad = grads[0]
         reduction = _n.reduction
@@ -6882,7 +5949,6 @@ class NllLoss2DBackwardBackward0(_Node):
             grad_inputs[self_ix] = aten.zeros_like(grad)
         return grad_inputs
 
-
 def _ag_nll_loss2d_backward_default(ks, grad_output, self, target, weight, reduction, ignore_index, total_weight):
     if _gm.enabled and ((weight is not None and weight._rg) or total_weight._rg):
         _check_no_requires_grad(weight, 'weight', 'nll_loss2d_backward')
@@ -6890,8 +5956,7 @@ def _ag_nll_loss2d_backward_default(ks, grad_output, self, target, weight, reduc
     if not (_gm.enabled and (grad_output._rg or self._rg)):
         return aten._op_nll_loss2d_backward.redispatch(ks & _BELOW, grad_output, self, target, weight, reduction, ignore_index, total_weight)
     _n = NllLoss2DBackwardBackward0()
-    _n._next = _edges(grad_output, self)
-    _n._input_meta = _meta(grad_output, self)
+    _n._next, _n._input_meta = _edges(grad_output, self), _meta(grad_output, self)
     _n.reduction = reduction
     _n.ignore_index = ignore_index
     if _n._next[0] is not None:
@@ -6902,10 +5967,8 @@ def _ag_nll_loss2d_backward_default(ks, grad_output, self, target, weight, reduc
     _set_history(_n, (result,))
     return result
 
-
 class SoftmaxBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -6916,23 +5979,19 @@ class SoftmaxBackward0(_Node):
             grad_inputs[self_ix] = aten._softmax_backward_data(grad, result, dim, result.dtype)
         return grad_inputs
 
-
 def _ag__softmax_default(ks, self, dim, half_to_float):
     if not (_gm.enabled and (self._rg)):
         return aten._op__softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
     _n = SoftmaxBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     result = aten._op__softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
 
-
 class LogSoftmaxBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -6943,23 +6002,19 @@ class LogSoftmaxBackward0(_Node):
             grad_inputs[self_ix] = aten._log_softmax_backward_data(grad, result, dim, result.dtype)
         return grad_inputs
 
-
 def _ag__log_softmax_default(ks, self, dim, half_to_float):
     if not (_gm.enabled and (self._rg)):
         return aten._op__log_softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
     _n = LogSoftmaxBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     result = aten._op__log_softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
 
-
 class SoftmaxBackwardDataBackward0(_Node):
     _saved_names = ('grad_output_', 'output_')
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -6975,13 +6030,11 @@ class SoftmaxBackwardDataBackward0(_Node):
             grad_inputs[output_ix] = softmax_double_backward(grad.to(output.dtype), grad_output, dim, output).to(output.dtype)
         return grad_inputs
 
-
 def _ag__softmax_backward_data_default(ks, grad_output, output, dim, input_dtype):
     if not (_gm.enabled and (grad_output._rg or output._rg)):
         return aten._op__softmax_backward_data.redispatch(ks & _BELOW, grad_output, output, dim, input_dtype)
     _n = SoftmaxBackwardDataBackward0()
-    _n._next = _edges(grad_output, output)
-    _n._input_meta = _meta(grad_output, output)
+    _n._next, _n._input_meta = _edges(grad_output, output), _meta(grad_output, output)
     _n.dim = dim
     _n.input_dtype = input_dtype
     if _n._next[1] is not None:
@@ -6992,10 +6045,8 @@ def _ag__softmax_backward_data_default(ks, grad_output, output, dim, input_dtype
     _set_history(_n, (result,))
     return result
 
-
 class LogSoftmaxBackwardDataBackward0(_Node):
     _saved_names = ('grad_output_', 'output_')
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -7010,13 +6061,11 @@ class LogSoftmaxBackwardDataBackward0(_Node):
             grad_inputs[output_ix] = (-grad_output.sum(dim, True) * output.exp() * grad.to(output.dtype)).to(output.dtype)
         return grad_inputs
 
-
 def _ag__log_softmax_backward_data_default(ks, grad_output, output, dim, input_dtype):
     if not (_gm.enabled and (grad_output._rg or output._rg)):
         return aten._op__log_softmax_backward_data.redispatch(ks & _BELOW, grad_output, output, dim, input_dtype)
     _n = LogSoftmaxBackwardDataBackward0()
-    _n._next = _edges(grad_output, output)
-    _n._input_meta = _meta(grad_output, output)
+    _n._next, _n._input_meta = _edges(grad_output, output), _meta(grad_output, output)
     _n.dim = dim
     if _n._next[1] is not None:
         _n.grad_output_ = _SV(grad_output)
@@ -7026,10 +6075,8 @@ def _ag__log_softmax_backward_data_default(ks, grad_output, output, dim, input_d
     _set_history(_n, (result,))
     return result
 
-
 class GeluBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         approximate = _n.approximate
@@ -7040,13 +6087,11 @@ class GeluBackward0(_Node):
             grad_inputs[self_ix] = aten.gelu_backward(grad, self, approximate=approximate)
         return grad_inputs
 
-
 def _ag_gelu_default(ks, self, approximate):
     if not (_gm.enabled and (self._rg)):
         return aten._op_gelu.redispatch(ks & _BELOW, self, approximate)
     _n = GeluBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.approximate = approximate
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -7054,10 +6099,8 @@ def _ag_gelu_default(ks, self, approximate):
     _set_history(_n, (result,))
     return result
 
-
 class TanhBackwardBackward0(_Node):
     _saved_names = ('grad_output_', 'output_')
-
     def apply(_n, grads):
         grad = grads[0]
         grad_output_ix, output_ix = 0, 1
@@ -7071,13 +6114,11 @@ class TanhBackwardBackward0(_Node):
             grad_inputs[output_ix] = conj_of(grad) * conj_of(-2 * conj_of(output) * grad_output)
         return grad_inputs
 
-
 def _ag_tanh_backward_default(ks, grad_output, output):
     if not (_gm.enabled and (grad_output._rg or output._rg)):
         return aten._op_tanh_backward.redispatch(ks & _BELOW, grad_output, output)
     _n = TanhBackwardBackward0()
-    _n._next = _edges(grad_output, output)
-    _n._input_meta = _meta(grad_output, output)
+    _n._next, _n._input_meta = _edges(grad_output, output), _meta(grad_output, output)
     if _n._next[1] is not None:
         _n.grad_output_ = _SV(grad_output)
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -7086,10 +6127,8 @@ def _ag_tanh_backward_default(ks, grad_output, output):
     _set_history(_n, (result,))
     return result
 
-
 class SigmoidBackwardBackward0(_Node):
     _saved_names = ('grad_output_', 'output_')
-
     def apply(_n, grads):
         grad = grads[0]
         grad_output_ix, output_ix = 0, 1
@@ -7103,13 +6142,11 @@ class SigmoidBackwardBackward0(_Node):
             grad_inputs[output_ix] = conj_of(grad) * grad_output * (-2 * conj_of(output) + 1)
         return grad_inputs
 
-
 def _ag_sigmoid_backward_default(ks, grad_output, output):
     if not (_gm.enabled and (grad_output._rg or output._rg)):
         return aten._op_sigmoid_backward.redispatch(ks & _BELOW, grad_output, output)
     _n = SigmoidBackwardBackward0()
-    _n._next = _edges(grad_output, output)
-    _n._input_meta = _meta(grad_output, output)
+    _n._next, _n._input_meta = _edges(grad_output, output), _meta(grad_output, output)
     if _n._next[1] is not None:
         _n.grad_output_ = _SV(grad_output)
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -7118,10 +6155,8 @@ def _ag_sigmoid_backward_default(ks, grad_output, output):
     _set_history(_n, (result,))
     return result
 
-
 class GeluBackwardBackward0(_Node):
     _saved_names = ('grad_output_', 'self_')
-
     def apply(_n, grads):
         grad = grads[0]
         approximate = _n.approximate
@@ -7136,13 +6171,11 @@ class GeluBackwardBackward0(_Node):
             grad_inputs[self_ix] = gelu_double_backward(grad, grad_output, self, approximate)
         return grad_inputs
 
-
 def _ag_gelu_backward_default(ks, grad_output, self, approximate):
     if not (_gm.enabled and (grad_output._rg or self._rg)):
         return aten._op_gelu_backward.redispatch(ks & _BELOW, grad_output, self, approximate)
     _n = GeluBackwardBackward0()
-    _n._next = _edges(grad_output, self)
-    _n._input_meta = _meta(grad_output, self)
+    _n._next, _n._input_meta = _edges(grad_output, self), _meta(grad_output, self)
     _n.approximate = approximate
     if _n._next[1] is not None:
         _n.grad_output_ = _SV(grad_output)
@@ -7152,10 +6185,8 @@ def _ag_gelu_backward_default(ks, grad_output, self, approximate):
     _set_history(_n, (result,))
     return result
 
-
 class NativeLayerNormBackward0(_Node):
     _saved_names = ('input_', 'weight_', 'bias_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         normalized_shape = _n.normalized_shape
@@ -7177,13 +6208,11 @@ class NativeLayerNormBackward0(_Node):
                 grad_inputs[bias_ix] = _gs[2]
         return grad_inputs
 
-
 def _ag_native_layer_norm_default(ks, input, normalized_shape, weight, bias, eps):
     if not (_gm.enabled and (input._rg or (weight is not None and weight._rg) or (bias is not None and bias._rg))):
         return aten._op_native_layer_norm.redispatch(ks & _BELOW, input, normalized_shape, weight, bias, eps)
     _n = NativeLayerNormBackward0()
-    _n._next = _edges(input, weight, bias)
-    _n._input_meta = _meta(input, weight, bias)
+    _n._next, _n._input_meta = _edges(input, weight, bias), _meta(input, weight, bias)
     _n.normalized_shape = normalized_shape
     _n.eps = eps
     if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
@@ -7197,10 +6226,8 @@ def _ag_native_layer_norm_default(ks, input, normalized_shape, weight, bias, eps
     _n.result_ = [_SV(_o, True) if _i in {1, 2} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class NativeBatchNormBackward0(_Node):
     _saved_names = ('input_', 'weight_', 'running_mean_', 'running_var_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         training = _n.training
@@ -7223,7 +6250,6 @@ class NativeBatchNormBackward0(_Node):
                 grad_inputs[bias_ix] = _gs[2]
         return grad_inputs
 
-
 def _ag_native_batch_norm_default(ks, input, weight, bias, running_mean, running_var, training, momentum, eps):
     if _gm.enabled and ((running_mean is not None and running_mean._rg) or (running_var is not None and running_var._rg)):
         _check_no_requires_grad(running_mean, 'running_mean', 'native_batch_norm')
@@ -7231,8 +6257,7 @@ def _ag_native_batch_norm_default(ks, input, weight, bias, running_mean, running
     if not (_gm.enabled and (input._rg or (weight is not None and weight._rg) or (bias is not None and bias._rg))):
         return aten._op_native_batch_norm.redispatch(ks & _BELOW, input, weight, bias, running_mean, running_var, training, momentum, eps)
     _n = NativeBatchNormBackward0()
-    _n._next = _edges(input, weight, bias)
-    _n._input_meta = _meta(input, weight, bias)
+    _n._next, _n._input_meta = _edges(input, weight, bias), _meta(input, weight, bias)
     _n.training = training
     _n.eps = eps
     if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
@@ -7248,10 +6273,8 @@ def _ag_native_batch_norm_default(ks, input, weight, bias, running_mean, running
     _n.result_ = [_SV(_o, True) if _i in {1, 2} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class ConvolutionBackward0(_Node):
     _saved_names = ('input_', 'weight_')
-
     def apply(_n, grads):
         grad = grads[0]
         stride = _n.stride
@@ -7274,13 +6297,11 @@ class ConvolutionBackward0(_Node):
             grad_inputs[bias_ix] = grad.sum([0] + list(range(2, grad.dim())))
         return grad_inputs
 
-
 def _ag_convolution_default(ks, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     if not (_gm.enabled and (input._rg or weight._rg or (bias is not None and bias._rg))):
         return aten._op_convolution.redispatch(ks & _BELOW, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
     _n = ConvolutionBackward0()
-    _n._next = _edges(input, weight, bias)
-    _n._input_meta = _meta(input, weight, bias)
+    _n._next, _n._input_meta = _edges(input, weight, bias), _meta(input, weight, bias)
     _n.stride = stride
     _n.padding = padding
     _n.dilation = dilation
@@ -7295,10 +6316,8 @@ def _ag_convolution_default(ks, input, weight, bias, stride, padding, dilation, 
     _set_history(_n, (result,))
     return result
 
-
 class MaxPool2DWithIndicesBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -7309,13 +6328,11 @@ class MaxPool2DWithIndicesBackward0(_Node):
             grad_inputs[self_ix] = max_pool_backward(grad, self, result[1], 2)
         return grad_inputs
 
-
 def _ag_max_pool2d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
     if not (_gm.enabled and (self._rg)):
         return aten._op_max_pool2d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
     _n = MaxPool2DWithIndicesBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_max_pool2d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
@@ -7323,10 +6340,8 @@ def _ag_max_pool2d_with_indices_default(ks, self, kernel_size, stride, padding, 
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class AvgPool2DBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         kernel_size = _n.kernel_size
@@ -7342,13 +6357,11 @@ class AvgPool2DBackward0(_Node):
             grad_inputs[self_ix] = aten.avg_pool2d_backward(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
         return grad_inputs
 
-
 def _ag_avg_pool2d_default(ks, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     if not (_gm.enabled and (self._rg)):
         return aten._op_avg_pool2d.redispatch(ks & _BELOW, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
     _n = AvgPool2DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.kernel_size = kernel_size
     _n.stride = stride
     _n.padding = padding
@@ -7361,10 +6374,8 @@ def _ag_avg_pool2d_default(ks, self, kernel_size, stride, padding, ceil_mode, co
     _set_history(_n, (result,))
     return result
 
-
 class AvgPool2DBackwardBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         kernel_size = _n.kernel_size
@@ -7382,13 +6393,11 @@ class AvgPool2DBackwardBackward0(_Node):
             grad_inputs[self_ix] = aten.zeros_like(self)
         return grad_inputs
 
-
 def _ag_avg_pool2d_backward_default(ks, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     if not (_gm.enabled and (grad_output._rg or self._rg)):
         return aten._op_avg_pool2d_backward.redispatch(ks & _BELOW, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
     _n = AvgPool2DBackwardBackward0()
-    _n._next = _edges(grad_output, self)
-    _n._input_meta = _meta(grad_output, self)
+    _n._next, _n._input_meta = _edges(grad_output, self), _meta(grad_output, self)
     _n.kernel_size = kernel_size
     _n.stride = stride
     _n.padding = padding
@@ -7401,10 +6410,8 @@ def _ag_avg_pool2d_backward_default(ks, grad_output, self, kernel_size, stride, 
     _set_history(_n, (result,))
     return result
 
-
 class AvgPool3DBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         kernel_size = _n.kernel_size
@@ -7420,13 +6427,11 @@ class AvgPool3DBackward0(_Node):
             grad_inputs[self_ix] = aten.avg_pool3d_backward(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
         return grad_inputs
 
-
 def _ag_avg_pool3d_default(ks, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     if not (_gm.enabled and (self._rg)):
         return aten._op_avg_pool3d.redispatch(ks & _BELOW, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
     _n = AvgPool3DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.kernel_size = kernel_size
     _n.stride = stride
     _n.padding = padding
@@ -7439,10 +6444,8 @@ def _ag_avg_pool3d_default(ks, self, kernel_size, stride, padding, ceil_mode, co
     _set_history(_n, (result,))
     return result
 
-
 class AvgPool3DBackwardBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         kernel_size = _n.kernel_size
@@ -7460,13 +6463,11 @@ class AvgPool3DBackwardBackward0(_Node):
             grad_inputs[self_ix] = aten.zeros_like(self)
         return grad_inputs
 
-
 def _ag_avg_pool3d_backward_default(ks, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     if not (_gm.enabled and (grad_output._rg or self._rg)):
         return aten._op_avg_pool3d_backward.redispatch(ks & _BELOW, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
     _n = AvgPool3DBackwardBackward0()
-    _n._next = _edges(grad_output, self)
-    _n._input_meta = _meta(grad_output, self)
+    _n._next, _n._input_meta = _edges(grad_output, self), _meta(grad_output, self)
     _n.kernel_size = kernel_size
     _n.stride = stride
     _n.padding = padding
@@ -7479,10 +6480,8 @@ def _ag_avg_pool3d_backward_default(ks, grad_output, self, kernel_size, stride, 
     _set_history(_n, (result,))
     return result
 
-
 class MaxPool3DWithIndicesBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -7493,13 +6492,11 @@ class MaxPool3DWithIndicesBackward0(_Node):
             grad_inputs[self_ix] = max_pool_backward(grad, self, result[1], 3)
         return grad_inputs
 
-
 def _ag_max_pool3d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
     if not (_gm.enabled and (self._rg)):
         return aten._op_max_pool3d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
     _n = MaxPool3DWithIndicesBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_max_pool3d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
@@ -7507,10 +6504,8 @@ def _ag_max_pool3d_with_indices_default(ks, self, kernel_size, stride, padding, 
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class ConstantPadNdBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         pad = _n.pad
@@ -7520,22 +6515,18 @@ class ConstantPadNdBackward0(_Node):
             grad_inputs[self_ix] = aten.constant_pad_nd(grad, [-p for p in pad])
         return grad_inputs
 
-
 def _ag_constant_pad_nd_default(ks, self, pad, value):
     if not (_gm.enabled and (self._rg)):
         return aten._op_constant_pad_nd.redispatch(ks & _BELOW, self, pad, value)
     _n = ConstantPadNdBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.pad = pad
     result = aten._op_constant_pad_nd.redispatch(ks & _BELOW, self, pad, value)
     _set_history(_n, (result,))
     return result
 
-
 class EmbeddingBackward0(_Node):
     _saved_names = ('indices_',)
-
     def apply(_n, grads):
         grad = grads[0]
         padding_idx = _n.padding_idx
@@ -7548,15 +6539,13 @@ class EmbeddingBackward0(_Node):
             grad_inputs[weight_ix] = embedding_backward(grad, indices, weight_sizes, padding_idx, scale_grad_by_freq)
         return grad_inputs
 
-
 def _ag_embedding_default(ks, weight, indices, padding_idx, scale_grad_by_freq, sparse):
     if _gm.enabled and (indices._rg):
         _check_no_requires_grad(indices, 'indices', 'embedding')
     if not (_gm.enabled and (weight._rg)):
         return aten._op_embedding.redispatch(ks & _BELOW, weight, indices, padding_idx, scale_grad_by_freq, sparse)
     _n = EmbeddingBackward0()
-    _n._next = _edges(weight)
-    _n._input_meta = _meta(weight)
+    _n._next, _n._input_meta = _edges(weight), _meta(weight)
     _n.padding_idx = padding_idx
     _n.scale_grad_by_freq = scale_grad_by_freq
     _n.weight_sizes = tuple(weight.shape)
@@ -7566,10 +6555,8 @@ def _ag_embedding_default(ks, weight, indices, padding_idx, scale_grad_by_freq, 
     _set_history(_n, (result,))
     return result
 
-
 class RnnLayerBackward0(_Node):
     _saved_names = ('input_', 'h0_', 'c0_', 'w_ih_', 'w_hh_', 'b_ih_', 'b_hh_', 'w_hr_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         batch_sizes = _n.batch_sizes
@@ -7607,13 +6594,11 @@ class RnnLayerBackward0(_Node):
                 grad_inputs[w_hr_ix] = _gs[7]
         return grad_inputs
 
-
 def _ag__rnn_layer_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse):
     if not (_gm.enabled and (input._rg or h0._rg or (c0 is not None and c0._rg) or w_ih._rg or w_hh._rg or (b_ih is not None and b_ih._rg) or (b_hh is not None and b_hh._rg) or (w_hr is not None and w_hr._rg))):
         return aten._op__rnn_layer.redispatch(ks & _BELOW, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse)
     _n = RnnLayerBackward0()
-    _n._next = _edges(input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
-    _n._input_meta = _meta(input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
+    _n._next, _n._input_meta = _edges(input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr), _meta(input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
     _n.batch_sizes = batch_sizes
     _n.mode = mode
     _n.reverse = reverse
@@ -7638,10 +6623,8 @@ def _ag__rnn_layer_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_h
     _n.result_ = [_SV(_o, True) if _i in {0, 3} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class MkldnnRnnLayerBackward0(_Node):
     _saved_names = ('input_', 'weight0_', 'weight1_', 'weight2_', 'weight3_', 'hx__', 'cx__', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         reverse = _n.reverse
@@ -7682,13 +6665,11 @@ class MkldnnRnnLayerBackward0(_Node):
                 grad_inputs[cx__ix] = _gs[6]
         return grad_inputs
 
-
 def _ag_mkldnn_rnn_layer_default(ks, input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train):
     if not (_gm.enabled and (input._rg or weight0._rg or weight1._rg or weight2._rg or weight3._rg or hx_._rg or cx_._rg)):
         return aten._op_mkldnn_rnn_layer.redispatch(ks & _BELOW, input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train)
     _n = MkldnnRnnLayerBackward0()
-    _n._next = _edges(input, weight0, weight1, weight2, weight3, hx_, cx_)
-    _n._input_meta = _meta(input, weight0, weight1, weight2, weight3, hx_, cx_)
+    _n._next, _n._input_meta = _edges(input, weight0, weight1, weight2, weight3, hx_, cx_), _meta(input, weight0, weight1, weight2, weight3, hx_, cx_)
     _n.reverse = reverse
     _n.batch_sizes = batch_sizes
     _n.mode = mode
@@ -7717,10 +6698,8 @@ def _ag_mkldnn_rnn_layer_default(ks, input, weight0, weight1, weight2, weight3, 
     _n.result_ = [_SV(_o, True) if _i in {0, 1, 2, 3} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class TraceBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_sizes = _n.self_sizes
@@ -7730,22 +6709,18 @@ class TraceBackward0(_Node):
             grad_inputs[self_ix] = grad * aten.eye_m(self_sizes[0], self_sizes[1], dtype=grad.dtype, device=grad.device)
         return grad_inputs
 
-
 def _ag_trace_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_trace.redispatch(ks & _BELOW, self)
     _n = TraceBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.self_sizes = tuple(self.shape)
     result = aten._op_trace.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class BlockDiagBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         tensors_sizes = _n.tensors_sizes
@@ -7758,23 +6733,19 @@ class BlockDiagBackward0(_Node):
             _r.extend([None] * _k)
         return _r
 
-
 def _ag_block_diag_default(ks, tensors):
     if not (_gm.enabled and (any(_t is not None and _t._rg for _t in tensors))):
         return aten._op_block_diag.redispatch(ks & _BELOW, tensors)
     _n = BlockDiagBackward0()
-    _n._next = _edges(*tensors)
-    _n._input_meta = _meta(*tensors)
+    _n._next, _n._input_meta = _edges(*tensors), _meta(*tensors)
     _n._list_len_tensors = len(tensors)
     _n.tensors_sizes = [tuple(_t.shape) for _t in tensors]
     result = aten._op_block_diag.redispatch(ks & _BELOW, tensors)
     _set_history(_n, (result,))
     return result
 
-
 class SpecialI0EBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -7785,13 +6756,11 @@ class SpecialI0EBackward0(_Node):
             grad_inputs[self_ix] = grad * (aten.special_i1e(self) - self.sgn() * result)
         return grad_inputs
 
-
 def _ag_special_i0e_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_special_i0e.redispatch(ks & _BELOW, self)
     _n = SpecialI0EBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_special_i0e.redispatch(ks & _BELOW, self)
@@ -7799,10 +6768,8 @@ def _ag_special_i0e_default(ks, self):
     _n.result_ = _SV(result, True)
     return result
 
-
 class SpecialI1Backward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -7813,13 +6780,11 @@ class SpecialI1Backward0(_Node):
             grad_inputs[self_ix] = i1_backward(grad, self, result)
         return grad_inputs
 
-
 def _ag_special_i1_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_special_i1.redispatch(ks & _BELOW, self)
     _n = SpecialI1Backward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_special_i1.redispatch(ks & _BELOW, self)
@@ -7827,10 +6792,8 @@ def _ag_special_i1_default(ks, self):
     _n.result_ = _SV(result, True)
     return result
 
-
 class SpecialI1EBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -7841,13 +6804,11 @@ class SpecialI1EBackward0(_Node):
             grad_inputs[self_ix] = i1e_backward(grad, self, result)
         return grad_inputs
 
-
 def _ag_special_i1e_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_special_i1e.redispatch(ks & _BELOW, self)
     _n = SpecialI1EBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_special_i1e.redispatch(ks & _BELOW, self)
@@ -7855,10 +6816,8 @@ def _ag_special_i1e_default(ks, self):
     _n.result_ = _SV(result, True)
     return result
 
-
 class UpsampleNearest1DBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -7870,13 +6829,11 @@ class UpsampleNearest1DBackward0(_Node):
             grad_inputs[self_ix] = aten.upsample_nearest1d_backward(grad, output_size, self_sizes, scales)
         return grad_inputs
 
-
 def _ag_upsample_nearest1d_default(ks, self, output_size, scales):
     if not (_gm.enabled and (self._rg)):
         return aten._op_upsample_nearest1d.redispatch(ks & _BELOW, self, output_size, scales)
     _n = UpsampleNearest1DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.output_size = output_size
     _n.scales = scales
     _n.self_sizes = tuple(self.shape)
@@ -7884,10 +6841,8 @@ def _ag_upsample_nearest1d_default(ks, self, output_size, scales):
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleNearest1DBackwardBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -7898,23 +6853,19 @@ class UpsampleNearest1DBackwardBackward0(_Node):
             grad_inputs[grad_output_ix] = aten.upsample_nearest1d(grad, output_size, scales)
         return grad_inputs
 
-
 def _ag_upsample_nearest1d_backward_default(ks, grad_output, output_size, input_size, scales):
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op_upsample_nearest1d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales)
     _n = UpsampleNearest1DBackwardBackward0()
-    _n._next = _edges(grad_output)
-    _n._input_meta = _meta(grad_output)
+    _n._next, _n._input_meta = _edges(grad_output), _meta(grad_output)
     _n.output_size = output_size
     _n.scales = scales
     result = aten._op_upsample_nearest1d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales)
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleNearestExact1DBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -7926,13 +6877,11 @@ class UpsampleNearestExact1DBackward0(_Node):
             grad_inputs[self_ix] = aten._upsample_nearest_exact1d_backward(grad, output_size, self_sizes, scales)
         return grad_inputs
 
-
 def _ag__upsample_nearest_exact1d_default(ks, self, output_size, scales):
     if not (_gm.enabled and (self._rg)):
         return aten._op__upsample_nearest_exact1d.redispatch(ks & _BELOW, self, output_size, scales)
     _n = UpsampleNearestExact1DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.output_size = output_size
     _n.scales = scales
     _n.self_sizes = tuple(self.shape)
@@ -7940,10 +6889,8 @@ def _ag__upsample_nearest_exact1d_default(ks, self, output_size, scales):
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleNearestExact1DBackwardBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -7954,23 +6901,19 @@ class UpsampleNearestExact1DBackwardBackward0(_Node):
             grad_inputs[grad_output_ix] = aten._upsample_nearest_exact1d(grad, output_size, scales)
         return grad_inputs
 
-
 def _ag__upsample_nearest_exact1d_backward_default(ks, grad_output, output_size, input_size, scales):
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op__upsample_nearest_exact1d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales)
     _n = UpsampleNearestExact1DBackwardBackward0()
-    _n._next = _edges(grad_output)
-    _n._input_meta = _meta(grad_output)
+    _n._next, _n._input_meta = _edges(grad_output), _meta(grad_output)
     _n.output_size = output_size
     _n.scales = scales
     result = aten._op__upsample_nearest_exact1d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales)
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleNearest2DBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -7983,13 +6926,11 @@ class UpsampleNearest2DBackward0(_Node):
             grad_inputs[self_ix] = aten.upsample_nearest2d_backward(grad, output_size, self_sizes, scales_h, scales_w)
         return grad_inputs
 
-
 def _ag_upsample_nearest2d_default(ks, self, output_size, scales_h, scales_w):
     if not (_gm.enabled and (self._rg)):
         return aten._op_upsample_nearest2d.redispatch(ks & _BELOW, self, output_size, scales_h, scales_w)
     _n = UpsampleNearest2DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.output_size = output_size
     _n.scales_h = scales_h
     _n.scales_w = scales_w
@@ -7998,10 +6939,8 @@ def _ag_upsample_nearest2d_default(ks, self, output_size, scales_h, scales_w):
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleNearest2DBackwardBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -8013,13 +6952,11 @@ class UpsampleNearest2DBackwardBackward0(_Node):
             grad_inputs[grad_output_ix] = aten.upsample_nearest2d(grad, output_size, scales_h, scales_w)
         return grad_inputs
 
-
 def _ag_upsample_nearest2d_backward_default(ks, grad_output, output_size, input_size, scales_h, scales_w):
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op_upsample_nearest2d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales_h, scales_w)
     _n = UpsampleNearest2DBackwardBackward0()
-    _n._next = _edges(grad_output)
-    _n._input_meta = _meta(grad_output)
+    _n._next, _n._input_meta = _edges(grad_output), _meta(grad_output)
     _n.output_size = output_size
     _n.scales_h = scales_h
     _n.scales_w = scales_w
@@ -8027,10 +6964,8 @@ def _ag_upsample_nearest2d_backward_default(ks, grad_output, output_size, input_
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleNearestExact2DBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -8043,13 +6978,11 @@ class UpsampleNearestExact2DBackward0(_Node):
             grad_inputs[self_ix] = aten._upsample_nearest_exact2d_backward(grad, output_size, self_sizes, scales_h, scales_w)
         return grad_inputs
 
-
 def _ag__upsample_nearest_exact2d_default(ks, self, output_size, scales_h, scales_w):
     if not (_gm.enabled and (self._rg)):
         return aten._op__upsample_nearest_exact2d.redispatch(ks & _BELOW, self, output_size, scales_h, scales_w)
     _n = UpsampleNearestExact2DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.output_size = output_size
     _n.scales_h = scales_h
     _n.scales_w = scales_w
@@ -8058,10 +6991,8 @@ def _ag__upsample_nearest_exact2d_default(ks, self, output_size, scales_h, scale
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleNearestExact2DBackwardBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -8073,13 +7004,11 @@ class UpsampleNearestExact2DBackwardBackward0(_Node):
             grad_inputs[grad_output_ix] = aten._upsample_nearest_exact2d(grad, output_size, scales_h, scales_w)
         return grad_inputs
 
-
 def _ag__upsample_nearest_exact2d_backward_default(ks, grad_output, output_size, input_size, scales_h, scales_w):
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op__upsample_nearest_exact2d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales_h, scales_w)
     _n = UpsampleNearestExact2DBackwardBackward0()
-    _n._next = _edges(grad_output)
-    _n._input_meta = _meta(grad_output)
+    _n._next, _n._input_meta = _edges(grad_output), _meta(grad_output)
     _n.output_size = output_size
     _n.scales_h = scales_h
     _n.scales_w = scales_w
@@ -8087,10 +7016,8 @@ def _ag__upsample_nearest_exact2d_backward_default(ks, grad_output, output_size,
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleNearest3DBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -8104,13 +7031,11 @@ class UpsampleNearest3DBackward0(_Node):
             grad_inputs[self_ix] = aten.upsample_nearest3d_backward(grad, output_size, self_sizes, scales_d, scales_h, scales_w)
         return grad_inputs
 
-
 def _ag_upsample_nearest3d_default(ks, self, output_size, scales_d, scales_h, scales_w):
     if not (_gm.enabled and (self._rg)):
         return aten._op_upsample_nearest3d.redispatch(ks & _BELOW, self, output_size, scales_d, scales_h, scales_w)
     _n = UpsampleNearest3DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.output_size = output_size
     _n.scales_d = scales_d
     _n.scales_h = scales_h
@@ -8120,10 +7045,8 @@ def _ag_upsample_nearest3d_default(ks, self, output_size, scales_d, scales_h, sc
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleNearest3DBackwardBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -8136,13 +7059,11 @@ class UpsampleNearest3DBackwardBackward0(_Node):
             grad_inputs[grad_output_ix] = aten.upsample_nearest3d(grad, output_size, scales_d, scales_h, scales_w)
         return grad_inputs
 
-
 def _ag_upsample_nearest3d_backward_default(ks, grad_output, output_size, input_size, scales_d, scales_h, scales_w):
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op_upsample_nearest3d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales_d, scales_h, scales_w)
     _n = UpsampleNearest3DBackwardBackward0()
-    _n._next = _edges(grad_output)
-    _n._input_meta = _meta(grad_output)
+    _n._next, _n._input_meta = _edges(grad_output), _meta(grad_output)
     _n.output_size = output_size
     _n.scales_d = scales_d
     _n.scales_h = scales_h
@@ -8151,10 +7072,8 @@ def _ag_upsample_nearest3d_backward_default(ks, grad_output, output_size, input_
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleNearestExact3DBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -8168,13 +7087,11 @@ class UpsampleNearestExact3DBackward0(_Node):
             grad_inputs[self_ix] = aten._upsample_nearest_exact3d_backward(grad, output_size, self_sizes, scales_d, scales_h, scales_w)
         return grad_inputs
 
-
 def _ag__upsample_nearest_exact3d_default(ks, self, output_size, scales_d, scales_h, scales_w):
     if not (_gm.enabled and (self._rg)):
         return aten._op__upsample_nearest_exact3d.redispatch(ks & _BELOW, self, output_size, scales_d, scales_h, scales_w)
     _n = UpsampleNearestExact3DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.output_size = output_size
     _n.scales_d = scales_d
     _n.scales_h = scales_h
@@ -8184,10 +7101,8 @@ def _ag__upsample_nearest_exact3d_default(ks, self, output_size, scales_d, scale
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleNearestExact3DBackwardBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -8200,13 +7115,11 @@ class UpsampleNearestExact3DBackwardBackward0(_Node):
             grad_inputs[grad_output_ix] = aten._upsample_nearest_exact3d(grad, output_size, scales_d, scales_h, scales_w)
         return grad_inputs
 
-
 def _ag__upsample_nearest_exact3d_backward_default(ks, grad_output, output_size, input_size, scales_d, scales_h, scales_w):
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op__upsample_nearest_exact3d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales_d, scales_h, scales_w)
     _n = UpsampleNearestExact3DBackwardBackward0()
-    _n._next = _edges(grad_output)
-    _n._input_meta = _meta(grad_output)
+    _n._next, _n._input_meta = _edges(grad_output), _meta(grad_output)
     _n.output_size = output_size
     _n.scales_d = scales_d
     _n.scales_h = scales_h
@@ -8215,10 +7128,8 @@ def _ag__upsample_nearest_exact3d_backward_default(ks, grad_output, output_size,
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleLinear1DBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -8231,13 +7142,11 @@ class UpsampleLinear1DBackward0(_Node):
             grad_inputs[self_ix] = aten.upsample_linear1d_backward(grad, output_size, self_sizes, align_corners, scales)
         return grad_inputs
 
-
 def _ag_upsample_linear1d_default(ks, self, output_size, align_corners, scales):
     if not (_gm.enabled and (self._rg)):
         return aten._op_upsample_linear1d.redispatch(ks & _BELOW, self, output_size, align_corners, scales)
     _n = UpsampleLinear1DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.output_size = output_size
     _n.align_corners = align_corners
     _n.scales = scales
@@ -8246,10 +7155,8 @@ def _ag_upsample_linear1d_default(ks, self, output_size, align_corners, scales):
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleLinear1DBackwardBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -8261,13 +7168,11 @@ class UpsampleLinear1DBackwardBackward0(_Node):
             grad_inputs[grad_output_ix] = aten.upsample_linear1d(grad, output_size, align_corners, scales)
         return grad_inputs
 
-
 def _ag_upsample_linear1d_backward_default(ks, grad_output, output_size, input_size, align_corners, scales):
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op_upsample_linear1d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales)
     _n = UpsampleLinear1DBackwardBackward0()
-    _n._next = _edges(grad_output)
-    _n._input_meta = _meta(grad_output)
+    _n._next, _n._input_meta = _edges(grad_output), _meta(grad_output)
     _n.output_size = output_size
     _n.align_corners = align_corners
     _n.scales = scales
@@ -8275,10 +7180,8 @@ def _ag_upsample_linear1d_backward_default(ks, grad_output, output_size, input_s
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleBilinear2DBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -8292,13 +7195,11 @@ class UpsampleBilinear2DBackward0(_Node):
             grad_inputs[self_ix] = aten.upsample_bilinear2d_backward(grad, output_size, self_sizes, align_corners, scales_h, scales_w)
         return grad_inputs
 
-
 def _ag_upsample_bilinear2d_default(ks, self, output_size, align_corners, scales_h, scales_w):
     if not (_gm.enabled and (self._rg)):
         return aten._op_upsample_bilinear2d.redispatch(ks & _BELOW, self, output_size, align_corners, scales_h, scales_w)
     _n = UpsampleBilinear2DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.output_size = output_size
     _n.align_corners = align_corners
     _n.scales_h = scales_h
@@ -8308,10 +7209,8 @@ def _ag_upsample_bilinear2d_default(ks, self, output_size, align_corners, scales
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleBilinear2DBackwardBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -8324,13 +7223,11 @@ class UpsampleBilinear2DBackwardBackward0(_Node):
             grad_inputs[grad_output_ix] = aten.upsample_bilinear2d(grad, output_size, align_corners, scales_h, scales_w)
         return grad_inputs
 
-
 def _ag_upsample_bilinear2d_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op_upsample_bilinear2d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
     _n = UpsampleBilinear2DBackwardBackward0()
-    _n._next = _edges(grad_output)
-    _n._input_meta = _meta(grad_output)
+    _n._next, _n._input_meta = _edges(grad_output), _meta(grad_output)
     _n.output_size = output_size
     _n.align_corners = align_corners
     _n.scales_h = scales_h
@@ -8339,10 +7236,8 @@ def _ag_upsample_bilinear2d_backward_default(ks, grad_output, output_size, input
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleBicubic2DBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -8356,13 +7251,11 @@ class UpsampleBicubic2DBackward0(_Node):
             grad_inputs[self_ix] = aten.upsample_bicubic2d_backward(grad, output_size, self_sizes, align_corners, scales_h, scales_w)
         return grad_inputs
 
-
 def _ag_upsample_bicubic2d_default(ks, self, output_size, align_corners, scales_h, scales_w):
     if not (_gm.enabled and (self._rg)):
         return aten._op_upsample_bicubic2d.redispatch(ks & _BELOW, self, output_size, align_corners, scales_h, scales_w)
     _n = UpsampleBicubic2DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.output_size = output_size
     _n.align_corners = align_corners
     _n.scales_h = scales_h
@@ -8372,10 +7265,8 @@ def _ag_upsample_bicubic2d_default(ks, self, output_size, align_corners, scales_
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleBicubic2DBackwardBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -8388,13 +7279,11 @@ class UpsampleBicubic2DBackwardBackward0(_Node):
             grad_inputs[grad_output_ix] = aten.upsample_bicubic2d(grad, output_size, align_corners, scales_h, scales_w)
         return grad_inputs
 
-
 def _ag_upsample_bicubic2d_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op_upsample_bicubic2d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
     _n = UpsampleBicubic2DBackwardBackward0()
-    _n._next = _edges(grad_output)
-    _n._input_meta = _meta(grad_output)
+    _n._next, _n._input_meta = _edges(grad_output), _meta(grad_output)
     _n.output_size = output_size
     _n.align_corners = align_corners
     _n.scales_h = scales_h
@@ -8403,10 +7292,8 @@ def _ag_upsample_bicubic2d_backward_default(ks, grad_output, output_size, input_
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleBilinear2DAaBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -8420,13 +7307,11 @@ class UpsampleBilinear2DAaBackward0(_Node):
             grad_inputs[self_ix] = aten._upsample_bilinear2d_aa_backward(grad, output_size, self_sizes, align_corners, scales_h, scales_w)
         return grad_inputs
 
-
 def _ag__upsample_bilinear2d_aa_default(ks, self, output_size, align_corners, scales_h, scales_w):
     if not (_gm.enabled and (self._rg)):
         return aten._op__upsample_bilinear2d_aa.redispatch(ks & _BELOW, self, output_size, align_corners, scales_h, scales_w)
     _n = UpsampleBilinear2DAaBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.output_size = output_size
     _n.align_corners = align_corners
     _n.scales_h = scales_h
@@ -8436,10 +7321,8 @@ def _ag__upsample_bilinear2d_aa_default(ks, self, output_size, align_corners, sc
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleBilinear2DAaBackwardBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -8452,13 +7335,11 @@ class UpsampleBilinear2DAaBackwardBackward0(_Node):
             grad_inputs[grad_output_ix] = aten._upsample_bilinear2d_aa(grad, output_size, align_corners, scales_h, scales_w)
         return grad_inputs
 
-
 def _ag__upsample_bilinear2d_aa_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op__upsample_bilinear2d_aa_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
     _n = UpsampleBilinear2DAaBackwardBackward0()
-    _n._next = _edges(grad_output)
-    _n._input_meta = _meta(grad_output)
+    _n._next, _n._input_meta = _edges(grad_output), _meta(grad_output)
     _n.output_size = output_size
     _n.align_corners = align_corners
     _n.scales_h = scales_h
@@ -8467,10 +7348,8 @@ def _ag__upsample_bilinear2d_aa_backward_default(ks, grad_output, output_size, i
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleBicubic2DAaBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -8484,13 +7363,11 @@ class UpsampleBicubic2DAaBackward0(_Node):
             grad_inputs[self_ix] = aten._upsample_bicubic2d_aa_backward(grad, output_size, self_sizes, align_corners, scales_h, scales_w)
         return grad_inputs
 
-
 def _ag__upsample_bicubic2d_aa_default(ks, self, output_size, align_corners, scales_h, scales_w):
     if not (_gm.enabled and (self._rg)):
         return aten._op__upsample_bicubic2d_aa.redispatch(ks & _BELOW, self, output_size, align_corners, scales_h, scales_w)
     _n = UpsampleBicubic2DAaBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.output_size = output_size
     _n.align_corners = align_corners
     _n.scales_h = scales_h
@@ -8500,10 +7377,8 @@ def _ag__upsample_bicubic2d_aa_default(ks, self, output_size, align_corners, sca
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleBicubic2DAaBackwardBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -8516,13 +7391,11 @@ class UpsampleBicubic2DAaBackwardBackward0(_Node):
             grad_inputs[grad_output_ix] = aten._upsample_bicubic2d_aa(grad, output_size, align_corners, scales_h, scales_w)
         return grad_inputs
 
-
 def _ag__upsample_bicubic2d_aa_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op__upsample_bicubic2d_aa_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
     _n = UpsampleBicubic2DAaBackwardBackward0()
-    _n._next = _edges(grad_output)
-    _n._input_meta = _meta(grad_output)
+    _n._next, _n._input_meta = _edges(grad_output), _meta(grad_output)
     _n.output_size = output_size
     _n.align_corners = align_corners
     _n.scales_h = scales_h
@@ -8531,10 +7404,8 @@ def _ag__upsample_bicubic2d_aa_backward_default(ks, grad_output, output_size, in
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleLanczos2DAaBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -8548,13 +7419,11 @@ class UpsampleLanczos2DAaBackward0(_Node):
             grad_inputs[self_ix] = aten._upsample_lanczos2d_aa_backward(grad, output_size, self_sizes, align_corners, scales_h, scales_w)
         return grad_inputs
 
-
 def _ag__upsample_lanczos2d_aa_default(ks, self, output_size, align_corners, scales_h, scales_w):
     if not (_gm.enabled and (self._rg)):
         return aten._op__upsample_lanczos2d_aa.redispatch(ks & _BELOW, self, output_size, align_corners, scales_h, scales_w)
     _n = UpsampleLanczos2DAaBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.output_size = output_size
     _n.align_corners = align_corners
     _n.scales_h = scales_h
@@ -8564,10 +7433,8 @@ def _ag__upsample_lanczos2d_aa_default(ks, self, output_size, align_corners, sca
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleLanczos2DAaBackwardBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -8580,13 +7447,11 @@ class UpsampleLanczos2DAaBackwardBackward0(_Node):
             grad_inputs[grad_output_ix] = aten._upsample_lanczos2d_aa(grad, output_size, align_corners, scales_h, scales_w)
         return grad_inputs
 
-
 def _ag__upsample_lanczos2d_aa_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op__upsample_lanczos2d_aa_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
     _n = UpsampleLanczos2DAaBackwardBackward0()
-    _n._next = _edges(grad_output)
-    _n._input_meta = _meta(grad_output)
+    _n._next, _n._input_meta = _edges(grad_output), _meta(grad_output)
     _n.output_size = output_size
     _n.align_corners = align_corners
     _n.scales_h = scales_h
@@ -8595,10 +7460,8 @@ def _ag__upsample_lanczos2d_aa_backward_default(ks, grad_output, output_size, in
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleTrilinear3DBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -8613,13 +7476,11 @@ class UpsampleTrilinear3DBackward0(_Node):
             grad_inputs[self_ix] = aten.upsample_trilinear3d_backward(grad, output_size, self_sizes, align_corners, scales_d, scales_h, scales_w)
         return grad_inputs
 
-
 def _ag_upsample_trilinear3d_default(ks, self, output_size, align_corners, scales_d, scales_h, scales_w):
     if not (_gm.enabled and (self._rg)):
         return aten._op_upsample_trilinear3d.redispatch(ks & _BELOW, self, output_size, align_corners, scales_d, scales_h, scales_w)
     _n = UpsampleTrilinear3DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.output_size = output_size
     _n.align_corners = align_corners
     _n.scales_d = scales_d
@@ -8630,10 +7491,8 @@ def _ag_upsample_trilinear3d_default(ks, self, output_size, align_corners, scale
     _set_history(_n, (result,))
     return result
 
-
 class UpsampleTrilinear3DBackwardBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         output_size = _n.output_size
@@ -8647,13 +7506,11 @@ class UpsampleTrilinear3DBackwardBackward0(_Node):
             grad_inputs[grad_output_ix] = aten.upsample_trilinear3d(grad, output_size, align_corners, scales_d, scales_h, scales_w)
         return grad_inputs
 
-
 def _ag_upsample_trilinear3d_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w):
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op_upsample_trilinear3d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w)
     _n = UpsampleTrilinear3DBackwardBackward0()
-    _n._next = _edges(grad_output)
-    _n._input_meta = _meta(grad_output)
+    _n._next, _n._input_meta = _edges(grad_output), _meta(grad_output)
     _n.output_size = output_size
     _n.align_corners = align_corners
     _n.scales_d = scales_d
@@ -8663,10 +7520,8 @@ def _ag_upsample_trilinear3d_backward_default(ks, grad_output, output_size, inpu
     _set_history(_n, (result,))
     return result
 
-
 class AdaptiveAvgPool2DBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -8676,23 +7531,19 @@ class AdaptiveAvgPool2DBackward0(_Node):
             grad_inputs[self_ix] = aten._adaptive_avg_pool2d_backward(grad, self)
         return grad_inputs
 
-
 def _ag__adaptive_avg_pool2d_default(ks, self, output_size):
     if not (_gm.enabled and (self._rg)):
         return aten._op__adaptive_avg_pool2d.redispatch(ks & _BELOW, self, output_size)
     _n = AdaptiveAvgPool2DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op__adaptive_avg_pool2d.redispatch(ks & _BELOW, self, output_size)
     _set_history(_n, (result,))
     return result
 
-
 class AdaptiveAvgPool2DBackwardBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         grad_output_sizes = _n.grad_output_sizes
@@ -8705,13 +7556,11 @@ class AdaptiveAvgPool2DBackwardBackward0(_Node):
             grad_inputs[self_ix] = aten.zeros_like(self)
         return grad_inputs
 
-
 def _ag__adaptive_avg_pool2d_backward_default(ks, grad_output, self):
     if not (_gm.enabled and (grad_output._rg or self._rg)):
         return aten._op__adaptive_avg_pool2d_backward.redispatch(ks & _BELOW, grad_output, self)
     _n = AdaptiveAvgPool2DBackwardBackward0()
-    _n._next = _edges(grad_output, self)
-    _n._input_meta = _meta(grad_output, self)
+    _n._next, _n._input_meta = _edges(grad_output, self), _meta(grad_output, self)
     _n.grad_output_sizes = tuple(grad_output.shape)
     if _n._next[1] is not None:
         _n.self_ = _SV(self)
@@ -8719,10 +7568,8 @@ def _ag__adaptive_avg_pool2d_backward_default(ks, grad_output, self):
     _set_history(_n, (result,))
     return result
 
-
 class AdaptiveAvgPool3DBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -8732,23 +7579,19 @@ class AdaptiveAvgPool3DBackward0(_Node):
             grad_inputs[self_ix] = aten._adaptive_avg_pool3d_backward(grad, self)
         return grad_inputs
 
-
 def _ag__adaptive_avg_pool3d_default(ks, self, output_size):
     if not (_gm.enabled and (self._rg)):
         return aten._op__adaptive_avg_pool3d.redispatch(ks & _BELOW, self, output_size)
     _n = AdaptiveAvgPool3DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op__adaptive_avg_pool3d.redispatch(ks & _BELOW, self, output_size)
     _set_history(_n, (result,))
     return result
 
-
 class AdaptiveAvgPool3DBackwardBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         grad_output_sizes = _n.grad_output_sizes
@@ -8761,13 +7604,11 @@ class AdaptiveAvgPool3DBackwardBackward0(_Node):
             grad_inputs[self_ix] = aten.zeros_like(self)
         return grad_inputs
 
-
 def _ag__adaptive_avg_pool3d_backward_default(ks, grad_output, self):
     if not (_gm.enabled and (grad_output._rg or self._rg)):
         return aten._op__adaptive_avg_pool3d_backward.redispatch(ks & _BELOW, grad_output, self)
     _n = AdaptiveAvgPool3DBackwardBackward0()
-    _n._next = _edges(grad_output, self)
-    _n._input_meta = _meta(grad_output, self)
+    _n._next, _n._input_meta = _edges(grad_output, self), _meta(grad_output, self)
     _n.grad_output_sizes = tuple(grad_output.shape)
     if _n._next[1] is not None:
         _n.self_ = _SV(self)
@@ -8775,10 +7616,8 @@ def _ag__adaptive_avg_pool3d_backward_default(ks, grad_output, self):
     _set_history(_n, (result,))
     return result
 
-
 class AdaptiveMaxPool2DBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -8789,13 +7628,11 @@ class AdaptiveMaxPool2DBackward0(_Node):
             grad_inputs[self_ix] = max_pool_backward(grad, self, result[1], 2)
         return grad_inputs
 
-
 def _ag_adaptive_max_pool2d_default(ks, self, output_size):
     if not (_gm.enabled and (self._rg)):
         return aten._op_adaptive_max_pool2d.redispatch(ks & _BELOW, self, output_size)
     _n = AdaptiveMaxPool2DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_adaptive_max_pool2d.redispatch(ks & _BELOW, self, output_size)
@@ -8803,10 +7640,8 @@ def _ag_adaptive_max_pool2d_default(ks, self, output_size):
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class AdaptiveMaxPool3DBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -8817,13 +7652,11 @@ class AdaptiveMaxPool3DBackward0(_Node):
             grad_inputs[self_ix] = max_pool_backward(grad, self, result[1], 3)
         return grad_inputs
 
-
 def _ag_adaptive_max_pool3d_default(ks, self, output_size):
     if not (_gm.enabled and (self._rg)):
         return aten._op_adaptive_max_pool3d.redispatch(ks & _BELOW, self, output_size)
     _n = AdaptiveMaxPool3DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_adaptive_max_pool3d.redispatch(ks & _BELOW, self, output_size)
@@ -8831,10 +7664,8 @@ def _ag_adaptive_max_pool3d_default(ks, self, output_size):
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class Im2ColBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         kernel_size = _n.kernel_size
@@ -8848,13 +7679,11 @@ class Im2ColBackward0(_Node):
             grad_inputs[self_ix] = aten.col2im(grad, self_sizes[-2:], kernel_size, dilation, padding, stride)
         return grad_inputs
 
-
 def _ag_im2col_default(ks, self, kernel_size, dilation, padding, stride):
     if not (_gm.enabled and (self._rg)):
         return aten._op_im2col.redispatch(ks & _BELOW, self, kernel_size, dilation, padding, stride)
     _n = Im2ColBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.kernel_size = kernel_size
     _n.dilation = dilation
     _n.padding = padding
@@ -8864,10 +7693,8 @@ def _ag_im2col_default(ks, self, kernel_size, dilation, padding, stride):
     _set_history(_n, (result,))
     return result
 
-
 class Col2ImBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         kernel_size = _n.kernel_size
@@ -8880,13 +7707,11 @@ class Col2ImBackward0(_Node):
             grad_inputs[self_ix] = aten.im2col(grad, kernel_size, dilation, padding, stride)
         return grad_inputs
 
-
 def _ag_col2im_default(ks, self, output_size, kernel_size, dilation, padding, stride):
     if not (_gm.enabled and (self._rg)):
         return aten._op_col2im.redispatch(ks & _BELOW, self, output_size, kernel_size, dilation, padding, stride)
     _n = Col2ImBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.kernel_size = kernel_size
     _n.dilation = dilation
     _n.padding = padding
@@ -8895,10 +7720,8 @@ def _ag_col2im_default(ks, self, output_size, kernel_size, dilation, padding, st
     _set_history(_n, (result,))
     return result
 
-
 class EmbeddingBagBackward0(_Node):
     _saved_names = ('weight_', 'indices_', 'offsets_', 'per_sample_weights_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         scale_grad_by_freq = _n.scale_grad_by_freq
@@ -8922,13 +7745,11 @@ class EmbeddingBagBackward0(_Node):
             grad_inputs[per_sample_weights_ix] = aten._embedding_bag_per_sample_weights_backward(grad, weight, indices, offsets, result[1], mode, padding_idx)
         return grad_inputs
 
-
 def _ag__embedding_bag_default(ks, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx):
     if not (_gm.enabled and (weight._rg or (per_sample_weights is not None and per_sample_weights._rg))):
         return aten._op__embedding_bag.redispatch(ks & _BELOW, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
     _n = EmbeddingBagBackward0()
-    _n._next = _edges(weight, per_sample_weights)
-    _n._input_meta = _meta(weight, per_sample_weights)
+    _n._next, _n._input_meta = _edges(weight, per_sample_weights), _meta(weight, per_sample_weights)
     _n.scale_grad_by_freq = scale_grad_by_freq
     _n.mode = mode
     _n.sparse = sparse
@@ -8947,10 +7768,8 @@ def _ag__embedding_bag_default(ks, weight, indices, offsets, scale_grad_by_freq,
     _n.result_ = [_SV(_o, True) if _i in {1, 2, 3} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class GridSampler2DBackward0(_Node):
     _saved_names = ('input_', 'grid_')
-
     def apply(_n, grads):
         grad = grads[0]
         interpolation_mode = _n.interpolation_mode
@@ -8969,13 +7788,11 @@ class GridSampler2DBackward0(_Node):
                 grad_inputs[grid_ix] = _gs[1]
         return grad_inputs
 
-
 def _ag_grid_sampler_2d_default(ks, input, grid, interpolation_mode, padding_mode, align_corners):
     if not (_gm.enabled and (input._rg or grid._rg)):
         return aten._op_grid_sampler_2d.redispatch(ks & _BELOW, input, grid, interpolation_mode, padding_mode, align_corners)
     _n = GridSampler2DBackward0()
-    _n._next = _edges(input, grid)
-    _n._input_meta = _meta(input, grid)
+    _n._next, _n._input_meta = _edges(input, grid), _meta(input, grid)
     _n.interpolation_mode = interpolation_mode
     _n.padding_mode = padding_mode
     _n.align_corners = align_corners
@@ -8987,10 +7804,8 @@ def _ag_grid_sampler_2d_default(ks, input, grid, interpolation_mode, padding_mod
     _set_history(_n, (result,))
     return result
 
-
 class GridSampler3DBackward0(_Node):
     _saved_names = ('input_', 'grid_')
-
     def apply(_n, grads):
         grad = grads[0]
         interpolation_mode = _n.interpolation_mode
@@ -9009,13 +7824,11 @@ class GridSampler3DBackward0(_Node):
                 grad_inputs[grid_ix] = _gs[1]
         return grad_inputs
 
-
 def _ag_grid_sampler_3d_default(ks, input, grid, interpolation_mode, padding_mode, align_corners):
     if not (_gm.enabled and (input._rg or grid._rg)):
         return aten._op_grid_sampler_3d.redispatch(ks & _BELOW, input, grid, interpolation_mode, padding_mode, align_corners)
     _n = GridSampler3DBackward0()
-    _n._next = _edges(input, grid)
-    _n._input_meta = _meta(input, grid)
+    _n._next, _n._input_meta = _edges(input, grid), _meta(input, grid)
     _n.interpolation_mode = interpolation_mode
     _n.padding_mode = padding_mode
     _n.align_corners = align_corners
@@ -9027,10 +7840,8 @@ def _ag_grid_sampler_3d_default(ks, input, grid, interpolation_mode, padding_mod
     _set_history(_n, (result,))
     return result
 
-
 class AffineGridGeneratorBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         size = _n.size
@@ -9041,23 +7852,19 @@ class AffineGridGeneratorBackward0(_Node):
             grad_inputs[theta_ix] = aten.affine_grid_generator_backward(grad, size, align_corners)
         return grad_inputs
 
-
 def _ag_affine_grid_generator_default(ks, theta, size, align_corners):
     if not (_gm.enabled and (theta._rg)):
         return aten._op_affine_grid_generator.redispatch(ks & _BELOW, theta, size, align_corners)
     _n = AffineGridGeneratorBackward0()
-    _n._next = _edges(theta)
-    _n._input_meta = _meta(theta)
+    _n._next, _n._input_meta = _edges(theta), _meta(theta)
     _n.size = size
     _n.align_corners = align_corners
     result = aten._op_affine_grid_generator.redispatch(ks & _BELOW, theta, size, align_corners)
     _set_history(_n, (result,))
     return result
 
-
 class CtcLossBackward0(_Node):
     _saved_names = ('log_probs_', 'targets_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         input_lengths = _n.input_lengths
@@ -9073,13 +7880,11 @@ class CtcLossBackward0(_Node):
             grad_inputs[log_probs_ix] = aten._ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, result[0], result[1], blank, zero_infinity)
         return grad_inputs
 
-
 def _ag__ctc_loss_default(ks, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity):
     if not (_gm.enabled and (log_probs._rg)):
         return aten._op__ctc_loss.redispatch(ks & _BELOW, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity)
     _n = CtcLossBackward0()
-    _n._next = _edges(log_probs)
-    _n._input_meta = _meta(log_probs)
+    _n._next, _n._input_meta = _edges(log_probs), _meta(log_probs)
     _n.input_lengths = input_lengths
     _n.target_lengths = target_lengths
     _n.blank = blank
@@ -9093,10 +7898,8 @@ def _ag__ctc_loss_default(ks, log_probs, targets, input_lengths, target_lengths,
     _n.result_ = [_SV(_o, True) if _i in {0, 1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class SmoothL1LossBackward0(_Node):
     _saved_names = ('self_', 'target_')
-
     def apply(_n, grads):
         grad = grads[0]
         reduction = _n.reduction
@@ -9113,13 +7916,11 @@ class SmoothL1LossBackward0(_Node):
             grad_inputs[target_ix] = aten.smooth_l1_loss_backward(grad, target, self, reduction, beta)
         return grad_inputs
 
-
 def _ag_smooth_l1_loss_default(ks, self, target, reduction, beta):
     if not (_gm.enabled and (self._rg or target._rg)):
         return aten._op_smooth_l1_loss.redispatch(ks & _BELOW, self, target, reduction, beta)
     _n = SmoothL1LossBackward0()
-    _n._next = _edges(self, target)
-    _n._input_meta = _meta(self, target)
+    _n._next, _n._input_meta = _edges(self, target), _meta(self, target)
     _n.reduction = reduction
     _n.beta = beta
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -9130,10 +7931,8 @@ def _ag_smooth_l1_loss_default(ks, self, target, reduction, beta):
     _set_history(_n, (result,))
     return result
 
-
 class HuberLossBackward0(_Node):
     _saved_names = ('self_', 'target_')
-
     def apply(_n, grads):
         grad = grads[0]
         reduction = _n.reduction
@@ -9150,13 +7949,11 @@ class HuberLossBackward0(_Node):
             grad_inputs[target_ix] = aten.huber_loss_backward(grad, target, self, reduction, delta)
         return grad_inputs
 
-
 def _ag_huber_loss_default(ks, self, target, reduction, delta):
     if not (_gm.enabled and (self._rg or target._rg)):
         return aten._op_huber_loss.redispatch(ks & _BELOW, self, target, reduction, delta)
     _n = HuberLossBackward0()
-    _n._next = _edges(self, target)
-    _n._input_meta = _meta(self, target)
+    _n._next, _n._input_meta = _edges(self, target), _meta(self, target)
     _n.reduction = reduction
     _n.delta = delta
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -9167,10 +7964,8 @@ def _ag_huber_loss_default(ks, self, target, reduction, delta):
     _set_history(_n, (result,))
     return result
 
-
 class BinaryCrossEntropyBackward0(_Node):
     _saved_names = ('self_', 'target_', 'weight_')
-
     def apply(_n, grads):
         grad = grads[0]
         reduction = _n.reduction
@@ -9188,15 +7983,13 @@ class BinaryCrossEntropyBackward0(_Node):
             grad_inputs[target_ix] = binary_cross_entropy_target_backward(grad, self, target, weight, reduction)
         return grad_inputs
 
-
 def _ag_binary_cross_entropy_default(ks, self, target, weight, reduction):
     if _gm.enabled and ((weight is not None and weight._rg)):
         _check_no_requires_grad(weight, 'weight', 'binary_cross_entropy')
     if not (_gm.enabled and (self._rg or target._rg)):
         return aten._op_binary_cross_entropy.redispatch(ks & _BELOW, self, target, weight, reduction)
     _n = BinaryCrossEntropyBackward0()
-    _n._next = _edges(self, target)
-    _n._input_meta = _meta(self, target)
+    _n._next, _n._input_meta = _edges(self, target), _meta(self, target)
     _n.reduction = reduction
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self)
@@ -9208,10 +8001,8 @@ def _ag_binary_cross_entropy_default(ks, self, target, weight, reduction):
     _set_history(_n, (result,))
     return result
 
-
 class BinaryCrossEntropyWithLogitsBackward0(_Node):
     _saved_names = ('self_', 'target_', 'weight_', 'pos_weight_')
-
     def apply(_n, grads):
         grad = grads[0]
         reduction = _n.reduction
@@ -9231,7 +8022,6 @@ class BinaryCrossEntropyWithLogitsBackward0(_Node):
             grad_inputs[target_ix] = binary_cross_entropy_with_logits_target_backward(grad, self, target, weight, pos_weight, reduction)
         return grad_inputs
 
-
 def _ag_binary_cross_entropy_with_logits_default(ks, self, target, weight, pos_weight, reduction):
     if _gm.enabled and ((weight is not None and weight._rg) or (pos_weight is not None and pos_weight._rg)):
         _check_no_requires_grad(weight, 'weight', 'binary_cross_entropy_with_logits')
@@ -9239,8 +8029,7 @@ def _ag_binary_cross_entropy_with_logits_default(ks, self, target, weight, pos_w
     if not (_gm.enabled and (self._rg or target._rg)):
         return aten._op_binary_cross_entropy_with_logits.redispatch(ks & _BELOW, self, target, weight, pos_weight, reduction)
     _n = BinaryCrossEntropyWithLogitsBackward0()
-    _n._next = _edges(self, target)
-    _n._input_meta = _meta(self, target)
+    _n._next, _n._input_meta = _edges(self, target), _meta(self, target)
     _n.reduction = reduction
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self)
@@ -9254,10 +8043,8 @@ def _ag_binary_cross_entropy_with_logits_default(ks, self, target, weight, pos_w
     _set_history(_n, (result,))
     return result
 
-
 class SoftMarginLossBackward0(_Node):
     _saved_names = ('self_', 'target_')
-
     def apply(_n, grads):
         grad = grads[0]
         reduction = _n.reduction
@@ -9269,15 +8056,13 @@ class SoftMarginLossBackward0(_Node):
             grad_inputs[self_ix] = aten.soft_margin_loss_backward(grad, self, target, reduction)
         return grad_inputs
 
-
 def _ag_soft_margin_loss_default(ks, self, target, reduction):
     if _gm.enabled and (target._rg):
         _check_no_requires_grad(target, 'target', 'soft_margin_loss')
     if not (_gm.enabled and (self._rg)):
         return aten._op_soft_margin_loss.redispatch(ks & _BELOW, self, target, reduction)
     _n = SoftMarginLossBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.reduction = reduction
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -9287,10 +8072,8 @@ def _ag_soft_margin_loss_default(ks, self, target, reduction):
     _set_history(_n, (result,))
     return result
 
-
 class MultiMarginLossBackward0(_Node):
     _saved_names = ('self_', 'target_', 'weight_')
-
     def apply(_n, grads):
         grad = grads[0]
         p = _n.p
@@ -9305,15 +8088,13 @@ class MultiMarginLossBackward0(_Node):
             grad_inputs[self_ix] = aten.multi_margin_loss_backward(grad, self, target, p, margin, weight, reduction)
         return grad_inputs
 
-
 def _ag_multi_margin_loss_default(ks, self, target, p, margin, weight, reduction):
     if _gm.enabled and ((weight is not None and weight._rg)):
         _check_no_requires_grad(weight, 'weight', 'multi_margin_loss')
     if not (_gm.enabled and (self._rg)):
         return aten._op_multi_margin_loss.redispatch(ks & _BELOW, self, target, p, margin, weight, reduction)
     _n = MultiMarginLossBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.p = p
     _n.margin = margin
     _n.reduction = reduction
@@ -9327,10 +8108,8 @@ def _ag_multi_margin_loss_default(ks, self, target, p, margin, weight, reduction
     _set_history(_n, (result,))
     return result
 
-
 class MultilabelMarginLossBackward0(_Node):
     _saved_names = ('self_', 'target_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         reduction = _n.reduction
@@ -9343,13 +8122,11 @@ class MultilabelMarginLossBackward0(_Node):
             grad_inputs[self_ix] = aten.multilabel_margin_loss_backward(grad, self, target, reduction, result[1])
         return grad_inputs
 
-
 def _ag_multilabel_margin_loss_forward_default(ks, self, target, reduction):
     if not (_gm.enabled and (self._rg)):
         return aten._op_multilabel_margin_loss_forward.redispatch(ks & _BELOW, self, target, reduction)
     _n = MultilabelMarginLossBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.reduction = reduction
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -9360,10 +8137,8 @@ def _ag_multilabel_margin_loss_forward_default(ks, self, target, reduction):
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class SiluBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -9373,23 +8148,19 @@ class SiluBackward0(_Node):
             grad_inputs[self_ix] = aten.silu_backward(grad, self)
         return grad_inputs
 
-
 def _ag_silu_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_silu.redispatch(ks & _BELOW, self)
     _n = SiluBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_silu.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class SiluBackwardBackward0(_Node):
     _saved_names = ('grad_output_', 'self_')
-
     def apply(_n, grads):
         grad = grads[0]
         grad_output_ix, self_ix = 0, 1
@@ -9403,13 +8174,11 @@ class SiluBackwardBackward0(_Node):
             grad_inputs[self_ix] = silu_double_backward(grad, grad_output, self)
         return grad_inputs
 
-
 def _ag_silu_backward_default(ks, grad_output, self):
     if not (_gm.enabled and (grad_output._rg or self._rg)):
         return aten._op_silu_backward.redispatch(ks & _BELOW, grad_output, self)
     _n = SiluBackwardBackward0()
-    _n._next = _edges(grad_output, self)
-    _n._input_meta = _meta(grad_output, self)
+    _n._next, _n._input_meta = _edges(grad_output, self), _meta(grad_output, self)
     if _n._next[1] is not None:
         _n.grad_output_ = _SV(grad_output)
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -9418,10 +8187,8 @@ def _ag_silu_backward_default(ks, grad_output, self):
     _set_history(_n, (result,))
     return result
 
-
 class MishBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -9431,23 +8198,19 @@ class MishBackward0(_Node):
             grad_inputs[self_ix] = aten.mish_backward(grad, self)
         return grad_inputs
 
-
 def _ag_mish_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_mish.redispatch(ks & _BELOW, self)
     _n = MishBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_mish.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class HardswishBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -9457,23 +8220,19 @@ class HardswishBackward0(_Node):
             grad_inputs[self_ix] = aten.hardswish_backward(grad, self)
         return grad_inputs
 
-
 def _ag_hardswish_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_hardswish.redispatch(ks & _BELOW, self)
     _n = HardswishBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_hardswish.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class HardsigmoidBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -9483,23 +8242,19 @@ class HardsigmoidBackward0(_Node):
             grad_inputs[self_ix] = aten.hardsigmoid_backward(grad, self)
         return grad_inputs
 
-
 def _ag_hardsigmoid_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_hardsigmoid.redispatch(ks & _BELOW, self)
     _n = HardsigmoidBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_hardsigmoid.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class LeakyReluBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         negative_slope = _n.negative_slope
@@ -9510,13 +8265,11 @@ class LeakyReluBackward0(_Node):
             grad_inputs[self_ix] = aten.leaky_relu_backward(grad, self, negative_slope, False)
         return grad_inputs
 
-
 def _ag_leaky_relu_default(ks, self, negative_slope):
     if not (_gm.enabled and (self._rg)):
         return aten._op_leaky_relu.redispatch(ks & _BELOW, self, negative_slope)
     _n = LeakyReluBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.negative_slope = negative_slope
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -9524,10 +8277,8 @@ def _ag_leaky_relu_default(ks, self, negative_slope):
     _set_history(_n, (result,))
     return result
 
-
 class EluBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         alpha = _n.alpha
@@ -9540,13 +8291,11 @@ class EluBackward0(_Node):
             grad_inputs[self_ix] = aten.elu_backward(grad, alpha, scale, input_scale, False, self)
         return grad_inputs
 
-
 def _ag_elu_default(ks, self, alpha, scale, input_scale):
     if not (_gm.enabled and (self._rg)):
         return aten._op_elu.redispatch(ks & _BELOW, self, alpha, scale, input_scale)
     _n = EluBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.alpha = alpha
     _n.scale = scale
     _n.input_scale = input_scale
@@ -9556,10 +8305,8 @@ def _ag_elu_default(ks, self, alpha, scale, input_scale):
     _set_history(_n, (result,))
     return result
 
-
 class HardtanhBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         min_val = _n.min_val
@@ -9571,13 +8318,11 @@ class HardtanhBackward0(_Node):
             grad_inputs[self_ix] = aten.hardtanh_backward(grad, self, min_val, max_val)
         return grad_inputs
 
-
 def _ag_hardtanh_default(ks, self, min_val, max_val):
     if not (_gm.enabled and (self._rg)):
         return aten._op_hardtanh.redispatch(ks & _BELOW, self, min_val, max_val)
     _n = HardtanhBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.min_val = min_val
     _n.max_val = max_val
     if _n._next[0] is not None:
@@ -9586,10 +8331,8 @@ def _ag_hardtanh_default(ks, self, min_val, max_val):
     _set_history(_n, (result,))
     return result
 
-
 class SoftplusBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         beta = _n.beta
@@ -9601,13 +8344,11 @@ class SoftplusBackward0(_Node):
             grad_inputs[self_ix] = aten.softplus_backward(grad, self, beta, threshold)
         return grad_inputs
 
-
 def _ag_softplus_default(ks, self, beta, threshold):
     if not (_gm.enabled and (self._rg)):
         return aten._op_softplus.redispatch(ks & _BELOW, self, beta, threshold)
     _n = SoftplusBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.beta = beta
     _n.threshold = threshold
     if _n._next[0] is not None:
@@ -9616,10 +8357,8 @@ def _ag_softplus_default(ks, self, beta, threshold):
     _set_history(_n, (result,))
     return result
 
-
 class GluBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -9630,13 +8369,11 @@ class GluBackward0(_Node):
             grad_inputs[self_ix] = aten.glu_backward(grad, self, dim)
         return grad_inputs
 
-
 def _ag_glu_default(ks, self, dim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_glu.redispatch(ks & _BELOW, self, dim)
     _n = GluBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -9644,10 +8381,8 @@ def _ag_glu_default(ks, self, dim):
     _set_history(_n, (result,))
     return result
 
-
 class CeluBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         alpha = _n.alpha
@@ -9658,13 +8393,11 @@ class CeluBackward0(_Node):
             grad_inputs[self_ix] = aten.elu_backward(grad, alpha, 1, 1.0 / alpha, False, self)
         return grad_inputs
 
-
 def _ag_celu_default(ks, self, alpha):
     if not (_gm.enabled and (self._rg)):
         return aten._op_celu.redispatch(ks & _BELOW, self, alpha)
     _n = CeluBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.alpha = alpha
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -9672,10 +8405,8 @@ def _ag_celu_default(ks, self, alpha):
     _set_history(_n, (result,))
     return result
 
-
 class LogSigmoidBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -9686,13 +8417,11 @@ class LogSigmoidBackward0(_Node):
             grad_inputs[self_ix] = aten.log_sigmoid_backward(grad, self, result[1])
         return grad_inputs
 
-
 def _ag_log_sigmoid_forward_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_log_sigmoid_forward.redispatch(ks & _BELOW, self)
     _n = LogSigmoidBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_log_sigmoid_forward.redispatch(ks & _BELOW, self)
@@ -9700,10 +8429,8 @@ def _ag_log_sigmoid_forward_default(ks, self):
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class ThresholdBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         threshold = _n.threshold
@@ -9714,13 +8441,11 @@ class ThresholdBackward0(_Node):
             grad_inputs[self_ix] = aten.threshold_backward(grad, self, threshold)
         return grad_inputs
 
-
 def _ag_threshold_default(ks, self, threshold, value):
     if not (_gm.enabled and (self._rg)):
         return aten._op_threshold.redispatch(ks & _BELOW, self, threshold, value)
     _n = ThresholdBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.threshold = threshold
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -9728,10 +8453,8 @@ def _ag_threshold_default(ks, self, threshold, value):
     _set_history(_n, (result,))
     return result
 
-
 class ThresholdBackwardBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         threshold = _n.threshold
@@ -9744,13 +8467,11 @@ class ThresholdBackwardBackward0(_Node):
             grad_inputs[self_ix] = aten.zeros_like(grad)
         return grad_inputs
 
-
 def _ag_threshold_backward_default(ks, grad_output, self, threshold):
     if not (_gm.enabled and (grad_output._rg or self._rg)):
         return aten._op_threshold_backward.redispatch(ks & _BELOW, grad_output, self, threshold)
     _n = ThresholdBackwardBackward0()
-    _n._next = _edges(grad_output, self)
-    _n._input_meta = _meta(grad_output, self)
+    _n._next, _n._input_meta = _edges(grad_output, self), _meta(grad_output, self)
     _n.threshold = threshold
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -9758,10 +8479,8 @@ def _ag_threshold_backward_default(ks, grad_output, self, threshold):
     _set_history(_n, (result,))
     return result
 
-
 class SoftshrinkBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         lambd = _n.lambd
@@ -9772,13 +8491,11 @@ class SoftshrinkBackward0(_Node):
             grad_inputs[self_ix] = aten.softshrink_backward(grad, self, lambd)
         return grad_inputs
 
-
 def _ag_softshrink_default(ks, self, lambd):
     if not (_gm.enabled and (self._rg)):
         return aten._op_softshrink.redispatch(ks & _BELOW, self, lambd)
     _n = SoftshrinkBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.lambd = lambd
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -9786,10 +8503,8 @@ def _ag_softshrink_default(ks, self, lambd):
     _set_history(_n, (result,))
     return result
 
-
 class HardshrinkBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         lambd = _n.lambd
@@ -9800,13 +8515,11 @@ class HardshrinkBackward0(_Node):
             grad_inputs[self_ix] = aten.hardshrink_backward(grad, self, lambd)
         return grad_inputs
 
-
 def _ag_hardshrink_default(ks, self, lambd):
     if not (_gm.enabled and (self._rg)):
         return aten._op_hardshrink.redispatch(ks & _BELOW, self, lambd)
     _n = HardshrinkBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.lambd = lambd
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -9814,10 +8527,8 @@ def _ag_hardshrink_default(ks, self, lambd):
     _set_history(_n, (result,))
     return result
 
-
 class PixelShuffleBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         upscale_factor = _n.upscale_factor
@@ -9827,22 +8538,18 @@ class PixelShuffleBackward0(_Node):
             grad_inputs[self_ix] = aten.pixel_unshuffle(grad, upscale_factor)
         return grad_inputs
 
-
 def _ag_pixel_shuffle_default(ks, self, upscale_factor):
     if not (_gm.enabled and (self._rg)):
         return aten._op_pixel_shuffle.redispatch(ks & _BELOW, self, upscale_factor)
     _n = PixelShuffleBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.upscale_factor = upscale_factor
     result = aten._op_pixel_shuffle.redispatch(ks & _BELOW, self, upscale_factor)
     _set_history(_n, (result,))
     return result
 
-
 class PixelUnshuffleBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         downscale_factor = _n.downscale_factor
@@ -9852,22 +8559,18 @@ class PixelUnshuffleBackward0(_Node):
             grad_inputs[self_ix] = aten.pixel_shuffle(grad, downscale_factor)
         return grad_inputs
 
-
 def _ag_pixel_unshuffle_default(ks, self, downscale_factor):
     if not (_gm.enabled and (self._rg)):
         return aten._op_pixel_unshuffle.redispatch(ks & _BELOW, self, downscale_factor)
     _n = PixelUnshuffleBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.downscale_factor = downscale_factor
     result = aten._op_pixel_unshuffle.redispatch(ks & _BELOW, self, downscale_factor)
     _set_history(_n, (result,))
     return result
 
-
 class ChannelShuffleBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         groups = _n.groups
@@ -9878,13 +8581,11 @@ class ChannelShuffleBackward0(_Node):
             grad_inputs[self_ix] = aten.channel_shuffle(grad, self.size(1) // groups)
         return grad_inputs
 
-
 def _ag_channel_shuffle_default(ks, self, groups):
     if not (_gm.enabled and (self._rg)):
         return aten._op_channel_shuffle.redispatch(ks & _BELOW, self, groups)
     _n = ChannelShuffleBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.groups = groups
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -9892,10 +8593,8 @@ def _ag_channel_shuffle_default(ks, self, groups):
     _set_history(_n, (result,))
     return result
 
-
 class NativeChannelShuffleBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -9904,21 +8603,17 @@ class NativeChannelShuffleBackward0(_Node):
             grad_inputs[self_ix] = not_implemented("native_channel_shuffle")
         return grad_inputs
 
-
 def _ag_native_channel_shuffle_default(ks, self, groups):
     if not (_gm.enabled and (self._rg)):
         return aten._op_native_channel_shuffle.redispatch(ks & _BELOW, self, groups)
     _n = NativeChannelShuffleBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_native_channel_shuffle.redispatch(ks & _BELOW, self, groups)
     _set_history(_n, (result,))
     return result
 
-
 class PreluKernelBackward0(_Node):
     _saved_names = ('self_', 'weight_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, weight_ix = 0, 1
@@ -9934,13 +8629,11 @@ class PreluKernelBackward0(_Node):
                 grad_inputs[weight_ix] = _gs[1]
         return grad_inputs
 
-
 def _ag__prelu_kernel_default(ks, self, weight):
     if not (_gm.enabled and (self._rg or weight._rg)):
         return aten._op__prelu_kernel.redispatch(ks & _BELOW, self, weight)
     _n = PreluKernelBackward0()
-    _n._next = _edges(self, weight)
-    _n._input_meta = _meta(self, weight)
+    _n._next, _n._input_meta = _edges(self, weight), _meta(self, weight)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -9949,10 +8642,8 @@ def _ag__prelu_kernel_default(ks, self, weight):
     _set_history(_n, (result,))
     return result
 
-
 class RreluWithNoiseBackward0(_Node):
     _saved_names = ('self_', 'noise_')
-
     def apply(_n, grads):
         grad = grads[0]
         lower = _n.lower
@@ -9966,13 +8657,11 @@ class RreluWithNoiseBackward0(_Node):
             grad_inputs[self_ix] = aten.rrelu_with_noise_backward(grad, self, noise, lower, upper, training, False)
         return grad_inputs
 
-
 def _ag_rrelu_with_noise_default(ks, self, noise, lower, upper, training, generator):
     if not (_gm.enabled and (self._rg)):
         return aten._op_rrelu_with_noise.redispatch(ks & _BELOW, self, noise, lower, upper, training, generator)
     _n = RreluWithNoiseBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.lower = lower
     _n.upper = upper
     _n.training = training
@@ -9984,10 +8673,8 @@ def _ag_rrelu_with_noise_default(ks, self, noise, lower, upper, training, genera
     _set_history(_n, (result,))
     return result
 
-
 class NativeDropoutBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         p = _n.p
@@ -9999,13 +8686,11 @@ class NativeDropoutBackward0(_Node):
             grad_inputs[input_ix] = aten.native_dropout_backward(grad, result[1], (0.0 if p == 1 else 1.0 / (1.0 - p)) if train else 1.0)
         return grad_inputs
 
-
 def _ag_native_dropout_default(ks, input, p, train):
     if not (_gm.enabled and (input._rg)):
         return aten._op_native_dropout.redispatch(ks & _BELOW, input, p, train)
     _n = NativeDropoutBackward0()
-    _n._next = _edges(input)
-    _n._input_meta = _meta(input)
+    _n._next, _n._input_meta = _edges(input), _meta(input)
     _n.p = p
     _n.train = train
     result = aten._op_native_dropout.redispatch(ks & _BELOW, input, p, train)
@@ -10013,10 +8698,8 @@ def _ag_native_dropout_default(ks, input, p, train):
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class SafeSoftmaxBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -10028,13 +8711,11 @@ class SafeSoftmaxBackward0(_Node):
             grad_inputs[self_ix] = aten._softmax_backward_data(grad, result, dim, result.dtype).to(self_dtype)
         return grad_inputs
 
-
 def _ag__safe_softmax_default(ks, self, dim, dtype):
     if not (_gm.enabled and (self._rg)):
         return aten._op__safe_softmax.redispatch(ks & _BELOW, self, dim, dtype)
     _n = SafeSoftmaxBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.self_meta = (self.dtype, self.device)
     result = aten._op__safe_softmax.redispatch(ks & _BELOW, self, dim, dtype)
@@ -10042,10 +8723,8 @@ def _ag__safe_softmax_default(ks, self, dim, dtype):
     _n.result_ = _SV(result, True)
     return result
 
-
 class ScaledDotProductFlashAttentionForCpuBackward0(_Node):
     _saved_names = ('query_', 'key_', 'value_', 'attn_mask_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         dropout_p = _n.dropout_p
@@ -10069,15 +8748,13 @@ class ScaledDotProductFlashAttentionForCpuBackward0(_Node):
                 grad_inputs[value_ix] = _gs[2]
         return grad_inputs
 
-
 def _ag__scaled_dot_product_flash_attention_for_cpu_default(ks, query, key, value, dropout_p, is_causal, attn_mask, scale):
     if _gm.enabled and ((attn_mask is not None and attn_mask._rg)):
         _check_no_requires_grad(attn_mask, 'attn_mask', '_scaled_dot_product_flash_attention_for_cpu')
     if not (_gm.enabled and (query._rg or key._rg or value._rg)):
         return aten._op__scaled_dot_product_flash_attention_for_cpu.redispatch(ks & _BELOW, query, key, value, dropout_p, is_causal, attn_mask, scale)
     _n = ScaledDotProductFlashAttentionForCpuBackward0()
-    _n._next = _edges(query, key, value)
-    _n._input_meta = _meta(query, key, value)
+    _n._next, _n._input_meta = _edges(query, key, value), _meta(query, key, value)
     _n.dropout_p = dropout_p
     _n.is_causal = is_causal
     _n.scale = scale
@@ -10094,10 +8771,8 @@ def _ag__scaled_dot_product_flash_attention_for_cpu_default(ks, query, key, valu
     _n.result_ = [_SV(_o, True) if _i in {0, 1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class ReflectionPad1DBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         padding = _n.padding
@@ -10108,13 +8783,11 @@ class ReflectionPad1DBackward0(_Node):
             grad_inputs[self_ix] = aten.reflection_pad1d_backward(grad, self, padding)
         return grad_inputs
 
-
 def _ag_reflection_pad1d_default(ks, self, padding):
     if not (_gm.enabled and (self._rg)):
         return aten._op_reflection_pad1d.redispatch(ks & _BELOW, self, padding)
     _n = ReflectionPad1DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.padding = padding
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -10122,10 +8795,8 @@ def _ag_reflection_pad1d_default(ks, self, padding):
     _set_history(_n, (result,))
     return result
 
-
 class ReflectionPad2DBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         padding = _n.padding
@@ -10136,13 +8807,11 @@ class ReflectionPad2DBackward0(_Node):
             grad_inputs[self_ix] = aten.reflection_pad2d_backward(grad, self, padding)
         return grad_inputs
 
-
 def _ag_reflection_pad2d_default(ks, self, padding):
     if not (_gm.enabled and (self._rg)):
         return aten._op_reflection_pad2d.redispatch(ks & _BELOW, self, padding)
     _n = ReflectionPad2DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.padding = padding
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -10150,10 +8819,8 @@ def _ag_reflection_pad2d_default(ks, self, padding):
     _set_history(_n, (result,))
     return result
 
-
 class ReflectionPad3DBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         padding = _n.padding
@@ -10164,13 +8831,11 @@ class ReflectionPad3DBackward0(_Node):
             grad_inputs[self_ix] = aten.reflection_pad3d_backward(grad, self, padding)
         return grad_inputs
 
-
 def _ag_reflection_pad3d_default(ks, self, padding):
     if not (_gm.enabled and (self._rg)):
         return aten._op_reflection_pad3d.redispatch(ks & _BELOW, self, padding)
     _n = ReflectionPad3DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.padding = padding
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -10178,10 +8843,8 @@ def _ag_reflection_pad3d_default(ks, self, padding):
     _set_history(_n, (result,))
     return result
 
-
 class ReplicationPad1DBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         padding = _n.padding
@@ -10192,13 +8855,11 @@ class ReplicationPad1DBackward0(_Node):
             grad_inputs[self_ix] = aten.replication_pad1d_backward(grad, self, padding)
         return grad_inputs
 
-
 def _ag_replication_pad1d_default(ks, self, padding):
     if not (_gm.enabled and (self._rg)):
         return aten._op_replication_pad1d.redispatch(ks & _BELOW, self, padding)
     _n = ReplicationPad1DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.padding = padding
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -10206,10 +8867,8 @@ def _ag_replication_pad1d_default(ks, self, padding):
     _set_history(_n, (result,))
     return result
 
-
 class ReplicationPad2DBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         padding = _n.padding
@@ -10220,13 +8879,11 @@ class ReplicationPad2DBackward0(_Node):
             grad_inputs[self_ix] = aten.replication_pad2d_backward(grad, self, padding)
         return grad_inputs
 
-
 def _ag_replication_pad2d_default(ks, self, padding):
     if not (_gm.enabled and (self._rg)):
         return aten._op_replication_pad2d.redispatch(ks & _BELOW, self, padding)
     _n = ReplicationPad2DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.padding = padding
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -10234,10 +8891,8 @@ def _ag_replication_pad2d_default(ks, self, padding):
     _set_history(_n, (result,))
     return result
 
-
 class ReplicationPad3DBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         padding = _n.padding
@@ -10248,13 +8903,11 @@ class ReplicationPad3DBackward0(_Node):
             grad_inputs[self_ix] = aten.replication_pad3d_backward(grad, self, padding)
         return grad_inputs
 
-
 def _ag_replication_pad3d_default(ks, self, padding):
     if not (_gm.enabled and (self._rg)):
         return aten._op_replication_pad3d.redispatch(ks & _BELOW, self, padding)
     _n = ReplicationPad3DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.padding = padding
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -10262,10 +8915,8 @@ def _ag_replication_pad3d_default(ks, self, padding):
     _set_history(_n, (result,))
     return result
 
-
 class MaxUnpool2DBackward0(_Node):
     _saved_names = ('indices_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -10275,23 +8926,19 @@ class MaxUnpool2DBackward0(_Node):
             grad_inputs[self_ix] = max_unpool_backward(grad, indices, 2)
         return grad_inputs
 
-
 def _ag_max_unpool2d_default(ks, self, indices, output_size):
     if not (_gm.enabled and (self._rg)):
         return aten._op_max_unpool2d.redispatch(ks & _BELOW, self, indices, output_size)
     _n = MaxUnpool2DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.indices_ = _SV(indices)
     result = aten._op_max_unpool2d.redispatch(ks & _BELOW, self, indices, output_size)
     _set_history(_n, (result,))
     return result
 
-
 class MaxUnpool3DBackward0(_Node):
     _saved_names = ('indices_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -10301,23 +8948,19 @@ class MaxUnpool3DBackward0(_Node):
             grad_inputs[self_ix] = max_unpool_backward(grad, indices, 3)
         return grad_inputs
 
-
 def _ag_max_unpool3d_default(ks, self, indices, output_size, stride, padding):
     if not (_gm.enabled and (self._rg)):
         return aten._op_max_unpool3d.redispatch(ks & _BELOW, self, indices, output_size, stride, padding)
     _n = MaxUnpool3DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.indices_ = _SV(indices)
     result = aten._op_max_unpool3d.redispatch(ks & _BELOW, self, indices, output_size, stride, padding)
     _set_history(_n, (result,))
     return result
 
-
 class EmbeddingRenormBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -10326,22 +8969,18 @@ class EmbeddingRenormBackward0(_Node):
             grad_inputs[self_ix] = not_implemented("embedding_renorm")
         return grad_inputs
 
-
 def _ag_embedding_renorm__default(ks, self, indices, max_norm, norm_type):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_embedding_renorm_.redispatch(ks & _BELOW, self, indices, max_norm, norm_type)
     _n = EmbeddingRenormBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_embedding_renorm_.redispatch(ks & _BELOW, self, indices, max_norm, norm_type)
     _rebase_history(self, _n)
     return result
 
-
 class NativeGroupNormBackward0(_Node):
     _saved_names = ('input_', 'weight_')
-
     def apply(_n, grads):
         grad = grads[0]
         N = _n.N
@@ -10364,13 +9003,11 @@ class NativeGroupNormBackward0(_Node):
                 grad_inputs[bias_ix] = _gs[2]
         return grad_inputs
 
-
 def _ag_native_group_norm_default(ks, input, weight, bias, N, C, HxW, group, eps):
     if not (_gm.enabled and (input._rg or (weight is not None and weight._rg) or (bias is not None and bias._rg))):
         return aten._op_native_group_norm.redispatch(ks & _BELOW, input, weight, bias, N, C, HxW, group, eps)
     _n = NativeGroupNormBackward0()
-    _n._next = _edges(input, weight, bias)
-    _n._input_meta = _meta(input, weight, bias)
+    _n._next, _n._input_meta = _edges(input, weight, bias), _meta(input, weight, bias)
     _n.N = N
     _n.C = C
     _n.HxW = HxW
@@ -10384,10 +9021,8 @@ def _ag_native_group_norm_default(ks, input, weight, bias, N, C, HxW, group, eps
     _set_history(_n, tuple(result), [True, False, False])
     return result
 
-
 class ViewAsRealBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -10396,25 +9031,21 @@ class ViewAsRealBackward0(_Node):
             grad_inputs[self_ix] = aten.view_as_complex(grad.contiguous())
         return grad_inputs
 
-
 def _ag_view_as_real_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         result = aten._op_view_as_real.redispatch(ks & _BELOW, self)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = ViewAsRealBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_view_as_real.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class ViewAsComplexBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -10423,25 +9054,21 @@ class ViewAsComplexBackward0(_Node):
             grad_inputs[self_ix] = aten.view_as_real(grad.contiguous().resolve_conj())
         return grad_inputs
 
-
 def _ag_view_as_complex_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         result = aten._op_view_as_complex.redispatch(ks & _BELOW, self)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = ViewAsComplexBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_view_as_complex.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     result.__dict__['_attr_version'] = result._vc.version
     return result
 
-
 class AngleBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -10451,23 +9078,19 @@ class AngleBackward0(_Node):
             grad_inputs[self_ix] = angle_backward(grad, self)
         return grad_inputs
 
-
 def _ag_angle_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_angle.redispatch(ks & _BELOW, self)
     _n = AngleBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_angle.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class ComplexBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         real_ix, imag_ix = 0, 1
@@ -10478,21 +9101,17 @@ class ComplexBackward0(_Node):
             grad_inputs[imag_ix] = aten.imag(grad)
         return grad_inputs
 
-
 def _ag_complex_default(ks, real, imag):
     if not (_gm.enabled and (real._rg or imag._rg)):
         return aten._op_complex.redispatch(ks & _BELOW, real, imag)
     _n = ComplexBackward0()
-    _n._next = _edges(real, imag)
-    _n._input_meta = _meta(real, imag)
+    _n._next, _n._input_meta = _edges(real, imag), _meta(real, imag)
     result = aten._op_complex.redispatch(ks & _BELOW, real, imag)
     _set_history(_n, (result,))
     return result
 
-
 class PolarBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         abs_ix, angle_ix = 0, 1
@@ -10507,22 +9126,18 @@ class PolarBackward0(_Node):
                 grad_inputs[angle_ix] = _gs[1]
         return grad_inputs
 
-
 def _ag_polar_default(ks, abs, angle):
     if not (_gm.enabled and (abs._rg or angle._rg)):
         return aten._op_polar.redispatch(ks & _BELOW, abs, angle)
     _n = PolarBackward0()
-    _n._next = _edges(abs, angle)
-    _n._input_meta = _meta(abs, angle)
+    _n._next, _n._input_meta = _edges(abs, angle), _meta(abs, angle)
     result = aten._op_polar.redispatch(ks & _BELOW, abs, angle)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
 
-
 class FftR2CBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -10535,13 +9150,11 @@ class FftR2CBackward0(_Node):
             grad_inputs[self_ix] = fft_r2c_backward(grad, dim, normalization, onesided, self_sizes)
         return grad_inputs
 
-
 def _ag__fft_r2c_default(ks, self, dim, normalization, onesided):
     if not (_gm.enabled and (self._rg)):
         return aten._op__fft_r2c.redispatch(ks & _BELOW, self, dim, normalization, onesided)
     _n = FftR2CBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.normalization = normalization
     _n.onesided = onesided
@@ -10550,10 +9163,8 @@ def _ag__fft_r2c_default(ks, self, dim, normalization, onesided):
     _set_history(_n, (result,))
     return result
 
-
 class FftC2RBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -10564,23 +9175,19 @@ class FftC2RBackward0(_Node):
             grad_inputs[self_ix] = fft_c2r_backward(grad, dim, normalization)
         return grad_inputs
 
-
 def _ag__fft_c2r_default(ks, self, dim, normalization, last_dim_size):
     if not (_gm.enabled and (self._rg)):
         return aten._op__fft_c2r.redispatch(ks & _BELOW, self, dim, normalization, last_dim_size)
     _n = FftC2RBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.normalization = normalization
     result = aten._op__fft_c2r.redispatch(ks & _BELOW, self, dim, normalization, last_dim_size)
     _set_history(_n, (result,))
     return result
 
-
 class FftC2CBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -10592,13 +9199,11 @@ class FftC2CBackward0(_Node):
             grad_inputs[self_ix] = aten._fft_c2c(grad, dim, normalization, not forward)
         return grad_inputs
 
-
 def _ag__fft_c2c_default(ks, self, dim, normalization, forward):
     if not (_gm.enabled and (self._rg)):
         return aten._op__fft_c2c.redispatch(ks & _BELOW, self, dim, normalization, forward)
     _n = FftC2CBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.normalization = normalization
     _n.forward = forward
@@ -10606,10 +9211,8 @@ def _ag__fft_c2c_default(ks, self, dim, normalization, forward):
     _set_history(_n, (result,))
     return result
 
-
 class HeavisideBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, values_ix = 0, 1
@@ -10620,21 +9223,17 @@ class HeavisideBackward0(_Node):
             grad_inputs[values_ix] = not_implemented("heaviside")
         return grad_inputs
 
-
 def _ag_heaviside_default(ks, self, values):
     if not (_gm.enabled and (self._rg or values._rg)):
         return aten._op_heaviside.redispatch(ks & _BELOW, self, values)
     _n = HeavisideBackward0()
-    _n._next = _edges(self, values)
-    _n._input_meta = _meta(self, values)
+    _n._next, _n._input_meta = _edges(self, values), _meta(self, values)
     result = aten._op_heaviside.redispatch(ks & _BELOW, self, values)
     _set_history(_n, (result,))
     return result
 
-
 class FrexpBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -10644,22 +9243,18 @@ class FrexpBackward0(_Node):
             grad_inputs[self_ix] = grads[0] / aten.exp2(result[1].to(grads[0].dtype))
         return grad_inputs
 
-
 def _ag_frexp_Tensor(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_frexp_Tensor.redispatch(ks & _BELOW, self)
     _n = FrexpBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_frexp_Tensor.redispatch(ks & _BELOW, self)
     _set_history(_n, tuple(result), [True, False])
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class LdexpBackward0(_Node):
     _saved_names = ('other_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, other_ix = 0, 1
@@ -10672,13 +9267,11 @@ class LdexpBackward0(_Node):
             grad_inputs[other_ix] = grad * result * 0.6931471805599453
         return grad_inputs
 
-
 def _ag_ldexp_Tensor(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_ldexp_Tensor.redispatch(ks & _BELOW, self, other)
     _n = LdexpBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[0] is not None:
         _n.other_ = _SV(other)
     result = aten._op_ldexp_Tensor.redispatch(ks & _BELOW, self, other)
@@ -10686,10 +9279,8 @@ def _ag_ldexp_Tensor(ks, self, other):
     _n.result_ = _SV(result, True)
     return result
 
-
 class SelectScatterBackward0(_Node):
     _saved_names = ('src_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -10703,13 +9294,11 @@ class SelectScatterBackward0(_Node):
             grad_inputs[src_ix] = aten.select_int(grad, dim, index)
         return grad_inputs
 
-
 def _ag_select_scatter_default(ks, self, src, dim, index):
     if not (_gm.enabled and (self._rg or src._rg)):
         return aten._op_select_scatter.redispatch(ks & _BELOW, self, src, dim, index)
     _n = SelectScatterBackward0()
-    _n._next = _edges(self, src)
-    _n._input_meta = _meta(self, src)
+    _n._next, _n._input_meta = _edges(self, src), _meta(self, src)
     _n.dim = dim
     _n.index = index
     if _n._next[0] is not None:
@@ -10718,10 +9307,8 @@ def _ag_select_scatter_default(ks, self, src, dim, index):
     _set_history(_n, (result,))
     return result
 
-
 class SliceScatterBackward0(_Node):
     _saved_names = ('src_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -10737,13 +9324,11 @@ class SliceScatterBackward0(_Node):
             grad_inputs[src_ix] = aten.slice_Tensor(grad, dim, start, end, step)
         return grad_inputs
 
-
 def _ag_slice_scatter_default(ks, self, src, dim, start, end, step):
     if not (_gm.enabled and (self._rg or src._rg)):
         return aten._op_slice_scatter.redispatch(ks & _BELOW, self, src, dim, start, end, step)
     _n = SliceScatterBackward0()
-    _n._next = _edges(self, src)
-    _n._input_meta = _meta(self, src)
+    _n._next, _n._input_meta = _edges(self, src), _meta(self, src)
     _n.dim = dim
     _n.start = start
     _n.end = end
@@ -10754,10 +9339,8 @@ def _ag_slice_scatter_default(ks, self, src, dim, start, end, step):
     _set_history(_n, (result,))
     return result
 
-
 class DiagonalScatterBackward0(_Node):
     _saved_names = ('src_',)
-
     def apply(_n, grads):
         grad = grads[0]
         offset = _n.offset
@@ -10772,13 +9355,11 @@ class DiagonalScatterBackward0(_Node):
             grad_inputs[src_ix] = aten.diagonal(grad, offset, dim1, dim2)
         return grad_inputs
 
-
 def _ag_diagonal_scatter_default(ks, self, src, offset, dim1, dim2):
     if not (_gm.enabled and (self._rg or src._rg)):
         return aten._op_diagonal_scatter.redispatch(ks & _BELOW, self, src, offset, dim1, dim2)
     _n = DiagonalScatterBackward0()
-    _n._next = _edges(self, src)
-    _n._input_meta = _meta(self, src)
+    _n._next, _n._input_meta = _edges(self, src), _meta(self, src)
     _n.offset = offset
     _n.dim1 = dim1
     _n.dim2 = dim2
@@ -10788,10 +9369,8 @@ def _ag_diagonal_scatter_default(ks, self, src, offset, dim1, dim2):
     _set_history(_n, (result,))
     return result
 
-
 class FractionalMaxPool2DBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -10802,15 +9381,13 @@ class FractionalMaxPool2DBackward0(_Node):
             grad_inputs[self_ix] = max_pool_backward(grad, self, result[1], 2)
         return grad_inputs
 
-
 def _ag_fractional_max_pool2d_default(ks, self, kernel_size, output_size, random_samples):
     if _gm.enabled and (random_samples._rg):
         _check_no_requires_grad(random_samples, 'random_samples', 'fractional_max_pool2d')
     if not (_gm.enabled and (self._rg)):
         return aten._op_fractional_max_pool2d.redispatch(ks & _BELOW, self, kernel_size, output_size, random_samples)
     _n = FractionalMaxPool2DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_fractional_max_pool2d.redispatch(ks & _BELOW, self, kernel_size, output_size, random_samples)
@@ -10818,10 +9395,8 @@ def _ag_fractional_max_pool2d_default(ks, self, kernel_size, output_size, random
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class FractionalMaxPool3DBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -10832,15 +9407,13 @@ class FractionalMaxPool3DBackward0(_Node):
             grad_inputs[self_ix] = max_pool_backward(grad, self, result[1], 3)
         return grad_inputs
 
-
 def _ag_fractional_max_pool3d_default(ks, self, kernel_size, output_size, random_samples):
     if _gm.enabled and (random_samples._rg):
         _check_no_requires_grad(random_samples, 'random_samples', 'fractional_max_pool3d')
     if not (_gm.enabled and (self._rg)):
         return aten._op_fractional_max_pool3d.redispatch(ks & _BELOW, self, kernel_size, output_size, random_samples)
     _n = FractionalMaxPool3DBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_fractional_max_pool3d.redispatch(ks & _BELOW, self, kernel_size, output_size, random_samples)
@@ -10848,10 +9421,8 @@ def _ag_fractional_max_pool3d_default(ks, self, kernel_size, output_size, random
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class CholeskySolveBackward0(_Node):
     _saved_names = ('input2_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         upper = _n.upper
@@ -10866,13 +9437,11 @@ class CholeskySolveBackward0(_Node):
             grad_inputs[input2_ix] = cholesky_solve_backward_input2(grad, input2, result, upper)
         return grad_inputs
 
-
 def _ag_cholesky_solve_default(ks, self, input2, upper):
     if not (_gm.enabled and (self._rg or input2._rg)):
         return aten._op_cholesky_solve.redispatch(ks & _BELOW, self, input2, upper)
     _n = CholeskySolveBackward0()
-    _n._next = _edges(self, input2)
-    _n._input_meta = _meta(self, input2)
+    _n._next, _n._input_meta = _edges(self, input2), _meta(self, input2)
     _n.upper = upper
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.input2_ = _SV(input2)
@@ -10881,10 +9450,8 @@ def _ag_cholesky_solve_default(ks, self, input2, upper):
     _n.result_ = _SV(result, True)
     return result
 
-
 class CholeskyInverseBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         upper = _n.upper
@@ -10896,13 +9463,11 @@ class CholeskyInverseBackward0(_Node):
             grad_inputs[self_ix] = cholesky_inverse_backward(grad, self, upper, result)
         return grad_inputs
 
-
 def _ag_cholesky_inverse_default(ks, self, upper):
     if not (_gm.enabled and (self._rg)):
         return aten._op_cholesky_inverse.redispatch(ks & _BELOW, self, upper)
     _n = CholeskyInverseBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.upper = upper
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -10911,10 +9476,8 @@ def _ag_cholesky_inverse_default(ks, self, upper):
     _n.result_ = _SV(result, True)
     return result
 
-
 class LinalgLuFactorExBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         pivot = _n.pivot
@@ -10925,23 +9488,19 @@ class LinalgLuFactorExBackward0(_Node):
             grad_inputs[A_ix] = lu_factor_ex_backward(grad, result[0], result[1], pivot)
         return grad_inputs
 
-
 def _ag_linalg_lu_factor_ex_default(ks, A, pivot, check_errors):
     if not (_gm.enabled and (A._rg)):
         return aten._op_linalg_lu_factor_ex.redispatch(ks & _BELOW, A, pivot, check_errors)
     _n = LinalgLuFactorExBackward0()
-    _n._next = _edges(A)
-    _n._input_meta = _meta(A)
+    _n._next, _n._input_meta = _edges(A), _meta(A)
     _n.pivot = pivot
     result = aten._op_linalg_lu_factor_ex.redispatch(ks & _BELOW, A, pivot, check_errors)
     _set_history(_n, tuple(result), [True, False, False])
     _n.result_ = [_SV(_o, True) if _i in {0, 1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class LinalgLuBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         pivot = _n.pivot
@@ -10952,23 +9511,19 @@ class LinalgLuBackward0(_Node):
             grad_inputs[A_ix] = linalg_lu_backward(grads[1], grads[2], result[0], result[1], result[2], pivot)
         return grad_inputs
 
-
 def _ag_linalg_lu_default(ks, A, pivot):
     if not (_gm.enabled and (A._rg)):
         return aten._op_linalg_lu.redispatch(ks & _BELOW, A, pivot)
     _n = LinalgLuBackward0()
-    _n._next = _edges(A)
-    _n._input_meta = _meta(A)
+    _n._next, _n._input_meta = _edges(A), _meta(A)
     _n.pivot = pivot
     result = aten._op_linalg_lu.redispatch(ks & _BELOW, A, pivot)
     _set_history(_n, tuple(result), [False, True, True])
     _n.result_ = [_SV(_o, True) if _i in {0, 1, 2} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class LuUnpackBackward0(_Node):
     _saved_names = ('LU_data_',)
-
     def apply(_n, grads):
         grad = grads[0]
         LU_data_ix = 0
@@ -10978,25 +9533,21 @@ class LuUnpackBackward0(_Node):
             grad_inputs[LU_data_ix] = lu_unpack_backward(grads[1], grads[2], LU_data.size(-2), LU_data.size(-1))
         return grad_inputs
 
-
 def _ag_lu_unpack_default(ks, LU_data, LU_pivots, unpack_data, unpack_pivots):
     if _gm.enabled and (LU_pivots._rg):
         _check_no_requires_grad(LU_pivots, 'LU_pivots', 'lu_unpack')
     if not (_gm.enabled and (LU_data._rg)):
         return aten._op_lu_unpack.redispatch(ks & _BELOW, LU_data, LU_pivots, unpack_data, unpack_pivots)
     _n = LuUnpackBackward0()
-    _n._next = _edges(LU_data)
-    _n._input_meta = _meta(LU_data)
+    _n._next, _n._input_meta = _edges(LU_data), _meta(LU_data)
     if _n._next[0] is not None:
         _n.LU_data_ = _SV(LU_data)
     result = aten._op_lu_unpack.redispatch(ks & _BELOW, LU_data, LU_pivots, unpack_data, unpack_pivots)
     _set_history(_n, tuple(result), [False, True, True])
     return result
 
-
 class LinalgLuSolveBackward0(_Node):
     _saved_names = ('LU_', 'pivots_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         left = _n.left
@@ -11014,15 +9565,13 @@ class LinalgLuSolveBackward0(_Node):
             grad_inputs[B_ix] = aten.linalg_lu_solve(LU, pivots, grad, left=left, adjoint=not adjoint)
         return grad_inputs
 
-
 def _ag_linalg_lu_solve_default(ks, LU, pivots, B, left, adjoint):
     if _gm.enabled and (pivots._rg):
         _check_no_requires_grad(pivots, 'pivots', 'linalg_lu_solve')
     if not (_gm.enabled and (LU._rg or B._rg)):
         return aten._op_linalg_lu_solve.redispatch(ks & _BELOW, LU, pivots, B, left, adjoint)
     _n = LinalgLuSolveBackward0()
-    _n._next = _edges(LU, B)
-    _n._input_meta = _meta(LU, B)
+    _n._next, _n._input_meta = _edges(LU, B), _meta(LU, B)
     _n.left = left
     _n.adjoint = adjoint
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -11034,10 +9583,8 @@ def _ag_linalg_lu_solve_default(ks, LU, pivots, B, left, adjoint):
     _n.result_ = _SV(result, True)
     return result
 
-
 class LinalgInvExBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         A_ix = 0
@@ -11047,22 +9594,18 @@ class LinalgInvExBackward0(_Node):
             grad_inputs[A_ix] = inverse_backward(grad, result[0])
         return grad_inputs
 
-
 def _ag_linalg_inv_ex_default(ks, A, check_errors):
     if not (_gm.enabled and (A._rg)):
         return aten._op_linalg_inv_ex.redispatch(ks & _BELOW, A, check_errors)
     _n = LinalgInvExBackward0()
-    _n._next = _edges(A)
-    _n._input_meta = _meta(A)
+    _n._next, _n._input_meta = _edges(A), _meta(A)
     result = aten._op_linalg_inv_ex.redispatch(ks & _BELOW, A, check_errors)
     _set_history(_n, tuple(result), [True, False])
     _n.result_ = [_SV(_o, True) if _i in {0} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class LinalgCholeskyExBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         upper = _n.upper
@@ -11073,23 +9616,19 @@ class LinalgCholeskyExBackward0(_Node):
             grad_inputs[self_ix] = cholesky_backward(grad, result[0], upper)
         return grad_inputs
 
-
 def _ag_linalg_cholesky_ex_default(ks, self, upper, check_errors):
     if not (_gm.enabled and (self._rg)):
         return aten._op_linalg_cholesky_ex.redispatch(ks & _BELOW, self, upper, check_errors)
     _n = LinalgCholeskyExBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.upper = upper
     result = aten._op_linalg_cholesky_ex.redispatch(ks & _BELOW, self, upper, check_errors)
     _set_history(_n, tuple(result), [True, False])
     _n.result_ = [_SV(_o, True) if _i in {0} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class CholeskyBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         upper = _n.upper
@@ -11100,23 +9639,19 @@ class CholeskyBackward0(_Node):
             grad_inputs[self_ix] = cholesky_backward(grad, result, upper)
         return grad_inputs
 
-
 def _ag_cholesky_default(ks, self, upper):
     if not (_gm.enabled and (self._rg)):
         return aten._op_cholesky.redispatch(ks & _BELOW, self, upper)
     _n = CholeskyBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.upper = upper
     result = aten._op_cholesky.redispatch(ks & _BELOW, self, upper)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
 
-
 class LinalgMatrixExpBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -11126,23 +9661,19 @@ class LinalgMatrixExpBackward0(_Node):
             grad_inputs[self_ix] = linalg_matrix_exp_differential(self, grad, True)
         return grad_inputs
 
-
 def _ag_linalg_matrix_exp_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_linalg_matrix_exp.redispatch(ks & _BELOW, self)
     _n = LinalgMatrixExpBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_linalg_matrix_exp.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class LinalgEigBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -11153,13 +9684,11 @@ class LinalgEigBackward0(_Node):
             grad_inputs[self_ix] = handle_r_to_c(self, linalg_eig_backward(grads[0], grads[1], result[0], result[1]))
         return grad_inputs
 
-
 def _ag_linalg_eig_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_linalg_eig.redispatch(ks & _BELOW, self)
     _n = LinalgEigBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_linalg_eig.redispatch(ks & _BELOW, self)
@@ -11167,10 +9696,8 @@ def _ag_linalg_eig_default(ks, self):
     _n.result_ = [_SV(_o, True) if _i in {0, 1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class GeqrfBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -11179,21 +9706,17 @@ class GeqrfBackward0(_Node):
             grad_inputs[self_ix] = not_implemented("geqrf")
         return grad_inputs
 
-
 def _ag_geqrf_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_geqrf.redispatch(ks & _BELOW, self)
     _n = GeqrfBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_geqrf.redispatch(ks & _BELOW, self)
     _set_history(_n, tuple(result), None)
     return result
 
-
 class LinalgHouseholderProductBackward0(_Node):
     _saved_names = ('input_', 'tau_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         input_ix, tau_ix = 0, 1
@@ -11210,13 +9733,11 @@ class LinalgHouseholderProductBackward0(_Node):
                 grad_inputs[tau_ix] = _gs[1]
         return grad_inputs
 
-
 def _ag_linalg_householder_product_default(ks, input, tau):
     if not (_gm.enabled and (input._rg or tau._rg)):
         return aten._op_linalg_householder_product.redispatch(ks & _BELOW, input, tau)
     _n = LinalgHouseholderProductBackward0()
-    _n._next = _edges(input, tau)
-    _n._input_meta = _meta(input, tau)
+    _n._next, _n._input_meta = _edges(input, tau), _meta(input, tau)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.input_ = _SV(input)
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -11226,10 +9747,8 @@ def _ag_linalg_householder_product_default(ks, input, tau):
     _n.result_ = _SV(result, True)
     return result
 
-
 class OrmqrBackward0(_Node):
     _saved_names = ('self_', 'input2_', 'input3_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         left = _n.left
@@ -11251,13 +9770,11 @@ class OrmqrBackward0(_Node):
                 grad_inputs[input3_ix] = _gs[2]
         return grad_inputs
 
-
 def _ag_ormqr_default(ks, self, input2, input3, left, transpose):
     if not (_gm.enabled and (self._rg or input2._rg or input3._rg)):
         return aten._op_ormqr.redispatch(ks & _BELOW, self, input2, input3, left, transpose)
     _n = OrmqrBackward0()
-    _n._next = _edges(self, input2, input3)
-    _n._input_meta = _meta(self, input2, input3)
+    _n._next, _n._input_meta = _edges(self, input2, input3), _meta(self, input2, input3)
     _n.left = left
     _n.transpose = transpose
     if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
@@ -11271,10 +9788,8 @@ def _ag_ormqr_default(ks, self, input2, input3, left, transpose):
     _n.result_ = _SV(result, True)
     return result
 
-
 class AliasCopyBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -11284,21 +9799,17 @@ class AliasCopyBackward0(_Node):
         return grad_inputs
 AliasCopyBackward0.__name__ = AliasCopyBackward0.__qualname__ = 'AliasBackward0_copy'
 
-
 def _ag_alias_copy_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_alias_copy.redispatch(ks & _BELOW, self)
     _n = AliasCopyBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_alias_copy.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class AsStridedCopyBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         size = _n.size
@@ -11312,13 +9823,11 @@ class AsStridedCopyBackward0(_Node):
         return grad_inputs
 AsStridedCopyBackward0.__name__ = AsStridedCopyBackward0.__qualname__ = 'AsStridedBackward0_copy'
 
-
 def _ag_as_strided_copy_default(ks, self, size, stride, storage_offset):
     if not (_gm.enabled and (self._rg)):
         return aten._op_as_strided_copy.redispatch(ks & _BELOW, self, size, stride, storage_offset)
     _n = AsStridedCopyBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.size = size
     _n.stride = stride
     _n.storage_offset = storage_offset
@@ -11327,10 +9836,8 @@ def _ag_as_strided_copy_default(ks, self, size, stride, storage_offset):
     _set_history(_n, (result,))
     return result
 
-
 class DiagonalCopyBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         offset = _n.offset
@@ -11344,13 +9851,11 @@ class DiagonalCopyBackward0(_Node):
         return grad_inputs
 DiagonalCopyBackward0.__name__ = DiagonalCopyBackward0.__qualname__ = 'DiagonalBackward0_copy'
 
-
 def _ag_diagonal_copy_default(ks, self, offset, dim1, dim2):
     if not (_gm.enabled and (self._rg)):
         return aten._op_diagonal_copy.redispatch(ks & _BELOW, self, offset, dim1, dim2)
     _n = DiagonalCopyBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.offset = offset
     _n.dim1 = dim1
     _n.dim2 = dim2
@@ -11359,10 +9864,8 @@ def _ag_diagonal_copy_default(ks, self, offset, dim1, dim2):
     _set_history(_n, (result,))
     return result
 
-
 class ExpandCopyBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_sizes = _n.self_sizes
@@ -11373,22 +9876,18 @@ class ExpandCopyBackward0(_Node):
         return grad_inputs
 ExpandCopyBackward0.__name__ = ExpandCopyBackward0.__qualname__ = 'ExpandBackward0_copy'
 
-
 def _ag_expand_copy_default(ks, self, size, implicit):
     if not (_gm.enabled and (self._rg)):
         return aten._op_expand_copy.redispatch(ks & _BELOW, self, size, implicit)
     _n = ExpandCopyBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.self_sizes = tuple(self.shape)
     result = aten._op_expand_copy.redispatch(ks & _BELOW, self, size, implicit)
     _set_history(_n, (result,))
     return result
 
-
 class NarrowCopyBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -11401,13 +9900,11 @@ class NarrowCopyBackward0(_Node):
             grad_inputs[self_ix] = slice_backward(grad, self_sizes, dim, start, start + length, 1)
         return grad_inputs
 
-
 def _ag_narrow_copy_default(ks, self, dim, start, length):
     if not (_gm.enabled and (self._rg)):
         return aten._op_narrow_copy.redispatch(ks & _BELOW, self, dim, start, length)
     _n = NarrowCopyBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.start = start
     _n.length = length
@@ -11416,10 +9913,8 @@ def _ag_narrow_copy_default(ks, self, dim, start, length):
     _set_history(_n, (result,))
     return result
 
-
 class PermuteCopyBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dims = _n.dims
@@ -11430,22 +9925,18 @@ class PermuteCopyBackward0(_Node):
         return grad_inputs
 PermuteCopyBackward0.__name__ = PermuteCopyBackward0.__qualname__ = 'PermuteBackward0_copy'
 
-
 def _ag_permute_copy_default(ks, self, dims):
     if not (_gm.enabled and (self._rg)):
         return aten._op_permute_copy.redispatch(ks & _BELOW, self, dims)
     _n = PermuteCopyBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dims = dims
     result = aten._op_permute_copy.redispatch(ks & _BELOW, self, dims)
     _set_history(_n, (result,))
     return result
 
-
 class SelectCopyBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -11458,13 +9949,11 @@ class SelectCopyBackward0(_Node):
         return grad_inputs
 SelectCopyBackward0.__name__ = SelectCopyBackward0.__qualname__ = 'SelectBackward0_copy'
 
-
 def _ag_select_copy_int(ks, self, dim, index):
     if not (_gm.enabled and (self._rg)):
         return aten._op_select_copy_int.redispatch(ks & _BELOW, self, dim, index)
     _n = SelectCopyBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.index = index
     _n.self_sizes = tuple(self.shape)
@@ -11472,10 +9961,8 @@ def _ag_select_copy_int(ks, self, dim, index):
     _set_history(_n, (result,))
     return result
 
-
 class SliceCopyBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -11490,13 +9977,11 @@ class SliceCopyBackward0(_Node):
         return grad_inputs
 SliceCopyBackward0.__name__ = SliceCopyBackward0.__qualname__ = 'SliceBackward0_copy'
 
-
 def _ag_slice_copy_Tensor(ks, self, dim, start, end, step):
     if not (_gm.enabled and (self._rg)):
         return aten._op_slice_copy_Tensor.redispatch(ks & _BELOW, self, dim, start, end, step)
     _n = SliceCopyBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.start = start
     _n.end = end
@@ -11506,10 +9991,8 @@ def _ag_slice_copy_Tensor(ks, self, dim, start, end, step):
     _set_history(_n, (result,))
     return result
 
-
 class SplitCopyBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         split_size = _n.split_size
@@ -11523,13 +10006,11 @@ class SplitCopyBackward0(_Node):
         return grad_inputs
 SplitCopyBackward0.__name__ = SplitCopyBackward0.__qualname__ = 'SplitBackward0_copy'
 
-
 def _ag_split_copy_Tensor(ks, self, split_size, dim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_split_copy_Tensor.redispatch(ks & _BELOW, self, split_size, dim)
     _n = SplitCopyBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.split_size = split_size
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
@@ -11538,10 +10019,8 @@ def _ag_split_copy_Tensor(ks, self, split_size, dim):
     _set_history(_n, result)
     return result
 
-
 class SplitWithSizesCopyBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         split_sizes = _n.split_sizes
@@ -11555,13 +10034,11 @@ class SplitWithSizesCopyBackward0(_Node):
         return grad_inputs
 SplitWithSizesCopyBackward0.__name__ = SplitWithSizesCopyBackward0.__qualname__ = 'SplitWithSizesBackward0_copy'
 
-
 def _ag_split_with_sizes_copy_default(ks, self, split_sizes, dim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_split_with_sizes_copy.redispatch(ks & _BELOW, self, split_sizes, dim)
     _n = SplitWithSizesCopyBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.split_sizes = split_sizes
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
@@ -11570,10 +10047,8 @@ def _ag_split_with_sizes_copy_default(ks, self, split_sizes, dim):
     _set_history(_n, result)
     return result
 
-
 class SqueezeCopyBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_sizes = _n.self_sizes
@@ -11584,22 +10059,18 @@ class SqueezeCopyBackward0(_Node):
         return grad_inputs
 SqueezeCopyBackward0.__name__ = SqueezeCopyBackward0.__qualname__ = 'SqueezeBackward0_copy'
 
-
 def _ag_squeeze_copy_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_squeeze_copy.redispatch(ks & _BELOW, self)
     _n = SqueezeCopyBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.self_sizes = tuple(self.shape)
     result = aten._op_squeeze_copy.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class SqueezeCopyBackward1(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_sizes = _n.self_sizes
@@ -11610,22 +10081,18 @@ class SqueezeCopyBackward1(_Node):
         return grad_inputs
 SqueezeCopyBackward1.__name__ = SqueezeCopyBackward1.__qualname__ = 'SqueezeBackward1_copy'
 
-
 def _ag_squeeze_copy_dim(ks, self, dim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_squeeze_copy_dim.redispatch(ks & _BELOW, self, dim)
     _n = SqueezeCopyBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.self_sizes = tuple(self.shape)
     result = aten._op_squeeze_copy_dim.redispatch(ks & _BELOW, self, dim)
     _set_history(_n, (result,))
     return result
 
-
 class SqueezeCopyBackward2(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_sizes = _n.self_sizes
@@ -11636,22 +10103,18 @@ class SqueezeCopyBackward2(_Node):
         return grad_inputs
 SqueezeCopyBackward2.__name__ = SqueezeCopyBackward2.__qualname__ = 'SqueezeBackward2_copy'
 
-
 def _ag_squeeze_copy_dims(ks, self, dim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_squeeze_copy_dims.redispatch(ks & _BELOW, self, dim)
     _n = SqueezeCopyBackward2()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.self_sizes = tuple(self.shape)
     result = aten._op_squeeze_copy_dims.redispatch(ks & _BELOW, self, dim)
     _set_history(_n, (result,))
     return result
 
-
 class TCopyBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -11661,21 +10124,17 @@ class TCopyBackward0(_Node):
         return grad_inputs
 TCopyBackward0.__name__ = TCopyBackward0.__qualname__ = 'TBackward0_copy'
 
-
 def _ag_t_copy_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_t_copy.redispatch(ks & _BELOW, self)
     _n = TCopyBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_t_copy.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class TransposeCopyBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dim0 = _n.dim0
@@ -11687,23 +10146,19 @@ class TransposeCopyBackward0(_Node):
         return grad_inputs
 TransposeCopyBackward0.__name__ = TransposeCopyBackward0.__qualname__ = 'TransposeBackward0_copy'
 
-
 def _ag_transpose_copy_int(ks, self, dim0, dim1):
     if not (_gm.enabled and (self._rg)):
         return aten._op_transpose_copy_int.redispatch(ks & _BELOW, self, dim0, dim1)
     _n = TransposeCopyBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim0 = dim0
     _n.dim1 = dim1
     result = aten._op_transpose_copy_int.redispatch(ks & _BELOW, self, dim0, dim1)
     _set_history(_n, (result,))
     return result
 
-
 class UnbindCopyBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -11716,13 +10171,11 @@ class UnbindCopyBackward0(_Node):
         return grad_inputs
 UnbindCopyBackward0.__name__ = UnbindCopyBackward0.__qualname__ = 'UnbindBackward0_copy'
 
-
 def _ag_unbind_copy_int(ks, self, dim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_unbind_copy_int.redispatch(ks & _BELOW, self, dim)
     _n = UnbindCopyBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
     _n.self_meta = (self.dtype, self.device)
@@ -11730,10 +10183,8 @@ def _ag_unbind_copy_int(ks, self, dim):
     _set_history(_n, result)
     return result
 
-
 class UnfoldBackwardBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -11745,13 +10196,11 @@ class UnfoldBackwardBackward0(_Node):
             grad_inputs[grad_in_ix] = grad.unfold(dim, size, step)
         return grad_inputs
 
-
 def _ag_unfold_backward_default(ks, grad_in, input_sizes, dim, size, step):
     if not (_gm.enabled and (grad_in._rg)):
         return aten._op_unfold_backward.redispatch(ks & _BELOW, grad_in, input_sizes, dim, size, step)
     _n = UnfoldBackwardBackward0()
-    _n._next = _edges(grad_in)
-    _n._input_meta = _meta(grad_in)
+    _n._next, _n._input_meta = _edges(grad_in), _meta(grad_in)
     _n.dim = dim
     _n.size = size
     _n.step = step
@@ -11759,10 +10208,8 @@ def _ag_unfold_backward_default(ks, grad_in, input_sizes, dim, size, step):
     _set_history(_n, (result,))
     return result
 
-
 class UnfoldCopyBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dimension = _n.dimension
@@ -11776,13 +10223,11 @@ class UnfoldCopyBackward0(_Node):
         return grad_inputs
 UnfoldCopyBackward0.__name__ = UnfoldCopyBackward0.__qualname__ = 'UnfoldBackward0_copy'
 
-
 def _ag_unfold_copy_default(ks, self, dimension, size, step):
     if not (_gm.enabled and (self._rg)):
         return aten._op_unfold_copy.redispatch(ks & _BELOW, self, dimension, size, step)
     _n = UnfoldCopyBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dimension = dimension
     _n.size = size
     _n.step = step
@@ -11791,10 +10236,8 @@ def _ag_unfold_copy_default(ks, self, dimension, size, step):
     _set_history(_n, (result,))
     return result
 
-
 class UnsqueezeCopyBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -11805,22 +10248,18 @@ class UnsqueezeCopyBackward0(_Node):
         return grad_inputs
 UnsqueezeCopyBackward0.__name__ = UnsqueezeCopyBackward0.__qualname__ = 'UnsqueezeBackward0_copy'
 
-
 def _ag_unsqueeze_copy_default(ks, self, dim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_unsqueeze_copy.redispatch(ks & _BELOW, self, dim)
     _n = UnsqueezeCopyBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     result = aten._op_unsqueeze_copy.redispatch(ks & _BELOW, self, dim)
     _set_history(_n, (result,))
     return result
 
-
 class ViewCopyBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_sizes = _n.self_sizes
@@ -11831,22 +10270,18 @@ class ViewCopyBackward0(_Node):
         return grad_inputs
 ViewCopyBackward0.__name__ = ViewCopyBackward0.__qualname__ = 'ViewBackward0_copy'
 
-
 def _ag_view_copy_default(ks, self, size):
     if not (_gm.enabled and (self._rg)):
         return aten._op_view_copy.redispatch(ks & _BELOW, self, size)
     _n = ViewCopyBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.self_sizes = tuple(self.shape)
     result = aten._op_view_copy.redispatch(ks & _BELOW, self, size)
     _set_history(_n, (result,))
     return result
 
-
 class UnsafeSplitBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         split_size = _n.split_size
@@ -11859,13 +10294,11 @@ class UnsafeSplitBackward0(_Node):
             grad_inputs[self_ix] = split_backward(grads, split_sizes_of(self_sizes, split_size, dim), dim, self_sizes, self_dtype, self_device)
         return grad_inputs
 
-
 def _ag_unsafe_split_Tensor(ks, self, split_size, dim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_unsafe_split_Tensor.redispatch(ks & _BELOW, self, split_size, dim)
     _n = UnsafeSplitBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.split_size = split_size
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
@@ -11874,10 +10307,8 @@ def _ag_unsafe_split_Tensor(ks, self, split_size, dim):
     _set_history(_n, result)
     return result
 
-
 class UnsafeSplitWithSizesBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         split_sizes = _n.split_sizes
@@ -11890,13 +10321,11 @@ class UnsafeSplitWithSizesBackward0(_Node):
             grad_inputs[self_ix] = split_backward(grads, split_sizes, dim, self_sizes, self_dtype, self_device)
         return grad_inputs
 
-
 def _ag_unsafe_split_with_sizes_default(ks, self, split_sizes, dim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_unsafe_split_with_sizes.redispatch(ks & _BELOW, self, split_sizes, dim)
     _n = UnsafeSplitWithSizesBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.split_sizes = split_sizes
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
@@ -11905,10 +10334,8 @@ def _ag_unsafe_split_with_sizes_default(ks, self, split_sizes, dim):
     _set_history(_n, result)
     return result
 
-
 class RenormBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         p = _n.p
@@ -11921,13 +10348,11 @@ class RenormBackward0(_Node):
             grad_inputs[self_ix] = renorm_backward(grad, self, p, dim, maxnorm)
         return grad_inputs
 
-
 def _ag_renorm_default(ks, self, p, dim, maxnorm):
     if not (_gm.enabled and (self._rg)):
         return aten._op_renorm.redispatch(ks & _BELOW, self, p, dim, maxnorm)
     _n = RenormBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.p = p
     _n.dim = dim
     _n.maxnorm = maxnorm
@@ -11937,10 +10362,8 @@ def _ag_renorm_default(ks, self, p, dim, maxnorm):
     _set_history(_n, (result,))
     return result
 
-
 class SpecialErfcxBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -11951,13 +10374,11 @@ class SpecialErfcxBackward0(_Node):
             grad_inputs[self_ix] = (2.0 * self * result - 1.1283791670955126) * grad
         return grad_inputs
 
-
 def _ag_special_erfcx_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_special_erfcx.redispatch(ks & _BELOW, self)
     _n = SpecialErfcxBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_special_erfcx.redispatch(ks & _BELOW, self)
@@ -11965,10 +10386,8 @@ def _ag_special_erfcx_default(ks, self):
     _n.result_ = _SV(result, True)
     return result
 
-
 class SpecialLogNdtrBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -11979,13 +10398,11 @@ class SpecialLogNdtrBackward0(_Node):
             grad_inputs[self_ix] = grad / 2.5066282746310002 * aten.exp(-(self * self) * 0.5 - result)
         return grad_inputs
 
-
 def _ag_special_log_ndtr_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_special_log_ndtr.redispatch(ks & _BELOW, self)
     _n = SpecialLogNdtrBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_special_log_ndtr.redispatch(ks & _BELOW, self)
@@ -11993,10 +10410,8 @@ def _ag_special_log_ndtr_default(ks, self):
     _n.result_ = _SV(result, True)
     return result
 
-
 class SpecialNdtriBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -12006,22 +10421,18 @@ class SpecialNdtriBackward0(_Node):
             grad_inputs[self_ix] = grad * 2.5066282746310002 * aten.exp(result * result * 0.5)
         return grad_inputs
 
-
 def _ag_special_ndtri_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_special_ndtri.redispatch(ks & _BELOW, self)
     _n = SpecialNdtriBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_special_ndtri.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
 
-
 class SpecialZetaBackward0(_Node):
     _saved_names = ('self_', 'other_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, other_ix = 0, 1
@@ -12034,13 +10445,11 @@ class SpecialZetaBackward0(_Node):
             grad_inputs[other_ix] = grad * -self * aten.special_zeta(self + 1.0, other)
         return grad_inputs
 
-
 def _ag_special_zeta_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_special_zeta.redispatch(ks & _BELOW, self, other)
     _n = SpecialZetaBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[1] is not None:
@@ -12049,10 +10458,8 @@ def _ag_special_zeta_default(ks, self, other):
     _set_history(_n, (result,))
     return result
 
-
 class SpecialZetaBackward1(_Node):
     _saved_names = ('other_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self = _n.self
@@ -12063,13 +10470,11 @@ class SpecialZetaBackward1(_Node):
             grad_inputs[other_ix] = grad * -self * aten.special_zeta_self_scalar(self + 1.0, other)
         return grad_inputs
 
-
 def _ag_special_zeta_self_scalar(ks, self, other):
     if not (_gm.enabled and (other._rg)):
         return aten._op_special_zeta_self_scalar.redispatch(ks & _BELOW, self, other)
     _n = SpecialZetaBackward1()
-    _n._next = _edges(other)
-    _n._input_meta = _meta(other)
+    _n._next, _n._input_meta = _edges(other), _meta(other)
     _n.self = self
     if _n._next[0] is not None:
         _n.other_ = _SV(other)
@@ -12077,10 +10482,8 @@ def _ag_special_zeta_self_scalar(ks, self, other):
     _set_history(_n, (result,))
     return result
 
-
 class SpecialZetaBackward2(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -12089,21 +10492,17 @@ class SpecialZetaBackward2(_Node):
             grad_inputs[self_ix] = not_implemented("zeta")
         return grad_inputs
 
-
 def _ag_special_zeta_other_scalar(ks, self, other):
     if not (_gm.enabled and (self._rg)):
         return aten._op_special_zeta_other_scalar.redispatch(ks & _BELOW, self, other)
     _n = SpecialZetaBackward2()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_special_zeta_other_scalar.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
-
 class SpecialEntrBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -12113,23 +10512,19 @@ class SpecialEntrBackward0(_Node):
             grad_inputs[self_ix] = grad * -(1 + self.log())
         return grad_inputs
 
-
 def _ag_special_entr_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_special_entr.redispatch(ks & _BELOW, self)
     _n = SpecialEntrBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_special_entr.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
-
 class SpecialXlog1PyBackward0(_Node):
     _saved_names = ('self_', 'other_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, other_ix = 0, 1
@@ -12144,13 +10539,11 @@ class SpecialXlog1PyBackward0(_Node):
             grad_inputs[other_ix] = grad * self / (other + 1)
         return grad_inputs
 
-
 def _ag_special_xlog1py_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_special_xlog1py.redispatch(ks & _BELOW, self, other)
     _n = SpecialXlog1PyBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -12159,10 +10552,8 @@ def _ag_special_xlog1py_default(ks, self, other):
     _set_history(_n, (result,))
     return result
 
-
 class MvlgammaBackward0(_Node):
     _saved_names = ('self_',)
-
     def apply(_n, grads):
         grad = grads[0]
         p = _n.p
@@ -12173,13 +10564,11 @@ class MvlgammaBackward0(_Node):
             grad_inputs[self_ix] = mvlgamma_backward(grad, self, p)
         return grad_inputs
 
-
 def _ag_mvlgamma_default(ks, self, p):
     if not (_gm.enabled and (self._rg)):
         return aten._op_mvlgamma.redispatch(ks & _BELOW, self, p)
     _n = MvlgammaBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.p = p
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
@@ -12187,10 +10576,8 @@ def _ag_mvlgamma_default(ks, self, p):
     _set_history(_n, (result,))
     return result
 
-
 class DistBackward0(_Node):
     _saved_names = ('self_', 'other_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         p = _n.p
@@ -12208,13 +10595,11 @@ class DistBackward0(_Node):
             grad_inputs[other_ix] = -norm_backward(grad, self - other, p, result, None, False)
         return grad_inputs
 
-
 def _ag_dist_default(ks, self, other, p):
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_dist.redispatch(ks & _BELOW, self, other, p)
     _n = DistBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     _n.p = p
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self)
@@ -12225,10 +10610,8 @@ def _ag_dist_default(ks, self, other, p):
     _n.result_ = _SV(result, True)
     return result
 
-
 class AddrBackward0(_Node):
     _saved_names = ('vec1_', 'vec2_')
-
     def apply(_n, grads):
         grad = grads[0]
         beta = _n.beta
@@ -12245,13 +10628,11 @@ class AddrBackward0(_Node):
             grad_inputs[vec2_ix] = grad.t().mv(vec1.conj()) * alpha.conjugate()
         return grad_inputs
 
-
 def _ag_addr_default(ks, self, vec1, vec2, beta, alpha):
     if not (_gm.enabled and (self._rg or vec1._rg or vec2._rg)):
         return aten._op_addr.redispatch(ks & _BELOW, self, vec1, vec2, beta, alpha)
     _n = AddrBackward0()
-    _n._next = _edges(self, vec1, vec2)
-    _n._input_meta = _meta(self, vec1, vec2)
+    _n._next, _n._input_meta = _edges(self, vec1, vec2), _meta(self, vec1, vec2)
     _n.beta = beta
     _n.alpha = alpha
     if _n._next[2] is not None:
@@ -12262,10 +10643,8 @@ def _ag_addr_default(ks, self, vec1, vec2, beta, alpha):
     _set_history(_n, (result,))
     return result
 
-
 class NanmedianBackward0(_Node):
     _saved_names = ('self_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -12276,13 +10655,11 @@ class NanmedianBackward0(_Node):
             grad_inputs[self_ix] = evenly_distribute_backward(grad, self, result)
         return grad_inputs
 
-
 def _ag_nanmedian_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_nanmedian.redispatch(ks & _BELOW, self)
     _n = NanmedianBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_nanmedian.redispatch(ks & _BELOW, self)
@@ -12290,10 +10667,8 @@ def _ag_nanmedian_default(ks, self):
     _n.result_ = _SV(result, True)
     return result
 
-
 class NanmedianBackward1(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -12306,13 +10681,11 @@ class NanmedianBackward1(_Node):
             grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, keepdim)
         return grad_inputs
 
-
 def _ag_nanmedian_dim(ks, self, dim, keepdim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_nanmedian_dim.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = NanmedianBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
     _n.self_sizes = tuple(self.shape)
@@ -12321,10 +10694,8 @@ def _ag_nanmedian_dim(ks, self, dim, keepdim):
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class UniqueConsecutiveBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -12333,21 +10704,17 @@ class UniqueConsecutiveBackward0(_Node):
             grad_inputs[self_ix] = not_implemented("unique_consecutive")
         return grad_inputs
 
-
 def _ag_unique_consecutive_default(ks, self, return_inverse, return_counts, dim):
     if not (_gm.enabled and (self._rg)):
         return aten._op_unique_consecutive.redispatch(ks & _BELOW, self, return_inverse, return_counts, dim)
     _n = UniqueConsecutiveBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_unique_consecutive.redispatch(ks & _BELOW, self, return_inverse, return_counts, dim)
     _set_history(_n, tuple(result), [True, False, False])
     return result
 
-
 class PutBackward0(_Node):
     _saved_names = ('index_', 'source_')
-
     def apply(_n, grads):
         grad = grads[0]
         accumulate = _n.accumulate
@@ -12363,15 +10730,13 @@ class PutBackward0(_Node):
             grad_inputs[source_ix] = grad.take(index).reshape_as(source)
         return grad_inputs
 
-
 def _ag_put_default(ks, self, index, source, accumulate):
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'put')
     if not (_gm.enabled and (self._rg or source._rg)):
         return aten._op_put.redispatch(ks & _BELOW, self, index, source, accumulate)
     _n = PutBackward0()
-    _n._next = _edges(self, source)
-    _n._input_meta = _meta(self, source)
+    _n._next, _n._input_meta = _edges(self, source), _meta(self, source)
     _n.accumulate = accumulate
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.index_ = _SV(index)
@@ -12381,10 +10746,8 @@ def _ag_put_default(ks, self, index, source, accumulate):
     _set_history(_n, (result,))
     return result
 
-
 class IndexReduceBackward0(_Node):
     _saved_names = ('self_', 'index_', 'source_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         dim = _n.dim
@@ -12405,15 +10768,13 @@ class IndexReduceBackward0(_Node):
                 grad_inputs[source_ix] = _gs[1]
         return grad_inputs
 
-
 def _ag_index_reduce_default(ks, self, dim, index, source, reduce, include_self):
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'index_reduce')
     if not (_gm.enabled and (self._rg or source._rg)):
         return aten._op_index_reduce.redispatch(ks & _BELOW, self, dim, index, source, reduce, include_self)
     _n = IndexReduceBackward0()
-    _n._next = _edges(self, source)
-    _n._input_meta = _meta(self, source)
+    _n._next, _n._input_meta = _edges(self, source), _meta(self, source)
     _n.dim = dim
     _n.reduce = reduce
     _n.include_self = include_self
@@ -12428,10 +10789,8 @@ def _ag_index_reduce_default(ks, self, dim, index, source, reduce, include_self)
     _n.result_ = _SV(result, True)
     return result
 
-
 class AsStridedScatterBackward0(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         size = _n.size
@@ -12446,13 +10805,11 @@ class AsStridedScatterBackward0(_Node):
             grad_inputs[src_ix] = as_strided_scatter_backward(grad, self_geometry, size, stride, storage_offset, "src")
         return grad_inputs
 
-
 def _ag_as_strided_scatter_default(ks, self, src, size, stride, storage_offset):
     if not (_gm.enabled and (self._rg or src._rg)):
         return aten._op_as_strided_scatter.redispatch(ks & _BELOW, self, src, size, stride, storage_offset)
     _n = AsStridedScatterBackward0()
-    _n._next = _edges(self, src)
-    _n._input_meta = _meta(self, src)
+    _n._next, _n._input_meta = _edges(self, src), _meta(self, src)
     _n.size = size
     _n.stride = stride
     _n.storage_offset = storage_offset
@@ -12461,10 +10818,8 @@ def _ag_as_strided_scatter_default(ks, self, src, size, stride, storage_offset):
     _set_history(_n, (result,))
     return result
 
-
 class FillBackward2(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -12473,21 +10828,17 @@ class FillBackward2(_Node):
             grad_inputs[self_ix] = aten.zeros_like(grad)
         return grad_inputs
 
-
 def _ag_fill_Scalar(ks, self, value):
     if not (_gm.enabled and (self._rg)):
         return aten._op_fill_Scalar.redispatch(ks & _BELOW, self, value)
     _n = FillBackward2()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_fill_Scalar.redispatch(ks & _BELOW, self, value)
     _set_history(_n, (result,))
     return result
 
-
 class FillBackward3(_Node):
     _saved_names = ()
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix, value_ix = 0, 1
@@ -12498,21 +10849,17 @@ class FillBackward3(_Node):
             grad_inputs[value_ix] = grad.sum()
         return grad_inputs
 
-
 def _ag_fill_Tensor(ks, self, value):
     if not (_gm.enabled and (self._rg or value._rg)):
         return aten._op_fill_Tensor.redispatch(ks & _BELOW, self, value)
     _n = FillBackward3()
-    _n._next = _edges(self, value)
-    _n._input_meta = _meta(self, value)
+    _n._next, _n._input_meta = _edges(self, value), _meta(self, value)
     result = aten._op_fill_Tensor.redispatch(ks & _BELOW, self, value)
     _set_history(_n, (result,))
     return result
 
-
 class TriangularSolveBackward0(_Node):
     _saved_names = ('self_', 'A_', 'result_')
-
     def apply(_n, grads):
         grad = grads[0]
         upper = _n.upper
@@ -12532,13 +10879,11 @@ class TriangularSolveBackward0(_Node):
                 grad_inputs[A_ix] = _gs[1]
         return grad_inputs
 
-
 def _ag_triangular_solve_default(ks, self, A, upper, transpose, unitriangular):
     if not (_gm.enabled and (self._rg or A._rg)):
         return aten._op_triangular_solve.redispatch(ks & _BELOW, self, A, upper, transpose, unitriangular)
     _n = TriangularSolveBackward0()
-    _n._next = _edges(self, A)
-    _n._input_meta = _meta(self, A)
+    _n._next, _n._input_meta = _edges(self, A), _meta(self, A)
     _n.upper = upper
     _n.transpose = transpose
     _n.unitriangular = unitriangular
@@ -12551,10 +10896,8 @@ def _ag_triangular_solve_default(ks, self, A, upper, transpose, unitriangular):
     _n.result_ = [_SV(_o, True) if _i in {0} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class ConvTbcBackward0(_Node):
     _saved_names = ('self_', 'weight_', 'bias_')
-
     def apply(_n, grads):
         grad = grads[0]
         pad = _n.pad
@@ -12574,13 +10917,11 @@ class ConvTbcBackward0(_Node):
                 grad_inputs[bias_ix] = _gs[2]
         return grad_inputs
 
-
 def _ag_conv_tbc_default(ks, self, weight, bias, pad):
     if not (_gm.enabled and (self._rg or weight._rg or bias._rg)):
         return aten._op_conv_tbc.redispatch(ks & _BELOW, self, weight, bias, pad)
     _n = ConvTbcBackward0()
-    _n._next = _edges(self, weight, bias)
-    _n._input_meta = _meta(self, weight, bias)
+    _n._next, _n._input_meta = _edges(self, weight, bias), _meta(self, weight, bias)
     _n.pad = pad
     if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
         _n.self_ = _SV(self)
@@ -12592,10 +10933,8 @@ def _ag_conv_tbc_default(ks, self, weight, bias, pad):
     _set_history(_n, (result,))
     return result
 
-
 class FakeQuantizePerTensorAffineCachemaskBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -12604,23 +10943,19 @@ class FakeQuantizePerTensorAffineCachemaskBackward0(_Node):
             result = _n._saved('result_')
             grad_inputs[self_ix] = aten.fake_quantize_per_tensor_affine_cachemask_backward(grad, result[1])
         return grad_inputs
-
 
 def _ag_fake_quantize_per_tensor_affine_cachemask_default(ks, self, scale, zero_point, quant_min, quant_max):
     if not (_gm.enabled and (self._rg)):
         return aten._op_fake_quantize_per_tensor_affine_cachemask.redispatch(ks & _BELOW, self, scale, zero_point, quant_min, quant_max)
     _n = FakeQuantizePerTensorAffineCachemaskBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_fake_quantize_per_tensor_affine_cachemask.redispatch(ks & _BELOW, self, scale, zero_point, quant_min, quant_max)
     _set_history(_n, tuple(result), [True, False])
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class FakeQuantizePerTensorAffineCachemaskTensorQparamsBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -12629,7 +10964,6 @@ class FakeQuantizePerTensorAffineCachemaskTensorQparamsBackward0(_Node):
             result = _n._saved('result_')
             grad_inputs[self_ix] = aten.fake_quantize_per_tensor_affine_cachemask_backward(grad, result[1])
         return grad_inputs
-
 
 def _ag__fake_quantize_per_tensor_affine_cachemask_tensor_qparams_default(ks, self, scale, zero_point, fake_quant_enabled, quant_min, quant_max):
     if _gm.enabled and (scale._rg or zero_point._rg or fake_quant_enabled._rg):
@@ -12639,17 +10973,14 @@ def _ag__fake_quantize_per_tensor_affine_cachemask_tensor_qparams_default(ks, se
     if not (_gm.enabled and (self._rg)):
         return aten._op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams.redispatch(ks & _BELOW, self, scale, zero_point, fake_quant_enabled, quant_min, quant_max)
     _n = FakeQuantizePerTensorAffineCachemaskTensorQparamsBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams.redispatch(ks & _BELOW, self, scale, zero_point, fake_quant_enabled, quant_min, quant_max)
     _set_history(_n, tuple(result), [True, False])
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
-
 class FakeQuantizePerChannelAffineCachemaskBackward0(_Node):
     _saved_names = ('result_',)
-
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
@@ -12659,7 +10990,6 @@ class FakeQuantizePerChannelAffineCachemaskBackward0(_Node):
             grad_inputs[self_ix] = aten.fake_quantize_per_channel_affine_cachemask_backward(grad, result[1])
         return grad_inputs
 
-
 def _ag_fake_quantize_per_channel_affine_cachemask_default(ks, self, scale, zero_point, axis, quant_min, quant_max):
     if _gm.enabled and (scale._rg or zero_point._rg):
         _check_no_requires_grad(scale, 'scale', 'fake_quantize_per_channel_affine_cachemask')
@@ -12667,59 +10997,50 @@ def _ag_fake_quantize_per_channel_affine_cachemask_default(ks, self, scale, zero
     if not (_gm.enabled and (self._rg)):
         return aten._op_fake_quantize_per_channel_affine_cachemask.redispatch(ks & _BELOW, self, scale, zero_point, axis, quant_min, quant_max)
     _n = FakeQuantizePerChannelAffineCachemaskBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_fake_quantize_per_channel_affine_cachemask.redispatch(ks & _BELOW, self, scale, zero_point, axis, quant_min, quant_max)
     _set_history(_n, tuple(result), [True, False])
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
-
 
 def _ag_abs__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_abs_.redispatch(ks & _BELOW, self)
     _n = AbsBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_abs_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_neg__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_neg_.redispatch(ks & _BELOW, self)
     _n = NegBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_neg_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_sign__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sign_.redispatch(ks & _BELOW, self)
     _n = SignBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_sign_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_sgn__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sgn_.redispatch(ks & _BELOW, self)
     _n = SgnBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_sgn_.redispatch(ks & _BELOW, self)
@@ -12727,547 +11048,465 @@ def _ag_sgn__default(ks, self):
     _n.result_ = _SV(result, True)
     return result
 
-
 def _ag_floor__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_floor_.redispatch(ks & _BELOW, self)
     _n = FloorBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_floor_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_ceil__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_ceil_.redispatch(ks & _BELOW, self)
     _n = CeilBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_ceil_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_trunc__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_trunc_.redispatch(ks & _BELOW, self)
     _n = TruncBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_trunc_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_frac__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_frac_.redispatch(ks & _BELOW, self)
     _n = FracBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_frac_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_exp__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_exp_.redispatch(ks & _BELOW, self)
     _n = ExpBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_exp_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
-
 
 def _ag_exp2__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_exp2_.redispatch(ks & _BELOW, self)
     _n = Exp2Backward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_exp2_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
-
 
 def _ag_expm1__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_expm1_.redispatch(ks & _BELOW, self)
     _n = Expm1Backward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_expm1_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
-
 
 def _ag_log__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_log_.redispatch(ks & _BELOW, self)
     _n = LogBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_log_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_log2__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_log2_.redispatch(ks & _BELOW, self)
     _n = Log2Backward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_log2_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_log10__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_log10_.redispatch(ks & _BELOW, self)
     _n = Log10Backward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_log10_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_log1p__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_log1p_.redispatch(ks & _BELOW, self)
     _n = Log1PBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_log1p_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_sqrt__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sqrt_.redispatch(ks & _BELOW, self)
     _n = SqrtBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_sqrt_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
-
 
 def _ag_rsqrt__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_rsqrt_.redispatch(ks & _BELOW, self)
     _n = RsqrtBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_rsqrt_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
-
 
 def _ag_sin__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sin_.redispatch(ks & _BELOW, self)
     _n = SinBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_sin_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_cos__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_cos_.redispatch(ks & _BELOW, self)
     _n = CosBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_cos_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_tan__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_tan_.redispatch(ks & _BELOW, self)
     _n = TanBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_tan_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
-
 
 def _ag_asin__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_asin_.redispatch(ks & _BELOW, self)
     _n = AsinBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_asin_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_acos__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_acos_.redispatch(ks & _BELOW, self)
     _n = AcosBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_acos_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_atan__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_atan_.redispatch(ks & _BELOW, self)
     _n = AtanBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_atan_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_sinh__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sinh_.redispatch(ks & _BELOW, self)
     _n = SinhBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_sinh_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_cosh__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_cosh_.redispatch(ks & _BELOW, self)
     _n = CoshBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_cosh_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_tanh__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_tanh_.redispatch(ks & _BELOW, self)
     _n = TanhBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_tanh_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
-
 
 def _ag_asinh__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_asinh_.redispatch(ks & _BELOW, self)
     _n = AsinhBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_asinh_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_acosh__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_acosh_.redispatch(ks & _BELOW, self)
     _n = AcoshBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_acosh_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_atanh__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_atanh_.redispatch(ks & _BELOW, self)
     _n = AtanhBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_atanh_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_sigmoid__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sigmoid_.redispatch(ks & _BELOW, self)
     _n = SigmoidBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_sigmoid_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
-
 
 def _ag_reciprocal__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_reciprocal_.redispatch(ks & _BELOW, self)
     _n = ReciprocalBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_reciprocal_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
-
 
 def _ag_erf__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_erf_.redispatch(ks & _BELOW, self)
     _n = ErfBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_erf_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_erfc__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_erfc_.redispatch(ks & _BELOW, self)
     _n = ErfcBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_erfc_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_erfinv__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_erfinv_.redispatch(ks & _BELOW, self)
     _n = ErfinvBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_erfinv_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
-
 
 def _ag_lgamma__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_lgamma_.redispatch(ks & _BELOW, self)
     _n = LgammaBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_lgamma_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_digamma__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_digamma_.redispatch(ks & _BELOW, self)
     _n = DigammaBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_digamma_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_i0__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_i0_.redispatch(ks & _BELOW, self)
     _n = I0Backward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_i0_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_sinc__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sinc_.redispatch(ks & _BELOW, self)
     _n = SincBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_sinc_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_deg2rad__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_deg2rad_.redispatch(ks & _BELOW, self)
     _n = Deg2RadBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_deg2rad_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_rad2deg__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_rad2deg_.redispatch(ks & _BELOW, self)
     _n = Rad2DegBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_rad2deg_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_relu__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_relu_.redispatch(ks & _BELOW, self)
     _n = ReluBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_relu_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
-
 
 def _ag_round__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_round_.redispatch(ks & _BELOW, self)
     _n = RoundBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_round_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_round__decimals(ks, self, decimals):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_round__decimals.redispatch(ks & _BELOW, self, decimals)
     _n = RoundBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_round__decimals.redispatch(ks & _BELOW, self, decimals)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_nan_to_num__default(ks, self, nan, posinf, neginf):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_nan_to_num_.redispatch(ks & _BELOW, self, nan, posinf, neginf)
     _n = NanToNumBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_nan_to_num_.redispatch(ks & _BELOW, self, nan, posinf, neginf)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_logit__default(ks, self, eps):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_logit_.redispatch(ks & _BELOW, self, eps)
     _n = LogitBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.eps = eps
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
@@ -13275,64 +11514,54 @@ def _ag_logit__default(ks, self, eps):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_add__Tensor(ks, self, other, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_add__Tensor.redispatch(ks & _BELOW, self, other, alpha)
     _n = AddBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     _n.alpha = alpha
     result = aten._op_add__Tensor.redispatch(ks & _BELOW, self, other, alpha)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_add__Scalar(ks, self, other, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_add__Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _n = AddBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_add__Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_sub__Tensor(ks, self, other, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_sub__Tensor.redispatch(ks & _BELOW, self, other, alpha)
     _n = SubBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     _n.alpha = alpha
     result = aten._op_sub__Tensor.redispatch(ks & _BELOW, self, other, alpha)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_sub__Scalar(ks, self, other, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sub__Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _n = SubBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_sub__Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_mul__Tensor(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_mul__Tensor.redispatch(ks & _BELOW, self, other)
     _n = MulBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[1] is not None:
         _n.self_ = _SV(self.clone())
     if _n._next[0] is not None:
@@ -13341,27 +11570,23 @@ def _ag_mul__Tensor(ks, self, other):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_mul__Scalar(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_mul__Scalar.redispatch(ks & _BELOW, self, other)
     _n = MulBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.other = other
     result = aten._op_mul__Scalar.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_div__Tensor(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_div__Tensor.redispatch(ks & _BELOW, self, other)
     _n = DivBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[1] is not None:
         _n.self_ = _SV(self.clone())
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -13370,27 +11595,23 @@ def _ag_div__Tensor(ks, self, other):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_div__Scalar(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_div__Scalar.redispatch(ks & _BELOW, self, other)
     _n = DivBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.other = other
     result = aten._op_div__Scalar.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_div__Tensor_mode(ks, self, other, rounding_mode):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_div__Tensor_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
     _n = DivBackward2()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     _n.rounding_mode = rounding_mode
     if _n._next[1] is not None:
         _n.self_ = _SV(self.clone())
@@ -13400,28 +11621,24 @@ def _ag_div__Tensor_mode(ks, self, other, rounding_mode):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_div__Scalar_mode(ks, self, other, rounding_mode):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_div__Scalar_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
     _n = DivBackward3()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.other = other
     _n.rounding_mode = rounding_mode
     result = aten._op_div__Scalar_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_true_divide__Tensor(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_true_divide__Tensor.redispatch(ks & _BELOW, self, other)
     _n = TrueDivideBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[1] is not None:
         _n.self_ = _SV(self.clone())
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -13430,27 +11647,23 @@ def _ag_true_divide__Tensor(ks, self, other):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_true_divide__Scalar(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_true_divide__Scalar.redispatch(ks & _BELOW, self, other)
     _n = TrueDivideBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.other = other
     result = aten._op_true_divide__Scalar.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_remainder__Tensor(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_remainder__Tensor.redispatch(ks & _BELOW, self, other)
     _n = RemainderBackward1()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[1] is not None:
         _n.self_ = _SV(self.clone())
     if _n._next[1] is not None:
@@ -13459,26 +11672,22 @@ def _ag_remainder__Tensor(ks, self, other):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_remainder__Scalar(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_remainder__Scalar.redispatch(ks & _BELOW, self, other)
     _n = RemainderBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_remainder__Scalar.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_fmod__Tensor(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_fmod__Tensor.redispatch(ks & _BELOW, self, other)
     _n = FmodBackward1()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[1] is not None:
         _n.self_ = _SV(self.clone())
     if _n._next[1] is not None:
@@ -13487,26 +11696,22 @@ def _ag_fmod__Tensor(ks, self, other):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_fmod__Scalar(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_fmod__Scalar.redispatch(ks & _BELOW, self, other)
     _n = FmodBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_fmod__Scalar.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_pow__Scalar(ks, self, exponent):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_pow__Scalar.redispatch(ks & _BELOW, self, exponent)
     _n = PowBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.exponent = exponent
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
@@ -13514,14 +11719,12 @@ def _ag_pow__Scalar(ks, self, exponent):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_pow__Tensor(ks, self, exponent):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or exponent._rg)):
         return aten._op_pow__Tensor.redispatch(ks & _BELOW, self, exponent)
     _n = PowBackward1()
-    _n._next = _edges(self, exponent)
-    _n._input_meta = _meta(self, exponent)
+    _n._next, _n._input_meta = _edges(self, exponent), _meta(self, exponent)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self.clone())
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -13531,14 +11734,12 @@ def _ag_pow__Tensor(ks, self, exponent):
     _n.result_ = _SV(result, True)
     return result
 
-
 def _ag_atan2__default(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_atan2_.redispatch(ks & _BELOW, self, other)
     _n = Atan2Backward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self.clone())
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -13547,14 +11748,12 @@ def _ag_atan2__default(ks, self, other):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_hypot__default(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_hypot_.redispatch(ks & _BELOW, self, other)
     _n = HypotBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     if _n._next[1] is not None:
@@ -13564,14 +11763,12 @@ def _ag_hypot__default(ks, self, other):
     _n.result_ = _SV(result, True)
     return result
 
-
 def _ag_copysign__Tensor(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_copysign__Tensor.redispatch(ks & _BELOW, self, other)
     _n = CopysignBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     if _n._next[1] is not None:
@@ -13581,26 +11778,22 @@ def _ag_copysign__Tensor(ks, self, other):
     _n.result_ = _SV(result, True)
     return result
 
-
 def _ag_nextafter__default(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_nextafter_.redispatch(ks & _BELOW, self, other)
     _n = NextafterBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     result = aten._op_nextafter_.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_igamma__default(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_igamma_.redispatch(ks & _BELOW, self, other)
     _n = IgammaBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[1] is not None:
         _n.self_ = _SV(self.clone())
     if _n._next[1] is not None:
@@ -13609,14 +11802,12 @@ def _ag_igamma__default(ks, self, other):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_igammac__default(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_igammac_.redispatch(ks & _BELOW, self, other)
     _n = IgammacBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[1] is not None:
         _n.self_ = _SV(self.clone())
     if _n._next[1] is not None:
@@ -13625,14 +11816,12 @@ def _ag_igammac__default(ks, self, other):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_xlogy__Tensor(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_xlogy__Tensor.redispatch(ks & _BELOW, self, other)
     _n = XlogyBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self.clone())
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -13641,14 +11830,12 @@ def _ag_xlogy__Tensor(ks, self, other):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_clamp__default(ks, self, min, max):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_clamp_.redispatch(ks & _BELOW, self, min, max)
     _n = ClampBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.min = min
     _n.max = max
     if _n._next[0] is not None:
@@ -13657,14 +11844,12 @@ def _ag_clamp__default(ks, self, min, max):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_clamp__Tensor(ks, self, min, max):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or (min is not None and min._rg) or (max is not None and max._rg))):
         return aten._op_clamp__Tensor.redispatch(ks & _BELOW, self, min, max)
     _n = ClampBackward0()
-    _n._next = _edges(self, min, max)
-    _n._input_meta = _meta(self, min, max)
+    _n._next, _n._input_meta = _edges(self, min, max), _meta(self, min, max)
     if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
         _n.self_ = _SV(self.clone())
     if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
@@ -13675,14 +11860,12 @@ def _ag_clamp__Tensor(ks, self, min, max):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_clamp_min__default(ks, self, min):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_clamp_min_.redispatch(ks & _BELOW, self, min)
     _n = ClampMinBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.min = min
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
@@ -13690,14 +11873,12 @@ def _ag_clamp_min__default(ks, self, min):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_clamp_min__Tensor(ks, self, min):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or min._rg)):
         return aten._op_clamp_min__Tensor.redispatch(ks & _BELOW, self, min)
     _n = ClampMinBackward1()
-    _n._next = _edges(self, min)
-    _n._input_meta = _meta(self, min)
+    _n._next, _n._input_meta = _edges(self, min), _meta(self, min)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self.clone())
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -13706,14 +11887,12 @@ def _ag_clamp_min__Tensor(ks, self, min):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_clamp_max__default(ks, self, max):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_clamp_max_.redispatch(ks & _BELOW, self, max)
     _n = ClampMaxBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.max = max
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
@@ -13721,14 +11900,12 @@ def _ag_clamp_max__default(ks, self, max):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_clamp_max__Tensor(ks, self, max):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or max._rg)):
         return aten._op_clamp_max__Tensor.redispatch(ks & _BELOW, self, max)
     _n = ClampMaxBackward1()
-    _n._next = _edges(self, max)
-    _n._input_meta = _meta(self, max)
+    _n._next, _n._input_meta = _edges(self, max), _meta(self, max)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self.clone())
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -13737,27 +11914,23 @@ def _ag_clamp_max__Tensor(ks, self, max):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_lerp__Scalar(ks, self, end, weight):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or end._rg)):
         return aten._op_lerp__Scalar.redispatch(ks & _BELOW, self, end, weight)
     _n = LerpBackward0()
-    _n._next = _edges(self, end)
-    _n._input_meta = _meta(self, end)
+    _n._next, _n._input_meta = _edges(self, end), _meta(self, end)
     _n.weight = weight
     result = aten._op_lerp__Scalar.redispatch(ks & _BELOW, self, end, weight)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_lerp__Tensor(ks, self, end, weight):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or end._rg or weight._rg)):
         return aten._op_lerp__Tensor.redispatch(ks & _BELOW, self, end, weight)
     _n = LerpBackward1()
-    _n._next = _edges(self, end, weight)
-    _n._input_meta = _meta(self, end, weight)
+    _n._next, _n._input_meta = _edges(self, end, weight), _meta(self, end, weight)
     if _n._next[2] is not None:
         _n.self_ = _SV(self.clone())
     if _n._next[2] is not None:
@@ -13768,14 +11941,12 @@ def _ag_lerp__Tensor(ks, self, end, weight):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_addcmul__default(ks, self, tensor1, tensor2, value):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or tensor1._rg or tensor2._rg)):
         return aten._op_addcmul_.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
     _n = AddcmulBackward0()
-    _n._next = _edges(self, tensor1, tensor2)
-    _n._input_meta = _meta(self, tensor1, tensor2)
+    _n._next, _n._input_meta = _edges(self, tensor1, tensor2), _meta(self, tensor1, tensor2)
     _n.value = value
     if _n._next[2] is not None:
         _n.tensor1_ = _SV(tensor1)
@@ -13785,14 +11956,12 @@ def _ag_addcmul__default(ks, self, tensor1, tensor2, value):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_addcdiv__default(ks, self, tensor1, tensor2, value):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or tensor1._rg or tensor2._rg)):
         return aten._op_addcdiv_.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
     _n = AddcdivBackward0()
-    _n._next = _edges(self, tensor1, tensor2)
-    _n._input_meta = _meta(self, tensor1, tensor2)
+    _n._next, _n._input_meta = _edges(self, tensor1, tensor2), _meta(self, tensor1, tensor2)
     _n.value = value
     if _n._next[2] is not None:
         _n.tensor1_ = _SV(tensor1)
@@ -13802,28 +11971,24 @@ def _ag_addcdiv__default(ks, self, tensor1, tensor2, value):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_cumsum__default(ks, self, dim, dtype):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_cumsum_.redispatch(ks & _BELOW, self, dim, dtype)
     _n = CumsumBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     _n.self_meta = (self.dtype, self.device)
     result = aten._op_cumsum_.redispatch(ks & _BELOW, self, dim, dtype)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_cumprod__default(ks, self, dim, dtype):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_cumprod_.redispatch(ks & _BELOW, self, dim, dtype)
     _n = CumprodBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
@@ -13832,23 +11997,19 @@ def _ag_cumprod__default(ks, self, dim, dtype):
     _n.result_ = _SV(result, True)
     return result
 
-
 def _ag_detach_default(ks, self):
     result = aten._op_detach.redispatch(ks & _BELOW, self)
     return result
-
 
 def _ag_bernoulli__float(ks, self, p, generator):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_bernoulli__float.redispatch(ks & _BELOW, self, p, generator)
     _n = BernoulliBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     result = aten._op_bernoulli__float.redispatch(ks & _BELOW, self, p, generator)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_masked_fill__Scalar(ks, self, mask, value):
     _check_inplace(self)
@@ -13857,14 +12018,12 @@ def _ag_masked_fill__Scalar(ks, self, mask, value):
     if not (_gm.enabled and (self._rg)):
         return aten._op_masked_fill__Scalar.redispatch(ks & _BELOW, self, mask, value)
     _n = MaskedFillBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.mask_ = _SV(mask)
     result = aten._op_masked_fill__Scalar.redispatch(ks & _BELOW, self, mask, value)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_masked_fill__Tensor(ks, self, mask, value):
     _check_inplace(self)
@@ -13873,14 +12032,12 @@ def _ag_masked_fill__Tensor(ks, self, mask, value):
     if not (_gm.enabled and (self._rg or value._rg)):
         return aten._op_masked_fill__Tensor.redispatch(ks & _BELOW, self, mask, value)
     _n = MaskedFillBackward1()
-    _n._next = _edges(self, value)
-    _n._input_meta = _meta(self, value)
+    _n._next, _n._input_meta = _edges(self, value), _meta(self, value)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.mask_ = _SV(mask)
     result = aten._op_masked_fill__Tensor.redispatch(ks & _BELOW, self, mask, value)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_index_put__default(ks, self, indices, values, accumulate):
     _check_inplace(self)
@@ -13889,8 +12046,7 @@ def _ag_index_put__default(ks, self, indices, values, accumulate):
     if not (_gm.enabled and (self._rg or values._rg)):
         return aten._op_index_put_.redispatch(ks & _BELOW, self, indices, values, accumulate)
     _n = IndexPutBackward0()
-    _n._next = _edges(self, values)
-    _n._input_meta = _meta(self, values)
+    _n._next, _n._input_meta = _edges(self, values), _meta(self, values)
     _n.accumulate = accumulate
     _n.values_sizes = tuple(values.shape)
     if _n._next[0] is not None or _n._next[1] is not None:
@@ -13899,7 +12055,6 @@ def _ag_index_put__default(ks, self, indices, values, accumulate):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_scatter__src(ks, self, dim, index, src):
     _check_inplace(self)
     if _gm.enabled and (index._rg):
@@ -13907,15 +12062,13 @@ def _ag_scatter__src(ks, self, dim, index, src):
     if not (_gm.enabled and (self._rg or src._rg)):
         return aten._op_scatter__src.redispatch(ks & _BELOW, self, dim, index, src)
     _n = ScatterBackward0()
-    _n._next = _edges(self, src)
-    _n._input_meta = _meta(self, src)
+    _n._next, _n._input_meta = _edges(self, src), _meta(self, src)
     _n.dim = dim
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.index_ = _SV(index)
     result = aten._op_scatter__src.redispatch(ks & _BELOW, self, dim, index, src)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_scatter__value(ks, self, dim, index, value):
     _check_inplace(self)
@@ -13924,15 +12077,13 @@ def _ag_scatter__value(ks, self, dim, index, value):
     if not (_gm.enabled and (self._rg)):
         return aten._op_scatter__value.redispatch(ks & _BELOW, self, dim, index, value)
     _n = ScatterBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     if _n._next[0] is not None:
         _n.index_ = _SV(index)
     result = aten._op_scatter__value.redispatch(ks & _BELOW, self, dim, index, value)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_scatter_add__default(ks, self, dim, index, src):
     _check_inplace(self)
@@ -13941,15 +12092,13 @@ def _ag_scatter_add__default(ks, self, dim, index, src):
     if not (_gm.enabled and (self._rg or src._rg)):
         return aten._op_scatter_add_.redispatch(ks & _BELOW, self, dim, index, src)
     _n = ScatterAddBackward0()
-    _n._next = _edges(self, src)
-    _n._input_meta = _meta(self, src)
+    _n._next, _n._input_meta = _edges(self, src), _meta(self, src)
     _n.dim = dim
     if _n._next[1] is not None:
         _n.index_ = _SV(index)
     result = aten._op_scatter_add_.redispatch(ks & _BELOW, self, dim, index, src)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
     _check_inplace(self)
@@ -13958,8 +12107,7 @@ def _ag_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
     if not (_gm.enabled and (self._rg or src._rg)):
         return aten._op_scatter_reduce__two.redispatch(ks & _BELOW, self, dim, index, src, reduce, include_self)
     _n = ScatterReduceBackward0()
-    _n._next = _edges(self, src)
-    _n._input_meta = _meta(self, src)
+    _n._next, _n._input_meta = _edges(self, src), _meta(self, src)
     _n.dim = dim
     _n.reduce = reduce
     _n.include_self = include_self
@@ -13974,7 +12122,6 @@ def _ag_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
     _n.result_ = _SV(result, True)
     return result
 
-
 def _ag_index_add__default(ks, self, dim, index, source, alpha):
     _check_inplace(self)
     if _gm.enabled and (index._rg):
@@ -13982,8 +12129,7 @@ def _ag_index_add__default(ks, self, dim, index, source, alpha):
     if not (_gm.enabled and (self._rg or source._rg)):
         return aten._op_index_add_.redispatch(ks & _BELOW, self, dim, index, source, alpha)
     _n = IndexAddBackward0()
-    _n._next = _edges(self, source)
-    _n._input_meta = _meta(self, source)
+    _n._next, _n._input_meta = _edges(self, source), _meta(self, source)
     _n.dim = dim
     _n.alpha = alpha
     if _n._next[1] is not None:
@@ -13992,7 +12138,6 @@ def _ag_index_add__default(ks, self, dim, index, source, alpha):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_index_copy__default(ks, self, dim, index, source):
     _check_inplace(self)
     if _gm.enabled and (index._rg):
@@ -14000,15 +12145,13 @@ def _ag_index_copy__default(ks, self, dim, index, source):
     if not (_gm.enabled and (self._rg or source._rg)):
         return aten._op_index_copy_.redispatch(ks & _BELOW, self, dim, index, source)
     _n = IndexCopyBackward0()
-    _n._next = _edges(self, source)
-    _n._input_meta = _meta(self, source)
+    _n._next, _n._input_meta = _edges(self, source), _meta(self, source)
     _n.dim = dim
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.index_ = _SV(index)
     result = aten._op_index_copy_.redispatch(ks & _BELOW, self, dim, index, source)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_index_fill__int_Scalar(ks, self, dim, index, value):
     _check_inplace(self)
@@ -14017,15 +12160,13 @@ def _ag_index_fill__int_Scalar(ks, self, dim, index, value):
     if not (_gm.enabled and (self._rg)):
         return aten._op_index_fill__int_Scalar.redispatch(ks & _BELOW, self, dim, index, value)
     _n = IndexFillBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.dim = dim
     if _n._next[0] is not None:
         _n.index_ = _SV(index)
     result = aten._op_index_fill__int_Scalar.redispatch(ks & _BELOW, self, dim, index, value)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_masked_scatter__default(ks, self, mask, source):
     _check_inplace(self)
@@ -14034,8 +12175,7 @@ def _ag_masked_scatter__default(ks, self, mask, source):
     if not (_gm.enabled and (self._rg or source._rg)):
         return aten._op_masked_scatter_.redispatch(ks & _BELOW, self, mask, source)
     _n = MaskedScatterBackward0()
-    _n._next = _edges(self, source)
-    _n._input_meta = _meta(self, source)
+    _n._next, _n._input_meta = _edges(self, source), _meta(self, source)
     _n.source_sizes = tuple(source.shape)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.mask_ = _SV(mask)
@@ -14043,40 +12183,34 @@ def _ag_masked_scatter__default(ks, self, mask, source):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_tril__default(ks, self, diagonal):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_tril_.redispatch(ks & _BELOW, self, diagonal)
     _n = TrilBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.diagonal = diagonal
     result = aten._op_tril_.redispatch(ks & _BELOW, self, diagonal)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_triu__default(ks, self, diagonal):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_triu_.redispatch(ks & _BELOW, self, diagonal)
     _n = TriuBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.diagonal = diagonal
     result = aten._op_triu_.redispatch(ks & _BELOW, self, diagonal)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_addmm__default(ks, self, mat1, mat2, beta, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or mat1._rg or mat2._rg)):
         return aten._op_addmm_.redispatch(ks & _BELOW, self, mat1, mat2, beta, alpha)
     _n = AddmmBackward0()
-    _n._next = _edges(self, mat1, mat2)
-    _n._input_meta = _meta(self, mat1, mat2)
+    _n._next, _n._input_meta = _edges(self, mat1, mat2), _meta(self, mat1, mat2)
     _n.beta = beta
     _n.alpha = alpha
     _n.mat1_geometry = (tuple(mat1.shape), mat1.stride(), mat1.storage_offset())
@@ -14089,14 +12223,12 @@ def _ag_addmm__default(ks, self, mat1, mat2, beta, alpha):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_addmv__default(ks, self, mat, vec, beta, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or mat._rg or vec._rg)):
         return aten._op_addmv_.redispatch(ks & _BELOW, self, mat, vec, beta, alpha)
     _n = AddmvBackward0()
-    _n._next = _edges(self, mat, vec)
-    _n._input_meta = _meta(self, mat, vec)
+    _n._next, _n._input_meta = _edges(self, mat, vec), _meta(self, mat, vec)
     _n.beta = beta
     _n.alpha = alpha
     if _n._next[2] is not None:
@@ -14107,14 +12239,12 @@ def _ag_addmv__default(ks, self, mat, vec, beta, alpha):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_baddbmm__default(ks, self, batch1, batch2, beta, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or batch1._rg or batch2._rg)):
         return aten._op_baddbmm_.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
     _n = BaddbmmBackward0()
-    _n._next = _edges(self, batch1, batch2)
-    _n._input_meta = _meta(self, batch1, batch2)
+    _n._next, _n._input_meta = _edges(self, batch1, batch2), _meta(self, batch1, batch2)
     _n.beta = beta
     _n.alpha = alpha
     if _n._next[2] is not None:
@@ -14125,14 +12255,12 @@ def _ag_baddbmm__default(ks, self, batch1, batch2, beta, alpha):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_addbmm__default(ks, self, batch1, batch2, beta, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or batch1._rg or batch2._rg)):
         return aten._op_addbmm_.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
     _n = AddbmmBackward0()
-    _n._next = _edges(self, batch1, batch2)
-    _n._input_meta = _meta(self, batch1, batch2)
+    _n._next, _n._input_meta = _edges(self, batch1, batch2), _meta(self, batch1, batch2)
     _n.beta = beta
     _n.alpha = alpha
     _n.batch1_sizes = tuple(batch1.shape)
@@ -14144,70 +12272,60 @@ def _ag_addbmm__default(ks, self, batch1, batch2, beta, alpha):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_silu__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_silu_.redispatch(ks & _BELOW, self)
     _n = SiluBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_silu_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_mish__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_mish_.redispatch(ks & _BELOW, self)
     _n = MishBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_mish_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_hardswish__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_hardswish_.redispatch(ks & _BELOW, self)
     _n = HardswishBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_hardswish_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_hardsigmoid__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_hardsigmoid_.redispatch(ks & _BELOW, self)
     _n = HardsigmoidBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_hardsigmoid_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
-
 def _ag_leaky_relu__default(ks, self, negative_slope):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_leaky_relu_.redispatch(ks & _BELOW, self, negative_slope)
     _n = LeakyReluBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.negative_slope = negative_slope
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
@@ -14215,14 +12333,12 @@ def _ag_leaky_relu__default(ks, self, negative_slope):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_elu__default(ks, self, alpha, scale, input_scale):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_elu_.redispatch(ks & _BELOW, self, alpha, scale, input_scale)
     _n = EluBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.alpha = alpha
     _n.scale = scale
     _n.input_scale = input_scale
@@ -14232,14 +12348,12 @@ def _ag_elu__default(ks, self, alpha, scale, input_scale):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_hardtanh__default(ks, self, min_val, max_val):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_hardtanh_.redispatch(ks & _BELOW, self, min_val, max_val)
     _n = HardtanhBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.min_val = min_val
     _n.max_val = max_val
     if _n._next[0] is not None:
@@ -14248,14 +12362,12 @@ def _ag_hardtanh__default(ks, self, min_val, max_val):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_celu__default(ks, self, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_celu_.redispatch(ks & _BELOW, self, alpha)
     _n = CeluBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.alpha = alpha
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
@@ -14263,14 +12375,12 @@ def _ag_celu__default(ks, self, alpha):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_threshold__default(ks, self, threshold, value):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_threshold_.redispatch(ks & _BELOW, self, threshold, value)
     _n = ThresholdBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.threshold = threshold
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
@@ -14278,14 +12388,12 @@ def _ag_threshold__default(ks, self, threshold, value):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_rrelu_with_noise__default(ks, self, noise, lower, upper, training, generator):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_rrelu_with_noise_.redispatch(ks & _BELOW, self, noise, lower, upper, training, generator)
     _n = RreluWithNoiseBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.lower = lower
     _n.upper = upper
     _n.training = training
@@ -14297,26 +12405,22 @@ def _ag_rrelu_with_noise__default(ks, self, noise, lower, upper, training, gener
     _rebase_history(self, _n)
     return result
 
-
 def _ag_heaviside__default(ks, self, values):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or values._rg)):
         return aten._op_heaviside_.redispatch(ks & _BELOW, self, values)
     _n = HeavisideBackward0()
-    _n._next = _edges(self, values)
-    _n._input_meta = _meta(self, values)
+    _n._next, _n._input_meta = _edges(self, values), _meta(self, values)
     result = aten._op_heaviside_.redispatch(ks & _BELOW, self, values)
     _rebase_history(self, _n)
     return result
-
 
 def _ag_ldexp__default(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_ldexp_.redispatch(ks & _BELOW, self, other)
     _n = LdexpBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     if _n._next[0] is not None:
         _n.other_ = _SV(other)
     result = aten._op_ldexp_.redispatch(ks & _BELOW, self, other)
@@ -14324,14 +12428,12 @@ def _ag_ldexp__default(ks, self, other):
     _n.result_ = _SV(result, True)
     return result
 
-
 def _ag_renorm__default(ks, self, p, dim, maxnorm):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_renorm_.redispatch(ks & _BELOW, self, p, dim, maxnorm)
     _n = RenormBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next, _n._input_meta = _edges(self), _meta(self)
     _n.p = p
     _n.dim = dim
     _n.maxnorm = maxnorm
@@ -14341,7 +12443,6 @@ def _ag_renorm__default(ks, self, p, dim, maxnorm):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_put__default(ks, self, index, source, accumulate):
     _check_inplace(self)
     if _gm.enabled and (index._rg):
@@ -14349,8 +12450,7 @@ def _ag_put__default(ks, self, index, source, accumulate):
     if not (_gm.enabled and (self._rg or source._rg)):
         return aten._op_put_.redispatch(ks & _BELOW, self, index, source, accumulate)
     _n = PutBackward0()
-    _n._next = _edges(self, source)
-    _n._input_meta = _meta(self, source)
+    _n._next, _n._input_meta = _edges(self, source), _meta(self, source)
     _n.accumulate = accumulate
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.index_ = _SV(index)
@@ -14360,7 +12460,6 @@ def _ag_put__default(ks, self, index, source, accumulate):
     _rebase_history(self, _n)
     return result
 
-
 def _ag_index_reduce__default(ks, self, dim, index, source, reduce, include_self):
     _check_inplace(self)
     if _gm.enabled and (index._rg):
@@ -14368,8 +12467,7 @@ def _ag_index_reduce__default(ks, self, dim, index, source, reduce, include_self
     if not (_gm.enabled and (self._rg or source._rg)):
         return aten._op_index_reduce_.redispatch(ks & _BELOW, self, dim, index, source, reduce, include_self)
     _n = IndexReduceBackward0()
-    _n._next = _edges(self, source)
-    _n._input_meta = _meta(self, source)
+    _n._next, _n._input_meta = _edges(self, source), _meta(self, source)
     _n.dim = dim
     _n.reduce = reduce
     _n.include_self = include_self
@@ -14383,7 +12481,6 @@ def _ag_index_reduce__default(ks, self, dim, index, source, reduce, include_self
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
-
 
 for _h, _k in (
     (aten._op_abs, _ag_abs_default),
@@ -14924,74 +13021,32 @@ for _h, _k in (
     _h.register(DispatchKey.Autograd, _k)
 # ops without a differentiable output: their Autograd keys fall through (Note [Kernel resolution])
 for _h in (
-    aten._op_histc,
-    aten._op_detach,
-    aten._op_new_empty_strided,
-    aten._op_empty_like,
-    aten._op_zeros_like,
-    aten._op_ones_like,
-    aten._op_full_like,
-    aten._op_new_empty,
-    aten._op_new_zeros,
-    aten._op_new_ones,
-    aten._op_new_full,
-    aten._op_rand_like,
-    aten._op_randn_like,
-    aten._op_multinomial,
-    aten._op_isin_Tensor_Tensor,
-    aten._op_isin_Tensor_Scalar,
-    aten._op_isin_Scalar_Tensor,
-    aten._op_gcd,
-    aten._op_lcm,
-    aten._op_special_chebyshev_polynomial_t,
-    aten._op_special_chebyshev_polynomial_t_x_scalar,
-    aten._op_special_chebyshev_polynomial_t_n_scalar,
-    aten._op_special_chebyshev_polynomial_u,
-    aten._op_special_chebyshev_polynomial_u_x_scalar,
-    aten._op_special_chebyshev_polynomial_u_n_scalar,
-    aten._op_special_chebyshev_polynomial_v,
-    aten._op_special_chebyshev_polynomial_v_x_scalar,
-    aten._op_special_chebyshev_polynomial_v_n_scalar,
-    aten._op_special_chebyshev_polynomial_w,
-    aten._op_special_chebyshev_polynomial_w_x_scalar,
-    aten._op_special_chebyshev_polynomial_w_n_scalar,
-    aten._op_special_shifted_chebyshev_polynomial_t,
-    aten._op_special_shifted_chebyshev_polynomial_t_x_scalar,
-    aten._op_special_shifted_chebyshev_polynomial_t_n_scalar,
-    aten._op_special_shifted_chebyshev_polynomial_u,
-    aten._op_special_shifted_chebyshev_polynomial_u_x_scalar,
-    aten._op_special_shifted_chebyshev_polynomial_u_n_scalar,
-    aten._op_special_shifted_chebyshev_polynomial_v,
-    aten._op_special_shifted_chebyshev_polynomial_v_x_scalar,
-    aten._op_special_shifted_chebyshev_polynomial_v_n_scalar,
-    aten._op_special_shifted_chebyshev_polynomial_w,
-    aten._op_special_shifted_chebyshev_polynomial_w_x_scalar,
-    aten._op_special_shifted_chebyshev_polynomial_w_n_scalar,
-    aten._op_special_hermite_polynomial_h,
-    aten._op_special_hermite_polynomial_h_x_scalar,
-    aten._op_special_hermite_polynomial_h_n_scalar,
-    aten._op_special_hermite_polynomial_he,
-    aten._op_special_hermite_polynomial_he_x_scalar,
-    aten._op_special_hermite_polynomial_he_n_scalar,
-    aten._op_special_laguerre_polynomial_l,
-    aten._op_special_laguerre_polynomial_l_x_scalar,
-    aten._op_special_laguerre_polynomial_l_n_scalar,
-    aten._op_special_legendre_polynomial_p,
-    aten._op_special_legendre_polynomial_p_x_scalar,
-    aten._op_special_legendre_polynomial_p_n_scalar,
-    aten._op_special_airy_ai,
-    aten._op_special_bessel_j0,
-    aten._op_special_bessel_j1,
-    aten._op_special_bessel_y0,
-    aten._op_special_bessel_y1,
-    aten._op_special_modified_bessel_i0,
-    aten._op_special_modified_bessel_i1,
-    aten._op_special_modified_bessel_k0,
-    aten._op_special_modified_bessel_k1,
-    aten._op_special_scaled_modified_bessel_k0,
-    aten._op_special_scaled_modified_bessel_k1,
-    aten._op_special_spherical_bessel_j0,
-    aten._op_nonzero_static,
-    aten._op_hash_tensor,
+    aten._op_histc, aten._op_detach, aten._op_new_empty_strided, aten._op_empty_like, aten._op_zeros_like,
+    aten._op_ones_like, aten._op_full_like, aten._op_new_empty, aten._op_new_zeros, aten._op_new_ones,
+    aten._op_new_full, aten._op_rand_like, aten._op_randn_like, aten._op_multinomial, aten._op_isin_Tensor_Tensor,
+    aten._op_isin_Tensor_Scalar, aten._op_isin_Scalar_Tensor, aten._op_gcd, aten._op_lcm,
+    aten._op_special_chebyshev_polynomial_t, aten._op_special_chebyshev_polynomial_t_x_scalar,
+    aten._op_special_chebyshev_polynomial_t_n_scalar, aten._op_special_chebyshev_polynomial_u,
+    aten._op_special_chebyshev_polynomial_u_x_scalar, aten._op_special_chebyshev_polynomial_u_n_scalar,
+    aten._op_special_chebyshev_polynomial_v, aten._op_special_chebyshev_polynomial_v_x_scalar,
+    aten._op_special_chebyshev_polynomial_v_n_scalar, aten._op_special_chebyshev_polynomial_w,
+    aten._op_special_chebyshev_polynomial_w_x_scalar, aten._op_special_chebyshev_polynomial_w_n_scalar,
+    aten._op_special_shifted_chebyshev_polynomial_t, aten._op_special_shifted_chebyshev_polynomial_t_x_scalar,
+    aten._op_special_shifted_chebyshev_polynomial_t_n_scalar, aten._op_special_shifted_chebyshev_polynomial_u,
+    aten._op_special_shifted_chebyshev_polynomial_u_x_scalar, aten._op_special_shifted_chebyshev_polynomial_u_n_scalar,
+    aten._op_special_shifted_chebyshev_polynomial_v, aten._op_special_shifted_chebyshev_polynomial_v_x_scalar,
+    aten._op_special_shifted_chebyshev_polynomial_v_n_scalar, aten._op_special_shifted_chebyshev_polynomial_w,
+    aten._op_special_shifted_chebyshev_polynomial_w_x_scalar, aten._op_special_shifted_chebyshev_polynomial_w_n_scalar,
+    aten._op_special_hermite_polynomial_h, aten._op_special_hermite_polynomial_h_x_scalar,
+    aten._op_special_hermite_polynomial_h_n_scalar, aten._op_special_hermite_polynomial_he,
+    aten._op_special_hermite_polynomial_he_x_scalar, aten._op_special_hermite_polynomial_he_n_scalar,
+    aten._op_special_laguerre_polynomial_l, aten._op_special_laguerre_polynomial_l_x_scalar,
+    aten._op_special_laguerre_polynomial_l_n_scalar, aten._op_special_legendre_polynomial_p,
+    aten._op_special_legendre_polynomial_p_x_scalar, aten._op_special_legendre_polynomial_p_n_scalar,
+    aten._op_special_airy_ai, aten._op_special_bessel_j0, aten._op_special_bessel_j1, aten._op_special_bessel_y0,
+    aten._op_special_bessel_y1, aten._op_special_modified_bessel_i0, aten._op_special_modified_bessel_i1,
+    aten._op_special_modified_bessel_k0, aten._op_special_modified_bessel_k1,
+    aten._op_special_scaled_modified_bessel_k0, aten._op_special_scaled_modified_bessel_k1,
+    aten._op_special_spherical_bessel_j0, aten._op_nonzero_static, aten._op_hash_tensor,
 ):
     _h.register(DispatchKey.Autograd, _FALLTHROUGH)

@@ -2,7 +2,12 @@
 # Regenerate with: python -m tools.codegen
 
 """The kernels of every operator, and the table that registers them (Note [Backend kernels] in
-ember/aten/backends.py)."""
+ember/aten/backends.py).
+
+First the wrapper factories, one per shape of operator: ``_wN(kernel, name, named_tuple)`` makes the
+kernel ``run(ks, *arguments)`` that the dispatcher calls for CPU and CUDA: it unwraps the tensors, calls
+the array kernel with the array module of the backend it runs on (NumPy for CPU, CuPy for CUDA, looked up
+by key) and wraps the result (fresh tensor, view, in-place write or ``out=`` write). Then the table."""
 from ember.aten import kernels as K
 from ember.aten import composite as C
 from ember.aten import quantized as Q
@@ -13,8075 +18,2635 @@ from ember.aten.wrap import write_out as _write_out, check_writable as _check_wr
 from ember.aten.wrap import value_error as _value_error
 from ember import return_types as _rt
 
-
-def _abs_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.abs(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.abs, self)
-
-
-def _abs__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.abs(be.xp, self._data), 'abs_')
-    except ValueError as _e:
-        _value_error(_e, K.abs, self)
-
-
-def _abs_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.abs(be.xp, self._data), 'abs')
-    except ValueError as _e:
-        _value_error(_e, K.abs, self, out)
-
-
-def __conj_physical_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.conj_physical(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.conj_physical, self)
-
-
-def _conj_physical__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.conj_physical(be.xp, self._data), 'conj_physical_')
-    except ValueError as _e:
-        _value_error(_e, K.conj_physical, self)
-
-
-def _conj_physical_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.conj_physical(be.xp, self._data), 'conj_physical')
-    except ValueError as _e:
-        _value_error(_e, K.conj_physical, self, out)
-
-
-def _neg_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.neg(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.neg, self)
-
-
-def _neg__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.neg(be.xp, self._data), 'neg_')
-    except ValueError as _e:
-        _value_error(_e, K.neg, self)
-
-
-def _neg_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.neg(be.xp, self._data), 'neg')
-    except ValueError as _e:
-        _value_error(_e, K.neg, self, out)
-
-
-def _sign_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.sign(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.sign, self)
-
-
-def _sign__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.sign(be.xp, self._data), 'sign_')
-    except ValueError as _e:
-        _value_error(_e, K.sign, self)
-
-
-def _sign_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.sign(be.xp, self._data), 'sign')
-    except ValueError as _e:
-        _value_error(_e, K.sign, self, out)
-
-
-def _sgn_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.sgn(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.sgn, self)
-
-
-def _sgn__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.sgn(be.xp, self._data), 'sgn_')
-    except ValueError as _e:
-        _value_error(_e, K.sgn, self)
-
-
-def _sgn_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.sgn(be.xp, self._data), 'sgn')
-    except ValueError as _e:
-        _value_error(_e, K.sgn, self, out)
-
-
-def _floor_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.floor(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.floor, self)
-
-
-def _floor__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.floor(be.xp, self._data), 'floor_')
-    except ValueError as _e:
-        _value_error(_e, K.floor, self)
-
-
-def _floor_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.floor(be.xp, self._data), 'floor')
-    except ValueError as _e:
-        _value_error(_e, K.floor, self, out)
-
-
-def _ceil_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.ceil(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.ceil, self)
-
-
-def _ceil__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.ceil(be.xp, self._data), 'ceil_')
-    except ValueError as _e:
-        _value_error(_e, K.ceil, self)
-
-
-def _ceil_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.ceil(be.xp, self._data), 'ceil')
-    except ValueError as _e:
-        _value_error(_e, K.ceil, self, out)
-
-
-def _trunc_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.trunc(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.trunc, self)
-
-
-def _trunc__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.trunc(be.xp, self._data), 'trunc_')
-    except ValueError as _e:
-        _value_error(_e, K.trunc, self)
-
-
-def _trunc_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.trunc(be.xp, self._data), 'trunc')
-    except ValueError as _e:
-        _value_error(_e, K.trunc, self, out)
-
-
-def _frac_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.frac(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.frac, self)
-
-
-def _frac__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.frac(be.xp, self._data), 'frac_')
-    except ValueError as _e:
-        _value_error(_e, K.frac, self)
-
-
-def _frac_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.frac(be.xp, self._data), 'frac')
-    except ValueError as _e:
-        _value_error(_e, K.frac, self, out)
-
-
-def _exp_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.exp(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.exp, self)
-
-
-def _exp__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.exp(be.xp, self._data), 'exp_')
-    except ValueError as _e:
-        _value_error(_e, K.exp, self)
-
-
-def _exp_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.exp(be.xp, self._data), 'exp')
-    except ValueError as _e:
-        _value_error(_e, K.exp, self, out)
-
-
-def _exp2_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.exp2(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.exp2, self)
-
-
-def _exp2__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.exp2(be.xp, self._data), 'exp2_')
-    except ValueError as _e:
-        _value_error(_e, K.exp2, self)
-
-
-def _exp2_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.exp2(be.xp, self._data), 'exp2')
-    except ValueError as _e:
-        _value_error(_e, K.exp2, self, out)
-
-
-def _expm1_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.expm1(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.expm1, self)
-
-
-def _expm1__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.expm1(be.xp, self._data), 'expm1_')
-    except ValueError as _e:
-        _value_error(_e, K.expm1, self)
-
-
-def _expm1_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.expm1(be.xp, self._data), 'expm1')
-    except ValueError as _e:
-        _value_error(_e, K.expm1, self, out)
-
-
-def _log_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.log(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.log, self)
-
-
-def _log__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.log(be.xp, self._data), 'log_')
-    except ValueError as _e:
-        _value_error(_e, K.log, self)
-
-
-def _log_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.log(be.xp, self._data), 'log')
-    except ValueError as _e:
-        _value_error(_e, K.log, self, out)
-
-
-def _log2_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.log2(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.log2, self)
-
-
-def _log2__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.log2(be.xp, self._data), 'log2_')
-    except ValueError as _e:
-        _value_error(_e, K.log2, self)
-
-
-def _log2_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.log2(be.xp, self._data), 'log2')
-    except ValueError as _e:
-        _value_error(_e, K.log2, self, out)
-
-
-def _log10_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.log10(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.log10, self)
-
-
-def _log10__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.log10(be.xp, self._data), 'log10_')
-    except ValueError as _e:
-        _value_error(_e, K.log10, self)
-
-
-def _log10_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.log10(be.xp, self._data), 'log10')
-    except ValueError as _e:
-        _value_error(_e, K.log10, self, out)
-
-
-def _log1p_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.log1p(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.log1p, self)
-
-
-def _log1p__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.log1p(be.xp, self._data), 'log1p_')
-    except ValueError as _e:
-        _value_error(_e, K.log1p, self)
-
-
-def _log1p_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.log1p(be.xp, self._data), 'log1p')
-    except ValueError as _e:
-        _value_error(_e, K.log1p, self, out)
-
-
-def _sqrt_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.sqrt(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.sqrt, self)
-
-
-def _sqrt__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.sqrt(be.xp, self._data), 'sqrt_')
-    except ValueError as _e:
-        _value_error(_e, K.sqrt, self)
-
-
-def _sqrt_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.sqrt(be.xp, self._data), 'sqrt')
-    except ValueError as _e:
-        _value_error(_e, K.sqrt, self, out)
-
-
-def _rsqrt_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.rsqrt(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.rsqrt, self)
-
-
-def _rsqrt__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.rsqrt(be.xp, self._data), 'rsqrt_')
-    except ValueError as _e:
-        _value_error(_e, K.rsqrt, self)
-
-
-def _rsqrt_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.rsqrt(be.xp, self._data), 'rsqrt')
-    except ValueError as _e:
-        _value_error(_e, K.rsqrt, self, out)
-
-
-def _sin_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.sin(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.sin, self)
-
-
-def _sin__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.sin(be.xp, self._data), 'sin_')
-    except ValueError as _e:
-        _value_error(_e, K.sin, self)
-
-
-def _sin_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.sin(be.xp, self._data), 'sin')
-    except ValueError as _e:
-        _value_error(_e, K.sin, self, out)
-
-
-def _cos_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.cos(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.cos, self)
-
-
-def _cos__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.cos(be.xp, self._data), 'cos_')
-    except ValueError as _e:
-        _value_error(_e, K.cos, self)
-
-
-def _cos_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.cos(be.xp, self._data), 'cos')
-    except ValueError as _e:
-        _value_error(_e, K.cos, self, out)
-
-
-def _tan_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.tan(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.tan, self)
-
-
-def _tan__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.tan(be.xp, self._data), 'tan_')
-    except ValueError as _e:
-        _value_error(_e, K.tan, self)
-
-
-def _tan_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.tan(be.xp, self._data), 'tan')
-    except ValueError as _e:
-        _value_error(_e, K.tan, self, out)
-
-
-def _asin_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.asin(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.asin, self)
-
-
-def _asin__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.asin(be.xp, self._data), 'asin_')
-    except ValueError as _e:
-        _value_error(_e, K.asin, self)
-
-
-def _asin_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.asin(be.xp, self._data), 'asin')
-    except ValueError as _e:
-        _value_error(_e, K.asin, self, out)
-
-
-def _acos_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.acos(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.acos, self)
-
-
-def _acos__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.acos(be.xp, self._data), 'acos_')
-    except ValueError as _e:
-        _value_error(_e, K.acos, self)
-
-
-def _acos_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.acos(be.xp, self._data), 'acos')
-    except ValueError as _e:
-        _value_error(_e, K.acos, self, out)
-
-
-def _atan_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.atan(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.atan, self)
-
-
-def _atan__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.atan(be.xp, self._data), 'atan_')
-    except ValueError as _e:
-        _value_error(_e, K.atan, self)
-
-
-def _atan_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.atan(be.xp, self._data), 'atan')
-    except ValueError as _e:
-        _value_error(_e, K.atan, self, out)
-
-
-def _sinh_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.sinh(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.sinh, self)
-
-
-def _sinh__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.sinh(be.xp, self._data), 'sinh_')
-    except ValueError as _e:
-        _value_error(_e, K.sinh, self)
-
-
-def _sinh_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.sinh(be.xp, self._data), 'sinh')
-    except ValueError as _e:
-        _value_error(_e, K.sinh, self, out)
-
-
-def _cosh_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.cosh(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.cosh, self)
-
-
-def _cosh__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.cosh(be.xp, self._data), 'cosh_')
-    except ValueError as _e:
-        _value_error(_e, K.cosh, self)
-
-
-def _cosh_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.cosh(be.xp, self._data), 'cosh')
-    except ValueError as _e:
-        _value_error(_e, K.cosh, self, out)
-
-
-def _tanh_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.tanh(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.tanh, self)
-
-
-def _tanh__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.tanh(be.xp, self._data), 'tanh_')
-    except ValueError as _e:
-        _value_error(_e, K.tanh, self)
-
-
-def _tanh_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.tanh(be.xp, self._data), 'tanh')
-    except ValueError as _e:
-        _value_error(_e, K.tanh, self, out)
-
-
-def _asinh_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.asinh(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.asinh, self)
-
-
-def _asinh__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.asinh(be.xp, self._data), 'asinh_')
-    except ValueError as _e:
-        _value_error(_e, K.asinh, self)
-
-
-def _asinh_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.asinh(be.xp, self._data), 'asinh')
-    except ValueError as _e:
-        _value_error(_e, K.asinh, self, out)
-
-
-def _acosh_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.acosh(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.acosh, self)
-
-
-def _acosh__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.acosh(be.xp, self._data), 'acosh_')
-    except ValueError as _e:
-        _value_error(_e, K.acosh, self)
-
-
-def _acosh_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.acosh(be.xp, self._data), 'acosh')
-    except ValueError as _e:
-        _value_error(_e, K.acosh, self, out)
-
-
-def _atanh_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.atanh(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.atanh, self)
-
-
-def _atanh__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.atanh(be.xp, self._data), 'atanh_')
-    except ValueError as _e:
-        _value_error(_e, K.atanh, self)
-
-
-def _atanh_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.atanh(be.xp, self._data), 'atanh')
-    except ValueError as _e:
-        _value_error(_e, K.atanh, self, out)
-
-
-def _sigmoid_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.sigmoid(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.sigmoid, self)
-
-
-def _sigmoid__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.sigmoid(be.xp, self._data), 'sigmoid_')
-    except ValueError as _e:
-        _value_error(_e, K.sigmoid, self)
-
-
-def _sigmoid_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.sigmoid(be.xp, self._data), 'sigmoid')
-    except ValueError as _e:
-        _value_error(_e, K.sigmoid, self, out)
-
-
-def _reciprocal_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.reciprocal(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.reciprocal, self)
-
-
-def _reciprocal__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.reciprocal(be.xp, self._data), 'reciprocal_')
-    except ValueError as _e:
-        _value_error(_e, K.reciprocal, self)
-
-
-def _reciprocal_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.reciprocal(be.xp, self._data), 'reciprocal')
-    except ValueError as _e:
-        _value_error(_e, K.reciprocal, self, out)
-
-
-def _erf_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.erf(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.erf, self)
-
-
-def _erf__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.erf(be.xp, self._data), 'erf_')
-    except ValueError as _e:
-        _value_error(_e, K.erf, self)
-
-
-def _erf_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.erf(be.xp, self._data), 'erf')
-    except ValueError as _e:
-        _value_error(_e, K.erf, self, out)
-
-
-def _erfc_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.erfc(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.erfc, self)
-
-
-def _erfc__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.erfc(be.xp, self._data), 'erfc_')
-    except ValueError as _e:
-        _value_error(_e, K.erfc, self)
-
-
-def _erfc_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.erfc(be.xp, self._data), 'erfc')
-    except ValueError as _e:
-        _value_error(_e, K.erfc, self, out)
-
-
-def _erfinv_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.erfinv(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.erfinv, self)
-
-
-def _erfinv__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.erfinv(be.xp, self._data), 'erfinv_')
-    except ValueError as _e:
-        _value_error(_e, K.erfinv, self)
-
-
-def _erfinv_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.erfinv(be.xp, self._data), 'erfinv')
-    except ValueError as _e:
-        _value_error(_e, K.erfinv, self, out)
-
-
-def _lgamma_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.lgamma(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.lgamma, self)
-
-
-def _lgamma__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.lgamma(be.xp, self._data), 'lgamma_')
-    except ValueError as _e:
-        _value_error(_e, K.lgamma, self)
-
-
-def _lgamma_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.lgamma(be.xp, self._data), 'lgamma')
-    except ValueError as _e:
-        _value_error(_e, K.lgamma, self, out)
-
-
-def _digamma_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.digamma(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.digamma, self)
-
-
-def _digamma__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.digamma(be.xp, self._data), 'digamma_')
-    except ValueError as _e:
-        _value_error(_e, K.digamma, self)
-
-
-def _digamma_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.digamma(be.xp, self._data), 'digamma')
-    except ValueError as _e:
-        _value_error(_e, K.digamma, self, out)
-
-
-def _i0_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.i0(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.i0, self)
-
-
-def _i0__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.i0(be.xp, self._data), 'i0_')
-    except ValueError as _e:
-        _value_error(_e, K.i0, self)
-
-
-def _i0_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.i0(be.xp, self._data), 'i0')
-    except ValueError as _e:
-        _value_error(_e, K.i0, self, out)
-
-
-def _sinc_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.sinc(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.sinc, self)
-
-
-def _sinc__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.sinc(be.xp, self._data), 'sinc_')
-    except ValueError as _e:
-        _value_error(_e, K.sinc, self)
-
-
-def _sinc_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.sinc(be.xp, self._data), 'sinc')
-    except ValueError as _e:
-        _value_error(_e, K.sinc, self, out)
-
-
-def _deg2rad_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.deg2rad(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.deg2rad, self)
-
-
-def _deg2rad__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.deg2rad(be.xp, self._data), 'deg2rad_')
-    except ValueError as _e:
-        _value_error(_e, K.deg2rad, self)
-
-
-def _deg2rad_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.deg2rad(be.xp, self._data), 'deg2rad')
-    except ValueError as _e:
-        _value_error(_e, K.deg2rad, self, out)
-
-
-def _rad2deg_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.rad2deg(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.rad2deg, self)
-
-
-def _rad2deg__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.rad2deg(be.xp, self._data), 'rad2deg_')
-    except ValueError as _e:
-        _value_error(_e, K.rad2deg, self)
-
-
-def _rad2deg_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.rad2deg(be.xp, self._data), 'rad2deg')
-    except ValueError as _e:
-        _value_error(_e, K.rad2deg, self, out)
-
-
-def _square_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.square(be.xp, self._data), 'square')
-    except ValueError as _e:
-        _value_error(_e, K.square, self, out)
-
-
-def _bitwise_not_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.bitwise_not(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_not, self)
-
-
-def _bitwise_not__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.bitwise_not(be.xp, self._data), 'bitwise_not_')
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_not, self)
-
-
-def _bitwise_not_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.bitwise_not(be.xp, self._data), 'bitwise_not')
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_not, self, out)
-
-
-def _logical_not_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.logical_not(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.logical_not, self)
-
-
-def _logical_not__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.logical_not(be.xp, self._data), 'logical_not_')
-    except ValueError as _e:
-        _value_error(_e, K.logical_not, self)
-
-
-def _logical_not_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.logical_not(be.xp, self._data), 'logical_not')
-    except ValueError as _e:
-        _value_error(_e, K.logical_not, self, out)
-
-
-def _relu_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.relu(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.relu, self)
-
-
-def _relu__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.relu(be.xp, self._data), 'relu_')
-    except ValueError as _e:
-        _value_error(_e, K.relu, self)
-
-
-def _round_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.round(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.round, self)
-
-
-def _round_decimals(ks, self, decimals):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.round(be.xp, self._data, decimals=decimals), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.round, self)
-
-
-def _round__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.round(be.xp, self._data), 'round_')
-    except ValueError as _e:
-        _value_error(_e, K.round, self)
-
-
-def _round__decimals(ks, self, decimals):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.round(be.xp, self._data, decimals=decimals), 'round_')
-    except ValueError as _e:
-        _value_error(_e, K.round, self)
-
-
-def _round_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.round(be.xp, self._data), 'round')
-    except ValueError as _e:
-        _value_error(_e, K.round, self, out)
-
-
-def _isnan_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.isnan(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.isnan, self)
-
-
-def _isinf_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.isinf(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.isinf, self)
-
-
-def _isposinf_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.isposinf(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.isposinf, self)
-
-
-def _isneginf_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.isneginf(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.isneginf, self)
-
-
-def _signbit_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.signbit(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.signbit, self)
-
-
-def _nan_to_num_default(ks, self, nan, posinf, neginf):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.nan_to_num(be.xp, self._data, nan, posinf, neginf), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.nan_to_num, self)
-
-
-def _nan_to_num__default(ks, self, nan, posinf, neginf):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.nan_to_num(be.xp, self._data, nan, posinf, neginf), 'nan_to_num_')
-    except ValueError as _e:
-        _value_error(_e, K.nan_to_num, self)
-
-
-def _logit_default(ks, self, eps):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.logit(be.xp, self._data, eps), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.logit, self)
-
-
-def _polygamma_default(ks, n, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.polygamma(be.xp, n, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.polygamma, self)
-
-
-def _logit__default(ks, self, eps):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.logit(be.xp, self._data, eps), 'logit_')
-    except ValueError as _e:
-        _value_error(_e, K.logit, self)
-
-
-def _add_Tensor(ks, self, other, alpha):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.add(be.xp, self._data, other._data, alpha=alpha), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.add, self, other)
-
-
-def _add__Tensor(ks, self, other, alpha):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.add(be.xp, self._data, other._data, alpha=alpha), 'add_')
-    except ValueError as _e:
-        _value_error(_e, K.add, self, other)
-
-
-def _add_out(ks, self, other, alpha, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.add(be.xp, self._data, other._data, alpha=alpha), 'add')
-    except ValueError as _e:
-        _value_error(_e, K.add, self, other, out)
-
-
-def _add_Scalar(ks, self, other, alpha):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.add(be.xp, self._data, other, alpha), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.add, self)
-
-
-def _add__Scalar(ks, self, other, alpha):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.add(be.xp, self._data, other, alpha), 'add_')
-    except ValueError as _e:
-        _value_error(_e, K.add, self)
-
-
-def _add_Scalar_out(ks, self, other, alpha, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.add(be.xp, self._data, other, alpha), 'add')
-    except ValueError as _e:
-        _value_error(_e, K.add, self, out)
-
-
-def _sub_Tensor(ks, self, other, alpha):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.sub(be.xp, self._data, other._data, alpha=alpha), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.sub, self, other)
-
-
-def _sub__Tensor(ks, self, other, alpha):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.sub(be.xp, self._data, other._data, alpha=alpha), 'sub_')
-    except ValueError as _e:
-        _value_error(_e, K.sub, self, other)
-
-
-def _sub_out(ks, self, other, alpha, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.sub(be.xp, self._data, other._data, alpha=alpha), 'sub')
-    except ValueError as _e:
-        _value_error(_e, K.sub, self, other, out)
-
-
-def _sub_Scalar(ks, self, other, alpha):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.sub(be.xp, self._data, other, alpha), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.sub, self)
-
-
-def _sub__Scalar(ks, self, other, alpha):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.sub(be.xp, self._data, other, alpha), 'sub_')
-    except ValueError as _e:
-        _value_error(_e, K.sub, self)
-
-
-def _sub_Scalar_out(ks, self, other, alpha, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.sub(be.xp, self._data, other, alpha), 'sub')
-    except ValueError as _e:
-        _value_error(_e, K.sub, self, out)
-
-
-def _mul_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.mul(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.mul, self, other)
-
-
-def _mul__Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.mul(be.xp, self._data, other._data), 'mul_')
-    except ValueError as _e:
-        _value_error(_e, K.mul, self, other)
-
-
-def _mul_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.mul(be.xp, self._data, other._data), 'mul')
-    except ValueError as _e:
-        _value_error(_e, K.mul, self, other, out)
-
-
-def _mul_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.mul(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.mul, self)
-
-
-def _mul__Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.mul(be.xp, self._data, other), 'mul_')
-    except ValueError as _e:
-        _value_error(_e, K.mul, self)
-
-
-def _mul_Scalar_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.mul(be.xp, self._data, other), 'mul')
-    except ValueError as _e:
-        _value_error(_e, K.mul, self, out)
-
-
-def _div_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.div(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.div, self, other)
-
-
-def _div__Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.div(be.xp, self._data, other._data), 'div_')
-    except ValueError as _e:
-        _value_error(_e, K.div, self, other)
-
-
-def _div_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.div(be.xp, self._data, other._data), 'div')
-    except ValueError as _e:
-        _value_error(_e, K.div, self, other, out)
-
-
-def _div_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.div(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.div, self)
-
-
-def _div__Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.div(be.xp, self._data, other), 'div_')
-    except ValueError as _e:
-        _value_error(_e, K.div, self)
-
-
-def _div_Scalar_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.div(be.xp, self._data, other), 'div')
-    except ValueError as _e:
-        _value_error(_e, K.div, self, out)
-
-
-def _div_Tensor_mode(ks, self, other, rounding_mode):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.div(be.xp, self._data, other._data, rounding_mode=rounding_mode), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.div, self, other)
-
-
-def _div__Tensor_mode(ks, self, other, rounding_mode):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.div(be.xp, self._data, other._data, rounding_mode=rounding_mode), 'div_')
-    except ValueError as _e:
-        _value_error(_e, K.div, self, other)
-
-
-def _div_out_mode(ks, self, other, rounding_mode, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.div(be.xp, self._data, other._data, rounding_mode=rounding_mode), 'div')
-    except ValueError as _e:
-        _value_error(_e, K.div, self, other, out)
-
-
-def _div_Scalar_mode(ks, self, other, rounding_mode):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.div(be.xp, self._data, other, rounding_mode=rounding_mode), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.div, self)
-
-
-def _div__Scalar_mode(ks, self, other, rounding_mode):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.div(be.xp, self._data, other, rounding_mode=rounding_mode), 'div_')
-    except ValueError as _e:
-        _value_error(_e, K.div, self)
-
-
-def _true_divide_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.true_divide(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.true_divide, self, other)
-
-
-def _true_divide__Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.true_divide(be.xp, self._data, other._data), 'true_divide_')
-    except ValueError as _e:
-        _value_error(_e, K.true_divide, self, other)
-
-
-def _true_divide_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.true_divide(be.xp, self._data, other._data), 'true_divide')
-    except ValueError as _e:
-        _value_error(_e, K.true_divide, self, other, out)
-
-
-def _true_divide_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.true_divide(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.true_divide, self)
-
-
-def _true_divide__Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.true_divide(be.xp, self._data, other), 'true_divide_')
-    except ValueError as _e:
-        _value_error(_e, K.true_divide, self)
-
-
-def _true_divide_Scalar_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.true_divide(be.xp, self._data, other), 'true_divide')
-    except ValueError as _e:
-        _value_error(_e, K.true_divide, self, out)
-
-
-def _floor_divide_default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.floor_divide(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.floor_divide, self, other)
-
-
-def _floor_divide__Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.floor_divide(be.xp, self._data, other._data), 'floor_divide_')
-    except ValueError as _e:
-        _value_error(_e, K.floor_divide, self, other)
-
-
-def _floor_divide_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.floor_divide(be.xp, self._data, other._data), 'floor_divide')
-    except ValueError as _e:
-        _value_error(_e, K.floor_divide, self, other, out)
-
-
-def _floor_divide_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.floor_divide(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.floor_divide, self)
-
-
-def _floor_divide__Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.floor_divide(be.xp, self._data, other), 'floor_divide_')
-    except ValueError as _e:
-        _value_error(_e, K.floor_divide, self)
-
-
-def _floor_divide_Scalar_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.floor_divide(be.xp, self._data, other), 'floor_divide')
-    except ValueError as _e:
-        _value_error(_e, K.floor_divide, self, out)
-
-
-def _remainder_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.remainder(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.remainder, self, other)
-
-
-def _remainder__Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.remainder(be.xp, self._data, other._data), 'remainder_')
-    except ValueError as _e:
-        _value_error(_e, K.remainder, self, other)
-
-
-def _remainder_Tensor_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.remainder(be.xp, self._data, other._data), 'remainder')
-    except ValueError as _e:
-        _value_error(_e, K.remainder, self, other, out)
-
-
-def _remainder_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.remainder(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.remainder, self)
-
-
-def _remainder__Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.remainder(be.xp, self._data, other), 'remainder_')
-    except ValueError as _e:
-        _value_error(_e, K.remainder, self)
-
-
-def _remainder_Scalar_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.remainder(be.xp, self._data, other), 'remainder')
-    except ValueError as _e:
-        _value_error(_e, K.remainder, self, out)
-
-
-def _remainder_Scalar_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.remainder(be.xp, self, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.remainder, other)
-
-
-def _fmod_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.fmod(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.fmod, self, other)
-
-
-def _fmod__Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.fmod(be.xp, self._data, other._data), 'fmod_')
-    except ValueError as _e:
-        _value_error(_e, K.fmod, self, other)
-
-
-def _fmod_Tensor_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.fmod(be.xp, self._data, other._data), 'fmod')
-    except ValueError as _e:
-        _value_error(_e, K.fmod, self, other, out)
-
-
-def _fmod_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.fmod(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.fmod, self)
-
-
-def _fmod__Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.fmod(be.xp, self._data, other), 'fmod_')
-    except ValueError as _e:
-        _value_error(_e, K.fmod, self)
-
-
-def _fmod_Scalar_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.fmod(be.xp, self._data, other), 'fmod')
-    except ValueError as _e:
-        _value_error(_e, K.fmod, self, out)
-
-
-def _rsub_Tensor(ks, self, other, alpha):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.rsub(be.xp, self._data, other._data, alpha=alpha), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.rsub, self, other)
-
-
-def _rsub_Scalar(ks, self, other, alpha):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.rsub(be.xp, self._data, other, alpha), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.rsub, self)
-
-
-def _pow_Tensor_Tensor(ks, self, exponent):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.pow(be.xp, self._data, exponent._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.pow, self, exponent)
-
-
-def _pow_Tensor_Tensor_out(ks, self, exponent, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.pow(be.xp, self._data, exponent._data), 'pow')
-    except ValueError as _e:
-        _value_error(_e, K.pow, self, exponent, out)
-
-
-def _pow_Scalar(ks, self, exponent):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.pow(be.xp, self, exponent._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.pow, exponent)
-
-
-def _pow_Scalar_out(ks, self, exponent, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.pow(be.xp, self, exponent._data), 'pow')
-    except ValueError as _e:
-        _value_error(_e, K.pow, exponent, out)
-
-
-def _pow_Tensor_Scalar(ks, self, exponent):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.pow(be.xp, self._data, exponent), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.pow, self)
-
-
-def _pow_Tensor_Scalar_out(ks, self, exponent, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.pow(be.xp, self._data, exponent), 'pow')
-    except ValueError as _e:
-        _value_error(_e, K.pow, self, out)
-
-
-def _pow__Scalar(ks, self, exponent):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.pow(be.xp, self._data, exponent), 'pow_')
-    except ValueError as _e:
-        _value_error(_e, K.pow, self)
-
-
-def _pow__Tensor(ks, self, exponent):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.pow(be.xp, self._data, exponent._data), 'pow_')
-    except ValueError as _e:
-        _value_error(_e, K.pow, self, exponent)
-
-
-def _atan2_default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.atan2(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.atan2, self, other)
-
-
-def _atan2_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.atan2(be.xp, self._data, other._data), 'atan2')
-    except ValueError as _e:
-        _value_error(_e, K.atan2, self, other, out)
-
-
-def _atan2__default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.atan2(be.xp, self._data, other._data), 'atan2_')
-    except ValueError as _e:
-        _value_error(_e, K.atan2, self, other)
-
-
-def _hypot_default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.hypot(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.hypot, self, other)
-
-
-def _hypot_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.hypot(be.xp, self._data, other._data), 'hypot')
-    except ValueError as _e:
-        _value_error(_e, K.hypot, self, other, out)
-
-
-def _hypot__default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.hypot(be.xp, self._data, other._data), 'hypot_')
-    except ValueError as _e:
-        _value_error(_e, K.hypot, self, other)
-
-
-def _logaddexp_default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.logaddexp(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.logaddexp, self, other)
-
-
-def _logaddexp_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.logaddexp(be.xp, self._data, other._data), 'logaddexp')
-    except ValueError as _e:
-        _value_error(_e, K.logaddexp, self, other, out)
-
-
-def _logaddexp2_default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.logaddexp2(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.logaddexp2, self, other)
-
-
-def _logaddexp2_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.logaddexp2(be.xp, self._data, other._data), 'logaddexp2')
-    except ValueError as _e:
-        _value_error(_e, K.logaddexp2, self, other, out)
-
-
-def _copysign_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.copysign(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.copysign, self, other)
-
-
-def _copysign_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.copysign(be.xp, self._data, other._data), 'copysign')
-    except ValueError as _e:
-        _value_error(_e, K.copysign, self, other, out)
-
-
-def _copysign__Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.copysign(be.xp, self._data, other._data), 'copysign_')
-    except ValueError as _e:
-        _value_error(_e, K.copysign, self, other)
-
-
-def _nextafter_default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.nextafter(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.nextafter, self, other)
-
-
-def _nextafter_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.nextafter(be.xp, self._data, other._data), 'nextafter')
-    except ValueError as _e:
-        _value_error(_e, K.nextafter, self, other, out)
-
-
-def _nextafter__default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.nextafter(be.xp, self._data, other._data), 'nextafter_')
-    except ValueError as _e:
-        _value_error(_e, K.nextafter, self, other)
-
-
-def _maximum_default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.maximum(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.maximum, self, other)
-
-
-def _maximum_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.maximum(be.xp, self._data, other._data), 'maximum')
-    except ValueError as _e:
-        _value_error(_e, K.maximum, self, other, out)
-
-
-def _minimum_default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.minimum(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.minimum, self, other)
-
-
-def _minimum_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.minimum(be.xp, self._data, other._data), 'minimum')
-    except ValueError as _e:
-        _value_error(_e, K.minimum, self, other, out)
-
-
-def _fmax_default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.fmax(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.fmax, self, other)
-
-
-def _fmax_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.fmax(be.xp, self._data, other._data), 'fmax')
-    except ValueError as _e:
-        _value_error(_e, K.fmax, self, other, out)
-
-
-def _fmin_default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.fmin(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.fmin, self, other)
-
-
-def _fmin_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.fmin(be.xp, self._data, other._data), 'fmin')
-    except ValueError as _e:
-        _value_error(_e, K.fmin, self, other, out)
-
-
-def _igamma_default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.igamma(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.igamma, self, other)
-
-
-def _igamma_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.igamma(be.xp, self._data, other._data), 'igamma')
-    except ValueError as _e:
-        _value_error(_e, K.igamma, self, other, out)
-
-
-def _igamma__default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.igamma(be.xp, self._data, other._data), 'igamma_')
-    except ValueError as _e:
-        _value_error(_e, K.igamma, self, other)
-
-
-def _igammac_default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.igammac(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.igammac, self, other)
-
-
-def _igammac_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.igammac(be.xp, self._data, other._data), 'igammac')
-    except ValueError as _e:
-        _value_error(_e, K.igammac, self, other, out)
-
-
-def _igammac__default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.igammac(be.xp, self._data, other._data), 'igammac_')
-    except ValueError as _e:
-        _value_error(_e, K.igammac, self, other)
-
-
-def _xlogy_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.xlogy(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.xlogy, self, other)
-
-
-def _xlogy_OutTensor(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.xlogy(be.xp, self._data, other._data), 'xlogy')
-    except ValueError as _e:
-        _value_error(_e, K.xlogy, self, other, out)
-
-
-def _xlogy__Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.xlogy(be.xp, self._data, other._data), 'xlogy_')
-    except ValueError as _e:
-        _value_error(_e, K.xlogy, self, other)
-
-
-def _xlogy_Scalar_Other(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.xlogy(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.xlogy, self)
-
-
-def _xlogy_Scalar_Self(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.xlogy(be.xp, self, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.xlogy, other)
-
-
-def _copysign_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.copysign(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.copysign, self)
-
-
-def _bitwise_and_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.bitwise_and(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_and, self, other)
-
-
-def _bitwise_and__Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.bitwise_and(be.xp, self._data, other._data), 'bitwise_and_')
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_and, self, other)
-
-
-def _bitwise_and_Tensor_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.bitwise_and(be.xp, self._data, other._data), 'bitwise_and')
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_and, self, other, out)
-
-
-def _bitwise_and_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.bitwise_and(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_and, self)
-
-
-def _bitwise_and__Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.bitwise_and(be.xp, self._data, other), 'bitwise_and_')
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_and, self)
-
-
-def _bitwise_and_Scalar_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.bitwise_and(be.xp, self._data, other), 'bitwise_and')
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_and, self, out)
-
-
-def _bitwise_or_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.bitwise_or(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_or, self, other)
-
-
-def _bitwise_or__Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.bitwise_or(be.xp, self._data, other._data), 'bitwise_or_')
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_or, self, other)
-
-
-def _bitwise_or_Tensor_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.bitwise_or(be.xp, self._data, other._data), 'bitwise_or')
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_or, self, other, out)
-
-
-def _bitwise_or_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.bitwise_or(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_or, self)
-
-
-def _bitwise_or__Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.bitwise_or(be.xp, self._data, other), 'bitwise_or_')
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_or, self)
-
-
-def _bitwise_or_Scalar_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.bitwise_or(be.xp, self._data, other), 'bitwise_or')
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_or, self, out)
-
-
-def _bitwise_xor_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.bitwise_xor(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_xor, self, other)
-
-
-def _bitwise_xor__Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.bitwise_xor(be.xp, self._data, other._data), 'bitwise_xor_')
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_xor, self, other)
-
-
-def _bitwise_xor_Tensor_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.bitwise_xor(be.xp, self._data, other._data), 'bitwise_xor')
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_xor, self, other, out)
-
-
-def _bitwise_xor_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.bitwise_xor(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_xor, self)
-
-
-def _bitwise_xor__Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.bitwise_xor(be.xp, self._data, other), 'bitwise_xor_')
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_xor, self)
-
-
-def _bitwise_xor_Scalar_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.bitwise_xor(be.xp, self._data, other), 'bitwise_xor')
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_xor, self, out)
-
-
-def _bitwise_left_shift_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.bitwise_left_shift(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_left_shift, self, other)
-
-
-def _bitwise_left_shift__Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.bitwise_left_shift(be.xp, self._data, other._data), 'bitwise_left_shift_')
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_left_shift, self, other)
-
-
-def _bitwise_left_shift_Tensor_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.bitwise_left_shift(be.xp, self._data, other._data), 'bitwise_left_shift')
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_left_shift, self, other, out)
-
-
-def _bitwise_left_shift_Tensor_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.bitwise_left_shift(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_left_shift, self)
-
-
-def _bitwise_left_shift__Tensor_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.bitwise_left_shift(be.xp, self._data, other), 'bitwise_left_shift_')
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_left_shift, self)
-
-
-def _bitwise_left_shift_Tensor_Scalar_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.bitwise_left_shift(be.xp, self._data, other), 'bitwise_left_shift')
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_left_shift, self, out)
-
-
-def _bitwise_right_shift_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.bitwise_right_shift(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_right_shift, self, other)
-
-
-def _bitwise_right_shift__Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.bitwise_right_shift(be.xp, self._data, other._data), 'bitwise_right_shift_')
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_right_shift, self, other)
-
-
-def _bitwise_right_shift_Tensor_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.bitwise_right_shift(be.xp, self._data, other._data), 'bitwise_right_shift')
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_right_shift, self, other, out)
-
-
-def _bitwise_right_shift_Tensor_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.bitwise_right_shift(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_right_shift, self)
-
-
-def _bitwise_right_shift__Tensor_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.bitwise_right_shift(be.xp, self._data, other), 'bitwise_right_shift_')
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_right_shift, self)
-
-
-def _bitwise_right_shift_Tensor_Scalar_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.bitwise_right_shift(be.xp, self._data, other), 'bitwise_right_shift')
-    except ValueError as _e:
-        _value_error(_e, K.bitwise_right_shift, self, out)
-
-
-def _logical_and_default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.logical_and(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.logical_and, self, other)
-
-
-def _logical_and__default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.logical_and(be.xp, self._data, other._data), 'logical_and_')
-    except ValueError as _e:
-        _value_error(_e, K.logical_and, self, other)
-
-
-def _logical_and_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.logical_and(be.xp, self._data, other._data), 'logical_and')
-    except ValueError as _e:
-        _value_error(_e, K.logical_and, self, other, out)
-
-
-def _logical_or_default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.logical_or(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.logical_or, self, other)
-
-
-def _logical_or__default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.logical_or(be.xp, self._data, other._data), 'logical_or_')
-    except ValueError as _e:
-        _value_error(_e, K.logical_or, self, other)
-
-
-def _logical_or_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.logical_or(be.xp, self._data, other._data), 'logical_or')
-    except ValueError as _e:
-        _value_error(_e, K.logical_or, self, other, out)
-
-
-def _logical_xor_default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.logical_xor(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.logical_xor, self, other)
-
-
-def _logical_xor__default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.logical_xor(be.xp, self._data, other._data), 'logical_xor_')
-    except ValueError as _e:
-        _value_error(_e, K.logical_xor, self, other)
-
-
-def _logical_xor_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.logical_xor(be.xp, self._data, other._data), 'logical_xor')
-    except ValueError as _e:
-        _value_error(_e, K.logical_xor, self, other, out)
-
-
-def _eq_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.eq(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.eq, self, other)
-
-
-def _eq__Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.eq(be.xp, self._data, other._data), 'eq_')
-    except ValueError as _e:
-        _value_error(_e, K.eq, self, other)
-
-
-def _eq_Tensor_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.eq(be.xp, self._data, other._data), 'eq')
-    except ValueError as _e:
-        _value_error(_e, K.eq, self, other, out)
-
-
-def _eq_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.eq(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.eq, self)
-
-
-def _eq__Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.eq(be.xp, self._data, other), 'eq_')
-    except ValueError as _e:
-        _value_error(_e, K.eq, self)
-
-
-def _eq_Scalar_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.eq(be.xp, self._data, other), 'eq')
-    except ValueError as _e:
-        _value_error(_e, K.eq, self, out)
-
-
-def _ne_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.ne(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.ne, self, other)
-
-
-def _ne__Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.ne(be.xp, self._data, other._data), 'ne_')
-    except ValueError as _e:
-        _value_error(_e, K.ne, self, other)
-
-
-def _ne_Tensor_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.ne(be.xp, self._data, other._data), 'ne')
-    except ValueError as _e:
-        _value_error(_e, K.ne, self, other, out)
-
-
-def _ne_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.ne(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.ne, self)
-
-
-def _ne__Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.ne(be.xp, self._data, other), 'ne_')
-    except ValueError as _e:
-        _value_error(_e, K.ne, self)
-
-
-def _ne_Scalar_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.ne(be.xp, self._data, other), 'ne')
-    except ValueError as _e:
-        _value_error(_e, K.ne, self, out)
-
-
-def _lt_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.lt(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.lt, self, other)
-
-
-def _lt__Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.lt(be.xp, self._data, other._data), 'lt_')
-    except ValueError as _e:
-        _value_error(_e, K.lt, self, other)
-
-
-def _lt_Tensor_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.lt(be.xp, self._data, other._data), 'lt')
-    except ValueError as _e:
-        _value_error(_e, K.lt, self, other, out)
-
-
-def _lt_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.lt(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.lt, self)
-
-
-def _lt__Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.lt(be.xp, self._data, other), 'lt_')
-    except ValueError as _e:
-        _value_error(_e, K.lt, self)
-
-
-def _lt_Scalar_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.lt(be.xp, self._data, other), 'lt')
-    except ValueError as _e:
-        _value_error(_e, K.lt, self, out)
-
-
-def _le_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.le(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.le, self, other)
-
-
-def _le__Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.le(be.xp, self._data, other._data), 'le_')
-    except ValueError as _e:
-        _value_error(_e, K.le, self, other)
-
-
-def _le_Tensor_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.le(be.xp, self._data, other._data), 'le')
-    except ValueError as _e:
-        _value_error(_e, K.le, self, other, out)
-
-
-def _le_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.le(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.le, self)
-
-
-def _le__Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.le(be.xp, self._data, other), 'le_')
-    except ValueError as _e:
-        _value_error(_e, K.le, self)
-
-
-def _le_Scalar_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.le(be.xp, self._data, other), 'le')
-    except ValueError as _e:
-        _value_error(_e, K.le, self, out)
-
-
-def _gt_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.gt(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.gt, self, other)
-
-
-def _gt__Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.gt(be.xp, self._data, other._data), 'gt_')
-    except ValueError as _e:
-        _value_error(_e, K.gt, self, other)
-
-
-def _gt_Tensor_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.gt(be.xp, self._data, other._data), 'gt')
-    except ValueError as _e:
-        _value_error(_e, K.gt, self, other, out)
-
-
-def _gt_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.gt(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.gt, self)
-
-
-def _gt__Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.gt(be.xp, self._data, other), 'gt_')
-    except ValueError as _e:
-        _value_error(_e, K.gt, self)
-
-
-def _gt_Scalar_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.gt(be.xp, self._data, other), 'gt')
-    except ValueError as _e:
-        _value_error(_e, K.gt, self, out)
-
-
-def _ge_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.ge(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.ge, self, other)
-
-
-def _ge__Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.ge(be.xp, self._data, other._data), 'ge_')
-    except ValueError as _e:
-        _value_error(_e, K.ge, self, other)
-
-
-def _ge_Tensor_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.ge(be.xp, self._data, other._data), 'ge')
-    except ValueError as _e:
-        _value_error(_e, K.ge, self, other, out)
-
-
-def _ge_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.ge(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.ge, self)
-
-
-def _ge__Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.ge(be.xp, self._data, other), 'ge_')
-    except ValueError as _e:
-        _value_error(_e, K.ge, self)
-
-
-def _ge_Scalar_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.ge(be.xp, self._data, other), 'ge')
-    except ValueError as _e:
-        _value_error(_e, K.ge, self, out)
-
-
-def _greater_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.gt(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.gt, self, other)
-
-
-def _greater_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.gt(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.gt, self)
-
-
-def _greater_equal_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.ge(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.ge, self, other)
-
-
-def _greater_equal_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.ge(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.ge, self)
-
-
-def _less_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.lt(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.lt, self, other)
-
-
-def _less_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.lt(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.lt, self)
-
-
-def _less_equal_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.le(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.le, self, other)
-
-
-def _less_equal_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.le(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.le, self)
-
-
-def _not_equal_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.ne(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.ne, self, other)
-
-
-def _not_equal_Scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.ne(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.ne, self)
-
-
-def _where_self(ks, condition, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.where(be.xp, condition._data, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.where, condition, self, other)
-
-
-def _where_self_out(ks, condition, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.where(be.xp, condition._data, self._data, other._data), 'where')
-    except ValueError as _e:
-        _value_error(_e, K.where, condition, self, other, out)
-
-
-def _where_Scalar(ks, condition, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.where(be.xp, condition._data, self, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.where, condition)
-
-
-def _clamp_default(ks, self, min, max):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.clamp(be.xp, self._data, min, max), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.clamp, self)
-
-
-def _clamp_Tensor(ks, self, min, max):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.clamp(be.xp, self._data, (None if min is None else min._data), (None if max is None else max._data)), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.clamp, self, min, max)
-
-
-def _clamp_out(ks, self, min, max, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.clamp(be.xp, self._data, min, max), 'clamp')
-    except ValueError as _e:
-        _value_error(_e, K.clamp, self, out)
-
-
-def _clamp_Tensor_out(ks, self, min, max, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.clamp(be.xp, self._data, (None if min is None else min._data), (None if max is None else max._data)), 'clamp')
-    except ValueError as _e:
-        _value_error(_e, K.clamp, self, min, max, out)
-
-
-def _clamp__default(ks, self, min, max):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.clamp(be.xp, self._data, min, max), 'clamp_')
-    except ValueError as _e:
-        _value_error(_e, K.clamp, self)
-
-
-def _clamp__Tensor(ks, self, min, max):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.clamp(be.xp, self._data, (None if min is None else min._data), (None if max is None else max._data)), 'clamp_')
-    except ValueError as _e:
-        _value_error(_e, K.clamp, self, min, max)
-
-
-def _clamp_min_default(ks, self, min):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.clamp_min(be.xp, self._data, min), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.clamp_min, self)
-
-
-def _clamp_min_Tensor(ks, self, min):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.clamp_min(be.xp, self._data, min._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.clamp_min, self, min)
-
-
-def _clamp_min__default(ks, self, min):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.clamp_min(be.xp, self._data, min), 'clamp_min_')
-    except ValueError as _e:
-        _value_error(_e, K.clamp_min, self)
-
-
-def _clamp_min__Tensor(ks, self, min):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.clamp_min(be.xp, self._data, min._data), 'clamp_min_')
-    except ValueError as _e:
-        _value_error(_e, K.clamp_min, self, min)
-
-
-def _clamp_max_default(ks, self, max):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.clamp_max(be.xp, self._data, max), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.clamp_max, self)
-
-
-def _clamp_max_Tensor(ks, self, max):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.clamp_max(be.xp, self._data, max._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.clamp_max, self, max)
-
-
-def _clamp_max__default(ks, self, max):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.clamp_max(be.xp, self._data, max), 'clamp_max_')
-    except ValueError as _e:
-        _value_error(_e, K.clamp_max, self)
-
-
-def _clamp_max__Tensor(ks, self, max):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.clamp_max(be.xp, self._data, max._data), 'clamp_max_')
-    except ValueError as _e:
-        _value_error(_e, K.clamp_max, self, max)
-
-
-def _lerp_Scalar(ks, self, end, weight):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.lerp(be.xp, self._data, end._data, weight), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.lerp, self, end)
-
-
-def _lerp_Tensor(ks, self, end, weight):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.lerp(be.xp, self._data, end._data, weight._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.lerp, self, end, weight)
-
-
-def _lerp__Scalar(ks, self, end, weight):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.lerp(be.xp, self._data, end._data, weight), 'lerp_')
-    except ValueError as _e:
-        _value_error(_e, K.lerp, self, end)
-
-
-def _lerp__Tensor(ks, self, end, weight):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.lerp(be.xp, self._data, end._data, weight._data), 'lerp_')
-    except ValueError as _e:
-        _value_error(_e, K.lerp, self, end, weight)
-
-
-def _lerp_Scalar_out(ks, self, end, weight, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.lerp(be.xp, self._data, end._data, weight), 'lerp')
-    except ValueError as _e:
-        _value_error(_e, K.lerp, self, end, out)
-
-
-def _addcmul_default(ks, self, tensor1, tensor2, value):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.addcmul(be.xp, self._data, tensor1._data, tensor2._data, value=value), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.addcmul, self, tensor1, tensor2)
-
-
-def _addcmul__default(ks, self, tensor1, tensor2, value):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.addcmul(be.xp, self._data, tensor1._data, tensor2._data, value=value), 'addcmul_')
-    except ValueError as _e:
-        _value_error(_e, K.addcmul, self, tensor1, tensor2)
-
-
-def _addcmul_out(ks, self, tensor1, tensor2, value, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.addcmul(be.xp, self._data, tensor1._data, tensor2._data, value=value), 'addcmul')
-    except ValueError as _e:
-        _value_error(_e, K.addcmul, self, tensor1, tensor2, out)
-
-
-def _addcdiv_default(ks, self, tensor1, tensor2, value):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.addcdiv(be.xp, self._data, tensor1._data, tensor2._data, value=value), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.addcdiv, self, tensor1, tensor2)
-
-
-def _addcdiv__default(ks, self, tensor1, tensor2, value):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.addcdiv(be.xp, self._data, tensor1._data, tensor2._data, value=value), 'addcdiv_')
-    except ValueError as _e:
-        _value_error(_e, K.addcdiv, self, tensor1, tensor2)
-
-
-def _addcdiv_out(ks, self, tensor1, tensor2, value, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.addcdiv(be.xp, self._data, tensor1._data, tensor2._data, value=value), 'addcdiv')
-    except ValueError as _e:
-        _value_error(_e, K.addcdiv, self, tensor1, tensor2, out)
-
-
-def _sum_default(ks, self, dtype):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.sum(be.xp, self._data, dtype=dtype), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.sum, self)
-
-
-def _nansum_default(ks, self, dim, keepdim, dtype):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.nansum(be.xp, self._data, dim, keepdim, dtype=dtype), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.nansum, self)
-
-
-def _prod_default(ks, self, dtype):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.prod(be.xp, self._data, dtype=dtype), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.prod, self)
-
-
-def _sum_dim_IntList(ks, self, dim, keepdim, dtype):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.sum(be.xp, self._data, dim, keepdim, dtype=dtype), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.sum, self)
-
-
-def _sum_IntList_out(ks, self, dim, keepdim, dtype, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.sum(be.xp, self._data, dim, keepdim, dtype=dtype), 'sum')
-    except ValueError as _e:
-        _value_error(_e, K.sum, self, out)
-
-
-def _prod_dim_int(ks, self, dim, keepdim, dtype):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.prod(be.xp, self._data, dim, keepdim, dtype=dtype), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.prod, self)
-
-
-def _mean_default(ks, self, dtype):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.mean(be.xp, self._data, dtype=dtype), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.mean, self)
-
-
-def _mean_dim(ks, self, dim, keepdim, dtype):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.mean(be.xp, self._data, dim, keepdim, dtype=dtype), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.mean, self)
-
-
-def _mean_out(ks, self, dim, keepdim, dtype, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.mean(be.xp, self._data, dim, keepdim, dtype=dtype), 'mean')
-    except ValueError as _e:
-        _value_error(_e, K.mean, self, out)
-
-
-def _mean_dtype_out(ks, self, dtype, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.mean(be.xp, self._data, dtype=dtype), 'mean')
-    except ValueError as _e:
-        _value_error(_e, K.mean, self, out)
-
-
-def _var_correction(ks, self, dim, correction, keepdim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.var(be.xp, self._data, dim, correction=correction, keepdim=keepdim), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.var, self)
-
-
-def _std_correction(ks, self, dim, correction, keepdim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.std(be.xp, self._data, dim, correction=correction, keepdim=keepdim), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.std, self)
-
-
-def _var_mean_correction(ks, self, dim, correction, keepdim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.var_mean(be.xp, self._data, dim, correction=correction, keepdim=keepdim)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.var_mean, self)
-
-
-def _std_mean_correction(ks, self, dim, correction, keepdim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.std_mean(be.xp, self._data, dim, correction=correction, keepdim=keepdim)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.std_mean, self)
-
-
-def _max_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.max(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.max, self)
-
-
-def _max_dim(ks, self, dim, keepdim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.max_dim(be.xp, self._data, dim, keepdim)
-        return _rt.max(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.max_dim, self)
-
-
-def _min_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.min(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.min, self)
-
-
-def _min_dim(ks, self, dim, keepdim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.min_dim(be.xp, self._data, dim, keepdim)
-        return _rt.min(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.min_dim, self)
-
-
-def _amax_default(ks, self, dim, keepdim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.amax(be.xp, self._data, dim, keepdim), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.amax, self)
-
-
-def _amax_out(ks, self, dim, keepdim, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.amax(be.xp, self._data, dim, keepdim), 'amax')
-    except ValueError as _e:
-        _value_error(_e, K.amax, self, out)
-
-
-def _amin_default(ks, self, dim, keepdim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.amin(be.xp, self._data, dim, keepdim), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.amin, self)
-
-
-def _amin_out(ks, self, dim, keepdim, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.amin(be.xp, self._data, dim, keepdim), 'amin')
-    except ValueError as _e:
-        _value_error(_e, K.amin, self, out)
-
-
-def _aminmax_default(ks, self, dim, keepdim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.aminmax(be.xp, self._data, dim=dim, keepdim=keepdim)
-        return _rt.aminmax(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.aminmax, self)
-
-
-def _argmax_default(ks, self, dim, keepdim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.argmax(be.xp, self._data, dim, keepdim), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.argmax, self)
-
-
-def _argmin_default(ks, self, dim, keepdim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.argmin(be.xp, self._data, dim, keepdim), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.argmin, self)
-
-
-def _logsumexp_default(ks, self, dim, keepdim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.logsumexp(be.xp, self._data, dim, keepdim), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.logsumexp, self)
-
-
-def _all_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.all(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.all, self)
-
-
-def _all_dim(ks, self, dim, keepdim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.all(be.xp, self._data, dim, keepdim), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.all, self)
-
-
-def _all_dims(ks, self, dim, keepdim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.all(be.xp, self._data, dim, keepdim), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.all, self)
-
-
-def _any_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.any(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.any, self)
-
-
-def _any_dim(ks, self, dim, keepdim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.any(be.xp, self._data, dim, keepdim), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.any, self)
-
-
-def _any_dims(ks, self, dim, keepdim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.any(be.xp, self._data, dim, keepdim), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.any, self)
-
-
-def _count_nonzero_dim_IntList(ks, self, dim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.count_nonzero(be.xp, self._data, dim), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.count_nonzero, self)
-
-
-def _count_nonzero_default(ks, self, dim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.count_nonzero(be.xp, self._data, dim), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.count_nonzero, self)
-
-
-def _cumsum_default(ks, self, dim, dtype):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.cumsum(be.xp, self._data, dim, dtype=dtype), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.cumsum, self)
-
-
-def _cumsum__default(ks, self, dim, dtype):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.cumsum(be.xp, self._data, dim, dtype=dtype), 'cumsum_')
-    except ValueError as _e:
-        _value_error(_e, K.cumsum, self)
-
-
-def _cumsum_out(ks, self, dim, dtype, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.cumsum(be.xp, self._data, dim, dtype=dtype), 'cumsum')
-    except ValueError as _e:
-        _value_error(_e, K.cumsum, self, out)
-
-
-def _cumprod_default(ks, self, dim, dtype):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.cumprod(be.xp, self._data, dim, dtype=dtype), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.cumprod, self)
-
-
-def _cumprod__default(ks, self, dim, dtype):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.cumprod(be.xp, self._data, dim, dtype=dtype), 'cumprod_')
-    except ValueError as _e:
-        _value_error(_e, K.cumprod, self)
-
-
-def _cumprod_out(ks, self, dim, dtype, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.cumprod(be.xp, self._data, dim, dtype=dtype), 'cumprod')
-    except ValueError as _e:
-        _value_error(_e, K.cumprod, self, out)
-
-
-def _logcumsumexp_default(ks, self, dim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.logcumsumexp(be.xp, self._data, dim), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.logcumsumexp, self)
-
-
-def _cummax_default(ks, self, dim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.cummax(be.xp, self._data, dim)
-        return _rt.cummax(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.cummax, self)
-
-
-def _cummin_default(ks, self, dim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.cummin(be.xp, self._data, dim)
-        return _rt.cummin(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.cummin, self)
-
-
-def _sort_default(ks, self, dim, descending):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.sort_default(be.xp, self._data, dim, descending)
-        return _rt.sort(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.sort_default, self)
-
-
-def _sort_stable(ks, self, stable, dim, descending):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.sort(be.xp, self._data, stable=stable, dim=dim, descending=descending)
-        return _rt.sort(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.sort, self)
-
-
-def _topk_default(ks, self, k, dim, largest, sorted):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.topk(be.xp, self._data, k, dim, largest, sorted)
-        return _rt.topk(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.topk, self)
-
-
-def _kthvalue_default(ks, self, k, dim, keepdim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.kthvalue(be.xp, self._data, k, dim, keepdim)
-        return _rt.kthvalue(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.kthvalue, self)
-
-
-def _median_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.median(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.median, self)
-
-
-def _median_dim(ks, self, dim, keepdim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.median_dim(be.xp, self._data, dim, keepdim)
-        return _rt.median(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.median_dim, self)
-
-
-def _mode_default(ks, self, dim, keepdim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.mode(be.xp, self._data, dim, keepdim)
-        return _rt.mode(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.mode, self)
-
-
-def __unique2_default(ks, self, sorted, return_inverse, return_counts):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.unique(be.xp, self._data, sorted, return_inverse, return_counts)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.unique, self)
-
-
-def _unique_dim_default(ks, self, dim, sorted, return_inverse, return_counts):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.unique_dim(be.xp, self._data, dim, sorted, return_inverse, return_counts)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.unique_dim, self)
-
-
-def _bincount_default(ks, self, weights, minlength):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.bincount(be.xp, self._data, (None if weights is None else weights._data), minlength), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.bincount, self, weights)
-
-
-def _histc_default(ks, self, bins, min, max):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.histc(be.xp, self._data, bins, min, max), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.histc, self)
-
-
-def _histogram_bins_tensor(ks, self, bins, weight, density):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.histogram_bins_tensor(be.xp, self._data, bins._data, weight=(None if weight is None else weight._data), density=density)
-        return _rt.histogram(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.histogram_bins_tensor, self, bins, weight)
-
-
-def _histogram_bin_ct(ks, self, bins, range, weight, density):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.histogram_bin_ct(be.xp, self._data, bins, range=range, weight=(None if weight is None else weight._data), density=density)
-        return _rt.histogram(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.histogram_bin_ct, self, weight)
-
-
-def _view_default(ks, self, size):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _view(K.view(be.xp, self._data, size), self)
-    except ValueError as _e:
-        _value_error(_e, K.view, self)
-
-
-def _view_dtype(ks, self, dtype):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _view(K.view_dtype(be.xp, self._data, dtype), self)
-    except ValueError as _e:
-        _value_error(_e, K.view_dtype, self)
-
-
-def __unsafe_view_default(ks, self, size):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._unsafe_view(be.xp, self._data, size), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._unsafe_view, self)
-
-
-def __reshape_alias_default(ks, self, size, stride):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _view(K._reshape_alias(be.xp, self._data, size, stride), self)
-    except ValueError as _e:
-        _value_error(_e, K._reshape_alias, self)
-
-
-def _as_strided_default(ks, self, size, stride, storage_offset):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _view(K.as_strided(be.xp, self._data, size, stride, storage_offset), self)
-    except ValueError as _e:
-        _value_error(_e, K.as_strided, self)
-
-
-def _alias_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _view(K.alias(be.xp, self._data), self)
-    except ValueError as _e:
-        _value_error(_e, K.alias, self)
-
-
-def _detach_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _view(K.alias(be.xp, self._data), self)
-    except ValueError as _e:
-        _value_error(_e, K.alias, self)
-
-
-def _t_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _view(K.t(be.xp, self._data), self)
-    except ValueError as _e:
-        _value_error(_e, K.t, self)
-
-
-def _transpose_int(ks, self, dim0, dim1):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _view(K.transpose(be.xp, self._data, dim0, dim1), self)
-    except ValueError as _e:
-        _value_error(_e, K.transpose, self)
-
-
-def _permute_default(ks, self, dims):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _view(K.permute(be.xp, self._data, dims), self)
-    except ValueError as _e:
-        _value_error(_e, K.permute, self)
-
-
-def _expand_default(ks, self, size, implicit):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _view(K.expand(be.xp, self._data, size, implicit=implicit), self)
-    except ValueError as _e:
-        _value_error(_e, K.expand, self)
-
-
-def _squeeze_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _view(K.squeeze(be.xp, self._data), self)
-    except ValueError as _e:
-        _value_error(_e, K.squeeze, self)
-
-
-def _squeeze_dim(ks, self, dim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _view(K.squeeze(be.xp, self._data, dim), self)
-    except ValueError as _e:
-        _value_error(_e, K.squeeze, self)
-
-
-def _squeeze_dims(ks, self, dim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _view(K.squeeze(be.xp, self._data, dim), self)
-    except ValueError as _e:
-        _value_error(_e, K.squeeze, self)
-
-
-def _unsqueeze_default(ks, self, dim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _view(K.unsqueeze(be.xp, self._data, dim), self)
-    except ValueError as _e:
-        _value_error(_e, K.unsqueeze, self)
-
-
-def _select_int(ks, self, dim, index):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _view(K.select(be.xp, self._data, dim, index), self)
-    except ValueError as _e:
-        _value_error(_e, K.select, self)
-
-
-def _slice_Tensor(ks, self, dim, start, end, step):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _view(K.slice(be.xp, self._data, dim, start, end, step), self)
-    except ValueError as _e:
-        _value_error(_e, K.slice, self)
-
-
-def _unbind_int(ks, self, dim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return [_view(_r, self) for _r in K.unbind(be.xp, self._data, dim)]
-    except ValueError as _e:
-        _value_error(_e, K.unbind, self)
-
-
-def _split_Tensor(ks, self, split_size, dim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return [_view(_r, self) for _r in K.split(be.xp, self._data, split_size, dim)]
-    except ValueError as _e:
-        _value_error(_e, K.split, self)
-
-
-def _split_with_sizes_default(ks, self, split_sizes, dim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return [_view(_r, self) for _r in K.split_with_sizes(be.xp, self._data, split_sizes, dim)]
-    except ValueError as _e:
-        _value_error(_e, K.split_with_sizes, self)
-
-
-def _unfold_default(ks, self, dimension, size, step):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _view(K.unfold(be.xp, self._data, dimension, size, step), self)
-    except ValueError as _e:
-        _value_error(_e, K.unfold, self)
-
-
-def _diagonal_default(ks, self, offset, dim1, dim2):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _view(K.diagonal(be.xp, self._data, offset, dim1, dim2), self)
-    except ValueError as _e:
-        _value_error(_e, K.diagonal, self)
-
-
-def _empty_memory_format(ks, size, dtype, layout, device, pin_memory, memory_format):
-    be = BACKEND[ks & ON_CUDA]
-    return _new(K.empty(be.xp, size, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), be.ks, be.device)
-
-
-def _empty_strided_default(ks, size, stride, dtype, layout, device, pin_memory):
-    be = BACKEND[ks & ON_CUDA]
-    return _new(K.empty_strided(be.xp, size, stride, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), be.ks, be.device)
-
-
-def _zeros_default(ks, size, dtype, layout, device, pin_memory):
-    be = BACKEND[ks & ON_CUDA]
-    return _new(K.zeros(be.xp, size, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), be.ks, be.device)
-
-
-def _zeros_out(ks, size, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.zeros(be.xp, size), 'zeros')
-    except ValueError as _e:
-        _value_error(_e, K.zeros, out)
-
-
-def _ones_default(ks, size, dtype, layout, device, pin_memory):
-    be = BACKEND[ks & ON_CUDA]
-    return _new(K.ones(be.xp, size, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), be.ks, be.device)
-
-
-def _ones_out(ks, size, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.ones(be.xp, size), 'ones')
-    except ValueError as _e:
-        _value_error(_e, K.ones, out)
-
-
-def _full_default(ks, size, fill_value, dtype, layout, device, pin_memory):
-    be = BACKEND[ks & ON_CUDA]
-    return _new(K.full(be.xp, size, fill_value, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), be.ks, be.device)
-
-
-def _scalar_tensor_default(ks, s, dtype, layout, device, pin_memory):
-    be = BACKEND[ks & ON_CUDA]
-    return _new(K.scalar_tensor(be.xp, s, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), be.ks, be.device)
-
-
-def _arange_start_step(ks, start, end, step, dtype, layout, device, pin_memory):
-    be = BACKEND[ks & ON_CUDA]
-    return _new(K.arange(be.xp, start, end, step, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), be.ks, be.device)
-
-
-def _linspace_default(ks, start, end, steps, dtype, layout, device, pin_memory):
-    be = BACKEND[ks & ON_CUDA]
-    return _new(K.linspace(be.xp, start, end, steps, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), be.ks, be.device)
-
-
-def _logspace_default(ks, start, end, steps, base, dtype, layout, device, pin_memory):
-    be = BACKEND[ks & ON_CUDA]
-    return _new(K.logspace(be.xp, start, end, steps, base, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), be.ks, be.device)
-
-
-def _eye_default(ks, n, dtype, layout, device, pin_memory):
-    be = BACKEND[ks & ON_CUDA]
-    return _new(K.eye(be.xp, n, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), be.ks, be.device)
-
-
-def _eye_m(ks, n, m, dtype, layout, device, pin_memory):
-    be = BACKEND[ks & ON_CUDA]
-    return _new(K.eye(be.xp, n, m, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), be.ks, be.device)
-
-
-def _tril_indices_default(ks, row, col, offset, dtype, layout, device, pin_memory):
-    be = BACKEND[ks & ON_CUDA]
-    return _new(K.tril_indices(be.xp, row, col, offset, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), be.ks, be.device)
-
-
-def _triu_indices_default(ks, row, col, offset, dtype, layout, device, pin_memory):
-    be = BACKEND[ks & ON_CUDA]
-    return _new(K.triu_indices(be.xp, row, col, offset, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), be.ks, be.device)
-
-
-def _rand_default(ks, size, generator, dtype, layout, device, pin_memory):
-    be = BACKEND[ks & ON_CUDA]
-    return _new(K.rand(be.xp, size, generator=generator, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), be.ks, be.device)
-
-
-def _randn_default(ks, size, generator, dtype, layout, device, pin_memory):
-    be = BACKEND[ks & ON_CUDA]
-    return _new(K.randn(be.xp, size, generator=generator, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), be.ks, be.device)
-
-
-def _randint_low(ks, low, high, size, generator, dtype, layout, device, pin_memory):
-    be = BACKEND[ks & ON_CUDA]
-    return _new(K.randint(be.xp, low, high, size, generator=generator, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), be.ks, be.device)
-
-
-def _randperm_default(ks, n, generator, dtype, layout, device, pin_memory):
-    be = BACKEND[ks & ON_CUDA]
-    return _new(K.randperm(be.xp, n, generator=generator, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), be.ks, be.device)
-
-
-def _uniform__default(ks, self, from_, to_, generator):
-    be = BACKEND[ks & ON_CUDA]
-    _check_writable(self)
-    K.uniform_(be.xp, self._data, from_, to_, generator=generator)
-    self._vc.version += 1
-    return self
-
-
-def _normal__default(ks, self, mean, std, generator):
-    be = BACKEND[ks & ON_CUDA]
-    _check_writable(self)
-    K.normal_(be.xp, self._data, mean, std, generator=generator)
-    self._vc.version += 1
-    return self
-
-
-def _exponential__default(ks, self, lambd, generator):
-    be = BACKEND[ks & ON_CUDA]
-    _check_writable(self)
-    K.exponential_(be.xp, self._data, lambd, generator=generator)
-    self._vc.version += 1
-    return self
-
-
-def _cauchy__default(ks, self, median, sigma, generator):
-    be = BACKEND[ks & ON_CUDA]
-    _check_writable(self)
-    K.cauchy_(be.xp, self._data, median, sigma, generator=generator)
-    self._vc.version += 1
-    return self
-
-
-def _log_normal__default(ks, self, mean, std, generator):
-    be = BACKEND[ks & ON_CUDA]
-    _check_writable(self)
-    K.log_normal_(be.xp, self._data, mean, std, generator=generator)
-    self._vc.version += 1
-    return self
-
-
-def _geometric__default(ks, self, p, generator):
-    be = BACKEND[ks & ON_CUDA]
-    _check_writable(self)
-    K.geometric_(be.xp, self._data, p, generator=generator)
-    self._vc.version += 1
-    return self
-
-
-def _poisson_default(ks, self, generator):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.poisson(be.xp, self._data, generator), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.poisson, self)
-
-
-def _binomial_default(ks, count, prob, generator):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.binomial(be.xp, count._data, prob._data, generator), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.binomial, count, prob)
-
-
-def __standard_gamma_default(ks, self, generator):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._standard_gamma(be.xp, self._data, generator), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._standard_gamma, self)
-
-
-def __standard_gamma_grad_default(ks, self, output):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._standard_gamma_grad(be.xp, self._data, output._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._standard_gamma_grad, self, output)
-
-
-def __sample_dirichlet_default(ks, self, generator):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._sample_dirichlet(be.xp, self._data, generator), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._sample_dirichlet, self)
-
-
-def __dirichlet_grad_default(ks, x, alpha, total):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._dirichlet_grad(be.xp, x._data, alpha._data, total._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._dirichlet_grad, x, alpha, total)
-
-
-def _random__from(ks, self, from_, to_, generator):
-    be = BACKEND[ks & ON_CUDA]
-    _check_writable(self)
-    K.random_(be.xp, self._data, from_, to_, generator=generator)
-    self._vc.version += 1
-    return self
-
-
-def _normal_Tensor_Tensor(ks, mean, std, generator):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.normal_tensor_tensor(be.xp, mean._data, std._data, generator=generator), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.normal_tensor_tensor, mean, std)
-
-
-def _normal_float_float(ks, mean, std, size, generator, dtype, layout, device, pin_memory):
-    be = BACKEND[ks & ON_CUDA]
-    return _new(K.normal_float_float(be.xp, mean, std, size, generator=generator, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), be.ks, be.device)
-
-
-def _bernoulli_default(ks, self, generator):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.bernoulli(be.xp, self._data, generator=generator), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.bernoulli, self)
-
-
-def _bernoulli__float(ks, self, p, generator):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.bernoulli_p(be.xp, self._data, p, generator=generator), 'bernoulli_')
-    except ValueError as _e:
-        _value_error(_e, K.bernoulli_p, self)
-
-
-def _bernoulli_p(ks, self, p, generator):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.bernoulli_p(be.xp, self._data, p, generator=generator), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.bernoulli_p, self)
-
-
-def _multinomial_default(ks, self, num_samples, replacement, generator):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.multinomial(be.xp, self._data, num_samples, replacement, generator=generator), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.multinomial, self)
-
-
-def _clone_default(ks, self, memory_format):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.clone(be.xp, self._data, memory_format=memory_format), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.clone, self)
-
-
-def __contiguous_copy_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.contiguous_copy(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.contiguous_copy, self)
-
-
-def _copy__default(ks, self, src, non_blocking):
-    be = BACKEND[ks & ON_CUDA]
-    _check_writable(self)
-    K.copy_(be.xp, self._data, src._data, non_blocking)
-    self._vc.version += 1
-    return self
-
-
-def _fill__Scalar(ks, self, value):
-    be = BACKEND[ks & ON_CUDA]
-    _check_writable(self)
-    K.fill_(be.xp, self._data, value)
-    self._vc.version += 1
-    return self
-
-
-def _fill__Tensor(ks, self, value):
-    be = BACKEND[ks & ON_CUDA]
-    _check_writable(self)
-    K.fill_(be.xp, self._data, value._data)
-    self._vc.version += 1
-    return self
-
-
-def _zero__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    _check_writable(self)
-    K.zero_(be.xp, self._data)
-    self._vc.version += 1
-    return self
-
-
-def _masked_fill_Scalar(ks, self, mask, value):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.masked_fill(be.xp, self._data, mask._data, value), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.masked_fill, self, mask)
-
-
-def _masked_fill_Tensor(ks, self, mask, value):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.masked_fill(be.xp, self._data, mask._data, value._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.masked_fill, self, mask, value)
-
-
-def _masked_fill__Scalar(ks, self, mask, value):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.masked_fill(be.xp, self._data, mask._data, value), 'masked_fill_')
-    except ValueError as _e:
-        _value_error(_e, K.masked_fill, self, mask)
-
-
-def _masked_fill__Tensor(ks, self, mask, value):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.masked_fill(be.xp, self._data, mask._data, value._data), 'masked_fill_')
-    except ValueError as _e:
-        _value_error(_e, K.masked_fill, self, mask, value)
-
-
-def _index_Tensor(ks, self, indices):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.index(be.xp, self._data, [None if _t is None else _t._data for _t in indices]), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.index, self)
-
-
-def _index_put_default(ks, self, indices, values, accumulate):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.index_put(be.xp, self._data, [None if _t is None else _t._data for _t in indices], values._data, accumulate), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.index_put, self, values)
-
-
-def _index_put__default(ks, self, indices, values, accumulate):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.index_put(be.xp, self._data, [None if _t is None else _t._data for _t in indices], values._data, accumulate), 'index_put_')
-    except ValueError as _e:
-        _value_error(_e, K.index_put, self, values)
-
-
-def _index_select_default(ks, self, dim, index):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.index_select(be.xp, self._data, dim, index._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.index_select, self, index)
-
-
-def _index_select_out(ks, self, dim, index, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.index_select(be.xp, self._data, dim, index._data), 'index_select')
-    except ValueError as _e:
-        _value_error(_e, K.index_select, self, index, out)
-
-
-def _gather_default(ks, self, dim, index, sparse_grad):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.gather(be.xp, self._data, dim, index._data, sparse_grad=sparse_grad), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.gather, self, index)
-
-
-def _gather_out(ks, self, dim, index, sparse_grad, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.gather(be.xp, self._data, dim, index._data, sparse_grad=sparse_grad), 'gather')
-    except ValueError as _e:
-        _value_error(_e, K.gather, self, index, out)
-
-
-def _scatter_src(ks, self, dim, index, src):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.scatter(be.xp, self._data, dim, index._data, src._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.scatter, self, index, src)
-
-
-def _scatter_value(ks, self, dim, index, value):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.scatter_value(be.xp, self._data, dim, index._data, value), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.scatter_value, self, index)
-
-
-def _scatter_reduce(ks, self, dim, index, src, reduce):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.scatter_reduce_legacy(be.xp, self._data, dim, index._data, src._data, reduce=reduce), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.scatter_reduce_legacy, self, index, src)
-
-
-def _scatter__src(ks, self, dim, index, src):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.scatter(be.xp, self._data, dim, index._data, src._data), 'scatter_')
-    except ValueError as _e:
-        _value_error(_e, K.scatter, self, index, src)
-
-
-def _scatter__value(ks, self, dim, index, value):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.scatter_value(be.xp, self._data, dim, index._data, value), 'scatter_')
-    except ValueError as _e:
-        _value_error(_e, K.scatter_value, self, index)
-
-
-def _scatter__reduce(ks, self, dim, index, src, reduce):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.scatter_reduce_legacy(be.xp, self._data, dim, index._data, src._data, reduce=reduce), 'scatter_')
-    except ValueError as _e:
-        _value_error(_e, K.scatter_reduce_legacy, self, index, src)
-
-
-def _scatter_add_default(ks, self, dim, index, src):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.scatter_add(be.xp, self._data, dim, index._data, src._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.scatter_add, self, index, src)
-
-
-def _scatter_add__default(ks, self, dim, index, src):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.scatter_add(be.xp, self._data, dim, index._data, src._data), 'scatter_add_')
-    except ValueError as _e:
-        _value_error(_e, K.scatter_add, self, index, src)
-
-
-def _scatter_reduce_two(ks, self, dim, index, src, reduce, include_self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.scatter_reduce(be.xp, self._data, dim, index._data, src._data, reduce, include_self=include_self), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.scatter_reduce, self, index, src)
-
-
-def _scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.scatter_reduce(be.xp, self._data, dim, index._data, src._data, reduce, include_self=include_self), 'scatter_reduce_')
-    except ValueError as _e:
-        _value_error(_e, K.scatter_reduce, self, index, src)
-
-
-def _index_add_default(ks, self, dim, index, source, alpha):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.index_add(be.xp, self._data, dim, index._data, source._data, alpha=alpha), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.index_add, self, index, source)
-
-
-def _index_add__default(ks, self, dim, index, source, alpha):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.index_add(be.xp, self._data, dim, index._data, source._data, alpha=alpha), 'index_add_')
-    except ValueError as _e:
-        _value_error(_e, K.index_add, self, index, source)
-
-
-def _index_copy_default(ks, self, dim, index, source):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.index_copy(be.xp, self._data, dim, index._data, source._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.index_copy, self, index, source)
-
-
-def _index_copy__default(ks, self, dim, index, source):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.index_copy(be.xp, self._data, dim, index._data, source._data), 'index_copy_')
-    except ValueError as _e:
-        _value_error(_e, K.index_copy, self, index, source)
-
-
-def _index_fill_int_Scalar(ks, self, dim, index, value):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.index_fill(be.xp, self._data, dim, index._data, value), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.index_fill, self, index)
-
-
-def _index_fill__int_Scalar(ks, self, dim, index, value):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.index_fill(be.xp, self._data, dim, index._data, value), 'index_fill_')
-    except ValueError as _e:
-        _value_error(_e, K.index_fill, self, index)
-
-
-def _index_fill_int_Tensor(ks, self, dim, index, value):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.index_fill(be.xp, self._data, dim, index._data, value._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.index_fill, self, index, value)
-
-
-def _masked_select_default(ks, self, mask):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.masked_select(be.xp, self._data, mask._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.masked_select, self, mask)
-
-
-def _masked_scatter_default(ks, self, mask, source):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.masked_scatter(be.xp, self._data, mask._data, source._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.masked_scatter, self, mask, source)
-
-
-def _masked_scatter__default(ks, self, mask, source):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.masked_scatter(be.xp, self._data, mask._data, source._data), 'masked_scatter_')
-    except ValueError as _e:
-        _value_error(_e, K.masked_scatter, self, mask, source)
-
-
-def _nonzero_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.nonzero(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.nonzero, self)
-
-
-def _take_default(ks, self, index):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.take(be.xp, self._data, index._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.take, self, index)
-
-
-def _cat_default(ks, tensors, dim):
-    be = BACKEND[ks & ON_CUDA]
-    return _new(K.cat(be.xp, [_t._data for _t in tensors], dim), be.ks, be.device)
-
-
-def _cat_out(ks, tensors, dim, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.cat(be.xp, [_t._data for _t in tensors], dim), 'cat')
-    except ValueError as _e:
-        _value_error(_e, K.cat, out)
-
-
-def _concat_default(ks, tensors, dim):
-    be = BACKEND[ks & ON_CUDA]
-    return _new(K.cat(be.xp, [_t._data for _t in tensors], dim), be.ks, be.device)
-
-
-def _concatenate_default(ks, tensors, dim):
-    be = BACKEND[ks & ON_CUDA]
-    return _new(K.cat(be.xp, [_t._data for _t in tensors], dim), be.ks, be.device)
-
-
-def _stack_default(ks, tensors, dim):
-    be = BACKEND[ks & ON_CUDA]
-    return _new(K.stack(be.xp, [_t._data for _t in tensors], dim), be.ks, be.device)
-
-
-def _stack_out(ks, tensors, dim, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.stack(be.xp, [_t._data for _t in tensors], dim), 'stack')
-    except ValueError as _e:
-        _value_error(_e, K.stack, out)
-
-
-def _tril_default(ks, self, diagonal):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.tril(be.xp, self._data, diagonal), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.tril, self)
-
-
-def _tril__default(ks, self, diagonal):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.tril(be.xp, self._data, diagonal), 'tril_')
-    except ValueError as _e:
-        _value_error(_e, K.tril, self)
-
-
-def _tril_out(ks, self, diagonal, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.tril(be.xp, self._data, diagonal), 'tril')
-    except ValueError as _e:
-        _value_error(_e, K.tril, self, out)
-
-
-def _triu_default(ks, self, diagonal):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.triu(be.xp, self._data, diagonal), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.triu, self)
-
-
-def _triu__default(ks, self, diagonal):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.triu(be.xp, self._data, diagonal), 'triu_')
-    except ValueError as _e:
-        _value_error(_e, K.triu, self)
-
-
-def _triu_out(ks, self, diagonal, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.triu(be.xp, self._data, diagonal), 'triu')
-    except ValueError as _e:
-        _value_error(_e, K.triu, self, out)
-
-
-def _flip_default(ks, self, dims):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.flip(be.xp, self._data, dims), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.flip, self)
-
-
-def _roll_default(ks, self, shifts, dims):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.roll(be.xp, self._data, shifts, dims), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.roll, self)
-
-
-def _rot90_default(ks, self, k, dims):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.rot90(be.xp, self._data, k, dims), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.rot90, self)
-
-
-def _repeat_default(ks, self, repeats):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.repeat(be.xp, self._data, repeats), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.repeat, self)
-
-
-def _repeat_interleave_Tensor(ks, repeats, output_size):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.repeat_interleave_self(be.xp, repeats._data, output_size=output_size), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.repeat_interleave_self, repeats)
-
-
-def _diag_embed_default(ks, self, offset, dim1, dim2):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.diag_embed(be.xp, self._data, offset, dim1, dim2), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.diag_embed, self)
-
-
-def _searchsorted_Tensor(ks, sorted_sequence, self, out_int32, right, side, sorter):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.searchsorted(be.xp, sorted_sequence._data, self._data, out_int32=out_int32, right=right, side=side, sorter=(None if sorter is None else sorter._data)), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.searchsorted, sorted_sequence, self, sorter)
-
-
-def _searchsorted_Scalar(ks, sorted_sequence, self, out_int32, right, side, sorter):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.searchsorted(be.xp, sorted_sequence._data, self, out_int32=out_int32, right=right, side=side, sorter=(None if sorter is None else sorter._data)), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.searchsorted, sorted_sequence, sorter)
-
-
-def _bucketize_Tensor(ks, self, boundaries, out_int32, right):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.bucketize(be.xp, self._data, boundaries._data, out_int32=out_int32, right=right), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.bucketize, self, boundaries)
-
-
-def _isin_Tensor_Tensor(ks, elements, test_elements, assume_unique, invert):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.isin(be.xp, elements._data, test_elements._data, assume_unique=assume_unique, invert=invert), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.isin, elements, test_elements)
-
-
-def _isin_Tensor_Tensor_out(ks, elements, test_elements, assume_unique, invert, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.isin(be.xp, elements._data, test_elements._data, assume_unique=assume_unique, invert=invert), 'isin')
-    except ValueError as _e:
-        _value_error(_e, K.isin, elements, test_elements, out)
-
-
-def _isin_Tensor_Scalar(ks, elements, test_element, assume_unique, invert):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.isin(be.xp, elements._data, test_element, assume_unique=assume_unique, invert=invert), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.isin, elements)
-
-
-def _isin_Scalar_Tensor(ks, element, test_elements, assume_unique, invert):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.isin(be.xp, element, test_elements._data, assume_unique=assume_unique, invert=invert), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.isin, test_elements)
-
-
-def _mm_default(ks, self, mat2):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.mm(be.xp, self._data, mat2._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.mm, self, mat2)
-
-
-def _mm_out(ks, self, mat2, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.mm(be.xp, self._data, mat2._data), 'mm')
-    except ValueError as _e:
-        _value_error(_e, K.mm, self, mat2, out)
-
-
-def _bmm_default(ks, self, mat2):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.bmm(be.xp, self._data, mat2._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.bmm, self, mat2)
-
-
-def _bmm_out(ks, self, mat2, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.bmm(be.xp, self._data, mat2._data), 'bmm')
-    except ValueError as _e:
-        _value_error(_e, K.bmm, self, mat2, out)
-
-
-def _matmul_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.matmul(be.xp, self._data, other._data), 'matmul')
-    except ValueError as _e:
-        _value_error(_e, K.matmul, self, other, out)
-
-
-def _mv_default(ks, self, vec):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.mv(be.xp, self._data, vec._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.mv, self, vec)
-
-
-def _dot_default(ks, self, tensor):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.dot(be.xp, self._data, tensor._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.dot, self, tensor)
-
-
-def _vdot_default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.vdot(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.vdot, self, other)
-
-
-def _ger_default(ks, self, vec2):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.outer(be.xp, self._data, vec2._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.outer, self, vec2)
-
-
-def _addmm_default(ks, self, mat1, mat2, beta, alpha):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.addmm(be.xp, self._data, mat1._data, mat2._data, beta=beta, alpha=alpha), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.addmm, self, mat1, mat2)
-
-
-def _addmm__default(ks, self, mat1, mat2, beta, alpha):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.addmm(be.xp, self._data, mat1._data, mat2._data, beta=beta, alpha=alpha), 'addmm_')
-    except ValueError as _e:
-        _value_error(_e, K.addmm, self, mat1, mat2)
-
-
-def _addmm_out(ks, self, mat1, mat2, beta, alpha, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.addmm(be.xp, self._data, mat1._data, mat2._data, beta=beta, alpha=alpha), 'addmm')
-    except ValueError as _e:
-        _value_error(_e, K.addmm, self, mat1, mat2, out)
-
-
-def _addmv_default(ks, self, mat, vec, beta, alpha):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.addmv(be.xp, self._data, mat._data, vec._data, beta=beta, alpha=alpha), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.addmv, self, mat, vec)
-
-
-def _addmv__default(ks, self, mat, vec, beta, alpha):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.addmv(be.xp, self._data, mat._data, vec._data, beta=beta, alpha=alpha), 'addmv_')
-    except ValueError as _e:
-        _value_error(_e, K.addmv, self, mat, vec)
-
-
-def _addmv_out(ks, self, mat, vec, beta, alpha, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.addmv(be.xp, self._data, mat._data, vec._data, beta=beta, alpha=alpha), 'addmv')
-    except ValueError as _e:
-        _value_error(_e, K.addmv, self, mat, vec, out)
-
-
-def _baddbmm_default(ks, self, batch1, batch2, beta, alpha):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.baddbmm(be.xp, self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.baddbmm, self, batch1, batch2)
-
-
-def _baddbmm__default(ks, self, batch1, batch2, beta, alpha):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.baddbmm(be.xp, self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'baddbmm_')
-    except ValueError as _e:
-        _value_error(_e, K.baddbmm, self, batch1, batch2)
-
-
-def _baddbmm_out(ks, self, batch1, batch2, beta, alpha, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.baddbmm(be.xp, self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'baddbmm')
-    except ValueError as _e:
-        _value_error(_e, K.baddbmm, self, batch1, batch2, out)
-
-
-def _addbmm_default(ks, self, batch1, batch2, beta, alpha):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.addbmm(be.xp, self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.addbmm, self, batch1, batch2)
-
-
-def _addbmm__default(ks, self, batch1, batch2, beta, alpha):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.addbmm(be.xp, self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'addbmm_')
-    except ValueError as _e:
-        _value_error(_e, K.addbmm, self, batch1, batch2)
-
-
-def _addbmm_out(ks, self, batch1, batch2, beta, alpha, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.addbmm(be.xp, self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'addbmm')
-    except ValueError as _e:
-        _value_error(_e, K.addbmm, self, batch1, batch2, out)
-
-
-def __cdist_forward_default(ks, x1, x2, p, compute_mode):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.cdist(be.xp, x1._data, x2._data, p, compute_mode), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.cdist, x1, x2)
-
-
-def __euclidean_dist_default(ks, x1, x2):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.euclidean_dist(be.xp, x1._data, x2._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.euclidean_dist, x1, x2)
-
-
-def __linalg_det_default(ks, A):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.linalg_det_with_lu(be.xp, A._data)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.linalg_det_with_lu, A)
-
-
-def __linalg_slogdet_default(ks, A):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.linalg_slogdet_with_lu(be.xp, A._data)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device), _new(_rs[3], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.linalg_slogdet_with_lu, A)
-
-
-def __linalg_solve_ex_default(ks, A, B, left, check_errors):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.linalg_solve_ex_lu(be.xp, A._data, B._data, left=left, check_errors=check_errors)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device), _new(_rs[3], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.linalg_solve_ex_lu, A, B)
-
-
-def _linalg_solve_triangular_default(ks, self, B, upper, left, unitriangular):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.linalg_solve_triangular(be.xp, self._data, B._data, upper=upper, left=left, unitriangular=unitriangular), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.linalg_solve_triangular, self, B)
-
-
-def _linalg_qr_default(ks, A, mode):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.linalg_qr(be.xp, A._data, mode)
-        return _rt.linalg_qr(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.linalg_qr, A)
-
-
-def __linalg_eigh_default(ks, A, UPLO, compute_v):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.linalg_eigh_ex(be.xp, A._data, UPLO, compute_v)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.linalg_eigh_ex, A)
-
-
-def __linalg_svd_default(ks, A, full_matrices, compute_uv, driver):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.linalg_svd_ex(be.xp, A._data, full_matrices, compute_uv, driver=driver)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.linalg_svd_ex, A)
-
-
-def _linalg_pinv_atol_rtol_tensor(ks, self, atol, rtol, hermitian):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.linalg_pinv(be.xp, self._data, atol=(None if atol is None else atol._data), rtol=(None if rtol is None else rtol._data), hermitian=hermitian), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.linalg_pinv, self, atol, rtol)
-
-
-def _linalg_lstsq_default(ks, self, b, rcond, driver):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.linalg_lstsq(be.xp, self._data, b._data, rcond, driver=driver)
-        return _rt.linalg_lstsq(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device), _new(_rs[3], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.linalg_lstsq, self, b)
-
-
-def _linalg_cross_default(ks, self, other, dim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.linalg_cross(be.xp, self._data, other._data, dim=dim), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.linalg_cross, self, other)
-
-
-def _linalg_vector_norm_default(ks, self, ord, dim, keepdim, dtype):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.linalg_vector_norm(be.xp, self._data, ord, dim, keepdim, dtype=dtype), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.linalg_vector_norm, self)
-
-
-def _mse_loss_default(ks, self, target, reduction):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.mse_loss(be.xp, self._data, target._data, reduction), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.mse_loss, self, target)
-
-
-def _mse_loss_backward_default(ks, grad_output, self, target, reduction):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.mse_loss_backward(be.xp, grad_output._data, self._data, target._data, reduction), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.mse_loss_backward, grad_output, self, target)
-
-
-def _nll_loss_forward_default(ks, self, target, weight, reduction, ignore_index):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.nll_loss_forward(be.xp, self._data, target._data, (None if weight is None else weight._data), reduction, ignore_index)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.nll_loss_forward, self, target, weight)
-
-
-def _nll_loss_backward_default(ks, grad_output, self, target, weight, reduction, ignore_index, total_weight):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.nll_loss_backward(be.xp, grad_output._data, self._data, target._data, (None if weight is None else weight._data), reduction, ignore_index, total_weight._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.nll_loss_backward, grad_output, self, target, weight, total_weight)
-
-
-def _nll_loss2d_forward_default(ks, self, target, weight, reduction, ignore_index):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.nll_loss2d_forward(be.xp, self._data, target._data, (None if weight is None else weight._data), reduction, ignore_index)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.nll_loss2d_forward, self, target, weight)
-
-
-def _nll_loss2d_backward_default(ks, grad_output, self, target, weight, reduction, ignore_index, total_weight):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.nll_loss2d_backward(be.xp, grad_output._data, self._data, target._data, (None if weight is None else weight._data), reduction, ignore_index, total_weight._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.nll_loss2d_backward, grad_output, self, target, weight, total_weight)
-
-
-def __softmax_default(ks, self, dim, half_to_float):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.softmax(be.xp, self._data, dim, half_to_float), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.softmax, self)
-
-
-def __log_softmax_default(ks, self, dim, half_to_float):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.log_softmax(be.xp, self._data, dim, half_to_float), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.log_softmax, self)
-
-
-def __softmax_backward_data_default(ks, grad_output, output, dim, input_dtype):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._softmax_backward_data(be.xp, grad_output._data, output._data, dim, input_dtype), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._softmax_backward_data, grad_output, output)
-
-
-def __log_softmax_backward_data_default(ks, grad_output, output, dim, input_dtype):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._log_softmax_backward_data(be.xp, grad_output._data, output._data, dim, input_dtype), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._log_softmax_backward_data, grad_output, output)
-
-
-def _gelu_default(ks, self, approximate):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.gelu(be.xp, self._data, approximate=approximate), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.gelu, self)
-
-
-def _tanh_backward_default(ks, grad_output, output):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.tanh_backward(be.xp, grad_output._data, output._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.tanh_backward, grad_output, output)
-
-
-def _sigmoid_backward_default(ks, grad_output, output):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.sigmoid_backward(be.xp, grad_output._data, output._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.sigmoid_backward, grad_output, output)
-
-
-def _gelu_backward_default(ks, grad_output, self, approximate):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.gelu_backward(be.xp, grad_output._data, self._data, approximate=approximate), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.gelu_backward, grad_output, self)
-
-
-def _native_layer_norm_default(ks, input, normalized_shape, weight, bias, eps):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.native_layer_norm(be.xp, input._data, normalized_shape, (None if weight is None else weight._data), (None if bias is None else bias._data), eps)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.native_layer_norm, input, weight, bias)
-
-
-def _native_layer_norm_backward_default(ks, grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.native_layer_norm_backward(be.xp, grad_out._data, input._data, normalized_shape, mean._data, rstd._data, (None if weight is None else weight._data), (None if bias is None else bias._data), output_mask)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.native_layer_norm_backward, grad_out, input, mean, rstd, weight, bias)
-
-
-def _native_batch_norm_default(ks, input, weight, bias, running_mean, running_var, training, momentum, eps):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.native_batch_norm(be.xp, input._data, (None if weight is None else weight._data), (None if bias is None else bias._data), (None if running_mean is None else running_mean._data), (None if running_var is None else running_var._data), training, momentum, eps)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.native_batch_norm, input, weight, bias, running_mean, running_var)
-
-
-def _native_batch_norm_backward_default(ks, grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.native_batch_norm_backward(be.xp, grad_out._data, input._data, (None if weight is None else weight._data), (None if running_mean is None else running_mean._data), (None if running_var is None else running_var._data), (None if save_mean is None else save_mean._data), (None if save_invstd is None else save_invstd._data), train, eps, output_mask)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.native_batch_norm_backward, grad_out, input, weight, running_mean, running_var, save_mean, save_invstd)
-
-
-def _convolution_default(ks, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.convolution(be.xp, input._data, weight._data, (None if bias is None else bias._data), stride, padding, dilation, transposed, output_padding, groups), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.convolution, input, weight, bias)
-
-
-def _convolution_backward_default(ks, grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.convolution_backward(be.xp, grad_output._data, input._data, weight._data, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.convolution_backward, grad_output, input, weight)
-
-
-def _max_pool2d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.max_pool2d_with_indices(be.xp, self._data, kernel_size, stride, padding, dilation, ceil_mode)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.max_pool2d_with_indices, self)
-
-
-def _avg_pool2d_default(ks, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.avg_pool2d(be.xp, self._data, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.avg_pool2d, self)
-
-
-def _avg_pool2d_backward_default(ks, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.avg_pool2d_backward(be.xp, grad_output._data, self._data, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.avg_pool2d_backward, grad_output, self)
-
-
-def _avg_pool3d_default(ks, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.avg_pool3d(be.xp, self._data, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.avg_pool3d, self)
-
-
-def _avg_pool3d_backward_default(ks, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.avg_pool3d_backward(be.xp, grad_output._data, self._data, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.avg_pool3d_backward, grad_output, self)
-
-
-def _max_pool3d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.max_pool3d_with_indices(be.xp, self._data, kernel_size, stride, padding, dilation, ceil_mode)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.max_pool3d_with_indices, self)
-
-
-def _constant_pad_nd_default(ks, self, pad, value):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.constant_pad_nd(be.xp, self._data, pad, value), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.constant_pad_nd, self)
-
-
-def _embedding_default(ks, weight, indices, padding_idx, scale_grad_by_freq, sparse):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.embedding(be.xp, weight._data, indices._data, padding_idx, scale_grad_by_freq, sparse), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.embedding, weight, indices)
-
-
-def __rnn_layer_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K._rnn_layer(be.xp, input._data, batch_sizes, h0._data, (None if c0 is None else c0._data), w_ih._data, w_hh._data, (None if b_ih is None else b_ih._data), (None if b_hh is None else b_hh._data), (None if w_hr is None else w_hr._data), mode, reverse)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device), _new(_rs[3], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K._rnn_layer, input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
-
-
-def __rnn_layer_backward_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse, output, workspace, grad_output, grad_hn, grad_cn):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K._rnn_layer_backward(be.xp, input._data, batch_sizes, h0._data, (None if c0 is None else c0._data), w_ih._data, w_hh._data, (None if b_ih is None else b_ih._data), (None if b_hh is None else b_hh._data), (None if w_hr is None else w_hr._data), mode, reverse, output._data, workspace._data, (None if grad_output is None else grad_output._data), (None if grad_hn is None else grad_hn._data), (None if grad_cn is None else grad_cn._data))
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device), _new(_rs[3], be.ks, be.device), _new(_rs[4], be.ks, be.device), _new(_rs[5], be.ks, be.device), _new(_rs[6], be.ks, be.device), _new(_rs[7], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K._rnn_layer_backward, input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, output, workspace, grad_output, grad_hn, grad_cn)
-
-
-def _mkldnn_rnn_layer_default(ks, input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.mkldnn_rnn_layer(be.xp, input._data, weight0._data, weight1._data, weight2._data, weight3._data, hx_._data, cx_._data, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device), _new(_rs[3], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.mkldnn_rnn_layer, input, weight0, weight1, weight2, weight3, hx_, cx_)
-
-
-def _mkldnn_rnn_layer_backward_default(ks, input, weight1, weight2, weight3, weight4, hx_, cx_tmp, output, hy_, cy_, grad_output, grad_hy, grad_cy, reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional, batch_sizes, batch_first, workspace):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.mkldnn_rnn_layer_backward(be.xp, input._data, weight1._data, weight2._data, weight3._data, weight4._data, hx_._data, cx_tmp._data, output._data, hy_._data, cy_._data, (None if grad_output is None else grad_output._data), (None if grad_hy is None else grad_hy._data), (None if grad_cy is None else grad_cy._data), reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional, batch_sizes, batch_first, workspace._data)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device), _new(_rs[3], be.ks, be.device), _new(_rs[4], be.ks, be.device), _new(_rs[5], be.ks, be.device), _new(_rs[6], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.mkldnn_rnn_layer_backward, input, weight1, weight2, weight3, weight4, hx_, cx_tmp, output, hy_, cy_, grad_output, grad_hy, grad_cy, workspace)
-
-
-def _trace_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.trace(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.trace, self)
-
-
-def _special_i0e_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_i0e(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_i0e, self)
-
-
-def _special_i0e_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_i0e(be.xp, self._data), 'special_i0e')
-    except ValueError as _e:
-        _value_error(_e, K.special_i0e, self, out)
-
-
-def _special_i1_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_i1(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_i1, self)
-
-
-def _special_i1_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_i1(be.xp, self._data), 'special_i1')
-    except ValueError as _e:
-        _value_error(_e, K.special_i1, self, out)
-
-
-def _special_i1e_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_i1e(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_i1e, self)
-
-
-def _special_i1e_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_i1e(be.xp, self._data), 'special_i1e')
-    except ValueError as _e:
-        _value_error(_e, K.special_i1e, self, out)
-
-
-def _upsample_nearest1d_default(ks, self, output_size, scales):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.upsample_nearest1d(be.xp, self._data, output_size, scales), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.upsample_nearest1d, self)
-
-
-def _upsample_nearest1d_backward_default(ks, grad_output, output_size, input_size, scales):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.upsample_nearest1d_backward(be.xp, grad_output._data, output_size, input_size, scales), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.upsample_nearest1d_backward, grad_output)
-
-
-def __upsample_nearest_exact1d_default(ks, self, output_size, scales):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._upsample_nearest_exact1d(be.xp, self._data, output_size, scales), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._upsample_nearest_exact1d, self)
-
-
-def __upsample_nearest_exact1d_backward_default(ks, grad_output, output_size, input_size, scales):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._upsample_nearest_exact1d_backward(be.xp, grad_output._data, output_size, input_size, scales), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._upsample_nearest_exact1d_backward, grad_output)
-
-
-def _upsample_nearest2d_default(ks, self, output_size, scales_h, scales_w):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.upsample_nearest2d(be.xp, self._data, output_size, scales_h, scales_w), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.upsample_nearest2d, self)
-
-
-def _upsample_nearest2d_backward_default(ks, grad_output, output_size, input_size, scales_h, scales_w):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.upsample_nearest2d_backward(be.xp, grad_output._data, output_size, input_size, scales_h, scales_w), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.upsample_nearest2d_backward, grad_output)
-
-
-def __upsample_nearest_exact2d_default(ks, self, output_size, scales_h, scales_w):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._upsample_nearest_exact2d(be.xp, self._data, output_size, scales_h, scales_w), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._upsample_nearest_exact2d, self)
-
-
-def __upsample_nearest_exact2d_backward_default(ks, grad_output, output_size, input_size, scales_h, scales_w):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._upsample_nearest_exact2d_backward(be.xp, grad_output._data, output_size, input_size, scales_h, scales_w), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._upsample_nearest_exact2d_backward, grad_output)
-
-
-def _upsample_nearest3d_default(ks, self, output_size, scales_d, scales_h, scales_w):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.upsample_nearest3d(be.xp, self._data, output_size, scales_d, scales_h, scales_w), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.upsample_nearest3d, self)
-
-
-def _upsample_nearest3d_backward_default(ks, grad_output, output_size, input_size, scales_d, scales_h, scales_w):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.upsample_nearest3d_backward(be.xp, grad_output._data, output_size, input_size, scales_d, scales_h, scales_w), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.upsample_nearest3d_backward, grad_output)
-
-
-def __upsample_nearest_exact3d_default(ks, self, output_size, scales_d, scales_h, scales_w):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._upsample_nearest_exact3d(be.xp, self._data, output_size, scales_d, scales_h, scales_w), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._upsample_nearest_exact3d, self)
-
-
-def __upsample_nearest_exact3d_backward_default(ks, grad_output, output_size, input_size, scales_d, scales_h, scales_w):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._upsample_nearest_exact3d_backward(be.xp, grad_output._data, output_size, input_size, scales_d, scales_h, scales_w), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._upsample_nearest_exact3d_backward, grad_output)
-
-
-def _upsample_linear1d_default(ks, self, output_size, align_corners, scales):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.upsample_linear1d(be.xp, self._data, output_size, align_corners, scales), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.upsample_linear1d, self)
-
-
-def _upsample_linear1d_backward_default(ks, grad_output, output_size, input_size, align_corners, scales):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.upsample_linear1d_backward(be.xp, grad_output._data, output_size, input_size, align_corners, scales), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.upsample_linear1d_backward, grad_output)
-
-
-def _upsample_bilinear2d_default(ks, self, output_size, align_corners, scales_h, scales_w):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.upsample_bilinear2d(be.xp, self._data, output_size, align_corners, scales_h, scales_w), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.upsample_bilinear2d, self)
-
-
-def _upsample_bilinear2d_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.upsample_bilinear2d_backward(be.xp, grad_output._data, output_size, input_size, align_corners, scales_h, scales_w), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.upsample_bilinear2d_backward, grad_output)
-
-
-def _upsample_bicubic2d_default(ks, self, output_size, align_corners, scales_h, scales_w):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.upsample_bicubic2d(be.xp, self._data, output_size, align_corners, scales_h, scales_w), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.upsample_bicubic2d, self)
-
-
-def _upsample_bicubic2d_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.upsample_bicubic2d_backward(be.xp, grad_output._data, output_size, input_size, align_corners, scales_h, scales_w), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.upsample_bicubic2d_backward, grad_output)
-
-
-def __upsample_bilinear2d_aa_default(ks, self, output_size, align_corners, scales_h, scales_w):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._upsample_bilinear2d_aa(be.xp, self._data, output_size, align_corners, scales_h, scales_w), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._upsample_bilinear2d_aa, self)
-
-
-def __upsample_bilinear2d_aa_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._upsample_bilinear2d_aa_backward(be.xp, grad_output._data, output_size, input_size, align_corners, scales_h, scales_w), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._upsample_bilinear2d_aa_backward, grad_output)
-
-
-def __upsample_bicubic2d_aa_default(ks, self, output_size, align_corners, scales_h, scales_w):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._upsample_bicubic2d_aa(be.xp, self._data, output_size, align_corners, scales_h, scales_w), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._upsample_bicubic2d_aa, self)
-
-
-def __upsample_bicubic2d_aa_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._upsample_bicubic2d_aa_backward(be.xp, grad_output._data, output_size, input_size, align_corners, scales_h, scales_w), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._upsample_bicubic2d_aa_backward, grad_output)
-
-
-def __upsample_lanczos2d_aa_default(ks, self, output_size, align_corners, scales_h, scales_w):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._upsample_lanczos2d_aa(be.xp, self._data, output_size, align_corners, scales_h, scales_w), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._upsample_lanczos2d_aa, self)
-
-
-def __upsample_lanczos2d_aa_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._upsample_lanczos2d_aa_backward(be.xp, grad_output._data, output_size, input_size, align_corners, scales_h, scales_w), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._upsample_lanczos2d_aa_backward, grad_output)
-
-
-def _upsample_trilinear3d_default(ks, self, output_size, align_corners, scales_d, scales_h, scales_w):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.upsample_trilinear3d(be.xp, self._data, output_size, align_corners, scales_d, scales_h, scales_w), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.upsample_trilinear3d, self)
-
-
-def _upsample_trilinear3d_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.upsample_trilinear3d_backward(be.xp, grad_output._data, output_size, input_size, align_corners, scales_d, scales_h, scales_w), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.upsample_trilinear3d_backward, grad_output)
-
-
-def __adaptive_avg_pool2d_default(ks, self, output_size):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._adaptive_avg_pool2d(be.xp, self._data, output_size), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._adaptive_avg_pool2d, self)
-
-
-def __adaptive_avg_pool2d_backward_default(ks, grad_output, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._adaptive_avg_pool2d_backward(be.xp, grad_output._data, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._adaptive_avg_pool2d_backward, grad_output, self)
-
-
-def __adaptive_avg_pool3d_default(ks, self, output_size):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._adaptive_avg_pool3d(be.xp, self._data, output_size), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._adaptive_avg_pool3d, self)
-
-
-def __adaptive_avg_pool3d_backward_default(ks, grad_output, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._adaptive_avg_pool3d_backward(be.xp, grad_output._data, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._adaptive_avg_pool3d_backward, grad_output, self)
-
-
-def _adaptive_max_pool2d_default(ks, self, output_size):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.adaptive_max_pool2d(be.xp, self._data, output_size)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.adaptive_max_pool2d, self)
-
-
-def _adaptive_max_pool3d_default(ks, self, output_size):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.adaptive_max_pool3d(be.xp, self._data, output_size)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.adaptive_max_pool3d, self)
-
-
-def _im2col_default(ks, self, kernel_size, dilation, padding, stride):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.im2col(be.xp, self._data, kernel_size, dilation, padding, stride), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.im2col, self)
-
-
-def _col2im_default(ks, self, output_size, kernel_size, dilation, padding, stride):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.col2im(be.xp, self._data, output_size, kernel_size, dilation, padding, stride), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.col2im, self)
-
-
-def __embedding_bag_default(ks, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K._embedding_bag(be.xp, weight._data, indices._data, offsets._data, scale_grad_by_freq, mode, sparse, (None if per_sample_weights is None else per_sample_weights._data), include_last_offset, padding_idx)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device), _new(_rs[3], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K._embedding_bag, weight, indices, offsets, per_sample_weights)
-
-
-def __embedding_bag_forward_only_default(ks, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K._embedding_bag(be.xp, weight._data, indices._data, offsets._data, scale_grad_by_freq, mode, sparse, (None if per_sample_weights is None else per_sample_weights._data), include_last_offset, padding_idx)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device), _new(_rs[3], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K._embedding_bag, weight, indices, offsets, per_sample_weights)
-
-
-def _grid_sampler_2d_default(ks, input, grid, interpolation_mode, padding_mode, align_corners):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.grid_sampler_2d(be.xp, input._data, grid._data, interpolation_mode, padding_mode, align_corners), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.grid_sampler_2d, input, grid)
-
-
-def _grid_sampler_2d_backward_default(ks, grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.grid_sampler_2d_backward(be.xp, grad_output._data, input._data, grid._data, interpolation_mode, padding_mode, align_corners, output_mask)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.grid_sampler_2d_backward, grad_output, input, grid)
-
-
-def _grid_sampler_3d_default(ks, input, grid, interpolation_mode, padding_mode, align_corners):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.grid_sampler_3d(be.xp, input._data, grid._data, interpolation_mode, padding_mode, align_corners), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.grid_sampler_3d, input, grid)
-
-
-def _grid_sampler_3d_backward_default(ks, grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.grid_sampler_3d_backward(be.xp, grad_output._data, input._data, grid._data, interpolation_mode, padding_mode, align_corners, output_mask)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.grid_sampler_3d_backward, grad_output, input, grid)
-
-
-def _affine_grid_generator_default(ks, theta, size, align_corners):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.affine_grid_generator(be.xp, theta._data, size, align_corners), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.affine_grid_generator, theta)
-
-
-def __ctc_loss_default(ks, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K._ctc_loss(be.xp, log_probs._data, targets._data, input_lengths, target_lengths, blank, zero_infinity)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K._ctc_loss, log_probs, targets)
-
-
-def __ctc_loss_backward_default(ks, grad, log_probs, targets, input_lengths, target_lengths, neg_log_likelihood, log_alpha, blank, zero_infinity):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._ctc_loss_backward(be.xp, grad._data, log_probs._data, targets._data, input_lengths, target_lengths, neg_log_likelihood._data, log_alpha._data, blank, zero_infinity), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._ctc_loss_backward, grad, log_probs, targets, neg_log_likelihood, log_alpha)
-
-
-def _smooth_l1_loss_default(ks, self, target, reduction, beta):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.smooth_l1_loss(be.xp, self._data, target._data, reduction, beta), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.smooth_l1_loss, self, target)
-
-
-def _huber_loss_default(ks, self, target, reduction, delta):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.huber_loss(be.xp, self._data, target._data, reduction, delta), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.huber_loss, self, target)
-
-
-def _binary_cross_entropy_default(ks, self, target, weight, reduction):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.binary_cross_entropy(be.xp, self._data, target._data, (None if weight is None else weight._data), reduction), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.binary_cross_entropy, self, target, weight)
-
-
-def _binary_cross_entropy_with_logits_default(ks, self, target, weight, pos_weight, reduction):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.binary_cross_entropy_with_logits(be.xp, self._data, target._data, (None if weight is None else weight._data), (None if pos_weight is None else pos_weight._data), reduction), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.binary_cross_entropy_with_logits, self, target, weight, pos_weight)
-
-
-def _soft_margin_loss_default(ks, self, target, reduction):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.soft_margin_loss(be.xp, self._data, target._data, reduction), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.soft_margin_loss, self, target)
-
-
-def _multi_margin_loss_default(ks, self, target, p, margin, weight, reduction):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.multi_margin_loss(be.xp, self._data, target._data, p, margin, (None if weight is None else weight._data), reduction), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.multi_margin_loss, self, target, weight)
-
-
-def _multilabel_margin_loss_forward_default(ks, self, target, reduction):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.multilabel_margin_loss_forward(be.xp, self._data, target._data, reduction)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.multilabel_margin_loss_forward, self, target)
-
-
-def _silu_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.silu(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.silu, self)
-
-
-def _silu__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.silu(be.xp, self._data), 'silu_')
-    except ValueError as _e:
-        _value_error(_e, K.silu, self)
-
-
-def _silu_backward_default(ks, grad_output, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.silu_backward(be.xp, grad_output._data, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.silu_backward, grad_output, self)
-
-
-def _mish_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.mish(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.mish, self)
-
-
-def _mish__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.mish(be.xp, self._data), 'mish_')
-    except ValueError as _e:
-        _value_error(_e, K.mish, self)
-
-
-def _hardswish_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.hardswish(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.hardswish, self)
-
-
-def _hardswish__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.hardswish(be.xp, self._data), 'hardswish_')
-    except ValueError as _e:
-        _value_error(_e, K.hardswish, self)
-
-
-def _hardsigmoid_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.hardsigmoid(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.hardsigmoid, self)
-
-
-def _hardsigmoid__default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.hardsigmoid(be.xp, self._data), 'hardsigmoid_')
-    except ValueError as _e:
-        _value_error(_e, K.hardsigmoid, self)
-
-
-def _leaky_relu_default(ks, self, negative_slope):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.leaky_relu(be.xp, self._data, negative_slope), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.leaky_relu, self)
-
-
-def _leaky_relu__default(ks, self, negative_slope):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.leaky_relu(be.xp, self._data, negative_slope), 'leaky_relu_')
-    except ValueError as _e:
-        _value_error(_e, K.leaky_relu, self)
-
-
-def _elu_default(ks, self, alpha, scale, input_scale):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.elu(be.xp, self._data, alpha, scale, input_scale), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.elu, self)
-
-
-def _elu__default(ks, self, alpha, scale, input_scale):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.elu(be.xp, self._data, alpha, scale, input_scale), 'elu_')
-    except ValueError as _e:
-        _value_error(_e, K.elu, self)
-
-
-def _hardtanh_default(ks, self, min_val, max_val):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.hardtanh(be.xp, self._data, min_val, max_val), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.hardtanh, self)
-
-
-def _hardtanh__default(ks, self, min_val, max_val):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.hardtanh(be.xp, self._data, min_val, max_val), 'hardtanh_')
-    except ValueError as _e:
-        _value_error(_e, K.hardtanh, self)
-
-
-def _softplus_default(ks, self, beta, threshold):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.softplus(be.xp, self._data, beta, threshold), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.softplus, self)
-
-
-def _glu_default(ks, self, dim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.glu(be.xp, self._data, dim), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.glu, self)
-
-
-def _celu_default(ks, self, alpha):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.celu(be.xp, self._data, alpha), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.celu, self)
-
-
-def _celu__default(ks, self, alpha):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.celu(be.xp, self._data, alpha), 'celu_')
-    except ValueError as _e:
-        _value_error(_e, K.celu, self)
-
-
-def _log_sigmoid_forward_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.log_sigmoid_forward(be.xp, self._data)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.log_sigmoid_forward, self)
-
-
-def _threshold_default(ks, self, threshold, value):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.threshold(be.xp, self._data, threshold, value), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.threshold, self)
-
-
-def _threshold__default(ks, self, threshold, value):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.threshold(be.xp, self._data, threshold, value), 'threshold_')
-    except ValueError as _e:
-        _value_error(_e, K.threshold, self)
-
-
-def _threshold_backward_default(ks, grad_output, self, threshold):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.threshold_backward(be.xp, grad_output._data, self._data, threshold), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.threshold_backward, grad_output, self)
-
-
-def _softshrink_default(ks, self, lambd):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.softshrink(be.xp, self._data, lambd), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.softshrink, self)
-
-
-def _hardshrink_default(ks, self, lambd):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.hardshrink(be.xp, self._data, lambd), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.hardshrink, self)
-
-
-def _pixel_shuffle_default(ks, self, upscale_factor):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.pixel_shuffle(be.xp, self._data, upscale_factor), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.pixel_shuffle, self)
-
-
-def _pixel_unshuffle_default(ks, self, downscale_factor):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.pixel_unshuffle(be.xp, self._data, downscale_factor), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.pixel_unshuffle, self)
-
-
-def _channel_shuffle_default(ks, self, groups):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.channel_shuffle(be.xp, self._data, groups), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.channel_shuffle, self)
-
-
-def _native_channel_shuffle_default(ks, self, groups):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.channel_shuffle(be.xp, self._data, groups), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.channel_shuffle, self)
-
-
-def __prelu_kernel_default(ks, self, weight):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._prelu_kernel(be.xp, self._data, weight._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._prelu_kernel, self, weight)
-
-
-def _rrelu_with_noise_default(ks, self, noise, lower, upper, training, generator):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.rrelu_with_noise(be.xp, self._data, noise._data, lower, upper, training, generator), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.rrelu_with_noise, self, noise)
-
-
-def _rrelu_with_noise__default(ks, self, noise, lower, upper, training, generator):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.rrelu_with_noise(be.xp, self._data, noise._data, lower, upper, training, generator), 'rrelu_with_noise_')
-    except ValueError as _e:
-        _value_error(_e, K.rrelu_with_noise, self, noise)
-
-
-def _native_dropout_default(ks, input, p, train):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.native_dropout(be.xp, input._data, p, train)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.native_dropout, input)
-
-
-def __safe_softmax_default(ks, self, dim, dtype):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._safe_softmax(be.xp, self._data, dim, dtype), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._safe_softmax, self)
-
-
-def __scaled_dot_product_flash_attention_for_cpu_default(ks, query, key, value, dropout_p, is_causal, attn_mask, scale):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K._scaled_dot_product_flash_attention_for_cpu(be.xp, query._data, key._data, value._data, dropout_p, is_causal, attn_mask=(None if attn_mask is None else attn_mask._data), scale=scale)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K._scaled_dot_product_flash_attention_for_cpu, query, key, value, attn_mask)
-
-
-def __scaled_dot_product_flash_attention_for_cpu_backward_default(ks, grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, attn_mask, scale):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K._scaled_dot_product_flash_attention_for_cpu_backward(be.xp, grad_out._data, query._data, key._data, value._data, out._data, logsumexp._data, dropout_p, is_causal, attn_mask=(None if attn_mask is None else attn_mask._data), scale=scale)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K._scaled_dot_product_flash_attention_for_cpu_backward, grad_out, query, key, value, out, logsumexp, attn_mask)
-
-
-def _reflection_pad1d_default(ks, self, padding):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.reflection_pad1d(be.xp, self._data, padding), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.reflection_pad1d, self)
-
-
-def _reflection_pad2d_default(ks, self, padding):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.reflection_pad2d(be.xp, self._data, padding), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.reflection_pad2d, self)
-
-
-def _reflection_pad3d_default(ks, self, padding):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.reflection_pad3d(be.xp, self._data, padding), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.reflection_pad3d, self)
-
-
-def _replication_pad1d_default(ks, self, padding):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.replication_pad1d(be.xp, self._data, padding), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.replication_pad1d, self)
-
-
-def _replication_pad2d_default(ks, self, padding):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.replication_pad2d(be.xp, self._data, padding), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.replication_pad2d, self)
-
-
-def _replication_pad3d_default(ks, self, padding):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.replication_pad3d(be.xp, self._data, padding), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.replication_pad3d, self)
-
-
-def _max_unpool2d_default(ks, self, indices, output_size):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.max_unpool2d(be.xp, self._data, indices._data, output_size), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.max_unpool2d, self, indices)
-
-
-def _max_unpool3d_default(ks, self, indices, output_size, stride, padding):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.max_unpool3d(be.xp, self._data, indices._data, output_size, stride, padding), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.max_unpool3d, self, indices)
-
-
-def _embedding_renorm__default(ks, self, indices, max_norm, norm_type):
-    be = BACKEND[ks & ON_CUDA]
-    _check_writable(self)
-    K.embedding_renorm_(be.xp, self._data, indices._data, max_norm, norm_type)
-    self._vc.version += 1
-    return self
-
-
-def _native_group_norm_default(ks, input, weight, bias, N, C, HxW, group, eps):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.native_group_norm(be.xp, input._data, (None if weight is None else weight._data), (None if bias is None else bias._data), N, C, HxW, group, eps)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.native_group_norm, input, weight, bias)
-
-
-def _view_as_real_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _view(K.view_as_real(be.xp, self._data), self)
-    except ValueError as _e:
-        _value_error(_e, K.view_as_real, self)
-
-
-def _view_as_complex_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _view(K.view_as_complex(be.xp, self._data), self)
-    except ValueError as _e:
-        _value_error(_e, K.view_as_complex, self)
-
-
-def _angle_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.angle(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.angle, self)
-
-
-def _angle_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.angle(be.xp, self._data), 'angle')
-    except ValueError as _e:
-        _value_error(_e, K.angle, self, out)
-
-
-def _complex_default(ks, real, imag):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.complex(be.xp, real._data, imag._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.complex, real, imag)
-
-
-def _complex_out(ks, real, imag, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.complex(be.xp, real._data, imag._data), 'complex')
-    except ValueError as _e:
-        _value_error(_e, K.complex, real, imag, out)
-
-
-def _polar_default(ks, abs, angle):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.polar(be.xp, abs._data, angle._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.polar, abs, angle)
-
-
-def _polar_out(ks, abs, angle, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.polar(be.xp, abs._data, angle._data), 'polar')
-    except ValueError as _e:
-        _value_error(_e, K.polar, abs, angle, out)
-
-
-def __fft_r2c_default(ks, self, dim, normalization, onesided):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._fft_r2c(be.xp, self._data, dim, normalization, onesided), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._fft_r2c, self)
-
-
-def __fft_r2c_out(ks, self, dim, normalization, onesided, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K._fft_r2c(be.xp, self._data, dim, normalization, onesided), '_fft_r2c')
-    except ValueError as _e:
-        _value_error(_e, K._fft_r2c, self, out)
-
-
-def __fft_c2r_default(ks, self, dim, normalization, last_dim_size):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._fft_c2r(be.xp, self._data, dim, normalization, last_dim_size), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._fft_c2r, self)
-
-
-def __fft_c2r_out(ks, self, dim, normalization, last_dim_size, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K._fft_c2r(be.xp, self._data, dim, normalization, last_dim_size), '_fft_c2r')
-    except ValueError as _e:
-        _value_error(_e, K._fft_c2r, self, out)
-
-
-def __fft_c2c_default(ks, self, dim, normalization, forward):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._fft_c2c(be.xp, self._data, dim, normalization, forward), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._fft_c2c, self)
-
-
-def __fft_c2c_out(ks, self, dim, normalization, forward, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K._fft_c2c(be.xp, self._data, dim, normalization, forward), '_fft_c2c')
-    except ValueError as _e:
-        _value_error(_e, K._fft_c2c, self, out)
-
-
-def _gcd_default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.gcd(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.gcd, self, other)
-
-
-def _gcd_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.gcd(be.xp, self._data, other._data), 'gcd')
-    except ValueError as _e:
-        _value_error(_e, K.gcd, self, other, out)
-
-
-def _gcd__default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.gcd(be.xp, self._data, other._data), 'gcd_')
-    except ValueError as _e:
-        _value_error(_e, K.gcd, self, other)
-
-
-def _lcm_default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.lcm(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.lcm, self, other)
-
-
-def _lcm_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.lcm(be.xp, self._data, other._data), 'lcm')
-    except ValueError as _e:
-        _value_error(_e, K.lcm, self, other, out)
-
-
-def _lcm__default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.lcm(be.xp, self._data, other._data), 'lcm_')
-    except ValueError as _e:
-        _value_error(_e, K.lcm, self, other)
-
-
-def _heaviside_default(ks, self, values):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.heaviside(be.xp, self._data, values._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.heaviside, self, values)
-
-
-def _heaviside_out(ks, self, values, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.heaviside(be.xp, self._data, values._data), 'heaviside')
-    except ValueError as _e:
-        _value_error(_e, K.heaviside, self, values, out)
-
-
-def _heaviside__default(ks, self, values):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.heaviside(be.xp, self._data, values._data), 'heaviside_')
-    except ValueError as _e:
-        _value_error(_e, K.heaviside, self, values)
-
-
-def _frexp_Tensor(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.frexp(be.xp, self._data)
-        return _rt.frexp(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.frexp, self)
-
-
-def _frexp_Tensor_out(ks, self, mantissa, exponent):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.frexp(be.xp, self._data)
-        _write_out(mantissa, _rs[0], 'frexp')
-        _write_out(exponent, _rs[1], 'frexp')
-        return _rt.frexp(mantissa, exponent)
-    except ValueError as _e:
-        _value_error(_e, K.frexp, self, mantissa, exponent)
-
-
-def _ldexp_Tensor(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.ldexp(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.ldexp, self, other)
-
-
-def _ldexp_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.ldexp(be.xp, self._data, other._data), 'ldexp')
-    except ValueError as _e:
-        _value_error(_e, K.ldexp, self, other, out)
-
-
-def _ldexp__default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.ldexp(be.xp, self._data, other._data), 'ldexp_')
-    except ValueError as _e:
-        _value_error(_e, K.ldexp, self, other)
-
-
-def _select_scatter_default(ks, self, src, dim, index):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.select_scatter(be.xp, self._data, src._data, dim, index), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.select_scatter, self, src)
-
-
-def _slice_scatter_default(ks, self, src, dim, start, end, step):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.slice_scatter(be.xp, self._data, src._data, dim, start, end, step), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.slice_scatter, self, src)
-
-
-def _diagonal_scatter_default(ks, self, src, offset, dim1, dim2):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.diagonal_scatter(be.xp, self._data, src._data, offset, dim1, dim2), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.diagonal_scatter, self, src)
-
-
-def _fractional_max_pool2d_default(ks, self, kernel_size, output_size, random_samples):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.fractional_max_pool2d(be.xp, self._data, kernel_size, output_size, random_samples._data)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.fractional_max_pool2d, self, random_samples)
-
-
-def _fractional_max_pool3d_default(ks, self, kernel_size, output_size, random_samples):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.fractional_max_pool3d(be.xp, self._data, kernel_size, output_size, random_samples._data)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.fractional_max_pool3d, self, random_samples)
-
-
-def _cholesky_solve_default(ks, self, input2, upper):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.cholesky_solve(be.xp, self._data, input2._data, upper), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.cholesky_solve, self, input2)
-
-
-def _cholesky_inverse_default(ks, self, upper):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.cholesky_inverse(be.xp, self._data, upper), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.cholesky_inverse, self)
-
-
-def _linalg_lu_factor_ex_default(ks, A, pivot, check_errors):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.linalg_lu_factor_ex(be.xp, A._data, pivot=pivot, check_errors=check_errors)
-        return _rt.linalg_lu_factor_ex(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.linalg_lu_factor_ex, A)
-
-
-def _linalg_lu_default(ks, A, pivot):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.linalg_lu(be.xp, A._data, pivot=pivot)
-        return _rt.linalg_lu(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.linalg_lu, A)
-
-
-def _lu_unpack_default(ks, LU_data, LU_pivots, unpack_data, unpack_pivots):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.lu_unpack(be.xp, LU_data._data, LU_pivots._data, unpack_data, unpack_pivots)
-        return _rt.lu_unpack(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.lu_unpack, LU_data, LU_pivots)
-
-
-def _linalg_lu_solve_default(ks, LU, pivots, B, left, adjoint):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.linalg_lu_solve(be.xp, LU._data, pivots._data, B._data, left=left, adjoint=adjoint), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.linalg_lu_solve, LU, pivots, B)
-
-
-def _linalg_inv_ex_default(ks, A, check_errors):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.linalg_inv_ex(be.xp, A._data, check_errors=check_errors)
-        return _rt.linalg_inv_ex(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.linalg_inv_ex, A)
-
-
-def _linalg_cholesky_ex_default(ks, self, upper, check_errors):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.linalg_cholesky_ex(be.xp, self._data, upper=upper, check_errors=check_errors)
-        return _rt.linalg_cholesky_ex(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.linalg_cholesky_ex, self)
-
-
-def _cholesky_default(ks, self, upper):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.cholesky(be.xp, self._data, upper), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.cholesky, self)
-
-
-def _linalg_matrix_exp_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.linalg_matrix_exp(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.linalg_matrix_exp, self)
-
-
-def _linalg_eig_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.linalg_eig(be.xp, self._data)
-        return _rt.linalg_eig(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.linalg_eig, self)
-
-
-def _geqrf_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.geqrf(be.xp, self._data)
-        return _rt.geqrf(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.geqrf, self)
-
-
-def _linalg_householder_product_default(ks, input, tau):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.linalg_householder_product(be.xp, input._data, tau._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.linalg_householder_product, input, tau)
-
-
-def _ormqr_default(ks, self, input2, input3, left, transpose):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.ormqr(be.xp, self._data, input2._data, input3._data, left, transpose), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.ormqr, self, input2, input3)
-
-
-def _unfold_backward_default(ks, grad_in, input_sizes, dim, size, step):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.unfold_backward(be.xp, grad_in._data, input_sizes, dim, size, step), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.unfold_backward, grad_in)
-
-
-def _special_chebyshev_polynomial_t_default(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_chebyshev_polynomial_t(be.xp, x._data, n._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_chebyshev_polynomial_t, x, n)
-
-
-def _special_chebyshev_polynomial_t_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_chebyshev_polynomial_t(be.xp, x._data, n._data), 'special_chebyshev_polynomial_t')
-    except ValueError as _e:
-        _value_error(_e, K.special_chebyshev_polynomial_t, x, n, out)
-
-
-def _special_chebyshev_polynomial_t_x_scalar(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_chebyshev_polynomial_t(be.xp, x, n._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_chebyshev_polynomial_t, n)
-
-
-def _special_chebyshev_polynomial_t_x_scalar_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_chebyshev_polynomial_t(be.xp, x, n._data), 'special_chebyshev_polynomial_t')
-    except ValueError as _e:
-        _value_error(_e, K.special_chebyshev_polynomial_t, n, out)
-
-
-def _special_chebyshev_polynomial_t_n_scalar(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_chebyshev_polynomial_t(be.xp, x._data, n), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_chebyshev_polynomial_t, x)
-
-
-def _special_chebyshev_polynomial_t_n_scalar_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_chebyshev_polynomial_t(be.xp, x._data, n), 'special_chebyshev_polynomial_t')
-    except ValueError as _e:
-        _value_error(_e, K.special_chebyshev_polynomial_t, x, out)
-
-
-def _special_chebyshev_polynomial_u_default(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_chebyshev_polynomial_u(be.xp, x._data, n._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_chebyshev_polynomial_u, x, n)
-
-
-def _special_chebyshev_polynomial_u_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_chebyshev_polynomial_u(be.xp, x._data, n._data), 'special_chebyshev_polynomial_u')
-    except ValueError as _e:
-        _value_error(_e, K.special_chebyshev_polynomial_u, x, n, out)
-
-
-def _special_chebyshev_polynomial_u_x_scalar(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_chebyshev_polynomial_u(be.xp, x, n._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_chebyshev_polynomial_u, n)
-
-
-def _special_chebyshev_polynomial_u_x_scalar_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_chebyshev_polynomial_u(be.xp, x, n._data), 'special_chebyshev_polynomial_u')
-    except ValueError as _e:
-        _value_error(_e, K.special_chebyshev_polynomial_u, n, out)
-
-
-def _special_chebyshev_polynomial_u_n_scalar(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_chebyshev_polynomial_u(be.xp, x._data, n), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_chebyshev_polynomial_u, x)
-
-
-def _special_chebyshev_polynomial_u_n_scalar_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_chebyshev_polynomial_u(be.xp, x._data, n), 'special_chebyshev_polynomial_u')
-    except ValueError as _e:
-        _value_error(_e, K.special_chebyshev_polynomial_u, x, out)
-
-
-def _special_chebyshev_polynomial_v_default(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_chebyshev_polynomial_v(be.xp, x._data, n._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_chebyshev_polynomial_v, x, n)
-
-
-def _special_chebyshev_polynomial_v_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_chebyshev_polynomial_v(be.xp, x._data, n._data), 'special_chebyshev_polynomial_v')
-    except ValueError as _e:
-        _value_error(_e, K.special_chebyshev_polynomial_v, x, n, out)
-
-
-def _special_chebyshev_polynomial_v_x_scalar(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_chebyshev_polynomial_v(be.xp, x, n._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_chebyshev_polynomial_v, n)
-
-
-def _special_chebyshev_polynomial_v_x_scalar_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_chebyshev_polynomial_v(be.xp, x, n._data), 'special_chebyshev_polynomial_v')
-    except ValueError as _e:
-        _value_error(_e, K.special_chebyshev_polynomial_v, n, out)
-
-
-def _special_chebyshev_polynomial_v_n_scalar(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_chebyshev_polynomial_v(be.xp, x._data, n), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_chebyshev_polynomial_v, x)
-
-
-def _special_chebyshev_polynomial_v_n_scalar_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_chebyshev_polynomial_v(be.xp, x._data, n), 'special_chebyshev_polynomial_v')
-    except ValueError as _e:
-        _value_error(_e, K.special_chebyshev_polynomial_v, x, out)
-
-
-def _special_chebyshev_polynomial_w_default(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_chebyshev_polynomial_w(be.xp, x._data, n._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_chebyshev_polynomial_w, x, n)
-
-
-def _special_chebyshev_polynomial_w_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_chebyshev_polynomial_w(be.xp, x._data, n._data), 'special_chebyshev_polynomial_w')
-    except ValueError as _e:
-        _value_error(_e, K.special_chebyshev_polynomial_w, x, n, out)
-
-
-def _special_chebyshev_polynomial_w_x_scalar(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_chebyshev_polynomial_w(be.xp, x, n._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_chebyshev_polynomial_w, n)
-
-
-def _special_chebyshev_polynomial_w_x_scalar_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_chebyshev_polynomial_w(be.xp, x, n._data), 'special_chebyshev_polynomial_w')
-    except ValueError as _e:
-        _value_error(_e, K.special_chebyshev_polynomial_w, n, out)
-
-
-def _special_chebyshev_polynomial_w_n_scalar(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_chebyshev_polynomial_w(be.xp, x._data, n), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_chebyshev_polynomial_w, x)
-
-
-def _special_chebyshev_polynomial_w_n_scalar_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_chebyshev_polynomial_w(be.xp, x._data, n), 'special_chebyshev_polynomial_w')
-    except ValueError as _e:
-        _value_error(_e, K.special_chebyshev_polynomial_w, x, out)
-
-
-def _special_shifted_chebyshev_polynomial_t_default(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_shifted_chebyshev_polynomial_t(be.xp, x._data, n._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_shifted_chebyshev_polynomial_t, x, n)
-
-
-def _special_shifted_chebyshev_polynomial_t_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_shifted_chebyshev_polynomial_t(be.xp, x._data, n._data), 'special_shifted_chebyshev_polynomial_t')
-    except ValueError as _e:
-        _value_error(_e, K.special_shifted_chebyshev_polynomial_t, x, n, out)
-
-
-def _special_shifted_chebyshev_polynomial_t_x_scalar(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_shifted_chebyshev_polynomial_t(be.xp, x, n._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_shifted_chebyshev_polynomial_t, n)
-
-
-def _special_shifted_chebyshev_polynomial_t_x_scalar_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_shifted_chebyshev_polynomial_t(be.xp, x, n._data), 'special_shifted_chebyshev_polynomial_t')
-    except ValueError as _e:
-        _value_error(_e, K.special_shifted_chebyshev_polynomial_t, n, out)
-
-
-def _special_shifted_chebyshev_polynomial_t_n_scalar(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_shifted_chebyshev_polynomial_t(be.xp, x._data, n), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_shifted_chebyshev_polynomial_t, x)
-
-
-def _special_shifted_chebyshev_polynomial_t_n_scalar_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_shifted_chebyshev_polynomial_t(be.xp, x._data, n), 'special_shifted_chebyshev_polynomial_t')
-    except ValueError as _e:
-        _value_error(_e, K.special_shifted_chebyshev_polynomial_t, x, out)
-
-
-def _special_shifted_chebyshev_polynomial_u_default(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_shifted_chebyshev_polynomial_u(be.xp, x._data, n._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_shifted_chebyshev_polynomial_u, x, n)
-
-
-def _special_shifted_chebyshev_polynomial_u_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_shifted_chebyshev_polynomial_u(be.xp, x._data, n._data), 'special_shifted_chebyshev_polynomial_u')
-    except ValueError as _e:
-        _value_error(_e, K.special_shifted_chebyshev_polynomial_u, x, n, out)
-
-
-def _special_shifted_chebyshev_polynomial_u_x_scalar(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_shifted_chebyshev_polynomial_u(be.xp, x, n._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_shifted_chebyshev_polynomial_u, n)
-
-
-def _special_shifted_chebyshev_polynomial_u_x_scalar_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_shifted_chebyshev_polynomial_u(be.xp, x, n._data), 'special_shifted_chebyshev_polynomial_u')
-    except ValueError as _e:
-        _value_error(_e, K.special_shifted_chebyshev_polynomial_u, n, out)
-
-
-def _special_shifted_chebyshev_polynomial_u_n_scalar(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_shifted_chebyshev_polynomial_u(be.xp, x._data, n), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_shifted_chebyshev_polynomial_u, x)
-
-
-def _special_shifted_chebyshev_polynomial_u_n_scalar_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_shifted_chebyshev_polynomial_u(be.xp, x._data, n), 'special_shifted_chebyshev_polynomial_u')
-    except ValueError as _e:
-        _value_error(_e, K.special_shifted_chebyshev_polynomial_u, x, out)
-
-
-def _special_shifted_chebyshev_polynomial_v_default(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_shifted_chebyshev_polynomial_v(be.xp, x._data, n._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_shifted_chebyshev_polynomial_v, x, n)
-
-
-def _special_shifted_chebyshev_polynomial_v_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_shifted_chebyshev_polynomial_v(be.xp, x._data, n._data), 'special_shifted_chebyshev_polynomial_v')
-    except ValueError as _e:
-        _value_error(_e, K.special_shifted_chebyshev_polynomial_v, x, n, out)
-
-
-def _special_shifted_chebyshev_polynomial_v_x_scalar(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_shifted_chebyshev_polynomial_v(be.xp, x, n._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_shifted_chebyshev_polynomial_v, n)
-
-
-def _special_shifted_chebyshev_polynomial_v_x_scalar_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_shifted_chebyshev_polynomial_v(be.xp, x, n._data), 'special_shifted_chebyshev_polynomial_v')
-    except ValueError as _e:
-        _value_error(_e, K.special_shifted_chebyshev_polynomial_v, n, out)
-
-
-def _special_shifted_chebyshev_polynomial_v_n_scalar(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_shifted_chebyshev_polynomial_v(be.xp, x._data, n), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_shifted_chebyshev_polynomial_v, x)
-
-
-def _special_shifted_chebyshev_polynomial_v_n_scalar_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_shifted_chebyshev_polynomial_v(be.xp, x._data, n), 'special_shifted_chebyshev_polynomial_v')
-    except ValueError as _e:
-        _value_error(_e, K.special_shifted_chebyshev_polynomial_v, x, out)
-
-
-def _special_shifted_chebyshev_polynomial_w_default(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_shifted_chebyshev_polynomial_w(be.xp, x._data, n._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_shifted_chebyshev_polynomial_w, x, n)
-
-
-def _special_shifted_chebyshev_polynomial_w_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_shifted_chebyshev_polynomial_w(be.xp, x._data, n._data), 'special_shifted_chebyshev_polynomial_w')
-    except ValueError as _e:
-        _value_error(_e, K.special_shifted_chebyshev_polynomial_w, x, n, out)
-
-
-def _special_shifted_chebyshev_polynomial_w_x_scalar(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_shifted_chebyshev_polynomial_w(be.xp, x, n._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_shifted_chebyshev_polynomial_w, n)
-
-
-def _special_shifted_chebyshev_polynomial_w_x_scalar_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_shifted_chebyshev_polynomial_w(be.xp, x, n._data), 'special_shifted_chebyshev_polynomial_w')
-    except ValueError as _e:
-        _value_error(_e, K.special_shifted_chebyshev_polynomial_w, n, out)
-
-
-def _special_shifted_chebyshev_polynomial_w_n_scalar(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_shifted_chebyshev_polynomial_w(be.xp, x._data, n), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_shifted_chebyshev_polynomial_w, x)
-
-
-def _special_shifted_chebyshev_polynomial_w_n_scalar_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_shifted_chebyshev_polynomial_w(be.xp, x._data, n), 'special_shifted_chebyshev_polynomial_w')
-    except ValueError as _e:
-        _value_error(_e, K.special_shifted_chebyshev_polynomial_w, x, out)
-
-
-def _special_hermite_polynomial_h_default(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_hermite_polynomial_h(be.xp, x._data, n._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_hermite_polynomial_h, x, n)
-
-
-def _special_hermite_polynomial_h_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_hermite_polynomial_h(be.xp, x._data, n._data), 'special_hermite_polynomial_h')
-    except ValueError as _e:
-        _value_error(_e, K.special_hermite_polynomial_h, x, n, out)
-
-
-def _special_hermite_polynomial_h_x_scalar(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_hermite_polynomial_h(be.xp, x, n._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_hermite_polynomial_h, n)
-
-
-def _special_hermite_polynomial_h_x_scalar_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_hermite_polynomial_h(be.xp, x, n._data), 'special_hermite_polynomial_h')
-    except ValueError as _e:
-        _value_error(_e, K.special_hermite_polynomial_h, n, out)
-
-
-def _special_hermite_polynomial_h_n_scalar(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_hermite_polynomial_h(be.xp, x._data, n), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_hermite_polynomial_h, x)
-
-
-def _special_hermite_polynomial_h_n_scalar_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_hermite_polynomial_h(be.xp, x._data, n), 'special_hermite_polynomial_h')
-    except ValueError as _e:
-        _value_error(_e, K.special_hermite_polynomial_h, x, out)
-
-
-def _special_hermite_polynomial_he_default(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_hermite_polynomial_he(be.xp, x._data, n._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_hermite_polynomial_he, x, n)
-
-
-def _special_hermite_polynomial_he_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_hermite_polynomial_he(be.xp, x._data, n._data), 'special_hermite_polynomial_he')
-    except ValueError as _e:
-        _value_error(_e, K.special_hermite_polynomial_he, x, n, out)
-
-
-def _special_hermite_polynomial_he_x_scalar(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_hermite_polynomial_he(be.xp, x, n._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_hermite_polynomial_he, n)
-
-
-def _special_hermite_polynomial_he_x_scalar_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_hermite_polynomial_he(be.xp, x, n._data), 'special_hermite_polynomial_he')
-    except ValueError as _e:
-        _value_error(_e, K.special_hermite_polynomial_he, n, out)
-
-
-def _special_hermite_polynomial_he_n_scalar(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_hermite_polynomial_he(be.xp, x._data, n), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_hermite_polynomial_he, x)
-
-
-def _special_hermite_polynomial_he_n_scalar_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_hermite_polynomial_he(be.xp, x._data, n), 'special_hermite_polynomial_he')
-    except ValueError as _e:
-        _value_error(_e, K.special_hermite_polynomial_he, x, out)
-
-
-def _special_laguerre_polynomial_l_default(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_laguerre_polynomial_l(be.xp, x._data, n._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_laguerre_polynomial_l, x, n)
-
-
-def _special_laguerre_polynomial_l_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_laguerre_polynomial_l(be.xp, x._data, n._data), 'special_laguerre_polynomial_l')
-    except ValueError as _e:
-        _value_error(_e, K.special_laguerre_polynomial_l, x, n, out)
-
-
-def _special_laguerre_polynomial_l_x_scalar(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_laguerre_polynomial_l(be.xp, x, n._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_laguerre_polynomial_l, n)
-
-
-def _special_laguerre_polynomial_l_x_scalar_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_laguerre_polynomial_l(be.xp, x, n._data), 'special_laguerre_polynomial_l')
-    except ValueError as _e:
-        _value_error(_e, K.special_laguerre_polynomial_l, n, out)
-
-
-def _special_laguerre_polynomial_l_n_scalar(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_laguerre_polynomial_l(be.xp, x._data, n), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_laguerre_polynomial_l, x)
-
-
-def _special_laguerre_polynomial_l_n_scalar_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_laguerre_polynomial_l(be.xp, x._data, n), 'special_laguerre_polynomial_l')
-    except ValueError as _e:
-        _value_error(_e, K.special_laguerre_polynomial_l, x, out)
-
-
-def _special_legendre_polynomial_p_default(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_legendre_polynomial_p(be.xp, x._data, n._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_legendre_polynomial_p, x, n)
-
-
-def _special_legendre_polynomial_p_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_legendre_polynomial_p(be.xp, x._data, n._data), 'special_legendre_polynomial_p')
-    except ValueError as _e:
-        _value_error(_e, K.special_legendre_polynomial_p, x, n, out)
-
-
-def _special_legendre_polynomial_p_x_scalar(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_legendre_polynomial_p(be.xp, x, n._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_legendre_polynomial_p, n)
-
-
-def _special_legendre_polynomial_p_x_scalar_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_legendre_polynomial_p(be.xp, x, n._data), 'special_legendre_polynomial_p')
-    except ValueError as _e:
-        _value_error(_e, K.special_legendre_polynomial_p, n, out)
-
-
-def _special_legendre_polynomial_p_n_scalar(ks, x, n):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_legendre_polynomial_p(be.xp, x._data, n), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_legendre_polynomial_p, x)
-
-
-def _special_legendre_polynomial_p_n_scalar_out(ks, x, n, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_legendre_polynomial_p(be.xp, x._data, n), 'special_legendre_polynomial_p')
-    except ValueError as _e:
-        _value_error(_e, K.special_legendre_polynomial_p, x, out)
-
-
-def _special_erfcx_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_erfcx(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_erfcx, self)
-
-
-def _special_erfcx_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_erfcx(be.xp, self._data), 'special_erfcx')
-    except ValueError as _e:
-        _value_error(_e, K.special_erfcx, self, out)
-
-
-def _special_log_ndtr_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_log_ndtr(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_log_ndtr, self)
-
-
-def _special_log_ndtr_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_log_ndtr(be.xp, self._data), 'special_log_ndtr')
-    except ValueError as _e:
-        _value_error(_e, K.special_log_ndtr, self, out)
-
-
-def _special_ndtri_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_ndtri(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_ndtri, self)
-
-
-def _special_ndtri_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_ndtri(be.xp, self._data), 'special_ndtri')
-    except ValueError as _e:
-        _value_error(_e, K.special_ndtri, self, out)
-
-
-def _special_zeta_default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_zeta(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_zeta, self, other)
-
-
-def _special_zeta_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_zeta(be.xp, self._data, other._data), 'special_zeta')
-    except ValueError as _e:
-        _value_error(_e, K.special_zeta, self, other, out)
-
-
-def _special_zeta_self_scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_zeta(be.xp, self, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_zeta, other)
-
-
-def _special_zeta_self_scalar_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_zeta(be.xp, self, other._data), 'special_zeta')
-    except ValueError as _e:
-        _value_error(_e, K.special_zeta, other, out)
-
-
-def _special_zeta_other_scalar(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_zeta(be.xp, self._data, other), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_zeta, self)
-
-
-def _special_zeta_other_scalar_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_zeta(be.xp, self._data, other), 'special_zeta')
-    except ValueError as _e:
-        _value_error(_e, K.special_zeta, self, out)
-
-
-def _special_airy_ai_default(ks, x):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_airy_ai(be.xp, x._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_airy_ai, x)
-
-
-def _special_airy_ai_out(ks, x, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_airy_ai(be.xp, x._data), 'special_airy_ai')
-    except ValueError as _e:
-        _value_error(_e, K.special_airy_ai, x, out)
-
-
-def _special_bessel_j0_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_bessel_j0(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_bessel_j0, self)
-
-
-def _special_bessel_j0_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_bessel_j0(be.xp, self._data), 'special_bessel_j0')
-    except ValueError as _e:
-        _value_error(_e, K.special_bessel_j0, self, out)
-
-
-def _special_bessel_j1_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_bessel_j1(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_bessel_j1, self)
-
-
-def _special_bessel_j1_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_bessel_j1(be.xp, self._data), 'special_bessel_j1')
-    except ValueError as _e:
-        _value_error(_e, K.special_bessel_j1, self, out)
-
-
-def _special_bessel_y0_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_bessel_y0(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_bessel_y0, self)
-
-
-def _special_bessel_y0_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_bessel_y0(be.xp, self._data), 'special_bessel_y0')
-    except ValueError as _e:
-        _value_error(_e, K.special_bessel_y0, self, out)
-
-
-def _special_bessel_y1_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_bessel_y1(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_bessel_y1, self)
-
-
-def _special_bessel_y1_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_bessel_y1(be.xp, self._data), 'special_bessel_y1')
-    except ValueError as _e:
-        _value_error(_e, K.special_bessel_y1, self, out)
-
-
-def _special_modified_bessel_i0_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_modified_bessel_i0(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_modified_bessel_i0, self)
-
-
-def _special_modified_bessel_i0_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_modified_bessel_i0(be.xp, self._data), 'special_modified_bessel_i0')
-    except ValueError as _e:
-        _value_error(_e, K.special_modified_bessel_i0, self, out)
-
-
-def _special_modified_bessel_i1_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_modified_bessel_i1(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_modified_bessel_i1, self)
-
-
-def _special_modified_bessel_i1_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_modified_bessel_i1(be.xp, self._data), 'special_modified_bessel_i1')
-    except ValueError as _e:
-        _value_error(_e, K.special_modified_bessel_i1, self, out)
-
-
-def _special_modified_bessel_k0_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_modified_bessel_k0(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_modified_bessel_k0, self)
-
-
-def _special_modified_bessel_k0_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_modified_bessel_k0(be.xp, self._data), 'special_modified_bessel_k0')
-    except ValueError as _e:
-        _value_error(_e, K.special_modified_bessel_k0, self, out)
-
-
-def _special_modified_bessel_k1_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_modified_bessel_k1(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_modified_bessel_k1, self)
-
-
-def _special_modified_bessel_k1_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_modified_bessel_k1(be.xp, self._data), 'special_modified_bessel_k1')
-    except ValueError as _e:
-        _value_error(_e, K.special_modified_bessel_k1, self, out)
-
-
-def _special_scaled_modified_bessel_k0_default(ks, x):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_scaled_modified_bessel_k0(be.xp, x._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_scaled_modified_bessel_k0, x)
-
-
-def _special_scaled_modified_bessel_k0_out(ks, x, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_scaled_modified_bessel_k0(be.xp, x._data), 'special_scaled_modified_bessel_k0')
-    except ValueError as _e:
-        _value_error(_e, K.special_scaled_modified_bessel_k0, x, out)
-
-
-def _special_scaled_modified_bessel_k1_default(ks, x):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_scaled_modified_bessel_k1(be.xp, x._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_scaled_modified_bessel_k1, x)
-
-
-def _special_scaled_modified_bessel_k1_out(ks, x, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_scaled_modified_bessel_k1(be.xp, x._data), 'special_scaled_modified_bessel_k1')
-    except ValueError as _e:
-        _value_error(_e, K.special_scaled_modified_bessel_k1, x, out)
-
-
-def _special_spherical_bessel_j0_default(ks, x):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_spherical_bessel_j0(be.xp, x._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_spherical_bessel_j0, x)
-
-
-def _special_spherical_bessel_j0_out(ks, x, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_spherical_bessel_j0(be.xp, x._data), 'special_spherical_bessel_j0')
-    except ValueError as _e:
-        _value_error(_e, K.special_spherical_bessel_j0, x, out)
-
-
-def _special_entr_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_entr(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_entr, self)
-
-
-def _special_entr_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_entr(be.xp, self._data), 'special_entr')
-    except ValueError as _e:
-        _value_error(_e, K.special_entr, self, out)
-
-
-def _special_ndtr_out(ks, self, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_ndtr(be.xp, self._data), 'special_ndtr')
-    except ValueError as _e:
-        _value_error(_e, K.special_ndtr, self, out)
-
-
-def _special_xlog1py_default(ks, self, other):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.special_xlog1py(be.xp, self._data, other._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.special_xlog1py, self, other)
-
-
-def _special_xlog1py_out(ks, self, other, out):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_out(out, K.special_xlog1py(be.xp, self._data, other._data), 'special_xlog1py')
-    except ValueError as _e:
-        _value_error(_e, K.special_xlog1py, self, other, out)
-
-
-def _nanmedian_default(ks, self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.nanmedian(be.xp, self._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.nanmedian, self)
-
-
-def _nanmedian_dim(ks, self, dim, keepdim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.nanmedian_dim(be.xp, self._data, dim, keepdim)
-        return _rt.nanmedian(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.nanmedian_dim, self)
-
-
-def _unique_consecutive_default(ks, self, return_inverse, return_counts, dim):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.unique_consecutive(be.xp, self._data, return_inverse, return_counts, dim)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.unique_consecutive, self)
-
-
-def __histogramdd_bin_edges_default(ks, self, bins, range, weight, density):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return [_new(_r, be.ks, be.device) for _r in K._histogramdd_bin_edges(be.xp, self._data, bins, range=range, weight=(None if weight is None else weight._data), density=density)]
-    except ValueError as _e:
-        _value_error(_e, K._histogramdd_bin_edges, self, weight)
-
-
-def __histogramdd_from_bin_cts_default(ks, self, bins, range, weight, density):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._histogramdd_from_bin_cts(be.xp, self._data, bins, range=range, weight=(None if weight is None else weight._data), density=density), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._histogramdd_from_bin_cts, self, weight)
-
-
-def __histogramdd_from_bin_tensors_default(ks, self, bins, weight, density):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K._histogramdd_from_bin_tensors(be.xp, self._data, [_t._data for _t in bins], weight=(None if weight is None else weight._data), density=density), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K._histogramdd_from_bin_tensors, self, weight)
-
-
-def _put_default(ks, self, index, source, accumulate):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.put(be.xp, self._data, index._data, source._data, accumulate), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.put, self, index, source)
-
-
-def _put__default(ks, self, index, source, accumulate):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.put(be.xp, self._data, index._data, source._data, accumulate), 'put_')
-    except ValueError as _e:
-        _value_error(_e, K.put, self, index, source)
-
-
-def _index_reduce_default(ks, self, dim, index, source, reduce, include_self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.index_reduce(be.xp, self._data, dim, index._data, source._data, reduce, include_self=include_self), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.index_reduce, self, index, source)
-
-
-def _index_reduce__default(ks, self, dim, index, source, reduce, include_self):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _write_inplace(self, K.index_reduce(be.xp, self._data, dim, index._data, source._data, reduce, include_self=include_self), 'index_reduce_')
-    except ValueError as _e:
-        _value_error(_e, K.index_reduce, self, index, source)
-
-
-def _nonzero_static_default(ks, self, size, fill_value):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.nonzero_static(be.xp, self._data, size=size, fill_value=fill_value), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.nonzero_static, self)
-
-
-def _as_strided_scatter_default(ks, self, src, size, stride, storage_offset):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.as_strided_scatter(be.xp, self._data, src._data, size, stride, storage_offset), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.as_strided_scatter, self, src)
-
-
-def _fill_Scalar(ks, self, value):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.fill_scalar(be.xp, self._data, value), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.fill_scalar, self)
-
-
-def _fill_Tensor(ks, self, value):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.fill_tensor(be.xp, self._data, value._data), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.fill_tensor, self, value)
-
-
-def _range_step(ks, start, end, step, dtype, layout, device, pin_memory):
-    be = BACKEND[ks & ON_CUDA]
-    return _new(K.range_inclusive(be.xp, start, end, step, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), be.ks, be.device)
-
-
-def _triangular_solve_default(ks, self, A, upper, transpose, unitriangular):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.triangular_solve(be.xp, self._data, A._data, upper, transpose, unitriangular)
-        return _rt.triangular_solve(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.triangular_solve, self, A)
-
-
-def _hash_tensor_default(ks, self, dim, keepdim, mode):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.hash_tensor(be.xp, self._data, dim, keepdim=keepdim, mode=mode), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.hash_tensor, self)
-
-
-def _linalg_ldl_factor_ex_default(ks, self, hermitian, check_errors):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.linalg_ldl_factor_ex(be.xp, self._data, hermitian=hermitian, check_errors=check_errors)
-        return _rt.linalg_ldl_factor_ex(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device))
-    except ValueError as _e:
-        _value_error(_e, K.linalg_ldl_factor_ex, self)
-
-
-def _linalg_ldl_solve_default(ks, LD, pivots, B, hermitian):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.linalg_ldl_solve(be.xp, LD._data, pivots._data, B._data, hermitian=hermitian), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.linalg_ldl_solve, LD, pivots, B)
-
-
-def __sobol_engine_draw_default(ks, quasi, n, sobolstate, dimension, num_generated, dtype):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K._sobol_engine_draw(be.xp, quasi._data, n, sobolstate._data, dimension, num_generated, dtype)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K._sobol_engine_draw, quasi, sobolstate)
-
-
-def __sobol_engine_ff__default(ks, self, n, sobolstate, dimension, num_generated):
-    be = BACKEND[ks & ON_CUDA]
-    _check_writable(self)
-    K._sobol_engine_ff_(be.xp, self._data, n, sobolstate._data, dimension, num_generated)
-    self._vc.version += 1
-    return self
-
-
-def __sobol_engine_scramble__default(ks, self, ltm, dimension):
-    be = BACKEND[ks & ON_CUDA]
-    _check_writable(self)
-    K._sobol_engine_scramble_(be.xp, self._data, ltm._data, dimension)
-    self._vc.version += 1
-    return self
-
-
-def __sobol_engine_initialize_state__default(ks, self, dimension):
-    be = BACKEND[ks & ON_CUDA]
-    _check_writable(self)
-    K._sobol_engine_initialize_state_(be.xp, self._data, dimension)
-    self._vc.version += 1
-    return self
-
-
-def _fake_quantize_per_tensor_affine_cachemask_default(ks, self, scale, zero_point, quant_min, quant_max):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.fake_quantize_per_tensor_affine_cachemask(be.xp, self._data, scale, zero_point, quant_min, quant_max)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.fake_quantize_per_tensor_affine_cachemask, self)
-
-
-def __fake_quantize_per_tensor_affine_cachemask_tensor_qparams_default(ks, self, scale, zero_point, fake_quant_enabled, quant_min, quant_max):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K._fake_quantize_per_tensor_affine_cachemask_tensor_qparams(be.xp, self._data, scale._data, zero_point._data, fake_quant_enabled._data, quant_min, quant_max)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K._fake_quantize_per_tensor_affine_cachemask_tensor_qparams, self, scale, zero_point, fake_quant_enabled)
-
-
-def _fake_quantize_per_channel_affine_cachemask_default(ks, self, scale, zero_point, axis, quant_min, quant_max):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        _rs = K.fake_quantize_per_channel_affine_cachemask(be.xp, self._data, scale._data, zero_point._data, axis, quant_min, quant_max)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
-    except ValueError as _e:
-        _value_error(_e, K.fake_quantize_per_channel_affine_cachemask, self, scale, zero_point)
-
-
-# operator, wrapper (CPU and CUDA), keys, array kernel, keyword-only arguments, result kind, named tuple
+# abs(Tensor self) -> Tensor
+def _w0(_k, _name, _rt):
+    def run(ks, a0):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# abs_(Tensor(a!) self) -> Tensor(a!)
+def _w1(_k, _name, _rt):
+    def run(ks, a0):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_inplace(a0, _k(be.xp, a0._data), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+def _w2(_k, _name, _rt):
+    def run(ks, a0, a1):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_out(a1, _k(be.xp, a0._data), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# round.decimals(Tensor self, *, int decimals) -> Tensor
+def _w3(_k, _name, _rt):
+    def run(ks, a0, a1):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, decimals=a1), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)
+def _w4(_k, _name, _rt):
+    def run(ks, a0, a1):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_inplace(a0, _k(be.xp, a0._data, decimals=a1), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
+def _w5(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1, a2, a3), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)
+def _w6(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_inplace(a0, _k(be.xp, a0._data, a1, a2, a3), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# logit(Tensor self, float? eps=None) -> Tensor
+def _w7(_k, _name, _rt):
+    def run(ks, a0, a1):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# polygamma(int n, Tensor self) -> Tensor
+def _w8(_k, _name, _rt):
+    def run(ks, a0, a1):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0, a1._data), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a1)
+    return run
+# logit_(Tensor(a!) self, float? eps=None) -> Tensor(a!)
+def _w9(_k, _name, _rt):
+    def run(ks, a0, a1):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_inplace(a0, _k(be.xp, a0._data, a1), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+def _w10(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, alpha=a2), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)
+def _w11(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_inplace(a0, _k(be.xp, a0._data, a1._data, alpha=a2), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
+def _w12(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_out(a3, _k(be.xp, a0._data, a1._data, alpha=a2), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a3)
+    return run
+# add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+def _w13(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1, a2), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)
+def _w14(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_inplace(a0, _k(be.xp, a0._data, a1, a2), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)
+def _w15(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_out(a3, _k(be.xp, a0._data, a1, a2), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a3)
+    return run
+# mul.Tensor(Tensor self, Tensor other) -> Tensor
+def _w16(_k, _name, _rt):
+    def run(ks, a0, a1):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)
+def _w17(_k, _name, _rt):
+    def run(ks, a0, a1):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_inplace(a0, _k(be.xp, a0._data, a1._data), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+def _w18(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_out(a2, _k(be.xp, a0._data, a1._data), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2)
+    return run
+# mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
+def _w19(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_out(a2, _k(be.xp, a0._data, a1), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a2)
+    return run
+# div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
+def _w20(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, rounding_mode=a2), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)
+def _w21(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_inplace(a0, _k(be.xp, a0._data, a1._data, rounding_mode=a2), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)
+def _w22(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_out(a3, _k(be.xp, a0._data, a1._data, rounding_mode=a2), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a3)
+    return run
+# div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
+def _w23(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1, rounding_mode=a2), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)
+def _w24(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_inplace(a0, _k(be.xp, a0._data, a1, rounding_mode=a2), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)
+def _w25(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_out(a2, _k(be.xp, a0, a1._data), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a1, a2)
+    return run
+# where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
+def _w26(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, a2._data), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2)
+    return run
+# where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+def _w27(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_out(a3, _k(be.xp, a0._data, a1._data, a2._data), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2, a3)
+    return run
+# clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
+def _w28(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, (None if a1 is None else a1._data), (None if a2 is None else a2._data)), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2)
+    return run
+# clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)
+def _w29(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_out(a3, _k(be.xp, a0._data, (None if a1 is None else a1._data), (None if a2 is None else a2._data)), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2, a3)
+    return run
+# clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)
+def _w30(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_inplace(a0, _k(be.xp, a0._data, (None if a1 is None else a1._data), (None if a2 is None else a2._data)), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2)
+    return run
+# lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
+def _w31(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, a2), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)
+def _w32(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_inplace(a0, _k(be.xp, a0._data, a1._data, a2), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)
+def _w33(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_inplace(a0, _k(be.xp, a0._data, a1._data, a2._data), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2)
+    return run
+# lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)
+def _w34(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_out(a3, _k(be.xp, a0._data, a1._data, a2), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a3)
+    return run
+# addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
+def _w35(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, a2._data, value=a3), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2)
+    return run
+# addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)
+def _w36(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_inplace(a0, _k(be.xp, a0._data, a1._data, a2._data, value=a3), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2)
+    return run
+# addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)
+def _w37(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_out(a4, _k(be.xp, a0._data, a1._data, a2._data, value=a3), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2, a4)
+    return run
+# sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
+def _w38(_k, _name, _rt):
+    def run(ks, a0, a1):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, dtype=a1), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+def _w39(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1, a2, dtype=a3), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
+def _w40(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_out(a4, _k(be.xp, a0._data, a1, a2, dtype=a3), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a4)
+    return run
+# mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
+def _w41(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_out(a2, _k(be.xp, a0._data, dtype=a1), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a2)
+    return run
+# var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor
+def _w42(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1, correction=a2, keepdim=a3), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)
+def _w43(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1, correction=a2, keepdim=a3)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+def _w44(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1, a2)
+            return _rt(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)
+def _w45(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, dim=a1, keepdim=a2)
+            return _rt(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
+def _w46(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1, dtype=a2), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)
+def _w47(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_inplace(a0, _k(be.xp, a0._data, a1, dtype=a2), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
+def _w48(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_out(a3, _k(be.xp, a0._data, a1, dtype=a2), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a3)
+    return run
+# cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)
+def _w49(_k, _name, _rt):
+    def run(ks, a0, a1):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1)
+            return _rt(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+def _w50(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, stable=a1, dim=a2, descending=a3)
+            return _rt(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
+def _w51(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1, a2, a3, a4)
+            return _rt(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)
+def _w52(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1, a2, a3)
+            return _rt(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# _unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)
+def _w53(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1, a2, a3)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# unique_dim(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)
+def _w54(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1, a2, a3, a4)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor
+def _w55(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, (None if a1 is None else a1._data), a2), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)
+def _w56(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1._data, weight=(None if a2 is None else a2._data), density=a3)
+            return _rt(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2)
+    return run
+# histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)
+def _w57(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1, range=a2, weight=(None if a3 is None else a3._data), density=a4)
+            return _rt(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a3)
+    return run
+# view(Tensor(a) self, SymInt[] size) -> Tensor(a)
+def _w58(_k, _name, _rt):
+    def run(ks, a0, a1):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _view(_k(be.xp, a0._data, a1), a0)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# _reshape_alias(Tensor(a) self, SymInt[] size, SymInt[] stride) -> Tensor(a)
+def _w59(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _view(_k(be.xp, a0._data, a1, a2), a0)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)
+def _w60(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _view(_k(be.xp, a0._data, a1, a2, a3), a0)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# alias(Tensor(a) self) -> Tensor(a)
+def _w61(_k, _name, _rt):
+    def run(ks, a0):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _view(_k(be.xp, a0._data), a0)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)
+def _w62(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _view(_k(be.xp, a0._data, a1, implicit=a2), a0)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)
+def _w63(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _view(_k(be.xp, a0._data, a1, a2, a3, a4), a0)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]
+def _w64(_k, _name, _rt):
+    def run(ks, a0, a1):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return [_view(_r, a0) for _r in _k(be.xp, a0._data, a1)]
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]
+def _w65(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return [_view(_r, a0) for _r in _k(be.xp, a0._data, a1, a2)]
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor
+def _w66(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5):
+        be = BACKEND[ks & ON_CUDA]
+        return _new(_k(be.xp, a0, dtype=a1, layout=a2, device=a3, pin_memory=a4, memory_format=a5), be.ks, be.device)
+    return run
+# empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
+def _w67(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5):
+        be = BACKEND[ks & ON_CUDA]
+        return _new(_k(be.xp, a0, a1, dtype=a2, layout=a3, device=a4, pin_memory=a5), be.ks, be.device)
+    return run
+# zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
+def _w68(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        return _new(_k(be.xp, a0, dtype=a1, layout=a2, device=a3, pin_memory=a4), be.ks, be.device)
+    return run
+# zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)
+def _w69(_k, _name, _rt):
+    def run(ks, a0, a1):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_out(a1, _k(be.xp, a0), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a1)
+    return run
+# arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
+def _w70(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5, a6):
+        be = BACKEND[ks & ON_CUDA]
+        return _new(_k(be.xp, a0, a1, a2, dtype=a3, layout=a4, device=a5, pin_memory=a6), be.ks, be.device)
+    return run
+# logspace(Scalar start, Scalar end, int steps, float base=10.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
+def _w71(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5, a6, a7):
+        be = BACKEND[ks & ON_CUDA]
+        return _new(_k(be.xp, a0, a1, a2, a3, dtype=a4, layout=a5, device=a6, pin_memory=a7), be.ks, be.device)
+    return run
+# rand(SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
+def _w72(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5):
+        be = BACKEND[ks & ON_CUDA]
+        return _new(_k(be.xp, a0, generator=a1, dtype=a2, layout=a3, device=a4, pin_memory=a5), be.ks, be.device)
+    return run
+# randint.low(SymInt low, SymInt high, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
+def _w73(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5, a6, a7):
+        be = BACKEND[ks & ON_CUDA]
+        return _new(_k(be.xp, a0, a1, a2, generator=a3, dtype=a4, layout=a5, device=a6, pin_memory=a7), be.ks, be.device)
+    return run
+# uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)
+def _w74(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        _check_writable(a0)
+        _k(be.xp, a0._data, a1, a2, generator=a3)
+        a0._vc.version += 1
+        return a0
+    return run
+# exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)
+def _w75(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        _check_writable(a0)
+        _k(be.xp, a0._data, a1, generator=a2)
+        a0._vc.version += 1
+        return a0
+    return run
+# normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor
+def _w76(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, generator=a2), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
+def _w77(_k, _name, _rt):
+    def run(ks, a0, a1):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, generator=a1), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)
+def _w78(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_inplace(a0, _k(be.xp, a0._data, a1, generator=a2), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor
+def _w79(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1, generator=a2), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor
+def _w80(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1, a2, generator=a3), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor
+def _w81(_k, _name, _rt):
+    def run(ks, a0, a1):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, memory_format=a1), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)
+def _w82(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        _check_writable(a0)
+        _k(be.xp, a0._data, a1._data, a2)
+        a0._vc.version += 1
+        return a0
+    return run
+# fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)
+def _w83(_k, _name, _rt):
+    def run(ks, a0, a1):
+        be = BACKEND[ks & ON_CUDA]
+        _check_writable(a0)
+        _k(be.xp, a0._data, a1)
+        a0._vc.version += 1
+        return a0
+    return run
+# fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)
+def _w84(_k, _name, _rt):
+    def run(ks, a0, a1):
+        be = BACKEND[ks & ON_CUDA]
+        _check_writable(a0)
+        _k(be.xp, a0._data, a1._data)
+        a0._vc.version += 1
+        return a0
+    return run
+# zero_(Tensor(a!) self) -> Tensor(a!)
+def _w85(_k, _name, _rt):
+    def run(ks, a0):
+        be = BACKEND[ks & ON_CUDA]
+        _check_writable(a0)
+        _k(be.xp, a0._data)
+        a0._vc.version += 1
+        return a0
+    return run
+# index.Tensor(Tensor self, Tensor?[] indices) -> Tensor
+def _w86(_k, _name, _rt):
+    def run(ks, a0, a1):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, [None if _t is None else _t._data for _t in a1]), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
+def _w87(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, [None if _t is None else _t._data for _t in a1], a2._data, a3), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a2)
+    return run
+# index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)
+def _w88(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_inplace(a0, _k(be.xp, a0._data, [None if _t is None else _t._data for _t in a1], a2._data, a3), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a2)
+    return run
+# index_select(Tensor self, int dim, Tensor index) -> Tensor
+def _w89(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1, a2._data), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a2)
+    return run
+# index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)
+def _w90(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_out(a3, _k(be.xp, a0._data, a1, a2._data), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a2, a3)
+    return run
+# gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
+def _w91(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1, a2._data, sparse_grad=a3), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a2)
+    return run
+# gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)
+def _w92(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_out(a4, _k(be.xp, a0._data, a1, a2._data, sparse_grad=a3), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a2, a4)
+    return run
+# scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
+def _w93(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1, a2._data, a3._data), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a2, a3)
+    return run
+# scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
+def _w94(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1, a2._data, a3), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a2)
+    return run
+# scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor
+def _w95(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1, a2._data, a3._data, reduce=a4), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a2, a3)
+    return run
+# scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)
+def _w96(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_inplace(a0, _k(be.xp, a0._data, a1, a2._data, a3._data), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a2, a3)
+    return run
+# scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)
+def _w97(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_inplace(a0, _k(be.xp, a0._data, a1, a2._data, a3), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a2)
+    return run
+# scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)
+def _w98(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_inplace(a0, _k(be.xp, a0._data, a1, a2._data, a3._data, reduce=a4), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a2, a3)
+    return run
+# scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor
+def _w99(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1, a2._data, a3._data, a4, include_self=a5), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a2, a3)
+    return run
+# scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor(a!)
+def _w100(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_inplace(a0, _k(be.xp, a0._data, a1, a2._data, a3._data, a4, include_self=a5), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a2, a3)
+    return run
+# index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
+def _w101(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1, a2._data, a3._data, alpha=a4), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a2, a3)
+    return run
+# index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)
+def _w102(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_inplace(a0, _k(be.xp, a0._data, a1, a2._data, a3._data, alpha=a4), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a2, a3)
+    return run
+# cat(Tensor[] tensors, int dim=0) -> Tensor
+def _w103(_k, _name, _rt):
+    def run(ks, a0, a1):
+        be = BACKEND[ks & ON_CUDA]
+        return _new(_k(be.xp, [_t._data for _t in a0], a1), be.ks, be.device)
+    return run
+# cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)
+def _w104(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_out(a2, _k(be.xp, [_t._data for _t in a0], a1), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a2)
+    return run
+# repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor
+def _w105(_k, _name, _rt):
+    def run(ks, a0, a1):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, output_size=a1), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor
+def _w106(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, out_int32=a2, right=a3, side=a4, sorter=(None if a5 is None else a5._data)), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a5)
+    return run
+# searchsorted.Scalar(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor
+def _w107(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1, out_int32=a2, right=a3, side=a4, sorter=(None if a5 is None else a5._data)), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a5)
+    return run
+# bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor
+def _w108(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, out_int32=a2, right=a3), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor
+def _w109(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, assume_unique=a2, invert=a3), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# isin.Tensor_Tensor_out(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False, Tensor(a!) out) -> Tensor(a!)
+def _w110(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_out(a4, _k(be.xp, a0._data, a1._data, assume_unique=a2, invert=a3), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a4)
+    return run
+# isin.Tensor_Scalar(Tensor elements, Scalar test_element, *, bool assume_unique=False, bool invert=False) -> Tensor
+def _w111(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1, assume_unique=a2, invert=a3), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# isin.Scalar_Tensor(Scalar element, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor
+def _w112(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0, a1._data, assume_unique=a2, invert=a3), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a1)
+    return run
+# addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
+def _w113(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, a2._data, beta=a3, alpha=a4), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2)
+    return run
+# addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)
+def _w114(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_inplace(a0, _k(be.xp, a0._data, a1._data, a2._data, beta=a3, alpha=a4), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2)
+    return run
+# addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
+def _w115(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_out(a5, _k(be.xp, a0._data, a1._data, a2._data, beta=a3, alpha=a4), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2, a5)
+    return run
+# _cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor
+def _w116(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, a2, a3), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# _linalg_det(Tensor A) -> (Tensor result, Tensor LU, Tensor pivots)
+def _w117(_k, _name, _rt):
+    def run(ks, a0):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# _linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet, Tensor LU, Tensor pivots)
+def _w118(_k, _name, _rt):
+    def run(ks, a0):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device), _new(_rs[3], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# _linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor LU, Tensor pivots, Tensor info)
+def _w119(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1._data, left=a2, check_errors=a3)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device), _new(_rs[3], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor
+def _w120(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, upper=a2, left=a3, unitriangular=a4), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# _linalg_eigh(Tensor A, str UPLO="L", bool compute_v=True) -> (Tensor eigenvalues, Tensor eigenvectors)
+def _w121(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1, a2)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# _linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)
+def _w122(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1, a2, driver=a3)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor
+def _w123(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, atol=(None if a1 is None else a1._data), rtol=(None if a2 is None else a2._data), hermitian=a3), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2)
+    return run
+# linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)
+def _w124(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1._data, a2, driver=a3)
+            return _rt(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device), _new(_rs[3], be.ks, be.device))
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor
+def _w125(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, dim=a2), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+def _w126(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1, a2, a3, dtype=a4), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor
+def _w127(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, a2._data, a3), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2)
+    return run
+# nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)
+def _w128(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1._data, (None if a2 is None else a2._data), a3, a4)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2)
+    return run
+# nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor
+def _w129(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5, a6):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, a2._data, (None if a3 is None else a3._data), a4, a5, a6._data), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2, a3, a6)
+    return run
+# gelu(Tensor self, *, str approximate='none') -> Tensor
+def _w130(_k, _name, _rt):
+    def run(ks, a0, a1):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, approximate=a1), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor
+def _w131(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, approximate=a2), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# native_layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)
+def _w132(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1, (None if a2 is None else a2._data), (None if a3 is None else a3._data), a4)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a2, a3)
+    return run
+# native_layer_norm_backward(Tensor grad_out, Tensor input, int[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)
+def _w133(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5, a6, a7):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1._data, a2, a3._data, a4._data, (None if a5 is None else a5._data), (None if a6 is None else a6._data), a7)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a3, a4, a5, a6)
+    return run
+# native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)
+def _w134(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5, a6, a7):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, (None if a1 is None else a1._data), (None if a2 is None else a2._data), (None if a3 is None else a3._data), (None if a4 is None else a4._data), a5, a6, a7)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2, a3, a4)
+    return run
+# native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)
+def _w135(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1._data, (None if a2 is None else a2._data), (None if a3 is None else a3._data), (None if a4 is None else a4._data), (None if a5 is None else a5._data), (None if a6 is None else a6._data), a7, a8, a9)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2, a3, a4, a5, a6)
+    return run
+# convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, bool transposed, int[] output_padding, int groups) -> Tensor
+def _w136(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, (None if a2 is None else a2._data), a3, a4, a5, a6, a7, a8), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2)
+    return run
+# convolution_backward(Tensor grad_output, Tensor input, Tensor weight, int[]? bias_sizes, int[] stride, int[] padding, int[] dilation, bool transposed, int[] output_padding, int groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)
+def _w137(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1._data, a2._data, a3, a4, a5, a6, a7, a8, a9, a10)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2)
+    return run
+# max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)
+def _w138(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1, a2, a3, a4, a5)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
+def _w139(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5, a6):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1, a2, a3, a4, a5, a6), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
+def _w140(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5, a6, a7):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, a2, a3, a4, a5, a6, a7), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
+def _w141(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, a2, a3, a4), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# _rnn_layer(Tensor input, int[] batch_sizes, Tensor h0, Tensor? c0, Tensor w_ih, Tensor w_hh, Tensor? b_ih, Tensor? b_hh, Tensor? w_hr, str mode, bool reverse) -> (Tensor, Tensor, Tensor, Tensor)
+def _w142(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1, a2._data, (None if a3 is None else a3._data), a4._data, a5._data, (None if a6 is None else a6._data), (None if a7 is None else a7._data), (None if a8 is None else a8._data), a9, a10)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device), _new(_rs[3], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a2, a3, a4, a5, a6, a7, a8)
+    return run
+# _rnn_layer_backward(Tensor input, int[] batch_sizes, Tensor h0, Tensor? c0, Tensor w_ih, Tensor w_hh, Tensor? b_ih, Tensor? b_hh, Tensor? w_hr, str mode, bool reverse, Tensor output, Tensor workspace, Tensor? grad_output, Tensor? grad_hn, Tensor? grad_cn) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)
+def _w143(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1, a2._data, (None if a3 is None else a3._data), a4._data, a5._data, (None if a6 is None else a6._data), (None if a7 is None else a7._data), (None if a8 is None else a8._data), a9, a10, a11._data, a12._data, (None if a13 is None else a13._data), (None if a14 is None else a14._data), (None if a15 is None else a15._data))
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device), _new(_rs[3], be.ks, be.device), _new(_rs[4], be.ks, be.device), _new(_rs[5], be.ks, be.device), _new(_rs[6], be.ks, be.device), _new(_rs[7], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a2, a3, a4, a5, a6, a7, a8, a11, a12, a13, a14, a15)
+    return run
+# mkldnn_rnn_layer(Tensor input, Tensor weight0, Tensor weight1, Tensor weight2, Tensor weight3, Tensor hx_, Tensor cx_, bool reverse, int[] batch_sizes, int mode, int hidden_size, int num_layers, bool has_biases, bool bidirectional, bool batch_first, bool train) -> (Tensor, Tensor, Tensor, Tensor)
+def _w144(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1._data, a2._data, a3._data, a4._data, a5._data, a6._data, a7, a8, a9, a10, a11, a12, a13, a14, a15)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device), _new(_rs[3], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2, a3, a4, a5, a6)
+    return run
+# mkldnn_rnn_layer_backward(Tensor input, Tensor weight1, Tensor weight2, Tensor weight3, Tensor weight4, Tensor hx_, Tensor cx_tmp, Tensor output, Tensor hy_, Tensor cy_, Tensor? grad_output, Tensor? grad_hy, Tensor? grad_cy, bool reverse, int mode, int hidden_size, int num_layers, bool has_biases, bool train, bool bidirectional, int[] batch_sizes, bool batch_first, Tensor workspace) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)
+def _w145(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1._data, a2._data, a3._data, a4._data, a5._data, a6._data, a7._data, a8._data, a9._data, (None if a10 is None else a10._data), (None if a11 is None else a11._data), (None if a12 is None else a12._data), a13, a14, a15, a16, a17, a18, a19, a20, a21, a22._data)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device), _new(_rs[3], be.ks, be.device), _new(_rs[4], be.ks, be.device), _new(_rs[5], be.ks, be.device), _new(_rs[6], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a22)
+    return run
+# upsample_nearest2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None) -> Tensor
+def _w146(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1, a2, a3, a4), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# upsample_nearest3d_backward(Tensor grad_output, SymInt[3] output_size, SymInt[5] input_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor
+def _w147(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1, a2, a3, a4, a5), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)
+def _w148(_k, _name, _rt):
+    def run(ks, a0, a1):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# _embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)
+def _w149(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1._data, a2._data, a3, a4, a5, (None if a6 is None else a6._data), a7, a8)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device), _new(_rs[3], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2, a6)
+    return run
+# grid_sampler_2d_backward(Tensor grad_output, Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners, bool[2] output_mask) -> (Tensor, Tensor)
+def _w150(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5, a6):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1._data, a2._data, a3, a4, a5, a6)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2)
+    return run
+# _ctc_loss(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, int blank=0, bool zero_infinity=False) -> (Tensor, Tensor)
+def _w151(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1._data, a2, a3, a4, a5)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# _ctc_loss_backward(Tensor grad, Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, Tensor neg_log_likelihood, Tensor log_alpha, int blank, bool zero_infinity=False) -> Tensor
+def _w152(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, a2._data, a3, a4, a5._data, a6._data, a7, a8), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2, a5, a6)
+    return run
+# binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor
+def _w153(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, (None if a2 is None else a2._data), a3), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2)
+    return run
+# binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor
+def _w154(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, (None if a2 is None else a2._data), (None if a3 is None else a3._data), a4), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2, a3)
+    return run
+# multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor
+def _w155(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, a2, a3, (None if a4 is None else a4._data), a5), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a4)
+    return run
+# multilabel_margin_loss_forward(Tensor self, Tensor target, int reduction) -> (Tensor output, Tensor is_target)
+def _w156(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1._data, a2)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)
+def _w157(_k, _name, _rt):
+    def run(ks, a0):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# rrelu_with_noise(Tensor self, Tensor(b!) noise, Scalar lower=0.125, Scalar upper=0.3333333333333333, bool training=False, Generator? generator=None) -> Tensor
+def _w158(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, a2, a3, a4, a5), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# rrelu_with_noise_(Tensor(a!) self, Tensor(b!) noise, Scalar lower=0.125, Scalar upper=0.3333333333333333, bool training=False, Generator? generator=None) -> Tensor(a!)
+def _w159(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_inplace(a0, _k(be.xp, a0._data, a1._data, a2, a3, a4, a5), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# _scaled_dot_product_flash_attention_for_cpu(Tensor query, Tensor key, Tensor value, float dropout_p=0.0, bool is_causal=False, *, Tensor? attn_mask=None, float? scale=None) -> (Tensor output, Tensor logsumexp)
+def _w160(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5, a6):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1._data, a2._data, a3, a4, attn_mask=(None if a5 is None else a5._data), scale=a6)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2, a5)
+    return run
+# _scaled_dot_product_flash_attention_for_cpu_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, Tensor out, Tensor logsumexp, float dropout_p, bool is_causal, *, Tensor? attn_mask=None, float? scale=None) -> (Tensor grad_query, Tensor grad_key, Tensor grad_value)
+def _w161(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1._data, a2._data, a3._data, a4._data, a5._data, a6, a7, attn_mask=(None if a8 is None else a8._data), scale=a9)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2, a3, a4, a5, a8)
+    return run
+# embedding_renorm_(Tensor(a!) self, Tensor indices, float max_norm, float norm_type) -> Tensor(a!)
+def _w162(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        _check_writable(a0)
+        _k(be.xp, a0._data, a1._data, a2, a3)
+        a0._vc.version += 1
+        return a0
+    return run
+# native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)
+def _w163(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5, a6, a7):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, (None if a1 is None else a1._data), (None if a2 is None else a2._data), a3, a4, a5, a6, a7)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2)
+    return run
+# _fft_r2c.out(Tensor self, int[] dim, int normalization, bool onesided, *, Tensor(a!) out) -> Tensor(a!)
+def _w164(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_out(a4, _k(be.xp, a0._data, a1, a2, a3), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a4)
+    return run
+# frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)
+def _w165(_k, _name, _rt):
+    def run(ks, a0):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data)
+            return _rt(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# frexp.Tensor_out(Tensor self, *, Tensor(a!) mantissa, Tensor(b!) exponent) -> (Tensor(a!) mantissa, Tensor(b!) exponent)
+def _w166(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data)
+            _write_out(a1, _rs[0], _name)
+            _write_out(a2, _rs[1], _name)
+            return _rt(a1, a2)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2)
+    return run
+# fractional_max_pool2d(Tensor self, int[2] kernel_size, int[2] output_size, Tensor random_samples) -> (Tensor, Tensor)
+def _w167(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1, a2, a3._data)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a3)
+    return run
+# linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)
+def _w168(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, pivot=a1, check_errors=a2)
+            return _rt(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device))
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)
+def _w169(_k, _name, _rt):
+    def run(ks, a0, a1):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, pivot=a1)
+            return _rt(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device))
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)
+def _w170(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1._data, a2, a3)
+            return _rt(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device))
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor
+def _w171(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, a2._data, left=a3, adjoint=a4), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2)
+    return run
+# linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)
+def _w172(_k, _name, _rt):
+    def run(ks, a0, a1):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, check_errors=a1)
+            return _rt(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)
+def _w173(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, upper=a1, check_errors=a2)
+            return _rt(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor
+def _w174(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, a2._data, a3, a4), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2)
+    return run
+# _histogramdd_bin_edges(Tensor self, int[] bins, *, float[]? range=None, Tensor? weight=None, bool density=False) -> Tensor[]
+def _w175(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return [_new(_r, be.ks, be.device) for _r in _k(be.xp, a0._data, a1, range=a2, weight=(None if a3 is None else a3._data), density=a4)]
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a3)
+    return run
+# _histogramdd_from_bin_cts(Tensor self, int[] bins, *, float[]? range=None, Tensor? weight=None, bool density=False) -> Tensor
+def _w176(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1, range=a2, weight=(None if a3 is None else a3._data), density=a4), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a3)
+    return run
+# _histogramdd_from_bin_tensors(Tensor self, Tensor[] bins, *, Tensor? weight=None, bool density=False) -> Tensor
+def _w177(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, [_t._data for _t in a1], weight=(None if a2 is None else a2._data), density=a3), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a2)
+    return run
+# put_(Tensor(a!) self, Tensor index, Tensor source, bool accumulate=False) -> Tensor(a!)
+def _w178(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _write_inplace(a0, _k(be.xp, a0._data, a1._data, a2._data, a3), _name)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2)
+    return run
+# nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor
+def _w179(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, size=a1, fill_value=a2), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)
+def _w180(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1._data, a2, a3, a4)
+            return _rt(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1)
+    return run
+# hash_tensor(Tensor self, int[1] dim=[], *, bool keepdim=False, int mode=0) -> Tensor
+def _w181(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1, keepdim=a2, mode=a3), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# linalg_ldl_factor_ex(Tensor self, *, bool hermitian=False, bool check_errors=False) -> (Tensor LD, Tensor pivots, Tensor info)
+def _w182(_k, _name, _rt):
+    def run(ks, a0, a1, a2):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, hermitian=a1, check_errors=a2)
+            return _rt(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device))
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B, *, bool hermitian=False) -> Tensor
+def _w183(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, a2._data, hermitian=a3), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2)
+    return run
+# _sobol_engine_draw(Tensor quasi, int n, Tensor sobolstate, int dimension, int num_generated, ScalarType? dtype) -> (Tensor, Tensor)
+def _w184(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1, a2._data, a3, a4, a5)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a2)
+    return run
+# _sobol_engine_ff_(Tensor(a!) self, int n, Tensor sobolstate, int dimension, int num_generated) -> Tensor(a!)
+def _w185(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        _check_writable(a0)
+        _k(be.xp, a0._data, a1, a2._data, a3, a4)
+        a0._vc.version += 1
+        return a0
+    return run
+# fake_quantize_per_tensor_affine_cachemask(Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> (Tensor output, Tensor mask)
+def _w186(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1, a2, a3, a4)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    return run
+# _fake_quantize_per_tensor_affine_cachemask_tensor_qparams(Tensor self, Tensor scale, Tensor zero_point, Tensor fake_quant_enabled, int quant_min, int quant_max) -> (Tensor output, Tensor mask)
+def _w187(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1._data, a2._data, a3._data, a4, a5)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2, a3)
+    return run
+# fake_quantize_per_channel_affine_cachemask(Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> (Tensor output, Tensor mask)
+def _w188(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            _rs = _k(be.xp, a0._data, a1._data, a2._data, a3, a4, a5)
+            return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a2)
+    return run
+
+# operator, wrapper factory, keys, array kernel, keyword-only arguments, result kind, named tuple
 _BACKEND_KERNELS = (
-    (_A._op_abs, _abs_default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'new', None),
-    (_A._op_abs_, _abs__default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'inplace', None),
-    (_A._op_abs_out, _abs_out, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'out', None),
-    (_A._op__conj_physical, __conj_physical_default, ('CPU', 'CUDA', 'Meta'), K.conj_physical, (), 'new', None),
-    (_A._op_conj_physical_, _conj_physical__default, ('CPU', 'CUDA', 'Meta'), K.conj_physical, (), 'inplace', None),
-    (_A._op_conj_physical_out, _conj_physical_out, ('CPU', 'CUDA', 'Meta'), K.conj_physical, (), 'out', None),
-    (_A._op_neg, _neg_default, ('CPU', 'CUDA', 'Meta'), K.neg, (), 'new', None),
-    (_A._op_neg_, _neg__default, ('CPU', 'CUDA', 'Meta'), K.neg, (), 'inplace', None),
-    (_A._op_neg_out, _neg_out, ('CPU', 'CUDA', 'Meta'), K.neg, (), 'out', None),
-    (_A._op_sign, _sign_default, ('CPU', 'CUDA', 'Meta'), K.sign, (), 'new', None),
-    (_A._op_sign_, _sign__default, ('CPU', 'CUDA', 'Meta'), K.sign, (), 'inplace', None),
-    (_A._op_sign_out, _sign_out, ('CPU', 'CUDA', 'Meta'), K.sign, (), 'out', None),
-    (_A._op_sgn, _sgn_default, ('CPU', 'CUDA', 'Meta'), K.sgn, (), 'new', None),
-    (_A._op_sgn_, _sgn__default, ('CPU', 'CUDA', 'Meta'), K.sgn, (), 'inplace', None),
-    (_A._op_sgn_out, _sgn_out, ('CPU', 'CUDA', 'Meta'), K.sgn, (), 'out', None),
-    (_A._op_floor, _floor_default, ('CPU', 'CUDA', 'Meta'), K.floor, (), 'new', None),
-    (_A._op_floor_, _floor__default, ('CPU', 'CUDA', 'Meta'), K.floor, (), 'inplace', None),
-    (_A._op_floor_out, _floor_out, ('CPU', 'CUDA', 'Meta'), K.floor, (), 'out', None),
-    (_A._op_ceil, _ceil_default, ('CPU', 'CUDA', 'Meta'), K.ceil, (), 'new', None),
-    (_A._op_ceil_, _ceil__default, ('CPU', 'CUDA', 'Meta'), K.ceil, (), 'inplace', None),
-    (_A._op_ceil_out, _ceil_out, ('CPU', 'CUDA', 'Meta'), K.ceil, (), 'out', None),
-    (_A._op_trunc, _trunc_default, ('CPU', 'CUDA', 'Meta'), K.trunc, (), 'new', None),
-    (_A._op_trunc_, _trunc__default, ('CPU', 'CUDA', 'Meta'), K.trunc, (), 'inplace', None),
-    (_A._op_trunc_out, _trunc_out, ('CPU', 'CUDA', 'Meta'), K.trunc, (), 'out', None),
-    (_A._op_frac, _frac_default, ('CPU', 'CUDA', 'Meta'), K.frac, (), 'new', None),
-    (_A._op_frac_, _frac__default, ('CPU', 'CUDA', 'Meta'), K.frac, (), 'inplace', None),
-    (_A._op_frac_out, _frac_out, ('CPU', 'CUDA', 'Meta'), K.frac, (), 'out', None),
-    (_A._op_exp, _exp_default, ('CPU', 'CUDA', 'Meta'), K.exp, (), 'new', None),
-    (_A._op_exp_, _exp__default, ('CPU', 'CUDA', 'Meta'), K.exp, (), 'inplace', None),
-    (_A._op_exp_out, _exp_out, ('CPU', 'CUDA', 'Meta'), K.exp, (), 'out', None),
-    (_A._op_exp2, _exp2_default, ('CPU', 'CUDA', 'Meta'), K.exp2, (), 'new', None),
-    (_A._op_exp2_, _exp2__default, ('CPU', 'CUDA', 'Meta'), K.exp2, (), 'inplace', None),
-    (_A._op_exp2_out, _exp2_out, ('CPU', 'CUDA', 'Meta'), K.exp2, (), 'out', None),
-    (_A._op_expm1, _expm1_default, ('CPU', 'CUDA', 'Meta'), K.expm1, (), 'new', None),
-    (_A._op_expm1_, _expm1__default, ('CPU', 'CUDA', 'Meta'), K.expm1, (), 'inplace', None),
-    (_A._op_expm1_out, _expm1_out, ('CPU', 'CUDA', 'Meta'), K.expm1, (), 'out', None),
-    (_A._op_log, _log_default, ('CPU', 'CUDA', 'Meta'), K.log, (), 'new', None),
-    (_A._op_log_, _log__default, ('CPU', 'CUDA', 'Meta'), K.log, (), 'inplace', None),
-    (_A._op_log_out, _log_out, ('CPU', 'CUDA', 'Meta'), K.log, (), 'out', None),
-    (_A._op_log2, _log2_default, ('CPU', 'CUDA', 'Meta'), K.log2, (), 'new', None),
-    (_A._op_log2_, _log2__default, ('CPU', 'CUDA', 'Meta'), K.log2, (), 'inplace', None),
-    (_A._op_log2_out, _log2_out, ('CPU', 'CUDA', 'Meta'), K.log2, (), 'out', None),
-    (_A._op_log10, _log10_default, ('CPU', 'CUDA', 'Meta'), K.log10, (), 'new', None),
-    (_A._op_log10_, _log10__default, ('CPU', 'CUDA', 'Meta'), K.log10, (), 'inplace', None),
-    (_A._op_log10_out, _log10_out, ('CPU', 'CUDA', 'Meta'), K.log10, (), 'out', None),
-    (_A._op_log1p, _log1p_default, ('CPU', 'CUDA', 'Meta'), K.log1p, (), 'new', None),
-    (_A._op_log1p_, _log1p__default, ('CPU', 'CUDA', 'Meta'), K.log1p, (), 'inplace', None),
-    (_A._op_log1p_out, _log1p_out, ('CPU', 'CUDA', 'Meta'), K.log1p, (), 'out', None),
-    (_A._op_sqrt, _sqrt_default, ('CPU', 'CUDA', 'Meta'), K.sqrt, (), 'new', None),
-    (_A._op_sqrt_, _sqrt__default, ('CPU', 'CUDA', 'Meta'), K.sqrt, (), 'inplace', None),
-    (_A._op_sqrt_out, _sqrt_out, ('CPU', 'CUDA', 'Meta'), K.sqrt, (), 'out', None),
-    (_A._op_rsqrt, _rsqrt_default, ('CPU', 'CUDA', 'Meta'), K.rsqrt, (), 'new', None),
-    (_A._op_rsqrt_, _rsqrt__default, ('CPU', 'CUDA', 'Meta'), K.rsqrt, (), 'inplace', None),
-    (_A._op_rsqrt_out, _rsqrt_out, ('CPU', 'CUDA', 'Meta'), K.rsqrt, (), 'out', None),
-    (_A._op_sin, _sin_default, ('CPU', 'CUDA', 'Meta'), K.sin, (), 'new', None),
-    (_A._op_sin_, _sin__default, ('CPU', 'CUDA', 'Meta'), K.sin, (), 'inplace', None),
-    (_A._op_sin_out, _sin_out, ('CPU', 'CUDA', 'Meta'), K.sin, (), 'out', None),
-    (_A._op_cos, _cos_default, ('CPU', 'CUDA', 'Meta'), K.cos, (), 'new', None),
-    (_A._op_cos_, _cos__default, ('CPU', 'CUDA', 'Meta'), K.cos, (), 'inplace', None),
-    (_A._op_cos_out, _cos_out, ('CPU', 'CUDA', 'Meta'), K.cos, (), 'out', None),
-    (_A._op_tan, _tan_default, ('CPU', 'CUDA', 'Meta'), K.tan, (), 'new', None),
-    (_A._op_tan_, _tan__default, ('CPU', 'CUDA', 'Meta'), K.tan, (), 'inplace', None),
-    (_A._op_tan_out, _tan_out, ('CPU', 'CUDA', 'Meta'), K.tan, (), 'out', None),
-    (_A._op_asin, _asin_default, ('CPU', 'CUDA', 'Meta'), K.asin, (), 'new', None),
-    (_A._op_asin_, _asin__default, ('CPU', 'CUDA', 'Meta'), K.asin, (), 'inplace', None),
-    (_A._op_asin_out, _asin_out, ('CPU', 'CUDA', 'Meta'), K.asin, (), 'out', None),
-    (_A._op_acos, _acos_default, ('CPU', 'CUDA', 'Meta'), K.acos, (), 'new', None),
-    (_A._op_acos_, _acos__default, ('CPU', 'CUDA', 'Meta'), K.acos, (), 'inplace', None),
-    (_A._op_acos_out, _acos_out, ('CPU', 'CUDA', 'Meta'), K.acos, (), 'out', None),
-    (_A._op_atan, _atan_default, ('CPU', 'CUDA', 'Meta'), K.atan, (), 'new', None),
-    (_A._op_atan_, _atan__default, ('CPU', 'CUDA', 'Meta'), K.atan, (), 'inplace', None),
-    (_A._op_atan_out, _atan_out, ('CPU', 'CUDA', 'Meta'), K.atan, (), 'out', None),
-    (_A._op_sinh, _sinh_default, ('CPU', 'CUDA', 'Meta'), K.sinh, (), 'new', None),
-    (_A._op_sinh_, _sinh__default, ('CPU', 'CUDA', 'Meta'), K.sinh, (), 'inplace', None),
-    (_A._op_sinh_out, _sinh_out, ('CPU', 'CUDA', 'Meta'), K.sinh, (), 'out', None),
-    (_A._op_cosh, _cosh_default, ('CPU', 'CUDA', 'Meta'), K.cosh, (), 'new', None),
-    (_A._op_cosh_, _cosh__default, ('CPU', 'CUDA', 'Meta'), K.cosh, (), 'inplace', None),
-    (_A._op_cosh_out, _cosh_out, ('CPU', 'CUDA', 'Meta'), K.cosh, (), 'out', None),
-    (_A._op_tanh, _tanh_default, ('CPU', 'CUDA', 'Meta'), K.tanh, (), 'new', None),
-    (_A._op_tanh_, _tanh__default, ('CPU', 'CUDA', 'Meta'), K.tanh, (), 'inplace', None),
-    (_A._op_tanh_out, _tanh_out, ('CPU', 'CUDA', 'Meta'), K.tanh, (), 'out', None),
-    (_A._op_asinh, _asinh_default, ('CPU', 'CUDA', 'Meta'), K.asinh, (), 'new', None),
-    (_A._op_asinh_, _asinh__default, ('CPU', 'CUDA', 'Meta'), K.asinh, (), 'inplace', None),
-    (_A._op_asinh_out, _asinh_out, ('CPU', 'CUDA', 'Meta'), K.asinh, (), 'out', None),
-    (_A._op_acosh, _acosh_default, ('CPU', 'CUDA', 'Meta'), K.acosh, (), 'new', None),
-    (_A._op_acosh_, _acosh__default, ('CPU', 'CUDA', 'Meta'), K.acosh, (), 'inplace', None),
-    (_A._op_acosh_out, _acosh_out, ('CPU', 'CUDA', 'Meta'), K.acosh, (), 'out', None),
-    (_A._op_atanh, _atanh_default, ('CPU', 'CUDA', 'Meta'), K.atanh, (), 'new', None),
-    (_A._op_atanh_, _atanh__default, ('CPU', 'CUDA', 'Meta'), K.atanh, (), 'inplace', None),
-    (_A._op_atanh_out, _atanh_out, ('CPU', 'CUDA', 'Meta'), K.atanh, (), 'out', None),
-    (_A._op_sigmoid, _sigmoid_default, ('CPU', 'CUDA', 'Meta'), K.sigmoid, (), 'new', None),
-    (_A._op_sigmoid_, _sigmoid__default, ('CPU', 'CUDA', 'Meta'), K.sigmoid, (), 'inplace', None),
-    (_A._op_sigmoid_out, _sigmoid_out, ('CPU', 'CUDA', 'Meta'), K.sigmoid, (), 'out', None),
-    (_A._op_reciprocal, _reciprocal_default, ('CPU', 'CUDA', 'Meta'), K.reciprocal, (), 'new', None),
-    (_A._op_reciprocal_, _reciprocal__default, ('CPU', 'CUDA', 'Meta'), K.reciprocal, (), 'inplace', None),
-    (_A._op_reciprocal_out, _reciprocal_out, ('CPU', 'CUDA', 'Meta'), K.reciprocal, (), 'out', None),
-    (_A._op_erf, _erf_default, ('CPU', 'CUDA', 'Meta'), K.erf, (), 'new', None),
-    (_A._op_erf_, _erf__default, ('CPU', 'CUDA', 'Meta'), K.erf, (), 'inplace', None),
-    (_A._op_erf_out, _erf_out, ('CPU', 'CUDA', 'Meta'), K.erf, (), 'out', None),
-    (_A._op_erfc, _erfc_default, ('CPU', 'CUDA', 'Meta'), K.erfc, (), 'new', None),
-    (_A._op_erfc_, _erfc__default, ('CPU', 'CUDA', 'Meta'), K.erfc, (), 'inplace', None),
-    (_A._op_erfc_out, _erfc_out, ('CPU', 'CUDA', 'Meta'), K.erfc, (), 'out', None),
-    (_A._op_erfinv, _erfinv_default, ('CPU', 'CUDA', 'Meta'), K.erfinv, (), 'new', None),
-    (_A._op_erfinv_, _erfinv__default, ('CPU', 'CUDA', 'Meta'), K.erfinv, (), 'inplace', None),
-    (_A._op_erfinv_out, _erfinv_out, ('CPU', 'CUDA', 'Meta'), K.erfinv, (), 'out', None),
-    (_A._op_lgamma, _lgamma_default, ('CPU', 'CUDA', 'Meta'), K.lgamma, (), 'new', None),
-    (_A._op_lgamma_, _lgamma__default, ('CPU', 'CUDA', 'Meta'), K.lgamma, (), 'inplace', None),
-    (_A._op_lgamma_out, _lgamma_out, ('CPU', 'CUDA', 'Meta'), K.lgamma, (), 'out', None),
-    (_A._op_digamma, _digamma_default, ('CPU', 'CUDA', 'Meta'), K.digamma, (), 'new', None),
-    (_A._op_digamma_, _digamma__default, ('CPU', 'CUDA', 'Meta'), K.digamma, (), 'inplace', None),
-    (_A._op_digamma_out, _digamma_out, ('CPU', 'CUDA', 'Meta'), K.digamma, (), 'out', None),
-    (_A._op_i0, _i0_default, ('CPU', 'CUDA', 'Meta'), K.i0, (), 'new', None),
-    (_A._op_i0_, _i0__default, ('CPU', 'CUDA', 'Meta'), K.i0, (), 'inplace', None),
-    (_A._op_i0_out, _i0_out, ('CPU', 'CUDA', 'Meta'), K.i0, (), 'out', None),
-    (_A._op_sinc, _sinc_default, ('CPU', 'CUDA', 'Meta'), K.sinc, (), 'new', None),
-    (_A._op_sinc_, _sinc__default, ('CPU', 'CUDA', 'Meta'), K.sinc, (), 'inplace', None),
-    (_A._op_sinc_out, _sinc_out, ('CPU', 'CUDA', 'Meta'), K.sinc, (), 'out', None),
-    (_A._op_deg2rad, _deg2rad_default, ('CPU', 'CUDA', 'Meta'), K.deg2rad, (), 'new', None),
-    (_A._op_deg2rad_, _deg2rad__default, ('CPU', 'CUDA', 'Meta'), K.deg2rad, (), 'inplace', None),
-    (_A._op_deg2rad_out, _deg2rad_out, ('CPU', 'CUDA', 'Meta'), K.deg2rad, (), 'out', None),
-    (_A._op_rad2deg, _rad2deg_default, ('CPU', 'CUDA', 'Meta'), K.rad2deg, (), 'new', None),
-    (_A._op_rad2deg_, _rad2deg__default, ('CPU', 'CUDA', 'Meta'), K.rad2deg, (), 'inplace', None),
-    (_A._op_rad2deg_out, _rad2deg_out, ('CPU', 'CUDA', 'Meta'), K.rad2deg, (), 'out', None),
-    (_A._op_square_out, _square_out, ('CPU', 'CUDA', 'Meta'), K.square, (), 'out', None),
-    (_A._op_bitwise_not, _bitwise_not_default, ('CPU', 'CUDA', 'Meta'), K.bitwise_not, (), 'new', None),
-    (_A._op_bitwise_not_, _bitwise_not__default, ('CPU', 'CUDA', 'Meta'), K.bitwise_not, (), 'inplace', None),
-    (_A._op_bitwise_not_out, _bitwise_not_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_not, (), 'out', None),
-    (_A._op_logical_not, _logical_not_default, ('CPU', 'CUDA', 'Meta'), K.logical_not, (), 'new', None),
-    (_A._op_logical_not_, _logical_not__default, ('CPU', 'CUDA', 'Meta'), K.logical_not, (), 'inplace', None),
-    (_A._op_logical_not_out, _logical_not_out, ('CPU', 'CUDA', 'Meta'), K.logical_not, (), 'out', None),
-    (_A._op_relu, _relu_default, ('CPU', 'CUDA', 'Meta'), K.relu, (), 'new', None),
-    (_A._op_relu_, _relu__default, ('CPU', 'CUDA', 'Meta'), K.relu, (), 'inplace', None),
-    (_A._op_round, _round_default, ('CPU', 'CUDA', 'Meta'), K.round, (), 'new', None),
-    (_A._op_round_decimals, _round_decimals, ('CPU', 'CUDA', 'Meta'), K.round, ('decimals',), 'new', None),
-    (_A._op_round_, _round__default, ('CPU', 'CUDA', 'Meta'), K.round, (), 'inplace', None),
-    (_A._op_round__decimals, _round__decimals, ('CPU', 'CUDA', 'Meta'), K.round, ('decimals',), 'inplace', None),
-    (_A._op_round_out, _round_out, ('CPU', 'CUDA', 'Meta'), K.round, (), 'out', None),
-    (_A._op_isnan, _isnan_default, ('CPU', 'CUDA', 'Meta'), K.isnan, (), 'new', None),
-    (_A._op_isinf, _isinf_default, ('CPU', 'CUDA', 'Meta'), K.isinf, (), 'new', None),
-    (_A._op_isposinf, _isposinf_default, ('CPU', 'CUDA', 'Meta'), K.isposinf, (), 'new', None),
-    (_A._op_isneginf, _isneginf_default, ('CPU', 'CUDA', 'Meta'), K.isneginf, (), 'new', None),
-    (_A._op_signbit, _signbit_default, ('CPU', 'CUDA', 'Meta'), K.signbit, (), 'new', None),
-    (_A._op_nan_to_num, _nan_to_num_default, ('CPU', 'CUDA', 'Meta'), K.nan_to_num, (), 'new', None),
-    (_A._op_nan_to_num_, _nan_to_num__default, ('CPU', 'CUDA', 'Meta'), K.nan_to_num, (), 'inplace', None),
-    (_A._op_logit, _logit_default, ('CPU', 'CUDA', 'Meta'), K.logit, (), 'new', None),
-    (_A._op_polygamma, _polygamma_default, ('CPU', 'CUDA', 'Meta'), K.polygamma, (), 'new', None),
-    (_A._op_logit_, _logit__default, ('CPU', 'CUDA', 'Meta'), K.logit, (), 'inplace', None),
-    (_A._op_add_Tensor, _add_Tensor, ('CPU', 'CUDA', 'Meta'), K.add, ('alpha',), 'new', None),
-    (_A._op_add__Tensor, _add__Tensor, ('CPU', 'CUDA', 'Meta'), K.add, ('alpha',), 'inplace', None),
-    (_A._op_add_out, _add_out, ('CPU', 'CUDA', 'Meta'), K.add, ('alpha',), 'out', None),
-    (_A._op_add_Scalar, _add_Scalar, ('CPU', 'CUDA', 'Meta'), K.add, (), 'new', None),
-    (_A._op_add__Scalar, _add__Scalar, ('CPU', 'CUDA', 'Meta'), K.add, (), 'inplace', None),
-    (_A._op_add_Scalar_out, _add_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.add, (), 'out', None),
-    (_A._op_sub_Tensor, _sub_Tensor, ('CPU', 'CUDA', 'Meta'), K.sub, ('alpha',), 'new', None),
-    (_A._op_sub__Tensor, _sub__Tensor, ('CPU', 'CUDA', 'Meta'), K.sub, ('alpha',), 'inplace', None),
-    (_A._op_sub_out, _sub_out, ('CPU', 'CUDA', 'Meta'), K.sub, ('alpha',), 'out', None),
-    (_A._op_sub_Scalar, _sub_Scalar, ('CPU', 'CUDA', 'Meta'), K.sub, (), 'new', None),
-    (_A._op_sub__Scalar, _sub__Scalar, ('CPU', 'CUDA', 'Meta'), K.sub, (), 'inplace', None),
-    (_A._op_sub_Scalar_out, _sub_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.sub, (), 'out', None),
-    (_A._op_mul_Tensor, _mul_Tensor, ('CPU', 'CUDA', 'Meta'), K.mul, (), 'new', None),
-    (_A._op_mul__Tensor, _mul__Tensor, ('CPU', 'CUDA', 'Meta'), K.mul, (), 'inplace', None),
-    (_A._op_mul_out, _mul_out, ('CPU', 'CUDA', 'Meta'), K.mul, (), 'out', None),
-    (_A._op_mul_Scalar, _mul_Scalar, ('CPU', 'CUDA', 'Meta'), K.mul, (), 'new', None),
-    (_A._op_mul__Scalar, _mul__Scalar, ('CPU', 'CUDA', 'Meta'), K.mul, (), 'inplace', None),
-    (_A._op_mul_Scalar_out, _mul_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.mul, (), 'out', None),
-    (_A._op_div_Tensor, _div_Tensor, ('CPU', 'CUDA', 'Meta'), K.div, (), 'new', None),
-    (_A._op_div__Tensor, _div__Tensor, ('CPU', 'CUDA', 'Meta'), K.div, (), 'inplace', None),
-    (_A._op_div_out, _div_out, ('CPU', 'CUDA', 'Meta'), K.div, (), 'out', None),
-    (_A._op_div_Scalar, _div_Scalar, ('CPU', 'CUDA', 'Meta'), K.div, (), 'new', None),
-    (_A._op_div__Scalar, _div__Scalar, ('CPU', 'CUDA', 'Meta'), K.div, (), 'inplace', None),
-    (_A._op_div_Scalar_out, _div_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.div, (), 'out', None),
-    (_A._op_div_Tensor_mode, _div_Tensor_mode, ('CPU', 'CUDA', 'Meta'), K.div, ('rounding_mode',), 'new', None),
-    (_A._op_div__Tensor_mode, _div__Tensor_mode, ('CPU', 'CUDA', 'Meta'), K.div, ('rounding_mode',), 'inplace', None),
-    (_A._op_div_out_mode, _div_out_mode, ('CPU', 'CUDA', 'Meta'), K.div, ('rounding_mode',), 'out', None),
-    (_A._op_div_Scalar_mode, _div_Scalar_mode, ('CPU', 'CUDA', 'Meta'), K.div, ('rounding_mode',), 'new', None),
-    (_A._op_div__Scalar_mode, _div__Scalar_mode, ('CPU', 'CUDA', 'Meta'), K.div, ('rounding_mode',), 'inplace', None),
-    (_A._op_true_divide_Tensor, _true_divide_Tensor, ('CPU', 'CUDA', 'Meta'), K.true_divide, (), 'new', None),
-    (_A._op_true_divide__Tensor, _true_divide__Tensor, ('CPU', 'CUDA', 'Meta'), K.true_divide, (), 'inplace', None),
-    (_A._op_true_divide_out, _true_divide_out, ('CPU', 'CUDA', 'Meta'), K.true_divide, (), 'out', None),
-    (_A._op_true_divide_Scalar, _true_divide_Scalar, ('CPU', 'CUDA', 'Meta'), K.true_divide, (), 'new', None),
-    (_A._op_true_divide__Scalar, _true_divide__Scalar, ('CPU', 'CUDA', 'Meta'), K.true_divide, (), 'inplace', None),
-    (_A._op_true_divide_Scalar_out, _true_divide_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.true_divide, (), 'out', None),
-    (_A._op_floor_divide, _floor_divide_default, ('CPU', 'CUDA', 'Meta'), K.floor_divide, (), 'new', None),
-    (_A._op_floor_divide__Tensor, _floor_divide__Tensor, ('CPU', 'CUDA', 'Meta'), K.floor_divide, (), 'inplace', None),
-    (_A._op_floor_divide_out, _floor_divide_out, ('CPU', 'CUDA', 'Meta'), K.floor_divide, (), 'out', None),
-    (_A._op_floor_divide_Scalar, _floor_divide_Scalar, ('CPU', 'CUDA', 'Meta'), K.floor_divide, (), 'new', None),
-    (_A._op_floor_divide__Scalar, _floor_divide__Scalar, ('CPU', 'CUDA', 'Meta'), K.floor_divide, (), 'inplace', None),
-    (_A._op_floor_divide_Scalar_out, _floor_divide_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.floor_divide, (), 'out', None),
-    (_A._op_remainder_Tensor, _remainder_Tensor, ('CPU', 'CUDA', 'Meta'), K.remainder, (), 'new', None),
-    (_A._op_remainder__Tensor, _remainder__Tensor, ('CPU', 'CUDA', 'Meta'), K.remainder, (), 'inplace', None),
-    (_A._op_remainder_Tensor_out, _remainder_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.remainder, (), 'out', None),
-    (_A._op_remainder_Scalar, _remainder_Scalar, ('CPU', 'CUDA', 'Meta'), K.remainder, (), 'new', None),
-    (_A._op_remainder__Scalar, _remainder__Scalar, ('CPU', 'CUDA', 'Meta'), K.remainder, (), 'inplace', None),
-    (_A._op_remainder_Scalar_out, _remainder_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.remainder, (), 'out', None),
-    (_A._op_remainder_Scalar_Tensor, _remainder_Scalar_Tensor, ('CPU', 'CUDA', 'Meta'), K.remainder, (), 'new', None),
-    (_A._op_fmod_Tensor, _fmod_Tensor, ('CPU', 'CUDA', 'Meta'), K.fmod, (), 'new', None),
-    (_A._op_fmod__Tensor, _fmod__Tensor, ('CPU', 'CUDA', 'Meta'), K.fmod, (), 'inplace', None),
-    (_A._op_fmod_Tensor_out, _fmod_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.fmod, (), 'out', None),
-    (_A._op_fmod_Scalar, _fmod_Scalar, ('CPU', 'CUDA', 'Meta'), K.fmod, (), 'new', None),
-    (_A._op_fmod__Scalar, _fmod__Scalar, ('CPU', 'CUDA', 'Meta'), K.fmod, (), 'inplace', None),
-    (_A._op_fmod_Scalar_out, _fmod_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.fmod, (), 'out', None),
-    (_A._op_rsub_Tensor, _rsub_Tensor, ('CPU', 'CUDA', 'Meta'), K.rsub, ('alpha',), 'new', None),
-    (_A._op_rsub_Scalar, _rsub_Scalar, ('CPU', 'CUDA', 'Meta'), K.rsub, (), 'new', None),
-    (_A._op_pow_Tensor_Tensor, _pow_Tensor_Tensor, ('CPU', 'CUDA', 'Meta'), K.pow, (), 'new', None),
-    (_A._op_pow_Tensor_Tensor_out, _pow_Tensor_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.pow, (), 'out', None),
-    (_A._op_pow_Scalar, _pow_Scalar, ('CPU', 'CUDA', 'Meta'), K.pow, (), 'new', None),
-    (_A._op_pow_Scalar_out, _pow_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.pow, (), 'out', None),
-    (_A._op_pow_Tensor_Scalar, _pow_Tensor_Scalar, ('CPU', 'CUDA', 'Meta'), K.pow, (), 'new', None),
-    (_A._op_pow_Tensor_Scalar_out, _pow_Tensor_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.pow, (), 'out', None),
-    (_A._op_pow__Scalar, _pow__Scalar, ('CPU', 'CUDA', 'Meta'), K.pow, (), 'inplace', None),
-    (_A._op_pow__Tensor, _pow__Tensor, ('CPU', 'CUDA', 'Meta'), K.pow, (), 'inplace', None),
-    (_A._op_atan2, _atan2_default, ('CPU', 'CUDA', 'Meta'), K.atan2, (), 'new', None),
-    (_A._op_atan2_out, _atan2_out, ('CPU', 'CUDA', 'Meta'), K.atan2, (), 'out', None),
-    (_A._op_atan2_, _atan2__default, ('CPU', 'CUDA', 'Meta'), K.atan2, (), 'inplace', None),
-    (_A._op_hypot, _hypot_default, ('CPU', 'CUDA', 'Meta'), K.hypot, (), 'new', None),
-    (_A._op_hypot_out, _hypot_out, ('CPU', 'CUDA', 'Meta'), K.hypot, (), 'out', None),
-    (_A._op_hypot_, _hypot__default, ('CPU', 'CUDA', 'Meta'), K.hypot, (), 'inplace', None),
-    (_A._op_logaddexp, _logaddexp_default, ('CPU', 'CUDA', 'Meta'), K.logaddexp, (), 'new', None),
-    (_A._op_logaddexp_out, _logaddexp_out, ('CPU', 'CUDA', 'Meta'), K.logaddexp, (), 'out', None),
-    (_A._op_logaddexp2, _logaddexp2_default, ('CPU', 'CUDA', 'Meta'), K.logaddexp2, (), 'new', None),
-    (_A._op_logaddexp2_out, _logaddexp2_out, ('CPU', 'CUDA', 'Meta'), K.logaddexp2, (), 'out', None),
-    (_A._op_copysign_Tensor, _copysign_Tensor, ('CPU', 'CUDA', 'Meta'), K.copysign, (), 'new', None),
-    (_A._op_copysign_out, _copysign_out, ('CPU', 'CUDA', 'Meta'), K.copysign, (), 'out', None),
-    (_A._op_copysign__Tensor, _copysign__Tensor, ('CPU', 'CUDA', 'Meta'), K.copysign, (), 'inplace', None),
-    (_A._op_nextafter, _nextafter_default, ('CPU', 'CUDA', 'Meta'), K.nextafter, (), 'new', None),
-    (_A._op_nextafter_out, _nextafter_out, ('CPU', 'CUDA', 'Meta'), K.nextafter, (), 'out', None),
-    (_A._op_nextafter_, _nextafter__default, ('CPU', 'CUDA', 'Meta'), K.nextafter, (), 'inplace', None),
-    (_A._op_maximum, _maximum_default, ('CPU', 'CUDA', 'Meta'), K.maximum, (), 'new', None),
-    (_A._op_maximum_out, _maximum_out, ('CPU', 'CUDA', 'Meta'), K.maximum, (), 'out', None),
-    (_A._op_minimum, _minimum_default, ('CPU', 'CUDA', 'Meta'), K.minimum, (), 'new', None),
-    (_A._op_minimum_out, _minimum_out, ('CPU', 'CUDA', 'Meta'), K.minimum, (), 'out', None),
-    (_A._op_fmax, _fmax_default, ('CPU', 'CUDA', 'Meta'), K.fmax, (), 'new', None),
-    (_A._op_fmax_out, _fmax_out, ('CPU', 'CUDA', 'Meta'), K.fmax, (), 'out', None),
-    (_A._op_fmin, _fmin_default, ('CPU', 'CUDA', 'Meta'), K.fmin, (), 'new', None),
-    (_A._op_fmin_out, _fmin_out, ('CPU', 'CUDA', 'Meta'), K.fmin, (), 'out', None),
-    (_A._op_igamma, _igamma_default, ('CPU', 'CUDA', 'Meta'), K.igamma, (), 'new', None),
-    (_A._op_igamma_out, _igamma_out, ('CPU', 'CUDA', 'Meta'), K.igamma, (), 'out', None),
-    (_A._op_igamma_, _igamma__default, ('CPU', 'CUDA', 'Meta'), K.igamma, (), 'inplace', None),
-    (_A._op_igammac, _igammac_default, ('CPU', 'CUDA', 'Meta'), K.igammac, (), 'new', None),
-    (_A._op_igammac_out, _igammac_out, ('CPU', 'CUDA', 'Meta'), K.igammac, (), 'out', None),
-    (_A._op_igammac_, _igammac__default, ('CPU', 'CUDA', 'Meta'), K.igammac, (), 'inplace', None),
-    (_A._op_xlogy_Tensor, _xlogy_Tensor, ('CPU', 'CUDA', 'Meta'), K.xlogy, (), 'new', None),
-    (_A._op_xlogy_OutTensor, _xlogy_OutTensor, ('CPU', 'CUDA', 'Meta'), K.xlogy, (), 'out', None),
-    (_A._op_xlogy__Tensor, _xlogy__Tensor, ('CPU', 'CUDA', 'Meta'), K.xlogy, (), 'inplace', None),
-    (_A._op_xlogy_Scalar_Other, _xlogy_Scalar_Other, ('CPU', 'CUDA', 'Meta'), K.xlogy, (), 'new', None),
-    (_A._op_xlogy_Scalar_Self, _xlogy_Scalar_Self, ('CPU', 'CUDA', 'Meta'), K.xlogy, (), 'new', None),
-    (_A._op_copysign_Scalar, _copysign_Scalar, ('CPU', 'CUDA', 'Meta'), K.copysign, (), 'new', None),
-    (_A._op_bitwise_and_Tensor, _bitwise_and_Tensor, ('CPU', 'CUDA', 'Meta'), K.bitwise_and, (), 'new', None),
-    (_A._op_bitwise_and__Tensor, _bitwise_and__Tensor, ('CPU', 'CUDA', 'Meta'), K.bitwise_and, (), 'inplace', None),
-    (_A._op_bitwise_and_Tensor_out, _bitwise_and_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_and, (), 'out', None),
-    (_A._op_bitwise_and_Scalar, _bitwise_and_Scalar, ('CPU', 'CUDA', 'Meta'), K.bitwise_and, (), 'new', None),
-    (_A._op_bitwise_and__Scalar, _bitwise_and__Scalar, ('CPU', 'CUDA', 'Meta'), K.bitwise_and, (), 'inplace', None),
-    (_A._op_bitwise_and_Scalar_out, _bitwise_and_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_and, (), 'out', None),
-    (_A._op_bitwise_or_Tensor, _bitwise_or_Tensor, ('CPU', 'CUDA', 'Meta'), K.bitwise_or, (), 'new', None),
-    (_A._op_bitwise_or__Tensor, _bitwise_or__Tensor, ('CPU', 'CUDA', 'Meta'), K.bitwise_or, (), 'inplace', None),
-    (_A._op_bitwise_or_Tensor_out, _bitwise_or_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_or, (), 'out', None),
-    (_A._op_bitwise_or_Scalar, _bitwise_or_Scalar, ('CPU', 'CUDA', 'Meta'), K.bitwise_or, (), 'new', None),
-    (_A._op_bitwise_or__Scalar, _bitwise_or__Scalar, ('CPU', 'CUDA', 'Meta'), K.bitwise_or, (), 'inplace', None),
-    (_A._op_bitwise_or_Scalar_out, _bitwise_or_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_or, (), 'out', None),
-    (_A._op_bitwise_xor_Tensor, _bitwise_xor_Tensor, ('CPU', 'CUDA', 'Meta'), K.bitwise_xor, (), 'new', None),
-    (_A._op_bitwise_xor__Tensor, _bitwise_xor__Tensor, ('CPU', 'CUDA', 'Meta'), K.bitwise_xor, (), 'inplace', None),
-    (_A._op_bitwise_xor_Tensor_out, _bitwise_xor_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_xor, (), 'out', None),
-    (_A._op_bitwise_xor_Scalar, _bitwise_xor_Scalar, ('CPU', 'CUDA', 'Meta'), K.bitwise_xor, (), 'new', None),
-    (_A._op_bitwise_xor__Scalar, _bitwise_xor__Scalar, ('CPU', 'CUDA', 'Meta'), K.bitwise_xor, (), 'inplace', None),
-    (_A._op_bitwise_xor_Scalar_out, _bitwise_xor_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_xor, (), 'out', None),
-    (_A._op_bitwise_left_shift_Tensor, _bitwise_left_shift_Tensor, ('CPU', 'CUDA', 'Meta'), K.bitwise_left_shift, (), 'new', None),
-    (_A._op_bitwise_left_shift__Tensor, _bitwise_left_shift__Tensor, ('CPU', 'CUDA', 'Meta'), K.bitwise_left_shift, (), 'inplace', None),
-    (_A._op_bitwise_left_shift_Tensor_out, _bitwise_left_shift_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_left_shift, (), 'out', None),
-    (_A._op_bitwise_left_shift_Tensor_Scalar, _bitwise_left_shift_Tensor_Scalar, ('CPU', 'CUDA', 'Meta'), K.bitwise_left_shift, (), 'new', None),
-    (_A._op_bitwise_left_shift__Tensor_Scalar, _bitwise_left_shift__Tensor_Scalar, ('CPU', 'CUDA', 'Meta'), K.bitwise_left_shift, (), 'inplace', None),
-    (_A._op_bitwise_left_shift_Tensor_Scalar_out, _bitwise_left_shift_Tensor_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_left_shift, (), 'out', None),
-    (_A._op_bitwise_right_shift_Tensor, _bitwise_right_shift_Tensor, ('CPU', 'CUDA', 'Meta'), K.bitwise_right_shift, (), 'new', None),
-    (_A._op_bitwise_right_shift__Tensor, _bitwise_right_shift__Tensor, ('CPU', 'CUDA', 'Meta'), K.bitwise_right_shift, (), 'inplace', None),
-    (_A._op_bitwise_right_shift_Tensor_out, _bitwise_right_shift_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_right_shift, (), 'out', None),
-    (_A._op_bitwise_right_shift_Tensor_Scalar, _bitwise_right_shift_Tensor_Scalar, ('CPU', 'CUDA', 'Meta'), K.bitwise_right_shift, (), 'new', None),
-    (_A._op_bitwise_right_shift__Tensor_Scalar, _bitwise_right_shift__Tensor_Scalar, ('CPU', 'CUDA', 'Meta'), K.bitwise_right_shift, (), 'inplace', None),
-    (_A._op_bitwise_right_shift_Tensor_Scalar_out, _bitwise_right_shift_Tensor_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.bitwise_right_shift, (), 'out', None),
-    (_A._op_logical_and, _logical_and_default, ('CPU', 'CUDA', 'Meta'), K.logical_and, (), 'new', None),
-    (_A._op_logical_and_, _logical_and__default, ('CPU', 'CUDA', 'Meta'), K.logical_and, (), 'inplace', None),
-    (_A._op_logical_and_out, _logical_and_out, ('CPU', 'CUDA', 'Meta'), K.logical_and, (), 'out', None),
-    (_A._op_logical_or, _logical_or_default, ('CPU', 'CUDA', 'Meta'), K.logical_or, (), 'new', None),
-    (_A._op_logical_or_, _logical_or__default, ('CPU', 'CUDA', 'Meta'), K.logical_or, (), 'inplace', None),
-    (_A._op_logical_or_out, _logical_or_out, ('CPU', 'CUDA', 'Meta'), K.logical_or, (), 'out', None),
-    (_A._op_logical_xor, _logical_xor_default, ('CPU', 'CUDA', 'Meta'), K.logical_xor, (), 'new', None),
-    (_A._op_logical_xor_, _logical_xor__default, ('CPU', 'CUDA', 'Meta'), K.logical_xor, (), 'inplace', None),
-    (_A._op_logical_xor_out, _logical_xor_out, ('CPU', 'CUDA', 'Meta'), K.logical_xor, (), 'out', None),
-    (_A._op_eq_Tensor, _eq_Tensor, ('CPU', 'CUDA', 'Meta'), K.eq, (), 'new', None),
-    (_A._op_eq__Tensor, _eq__Tensor, ('CPU', 'CUDA', 'Meta'), K.eq, (), 'inplace', None),
-    (_A._op_eq_Tensor_out, _eq_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.eq, (), 'out', None),
-    (_A._op_eq_Scalar, _eq_Scalar, ('CPU', 'CUDA', 'Meta'), K.eq, (), 'new', None),
-    (_A._op_eq__Scalar, _eq__Scalar, ('CPU', 'CUDA', 'Meta'), K.eq, (), 'inplace', None),
-    (_A._op_eq_Scalar_out, _eq_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.eq, (), 'out', None),
-    (_A._op_ne_Tensor, _ne_Tensor, ('CPU', 'CUDA', 'Meta'), K.ne, (), 'new', None),
-    (_A._op_ne__Tensor, _ne__Tensor, ('CPU', 'CUDA', 'Meta'), K.ne, (), 'inplace', None),
-    (_A._op_ne_Tensor_out, _ne_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.ne, (), 'out', None),
-    (_A._op_ne_Scalar, _ne_Scalar, ('CPU', 'CUDA', 'Meta'), K.ne, (), 'new', None),
-    (_A._op_ne__Scalar, _ne__Scalar, ('CPU', 'CUDA', 'Meta'), K.ne, (), 'inplace', None),
-    (_A._op_ne_Scalar_out, _ne_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.ne, (), 'out', None),
-    (_A._op_lt_Tensor, _lt_Tensor, ('CPU', 'CUDA', 'Meta'), K.lt, (), 'new', None),
-    (_A._op_lt__Tensor, _lt__Tensor, ('CPU', 'CUDA', 'Meta'), K.lt, (), 'inplace', None),
-    (_A._op_lt_Tensor_out, _lt_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.lt, (), 'out', None),
-    (_A._op_lt_Scalar, _lt_Scalar, ('CPU', 'CUDA', 'Meta'), K.lt, (), 'new', None),
-    (_A._op_lt__Scalar, _lt__Scalar, ('CPU', 'CUDA', 'Meta'), K.lt, (), 'inplace', None),
-    (_A._op_lt_Scalar_out, _lt_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.lt, (), 'out', None),
-    (_A._op_le_Tensor, _le_Tensor, ('CPU', 'CUDA', 'Meta'), K.le, (), 'new', None),
-    (_A._op_le__Tensor, _le__Tensor, ('CPU', 'CUDA', 'Meta'), K.le, (), 'inplace', None),
-    (_A._op_le_Tensor_out, _le_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.le, (), 'out', None),
-    (_A._op_le_Scalar, _le_Scalar, ('CPU', 'CUDA', 'Meta'), K.le, (), 'new', None),
-    (_A._op_le__Scalar, _le__Scalar, ('CPU', 'CUDA', 'Meta'), K.le, (), 'inplace', None),
-    (_A._op_le_Scalar_out, _le_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.le, (), 'out', None),
-    (_A._op_gt_Tensor, _gt_Tensor, ('CPU', 'CUDA', 'Meta'), K.gt, (), 'new', None),
-    (_A._op_gt__Tensor, _gt__Tensor, ('CPU', 'CUDA', 'Meta'), K.gt, (), 'inplace', None),
-    (_A._op_gt_Tensor_out, _gt_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.gt, (), 'out', None),
-    (_A._op_gt_Scalar, _gt_Scalar, ('CPU', 'CUDA', 'Meta'), K.gt, (), 'new', None),
-    (_A._op_gt__Scalar, _gt__Scalar, ('CPU', 'CUDA', 'Meta'), K.gt, (), 'inplace', None),
-    (_A._op_gt_Scalar_out, _gt_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.gt, (), 'out', None),
-    (_A._op_ge_Tensor, _ge_Tensor, ('CPU', 'CUDA', 'Meta'), K.ge, (), 'new', None),
-    (_A._op_ge__Tensor, _ge__Tensor, ('CPU', 'CUDA', 'Meta'), K.ge, (), 'inplace', None),
-    (_A._op_ge_Tensor_out, _ge_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.ge, (), 'out', None),
-    (_A._op_ge_Scalar, _ge_Scalar, ('CPU', 'CUDA', 'Meta'), K.ge, (), 'new', None),
-    (_A._op_ge__Scalar, _ge__Scalar, ('CPU', 'CUDA', 'Meta'), K.ge, (), 'inplace', None),
-    (_A._op_ge_Scalar_out, _ge_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.ge, (), 'out', None),
-    (_A._op_greater_Tensor, _greater_Tensor, ('CPU', 'CUDA', 'Meta'), K.gt, (), 'new', None),
-    (_A._op_greater_Scalar, _greater_Scalar, ('CPU', 'CUDA', 'Meta'), K.gt, (), 'new', None),
-    (_A._op_greater_equal_Tensor, _greater_equal_Tensor, ('CPU', 'CUDA', 'Meta'), K.ge, (), 'new', None),
-    (_A._op_greater_equal_Scalar, _greater_equal_Scalar, ('CPU', 'CUDA', 'Meta'), K.ge, (), 'new', None),
-    (_A._op_less_Tensor, _less_Tensor, ('CPU', 'CUDA', 'Meta'), K.lt, (), 'new', None),
-    (_A._op_less_Scalar, _less_Scalar, ('CPU', 'CUDA', 'Meta'), K.lt, (), 'new', None),
-    (_A._op_less_equal_Tensor, _less_equal_Tensor, ('CPU', 'CUDA', 'Meta'), K.le, (), 'new', None),
-    (_A._op_less_equal_Scalar, _less_equal_Scalar, ('CPU', 'CUDA', 'Meta'), K.le, (), 'new', None),
-    (_A._op_not_equal_Tensor, _not_equal_Tensor, ('CPU', 'CUDA', 'Meta'), K.ne, (), 'new', None),
-    (_A._op_not_equal_Scalar, _not_equal_Scalar, ('CPU', 'CUDA', 'Meta'), K.ne, (), 'new', None),
-    (_A._op_where_self, _where_self, ('CPU', 'CUDA', 'Meta'), K.where, (), 'new', None),
-    (_A._op_where_self_out, _where_self_out, ('CPU', 'CUDA', 'Meta'), K.where, (), 'out', None),
-    (_A._op_where_Scalar, _where_Scalar, ('CPU', 'CUDA', 'Meta'), K.where, (), 'new', None),
-    (_A._op_clamp, _clamp_default, ('CPU', 'CUDA', 'Meta'), K.clamp, (), 'new', None),
-    (_A._op_clamp_Tensor, _clamp_Tensor, ('CPU', 'CUDA', 'Meta'), K.clamp, (), 'new', None),
-    (_A._op_clamp_out, _clamp_out, ('CPU', 'CUDA', 'Meta'), K.clamp, (), 'out', None),
-    (_A._op_clamp_Tensor_out, _clamp_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.clamp, (), 'out', None),
-    (_A._op_clamp_, _clamp__default, ('CPU', 'CUDA', 'Meta'), K.clamp, (), 'inplace', None),
-    (_A._op_clamp__Tensor, _clamp__Tensor, ('CPU', 'CUDA', 'Meta'), K.clamp, (), 'inplace', None),
-    (_A._op_clamp_min, _clamp_min_default, ('CPU', 'CUDA', 'Meta'), K.clamp_min, (), 'new', None),
-    (_A._op_clamp_min_Tensor, _clamp_min_Tensor, ('CPU', 'CUDA', 'Meta'), K.clamp_min, (), 'new', None),
-    (_A._op_clamp_min_, _clamp_min__default, ('CPU', 'CUDA', 'Meta'), K.clamp_min, (), 'inplace', None),
-    (_A._op_clamp_min__Tensor, _clamp_min__Tensor, ('CPU', 'CUDA', 'Meta'), K.clamp_min, (), 'inplace', None),
-    (_A._op_clamp_max, _clamp_max_default, ('CPU', 'CUDA', 'Meta'), K.clamp_max, (), 'new', None),
-    (_A._op_clamp_max_Tensor, _clamp_max_Tensor, ('CPU', 'CUDA', 'Meta'), K.clamp_max, (), 'new', None),
-    (_A._op_clamp_max_, _clamp_max__default, ('CPU', 'CUDA', 'Meta'), K.clamp_max, (), 'inplace', None),
-    (_A._op_clamp_max__Tensor, _clamp_max__Tensor, ('CPU', 'CUDA', 'Meta'), K.clamp_max, (), 'inplace', None),
-    (_A._op_lerp_Scalar, _lerp_Scalar, ('CPU', 'CUDA', 'Meta'), K.lerp, (), 'new', None),
-    (_A._op_lerp_Tensor, _lerp_Tensor, ('CPU', 'CUDA', 'Meta'), K.lerp, (), 'new', None),
-    (_A._op_lerp__Scalar, _lerp__Scalar, ('CPU', 'CUDA', 'Meta'), K.lerp, (), 'inplace', None),
-    (_A._op_lerp__Tensor, _lerp__Tensor, ('CPU', 'CUDA', 'Meta'), K.lerp, (), 'inplace', None),
-    (_A._op_lerp_Scalar_out, _lerp_Scalar_out, ('CPU', 'CUDA', 'Meta'), K.lerp, (), 'out', None),
-    (_A._op_addcmul, _addcmul_default, ('CPU', 'CUDA', 'Meta'), K.addcmul, ('value',), 'new', None),
-    (_A._op_addcmul_, _addcmul__default, ('CPU', 'CUDA', 'Meta'), K.addcmul, ('value',), 'inplace', None),
-    (_A._op_addcmul_out, _addcmul_out, ('CPU', 'CUDA', 'Meta'), K.addcmul, ('value',), 'out', None),
-    (_A._op_addcdiv, _addcdiv_default, ('CPU', 'CUDA', 'Meta'), K.addcdiv, ('value',), 'new', None),
-    (_A._op_addcdiv_, _addcdiv__default, ('CPU', 'CUDA', 'Meta'), K.addcdiv, ('value',), 'inplace', None),
-    (_A._op_addcdiv_out, _addcdiv_out, ('CPU', 'CUDA', 'Meta'), K.addcdiv, ('value',), 'out', None),
-    (_A._op_sum, _sum_default, ('CPU', 'CUDA', 'Meta'), K.sum, ('dtype',), 'new', None),
-    (_A._op_nansum, _nansum_default, ('CPU', 'CUDA', 'Meta'), K.nansum, ('dtype',), 'new', None),
-    (_A._op_prod, _prod_default, ('CPU', 'CUDA', 'Meta'), K.prod, ('dtype',), 'new', None),
-    (_A._op_sum_dim_IntList, _sum_dim_IntList, ('CPU', 'CUDA', 'Meta'), K.sum, ('dtype',), 'new', None),
-    (_A._op_sum_IntList_out, _sum_IntList_out, ('CPU', 'CUDA', 'Meta'), K.sum, ('dtype',), 'out', None),
-    (_A._op_prod_dim_int, _prod_dim_int, ('CPU', 'CUDA', 'Meta'), K.prod, ('dtype',), 'new', None),
-    (_A._op_mean, _mean_default, ('CPU', 'CUDA', 'Meta'), K.mean, ('dtype',), 'new', None),
-    (_A._op_mean_dim, _mean_dim, ('CPU', 'CUDA', 'Meta'), K.mean, ('dtype',), 'new', None),
-    (_A._op_mean_out, _mean_out, ('CPU', 'CUDA', 'Meta'), K.mean, ('dtype',), 'out', None),
-    (_A._op_mean_dtype_out, _mean_dtype_out, ('CPU', 'CUDA', 'Meta'), K.mean, ('dtype',), 'out', None),
-    (_A._op_var_correction, _var_correction, ('CPU', 'CUDA', 'Meta'), K.var, ('correction', 'keepdim'), 'new', None),
-    (_A._op_std_correction, _std_correction, ('CPU', 'CUDA', 'Meta'), K.std, ('correction', 'keepdim'), 'new', None),
-    (_A._op_var_mean_correction, _var_mean_correction, ('CPU', 'CUDA', 'Meta'), K.var_mean, ('correction', 'keepdim'), 'new', None),
-    (_A._op_std_mean_correction, _std_mean_correction, ('CPU', 'CUDA', 'Meta'), K.std_mean, ('correction', 'keepdim'), 'new', None),
-    (_A._op_max, _max_default, ('CPU', 'CUDA', 'Meta'), K.max, (), 'new', None),
-    (_A._op_max_dim, _max_dim, ('CPU', 'CUDA', 'Meta'), K.max_dim, (), 'new', _rt.max),
-    (_A._op_min, _min_default, ('CPU', 'CUDA', 'Meta'), K.min, (), 'new', None),
-    (_A._op_min_dim, _min_dim, ('CPU', 'CUDA', 'Meta'), K.min_dim, (), 'new', _rt.min),
-    (_A._op_amax, _amax_default, ('CPU', 'CUDA', 'Meta'), K.amax, (), 'new', None),
-    (_A._op_amax_out, _amax_out, ('CPU', 'CUDA', 'Meta'), K.amax, (), 'out', None),
-    (_A._op_amin, _amin_default, ('CPU', 'CUDA', 'Meta'), K.amin, (), 'new', None),
-    (_A._op_amin_out, _amin_out, ('CPU', 'CUDA', 'Meta'), K.amin, (), 'out', None),
-    (_A._op_aminmax, _aminmax_default, ('CPU', 'CUDA', 'Meta'), K.aminmax, ('dim', 'keepdim'), 'new', _rt.aminmax),
-    (_A._op_argmax, _argmax_default, ('CPU', 'CUDA', 'Meta'), K.argmax, (), 'new', None),
-    (_A._op_argmin, _argmin_default, ('CPU', 'CUDA', 'Meta'), K.argmin, (), 'new', None),
-    (_A._op_logsumexp, _logsumexp_default, ('CPU', 'CUDA', 'Meta'), K.logsumexp, (), 'new', None),
-    (_A._op_all, _all_default, ('CPU', 'CUDA', 'Meta'), K.all, (), 'new', None),
-    (_A._op_all_dim, _all_dim, ('CPU', 'CUDA', 'Meta'), K.all, (), 'new', None),
-    (_A._op_all_dims, _all_dims, ('CPU', 'CUDA', 'Meta'), K.all, (), 'new', None),
-    (_A._op_any, _any_default, ('CPU', 'CUDA', 'Meta'), K.any, (), 'new', None),
-    (_A._op_any_dim, _any_dim, ('CPU', 'CUDA', 'Meta'), K.any, (), 'new', None),
-    (_A._op_any_dims, _any_dims, ('CPU', 'CUDA', 'Meta'), K.any, (), 'new', None),
-    (_A._op_count_nonzero_dim_IntList, _count_nonzero_dim_IntList, ('CPU', 'CUDA', 'Meta'), K.count_nonzero, (), 'new', None),
-    (_A._op_count_nonzero, _count_nonzero_default, ('CPU', 'CUDA', 'Meta'), K.count_nonzero, (), 'new', None),
-    (_A._op_cumsum, _cumsum_default, ('CPU', 'CUDA', 'Meta'), K.cumsum, ('dtype',), 'new', None),
-    (_A._op_cumsum_, _cumsum__default, ('CPU', 'CUDA', 'Meta'), K.cumsum, ('dtype',), 'inplace', None),
-    (_A._op_cumsum_out, _cumsum_out, ('CPU', 'CUDA', 'Meta'), K.cumsum, ('dtype',), 'out', None),
-    (_A._op_cumprod, _cumprod_default, ('CPU', 'CUDA', 'Meta'), K.cumprod, ('dtype',), 'new', None),
-    (_A._op_cumprod_, _cumprod__default, ('CPU', 'CUDA', 'Meta'), K.cumprod, ('dtype',), 'inplace', None),
-    (_A._op_cumprod_out, _cumprod_out, ('CPU', 'CUDA', 'Meta'), K.cumprod, ('dtype',), 'out', None),
-    (_A._op_logcumsumexp, _logcumsumexp_default, ('CPU', 'CUDA', 'Meta'), K.logcumsumexp, (), 'new', None),
-    (_A._op_cummax, _cummax_default, ('CPU', 'CUDA', 'Meta'), K.cummax, (), 'new', _rt.cummax),
-    (_A._op_cummin, _cummin_default, ('CPU', 'CUDA', 'Meta'), K.cummin, (), 'new', _rt.cummin),
-    (_A._op_sort, _sort_default, ('CPU', 'CUDA', 'Meta'), K.sort_default, (), 'new', _rt.sort),
-    (_A._op_sort_stable, _sort_stable, ('CPU', 'CUDA', 'Meta'), K.sort, ('stable', 'dim', 'descending'), 'new', _rt.sort),
-    (_A._op_topk, _topk_default, ('CPU', 'CUDA', 'Meta'), K.topk, (), 'new', _rt.topk),
-    (_A._op_kthvalue, _kthvalue_default, ('CPU', 'CUDA', 'Meta'), K.kthvalue, (), 'new', _rt.kthvalue),
-    (_A._op_median, _median_default, ('CPU', 'CUDA', 'Meta'), K.median, (), 'new', None),
-    (_A._op_median_dim, _median_dim, ('CPU', 'CUDA', 'Meta'), K.median_dim, (), 'new', _rt.median),
-    (_A._op_mode, _mode_default, ('CPU', 'CUDA', 'Meta'), K.mode, (), 'new', _rt.mode),
-    (_A._op__unique2, __unique2_default, ('CPU', 'CUDA'), K.unique, (), 'new', None),
-    (_A._op_unique_dim, _unique_dim_default, ('CPU', 'CUDA'), K.unique_dim, (), 'new', None),
-    (_A._op_bincount, _bincount_default, ('CPU', 'CUDA'), K.bincount, (), 'new', None),
-    (_A._op_histc, _histc_default, ('CPU', 'CUDA', 'Meta'), K.histc, (), 'new', None),
-    (_A._op_histogram_bins_tensor, _histogram_bins_tensor, ('CPU', 'CUDA', 'Meta'), K.histogram_bins_tensor, ('weight', 'density'), 'new', _rt.histogram),
-    (_A._op_histogram_bin_ct, _histogram_bin_ct, ('CPU', 'CUDA', 'Meta'), K.histogram_bin_ct, ('range', 'weight', 'density'), 'new', _rt.histogram),
-    (_A._op_view, _view_default, ('CPU', 'CUDA', 'Meta'), K.view, (), 'view', None),
-    (_A._op_view_dtype, _view_dtype, ('CPU', 'CUDA', 'Meta'), K.view_dtype, (), 'view', None),
-    (_A._op__unsafe_view, __unsafe_view_default, ('CPU', 'CUDA', 'Meta'), K._unsafe_view, (), 'new', None),
-    (_A._op__reshape_alias, __reshape_alias_default, ('CPU', 'CUDA', 'Meta'), K._reshape_alias, (), 'view', None),
-    (_A._op_as_strided, _as_strided_default, ('CPU', 'CUDA', 'Meta'), K.as_strided, (), 'view', None),
-    (_A._op_alias, _alias_default, ('CPU', 'CUDA', 'Meta'), K.alias, (), 'view', None),
-    (_A._op_detach, _detach_default, ('CPU', 'CUDA', 'Meta'), K.alias, (), 'view', None),
-    (_A._op_t, _t_default, ('CPU', 'CUDA', 'Meta'), K.t, (), 'view', None),
-    (_A._op_transpose_int, _transpose_int, ('CPU', 'CUDA', 'Meta'), K.transpose, (), 'view', None),
-    (_A._op_permute, _permute_default, ('CPU', 'CUDA', 'Meta'), K.permute, (), 'view', None),
-    (_A._op_expand, _expand_default, ('CPU', 'CUDA', 'Meta'), K.expand, ('implicit',), 'view', None),
-    (_A._op_squeeze, _squeeze_default, ('CPU', 'CUDA', 'Meta'), K.squeeze, (), 'view', None),
-    (_A._op_squeeze_dim, _squeeze_dim, ('CPU', 'CUDA', 'Meta'), K.squeeze, (), 'view', None),
-    (_A._op_squeeze_dims, _squeeze_dims, ('CPU', 'CUDA', 'Meta'), K.squeeze, (), 'view', None),
-    (_A._op_unsqueeze, _unsqueeze_default, ('CPU', 'CUDA', 'Meta'), K.unsqueeze, (), 'view', None),
-    (_A._op_select_int, _select_int, ('CPU', 'CUDA', 'Meta'), K.select, (), 'view', None),
-    (_A._op_slice_Tensor, _slice_Tensor, ('CPU', 'CUDA', 'Meta'), K.slice, (), 'view', None),
-    (_A._op_unbind_int, _unbind_int, ('CPU', 'CUDA', 'Meta'), K.unbind, (), 'view', None),
-    (_A._op_split_Tensor, _split_Tensor, ('CPU', 'CUDA', 'Meta'), K.split, (), 'view', None),
-    (_A._op_split_with_sizes, _split_with_sizes_default, ('CPU', 'CUDA', 'Meta'), K.split_with_sizes, (), 'view', None),
-    (_A._op_unfold, _unfold_default, ('CPU', 'CUDA', 'Meta'), K.unfold, (), 'view', None),
-    (_A._op_diagonal, _diagonal_default, ('CPU', 'CUDA', 'Meta'), K.diagonal, (), 'view', None),
-    (_A._op_empty_memory_format, _empty_memory_format, ('CPU', 'CUDA', 'Meta'), K.empty, ('dtype', 'layout', 'device', 'pin_memory', 'memory_format'), 'new', None),
-    (_A._op_empty_strided, _empty_strided_default, ('CPU', 'CUDA', 'Meta'), K.empty_strided, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_zeros, _zeros_default, ('CPU', 'CUDA', 'Meta'), K.zeros, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_zeros_out, _zeros_out, ('CPU', 'CUDA', 'Meta'), K.zeros, (), 'out', None),
-    (_A._op_ones, _ones_default, ('CPU', 'CUDA', 'Meta'), K.ones, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_ones_out, _ones_out, ('CPU', 'CUDA', 'Meta'), K.ones, (), 'out', None),
-    (_A._op_full, _full_default, ('CPU', 'CUDA', 'Meta'), K.full, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_scalar_tensor, _scalar_tensor_default, ('CPU', 'CUDA', 'Meta'), K.scalar_tensor, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_arange_start_step, _arange_start_step, ('CPU', 'CUDA', 'Meta'), K.arange, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_linspace, _linspace_default, ('CPU', 'CUDA', 'Meta'), K.linspace, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_logspace, _logspace_default, ('CPU', 'CUDA', 'Meta'), K.logspace, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_eye, _eye_default, ('CPU', 'CUDA', 'Meta'), K.eye, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_eye_m, _eye_m, ('CPU', 'CUDA', 'Meta'), K.eye, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_tril_indices, _tril_indices_default, ('CPU', 'CUDA', 'Meta'), K.tril_indices, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_triu_indices, _triu_indices_default, ('CPU', 'CUDA', 'Meta'), K.triu_indices, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_rand, _rand_default, ('CPU', 'CUDA', 'Meta'), K.rand, ('generator', 'dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_randn, _randn_default, ('CPU', 'CUDA', 'Meta'), K.randn, ('generator', 'dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_randint_low, _randint_low, ('CPU', 'CUDA', 'Meta'), K.randint, ('generator', 'dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_randperm, _randperm_default, ('CPU', 'CUDA', 'Meta'), K.randperm, ('generator', 'dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_uniform_, _uniform__default, ('CPU', 'CUDA', 'Meta'), K.uniform_, ('generator',), 'mutating', None),
-    (_A._op_normal_, _normal__default, ('CPU', 'CUDA', 'Meta'), K.normal_, ('generator',), 'mutating', None),
-    (_A._op_exponential_, _exponential__default, ('CPU', 'CUDA', 'Meta'), K.exponential_, ('generator',), 'mutating', None),
-    (_A._op_cauchy_, _cauchy__default, ('CPU', 'CUDA', 'Meta'), K.cauchy_, ('generator',), 'mutating', None),
-    (_A._op_log_normal_, _log_normal__default, ('CPU', 'CUDA', 'Meta'), K.log_normal_, ('generator',), 'mutating', None),
-    (_A._op_geometric_, _geometric__default, ('CPU', 'CUDA', 'Meta'), K.geometric_, ('generator',), 'mutating', None),
-    (_A._op_poisson, _poisson_default, ('CPU', 'CUDA', 'Meta'), K.poisson, (), 'new', None),
-    (_A._op_binomial, _binomial_default, ('CPU', 'CUDA', 'Meta'), K.binomial, (), 'new', None),
-    (_A._op__standard_gamma, __standard_gamma_default, ('CPU', 'CUDA', 'Meta'), K._standard_gamma, (), 'new', None),
-    (_A._op__standard_gamma_grad, __standard_gamma_grad_default, ('CPU', 'CUDA'), K._standard_gamma_grad, (), 'new', None),
-    (_A._op__sample_dirichlet, __sample_dirichlet_default, ('CPU', 'CUDA', 'Meta'), K._sample_dirichlet, (), 'new', None),
-    (_A._op__dirichlet_grad, __dirichlet_grad_default, ('CPU', 'CUDA'), K._dirichlet_grad, (), 'new', None),
-    (_A._op_random__from, _random__from, ('CPU', 'CUDA', 'Meta'), K.random_, ('generator',), 'mutating', None),
-    (_A._op_normal_Tensor_Tensor, _normal_Tensor_Tensor, ('CPU', 'CUDA', 'Meta'), K.normal_tensor_tensor, ('generator',), 'new', None),
-    (_A._op_normal_float_float, _normal_float_float, ('CPU', 'CUDA', 'Meta'), K.normal_float_float, ('generator', 'dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_bernoulli, _bernoulli_default, ('CPU', 'CUDA', 'Meta'), K.bernoulli, ('generator',), 'new', None),
-    (_A._op_bernoulli__float, _bernoulli__float, ('CPU', 'CUDA', 'Meta'), K.bernoulli_p, ('generator',), 'inplace', None),
-    (_A._op_bernoulli_p, _bernoulli_p, ('CPU', 'CUDA', 'Meta'), K.bernoulli_p, ('generator',), 'new', None),
-    (_A._op_multinomial, _multinomial_default, ('CPU', 'CUDA', 'Meta'), K.multinomial, ('generator',), 'new', None),
-    (_A._op_clone, _clone_default, ('CPU', 'CUDA', 'Meta'), K.clone, ('memory_format',), 'new', None),
-    (_A._op__contiguous_copy, __contiguous_copy_default, ('CPU', 'CUDA', 'Meta'), K.contiguous_copy, (), 'new', None),
-    (_A._op_copy_, _copy__default, ('CPU', 'CUDA', 'Meta'), K.copy_, (), 'mutating', None),
-    (_A._op_fill__Scalar, _fill__Scalar, ('CPU', 'CUDA', 'Meta'), K.fill_, (), 'mutating', None),
-    (_A._op_fill__Tensor, _fill__Tensor, ('CPU', 'CUDA', 'Meta'), K.fill_, (), 'mutating', None),
-    (_A._op_zero_, _zero__default, ('CPU', 'CUDA', 'Meta'), K.zero_, (), 'mutating', None),
-    (_A._op_masked_fill_Scalar, _masked_fill_Scalar, ('CPU', 'CUDA', 'Meta'), K.masked_fill, (), 'new', None),
-    (_A._op_masked_fill_Tensor, _masked_fill_Tensor, ('CPU', 'CUDA', 'Meta'), K.masked_fill, (), 'new', None),
-    (_A._op_masked_fill__Scalar, _masked_fill__Scalar, ('CPU', 'CUDA', 'Meta'), K.masked_fill, (), 'inplace', None),
-    (_A._op_masked_fill__Tensor, _masked_fill__Tensor, ('CPU', 'CUDA', 'Meta'), K.masked_fill, (), 'inplace', None),
-    (_A._op_index_Tensor, _index_Tensor, ('CPU', 'CUDA', 'Meta'), K.index, (), 'new', None),
-    (_A._op_index_put, _index_put_default, ('CPU', 'CUDA', 'Meta'), K.index_put, (), 'new', None),
-    (_A._op_index_put_, _index_put__default, ('CPU', 'CUDA', 'Meta'), K.index_put, (), 'inplace', None),
-    (_A._op_index_select, _index_select_default, ('CPU', 'CUDA', 'Meta'), K.index_select, (), 'new', None),
-    (_A._op_index_select_out, _index_select_out, ('CPU', 'CUDA', 'Meta'), K.index_select, (), 'out', None),
-    (_A._op_gather, _gather_default, ('CPU', 'CUDA', 'Meta'), K.gather, ('sparse_grad',), 'new', None),
-    (_A._op_gather_out, _gather_out, ('CPU', 'CUDA', 'Meta'), K.gather, ('sparse_grad',), 'out', None),
-    (_A._op_scatter_src, _scatter_src, ('CPU', 'CUDA', 'Meta'), K.scatter, (), 'new', None),
-    (_A._op_scatter_value, _scatter_value, ('CPU', 'CUDA', 'Meta'), K.scatter_value, (), 'new', None),
-    (_A._op_scatter_reduce, _scatter_reduce, ('CPU', 'CUDA', 'Meta'), K.scatter_reduce_legacy, ('reduce',), 'new', None),
-    (_A._op_scatter__src, _scatter__src, ('CPU', 'CUDA', 'Meta'), K.scatter, (), 'inplace', None),
-    (_A._op_scatter__value, _scatter__value, ('CPU', 'CUDA', 'Meta'), K.scatter_value, (), 'inplace', None),
-    (_A._op_scatter__reduce, _scatter__reduce, ('CPU', 'CUDA', 'Meta'), K.scatter_reduce_legacy, ('reduce',), 'inplace', None),
-    (_A._op_scatter_add, _scatter_add_default, ('CPU', 'CUDA', 'Meta'), K.scatter_add, (), 'new', None),
-    (_A._op_scatter_add_, _scatter_add__default, ('CPU', 'CUDA', 'Meta'), K.scatter_add, (), 'inplace', None),
-    (_A._op_scatter_reduce_two, _scatter_reduce_two, ('CPU', 'CUDA', 'Meta'), K.scatter_reduce, ('include_self',), 'new', None),
-    (_A._op_scatter_reduce__two, _scatter_reduce__two, ('CPU', 'CUDA', 'Meta'), K.scatter_reduce, ('include_self',), 'inplace', None),
-    (_A._op_index_add, _index_add_default, ('CPU', 'CUDA', 'Meta'), K.index_add, ('alpha',), 'new', None),
-    (_A._op_index_add_, _index_add__default, ('CPU', 'CUDA', 'Meta'), K.index_add, ('alpha',), 'inplace', None),
-    (_A._op_index_copy, _index_copy_default, ('CPU', 'CUDA', 'Meta'), K.index_copy, (), 'new', None),
-    (_A._op_index_copy_, _index_copy__default, ('CPU', 'CUDA', 'Meta'), K.index_copy, (), 'inplace', None),
-    (_A._op_index_fill_int_Scalar, _index_fill_int_Scalar, ('CPU', 'CUDA', 'Meta'), K.index_fill, (), 'new', None),
-    (_A._op_index_fill__int_Scalar, _index_fill__int_Scalar, ('CPU', 'CUDA', 'Meta'), K.index_fill, (), 'inplace', None),
-    (_A._op_index_fill_int_Tensor, _index_fill_int_Tensor, ('CPU', 'CUDA', 'Meta'), K.index_fill, (), 'new', None),
-    (_A._op_masked_select, _masked_select_default, ('CPU', 'CUDA'), K.masked_select, (), 'new', None),
-    (_A._op_masked_scatter, _masked_scatter_default, ('CPU', 'CUDA', 'Meta'), K.masked_scatter, (), 'new', None),
-    (_A._op_masked_scatter_, _masked_scatter__default, ('CPU', 'CUDA', 'Meta'), K.masked_scatter, (), 'inplace', None),
-    (_A._op_nonzero, _nonzero_default, ('CPU', 'CUDA'), K.nonzero, (), 'new', None),
-    (_A._op_take, _take_default, ('CPU', 'CUDA', 'Meta'), K.take, (), 'new', None),
-    (_A._op_cat, _cat_default, ('CPU', 'CUDA', 'Meta'), K.cat, (), 'new', None),
-    (_A._op_cat_out, _cat_out, ('CPU', 'CUDA', 'Meta'), K.cat, (), 'out', None),
-    (_A._op_concat, _concat_default, ('CPU', 'CUDA', 'Meta'), K.cat, (), 'new', None),
-    (_A._op_concatenate, _concatenate_default, ('CPU', 'CUDA', 'Meta'), K.cat, (), 'new', None),
-    (_A._op_stack, _stack_default, ('CPU', 'CUDA', 'Meta'), K.stack, (), 'new', None),
-    (_A._op_stack_out, _stack_out, ('CPU', 'CUDA', 'Meta'), K.stack, (), 'out', None),
-    (_A._op_tril, _tril_default, ('CPU', 'CUDA', 'Meta'), K.tril, (), 'new', None),
-    (_A._op_tril_, _tril__default, ('CPU', 'CUDA', 'Meta'), K.tril, (), 'inplace', None),
-    (_A._op_tril_out, _tril_out, ('CPU', 'CUDA', 'Meta'), K.tril, (), 'out', None),
-    (_A._op_triu, _triu_default, ('CPU', 'CUDA', 'Meta'), K.triu, (), 'new', None),
-    (_A._op_triu_, _triu__default, ('CPU', 'CUDA', 'Meta'), K.triu, (), 'inplace', None),
-    (_A._op_triu_out, _triu_out, ('CPU', 'CUDA', 'Meta'), K.triu, (), 'out', None),
-    (_A._op_flip, _flip_default, ('CPU', 'CUDA', 'Meta'), K.flip, (), 'new', None),
-    (_A._op_roll, _roll_default, ('CPU', 'CUDA', 'Meta'), K.roll, (), 'new', None),
-    (_A._op_rot90, _rot90_default, ('CPU', 'CUDA', 'Meta'), K.rot90, (), 'new', None),
-    (_A._op_repeat, _repeat_default, ('CPU', 'CUDA', 'Meta'), K.repeat, (), 'new', None),
-    (_A._op_repeat_interleave_Tensor, _repeat_interleave_Tensor, ('CPU', 'CUDA'), K.repeat_interleave_self, ('output_size',), 'new', None),
-    (_A._op_diag_embed, _diag_embed_default, ('CPU', 'CUDA', 'Meta'), K.diag_embed, (), 'new', None),
-    (_A._op_searchsorted_Tensor, _searchsorted_Tensor, ('CPU', 'CUDA', 'Meta'), K.searchsorted, ('out_int32', 'right', 'side', 'sorter'), 'new', None),
-    (_A._op_searchsorted_Scalar, _searchsorted_Scalar, ('CPU', 'CUDA', 'Meta'), K.searchsorted, ('out_int32', 'right', 'side', 'sorter'), 'new', None),
-    (_A._op_bucketize_Tensor, _bucketize_Tensor, ('CPU', 'CUDA', 'Meta'), K.bucketize, ('out_int32', 'right'), 'new', None),
-    (_A._op_isin_Tensor_Tensor, _isin_Tensor_Tensor, ('CPU', 'CUDA', 'Meta'), K.isin, ('assume_unique', 'invert'), 'new', None),
-    (_A._op_isin_Tensor_Tensor_out, _isin_Tensor_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.isin, ('assume_unique', 'invert'), 'out', None),
-    (_A._op_isin_Tensor_Scalar, _isin_Tensor_Scalar, ('CPU', 'CUDA', 'Meta'), K.isin, ('assume_unique', 'invert'), 'new', None),
-    (_A._op_isin_Scalar_Tensor, _isin_Scalar_Tensor, ('CPU', 'CUDA', 'Meta'), K.isin, ('assume_unique', 'invert'), 'new', None),
-    (_A._op_mm, _mm_default, ('CPU', 'CUDA', 'Meta'), K.mm, (), 'new', None),
-    (_A._op_mm_out, _mm_out, ('CPU', 'CUDA', 'Meta'), K.mm, (), 'out', None),
-    (_A._op_bmm, _bmm_default, ('CPU', 'CUDA', 'Meta'), K.bmm, (), 'new', None),
-    (_A._op_bmm_out, _bmm_out, ('CPU', 'CUDA', 'Meta'), K.bmm, (), 'out', None),
-    (_A._op_matmul_out, _matmul_out, ('CPU', 'CUDA', 'Meta'), K.matmul, (), 'out', None),
-    (_A._op_mv, _mv_default, ('CPU', 'CUDA', 'Meta'), K.mv, (), 'new', None),
-    (_A._op_dot, _dot_default, ('CPU', 'CUDA', 'Meta'), K.dot, (), 'new', None),
-    (_A._op_vdot, _vdot_default, ('CPU', 'CUDA', 'Meta'), K.vdot, (), 'new', None),
-    (_A._op_ger, _ger_default, ('CPU', 'CUDA', 'Meta'), K.outer, (), 'new', None),
-    (_A._op_addmm, _addmm_default, ('CPU', 'CUDA', 'Meta'), K.addmm, ('beta', 'alpha'), 'new', None),
-    (_A._op_addmm_, _addmm__default, ('CPU', 'CUDA', 'Meta'), K.addmm, ('beta', 'alpha'), 'inplace', None),
-    (_A._op_addmm_out, _addmm_out, ('CPU', 'CUDA', 'Meta'), K.addmm, ('beta', 'alpha'), 'out', None),
-    (_A._op_addmv, _addmv_default, ('CPU', 'CUDA', 'Meta'), K.addmv, ('beta', 'alpha'), 'new', None),
-    (_A._op_addmv_, _addmv__default, ('CPU', 'CUDA', 'Meta'), K.addmv, ('beta', 'alpha'), 'inplace', None),
-    (_A._op_addmv_out, _addmv_out, ('CPU', 'CUDA', 'Meta'), K.addmv, ('beta', 'alpha'), 'out', None),
-    (_A._op_baddbmm, _baddbmm_default, ('CPU', 'CUDA', 'Meta'), K.baddbmm, ('beta', 'alpha'), 'new', None),
-    (_A._op_baddbmm_, _baddbmm__default, ('CPU', 'CUDA', 'Meta'), K.baddbmm, ('beta', 'alpha'), 'inplace', None),
-    (_A._op_baddbmm_out, _baddbmm_out, ('CPU', 'CUDA', 'Meta'), K.baddbmm, ('beta', 'alpha'), 'out', None),
-    (_A._op_addbmm, _addbmm_default, ('CPU', 'CUDA', 'Meta'), K.addbmm, ('beta', 'alpha'), 'new', None),
-    (_A._op_addbmm_, _addbmm__default, ('CPU', 'CUDA', 'Meta'), K.addbmm, ('beta', 'alpha'), 'inplace', None),
-    (_A._op_addbmm_out, _addbmm_out, ('CPU', 'CUDA', 'Meta'), K.addbmm, ('beta', 'alpha'), 'out', None),
-    (_A._op__cdist_forward, __cdist_forward_default, ('CPU', 'CUDA', 'Meta'), K.cdist, (), 'new', None),
-    (_A._op__euclidean_dist, __euclidean_dist_default, ('CPU', 'CUDA', 'Meta'), K.euclidean_dist, (), 'new', None),
-    (_A._op__linalg_det, __linalg_det_default, ('CPU', 'CUDA', 'Meta'), K.linalg_det_with_lu, (), 'new', None),
-    (_A._op__linalg_slogdet, __linalg_slogdet_default, ('CPU', 'CUDA', 'Meta'), K.linalg_slogdet_with_lu, (), 'new', None),
-    (_A._op__linalg_solve_ex, __linalg_solve_ex_default, ('CPU', 'CUDA', 'Meta'), K.linalg_solve_ex_lu, ('left', 'check_errors'), 'new', None),
-    (_A._op_linalg_solve_triangular, _linalg_solve_triangular_default, ('CPU', 'CUDA', 'Meta'), K.linalg_solve_triangular, ('upper', 'left', 'unitriangular'), 'new', None),
-    (_A._op_linalg_qr, _linalg_qr_default, ('CPU', 'CUDA', 'Meta'), K.linalg_qr, (), 'new', _rt.linalg_qr),
-    (_A._op__linalg_eigh, __linalg_eigh_default, ('CPU', 'CUDA', 'Meta'), K.linalg_eigh_ex, (), 'new', None),
-    (_A._op__linalg_svd, __linalg_svd_default, ('CPU', 'CUDA', 'Meta'), K.linalg_svd_ex, ('driver',), 'new', None),
-    (_A._op_linalg_pinv_atol_rtol_tensor, _linalg_pinv_atol_rtol_tensor, ('CPU', 'CUDA', 'Meta'), K.linalg_pinv, ('atol', 'rtol', 'hermitian'), 'new', None),
-    (_A._op_linalg_lstsq, _linalg_lstsq_default, ('CPU', 'CUDA'), K.linalg_lstsq, ('driver',), 'new', _rt.linalg_lstsq),
-    (_A._op_linalg_cross, _linalg_cross_default, ('CPU', 'CUDA', 'Meta'), K.linalg_cross, ('dim',), 'new', None),
-    (_A._op_linalg_vector_norm, _linalg_vector_norm_default, ('CPU', 'CUDA', 'Meta'), K.linalg_vector_norm, ('dtype',), 'new', None),
-    (_A._op_mse_loss, _mse_loss_default, ('CPU', 'CUDA', 'Meta'), K.mse_loss, (), 'new', None),
-    (_A._op_mse_loss_backward, _mse_loss_backward_default, ('CPU', 'CUDA', 'Meta'), K.mse_loss_backward, (), 'new', None),
-    (_A._op_nll_loss_forward, _nll_loss_forward_default, ('CPU', 'CUDA', 'Meta'), K.nll_loss_forward, (), 'new', None),
-    (_A._op_nll_loss_backward, _nll_loss_backward_default, ('CPU', 'CUDA', 'Meta'), K.nll_loss_backward, (), 'new', None),
-    (_A._op_nll_loss2d_forward, _nll_loss2d_forward_default, ('CPU', 'CUDA', 'Meta'), K.nll_loss2d_forward, (), 'new', None),
-    (_A._op_nll_loss2d_backward, _nll_loss2d_backward_default, ('CPU', 'CUDA', 'Meta'), K.nll_loss2d_backward, (), 'new', None),
-    (_A._op__softmax, __softmax_default, ('CPU', 'CUDA', 'Meta'), K.softmax, (), 'new', None),
-    (_A._op__log_softmax, __log_softmax_default, ('CPU', 'CUDA', 'Meta'), K.log_softmax, (), 'new', None),
-    (_A._op__softmax_backward_data, __softmax_backward_data_default, ('CPU', 'CUDA', 'Meta'), K._softmax_backward_data, (), 'new', None),
-    (_A._op__log_softmax_backward_data, __log_softmax_backward_data_default, ('CPU', 'CUDA', 'Meta'), K._log_softmax_backward_data, (), 'new', None),
-    (_A._op_gelu, _gelu_default, ('CPU', 'CUDA', 'Meta'), K.gelu, ('approximate',), 'new', None),
-    (_A._op_tanh_backward, _tanh_backward_default, ('CPU', 'CUDA', 'Meta'), K.tanh_backward, (), 'new', None),
-    (_A._op_sigmoid_backward, _sigmoid_backward_default, ('CPU', 'CUDA', 'Meta'), K.sigmoid_backward, (), 'new', None),
-    (_A._op_gelu_backward, _gelu_backward_default, ('CPU', 'CUDA', 'Meta'), K.gelu_backward, ('approximate',), 'new', None),
-    (_A._op_native_layer_norm, _native_layer_norm_default, ('CPU', 'CUDA', 'Meta'), K.native_layer_norm, (), 'new', None),
-    (_A._op_native_layer_norm_backward, _native_layer_norm_backward_default, ('CPU', 'CUDA', 'Meta'), K.native_layer_norm_backward, (), 'new', None),
-    (_A._op_native_batch_norm, _native_batch_norm_default, ('CPU', 'CUDA', 'Meta'), K.native_batch_norm, (), 'new', None),
-    (_A._op_native_batch_norm_backward, _native_batch_norm_backward_default, ('CPU', 'CUDA', 'Meta'), K.native_batch_norm_backward, (), 'new', None),
-    (_A._op_convolution, _convolution_default, ('CPU', 'CUDA', 'Meta'), K.convolution, (), 'new', None),
-    (_A._op_convolution_backward, _convolution_backward_default, ('CPU', 'CUDA', 'Meta'), K.convolution_backward, (), 'new', None),
-    (_A._op_max_pool2d_with_indices, _max_pool2d_with_indices_default, ('CPU', 'CUDA', 'Meta'), K.max_pool2d_with_indices, (), 'new', None),
-    (_A._op_avg_pool2d, _avg_pool2d_default, ('CPU', 'CUDA', 'Meta'), K.avg_pool2d, (), 'new', None),
-    (_A._op_avg_pool2d_backward, _avg_pool2d_backward_default, ('CPU', 'CUDA', 'Meta'), K.avg_pool2d_backward, (), 'new', None),
-    (_A._op_avg_pool3d, _avg_pool3d_default, ('CPU', 'CUDA', 'Meta'), K.avg_pool3d, (), 'new', None),
-    (_A._op_avg_pool3d_backward, _avg_pool3d_backward_default, ('CPU', 'CUDA', 'Meta'), K.avg_pool3d_backward, (), 'new', None),
-    (_A._op_max_pool3d_with_indices, _max_pool3d_with_indices_default, ('CPU', 'CUDA', 'Meta'), K.max_pool3d_with_indices, (), 'new', None),
-    (_A._op_constant_pad_nd, _constant_pad_nd_default, ('CPU', 'CUDA', 'Meta'), K.constant_pad_nd, (), 'new', None),
-    (_A._op_embedding, _embedding_default, ('CPU', 'CUDA', 'Meta'), K.embedding, (), 'new', None),
-    (_A._op__rnn_layer, __rnn_layer_default, ('CPU', 'CUDA', 'Meta'), K._rnn_layer, (), 'new', None),
-    (_A._op__rnn_layer_backward, __rnn_layer_backward_default, ('CPU', 'CUDA', 'Meta'), K._rnn_layer_backward, (), 'new', None),
-    (_A._op_mkldnn_rnn_layer, _mkldnn_rnn_layer_default, ('CPU', 'CUDA', 'Meta'), K.mkldnn_rnn_layer, (), 'new', None),
-    (_A._op_mkldnn_rnn_layer_backward, _mkldnn_rnn_layer_backward_default, ('CPU', 'CUDA', 'Meta'), K.mkldnn_rnn_layer_backward, (), 'new', None),
-    (_A._op_trace, _trace_default, ('CPU', 'CUDA', 'Meta'), K.trace, (), 'new', None),
-    (_A._op_special_i0e, _special_i0e_default, ('CPU', 'CUDA', 'Meta'), K.special_i0e, (), 'new', None),
-    (_A._op_special_i0e_out, _special_i0e_out, ('CPU', 'CUDA', 'Meta'), K.special_i0e, (), 'out', None),
-    (_A._op_special_i1, _special_i1_default, ('CPU', 'CUDA', 'Meta'), K.special_i1, (), 'new', None),
-    (_A._op_special_i1_out, _special_i1_out, ('CPU', 'CUDA', 'Meta'), K.special_i1, (), 'out', None),
-    (_A._op_special_i1e, _special_i1e_default, ('CPU', 'CUDA', 'Meta'), K.special_i1e, (), 'new', None),
-    (_A._op_special_i1e_out, _special_i1e_out, ('CPU', 'CUDA', 'Meta'), K.special_i1e, (), 'out', None),
-    (_A._op_upsample_nearest1d, _upsample_nearest1d_default, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest1d, (), 'new', None),
-    (_A._op_upsample_nearest1d_backward, _upsample_nearest1d_backward_default, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest1d_backward, (), 'new', None),
-    (_A._op__upsample_nearest_exact1d, __upsample_nearest_exact1d_default, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact1d, (), 'new', None),
-    (_A._op__upsample_nearest_exact1d_backward, __upsample_nearest_exact1d_backward_default, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact1d_backward, (), 'new', None),
-    (_A._op_upsample_nearest2d, _upsample_nearest2d_default, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest2d, (), 'new', None),
-    (_A._op_upsample_nearest2d_backward, _upsample_nearest2d_backward_default, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest2d_backward, (), 'new', None),
-    (_A._op__upsample_nearest_exact2d, __upsample_nearest_exact2d_default, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact2d, (), 'new', None),
-    (_A._op__upsample_nearest_exact2d_backward, __upsample_nearest_exact2d_backward_default, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact2d_backward, (), 'new', None),
-    (_A._op_upsample_nearest3d, _upsample_nearest3d_default, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest3d, (), 'new', None),
-    (_A._op_upsample_nearest3d_backward, _upsample_nearest3d_backward_default, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest3d_backward, (), 'new', None),
-    (_A._op__upsample_nearest_exact3d, __upsample_nearest_exact3d_default, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact3d, (), 'new', None),
-    (_A._op__upsample_nearest_exact3d_backward, __upsample_nearest_exact3d_backward_default, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact3d_backward, (), 'new', None),
-    (_A._op_upsample_linear1d, _upsample_linear1d_default, ('CPU', 'CUDA', 'Meta'), K.upsample_linear1d, (), 'new', None),
-    (_A._op_upsample_linear1d_backward, _upsample_linear1d_backward_default, ('CPU', 'CUDA', 'Meta'), K.upsample_linear1d_backward, (), 'new', None),
-    (_A._op_upsample_bilinear2d, _upsample_bilinear2d_default, ('CPU', 'CUDA', 'Meta'), K.upsample_bilinear2d, (), 'new', None),
-    (_A._op_upsample_bilinear2d_backward, _upsample_bilinear2d_backward_default, ('CPU', 'CUDA', 'Meta'), K.upsample_bilinear2d_backward, (), 'new', None),
-    (_A._op_upsample_bicubic2d, _upsample_bicubic2d_default, ('CPU', 'CUDA', 'Meta'), K.upsample_bicubic2d, (), 'new', None),
-    (_A._op_upsample_bicubic2d_backward, _upsample_bicubic2d_backward_default, ('CPU', 'CUDA', 'Meta'), K.upsample_bicubic2d_backward, (), 'new', None),
-    (_A._op__upsample_bilinear2d_aa, __upsample_bilinear2d_aa_default, ('CPU', 'CUDA', 'Meta'), K._upsample_bilinear2d_aa, (), 'new', None),
-    (_A._op__upsample_bilinear2d_aa_backward, __upsample_bilinear2d_aa_backward_default, ('CPU', 'CUDA', 'Meta'), K._upsample_bilinear2d_aa_backward, (), 'new', None),
-    (_A._op__upsample_bicubic2d_aa, __upsample_bicubic2d_aa_default, ('CPU', 'CUDA', 'Meta'), K._upsample_bicubic2d_aa, (), 'new', None),
-    (_A._op__upsample_bicubic2d_aa_backward, __upsample_bicubic2d_aa_backward_default, ('CPU', 'CUDA', 'Meta'), K._upsample_bicubic2d_aa_backward, (), 'new', None),
-    (_A._op__upsample_lanczos2d_aa, __upsample_lanczos2d_aa_default, ('CPU', 'CUDA', 'Meta'), K._upsample_lanczos2d_aa, (), 'new', None),
-    (_A._op__upsample_lanczos2d_aa_backward, __upsample_lanczos2d_aa_backward_default, ('CPU', 'CUDA', 'Meta'), K._upsample_lanczos2d_aa_backward, (), 'new', None),
-    (_A._op_upsample_trilinear3d, _upsample_trilinear3d_default, ('CPU', 'CUDA', 'Meta'), K.upsample_trilinear3d, (), 'new', None),
-    (_A._op_upsample_trilinear3d_backward, _upsample_trilinear3d_backward_default, ('CPU', 'CUDA', 'Meta'), K.upsample_trilinear3d_backward, (), 'new', None),
-    (_A._op__adaptive_avg_pool2d, __adaptive_avg_pool2d_default, ('CPU', 'CUDA', 'Meta'), K._adaptive_avg_pool2d, (), 'new', None),
-    (_A._op__adaptive_avg_pool2d_backward, __adaptive_avg_pool2d_backward_default, ('CPU', 'CUDA', 'Meta'), K._adaptive_avg_pool2d_backward, (), 'new', None),
-    (_A._op__adaptive_avg_pool3d, __adaptive_avg_pool3d_default, ('CPU', 'CUDA', 'Meta'), K._adaptive_avg_pool3d, (), 'new', None),
-    (_A._op__adaptive_avg_pool3d_backward, __adaptive_avg_pool3d_backward_default, ('CPU', 'CUDA', 'Meta'), K._adaptive_avg_pool3d_backward, (), 'new', None),
-    (_A._op_adaptive_max_pool2d, _adaptive_max_pool2d_default, ('CPU', 'CUDA', 'Meta'), K.adaptive_max_pool2d, (), 'new', None),
-    (_A._op_adaptive_max_pool3d, _adaptive_max_pool3d_default, ('CPU', 'CUDA', 'Meta'), K.adaptive_max_pool3d, (), 'new', None),
-    (_A._op_im2col, _im2col_default, ('CPU', 'CUDA', 'Meta'), K.im2col, (), 'new', None),
-    (_A._op_col2im, _col2im_default, ('CPU', 'CUDA', 'Meta'), K.col2im, (), 'new', None),
-    (_A._op__embedding_bag, __embedding_bag_default, ('CPU', 'CUDA', 'Meta'), K._embedding_bag, (), 'new', None),
-    (_A._op__embedding_bag_forward_only, __embedding_bag_forward_only_default, ('CPU', 'CUDA', 'Meta'), K._embedding_bag, (), 'new', None),
-    (_A._op_grid_sampler_2d, _grid_sampler_2d_default, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_2d, (), 'new', None),
-    (_A._op_grid_sampler_2d_backward, _grid_sampler_2d_backward_default, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_2d_backward, (), 'new', None),
-    (_A._op_grid_sampler_3d, _grid_sampler_3d_default, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_3d, (), 'new', None),
-    (_A._op_grid_sampler_3d_backward, _grid_sampler_3d_backward_default, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_3d_backward, (), 'new', None),
-    (_A._op_affine_grid_generator, _affine_grid_generator_default, ('CPU', 'CUDA', 'Meta'), K.affine_grid_generator, (), 'new', None),
-    (_A._op__ctc_loss, __ctc_loss_default, ('CPU', 'CUDA', 'Meta'), K._ctc_loss, (), 'new', None),
-    (_A._op__ctc_loss_backward, __ctc_loss_backward_default, ('CPU', 'CUDA', 'Meta'), K._ctc_loss_backward, (), 'new', None),
-    (_A._op_smooth_l1_loss, _smooth_l1_loss_default, ('CPU', 'CUDA', 'Meta'), K.smooth_l1_loss, (), 'new', None),
-    (_A._op_huber_loss, _huber_loss_default, ('CPU', 'CUDA', 'Meta'), K.huber_loss, (), 'new', None),
-    (_A._op_binary_cross_entropy, _binary_cross_entropy_default, ('CPU', 'CUDA', 'Meta'), K.binary_cross_entropy, (), 'new', None),
-    (_A._op_binary_cross_entropy_with_logits, _binary_cross_entropy_with_logits_default, ('CPU', 'CUDA', 'Meta'), K.binary_cross_entropy_with_logits, (), 'new', None),
-    (_A._op_soft_margin_loss, _soft_margin_loss_default, ('CPU', 'CUDA', 'Meta'), K.soft_margin_loss, (), 'new', None),
-    (_A._op_multi_margin_loss, _multi_margin_loss_default, ('CPU', 'CUDA', 'Meta'), K.multi_margin_loss, (), 'new', None),
-    (_A._op_multilabel_margin_loss_forward, _multilabel_margin_loss_forward_default, ('CPU', 'CUDA', 'Meta'), K.multilabel_margin_loss_forward, (), 'new', None),
-    (_A._op_silu, _silu_default, ('CPU', 'CUDA', 'Meta'), K.silu, (), 'new', None),
-    (_A._op_silu_, _silu__default, ('CPU', 'CUDA', 'Meta'), K.silu, (), 'inplace', None),
-    (_A._op_silu_backward, _silu_backward_default, ('CPU', 'CUDA', 'Meta'), K.silu_backward, (), 'new', None),
-    (_A._op_mish, _mish_default, ('CPU', 'CUDA', 'Meta'), K.mish, (), 'new', None),
-    (_A._op_mish_, _mish__default, ('CPU', 'CUDA', 'Meta'), K.mish, (), 'inplace', None),
-    (_A._op_hardswish, _hardswish_default, ('CPU', 'CUDA', 'Meta'), K.hardswish, (), 'new', None),
-    (_A._op_hardswish_, _hardswish__default, ('CPU', 'CUDA', 'Meta'), K.hardswish, (), 'inplace', None),
-    (_A._op_hardsigmoid, _hardsigmoid_default, ('CPU', 'CUDA', 'Meta'), K.hardsigmoid, (), 'new', None),
-    (_A._op_hardsigmoid_, _hardsigmoid__default, ('CPU', 'CUDA', 'Meta'), K.hardsigmoid, (), 'inplace', None),
-    (_A._op_leaky_relu, _leaky_relu_default, ('CPU', 'CUDA', 'Meta'), K.leaky_relu, (), 'new', None),
-    (_A._op_leaky_relu_, _leaky_relu__default, ('CPU', 'CUDA', 'Meta'), K.leaky_relu, (), 'inplace', None),
-    (_A._op_elu, _elu_default, ('CPU', 'CUDA', 'Meta'), K.elu, (), 'new', None),
-    (_A._op_elu_, _elu__default, ('CPU', 'CUDA', 'Meta'), K.elu, (), 'inplace', None),
-    (_A._op_hardtanh, _hardtanh_default, ('CPU', 'CUDA', 'Meta'), K.hardtanh, (), 'new', None),
-    (_A._op_hardtanh_, _hardtanh__default, ('CPU', 'CUDA', 'Meta'), K.hardtanh, (), 'inplace', None),
-    (_A._op_softplus, _softplus_default, ('CPU', 'CUDA', 'Meta'), K.softplus, (), 'new', None),
-    (_A._op_glu, _glu_default, ('CPU', 'CUDA', 'Meta'), K.glu, (), 'new', None),
-    (_A._op_celu, _celu_default, ('CPU', 'CUDA', 'Meta'), K.celu, (), 'new', None),
-    (_A._op_celu_, _celu__default, ('CPU', 'CUDA', 'Meta'), K.celu, (), 'inplace', None),
-    (_A._op_log_sigmoid_forward, _log_sigmoid_forward_default, ('CPU', 'CUDA', 'Meta'), K.log_sigmoid_forward, (), 'new', None),
-    (_A._op_threshold, _threshold_default, ('CPU', 'CUDA', 'Meta'), K.threshold, (), 'new', None),
-    (_A._op_threshold_, _threshold__default, ('CPU', 'CUDA', 'Meta'), K.threshold, (), 'inplace', None),
-    (_A._op_threshold_backward, _threshold_backward_default, ('CPU', 'CUDA', 'Meta'), K.threshold_backward, (), 'new', None),
-    (_A._op_softshrink, _softshrink_default, ('CPU', 'CUDA', 'Meta'), K.softshrink, (), 'new', None),
-    (_A._op_hardshrink, _hardshrink_default, ('CPU', 'CUDA', 'Meta'), K.hardshrink, (), 'new', None),
-    (_A._op_pixel_shuffle, _pixel_shuffle_default, ('CPU', 'CUDA', 'Meta'), K.pixel_shuffle, (), 'new', None),
-    (_A._op_pixel_unshuffle, _pixel_unshuffle_default, ('CPU', 'CUDA', 'Meta'), K.pixel_unshuffle, (), 'new', None),
-    (_A._op_channel_shuffle, _channel_shuffle_default, ('CPU', 'CUDA', 'Meta'), K.channel_shuffle, (), 'new', None),
-    (_A._op_native_channel_shuffle, _native_channel_shuffle_default, ('CPU', 'CUDA', 'Meta'), K.channel_shuffle, (), 'new', None),
-    (_A._op__prelu_kernel, __prelu_kernel_default, ('CPU', 'CUDA', 'Meta'), K._prelu_kernel, (), 'new', None),
-    (_A._op_rrelu_with_noise, _rrelu_with_noise_default, ('CPU', 'CUDA', 'Meta'), K.rrelu_with_noise, (), 'new', None),
-    (_A._op_rrelu_with_noise_, _rrelu_with_noise__default, ('CPU', 'CUDA', 'Meta'), K.rrelu_with_noise, (), 'inplace', None),
-    (_A._op_native_dropout, _native_dropout_default, ('CPU', 'CUDA', 'Meta'), K.native_dropout, (), 'new', None),
-    (_A._op__safe_softmax, __safe_softmax_default, ('CPU', 'CUDA', 'Meta'), K._safe_softmax, (), 'new', None),
-    (_A._op__scaled_dot_product_flash_attention_for_cpu, __scaled_dot_product_flash_attention_for_cpu_default, ('CPU', 'CUDA', 'Meta'), K._scaled_dot_product_flash_attention_for_cpu, ('attn_mask', 'scale'), 'new', None),
-    (_A._op__scaled_dot_product_flash_attention_for_cpu_backward, __scaled_dot_product_flash_attention_for_cpu_backward_default, ('CPU', 'CUDA', 'Meta'), K._scaled_dot_product_flash_attention_for_cpu_backward, ('attn_mask', 'scale'), 'new', None),
-    (_A._op_reflection_pad1d, _reflection_pad1d_default, ('CPU', 'CUDA', 'Meta'), K.reflection_pad1d, (), 'new', None),
-    (_A._op_reflection_pad2d, _reflection_pad2d_default, ('CPU', 'CUDA', 'Meta'), K.reflection_pad2d, (), 'new', None),
-    (_A._op_reflection_pad3d, _reflection_pad3d_default, ('CPU', 'CUDA', 'Meta'), K.reflection_pad3d, (), 'new', None),
-    (_A._op_replication_pad1d, _replication_pad1d_default, ('CPU', 'CUDA', 'Meta'), K.replication_pad1d, (), 'new', None),
-    (_A._op_replication_pad2d, _replication_pad2d_default, ('CPU', 'CUDA', 'Meta'), K.replication_pad2d, (), 'new', None),
-    (_A._op_replication_pad3d, _replication_pad3d_default, ('CPU', 'CUDA', 'Meta'), K.replication_pad3d, (), 'new', None),
-    (_A._op_max_unpool2d, _max_unpool2d_default, ('CPU', 'CUDA', 'Meta'), K.max_unpool2d, (), 'new', None),
-    (_A._op_max_unpool3d, _max_unpool3d_default, ('CPU', 'CUDA', 'Meta'), K.max_unpool3d, (), 'new', None),
-    (_A._op_embedding_renorm_, _embedding_renorm__default, ('CPU', 'CUDA', 'Meta'), K.embedding_renorm_, (), 'mutating', None),
-    (_A._op_native_group_norm, _native_group_norm_default, ('CPU', 'CUDA', 'Meta'), K.native_group_norm, (), 'new', None),
-    (_A._op_view_as_real, _view_as_real_default, ('CPU', 'CUDA', 'Meta'), K.view_as_real, (), 'view', None),
-    (_A._op_view_as_complex, _view_as_complex_default, ('CPU', 'CUDA', 'Meta'), K.view_as_complex, (), 'view', None),
-    (_A._op_angle, _angle_default, ('CPU', 'CUDA', 'Meta'), K.angle, (), 'new', None),
-    (_A._op_angle_out, _angle_out, ('CPU', 'CUDA', 'Meta'), K.angle, (), 'out', None),
-    (_A._op_complex, _complex_default, ('CPU', 'CUDA', 'Meta'), K.complex, (), 'new', None),
-    (_A._op_complex_out, _complex_out, ('CPU', 'CUDA', 'Meta'), K.complex, (), 'out', None),
-    (_A._op_polar, _polar_default, ('CPU', 'CUDA', 'Meta'), K.polar, (), 'new', None),
-    (_A._op_polar_out, _polar_out, ('CPU', 'CUDA', 'Meta'), K.polar, (), 'out', None),
-    (_A._op__fft_r2c, __fft_r2c_default, ('CPU', 'CUDA', 'Meta'), K._fft_r2c, (), 'new', None),
-    (_A._op__fft_r2c_out, __fft_r2c_out, ('CPU', 'CUDA', 'Meta'), K._fft_r2c, (), 'out', None),
-    (_A._op__fft_c2r, __fft_c2r_default, ('CPU', 'CUDA', 'Meta'), K._fft_c2r, (), 'new', None),
-    (_A._op__fft_c2r_out, __fft_c2r_out, ('CPU', 'CUDA', 'Meta'), K._fft_c2r, (), 'out', None),
-    (_A._op__fft_c2c, __fft_c2c_default, ('CPU', 'CUDA', 'Meta'), K._fft_c2c, (), 'new', None),
-    (_A._op__fft_c2c_out, __fft_c2c_out, ('CPU', 'CUDA', 'Meta'), K._fft_c2c, (), 'out', None),
-    (_A._op_gcd, _gcd_default, ('CPU', 'CUDA', 'Meta'), K.gcd, (), 'new', None),
-    (_A._op_gcd_out, _gcd_out, ('CPU', 'CUDA', 'Meta'), K.gcd, (), 'out', None),
-    (_A._op_gcd_, _gcd__default, ('CPU', 'CUDA', 'Meta'), K.gcd, (), 'inplace', None),
-    (_A._op_lcm, _lcm_default, ('CPU', 'CUDA', 'Meta'), K.lcm, (), 'new', None),
-    (_A._op_lcm_out, _lcm_out, ('CPU', 'CUDA', 'Meta'), K.lcm, (), 'out', None),
-    (_A._op_lcm_, _lcm__default, ('CPU', 'CUDA', 'Meta'), K.lcm, (), 'inplace', None),
-    (_A._op_heaviside, _heaviside_default, ('CPU', 'CUDA', 'Meta'), K.heaviside, (), 'new', None),
-    (_A._op_heaviside_out, _heaviside_out, ('CPU', 'CUDA', 'Meta'), K.heaviside, (), 'out', None),
-    (_A._op_heaviside_, _heaviside__default, ('CPU', 'CUDA', 'Meta'), K.heaviside, (), 'inplace', None),
-    (_A._op_frexp_Tensor, _frexp_Tensor, ('CPU', 'CUDA', 'Meta'), K.frexp, (), 'new', _rt.frexp),
-    (_A._op_frexp_Tensor_out, _frexp_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.frexp, (), 'out', _rt.frexp),
-    (_A._op_ldexp_Tensor, _ldexp_Tensor, ('CPU', 'CUDA', 'Meta'), K.ldexp, (), 'new', None),
-    (_A._op_ldexp_out, _ldexp_out, ('CPU', 'CUDA', 'Meta'), K.ldexp, (), 'out', None),
-    (_A._op_ldexp_, _ldexp__default, ('CPU', 'CUDA', 'Meta'), K.ldexp, (), 'inplace', None),
-    (_A._op_select_scatter, _select_scatter_default, ('CPU', 'CUDA', 'Meta'), K.select_scatter, (), 'new', None),
-    (_A._op_slice_scatter, _slice_scatter_default, ('CPU', 'CUDA', 'Meta'), K.slice_scatter, (), 'new', None),
-    (_A._op_diagonal_scatter, _diagonal_scatter_default, ('CPU', 'CUDA', 'Meta'), K.diagonal_scatter, (), 'new', None),
-    (_A._op_fractional_max_pool2d, _fractional_max_pool2d_default, ('CPU', 'CUDA', 'Meta'), K.fractional_max_pool2d, (), 'new', None),
-    (_A._op_fractional_max_pool3d, _fractional_max_pool3d_default, ('CPU', 'CUDA', 'Meta'), K.fractional_max_pool3d, (), 'new', None),
-    (_A._op_cholesky_solve, _cholesky_solve_default, ('CPU', 'CUDA', 'Meta'), K.cholesky_solve, (), 'new', None),
-    (_A._op_cholesky_inverse, _cholesky_inverse_default, ('CPU', 'CUDA', 'Meta'), K.cholesky_inverse, (), 'new', None),
-    (_A._op_linalg_lu_factor_ex, _linalg_lu_factor_ex_default, ('CPU', 'CUDA', 'Meta'), K.linalg_lu_factor_ex, ('pivot', 'check_errors'), 'new', _rt.linalg_lu_factor_ex),
-    (_A._op_linalg_lu, _linalg_lu_default, ('CPU', 'CUDA', 'Meta'), K.linalg_lu, ('pivot',), 'new', _rt.linalg_lu),
-    (_A._op_lu_unpack, _lu_unpack_default, ('CPU', 'CUDA', 'Meta'), K.lu_unpack, (), 'new', _rt.lu_unpack),
-    (_A._op_linalg_lu_solve, _linalg_lu_solve_default, ('CPU', 'CUDA', 'Meta'), K.linalg_lu_solve, ('left', 'adjoint'), 'new', None),
-    (_A._op_linalg_inv_ex, _linalg_inv_ex_default, ('CPU', 'CUDA', 'Meta'), K.linalg_inv_ex, ('check_errors',), 'new', _rt.linalg_inv_ex),
-    (_A._op_linalg_cholesky_ex, _linalg_cholesky_ex_default, ('CPU', 'CUDA', 'Meta'), K.linalg_cholesky_ex, ('upper', 'check_errors'), 'new', _rt.linalg_cholesky_ex),
-    (_A._op_cholesky, _cholesky_default, ('CPU', 'CUDA', 'Meta'), K.cholesky, (), 'new', None),
-    (_A._op_linalg_matrix_exp, _linalg_matrix_exp_default, ('CPU', 'CUDA', 'Meta'), K.linalg_matrix_exp, (), 'new', None),
-    (_A._op_linalg_eig, _linalg_eig_default, ('CPU', 'CUDA', 'Meta'), K.linalg_eig, (), 'new', _rt.linalg_eig),
-    (_A._op_geqrf, _geqrf_default, ('CPU', 'CUDA'), K.geqrf, (), 'new', _rt.geqrf),
-    (_A._op_linalg_householder_product, _linalg_householder_product_default, ('CPU', 'CUDA', 'Meta'), K.linalg_householder_product, (), 'new', None),
-    (_A._op_ormqr, _ormqr_default, ('CPU', 'CUDA', 'Meta'), K.ormqr, (), 'new', None),
-    (_A._op_unfold_backward, _unfold_backward_default, ('CPU', 'CUDA', 'Meta'), K.unfold_backward, (), 'new', None),
-    (_A._op_special_chebyshev_polynomial_t, _special_chebyshev_polynomial_t_default, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'new', None),
-    (_A._op_special_chebyshev_polynomial_t_out, _special_chebyshev_polynomial_t_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'out', None),
-    (_A._op_special_chebyshev_polynomial_t_x_scalar, _special_chebyshev_polynomial_t_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'new', None),
-    (_A._op_special_chebyshev_polynomial_t_x_scalar_out, _special_chebyshev_polynomial_t_x_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'out', None),
-    (_A._op_special_chebyshev_polynomial_t_n_scalar, _special_chebyshev_polynomial_t_n_scalar, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'new', None),
-    (_A._op_special_chebyshev_polynomial_t_n_scalar_out, _special_chebyshev_polynomial_t_n_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'out', None),
-    (_A._op_special_chebyshev_polynomial_u, _special_chebyshev_polynomial_u_default, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_u, (), 'new', None),
-    (_A._op_special_chebyshev_polynomial_u_out, _special_chebyshev_polynomial_u_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_u, (), 'out', None),
-    (_A._op_special_chebyshev_polynomial_u_x_scalar, _special_chebyshev_polynomial_u_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_u, (), 'new', None),
-    (_A._op_special_chebyshev_polynomial_u_x_scalar_out, _special_chebyshev_polynomial_u_x_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_u, (), 'out', None),
-    (_A._op_special_chebyshev_polynomial_u_n_scalar, _special_chebyshev_polynomial_u_n_scalar, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_u, (), 'new', None),
-    (_A._op_special_chebyshev_polynomial_u_n_scalar_out, _special_chebyshev_polynomial_u_n_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_u, (), 'out', None),
-    (_A._op_special_chebyshev_polynomial_v, _special_chebyshev_polynomial_v_default, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_v, (), 'new', None),
-    (_A._op_special_chebyshev_polynomial_v_out, _special_chebyshev_polynomial_v_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_v, (), 'out', None),
-    (_A._op_special_chebyshev_polynomial_v_x_scalar, _special_chebyshev_polynomial_v_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_v, (), 'new', None),
-    (_A._op_special_chebyshev_polynomial_v_x_scalar_out, _special_chebyshev_polynomial_v_x_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_v, (), 'out', None),
-    (_A._op_special_chebyshev_polynomial_v_n_scalar, _special_chebyshev_polynomial_v_n_scalar, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_v, (), 'new', None),
-    (_A._op_special_chebyshev_polynomial_v_n_scalar_out, _special_chebyshev_polynomial_v_n_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_v, (), 'out', None),
-    (_A._op_special_chebyshev_polynomial_w, _special_chebyshev_polynomial_w_default, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_w, (), 'new', None),
-    (_A._op_special_chebyshev_polynomial_w_out, _special_chebyshev_polynomial_w_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_w, (), 'out', None),
-    (_A._op_special_chebyshev_polynomial_w_x_scalar, _special_chebyshev_polynomial_w_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_w, (), 'new', None),
-    (_A._op_special_chebyshev_polynomial_w_x_scalar_out, _special_chebyshev_polynomial_w_x_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_w, (), 'out', None),
-    (_A._op_special_chebyshev_polynomial_w_n_scalar, _special_chebyshev_polynomial_w_n_scalar, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_w, (), 'new', None),
-    (_A._op_special_chebyshev_polynomial_w_n_scalar_out, _special_chebyshev_polynomial_w_n_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_w, (), 'out', None),
-    (_A._op_special_shifted_chebyshev_polynomial_t, _special_shifted_chebyshev_polynomial_t_default, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_t, (), 'new', None),
-    (_A._op_special_shifted_chebyshev_polynomial_t_out, _special_shifted_chebyshev_polynomial_t_out, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_t, (), 'out', None),
-    (_A._op_special_shifted_chebyshev_polynomial_t_x_scalar, _special_shifted_chebyshev_polynomial_t_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_t, (), 'new', None),
-    (_A._op_special_shifted_chebyshev_polynomial_t_x_scalar_out, _special_shifted_chebyshev_polynomial_t_x_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_t, (), 'out', None),
-    (_A._op_special_shifted_chebyshev_polynomial_t_n_scalar, _special_shifted_chebyshev_polynomial_t_n_scalar, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_t, (), 'new', None),
-    (_A._op_special_shifted_chebyshev_polynomial_t_n_scalar_out, _special_shifted_chebyshev_polynomial_t_n_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_t, (), 'out', None),
-    (_A._op_special_shifted_chebyshev_polynomial_u, _special_shifted_chebyshev_polynomial_u_default, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_u, (), 'new', None),
-    (_A._op_special_shifted_chebyshev_polynomial_u_out, _special_shifted_chebyshev_polynomial_u_out, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_u, (), 'out', None),
-    (_A._op_special_shifted_chebyshev_polynomial_u_x_scalar, _special_shifted_chebyshev_polynomial_u_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_u, (), 'new', None),
-    (_A._op_special_shifted_chebyshev_polynomial_u_x_scalar_out, _special_shifted_chebyshev_polynomial_u_x_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_u, (), 'out', None),
-    (_A._op_special_shifted_chebyshev_polynomial_u_n_scalar, _special_shifted_chebyshev_polynomial_u_n_scalar, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_u, (), 'new', None),
-    (_A._op_special_shifted_chebyshev_polynomial_u_n_scalar_out, _special_shifted_chebyshev_polynomial_u_n_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_u, (), 'out', None),
-    (_A._op_special_shifted_chebyshev_polynomial_v, _special_shifted_chebyshev_polynomial_v_default, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_v, (), 'new', None),
-    (_A._op_special_shifted_chebyshev_polynomial_v_out, _special_shifted_chebyshev_polynomial_v_out, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_v, (), 'out', None),
-    (_A._op_special_shifted_chebyshev_polynomial_v_x_scalar, _special_shifted_chebyshev_polynomial_v_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_v, (), 'new', None),
-    (_A._op_special_shifted_chebyshev_polynomial_v_x_scalar_out, _special_shifted_chebyshev_polynomial_v_x_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_v, (), 'out', None),
-    (_A._op_special_shifted_chebyshev_polynomial_v_n_scalar, _special_shifted_chebyshev_polynomial_v_n_scalar, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_v, (), 'new', None),
-    (_A._op_special_shifted_chebyshev_polynomial_v_n_scalar_out, _special_shifted_chebyshev_polynomial_v_n_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_v, (), 'out', None),
-    (_A._op_special_shifted_chebyshev_polynomial_w, _special_shifted_chebyshev_polynomial_w_default, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_w, (), 'new', None),
-    (_A._op_special_shifted_chebyshev_polynomial_w_out, _special_shifted_chebyshev_polynomial_w_out, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_w, (), 'out', None),
-    (_A._op_special_shifted_chebyshev_polynomial_w_x_scalar, _special_shifted_chebyshev_polynomial_w_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_w, (), 'new', None),
-    (_A._op_special_shifted_chebyshev_polynomial_w_x_scalar_out, _special_shifted_chebyshev_polynomial_w_x_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_w, (), 'out', None),
-    (_A._op_special_shifted_chebyshev_polynomial_w_n_scalar, _special_shifted_chebyshev_polynomial_w_n_scalar, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_w, (), 'new', None),
-    (_A._op_special_shifted_chebyshev_polynomial_w_n_scalar_out, _special_shifted_chebyshev_polynomial_w_n_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_w, (), 'out', None),
-    (_A._op_special_hermite_polynomial_h, _special_hermite_polynomial_h_default, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_h, (), 'new', None),
-    (_A._op_special_hermite_polynomial_h_out, _special_hermite_polynomial_h_out, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_h, (), 'out', None),
-    (_A._op_special_hermite_polynomial_h_x_scalar, _special_hermite_polynomial_h_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_h, (), 'new', None),
-    (_A._op_special_hermite_polynomial_h_x_scalar_out, _special_hermite_polynomial_h_x_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_h, (), 'out', None),
-    (_A._op_special_hermite_polynomial_h_n_scalar, _special_hermite_polynomial_h_n_scalar, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_h, (), 'new', None),
-    (_A._op_special_hermite_polynomial_h_n_scalar_out, _special_hermite_polynomial_h_n_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_h, (), 'out', None),
-    (_A._op_special_hermite_polynomial_he, _special_hermite_polynomial_he_default, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_he, (), 'new', None),
-    (_A._op_special_hermite_polynomial_he_out, _special_hermite_polynomial_he_out, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_he, (), 'out', None),
-    (_A._op_special_hermite_polynomial_he_x_scalar, _special_hermite_polynomial_he_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_he, (), 'new', None),
-    (_A._op_special_hermite_polynomial_he_x_scalar_out, _special_hermite_polynomial_he_x_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_he, (), 'out', None),
-    (_A._op_special_hermite_polynomial_he_n_scalar, _special_hermite_polynomial_he_n_scalar, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_he, (), 'new', None),
-    (_A._op_special_hermite_polynomial_he_n_scalar_out, _special_hermite_polynomial_he_n_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_he, (), 'out', None),
-    (_A._op_special_laguerre_polynomial_l, _special_laguerre_polynomial_l_default, ('CPU', 'CUDA', 'Meta'), K.special_laguerre_polynomial_l, (), 'new', None),
-    (_A._op_special_laguerre_polynomial_l_out, _special_laguerre_polynomial_l_out, ('CPU', 'CUDA', 'Meta'), K.special_laguerre_polynomial_l, (), 'out', None),
-    (_A._op_special_laguerre_polynomial_l_x_scalar, _special_laguerre_polynomial_l_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_laguerre_polynomial_l, (), 'new', None),
-    (_A._op_special_laguerre_polynomial_l_x_scalar_out, _special_laguerre_polynomial_l_x_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_laguerre_polynomial_l, (), 'out', None),
-    (_A._op_special_laguerre_polynomial_l_n_scalar, _special_laguerre_polynomial_l_n_scalar, ('CPU', 'CUDA', 'Meta'), K.special_laguerre_polynomial_l, (), 'new', None),
-    (_A._op_special_laguerre_polynomial_l_n_scalar_out, _special_laguerre_polynomial_l_n_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_laguerre_polynomial_l, (), 'out', None),
-    (_A._op_special_legendre_polynomial_p, _special_legendre_polynomial_p_default, ('CPU', 'CUDA', 'Meta'), K.special_legendre_polynomial_p, (), 'new', None),
-    (_A._op_special_legendre_polynomial_p_out, _special_legendre_polynomial_p_out, ('CPU', 'CUDA', 'Meta'), K.special_legendre_polynomial_p, (), 'out', None),
-    (_A._op_special_legendre_polynomial_p_x_scalar, _special_legendre_polynomial_p_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_legendre_polynomial_p, (), 'new', None),
-    (_A._op_special_legendre_polynomial_p_x_scalar_out, _special_legendre_polynomial_p_x_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_legendre_polynomial_p, (), 'out', None),
-    (_A._op_special_legendre_polynomial_p_n_scalar, _special_legendre_polynomial_p_n_scalar, ('CPU', 'CUDA', 'Meta'), K.special_legendre_polynomial_p, (), 'new', None),
-    (_A._op_special_legendre_polynomial_p_n_scalar_out, _special_legendre_polynomial_p_n_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_legendre_polynomial_p, (), 'out', None),
-    (_A._op_special_erfcx, _special_erfcx_default, ('CPU', 'CUDA', 'Meta'), K.special_erfcx, (), 'new', None),
-    (_A._op_special_erfcx_out, _special_erfcx_out, ('CPU', 'CUDA', 'Meta'), K.special_erfcx, (), 'out', None),
-    (_A._op_special_log_ndtr, _special_log_ndtr_default, ('CPU', 'CUDA', 'Meta'), K.special_log_ndtr, (), 'new', None),
-    (_A._op_special_log_ndtr_out, _special_log_ndtr_out, ('CPU', 'CUDA', 'Meta'), K.special_log_ndtr, (), 'out', None),
-    (_A._op_special_ndtri, _special_ndtri_default, ('CPU', 'CUDA', 'Meta'), K.special_ndtri, (), 'new', None),
-    (_A._op_special_ndtri_out, _special_ndtri_out, ('CPU', 'CUDA', 'Meta'), K.special_ndtri, (), 'out', None),
-    (_A._op_special_zeta, _special_zeta_default, ('CPU', 'CUDA', 'Meta'), K.special_zeta, (), 'new', None),
-    (_A._op_special_zeta_out, _special_zeta_out, ('CPU', 'CUDA', 'Meta'), K.special_zeta, (), 'out', None),
-    (_A._op_special_zeta_self_scalar, _special_zeta_self_scalar, ('CPU', 'CUDA', 'Meta'), K.special_zeta, (), 'new', None),
-    (_A._op_special_zeta_self_scalar_out, _special_zeta_self_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_zeta, (), 'out', None),
-    (_A._op_special_zeta_other_scalar, _special_zeta_other_scalar, ('CPU', 'CUDA', 'Meta'), K.special_zeta, (), 'new', None),
-    (_A._op_special_zeta_other_scalar_out, _special_zeta_other_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_zeta, (), 'out', None),
-    (_A._op_special_airy_ai, _special_airy_ai_default, ('CPU', 'CUDA', 'Meta'), K.special_airy_ai, (), 'new', None),
-    (_A._op_special_airy_ai_out, _special_airy_ai_out, ('CPU', 'CUDA', 'Meta'), K.special_airy_ai, (), 'out', None),
-    (_A._op_special_bessel_j0, _special_bessel_j0_default, ('CPU', 'CUDA', 'Meta'), K.special_bessel_j0, (), 'new', None),
-    (_A._op_special_bessel_j0_out, _special_bessel_j0_out, ('CPU', 'CUDA', 'Meta'), K.special_bessel_j0, (), 'out', None),
-    (_A._op_special_bessel_j1, _special_bessel_j1_default, ('CPU', 'CUDA', 'Meta'), K.special_bessel_j1, (), 'new', None),
-    (_A._op_special_bessel_j1_out, _special_bessel_j1_out, ('CPU', 'CUDA', 'Meta'), K.special_bessel_j1, (), 'out', None),
-    (_A._op_special_bessel_y0, _special_bessel_y0_default, ('CPU', 'CUDA', 'Meta'), K.special_bessel_y0, (), 'new', None),
-    (_A._op_special_bessel_y0_out, _special_bessel_y0_out, ('CPU', 'CUDA', 'Meta'), K.special_bessel_y0, (), 'out', None),
-    (_A._op_special_bessel_y1, _special_bessel_y1_default, ('CPU', 'CUDA', 'Meta'), K.special_bessel_y1, (), 'new', None),
-    (_A._op_special_bessel_y1_out, _special_bessel_y1_out, ('CPU', 'CUDA', 'Meta'), K.special_bessel_y1, (), 'out', None),
-    (_A._op_special_modified_bessel_i0, _special_modified_bessel_i0_default, ('CPU', 'CUDA', 'Meta'), K.special_modified_bessel_i0, (), 'new', None),
-    (_A._op_special_modified_bessel_i0_out, _special_modified_bessel_i0_out, ('CPU', 'CUDA', 'Meta'), K.special_modified_bessel_i0, (), 'out', None),
-    (_A._op_special_modified_bessel_i1, _special_modified_bessel_i1_default, ('CPU', 'CUDA', 'Meta'), K.special_modified_bessel_i1, (), 'new', None),
-    (_A._op_special_modified_bessel_i1_out, _special_modified_bessel_i1_out, ('CPU', 'CUDA', 'Meta'), K.special_modified_bessel_i1, (), 'out', None),
-    (_A._op_special_modified_bessel_k0, _special_modified_bessel_k0_default, ('CPU', 'CUDA', 'Meta'), K.special_modified_bessel_k0, (), 'new', None),
-    (_A._op_special_modified_bessel_k0_out, _special_modified_bessel_k0_out, ('CPU', 'CUDA', 'Meta'), K.special_modified_bessel_k0, (), 'out', None),
-    (_A._op_special_modified_bessel_k1, _special_modified_bessel_k1_default, ('CPU', 'CUDA', 'Meta'), K.special_modified_bessel_k1, (), 'new', None),
-    (_A._op_special_modified_bessel_k1_out, _special_modified_bessel_k1_out, ('CPU', 'CUDA', 'Meta'), K.special_modified_bessel_k1, (), 'out', None),
-    (_A._op_special_scaled_modified_bessel_k0, _special_scaled_modified_bessel_k0_default, ('CPU', 'CUDA', 'Meta'), K.special_scaled_modified_bessel_k0, (), 'new', None),
-    (_A._op_special_scaled_modified_bessel_k0_out, _special_scaled_modified_bessel_k0_out, ('CPU', 'CUDA', 'Meta'), K.special_scaled_modified_bessel_k0, (), 'out', None),
-    (_A._op_special_scaled_modified_bessel_k1, _special_scaled_modified_bessel_k1_default, ('CPU', 'CUDA', 'Meta'), K.special_scaled_modified_bessel_k1, (), 'new', None),
-    (_A._op_special_scaled_modified_bessel_k1_out, _special_scaled_modified_bessel_k1_out, ('CPU', 'CUDA', 'Meta'), K.special_scaled_modified_bessel_k1, (), 'out', None),
-    (_A._op_special_spherical_bessel_j0, _special_spherical_bessel_j0_default, ('CPU', 'CUDA', 'Meta'), K.special_spherical_bessel_j0, (), 'new', None),
-    (_A._op_special_spherical_bessel_j0_out, _special_spherical_bessel_j0_out, ('CPU', 'CUDA', 'Meta'), K.special_spherical_bessel_j0, (), 'out', None),
-    (_A._op_special_entr, _special_entr_default, ('CPU', 'CUDA', 'Meta'), K.special_entr, (), 'new', None),
-    (_A._op_special_entr_out, _special_entr_out, ('CPU', 'CUDA', 'Meta'), K.special_entr, (), 'out', None),
-    (_A._op_special_ndtr_out, _special_ndtr_out, ('CPU', 'CUDA', 'Meta'), K.special_ndtr, (), 'out', None),
-    (_A._op_special_xlog1py, _special_xlog1py_default, ('CPU', 'CUDA', 'Meta'), K.special_xlog1py, (), 'new', None),
-    (_A._op_special_xlog1py_out, _special_xlog1py_out, ('CPU', 'CUDA', 'Meta'), K.special_xlog1py, (), 'out', None),
-    (_A._op_nanmedian, _nanmedian_default, ('CPU', 'CUDA', 'Meta'), K.nanmedian, (), 'new', None),
-    (_A._op_nanmedian_dim, _nanmedian_dim, ('CPU', 'CUDA', 'Meta'), K.nanmedian_dim, (), 'new', _rt.nanmedian),
-    (_A._op_unique_consecutive, _unique_consecutive_default, ('CPU', 'CUDA'), K.unique_consecutive, (), 'new', None),
-    (_A._op__histogramdd_bin_edges, __histogramdd_bin_edges_default, ('CPU', 'CUDA'), K._histogramdd_bin_edges, ('range', 'weight', 'density'), 'new', None),
-    (_A._op__histogramdd_from_bin_cts, __histogramdd_from_bin_cts_default, ('CPU', 'CUDA'), K._histogramdd_from_bin_cts, ('range', 'weight', 'density'), 'new', None),
-    (_A._op__histogramdd_from_bin_tensors, __histogramdd_from_bin_tensors_default, ('CPU', 'CUDA'), K._histogramdd_from_bin_tensors, ('weight', 'density'), 'new', None),
-    (_A._op_put, _put_default, ('CPU', 'CUDA', 'Meta'), K.put, (), 'new', None),
-    (_A._op_put_, _put__default, ('CPU', 'CUDA', 'Meta'), K.put, (), 'inplace', None),
-    (_A._op_index_reduce, _index_reduce_default, ('CPU', 'CUDA', 'Meta'), K.index_reduce, ('include_self',), 'new', None),
-    (_A._op_index_reduce_, _index_reduce__default, ('CPU', 'CUDA', 'Meta'), K.index_reduce, ('include_self',), 'inplace', None),
-    (_A._op_nonzero_static, _nonzero_static_default, ('CPU', 'CUDA', 'Meta'), K.nonzero_static, ('size', 'fill_value'), 'new', None),
-    (_A._op_as_strided_scatter, _as_strided_scatter_default, ('CPU', 'CUDA', 'Meta'), K.as_strided_scatter, (), 'new', None),
-    (_A._op_fill_Scalar, _fill_Scalar, ('CPU', 'CUDA', 'Meta'), K.fill_scalar, (), 'new', None),
-    (_A._op_fill_Tensor, _fill_Tensor, ('CPU', 'CUDA', 'Meta'), K.fill_tensor, (), 'new', None),
-    (_A._op_range_step, _range_step, ('CPU', 'CUDA', 'Meta'), K.range_inclusive, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_triangular_solve, _triangular_solve_default, ('CPU', 'CUDA', 'Meta'), K.triangular_solve, (), 'new', _rt.triangular_solve),
-    (_A._op_hash_tensor, _hash_tensor_default, ('CPU', 'CUDA', 'Meta'), K.hash_tensor, ('keepdim', 'mode'), 'new', None),
-    (_A._op_linalg_ldl_factor_ex, _linalg_ldl_factor_ex_default, ('CPU', 'CUDA', 'Meta'), K.linalg_ldl_factor_ex, ('hermitian', 'check_errors'), 'new', _rt.linalg_ldl_factor_ex),
-    (_A._op_linalg_ldl_solve, _linalg_ldl_solve_default, ('CPU', 'CUDA', 'Meta'), K.linalg_ldl_solve, ('hermitian',), 'new', None),
-    (_A._op__sobol_engine_draw, __sobol_engine_draw_default, ('CPU',), K._sobol_engine_draw, (), 'new', None),
-    (_A._op__sobol_engine_ff_, __sobol_engine_ff__default, ('CPU',), K._sobol_engine_ff_, (), 'mutating', None),
-    (_A._op__sobol_engine_scramble_, __sobol_engine_scramble__default, ('CPU',), K._sobol_engine_scramble_, (), 'mutating', None),
-    (_A._op__sobol_engine_initialize_state_, __sobol_engine_initialize_state__default, ('CPU',), K._sobol_engine_initialize_state_, (), 'mutating', None),
-    (_A._op_fake_quantize_per_tensor_affine_cachemask, _fake_quantize_per_tensor_affine_cachemask_default, ('CPU', 'CUDA', 'Meta'), K.fake_quantize_per_tensor_affine_cachemask, (), 'new', None),
-    (_A._op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams, __fake_quantize_per_tensor_affine_cachemask_tensor_qparams_default, ('CPU', 'CUDA', 'Meta'), K._fake_quantize_per_tensor_affine_cachemask_tensor_qparams, (), 'new', None),
-    (_A._op_fake_quantize_per_channel_affine_cachemask, _fake_quantize_per_channel_affine_cachemask_default, ('CPU', 'CUDA', 'Meta'), K.fake_quantize_per_channel_affine_cachemask, (), 'new', None),
+    (_A._op_abs, _w0, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'new', None),
+    (_A._op_abs_, _w1, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'inplace', None),
+    (_A._op_abs_out, _w2, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'out', None),
+    (_A._op__conj_physical, _w0, ('CPU', 'CUDA', 'Meta'), K.conj_physical, (), 'new', None),
+    (_A._op_conj_physical_, _w1, ('CPU', 'CUDA', 'Meta'), K.conj_physical, (), 'inplace', None),
+    (_A._op_conj_physical_out, _w2, ('CPU', 'CUDA', 'Meta'), K.conj_physical, (), 'out', None),
+    (_A._op_neg, _w0, ('CPU', 'CUDA', 'Meta'), K.neg, (), 'new', None),
+    (_A._op_neg_, _w1, ('CPU', 'CUDA', 'Meta'), K.neg, (), 'inplace', None),
+    (_A._op_neg_out, _w2, ('CPU', 'CUDA', 'Meta'), K.neg, (), 'out', None),
+    (_A._op_sign, _w0, ('CPU', 'CUDA', 'Meta'), K.sign, (), 'new', None),
+    (_A._op_sign_, _w1, ('CPU', 'CUDA', 'Meta'), K.sign, (), 'inplace', None),
+    (_A._op_sign_out, _w2, ('CPU', 'CUDA', 'Meta'), K.sign, (), 'out', None),
+    (_A._op_sgn, _w0, ('CPU', 'CUDA', 'Meta'), K.sgn, (), 'new', None),
+    (_A._op_sgn_, _w1, ('CPU', 'CUDA', 'Meta'), K.sgn, (), 'inplace', None),
+    (_A._op_sgn_out, _w2, ('CPU', 'CUDA', 'Meta'), K.sgn, (), 'out', None),
+    (_A._op_floor, _w0, ('CPU', 'CUDA', 'Meta'), K.floor, (), 'new', None),
+    (_A._op_floor_, _w1, ('CPU', 'CUDA', 'Meta'), K.floor, (), 'inplace', None),
+    (_A._op_floor_out, _w2, ('CPU', 'CUDA', 'Meta'), K.floor, (), 'out', None),
+    (_A._op_ceil, _w0, ('CPU', 'CUDA', 'Meta'), K.ceil, (), 'new', None),
+    (_A._op_ceil_, _w1, ('CPU', 'CUDA', 'Meta'), K.ceil, (), 'inplace', None),
+    (_A._op_ceil_out, _w2, ('CPU', 'CUDA', 'Meta'), K.ceil, (), 'out', None),
+    (_A._op_trunc, _w0, ('CPU', 'CUDA', 'Meta'), K.trunc, (), 'new', None),
+    (_A._op_trunc_, _w1, ('CPU', 'CUDA', 'Meta'), K.trunc, (), 'inplace', None),
+    (_A._op_trunc_out, _w2, ('CPU', 'CUDA', 'Meta'), K.trunc, (), 'out', None),
+    (_A._op_frac, _w0, ('CPU', 'CUDA', 'Meta'), K.frac, (), 'new', None),
+    (_A._op_frac_, _w1, ('CPU', 'CUDA', 'Meta'), K.frac, (), 'inplace', None),
+    (_A._op_frac_out, _w2, ('CPU', 'CUDA', 'Meta'), K.frac, (), 'out', None),
+    (_A._op_exp, _w0, ('CPU', 'CUDA', 'Meta'), K.exp, (), 'new', None),
+    (_A._op_exp_, _w1, ('CPU', 'CUDA', 'Meta'), K.exp, (), 'inplace', None),
+    (_A._op_exp_out, _w2, ('CPU', 'CUDA', 'Meta'), K.exp, (), 'out', None),
+    (_A._op_exp2, _w0, ('CPU', 'CUDA', 'Meta'), K.exp2, (), 'new', None),
+    (_A._op_exp2_, _w1, ('CPU', 'CUDA', 'Meta'), K.exp2, (), 'inplace', None),
+    (_A._op_exp2_out, _w2, ('CPU', 'CUDA', 'Meta'), K.exp2, (), 'out', None),
+    (_A._op_expm1, _w0, ('CPU', 'CUDA', 'Meta'), K.expm1, (), 'new', None),
+    (_A._op_expm1_, _w1, ('CPU', 'CUDA', 'Meta'), K.expm1, (), 'inplace', None),
+    (_A._op_expm1_out, _w2, ('CPU', 'CUDA', 'Meta'), K.expm1, (), 'out', None),
+    (_A._op_log, _w0, ('CPU', 'CUDA', 'Meta'), K.log, (), 'new', None),
+    (_A._op_log_, _w1, ('CPU', 'CUDA', 'Meta'), K.log, (), 'inplace', None),
+    (_A._op_log_out, _w2, ('CPU', 'CUDA', 'Meta'), K.log, (), 'out', None),
+    (_A._op_log2, _w0, ('CPU', 'CUDA', 'Meta'), K.log2, (), 'new', None),
+    (_A._op_log2_, _w1, ('CPU', 'CUDA', 'Meta'), K.log2, (), 'inplace', None),
+    (_A._op_log2_out, _w2, ('CPU', 'CUDA', 'Meta'), K.log2, (), 'out', None),
+    (_A._op_log10, _w0, ('CPU', 'CUDA', 'Meta'), K.log10, (), 'new', None),
+    (_A._op_log10_, _w1, ('CPU', 'CUDA', 'Meta'), K.log10, (), 'inplace', None),
+    (_A._op_log10_out, _w2, ('CPU', 'CUDA', 'Meta'), K.log10, (), 'out', None),
+    (_A._op_log1p, _w0, ('CPU', 'CUDA', 'Meta'), K.log1p, (), 'new', None),
+    (_A._op_log1p_, _w1, ('CPU', 'CUDA', 'Meta'), K.log1p, (), 'inplace', None),
+    (_A._op_log1p_out, _w2, ('CPU', 'CUDA', 'Meta'), K.log1p, (), 'out', None),
+    (_A._op_sqrt, _w0, ('CPU', 'CUDA', 'Meta'), K.sqrt, (), 'new', None),
+    (_A._op_sqrt_, _w1, ('CPU', 'CUDA', 'Meta'), K.sqrt, (), 'inplace', None),
+    (_A._op_sqrt_out, _w2, ('CPU', 'CUDA', 'Meta'), K.sqrt, (), 'out', None),
+    (_A._op_rsqrt, _w0, ('CPU', 'CUDA', 'Meta'), K.rsqrt, (), 'new', None),
+    (_A._op_rsqrt_, _w1, ('CPU', 'CUDA', 'Meta'), K.rsqrt, (), 'inplace', None),
+    (_A._op_rsqrt_out, _w2, ('CPU', 'CUDA', 'Meta'), K.rsqrt, (), 'out', None),
+    (_A._op_sin, _w0, ('CPU', 'CUDA', 'Meta'), K.sin, (), 'new', None),
+    (_A._op_sin_, _w1, ('CPU', 'CUDA', 'Meta'), K.sin, (), 'inplace', None),
+    (_A._op_sin_out, _w2, ('CPU', 'CUDA', 'Meta'), K.sin, (), 'out', None),
+    (_A._op_cos, _w0, ('CPU', 'CUDA', 'Meta'), K.cos, (), 'new', None),
+    (_A._op_cos_, _w1, ('CPU', 'CUDA', 'Meta'), K.cos, (), 'inplace', None),
+    (_A._op_cos_out, _w2, ('CPU', 'CUDA', 'Meta'), K.cos, (), 'out', None),
+    (_A._op_tan, _w0, ('CPU', 'CUDA', 'Meta'), K.tan, (), 'new', None),
+    (_A._op_tan_, _w1, ('CPU', 'CUDA', 'Meta'), K.tan, (), 'inplace', None),
+    (_A._op_tan_out, _w2, ('CPU', 'CUDA', 'Meta'), K.tan, (), 'out', None),
+    (_A._op_asin, _w0, ('CPU', 'CUDA', 'Meta'), K.asin, (), 'new', None),
+    (_A._op_asin_, _w1, ('CPU', 'CUDA', 'Meta'), K.asin, (), 'inplace', None),
+    (_A._op_asin_out, _w2, ('CPU', 'CUDA', 'Meta'), K.asin, (), 'out', None),
+    (_A._op_acos, _w0, ('CPU', 'CUDA', 'Meta'), K.acos, (), 'new', None),
+    (_A._op_acos_, _w1, ('CPU', 'CUDA', 'Meta'), K.acos, (), 'inplace', None),
+    (_A._op_acos_out, _w2, ('CPU', 'CUDA', 'Meta'), K.acos, (), 'out', None),
+    (_A._op_atan, _w0, ('CPU', 'CUDA', 'Meta'), K.atan, (), 'new', None),
+    (_A._op_atan_, _w1, ('CPU', 'CUDA', 'Meta'), K.atan, (), 'inplace', None),
+    (_A._op_atan_out, _w2, ('CPU', 'CUDA', 'Meta'), K.atan, (), 'out', None),
+    (_A._op_sinh, _w0, ('CPU', 'CUDA', 'Meta'), K.sinh, (), 'new', None),
+    (_A._op_sinh_, _w1, ('CPU', 'CUDA', 'Meta'), K.sinh, (), 'inplace', None),
+    (_A._op_sinh_out, _w2, ('CPU', 'CUDA', 'Meta'), K.sinh, (), 'out', None),
+    (_A._op_cosh, _w0, ('CPU', 'CUDA', 'Meta'), K.cosh, (), 'new', None),
+    (_A._op_cosh_, _w1, ('CPU', 'CUDA', 'Meta'), K.cosh, (), 'inplace', None),
+    (_A._op_cosh_out, _w2, ('CPU', 'CUDA', 'Meta'), K.cosh, (), 'out', None),
+    (_A._op_tanh, _w0, ('CPU', 'CUDA', 'Meta'), K.tanh, (), 'new', None),
+    (_A._op_tanh_, _w1, ('CPU', 'CUDA', 'Meta'), K.tanh, (), 'inplace', None),
+    (_A._op_tanh_out, _w2, ('CPU', 'CUDA', 'Meta'), K.tanh, (), 'out', None),
+    (_A._op_asinh, _w0, ('CPU', 'CUDA', 'Meta'), K.asinh, (), 'new', None),
+    (_A._op_asinh_, _w1, ('CPU', 'CUDA', 'Meta'), K.asinh, (), 'inplace', None),
+    (_A._op_asinh_out, _w2, ('CPU', 'CUDA', 'Meta'), K.asinh, (), 'out', None),
+    (_A._op_acosh, _w0, ('CPU', 'CUDA', 'Meta'), K.acosh, (), 'new', None),
+    (_A._op_acosh_, _w1, ('CPU', 'CUDA', 'Meta'), K.acosh, (), 'inplace', None),
+    (_A._op_acosh_out, _w2, ('CPU', 'CUDA', 'Meta'), K.acosh, (), 'out', None),
+    (_A._op_atanh, _w0, ('CPU', 'CUDA', 'Meta'), K.atanh, (), 'new', None),
+    (_A._op_atanh_, _w1, ('CPU', 'CUDA', 'Meta'), K.atanh, (), 'inplace', None),
+    (_A._op_atanh_out, _w2, ('CPU', 'CUDA', 'Meta'), K.atanh, (), 'out', None),
+    (_A._op_sigmoid, _w0, ('CPU', 'CUDA', 'Meta'), K.sigmoid, (), 'new', None),
+    (_A._op_sigmoid_, _w1, ('CPU', 'CUDA', 'Meta'), K.sigmoid, (), 'inplace', None),
+    (_A._op_sigmoid_out, _w2, ('CPU', 'CUDA', 'Meta'), K.sigmoid, (), 'out', None),
+    (_A._op_reciprocal, _w0, ('CPU', 'CUDA', 'Meta'), K.reciprocal, (), 'new', None),
+    (_A._op_reciprocal_, _w1, ('CPU', 'CUDA', 'Meta'), K.reciprocal, (), 'inplace', None),
+    (_A._op_reciprocal_out, _w2, ('CPU', 'CUDA', 'Meta'), K.reciprocal, (), 'out', None),
+    (_A._op_erf, _w0, ('CPU', 'CUDA', 'Meta'), K.erf, (), 'new', None),
+    (_A._op_erf_, _w1, ('CPU', 'CUDA', 'Meta'), K.erf, (), 'inplace', None),
+    (_A._op_erf_out, _w2, ('CPU', 'CUDA', 'Meta'), K.erf, (), 'out', None),
+    (_A._op_erfc, _w0, ('CPU', 'CUDA', 'Meta'), K.erfc, (), 'new', None),
+    (_A._op_erfc_, _w1, ('CPU', 'CUDA', 'Meta'), K.erfc, (), 'inplace', None),
+    (_A._op_erfc_out, _w2, ('CPU', 'CUDA', 'Meta'), K.erfc, (), 'out', None),
+    (_A._op_erfinv, _w0, ('CPU', 'CUDA', 'Meta'), K.erfinv, (), 'new', None),
+    (_A._op_erfinv_, _w1, ('CPU', 'CUDA', 'Meta'), K.erfinv, (), 'inplace', None),
+    (_A._op_erfinv_out, _w2, ('CPU', 'CUDA', 'Meta'), K.erfinv, (), 'out', None),
+    (_A._op_lgamma, _w0, ('CPU', 'CUDA', 'Meta'), K.lgamma, (), 'new', None),
+    (_A._op_lgamma_, _w1, ('CPU', 'CUDA', 'Meta'), K.lgamma, (), 'inplace', None),
+    (_A._op_lgamma_out, _w2, ('CPU', 'CUDA', 'Meta'), K.lgamma, (), 'out', None),
+    (_A._op_digamma, _w0, ('CPU', 'CUDA', 'Meta'), K.digamma, (), 'new', None),
+    (_A._op_digamma_, _w1, ('CPU', 'CUDA', 'Meta'), K.digamma, (), 'inplace', None),
+    (_A._op_digamma_out, _w2, ('CPU', 'CUDA', 'Meta'), K.digamma, (), 'out', None),
+    (_A._op_i0, _w0, ('CPU', 'CUDA', 'Meta'), K.i0, (), 'new', None),
+    (_A._op_i0_, _w1, ('CPU', 'CUDA', 'Meta'), K.i0, (), 'inplace', None),
+    (_A._op_i0_out, _w2, ('CPU', 'CUDA', 'Meta'), K.i0, (), 'out', None),
+    (_A._op_sinc, _w0, ('CPU', 'CUDA', 'Meta'), K.sinc, (), 'new', None),
+    (_A._op_sinc_, _w1, ('CPU', 'CUDA', 'Meta'), K.sinc, (), 'inplace', None),
+    (_A._op_sinc_out, _w2, ('CPU', 'CUDA', 'Meta'), K.sinc, (), 'out', None),
+    (_A._op_deg2rad, _w0, ('CPU', 'CUDA', 'Meta'), K.deg2rad, (), 'new', None),
+    (_A._op_deg2rad_, _w1, ('CPU', 'CUDA', 'Meta'), K.deg2rad, (), 'inplace', None),
+    (_A._op_deg2rad_out, _w2, ('CPU', 'CUDA', 'Meta'), K.deg2rad, (), 'out', None),
+    (_A._op_rad2deg, _w0, ('CPU', 'CUDA', 'Meta'), K.rad2deg, (), 'new', None),
+    (_A._op_rad2deg_, _w1, ('CPU', 'CUDA', 'Meta'), K.rad2deg, (), 'inplace', None),
+    (_A._op_rad2deg_out, _w2, ('CPU', 'CUDA', 'Meta'), K.rad2deg, (), 'out', None),
+    (_A._op_square_out, _w2, ('CPU', 'CUDA', 'Meta'), K.square, (), 'out', None),
+    (_A._op_bitwise_not, _w0, ('CPU', 'CUDA', 'Meta'), K.bitwise_not, (), 'new', None),
+    (_A._op_bitwise_not_, _w1, ('CPU', 'CUDA', 'Meta'), K.bitwise_not, (), 'inplace', None),
+    (_A._op_bitwise_not_out, _w2, ('CPU', 'CUDA', 'Meta'), K.bitwise_not, (), 'out', None),
+    (_A._op_logical_not, _w0, ('CPU', 'CUDA', 'Meta'), K.logical_not, (), 'new', None),
+    (_A._op_logical_not_, _w1, ('CPU', 'CUDA', 'Meta'), K.logical_not, (), 'inplace', None),
+    (_A._op_logical_not_out, _w2, ('CPU', 'CUDA', 'Meta'), K.logical_not, (), 'out', None),
+    (_A._op_relu, _w0, ('CPU', 'CUDA', 'Meta'), K.relu, (), 'new', None),
+    (_A._op_relu_, _w1, ('CPU', 'CUDA', 'Meta'), K.relu, (), 'inplace', None),
+    (_A._op_round, _w0, ('CPU', 'CUDA', 'Meta'), K.round, (), 'new', None),
+    (_A._op_round_decimals, _w3, ('CPU', 'CUDA', 'Meta'), K.round, ('decimals',), 'new', None),
+    (_A._op_round_, _w1, ('CPU', 'CUDA', 'Meta'), K.round, (), 'inplace', None),
+    (_A._op_round__decimals, _w4, ('CPU', 'CUDA', 'Meta'), K.round, ('decimals',), 'inplace', None),
+    (_A._op_round_out, _w2, ('CPU', 'CUDA', 'Meta'), K.round, (), 'out', None),
+    (_A._op_isnan, _w0, ('CPU', 'CUDA', 'Meta'), K.isnan, (), 'new', None),
+    (_A._op_isinf, _w0, ('CPU', 'CUDA', 'Meta'), K.isinf, (), 'new', None),
+    (_A._op_isposinf, _w0, ('CPU', 'CUDA', 'Meta'), K.isposinf, (), 'new', None),
+    (_A._op_isneginf, _w0, ('CPU', 'CUDA', 'Meta'), K.isneginf, (), 'new', None),
+    (_A._op_signbit, _w0, ('CPU', 'CUDA', 'Meta'), K.signbit, (), 'new', None),
+    (_A._op_nan_to_num, _w5, ('CPU', 'CUDA', 'Meta'), K.nan_to_num, (), 'new', None),
+    (_A._op_nan_to_num_, _w6, ('CPU', 'CUDA', 'Meta'), K.nan_to_num, (), 'inplace', None),
+    (_A._op_logit, _w7, ('CPU', 'CUDA', 'Meta'), K.logit, (), 'new', None),
+    (_A._op_polygamma, _w8, ('CPU', 'CUDA', 'Meta'), K.polygamma, (), 'new', None),
+    (_A._op_logit_, _w9, ('CPU', 'CUDA', 'Meta'), K.logit, (), 'inplace', None),
+    (_A._op_add_Tensor, _w10, ('CPU', 'CUDA', 'Meta'), K.add, ('alpha',), 'new', None),
+    (_A._op_add__Tensor, _w11, ('CPU', 'CUDA', 'Meta'), K.add, ('alpha',), 'inplace', None),
+    (_A._op_add_out, _w12, ('CPU', 'CUDA', 'Meta'), K.add, ('alpha',), 'out', None),
+    (_A._op_add_Scalar, _w13, ('CPU', 'CUDA', 'Meta'), K.add, (), 'new', None),
+    (_A._op_add__Scalar, _w14, ('CPU', 'CUDA', 'Meta'), K.add, (), 'inplace', None),
+    (_A._op_add_Scalar_out, _w15, ('CPU', 'CUDA', 'Meta'), K.add, (), 'out', None),
+    (_A._op_sub_Tensor, _w10, ('CPU', 'CUDA', 'Meta'), K.sub, ('alpha',), 'new', None),
+    (_A._op_sub__Tensor, _w11, ('CPU', 'CUDA', 'Meta'), K.sub, ('alpha',), 'inplace', None),
+    (_A._op_sub_out, _w12, ('CPU', 'CUDA', 'Meta'), K.sub, ('alpha',), 'out', None),
+    (_A._op_sub_Scalar, _w13, ('CPU', 'CUDA', 'Meta'), K.sub, (), 'new', None),
+    (_A._op_sub__Scalar, _w14, ('CPU', 'CUDA', 'Meta'), K.sub, (), 'inplace', None),
+    (_A._op_sub_Scalar_out, _w15, ('CPU', 'CUDA', 'Meta'), K.sub, (), 'out', None),
+    (_A._op_mul_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.mul, (), 'new', None),
+    (_A._op_mul__Tensor, _w17, ('CPU', 'CUDA', 'Meta'), K.mul, (), 'inplace', None),
+    (_A._op_mul_out, _w18, ('CPU', 'CUDA', 'Meta'), K.mul, (), 'out', None),
+    (_A._op_mul_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.mul, (), 'new', None),
+    (_A._op_mul__Scalar, _w9, ('CPU', 'CUDA', 'Meta'), K.mul, (), 'inplace', None),
+    (_A._op_mul_Scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.mul, (), 'out', None),
+    (_A._op_div_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.div, (), 'new', None),
+    (_A._op_div__Tensor, _w17, ('CPU', 'CUDA', 'Meta'), K.div, (), 'inplace', None),
+    (_A._op_div_out, _w18, ('CPU', 'CUDA', 'Meta'), K.div, (), 'out', None),
+    (_A._op_div_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.div, (), 'new', None),
+    (_A._op_div__Scalar, _w9, ('CPU', 'CUDA', 'Meta'), K.div, (), 'inplace', None),
+    (_A._op_div_Scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.div, (), 'out', None),
+    (_A._op_div_Tensor_mode, _w20, ('CPU', 'CUDA', 'Meta'), K.div, ('rounding_mode',), 'new', None),
+    (_A._op_div__Tensor_mode, _w21, ('CPU', 'CUDA', 'Meta'), K.div, ('rounding_mode',), 'inplace', None),
+    (_A._op_div_out_mode, _w22, ('CPU', 'CUDA', 'Meta'), K.div, ('rounding_mode',), 'out', None),
+    (_A._op_div_Scalar_mode, _w23, ('CPU', 'CUDA', 'Meta'), K.div, ('rounding_mode',), 'new', None),
+    (_A._op_div__Scalar_mode, _w24, ('CPU', 'CUDA', 'Meta'), K.div, ('rounding_mode',), 'inplace', None),
+    (_A._op_true_divide_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.true_divide, (), 'new', None),
+    (_A._op_true_divide__Tensor, _w17, ('CPU', 'CUDA', 'Meta'), K.true_divide, (), 'inplace', None),
+    (_A._op_true_divide_out, _w18, ('CPU', 'CUDA', 'Meta'), K.true_divide, (), 'out', None),
+    (_A._op_true_divide_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.true_divide, (), 'new', None),
+    (_A._op_true_divide__Scalar, _w9, ('CPU', 'CUDA', 'Meta'), K.true_divide, (), 'inplace', None),
+    (_A._op_true_divide_Scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.true_divide, (), 'out', None),
+    (_A._op_floor_divide, _w16, ('CPU', 'CUDA', 'Meta'), K.floor_divide, (), 'new', None),
+    (_A._op_floor_divide__Tensor, _w17, ('CPU', 'CUDA', 'Meta'), K.floor_divide, (), 'inplace', None),
+    (_A._op_floor_divide_out, _w18, ('CPU', 'CUDA', 'Meta'), K.floor_divide, (), 'out', None),
+    (_A._op_floor_divide_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.floor_divide, (), 'new', None),
+    (_A._op_floor_divide__Scalar, _w9, ('CPU', 'CUDA', 'Meta'), K.floor_divide, (), 'inplace', None),
+    (_A._op_floor_divide_Scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.floor_divide, (), 'out', None),
+    (_A._op_remainder_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.remainder, (), 'new', None),
+    (_A._op_remainder__Tensor, _w17, ('CPU', 'CUDA', 'Meta'), K.remainder, (), 'inplace', None),
+    (_A._op_remainder_Tensor_out, _w18, ('CPU', 'CUDA', 'Meta'), K.remainder, (), 'out', None),
+    (_A._op_remainder_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.remainder, (), 'new', None),
+    (_A._op_remainder__Scalar, _w9, ('CPU', 'CUDA', 'Meta'), K.remainder, (), 'inplace', None),
+    (_A._op_remainder_Scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.remainder, (), 'out', None),
+    (_A._op_remainder_Scalar_Tensor, _w8, ('CPU', 'CUDA', 'Meta'), K.remainder, (), 'new', None),
+    (_A._op_fmod_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.fmod, (), 'new', None),
+    (_A._op_fmod__Tensor, _w17, ('CPU', 'CUDA', 'Meta'), K.fmod, (), 'inplace', None),
+    (_A._op_fmod_Tensor_out, _w18, ('CPU', 'CUDA', 'Meta'), K.fmod, (), 'out', None),
+    (_A._op_fmod_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.fmod, (), 'new', None),
+    (_A._op_fmod__Scalar, _w9, ('CPU', 'CUDA', 'Meta'), K.fmod, (), 'inplace', None),
+    (_A._op_fmod_Scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.fmod, (), 'out', None),
+    (_A._op_rsub_Tensor, _w10, ('CPU', 'CUDA', 'Meta'), K.rsub, ('alpha',), 'new', None),
+    (_A._op_rsub_Scalar, _w13, ('CPU', 'CUDA', 'Meta'), K.rsub, (), 'new', None),
+    (_A._op_pow_Tensor_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.pow, (), 'new', None),
+    (_A._op_pow_Tensor_Tensor_out, _w18, ('CPU', 'CUDA', 'Meta'), K.pow, (), 'out', None),
+    (_A._op_pow_Scalar, _w8, ('CPU', 'CUDA', 'Meta'), K.pow, (), 'new', None),
+    (_A._op_pow_Scalar_out, _w25, ('CPU', 'CUDA', 'Meta'), K.pow, (), 'out', None),
+    (_A._op_pow_Tensor_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.pow, (), 'new', None),
+    (_A._op_pow_Tensor_Scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.pow, (), 'out', None),
+    (_A._op_pow__Scalar, _w9, ('CPU', 'CUDA', 'Meta'), K.pow, (), 'inplace', None),
+    (_A._op_pow__Tensor, _w17, ('CPU', 'CUDA', 'Meta'), K.pow, (), 'inplace', None),
+    (_A._op_atan2, _w16, ('CPU', 'CUDA', 'Meta'), K.atan2, (), 'new', None),
+    (_A._op_atan2_out, _w18, ('CPU', 'CUDA', 'Meta'), K.atan2, (), 'out', None),
+    (_A._op_atan2_, _w17, ('CPU', 'CUDA', 'Meta'), K.atan2, (), 'inplace', None),
+    (_A._op_hypot, _w16, ('CPU', 'CUDA', 'Meta'), K.hypot, (), 'new', None),
+    (_A._op_hypot_out, _w18, ('CPU', 'CUDA', 'Meta'), K.hypot, (), 'out', None),
+    (_A._op_hypot_, _w17, ('CPU', 'CUDA', 'Meta'), K.hypot, (), 'inplace', None),
+    (_A._op_logaddexp, _w16, ('CPU', 'CUDA', 'Meta'), K.logaddexp, (), 'new', None),
+    (_A._op_logaddexp_out, _w18, ('CPU', 'CUDA', 'Meta'), K.logaddexp, (), 'out', None),
+    (_A._op_logaddexp2, _w16, ('CPU', 'CUDA', 'Meta'), K.logaddexp2, (), 'new', None),
+    (_A._op_logaddexp2_out, _w18, ('CPU', 'CUDA', 'Meta'), K.logaddexp2, (), 'out', None),
+    (_A._op_copysign_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.copysign, (), 'new', None),
+    (_A._op_copysign_out, _w18, ('CPU', 'CUDA', 'Meta'), K.copysign, (), 'out', None),
+    (_A._op_copysign__Tensor, _w17, ('CPU', 'CUDA', 'Meta'), K.copysign, (), 'inplace', None),
+    (_A._op_nextafter, _w16, ('CPU', 'CUDA', 'Meta'), K.nextafter, (), 'new', None),
+    (_A._op_nextafter_out, _w18, ('CPU', 'CUDA', 'Meta'), K.nextafter, (), 'out', None),
+    (_A._op_nextafter_, _w17, ('CPU', 'CUDA', 'Meta'), K.nextafter, (), 'inplace', None),
+    (_A._op_maximum, _w16, ('CPU', 'CUDA', 'Meta'), K.maximum, (), 'new', None),
+    (_A._op_maximum_out, _w18, ('CPU', 'CUDA', 'Meta'), K.maximum, (), 'out', None),
+    (_A._op_minimum, _w16, ('CPU', 'CUDA', 'Meta'), K.minimum, (), 'new', None),
+    (_A._op_minimum_out, _w18, ('CPU', 'CUDA', 'Meta'), K.minimum, (), 'out', None),
+    (_A._op_fmax, _w16, ('CPU', 'CUDA', 'Meta'), K.fmax, (), 'new', None),
+    (_A._op_fmax_out, _w18, ('CPU', 'CUDA', 'Meta'), K.fmax, (), 'out', None),
+    (_A._op_fmin, _w16, ('CPU', 'CUDA', 'Meta'), K.fmin, (), 'new', None),
+    (_A._op_fmin_out, _w18, ('CPU', 'CUDA', 'Meta'), K.fmin, (), 'out', None),
+    (_A._op_igamma, _w16, ('CPU', 'CUDA', 'Meta'), K.igamma, (), 'new', None),
+    (_A._op_igamma_out, _w18, ('CPU', 'CUDA', 'Meta'), K.igamma, (), 'out', None),
+    (_A._op_igamma_, _w17, ('CPU', 'CUDA', 'Meta'), K.igamma, (), 'inplace', None),
+    (_A._op_igammac, _w16, ('CPU', 'CUDA', 'Meta'), K.igammac, (), 'new', None),
+    (_A._op_igammac_out, _w18, ('CPU', 'CUDA', 'Meta'), K.igammac, (), 'out', None),
+    (_A._op_igammac_, _w17, ('CPU', 'CUDA', 'Meta'), K.igammac, (), 'inplace', None),
+    (_A._op_xlogy_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.xlogy, (), 'new', None),
+    (_A._op_xlogy_OutTensor, _w18, ('CPU', 'CUDA', 'Meta'), K.xlogy, (), 'out', None),
+    (_A._op_xlogy__Tensor, _w17, ('CPU', 'CUDA', 'Meta'), K.xlogy, (), 'inplace', None),
+    (_A._op_xlogy_Scalar_Other, _w7, ('CPU', 'CUDA', 'Meta'), K.xlogy, (), 'new', None),
+    (_A._op_xlogy_Scalar_Self, _w8, ('CPU', 'CUDA', 'Meta'), K.xlogy, (), 'new', None),
+    (_A._op_copysign_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.copysign, (), 'new', None),
+    (_A._op_bitwise_and_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.bitwise_and, (), 'new', None),
+    (_A._op_bitwise_and__Tensor, _w17, ('CPU', 'CUDA', 'Meta'), K.bitwise_and, (), 'inplace', None),
+    (_A._op_bitwise_and_Tensor_out, _w18, ('CPU', 'CUDA', 'Meta'), K.bitwise_and, (), 'out', None),
+    (_A._op_bitwise_and_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.bitwise_and, (), 'new', None),
+    (_A._op_bitwise_and__Scalar, _w9, ('CPU', 'CUDA', 'Meta'), K.bitwise_and, (), 'inplace', None),
+    (_A._op_bitwise_and_Scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.bitwise_and, (), 'out', None),
+    (_A._op_bitwise_or_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.bitwise_or, (), 'new', None),
+    (_A._op_bitwise_or__Tensor, _w17, ('CPU', 'CUDA', 'Meta'), K.bitwise_or, (), 'inplace', None),
+    (_A._op_bitwise_or_Tensor_out, _w18, ('CPU', 'CUDA', 'Meta'), K.bitwise_or, (), 'out', None),
+    (_A._op_bitwise_or_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.bitwise_or, (), 'new', None),
+    (_A._op_bitwise_or__Scalar, _w9, ('CPU', 'CUDA', 'Meta'), K.bitwise_or, (), 'inplace', None),
+    (_A._op_bitwise_or_Scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.bitwise_or, (), 'out', None),
+    (_A._op_bitwise_xor_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.bitwise_xor, (), 'new', None),
+    (_A._op_bitwise_xor__Tensor, _w17, ('CPU', 'CUDA', 'Meta'), K.bitwise_xor, (), 'inplace', None),
+    (_A._op_bitwise_xor_Tensor_out, _w18, ('CPU', 'CUDA', 'Meta'), K.bitwise_xor, (), 'out', None),
+    (_A._op_bitwise_xor_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.bitwise_xor, (), 'new', None),
+    (_A._op_bitwise_xor__Scalar, _w9, ('CPU', 'CUDA', 'Meta'), K.bitwise_xor, (), 'inplace', None),
+    (_A._op_bitwise_xor_Scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.bitwise_xor, (), 'out', None),
+    (_A._op_bitwise_left_shift_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.bitwise_left_shift, (), 'new', None),
+    (_A._op_bitwise_left_shift__Tensor, _w17, ('CPU', 'CUDA', 'Meta'), K.bitwise_left_shift, (), 'inplace', None),
+    (_A._op_bitwise_left_shift_Tensor_out, _w18, ('CPU', 'CUDA', 'Meta'), K.bitwise_left_shift, (), 'out', None),
+    (_A._op_bitwise_left_shift_Tensor_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.bitwise_left_shift, (), 'new', None),
+    (_A._op_bitwise_left_shift__Tensor_Scalar, _w9, ('CPU', 'CUDA', 'Meta'), K.bitwise_left_shift, (), 'inplace', None),
+    (_A._op_bitwise_left_shift_Tensor_Scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.bitwise_left_shift, (), 'out', None),
+    (_A._op_bitwise_right_shift_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.bitwise_right_shift, (), 'new', None),
+    (_A._op_bitwise_right_shift__Tensor, _w17, ('CPU', 'CUDA', 'Meta'), K.bitwise_right_shift, (), 'inplace', None),
+    (_A._op_bitwise_right_shift_Tensor_out, _w18, ('CPU', 'CUDA', 'Meta'), K.bitwise_right_shift, (), 'out', None),
+    (_A._op_bitwise_right_shift_Tensor_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.bitwise_right_shift, (), 'new', None),
+    (_A._op_bitwise_right_shift__Tensor_Scalar, _w9, ('CPU', 'CUDA', 'Meta'), K.bitwise_right_shift, (), 'inplace', None),
+    (_A._op_bitwise_right_shift_Tensor_Scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.bitwise_right_shift, (), 'out', None),
+    (_A._op_logical_and, _w16, ('CPU', 'CUDA', 'Meta'), K.logical_and, (), 'new', None),
+    (_A._op_logical_and_, _w17, ('CPU', 'CUDA', 'Meta'), K.logical_and, (), 'inplace', None),
+    (_A._op_logical_and_out, _w18, ('CPU', 'CUDA', 'Meta'), K.logical_and, (), 'out', None),
+    (_A._op_logical_or, _w16, ('CPU', 'CUDA', 'Meta'), K.logical_or, (), 'new', None),
+    (_A._op_logical_or_, _w17, ('CPU', 'CUDA', 'Meta'), K.logical_or, (), 'inplace', None),
+    (_A._op_logical_or_out, _w18, ('CPU', 'CUDA', 'Meta'), K.logical_or, (), 'out', None),
+    (_A._op_logical_xor, _w16, ('CPU', 'CUDA', 'Meta'), K.logical_xor, (), 'new', None),
+    (_A._op_logical_xor_, _w17, ('CPU', 'CUDA', 'Meta'), K.logical_xor, (), 'inplace', None),
+    (_A._op_logical_xor_out, _w18, ('CPU', 'CUDA', 'Meta'), K.logical_xor, (), 'out', None),
+    (_A._op_eq_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.eq, (), 'new', None),
+    (_A._op_eq__Tensor, _w17, ('CPU', 'CUDA', 'Meta'), K.eq, (), 'inplace', None),
+    (_A._op_eq_Tensor_out, _w18, ('CPU', 'CUDA', 'Meta'), K.eq, (), 'out', None),
+    (_A._op_eq_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.eq, (), 'new', None),
+    (_A._op_eq__Scalar, _w9, ('CPU', 'CUDA', 'Meta'), K.eq, (), 'inplace', None),
+    (_A._op_eq_Scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.eq, (), 'out', None),
+    (_A._op_ne_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.ne, (), 'new', None),
+    (_A._op_ne__Tensor, _w17, ('CPU', 'CUDA', 'Meta'), K.ne, (), 'inplace', None),
+    (_A._op_ne_Tensor_out, _w18, ('CPU', 'CUDA', 'Meta'), K.ne, (), 'out', None),
+    (_A._op_ne_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.ne, (), 'new', None),
+    (_A._op_ne__Scalar, _w9, ('CPU', 'CUDA', 'Meta'), K.ne, (), 'inplace', None),
+    (_A._op_ne_Scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.ne, (), 'out', None),
+    (_A._op_lt_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.lt, (), 'new', None),
+    (_A._op_lt__Tensor, _w17, ('CPU', 'CUDA', 'Meta'), K.lt, (), 'inplace', None),
+    (_A._op_lt_Tensor_out, _w18, ('CPU', 'CUDA', 'Meta'), K.lt, (), 'out', None),
+    (_A._op_lt_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.lt, (), 'new', None),
+    (_A._op_lt__Scalar, _w9, ('CPU', 'CUDA', 'Meta'), K.lt, (), 'inplace', None),
+    (_A._op_lt_Scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.lt, (), 'out', None),
+    (_A._op_le_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.le, (), 'new', None),
+    (_A._op_le__Tensor, _w17, ('CPU', 'CUDA', 'Meta'), K.le, (), 'inplace', None),
+    (_A._op_le_Tensor_out, _w18, ('CPU', 'CUDA', 'Meta'), K.le, (), 'out', None),
+    (_A._op_le_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.le, (), 'new', None),
+    (_A._op_le__Scalar, _w9, ('CPU', 'CUDA', 'Meta'), K.le, (), 'inplace', None),
+    (_A._op_le_Scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.le, (), 'out', None),
+    (_A._op_gt_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.gt, (), 'new', None),
+    (_A._op_gt__Tensor, _w17, ('CPU', 'CUDA', 'Meta'), K.gt, (), 'inplace', None),
+    (_A._op_gt_Tensor_out, _w18, ('CPU', 'CUDA', 'Meta'), K.gt, (), 'out', None),
+    (_A._op_gt_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.gt, (), 'new', None),
+    (_A._op_gt__Scalar, _w9, ('CPU', 'CUDA', 'Meta'), K.gt, (), 'inplace', None),
+    (_A._op_gt_Scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.gt, (), 'out', None),
+    (_A._op_ge_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.ge, (), 'new', None),
+    (_A._op_ge__Tensor, _w17, ('CPU', 'CUDA', 'Meta'), K.ge, (), 'inplace', None),
+    (_A._op_ge_Tensor_out, _w18, ('CPU', 'CUDA', 'Meta'), K.ge, (), 'out', None),
+    (_A._op_ge_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.ge, (), 'new', None),
+    (_A._op_ge__Scalar, _w9, ('CPU', 'CUDA', 'Meta'), K.ge, (), 'inplace', None),
+    (_A._op_ge_Scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.ge, (), 'out', None),
+    (_A._op_greater_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.gt, (), 'new', None),
+    (_A._op_greater_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.gt, (), 'new', None),
+    (_A._op_greater_equal_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.ge, (), 'new', None),
+    (_A._op_greater_equal_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.ge, (), 'new', None),
+    (_A._op_less_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.lt, (), 'new', None),
+    (_A._op_less_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.lt, (), 'new', None),
+    (_A._op_less_equal_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.le, (), 'new', None),
+    (_A._op_less_equal_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.le, (), 'new', None),
+    (_A._op_not_equal_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.ne, (), 'new', None),
+    (_A._op_not_equal_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.ne, (), 'new', None),
+    (_A._op_where_self, _w26, ('CPU', 'CUDA', 'Meta'), K.where, (), 'new', None),
+    (_A._op_where_self_out, _w27, ('CPU', 'CUDA', 'Meta'), K.where, (), 'out', None),
+    (_A._op_where_Scalar, _w13, ('CPU', 'CUDA', 'Meta'), K.where, (), 'new', None),
+    (_A._op_clamp, _w13, ('CPU', 'CUDA', 'Meta'), K.clamp, (), 'new', None),
+    (_A._op_clamp_Tensor, _w28, ('CPU', 'CUDA', 'Meta'), K.clamp, (), 'new', None),
+    (_A._op_clamp_out, _w15, ('CPU', 'CUDA', 'Meta'), K.clamp, (), 'out', None),
+    (_A._op_clamp_Tensor_out, _w29, ('CPU', 'CUDA', 'Meta'), K.clamp, (), 'out', None),
+    (_A._op_clamp_, _w14, ('CPU', 'CUDA', 'Meta'), K.clamp, (), 'inplace', None),
+    (_A._op_clamp__Tensor, _w30, ('CPU', 'CUDA', 'Meta'), K.clamp, (), 'inplace', None),
+    (_A._op_clamp_min, _w7, ('CPU', 'CUDA', 'Meta'), K.clamp_min, (), 'new', None),
+    (_A._op_clamp_min_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.clamp_min, (), 'new', None),
+    (_A._op_clamp_min_, _w9, ('CPU', 'CUDA', 'Meta'), K.clamp_min, (), 'inplace', None),
+    (_A._op_clamp_min__Tensor, _w17, ('CPU', 'CUDA', 'Meta'), K.clamp_min, (), 'inplace', None),
+    (_A._op_clamp_max, _w7, ('CPU', 'CUDA', 'Meta'), K.clamp_max, (), 'new', None),
+    (_A._op_clamp_max_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.clamp_max, (), 'new', None),
+    (_A._op_clamp_max_, _w9, ('CPU', 'CUDA', 'Meta'), K.clamp_max, (), 'inplace', None),
+    (_A._op_clamp_max__Tensor, _w17, ('CPU', 'CUDA', 'Meta'), K.clamp_max, (), 'inplace', None),
+    (_A._op_lerp_Scalar, _w31, ('CPU', 'CUDA', 'Meta'), K.lerp, (), 'new', None),
+    (_A._op_lerp_Tensor, _w26, ('CPU', 'CUDA', 'Meta'), K.lerp, (), 'new', None),
+    (_A._op_lerp__Scalar, _w32, ('CPU', 'CUDA', 'Meta'), K.lerp, (), 'inplace', None),
+    (_A._op_lerp__Tensor, _w33, ('CPU', 'CUDA', 'Meta'), K.lerp, (), 'inplace', None),
+    (_A._op_lerp_Scalar_out, _w34, ('CPU', 'CUDA', 'Meta'), K.lerp, (), 'out', None),
+    (_A._op_addcmul, _w35, ('CPU', 'CUDA', 'Meta'), K.addcmul, ('value',), 'new', None),
+    (_A._op_addcmul_, _w36, ('CPU', 'CUDA', 'Meta'), K.addcmul, ('value',), 'inplace', None),
+    (_A._op_addcmul_out, _w37, ('CPU', 'CUDA', 'Meta'), K.addcmul, ('value',), 'out', None),
+    (_A._op_addcdiv, _w35, ('CPU', 'CUDA', 'Meta'), K.addcdiv, ('value',), 'new', None),
+    (_A._op_addcdiv_, _w36, ('CPU', 'CUDA', 'Meta'), K.addcdiv, ('value',), 'inplace', None),
+    (_A._op_addcdiv_out, _w37, ('CPU', 'CUDA', 'Meta'), K.addcdiv, ('value',), 'out', None),
+    (_A._op_sum, _w38, ('CPU', 'CUDA', 'Meta'), K.sum, ('dtype',), 'new', None),
+    (_A._op_nansum, _w39, ('CPU', 'CUDA', 'Meta'), K.nansum, ('dtype',), 'new', None),
+    (_A._op_prod, _w38, ('CPU', 'CUDA', 'Meta'), K.prod, ('dtype',), 'new', None),
+    (_A._op_sum_dim_IntList, _w39, ('CPU', 'CUDA', 'Meta'), K.sum, ('dtype',), 'new', None),
+    (_A._op_sum_IntList_out, _w40, ('CPU', 'CUDA', 'Meta'), K.sum, ('dtype',), 'out', None),
+    (_A._op_prod_dim_int, _w39, ('CPU', 'CUDA', 'Meta'), K.prod, ('dtype',), 'new', None),
+    (_A._op_mean, _w38, ('CPU', 'CUDA', 'Meta'), K.mean, ('dtype',), 'new', None),
+    (_A._op_mean_dim, _w39, ('CPU', 'CUDA', 'Meta'), K.mean, ('dtype',), 'new', None),
+    (_A._op_mean_out, _w40, ('CPU', 'CUDA', 'Meta'), K.mean, ('dtype',), 'out', None),
+    (_A._op_mean_dtype_out, _w41, ('CPU', 'CUDA', 'Meta'), K.mean, ('dtype',), 'out', None),
+    (_A._op_var_correction, _w42, ('CPU', 'CUDA', 'Meta'), K.var, ('correction', 'keepdim'), 'new', None),
+    (_A._op_std_correction, _w42, ('CPU', 'CUDA', 'Meta'), K.std, ('correction', 'keepdim'), 'new', None),
+    (_A._op_var_mean_correction, _w43, ('CPU', 'CUDA', 'Meta'), K.var_mean, ('correction', 'keepdim'), 'new', None),
+    (_A._op_std_mean_correction, _w43, ('CPU', 'CUDA', 'Meta'), K.std_mean, ('correction', 'keepdim'), 'new', None),
+    (_A._op_max, _w0, ('CPU', 'CUDA', 'Meta'), K.max, (), 'new', None),
+    (_A._op_max_dim, _w44, ('CPU', 'CUDA', 'Meta'), K.max_dim, (), 'new', _rt.max),
+    (_A._op_min, _w0, ('CPU', 'CUDA', 'Meta'), K.min, (), 'new', None),
+    (_A._op_min_dim, _w44, ('CPU', 'CUDA', 'Meta'), K.min_dim, (), 'new', _rt.min),
+    (_A._op_amax, _w13, ('CPU', 'CUDA', 'Meta'), K.amax, (), 'new', None),
+    (_A._op_amax_out, _w15, ('CPU', 'CUDA', 'Meta'), K.amax, (), 'out', None),
+    (_A._op_amin, _w13, ('CPU', 'CUDA', 'Meta'), K.amin, (), 'new', None),
+    (_A._op_amin_out, _w15, ('CPU', 'CUDA', 'Meta'), K.amin, (), 'out', None),
+    (_A._op_aminmax, _w45, ('CPU', 'CUDA', 'Meta'), K.aminmax, ('dim', 'keepdim'), 'new', _rt.aminmax),
+    (_A._op_argmax, _w13, ('CPU', 'CUDA', 'Meta'), K.argmax, (), 'new', None),
+    (_A._op_argmin, _w13, ('CPU', 'CUDA', 'Meta'), K.argmin, (), 'new', None),
+    (_A._op_logsumexp, _w13, ('CPU', 'CUDA', 'Meta'), K.logsumexp, (), 'new', None),
+    (_A._op_all, _w0, ('CPU', 'CUDA', 'Meta'), K.all, (), 'new', None),
+    (_A._op_all_dim, _w13, ('CPU', 'CUDA', 'Meta'), K.all, (), 'new', None),
+    (_A._op_all_dims, _w13, ('CPU', 'CUDA', 'Meta'), K.all, (), 'new', None),
+    (_A._op_any, _w0, ('CPU', 'CUDA', 'Meta'), K.any, (), 'new', None),
+    (_A._op_any_dim, _w13, ('CPU', 'CUDA', 'Meta'), K.any, (), 'new', None),
+    (_A._op_any_dims, _w13, ('CPU', 'CUDA', 'Meta'), K.any, (), 'new', None),
+    (_A._op_count_nonzero_dim_IntList, _w7, ('CPU', 'CUDA', 'Meta'), K.count_nonzero, (), 'new', None),
+    (_A._op_count_nonzero, _w7, ('CPU', 'CUDA', 'Meta'), K.count_nonzero, (), 'new', None),
+    (_A._op_cumsum, _w46, ('CPU', 'CUDA', 'Meta'), K.cumsum, ('dtype',), 'new', None),
+    (_A._op_cumsum_, _w47, ('CPU', 'CUDA', 'Meta'), K.cumsum, ('dtype',), 'inplace', None),
+    (_A._op_cumsum_out, _w48, ('CPU', 'CUDA', 'Meta'), K.cumsum, ('dtype',), 'out', None),
+    (_A._op_cumprod, _w46, ('CPU', 'CUDA', 'Meta'), K.cumprod, ('dtype',), 'new', None),
+    (_A._op_cumprod_, _w47, ('CPU', 'CUDA', 'Meta'), K.cumprod, ('dtype',), 'inplace', None),
+    (_A._op_cumprod_out, _w48, ('CPU', 'CUDA', 'Meta'), K.cumprod, ('dtype',), 'out', None),
+    (_A._op_logcumsumexp, _w7, ('CPU', 'CUDA', 'Meta'), K.logcumsumexp, (), 'new', None),
+    (_A._op_cummax, _w49, ('CPU', 'CUDA', 'Meta'), K.cummax, (), 'new', _rt.cummax),
+    (_A._op_cummin, _w49, ('CPU', 'CUDA', 'Meta'), K.cummin, (), 'new', _rt.cummin),
+    (_A._op_sort, _w44, ('CPU', 'CUDA', 'Meta'), K.sort_default, (), 'new', _rt.sort),
+    (_A._op_sort_stable, _w50, ('CPU', 'CUDA', 'Meta'), K.sort, ('stable', 'dim', 'descending'), 'new', _rt.sort),
+    (_A._op_topk, _w51, ('CPU', 'CUDA', 'Meta'), K.topk, (), 'new', _rt.topk),
+    (_A._op_kthvalue, _w52, ('CPU', 'CUDA', 'Meta'), K.kthvalue, (), 'new', _rt.kthvalue),
+    (_A._op_median, _w0, ('CPU', 'CUDA', 'Meta'), K.median, (), 'new', None),
+    (_A._op_median_dim, _w44, ('CPU', 'CUDA', 'Meta'), K.median_dim, (), 'new', _rt.median),
+    (_A._op_mode, _w44, ('CPU', 'CUDA', 'Meta'), K.mode, (), 'new', _rt.mode),
+    (_A._op__unique2, _w53, ('CPU', 'CUDA'), K.unique, (), 'new', None),
+    (_A._op_unique_dim, _w54, ('CPU', 'CUDA'), K.unique_dim, (), 'new', None),
+    (_A._op_bincount, _w55, ('CPU', 'CUDA'), K.bincount, (), 'new', None),
+    (_A._op_histc, _w5, ('CPU', 'CUDA', 'Meta'), K.histc, (), 'new', None),
+    (_A._op_histogram_bins_tensor, _w56, ('CPU', 'CUDA', 'Meta'), K.histogram_bins_tensor, ('weight', 'density'), 'new', _rt.histogram),
+    (_A._op_histogram_bin_ct, _w57, ('CPU', 'CUDA', 'Meta'), K.histogram_bin_ct, ('range', 'weight', 'density'), 'new', _rt.histogram),
+    (_A._op_view, _w58, ('CPU', 'CUDA', 'Meta'), K.view, (), 'view', None),
+    (_A._op_view_dtype, _w58, ('CPU', 'CUDA', 'Meta'), K.view_dtype, (), 'view', None),
+    (_A._op__unsafe_view, _w7, ('CPU', 'CUDA', 'Meta'), K._unsafe_view, (), 'new', None),
+    (_A._op__reshape_alias, _w59, ('CPU', 'CUDA', 'Meta'), K._reshape_alias, (), 'view', None),
+    (_A._op_as_strided, _w60, ('CPU', 'CUDA', 'Meta'), K.as_strided, (), 'view', None),
+    (_A._op_alias, _w61, ('CPU', 'CUDA', 'Meta'), K.alias, (), 'view', None),
+    (_A._op_detach, _w61, ('CPU', 'CUDA', 'Meta'), K.alias, (), 'view', None),
+    (_A._op_t, _w61, ('CPU', 'CUDA', 'Meta'), K.t, (), 'view', None),
+    (_A._op_transpose_int, _w59, ('CPU', 'CUDA', 'Meta'), K.transpose, (), 'view', None),
+    (_A._op_permute, _w58, ('CPU', 'CUDA', 'Meta'), K.permute, (), 'view', None),
+    (_A._op_expand, _w62, ('CPU', 'CUDA', 'Meta'), K.expand, ('implicit',), 'view', None),
+    (_A._op_squeeze, _w61, ('CPU', 'CUDA', 'Meta'), K.squeeze, (), 'view', None),
+    (_A._op_squeeze_dim, _w58, ('CPU', 'CUDA', 'Meta'), K.squeeze, (), 'view', None),
+    (_A._op_squeeze_dims, _w58, ('CPU', 'CUDA', 'Meta'), K.squeeze, (), 'view', None),
+    (_A._op_unsqueeze, _w58, ('CPU', 'CUDA', 'Meta'), K.unsqueeze, (), 'view', None),
+    (_A._op_select_int, _w59, ('CPU', 'CUDA', 'Meta'), K.select, (), 'view', None),
+    (_A._op_slice_Tensor, _w63, ('CPU', 'CUDA', 'Meta'), K.slice, (), 'view', None),
+    (_A._op_unbind_int, _w64, ('CPU', 'CUDA', 'Meta'), K.unbind, (), 'view', None),
+    (_A._op_split_Tensor, _w65, ('CPU', 'CUDA', 'Meta'), K.split, (), 'view', None),
+    (_A._op_split_with_sizes, _w65, ('CPU', 'CUDA', 'Meta'), K.split_with_sizes, (), 'view', None),
+    (_A._op_unfold, _w60, ('CPU', 'CUDA', 'Meta'), K.unfold, (), 'view', None),
+    (_A._op_diagonal, _w60, ('CPU', 'CUDA', 'Meta'), K.diagonal, (), 'view', None),
+    (_A._op_empty_memory_format, _w66, ('CPU', 'CUDA', 'Meta'), K.empty, ('dtype', 'layout', 'device', 'pin_memory', 'memory_format'), 'new', None),
+    (_A._op_empty_strided, _w67, ('CPU', 'CUDA', 'Meta'), K.empty_strided, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_zeros, _w68, ('CPU', 'CUDA', 'Meta'), K.zeros, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_zeros_out, _w69, ('CPU', 'CUDA', 'Meta'), K.zeros, (), 'out', None),
+    (_A._op_ones, _w68, ('CPU', 'CUDA', 'Meta'), K.ones, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_ones_out, _w69, ('CPU', 'CUDA', 'Meta'), K.ones, (), 'out', None),
+    (_A._op_full, _w67, ('CPU', 'CUDA', 'Meta'), K.full, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_scalar_tensor, _w68, ('CPU', 'CUDA', 'Meta'), K.scalar_tensor, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_arange_start_step, _w70, ('CPU', 'CUDA', 'Meta'), K.arange, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_linspace, _w70, ('CPU', 'CUDA', 'Meta'), K.linspace, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_logspace, _w71, ('CPU', 'CUDA', 'Meta'), K.logspace, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_eye, _w68, ('CPU', 'CUDA', 'Meta'), K.eye, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_eye_m, _w67, ('CPU', 'CUDA', 'Meta'), K.eye, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_tril_indices, _w70, ('CPU', 'CUDA', 'Meta'), K.tril_indices, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_triu_indices, _w70, ('CPU', 'CUDA', 'Meta'), K.triu_indices, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_rand, _w72, ('CPU', 'CUDA', 'Meta'), K.rand, ('generator', 'dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_randn, _w72, ('CPU', 'CUDA', 'Meta'), K.randn, ('generator', 'dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_randint_low, _w73, ('CPU', 'CUDA', 'Meta'), K.randint, ('generator', 'dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_randperm, _w72, ('CPU', 'CUDA', 'Meta'), K.randperm, ('generator', 'dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_uniform_, _w74, ('CPU', 'CUDA', 'Meta'), K.uniform_, ('generator',), 'mutating', None),
+    (_A._op_normal_, _w74, ('CPU', 'CUDA', 'Meta'), K.normal_, ('generator',), 'mutating', None),
+    (_A._op_exponential_, _w75, ('CPU', 'CUDA', 'Meta'), K.exponential_, ('generator',), 'mutating', None),
+    (_A._op_cauchy_, _w74, ('CPU', 'CUDA', 'Meta'), K.cauchy_, ('generator',), 'mutating', None),
+    (_A._op_log_normal_, _w74, ('CPU', 'CUDA', 'Meta'), K.log_normal_, ('generator',), 'mutating', None),
+    (_A._op_geometric_, _w75, ('CPU', 'CUDA', 'Meta'), K.geometric_, ('generator',), 'mutating', None),
+    (_A._op_poisson, _w7, ('CPU', 'CUDA', 'Meta'), K.poisson, (), 'new', None),
+    (_A._op_binomial, _w31, ('CPU', 'CUDA', 'Meta'), K.binomial, (), 'new', None),
+    (_A._op__standard_gamma, _w7, ('CPU', 'CUDA', 'Meta'), K._standard_gamma, (), 'new', None),
+    (_A._op__standard_gamma_grad, _w16, ('CPU', 'CUDA'), K._standard_gamma_grad, (), 'new', None),
+    (_A._op__sample_dirichlet, _w7, ('CPU', 'CUDA', 'Meta'), K._sample_dirichlet, (), 'new', None),
+    (_A._op__dirichlet_grad, _w26, ('CPU', 'CUDA'), K._dirichlet_grad, (), 'new', None),
+    (_A._op_random__from, _w74, ('CPU', 'CUDA', 'Meta'), K.random_, ('generator',), 'mutating', None),
+    (_A._op_normal_Tensor_Tensor, _w76, ('CPU', 'CUDA', 'Meta'), K.normal_tensor_tensor, ('generator',), 'new', None),
+    (_A._op_normal_float_float, _w73, ('CPU', 'CUDA', 'Meta'), K.normal_float_float, ('generator', 'dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_bernoulli, _w77, ('CPU', 'CUDA', 'Meta'), K.bernoulli, ('generator',), 'new', None),
+    (_A._op_bernoulli__float, _w78, ('CPU', 'CUDA', 'Meta'), K.bernoulli_p, ('generator',), 'inplace', None),
+    (_A._op_bernoulli_p, _w79, ('CPU', 'CUDA', 'Meta'), K.bernoulli_p, ('generator',), 'new', None),
+    (_A._op_multinomial, _w80, ('CPU', 'CUDA', 'Meta'), K.multinomial, ('generator',), 'new', None),
+    (_A._op_clone, _w81, ('CPU', 'CUDA', 'Meta'), K.clone, ('memory_format',), 'new', None),
+    (_A._op__contiguous_copy, _w0, ('CPU', 'CUDA', 'Meta'), K.contiguous_copy, (), 'new', None),
+    (_A._op_copy_, _w82, ('CPU', 'CUDA', 'Meta'), K.copy_, (), 'mutating', None),
+    (_A._op_fill__Scalar, _w83, ('CPU', 'CUDA', 'Meta'), K.fill_, (), 'mutating', None),
+    (_A._op_fill__Tensor, _w84, ('CPU', 'CUDA', 'Meta'), K.fill_, (), 'mutating', None),
+    (_A._op_zero_, _w85, ('CPU', 'CUDA', 'Meta'), K.zero_, (), 'mutating', None),
+    (_A._op_masked_fill_Scalar, _w31, ('CPU', 'CUDA', 'Meta'), K.masked_fill, (), 'new', None),
+    (_A._op_masked_fill_Tensor, _w26, ('CPU', 'CUDA', 'Meta'), K.masked_fill, (), 'new', None),
+    (_A._op_masked_fill__Scalar, _w32, ('CPU', 'CUDA', 'Meta'), K.masked_fill, (), 'inplace', None),
+    (_A._op_masked_fill__Tensor, _w33, ('CPU', 'CUDA', 'Meta'), K.masked_fill, (), 'inplace', None),
+    (_A._op_index_Tensor, _w86, ('CPU', 'CUDA', 'Meta'), K.index, (), 'new', None),
+    (_A._op_index_put, _w87, ('CPU', 'CUDA', 'Meta'), K.index_put, (), 'new', None),
+    (_A._op_index_put_, _w88, ('CPU', 'CUDA', 'Meta'), K.index_put, (), 'inplace', None),
+    (_A._op_index_select, _w89, ('CPU', 'CUDA', 'Meta'), K.index_select, (), 'new', None),
+    (_A._op_index_select_out, _w90, ('CPU', 'CUDA', 'Meta'), K.index_select, (), 'out', None),
+    (_A._op_gather, _w91, ('CPU', 'CUDA', 'Meta'), K.gather, ('sparse_grad',), 'new', None),
+    (_A._op_gather_out, _w92, ('CPU', 'CUDA', 'Meta'), K.gather, ('sparse_grad',), 'out', None),
+    (_A._op_scatter_src, _w93, ('CPU', 'CUDA', 'Meta'), K.scatter, (), 'new', None),
+    (_A._op_scatter_value, _w94, ('CPU', 'CUDA', 'Meta'), K.scatter_value, (), 'new', None),
+    (_A._op_scatter_reduce, _w95, ('CPU', 'CUDA', 'Meta'), K.scatter_reduce_legacy, ('reduce',), 'new', None),
+    (_A._op_scatter__src, _w96, ('CPU', 'CUDA', 'Meta'), K.scatter, (), 'inplace', None),
+    (_A._op_scatter__value, _w97, ('CPU', 'CUDA', 'Meta'), K.scatter_value, (), 'inplace', None),
+    (_A._op_scatter__reduce, _w98, ('CPU', 'CUDA', 'Meta'), K.scatter_reduce_legacy, ('reduce',), 'inplace', None),
+    (_A._op_scatter_add, _w93, ('CPU', 'CUDA', 'Meta'), K.scatter_add, (), 'new', None),
+    (_A._op_scatter_add_, _w96, ('CPU', 'CUDA', 'Meta'), K.scatter_add, (), 'inplace', None),
+    (_A._op_scatter_reduce_two, _w99, ('CPU', 'CUDA', 'Meta'), K.scatter_reduce, ('include_self',), 'new', None),
+    (_A._op_scatter_reduce__two, _w100, ('CPU', 'CUDA', 'Meta'), K.scatter_reduce, ('include_self',), 'inplace', None),
+    (_A._op_index_add, _w101, ('CPU', 'CUDA', 'Meta'), K.index_add, ('alpha',), 'new', None),
+    (_A._op_index_add_, _w102, ('CPU', 'CUDA', 'Meta'), K.index_add, ('alpha',), 'inplace', None),
+    (_A._op_index_copy, _w93, ('CPU', 'CUDA', 'Meta'), K.index_copy, (), 'new', None),
+    (_A._op_index_copy_, _w96, ('CPU', 'CUDA', 'Meta'), K.index_copy, (), 'inplace', None),
+    (_A._op_index_fill_int_Scalar, _w94, ('CPU', 'CUDA', 'Meta'), K.index_fill, (), 'new', None),
+    (_A._op_index_fill__int_Scalar, _w97, ('CPU', 'CUDA', 'Meta'), K.index_fill, (), 'inplace', None),
+    (_A._op_index_fill_int_Tensor, _w93, ('CPU', 'CUDA', 'Meta'), K.index_fill, (), 'new', None),
+    (_A._op_masked_select, _w16, ('CPU', 'CUDA'), K.masked_select, (), 'new', None),
+    (_A._op_masked_scatter, _w26, ('CPU', 'CUDA', 'Meta'), K.masked_scatter, (), 'new', None),
+    (_A._op_masked_scatter_, _w33, ('CPU', 'CUDA', 'Meta'), K.masked_scatter, (), 'inplace', None),
+    (_A._op_nonzero, _w0, ('CPU', 'CUDA'), K.nonzero, (), 'new', None),
+    (_A._op_take, _w16, ('CPU', 'CUDA', 'Meta'), K.take, (), 'new', None),
+    (_A._op_cat, _w103, ('CPU', 'CUDA', 'Meta'), K.cat, (), 'new', None),
+    (_A._op_cat_out, _w104, ('CPU', 'CUDA', 'Meta'), K.cat, (), 'out', None),
+    (_A._op_concat, _w103, ('CPU', 'CUDA', 'Meta'), K.cat, (), 'new', None),
+    (_A._op_concatenate, _w103, ('CPU', 'CUDA', 'Meta'), K.cat, (), 'new', None),
+    (_A._op_stack, _w103, ('CPU', 'CUDA', 'Meta'), K.stack, (), 'new', None),
+    (_A._op_stack_out, _w104, ('CPU', 'CUDA', 'Meta'), K.stack, (), 'out', None),
+    (_A._op_tril, _w7, ('CPU', 'CUDA', 'Meta'), K.tril, (), 'new', None),
+    (_A._op_tril_, _w9, ('CPU', 'CUDA', 'Meta'), K.tril, (), 'inplace', None),
+    (_A._op_tril_out, _w19, ('CPU', 'CUDA', 'Meta'), K.tril, (), 'out', None),
+    (_A._op_triu, _w7, ('CPU', 'CUDA', 'Meta'), K.triu, (), 'new', None),
+    (_A._op_triu_, _w9, ('CPU', 'CUDA', 'Meta'), K.triu, (), 'inplace', None),
+    (_A._op_triu_out, _w19, ('CPU', 'CUDA', 'Meta'), K.triu, (), 'out', None),
+    (_A._op_flip, _w7, ('CPU', 'CUDA', 'Meta'), K.flip, (), 'new', None),
+    (_A._op_roll, _w13, ('CPU', 'CUDA', 'Meta'), K.roll, (), 'new', None),
+    (_A._op_rot90, _w13, ('CPU', 'CUDA', 'Meta'), K.rot90, (), 'new', None),
+    (_A._op_repeat, _w7, ('CPU', 'CUDA', 'Meta'), K.repeat, (), 'new', None),
+    (_A._op_repeat_interleave_Tensor, _w105, ('CPU', 'CUDA'), K.repeat_interleave_self, ('output_size',), 'new', None),
+    (_A._op_diag_embed, _w5, ('CPU', 'CUDA', 'Meta'), K.diag_embed, (), 'new', None),
+    (_A._op_searchsorted_Tensor, _w106, ('CPU', 'CUDA', 'Meta'), K.searchsorted, ('out_int32', 'right', 'side', 'sorter'), 'new', None),
+    (_A._op_searchsorted_Scalar, _w107, ('CPU', 'CUDA', 'Meta'), K.searchsorted, ('out_int32', 'right', 'side', 'sorter'), 'new', None),
+    (_A._op_bucketize_Tensor, _w108, ('CPU', 'CUDA', 'Meta'), K.bucketize, ('out_int32', 'right'), 'new', None),
+    (_A._op_isin_Tensor_Tensor, _w109, ('CPU', 'CUDA', 'Meta'), K.isin, ('assume_unique', 'invert'), 'new', None),
+    (_A._op_isin_Tensor_Tensor_out, _w110, ('CPU', 'CUDA', 'Meta'), K.isin, ('assume_unique', 'invert'), 'out', None),
+    (_A._op_isin_Tensor_Scalar, _w111, ('CPU', 'CUDA', 'Meta'), K.isin, ('assume_unique', 'invert'), 'new', None),
+    (_A._op_isin_Scalar_Tensor, _w112, ('CPU', 'CUDA', 'Meta'), K.isin, ('assume_unique', 'invert'), 'new', None),
+    (_A._op_mm, _w16, ('CPU', 'CUDA', 'Meta'), K.mm, (), 'new', None),
+    (_A._op_mm_out, _w18, ('CPU', 'CUDA', 'Meta'), K.mm, (), 'out', None),
+    (_A._op_bmm, _w16, ('CPU', 'CUDA', 'Meta'), K.bmm, (), 'new', None),
+    (_A._op_bmm_out, _w18, ('CPU', 'CUDA', 'Meta'), K.bmm, (), 'out', None),
+    (_A._op_matmul_out, _w18, ('CPU', 'CUDA', 'Meta'), K.matmul, (), 'out', None),
+    (_A._op_mv, _w16, ('CPU', 'CUDA', 'Meta'), K.mv, (), 'new', None),
+    (_A._op_dot, _w16, ('CPU', 'CUDA', 'Meta'), K.dot, (), 'new', None),
+    (_A._op_vdot, _w16, ('CPU', 'CUDA', 'Meta'), K.vdot, (), 'new', None),
+    (_A._op_ger, _w16, ('CPU', 'CUDA', 'Meta'), K.outer, (), 'new', None),
+    (_A._op_addmm, _w113, ('CPU', 'CUDA', 'Meta'), K.addmm, ('beta', 'alpha'), 'new', None),
+    (_A._op_addmm_, _w114, ('CPU', 'CUDA', 'Meta'), K.addmm, ('beta', 'alpha'), 'inplace', None),
+    (_A._op_addmm_out, _w115, ('CPU', 'CUDA', 'Meta'), K.addmm, ('beta', 'alpha'), 'out', None),
+    (_A._op_addmv, _w113, ('CPU', 'CUDA', 'Meta'), K.addmv, ('beta', 'alpha'), 'new', None),
+    (_A._op_addmv_, _w114, ('CPU', 'CUDA', 'Meta'), K.addmv, ('beta', 'alpha'), 'inplace', None),
+    (_A._op_addmv_out, _w115, ('CPU', 'CUDA', 'Meta'), K.addmv, ('beta', 'alpha'), 'out', None),
+    (_A._op_baddbmm, _w113, ('CPU', 'CUDA', 'Meta'), K.baddbmm, ('beta', 'alpha'), 'new', None),
+    (_A._op_baddbmm_, _w114, ('CPU', 'CUDA', 'Meta'), K.baddbmm, ('beta', 'alpha'), 'inplace', None),
+    (_A._op_baddbmm_out, _w115, ('CPU', 'CUDA', 'Meta'), K.baddbmm, ('beta', 'alpha'), 'out', None),
+    (_A._op_addbmm, _w113, ('CPU', 'CUDA', 'Meta'), K.addbmm, ('beta', 'alpha'), 'new', None),
+    (_A._op_addbmm_, _w114, ('CPU', 'CUDA', 'Meta'), K.addbmm, ('beta', 'alpha'), 'inplace', None),
+    (_A._op_addbmm_out, _w115, ('CPU', 'CUDA', 'Meta'), K.addbmm, ('beta', 'alpha'), 'out', None),
+    (_A._op__cdist_forward, _w116, ('CPU', 'CUDA', 'Meta'), K.cdist, (), 'new', None),
+    (_A._op__euclidean_dist, _w16, ('CPU', 'CUDA', 'Meta'), K.euclidean_dist, (), 'new', None),
+    (_A._op__linalg_det, _w117, ('CPU', 'CUDA', 'Meta'), K.linalg_det_with_lu, (), 'new', None),
+    (_A._op__linalg_slogdet, _w118, ('CPU', 'CUDA', 'Meta'), K.linalg_slogdet_with_lu, (), 'new', None),
+    (_A._op__linalg_solve_ex, _w119, ('CPU', 'CUDA', 'Meta'), K.linalg_solve_ex_lu, ('left', 'check_errors'), 'new', None),
+    (_A._op_linalg_solve_triangular, _w120, ('CPU', 'CUDA', 'Meta'), K.linalg_solve_triangular, ('upper', 'left', 'unitriangular'), 'new', None),
+    (_A._op_linalg_qr, _w49, ('CPU', 'CUDA', 'Meta'), K.linalg_qr, (), 'new', _rt.linalg_qr),
+    (_A._op__linalg_eigh, _w121, ('CPU', 'CUDA', 'Meta'), K.linalg_eigh_ex, (), 'new', None),
+    (_A._op__linalg_svd, _w122, ('CPU', 'CUDA', 'Meta'), K.linalg_svd_ex, ('driver',), 'new', None),
+    (_A._op_linalg_pinv_atol_rtol_tensor, _w123, ('CPU', 'CUDA', 'Meta'), K.linalg_pinv, ('atol', 'rtol', 'hermitian'), 'new', None),
+    (_A._op_linalg_lstsq, _w124, ('CPU', 'CUDA'), K.linalg_lstsq, ('driver',), 'new', _rt.linalg_lstsq),
+    (_A._op_linalg_cross, _w125, ('CPU', 'CUDA', 'Meta'), K.linalg_cross, ('dim',), 'new', None),
+    (_A._op_linalg_vector_norm, _w126, ('CPU', 'CUDA', 'Meta'), K.linalg_vector_norm, ('dtype',), 'new', None),
+    (_A._op_mse_loss, _w31, ('CPU', 'CUDA', 'Meta'), K.mse_loss, (), 'new', None),
+    (_A._op_mse_loss_backward, _w127, ('CPU', 'CUDA', 'Meta'), K.mse_loss_backward, (), 'new', None),
+    (_A._op_nll_loss_forward, _w128, ('CPU', 'CUDA', 'Meta'), K.nll_loss_forward, (), 'new', None),
+    (_A._op_nll_loss_backward, _w129, ('CPU', 'CUDA', 'Meta'), K.nll_loss_backward, (), 'new', None),
+    (_A._op_nll_loss2d_forward, _w128, ('CPU', 'CUDA', 'Meta'), K.nll_loss2d_forward, (), 'new', None),
+    (_A._op_nll_loss2d_backward, _w129, ('CPU', 'CUDA', 'Meta'), K.nll_loss2d_backward, (), 'new', None),
+    (_A._op__softmax, _w13, ('CPU', 'CUDA', 'Meta'), K.softmax, (), 'new', None),
+    (_A._op__log_softmax, _w13, ('CPU', 'CUDA', 'Meta'), K.log_softmax, (), 'new', None),
+    (_A._op__softmax_backward_data, _w116, ('CPU', 'CUDA', 'Meta'), K._softmax_backward_data, (), 'new', None),
+    (_A._op__log_softmax_backward_data, _w116, ('CPU', 'CUDA', 'Meta'), K._log_softmax_backward_data, (), 'new', None),
+    (_A._op_gelu, _w130, ('CPU', 'CUDA', 'Meta'), K.gelu, ('approximate',), 'new', None),
+    (_A._op_tanh_backward, _w16, ('CPU', 'CUDA', 'Meta'), K.tanh_backward, (), 'new', None),
+    (_A._op_sigmoid_backward, _w16, ('CPU', 'CUDA', 'Meta'), K.sigmoid_backward, (), 'new', None),
+    (_A._op_gelu_backward, _w131, ('CPU', 'CUDA', 'Meta'), K.gelu_backward, ('approximate',), 'new', None),
+    (_A._op_native_layer_norm, _w132, ('CPU', 'CUDA', 'Meta'), K.native_layer_norm, (), 'new', None),
+    (_A._op_native_layer_norm_backward, _w133, ('CPU', 'CUDA', 'Meta'), K.native_layer_norm_backward, (), 'new', None),
+    (_A._op_native_batch_norm, _w134, ('CPU', 'CUDA', 'Meta'), K.native_batch_norm, (), 'new', None),
+    (_A._op_native_batch_norm_backward, _w135, ('CPU', 'CUDA', 'Meta'), K.native_batch_norm_backward, (), 'new', None),
+    (_A._op_convolution, _w136, ('CPU', 'CUDA', 'Meta'), K.convolution, (), 'new', None),
+    (_A._op_convolution_backward, _w137, ('CPU', 'CUDA', 'Meta'), K.convolution_backward, (), 'new', None),
+    (_A._op_max_pool2d_with_indices, _w138, ('CPU', 'CUDA', 'Meta'), K.max_pool2d_with_indices, (), 'new', None),
+    (_A._op_avg_pool2d, _w139, ('CPU', 'CUDA', 'Meta'), K.avg_pool2d, (), 'new', None),
+    (_A._op_avg_pool2d_backward, _w140, ('CPU', 'CUDA', 'Meta'), K.avg_pool2d_backward, (), 'new', None),
+    (_A._op_avg_pool3d, _w139, ('CPU', 'CUDA', 'Meta'), K.avg_pool3d, (), 'new', None),
+    (_A._op_avg_pool3d_backward, _w140, ('CPU', 'CUDA', 'Meta'), K.avg_pool3d_backward, (), 'new', None),
+    (_A._op_max_pool3d_with_indices, _w138, ('CPU', 'CUDA', 'Meta'), K.max_pool3d_with_indices, (), 'new', None),
+    (_A._op_constant_pad_nd, _w13, ('CPU', 'CUDA', 'Meta'), K.constant_pad_nd, (), 'new', None),
+    (_A._op_embedding, _w141, ('CPU', 'CUDA', 'Meta'), K.embedding, (), 'new', None),
+    (_A._op__rnn_layer, _w142, ('CPU', 'CUDA', 'Meta'), K._rnn_layer, (), 'new', None),
+    (_A._op__rnn_layer_backward, _w143, ('CPU', 'CUDA', 'Meta'), K._rnn_layer_backward, (), 'new', None),
+    (_A._op_mkldnn_rnn_layer, _w144, ('CPU', 'CUDA', 'Meta'), K.mkldnn_rnn_layer, (), 'new', None),
+    (_A._op_mkldnn_rnn_layer_backward, _w145, ('CPU', 'CUDA', 'Meta'), K.mkldnn_rnn_layer_backward, (), 'new', None),
+    (_A._op_trace, _w0, ('CPU', 'CUDA', 'Meta'), K.trace, (), 'new', None),
+    (_A._op_special_i0e, _w0, ('CPU', 'CUDA', 'Meta'), K.special_i0e, (), 'new', None),
+    (_A._op_special_i0e_out, _w2, ('CPU', 'CUDA', 'Meta'), K.special_i0e, (), 'out', None),
+    (_A._op_special_i1, _w0, ('CPU', 'CUDA', 'Meta'), K.special_i1, (), 'new', None),
+    (_A._op_special_i1_out, _w2, ('CPU', 'CUDA', 'Meta'), K.special_i1, (), 'out', None),
+    (_A._op_special_i1e, _w0, ('CPU', 'CUDA', 'Meta'), K.special_i1e, (), 'new', None),
+    (_A._op_special_i1e_out, _w2, ('CPU', 'CUDA', 'Meta'), K.special_i1e, (), 'out', None),
+    (_A._op_upsample_nearest1d, _w13, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest1d, (), 'new', None),
+    (_A._op_upsample_nearest1d_backward, _w5, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest1d_backward, (), 'new', None),
+    (_A._op__upsample_nearest_exact1d, _w13, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact1d, (), 'new', None),
+    (_A._op__upsample_nearest_exact1d_backward, _w5, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact1d_backward, (), 'new', None),
+    (_A._op_upsample_nearest2d, _w5, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest2d, (), 'new', None),
+    (_A._op_upsample_nearest2d_backward, _w146, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest2d_backward, (), 'new', None),
+    (_A._op__upsample_nearest_exact2d, _w5, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact2d, (), 'new', None),
+    (_A._op__upsample_nearest_exact2d_backward, _w146, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact2d_backward, (), 'new', None),
+    (_A._op_upsample_nearest3d, _w146, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest3d, (), 'new', None),
+    (_A._op_upsample_nearest3d_backward, _w147, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest3d_backward, (), 'new', None),
+    (_A._op__upsample_nearest_exact3d, _w146, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact3d, (), 'new', None),
+    (_A._op__upsample_nearest_exact3d_backward, _w147, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact3d_backward, (), 'new', None),
+    (_A._op_upsample_linear1d, _w5, ('CPU', 'CUDA', 'Meta'), K.upsample_linear1d, (), 'new', None),
+    (_A._op_upsample_linear1d_backward, _w146, ('CPU', 'CUDA', 'Meta'), K.upsample_linear1d_backward, (), 'new', None),
+    (_A._op_upsample_bilinear2d, _w146, ('CPU', 'CUDA', 'Meta'), K.upsample_bilinear2d, (), 'new', None),
+    (_A._op_upsample_bilinear2d_backward, _w147, ('CPU', 'CUDA', 'Meta'), K.upsample_bilinear2d_backward, (), 'new', None),
+    (_A._op_upsample_bicubic2d, _w146, ('CPU', 'CUDA', 'Meta'), K.upsample_bicubic2d, (), 'new', None),
+    (_A._op_upsample_bicubic2d_backward, _w147, ('CPU', 'CUDA', 'Meta'), K.upsample_bicubic2d_backward, (), 'new', None),
+    (_A._op__upsample_bilinear2d_aa, _w146, ('CPU', 'CUDA', 'Meta'), K._upsample_bilinear2d_aa, (), 'new', None),
+    (_A._op__upsample_bilinear2d_aa_backward, _w147, ('CPU', 'CUDA', 'Meta'), K._upsample_bilinear2d_aa_backward, (), 'new', None),
+    (_A._op__upsample_bicubic2d_aa, _w146, ('CPU', 'CUDA', 'Meta'), K._upsample_bicubic2d_aa, (), 'new', None),
+    (_A._op__upsample_bicubic2d_aa_backward, _w147, ('CPU', 'CUDA', 'Meta'), K._upsample_bicubic2d_aa_backward, (), 'new', None),
+    (_A._op__upsample_lanczos2d_aa, _w146, ('CPU', 'CUDA', 'Meta'), K._upsample_lanczos2d_aa, (), 'new', None),
+    (_A._op__upsample_lanczos2d_aa_backward, _w147, ('CPU', 'CUDA', 'Meta'), K._upsample_lanczos2d_aa_backward, (), 'new', None),
+    (_A._op_upsample_trilinear3d, _w147, ('CPU', 'CUDA', 'Meta'), K.upsample_trilinear3d, (), 'new', None),
+    (_A._op_upsample_trilinear3d_backward, _w139, ('CPU', 'CUDA', 'Meta'), K.upsample_trilinear3d_backward, (), 'new', None),
+    (_A._op__adaptive_avg_pool2d, _w7, ('CPU', 'CUDA', 'Meta'), K._adaptive_avg_pool2d, (), 'new', None),
+    (_A._op__adaptive_avg_pool2d_backward, _w16, ('CPU', 'CUDA', 'Meta'), K._adaptive_avg_pool2d_backward, (), 'new', None),
+    (_A._op__adaptive_avg_pool3d, _w7, ('CPU', 'CUDA', 'Meta'), K._adaptive_avg_pool3d, (), 'new', None),
+    (_A._op__adaptive_avg_pool3d_backward, _w16, ('CPU', 'CUDA', 'Meta'), K._adaptive_avg_pool3d_backward, (), 'new', None),
+    (_A._op_adaptive_max_pool2d, _w148, ('CPU', 'CUDA', 'Meta'), K.adaptive_max_pool2d, (), 'new', None),
+    (_A._op_adaptive_max_pool3d, _w148, ('CPU', 'CUDA', 'Meta'), K.adaptive_max_pool3d, (), 'new', None),
+    (_A._op_im2col, _w146, ('CPU', 'CUDA', 'Meta'), K.im2col, (), 'new', None),
+    (_A._op_col2im, _w147, ('CPU', 'CUDA', 'Meta'), K.col2im, (), 'new', None),
+    (_A._op__embedding_bag, _w149, ('CPU', 'CUDA', 'Meta'), K._embedding_bag, (), 'new', None),
+    (_A._op__embedding_bag_forward_only, _w149, ('CPU', 'CUDA', 'Meta'), K._embedding_bag, (), 'new', None),
+    (_A._op_grid_sampler_2d, _w141, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_2d, (), 'new', None),
+    (_A._op_grid_sampler_2d_backward, _w150, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_2d_backward, (), 'new', None),
+    (_A._op_grid_sampler_3d, _w141, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_3d, (), 'new', None),
+    (_A._op_grid_sampler_3d_backward, _w150, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_3d_backward, (), 'new', None),
+    (_A._op_affine_grid_generator, _w13, ('CPU', 'CUDA', 'Meta'), K.affine_grid_generator, (), 'new', None),
+    (_A._op__ctc_loss, _w151, ('CPU', 'CUDA', 'Meta'), K._ctc_loss, (), 'new', None),
+    (_A._op__ctc_loss_backward, _w152, ('CPU', 'CUDA', 'Meta'), K._ctc_loss_backward, (), 'new', None),
+    (_A._op_smooth_l1_loss, _w116, ('CPU', 'CUDA', 'Meta'), K.smooth_l1_loss, (), 'new', None),
+    (_A._op_huber_loss, _w116, ('CPU', 'CUDA', 'Meta'), K.huber_loss, (), 'new', None),
+    (_A._op_binary_cross_entropy, _w153, ('CPU', 'CUDA', 'Meta'), K.binary_cross_entropy, (), 'new', None),
+    (_A._op_binary_cross_entropy_with_logits, _w154, ('CPU', 'CUDA', 'Meta'), K.binary_cross_entropy_with_logits, (), 'new', None),
+    (_A._op_soft_margin_loss, _w31, ('CPU', 'CUDA', 'Meta'), K.soft_margin_loss, (), 'new', None),
+    (_A._op_multi_margin_loss, _w155, ('CPU', 'CUDA', 'Meta'), K.multi_margin_loss, (), 'new', None),
+    (_A._op_multilabel_margin_loss_forward, _w156, ('CPU', 'CUDA', 'Meta'), K.multilabel_margin_loss_forward, (), 'new', None),
+    (_A._op_silu, _w0, ('CPU', 'CUDA', 'Meta'), K.silu, (), 'new', None),
+    (_A._op_silu_, _w1, ('CPU', 'CUDA', 'Meta'), K.silu, (), 'inplace', None),
+    (_A._op_silu_backward, _w16, ('CPU', 'CUDA', 'Meta'), K.silu_backward, (), 'new', None),
+    (_A._op_mish, _w0, ('CPU', 'CUDA', 'Meta'), K.mish, (), 'new', None),
+    (_A._op_mish_, _w1, ('CPU', 'CUDA', 'Meta'), K.mish, (), 'inplace', None),
+    (_A._op_hardswish, _w0, ('CPU', 'CUDA', 'Meta'), K.hardswish, (), 'new', None),
+    (_A._op_hardswish_, _w1, ('CPU', 'CUDA', 'Meta'), K.hardswish, (), 'inplace', None),
+    (_A._op_hardsigmoid, _w0, ('CPU', 'CUDA', 'Meta'), K.hardsigmoid, (), 'new', None),
+    (_A._op_hardsigmoid_, _w1, ('CPU', 'CUDA', 'Meta'), K.hardsigmoid, (), 'inplace', None),
+    (_A._op_leaky_relu, _w7, ('CPU', 'CUDA', 'Meta'), K.leaky_relu, (), 'new', None),
+    (_A._op_leaky_relu_, _w9, ('CPU', 'CUDA', 'Meta'), K.leaky_relu, (), 'inplace', None),
+    (_A._op_elu, _w5, ('CPU', 'CUDA', 'Meta'), K.elu, (), 'new', None),
+    (_A._op_elu_, _w6, ('CPU', 'CUDA', 'Meta'), K.elu, (), 'inplace', None),
+    (_A._op_hardtanh, _w13, ('CPU', 'CUDA', 'Meta'), K.hardtanh, (), 'new', None),
+    (_A._op_hardtanh_, _w14, ('CPU', 'CUDA', 'Meta'), K.hardtanh, (), 'inplace', None),
+    (_A._op_softplus, _w13, ('CPU', 'CUDA', 'Meta'), K.softplus, (), 'new', None),
+    (_A._op_glu, _w7, ('CPU', 'CUDA', 'Meta'), K.glu, (), 'new', None),
+    (_A._op_celu, _w7, ('CPU', 'CUDA', 'Meta'), K.celu, (), 'new', None),
+    (_A._op_celu_, _w9, ('CPU', 'CUDA', 'Meta'), K.celu, (), 'inplace', None),
+    (_A._op_log_sigmoid_forward, _w157, ('CPU', 'CUDA', 'Meta'), K.log_sigmoid_forward, (), 'new', None),
+    (_A._op_threshold, _w13, ('CPU', 'CUDA', 'Meta'), K.threshold, (), 'new', None),
+    (_A._op_threshold_, _w14, ('CPU', 'CUDA', 'Meta'), K.threshold, (), 'inplace', None),
+    (_A._op_threshold_backward, _w31, ('CPU', 'CUDA', 'Meta'), K.threshold_backward, (), 'new', None),
+    (_A._op_softshrink, _w7, ('CPU', 'CUDA', 'Meta'), K.softshrink, (), 'new', None),
+    (_A._op_hardshrink, _w7, ('CPU', 'CUDA', 'Meta'), K.hardshrink, (), 'new', None),
+    (_A._op_pixel_shuffle, _w7, ('CPU', 'CUDA', 'Meta'), K.pixel_shuffle, (), 'new', None),
+    (_A._op_pixel_unshuffle, _w7, ('CPU', 'CUDA', 'Meta'), K.pixel_unshuffle, (), 'new', None),
+    (_A._op_channel_shuffle, _w7, ('CPU', 'CUDA', 'Meta'), K.channel_shuffle, (), 'new', None),
+    (_A._op_native_channel_shuffle, _w7, ('CPU', 'CUDA', 'Meta'), K.channel_shuffle, (), 'new', None),
+    (_A._op__prelu_kernel, _w16, ('CPU', 'CUDA', 'Meta'), K._prelu_kernel, (), 'new', None),
+    (_A._op_rrelu_with_noise, _w158, ('CPU', 'CUDA', 'Meta'), K.rrelu_with_noise, (), 'new', None),
+    (_A._op_rrelu_with_noise_, _w159, ('CPU', 'CUDA', 'Meta'), K.rrelu_with_noise, (), 'inplace', None),
+    (_A._op_native_dropout, _w121, ('CPU', 'CUDA', 'Meta'), K.native_dropout, (), 'new', None),
+    (_A._op__safe_softmax, _w13, ('CPU', 'CUDA', 'Meta'), K._safe_softmax, (), 'new', None),
+    (_A._op__scaled_dot_product_flash_attention_for_cpu, _w160, ('CPU', 'CUDA', 'Meta'), K._scaled_dot_product_flash_attention_for_cpu, ('attn_mask', 'scale'), 'new', None),
+    (_A._op__scaled_dot_product_flash_attention_for_cpu_backward, _w161, ('CPU', 'CUDA', 'Meta'), K._scaled_dot_product_flash_attention_for_cpu_backward, ('attn_mask', 'scale'), 'new', None),
+    (_A._op_reflection_pad1d, _w7, ('CPU', 'CUDA', 'Meta'), K.reflection_pad1d, (), 'new', None),
+    (_A._op_reflection_pad2d, _w7, ('CPU', 'CUDA', 'Meta'), K.reflection_pad2d, (), 'new', None),
+    (_A._op_reflection_pad3d, _w7, ('CPU', 'CUDA', 'Meta'), K.reflection_pad3d, (), 'new', None),
+    (_A._op_replication_pad1d, _w7, ('CPU', 'CUDA', 'Meta'), K.replication_pad1d, (), 'new', None),
+    (_A._op_replication_pad2d, _w7, ('CPU', 'CUDA', 'Meta'), K.replication_pad2d, (), 'new', None),
+    (_A._op_replication_pad3d, _w7, ('CPU', 'CUDA', 'Meta'), K.replication_pad3d, (), 'new', None),
+    (_A._op_max_unpool2d, _w31, ('CPU', 'CUDA', 'Meta'), K.max_unpool2d, (), 'new', None),
+    (_A._op_max_unpool3d, _w141, ('CPU', 'CUDA', 'Meta'), K.max_unpool3d, (), 'new', None),
+    (_A._op_embedding_renorm_, _w162, ('CPU', 'CUDA', 'Meta'), K.embedding_renorm_, (), 'mutating', None),
+    (_A._op_native_group_norm, _w163, ('CPU', 'CUDA', 'Meta'), K.native_group_norm, (), 'new', None),
+    (_A._op_view_as_real, _w61, ('CPU', 'CUDA', 'Meta'), K.view_as_real, (), 'view', None),
+    (_A._op_view_as_complex, _w61, ('CPU', 'CUDA', 'Meta'), K.view_as_complex, (), 'view', None),
+    (_A._op_angle, _w0, ('CPU', 'CUDA', 'Meta'), K.angle, (), 'new', None),
+    (_A._op_angle_out, _w2, ('CPU', 'CUDA', 'Meta'), K.angle, (), 'out', None),
+    (_A._op_complex, _w16, ('CPU', 'CUDA', 'Meta'), K.complex, (), 'new', None),
+    (_A._op_complex_out, _w18, ('CPU', 'CUDA', 'Meta'), K.complex, (), 'out', None),
+    (_A._op_polar, _w16, ('CPU', 'CUDA', 'Meta'), K.polar, (), 'new', None),
+    (_A._op_polar_out, _w18, ('CPU', 'CUDA', 'Meta'), K.polar, (), 'out', None),
+    (_A._op__fft_r2c, _w5, ('CPU', 'CUDA', 'Meta'), K._fft_r2c, (), 'new', None),
+    (_A._op__fft_r2c_out, _w164, ('CPU', 'CUDA', 'Meta'), K._fft_r2c, (), 'out', None),
+    (_A._op__fft_c2r, _w5, ('CPU', 'CUDA', 'Meta'), K._fft_c2r, (), 'new', None),
+    (_A._op__fft_c2r_out, _w164, ('CPU', 'CUDA', 'Meta'), K._fft_c2r, (), 'out', None),
+    (_A._op__fft_c2c, _w5, ('CPU', 'CUDA', 'Meta'), K._fft_c2c, (), 'new', None),
+    (_A._op__fft_c2c_out, _w164, ('CPU', 'CUDA', 'Meta'), K._fft_c2c, (), 'out', None),
+    (_A._op_gcd, _w16, ('CPU', 'CUDA', 'Meta'), K.gcd, (), 'new', None),
+    (_A._op_gcd_out, _w18, ('CPU', 'CUDA', 'Meta'), K.gcd, (), 'out', None),
+    (_A._op_gcd_, _w17, ('CPU', 'CUDA', 'Meta'), K.gcd, (), 'inplace', None),
+    (_A._op_lcm, _w16, ('CPU', 'CUDA', 'Meta'), K.lcm, (), 'new', None),
+    (_A._op_lcm_out, _w18, ('CPU', 'CUDA', 'Meta'), K.lcm, (), 'out', None),
+    (_A._op_lcm_, _w17, ('CPU', 'CUDA', 'Meta'), K.lcm, (), 'inplace', None),
+    (_A._op_heaviside, _w16, ('CPU', 'CUDA', 'Meta'), K.heaviside, (), 'new', None),
+    (_A._op_heaviside_out, _w18, ('CPU', 'CUDA', 'Meta'), K.heaviside, (), 'out', None),
+    (_A._op_heaviside_, _w17, ('CPU', 'CUDA', 'Meta'), K.heaviside, (), 'inplace', None),
+    (_A._op_frexp_Tensor, _w165, ('CPU', 'CUDA', 'Meta'), K.frexp, (), 'new', _rt.frexp),
+    (_A._op_frexp_Tensor_out, _w166, ('CPU', 'CUDA', 'Meta'), K.frexp, (), 'out', _rt.frexp),
+    (_A._op_ldexp_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.ldexp, (), 'new', None),
+    (_A._op_ldexp_out, _w18, ('CPU', 'CUDA', 'Meta'), K.ldexp, (), 'out', None),
+    (_A._op_ldexp_, _w17, ('CPU', 'CUDA', 'Meta'), K.ldexp, (), 'inplace', None),
+    (_A._op_select_scatter, _w116, ('CPU', 'CUDA', 'Meta'), K.select_scatter, (), 'new', None),
+    (_A._op_slice_scatter, _w158, ('CPU', 'CUDA', 'Meta'), K.slice_scatter, (), 'new', None),
+    (_A._op_diagonal_scatter, _w141, ('CPU', 'CUDA', 'Meta'), K.diagonal_scatter, (), 'new', None),
+    (_A._op_fractional_max_pool2d, _w167, ('CPU', 'CUDA', 'Meta'), K.fractional_max_pool2d, (), 'new', None),
+    (_A._op_fractional_max_pool3d, _w167, ('CPU', 'CUDA', 'Meta'), K.fractional_max_pool3d, (), 'new', None),
+    (_A._op_cholesky_solve, _w31, ('CPU', 'CUDA', 'Meta'), K.cholesky_solve, (), 'new', None),
+    (_A._op_cholesky_inverse, _w7, ('CPU', 'CUDA', 'Meta'), K.cholesky_inverse, (), 'new', None),
+    (_A._op_linalg_lu_factor_ex, _w168, ('CPU', 'CUDA', 'Meta'), K.linalg_lu_factor_ex, ('pivot', 'check_errors'), 'new', _rt.linalg_lu_factor_ex),
+    (_A._op_linalg_lu, _w169, ('CPU', 'CUDA', 'Meta'), K.linalg_lu, ('pivot',), 'new', _rt.linalg_lu),
+    (_A._op_lu_unpack, _w170, ('CPU', 'CUDA', 'Meta'), K.lu_unpack, (), 'new', _rt.lu_unpack),
+    (_A._op_linalg_lu_solve, _w171, ('CPU', 'CUDA', 'Meta'), K.linalg_lu_solve, ('left', 'adjoint'), 'new', None),
+    (_A._op_linalg_inv_ex, _w172, ('CPU', 'CUDA', 'Meta'), K.linalg_inv_ex, ('check_errors',), 'new', _rt.linalg_inv_ex),
+    (_A._op_linalg_cholesky_ex, _w173, ('CPU', 'CUDA', 'Meta'), K.linalg_cholesky_ex, ('upper', 'check_errors'), 'new', _rt.linalg_cholesky_ex),
+    (_A._op_cholesky, _w7, ('CPU', 'CUDA', 'Meta'), K.cholesky, (), 'new', None),
+    (_A._op_linalg_matrix_exp, _w0, ('CPU', 'CUDA', 'Meta'), K.linalg_matrix_exp, (), 'new', None),
+    (_A._op_linalg_eig, _w165, ('CPU', 'CUDA', 'Meta'), K.linalg_eig, (), 'new', _rt.linalg_eig),
+    (_A._op_geqrf, _w165, ('CPU', 'CUDA'), K.geqrf, (), 'new', _rt.geqrf),
+    (_A._op_linalg_householder_product, _w16, ('CPU', 'CUDA', 'Meta'), K.linalg_householder_product, (), 'new', None),
+    (_A._op_ormqr, _w174, ('CPU', 'CUDA', 'Meta'), K.ormqr, (), 'new', None),
+    (_A._op_unfold_backward, _w146, ('CPU', 'CUDA', 'Meta'), K.unfold_backward, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_t, _w16, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_t_out, _w18, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'out', None),
+    (_A._op_special_chebyshev_polynomial_t_x_scalar, _w8, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_t_x_scalar_out, _w25, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'out', None),
+    (_A._op_special_chebyshev_polynomial_t_n_scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_t_n_scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'out', None),
+    (_A._op_special_chebyshev_polynomial_u, _w16, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_u, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_u_out, _w18, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_u, (), 'out', None),
+    (_A._op_special_chebyshev_polynomial_u_x_scalar, _w8, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_u, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_u_x_scalar_out, _w25, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_u, (), 'out', None),
+    (_A._op_special_chebyshev_polynomial_u_n_scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_u, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_u_n_scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_u, (), 'out', None),
+    (_A._op_special_chebyshev_polynomial_v, _w16, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_v, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_v_out, _w18, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_v, (), 'out', None),
+    (_A._op_special_chebyshev_polynomial_v_x_scalar, _w8, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_v, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_v_x_scalar_out, _w25, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_v, (), 'out', None),
+    (_A._op_special_chebyshev_polynomial_v_n_scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_v, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_v_n_scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_v, (), 'out', None),
+    (_A._op_special_chebyshev_polynomial_w, _w16, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_w, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_w_out, _w18, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_w, (), 'out', None),
+    (_A._op_special_chebyshev_polynomial_w_x_scalar, _w8, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_w, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_w_x_scalar_out, _w25, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_w, (), 'out', None),
+    (_A._op_special_chebyshev_polynomial_w_n_scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_w, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_w_n_scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_w, (), 'out', None),
+    (_A._op_special_shifted_chebyshev_polynomial_t, _w16, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_t, (), 'new', None),
+    (_A._op_special_shifted_chebyshev_polynomial_t_out, _w18, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_t, (), 'out', None),
+    (_A._op_special_shifted_chebyshev_polynomial_t_x_scalar, _w8, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_t, (), 'new', None),
+    (_A._op_special_shifted_chebyshev_polynomial_t_x_scalar_out, _w25, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_t, (), 'out', None),
+    (_A._op_special_shifted_chebyshev_polynomial_t_n_scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_t, (), 'new', None),
+    (_A._op_special_shifted_chebyshev_polynomial_t_n_scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_t, (), 'out', None),
+    (_A._op_special_shifted_chebyshev_polynomial_u, _w16, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_u, (), 'new', None),
+    (_A._op_special_shifted_chebyshev_polynomial_u_out, _w18, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_u, (), 'out', None),
+    (_A._op_special_shifted_chebyshev_polynomial_u_x_scalar, _w8, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_u, (), 'new', None),
+    (_A._op_special_shifted_chebyshev_polynomial_u_x_scalar_out, _w25, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_u, (), 'out', None),
+    (_A._op_special_shifted_chebyshev_polynomial_u_n_scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_u, (), 'new', None),
+    (_A._op_special_shifted_chebyshev_polynomial_u_n_scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_u, (), 'out', None),
+    (_A._op_special_shifted_chebyshev_polynomial_v, _w16, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_v, (), 'new', None),
+    (_A._op_special_shifted_chebyshev_polynomial_v_out, _w18, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_v, (), 'out', None),
+    (_A._op_special_shifted_chebyshev_polynomial_v_x_scalar, _w8, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_v, (), 'new', None),
+    (_A._op_special_shifted_chebyshev_polynomial_v_x_scalar_out, _w25, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_v, (), 'out', None),
+    (_A._op_special_shifted_chebyshev_polynomial_v_n_scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_v, (), 'new', None),
+    (_A._op_special_shifted_chebyshev_polynomial_v_n_scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_v, (), 'out', None),
+    (_A._op_special_shifted_chebyshev_polynomial_w, _w16, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_w, (), 'new', None),
+    (_A._op_special_shifted_chebyshev_polynomial_w_out, _w18, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_w, (), 'out', None),
+    (_A._op_special_shifted_chebyshev_polynomial_w_x_scalar, _w8, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_w, (), 'new', None),
+    (_A._op_special_shifted_chebyshev_polynomial_w_x_scalar_out, _w25, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_w, (), 'out', None),
+    (_A._op_special_shifted_chebyshev_polynomial_w_n_scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_w, (), 'new', None),
+    (_A._op_special_shifted_chebyshev_polynomial_w_n_scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_w, (), 'out', None),
+    (_A._op_special_hermite_polynomial_h, _w16, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_h, (), 'new', None),
+    (_A._op_special_hermite_polynomial_h_out, _w18, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_h, (), 'out', None),
+    (_A._op_special_hermite_polynomial_h_x_scalar, _w8, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_h, (), 'new', None),
+    (_A._op_special_hermite_polynomial_h_x_scalar_out, _w25, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_h, (), 'out', None),
+    (_A._op_special_hermite_polynomial_h_n_scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_h, (), 'new', None),
+    (_A._op_special_hermite_polynomial_h_n_scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_h, (), 'out', None),
+    (_A._op_special_hermite_polynomial_he, _w16, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_he, (), 'new', None),
+    (_A._op_special_hermite_polynomial_he_out, _w18, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_he, (), 'out', None),
+    (_A._op_special_hermite_polynomial_he_x_scalar, _w8, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_he, (), 'new', None),
+    (_A._op_special_hermite_polynomial_he_x_scalar_out, _w25, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_he, (), 'out', None),
+    (_A._op_special_hermite_polynomial_he_n_scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_he, (), 'new', None),
+    (_A._op_special_hermite_polynomial_he_n_scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_he, (), 'out', None),
+    (_A._op_special_laguerre_polynomial_l, _w16, ('CPU', 'CUDA', 'Meta'), K.special_laguerre_polynomial_l, (), 'new', None),
+    (_A._op_special_laguerre_polynomial_l_out, _w18, ('CPU', 'CUDA', 'Meta'), K.special_laguerre_polynomial_l, (), 'out', None),
+    (_A._op_special_laguerre_polynomial_l_x_scalar, _w8, ('CPU', 'CUDA', 'Meta'), K.special_laguerre_polynomial_l, (), 'new', None),
+    (_A._op_special_laguerre_polynomial_l_x_scalar_out, _w25, ('CPU', 'CUDA', 'Meta'), K.special_laguerre_polynomial_l, (), 'out', None),
+    (_A._op_special_laguerre_polynomial_l_n_scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.special_laguerre_polynomial_l, (), 'new', None),
+    (_A._op_special_laguerre_polynomial_l_n_scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.special_laguerre_polynomial_l, (), 'out', None),
+    (_A._op_special_legendre_polynomial_p, _w16, ('CPU', 'CUDA', 'Meta'), K.special_legendre_polynomial_p, (), 'new', None),
+    (_A._op_special_legendre_polynomial_p_out, _w18, ('CPU', 'CUDA', 'Meta'), K.special_legendre_polynomial_p, (), 'out', None),
+    (_A._op_special_legendre_polynomial_p_x_scalar, _w8, ('CPU', 'CUDA', 'Meta'), K.special_legendre_polynomial_p, (), 'new', None),
+    (_A._op_special_legendre_polynomial_p_x_scalar_out, _w25, ('CPU', 'CUDA', 'Meta'), K.special_legendre_polynomial_p, (), 'out', None),
+    (_A._op_special_legendre_polynomial_p_n_scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.special_legendre_polynomial_p, (), 'new', None),
+    (_A._op_special_legendre_polynomial_p_n_scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.special_legendre_polynomial_p, (), 'out', None),
+    (_A._op_special_erfcx, _w0, ('CPU', 'CUDA', 'Meta'), K.special_erfcx, (), 'new', None),
+    (_A._op_special_erfcx_out, _w2, ('CPU', 'CUDA', 'Meta'), K.special_erfcx, (), 'out', None),
+    (_A._op_special_log_ndtr, _w0, ('CPU', 'CUDA', 'Meta'), K.special_log_ndtr, (), 'new', None),
+    (_A._op_special_log_ndtr_out, _w2, ('CPU', 'CUDA', 'Meta'), K.special_log_ndtr, (), 'out', None),
+    (_A._op_special_ndtri, _w0, ('CPU', 'CUDA', 'Meta'), K.special_ndtri, (), 'new', None),
+    (_A._op_special_ndtri_out, _w2, ('CPU', 'CUDA', 'Meta'), K.special_ndtri, (), 'out', None),
+    (_A._op_special_zeta, _w16, ('CPU', 'CUDA', 'Meta'), K.special_zeta, (), 'new', None),
+    (_A._op_special_zeta_out, _w18, ('CPU', 'CUDA', 'Meta'), K.special_zeta, (), 'out', None),
+    (_A._op_special_zeta_self_scalar, _w8, ('CPU', 'CUDA', 'Meta'), K.special_zeta, (), 'new', None),
+    (_A._op_special_zeta_self_scalar_out, _w25, ('CPU', 'CUDA', 'Meta'), K.special_zeta, (), 'out', None),
+    (_A._op_special_zeta_other_scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.special_zeta, (), 'new', None),
+    (_A._op_special_zeta_other_scalar_out, _w19, ('CPU', 'CUDA', 'Meta'), K.special_zeta, (), 'out', None),
+    (_A._op_special_airy_ai, _w0, ('CPU', 'CUDA', 'Meta'), K.special_airy_ai, (), 'new', None),
+    (_A._op_special_airy_ai_out, _w2, ('CPU', 'CUDA', 'Meta'), K.special_airy_ai, (), 'out', None),
+    (_A._op_special_bessel_j0, _w0, ('CPU', 'CUDA', 'Meta'), K.special_bessel_j0, (), 'new', None),
+    (_A._op_special_bessel_j0_out, _w2, ('CPU', 'CUDA', 'Meta'), K.special_bessel_j0, (), 'out', None),
+    (_A._op_special_bessel_j1, _w0, ('CPU', 'CUDA', 'Meta'), K.special_bessel_j1, (), 'new', None),
+    (_A._op_special_bessel_j1_out, _w2, ('CPU', 'CUDA', 'Meta'), K.special_bessel_j1, (), 'out', None),
+    (_A._op_special_bessel_y0, _w0, ('CPU', 'CUDA', 'Meta'), K.special_bessel_y0, (), 'new', None),
+    (_A._op_special_bessel_y0_out, _w2, ('CPU', 'CUDA', 'Meta'), K.special_bessel_y0, (), 'out', None),
+    (_A._op_special_bessel_y1, _w0, ('CPU', 'CUDA', 'Meta'), K.special_bessel_y1, (), 'new', None),
+    (_A._op_special_bessel_y1_out, _w2, ('CPU', 'CUDA', 'Meta'), K.special_bessel_y1, (), 'out', None),
+    (_A._op_special_modified_bessel_i0, _w0, ('CPU', 'CUDA', 'Meta'), K.special_modified_bessel_i0, (), 'new', None),
+    (_A._op_special_modified_bessel_i0_out, _w2, ('CPU', 'CUDA', 'Meta'), K.special_modified_bessel_i0, (), 'out', None),
+    (_A._op_special_modified_bessel_i1, _w0, ('CPU', 'CUDA', 'Meta'), K.special_modified_bessel_i1, (), 'new', None),
+    (_A._op_special_modified_bessel_i1_out, _w2, ('CPU', 'CUDA', 'Meta'), K.special_modified_bessel_i1, (), 'out', None),
+    (_A._op_special_modified_bessel_k0, _w0, ('CPU', 'CUDA', 'Meta'), K.special_modified_bessel_k0, (), 'new', None),
+    (_A._op_special_modified_bessel_k0_out, _w2, ('CPU', 'CUDA', 'Meta'), K.special_modified_bessel_k0, (), 'out', None),
+    (_A._op_special_modified_bessel_k1, _w0, ('CPU', 'CUDA', 'Meta'), K.special_modified_bessel_k1, (), 'new', None),
+    (_A._op_special_modified_bessel_k1_out, _w2, ('CPU', 'CUDA', 'Meta'), K.special_modified_bessel_k1, (), 'out', None),
+    (_A._op_special_scaled_modified_bessel_k0, _w0, ('CPU', 'CUDA', 'Meta'), K.special_scaled_modified_bessel_k0, (), 'new', None),
+    (_A._op_special_scaled_modified_bessel_k0_out, _w2, ('CPU', 'CUDA', 'Meta'), K.special_scaled_modified_bessel_k0, (), 'out', None),
+    (_A._op_special_scaled_modified_bessel_k1, _w0, ('CPU', 'CUDA', 'Meta'), K.special_scaled_modified_bessel_k1, (), 'new', None),
+    (_A._op_special_scaled_modified_bessel_k1_out, _w2, ('CPU', 'CUDA', 'Meta'), K.special_scaled_modified_bessel_k1, (), 'out', None),
+    (_A._op_special_spherical_bessel_j0, _w0, ('CPU', 'CUDA', 'Meta'), K.special_spherical_bessel_j0, (), 'new', None),
+    (_A._op_special_spherical_bessel_j0_out, _w2, ('CPU', 'CUDA', 'Meta'), K.special_spherical_bessel_j0, (), 'out', None),
+    (_A._op_special_entr, _w0, ('CPU', 'CUDA', 'Meta'), K.special_entr, (), 'new', None),
+    (_A._op_special_entr_out, _w2, ('CPU', 'CUDA', 'Meta'), K.special_entr, (), 'out', None),
+    (_A._op_special_ndtr_out, _w2, ('CPU', 'CUDA', 'Meta'), K.special_ndtr, (), 'out', None),
+    (_A._op_special_xlog1py, _w16, ('CPU', 'CUDA', 'Meta'), K.special_xlog1py, (), 'new', None),
+    (_A._op_special_xlog1py_out, _w18, ('CPU', 'CUDA', 'Meta'), K.special_xlog1py, (), 'out', None),
+    (_A._op_nanmedian, _w0, ('CPU', 'CUDA', 'Meta'), K.nanmedian, (), 'new', None),
+    (_A._op_nanmedian_dim, _w44, ('CPU', 'CUDA', 'Meta'), K.nanmedian_dim, (), 'new', _rt.nanmedian),
+    (_A._op_unique_consecutive, _w53, ('CPU', 'CUDA'), K.unique_consecutive, (), 'new', None),
+    (_A._op__histogramdd_bin_edges, _w175, ('CPU', 'CUDA'), K._histogramdd_bin_edges, ('range', 'weight', 'density'), 'new', None),
+    (_A._op__histogramdd_from_bin_cts, _w176, ('CPU', 'CUDA'), K._histogramdd_from_bin_cts, ('range', 'weight', 'density'), 'new', None),
+    (_A._op__histogramdd_from_bin_tensors, _w177, ('CPU', 'CUDA'), K._histogramdd_from_bin_tensors, ('weight', 'density'), 'new', None),
+    (_A._op_put, _w127, ('CPU', 'CUDA', 'Meta'), K.put, (), 'new', None),
+    (_A._op_put_, _w178, ('CPU', 'CUDA', 'Meta'), K.put, (), 'inplace', None),
+    (_A._op_index_reduce, _w99, ('CPU', 'CUDA', 'Meta'), K.index_reduce, ('include_self',), 'new', None),
+    (_A._op_index_reduce_, _w100, ('CPU', 'CUDA', 'Meta'), K.index_reduce, ('include_self',), 'inplace', None),
+    (_A._op_nonzero_static, _w179, ('CPU', 'CUDA', 'Meta'), K.nonzero_static, ('size', 'fill_value'), 'new', None),
+    (_A._op_as_strided_scatter, _w141, ('CPU', 'CUDA', 'Meta'), K.as_strided_scatter, (), 'new', None),
+    (_A._op_fill_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.fill_scalar, (), 'new', None),
+    (_A._op_fill_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.fill_tensor, (), 'new', None),
+    (_A._op_range_step, _w70, ('CPU', 'CUDA', 'Meta'), K.range_inclusive, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_triangular_solve, _w180, ('CPU', 'CUDA', 'Meta'), K.triangular_solve, (), 'new', _rt.triangular_solve),
+    (_A._op_hash_tensor, _w181, ('CPU', 'CUDA', 'Meta'), K.hash_tensor, ('keepdim', 'mode'), 'new', None),
+    (_A._op_linalg_ldl_factor_ex, _w182, ('CPU', 'CUDA', 'Meta'), K.linalg_ldl_factor_ex, ('hermitian', 'check_errors'), 'new', _rt.linalg_ldl_factor_ex),
+    (_A._op_linalg_ldl_solve, _w183, ('CPU', 'CUDA', 'Meta'), K.linalg_ldl_solve, ('hermitian',), 'new', None),
+    (_A._op__sobol_engine_draw, _w184, ('CPU',), K._sobol_engine_draw, (), 'new', None),
+    (_A._op__sobol_engine_ff_, _w185, ('CPU',), K._sobol_engine_ff_, (), 'mutating', None),
+    (_A._op__sobol_engine_scramble_, _w82, ('CPU',), K._sobol_engine_scramble_, (), 'mutating', None),
+    (_A._op__sobol_engine_initialize_state_, _w83, ('CPU',), K._sobol_engine_initialize_state_, (), 'mutating', None),
+    (_A._op_fake_quantize_per_tensor_affine_cachemask, _w186, ('CPU', 'CUDA', 'Meta'), K.fake_quantize_per_tensor_affine_cachemask, (), 'new', None),
+    (_A._op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams, _w187, ('CPU', 'CUDA', 'Meta'), K._fake_quantize_per_tensor_affine_cachemask_tensor_qparams, (), 'new', None),
+    (_A._op_fake_quantize_per_channel_affine_cachemask, _w188, ('CPU', 'CUDA', 'Meta'), K.fake_quantize_per_channel_affine_cachemask, (), 'new', None),
 )
 
 # operator, key, composite function

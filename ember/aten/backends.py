@@ -3,7 +3,8 @@
 Note [Backend kernels]
 Most operators have one array kernel (``aten/kernels``) that serves every device: it receives the array module
 (``xp``: NumPy or CuPy) first and computes with it. For such an operator the code generator emits **one**
-wrapper (``ember/_generated/registrations.py``), registered for CPU and CUDA alike, which
+wrapper, registered for CPU and CUDA alike (``ember/_generated/registrations.py``: made by a factory that every
+operator of the same shape shares, from the array kernel), which
 
 1. looks up the backend by the call's key set — ``be = BACKEND[ks & ON_CUDA]`` (a key set whose highest backend
    is CPU has no CUDA tensor in it, since CUDA ranks above CPU);
@@ -18,7 +19,7 @@ Operators marked ``device_check: NoCheck`` (``copy_``: how data crosses devices)
 as they are. The Meta kernel is not generated either: it is derived from the same array kernel by the Meta
 key's boxed fallback (``aten/meta.py``), from the facts the table below records.
 
-``register_kernels`` reads the generated table: one row per operator with its wrapper, keys, array kernel,
+``register_kernels`` reads the generated table: one row per operator with its wrapper factory, keys, array kernel,
 keyword-only argument names, result kind and named-tuple class.
 """
 from __future__ import annotations
@@ -174,10 +175,13 @@ def compiled_loops_enabled() -> bool:
 def register_kernels(backend_rows: Any, composite_rows: Any, no_device_check: Any) -> None:
     """Register the generated table (Note [Backend kernels]).
 
-    ``backend_rows``: ``(op, wrapper, keys, array kernel, keyword-only argument names, result kind, named tuple)``;
+    ``backend_rows``: ``(op, wrapper factory, keys, array kernel, keyword-only argument names, result kind, named
+    tuple)``, the factory making the CPU / CUDA kernel from ``(array kernel, op name, named tuple)``;
     ``composite_rows``: ``(op, key, function)``; ``no_device_check``: the ops declared ``device_check: NoCheck``."""
     from ember.aten import meta
-    for op, fn, keys, kernel, kwnames, kind, rt in backend_rows:
+    for op, factory, keys, kernel, kwnames, kind, rt in backend_rows:
+        fn = factory(kernel, op.name, rt)
+        fn.__name__ = fn.__qualname__ = f"{op.name}_{op.overload_name or 'default'}"
         _ARRAY_KERNELS[op] = (kernel, kwnames, kind, rt)
         check = op not in no_device_check
         for k in keys:

@@ -3,16 +3,16 @@
 Outputs:
 * ``aten.py`` — the internal op API (Note [The internal op API]): the operator handles, and one plain
   function per overload calling the dispatcher.
-* ``registrations.py`` — the kernels of each operator (Note [Backend kernels] in ember/aten/backends.py): one
-  wrapper per operator with an array kernel, which unwraps tensors to arrays, calls the kernel with the array
-  module of the backend it runs on (NumPy for CPU, CuPy for CUDA, looked up by key) and wraps the result (fresh
-  tensor, view, in-place write or ``out=`` write); then the table that registers these wrappers for CPU and
-  CUDA, records what the Meta fallback derives Meta kernels from, and points composite entries at
-  ``ember/aten/composite``.
+* ``registrations.py`` — the kernels of each operator (Note [Backend kernels] in ember/aten/backends.py): wrapper
+  factories, one per shape of operator, whose wrapper unwraps tensors to arrays, calls the array kernel with the
+  array module of the backend it runs on (NumPy for CPU, CuPy for CUDA, looked up by key) and wraps the result
+  (fresh tensor, view, in-place write or ``out=`` write); then the table that names each operator's factory and
+  kernel, registered for CPU and CUDA, records what the Meta fallback derives Meta kernels from, and points
+  composite entries at ``ember/aten/composite``.
 * ``functions.py`` / ``tensor_methods.py`` / ``nn_functional.py`` / ``linalg.py`` / ``special.py`` /
-  ``fft.py`` — the Python bindings: one function per public name, resolving its overloads as
-  PyTorch's ``PythonArgParser`` does (``out=`` folded in, ``int[]`` accepted as varargs when it is
-  the only positional argument).
+  ``fft.py`` — the Python bindings (Note [Python bindings] in ember/_python_arg_parser.py): the fast binders, one
+  per shape of signature, then one line per public name giving its overloads (``out=`` folded in), its binders
+  and its docstring. The signature table is built from the schemas at run time, on first use.
 """
 from __future__ import annotations
 
@@ -42,10 +42,10 @@ def handle_var(s: FunctionSchema) -> str:
 
 # ------------------------------------------------------------------------------ registrations
 # Note [Backend kernels] (ember/aten/backends.py): one wrapper per operator serves CPU and CUDA, the backend looked
-# up by key; the Meta kernel is derived by the Meta fallback; the registrations are a table.
-def _unwrap(a: Argument) -> str:
-    """The array of a tensor argument (``None`` stays ``None`` for ``Tensor?``)."""
-    n = ident(a.name)
+# up by key; the Meta kernel is derived by the Meta fallback; the registrations are a table naming, per operator,
+# the factory of its wrapper (operators of the same shape share one).
+def _unwrap(a: Argument, n: str) -> str:
+    """The array of a tensor argument named ``n`` (``None`` stays ``None`` for ``Tensor?``)."""
     t = a.type
     if t.is_tensor:
         return f"{n}._data" if not t.optional else f"(None if {n} is None else {n}._data)"
@@ -59,14 +59,6 @@ def _unwrap(a: Argument) -> str:
 def _kwarg_names(s: FunctionSchema) -> list[str]:
     """Keyword-only arguments the array kernel takes by name (``out=`` arguments are not passed)."""
     return [ident(a.name) for a in s.arguments if a.kwarg_only and not a.type.is_write]
-
-
-def _kernel_call(nf: NativeFunction, kernel: str) -> str:
-    """Kernel arguments: positional schema arguments by position, keyword-only ones by name (so one kernel can
-    serve overloads that declare different subsets of its parameters)."""
-    args = [_unwrap(a) for a in nf.schema.arguments if not a.kwarg_only]
-    args += [f"{ident(a.name)}={_unwrap(a)}" for a in nf.schema.arguments if a.kwarg_only and not a.type.is_write]
-    return f"K.{kernel}(be.xp, " + ", ".join(args) + ")"
 
 
 def _return_types() -> set[str]:
@@ -85,32 +77,6 @@ def _rt_class(s: FunctionSchema) -> str | None:
     return None
 
 
-def _wrap_result(nf: NativeFunction, expr: str) -> list[str]:
-    """Lines that wrap the kernel result ``expr`` for a functional (non-mutating) op."""
-    s = nf.schema
-    if s.is_view:
-        base = ident(s.arguments[0].name)
-        if s.returns[0].type.is_list:
-            return [f"return [_view(_r, {base}) for _r in {expr}]"]
-        if len(s.returns) > 1:
-            return [f"return tuple(_view(_r, {base}) for _r in {expr})"]
-        return [f"return _view({expr}, {base})"]
-    new = "_new({}, be.ks, be.device)"
-    if len(s.returns) == 1:
-        r = s.returns[0].type
-        if r.is_list:
-            return [f"return [{new.format('_r')} for _r in {expr}]"]
-        if r.base != "Tensor":
-            return [f"return {expr}"]
-        return [f"return {new.format(expr)}"]
-    if len(s.returns) == 0:
-        return [f"{expr}", "return None"]
-    items = ", ".join(new.format(f"_rs[{i}]") if r.type.base == "Tensor" else f"_rs[{i}]"
-                      for i, r in enumerate(s.returns))
-    rt = _rt_class(s)
-    return [f"_rs = {expr}", f"return {rt}({items})" if rt else f"return ({items},)"]
-
-
 def result_kind(nf: NativeFunction, kernel: str) -> str:
     """How a wrapper delivers its result; the Meta fallback derives the Meta kernel by it."""
     s = nf.schema
@@ -125,37 +91,64 @@ def result_kind(nf: NativeFunction, kernel: str) -> str:
     return "new"
 
 
-def gen_backend_kernel(nf: NativeFunction, kernel: str) -> tuple[str, str]:
+def _wrap_result(nf: NativeFunction, expr: str, p: list[str]) -> list[str]:
+    """Lines that wrap the kernel result ``expr`` for a functional (non-mutating) op."""
     s = nf.schema
-    fname = f"_{s.name}_{s.overload_name or 'default'}"
-    params = ", ".join(["ks"] + [ident(a.name) for a in s.arguments])
-    call = _kernel_call(nf, kernel)
-    head = [f"def {fname}({params}):", "    be = BACKEND[ks & ON_CUDA]"]
+    if s.is_view:
+        if s.returns[0].type.is_list:
+            return [f"return [_view(_r, {p[0]}) for _r in {expr}]"]
+        if len(s.returns) > 1:
+            return [f"return tuple(_view(_r, {p[0]}) for _r in {expr})"]
+        return [f"return _view({expr}, {p[0]})"]
+    new = "_new({}, be.ks, be.device)"
+    if len(s.returns) == 1:
+        r = s.returns[0].type
+        if r.is_list:
+            return [f"return [{new.format('_r')} for _r in {expr}]"]
+        if r.base != "Tensor":
+            return [f"return {expr}"]
+        return [f"return {new.format(expr)}"]
+    if len(s.returns) == 0:
+        return [f"{expr}", "return None"]
+    items = ", ".join(new.format(f"_rs[{i}]") if r.type.base == "Tensor" else f"_rs[{i}]"
+                      for i, r in enumerate(s.returns))
+    wrap = f"_rt({items})" if _rt_class(s) else f"({items},)"
+    return [f"_rs = {expr}", f"return {wrap}"]
+
+
+def gen_backend_wrapper(nf: NativeFunction, kernel: str) -> str:
+    """The text of a wrapper factory ``_W(_k, _name, _rt)`` for one operator: its ``run(ks, a0, a1, ...)`` unwraps
+    the tensors, calls the array kernel ``_k`` with the backend's array module and wraps the result. Operators of
+    the same shape share the text, so they share the factory."""
+    s = nf.schema
+    p = [f"a{i}" for i in range(len(s.arguments))]
+    args = [_unwrap(a, n) for a, n in zip(s.arguments, p) if not a.kwarg_only]
+    args += [f"{ident(a.name)}={_unwrap(a, n)}" for a, n in zip(s.arguments, p) if a.kwarg_only and not a.type.is_write]
+    call = "_k(be.xp, " + ", ".join(args) + ")"
+    head = ["def _W(_k, _name, _rt):", f"    def run({', '.join(['ks'] + p)}):", "        be = BACKEND[ks & ON_CUDA]"]
     kind = result_kind(nf, kernel)
     if kind == "mutating":
-        self_n = ident(s.arguments[0].name)
-        return fname, "\n".join(head + [f"    _check_writable({self_n})", f"    {call}",
-                                         f"    {self_n}._vc.version += 1", f"    return {self_n}"])
+        return "\n".join(head + ["        _check_writable(a0)", f"        {call}", "        a0._vc.version += 1",
+                                 "        return a0", "    return run"])
     if kind == "inplace":
-        body = [f"return _write_inplace({ident(s.arguments[0].name)}, {call}, '{s.name}')"]
+        body = [f"return _write_inplace(a0, {call}, _name)"]
     elif kind == "out":
-        outs = s.out_arguments
+        outs = [n for a, n in zip(s.arguments, p) if a.kwarg_only and a.type.is_write]
         if len(outs) == 1:
-            body = [f"return _write_out({ident(outs[0].name)}, {call}, '{s.base_name}')"]
+            body = [f"return _write_out({outs[0]}, {call}, _name)"]
         else:
             body = [f"_rs = {call}"]
-            body += [f"_write_out({ident(o.name)}, _rs[{i}], '{s.base_name}')" for i, o in enumerate(outs)]
-            names = ", ".join(ident(o.name) for o in outs)
-            rt = _rt_class(s)
-            body.append(f"return {rt}({names})" if rt else f"return ({names},)")
+            body += [f"_write_out({o}, _rs[{i}], _name)" for i, o in enumerate(outs)]
+            names = ", ".join(outs)
+            body.append(f"return _rt({names})" if _rt_class(s) else f"return ({names},)")
     else:
-        body = _wrap_result(nf, call)
-    tensors = [ident(a.name) for a in s.arguments if a.type.is_tensor]
+        body = _wrap_result(nf, call, p)
+    tensors = [n for a, n in zip(s.arguments, p) if a.type.is_tensor]
     if not tensors:
-        return fname, "\n".join(head + ["    " + ln for ln in body])
+        return "\n".join(head + ["        " + ln for ln in body] + ["    return run"])
     # try costs nothing until something is raised
-    catch = ["    except ValueError as _e:", f"        _value_error(_e, K.{kernel}, {', '.join(tensors)})"]
-    return fname, "\n".join(head + ["    try:"] + ["        " + ln for ln in body] + catch)
+    catch = ["        except ValueError as _e:", f"            _value_error(_e, _k, {', '.join(tensors)})"]
+    return "\n".join(head + ["        try:"] + ["            " + ln for ln in body] + catch + ["    return run"])
 
 
 _RETURN_TYPES = _return_types()
@@ -166,16 +159,7 @@ _QUANTIZED_KEYS = ("QuantizedCPU",)
 
 
 def gen_registrations(nfs: list[NativeFunction]) -> str:
-    out = [HEADER, '"""The kernels of every operator, and the table that registers them (Note [Backend kernels] in',
-           'ember/aten/backends.py)."""',
-           "from ember.aten import kernels as K", "from ember.aten import composite as C",
-           "from ember.aten import quantized as Q",
-           "from ember._generated import aten as _A",
-           "from ember.aten.backends import BACKEND, ON_CUDA, register_kernels",
-           "from ember.aten.wrap import new_tensor as _new, view_of as _view, write_inplace as _write_inplace",
-           "from ember.aten.wrap import write_out as _write_out, check_writable as _check_writable",
-           "from ember.aten.wrap import value_error as _value_error",
-           "from ember import return_types as _rt", ""]
+    factories: dict[str, str] = {}
     backend_rows, composite_rows, no_check = [], [], []
     for nf in nfs:
         s = nf.schema
@@ -194,16 +178,36 @@ def gen_registrations(nfs: list[NativeFunction]) -> str:
         if len(kernels) != 1:
             raise ValueError(f"{nf.loc}: one array kernel serves every backend (Note [Backend kernels]); got {kernels}")
         kernel = kernels.pop()
-        fname, code = gen_backend_kernel(nf, kernel)
-        out += ["", code, ""]
+        text = gen_backend_wrapper(nf, kernel)
+        if text not in factories:
+            factories[text] = f"_w{len(factories)}"
+            factories[text] += f"  # {s}"   # the first operator of this shape, as an example
         keys = tuple(k for k in _BACKEND_KEYS if k in backend)
         kw = tuple(_kwarg_names(s))
-        backend_rows.append(f"    (_A.{hv}, {fname}, {keys!r}, K.{kernel}, {kw!r}, {result_kind(nf, kernel)!r}, "
-                            f"{_rt_class(s)}),")
+        backend_rows.append(f"    (_A.{hv}, {factories[text].split()[0]}, {keys!r}, K.{kernel}, {kw!r}, "
+                            f"{result_kind(nf, kernel)!r}, {_rt_class(s)}),")
         if nf.device_check == "NoCheck":
             no_check.append(f"_A.{hv}")
+    out = [HEADER, '"""The kernels of every operator, and the table that registers them (Note [Backend kernels] in',
+           "ember/aten/backends.py).",
+           "",
+           "First the wrapper factories, one per shape of operator: ``_wN(kernel, name, named_tuple)`` makes the",
+           "kernel ``run(ks, *arguments)`` that the dispatcher calls for CPU and CUDA: it unwraps the tensors, calls",
+           "the array kernel with the array module of the backend it runs on (NumPy for CPU, CuPy for CUDA, looked up",
+           "by key) and wraps the result (fresh tensor, view, in-place write or ``out=`` write). Then the table.\"\"\"",
+           "from ember.aten import kernels as K", "from ember.aten import composite as C",
+           "from ember.aten import quantized as Q",
+           "from ember._generated import aten as _A",
+           "from ember.aten.backends import BACKEND, ON_CUDA, register_kernels",
+           "from ember.aten.wrap import new_tensor as _new, view_of as _view, write_inplace as _write_inplace",
+           "from ember.aten.wrap import write_out as _write_out, check_writable as _check_writable",
+           "from ember.aten.wrap import value_error as _value_error",
+           "from ember import return_types as _rt", ""]
+    for text, fname in factories.items():
+        name, _, example = fname.partition("  # ")
+        out += [f"# {example}", text.replace("def _W(", f"def {name}(", 1)]
     out += ["",
-            "# operator, wrapper (CPU and CUDA), keys, array kernel, keyword-only arguments, result kind, named tuple",
+            "# operator, wrapper factory, keys, array kernel, keyword-only arguments, result kind, named tuple",
             "_BACKEND_KERNELS = ("] + backend_rows + [")", "",
             "# operator, key, composite function", "_COMPOSITE_KERNELS = ("] + composite_rows + [")", "",
             "# ``device_check: NoCheck``: the operators whose arguments may be on different devices",
@@ -295,66 +299,51 @@ def _factory_extras(sig: PySig) -> bool:
     return "device" in names and "dtype" in names
 
 
-def gen_binding(name: str, sigs: list[PySig], method: bool, docs: dict[str, str] | None = None) -> str:
-    """A generic-parser binding: ``_parse`` picks the overload and returns converted arguments."""
-    specs = []
+def gen_binding(name: str, sigs: list[PySig], method: bool, docs: dict[str, str], binders: dict[str, str],
+                schema_name: str | None = None) -> str:
+    """One binding (Note [Python bindings] in ember/_python_arg_parser.py): its overloads, its fast binders (shared by
+    shape: ``binders`` maps a binder's text to its name, new ones are added), its docstring."""
+    overloads = ", ".join(f"(_A.{handle_var(sg.nf.schema)}, "
+                          f"{'_A.' + handle_var(sg.out_nf.schema) if sg.out_nf is not None else 'None'})"
+                          for sg in sigs)
+    fasts: list[str] = []
+    varargs: list[int] = []
+    wrapped, stub = "None", []
     for sg in sigs:
-        entries = [_spec_entry(a, sg.pyname(a)) for a in sg.args]
-        if sg.out_nf is not None:
-            outs = sg.out_nf.schema.out_arguments
-            if len(outs) == 1:
-                entries.append("('out', 'T?', True, True, None)")
-            else:
-                entries.append("('out', 'any', True, True, None)")
-        if _factory_extras(sg):
-            entries.append("('requires_grad', 'bool', True, True, False)")
-        specs.append(f"    ({', '.join(entries)}{',' if entries else ''}),")
-    lines = [f"_sig_{name} = _Signatures({name!r}, [", *specs, f"], method={method})", ""]
-    fast_defs, fast_body = [], []
-    for i, sg in enumerate(sigs):
-        d, b = _fast_path(name, i, sg, method)
-        fast_defs += d
-        fast_body += b
-    lines += fast_defs
-    head = "def {}(self, *args, **kwargs):" if method else "def {}(*args, **kwargs):"
-    lines.append(head.format(name))
-    # Note [Keeping __torch_function__ off the path of plain tensors] in ember/aten/torch_function.py
-    lines.append("    if _TF_ON:")
-    # (the binding reached through its _Signatures: a parameter may share the binding's name, ``threshold``)
-    lines.append(f"        _r = _tf_dispatch(_sig_{name}.public, {'(self,) + args' if method else 'args'}, kwargs)")
-    lines.append("        if _r is not _NOT_HANDLED:")
-    lines.append("            return _r")
-    lines += fast_body
-    if method:
-        lines.append(f"    _i, _a = _sig_{name}.parse(args, kwargs, self)")
-    else:
-        lines.append(f"    _i, _a = _sig_{name}.parse(args, kwargs)")
-    lines.append("    if _i < 0:  # an argument's __torch_function__ answered")
-    lines.append("        return _a")
-    for i, sg in enumerate(sigs):
-        cond = "if" if i == 0 else "elif"
-        lines.append(f"    {cond} _i == {i}:")
-        body = _call_body(sg, method)
-        lines += ["        " + b for b in body]
-    lines.append("    raise AssertionError('unreachable')")
-    lines.append("")
-    lines.append("")
-    lines.append(f"{name}.__doc__ = {_binding_doc(name, sigs, method, docs or {})!r}")
-    lines.append(f"_sig_{name}.public = {name}")
+        text = _fast_binder(sg, method)
+        if text is None:
+            continue
+        factory = "_B." + binders.setdefault(text, f"b{len(binders)}")
+        handles = [f"_A.{handle_var(sg.nf.schema)}"]
+        if sg.out_nf is not None and len(sg.out_nf.schema.out_arguments) == 1:
+            handles.append(f"_A.{handle_var(sg.out_nf.schema)}")
+        if sg.varargs:
+            varargs.append(len(fasts))
+        fasts.append(f"{factory}({', '.join(handles)})")
     if len(sigs) == 1:  # Note [Binding docstrings]
-        self_p = ["self"] if method else []
-        lines.append(f"def _signature_{name}({', '.join(self_p + _py_params(sigs[0]))}): ...")
-        lines.append(f"{name}.__wrapped__ = _signature_{name}")
-    return "\n".join(lines)
+        params = (["self"] if method else []) + _py_params(sigs[0])
+        if fasts and (sigs[0].out_nf is None or len(sigs[0].out_nf.schema.out_arguments) == 1):
+            wrapped = "True"   # the fast binder has the signature
+        else:
+            stub = [f"def _signature_{name}({', '.join(params)}): ..."]
+            wrapped = f"_signature_{name}"
+    make = "_method" if method else "_function"
+    extra = f", op_name={schema_name!r}" if schema_name is not None and schema_name != name else ""
+    return "\n".join(stub + [
+        f"{name} = {make}(__name__, {name!r}, ({overloads}{',' if len(sigs) == 1 else ''}),",
+        f"    ({', '.join(fasts)}{',' if len(fasts) == 1 else ''}), {tuple(varargs)!r}, wrapped={wrapped}{extra}, "
+        f"doc={_binding_doc(name, sigs, method, docs)!r})"])
 
 
 # Note [Binding fast path]
-# Every binding first tries each signature with Python's own argument binding (a generated ``_bind``
-# function with the signature's parameters and defaults) and inline type checks that accept only values
-# needing no conversion (a Tensor, a Python number, a tuple of ints, None for optional arguments, ...).
-# When one passes, the op is called directly.  Anything else — lists for sizes, ``dtype=float``, device
-# strings, numpy scalars, and every error — goes to the generic parser (``_Signatures.parse``), which is
-# the reference behaviour; the fast path only skips work for calls that need none.
+# Every binding first tries its fast binders (Note [Python bindings] in ember/_python_arg_parser.py): for each
+# signature whose arguments can be checked without converting them, a generated function with the signature's
+# parameters and defaults (Python's own argument binding) and inline type checks that accept only values needing
+# no conversion (a Tensor, a Python number, a tuple of ints, a list of tensors, None for optional arguments, ...).
+# When one passes, it calls the operator. Anything else — lists for sizes, ``dtype=float``, device strings, numpy
+# scalars, and every error — goes to the signature table (``Signatures``), which is the reference behaviour; the
+# fast path only skips work for calls that need none. The binders are written once per shape (parameters, checks,
+# key-set expression, argument order) and made per operator by passing the handles.
 _FAST_CHECKS = {
     "T": "isinstance({v}, _Tensor)",
     "T?": "({v} is None or isinstance({v}, _Tensor))",
@@ -373,12 +362,15 @@ _FAST_CHECKS = {
     "gen?": "({v} is None or type({v}) is _Generator)",
     "any": "True",
 }
+_FAST_LISTS = {"T[]": "False", "T?[]": "True"}   # tensor lists: ``fast_tensors(v, none_ok)``
 
 
 def _fast_check(kind: str, v: str) -> tuple[str, str | None]:
     """(condition, converted expression) for the fast path, or ("", None) when it cannot take ``kind``."""
     if kind in _FAST_CHECKS:
         return _FAST_CHECKS[kind].format(v=v), v
+    if kind in _FAST_LISTS:
+        return f"({v}_ := _tensors({v}, {_FAST_LISTS[kind]})) is not None", f"{v}_"
     if kind.startswith("int["):
         opt = kind.endswith("?")
         single = kind[4:-1 if not opt else -2] != ""
@@ -464,69 +456,56 @@ def _binding_doc(name: str, sigs: list[PySig], method: bool, docs: dict[str, str
     return ((head + "\n\n") if head else "") + "\n".join(lines)
 
 
-def _fast_path(name: str, i: int, sg: PySig, method: bool) -> tuple[list[str], list[str]]:
+def _fast_binder(sg: PySig, method: bool) -> str | None:
+    """The text of a fast binder factory for one signature (Note [Binding fast path]), or None when an argument
+    needs conversion. The factory takes the operator handles (``_op``, and ``_op_out`` for a single ``out=``)."""
     checks, conv = [], {}
     for a in sg.args:
         pn = sg.pyname(a)
         c, e = _fast_check(_kind(a), pn)
         if e is None:
-            return [], []
-        checks.append(c)
+            return None
+        if c != "True":
+            checks.append(c)
         conv[pn] = e
     extra_out = sg.out_nf is not None and len(sg.out_nf.schema.out_arguments) == 1
-    params = _py_params(sg, with_out=extra_out)  # several out tensors (values=, indices=) take the slow path
+    params = _py_params(sg, with_out=extra_out)  # several out tensors (values=, indices=) take the table
     if _factory_extras(sg):
         checks.append("not requires_grad")
-    names = [p.split("=")[0] for p in params if p != "*"]
-    bind = f"_bind_{name}_{i}"
-    defs = [f"def {bind}({', '.join(params)}):",
-            f"    return ({', '.join(names)}{',' if len(names) == 1 else ''})",
-            ""]
-    body = ["    try:",
-            f"        _b = {bind}(*args, **kwargs)",
-            "    except TypeError:",
-            "        _b = None"]
-    if sg.varargs:  # ``x.view(2, 3)``: the ints arrive as varargs
-        body = ["    try:",
-                "        if args and type(args[0]) is int:",
-                f"            _b = {bind}(args, **kwargs)",
-                "        else:",
-                f"            _b = {bind}(*args, **kwargs)",
-                "    except TypeError:",
-                "        _b = None"]
-    body.append("    if _b is not None:")
-    if names:
-        body.append(f"        {', '.join(names)}{',' if len(names) == 1 else ''} = _b")
-    cond = " and ".join(checks) if checks else "True"
-    body.append(f"        if {cond}:")
     s = sg.nf.schema
-    argnames = {}
-    for a in s.arguments:
-        argnames[a.name] = "self" if (method and a is sg.self_arg) else conv[sg.pyname(a)]
+    argnames = {a.name: "self" if (method and a is sg.self_arg) else conv[sg.pyname(a)] for a in s.arguments}
     call_args = [argnames[a.name] for a in s.arguments]
-    ks = _ks_expr(sg.nf, argnames)
-    call = _returning_self_list(s, f"_A.{handle_var(s)}.call({ks}, {', '.join(call_args)})", call_args)
+    call = _returning_self_list(s, f"_op.call({_ks_expr(sg.nf, argnames)}, {', '.join(call_args)})", call_args)
+    body = []
     if extra_out:
         assert sg.out_nf is not None
         out_s = sg.out_nf.schema
-        oargs = []
         out_names = dict(argnames)
+        oargs = []
         for a in out_s.arguments:
             if a.kwarg_only and a.type.is_write:
                 oargs.append("out")
                 out_names[a.name] = "out"
             else:
                 oargs.append(argnames[a.name])
-        body.append("            if out is None:")
-        body.append(f"                return {call}")
-        body.append("            if isinstance(out, _Tensor):")
+        body += ["if out is None:", f"    return {call}", "if isinstance(out, _Tensor):"]
         if _factory_extras(sg):
-            body.append(f"                _check_out_options(out, {conv[sg.pyname(_arg(s, 'dtype'))]})")
-        body.append(f"                return _A.{handle_var(out_s)}.call({_ks_expr(sg.out_nf, out_names)}, "
-                    f"{', '.join(oargs)})")
+            body.append(f"    _check_out_options(out, {conv[sg.pyname(_arg(s, 'dtype'))]})")
+        body.append(f"    return _op_out.call({_ks_expr(sg.out_nf, out_names)}, {', '.join(oargs)})")
     else:
-        body.append(f"            return {call}")
-    return defs, body
+        body.append(f"return {call}")
+    lines = [f"def _B(_op{', _op_out' if extra_out else ''}):",
+             f"    def fast({', '.join((['self'] if method else []) + params)}):"]
+    if checks:
+        lines.append(f"        if {' and '.join(checks)}:")
+        lines += ["            " + b for b in body]
+        lines.append("        return _MISS")
+    else:
+        lines += ["        " + b for b in body]
+        if extra_out:
+            lines.append("        return _MISS")
+    lines.append("    return fast")
+    return "\n".join(lines)
 
 
 def _ks_expr(nf: NativeFunction, argnames: dict[str, str]) -> str:
@@ -544,53 +523,6 @@ def _ks_expr(nf: NativeFunction, argnames: dict[str, str]) -> str:
         dev = [a for a in nf.schema.arguments if a.type.base == "Device"]
         parts = [f"_ks_device({argnames.get('device', 'device')})" if dev else "_KS_CPU"]
     return " | ".join(parts + out_parts)
-
-
-def _call_body(sg: PySig, method: bool) -> list[str]:
-    nf = sg.nf
-    s = nf.schema
-    argnames = {}
-    call_args = []
-    for a in s.arguments:
-        if method and a is sg.self_arg:
-            argnames[a.name] = "self"
-            call_args.append("self")
-        else:
-            argnames[a.name] = f"_a[{sg.pyname(a)!r}]"
-            call_args.append(f"_a[{sg.pyname(a)!r}]")
-    lines = []
-    ks = _ks_expr(nf, argnames)
-    fin = ""
-    if _factory_extras(sg):
-        fin = "_finish_factory"
-    if sg.out_nf is not None:
-        out_s = sg.out_nf.schema
-        lines.append("if _a['out'] is None:")
-        call = f"_A.{handle_var(s)}.call({ks}, {', '.join(call_args)})"
-        lines.append(f"    return {fin}({call}, _a)" if fin else f"    return {call}")
-        oargs = []
-        out_names = dict(argnames)
-        for a in out_s.arguments:
-            if a.kwarg_only and a.type.is_write:
-                if len(out_s.out_arguments) == 1:
-                    oargs.append("_a['out']")
-                else:
-                    oargs.append(f"_a['out'][{out_s.out_arguments.index(a)}]")
-                out_names[a.name] = oargs[-1]
-            elif method and a.name == "self":
-                oargs.append("self")
-            else:
-                oargs.append(f"_a[{sg.pyname(a)!r}]")
-        oks = _ks_expr(sg.out_nf, out_names)
-        if fin:
-            lines.append("_check_out_options(_a['out'], _a['dtype'])")
-            lines.append(f"return {fin}(_A.{handle_var(out_s)}.call({oks}, {', '.join(oargs)}), _a)")
-        else:
-            lines.append(f"return _A.{handle_var(out_s)}.call({oks}, {', '.join(oargs)})")
-    else:
-        call = _returning_self_list(s, f"_A.{handle_var(s)}.call({ks}, {', '.join(call_args)})", call_args)
-        lines.append(f"return {fin}({call}, _a)" if fin else f"return {call}")
-    return lines
 
 
 def _returning_self_list(s: FunctionSchema, call: str, call_args: list[str]) -> str:
@@ -663,37 +595,43 @@ def load_docs() -> dict[str, str]:
     return docs
 
 
-def gen_namespace(nfs: list[NativeFunction], module: str | None, method: bool, title: str) -> str:
+def gen_namespace(nfs: list[NativeFunction], module: str | None, method: bool, title: str,
+                  binders: dict[str, str]) -> str:
+    """One binding module; the fast binders it needs are added to ``binders`` (text -> name, for ``binders.py``)."""
     groups = group_functions(nfs, method, module)
-    out = [HEADER, f'"""{title} (see tools/codegen/gen.py)."""',
+    docs = load_docs()
+    bindings = []
+    for name, sigs in groups.items():
+        # PyTorch's builtin is named after the op (``linalg_inv``): a mode printing ``func.__name__`` reads that
+        schema_name = sigs[0].nf.schema.name if module is not None else None
+        bindings.append(gen_binding(name, sigs, method, docs, binders, schema_name))
+    make = "method_binding as _method" if method else "function_binding as _function"
+    out = [HEADER, f'"""{title}: the Python bindings (Note [Python bindings] in ember/_python_arg_parser.py), one per',
+           'public name: its overloads, its fast binders (``binders.py``), its docstring."""',
            "from ember._generated import aten as _A",
+           "from ember._generated import binders as _B",
+           f"from ember._python_arg_parser import {make}",
+           "", f"__all__ = {sorted(groups)!r}", "", *bindings]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def gen_binders(binders: dict[str, str]) -> str:
+    out = [HEADER, '"""The fast binders of every binding (Note [Binding fast path] in tools/codegen/gen.py), one per',
+           "shape of signature: ``bN(op, op_out)`` makes a function with the signature's parameters that calls the",
+           'operator when every argument is already what it takes, and answers ``_MISS`` otherwise."""',
            "from ember._generated import registrations  # noqa: F401 (registers the kernels)",
-           "from ember.c10.dispatch_key import KS_CPU as _KS_CPU  # noqa: F401",
            "from ember.c10 import dtype as _dtypes  # noqa: F401",
+           "from ember.c10.dispatch_key import KS_CPU as _KS_CPU  # noqa: F401",
            "from ember.c10.dtype import dtype as _dtype",
            "from ember.c10.generator import Generator as _Generator",
-           "from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _ints",
            "from ember._tensor import Tensor as _Tensor",
-           "from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, "
-           "ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory",
-           "from ember.aten.dispatcher import ks_out as _ks_out  # noqa: F401",
-           "from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401",
-           "from ember._python_arg_parser import returning as _returning  # noqa: F401",
-           "from ember.aten.torch_function import NOT_HANDLED as _NOT_HANDLED, dispatch as _tf_dispatch, "
-           "register_flag as _register_tf_flag",
-           "_TF_ON = False  # the __torch_function__ switch, kept current by torch_function._refresh",
-           "_register_tf_flag(globals())", "",
-           f"__all__ = {sorted(groups)!r}", ""]
-    docs = load_docs()
-    for name, sigs in groups.items():
-        out.append(gen_binding(name, sigs, method, docs))
-        schema_name = sigs[0].nf.schema.name
-        if module is not None and schema_name != name:
-            # PyTorch's builtin is named after the op (``linalg_inv``): a mode printing ``func.__name__`` reads that
-            out.append(f"{name}.__name__ = {name}.__qualname__ = {schema_name!r}")
-        out.append("")
-        out.append("")
-    return "\n".join(out).rstrip() + "\n"
+           "from ember.aten.dispatcher import ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, "
+           "ks_out as _ks_out",
+           "from ember._python_arg_parser import MISS as _MISS, NUMBER_TYPES as _NUMBERS, fast_ints as _ints, "
+           "fast_tensors as _tensors, check_out_options as _check_out_options, returning as _returning", ""]
+    for text, fname in binders.items():
+        out.append(text.replace("def _B(", f"def {fname}(", 1))
+    return "\n".join(out) + "\n"
 
 
 # Note [Type stubs]
@@ -819,29 +757,6 @@ def gen_aten_stub(nfs: list[NativeFunction]) -> str:
     return "\n".join(out) + "\n"
 
 
-def gen_ops(nfs: list[NativeFunction]) -> str:
-    """``ember.ops.aten.<name>.<overload>``: every overload, callable with its schema's argument names."""
-    by_name: dict[str, list[NativeFunction]] = OrderedDict()
-    for nf in nfs:
-        by_name.setdefault(nf.schema.name, []).append(nf)
-    out = [HEADER, '"""ember.ops.aten: one packet per operator name, one attribute per overload."""',
-           "from ember._generated import aten as _A",
-           "from ember._generated import registrations  # noqa: F401 (registers the kernels)",
-           "from ember.c10 import dtype as _dtypes  # noqa: F401",
-           "from ember._ops import OpOverload as _O, OpOverloadPacket as _P", ""]
-    for name, lst in by_name.items():
-        items = []
-        for nf in lst:
-            s = nf.schema
-            entries = [_spec_entry(a, ident(a.name)) for a in s.arguments]
-            names = [ident(a.name) for a in s.arguments]
-            items.append(f"    _O(_A.{handle_var(s)}, ({', '.join(entries)}{',' if entries else ''}), {names!r}),")
-        out.append(f"{ident(name)} = _P({name!r}, [")
-        out += items
-        out.append("])")
-    return "\n".join(out) + "\n"
-
-
 # Note [The internal op API]
 # ``ember/_generated/aten.py`` is ember's ``at::`` namespace: for every overload of native_functions.yaml, its
 # operator handle and a plain function named ``aten_name`` that computes the call's dispatch key set (Note
@@ -885,27 +800,25 @@ def gen_aten(nfs: list[NativeFunction]) -> str:
         n_out = len(s.out_arguments) if s.is_out else 0
         out.append(f"{hv} = _D.define({str(s)!r}{f', out_arity={n_out}' if n_out else ''}"
                    f"{f', tags={tuple(nf.tags)!r}' if nf.tags else ''})")
-        out.append("")
-        out.append(f"def {fn}({_aten_params(s)}):")
-        out.append(f"    return {hv}.call({_ks_expr(nf, {})}{', ' if args else ''}{args})")
-        out.append("")
+        out.append(f"def {fn}({_aten_params(s)}): return {hv}.call({_ks_expr(nf, {})}{', ' if args else ''}{args})")
     return "\n".join(out).rstrip() + "\n"
 
 
 def generate(out_dir: str = OUT_DIR, yaml_path: str = YAML_PATH) -> dict[str, str]:
     nfs = load_native_functions(yaml_path)
+    binders: dict[str, str] = {}   # filled by the binding modules, written as binders.py
     files = {
         "__init__.py": HEADER + '"""Code generated from native_functions.yaml; see tools/codegen."""\n',
         "aten.py": gen_aten(nfs),
         "aten.pyi": gen_aten_stub(nfs),
         "registrations.py": gen_registrations(nfs),
-        "functions.py": gen_namespace(nfs, None, False, "ember.* functions"),
-        "tensor_methods.py": gen_namespace(nfs, None, True, "Tensor methods"),
-        "nn_functional.py": gen_namespace(nfs, "nn", False, "ember.nn.functional entries"),
-        "linalg.py": gen_namespace(nfs, "linalg", False, "ember.linalg functions"),
-        "special.py": gen_namespace(nfs, "special", False, "ember.special functions"),
-        "fft.py": gen_namespace(nfs, "fft", False, "ember.fft functions"),
-        "ops.py": gen_ops(nfs),
+        "functions.py": gen_namespace(nfs, None, False, "ember.* functions", binders),
+        "tensor_methods.py": gen_namespace(nfs, None, True, "Tensor methods", binders),
+        "nn_functional.py": gen_namespace(nfs, "nn", False, "ember.nn.functional entries", binders),
+        "linalg.py": gen_namespace(nfs, "linalg", False, "ember.linalg functions", binders),
+        "special.py": gen_namespace(nfs, "special", False, "ember.special functions", binders),
+        "fft.py": gen_namespace(nfs, "fft", False, "ember.fft functions", binders),
+        "binders.py": gen_binders(binders),
         "functions.pyi": gen_stub(nfs, None, False),
         "tensor_methods.pyi": gen_stub(nfs, None, True),
         "nn_functional.pyi": gen_stub(nfs, "nn", False),

@@ -184,7 +184,6 @@ def _node_head(plan: Plan) -> list[str]:
     lines = [f"class {plan.class_name}(_Node):"]
     saved = [f"{ident(n)}_" for n in plan.saved_tensors] + (["result_"] if plan.uses_result else [])
     lines.append(f"    _saved_names = {tuple(saved)!r}")
-    lines.append("")
     lines.append("    def apply(_n, grads):")
     lines.append("        grad = grads[0]")
     for n in plan.saved_values:
@@ -325,8 +324,8 @@ def gen_kernel(nf: NativeFunction, plan: Plan, inplace: bool) -> tuple[str, str]
     else:
         lines.append(f"        return {call}")
     lines.append(f"    _n = {plan.class_name}()")
-    lines.append(f"    _n._next = _edges({_tensor_inputs_expr(diff)})")
-    lines.append(f"    _n._input_meta = _meta({_tensor_inputs_expr(diff)})")
+    inputs = _tensor_inputs_expr(diff)
+    lines.append(f"    _n._next, _n._input_meta = _edges({inputs}), _meta({inputs})")
     for a in diff:
         if a.type.is_tensor_list:
             lines.append(f"    _n._list_len_{a.name} = len({ident(a.name)})")
@@ -487,10 +486,8 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
             # bindings hide] in ember/_ops.py): its ops are reported as that formula's
             out.append(f"{cls}._wrapped_number_formula = True")
         out.append("")
-        out.append("")
         fname, code = gen_kernel(nf, plan, inplace=s.is_inplace)
         out.append(code)
-        out.append("")
         out.append("")
         regs.append((s, fname))
     for nf in nfs:
@@ -510,7 +507,6 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
             continue
         out.append(code)
         out.append("")
-        out.append("")
         regs.append((s, fname))
     # one registration under the Autograd alias key serves AutogradCPU / CUDA / Meta (Note [Kernel resolution])
     out.append("for _h, _k in (")
@@ -520,8 +516,14 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
     out.append("    _h.register(DispatchKey.Autograd, _k)")
     out.append("# ops without a differentiable output: their Autograd keys fall through (Note [Kernel resolution])")
     out.append("for _h in (")
-    for s in fallthrough:
-        out.append(f"    aten._op_{s.name}{'_' + s.overload_name if s.overload_name else ''},")
+    handles = [f"aten._op_{s.name}{'_' + s.overload_name if s.overload_name else ''}," for s in fallthrough]
+    line = "   "
+    for h in handles:   # packed, several to a line
+        if len(line) + len(h) > 118:
+            out.append(line)
+            line = "   "
+        line += " " + h
+    out.append(line)
     out.append("):")
     out.append("    _h.register(DispatchKey.Autograd, _FALLTHROUGH)")
     return "\n".join(out) + "\n"
