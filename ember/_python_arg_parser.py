@@ -516,8 +516,15 @@ def _ks_role(a) -> str | None:
     return None
 
 
-_TF_ON = False  # the __torch_function__ switch, kept current by torch_function._refresh
-_torch_function.register_flag(globals())
+_TF_ON = False  # the __torch_function__ switch (Note [Keeping __torch_function__ off the path of plain tensors])
+
+
+def _switch_torch_function(on: bool) -> None:
+    global _TF_ON
+    _TF_ON = on
+
+
+_torch_function.on_switch(_switch_torch_function)
 _tf_dispatch, _NOT_HANDLED = _torch_function.dispatch, _torch_function.NOT_HANDLED
 
 

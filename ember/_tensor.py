@@ -62,7 +62,14 @@ def _binary(dunder: str, name: str, tensor_op: Callable[..., Tensor],
 
 _TF_PLAIN = _tf._PLAIN
 _TF_ON = False                  # Note [Keeping __torch_function__ off the path of plain tensors]
-_tf.register_flag(globals())
+
+
+def _switch_torch_function(on: bool) -> None:
+    global _TF_ON
+    _TF_ON = on
+
+
+_tf.on_switch(_switch_torch_function)
 # Whether a dispatch mode or a Python-key tensor has ever existed in the process (``_python_key.on_first_use``):
 # until then item() and detach() skip the test for the key.
 _PY_ON = False

@@ -42,14 +42,14 @@ def _disabled_torch_function_impl(func: Any, types: Any, args: Any = (), kwargs:
         return func(*args, **(kwargs or {}))
 
 
-_flag_namespaces: list[dict[str, Any]] = []   # module namespaces whose ``_TF_ON`` mirrors ENABLED[0]
+_switches: list[Callable[[bool], None]] = []   # setters of the module-global copies of ENABLED[0]
 
 
-def register_flag(namespace: dict[str, Any]) -> None:
-    """Keep ``namespace['_TF_ON']`` equal to ``ENABLED[0]``: the generated bindings test that module global, the
-    cheapest test Python has (one global load, no subscript)."""
-    namespace["_TF_ON"] = ENABLED[0]
-    _flag_namespaces.append(namespace)
+def on_switch(setter: Callable[[bool], None]) -> None:
+    """Call ``setter(on)`` now and whenever the protocol turns on or off: a module whose hot path tests the switch
+    keeps its own global copy with it (``_TF_ON``: one global load, the cheapest test Python has)."""
+    setter(ENABLED[0])
+    _switches.append(setter)
 
 
 _on_first_use: list[Callable[[], None]] = []   # run once, the first time the switch turns on
@@ -64,8 +64,8 @@ def on_first_use(callback: Callable[[], None]) -> None:
 def _refresh() -> None:
     on = not _disabled[1] and (bool(_modes) or (_subclasses_seen[0] and not _disabled[0]))
     ENABLED[0] = on
-    for ns in _flag_namespaces:
-        ns["_TF_ON"] = on
+    for setter in _switches:
+        setter(on)
     while on and _on_first_use:
         _on_first_use.pop(0)()
 
