@@ -4,6 +4,8 @@ from ember.aten.torch_function import (DisableTorchFunction, DisableTorchFunctio
                                    _disabled_torch_function_impl, _get_current_function_mode_stack,
                                    _is_torch_function_all_disabled, _is_torch_function_enabled,
                                    _is_torch_function_mode_enabled, _len_torch_function_stack)
+from ember.c10.generator import Generator  # noqa: F401  (torch._C.Generator)
+from ember.c10.grad_mode import state
 
 
 class _NN:
@@ -24,12 +26,10 @@ _nn = _NN()
 
 def _set_grad_enabled(mode: bool) -> None:
     """Turn grad mode on or off for this thread (what ``set_grad_enabled`` and ``no_grad`` do underneath)."""
-    from ember.c10.grad_mode import state
     state.enabled = bool(mode)
 
 
 def is_grad_enabled() -> bool:
-    from ember.c10.grad_mode import state
     return state.enabled
 
 
@@ -104,4 +104,3 @@ def _jit_can_fuse_on_gpu() -> bool:
 
 def _jit_texpr_fuser_enabled() -> bool:
     return _jit_flags["texpr_fuser_enabled"]
-from ember.c10.generator import Generator  # noqa: F401,E402  (torch._C.Generator)

@@ -25,14 +25,13 @@ from ember.c10.generator import Generator, default_generator
 from ember.c10.dispatch_key import DispatchKey, DispatchKeySet
 from ember.c10.size import Size
 from ember.c10.storage import UntypedStorage
-from ember._tensor import Tensor, _install_generated_methods
+from ember._tensor import Tensor
 from ember._tensor_types import *  # noqa: F401,F403 - FloatTensor, LongTensor, ...
 from ember import return_types
 from ember._ops import ops
-from ember import _python_key  # noqa: F401 - registers the Python key's fallback
 from ember._creation import as_tensor, asarray, from_dlpack, from_numpy, frombuffer, tensor
 from ember._generated.functions import *  # noqa: F401,F403
-from ember._generated import aten as _aten_ops  # noqa: E402
+from ember._generated import aten as _aten_ops
 from ember.random import get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from ember._functional import *  # noqa: F401,F403
 from ember._functional import _assert  # noqa: F401
@@ -42,45 +41,53 @@ from ember.aten.parallel import get_num_interop_threads, get_num_threads, set_nu
 from ember import cuda, linalg, special, fft, nn  # noqa: F401
 from ember import backends, overrides, _C  # noqa: F401
 from ember.aten.torch_function import DisableTorchFunction, DisableTorchFunctionSubclass  # noqa: F401
-
-_install_generated_methods()
-from ember import _indexing  # noqa: E402
-from ember import autograd  # noqa: E402
-from ember._settings import *  # noqa: E402,F401,F403
-from ember._generated import autograd as _autograd_kernels  # noqa: E402,F401 - registers the Autograd keys
-from ember.autograd import fallback as _autograd_fallback  # noqa: E402
-from ember.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
+from ember import _indexing
+from ember import autograd
+from ember._settings import *  # noqa: F401,F403
+from ember.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                                       is_inference_mode_enabled, no_grad, set_grad_enabled)
-
-_autograd_fallback.install()
-from ember import optim, utils  # noqa: E402,F401 - the frontend needs the grad modes above
-from ember import serialization  # noqa: E402
-from ember import distributions, testing  # noqa: E402,F401
-from ember import accelerator, compiler, distributed, futures, fx, jit, library, version, _dynamo  # noqa: E402,F401
-from ember.utils.dlpack import to_dlpack  # noqa: E402,F401
-from ember._torch_shim import install_as_torch  # noqa: E402,F401
-from ember.serialization import load, save  # noqa: E402,F401
-from ember import amp  # noqa: E402 - registers the Autocast keys' kernels
-from ember import ao, quantization  # noqa: E402,F401
-from ember import onnx, profiler  # noqa: E402,F401
-import ember.nn.quantized  # noqa: E402,F401
-import ember.nn.intrinsic  # noqa: E402,F401
-import ember.nn.qat  # noqa: E402,F401
-from ember.amp import GradScaler, autocast  # noqa: E402,F401
-from ember.amp.autocast_mode import (autocast_decrement_nesting, autocast_increment_nesting,  # noqa: E402,F401
+from ember import optim, utils  # noqa: F401 - the frontend needs the grad modes above
+from ember import serialization
+from ember import distributions, testing  # noqa: F401
+from ember import accelerator, compiler, distributed, futures, fx, jit, library, version, _dynamo  # noqa: F401
+from ember.utils.dlpack import to_dlpack  # noqa: F401
+from ember._torch_shim import install_as_torch  # noqa: F401
+from ember.serialization import load, save  # noqa: F401
+from ember import amp  # noqa: F401
+from ember import ao, quantization  # noqa: F401
+from ember import onnx, profiler  # noqa: F401
+import ember.nn.quantized  # noqa: F401
+import ember.nn.intrinsic  # noqa: F401
+import ember.nn.qat  # noqa: F401
+from ember.amp import GradScaler, autocast  # noqa: F401
+from ember.amp.autocast_mode import (autocast_decrement_nesting, autocast_increment_nesting,  # noqa: F401
                                      clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype,
                                      get_autocast_gpu_dtype, is_autocast_cache_enabled, is_autocast_cpu_enabled,
                                      is_autocast_enabled, set_autocast_cache_enabled, set_autocast_cpu_dtype,
                                      set_autocast_cpu_enabled, set_autocast_dtype, set_autocast_enabled,
                                      set_autocast_gpu_dtype)
-import ember.cpu.amp  # noqa: E402,F401
-import ember.cuda.amp  # noqa: E402,F401
+import ember.cpu.amp  # noqa: F401
+import ember.cuda.amp  # noqa: F401
 
 __version__ = "0.1.0"
 
 
-from ember.c10.memory_format import (channels_last, channels_last_3d, contiguous_format,  # noqa: E402,F401
+from ember.c10.memory_format import (channels_last, channels_last_3d, contiguous_format,  # noqa: F401
                                      layout, legacy_contiguous_format, memory_format, preserve_format, strided)
+from ember import storage
+from ember.storage import TypedStorage  # noqa: F401
+from ember.c10.storage import StorageBase  # noqa: F401
+from ember._misc import *  # noqa: F401,F403
+from ember._lowrank import pca_lowrank, svd_lowrank  # noqa: F401
+from ember._lobpcg import lobpcg  # noqa: F401
+from ember.random import thread_safe_generator  # noqa: F401
+from ember import cpu, functional, multiprocessing, quasirandom, signal, types, torch_version  # noqa: F401
+from ember.signal import windows  # noqa: F401
+
+# functions of torch.* that are nn.functional's (the same builtins in PyTorch: ``torch.conv2d is F.conv2d``)
+from ember.nn.functional import (bilinear, conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d,
+                                 conv_transpose3d, max_pool1d_with_indices, pdist)
+from ember._initialize import initialize as _initialize
 
 
 def set_default_dtype(d) -> None:
@@ -148,23 +155,10 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
                     disable=disable)
 
 
-# storages, the device modules and torch/__init__.py's helpers
-from ember import storage  # noqa: E402
-from ember.storage import TypedStorage  # noqa: E402,F401
-from ember.c10.storage import StorageBase  # noqa: E402,F401
+# the legacy storage classes (``torch.FloatStorage``, ...)
 for _cls in storage._LEGACY_CLASSES.values():
     globals()[_cls.__name__] = _cls
 Storage = storage._LEGACY_CLASSES["float32"]  # PyTorch binds torch.Storage to the default type's class at import
-from ember._misc import *  # noqa: E402,F401,F403
-from ember._lowrank import pca_lowrank, svd_lowrank  # noqa: E402,F401
-from ember._lobpcg import lobpcg  # noqa: E402,F401
-from ember.random import thread_safe_generator  # noqa: E402,F401
-from ember import cpu, functional, multiprocessing, quasirandom, signal, types, torch_version  # noqa: E402,F401
-from ember.signal import windows  # noqa: E402,F401
-
-# functions of torch.* that are nn.functional's (the same builtins in PyTorch: ``torch.conv2d is F.conv2d``)
-from ember.nn.functional import (bilinear, conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d,  # noqa: E402
-                                 conv_transpose3d, max_pool1d_with_indices, pdist)
 
 
 def _pool(nd):
@@ -178,3 +172,6 @@ def _pool(nd):
 
 
 max_pool1d, max_pool2d, max_pool3d = _pool(1), _pool(2), _pool(3)
+
+
+_initialize()   # registers every kernel, fallback and Tensor method, in the order Note [Initialization] states

@@ -14,6 +14,7 @@ from ember.c10.device import canonical
 from ember.c10.dispatch_key import KS_OF_DEVICE_TYPE, DispatchKey
 from ember.c10.storage import UntypedStorage
 from ember.c10.tensor_impl import fake_array
+from ember.c10.device import device as _device
 
 _PYTHON_BIT = 1 << DispatchKey.Python
 
@@ -30,7 +31,6 @@ def _place(arr: np.ndarray, device):
                 arr = cupy.asarray(arr)
         else:
             arr = cupy.asarray(arr)
-            from ember.c10.device import device as _device
             dev = _device("cuda", 0)
     t = new_tensor(arr, KS_OF_DEVICE_TYPE[dev.type], dev)
     if _dispatch_tls.keys[0] & _PYTHON_BIT:    # a dispatch mode sees the new constant, as PyTorch's does

@@ -5,6 +5,8 @@ from ember.aten import torch_function as _torch_function
 from ember.aten.backends import written_in_cpp as _written_in_cpp
 from ember._generated import functions as _F
 from ember._ops import ops as _ops
+from ember.c10.size import Size
+from ember.c10.tensor_impl import _wrap_dim as wrap_dim
 
 _aten = _ops.aten
 
@@ -151,7 +153,6 @@ def broadcast_tensors(*tensors):
 
 
 def broadcast_shapes(*shapes):
-    from ember.c10.size import Size
     from ember.aten.meta import broadcast_shapes as _bs
     return Size(_bs(*[(s,) if isinstance(s, int) else tuple(s) for s in shapes]))
 
@@ -289,7 +290,6 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):  # noqa: A002
     one-sided differences of order ``edge_order`` at the ends (NumPy's ``gradient``), with ``spacing`` a scalar,
     one scalar per dimension, or one tensor of coordinates per dimension. Differentiable."""
     import ember
-    from ember.c10.tensor_impl import _wrap_dim as wrap_dim
     if edge_order not in (1, 2):
         raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
     if dim is None:

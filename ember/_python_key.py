@@ -169,4 +169,6 @@ def _make_kernel(handle: Any) -> Any:
     return python_key_kernel
 
 
-register_fallback(DispatchKey.Python, BoxedFallback(_make_kernel))
+def install() -> None:
+    """The Python key's boxed fallback (Note [Initialization] in ember/_initialize.py)."""
+    register_fallback(DispatchKey.Python, BoxedFallback(_make_kernel))

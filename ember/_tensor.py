@@ -28,6 +28,9 @@ from ember.c10 import dtype as _dt
 from ember.c10.device import CPU, canonical
 from ember.c10.tensor_impl import TensorImpl, VersionCounter, contiguous_strides, fake_array
 from ember.c10.dispatch_key import KS_OF_DEVICE_TYPE, MATH_BITS as _MATH_BITS
+from ember.c10.grad_mode import state
+from ember.c10.device import device as _device
+from ember.c10.storage import root_array, shared_copy, UntypedStorage
 
 _NUMBER = (bool, int, float, complex, np.number, np.bool_)
 _NUMBER_TYPES = _python_arg_parser.NUMBER_TYPES
@@ -163,7 +166,6 @@ class Tensor(TensorImpl, _TensorMethods):
         if requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         if requires_grad and self._inference:
-            from ember.c10.grad_mode import state
             if not state.inference:
                 raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not "
                                    "allowed.")
@@ -330,7 +332,6 @@ class Tensor(TensorImpl, _TensorMethods):
         numel = math.prod(sizes)
         dt = self._data.dtype
         if self._device.type == "meta":
-            from ember.c10.tensor_impl import fake_array
             self._data = fake_array(sizes, dt)
         elif self._device.type != "cpu":
             raise NotImplementedError("resize_ of a CUDA tensor is not supported by ember yet")
@@ -625,7 +626,6 @@ class Tensor(TensorImpl, _TensorMethods):
         return self.to("cpu")
 
     def cuda(self, device: Any = None, non_blocking: Any = False, memory_format: Any = None) -> Tensor:
-        from ember.c10.device import device as _device
         return self.to(_device("cuda", device) if isinstance(device, int) else (device or "cuda"))
 
     def float(self, memory_format: Any = None) -> Tensor:  # noqa: A003
@@ -787,7 +787,6 @@ class Tensor(TensorImpl, _TensorMethods):
         a no-op when it is there already, and for CUDA tensors. Other tensors viewing the old storage keep it."""
         if self._device.type != "cpu" or self.is_shared():
             return self
-        from ember.c10.storage import root_array, shared_copy
         a = self._data
         root = root_array(a)
         raw = np.ascontiguousarray(root).reshape(-1).view(np.uint8)
@@ -799,7 +798,6 @@ class Tensor(TensorImpl, _TensorMethods):
 
     def is_pinned(self, device: Any = None) -> builtins.bool:
         """In page-locked host memory (``pin_memory``): only with an accelerator."""
-        from ember.c10.storage import root_array
         return self._device.type == "cpu" and id(root_array(self._data)) in _PINNED
 
     def pin_memory(self, device: Any = None) -> Tensor:
@@ -815,7 +813,6 @@ class Tensor(TensorImpl, _TensorMethods):
         buf = cupyx.empty_pinned(self._data.shape, self._data.dtype)
         buf[...] = self._data
         out = _wrap.new_tensor(buf, self._ks, self._device)
-        from ember.c10.storage import root_array
         import weakref
         root = root_array(buf)
         _PINNED[id(root)] = weakref.finalize(root, _PINNED.pop, id(root), None)
@@ -831,11 +828,9 @@ class Tensor(TensorImpl, _TensorMethods):
              stride: Any = None) -> Tensor:
         """Re-point this tensor: at nothing (``set_()``), at another tensor's memory and geometry (``set_(t)``), or
         at a storage with an offset, sizes and strides (in elements)."""
-        from ember.c10.grad_mode import state
         if self._rg and self._grad_fn is None and state.enabled:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
         from ember import storage as _storage
-        from ember.c10.storage import UntypedStorage
         dt = self._data.dtype
         if source is None:
             self._data = np.empty(0, dt)
@@ -874,7 +869,6 @@ class Tensor(TensorImpl, _TensorMethods):
 
     def is_set_to(self, tensor: Tensor) -> builtins.bool:
         """Same memory, offset, sizes and strides as ``tensor``."""
-        from ember.c10.storage import root_array
         return (root_array(self._data) is root_array(tensor._data) and self.data_ptr() == tensor.data_ptr()
                 and tuple(self.shape) == tuple(tensor.shape) and self.stride() == tensor.stride())
 
@@ -923,7 +917,6 @@ class Tensor(TensorImpl, _TensorMethods):
             raise TypeError("apply_ is only implemented on CPU tensors" if not others else
                             "map_ is only implemented on CPU tensors")
         if self._rg and self._grad_fn is None:
-            from ember.c10.grad_mode import state
             if state.enabled:
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
         a = self._data
@@ -1248,16 +1241,16 @@ def _install_shape_query_wrappers() -> None:
     Tensor.size = _overridable_method(Tensor.__dict__["size"])  # type: ignore[method-assign]
 
 
-_install_overridable_methods()
-_tf.on_first_use(_install_shape_query_wrappers)
-_tf._PLAIN.add(Tensor)
-
-
-def _install_generated_methods() -> Any:
+def install_methods() -> None:
+    """The methods of ``Tensor`` (Note [Initialization] in ember/_initialize.py): those written here, wrapped for
+    ``__torch_function__``; the generated bindings of the rest; the shape queries' wrappers, on first use."""
     from ember._generated import tensor_methods
+    _install_overridable_methods()
     for name in tensor_methods.__all__:
         if name not in Tensor.__dict__:
             setattr(Tensor, name, getattr(tensor_methods, name))
+    _tf.on_first_use(_install_shape_query_wrappers)
+    _tf._PLAIN.add(Tensor)
 
 
 

@@ -16,6 +16,7 @@ import types
 from typing import Any
 
 import ember
+from ember.c10 import naming
 
 # the PyTorch release whose API ember follows (scripts compare torch.__version__)
 TORCH_VERSION = "2.13.0"
@@ -187,7 +188,6 @@ def install_as_torch() -> None:
     """Make ``import torch`` (and ``torch.*``) give ember from now on — one line in a notebook:
     ``import ember; ember.install_as_torch()``.  Already imported ``torch`` modules are dropped from
     ``sys.modules`` so that later imports see ember."""
-    from ember.c10 import naming
     naming.set_prefix("torch")      # Note [Printed module name]
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import ember
+from ember.c10.dispatch_key import CONJ_BIT, NEG_BIT
 
 # dtype name <-> PyTorch's legacy typed-storage class name (the dtype tag of a storage record)
 _STORAGE_NAMES = {"float32": "FloatStorage", "float64": "DoubleStorage", "float16": "HalfStorage",
@@ -77,7 +78,6 @@ def _rebuild_tensor(storage, storage_offset, size, stride):
 def _set_tensor_metadata(t, metadata):
     """The math bits a checkpoint recorded (``{"conj": True}``, ``{"neg": True}``; Note [Math bits])."""
     if metadata:
-        from ember.c10.dispatch_key import CONJ_BIT, NEG_BIT
         unknown = set(metadata) - {"conj", "neg"}
         if unknown:
             raise RuntimeError(f"unknown tensor metadata {sorted(unknown)} in the checkpoint")

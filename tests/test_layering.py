@@ -144,3 +144,99 @@ def test_parity_tests_import_pytorch_through_importorskip():
                 if not skipped and any(n == "torch" or n.startswith("torch.") for n in names):
                     bad.append(os.path.relpath(path, tests))
     assert not bad, f"import torch before pytest.importorskip('torch'): {bad}"
+
+
+# ------------------------------------------------------------------------------ the frontend's sub-layers
+# Above autograd, the frontend is layered as PyTorch's Python packages are: tensor (``Tensor``, the bindings, the
+# ``torch.*`` namespaces) < nn / optim / data / amp / distributions / ao < fx (with fake tensors and
+# decompositions) < _dynamo < _inductor; the tools (onnx, profiler, tensorboard, distributed, the torchvision
+# extension, the launcher) sit above what they use.
+TENSOR, NN, FX, DYNAMO, INDUCTOR, TOOLS = range(6)
+SUBLAYERS = {
+    NN: ("nn", "optim", "utils.data", "utils.checkpoint", "utils.model_zoo", "amp", "cpu.amp", "cuda.amp",
+         "distributions", "ao", "quantization", "jit", "hub", "serialization", "_weights_only_unpickler", "testing"),
+    FX: ("fx", "_subclasses", "_decomp", "_functorch", "library", "_custom_ops"),
+    DYNAMO: ("_dynamo", "compiler"),
+    INDUCTOR: ("_inductor",),
+    TOOLS: ("onnx", "profiler", "utils.tensorboard", "distributed", "extensions", "demo", "__main__",
+            "_torch_shim", "_initialize"),
+}
+# imports against the sub-layers that PyTorch's own packages make too, each with its reason
+SUBLAYER_EXCEPTIONS = {
+    ("ember.nn.modules.batchnorm", "ember.distributed"): "SyncBatchNorm reduces statistics across ranks",
+    ("ember.nn.parallel.distributed", "ember.distributed"): "DistributedDataParallel is nn's",
+    ("ember.utils.data.distributed", "ember.distributed"): "DistributedSampler reads the rank",
+    ("ember.ao.quantization.quantize_fx", "ember.fx"): "FX graph mode quantization",
+    ("ember._dynamo.backends", "ember._inductor"): "the 'inductor' backend of the registry",
+    ("ember._dynamo.backends.common", "ember._inductor"): "aot_autograd partitions with inductor's partitioner",
+    ("ember._dynamo.eval_frame", "ember._inductor"): "dynamic sizes are probed by inductor's code generator",
+    ("ember._ops", "ember.extensions"): "ops.load_library registers a known library's operators",
+    ("ember.random", "ember.utils.data"): "thread_safe_generator asks the DataLoader worker it runs in",
+    ("ember._C", "ember.nn"): "torch._C._nn is nn.functional's C implementation",
+    ("ember._functional", "ember.nn"): "torch.selu is nn.functional's selu",
+}
+
+
+def sublayer_of(name):
+    rest = name[len("ember."):] if name.startswith("ember.") else ""
+    best, best_len = TENSOR, 0
+    for layer, prefixes in SUBLAYERS.items():
+        for p in prefixes:
+            if (rest == p or rest.startswith(p + ".")) and len(p) > best_len:
+                best, best_len = layer, len(p)
+    return best
+
+
+def _exception(mod, target):
+    return any(mod == m and (target == t or target.startswith(t + ".")) for m, t in SUBLAYER_EXCEPTIONS)
+
+
+def test_frontend_sublayers():
+    bad = []
+    for path, mod in modules():
+        if layer_of_module(mod) != FRONTEND or mod == "ember":   # the package itself imports everything
+            continue
+        mine = sublayer_of(mod)
+        for line, target in imports_of(path):
+            if layer_of_module(target) == FRONTEND and target != "ember" and sublayer_of(target) > mine and \
+                    mine != TOOLS and not _exception(mod, target):
+                bad.append(f"{mod}:{line} imports {target}")
+    assert not bad, "imports against the frontend's sub-layers (tensor < nn < fx < _dynamo < _inductor):\n" + \
+        "\n".join(bad)
+    assert sublayer_of("ember.utils.data.dataloader") == NN and sublayer_of("ember.utils.hooks") == TENSOR
+    assert sublayer_of("ember._inductor.codegen") == INDUCTOR and sublayer_of("ember.utils.tensorboard") == TOOLS
+
+
+def test_modules_register_nothing_at_import():
+    """Note [Initialization]: kernels, fallbacks and Tensor methods are registered by ``ember/_initialize.py`` in its
+    stated order, never as a side effect of importing a module."""
+    registering = {"register_fallback", "register_kernels", "register", "install", "install_methods",
+                   "register_layout_kernels"}
+    bad = []
+    for path, mod in modules():
+        if mod == "ember._initialize":
+            continue
+        for stmt in ast.parse(open(path).read()).body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+                continue
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Call):
+                    f = node.func
+                    name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
+                    if name in registering:
+                        bad.append(f"{mod}:{node.lineno} calls {name}() at import")
+    assert not bad, "\n".join(bad)
+
+
+# function-level imports: each should break a real import cycle or keep an optional or heavy module off the start
+# (PyTorch's ``torch._dynamo`` is loaded on first use too); the budget only goes down
+FUNCTION_LEVEL_IMPORT_BUDGET = 571
+
+
+def test_function_level_import_budget():
+    count = 0
+    for path, _mod in modules():
+        for node in ast.walk(ast.parse(open(path).read())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                count += sum(isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.walk(node))
+    assert count <= FUNCTION_LEVEL_IMPORT_BUDGET, f"{count} function-level imports"

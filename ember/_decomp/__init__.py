@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable
 
 import ember
 from ember._ops import OpOverload, OpOverloadPacket, ops
+from ember.c10.dtype import float32
 
 __all__ = ["decomposition_table", "register_decomposition", "get_decompositions", "core_aten_decompositions"]
 
@@ -245,7 +246,6 @@ def native_layer_norm_backward(grad_out: Any, input: Any, normalized_shape: Any,
     """The three gradients of layer norm written in pointwise ops and sums (PyTorch's decomposition): with
     x_hat = (x - mean) rstd and g = grad * weight over the N normalized elements,
     d_input = rstd / N (N g - sum(g) - x_hat sum(g x_hat)), d_weight = sum(grad x_hat), d_bias = sum(grad)."""
-    from ember.c10.dtype import float32
     cdt = float32 if input.dtype in (ember.float16, ember.bfloat16) else input.dtype
     grad_c, input_c, weight_c, bias_c = (x.to(cdt, memory_format=ember.contiguous_format) if x is not None else None
                                          for x in (grad_out, input, weight, bias))

@@ -73,6 +73,7 @@ from ember.c10 import compile_state as _cs
 from ember.c10 import dtype as _dtype_mod
 from ember.c10.grad_mode import state as _grad_state
 from ember.utils._pytree import tree_flatten, tree_unflatten
+from ember.c10.generator import default_generator
 
 _STDLIB_DIRS = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")})
 _NUMPY_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__import__("numpy").__file__))) + os.sep + "numpy" + \
@@ -638,7 +639,6 @@ def capture(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
                          modules, capture_scalars) if torch_level else None
 
     grad_before = _grad_state.enabled
-    from ember.c10.generator import default_generator
     rng_before = default_generator.get_state()      # a kernel run on zeros (no Meta kernel) may draw numbers
     brk: BreakInfo | None = None
     out: Any = None

@@ -28,6 +28,7 @@ from ember.c10 import compile_state as _cs
 from ember.c10.dispatch_key import MATH_BITS
 from ember.nn import Module
 from ember.utils._pytree import tree_flatten, tree_unflatten as _tree_unflatten
+from ember.c10.grad_mode import state
 
 log = logging.getLogger("ember._dynamo")
 _ALL: weakref.WeakSet[Any] = weakref.WeakSet()   # every compiled callable, for reset()
@@ -236,7 +237,6 @@ class CompiledFunction:
         if e.extra_inputs:
             inputs += [t._grad for t in e.extra_inputs]
         if e.no_grad:
-            from ember.c10.grad_mode import state
             enabled, state.enabled = state.enabled, False
             try:
                 out = e.run(*inputs)

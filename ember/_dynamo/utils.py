@@ -7,13 +7,13 @@ import os
 from typing import Any, NamedTuple
 
 from ember._dynamo import exc
+from ember.c10.device import canonical
 
 
 def is_compile_supported(device_type: Any) -> bool:
     """Whether ``ember.compile`` compiles for ``device_type`` ("cpu", "cuda", a device): the CPU always; CUDA when
     CuPy is installed (the generated code calls the same array kernels on its arrays)."""
     from ember._dynamo import is_dynamo_supported
-    from ember.c10.device import canonical
     kind = canonical(device_type).type
     if kind == "cpu":
         return is_dynamo_supported()

@@ -12482,7 +12482,7 @@ def _ag_index_reduce__default(ks, self, dim, index, source, reduce, include_self
     _n.result_ = _SV(result, True)
     return result
 
-for _h, _k in (
+_KERNELS = (
     (aten._op_abs, _ag_abs_default),
     (aten._op__conj, _ag__conj_default),
     (aten._op__neg_view, _ag__neg_view_default),
@@ -13017,10 +13017,9 @@ for _h, _k in (
     (aten._op_renorm_, _ag_renorm__default),
     (aten._op_put_, _ag_put__default),
     (aten._op_index_reduce_, _ag_index_reduce__default),
-):
-    _h.register(DispatchKey.Autograd, _k)
+)
 # ops without a differentiable output: their Autograd keys fall through (Note [Kernel resolution])
-for _h in (
+_FALLTHROUGH_OPS = (
     aten._op_histc, aten._op_detach, aten._op_new_empty_strided, aten._op_empty_like, aten._op_zeros_like,
     aten._op_ones_like, aten._op_full_like, aten._op_new_empty, aten._op_new_zeros, aten._op_new_ones,
     aten._op_new_full, aten._op_rand_like, aten._op_randn_like, aten._op_multinomial, aten._op_isin_Tensor_Tensor,
@@ -13048,5 +13047,12 @@ for _h in (
     aten._op_special_modified_bessel_k0, aten._op_special_modified_bessel_k1,
     aten._op_special_scaled_modified_bessel_k0, aten._op_special_scaled_modified_bessel_k1,
     aten._op_special_spherical_bessel_j0, aten._op_nonzero_static, aten._op_hash_tensor,
-):
-    _h.register(DispatchKey.Autograd, _FALLTHROUGH)
+)
+
+
+def register():
+    """Register the Autograd kernels (Note [Initialization] in ember/_initialize.py)."""
+    for _h, _k in _KERNELS:
+        _h.register(DispatchKey.Autograd, _k)
+    for _h in _FALLTHROUGH_OPS:
+        _h.register(DispatchKey.Autograd, _FALLTHROUGH)

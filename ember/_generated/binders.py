@@ -4,7 +4,6 @@
 """The fast binders of every binding (Note [Binding fast path] in tools/codegen/gen.py), one per
 shape of signature: ``bN(op, op_out)`` makes a function with the signature's parameters that calls the
 operator when every argument is already what it takes, and answers ``_MISS`` otherwise."""
-from ember._generated import registrations  # noqa: F401 (registers the kernels)
 from ember.c10 import dtype as _dtypes  # noqa: F401
 from ember.c10.dispatch_key import KS_CPU as _KS_CPU  # noqa: F401
 from ember.c10.dtype import dtype as _dtype

@@ -3359,4 +3359,7 @@ _COMPOSITE_KERNELS = (
 # ``device_check: NoCheck``: the operators whose arguments may be on different devices
 _NO_DEVICE_CHECK = frozenset((_A._op_copy_,))
 
-register_kernels(_BACKEND_KERNELS, _COMPOSITE_KERNELS, _NO_DEVICE_CHECK)
+
+def register():
+    """Register the table (Note [Initialization] in ember/_initialize.py)."""
+    register_kernels(_BACKEND_KERNELS, _COMPOSITE_KERNELS, _NO_DEVICE_CHECK)

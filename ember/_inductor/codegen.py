@@ -37,6 +37,7 @@ from ember.aten.wrap import new_tensor, view_of
 from ember.c10.dispatch_key import DispatchKey, KS_OF_DEVICE_TYPE
 from ember.fx.graph import _stack_trace_comment
 from ember.utils._pytree import tree_flatten, tree_unflatten
+from ember.c10.device import canonical
 
 log = logging.getLogger("ember._inductor")
 _BACKEND_ONLY = keys_below(DispatchKey.ADInplaceOrView)
@@ -497,7 +498,6 @@ def _unflatten_expr(exprs: list[str], spec: Any, w: _Writer) -> str:
 
 
 def _device_of(graph: Any) -> Any:
-    from ember.c10.device import canonical
     for n in graph.nodes:
         v = n.meta.get("val")
         if isinstance(v, Tensor):

@@ -5,6 +5,7 @@ import logging
 from typing import Any, Callable
 
 from ember._tensor import Tensor
+from ember.c10.grad_mode import state
 
 log = logging.getLogger("ember._inductor")
 
@@ -12,7 +13,6 @@ log = logging.getLogger("ember._inductor")
 def needs_autograd(gm: Any) -> bool:
     """Whether running ``gm`` must record autograd history: some input or constant requires grad while grad mode
     is on at some operator of the graph."""
-    from ember.c10.grad_mode import state
     if gm.meta.get("self_differentiating"):     # Note [Backward inside a capture]: it runs without autograd
         return False
     if not state.enabled and not any(n.target.__name__ == "_set_grad_enabled" for n in gm.graph.nodes

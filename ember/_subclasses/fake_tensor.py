@@ -26,6 +26,8 @@ from ember.c10.device import META, canonical
 from ember.c10.dispatch_key import KS_META
 from ember.utils._python_dispatch import TorchDispatchMode
 from ember.utils._pytree import tree_flatten, tree_unflatten
+from ember.c10.dtype import get_default_dtype
+from ember.c10.tensor_impl import VersionCounter
 
 __all__ = ["FakeTensor", "FakeTensorMode", "DataDependentOutputException", "DynamicOutputShapeException",
            "UnsupportedFakeTensorException"]
@@ -90,7 +92,6 @@ class FakeTensor(Tensor):
         extra = ""
         if self.fake_device.type != "cpu":
             extra += f", device='{self.fake_device}'"
-        from ember.c10.dtype import get_default_dtype
         size = tuple(self.shape)
         s = f"FakeTensor(...{extra}, size={size}"
         if self.dtype is not get_default_dtype():
@@ -157,7 +158,6 @@ class FakeTensorMode(TorchDispatchMode):
             return hit[1]
         meta = view_of(fake_array(tuple(t.shape), t._data.dtype, t.stride()), t)
         meta._ks, meta._device = KS_META, META
-        from ember.c10.tensor_impl import VersionCounter
         meta._vc = VersionCounter()
         f = FakeTensor(self, meta, t.device)
         if t.requires_grad:

@@ -309,6 +309,3 @@ def register() -> None:
             op = Dispatcher.ops.get("aten::" + name)
             if op is not None:
                 op.register(key, _make_kernel(op, policy, device_type))
-
-
-register()

@@ -195,7 +195,3 @@ def register_kernels(backend_rows: Any, composite_rows: Any, no_device_check: An
                 raise ValueError(f"{op}: no backend {k}")
     for op, key, fn in composite_rows:
         op.register(DispatchKey[key], composite_kernel(fn))
-    from ember.aten.quantized.ops import register_layout_kernels
-    register_layout_kernels()      # QuantizedCPU's views and copies are the CPU kernels on the integers
-    from ember.aten import math_bits
-    math_bits.install()            # the Conjugate and Negative keys (Note [Math bits])

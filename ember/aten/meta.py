@@ -218,4 +218,6 @@ def meta_kernel(op: Any) -> Any:
     return meta
 
 
-register_fallback(DispatchKey.Meta, BoxedFallback(meta_kernel))
+def install() -> None:
+    """The Meta key's boxed fallback (Note [Initialization] in ember/_initialize.py)."""
+    register_fallback(DispatchKey.Meta, BoxedFallback(meta_kernel))

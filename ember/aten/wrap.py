@@ -24,6 +24,7 @@ from ember.c10.dispatch_key import KS_CPU
 from ember.c10.grad_mode import state as _grad_state
 from ember.c10.dtype import can_cast, from_numpy_dtype, scalar_type_name
 from ember.c10.tensor_impl import TensorImpl, VersionCounter
+from ember.c10.tensor_impl import fake_array
 
 # Note [The Python tensor class]
 # Kernel results are wrapped as instances of the frontend's ``ember.Tensor`` (a ``TensorImpl`` with the Python
@@ -178,7 +179,6 @@ def write_out(out: Any, result: Any, opname: str = '') -> Any:
                 "out tensor t by resizing it, inplace, to zero elements with t.resize_(0).", UserWarning,
                 stacklevel=4)
         if out._device.type == "meta":
-            from ember.c10.tensor_impl import fake_array
             out._data = fake_array(result.shape, out._data.dtype)
         else:
             xp = np if isinstance(result, np.ndarray) else __import__("cupy")

@@ -23,6 +23,7 @@ from ember.c10.tensor_impl import TensorImpl
 from ember.c10.memory_format import contiguous_format
 from ember.aten.dispatcher import python_key_used, tls as _dispatch_tls
 from ember.c10.dispatch_key import DispatchKey
+from ember.c10.dtype import scalar_type_name
 
 _PYTHON_BIT = 1 << DispatchKey.Python
 
@@ -172,7 +173,6 @@ class SavedVariable:
 
 
 def _type_str(t: Tensor) -> str:
-    from ember.c10.dtype import scalar_type_name
     return f"torch.{scalar_type_name(t.dtype)}Tensor"
 
 

@@ -37,6 +37,7 @@ from typing import Any, Callable
 
 from ember.aten import torch_function as _torch_function
 from ember.autograd.profiler_util import EventList, FunctionEvent, FunctionEventAvg  # noqa: F401
+from ember.c10.tensor_impl import TensorImpl as Tensor
 
 __all__ = ["profile", "record_function", "EventList", "FunctionEvent", "FunctionEventAvg", "kineto_available",
            "ProfilerActivity"]
@@ -119,7 +120,6 @@ class _Recorder:
 
     def _allocated(self, ev: FunctionEvent, out: Any, args: tuple[Any, ...]) -> None:
         """Count the fresh memory of the tensors an operator returns, once each, and watch for its release."""
-        from ember.c10.tensor_impl import TensorImpl as Tensor
         outs = out if isinstance(out, (tuple, list)) else (out,)
         inputs = {id(a) for a in args if isinstance(a, Tensor)}
         for t in outs:
@@ -149,7 +149,6 @@ class _Recorder:
 
 
 def _shapes(args: tuple[Any, ...]) -> tuple[list[Any], list[str]]:
-    from ember.c10.tensor_impl import TensorImpl as Tensor
     shapes: list[Any] = []
     types: list[str] = []
     for a in args:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from typing import Any, Callable, Iterator
+from ember.c10.compile_state import state
 
 __all__ = ["compile", "reset", "allow_in_graph", "substitute_in_graph", "list_backends", "disable",
            "set_stance", "cudagraph_mark_step_begin", "is_compiling", "is_dynamo_compiling", "is_exporting",
@@ -19,7 +20,6 @@ def compile(*args: Any, **kwargs: Any) -> Any:  # noqa: A001 - PyTorch's name
 
 def is_compiling() -> bool:
     """True while ``ember.compile`` captures a graph of the code that asks."""
-    from ember.c10.compile_state import state
     return state.capturing is not None
 
 

@@ -12,6 +12,7 @@ import types
 from typing import Any, Callable, Iterator, NamedTuple
 
 from ember.fx.node import Node, _qualified_name, _type_repr, map_arg
+from ember.c10.dtype import dtype
 
 __all__ = ["Graph", "PythonCode", "CodeGen"]
 
@@ -644,7 +645,6 @@ def _is_builtin(obj: Any) -> bool:
 
 
 def _is_dtype_or_device(arg: Any) -> bool:
-    from ember.c10.dtype import dtype
     return isinstance(arg, dtype)
 
 

@@ -212,7 +212,10 @@ def gen_registrations(nfs: list[NativeFunction]) -> str:
             "# operator, key, composite function", "_COMPOSITE_KERNELS = ("] + composite_rows + [")", "",
             "# ``device_check: NoCheck``: the operators whose arguments may be on different devices",
             f"_NO_DEVICE_CHECK = frozenset(({', '.join(no_check)}{',' if len(no_check) == 1 else ''}))", "",
-            "register_kernels(_BACKEND_KERNELS, _COMPOSITE_KERNELS, _NO_DEVICE_CHECK)"]
+            "",
+            "def register():",
+            '    """Register the table (Note [Initialization] in ember/_initialize.py)."""',
+            "    register_kernels(_BACKEND_KERNELS, _COMPOSITE_KERNELS, _NO_DEVICE_CHECK)"]
     return "\n".join(out) + "\n"
 
 
@@ -619,7 +622,6 @@ def gen_binders(binders: dict[str, str]) -> str:
     out = [HEADER, '"""The fast binders of every binding (Note [Binding fast path] in tools/codegen/gen.py), one per',
            "shape of signature: ``bN(op, op_out)`` makes a function with the signature's parameters that calls the",
            'operator when every argument is already what it takes, and answers ``_MISS`` otherwise."""',
-           "from ember._generated import registrations  # noqa: F401 (registers the kernels)",
            "from ember.c10 import dtype as _dtypes  # noqa: F401",
            "from ember.c10.dispatch_key import KS_CPU as _KS_CPU  # noqa: F401",
            "from ember.c10.dtype import dtype as _dtype",

@@ -509,13 +509,12 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
         out.append("")
         regs.append((s, fname))
     # one registration under the Autograd alias key serves AutogradCPU / CUDA / Meta (Note [Kernel resolution])
-    out.append("for _h, _k in (")
+    out.append("_KERNELS = (")
     for s, fname in regs:
         out.append(f"    (aten._op_{s.name}{'_' + s.overload_name if s.overload_name else ''}, {fname}),")
-    out.append("):")
-    out.append("    _h.register(DispatchKey.Autograd, _k)")
+    out.append(")")
     out.append("# ops without a differentiable output: their Autograd keys fall through (Note [Kernel resolution])")
-    out.append("for _h in (")
+    out.append("_FALLTHROUGH_OPS = (")
     handles = [f"aten._op_{s.name}{'_' + s.overload_name if s.overload_name else ''}," for s in fallthrough]
     line = "   "
     for h in handles:   # packed, several to a line
@@ -524,8 +523,14 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
             line = "   "
         line += " " + h
     out.append(line)
-    out.append("):")
-    out.append("    _h.register(DispatchKey.Autograd, _FALLTHROUGH)")
+    out.append(")")
+    out += ["", "",
+            "def register():",
+            '    """Register the Autograd kernels (Note [Initialization] in ember/_initialize.py)."""',
+            "    for _h, _k in _KERNELS:",
+            "        _h.register(DispatchKey.Autograd, _k)",
+            "    for _h in _FALLTHROUGH_OPS:",
+            "        _h.register(DispatchKey.Autograd, _FALLTHROUGH)"]
     return "\n".join(out) + "\n"
 
 

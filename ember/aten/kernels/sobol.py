@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ember.aten.kernels._common import Array
+from ember.c10 import dtype as dt
 
 MAXBIT = 30
 MAXDIM = 21201
@@ -88,7 +89,6 @@ def _sobol_engine_draw(xp: Any, quasi: Array, n: Any, sobolstate: Array, dimensi
                        dtype: Any = None) -> Any:
     """The next ``n`` points (rows) and the new state: each step xors in the direction numbers of the lowest zero
     bit of the point's index (Gray-code order), then scales by 2^-MAXBIT in the result dtype."""
-    from ember.c10 import dtype as dt
     npdt = (dtype or dt.float32).np
     host_q = np.asarray(quasi.get() if hasattr(quasi, "get") else quasi)
     host_s = np.asarray(sobolstate.get() if hasattr(sobolstate, "get") else sobolstate)

@@ -15,6 +15,7 @@ import numpy as np
 
 from ember.aten.kernels._common import meta_shape, shape_str, type_name, wrap_dim, wrap_dims
 from ember.c10.storage import array_data_ptr, root_array
+from ember.c10.tensor_impl import is_fake_buffer
 
 _as_strided_np = np.lib.stride_tricks.as_strided
 
@@ -136,8 +137,6 @@ def view_dtype(xp: Any, self: Array, dtype: Any) -> Any:
 
 
 def as_strided(xp: Any, self: Array, size: Any, stride: Any, storage_offset: Any = None) -> Any:
-    from ember.c10.storage import array_data_ptr, root_array
-    from ember.c10.tensor_impl import is_fake_buffer
     if len(size) != len(stride):
         raise RuntimeError("mismatch in length of sizes and strides")
     for st in stride:

@@ -27,6 +27,7 @@ from ember.fx.graph_module import GraphModule
 from ember.fx.proxy import _user_stack_trace
 from ember.utils._python_dispatch import TorchDispatchMode
 from ember.utils._pytree import tree_flatten, tree_map, tree_unflatten
+from ember.c10.grad_mode import state
 
 __all__ = ["make_fx", "ProxyTorchDispatchMode", "get_isolated_graphmodule"]
 
@@ -49,7 +50,6 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         # grad mode as the graph's code last set it: with ``record_grad_mode`` a change made by the traced code
         # (``with no_grad():``) becomes a ``_set_grad_enabled`` node, so that replaying the graph's ops through
         # the dispatcher records the same autograd history as the traced code did
-        from ember.c10.grad_mode import state
         self.record_grad_mode = record_grad_mode
         self.grad_enabled = state.enabled
         self.record_stack_traces = record_stack_traces
@@ -57,7 +57,6 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
 
     def sync_grad_mode(self) -> None:
         """Add a ``_set_grad_enabled`` node if the traced code changed grad mode since the last recorded op."""
-        from ember.c10.grad_mode import state
         if self.record_grad_mode and state.enabled != self.grad_enabled:
             import ember._C
             self.grad_enabled = state.enabled
