@@ -170,7 +170,7 @@ class Tensor(TensorImpl, _TensorMethods):
                 raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not "
                                    "allowed.")
         self.__dict__["_rg"] = builtins.bool(requires_grad)
-        _cs.epoch.epoch += 1
+        _cs.bump()
         return self
 
     @property
@@ -376,7 +376,7 @@ class Tensor(TensorImpl, _TensorMethods):
     @data.setter
     def data(self, other: Any) -> None:
         _cs.graph_break("setting Tensor.data", "A compiled region replaced a tensor's data.")
-        _cs.epoch.epoch += 1
+        _cs.bump()
         self._data = other._data
         self._device = other._device
         self._ks = other._ks

@@ -1,6 +1,10 @@
 """Operator schemas parsed (mirrors ``aten/src/ATen/core/function_schema.h`` and ``alias_info.h``): the
 ``FunctionSchema`` a ``__torch_dispatch__`` handler reads as ``func._schema``, and what the dispatcher's boxed
-fallbacks read of an operator's arguments (which are tensors, which alias the result, which are written)."""
+fallbacks read of an operator's arguments (which are tensors, which alias the result, which are written).
+
+This is ember's one schema parser: the code generator (``tools/codegen/model.py``) loads this file on its own
+(without importing ember) and builds its typed model from the text each argument keeps (``type_text``,
+``default_text``). It imports nothing but the standard library."""
 from __future__ import annotations
 
 from typing import Any
@@ -24,8 +28,11 @@ class Argument:
     """One argument or return of a schema (``torch._C.Argument``)."""
 
     def __init__(self, name: str, type: str, default_value: Any = None, has_default: bool = False,  # noqa: A002
-                 kwarg_only: bool = False, alias_info: AliasInfo | None = None) -> None:
+                 kwarg_only: bool = False, alias_info: AliasInfo | None = None, type_text: str = "",
+                 default_text: str | None = None) -> None:
         self.name = name
+        self.type_text = type_text or type      # as written, alias annotation included: ``Tensor(a!)``
+        self.default_text = default_text        # the default as written (``Mean``, ``[]``), None without one
         self.type = type
         self.default_value = default_value
         self.has_default_value = has_default
@@ -94,13 +101,15 @@ def _parse_arg(text: str, kwarg_only: bool) -> Argument:
     type_, _, name = decl.strip().rpartition(" ")
     if not type_:  # a return without a name
         type_, name = name, ""
+    written = type_
     alias = None
     if "(" in type_:  # Tensor(a!) / Tensor(a)[] / Tensor(a!)?
         base, rest = type_.split("(", 1)
         inner, after = rest.split(")", 1)
         alias = AliasInfo(inner.rstrip("!"), inner.endswith("!"))
         type_ = base + after
-    return Argument(name, type_, _parse_default(default) if eq else None, bool(eq), kwarg_only, alias)
+    return Argument(name, type_, _parse_default(default) if eq else None, bool(eq), kwarg_only, alias, written,
+                    default.strip() if eq else None)
 
 
 class FunctionSchema:
@@ -123,7 +132,8 @@ class FunctionSchema:
                 kwonly = True
                 continue
             self.arguments.append(_parse_arg(part, kwonly))
-        if ret_text.startswith("("):
+        self.returns_tuple_syntax = ret_text.startswith("(")     # ``-> (Tensor, Tensor)``
+        if self.returns_tuple_syntax:
             ret_text = ret_text[1:-1]
         self.returns = [_parse_arg(p, False) for p in _split_top(ret_text)]
         self._namespace = namespace

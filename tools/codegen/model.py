@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 BASE_TYPES = {"Tensor", "int", "SymInt", "float", "bool", "str", "Scalar", "ScalarType", "Layout", "Device",
               "Generator", "MemoryFormat", "Dimname", "Storage", "Stream", "Any", "QScheme"}
@@ -82,24 +83,22 @@ class Return:
         return str(self.type) + (f" {self.name}" if self.name else "")
 
 
-def _split_top(s: str) -> list[str]:
-    """Split on commas not inside brackets or parentheses."""
-    out: list[str] = []
-    cur: list[str] = []
-    depth = 0
-    for ch in s:
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    if "".join(cur).strip():
-        out.append("".join(cur))
-    return [p.strip() for p in out]
+def _runtime_schema_module() -> Any:
+    """ember's schema parser (``ember/aten/schema.py``), loaded from its file without importing ember: the package
+    may be the stale code being regenerated, and the parser imports only the standard library."""
+    import importlib.util
+    import os
+    import sys
+    name = "_ember_schema_parser"
+    if name not in sys.modules:
+        path = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                            "ember", "aten", "schema.py")
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
 @dataclass(frozen=True)
@@ -114,36 +113,22 @@ class FunctionSchema:
 
     @classmethod
     def parse(cls, s: str) -> FunctionSchema:
-        m = cls._RE.match(s.strip())
-        if not m:
+        """Parse with ember's one schema parser (``ember/aten/schema.py``), then type each argument and return."""
+        s = s.strip()
+        if not cls._RE.match(s):
             raise SchemaError(f"cannot parse schema '{s}'")
-        full, args_s, ret_s = m.groups()
-        name, _, overload = full.partition(".")
-        args, kwarg_only = [], False
-        for part in _split_top(args_s):
-            if part == "*":
-                kwarg_only = True
-                continue
-            decl, eq, default = part.partition("=")
-            tokens = decl.rsplit(None, 1)
-            if len(tokens) != 2:
-                raise SchemaError(f"bad argument '{part}' in '{s}'")
-            args.append(Argument(Type.parse(tokens[0]), tokens[1], default if eq else None, kwarg_only))
-        ret_s = ret_s.strip()
-        tuple_syntax = ret_s.startswith("(")
-        rets = []
-        if tuple_syntax:
-            inner = ret_s[1:-1]
-            for part in _split_top(inner):
-                tokens = part.rsplit(None, 1)
-                if len(tokens) == 2 and not tokens[1].endswith(")") and tokens[0] and \
-                        not tokens[1].startswith("["):
-                    rets.append(Return(Type.parse(tokens[0]), tokens[1]))
-                else:
-                    rets.append(Return(Type.parse(part)))
-        else:
-            rets.append(Return(Type.parse(ret_s)))
-        return cls(name, overload, tuple(args), tuple(rets), tuple_syntax)
+        try:
+            parsed = _runtime_schema_module().FunctionSchema(s)
+        except (ValueError, IndexError) as e:
+            raise SchemaError(f"cannot parse schema '{s}': {e}") from None
+        name = parsed.name.split("::", 1)[1]
+        args = []
+        for a in parsed.arguments:
+            if not a.name:
+                raise SchemaError(f"bad argument '{a.type_text}' in '{s}'")
+            args.append(Argument(Type.parse(a.type_text), a.name, a.default_text, a.kwarg_only))
+        rets = tuple(Return(Type.parse(r.type_text), r.name or None) for r in parsed.returns)
+        return cls(name, parsed.overload_name, tuple(args), rets, parsed.returns_tuple_syntax)
 
     def __str__(self) -> str:
         parts, star = [], False

@@ -256,7 +256,7 @@ class Module:
         if _watched(self) and _current_attr(self, name) is not value:
             _cs.graph_break(f"setattr of {type(self).__name__}.{name}",
                             "A compiled region changed an attribute of a module, which its graph cannot replay.")
-        _cs.epoch.epoch += 1
+        _cs.bump()
 
         def remove_from(*dicts_or_sets: Any) -> Any:
             for d in dicts_or_sets:
