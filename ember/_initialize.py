@@ -18,8 +18,8 @@ then calls ``initialize()`` once, which registers, in this order:
    on (Note [Wrappers installed on first use] in ember/_tensor.py).
 
 A step registers over what a previous one did only where the order says so (math bits' fall-throughs and kernels
-are set on operators the table registered; Autocast looks operators up in the dispatcher). Each step clears the
-dispatch caches it touches, so calling ``initialize`` twice is harmless but never needed.
+are set on operators the table registered; Autocast looks operators up in the dispatcher). ``initialize`` runs once;
+a second call does nothing.
 """
 from __future__ import annotations
 

@@ -19,6 +19,7 @@ from ember.c10 import dtype as _dt
 from ember.c10.device import device as _device
 from ember.aten.composite import wrapped_number
 from ember.aten.dispatcher import ks_device, ks_list, ks_opt, ks_out
+from ember.aten.schema import FunctionSchema, arg_kind, ident
 from ember.c10.generator import Generator
 from ember.c10.size import Size as _Size
 from ember.c10.tensor_impl import TensorImpl as Tensor  # every ember tensor is one
@@ -242,21 +243,21 @@ class Signatures:
     """The signatures of one public name, tried in order (``PythonArgParser``). ``sigs`` are the parameter specs;
     a binding's table is built from its ``Overload``s on first use (Note [Python bindings])."""
 
-    __slots__ = ("name", "_sigs", "method", "public", "overloads")
+    __slots__ = ("name", "sigs", "method", "public", "_handles", "overloads")
 
-    def __init__(self, name: str, sigs=None, method: bool = False, overloads=None):
+    def __init__(self, name: str, sigs=None, method: bool = False, handles=None):
         self.name = name
-        self._sigs = sigs
+        self.sigs = sigs            # None for a binding until its first parse builds the table
         self.method = method
         self.public = None          # the binding itself, for __torch_function__ (set after its definition)
-        self.overloads = overloads  # ((functional handle, out= handle or None), ...) of a binding
+        self._handles = handles     # a binding's ((functional handle, out= handle or None), ...)
+        self.overloads: list[Overload] = []   # made from them with the table
 
-    @property
-    def sigs(self):
-        if self._sigs is None:
-            self.overloads = [Overload(op, op_out, self.method) for op, op_out in self.overloads]
-            self._sigs = [o.spec for o in self.overloads]
-        return self._sigs
+    def _table(self):
+        if self.sigs is None:
+            self.overloads = [Overload(op, op_out, self.method) for op, op_out in self._handles]
+            self.sigs = [o.spec for o in self.overloads]
+        return self.sigs
 
     def slow(self, args: tuple, kwargs: dict, self_=None):
         """A call no fast binder took: parse it against the table and run the overload it picks."""
@@ -266,7 +267,8 @@ class Signatures:
         return self.overloads[i].call(a, self_)
 
     def parse(self, args: tuple, kwargs: dict, self_=None):
-        for i, spec in enumerate(self.sigs):
+        sigs = self._table()
+        for i, spec in enumerate(sigs):
             r = self._try(spec, args, kwargs)
             if r is not None:
                 return i, r
@@ -274,7 +276,7 @@ class Signatures:
             # NumPy's keyword names, which PyTorch's parser accepts too (``x.all(axis=1, keepdims=True)``)
             renamed = {_NUMPY_NAMES.get(k, k): v for k, v in kwargs.items()}
             if len(renamed) == len(kwargs):
-                for i, spec in enumerate(self.sigs):
+                for i, spec in enumerate(sigs):
                     r = self._try(spec, args, renamed)
                     if r is not None:
                         return i, r
@@ -285,7 +287,7 @@ class Signatures:
         like = self_ if self_ is not None else next(
             (v for v in list(args) + list(kwargs.values()) if isinstance(v, Tensor)), None)
         if like is not None:
-            for i, spec in enumerate(self.sigs):
+            for i, spec in enumerate(sigs):
                 r = self._try(spec, args, kwargs, like)
                 if r is not None:
                     return i, r
@@ -377,34 +379,7 @@ class Signatures:
 # So every fact of a signature is in its schema; codegen writes only the grouping and the shapes of the binders.
 MISS = object()          # a fast binder's answer when the call needs the signature table
 
-_PY_KEYWORDS = {"from", "to", "lambda", "is", "in", "and", "or", "not", "def", "class", "global"}
 _DTYPE_WORDS = {"long": _dt.int64, "int": _dt.int32, "float": _dt.float32, "double": _dt.float64, "bool": _dt.bool_}
-
-
-def ident(name: str) -> str:
-    return name + "_" if name in _PY_KEYWORDS else name
-
-
-def arg_kind(type_: str) -> str:
-    """The parser's name for a schema type (``Tensor?`` -> ``T?``, ``SymInt[2]`` -> ``int[2]``)."""
-    opt = type_.endswith("?")
-    t = type_[:-1] if opt else type_
-    base, br, size = t.partition("[")
-    elem_opt = base.endswith("?")
-    base = base.rstrip("?")
-    q = "?" if opt else ""
-    if base == "Tensor":
-        if br:
-            return "T?[]" if elem_opt else "T[]"
-        return "T" + q
-    if base in ("int", "SymInt"):
-        return f"int[{size[:-1]}]{q}" if br else "int" + q
-    if base in ("float", "bool"):
-        return base + ("[]" if br else "") + q
-    if base == "Scalar":
-        return ("Scalar[]" if br else "Scalar") + q
-    return {"ScalarType": "dtype?", "Device": "device?", "Generator": "gen?"}.get(base) or \
-        ("str" + q if base == "str" else "any")
 
 
 def arg_default(value):
@@ -425,39 +400,34 @@ class Overload:
     default)``; ``call`` runs the operator on the arguments the parser converted (the generic form of a fast
     binder)."""
 
-    __slots__ = ("op", "op_out", "method", "spec", "_plan", "_out_plan", "factory", "n_out", "returns")
+    __slots__ = ("op", "op_out", "spec", "_plan", "_out_plan", "factory", "returns")
 
     def __init__(self, op, op_out=None, method: bool = False) -> None:
-        from ember.aten.schema import FunctionSchema
-        self.op, self.op_out, self.method = op, op_out, method
+        self.op, self.op_out = op, op_out
         s = FunctionSchema(op.schema, op.namespace)
         args = s.arguments
         self_arg = next((a for a in args if a.name == "self"), args[0]) if method else None
         pyname = {a.name: ("input" if a.name == "self" and not method else ident(a.name)) for a in args}
         spec = [(pyname[a.name], arg_kind(a.type), a.kwarg_only, a.has_default_value,
                  arg_default(a.default_value) if a.has_default_value else None) for a in args if a is not self_arg]
-        self.n_out = 0
+        n_out = op_out.out_arity if op_out is not None else 0
         if op_out is not None:
-            self.n_out = op_out.out_arity
-            spec.append(("out", "T?" if self.n_out == 1 else "any", True, True, None))
+            spec.append(("out", "T?" if n_out == 1 else "any", True, True, None))
         names = {a.name for a in args}
         self.factory = "device" in names and "dtype" in names
         if self.factory:
             spec.append(("requires_grad", "bool", True, True, False))
         self.spec = tuple(spec)
-        # a plan: per schema argument, (parameter name or None for ``self``, how it adds to the key set)
-        self._plan = [(None if a is self_arg else pyname[a.name], _ks_role(a)) for a in args]
+        # per schema argument: where its value is (a parameter name, None for ``self``, ("out", i) for an out
+        # tensor) and how it adds to the call's key set
+        self._plan = _plan([(None if a is self_arg else pyname[a.name], a) for a in args])
         self._out_plan = None
         if op_out is not None:
             so = FunctionSchema(op_out.schema, op_out.namespace)
             outs = [a for a in so.arguments if a.is_out]
-            plan = []
-            for a in so.arguments:
-                if a.is_out:
-                    plan.append((("out", outs.index(a) if self.n_out > 1 else -1), "out"))
-                else:
-                    plan.append((None if method and a.name == "self" else pyname[a.name], _ks_role(a)))
-            self._out_plan = plan
+            self._out_plan = _plan([(("out", outs.index(a) if n_out > 1 else -1) if a.is_out else
+                                     None if method and a.name == "self" else pyname[a.name], a)
+                                    for a in so.arguments])
         r = s.returns
         self.returns = ("self_list" if not r and args and args[0].type.endswith("[]") and
                         args[0].alias_info is not None and args[0].alias_info.is_write else
@@ -471,14 +441,16 @@ class Overload:
             return self._run(self.op_out, self._out_plan, a, self_)
         r = self._run(self.op, self._plan, a, self_)
         if self.returns == "self_list":
-            return a[self._plan[0][0]] if self._plan[0][0] is not None else self_
+            first = self._plan[1][0][0]
+            return a[first] if first is not None else self_
         if self.returns == "tuple":
             r = tuple(r)
         return r
 
     def _run(self, op, plan, a, self_):
-        vals, ks, out_ks, device = [], 0, 0, None
-        for name, role in plan:
+        ks, entries = plan
+        vals = []
+        for name, role in entries:
             if name is None:
                 v = self_
             elif type(name) is tuple:
@@ -493,13 +465,22 @@ class Overload:
             elif role == "T[]":
                 ks |= ks_list(v)
             elif role == "out":
-                out_ks |= ks_out(v)
+                ks |= ks_out(v)
             elif role == "device":
-                device = (v,)
-        if not any(role in ("T", "T?", "T[]") for _n, role in plan):
-            ks = ks_device(device[0]) if device is not None else KS_CPU
-        r = op.call(ks | out_ks, *vals)
+                ks |= ks_device(v)
+        r = op.call(ks, *vals)
         return finish_factory(r, a) if self.factory else r
+
+
+def _plan(entries):
+    """(initial key set, ((where, role), ...)): an operator without tensor arguments takes its ``device``
+    argument's key set, or CPU's (Note [Dispatch key set of a call])."""
+    roles = [_ks_role(a) for _where, a in entries]
+    tensors = any(r in ("T", "T?", "T[]") for r in roles)
+    if tensors:
+        roles = [None if r == "device" else r for r in roles]
+    initial = 0 if tensors or "device" in roles else KS_CPU
+    return initial, tuple((where, r) for (where, _a), r in zip(entries, roles))
 
 
 def _ks_role(a) -> str | None:

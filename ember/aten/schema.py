@@ -112,6 +112,37 @@ def _parse_arg(text: str, kwarg_only: bool) -> Argument:
                     default.strip() if eq else None)
 
 
+_PY_KEYWORDS = {"from", "to", "lambda", "is", "in", "and", "or", "not", "def", "class", "global"}
+
+
+def ident(name: str) -> str:
+    """An argument's Python name: a keyword gets a trailing underscore (``from`` -> ``from_``)."""
+    return name + "_" if name in _PY_KEYWORDS else name
+
+
+def arg_kind(type_: str) -> str:
+    """The argument parser's name for a schema type without alias annotation (``Tensor?`` -> ``T?``, ``SymInt[2]``
+    -> ``int[2]``): what the bindings' signature tables and the generated fast binders check."""
+    opt = type_.endswith("?")
+    t = type_[:-1] if opt else type_
+    base, br, size = t.partition("[")
+    elem_opt = base.endswith("?")
+    base = base.rstrip("?")
+    q = "?" if opt else ""
+    if base == "Tensor":
+        if br:
+            return "T?[]" if elem_opt else "T[]"
+        return "T" + q
+    if base in ("int", "SymInt"):
+        return f"int[{size[:-1]}]{q}" if br else "int" + q
+    if base in ("float", "bool"):
+        return base + ("[]" if br else "") + q
+    if base == "Scalar":
+        return ("Scalar[]" if br else "Scalar") + q
+    return {"ScalarType": "dtype?", "Device": "device?", "Generator": "gen?"}.get(base) or \
+        ("str" + q if base == "str" else "any")
+
+
 class FunctionSchema:
     """A parsed operator schema (``torch._C.FunctionSchema``): ``str()`` prints it as PyTorch does."""
 

@@ -83,7 +83,7 @@ class Return:
         return str(self.type) + (f" {self.name}" if self.name else "")
 
 
-def _runtime_schema_module() -> Any:
+def schema_parser() -> Any:
     """ember's schema parser (``ember/aten/schema.py``), loaded from its file without importing ember: the package
     may be the stale code being regenerated, and the parser imports only the standard library."""
     import importlib.util
@@ -118,7 +118,7 @@ class FunctionSchema:
         if not cls._RE.match(s):
             raise SchemaError(f"cannot parse schema '{s}'")
         try:
-            parsed = _runtime_schema_module().FunctionSchema(s)
+            parsed = schema_parser().FunctionSchema(s)
         except (ValueError, IndexError) as e:
             raise SchemaError(f"cannot parse schema '{s}': {e}") from None
         name = parsed.name.split("::", 1)[1]

@@ -101,17 +101,22 @@ def _rows(xp: Any, self: Array, target: Array, spatial: Any) -> Any:
     return x, target.reshape(-1).astype(np.int64, copy=False)
 
 
-def _picked_weights(xp: Any, x: Array, t: Array, weight: Array, ignore_index: Any, ct: Any) -> Any:
-    """Per row: the target's score, its class weight (0 where the target is ignore_index) and the valid mask;
-    PyTorch's "Target k is out of bounds." for the first invalid target in order."""
+def _target_weights(xp: Any, t: Array, n_classes: Any, weight: Array, ignore_index: Any, ct: Any) -> Any:
+    """Per row: the target's class weight (0 where the target is ignore_index), the valid mask and the target with
+    ignored rows set to class 0; PyTorch's "Target k is out of bounds." for the first invalid target in order."""
     valid = t != ignore_index
-    c = x.shape[1]
-    bad = valid & ((t < 0) | (t >= c))
+    bad = valid & ((t < 0) | (t >= n_classes))
     if bad.any():
         raise IndexError(f"Target {int(t[bad][0])} is out of bounds.")
     safe = xp.where(valid, t, 0)
-    picked = x[xp.arange(x.shape[0]), safe].astype(ct, copy=False)
     w = valid.astype(ct) if weight is None else xp.where(valid, weight.astype(ct, copy=False)[safe], 0)
+    return w, valid, safe
+
+
+def _picked_weights(xp: Any, x: Array, t: Array, weight: Array, ignore_index: Any, ct: Any) -> Any:
+    """Per row: the target's score, its class weight (0 where the target is ignore_index) and the valid mask."""
+    w, valid, safe = _target_weights(xp, t, x.shape[1], weight, ignore_index, ct)
+    picked = x[xp.arange(x.shape[0]), safe].astype(ct, copy=False)
     return picked, w, valid
 
 
@@ -203,13 +208,8 @@ def nll_loss_backward(xp: Any, grad_output: Array, self: Array, target: Array, w
     _nll_backward_checks(grad_output, self, target, weight, reduction, total_weight, spatial)
     ct = compute_dtype(self.dtype)
     x, t = _rows(xp, self, target, spatial)
-    valid = t != ignore_index
     c = x.shape[1]
-    bad = valid & ((t < 0) | (t >= c))
-    if bad.any():
-        raise IndexError(f"Target {int(t[bad][0])} is out of bounds.")
-    safe = xp.where(valid, t, 0)
-    w = valid.astype(ct) if weight is None else xp.where(valid, weight.astype(ct, copy=False)[safe], 0)
+    w, valid, safe = _target_weights(xp, t, c, weight, ignore_index, ct)
     g = grad_output.astype(ct, copy=False)
     with np.errstate(all="ignore"):
         if reduction == 0 and (spatial or self.ndim == 2):
