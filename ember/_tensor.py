@@ -155,8 +155,8 @@ class Tensor(TensorImpl, _TensorMethods):
 
     def requires_grad_(self, requires_grad: builtins.bool = True) -> Tensor:
         """Set whether autograd records operations on this leaf tensor."""
-        if _cs.state.capturing is not None and builtins.bool(requires_grad) != self._rg:
-            _cs.graph_break("Tensor.requires_grad_()", "A compiled region changed whether a tensor requires grad.")
+        if builtins.bool(requires_grad) != self._rg:
+            _cs.state_changing("Tensor.requires_grad_()", "A compiled region changed whether a tensor requires grad.")
         if self._grad_fn is not None:
             if not requires_grad:
                 raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
@@ -170,7 +170,6 @@ class Tensor(TensorImpl, _TensorMethods):
                 raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not "
                                    "allowed.")
         self.__dict__["_rg"] = builtins.bool(requires_grad)
-        _cs.bump()
         return self
 
     @property
@@ -375,8 +374,7 @@ class Tensor(TensorImpl, _TensorMethods):
 
     @data.setter
     def data(self, other: Any) -> None:
-        _cs.graph_break("setting Tensor.data", "A compiled region replaced a tensor's data.")
-        _cs.bump()
+        _cs.state_changing("setting Tensor.data", "A compiled region replaced a tensor's data.")
         self._data = other._data
         self._device = other._device
         self._ks = other._ks

@@ -59,6 +59,48 @@ def test_compiled_module_is_an_optimized_module_with_pytorchs_api():
         np.testing.assert_allclose(_np(twin(x)), _np(c(x)), rtol=1e-6)
 
 
+def test_module_compile_compiles_in_place_as_pytorchs():
+    """``Module.compile()``: the module itself (no wrapper, the same state_dict keys) runs a compiled call; a deep
+    copy or a checkpoint of it carries no graphs."""
+    m, tm = _mlp(ember), _mlp(torch)
+    keys = list(m.state_dict())
+    assert m.compile() is None and tm.compile(backend="eager") is None
+    assert type(m).__name__ == type(tm).__name__ == "Sequential" and list(m.state_dict()) == keys
+    assert list(tm.state_dict()) == keys
+    x = ember.randn(2, 6)
+    ref = copy.deepcopy(m)
+    assert ref._compiled_call_impl is None                 # (PyTorch's __getstate__ drops it too)
+    y = m(x)
+    np.testing.assert_allclose(_np(y), _np(ref(x)), rtol=1e-6)
+    np.testing.assert_allclose(_np(y), _np(tm(torch.from_numpy(x.numpy())).detach()), rtol=1e-5, atol=1e-6)
+    assert len(_graphs(m._compiled_call_impl)) == 1
+    y.sum().backward()
+    assert m[0].weight.grad is not None
+
+
+def test_a_split_submodule_past_the_recompile_limit_runs_eagerly(caplog):
+    """A submodule of a module that broke its graph, called past its recompile limit, runs its own call (not its
+    compiled one again)."""
+    dynamo.config.recompile_limit = 1
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(4, 4)
+
+        def forward(self, x):
+            n = int(x[0, 0].item())      # a break; the guards of the break's entry pass for any values of x
+            return self.a(x[:n])
+    m = M()
+    c = ember.compile(m, dynamic=False)
+    with caplog.at_level(logging.WARNING, logger="ember._dynamo"):
+        for n in (1, 2, 3):
+            x = ember.full((3, 4), float(n))
+            np.testing.assert_allclose(_np(c(x)), _np(m.a(x[:n])), rtol=1e-6)
+    assert len(_entries(c)) == 1 and len(_entries(c)[0].children[id(m.a)]._entries) == 1
+    assert "torch._dynamo hit config.recompile_limit (1)" in caplog.text
+
+
 def _roundtrip(obj):
     import io
     buf = io.BytesIO()

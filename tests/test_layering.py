@@ -240,3 +240,35 @@ def test_function_level_import_budget():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 count += sum(isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.walk(node))
     assert count <= FUNCTION_LEVEL_IMPORT_BUDGET, f"{count} function-level imports"
+
+
+# Note [Capture interface]: the core reports to graph capture only through ember.c10.compile_state's functions and
+# the methods of the Capture it installs; what a capture keeps (fresh modules, whether it ran backward, ...) is its own
+CAPTURE_PACKAGES = ("ember._dynamo", "ember._inductor", "ember.c10.compile_state")
+
+
+def test_the_core_reaches_capture_through_one_interface():
+    import re
+    from ember.c10 import compile_state
+    from ember._dynamo.capture import _Watcher
+    interface = set(compile_state.__all__)
+    methods = {n for n in vars(compile_state.Capture) if not n.startswith("_")}
+    assert all(getattr(_Watcher, m) is not getattr(compile_state.Capture, m) for m in methods)
+    bad = []
+    for path, mod in modules():
+        if mod.startswith(CAPTURE_PACKAGES) or ".".join(mod.split(".")[:2]) == "ember._generated":
+            continue
+        tree = ast.parse(open(path, encoding="utf-8").read())
+        aliases = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                   for a in node.names if node.module == "ember.c10" and a.name == "compile_state"}
+        captures = set()        # names bound to state.capturing
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and re.search(r"\.capturing$", ast.unparse(node.value)):
+                captures |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                if node.value.id in aliases and node.attr not in interface:
+                    bad.append(f"{mod}:{node.lineno}: compile_state.{node.attr}")
+                if node.value.id in captures and node.attr not in methods:
+                    bad.append(f"{mod}:{node.lineno}: capture.{node.attr}")
+    assert not bad, "outside the capture interface:\n" + "\n".join(bad)

@@ -201,9 +201,10 @@ def _differs(obj: Any, copy: Any) -> bool:
     return len(obj) != len(copy) or any(a is not b for a, b in zip(obj, copy))
 
 
-class _Watcher:
+class _Watcher(_cs.Capture):
     """The profile hook of a capture: records the globals each user frame reads (for guards) and stops calls
-    with effects outside ember before they run (Note [Capture])."""
+    with effects outside ember before they run (Note [Capture]); and the capture the core reports to (Note
+    [Capture interface] in ember/c10/compile_state.py)."""
 
     def __init__(self, snapshot: _Snapshot) -> None:
         self.snapshot = snapshot
@@ -216,6 +217,24 @@ class _Watcher:
         self.grad_at_entry: dict[int, tuple[Any, Any]] = {}   # id(leaf) -> (leaf, None or the fake of its .grad)
         self.new_input: Callable[[Any], Any] | None = None    # a graph input for a tensor found while tracing
         self.fresh: set[int] = set()      # modules made during the capture: free to change
+
+    def module_created(self, module: Any) -> None:
+        self.fresh.add(id(module))
+
+    def module_changing(self, module: Any, name: str, value: Any, what: str) -> None:
+        """A module made before the capture keeps its structure and attributes (assigning what it already
+        holds changes nothing)."""
+        if id(module) in self.fresh or (value is not _cs.DELETED and _current_attr(module, name) is value):
+            return
+        kind = "deleted an attribute of" if value is _cs.DELETED else \
+            "changed an attribute of" if what == "setattr" else "changed the structure of"
+        raise _cs.GraphBreak(f"{what} of {type(module).__name__}.{name}",
+                             f"A compiled region {kind} a module, which its graph cannot replay.")
+
+    def backward_started(self, create_graph: bool) -> None:
+        if create_graph:
+            raise _cs.GraphBreak("backward(create_graph=True)", "A compiled region differentiated twice.")
+        self.did_backward = True
 
     def read_grad(self, t: Any) -> Any:
         """``t.grad`` inside the capture: what the traced code last gave it, else what it had on entry -- None
@@ -294,6 +313,16 @@ class _Watcher:
                                  "cannot replay.",
                                  ("Move the call out of the compiled function, or mark the function that makes it "
                                   "with ember.compiler.disable.",))
+
+
+def _current_attr(module: Any, name: str) -> Any:
+    """What ``module.name`` holds now (a parameter, buffer, submodule or plain attribute), or a fresh sentinel."""
+    d = module.__dict__
+    for key in ("_parameters", "_buffers", "_modules"):
+        sub = d.get(key)
+        if sub is not None and name in sub:
+            return sub[name]
+    return d.get(name, _cs.DELETED)
 
 
 def _chained(user_profile: Any, watcher: Any) -> Any:

@@ -295,7 +295,7 @@ class CompiledFunction:
             self.compile_times.append(time.perf_counter() - start)
             e = _Entry(c.guards, None, c.graph_break, None)
             if self._module is not None and not c.graph_break.retry:    # Note [Split at a graph break]
-                e.children = {id(m): CompiledFunction(m.__call__, backend=self._backend, fullgraph=False,
+                e.children = {id(m): CompiledFunction(m._call_impl, backend=self._backend, fullgraph=False,
                                                       dynamic=self._dynamic, mode=self._mode,
                                                       options=self._options or None, module=m)
                               for _, m in self._module.named_children()}
@@ -482,8 +482,9 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None 
         compiled = CompiledFunction(model.__call__, backend=backend, fullgraph=fullgraph, dynamic=dynamic,
                                     mode=mode, options=options, module=model)
         return OptimizedModule(model, compiled)
+    owner = getattr(model, "__self__", None)    # a module's bound method (Module.compile's _call_impl, forward)
     return CompiledFunction(model, backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode,
-                            options=options)
+                            options=options, module=owner if isinstance(owner, Module) else None)
 
 
 def reset() -> None:

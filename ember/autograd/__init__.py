@@ -67,10 +67,9 @@ def _make_grads(outputs: Any, grad_outputs: Any, is_grads_batched: Any = False) 
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: Any = None, create_graph: Any = False,
              grad_variables: Any = None, inputs: Any = None) -> None:
     """Accumulate the gradients of ``tensors`` into the ``.grad`` of the leaves of their graph."""
-    if _cs.state.capturing is not None:
-        if create_graph:
-            _cs.graph_break("backward(create_graph=True)", "A compiled region differentiated twice.")
-        _cs.state.capturing.did_backward = True
+    capture = _cs.state.capturing
+    if capture is not None:
+        capture.backward_started(bool(create_graph))
     if grad_variables is not None:
         grad_tensors = grad_variables
     tensors = _tensor_list(tensors)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from typing import Any, Callable, Iterator
-from ember.c10.compile_state import state
+from ember.c10.compile_state import capturing
 
 __all__ = ["compile", "reset", "allow_in_graph", "substitute_in_graph", "list_backends", "disable",
            "set_stance", "cudagraph_mark_step_begin", "is_compiling", "is_dynamo_compiling", "is_exporting",
@@ -20,7 +20,7 @@ def compile(*args: Any, **kwargs: Any) -> Any:  # noqa: A001 - PyTorch's name
 
 def is_compiling() -> bool:
     """True while ``ember.compile`` captures a graph of the code that asks."""
-    return state.capturing is not None
+    return capturing()
 
 
 def is_dynamo_compiling() -> bool:

@@ -13,8 +13,7 @@ class RemovableHandle:
     _next_id = itertools.count()
 
     def __init__(self, hooks_dict, *, extra_dict=None):
-        _cs.graph_break("registering a hook", "A compiled region registered a hook, which its graph cannot replay.")
-        _cs.bump()
+        _cs.state_changing("registering a hook", "A compiled region registered a hook, which its graph cannot replay.")
         self.hooks_dict_ref = weakref.ref(hooks_dict)
         self.id = next(RemovableHandle._next_id)
         self.extra_dict_ref = tuple(weakref.ref(d) for d in
@@ -22,8 +21,7 @@ class RemovableHandle:
                                      is not None else []))
 
     def remove(self):
-        _cs.graph_break("removing a hook", "A compiled region removed a hook, which its graph cannot replay.")
-        _cs.bump()
+        _cs.state_changing("removing a hook", "A compiled region removed a hook, which its graph cannot replay.")
         d = self.hooks_dict_ref()
         if d is not None and self.id in d:
             del d[self.id]

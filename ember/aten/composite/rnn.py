@@ -218,7 +218,7 @@ def _observed(mode: Any, x: Any, batch_sizes: Any, hx: Any, params: Any, has_bia
 
 
 def _observed_as_pytorch(x: Any, hx: Any, params: Any) -> bool:
-    return (global_context.rnn_layers_as_pytorch_when_observed and compile_state.state.capturing is None
+    return (global_context.rnn_layers_as_pytorch_when_observed and not compile_state.capturing()
             and is_tensor_subclass_like(x, *hx, *params))
 
 

@@ -85,6 +85,7 @@ class Module:
     training: bool
     call_super_init = False
     forward = _forward_unimplemented
+    _compiled_call_impl: Any = None     # what compile() made
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if args or kwargs:
@@ -93,9 +94,7 @@ class Module:
                             f"{type(self).__name__}.__init__() takes 1 positional argument but {len(args) + 1} were "
                             "given")
         d = self.__dict__
-        capture = _cs.state.capturing
-        if capture is not None:     # made inside a compiled region: the traced code may build it as it likes
-            capture.fresh.add(id(self))
+        _cs.module_created(self)
         d["training"] = True
         d["_parameters"] = {}
         d["_buffers"] = {}
@@ -116,10 +115,7 @@ class Module:
 
     # ------------------------------------------------------------------------------ registration
     def register_buffer(self, name: str, tensor: Tensor, persistent: bool = True) -> None:
-        if _watched(self) and _current_attr(self, name) is not tensor:
-            _cs.graph_break(f"register_buffer of {type(self).__name__}.{name}",
-                            "A compiled region changed the structure of a module.")
-        _cs.bump()
+        _cs.module_changing(self, name, tensor, "register_buffer")
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         if not isinstance(name, str):
@@ -143,10 +139,7 @@ class Module:
             self._non_persistent_buffers_set.add(name)
 
     def register_parameter(self, name: str, param: Tensor) -> None:
-        if _watched(self) and _current_attr(self, name) is not param:
-            _cs.graph_break(f"register_parameter of {type(self).__name__}.{name}",
-                            "A compiled region changed the structure of a module.")
-        _cs.bump()
+        _cs.module_changing(self, name, param, "register_parameter")
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         if not isinstance(name, str):
@@ -170,10 +163,7 @@ class Module:
             self._parameters[name] = param
 
     def add_module(self, name: str, module: Any) -> None:
-        if _watched(self) and _current_attr(self, name) is not module:
-            _cs.graph_break(f"add_module of {type(self).__name__}.{name}",
-                            "A compiled region changed the structure of a module.")
-        _cs.bump()
+        _cs.module_changing(self, name, module, "add_module")
         if not isinstance(module, Module) and module is not None:
             raise TypeError(f"{typename(module)} is not a Module subclass")
         if not isinstance(name, str):
@@ -253,10 +243,7 @@ class Module:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name: str, value: Tensor) -> None:
-        if _watched(self) and _current_attr(self, name) is not value:
-            _cs.graph_break(f"setattr of {type(self).__name__}.{name}",
-                            "A compiled region changed an attribute of a module, which its graph cannot replay.")
-        _cs.bump()
+        _cs.module_changing(self, name, value, "setattr")
 
         def remove_from(*dicts_or_sets: Any) -> Any:
             for d in dicts_or_sets:
@@ -305,10 +292,7 @@ class Module:
                     object.__setattr__(self, name, value)
 
     def __delattr__(self, name: Any) -> None:
-        if _watched(self):
-            _cs.graph_break(f"delattr of {type(self).__name__}.{name}",
-                            "A compiled region deleted an attribute of a module, which its graph cannot replay.")
-        _cs.bump()
+        _cs.module_changing(self, name, _cs.DELETED, "delattr")
         if name in self._parameters:
             del self._parameters[name]
         elif name in self._buffers:
@@ -326,7 +310,9 @@ class Module:
         return sorted(k for k in set(keys) if not k[0].isdigit())
 
     def __getstate__(self) -> Any:
-        return self.__dict__.copy()
+        state = self.__dict__.copy()
+        state.pop("_compiled_call_impl", None)      # captured graphs are not pickled: compile() again after loading
+        return state
 
     def __setstate__(self, state: Any) -> None:
         self.__dict__.update(state)
@@ -611,11 +597,21 @@ class Module:
         return handle
 
     # ------------------------------------------------------------------------------ calling
-    def _call_impl(self, *args: Any, **kwargs: Any) -> Any:
+    def _wrapped_call_impl(self, *args: Any, **kwargs: Any) -> Any:
+        """``module(...)``: the compiled call if ``compile()`` made one, else ``_call_impl``."""
         if _redirect and _cs.state.capturing is None:     # a submodule of a compiled module that broke its graph
             compiled = _redirect.get(id(self))
             if compiled is not None:
                 return compiled(*args, **kwargs)
+        if self._compiled_call_impl is not None:
+            return self._compiled_call_impl(*args, **kwargs)
+        if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks or self._backward_pre_hooks
+                or _global_forward_hooks or _global_forward_pre_hooks or _global_backward_hooks):
+            return self.forward(*args, **kwargs)      # (_call_impl's first line, saving a call per module call)
+        return self._call_impl(*args, **kwargs)
+
+    def _call_impl(self, *args: Any, **kwargs: Any) -> Any:
+        """The call itself: the forward pre-hooks, ``forward``, the forward hooks and the backward hooks' wiring."""
         if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks or self._backward_pre_hooks
                 or _global_forward_hooks or _global_forward_pre_hooks or _global_backward_hooks):
             return self.forward(*args, **kwargs)
@@ -650,7 +646,7 @@ class Module:
             result = bw.setup_output_hook(result)
         return result
 
-    __call__ = _call_impl
+    __call__ = _wrapped_call_impl
 
     # ------------------------------------------------------------------------------ state dict
     def _save_to_state_dict(self, destination: Any, prefix: Any, keep_vars: Any) -> Any:
@@ -817,25 +813,8 @@ class Module:
         main_str += ")"
         return main_str
 
-    def compile(self, *args: Any, **kwargs: Any) -> Any:
-        """``torch.compile`` in place: ember runs eagerly, so this is the identity."""
-        return None
-
-
-def _current_attr(module: Module, name: str) -> Any:
-    """What ``module.name`` holds now (a parameter, buffer, submodule or plain attribute), or a fresh sentinel."""
-    d = module.__dict__
-    for key in ("_parameters", "_buffers", "_modules"):
-        sub = d.get(key)
-        if sub is not None and name in sub:
-            return sub[name]
-    return d.get(name, _MISSING)
-
-
-_MISSING = object()
-
-
-def _watched(module: Module) -> bool:
-    """Whether a capture is running that must not see ``module`` change (one made before it began)."""
-    capture = _cs.state.capturing
-    return capture is not None and id(module) not in capture.fresh
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        """Compile this module's calls in place with ``ember.compile`` (arguments as for it): the module stays what
+        it is (its ``state_dict`` keys unchanged) and later calls run the compiled call."""
+        import ember
+        self._compiled_call_impl = ember.compile(self._call_impl, *args, **kwargs)
