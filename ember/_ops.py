@@ -22,10 +22,14 @@ from ember.c10.tensor_impl import TensorImpl
 # PyTorch's Python bindings never call ``add.Scalar`` / ``sub.Scalar`` / ``mul.Scalar`` / ``div.Scalar`` (and their
 # in-place, ``_mode`` and ``out`` forms): ``x * 2`` wraps the 2 as a 0-dim tensor and calls ``mul.Tensor``, and a
 # ``__torch_dispatch__`` handler sees ``aten.mul.Tensor(x, 2)``. ember's bindings call the Scalar overloads to
-# skip the wrapping, so the Python key reports those calls under the Tensor overload PyTorch would have used,
-# and that overload, called with a Python number, runs the Scalar one (so the handler's ``func(*args)`` works).
-# PyTorch's derivative formulas are C++, where ``grad / n`` *is* ``div.Scalar``: while the autograd engine runs one
-# of ember's formulas (``tls.in_formula``), the Scalar overloads are reported as themselves.
+# skip the wrapping. Two facts, each recorded once, make that invisible:
+# * the Scalar overload's ``_reported_as`` is its Tensor twin: the Python key reports a call of it under the Tensor
+#   overload, and that overload, called with a Python number, runs the Scalar one (``_scalar_twin``), so the
+#   handler's ``func(*args)`` works;
+# * its autograd node is the Tensor overload's, holding the number wrapped (``wrapped_number:`` in
+#   derivatives.yaml), so ``(x * 2).grad_fn`` is ``MulBackward0`` and its formula calls ``mul.Tensor``, as PyTorch's.
+# PyTorch's other derivative formulas and composite ops are C++, where ``grad / n`` *is* ``div.Scalar``: while the
+# engine runs a formula or a composite op runs (``tls.in_formula``), overloads are reported as themselves.
 _HIDDEN_SCALAR_OPS = {"add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_"}
 _TENSOR_NAME_OF_SCALAR = {"Scalar": "Tensor", "Scalar_out": "out", "Scalar_mode": "Tensor_mode",
                           "Scalar_mode_out": "out_mode"}
@@ -36,7 +40,8 @@ _BY_HANDLE: dict[Any, OpOverload] = {}
 class OpOverload:
     """One operator overload, ``ember.ops.aten.mul.Tensor``."""
 
-    __slots__ = ("handle", "_sig", "names", "_packet", "_schema_cache", "_scalar_twin", "__weakref__")
+    __slots__ = ("handle", "_sig", "names", "_packet", "_schema_cache", "_scalar_twin", "_reported_as",
+                 "__weakref__")
 
     def __init__(self, handle: Any, spec: Any, names: list[str]) -> None:
         self.handle = handle
@@ -45,7 +50,8 @@ class OpOverload:
         self.names = names
         self._packet: OpOverloadPacket | None = None
         self._schema_cache: FunctionSchema | None = None
-        self._scalar_twin: OpOverload | None = None
+        self._scalar_twin: OpOverload | None = None   # Note [Overloads PyTorch's bindings hide]
+        self._reported_as: OpOverload = self
         _BY_HANDLE[handle] = self
 
     # -- PyTorch's introspection API
@@ -211,6 +217,7 @@ class OpOverloadPacket:
             for scalar, tensor in _TENSOR_NAME_OF_SCALAR.items():
                 if scalar in by and tensor in by:
                     by[tensor]._scalar_twin = by[scalar]
+                    by[scalar]._reported_as = by[tensor]
 
     @property
     def _qualified_op_name(self) -> str:
@@ -259,14 +266,7 @@ def overload_of(handle: Any, in_formula: bool = False) -> OpOverload:
     if o is None:
         aten_packet(handle.name)
         o = _BY_HANDLE[handle]
-    if in_formula:
-        return o
-    packet = o._packet
-    if packet is not None and packet.__name__.rstrip("_") in _HIDDEN_SCALAR_OPS:
-        tensor_name = _TENSOR_NAME_OF_SCALAR.get(o.overloadname)
-        if tensor_name is not None and hasattr(packet, tensor_name):
-            return getattr(packet, tensor_name)  # type: ignore[no-any-return]
-    return o
+    return o if in_formula else o._reported_as
 
 
 class _OpNamespace:

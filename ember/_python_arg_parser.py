@@ -17,14 +17,12 @@ import numpy as np
 from ember.aten import torch_function as _torch_function
 from ember.c10 import dtype as _dt
 from ember.c10.device import device as _device
-from ember.aten.composite import wrapped_number
+from ember.aten.composite import scalar_to_tensor
 from ember.aten.dispatcher import ks_device, ks_list, ks_opt, ks_out
 from ember.aten.schema import FunctionSchema, arg_kind, ident
 from ember.c10.generator import Generator
 from ember.c10.size import Size as _Size
 from ember.c10.tensor_impl import TensorImpl as Tensor  # every ember tensor is one
-from ember.aten.wrap import new_tensor as _new_tensor
-from ember.c10.device import CPU
 from ember.c10.dispatch_key import KS_CPU, DispatchKey
 
 _PYTHON_BIT = 1 << DispatchKey.Python
@@ -201,25 +199,8 @@ def _convert(kind: str, v):
 
 def _convert_number_ok(kind, v, like):
     if kind in ("T", "T?") and isinstance(v, (bool, int, float, complex, np.number, np.bool_)):
-        return _wrap_number(v.item() if isinstance(v, np.generic) else v, like)
+        return scalar_to_tensor(v.item() if isinstance(v, np.generic) else v, like)
     return _convert(kind, v)
-
-
-def _wrap_number(value, like):
-    """The parser's own wrapping of a number as a 0-dim tensor (PyTorch's ``scalar_to_tensor``): made directly, not
-    through the dispatcher, so a dispatch mode sees no ``scalar_tensor`` call for it -- as in PyTorch. The dtype is
-    ``wrapped_number``'s."""
-    if like.device.type == "meta" or like._ks & _PYTHON_BIT:
-        t = wrapped_number(value, like)
-        t.__dict__["_wrapped_number"] = value
-        return t
-    d = _dt.scalar_dtype(value)
-    if d._cat <= like.dtype._cat:
-        d = like.dtype
-    t = _new_tensor(np.asarray(value, dtype=d.np), KS_CPU, CPU) if like.device.type == "cpu" else \
-        wrapped_number(value, like)
-    t.__dict__["_wrapped_number"] = value   # the Python key shows it as the number (ember/_ops.py's _unbox)
-    return t
 
 
 def scalar_type_name(v) -> str:

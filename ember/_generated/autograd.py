@@ -2,6 +2,7 @@
 # Regenerate with: python -m tools.codegen
 
 """Autograd Nodes and kernels (see tools/codegen/gen_autograd.py)."""
+from ember.aten.composite import scalar_to_tensor as _scalar_to_tensor
 from ember.aten.dispatcher import FALLTHROUGH as _FALLTHROUGH, keys_below as _keys_below
 from ember.autograd.grad_mode import state as _gm
 from ember.autograd.graph import FormulaNode as _Node, SavedVariable as _SV
@@ -1081,27 +1082,6 @@ def _ag_add_Tensor(ks, self, other, alpha):
     _set_history(_n, (result,))
     return result
 
-class AddBackward1(_Node):
-    _saved_names = ()
-    def apply(_n, grads):
-        grad = grads[0]
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            grad_inputs[self_ix] = grad
-        return grad_inputs
-AddBackward1.__name__ = AddBackward1.__qualname__ = 'AddBackward0'
-AddBackward1._wrapped_number_formula = True
-
-def _ag_add_Scalar(ks, self, other, alpha):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_add_Scalar.redispatch(ks & _BELOW, self, other, alpha)
-    _n = AddBackward1()
-    _n._next, _n._input_meta = _edges(self), _meta(self)
-    result = aten._op_add_Scalar.redispatch(ks & _BELOW, self, other, alpha)
-    _set_history(_n, (result,))
-    return result
-
 class SubBackward0(_Node):
     _saved_names = ()
     def apply(_n, grads):
@@ -1122,27 +1102,6 @@ def _ag_sub_Tensor(ks, self, other, alpha):
     _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
     _n.alpha = alpha
     result = aten._op_sub_Tensor.redispatch(ks & _BELOW, self, other, alpha)
-    _set_history(_n, (result,))
-    return result
-
-class SubBackward1(_Node):
-    _saved_names = ()
-    def apply(_n, grads):
-        grad = grads[0]
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            grad_inputs[self_ix] = grad
-        return grad_inputs
-SubBackward1.__name__ = SubBackward1.__qualname__ = 'SubBackward0'
-SubBackward1._wrapped_number_formula = True
-
-def _ag_sub_Scalar(ks, self, other, alpha):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_sub_Scalar.redispatch(ks & _BELOW, self, other, alpha)
-    _n = SubBackward1()
-    _n._next, _n._input_meta = _edges(self), _meta(self)
-    result = aten._op_sub_Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _set_history(_n, (result,))
     return result
 
@@ -1170,29 +1129,6 @@ def _ag_mul_Tensor(ks, self, other):
     if _n._next[0] is not None:
         _n.other_ = _SV(other)
     result = aten._op_mul_Tensor.redispatch(ks & _BELOW, self, other)
-    _set_history(_n, (result,))
-    return result
-
-class MulBackward1(_Node):
-    _saved_names = ()
-    def apply(_n, grads):
-        grad = grads[0]
-        other = _n.other
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            grad_inputs[self_ix] = grad * conj_of(other)
-        return grad_inputs
-MulBackward1.__name__ = MulBackward1.__qualname__ = 'MulBackward0'
-MulBackward1._wrapped_number_formula = True
-
-def _ag_mul_Scalar(ks, self, other):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_mul_Scalar.redispatch(ks & _BELOW, self, other)
-    _n = MulBackward1()
-    _n._next, _n._input_meta = _edges(self), _meta(self)
-    _n.other = other
-    result = aten._op_mul_Scalar.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -1224,29 +1160,6 @@ def _ag_div_Tensor(ks, self, other):
     _set_history(_n, (result,))
     return result
 
-class DivBackward1(_Node):
-    _saved_names = ()
-    def apply(_n, grads):
-        grad = grads[0]
-        other = _n.other
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            grad_inputs[self_ix] = grad / conj_of(other)
-        return grad_inputs
-DivBackward1.__name__ = DivBackward1.__qualname__ = 'DivBackward0'
-DivBackward1._wrapped_number_formula = True
-
-def _ag_div_Scalar(ks, self, other):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_div_Scalar.redispatch(ks & _BELOW, self, other)
-    _n = DivBackward1()
-    _n._next, _n._input_meta = _edges(self), _meta(self)
-    _n.other = other
-    result = aten._op_div_Scalar.redispatch(ks & _BELOW, self, other)
-    _set_history(_n, (result,))
-    return result
-
 class DivBackward2(_Node):
     _saved_names = ('self_', 'other_')
     def apply(_n, grads):
@@ -1274,82 +1187,6 @@ def _ag_div_Tensor_mode(ks, self, other, rounding_mode):
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.other_ = _SV(other)
     result = aten._op_div_Tensor_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
-    _set_history(_n, (result,))
-    return result
-
-class DivBackward3(_Node):
-    _saved_names = ()
-    def apply(_n, grads):
-        grad = grads[0]
-        other = _n.other
-        rounding_mode = _n.rounding_mode
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            grad_inputs[self_ix] = aten.zeros_like(grad) if rounding_mode is not None else grad / conj_of(other)
-        return grad_inputs
-DivBackward3.__name__ = DivBackward3.__qualname__ = 'DivBackward2'
-DivBackward3._wrapped_number_formula = True
-
-def _ag_div_Scalar_mode(ks, self, other, rounding_mode):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_div_Scalar_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
-    _n = DivBackward3()
-    _n._next, _n._input_meta = _edges(self), _meta(self)
-    _n.other = other
-    _n.rounding_mode = rounding_mode
-    result = aten._op_div_Scalar_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
-    _set_history(_n, (result,))
-    return result
-
-class TrueDivideBackward0(_Node):
-    _saved_names = ('self_', 'other_')
-    def apply(_n, grads):
-        grad = grads[0]
-        self_ix, other_ix = 0, 1
-        grad_inputs = [None] * 2
-        if _n._next[self_ix] is not None:
-            other = _n._saved('other_')
-            grad_inputs[self_ix] = grad / other
-        if _n._next[other_ix] is not None:
-            other = _n._saved('other_')
-            self = _n._saved('self_')
-            grad_inputs[other_ix] = -grad * self / (other * other)
-        return grad_inputs
-TrueDivideBackward0.__name__ = TrueDivideBackward0.__qualname__ = 'DivBackward0'
-
-def _ag_true_divide_Tensor(ks, self, other):
-    if not (_gm.enabled and (self._rg or other._rg)):
-        return aten._op_true_divide_Tensor.redispatch(ks & _BELOW, self, other)
-    _n = TrueDivideBackward0()
-    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
-    if _n._next[1] is not None:
-        _n.self_ = _SV(self)
-    if _n._next[0] is not None or _n._next[1] is not None:
-        _n.other_ = _SV(other)
-    result = aten._op_true_divide_Tensor.redispatch(ks & _BELOW, self, other)
-    _set_history(_n, (result,))
-    return result
-
-class TrueDivideBackward1(_Node):
-    _saved_names = ()
-    def apply(_n, grads):
-        grad = grads[0]
-        other = _n.other
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            grad_inputs[self_ix] = grad / other
-        return grad_inputs
-TrueDivideBackward1.__name__ = TrueDivideBackward1.__qualname__ = 'DivBackward0'
-
-def _ag_true_divide_Scalar(ks, self, other):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_true_divide_Scalar.redispatch(ks & _BELOW, self, other)
-    _n = TrueDivideBackward1()
-    _n._next, _n._input_meta = _edges(self), _meta(self)
-    _n.other = other
-    result = aten._op_true_divide_Scalar.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -11003,6 +10840,71 @@ def _ag_fake_quantize_per_channel_affine_cachemask_default(ks, self, scale, zero
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
+def _ag_add_Scalar(ks, self, other, alpha):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_add_Scalar.redispatch(ks & _BELOW, self, other, alpha)
+    _num_other, other = other, None  # (no edge, nothing saved)
+    _n = AddBackward0()
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
+    _n.alpha = alpha
+    result = aten._op_add_Scalar.redispatch(ks & _BELOW, self, _num_other, alpha)
+    _set_history(_n, (result,))
+    return result
+
+def _ag_sub_Scalar(ks, self, other, alpha):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_sub_Scalar.redispatch(ks & _BELOW, self, other, alpha)
+    _num_other, other = other, None  # (no edge, nothing saved)
+    _n = SubBackward0()
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
+    _n.alpha = alpha
+    result = aten._op_sub_Scalar.redispatch(ks & _BELOW, self, _num_other, alpha)
+    _set_history(_n, (result,))
+    return result
+
+def _ag_mul_Scalar(ks, self, other):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_mul_Scalar.redispatch(ks & _BELOW, self, other)
+    _num_other, other = other, _scalar_to_tensor(other, self)
+    _n = MulBackward0()
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.other_ = _SV(other)
+    result = aten._op_mul_Scalar.redispatch(ks & _BELOW, self, _num_other)
+    _set_history(_n, (result,))
+    return result
+
+def _ag_div_Scalar(ks, self, other):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_div_Scalar.redispatch(ks & _BELOW, self, other)
+    _num_other, other = other, _scalar_to_tensor(other, self)
+    _n = DivBackward0()
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.other_ = _SV(other)
+    result = aten._op_div_Scalar.redispatch(ks & _BELOW, self, _num_other)
+    _set_history(_n, (result,))
+    return result
+
+def _ag_div_Scalar_mode(ks, self, other, rounding_mode):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_div_Scalar_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
+    _num_other, other = other, _scalar_to_tensor(other, self)
+    _n = DivBackward2()
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
+    _n.rounding_mode = rounding_mode
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.other_ = _SV(other)
+    result = aten._op_div_Scalar_mode.redispatch(ks & _BELOW, self, _num_other, rounding_mode)
+    _set_history(_n, (result,))
+    return result
+
 def _ag_abs__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -11529,9 +11431,11 @@ def _ag_add__Scalar(ks, self, other, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_add__Scalar.redispatch(ks & _BELOW, self, other, alpha)
-    _n = AddBackward1()
-    _n._next, _n._input_meta = _edges(self), _meta(self)
-    result = aten._op_add__Scalar.redispatch(ks & _BELOW, self, other, alpha)
+    _num_other, other = other, None  # (no edge, nothing saved)
+    _n = AddBackward0()
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
+    _n.alpha = alpha
+    result = aten._op_add__Scalar.redispatch(ks & _BELOW, self, _num_other, alpha)
     _rebase_history(self, _n)
     return result
 
@@ -11550,9 +11454,11 @@ def _ag_sub__Scalar(ks, self, other, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sub__Scalar.redispatch(ks & _BELOW, self, other, alpha)
-    _n = SubBackward1()
-    _n._next, _n._input_meta = _edges(self), _meta(self)
-    result = aten._op_sub__Scalar.redispatch(ks & _BELOW, self, other, alpha)
+    _num_other, other = other, None  # (no edge, nothing saved)
+    _n = SubBackward0()
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
+    _n.alpha = alpha
+    result = aten._op_sub__Scalar.redispatch(ks & _BELOW, self, _num_other, alpha)
     _rebase_history(self, _n)
     return result
 
@@ -11574,10 +11480,14 @@ def _ag_mul__Scalar(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_mul__Scalar.redispatch(ks & _BELOW, self, other)
-    _n = MulBackward1()
-    _n._next, _n._input_meta = _edges(self), _meta(self)
-    _n.other = other
-    result = aten._op_mul__Scalar.redispatch(ks & _BELOW, self, other)
+    _num_other, other = other, _scalar_to_tensor(other, self)
+    _n = MulBackward0()
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.other_ = _SV(other)
+    result = aten._op_mul__Scalar.redispatch(ks & _BELOW, self, _num_other)
     _rebase_history(self, _n)
     return result
 
@@ -11599,10 +11509,14 @@ def _ag_div__Scalar(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_div__Scalar.redispatch(ks & _BELOW, self, other)
-    _n = DivBackward1()
-    _n._next, _n._input_meta = _edges(self), _meta(self)
-    _n.other = other
-    result = aten._op_div__Scalar.redispatch(ks & _BELOW, self, other)
+    _num_other, other = other, _scalar_to_tensor(other, self)
+    _n = DivBackward0()
+    _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.other_ = _SV(other)
+    result = aten._op_div__Scalar.redispatch(ks & _BELOW, self, _num_other)
     _rebase_history(self, _n)
     return result
 
@@ -11625,36 +11539,15 @@ def _ag_div__Scalar_mode(ks, self, other, rounding_mode):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_div__Scalar_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
-    _n = DivBackward3()
-    _n._next, _n._input_meta = _edges(self), _meta(self)
-    _n.other = other
-    _n.rounding_mode = rounding_mode
-    result = aten._op_div__Scalar_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
-    _rebase_history(self, _n)
-    return result
-
-def _ag_true_divide__Tensor(ks, self, other):
-    _check_inplace(self)
-    if not (_gm.enabled and (self._rg or other._rg)):
-        return aten._op_true_divide__Tensor.redispatch(ks & _BELOW, self, other)
-    _n = TrueDivideBackward0()
+    _num_other, other = other, _scalar_to_tensor(other, self)
+    _n = DivBackward2()
     _n._next, _n._input_meta = _edges(self, other), _meta(self, other)
+    _n.rounding_mode = rounding_mode
     if _n._next[1] is not None:
         _n.self_ = _SV(self.clone())
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = aten._op_true_divide__Tensor.redispatch(ks & _BELOW, self, other)
-    _rebase_history(self, _n)
-    return result
-
-def _ag_true_divide__Scalar(ks, self, other):
-    _check_inplace(self)
-    if not (_gm.enabled and (self._rg)):
-        return aten._op_true_divide__Scalar.redispatch(ks & _BELOW, self, other)
-    _n = TrueDivideBackward1()
-    _n._next, _n._input_meta = _edges(self), _meta(self)
-    _n.other = other
-    result = aten._op_true_divide__Scalar.redispatch(ks & _BELOW, self, other)
+    result = aten._op_div__Scalar_mode.redispatch(ks & _BELOW, self, _num_other, rounding_mode)
     _rebase_history(self, _n)
     return result
 
@@ -12533,17 +12426,10 @@ _KERNELS = (
     (aten._op_logit, _ag_logit_default),
     (aten._op_polygamma, _ag_polygamma_default),
     (aten._op_add_Tensor, _ag_add_Tensor),
-    (aten._op_add_Scalar, _ag_add_Scalar),
     (aten._op_sub_Tensor, _ag_sub_Tensor),
-    (aten._op_sub_Scalar, _ag_sub_Scalar),
     (aten._op_mul_Tensor, _ag_mul_Tensor),
-    (aten._op_mul_Scalar, _ag_mul_Scalar),
     (aten._op_div_Tensor, _ag_div_Tensor),
-    (aten._op_div_Scalar, _ag_div_Scalar),
     (aten._op_div_Tensor_mode, _ag_div_Tensor_mode),
-    (aten._op_div_Scalar_mode, _ag_div_Scalar_mode),
-    (aten._op_true_divide_Tensor, _ag_true_divide_Tensor),
-    (aten._op_true_divide_Scalar, _ag_true_divide_Scalar),
     (aten._op_remainder_Tensor, _ag_remainder_Tensor),
     (aten._op_remainder_Scalar, _ag_remainder_Scalar),
     (aten._op_fmod_Tensor, _ag_fmod_Tensor),
@@ -12901,6 +12787,11 @@ _KERNELS = (
     (aten._op_fake_quantize_per_tensor_affine_cachemask, _ag_fake_quantize_per_tensor_affine_cachemask_default),
     (aten._op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams, _ag__fake_quantize_per_tensor_affine_cachemask_tensor_qparams_default),
     (aten._op_fake_quantize_per_channel_affine_cachemask, _ag_fake_quantize_per_channel_affine_cachemask_default),
+    (aten._op_add_Scalar, _ag_add_Scalar),
+    (aten._op_sub_Scalar, _ag_sub_Scalar),
+    (aten._op_mul_Scalar, _ag_mul_Scalar),
+    (aten._op_div_Scalar, _ag_div_Scalar),
+    (aten._op_div_Scalar_mode, _ag_div_Scalar_mode),
     (aten._op_abs_, _ag_abs__default),
     (aten._op_neg_, _ag_neg__default),
     (aten._op_sign_, _ag_sign__default),
@@ -12956,8 +12847,6 @@ _KERNELS = (
     (aten._op_div__Scalar, _ag_div__Scalar),
     (aten._op_div__Tensor_mode, _ag_div__Tensor_mode),
     (aten._op_div__Scalar_mode, _ag_div__Scalar_mode),
-    (aten._op_true_divide__Tensor, _ag_true_divide__Tensor),
-    (aten._op_true_divide__Scalar, _ag_true_divide__Scalar),
     (aten._op_remainder__Tensor, _ag_remainder__Tensor),
     (aten._op_remainder__Scalar, _ag_remainder__Scalar),
     (aten._op_fmod__Tensor, _ag_fmod__Tensor),

@@ -139,8 +139,18 @@ def composite_kernel(fn: Any) -> Any:
     """A composite op's registration: the function of ``aten/composite``, which takes no key set. PyTorch writes
     these in C++, where ``x * 2`` *is* ``mul.Scalar``: while one runs, a dispatch handler sees the Scalar overloads
     as themselves (``tls.in_formula``, Note [Overloads PyTorch's bindings hide] in ember/_ops.py). Only the Python
-    key reads the flag, so until a dispatch mode or a Python-key tensor has existed a call pays one list read."""
+    key reads the flag, so until a dispatch mode or a Python-key tensor has existed a call pays one list read.
+    An alias (``divide``, ``true_divide``: ``ember/aten/composite/aliases.py``) is the exception: called from its
+    binding with a number it stands for PyTorch's binding call of its base on the wrapped number, so its calls are
+    reported as the base's binding calls are."""
     from ember.aten.dispatcher import python_key_used, tls
+
+    if getattr(fn, "is_alias", False):
+        def alias(ks: Any, *args: Any) -> Any:
+            return fn(*args)
+        alias.__qualname__ = alias.__name__ = "composite_" + fn.__name__
+        setattr(alias, "__wrapped__", fn)
+        return alias
 
     def kernel(ks: Any, *args: Any) -> Any:
         if not python_key_used[0] or tls.in_formula:

@@ -293,7 +293,7 @@ def _run_node(node: Any, grads: Any, keep_graph: Any) -> Any:
         return node.apply(grads)
     if not any(g is not None for g in grads) and not isinstance(node, AccumulateGrad):
         outputs = [None] * len(node._next)
-    elif python_key_used[0] and isinstance(node, FormulaNode) and not getattr(node, "_wrapped_number_formula", False):
+    elif python_key_used[0] and isinstance(node, FormulaNode):
         prev, _dispatch_tls.in_formula = _dispatch_tls.in_formula, True   # Note [Overloads PyTorch's bindings hide]
         try:
             outputs = _apply(node, grads)

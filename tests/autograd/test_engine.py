@@ -280,6 +280,27 @@ def test_next_functions_and_accumulate_grad():
     assert mul.next_functions[1] == (None, 0)
 
 
+def test_a_number_operand_records_the_tensor_overloads_node_as_pytorch():
+    """``x * 2`` records MulBackward0 with the number saved as a 0-dim tensor, its next function for the number
+    None, in place too; the same names, saved values and gradients as PyTorch's."""
+    def run(lib):
+        x = lib.tensor([1.5, -2.0, 3.0], requires_grad=True)
+        ys = [x * 2, 2 * x, x / 4, x + 1, x - 1, 1 - x, x.div(3, rounding_mode="floor"), lib.true_divide(x, 2),
+              lib.divide(x, 2), lib.true_divide(x, x)]
+        c = x.clone()
+        c.mul_(2).div_(4)
+        ys.append(c)
+        out = []
+        for y in ys:
+            fn = y.grad_fn
+            other = getattr(fn, "_saved_other", None)
+            out.append((fn.name(), [n is None for n, _ in fn.next_functions],
+                        None if other is None else float(other) if other.dim() == 0 else other.tolist()))
+        g, = lib.autograd.grad(sum(y.sum() for y in ys), x)
+        return out, g.tolist()
+    assert run(ember) == run(torch)
+
+
 def test_gradients_are_reduced_over_broadcasting_and_grad_setter():
     x = ember.ones(3, 1, requires_grad=True)
     y = ember.ones(1, 4, requires_grad=True)

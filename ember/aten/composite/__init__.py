@@ -22,7 +22,7 @@ from ember.aten.composite.spectral import *  # noqa: F401,F403
 from ember.aten.composite.windows import *  # noqa: F401,F403
 from ember.aten.composite.amp import *  # noqa: F401,F403
 from ember.aten.composite.quantize import *  # noqa: F401,F403
-from ember.aten.composite.elementwise import wrapped_number  # noqa: F401 (ember._tensor and the parser use it)
+from ember.aten.composite.elementwise import scalar_to_tensor, wrapped_number  # noqa: F401 (used above the op library)
 from ember.aten.composite.nn import (_pad_circular, _prelu_kernel_backward,  # noqa: F401
                                      _scaled_dot_product_attention_math)
 from ember.aten.composite.linalg import _linalg_check_errors, _lu_with_info  # noqa: F401

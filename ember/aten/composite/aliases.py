@@ -37,6 +37,10 @@ _ALIASES = (
     ('divide__Tensor_mode', 'div_', ('rounding_mode',)),
     ('divide__Scalar_mode', 'div_', ('rounding_mode',)),
     ('divide__Scalar', 'div_', ()),
+    ('true_divide_Tensor', 'div', ()),
+    ('true_divide_Scalar', 'div', ()),
+    ('true_divide__Tensor', 'div_', ()),
+    ('true_divide__Scalar', 'div_', ()),
     ('subtract_Tensor', 'sub', ('alpha',)),
     ('subtract_Scalar', 'sub', ('alpha',)),
     ('subtract__Tensor', 'sub_', ('alpha',)),
@@ -70,5 +74,6 @@ def _alias(method: str, keywords: tuple[str, ...]) -> Callable[..., Any]:
 for _name, _method, _keywords in _ALIASES:
     _fn = _alias(_method, _keywords)
     _fn.__name__ = _fn.__qualname__ = _name
+    _fn.is_alias = True     # type: ignore[attr-defined]  # (composite_kernel in ember/aten/backends.py)
     globals()[_name] = _fn
     __all__.append(_name)

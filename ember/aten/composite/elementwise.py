@@ -5,7 +5,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from ember._generated import aten
+from ember.aten.wrap import new_tensor
+from ember.c10.device import CPU
+from ember.c10.dispatch_key import KS_CPU, DispatchKey
 from ember.c10.memory_format import strided
 from ember.c10.dtype import scalar_type_name
 from ember.c10.dtype import bool_, complex128, float64, get_default_dtype, scalar_dtype
@@ -32,6 +37,25 @@ def wrapped_number(value: Any, like: Any) -> Any:
     if d._cat <= like.dtype._cat:
         d = like.dtype
     return aten.scalar_tensor(value, dtype=d, layout=strided, device=like.device)
+
+
+def scalar_to_tensor(value: Any, like: Any) -> Any:
+    """A Python number where an operator takes a tensor, as PyTorch's bindings wrap it (``scalar_to_tensor``): of
+    ``wrapped_number``'s dtype, made directly rather than through the dispatcher (a dispatch mode sees no
+    ``scalar_tensor`` call), and marked so that the Python key shows it as the number (``ember/_ops.py``'s
+    ``_unbox``)."""
+    if like.device.type == "cpu" and not like._ks & _PYTHON_BIT:
+        d = scalar_dtype(value)
+        if d._cat <= like.dtype._cat:
+            d = like.dtype
+        t = new_tensor(np.asarray(value, dtype=d.np), KS_CPU, CPU)
+    else:
+        t = wrapped_number(value, like)
+    t.__dict__["_wrapped_number"] = value
+    return t
+
+
+_PYTHON_BIT = 1 << DispatchKey.Python
 
 
 def where_scalar_self(condition: Any, self: Any, other: Any) -> Any:
