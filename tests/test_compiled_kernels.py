@@ -1,4 +1,4 @@
-"""The numba-compiled kernels (ember/aten/kernels/compiled.py) against float64 references written from the
+"""The numba-compiled kernels (ember/aten/kernels/loops) against float64 references written from the
 textbook formulas (SciPy's erfc, not 1 + erf, so that the far negative tail has a reference), against the NumPy
 kernels they replace, on large arrays split over threads, on strided inputs and on NaN / inf."""
 import math
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.aten.kernels import compiled
+from ember.aten.kernels import compiled, loops
 
 pytest.importorskip("numba", reason="numba is a dependency of ember: pip install numba")
 special = pytest.importorskip("scipy.special")
@@ -440,7 +440,7 @@ def test_cell_activations_to_float32_accuracy():
     xw[:, 0], xw[:, 2] = x, x
     ws, h = np.empty((n, 5), np.float32), np.empty((n, 1), np.float32)
     c = np.zeros((n, 1), np.float32)
-    compiled.kernel("lstm_cell")(xw.astype(np.float32), np.zeros((n, 4), np.float32), c, ws, h)
+    loops.rnn.lstm_cell(xw.astype(np.float32), np.zeros((n, 4), np.float32), c, ws, h)
     xf = x.astype(np.float32).astype(np.float64)
     with np.errstate(over="ignore"):
         sig = 1 / (1 + np.exp(-xf))
@@ -583,7 +583,7 @@ def test_dynamic_quantization_of_rows_gives_the_numpy_integers(reduce_range):
     x[0, :40] = ((np.arange(40) - 20) + 0.5) * np.float32(scale)                 # ties
     x[1, :4] = [np.nan, np.inf, -np.inf, 1e30]
     hi = 127 if reduce_range else 255
-    got, l1 = compiled.quantize_rows_centred(x, float(np.float32(1.0) / np.float32(scale)), zp, 0, hi)
+    got, l1 = loops.quantized.quantize_rows_centred(x, float(np.float32(1.0) / np.float32(scale)), zp, 0, hi)
     ref = np.clip(Qz.quantize_values(x, scale, zp, ember.quint8).astype(np.int64), 0, hi) - zp
     np.testing.assert_array_equal(got, ref)
     np.testing.assert_array_equal(l1, np.abs(ref).sum(1))
@@ -616,7 +616,7 @@ def test_int8_gemm_gives_the_exact_accumulator_of_the_float_path(per_channel):
     """The AVX2 int8 micro-kernel of dynamic linear layers against the exact float32 GEMM it replaces, bit for bit,
     on shapes that leave partial tiles and partial 32-byte steps, with and without weight zero points and bias."""
     from ember.aten.quantized import gemm
-    if not compiled.int8_gemm_usable():
+    if not loops.quantized.int8_gemm_usable():
         pytest.skip("the int8 micro-kernel needs an x86 host with AVX2")
     rng = np.random.default_rng(2)
     for m, k, n in ((1, 1, 1), (3, 31, 5), (17, 33, 9), (64, 100, 67), (5, 1030, 130)):
@@ -632,23 +632,23 @@ def test_int8_gemm_gives_the_exact_accumulator_of_the_float_path(per_channel):
             pack = gemm.packed(qw)
             got = gemm.quantized_linear_dynamic(x, pack, bias, True)
             try:
-                compiled._int8_gemm = False
+                loops.quantized._int8_gemm = False
                 ref = gemm.quantized_linear_dynamic(x, pack, bias, True)
             finally:
-                compiled._int8_gemm = None
+                loops.quantized._int8_gemm = None
             np.testing.assert_array_equal(got, ref)
 
 
 def test_int8_gemm_is_used_by_dynamic_layers_on_avx2_hosts(monkeypatch):
     from llvmlite import binding
     if binding.get_host_cpu_features().get("avx2", False):
-        assert compiled.int8_gemm_usable()
+        assert loops.quantized.int8_gemm_usable()
     calls = []
-    real = compiled.int8_linear
-    monkeypatch.setattr(compiled, "int8_linear", lambda *a: calls.append(1) or real(*a))
+    real = loops.quantized.int8_linear
+    monkeypatch.setattr(loops.quantized, "int8_linear", lambda *a: calls.append(1) or real(*a))
     lin = ember.ao.quantization.quantize_dynamic(ember.nn.Sequential(ember.nn.Linear(8, 4)))
     lin(ember.randn(2, 8))
-    assert len(calls) == int(compiled.int8_gemm_usable())
+    assert len(calls) == int(loops.quantized.int8_gemm_usable())
 
 
 def test_box_muller_compiled_equals_the_numpy_evaluation(fallback):

@@ -29,7 +29,7 @@ Run one operator at a time, ``gelu(x + b) * m`` makes three passes over memory a
   a transposed or otherwise broadcast input is copied once), a row vector broadcast over the rows (a bias), a
   column broadcast over the columns (a per-row statistic), or one element. Inputs all full or single become one
   flat loop; otherwise a loop over rows and columns of the output viewed as (rows, last dimension). As ember's
-  hand-written numba kernels (``ember/aten/kernels/_numba_kernels.py``), a fused loop evaluates each operator in
+  hand-written numba loops (``ember/aten/kernels/loops``), a fused loop evaluates each operator in
   float64 registers, with the same fast-math flags (no assumption that values are finite, so NaN and inf
   propagate as in PyTorch); each float32 operator's result is rounded to float32 before the next one reads it,
   as eagerly, so a chain gives the eager values to within each operator's own rounding. The range is split over
@@ -556,8 +556,8 @@ import math
 import numba
 import numpy as np
 
-from ember.aten.kernels._numba_kernels import (_FLAGS, _INV_SQRT_2PI, _TANH_BETA, _TANH_KAPPA, _one_plus_tanh,
-                                               _sigmoid, _tanh, _two_phi)
+from ember.aten.kernels.loops._common import (_FLAGS, _INV_SQRT_2PI, _TANH_BETA, _TANH_KAPPA, _one_plus_tanh,
+                                              _sigmoid, _tanh, _two_phi)
 
 _kernel = numba.njit(nogil=True, cache=True, error_model="numpy", fastmath=_FLAGS)
 
@@ -574,7 +574,7 @@ def _prelude() -> str:
     global _prelude_text
     if _prelude_text is None:
         import numba
-        spec = importlib.util.find_spec("ember.aten.kernels._numba_kernels")
+        spec = importlib.util.find_spec("ember.aten.kernels.loops._common")
         assert spec is not None and spec.origin is not None
         with open(spec.origin, "rb") as f:
             helpers = hashlib.sha256(f.read()).hexdigest()[:16]

@@ -92,7 +92,7 @@ class SavedVariable:
                                "clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead "
                                "of `torch.inference_mode()`.")
         self.version = tensor._vc.version
-        if _hooks_in_use:
+        if _hooks_in_use and "_wrapped_number" not in tensor.__dict__:   # (a wrapped number is not the user's)
             st = _hook_stack()
             if st:
                 pack, unpack = st[-1]

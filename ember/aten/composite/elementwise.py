@@ -30,13 +30,20 @@ def min_other(self: Any, other: Any) -> Any:
     return aten.minimum(self, other)
 
 
+def _wrapped_dtype(value: Any, like: Any) -> Any:
+    """The dtype of a number wrapped next to ``like`` so that it promotes as PyTorch's wrapped numbers do: the
+    number's own category's default when that is higher than ``like``'s, else ``like``'s dtype -- its real
+    counterpart for a real number next to a complex tensor, so that the number's conjugate stays itself."""
+    d = scalar_dtype(value)
+    if d._cat > like.dtype._cat:
+        return d
+    return like.dtype.to_real() if like.dtype.is_complex and not d.is_complex else like.dtype
+
+
 def wrapped_number(value: Any, like: Any) -> Any:
     """A Python number as a 0-dim tensor that promotes like a wrapped number next to ``like`` (PyTorch's
-    ``wrapped_scalar_tensor``): of ``like``'s dtype unless the number's category is higher."""
-    d = scalar_dtype(value)
-    if d._cat <= like.dtype._cat:
-        d = like.dtype
-    return aten.scalar_tensor(value, dtype=d, layout=strided, device=like.device)
+    ``wrapped_scalar_tensor``)."""
+    return aten.scalar_tensor(value, dtype=_wrapped_dtype(value, like), layout=strided, device=like.device)
 
 
 def scalar_to_tensor(value: Any, like: Any) -> Any:
@@ -45,10 +52,7 @@ def scalar_to_tensor(value: Any, like: Any) -> Any:
     ``scalar_tensor`` call), and marked so that the Python key shows it as the number (``ember/_ops.py``'s
     ``_unbox``)."""
     if like.device.type == "cpu" and not like._ks & _PYTHON_BIT:
-        d = scalar_dtype(value)
-        if d._cat <= like.dtype._cat:
-            d = like.dtype
-        t = new_tensor(np.asarray(value, dtype=d.np), KS_CPU, CPU)
+        t = new_tensor(np.asarray(value, dtype=_wrapped_dtype(value, like).np), KS_CPU, CPU)
     else:
         t = wrapped_number(value, like)
     t.__dict__["_wrapped_number"] = value

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ember.aten.kernels import compiled
+from ember.aten.kernels import compiled, loops
 from ember.aten.kernels._common import (Array, asdtype, chunked, compute_dtype, elementwise, meta_array, meta_kernel,
                                         result_np_dtype, shape_str, type_name, wrap_dim)
 from ember.aten.kernels.random import _gen, uniform_bits
@@ -39,7 +39,7 @@ def gelu(xp: Any, self: Array, approximate: Any = 'none') -> Any:
     _check_approximate(approximate)
     x = asdtype(xp, self, compute_dtype(self.dtype))
     if compiled.usable(xp, x):
-        r = compiled.elementwise("gelu_tanh" if approximate == "tanh" else "gelu_erf", x)
+        r = compiled.elementwise(loops.activation.gelu_tanh if approximate == "tanh" else loops.activation.gelu_erf, x)
         return r.astype(self.dtype, copy=False)
     with np.errstate(all="ignore"):
         if approximate == "tanh":
@@ -55,7 +55,7 @@ def threshold_backward(xp: Any, grad_output: Array, self: Array, threshold: Any)
     npdt = result_np_dtype(grad_output, self)
     if compiled.usable(xp, grad_output, self) and grad_output.shape == self.shape and \
             isinstance(threshold, (int, float)) and not isinstance(threshold, bool):
-        return compiled.elementwise("threshold_backward", grad_output, self, scalars=(float(threshold),))
+        return compiled.elementwise(loops.activation.threshold_backward, grad_output, self, scalars=(float(threshold),))
     g = grad_output if grad_output.dtype == npdt else grad_output.astype(npdt)
     return xp.where(self <= threshold, xp.zeros((), npdt), g)   # NumPy's where is exact but slow (a branch each)
 
@@ -75,7 +75,7 @@ def _backward_of_output(xp: Any, grad_output: Array, output: Array, derivative: 
 def silu_backward(xp: Any, grad_output: Array, self: Array) -> Any:
     """grad * silu'(x) = grad * s (1 + x (1 - s)), s = sigmoid(x)."""
     if compiled.usable(xp, grad_output, self) and grad_output.shape == self.shape:
-        return compiled.elementwise("silu_backward", grad_output, self)
+        return compiled.elementwise(loops.activation.silu_backward, grad_output, self)
 
     def derivative(x: Any) -> Any:
         with np.errstate(over="ignore", invalid="ignore"):
@@ -104,7 +104,8 @@ def gelu_backward(xp: Any, grad_output: Array, self: Array, approximate: Any = '
     cdt = compute_dtype(npdt)
     g, x = asdtype(xp, grad_output, cdt), asdtype(xp, self, cdt)
     if compiled.usable(xp, g, x) and g.shape == x.shape:
-        r = compiled.elementwise("gelu_tanh_backward" if approximate == "tanh" else "gelu_erf_backward", g, x)
+        r = compiled.elementwise(loops.activation.gelu_tanh_backward if approximate == "tanh" else
+                                 loops.activation.gelu_erf_backward, g, x)
         return r.astype(npdt, copy=False)
     with np.errstate(all="ignore"):
         if approximate == "tanh":
@@ -139,7 +140,8 @@ def _softplus(xp: Any, x: Array, beta: Any = 1.0, threshold: Any = 20.0) -> Any:
     return xp.where(bx > threshold, x, xp.log1p(xp.exp(xp.minimum(bx, threshold))) / beta)
 
 
-_activation("silu", lambda xp, x: compiled.elementwise("silu", x) if compiled.usable(xp, x) else x * _sigmoid(xp, x))
+_activation("silu", lambda xp, x: compiled.elementwise(loops.activation.silu, x) if compiled.usable(xp, x) else
+            x * _sigmoid(xp, x))
 _activation("mish", lambda xp, x: x * xp.tanh(_softplus(xp, x)))
 _activation("hardswish", lambda xp, x: x * xp.clip(x + 3, 0, 6) / 6)
 _activation("hardsigmoid", lambda xp, x: xp.clip(x + 3, 0, 6) / 6)

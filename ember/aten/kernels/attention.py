@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.aten.kernels import compiled
+from ember.aten.kernels import compiled, loops
 from ember.aten.kernels._common import Array, asdtype, compute_dtype, type_name
 from ember.c10.dtype import BF16_NP
 
@@ -65,7 +65,7 @@ def _scaled_dot_product_flash_attention_for_cpu(xp: Any, query: Array, key: Arra
     scores, s = _flash_scores(xp, query, key, attn_mask, scale, ct)
     if compiled.usable(xp, scores) and scores.size:
         rows = scores.reshape(-1, S)
-        lse = compiled.attention_softmax(rows, L, s, bool(is_causal)).reshape(B, H, L)
+        lse = loops.attention.attention_softmax(rows, L, s, bool(is_causal)).reshape(B, H, L)
         p = scores
     else:
         with np.errstate(all="ignore"):
@@ -104,9 +104,9 @@ def _scaled_dot_product_flash_attention_for_cpu_backward(xp: Any, grad_out: Arra
     dp = xp.matmul(g, xp.swapaxes(v, -1, -2))
     if compiled.usable(xp, scores, g) and scores.size:
         rows = scores.reshape(-1, S)
-        compiled.attention_probs(rows, L, s, bool(is_causal), asdtype(xp, logsumexp, np.float32))
+        loops.attention.attention_probs(rows, L, s, bool(is_causal), asdtype(xp, logsumexp, np.float32))
         p = scores
-        compiled.attention_score_grad(rows, dp.reshape(-1, S), d, full)
+        loops.attention.attention_score_grad(rows, dp.reshape(-1, S), d, full)
         ds = dp
     else:
         with np.errstate(all="ignore"):

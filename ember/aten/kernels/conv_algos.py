@@ -15,7 +15,7 @@ Each pass of a convolution -- forward, input gradient, weight gradient -- has tw
 
 * ``"winograd"``: Winograd's F(2x2, 3x3) (2-d, 3x3, stride 1, one group, float32 on NumPy): each 2x2 block of
   outputs from a 4x4 input tile with 16 products per channel pair instead of 36, as 16 GEMMs over all tiles; the
-  tile transforms are compiled loops (``_numba_kernels.py``). The input gradient is the same algorithm on the
+  tile transforms are compiled loops (``loops/convolution.py``). The input gradient is the same algorithm on the
   flipped kernel, the weight gradient 16 GEMMs of transformed gradient and input tiles. Its rounding differs
   from a GEMM's by a few float32 ulps of the largest term.
 
@@ -36,7 +36,7 @@ import time
 import numpy as np
 
 from ember.aten.context import global_context
-from ember.aten.kernels import compiled
+from ember.aten.kernels import compiled, loops
 
 ALGORITHMS = ("gemm", "offset", "winograd")
 GEMM_MAX_COLUMN_BYTES = 1 << 30
@@ -110,7 +110,7 @@ def _columns(xp: Any, x: Array, ksize: Any, stride: Any, padding: Any, dilation:
     K, P = int(np.prod(ksize)), int(np.prod(out_sp))
     buf = _scratch(xp, (C * K, N * P), x.dtype)
     if compiled.usable(xp, x, dtypes=_COMPILED_DTYPES):
-        return compiled.im2col(x, ksize, stride, padding, dilation, out_sp, buf)
+        return loops.convolution.im2col(x, ksize, stride, padding, dilation, out_sp, buf)
     nd = len(ksize)
     cols = _windows(xp, _pad(xp, x, padding, scratch=True), ksize, stride, dilation)      # N, C, out..., k...
     cols = cols[(slice(None), slice(None)) + tuple(slice(0, n) for n in out_sp)]
@@ -123,7 +123,7 @@ def _col2im(xp: Any, gc: Any, in_shape: Any, ksize: Any, stride: Any, padding: A
             out_sp: Any) -> Any:
     """The input-shaped sum of a (C * K, N * P) columns matrix: each entry added where ``_columns`` read it."""
     if compiled.usable(xp, gc, dtypes=_COMPILED_DTYPES):
-        return compiled.col2im(gc, in_shape, ksize, stride, padding, dilation, out_sp)
+        return loops.convolution.col2im(gc, in_shape, ksize, stride, padding, dilation, out_sp)
     N, C = in_shape[:2]
     gc = gc.reshape((C,) + tuple(ksize) + (N,) + tuple(out_sp))
     padded = tuple(s + 2 * p for s, p in zip(in_shape[2:], padding))
@@ -254,18 +254,18 @@ def _tiles(out_hw: Any) -> tuple[int, int]:
 
 
 def _fwd_winograd(xp: Any, x: Array, w: Any, stride: Any, padding: Any, dilation: Any, groups: Any) -> Any:
-    """Y = A^T [(G g G^T) * (B^T d B)] A over every 4x4 input tile d (Note in ``_numba_kernels.py``): the 16
+    """Y = A^T [(G g G^T) * (B^T d B)] A over every 4x4 input tile d (Note in ``loops/convolution.py``): the 16
     entries of the transformed tiles are 16 GEMMs (O, C) x (C, tiles), 2.25 times fewer products than im2col's."""
     N, C, H, W = x.shape
     O, p = w.shape[0], padding[0]
     out_hw = (H + 2 * p - 2, W + 2 * p - 2)
     th, tw = _tiles(out_hw)
     T = N * th * tw
-    V = compiled.winograd_input(x, p, th, tw, _scratch(xp, (16, C, T), x.dtype, "winograd_tiles"))
+    V = loops.convolution.winograd_input(x, p, th, tw, _scratch(xp, (16, C, T), x.dtype, "winograd_tiles"))
     U = _WINOGRAD_K @ w.reshape(O * C, 9).T.astype(np.float64)                         # 16, O*C
     M = _scratch(xp, (16, O, T), x.dtype, "winograd_products")
     np.matmul(U.astype(x.dtype).reshape(16, O, C), V, out=M)
-    return compiled.winograd_output(M, np.empty((N, O) + out_hw, x.dtype), th, tw)
+    return loops.convolution.winograd_output(M, np.empty((N, O) + out_hw, x.dtype), th, tw)
 
 
 def _gin_winograd(xp: Any, gout: Any, w: Any, in_shape: Any, stride: Any, padding: Any, dilation: Any,
@@ -285,8 +285,8 @@ def _gw_winograd(xp: Any, gout: Any, x: Array, w_shape: Any, stride: Any, paddin
     O = gout.shape[1]
     th, tw = _tiles(gout.shape[2:])
     T = N * th * tw
-    V = compiled.winograd_input(x, padding[0], th, tw, _scratch(xp, (16, C, T), x.dtype, "winograd_tiles"))
-    E = compiled.winograd_grad_output(gout, th, tw, _scratch(xp, (16, O, T), gout.dtype, "winograd_products"))
+    V = loops.convolution.winograd_input(x, padding[0], th, tw, _scratch(xp, (16, C, T), x.dtype, "winograd_tiles"))
+    E = loops.convolution.winograd_grad_output(gout, th, tw, _scratch(xp, (16, O, T), gout.dtype, "winograd_products"))
     gU = np.matmul(E, V.transpose(0, 2, 1))                                            # 16, O, C
     gw = gU.reshape(16, O * C).T.astype(np.float64) @ _WINOGRAD_K                       # O*C, 9: G^T gU G
     return gw.astype(x.dtype).reshape(w_shape)

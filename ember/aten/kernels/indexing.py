@@ -9,7 +9,7 @@ import builtins
 
 import numpy as np
 
-from ember.aten.kernels import compiled
+from ember.aten.kernels import compiled, loops
 from ember.aten.kernels._common import meta_shape, result_np_dtype, shape_str, type_name, wrap_dim
 from ember.c10.exceptions import warn_user
 
@@ -172,7 +172,7 @@ def _scatter_core(xp: Any, self: Array, dim: Any, index: Array, src: Array, redu
         if d == out.ndim - 1 and index.shape[:-1] == out.shape[:-1] and lowest >= 0 \
                 and compiled.usable(xp, out, dtypes=(np.float32, np.float64)):
             # along the last dim (max pooling's backward): a compiled loop instead of ufunc.at
-            compiled.scatter_add_rows(out.reshape(-1, out.shape[-1]), index.reshape(-1, index.shape[-1]),
+            loops.indexing.scatter_add_rows(out.reshape(-1, out.shape[-1]), index.reshape(-1, index.shape[-1]),
                                       vals.reshape(-1, index.shape[-1]))
         else:
             xp.add.at(out, key, vals)
@@ -349,7 +349,7 @@ def index_add(xp: Any, self: Array, dim: Any, index: Array, source: Array, alpha
             and compiled.usable(xp, out, dtypes=(np.float32, np.float64)):
         # rows in order (embedding's backward): a compiled loop instead of ufunc.at
         row = out.size // out.shape[0]
-        compiled.index_add_rows(out.reshape(out.shape[0], row), index.astype(np.int64, copy=False),
+        loops.indexing.index_add_rows(out.reshape(out.shape[0], row), index.astype(np.int64, copy=False),
                                 xp.broadcast_to(src, (index.shape[0],) + out.shape[1:]).reshape(index.shape[0], row))
     else:
         xp.add.at(out, tuple(key), src)

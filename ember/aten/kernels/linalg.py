@@ -16,7 +16,7 @@ from ember.c10.exceptions import _LinAlgError, warn_once
 
 from ember.c10.dtype import BF16_NP as _BF16, cpp_type_name
 
-from ember.aten.kernels import compiled
+from ember.aten.kernels import compiled, loops
 from ember.aten.kernels._common import compute_dtype, meta_kernel, meta_shape, shape_str, type_name, wrap_dim
 
 
@@ -790,7 +790,7 @@ def _getrf(a: np.ndarray) -> Any:
             lu, p, code = getrf(A[i], overwrite_a=True)
             A[i], piv[i], info[i] = lu, p + 1, code
     elif b and k and compiled.usable(np, A, dtypes=_LU_DTYPES):  # many small matrices, or no SciPy
-        compiled.kernel("lu_batched")(A, piv, info)
+        loops.linalg.lu_batched(A, piv, info)
     else:
         _getf2_batched(A, piv, info)
     return (A.astype(a.dtype, copy=False).reshape(a.shape), piv.reshape(shape + (k,)), info.reshape(shape))

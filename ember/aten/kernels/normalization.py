@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.aten.kernels import compiled
+from ember.aten.kernels import compiled, loops
 from ember.aten.kernels._common import (Array, asdtype, compute_dtype, meta_array, meta_kernel, shape_str, type_name,
                                         wrap_dim)
 from ember.c10.dtype import BF16_NP
@@ -29,7 +29,7 @@ def native_layer_norm(xp: Any, input: Array, normalized_shape: Any, weight: Arra
     n = int(np.prod(normalized_shape))
     if x.size and compiled.usable(xp, x):
         params = [None if t is None else asdtype(xp, t, np.float32) for t in (weight, bias)]
-        out, mean, rstd = compiled.layer_norm(x.reshape(-1, n), params[0], params[1], eps)
+        out, mean, rstd = loops.normalization.layer_norm(x.reshape(-1, n), params[0], params[1], eps)
         stat_shape = input.shape[:input.ndim - k] + (1,) * k
         return (out.reshape(input.shape).astype(input.dtype, copy=False),
                 mean.reshape(stat_shape).astype(input.dtype, copy=False),
@@ -63,7 +63,7 @@ def native_layer_norm_backward(xp: Any, grad_out: Array, input: Array, normalize
     if x.size and g.shape == x.shape and compiled.usable(xp, x, g, mean, rstd):
         n = int(np.prod(normalized_shape))
         w = None if weight is None else asdtype(xp, weight, np.float32)
-        gx, sw, sb = compiled.layer_norm_backward(g.reshape(-1, n), x.reshape(-1, n), mean, rstd, w)
+        gx, sw, sb = loops.normalization.layer_norm_backward(g.reshape(-1, n), x.reshape(-1, n), mean, rstd, w)
         return (gx.reshape(input.shape).astype(input.dtype, copy=False) if output_mask[0] else empty,
                 sw.reshape(weight.shape).astype(weight.dtype) if output_mask[1] and weight is not None else empty,
                 sb.reshape(bias.shape).astype(bias.dtype) if output_mask[2] and bias is not None else empty)
@@ -159,7 +159,7 @@ def native_batch_norm(xp: Any, input: Array, weight: Array, bias: Array, running
             raise RuntimeError(f"input tensor must have at least one element, but got input_sizes = "
                                f"{shape_str(input.shape)}")
         if fast:         # one compiled pass per statistic, float64 sums
-            mean, var = (s.astype(ct) for s in compiled.batch_norm_stats(x))
+            mean, var = (s.astype(ct) for s in loops.normalization.batch_norm_stats(x))
         else:
             mean = x.mean(axis=axes)
             xc = x - _channel(mean, nd)
@@ -183,7 +183,7 @@ def native_batch_norm(xp: Any, input: Array, weight: Array, bias: Array, running
     if bias is not None:
         beta = beta + asdtype(xp, bias, ct)
     if fast and input.size:
-        return compiled.batch_norm_apply(x, alpha, beta), save_mean, save_invstd
+        return loops.normalization.batch_norm_apply(x, alpha, beta), save_mean, save_invstd
     out = x * _channel(alpha, nd)
     out += _channel(beta, nd)
     return out.astype(input.dtype, copy=False), save_mean, save_invstd
@@ -221,7 +221,7 @@ def native_batch_norm_backward(xp: Any, grad_out: Array, input: Array, weight: A
     tmp: Any = None
     dot: Any = None
     if fast and (output_mask[1] or output_mask[2] or train_gi):     # both sums in one compiled pass
-        sum_g, dot = (s.astype(ct) for s in compiled.batch_norm_backward_sums(g, x, mean))
+        sum_g, dot = (s.astype(ct) for s in loops.normalization.batch_norm_backward_sums(g, x, mean))
     else:
         sum_g = g.sum(axis=axes) if output_mask[2] or train_gi else None
         if output_mask[1] or train_gi:
@@ -236,7 +236,7 @@ def native_batch_norm_backward(xp: Any, grad_out: Array, input: Array, weight: A
             k2 = -(invstd * invstd * invstd) * w * dot / M
             k3 = -k1 * sum_g / M
             if fast:
-                gi = compiled.batch_norm_backward_input(g, x, mean, k1, k2, k3)
+                gi = loops.normalization.batch_norm_backward_input(g, x, mean, k1, k2, k3)
             else:
                 xp.multiply(xc, _channel(k2, nd), out=xc)          # xc is ours: reuse it for the result
                 xp.multiply(g, _channel(k1, nd), out=tmp)

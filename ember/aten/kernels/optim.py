@@ -7,7 +7,7 @@ update may overwrite), its state arrays ``T`` (by PyTorch's state names) and the
 is the i-th scratch array shaped as ``p``. The helpers below apply one PyTorch tensor operation each (Python scalars
 are rounded to the array's dtype first, as PyTorch's CPU kernels do).
 
-SGD and Adam / AdamW on float32 run as one compiled loop (``sgd_step`` / ``adam_step`` in ``_numba_kernels.py``)
+SGD and Adam / AdamW on float32 run as one compiled loop (``sgd_step`` / ``adam_step`` in ``loops/optim.py``)
 that rounds every intermediate as these NumPy passes do, so both give the same bits (tested).
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.aten.kernels import compiled
+from ember.aten.kernels import compiled, loops
 
 
 def lerp_(xp: Any, a: Array, b: Array, w: float, t: Array) -> None:
@@ -95,9 +95,9 @@ def sgd_update(xp: Any, p: Any, g: Any, T: Any, c: Any, tmp: Any) -> Any:
     if flat is not None:
         f32 = np.float32
         buf = flat[2] if momentum != 0 else flat[0]
-        compiled.kernel("sgd_step")(flat[0], flat[1], buf, f32(c["weight_decay"]), f32(momentum),
-                                    f32(1 - c["dampening"]), f32(-c["lr"]), c["weight_decay"] != 0, momentum != 0,
-                                    bool(c["fresh"]), bool(c["nesterov"]))
+        loops.optim.sgd_step(flat[0], flat[1], buf, f32(c["weight_decay"]), f32(momentum), f32(1 - c["dampening"]),
+                             f32(-c["lr"]), c["weight_decay"] != 0, momentum != 0, bool(c["fresh"]),
+                             bool(c["nesterov"]))
         return
     t = tmp(0)
     weight_decay_(xp, g, p, c["weight_decay"], t)
@@ -123,10 +123,10 @@ def adam_update(xp: Any, p: Any, g: Any, T: Any, c: Any, tmp: Any) -> Any:
         w1 = f32(1 - c["beta1"])
         wd = c["weight_decay"]
         mode = 0 if wd == 0 else 1 if c["decoupled"] else 2
-        compiled.kernel("adam_step")(*flat[:4], flat[4] if ams else flat[3], f32(1 - c["lr"] * wd), f32(wd), w1,
-                                     f32(1) - w1, bool(abs(w1) < 0.5), f32(c["beta2"]), f32(1 - c["beta2"]),
-                                     f32(c["bias_correction2_sqrt"]), f32(c["eps"]), f32(-c["step_size"]), mode,
-                                     bool(c["amsgrad"]))
+        loops.optim.adam_step(*flat[:4], flat[4] if ams else flat[3], f32(1 - c["lr"] * wd), f32(wd), w1,
+                              f32(1) - w1, bool(abs(w1) < 0.5), f32(c["beta2"]), f32(1 - c["beta2"]),
+                              f32(c["bias_correction2_sqrt"]), f32(c["eps"]), f32(-c["step_size"]), mode,
+                              bool(c["amsgrad"]))
         return
     t = tmp(0)
     exp_avg, exp_avg_sq = T["exp_avg"], T["exp_avg_sq"]

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.aten.kernels import compiled
+from ember.aten.kernels import compiled, loops
 from ember.aten.kernels._common import Array, asdtype, compute_dtype, meta_array, meta_kernel, shape_str, type_name
 from ember.aten.kernels.conv_algos import _windows
 from ember.aten.kernels.convolution import _expand
@@ -52,10 +52,10 @@ def _max_pool(xp: Any, self: Array, nd: Any, kernel_size: Any, stride: Any, padd
                            f"({'x'.join(map(str, (x.shape[1],) + out_sp))}). Output size is too small")
     in_sp = x.shape[2:]
     if compiled.usable(xp, x, dtypes=(np.float32, np.float64)):
-        # one pass per plane: windows clipped to the input (Note in _numba_kernels.max_pool3d)
+        # one pass per plane: windows clipped to the input (Note in loops/pooling.py's max_pool3d)
         one = (1,) * (3 - nd)
         planes = x.reshape((-1,) + one + tuple(in_sp))
-        vals, idx = compiled.max_pool(planes, one + tuple(k), one + s, (0,) * (3 - nd) + tuple(p),
+        vals, idx = loops.pooling.max_pool(planes, one + tuple(k), one + s, (0,) * (3 - nd) + tuple(p),
                                       one + tuple(d), one + out_sp)
         vals, idx = vals.reshape(x.shape[:2] + out_sp), idx.reshape(x.shape[:2] + out_sp)
         return (vals, idx) if batched else (vals[0], idx[0])

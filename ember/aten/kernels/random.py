@@ -24,7 +24,7 @@ import numpy as np
 
 from ember.c10.dtype import BF16_NP as _BF16
 
-from ember.aten.kernels import compiled
+from ember.aten.kernels import compiled, loops
 from ember.aten.kernels._common import cpp_type_name, meta_shape, type_name
 from ember.aten.kernels.factory import _np_dtype, check_size
 from ember.c10 import dtype as dt
@@ -50,7 +50,7 @@ def uniform_bits(gen: Any, n: int, npdt: Any) -> np.ndarray:
     if n >= _COMPILED_MIN_DRAWS and compiled.is_enabled():     # the same words, transformed in one compiled pass
         out = np.empty(n, np.float64 if d == 53 else np.float32)
         key, pos = gen.engine_state()
-        gen.set_engine_state(key, compiled.kernel("mt_uniform")(key, pos, out, d))
+        gen.set_engine_state(key, loops.random.mt_uniform(key, pos, out, d))
         return out
     if d == 53:
         r = gen.random64(n)
@@ -118,7 +118,7 @@ def _box_muller_16(u: Any, npdt: Any) -> Any:
 def _box_muller_16_f32(blocks: Any) -> Any:
     from ember.aten.kernels.vec_math import log_f32, sincos_f32
     if compiled.usable(np, blocks):
-        return compiled.box_muller16_f32(blocks)
+        return loops.random.box_muller16_f32(blocks)
     u1 = np.float32(1.0) - blocks[:, :8]
     u2 = blocks[:, 8:]
     radius = np.sqrt(np.float32(-2.0) * log_f32(u1))
@@ -142,7 +142,7 @@ def normal_fill(gen: Any, n: Any, npdt: Any, mean: Array, std: Any) -> Any:
 def _fma_f32(x: Array, std: Any, mean: Array) -> Any:
     """``fmadd(x, std, mean)`` in float32, as the vectorized kernel stores its results."""
     if compiled.usable(np, x) and x.ndim == 1 and np.ndim(mean) == 0:
-        return compiled.scale_shift_f32(x, float(np.float32(std)), float(np.float32(mean)))
+        return loops.random.scale_shift_f32(x, float(np.float32(std)), float(np.float32(mean)))
     return (x.astype(np.float64) * np.float64(np.float32(std)) + np.float64(np.float32(mean))).astype(np.float32)
 
 
@@ -304,7 +304,7 @@ def bernoulli_p(xp: Any, self: Array, p: Any = 0.5, generator: Any = None) -> An
     if n >= _COMPILED_MIN_DRAWS and compiled.is_enabled():     # the draws and the comparison in one pass
         hits = np.empty(n, bool)
         key, pos = gen.engine_state()
-        gen.set_engine_state(key, compiled.kernel("mt_bernoulli")(key, pos, hits, float(p)))
+        gen.set_engine_state(key, loops.random.mt_bernoulli(key, pos, hits, float(p)))
     else:
         hits = uniform_bits(gen, n, np.dtype(np.float64)) < p
     out = np.empty_like(np.asarray(self.get() if hasattr(self, "get") else self))  # keeps self's layout

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.aten.kernels import compiled
+from ember.aten.kernels import compiled, loops
 from ember.aten.kernels._common import asdtype, compute_dtype
 from ember.aten.kernels.unary import _sigmoid
 
@@ -75,7 +75,7 @@ def _rnn_layer(xp: Any, input: Array, batch_sizes: Array, h0: Array, c0: Array, 
     c: Any = asdtype(xp, c0, dt).copy() if mode == "LSTM" else None
     out = xp.empty((x.shape[0], h.shape[1]), dtype=dt)
     ws = xp.empty((x.shape[0], {"LSTM": 5 * H, "GRU": 4 * H}.get(mode, 0)), dtype=dt)
-    cell = compiled.kernel(mode.lower() + "_cell") if mode in ("LSTM", "GRU") and compiled.usable(xp, x) else None
+    cell = {"LSTM": loops.rnn.lstm_cell, "GRU": loops.rnn.gru_cell}.get(mode) if compiled.usable(xp, x) else None
     for t in order:
         bs = batch_sizes[t]
         r0, r1 = offs[t], offs[t] + bs
@@ -169,8 +169,8 @@ def _rnn_layer_backward(xp: Any, input: Array, batch_sizes: Array, h0: Array, c0
         cinit = asdtype(xp, c0, dt)
         cprev = _previous(xp, workspace[:, 4 * H:], cinit, batch_sizes, offs, reverse)
         dc = asdtype(xp, grad_cn, dt).copy() if grad_cn is not None else xp.zeros_like(cinit)
-    cell = (compiled.kernel(mode.lower() + "_cell_backward")
-            if mode in ("LSTM", "GRU") and compiled.usable(xp, workspace) else None)
+    cell = ({"LSTM": loops.rnn.lstm_cell_backward, "GRU": loops.rnn.gru_cell_backward}.get(mode)
+            if compiled.usable(xp, workspace) else None)
     for t in reversed(order):
         bs = batch_sizes[t]
         r0, r1 = offs[t], offs[t] + bs

@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.aten.kernels import compiled
+from ember.aten.kernels import compiled, loops
 from ember.aten.kernels._common import Array, asdtype, compute_dtype, type_name, wrap_dim
 from ember.c10.dtype import BF16_NP
 
@@ -27,7 +27,7 @@ def softmax(xp: Any, self: Array, dim: Any, half_to_float: Any = False) -> Any:
     if x.ndim == 0:
         return xp.ones_like(self)
     if _last_dim_rows(xp, x, d=d):
-        r = compiled.softmax(x.reshape(-1, x.shape[-1]), log=False).reshape(x.shape)
+        r = loops.softmax.softmax(x.reshape(-1, x.shape[-1]), log=False).reshape(x.shape)
         return r.astype(self.dtype, copy=False)
     with np.errstate(all="ignore"):
         e = xp.exp(x - xp.max(x, axis=d, keepdims=True))
@@ -51,7 +51,7 @@ def log_softmax(xp: Any, self: Array, dim: Any, half_to_float: Any = False) -> A
     if x.ndim == 0:
         return xp.zeros_like(self)
     if _last_dim_rows(xp, x, d=d):
-        r = compiled.softmax(x.reshape(-1, x.shape[-1]), log=True).reshape(x.shape)
+        r = loops.softmax.softmax(x.reshape(-1, x.shape[-1]), log=True).reshape(x.shape)
         return r.astype(self.dtype, copy=False)
     with np.errstate(all="ignore"):
         s = x - xp.max(x, axis=d, keepdims=True)
@@ -83,7 +83,7 @@ def _softmax_backward(name: str, xp: Any, grad_output: Array, output: Array, dim
     g, y = asdtype(xp, grad_output, ct), asdtype(xp, output, ct)
     if g.ndim and _last_dim_rows(xp, g, y, d=d):
         n = g.shape[-1]
-        r = compiled.softmax_backward(g.reshape(-1, n), y.reshape(-1, n), log=log).reshape(g.shape)
+        r = loops.softmax.softmax_backward(g.reshape(-1, n), y.reshape(-1, n), log=log).reshape(g.shape)
     else:
         with np.errstate(all="ignore"):
             total = (g if log else g * y).sum(axis=d, keepdims=True) if g.ndim else (g if log else g * y)

@@ -15,7 +15,7 @@ quantization) or returned (dynamic quantization).
 Note [int8 micro-kernel]
 Dynamic quantization (``quantize_dynamic``, fbgemm's default ``reduce_range``) quantizes activations to 7 bits, and
 there ember multiplies the bytes themselves, as fbgemm does: an AVX2 micro-kernel written in LLVM IR (the "int8
-GEMM" section of ``ember/aten/kernels/_numba_kernels.py``) takes the uint8 activations and int8 weights, padded to
+GEMM" section of ``ember/aten/kernels/loops/quantized.py``) takes the uint8 activations and int8 weights, padded to
 whole tiles, and gives the exact int32 sums, which the zero points' sums turn into the centred accumulator above;
 the output stage is the same. It runs twice as fast as the float32 GEMM on the same shapes (bench.quantization).
 On hosts without AVX2, with compiled kernels off, with 8-bit activations (their pairwise sums could saturate the
@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ember.aten.kernels import compiled, conv_algos
+from ember.aten.kernels import compiled, conv_algos, loops
 from ember.aten.quantized import quantizer as Qz
 from ember.c10 import dtype as dt
 
@@ -171,12 +171,13 @@ def quantized_linear_dynamic(x: np.ndarray, pack: Packed, bias: np.ndarray | Non
     if reduce_range:
         qhi //= 2
     k = xf.shape[1]
-    if reduce_range and 0 < k and xf.shape[0] and k * qhi * 256 < 2 ** 31 and compiled.int8_gemm_usable():
+    if reduce_range and 0 < k and xf.shape[0] and k * qhi * 256 < 2 ** 31 and compiled.is_enabled() and \
+            loops.quantized.int8_gemm_usable():
         return _int8_linear_dynamic(xf, weight_int8(pack), scale, zp, qlo, qhi, ws, bias).reshape(
             x.shape[:-1] + (wc.shape[0],))
     a_l1: float | None = None
     if compiled.usable(np, xf):
-        xc, l1 = compiled.quantize_rows_centred(xf, _inverse(scale), zp, qlo, qhi)
+        xc, l1 = loops.quantized.quantize_rows_centred(xf, _inverse(scale), zp, qlo, qhi)
         a_l1 = float(l1.max(initial=0))
     else:
         xc = Qz.quantize_values(xf, scale, zp, dt.quint8).astype(np.float32)
@@ -197,7 +198,7 @@ def weight_int8(pack: Packed) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         n = pack.centred.shape[0]
         ints = pack.centred.reshape(n, -1) + pack.zero_points[:, None].astype(np.float32)
         k = ints.shape[1]
-        _, nr = compiled.int8_tile()
+        _, nr = loops.quantized.int8_tile()
         w = np.zeros((-(-n // nr) * nr, max(32, -(-k // 32) * 32)), np.int8)
         w[:n, :k] = ints
         sums = w.sum(axis=1, dtype=np.int32)
@@ -213,8 +214,8 @@ def _int8_linear_dynamic(xf: np.ndarray, w8: Any, scale: float, zp: int, qlo: in
     the exact int32 accumulator of the float32 path, and the same output stage."""
     w, w_sums, w_zps = w8
     m, k = xf.shape
-    mr, _ = compiled.int8_tile()
-    a, a_sums = compiled.quantize_rows_u8(xf, _inverse(scale), zp, qlo, qhi,
+    mr, _ = loops.quantized.int8_tile()
+    a, a_sums = loops.quantized.quantize_rows_u8(xf, _inverse(scale), zp, qlo, qhi,
                                           -(-m // mr) * mr, w.shape[1])
     n = ws.shape[0]
     col_offsets = (k * zp * w_zps - zp * w_sums).astype(np.int32)
@@ -223,7 +224,7 @@ def _int8_linear_dynamic(xf: np.ndarray, w8: Any, scale: float, zp: int, qlo: in
     b = np.zeros(w.shape[0], np.float32)
     if bias is not None:
         b[:n] = bias.astype(np.float32, copy=False).reshape(n)
-    return compiled.int8_linear(a, a_sums, w, col_offsets, w_zps, scales, b, m, n)  # type: ignore[no-any-return]
+    return loops.quantized.int8_linear(a, a_sums, w, col_offsets, w_zps, scales, b, m, n)  # type: ignore[no-any-return]
 
 
 def quantized_conv(x: np.ndarray, pack: Packed, bias: np.ndarray | None, stride: Any, padding: Any, dilation: Any,

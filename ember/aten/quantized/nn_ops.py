@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.aten.kernels import compiled
+from ember.aten.kernels import compiled, loops
 from ember.aten.kernels import pooling as Kpool
 from ember.aten.quantized import gemm
 from ember.aten.quantized import quantizer as Qz
@@ -57,7 +57,7 @@ def quantized_rnn_layer_dynamic(input: Any, h0: Any, c0: Any, w_ih: Any, w_hh: A
     c = None if c0 is None else np.array(c0._data, dtype=np.float32)
     hidden = h.shape[-1]
     out = np.empty((steps, batch, hidden), np.float32)
-    cell = compiled.kernel(mode.lower() + "_cell") if compiled.usable(np, h, gi_all) else None
+    cell = (loops.rnn.lstm_cell if mode == "LSTM" else loops.rnn.gru_cell) if compiled.usable(np, h, gi_all) else None
     ws = np.empty((batch, (5 if mode == "LSTM" else 4) * hidden), np.float32) if cell is not None else None
     for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
         gh = gemm.quantized_linear_dynamic(h, pack_hh, _opt(b_hh), reduce_range)

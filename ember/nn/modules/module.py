@@ -85,7 +85,7 @@ class Module:
     training: bool
     call_super_init = False
     forward = _forward_unimplemented
-    _compiled_call_impl: Any = None     # what compile() made
+    _compiled_call_impl = None     # what compile() made (unannotated: get_type_hints of subclasses must not need Any)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if args or kwargs:

@@ -1,0 +1,69 @@
+"""Max pooling with indices over the planes of a 3-d window (a 2-d pool is depth 1) (caller:
+``kernels/pooling.py``)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember.aten import parallel
+from ember.aten.kernels.loops._common import _kernel
+
+@_kernel
+def max_pool3d(x: Any, kd: int, kh: int, kw: int, sd: int, sh: int, sw: int, pd: int, ph: int, pw: int, dd: int,
+               dh: int, dw: int, out: Any, idx: Any) -> None:
+    """Max pooling of planes x (P, D, H, W) into out / idx (P, OD, OH, OW), idx flat over (D, H, W). PyTorch's
+    CPU rule: the first in-bounds element of the window starts as the index with value -inf; an element
+    replaces the maximum when it is greater or NaN (so the last NaN of a window wins, and an all -inf window
+    answers its first element). Windows are clipped to the input (padding never wins)."""
+    P, D, H, W = x.shape
+    OD, OH, OW = out.shape[1], out.shape[2], out.shape[3]
+    for p in range(P):
+        for od in range(OD):
+            z0 = od * sd - pd
+            for oh in range(OH):
+                y0 = oh * sh - ph
+                for ow in range(OW):
+                    x0 = ow * sw - pw
+                    best = -np.inf
+                    at = -1
+                    for a in range(kd):
+                        z = z0 + a * dd
+                        if z < 0 or z >= D:
+                            continue
+                        for b in range(kh):
+                            y = y0 + b * dh
+                            if y < 0 or y >= H:
+                                continue
+                            for c in range(kw):
+                                xx = x0 + c * dw
+                                if xx < 0 or xx >= W:
+                                    continue
+                                v = x[p, z, y, xx]
+                                i = (z * H + y) * W + xx
+                                if at < 0:
+                                    at = i
+                                if v > best or v != v:
+                                    best = v
+                                    at = i
+                    out[p, od, oh, ow] = best
+                    idx[p, od, oh, ow] = at
+
+
+# ------------------------------------------------------------------------------ runners
+def max_pool(x: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any, out_size: Any) -> tuple[Any, Any]:
+    """Max pooling of the planes of x (P, D, H, W) with 3-d window parameters (a 2-d pool passes depth 1):
+    values of x's dtype and int64 indices flat over each plane, shaped (P,) + out_size, planes split over the
+    intra-op threads."""
+    kernel = max_pool3d
+    x = np.ascontiguousarray(x)
+    out = np.empty((x.shape[0],) + tuple(out_size), x.dtype)
+    idx = np.empty(out.shape, np.int64)
+    args = tuple(kernel_size) + tuple(stride) + tuple(padding) + tuple(dilation)
+    window = int(np.prod(kernel_size)) * int(np.prod(out_size))
+
+    def run(b: int, e: int) -> None:
+        kernel(x[b:e], *args, out[b:e], idx[b:e])
+
+    parallel.parallel_for(0, x.shape[0], max(1, parallel.GRAIN_SIZE // max(window, 1)), run)
+    return out, idx
