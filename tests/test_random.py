@@ -243,6 +243,7 @@ def test_standard_gamma_gradient_is_the_implicit_reparameterisation():
     lambda L: L.empty(3).exponential_(-1.0), lambda L: L.empty(3).exponential_(0.0),
     lambda L: L.empty(3, dtype=L.long).exponential_(), lambda L: L.empty(3).geometric_(1.5),
     lambda L: L.empty(3).cauchy_(0, -1), lambda L: L.empty(3, dtype=L.long).cauchy_(),
+    lambda L: L.empty(3, dtype=L.complex64).cauchy_(), lambda L: L.empty(3, dtype=L.complex64).exponential_(),
     lambda L: L.empty(3).log_normal_(0, 0), lambda L: L.empty(3, dtype=L.long).log_normal_(),
     lambda L: L.empty(3, dtype=L.bool).geometric_(0.5), lambda L: L.poisson(L.tensor([1, 2])),
     lambda L: L._standard_gamma(L.tensor([1, 2])), lambda L: L.binomial(L.tensor([1, 2]), L.tensor([0.5, 0.5])),

@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from ember._generated import aten
-from ember.aten.kernels._common import cpp_type_name
+from ember.c10.dtype import cpp_type_name
 from ember.c10 import dtype as _dt
 
 __all__ = [f"{name}{overload}" for name in ("hann_window", "hamming_window", "blackman_window", "bartlett_window",
@@ -24,9 +24,9 @@ def _checks(name: str, window_length: int, dtype: Any, device: Any) -> Any:
     """``window_function_checks``: a floating (or complex) dtype and a non-negative length."""
     dtype = dtype or _dt.get_default_dtype()
     if not (dtype.is_floating_point or dtype.is_complex):
-        raise RuntimeError(f"{name} expects floating point dtypes, got: TensorOptions(dtype={cpp_type_name(dtype.np)}, "
-                           f"device={device or 'cpu'}, layout=Strided (default), requires_grad=false (default), "
-                           "pinned_memory=false, memory_format=(nullopt))")
+        raise RuntimeError(f"{name} expects floating point dtypes, got: TensorOptions("
+                           f"dtype={cpp_type_name(dtype.name)}, device={device or 'cpu'}, layout=Strided (default), "
+                           "requires_grad=false (default), pinned_memory=false, memory_format=(nullopt))")
     if window_length < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got window_length={window_length}")
     return dtype

@@ -99,12 +99,6 @@ def float_result(npdt: Any) -> Any:
     return npdt
 
 
-def cpp_type_name(npdt: Any) -> str:
-    """The C++ name of an integral dtype (``long int``), as some of PyTorch's messages print dtypes."""
-    return str({"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-                "uint8": "unsigned char", "bool": "bool"}.get(npdt.name, npdt.name))
-
-
 def type_name(npdt: Any) -> str:
     return scalar_type_name(from_numpy_dtype(npdt))
 

@@ -22,10 +22,10 @@ import math
 
 import numpy as np
 
-from ember.c10.dtype import BF16_NP as _BF16
+from ember.c10.dtype import BF16_NP as _BF16, cpp_type_name
 
 from ember.aten.kernels import compiled, loops
-from ember.aten.kernels._common import cpp_type_name, meta_shape, type_name
+from ember.aten.kernels._common import meta_shape, type_name
 from ember.aten.kernels.factory import _np_dtype, check_size
 from ember.c10 import dtype as dt
 from ember.c10.generator import default_generator
@@ -385,7 +385,7 @@ def _libm(fn: Any, x: Array) -> Any:
 
 def _continuous(self: Array, dist: str, cpp_name: bool = False) -> None:
     if self.dtype.kind != "f" and self.dtype != _BF16:
-        name = cpp_type_name(self.dtype) if cpp_name else type_name(self.dtype)
+        name = cpp_type_name(self.dtype.name) if cpp_name else type_name(self.dtype)
         raise RuntimeError(f"{dist} distribution is a continuous probability distribution. dtype must be a floating "
                            f"point but you specified {name}")
 
