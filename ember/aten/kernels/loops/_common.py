@@ -3,7 +3,6 @@ without ``nnan`` / ``ninf``, and the exact form for loops that must round as PyT
 the scalar math helpers, in float64. ``ember/_inductor/fusion.py``'s generated loops call the helpers too."""
 from __future__ import annotations
 
-
 import numba
 
 _FLAGS = {"contract", "arcp", "reassoc", "afn", "nsz"}  # fast math without nnan / ninf

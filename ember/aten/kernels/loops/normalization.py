@@ -81,6 +81,9 @@ def _batch_norm_backward_input(g: Any, N: int, C: int, S: int, x: Any, mean: Any
                 out[base + i] = g[base + i] * a + (x[base + i] - m) * b + e
 
 
+# ------------------------------------------------------------------------------ layer norm over rows
+# C-contiguous float32 (R, n) arrays and the rows r0..r1-1 to do (as softmax's row loops); sums are float64.
+
 @_kernel
 def layer_norm_rows(x: Any, w: Any, b: Any, eps: float, out: Any, mean: Any, rstd: Any, r0: int, r1: int) -> None:
     """Layer norm of each row: mean, biased variance of x - mean (two passes, float64), rstd = 1/sqrt(var + eps),

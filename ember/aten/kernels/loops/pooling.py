@@ -55,7 +55,7 @@ def max_pool(x: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
     """Max pooling of the planes of x (P, D, H, W) with 3-d window parameters (a 2-d pool passes depth 1):
     values of x's dtype and int64 indices flat over each plane, shaped (P,) + out_size, planes split over the
     intra-op threads."""
-    kernel = max_pool3d
+    kernel: Any = max_pool3d     # (a numba dispatcher: mypy reads its __call__ as taking one argument)
     x = np.ascontiguousarray(x)
     out = np.empty((x.shape[0],) + tuple(out_size), x.dtype)
     idx = np.empty(out.shape, np.int64)

@@ -196,7 +196,7 @@ def int8_gemm_usable() -> bool:
         return False
     if _int8_gemm is None:
         import numba
-        from llvmlite import binding  # type: ignore[import-untyped]
+        from llvmlite import binding
         features = binding.get_host_cpu_features()
         config = numba.config
         _int8_gemm = (getattr(config, "CPU_NAME", None) in (None, "host") and not getattr(config, "CPU_FEATURES", None)

@@ -8,7 +8,7 @@ import numpy as np
 from ember.aten.kernels import compiled
 from ember.aten.kernels.loops._common import _exp_le1, _kernel
 
-# ------------------------------------------------------------------------------ row kernels (softmax, layer norm)
+# ------------------------------------------------------------------------------ row kernels
 # Each takes a C-contiguous float32 (R, n) array and the rows r0..r1-1 to do, so that ranges of rows run on the
 # intra-op threads side by side; sums are float64.
 
