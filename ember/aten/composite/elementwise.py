@@ -13,7 +13,7 @@ from ember.c10.device import CPU
 from ember.c10.dispatch_key import KS_CPU, DispatchKey
 from ember.c10.memory_format import strided
 from ember.c10.dtype import scalar_type_name
-from ember.c10.dtype import bool_, complex128, float64, get_default_dtype, scalar_dtype
+from ember.c10.dtype import bool_, complex128, float64, get_default_dtype, int64, scalar_dtype
 
 
 def positive(self: Any) -> Any:
@@ -34,10 +34,16 @@ def _wrapped_dtype(value: Any, like: Any) -> Any:
     """The dtype of a number wrapped next to ``like`` so that it promotes as PyTorch's wrapped numbers do: the
     number's own category's default when that is higher than ``like``'s, else ``like``'s dtype -- its real
     counterpart for a real number next to a complex tensor, so that the number's conjugate stays itself."""
-    d = scalar_dtype(value)
-    if d._cat > like.dtype._cat:
-        return d
-    return like.dtype.to_real() if like.dtype.is_complex and not d.is_complex else like.dtype
+    ld = like.dtype
+    cat = _NUMBER_CATEGORY.get(type(value))
+    if cat is None:                     # a NumPy scalar
+        cat = scalar_dtype(value)._cat
+    if cat > ld._cat:
+        return scalar_dtype(value)
+    return ld.to_real() if ld.is_complex and cat < ld._cat else ld
+
+
+_NUMBER_CATEGORY = {bool: bool_._cat, int: int64._cat, float: float64._cat, complex: complex128._cat}
 
 
 def wrapped_number(value: Any, like: Any) -> Any:
