@@ -78,9 +78,10 @@ def test_module_compile_compiles_in_place_as_pytorchs():
     assert m[0].weight.grad is not None
 
 
-def test_a_split_submodule_past_the_recompile_limit_runs_eagerly(caplog):
+def test_a_split_submodule_past_the_recompile_limit_runs_eagerly(caplog, monkeypatch):
     """A submodule of a module that broke its graph, called past its recompile limit, runs its own call (not its
     compiled one again)."""
+    monkeypatch.delenv("EMBER_COMPILE_STRICT", raising=False)
     dynamo.config.recompile_limit = 1
 
     class M(nn.Module):
@@ -373,7 +374,11 @@ def test_globals_and_closure_cells_are_guarded():
     assert len(_entries(nan)) == 1
 
 
-def test_recompile_limit_warns_in_pytorchs_words_then_runs_eagerly(caplog):
+def test_recompile_limit_warns_in_pytorchs_words_then_runs_eagerly(caplog, monkeypatch):
+    """PyTorch's warning; running eagerly from then on is a fallback of Note [Compile fallbacks]: recorded once,
+    listed by explain(), an error under EMBER_COMPILE_STRICT=1."""
+    from ember._dynamo.utils import recent_fallbacks
+    monkeypatch.delenv("EMBER_COMPILE_STRICT", raising=False)
     dynamo.config.cache_size_limit = 2
     assert dynamo.config.recompile_limit == 2 and torch._dynamo.config.cache_size_limit == 8
     f = ember.compile(lambda x: x + 1, dynamic=False)     # (else a second size makes one graph for all)
@@ -385,6 +390,13 @@ def test_recompile_limit_warns_in_pytorchs_words_then_runs_eagerly(caplog):
     assert len(msgs) == 1
     assert msgs[0].startswith("torch._dynamo hit config.recompile_limit (2)\n   function: '<lambda>'")
     assert "last reason: tensor 'x' size mismatch at index 0. expected 2, actual 3" in msgs[0]
+    assert [fb.kind for fb in recent_fallbacks] == ["recompile limit"] and "'<lambda>'" in recent_fallbacks[0].where
+    assert "recompile limit: config.recompile_limit (2) reached" in str(dynamo.explain(lambda x: x * 2)(ember.ones(2)))
+    monkeypatch.setenv("EMBER_COMPILE_STRICT", "1")
+    g = ember.compile(lambda x: x - 1, dynamic=False)
+    g(ember.ones(1)), g(ember.ones(2))
+    with pytest.raises(dynamo.exc.CompileFallbackError, match="recompile limit"):
+        g(ember.ones(3))
 
 
 def test_recompiles_log_names_the_failing_guards(caplog, monkeypatch):

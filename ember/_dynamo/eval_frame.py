@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from ember._dynamo import config, exc
 from ember._dynamo.backends import InductorWrapper, lookup_backend
-from ember._dynamo.utils import logs, record_fallback
+from ember._dynamo.utils import logs, recent_fallbacks, record_fallback
 from ember.c10 import compile_state as _cs
 from ember.c10.dispatch_key import MATH_BITS
 from ember.nn import Module
@@ -123,7 +123,10 @@ class CompiledFunction:
         if len(self._entries) >= config.recompile_limit:
             if not self._warned_limit:
                 self._warned_limit = True
-                self._warn_limit(leaves)
+                reason = self._warn_limit(leaves)
+                if not config.fail_on_recompile_limit_hit:    # (Note [Compile fallbacks] in utils.py)
+                    record_fallback("recompile limit", f"config.recompile_limit ({config.recompile_limit}) reached, "
+                                    f"running eagerly from now on; last reason: {reason}", self._code_name())
             if config.fail_on_recompile_limit_hit:
                 raise exc.FailOnRecompileLimitHit("recompile_limit reached with fullgraph=True. Excessive "
                                                   "recompilations can degrade performance due to the compilation "
@@ -350,7 +353,7 @@ class CompiledFunction:
             return repr(fn)
         return f"'{code.co_name}' ({code.co_filename}:{code.co_firstlineno})"
 
-    def _warn_limit(self, leaves: list[Any]) -> None:
+    def _warn_limit(self, leaves: list[Any]) -> str:
         reason = self._entries[-1].guards.failure(leaves) if self._entries else "unknown"
         log.warning("torch._dynamo hit config.recompile_limit (%s)\n"
                     "   function: %s\n"
@@ -358,6 +361,7 @@ class CompiledFunction:
                     'To log all recompilation reasons, use TORCH_LOGS="recompiles".\n'
                     "To diagnose recompilation issues, see docs/compile.md.",
                     config.recompile_limit, self._code_name(), reason)
+        return str(reason)
 
 
 def _caused_by(brk: Any) -> str:
@@ -488,9 +492,11 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None 
 
 
 def reset() -> None:
-    """Forget every captured graph (each compiled function captures again on its next call)."""
+    """Forget every captured graph (each compiled function captures again on its next call) and the fallbacks
+    recorded so far."""
     for c in list(_ALL):
         c._reset()
+    recent_fallbacks.clear()
 
 
 def disable(fn: Any = None, recursive: bool = True, *, reason: str | None = None) -> Any:
@@ -514,7 +520,8 @@ def disable(fn: Any = None, recursive: bool = True, *, reason: str | None = None
 
 
 class ExplainOutput:
-    """What ``explain`` found: the graphs, the breaks with their reasons and source lines, the ops."""
+    """What ``explain`` found: the graphs, the breaks with their reasons and source lines, the ops; and the
+    fallbacks compilation recorded since the last ``reset()`` (Note [Compile fallbacks] in utils.py)."""
 
     def __init__(self, graphs: list[Any], break_reasons: list[Any], compile_times: str = "") -> None:
         self.graphs = graphs
@@ -525,6 +532,7 @@ class ExplainOutput:
         self.op_count = sum(len(ops) for ops in self.ops_per_graph)
         self.out_guards: list[Any] = []
         self.compile_times = compile_times
+        self.fallbacks = list(recent_fallbacks)
 
     def __str__(self) -> str:
         s = f"Graph Count: {self.graph_count}\nGraph Break Count: {self.graph_break_count}\nOp Count: " \
@@ -537,6 +545,10 @@ class ExplainOutput:
         s += "Ops per Graph:\n"
         for i, ops in enumerate(self.ops_per_graph, 1):
             s += f"  Ops {i}:\n" + "".join(f"    {op}\n" for op in ops)
+        if self.fallbacks:
+            s += "Fallbacks (since the last reset):\n"
+            for fb in self.fallbacks:
+                s += f"  {fb.kind}: {fb.cause}" + (f" (at {fb.where})" if fb.where else "") + "\n"
         return s
 
 
