@@ -203,11 +203,12 @@ def _convert_number_ok(kind, v, like):
     return _convert(kind, v)
 
 
-def scalar_type_name(v) -> str:
+def arg_type_name(v) -> str:
+    """How PyTorch's argument errors name what was passed (``Tensor``, ``int``, ``tuple of [int, str]``)."""
     if isinstance(v, Tensor):
         return "Tensor"
     if isinstance(v, (tuple, list)):
-        return f"{type(v).__name__} of [{', '.join(scalar_type_name(x) for x in v)}]"
+        return f"{type(v).__name__} of [{', '.join(arg_type_name(x) for x in v)}]"
     return type(v).__name__
 
 
@@ -326,7 +327,7 @@ class Signatures:
         return out
 
     def _raise(self, args, kwargs):
-        got = ", ".join([scalar_type_name(a) for a in args] + [f"{k}={scalar_type_name(v)}" for k, v in kwargs.items()])
+        got = ", ".join([arg_type_name(a) for a in args] + [f"{k}={arg_type_name(v)}" for k, v in kwargs.items()])
         lines = []
         for spec in self.sigs:
             parts, star = [], False
