@@ -4904,16 +4904,18 @@ class MmBackward0(_Node):
     _saved_names = ('self_', 'mat2_')
     def apply(_n, grads):
         grad = grads[0]
-        self_geometry = _n.self_geometry
-        mat2_geometry = _n.mat2_geometry
+        self_sizes = _n.self_sizes
+        mat2_sizes = _n.mat2_sizes
+        self_strides = _n.self_strides
+        mat2_strides = _n.mat2_strides
         self_ix, mat2_ix = 0, 1
         grad_inputs = [None] * 2
         if _n._next[self_ix] is not None:
             mat2 = _n._saved('mat2_')
-            grad_inputs[self_ix] = mm_mat1_backward(grad, mat2, self_geometry, 1)
+            grad_inputs[self_ix] = mm_mat1_backward(grad, mat2, self_sizes, self_strides, 1)
         if _n._next[mat2_ix] is not None:
             self = _n._saved('self_')
-            grad_inputs[mat2_ix] = mm_mat2_backward(grad, self, mat2_geometry, 1)
+            grad_inputs[mat2_ix] = mm_mat2_backward(grad, self, mat2_sizes, mat2_strides, 1)
         return grad_inputs
 
 def _ag_mm_default(ks, self, mat2):
@@ -4921,8 +4923,10 @@ def _ag_mm_default(ks, self, mat2):
         return aten._op_mm.redispatch(ks & _BELOW, self, mat2)
     _n = MmBackward0()
     _n._next, _n._input_meta = _edges(self, mat2), _meta(self, mat2)
-    _n.self_geometry = (tuple(self.shape), self.stride(), self.storage_offset())
-    _n.mat2_geometry = (tuple(mat2.shape), mat2.stride(), mat2.storage_offset())
+    _n.self_sizes = tuple(self.shape)
+    _n.mat2_sizes = tuple(mat2.shape)
+    _n.self_strides = self.stride()
+    _n.mat2_strides = mat2.stride()
     if _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None:
@@ -5072,18 +5076,20 @@ class AddmmBackward0(_Node):
         grad = grads[0]
         beta = _n.beta
         alpha = _n.alpha
-        mat1_geometry = _n.mat1_geometry
-        mat2_geometry = _n.mat2_geometry
+        mat1_sizes = _n.mat1_sizes
+        mat2_sizes = _n.mat2_sizes
+        mat1_strides = _n.mat1_strides
+        mat2_strides = _n.mat2_strides
         self_ix, mat1_ix, mat2_ix = 0, 1, 2
         grad_inputs = [None] * 3
         if _n._next[self_ix] is not None:
             grad_inputs[self_ix] = maybe_multiply(grad, conj_of(beta))
         if _n._next[mat1_ix] is not None:
             mat2 = _n._saved('mat2_')
-            grad_inputs[mat1_ix] = mm_mat1_backward(grad, mat2, mat1_geometry, alpha)
+            grad_inputs[mat1_ix] = mm_mat1_backward(grad, mat2, mat1_sizes, mat1_strides, alpha)
         if _n._next[mat2_ix] is not None:
             mat1 = _n._saved('mat1_')
-            grad_inputs[mat2_ix] = mm_mat2_backward(grad, mat1, mat2_geometry, alpha)
+            grad_inputs[mat2_ix] = mm_mat2_backward(grad, mat1, mat2_sizes, mat2_strides, alpha)
         return grad_inputs
 
 def _ag_addmm_default(ks, self, mat1, mat2, beta, alpha):
@@ -5093,8 +5099,10 @@ def _ag_addmm_default(ks, self, mat1, mat2, beta, alpha):
     _n._next, _n._input_meta = _edges(self, mat1, mat2), _meta(self, mat1, mat2)
     _n.beta = beta
     _n.alpha = alpha
-    _n.mat1_geometry = (tuple(mat1.shape), mat1.stride(), mat1.storage_offset())
-    _n.mat2_geometry = (tuple(mat2.shape), mat2.stride(), mat2.storage_offset())
+    _n.mat1_sizes = tuple(mat1.shape)
+    _n.mat2_sizes = tuple(mat2.shape)
+    _n.mat1_strides = mat1.stride()
+    _n.mat2_strides = mat2.stride()
     if _n._next[2] is not None:
         _n.mat1_ = _SV(mat1)
     if _n._next[1] is not None:
@@ -12106,8 +12114,10 @@ def _ag_addmm__default(ks, self, mat1, mat2, beta, alpha):
     _n._next, _n._input_meta = _edges(self, mat1, mat2), _meta(self, mat1, mat2)
     _n.beta = beta
     _n.alpha = alpha
-    _n.mat1_geometry = (tuple(mat1.shape), mat1.stride(), mat1.storage_offset())
-    _n.mat2_geometry = (tuple(mat2.shape), mat2.stride(), mat2.storage_offset())
+    _n.mat1_sizes = tuple(mat1.shape)
+    _n.mat2_sizes = tuple(mat2.shape)
+    _n.mat1_strides = mat1.stride()
+    _n.mat2_strides = mat2.stride()
     if _n._next[2] is not None:
         _n.mat1_ = _SV(mat1)
     if _n._next[1] is not None:

@@ -228,26 +228,26 @@ def maybe_multiply(t: Tensor, s: Any) -> Any:
     return t if (isinstance(s, (int, float)) and s == 1) else t * s
 
 
-def _column_major(geometry: tuple[tuple[int, ...], tuple[int, ...], int]) -> bool:
+def _column_major(sizes: tuple[int, ...], strides: tuple[int, ...]) -> bool:
     """A 2-d tensor laid out column by column (a transposed row-major matrix, as ``weight.t()`` in ``linear``),
-    from its saved (sizes, strides, storage offset)."""
-    sizes, strides, _ = geometry
+    from its saved sizes and strides."""
     return bool(strides[0] == 1 and strides[1] == sizes[0])
 
 
-def mm_mat1_backward(grad: Tensor, mat2: Tensor, mat1_geometry: Any, alpha: Any) -> Any:
+def mm_mat1_backward(grad: Tensor, mat2: Tensor, mat1_sizes: Any, mat1_strides: Any, alpha: Any) -> Any:
     """d(mat1 @ mat2)/d mat1 = grad @ mat2^H, computed in mat1's layout (PyTorch's mm_mat1_backward, which also
-    saves only mat1's geometry): for a column-major mat1 it is (mat2^* @ grad^T)^T, so the gradient reaching a
-    transposed leaf is row-major and its AccumulateGrad copies one contiguous block instead of transposing."""
-    if _column_major(mat1_geometry):
+    saves only mat1's sizes and strides): for a column-major mat1 it is (mat2^* @ grad^T)^T, so the gradient
+    reaching a transposed leaf is row-major and its AccumulateGrad copies one contiguous block instead of
+    transposing."""
+    if _column_major(mat1_sizes, mat1_strides):
         return maybe_multiply(conj_of(mat2).mm(grad.t()).t(), conj_of(alpha))
     return maybe_multiply(grad.mm(conj_of(mat2.t())), conj_of(alpha))
 
 
-def mm_mat2_backward(grad: Tensor, mat1: Tensor, mat2_geometry: Any, alpha: Any) -> Any:
+def mm_mat2_backward(grad: Tensor, mat1: Tensor, mat2_sizes: Any, mat2_strides: Any, alpha: Any) -> Any:
     """d(mat1 @ mat2)/d mat2 = mat1^H @ grad, in mat2's layout (PyTorch's mm_mat2_backward): for a column-major
     mat2 (``linear``'s ``weight.t()``) it is (grad^T @ mat1^*)^T."""
-    if _column_major(mat2_geometry):
+    if _column_major(mat2_sizes, mat2_strides):
         return maybe_multiply(grad.t().mm(conj_of(mat1)).t(), conj_of(alpha))
     return maybe_multiply(conj_of(mat1.t()).mm(grad), conj_of(alpha))
 

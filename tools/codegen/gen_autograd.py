@@ -146,6 +146,7 @@ class Plan:
         self.saved_sizes = [a.name for a in s.arguments if f"{a.name}_sizes" in used]
         # PyTorch's TensorGeometry: (sizes, strides, storage offset), saved instead of the tensor
         self.saved_geometry = [a.name for a in s.arguments if f"{a.name}_geometry" in used]
+        self.saved_strides = [a.name for a in s.arguments if f"{a.name}_strides" in used]   # (sym_strides())
         self.saved_meta = [a.name for a in s.arguments if f"{a.name}_dtype" in used or f"{a.name}_device" in used]
         self.uses_result = "result" in used or any(f"result{i}" in used for i in range(4))
         self.result_indices = _result_indices(d.formulas.values())
@@ -196,6 +197,8 @@ def _node_head(plan: Plan) -> list[str]:
         lines.append(f"        {n}_sizes = _n.{n}_sizes")
     for n in plan.saved_geometry:
         lines.append(f"        {n}_geometry = _n.{n}_geometry")
+    for n in plan.saved_strides:
+        lines.append(f"        {n}_strides = _n.{n}_strides")
     for n in plan.saved_meta:
         lines.append(f"        {n}_dtype, {n}_device = _n.{n}_meta")
     return lines
@@ -332,7 +335,7 @@ def gen_kernel(nf: NativeFunction, plan: Plan, inplace: bool, numbers: tuple[str
     if numbers:     # the node holds the numbers as PyTorch's bindings pass them: wrapped; the kernel below gets them
         like = ident(s.arguments[0].name)
         kept = set(plan.saved_tensors) | set(plan.saved_values) | set(plan.saved_sizes) | \
-            set(plan.saved_geometry) | set(plan.saved_meta)
+            set(plan.saved_geometry) | set(plan.saved_strides) | set(plan.saved_meta)
         lines += [f"    _num_{n}, {ident(n)} = {ident(n)}, " +
                   (f"_scalar_to_tensor({ident(n)}, {like})" if n in kept else "None  # (no edge, nothing saved)")
                   for n in numbers]
@@ -353,6 +356,8 @@ def gen_kernel(nf: NativeFunction, plan: Plan, inplace: bool, numbers: tuple[str
     for n in plan.saved_geometry:
         t = ident(n)
         lines.append(f"    _n.{n}_geometry = (tuple({t}.shape), {t}.stride(), {t}.storage_offset())")
+    for n in plan.saved_strides:
+        lines.append(f"    _n.{n}_strides = {ident(n)}.stride()")
     for n in plan.saved_meta:
         lines.append(f"    _n.{n}_meta = ({ident(n)}.dtype, {ident(n)}.device)")
     self_name = s.arguments[0].name
