@@ -72,14 +72,6 @@ def _expandable(shape: Any, to: Any) -> bool:
     return True
 
 
-def _add(a: Any, b: Any) -> Any:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a + b
-
-
 # the backward calls running on this thread (PyTorch's GraphTask): an id each, and whether it may run reentrant
 # checkpoints (not under autograd.grad or backward(inputs=...): ``torch.autograd._is_checkpoint_valid``)
 _tasks_tls = threading.local()
@@ -203,10 +195,13 @@ def run_backward(roots: Any, grad_outputs: Any, keep_graph: bool, create_graph: 
                     continue
                 buf = buffers.get(nxt)
                 if buf is None:
-                    buf = buffers[nxt] = [None] * max(_num_inputs(nxt), e.input_nr + 1)
-                buf[e.input_nr] = _add(buf[e.input_nr], g)
-                deps[nxt] -= 1
-                if deps[nxt] == 0:
+                    buf = buffers[nxt] = [None] * max(getattr(nxt, "_num_outputs", 1), e.input_nr + 1)
+                if g is not None:
+                    old = buf[e.input_nr]
+                    buf[e.input_nr] = g if old is None else old + g
+                left = deps[nxt] - 1
+                deps[nxt] = left
+                if left == 0:
                     counter += 1
                     heapq.heappush(ready, (-nxt.sequence_nr, counter, nxt))
         queued = callbacks[-1]
@@ -224,10 +219,6 @@ def run_backward(roots: Any, grad_outputs: Any, keep_graph: bool, create_graph: 
                                    "Set allow_unused=True if this is the desired behavior.")
         return captured
     return None
-
-
-def _num_inputs(node: Any) -> int:
-    return getattr(node, "_num_outputs", 1)
 
 
 def _nodes_leading_to(root: Any, targets: Any) -> set[Any]:
@@ -291,16 +282,29 @@ def _run_node(node: Any, grads: Any, keep_graph: Any) -> Any:
             grads = list(r)
     if isinstance(node, GraphRoot):
         return node.apply(grads)
-    if not any(g is not None for g in grads) and not isinstance(node, AccumulateGrad):
-        outputs = [None] * len(node._next)
-    elif python_key_used[0] and isinstance(node, FormulaNode):
+    for g in grads:
+        if g is not None:
+            break
+    else:           # no gradient reached the node: nothing to compute (an AccumulateGrad still runs its hooks)
+        if not isinstance(node, AccumulateGrad):
+            outputs = [None] * len(node._next)
+            return _finish(node, outputs, grads, keep_graph)
+    if python_key_used[0] and isinstance(node, FormulaNode):
         prev, _dispatch_tls.in_formula = _dispatch_tls.in_formula, True   # Note [Overloads PyTorch's bindings hide]
         try:
             outputs = _apply(node, grads)
         finally:
             _dispatch_tls.in_formula = prev
+    elif _profiler.recorder is None:
+        outputs = node.apply(grads)
     else:
-        outputs = _apply(node, grads)
+        outputs = _profiler._node_apply(node, grads, node.name())
+    return _finish(node, outputs, grads, keep_graph)
+
+
+def _finish(node: Any, outputs: Any, grads: Any, keep_graph: Any) -> Any:
+    """After a node's formula: anomaly checks, validation of the gradients, the node's post hooks, freeing what
+    it saved."""
     if anomaly_mode.enabled:
         anomaly_mode.check_nan(node, outputs)
     if not isinstance(node, AccumulateGrad):
