@@ -49,7 +49,7 @@ def gradient_edge(t: Any) -> Any:
 
 
 def collect_next_edges(*tensors: Any) -> tuple[Any, ...]:
-    return tuple(None if t is None else gradient_edge(t) for t in tensors)
+    return tuple([None if t is None else gradient_edge(t) for t in tensors])   # (a list is built faster)
 
 
 def set_history(node: Any, outputs: Any, differentiable: Any = None) -> None:
@@ -109,4 +109,4 @@ def check_no_requires_grad(t: Any, name: str, fn: str) -> None:
 
 
 def input_meta(*tensors: Any) -> tuple[Any, ...]:
-    return tuple(None if t is None else (t._data.shape, t.dtype) for t in tensors)
+    return tuple([None if t is None else (t._data.shape, t.dtype) for t in tensors])
