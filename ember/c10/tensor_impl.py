@@ -115,7 +115,11 @@ class TensorImpl:
     def stride(self, dim: int | None = None) -> Any:  # a tuple, or an int for one dim
         a = self._data
         # NumPy keeps no strides for an empty array: PyTorch's contiguous ones (sizes of 0 count as 1)
-        st = contiguous_strides(a.shape) if a.size == 0 else tuple(s // a.itemsize for s in a.strides)
+        if a.size == 0:
+            st = contiguous_strides(a.shape)
+        else:
+            n = a.itemsize
+            st = tuple([s // n for s in a.strides])
         if dim is None:
             return st
         return st[_wrap_dim(dim, a.ndim)]
