@@ -282,13 +282,9 @@ def _run_node(node: Any, grads: Any, keep_graph: Any) -> Any:
             grads = list(r)
     if isinstance(node, GraphRoot):
         return node.apply(grads)
-    for g in grads:
-        if g is not None:
-            break
-    else:           # no gradient reached the node: nothing to compute (an AccumulateGrad still runs its hooks)
-        if not isinstance(node, AccumulateGrad):
-            outputs = [None] * len(node._next)
-            return _finish(node, outputs, grads, keep_graph)
+    if not _has_grad(grads) and not isinstance(node, AccumulateGrad):
+        # no gradient reached the node: nothing to compute (an AccumulateGrad still runs its hooks)
+        return _finish(node, [None] * len(node._next), grads, keep_graph)
     if python_key_used[0] and isinstance(node, FormulaNode):
         prev, _dispatch_tls.in_formula = _dispatch_tls.in_formula, True   # Note [Overloads PyTorch's bindings hide]
         try:
@@ -300,6 +296,15 @@ def _run_node(node: Any, grads: Any, keep_graph: Any) -> Any:
     else:
         outputs = _profiler._node_apply(node, grads, node.name())
     return _finish(node, outputs, grads, keep_graph)
+
+
+def _has_grad(grads: Any) -> bool:
+    """Whether any gradient is not None (a function, so that no frame of the engine keeps a reference to one:
+    AccumulateGrad steals a gradient nothing else holds)."""
+    for g in grads:
+        if g is not None:
+            return True
+    return False
 
 
 def _finish(node: Any, outputs: Any, grads: Any, keep_graph: Any) -> Any:
