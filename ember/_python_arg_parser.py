@@ -23,9 +23,7 @@ from ember.aten.schema import FunctionSchema, arg_kind, ident
 from ember.c10.generator import Generator
 from ember.c10.size import Size as _Size
 from ember.c10.tensor_impl import TensorImpl as Tensor  # every ember tensor is one
-from ember.c10.dispatch_key import KS_CPU, DispatchKey
-
-_PYTHON_BIT = 1 << DispatchKey.Python
+from ember.c10.dispatch_key import KS_CPU
 
 
 _FAIL = object()

@@ -291,10 +291,8 @@ def _run_node(node: Any, grads: Any, keep_graph: Any) -> Any:
             outputs = _apply(node, grads)
         finally:
             _dispatch_tls.in_formula = prev
-    elif _profiler.recorder is None:
-        outputs = node.apply(grads)
     else:
-        outputs = _profiler._node_apply(node, grads, node.name())
+        outputs = _apply(node, grads)
     return _finish(node, outputs, grads, keep_graph)
 
 

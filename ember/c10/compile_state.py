@@ -102,8 +102,7 @@ def bump() -> None:
 
 def state_changing(reason: str, explanation: str) -> None:
     """State a graph cannot replay is about to change: stop a capture in progress, then count the change."""
-    if state.capturing is not None:
-        raise GraphBreak(reason, explanation)
+    graph_break(reason, explanation)
     epoch.epoch += 1
 
 
