@@ -204,6 +204,8 @@ def run_backward(roots: Any, grad_outputs: Any, keep_graph: bool, create_graph: 
                 if left == 0:
                     counter += 1
                     heapq.heappush(ready, (-nxt.sequence_nr, counter, nxt))
+            outputs = g = None   # no engine frame holds a gradient past its node: AccumulateGrad steals what
+            #                      only its buffer holds, and copies what anything else still refers to
         queued = callbacks[-1]
         while queued:  # a callback may queue more
             queued.pop(0)()

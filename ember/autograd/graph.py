@@ -14,6 +14,8 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
+import numpy as np
+
 from ember.c10.grad_mode import state
 from ember.c10.compile_state import state as _compile_state
 
@@ -324,11 +326,12 @@ class AccumulateGrad(Node):
         old = var.grad
         if not state.enabled:  # grad mode is off here already: the in-place sum records nothing
             if old is None:
-                # PyTorch steals a gradient nothing else holds (no copy): one that owns its memory, laid out as
-                # the leaf, referenced only by the engine's buffer and this frame; any other is copied
-                refs = 3 if g is grads[0] else 2
+                # PyTorch steals a gradient nothing else holds (no copy): one whose memory is its own, laid out
+                # as the leaf, referenced only by the engine's buffer and this frame; any other is copied. A
+                # kernel's result may be a view (a reshape) of an array only that view holds: its memory is its own
+                refs = 2 if g is grads[0] else 1
                 if sys.getrefcount(g) <= refs + 1 and (g._ks & _PYTHON_BIT or (  # a subclass: its own memory
-                        g._data.base is None and g._data.flags.c_contiguous and var._data.flags.c_contiguous)):
+                        _owns_memory(g._data) and g._data.flags.c_contiguous and var._data.flags.c_contiguous)):
                     var._grad = g.detach()
                 else:
                     var._grad = _clone_obey_contract(g.detach(), var)
@@ -339,6 +342,13 @@ class AccumulateGrad(Node):
         for h in self._post_acc_hooks:
             h(var)
         return []
+
+
+def _owns_memory(a: Any) -> bool:
+    """Whether no other array shares the memory of the array ``a``: it has no base, or its base is a NumPy
+    array that only ``a`` refers to (one reference from ``a.base``, one from the call)."""
+    base = a.base
+    return base is None or (type(base) is np.ndarray and sys.getrefcount(base) <= 3)
 
 
 _PARAM_DTYPE = object()  # no grad_dtype set: the gradient takes the leaf's own dtype

@@ -179,16 +179,19 @@ def _is_leaf(x: Any, is_leaf: Callable[[Any], bool] | None) -> bool:
 def tree_flatten(tree: PyTree, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list[Any], TreeSpec]:
     """The leaves of ``tree`` in order, and the spec that rebuilds it."""
     leaves: list[Any] = []
-
-    def walk(x: Any) -> TreeSpec:
-        if _is_leaf(x, is_leaf):
-            leaves.append(x)
-            return LeafSpec()
-        t = type(x)
-        children, ctx = _flatten_node(t, x)
-        return TreeSpec(t, ctx, [walk(c) for c in children])
-    spec = walk(tree)
+    spec = _walk(tree, is_leaf, leaves)
     return leaves, spec
+
+
+def _walk(x: Any, is_leaf: Callable[[Any], bool] | None, leaves: list[Any]) -> TreeSpec:
+    """``tree_flatten``'s recursion. The recursions here are module functions: a nested function that calls
+    itself is a reference cycle, which would keep the leaves (tensors) alive until the garbage collector runs."""
+    if _is_leaf(x, is_leaf):
+        leaves.append(x)
+        return LeafSpec()
+    t = type(x)
+    children, ctx = _flatten_node(t, x)
+    return TreeSpec(t, ctx, [_walk(c, is_leaf, leaves) for c in children])
 
 
 def tree_unflatten(leaves: Iterable[Any], treespec: TreeSpec) -> PyTree:
@@ -200,13 +203,14 @@ def tree_unflatten(leaves: Iterable[Any], treespec: TreeSpec) -> PyTree:
     if len(leaves) != treespec.num_leaves:
         raise ValueError(f"treespec.unflatten(leaves): `leaves` has length {len(leaves)} but the spec refers to a "
                          f"pytree that holds {treespec.num_leaves} items ({treespec}).")
-    it = iter(leaves)
+    return _build(treespec, iter(leaves))
 
-    def build(spec: TreeSpec) -> Any:
-        if spec.is_leaf():
-            return next(it)
-        return _unflatten_node(spec.type, [build(c) for c in spec.children_specs], spec.context)
-    return build(treespec)
+
+def _build(spec: TreeSpec, it: Any) -> Any:
+    """``tree_unflatten``'s recursion (a module function, as ``_walk``)."""
+    if spec.is_leaf():
+        return next(it)
+    return _unflatten_node(spec.type, [_build(c, it) for c in spec.children_specs], spec.context)
 
 
 def tree_iter(tree: PyTree, is_leaf: Callable[[Any], bool] | None = None) -> Iterable[Any]:
@@ -335,16 +339,17 @@ def tree_flatten_with_path(tree: PyTree, is_leaf: Callable[[Any], bool] | None =
     """Each leaf with its key path (``(MappingKey('a'), SequenceKey(0))``), and the spec."""
     out: list[tuple[tuple[Any, ...], Any]] = []
     spec = tree_structure(tree, is_leaf)
-
-    def walk(x: Any, s: TreeSpec, path: tuple[Any, ...]) -> None:
-        if s.is_leaf():
-            out.append((path, x))
-            return
-        children, _ = _flatten_node(type(x), x)
-        for k, c, cs in zip(_child_keys(x, s), children, s.children_specs):
-            walk(c, cs, path + (k,))
-    walk(tree, spec, ())
+    _walk_with_path(tree, spec, (), out)
     return out, spec
+
+
+def _walk_with_path(x: Any, s: TreeSpec, path: tuple[Any, ...], out: list[tuple[tuple[Any, ...], Any]]) -> None:
+    if s.is_leaf():
+        out.append((path, x))
+        return
+    children, _ = _flatten_node(type(x), x)
+    for k, c, cs in zip(_child_keys(x, s), children, s.children_specs):
+        _walk_with_path(c, cs, path + (k,), out)
 
 
 def tree_leaves_with_path(tree: PyTree, is_leaf: Callable[[Any], bool] | None = None) \

@@ -353,3 +353,34 @@ def test_double_backward_through_an_inplace_op_on_a_view():
         return y
     x = ember.tensor(np.linspace(0.5, 2.0, 12).reshape(3, 4), requires_grad=True)
     assert ember.autograd.gradcheck(fn, (x,)) and ember.autograd.gradgradcheck(fn, (x,))
+
+
+@pytest.mark.parametrize("expr", ["torch.nn.functional.gelu(x)", "x.exp()", "torch.softmax(x, -1)",
+                                  "torch.nn.functional.layer_norm(x, (64,))", "(x * x).sum(0)", "x.t().sin()"])
+def test_a_leaf_takes_the_gradient_without_a_copy_where_pytorch_does(expr):
+    """AccumulateGrad steals a gradient nothing else holds, as PyTorch's does: no aten.clone in the backward
+    (a kernel's result that is a reshape of an array only it holds counts as owning its memory, and no frame of
+    the engine keeps a node's outputs alive) -- and the gradient a caller still holds is copied."""
+    torch = pytest.importorskip("torch")
+    from torch.utils._python_dispatch import TorchDispatchMode as TorchMode
+
+    from ember.utils._python_dispatch import TorchDispatchMode
+
+    def ops(lib, mode_cls):
+        seen = []
+
+        class Log(mode_cls):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                seen.append(str(func))
+                return func(*args, **(kwargs or {}))
+        x = lib.tensor(np.random.default_rng(0).standard_normal((32, 64)).astype(np.float32)).requires_grad_()
+        y = eval(expr, {"torch": lib, "x": x})
+        g = lib.ones(tuple(y.shape))
+        with Log():
+            y.backward(g)
+        return [op for op in seen if "clone" in op or "copy" in op]
+    assert bool(ops(ember, TorchDispatchMode)) == bool(ops(torch, TorchMode))   # (a copy is clone or copy_)
+    held = ember.ones(3)
+    leaf = ember.zeros(3, requires_grad=True)
+    (leaf + 0).backward(held)                 # the gradient passes through unchanged: the caller's tensor
+    assert leaf.grad is not held and leaf.grad.data_ptr() != held.data_ptr()

@@ -51,3 +51,36 @@ def test_registered_classes_is_leaf_and_errors():
         ep.register_pytree_node(Box, lambda bx: ([], None), lambda xs, _: Box(0, 0))
     with pytest.raises(ValueError, match="holds 3 items"):
         ep.tree_unflatten([1], spec)
+
+
+def test_flatten_and_unflatten_leave_no_reference_cycle():
+    """The recursions are module functions: a nested function that calls itself is a reference cycle, which
+    kept the leaves (tensors) alive until the garbage collector ran."""
+    import gc
+    import weakref
+
+    import ember
+    from ember.utils import _pytree as pytree
+
+    class Leaf:
+        pass
+    gc.collect()
+    gc.disable()
+    try:
+        leaf = Leaf()
+        ref = weakref.ref(leaf)
+        tree = {"a": [leaf, (1, {"b": 2})]}
+        leaves, spec = pytree.tree_flatten(tree)
+        out = pytree.tree_unflatten(leaves, spec)
+        pytree.tree_flatten_with_path(tree)
+        pytree.tree_map(lambda v: v, tree)
+        assert out["a"][0] is leaf
+        del leaf, tree, leaves, out
+        assert ref() is None
+        t = ember.ones(3)
+        tref = weakref.ref(t)
+        pytree.tree_map(lambda v: v * 2, [t])
+        del t
+        assert tref() is None
+    finally:
+        gc.enable()
