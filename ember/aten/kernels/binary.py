@@ -13,10 +13,34 @@ import numpy as np
 
 from ember.c10.dtype import BF16_NP as _BF16
 
+from ember.aten.kernels import compiled, loops
 from ember.aten.kernels._common import (asdtype, compute_dtype, elementwise, float_result, is_integral,
                                         result_np_dtype, type_name)
 
 _NUM = (bool, int, float, complex)
+_F32 = np.dtype(np.float32)
+_SPLIT = 65536                  # two of parallel.GRAIN_SIZE: below it nothing would split, and NumPy's loop runs
+_POINTWISE = {np.add: 0, np.subtract: 1, np.multiply: 2, np.true_divide: 3}   # loops.pointwise's ADD .. DIV
+_SWAPPED = (0, 4, 2, 5)                                                       # the number on the left: RSUB, RDIV
+
+
+def _pointwise(ufunc: Any, a: Any, b: Any) -> Any:
+    """``ufunc`` of float32 operands of at least ``_SPLIT`` elements through ``loops.pointwise``, which splits them
+    over the threads: two C-contiguous arrays of one shape, or one and a real number; None where it does not
+    apply. The choice depends on the size alone, never on the thread count (whose results must not differ)."""
+    op = _POINTWISE[ufunc]
+    if type(a) is not np.ndarray:
+        if type(a) not in (int, float):
+            return None
+        a, b, op = b, a, _SWAPPED[op]
+    if a.dtype != _F32 or not a.flags.c_contiguous or a.size < _SPLIT or not compiled.is_enabled():
+        return None
+    if type(b) is np.ndarray:
+        if b.shape != a.shape or b.dtype != _F32 or not b.flags.c_contiguous:
+            return None
+    elif type(b) not in (int, float):
+        return None
+    return loops.pointwise.arithmetic(op, a, b)
 
 
 def _check_alpha(npdt: Any, alpha: Any) -> Any:
@@ -55,6 +79,10 @@ def _arith(xp: Any, ufunc: Any, a: Array, b: Array, npdt: Any) -> Any:
         return _binop(xp, ufunc, a, b, npdt)
     if npdt.kind in "iu":
         a, b = _wrapped_int(a, npdt), _wrapped_int(b, npdt)
+    elif npdt is _F32 and (type(a) is np.ndarray and a.size >= _SPLIT or type(b) is np.ndarray and b.size >= _SPLIT):
+        r = _pointwise(ufunc, a, b)
+        if r is not None:
+            return r
     return ufunc(a, b, dtype=npdt, casting="unsafe")
 
 
@@ -109,6 +137,11 @@ def div(xp: Any, self: Array, other: Array, rounding_mode: Any = None) -> Any:
     npdt = result_np_dtype(self, other)
     if rounding_mode is None:
         npdt = float_result(npdt)
+        if npdt is _F32 and (type(self) is np.ndarray and self.size >= _SPLIT or
+                             type(other) is np.ndarray and other.size >= _SPLIT):
+            r = _pointwise(np.true_divide, self, other)
+            if r is not None:
+                return r
         return _binop(xp, xp.true_divide, self, other, npdt)
     if rounding_mode not in ("trunc", "floor"):
         raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "

@@ -9,19 +9,25 @@ import numpy as np
 
 from ember.c10.dtype import BF16_NP as _BF16
 
+from ember.aten.kernels import compiled, loops
 from ember.aten.kernels import special_math as sm
 from ember.aten.kernels._common import chunked, compute_dtype, elementwise, float_result, is_integral, type_name
 
 __all__ = []
+_SPLIT = 65536      # two of parallel.GRAIN_SIZE: the size from which a compiled loop runs (binary.py's too)
 
 
-def _float_unary(name: Any, fn_of_xp: Any) -> Any:
-    """exp-like: integral/bool inputs give the default float dtype; half types compute in float32."""
+def _float_unary(name: Any, fn_of_xp: Any, compiled_loop: Any = None) -> Any:
+    """exp-like: integral/bool inputs give the default float dtype; half types compute in float32. A float32 array
+    large enough to split over the threads runs ``compiled_loop()`` (a ``loops`` kernel) if the op has one, on
+    any number of threads (a result must not depend on it)."""
     @elementwise
     def kernel(xp: Any, self: Array) -> Any:
         out_dt = float_result(self.dtype)
         cdt = compute_dtype(out_dt)
         x = self if self.dtype == cdt else self.astype(cdt)
+        if compiled_loop is not None and x.size >= _SPLIT and compiled.usable(xp, x):
+            return compiled.elementwise(compiled_loop(), x)
         with np.errstate(all="ignore"):
             r = chunked(xp, fn_of_xp(xp), x)
         return r if r.dtype == out_dt else r.astype(out_dt)
@@ -49,7 +55,7 @@ for _name, _f in {
     "special_i1e": lambda xp: (lambda x: sm.special_i1e(xp, x)),
     "sinc": lambda xp: xp.sinc, "deg2rad": lambda xp: xp.deg2rad, "rad2deg": lambda xp: xp.rad2deg,
 }.items():
-    _float_unary(_name, _f)
+    _float_unary(_name, _f, {"exp": lambda: loops.pointwise.exp, "sigmoid": lambda: loops.pointwise.sigmoid}.get(_name))
 
 
 def _sigmoid(xp: Any, x: Array) -> Any:

@@ -2,44 +2,57 @@
 
 Note [Compiled loops]
 Where one NumPy kernel would make many passes over memory, a loop compiled by numba makes one. Each family module
-here (``activation``, ``softmax``, ``normalization``, ``pooling``, ``convolution``, ``attention``, ``rnn``,
-``optim``, ``random``, ``indexing``, ``linalg``, ``quantized``) holds the loops and the runners that split them over
-the intra-op threads; the kernel that uses them (``kernels/softmax.py`` for ``loops/softmax.py``) keeps its NumPy
-formulation as the fallback and as the definition the loop must agree with, and reaches the loops by attribute,
-``loops.softmax.softmax(x, log)``. Importing numba costs 0.4 s, so ``import ember`` imports no family: this
-package loads one on first use (a module ``__getattr__``, PEP 562), after ``compiled.usable`` said numba is there.
-numba compiles each loop once per machine and keeps the machine code in ``__pycache__`` beside the source
+here (``activation``, ``softmax``, ``normalization``, ``pointwise``, ``pooling``, ``convolution``, ``attention``,
+``rnn``, ``optim``, ``random``, ``indexing``, ``linalg``, ``quantized``) holds the loops and the runners that split
+them over the intra-op threads; the kernel that uses them (``kernels/softmax.py`` for ``loops/softmax.py``) keeps
+its NumPy formulation as the fallback and as the definition the loop must agree with, and reaches the loops by
+attribute, ``loops.softmax.softmax(x, log)``. Importing numba costs 0.4 s, so ``import ember`` imports no family:
+this package loads one on first use (a module ``__getattr__``, PEP 562), after ``compiled.usable`` said numba is
+there. numba compiles each loop once per machine and keeps the machine code in ``__pycache__`` beside the source
 (``cache=True``): only the first call after installing ember pays the compilation (about a second per loop).
 
-The math kernels (GELU, the softmax and layer-norm rows, attention's rows) make one pass per stage over
-C-contiguous float32 arrays: they read each input element once, compute in float64 registers and write one
-float32 result, where the NumPy kernel they replace makes a dozen passes with as many temporaries. A family's
-module says where it differs: index work (pooling, scatter, im2col / col2im), the optimizers'
-updates (float32 rounding op by op, no fast-math) and the Mersenne Twister (integer arithmetic).
+A loop takes the range of its work last (rows r0..r1, elements b..e) and a family gives its hot loops a parallel
+driver (``compiled.parallel_of``, Note [Splitting a loop over threads] in ``compiled.py``), which runs the ranges
+on numba's threading layer: a launch costs a microsecond where a pooled Python thread costs a wake-up.
 
-The math loops are written so that LLVM vectorizes them (4 float64 lanes with AVX2): no calls into libm, no
-branches but selects, and ``error_model="numpy"`` (numba's default Python error model checks every division for
-zero, which keeps a loop scalar). The fast-math flags allow contraction into FMAs and reassociation, never the
-assumption that no value is NaN or infinite, so NaN and inf propagate as in PyTorch. ``nogil`` lets the
-intra-op threads run chunks of one array side by side.
+The loops are written so that LLVM vectorizes them: no calls into libm, no branches but selects, and
+``error_model="numpy"`` (numba's default Python error model checks every division for zero, which keeps a loop
+scalar). The fast-math flags allow contraction into FMAs and reassociation, never the assumption that no value is
+NaN or infinite, so NaN and inf propagate as in PyTorch. ``nogil`` lets threads run ranges of one array side by
+side. A family's module says where it differs: index work (pooling, scatter, im2col / col2im), the optimizers'
+updates and ``pointwise``'s arithmetic (rounding op by op, no fast math) and the Mersenne Twister (integer
+arithmetic).
 
-The special functions (``_common.py``) are evaluated from their textbook series, in float64:
+Note [float32 math]
+The hot math loops (GELU, SiLU, the softmax and layer-norm rows, exp, sigmoid) compute in float32 vectors, as
+PyTorch's kernels do: 8 lanes a vector with AVX2 and with AVX-512 (LLVM prefers 256-bit vectors there), twice the
+float64 lanes. Their special functions (``_common.py``) are float32 helpers compiled apart with contraction but no
+reassociation (which would undo the compensated steps below), bit casts included (``_as_float32``, an LLVM
+bitcast, so that 2^n is built in the exponent bits and vectorizes):
 
-- ``_exp_le1(u)`` = e^u for u <= 1: (e^(u/128))^128, the inner power by its Taylor polynomial of degree 12
-  (|u/128| <= 0.86, truncation 2e-11 relative), then seven squarings (relative error 3e-9 at worst);
-  below -110 the result is 0 (e^-110 already underflows float32);
-- ``_erfc_ge0(z)`` = erfc(z) for z >= 0: Numerical Recipes' Chebyshev fit t * exp(-z^2 + P(t)),
-  t = 1 / (1 + z/2), fractional error below 1.2e-7 everywhere -- so GELU's tail 0.5 x erfc(-x/sqrt 2) keeps
-  its relative accuracy far out, where 1 + erf(x) would cancel;
-- ``_one_plus_tanh(u)`` = 1 + tanh(u) from e^(-2|u|), without the cancellation of 1 + tanh(u) for u << 0.
+- ``_expf(x)``: Cephes' expf, x = n ln 2 + r with ln 2 in two parts, e^r by a degree-7 polynomial, 2^n added to
+  the exponent (in two steps where the result is subnormal): within 1.0 ulp;
+- ``_two_phif(x)`` = 2 Phi(x) = erfc(-x / sqrt 2): Numerical Recipes' fit t exp(P(t) - z^2), z^2 = x^2 / 2 taken
+  exactly as hi^2 / 2 + b (x split into 12-bit halves) and the rounding of the exponent carried as e^err ~ 1 + err,
+  so GELU keeps its relative accuracy in the far negative tail where 1 + erf cancels: within 6.1 ulps, where
+  PyTorch's 0.5 x (1 + erf(x / sqrt 2)) is 2000 ulps off already for x > -3 (``python -m bench.accuracy``);
+- ``_one_plus_tanhf(u)`` = 1 + tanh(u) from e^(-2|u|), for a float64 u taken as float32 hi + lo: GELU's tanh
+  form within 11 ulps;
+- softmax rows take their max on ``_order_key``s (an int32 that orders as the float does: an integer max
+  vectorizes where a float max that must keep NaN does not).
+
+Where a float32 result would lose the relative accuracy the float64 one has (SiLU's gradient crosses 0 at
+x = -1.28, the recurrent cells' gates), the loop keeps float64 registers and the float64 helpers (``_exp_le1``:
+(e^(u/128))^128 by a Taylor polynomial and seven squarings; ``_erfc_ge0``; ``_one_plus_tanh``; ``_sigmoid``;
+``_tanh``), which ``ember/_inductor/fusion.py``'s generated loops use too.
 """
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
-FAMILIES = ("activation", "attention", "convolution", "indexing", "linalg", "normalization", "optim", "pooling",
-            "quantized", "random", "rnn", "softmax")
+FAMILIES = ("activation", "attention", "convolution", "indexing", "linalg", "normalization", "optim", "pointwise",
+            "pooling", "quantized", "random", "rnn", "softmax")
 
 
 def __getattr__(name: str) -> Any:

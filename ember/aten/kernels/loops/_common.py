@@ -1,14 +1,33 @@
 """What the compiled loops share (Note [Compiled loops] in ``__init__.py``): numba's options -- fast math
 without ``nnan`` / ``ninf``, and the exact form for loops that must round as PyTorch's op-by-op code does -- and
-the scalar math helpers, in float64. ``ember/_inductor/fusion.py``'s generated loops call the helpers too."""
+the scalar math helpers: in float32 for the hot kernels (8 or 16 lanes a vector), in float64 for the loops that
+keep float64 registers (``ember/_inductor/fusion.py``'s generated loops call those too)."""
 from __future__ import annotations
 
+from typing import Any
+
 import numba
+import numpy as np
+from llvmlite import ir  # type: ignore[import-untyped]
+from numba import types
+from numba.extending import intrinsic
 
 _FLAGS = {"contract", "arcp", "reassoc", "afn", "nsz"}  # fast math without nnan / ninf
 _helper = numba.njit(inline="always", error_model="numpy", fastmath=_FLAGS)
 _kernel = numba.njit(nogil=True, cache=True, error_model="numpy", fastmath=_FLAGS)
 _exact = numba.njit(nogil=True, cache=True, error_model="numpy")   # no fast math: every rounding as written
+# A loop's parallel driver (Note [Splitting a loop over threads] in ``compiled.py``): a ``prange`` over ranges. The
+# loop it calls is compiled with the driver's fast-math flags (numba's ``prange`` body passes them on), so an
+# ``_exact`` loop has an ``_exact_driver``: with fast math, ``x / s`` became ``x * (1 / s)``, 1 ulp off.
+_driver = numba.njit(parallel=True, nogil=True, cache=True, error_model="numpy", fastmath=_FLAGS)
+_exact_driver = numba.njit(parallel=True, nogil=True, cache=True, error_model="numpy")
+
+
+@numba.njit(inline="always")
+def chunk(work: int, chunks: int, c: int) -> tuple[int, int]:
+    """The c-th of ``chunks`` near-equal consecutive ranges [b, e) of ``work`` items."""
+    step = (work + chunks - 1) // chunks
+    return min(work, c * step), min(work, (c + 1) * step)
 
 _SQRT1_2 = 0.7071067811865476            # 1 / sqrt(2)
 _INV_SQRT_2PI = 0.3989422804014327       # 1 / sqrt(2 pi)
@@ -90,3 +109,121 @@ def _tanh(u: float) -> float:
     t = t if u >= 0.0 else -t
     return t if u == u else u
 
+
+
+# ------------------------------------------------------------------------------ float32
+# The float32 helpers (Note [float32 math] in ``__init__.py``). They are compiled apart, with their own fast-math
+# flags, and LLVM inlines them into the loop that calls them with those flags kept per instruction: contraction
+# into FMAs but no reassociation, which would fold the two halves of ln 2 in exp's argument reduction into one
+# and lose its accuracy. Every constant is a float32 one: a Python float next to a float32 value would make
+# numba compute in float64.
+_f32 = numba.njit(error_model="numpy", fastmath={"contract", "nsz"})
+
+_F0, _F1, _F2, _FHALF = np.float32(0.0), np.float32(1.0), np.float32(2.0), np.float32(0.5)
+_FINF = np.float32(np.inf)
+_SQRT1_2F = np.float32(0.7071067811865476)
+_INV_SQRT_2PIF = np.float32(0.3989422804014327)
+_LOG2EF = np.float32(1.4426950408889634)
+_LN2_HI = np.float32(0.693359375)             # ln 2 = _LN2_HI + _LN2_LO; n * _LN2_HI is exact for |n| <= 2^9
+_LN2_LO = np.float32(-2.12194440e-4)
+_EXP_MAX = np.float32(88.72283)               # the largest float32 x with e^x finite; the next one overflows
+_TWO_M64 = np.float32(2.0 ** -64)
+
+
+def _as_float32_typed(typingctx: Any, bits: Any) -> Any:
+    """The float32 whose bits are the int32 ``bits`` (a bit cast, which vectorizes)."""
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.bitcast(args[0], ir.FloatType())
+    return types.float32(types.int32), codegen
+
+
+def _bits_of_typed(typingctx: Any, x: Any) -> Any:
+    """The bits of the float32 ``x`` as an int32."""
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.bitcast(args[0], ir.IntType(32))
+    return types.int32(types.float32), codegen
+
+
+_as_float32: Any = intrinsic(_as_float32_typed)
+_bits_of: Any = intrinsic(_bits_of_typed)
+
+
+@_f32
+def _order_key(x: Any) -> Any:
+    """An int32 that orders as the float32 x does (-0 just below +0); a NaN with its sign bit clear orders above
+    +inf. An integer max vectorizes where a float max that must keep NaN does not."""
+    b = _bits_of(x)
+    return b ^ ((b >> 31) & np.int32(0x7FFFFFFF))
+
+
+@_f32
+def _from_order_key(k: Any) -> Any:
+    """The float32 of an ``_order_key``."""
+    return _as_float32(k ^ ((k >> 31) & np.int32(0x7FFFFFFF)))
+
+
+@_f32
+def _expf(x: Any) -> Any:
+    """e^x in float32, within 1 ulp (Cephes' expf): x = n ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two parts), e^r
+    by its degree-7 minimax polynomial, 2^n added into the exponent bits -- in two steps where the result is
+    subnormal. inf above ``_EXP_MAX``, 0 below -104, NaN for NaN."""
+    y = min(max(x, np.float32(-104.0)), np.float32(89.0))
+    n = np.floor(y * _LOG2EF + _FHALF)
+    r = y - n * _LN2_HI
+    r = r - n * _LN2_LO
+    p = np.float32(1.9875691500e-4)
+    p = p * r + np.float32(1.3981999507e-3)
+    p = p * r + np.float32(8.3334519073e-3)
+    p = p * r + np.float32(4.1665795894e-2)
+    p = p * r + np.float32(1.6666665459e-1)
+    p = p * r + np.float32(5.0000001201e-1)
+    p = p * (r * r) + r + _F1
+    k = np.int32(n)
+    bits = _bits_of(p)
+    e = _as_float32(bits + (k << 23)) if k > -126 else _as_float32(bits + ((k + 64) << 23)) * _TWO_M64
+    e = _FINF if x > _EXP_MAX else e
+    return x if x != x else e
+
+
+@_f32
+def _two_phif(x: Any) -> Any:
+    """2 Phi(x) = erfc(-x / sqrt 2) in float32, with its relative accuracy kept in the far negative tail.
+
+    erfc(z) = t exp(P(t) - z^2) for z = |x| / sqrt 2 >= 0, t = 1 / (1 + z / 2) (``_erfc_ge0``'s fit). The
+    exponent's z^2 = x^2 / 2 reaches 80 where the result is still a normal float32, and one rounding of it would
+    cost 30 ulps: x^2 / 2 is taken as a + b, a exact (x split into two 12-bit halves, a = hi^2 / 2) and b small,
+    and the rounding error of (P - b) - a is carried into the result as e^err ~ 1 + err."""
+    ax = min(abs(x), np.float32(16.0))          # erfc(16 / sqrt 2) = 0 in float32, and the split stays finite
+    t = _F1 / (_F1 + _FHALF * _SQRT1_2F * ax)
+    p = np.float32(0.17087277)
+    p = p * t + np.float32(-0.82215223)
+    p = p * t + np.float32(1.48851587)
+    p = p * t + np.float32(-1.13520398)
+    p = p * t + np.float32(0.27886807)
+    p = p * t + np.float32(-0.18628806)
+    p = p * t + np.float32(0.09678418)
+    p = p * t + np.float32(0.37409196)
+    p = p * t + np.float32(1.00002368)
+    p = p * t + np.float32(-1.26551223)
+    hi = _as_float32(_bits_of(ax) & np.int32(-4096))
+    lo = ax - hi
+    a = hi * hi * _FHALF
+    c = p - (hi * lo + _FHALF * lo * lo)
+    s = c - a
+    v = s - c
+    err = (c - (s - v)) - (a + v)
+    e = t * (_expf(s) * (_F1 + err))
+    return _F2 - e if x >= _F0 else e
+
+
+@_f32
+def _one_plus_tanhf(u: Any) -> Any:
+    """1 + tanh(u) in float32 for a float64 u, from e^(-2|u|) <= 1 (``_one_plus_tanh``). u is taken as float32
+    hi + lo, e^(-2 u) = e^(-2 hi) (1 - 2 lo): GELU's u = beta (x + kappa x^3) is far from 0 where its result is
+    still a normal float32, and a float32 u would carry its rounding (25 ulps at u = -40) into the result."""
+    u = min(max(u, -60.0), 60.0)                # tanh(60) = 1 and e^-120 = 0 in float32: the split stays finite
+    hi = np.float32(u)
+    lo = np.float32(u - np.float64(hi))
+    hi, lo = (hi, lo) if hi >= _F0 else (-hi, -lo)
+    e = _expf(np.float32(-2.0) * hi) * (_F1 - _F2 * lo)
+    return _F2 / (_F1 + e) if u >= 0.0 else _F2 * e / (_F1 + e)

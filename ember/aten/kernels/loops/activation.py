@@ -1,75 +1,150 @@
-"""GELU (erf and tanh forms), SiLU and their gradients, the threshold gradient (ReLU's): one pass
-per op over same-shaped float32 arrays, run by ``compiled.elementwise`` (callers: ``kernels/activation.py``)."""
+"""GELU (erf and tanh forms), SiLU and their gradients, the threshold gradient (ReLU's): one pass per op over
+same-shaped float32 arrays in float32 vectors (Note [float32 math]), run by ``compiled.elementwise`` (callers:
+``kernels/activation.py``). Each takes flat arrays and the range [b, e) of elements to do, as slices: a loop over
+range(b, e) would index with a value numba cannot prove non-negative, and the wrap-around select it adds halves
+the loop's speed."""
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+from numba import prange
 
-from ember.aten.kernels.loops._common import (_INV_SQRT_2PI, _TANH_BETA, _TANH_KAPPA, _exp_le1, _kernel, _one_plus_tanh,
-                                              _sigmoid, _two_phi)
+from ember.aten.kernels import compiled
+from ember.aten.kernels.loops._common import (_F0, _F1, _FHALF, _INV_SQRT_2PIF, _TANH_BETA, _TANH_KAPPA, _driver, _expf,
+                                              _kernel, _one_plus_tanhf, _sigmoid, _two_phif, chunk)
+
 
 @_kernel
-def gelu_erf(x: Any, out: Any) -> None:
+def gelu_erf(x: Any, out: Any, b: int, e: int) -> None:
+    x, out = x[b:e], out[b:e]
     for i in range(x.size):
-        v = np.float64(x[i])
-        out[i] = 0.5 * v * _two_phi(v)
+        v = x[i]
+        out[i] = _FHALF * v * _two_phif(v)
 
 
 @_kernel
-def gelu_tanh(x: Any, out: Any) -> None:
+def gelu_tanh(x: Any, out: Any, b: int, e: int) -> None:
+    x, out = x[b:e], out[b:e]
     for i in range(x.size):
-        v = np.float64(x[i])
-        out[i] = 0.5 * v * _one_plus_tanh(_TANH_BETA * (v + _TANH_KAPPA * v * v * v))
+        v = x[i]
+        d = np.float64(v)
+        out[i] = _FHALF * v * _one_plus_tanhf(_TANH_BETA * (d + _TANH_KAPPA * d * d * d))
 
 
 @_kernel
-def threshold_backward(g: Any, x: Any, threshold: float, out: Any) -> None:
+def threshold_backward(g: Any, x: Any, threshold: float, out: Any, b: int, e: int) -> None:
     """0 where x <= threshold, else g (relu's backward): a select, so an inf or NaN gradient where x <= threshold
     gives 0, as PyTorch's kernel (a product with the mask would give NaN)."""
+    g, x, out = g[b:e], x[b:e], out[b:e]
     t = np.float32(threshold)
     for i in range(x.size):
-        out[i] = np.float32(0.0) if x[i] <= t else g[i]
+        out[i] = _F0 if x[i] <= t else g[i]
 
 
 @_kernel
-def gelu_erf_backward(g: Any, x: Any, out: Any) -> None:
+def gelu_erf_backward(g: Any, x: Any, out: Any, b: int, e: int) -> None:
     """g * (Phi(x) + x phi(x))."""
+    g, x, out = g[b:e], x[b:e], out[b:e]
     for i in range(x.size):
-        v = np.float64(x[i])
-        out[i] = np.float64(g[i]) * (0.5 * _two_phi(v) + v * _INV_SQRT_2PI * _exp_le1(-0.5 * v * v))
+        v = x[i]
+        out[i] = g[i] * (_FHALF * _two_phif(v) + v * _INV_SQRT_2PIF * _expf(-_FHALF * v * v))
 
 
 @_kernel
-def gelu_tanh_backward(g: Any, x: Any, out: Any) -> None:
+def gelu_tanh_backward(g: Any, x: Any, out: Any, b: int, e: int) -> None:
     """g * d/dx [x/2 (1 + tanh(beta (x + kappa x^3)))] = g * ((1 + t)/2 + x/2 (1 - t^2) beta (1 + 3 kappa x^2)),
-    with 1 - t^2 = (1 + t)(1 - t) = (1 + tanh(u))(1 + tanh(-u))."""
+    with 1 - t^2 = (1 + t)(1 - t) = (1 + tanh(u))(1 + tanh(-u)); the polynomials in float64, where x^2 of a
+    large x stays finite (1e30: 0, not inf * 0)."""
+    g, x, out = g[b:e], x[b:e], out[b:e]
     for i in range(x.size):
-        v = np.float64(x[i])
-        v2 = v * v
-        u = _TANH_BETA * (v + _TANH_KAPPA * v2 * v)
-        p, m = _one_plus_tanh(u), _one_plus_tanh(-u)
-        out[i] = np.float64(g[i]) * (0.5 * p + 0.5 * v * p * m * _TANH_BETA * (1.0 + 3.0 * _TANH_KAPPA * v2))
+        d = np.float64(x[i])
+        d2 = d * d
+        u = _TANH_BETA * (d + _TANH_KAPPA * d2 * d)
+        p, m = _one_plus_tanhf(u), _one_plus_tanhf(-u)
+        out[i] = g[i] * (0.5 * p + 0.5 * d * p * m * _TANH_BETA * (1.0 + 3.0 * _TANH_KAPPA * d2))
 
 
-# PyTorch's float32 SiLU divides by 1 + e^-x, which overflows to inf below -ln(FLT_MAX): there its sigmoid is 0
-# and silu(x) = x / inf is -0 where the float64 value would be a float32 subnormal.
+# PyTorch's float32 SiLU is x / (1 + e^-x): below -ln(FLT_MAX) e^-x overflows to inf and silu(x) = x / inf is
+# -0 where the exact value would be a float32 subnormal. The forward takes the same form; the gradient keeps the
+# floor for its sigmoid.
 _SILU_FLOOR = -88.72283935546875
 
 
 @_kernel
-def silu(x: Any, out: Any) -> None:
-    """x * sigmoid(x)."""
+def silu(x: Any, out: Any, b: int, e: int) -> None:
+    """x / (1 + e^-x)."""
+    x, out = x[b:e], out[b:e]
     for i in range(x.size):
-        v = np.float64(x[i])
-        s = _sigmoid(v) if v >= _SILU_FLOOR else 0.0
-        out[i] = v * s
+        v = x[i]
+        out[i] = v / (_F1 + _expf(-v))
 
 
 @_kernel
-def silu_backward(g: Any, x: Any, out: Any) -> None:
-    """g * s (1 + x (1 - s)), s = sigmoid(x) (NaN at x = inf, as PyTorch's: 1 + inf * 0)."""
+def silu_backward(g: Any, x: Any, out: Any, b: int, e: int) -> None:
+    """g * s (1 + x (1 - s)), s = sigmoid(x) (NaN at x = inf, as PyTorch's: 1 + inf * 0). In float64: the factor
+    1 + x (1 - s) crosses 0 near x = -1.28, where a float32 s would leave it only absolute accuracy."""
+    g, x, out = g[b:e], x[b:e], out[b:e]
     for i in range(x.size):
         v = np.float64(x[i])
         s = _sigmoid(v) if v >= _SILU_FLOOR else 0.0
         out[i] = np.float64(g[i]) * s * (1.0 + v * (1.0 - s))
+
+
+# ------------------------------------------------------------------------------ parallel drivers
+
+
+@compiled.parallel_of(gelu_erf)
+@_driver
+def _gelu_erf_parallel(x: Any, out: Any, work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        gelu_erf(x, out, b, e)
+
+
+@compiled.parallel_of(gelu_tanh)
+@_driver
+def _gelu_tanh_parallel(x: Any, out: Any, work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        gelu_tanh(x, out, b, e)
+
+
+@compiled.parallel_of(threshold_backward)
+@_driver
+def _threshold_backward_parallel(g: Any, x: Any, threshold: float, out: Any, work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        threshold_backward(g, x, threshold, out, b, e)
+
+
+@compiled.parallel_of(gelu_erf_backward)
+@_driver
+def _gelu_erf_backward_parallel(g: Any, x: Any, out: Any, work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        gelu_erf_backward(g, x, out, b, e)
+
+
+@compiled.parallel_of(gelu_tanh_backward)
+@_driver
+def _gelu_tanh_backward_parallel(g: Any, x: Any, out: Any, work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        gelu_tanh_backward(g, x, out, b, e)
+
+
+@compiled.parallel_of(silu)
+@_driver
+def _silu_parallel(x: Any, out: Any, work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        silu(x, out, b, e)
+
+
+@compiled.parallel_of(silu_backward)
+@_driver
+def _silu_backward_parallel(g: Any, x: Any, out: Any, work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        silu_backward(g, x, out, b, e)

@@ -5,63 +5,67 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numba import prange
 
 from ember.aten.kernels import compiled
-from ember.aten.kernels.loops._common import _exp_le1, _kernel
+from ember.aten.kernels.loops._common import _F0, _F1, _driver, _expf, _from_order_key, _kernel, _order_key, chunk
+
+_NEG_INF = np.float32(-np.inf)
+
 
 @_kernel
 def attention_softmax_rows(s: Any, L: int, scale: float, causal: bool, lse: Any, r0: int, r1: int) -> None:
-    """Attention probabilities in place over the scores s (R, S) (rows r = (batch, head, query i), i = r % L):
-    x = s * scale, causal masking of keys j > i (top-left aligned, as PyTorch's ``is_causal``) done inline,
-    p = exp(x - max) / sum and lse = max + log(sum). A row with every key masked (max -inf) gives p = 0 and
-    lse = 0, as PyTorch's CPU flash kernel does; a row with a NaN, or a +inf, is NaN throughout."""
+    """Attention probabilities in place over the scores s (R, S) (rows r = (batch, head, query i), i = r % L), in
+    float32 vectors (Note [float32 math]): x = s * scale, causal masking of keys j > i (top-left aligned, as
+    PyTorch's ``is_causal``) done inline, p = exp(x - max) / sum and lse = max + log(sum). A row with every key
+    masked (max -inf) gives p = 0 and lse = 0, as PyTorch's CPU flash kernel does; a row with a NaN, or a +inf, is
+    NaN throughout (its sum carries the NaN of exp's argument, as in the softmax rows)."""
     S = s.shape[1]
+    sc = np.float32(scale)
     for r in range(r0, r1):
+        sr = s[r]
         n = min(S, r % L + 1) if causal else S
-        m = -np.inf
+        k = _order_key(_NEG_INF)
         for j in range(n):
-            v = np.float64(s[r, j]) * scale
-            m = v if (v > m or v != v) else m
+            k = max(k, _order_key(sr[j] * sc))
+        m = _from_order_key(k)
         for j in range(n, S):
-            s[r, j] = 0
-        if m == -np.inf:
+            sr[j] = _F0
+        if m == _NEG_INF:                # no key, or a NaN with its sign bit set below -inf: PyTorch's 0 or NaN
+            bad = False
             for j in range(n):
-                s[r, j] = 0
-            lse[r] = 0
-            continue
-        if not (m < np.inf):
+                bad |= sr[j] != sr[j]
+            fill = np.float32(np.nan) if bad else _F0
             for j in range(n):
-                s[r, j] = np.nan
-            lse[r] = np.nan
+                sr[j] = fill
+            lse[r] = fill
             continue
-        t = 0.0
+        t = _F0
         for j in range(n):
-            e = _exp_le1(np.float64(s[r, j]) * scale - m)
-            s[r, j] = e
+            e = _expf(sr[j] * sc - m)
+            sr[j] = e
             t += e
-        inv = 1.0 / t
+        inv = _F1 / t
         for j in range(n):
-            s[r, j] = np.float64(s[r, j]) * inv
+            sr[j] = sr[j] * inv
         lse[r] = m + np.log(t)
 
 
 @_kernel
 def attention_probs_rows(s: Any, L: int, scale: float, causal: bool, lse: Any, r0: int, r1: int) -> None:
     """The probabilities again from the scores and the forward's lse (the backward recomputes them rather than
-    keep them): p = exp(s * scale - lse) in place, 0 for causally masked keys. exp's argument is <= 0 up to
-    rounding (lse >= every x of its row), the domain of ``_exp_le1``."""
+    keep them): p = exp(s * scale - lse) in place, 0 for causally masked keys; a NaN lse (a NaN row of the
+    forward) gives NaN."""
     S = s.shape[1]
+    sc = np.float32(scale)
     for r in range(r0, r1):
+        sr = s[r]
         n = min(S, r % L + 1) if causal else S
-        top = np.float64(lse[r])
-        if top != top:                  # a NaN row of the forward: NaN gradients
-            for j in range(S):
-                s[r, j] = np.nan
-            continue
+        top = lse[r]
         for j in range(n):
-            s[r, j] = _exp_le1(np.float64(s[r, j]) * scale - top)
+            sr[j] = _expf(sr[j] * sc - top)
         for j in range(n, S):
-            s[r, j] = 0
+            sr[j] = _F0 if top == top else top
 
 
 @_kernel
@@ -69,10 +73,39 @@ def attention_score_grad_rows(p: Any, dp: Any, d: Any, scale: float, r0: int, r1
     """The scores' gradient in place over dp: ds = p (dp - d) scale, d = sum(grad_out * out) per row (the
     softmax backward's sum(dp * p), computed from the output)."""
     S = p.shape[1]
+    sc = np.float32(scale)
     for r in range(r0, r1):
-        dr = np.float64(d[r])
+        pr = p[r]
+        dr = dp[r]
+        dd = d[r]
         for j in range(S):
-            dp[r, j] = np.float64(p[r, j]) * (np.float64(dp[r, j]) - dr) * scale
+            dr[j] = pr[j] * (dr[j] - dd) * sc
+
+
+@compiled.parallel_of(attention_softmax_rows)
+@_driver
+def _attention_softmax_rows_parallel(s: Any, L: int, scale: float, causal: bool, lse: Any, work: int,
+                                     chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        attention_softmax_rows(s, L, scale, causal, lse, b, e)
+
+
+@compiled.parallel_of(attention_probs_rows)
+@_driver
+def _attention_probs_rows_parallel(s: Any, L: int, scale: float, causal: bool, lse: Any, work: int,
+                                   chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        attention_probs_rows(s, L, scale, causal, lse, b, e)
+
+
+@compiled.parallel_of(attention_score_grad_rows)
+@_driver
+def _attention_score_grad_rows_parallel(p: Any, dp: Any, d: Any, scale: float, work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        attention_score_grad_rows(p, dp, d, scale, b, e)
 
 
 # ------------------------------------------------------------------------------ runners

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numba import prange
 
 from ember.aten import parallel
 from ember.aten.kernels import compiled
-from ember.aten.kernels.loops._common import _helper, _kernel
+from ember.aten.kernels.loops._common import _driver, _helper, _kernel, chunk
 
 @_helper
 def _inside(start: int, step: int, count: int, size: int) -> tuple[int, int]:
@@ -254,6 +255,53 @@ def _winograd_grad_output(g: Any, N: int, O: int, H: int, W: int, th: int, tw: i
                         Gt[i + 3 * S] = -v
 
 
+@compiled.parallel_of(_im2col)
+@_driver
+def _im2col_parallel(x: Any, N: int, C: int, D: int, H: int, W: int, kd: int, kh: int, kw: int, sd: int, sh: int,
+                     sw: int, pd: int, ph: int, pw: int, dd: int, dh: int, dw: int, od: int, oh: int, ow: int,
+                     cols: Any, work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        _im2col(x, N, C, D, H, W, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, od, oh, ow, cols, b, e)
+
+
+@compiled.parallel_of(_col2im)
+@_driver
+def _col2im_parallel(cols: Any, N: int, C: int, D: int, H: int, W: int, kd: int, kh: int, kw: int, sd: int, sh: int,
+                     sw: int, pd: int, ph: int, pw: int, dd: int, dh: int, dw: int, od: int, oh: int, ow: int, gx: Any,
+                     work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        _col2im(cols, N, C, D, H, W, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, od, oh, ow, gx, b, e)
+
+
+@compiled.parallel_of(_winograd_input)
+@_driver
+def _winograd_input_parallel(x: Any, N: int, C: int, H: int, W: int, p: int, th: int, tw: int, V: Any, work: int,
+                             chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        _winograd_input(x, N, C, H, W, p, th, tw, V, b, e)
+
+
+@compiled.parallel_of(_winograd_output)
+@_driver
+def _winograd_output_parallel(M: Any, N: int, O: int, H: int, W: int, th: int, tw: int, y: Any, work: int,
+                              chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        _winograd_output(M, N, O, H, W, th, tw, y, b, e)
+
+
+@compiled.parallel_of(_winograd_grad_output)
+@_driver
+def _winograd_grad_output_parallel(g: Any, N: int, O: int, H: int, W: int, th: int, tw: int, Gt: Any, work: int,
+                                   chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        _winograd_grad_output(g, N, O, H, W, th, tw, Gt, b, e)
+
+
 # ------------------------------------------------------------------------------ runners
 def _conv_geometry(x_shape: Any, ksize: Any, stride: Any, padding: Any, dilation: Any, out_sp: Any) -> tuple[Any, ...]:
     """A 1-, 2- or 3-d convolution's (N, C, D, H, W) shape and its 3-d window arguments (leading spatial dims of
@@ -314,5 +362,5 @@ def winograd_grad_output(g: Any, th: int, tw: int, Gt: Any) -> Any:
     N, O, H, W = g.shape
     flat = np.ascontiguousarray(g).reshape(-1)
     compiled.split(_winograd_grad_output, O, compiled.row_grain(16 * N * th * tw), flat, N, O, H, W, th, tw,
-           Gt.reshape(-1))
+                   Gt.reshape(-1))
     return Gt

@@ -1,14 +1,15 @@
-"""Batch norm over channels and layer norm over rows, forward and backward, sums in float64
-(callers: ``kernels/normalization.py``)."""
+"""Batch norm over channels (sums in float64) and layer norm over rows (float32 vectors, as PyTorch's), forward and
+backward (callers: ``kernels/normalization.py``)."""
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
 
-from ember.aten import parallel
 from ember.aten.kernels import compiled
-from ember.aten.kernels.loops._common import _kernel
+from numba import prange
+
+from ember.aten.kernels.loops._common import _F0, _F1, _driver, _kernel, chunk
 
 # ------------------------------------------------------------------------------ batch norm over channels
 # x (N, C, S) C-contiguous, passed flat (first, then its sizes): channel c is N runs of S values. Each loop takes its
@@ -81,55 +82,121 @@ def _batch_norm_backward_input(g: Any, N: int, C: int, S: int, x: Any, mean: Any
                 out[base + i] = g[base + i] * a + (x[base + i] - m) * b + e
 
 
+@compiled.parallel_of(_batch_norm_stats)
+@_driver
+def _batch_norm_stats_parallel(x: Any, N: int, C: int, S: int, mean: Any, var: Any, work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        c0, c1 = chunk(work, chunks, c)
+        _batch_norm_stats(x, N, C, S, mean, var, c0, c1)
+
+
+@compiled.parallel_of(_batch_norm_apply)
+@_driver
+def _batch_norm_apply_parallel(x: Any, N: int, C: int, S: int, alpha: Any, beta: Any, out: Any, work: int,
+                               chunks: int) -> None:
+    for c in prange(chunks):
+        c0, c1 = chunk(work, chunks, c)
+        _batch_norm_apply(x, N, C, S, alpha, beta, out, c0, c1)
+
+
+@compiled.parallel_of(_batch_norm_backward_sums)
+@_driver
+def _batch_norm_backward_sums_parallel(g: Any, N: int, C: int, S: int, x: Any, mean: Any, sum_g: Any, dot: Any,
+                                       work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        c0, c1 = chunk(work, chunks, c)
+        _batch_norm_backward_sums(g, N, C, S, x, mean, sum_g, dot, c0, c1)
+
+
+@compiled.parallel_of(_batch_norm_backward_input)
+@_driver
+def _batch_norm_backward_input_parallel(g: Any, N: int, C: int, S: int, x: Any, mean: Any, k1: Any, k2: Any, k3: Any,
+                                        out: Any, work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        c0, c1 = chunk(work, chunks, c)
+        _batch_norm_backward_input(g, N, C, S, x, mean, k1, k2, k3, out, c0, c1)
+
+
 # ------------------------------------------------------------------------------ layer norm over rows
-# C-contiguous float32 (R, n) arrays and the rows r0..r1-1 to do (as softmax's row loops); sums are float64.
+# C-contiguous float32 (R, n) arrays and the rows r0..r1-1 to do (as softmax's row loops).
 
 @_kernel
 def layer_norm_rows(x: Any, w: Any, b: Any, eps: float, out: Any, mean: Any, rstd: Any, r0: int, r1: int) -> None:
-    """Layer norm of each row: mean, biased variance of x - mean (two passes, float64), rstd = 1/sqrt(var + eps),
-    out = (x - mean) rstd w + b (``w`` / ``b`` of length n; ones / zeros stand in for absent ones)."""
+    """Layer norm of each row in float32 vectors, as PyTorch's kernel: mean, biased variance of x - mean (two
+    passes), rstd = 1/sqrt(var + eps), out = (x - mean) rstd w + b (``w`` / ``b`` of length n; ones / zeros stand
+    in for absent ones)."""
     n = x.shape[1]
+    inv_n = np.float32(1.0 / n)
+    e32 = np.float32(eps)
     for r in range(r0, r1):
-        s = 0.0
+        xr = x[r]
+        orow = out[r]
+        s = _F0
         for j in range(n):
-            s += np.float64(x[r, j])
-        mu = s / n
-        q = 0.0
+            s += xr[j]
+        mu = s * inv_n
+        q = _F0
         for j in range(n):
-            d = np.float64(x[r, j]) - mu
+            d = xr[j] - mu
             q += d * d
-        rs = 1.0 / np.sqrt(q / n + eps)
+        rs = _F1 / np.sqrt(q * inv_n + e32)
         for j in range(n):
-            out[r, j] = (np.float64(x[r, j]) - mu) * rs * np.float64(w[j]) + np.float64(b[j])
+            orow[j] = (xr[j] - mu) * rs * w[j] + b[j]
         mean[r] = mu
         rstd[r] = rs
 
 
 @_kernel
-def layer_norm_backward_rows(g: Any, x: Any, mean: Any, rstd: Any, w: Any, gx: Any, gw: Any, gb: Any, r0: int,
-                             r1: int) -> None:
-    """native_layer_norm_backward over rows: with xhat = (x - mean) rstd and gg = g w, gx = rstd (gg - mean(gg)
-    - xhat mean(gg xhat)); the rows' g xhat and g are added into the float64 accumulators gw / gb (this range's
-    own: the caller sums them)."""
-    n = x.shape[1]
-    for r in range(r0, r1):
-        mu = np.float64(mean[r])
-        rs = np.float64(rstd[r])
-        c0 = 0.0
-        c1 = 0.0
-        for j in range(n):
-            xh = (np.float64(x[r, j]) - mu) * rs
-            gj = np.float64(g[r, j])
-            gg = gj * np.float64(w[j])
-            c0 += gg
-            c1 += gg * xh
-            gw[j] += gj * xh
-            gb[j] += gj
-        c0 /= n
-        c1 /= n
-        for j in range(n):
-            xh = (np.float64(x[r, j]) - mu) * rs
-            gx[r, j] = rs * (np.float64(g[r, j]) * np.float64(w[j]) - c0 - xh * c1)
+def layer_norm_backward_chunks(g: Any, x: Any, mean: Any, rstd: Any, w: Any, gx: Any, acc: Any, chunks: int, c0: int,
+                               c1: int) -> None:
+    """native_layer_norm_backward over the rows of chunks c0..c1-1 of ``chunks`` (``chunk``): with
+    xhat = (x - mean) rstd and gg = g w, gx = rstd (gg - mean(gg) - xhat mean(gg xhat)); a chunk's rows add
+    g xhat and g into its own float32 accumulators acc[c, 0] and acc[c, 1] (the caller sums the chunks in order,
+    so the result does not depend on which thread ran which)."""
+    R, n = x.shape
+    inv_n = np.float32(1.0 / n)
+    for c in range(c0, c1):
+        r0, r1 = chunk(R, chunks, c)
+        gw = acc[c, 0]
+        gb = acc[c, 1]
+        for r in range(r0, r1):
+            gr = g[r]
+            xr = x[r]
+            gxr = gx[r]
+            mu = mean[r]
+            rs = rstd[r]
+            s0 = _F0
+            s1 = _F0
+            for j in range(n):
+                xh = (xr[j] - mu) * rs
+                gg = gr[j] * w[j]
+                s0 += gg
+                s1 += gg * xh
+                gw[j] += gr[j] * xh
+                gb[j] += gr[j]
+            s0 *= inv_n
+            s1 *= inv_n
+            for j in range(n):
+                xh = (xr[j] - mu) * rs
+                gxr[j] = rs * (gr[j] * w[j] - s0 - xh * s1)
+
+
+@compiled.parallel_of(layer_norm_rows)
+@_driver
+def _layer_norm_rows_parallel(x: Any, w: Any, b: Any, eps: float, out: Any, mean: Any, rstd: Any, work: int,
+                              chunks: int) -> None:
+    for c in prange(chunks):
+        r0, r1 = chunk(work, chunks, c)
+        layer_norm_rows(x, w, b, eps, out, mean, rstd, r0, r1)
+
+
+@compiled.parallel_of(layer_norm_backward_chunks)
+@_driver
+def _layer_norm_backward_chunks_parallel(g: Any, x: Any, mean: Any, rstd: Any, w: Any, gx: Any, acc: Any,
+                                         n_chunks: int, work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        c0, c1 = chunk(work, chunks, c)
+        layer_norm_backward_chunks(g, x, mean, rstd, w, gx, acc, n_chunks, c0, c1)
 
 
 # ------------------------------------------------------------------------------ runners
@@ -186,23 +253,14 @@ def layer_norm(x: Any, weight: Any, bias: Any, eps: float) -> tuple[Any, Any, An
 
 def layer_norm_backward(g: Any, x: Any, mean: Any, rstd: Any, weight: Any) -> tuple[Any, Any, Any]:
     """native_layer_norm_backward over the rows of 2-d float32 arrays: the input gradient (float32) and the
-    float64 sums over rows of grad * xhat and of grad (each range of rows accumulates its own, then they are
-    added in range order)."""
-    kernel = layer_norm_backward_rows
+    sums over rows of grad * xhat and of grad (float32 per range of rows, then the ranges added in order)."""
     g, x = np.ascontiguousarray(g), np.ascontiguousarray(x)
     R, n = x.shape
     mean, rstd = np.ascontiguousarray(mean).reshape(R), np.ascontiguousarray(rstd).reshape(R)
     w = np.ones(n, np.float32) if weight is None else np.ascontiguousarray(weight).reshape(n)
     gx = np.empty(x.shape, np.float32)
-    partial: dict[int, tuple[Any, Any]] = {}
-
-    def run(lo: int, hi: int) -> None:
-        acc = partial[lo] = (np.zeros(n), np.zeros(n))
-        kernel(g, x, mean, rstd, w, gx, acc[0], acc[1], lo, hi)
-
-    parallel.parallel_for(0, R, compiled.row_grain(n), run)
-    gw, gb = np.zeros(n), np.zeros(n)
-    for lo in sorted(partial):
-        gw += partial[lo][0]
-        gb += partial[lo][1]
-    return gx, gw, gb
+    chunks = compiled.chunks(R, compiled.row_grain(n))
+    acc = np.zeros((chunks, 2, n), np.float32)
+    compiled.split(layer_norm_backward_chunks, chunks, 1, g, x, mean, rstd, w, gx, acc, chunks)
+    sums = acc.sum(axis=0, dtype=np.float64)
+    return gx, sums[0], sums[1]

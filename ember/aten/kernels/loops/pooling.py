@@ -5,20 +5,23 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numba import prange
 
 from ember.aten import parallel
-from ember.aten.kernels.loops._common import _kernel
+from ember.aten.kernels import compiled
+from ember.aten.kernels.loops._common import _driver, _kernel, chunk
+
 
 @_kernel
 def max_pool3d(x: Any, kd: int, kh: int, kw: int, sd: int, sh: int, sw: int, pd: int, ph: int, pw: int, dd: int,
-               dh: int, dw: int, out: Any, idx: Any) -> None:
-    """Max pooling of planes x (P, D, H, W) into out / idx (P, OD, OH, OW), idx flat over (D, H, W). PyTorch's
-    CPU rule: the first in-bounds element of the window starts as the index with value -inf; an element
+               dh: int, dw: int, out: Any, idx: Any, p0: int, p1: int) -> None:
+    """Max pooling of planes p0..p1-1 of x (P, D, H, W) into out / idx (P, OD, OH, OW), idx flat over (D, H, W).
+    PyTorch's CPU rule: the first in-bounds element of the window starts as the index with value -inf; an element
     replaces the maximum when it is greater or NaN (so the last NaN of a window wins, and an all -inf window
     answers its first element). Windows are clipped to the input (padding never wins)."""
-    P, D, H, W = x.shape
+    D, H, W = x.shape[1], x.shape[2], x.shape[3]
     OD, OH, OW = out.shape[1], out.shape[2], out.shape[3]
-    for p in range(P):
+    for p in range(p0, p1):
         for od in range(OD):
             z0 = od * sd - pd
             for oh in range(OH):
@@ -50,20 +53,24 @@ def max_pool3d(x: Any, kd: int, kh: int, kw: int, sd: int, sh: int, sw: int, pd:
                     idx[p, od, oh, ow] = at
 
 
+@compiled.parallel_of(max_pool3d)
+@_driver
+def _max_pool3d_parallel(x: Any, kd: int, kh: int, kw: int, sd: int, sh: int, sw: int, pd: int, ph: int, pw: int,
+                         dd: int, dh: int, dw: int, out: Any, idx: Any, work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        p0, p1 = chunk(work, chunks, c)
+        max_pool3d(x, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, out, idx, p0, p1)
+
+
 # ------------------------------------------------------------------------------ runners
 def max_pool(x: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any, out_size: Any) -> tuple[Any, Any]:
     """Max pooling of the planes of x (P, D, H, W) with 3-d window parameters (a 2-d pool passes depth 1):
     values of x's dtype and int64 indices flat over each plane, shaped (P,) + out_size, planes split over the
     intra-op threads."""
-    kernel: Any = max_pool3d     # (a numba dispatcher: mypy reads its __call__ as taking one argument)
     x = np.ascontiguousarray(x)
     out = np.empty((x.shape[0],) + tuple(out_size), x.dtype)
     idx = np.empty(out.shape, np.int64)
     args = tuple(kernel_size) + tuple(stride) + tuple(padding) + tuple(dilation)
     window = int(np.prod(kernel_size)) * int(np.prod(out_size))
-
-    def run(b: int, e: int) -> None:
-        kernel(x[b:e], *args, out[b:e], idx[b:e])
-
-    parallel.parallel_for(0, x.shape[0], max(1, parallel.GRAIN_SIZE // max(window, 1)), run)
+    compiled.split(max_pool3d, x.shape[0], max(1, parallel.GRAIN_SIZE // max(window, 1)), x, *args, out, idx)
     return out, idx

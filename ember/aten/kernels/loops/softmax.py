@@ -6,70 +6,81 @@ from typing import Any
 import numpy as np
 
 from ember.aten.kernels import compiled
-from ember.aten.kernels.loops._common import _exp_le1, _kernel
+from numba import prange
+
+from ember.aten.kernels.loops._common import _F0, _F1, _driver, _expf, _from_order_key, _kernel, _order_key, chunk
 
 # ------------------------------------------------------------------------------ row kernels
 # Each takes a C-contiguous float32 (R, n) array and the rows r0..r1-1 to do, so that ranges of rows run on the
-# intra-op threads side by side; sums are float64.
+# intra-op threads side by side. They compute in float32 vectors as PyTorch's kernels do; NaN and inf need no
+# test of their own: a NaN, a +inf, or a row of -inf makes exp's argument NaN somewhere, and the row's sum carries
+# it to every element, so the row is NaN throughout, as PyTorch's x - max makes it.
 
 @_kernel
 def softmax_rows(x: Any, out: Any, log: bool, r0: int, r1: int) -> None:
     """softmax (or log_softmax) of each row: m = max, e = exp(x - m), out = e / sum(e) (or x - m - log(sum(e))).
-    A row whose maximum is not finite (a NaN, +inf, or -inf throughout) is NaN throughout, as PyTorch's
-    x - max makes it. exp runs on arguments <= 0 there, the domain of ``_exp_le1``."""
+    The max is taken on ``_order_key``s, an integer max that vectorizes."""
     n = x.shape[1]
     for r in range(r0, r1):
-        m = -np.inf
+        xr = x[r]
+        orow = out[r]
+        k = _order_key(xr[0])
         for j in range(n):
-            v = x[r, j]
-            m = v if (v > m or v != v) else m
-        if not (m > -np.inf and m < np.inf):
-            for j in range(n):
-                out[r, j] = np.nan
-            continue
-        m64 = np.float64(m)
-        s = 0.0
+            k = max(k, _order_key(xr[j]))
+        m = _from_order_key(k)
+        s = _F0
         if log:
             for j in range(n):
-                s += _exp_le1(np.float64(x[r, j]) - m64)
-            shift = m64 + np.log(s)
+                s += _expf(xr[j] - m)
+            shift = m + np.log(s)
             for j in range(n):
-                out[r, j] = np.float64(x[r, j]) - shift
+                orow[j] = xr[j] - shift
         else:
             for j in range(n):
-                e = _exp_le1(np.float64(x[r, j]) - m64)
-                out[r, j] = e
+                e = _expf(xr[j] - m)
+                orow[j] = e
                 s += e
-            inv = 1.0 / s
+            inv = _F1 / s
             for j in range(n):
-                out[r, j] = np.float64(out[r, j]) * inv
+                orow[j] = orow[j] * inv
 
 
 @_kernel
 def softmax_backward_rows(g: Any, y: Any, out: Any, log: bool, r0: int, r1: int) -> None:
     """PyTorch's _softmax_backward_data per row, out = y (g - sum(g y)); or _log_softmax_backward_data,
-    out = g - exp(y) sum(g). exp(y) goes through ``_exp_le1`` when the row's y are <= 1 (log-probabilities
-    are <= 0), through libm's exp otherwise (a caller's arbitrary ``output``, NaN)."""
+    out = g - exp(y) sum(g)."""
     n = g.shape[1]
     for r in range(r0, r1):
-        s = 0.0
+        gr = g[r]
+        yr = y[r]
+        orow = out[r]
+        s = _F0
         if log:
-            top = -np.inf
             for j in range(n):
-                s += np.float64(g[r, j])
-                v = y[r, j]
-                top = v if (v > top or v != v) else top
-            if top <= 1.0:
-                for j in range(n):
-                    out[r, j] = np.float64(g[r, j]) - _exp_le1(np.float64(y[r, j])) * s
-            else:
-                for j in range(n):
-                    out[r, j] = np.float64(g[r, j]) - np.exp(np.float64(y[r, j])) * s
+                s += gr[j]
+            for j in range(n):
+                orow[j] = gr[j] - _expf(yr[j]) * s
         else:
             for j in range(n):
-                s += np.float64(g[r, j]) * np.float64(y[r, j])
+                s += gr[j] * yr[j]
             for j in range(n):
-                out[r, j] = np.float64(y[r, j]) * (np.float64(g[r, j]) - s)
+                orow[j] = yr[j] * (gr[j] - s)
+
+
+@compiled.parallel_of(softmax_rows)
+@_driver
+def _softmax_rows_parallel(x: Any, out: Any, log: bool, work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        softmax_rows(x, out, log, b, e)
+
+
+@compiled.parallel_of(softmax_backward_rows)
+@_driver
+def _softmax_backward_rows_parallel(g: Any, y: Any, out: Any, log: bool, work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        softmax_backward_rows(g, y, out, log, b, e)
 
 
 # ------------------------------------------------------------------------------ runners

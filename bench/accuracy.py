@@ -1,0 +1,94 @@
+"""The accuracy of ember's float32 kernels beside PyTorch's: the largest error, in float32 ulps, against the
+same function evaluated in float64 from its float32 inputs (NumPy / SciPy in float64).
+
+    python -m bench.accuracy [--markdown]
+
+Inputs: a dense sweep over each function's range plus uniform samples in it. An ulp is that of the float64 value's own
+binade (2^(e - 23)); results below 2^-126 (subnormal, their ulp absolute) are left out. Row functions are measured
+per element of the output against the float64 evaluation of the whole row; those that subtract (log_softmax,
+layer norm) in ulps of the row's largest value.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+
+import numpy as np
+
+
+def _ulps(got: np.ndarray, ref: np.ndarray, per_row: bool = False) -> float:
+    """The largest error in ulps of each value's own binade, or with ``per_row`` in ulps of the largest value of
+    its row (log_softmax and layer norm subtract: an output near 0 has only the row's absolute accuracy)."""
+    got = got.astype(np.float64)
+    scale = np.abs(ref).max(-1, keepdims=True) * np.ones_like(ref) if per_row else np.abs(ref)
+    ok = np.isfinite(ref) & (scale >= 2.0 ** -126) & (scale < 3.4e38)
+    if not ok.any():
+        return 0.0
+    ulp = np.exp2(np.floor(np.log2(scale[ok])) - 23)
+    return float(np.max(np.abs(got[ok] - ref[ok]) / ulp))
+
+
+def _cases() -> list:
+    from scipy import special
+
+    rng = np.random.default_rng(0)
+
+    def sweep(lo: float, hi: float, n: int = 400001) -> np.ndarray:
+        return np.concatenate([np.linspace(lo, hi, n), rng.uniform(lo, hi, 100000)]).astype(np.float32)
+
+    def gelu_tanh(x):
+        u = math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)
+        e = np.exp(-2 * np.abs(u))                     # 1 + tanh(u) without its cancellation for u << 0
+        return 0.5 * x * np.where(u >= 0, 2 / (1 + e), 2 * e / (1 + e))
+
+    rows = rng.standard_normal((2048, 128)).astype(np.float32) * 4
+
+    def softmax64(x):
+        e = np.exp(x - x.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    def log_softmax64(x):
+        s = x - x.max(-1, keepdims=True)
+        return s - np.log(np.exp(s).sum(-1, keepdims=True))
+
+    def layer_norm64(x):
+        m = x.mean(-1, keepdims=True)
+        return (x - m) / np.sqrt(((x - m) ** 2).mean(-1, keepdims=True) + 1e-5)
+
+    return [
+        ("exp", sweep(-103, 88.7), lambda t, x: t.exp(x), np.exp),
+        ("sigmoid", sweep(-88, 30), lambda t, x: t.sigmoid(x), special.expit),
+        ("gelu (erf)", sweep(-13, 13), lambda t, x: t.nn.functional.gelu(x),
+         lambda x: 0.5 * x * special.erfc(-x / math.sqrt(2))),
+        ("gelu (erf), x > -3", sweep(-3, 13), lambda t, x: t.nn.functional.gelu(x),
+         lambda x: 0.5 * x * special.erfc(-x / math.sqrt(2))),
+        ("gelu (tanh)", sweep(-13, 13), lambda t, x: t.nn.functional.gelu(x, approximate="tanh"), gelu_tanh),
+        ("silu", sweep(-88, 30), lambda t, x: t.nn.functional.silu(x), lambda x: x * special.expit(x)),
+        ("softmax rows of 128", rows, lambda t, x: t.softmax(x, -1), softmax64),
+        ("log_softmax rows of 128 *", rows, lambda t, x: t.log_softmax(x, -1), log_softmax64),
+        ("layer_norm rows of 128 *", rows, lambda t, x: t.nn.functional.layer_norm(x, (128,)), layer_norm64),
+    ]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--markdown", action="store_true")
+    args = ap.parse_args()
+    import ember
+    import torch
+    print(f"float32 kernels, max error in ulps against float64; ember {ember.__version__}, torch {torch.__version__}")
+    fmt = "| {} | {} | {} |" if args.markdown else "{:<28}{:>12}{:>12}"
+    print(fmt.format("function", "ember", "torch"))
+    if args.markdown:
+        print("|---|---|---|")
+    for name, x, op, ref in _cases():
+        want = ref(x.astype(np.float64))
+        e = op(ember, ember.tensor(x)).numpy()
+        t = op(torch, torch.tensor(x)).numpy()
+        row = name.endswith("*")
+        print(fmt.format(name, f"{_ulps(e, want, row):.1f}", f"{_ulps(t, want, row):.1f}"))
+    print("* in ulps of the row's largest value")
+
+
+if __name__ == "__main__":
+    main()
