@@ -1,7 +1,7 @@
 """The accuracy of ember's float32 kernels beside PyTorch's: the largest error, in float32 ulps, against the
 same function evaluated in float64 from its float32 inputs (NumPy / SciPy in float64).
 
-    python -m bench.accuracy [--markdown]
+    python -m bench.accuracy [--quick] [--markdown]
 
 Inputs: a dense sweep over each function's range plus uniform samples in it. An ulp is that of the float64 value's own
 binade (2^(e - 23)); results below 2^-126 (subnormal, their ulp absolute) are left out. Row functions are measured
@@ -28,20 +28,22 @@ def _ulps(got: np.ndarray, ref: np.ndarray, per_row: bool = False) -> float:
     return float(np.max(np.abs(got[ok] - ref[ok]) / ulp))
 
 
-def _cases() -> list:
+def _cases(quick: bool = False) -> list:
     from scipy import special
 
     rng = np.random.default_rng(0)
 
-    def sweep(lo: float, hi: float, n: int = 400001) -> np.ndarray:
-        return np.concatenate([np.linspace(lo, hi, n), rng.uniform(lo, hi, 100000)]).astype(np.float32)
+    n, m = (20001, 5000) if quick else (400001, 100000)
+
+    def sweep(lo: float, hi: float) -> np.ndarray:
+        return np.concatenate([np.linspace(lo, hi, n), rng.uniform(lo, hi, m)]).astype(np.float32)
 
     def gelu_tanh(x):
         u = math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)
         e = np.exp(-2 * np.abs(u))                     # 1 + tanh(u) without its cancellation for u << 0
         return 0.5 * x * np.where(u >= 0, 2 / (1 + e), 2 * e / (1 + e))
 
-    rows = rng.standard_normal((2048, 128)).astype(np.float32) * 4
+    rows = rng.standard_normal((256 if quick else 2048, 128)).astype(np.float32) * 4
 
     def softmax64(x):
         e = np.exp(x - x.max(-1, keepdims=True))
@@ -72,6 +74,7 @@ def _cases() -> list:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer points (a smoke run)")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
     import ember
@@ -81,7 +84,7 @@ def main() -> None:
     print(fmt.format("function", "ember", "torch"))
     if args.markdown:
         print("|---|---|---|")
-    for name, x, op, ref in _cases():
+    for name, x, op, ref in _cases(args.quick):
         want = ref(x.astype(np.float64))
         e = op(ember, ember.tensor(x)).numpy()
         t = op(torch, torch.tensor(x)).numpy()
