@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import ember
+from ember.aten import parallel
 from ember.aten.kernels import compiled, loops
 
 pytest.importorskip("numba", reason="numba is a dependency of ember: pip install numba")
@@ -770,13 +771,13 @@ def test_a_forked_child_runs_the_loops_on_its_own_thread():
     import os
     x = ember.tensor(np.random.default_rng(0).standard_normal((2000, 64)).astype(np.float32))
     want = ember.softmax(x, -1).numpy()            # the parent has run a driver: numba's workers are up
-    assert compiled._layer_usable()
+    assert parallel.numba_layer_usable()
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:                                   # the child: exit status 0 only if it computed the same
         try:
             os.close(r)
-            ok = not compiled._layer_usable() and np.array_equal(ember.softmax(x, -1).numpy(), want)
+            ok = not parallel.numba_layer_usable() and np.array_equal(ember.softmax(x, -1).numpy(), want)
             os.write(w, b"1" if ok else b"0")
         finally:
             os._exit(0)
@@ -793,11 +794,11 @@ def test_the_threading_layer_loads_with_a_short_spin_and_leaves_the_environment_
     import os
     monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    with compiled._short_spin():
-        assert os.environ["GOMP_SPINCOUNT"] == compiled._GOMP_SPINCOUNT
+    with parallel._short_spin():
+        assert os.environ["GOMP_SPINCOUNT"] == parallel._GOMP_SPINCOUNT
     assert "GOMP_SPINCOUNT" not in os.environ
     for var, value in (("GOMP_SPINCOUNT", "123"), ("OMP_WAIT_POLICY", "passive")):
         monkeypatch.setenv(var, value)
-        with compiled._short_spin():
+        with parallel._short_spin():
             assert os.environ.get("GOMP_SPINCOUNT") == ("123" if var == "GOMP_SPINCOUNT" else None)
         monkeypatch.delenv(var)

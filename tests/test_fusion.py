@@ -256,7 +256,7 @@ def test_kernels_are_cached_on_disk(tmp_path):
         "f = ember.compile(lambda x: ((x * 2.0).exp() + 1.0).log())\n"
         "x = ember.randn(10, 10)\n"
         "assert (f(x) - ((x * 2.0).exp() + 1.0).log()).abs().max().item() < 1e-5\n"
-        "stats = [fn.stats for fn in fusion._loaded.values()]\n"
+        "stats = [loop.stats for loop, driver in fusion._loaded.values()]\n"
         "print(len(stats), sum(sum(s.cache_hits.values()) for s in stats),"
         " sum(sum(s.cache_misses.values()) for s in stats))\n")
     env = dict(os.environ, EMBER_INDUCTOR_CACHE_DIR=str(tmp_path))

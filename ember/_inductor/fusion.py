@@ -426,6 +426,7 @@ class Kernel:
 
     @property
     def fn(self) -> Any:
+        """The loop and its parallel driver."""
         if self._fn is None:
             self._fn = _load(self.name, self.src)
         return self._fn
@@ -461,12 +462,10 @@ class Kernel:
                 outs.append(buf if buf is not None and buf.size == n and buf.dtype == dt else np.empty(n, dt))
         flat_outs = [o if len(spec) > 1 else (o.reshape(n) if self.flat else o.reshape(R, C))
                      for o, spec in zip(outs, self.out_specs)]
-        fn = self.fn
-        if self.flat:
-            parallel.parallel_for(0, n, parallel.GRAIN_SIZE, lambda b, e: fn(b, e, C, *args, *flat_outs))
-        elif R:
-            parallel.parallel_for(0, R, max(1, parallel.GRAIN_SIZE // max(C, 1)),
-                                  lambda b, e: fn(b, e, C, *args, *flat_outs))
+        fn, driver = self.fn
+        work, grain = (n, parallel.GRAIN_SIZE) if self.flat else (R, max(1, parallel.GRAIN_SIZE // max(C, 1)))
+        parallel.run_split(work, grain, lambda b, e: fn(b, e, C, *args, *flat_outs),
+                           lambda chunks: driver(work, chunks, C, *args, *flat_outs))
         if perm is not None:
             return tuple(o.reshape(shape).transpose(self.inverse) for o in outs)
         return tuple(o.reshape(shape) if len(spec) == 1 else _finish(o, spec, shape, n)
@@ -542,8 +541,11 @@ def kernel_of(group: Group, info: dict[Any, tuple[str, dict[str, Any], Any]],
                 ["    for j in range(C):"])
         tail = [f"    out{outputs.index(m)}[i] = acc{r}" for r, m in enumerate(sums)]
     indent = "    " * (2 if flat else 3)
+    data = ", ".join([f"in{i}" for i in range(len(inputs))] + [f"out{o}" for o in range(len(outputs))])
     src = (_prelude() + f"@_kernel\ndef kernel({params}):\n" + "".join(f"    {ln}\n" for ln in head) +
-           "".join(f"{indent}{ln}\n" for ln in body) + "".join(f"    {ln}\n" for ln in tail))
+           "".join(f"{indent}{ln}\n" for ln in body) + "".join(f"    {ln}\n" for ln in tail) +
+           f"\n\n@_driver\ndef driver(work, chunks, C, {data}):\n    for c in prange(chunks):\n"
+           f"        b, e = chunk(work, chunks, c)\n        kernel(b, e, C, {data})\n")
     specs = tuple((np.dtype(m.meta["val"]._data.dtype),) + ((info[m][0], info[m][1]["over"], info[m][1]["keepdim"])
                                                            if m in group.reductions else ())
                   for m in outputs)
@@ -555,9 +557,10 @@ import math
 
 import numba
 import numpy as np
+from numba import prange
 
-from ember.aten.kernels.loops._common import (_FLAGS, _INV_SQRT_2PI, _TANH_BETA, _TANH_KAPPA, _one_plus_tanh,
-                                              _sigmoid, _tanh, _two_phi)
+from ember.aten.kernels.loops._common import (_FLAGS, _INV_SQRT_2PI, _TANH_BETA, _TANH_KAPPA, _driver, _one_plus_tanh,
+                                              _sigmoid, _tanh, _two_phi, chunk)
 
 _kernel = numba.njit(nogil=True, cache=True, error_model="numpy", fastmath=_FLAGS)
 
@@ -599,8 +602,8 @@ _loaded: dict[str, Any] = {}
 
 
 def _load(name: str, src: str) -> Any:
-    """The compiled loop of ``src``: its file written once (atomically) in the cache directory, imported, and
-    compiled by numba or loaded from numba's cache beside it."""
+    """The compiled loop of ``src`` and its parallel driver (``parallel.run_split``): its file written once
+    (atomically) in the cache directory, imported, and compiled by numba or loaded from numba's cache beside it."""
     fn = _loaded.get(name)
     if fn is not None:
         return fn
@@ -623,5 +626,5 @@ def _load(name: str, src: str) -> Any:
     mod = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = mod
     spec.loader.exec_module(mod)
-    fn = _loaded[name] = mod.kernel
+    fn = _loaded[name] = (mod.kernel, mod.driver)
     return fn

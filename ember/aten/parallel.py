@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import ctypes
+import importlib
 import os
 import sys
 import threading
@@ -25,11 +26,14 @@ _interop_fixed = False
 _pool = None
 _pool_size = 0
 _region = threading.local()       # set inside parallel_for's ranges: nested calls run serially
+_layer: bool | None = None        # whether numba's threading layer can run parallel drivers (asked once)
+_numba_threads = threading.local()  # .n: the thread count this thread last gave numba (numba keeps one per thread)
 
 
 def _forget_pool() -> None:
-    global _pool, _pool_size
+    global _pool, _pool_size, _layer
     _pool, _pool_size = None, 0    # a forked child has none of the parent's threads
+    _layer = False                 # and must not start numba's GNU OpenMP workers (it aborts): run_split
 
 
 if hasattr(os, "register_at_fork"):
@@ -185,3 +189,76 @@ def _set_blas_threads(n: int) -> bool:
             if done:
                 break
     return done
+
+
+# ------------------------------------------------------------------------------ numba's threading layer
+def ranges(work: int, grain: int) -> int:
+    """How many ranges ``run_split`` makes of ``work`` items with at least ``grain`` each (1: it runs serially)."""
+    if in_parallel_region():
+        return 1
+    return max(1, min(get_num_threads(), work // max(1, grain)))
+
+
+def run_split(work: int, grain: int, serial: Any, driver: Any) -> None:
+    """``serial(b, e)`` over ranges of ``work`` items (at least ``grain`` each): on the calling thread when one
+    range is all there is, else through ``driver(chunks)`` -- a numba function whose ``prange`` runs the ranges
+    on numba's threading layer (Note [Splitting a loop over threads] in ``kernels/compiled.py``) -- where that
+    layer can run, else on the pooled Python threads (``parallel_for``)."""
+    chunks = ranges(work, grain)
+    if chunks <= 1:
+        if work > 0:
+            serial(0, work)
+        return
+    if driver is not None and numba_layer_usable():
+        if getattr(_numba_threads, "n", 0) != chunks:
+            numba: Any = importlib.import_module("numba")
+            numba.set_num_threads(min(chunks, numba.config.NUMBA_NUM_THREADS))
+            _numba_threads.n = chunks
+        driver(chunks)
+        return
+    parallel_for(0, work, max(1, grain), serial)
+
+
+def numba_layer_usable() -> bool:
+    """Whether numba's OpenMP or TBB layer is there (its ``workqueue`` refuses launches from two threads at once)
+    and this process may start it (not a child forked from one that did); loads it the first time."""
+    global _layer
+    if _layer is None:
+        numba: Any = importlib.import_module("numba")
+        _layer = False
+        if numba.config.THREADING_LAYER == "workqueue":
+            return False
+        for name in ("tbbpool", "omppool"):     # numba's order of preference
+            try:
+                with _short_spin():
+                    importlib.import_module(f"numba.np.ufunc.{name}")
+            except ImportError:
+                continue
+            _layer = True
+            break
+    return _layer
+
+
+# Note [Two thread pools]
+# GNU OpenMP's workers spin 300000 rounds (milliseconds) for the next region before they sleep, and OpenBLAS's
+# workers spin after each GEMM: on 2 cores a region that starts while the other pool spins waits for a core
+# (a column copy after a GEMM: 0.3 ms alone, 7.8 ms right after it), and a GEMM after a region the same. With
+# 10000 rounds numba's workers stay awake across the ops of one step (softmax forward + backward, 64x64x64: 254 us
+# at 300000, 242 at 10000, 388 at 1000) and leave the cores to BLAS soon after (the MLP step: 9.6 ms at 300000,
+# 4.5 at 10000; the GPT step 81 -> 74 ms) -- and to other processes, which a spinning pool slows under load.
+_GOMP_SPINCOUNT = "10000"
+
+
+class _short_spin:
+    """While numba's threading layer loads (and GNU OpenMP reads its environment, once), GOMP_SPINCOUNT is
+    ``_GOMP_SPINCOUNT`` unless the user set it or OMP_WAIT_POLICY; the environment is restored after, so child
+    processes and other libraries see the user's."""
+
+    def __enter__(self) -> None:
+        self.set = "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ
+        if self.set:
+            os.environ["GOMP_SPINCOUNT"] = _GOMP_SPINCOUNT
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.set:
+            os.environ.pop("GOMP_SPINCOUNT", None)
