@@ -19,6 +19,7 @@ from ember.aten.kernels._common import (asdtype, compute_dtype, elementwise, flo
 
 _NUM = (bool, int, float, complex)
 _F32 = np.dtype(np.float32)
+_ND = np.ndarray
 _SPLIT = 65536                  # two of parallel.GRAIN_SIZE: below it nothing would split, and NumPy's loop runs
 _POINTWISE = {np.add: 0, np.subtract: 1, np.multiply: 2, np.true_divide: 3}   # loops.pointwise's ADD .. DIV
 _SWAPPED = (0, 4, 2, 5)                                                       # the number on the left: RSUB, RDIV
@@ -79,7 +80,7 @@ def _arith(xp: Any, ufunc: Any, a: Array, b: Array, npdt: Any) -> Any:
         return _binop(xp, ufunc, a, b, npdt)
     if npdt.kind in "iu":
         a, b = _wrapped_int(a, npdt), _wrapped_int(b, npdt)
-    elif npdt is _F32 and (type(a) is np.ndarray and a.size >= _SPLIT or type(b) is np.ndarray and b.size >= _SPLIT):
+    elif npdt is _F32 and (a.size >= _SPLIT if type(a) is _ND else type(b) is _ND and b.size >= _SPLIT):
         r = _pointwise(ufunc, a, b)
         if r is not None:
             return r
@@ -137,8 +138,8 @@ def div(xp: Any, self: Array, other: Array, rounding_mode: Any = None) -> Any:
     npdt = result_np_dtype(self, other)
     if rounding_mode is None:
         npdt = float_result(npdt)
-        if npdt is _F32 and (type(self) is np.ndarray and self.size >= _SPLIT or
-                             type(other) is np.ndarray and other.size >= _SPLIT):
+        if npdt is _F32 and (self.size >= _SPLIT if type(self) is _ND else type(other) is _ND and
+                             other.size >= _SPLIT):
             r = _pointwise(np.true_divide, self, other)
             if r is not None:
                 return r
