@@ -79,7 +79,11 @@ def main() -> None:
     args = ap.parse_args()
     import ember
     import torch
+
+    from bench._timing import machine
     print(f"float32 kernels, max error in ulps against float64; ember {ember.__version__}, torch {torch.__version__}")
+    print(f"machine: {machine()} (PyTorch's vector math depends on its CPU capability: "
+          f"{torch.backends.cpu.get_cpu_capability()})")
     fmt = "| {} | {} | {} |" if args.markdown else "{:<28}{:>12}{:>12}"
     print(fmt.format("function", "ember", "torch"))
     if args.markdown:

@@ -20,7 +20,7 @@ from ember.aten.kernels._common import (asdtype, compute_dtype, elementwise, flo
 _NUM = (bool, int, float, complex)
 _F32 = np.dtype(np.float32)
 _ND = np.ndarray
-_SPLIT = 65536                  # two of parallel.GRAIN_SIZE: below it nothing would split, and NumPy's loop runs
+_SPLIT = compiled.SPLIT_MIN      # (a module global: read on every float32 add)
 _POINTWISE = {np.add: 0, np.subtract: 1, np.multiply: 2, np.true_divide: 3}   # loops.pointwise's ADD .. DIV
 _SWAPPED = (0, 4, 2, 5)                                                       # the number on the left: RSUB, RDIV
 
@@ -30,13 +30,17 @@ def _pointwise(ufunc: Any, a: Any, b: Any) -> Any:
     over the threads: two C-contiguous arrays of one shape, or one and a real number; None where it does not
     apply. The choice depends on the size alone, never on the thread count (whose results must not differ)."""
     op = _POINTWISE[ufunc]
-    if type(a) is not np.ndarray:
+    if type(a) is _ND and a.ndim == 0 and a.dtype == _F32:     # a number the binding wrapped (``3 * x``)
+        a = a.item()
+    if type(b) is _ND and b.ndim == 0 and b.dtype == _F32:
+        b = b.item()
+    if type(a) is not _ND:
         if type(a) not in (int, float):
             return None
         a, b, op = b, a, _SWAPPED[op]
     if a.dtype != _F32 or not a.flags.c_contiguous or a.size < _SPLIT or not compiled.is_enabled():
         return None
-    if type(b) is np.ndarray:
+    if type(b) is _ND:
         if b.shape != a.shape or b.dtype != _F32 or not b.flags.c_contiguous:
             return None
     elif type(b) not in (int, float):
@@ -80,7 +84,7 @@ def _arith(xp: Any, ufunc: Any, a: Array, b: Array, npdt: Any) -> Any:
         return _binop(xp, ufunc, a, b, npdt)
     if npdt.kind in "iu":
         a, b = _wrapped_int(a, npdt), _wrapped_int(b, npdt)
-    elif npdt is _F32 and (a.size >= _SPLIT if type(a) is _ND else type(b) is _ND and b.size >= _SPLIT):
+    elif npdt is _F32 and (a.size >= _SPLIT if type(a) is _ND and a.ndim else type(b) is _ND and b.size >= _SPLIT):
         r = _pointwise(ufunc, a, b)
         if r is not None:
             return r
@@ -138,7 +142,7 @@ def div(xp: Any, self: Array, other: Array, rounding_mode: Any = None) -> Any:
     npdt = result_np_dtype(self, other)
     if rounding_mode is None:
         npdt = float_result(npdt)
-        if npdt is _F32 and (self.size >= _SPLIT if type(self) is _ND else type(other) is _ND and
+        if npdt is _F32 and (self.size >= _SPLIT if type(self) is _ND and self.ndim else type(other) is _ND and
                              other.size >= _SPLIT):
             r = _pointwise(np.true_divide, self, other)
             if r is not None:

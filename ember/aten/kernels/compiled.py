@@ -68,12 +68,6 @@ def elementwise(kernel: Callable[..., None], *inputs: Any, scalars: tuple[Any, .
     return out.reshape(shape)
 
 
-def chunks(work: int, grain: int) -> int:
-    """How many ranges ``split`` makes of ``work`` items with at least ``grain`` each (1 when it runs serially),
-    for a loop that keeps one accumulator per range."""
-    return parallel.ranges(work, grain)
-
-
 def split(kernel: Callable[..., None], work: int, grain: int, *args: Any) -> None:
     """``kernel(*args, b, e)`` over ranges [b, e) of ``work`` items, at least ``grain`` each, on the intra-op
     threads (the row and channel loops take their range last): Note [Splitting a loop over threads]."""
@@ -92,6 +86,11 @@ def parallel_of(kernel: Any) -> Callable[[Any], Any]:
         _drivers[kernel] = driver
         return driver
     return register
+
+
+# The size from which float32 arithmetic and exp / sigmoid run their compiled loop (``loops.pointwise``): two of
+# PyTorch's grain size, below which nothing would split and NumPy's own loop is as fast (binary.py, unary.py).
+SPLIT_MIN = 2 * parallel.GRAIN_SIZE
 
 
 def row_grain(n: int) -> int:

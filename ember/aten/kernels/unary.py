@@ -14,7 +14,6 @@ from ember.aten.kernels import special_math as sm
 from ember.aten.kernels._common import chunked, compute_dtype, elementwise, float_result, is_integral, type_name
 
 __all__ = []
-_SPLIT = 65536      # two of parallel.GRAIN_SIZE: the size from which a compiled loop runs (binary.py's too)
 
 
 def _float_unary(name: Any, fn_of_xp: Any, compiled_loop: Any = None) -> Any:
@@ -26,7 +25,7 @@ def _float_unary(name: Any, fn_of_xp: Any, compiled_loop: Any = None) -> Any:
         out_dt = float_result(self.dtype)
         cdt = compute_dtype(out_dt)
         x = self if self.dtype == cdt else self.astype(cdt)
-        if compiled_loop is not None and x.size >= _SPLIT and compiled.usable(xp, x):
+        if compiled_loop is not None and x.size >= compiled.SPLIT_MIN and compiled.usable(xp, x):
             return compiled.elementwise(compiled_loop(), x)
         with np.errstate(all="ignore"):
             r = chunked(xp, fn_of_xp(xp), x)

@@ -18,7 +18,9 @@ _kernel = numba.njit(nogil=True, cache=True, error_model="numpy", fastmath=_FLAG
 _exact = numba.njit(nogil=True, cache=True, error_model="numpy")   # no fast math: every rounding as written
 # A loop's parallel driver (Note [Splitting a loop over threads] in ``compiled.py``): a ``prange`` over ranges. The
 # loop it calls is compiled with the driver's fast-math flags (numba's ``prange`` body passes them on), so an
-# ``_exact`` loop has an ``_exact_driver``: with fast math, ``x / s`` became ``x * (1 / s)``, 1 ulp off.
+# ``_exact`` loop has an ``_exact_driver``: with fast math, ``x / s`` became ``x * (1 / s)``, 1 ulp off. Each loop's
+# driver is written out beside it: one driver taking the loop as an argument is compiled again in every process
+# (numba does not cache a function with a function argument: 1 s a loop, measured).
 _driver = numba.njit(parallel=True, nogil=True, cache=True, error_model="numpy", fastmath=_FLAGS)
 _exact_driver = numba.njit(parallel=True, nogil=True, cache=True, error_model="numpy")
 

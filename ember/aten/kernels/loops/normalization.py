@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-
-from ember.aten.kernels import compiled
 from numba import prange
 
+from ember.aten import parallel
+from ember.aten.kernels import compiled
 from ember.aten.kernels.loops._common import _F0, _F1, _driver, _kernel, chunk
 
 # ------------------------------------------------------------------------------ batch norm over channels
@@ -259,7 +259,7 @@ def layer_norm_backward(g: Any, x: Any, mean: Any, rstd: Any, weight: Any) -> tu
     mean, rstd = np.ascontiguousarray(mean).reshape(R), np.ascontiguousarray(rstd).reshape(R)
     w = np.ones(n, np.float32) if weight is None else np.ascontiguousarray(weight).reshape(n)
     gx = np.empty(x.shape, np.float32)
-    chunks = compiled.chunks(R, compiled.row_grain(n))
+    chunks = parallel.ranges(R, compiled.row_grain(n))
     acc = np.zeros((chunks, 2, n), np.float32)
     compiled.split(layer_norm_backward_chunks, chunks, 1, g, x, mean, rstd, w, gx, acc, chunks)
     sums = acc.sum(axis=0, dtype=np.float64)

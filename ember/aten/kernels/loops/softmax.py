@@ -4,10 +4,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-
-from ember.aten.kernels import compiled
 from numba import prange
 
+from ember.aten.kernels import compiled
 from ember.aten.kernels.loops._common import _F0, _F1, _driver, _expf, _from_order_key, _kernel, _order_key, chunk
 
 # ------------------------------------------------------------------------------ row kernels
