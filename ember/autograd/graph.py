@@ -329,9 +329,11 @@ class AccumulateGrad(Node):
                 # PyTorch steals a gradient nothing else holds (no copy): one whose memory is its own, laid out
                 # as the leaf, referenced only by the engine's buffer and this frame; any other is copied. A
                 # kernel's result may be a view (a reshape) of an array only that view holds: its memory is its own
+                # (a reshape of a kernel's result: a view tensor whose base tensor only it holds, counts too)
                 refs = 2 if g is grads[0] else 1
                 if sys.getrefcount(g) <= refs + 1 and (g._ks & _PYTHON_BIT or (  # a subclass: its own memory
-                        _owns_memory(g._data) and g._data.flags.c_contiguous and var._data.flags.c_contiguous)):
+                        _owns_memory(g._data, g.__dict__.get("_base")) and g._data.flags.c_contiguous
+                        and var._data.flags.c_contiguous)):
                     var._grad = g.detach()
                 else:
                     var._grad = _clone_obey_contract(g.detach(), var)
@@ -344,11 +346,18 @@ class AccumulateGrad(Node):
         return []
 
 
-def _owns_memory(a: Any) -> bool:
+def _owns_memory(a: Any, base_tensor: Any = None) -> bool:
     """Whether no other array shares the memory of the array ``a``: it has no base, or its base is a NumPy
-    array that only ``a`` refers to (one reference from ``a.base``, one from the call)."""
+    array that only ``a`` refers to (one reference from ``a.base``, one from the call), or only ``a`` and the
+    data of ``base_tensor`` -- the tensor ``a``'s tensor is a view of -- when nothing but that view holds it."""
     base = a.base
-    return base is None or (type(base) is np.ndarray and sys.getrefcount(base) <= 3)
+    if base is None:
+        return True
+    if type(base) is not np.ndarray:
+        return False
+    held = base_tensor is not None and base_tensor._data is base and sys.getrefcount(base_tensor) <= 3 \
+        and base_tensor.__dict__.get("_base") is None
+    return sys.getrefcount(base) <= (4 if held else 3)
 
 
 _PARAM_DTYPE = object()  # no grad_dtype set: the gradient takes the leaf's own dtype

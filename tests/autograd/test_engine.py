@@ -356,11 +356,14 @@ def test_double_backward_through_an_inplace_op_on_a_view():
 
 
 @pytest.mark.parametrize("expr", ["torch.nn.functional.gelu(x)", "x.exp()", "torch.softmax(x, -1)",
-                                  "torch.nn.functional.layer_norm(x, (64,))", "(x * x).sum(0)", "x.t().sin()"])
+                                  "torch.nn.functional.layer_norm(x, (64,))", "(x * x).sum(0)", "x.t().sin()",
+                                  "x.view(2048).sin()", "torch.nn.functional.linear(torch.ones(8, 64), x)",
+                                  "torch.nn.functional.linear(x, torch.ones(16, 64)).view(-1)"])
 def test_a_leaf_takes_the_gradient_without_a_copy_where_pytorch_does(expr):
     """AccumulateGrad steals a gradient nothing else holds, as PyTorch's does: no aten.clone in the backward
-    (a kernel's result that is a reshape of an array only it holds counts as owning its memory, and no frame of
-    the engine keeps a node's outputs alive) -- and the gradient a caller still holds is copied."""
+    (a kernel's result that is a reshape of an array only it holds counts as owning its memory, so does a view
+    tensor whose base tensor only it holds, and no frame of the engine keeps a node's outputs alive) -- and the
+    gradient a caller still holds is copied."""
     torch = pytest.importorskip("torch")
     from torch.utils._python_dispatch import TorchDispatchMode as TorchMode
 
