@@ -774,13 +774,16 @@ def test_a_forked_child_runs_the_loops_on_its_own_thread():
     import os
     x = ember.tensor(np.random.default_rng(0).standard_normal((2000, 64)).astype(np.float32))
     want = ember.softmax(x, -1).numpy()            # the parent has run a driver: numba's workers are up
+    xs = x.view(50, 40, 64)
+    want_bmm = ember.bmm(xs, xs.transpose(1, 2)).numpy()
     assert parallel.numba_layer_usable()
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:                                   # the child: exit status 0 only if it computed the same
         try:
             os.close(r)
-            ok = not parallel.numba_layer_usable() and np.array_equal(ember.softmax(x, -1).numpy(), want)
+            ok = not parallel.numba_layer_usable() and np.array_equal(ember.softmax(x, -1).numpy(), want) \
+                and np.array_equal(ember.bmm(xs, xs.transpose(1, 2)).numpy(), want_bmm)
             os.write(w, b"1" if ok else b"0")
         finally:
             os._exit(0)
@@ -805,3 +808,98 @@ def test_the_threading_layer_loads_with_a_short_spin_and_leaves_the_environment_
         with parallel._short_spin():
             assert os.environ.get("GOMP_SPINCOUNT") == ("123" if var == "GOMP_SPINCOUNT" else None)
         monkeypatch.delenv(var)
+
+
+def _transposed(x):
+    """x's values with its matrices stored column by column (a transposed view of a contiguous array)."""
+    return np.swapaxes(np.ascontiguousarray(np.swapaxes(x, -1, -2)), -1, -2)
+
+
+@pytest.fixture
+def gemm_calls(monkeypatch):
+    """The number of products that went through loops.gemm's BLAS calls."""
+    calls = []
+    gemm = loops.gemm._gemm
+    monkeypatch.setattr(loops.gemm, "_gemm", lambda *a: calls.append(a[2].shape) or gemm(*a))
+    return calls
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT", "strided"])
+def test_batched_gemm_matches_pytorch(dtype, layout, gemm_calls):
+    """bmm, baddbmm, matmul over broadcast batches and addmm through loops.gemm (one BLAS call per matrix, the
+    layouts passed as transpose flags, a non-BLAS layout copied): PyTorch's values."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((24, 40, 32)).astype(dtype), rng.standard_normal((24, 32, 48)).astype(dtype)
+    if layout == "strided":
+        a = rng.standard_normal((24, 80, 32)).astype(dtype)[:, ::2]
+    if layout[0] == "T":
+        a = _transposed(a)
+    if layout[-1] == "T":
+        b = _transposed(b)
+    s, bias = rng.standard_normal((40, 48)).astype(dtype), rng.standard_normal(48).astype(dtype)
+    bias[5] = np.nan
+    tol = dict(rtol=2e-6, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-13, atol=1e-12)
+
+    def both(fn):
+        return fn(ember, ember.from_numpy), fn(torch, torch.from_numpy)
+    assert loops.gemm.available(dtype)
+    gemm_calls.clear()                      # (the check available makes once)
+    cases = [both(lambda L, t: L.bmm(t(a), t(b))),
+             both(lambda L, t: L.baddbmm(t(s), t(a), t(b), beta=0.5, alpha=-2.0)),
+             both(lambda L, t: L.baddbmm(t(bias), t(a), t(b), beta=0)),            # self not read: no NaN
+             both(lambda L, t: L.matmul(t(a[:6, None]), t(b[None, :4]))),           # batches broadcast
+             both(lambda L, t: L.addmm(t(bias), t(a.reshape(-1, 32)), t(b[0]))),
+             both(lambda L, t: L.addmm(t(s[:1]), t(a.reshape(-1, 32)[:400]), t(b[0]), beta=2.0, alpha=0.5))]
+    for got, want in cases:
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got.numpy(), want.numpy(), **tol)
+    assert not np.isnan(cases[2][0].numpy()).any()
+    assert len(gemm_calls) == 6
+
+
+def test_batched_gemm_same_bits_on_any_number_of_threads_and_openblas_count_restored():
+    """The matrices are split over the threads, never a matrix: one, two and three threads give the same bits;
+    OpenBLAS computes on the calling threads meanwhile and gets its thread count back after, also when two
+    Python threads multiply at once."""
+    import threading
+    rng = np.random.default_rng(0)
+    a = ember.tensor(rng.standard_normal((64, 64, 32)).astype(np.float32))
+    b = ember.tensor(rng.standard_normal((64, 64, 32)).astype(np.float32))
+    blas = parallel.numpy_openblas()
+    assert blas is not None and loops.gemm.available(np.float32)
+    count = blas._get()
+    before = ember.get_num_threads()
+    runs = []
+    try:
+        for n in (1, 2, 3):
+            ember.set_num_threads(n)
+            runs.append(ember.matmul(a, b.transpose(1, 2)).numpy())
+            assert blas._get() == n
+    finally:
+        ember.set_num_threads(before)
+    for other in runs[1:]:
+        np.testing.assert_array_equal(runs[0], other)
+    ember.set_num_threads(2)
+    try:
+        workers = [threading.Thread(target=lambda: [ember.bmm(a, b.transpose(1, 2)) for _ in range(20)])
+                   for _ in range(2)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        assert blas._get() == 2
+    finally:
+        ember.set_num_threads(before)
+    assert count >= 1
+
+
+def test_batched_gemm_falls_back_to_numpy_without_a_callable_openblas(monkeypatch):
+    """Where NumPy's BLAS is not an OpenBLAS ember can call (MKL, Accelerate), products are NumPy's."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((8, 64, 64)).astype(np.float32), rng.standard_normal((8, 64, 64)).astype(np.float32)
+    monkeypatch.setattr(loops.gemm, "_checked", {})
+    monkeypatch.setattr(parallel, "numpy_openblas", lambda: None)
+    assert not loops.gemm.available(np.float32)
+    np.testing.assert_array_equal(ember.bmm(ember.tensor(a), ember.tensor(b)).numpy(), np.matmul(a, b))

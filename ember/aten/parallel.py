@@ -164,31 +164,115 @@ def _in_region(f: Any, b: Any, e: Any) -> Any:
 
 
 def _set_blas_threads(n: int) -> bool:
-    """OpenBLAS's thread count through its C API in the library NumPy loaded (Linux); False if not found."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
-            paths = {line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line}
-    except OSError:
-        return False
-    done = False
-    for path in paths:
+    """OpenBLAS's thread count through its C API in the libraries NumPy (and SciPy) loaded; False if none found."""
+    libs = _openblas_libraries(rescan=True)     # SciPy's may have been loaded since
+    for lib in libs:
+        lib.set_threads(n)
+    return bool(libs)
+
+
+class OpenBLAS:
+    """One OpenBLAS library loaded in this process, reached through its C API: the addresses of its CBLAS
+    ``sgemm`` / ``dgemm`` (for compiled loops to call: ``kernels/loops/gemm.py``), the width of its integers
+    (``int64`` where it was built with 64-bit indices, as NumPy's wheels are), its thread count."""
+
+    def __init__(self, path: str, lib: Any, prefix: str, suffix: str) -> None:
+        self.path = path
+        self._set = _c_function(lib, f"{prefix}openblas_set_num_threads{suffix}", None, ctypes.c_int)
+        self._get = _c_function(lib, f"{prefix}openblas_get_num_threads{suffix}", ctypes.c_int)
+        config = _c_function(lib, f"{prefix}openblas_get_config{suffix}", ctypes.c_char_p)
+        text = (config() or b"") if config is not None else b""
+        self.int64 = suffix in ("64_", "_64") or b"USE64BITINT" in text
+        self.gemm = {name: _address(lib, f"{prefix}cblas_{name}gemm{suffix}") for name in ("s", "d")}
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._saved = 1
+
+    def set_threads(self, n: int) -> None:
+        """The library's thread count (kept for after a ``single_threaded`` context, if one is open)."""
+        with self._lock:
+            if self._depth:
+                self._saved = n
+            elif self._set is not None:
+                self._set(n)
+
+    def single_threaded(self) -> "_SingleThreaded":
+        """A context in which this library's calls run on their calling thread (its workers are not woken): for
+        GEMMs that ember's own threads run side by side. Nested and concurrent uses count; the last to leave
+        gives back the count found by the first to enter."""
+        return _SingleThreaded(self)
+
+
+class _SingleThreaded:
+    def __init__(self, blas: OpenBLAS) -> None:
+        self.blas = blas
+
+    def __enter__(self) -> None:
+        b = self.blas
+        with b._lock:
+            if b._depth == 0 and b._get is not None and b._set is not None:
+                b._saved = b._get()
+                b._set(1)
+            b._depth += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        b = self.blas
+        with b._lock:
+            b._depth -= 1
+            if b._depth == 0 and b._get is not None and b._set is not None:
+                b._set(b._saved)
+
+
+def _c_function(lib: Any, name: str, restype: Any, *argtypes: Any) -> Any:
+    fn = getattr(lib, name, None)
+    if fn is not None:
+        fn.restype, fn.argtypes = restype, argtypes
+    return fn
+
+
+def _address(lib: Any, name: str) -> int:
+    fn = getattr(lib, name, None)
+    return 0 if fn is None else ctypes.cast(fn, ctypes.c_void_p).value or 0
+
+
+_openblas: list[OpenBLAS] | None = None
+
+
+def _openblas_libraries(rescan: bool = False) -> list[OpenBLAS]:
+    """The OpenBLAS libraries mapped into this process (Linux: ``/proc/self/maps``), NumPy's first; the symbol
+    names of the scipy-openblas wheels (``scipy_`` prefix, ``64_`` suffix) and of plain builds are recognized.
+    Found once; ``rescan`` adds the ones loaded since."""
+    global _openblas
+    if _openblas is not None and not rescan:
+        return _openblas
+    known = {lib.path: lib for lib in _openblas or ()}
+    found: list[OpenBLAS] = []
+    if sys.platform.startswith("linux"):
         try:
-            lib = ctypes.CDLL(path)
+            with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+                paths = {line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line}
         except OSError:
-            continue
-        for prefix in ("", "scipy_"):
-            for suffix in ("", "64_", "_64"):
-                fn = getattr(lib, f"{prefix}openblas_set_num_threads{suffix}", None)
-                if fn is not None:
-                    fn.argtypes = (ctypes.c_int,)
-                    fn(n)
-                    done = True
+            paths = set()
+        for path in sorted(paths, key=lambda p: "numpy" not in p):
+            if path in known:
+                found.append(known[path])
+                continue
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError:
+                continue
+            for prefix, suffix in (("", ""), ("scipy_", "64_"), ("scipy_", ""), ("", "64_"), ("", "_64")):
+                if getattr(lib, f"{prefix}openblas_set_num_threads{suffix}", None) is not None:
+                    found.append(OpenBLAS(path, lib, prefix, suffix))
                     break
-            if done:
-                break
-    return done
+    _openblas = found
+    return found
+
+
+def numpy_openblas() -> OpenBLAS | None:
+    """The OpenBLAS NumPy computes its products with, if it is one ember can call (None on other BLAS builds)."""
+    libs = _openblas_libraries()
+    return libs[0] if libs and "numpy" in libs[0].path else None
 
 
 # ------------------------------------------------------------------------------ numba's threading layer

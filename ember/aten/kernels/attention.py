@@ -8,6 +8,7 @@ import numpy as np
 
 from ember.aten.kernels import compiled, loops
 from ember.aten.kernels._common import Array, asdtype, compute_dtype, type_name
+from ember.aten.kernels.linalg import stacked_matmul
 from ember.c10.dtype import BF16_NP
 
 __all__ = ["_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward"]
@@ -43,7 +44,7 @@ def _flash_scores(xp: Any, query: Array, key: Array, attn_mask: Array, scale: An
     """q k^T in the compute dtype (B, H, L, S), plus the mask when there is one (then already scaled: the factor
     left to apply is returned)."""
     s = _flash_scale(query, scale)
-    scores = xp.matmul(asdtype(xp, query, ct), xp.swapaxes(asdtype(xp, key, ct), -1, -2))
+    scores = stacked_matmul(xp, asdtype(xp, query, ct), xp.swapaxes(asdtype(xp, key, ct), -1, -2))
     if attn_mask is None:
         return scores, s
     scores *= s
@@ -82,7 +83,7 @@ def _scaled_dot_product_flash_attention_for_cpu(xp: Any, query: Array, key: Arra
     # (B, L, H, E) projection gives an output whose transpose back is contiguous, so the caller's
     # ``.transpose(1, 2).contiguous()`` copies nothing), the logsumexp as (B, L, H) transposed
     out = xp.empty_like(query, dtype=ct, order="K")
-    xp.matmul(p, asdtype(xp, value, ct), out=out)
+    stacked_matmul(xp, p, asdtype(xp, value, ct), out=out)
     lse = xp.ascontiguousarray(lse.transpose(0, 2, 1)).transpose(0, 2, 1)
     return out.astype(query.dtype, copy=False), lse
 
@@ -101,7 +102,7 @@ def _scaled_dot_product_flash_attention_for_cpu_backward(xp: Any, grad_out: Arra
     q, k, v = (asdtype(xp, t, ct) for t in (query, key, value))
     d = (g * o).sum(axis=-1)
     full = _flash_scale(query, scale)
-    dp = xp.matmul(g, xp.swapaxes(v, -1, -2))
+    dp = stacked_matmul(xp, g, xp.swapaxes(v, -1, -2))
     if compiled.usable(xp, scores, g) and scores.size:
         rows = scores.reshape(-1, S)
         loops.attention.attention_probs(rows, L, s, bool(is_causal), asdtype(xp, logsumexp, np.float32))
@@ -114,7 +115,7 @@ def _scaled_dot_product_flash_attention_for_cpu_backward(xp: Any, grad_out: Arra
             if is_causal:
                 p = xp.where(_causal_keep(xp, L, S), p, 0)
             ds = p * (dp - d[..., None]) * full
-    gq = xp.matmul(ds, k)
-    gk = xp.matmul(xp.swapaxes(ds, -1, -2), q)
-    gv = xp.matmul(xp.swapaxes(p, -1, -2), g)
+    gq = stacked_matmul(xp, ds, k)
+    gk = stacked_matmul(xp, xp.swapaxes(ds, -1, -2), q)
+    gv = stacked_matmul(xp, xp.swapaxes(p, -1, -2), g)
     return tuple(xp.ascontiguousarray(a).astype(t.dtype, copy=False) for a, t in ((gq, query), (gk, key), (gv, value)))

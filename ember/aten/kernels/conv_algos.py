@@ -37,6 +37,7 @@ import numpy as np
 
 from ember.aten.context import global_context
 from ember.aten.kernels import compiled, loops
+from ember.aten.kernels.linalg import stacked_matmul
 
 ALGORITHMS = ("gemm", "offset", "winograd")
 GEMM_MAX_COLUMN_BYTES = 1 << 30
@@ -147,7 +148,7 @@ def _fwd_gemm(xp: Any, x: Array, w: Any, stride: Any, padding: Any, dilation: An
                    for i, k, s, p, d in zip(x.shape[2:], ksize, stride, padding, dilation))
     cols = _columns(xp, x, ksize, stride, padding, dilation, out_sp)                  # a scratch buffer
     N, O = x.shape[0], w.shape[0]
-    out = xp.matmul(w.reshape(groups, O // groups, -1), cols.reshape(groups, cols.shape[0] // groups, -1))
+    out = stacked_matmul(xp, w.reshape(groups, O // groups, -1), cols.reshape(groups, cols.shape[0] // groups, -1))
     out = xp.ascontiguousarray(out.reshape(O, N, -1).transpose(1, 0, 2))              # G, Og, N*P -> N, O, P
     return out.reshape((N, O) + out_sp)
 
@@ -157,14 +158,14 @@ def _gin_gemm(xp: Any, gout: Any, w: Any, in_shape: Any, stride: Any, padding: A
     g = _grad_rows(xp, gout, groups)                                                    # G, Og, N*P
     wt = w.reshape(groups, O // groups, -1).transpose(0, 2, 1)                          # G, Cg*K, Og
     gc = _scratch(xp, (groups, wt.shape[1], g.shape[2]), np.result_type(wt.dtype, g.dtype))
-    xp.matmul(wt, g, out=gc)
+    stacked_matmul(xp, wt, g, out=gc)
     return _col2im(xp, gc.reshape(-1, g.shape[2]), in_shape, w.shape[2:], stride, padding, dilation, gout.shape[2:])
 
 
 def _gw_gemm(xp: Any, gout: Any, x: Array, w_shape: Any, stride: Any, padding: Any, dilation: Any, groups: Any) -> Any:
     cols = _columns(xp, x, w_shape[2:], stride, padding, dilation, gout.shape[2:])
     g = _grad_rows(xp, gout, groups)                                                    # G, Og, N*P
-    gw = xp.matmul(g, cols.reshape(groups, cols.shape[0] // groups, -1).transpose(0, 2, 1))   # G, Og, Cg*K
+    gw = stacked_matmul(xp, g, cols.reshape(groups, cols.shape[0] // groups, -1).transpose(0, 2, 1))  # G, Og, Cg*K
     return gw.reshape(w_shape)
 
 
@@ -264,7 +265,7 @@ def _fwd_winograd(xp: Any, x: Array, w: Any, stride: Any, padding: Any, dilation
     V = loops.convolution.winograd_input(x, p, th, tw, _scratch(xp, (16, C, T), x.dtype, "winograd_tiles"))
     U = _WINOGRAD_K @ w.reshape(O * C, 9).T.astype(np.float64)                         # 16, O*C
     M = _scratch(xp, (16, O, T), x.dtype, "winograd_products")
-    np.matmul(U.astype(x.dtype).reshape(16, O, C), V, out=M)
+    stacked_matmul(xp, U.astype(x.dtype).reshape(16, O, C), V, out=M)
     return loops.convolution.winograd_output(M, np.empty((N, O) + out_hw, x.dtype), th, tw)
 
 
@@ -287,7 +288,7 @@ def _gw_winograd(xp: Any, gout: Any, x: Array, w_shape: Any, stride: Any, paddin
     T = N * th * tw
     V = loops.convolution.winograd_input(x, padding[0], th, tw, _scratch(xp, (16, C, T), x.dtype, "winograd_tiles"))
     E = loops.convolution.winograd_grad_output(gout, th, tw, _scratch(xp, (16, O, T), gout.dtype, "winograd_products"))
-    gU = np.matmul(E, V.transpose(0, 2, 1))                                            # 16, O, C
+    gU = stacked_matmul(xp, E, V.transpose(0, 2, 1))                                   # 16, O, C
     gw = gU.reshape(16, O * C).T.astype(np.float64) @ _WINOGRAD_K                       # O*C, 9: G^T gU G
     return gw.astype(x.dtype).reshape(w_shape)
 

@@ -17,7 +17,8 @@ from ember.c10.exceptions import _LinAlgError, warn_once
 from ember.c10.dtype import BF16_NP as _BF16, cpp_type_name
 
 from ember.aten.kernels import compiled, loops
-from ember.aten.kernels._common import compute_dtype, meta_kernel, meta_shape, shape_str, type_name, wrap_dim
+from ember.aten.kernels._common import compute_dtype, meta_kernel, meta_shape, type_name, wrap_dim
+from ember.aten.kernels.views import check_expand
 
 
 def _mm_dtype_check(a: Array, b: Array, names: Any = ('mat1', 'mat2')) -> Any:
@@ -36,8 +37,27 @@ def _matmul_acc(xp: Any, a: Array, b: Array) -> Any:
     """``a @ b`` in the compute dtype: half-precision inputs accumulate in float32 and stay unrounded."""
     cdt = compute_dtype(a.dtype)
     if cdt != a.dtype:
-        return xp.matmul(a.astype(cdt), b.astype(cdt))
-    return xp.matmul(a, b)
+        return stacked_matmul(xp, a.astype(cdt), b.astype(cdt))
+    return stacked_matmul(xp, a, b)
+
+
+# Multiply-adds from which a product of stacked matrices takes the batched GEMM (Note [Batched GEMM] in
+# ``loops/gemm.py``): below, NumPy's loop costs less than the 10 us of setting the GEMM calls up.
+STACKED_GEMM_MIN = 1 << 17
+
+
+def stacked_matmul(xp: Any, a: Array, b: Array, out: Any = None) -> Any:
+    """``xp.matmul(a, b[, out=out])``; a product of two or more float32 / float64 matrices (a batch of them,
+    broadcast) runs them side by side on the intra-op threads, one BLAS call each (``loops.gemm``), once it has
+    ``STACKED_GEMM_MIN`` multiply-adds. One matrix is NumPy's product, which OpenBLAS threads itself."""
+    if xp is np and a.ndim >= 2 and b.ndim >= 2 and a.ndim + b.ndim > 4 and a.dtype == b.dtype \
+            and a.dtype.kind == "f" and a.dtype.itemsize >= 4:
+        M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
+        items = max(a.size // (M * K or 1), b.size // (K * N or 1))
+        if items >= 2 and items * M * K * N >= STACKED_GEMM_MIN \
+                and compiled.usable(xp, a, dtypes=(np.float32, np.float64)) and loops.gemm.available(a.dtype):
+            return loops.gemm.matmul(a, b, out)
+    return xp.matmul(a, b) if out is None else xp.matmul(a, b, out=out)
 
 
 def _matmul(xp: Any, a: Array, b: Array) -> Any:
@@ -199,19 +219,34 @@ def _addmm_check(self: Array, mat1: Array, mat2: Array, beta: Any = 1, alpha: An
     if self.dtype != mat1.dtype:
         raise RuntimeError(f"self and mat2 must have the same dtype, but got {type_name(self.dtype)} and "
                            f"{type_name(mat2.dtype)}")
-    from ember.aten.kernels._common import check_broadcast
     out_shape = (mat1.shape[0], mat2.shape[1])
-    if check_broadcast(self.shape, out_shape) != out_shape:
-        raise RuntimeError(f"The expanded size of the tensor ({out_shape[-1]}) must match the existing size "
-                           f"({self.shape[-1]}) at non-singleton dimension 1.  Target sizes: "
-                           f"{shape_str(out_shape)}.  Tensor sizes: {shape_str(self.shape)}")
+    check_expand(self.shape, out_shape)
     return out_shape, self.dtype
 
 
 @meta_shape(_addmm_check)
 def addmm(xp: Any, self: Array, mat1: Array, mat2: Array, beta: Any = 1, alpha: Any = 1) -> Any:
     out_shape, _ = _addmm_check(self, mat1, mat2)
+    fused = _gemm_accumulate(xp, self, mat1, mat2, beta, alpha, out_shape)
+    if fused is not None:
+        return fused
     return _scaled_sum(xp, _matmul_acc(xp, mat1, mat2), self, beta, alpha, out_shape)
+
+
+def _gemm_accumulate(xp: Any, self: Array, a: Array, b: Array, beta: Any, alpha: Any, shape: Any) -> Any:
+    """``beta * self + alpha * (a @ b)`` as PyTorch's CPU addmm / baddbmm compute it: self copied (broadcast) into
+    the result, which the GEMM then scales by beta and adds the product to (``loops.gemm``; one pass over the
+    result instead of three). None where it does not apply: not float32 / float64 NumPy arrays of one dtype,
+    under ``STACKED_GEMM_MIN`` multiply-adds, or alpha 0 (a GEMM would skip the product and its NaNs)."""
+    if not (xp is np and self.dtype == a.dtype == b.dtype and a.dtype.kind == "f" and a.dtype.itemsize >= 4
+            and isinstance(alpha, (int, float)) and isinstance(beta, (int, float)) and alpha != 0
+            and a.size * b.shape[-1] >= STACKED_GEMM_MIN and compiled.usable(xp, a, dtypes=(np.float32, np.float64))
+            and loops.gemm.available(a.dtype)):
+        return None
+    out = np.empty(shape, a.dtype)
+    if beta != 0:            # (beta 0: self is not read, its NaNs do not propagate)
+        np.copyto(out, self)
+    return loops.gemm.matmul(a, b, out, alpha, beta)
 
 
 def addmv(xp: Any, self: Array, mat: Array, vec: Array, beta: Any = 1, alpha: Any = 1) -> Any:
@@ -222,7 +257,11 @@ def addmv(xp: Any, self: Array, mat: Array, vec: Array, beta: Any = 1, alpha: An
 
 @meta_shape(lambda self, batch1, batch2, beta=1, alpha=1, **_k: _bmm_check(batch1, batch2))
 def baddbmm(xp: Any, self: Array, batch1: Any, batch2: Any, beta: Any = 1, alpha: Any = 1) -> Any:
-    _bmm_check(batch1, batch2)
+    shape, _ = _bmm_check(batch1, batch2)
+    check_expand(self.shape, shape)
+    fused = _gemm_accumulate(xp, self, batch1, batch2, beta, alpha, shape)
+    if fused is not None:
+        return fused
     r = _matmul_acc(xp, batch1, batch2)
     return _scaled_sum(xp, r, self, beta, alpha, r.shape)
 

@@ -188,12 +188,26 @@ def permute(xp: Any, self: Array, dims: Any) -> Any:
     return xp.transpose(self, wrap_dims(dims, self.ndim))
 
 
+def check_expand(shape: Any, size: Any) -> None:
+    """PyTorch's error where a tensor of ``shape`` cannot be expanded to ``size`` (-1 keeps a size)."""
+    n = len(size)
+    if n < len(shape):
+        raise RuntimeError(f"expand(torch.FloatTensor{{{shape_str(shape)}}}, size={shape_str(size)}): the "
+                           f"number of sizes provided ({n}) must be greater or equal to the number of "
+                           f"dimensions in the tensor ({len(shape)})")
+    off = n - len(shape)
+    for i in reversed(range(off, n)):      # (PyTorch's order: the last mismatch is the one reported)
+        want, have = size[i], shape[i - off]
+        if want not in (-1, have) and have != 1:
+            raise RuntimeError(f"The expanded size of the tensor ({want}) must match the existing size ({have}) "
+                               f"at non-singleton dimension {i}.  Target sizes: {shape_str(size)}.  Tensor sizes: "
+                               f"{shape_str(shape)}")
+
+
 def expand(xp: Any, self: Array, size: Any, implicit: Any = False) -> Any:
     n = len(size)
     if n < self.ndim:
-        raise RuntimeError(f"expand(torch.FloatTensor{{{shape_str(self.shape)}}}, size={shape_str(size)}): the "
-                           f"number of sizes provided ({n}) must be greater or equal to the number of "
-                           f"dimensions in the tensor ({self.ndim})")
+        check_expand(self.shape, size)
     off = n - self.ndim
     shape, strides = [], []
     for i in range(n):
@@ -216,9 +230,7 @@ def expand(xp: Any, self: Array, size: Any, implicit: Any = False) -> Any:
             shape.append(want)
             strides.append(0)
         else:
-            raise RuntimeError(f"The expanded size of the tensor ({want}) must match the existing size ({have}) "
-                               f"at non-singleton dimension {i}.  Target sizes: {shape_str(size)}.  Tensor sizes: "
-                               f"{shape_str(self.shape)}")
+            check_expand(self.shape, size)
     return _restride(xp, self, shape, strides)
 
 

@@ -4,12 +4,13 @@ Note [Compiled loops]
 Where one NumPy kernel would make many passes over memory, a loop compiled by numba makes one. Each family module
 here (``activation``, ``softmax``, ``normalization``, ``pointwise``, ``pooling``, ``convolution``, ``attention``,
 ``rnn``, ``optim``, ``random``, ``indexing``, ``linalg``, ``quantized``) holds the loops and the runners that split
-them over the intra-op threads; the kernel that uses them (``kernels/softmax.py`` for ``loops/softmax.py``) keeps
-its NumPy formulation as the fallback and as the definition the loop must agree with, and reaches the loops by
-attribute, ``loops.softmax.softmax(x, log)``. Importing numba costs 0.4 s, so ``import ember`` imports no family:
-this package loads one on first use (a module ``__getattr__``, PEP 562), after ``compiled.usable`` said numba is
-there. numba compiles each loop once per machine and keeps the machine code in ``__pycache__`` beside the source
-(``cache=True``): only the first call after installing ember pays the compilation (about a second per loop).
+them over the intra-op threads (``gemm`` holds the loop that calls BLAS once per matrix of a batch); the kernel that
+uses them (``kernels/softmax.py`` for ``loops/softmax.py``) keeps its NumPy formulation as the fallback and as the
+definition the loop must agree with, and reaches the loops by attribute, ``loops.softmax.softmax(x, log)``.
+Importing numba costs 0.4 s, so ``import ember`` imports no family: this package loads one on first use (a module
+``__getattr__``, PEP 562), after ``compiled.usable`` said numba is there. numba compiles each loop once per machine
+and keeps the machine code in ``__pycache__`` beside the source (``cache=True``): only the first call after
+installing ember pays the compilation (about a second per loop).
 
 A loop takes the range of its work last (rows r0..r1, elements b..e) and a family gives its hot loops a parallel
 driver (``compiled.parallel_of``, Note [Splitting a loop over threads] in ``compiled.py``), which runs the ranges
@@ -51,8 +52,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-FAMILIES = ("activation", "attention", "convolution", "indexing", "linalg", "normalization", "optim", "pointwise",
-            "pooling", "quantized", "random", "rnn", "softmax")
+FAMILIES = ("activation", "attention", "convolution", "gemm", "indexing", "linalg", "normalization", "optim",
+            "pointwise", "pooling", "quantized", "random", "rnn", "softmax")
 
 
 def __getattr__(name: str) -> Any:
