@@ -24,7 +24,7 @@ from ember.autograd.functions_manual import strided_view_backward, zeros_of
 from ember.c10.tensor_impl import TensorImpl
 from ember.c10.memory_format import contiguous_format
 from ember.aten.dispatcher import python_key_used, tls as _dispatch_tls
-from ember.c10.dispatch_key import DispatchKey
+from ember.c10.dispatch_key import MATH_BITS, DispatchKey
 from ember.c10.dtype import scalar_type_name
 
 _PYTHON_BIT = 1 << DispatchKey.Python
@@ -329,11 +329,12 @@ class AccumulateGrad(Node):
                 # PyTorch steals a gradient nothing else holds (no copy): one whose memory is its own, laid out
                 # as the leaf, referenced only by the engine's buffer and this frame; any other is copied. A
                 # kernel's result may be a view (a reshape) of an array only that view holds: its memory is its own
-                # (a reshape of a kernel's result: a view tensor whose base tensor only it holds, counts too)
+                # (a reshape of a kernel's result: a view tensor whose base tensor only it holds, counts too; a
+                # conjugate or negative view does not: the leaf gets the values)
                 refs = 2 if g is grads[0] else 1
                 if sys.getrefcount(g) <= refs + 1 and (g._ks & _PYTHON_BIT or (  # a subclass: its own memory
-                        _owns_memory(g._data, g.__dict__.get("_base")) and g._data.flags.c_contiguous
-                        and var._data.flags.c_contiguous)):
+                        not g._ks & MATH_BITS and _owns_memory(g._data, g.__dict__.get("_base"))
+                        and g._data.flags.c_contiguous and var._data.flags.c_contiguous)):
                     var._grad = g.detach()
                 else:
                     var._grad = _clone_obey_contract(g.detach(), var)
