@@ -14,8 +14,10 @@ BLAS threads; separate processes measure what a user of each sees.
 
 Options every benchmark takes: ``--quick`` (a tiny smoke run: one round, one block, shrunken workloads),
 ``--rounds N``, ``--blocks N``, ``--threads N``, ``--only TEXT`` (workloads whose name contains TEXT),
-``--markdown`` (the table as Markdown, for README / docs) and ``--self-check`` (PyTorch on both sides: the
-ratios show the harness's own noise; they should be near 1.0).
+``--markdown`` (the table as Markdown, for README / docs), ``--self-check`` (PyTorch on both sides: the
+ratios show the harness's own noise; they should be near 1.0) and ``--under-load [N]`` (N processes, one per
+logical CPU by default, each spinning a Python loop, run beside every measured process: how each framework's
+threads behave when other jobs share the cores).
 """
 from __future__ import annotations
 
@@ -179,6 +181,12 @@ def _have_torch() -> bool:
     return importlib.util.find_spec("torch") is not None
 
 
+# The competing load of ``--under-load``: a process that keeps one core busy in Python (no memory traffic, no
+# threads of its own), as other jobs on a shared machine do; N of them start before each measured process and
+# stop after it.
+LOAD = "while True:\n    pass"
+
+
 def _run_child(bench: Bench, side: Side, names: list[str], args: argparse.Namespace) -> dict[str, Any]:
     spec = {"module": bench.module, "side": side.name, "framework": side.framework, "workloads": names,
             "threads": args.threads, "blocks": args.blocks, "quick": args.quick, "self_check": args.self_check}
@@ -186,7 +194,13 @@ def _run_child(bench: Bench, side: Side, names: list[str], args: argparse.Namesp
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env[var] = str(args.threads)
     cmd = [sys.executable, "-m", "bench._timing", "--child", json.dumps(spec)]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    load = [subprocess.Popen([sys.executable, "-c", LOAD]) for _ in range(args.under_load)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    finally:
+        for q in load:
+            q.kill()
+            q.wait()
     if p.returncode != 0:
         raise RuntimeError(f"benchmark child {side.name} / {names} failed:\n{p.stderr}")
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -201,6 +215,8 @@ def parse_args(bench: Bench, argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--only", default="", help="only the workloads whose name contains this text")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     ap.add_argument("--self-check", action="store_true", help="PyTorch on both sides (ratios should be ~1.0)")
+    ap.add_argument("--under-load", type=int, nargs="?", const=os.cpu_count() or 1, default=0, metavar="N",
+                    help="run N busy processes beside each measured one (default N: the logical CPUs)")
     args = ap.parse_args(argv)
     if args.quick:
         args.rounds, args.blocks = 1, 1
@@ -253,6 +269,8 @@ def _print_table(bench: Bench, args: argparse.Namespace, sides: list[Side], name
     if len(sides) > 1:
         print(f"  ratio = {' or '.join(r.name for r in refs)} time / {first.name} time (> 1: {first.name} is "
               f"faster); in brackets, its range over the rounds")
+    if args.under_load:
+        print(f"  under load: {args.under_load} busy process(es) (a Python spin loop each) beside each measured one")
     for note in bench.notes:
         print(f"  {note}")
     head = ["workload"] + [f"{s.name} {bench.unit}" for s in sides] + [f"{r.name}/{first.name}" for r in refs]

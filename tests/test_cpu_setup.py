@@ -202,3 +202,57 @@ def test_threaded_unary_kernels_equal_serial():
                 np.testing.assert_array_equal(a.numpy(), b.numpy())
     finally:
         ember.set_num_threads(before)
+
+
+def test_threads_follow_the_cores_other_processes_leave(monkeypatch):
+    """Note [Threads under load]: with other processes' runnable threads filling the cores, parallel regions and
+    OpenBLAS use one thread (get_num_threads() keeps the user's number); back to it once a sample shows the cores
+    free; a process that runs for an instant (one sample of three) changes nothing; EMBER_DYNAMIC_THREADS=0 off."""
+    from ember.aten import parallel
+    before = ember.get_num_threads()
+    blas = parallel.numpy_openblas()
+    others = []
+    monkeypatch.setattr(parallel, "_dynamic", True)
+    monkeypatch.setattr(parallel, "_SAMPLE_PERIOD", 0.0)
+    monkeypatch.setattr(parallel, "_cores", lambda: 2)
+    monkeypatch.setattr(parallel, "_runnable_others", lambda: others[0])
+    try:
+        ember.set_num_threads(2)
+        counted = blas._get() if blas is not None else None
+        others[:] = [0]
+        assert parallel.threads() == 2
+        others[:] = [2]
+        assert parallel.threads() == 2            # one busy sample of three: still free
+        parallel.threads()
+        assert parallel.threads() == 1 and parallel.ranges(10 ** 9, 1) == 1
+        assert ember.get_num_threads() == 2
+        if blas is not None:
+            assert blas._get() == 1
+        seen = []
+        parallel.parallel_for(0, 10 ** 6, 1, lambda b, e: seen.append((b, e)))
+        assert seen == [(0, 10 ** 6)]
+        others[:] = [0]
+        assert parallel.threads() == 2 and parallel.ranges(10 ** 9, 1) == 2
+        if blas is not None:
+            assert blas._get() == counted
+        others[:] = [5]
+        for _ in range(3):
+            parallel.threads()
+        monkeypatch.setattr(parallel, "_dynamic", False)
+        assert parallel.threads() == 2
+    finally:
+        ember.set_num_threads(before)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/loadavg"), reason="Linux counts runnable threads in /proc")
+def test_other_processes_runnable_threads_are_counted():
+    from ember.aten import parallel
+    busy = [subprocess.Popen([sys.executable, "-c", "while True:\n    pass"]) for _ in range(2)]
+    try:
+        import time
+        time.sleep(0.3)
+        assert max(parallel._runnable_others() for _ in range(5)) >= 2
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()

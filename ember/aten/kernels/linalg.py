@@ -16,6 +16,7 @@ from ember.c10.exceptions import _LinAlgError, warn_once
 
 from ember.c10.dtype import BF16_NP as _BF16, cpp_type_name
 
+from ember.aten import parallel
 from ember.aten.kernels import compiled, loops
 from ember.aten.kernels._common import compute_dtype, meta_kernel, meta_shape, type_name, wrap_dim
 from ember.aten.kernels.views import check_expand
@@ -49,7 +50,9 @@ STACKED_GEMM_MIN = 1 << 17
 def stacked_matmul(xp: Any, a: Array, b: Array, out: Any = None) -> Any:
     """``xp.matmul(a, b[, out=out])``; a product of two or more float32 / float64 matrices (a batch of them,
     broadcast) runs them side by side on the intra-op threads, one BLAS call each (``loops.gemm``), once it has
-    ``STACKED_GEMM_MIN`` multiply-adds. One matrix is NumPy's product, which OpenBLAS threads itself."""
+    ``STACKED_GEMM_MIN`` multiply-adds. One matrix is NumPy's product, which OpenBLAS threads itself (with the
+    threads other processes leave: ``parallel.threads``)."""
+    parallel.threads()
     if xp is np and a.ndim >= 2 and b.ndim >= 2 and a.ndim + b.ndim > 4 and a.dtype == b.dtype \
             and a.dtype.kind == "f" and a.dtype.itemsize >= 4:
         M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
