@@ -72,7 +72,9 @@ def test_rsample_is_differentiable_and_log_prob_gradients_match():
     lambda D, lib: D.Bernoulli(probs=lib.tensor([0.5])).log_prob(lib.tensor([0.5])),
     lambda D, lib: D.Categorical(probs=lib.tensor([0.5, 0.5])).log_prob(lib.tensor(3)),
 ])
-def test_validation_errors_match_pytorch(case):
+def test_validation_errors_match_pytorch(case, monkeypatch):
+    # with validation on, PyTorch's default (a test that started PyTorch's dynamo in this worker switched it off)
+    monkeypatch.setattr(torch.distributions.Distribution, "_validate_args", True)
     with pytest.raises(Exception) as te:
         case(torch.distributions, torch)
     with pytest.raises(type(te.value)) as ee:

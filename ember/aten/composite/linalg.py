@@ -492,16 +492,16 @@ def matmul(self: Any, other: Any) -> Any:
     when one operand is a batch against a matrix or vector (``_should_fold``); else both operands expanded to the
     broadcast batch, flattened to one batch dimension and multiplied by ``bmm``. Results that were computed into a
     fresh tensor are reshaped through ``_unsafe_view``, as PyTorch's are."""
+    da, db = self._data.ndim, other._data.ndim
+    if da == 2 and db == 2:                 # mm's checks word matmul's errors for two matrices
+        return aten.mm(self, other)
     _matmul_check(self._data, other._data)  # PyTorch's errors for every rank combination
-    da, db = self.dim(), other.dim()
     if da == 1 and db == 1:
         return aten.dot(self, other)
     if da == 2 and db == 1:
         return aten.mv(self, other)
     if da == 1 and db == 2:
         return aten.squeeze__dim(aten.mm(aten.unsqueeze(self, 0), other), 0)
-    if da == 2 and db == 2:
-        return aten.mm(self, other)
     if _should_fold(self, other):
         transpose = db > da
         t1 = aten.transpose_int(other, -2, -1) if transpose else self

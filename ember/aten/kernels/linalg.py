@@ -27,7 +27,7 @@ def _mm_dtype_check(a: Array, b: Array, names: Any = ('mat1', 'mat2')) -> Any:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_cname(a.dtype)} != "
                            f"{_cname(b.dtype)}")
     if a.dtype.kind == "b":
-        raise RuntimeError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
+        raise NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
 
 
 def _cname(npdt: Any) -> Any:
@@ -52,9 +52,11 @@ def stacked_matmul(xp: Any, a: Array, b: Array, out: Any = None) -> Any:
     broadcast) runs them side by side on the intra-op threads, one BLAS call each (``loops.gemm``), once it has
     ``STACKED_GEMM_MIN`` multiply-adds. One matrix is NumPy's product, which OpenBLAS threads itself (with the
     threads other processes leave: ``parallel.threads``)."""
-    parallel.threads()
-    if xp is np and a.ndim >= 2 and b.ndim >= 2 and a.ndim + b.ndim > 4 and a.dtype == b.dtype \
-            and a.dtype.kind == "f" and a.dtype.itemsize >= 4:
+    if a.ndim + b.ndim <= 4:                # one matrix (or a vector): the common, cheap case first
+        if a.size >= STACKED_GEMM_MIN // 64:  # a product OpenBLAS may thread
+            parallel.threads()
+    elif xp is np and a.ndim >= 2 and b.ndim >= 2 and a.dtype == b.dtype and a.dtype.kind == "f" \
+            and a.dtype.itemsize >= 4:
         M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
         items = max(a.size // (M * K or 1), b.size // (K * N or 1))
         if items >= 2 and items * M * K * N >= STACKED_GEMM_MIN \
@@ -107,7 +109,8 @@ def _bmm_check(self: Array, mat2: Array, **_k: Any) -> Any:
                            f"[{mat2.shape[0]}, {mat2.shape[1]}].")
     if self.dtype != mat2.dtype:  # (bmm's own wording, not mm's)
         raise RuntimeError(f"expected scalar type {type_name(self.dtype)} but found {type_name(mat2.dtype)}")
-    _mm_dtype_check(self, mat2)
+    if self.dtype.kind == "b":
+        raise NotImplementedError("\"bmm\" not implemented for 'Bool'")
     return (b, n, mat2.shape[2]), self.dtype
 
 
@@ -188,7 +191,7 @@ def _matmul_check(self: Array, other: Array, **_k: Any) -> Any:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{int(np.prod(self.shape[:-2]))}, {k1}] but got: [{int(np.prod(self.shape[:-2]))}, {k2}].")
     if self.dtype.kind == "b":
-        raise RuntimeError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
+        raise NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
     from ember.aten.kernels._common import check_broadcast
     bs = self.shape[:-2] if self.ndim > 2 else ()
     bo = other.shape[:-2] if other.ndim > 2 else ()
