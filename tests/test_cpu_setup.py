@@ -231,6 +231,14 @@ def test_threads_follow_the_cores_other_processes_leave(monkeypatch):
         seen = []
         parallel.parallel_for(0, 10 ** 6, 1, lambda b, e: seen.append((b, e)))
         assert seen == [(0, 10 ** 6)]
+        x = ember.tensor(np.random.default_rng(0).standard_normal((2000, 64)).astype(np.float32))
+        loaded = ember.softmax(x, -1).numpy()          # the same bits as with the cores free
+        others[:] = [0]
+        parallel.threads()
+        np.testing.assert_array_equal(ember.softmax(x, -1).numpy(), loaded)
+        others[:] = [2]
+        for _ in range(3):
+            parallel.threads()
         others[:] = [0]
         assert parallel.threads() == 2 and parallel.ranges(10 ** 9, 1) == 2
         if blas is not None:

@@ -302,7 +302,8 @@ def ranges(work: int, grain: int) -> int:
 # threads of the whole machine (``/proc/loadavg``) less this process's own (``/proc/self/task/*/stat``), the
 # smallest count of the last three samples (a process that runs for an instant changes nothing). Parallel regions
 # and OpenBLAS then use at most that many threads, one at least; ``get_num_threads()`` keeps the user's number.
-# ``EMBER_DYNAMIC_THREADS=0`` turns this off. Elsewhere than Linux nothing is counted.
+# A loop that load leaves with one range still runs inside its parallel driver (``run_split``), so results keep
+# their bits. ``EMBER_DYNAMIC_THREADS=0`` turns this off. Elsewhere than Linux nothing is counted.
 _dynamic = os.environ.get("EMBER_DYNAMIC_THREADS", "1") != "0"
 _SAMPLE_PERIOD = 0.1
 _next_sample = 0.0
@@ -381,9 +382,14 @@ def run_split(work: int, grain: int, serial: Any, driver: Any) -> None:
     layer can run, else on the pooled Python threads (``parallel_for``)."""
     chunks = ranges(work, grain)
     if chunks <= 1:
-        if work > 0:
+        if work <= 0:
+            return
+        # Where only other processes' load took the threads away, the driver runs its one range: the loop as
+        # compiled inside the driver can round a row's sum differently from the loop compiled alone (LLVM
+        # vectorizes each for its own context), and load must not change the bits (Note [Threads under load])
+        if _effective is None or driver is None or not _would_split(work, grain) or not numba_layer_usable():
             serial(0, work)
-        return
+            return
     if driver is not None and numba_layer_usable():
         if getattr(_numba_threads, "n", 0) != chunks:
             numba: Any = importlib.import_module("numba")
@@ -392,6 +398,11 @@ def run_split(work: int, grain: int, serial: Any, driver: Any) -> None:
         driver(chunks)
         return
     parallel_for(0, work, max(1, grain), serial)
+
+
+def _would_split(work: int, grain: int) -> bool:
+    """Whether ``work`` would split on the user's thread count."""
+    return not in_parallel_region() and min(get_num_threads(), work // max(1, grain)) > 1
 
 
 def numba_layer_usable() -> bool:
