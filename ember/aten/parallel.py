@@ -331,7 +331,8 @@ def _runnable_others() -> int | None:
                     stat = f.read()
             except OSError:
                 continue          # a thread that ended meanwhile
-            own += stat[stat.rindex(b")") + 2:stat.rindex(b")") + 3] == b"R"
+            state = stat.rindex(b")") + 2       # the field after the (command name)
+            own += stat[state:state + 1] == b"R"
         return max(0, running - own)
     except (OSError, ValueError, IndexError):
         return None

@@ -55,14 +55,18 @@ def stacked_matmul(xp: Any, a: Array, b: Array, out: Any = None) -> Any:
     if a.ndim + b.ndim <= 4:                # one matrix (or a vector): the common, cheap case first
         if a.size >= STACKED_GEMM_MIN // 64:  # a product OpenBLAS may thread
             parallel.threads()
-    elif xp is np and a.ndim >= 2 and b.ndim >= 2 and a.dtype == b.dtype and a.dtype.kind == "f" \
-            and a.dtype.itemsize >= 4:
+    elif a.ndim >= 2 and b.ndim >= 2 and a.dtype == b.dtype:
         M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
         items = max(a.size // (M * K or 1), b.size // (K * N or 1))
-        if items >= 2 and items * M * K * N >= STACKED_GEMM_MIN \
-                and compiled.usable(xp, a, dtypes=(np.float32, np.float64)) and loops.gemm.available(a.dtype):
+        if items >= 2 and items * M * K * N >= STACKED_GEMM_MIN and _gemm_loop_usable(xp, a):
             return loops.gemm.matmul(a, b, out)
     return xp.matmul(a, b) if out is None else xp.matmul(a, b, out=out)
+
+
+def _gemm_loop_usable(xp: Any, a: Array) -> bool:
+    """Whether ``loops.gemm`` multiplies ``a``'s matrices: float32 / float64 NumPy arrays, numba and a callable
+    OpenBLAS there."""
+    return compiled.usable(xp, a, dtypes=(np.float32, np.float64)) and loops.gemm.available(a.dtype)
 
 
 def _matmul(xp: Any, a: Array, b: Array) -> Any:
@@ -244,10 +248,8 @@ def _gemm_accumulate(xp: Any, self: Array, a: Array, b: Array, beta: Any, alpha:
     the result, which the GEMM then scales by beta and adds the product to (``loops.gemm``; one pass over the
     result instead of three). None where it does not apply: not float32 / float64 NumPy arrays of one dtype,
     under ``STACKED_GEMM_MIN`` multiply-adds, or alpha 0 (a GEMM would skip the product and its NaNs)."""
-    if not (xp is np and self.dtype == a.dtype == b.dtype and a.dtype.kind == "f" and a.dtype.itemsize >= 4
-            and isinstance(alpha, (int, float)) and isinstance(beta, (int, float)) and alpha != 0
-            and a.size * b.shape[-1] >= STACKED_GEMM_MIN and compiled.usable(xp, a, dtypes=(np.float32, np.float64))
-            and loops.gemm.available(a.dtype)):
+    if not (self.dtype == a.dtype == b.dtype and isinstance(alpha, (int, float)) and isinstance(beta, (int, float))
+            and alpha != 0 and a.size * b.shape[-1] >= STACKED_GEMM_MIN and _gemm_loop_usable(xp, a)):
         return None
     out = np.empty(shape, a.dtype)
     if beta != 0:            # (beta 0: self is not read, its NaNs do not propagate)
