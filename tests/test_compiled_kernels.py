@@ -729,6 +729,67 @@ def test_pointwise_arithmetic_gives_numpys_and_pytorchs_bits(op, monkeypatch):
     assert len(calls) == 3 and loops.pointwise.binary in compiled._drivers     # all three ran the compiled loop
 
 
+_SELECTS = {
+    "relu": lambda L, x: L.relu(x),
+    "relu_": lambda L, x: x.clone().relu_(),
+    "clamp": lambda L, x: x.clamp(0, 6),
+    "clamp_min_-0": lambda L, x: x.clamp(min=-0.0),
+    "clamp_max": lambda L, x: x.clamp(max=0),
+    "clamp_nan_bound": lambda L, x: x.clamp(min=float("nan")),
+    "clamp_min_above_max": lambda L, x: x.clamp(2, 1),
+    "clamp_tensor_bounds": lambda L, x: x.clamp(L.zeros_like(x), L.ones_like(x)),
+    "hardtanh": lambda L, x: L.nn.functional.hardtanh(x),
+    "relu6": lambda L, x: L.nn.functional.relu6(x),
+    "leaky_relu": lambda L, x: L.nn.functional.leaky_relu(x, 0.1),
+    "where": lambda L, x: L.where(x > 0, x, x * 2),
+    "where_number": lambda L, x: L.where(x > 0, x, 0.5),
+    "where_number_first": lambda L, x: L.where(x > 0, 2.0, x),
+    "where_numbers": lambda L, x: L.where(x > 0, 2.0, -1.0),
+    "threshold": lambda L, x: L.nn.functional.threshold(x, 0.5, -3.0),
+    "strided_relu": lambda L, x: L.relu(x[::2]),
+    "softshrink": lambda L, x: L.nn.functional.softshrink(x),
+}
+
+
+@pytest.mark.parametrize("n", [1024, 2 ** 18])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("name", sorted(_SELECTS))
+def test_clamps_and_selects_give_pytorchs_values_and_signed_zeros(name, dtype, n, monkeypatch):
+    """relu, clamp, hardtanh and the kernels built on ``where`` run the select loops from compiled.SELECT_MIN
+    elements on (Note [Selects]) and NumPy below it: both give PyTorch's values bit for bit, NaN kept, and its
+    signed zeros -- x kept where it equals a number bound (relu(-0.0) is -0.0), a tensor bound's value where it
+    equals that (n a multiple of PyTorch's vector width: its scalar tail orders ties the other way)."""
+    torch = pytest.importorskip("torch")
+    with np.errstate(over="ignore"):
+        x = _special_floats(n, 3).astype(dtype)
+    x[::97] = -0.0
+    calls = []
+    for fn in ("clamped", "selected"):
+        real = getattr(loops.pointwise, fn)
+        monkeypatch.setattr(loops.pointwise, fn, lambda *a, real=real: calls.append(1) or real(*a))
+    with np.errstate(all="ignore"):
+        got = _SELECTS[name](ember, ember.tensor(x)).numpy()
+        want = _SELECTS[name](torch, torch.tensor(x)).numpy()
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    number = ~np.isnan(want)
+    np.testing.assert_array_equal(np.signbit(got[number]), np.signbit(want[number]))
+    if n >= compiled.SELECT_MIN and dtype != np.float16 and name not in ("clamp_nan_bound", "clamp_tensor_bounds",
+                                                                         "strided_relu"):
+        assert calls
+
+
+def test_where_through_the_select_loop_keeps_numpys_promotion_and_falls_back_where_it_must():
+    n = compiled.SELECT_MIN
+    c = np.random.default_rng(0).random(n) < 0.5
+    a32, b64 = np.arange(n, dtype=np.float32), np.ones(n)
+    for x, y in [(a32, 0.5), (a32, b64), (2, a32), (a32, np.float64(3)), (a32, np.array(7.0)), (True, a32),
+                 (a32[::-1], 1.0), (a32.reshape(1, n), 1.0), (np.arange(n), 1), (a32, 1j)]:
+        got, want = compiled.where(np, c, x, y), np.where(c, x, y)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
 def test_exp_and_sigmoid_loops_within_their_ulps_and_pytorchs_special_values():
     torch = pytest.importorskip("torch")
     x = np.concatenate([np.linspace(-104, 88.7, 300001), _special_floats(100000)]).astype(np.float32)

@@ -57,7 +57,7 @@ def threshold_backward(xp: Any, grad_output: Array, self: Array, threshold: Any)
             isinstance(threshold, (int, float)) and not isinstance(threshold, bool):
         return compiled.elementwise(loops.activation.threshold_backward, grad_output, self, scalars=(float(threshold),))
     g = grad_output if grad_output.dtype == npdt else grad_output.astype(npdt)
-    return xp.where(self <= threshold, xp.zeros((), npdt), g)   # NumPy's where is exact but slow (a branch each)
+    return compiled.where(xp, self <= threshold, xp.zeros((), npdt), g)
 
 
 def _backward_of_output(xp: Any, grad_output: Array, output: Array, derivative: Callable[[Any], Any]) -> Any:
@@ -137,7 +137,7 @@ def _activation(name: Any, f: Any) -> Any:
 
 def _softplus(xp: Any, x: Array, beta: Any = 1.0, threshold: Any = 20.0) -> Any:
     bx = x * beta
-    return xp.where(bx > threshold, x, xp.log1p(xp.exp(xp.minimum(bx, threshold))) / beta)
+    return compiled.where(xp, bx > threshold, x, xp.log1p(xp.exp(xp.minimum(bx, threshold))) / beta)
 
 
 _activation("silu", lambda xp, x: compiled.elementwise(loops.activation.silu, x) if compiled.usable(xp, x) else
@@ -145,11 +145,20 @@ _activation("silu", lambda xp, x: compiled.elementwise(loops.activation.silu, x)
 _activation("mish", lambda xp, x: x * xp.tanh(_softplus(xp, x)))
 _activation("hardswish", lambda xp, x: x * xp.clip(x + 3, 0, 6) / 6)
 _activation("hardsigmoid", lambda xp, x: xp.clip(x + 3, 0, 6) / 6)
-_activation("leaky_relu", lambda xp, x, negative_slope=0.01: xp.where(x > 0, x, x * negative_slope))
+_activation("leaky_relu", lambda xp, x, negative_slope=0.01: compiled.where(xp, x > 0, x, x * negative_slope))
 _activation("elu", lambda xp, x, alpha=1.0, scale=1.0, input_scale=1.0:
-            xp.where(x > 0, x * scale, xp.expm1(x * input_scale) * alpha * scale))
-_activation("celu", lambda xp, x, alpha=1.0: xp.where(x > 0, x, xp.expm1(x / alpha) * alpha))
-_activation("hardtanh", lambda xp, x, min_val=-1.0, max_val=1.0: xp.minimum(xp.maximum(x, min_val), max_val))
+            compiled.where(xp, x > 0, x * scale, xp.expm1(x * input_scale) * alpha * scale))
+_activation("celu", lambda xp, x, alpha=1.0: compiled.where(xp, x > 0, x, xp.expm1(x / alpha) * alpha))
+def _hardtanh(xp: Any, x: Array, min_val: Any = -1.0, max_val: Any = 1.0) -> Any:
+    """clamp(x, min_val, max_val) in PyTorch's order (x kept where it equals a bound: Note [Selects])."""
+    r = compiled.clamped(xp, x, min_val, max_val)
+    if r is None:
+        r = compiled.where(xp, x < min_val, xp.asarray(min_val, x.dtype), x)
+        r = compiled.where(xp, r > max_val, xp.asarray(max_val, x.dtype), r)
+    return r
+
+
+_activation("hardtanh", _hardtanh)
 _activation("softplus", _softplus)
 
 
@@ -188,7 +197,7 @@ def threshold(xp: Any, self: Array, threshold: Any, value: Array) -> Any:
     """``value`` where ``x <= threshold``, else x (any real dtype, as PyTorch's)."""
     if self.dtype.kind == "b":
         raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
-    return xp.where(self <= threshold, xp.asarray(value).astype(self.dtype), self)
+    return compiled.where(xp, self <= threshold, xp.asarray(value).astype(self.dtype), self)
 
 
 def _shrink_check(self: Array, lambd: Any, name: Any) -> Any:
@@ -202,13 +211,15 @@ def softshrink(xp: Any, self: Array, lambd: Any = 0.5) -> Any:
     if lambd < 0:
         raise RuntimeError(f"lambda must be in range [0, {float(np.finfo(np.float32).max):g}] for input dtype "
                            f"{type_name(self.dtype)}, but found {lambd:g}")
-    return xp.where(self > lambd, self - lambd, xp.where(self < -lambd, self + lambd, 0)).astype(self.dtype)
+    with np.errstate(invalid="ignore"):
+        inner = compiled.where(xp, self < -lambd, self + lambd, self - self)   # +0, and NaN for NaN as PyTorch's
+        return compiled.where(xp, self > lambd, self - lambd, inner).astype(self.dtype)
 
 
 @elementwise
 def hardshrink(xp: Any, self: Array, lambd: Any = 0.5) -> Any:
     _shrink_check(self, lambd, "hardshrink_cpu")
-    return xp.where((self >= -lambd) & (self <= lambd), 0, self).astype(self.dtype)
+    return compiled.where(xp, (self >= -lambd) & (self <= lambd), 0, self).astype(self.dtype)
 
 
 
@@ -219,7 +230,7 @@ def _prelu_kernel(xp: Any, self: Array, weight: Array) -> Any:
     npdt = result_np_dtype(self, weight)
     if npdt.kind != "f" and npdt != BF16_NP:
         raise NotImplementedError(f"\"prelu_cpu\" not implemented for '{type_name(npdt)}'")
-    return xp.where(self > 0, self, weight * self).astype(npdt, copy=False)
+    return compiled.where(xp, self > 0, self, weight * self).astype(npdt, copy=False)
 
 
 def _rrelu_checks(self: Array, noise: Array) -> Any:
@@ -246,7 +257,7 @@ def rrelu_with_noise(xp: Any, self: Array, noise: Array, lower: Any = 0.125, upp
     ct = compute_dtype(self.dtype)
     x = asdtype(xp, self, ct)
     if not training:
-        return xp.where(x > 0, x, x * ct.type((lower + upper) / 2)).astype(self.dtype, copy=False)
+        return compiled.where(xp, x > 0, x, x * ct.type((lower + upper) / 2)).astype(self.dtype, copy=False)
     neg = x <= 0
     n = int(neg.sum())
     u = uniform_bits(_gen(generator), n, np.dtype(np.float64))
@@ -254,4 +265,4 @@ def rrelu_with_noise(xp: Any, self: Array, noise: Array, lower: Any = 0.125, upp
     r[np.asarray(neg.get() if hasattr(neg, "get") else neg)] = (u * (float(upper) - float(lower)) + float(lower))
     r = xp.asarray(r)
     noise[...] = r.astype(noise.dtype, copy=False)
-    return xp.where(neg, x * r, x).astype(self.dtype, copy=False)
+    return compiled.where(xp, neg, x * r, x).astype(self.dtype, copy=False)

@@ -72,13 +72,13 @@ def _scaled_dot_product_flash_attention_for_cpu(xp: Any, query: Array, key: Arra
         with np.errstate(all="ignore"):
             x = scores * s
             if is_causal:
-                x = xp.where(_causal_keep(xp, L, S), x, -np.inf)
+                x = compiled.where(xp, _causal_keep(xp, L, S), x, -np.inf)
             m = x.max(axis=-1, keepdims=True) if S else xp.full(x.shape[:-1] + (1,), -np.inf, ct)
             empty = m == -np.inf                                    # every key masked: p = 0, lse = 0
-            e = xp.exp(x - xp.where(empty, 0, m))
+            e = xp.exp(x - compiled.where(xp, empty, 0, m))
             t = e.sum(axis=-1, keepdims=True)
-            p = xp.where(empty, 0, e / xp.where(empty, 1, t))
-            lse = xp.where(empty, 0, m + xp.log(xp.where(empty, 1, t)))[..., 0].astype(ct)
+            p = compiled.where(xp, empty, 0, e / compiled.where(xp, empty, 1, t))
+            lse = compiled.where(xp, empty, 0, m + xp.log(compiled.where(xp, empty, 1, t)))[..., 0].astype(ct)
     # PyTorch's layouts: the output is laid out as the query is (empty_like: a query that is a transposed
     # (B, L, H, E) projection gives an output whose transpose back is contiguous, so the caller's
     # ``.transpose(1, 2).contiguous()`` copies nothing), the logsumexp as (B, L, H) transposed
@@ -113,7 +113,7 @@ def _scaled_dot_product_flash_attention_for_cpu_backward(xp: Any, grad_out: Arra
         with np.errstate(all="ignore"):
             p = xp.exp(scores * s - asdtype(xp, logsumexp, ct)[..., None])
             if is_causal:
-                p = xp.where(_causal_keep(xp, L, S), p, 0)
+                p = compiled.where(xp, _causal_keep(xp, L, S), p, 0)
             ds = p * (dp - d[..., None]) * full
     gq = stacked_matmul(xp, ds, k)
     gk = stacked_matmul(xp, xp.swapaxes(ds, -1, -2), q)

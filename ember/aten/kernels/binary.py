@@ -174,10 +174,11 @@ def _floor_div_float(xp: Any, a: Array, b: Array) -> Any:
     mod = xp.fmod(a, b)
     div = (a - mod) / b
     adjust = (mod != 0) & ((b < 0) != (mod < 0))
-    div = xp.where(adjust, div - 1, div)
+    div = compiled.where(xp, adjust, div - 1, div)
     floordiv = xp.floor(div)
-    floordiv = xp.where(div - floordiv > 0.5, floordiv + 1, floordiv)
-    return xp.where(b == 0, a / b, xp.where(div == 0, xp.copysign(xp.zeros_like(div), a / b), floordiv))
+    floordiv = compiled.where(xp, div - floordiv > 0.5, floordiv + 1, floordiv)
+    r = compiled.where(xp, div == 0, xp.copysign(xp.zeros_like(div), a / b), floordiv)
+    return compiled.where(xp, b == 0, a / b, r)
 
 
 @elementwise
@@ -250,8 +251,8 @@ def _x_log(xp: Any, self: Array, other: Array, log: Any) -> Any:
     cdt = compute_dtype(npdt)
     a, b = asdtype(xp, self, cdt), asdtype(xp, other, cdt)
     with np.errstate(all="ignore"):
-        r = xp.where(a == 0, xp.zeros((), cdt), a * log(b))
-        r = xp.where(xp.isnan(b), b + a * 0, r)
+        r = compiled.where(xp, a == 0, xp.zeros((), cdt), a * log(b))
+        r = compiled.where(xp, xp.isnan(b), b + a * 0, r)
     return r.astype(npdt, copy=False)
 
 
@@ -338,7 +339,7 @@ def where(xp: Any, condition: Array, self: Array, other: Array) -> Any:
             raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
                                f"{type_name(condition.dtype)}")
     npdt = result_np_dtype(self, other)
-    return xp.where(condition, asdtype(xp, self, npdt), asdtype(xp, other, npdt))
+    return compiled.where(xp, condition, asdtype(xp, self, npdt), asdtype(xp, other, npdt))
 
 
 @elementwise
@@ -349,16 +350,27 @@ def clamp(xp: Any, self: Array, min: Array = None, max: Array = None) -> Any:  #
         raise RuntimeError("\"clamp_cpu\" not implemented for 'Bool'")
     ops = [self] + [v for v in (min, max) if v is not None]
     npdt = result_np_dtype(*ops) if len(ops) > 1 else self.dtype
+    if npdt == self.dtype:
+        r = compiled.clamped(xp, self, min, max)
+        if r is not None:
+            return r
     cdt = compute_dtype(npdt)
     r = asdtype(xp, self, cdt)
     with np.errstate(invalid="ignore"):
         if min is not None:
-            m = asdtype(xp, min, cdt)
-            r = xp.where(xp.isnan(m) if cdt.kind == "f" else False, m, xp.maximum(r, m))
+            r = _bound(xp, r, asdtype(xp, min, cdt), xp.less, xp.maximum)
         if max is not None:
-            m = asdtype(xp, max, cdt)
-            r = xp.where(xp.isnan(m) if cdt.kind == "f" else False, m, xp.minimum(r, m))
+            r = _bound(xp, r, asdtype(xp, max, cdt), xp.greater, xp.minimum)
     return r.astype(npdt, copy=False)
+
+
+def _bound(xp: Any, r: Array, m: Array, beyond: Any, extreme: Any) -> Any:
+    """r clamped at the bound m (``beyond`` = ``less`` for a lower bound) as PyTorch's kernels clamp, ties
+    included: a number keeps r where the two are equal (``clamp(-0.0, min=0)`` is -0.0), a tensor gives the bound
+    (its vectorized maximum returns the second operand, as NumPy's does); a NaN bound gives NaN."""
+    if m.ndim == 0 and m == m:
+        return compiled.where(xp, beyond(r, m), m, r)
+    return extreme(r, m)
 
 
 @elementwise
@@ -381,7 +393,7 @@ def lerp(xp: Any, self: Array, end: Array, weight: Array) -> Any:
     w = asdtype(xp, weight, cdt)
     # PyTorch's formula: weight < 0.5 ? self + weight * (end - self) : end - (end - self) * (1 - weight)
     d = b - a
-    r = xp.where(xp.abs(w) < 0.5, a + w * d, b - d * (1 - w))
+    r = compiled.where(xp, xp.abs(w) < 0.5, a + w * d, b - d * (1 - w))
     return r.astype(npdt, copy=False)
 
 
@@ -432,7 +444,7 @@ def heaviside(xp: Any, self: Array, values: Array) -> Any:
     if self.dtype.kind == "c":
         raise NotImplementedError(f"\"heaviside_cpu\" not implemented for '{type_name(self.dtype)}'")
     zero = xp.zeros((), self.dtype)
-    return xp.where(self == zero, values, (self > zero).astype(self.dtype)).astype(self.dtype, copy=False)
+    return compiled.where(xp, self == zero, values, (self > zero).astype(self.dtype)).astype(self.dtype, copy=False)
 
 
 def frexp(xp: Any, self: Array) -> Any:

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.aten.kernels import compiled
 from ember.aten.kernels._common import elementwise, type_name
 from ember.c10.checked_convert import checked_convert
 
@@ -108,4 +109,4 @@ def masked_fill(xp: Any, self: Array, mask: Array, value: Array) -> Any:
                                f"{value.ndim} dimension(s).")
         value = value[()]
     with np.errstate(all="ignore"):
-        return xp.where(mask, xp.asarray(value).astype(self.dtype), self)
+        return compiled.where(xp, mask, xp.asarray(value).astype(self.dtype), self)

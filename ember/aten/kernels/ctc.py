@@ -5,6 +5,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.aten.kernels import compiled
 from ember.aten.kernels._common import Array, meta_array, meta_kernel, type_name
 
 __all__ = ["_ctc_loss", "_ctc_loss_backward"]
@@ -76,7 +77,7 @@ def _ctc_setup(log_probs: Array, targets: Array, input_lengths: Any, target_leng
 
 def _logsumexp3(xp: Any, a: Array, b: Array, c: Any) -> Any:
     m = xp.maximum(xp.maximum(a, b), c)
-    m = xp.where(m == -np.inf, 0, m)
+    m = compiled.where(xp, m == -np.inf, 0, m)
     with np.errstate(all="ignore"):
         return xp.log(xp.exp(a - m) + xp.exp(b - m) + xp.exp(c - m)) + m
 
@@ -103,13 +104,13 @@ def _ctc_loss(xp: Any, log_probs: Array, targets: Array, input_lengths: Any, tar
     if t_len:
         a = xp.full((n, width), -np.inf, lp.dtype)
         a[:, 0] = emit[0, :, 0]
-        a[:, 1:2] = xp.where(xp.asarray(tl > 0)[:, None], emit[0, :, 1:2], ninf) if width > 1 else a[:, 1:2]
+        a[:, 1:2] = compiled.where(xp, xp.asarray(tl > 0)[:, None], emit[0, :, 1:2], ninf) if width > 1 else a[:, 1:2]
         log_alpha[:, 0] = a
         for t in range(1, t_len):
             a1 = xp.concatenate([xp.full((n, 1), -np.inf, lp.dtype), a[:, :-1]], 1)
             a2 = xp.concatenate([xp.full((n, 2), -np.inf, lp.dtype), a[:, :-2]], 1)[:, :width]
-            a2 = xp.where(skip_x, a2, ninf)
-            a = xp.where(valid_x, _logsumexp3(xp, a, a1, a2) + emit[t], ninf)
+            a2 = compiled.where(xp, skip_x, a2, ninf)
+            a = compiled.where(xp, valid_x, _logsumexp3(xp, a, a1, a2) + emit[t], ninf)
             log_alpha[:, t] = a
     nll = xp.empty(n, lp.dtype)
     for b in range(n):
@@ -151,15 +152,15 @@ def _ctc_loss_backward(xp: Any, grad: Array, log_probs: Array, targets: Array, i
             nxt = log_beta[:, t + 1]
             b1 = xp.concatenate([nxt[:, 1:], xp.full((n, 1), -np.inf, lp.dtype)], 1)
             b2 = xp.concatenate([nxt[:, 2:], xp.full((n, 2), -np.inf, lp.dtype)], 1)[:, :width]
-            b2 = xp.where(skip_x, b2, ninf)
-            b = xp.where(valid_x, _logsumexp3(xp, nxt, b1, b2) + emit[t], ninf)
+            b2 = compiled.where(xp, skip_x, b2, ninf)
+            b = compiled.where(xp, valid_x, _logsumexp3(xp, nxt, b1, b2) + emit[t], ninf)
         if starts.any():
             init = xp.full((n, width), -np.inf, lp.dtype)
             init[rows, 2 * tl] = emit[t][rows, 2 * tl]
             has = tl > 0
             init[rows[has], 2 * tl[has] - 1] = emit[t][rows[has], 2 * tl[has] - 1]
-            b = xp.where(xp.asarray(starts)[:, None], init, b)
-        b = xp.where(xp.asarray(t < il)[:, None], b, ninf)
+            b = compiled.where(xp, xp.asarray(starts)[:, None], init, b)
+        b = compiled.where(xp, xp.asarray(t < il)[:, None], b, ninf)
         log_beta[:, t] = b
     # log of the sum of alpha * beta over the positions of each label (eq. 16), per (t, n, c)
     ab = xp.moveaxis(log_alpha, 1, 0) + xp.moveaxis(log_beta, 1, 0)                       # (T, N, 2S+1)
@@ -167,7 +168,7 @@ def _ctc_loss_backward(xp: Any, grad: Array, log_probs: Array, targets: Array, i
     vals = ab.reshape(-1)
     m = xp.full(t_len * n * c, -np.inf, lp.dtype)
     xp.maximum.at(m, flat_idx, vals)
-    m0 = xp.where(m == -np.inf, 0, m)
+    m0 = compiled.where(xp, m == -np.inf, 0, m)
     with np.errstate(all="ignore"):
         acc = xp.zeros(t_len * n * c, lp.dtype)
         xp.add.at(acc, flat_idx, xp.exp(vals - m0[flat_idx]))
@@ -175,7 +176,7 @@ def _ctc_loss_backward(xp: Any, grad: Array, log_probs: Array, targets: Array, i
         nll = neg_log_likelihood.reshape(1, n, 1)
         g = (xp.exp(lp) - xp.exp(lcab + nll - lp)) * grad.reshape(1, n, 1)
     live = xp.asarray(np.arange(t_len)[:, None] < il[None, :])[..., None]
-    g = xp.where(live, g, 0)
+    g = compiled.where(xp, live, g, 0)
     if zero_infinity:
-        g = xp.where(xp.isinf(nll) & (nll > 0), 0, g)
+        g = compiled.where(xp, xp.isinf(nll) & (nll > 0), 0, g)
     return g.astype(lp.dtype, copy=False)

@@ -5,6 +5,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.aten.kernels import compiled
 from ember.aten.kernels._common import Array, asdtype, compute_dtype, meta_array, meta_kernel, type_name
 from ember.c10.dtype import BF16_NP
 
@@ -106,9 +107,9 @@ def _embedding_bag(xp: Any, weight: Array, indices: Array, offsets: Array, scale
     if mode == _EB_MAX:
         out = _segment(xp, "maximum", rows, bags, b, 0)
         # per column, the first entry of its bag that reaches the maximum (PyTorch's loop keeps the first)
-        pos = xp.where(rows == out[bags], xp.arange(bags.shape[0])[:, None], n)
+        pos = compiled.where(xp, rows == out[bags], xp.arange(bags.shape[0])[:, None], n)
         first = _segment(xp, "minimum", pos, bags, b, n)
-        max_indices = xp.where(first < n, idx[live][xp.minimum(first, max(bags.shape[0] - 1, 0))], 0) \
+        max_indices = compiled.where(xp, first < n, idx[live][xp.minimum(first, max(bags.shape[0] - 1, 0))], 0) \
             if bags.shape[0] else xp.zeros((b, d), np.int64)
         return out.astype(weight.dtype), offset2bag, counts, max_indices.astype(np.int64)
     out = _segment(xp, "add", rows, bags, b, 0)
@@ -168,6 +169,6 @@ def embedding_renorm_(xp: Any, self: Array, indices: Array, max_norm: float, nor
         else:
             norms = (xp.abs(w) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
         norms = norms.astype(np.float64)         # PyTorch: the norm as a double, ``row *= max_norm / (norm + 1e-7)``
-        scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(ct)
+        scale = compiled.where(xp, norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(ct)
     self[rows] = (w * scale[:, None]).astype(self.dtype)
     return self

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from ember.aten.kernels import compiled
 from ember.aten.kernels._common import meta_shape, shape_str
 from ember.c10.checked_convert import checked_convert
 from ember.aten.context import fill_empty_deterministic
@@ -149,7 +150,7 @@ def linspace(xp: Any, start: Any, end: Array, steps: Any, dtype: Any = None, lay
     step = (end - start) / (steps - 1)
     i = xp.arange(steps, dtype=np.float64)
     half = steps // 2
-    r = xp.where(i < half, start + step * i, end - step * (steps - i - 1))
+    r = compiled.where(xp, i < half, start + step * i, end - step * (steps - i - 1))
     return r.astype(npdt)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.aten.kernels import compiled
 from ember.aten.kernels._common import Array, type_name
 
 __all__ = ["fake_quantize_per_tensor_affine_cachemask", "_fake_quantize_per_tensor_affine_cachemask_tensor_qparams",
@@ -36,7 +37,7 @@ def _fake(xp: Any, self: Array, scale: Any, zero_point: Any, quant_min: int, qua
     with np.errstate(over="ignore", invalid="ignore"):
         r = xp.rint((x * inv).astype(cdt))
         if per_channel:       # PyTorch's per-channel kernel casts to int64 first: inf and NaN become its minimum
-            r = xp.where(xp.isfinite(r) & (xp.abs(r) < 2.0 ** 63), r, -(2.0 ** 63))
+            r = compiled.where(xp, xp.isfinite(r) & (xp.abs(r) < 2.0 ** 63), r, -(2.0 ** 63))
         q = r + z
         mask = (q >= quant_min) & (q <= quant_max)
         out = ((xp.clip(q, quant_min, quant_max) - z).astype(cdt) * s.astype(cdt)).astype(self.dtype)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.aten.kernels import compiled
 from ember.aten.kernels._common import Array, compute_dtype
 
 __all__ = ["fractional_max_pool2d", "fractional_max_pool3d"]
@@ -76,7 +77,7 @@ def _pool(xp: Any, self: Array, kernel_size: Any, output_size: Any, random_sampl
     nan = xp.isnan(vals) if vals.dtype.kind == "f" else xp.zeros(vals.shape, bool)
     best = xp.argmax(vals, axis=-1)
     last_nan = window - 1 - xp.argmax(nan[..., ::-1], axis=-1)
-    best = xp.where(nan.any(axis=-1), last_nan, best)
+    best = compiled.where(xp, nan.any(axis=-1), last_nan, best)
     index = xp.take_along_axis(idx, best[..., None], axis=-1)[..., 0].reshape((n, c) + tuple(output_size))
     out = xp.take_along_axis(vals, best[..., None], axis=-1)[..., 0].reshape((n, c) + tuple(output_size))
     if not batched:

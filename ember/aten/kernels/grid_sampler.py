@@ -5,6 +5,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.aten.kernels import compiled
 from ember.aten.kernels._common import Array, asdtype, compute_dtype, meta_array, meta_kernel, type_name
 from ember.c10.dtype import BF16_NP
 
@@ -25,17 +26,17 @@ def _reflect_with_grad(xp: Any, c: Any, twice_low: Any, twice_high: Any) -> Any:
         return xp.zeros_like(c), xp.zeros_like(c)
     lo, span = twice_low / 2, (twice_high - twice_low) / 2
     c = c - lo
-    sign = xp.where(c < 0, -1.0, 1.0)
+    sign = compiled.where(xp, c < 0, -1.0, 1.0)
     c = xp.abs(c)
     extra = xp.fmod(c, span)
     flips = xp.floor(c / span)
     even = xp.fmod(flips, 2) == 0
-    return xp.where(even, extra + lo, span - extra + lo), xp.where(even, sign, -sign)
+    return compiled.where(xp, even, extra + lo, span - extra + lo), compiled.where(xp, even, sign, -sign)
 
 
 def _clip_with_grad(xp: Any, c: Any, size: Any) -> Any:
     inside = (c > 0) & (c < size - 1)
-    return xp.clip(c, 0, size - 1), xp.where(inside, 1.0, 0.0)
+    return xp.clip(c, 0, size - 1), compiled.where(xp, inside, 1.0, 0.0)
 
 
 def _source_index(xp: Any, coord: Any, size: Any, padding_mode: Any, align_corners: Any) -> Any:
@@ -55,7 +56,7 @@ def _source_index(xp: Any, coord: Any, size: Any, padding_mode: Any, align_corne
             c, g2 = _clip_with_grad(xp, c, size)
             mult = mult * g * g2
         bad = ~xp.isfinite(c) | (c > 2 ** 31 - 2) | (c < -2 ** 31)   # safe_downgrade_to_int_range
-        return xp.where(bad, -100.0, c), mult
+        return compiled.where(xp, bad, -100.0, c), mult
 
 
 def _grid_corners(xp: Any, input: Array, grid: Array, mode: Any, padding_mode: Any, align_corners: Any) -> Any:
@@ -122,7 +123,7 @@ def _grid_sampler(xp: Any, input: Array, grid: Array, mode: Any, padding_mode: A
     corners, _ = _grid_corners(xp, input, grid, mode, padding_mode, align_corners)
     for lin, mask, w, _dws in corners:
         vals = xp.take_along_axis(flat, xp.broadcast_to(lin[:, None, :], (n, c, lin.shape[1])), axis=2)
-        out = out + vals * xp.where(mask, w, 0)[:, None, :]
+        out = out + vals * compiled.where(xp, mask, w, 0)[:, None, :]
     out = xp.broadcast_to(out, (n, c, int(np.prod(grid.shape[1:-1]))))
     return xp.ascontiguousarray(out.reshape((n, c) + grid.shape[1:-1])).astype(input.dtype, copy=False)
 
@@ -142,7 +143,7 @@ def _grid_sampler_backward(xp: Any, grad_output: Array, input: Array, grid: Arra
     base = (xp.arange(n * c) * plane).reshape(n, c, 1)
     for lin, mask, w, dws in corners:
         if output_mask[0]:
-            contrib = g * xp.where(mask, w, 0)[:, None, :]
+            contrib = g * compiled.where(xp, mask, w, 0)[:, None, :]
             where = (base + lin[:, None, :]).reshape(-1)
             if xp is np:
                 gin += np.bincount(where, weights=contrib.reshape(-1), minlength=gin.size).astype(ct, copy=False)
@@ -150,7 +151,7 @@ def _grid_sampler_backward(xp: Any, grad_output: Array, input: Array, grid: Arra
                 xp.add.at(gin, where, contrib.reshape(-1))
         if output_mask[1] and mode != _GRID_NEAREST:
             vals = xp.take_along_axis(flat, xp.broadcast_to(lin[:, None, :], (n, c, lin.shape[1])), axis=2)
-            gv = (xp.where(mask[:, None, :], vals, 0) * g).sum(axis=1)
+            gv = (compiled.where(xp, mask[:, None, :], vals, 0) * g).sum(axis=1)
             for i in range(nd):
                 gsrc[i] = gsrc[i] + gv * dws[i]
     grad_input = gin.reshape(input.shape).astype(input.dtype, copy=False) if output_mask[0] else \

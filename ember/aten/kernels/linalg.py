@@ -613,7 +613,7 @@ def linalg_pinv(xp: Any, A: Array, atol: Any = None, rtol: Any = None, hermitian
     default_rtol = np.finfo(rdt).eps * max(A.shape[-2], A.shape[-1])
     atol_ = xp.zeros((), np.float64) if atol is None else atol
     rtol_ = rtol if rtol is not None else (xp.asarray(default_rtol) if atol is None else
-                                             xp.where(atol > 0, 0.0, default_rtol))
+                                             compiled.where(xp, atol > 0, 0.0, default_rtol))
     if A.size == 0:
         return xp.zeros(A.shape[:-2] + (A.shape[-1], A.shape[-2]), A.dtype)
     if hermitian:
@@ -622,12 +622,12 @@ def linalg_pinv(xp: Any, A: Array, atol: Any = None, rtol: Any = None, hermitian
         smax = s.max(-1, keepdims=True)
         tol = xp.maximum(xp.asarray(atol_)[..., None], xp.asarray(rtol_)[..., None] * smax)
         with np.errstate(divide="ignore"):
-            inv = xp.where(s > tol, 1 / w, 0).astype(A.dtype)
+            inv = compiled.where(xp, s > tol, 1 / w, 0).astype(A.dtype)
         return ((V * inv[..., None, :]) @ xp.swapaxes(V, -1, -2).conj()).astype(A.dtype, copy=False)
     U, s, Vh = xp.linalg.svd(A, full_matrices=False)
     tol = xp.maximum(xp.asarray(atol_)[..., None], xp.asarray(rtol_)[..., None] * s[..., :1])
     with np.errstate(divide="ignore"):
-        inv = xp.where(s > tol, 1 / s, 0).astype(A.dtype)
+        inv = compiled.where(xp, s > tol, 1 / s, 0).astype(A.dtype)
     return ((xp.swapaxes(Vh, -1, -2).conj() * inv[..., None, :]) @ xp.swapaxes(U, -1, -2).conj()).astype(
         A.dtype, copy=False)
 

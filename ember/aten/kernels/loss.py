@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.aten.kernels import compiled
 from ember.aten.kernels._common import (Array, asdtype, compute_dtype, elementwise, meta_array, meta_kernel,
                                         result_np_dtype, shape_str, type_name)
 from ember.c10.dtype import BF16_NP
@@ -108,8 +109,8 @@ def _target_weights(xp: Any, t: Array, n_classes: Any, weight: Array, ignore_ind
     bad = valid & ((t < 0) | (t >= n_classes))
     if bad.any():
         raise IndexError(f"Target {int(t[bad][0])} is out of bounds.")
-    safe = xp.where(valid, t, 0)
-    w = valid.astype(ct) if weight is None else xp.where(valid, weight.astype(ct, copy=False)[safe], 0)
+    safe = compiled.where(xp, valid, t, 0)
+    w = valid.astype(ct) if weight is None else compiled.where(xp, valid, weight.astype(ct, copy=False)[safe], 0)
     return w, valid, safe
 
 
@@ -140,7 +141,7 @@ def nll_loss_forward(xp: Any, self: Array, target: Array, weight: Array, reducti
     x, t = _rows(xp, self, target, spatial)
     picked, w, valid = _picked_weights(xp, x, t, weight, ignore_index, ct)
     with np.errstate(all="ignore"):
-        loss = xp.where(valid, -(picked * w), 0)
+        loss = compiled.where(xp, valid, -(picked * w), 0)
         if reduction == 0 and (spatial or self.ndim == 2):
             return loss.reshape(target.shape).astype(self.dtype), xp.zeros((), self.dtype)
         if t.size == 0:
@@ -218,7 +219,7 @@ def nll_loss_backward(xp: Any, grad_output: Array, self: Array, target: Array, w
             g = g.reshape(())
             if reduction == _MEAN:
                 g = g / total_weight.reshape(()).astype(ct)
-        vals = xp.where(valid, -(w * g), 0)
+        vals = compiled.where(xp, valid, -(w * g), 0)
     gi = xp.zeros(x.shape, ct)
     gi[xp.arange(x.shape[0]), safe] = vals
     if spatial:
@@ -259,7 +260,7 @@ def smooth_l1_loss(xp: Any, self: Array, target: Array, reduction: Any = _MEAN, 
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     with np.errstate(all="ignore"):
         z = xp.abs(xp.subtract(self, target, dtype=ct))
-        loss = xp.where(z < beta, 0.5 * z * z / beta if beta else z, z - 0.5 * beta)
+        loss = compiled.where(xp, z < beta, 0.5 * z * z / beta if beta else z, z - 0.5 * beta)
     return _reduce_loss(xp, loss, reduction, npdt)
 
 
@@ -269,7 +270,7 @@ def huber_loss(xp: Any, self: Array, target: Array, reduction: Any = _MEAN, delt
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     with np.errstate(all="ignore"):
         z = xp.abs(xp.subtract(self, target, dtype=ct))
-        loss = xp.where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta))
+        loss = compiled.where(xp, z < delta, 0.5 * z * z, delta * (z - 0.5 * delta))
     return _reduce_loss(xp, loss, reduction, npdt)
 
 
@@ -372,7 +373,7 @@ def multi_margin_loss(xp: Any, self: Array, target: Array, p: Any = 1, margin: A
     with np.errstate(all="ignore"):
         z = margin - x[rows, t][:, None] + x
         z[rows, t] = 0
-        h = xp.where(z > 0, z * z if p == 2 else z, 0)
+        h = compiled.where(xp, z > 0, z * z if p == 2 else z, 0)
         if weight is not None:
             h = h * asdtype(xp, weight, ct).reshape(dim)[t][:, None]
         loss = h.sum(axis=1) / dim
@@ -396,14 +397,14 @@ def multilabel_margin_loss_forward(xp: Any, self: Array, target: Array, reductio
     ct = compute_dtype(self.dtype)
     x = asdtype(xp, self, ct).reshape(nframe, dim)
     valid = xp.cumprod(t != -1, axis=1).astype(bool)               # the indices before the first -1
-    tc = xp.where(valid, t, 0)
+    tc = compiled.where(xp, valid, t, 0)
     is_target = xp.zeros((nframe, dim), bool)
     rows = xp.broadcast_to(xp.arange(nframe)[:, None], t.shape)
     is_target[rows[valid], tc[valid]] = True
     with np.errstate(all="ignore"):
         z = 1 - xp.take_along_axis(x, tc, 1)[:, :, None] + x[:, None, :]
         active = (z > 0) & valid[:, :, None] & ~is_target[:, None, :]
-        loss = xp.where(active, z, 0).sum(axis=(1, 2)) / dim
+        loss = compiled.where(xp, active, z, 0).sum(axis=(1, 2)) / dim
     is_target = is_target.astype(self.dtype).reshape(target.shape)
     if reduction == 0:
         return loss.reshape(() if self.ndim <= 1 else (nframe,)).astype(self.dtype), is_target

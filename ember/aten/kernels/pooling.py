@@ -73,7 +73,7 @@ def _max_pool(xp: Any, self: Array, nd: Any, kernel_size: Any, stride: Any, padd
     arg = xp.argmax(flat, axis=-1)
     if isnan is not None and bool(isnan.any()):
         nan_arg = flat.shape[-1] - 1 - xp.argmax(isnan[..., ::-1], axis=-1)
-        arg = xp.where(isnan.any(axis=-1), nan_arg, arg)
+        arg = compiled.where(xp, isnan.any(axis=-1), nan_arg, arg)
     vals = xp.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
     # flat index into the (unpadded) input's spatial dims
     koff = np.unravel_index(np.asarray(arg.get() if hasattr(arg, "get") else arg), k)
@@ -194,7 +194,7 @@ def _avg_pool(xp: Any, self: Array, nd: Any, kernel_size: Any, stride: Any, padd
         out += x[(Ellipsis,) + _window_slices(out_sp, s, offset)]
     div = _avg_pool_divisor(xp, in_sp, out_sp, k, s, p, count_include_pad, divisor_override, ct)
     with np.errstate(all="ignore"):
-        out = xp.where(div != 0, out / div, 0)
+        out = compiled.where(xp, div != 0, out / div, 0)
     if ct != self.dtype and self.dtype.kind in "iu":
         out = xp.trunc(out)
     return out.astype(self.dtype, copy=False)
@@ -216,7 +216,7 @@ def _avg_pool_backward(xp: Any, grad_output: Array, self: Array, nd: Any, kernel
     right = tuple(max(0, (o - 1) * ss + kk - i - pp) for o, ss, kk, i, pp in zip(out_sp, s, k, in_sp, p))
     div = _avg_pool_divisor(xp, in_sp, out_sp, k, s, p, count_include_pad, divisor_override, ct)
     with np.errstate(all="ignore"):
-        g = xp.where(div != 0, asdtype(xp, grad_output, ct) / div, 0)
+        g = compiled.where(xp, div != 0, asdtype(xp, grad_output, ct) / div, 0)
     gi = xp.zeros(lead + tuple(i + pp + rr for i, pp, rr in zip(in_sp, p, right)), ct)
     for offset in np.ndindex(*k):
         gi[(Ellipsis,) + _window_slices(out_sp, s, offset)] += g
@@ -316,7 +316,7 @@ def _adaptive_avg(xp: Any, self: Array, output_size: Any, nd: Any, name: Any) ->
         g = xp.take(x, xp.asarray(idx.reshape(-1)), axis=axis)
         g = g.reshape(g.shape[:axis] + idx.shape + g.shape[axis + 1:])
         m = xp.asarray(mask.reshape(mask.shape + (1,) * (x.ndim - axis - 1)))
-        x = xp.where(m, g, 0).sum(axis=axis + 1)
+        x = compiled.where(xp, m, g, 0).sum(axis=axis + 1)
     with np.errstate(all="ignore"):
         x = x / _divisor(x.shape, output_size, in_sp, ct, xp)
     return xp.ascontiguousarray(x).astype(self.dtype, copy=False)
@@ -340,7 +340,7 @@ def _adaptive_avg_backward(xp: Any, grad_output: Array, self: Array, nd: Any, na
         acc = xp.zeros((in_sp[k],) + gm.shape[1:], ct)
         for j in range(idx.shape[1]):
             keep = xp.asarray(mask[:, j].reshape((-1,) + (1,) * (gm.ndim - 1)))
-            acc = acc + _scatter_rows(xp, xp.where(keep, gm, 0), idx[:, j], in_sp[k])
+            acc = acc + _scatter_rows(xp, compiled.where(xp, keep, gm, 0), idx[:, j], in_sp[k])
         g = xp.moveaxis(acc, 0, axis)
     return xp.ascontiguousarray(g).astype(self.dtype, copy=False)
 
@@ -366,7 +366,7 @@ def _adaptive_max(xp: Any, self: Array, output_size: Any, nd: Any, name: Any) ->
         nan = xp.isnan(x)
         if bool(nan.any()):
             last = x.shape[-1] - 1 - xp.argmax(nan[..., ::-1], axis=-1)
-            arg = xp.where(nan.any(axis=-1), last, arg)
+            arg = compiled.where(xp, nan.any(axis=-1), last, arg)
     vals = xp.take_along_axis(x, arg[..., None], axis=-1)[..., 0]
     # window position -> the input's flat spatial index
     flat = 0

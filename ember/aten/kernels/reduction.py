@@ -11,6 +11,7 @@ import numpy as np
 
 from ember.c10.dtype import BF16_NP as _BF16
 
+from ember.aten.kernels import compiled
 from ember.aten.kernels._common import compute_dtype, shape_str, type_name, wrap_dim, wrap_dims
 from ember.c10.dtype import cpp_type_name, from_numpy_dtype
 from ember.c10 import dtype as dt
@@ -220,7 +221,7 @@ def logsumexp(xp: Any, self: Array, dim: Any, keepdim: Any = False) -> Any:
         return r.astype(out_dt)
     with np.errstate(all="ignore"):
         m = xp.max(x, axis=_axis(dims), keepdims=True)
-        m = xp.where(xp.isinf(m), xp.zeros((), cdt), m)
+        m = compiled.where(xp, xp.isinf(m), xp.zeros((), cdt), m)
         r = xp.log(xp.sum(xp.exp(x - m), axis=_axis(dims), keepdims=True)) + m
     if not keepdim:
         r = r.reshape([s for i, s in enumerate(r.shape) if dims is not None and i not in dims]
@@ -284,8 +285,8 @@ def _cum_extreme(xp: Any, self: Array, dim: Any, better: Any) -> Any:
             v = x[..., j]
             take = better(v, cur_v) | (v == cur_v) | (xp.isnan(v) if v.dtype.kind == "f" else False)
             take = take & ~(xp.isnan(cur_v) & ~xp.isnan(v)) if v.dtype.kind == "f" else take
-            cur_v = xp.where(take, v, cur_v)
-            cur_i = xp.where(take, j, cur_i)
+            cur_v = compiled.where(xp, take, v, cur_v)
+            cur_i = compiled.where(xp, take, j, cur_i)
             vals[..., j] = cur_v
             idx[..., j] = cur_i
     return xp.moveaxis(vals, -1, d), xp.moveaxis(idx, -1, d)
@@ -380,7 +381,7 @@ def _median_along(xp: Any, self: Array, dim: Any, keepdim: Any, ignore_nan: bool
             pos = xp.maximum((~xp.isnan(self)).sum(axis=d, keepdims=True) - 1, 0) // 2
         else:
             nanpos = xp.argmax(xp.isnan(vals), axis=d, keepdims=True)
-            pos = xp.where(xp.isnan(vals).any(axis=d, keepdims=True), nanpos, pos)
+            pos = compiled.where(xp, xp.isnan(vals).any(axis=d, keepdims=True), nanpos, pos)
     v = xp.take_along_axis(vals, pos, axis=d)
     i = xp.take_along_axis(idx, pos, axis=d)
     if not keepdim:
@@ -522,7 +523,7 @@ def _histogram(xp: Any, self: Array, edges: Array, weight: Any, density: Any) ->
     x = self.reshape(-1)
     nb = edges.shape[0] - 1
     idx = xp.searchsorted(edges, x, side="right") - 1
-    idx = xp.where(x == edges[-1], nb - 1, idx)
+    idx = compiled.where(xp, x == edges[-1], nb - 1, idx)
     keep = (x >= edges[0]) & (x <= edges[-1])
     w = None if weight is None else weight.reshape(-1)[keep].astype(np.float64)
     hist = xp.bincount(idx[keep], weights=w, minlength=nb)[:nb].astype(self.dtype)
@@ -645,7 +646,7 @@ def _histogramdd_from_bin_tensors(xp: Any, self: Array, bins: Any, weight: Any =
         x = pts[:, d]
         nb = nbs[d]
         idx = xp.searchsorted(e, x, side="right") - 1
-        idx = xp.where(x == e[-1], nb - 1, idx)
+        idx = compiled.where(xp, x == e[-1], nb - 1, idx)
         keep &= (x >= e[0]) & (x <= e[-1])
         cell = cell * builtins.max(nb, 1) + xp.clip(idx, 0, builtins.max(nb - 1, 0))
     total = builtins.int(np.prod(nbs)) if nbs else 1

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.aten.kernels import compiled
 from ember.aten.kernels._common import Array, shape_str
 
 __all__ = ["_upsample_bilinear2d_aa", "_upsample_bilinear2d_aa_backward", "_upsample_bicubic2d_aa",
@@ -123,7 +124,7 @@ def _resample_dim_float(xp: Any, x: Array, axis: int, xmin: Array, xsize: Array,
         if out is None:
             out = term
         else:
-            out = xp.where(xp.asarray((k < xsize).reshape(shape)), out + term, out)
+            out = compiled.where(xp, xp.asarray((k < xsize).reshape(shape)), out + term, out)
     return out
 
 

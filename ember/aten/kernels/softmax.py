@@ -42,7 +42,7 @@ def _safe_softmax(xp: Any, self: Array, dim: Any, dtype: Any = None) -> Any:
     if x.ndim == 0:
         return r
     masked = xp.all(x == -np.inf, axis=wrap_dim(dim, x.ndim), keepdims=True)
-    return xp.where(masked, xp.zeros((), r.dtype), r)
+    return compiled.where(xp, masked, xp.zeros((), r.dtype), r)
 
 
 def log_softmax(xp: Any, self: Array, dim: Any, half_to_float: Any = False) -> Any:

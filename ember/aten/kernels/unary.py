@@ -117,7 +117,7 @@ def sgn(xp: Any, self: Array) -> Any:
         return sign(xp, self)
     a = xp.abs(self)
     with np.errstate(all="ignore"):
-        return xp.where(a == 0, 0, self / xp.where(a == 0, 1, a)).astype(self.dtype)
+        return compiled.where(xp, a == 0, 0, self / compiled.where(xp, a == 0, 1, a)).astype(self.dtype)
 
 
 @elementwise
@@ -132,7 +132,9 @@ def round(xp: Any, self: Array, decimals: Any = 0) -> Any:  # noqa: A001
 def relu(xp: Any, self: Array) -> Any:
     if self.dtype.kind == "b":
         raise RuntimeError('"clamp_min_scalar_cpu" not implemented for \'Bool\'')
-    return xp.maximum(self, xp.zeros((), self.dtype))
+    r = compiled.clamped(xp, self, 0, None)
+    # x kept where it equals 0, as PyTorch keeps it (relu(-0.0) is -0.0)
+    return r if r is not None else compiled.where(xp, self < 0, xp.zeros((), self.dtype), self)
 
 
 @elementwise
@@ -235,9 +237,9 @@ def angle(xp: Any, self: Array) -> Any:
     out_dt = float_result(self.dtype)
     cdt = compute_dtype(out_dt)
     x = self.astype(cdt) if self.dtype != cdt else self
-    r = xp.where(x < 0, xp.asarray(np.pi, cdt), xp.zeros((), cdt))
+    r = compiled.where(xp, x < 0, xp.asarray(np.pi, cdt), xp.zeros((), cdt))
     if out_dt.kind == "f":
-        r = xp.where(xp.isnan(x), x, r)
+        r = compiled.where(xp, xp.isnan(x), x, r)
     return r.astype(out_dt) if r.dtype != out_dt else r
 
 
@@ -251,8 +253,9 @@ def special_entr(xp: Any, self: Array) -> Any:
     cdt = compute_dtype(out_dt)
     x = self.astype(cdt) if self.dtype != cdt else self
     with np.errstate(all="ignore"):
-        r = xp.where(x > 0, -x * xp.log(x), xp.where(x == 0, xp.zeros((), cdt), xp.asarray(-np.inf, cdt)))
-        r = xp.where(xp.isnan(x), x, r)
+        r = compiled.where(xp, x == 0, xp.zeros((), cdt), xp.asarray(-np.inf, cdt))
+        r = compiled.where(xp, x > 0, -x * xp.log(x), r)
+        r = compiled.where(xp, xp.isnan(x), x, r)
     return r.astype(out_dt, copy=False)
 
 
