@@ -790,6 +790,50 @@ def test_where_through_the_select_loop_keeps_numpys_promotion_and_falls_back_whe
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_lerp_with_a_number_weight_gives_pytorchs_bits(dtype):
+    """lerp by a number runs loops.pointwise.lerp: PyTorch's two forms by the weight, each one fused multiply-add,
+    so its bits on any size (NumPy's two roundings differed in the last bit on a quarter of the values)."""
+    torch = pytest.importorskip("torch")
+    for n in (1, 7, 1000, 100_003):
+        a, b = _special_floats(n, 4).astype(dtype), _special_floats(n, 5).astype(dtype)
+        for w in (0.3, 0.5, 0.49999, -0.5, 0.7, 1.5, 0, 1, float("nan")):
+            with np.errstate(all="ignore"):
+                want = torch.lerp(torch.tensor(a), torch.tensor(b), w).numpy()
+                got = ember.lerp(ember.tensor(a), ember.tensor(b), w).numpy()
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+    x, y = ember.tensor(a), ember.tensor(b)
+    x.lerp_(y, 0.25)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(x.numpy(), torch.tensor(a).lerp_(torch.tensor(b), 0.25).numpy())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int64, np.uint8])
+def test_topk_by_selection_equals_the_stable_sort(dtype):
+    """A small k (at most an eighth of the dim) is found by a partition, not a sort of each row: the same values
+    and indices as the stable sort gives (NaN the largest, ties by index; rows whose k-th value ties fall back)
+    and PyTorch's values."""
+    torch = pytest.importorskip("torch")
+    from ember.aten.kernels import reduction
+    rng = np.random.default_rng(0)
+    for shape, dim in (((64, 512), 1), ((64, 512), 0), ((8, 100, 40), 1), ((1000,), 0)):
+        with np.errstate(invalid="ignore", over="ignore"):
+            a = (rng.standard_normal(shape) * 50).astype(dtype)
+        if a.dtype.kind == "f":
+            for v in (np.nan, np.inf, -np.inf, -0.0):
+                a.ravel()[rng.integers(0, a.size, 10)] = v
+        for k in (1, 3, 8):
+            for largest in (True, False):
+                vals, idx = reduction.sort(np, a, True, dim, largest)
+                want_v, want_i = np.take(vals, range(k), axis=dim), np.take(idx, range(k), axis=dim)
+                got_v, got_i = ember.topk(ember.tensor(a), k, dim, largest)
+                np.testing.assert_array_equal(got_i.numpy(), want_i)
+                np.testing.assert_array_equal(got_v.numpy(), want_v)
+                np.testing.assert_array_equal(got_v.numpy(), torch.topk(torch.tensor(a), k, dim, largest)[0].numpy())
+    assert reduction._top_k_selected(np.zeros((4, 64), np.float32), 2, 1, True) is None     # ties: the sort
+
+
 def test_exp_and_sigmoid_loops_within_their_ulps_and_pytorchs_special_values():
     torch = pytest.importorskip("torch")
     x = np.concatenate([np.linspace(-104, 88.7, 300001), _special_floats(100000)]).astype(np.float32)

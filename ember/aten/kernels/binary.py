@@ -19,6 +19,7 @@ from ember.aten.kernels._common import (asdtype, compute_dtype, elementwise, flo
 
 _NUM = (bool, int, float, complex)
 _F32 = np.dtype(np.float32)
+_REAL = (np.float32, np.float64)
 _ND = np.ndarray
 _SPLIT = compiled.SPLIT_MIN      # (a module global: read on every float32 add)
 _POINTWISE = {np.add: 0, np.subtract: 1, np.multiply: 2, np.true_divide: 3}   # loops.pointwise's ADD .. DIV
@@ -390,10 +391,17 @@ def lerp(xp: Any, self: Array, end: Array, weight: Array) -> Any:
         raise RuntimeError(f"\"lerp_kernel_scalar\" not implemented for '{type_name(npdt)}'")
     cdt = compute_dtype(npdt)
     a, b = asdtype(xp, self, cdt), asdtype(xp, end, cdt)
+    if (type(weight) in (int, float) and a.shape == b.shape and a.dtype == b.dtype
+            and a.flags.c_contiguous and b.flags.c_contiguous and compiled.usable(xp, a, b, dtypes=_REAL)):
+        return loops.pointwise.lerped(a, b, weight).astype(npdt, copy=False)
     w = asdtype(xp, weight, cdt)
-    # PyTorch's formula: weight < 0.5 ? self + weight * (end - self) : end - (end - self) * (1 - weight)
+    # PyTorch's formula: weight < 0.5 ? self + weight * (end - self) : end - (end - self) * (1 - weight); a number
+    # weight (an EMA's, an optimizer's) takes its one branch instead of both and a select
     d = b - a
-    r = compiled.where(xp, xp.abs(w) < 0.5, a + w * d, b - d * (1 - w))
+    if w.ndim == 0:
+        r = a + w * d if abs(w) < 0.5 else b - d * (1 - w)
+    else:
+        r = compiled.where(xp, xp.abs(w) < 0.5, a + w * d, b - d * (1 - w))
     return r.astype(npdt, copy=False)
 
 

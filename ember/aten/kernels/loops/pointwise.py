@@ -128,6 +128,27 @@ def select_numbers(c: Any, s: Any, t: Any, out: Any, b: int, e: int) -> None:
         out[i] = s if c[i] else t
 
 
+@_kernel
+def lerp(x: Any, y: Any, coeff: Any, from_end: bool, out: Any, b: int, e: int) -> None:
+    """out = base + coeff (y - x) in one rounding (contracted into a fused multiply-add, as PyTorch's vectorized
+    lerp computes it): base x and coeff w for a weight under 0.5 in magnitude, else base y and coeff w - 1."""
+    x, y, out = x[b:e], y[b:e], out[b:e]
+    if from_end:
+        for i in range(x.size):
+            out[i] = y[i] + coeff * (y[i] - x[i])
+    else:
+        for i in range(x.size):
+            out[i] = x[i] + coeff * (y[i] - x[i])
+
+
+@compiled.parallel_of(lerp)
+@_driver
+def _lerp_parallel(x: Any, y: Any, coeff: Any, from_end: bool, out: Any, work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        lerp(x, y, coeff, from_end, out, b, e)
+
+
 @compiled.parallel_of(clamp)
 @_exact_driver
 def _clamp_parallel(x: Any, lo: Any, hi: Any, out: Any, work: int, chunks: int) -> None:
@@ -227,4 +248,16 @@ def selected(c: Any, x: Any, y: Any, dtype: Any) -> Any:
         compiled.split(select_number, flat.size, parallel.GRAIN_SIZE, flat, y.reshape(-1), t(x), True, o)
     else:
         compiled.split(select_numbers, flat.size, parallel.GRAIN_SIZE, flat, t(x), t(y), o)
+    return out
+
+
+def lerped(x: Any, y: Any, weight: float) -> Any:
+    """PyTorch's lerp(x, y, weight) of same-shaped C-contiguous float32 or float64 arrays and a real weight (one
+    of its two forms by the weight, each a fused multiply-add), into a new array."""
+    out = np.empty(x.shape, x.dtype)
+    t = x.dtype.type
+    w = t(weight)
+    from_end = not abs(w) < 0.5
+    coeff = w - t(1) if from_end else w
+    compiled.split(lerp, x.size, parallel.GRAIN_SIZE, x.reshape(-1), y.reshape(-1), coeff, from_end, out.reshape(-1))
     return out
