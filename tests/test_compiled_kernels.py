@@ -775,7 +775,7 @@ def test_clamps_and_selects_give_pytorchs_values_and_signed_zeros(name, dtype, n
     number = ~np.isnan(want)
     np.testing.assert_array_equal(np.signbit(got[number]), np.signbit(want[number]))
     if n >= compiled.SELECT_MIN and dtype != np.float16 and name not in ("clamp_nan_bound", "clamp_tensor_bounds",
-                                                                         "strided_relu"):
+                                                                         "strided_relu", "leaky_relu"):
         assert calls
 
 
@@ -832,6 +832,56 @@ def test_topk_by_selection_equals_the_stable_sort(dtype):
                 np.testing.assert_array_equal(got_v.numpy(), want_v)
                 np.testing.assert_array_equal(got_v.numpy(), torch.topk(torch.tensor(a), k, dim, largest)[0].numpy())
     assert reduction._top_k_selected(np.zeros((4, 64), np.float32), 2, 1, True) is None     # ties: the sort
+
+
+_FLOAT64_LOOPS = {      # name: (function, ulps the loop keeps against PyTorch's float64, PyTorch's float32 against it)
+    "softplus": (lambda L, t: L.nn.functional.softplus(t), 0.51),
+    "softplus_beta": (lambda L, t: L.nn.functional.softplus(t, beta=2, threshold=10), 0.51),
+    "elu": (lambda L, t: L.nn.functional.elu(t, alpha=0.3), 0.51),
+    "selu": (lambda L, t: L.nn.functional.selu(t), 1.1),
+    "celu": (lambda L, t: L.nn.functional.celu(t, alpha=1.7), 2.0),
+    "logsigmoid": (lambda L, t: L.nn.functional.logsigmoid(t), 0.51),
+    "mish": (lambda L, t: L.nn.functional.mish(t), 0.52),
+    "tanh": (lambda L, t: L.tanh(t), 0.51),
+    "bce_with_logits": (lambda L, t: L.nn.functional.binary_cross_entropy_with_logits(
+        t, L.ones_like(t) * 0.25, reduction="none"), 4.01),        # float32 (1 - t) x - log-sigmoid: PyTorch's 4.0
+}
+
+
+@pytest.mark.parametrize("name", sorted(_FLOAT64_LOOPS))
+def test_float64_register_loops_within_their_ulps_and_pytorchs_special_values(name):
+    """Softplus, ELU (SELU, CELU), log-sigmoid (and the losses on it), Mish and tanh compute in float64 registers
+    and round once (NumPy's float32 log1p / expm1 are scalar loops): within about half an ulp of PyTorch's float64
+    result where that is a normal float32 (PyTorch's float32 kernels: 1-3 ulps, Mish 137; CELU and SELU scale x
+    in float32 first, as PyTorch's do), and PyTorch's values at
+    NaN, +-inf and where its result overflows; subnormal results are kept where PyTorch flushes some to 0."""
+    torch = pytest.importorskip("torch")
+    fn, ulps = _FLOAT64_LOOPS[name]
+    x = np.concatenate([np.linspace(-120, 120, 200001), _special_floats(100000, 6),
+                        np.random.default_rng(7).standard_normal(10000) * 1e-5]).astype(np.float32)
+    with np.errstate(all="ignore"):
+        got = fn(ember, ember.tensor(x)).numpy()
+        theirs = fn(torch, torch.tensor(x)).numpy()
+        ref = fn(torch, torch.tensor(x.astype(np.float64))).numpy()
+    normal = np.isfinite(ref) & (np.abs(ref) >= 2.0 ** -126) & (np.abs(ref) < 3.4e38)
+    ulp = np.spacing(np.abs(ref[normal]).astype(np.float32)).astype(np.float64)
+    assert np.max(np.abs(got[normal] - ref[normal]) / ulp) <= ulps
+    odd = ~normal & (np.abs(np.nan_to_num(ref)) >= 2.0 ** -126)
+    np.testing.assert_array_equal(got[odd], theirs[odd])
+    tiny = ~normal & ~odd
+    np.testing.assert_allclose(got[tiny], ref[tiny], rtol=0, atol=2.0 ** -126)
+
+
+@pytest.mark.parametrize("name", ["hardswish", "hardsigmoid", "leaky_relu"])
+def test_hard_activations_give_pytorchs_bits(name):
+    torch = pytest.importorskip("torch")
+    x = np.concatenate([np.linspace(-10, 10, 200001), _special_floats(100000, 8),
+                        np.array([-3, 3, -3.0000002, 2.9999998], np.float32)]).astype(np.float32)
+    f = getattr(torch.nn.functional, name)
+    with np.errstate(all="ignore"):
+        for xx in (x, x[:1000]):
+            np.testing.assert_array_equal(getattr(ember.nn.functional, name)(ember.tensor(xx)).numpy(),
+                                          f(torch.tensor(xx)).numpy())
 
 
 def test_exp_and_sigmoid_loops_within_their_ulps_and_pytorchs_special_values():

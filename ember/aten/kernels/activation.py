@@ -136,19 +136,32 @@ def _activation(name: Any, f: Any) -> Any:
 
 
 def _softplus(xp: Any, x: Array, beta: Any = 1.0, threshold: Any = 20.0) -> Any:
+    if compiled.usable(xp, x):
+        return compiled.elementwise(loops.activation.softplus, x, scalars=(float(beta), float(threshold)))
     bx = x * beta
     return compiled.where(xp, bx > threshold, x, xp.log1p(xp.exp(xp.minimum(bx, threshold))) / beta)
 
 
 _activation("silu", lambda xp, x: compiled.elementwise(loops.activation.silu, x) if compiled.usable(xp, x) else
             x * _sigmoid(xp, x))
-_activation("mish", lambda xp, x: x * xp.tanh(_softplus(xp, x)))
-_activation("hardswish", lambda xp, x: x * xp.clip(x + 3, 0, 6) / 6)
-_activation("hardsigmoid", lambda xp, x: xp.clip(x + 3, 0, 6) / 6)
-_activation("leaky_relu", lambda xp, x, negative_slope=0.01: compiled.where(xp, x > 0, x, x * negative_slope))
-_activation("elu", lambda xp, x, alpha=1.0, scale=1.0, input_scale=1.0:
-            compiled.where(xp, x > 0, x * scale, xp.expm1(x * input_scale) * alpha * scale))
-_activation("celu", lambda xp, x, alpha=1.0: compiled.where(xp, x > 0, x, xp.expm1(x / alpha) * alpha))
+_activation("mish", lambda xp, x: compiled.elementwise(loops.activation.mish, x) if compiled.usable(xp, x) else
+            x * xp.tanh(_softplus(xp, x)))
+_activation("hardswish", lambda xp, x: compiled.elementwise(loops.activation.hardswish, x) if compiled.usable(xp, x)
+            else x * xp.clip(x + 3, 0, 6) / 6)
+_activation("hardsigmoid", lambda xp, x: compiled.elementwise(loops.activation.hardsigmoid, x)
+            if compiled.usable(xp, x) else xp.clip(x + 3, 0, 6) / 6)
+_activation("leaky_relu", lambda xp, x, negative_slope=0.01: compiled.elementwise(
+    loops.activation.leaky_relu, x, scalars=(np.float32(negative_slope),)) if compiled.usable(xp, x) else
+    compiled.where(xp, x > 0, x, x * negative_slope))
+def _elu(xp: Any, x: Array, alpha: Any = 1.0, scale: Any = 1.0, input_scale: Any = 1.0) -> Any:
+    if compiled.usable(xp, x):
+        return compiled.elementwise(loops.activation.elu, x, scalars=(float(alpha), float(scale), float(input_scale)))
+    return compiled.where(xp, x > 0, x * scale, xp.expm1(x * input_scale) * alpha * scale)
+
+
+_activation("elu", _elu)
+_activation("celu", lambda xp, x, alpha=1.0: _elu(xp, x, alpha, 1.0, 1.0 / alpha) if compiled.usable(xp, x) else
+            compiled.where(xp, x > 0, x, xp.expm1(x / alpha) * alpha))
 def _hardtanh(xp: Any, x: Array, min_val: Any = -1.0, max_val: Any = 1.0) -> Any:
     """clamp(x, min_val, max_val) in PyTorch's order (x kept where it equals a bound: Note [Selects])."""
     r = compiled.clamped(xp, x, min_val, max_val)
@@ -168,7 +181,10 @@ def log_sigmoid_forward(xp: Any, self: Array) -> Any:
         raise NotImplementedError(f"\"log_sigmoid_cpu\" not implemented for '{type_name(self.dtype)}'")
     ct = compute_dtype(self.dtype)
     x = asdtype(xp, self, ct)
-    out = (xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))).astype(self.dtype, copy=False)
+    if compiled.usable(xp, x):
+        out = compiled.elementwise(loops.activation.log_sigmoid, x).astype(self.dtype, copy=False)
+    else:
+        out = (xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))).astype(self.dtype, copy=False)
     return out, xp.empty((0,), self.dtype)
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.aten.kernels import compiled
+from ember.aten.kernels import compiled, loops
 from ember.aten.kernels._common import (Array, asdtype, compute_dtype, elementwise, meta_array, meta_kernel,
                                         result_np_dtype, shape_str, type_name)
 from ember.c10.dtype import BF16_NP
@@ -296,6 +296,8 @@ def binary_cross_entropy(xp: Any, self: Array, target: Array, weight: Array = No
 
 
 def _log_sigmoid(xp: Any, x: Array) -> Any:
+    if compiled.usable(xp, x):
+        return compiled.elementwise(loops.activation.log_sigmoid, x)
     return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
 
 

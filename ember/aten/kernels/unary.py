@@ -54,7 +54,8 @@ for _name, _f in {
     "special_i1e": lambda xp: (lambda x: sm.special_i1e(xp, x)),
     "sinc": lambda xp: xp.sinc, "deg2rad": lambda xp: xp.deg2rad, "rad2deg": lambda xp: xp.rad2deg,
 }.items():
-    _float_unary(_name, _f, {"exp": lambda: loops.pointwise.exp, "sigmoid": lambda: loops.pointwise.sigmoid}.get(_name))
+    _float_unary(_name, _f, {"exp": lambda: loops.pointwise.exp, "sigmoid": lambda: loops.pointwise.sigmoid,
+                             "tanh": lambda: loops.activation.tanh}.get(_name))
 
 
 def _sigmoid(xp: Any, x: Array) -> Any:

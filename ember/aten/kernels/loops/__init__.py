@@ -43,9 +43,11 @@ bitcast, so that 2^n is built in the exponent bits and vectorizes):
   vectorizes where a float max that must keep NaN does not).
 
 Where a float32 result would lose the relative accuracy the float64 one has (SiLU's gradient crosses 0 at
-x = -1.28, the recurrent cells' gates), the loop keeps float64 registers and the float64 helpers (``_exp_le1``:
-(e^(u/128))^128 by a Taylor polynomial and seven squarings; ``_erfc_ge0``; ``_one_plus_tanh``; ``_sigmoid``;
-``_tanh``), which ``ember/_inductor/fusion.py``'s generated loops use too.
+x = -1.28, the recurrent cells' gates), or where float32 would need a log (softplus, ELU, log-sigmoid, Mish,
+tanh: NumPy's float32 log1p and expm1 have no vector loop), the loop keeps float64 registers and the float64
+helpers (``_exp_le1``: (e^(u/128))^128 by a Taylor polynomial and seven squarings; ``_expm1_le0``; ``_log1p_le1``:
+2 atanh(e / (2 + e)) by its series; ``_softplus``; ``_erfc_ge0``; ``_one_plus_tanh``; ``_sigmoid``; ``_tanh``) and
+rounds once: within about half an ulp; ``ember/_inductor/fusion.py``'s generated loops use them too.
 """
 from __future__ import annotations
 

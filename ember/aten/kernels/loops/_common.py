@@ -96,6 +96,35 @@ def _expm1_le0(u: float) -> float:
 
 
 @_helper
+def _log1p_le1(e: float) -> float:
+    """log(1 + e) for 0 <= e <= 1: 2 atanh(s) with s = e / (2 + e) <= 1/3, by its series to s^25 (relative error
+    below 1e-13): no log to call, so it vectorizes."""
+    s = e / (2.0 + e)
+    z = s * s
+    p = 1.0 / 25
+    p = p * z + 1.0 / 23
+    p = p * z + 1.0 / 21
+    p = p * z + 1.0 / 19
+    p = p * z + 1.0 / 17
+    p = p * z + 1.0 / 15
+    p = p * z + 1.0 / 13
+    p = p * z + 1.0 / 11
+    p = p * z + 1.0 / 9
+    p = p * z + 1.0 / 7
+    p = p * z + 1.0 / 5
+    p = p * z + 1.0 / 3
+    p = p * z + 1.0
+    return 2.0 * s * p
+
+
+@_helper
+def _softplus(x: float) -> float:
+    """log(1 + e^x) = max(x, 0) + log(1 + e^-|x|), finite for every finite x; NaN stays NaN."""
+    r = (x if x > 0.0 else 0.0) + _log1p_le1(_exp_le1(-abs(x)))
+    return r if x == x else x
+
+
+@_helper
 def _sigmoid(x: float) -> float:
     """1 / (1 + e^-x), from e^(-|x|) <= 1 on either side of 0 (e / (1 + e) for x < 0); NaN stays NaN."""
     e = _exp_le1(-abs(x))
