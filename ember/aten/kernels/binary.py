@@ -226,7 +226,16 @@ def pow(xp: Any, self: Array, exponent: Array) -> Any:  # noqa: A001
     if type(exponent) in (int, float) and exponent == 2 and npdt.kind in "fc":
         # x * x: the same correctly rounded square as pow, at a product's cost (``square`` is ``pow(x, 2)``)
         return _binop(xp, xp.multiply, self, self, npdt)
+    if type(exponent) in (int, float) and exponent in _POW_SPECIAL and npdt in _REAL and self.dtype == npdt:
+        # PyTorch's float / double pow by a number takes these exponents as the cheaper ops (sqrt(-0.0) is -0.0
+        # there, as in PyTorch; its half types keep pow's +0)
+        with np.errstate(all="ignore"):
+            return _POW_SPECIAL[exponent](xp, self)
     return _binop(xp, xp.power, self, exponent, npdt)
+
+
+_POW_SPECIAL = {0.5: lambda xp, x: xp.sqrt(x), -0.5: lambda xp, x: 1 / xp.sqrt(x), 3: lambda xp, x: x * x * x,
+                -1: lambda xp, x: 1 / x, -2: lambda xp, x: 1 / (x * x)}
 
 
 def _float_binary(ufunc_name: Any) -> Any:
