@@ -884,6 +884,27 @@ def test_hard_activations_give_pytorchs_bits(name):
                                           f(torch.tensor(xx)).numpy())
 
 
+@pytest.mark.parametrize("half", ["float16", "bfloat16"])
+def test_half_conversions_give_pytorchs_bits(half, monkeypatch):
+    """float32 -> float16 / bfloat16 and float16 -> float32 of contiguous arrays run the conversion loops (F16C's
+    instructions; bfloat16's rounding on the bits): PyTorch's bits, NaN, inf, overflow, subnormals and ties
+    included; a strided source takes NumPy's cast, which agrees."""
+    torch = pytest.importorskip("torch")
+    x = np.concatenate([_special_floats(100_000, 9), np.float32([65504, 65520, 65519.99, 6e-8, 3e-8, 2.9e-8,
+                                                                  1.00390625, 1.01171875, -np.nan])])
+    calls = []
+    convert = loops.pointwise.convert
+    monkeypatch.setattr(loops.pointwise, "convert", lambda *a: calls.append(1) or convert(*a))
+    with np.errstate(all="ignore"):
+        for e, t in ((ember.tensor(x), torch.tensor(x)), (ember.tensor(x)[::2], torch.tensor(x)[::2])):
+            got, want = e.to(getattr(ember, half)), t.to(getattr(torch, half))
+            # NaN's bits aside: PyTorch's strided bfloat16 cast writes 0x7FC0, its vector one 0xFFFF (as ember)
+            number = ~np.isnan(e.numpy())
+            np.testing.assert_array_equal(got.view(ember.int16).numpy()[number], want.view(torch.int16).numpy()[number])
+            np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+    assert calls
+
+
 def test_exp_and_sigmoid_loops_within_their_ulps_and_pytorchs_special_values():
     torch = pytest.importorskip("torch")
     x = np.concatenate([np.linspace(-104, 88.7, 300001), _special_floats(100000)]).astype(np.float32)

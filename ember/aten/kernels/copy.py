@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.aten.kernels import compiled
+from ember.aten.kernels import compiled, loops
 from ember.aten.kernels._common import elementwise, type_name
 from ember.c10.checked_convert import checked_convert
 
@@ -72,6 +72,10 @@ def copy_(xp: Any, self: Array, src: Array, non_blocking: Any = False) -> Any:
         self.flags.writeable = True
     if src.dtype == self.dtype:
         xp.copyto(self, src)
+        return
+    if (src.size >= compiled.SELECT_MIN and src.shape == self.shape and src.dtype.itemsize + self.dtype.itemsize == 6
+            and src.flags.c_contiguous and self.flags.c_contiguous and xp is np and compiled.is_enabled()
+            and loops.pointwise.convert(src, self)):      # float32 <-> float16 / bfloat16
         return
     with np.errstate(all="ignore"):
         if src.dtype.kind == "c" and self.dtype.kind != "c":

@@ -175,8 +175,25 @@ def _bits_of_typed(typingctx: Any, x: Any) -> Any:
     return types.int32(types.float32), codegen
 
 
+def _half_bits_typed(typingctx: Any, x: Any) -> Any:
+    """The float16 nearest the float32 ``x`` (ties to even; NaN, inf, subnormals as IEEE), as its uint16 bits: an
+    LLVM fptrunc, one vcvtps2ph with F16C (``loops.pointwise.half_usable`` checks the host has it)."""
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
+    return types.uint16(types.float32), codegen
+
+
+def _half_value_typed(typingctx: Any, h: Any) -> Any:
+    """The float32 value of the float16 whose bits are the uint16 ``h`` (exact)."""
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.fpext(builder.bitcast(args[0], ir.HalfType()), ir.FloatType())
+    return types.float32(types.uint16), codegen
+
+
 _as_float32: Any = intrinsic(_as_float32_typed)
 _bits_of: Any = intrinsic(_bits_of_typed)
+_half_bits: Any = intrinsic(_half_bits_typed)
+_half_value: Any = intrinsic(_half_value_typed)
 
 
 @_f32

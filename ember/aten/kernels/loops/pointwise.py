@@ -29,7 +29,8 @@ from numba import prange
 
 from ember.aten import parallel
 from ember.aten.kernels import compiled
-from ember.aten.kernels.loops._common import _F1, _driver, _exact, _exact_driver, _expf, _kernel, chunk
+from ember.aten.kernels.loops._common import (_F1, _bits_of, _driver, _exact, _exact_driver, _expf, _half_bits,
+                                              _half_value, _kernel, chunk)
 
 ADD, SUB, MUL, DIV, RSUB, RDIV = range(6)   # RSUB / RDIV: the number on the left (``2 - x``, ``2 / x``)
 
@@ -149,6 +150,58 @@ def _lerp_parallel(x: Any, y: Any, coeff: Any, from_end: bool, out: Any, work: i
         lerp(x, y, coeff, from_end, out, b, e)
 
 
+@_exact
+def to_half(x: Any, out: Any, b: int, e: int) -> None:
+    """float32 ``x`` to the bits of float16 ``out`` (a uint16 view), rounded as NumPy and PyTorch round."""
+    x, out = x[b:e], out[b:e]
+    for i in range(x.size):
+        out[i] = _half_bits(x[i])
+
+
+@_exact
+def from_half(h: Any, out: Any, b: int, e: int) -> None:
+    """float16 bits ``h`` (a uint16 view) to float32 ``out``, exactly."""
+    h, out = h[b:e], out[b:e]
+    for i in range(h.size):
+        out[i] = _half_value(h[i])
+
+
+@_exact
+def to_bfloat16(x: Any, out: Any, b: int, e: int) -> None:
+    """float32 ``x`` to the bits of bfloat16 ``out`` (a uint16 view): PyTorch's rounding, to nearest, ties to even,
+    on the bits; every NaN as its CPU kernels write it, 0xFFFF."""
+    x, out = x[b:e], out[b:e]
+    for i in range(x.size):
+        v = x[i]
+        u = np.int64(_bits_of(v)) & 0xFFFFFFFF
+        r = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+        out[i] = np.uint16(r if v == v else 0xFFFF)
+
+
+@compiled.parallel_of(to_half)
+@_exact_driver
+def _to_half_parallel(x: Any, out: Any, work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        to_half(x, out, b, e)
+
+
+@compiled.parallel_of(from_half)
+@_exact_driver
+def _from_half_parallel(h: Any, out: Any, work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        from_half(h, out, b, e)
+
+
+@compiled.parallel_of(to_bfloat16)
+@_exact_driver
+def _to_bfloat16_parallel(x: Any, out: Any, work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        to_bfloat16(x, out, b, e)
+
+
 @compiled.parallel_of(clamp)
 @_exact_driver
 def _clamp_parallel(x: Any, lo: Any, hi: Any, out: Any, work: int, chunks: int) -> None:
@@ -261,3 +314,34 @@ def lerped(x: Any, y: Any, weight: float) -> Any:
     coeff = w - t(1) if from_end else w
     compiled.split(lerp, x.size, parallel.GRAIN_SIZE, x.reshape(-1), y.reshape(-1), coeff, from_end, out.reshape(-1))
     return out
+
+
+_half: bool | None = None
+
+
+def half_usable() -> bool:
+    """Whether the host has F16C, so that ``to_half`` / ``from_half`` compile to its conversions (without it LLVM
+    would call a runtime routine numba does not link)."""
+    global _half
+    if _half is None:
+        import llvmlite.binding as llvm  # type: ignore[import-untyped]  # (numba's; only when first asked)
+        _half = "+f16c" in llvm.get_host_cpu_features().flatten()
+    return _half
+
+
+def convert(src: Any, dst: Any) -> bool:
+    """Write float32 ``src`` into ``dst`` of float16 or bfloat16, or float16 ``src`` into float32 ``dst`` (both
+    C-contiguous, one shape) with a conversion loop, split over the threads; False where no loop applies. NumPy's
+    float16 casts are scalar: 1.7 ms for 2^19 values to float16, 1.0 ms back; bfloat16's (ml_dtypes) 250 us."""
+    f32 = np.dtype(np.float32)
+    kernel: Any
+    if src.dtype == f32 and dst.dtype == np.float16 and half_usable():
+        kernel, a, out = to_half, src, dst.view(np.uint16)
+    elif src.dtype == np.float16 and dst.dtype == f32 and half_usable():
+        kernel, a, out = from_half, src.view(np.uint16), dst
+    elif src.dtype == f32 and dst.dtype.name == "bfloat16":
+        kernel, a, out = to_bfloat16, src, dst.view(np.uint16)
+    else:
+        return False
+    compiled.split(kernel, a.size, parallel.GRAIN_SIZE, a.reshape(-1), out.reshape(-1))
+    return True
