@@ -349,6 +349,38 @@ def test_layer_norm_rows_match_pytorch(shape, normalized, affine, fallback):
             np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("shape,groups", [((32, 16, 32, 32), 4), ((2, 6, 5), 3), ((4, 8, 3, 3, 3), 8), ((3, 4), 2),
+                                          ((6, 32, 7, 7), 1)])
+@pytest.mark.parametrize("affine", [True, False])
+def test_group_norm_rows_match_pytorch(shape, groups, affine, fallback):
+    """native_group_norm of float32 runs loops.normalization.group_norm (a row per sample and group): output,
+    mean and rstd as PyTorch's, gradients through them; the NumPy kernel agrees."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(sum(shape))
+    x = (rng.standard_normal(shape) * 3 + 2).astype(np.float32)
+    g = rng.standard_normal(shape).astype(np.float32)
+    params = [rng.standard_normal(shape[1]).astype(np.float32) for _ in range(2)] if affine else []
+    ts = [torch.tensor(a, requires_grad=True) for a in [x] + params]
+    yt = torch.nn.functional.group_norm(ts[0], groups, *ts[1:])
+    yt.backward(torch.tensor(g))
+    stats = torch.ops.aten.native_group_norm(torch.tensor(x), None, None, shape[0], shape[1], x[0, 0].size, groups,
+                                             1e-5)
+    for use_fallback in (False, True):
+        if use_fallback:
+            fallback()
+        es = [ember.tensor(a, requires_grad=True) for a in [x] + params]
+        ye = ember.nn.functional.group_norm(es[0], groups, *es[1:])
+        ye.backward(ember.tensor(g))
+        np.testing.assert_allclose(ye.detach().numpy(), yt.detach().numpy(), rtol=1e-5, atol=1e-5)
+        for a, b in zip(es, ts):
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4)
+        ours = ember.ops.aten.native_group_norm(ember.tensor(x), None, None, shape[0], shape[1], x[0, 0].size, groups,
+                                                1e-5)
+        for a, b in zip(ours[1:], stats[1:]):
+            assert tuple(a.shape) == tuple(b.shape)
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("shape", [(8, 5), (4, 3, 5), (16, 24, 20, 20), (2, 3, 4, 5, 6)])
 @pytest.mark.parametrize("train", [True, False])
 def test_batch_norm_channels_match_pytorch(shape, train, fallback):

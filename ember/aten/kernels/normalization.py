@@ -261,6 +261,9 @@ def native_group_norm(xp: Any, input: Array, weight: Array, bias: Array, N: Any,
     if not (input.dtype.kind == "f" or input.dtype == BF16_NP):
         raise NotImplementedError(f"\"group_norm\" not implemented for '{type_name(input.dtype)}'")
     ct = compute_dtype(input.dtype)
+    if (input.size and compiled.usable(xp, input) and (weight is None or weight.dtype == ct)
+            and (bias is None or bias.dtype == ct)):
+        return loops.normalization.group_norm(input, weight, bias, N, C, group, eps)
     x = asdtype(xp, input, ct).reshape(N, group, -1)
     mean = x.mean(axis=2) if x.shape[2] else xp.zeros((N, group), ct)
     var = ((x - mean[..., None]) ** 2).mean(axis=2) if x.shape[2] else xp.zeros((N, group), ct)

@@ -181,6 +181,49 @@ def layer_norm_backward_chunks(g: Any, x: Any, mean: Any, rstd: Any, w: Any, gx:
                 gxr[j] = rs * (gr[j] * w[j] - s0 - xh * s1)
 
 
+@_kernel
+def group_norm_rows(x: Any, w: Any, b: Any, eps: float, G: int, out: Any, mean: Any, rstd: Any, r0: int,
+                    r1: int) -> None:
+    """Group norm of rows r0..r1-1 of ``x`` (N * G, C / G, HxW): each row's mean and biased variance of x - mean
+    (two passes, float32 vectors), rstd = 1/sqrt(var + eps), then each channel c of the row as PyTorch's kernel
+    applies it: x scale + shift with scale = rstd w[c], shift = b[c] - mean scale (``w`` / ``b`` of length C)."""
+    cg, S = x.shape[1], x.shape[2]
+    inv_n = np.float32(1.0 / (cg * S))
+    e32 = np.float32(eps)
+    for r in range(r0, r1):
+        xr = x[r]
+        s = _F0
+        for c in range(cg):
+            for j in range(S):
+                s += xr[c, j]
+        mu = s * inv_n
+        q = _F0
+        for c in range(cg):
+            for j in range(S):
+                d = xr[c, j] - mu
+                q += d * d
+        rs = _F1 / np.sqrt(q * inv_n + e32)
+        ch0 = (r % G) * cg
+        for c in range(cg):
+            scale = rs * w[ch0 + c]
+            shift = b[ch0 + c] - mu * scale
+            orow = out[r, c]
+            xc = xr[c]
+            for j in range(S):
+                orow[j] = xc[j] * scale + shift
+        mean[r] = mu
+        rstd[r] = rs
+
+
+@compiled.parallel_of(group_norm_rows)
+@_driver
+def _group_norm_rows_parallel(x: Any, w: Any, b: Any, eps: float, G: int, out: Any, mean: Any, rstd: Any, work: int,
+                              chunks: int) -> None:
+    for c in prange(chunks):
+        r0, r1 = chunk(work, chunks, c)
+        group_norm_rows(x, w, b, eps, G, out, mean, rstd, r0, r1)
+
+
 @compiled.parallel_of(layer_norm_rows)
 @_driver
 def _layer_norm_rows_parallel(x: Any, w: Any, b: Any, eps: float, out: Any, mean: Any, rstd: Any, work: int,
@@ -249,6 +292,20 @@ def layer_norm(x: Any, weight: Any, bias: Any, eps: float) -> tuple[Any, Any, An
     mean, rstd = np.empty(R, np.float32), np.empty(R, np.float32)
     compiled.split(kernel, R, compiled.row_grain(n), x, w, b, float(eps), out, mean, rstd)
     return out, mean, rstd
+
+
+def group_norm(x: Any, weight: Any, bias: Any, N: int, C: int, G: int, eps: float) -> tuple[Any, Any, Any]:
+    """Group norm of float32 ``x`` (N, C, ...) in G groups (``weight`` / ``bias`` float32 of length C, or None): the
+    output in x's shape and each (sample, group)'s mean and rstd, (N, G) float32."""
+    x = np.ascontiguousarray(x)
+    rows = x.reshape(N * G, C // G, -1)
+    w = np.ones(C, np.float32) if weight is None else np.ascontiguousarray(weight).reshape(C)
+    b = np.zeros(C, np.float32) if bias is None else np.ascontiguousarray(bias).reshape(C)
+    out = np.empty(x.shape, np.float32)
+    mean, rstd = np.empty(N * G, np.float32), np.empty(N * G, np.float32)
+    compiled.split(group_norm_rows, N * G, compiled.row_grain(rows.shape[1] * rows.shape[2]), rows, w, b, float(eps),
+                   G, out.reshape(rows.shape), mean, rstd)
+    return out, mean.reshape(N, G), rstd.reshape(N, G)
 
 
 def layer_norm_backward(g: Any, x: Any, mean: Any, rstd: Any, weight: Any) -> tuple[Any, Any, Any]:
