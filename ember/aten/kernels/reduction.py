@@ -11,7 +11,7 @@ import numpy as np
 
 from ember.c10.dtype import BF16_NP as _BF16
 
-from ember.aten.kernels import compiled
+from ember.aten.kernels import compiled, loops
 from ember.aten.kernels._common import compute_dtype, shape_str, type_name, wrap_dim, wrap_dims
 from ember.c10.dtype import cpp_type_name, from_numpy_dtype
 from ember.c10 import dtype as dt
@@ -35,9 +35,32 @@ def _sum_dtype(a: Array, dtype: Any) -> Any:
     return np.dtype(np.int64) if a.dtype.kind in "biu" else a.dtype
 
 
+def _trailing_rows(xp: Any, self: Array, dims: Any) -> Any:
+    """The number of rows when ``dims`` (None: all) are trailing dims of a C-contiguous float32 NumPy array of at
+    least ``SUM_MIN`` values -- the shape ``loops.reduction`` sums -- else None."""
+    if self.size < SUM_MIN or self.dtype != np.float32 or not self.flags.c_contiguous or not compiled.usable(xp, self):
+        return None
+    if dims is None:
+        return 1
+    k = len(dims)
+    if sorted(dims) != list(range(self.ndim - k, self.ndim)):
+        return None
+    return int(np.prod(self.shape[:self.ndim - k], dtype=np.int64))
+
+
+# From this many float32 values a sum over trailing dims runs loops.reduction (Note [Row sums]): below, a call into
+# a loop costs more than NumPy's pass.
+SUM_MIN = 16384
+
+
 def sum(xp: Any, self: Array, dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Any:  # noqa: A001
     out_dt = _sum_dtype(self, dtype)
     cdt = compute_dtype(out_dt)
+    if cdt == self.dtype:
+        dims = _dims(dim, self.ndim)
+        rows = _trailing_rows(xp, self, dims)
+        if rows is not None:
+            return _shaped(loops.reduction.trailing_sums(self, rows), self, dims, keepdim).astype(out_dt)
     # add.reduce: np.sum's Python-level wrapper costs a microsecond a call
     r = xp.add.reduce(self, axis=None if dim is None or dim == () else _axis(_dims(dim, self.ndim)),
                       dtype=cdt, keepdims=keepdim)
@@ -70,9 +93,23 @@ def _mean_dtype(self: Array, dtype: Any, name: Any = 'mean') -> Any:
     return out
 
 
+def _shaped(r: Array, self: Array, dims: Any, keepdim: Any) -> Any:
+    """Row results ``r`` of a reduction over ``dims`` (None: all) in the result's shape."""
+    if dims is None:
+        return r.reshape((1,) * self.ndim if keepdim else ())
+    lead = tuple(s for i, s in enumerate(self.shape) if i not in dims)
+    return r.reshape(tuple(1 if i in dims else s for i, s in enumerate(self.shape)) if keepdim else lead)
+
+
 def mean(xp: Any, self: Array, dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Any:
     out_dt = _mean_dtype(self, dtype)
     cdt = compute_dtype(out_dt)
+    if cdt == self.dtype:
+        dims = _dims(dim, self.ndim)
+        rows = _trailing_rows(xp, self, dims)
+        if rows is not None:      # the float32 sum over n, as NumPy's and PyTorch's mean divide it
+            s = loops.reduction.trailing_sums(self, rows).astype(np.float32)
+            return _shaped(s / np.float32(self.size // builtins.max(rows, 1)), self, dims, keepdim).astype(out_dt)
     with np.errstate(all="ignore"):
         r = xp.mean(self.astype(cdt, copy=False), axis=_axis(_dims(dim, self.ndim)), keepdims=keepdim)
     return xp.asarray(r).astype(out_dt, copy=False)
