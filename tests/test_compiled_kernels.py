@@ -974,6 +974,23 @@ def test_sums_over_trailing_dims_by_rows_and_blocks(shape, dim, keepdim):
     np.testing.assert_array_equal(np.isnan(got.numpy()), np.isnan(want.numpy()))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_cumsum_gives_pytorchs_bits_along_every_dim(dtype):
+    """cumsum of float32 / float64 runs loops.reduction.cumsum: float64 running sums rounded once each, PyTorch's
+    CPU accumulation, so its bits along any dim (NumPy's float32 running sums differed); half types keep NumPy's
+    float32 sums, which are PyTorch's for them."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    for shape in ((1024, 512), (3, 4, 5), (7,), (2, 0, 3), (1, 100000)):
+        x = (rng.standard_normal(shape) * 3).astype(dtype)
+        if x.size > 10:
+            x.reshape(-1)[[0, 5]] = [np.nan, np.inf]
+        for d in range(-len(shape), len(shape)):
+            got, want = ember.cumsum(ember.tensor(x), d).numpy(), torch.cumsum(torch.tensor(x), d).numpy()
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+
+
 def test_exp_and_sigmoid_loops_within_their_ulps_and_pytorchs_special_values():
     torch = pytest.importorskip("torch")
     x = np.concatenate([np.linspace(-104, 88.7, 300001), _special_floats(100000)]).astype(np.float32)

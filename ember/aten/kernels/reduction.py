@@ -287,6 +287,8 @@ def _cum(xp: Any, self: Array, dim: Any, dtype: Any, fn: Any) -> Any:
     x = self.astype(cdt, copy=False)
     if self.ndim == 0:
         return x.astype(out_dt, copy=True)
+    if fn is xp.cumsum and x.size and self.dtype == cdt and compiled.usable(xp, x, dtypes=(np.float32, np.float64)):
+        return loops.reduction.cumsum(x, d).astype(out_dt, copy=False)
     return fn(x, axis=d).astype(out_dt, copy=False)
 
 

@@ -1,5 +1,5 @@
 """Sums of float32 values over trailing dims (``sum``, ``mean``: a row's, or the whole array's), one pass split over
-the intra-op threads (callers: ``kernels/reduction.py``).
+the intra-op threads, and cumulative sums along any dim (callers: ``kernels/reduction.py``).
 
 Note [Row sums]
 NumPy's float32 ``add.reduce`` takes 145-170 us on 2^19 values here (2-core AMD EPYC, AVX2), the rows of a
@@ -39,6 +39,37 @@ def row_sums(x: Any, out: Any, r0: int, r1: int) -> None:
         out[r] = total
 
 
+@_kernel
+def cumulative_sums(x: Any, out: Any, o0: int, o1: int) -> None:
+    """out[o, k] = x[o, 0] + ... + x[o, k] for o in [o0, o1) of (outer, n, inner) arrays, added in float64 and each
+    rounded once, as PyTorch's CPU cumsum accumulates (its ``acc_type``); vectorized over ``inner``."""
+    n, inner = x.shape[1], x.shape[2]
+    if inner == 1:                      # along the last dim: one running sum in a register
+        for o in range(o0, o1):
+            xo, oo = x[o, :, 0], out[o, :, 0]
+            s = 0.0
+            for k in range(n):
+                s += xo[k]
+                oo[k] = s
+        return
+    acc = np.empty(inner, np.float64)
+    for o in range(o0, o1):
+        acc[:] = 0.0
+        for k in range(n):
+            xk, ok = x[o, k], out[o, k]
+            for j in range(inner):
+                acc[j] += xk[j]
+                ok[j] = acc[j]
+
+
+@compiled.parallel_of(cumulative_sums)
+@_driver
+def _cumulative_sums_parallel(x: Any, out: Any, work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        o0, o1 = chunk(work, chunks, c)
+        cumulative_sums(x, out, o0, o1)
+
+
 @compiled.parallel_of(row_sums)
 @_driver
 def _row_sums_parallel(x: Any, out: Any, work: int, chunks: int) -> None:
@@ -66,4 +97,17 @@ def trailing_sums(x: Any, rows: int) -> Any:
         tail = np.empty(rows, np.float64)
         row_sums(np.ascontiguousarray(flat[:, full:]), tail, 0, rows)
         out += tail
+    return out
+
+
+def cumsum(x: Any, dim: int) -> Any:
+    """The cumulative sums of the float32 / float64 array ``x`` along ``dim``, in its dtype (float64 accumulators:
+    PyTorch's values bit for bit)."""
+    x = np.ascontiguousarray(x)
+    n = x.shape[dim]
+    outer = int(np.prod(x.shape[:dim], dtype=np.int64))
+    inner = int(np.prod(x.shape[dim + 1:], dtype=np.int64))
+    out = np.empty(x.shape, x.dtype)
+    compiled.split(cumulative_sums, outer, compiled.row_grain(n * inner), x.reshape(outer, n, inner),
+                   out.reshape(outer, n, inner))
     return out
