@@ -875,6 +875,7 @@ _FLOAT64_LOOPS = {      # name: (function, ulps the loop keeps against PyTorch's
     "logsigmoid": (lambda L, t: L.nn.functional.logsigmoid(t), 0.51),
     "mish": (lambda L, t: L.nn.functional.mish(t), 0.52),
     "tanh": (lambda L, t: L.tanh(t), 0.51),
+    "erf": (lambda L, t: L.erf(t), 0.6),
     "bce_with_logits": (lambda L, t: L.nn.functional.binary_cross_entropy_with_logits(
         t, L.ones_like(t) * 0.25, reduction="none"), 4.01),        # float32 (1 - t) x - log-sigmoid: PyTorch's 4.0
 }
@@ -882,7 +883,7 @@ _FLOAT64_LOOPS = {      # name: (function, ulps the loop keeps against PyTorch's
 
 @pytest.mark.parametrize("name", sorted(_FLOAT64_LOOPS))
 def test_float64_register_loops_within_their_ulps_and_pytorchs_special_values(name):
-    """Softplus, ELU (SELU, CELU), log-sigmoid (and the losses on it), Mish and tanh compute in float64 registers
+    """Softplus, ELU (SELU, CELU), log-sigmoid (and the losses on it), Mish, tanh and erf compute in float64 registers
     and round once (NumPy's float32 log1p / expm1 are scalar loops): within about half an ulp of PyTorch's float64
     result where that is a normal float32 (PyTorch's float32 kernels: 1-3 ulps, Mish 137; CELU and SELU scale x
     in float32 first, as PyTorch's do), and PyTorch's values at

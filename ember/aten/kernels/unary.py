@@ -55,7 +55,7 @@ for _name, _f in {
     "sinc": lambda xp: xp.sinc, "deg2rad": lambda xp: xp.deg2rad, "rad2deg": lambda xp: xp.rad2deg,
 }.items():
     _float_unary(_name, _f, {"exp": lambda: loops.pointwise.exp, "sigmoid": lambda: loops.pointwise.sigmoid,
-                             "tanh": lambda: loops.activation.tanh}.get(_name))
+                             "tanh": lambda: loops.activation.tanh, "erf": lambda: loops.activation.erf}.get(_name))
 
 
 def _sigmoid(xp: Any, x: Array) -> Any:

@@ -61,6 +61,32 @@ def _erfc_ge0(z: float) -> float:
 
 
 @_helper
+def _erf(x: float) -> float:
+    """erf(x): for |x| < 1 its Taylor series to x^29 (error below 1e-12), beyond 1 - erfc(|x|) with x's sign, where
+    ``_erfc_ge0``'s fractional error (1.2e-7) times erfc(1) / erf(1) stays under 2.3e-8; NaN stays NaN."""
+    a = abs(x)
+    z = x * x
+    p = 4.4632242632864775e-13
+    p = p * z + -6.711366855164111e-12
+    p = p * z + 9.422759064650411e-11
+    p = p * z + -1.2290555301717928e-09
+    p = p * z + 1.480719281587922e-08
+    p = p * z + -1.6365844691234924e-07
+    p = p * z + 1.6462114365889248e-06
+    p = p * z + -1.4925650358406252e-05
+    p = p * z + 0.00012055332981789665
+    p = p * z + -0.0008548327023450853
+    p = p * z + 0.005223977625442188
+    p = p * z + -0.026866170645131252
+    p = p * z + 0.11283791670955128
+    p = p * z + -0.37612638903183754
+    p = p * z + 1.1283791670955126
+    big = 1.0 - _erfc_ge0(a)
+    r = x * p if a < 1.0 else (big if x >= 0.0 else -big)
+    return r if x == x else x
+
+
+@_helper
 def _two_phi(x: float) -> float:
     """2 Phi(x) = erfc(-x / sqrt 2) = 1 + erf(x / sqrt 2)."""
     z = x * _SQRT1_2

@@ -1,5 +1,5 @@
 """GELU (erf and tanh forms), SiLU and their gradients, the threshold gradient (ReLU's), softplus, ELU, log-sigmoid,
-Mish and tanh: one pass per op over
+Mish, tanh and erf: one pass per op over
 same-shaped float32 arrays in float32 vectors (Note [float32 math]), run by ``compiled.elementwise`` (callers:
 ``kernels/activation.py``). Each takes flat arrays and the range [b, e) of elements to do, as slices: a loop over
 range(b, e) would index with a value numba cannot prove non-negative, and the wrap-around select it adds halves
@@ -13,7 +13,7 @@ from numba import prange
 
 from ember.aten.kernels import compiled
 from ember.aten.kernels.loops._common import (_F0, _F1, _FHALF, _INV_SQRT_2PIF, _TANH_BETA, _TANH_KAPPA, _driver,
-                                              _exact, _exact_driver, _expf, _expm1_le0, _kernel, _one_plus_tanhf,
+                                              _erf, _exact, _exact_driver, _expf, _expm1_le0, _kernel, _one_plus_tanhf,
                                               _sigmoid, _softplus, _tanh, _two_phif, chunk)
 
 
@@ -93,9 +93,9 @@ def silu_backward(g: Any, x: Any, out: Any, b: int, e: int) -> None:
         out[i] = np.float64(g[i]) * s * (1.0 + v * (1.0 - s))
 
 
-# Softplus, ELU, log-sigmoid, Mish and tanh keep float64 registers (the ``_common`` float64 helpers): NumPy's float32
-# log1p and expm1 have no vector loop (16 ns a value: softplus of 2^19 values took 9 ms, PyTorch's 1 ms), and
-# a float64 evaluation rounded once stays within an ulp of the float32 result without float32 log helpers.
+# Softplus, ELU, log-sigmoid, Mish, tanh and erf keep float64 registers (the ``_common`` float64 helpers): NumPy's
+# float32 log1p, expm1 and erf have no vector loop (16 ns a value: softplus of 2^19 values took 9 ms, PyTorch's 1 ms),
+# and a float64 evaluation rounded once stays within an ulp of the float32 result without float32 log helpers.
 
 
 @_kernel
@@ -137,6 +137,21 @@ def mish(x: Any, out: Any, b: int, e: int) -> None:
     for i in range(x.size):
         d = np.float64(x[i])
         out[i] = np.float32(d * _tanh(_softplus(d)))
+
+
+@_kernel
+def erf(x: Any, out: Any, b: int, e: int) -> None:
+    x, out = x[b:e], out[b:e]
+    for i in range(x.size):
+        out[i] = np.float32(_erf(np.float64(x[i])))
+
+
+@compiled.parallel_of(erf)
+@_driver
+def _erf_parallel(x: Any, out: Any, work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        erf(x, out, b, e)
 
 
 @_kernel
