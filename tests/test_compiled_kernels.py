@@ -992,6 +992,22 @@ def test_cumsum_gives_pytorchs_bits_along_every_dim(dtype):
             np.testing.assert_array_equal(got, want)
 
 
+def test_two_norm_over_trailing_dims_by_sums_of_squares():
+    """The float32 2-norm over trailing dims (or all) is one pass of squares (loops.reduction): PyTorch's shapes, as
+    accurate as its norm against float64 or more; other dims keep the NumPy kernel."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    for shape, dim in (((1024, 512), -1), ((1024, 512), None), ((32, 16, 32, 32), (2, 3)), ((1 << 20,), None),
+                       ((1024, 512), 0)):
+        x = (rng.standard_normal(shape) * 3).astype(np.float32)
+        for keepdim in (False, True):
+            got = ember.linalg.vector_norm(ember.tensor(x), 2, dim, keepdim).numpy()
+            theirs = torch.linalg.vector_norm(torch.tensor(x), 2, dim, keepdim).numpy()
+            ref = torch.linalg.vector_norm(torch.tensor(x, dtype=torch.float64), 2, dim, keepdim).numpy()
+            assert got.shape == theirs.shape and got.dtype == np.float32
+            assert np.max(np.abs(got - ref) / ref) <= max(2 * np.max(np.abs(theirs - ref) / ref), 2.5e-7)
+
+
 def test_exp_and_sigmoid_loops_within_their_ulps_and_pytorchs_special_values():
     torch = pytest.importorskip("torch")
     x = np.concatenate([np.linspace(-104, 88.7, 300001), _special_floats(100000)]).astype(np.float32)

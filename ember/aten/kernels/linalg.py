@@ -17,7 +17,7 @@ from ember.c10.exceptions import _LinAlgError, warn_once
 from ember.c10.dtype import BF16_NP as _BF16, cpp_type_name
 
 from ember.aten import parallel
-from ember.aten.kernels import compiled, loops
+from ember.aten.kernels import compiled, loops, reduction
 from ember.aten.kernels._common import compute_dtype, meta_kernel, meta_shape, type_name, wrap_dim
 from ember.aten.kernels.views import check_expand
 
@@ -684,6 +684,12 @@ def linalg_vector_norm(xp: Any, self: Array, ord: Any = 2, dim: Any = None, keep
         out_dt = np.dtype(np.float32 if out_dt == np.complex64 else np.float64)
     axis = None if dim is None or dim == () else tuple(wrap_dim(d, self.ndim) for d in
                                                           (dim if isinstance(dim, tuple) else (dim,)))
+    if ord == 2 and x.dtype == np.float32:      # the 2-norm over trailing dims: one pass of squares (loops.reduction)
+        dims = None if axis is None else tuple(axis)
+        rows = reduction.trailing_rows(xp, x, dims)
+        if rows is not None:
+            s = np.sqrt(loops.reduction.trailing_sums(x, rows, squares=True))
+            return reduction.reduced_shape(s, x, dims, keepdim).astype(out_dt)
     a = xp.abs(x)
     if ord == float("inf"):
         r = a.max(axis=axis, keepdims=keepdim) if a.size else xp.zeros(())

@@ -35,7 +35,7 @@ def _sum_dtype(a: Array, dtype: Any) -> Any:
     return np.dtype(np.int64) if a.dtype.kind in "biu" else a.dtype
 
 
-def _trailing_rows(xp: Any, self: Array, dims: Any) -> Any:
+def trailing_rows(xp: Any, self: Array, dims: Any) -> Any:
     """The number of rows when ``dims`` (None: all) are trailing dims of a C-contiguous float32 NumPy array of at
     least ``SUM_MIN`` values -- the shape ``loops.reduction`` sums -- else None."""
     if self.size < SUM_MIN or self.dtype != np.float32 or not self.flags.c_contiguous or not compiled.usable(xp, self):
@@ -58,9 +58,9 @@ def sum(xp: Any, self: Array, dim: Any = None, keepdim: Any = False, dtype: Any 
     cdt = compute_dtype(out_dt)
     if cdt == self.dtype:
         dims = _dims(dim, self.ndim)
-        rows = _trailing_rows(xp, self, dims)
+        rows = trailing_rows(xp, self, dims)
         if rows is not None:
-            return _shaped(loops.reduction.trailing_sums(self, rows), self, dims, keepdim).astype(out_dt)
+            return reduced_shape(loops.reduction.trailing_sums(self, rows), self, dims, keepdim).astype(out_dt)
     # add.reduce: np.sum's Python-level wrapper costs a microsecond a call
     r = xp.add.reduce(self, axis=None if dim is None or dim == () else _axis(_dims(dim, self.ndim)),
                       dtype=cdt, keepdims=keepdim)
@@ -93,7 +93,7 @@ def _mean_dtype(self: Array, dtype: Any, name: Any = 'mean') -> Any:
     return out
 
 
-def _shaped(r: Array, self: Array, dims: Any, keepdim: Any) -> Any:
+def reduced_shape(r: Array, self: Array, dims: Any, keepdim: Any) -> Any:
     """Row results ``r`` of a reduction over ``dims`` (None: all) in the result's shape."""
     if dims is None:
         return r.reshape((1,) * self.ndim if keepdim else ())
@@ -106,10 +106,10 @@ def mean(xp: Any, self: Array, dim: Any = None, keepdim: Any = False, dtype: Any
     cdt = compute_dtype(out_dt)
     if cdt == self.dtype:
         dims = _dims(dim, self.ndim)
-        rows = _trailing_rows(xp, self, dims)
+        rows = trailing_rows(xp, self, dims)
         if rows is not None:      # the float32 sum over n, as NumPy's and PyTorch's mean divide it
             s = loops.reduction.trailing_sums(self, rows).astype(np.float32)
-            return _shaped(s / np.float32(self.size // builtins.max(rows, 1)), self, dims, keepdim).astype(out_dt)
+            return reduced_shape(s / np.float32(self.size // builtins.max(rows, 1)), self, dims, keepdim).astype(out_dt)
     with np.errstate(all="ignore"):
         r = xp.mean(self.astype(cdt, copy=False), axis=_axis(_dims(dim, self.ndim)), keepdims=keepdim)
     return xp.asarray(r).astype(out_dt, copy=False)

@@ -1,4 +1,5 @@
-"""Sums of float32 values over trailing dims (``sum``, ``mean``: a row's, or the whole array's), one pass split over
+"""Sums of float32 values or their squares over trailing dims (``sum``, ``mean``, the 2-norm: a row's, or the whole
+array's), one pass split over
 the intra-op threads, and cumulative sums along any dim (callers: ``kernels/reduction.py``).
 
 Note [Row sums]
@@ -24,17 +25,21 @@ BLOCK = 4096
 
 
 @_kernel
-def row_sums(x: Any, out: Any, r0: int, r1: int) -> None:
-    """out[r] = the sum of row r of the 2-d ``x``, for r in [r0, r1): float32 blocks of ``BLOCK``, their sums in
-    float64."""
+def row_sums(x: Any, squares: bool, out: Any, r0: int, r1: int) -> None:
+    """out[r] = the sum of row r of the 2-d ``x`` (of its squares with ``squares``), for r in [r0, r1): float32
+    blocks of ``BLOCK``, their sums in float64."""
     n = x.shape[1]
     for r in range(r0, r1):
         xr = x[r]
         total = 0.0
         for b0 in range(0, n, BLOCK):
             s = _F0
-            for j in range(b0, min(n, b0 + BLOCK)):
-                s += xr[j]
+            if squares:
+                for j in range(b0, min(n, b0 + BLOCK)):
+                    s += xr[j] * xr[j]
+            else:
+                for j in range(b0, min(n, b0 + BLOCK)):
+                    s += xr[j]
             total += np.float64(s)
         out[r] = total
 
@@ -72,30 +77,30 @@ def _cumulative_sums_parallel(x: Any, out: Any, work: int, chunks: int) -> None:
 
 @compiled.parallel_of(row_sums)
 @_driver
-def _row_sums_parallel(x: Any, out: Any, work: int, chunks: int) -> None:
+def _row_sums_parallel(x: Any, squares: bool, out: Any, work: int, chunks: int) -> None:
     for c in prange(chunks):
         r0, r1 = chunk(work, chunks, c)
-        row_sums(x, out, r0, r1)
+        row_sums(x, squares, out, r0, r1)
 
 
-def trailing_sums(x: Any, rows: int) -> Any:
-    """The float64 sums of the ``rows`` rows of the C-contiguous float32 array ``x`` seen as (rows, x.size // rows):
-    each row's blocks summed (Note [Row sums]), a row too long to split the rows over the threads cut into blocks
-    first."""
+def trailing_sums(x: Any, rows: int, squares: bool = False) -> Any:
+    """The float64 sums (of squares, with ``squares``) of the ``rows`` rows of the C-contiguous float32 array ``x``
+    seen as (rows, x.size // rows): each row's blocks summed (Note [Row sums]), a row too long to split the rows
+    over the threads cut into blocks first."""
     n = x.size // rows if rows else 0
     flat = x.reshape(rows, n)
     if rows >= parallel.get_num_threads() or n < 2 * BLOCK:
         out = np.empty(rows, np.float64)
-        compiled.split(row_sums, rows, compiled.row_grain(n), flat, out)
+        compiled.split(row_sums, rows, compiled.row_grain(n), flat, squares, out)
         return out
     full = n // BLOCK * BLOCK
     blocks = flat[:, :full].reshape(rows * (full // BLOCK), BLOCK)
     part = np.empty(blocks.shape[0], np.float64)
-    compiled.split(row_sums, blocks.shape[0], compiled.row_grain(BLOCK), blocks, part)
+    compiled.split(row_sums, blocks.shape[0], compiled.row_grain(BLOCK), blocks, squares, part)
     out = part.reshape(rows, -1).sum(axis=1)
     if full < n:
         tail = np.empty(rows, np.float64)
-        row_sums(np.ascontiguousarray(flat[:, full:]), tail, 0, rows)
+        row_sums(np.ascontiguousarray(flat[:, full:]), squares, tail, 0, rows)
         out += tail
     return out
 
