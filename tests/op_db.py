@@ -1075,9 +1075,14 @@ add(OpInfo("group_norm", lambda d, r: [
                          "Expected weight to be a vector of size equal to the number of channels"),
                     _err((np.ones((1, 2, 1)), 2), {}, ValueError, "Expected more than 1 value per channel")]))
 add(OpInfo("constant_pad_nd", lambda d, r: [Sample((arr(r, (2, 3, 4), d), [1, 2, 0, 1])),
-                                            Sample((arr(r, (2, 5), d), [-1, 2], 3.5))],
+                                            Sample((arr(r, (2, 5), d), [-1, 2], 3.5)),
+                                            Sample((arr(r, (2, 3, 4), d), [-2, 3, 1, -1, 1, 1])),
+                                            Sample((arr(r, (2, 5), d), [-3, -2]))],
            method=False, noncontiguous=False, ember_fn=lambda e, x, p, v=0: e.nn.functional.pad(x, p, value=v),
-           torch_fn=lambda t, x, p, v=0: t.nn.functional.pad(x, p, value=v)))
+           torch_fn=lambda t, x, p, v=0: t.nn.functional.pad(x, p, value=v),
+           errors=lambda: [_err((np.ones((2, 5), np.float32), [-6, 2]), {}, RuntimeError, "length must be non-negative"),
+                           _err((np.ones((2, 5), np.float32), [-3, -3]), {}, RuntimeError,
+                                "length must be non-negative")]))
 add(OpInfo("embedding", lambda d, r: [Sample((np.array([[0, 2, 2], [4, 1, 0]]), arr(r, (5, 3), d))),
                                       Sample((np.array([3, 0]), arr(r, (4, 2), d))),
                                       Sample((np.array([1, 1, 3]), arr(r, (4, 2), d)), dict(padding_idx=1)),

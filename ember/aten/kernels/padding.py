@@ -18,21 +18,33 @@ def constant_pad_nd(xp: Any, self: Array, pad: Any, value: Array = 0) -> Any:
     if len(pad) // 2 > self.ndim:
         raise RuntimeError(f"Length of pad should be no more than twice the number of dimensions of the input. "
                            f"Pad length is {len(pad)} while the input has {self.ndim} dimensions.")
-    out = self
+    src = self
+    widths = [(0, 0)] * self.ndim
     for i in range(len(pad) // 2):
         ax = self.ndim - 1 - i
         lo, hi = pad[2 * i], pad[2 * i + 1]
-        if lo < 0:
-            out = out[(slice(None),) * ax + (slice(-lo, None),)]
+        if lo < 0:                  # negative padding crops (a view), as PyTorch's narrow does
+            src = src[(slice(None),) * ax + (slice(-lo, None),)] if _narrowable(src, ax, lo) else src
             lo = 0
         if hi < 0:
-            out = out[(slice(None),) * ax + (slice(0, out.shape[ax] + hi),)]
+            src = src[(slice(None),) * ax + (slice(0, src.shape[ax] + hi),)] if _narrowable(src, ax, hi) else src
             hi = 0
-        if lo or hi:
-            widths = [(0, 0)] * self.ndim
-            widths[ax] = (lo, hi)
-            out = xp.pad(out, widths, constant_values=value)
-    return xp.ascontiguousarray(out) if out is not self else out.copy()
+        widths[ax] = (lo, hi)
+    if not any(lo or hi for lo, hi in widths):
+        return xp.ascontiguousarray(src) if src is not self else src.copy()
+    # one fill and one copy of the interior (np.pad per padded dim was a full copy each, and slower)
+    shape = tuple(max(0, s + lo + hi) for s, (lo, hi) in zip(src.shape, widths))
+    out = xp.empty(shape, self.dtype)
+    out[...] = value
+    if src.size:
+        out[tuple(slice(lo, lo + s) for s, (lo, _) in zip(src.shape, widths))] = src
+    return out
+
+
+def _narrowable(a: Array, ax: int, crop: int) -> bool:
+    if a.shape[ax] + crop < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    return True
 
 
 # ------------------------------------------------------------------------------ reflection / replication padding
