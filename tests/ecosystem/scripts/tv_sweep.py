@@ -32,6 +32,27 @@ MODELS = {
     "quantizable_resnet18": (lambda: M.quantization.resnet18(quantize=False), (1, 3, 64, 64)),
 }
 
+
+def _canonical_order(out: dict) -> dict:
+    """Detections in score order, with detections whose scores tie to within 1e-4 (two boxes of the same object a
+    rounding apart, whose order the last bits of either framework's arithmetic decide) ordered by what else they
+    carry: each group by its labels and keypoint scores."""
+    scores = out["scores"].numpy().astype(np.float64)
+    extra = [out[k].numpy().reshape(len(scores), -1).astype(np.float64) for k in ("labels", "keypoints_scores")
+             if k in out]
+    order, i = [], 0
+    while i < len(scores):
+        j = i + 1
+        while j < len(scores) and abs(scores[j] - scores[j - 1]) <= 1e-4:
+            j += 1
+        group = list(range(i, j))
+        group.sort(key=lambda r: tuple(round(float(v), 2) for e in extra for v in e[r]))
+        order += group
+        i = j
+    index = torch.tensor(order, dtype=torch.int64)
+    return {k: v[index] for k, v in out.items()}
+
+
 for name in sys.argv[2].split(","):
     build, shape = MODELS[name]
     rng = np.random.default_rng(0)
@@ -40,7 +61,7 @@ for name in sys.argv[2].split(","):
     with torch.no_grad():
         if shape == "detection":
             out = model([torch.tensor(rng.random((3, 128, 128)), dtype=torch.float32)])[0]
-            out = {k: v for k, v in out.items() if k in ("scores", "labels", "keypoints_scores")}
+            out = _canonical_order({k: v for k, v in out.items() if k in ("scores", "labels", "keypoints_scores")})
         elif shape == "flow":
             a, b = (torch.tensor(rng.standard_normal((1, 3, 128, 128)), dtype=torch.float32) for _ in range(2))
             out = model(a, b, num_flow_updates=3)[-1]
