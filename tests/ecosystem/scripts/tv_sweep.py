@@ -38,6 +38,8 @@ def _canonical_order(out: dict) -> dict:
     rounding apart, whose order the last bits of either framework's arithmetic decide) ordered by what else they
     carry: each group by its labels and keypoint scores."""
     scores = out["scores"].numpy().astype(np.float64)
+    if not len(scores):
+        return out
     extra = [out[k].numpy().reshape(len(scores), -1).astype(np.float64) for k in ("labels", "keypoints_scores")
              if k in out]
     order, i = [], 0
