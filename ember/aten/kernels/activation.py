@@ -146,13 +146,14 @@ _activation("silu", lambda xp, x: compiled.elementwise(loops.activation.silu, x)
             x * _sigmoid(xp, x))
 _activation("mish", lambda xp, x: compiled.elementwise(loops.activation.mish, x) if compiled.usable(xp, x) else
             x * xp.tanh(_softplus(xp, x)))
-_activation("hardswish", lambda xp, x: compiled.elementwise(loops.activation.hardswish, x) if compiled.usable(xp, x)
-            else x * xp.clip(x + 3, 0, 6) / 6)
-_activation("hardsigmoid", lambda xp, x: compiled.elementwise(loops.activation.hardsigmoid, x)
+_activation("hardswish", lambda xp, x: compiled.elementwise(loops.activation.hardswish, x, grain=compiled.CHEAP_GRAIN)
+            if compiled.usable(xp, x) else x * xp.clip(x + 3, 0, 6) / 6)
+_activation("hardsigmoid", lambda xp, x: compiled.elementwise(loops.activation.hardsigmoid, x,
+                                                              grain=compiled.CHEAP_GRAIN)
             if compiled.usable(xp, x) else xp.clip(x + 3, 0, 6) / 6)
 _activation("leaky_relu", lambda xp, x, negative_slope=0.01: compiled.elementwise(
-    loops.activation.leaky_relu, x, scalars=(np.float32(negative_slope),)) if compiled.usable(xp, x) else
-    compiled.where(xp, x > 0, x, x * negative_slope))
+    loops.activation.leaky_relu, x, scalars=(np.float32(negative_slope),), grain=compiled.CHEAP_GRAIN)
+    if compiled.usable(xp, x) else compiled.where(xp, x > 0, x, x * negative_slope))
 def _elu(xp: Any, x: Array, alpha: Any = 1.0, scale: Any = 1.0, input_scale: Any = 1.0) -> Any:
     if compiled.usable(xp, x):
         return compiled.elementwise(loops.activation.elu, x, scalars=(float(alpha), float(scale), float(input_scale)))

@@ -58,14 +58,22 @@ def usable(xp: Any, *arrays: Any, dtypes: tuple[Any, ...] = (np.float32,)) -> bo
     return _enabled and xp is np and all(a.dtype in dtypes for a in arrays) and _numba_available()
 
 
-def elementwise(kernel: Callable[..., None], *inputs: Any, scalars: tuple[Any, ...] = ()) -> Any:
+# Elements per range for the loops that cost about one pass over memory (selects, clamps, casts, sums: 10 us for
+# 2^16 float32 values on one core). numba's workers waking next to OpenBLAS's on 2 cores cost 150-370 us when a
+# region follows a GEMM (relu of 128 x 512 after a 128x512x512 GEMM: 10 us serial, 13 us split alone, +240-320 us
+# split after the GEMM, measured; Note [Two thread pools] in parallel.py), the work of about 2^20 such elements.
+CHEAP_GRAIN = 1 << 20
+
+
+def elementwise(kernel: Callable[..., None], *inputs: Any, scalars: tuple[Any, ...] = (),
+                grain: int = parallel.GRAIN_SIZE) -> Any:
     """The compiled loop ``kernel(*flat_inputs, *scalars, out, b, e)`` over same-shaped float32 ``inputs`` (any
-    layout), into a new C-contiguous float32 array of their shape, split into ranges over the intra-op threads
-    (PyTorch's grain size)."""
+    layout), into a new C-contiguous float32 array of their shape, split into ranges of at least ``grain`` over the
+    intra-op threads (PyTorch's grain size, or ``CHEAP_GRAIN`` for a loop of a memory pass's cost)."""
     shape = inputs[0].shape
     flat = [np.ascontiguousarray(a).reshape(-1) for a in inputs]
     out = np.empty(flat[0].shape, np.float32)
-    split(kernel, out.size, parallel.GRAIN_SIZE, *flat, *scalars, out)
+    split(kernel, out.size, grain, *flat, *scalars, out)
     return out.reshape(shape)
 
 

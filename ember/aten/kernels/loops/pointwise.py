@@ -284,7 +284,7 @@ def clamped(a: Any, lo: float, hi: float) -> Any:
     of its dtype; ``lo`` / ``hi`` -inf / inf where there is no bound, neither NaN."""
     out = np.empty(a.shape, a.dtype)
     t = a.dtype.type
-    compiled.split(clamp, a.size, parallel.GRAIN_SIZE, a.reshape(-1), t(lo), t(hi), out.reshape(-1))
+    compiled.split(clamp, a.size, compiled.CHEAP_GRAIN, a.reshape(-1), t(lo), t(hi), out.reshape(-1))
     return out
 
 
@@ -294,13 +294,13 @@ def selected(c: Any, x: Any, y: Any, dtype: Any) -> Any:
     out = np.empty(c.shape, dtype)
     flat, o, t = c.reshape(-1), out.reshape(-1), dtype.type
     if isinstance(x, np.ndarray) and isinstance(y, np.ndarray):
-        compiled.split(select, flat.size, parallel.GRAIN_SIZE, flat, x.reshape(-1), y.reshape(-1), o)
+        compiled.split(select, flat.size, compiled.CHEAP_GRAIN, flat, x.reshape(-1), y.reshape(-1), o)
     elif isinstance(x, np.ndarray):
-        compiled.split(select_number, flat.size, parallel.GRAIN_SIZE, flat, x.reshape(-1), t(y), False, o)
+        compiled.split(select_number, flat.size, compiled.CHEAP_GRAIN, flat, x.reshape(-1), t(y), False, o)
     elif isinstance(y, np.ndarray):
-        compiled.split(select_number, flat.size, parallel.GRAIN_SIZE, flat, y.reshape(-1), t(x), True, o)
+        compiled.split(select_number, flat.size, compiled.CHEAP_GRAIN, flat, y.reshape(-1), t(x), True, o)
     else:
-        compiled.split(select_numbers, flat.size, parallel.GRAIN_SIZE, flat, t(x), t(y), o)
+        compiled.split(select_numbers, flat.size, compiled.CHEAP_GRAIN, flat, t(x), t(y), o)
     return out
 
 
@@ -312,7 +312,8 @@ def lerped(x: Any, y: Any, weight: float) -> Any:
     w = t(weight)
     from_end = not abs(w) < 0.5
     coeff = w - t(1) if from_end else w
-    compiled.split(lerp, x.size, parallel.GRAIN_SIZE, x.reshape(-1), y.reshape(-1), coeff, from_end, out.reshape(-1))
+    compiled.split(lerp, x.size, compiled.CHEAP_GRAIN, x.reshape(-1), y.reshape(-1), coeff, from_end,
+                   out.reshape(-1))
     return out
 
 
@@ -343,5 +344,5 @@ def convert(src: Any, dst: Any) -> bool:
         kernel, a, out = to_bfloat16, src, dst.view(np.uint16)
     else:
         return False
-    compiled.split(kernel, a.size, parallel.GRAIN_SIZE, a.reshape(-1), out.reshape(-1))
+    compiled.split(kernel, a.size, compiled.CHEAP_GRAIN, a.reshape(-1), out.reshape(-1))
     return True

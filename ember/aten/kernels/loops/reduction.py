@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 from numba import prange
 
-from ember.aten import parallel
 from ember.aten.kernels import compiled
 from ember.aten.kernels.loops._common import _F0, _driver, _kernel, chunk
 
@@ -89,20 +88,23 @@ def trailing_sums(x: Any, rows: int, squares: bool = False) -> Any:
     over the threads cut into blocks first."""
     n = x.size // rows if rows else 0
     flat = x.reshape(rows, n)
-    if rows >= parallel.get_num_threads() or n < 2 * BLOCK:
+    grain = max(1, compiled.CHEAP_GRAIN // max(n, 1))
+    if rows >= 8 or n < 2 * BLOCK:
         out = np.empty(rows, np.float64)
-        compiled.split(row_sums, rows, compiled.row_grain(n), flat, squares, out)
+        compiled.split(row_sums, rows, grain, flat, squares, out)
         return out
-    full = n // BLOCK * BLOCK
-    blocks = flat[:, :full].reshape(rows * (full // BLOCK), BLOCK)
-    part = np.empty(blocks.shape[0], np.float64)
-    compiled.split(row_sums, blocks.shape[0], compiled.row_grain(BLOCK), blocks, squares, part)
-    out = part.reshape(rows, -1).sum(axis=1)
-    if full < n:
+    # a few long rows: their blocks side by side, then each row's block sums added in order (a running sum, as
+    # row_sums adds them: the same bits either way)
+    nb = n // BLOCK
+    blocks = flat[:, :nb * BLOCK].reshape(rows * nb, BLOCK)
+    part = np.empty(rows * nb, np.float64)
+    compiled.split(row_sums, rows * nb, max(1, compiled.CHEAP_GRAIN // BLOCK), blocks, squares, part)
+    sums = part.reshape(rows, nb)
+    if nb * BLOCK < n:
         tail = np.empty(rows, np.float64)
-        row_sums(np.ascontiguousarray(flat[:, full:]), squares, tail, 0, rows)
-        out += tail
-    return out
+        row_sums(np.ascontiguousarray(flat[:, nb * BLOCK:]), squares, tail, 0, rows)
+        sums = np.concatenate([sums, tail[:, None]], axis=1)
+    return np.cumsum(sums, axis=1)[:, -1]
 
 
 def cumsum(x: Any, dim: int) -> Any:
