@@ -73,7 +73,7 @@ def copy_(xp: Any, self: Array, src: Array, non_blocking: Any = False) -> Any:
     if src.dtype == self.dtype:
         xp.copyto(self, src)
         return
-    if (src.size >= compiled.SELECT_MIN and src.shape == self.shape and src.dtype.itemsize + self.dtype.itemsize == 6
+    if (src.size >= compiled.SELECT_MIN and src.shape == self.shape and {src.itemsize, self.itemsize} == {2, 4}
             and src.flags.c_contiguous and self.flags.c_contiguous and xp is np and compiled.is_enabled()
             and loops.pointwise.convert(src, self)):      # float32 <-> float16 / bfloat16
         return

@@ -56,7 +56,7 @@ SUM_MIN = 16384
 def sum(xp: Any, self: Array, dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Any:  # noqa: A001
     out_dt = _sum_dtype(self, dtype)
     cdt = compute_dtype(out_dt)
-    if cdt == self.dtype:
+    if self.size >= SUM_MIN and cdt == self.dtype:      # (a small sum pays one comparison)
         dims = _dims(dim, self.ndim)
         rows = trailing_rows(xp, self, dims)
         if rows is not None:
@@ -104,7 +104,7 @@ def reduced_shape(r: Array, self: Array, dims: Any, keepdim: Any) -> Any:
 def mean(xp: Any, self: Array, dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Any:
     out_dt = _mean_dtype(self, dtype)
     cdt = compute_dtype(out_dt)
-    if cdt == self.dtype:
+    if self.size >= SUM_MIN and cdt == self.dtype:
         dims = _dims(dim, self.ndim)
         rows = trailing_rows(xp, self, dims)
         if rows is not None:      # the float32 sum over n, as NumPy's and PyTorch's mean divide it
