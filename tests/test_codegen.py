@@ -128,6 +128,34 @@ def test_a_method_binds_the_argument_named_self():
     assert x.where(cond, 0.5).tolist() == [5.0, 0.5]
 
 
+def test_a_binding_goes_to_the_fast_binder_its_arguments_fit(monkeypatch):
+    """Note [Choosing a fast binder by its arguments]: a binding with several fast binders calls only those whose
+    parameters take the call's positional count and keywords (no TypeError raised and caught on the way), so
+    ``x.sum(1)`` reaches ``sum.dim_IntList``'s binder first; the calls that fit none still get the signature
+    table and PyTorch's error."""
+    import numpy as np
+    torch = pytest.importorskip("torch")
+    from ember import _python_arg_parser as P
+    x = ember.arange(12.0).reshape(3, 4)
+    ref = torch.arange(12.0).reshape(3, 4)
+    slow = []
+    real = P.Signatures.slow
+    monkeypatch.setattr(P.Signatures, "slow", lambda self, *a, **k: slow.append(self.name) or real(self, *a, **k))
+    for call in (lambda t: t.sum(), lambda t: t.sum(1), lambda t: t.sum(dim=1), lambda t: t.sum(1, True),
+                 lambda t: t.sum(dim=(0, 1), keepdim=True), lambda t: t.sum(dtype=t.dtype),
+                 lambda t: t.view(-1), lambda t: t.view(2, 6), lambda t: t.view((6, 2)), lambda t: t.max(1)[0],
+                 lambda t: t.add(1.5, alpha=2), lambda t: t.add(t, alpha=2), lambda t: t.mean(-1, keepdim=True)):
+        np.testing.assert_array_equal(call(x).numpy(), call(ref).numpy())
+    assert slow == []
+    assert ember.sum(x, 1).tolist() == torch.sum(ref, 1).tolist()
+    for bad in (lambda t: t.sum(1, 2, 3, 4, 5, 6, 7, 8, 9), lambda t: t.sum(axis_=1), lambda t: t.view("a")):
+        with pytest.raises(TypeError) as ours:
+            bad(x)
+        with pytest.raises(TypeError) as theirs:
+            bad(ref)
+        assert str(ours.value).split(" - ")[0] == str(theirs.value).split(" - ")[0]
+
+
 # the packages under ``mypy --strict`` (issue 14 item 5); the others have partial hints and are not checked yet
 STRICT = ["ember/c10", "ember/aten", "ember/autograd", "tools"]
 
