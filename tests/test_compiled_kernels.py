@@ -531,13 +531,19 @@ def test_recurrent_cells_match_pytorch(mode, kw, lengths, fallback):
     ("Adam", dict(lr=0.01, betas=(0.3, 0.9))),                     # 1 - beta1 >= 0.5: lerp's other branch
     ("AdamW", dict(lr=0.01)), ("AdamW", dict(lr=0.01, weight_decay=0.3, amsgrad=True))])
 @pytest.mark.parametrize("foreach", [False, True])
-def test_compiled_optimizer_steps_give_the_numpy_bits(name, kw, foreach, fallback):
+def test_compiled_optimizer_steps_give_the_numpy_bits(name, kw, foreach, fallback, monkeypatch):
     """The one-pass SGD / Adam / AdamW loops round every intermediate as the op-by-op NumPy update does (which
     the optimizer tests check against PyTorch): parameters and state equal bit for bit after 20 steps, on one
-    parameter's arrays and on the flat arena (large enough to be split into chunks)."""
+    parameter's arrays and on the flat arena, on one thread and split over three (ranges of 4096 elements)."""
+    from ember.aten.kernels import optim as optim_kernels
     runs = []
-    for use_fallback in (False, True):
-        if use_fallback:
+    before = ember.get_num_threads()
+    for run in ("one thread", "split", "numpy"):
+        if run == "split":
+            monkeypatch.setattr(optim_kernels, "SGD_GRAIN", 4096)
+            monkeypatch.setattr(optim_kernels, "ADAM_GRAIN", 4096)
+        ember.set_num_threads(3 if run == "split" else 1)
+        if run == "numpy":
             fallback()
         rng = np.random.default_rng(0)
         ps = [ember.nn.Parameter(ember.tensor(rng.standard_normal(s).astype(np.float32))) for s in ((300, 500), (7,))]
@@ -548,8 +554,10 @@ def test_compiled_optimizer_steps_give_the_numpy_bits(name, kw, foreach, fallbac
             opt.step()
         runs.append([p.detach().numpy().copy() for p in ps] +
                     [v.numpy().copy() for st in opt.state.values() for v in st.values() if isinstance(v, ember.Tensor)])
-    for a, b in zip(*runs):
-        np.testing.assert_array_equal(a, b)
+    ember.set_num_threads(before)
+    for other in runs[1:]:
+        for a, b in zip(runs[0], other):
+            np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])

@@ -246,7 +246,8 @@ def _run_chunked(update: Any, xp: Any, ent: Any, c: Any) -> None:
     P, G = ent.params.buf, ent.grad
     T = {k: v.buf for k, v in ent.tensors.items()}
     n = P.size
-    if xp is not np or n <= 2 * CHUNK:
+    splits_itself = getattr(update, "compiled", None)   # a compiled loop that splits itself over the threads
+    if xp is not np or n <= 2 * CHUNK or (splits_itself is not None and splits_itself(xp, P)):
         tmps = ent.tmps
         update(xp, P, G, T, c, lambda i: _tmp(tmps, i, n, P.dtype, xp))
         return

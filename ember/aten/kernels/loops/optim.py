@@ -5,7 +5,10 @@ from typing import Any
 
 import numpy as np
 
-from ember.aten.kernels.loops._common import _exact
+from numba import prange
+
+from ember.aten.kernels import compiled
+from ember.aten.kernels.loops._common import _exact, _exact_driver, chunk
 
 # ------------------------------------------------------------------------------ optimizer updates
 # PyTorch's single-tensor optimizers, element by element in one pass, with the rounding of its op-by-op form:
@@ -14,9 +17,11 @@ from ember.aten.kernels.loops._common import _exact
 
 @_exact
 def sgd_step(p: Any, g: Any, buf: Any, wd: Any, momentum: Any, alpha: Any, neg_lr: Any, use_wd: bool,
-             use_momentum: bool, fresh: bool, nesterov: bool) -> None:
+             use_momentum: bool, fresh: bool, nesterov: bool, b: int, e: int) -> None:
     """g += wd p; buf = g (the first step) or buf = buf momentum + alpha g; g = g + momentum buf (Nesterov) or
-    buf; p += -lr g -- each product and sum rounded to float32 as the NumPy kernel rounds it."""
+    buf; p += -lr g -- each product and sum rounded to float32 as the NumPy kernel rounds it -- over the range
+    [b, e) of the flat arrays."""
+    p, g, buf = p[b:e], g[b:e], buf[b:e]
     for i in range(p.size):
         gi = g[i]
         if use_wd:
@@ -35,10 +40,11 @@ def sgd_step(p: Any, g: Any, buf: Any, wd: Any, momentum: Any, alpha: Any, neg_l
 @_exact
 def adam_step(p: Any, g: Any, m: Any, v: Any, vmax: Any, decay: Any, wd: Any, w1: Any, one_minus_w1: Any,
               small_w1: bool, beta2: Any, one_minus_beta2: Any, bc2_sqrt: Any, eps: Any, neg_step: Any,
-              mode_wd: int, amsgrad: bool) -> None:
+              mode_wd: int, amsgrad: bool, b: int, e: int) -> None:
     """Adam / AdamW: weight decay (mode 1: p *= 1 - lr wd; mode 2: g += wd p), exp_avg.lerp_(g, w1),
     exp_avg_sq = exp_avg_sq beta2 + (g (1 - beta2)) g, amsgrad's running max, denom = sqrt(v) / bc2_sqrt + eps,
-    p += (exp_avg (-step_size)) / denom."""
+    p += (exp_avg (-step_size)) / denom -- over the range [b, e) of the flat arrays."""
+    p, g, m, v, vmax = p[b:e], g[b:e], m[b:e], v[b:e], vmax[b:e]
     for i in range(p.size):
         gi = g[i]
         pi = p[i]
@@ -61,3 +67,23 @@ def adam_step(p: Any, g: Any, m: Any, v: Any, vmax: Any, decay: Any, wd: Any, w1
         den = np.sqrt(vi) / bc2_sqrt
         den = den + eps
         p[i] = pi + (mi * neg_step) / den
+
+
+@compiled.parallel_of(sgd_step)
+@_exact_driver
+def _sgd_step_parallel(p: Any, g: Any, buf: Any, wd: Any, momentum: Any, alpha: Any, neg_lr: Any, use_wd: bool,
+                       use_momentum: bool, fresh: bool, nesterov: bool, work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        sgd_step(p, g, buf, wd, momentum, alpha, neg_lr, use_wd, use_momentum, fresh, nesterov, b, e)
+
+
+@compiled.parallel_of(adam_step)
+@_exact_driver
+def _adam_step_parallel(p: Any, g: Any, m: Any, v: Any, vmax: Any, decay: Any, wd: Any, w1: Any, one_minus_w1: Any,
+                        small_w1: bool, beta2: Any, one_minus_beta2: Any, bc2_sqrt: Any, eps: Any, neg_step: Any,
+                        mode_wd: int, amsgrad: bool, work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        adam_step(p, g, m, v, vmax, decay, wd, w1, one_minus_w1, small_w1, beta2, one_minus_beta2, bc2_sqrt, eps,
+                  neg_step, mode_wd, amsgrad, b, e)
