@@ -19,10 +19,13 @@ rebuild itself from the tensors' current values.
 The update is elementwise and its scalars (bias corrections, step sizes) depend only on the step count and the
 hyper-parameters, so running it over the concatenation gives exactly the numbers of running it per tensor, provided
 all tensors are at the same step (and share the other 0-d state values); where they differ (after
-``add_param_group`` or loading mismatched state) each tensor takes its own update. Large buffers are processed in
-chunks that stay in cache, spread over the intra-op thread pool (``aten/parallel.py``; NumPy releases the GIL inside
-ufuncs). The arenas of a list of parameters are cached here, dropped when its first parameter or first state tensor
-is freed.
+``add_param_group`` or loading mismatched state) each tensor takes its own update. The compiled float32 updates
+(SGD, Adam, AdamW: ``loops/optim.py``) run once over the whole buffer and split themselves over numba's threads
+(a parallel driver); the NumPy updates process large buffers in chunks that stay in cache, spread over the
+intra-op thread pool (``aten/parallel.py``; NumPy releases the GIL inside ufuncs). Handing the compiled update's
+chunks to that pool cost more than it gained: SGD with momentum over 670k values took 540 us so, 310 us split by
+its driver (2-core AMD EPYC). The arenas of a list of parameters are cached here, dropped when its first parameter
+or first state tensor is freed.
 """
 from __future__ import annotations
 
