@@ -1197,3 +1197,50 @@ def test_batched_gemm_that_disagrees_with_numpy_warns_and_is_left(monkeypatch):
     monkeypatch.setattr(ember.c10.exceptions, "_WARNED_ONCE", set())
     with pytest.warns(UserWarning, match="disagree with NumPy's"):
         assert not loops.gemm.available(np.float32)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [1, 2, 17, 128, 70000])
+def test_nll_loss_loops_give_pytorchs_bits(dtype, n, fallback):
+    """loops.loss: nll_loss forward and backward over (N, C) scores with PyTorch's bits -- per row, and summed
+    with its cascade of partial sums (Note [NLL's cascade sum]; 70000 rows carry through four levels) -- with and
+    without class weights, ignored rows (all of them for one row: the mean is NaN, 0 / 0), every reduction; the
+    NumPy fallback within a rounding."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((n, 10)).astype(dtype)
+    y = rng.integers(0, 10, n)
+    y[::7] = -100
+    w = rng.random(10).astype(dtype)
+    for reduction in ("mean", "sum", "none"):
+        for weight in (None, w):
+            results = []
+            for lib in (ember, torch):
+                xt = lib.tensor(x, requires_grad=True)
+                loss = lib.nn.functional.nll_loss(xt, lib.tensor(y), reduction=reduction,
+                                                  weight=None if weight is None else lib.tensor(weight))
+                loss.backward(lib.tensor(np.linspace(-1, 2, loss.numel()).astype(dtype).reshape(loss.shape)))
+                results.append((loss.detach().numpy(), xt.grad.numpy()))
+            (a, ga), (b, gb) = results
+            assert a.dtype == b.dtype and ga.dtype == gb.dtype
+            np.testing.assert_array_equal(a, b)
+            np.testing.assert_array_equal(ga, gb)
+    fallback()
+    xt = ember.tensor(x)
+    ours = ember.nn.functional.nll_loss(xt, ember.tensor(y), reduction="sum").numpy()
+    np.testing.assert_allclose(ours, torch.nn.functional.nll_loss(torch.tensor(x), torch.tensor(y),
+                                                                   reduction="sum").numpy(), rtol=1e-5)
+
+
+def test_nll_loss_loops_report_the_first_target_out_of_bounds():
+    """PyTorch's IndexError names the first target out of bounds in row order, forward and backward; an ignored
+    row is never checked."""
+    x = ember.zeros(4, 3, requires_grad=True)
+    for reduction in ("mean", "none"):
+        with pytest.raises(IndexError, match=r"^Target 7 is out of bounds\.$"):
+            ember.nn.functional.nll_loss(x, ember.tensor([0, 7, -1, 2]), reduction=reduction)
+        loss = ember.nn.functional.nll_loss(x, ember.tensor([0, -100, 2, 1]), reduction=reduction)
+        loss.sum().backward()
+    with pytest.raises(IndexError, match=r"^Target 3 is out of bounds\.$"):
+        ember.ops.aten.nll_loss_backward(ember.tensor(1.0), x.detach(), ember.tensor([0, 1, 3, 1]), None, 1, -100,
+                                         ember.tensor(4.0))

@@ -139,6 +139,8 @@ def nll_loss_forward(xp: Any, self: Array, target: Array, weight: Array, reducti
     _nll_checks(self, target, weight, spatial)
     ct = compute_dtype(self.dtype)
     x, t = _rows(xp, self, target, spatial)
+    if not spatial and _nll_loop_usable(xp, x, weight):
+        return _nll_forward_loop(x, t, weight, reduction, ignore_index, self.ndim == 2, target.shape)
     picked, w, valid = _picked_weights(xp, x, t, weight, ignore_index, ct)
     with np.errstate(all="ignore"):
         loss = compiled.where(xp, valid, -(picked * w), 0)
@@ -152,6 +154,53 @@ def nll_loss_forward(xp: Any, self: Array, target: Array, weight: Array, reducti
         if reduction == _MEAN:
             out = out / total
     return xp.asarray(out).astype(self.dtype), xp.asarray(total).astype(self.dtype)
+
+
+_NLL_DTYPES = (np.float32, np.float64)
+
+
+def _nll_loop_usable(xp: Any, x: Array, weight: Array) -> bool:
+    """Whether ``loops.loss`` takes these (M, C) scores: float32 / float64 NumPy arrays (weights of their dtype)."""
+    return compiled.usable(xp, x, dtypes=_NLL_DTYPES) and (weight is None or weight.dtype == x.dtype)
+
+
+def _nll_weight(x: Array, weight: Array) -> Any:
+    return np.empty(0, x.dtype) if weight is None else np.ascontiguousarray(weight).reshape(-1)
+
+
+def _out_of_bounds(t: Array, row: int) -> IndexError:
+    return IndexError(f"Target {int(t[row])} is out of bounds.")
+
+
+def _nll_forward_loop(x: Array, t: Array, weight: Array, reduction: Any, ignore_index: Any, batched: bool,
+                      shape: Any) -> Any:
+    """nll_loss_forward's (output, total_weight) by ``loops.loss``: PyTorch's loops and its cascade sum (Note
+    [NLL's cascade sum])."""
+    dt = x.dtype
+    w = _nll_weight(x, weight)
+    if reduction == 0 and batched:
+        out = np.empty(x.shape[0], dt)
+        bad = loops.loss.nll_rows(x, t, w, weight is not None, ignore_index, out)
+        if bad >= 0:
+            raise _out_of_bounds(t, bad)
+        return out.reshape(shape), np.zeros((), dt)
+    n = x.shape[0]
+    if n == 0:
+        return np.asarray(np.nan if reduction == _MEAN else 0.0, dt), np.zeros((), dt)
+    ceil_log2 = 1 if n <= 2 else (n - 1).bit_length()
+    out, total, bad, ignored = loops.loss.nll_sum(x, t, w, weight is not None, ignore_index, max(4, ceil_log2 // 8))
+    if bad >= 0:
+        raise _out_of_bounds(t, bad)
+    if weight is None:
+        total = dt.type(n - ignored)
+    out, total = dt.type(out), dt.type(total)     # (numba returns Python floats, the exact values)
+    if reduction == _MEAN:
+        if total:
+            out = out / total
+        else:
+            with np.errstate(all="ignore"):     # 0 / 0 (every row ignored): NaN, as PyTorch's
+                out = out / total
+    return np.asarray(out, dt), np.asarray(total, dt)
 
 
 def nll_loss2d_forward(xp: Any, self: Array, target: Array, weight: Array, reduction: Any, ignore_index: Any) -> Any:
@@ -209,6 +258,10 @@ def nll_loss_backward(xp: Any, grad_output: Array, self: Array, target: Array, w
     _nll_backward_checks(grad_output, self, target, weight, reduction, total_weight, spatial)
     ct = compute_dtype(self.dtype)
     x, t = _rows(xp, self, target, spatial)
+    if not spatial and _nll_loop_usable(xp, x, weight) and grad_output.dtype == x.dtype \
+            and total_weight.dtype == x.dtype:
+        return _nll_backward_loop(grad_output, x, t, weight, reduction, ignore_index, total_weight, self.ndim == 2,
+                                  self.shape)
     c = x.shape[1]
     w, valid, safe = _target_weights(xp, t, c, weight, ignore_index, ct)
     g = grad_output.astype(ct, copy=False)
@@ -226,6 +279,25 @@ def nll_loss_backward(xp: Any, grad_output: Array, self: Array, target: Array, w
         n, _, h, wd = self.shape
         gi = xp.moveaxis(gi.reshape(n, h, wd, c), -1, 1)
     return xp.ascontiguousarray(gi.reshape(self.shape)).astype(self.dtype, copy=False)
+
+
+def _nll_backward_loop(grad_output: Array, x: Array, t: Array, weight: Array, reduction: Any, ignore_index: Any,
+                       total_weight: Array, batched: bool, shape: Any) -> Any:
+    """nll_loss_backward by ``loops.loss``: PyTorch's loop (the reduced gradient -(grad / total_weight) for Mean, in
+    the scores' dtype)."""
+    dt = x.dtype
+    per_row = reduction == 0 and batched
+    if per_row:
+        g = np.ascontiguousarray(grad_output).reshape(-1)
+    else:
+        go = grad_output.reshape(-1)[0]
+        with np.errstate(all="ignore"):
+            g = np.asarray([-(go / total_weight.reshape(-1)[0] if reduction == _MEAN else go)], dt)
+    gi = np.zeros(x.shape, dt)
+    bad = loops.loss.nll_grad_rows(t, _nll_weight(x, weight), weight is not None, ignore_index, g, per_row, gi)
+    if bad >= 0:
+        raise _out_of_bounds(t, bad)
+    return gi.reshape(shape)
 
 
 def nll_loss2d_backward(xp: Any, grad_output: Array, self: Array, target: Array, weight: Array, reduction: Any,
