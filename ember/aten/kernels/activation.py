@@ -55,7 +55,8 @@ def threshold_backward(xp: Any, grad_output: Array, self: Array, threshold: Any)
     npdt = result_np_dtype(grad_output, self)
     if compiled.usable(xp, grad_output, self) and grad_output.shape == self.shape and \
             isinstance(threshold, (int, float)) and not isinstance(threshold, bool):
-        return compiled.elementwise(loops.activation.threshold_backward, grad_output, self, scalars=(float(threshold),))
+        return compiled.elementwise(loops.activation.threshold_backward, grad_output, self, scalars=(float(threshold),),
+                                    grain=compiled.CHEAP_GRAIN)     # a select: one memory pass
     g = grad_output if grad_output.dtype == npdt else grad_output.astype(npdt)
     return compiled.where(xp, self <= threshold, xp.zeros((), npdt), g)
 
