@@ -465,8 +465,9 @@ def test_attention_picks_the_fused_op_where_pytorch_does():
 
 
 def test_cell_activations_to_float32_accuracy():
-    """The LSTM / GRU cells' sigmoid and tanh (from e^-|x| and e^(-2|x|) - 1): relative error within float32
-    rounding over the whole range, tanh's included near 0 (no cancellation), saturation at 0 / 1, NaN kept."""
+    """The LSTM cell's float32 sigmoid and tanh (from e^-|x| and e^(-2|x|) - 1): relative error within 2.5 ulps
+    over the whole range, tanh's included near 0 (no cancellation), saturation at 0 / 1, NaN and signed zeros
+    kept."""
     x = np.concatenate([np.linspace(-120, 120, 400001), np.geomspace(1e-30, 1e-2, 1000),
                         -np.geomspace(1e-30, 1e-2, 1000), [0.0, np.inf, -np.inf, np.nan]])
     # one LSTM step with every pre-activation x on the g gate and -x / x on the others
@@ -483,6 +484,11 @@ def test_cell_activations_to_float32_accuracy():
         assert np.array_equal(np.isnan(got), np.isnan(ref))
         ok = ~np.isnan(ref) & (np.abs(ref) > 1e-37)
         np.testing.assert_allclose(got[ok], ref[ok], rtol=2e-7)
+        ulp = np.spacing(np.abs(ref[ok]).astype(np.float32)).astype(np.float64)
+        assert np.max(np.abs(got[ok] - ref[ok]) / ulp) <= 2.5
+    zeros = np.array([[0.0, 0.0, -0.0, 0.0]], np.float32)
+    loops.rnn.lstm_cell(zeros, zeros.copy(), np.zeros((1, 1), np.float32), ws[:1], h[:1])   # -0 + -0 is -0
+    assert np.signbit(ws[0, 2]) and ws[0, 0] == 0.5
 
 
 @pytest.mark.parametrize("mode,kw,lengths", [

@@ -76,11 +76,13 @@ def _rnn_layer(xp: Any, input: Array, batch_sizes: Array, h0: Array, c0: Array, 
     out = xp.empty((x.shape[0], h.shape[1]), dtype=dt)
     ws = xp.empty((x.shape[0], {"LSTM": 5 * H, "GRU": 4 * H}.get(mode, 0)), dtype=dt)
     cell = {"LSTM": loops.rnn.lstm_cell, "GRU": loops.rnn.gru_cell}.get(mode) if compiled.usable(xp, x) else None
+    whh_t = whh.T
+    hw_rows = xp.empty((h.shape[0], whh.shape[0]), dtype=dt)   # each step's h @ w_hh.T, one buffer for all steps
     for t in order:
         bs = batch_sizes[t]
         r0, r1 = offs[t], offs[t] + bs
         hp = h[:bs]
-        hw = hp @ whh.T
+        hw = xp.matmul(hp, whh_t, out=hw_rows[:bs])
         if cell is not None:                           # the step's pointwise work in one compiled pass
             if mode == "GRU" and bhh is not None:
                 hw += bhh
@@ -171,10 +173,11 @@ def _rnn_layer_backward(xp: Any, input: Array, batch_sizes: Array, h0: Array, c0
         dc = asdtype(xp, grad_cn, dt).copy() if grad_cn is not None else xp.zeros_like(cinit)
     cell = ({"LSTM": loops.rnn.lstm_cell_backward, "GRU": loops.rnn.gru_cell_backward}.get(mode)
             if compiled.usable(xp, workspace) else None)
+    dht_rows: Any = xp.empty_like(dh) if gout is not None else None
     for t in reversed(order):
         bs = batch_sizes[t]
         r0, r1 = offs[t], offs[t] + bs
-        dht = dh[:bs] if gout is None else dh[:bs] + gout[r0:r1]
+        dht = dh[:bs] if gout is None else xp.add(dh[:bs], gout[r0:r1], out=dht_rows[:bs])
         w = workspace[r0:r1]
         if cell is not None and mode == "LSTM":        # the step's pointwise work in one compiled pass
             if whr is not None:
@@ -183,7 +186,7 @@ def _rnn_layer_backward(xp: Any, input: Array, batch_sizes: Array, h0: Array, c0
             else:
                 dm = dht
             cell(w, cprev[r0:r1], dm, dc[:bs], dgi[r0:r1])
-            dh[:bs] = dgi[r0:r1] @ whh
+            xp.matmul(dgi[r0:r1], whh, out=dh[:bs])    # (dm, read by the cell, may be dh's rows)
         elif cell is not None:
             direct = xp.empty_like(dht)
             cell(w, hprev[r0:r1], dht, dgi[r0:r1], dgh[r0:r1], direct)

@@ -43,8 +43,12 @@ bitcast, so that 2^n is built in the exponent bits and vectorizes):
 - softmax rows take their max on ``_order_key``s (an int32 that orders as the float does: an integer max
   vectorizes where a float max that must keep NaN does not).
 
+The LSTM cell's gates take ``_sigmoidf`` (1 / (1 + e^-x) from e^(-|x|)) and ``_tanhf`` (-m / (2 + m) from
+m = e^(-2|x|) - 1 by ``_expm1f_le0``, which keeps the relative accuracy near 0): within 2.3 and 2.5 ulps, where
+the float64 helpers below took twice as long for the step (85 -> 45 us for 20 x 256).
+
 Where a float32 result would lose the relative accuracy the float64 one has (SiLU's gradient crosses 0 at
-x = -1.28, the recurrent cells' gates), or where float32 would need a log (softplus, ELU, log-sigmoid, Mish,
+x = -1.28, the GRU cell's gates), or where float32 would need a log (softplus, ELU, log-sigmoid, Mish,
 tanh: NumPy's float32 log1p and expm1 have no vector loop), the loop keeps float64 registers and the float64
 helpers (``_exp_le1``: (e^(u/128))^128 by a Taylor polynomial and seven squarings; ``_expm1_le0``; ``_log1p_le1``:
 2 atanh(e / (2 + e)) by its series; ``_softplus``; ``_erfc_ge0``; ``_one_plus_tanh``; ``_sigmoid``; ``_tanh``) and

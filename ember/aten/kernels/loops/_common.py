@@ -301,3 +301,41 @@ def _one_plus_tanhf(u: Any) -> Any:
     hi, lo = (hi, lo) if hi >= _F0 else (-hi, -lo)
     e = _expf(np.float32(-2.0) * hi) * (_F1 - _F2 * lo)
     return _F2 / (_F1 + e) if u >= 0.0 else _F2 * e / (_F1 + e)
+
+
+@_f32
+def _expm1f_le0(y: Any) -> Any:
+    """e^y - 1 in float32 for y <= 0, with its relative accuracy near 0: y = n ln 2 + r as in ``_expf``, e^r - 1 by
+    the same polynomial without its leading 1 (no cancellation), then 2^n (e^r - 1) + (2^n - 1), whose second
+    term is exact. -1 below -87 (2^n stays a normal float32); NaN stays NaN."""
+    v = max(y, np.float32(-87.0))
+    n = np.floor(v * _LOG2EF + _FHALF)
+    r = v - n * _LN2_HI
+    r = r - n * _LN2_LO
+    p = np.float32(1.9875691500e-4)
+    p = p * r + np.float32(1.3981999507e-3)
+    p = p * r + np.float32(8.3334519073e-3)
+    p = p * r + np.float32(4.1665795894e-2)
+    p = p * r + np.float32(1.6666665459e-1)
+    p = p * r + np.float32(5.0000001201e-1)
+    em1 = p * (r * r) + r
+    s = _as_float32((np.int32(n) + np.int32(127)) << 23)      # 2^n, n >= -126
+    m = s * em1 + (s - _F1)
+    return y if y != y else m
+
+
+@_f32
+def _sigmoidf(x: Any) -> Any:
+    """1 / (1 + e^-x) in float32 from e = e^(-|x|) <= 1 on either side of 0 (e / (1 + e) for x < 0): within 2
+    ulps, the far negative tail included; NaN stays NaN."""
+    e = _expf(-abs(x))
+    return _F1 / (_F1 + e) if x >= _F0 else e / (_F1 + e)
+
+
+@_f32
+def _tanhf(u: Any) -> Any:
+    """tanh(u) in float32: -m / (2 + m) with m = e^(-2|u|) - 1 (``_expm1f_le0``), the sign of u; its relative
+    accuracy kept near 0 (no cancellation); NaN stays NaN."""
+    m = _expm1f_le0(np.float32(-2.0) * abs(u))
+    t = abs(m) / (_F2 + m)
+    return t if u > _F0 else (-t if u < _F0 else u)       # u itself for +-0 and NaN

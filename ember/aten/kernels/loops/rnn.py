@@ -6,37 +6,38 @@ from typing import Any
 
 import numpy as np
 
-from ember.aten.kernels.loops._common import _kernel, _sigmoid, _tanh
+from ember.aten.kernels.loops._common import _F1, _kernel, _sigmoid, _sigmoidf, _tanh, _tanhf
 
 # ------------------------------------------------------------------------------ recurrent cells (LSTM, GRU)
 # One time step's pointwise work, rows (batch) x H columns, the gate blocks side by side as PyTorch orders them.
 
 @_kernel
 def lstm_cell(xw: Any, hw: Any, c: Any, ws: Any, h: Any) -> None:
-    """One LSTM step: pre-activations xw + hw (rows x 4H: i, f, g, o), c (rows x H) updated in place to
-    c' = f c + i g; ws (rows x 5H) gets i, f, g, o, c'; h (rows x H) gets o tanh(c')."""
+    """One LSTM step in float32, as PyTorch's oneDNN kernel computes it: pre-activations xw + hw (rows x 4H: i, f,
+    g, o), c (rows x H) updated in place to c' = f c + i g; ws (rows x 5H) gets i, f, g, o, c'; h (rows x H) gets
+    o tanh(c'). The gates' sigmoid and tanh are ``_sigmoidf`` / ``_tanhf`` (within 2.5 ulps)."""
     H = c.shape[1]
     for r in range(c.shape[0]):
         a, b, w, cr, hr = xw[r], hw[r], ws[r], c[r], h[r]
         wi, wf, wg, wo, wc = w[:H], w[H:2 * H], w[2 * H:3 * H], w[3 * H:4 * H], w[4 * H:]
         for j in range(2 * H):
-            w[j] = _sigmoid(np.float64(a[j]) + np.float64(b[j]))
+            w[j] = _sigmoidf(a[j] + b[j])
         for j in range(2 * H, 3 * H):
-            w[j] = _tanh(np.float64(a[j]) + np.float64(b[j]))
+            w[j] = _tanhf(a[j] + b[j])
         for j in range(3 * H, 4 * H):
-            w[j] = _sigmoid(np.float64(a[j]) + np.float64(b[j]))
+            w[j] = _sigmoidf(a[j] + b[j])
         for j in range(H):
-            cn = np.float64(wf[j]) * np.float64(cr[j]) + np.float64(wi[j]) * np.float64(wg[j])
+            cn = wf[j] * cr[j] + wi[j] * wg[j]
             cr[j] = cn
             wc[j] = cn
         for j in range(H):
-            hr[j] = np.float64(wo[j]) * _tanh(np.float64(cr[j]))
+            hr[j] = wo[j] * _tanhf(cr[j])
 
 
 @_kernel
 def lstm_cell_backward(ws: Any, cprev: Any, dm: Any, dc: Any, d: Any) -> None:
-    """Backward of one LSTM step from its workspace row (i, f, g, o, c'), the previous cell state, dm (the
-    gradient reaching o tanh(c')) and dc (reaching c', updated in place to the gradient reaching the previous
+    """Backward of one LSTM step (float32) from its workspace row (i, f, g, o, c'), the previous cell state, dm
+    (the gradient reaching o tanh(c')) and dc (reaching c', updated in place to the gradient reaching the previous
     cell state): d (rows x 4H) gets the gradient of the pre-activations."""
     H = dc.shape[1]
     for r in range(dc.shape[0]):
@@ -44,22 +45,22 @@ def lstm_cell_backward(ws: Any, cprev: Any, dm: Any, dc: Any, d: Any) -> None:
         wi, wf, wg, wo, wc = w[:H], w[H:2 * H], w[2 * H:3 * H], w[3 * H:4 * H], w[4 * H:]
         di, df, dg, do = dr[:H], dr[H:2 * H], dr[2 * H:3 * H], dr[3 * H:]
         for j in range(H):                             # dc += dm o (1 - tanh(c')^2); the o gate's gradient
-            t = _tanh(np.float64(wc[j]))
-            go = np.float64(wo[j])
-            gj = np.float64(g[j])
-            cr[j] = np.float64(cr[j]) + gj * go * (1.0 - t * t)
-            do[j] = gj * t * go * (1.0 - go)
+            t = _tanhf(wc[j])
+            go = wo[j]
+            gj = g[j]
+            cr[j] = cr[j] + gj * go * (_F1 - t * t)
+            do[j] = gj * t * go * (_F1 - go)
         for j in range(H):
-            gi = np.float64(wi[j])
-            di[j] = np.float64(cr[j]) * np.float64(wg[j]) * gi * (1.0 - gi)
+            gi = wi[j]
+            di[j] = cr[j] * wg[j] * gi * (_F1 - gi)
         for j in range(H):
-            gf = np.float64(wf[j])
-            df[j] = np.float64(cr[j]) * np.float64(cp[j]) * gf * (1.0 - gf)
+            gf = wf[j]
+            df[j] = cr[j] * cp[j] * gf * (_F1 - gf)
         for j in range(H):
-            gg = np.float64(wg[j])
-            dg[j] = np.float64(cr[j]) * np.float64(wi[j]) * (1.0 - gg * gg)
+            gg = wg[j]
+            dg[j] = cr[j] * wi[j] * (_F1 - gg * gg)
         for j in range(H):
-            cr[j] = np.float64(cr[j]) * np.float64(wf[j])
+            cr[j] = cr[j] * wf[j]
 
 
 @_kernel
