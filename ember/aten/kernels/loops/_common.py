@@ -237,6 +237,18 @@ def _from_order_key(k: Any) -> Any:
 
 
 @_f32
+def _expm1f_reduced(r: Any) -> Any:
+    """e^r - 1 for the reduced argument |r| <= ln 2 / 2 of ``_expf``: r + r^2 P(r), Cephes' degree-7 minimax."""
+    p = np.float32(1.9875691500e-4)
+    p = p * r + np.float32(1.3981999507e-3)
+    p = p * r + np.float32(8.3334519073e-3)
+    p = p * r + np.float32(4.1665795894e-2)
+    p = p * r + np.float32(1.6666665459e-1)
+    p = p * r + np.float32(5.0000001201e-1)
+    return p * (r * r) + r
+
+
+@_f32
 def _expf(x: Any) -> Any:
     """e^x in float32, within 1 ulp (Cephes' expf): x = n ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two parts), e^r
     by its degree-7 minimax polynomial, 2^n added into the exponent bits -- in two steps where the result is
@@ -245,13 +257,7 @@ def _expf(x: Any) -> Any:
     n = np.floor(y * _LOG2EF + _FHALF)
     r = y - n * _LN2_HI
     r = r - n * _LN2_LO
-    p = np.float32(1.9875691500e-4)
-    p = p * r + np.float32(1.3981999507e-3)
-    p = p * r + np.float32(8.3334519073e-3)
-    p = p * r + np.float32(4.1665795894e-2)
-    p = p * r + np.float32(1.6666665459e-1)
-    p = p * r + np.float32(5.0000001201e-1)
-    p = p * (r * r) + r + _F1
+    p = _expm1f_reduced(r) + _F1
     k = np.int32(n)
     bits = _bits_of(p)
     e = _as_float32(bits + (k << 23)) if k > -126 else _as_float32(bits + ((k + 64) << 23)) * _TWO_M64
@@ -312,13 +318,7 @@ def _expm1f_le0(y: Any) -> Any:
     n = np.floor(v * _LOG2EF + _FHALF)
     r = v - n * _LN2_HI
     r = r - n * _LN2_LO
-    p = np.float32(1.9875691500e-4)
-    p = p * r + np.float32(1.3981999507e-3)
-    p = p * r + np.float32(8.3334519073e-3)
-    p = p * r + np.float32(4.1665795894e-2)
-    p = p * r + np.float32(1.6666665459e-1)
-    p = p * r + np.float32(5.0000001201e-1)
-    em1 = p * (r * r) + r
+    em1 = _expm1f_reduced(r)
     s = _as_float32((np.int32(n) + np.int32(127)) << 23)      # 2^n, n >= -126
     m = s * em1 + (s - _F1)
     return y if y != y else m
