@@ -221,3 +221,22 @@ def test_assigning_what_is_not_a_value_raises_pytorchs_type_error(value):
     with pytest.raises(TypeError) as e:
         ember.zeros(3, 4)[0] = value
     assert str(e.value).replace("ember.", "torch.") == str(t.value)
+
+
+@pytest.mark.parametrize("index,dim", [([-1], 0), ([5, -1], 0), ([-9, 1], 0), ([[0, -1], [3, 0]], 0),
+                                       ([[0, -1], [3, 0]], 1), ([[0, 0], [3, -1]], 1), ([[0, 5], [-1, 0]], 1)])
+def test_gather_and_scatter_refuse_negative_and_large_indices_as_pytorch(index, dim):
+    """PyTorch's gather / scatter kernels take indices in [0, size) only and name the first bad one in order; a
+    negative index is refused, not counted from the end (NumPy's reading, which gave a silent wrong answer)."""
+    for op in ("gather", "scatter", "scatter_add", "scatter_reduce"):
+        messages = []
+        for lib in (ember, torch):
+            t = lib.tensor(index)
+            z = lib.zeros((3, 3) if t.dim() == 2 else (3,))
+            call = {"gather": lambda: z.gather(dim, t), "scatter": lambda: z.scatter(dim, t, 1.0),
+                    "scatter_add": lambda: z.scatter_add(dim, t, lib.ones(tuple(t.shape))),
+                    "scatter_reduce": lambda: z.scatter_reduce(dim, t, lib.ones(tuple(t.shape)), "amax")}[op]
+            with pytest.raises(RuntimeError) as err:
+                call()
+            messages.append(str(err.value))
+        assert messages[0] == messages[1], op

@@ -126,6 +126,15 @@ def index_select(xp: Any, self: Array, dim: Any, index: Array) -> Any:
     return xp.take(self, index.reshape(-1), axis=d)
 
 
+def _check_scatter_gather_index(index: Array, d: int, n: int) -> None:
+    """PyTorch's check in its gather / scatter kernels: every index in [0, n) -- a negative one is out of bounds too
+    (NumPy would count it from the end: a silent wrong answer) -- naming the first bad one in order."""
+    if index.size and (int(index.min()) < 0 or int(index.max()) >= n):
+        flat = index.reshape(-1)
+        bad = int(flat[(flat < 0) | (flat >= n)][0])
+        raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {n}")
+
+
 def gather(xp: Any, self: Array, dim: Any, index: Array, sparse_grad: Any = False) -> Any:
     if index.dtype != np.int64:
         raise RuntimeError("gather(): Expected dtype int64 for index")
@@ -137,8 +146,7 @@ def gather(xp: Any, self: Array, dim: Any, index: Array, sparse_grad: Any = Fals
             raise RuntimeError(f"Size does not match at dimension {i} expected index {shape_str(index.shape)} to "
                                f"be smaller than self {shape_str(self.shape)} apart from dimension {d}")
     n = self.shape[d] if self.ndim else 1
-    if index.size and (int(index.min()) < -n or int(index.max()) >= n):
-        raise RuntimeError(f"index {int(index.max())} is out of bounds for dimension {d} with size {n}")
+    _check_scatter_gather_index(index, d, n)
     if self.ndim == 0:
         return self.reshape(1)[index].reshape(index.shape)
     src = self[tuple(slice(0, s) if i != d else slice(None) for i, s in enumerate(index.shape))]
@@ -154,9 +162,7 @@ def _scatter_core(xp: Any, self: Array, dim: Any, index: Array, src: Array, redu
     if index.size == 0:
         return out
     n = self.shape[d] if self.ndim else 1
-    lowest = int(index.min())
-    if lowest < -n or int(index.max()) >= n:
-        raise RuntimeError(f"index {int(index.max())} is out of bounds for dimension {d} with size {n}")
+    _check_scatter_gather_index(index, d, n)
     grids = list(xp.indices(index.shape, sparse=True))
     grids[d] = index
     key = tuple(grids)
@@ -169,7 +175,7 @@ def _scatter_core(xp: Any, self: Array, dim: Any, index: Array, src: Array, redu
     elif reduce in ("add", "sum"):
         if not include_self:
             out[key] = 0
-        if d == out.ndim - 1 and index.shape[:-1] == out.shape[:-1] and lowest >= 0 \
+        if d == out.ndim - 1 and index.shape[:-1] == out.shape[:-1] \
                 and compiled.usable(xp, out, dtypes=(np.float32, np.float64)):
             # along the last dim (max pooling's backward): a compiled loop instead of ufunc.at
             loops.indexing.scatter_add_rows(out.reshape(-1, out.shape[-1]), index.reshape(-1, index.shape[-1]),
