@@ -80,6 +80,10 @@ def elementwise(kernel: Callable[..., None], *inputs: Any, scalars: tuple[Any, .
 def split(kernel: Callable[..., None], work: int, grain: int, *args: Any) -> None:
     """``kernel(*args, b, e)`` over ranges [b, e) of ``work`` items, at least ``grain`` each, on the intra-op
     threads (the row and channel loops take their range last): Note [Splitting a loop over threads]."""
+    if work < 2 * grain:        # one range on any thread count: the loop itself, without the split's machinery
+        if work > 0:
+            kernel(*args, 0, work)
+        return
     driver = _drivers.get(kernel)
     parallel.run_split(work, grain, lambda b, e: kernel(*args, b, e),
                        None if driver is None else lambda chunks: driver(*args, work, chunks))

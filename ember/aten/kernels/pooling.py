@@ -75,6 +75,12 @@ def _max_pool(xp: Any, self: Array, nd: Any, kernel_size: Any, stride: Any, padd
         nan_arg = flat.shape[-1] - 1 - xp.argmax(isnan[..., ::-1], axis=-1)
         arg = compiled.where(xp, isnan.any(axis=-1), nan_arg, arg)
     vals = xp.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
+    lost = vals == fill          # a window of nothing but -inf (the fill) may have named a padding position
+    if bool(lost.any()):         # PyTorch's kernel answers the window's first element inside the input
+        inside = xp.pad(xp.ones(in_sp, bool), [(pp, rr) for pp, rr in zip(p, right)], constant_values=False)
+        first = xp.argmax(_windows(xp, inside[None, None], k, s, d)[(slice(None), slice(None)) + tuple(
+            slice(0, o) for o in out_sp)].reshape((1, 1) + out_sp + (-1,)), axis=-1)
+        arg = compiled.where(xp, lost, xp.broadcast_to(first, arg.shape), arg)
     # flat index into the (unpadded) input's spatial dims
     koff = np.unravel_index(np.asarray(arg.get() if hasattr(arg, "get") else arg), k)
     idx = 0
