@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember._python_arg_parser import NUMBERS_AS_TENSORS, Signatures, arg_default, arg_kind, ident, ks_device
+from ember._python_arg_parser import (MISS, NUMBERS_AS_TENSORS, Signatures, arg_default, arg_kind, fast_binder, ident,
+                                     ks_device)
 from ember.aten import torch_function as _tf
 from ember.aten.schema import AliasInfo, Argument, FunctionSchema  # noqa: F401 (torch._C's names)
 from ember.c10.dispatch_key import KS_CPU, DispatchKey
@@ -35,12 +36,14 @@ _TENSOR_NAME_OF_SCALAR = {"Scalar": "Tensor", "Scalar_out": "out", "Scalar_mode"
                           "Scalar_mode_out": "out_mode"}
 
 _BY_HANDLE: dict[Any, OpOverload] = {}
+_UNSET = object()
+_KWNAMES: dict[Any, frozenset[str]] = {}
 
 
 class OpOverload:
     """One operator overload, ``ember.ops.aten.mul.Tensor``."""
 
-    __slots__ = ("handle", "_sig", "names", "_packet", "_schema_cache", "_scalar_twin", "_reported_as",
+    __slots__ = ("handle", "_sig", "names", "_packet", "_schema_cache", "_scalar_twin", "_reported_as", "_fast",
                  "__weakref__")
 
     def __init__(self, handle: Any, spec: Any, names: list[str]) -> None:
@@ -52,6 +55,7 @@ class OpOverload:
         self._schema_cache: FunctionSchema | None = None
         self._scalar_twin: OpOverload | None = None   # Note [Overloads PyTorch's bindings hide]
         self._reported_as: OpOverload = self
+        self._fast: Any = _UNSET       # the function binder of the handle (Note [Fast binders of an OpOverload])
         _BY_HANDLE[handle] = self
 
     # -- PyTorch's introspection API
@@ -118,11 +122,24 @@ class OpOverload:
     def try_bind(self, args: Any, kwargs: Any) -> Any:
         return Signatures._try(self._sig.sigs[0], args, kwargs)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:    # (``self=`` is the schema's argument)
         if _tf.ENABLED[0]:      # a torch function mode (or an overriding argument) sees the operator called
             r = _tf.dispatch(self, args, kwargs)
             if r is not _tf.NOT_HANDLED:
                 return r
+        fast = self._fast
+        if fast is _UNSET:
+            fast = self._fast = fast_binder(self.handle)
+        # Note [Fast binders of an OpOverload]
+        if fast is not None and (not kwargs or kwargs.keys() <= self._kwnames()):
+            try:
+                r = fast(*args, **kwargs)
+            except TypeError as e:
+                if e.__traceback__ is None or e.__traceback__.tb_next is not None:  # raised inside the call
+                    raise
+            else:
+                if r is not MISS:
+                    return r
         bound = self.try_bind(args, kwargs)
         if bound is None:
             twin = self._scalar_twin
@@ -141,6 +158,11 @@ class OpOverload:
                 return r
             bound = r
         return self.call_bound(bound)
+
+    def _kwnames(self) -> frozenset[str]:
+        """The keywords a fast binder may take for this overload: the schema's names but ``self`` (which the
+        binders call ``input``) and ``out``."""
+        return _KWNAMES.get(self.handle) or _KWNAMES.setdefault(self.handle, frozenset(self.names) - {"self", "out"})
 
     def call_bound(self, bound: dict[str, Any]) -> Any:
         ks = 0
@@ -230,7 +252,7 @@ class OpOverloadPacket:
     def overloads(self) -> list[str]:
         return [o.overloadname for o in self._overloads]
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:    # (``self=`` is an operator's argument)
         if _tf.ENABLED[0]:
             r = _tf.dispatch(self, args, kwargs)
             if r is not _tf.NOT_HANDLED:

@@ -478,3 +478,25 @@ def test_fake_elementwise_results_are_laid_out_as_real_and_pytorch_ones():
             tx = mk(torch.randn(2, 4, 6))
             ref = op(tx, torch.randn(tx.shape[-1])).stride()
             assert real == fake == ref, (real, fake, ref)
+
+
+def test_an_op_overload_takes_its_arguments_as_pytorchs():
+    """Note [Fast binders of an OpOverload]: ``ops.aten.<op>.<overload>(...)`` binds through the public function's
+    fast binder where it can and through the schema otherwise, with PyTorch's results: the schema's names as
+    keywords (``self=`` included), a list for an ``int[]``, a number for a Tensor through the Scalar overload;
+    ``input=`` (the public binding's name, not the schema's) and ``out=`` on a functional overload refused."""
+    torch = pytest.importorskip("torch")
+    for lib in (ember, torch):
+        A = lib.ops.aten
+        a = lib.arange(6.0).reshape(2, 3)
+        calls = [A.add.Tensor(a, a), A.add.Tensor(self=a, other=a, alpha=2), A.add(self=a, other=a),
+                 A.mul.Tensor(a, 2), A.sum.dim_IntList(a, [1]), A.sum.dim_IntList(a, dim=[0], keepdim=True),
+                 A.view.default(a, [3, 2]), A.permute.default(a, [1, 0])]
+        if lib is ember:
+            ours = [c.numpy() for c in calls]
+        else:
+            for o, t in zip(ours, calls):
+                np.testing.assert_array_equal(o, t.numpy())
+        for bad in (lambda: A.add.Tensor(input=a, other=a), lambda: A.add.Tensor(a, a, out=lib.empty(2, 3))):
+            with pytest.raises((TypeError, RuntimeError)):
+                bad()
