@@ -87,7 +87,7 @@ def adam_moments_(xp: Any, p: Any, g: Any, exp_avg: Any, exp_avg_sq: Any, c: Any
 # optimizer's memory, so it runs after the backward's GEMMs (Note [Two thread pools] in parallel.py).
 SGD_GRAIN = compiled.CHEAP_GRAIN      # a memory pass: 5 float32 reads and writes an element, 3 flops
 ADAM_GRAIN = parallel.GRAIN_SIZE      # ~20 flops with a square root and a division: Adam on 670k values (an MLP's)
-#                                       658 -> 516 us split in two, 2-core AMD EPYC (best of alternating runs)
+#                                       862 -> 590 us split in two, 2-core AMD EPYC (best of two alternating runs)
 
 
 def _flat_float32(xp: Any, *arrays: Any) -> list[Any] | None:
