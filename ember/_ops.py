@@ -37,14 +37,13 @@ _TENSOR_NAME_OF_SCALAR = {"Scalar": "Tensor", "Scalar_out": "out", "Scalar_mode"
 
 _BY_HANDLE: dict[Any, OpOverload] = {}
 _UNSET = object()
-_KWNAMES: dict[Any, frozenset[str]] = {}
 
 
 class OpOverload:
     """One operator overload, ``ember.ops.aten.mul.Tensor``."""
 
     __slots__ = ("handle", "_sig", "names", "_packet", "_schema_cache", "_scalar_twin", "_reported_as", "_fast",
-                 "__weakref__")
+                 "_fast_kw", "__weakref__")
 
     def __init__(self, handle: Any, spec: Any, names: list[str]) -> None:
         self.handle = handle
@@ -56,6 +55,7 @@ class OpOverload:
         self._scalar_twin: OpOverload | None = None   # Note [Overloads PyTorch's bindings hide]
         self._reported_as: OpOverload = self
         self._fast: Any = _UNSET       # the function binder of the handle (Note [Fast binders of an OpOverload])
+        self._fast_kw = frozenset(names) - {"self", "out"}   # the keywords it may take (it names self ``input``)
         _BY_HANDLE[handle] = self
 
     # -- PyTorch's introspection API
@@ -131,11 +131,11 @@ class OpOverload:
         if fast is _UNSET:
             fast = self._fast = fast_binder(self.handle)
         # Note [Fast binders of an OpOverload]
-        if fast is not None and (not kwargs or kwargs.keys() <= self._kwnames()):
+        if fast is not None and (not kwargs or kwargs.keys() <= self._fast_kw):
             try:
                 r = fast(*args, **kwargs)
             except TypeError as e:
-                if e.__traceback__ is None or e.__traceback__.tb_next is not None:  # raised inside the call
+                if e.__traceback__.tb_next is not None:  # raised inside the call, not by binding the arguments
                     raise
             else:
                 if r is not MISS:
@@ -158,11 +158,6 @@ class OpOverload:
                 return r
             bound = r
         return self.call_bound(bound)
-
-    def _kwnames(self) -> frozenset[str]:
-        """The keywords a fast binder may take for this overload: the schema's names but ``self`` (which the
-        binders call ``input``) and ``out``."""
-        return _KWNAMES.get(self.handle) or _KWNAMES.setdefault(self.handle, frozenset(self.names) - {"self", "out"})
 
     def call_bound(self, bound: dict[str, Any]) -> Any:
         ks = 0

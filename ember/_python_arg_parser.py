@@ -19,7 +19,7 @@ from ember.aten import torch_function as _torch_function
 from ember.c10 import dtype as _dt
 from ember.c10.device import device as _device
 from ember.aten.composite import scalar_to_tensor
-from ember.aten.dispatcher import ks_device, ks_list, ks_opt, ks_out
+from ember.aten.dispatcher import OperatorHandle, ks_device, ks_list, ks_opt, ks_out
 from ember.aten.schema import FunctionSchema, arg_kind, ident
 from ember.c10.generator import Generator
 from ember.c10.size import Size as _Size
@@ -515,7 +515,7 @@ def fast_binder(handle: Any) -> Any:
                     continue
                 for cell in f.__closure__ or ():
                     h = cell.cell_contents
-                    if type(h).__name__ == "OperatorHandle" and not h.out_arity:
+                    if isinstance(h, OperatorHandle) and not h.out_arity:
                         by.setdefault(h, f)
         _BY_HANDLE = by
     return _BY_HANDLE.get(handle)
@@ -545,8 +545,7 @@ _ARITY_TABLE = 8
 def _fits(fasts, varargs, method: bool):
     """Per count of positional arguments (after ``self``), the binders that can take that many: without keywords
     (their required parameters all given), and with keywords (which may give the rest), in the binding's order, as
-    ``(binder, parameter names)`` -- ``(binder, varargs?, parameter names)`` where the binding has a varargs binder;
-    and all of them, for longer calls."""
+    ``(binder, varargs?, parameter names)``; and all of them, for longer calls."""
     first = 1 if method else 0
     rows = []
     for i, f in enumerate(fasts):
@@ -554,11 +553,10 @@ def _fits(fasts, varargs, method: bool):
         most = code.co_argcount - first
         fewest = most - len(f.__defaults__ or ())
         names = frozenset(code.co_varnames[first:code.co_argcount + code.co_kwonlyargcount])
-        va = i in varargs
-        rows.append(((f, va, names) if varargs else (f, names), va, fewest, most))
+        rows.append(((f, i in varargs, names), fewest, most))
     every = tuple(r[0] for r in rows)
-    plain = tuple(tuple(r[0] for r in rows if (r[1] and n) or r[2] <= n <= r[3]) for n in range(_ARITY_TABLE))
-    keyed = tuple(tuple(r[0] for r in rows if (r[1] and n) or n <= r[3]) for n in range(_ARITY_TABLE))
+    plain = tuple(tuple(r[0] for r in rows if (r[0][1] and n) or r[1] <= n <= r[2]) for n in range(_ARITY_TABLE))
+    keyed = tuple(tuple(r[0] for r in rows if (r[0][1] and n) or n <= r[2]) for n in range(_ARITY_TABLE))
     return plain, keyed, every
 
 
@@ -591,44 +589,25 @@ def function_binding(module: str, name: str, overloads, fasts=(), varargs=(), wr
             return sig.slow(args, kwargs)
     else:
         plain, keyed, every = _fits(fasts, varargs, False)   # Note [Choosing a fast binder by its arguments]
-        if varargs:
-            def binding(*args, **kwargs):
-                if _TF_ON:
-                    r = _tf_dispatch(binding, args, kwargs)
-                    if r is not _NOT_HANDLED:
-                        return r
-                n = len(args)
-                for fast, va, names in ((keyed if kwargs else plain)[n] if n < _ARITY_TABLE else every):
-                    if kwargs and not kwargs.keys() <= names:
-                        continue
-                    try:
-                        r = fast(args, **kwargs) if va and n and type(args[0]) is int else fast(*args, **kwargs)
-                    except TypeError as e:
-                        if e.__traceback__.tb_next is not None:
-                            raise
-                        continue
-                    if r is not MISS:
-                        return r
-                return sig.slow(args, kwargs)
-        else:
-            def binding(*args, **kwargs):
-                if _TF_ON:
-                    r = _tf_dispatch(binding, args, kwargs)
-                    if r is not _NOT_HANDLED:
-                        return r
-                n = len(args)
-                for fast, names in ((keyed if kwargs else plain)[n] if n < _ARITY_TABLE else every):
-                    if kwargs and not kwargs.keys() <= names:
-                        continue
-                    try:
-                        r = fast(*args, **kwargs)
-                    except TypeError as e:
-                        if e.__traceback__.tb_next is not None:
-                            raise
-                        continue
-                    if r is not MISS:
-                        return r
-                return sig.slow(args, kwargs)
+
+        def binding(*args, **kwargs):
+            if _TF_ON:
+                r = _tf_dispatch(binding, args, kwargs)
+                if r is not _NOT_HANDLED:
+                    return r
+            n = len(args)
+            for fast, va, names in ((keyed if kwargs else plain)[n] if n < _ARITY_TABLE else every):
+                if kwargs and not kwargs.keys() <= names:
+                    continue
+                try:
+                    r = fast(args, **kwargs) if va and n and type(args[0]) is int else fast(*args, **kwargs)
+                except TypeError as e:
+                    if e.__traceback__.tb_next is not None:
+                        raise
+                    continue
+                if r is not MISS:
+                    return r
+            return sig.slow(args, kwargs)
     sig.public = binding
     return _named(binding, op_name or name, module, doc, wrapped, fasts)
 
@@ -657,44 +636,24 @@ def method_binding(module: str, name: str, overloads, fasts=(), varargs=(), wrap
             return sig.slow(args, kwargs, self)
     else:
         plain, keyed, every = _fits(fasts, varargs, True)   # Note [Choosing a fast binder by its arguments]
-        if varargs:
-            def binding(self, *args, **kwargs):
-                if _TF_ON:
-                    r = _tf_dispatch(binding, (self,) + args, kwargs)
-                    if r is not _NOT_HANDLED:
-                        return r
-                n = len(args)
-                for fast, va, names in ((keyed if kwargs else plain)[n] if n < _ARITY_TABLE else every):
-                    if kwargs and not kwargs.keys() <= names:
-                        continue
-                    try:
-                        r = fast(self, args, **kwargs) if va and n and type(args[0]) is int else \
-                            fast(self, *args, **kwargs)
-                    except TypeError as e:
-                        if e.__traceback__.tb_next is not None:
-                            raise
-                        continue
-                    if r is not MISS:
-                        return r
-                return sig.slow(args, kwargs, self)
-        else:
-            def binding(self, *args, **kwargs):
-                if _TF_ON:
-                    r = _tf_dispatch(binding, (self,) + args, kwargs)
-                    if r is not _NOT_HANDLED:
-                        return r
-                n = len(args)
-                for fast, names in ((keyed if kwargs else plain)[n] if n < _ARITY_TABLE else every):
-                    if kwargs and not kwargs.keys() <= names:
-                        continue
-                    try:
-                        r = fast(self, *args, **kwargs)
-                    except TypeError as e:
-                        if e.__traceback__.tb_next is not None:
-                            raise
-                        continue
-                    if r is not MISS:
-                        return r
-                return sig.slow(args, kwargs, self)
+
+        def binding(self, *args, **kwargs):
+            if _TF_ON:
+                r = _tf_dispatch(binding, (self,) + args, kwargs)
+                if r is not _NOT_HANDLED:
+                    return r
+            n = len(args)
+            for fast, va, names in ((keyed if kwargs else plain)[n] if n < _ARITY_TABLE else every):
+                if kwargs and not kwargs.keys() <= names:
+                    continue
+                try:
+                    r = fast(self, args, **kwargs) if va and n and type(args[0]) is int else fast(self, *args, **kwargs)
+                except TypeError as e:
+                    if e.__traceback__.tb_next is not None:
+                        raise
+                    continue
+                if r is not MISS:
+                    return r
+            return sig.slow(args, kwargs, self)
     sig.public = binding
     return _named(binding, op_name or name, module, doc, wrapped, fasts)

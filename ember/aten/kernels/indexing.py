@@ -129,10 +129,17 @@ def index_select(xp: Any, self: Array, dim: Any, index: Array) -> Any:
 def _check_scatter_gather_index(index: Array, d: int, n: int) -> None:
     """PyTorch's check in its gather / scatter kernels: every index in [0, n) -- a negative one is out of bounds too
     (NumPy would count it from the end: a silent wrong answer) -- naming the first bad one in order."""
-    if index.size and (int(index.min()) < 0 or int(index.max()) >= n):
-        flat = index.reshape(-1)
-        bad = int(flat[(flat < 0) | (flat >= n)][0])
+    bad = _first_outside(index, 0, n)
+    if bad is not None:
         raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {n}")
+
+
+def _first_outside(index: Array, low: int, n: int) -> int | None:
+    """The first index in order outside [low, n), or None."""
+    if index.size and (int(index.min()) < low or int(index.max()) >= n):
+        flat = index.reshape(-1)
+        return int(flat[(flat < low) | (flat >= n)][0])
+    return None
 
 
 def gather(xp: Any, self: Array, dim: Any, index: Array, sparse_grad: Any = False) -> Any:
@@ -327,19 +334,16 @@ def _index_along(xp: Any, self: Array, dim: Any, index: Array, name: Any) -> Any
     if index.ndim > 1:
         raise IndexError(f"{name}_(): Index is supposed to be a vector")
     n = self.shape[d] if self.ndim else 1
-    if index.size:
-        low = -n if name == "index_fill" else 0
-        if int(index.min()) < low or int(index.max()) >= n:
-            flat = np.asarray(index).reshape(-1)
-            bad = int(flat[(flat < low) | (flat >= n)][0])
-            where = f"index {bad} is out of bounds for dimension {d} with size {n}"
-            if name == "index_copy":
-                raise IndexError(f"index_copy_(): {where}")
-            if name == "index_add":
-                if self.ndim <= 1:
-                    raise IndexError("index out of range in self")
-                raise RuntimeError(where)
-            raise IndexError(where)
+    bad = _first_outside(index, -n if name == "index_fill" else 0, n)
+    if bad is not None:
+        where = f"index {bad} is out of bounds for dimension {d} with size {n}"
+        if name == "index_copy":
+            raise IndexError(f"index_copy_(): {where}")
+        if name == "index_add":
+            if self.ndim <= 1:
+                raise IndexError("index out of range in self")
+            raise RuntimeError(where)
+        raise IndexError(where)
     return d
 
 

@@ -102,13 +102,17 @@ def _rows(xp: Any, self: Array, target: Array, spatial: Any) -> Any:
     return x, target.reshape(-1).astype(np.int64, copy=False)
 
 
+def _out_of_bounds(target: Any) -> IndexError:
+    return IndexError(f"Target {int(target)} is out of bounds.")
+
+
 def _target_weights(xp: Any, t: Array, n_classes: Any, weight: Array, ignore_index: Any, ct: Any) -> Any:
     """Per row: the target's class weight (0 where the target is ignore_index), the valid mask and the target with
     ignored rows set to class 0; PyTorch's "Target k is out of bounds." for the first invalid target in order."""
     valid = t != ignore_index
     bad = valid & ((t < 0) | (t >= n_classes))
     if bad.any():
-        raise IndexError(f"Target {int(t[bad][0])} is out of bounds.")
+        raise _out_of_bounds(t[bad][0])
     safe = compiled.where(xp, valid, t, 0)
     w = valid.astype(ct) if weight is None else compiled.where(xp, valid, weight.astype(ct, copy=False)[safe], 0)
     return w, valid, safe
@@ -168,10 +172,6 @@ def _nll_weight(x: Array, weight: Array) -> Any:
     return np.empty(0, x.dtype) if weight is None else np.ascontiguousarray(weight).reshape(-1)
 
 
-def _out_of_bounds(t: Array, row: int) -> IndexError:
-    return IndexError(f"Target {int(t[row])} is out of bounds.")
-
-
 def _nll_forward_loop(x: Array, t: Array, weight: Array, reduction: Any, ignore_index: Any, batched: bool,
                       shape: Any) -> Any:
     """nll_loss_forward's (output, total_weight) by ``loops.loss``: PyTorch's loops and its cascade sum (Note
@@ -182,7 +182,7 @@ def _nll_forward_loop(x: Array, t: Array, weight: Array, reduction: Any, ignore_
         out = np.empty(x.shape[0], dt)
         bad = loops.loss.nll_rows(x, t, w, weight is not None, ignore_index, out)
         if bad >= 0:
-            raise _out_of_bounds(t, bad)
+            raise _out_of_bounds(t[bad])
         return out.reshape(shape), np.zeros((), dt)
     n = x.shape[0]
     if n == 0:
@@ -190,7 +190,7 @@ def _nll_forward_loop(x: Array, t: Array, weight: Array, reduction: Any, ignore_
     ceil_log2 = 1 if n <= 2 else (n - 1).bit_length()
     out, total, bad, ignored = loops.loss.nll_sum(x, t, w, weight is not None, ignore_index, max(4, ceil_log2 // 8))
     if bad >= 0:
-        raise _out_of_bounds(t, bad)
+        raise _out_of_bounds(t[bad])
     if weight is None:
         total = dt.type(n - ignored)
     out, total = dt.type(out), dt.type(total)     # (numba returns Python floats, the exact values)
@@ -296,7 +296,7 @@ def _nll_backward_loop(grad_output: Array, x: Array, t: Array, weight: Array, re
     gi = np.zeros(x.shape, dt)
     bad = loops.loss.nll_grad_rows(t, _nll_weight(x, weight), weight is not None, ignore_index, g, per_row, gi)
     if bad >= 0:
-        raise _out_of_bounds(t, bad)
+        raise _out_of_bounds(t[bad])
     return gi.reshape(shape)
 
 

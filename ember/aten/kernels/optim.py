@@ -100,7 +100,7 @@ def _flat_float32(xp: Any, *arrays: Any) -> list[Any] | None:
 def compiled_update(xp: Any, p: Any) -> bool:
     """Whether ``sgd_update`` / ``adam_update`` run their compiled loop on ``p`` (it splits itself over the threads,
     so the arena runs it once over the whole buffer)."""
-    return compiled.usable(xp, p) and p.flags.c_contiguous
+    return _flat_float32(xp, p) is not None
 
 
 def sgd_update(xp: Any, p: Any, g: Any, T: Any, c: Any, tmp: Any) -> Any:
