@@ -10,6 +10,7 @@ import numba
 import numpy as np
 from llvmlite import ir  # type: ignore[import-untyped]
 from numba import types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 _FLAGS = {"contract", "arcp", "reassoc", "afn", "nsz"}  # fast math without nnan / ninf
@@ -216,10 +217,25 @@ def _half_value_typed(typingctx: Any, h: Any) -> Any:
     return types.float32(types.uint16), codegen
 
 
+def _registers_typed(typingctx: Any, n: Any) -> Any:
+    """A float32 array of ``n`` entries (an integer literal) on the stack, as a pointer: the accumulators of a
+    register-blocked loop. Where every index into it is a constant once the loops over it are unrolled, LLVM keeps
+    it in vector registers (a NumPy array allocated in the loop lives on the heap, and its loads and stores stay)."""
+    if not isinstance(n, types.IntegerLiteral):
+        return None
+    size = n.literal_value
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        block = cgutils.alloca_once(builder, ir.ArrayType(ir.FloatType(), size))  # type: ignore[no-untyped-call]
+        return builder.bitcast(block, ir.FloatType().as_pointer())
+    return types.CPointer(types.float32)(n), codegen  # type: ignore[no-untyped-call]
+
+
 _as_float32: Any = intrinsic(_as_float32_typed)
 _bits_of: Any = intrinsic(_bits_of_typed)
 _half_bits: Any = intrinsic(_half_bits_typed)
 _half_value: Any = intrinsic(_half_value_typed)
+_registers: Any = intrinsic(_registers_typed)
 
 
 @_f32

@@ -1,5 +1,6 @@
 """The column matrix of a convolution (im2col) and its adjoint (col2im), 1 to 3 spatial dims; the
-Winograd F(2x2, 3x3) tile transforms (callers: ``kernels/conv_algos.py``)."""
+Winograd F(2x2, 3x3) tile transforms; the direct convolution of stride 1 and its weight gradient (callers:
+``kernels/conv_algos.py``)."""
 from __future__ import annotations
 
 from typing import Any
@@ -9,7 +10,7 @@ from numba import prange
 
 from ember.aten import parallel
 from ember.aten.kernels import compiled
-from ember.aten.kernels.loops._common import _driver, _helper, _kernel, chunk
+from ember.aten.kernels.loops._common import _driver, _helper, _kernel, _registers, chunk
 
 @_helper
 def _inside(start: int, step: int, count: int, size: int) -> tuple[int, int]:
@@ -302,6 +303,155 @@ def _winograd_grad_output_parallel(g: Any, N: int, O: int, H: int, W: int, th: i
         _winograd_grad_output(g, N, O, H, W, th, tw, Gt, b, e)
 
 
+# ------------------------------------------------------------------------------ direct convolution (stride 1)
+# Note [Direct convolution]
+# A convolution of stride 1 with few channels spends im2col + GEMM's time on the columns matrix (k times the input,
+# written and read back through memory) and on a GEMM too thin for BLAS (LeNet's 6 output channels). The direct loop
+# reads the input where it is. Each sample's input is padded once into rows of width Wp = W + 2 pw, and the output
+# is computed on the same grid: output position (oy, ox) is j = oy Wp + ox, and kernel tap t = (c, a, b) reads
+# the input at j + off_t, off_t = c Hp Wp + a dh Wp + b dw -- for every j, so the output is a sum over taps of
+# shifted contiguous runs (the "wide" output; its columns ox >= OW read past the row and are dropped). A block of
+# 4 output channels x 16 consecutive j is 8 vectors of accumulators held in registers (``_registers``) across all
+# the taps; each tap loads 2 vectors of input and broadcasts 4 weights into 8 FMAs. The weight gradient is the
+# same grid the other way: dW[o, t] = sum over samples and j of g[n, o, j] x[n, j + off_t] with g laid out wide
+# (zeros in the dropped columns), blocks of 4 channels x 2 taps in 8 running sums over every (n, j), which LLVM
+# vectorizes over j (as stack accumulators indexed by lane it gathered instead). The input gradient is the direct
+# convolution of the gradient with the flipped kernel (``conv_algos.py``), padded by the kernel's reach, so a block
+# skips the kernel rows whose input rows are all padding for the output rows it holds. A block's sums run in a
+# fixed order whatever the thread count.
+
+DIRECT_LANES = 16          # consecutive outputs of a block (two float32 vectors)
+DIRECT_CHANNELS = 4        # output channels of a block
+
+
+@_kernel
+def _direct(x: Any, S: int, Cplane: int, offs: Any, Cg: int, kh: int, kw: int, dh: int, top: int, bottom: int,
+            wt: Any, G: int, nob: int, Og: int, J: int, OH: int, OW: int, Wp: int, out: Any, q0: int,
+            q1: int) -> None:
+    """out[n, g Og + o, oy, ox] = sum over taps t of wt[g, o // 4, t, o % 4] x[n S + g Cplane + offs[t] + oy Wp + ox]
+    for the (sample, group, block of 4 channels) triples q = (n G + g) nob + ob in [q0, q1); x is the padded input
+    (N samples of S values, with slack past the last row), out (N, G Og, OH, OW), both flat; the taps t = (c, a, b)
+    over Cg x kh x kw. A block skips the kernel rows a that read only padding rows (outside [top, bottom)) for
+    every output row it holds: the input gradient's full correlation pads by the kernel's reach."""
+    acc = _registers(64)
+    T = Cg * kh * kw
+    Jp = (J + 15) // 16 * 16
+    wide = np.empty(4 * Jp, np.float32)
+    O = G * Og
+    for q in range(q0, q1):
+        ob = q % nob
+        ng = q // nob
+        g = ng % G
+        n = ng // G
+        base = np.uint64(n * S + g * Cplane)
+        wb = np.uint64((g * nob + ob) * T * 4)
+        for j0 in range(0, Jp, 16):
+            for i in range(64):
+                acc[i] = np.float32(0.0)
+            oy0 = j0 // Wp
+            oy1 = min(OH - 1, (j0 + 15) // Wp)
+            a0 = max(0, (top - oy1 + dh - 1) // dh)      # the kernel rows some output row here reads inside
+            a1 = min(kh, (bottom - 1 - oy0) // dh + 1)
+            for c in range(Cg):
+                for a in range(a0, a1):
+                    t0 = (c * kh + a) * kw
+                    for t in range(t0, t0 + kw):
+                        u = base + np.uint64(offs[t] + j0)
+                        wi = wb + np.uint64(4 * t)
+                        w0 = wt[wi]
+                        w1 = wt[wi + np.uint64(1)]
+                        w2 = wt[wi + np.uint64(2)]
+                        w3 = wt[wi + np.uint64(3)]
+                        for lane in range(16):
+                            v = x[u + np.uint64(lane)]
+                            acc[lane] += w0 * v
+                            acc[16 + lane] += w1 * v
+                            acc[32 + lane] += w2 * v
+                            acc[48 + lane] += w3 * v
+            for k in range(4):
+                for lane in range(16):
+                    wide[np.uint64(k * Jp + j0 + lane)] = acc[16 * k + lane]
+        for k in range(min(4, Og - ob * 4)):
+            o = g * Og + ob * 4 + k
+            for oy in range(OH):
+                src = np.uint64(k * Jp + oy * Wp)
+                dst = np.uint64(((n * O + o) * OH + oy) * OW)
+                for ox in range(np.uint64(OW)):
+                    out[dst + ox] = wide[src + ox]
+
+
+@compiled.parallel_of(_direct)
+@_driver
+def _direct_parallel(x: Any, S: int, Cplane: int, offs: Any, Cg: int, kh: int, kw: int, dh: int, top: int,
+                     bottom: int, wt: Any, G: int, nob: int, Og: int, J: int, OH: int, OW: int, Wp: int, out: Any,
+                     work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        _direct(x, S, Cplane, offs, Cg, kh, kw, dh, top, bottom, wt, G, nob, Og, J, OH, OW, Wp, out, b, e)
+
+
+@_kernel
+def _direct_weight_grad(g: Any, Jp: int, x: Any, S: int, Cplane: int, offs: Any, T: int, G: int, N: int, Og: int,
+                        nob: int, gw: Any, q0: int, q1: int) -> None:
+    """gw[g Og + o, t] = sum over n and j of g[n, g, o, j] x[n S + g Cplane + offs[t] + j] for the (group, block
+    of 4 channels, pair of taps) triples q = (g nob + ob) ntb + tb in [q0, q1); g is the output gradient laid out
+    wide, (N, G, 4 nob, Jp) with zeros in the dropped columns, the padded channels and past J; gw (G Og, T). The
+    eight sums are scalars that LLVM turns into eight vector accumulators over j (a reduction: fast math)."""
+    ntb = (T + 1) // 2
+    for q in range(q0, q1):
+        tb = q % ntb
+        gb = q // ntb
+        ob = gb % nob
+        grp = gb // nob
+        t0 = 2 * tb
+        t1 = min(t0 + 1, T - 1)
+        s00 = s01 = s02 = s03 = s10 = s11 = s12 = s13 = np.float32(0.0)
+        for n in range(N):
+            a0 = np.uint64(n * S + grp * Cplane + offs[t0])
+            a1 = np.uint64(n * S + grp * Cplane + offs[t1])
+            r0 = np.uint64(((n * G + grp) * nob + ob) * 4 * Jp)
+            r1 = r0 + np.uint64(Jp)
+            r2 = r0 + np.uint64(2 * Jp)
+            r3 = r0 + np.uint64(3 * Jp)
+            for j in range(np.uint64(Jp)):
+                v0 = x[a0 + j]
+                v1 = x[a1 + j]
+                e0 = g[r0 + j]
+                e1 = g[r1 + j]
+                e2 = g[r2 + j]
+                e3 = g[r3 + j]
+                s00 += e0 * v0
+                s01 += e1 * v0
+                s02 += e2 * v0
+                s03 += e3 * v0
+                s10 += e0 * v1
+                s11 += e1 * v1
+                s12 += e2 * v1
+                s13 += e3 * v1
+        o = grp * Og + ob * 4
+        k = Og - ob * 4              # channels of the block that exist
+        gw[o * T + t0] = s00
+        gw[o * T + t1] = s10
+        if k > 1:
+            gw[(o + 1) * T + t0] = s01
+            gw[(o + 1) * T + t1] = s11
+        if k > 2:
+            gw[(o + 2) * T + t0] = s02
+            gw[(o + 2) * T + t1] = s12
+        if k > 3:
+            gw[(o + 3) * T + t0] = s03
+            gw[(o + 3) * T + t1] = s13
+
+
+@compiled.parallel_of(_direct_weight_grad)
+@_driver
+def _direct_weight_grad_parallel(g: Any, Jp: int, x: Any, S: int, Cplane: int, offs: Any, T: int, G: int, N: int,
+                                 Og: int, nob: int, gw: Any, work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        b, e = chunk(work, chunks, c)
+        _direct_weight_grad(g, Jp, x, S, Cplane, offs, T, G, N, Og, nob, gw, b, e)
+
+
 # ------------------------------------------------------------------------------ runners
 def _conv_geometry(x_shape: Any, ksize: Any, stride: Any, padding: Any, dilation: Any, out_sp: Any) -> tuple[Any, ...]:
     """A 1-, 2- or 3-d convolution's (N, C, D, H, W) shape and its 3-d window arguments (leading spatial dims of
@@ -364,3 +514,69 @@ def winograd_grad_output(g: Any, th: int, tw: int, Gt: Any) -> Any:
     compiled.split(_winograd_grad_output, O, compiled.row_grain(16 * N * th * tw), flat, N, O, H, W, th, tw,
                    Gt.reshape(-1))
     return Gt
+
+
+def _direct_geometry(x_shape: Any, w_shape: Any, padding: Any, dilation: Any, groups: int) -> tuple[Any, ...]:
+    """The padded grid of a 2-d direct convolution: (Hp, Wp, OH, OW, S, taps' offsets) -- S the values a padded
+    sample takes (its channels' planes and the slack the last block's wide rows read past them)."""
+    N, C, H, W = x_shape
+    kh, kw = w_shape[2:]
+    (ph, pw), (dh, dw) = padding, dilation
+    Hp, Wp = H + 2 * ph, W + 2 * pw
+    OH, OW = Hp - dh * (kh - 1), Wp - dw * (kw - 1)
+    Cg = C // groups
+    c, a, b = np.unravel_index(np.arange(Cg * kh * kw), (Cg, kh, kw))
+    offs = (c * (Hp * Wp) + a * dh * Wp + b * dw).astype(np.int64)
+    S = C * Hp * Wp + dw * (kw - 1) + DIRECT_LANES
+    return Hp, Wp, OH, OW, S, offs
+
+
+def direct_padded(x: Any, padding: Any, S: int) -> Any:
+    """x (N, C, H, W) zero-padded by ``padding`` into N rows of S float32 values (the slack past the planes zero)."""
+    N, C, H, W = x.shape
+    ph, pw = padding
+    Hp, Wp = H + 2 * ph, W + 2 * pw
+    xp = np.zeros((N, S), np.float32)
+    xp[:, :C * Hp * Wp].reshape(N, C, Hp, Wp)[:, :, ph:ph + H, pw:pw + W] = x
+    return xp
+
+
+def direct(x: Any, w: Any, padding: Any, dilation: Any, groups: int) -> Any:
+    """The 2-d convolution of stride 1 of float32 x (N, C, H, W) with w (O, C / groups, kh, kw): Note [Direct
+    convolution]; blocks of samples and channels split over the intra-op threads."""
+    N, C = x.shape[:2]
+    O, Cg, kh, kw = w.shape
+    Og = O // groups
+    Hp, Wp, OH, OW, S, offs = _direct_geometry(x.shape, w.shape, padding, dilation, groups)
+    xp = direct_padded(x, padding, S)
+    nob = (Og + DIRECT_CHANNELS - 1) // DIRECT_CHANNELS
+    T = Cg * kh * kw
+    wt = np.zeros((groups, nob * DIRECT_CHANNELS, T), np.float32)   # (G, nob, T, 4): a tap's 4 weights together
+    wt[:, :Og] = w.reshape(groups, Og, T)
+    wt = np.ascontiguousarray(wt.reshape(groups, nob, DIRECT_CHANNELS, T).transpose(0, 1, 3, 2))
+    out = np.empty((N, O, OH, OW), np.float32)
+    work = N * groups * nob
+    compiled.split(_direct, work, compiled.row_grain(2 * DIRECT_CHANNELS * T * OH * Wp), xp.reshape(-1), S,
+                   Cg * Hp * Wp, offs, Cg, kh, kw, dilation[0], padding[0], padding[0] + x.shape[2], wt.reshape(-1),
+                   groups, nob, Og, OH * Wp, OH, OW, Wp, out.reshape(-1))
+    return out
+
+
+def direct_weight_grad(gout: Any, x: Any, w_shape: Any, padding: Any, dilation: Any, groups: int) -> Any:
+    """The weight gradient (O, C / groups, kh, kw) of ``direct``'s convolution from its output gradient gout
+    (N, O, OH, OW), float32: Note [Direct convolution]."""
+    N, O, OH, OW = gout.shape
+    Cg, kh, kw = w_shape[1:]
+    Og = O // groups
+    Hp, Wp, OH_, OW_, S, offs = _direct_geometry(x.shape, w_shape, padding, dilation, groups)
+    xp = direct_padded(x, padding, S)
+    nob = (Og + DIRECT_CHANNELS - 1) // DIRECT_CHANNELS
+    Jp = (OH * Wp + 7) // 8 * 8
+    gwide = np.zeros((N, groups, nob * DIRECT_CHANNELS, Jp), np.float32)
+    gwide[:, :, :Og, :OH * Wp].reshape(N, groups, Og, OH, Wp)[..., :OW] = gout.reshape(N, groups, Og, OH, OW)
+    T = Cg * kh * kw
+    gw = np.empty((O, T), np.float32)
+    work = groups * nob * ((T + 1) // 2)
+    compiled.split(_direct_weight_grad, work, compiled.row_grain(4 * N * Jp), gwide.reshape(-1), Jp, xp.reshape(-1),
+                   S, Cg * Hp * Wp, offs, T, groups, N, Og, nob, gw.reshape(-1))
+    return gw.reshape(tuple(w_shape))
