@@ -745,11 +745,11 @@ add(OpInfo("max_pool2d_with_indices", lambda d, r: [
     Sample((arr(r, (2, 3, 7, 6), d),), dict(kernel_size=3, stride=2, padding=1)),
     Sample((arr(r, (1, 2, 5, 5), d),), dict(kernel_size=2, ceil_mode=True, dilation=(1, 2))),
     Sample((arr(r, (1, 2, 9), d),), dict(kernel_size=3, stride=2))],
-    method=False, meta=False, ember_fn=_pool_call, torch_fn=_pool_call))
+    method=False, meta=False, ember_fn=_pool_call, torch_fn=_pool_call, covers=("max_pool2d_with_indices_backward",)))
 add(OpInfo("max_pool3d_with_indices", lambda d, r: [
     Sample((arr(r, (1, 2, 4, 5, 4), d),), dict(kernel_size=2, stride=(1, 2, 2), padding=(1, 0, 1))),
     Sample((arr(r, (1, 1, 3, 4, 3), d),), dict(kernel_size=2, stride=1, padding=(0, 1, 0)))],
-    method=False, meta=False, ember_fn=_pool_call, torch_fn=_pool_call))
+    method=False, meta=False, ember_fn=_pool_call, torch_fn=_pool_call, covers=("max_pool3d_with_indices_backward",)))
 def _avg_pool_errors(nd):
     x = np.ones((1, 2) + (5,) * nd)
     name = f"avg_pool{nd}d"

@@ -172,7 +172,95 @@ def test_max_pool_matches_pytorch_bit_for_bit(shape, kw, dtype, fallback):
         ye.backward(ember.tensor(g))
         np.testing.assert_array_equal(ye.detach().numpy(), yt.detach().numpy())
         np.testing.assert_array_equal(ie.numpy(), it.numpy())
-        np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(e.grad.numpy(), t.grad.numpy())     # the same additions in the same order
+
+
+def _pool_backward_args(lib, x, nd):
+    k, s = [2] * nd, [2] * nd
+    t = lib.tensor(x)
+    y, i = getattr(lib.ops.aten, f"max_pool{nd}d_with_indices")(t, k, s, [1] * nd, [1] * nd, True)
+    return t, y, i, (k, s, [1] * nd, [1] * nd, True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
+@pytest.mark.parametrize("shape", [(2, 3, 7, 6), (3, 5, 4), (2, 2, 3, 5, 4)])
+def test_max_pool_backward_op_matches_pytorch(shape, dtype, fallback):
+    """``max_pool{2,3}d_with_indices_backward`` as PyTorch's derivatives.yaml names it: values (an index of -1
+    adds nothing), the grad_fn's names, and its own gradient with respect to grad_output, compiled and NumPy."""
+    torch = pytest.importorskip("torch")
+    nd = 3 if len(shape) == 5 else 2
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(shape).astype(np.float32)
+    tt, yt, it, args = _pool_backward_args(torch, x, nd)
+    skip = it.clone()
+    skip[..., 0] = -1                    # no element: adds nothing (PyTorch's double backward cannot take it)
+    g = rng.standard_normal(tuple(yt.shape)).astype(np.float32)
+    h = rng.standard_normal(shape).astype(np.float32)
+    tdt, edt = getattr(torch, dtype), getattr(ember, dtype)
+    op_t = getattr(torch.ops.aten, f"max_pool{nd}d_with_indices_backward")
+    op_e = getattr(ember.ops.aten, f"max_pool{nd}d_with_indices_backward")
+    gt = torch.tensor(g).to(tdt).requires_grad_()
+    want = op_t(gt, tt.to(tdt), *args, it)
+    want.backward(torch.tensor(h).to(tdt))
+    want_skip = op_t(gt.detach(), tt.to(tdt), *args, skip)
+    for use_fallback in (False, True):
+        if use_fallback:
+            fallback()
+        te, ye, ie, _ = _pool_backward_args(ember, x, nd)
+        ge = ember.tensor(g).to(edt).requires_grad_()
+        got = op_e(ge, te.to(edt), *args, ember.tensor(it.numpy()))
+        assert got.dtype == edt and tuple(got.shape) == shape
+        assert type(got.grad_fn).__name__ == type(want.grad_fn).__name__
+        np.testing.assert_array_equal(got.detach().float().numpy(), want.detach().float().numpy())
+        got.backward(ember.tensor(h).to(edt))
+        np.testing.assert_array_equal(ge.grad.float().numpy(), gt.grad.float().numpy())
+        got_skip = op_e(ge.detach(), te.to(edt), *args, ember.tensor(skip.numpy()))
+        np.testing.assert_array_equal(got_skip.float().numpy(), want_skip.float().numpy())
+
+
+def test_max_pool_backward_op_errors_match_pytorch(fallback):
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(12).standard_normal((2, 3, 8, 8)).astype(np.float32)
+    cases = [
+        lambda L, g, x, i: (g.double(), x, [2, 2], [2, 2], [0, 0], [1, 1], False, i),
+        lambda L, g, x, i: (L.ones(2, 3, 5, 4), x, [2, 2], [2, 2], [0, 0], [1, 1], False, i),
+        lambda L, g, x, i: (L.ones(2, 4, 4, 4), x, [2, 2], [2, 2], [0, 0], [1, 1], False, i),
+        lambda L, g, x, i: (L.ones(3, 4, 4), x, [2, 2], [2, 2], [0, 0], [1, 1], False, i),
+        lambda L, g, x, i: (g, x, [2, 2], [2, 2], [0, 0], [1, 1], False, i[:, :, :3]),
+        lambda L, g, x, i: (g, x, [2, 2], [2, 2], [0, 0], [1, 1], False, i.int()),
+        lambda L, g, x, i: (g, x, [2, 2, 2], [2, 2], [0, 0], [1, 1], False, i),
+        lambda L, g, x, i: (g, x, [2, 2], [2, 2], [2, 2], [1, 1], False, i),
+        lambda L, g, x, i: (g.long(), x.long(), [2, 2], [2, 2], [0, 0], [1, 1], False, i),
+    ]
+    for make in cases:
+        msgs = []
+        for L in (torch, ember):
+            t = L.tensor(x)
+            y, i = L.ops.aten.max_pool2d_with_indices(t, [2, 2], [2, 2])
+            with pytest.raises(Exception) as info:
+                L.ops.aten.max_pool2d_with_indices_backward(*make(L, L.ones_like(y), t, i))
+            msgs.append((type(info.value), str(info.value).split("\n")[0]))
+        assert msgs[0] == msgs[1]
+    for nd, kw in [(2, dict(kernel_size=[2, 2, 2])), (2, dict(kernel_size=[2], stride=[1, 1, 1])),
+                   (2, dict(kernel_size=[2], padding=[1, 1, 1])), (2, dict(kernel_size=[2], dilation=[1, 1, 1])),
+                   (2, dict(kernel_size=[])), (3, dict(kernel_size=[2, 2])), (3, dict(kernel_size=[2], stride=[1, 1])),
+                   (3, dict(kernel_size=[2], padding=[1, 1])), (3, dict(kernel_size=[2], dilation=[1, 1]))]:
+        msgs = []
+        for L in (torch, ember):
+            with pytest.raises(Exception) as info:
+                getattr(L.ops.aten, f"max_pool{nd}d_with_indices")(L.ones((1, 2) + (4,) * nd), **kw)
+            msgs.append((type(info.value), str(info.value).split("\n")[0]))
+        assert msgs[0] == msgs[1]
+    # PyTorch writes past the gradient's buffer for an index outside the plane (other than -1); ember raises
+    for use_fallback in (False, True):
+        if use_fallback:
+            fallback()
+        t = ember.tensor(x)
+        y, i = ember.ops.aten.max_pool2d_with_indices(t, [2, 2], [2, 2])
+        i[1, 2, 3, 1] = 64
+        with pytest.raises(RuntimeError, match=r"Found an invalid max index: 64 \(input volumes are of size 8x8\)"):
+            ember.ops.aten.max_pool2d_with_indices_backward(ember.ones_like(y), t, [2, 2], [2, 2], [0, 0], [1, 1],
+                                                            False, i)
 
 
 def test_scatter_add_along_the_last_dim_is_compiled_and_matches_ufunc_at(fallback):

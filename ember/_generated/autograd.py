@@ -6165,12 +6165,17 @@ class MaxPool2DWithIndicesBackward0(_Node):
     _saved_names = ('self_', 'result_')
     def apply(_n, grads):
         grad = grads[0]
+        kernel_size = _n.kernel_size
+        stride = _n.stride
+        padding = _n.padding
+        dilation = _n.dilation
+        ceil_mode = _n.ceil_mode
         self_ix = 0
         grad_inputs = [None] * 1
         if _n._next[self_ix] is not None:
             result = _n._saved('result_')
             self = _n._saved('self_')
-            grad_inputs[self_ix] = max_pool_backward(grad, self, result[1], 2)
+            grad_inputs[self_ix] = aten.max_pool2d_with_indices_backward(grad, self, kernel_size, stride, padding, dilation, ceil_mode, result[1])
         return grad_inputs
 
 def _ag_max_pool2d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
@@ -6178,11 +6183,45 @@ def _ag_max_pool2d_with_indices_default(ks, self, kernel_size, stride, padding, 
         return aten._op_max_pool2d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
     _n = MaxPool2DWithIndicesBackward0()
     _n._next, _n._input_meta = _edges(self), _meta(self)
+    _n.kernel_size = kernel_size
+    _n.stride = stride
+    _n.padding = padding
+    _n.dilation = dilation
+    _n.ceil_mode = ceil_mode
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_max_pool2d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
     _set_history(_n, tuple(result), [True, False])
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
+    return result
+
+class MaxPool2DWithIndicesBackwardBackward0(_Node):
+    _saved_names = ('self_', 'indices_')
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_output_ix, self_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[grad_output_ix] is not None:
+            indices = _n._saved('indices_')
+            grad_inputs[grad_output_ix] = max_pool_double_backward(grad, indices, 2)
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.zeros_like(self)
+        return grad_inputs
+
+def _ag_max_pool2d_with_indices_backward_default(ks, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices):
+    if _gm.enabled and (indices._rg):
+        _check_no_requires_grad(indices, 'indices', 'max_pool2d_with_indices_backward')
+    if not (_gm.enabled and (grad_output._rg or self._rg)):
+        return aten._op_max_pool2d_with_indices_backward.redispatch(ks & _BELOW, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
+    _n = MaxPool2DWithIndicesBackwardBackward0()
+    _n._next, _n._input_meta = _edges(grad_output, self), _meta(grad_output, self)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.indices_ = _SV(indices)
+    result = aten._op_max_pool2d_with_indices_backward.redispatch(ks & _BELOW, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
+    _set_history(_n, (result,))
     return result
 
 class AvgPool2DBackward0(_Node):
@@ -6329,12 +6368,17 @@ class MaxPool3DWithIndicesBackward0(_Node):
     _saved_names = ('self_', 'result_')
     def apply(_n, grads):
         grad = grads[0]
+        kernel_size = _n.kernel_size
+        stride = _n.stride
+        padding = _n.padding
+        dilation = _n.dilation
+        ceil_mode = _n.ceil_mode
         self_ix = 0
         grad_inputs = [None] * 1
         if _n._next[self_ix] is not None:
             result = _n._saved('result_')
             self = _n._saved('self_')
-            grad_inputs[self_ix] = max_pool_backward(grad, self, result[1], 3)
+            grad_inputs[self_ix] = aten.max_pool3d_with_indices_backward(grad, self, kernel_size, stride, padding, dilation, ceil_mode, result[1])
         return grad_inputs
 
 def _ag_max_pool3d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
@@ -6342,11 +6386,45 @@ def _ag_max_pool3d_with_indices_default(ks, self, kernel_size, stride, padding, 
         return aten._op_max_pool3d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
     _n = MaxPool3DWithIndicesBackward0()
     _n._next, _n._input_meta = _edges(self), _meta(self)
+    _n.kernel_size = kernel_size
+    _n.stride = stride
+    _n.padding = padding
+    _n.dilation = dilation
+    _n.ceil_mode = ceil_mode
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_max_pool3d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
     _set_history(_n, tuple(result), [True, False])
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
+    return result
+
+class MaxPool3DWithIndicesBackwardBackward0(_Node):
+    _saved_names = ('self_', 'indices_')
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_output_ix, self_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[grad_output_ix] is not None:
+            indices = _n._saved('indices_')
+            grad_inputs[grad_output_ix] = max_pool_double_backward(grad, indices, 3)
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.zeros_like(self)
+        return grad_inputs
+
+def _ag_max_pool3d_with_indices_backward_default(ks, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices):
+    if _gm.enabled and (indices._rg):
+        _check_no_requires_grad(indices, 'indices', 'max_pool3d_with_indices_backward')
+    if not (_gm.enabled and (grad_output._rg or self._rg)):
+        return aten._op_max_pool3d_with_indices_backward.redispatch(ks & _BELOW, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
+    _n = MaxPool3DWithIndicesBackwardBackward0()
+    _n._next, _n._input_meta = _edges(grad_output, self), _meta(grad_output, self)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.indices_ = _SV(indices)
+    result = aten._op_max_pool3d_with_indices_backward.redispatch(ks & _BELOW, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
+    _set_history(_n, (result,))
     return result
 
 class ConstantPadNdBackward0(_Node):
@@ -8768,7 +8846,7 @@ class MaxUnpool2DBackward0(_Node):
         grad_inputs = [None] * 1
         if _n._next[self_ix] is not None:
             indices = _n._saved('indices_')
-            grad_inputs[self_ix] = max_unpool_backward(grad, indices, 2)
+            grad_inputs[self_ix] = max_pool_double_backward(grad, indices, 2)
         return grad_inputs
 
 def _ag_max_unpool2d_default(ks, self, indices, output_size):
@@ -8790,7 +8868,7 @@ class MaxUnpool3DBackward0(_Node):
         grad_inputs = [None] * 1
         if _n._next[self_ix] is not None:
             indices = _n._saved('indices_')
-            grad_inputs[self_ix] = max_unpool_backward(grad, indices, 3)
+            grad_inputs[self_ix] = max_pool_double_backward(grad, indices, 3)
         return grad_inputs
 
 def _ag_max_unpool3d_default(ks, self, indices, output_size, stride, padding):
@@ -12625,11 +12703,13 @@ _KERNELS = (
     (aten._op_native_batch_norm, _ag_native_batch_norm_default),
     (aten._op_convolution, _ag_convolution_default),
     (aten._op_max_pool2d_with_indices, _ag_max_pool2d_with_indices_default),
+    (aten._op_max_pool2d_with_indices_backward, _ag_max_pool2d_with_indices_backward_default),
     (aten._op_avg_pool2d, _ag_avg_pool2d_default),
     (aten._op_avg_pool2d_backward, _ag_avg_pool2d_backward_default),
     (aten._op_avg_pool3d, _ag_avg_pool3d_default),
     (aten._op_avg_pool3d_backward, _ag_avg_pool3d_backward_default),
     (aten._op_max_pool3d_with_indices, _ag_max_pool3d_with_indices_default),
+    (aten._op_max_pool3d_with_indices_backward, _ag_max_pool3d_with_indices_backward_default),
     (aten._op_constant_pad_nd, _ag_constant_pad_nd_default),
     (aten._op_embedding, _ag_embedding_default),
     (aten._op__rnn_layer, _ag__rnn_layer_default),

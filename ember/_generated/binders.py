@@ -3445,516 +3445,522 @@ def b546(_op):
         return _MISS
     return fast
 def b547(_op):
+    def fast(grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices):
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and (dilation_ := _ints(dilation, True)) is not None and type(ceil_mode) is bool and isinstance(indices, _Tensor):
+            return _op.call(grad_output._ks | input._ks | indices._ks, grad_output, input, kernel_size_, stride_, padding_, dilation_, ceil_mode, indices)
+        return _MISS
+    return fast
+def b548(_op):
     def fast(input, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
         if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and type(ceil_mode) is bool and type(count_include_pad) is bool and (divisor_override is None or type(divisor_override) is int):
             return _op.call(input._ks, input, kernel_size_, stride_, padding_, ceil_mode, count_include_pad, divisor_override)
         return _MISS
     return fast
-def b548(_op):
+def b549(_op):
     def fast(grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and type(ceil_mode) is bool and type(count_include_pad) is bool and (divisor_override is None or type(divisor_override) is int):
             return _op.call(grad_output._ks | input._ks, grad_output, input, kernel_size_, stride_, padding_, ceil_mode, count_include_pad, divisor_override)
         return _MISS
     return fast
-def b549(_op):
+def b550(_op):
     def fast(input, output_size, scales=None):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (scales is None or type(scales) is float):
             return _op.call(input._ks, input, output_size_, scales)
         return _MISS
     return fast
-def b550(_op):
+def b551(_op):
     def fast(grad_output, output_size, input_size, scales=None):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and (scales is None or type(scales) is float):
             return _op.call(grad_output._ks, grad_output, output_size_, input_size_, scales)
         return _MISS
     return fast
-def b551(_op):
+def b552(_op):
     def fast(input, output_size, scales_h=None, scales_w=None):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _op.call(input._ks, input, output_size_, scales_h, scales_w)
         return _MISS
     return fast
-def b552(_op):
+def b553(_op):
     def fast(grad_output, output_size, input_size, scales_h=None, scales_w=None):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _op.call(grad_output._ks, grad_output, output_size_, input_size_, scales_h, scales_w)
         return _MISS
     return fast
-def b553(_op):
+def b554(_op):
     def fast(input, output_size, scales_d=None, scales_h=None, scales_w=None):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (scales_d is None or type(scales_d) is float) and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _op.call(input._ks, input, output_size_, scales_d, scales_h, scales_w)
         return _MISS
     return fast
-def b554(_op):
+def b555(_op):
     def fast(grad_output, output_size, input_size, scales_d=None, scales_h=None, scales_w=None):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and (scales_d is None or type(scales_d) is float) and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _op.call(grad_output._ks, grad_output, output_size_, input_size_, scales_d, scales_h, scales_w)
         return _MISS
     return fast
-def b555(_op):
+def b556(_op):
     def fast(input, output_size, align_corners, scales=None):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and type(align_corners) is bool and (scales is None or type(scales) is float):
             return _op.call(input._ks, input, output_size_, align_corners, scales)
         return _MISS
     return fast
-def b556(_op):
+def b557(_op):
     def fast(grad_output, output_size, input_size, align_corners, scales=None):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and type(align_corners) is bool and (scales is None or type(scales) is float):
             return _op.call(grad_output._ks, grad_output, output_size_, input_size_, align_corners, scales)
         return _MISS
     return fast
-def b557(_op):
+def b558(_op):
     def fast(input, output_size, align_corners, scales_h=None, scales_w=None):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and type(align_corners) is bool and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _op.call(input._ks, input, output_size_, align_corners, scales_h, scales_w)
         return _MISS
     return fast
-def b558(_op):
+def b559(_op):
     def fast(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and type(align_corners) is bool and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _op.call(grad_output._ks, grad_output, output_size_, input_size_, align_corners, scales_h, scales_w)
         return _MISS
     return fast
-def b559(_op):
+def b560(_op):
     def fast(input, output_size, align_corners, scales_d=None, scales_h=None, scales_w=None):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and type(align_corners) is bool and (scales_d is None or type(scales_d) is float) and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _op.call(input._ks, input, output_size_, align_corners, scales_d, scales_h, scales_w)
         return _MISS
     return fast
-def b560(_op):
+def b561(_op):
     def fast(grad_output, output_size, input_size, align_corners, scales_d=None, scales_h=None, scales_w=None):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and type(align_corners) is bool and (scales_d is None or type(scales_d) is float) and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _op.call(grad_output._ks, grad_output, output_size_, input_size_, align_corners, scales_d, scales_h, scales_w)
         return _MISS
     return fast
-def b561(_op):
+def b562(_op):
     def fast(input, kernel_size, dilation, padding, stride):
         if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (dilation_ := _ints(dilation, True)) is not None and (padding_ := _ints(padding, True)) is not None and (stride_ := _ints(stride, True)) is not None:
             return _op.call(input._ks, input, kernel_size_, dilation_, padding_, stride_)
         return _MISS
     return fast
-def b562(_op):
+def b563(_op):
     def fast(input, output_size, kernel_size, dilation, padding, stride):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (kernel_size_ := _ints(kernel_size, True)) is not None and (dilation_ := _ints(dilation, True)) is not None and (padding_ := _ints(padding, True)) is not None and (stride_ := _ints(stride, True)) is not None:
             return _op.call(input._ks, input, output_size_, kernel_size_, dilation_, padding_, stride_)
         return _MISS
     return fast
-def b563(_op):
+def b564(_op):
     def fast(input, target, reduction=1, beta=1.0):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and type(beta) is float:
             return _op.call(input._ks | target._ks, input, target, reduction, beta)
         return _MISS
     return fast
-def b564(_op):
+def b565(_op):
     def fast(grad_output, input, target, reduction, beta):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and type(beta) is float:
             return _op.call(grad_output._ks | input._ks | target._ks, grad_output, input, target, reduction, beta)
         return _MISS
     return fast
-def b565(_op):
+def b566(_op):
     def fast(input, target, reduction=1, delta=1.0):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and type(delta) is float:
             return _op.call(input._ks | target._ks, input, target, reduction, delta)
         return _MISS
     return fast
-def b566(_op):
+def b567(_op):
     def fast(grad_output, input, target, reduction, delta):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and type(delta) is float:
             return _op.call(grad_output._ks | input._ks | target._ks, grad_output, input, target, reduction, delta)
         return _MISS
     return fast
-def b567(_op):
+def b568(_op):
     def fast(input, target, weight=None, reduction=1):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int:
             return _op.call(input._ks | target._ks | _ks_opt(weight), input, target, weight, reduction)
         return _MISS
     return fast
-def b568(_op):
+def b569(_op):
     def fast(grad_output, input, target, weight=None, reduction=1):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int:
             return _op.call(grad_output._ks | input._ks | target._ks | _ks_opt(weight), grad_output, input, target, weight, reduction)
         return _MISS
     return fast
-def b569(_op):
+def b570(_op):
     def fast(input, target, p=1, margin=1, weight=None, reduction=1):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(p) in _NUMBERS and type(margin) in _NUMBERS and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int:
             return _op.call(input._ks | target._ks | _ks_opt(weight), input, target, p, margin, weight, reduction)
         return _MISS
     return fast
-def b570(_op):
+def b571(_op):
     def fast(grad_output, input, target, p, margin, weight=None, reduction=1):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(p) in _NUMBERS and type(margin) in _NUMBERS and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int:
             return _op.call(grad_output._ks | input._ks | target._ks | _ks_opt(weight), grad_output, input, target, p, margin, weight, reduction)
         return _MISS
     return fast
-def b571(_op):
+def b572(_op):
     def fast(input, target, reduction):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int:
             return _op.call(input._ks | target._ks, input, target, reduction)
         return _MISS
     return fast
-def b572(_op):
+def b573(_op):
     def fast(grad_output, input, target, reduction, is_target):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and isinstance(is_target, _Tensor):
             return _op.call(grad_output._ks | input._ks | target._ks | is_target._ks, grad_output, input, target, reduction, is_target)
         return _MISS
     return fast
-def b573(_op):
+def b574(_op):
     def fast(grad_output, input):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor):
             return _op.call(grad_output._ks | input._ks, grad_output, input)
         return _MISS
     return fast
-def b574(_op):
+def b575(_op):
     def fast(input, negative_slope=0.01):
         if isinstance(input, _Tensor) and type(negative_slope) in _NUMBERS:
             return _op.call(input._ks, input, negative_slope)
         return _MISS
     return fast
-def b575(_op):
+def b576(_op):
     def fast(grad_output, input, negative_slope, self_is_result):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(negative_slope) in _NUMBERS and type(self_is_result) is bool:
             return _op.call(grad_output._ks | input._ks, grad_output, input, negative_slope, self_is_result)
         return _MISS
     return fast
-def b576(_op):
+def b577(_op):
     def fast(input, alpha=1, scale=1, input_scale=1):
         if isinstance(input, _Tensor) and type(alpha) in _NUMBERS and type(scale) in _NUMBERS and type(input_scale) in _NUMBERS:
             return _op.call(input._ks, input, alpha, scale, input_scale)
         return _MISS
     return fast
-def b577(_op):
+def b578(_op):
     def fast(grad_output, alpha, scale, input_scale, is_result, self_or_result):
         if isinstance(grad_output, _Tensor) and type(alpha) in _NUMBERS and type(scale) in _NUMBERS and type(input_scale) in _NUMBERS and type(is_result) is bool and isinstance(self_or_result, _Tensor):
             return _op.call(grad_output._ks | self_or_result._ks, grad_output, alpha, scale, input_scale, is_result, self_or_result)
         return _MISS
     return fast
-def b578(_op):
+def b579(_op):
     def fast(input, min_val=-1, max_val=1):
         if isinstance(input, _Tensor) and type(min_val) in _NUMBERS and type(max_val) in _NUMBERS:
             return _op.call(input._ks, input, min_val, max_val)
         return _MISS
     return fast
-def b579(_op):
+def b580(_op):
     def fast(grad_output, input, min_val, max_val):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(min_val) in _NUMBERS and type(max_val) in _NUMBERS:
             return _op.call(grad_output._ks | input._ks, grad_output, input, min_val, max_val)
         return _MISS
     return fast
-def b580(_op):
+def b581(_op):
     def fast(input, beta=1, threshold=20):
         if isinstance(input, _Tensor) and type(beta) in _NUMBERS and type(threshold) in _NUMBERS:
             return _op.call(input._ks, input, beta, threshold)
         return _MISS
     return fast
-def b581(_op):
+def b582(_op):
     def fast(grad_output, input, beta, threshold):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(beta) in _NUMBERS and type(threshold) in _NUMBERS:
             return _op.call(grad_output._ks | input._ks, grad_output, input, beta, threshold)
         return _MISS
     return fast
-def b582(_op):
+def b583(_op):
     def fast(input, dim=-1):
         if isinstance(input, _Tensor) and type(dim) is int:
             return _op.call(input._ks, input, dim)
         return _MISS
     return fast
-def b583(_op):
+def b584(_op):
     def fast(grad_output, input, dim):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(dim) is int:
             return _op.call(grad_output._ks | input._ks, grad_output, input, dim)
         return _MISS
     return fast
-def b584(_op):
+def b585(_op):
     def fast(grad_output, input, buffer):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(buffer, _Tensor):
             return _op.call(grad_output._ks | input._ks | buffer._ks, grad_output, input, buffer)
         return _MISS
     return fast
-def b585(_op):
+def b586(_op):
     def fast(grad_output, input, lambd):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(lambd) in _NUMBERS:
             return _op.call(grad_output._ks | input._ks, grad_output, input, lambd)
         return _MISS
     return fast
-def b586(_op):
+def b587(_op):
     def fast(input, noise, lower=0.125, upper=0.3333333333333333, training=False, generator=None):
         if isinstance(input, _Tensor) and isinstance(noise, _Tensor) and type(lower) in _NUMBERS and type(upper) in _NUMBERS and type(training) is bool and (generator is None or type(generator) is _Generator):
             return _op.call(input._ks | noise._ks, input, noise, lower, upper, training, generator)
         return _MISS
     return fast
-def b587(_op):
+def b588(_op):
     def fast(grad_output, input, noise, lower, upper, training, self_is_result):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(noise, _Tensor) and type(lower) in _NUMBERS and type(upper) in _NUMBERS and type(training) is bool and type(self_is_result) is bool:
             return _op.call(grad_output._ks | input._ks | noise._ks, grad_output, input, noise, lower, upper, training, self_is_result)
         return _MISS
     return fast
-def b588(_op):
+def b589(_op):
     def fast(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False):
         if isinstance(query, _Tensor) and isinstance(key, _Tensor) and isinstance(value, _Tensor) and (attn_mask is None or isinstance(attn_mask, _Tensor)) and type(dropout_p) is float and type(is_causal) is bool and (scale is None or type(scale) is float) and type(enable_gqa) is bool:
             return _op.call(query._ks | key._ks | value._ks | _ks_opt(attn_mask), query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
         return _MISS
     return fast
-def b589(_op):
+def b590(_op):
     def fast(input, pad, mode='constant', value=None):
         if isinstance(input, _Tensor) and (pad_ := _ints(pad, False)) is not None and type(mode) is str and (value is None or type(value) is float):
             return _op.call(input._ks, input, pad_, mode, value)
         return _MISS
     return fast
-def b590(_op):
+def b591(_op):
     def fast(input, padding):
         if isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
             return _op.call(input._ks, input, padding_)
         return _MISS
     return fast
-def b591(_op):
+def b592(_op):
     def fast(grad_output, input, padding):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
             return _op.call(grad_output._ks | input._ks, grad_output, input, padding_)
         return _MISS
     return fast
-def b592(_op):
+def b593(_op):
     def fast(input, indices, output_size):
         if isinstance(input, _Tensor) and isinstance(indices, _Tensor) and (output_size_ := _ints(output_size, True)) is not None:
             return _op.call(input._ks | indices._ks, input, indices, output_size_)
         return _MISS
     return fast
-def b593(_op):
+def b594(_op):
     def fast(input, indices, output_size, stride, padding):
         if isinstance(input, _Tensor) and isinstance(indices, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None:
             return _op.call(input._ks | indices._ks, input, indices, output_size_, stride_, padding_)
         return _MISS
     return fast
-def b594(_op):
+def b595(_op):
     def fast(input, num_classes=-1):
         if isinstance(input, _Tensor) and type(num_classes) is int:
             return _op.call(input._ks, input, num_classes)
         return _MISS
     return fast
-def b595(_op):
+def b596(_op):
     def fast(input, kernel_size, output_size, random_samples):
         if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (output_size_ := _ints(output_size, True)) is not None and isinstance(random_samples, _Tensor):
             return _op.call(input._ks | random_samples._ks, input, kernel_size_, output_size_, random_samples)
         return _MISS
     return fast
-def b596(_op):
+def b597(_op):
     def fast(A, B, *, left=True):
         if isinstance(A, _Tensor) and isinstance(B, _Tensor) and type(left) is bool:
             return _op.call(A._ks | B._ks, A, B, left)
         return _MISS
     return fast
-def b597(_op):
+def b598(_op):
     def fast(input, *, upper=False):
         if isinstance(input, _Tensor) and type(upper) is bool:
             return _op.call(input._ks, input, upper)
         return _MISS
     return fast
-def b598(_op):
+def b599(_op):
     def fast(input, B, *, upper, left=True, unitriangular=False):
         if isinstance(input, _Tensor) and isinstance(B, _Tensor) and type(upper) is bool and type(left) is bool and type(unitriangular) is bool:
             return _op.call(input._ks | B._ks, input, B, upper, left, unitriangular)
         return _MISS
     return fast
-def b599(_op):
+def b600(_op):
     def fast(A, mode='reduced'):
         if isinstance(A, _Tensor) and type(mode) is str:
             return _op.call(A._ks, A, mode)
         return _MISS
     return fast
-def b600(_op):
+def b601(_op):
     def fast(input, UPLO='L'):
         if isinstance(input, _Tensor) and type(UPLO) is str:
             return _op.call(input._ks, input, UPLO)
         return _MISS
     return fast
-def b601(_op):
+def b602(_op):
     def fast(A, full_matrices=True, *, driver=None):
         if isinstance(A, _Tensor) and type(full_matrices) is bool and (driver is None or type(driver) is str):
             return _op.call(A._ks, A, full_matrices, driver)
         return _MISS
     return fast
-def b602(_op):
+def b603(_op):
     def fast(A, *, driver=None):
         if isinstance(A, _Tensor) and (driver is None or type(driver) is str):
             return _op.call(A._ks, A, driver)
         return _MISS
     return fast
-def b603(_op):
+def b604(_op):
     def fast(input, *, atol=None, rtol=None, hermitian=False):
         if isinstance(input, _Tensor) and (atol is None or isinstance(atol, _Tensor)) and (rtol is None or isinstance(rtol, _Tensor)) and type(hermitian) is bool:
             return _op.call(input._ks | _ks_opt(atol) | _ks_opt(rtol), input, atol, rtol, hermitian)
         return _MISS
     return fast
-def b604(_op):
+def b605(_op):
     def fast(input, *, atol=None, rtol=None, hermitian=False):
         if isinstance(input, _Tensor) and (atol is None or type(atol) is float) and (rtol is None or type(rtol) is float) and type(hermitian) is bool:
             return _op.call(input._ks, input, atol, rtol, hermitian)
         return _MISS
     return fast
-def b605(_op):
+def b606(_op):
     def fast(input, rcond, hermitian=False):
         if isinstance(input, _Tensor) and type(rcond) is float and type(hermitian) is bool:
             return _op.call(input._ks, input, rcond, hermitian)
         return _MISS
     return fast
-def b606(_op):
+def b607(_op):
     def fast(input, rcond, hermitian=False):
         if isinstance(input, _Tensor) and isinstance(rcond, _Tensor) and type(hermitian) is bool:
             return _op.call(input._ks | rcond._ks, input, rcond, hermitian)
         return _MISS
     return fast
-def b607(_op):
+def b608(_op):
     def fast(input, b, rcond=None, *, driver=None):
         if isinstance(input, _Tensor) and isinstance(b, _Tensor) and (rcond is None or type(rcond) is float) and (driver is None or type(driver) is str):
             return _op.call(input._ks | b._ks, input, b, rcond, driver)
         return _MISS
     return fast
-def b608(_op):
+def b609(_op):
     def fast(input, other, *, dim=-1):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor) and type(dim) is int:
             return _op.call(input._ks | other._ks, input, other, dim)
         return _MISS
     return fast
-def b609(_op):
+def b610(_op):
     def fast(input, ord=2, dim=None, keepdim=False, *, dtype=None):
         if isinstance(input, _Tensor) and type(ord) in _NUMBERS and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _op.call(input._ks, input, ord, (None if dim is None else dim_), keepdim, dtype)
         return _MISS
     return fast
-def b610(_op):
+def b611(_op):
     def fast(input, ord='fro', dim=(-2,-1), keepdim=False, *, dtype=None):
         if isinstance(input, _Tensor) and type(ord) is str and (dim_ := _ints(dim, False)) is not None and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _op.call(input._ks, input, ord, dim_, keepdim, dtype)
         return _MISS
     return fast
-def b611(_op):
+def b612(_op):
     def fast(input, ord, dim=(-2,-1), keepdim=False, *, dtype=None):
         if isinstance(input, _Tensor) and type(ord) in _NUMBERS and (dim_ := _ints(dim, False)) is not None and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _op.call(input._ks, input, ord, dim_, keepdim, dtype)
         return _MISS
     return fast
-def b612(_op):
+def b613(_op):
     def fast(input, ord=None, dim=None, keepdim=False, *, dtype=None):
         if isinstance(input, _Tensor) and (ord is None or type(ord) in _NUMBERS) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _op.call(input._ks, input, ord, (None if dim is None else dim_), keepdim, dtype)
         return _MISS
     return fast
-def b613(_op):
+def b614(_op):
     def fast(input, ord, dim=None, keepdim=False, *, dtype=None):
         if isinstance(input, _Tensor) and type(ord) is str and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _op.call(input._ks, input, ord, (None if dim is None else dim_), keepdim, dtype)
         return _MISS
     return fast
-def b614(_op):
+def b615(_op):
     def fast(A, *, offset=0, dim1=-2, dim2=-1):
         if isinstance(A, _Tensor) and type(offset) is int and type(dim1) is int and type(dim2) is int:
             return _op.call(A._ks, A, offset, dim1, dim2)
         return _MISS
     return fast
-def b615(_op):
+def b616(_op):
     def fast(A, *, pivot=True, check_errors=False):
         if isinstance(A, _Tensor) and type(pivot) is bool and type(check_errors) is bool:
             return _op.call(A._ks, A, pivot, check_errors)
         return _MISS
     return fast
-def b616(_op):
+def b617(_op):
     def fast(A, *, pivot=True):
         if isinstance(A, _Tensor) and type(pivot) is bool:
             return _op.call(A._ks, A, pivot)
         return _MISS
     return fast
-def b617(_op):
+def b618(_op):
     def fast(LU, pivots, B, *, left=True, adjoint=False):
         if isinstance(LU, _Tensor) and isinstance(pivots, _Tensor) and isinstance(B, _Tensor) and type(left) is bool and type(adjoint) is bool:
             return _op.call(LU._ks | pivots._ks | B._ks, LU, pivots, B, left, adjoint)
         return _MISS
     return fast
-def b618(_op):
+def b619(_op):
     def fast(A, *, check_errors=False):
         if isinstance(A, _Tensor) and type(check_errors) is bool:
             return _op.call(A._ks, A, check_errors)
         return _MISS
     return fast
-def b619(_op):
+def b620(_op):
     def fast(input, *, upper=False, check_errors=False):
         if isinstance(input, _Tensor) and type(upper) is bool and type(check_errors) is bool:
             return _op.call(input._ks, input, upper, check_errors)
         return _MISS
     return fast
-def b620(_op):
+def b621(_op):
     def fast(input, tau):
         if isinstance(input, _Tensor) and isinstance(tau, _Tensor):
             return _op.call(input._ks | tau._ks, input, tau)
         return _MISS
     return fast
-def b621(_op):
+def b622(_op):
     def fast(input, p=None):
         if isinstance(input, _Tensor) and (p is None or type(p) in _NUMBERS):
             return _op.call(input._ks, input, p)
         return _MISS
     return fast
-def b622(_op):
+def b623(_op):
     def fast(input, p):
         if isinstance(input, _Tensor) and type(p) is str:
             return _op.call(input._ks, input, p)
         return _MISS
     return fast
-def b623(_op):
+def b624(_op):
     def fast(x, y, *, dim=-1):
         if isinstance(x, _Tensor) and isinstance(y, _Tensor) and type(dim) is int:
             return _op.call(x._ks | y._ks, x, y, dim)
         return _MISS
     return fast
-def b624(_op):
+def b625(_op):
     def fast(x, *, N=None):
         if isinstance(x, _Tensor) and (N is None or type(N) is int):
             return _op.call(x._ks, x, N)
         return _MISS
     return fast
-def b625(_op):
+def b626(_op):
     def fast(input, ind=2):
         if isinstance(input, _Tensor) and type(ind) is int:
             return _op.call(input._ks, input, ind)
         return _MISS
     return fast
-def b626(_op):
+def b627(_op):
     def fast(input, other, dims=None):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor) and (dims is None or (dims_ := _ints(dims, False)) is not None):
             return _op.call(input._ks | other._ks, input, other, (None if dims is None else dims_))
         return _MISS
     return fast
-def b627(_op):
+def b628(_op):
     def fast(input, tol, hermitian=False):
         if isinstance(input, _Tensor) and type(tol) is float and type(hermitian) is bool:
             return _op.call(input._ks, input, tol, hermitian)
         return _MISS
     return fast
-def b628(_op):
+def b629(_op):
     def fast(input, tol, hermitian=False):
         if isinstance(input, _Tensor) and isinstance(tol, _Tensor) and type(hermitian) is bool:
             return _op.call(input._ks | tol._ks, input, tol, hermitian)
         return _MISS
     return fast
-def b629(_op):
+def b630(_op):
     def fast(input, *, hermitian=False, check_errors=False):
         if isinstance(input, _Tensor) and type(hermitian) is bool and type(check_errors) is bool:
             return _op.call(input._ks, input, hermitian, check_errors)
         return _MISS
     return fast
-def b630(_op):
+def b631(_op):
     def fast(input, *, hermitian=False):
         if isinstance(input, _Tensor) and type(hermitian) is bool:
             return _op.call(input._ks, input, hermitian)
         return _MISS
     return fast
-def b631(_op):
+def b632(_op):
     def fast(LD, pivots, B, *, hermitian=False):
         if isinstance(LD, _Tensor) and isinstance(pivots, _Tensor) and isinstance(B, _Tensor) and type(hermitian) is bool:
             return _op.call(LD._ks | pivots._ks | B._ks, LD, pivots, B, hermitian)
         return _MISS
     return fast
-def b632(_op, _op_out):
+def b633(_op, _op_out):
     def fast(x, n, *, out=None):
         if isinstance(x, _Tensor) and isinstance(n, _Tensor):
             if out is None:
@@ -3963,7 +3969,7 @@ def b632(_op, _op_out):
                 return _op_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
         return _MISS
     return fast
-def b633(_op, _op_out):
+def b634(_op, _op_out):
     def fast(x, n, *, out=None):
         if type(x) in _NUMBERS and isinstance(n, _Tensor):
             if out is None:
@@ -3972,7 +3978,7 @@ def b633(_op, _op_out):
                 return _op_out.call(n._ks | _ks_out(out), x, n, out)
         return _MISS
     return fast
-def b634(_op, _op_out):
+def b635(_op, _op_out):
     def fast(x, n, *, out=None):
         if isinstance(x, _Tensor) and type(n) in _NUMBERS:
             if out is None:
@@ -3981,7 +3987,7 @@ def b634(_op, _op_out):
                 return _op_out.call(x._ks | _ks_out(out), x, n, out)
         return _MISS
     return fast
-def b635(_op, _op_out):
+def b636(_op, _op_out):
     def fast(input, other, *, out=None):
         if type(input) in _NUMBERS and isinstance(other, _Tensor):
             if out is None:
@@ -3990,7 +3996,7 @@ def b635(_op, _op_out):
                 return _op_out.call(other._ks | _ks_out(out), input, other, out)
         return _MISS
     return fast
-def b636(_op, _op_out):
+def b637(_op, _op_out):
     def fast(x, *, out=None):
         if isinstance(x, _Tensor):
             if out is None:
@@ -3999,19 +4005,19 @@ def b636(_op, _op_out):
                 return _op_out.call(x._ks | _ks_out(out), x, out)
         return _MISS
     return fast
-def b637(_op):
+def b638(_op):
     def fast(input, dim, *, dtype=None):
         if isinstance(input, _Tensor) and type(dim) is int and (dtype is None or type(dtype) is _dtype):
             return _op.call(input._ks, input, dim, dtype)
         return _MISS
     return fast
-def b638(_op):
+def b639(_op):
     def fast(input, *, decimals=0):
         if isinstance(input, _Tensor) and type(decimals) is int:
             return _op.call(input._ks, input, decimals)
         return _MISS
     return fast
-def b639(_op, _op_out):
+def b640(_op, _op_out):
     def fast(input, n=None, dim=-1, norm=None, *, out=None):
         if isinstance(input, _Tensor) and (n is None or type(n) is int) and type(dim) is int and (norm is None or type(norm) is str):
             if out is None:
@@ -4020,7 +4026,7 @@ def b639(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, n, dim, norm, out)
         return _MISS
     return fast
-def b640(_op, _op_out):
+def b641(_op, _op_out):
     def fast(input, s=None, dim=(-2,-1), norm=None, *, out=None):
         if isinstance(input, _Tensor) and (s is None or (s_ := _ints(s, True)) is not None) and (dim_ := _ints(dim, True)) is not None and (norm is None or type(norm) is str):
             if out is None:
@@ -4029,7 +4035,7 @@ def b640(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, (None if s is None else s_), dim_, norm, out)
         return _MISS
     return fast
-def b641(_op, _op_out):
+def b642(_op, _op_out):
     def fast(input, s=None, dim=None, norm=None, *, out=None):
         if isinstance(input, _Tensor) and (s is None or (s_ := _ints(s, True)) is not None) and (dim is None or (dim_ := _ints(dim, True)) is not None) and (norm is None or type(norm) is str):
             if out is None:
@@ -4038,7 +4044,7 @@ def b641(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
         return _MISS
     return fast
-def b642(_op, _op_out):
+def b643(_op, _op_out):
     def fast(n, d=1.0, *, dtype=None, layout=None, device=None, pin_memory=None, out=None, requires_grad=False):
         if type(n) is int and type(d) is float and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             if out is None:
@@ -4048,7 +4054,7 @@ def b642(_op, _op_out):
                 return _op_out.call(_KS_CPU | _ks_out(out), n, d, out)
         return _MISS
     return fast
-def b643(_op):
+def b644(_op):
     def fast(input, dim=None):
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None):
             return _op.call(input._ks, input, (None if dim is None else dim_))

@@ -1269,8 +1269,17 @@ def _w138(_k, _name, _rt):
         except ValueError as _e:
             _value_error(_e, _k, a0)
     return run
-# avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
+# max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
 def _w139(_k, _name, _rt):
+    def run(ks, a0, a1, a2, a3, a4, a5, a6, a7):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _new(_k(be.xp, a0._data, a1._data, a2, a3, a4, a5, a6, a7._data), be.ks, be.device)
+        except ValueError as _e:
+            _value_error(_e, _k, a0, a1, a7)
+    return run
+# avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
+def _w140(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1279,7 +1288,7 @@ def _w139(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
-def _w140(_k, _name, _rt):
+def _w141(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1288,7 +1297,7 @@ def _w140(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
-def _w141(_k, _name, _rt):
+def _w142(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1297,7 +1306,7 @@ def _w141(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # _rnn_layer(Tensor input, int[] batch_sizes, Tensor h0, Tensor? c0, Tensor w_ih, Tensor w_hh, Tensor? b_ih, Tensor? b_hh, Tensor? w_hr, str mode, bool reverse) -> (Tensor, Tensor, Tensor, Tensor)
-def _w142(_k, _name, _rt):
+def _w143(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1307,7 +1316,7 @@ def _w142(_k, _name, _rt):
             _value_error(_e, _k, a0, a2, a3, a4, a5, a6, a7, a8)
     return run
 # _rnn_layer_backward(Tensor input, int[] batch_sizes, Tensor h0, Tensor? c0, Tensor w_ih, Tensor w_hh, Tensor? b_ih, Tensor? b_hh, Tensor? w_hr, str mode, bool reverse, Tensor output, Tensor workspace, Tensor? grad_output, Tensor? grad_hn, Tensor? grad_cn) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)
-def _w143(_k, _name, _rt):
+def _w144(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1317,7 +1326,7 @@ def _w143(_k, _name, _rt):
             _value_error(_e, _k, a0, a2, a3, a4, a5, a6, a7, a8, a11, a12, a13, a14, a15)
     return run
 # mkldnn_rnn_layer(Tensor input, Tensor weight0, Tensor weight1, Tensor weight2, Tensor weight3, Tensor hx_, Tensor cx_, bool reverse, int[] batch_sizes, int mode, int hidden_size, int num_layers, bool has_biases, bool bidirectional, bool batch_first, bool train) -> (Tensor, Tensor, Tensor, Tensor)
-def _w144(_k, _name, _rt):
+def _w145(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1327,7 +1336,7 @@ def _w144(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2, a3, a4, a5, a6)
     return run
 # mkldnn_rnn_layer_backward(Tensor input, Tensor weight1, Tensor weight2, Tensor weight3, Tensor weight4, Tensor hx_, Tensor cx_tmp, Tensor output, Tensor hy_, Tensor cy_, Tensor? grad_output, Tensor? grad_hy, Tensor? grad_cy, bool reverse, int mode, int hidden_size, int num_layers, bool has_biases, bool train, bool bidirectional, int[] batch_sizes, bool batch_first, Tensor workspace) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)
-def _w145(_k, _name, _rt):
+def _w146(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1337,7 +1346,7 @@ def _w145(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a22)
     return run
 # upsample_nearest2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None) -> Tensor
-def _w146(_k, _name, _rt):
+def _w147(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1346,7 +1355,7 @@ def _w146(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # upsample_nearest3d_backward(Tensor grad_output, SymInt[3] output_size, SymInt[5] input_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor
-def _w147(_k, _name, _rt):
+def _w148(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1355,7 +1364,7 @@ def _w147(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)
-def _w148(_k, _name, _rt):
+def _w149(_k, _name, _rt):
     def run(ks, a0, a1):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1365,7 +1374,7 @@ def _w148(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # _embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)
-def _w149(_k, _name, _rt):
+def _w150(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1375,7 +1384,7 @@ def _w149(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2, a6)
     return run
 # grid_sampler_2d_backward(Tensor grad_output, Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners, bool[2] output_mask) -> (Tensor, Tensor)
-def _w150(_k, _name, _rt):
+def _w151(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1385,7 +1394,7 @@ def _w150(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2)
     return run
 # _ctc_loss(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, int blank=0, bool zero_infinity=False) -> (Tensor, Tensor)
-def _w151(_k, _name, _rt):
+def _w152(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1395,7 +1404,7 @@ def _w151(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # _ctc_loss_backward(Tensor grad, Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, Tensor neg_log_likelihood, Tensor log_alpha, int blank, bool zero_infinity=False) -> Tensor
-def _w152(_k, _name, _rt):
+def _w153(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1404,7 +1413,7 @@ def _w152(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2, a5, a6)
     return run
 # binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor
-def _w153(_k, _name, _rt):
+def _w154(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1413,7 +1422,7 @@ def _w153(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2)
     return run
 # binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor
-def _w154(_k, _name, _rt):
+def _w155(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1422,7 +1431,7 @@ def _w154(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2, a3)
     return run
 # multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor
-def _w155(_k, _name, _rt):
+def _w156(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1431,7 +1440,7 @@ def _w155(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a4)
     return run
 # multilabel_margin_loss_forward(Tensor self, Tensor target, int reduction) -> (Tensor output, Tensor is_target)
-def _w156(_k, _name, _rt):
+def _w157(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1441,7 +1450,7 @@ def _w156(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)
-def _w157(_k, _name, _rt):
+def _w158(_k, _name, _rt):
     def run(ks, a0):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1451,7 +1460,7 @@ def _w157(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # rrelu_with_noise(Tensor self, Tensor(b!) noise, Scalar lower=0.125, Scalar upper=0.3333333333333333, bool training=False, Generator? generator=None) -> Tensor
-def _w158(_k, _name, _rt):
+def _w159(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1460,7 +1469,7 @@ def _w158(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # rrelu_with_noise_(Tensor(a!) self, Tensor(b!) noise, Scalar lower=0.125, Scalar upper=0.3333333333333333, bool training=False, Generator? generator=None) -> Tensor(a!)
-def _w159(_k, _name, _rt):
+def _w160(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1469,7 +1478,7 @@ def _w159(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # _scaled_dot_product_flash_attention_for_cpu(Tensor query, Tensor key, Tensor value, float dropout_p=0.0, bool is_causal=False, *, Tensor? attn_mask=None, float? scale=None) -> (Tensor output, Tensor logsumexp)
-def _w160(_k, _name, _rt):
+def _w161(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1479,7 +1488,7 @@ def _w160(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2, a5)
     return run
 # _scaled_dot_product_flash_attention_for_cpu_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, Tensor out, Tensor logsumexp, float dropout_p, bool is_causal, *, Tensor? attn_mask=None, float? scale=None) -> (Tensor grad_query, Tensor grad_key, Tensor grad_value)
-def _w161(_k, _name, _rt):
+def _w162(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1489,7 +1498,7 @@ def _w161(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2, a3, a4, a5, a8)
     return run
 # embedding_renorm_(Tensor(a!) self, Tensor indices, float max_norm, float norm_type) -> Tensor(a!)
-def _w162(_k, _name, _rt):
+def _w163(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         _check_writable(a0)
@@ -1498,7 +1507,7 @@ def _w162(_k, _name, _rt):
         return a0
     return run
 # native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)
-def _w163(_k, _name, _rt):
+def _w164(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1508,7 +1517,7 @@ def _w163(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2)
     return run
 # _fft_r2c.out(Tensor self, int[] dim, int normalization, bool onesided, *, Tensor(a!) out) -> Tensor(a!)
-def _w164(_k, _name, _rt):
+def _w165(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1517,7 +1526,7 @@ def _w164(_k, _name, _rt):
             _value_error(_e, _k, a0, a4)
     return run
 # frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)
-def _w165(_k, _name, _rt):
+def _w166(_k, _name, _rt):
     def run(ks, a0):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1527,7 +1536,7 @@ def _w165(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # frexp.Tensor_out(Tensor self, *, Tensor(a!) mantissa, Tensor(b!) exponent) -> (Tensor(a!) mantissa, Tensor(b!) exponent)
-def _w166(_k, _name, _rt):
+def _w167(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1539,7 +1548,7 @@ def _w166(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2)
     return run
 # fractional_max_pool2d(Tensor self, int[2] kernel_size, int[2] output_size, Tensor random_samples) -> (Tensor, Tensor)
-def _w167(_k, _name, _rt):
+def _w168(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1549,7 +1558,7 @@ def _w167(_k, _name, _rt):
             _value_error(_e, _k, a0, a3)
     return run
 # linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)
-def _w168(_k, _name, _rt):
+def _w169(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1559,7 +1568,7 @@ def _w168(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)
-def _w169(_k, _name, _rt):
+def _w170(_k, _name, _rt):
     def run(ks, a0, a1):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1569,7 +1578,7 @@ def _w169(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)
-def _w170(_k, _name, _rt):
+def _w171(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1579,7 +1588,7 @@ def _w170(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor
-def _w171(_k, _name, _rt):
+def _w172(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1588,7 +1597,7 @@ def _w171(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2)
     return run
 # linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)
-def _w172(_k, _name, _rt):
+def _w173(_k, _name, _rt):
     def run(ks, a0, a1):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1598,7 +1607,7 @@ def _w172(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)
-def _w173(_k, _name, _rt):
+def _w174(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1608,7 +1617,7 @@ def _w173(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor
-def _w174(_k, _name, _rt):
+def _w175(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1617,7 +1626,7 @@ def _w174(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2)
     return run
 # _histogramdd_bin_edges(Tensor self, int[] bins, *, float[]? range=None, Tensor? weight=None, bool density=False) -> Tensor[]
-def _w175(_k, _name, _rt):
+def _w176(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1626,7 +1635,7 @@ def _w175(_k, _name, _rt):
             _value_error(_e, _k, a0, a3)
     return run
 # _histogramdd_from_bin_cts(Tensor self, int[] bins, *, float[]? range=None, Tensor? weight=None, bool density=False) -> Tensor
-def _w176(_k, _name, _rt):
+def _w177(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1635,7 +1644,7 @@ def _w176(_k, _name, _rt):
             _value_error(_e, _k, a0, a3)
     return run
 # _histogramdd_from_bin_tensors(Tensor self, Tensor[] bins, *, Tensor? weight=None, bool density=False) -> Tensor
-def _w177(_k, _name, _rt):
+def _w178(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1644,7 +1653,7 @@ def _w177(_k, _name, _rt):
             _value_error(_e, _k, a0, a2)
     return run
 # put_(Tensor(a!) self, Tensor index, Tensor source, bool accumulate=False) -> Tensor(a!)
-def _w178(_k, _name, _rt):
+def _w179(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1653,7 +1662,7 @@ def _w178(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2)
     return run
 # nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor
-def _w179(_k, _name, _rt):
+def _w180(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1662,7 +1671,7 @@ def _w179(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)
-def _w180(_k, _name, _rt):
+def _w181(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1672,7 +1681,7 @@ def _w180(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # hash_tensor(Tensor self, int[1] dim=[], *, bool keepdim=False, int mode=0) -> Tensor
-def _w181(_k, _name, _rt):
+def _w182(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1681,7 +1690,7 @@ def _w181(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # linalg_ldl_factor_ex(Tensor self, *, bool hermitian=False, bool check_errors=False) -> (Tensor LD, Tensor pivots, Tensor info)
-def _w182(_k, _name, _rt):
+def _w183(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1691,7 +1700,7 @@ def _w182(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B, *, bool hermitian=False) -> Tensor
-def _w183(_k, _name, _rt):
+def _w184(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1700,7 +1709,7 @@ def _w183(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2)
     return run
 # _sobol_engine_draw(Tensor quasi, int n, Tensor sobolstate, int dimension, int num_generated, ScalarType? dtype) -> (Tensor, Tensor)
-def _w184(_k, _name, _rt):
+def _w185(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1710,7 +1719,7 @@ def _w184(_k, _name, _rt):
             _value_error(_e, _k, a0, a2)
     return run
 # _sobol_engine_ff_(Tensor(a!) self, int n, Tensor sobolstate, int dimension, int num_generated) -> Tensor(a!)
-def _w185(_k, _name, _rt):
+def _w186(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         _check_writable(a0)
@@ -1719,7 +1728,7 @@ def _w185(_k, _name, _rt):
         return a0
     return run
 # fake_quantize_per_tensor_affine_cachemask(Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> (Tensor output, Tensor mask)
-def _w186(_k, _name, _rt):
+def _w187(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1729,7 +1738,7 @@ def _w186(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # _fake_quantize_per_tensor_affine_cachemask_tensor_qparams(Tensor self, Tensor scale, Tensor zero_point, Tensor fake_quant_enabled, int quant_min, int quant_max) -> (Tensor output, Tensor mask)
-def _w187(_k, _name, _rt):
+def _w188(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1739,7 +1748,7 @@ def _w187(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2, a3)
     return run
 # fake_quantize_per_channel_affine_cachemask(Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> (Tensor output, Tensor mask)
-def _w188(_k, _name, _rt):
+def _w189(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -2342,17 +2351,19 @@ _BACKEND_KERNELS = (
     (_A._op_convolution, _w136, ('CPU', 'CUDA', 'Meta'), K.convolution, (), 'new', None),
     (_A._op_convolution_backward, _w137, ('CPU', 'CUDA', 'Meta'), K.convolution_backward, (), 'new', None),
     (_A._op_max_pool2d_with_indices, _w138, ('CPU', 'CUDA', 'Meta'), K.max_pool2d_with_indices, (), 'new', None),
-    (_A._op_avg_pool2d, _w139, ('CPU', 'CUDA', 'Meta'), K.avg_pool2d, (), 'new', None),
-    (_A._op_avg_pool2d_backward, _w140, ('CPU', 'CUDA', 'Meta'), K.avg_pool2d_backward, (), 'new', None),
-    (_A._op_avg_pool3d, _w139, ('CPU', 'CUDA', 'Meta'), K.avg_pool3d, (), 'new', None),
-    (_A._op_avg_pool3d_backward, _w140, ('CPU', 'CUDA', 'Meta'), K.avg_pool3d_backward, (), 'new', None),
+    (_A._op_max_pool2d_with_indices_backward, _w139, ('CPU', 'CUDA', 'Meta'), K.max_pool2d_with_indices_backward, (), 'new', None),
+    (_A._op_avg_pool2d, _w140, ('CPU', 'CUDA', 'Meta'), K.avg_pool2d, (), 'new', None),
+    (_A._op_avg_pool2d_backward, _w141, ('CPU', 'CUDA', 'Meta'), K.avg_pool2d_backward, (), 'new', None),
+    (_A._op_avg_pool3d, _w140, ('CPU', 'CUDA', 'Meta'), K.avg_pool3d, (), 'new', None),
+    (_A._op_avg_pool3d_backward, _w141, ('CPU', 'CUDA', 'Meta'), K.avg_pool3d_backward, (), 'new', None),
     (_A._op_max_pool3d_with_indices, _w138, ('CPU', 'CUDA', 'Meta'), K.max_pool3d_with_indices, (), 'new', None),
+    (_A._op_max_pool3d_with_indices_backward, _w139, ('CPU', 'CUDA', 'Meta'), K.max_pool3d_with_indices_backward, (), 'new', None),
     (_A._op_constant_pad_nd, _w13, ('CPU', 'CUDA', 'Meta'), K.constant_pad_nd, (), 'new', None),
-    (_A._op_embedding, _w141, ('CPU', 'CUDA', 'Meta'), K.embedding, (), 'new', None),
-    (_A._op__rnn_layer, _w142, ('CPU', 'CUDA', 'Meta'), K._rnn_layer, (), 'new', None),
-    (_A._op__rnn_layer_backward, _w143, ('CPU', 'CUDA', 'Meta'), K._rnn_layer_backward, (), 'new', None),
-    (_A._op_mkldnn_rnn_layer, _w144, ('CPU', 'CUDA', 'Meta'), K.mkldnn_rnn_layer, (), 'new', None),
-    (_A._op_mkldnn_rnn_layer_backward, _w145, ('CPU', 'CUDA', 'Meta'), K.mkldnn_rnn_layer_backward, (), 'new', None),
+    (_A._op_embedding, _w142, ('CPU', 'CUDA', 'Meta'), K.embedding, (), 'new', None),
+    (_A._op__rnn_layer, _w143, ('CPU', 'CUDA', 'Meta'), K._rnn_layer, (), 'new', None),
+    (_A._op__rnn_layer_backward, _w144, ('CPU', 'CUDA', 'Meta'), K._rnn_layer_backward, (), 'new', None),
+    (_A._op_mkldnn_rnn_layer, _w145, ('CPU', 'CUDA', 'Meta'), K.mkldnn_rnn_layer, (), 'new', None),
+    (_A._op_mkldnn_rnn_layer_backward, _w146, ('CPU', 'CUDA', 'Meta'), K.mkldnn_rnn_layer_backward, (), 'new', None),
     (_A._op_trace, _w0, ('CPU', 'CUDA', 'Meta'), K.trace, (), 'new', None),
     (_A._op_special_i0e, _w0, ('CPU', 'CUDA', 'Meta'), K.special_i0e, (), 'new', None),
     (_A._op_special_i0e_out, _w2, ('CPU', 'CUDA', 'Meta'), K.special_i0e, (), 'out', None),
@@ -2365,51 +2376,51 @@ _BACKEND_KERNELS = (
     (_A._op__upsample_nearest_exact1d, _w13, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact1d, (), 'new', None),
     (_A._op__upsample_nearest_exact1d_backward, _w5, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact1d_backward, (), 'new', None),
     (_A._op_upsample_nearest2d, _w5, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest2d, (), 'new', None),
-    (_A._op_upsample_nearest2d_backward, _w146, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest2d_backward, (), 'new', None),
+    (_A._op_upsample_nearest2d_backward, _w147, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest2d_backward, (), 'new', None),
     (_A._op__upsample_nearest_exact2d, _w5, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact2d, (), 'new', None),
-    (_A._op__upsample_nearest_exact2d_backward, _w146, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact2d_backward, (), 'new', None),
-    (_A._op_upsample_nearest3d, _w146, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest3d, (), 'new', None),
-    (_A._op_upsample_nearest3d_backward, _w147, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest3d_backward, (), 'new', None),
-    (_A._op__upsample_nearest_exact3d, _w146, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact3d, (), 'new', None),
-    (_A._op__upsample_nearest_exact3d_backward, _w147, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact3d_backward, (), 'new', None),
+    (_A._op__upsample_nearest_exact2d_backward, _w147, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact2d_backward, (), 'new', None),
+    (_A._op_upsample_nearest3d, _w147, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest3d, (), 'new', None),
+    (_A._op_upsample_nearest3d_backward, _w148, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest3d_backward, (), 'new', None),
+    (_A._op__upsample_nearest_exact3d, _w147, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact3d, (), 'new', None),
+    (_A._op__upsample_nearest_exact3d_backward, _w148, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact3d_backward, (), 'new', None),
     (_A._op_upsample_linear1d, _w5, ('CPU', 'CUDA', 'Meta'), K.upsample_linear1d, (), 'new', None),
-    (_A._op_upsample_linear1d_backward, _w146, ('CPU', 'CUDA', 'Meta'), K.upsample_linear1d_backward, (), 'new', None),
-    (_A._op_upsample_bilinear2d, _w146, ('CPU', 'CUDA', 'Meta'), K.upsample_bilinear2d, (), 'new', None),
-    (_A._op_upsample_bilinear2d_backward, _w147, ('CPU', 'CUDA', 'Meta'), K.upsample_bilinear2d_backward, (), 'new', None),
-    (_A._op_upsample_bicubic2d, _w146, ('CPU', 'CUDA', 'Meta'), K.upsample_bicubic2d, (), 'new', None),
-    (_A._op_upsample_bicubic2d_backward, _w147, ('CPU', 'CUDA', 'Meta'), K.upsample_bicubic2d_backward, (), 'new', None),
-    (_A._op__upsample_bilinear2d_aa, _w146, ('CPU', 'CUDA', 'Meta'), K._upsample_bilinear2d_aa, (), 'new', None),
-    (_A._op__upsample_bilinear2d_aa_backward, _w147, ('CPU', 'CUDA', 'Meta'), K._upsample_bilinear2d_aa_backward, (), 'new', None),
-    (_A._op__upsample_bicubic2d_aa, _w146, ('CPU', 'CUDA', 'Meta'), K._upsample_bicubic2d_aa, (), 'new', None),
-    (_A._op__upsample_bicubic2d_aa_backward, _w147, ('CPU', 'CUDA', 'Meta'), K._upsample_bicubic2d_aa_backward, (), 'new', None),
-    (_A._op__upsample_lanczos2d_aa, _w146, ('CPU', 'CUDA', 'Meta'), K._upsample_lanczos2d_aa, (), 'new', None),
-    (_A._op__upsample_lanczos2d_aa_backward, _w147, ('CPU', 'CUDA', 'Meta'), K._upsample_lanczos2d_aa_backward, (), 'new', None),
-    (_A._op_upsample_trilinear3d, _w147, ('CPU', 'CUDA', 'Meta'), K.upsample_trilinear3d, (), 'new', None),
-    (_A._op_upsample_trilinear3d_backward, _w139, ('CPU', 'CUDA', 'Meta'), K.upsample_trilinear3d_backward, (), 'new', None),
+    (_A._op_upsample_linear1d_backward, _w147, ('CPU', 'CUDA', 'Meta'), K.upsample_linear1d_backward, (), 'new', None),
+    (_A._op_upsample_bilinear2d, _w147, ('CPU', 'CUDA', 'Meta'), K.upsample_bilinear2d, (), 'new', None),
+    (_A._op_upsample_bilinear2d_backward, _w148, ('CPU', 'CUDA', 'Meta'), K.upsample_bilinear2d_backward, (), 'new', None),
+    (_A._op_upsample_bicubic2d, _w147, ('CPU', 'CUDA', 'Meta'), K.upsample_bicubic2d, (), 'new', None),
+    (_A._op_upsample_bicubic2d_backward, _w148, ('CPU', 'CUDA', 'Meta'), K.upsample_bicubic2d_backward, (), 'new', None),
+    (_A._op__upsample_bilinear2d_aa, _w147, ('CPU', 'CUDA', 'Meta'), K._upsample_bilinear2d_aa, (), 'new', None),
+    (_A._op__upsample_bilinear2d_aa_backward, _w148, ('CPU', 'CUDA', 'Meta'), K._upsample_bilinear2d_aa_backward, (), 'new', None),
+    (_A._op__upsample_bicubic2d_aa, _w147, ('CPU', 'CUDA', 'Meta'), K._upsample_bicubic2d_aa, (), 'new', None),
+    (_A._op__upsample_bicubic2d_aa_backward, _w148, ('CPU', 'CUDA', 'Meta'), K._upsample_bicubic2d_aa_backward, (), 'new', None),
+    (_A._op__upsample_lanczos2d_aa, _w147, ('CPU', 'CUDA', 'Meta'), K._upsample_lanczos2d_aa, (), 'new', None),
+    (_A._op__upsample_lanczos2d_aa_backward, _w148, ('CPU', 'CUDA', 'Meta'), K._upsample_lanczos2d_aa_backward, (), 'new', None),
+    (_A._op_upsample_trilinear3d, _w148, ('CPU', 'CUDA', 'Meta'), K.upsample_trilinear3d, (), 'new', None),
+    (_A._op_upsample_trilinear3d_backward, _w140, ('CPU', 'CUDA', 'Meta'), K.upsample_trilinear3d_backward, (), 'new', None),
     (_A._op__adaptive_avg_pool2d, _w7, ('CPU', 'CUDA', 'Meta'), K._adaptive_avg_pool2d, (), 'new', None),
     (_A._op__adaptive_avg_pool2d_backward, _w16, ('CPU', 'CUDA', 'Meta'), K._adaptive_avg_pool2d_backward, (), 'new', None),
     (_A._op__adaptive_avg_pool3d, _w7, ('CPU', 'CUDA', 'Meta'), K._adaptive_avg_pool3d, (), 'new', None),
     (_A._op__adaptive_avg_pool3d_backward, _w16, ('CPU', 'CUDA', 'Meta'), K._adaptive_avg_pool3d_backward, (), 'new', None),
-    (_A._op_adaptive_max_pool2d, _w148, ('CPU', 'CUDA', 'Meta'), K.adaptive_max_pool2d, (), 'new', None),
-    (_A._op_adaptive_max_pool3d, _w148, ('CPU', 'CUDA', 'Meta'), K.adaptive_max_pool3d, (), 'new', None),
-    (_A._op_im2col, _w146, ('CPU', 'CUDA', 'Meta'), K.im2col, (), 'new', None),
-    (_A._op_col2im, _w147, ('CPU', 'CUDA', 'Meta'), K.col2im, (), 'new', None),
-    (_A._op__embedding_bag, _w149, ('CPU', 'CUDA', 'Meta'), K._embedding_bag, (), 'new', None),
-    (_A._op__embedding_bag_forward_only, _w149, ('CPU', 'CUDA', 'Meta'), K._embedding_bag, (), 'new', None),
-    (_A._op_grid_sampler_2d, _w141, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_2d, (), 'new', None),
-    (_A._op_grid_sampler_2d_backward, _w150, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_2d_backward, (), 'new', None),
-    (_A._op_grid_sampler_3d, _w141, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_3d, (), 'new', None),
-    (_A._op_grid_sampler_3d_backward, _w150, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_3d_backward, (), 'new', None),
+    (_A._op_adaptive_max_pool2d, _w149, ('CPU', 'CUDA', 'Meta'), K.adaptive_max_pool2d, (), 'new', None),
+    (_A._op_adaptive_max_pool3d, _w149, ('CPU', 'CUDA', 'Meta'), K.adaptive_max_pool3d, (), 'new', None),
+    (_A._op_im2col, _w147, ('CPU', 'CUDA', 'Meta'), K.im2col, (), 'new', None),
+    (_A._op_col2im, _w148, ('CPU', 'CUDA', 'Meta'), K.col2im, (), 'new', None),
+    (_A._op__embedding_bag, _w150, ('CPU', 'CUDA', 'Meta'), K._embedding_bag, (), 'new', None),
+    (_A._op__embedding_bag_forward_only, _w150, ('CPU', 'CUDA', 'Meta'), K._embedding_bag, (), 'new', None),
+    (_A._op_grid_sampler_2d, _w142, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_2d, (), 'new', None),
+    (_A._op_grid_sampler_2d_backward, _w151, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_2d_backward, (), 'new', None),
+    (_A._op_grid_sampler_3d, _w142, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_3d, (), 'new', None),
+    (_A._op_grid_sampler_3d_backward, _w151, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_3d_backward, (), 'new', None),
     (_A._op_affine_grid_generator, _w13, ('CPU', 'CUDA', 'Meta'), K.affine_grid_generator, (), 'new', None),
-    (_A._op__ctc_loss, _w151, ('CPU', 'CUDA', 'Meta'), K._ctc_loss, (), 'new', None),
-    (_A._op__ctc_loss_backward, _w152, ('CPU', 'CUDA', 'Meta'), K._ctc_loss_backward, (), 'new', None),
+    (_A._op__ctc_loss, _w152, ('CPU', 'CUDA', 'Meta'), K._ctc_loss, (), 'new', None),
+    (_A._op__ctc_loss_backward, _w153, ('CPU', 'CUDA', 'Meta'), K._ctc_loss_backward, (), 'new', None),
     (_A._op_smooth_l1_loss, _w116, ('CPU', 'CUDA', 'Meta'), K.smooth_l1_loss, (), 'new', None),
     (_A._op_huber_loss, _w116, ('CPU', 'CUDA', 'Meta'), K.huber_loss, (), 'new', None),
-    (_A._op_binary_cross_entropy, _w153, ('CPU', 'CUDA', 'Meta'), K.binary_cross_entropy, (), 'new', None),
-    (_A._op_binary_cross_entropy_with_logits, _w154, ('CPU', 'CUDA', 'Meta'), K.binary_cross_entropy_with_logits, (), 'new', None),
+    (_A._op_binary_cross_entropy, _w154, ('CPU', 'CUDA', 'Meta'), K.binary_cross_entropy, (), 'new', None),
+    (_A._op_binary_cross_entropy_with_logits, _w155, ('CPU', 'CUDA', 'Meta'), K.binary_cross_entropy_with_logits, (), 'new', None),
     (_A._op_soft_margin_loss, _w31, ('CPU', 'CUDA', 'Meta'), K.soft_margin_loss, (), 'new', None),
-    (_A._op_multi_margin_loss, _w155, ('CPU', 'CUDA', 'Meta'), K.multi_margin_loss, (), 'new', None),
-    (_A._op_multilabel_margin_loss_forward, _w156, ('CPU', 'CUDA', 'Meta'), K.multilabel_margin_loss_forward, (), 'new', None),
+    (_A._op_multi_margin_loss, _w156, ('CPU', 'CUDA', 'Meta'), K.multi_margin_loss, (), 'new', None),
+    (_A._op_multilabel_margin_loss_forward, _w157, ('CPU', 'CUDA', 'Meta'), K.multilabel_margin_loss_forward, (), 'new', None),
     (_A._op_silu, _w0, ('CPU', 'CUDA', 'Meta'), K.silu, (), 'new', None),
     (_A._op_silu_, _w1, ('CPU', 'CUDA', 'Meta'), K.silu, (), 'inplace', None),
     (_A._op_silu_backward, _w16, ('CPU', 'CUDA', 'Meta'), K.silu_backward, (), 'new', None),
@@ -2429,7 +2440,7 @@ _BACKEND_KERNELS = (
     (_A._op_glu, _w7, ('CPU', 'CUDA', 'Meta'), K.glu, (), 'new', None),
     (_A._op_celu, _w7, ('CPU', 'CUDA', 'Meta'), K.celu, (), 'new', None),
     (_A._op_celu_, _w9, ('CPU', 'CUDA', 'Meta'), K.celu, (), 'inplace', None),
-    (_A._op_log_sigmoid_forward, _w157, ('CPU', 'CUDA', 'Meta'), K.log_sigmoid_forward, (), 'new', None),
+    (_A._op_log_sigmoid_forward, _w158, ('CPU', 'CUDA', 'Meta'), K.log_sigmoid_forward, (), 'new', None),
     (_A._op_threshold, _w13, ('CPU', 'CUDA', 'Meta'), K.threshold, (), 'new', None),
     (_A._op_threshold_, _w14, ('CPU', 'CUDA', 'Meta'), K.threshold, (), 'inplace', None),
     (_A._op_threshold_backward, _w31, ('CPU', 'CUDA', 'Meta'), K.threshold_backward, (), 'new', None),
@@ -2440,12 +2451,12 @@ _BACKEND_KERNELS = (
     (_A._op_channel_shuffle, _w7, ('CPU', 'CUDA', 'Meta'), K.channel_shuffle, (), 'new', None),
     (_A._op_native_channel_shuffle, _w7, ('CPU', 'CUDA', 'Meta'), K.channel_shuffle, (), 'new', None),
     (_A._op__prelu_kernel, _w16, ('CPU', 'CUDA', 'Meta'), K._prelu_kernel, (), 'new', None),
-    (_A._op_rrelu_with_noise, _w158, ('CPU', 'CUDA', 'Meta'), K.rrelu_with_noise, (), 'new', None),
-    (_A._op_rrelu_with_noise_, _w159, ('CPU', 'CUDA', 'Meta'), K.rrelu_with_noise, (), 'inplace', None),
+    (_A._op_rrelu_with_noise, _w159, ('CPU', 'CUDA', 'Meta'), K.rrelu_with_noise, (), 'new', None),
+    (_A._op_rrelu_with_noise_, _w160, ('CPU', 'CUDA', 'Meta'), K.rrelu_with_noise, (), 'inplace', None),
     (_A._op_native_dropout, _w121, ('CPU', 'CUDA', 'Meta'), K.native_dropout, (), 'new', None),
     (_A._op__safe_softmax, _w13, ('CPU', 'CUDA', 'Meta'), K._safe_softmax, (), 'new', None),
-    (_A._op__scaled_dot_product_flash_attention_for_cpu, _w160, ('CPU', 'CUDA', 'Meta'), K._scaled_dot_product_flash_attention_for_cpu, ('attn_mask', 'scale'), 'new', None),
-    (_A._op__scaled_dot_product_flash_attention_for_cpu_backward, _w161, ('CPU', 'CUDA', 'Meta'), K._scaled_dot_product_flash_attention_for_cpu_backward, ('attn_mask', 'scale'), 'new', None),
+    (_A._op__scaled_dot_product_flash_attention_for_cpu, _w161, ('CPU', 'CUDA', 'Meta'), K._scaled_dot_product_flash_attention_for_cpu, ('attn_mask', 'scale'), 'new', None),
+    (_A._op__scaled_dot_product_flash_attention_for_cpu_backward, _w162, ('CPU', 'CUDA', 'Meta'), K._scaled_dot_product_flash_attention_for_cpu_backward, ('attn_mask', 'scale'), 'new', None),
     (_A._op_reflection_pad1d, _w7, ('CPU', 'CUDA', 'Meta'), K.reflection_pad1d, (), 'new', None),
     (_A._op_reflection_pad2d, _w7, ('CPU', 'CUDA', 'Meta'), K.reflection_pad2d, (), 'new', None),
     (_A._op_reflection_pad3d, _w7, ('CPU', 'CUDA', 'Meta'), K.reflection_pad3d, (), 'new', None),
@@ -2453,9 +2464,9 @@ _BACKEND_KERNELS = (
     (_A._op_replication_pad2d, _w7, ('CPU', 'CUDA', 'Meta'), K.replication_pad2d, (), 'new', None),
     (_A._op_replication_pad3d, _w7, ('CPU', 'CUDA', 'Meta'), K.replication_pad3d, (), 'new', None),
     (_A._op_max_unpool2d, _w31, ('CPU', 'CUDA', 'Meta'), K.max_unpool2d, (), 'new', None),
-    (_A._op_max_unpool3d, _w141, ('CPU', 'CUDA', 'Meta'), K.max_unpool3d, (), 'new', None),
-    (_A._op_embedding_renorm_, _w162, ('CPU', 'CUDA', 'Meta'), K.embedding_renorm_, (), 'mutating', None),
-    (_A._op_native_group_norm, _w163, ('CPU', 'CUDA', 'Meta'), K.native_group_norm, (), 'new', None),
+    (_A._op_max_unpool3d, _w142, ('CPU', 'CUDA', 'Meta'), K.max_unpool3d, (), 'new', None),
+    (_A._op_embedding_renorm_, _w163, ('CPU', 'CUDA', 'Meta'), K.embedding_renorm_, (), 'mutating', None),
+    (_A._op_native_group_norm, _w164, ('CPU', 'CUDA', 'Meta'), K.native_group_norm, (), 'new', None),
     (_A._op_view_as_real, _w61, ('CPU', 'CUDA', 'Meta'), K.view_as_real, (), 'view', None),
     (_A._op_view_as_complex, _w61, ('CPU', 'CUDA', 'Meta'), K.view_as_complex, (), 'view', None),
     (_A._op_angle, _w0, ('CPU', 'CUDA', 'Meta'), K.angle, (), 'new', None),
@@ -2465,11 +2476,11 @@ _BACKEND_KERNELS = (
     (_A._op_polar, _w16, ('CPU', 'CUDA', 'Meta'), K.polar, (), 'new', None),
     (_A._op_polar_out, _w18, ('CPU', 'CUDA', 'Meta'), K.polar, (), 'out', None),
     (_A._op__fft_r2c, _w5, ('CPU', 'CUDA', 'Meta'), K._fft_r2c, (), 'new', None),
-    (_A._op__fft_r2c_out, _w164, ('CPU', 'CUDA', 'Meta'), K._fft_r2c, (), 'out', None),
+    (_A._op__fft_r2c_out, _w165, ('CPU', 'CUDA', 'Meta'), K._fft_r2c, (), 'out', None),
     (_A._op__fft_c2r, _w5, ('CPU', 'CUDA', 'Meta'), K._fft_c2r, (), 'new', None),
-    (_A._op__fft_c2r_out, _w164, ('CPU', 'CUDA', 'Meta'), K._fft_c2r, (), 'out', None),
+    (_A._op__fft_c2r_out, _w165, ('CPU', 'CUDA', 'Meta'), K._fft_c2r, (), 'out', None),
     (_A._op__fft_c2c, _w5, ('CPU', 'CUDA', 'Meta'), K._fft_c2c, (), 'new', None),
-    (_A._op__fft_c2c_out, _w164, ('CPU', 'CUDA', 'Meta'), K._fft_c2c, (), 'out', None),
+    (_A._op__fft_c2c_out, _w165, ('CPU', 'CUDA', 'Meta'), K._fft_c2c, (), 'out', None),
     (_A._op_gcd, _w16, ('CPU', 'CUDA', 'Meta'), K.gcd, (), 'new', None),
     (_A._op_gcd_out, _w18, ('CPU', 'CUDA', 'Meta'), K.gcd, (), 'out', None),
     (_A._op_gcd_, _w17, ('CPU', 'CUDA', 'Meta'), K.gcd, (), 'inplace', None),
@@ -2479,31 +2490,31 @@ _BACKEND_KERNELS = (
     (_A._op_heaviside, _w16, ('CPU', 'CUDA', 'Meta'), K.heaviside, (), 'new', None),
     (_A._op_heaviside_out, _w18, ('CPU', 'CUDA', 'Meta'), K.heaviside, (), 'out', None),
     (_A._op_heaviside_, _w17, ('CPU', 'CUDA', 'Meta'), K.heaviside, (), 'inplace', None),
-    (_A._op_frexp_Tensor, _w165, ('CPU', 'CUDA', 'Meta'), K.frexp, (), 'new', _rt.frexp),
-    (_A._op_frexp_Tensor_out, _w166, ('CPU', 'CUDA', 'Meta'), K.frexp, (), 'out', _rt.frexp),
+    (_A._op_frexp_Tensor, _w166, ('CPU', 'CUDA', 'Meta'), K.frexp, (), 'new', _rt.frexp),
+    (_A._op_frexp_Tensor_out, _w167, ('CPU', 'CUDA', 'Meta'), K.frexp, (), 'out', _rt.frexp),
     (_A._op_ldexp_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.ldexp, (), 'new', None),
     (_A._op_ldexp_out, _w18, ('CPU', 'CUDA', 'Meta'), K.ldexp, (), 'out', None),
     (_A._op_ldexp_, _w17, ('CPU', 'CUDA', 'Meta'), K.ldexp, (), 'inplace', None),
     (_A._op_select_scatter, _w116, ('CPU', 'CUDA', 'Meta'), K.select_scatter, (), 'new', None),
-    (_A._op_slice_scatter, _w158, ('CPU', 'CUDA', 'Meta'), K.slice_scatter, (), 'new', None),
-    (_A._op_diagonal_scatter, _w141, ('CPU', 'CUDA', 'Meta'), K.diagonal_scatter, (), 'new', None),
-    (_A._op_fractional_max_pool2d, _w167, ('CPU', 'CUDA', 'Meta'), K.fractional_max_pool2d, (), 'new', None),
-    (_A._op_fractional_max_pool3d, _w167, ('CPU', 'CUDA', 'Meta'), K.fractional_max_pool3d, (), 'new', None),
+    (_A._op_slice_scatter, _w159, ('CPU', 'CUDA', 'Meta'), K.slice_scatter, (), 'new', None),
+    (_A._op_diagonal_scatter, _w142, ('CPU', 'CUDA', 'Meta'), K.diagonal_scatter, (), 'new', None),
+    (_A._op_fractional_max_pool2d, _w168, ('CPU', 'CUDA', 'Meta'), K.fractional_max_pool2d, (), 'new', None),
+    (_A._op_fractional_max_pool3d, _w168, ('CPU', 'CUDA', 'Meta'), K.fractional_max_pool3d, (), 'new', None),
     (_A._op_cholesky_solve, _w31, ('CPU', 'CUDA', 'Meta'), K.cholesky_solve, (), 'new', None),
     (_A._op_cholesky_inverse, _w7, ('CPU', 'CUDA', 'Meta'), K.cholesky_inverse, (), 'new', None),
-    (_A._op_linalg_lu_factor_ex, _w168, ('CPU', 'CUDA', 'Meta'), K.linalg_lu_factor_ex, ('pivot', 'check_errors'), 'new', _rt.linalg_lu_factor_ex),
-    (_A._op_linalg_lu, _w169, ('CPU', 'CUDA', 'Meta'), K.linalg_lu, ('pivot',), 'new', _rt.linalg_lu),
-    (_A._op_lu_unpack, _w170, ('CPU', 'CUDA', 'Meta'), K.lu_unpack, (), 'new', _rt.lu_unpack),
-    (_A._op_linalg_lu_solve, _w171, ('CPU', 'CUDA', 'Meta'), K.linalg_lu_solve, ('left', 'adjoint'), 'new', None),
-    (_A._op_linalg_inv_ex, _w172, ('CPU', 'CUDA', 'Meta'), K.linalg_inv_ex, ('check_errors',), 'new', _rt.linalg_inv_ex),
-    (_A._op_linalg_cholesky_ex, _w173, ('CPU', 'CUDA', 'Meta'), K.linalg_cholesky_ex, ('upper', 'check_errors'), 'new', _rt.linalg_cholesky_ex),
+    (_A._op_linalg_lu_factor_ex, _w169, ('CPU', 'CUDA', 'Meta'), K.linalg_lu_factor_ex, ('pivot', 'check_errors'), 'new', _rt.linalg_lu_factor_ex),
+    (_A._op_linalg_lu, _w170, ('CPU', 'CUDA', 'Meta'), K.linalg_lu, ('pivot',), 'new', _rt.linalg_lu),
+    (_A._op_lu_unpack, _w171, ('CPU', 'CUDA', 'Meta'), K.lu_unpack, (), 'new', _rt.lu_unpack),
+    (_A._op_linalg_lu_solve, _w172, ('CPU', 'CUDA', 'Meta'), K.linalg_lu_solve, ('left', 'adjoint'), 'new', None),
+    (_A._op_linalg_inv_ex, _w173, ('CPU', 'CUDA', 'Meta'), K.linalg_inv_ex, ('check_errors',), 'new', _rt.linalg_inv_ex),
+    (_A._op_linalg_cholesky_ex, _w174, ('CPU', 'CUDA', 'Meta'), K.linalg_cholesky_ex, ('upper', 'check_errors'), 'new', _rt.linalg_cholesky_ex),
     (_A._op_cholesky, _w7, ('CPU', 'CUDA', 'Meta'), K.cholesky, (), 'new', None),
     (_A._op_linalg_matrix_exp, _w0, ('CPU', 'CUDA', 'Meta'), K.linalg_matrix_exp, (), 'new', None),
-    (_A._op_linalg_eig, _w165, ('CPU', 'CUDA', 'Meta'), K.linalg_eig, (), 'new', _rt.linalg_eig),
-    (_A._op_geqrf, _w165, ('CPU', 'CUDA'), K.geqrf, (), 'new', _rt.geqrf),
+    (_A._op_linalg_eig, _w166, ('CPU', 'CUDA', 'Meta'), K.linalg_eig, (), 'new', _rt.linalg_eig),
+    (_A._op_geqrf, _w166, ('CPU', 'CUDA'), K.geqrf, (), 'new', _rt.geqrf),
     (_A._op_linalg_householder_product, _w16, ('CPU', 'CUDA', 'Meta'), K.linalg_householder_product, (), 'new', None),
-    (_A._op_ormqr, _w174, ('CPU', 'CUDA', 'Meta'), K.ormqr, (), 'new', None),
-    (_A._op_unfold_backward, _w146, ('CPU', 'CUDA', 'Meta'), K.unfold_backward, (), 'new', None),
+    (_A._op_ormqr, _w175, ('CPU', 'CUDA', 'Meta'), K.ormqr, (), 'new', None),
+    (_A._op_unfold_backward, _w147, ('CPU', 'CUDA', 'Meta'), K.unfold_backward, (), 'new', None),
     (_A._op_special_chebyshev_polynomial_t, _w16, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'new', None),
     (_A._op_special_chebyshev_polynomial_t_out, _w18, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'out', None),
     (_A._op_special_chebyshev_polynomial_t_x_scalar, _w8, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'new', None),
@@ -2620,29 +2631,29 @@ _BACKEND_KERNELS = (
     (_A._op_nanmedian, _w0, ('CPU', 'CUDA', 'Meta'), K.nanmedian, (), 'new', None),
     (_A._op_nanmedian_dim, _w44, ('CPU', 'CUDA', 'Meta'), K.nanmedian_dim, (), 'new', _rt.nanmedian),
     (_A._op_unique_consecutive, _w53, ('CPU', 'CUDA'), K.unique_consecutive, (), 'new', None),
-    (_A._op__histogramdd_bin_edges, _w175, ('CPU', 'CUDA'), K._histogramdd_bin_edges, ('range', 'weight', 'density'), 'new', None),
-    (_A._op__histogramdd_from_bin_cts, _w176, ('CPU', 'CUDA'), K._histogramdd_from_bin_cts, ('range', 'weight', 'density'), 'new', None),
-    (_A._op__histogramdd_from_bin_tensors, _w177, ('CPU', 'CUDA'), K._histogramdd_from_bin_tensors, ('weight', 'density'), 'new', None),
+    (_A._op__histogramdd_bin_edges, _w176, ('CPU', 'CUDA'), K._histogramdd_bin_edges, ('range', 'weight', 'density'), 'new', None),
+    (_A._op__histogramdd_from_bin_cts, _w177, ('CPU', 'CUDA'), K._histogramdd_from_bin_cts, ('range', 'weight', 'density'), 'new', None),
+    (_A._op__histogramdd_from_bin_tensors, _w178, ('CPU', 'CUDA'), K._histogramdd_from_bin_tensors, ('weight', 'density'), 'new', None),
     (_A._op_put, _w127, ('CPU', 'CUDA', 'Meta'), K.put, (), 'new', None),
-    (_A._op_put_, _w178, ('CPU', 'CUDA', 'Meta'), K.put, (), 'inplace', None),
+    (_A._op_put_, _w179, ('CPU', 'CUDA', 'Meta'), K.put, (), 'inplace', None),
     (_A._op_index_reduce, _w99, ('CPU', 'CUDA', 'Meta'), K.index_reduce, ('include_self',), 'new', None),
     (_A._op_index_reduce_, _w100, ('CPU', 'CUDA', 'Meta'), K.index_reduce, ('include_self',), 'inplace', None),
-    (_A._op_nonzero_static, _w179, ('CPU', 'CUDA', 'Meta'), K.nonzero_static, ('size', 'fill_value'), 'new', None),
-    (_A._op_as_strided_scatter, _w141, ('CPU', 'CUDA', 'Meta'), K.as_strided_scatter, (), 'new', None),
+    (_A._op_nonzero_static, _w180, ('CPU', 'CUDA', 'Meta'), K.nonzero_static, ('size', 'fill_value'), 'new', None),
+    (_A._op_as_strided_scatter, _w142, ('CPU', 'CUDA', 'Meta'), K.as_strided_scatter, (), 'new', None),
     (_A._op_fill_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.fill_scalar, (), 'new', None),
     (_A._op_fill_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.fill_tensor, (), 'new', None),
     (_A._op_range_step, _w70, ('CPU', 'CUDA', 'Meta'), K.range_inclusive, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_triangular_solve, _w180, ('CPU', 'CUDA', 'Meta'), K.triangular_solve, (), 'new', _rt.triangular_solve),
-    (_A._op_hash_tensor, _w181, ('CPU', 'CUDA', 'Meta'), K.hash_tensor, ('keepdim', 'mode'), 'new', None),
-    (_A._op_linalg_ldl_factor_ex, _w182, ('CPU', 'CUDA', 'Meta'), K.linalg_ldl_factor_ex, ('hermitian', 'check_errors'), 'new', _rt.linalg_ldl_factor_ex),
-    (_A._op_linalg_ldl_solve, _w183, ('CPU', 'CUDA', 'Meta'), K.linalg_ldl_solve, ('hermitian',), 'new', None),
-    (_A._op__sobol_engine_draw, _w184, ('CPU',), K._sobol_engine_draw, (), 'new', None),
-    (_A._op__sobol_engine_ff_, _w185, ('CPU',), K._sobol_engine_ff_, (), 'mutating', None),
+    (_A._op_triangular_solve, _w181, ('CPU', 'CUDA', 'Meta'), K.triangular_solve, (), 'new', _rt.triangular_solve),
+    (_A._op_hash_tensor, _w182, ('CPU', 'CUDA', 'Meta'), K.hash_tensor, ('keepdim', 'mode'), 'new', None),
+    (_A._op_linalg_ldl_factor_ex, _w183, ('CPU', 'CUDA', 'Meta'), K.linalg_ldl_factor_ex, ('hermitian', 'check_errors'), 'new', _rt.linalg_ldl_factor_ex),
+    (_A._op_linalg_ldl_solve, _w184, ('CPU', 'CUDA', 'Meta'), K.linalg_ldl_solve, ('hermitian',), 'new', None),
+    (_A._op__sobol_engine_draw, _w185, ('CPU',), K._sobol_engine_draw, (), 'new', None),
+    (_A._op__sobol_engine_ff_, _w186, ('CPU',), K._sobol_engine_ff_, (), 'mutating', None),
     (_A._op__sobol_engine_scramble_, _w82, ('CPU',), K._sobol_engine_scramble_, (), 'mutating', None),
     (_A._op__sobol_engine_initialize_state_, _w83, ('CPU',), K._sobol_engine_initialize_state_, (), 'mutating', None),
-    (_A._op_fake_quantize_per_tensor_affine_cachemask, _w186, ('CPU', 'CUDA', 'Meta'), K.fake_quantize_per_tensor_affine_cachemask, (), 'new', None),
-    (_A._op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams, _w187, ('CPU', 'CUDA', 'Meta'), K._fake_quantize_per_tensor_affine_cachemask_tensor_qparams, (), 'new', None),
-    (_A._op_fake_quantize_per_channel_affine_cachemask, _w188, ('CPU', 'CUDA', 'Meta'), K.fake_quantize_per_channel_affine_cachemask, (), 'new', None),
+    (_A._op_fake_quantize_per_tensor_affine_cachemask, _w187, ('CPU', 'CUDA', 'Meta'), K.fake_quantize_per_tensor_affine_cachemask, (), 'new', None),
+    (_A._op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams, _w188, ('CPU', 'CUDA', 'Meta'), K._fake_quantize_per_tensor_affine_cachemask_tensor_qparams, (), 'new', None),
+    (_A._op_fake_quantize_per_channel_affine_cachemask, _w189, ('CPU', 'CUDA', 'Meta'), K.fake_quantize_per_channel_affine_cachemask, (), 'new', None),
 )
 
 # operator, key, composite function

@@ -1225,9 +1225,9 @@ def batch_norm_backward(grad: Tensor, input: Tensor, weight: Tensor | None, runn
     return out
 
 
-def max_unpool_backward(grad: Tensor, indices: Tensor, nd: int) -> Tensor:
-    """max_unpool's gradient: each input takes the output gradient at the position its index names, flat over the
-    ``nd`` spatial dims (PyTorch's max_pool_double_backward)."""
+def max_pool_double_backward(grad: Tensor, indices: Tensor, nd: int) -> Tensor:
+    """Each position of ``indices`` takes ``grad`` at the element its index names, flat over the ``nd`` spatial
+    dims: max_unpool's gradient, and the gradient of max pooling's backward with respect to its grad_output."""
     lead = grad.dim() - nd
     return grad.flatten(lead).gather(-1, indices.flatten(lead)).view(tuple(indices.shape))
 

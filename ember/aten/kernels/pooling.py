@@ -12,9 +12,10 @@ from ember.aten.kernels.conv_algos import _windows
 from ember.aten.kernels.convolution import _expand
 from ember.aten.kernels.upsample import _scatter_rows
 from ember.aten.meta import pooling_output_size
-from ember.c10.dtype import BF16_NP
+from ember.c10.dtype import BF16_NP, cpp_type_name
 
-__all__ = ["max_pool2d_with_indices", "max_pool3d_with_indices", "avg_pool2d", "avg_pool3d", "avg_pool2d_backward",
+__all__ = ["max_pool2d_with_indices", "max_pool3d_with_indices", "max_pool2d_with_indices_backward",
+           "max_pool3d_with_indices_backward", "avg_pool2d", "avg_pool3d", "avg_pool2d_backward",
            "avg_pool3d_backward", "_adaptive_avg_pool2d", "_adaptive_avg_pool3d", "_adaptive_avg_pool2d_backward",
            "_adaptive_avg_pool3d_backward", "adaptive_max_pool2d", "adaptive_max_pool3d", "max_unpool2d",
            "max_unpool3d"]
@@ -30,17 +31,24 @@ def max_pool3d_with_indices(xp: Any, self: Array, kernel_size: Any, stride: Any 
     return _max_pool(xp, self, 3, kernel_size, stride, padding, dilation, ceil_mode)
 
 
-def _max_pool(xp: Any, self: Array, nd: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
-              ceil_mode: Any) -> Any:
-    if self.ndim not in (nd + 1, nd + 2):
-        raise RuntimeError(f"non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected for input")
-    batched = self.ndim == nd + 2
-    x = self if batched else self[None]
+def _max_pool_args(x: Array, nd: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+                   ceil_mode: Any) -> Any:
+    """The window (kernel, stride, padding, dilation) and output size of a max pool of the batched x."""
+    name, count = f"max_pool{nd}d", _NUMS[nd]
+    kernel_size, stride, padding, dilation = ((v,) if isinstance(v, int) else tuple(v)
+                                              for v in (kernel_size, stride, padding, dilation))
+    if len(kernel_size) not in (1, nd):
+        raise RuntimeError(f"{name}: kernel_size must either be a single int, or a tuple of {count} ints")
+    if len(stride) not in (0, 1, nd):
+        raise RuntimeError(f"{name}: stride must either be omitted, a single int, or a tuple of {count} ints")
+    if len(padding) not in (1, nd):
+        raise RuntimeError(f"{name}: padding must either be a single int, or a tuple of {count} ints")
+    if len(dilation) not in (1, nd):
+        raise RuntimeError(f"{name}: dilation must be either a single int, or a tuple of {count} ints")
     k = _expand(kernel_size, nd, "kernel_size")
-    s = _expand(stride, nd, "stride") if len(tuple(stride)) else k
-    p = _expand(padding if not isinstance(padding, int) else (padding,), nd, "padding")
-    d = _expand(dilation if not isinstance(dilation, int) else (dilation,), nd, "dilation")
-    s = tuple(s)
+    s = tuple(_expand(stride, nd, "stride")) if stride else k
+    p = _expand(padding, nd, "padding")
+    d = _expand(dilation, nd, "dilation")
     for kk, pp in zip(k, p):
         if pp > kk // 2:
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={pp}, "
@@ -50,6 +58,16 @@ def _max_pool(xp: Any, self: Array, nd: Any, kernel_size: Any, stride: Any, padd
     if any(o <= 0 for o in out_sp):
         raise RuntimeError(f"Given input size: ({'x'.join(map(str, x.shape[1:]))}). Calculated output size: "
                            f"({'x'.join(map(str, (x.shape[1],) + out_sp))}). Output size is too small")
+    return k, s, p, d, out_sp
+
+
+def _max_pool(xp: Any, self: Array, nd: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+              ceil_mode: Any) -> Any:
+    if self.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected for input")
+    batched = self.ndim == nd + 2
+    x = self if batched else self[None]
+    k, s, p, d, out_sp = _max_pool_args(x, nd, kernel_size, stride, padding, dilation, ceil_mode)
     in_sp = x.shape[2:]
     if compiled.usable(xp, x, dtypes=(np.float32, np.float64)):
         # one pass per plane: windows clipped to the input (Note in loops/pooling.py's max_pool3d)
@@ -92,6 +110,74 @@ def _max_pool(xp: Any, self: Array, nd: Any, kernel_size: Any, stride: Any, padd
     if not batched:
         vals, idx = vals[0], idx[0]
     return xp.ascontiguousarray(vals), xp.ascontiguousarray(idx)
+
+
+def _max_pool_backward(xp: Any, grad_output: Array, self: Array, nd: int, kernel_size: Any, stride: Any,
+                       padding: Any, dilation: Any, ceil_mode: Any, indices: Array) -> Any:
+    """``max_pool{nd}d_with_indices_backward`` (``DilatedMaxPool2d.cpp`` / ``DilatedMaxPool3d.cpp``): each output's
+    gradient added to the input element its index names (flat over the plane), in a zeroed input-shaped gradient;
+    an index of -1 (no element) adds nothing, as in PyTorch's loop. PyTorch does not check the other indices (one
+    past the plane writes past its buffer); here they raise."""
+    if self.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected for input")
+    if grad_output.dtype != self.dtype:
+        raise RuntimeError(f"expected dtype {cpp_type_name(self.dtype.name)} for `gradOutput` but got dtype "
+                           f"{cpp_type_name(grad_output.dtype.name)}")
+    batched = self.ndim == nd + 2
+    x = self if batched else self[None]
+    k, s, p, d, out_sp = _max_pool_args(x, nd, kernel_size, stride, padding, dilation, ceil_mode)
+    want = self.shape[:self.ndim - nd] + out_sp
+    for t in (grad_output, indices):
+        for ax in range(self.ndim - nd - 1, self.ndim):
+            if t.ndim != self.ndim or t.shape[ax] != want[ax]:
+                raise RuntimeError(f"Expected a tensor of dimension {self.ndim} and tensor.size[{ax}] == {want[ax]} "
+                                   f"but got: dimension {t.ndim} and tensor.size[{ax}] = "
+                                   f"{t.shape[ax] if ax < t.ndim else 1}")
+    if indices.dtype != np.int64:
+        raise RuntimeError(f"expected scalar type Long but found {type_name(indices.dtype)}")
+    if self.dtype.kind not in "fc" and self.dtype != BF16_NP:
+        raise NotImplementedError(f'"max_pool{nd}d_backward" not implemented for \'{type_name(self.dtype)}\'')
+    in_sp = self.shape[self.ndim - nd:]
+    n_in, n_out = int(np.prod(in_sp)), int(np.prod(out_sp))
+    planes = int(np.prod(self.shape[:self.ndim - nd]))
+    ct = compute_dtype(self.dtype)
+    g = asdtype(xp, grad_output, ct).reshape(planes, n_out)
+    idx = indices.reshape(planes, n_out)
+    if compiled.usable(xp, g, dtypes=(np.float32, np.float64)):
+        gx, bad = loops.pooling.max_pool_backward(g, idx, n_in)
+    else:
+        outside = (idx != -1) & ((idx < 0) | (idx >= n_in))
+        bad = idx[outside][:1]
+        gx = xp.zeros((planes, n_in), ct)
+        if not bad.size and idx.size:
+            keep = idx != -1
+            rows = xp.broadcast_to(xp.arange(planes)[:, None], idx.shape)
+            scatter = getattr(xp, "add").at if xp is np else None
+            if scatter is not None:
+                scatter(gx, (rows[keep], idx[keep]), g[keep])
+            else:                                   # CuPy: cupyx.scatter_add
+                import cupyx  # type: ignore[import-not-found]
+                cupyx.scatter_add(gx, (rows[keep], idx[keep]), g[keep])
+    if len(bad):
+        raise RuntimeError(f"Found an invalid max index: {int(bad[0])} (input volumes are of size "
+                           f"{'x'.join(str(v) for v in in_sp)})")
+    return gx.reshape(self.shape).astype(self.dtype, copy=False)
+
+
+def _max_pool_backward_meta(xp: Any, grad_output: Array, self: Array, *args: Any) -> Any:
+    return meta_array(self.dtype, self.shape)
+
+
+@meta_kernel(_max_pool_backward_meta)
+def max_pool2d_with_indices_backward(xp: Any, grad_output: Array, self: Array, kernel_size: Any, stride: Any,
+                                     padding: Any, dilation: Any, ceil_mode: Any, indices: Array) -> Any:
+    return _max_pool_backward(xp, grad_output, self, 2, kernel_size, stride, padding, dilation, ceil_mode, indices)
+
+
+@meta_kernel(_max_pool_backward_meta)
+def max_pool3d_with_indices_backward(xp: Any, grad_output: Array, self: Array, kernel_size: Any, stride: Any,
+                                     padding: Any, dilation: Any, ceil_mode: Any, indices: Array) -> Any:
+    return _max_pool_backward(xp, grad_output, self, 3, kernel_size, stride, padding, dilation, ceil_mode, indices)
 
 
 # ------------------------------------------------------------------------------ avg_pool

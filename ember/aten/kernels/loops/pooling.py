@@ -1,4 +1,4 @@
-"""Max pooling with indices over the planes of a 3-d window (a 2-d pool is depth 1) (caller:
+"""Max pooling with indices over the planes of a 3-d window (a 2-d pool is depth 1), and its backward (caller:
 ``kernels/pooling.py``)."""
 from __future__ import annotations
 
@@ -62,6 +62,33 @@ def _max_pool3d_parallel(x: Any, kd: int, kh: int, kw: int, sd: int, sh: int, sw
         max_pool3d(x, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, out, idx, p0, p1)
 
 
+@_kernel
+def _max_pool_backward(g: Any, idx: Any, n_out: int, n_in: int, gx: Any, bad: Any, p0: int, p1: int) -> None:
+    """gx[p, idx[p, k]] += g[p, k] over the planes p0..p1-1 (each zeroed first): the output gradient back to the
+    elements the pool took, -1 adding nothing; bad[p] = the first index outside [0, n_in) of plane p, else -1."""
+    for p in range(p0, p1):
+        src = np.uint64(p * n_out)
+        dst = np.uint64(p * n_in)
+        for i in range(np.uint64(n_in)):
+            gx[dst + i] = 0
+        bad[p] = -1
+        for k in range(np.uint64(n_out)):
+            j = idx[src + k]
+            if 0 <= j < n_in:
+                gx[dst + np.uint64(j)] += g[src + k]
+            elif j != -1 and bad[p] == -1:
+                bad[p] = j
+
+
+@compiled.parallel_of(_max_pool_backward)
+@_driver
+def _max_pool_backward_parallel(g: Any, idx: Any, n_out: int, n_in: int, gx: Any, bad: Any, work: int,
+                                chunks: int) -> None:
+    for c in prange(chunks):
+        p0, p1 = chunk(work, chunks, c)
+        _max_pool_backward(g, idx, n_out, n_in, gx, bad, p0, p1)
+
+
 # ------------------------------------------------------------------------------ runners
 def max_pool(x: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any, out_size: Any) -> tuple[Any, Any]:
     """Max pooling of the planes of x (P, D, H, W) with 3-d window parameters (a 2-d pool passes depth 1):
@@ -74,3 +101,17 @@ def max_pool(x: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
     window = int(np.prod(kernel_size)) * int(np.prod(out_size))
     compiled.split(max_pool3d, x.shape[0], max(1, parallel.GRAIN_SIZE // max(window, 1)), x, *args, out, idx)
     return out, idx
+
+
+def max_pool_backward(g: Any, idx: Any, n_in: int) -> tuple[Any, Any]:
+    """The input gradient (P, n_in) of a max pool from its output gradient g (P, n_out), float32 / float64, and
+    int64 indices flat over each plane; with the out-of-range indices found (the first of each plane that has one),
+    planes split over the intra-op threads."""
+    g = np.ascontiguousarray(g)
+    idx = np.ascontiguousarray(idx)
+    planes, n_out = g.shape
+    gx = np.empty((planes, n_in), g.dtype)
+    bad = np.empty(planes, np.int64)
+    compiled.split(_max_pool_backward, planes, compiled.row_grain(n_in + n_out), g.reshape(-1), idx.reshape(-1),
+                   n_out, n_in, gx.reshape(-1), bad)
+    return gx, bad[bad != -1]
