@@ -576,6 +576,36 @@ def test_cell_activations_to_float32_accuracy():
     assert np.signbit(ws[0, 2]) and ws[0, 0] == 0.5
 
 
+@pytest.mark.parametrize("rows,K,H", [(1, 5, 16), (5, 37, 32), (20, 256, 48), (9, 8, 16)])
+def test_lstm_step_in_one_region_matches_product_and_cell(rows, K, H):
+    """The fused LSTM step (Note [The LSTM step in one region]) against NumPy's float64 product followed by the
+    cell loop: the product's float32 sums in order over k, a few ulps of the largest term; rows past a block of 4
+    and hidden-unit blocks split over three threads give the same bits as one thread."""
+    rng = np.random.default_rng(rows + K + H)
+    xw = rng.standard_normal((rows, 4 * H)).astype(np.float32)
+    h = rng.standard_normal((rows, K)).astype(np.float32)
+    w_hh = (rng.standard_normal((4 * H, K)) / np.sqrt(K)).astype(np.float32)
+    c0 = rng.standard_normal((rows, H)).astype(np.float32)
+    hw = (h.astype(np.float64) @ w_hh.T.astype(np.float64)).astype(np.float32)
+    c_ref, ws_ref, h_ref = c0.copy(), np.empty((rows, 5 * H), np.float32), np.empty((rows, H), np.float32)
+    loops.rnn.lstm_cell(xw, hw, c_ref, ws_ref, h_ref)
+    panels = loops.rnn.lstm_panels(w_hh)
+    before = ember.get_num_threads()
+    runs = []
+    try:
+        for threads in (1, 3):
+            ember.set_num_threads(threads)
+            c, ws, hn = c0.copy(), np.empty((rows, 5 * H), np.float32), np.empty((rows, H), np.float32)
+            loops.rnn.lstm_step(xw, h, panels, c, ws, hn)
+            runs.append((c, ws, hn))
+    finally:
+        ember.set_num_threads(before)
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)
+    for got, want in zip(runs[0], (c_ref, ws_ref, h_ref)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("mode,kw,lengths", [
     ("LSTM", dict(), None), ("LSTM", dict(num_layers=2, bidirectional=True), [7, 3, 5, 1]),
     ("LSTM", dict(proj_size=6, bidirectional=True), [2, 7, 7, 4]), ("GRU", dict(), None),

@@ -238,6 +238,18 @@ _half_value: Any = intrinsic(_half_value_typed)
 _registers: Any = intrinsic(_registers_typed)
 
 
+@_helper
+def _fma_4x16(acc: Any, src: Any, at: Any, s0: Any, s1: Any, s2: Any, s3: Any) -> None:
+    """The register block's step (a ``_registers(64)`` block of 4 rows x 16 lanes): row i's lanes += s_i times
+    src[at .. at + 15] (``at`` unsigned). Inlined, every index into acc is a constant once the lanes unroll."""
+    for lane in range(16):
+        v = src[at + np.uint64(lane)]
+        acc[lane] += s0 * v
+        acc[16 + lane] += s1 * v
+        acc[32 + lane] += s2 * v
+        acc[48 + lane] += s3 * v
+
+
 @_f32
 def _order_key(x: Any) -> Any:
     """An int32 that orders as the float32 x does (-0 just below +0); a NaN with its sign bit clear orders above

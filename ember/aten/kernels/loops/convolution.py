@@ -10,7 +10,7 @@ from numba import prange
 
 from ember.aten import parallel
 from ember.aten.kernels import compiled
-from ember.aten.kernels.loops._common import _driver, _helper, _kernel, _registers, chunk
+from ember.aten.kernels.loops._common import _driver, _fma_4x16, _helper, _kernel, _registers, chunk
 
 @_helper
 def _inside(start: int, step: int, count: int, size: int) -> tuple[int, int]:
@@ -358,16 +358,8 @@ def _direct(x: Any, S: int, Cplane: int, offs: Any, Cg: int, kh: int, kw: int, d
                     for t in range(t0, t0 + kw):
                         u = base + np.uint64(offs[t] + j0)
                         wi = wb + np.uint64(4 * t)
-                        w0 = wt[wi]
-                        w1 = wt[wi + np.uint64(1)]
-                        w2 = wt[wi + np.uint64(2)]
-                        w3 = wt[wi + np.uint64(3)]
-                        for lane in range(16):
-                            v = x[u + np.uint64(lane)]
-                            acc[lane] += w0 * v
-                            acc[16 + lane] += w1 * v
-                            acc[32 + lane] += w2 * v
-                            acc[48 + lane] += w3 * v
+                        _fma_4x16(acc, x, u, wt[wi], wt[wi + np.uint64(1)], wt[wi + np.uint64(2)],
+                                  wt[wi + np.uint64(3)])
             for k in range(4):
                 for lane in range(16):
                     wide[np.uint64(k * Jp + j0 + lane)] = acc[16 * k + lane]
