@@ -10,6 +10,7 @@ from ember.aten.kernels import compiled, loops
 from ember.aten.kernels._common import Array, asdtype, compute_dtype, meta_array, meta_kernel, shape_str, type_name
 from ember.aten.kernels.conv_algos import _windows
 from ember.aten.kernels.convolution import _expand
+from ember.aten.kernels.indexing import scatter_add
 from ember.aten.kernels.upsample import _scatter_rows
 from ember.aten.meta import pooling_output_size
 from ember.c10.dtype import BF16_NP, cpp_type_name
@@ -145,19 +146,13 @@ def _max_pool_backward(xp: Any, grad_output: Array, self: Array, nd: int, kernel
     idx = indices.reshape(planes, n_out)
     if compiled.usable(xp, g, dtypes=(np.float32, np.float64)):
         gx, bad = loops.pooling.max_pool_backward(g, idx, n_in)
-    else:
+    else:                                           # scatter_add along the plane, the -1 entries adding 0 at 0
         outside = (idx != -1) & ((idx < 0) | (idx >= n_in))
         bad = idx[outside][:1]
         gx = xp.zeros((planes, n_in), ct)
         if not bad.size and idx.size:
-            keep = idx != -1
-            rows = xp.broadcast_to(xp.arange(planes)[:, None], idx.shape)
-            scatter = getattr(xp, "add").at if xp is np else None
-            if scatter is not None:
-                scatter(gx, (rows[keep], idx[keep]), g[keep])
-            else:                                   # CuPy: cupyx.scatter_add
-                import cupyx  # type: ignore[import-not-found]
-                cupyx.scatter_add(gx, (rows[keep], idx[keep]), g[keep])
+            none = idx == -1
+            gx = scatter_add(xp, gx, 1, compiled.where(xp, none, 0, idx), compiled.where(xp, none, 0, g))
     if len(bad):
         raise RuntimeError(f"Found an invalid max index: {int(bad[0])} (input volumes are of size "
                            f"{'x'.join(str(v) for v in in_sp)})")
