@@ -313,12 +313,12 @@ def _gw_winograd(xp: Any, gout: Any, x: Array, w_shape: Any, stride: Any, paddin
 DIRECT_MAX_CHANNEL_PAIRS = 64 * 64
 
 
-def direct_applies(xp: Any, dtype: Any, pass_name: str, a: Array, b: Array, extra: Any, stride: Any, padding: Any,
-                   dilation: Any) -> bool:
+def direct_applies(xp: Any, dtype: Any, pass_name: str, w_shape: Any, a: Array, extra: Any, stride: Any,
+                   padding: Any, dilation: Any) -> bool:
     """Whether the direct loops compute this pass (Note [Direct convolution] in ``loops/convolution.py``): 1-d or
-    2-d, stride 1, float32 NumPy arrays with the compiled loops in use; for the input gradient, a padding of at
-    most the dilated kernel's reach and the input of the size the convolution implies (no output padding)."""
-    w_shape, _, _ = _channels(pass_name, a, b, extra)
+    2-d, stride 1, float32 NumPy arrays with the compiled loops in use; for the input gradient (``a`` the output
+    gradient, ``extra`` the input's shape), a padding of at most the dilated kernel's reach and the input of the
+    size the convolution implies (no output padding)."""
     if not (len(w_shape) in (3, 4) and all(s == 1 for s in stride) and np.dtype(dtype) == np.float32
             and compiled.usable(xp)):
         return False
@@ -424,7 +424,8 @@ def run(pass_name: Any, xp: Any, a: Array, b: Array, extra: Any, stride: Any, pa
     impls = IMPLS[pass_name]
     w_shape, c_in, c_out = _channels(pass_name, a, b, extra)
     winograd = winograd_applies(xp, a.dtype, w_shape, stride, padding, dilation, groups) and a.dtype == b.dtype
-    direct = a.dtype == b.dtype and direct_applies(xp, a.dtype, pass_name, a, b, extra, stride, padding, dilation)
+    direct = a.dtype == b.dtype and direct_applies(xp, a.dtype, pass_name, w_shape, a, extra, stride, padding,
+                                                   dilation)
     candidates = tuple(n for n in ALGORITHMS if (n != "winograd" or winograd) and (n != "direct" or direct))
     if force is not None:
         algo = force if force in candidates else "gemm"

@@ -35,17 +35,8 @@ def max_pool3d_with_indices(xp: Any, self: Array, kernel_size: Any, stride: Any 
 def _max_pool_args(x: Array, nd: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
                    ceil_mode: Any) -> Any:
     """The window (kernel, stride, padding, dilation) and output size of a max pool of the batched x."""
-    name, count = f"max_pool{nd}d", _NUMS[nd]
-    kernel_size, stride, padding, dilation = ((v,) if isinstance(v, int) else tuple(v)
-                                              for v in (kernel_size, stride, padding, dilation))
-    if len(kernel_size) not in (1, nd):
-        raise RuntimeError(f"{name}: kernel_size must either be a single int, or a tuple of {count} ints")
-    if len(stride) not in (0, 1, nd):
-        raise RuntimeError(f"{name}: stride must either be omitted, a single int, or a tuple of {count} ints")
-    if len(padding) not in (1, nd):
-        raise RuntimeError(f"{name}: padding must either be a single int, or a tuple of {count} ints")
-    if len(dilation) not in (1, nd):
-        raise RuntimeError(f"{name}: dilation must be either a single int, or a tuple of {count} ints")
+    kernel_size, stride, padding, dilation = _window_lengths(f"max_pool{nd}d", nd, "either ", kernel_size, stride,
+                                                             padding, dilation)
     k = _expand(kernel_size, nd, "kernel_size")
     s = tuple(_expand(stride, nd, "stride")) if stride else k
     p = _expand(padding, nd, "padding")
@@ -128,12 +119,8 @@ def _max_pool_backward(xp: Any, grad_output: Array, self: Array, nd: int, kernel
     x = self if batched else self[None]
     k, s, p, d, out_sp = _max_pool_args(x, nd, kernel_size, stride, padding, dilation, ceil_mode)
     want = self.shape[:self.ndim - nd] + out_sp
-    for t in (grad_output, indices):
-        for ax in range(self.ndim - nd - 1, self.ndim):
-            if t.ndim != self.ndim or t.shape[ax] != want[ax]:
-                raise RuntimeError(f"Expected a tensor of dimension {self.ndim} and tensor.size[{ax}] == {want[ax]} "
-                                   f"but got: dimension {t.ndim} and tensor.size[{ax}] = "
-                                   f"{t.shape[ax] if ax < t.ndim else 1}")
+    _check_sizes(grad_output, want, self.ndim - nd - 1)
+    _check_sizes(indices, want, self.ndim - nd - 1)
     if indices.dtype != np.int64:
         raise RuntimeError(f"expected scalar type Long but found {type_name(indices.dtype)}")
     if self.dtype.kind not in "fc" and self.dtype != BF16_NP:
@@ -182,14 +169,8 @@ def max_pool3d_with_indices_backward(xp: Any, grad_output: Array, self: Array, k
 # padded input per offset, added into the output (the backward adds the scaled gradient back the same way).
 def _avg_pool_args(self: Array, nd: Any, kernel_size: Any, stride: Any, padding: Any, ceil_mode: Any,
                    divisor_override: Any) -> Any:
-    name, either = f"avg_pool{nd}d", "either " if nd == 2 else ""
-    kernel_size, stride, padding = ((v,) if isinstance(v, int) else tuple(v) for v in (kernel_size, stride, padding))
-    if len(kernel_size) not in (1, nd):
-        raise RuntimeError(f"{name}: kernel_size must {either}be a single int, or a tuple of {_NUMS[nd]} ints")
-    if len(stride) not in (0, 1, nd):
-        raise RuntimeError(f"{name}: stride must {either}be omitted, a single int, or a tuple of {_NUMS[nd]} ints")
-    if len(padding) not in (1, nd):
-        raise RuntimeError(f"{name}: padding must {either}be a single int, or a tuple of {_NUMS[nd]} ints")
+    kernel_size, stride, padding, _ = _window_lengths(f"avg_pool{nd}d", nd, "either " if nd == 2 else "",
+                                                      kernel_size, stride, padding, 1)
     k = kernel_size * nd if len(kernel_size) == 1 else kernel_size
     s = k if not stride else stride * nd if len(stride) == 1 else stride
     p = padding * nd if len(padding) == 1 else padding
@@ -238,6 +219,31 @@ def _avg_pool_args(self: Array, nd: Any, kernel_size: Any, stride: Any, padding:
 
 
 _NUMS = {1: "one", 2: "two", 3: "three"}
+
+
+def _window_lengths(name: str, nd: int, either: str, *window: Any) -> list[tuple[int, ...]]:
+    """A pool's kernel_size, stride, padding and dilation as tuples, with PyTorch's error for a wrong length (one or
+    ``nd`` values; stride may be empty); ``either`` is "either " where PyTorch's message has it."""
+    kernel_size, stride, padding, dilation = ((v,) if isinstance(v, int) else tuple(v) for v in window)
+    count = _NUMS[nd]
+    if len(kernel_size) not in (1, nd):
+        raise RuntimeError(f"{name}: kernel_size must {either}be a single int, or a tuple of {count} ints")
+    if len(stride) not in (0, 1, nd):
+        raise RuntimeError(f"{name}: stride must {either}be omitted, a single int, or a tuple of {count} ints")
+    if len(padding) not in (1, nd):
+        raise RuntimeError(f"{name}: padding must {either}be a single int, or a tuple of {count} ints")
+    if len(dilation) not in (1, nd):
+        raise RuntimeError(f"{name}: dilation must be either a single int, or a tuple of {count} ints")
+    return [kernel_size, stride, padding, dilation]
+
+
+def _check_sizes(t: Array, want: tuple[int, ...], first: int) -> None:
+    """PyTorch's check of a pool backward's gradient (and indices): t has want's dims, and want's sizes from dim
+    ``first`` on."""
+    for ax in range(first, len(want)):
+        if t.ndim != len(want) or t.shape[ax] != want[ax]:
+            raise RuntimeError(f"Expected a tensor of dimension {len(want)} and tensor.size[{ax}] == {want[ax]} but "
+                               f"got: dimension {t.ndim} and tensor.size[{ax}] = {t.shape[ax] if ax < t.ndim else 1}")
 
 
 def _avg_pool_divisor(xp: Any, in_sp: Any, out_sp: Any, k: Any, s: Any, p: Any, count_include_pad: Any,
@@ -292,13 +298,7 @@ def _avg_pool_backward(xp: Any, grad_output: Array, self: Array, nd: Any, kernel
     k, s, p, out_sp = _avg_pool_args(self, nd, kernel_size, stride, padding, ceil_mode, divisor_override)
     in_sp = self.shape[-nd:]
     lead = self.shape[:-nd]
-    if grad_output.shape != lead + out_sp:
-        for ax in range(self.ndim - nd - 1, self.ndim):
-            want = (lead + out_sp)[ax]
-            if grad_output.ndim != self.ndim or grad_output.shape[ax] != want:
-                raise RuntimeError(f"Expected a tensor of dimension {self.ndim} and tensor.size[{ax}] == {want} but "
-                                   f"got: dimension {grad_output.ndim} and tensor.size[{ax}] = "
-                                   f"{grad_output.shape[ax] if ax < grad_output.ndim else 1}")
+    _check_sizes(grad_output, lead + out_sp, self.ndim - nd - 1)
     ct = compute_dtype(self.dtype)
     right = tuple(max(0, (o - 1) * ss + kk - i - pp) for o, ss, kk, i, pp in zip(out_sp, s, k, in_sp, p))
     div = _avg_pool_divisor(xp, in_sp, out_sp, k, s, p, count_include_pad, divisor_override, ct)

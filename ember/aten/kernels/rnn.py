@@ -77,31 +77,25 @@ def _rnn_layer(xp: Any, input: Array, batch_sizes: Array, h0: Array, c0: Array, 
     ws = xp.empty((x.shape[0], {"LSTM": 5 * H, "GRU": 4 * H}.get(mode, 0)), dtype=dt)
     cell = {"LSTM": loops.rnn.lstm_cell, "GRU": loops.rnn.gru_cell}.get(mode) if compiled.usable(xp, x) else None
     whh_t = whh.T
-    # an LSTM step of float32 with whole blocks of hidden units: product and cell in one region (Note [The LSTM
-    # step in one region] in loops/rnn.py)
+    # a float32 LSTM step over whole blocks of hidden units: its product and cell in one region (Note [The LSTM
+    # step in one region] in loops/rnn.py); else each step's h @ w_hh.T into one buffer kept for all steps
     fused = mode == "LSTM" and cell is not None and dt == np.float32 and H % loops.rnn.LSTM_UNITS == 0
-    if fused:
-        panels = loops.rnn.lstm_panels(whh)
-    hw_rows = xp.empty((h.shape[0], whh.shape[0]), dtype=dt)   # each step's h @ w_hh.T, one buffer for all steps
+    panels = loops.rnn.lstm_panels(whh) if fused else None
+    hw_rows: Any = None if fused else xp.empty((h.shape[0], whh.shape[0]), dtype=dt)
     for t in order:
         bs = batch_sizes[t]
         r0, r1 = offs[t], offs[t] + bs
         hp = h[:bs]
-        if fused:
-            hn = xp.empty((bs, H), dtype=dt)
-            loops.rnn.lstm_step(xw[r0:r1], hp, panels, c[:bs], ws[r0:r1], hn)
-            if whr is not None:
-                hn = hn @ whr.T
-            h[:bs] = hn
-            out[r0:r1] = hn
-            continue
-        hw = xp.matmul(hp, whh_t, out=hw_rows[:bs])
+        hw: Any = None if fused else xp.matmul(hp, whh_t, out=hw_rows[:bs])
         if cell is not None:                           # the step's pointwise work in one compiled pass
             if mode == "GRU" and bhh is not None:
                 hw += bhh
             hn = xp.empty((bs, H), dtype=dt)
             if mode == "LSTM":
-                cell(xw[r0:r1], hw, c[:bs], ws[r0:r1], hn)
+                if fused:
+                    loops.rnn.lstm_step(xw[r0:r1], hp, panels, c[:bs], ws[r0:r1], hn)
+                else:
+                    cell(xw[r0:r1], hw, c[:bs], ws[r0:r1], hn)
                 if whr is not None:
                     hn = hn @ whr.T
             else:
