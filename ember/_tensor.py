@@ -27,8 +27,10 @@ from ember.c10 import compile_state as _cs
 from ember.c10 import dtype as _dt
 from ember.c10.device import CPU, canonical
 from ember.c10.tensor_impl import TensorImpl, VersionCounter, contiguous_strides, fake_array
-from ember.c10.dispatch_key import KS_OF_DEVICE_TYPE, MATH_BITS as _MATH_BITS
+from ember.c10.dispatch_key import (AUTOGRAD_MASK, KS_OF_DEVICE_TYPE, MATH_BITS as _MATH_BITS, not_requiring_grad,
+                                   requiring_grad)
 from ember.c10.grad_mode import state
+from ember.autograd.grad_mode import no_grad as _no_grad
 from ember.c10.device import device as _device
 from ember.c10.storage import root_array, shared_copy, UntypedStorage
 
@@ -64,6 +66,8 @@ def _binary(dunder: str, name: str, tensor_op: Callable[..., Tensor],
 
 
 _TF_PLAIN = _tf._PLAIN
+# what places a tensor in a graph (its node, its base, its gradient accumulator): not copied by deepcopy
+_GRAPH_PLACE = frozenset({"_grad_fn", "_output_nr", "_base", "_attr_version", "_acc"})
 _TF_ON = False                  # Note [Keeping __torch_function__ off the path of plain tensors]
 
 
@@ -170,6 +174,8 @@ class Tensor(TensorImpl, _TensorMethods):
                 raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not "
                                    "allowed.")
         self.__dict__["_rg"] = builtins.bool(requires_grad)
+        if requires_grad:   # Note [The Autograd key of a tensor that does not require grad] (kept when it stops)
+            self._ks = requiring_grad(self._ks)
         return self
 
     @property
@@ -370,14 +376,16 @@ class Tensor(TensorImpl, _TensorMethods):
     def data(self) -> Tensor:
         """The same data outside autograd, with its own version counter (in-place changes through it are not
         seen by autograd's checks, as in PyTorch)."""
-        return _wrap.new_tensor(self._data, self._ks, self._device)
+        return _wrap.new_tensor(self._data, not_requiring_grad(self._ks), self._device)
 
     @data.setter
     def data(self, other: Any) -> None:
         _cs.state_changing("setting Tensor.data", "A compiled region replaced a tensor's data.")
         self._data = other._data
         self._device = other._device
-        self._ks = other._ks
+        # its own autograd state stays: so does the Autograd key (Note [The Autograd key of a tensor that does not
+        # require grad])
+        self._ks = requiring_grad(other._ks) if self._ks & AUTOGRAD_MASK else other._ks
 
     def as_subclass(self, cls) -> Any:
         """``self`` as an instance of the Tensor subclass ``cls``: the same data, version counter and autograd
@@ -385,6 +393,9 @@ class Tensor(TensorImpl, _TensorMethods):
         if not (isinstance(cls, type) and issubclass(cls, Tensor)):
             raise TypeError("as_subclass(): argument 'cls' must be a subclass of torch.Tensor")
         t = object.__new__(cls)
+        # both share one autograd state from now on, so both keep the Autograd key for good (Note [The Autograd key
+        # of a tensor that does not require grad]): a requires_grad_() through either must reach both
+        self._ks = requiring_grad(self._ks)
         # the Python key belongs to classes that define __torch_dispatch__ (a plain view of a subclass drops it)
         t._data, t._ks, t._vc, t._device = self._data, self._ks & ~_PY_BIT, self._vc, self._device
         # one tensor seen through two classes, as PyTorch's two Python objects over one TensorImpl: the autograd
@@ -556,10 +567,20 @@ class Tensor(TensorImpl, _TensorMethods):
         return (_rebuild_from_numpy, (_values_of(self.cpu())._data.copy(), str(self._device)))
 
     def __deepcopy__(self, memo: Any) -> Any:
+        if self._grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                               "protocol at the moment.  If you were attempting to deepcopy a module, this may be "
+                               "because of a torch.nn.utils.weight_norm usage, see "
+                               "https://github.com/pytorch/pytorch/pull/103001")
         if id(self) in memo:
             return memo[id(self)]
-        r = self.clone()
-        r.__dict__.update({k: __import__("copy").deepcopy(v, memo) for k, v in self.__dict__.items()})
+        with _no_grad():
+            r = self.clone()    # a leaf of its own, as PyTorch's
+        # the attributes (requires_grad and .grad among them) copied; not the original's place in a graph
+        r.__dict__.update({k: __import__("copy").deepcopy(v, memo) for k, v in self.__dict__.items()
+                           if k not in _GRAPH_PLACE})
+        if r._rg:
+            r._ks = requiring_grad(r._ks)   # Note [The Autograd key of a tensor that does not require grad]
         memo[id(self)] = r
         return r
 

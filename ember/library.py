@@ -219,6 +219,7 @@ def _register_autograd_kernel(h: OperatorHandle, info: _AutogradInfo) -> None:
             return fn.apply(below, *args)
         return h.redispatch(below, *args)
     autograd_kernel.__qualname__ = f"autograd[{h.qualified_name}]"
+    autograd_kernel.only_for_grad = True  # type: ignore[attr-defined]  # Note [Kernel resolution] in aten/dispatcher.py
     h.register(DispatchKey.Autograd, autograd_kernel)
 
 
@@ -304,7 +305,7 @@ class Library:
         for h, key, kernel in self._registrations:
             if h.kernels.get(key) is kernel:
                 del h.kernels[key]
-                h._cache.clear()
+                h.clear_cache()
         self._registrations.clear()
         from ember._ops import unregister_library_op
         for h in self._op_defs:

@@ -23,7 +23,7 @@ from ember.aten.dispatcher import NotImplementedForKey
 from ember.aten.wrap import view_of
 from ember.c10.tensor_impl import fake_array
 from ember.c10.device import META, canonical
-from ember.c10.dispatch_key import KS_META
+from ember.c10.dispatch_key import KS_META, requiring_grad
 from ember.utils._python_dispatch import TorchDispatchMode
 from ember.utils._pytree import tree_flatten, tree_unflatten
 from ember.c10.dtype import get_default_dtype
@@ -162,6 +162,7 @@ class FakeTensorMode(TorchDispatchMode):
         f = FakeTensor(self, meta, t.device)
         if t.requires_grad:
             f.__dict__["_rg"] = True    # not requires_grad_(): a capture in progress must not see a user's call
+            f._ks = requiring_grad(f._ks)
         key = id(t)
         self._memo[key] = (weakref.ref(t, lambda _r: self._memo.pop(key, None)), f)
         return f

@@ -14,19 +14,33 @@ backend or autograd key, a ``CompositeImplicitAutograd`` kernel; then the global
 *fallthrough*, meaning "skip K and look at the next key down" — that is what the ``ADInplaceOrView``
 and ``Autograd*`` keys do for operators that have no kernel of their own there.  The resolved kernel
 is cached per key set; registering a kernel clears the cache.
+
+A key set with ``ADInplaceOrView`` but without its backend's Autograd key comes from tensors that do not require
+grad (Note [The Autograd key of a tensor that does not require grad] in ember/c10/dispatch_key.py). It resolves as
+if it had the Autograd key unless the operator's autograd kernel is marked ``only_for_grad`` (it does nothing but
+redispatch when no input requires grad): views still keep their base and in-place ops still check their target.
+A thread that excludes an Autograd key but not ``ADInplaceOrView`` (``ExcludeDispatchKeyGuard``) includes the
+``NO_IMPLIED_AUTOGRAD`` bit, so that its calls, cached under their own key sets, run no autograd kernel.
 """
 from __future__ import annotations
 
 from typing import Any
 
+import os
 import threading
 
 from ember.c10.device import canonical as canonical_device
-from ember.c10.dispatch_key import (AUTOCAST_MASK, AUTOGRAD_KEYS, BACKEND_KEYS, KS_CPU, KS_OF_DEVICE_TYPE, MATH_BITS,
-                                   DispatchKey, DispatchKeySet)
+from ember.c10.dispatch_key import (AUTOCAST_MASK, AUTOGRAD_KEYS, AUTOGRAD_MASK, AUTOGRAD_SHIFT, BACKEND_KEYS,
+                                   BACKEND_MASK, KS_CPU, KS_OF_DEVICE_TYPE, MATH_BITS, DispatchKey, DispatchKeySet)
 from ember.c10.tensor_impl import TensorImpl
 
 FALLTHROUGH = object()
+
+# Note [Kernel resolution]: a bit above every dispatch key, in a key set only while a thread excludes an Autograd key
+# and keeps ADInplaceOrView
+NO_IMPLIED_AUTOGRAD = 1 << 63
+_KEY_BITS = NO_IMPLIED_AUTOGRAD - 1
+_AD_INPLACE_OR_VIEW_BIT = 1 << DispatchKey.ADInplaceOrView
 
 
 class BoxedFallback:
@@ -110,8 +124,8 @@ class NotImplementedForKey(NotImplementedError):
 class OperatorHandle:
     """One operator overload: its schema and kernel table."""
 
-    __slots__ = ("name", "overload_name", "schema", "kernels", "_cache", "out_arity", "namespace", "tags",
-                 "__weakref__")
+    __slots__ = ("name", "overload_name", "schema", "kernels", "_cache", "_redispatch_cache", "out_arity", "namespace",
+                 "tags", "__weakref__")
 
     def __init__(self, schema: str, out_arity: int = 0, namespace: str = "aten", tags: tuple[str, ...] = ()) -> None:
         full = schema.split("(", 1)[0]
@@ -119,7 +133,8 @@ class OperatorHandle:
         self.namespace = namespace  # "aten" for the operator library; a library's own ("torchvision") otherwise
         self.schema = schema
         self.kernels: dict[DispatchKey, object] = {}
-        self._cache: dict[int, Any] = {}
+        self._cache: dict[int, Any] = {}              # key set of a call -> kernel
+        self._redispatch_cache: dict[int, Any] = {}   # key set of a redispatch -> kernel
         self.out_arity = out_arity  # trailing out= arguments (``*, Tensor(a!) out``): 0 unless an out= overload
         self.tags = tags            # native_functions.yaml's ``tags:`` (``inplace_view``)
 
@@ -133,7 +148,11 @@ class OperatorHandle:
     # -- registration ---------------------------------------------------------------------------
     def register(self, key: DispatchKey, kernel: Any) -> None:
         self.kernels[key] = kernel
+        self.clear_cache()
+
+    def clear_cache(self) -> None:
         self._cache.clear()
+        self._redispatch_cache.clear()
 
     def has_kernel_for(self, key: DispatchKey) -> bool:
         return key in self.kernels
@@ -161,22 +180,40 @@ class OperatorHandle:
             return fb.bind(self)
         return fb
 
-    def resolve(self, ks: int) -> Any:
-        """The kernel the highest key of ``ks`` runs (Note [Kernel resolution]); cached."""
-        k = self._cache.get(ks)
+    def resolve(self, ks: int, redispatch: bool = False) -> Any:
+        """The kernel the highest key of ``ks`` runs (Note [Kernel resolution]); cached. A redispatch comes from a
+        kernel that has done its key's work: the Autograd keys are never implied there (an autograd kernel that
+        redispatches below its own key but above ADInplaceOrView would otherwise run again)."""
+        cache = self._redispatch_cache if redispatch else self._cache
+        k = cache.get(ks)
         if k is not None:
             return k
-        bits = ks
+        bits = ks & _KEY_BITS if redispatch else self._implied_keys(ks)
         while bits:
             key = DispatchKey(bits.bit_length() - 1)
             kernel = self._lookup_key(key)
             if kernel is not None and kernel is not FALLTHROUGH:
-                self._cache[ks] = kernel
+                cache[ks] = kernel
                 return kernel
             bits &= ~(1 << key)
         raise NotImplementedForKey(self._missing_message(ks))
 
+    def _implied_keys(self, ks: int) -> int:
+        """``ks``'s dispatch keys and the Autograd keys its tensors would carry in PyTorch, where the operator's
+        autograd kernel does more than redispatch when nothing requires grad (Note [Kernel resolution])."""
+        bits = ks & _KEY_BITS
+        if bits & _AD_INPLACE_OR_VIEW_BIT and not ks & NO_IMPLIED_AUTOGRAD:
+            missing = (bits & BACKEND_MASK) << AUTOGRAD_SHIFT & ~bits
+            while missing:
+                key = DispatchKey(missing.bit_length() - 1)
+                kernel = self._lookup_key(key)
+                if kernel is not None and kernel is not FALLTHROUGH and not getattr(kernel, "only_for_grad", False):
+                    bits |= 1 << key
+                missing &= ~(1 << key)
+        return bits
+
     def _missing_message(self, ks: int) -> str:
+        ks &= _KEY_BITS
         backend = DispatchKeySet(ks).highestPriorityTypeId().name
         for key in (DispatchKey.CUDA, DispatchKey.Meta, DispatchKey.CPU):
             if ks >> key & 1:
@@ -195,18 +232,35 @@ class OperatorHandle:
             k = self.resolve(ks)
         return k(ks, *args)
 
-    def redispatch(self, ks: int, *args: Any) -> Any:
-        """Run the kernel for exactly ``ks`` (the caller removed its own key and those above it)."""
+    def _audited_call(self, ks: int, *args: Any) -> Any:
+        """``call``, first checking that each tensor argument that requires grad has its Autograd key (Note [The
+        Autograd key of a tensor that does not require grad]); in place of ``call`` when the environment sets
+        ``EMBER_CHECK_AUTOGRAD_KEYS=1`` (an audit for the whole test suite: a tensor without the key would lose its
+        gradient silently). The same frames as ``call``, so that warnings and tracebacks point where they do."""
+        for a in args:
+            for t in (a if isinstance(a, (list, tuple)) else (a,)):
+                if isinstance(t, TensorImpl) and t.__dict__.get("_rg") and not t._ks & AUTOGRAD_MASK:
+                    raise AssertionError(f"a tensor that requires grad lacks its Autograd key: {type(t).__name__} of "
+                                         f"shape {tuple(t._data.shape)}, key set {t._ks:#x}, in {self.qualified_name}")
+        inc, keep = tls.keys
+        ks = (ks | inc) & keep
         k = self._cache.get(ks)
         if k is None:
             k = self.resolve(ks)
+        return k(ks, *args)
+
+    def redispatch(self, ks: int, *args: Any) -> Any:
+        """Run the kernel for exactly ``ks`` (the caller removed its own key and those above it)."""
+        k = self._redispatch_cache.get(ks)
+        if k is None:
+            k = self.resolve(ks, True)
         return k(ks, *args)
 
     def dispatch_trace(self, ks: int) -> list[str]:
         """The keys a call with ``ks`` visits and what each does (a debugging aid for learners)."""
         inc, keep = tls.keys
         ks = (ks | inc) & keep
-        steps, bits = [], ks
+        steps, bits = [], self._implied_keys(ks)
         while bits:
             key = DispatchKey(bits.bit_length() - 1)
             kernel = self._lookup_key(key)
@@ -217,6 +271,10 @@ class OperatorHandle:
                 break
             bits &= ~(1 << key)
         return steps
+
+
+if os.environ.get("EMBER_CHECK_AUTOGRAD_KEYS") == "1":
+    OperatorHandle.call = OperatorHandle._audited_call     # type: ignore[method-assign]
 
 
 # Note [Dispatch key set of a call]
@@ -284,7 +342,7 @@ class Dispatcher:
 def register_fallback(key: DispatchKey, kernel: Any) -> None:
     _backend_fallbacks[key] = kernel
     for h in Dispatcher.ops.values():
-        h._cache.clear()
+        h.clear_cache()
 
 
 class ExcludeDispatchKeyGuard:
@@ -295,6 +353,8 @@ class ExcludeDispatchKeyGuard:
 
     def __enter__(self) -> Any:
         self.prev = inc, keep = tls.keys
+        if self.bits & AUTOGRAD_MASK and not self.bits & _AD_INPLACE_OR_VIEW_BIT:   # Note [Kernel resolution]
+            inc |= NO_IMPLIED_AUTOGRAD
         tls.keys = (inc, keep & ~self.bits)
 
     def __exit__(self, *exc: Any) -> Any:

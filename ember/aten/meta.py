@@ -160,7 +160,7 @@ _DERIVED: dict[Any, Any] = {}
 def derive(op: Any, wrapper: Any, kernel: Any, kwnames: Any, kind: Any, rt: Any, device_check: Any = True) -> None:
     """Record what the Meta kernel of ``op`` is derived from (called by ``register_kernels``)."""
     _DERIVED[op] = (wrapper, kernel, kwnames, kind, rt, device_check)
-    op._cache.clear()
+    op.clear_cache()
 
 
 def _check_meta(args: Any) -> None:

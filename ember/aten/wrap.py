@@ -20,11 +20,13 @@ import numpy as np
 
 from ember._generated import aten
 from ember.c10.device import CPU
-from ember.c10.dispatch_key import KS_CPU
+from ember.c10.dispatch_key import AUTOGRAD_SHIFT, BACKEND_MASK, KS_CPU
 from ember.c10.grad_mode import state as _grad_state
 from ember.c10.dtype import can_cast, from_numpy_dtype, scalar_type_name
 from ember.c10.tensor_impl import TensorImpl, VersionCounter
 from ember.c10.tensor_impl import fake_array
+
+_ND = np.ndarray
 
 # Note [The Python tensor class]
 # Kernel results are wrapped as instances of the frontend's ``ember.Tensor`` (a ``TensorImpl`` with the Python
@@ -40,7 +42,8 @@ def set_tensor_class(cls: type) -> None:
 
 
 def new_tensor(arr: Any, ks: int, device: Any) -> Any:
-    if isinstance(arr, np.generic):  # NumPy returns scalars for 0-d results; a tensor holds an array
+    if type(arr) is not _ND and isinstance(arr, np.generic):  # NumPy returns scalars for 0-d results; a tensor
+        #                                                          holds an array
         arr = np.asarray(arr)
     t: Any = object.__new__(_tensor_class)
     t._data = arr
@@ -75,7 +78,8 @@ def tensor_from_values(values: Any, like: Any) -> Any:
 def view_of(arr: Any, base: Any) -> Any:
     t: Any = object.__new__(_tensor_class)
     t._data = arr
-    t._ks = base._ks
+    ks = base._ks   # without the Autograd key until autograd records the view (Note [The Autograd key of a tensor
+    t._ks = ks & ~((ks & BACKEND_MASK) << AUTOGRAD_SHIFT)   # that does not require grad]: not_requiring_grad inline)
     t._vc = base._vc
     t._device = base._device
     if base._inference:
@@ -90,7 +94,7 @@ def shape_str(shape: Any) -> str:
 
 def check_writable(t: Any, opname: str = '') -> None:
     a = t._data
-    if a.size > 1 and any(st == 0 and sz > 1 for st, sz in zip(a.strides, a.shape)):
+    if 0 in a.strides and a.size > 1 and any(st == 0 and sz > 1 for st, sz in zip(a.strides, a.shape)):
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
                            "single memory location. Please clone() the tensor before performing the operation.")
 
@@ -153,7 +157,7 @@ def write_inplace(self: Any, result: Any, opname: str = '') -> Any:
 
 def xp_copyto(dst: Any, src: Any) -> None:
     if isinstance(dst, np.ndarray):
-        np.copyto(dst, src, casting="unsafe")
+        dst[...] = src      # np.copyto(dst, src, casting="unsafe") -- the same cast, without its Python wrapper
     else:  # CuPy
         import cupy  # type: ignore[import-not-found, unused-ignore]
         cupy.copyto(dst, src, casting="unsafe")

@@ -46,6 +46,7 @@ def _make(op: Any) -> Any:
         return out
 
     autograd_not_implemented.__qualname__ = f"autograd_not_implemented[{name}]"
+    autograd_not_implemented.only_for_grad = True  # type: ignore[attr-defined]  # Note [Kernel resolution]
     return autograd_not_implemented
 
 
@@ -62,6 +63,7 @@ def _make_out(op: Any) -> Any:
         return op.redispatch(ks & _BELOW, *args)
 
     autograd_out.__qualname__ = f"autograd_out[{op.name}.{op.overload_name}]"
+    autograd_out.only_for_grad = True  # type: ignore[attr-defined]
     return autograd_out
 
 

@@ -7,6 +7,8 @@ from typing import Any
 
 from ember.autograd import anomaly_mode
 from ember.autograd.graph import AccumulateGrad, Edge
+from ember.c10.dispatch_key import AUTOGRAD_SHIFT, BACKEND_MASK
+from ember.c10.grad_mode import state as _grad_state
 
 
 def grad_accumulator(t: Any) -> Any:
@@ -64,6 +66,7 @@ def set_history(node: Any, outputs: Any, differentiable: Any = None) -> None:
         d["_grad_fn"] = node
         d["_output_nr"] = i
         d["_rg"] = True
+        out._ks |= (out._ks & BACKEND_MASK) << AUTOGRAD_SHIFT   # requiring_grad (Note [The Autograd key of a ...])
     if anomaly_mode.enabled:
         anomaly_mode.record(node)
 
@@ -87,8 +90,7 @@ def rebase_history(t: Any, node: Any) -> None:
 
 def check_inplace(t: Any) -> None:
     """PyTorch's ``check_inplace``: a leaf that requires grad (or a view of one) can't be modified."""
-    from ember.autograd.grad_mode import state
-    if not state.enabled:
+    if not _grad_state.enabled:
         return
     base = t.__dict__.get("_base")
     if base is not None and base._rg and base._grad_fn is None:

@@ -139,17 +139,46 @@ AUTOCAST_MASK = (1 << DispatchKey.AutocastCPU) | (1 << DispatchKey.AutocastCUDA)
 
 
 def keyset_bits_for_backend(backend: DispatchKey) -> int:
-    """The key set a fresh tensor on ``backend`` carries: backend + ADInplaceOrView + its Autograd key + its
-    Autocast key (Note [Autocast keys]; meta tensors have none, as in PyTorch)."""
+    """PyTorch's key set of a tensor on ``backend``: backend + ADInplaceOrView + its Autograd key + its Autocast key
+    (Note [Autocast keys]; meta tensors have none, as in PyTorch). A tensor that does not require grad stores it
+    without the Autograd key (Note [The Autograd key of a tensor that does not require grad])."""
     bits = (1 << backend) | (1 << DispatchKey.ADInplaceOrView) | (1 << AUTOGRAD_KEY_OF_BACKEND[backend])
     if backend in AUTOCAST_KEY_OF_BACKEND:
         bits |= 1 << AUTOCAST_KEY_OF_BACKEND[backend]
     return bits
 
 
-KS_CPU = keyset_bits_for_backend(DispatchKey.CPU)
+# Note [The Autograd key of a tensor that does not require grad]
+# In PyTorch every CPU tensor carries AutogradCPU, so every call runs the op's autograd kernel, which checks whether
+# an input requires grad and, for most ops, only redispatches when none does. ember's tensors carry their backend's
+# Autograd key only while they require grad (``requires_grad_``, ``set_history``; a tensor that may share its
+# autograd state with another, as ``as_subclass``'s alias, keeps it for good). A call's key set, the union of its
+# tensors' sets, then has an Autograd key exactly when an input requires grad, and a call without one goes straight
+# to the backend -- the autograd frame, its requires-grad checks and the second cache lookup were a fifth of a small
+# op's time. The autograd kernels that do more than redispatch when nothing requires grad (views keep their base,
+# in-place ops check their target) still run: for those operators the dispatcher resolves a key set that has
+# ADInplaceOrView but not the backend's Autograd key as if it had it (Note [Kernel resolution] in
+# ember/aten/dispatcher.py). A stale key on a tensor that no longer requires grad costs only that frame; the
+# missing key on one that does would lose its gradient, so every write of ``_rg = True`` sets the key.
+# The Autograd key of CPU / CUDA / Meta sits AUTOGRAD_SHIFT bits above the backend key.
+AUTOGRAD_SHIFT = DispatchKey.AutogradCPU - DispatchKey.CPU
+assert all(AUTOGRAD_KEY_OF_BACKEND[b] - b == AUTOGRAD_SHIFT for b in BACKEND_KEYS)
+
+
+def requiring_grad(ks: int) -> int:
+    """``ks`` with the Autograd key of its backend: the key set of a tensor that requires grad."""
+    return ks | (ks & BACKEND_MASK) << AUTOGRAD_SHIFT
+
+
+def not_requiring_grad(ks: int) -> int:
+    """``ks`` without the Autograd key of its backend (a quantized tensor, which cannot require grad, keeps
+    PyTorch's whole set: its backend key is not one of BACKEND_MASK)."""
+    return ks & ~((ks & BACKEND_MASK) << AUTOGRAD_SHIFT)
+
+
+KS_CPU = not_requiring_grad(keyset_bits_for_backend(DispatchKey.CPU))
 # a quantized CPU tensor: QuantizedCPU instead of CPU, the CPU's autograd and autocast keys (PyTorch's set)
-KS_QUANTIZED_CPU = KS_CPU & ~(1 << DispatchKey.CPU) | 1 << DispatchKey.QuantizedCPU
-KS_CUDA = keyset_bits_for_backend(DispatchKey.CUDA)
-KS_META = keyset_bits_for_backend(DispatchKey.Meta)
+KS_QUANTIZED_CPU = keyset_bits_for_backend(DispatchKey.CPU) & ~(1 << DispatchKey.CPU) | 1 << DispatchKey.QuantizedCPU
+KS_CUDA = not_requiring_grad(keyset_bits_for_backend(DispatchKey.CUDA))
+KS_META = not_requiring_grad(keyset_bits_for_backend(DispatchKey.Meta))
 KS_OF_DEVICE_TYPE = {"cpu": KS_CPU, "cuda": KS_CUDA, "meta": KS_META}

@@ -27,12 +27,13 @@ _QUANTIZED_CPU_BIT = int(DispatchKey.QuantizedCPU)
 
 
 class VersionCounter:
-    """Counts in-place writes; shared by a tensor and all its views (``Tensor._version``)."""
+    """Counts in-place writes; shared by a tensor and all its views (``Tensor._version``).
 
-    __slots__ = ("version",)
+    Every result tensor makes one, so it has no ``__init__``: a fresh counter reads the class's 0 and the first write
+    (``vc.version += 1``) gives the instance its own value (a Python ``__init__`` frame was a quarter of a result
+    tensor's cost)."""
 
-    def __init__(self, version: int = 0) -> None:
-        self.version = version
+    version = 0
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:

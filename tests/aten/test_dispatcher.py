@@ -4,7 +4,7 @@ import pytest
 import ember
 from ember.aten.dispatcher import (Dispatcher, ExcludeDispatchKeyGuard, IncludeDispatchKeyGuard, OperatorHandle,
                                    keys_below, tls)
-from ember.c10.dispatch_key import KS_CPU, DispatchKey
+from ember.c10.dispatch_key import KS_CPU, DispatchKey, requiring_grad
 
 
 def make_op():
@@ -26,14 +26,32 @@ def make_op():
 def test_fallthrough_and_the_boxed_autograd_fallback():
     h, calls, autograd = make_op()
     # ADInplaceOrView falls through for every op; the Autograd key has a boxed fallback until a kernel exists
-    assert h.dispatch_trace(KS_CPU) == ["AutogradCPU: autograd_not_implemented[test_op]"]
+    assert h.dispatch_trace(requiring_grad(KS_CPU)) == ["AutogradCPU: autograd_not_implemented[test_op]"]
     only = (1 << DispatchKey.ADInplaceOrView) | (1 << DispatchKey.CPU)
     assert h.dispatch_trace(only) == ["ADInplaceOrView: fallthrough", "CPU: make_op.<locals>.cpu"]
-    assert h.call(KS_CPU, 1) == 1 and calls == ["CPU"]
+    assert h.call(requiring_grad(KS_CPU), 1) == 1 and calls == ["CPU"]
+    # the fallback only redispatches when no input requires grad: tensors that don't skip it (Note [Kernel resolution])
+    assert h.dispatch_trace(KS_CPU) == ["ADInplaceOrView: fallthrough", "CPU: make_op.<locals>.cpu"]
     h.register(DispatchKey.AutogradCPU, autograd)  # registration clears the cache
+    calls.clear()
+    h.call(requiring_grad(KS_CPU), 1)
+    assert calls == ["AutogradCPU", "CPU"]
+    # a kernel not marked only_for_grad runs for tensors that do not require grad too, as in PyTorch
     calls.clear()
     h.call(KS_CPU, 1)
     assert calls == ["AutogradCPU", "CPU"]
+    assert h.dispatch_trace(KS_CPU)[0].startswith("AutogradCPU: ")
+    # ... not below ADInplaceOrView (an autograd kernel's own redispatch), nor where a thread excludes it
+    calls.clear()
+    h.call(1 << DispatchKey.CPU, 1)
+    with ExcludeDispatchKeyGuard(DispatchKey.AutogradCPU):
+        h.call(KS_CPU, 1)
+    assert calls == ["CPU", "CPU"]
+    autograd.only_for_grad = True
+    h.register(DispatchKey.AutogradCPU, autograd)
+    calls.clear()
+    h.call(KS_CPU, 1)
+    assert calls == ["CPU"]
 
 
 def test_thread_local_exclude_and_include():
@@ -87,12 +105,18 @@ def test_a_call_goes_through_the_dispatcher():
     orig = h.kernels[DispatchKey.CPU]
     h.register(DispatchKey.CPU, lambda ks, a, b: (seen.append(ks), orig(ks, a, b))[1])
     try:
-        r = ember.ones(2) * ember.ones(2)
+        r = ember.ones(2, requires_grad=True) * ember.ones(2)
+        r2 = ember.ones(2) * ember.ones(2)
     finally:
         h.register(DispatchKey.CPU, orig)
-    # the Autograd kernel ran first and redispatched below itself: the CPU kernel sees only the CPU key
-    assert seen == [1 << DispatchKey.CPU] and r.tolist() == [1.0, 1.0]
-    assert h.dispatch_trace(KS_CPU)[0] == "AutogradCPU: _ag_mul_Tensor"
+    # the Autograd kernel ran first and redispatched below itself: the CPU kernel sees only the CPU key; without an
+    # input that requires grad, the call went straight to the CPU kernel (ADInplaceOrView fell through)
+    assert seen == [1 << DispatchKey.CPU, 1 << DispatchKey.CPU | 1 << DispatchKey.ADInplaceOrView]
+    assert r.tolist() == r2.tolist() == [1.0, 1.0] and r.grad_fn.name() == "MulBackward0" and r2.grad_fn is None
+    assert h.dispatch_trace(requiring_grad(KS_CPU))[0] == "AutogradCPU: _ag_mul_Tensor"
+    assert h.dispatch_trace(KS_CPU)[0] == "ADInplaceOrView: fallthrough"
+    # a view op's autograd kernel runs either way: it keeps the view's base
+    assert Dispatcher.find("aten::view").dispatch_trace(KS_CPU)[0] == "AutogradCPU: _ag_view_default"
 
 
 def test_one_wrapper_per_op_serves_cpu_and_cuda():

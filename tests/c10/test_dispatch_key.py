@@ -1,5 +1,6 @@
 import ember
-from ember.c10.dispatch_key import KS_CPU, DispatchKey, DispatchKeySet
+from ember.c10.dispatch_key import (AUTOGRAD_MASK, KS_CPU, KS_META, DispatchKey, DispatchKeySet,
+                                   keyset_bits_for_backend, not_requiring_grad, requiring_grad)
 
 
 def test_priority_order_follows_pytorch():
@@ -19,10 +20,22 @@ def test_keyset_is_a_bitset():
 
 
 def test_tensors_carry_backend_and_autograd_keys():
-    x = ember.zeros(1)
-    ks = DispatchKeySet(x._ks)
-    assert x._ks == KS_CPU
     # PyTorch's set (torch._C._dispatch_keys): autocast's key too, excluded on every thread until autocast is on
-    assert {DispatchKey.CPU, DispatchKey.ADInplaceOrView, DispatchKey.AutogradCPU, DispatchKey.AutocastCPU} == set(ks)
-    meta = DispatchKeySet(ember.zeros(1, device="meta")._ks)
+    pytorchs = {DispatchKey.CPU, DispatchKey.ADInplaceOrView, DispatchKey.AutogradCPU, DispatchKey.AutocastCPU}
+    assert set(DispatchKeySet(keyset_bits_for_backend(DispatchKey.CPU))) == pytorchs
+    # Note [The Autograd key of a tensor that does not require grad]: the Autograd key only while it requires grad
+    x = ember.zeros(1)
+    assert x._ks == KS_CPU and set(DispatchKeySet(x._ks)) == pytorchs - {DispatchKey.AutogradCPU}
+    assert set(DispatchKeySet(x.requires_grad_()._ks)) == pytorchs
+    y = x * 2                                   # recorded: it requires grad, so it has the key
+    assert set(DispatchKeySet(y._ks)) == pytorchs
+    no_autograd = pytorchs - {DispatchKey.AutogradCPU}
+    assert set(DispatchKeySet(y.detach()._ks)) == set(DispatchKeySet(y.data._ks)) == no_autograd
+    with ember.no_grad():
+        assert not (x * 2)._ks & AUTOGRAD_MASK and not x[:1]._ks & AUTOGRAD_MASK
+    meta = DispatchKeySet(ember.zeros(1, device="meta", requires_grad=True)._ks)
     assert meta.has(DispatchKey.AutogradMeta) and not meta.has(DispatchKey.AutocastCPU)
+    assert requiring_grad(KS_META) == keyset_bits_for_backend(DispatchKey.Meta)
+    assert not_requiring_grad(requiring_grad(KS_CPU)) == KS_CPU
+    # a quantized tensor cannot require grad and keeps PyTorch's whole set
+    assert ember.quantize_per_tensor(ember.ones(2), 0.1, 0, ember.quint8)._ks & AUTOGRAD_MASK

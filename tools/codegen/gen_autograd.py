@@ -478,6 +478,7 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
         names_used[base] = k + 1
         numbered[full] = f"{base}{k}"
     regs = []
+    always: set[str] = set()   # kernels that do more than redispatch when no input requires grad
     fallthrough: list[FunctionSchema] = []
     plans: dict[str, Plan] = {}
     for nf in nfs:
@@ -507,6 +508,8 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
         out.append(code)
         out.append("")
         regs.append((s, fname))
+        if s.is_inplace or s.is_view:
+            always.add(fname)
     # Note [Overloads PyTorch's bindings hide] (ember/_ops.py): where PyTorch's binding wraps a number and calls the
     # Tensor overload, ember calls the Scalar one, whose node is the Tensor overload's with the number wrapped
     wrapped: dict[str, tuple[FunctionSchema, Plan, tuple[str, ...]]] = {}
@@ -538,11 +541,17 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
         out.append(code)
         out.append("")
         regs.append((s, fname))
-    # one registration under the Autograd alias key serves AutogradCPU / CUDA / Meta (Note [Kernel resolution])
-    out.append("_KERNELS = (")
-    for s, fname in regs:
-        out.append(f"    (aten._op_{s.name}{'_' + s.overload_name if s.overload_name else ''}, {fname}),")
-    out.append(")")
+        always.add(fname)
+    # one registration under the Autograd alias key serves AutogradCPU / CUDA / Meta (Note [Kernel resolution]);
+    # the kernels of the first table only redispatch when no input requires grad (Note [The Autograd key of a
+    # tensor that does not require grad] in ember/c10/dispatch_key.py), those of the second also keep a view's base
+    # or check an in-place target
+    for table, only_for_grad in (("_KERNELS", True), ("_VIEW_AND_INPLACE_KERNELS", False)):
+        out.append(f"{table} = (")
+        for s, fname in regs:
+            if (fname not in always) == only_for_grad:
+                out.append(f"    (aten._op_{s.name}{'_' + s.overload_name if s.overload_name else ''}, {fname}),")
+        out.append(")")
     out.append("# ops without a differentiable output: their Autograd keys fall through (Note [Kernel resolution])")
     out.append("_FALLTHROUGH_OPS = (")
     handles = [f"aten._op_{s.name}{'_' + s.overload_name if s.overload_name else ''}," for s in fallthrough]
@@ -558,6 +567,9 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
             "def register():",
             '    """Register the Autograd kernels (Note [Initialization] in ember/_initialize.py)."""',
             "    for _h, _k in _KERNELS:",
+            "        _k.only_for_grad = True",
+            "        _h.register(DispatchKey.Autograd, _k)",
+            "    for _h, _k in _VIEW_AND_INPLACE_KERNELS:",
             "        _h.register(DispatchKey.Autograd, _k)",
             "    for _h in _FALLTHROUGH_OPS:",
             "        _h.register(DispatchKey.Autograd, _FALLTHROUGH)"]

@@ -17,7 +17,7 @@ __all__ = ["real", "imag", "isreal", "conj", "conj_view", "resolve_conj", "neg_v
 
 def _flipped(self: Any, bit: int) -> Any:
     out = view_of(self._data.view(), self)
-    out._ks = self._ks ^ bit
+    out._ks ^= bit
     return out
 
 

@@ -123,6 +123,8 @@ def wrap_dim(d: int, ndim: int) -> int:
 
 
 def wrap_dims(dims: Any, ndim: int) -> tuple[int, ...]:
+    if len(dims) == 1:      # the common case, without a generator and a set
+        return (wrap_dim(dims[0], ndim),)
     out = tuple(wrap_dim(d, ndim) for d in dims)
     if len(set(out)) != len(out):
         for i, d in enumerate(out):

@@ -18,7 +18,9 @@ from ember.aten.kernels._common import (asdtype, compute_dtype, elementwise, flo
                                         result_np_dtype, type_name)
 
 _NUM = (bool, int, float, complex)
+_INT_FLOAT = (int, float)
 _F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
 _REAL = (np.float32, np.float64)
 _ND = np.ndarray
 _SPLIT = compiled.SPLIT_MIN      # (a module global: read on every float32 add)
@@ -92,8 +94,20 @@ def _arith(xp: Any, ufunc: Any, a: Array, b: Array, npdt: Any) -> Any:
     return ufunc(a, b, dtype=npdt, casting="unsafe")
 
 
+def _one_float_dtype(a: Any, b: Any) -> bool:
+    """a an array of float32 / float64 below the threaded loops' size, b an array of its dtype or a Python int /
+    float: the common case, whose result type (PyTorch's, and NumPy's for a Python number too) is a's, so the ufunc
+    needs no ``dtype=`` / ``casting=`` (type promotion, the checks of the other dtypes and those keywords cost add /
+    sub / mul of small tensors as much as the ufunc)."""
+    dt = getattr(a, "dtype", None)
+    return (dt is _F32 or dt is _F64) and (getattr(b, "dtype", None) is dt or type(b) in _INT_FLOAT) and \
+        (dt is _F64 or a.size < _SPLIT > getattr(b, "size", 0))
+
+
 @elementwise
 def add(xp: Any, self: Array, other: Array, alpha: Any = 1) -> Any:
+    if _one_float_dtype(self, other) and type(alpha) is int and alpha == 1:
+        return xp.add(self, other)
     npdt = result_np_dtype(self, other)
     if alpha != 1 or type(alpha) is not int:
         _check_alpha(npdt, alpha)
@@ -106,6 +120,8 @@ def add(xp: Any, self: Array, other: Array, alpha: Any = 1) -> Any:
 
 @elementwise
 def sub(xp: Any, self: Array, other: Array, alpha: Any = 1) -> Any:
+    if _one_float_dtype(self, other) and type(alpha) is int and alpha == 1:
+        return xp.subtract(self, other)
     npdt = result_np_dtype(self, other)
     if npdt.kind == "b" or (getattr(self, "dtype", None) == np.bool_ and getattr(other, "dtype", None) == np.bool_):
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
@@ -124,6 +140,8 @@ def rsub(xp: Any, self: Array, other: Array, alpha: Any = 1) -> Any:
 
 @elementwise
 def mul(xp: Any, self: Array, other: Array) -> Any:
+    if _one_float_dtype(self, other):
+        return xp.multiply(self, other)
     npdt = result_np_dtype(self, other)
     if npdt.kind == "b":
         return xp.logical_and(self, other)

@@ -64,9 +64,9 @@ def sum(xp: Any, self: Array, dim: Any = None, keepdim: Any = False, dtype: Any 
     # add.reduce: np.sum's Python-level wrapper costs a microsecond a call
     r = xp.add.reduce(self, axis=None if dim is None or dim == () else _axis(_dims(dim, self.ndim)),
                       dtype=cdt, keepdims=keepdim)
-    if r.__class__ is not np.ndarray or r.dtype != out_dt:
-        r = xp.asarray(r).astype(out_dt, copy=False)
-    return r
+    if r.__class__ is not np.ndarray:   # a NumPy scalar: the sum of everything
+        r = xp.asarray(r)
+    return r if r.dtype is out_dt else r.astype(out_dt, copy=False)
 
 
 def nansum(xp: Any, self: Array, dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Any:
