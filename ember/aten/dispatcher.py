@@ -76,6 +76,11 @@ for _k in AUTOGRAD_KEYS:
     _backend_fallbacks[_k] = FALLTHROUGH
 
 
+DEFAULT_KEYS = (0, ~AUTOCAST_MASK)   # a thread's (included, ~excluded) keys until it sets others
+_DEFAULT_KEEP = DEFAULT_KEYS[1]
+keys_set = False                    # Note [Thread-local keys nobody set]
+
+
 class _LocalDispatchKeySet(threading.local):
     """Thread-local included / excluded key bits (``c10/core/impl/LocalDispatchKeySet.h``), kept as one pair
     ``keys = (included, ~excluded)`` so that a call reads the thread-local state once.
@@ -83,11 +88,28 @@ class _LocalDispatchKeySet(threading.local):
     Note [Autocast keys]
     Every CPU / CUDA tensor carries its backend's Autocast key, and every thread starts with those keys
     *excluded*, as in PyTorch: autocast is "on" for a device exactly while its key is not excluded
-    (``ember.amp``'s ``set_autocast_enabled`` flips the bit), so a program that never autocasts pays nothing."""
+    (``ember.amp``'s ``set_autocast_enabled`` flips the bit), so a program that never autocasts pays nothing.
+
+    Note [Thread-local keys nobody set]
+    Reading a ``threading.local`` attribute costs a small op's call a few percent. Until some thread sets keys other
+    than the default (autocast, a dispatch mode, a key guard), ``OperatorHandle.call`` applies the default without
+    reading them: the setter notes in ``keys_set`` that some thread did, before the keys change (a thread's own keys
+    differ from the default only after it set them itself, so the flag is up by then)."""
 
     def __init__(self) -> None:
-        self.keys = (0, ~AUTOCAST_MASK)
+        self._keys = DEFAULT_KEYS
         self.in_formula = False   # Note [Overloads PyTorch's bindings hide] in ember/_ops.py
+
+    @property
+    def keys(self) -> tuple[int, int]:
+        return self._keys
+
+    @keys.setter
+    def keys(self, value: tuple[int, int]) -> None:
+        global keys_set
+        if value != DEFAULT_KEYS:
+            keys_set = True
+        self._keys = value
 
 
     @property
@@ -225,8 +247,11 @@ class OperatorHandle:
 
     def call(self, ks: int, *args: Any) -> Any:
         """Dispatch: apply thread-local keys, find the kernel of the highest key, run it."""
-        inc, keep = tls.keys
-        ks = (ks | inc) & keep
+        if keys_set:
+            inc, keep = tls.keys
+            ks = (ks | inc) & keep
+        else:                       # Note [Thread-local keys nobody set]
+            ks &= _DEFAULT_KEEP
         k = self._cache.get(ks)
         if k is None:
             k = self.resolve(ks)

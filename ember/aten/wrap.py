@@ -21,6 +21,7 @@ import numpy as np
 from ember._generated import aten
 from ember.c10.device import CPU
 from ember.c10.dispatch_key import AUTOGRAD_SHIFT, BACKEND_MASK, KS_CPU
+from ember.c10 import grad_mode as _grad_mode
 from ember.c10.grad_mode import state as _grad_state
 from ember.c10.dtype import can_cast, from_numpy_dtype, scalar_type_name
 from ember.c10.tensor_impl import TensorImpl, VersionCounter
@@ -50,7 +51,7 @@ def new_tensor(arr: Any, ks: int, device: Any) -> Any:
     t._ks = ks
     t._vc = VersionCounter()
     t._device = device
-    if _grad_state.inference:
+    if _grad_mode.inference_used and _grad_state.inference:
         t._inference = True
     return t
 

@@ -21,6 +21,8 @@ from ember.aten.kernels import compiled, loops, reduction
 from ember.aten.kernels._common import compute_dtype, meta_kernel, meta_shape, type_name, wrap_dim
 from ember.aten.kernels.views import check_expand
 
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+
 
 def _mm_dtype_check(a: Array, b: Array, names: Any = ('mat1', 'mat2')) -> Any:
     if a.dtype != b.dtype:
@@ -99,6 +101,9 @@ def _mm_check(self: Array, mat2: Array, **_k: Any) -> Any:
 @meta_shape(_mm_check)
 def mm(xp: Any, self: Array, mat2: Array) -> Any:
     _mm_check(self, mat2)
+    dt = self.dtype
+    if dt is _F32 or dt is _F64:    # computed in its own dtype: no compute dtype, no cast back
+        return stacked_matmul(xp, self, mat2)
     return _matmul(xp, self, mat2)
 
 

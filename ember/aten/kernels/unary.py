@@ -135,7 +135,7 @@ def relu(xp: Any, self: Array) -> Any:
         raise RuntimeError('"clamp_min_scalar_cpu" not implemented for \'Bool\'')
     r = compiled.clamped(xp, self, 0, None) if self.size >= compiled.SELECT_MIN else None
     # x kept where it equals 0, as PyTorch keeps it (relu(-0.0) is -0.0)
-    return r if r is not None else compiled.where(xp, self < 0, self.dtype.type(0), self)
+    return r if r is not None else compiled.where(xp, self < 0, xp.zeros((), self.dtype), self)
 
 
 @elementwise
