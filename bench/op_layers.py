@@ -35,7 +35,7 @@ def main(argv=None):
         ("NumPy ufunc np.add", lambda: np.add(an, bn)),
         ("+ array kernel K.add (type promotion)", lambda: K.add(np, an, bn)),
         ("+ backend wrapper (result tensor)", lambda: wrapper(ks, a, b, 1)),
-        ("+ dispatcher and autograd key", lambda: op.call(ks, a, b, 1)),
+        ("+ dispatcher (no autograd kernel: no input requires grad)", lambda: op.call(ks, a, b, 1)),
         ("+ internal op API aten.add_Tensor", lambda: aten.add_Tensor(a, b)),
         ("+ Tensor operator a + b", lambda: a + b),
         ("binding ember.add(a, b)", lambda: ember.add(a, b)),
@@ -46,7 +46,7 @@ def main(argv=None):
     print(f"  dispatch: {' -> '.join(op.dispatch_trace(ks))}")
     for name, fn in layers:
         t = min(timeit.repeat(fn, number=number, repeat=repeat)) / number
-        print(f"{name:<40} {t * 1e6:6.2f} us")
+        print(f"{name:<58} {t * 1e6:6.2f} us")
 
 
 if __name__ == "__main__":
