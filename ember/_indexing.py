@@ -47,6 +47,24 @@ def _split(t: Tensor, index):
     else:
         if len(index) <= t._data.ndim:
             return index, None
+    ellipsis, nones = -1, 0
+    for j, i in enumerate(index):  # the next fastest: with None and one ellipsis too
+        ti = type(i)
+        if ti is int or (ti is slice and (i.step is None or (type(i.step) is int and i.step > 0))):
+            continue
+        if i is None:
+            nones += 1
+        elif i is Ellipsis and ellipsis < 0:
+            ellipsis = j
+        else:
+            break
+    else:
+        ndim = t._data.ndim
+        consumed = len(index) - nones - (ellipsis >= 0)
+        if consumed <= ndim:
+            if ellipsis < 0:
+                return index, None
+            return index[:ellipsis] + (slice(None),) * (ndim - consumed) + index[ellipsis + 1:], None
     items = []
     for i in index:
         if isinstance(i, Tensor) or i is None or isinstance(i, (slice, _ELLIPSIS, bool, np.bool_)) or _is_int(i):

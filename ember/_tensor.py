@@ -708,19 +708,20 @@ class Tensor(TensorImpl, _TensorMethods):
 
     @property
     def T(self) -> Tensor:
-        if self.dim() not in (0, 2):
+        n = self._data.ndim
+        if n != 2 and n != 0:
             import warnings
             warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
                           "deprecated and it will throw an error in a future release. Consider `x.mT` to "
                           "transpose batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to "
                           "reverse the dimensions of a tensor.", UserWarning, stacklevel=2)
-        return self.permute(tuple(range(self.dim() - 1, -1, -1)))
+        return aten.permute(self, (1, 0) if n == 2 else tuple(range(n - 1, -1, -1)))
 
     @property
     def mT(self) -> Tensor:
-        if self.dim() < 2:
+        if self._data.ndim < 2:
             raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
-        return self.transpose(-2, -1)
+        return aten.transpose_int(self, -2, -1)
 
     @property
     def H(self) -> Tensor:

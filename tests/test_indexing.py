@@ -13,6 +13,9 @@ INDICES = [
     (slice(None, None, 2), slice(1, 3)), (slice(5, 10),), [0, 2], ([0, 2], [1, 3]), (slice(None), [1, 3]),
     (0, slice(None), [0, 4]), (0, [1, 2], slice(None)), ([[0], [2]], [1, 3]), "mask", "mask2d", (1, "mask1d"),
     (Ellipsis, None), (True,), (slice(None), [-1]), ([0, 0, 1],), (slice(1, 2), [0, 3], [1, 1]),
+    (Ellipsis, 1, None), (None, Ellipsis), (None, None, 0), (Ellipsis, slice(1, None)),
+    (1, Ellipsis, None, slice(2, 4)), (None, 1, None, Ellipsis, 2), (Ellipsis, 0, 1, 2), (0, 1, 2, Ellipsis),
+    (Ellipsis,), (None,),
 ]
 
 
@@ -36,6 +39,16 @@ def test_getitem_matches_pytorch(idx):
     t = torch.tensor(A)[materialize(idx, torch)]
     assert tuple(e.shape) == tuple(t.shape)
     np.testing.assert_array_equal(e.numpy(), t.numpy())
+    assert e._is_view() == t._is_view() and (not t._is_view() or e.stride() == t.stride())
+
+
+@pytest.mark.parametrize("idx", [(Ellipsis, 0, 0, 0, 0), (0, 0, 0, 0)])
+def test_bad_basic_indices_match_pytorch(idx):
+    with pytest.raises(IndexError) as te:
+        torch.zeros(3, 4, 5)[idx]
+    with pytest.raises(IndexError) as ee:
+        ember.zeros(3, 4, 5)[idx]
+    assert str(ee.value) == str(te.value)
 
 
 @pytest.mark.parametrize("idx", INDICES, ids=[str(i) for i in INDICES])

@@ -215,6 +215,9 @@ def test_transpose_properties():
     (lambda L: L.ones(2, dtype=L.int64).mean(), RuntimeError, "mean\\(\\): could not infer output dtype"),
     (lambda L: L.ones(2).item(), RuntimeError, "a Tensor with 2 elements cannot be converted to Scalar"),
     (lambda L: L.zeros(3).view(-1, -1), RuntimeError, "only one dimension can be inferred"),
+    (lambda L: L.zeros(12).view(3, -2, -1), RuntimeError,
+     r"invalid shape dimension -2 at index 1 of shape \[3, -2, -1\]"),
+    (lambda L: L.zeros(12).reshape(0, -1), RuntimeError, r"shape '\[0, -1\]' is invalid for input of size 12"),
     (lambda L: L.ones(2, 3).narrow(0, 1, 5), RuntimeError, r"start \(1\) \+ length \(5\) exceeds dimension size \(2\)"),
     (lambda L: L.ones(2).to("meta") + L.ones(2), RuntimeError, "Tensor on device cpu is not on the expected device "
                                                                "meta!"),
@@ -286,3 +289,29 @@ def test_detach_and_complex_view_copies_match_pytorch():
     out = ember.empty(0, dtype=ember.complex128)
     ember.view_as_complex_copy(src, out=out)
     assert tuple(out.shape) == (3, 2)
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "prod", "amax", "amin", "nansum", "logsumexp", "max", "argmax", "all",
+                                  "median"])
+def test_reductions_of_a_0d_tensor_over_dim_0(name):
+    # a 0-d tensor's dim 0 / -1 is all of it (ember raised NumPy's AxisError for sum, mean, prod, ... before)
+    got = []
+    for L in (ember, torch):
+        x = L.tensor(5.0)
+        r, rk = getattr(x, name)(0), getattr(x, name)(-1, keepdim=True)
+        r, rk = (r[0], rk[0]) if isinstance(r, tuple) else (r, rk)
+        got.append((float(r), tuple(rk.shape)))
+        with pytest.raises(IndexError, match=r"expected to be in range of \[-1, 0\], but got 1"):
+            getattr(x, name)(1)
+    assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("make", [lambda L: L.zeros(3, 4), lambda L: L.zeros(4, 6)[:, ::2], lambda L: L.zeros(4, 6).t(),
+                                  lambda L: L.zeros(3, 4, 5)[None].select(1, 1), lambda L: L.zeros(2, 1, 3)[:, :, 1:],
+                                  lambda L: L.zeros(()), lambda L: L.zeros(5)[::2]])
+def test_unsqueeze_strides_are_pytorchs(make):
+    # the new dim's stride is the next dim's extent (1 at the end) and the others are kept, also where NumPy's
+    # reshape would pick its own for size-1 dims
+    for d in range(make(torch).dim() + 1):
+        e, t = make(ember).unsqueeze(d), make(torch).unsqueeze(d)
+        assert (tuple(e.shape), e.stride(), e._base is not None) == (tuple(t.shape), t.stride(), t._base is not None)

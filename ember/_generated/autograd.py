@@ -12847,8 +12847,9 @@ _KERNELS = (
     (aten._op_mul_Scalar, _ag_mul_Scalar),
     (aten._op_div_Scalar, _ag_div_Scalar),
     (aten._op_div_Scalar_mode, _ag_div_Scalar_mode),
+    (aten._op_detach, _ag_detach_default),
 )
-_VIEW_AND_INPLACE_KERNELS = (
+_VIEW_KERNELS = (
     (aten._op__conj, _ag__conj_default),
     (aten._op__neg_view, _ag__neg_view_default),
     (aten._op_view, _ag_view_default),
@@ -12864,12 +12865,6 @@ _VIEW_AND_INPLACE_KERNELS = (
     (aten._op_squeeze_dim, _ag_squeeze_dim),
     (aten._op_squeeze_dims, _ag_squeeze_dims),
     (aten._op_unsqueeze, _ag_unsqueeze_default),
-    (aten._op_squeeze_, _ag_squeeze__default),
-    (aten._op_squeeze__dim, _ag_squeeze__dim),
-    (aten._op_squeeze__dims, _ag_squeeze__dims),
-    (aten._op_unsqueeze_, _ag_unsqueeze__default),
-    (aten._op_t_, _ag_t__default),
-    (aten._op_transpose_, _ag_transpose__default),
     (aten._op_select_int, _ag_select_int),
     (aten._op_slice_Tensor, _ag_slice_Tensor),
     (aten._op_unbind_int, _ag_unbind_int),
@@ -12877,13 +12872,21 @@ _VIEW_AND_INPLACE_KERNELS = (
     (aten._op_split_with_sizes, _ag_split_with_sizes_default),
     (aten._op_unfold, _ag_unfold_default),
     (aten._op_diagonal, _ag_diagonal_default),
+    (aten._op_view_as_real, _ag_view_as_real_default),
+    (aten._op_view_as_complex, _ag_view_as_complex_default),
+)
+_INPLACE_KERNELS = (
+    (aten._op_squeeze_, _ag_squeeze__default),
+    (aten._op_squeeze__dim, _ag_squeeze__dim),
+    (aten._op_squeeze__dims, _ag_squeeze__dims),
+    (aten._op_unsqueeze_, _ag_unsqueeze__default),
+    (aten._op_t_, _ag_t__default),
+    (aten._op_transpose_, _ag_transpose__default),
     (aten._op_copy_, _ag_copy__default),
     (aten._op_fill__Scalar, _ag_fill__Scalar),
     (aten._op_fill__Tensor, _ag_fill__Tensor),
     (aten._op_zero_, _ag_zero__default),
     (aten._op_embedding_renorm_, _ag_embedding_renorm__default),
-    (aten._op_view_as_real, _ag_view_as_real_default),
-    (aten._op_view_as_complex, _ag_view_as_complex_default),
     (aten._op_abs_, _ag_abs__default),
     (aten._op_neg_, _ag_neg__default),
     (aten._op_sign_, _ag_sign__default),
@@ -12964,7 +12967,6 @@ _VIEW_AND_INPLACE_KERNELS = (
     (aten._op_addcdiv_, _ag_addcdiv__default),
     (aten._op_cumsum_, _ag_cumsum__default),
     (aten._op_cumprod_, _ag_cumprod__default),
-    (aten._op_detach, _ag_detach_default),
     (aten._op_bernoulli__float, _ag_bernoulli__float),
     (aten._op_masked_fill__Scalar, _ag_masked_fill__Scalar),
     (aten._op_masked_fill__Tensor, _ag_masked_fill__Tensor),
@@ -13036,7 +13038,10 @@ def register():
     for _h, _k in _KERNELS:
         _k.only_for_grad = True
         _h.register(DispatchKey.Autograd, _k)
-    for _h, _k in _VIEW_AND_INPLACE_KERNELS:
+    for _h, _k in _VIEW_KERNELS:
+        _k.only_keeps_base = True
+        _h.register(DispatchKey.Autograd, _k)
+    for _h, _k in _INPLACE_KERNELS:
         _h.register(DispatchKey.Autograd, _k)
     for _h in _FALLTHROUGH_OPS:
         _h.register(DispatchKey.Autograd, _FALLTHROUGH)

@@ -13,7 +13,8 @@ from ember.aten import composite as C
 from ember.aten import quantized as Q
 from ember._generated import aten as _A
 from ember.aten.backends import BACKEND, ON_CUDA, register_kernels
-from ember.aten.wrap import new_tensor as _new, view_of as _view, write_inplace as _write_inplace
+from ember.aten.wrap import new_tensor as _new, view_of as _view, view_keeping_base as _view_base
+from ember.aten.wrap import write_inplace as _write_inplace
 from ember.aten.wrap import write_out as _write_out, check_writable as _check_writable
 from ember.aten.wrap import value_error as _value_error
 from ember import return_types as _rt
@@ -556,30 +557,43 @@ def _w58(_k, _name, _rt):
     def run(ks, a0, a1):
         be = BACKEND[ks & ON_CUDA]
         try:
-            return _view(_k(be.xp, a0._data, a1), a0)
+            return _view_base(_k(be.xp, a0._data, a1), a0)
         except ValueError as _e:
             _value_error(_e, _k, a0)
+    run.keeps_base = True
     return run
 # _reshape_alias(Tensor(a) self, SymInt[] size, SymInt[] stride) -> Tensor(a)
 def _w59(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         try:
-            return _view(_k(be.xp, a0._data, a1, a2), a0)
+            return _view_base(_k(be.xp, a0._data, a1, a2), a0)
         except ValueError as _e:
             _value_error(_e, _k, a0)
+    run.keeps_base = True
     return run
 # as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)
 def _w60(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
-            return _view(_k(be.xp, a0._data, a1, a2, a3), a0)
+            return _view_base(_k(be.xp, a0._data, a1, a2, a3), a0)
         except ValueError as _e:
             _value_error(_e, _k, a0)
+    run.keeps_base = True
     return run
 # alias(Tensor(a) self) -> Tensor(a)
 def _w61(_k, _name, _rt):
+    def run(ks, a0):
+        be = BACKEND[ks & ON_CUDA]
+        try:
+            return _view_base(_k(be.xp, a0._data), a0)
+        except ValueError as _e:
+            _value_error(_e, _k, a0)
+    run.keeps_base = True
+    return run
+# detach(Tensor(a) self) -> Tensor(a)
+def _w62(_k, _name, _rt):
     def run(ks, a0):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -588,61 +602,65 @@ def _w61(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)
-def _w62(_k, _name, _rt):
+def _w63(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         try:
-            return _view(_k(be.xp, a0._data, a1, implicit=a2), a0)
+            return _view_base(_k(be.xp, a0._data, a1, implicit=a2), a0)
         except ValueError as _e:
             _value_error(_e, _k, a0)
+    run.keeps_base = True
     return run
 # slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)
-def _w63(_k, _name, _rt):
+def _w64(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
-            return _view(_k(be.xp, a0._data, a1, a2, a3, a4), a0)
+            return _view_base(_k(be.xp, a0._data, a1, a2, a3, a4), a0)
         except ValueError as _e:
             _value_error(_e, _k, a0)
+    run.keeps_base = True
     return run
 # unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]
-def _w64(_k, _name, _rt):
+def _w65(_k, _name, _rt):
     def run(ks, a0, a1):
         be = BACKEND[ks & ON_CUDA]
         try:
-            return [_view(_r, a0) for _r in _k(be.xp, a0._data, a1)]
+            return [_view_base(_r, a0) for _r in _k(be.xp, a0._data, a1)]
         except ValueError as _e:
             _value_error(_e, _k, a0)
+    run.keeps_base = True
     return run
 # split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]
-def _w65(_k, _name, _rt):
+def _w66(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         try:
-            return [_view(_r, a0) for _r in _k(be.xp, a0._data, a1, a2)]
+            return [_view_base(_r, a0) for _r in _k(be.xp, a0._data, a1, a2)]
         except ValueError as _e:
             _value_error(_e, _k, a0)
+    run.keeps_base = True
     return run
 # empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor
-def _w66(_k, _name, _rt):
+def _w67(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         return _new(_k(be.xp, a0, dtype=a1, layout=a2, device=a3, pin_memory=a4, memory_format=a5), be.ks, be.device)
     return run
 # empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
-def _w67(_k, _name, _rt):
+def _w68(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         return _new(_k(be.xp, a0, a1, dtype=a2, layout=a3, device=a4, pin_memory=a5), be.ks, be.device)
     return run
 # zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
-def _w68(_k, _name, _rt):
+def _w69(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         return _new(_k(be.xp, a0, dtype=a1, layout=a2, device=a3, pin_memory=a4), be.ks, be.device)
     return run
 # zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)
-def _w69(_k, _name, _rt):
+def _w70(_k, _name, _rt):
     def run(ks, a0, a1):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -651,31 +669,31 @@ def _w69(_k, _name, _rt):
             _value_error(_e, _k, a1)
     return run
 # arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
-def _w70(_k, _name, _rt):
+def _w71(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6):
         be = BACKEND[ks & ON_CUDA]
         return _new(_k(be.xp, a0, a1, a2, dtype=a3, layout=a4, device=a5, pin_memory=a6), be.ks, be.device)
     return run
 # logspace(Scalar start, Scalar end, int steps, float base=10.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
-def _w71(_k, _name, _rt):
+def _w72(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7):
         be = BACKEND[ks & ON_CUDA]
         return _new(_k(be.xp, a0, a1, a2, a3, dtype=a4, layout=a5, device=a6, pin_memory=a7), be.ks, be.device)
     return run
 # rand(SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
-def _w72(_k, _name, _rt):
+def _w73(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         return _new(_k(be.xp, a0, generator=a1, dtype=a2, layout=a3, device=a4, pin_memory=a5), be.ks, be.device)
     return run
 # randint.low(SymInt low, SymInt high, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
-def _w73(_k, _name, _rt):
+def _w74(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7):
         be = BACKEND[ks & ON_CUDA]
         return _new(_k(be.xp, a0, a1, a2, generator=a3, dtype=a4, layout=a5, device=a6, pin_memory=a7), be.ks, be.device)
     return run
 # uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)
-def _w74(_k, _name, _rt):
+def _w75(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         _check_writable(a0)
@@ -684,7 +702,7 @@ def _w74(_k, _name, _rt):
         return a0
     return run
 # exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)
-def _w75(_k, _name, _rt):
+def _w76(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         _check_writable(a0)
@@ -693,7 +711,7 @@ def _w75(_k, _name, _rt):
         return a0
     return run
 # normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor
-def _w76(_k, _name, _rt):
+def _w77(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -702,7 +720,7 @@ def _w76(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
-def _w77(_k, _name, _rt):
+def _w78(_k, _name, _rt):
     def run(ks, a0, a1):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -711,7 +729,7 @@ def _w77(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)
-def _w78(_k, _name, _rt):
+def _w79(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -720,7 +738,7 @@ def _w78(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor
-def _w79(_k, _name, _rt):
+def _w80(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -729,7 +747,7 @@ def _w79(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor
-def _w80(_k, _name, _rt):
+def _w81(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -738,7 +756,7 @@ def _w80(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor
-def _w81(_k, _name, _rt):
+def _w82(_k, _name, _rt):
     def run(ks, a0, a1):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -747,7 +765,7 @@ def _w81(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)
-def _w82(_k, _name, _rt):
+def _w83(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         _check_writable(a0)
@@ -756,7 +774,7 @@ def _w82(_k, _name, _rt):
         return a0
     return run
 # fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)
-def _w83(_k, _name, _rt):
+def _w84(_k, _name, _rt):
     def run(ks, a0, a1):
         be = BACKEND[ks & ON_CUDA]
         _check_writable(a0)
@@ -765,7 +783,7 @@ def _w83(_k, _name, _rt):
         return a0
     return run
 # fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)
-def _w84(_k, _name, _rt):
+def _w85(_k, _name, _rt):
     def run(ks, a0, a1):
         be = BACKEND[ks & ON_CUDA]
         _check_writable(a0)
@@ -774,7 +792,7 @@ def _w84(_k, _name, _rt):
         return a0
     return run
 # zero_(Tensor(a!) self) -> Tensor(a!)
-def _w85(_k, _name, _rt):
+def _w86(_k, _name, _rt):
     def run(ks, a0):
         be = BACKEND[ks & ON_CUDA]
         _check_writable(a0)
@@ -783,7 +801,7 @@ def _w85(_k, _name, _rt):
         return a0
     return run
 # index.Tensor(Tensor self, Tensor?[] indices) -> Tensor
-def _w86(_k, _name, _rt):
+def _w87(_k, _name, _rt):
     def run(ks, a0, a1):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -792,7 +810,7 @@ def _w86(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
-def _w87(_k, _name, _rt):
+def _w88(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -801,7 +819,7 @@ def _w87(_k, _name, _rt):
             _value_error(_e, _k, a0, a2)
     return run
 # index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)
-def _w88(_k, _name, _rt):
+def _w89(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -810,7 +828,7 @@ def _w88(_k, _name, _rt):
             _value_error(_e, _k, a0, a2)
     return run
 # index_select(Tensor self, int dim, Tensor index) -> Tensor
-def _w89(_k, _name, _rt):
+def _w90(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -819,7 +837,7 @@ def _w89(_k, _name, _rt):
             _value_error(_e, _k, a0, a2)
     return run
 # index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)
-def _w90(_k, _name, _rt):
+def _w91(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -828,7 +846,7 @@ def _w90(_k, _name, _rt):
             _value_error(_e, _k, a0, a2, a3)
     return run
 # gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
-def _w91(_k, _name, _rt):
+def _w92(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -837,7 +855,7 @@ def _w91(_k, _name, _rt):
             _value_error(_e, _k, a0, a2)
     return run
 # gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)
-def _w92(_k, _name, _rt):
+def _w93(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -846,7 +864,7 @@ def _w92(_k, _name, _rt):
             _value_error(_e, _k, a0, a2, a4)
     return run
 # scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
-def _w93(_k, _name, _rt):
+def _w94(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -855,7 +873,7 @@ def _w93(_k, _name, _rt):
             _value_error(_e, _k, a0, a2, a3)
     return run
 # scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
-def _w94(_k, _name, _rt):
+def _w95(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -864,7 +882,7 @@ def _w94(_k, _name, _rt):
             _value_error(_e, _k, a0, a2)
     return run
 # scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor
-def _w95(_k, _name, _rt):
+def _w96(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -873,7 +891,7 @@ def _w95(_k, _name, _rt):
             _value_error(_e, _k, a0, a2, a3)
     return run
 # scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)
-def _w96(_k, _name, _rt):
+def _w97(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -882,7 +900,7 @@ def _w96(_k, _name, _rt):
             _value_error(_e, _k, a0, a2, a3)
     return run
 # scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)
-def _w97(_k, _name, _rt):
+def _w98(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -891,7 +909,7 @@ def _w97(_k, _name, _rt):
             _value_error(_e, _k, a0, a2)
     return run
 # scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)
-def _w98(_k, _name, _rt):
+def _w99(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -900,7 +918,7 @@ def _w98(_k, _name, _rt):
             _value_error(_e, _k, a0, a2, a3)
     return run
 # scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor
-def _w99(_k, _name, _rt):
+def _w100(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -909,7 +927,7 @@ def _w99(_k, _name, _rt):
             _value_error(_e, _k, a0, a2, a3)
     return run
 # scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor(a!)
-def _w100(_k, _name, _rt):
+def _w101(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -918,7 +936,7 @@ def _w100(_k, _name, _rt):
             _value_error(_e, _k, a0, a2, a3)
     return run
 # index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
-def _w101(_k, _name, _rt):
+def _w102(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -927,7 +945,7 @@ def _w101(_k, _name, _rt):
             _value_error(_e, _k, a0, a2, a3)
     return run
 # index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)
-def _w102(_k, _name, _rt):
+def _w103(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -936,13 +954,13 @@ def _w102(_k, _name, _rt):
             _value_error(_e, _k, a0, a2, a3)
     return run
 # cat(Tensor[] tensors, int dim=0) -> Tensor
-def _w103(_k, _name, _rt):
+def _w104(_k, _name, _rt):
     def run(ks, a0, a1):
         be = BACKEND[ks & ON_CUDA]
         return _new(_k(be.xp, [_t._data for _t in a0], a1), be.ks, be.device)
     return run
 # cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)
-def _w104(_k, _name, _rt):
+def _w105(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -951,7 +969,7 @@ def _w104(_k, _name, _rt):
             _value_error(_e, _k, a2)
     return run
 # repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor
-def _w105(_k, _name, _rt):
+def _w106(_k, _name, _rt):
     def run(ks, a0, a1):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -960,7 +978,7 @@ def _w105(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor
-def _w106(_k, _name, _rt):
+def _w107(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -969,7 +987,7 @@ def _w106(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a5)
     return run
 # searchsorted.Scalar(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor
-def _w107(_k, _name, _rt):
+def _w108(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -978,7 +996,7 @@ def _w107(_k, _name, _rt):
             _value_error(_e, _k, a0, a5)
     return run
 # bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor
-def _w108(_k, _name, _rt):
+def _w109(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -987,7 +1005,7 @@ def _w108(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor
-def _w109(_k, _name, _rt):
+def _w110(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -996,7 +1014,7 @@ def _w109(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # isin.Tensor_Tensor_out(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False, Tensor(a!) out) -> Tensor(a!)
-def _w110(_k, _name, _rt):
+def _w111(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1005,7 +1023,7 @@ def _w110(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a4)
     return run
 # isin.Tensor_Scalar(Tensor elements, Scalar test_element, *, bool assume_unique=False, bool invert=False) -> Tensor
-def _w111(_k, _name, _rt):
+def _w112(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1014,7 +1032,7 @@ def _w111(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # isin.Scalar_Tensor(Scalar element, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor
-def _w112(_k, _name, _rt):
+def _w113(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1023,7 +1041,7 @@ def _w112(_k, _name, _rt):
             _value_error(_e, _k, a1)
     return run
 # addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
-def _w113(_k, _name, _rt):
+def _w114(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1032,7 +1050,7 @@ def _w113(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2)
     return run
 # addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)
-def _w114(_k, _name, _rt):
+def _w115(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1041,7 +1059,7 @@ def _w114(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2)
     return run
 # addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
-def _w115(_k, _name, _rt):
+def _w116(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1050,7 +1068,7 @@ def _w115(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2, a5)
     return run
 # _cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor
-def _w116(_k, _name, _rt):
+def _w117(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1059,7 +1077,7 @@ def _w116(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # _linalg_det(Tensor A) -> (Tensor result, Tensor LU, Tensor pivots)
-def _w117(_k, _name, _rt):
+def _w118(_k, _name, _rt):
     def run(ks, a0):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1069,7 +1087,7 @@ def _w117(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # _linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet, Tensor LU, Tensor pivots)
-def _w118(_k, _name, _rt):
+def _w119(_k, _name, _rt):
     def run(ks, a0):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1079,7 +1097,7 @@ def _w118(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # _linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor LU, Tensor pivots, Tensor info)
-def _w119(_k, _name, _rt):
+def _w120(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1089,7 +1107,7 @@ def _w119(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor
-def _w120(_k, _name, _rt):
+def _w121(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1098,7 +1116,7 @@ def _w120(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # _linalg_eigh(Tensor A, str UPLO="L", bool compute_v=True) -> (Tensor eigenvalues, Tensor eigenvectors)
-def _w121(_k, _name, _rt):
+def _w122(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1108,7 +1126,7 @@ def _w121(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # _linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)
-def _w122(_k, _name, _rt):
+def _w123(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1118,7 +1136,7 @@ def _w122(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor
-def _w123(_k, _name, _rt):
+def _w124(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1127,7 +1145,7 @@ def _w123(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2)
     return run
 # linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)
-def _w124(_k, _name, _rt):
+def _w125(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1137,7 +1155,7 @@ def _w124(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor
-def _w125(_k, _name, _rt):
+def _w126(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1146,7 +1164,7 @@ def _w125(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
-def _w126(_k, _name, _rt):
+def _w127(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1155,7 +1173,7 @@ def _w126(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor
-def _w127(_k, _name, _rt):
+def _w128(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1164,7 +1182,7 @@ def _w127(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2)
     return run
 # nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)
-def _w128(_k, _name, _rt):
+def _w129(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1174,7 +1192,7 @@ def _w128(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2)
     return run
 # nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor
-def _w129(_k, _name, _rt):
+def _w130(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1183,7 +1201,7 @@ def _w129(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2, a3, a6)
     return run
 # gelu(Tensor self, *, str approximate='none') -> Tensor
-def _w130(_k, _name, _rt):
+def _w131(_k, _name, _rt):
     def run(ks, a0, a1):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1192,7 +1210,7 @@ def _w130(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor
-def _w131(_k, _name, _rt):
+def _w132(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1201,7 +1219,7 @@ def _w131(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # native_layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)
-def _w132(_k, _name, _rt):
+def _w133(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1211,7 +1229,7 @@ def _w132(_k, _name, _rt):
             _value_error(_e, _k, a0, a2, a3)
     return run
 # native_layer_norm_backward(Tensor grad_out, Tensor input, int[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)
-def _w133(_k, _name, _rt):
+def _w134(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1221,7 +1239,7 @@ def _w133(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a3, a4, a5, a6)
     return run
 # native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)
-def _w134(_k, _name, _rt):
+def _w135(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1231,7 +1249,7 @@ def _w134(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2, a3, a4)
     return run
 # native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)
-def _w135(_k, _name, _rt):
+def _w136(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1241,7 +1259,7 @@ def _w135(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2, a3, a4, a5, a6)
     return run
 # convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, bool transposed, int[] output_padding, int groups) -> Tensor
-def _w136(_k, _name, _rt):
+def _w137(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1250,7 +1268,7 @@ def _w136(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2)
     return run
 # convolution_backward(Tensor grad_output, Tensor input, Tensor weight, int[]? bias_sizes, int[] stride, int[] padding, int[] dilation, bool transposed, int[] output_padding, int groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)
-def _w137(_k, _name, _rt):
+def _w138(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1260,7 +1278,7 @@ def _w137(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2)
     return run
 # max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)
-def _w138(_k, _name, _rt):
+def _w139(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1270,7 +1288,7 @@ def _w138(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
-def _w139(_k, _name, _rt):
+def _w140(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1279,7 +1297,7 @@ def _w139(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a7)
     return run
 # avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
-def _w140(_k, _name, _rt):
+def _w141(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1288,7 +1306,7 @@ def _w140(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
-def _w141(_k, _name, _rt):
+def _w142(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1297,7 +1315,7 @@ def _w141(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
-def _w142(_k, _name, _rt):
+def _w143(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1306,7 +1324,7 @@ def _w142(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # _rnn_layer(Tensor input, int[] batch_sizes, Tensor h0, Tensor? c0, Tensor w_ih, Tensor w_hh, Tensor? b_ih, Tensor? b_hh, Tensor? w_hr, str mode, bool reverse) -> (Tensor, Tensor, Tensor, Tensor)
-def _w143(_k, _name, _rt):
+def _w144(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1316,7 +1334,7 @@ def _w143(_k, _name, _rt):
             _value_error(_e, _k, a0, a2, a3, a4, a5, a6, a7, a8)
     return run
 # _rnn_layer_backward(Tensor input, int[] batch_sizes, Tensor h0, Tensor? c0, Tensor w_ih, Tensor w_hh, Tensor? b_ih, Tensor? b_hh, Tensor? w_hr, str mode, bool reverse, Tensor output, Tensor workspace, Tensor? grad_output, Tensor? grad_hn, Tensor? grad_cn) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)
-def _w144(_k, _name, _rt):
+def _w145(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1326,7 +1344,7 @@ def _w144(_k, _name, _rt):
             _value_error(_e, _k, a0, a2, a3, a4, a5, a6, a7, a8, a11, a12, a13, a14, a15)
     return run
 # mkldnn_rnn_layer(Tensor input, Tensor weight0, Tensor weight1, Tensor weight2, Tensor weight3, Tensor hx_, Tensor cx_, bool reverse, int[] batch_sizes, int mode, int hidden_size, int num_layers, bool has_biases, bool bidirectional, bool batch_first, bool train) -> (Tensor, Tensor, Tensor, Tensor)
-def _w145(_k, _name, _rt):
+def _w146(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1336,7 +1354,7 @@ def _w145(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2, a3, a4, a5, a6)
     return run
 # mkldnn_rnn_layer_backward(Tensor input, Tensor weight1, Tensor weight2, Tensor weight3, Tensor weight4, Tensor hx_, Tensor cx_tmp, Tensor output, Tensor hy_, Tensor cy_, Tensor? grad_output, Tensor? grad_hy, Tensor? grad_cy, bool reverse, int mode, int hidden_size, int num_layers, bool has_biases, bool train, bool bidirectional, int[] batch_sizes, bool batch_first, Tensor workspace) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)
-def _w146(_k, _name, _rt):
+def _w147(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1346,7 +1364,7 @@ def _w146(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a22)
     return run
 # upsample_nearest2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None) -> Tensor
-def _w147(_k, _name, _rt):
+def _w148(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1355,7 +1373,7 @@ def _w147(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # upsample_nearest3d_backward(Tensor grad_output, SymInt[3] output_size, SymInt[5] input_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor
-def _w148(_k, _name, _rt):
+def _w149(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1364,7 +1382,7 @@ def _w148(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)
-def _w149(_k, _name, _rt):
+def _w150(_k, _name, _rt):
     def run(ks, a0, a1):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1374,7 +1392,7 @@ def _w149(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # _embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)
-def _w150(_k, _name, _rt):
+def _w151(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1384,7 +1402,7 @@ def _w150(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2, a6)
     return run
 # grid_sampler_2d_backward(Tensor grad_output, Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners, bool[2] output_mask) -> (Tensor, Tensor)
-def _w151(_k, _name, _rt):
+def _w152(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1394,7 +1412,7 @@ def _w151(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2)
     return run
 # _ctc_loss(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, int blank=0, bool zero_infinity=False) -> (Tensor, Tensor)
-def _w152(_k, _name, _rt):
+def _w153(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1404,7 +1422,7 @@ def _w152(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # _ctc_loss_backward(Tensor grad, Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, Tensor neg_log_likelihood, Tensor log_alpha, int blank, bool zero_infinity=False) -> Tensor
-def _w153(_k, _name, _rt):
+def _w154(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1413,7 +1431,7 @@ def _w153(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2, a5, a6)
     return run
 # binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor
-def _w154(_k, _name, _rt):
+def _w155(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1422,7 +1440,7 @@ def _w154(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2)
     return run
 # binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor
-def _w155(_k, _name, _rt):
+def _w156(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1431,7 +1449,7 @@ def _w155(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2, a3)
     return run
 # multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor
-def _w156(_k, _name, _rt):
+def _w157(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1440,7 +1458,7 @@ def _w156(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a4)
     return run
 # multilabel_margin_loss_forward(Tensor self, Tensor target, int reduction) -> (Tensor output, Tensor is_target)
-def _w157(_k, _name, _rt):
+def _w158(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1450,7 +1468,7 @@ def _w157(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)
-def _w158(_k, _name, _rt):
+def _w159(_k, _name, _rt):
     def run(ks, a0):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1460,7 +1478,7 @@ def _w158(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # rrelu_with_noise(Tensor self, Tensor(b!) noise, Scalar lower=0.125, Scalar upper=0.3333333333333333, bool training=False, Generator? generator=None) -> Tensor
-def _w159(_k, _name, _rt):
+def _w160(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1469,7 +1487,7 @@ def _w159(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # rrelu_with_noise_(Tensor(a!) self, Tensor(b!) noise, Scalar lower=0.125, Scalar upper=0.3333333333333333, bool training=False, Generator? generator=None) -> Tensor(a!)
-def _w160(_k, _name, _rt):
+def _w161(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1478,7 +1496,7 @@ def _w160(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # _scaled_dot_product_flash_attention_for_cpu(Tensor query, Tensor key, Tensor value, float dropout_p=0.0, bool is_causal=False, *, Tensor? attn_mask=None, float? scale=None) -> (Tensor output, Tensor logsumexp)
-def _w161(_k, _name, _rt):
+def _w162(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1488,7 +1506,7 @@ def _w161(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2, a5)
     return run
 # _scaled_dot_product_flash_attention_for_cpu_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, Tensor out, Tensor logsumexp, float dropout_p, bool is_causal, *, Tensor? attn_mask=None, float? scale=None) -> (Tensor grad_query, Tensor grad_key, Tensor grad_value)
-def _w162(_k, _name, _rt):
+def _w163(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1498,7 +1516,7 @@ def _w162(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2, a3, a4, a5, a8)
     return run
 # embedding_renorm_(Tensor(a!) self, Tensor indices, float max_norm, float norm_type) -> Tensor(a!)
-def _w163(_k, _name, _rt):
+def _w164(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         _check_writable(a0)
@@ -1507,7 +1525,7 @@ def _w163(_k, _name, _rt):
         return a0
     return run
 # native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)
-def _w164(_k, _name, _rt):
+def _w165(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5, a6, a7):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1517,7 +1535,7 @@ def _w164(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2)
     return run
 # _fft_r2c.out(Tensor self, int[] dim, int normalization, bool onesided, *, Tensor(a!) out) -> Tensor(a!)
-def _w165(_k, _name, _rt):
+def _w166(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1526,7 +1544,7 @@ def _w165(_k, _name, _rt):
             _value_error(_e, _k, a0, a4)
     return run
 # frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)
-def _w166(_k, _name, _rt):
+def _w167(_k, _name, _rt):
     def run(ks, a0):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1536,7 +1554,7 @@ def _w166(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # frexp.Tensor_out(Tensor self, *, Tensor(a!) mantissa, Tensor(b!) exponent) -> (Tensor(a!) mantissa, Tensor(b!) exponent)
-def _w167(_k, _name, _rt):
+def _w168(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1548,7 +1566,7 @@ def _w167(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2)
     return run
 # fractional_max_pool2d(Tensor self, int[2] kernel_size, int[2] output_size, Tensor random_samples) -> (Tensor, Tensor)
-def _w168(_k, _name, _rt):
+def _w169(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1558,7 +1576,7 @@ def _w168(_k, _name, _rt):
             _value_error(_e, _k, a0, a3)
     return run
 # linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)
-def _w169(_k, _name, _rt):
+def _w170(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1568,7 +1586,7 @@ def _w169(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)
-def _w170(_k, _name, _rt):
+def _w171(_k, _name, _rt):
     def run(ks, a0, a1):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1578,7 +1596,7 @@ def _w170(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)
-def _w171(_k, _name, _rt):
+def _w172(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1588,7 +1606,7 @@ def _w171(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor
-def _w172(_k, _name, _rt):
+def _w173(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1597,7 +1615,7 @@ def _w172(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2)
     return run
 # linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)
-def _w173(_k, _name, _rt):
+def _w174(_k, _name, _rt):
     def run(ks, a0, a1):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1607,7 +1625,7 @@ def _w173(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)
-def _w174(_k, _name, _rt):
+def _w175(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1617,7 +1635,7 @@ def _w174(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor
-def _w175(_k, _name, _rt):
+def _w176(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1626,7 +1644,7 @@ def _w175(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2)
     return run
 # _histogramdd_bin_edges(Tensor self, int[] bins, *, float[]? range=None, Tensor? weight=None, bool density=False) -> Tensor[]
-def _w176(_k, _name, _rt):
+def _w177(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1635,7 +1653,7 @@ def _w176(_k, _name, _rt):
             _value_error(_e, _k, a0, a3)
     return run
 # _histogramdd_from_bin_cts(Tensor self, int[] bins, *, float[]? range=None, Tensor? weight=None, bool density=False) -> Tensor
-def _w177(_k, _name, _rt):
+def _w178(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1644,7 +1662,7 @@ def _w177(_k, _name, _rt):
             _value_error(_e, _k, a0, a3)
     return run
 # _histogramdd_from_bin_tensors(Tensor self, Tensor[] bins, *, Tensor? weight=None, bool density=False) -> Tensor
-def _w178(_k, _name, _rt):
+def _w179(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1653,7 +1671,7 @@ def _w178(_k, _name, _rt):
             _value_error(_e, _k, a0, a2)
     return run
 # put_(Tensor(a!) self, Tensor index, Tensor source, bool accumulate=False) -> Tensor(a!)
-def _w179(_k, _name, _rt):
+def _w180(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1662,7 +1680,7 @@ def _w179(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2)
     return run
 # nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor
-def _w180(_k, _name, _rt):
+def _w181(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1671,7 +1689,7 @@ def _w180(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)
-def _w181(_k, _name, _rt):
+def _w182(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1681,7 +1699,7 @@ def _w181(_k, _name, _rt):
             _value_error(_e, _k, a0, a1)
     return run
 # hash_tensor(Tensor self, int[1] dim=[], *, bool keepdim=False, int mode=0) -> Tensor
-def _w182(_k, _name, _rt):
+def _w183(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1690,7 +1708,7 @@ def _w182(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # linalg_ldl_factor_ex(Tensor self, *, bool hermitian=False, bool check_errors=False) -> (Tensor LD, Tensor pivots, Tensor info)
-def _w183(_k, _name, _rt):
+def _w184(_k, _name, _rt):
     def run(ks, a0, a1, a2):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1700,7 +1718,7 @@ def _w183(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B, *, bool hermitian=False) -> Tensor
-def _w184(_k, _name, _rt):
+def _w185(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1709,7 +1727,7 @@ def _w184(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2)
     return run
 # _sobol_engine_draw(Tensor quasi, int n, Tensor sobolstate, int dimension, int num_generated, ScalarType? dtype) -> (Tensor, Tensor)
-def _w185(_k, _name, _rt):
+def _w186(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1719,7 +1737,7 @@ def _w185(_k, _name, _rt):
             _value_error(_e, _k, a0, a2)
     return run
 # _sobol_engine_ff_(Tensor(a!) self, int n, Tensor sobolstate, int dimension, int num_generated) -> Tensor(a!)
-def _w186(_k, _name, _rt):
+def _w187(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         _check_writable(a0)
@@ -1728,7 +1746,7 @@ def _w186(_k, _name, _rt):
         return a0
     return run
 # fake_quantize_per_tensor_affine_cachemask(Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> (Tensor output, Tensor mask)
-def _w187(_k, _name, _rt):
+def _w188(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1738,7 +1756,7 @@ def _w187(_k, _name, _rt):
             _value_error(_e, _k, a0)
     return run
 # _fake_quantize_per_tensor_affine_cachemask_tensor_qparams(Tensor self, Tensor scale, Tensor zero_point, Tensor fake_quant_enabled, int quant_min, int quant_max) -> (Tensor output, Tensor mask)
-def _w188(_k, _name, _rt):
+def _w189(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -1748,7 +1766,7 @@ def _w188(_k, _name, _rt):
             _value_error(_e, _k, a0, a1, a2, a3)
     return run
 # fake_quantize_per_channel_affine_cachemask(Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> (Tensor output, Tensor mask)
-def _w189(_k, _name, _rt):
+def _w190(_k, _name, _rt):
     def run(ks, a0, a1, a2, a3, a4, a5):
         be = BACKEND[ks & ON_CUDA]
         try:
@@ -2178,105 +2196,105 @@ _BACKEND_KERNELS = (
     (_A._op__reshape_alias, _w59, ('CPU', 'CUDA', 'Meta'), K._reshape_alias, (), 'view', None),
     (_A._op_as_strided, _w60, ('CPU', 'CUDA', 'Meta'), K.as_strided, (), 'view', None),
     (_A._op_alias, _w61, ('CPU', 'CUDA', 'Meta'), K.alias, (), 'view', None),
-    (_A._op_detach, _w61, ('CPU', 'CUDA', 'Meta'), K.alias, (), 'view', None),
+    (_A._op_detach, _w62, ('CPU', 'CUDA', 'Meta'), K.alias, (), 'view', None),
     (_A._op_t, _w61, ('CPU', 'CUDA', 'Meta'), K.t, (), 'view', None),
     (_A._op_transpose_int, _w59, ('CPU', 'CUDA', 'Meta'), K.transpose, (), 'view', None),
     (_A._op_permute, _w58, ('CPU', 'CUDA', 'Meta'), K.permute, (), 'view', None),
-    (_A._op_expand, _w62, ('CPU', 'CUDA', 'Meta'), K.expand, ('implicit',), 'view', None),
+    (_A._op_expand, _w63, ('CPU', 'CUDA', 'Meta'), K.expand, ('implicit',), 'view', None),
     (_A._op_squeeze, _w61, ('CPU', 'CUDA', 'Meta'), K.squeeze, (), 'view', None),
     (_A._op_squeeze_dim, _w58, ('CPU', 'CUDA', 'Meta'), K.squeeze, (), 'view', None),
     (_A._op_squeeze_dims, _w58, ('CPU', 'CUDA', 'Meta'), K.squeeze, (), 'view', None),
     (_A._op_unsqueeze, _w58, ('CPU', 'CUDA', 'Meta'), K.unsqueeze, (), 'view', None),
     (_A._op_select_int, _w59, ('CPU', 'CUDA', 'Meta'), K.select, (), 'view', None),
-    (_A._op_slice_Tensor, _w63, ('CPU', 'CUDA', 'Meta'), K.slice, (), 'view', None),
-    (_A._op_unbind_int, _w64, ('CPU', 'CUDA', 'Meta'), K.unbind, (), 'view', None),
-    (_A._op_split_Tensor, _w65, ('CPU', 'CUDA', 'Meta'), K.split, (), 'view', None),
-    (_A._op_split_with_sizes, _w65, ('CPU', 'CUDA', 'Meta'), K.split_with_sizes, (), 'view', None),
+    (_A._op_slice_Tensor, _w64, ('CPU', 'CUDA', 'Meta'), K.slice, (), 'view', None),
+    (_A._op_unbind_int, _w65, ('CPU', 'CUDA', 'Meta'), K.unbind, (), 'view', None),
+    (_A._op_split_Tensor, _w66, ('CPU', 'CUDA', 'Meta'), K.split, (), 'view', None),
+    (_A._op_split_with_sizes, _w66, ('CPU', 'CUDA', 'Meta'), K.split_with_sizes, (), 'view', None),
     (_A._op_unfold, _w60, ('CPU', 'CUDA', 'Meta'), K.unfold, (), 'view', None),
     (_A._op_diagonal, _w60, ('CPU', 'CUDA', 'Meta'), K.diagonal, (), 'view', None),
-    (_A._op_empty_memory_format, _w66, ('CPU', 'CUDA', 'Meta'), K.empty, ('dtype', 'layout', 'device', 'pin_memory', 'memory_format'), 'new', None),
-    (_A._op_empty_strided, _w67, ('CPU', 'CUDA', 'Meta'), K.empty_strided, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_zeros, _w68, ('CPU', 'CUDA', 'Meta'), K.zeros, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_zeros_out, _w69, ('CPU', 'CUDA', 'Meta'), K.zeros, (), 'out', None),
-    (_A._op_ones, _w68, ('CPU', 'CUDA', 'Meta'), K.ones, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_ones_out, _w69, ('CPU', 'CUDA', 'Meta'), K.ones, (), 'out', None),
-    (_A._op_full, _w67, ('CPU', 'CUDA', 'Meta'), K.full, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_scalar_tensor, _w68, ('CPU', 'CUDA', 'Meta'), K.scalar_tensor, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_arange_start_step, _w70, ('CPU', 'CUDA', 'Meta'), K.arange, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_linspace, _w70, ('CPU', 'CUDA', 'Meta'), K.linspace, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_logspace, _w71, ('CPU', 'CUDA', 'Meta'), K.logspace, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_eye, _w68, ('CPU', 'CUDA', 'Meta'), K.eye, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_eye_m, _w67, ('CPU', 'CUDA', 'Meta'), K.eye, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_tril_indices, _w70, ('CPU', 'CUDA', 'Meta'), K.tril_indices, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_triu_indices, _w70, ('CPU', 'CUDA', 'Meta'), K.triu_indices, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_rand, _w72, ('CPU', 'CUDA', 'Meta'), K.rand, ('generator', 'dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_randn, _w72, ('CPU', 'CUDA', 'Meta'), K.randn, ('generator', 'dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_randint_low, _w73, ('CPU', 'CUDA', 'Meta'), K.randint, ('generator', 'dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_randperm, _w72, ('CPU', 'CUDA', 'Meta'), K.randperm, ('generator', 'dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_uniform_, _w74, ('CPU', 'CUDA', 'Meta'), K.uniform_, ('generator',), 'mutating', None),
-    (_A._op_normal_, _w74, ('CPU', 'CUDA', 'Meta'), K.normal_, ('generator',), 'mutating', None),
-    (_A._op_exponential_, _w75, ('CPU', 'CUDA', 'Meta'), K.exponential_, ('generator',), 'mutating', None),
-    (_A._op_cauchy_, _w74, ('CPU', 'CUDA', 'Meta'), K.cauchy_, ('generator',), 'mutating', None),
-    (_A._op_log_normal_, _w74, ('CPU', 'CUDA', 'Meta'), K.log_normal_, ('generator',), 'mutating', None),
-    (_A._op_geometric_, _w75, ('CPU', 'CUDA', 'Meta'), K.geometric_, ('generator',), 'mutating', None),
+    (_A._op_empty_memory_format, _w67, ('CPU', 'CUDA', 'Meta'), K.empty, ('dtype', 'layout', 'device', 'pin_memory', 'memory_format'), 'new', None),
+    (_A._op_empty_strided, _w68, ('CPU', 'CUDA', 'Meta'), K.empty_strided, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_zeros, _w69, ('CPU', 'CUDA', 'Meta'), K.zeros, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_zeros_out, _w70, ('CPU', 'CUDA', 'Meta'), K.zeros, (), 'out', None),
+    (_A._op_ones, _w69, ('CPU', 'CUDA', 'Meta'), K.ones, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_ones_out, _w70, ('CPU', 'CUDA', 'Meta'), K.ones, (), 'out', None),
+    (_A._op_full, _w68, ('CPU', 'CUDA', 'Meta'), K.full, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_scalar_tensor, _w69, ('CPU', 'CUDA', 'Meta'), K.scalar_tensor, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_arange_start_step, _w71, ('CPU', 'CUDA', 'Meta'), K.arange, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_linspace, _w71, ('CPU', 'CUDA', 'Meta'), K.linspace, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_logspace, _w72, ('CPU', 'CUDA', 'Meta'), K.logspace, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_eye, _w69, ('CPU', 'CUDA', 'Meta'), K.eye, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_eye_m, _w68, ('CPU', 'CUDA', 'Meta'), K.eye, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_tril_indices, _w71, ('CPU', 'CUDA', 'Meta'), K.tril_indices, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_triu_indices, _w71, ('CPU', 'CUDA', 'Meta'), K.triu_indices, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_rand, _w73, ('CPU', 'CUDA', 'Meta'), K.rand, ('generator', 'dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_randn, _w73, ('CPU', 'CUDA', 'Meta'), K.randn, ('generator', 'dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_randint_low, _w74, ('CPU', 'CUDA', 'Meta'), K.randint, ('generator', 'dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_randperm, _w73, ('CPU', 'CUDA', 'Meta'), K.randperm, ('generator', 'dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_uniform_, _w75, ('CPU', 'CUDA', 'Meta'), K.uniform_, ('generator',), 'mutating', None),
+    (_A._op_normal_, _w75, ('CPU', 'CUDA', 'Meta'), K.normal_, ('generator',), 'mutating', None),
+    (_A._op_exponential_, _w76, ('CPU', 'CUDA', 'Meta'), K.exponential_, ('generator',), 'mutating', None),
+    (_A._op_cauchy_, _w75, ('CPU', 'CUDA', 'Meta'), K.cauchy_, ('generator',), 'mutating', None),
+    (_A._op_log_normal_, _w75, ('CPU', 'CUDA', 'Meta'), K.log_normal_, ('generator',), 'mutating', None),
+    (_A._op_geometric_, _w76, ('CPU', 'CUDA', 'Meta'), K.geometric_, ('generator',), 'mutating', None),
     (_A._op_poisson, _w7, ('CPU', 'CUDA', 'Meta'), K.poisson, (), 'new', None),
     (_A._op_binomial, _w31, ('CPU', 'CUDA', 'Meta'), K.binomial, (), 'new', None),
     (_A._op__standard_gamma, _w7, ('CPU', 'CUDA', 'Meta'), K._standard_gamma, (), 'new', None),
     (_A._op__standard_gamma_grad, _w16, ('CPU', 'CUDA'), K._standard_gamma_grad, (), 'new', None),
     (_A._op__sample_dirichlet, _w7, ('CPU', 'CUDA', 'Meta'), K._sample_dirichlet, (), 'new', None),
     (_A._op__dirichlet_grad, _w26, ('CPU', 'CUDA'), K._dirichlet_grad, (), 'new', None),
-    (_A._op_random__from, _w74, ('CPU', 'CUDA', 'Meta'), K.random_, ('generator',), 'mutating', None),
-    (_A._op_normal_Tensor_Tensor, _w76, ('CPU', 'CUDA', 'Meta'), K.normal_tensor_tensor, ('generator',), 'new', None),
-    (_A._op_normal_float_float, _w73, ('CPU', 'CUDA', 'Meta'), K.normal_float_float, ('generator', 'dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_bernoulli, _w77, ('CPU', 'CUDA', 'Meta'), K.bernoulli, ('generator',), 'new', None),
-    (_A._op_bernoulli__float, _w78, ('CPU', 'CUDA', 'Meta'), K.bernoulli_p, ('generator',), 'inplace', None),
-    (_A._op_bernoulli_p, _w79, ('CPU', 'CUDA', 'Meta'), K.bernoulli_p, ('generator',), 'new', None),
-    (_A._op_multinomial, _w80, ('CPU', 'CUDA', 'Meta'), K.multinomial, ('generator',), 'new', None),
-    (_A._op_clone, _w81, ('CPU', 'CUDA', 'Meta'), K.clone, ('memory_format',), 'new', None),
+    (_A._op_random__from, _w75, ('CPU', 'CUDA', 'Meta'), K.random_, ('generator',), 'mutating', None),
+    (_A._op_normal_Tensor_Tensor, _w77, ('CPU', 'CUDA', 'Meta'), K.normal_tensor_tensor, ('generator',), 'new', None),
+    (_A._op_normal_float_float, _w74, ('CPU', 'CUDA', 'Meta'), K.normal_float_float, ('generator', 'dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_bernoulli, _w78, ('CPU', 'CUDA', 'Meta'), K.bernoulli, ('generator',), 'new', None),
+    (_A._op_bernoulli__float, _w79, ('CPU', 'CUDA', 'Meta'), K.bernoulli_p, ('generator',), 'inplace', None),
+    (_A._op_bernoulli_p, _w80, ('CPU', 'CUDA', 'Meta'), K.bernoulli_p, ('generator',), 'new', None),
+    (_A._op_multinomial, _w81, ('CPU', 'CUDA', 'Meta'), K.multinomial, ('generator',), 'new', None),
+    (_A._op_clone, _w82, ('CPU', 'CUDA', 'Meta'), K.clone, ('memory_format',), 'new', None),
     (_A._op__contiguous_copy, _w0, ('CPU', 'CUDA', 'Meta'), K.contiguous_copy, (), 'new', None),
-    (_A._op_copy_, _w82, ('CPU', 'CUDA', 'Meta'), K.copy_, (), 'mutating', None),
-    (_A._op_fill__Scalar, _w83, ('CPU', 'CUDA', 'Meta'), K.fill_, (), 'mutating', None),
-    (_A._op_fill__Tensor, _w84, ('CPU', 'CUDA', 'Meta'), K.fill_, (), 'mutating', None),
-    (_A._op_zero_, _w85, ('CPU', 'CUDA', 'Meta'), K.zero_, (), 'mutating', None),
+    (_A._op_copy_, _w83, ('CPU', 'CUDA', 'Meta'), K.copy_, (), 'mutating', None),
+    (_A._op_fill__Scalar, _w84, ('CPU', 'CUDA', 'Meta'), K.fill_, (), 'mutating', None),
+    (_A._op_fill__Tensor, _w85, ('CPU', 'CUDA', 'Meta'), K.fill_, (), 'mutating', None),
+    (_A._op_zero_, _w86, ('CPU', 'CUDA', 'Meta'), K.zero_, (), 'mutating', None),
     (_A._op_masked_fill_Scalar, _w31, ('CPU', 'CUDA', 'Meta'), K.masked_fill, (), 'new', None),
     (_A._op_masked_fill_Tensor, _w26, ('CPU', 'CUDA', 'Meta'), K.masked_fill, (), 'new', None),
     (_A._op_masked_fill__Scalar, _w32, ('CPU', 'CUDA', 'Meta'), K.masked_fill, (), 'inplace', None),
     (_A._op_masked_fill__Tensor, _w33, ('CPU', 'CUDA', 'Meta'), K.masked_fill, (), 'inplace', None),
-    (_A._op_index_Tensor, _w86, ('CPU', 'CUDA', 'Meta'), K.index, (), 'new', None),
-    (_A._op_index_put, _w87, ('CPU', 'CUDA', 'Meta'), K.index_put, (), 'new', None),
-    (_A._op_index_put_, _w88, ('CPU', 'CUDA', 'Meta'), K.index_put, (), 'inplace', None),
-    (_A._op_index_select, _w89, ('CPU', 'CUDA', 'Meta'), K.index_select, (), 'new', None),
-    (_A._op_index_select_out, _w90, ('CPU', 'CUDA', 'Meta'), K.index_select, (), 'out', None),
-    (_A._op_gather, _w91, ('CPU', 'CUDA', 'Meta'), K.gather, ('sparse_grad',), 'new', None),
-    (_A._op_gather_out, _w92, ('CPU', 'CUDA', 'Meta'), K.gather, ('sparse_grad',), 'out', None),
-    (_A._op_scatter_src, _w93, ('CPU', 'CUDA', 'Meta'), K.scatter, (), 'new', None),
-    (_A._op_scatter_value, _w94, ('CPU', 'CUDA', 'Meta'), K.scatter_value, (), 'new', None),
-    (_A._op_scatter_reduce, _w95, ('CPU', 'CUDA', 'Meta'), K.scatter_reduce_legacy, ('reduce',), 'new', None),
-    (_A._op_scatter__src, _w96, ('CPU', 'CUDA', 'Meta'), K.scatter, (), 'inplace', None),
-    (_A._op_scatter__value, _w97, ('CPU', 'CUDA', 'Meta'), K.scatter_value, (), 'inplace', None),
-    (_A._op_scatter__reduce, _w98, ('CPU', 'CUDA', 'Meta'), K.scatter_reduce_legacy, ('reduce',), 'inplace', None),
-    (_A._op_scatter_add, _w93, ('CPU', 'CUDA', 'Meta'), K.scatter_add, (), 'new', None),
-    (_A._op_scatter_add_, _w96, ('CPU', 'CUDA', 'Meta'), K.scatter_add, (), 'inplace', None),
-    (_A._op_scatter_reduce_two, _w99, ('CPU', 'CUDA', 'Meta'), K.scatter_reduce, ('include_self',), 'new', None),
-    (_A._op_scatter_reduce__two, _w100, ('CPU', 'CUDA', 'Meta'), K.scatter_reduce, ('include_self',), 'inplace', None),
-    (_A._op_index_add, _w101, ('CPU', 'CUDA', 'Meta'), K.index_add, ('alpha',), 'new', None),
-    (_A._op_index_add_, _w102, ('CPU', 'CUDA', 'Meta'), K.index_add, ('alpha',), 'inplace', None),
-    (_A._op_index_copy, _w93, ('CPU', 'CUDA', 'Meta'), K.index_copy, (), 'new', None),
-    (_A._op_index_copy_, _w96, ('CPU', 'CUDA', 'Meta'), K.index_copy, (), 'inplace', None),
-    (_A._op_index_fill_int_Scalar, _w94, ('CPU', 'CUDA', 'Meta'), K.index_fill, (), 'new', None),
-    (_A._op_index_fill__int_Scalar, _w97, ('CPU', 'CUDA', 'Meta'), K.index_fill, (), 'inplace', None),
-    (_A._op_index_fill_int_Tensor, _w93, ('CPU', 'CUDA', 'Meta'), K.index_fill, (), 'new', None),
+    (_A._op_index_Tensor, _w87, ('CPU', 'CUDA', 'Meta'), K.index, (), 'new', None),
+    (_A._op_index_put, _w88, ('CPU', 'CUDA', 'Meta'), K.index_put, (), 'new', None),
+    (_A._op_index_put_, _w89, ('CPU', 'CUDA', 'Meta'), K.index_put, (), 'inplace', None),
+    (_A._op_index_select, _w90, ('CPU', 'CUDA', 'Meta'), K.index_select, (), 'new', None),
+    (_A._op_index_select_out, _w91, ('CPU', 'CUDA', 'Meta'), K.index_select, (), 'out', None),
+    (_A._op_gather, _w92, ('CPU', 'CUDA', 'Meta'), K.gather, ('sparse_grad',), 'new', None),
+    (_A._op_gather_out, _w93, ('CPU', 'CUDA', 'Meta'), K.gather, ('sparse_grad',), 'out', None),
+    (_A._op_scatter_src, _w94, ('CPU', 'CUDA', 'Meta'), K.scatter, (), 'new', None),
+    (_A._op_scatter_value, _w95, ('CPU', 'CUDA', 'Meta'), K.scatter_value, (), 'new', None),
+    (_A._op_scatter_reduce, _w96, ('CPU', 'CUDA', 'Meta'), K.scatter_reduce_legacy, ('reduce',), 'new', None),
+    (_A._op_scatter__src, _w97, ('CPU', 'CUDA', 'Meta'), K.scatter, (), 'inplace', None),
+    (_A._op_scatter__value, _w98, ('CPU', 'CUDA', 'Meta'), K.scatter_value, (), 'inplace', None),
+    (_A._op_scatter__reduce, _w99, ('CPU', 'CUDA', 'Meta'), K.scatter_reduce_legacy, ('reduce',), 'inplace', None),
+    (_A._op_scatter_add, _w94, ('CPU', 'CUDA', 'Meta'), K.scatter_add, (), 'new', None),
+    (_A._op_scatter_add_, _w97, ('CPU', 'CUDA', 'Meta'), K.scatter_add, (), 'inplace', None),
+    (_A._op_scatter_reduce_two, _w100, ('CPU', 'CUDA', 'Meta'), K.scatter_reduce, ('include_self',), 'new', None),
+    (_A._op_scatter_reduce__two, _w101, ('CPU', 'CUDA', 'Meta'), K.scatter_reduce, ('include_self',), 'inplace', None),
+    (_A._op_index_add, _w102, ('CPU', 'CUDA', 'Meta'), K.index_add, ('alpha',), 'new', None),
+    (_A._op_index_add_, _w103, ('CPU', 'CUDA', 'Meta'), K.index_add, ('alpha',), 'inplace', None),
+    (_A._op_index_copy, _w94, ('CPU', 'CUDA', 'Meta'), K.index_copy, (), 'new', None),
+    (_A._op_index_copy_, _w97, ('CPU', 'CUDA', 'Meta'), K.index_copy, (), 'inplace', None),
+    (_A._op_index_fill_int_Scalar, _w95, ('CPU', 'CUDA', 'Meta'), K.index_fill, (), 'new', None),
+    (_A._op_index_fill__int_Scalar, _w98, ('CPU', 'CUDA', 'Meta'), K.index_fill, (), 'inplace', None),
+    (_A._op_index_fill_int_Tensor, _w94, ('CPU', 'CUDA', 'Meta'), K.index_fill, (), 'new', None),
     (_A._op_masked_select, _w16, ('CPU', 'CUDA'), K.masked_select, (), 'new', None),
     (_A._op_masked_scatter, _w26, ('CPU', 'CUDA', 'Meta'), K.masked_scatter, (), 'new', None),
     (_A._op_masked_scatter_, _w33, ('CPU', 'CUDA', 'Meta'), K.masked_scatter, (), 'inplace', None),
     (_A._op_nonzero, _w0, ('CPU', 'CUDA'), K.nonzero, (), 'new', None),
     (_A._op_take, _w16, ('CPU', 'CUDA', 'Meta'), K.take, (), 'new', None),
-    (_A._op_cat, _w103, ('CPU', 'CUDA', 'Meta'), K.cat, (), 'new', None),
-    (_A._op_cat_out, _w104, ('CPU', 'CUDA', 'Meta'), K.cat, (), 'out', None),
-    (_A._op_concat, _w103, ('CPU', 'CUDA', 'Meta'), K.cat, (), 'new', None),
-    (_A._op_concatenate, _w103, ('CPU', 'CUDA', 'Meta'), K.cat, (), 'new', None),
-    (_A._op_stack, _w103, ('CPU', 'CUDA', 'Meta'), K.stack, (), 'new', None),
-    (_A._op_stack_out, _w104, ('CPU', 'CUDA', 'Meta'), K.stack, (), 'out', None),
+    (_A._op_cat, _w104, ('CPU', 'CUDA', 'Meta'), K.cat, (), 'new', None),
+    (_A._op_cat_out, _w105, ('CPU', 'CUDA', 'Meta'), K.cat, (), 'out', None),
+    (_A._op_concat, _w104, ('CPU', 'CUDA', 'Meta'), K.cat, (), 'new', None),
+    (_A._op_concatenate, _w104, ('CPU', 'CUDA', 'Meta'), K.cat, (), 'new', None),
+    (_A._op_stack, _w104, ('CPU', 'CUDA', 'Meta'), K.stack, (), 'new', None),
+    (_A._op_stack_out, _w105, ('CPU', 'CUDA', 'Meta'), K.stack, (), 'out', None),
     (_A._op_tril, _w7, ('CPU', 'CUDA', 'Meta'), K.tril, (), 'new', None),
     (_A._op_tril_, _w9, ('CPU', 'CUDA', 'Meta'), K.tril, (), 'inplace', None),
     (_A._op_tril_out, _w19, ('CPU', 'CUDA', 'Meta'), K.tril, (), 'out', None),
@@ -2287,15 +2305,15 @@ _BACKEND_KERNELS = (
     (_A._op_roll, _w13, ('CPU', 'CUDA', 'Meta'), K.roll, (), 'new', None),
     (_A._op_rot90, _w13, ('CPU', 'CUDA', 'Meta'), K.rot90, (), 'new', None),
     (_A._op_repeat, _w7, ('CPU', 'CUDA', 'Meta'), K.repeat, (), 'new', None),
-    (_A._op_repeat_interleave_Tensor, _w105, ('CPU', 'CUDA'), K.repeat_interleave_self, ('output_size',), 'new', None),
+    (_A._op_repeat_interleave_Tensor, _w106, ('CPU', 'CUDA'), K.repeat_interleave_self, ('output_size',), 'new', None),
     (_A._op_diag_embed, _w5, ('CPU', 'CUDA', 'Meta'), K.diag_embed, (), 'new', None),
-    (_A._op_searchsorted_Tensor, _w106, ('CPU', 'CUDA', 'Meta'), K.searchsorted, ('out_int32', 'right', 'side', 'sorter'), 'new', None),
-    (_A._op_searchsorted_Scalar, _w107, ('CPU', 'CUDA', 'Meta'), K.searchsorted, ('out_int32', 'right', 'side', 'sorter'), 'new', None),
-    (_A._op_bucketize_Tensor, _w108, ('CPU', 'CUDA', 'Meta'), K.bucketize, ('out_int32', 'right'), 'new', None),
-    (_A._op_isin_Tensor_Tensor, _w109, ('CPU', 'CUDA', 'Meta'), K.isin, ('assume_unique', 'invert'), 'new', None),
-    (_A._op_isin_Tensor_Tensor_out, _w110, ('CPU', 'CUDA', 'Meta'), K.isin, ('assume_unique', 'invert'), 'out', None),
-    (_A._op_isin_Tensor_Scalar, _w111, ('CPU', 'CUDA', 'Meta'), K.isin, ('assume_unique', 'invert'), 'new', None),
-    (_A._op_isin_Scalar_Tensor, _w112, ('CPU', 'CUDA', 'Meta'), K.isin, ('assume_unique', 'invert'), 'new', None),
+    (_A._op_searchsorted_Tensor, _w107, ('CPU', 'CUDA', 'Meta'), K.searchsorted, ('out_int32', 'right', 'side', 'sorter'), 'new', None),
+    (_A._op_searchsorted_Scalar, _w108, ('CPU', 'CUDA', 'Meta'), K.searchsorted, ('out_int32', 'right', 'side', 'sorter'), 'new', None),
+    (_A._op_bucketize_Tensor, _w109, ('CPU', 'CUDA', 'Meta'), K.bucketize, ('out_int32', 'right'), 'new', None),
+    (_A._op_isin_Tensor_Tensor, _w110, ('CPU', 'CUDA', 'Meta'), K.isin, ('assume_unique', 'invert'), 'new', None),
+    (_A._op_isin_Tensor_Tensor_out, _w111, ('CPU', 'CUDA', 'Meta'), K.isin, ('assume_unique', 'invert'), 'out', None),
+    (_A._op_isin_Tensor_Scalar, _w112, ('CPU', 'CUDA', 'Meta'), K.isin, ('assume_unique', 'invert'), 'new', None),
+    (_A._op_isin_Scalar_Tensor, _w113, ('CPU', 'CUDA', 'Meta'), K.isin, ('assume_unique', 'invert'), 'new', None),
     (_A._op_mm, _w16, ('CPU', 'CUDA', 'Meta'), K.mm, (), 'new', None),
     (_A._op_mm_out, _w18, ('CPU', 'CUDA', 'Meta'), K.mm, (), 'out', None),
     (_A._op_bmm, _w16, ('CPU', 'CUDA', 'Meta'), K.bmm, (), 'new', None),
@@ -2305,65 +2323,65 @@ _BACKEND_KERNELS = (
     (_A._op_dot, _w16, ('CPU', 'CUDA', 'Meta'), K.dot, (), 'new', None),
     (_A._op_vdot, _w16, ('CPU', 'CUDA', 'Meta'), K.vdot, (), 'new', None),
     (_A._op_ger, _w16, ('CPU', 'CUDA', 'Meta'), K.outer, (), 'new', None),
-    (_A._op_addmm, _w113, ('CPU', 'CUDA', 'Meta'), K.addmm, ('beta', 'alpha'), 'new', None),
-    (_A._op_addmm_, _w114, ('CPU', 'CUDA', 'Meta'), K.addmm, ('beta', 'alpha'), 'inplace', None),
-    (_A._op_addmm_out, _w115, ('CPU', 'CUDA', 'Meta'), K.addmm, ('beta', 'alpha'), 'out', None),
-    (_A._op_addmv, _w113, ('CPU', 'CUDA', 'Meta'), K.addmv, ('beta', 'alpha'), 'new', None),
-    (_A._op_addmv_, _w114, ('CPU', 'CUDA', 'Meta'), K.addmv, ('beta', 'alpha'), 'inplace', None),
-    (_A._op_addmv_out, _w115, ('CPU', 'CUDA', 'Meta'), K.addmv, ('beta', 'alpha'), 'out', None),
-    (_A._op_baddbmm, _w113, ('CPU', 'CUDA', 'Meta'), K.baddbmm, ('beta', 'alpha'), 'new', None),
-    (_A._op_baddbmm_, _w114, ('CPU', 'CUDA', 'Meta'), K.baddbmm, ('beta', 'alpha'), 'inplace', None),
-    (_A._op_baddbmm_out, _w115, ('CPU', 'CUDA', 'Meta'), K.baddbmm, ('beta', 'alpha'), 'out', None),
-    (_A._op_addbmm, _w113, ('CPU', 'CUDA', 'Meta'), K.addbmm, ('beta', 'alpha'), 'new', None),
-    (_A._op_addbmm_, _w114, ('CPU', 'CUDA', 'Meta'), K.addbmm, ('beta', 'alpha'), 'inplace', None),
-    (_A._op_addbmm_out, _w115, ('CPU', 'CUDA', 'Meta'), K.addbmm, ('beta', 'alpha'), 'out', None),
-    (_A._op__cdist_forward, _w116, ('CPU', 'CUDA', 'Meta'), K.cdist, (), 'new', None),
+    (_A._op_addmm, _w114, ('CPU', 'CUDA', 'Meta'), K.addmm, ('beta', 'alpha'), 'new', None),
+    (_A._op_addmm_, _w115, ('CPU', 'CUDA', 'Meta'), K.addmm, ('beta', 'alpha'), 'inplace', None),
+    (_A._op_addmm_out, _w116, ('CPU', 'CUDA', 'Meta'), K.addmm, ('beta', 'alpha'), 'out', None),
+    (_A._op_addmv, _w114, ('CPU', 'CUDA', 'Meta'), K.addmv, ('beta', 'alpha'), 'new', None),
+    (_A._op_addmv_, _w115, ('CPU', 'CUDA', 'Meta'), K.addmv, ('beta', 'alpha'), 'inplace', None),
+    (_A._op_addmv_out, _w116, ('CPU', 'CUDA', 'Meta'), K.addmv, ('beta', 'alpha'), 'out', None),
+    (_A._op_baddbmm, _w114, ('CPU', 'CUDA', 'Meta'), K.baddbmm, ('beta', 'alpha'), 'new', None),
+    (_A._op_baddbmm_, _w115, ('CPU', 'CUDA', 'Meta'), K.baddbmm, ('beta', 'alpha'), 'inplace', None),
+    (_A._op_baddbmm_out, _w116, ('CPU', 'CUDA', 'Meta'), K.baddbmm, ('beta', 'alpha'), 'out', None),
+    (_A._op_addbmm, _w114, ('CPU', 'CUDA', 'Meta'), K.addbmm, ('beta', 'alpha'), 'new', None),
+    (_A._op_addbmm_, _w115, ('CPU', 'CUDA', 'Meta'), K.addbmm, ('beta', 'alpha'), 'inplace', None),
+    (_A._op_addbmm_out, _w116, ('CPU', 'CUDA', 'Meta'), K.addbmm, ('beta', 'alpha'), 'out', None),
+    (_A._op__cdist_forward, _w117, ('CPU', 'CUDA', 'Meta'), K.cdist, (), 'new', None),
     (_A._op__euclidean_dist, _w16, ('CPU', 'CUDA', 'Meta'), K.euclidean_dist, (), 'new', None),
-    (_A._op__linalg_det, _w117, ('CPU', 'CUDA', 'Meta'), K.linalg_det_with_lu, (), 'new', None),
-    (_A._op__linalg_slogdet, _w118, ('CPU', 'CUDA', 'Meta'), K.linalg_slogdet_with_lu, (), 'new', None),
-    (_A._op__linalg_solve_ex, _w119, ('CPU', 'CUDA', 'Meta'), K.linalg_solve_ex_lu, ('left', 'check_errors'), 'new', None),
-    (_A._op_linalg_solve_triangular, _w120, ('CPU', 'CUDA', 'Meta'), K.linalg_solve_triangular, ('upper', 'left', 'unitriangular'), 'new', None),
+    (_A._op__linalg_det, _w118, ('CPU', 'CUDA', 'Meta'), K.linalg_det_with_lu, (), 'new', None),
+    (_A._op__linalg_slogdet, _w119, ('CPU', 'CUDA', 'Meta'), K.linalg_slogdet_with_lu, (), 'new', None),
+    (_A._op__linalg_solve_ex, _w120, ('CPU', 'CUDA', 'Meta'), K.linalg_solve_ex_lu, ('left', 'check_errors'), 'new', None),
+    (_A._op_linalg_solve_triangular, _w121, ('CPU', 'CUDA', 'Meta'), K.linalg_solve_triangular, ('upper', 'left', 'unitriangular'), 'new', None),
     (_A._op_linalg_qr, _w49, ('CPU', 'CUDA', 'Meta'), K.linalg_qr, (), 'new', _rt.linalg_qr),
-    (_A._op__linalg_eigh, _w121, ('CPU', 'CUDA', 'Meta'), K.linalg_eigh_ex, (), 'new', None),
-    (_A._op__linalg_svd, _w122, ('CPU', 'CUDA', 'Meta'), K.linalg_svd_ex, ('driver',), 'new', None),
-    (_A._op_linalg_pinv_atol_rtol_tensor, _w123, ('CPU', 'CUDA', 'Meta'), K.linalg_pinv, ('atol', 'rtol', 'hermitian'), 'new', None),
-    (_A._op_linalg_lstsq, _w124, ('CPU', 'CUDA'), K.linalg_lstsq, ('driver',), 'new', _rt.linalg_lstsq),
-    (_A._op_linalg_cross, _w125, ('CPU', 'CUDA', 'Meta'), K.linalg_cross, ('dim',), 'new', None),
-    (_A._op_linalg_vector_norm, _w126, ('CPU', 'CUDA', 'Meta'), K.linalg_vector_norm, ('dtype',), 'new', None),
+    (_A._op__linalg_eigh, _w122, ('CPU', 'CUDA', 'Meta'), K.linalg_eigh_ex, (), 'new', None),
+    (_A._op__linalg_svd, _w123, ('CPU', 'CUDA', 'Meta'), K.linalg_svd_ex, ('driver',), 'new', None),
+    (_A._op_linalg_pinv_atol_rtol_tensor, _w124, ('CPU', 'CUDA', 'Meta'), K.linalg_pinv, ('atol', 'rtol', 'hermitian'), 'new', None),
+    (_A._op_linalg_lstsq, _w125, ('CPU', 'CUDA'), K.linalg_lstsq, ('driver',), 'new', _rt.linalg_lstsq),
+    (_A._op_linalg_cross, _w126, ('CPU', 'CUDA', 'Meta'), K.linalg_cross, ('dim',), 'new', None),
+    (_A._op_linalg_vector_norm, _w127, ('CPU', 'CUDA', 'Meta'), K.linalg_vector_norm, ('dtype',), 'new', None),
     (_A._op_mse_loss, _w31, ('CPU', 'CUDA', 'Meta'), K.mse_loss, (), 'new', None),
-    (_A._op_mse_loss_backward, _w127, ('CPU', 'CUDA', 'Meta'), K.mse_loss_backward, (), 'new', None),
-    (_A._op_nll_loss_forward, _w128, ('CPU', 'CUDA', 'Meta'), K.nll_loss_forward, (), 'new', None),
-    (_A._op_nll_loss_backward, _w129, ('CPU', 'CUDA', 'Meta'), K.nll_loss_backward, (), 'new', None),
-    (_A._op_nll_loss2d_forward, _w128, ('CPU', 'CUDA', 'Meta'), K.nll_loss2d_forward, (), 'new', None),
-    (_A._op_nll_loss2d_backward, _w129, ('CPU', 'CUDA', 'Meta'), K.nll_loss2d_backward, (), 'new', None),
+    (_A._op_mse_loss_backward, _w128, ('CPU', 'CUDA', 'Meta'), K.mse_loss_backward, (), 'new', None),
+    (_A._op_nll_loss_forward, _w129, ('CPU', 'CUDA', 'Meta'), K.nll_loss_forward, (), 'new', None),
+    (_A._op_nll_loss_backward, _w130, ('CPU', 'CUDA', 'Meta'), K.nll_loss_backward, (), 'new', None),
+    (_A._op_nll_loss2d_forward, _w129, ('CPU', 'CUDA', 'Meta'), K.nll_loss2d_forward, (), 'new', None),
+    (_A._op_nll_loss2d_backward, _w130, ('CPU', 'CUDA', 'Meta'), K.nll_loss2d_backward, (), 'new', None),
     (_A._op__softmax, _w13, ('CPU', 'CUDA', 'Meta'), K.softmax, (), 'new', None),
     (_A._op__log_softmax, _w13, ('CPU', 'CUDA', 'Meta'), K.log_softmax, (), 'new', None),
-    (_A._op__softmax_backward_data, _w116, ('CPU', 'CUDA', 'Meta'), K._softmax_backward_data, (), 'new', None),
-    (_A._op__log_softmax_backward_data, _w116, ('CPU', 'CUDA', 'Meta'), K._log_softmax_backward_data, (), 'new', None),
-    (_A._op_gelu, _w130, ('CPU', 'CUDA', 'Meta'), K.gelu, ('approximate',), 'new', None),
+    (_A._op__softmax_backward_data, _w117, ('CPU', 'CUDA', 'Meta'), K._softmax_backward_data, (), 'new', None),
+    (_A._op__log_softmax_backward_data, _w117, ('CPU', 'CUDA', 'Meta'), K._log_softmax_backward_data, (), 'new', None),
+    (_A._op_gelu, _w131, ('CPU', 'CUDA', 'Meta'), K.gelu, ('approximate',), 'new', None),
     (_A._op_tanh_backward, _w16, ('CPU', 'CUDA', 'Meta'), K.tanh_backward, (), 'new', None),
     (_A._op_sigmoid_backward, _w16, ('CPU', 'CUDA', 'Meta'), K.sigmoid_backward, (), 'new', None),
-    (_A._op_gelu_backward, _w131, ('CPU', 'CUDA', 'Meta'), K.gelu_backward, ('approximate',), 'new', None),
-    (_A._op_native_layer_norm, _w132, ('CPU', 'CUDA', 'Meta'), K.native_layer_norm, (), 'new', None),
-    (_A._op_native_layer_norm_backward, _w133, ('CPU', 'CUDA', 'Meta'), K.native_layer_norm_backward, (), 'new', None),
-    (_A._op_native_batch_norm, _w134, ('CPU', 'CUDA', 'Meta'), K.native_batch_norm, (), 'new', None),
-    (_A._op_native_batch_norm_backward, _w135, ('CPU', 'CUDA', 'Meta'), K.native_batch_norm_backward, (), 'new', None),
-    (_A._op_convolution, _w136, ('CPU', 'CUDA', 'Meta'), K.convolution, (), 'new', None),
-    (_A._op_convolution_backward, _w137, ('CPU', 'CUDA', 'Meta'), K.convolution_backward, (), 'new', None),
-    (_A._op_max_pool2d_with_indices, _w138, ('CPU', 'CUDA', 'Meta'), K.max_pool2d_with_indices, (), 'new', None),
-    (_A._op_max_pool2d_with_indices_backward, _w139, ('CPU', 'CUDA', 'Meta'), K.max_pool2d_with_indices_backward, (), 'new', None),
-    (_A._op_avg_pool2d, _w140, ('CPU', 'CUDA', 'Meta'), K.avg_pool2d, (), 'new', None),
-    (_A._op_avg_pool2d_backward, _w141, ('CPU', 'CUDA', 'Meta'), K.avg_pool2d_backward, (), 'new', None),
-    (_A._op_avg_pool3d, _w140, ('CPU', 'CUDA', 'Meta'), K.avg_pool3d, (), 'new', None),
-    (_A._op_avg_pool3d_backward, _w141, ('CPU', 'CUDA', 'Meta'), K.avg_pool3d_backward, (), 'new', None),
-    (_A._op_max_pool3d_with_indices, _w138, ('CPU', 'CUDA', 'Meta'), K.max_pool3d_with_indices, (), 'new', None),
-    (_A._op_max_pool3d_with_indices_backward, _w139, ('CPU', 'CUDA', 'Meta'), K.max_pool3d_with_indices_backward, (), 'new', None),
+    (_A._op_gelu_backward, _w132, ('CPU', 'CUDA', 'Meta'), K.gelu_backward, ('approximate',), 'new', None),
+    (_A._op_native_layer_norm, _w133, ('CPU', 'CUDA', 'Meta'), K.native_layer_norm, (), 'new', None),
+    (_A._op_native_layer_norm_backward, _w134, ('CPU', 'CUDA', 'Meta'), K.native_layer_norm_backward, (), 'new', None),
+    (_A._op_native_batch_norm, _w135, ('CPU', 'CUDA', 'Meta'), K.native_batch_norm, (), 'new', None),
+    (_A._op_native_batch_norm_backward, _w136, ('CPU', 'CUDA', 'Meta'), K.native_batch_norm_backward, (), 'new', None),
+    (_A._op_convolution, _w137, ('CPU', 'CUDA', 'Meta'), K.convolution, (), 'new', None),
+    (_A._op_convolution_backward, _w138, ('CPU', 'CUDA', 'Meta'), K.convolution_backward, (), 'new', None),
+    (_A._op_max_pool2d_with_indices, _w139, ('CPU', 'CUDA', 'Meta'), K.max_pool2d_with_indices, (), 'new', None),
+    (_A._op_max_pool2d_with_indices_backward, _w140, ('CPU', 'CUDA', 'Meta'), K.max_pool2d_with_indices_backward, (), 'new', None),
+    (_A._op_avg_pool2d, _w141, ('CPU', 'CUDA', 'Meta'), K.avg_pool2d, (), 'new', None),
+    (_A._op_avg_pool2d_backward, _w142, ('CPU', 'CUDA', 'Meta'), K.avg_pool2d_backward, (), 'new', None),
+    (_A._op_avg_pool3d, _w141, ('CPU', 'CUDA', 'Meta'), K.avg_pool3d, (), 'new', None),
+    (_A._op_avg_pool3d_backward, _w142, ('CPU', 'CUDA', 'Meta'), K.avg_pool3d_backward, (), 'new', None),
+    (_A._op_max_pool3d_with_indices, _w139, ('CPU', 'CUDA', 'Meta'), K.max_pool3d_with_indices, (), 'new', None),
+    (_A._op_max_pool3d_with_indices_backward, _w140, ('CPU', 'CUDA', 'Meta'), K.max_pool3d_with_indices_backward, (), 'new', None),
     (_A._op_constant_pad_nd, _w13, ('CPU', 'CUDA', 'Meta'), K.constant_pad_nd, (), 'new', None),
-    (_A._op_embedding, _w142, ('CPU', 'CUDA', 'Meta'), K.embedding, (), 'new', None),
-    (_A._op__rnn_layer, _w143, ('CPU', 'CUDA', 'Meta'), K._rnn_layer, (), 'new', None),
-    (_A._op__rnn_layer_backward, _w144, ('CPU', 'CUDA', 'Meta'), K._rnn_layer_backward, (), 'new', None),
-    (_A._op_mkldnn_rnn_layer, _w145, ('CPU', 'CUDA', 'Meta'), K.mkldnn_rnn_layer, (), 'new', None),
-    (_A._op_mkldnn_rnn_layer_backward, _w146, ('CPU', 'CUDA', 'Meta'), K.mkldnn_rnn_layer_backward, (), 'new', None),
+    (_A._op_embedding, _w143, ('CPU', 'CUDA', 'Meta'), K.embedding, (), 'new', None),
+    (_A._op__rnn_layer, _w144, ('CPU', 'CUDA', 'Meta'), K._rnn_layer, (), 'new', None),
+    (_A._op__rnn_layer_backward, _w145, ('CPU', 'CUDA', 'Meta'), K._rnn_layer_backward, (), 'new', None),
+    (_A._op_mkldnn_rnn_layer, _w146, ('CPU', 'CUDA', 'Meta'), K.mkldnn_rnn_layer, (), 'new', None),
+    (_A._op_mkldnn_rnn_layer_backward, _w147, ('CPU', 'CUDA', 'Meta'), K.mkldnn_rnn_layer_backward, (), 'new', None),
     (_A._op_trace, _w0, ('CPU', 'CUDA', 'Meta'), K.trace, (), 'new', None),
     (_A._op_special_i0e, _w0, ('CPU', 'CUDA', 'Meta'), K.special_i0e, (), 'new', None),
     (_A._op_special_i0e_out, _w2, ('CPU', 'CUDA', 'Meta'), K.special_i0e, (), 'out', None),
@@ -2376,51 +2394,51 @@ _BACKEND_KERNELS = (
     (_A._op__upsample_nearest_exact1d, _w13, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact1d, (), 'new', None),
     (_A._op__upsample_nearest_exact1d_backward, _w5, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact1d_backward, (), 'new', None),
     (_A._op_upsample_nearest2d, _w5, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest2d, (), 'new', None),
-    (_A._op_upsample_nearest2d_backward, _w147, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest2d_backward, (), 'new', None),
+    (_A._op_upsample_nearest2d_backward, _w148, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest2d_backward, (), 'new', None),
     (_A._op__upsample_nearest_exact2d, _w5, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact2d, (), 'new', None),
-    (_A._op__upsample_nearest_exact2d_backward, _w147, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact2d_backward, (), 'new', None),
-    (_A._op_upsample_nearest3d, _w147, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest3d, (), 'new', None),
-    (_A._op_upsample_nearest3d_backward, _w148, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest3d_backward, (), 'new', None),
-    (_A._op__upsample_nearest_exact3d, _w147, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact3d, (), 'new', None),
-    (_A._op__upsample_nearest_exact3d_backward, _w148, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact3d_backward, (), 'new', None),
+    (_A._op__upsample_nearest_exact2d_backward, _w148, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact2d_backward, (), 'new', None),
+    (_A._op_upsample_nearest3d, _w148, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest3d, (), 'new', None),
+    (_A._op_upsample_nearest3d_backward, _w149, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest3d_backward, (), 'new', None),
+    (_A._op__upsample_nearest_exact3d, _w148, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact3d, (), 'new', None),
+    (_A._op__upsample_nearest_exact3d_backward, _w149, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact3d_backward, (), 'new', None),
     (_A._op_upsample_linear1d, _w5, ('CPU', 'CUDA', 'Meta'), K.upsample_linear1d, (), 'new', None),
-    (_A._op_upsample_linear1d_backward, _w147, ('CPU', 'CUDA', 'Meta'), K.upsample_linear1d_backward, (), 'new', None),
-    (_A._op_upsample_bilinear2d, _w147, ('CPU', 'CUDA', 'Meta'), K.upsample_bilinear2d, (), 'new', None),
-    (_A._op_upsample_bilinear2d_backward, _w148, ('CPU', 'CUDA', 'Meta'), K.upsample_bilinear2d_backward, (), 'new', None),
-    (_A._op_upsample_bicubic2d, _w147, ('CPU', 'CUDA', 'Meta'), K.upsample_bicubic2d, (), 'new', None),
-    (_A._op_upsample_bicubic2d_backward, _w148, ('CPU', 'CUDA', 'Meta'), K.upsample_bicubic2d_backward, (), 'new', None),
-    (_A._op__upsample_bilinear2d_aa, _w147, ('CPU', 'CUDA', 'Meta'), K._upsample_bilinear2d_aa, (), 'new', None),
-    (_A._op__upsample_bilinear2d_aa_backward, _w148, ('CPU', 'CUDA', 'Meta'), K._upsample_bilinear2d_aa_backward, (), 'new', None),
-    (_A._op__upsample_bicubic2d_aa, _w147, ('CPU', 'CUDA', 'Meta'), K._upsample_bicubic2d_aa, (), 'new', None),
-    (_A._op__upsample_bicubic2d_aa_backward, _w148, ('CPU', 'CUDA', 'Meta'), K._upsample_bicubic2d_aa_backward, (), 'new', None),
-    (_A._op__upsample_lanczos2d_aa, _w147, ('CPU', 'CUDA', 'Meta'), K._upsample_lanczos2d_aa, (), 'new', None),
-    (_A._op__upsample_lanczos2d_aa_backward, _w148, ('CPU', 'CUDA', 'Meta'), K._upsample_lanczos2d_aa_backward, (), 'new', None),
-    (_A._op_upsample_trilinear3d, _w148, ('CPU', 'CUDA', 'Meta'), K.upsample_trilinear3d, (), 'new', None),
-    (_A._op_upsample_trilinear3d_backward, _w140, ('CPU', 'CUDA', 'Meta'), K.upsample_trilinear3d_backward, (), 'new', None),
+    (_A._op_upsample_linear1d_backward, _w148, ('CPU', 'CUDA', 'Meta'), K.upsample_linear1d_backward, (), 'new', None),
+    (_A._op_upsample_bilinear2d, _w148, ('CPU', 'CUDA', 'Meta'), K.upsample_bilinear2d, (), 'new', None),
+    (_A._op_upsample_bilinear2d_backward, _w149, ('CPU', 'CUDA', 'Meta'), K.upsample_bilinear2d_backward, (), 'new', None),
+    (_A._op_upsample_bicubic2d, _w148, ('CPU', 'CUDA', 'Meta'), K.upsample_bicubic2d, (), 'new', None),
+    (_A._op_upsample_bicubic2d_backward, _w149, ('CPU', 'CUDA', 'Meta'), K.upsample_bicubic2d_backward, (), 'new', None),
+    (_A._op__upsample_bilinear2d_aa, _w148, ('CPU', 'CUDA', 'Meta'), K._upsample_bilinear2d_aa, (), 'new', None),
+    (_A._op__upsample_bilinear2d_aa_backward, _w149, ('CPU', 'CUDA', 'Meta'), K._upsample_bilinear2d_aa_backward, (), 'new', None),
+    (_A._op__upsample_bicubic2d_aa, _w148, ('CPU', 'CUDA', 'Meta'), K._upsample_bicubic2d_aa, (), 'new', None),
+    (_A._op__upsample_bicubic2d_aa_backward, _w149, ('CPU', 'CUDA', 'Meta'), K._upsample_bicubic2d_aa_backward, (), 'new', None),
+    (_A._op__upsample_lanczos2d_aa, _w148, ('CPU', 'CUDA', 'Meta'), K._upsample_lanczos2d_aa, (), 'new', None),
+    (_A._op__upsample_lanczos2d_aa_backward, _w149, ('CPU', 'CUDA', 'Meta'), K._upsample_lanczos2d_aa_backward, (), 'new', None),
+    (_A._op_upsample_trilinear3d, _w149, ('CPU', 'CUDA', 'Meta'), K.upsample_trilinear3d, (), 'new', None),
+    (_A._op_upsample_trilinear3d_backward, _w141, ('CPU', 'CUDA', 'Meta'), K.upsample_trilinear3d_backward, (), 'new', None),
     (_A._op__adaptive_avg_pool2d, _w7, ('CPU', 'CUDA', 'Meta'), K._adaptive_avg_pool2d, (), 'new', None),
     (_A._op__adaptive_avg_pool2d_backward, _w16, ('CPU', 'CUDA', 'Meta'), K._adaptive_avg_pool2d_backward, (), 'new', None),
     (_A._op__adaptive_avg_pool3d, _w7, ('CPU', 'CUDA', 'Meta'), K._adaptive_avg_pool3d, (), 'new', None),
     (_A._op__adaptive_avg_pool3d_backward, _w16, ('CPU', 'CUDA', 'Meta'), K._adaptive_avg_pool3d_backward, (), 'new', None),
-    (_A._op_adaptive_max_pool2d, _w149, ('CPU', 'CUDA', 'Meta'), K.adaptive_max_pool2d, (), 'new', None),
-    (_A._op_adaptive_max_pool3d, _w149, ('CPU', 'CUDA', 'Meta'), K.adaptive_max_pool3d, (), 'new', None),
-    (_A._op_im2col, _w147, ('CPU', 'CUDA', 'Meta'), K.im2col, (), 'new', None),
-    (_A._op_col2im, _w148, ('CPU', 'CUDA', 'Meta'), K.col2im, (), 'new', None),
-    (_A._op__embedding_bag, _w150, ('CPU', 'CUDA', 'Meta'), K._embedding_bag, (), 'new', None),
-    (_A._op__embedding_bag_forward_only, _w150, ('CPU', 'CUDA', 'Meta'), K._embedding_bag, (), 'new', None),
-    (_A._op_grid_sampler_2d, _w142, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_2d, (), 'new', None),
-    (_A._op_grid_sampler_2d_backward, _w151, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_2d_backward, (), 'new', None),
-    (_A._op_grid_sampler_3d, _w142, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_3d, (), 'new', None),
-    (_A._op_grid_sampler_3d_backward, _w151, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_3d_backward, (), 'new', None),
+    (_A._op_adaptive_max_pool2d, _w150, ('CPU', 'CUDA', 'Meta'), K.adaptive_max_pool2d, (), 'new', None),
+    (_A._op_adaptive_max_pool3d, _w150, ('CPU', 'CUDA', 'Meta'), K.adaptive_max_pool3d, (), 'new', None),
+    (_A._op_im2col, _w148, ('CPU', 'CUDA', 'Meta'), K.im2col, (), 'new', None),
+    (_A._op_col2im, _w149, ('CPU', 'CUDA', 'Meta'), K.col2im, (), 'new', None),
+    (_A._op__embedding_bag, _w151, ('CPU', 'CUDA', 'Meta'), K._embedding_bag, (), 'new', None),
+    (_A._op__embedding_bag_forward_only, _w151, ('CPU', 'CUDA', 'Meta'), K._embedding_bag, (), 'new', None),
+    (_A._op_grid_sampler_2d, _w143, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_2d, (), 'new', None),
+    (_A._op_grid_sampler_2d_backward, _w152, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_2d_backward, (), 'new', None),
+    (_A._op_grid_sampler_3d, _w143, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_3d, (), 'new', None),
+    (_A._op_grid_sampler_3d_backward, _w152, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_3d_backward, (), 'new', None),
     (_A._op_affine_grid_generator, _w13, ('CPU', 'CUDA', 'Meta'), K.affine_grid_generator, (), 'new', None),
-    (_A._op__ctc_loss, _w152, ('CPU', 'CUDA', 'Meta'), K._ctc_loss, (), 'new', None),
-    (_A._op__ctc_loss_backward, _w153, ('CPU', 'CUDA', 'Meta'), K._ctc_loss_backward, (), 'new', None),
-    (_A._op_smooth_l1_loss, _w116, ('CPU', 'CUDA', 'Meta'), K.smooth_l1_loss, (), 'new', None),
-    (_A._op_huber_loss, _w116, ('CPU', 'CUDA', 'Meta'), K.huber_loss, (), 'new', None),
-    (_A._op_binary_cross_entropy, _w154, ('CPU', 'CUDA', 'Meta'), K.binary_cross_entropy, (), 'new', None),
-    (_A._op_binary_cross_entropy_with_logits, _w155, ('CPU', 'CUDA', 'Meta'), K.binary_cross_entropy_with_logits, (), 'new', None),
+    (_A._op__ctc_loss, _w153, ('CPU', 'CUDA', 'Meta'), K._ctc_loss, (), 'new', None),
+    (_A._op__ctc_loss_backward, _w154, ('CPU', 'CUDA', 'Meta'), K._ctc_loss_backward, (), 'new', None),
+    (_A._op_smooth_l1_loss, _w117, ('CPU', 'CUDA', 'Meta'), K.smooth_l1_loss, (), 'new', None),
+    (_A._op_huber_loss, _w117, ('CPU', 'CUDA', 'Meta'), K.huber_loss, (), 'new', None),
+    (_A._op_binary_cross_entropy, _w155, ('CPU', 'CUDA', 'Meta'), K.binary_cross_entropy, (), 'new', None),
+    (_A._op_binary_cross_entropy_with_logits, _w156, ('CPU', 'CUDA', 'Meta'), K.binary_cross_entropy_with_logits, (), 'new', None),
     (_A._op_soft_margin_loss, _w31, ('CPU', 'CUDA', 'Meta'), K.soft_margin_loss, (), 'new', None),
-    (_A._op_multi_margin_loss, _w156, ('CPU', 'CUDA', 'Meta'), K.multi_margin_loss, (), 'new', None),
-    (_A._op_multilabel_margin_loss_forward, _w157, ('CPU', 'CUDA', 'Meta'), K.multilabel_margin_loss_forward, (), 'new', None),
+    (_A._op_multi_margin_loss, _w157, ('CPU', 'CUDA', 'Meta'), K.multi_margin_loss, (), 'new', None),
+    (_A._op_multilabel_margin_loss_forward, _w158, ('CPU', 'CUDA', 'Meta'), K.multilabel_margin_loss_forward, (), 'new', None),
     (_A._op_silu, _w0, ('CPU', 'CUDA', 'Meta'), K.silu, (), 'new', None),
     (_A._op_silu_, _w1, ('CPU', 'CUDA', 'Meta'), K.silu, (), 'inplace', None),
     (_A._op_silu_backward, _w16, ('CPU', 'CUDA', 'Meta'), K.silu_backward, (), 'new', None),
@@ -2440,7 +2458,7 @@ _BACKEND_KERNELS = (
     (_A._op_glu, _w7, ('CPU', 'CUDA', 'Meta'), K.glu, (), 'new', None),
     (_A._op_celu, _w7, ('CPU', 'CUDA', 'Meta'), K.celu, (), 'new', None),
     (_A._op_celu_, _w9, ('CPU', 'CUDA', 'Meta'), K.celu, (), 'inplace', None),
-    (_A._op_log_sigmoid_forward, _w158, ('CPU', 'CUDA', 'Meta'), K.log_sigmoid_forward, (), 'new', None),
+    (_A._op_log_sigmoid_forward, _w159, ('CPU', 'CUDA', 'Meta'), K.log_sigmoid_forward, (), 'new', None),
     (_A._op_threshold, _w13, ('CPU', 'CUDA', 'Meta'), K.threshold, (), 'new', None),
     (_A._op_threshold_, _w14, ('CPU', 'CUDA', 'Meta'), K.threshold, (), 'inplace', None),
     (_A._op_threshold_backward, _w31, ('CPU', 'CUDA', 'Meta'), K.threshold_backward, (), 'new', None),
@@ -2451,12 +2469,12 @@ _BACKEND_KERNELS = (
     (_A._op_channel_shuffle, _w7, ('CPU', 'CUDA', 'Meta'), K.channel_shuffle, (), 'new', None),
     (_A._op_native_channel_shuffle, _w7, ('CPU', 'CUDA', 'Meta'), K.channel_shuffle, (), 'new', None),
     (_A._op__prelu_kernel, _w16, ('CPU', 'CUDA', 'Meta'), K._prelu_kernel, (), 'new', None),
-    (_A._op_rrelu_with_noise, _w159, ('CPU', 'CUDA', 'Meta'), K.rrelu_with_noise, (), 'new', None),
-    (_A._op_rrelu_with_noise_, _w160, ('CPU', 'CUDA', 'Meta'), K.rrelu_with_noise, (), 'inplace', None),
-    (_A._op_native_dropout, _w121, ('CPU', 'CUDA', 'Meta'), K.native_dropout, (), 'new', None),
+    (_A._op_rrelu_with_noise, _w160, ('CPU', 'CUDA', 'Meta'), K.rrelu_with_noise, (), 'new', None),
+    (_A._op_rrelu_with_noise_, _w161, ('CPU', 'CUDA', 'Meta'), K.rrelu_with_noise, (), 'inplace', None),
+    (_A._op_native_dropout, _w122, ('CPU', 'CUDA', 'Meta'), K.native_dropout, (), 'new', None),
     (_A._op__safe_softmax, _w13, ('CPU', 'CUDA', 'Meta'), K._safe_softmax, (), 'new', None),
-    (_A._op__scaled_dot_product_flash_attention_for_cpu, _w161, ('CPU', 'CUDA', 'Meta'), K._scaled_dot_product_flash_attention_for_cpu, ('attn_mask', 'scale'), 'new', None),
-    (_A._op__scaled_dot_product_flash_attention_for_cpu_backward, _w162, ('CPU', 'CUDA', 'Meta'), K._scaled_dot_product_flash_attention_for_cpu_backward, ('attn_mask', 'scale'), 'new', None),
+    (_A._op__scaled_dot_product_flash_attention_for_cpu, _w162, ('CPU', 'CUDA', 'Meta'), K._scaled_dot_product_flash_attention_for_cpu, ('attn_mask', 'scale'), 'new', None),
+    (_A._op__scaled_dot_product_flash_attention_for_cpu_backward, _w163, ('CPU', 'CUDA', 'Meta'), K._scaled_dot_product_flash_attention_for_cpu_backward, ('attn_mask', 'scale'), 'new', None),
     (_A._op_reflection_pad1d, _w7, ('CPU', 'CUDA', 'Meta'), K.reflection_pad1d, (), 'new', None),
     (_A._op_reflection_pad2d, _w7, ('CPU', 'CUDA', 'Meta'), K.reflection_pad2d, (), 'new', None),
     (_A._op_reflection_pad3d, _w7, ('CPU', 'CUDA', 'Meta'), K.reflection_pad3d, (), 'new', None),
@@ -2464,9 +2482,9 @@ _BACKEND_KERNELS = (
     (_A._op_replication_pad2d, _w7, ('CPU', 'CUDA', 'Meta'), K.replication_pad2d, (), 'new', None),
     (_A._op_replication_pad3d, _w7, ('CPU', 'CUDA', 'Meta'), K.replication_pad3d, (), 'new', None),
     (_A._op_max_unpool2d, _w31, ('CPU', 'CUDA', 'Meta'), K.max_unpool2d, (), 'new', None),
-    (_A._op_max_unpool3d, _w142, ('CPU', 'CUDA', 'Meta'), K.max_unpool3d, (), 'new', None),
-    (_A._op_embedding_renorm_, _w163, ('CPU', 'CUDA', 'Meta'), K.embedding_renorm_, (), 'mutating', None),
-    (_A._op_native_group_norm, _w164, ('CPU', 'CUDA', 'Meta'), K.native_group_norm, (), 'new', None),
+    (_A._op_max_unpool3d, _w143, ('CPU', 'CUDA', 'Meta'), K.max_unpool3d, (), 'new', None),
+    (_A._op_embedding_renorm_, _w164, ('CPU', 'CUDA', 'Meta'), K.embedding_renorm_, (), 'mutating', None),
+    (_A._op_native_group_norm, _w165, ('CPU', 'CUDA', 'Meta'), K.native_group_norm, (), 'new', None),
     (_A._op_view_as_real, _w61, ('CPU', 'CUDA', 'Meta'), K.view_as_real, (), 'view', None),
     (_A._op_view_as_complex, _w61, ('CPU', 'CUDA', 'Meta'), K.view_as_complex, (), 'view', None),
     (_A._op_angle, _w0, ('CPU', 'CUDA', 'Meta'), K.angle, (), 'new', None),
@@ -2476,11 +2494,11 @@ _BACKEND_KERNELS = (
     (_A._op_polar, _w16, ('CPU', 'CUDA', 'Meta'), K.polar, (), 'new', None),
     (_A._op_polar_out, _w18, ('CPU', 'CUDA', 'Meta'), K.polar, (), 'out', None),
     (_A._op__fft_r2c, _w5, ('CPU', 'CUDA', 'Meta'), K._fft_r2c, (), 'new', None),
-    (_A._op__fft_r2c_out, _w165, ('CPU', 'CUDA', 'Meta'), K._fft_r2c, (), 'out', None),
+    (_A._op__fft_r2c_out, _w166, ('CPU', 'CUDA', 'Meta'), K._fft_r2c, (), 'out', None),
     (_A._op__fft_c2r, _w5, ('CPU', 'CUDA', 'Meta'), K._fft_c2r, (), 'new', None),
-    (_A._op__fft_c2r_out, _w165, ('CPU', 'CUDA', 'Meta'), K._fft_c2r, (), 'out', None),
+    (_A._op__fft_c2r_out, _w166, ('CPU', 'CUDA', 'Meta'), K._fft_c2r, (), 'out', None),
     (_A._op__fft_c2c, _w5, ('CPU', 'CUDA', 'Meta'), K._fft_c2c, (), 'new', None),
-    (_A._op__fft_c2c_out, _w165, ('CPU', 'CUDA', 'Meta'), K._fft_c2c, (), 'out', None),
+    (_A._op__fft_c2c_out, _w166, ('CPU', 'CUDA', 'Meta'), K._fft_c2c, (), 'out', None),
     (_A._op_gcd, _w16, ('CPU', 'CUDA', 'Meta'), K.gcd, (), 'new', None),
     (_A._op_gcd_out, _w18, ('CPU', 'CUDA', 'Meta'), K.gcd, (), 'out', None),
     (_A._op_gcd_, _w17, ('CPU', 'CUDA', 'Meta'), K.gcd, (), 'inplace', None),
@@ -2490,31 +2508,31 @@ _BACKEND_KERNELS = (
     (_A._op_heaviside, _w16, ('CPU', 'CUDA', 'Meta'), K.heaviside, (), 'new', None),
     (_A._op_heaviside_out, _w18, ('CPU', 'CUDA', 'Meta'), K.heaviside, (), 'out', None),
     (_A._op_heaviside_, _w17, ('CPU', 'CUDA', 'Meta'), K.heaviside, (), 'inplace', None),
-    (_A._op_frexp_Tensor, _w166, ('CPU', 'CUDA', 'Meta'), K.frexp, (), 'new', _rt.frexp),
-    (_A._op_frexp_Tensor_out, _w167, ('CPU', 'CUDA', 'Meta'), K.frexp, (), 'out', _rt.frexp),
+    (_A._op_frexp_Tensor, _w167, ('CPU', 'CUDA', 'Meta'), K.frexp, (), 'new', _rt.frexp),
+    (_A._op_frexp_Tensor_out, _w168, ('CPU', 'CUDA', 'Meta'), K.frexp, (), 'out', _rt.frexp),
     (_A._op_ldexp_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.ldexp, (), 'new', None),
     (_A._op_ldexp_out, _w18, ('CPU', 'CUDA', 'Meta'), K.ldexp, (), 'out', None),
     (_A._op_ldexp_, _w17, ('CPU', 'CUDA', 'Meta'), K.ldexp, (), 'inplace', None),
-    (_A._op_select_scatter, _w116, ('CPU', 'CUDA', 'Meta'), K.select_scatter, (), 'new', None),
-    (_A._op_slice_scatter, _w159, ('CPU', 'CUDA', 'Meta'), K.slice_scatter, (), 'new', None),
-    (_A._op_diagonal_scatter, _w142, ('CPU', 'CUDA', 'Meta'), K.diagonal_scatter, (), 'new', None),
-    (_A._op_fractional_max_pool2d, _w168, ('CPU', 'CUDA', 'Meta'), K.fractional_max_pool2d, (), 'new', None),
-    (_A._op_fractional_max_pool3d, _w168, ('CPU', 'CUDA', 'Meta'), K.fractional_max_pool3d, (), 'new', None),
+    (_A._op_select_scatter, _w117, ('CPU', 'CUDA', 'Meta'), K.select_scatter, (), 'new', None),
+    (_A._op_slice_scatter, _w160, ('CPU', 'CUDA', 'Meta'), K.slice_scatter, (), 'new', None),
+    (_A._op_diagonal_scatter, _w143, ('CPU', 'CUDA', 'Meta'), K.diagonal_scatter, (), 'new', None),
+    (_A._op_fractional_max_pool2d, _w169, ('CPU', 'CUDA', 'Meta'), K.fractional_max_pool2d, (), 'new', None),
+    (_A._op_fractional_max_pool3d, _w169, ('CPU', 'CUDA', 'Meta'), K.fractional_max_pool3d, (), 'new', None),
     (_A._op_cholesky_solve, _w31, ('CPU', 'CUDA', 'Meta'), K.cholesky_solve, (), 'new', None),
     (_A._op_cholesky_inverse, _w7, ('CPU', 'CUDA', 'Meta'), K.cholesky_inverse, (), 'new', None),
-    (_A._op_linalg_lu_factor_ex, _w169, ('CPU', 'CUDA', 'Meta'), K.linalg_lu_factor_ex, ('pivot', 'check_errors'), 'new', _rt.linalg_lu_factor_ex),
-    (_A._op_linalg_lu, _w170, ('CPU', 'CUDA', 'Meta'), K.linalg_lu, ('pivot',), 'new', _rt.linalg_lu),
-    (_A._op_lu_unpack, _w171, ('CPU', 'CUDA', 'Meta'), K.lu_unpack, (), 'new', _rt.lu_unpack),
-    (_A._op_linalg_lu_solve, _w172, ('CPU', 'CUDA', 'Meta'), K.linalg_lu_solve, ('left', 'adjoint'), 'new', None),
-    (_A._op_linalg_inv_ex, _w173, ('CPU', 'CUDA', 'Meta'), K.linalg_inv_ex, ('check_errors',), 'new', _rt.linalg_inv_ex),
-    (_A._op_linalg_cholesky_ex, _w174, ('CPU', 'CUDA', 'Meta'), K.linalg_cholesky_ex, ('upper', 'check_errors'), 'new', _rt.linalg_cholesky_ex),
+    (_A._op_linalg_lu_factor_ex, _w170, ('CPU', 'CUDA', 'Meta'), K.linalg_lu_factor_ex, ('pivot', 'check_errors'), 'new', _rt.linalg_lu_factor_ex),
+    (_A._op_linalg_lu, _w171, ('CPU', 'CUDA', 'Meta'), K.linalg_lu, ('pivot',), 'new', _rt.linalg_lu),
+    (_A._op_lu_unpack, _w172, ('CPU', 'CUDA', 'Meta'), K.lu_unpack, (), 'new', _rt.lu_unpack),
+    (_A._op_linalg_lu_solve, _w173, ('CPU', 'CUDA', 'Meta'), K.linalg_lu_solve, ('left', 'adjoint'), 'new', None),
+    (_A._op_linalg_inv_ex, _w174, ('CPU', 'CUDA', 'Meta'), K.linalg_inv_ex, ('check_errors',), 'new', _rt.linalg_inv_ex),
+    (_A._op_linalg_cholesky_ex, _w175, ('CPU', 'CUDA', 'Meta'), K.linalg_cholesky_ex, ('upper', 'check_errors'), 'new', _rt.linalg_cholesky_ex),
     (_A._op_cholesky, _w7, ('CPU', 'CUDA', 'Meta'), K.cholesky, (), 'new', None),
     (_A._op_linalg_matrix_exp, _w0, ('CPU', 'CUDA', 'Meta'), K.linalg_matrix_exp, (), 'new', None),
-    (_A._op_linalg_eig, _w166, ('CPU', 'CUDA', 'Meta'), K.linalg_eig, (), 'new', _rt.linalg_eig),
-    (_A._op_geqrf, _w166, ('CPU', 'CUDA'), K.geqrf, (), 'new', _rt.geqrf),
+    (_A._op_linalg_eig, _w167, ('CPU', 'CUDA', 'Meta'), K.linalg_eig, (), 'new', _rt.linalg_eig),
+    (_A._op_geqrf, _w167, ('CPU', 'CUDA'), K.geqrf, (), 'new', _rt.geqrf),
     (_A._op_linalg_householder_product, _w16, ('CPU', 'CUDA', 'Meta'), K.linalg_householder_product, (), 'new', None),
-    (_A._op_ormqr, _w175, ('CPU', 'CUDA', 'Meta'), K.ormqr, (), 'new', None),
-    (_A._op_unfold_backward, _w147, ('CPU', 'CUDA', 'Meta'), K.unfold_backward, (), 'new', None),
+    (_A._op_ormqr, _w176, ('CPU', 'CUDA', 'Meta'), K.ormqr, (), 'new', None),
+    (_A._op_unfold_backward, _w148, ('CPU', 'CUDA', 'Meta'), K.unfold_backward, (), 'new', None),
     (_A._op_special_chebyshev_polynomial_t, _w16, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'new', None),
     (_A._op_special_chebyshev_polynomial_t_out, _w18, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'out', None),
     (_A._op_special_chebyshev_polynomial_t_x_scalar, _w8, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'new', None),
@@ -2631,29 +2649,29 @@ _BACKEND_KERNELS = (
     (_A._op_nanmedian, _w0, ('CPU', 'CUDA', 'Meta'), K.nanmedian, (), 'new', None),
     (_A._op_nanmedian_dim, _w44, ('CPU', 'CUDA', 'Meta'), K.nanmedian_dim, (), 'new', _rt.nanmedian),
     (_A._op_unique_consecutive, _w53, ('CPU', 'CUDA'), K.unique_consecutive, (), 'new', None),
-    (_A._op__histogramdd_bin_edges, _w176, ('CPU', 'CUDA'), K._histogramdd_bin_edges, ('range', 'weight', 'density'), 'new', None),
-    (_A._op__histogramdd_from_bin_cts, _w177, ('CPU', 'CUDA'), K._histogramdd_from_bin_cts, ('range', 'weight', 'density'), 'new', None),
-    (_A._op__histogramdd_from_bin_tensors, _w178, ('CPU', 'CUDA'), K._histogramdd_from_bin_tensors, ('weight', 'density'), 'new', None),
-    (_A._op_put, _w127, ('CPU', 'CUDA', 'Meta'), K.put, (), 'new', None),
-    (_A._op_put_, _w179, ('CPU', 'CUDA', 'Meta'), K.put, (), 'inplace', None),
-    (_A._op_index_reduce, _w99, ('CPU', 'CUDA', 'Meta'), K.index_reduce, ('include_self',), 'new', None),
-    (_A._op_index_reduce_, _w100, ('CPU', 'CUDA', 'Meta'), K.index_reduce, ('include_self',), 'inplace', None),
-    (_A._op_nonzero_static, _w180, ('CPU', 'CUDA', 'Meta'), K.nonzero_static, ('size', 'fill_value'), 'new', None),
-    (_A._op_as_strided_scatter, _w142, ('CPU', 'CUDA', 'Meta'), K.as_strided_scatter, (), 'new', None),
+    (_A._op__histogramdd_bin_edges, _w177, ('CPU', 'CUDA'), K._histogramdd_bin_edges, ('range', 'weight', 'density'), 'new', None),
+    (_A._op__histogramdd_from_bin_cts, _w178, ('CPU', 'CUDA'), K._histogramdd_from_bin_cts, ('range', 'weight', 'density'), 'new', None),
+    (_A._op__histogramdd_from_bin_tensors, _w179, ('CPU', 'CUDA'), K._histogramdd_from_bin_tensors, ('weight', 'density'), 'new', None),
+    (_A._op_put, _w128, ('CPU', 'CUDA', 'Meta'), K.put, (), 'new', None),
+    (_A._op_put_, _w180, ('CPU', 'CUDA', 'Meta'), K.put, (), 'inplace', None),
+    (_A._op_index_reduce, _w100, ('CPU', 'CUDA', 'Meta'), K.index_reduce, ('include_self',), 'new', None),
+    (_A._op_index_reduce_, _w101, ('CPU', 'CUDA', 'Meta'), K.index_reduce, ('include_self',), 'inplace', None),
+    (_A._op_nonzero_static, _w181, ('CPU', 'CUDA', 'Meta'), K.nonzero_static, ('size', 'fill_value'), 'new', None),
+    (_A._op_as_strided_scatter, _w143, ('CPU', 'CUDA', 'Meta'), K.as_strided_scatter, (), 'new', None),
     (_A._op_fill_Scalar, _w7, ('CPU', 'CUDA', 'Meta'), K.fill_scalar, (), 'new', None),
     (_A._op_fill_Tensor, _w16, ('CPU', 'CUDA', 'Meta'), K.fill_tensor, (), 'new', None),
-    (_A._op_range_step, _w70, ('CPU', 'CUDA', 'Meta'), K.range_inclusive, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_triangular_solve, _w181, ('CPU', 'CUDA', 'Meta'), K.triangular_solve, (), 'new', _rt.triangular_solve),
-    (_A._op_hash_tensor, _w182, ('CPU', 'CUDA', 'Meta'), K.hash_tensor, ('keepdim', 'mode'), 'new', None),
-    (_A._op_linalg_ldl_factor_ex, _w183, ('CPU', 'CUDA', 'Meta'), K.linalg_ldl_factor_ex, ('hermitian', 'check_errors'), 'new', _rt.linalg_ldl_factor_ex),
-    (_A._op_linalg_ldl_solve, _w184, ('CPU', 'CUDA', 'Meta'), K.linalg_ldl_solve, ('hermitian',), 'new', None),
-    (_A._op__sobol_engine_draw, _w185, ('CPU',), K._sobol_engine_draw, (), 'new', None),
-    (_A._op__sobol_engine_ff_, _w186, ('CPU',), K._sobol_engine_ff_, (), 'mutating', None),
-    (_A._op__sobol_engine_scramble_, _w82, ('CPU',), K._sobol_engine_scramble_, (), 'mutating', None),
-    (_A._op__sobol_engine_initialize_state_, _w83, ('CPU',), K._sobol_engine_initialize_state_, (), 'mutating', None),
-    (_A._op_fake_quantize_per_tensor_affine_cachemask, _w187, ('CPU', 'CUDA', 'Meta'), K.fake_quantize_per_tensor_affine_cachemask, (), 'new', None),
-    (_A._op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams, _w188, ('CPU', 'CUDA', 'Meta'), K._fake_quantize_per_tensor_affine_cachemask_tensor_qparams, (), 'new', None),
-    (_A._op_fake_quantize_per_channel_affine_cachemask, _w189, ('CPU', 'CUDA', 'Meta'), K.fake_quantize_per_channel_affine_cachemask, (), 'new', None),
+    (_A._op_range_step, _w71, ('CPU', 'CUDA', 'Meta'), K.range_inclusive, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_triangular_solve, _w182, ('CPU', 'CUDA', 'Meta'), K.triangular_solve, (), 'new', _rt.triangular_solve),
+    (_A._op_hash_tensor, _w183, ('CPU', 'CUDA', 'Meta'), K.hash_tensor, ('keepdim', 'mode'), 'new', None),
+    (_A._op_linalg_ldl_factor_ex, _w184, ('CPU', 'CUDA', 'Meta'), K.linalg_ldl_factor_ex, ('hermitian', 'check_errors'), 'new', _rt.linalg_ldl_factor_ex),
+    (_A._op_linalg_ldl_solve, _w185, ('CPU', 'CUDA', 'Meta'), K.linalg_ldl_solve, ('hermitian',), 'new', None),
+    (_A._op__sobol_engine_draw, _w186, ('CPU',), K._sobol_engine_draw, (), 'new', None),
+    (_A._op__sobol_engine_ff_, _w187, ('CPU',), K._sobol_engine_ff_, (), 'mutating', None),
+    (_A._op__sobol_engine_scramble_, _w83, ('CPU',), K._sobol_engine_scramble_, (), 'mutating', None),
+    (_A._op__sobol_engine_initialize_state_, _w84, ('CPU',), K._sobol_engine_initialize_state_, (), 'mutating', None),
+    (_A._op_fake_quantize_per_tensor_affine_cachemask, _w188, ('CPU', 'CUDA', 'Meta'), K.fake_quantize_per_tensor_affine_cachemask, (), 'new', None),
+    (_A._op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams, _w189, ('CPU', 'CUDA', 'Meta'), K._fake_quantize_per_tensor_affine_cachemask_tensor_qparams, (), 'new', None),
+    (_A._op_fake_quantize_per_channel_affine_cachemask, _w190, ('CPU', 'CUDA', 'Meta'), K.fake_quantize_per_channel_affine_cachemask, (), 'new', None),
 )
 
 # operator, key, composite function

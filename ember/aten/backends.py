@@ -114,6 +114,8 @@ def cuda_kernel(fn: Any, device_check: bool = True) -> Any:
         return fn(ks, *args)
     kernel.__qualname__ = kernel.__name__ = "cuda" + fn.__name__
     setattr(kernel, "__wrapped__", fn)
+    if getattr(fn, "keeps_base", False):    # Note [Views keep their base below autograd] in aten/dispatcher.py
+        setattr(kernel, "keeps_base", True)
     return kernel
 
 

@@ -21,6 +21,15 @@ if it had the Autograd key unless the operator's autograd kernel is marked ``onl
 redispatch when no input requires grad): views still keep their base and in-place ops still check their target.
 A thread that excludes an Autograd key but not ``ADInplaceOrView`` (``ExcludeDispatchKeyGuard``) includes the
 ``NO_IMPLIED_AUTOGRAD`` bit, so that its calls, cached under their own key sets, run no autograd kernel.
+
+Note [Views keep their base below autograd]
+PyTorch sets a view's base in its ADInplaceOrView kernel, which every call of a view op passes. ember's autograd
+kernel of a view op sets it too (``_set_base_lines`` in tools/codegen/gen_autograd.py); when no input requires grad
+that is all it does, so it is marked ``only_keeps_base``. The generated CPU / CUDA / Meta wrappers of view ops make
+their results with ``wrap.view_keeping_base`` and are marked ``keeps_base``; for a key set whose kernel below the
+autograd key is such a wrapper, the autograd key is not implied and the call goes straight to the wrapper (a frame
+and a redispatch less). A view kernel above them (the Python key's, a composite, a fake mode) keeps the autograd
+kernel, which sets the base on whatever comes back, as PyTorch's ADInplaceOrView kernel does.
 """
 from __future__ import annotations
 
@@ -210,15 +219,11 @@ class OperatorHandle:
         k = cache.get(ks)
         if k is not None:
             return k
-        bits = ks & _KEY_BITS if redispatch else self._implied_keys(ks)
-        while bits:
-            key = DispatchKey(bits.bit_length() - 1)
-            kernel = self._lookup_key(key)
-            if kernel is not None and kernel is not FALLTHROUGH:
-                cache[ks] = kernel
-                return kernel
-            bits &= ~(1 << key)
-        raise NotImplementedForKey(self._missing_message(ks))
+        kernel = self._kernel_of(ks & _KEY_BITS if redispatch else self._implied_keys(ks))
+        if kernel is None:
+            raise NotImplementedForKey(self._missing_message(ks))
+        cache[ks] = kernel
+        return kernel
 
     def _implied_keys(self, ks: int) -> int:
         """``ks``'s dispatch keys and the Autograd keys its tensors would carry in PyTorch, where the operator's
@@ -226,13 +231,29 @@ class OperatorHandle:
         bits = ks & _KEY_BITS
         if bits & _AD_INPLACE_OR_VIEW_BIT and not ks & NO_IMPLIED_AUTOGRAD:
             missing = (bits & BACKEND_MASK) << AUTOGRAD_SHIFT & ~bits
+            below = None
             while missing:
                 key = DispatchKey(missing.bit_length() - 1)
-                kernel = self._lookup_key(key)
-                if kernel is not None and kernel is not FALLTHROUGH and not getattr(kernel, "only_for_grad", False):
-                    bits |= 1 << key
                 missing &= ~(1 << key)
+                kernel = self._lookup_key(key)
+                if kernel is None or kernel is FALLTHROUGH or getattr(kernel, "only_for_grad", False):
+                    continue
+                if getattr(kernel, "only_keeps_base", False):   # Note [Views keep their base below autograd]
+                    below = self._kernel_of(ks & _KEY_BITS) if below is None else below
+                    if getattr(below, "keeps_base", False):
+                        continue
+                bits |= 1 << key
         return bits
+
+    def _kernel_of(self, bits: int) -> Any:
+        """The kernel the highest key of ``bits`` runs, without implied keys or caching; None if there is none."""
+        while bits:
+            key = DispatchKey(bits.bit_length() - 1)
+            kernel = self._lookup_key(key)
+            if kernel is not None and kernel is not FALLTHROUGH:
+                return kernel
+            bits &= ~(1 << key)
+        return None
 
     def _missing_message(self, ks: int) -> str:
         ks &= _KEY_BITS

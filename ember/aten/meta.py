@@ -215,6 +215,8 @@ def meta_kernel(op: Any) -> Any:
             return rt(*args[n:]) if rt is not None else tuple(args[n:])
         return rt(*r) if rt is not None else r
     meta.__qualname__ = meta.__name__ = f"meta_{name}_{op.overload_name or 'default'}"
+    if kind == "view" and getattr(wrapper, "keeps_base", False):   # a view's result is the wrapper's (Note [Views
+        setattr(meta, "keeps_base", True)                          # keep their base below autograd], dispatcher.py)
     return meta
 
 

@@ -7,6 +7,7 @@ to one of the helpers here:
 
 * ``new_tensor`` — a fresh tensor (own storage, new version counter);
 * ``view_of`` — a view: shares the base's version counter (and, through the array, its storage);
+  ``view_keeping_base`` also notes its base (``_base``), as view ops' results do;
 * ``write_inplace`` — the in-place variant (``add_``): checks PyTorch's shape and casting rules,
   copies into ``self`` and bumps its version;
 * ``write_out`` — the ``out=`` variant: resizes ``out`` when needed, checks casting, copies.
@@ -85,6 +86,22 @@ def view_of(arr: Any, base: Any) -> Any:
     t._device = base._device
     if base._inference:
         t._inference = True
+    return t
+
+
+def view_keeping_base(arr: Any, base: Any) -> Any:
+    """``view_of`` (inline: every view op's result comes here), and the view's ``_base``: the base's own base if it
+    is a view itself (Note [Views keep their base below autograd] in ember/aten/dispatcher.py)."""
+    t: Any = object.__new__(_tensor_class)
+    t._data = arr
+    ks = base._ks
+    t._ks = ks & ~((ks & BACKEND_MASK) << AUTOGRAD_SHIFT)
+    t._vc = base._vc
+    t._device = base._device
+    if base._inference:
+        t._inference = True
+    root = base._base
+    t._base = base if root is None else root
     return t
 
 

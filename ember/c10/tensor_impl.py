@@ -145,6 +145,8 @@ class TensorImpl:
         a = self._data
         if memory_format is not None and getattr(memory_format, "name", "") == "channels_last":
             return _is_channels_last(a)
+        if a.flags.c_contiguous:    # (NumPy's flag ignores the strides of size-1 dims, as PyTorch does)
+            return True
         if a.size <= 1:
             return True
         expected = a.itemsize

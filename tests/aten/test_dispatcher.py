@@ -115,8 +115,12 @@ def test_a_call_goes_through_the_dispatcher():
     assert r.tolist() == r2.tolist() == [1.0, 1.0] and r.grad_fn.name() == "MulBackward0" and r2.grad_fn is None
     assert h.dispatch_trace(requiring_grad(KS_CPU))[0] == "AutogradCPU: _ag_mul_Tensor"
     assert h.dispatch_trace(KS_CPU)[0] == "ADInplaceOrView: fallthrough"
-    # a view op's autograd kernel runs either way: it keeps the view's base
-    assert Dispatcher.find("aten::view").dispatch_trace(KS_CPU)[0] == "AutogradCPU: _ag_view_default"
+    # a view op's autograd kernel only keeps the view's base when nothing requires grad, and so does its CPU wrapper
+    # (Note [Views keep their base below autograd]): the call goes to the wrapper; with the Python key it does not
+    view = Dispatcher.find("aten::view")
+    assert view.dispatch_trace(KS_CPU) == ["ADInplaceOrView: fallthrough", "CPU: view_default"]
+    assert view.dispatch_trace(requiring_grad(KS_CPU))[0] == "AutogradCPU: _ag_view_default"
+    assert view.dispatch_trace(KS_CPU | 1 << DispatchKey.Python)[0] == "AutogradCPU: _ag_view_default"
 
 
 def test_one_wrapper_per_op_serves_cpu_and_cuda():

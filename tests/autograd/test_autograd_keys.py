@@ -123,6 +123,53 @@ def test_views_and_in_place_ops_of_tensors_that_do_not_require_grad():
     assert a.requires_grad and leaf.grad.tolist() == [3.0, 3.0, 0.0]
 
 
+_VIEW_OPS = {
+    "view": lambda t: t.view(-1), "t": lambda t: t.t(), "transpose": lambda t: t.transpose(0, 1),
+    "permute": lambda t: t.permute(1, 0), "expand": lambda t: t[:1].expand(3, 4), "squeeze": lambda t: t[:1].squeeze(0),
+    "unsqueeze": lambda t: t.unsqueeze(1), "select": lambda t: t[1], "slice": lambda t: t[1:, ::2],
+    "unbind": lambda t: t.unbind(0)[1], "split": lambda t: t.split(2)[1], "chunk": lambda t: t.chunk(2, 1)[0],
+    "diagonal": lambda t: t.diagonal(), "unfold": lambda t: t.unfold(1, 2, 1), "narrow": lambda t: t.narrow(1, 1, 2),
+    "as_strided": lambda t: t.as_strided((2, 2), (1, 2)), "movedim": lambda t: t.movedim(0, 1),
+    "detach": lambda t: t.detach(), "reshape": lambda t: t.reshape(12), "flatten": lambda t: t.flatten(),
+    "view_as_real": lambda t: t.real,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_VIEW_OPS))
+@pytest.mark.parametrize("of_a_view", [False, True])
+def test_views_keep_their_base_below_autograd(name, of_a_view):
+    """Note [Views keep their base below autograd] (ember/aten/dispatcher.py): a view op on tensors that don't require
+    grad goes straight to its CPU wrapper, which sets the base the autograd kernel would: PyTorch's ``_base`` and
+    ``_is_view()``, the root base for a view of a view, none for ``detach``."""
+    torch = pytest.importorskip("torch")
+    op = _VIEW_OPS[name]
+    got = []
+    for lib in (ember, torch):
+        x = lib.arange(12.0).reshape(3, 4)
+        if name == "view_as_real":
+            x = x * (1 + 1j)
+        r = op(x[:, :] if of_a_view else x)
+        got.append((r._is_view(), r._base is x, r.tolist()))
+    assert got[0] == got[1]
+
+
+def test_views_of_a_subclass_and_under_a_mode_keep_their_base():
+    # the Python key's kernel is no base-keeping wrapper: the autograd kernel runs and sets the base on what comes back
+    from ember.utils._python_dispatch import TorchDispatchMode
+
+    class Passthrough(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    x = ember.zeros(3, 4)
+    with Passthrough():
+        v = x.view(-1)
+        w = v[2:]
+    assert v._base is x and w._base is x
+    m = ember.empty(3, 4, device="meta")
+    assert m.t()._base is m and m.t()._is_view()
+
+
 def test_a_thread_that_excludes_the_autograd_key():
     x = ember.ones(3, requires_grad=True)
     with ExcludeDispatchKeyGuard(DispatchKey.AutogradCPU):

@@ -94,12 +94,13 @@ def result_kind(nf: NativeFunction, kernel: str) -> str:
 def _wrap_result(nf: NativeFunction, expr: str, p: list[str]) -> list[str]:
     """Lines that wrap the kernel result ``expr`` for a functional (non-mutating) op."""
     s = nf.schema
-    if s.is_view:
+    if s.is_view:   # a view keeps its base (detach shares the data but is no view to autograd)
+        view = "_view" if s.name == "detach" else "_view_base"
         if s.returns[0].type.is_list:
-            return [f"return [_view(_r, {p[0]}) for _r in {expr}]"]
+            return [f"return [{view}(_r, {p[0]}) for _r in {expr}]"]
         if len(s.returns) > 1:
-            return [f"return tuple(_view(_r, {p[0]}) for _r in {expr})"]
-        return [f"return _view({expr}, {p[0]})"]
+            return [f"return tuple({view}(_r, {p[0]}) for _r in {expr})"]
+        return [f"return {view}({expr}, {p[0]})"]
     new = "_new({}, be.ks, be.device)"
     if len(s.returns) == 1:
         r = s.returns[0].type
@@ -144,11 +145,13 @@ def gen_backend_wrapper(nf: NativeFunction, kernel: str) -> str:
     else:
         body = _wrap_result(nf, call, p)
     tensors = [n for a, n in zip(s.arguments, p) if a.type.is_tensor]
+    # Note [Views keep their base below autograd] in ember/aten/dispatcher.py
+    tail = (["    run.keeps_base = True"] if kind == "view" and s.name != "detach" else []) + ["    return run"]
     if not tensors:
-        return "\n".join(head + ["        " + ln for ln in body] + ["    return run"])
+        return "\n".join(head + ["        " + ln for ln in body] + tail)
     # try costs nothing until something is raised
     catch = ["        except ValueError as _e:", f"            _value_error(_e, _k, {', '.join(tensors)})"]
-    return "\n".join(head + ["        try:"] + ["            " + ln for ln in body] + catch + ["    return run"])
+    return "\n".join(head + ["        try:"] + ["            " + ln for ln in body] + catch + tail)
 
 
 _RETURN_TYPES = _return_types()
@@ -197,7 +200,8 @@ def gen_registrations(nfs: list[NativeFunction]) -> str:
            "from ember.aten import quantized as Q",
            "from ember._generated import aten as _A",
            "from ember.aten.backends import BACKEND, ON_CUDA, register_kernels",
-           "from ember.aten.wrap import new_tensor as _new, view_of as _view, write_inplace as _write_inplace",
+           "from ember.aten.wrap import new_tensor as _new, view_of as _view, view_keeping_base as _view_base",
+           "from ember.aten.wrap import write_inplace as _write_inplace",
            "from ember.aten.wrap import write_out as _write_out, check_writable as _check_writable",
            "from ember.aten.wrap import value_error as _value_error",
            "from ember import return_types as _rt", ""]

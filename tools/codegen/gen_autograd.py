@@ -479,6 +479,7 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
         numbered[full] = f"{base}{k}"
     regs = []
     always: set[str] = set()   # kernels that do more than redispatch when no input requires grad
+    keeps_base: set[str] = set()   # ... but only set a view's base
     fallthrough: list[FunctionSchema] = []
     plans: dict[str, Plan] = {}
     for nf in nfs:
@@ -508,8 +509,10 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
         out.append(code)
         out.append("")
         regs.append((s, fname))
-        if s.is_inplace or s.is_view:
+        if s.is_inplace:
             always.add(fname)
+        elif s.is_view and s.name != "detach":
+            keeps_base.add(fname)
     # Note [Overloads PyTorch's bindings hide] (ember/_ops.py): where PyTorch's binding wraps a number and calls the
     # Tensor overload, ember calls the Scalar one, whose node is the Tensor overload's with the number wrapped
     wrapped: dict[str, tuple[FunctionSchema, Plan, tuple[str, ...]]] = {}
@@ -541,15 +544,20 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
         out.append(code)
         out.append("")
         regs.append((s, fname))
-        always.add(fname)
+        if s.is_inplace:
+            always.add(fname)
+        elif s.name != "detach":    # (detach's kernel only redispatches: no base)
+            keeps_base.add(fname)
     # one registration under the Autograd alias key serves AutogradCPU / CUDA / Meta (Note [Kernel resolution]);
-    # the kernels of the first table only redispatch when no input requires grad (Note [The Autograd key of a
-    # tensor that does not require grad] in ember/c10/dispatch_key.py), those of the second also keep a view's base
-    # or check an in-place target
-    for table, only_for_grad in (("_KERNELS", True), ("_VIEW_AND_INPLACE_KERNELS", False)):
+    # when no input requires grad (Note [The Autograd key of a tensor that does not require grad] in
+    # ember/c10/dispatch_key.py) the kernels of the first table only redispatch, those of the second only keep the
+    # view's base, those of the third check their in-place target
+    tables = (("_KERNELS", lambda f: f not in always and f not in keeps_base),
+              ("_VIEW_KERNELS", keeps_base.__contains__), ("_INPLACE_KERNELS", always.__contains__))
+    for table, member in tables:
         out.append(f"{table} = (")
         for s, fname in regs:
-            if (fname not in always) == only_for_grad:
+            if member(fname):
                 out.append(f"    (aten._op_{s.name}{'_' + s.overload_name if s.overload_name else ''}, {fname}),")
         out.append(")")
     out.append("# ops without a differentiable output: their Autograd keys fall through (Note [Kernel resolution])")
@@ -569,7 +577,10 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
             "    for _h, _k in _KERNELS:",
             "        _k.only_for_grad = True",
             "        _h.register(DispatchKey.Autograd, _k)",
-            "    for _h, _k in _VIEW_AND_INPLACE_KERNELS:",
+            "    for _h, _k in _VIEW_KERNELS:",
+            "        _k.only_keeps_base = True",
+            "        _h.register(DispatchKey.Autograd, _k)",
+            "    for _h, _k in _INPLACE_KERNELS:",
             "        _h.register(DispatchKey.Autograd, _k)",
             "    for _h in _FALLTHROUGH_OPS:",
             "        _h.register(DispatchKey.Autograd, _FALLTHROUGH)"]

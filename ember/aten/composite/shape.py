@@ -44,7 +44,7 @@ def reshape(self: Any, shape: Any) -> Any:
     """PyTorch's ``reshape``: a view when the sizes allow one (``view`` for a contiguous tensor, else
     ``_reshape_alias`` -- ``view`` again under a dispatch mode or for a Python-key tensor), else a contiguous copy
     returned through ``_unsafe_view`` (so autograd records ``CloneBackward0`` then ``UnsafeViewBackward0``)."""
-    shape = infer_size(shape, self.numel())
+    shape = infer_size(shape, self._data.size)
     if self.is_contiguous():
         return aten.view(self, shape)
     st = compute_stride(tuple(self.shape), self.stride(), shape)
@@ -83,15 +83,16 @@ def reshape_as(self: Any, other: Any) -> Any:
 
 
 def flatten(self: Any, start_dim: Any = 0, end_dim: Any = -1) -> Any:
-    if self.dim() == 0:
-        return self.reshape((1,))
-    s, e = wrap_dim(start_dim, self.dim()), wrap_dim(end_dim, self.dim())
+    shape = self._data.shape
+    n = len(shape)
+    if n == 0:
+        return aten.reshape(self, (1,))
+    s, e = wrap_dim(start_dim, n), wrap_dim(end_dim, n)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:
         return self
-    shape = tuple(self.shape)
-    return self.reshape(shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
+    return aten.reshape(self, shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])   # (PyTorch's at::reshape)
 
 
 def repeat_interleave_self_int(self: Any, repeats: int, dim: Any = None, output_size: Any = None) -> Any:

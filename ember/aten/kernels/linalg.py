@@ -87,22 +87,24 @@ def _scaled_sum(xp: Any, r: Any, self: Array, beta: Any, alpha: Any, shape: Any)
 
 
 def _mm_check(self: Array, mat2: Array, **_k: Any) -> Any:
-    if self.ndim != 2:
+    s1, s2 = self.shape, mat2.shape
+    if len(s1) != 2:
         raise RuntimeError("self must be a matrix")
-    if mat2.ndim != 2:
+    if len(s2) != 2:
         raise RuntimeError("mat2 must be a matrix")
-    if self.shape[1] != mat2.shape[0]:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({self.shape[0]}x{self.shape[1]} and "
-                           f"{mat2.shape[0]}x{mat2.shape[1]})")
-    _mm_dtype_check(self, mat2)
-    return (self.shape[0], mat2.shape[1]), self.dtype
+    if s1[1] != s2[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({s1[0]}x{s1[1]} and {s2[0]}x{s2[1]})")
+    if self.dtype is not mat2.dtype:    # (NumPy's dtypes of one type are one object: equality is the rare case)
+        _mm_dtype_check(self, mat2)
+    return (s1[0], s2[1]), self.dtype
 
 
 @meta_shape(_mm_check)
 def mm(xp: Any, self: Array, mat2: Array) -> Any:
-    _mm_check(self, mat2)
-    dt = self.dtype
+    dt = _mm_check(self, mat2)[1]
     if dt is _F32 or dt is _F64:    # computed in its own dtype: no compute dtype, no cast back
+        if self.size < STACKED_GEMM_MIN // 64:    # (stacked_matmul's first case, without its frame)
+            return xp.matmul(self, mat2)
         return stacked_matmul(xp, self, mat2)
     return _matmul(xp, self, mat2)
 

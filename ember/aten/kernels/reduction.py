@@ -17,16 +17,31 @@ from ember.c10.dtype import cpp_type_name, from_numpy_dtype
 from ember.c10 import dtype as dt
 
 
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+
+
 def _dims(dim: Any, ndim: Any) -> Any:
     if dim is None or (isinstance(dim, tuple) and len(dim) == 0):
         return None
     if isinstance(dim, int):
         dim = (dim,)
-    return wrap_dims(dim, ndim)
+    dims = wrap_dims(dim, ndim)
+    return None if ndim == 0 else dims  # a 0-d tensor's dim 0 / -1 is all of it
 
 
 def _axis(dims: Any) -> Any:
     return None if dims is None else tuple(dims)
+
+
+def _reduce_axis(dim: Any, ndim: int) -> Any:
+    """``_axis(_dims(dim, ndim))``, one dim in range without the general path's calls."""
+    if dim is None or dim == ():
+        return None
+    if type(dim) is not int and len(dim) == 1:
+        d = dim[0]
+        if type(d) is int and -ndim <= d < ndim:
+            return (d + ndim if d < 0 else d,)
+    return _axis(_dims(dim, ndim))
 
 
 def _sum_dtype(a: Array, dtype: Any) -> Any:
@@ -54,6 +69,10 @@ SUM_MIN = 16384
 
 
 def sum(xp: Any, self: Array, dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Any:  # noqa: A001
+    dt = self.dtype
+    if dtype is None and (dt is _F32 or dt is _F64) and self.size < SUM_MIN:    # a small float sum: add.reduce in
+        return xp.add.reduce(self, axis=_reduce_axis(dim, self.ndim), keepdims=keepdim)  # its own dtype (the wrapper
+        #                                                               makes NumPy's scalar of a full sum an array)
     out_dt = _sum_dtype(self, dtype)
     cdt = compute_dtype(out_dt)
     if self.size >= SUM_MIN and cdt == self.dtype:      # (a small sum pays one comparison)

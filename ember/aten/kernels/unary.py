@@ -133,9 +133,20 @@ def round(xp: Any, self: Array, decimals: Any = 0) -> Any:  # noqa: A001
 def relu(xp: Any, self: Array) -> Any:
     if self.dtype.kind == "b":
         raise RuntimeError('"clamp_min_scalar_cpu" not implemented for \'Bool\'')
-    r = compiled.clamped(xp, self, 0, None) if self.size >= compiled.SELECT_MIN else None
-    # x kept where it equals 0, as PyTorch keeps it (relu(-0.0) is -0.0)
-    return r if r is not None else compiled.where(xp, self < 0, xp.zeros((), self.dtype), self)
+    # x kept where it equals 0, as PyTorch keeps it (relu(-0.0) is -0.0); np.maximum may return either zero
+    zero = _ZERO.get(self.dtype) if xp is np else None
+    if zero is None:
+        zero = xp.zeros((), self.dtype)
+    if self.size < compiled.SELECT_MIN:
+        return xp.where(xp.less(self, zero), zero, self)
+    r = compiled.clamped(xp, self, 0, None)
+    return r if r is not None else compiled.where(xp, xp.less(self, zero), zero, self)
+
+
+# 0-d zeros of the float dtypes, read-only: comparing with a Python 0 resolves its type on every call
+_ZERO = {np.dtype(t): np.zeros((), t) for t in (np.float32, np.float64)}
+for _z in _ZERO.values():
+    _z.flags.writeable = False
 
 
 @elementwise

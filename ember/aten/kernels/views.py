@@ -41,23 +41,21 @@ def _restride(xp: Any, a: Array, shape: Any, byte_strides: Any, byte_offset: int
 
 def infer_size(shape: Any, numel: int) -> tuple[int, ...]:
     """Resolve one -1 in ``shape`` (PyTorch's ``infer_size``) with its errors."""
-    neg = [i for i, s in enumerate(shape) if s == -1]
-    if len(neg) > 1:
-        raise RuntimeError("only one dimension can be inferred")
-    for s in shape:
-        if s < -1:
-            raise RuntimeError(f"invalid shape dimension {s}")
-    known = 1
-    for s in shape:
-        if s != -1:
+    known, neg = 1, None
+    for i, s in enumerate(shape):
+        if s >= 0:
             known *= s
-    if neg:
-        if known == 0:
-            raise RuntimeError(f"shape '{shape_str(shape)}' is invalid for input of size {numel}")
-        if numel % known:
+        elif s != -1:
+            raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape {shape_str(shape)}")
+        elif neg is not None:
+            raise RuntimeError("only one dimension can be inferred")
+        else:
+            neg = i
+    if neg is not None:
+        if known == 0 or numel % known:
             raise RuntimeError(f"shape '{shape_str(shape)}' is invalid for input of size {numel}")
         shape = list(shape)
-        shape[neg[0]] = numel // known
+        shape[neg] = numel // known
         return tuple(shape)
     if known != numel:
         raise RuntimeError(f"shape '{shape_str(shape)}' is invalid for input of size {numel}")
@@ -177,7 +175,7 @@ def transpose(xp: Any, self: Array, dim0: Any, dim1: Any) -> Any:
     d0, d1 = wrap_dim(dim0, n), wrap_dim(dim1, n)
     if n == 0:
         return self.view()
-    return xp.swapaxes(self, d0, d1)
+    return self.swapaxes(d0, d1)    # the methods, not NumPy's Python-level functions around them
 
 
 def permute(xp: Any, self: Array, dims: Any) -> Any:
@@ -185,7 +183,7 @@ def permute(xp: Any, self: Array, dims: Any) -> Any:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
                            f"length of the desired ordering of dimensions i.e. input.dim() = {self.ndim} is not "
                            f"equal to len(dims) = {len(dims)}")
-    return xp.transpose(self, wrap_dims(dims, self.ndim))
+    return self.transpose(wrap_dims(dims, self.ndim))
 
 
 def check_expand(shape: Any, size: Any) -> None:
@@ -246,7 +244,15 @@ def squeeze(xp: Any, self: Array, dim: Any = None) -> Any:
 
 def unsqueeze(xp: Any, self: Array, dim: Any) -> Any:
     d = wrap_dim(dim, self.ndim + 1)
-    return xp.expand_dims(self, d)
+    shape, strides = self.shape, self.strides
+    r = self.reshape(shape[:d] + (1,) + shape[d:])  # a view: a size-1 dim fits any strides
+    # PyTorch's stride for the new dim (inferUnsqueezeGeometry): the next dim's extent, or 1 at the end, the others
+    # kept; NumPy's reshape picks its own for size-1 dims where the tensor is not contiguous (an empty tensor's
+    # strides read as contiguous ones anyway)
+    want = strides[:d] + (shape[d] * strides[d] if d < len(shape) else self.itemsize,) + strides[d:]
+    if r.strides == want or self.size == 0:
+        return r
+    return _restride(xp, self, r.shape, want)
 
 
 def unflatten(xp: Any, self: Array, dim: Any, sizes: Any) -> Any:
