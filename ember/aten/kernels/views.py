@@ -204,9 +204,10 @@ def check_expand(shape: Any, size: Any) -> None:
 
 def expand(xp: Any, self: Array, size: Any, implicit: Any = False) -> Any:
     n = len(size)
-    if n < self.ndim:
-        check_expand(self.shape, size)
-    off = n - self.ndim
+    have_shape, have_strides = self.shape, self.strides    # (each read of them makes a tuple)
+    if n < len(have_shape):
+        check_expand(have_shape, size)
+    off = n - len(have_shape)
     shape, strides = [], []
     for i in range(n):
         want = size[i]
@@ -217,8 +218,8 @@ def expand(xp: Any, self: Array, size: Any, implicit: Any = False) -> Any:
             shape.append(want)
             strides.append(0)
             continue
-        have = self.shape[i - off]
-        st = self.strides[i - off]
+        have = have_shape[i - off]
+        st = have_strides[i - off]
         if want == -1:
             want = have
         if have == want:
@@ -228,7 +229,7 @@ def expand(xp: Any, self: Array, size: Any, implicit: Any = False) -> Any:
             shape.append(want)
             strides.append(0)
         else:
-            check_expand(self.shape, size)
+            check_expand(have_shape, size)
     return _restride(xp, self, shape, strides)
 
 
