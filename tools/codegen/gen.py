@@ -94,8 +94,8 @@ def result_kind(nf: NativeFunction, kernel: str) -> str:
 def _wrap_result(nf: NativeFunction, expr: str, p: list[str]) -> list[str]:
     """Lines that wrap the kernel result ``expr`` for a functional (non-mutating) op."""
     s = nf.schema
-    if s.is_view:   # a view keeps its base (detach shares the data but is no view to autograd)
-        view = "_view" if s.name == "detach" else "_view_base"
+    if s.is_view:
+        view = "_view_base" if s.keeps_base else "_view"
         if s.returns[0].type.is_list:
             return [f"return [{view}(_r, {p[0]}) for _r in {expr}]"]
         if len(s.returns) > 1:
@@ -146,7 +146,7 @@ def gen_backend_wrapper(nf: NativeFunction, kernel: str) -> str:
         body = _wrap_result(nf, call, p)
     tensors = [n for a, n in zip(s.arguments, p) if a.type.is_tensor]
     # Note [Views keep their base below autograd] in ember/aten/dispatcher.py
-    tail = (["    run.keeps_base = True"] if kind == "view" and s.name != "detach" else []) + ["    return run"]
+    tail = (["    run.keeps_base = True"] if s.keeps_base else []) + ["    return run"]
     if not tensors:
         return "\n".join(head + ["        " + ln for ln in body] + tail)
     # try costs nothing until something is raised

@@ -418,9 +418,8 @@ def gen_kernel(nf: NativeFunction, plan: Plan, inplace: bool, numbers: tuple[str
 
 def _set_base_lines(s: FunctionSchema, indent: str, recorded: bool = False) -> list[str]:
     """A view's base; a recorded view also notes the version its history was made at (Note [View history] in
-    ember/autograd/recording.py). ``detach`` shares the data but is no view to autograd (PyTorch writes its autograd
-    kernel by hand, in VariableTypeManual.cpp, for that reason): no base."""
-    if s.name == "detach":
+    ember/autograd/recording.py); none for ``detach`` (``FunctionSchema.keeps_base``)."""
+    if not s.keeps_base:
         return []
     base = ident(s.arguments[0].name)
     root = f"({base}._base if {base}._base is not None else {base})"
@@ -492,7 +491,7 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
             continue
         od = dv.output_differentiability
         if od is not None and not any(od) and not dv.formulas and not s.is_inplace and \
-                (not s.is_view or s.name == "detach"):
+                not s.keeps_base:
             # nothing to record, nothing to check, no base to keep: the Autograd keys fall through to the
             # kernel below (PyTorch's factories "like" a tensor cost no autograd frame either)
             fallthrough.append(s)
@@ -511,7 +510,7 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
         regs.append((s, fname))
         if s.is_inplace:
             always.add(fname)
-        elif s.is_view and s.name != "detach":
+        elif s.keeps_base:
             keeps_base.add(fname)
     # Note [Overloads PyTorch's bindings hide] (ember/_ops.py): where PyTorch's binding wraps a number and calls the
     # Tensor overload, ember calls the Scalar one, whose node is the Tensor overload's with the number wrapped
@@ -546,7 +545,7 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
         regs.append((s, fname))
         if s.is_inplace:
             always.add(fname)
-        elif s.name != "detach":    # (detach's kernel only redispatches: no base)
+        elif s.keeps_base:      # (detach's kernel only redispatches)
             keeps_base.add(fname)
     # one registration under the Autograd alias key serves AutogradCPU / CUDA / Meta (Note [Kernel resolution]);
     # when no input requires grad (Note [The Autograd key of a tensor that does not require grad] in

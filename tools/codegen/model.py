@@ -171,6 +171,12 @@ class FunctionSchema:
         return self.name not in NOT_VIEWS and any(r.type.alias and not r.type.is_write for r in self.returns)
 
     @property
+    def keeps_base(self) -> bool:
+        """A view whose result notes its base (``_base``): every view but ``detach``, which shares the data but is no
+        view to autograd (PyTorch writes its autograd kernel by hand, in VariableTypeManual.cpp, for that reason)."""
+        return self.is_view and self.name != "detach"
+
+    @property
     def functional_arguments(self) -> tuple[Argument, ...]:
         return tuple(a for a in self.arguments if not (a.kwarg_only and a.type.is_write))
 
