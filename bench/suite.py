@@ -32,7 +32,14 @@ from bench._timing import Bench, Workload, run
 def _compiled(lib, step):
     """The step as the workload runs it: ``lib.compile(step)`` -- the whole training step, optimizer included --
     when the side asks for it (``bench.compiled`` sets ``lib._bench_compile``), else the step itself."""
-    return lib.compile(step) if getattr(lib, "_bench_compile", False) else step
+    return lib.compile(step) if getattr(lib, "_bench_compile", False) is True else step
+
+
+def _model(lib, model):
+    """The model as the workload calls it: ``lib.compile(model)`` when the side compiles only the model -- loss,
+    ``backward()`` and ``optimizer.step()`` run eagerly around it, as most programs compile (``bench.compiled``
+    sets ``lib._bench_compile = "model"``) -- else the model itself."""
+    return lib.compile(model) if getattr(lib, "_bench_compile", False) == "model" else model
 
 
 def add_16(lib, quick):
@@ -44,8 +51,10 @@ def tiny_backward(lib, quick):
     a = lib.ones(4, requires_grad=True)
     b = lib.ones(4, requires_grad=True)
 
+    product = _model(lib, lambda: (a * b).sum())
+
     def step():
-        (a * b).sum().backward()
+        product().backward()
     return _compiled(lib, step)
 
 
@@ -59,6 +68,7 @@ def gemm(lib, quick):
 
 def _train_step(lib, model, opt, x, y):
     F = lib.nn.functional
+    model = _model(lib, model)
 
     def step():
         opt.zero_grad()
@@ -148,6 +158,7 @@ def gpt(lib, quick):
 
     model = GPT()
     opt = lib.optim.AdamW(model.parameters(), lr=3e-4)
+    model = _model(lib, model)
     rng = np.random.default_rng(0)
     x = lib.tensor(rng.integers(0, vocab, (batch, ctx)))
     y = lib.tensor(rng.integers(0, vocab, (batch, ctx)))
@@ -211,6 +222,7 @@ def conv_autoencoder(lib, quick):
                           nn.ConvTranspose2d(32, 16, 3, stride=2, padding=1, output_padding=1), nn.ReLU(),
                           nn.ConvTranspose2d(16, 1, 3, stride=2, padding=1, output_padding=1), nn.Sigmoid())
     opt = lib.optim.Adam(model.parameters(), lr=1e-3)
+    model = _model(lib, model)
     x = lib.tensor(np.random.default_rng(0).random((8 if quick else 64, 1, 28, 28)).astype(np.float32))
 
     def step():

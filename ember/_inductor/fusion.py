@@ -56,6 +56,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ember._tensor import Tensor
+from ember.aten import parallel
 
 # argument layouts of a fused loop (Note [Pointwise fusion])
 FULL, ROW, COL, ONE = "full", "row", "col", "one"
@@ -432,7 +433,6 @@ class Kernel:
         return self._fn
 
     def __call__(self, shape: tuple[int, ...], inputs: tuple[Any, ...], reuse: tuple[Any, ...]) -> Any:
-        from ember.aten import parallel
         perm = self.perm
         if perm is not None:           # run in the results' memory order: every array seen through that order
             nd = len(shape)
@@ -462,27 +462,34 @@ class Kernel:
                 outs.append(buf if buf is not None and buf.size == n and buf.dtype == dt else np.empty(n, dt))
         flat_outs = [o if len(spec) > 1 else (o.reshape(n) if self.flat else o.reshape(R, C))
                      for o, spec in zip(outs, self.out_specs)]
-        fn, driver = self.fn
+        fn, driver = self._fn or self.fn
         work, grain = (n, parallel.GRAIN_SIZE) if self.flat else (R, max(1, parallel.GRAIN_SIZE // max(C, 1)))
-        parallel.run_split(work, grain, lambda b, e: fn(b, e, C, *args, *flat_outs),
-                           lambda chunks: driver(work, chunks, C, *args, *flat_outs))
+        if work < 2 * grain:           # one range (``run_split``'s own first test, without making its closures)
+            if work > 0:
+                fn(0, work, C, *args, *flat_outs)
+        else:
+            parallel.run_split(work, grain, lambda b, e: fn(b, e, C, *args, *flat_outs),
+                               lambda chunks: driver(work, chunks, C, *args, *flat_outs))
         if perm is not None:
             return tuple(o.reshape(shape).transpose(self.inverse) for o in outs)
-        return tuple(o.reshape(shape) if len(spec) == 1 else _finish(o, spec, shape, n)
-                     for o, spec in zip(outs, self.out_specs))
+        return tuple([o.reshape(shape) if len(spec) == 1 else _finish(o, spec, shape, n)
+                      for o, spec in zip(outs, self.out_specs)])
 
 
 def _finish(rows: Any, spec: tuple[Any, ...], shape: tuple[int, ...], n: int) -> Any:
     """A fused sum's result from its row totals: per row (the last dimension summed) or their total, a mean
     divided by the count, in the tensors' dtype and the shape ``keepdim`` gives."""
     dtype, kind, over, keepdim = spec
-    with np.errstate(invalid="ignore", divide="ignore"):      # the mean of nothing is NaN, as eagerly
-        if over == "last":
-            v = rows / shape[-1] if kind == "mean" else rows
-            return v.astype(dtype).reshape(shape[:-1] + ((1,) if keepdim else ()))
-        total = rows.sum()
-        v = total / n if kind == "mean" else total
-    return np.asarray(v, dtype).reshape((1,) * len(shape) if keepdim else ())
+    if over == "last":
+        if kind == "mean":
+            with np.errstate(invalid="ignore", divide="ignore"):      # the mean of nothing is NaN, as eagerly
+                rows = rows / shape[-1]
+        return rows.astype(dtype).reshape(shape[:-1] + ((1,) if keepdim else ()))
+    v = rows[0] if rows.size == 1 else np.add.reduce(rows)     # (a reduction's own cost, for one row)
+    if kind == "mean":
+        v = v / n if n else np.nan
+    v = np.array(v, dtype)
+    return v.reshape((1,) * len(shape)) if keepdim else v
 
 
 def kernel_of(group: Group, info: dict[Any, tuple[str, dict[str, Any], Any]],

@@ -381,6 +381,10 @@ def run_split(work: int, grain: int, serial: Any, driver: Any) -> None:
     range is all there is, else through ``driver(chunks)`` -- a numba function whose ``prange`` runs the ranges
     on numba's threading layer (Note [Splitting a loop over threads] in ``kernels/compiled.py``) -- where that
     layer can run, else on the pooled Python threads (``parallel_for``)."""
+    if work < 2 * grain:         # one range on any thread count: no clock, no thread-local (a small tensor's call)
+        if work > 0:
+            serial(0, work)
+        return
     chunks = ranges(work, grain)
     if chunks <= 1:
         if work <= 0:

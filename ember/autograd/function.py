@@ -139,44 +139,66 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         node = cls._backward_cls()
         tensors = [a for a in args if isinstance(a, _Tensor)]
-        node._input_is_tensor = tuple(isinstance(a, _Tensor) for a in args)
-        node.needs_input_grad = tuple(isinstance(a, _Tensor) and a.requires_grad for a in args)
-        record = state.enabled and any(t.requires_grad for t in tensors)
-        custom_setup = cls.setup_context is not None and \
-            cls.setup_context is not getattr(Function, "setup_context", None)
-        with no_grad():
-            if custom_setup:
-                outputs = cls.forward(*args, **kwargs)
-            else:
-                outputs = cls.forward(node, *args, **kwargs)
-        if custom_setup:
-            cls.setup_context(node, args, outputs)
-        single = not isinstance(outputs, tuple)
-        outs = (outputs,) if single else outputs
+        if len(tensors) == len(args):          # (the common call: tensors only)
+            node._input_is_tensor = (True,) * len(args)
+            node.needs_input_grad = needs = tuple([t.requires_grad for t in tensors])
+        else:
+            node._input_is_tensor = tuple([isinstance(a, _Tensor) for a in args])
+            node.needs_input_grad = needs = tuple([isinstance(a, _Tensor) and a.requires_grad for a in args])
+        record = state.enabled and True in needs
+        setup = cls.setup_context           # (None on Function: forward(ctx, *args) without one)
+        enabled, state.enabled = state.enabled, False      # forward runs without recording (no_grad)
+        try:
+            outputs = cls.forward(node, *args, **kwargs) if setup is None else cls.forward(*args, **kwargs)
+        finally:
+            state.enabled = enabled
+        if setup is not None:
+            setup(node, args, outputs)
         if not record:
             return outputs
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
         node._next = collect_next_edges(*tensors)
         node._input_meta = input_meta(*tensors)
         input_ids = {id(t) for t in tensors}
         dirty = {id(t) for t in node._dirty}
-        non_diff = {id(t) for t in node._non_differentiable}
-        fixed = []
-        for o in outs:
-            if isinstance(o, _Tensor) and id(o) in input_ids and id(o) not in dirty:
-                with no_grad():
-                    o = o.view_as(o)  # an input returned as is: its output is a new view of it
-            elif isinstance(o, _Tensor) and id(o) in dirty:
-                check_inplace(o)
-            fixed.append(o)
-        outs = tuple(fixed)
-        node._output_meta = tuple((tuple(o.shape), o.dtype, o.device) if isinstance(o, _Tensor) else
-                                  (None, None, None) for o in outs)
-        diff = [isinstance(o, _Tensor) and id(o) not in non_diff for o in outs]
-        set_history(node, tuple(o if isinstance(o, _Tensor) else None for o in outs), diff)
-        node._saved_list = [SavedVariable(t, is_output=any(t is o for o in outs)) if isinstance(t, _Tensor) else t
-                       for t in node._to_save]
-        node._to_save = ()
+        non_diff = node._non_differentiable
+        if dirty or not input_ids.isdisjoint([id(o) for o in outs]):
+            fixed = []
+            for o in outs:
+                if isinstance(o, _Tensor) and id(o) in input_ids and id(o) not in dirty:
+                    enabled, state.enabled = state.enabled, False
+                    try:
+                        o = o.view_as(o)  # an input returned as is: its output is a new view of it
+                    finally:
+                        state.enabled = enabled
+                elif isinstance(o, _Tensor) and id(o) in dirty:
+                    check_inplace(o)
+                fixed.append(o)
+            outs = tuple(fixed)
+        node._output_meta = tuple([(tuple(o.shape), o.dtype, o.device) if isinstance(o, _Tensor) else
+                                   (None, None, None) for o in outs])
+        if non_diff:
+            nd = {id(t) for t in non_diff}
+            set_history(node, tuple([o if isinstance(o, _Tensor) else None for o in outs]),
+                        [isinstance(o, _Tensor) and id(o) not in nd for o in outs])
+        else:
+            set_history(node, tuple([o if isinstance(o, _Tensor) else None for o in outs]))
+        to_save = node._to_save
+        if to_save:
+            node._saved_list = [SavedVariable(t, is_output=_is_one_of(t, outs)) if isinstance(t, _Tensor) else t
+                                for t in to_save]
+            node._to_save = ()
+        else:
+            node._saved_list = []
         return outs[0] if single else outs
+
+
+def _is_one_of(t: Any, outs: tuple[Any, ...]) -> bool:
+    for o in outs:
+        if o is t:
+            return True
+    return False
 
 
 def once_differentiable(fn: Any) -> Any:
