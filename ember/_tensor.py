@@ -25,6 +25,7 @@ from ember.aten import wrap as _wrap
 from ember.aten.math_bits import values_of as _values_of
 from ember.c10 import compile_state as _cs
 from ember.c10 import dtype as _dt
+from ember.c10 import memory_format as _mf
 from ember.c10.device import CPU, canonical
 from ember.c10.tensor_impl import TensorImpl, VersionCounter, contiguous_strides, fake_array
 from ember.c10.dispatch_key import (AUTOGRAD_MASK, KS_OF_DEVICE_TYPE, MATH_BITS as _MATH_BITS, not_requiring_grad,
@@ -121,6 +122,13 @@ if TYPE_CHECKING:  # the generated methods' signatures, for type checkers (Note 
     from ember._generated.tensor_methods import _TensorMethods
 else:
     _TensorMethods = object
+
+
+def _suggest_memory_format(t: Any) -> Any:
+    a = t._data
+    if a.ndim not in (4, 5):
+        return _mf.contiguous_format
+    return _mf.suggest_memory_format(a.shape, tuple(st // a.itemsize for st in a.strides))
 
 
 class Tensor(TensorImpl, _TensorMethods):
@@ -598,7 +606,7 @@ class Tensor(TensorImpl, _TensorMethods):
         device = kwargs.pop("device", None)
         copy = kwargs.pop("copy", False)
         kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
+        fmt = kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to() received an invalid combination of arguments - got unexpected keyword "
                             f"{next(iter(kwargs))}")
@@ -619,10 +627,11 @@ class Tensor(TensorImpl, _TensorMethods):
         same_dev = dev is None or (dev.type == self._device.type and
                                    (dev.index is None or dev.index == (self._device.index or 0)))
         same_dt = dtype is None or dtype is self.dtype
-        if same_dev and same_dt and not copy:
-            return self
+        if same_dev and same_dt and not copy and (fmt is None or fmt is _mf.preserve_format or
+                                                  _suggest_memory_format(self) is fmt):
+            return self     # PyTorch's to_will_alias (a format it would suggest for self: self as it is)
         import ember
-        return ember.ops.aten._to_copy(self, dtype=dtype, device=None if same_dev else dev)
+        return ember.ops.aten._to_copy(self, dtype=dtype, device=None if same_dev else dev, memory_format=fmt)
 
     def type(self, dtype: Any = None, non_blocking: Any = False, **kwargs: Any) -> Any:
         if dtype is None:
@@ -642,40 +651,41 @@ class Tensor(TensorImpl, _TensorMethods):
         return self.to(other.dtype)
 
     def cpu(self, memory_format: Any = None) -> Tensor:
-        return self.to("cpu")
+        return self.to("cpu", memory_format=memory_format)
 
     def cuda(self, device: Any = None, non_blocking: Any = False, memory_format: Any = None) -> Tensor:
-        return self.to(_device("cuda", device) if isinstance(device, int) else (device or "cuda"))
+        return self.to(_device("cuda", device) if isinstance(device, int) else (device or "cuda"),
+                       memory_format=memory_format)
 
     def float(self, memory_format: Any = None) -> Tensor:  # noqa: A003
-        return self.to(_dt.float32)
+        return self.to(_dt.float32, memory_format=memory_format)
 
     def double(self, memory_format: Any = None) -> Tensor:
-        return self.to(_dt.float64)
+        return self.to(_dt.float64, memory_format=memory_format)
 
     def half(self, memory_format: Any = None) -> Tensor:
-        return self.to(_dt.float16)
+        return self.to(_dt.float16, memory_format=memory_format)
 
     def bfloat16(self, memory_format: Any = None) -> Tensor:
-        return self.to(_dt.bfloat16)
+        return self.to(_dt.bfloat16, memory_format=memory_format)
 
     def long(self, memory_format: Any = None) -> Tensor:
-        return self.to(_dt.int64)
+        return self.to(_dt.int64, memory_format=memory_format)
 
     def int(self, memory_format: Any = None) -> Tensor:  # noqa: A003
-        return self.to(_dt.int32)
+        return self.to(_dt.int32, memory_format=memory_format)
 
     def short(self, memory_format: Any = None) -> Tensor:
-        return self.to(_dt.int16)
+        return self.to(_dt.int16, memory_format=memory_format)
 
     def char(self, memory_format: Any = None) -> Tensor:
-        return self.to(_dt.int8)
+        return self.to(_dt.int8, memory_format=memory_format)
 
     def byte(self, memory_format: Any = None) -> Tensor:
-        return self.to(_dt.uint8)
+        return self.to(_dt.uint8, memory_format=memory_format)
 
     def bool(self, memory_format: Any = None) -> Tensor:  # noqa: A003
-        return self.to(_dt.bool_)
+        return self.to(_dt.bool_, memory_format=memory_format)
 
     def cfloat(self) -> Tensor:
         return self.to(_dt.complex64)

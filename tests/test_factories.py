@@ -161,3 +161,77 @@ def test_empty_strided_frombuffer_and_dlpack_match_pytorch():
         assert a[0] == 5
         assert np.from_dlpack(L.ones(2)).tolist() == [1.0, 1.0]
         assert L.from_dlpack(L.utils.dlpack.to_dlpack(L.arange(3))).tolist() == [0, 1, 2]
+
+
+# -- memory formats of new tensors: empty_like's rule (preserve_format: the same strides where they are dense, the
+# same order of strides made dense where they are not), channels_last, and Tensor.to / _to_copy
+def _layouts(L):
+    g = np.arange(120.0)
+    return {
+        "transposed": L.tensor(g[:12].reshape(3, 4)).t(),
+        "channels_last": L.tensor(g.reshape(2, 3, 4, 5)).to(memory_format=L.channels_last),
+        "sliced": L.tensor(g.reshape(2, 3, 4, 5))[:, :, ::2],
+        "expanded": L.tensor(g[:6].reshape(3, 1, 2)).expand(3, 4, 2),
+        "permuted with a size-1 dim": L.tensor(g[:12].reshape(4, 1, 3)).permute(2, 1, 0),
+        "channels_last, size-1 spatial dims": L.tensor(g[:6].reshape(2, 3, 1, 1)).to(memory_format=L.channels_last),
+        "sliced, then permuted": L.tensor(g.reshape(4, 5, 6))[:, 1:4].permute(1, 2, 0),
+        "contiguous": L.tensor(g[:24].reshape(2, 3, 4)),
+    }
+
+
+LIKE = {
+    "empty_like": lambda L, t: L.empty_like(t), "zeros_like": lambda L, t: L.zeros_like(t),
+    "ones_like": lambda L, t: L.ones_like(t), "full_like": lambda L, t: L.full_like(t, 2.5),
+    "empty_like(contiguous_format)": lambda L, t: L.empty_like(t, memory_format=L.contiguous_format),
+    "to(float32)": lambda L, t: t.to(L.float32), "double()": lambda L, t: t.double(), "clone()": lambda L, t: t.clone(),
+    "half(memory_format=contiguous_format)": lambda L, t: t.half(memory_format=L.contiguous_format),
+    "to(memory_format=contiguous_format)": lambda L, t: t.to(memory_format=L.contiguous_format),
+    "to(copy=True)": lambda L, t: t.to(copy=True),
+}
+
+
+@pytest.mark.parametrize("layout", list(_layouts(torch)))
+@pytest.mark.parametrize("make", list(LIKE))
+def test_tensors_made_like_another_take_pytorchs_strides(layout, make):
+    e, t = LIKE[make](ember, _layouts(ember)[layout]), LIKE[make](torch, _layouts(torch)[layout])
+    assert (tuple(e.shape), e.stride(), e.dtype.name) == (tuple(t.shape), t.stride(), str(t.dtype)[6:])
+    if "empty" not in make:
+        np.testing.assert_array_equal(e.float().numpy(), t.float().numpy())
+
+
+@pytest.mark.parametrize("make", [
+    lambda L: L.empty(2, 3, 4, 5, memory_format=L.channels_last),
+    lambda L: L.empty(2, 3, 4, 5, 6, memory_format=L.channels_last_3d),
+    lambda L: L.ones(2, 3, 4, 5).to(L.float64, memory_format=L.channels_last),
+    lambda L: L.ones(2, 3, 4, 5).cpu(memory_format=L.channels_last),
+    lambda L: L.zeros_like(L.ones(2, 3, 4, 5), memory_format=L.channels_last),
+    lambda L: L.ones(2, 3, 4, 5).float(memory_format=L.channels_last).float(memory_format=L.contiguous_format),
+])
+def test_channels_last_tensors_as_pytorchs(make):
+    e, t = make(ember), make(torch)
+    assert (tuple(e.shape), e.stride()) == (tuple(t.shape), t.stride())
+    assert e.is_contiguous(memory_format=ember.channels_last) == t.is_contiguous(memory_format=torch.channels_last)
+
+
+def test_to_aliases_where_pytorch_does():
+    for L in (torch, ember):
+        c = L.ones(2, 3, 4, 5).to(memory_format=L.channels_last)
+        x = L.ones(3, 4).t()
+        assert c.to(memory_format=L.channels_last) is c and c.to(memory_format=L.preserve_format) is c
+        assert c.to(memory_format=L.contiguous_format) is not c
+        assert x.to(memory_format=L.contiguous_format) is x      # (what suggest_memory_format says of a transpose)
+        assert L.ones(2, 3, 4, 5).to(memory_format=L.contiguous_format).stride() == (60, 20, 5, 1)
+
+
+@pytest.mark.parametrize("make", [
+    lambda L: L.empty(2, 3, 4, memory_format=L.channels_last),
+    lambda L: L.empty(2, 3, 4, 5, memory_format=L.channels_last_3d),
+    lambda L: L.empty(2, 3, memory_format=L.preserve_format),
+    lambda L: L.zeros_like(L.ones(2, 3), memory_format=L.channels_last),
+    lambda L: L.ones(2, 3).to(memory_format=L.channels_last),
+])
+def test_memory_format_errors_are_pytorchs(make):
+    with pytest.raises(RuntimeError) as t:
+        make(torch)
+    with pytest.raises(RuntimeError, match=str(t.value).splitlines()[0]):
+        make(ember)

@@ -22,6 +22,7 @@ from ember.c10.compile_state import state as _compile_state
 from ember._generated import aten
 from ember.autograd.functions_manual import strided_view_backward, zeros_of
 from ember.c10.tensor_impl import TensorImpl
+from ember.c10.memory_format import non_overlapping_and_dense
 from ember.c10.memory_format import contiguous_format
 from ember.aten.dispatcher import python_key_used, tls as _dispatch_tls
 from ember.c10.dispatch_key import MATH_BITS, DispatchKey
@@ -364,18 +365,6 @@ def _owns_memory(a: Any, base_tensor: Any = None) -> bool:
 _PARAM_DTYPE = object()  # no grad_dtype set: the gradient takes the leaf's own dtype
 
 
-def _non_overlapping_and_dense(sizes: tuple[int, ...], strides: tuple[int, ...]) -> bool:
-    """The elements fill a block of memory exactly once, in some order of the dimensions."""
-    expected = 1
-    for i in sorted(range(len(sizes)), key=lambda d: (strides[d], sizes[d])):
-        if sizes[i] == 1:
-            continue
-        if strides[i] != expected:
-            return False
-        expected *= sizes[i]
-    return True
-
-
 def _clone_obey_contract(g: Tensor, var: Tensor) -> Tensor:
     """A leaf's first gradient, owned by it and laid out by PyTorch's gradient layout contract: with the strides of
     a non-overlapping, dense parameter, row-major otherwise (``autograd.enforce_grad_layout_policy(False)`` keeps
@@ -386,7 +375,7 @@ def _clone_obey_contract(g: Tensor, var: Tensor) -> Tensor:
     if var._data.flags.c_contiguous or var.is_contiguous():
         return g.clone(memory_format=contiguous_format)
     sizes, strides = tuple(var.shape), tuple(var.stride())
-    if _non_overlapping_and_dense(sizes, strides):
+    if non_overlapping_and_dense(sizes, strides):
         if tuple(g.stride()) == strides:
             return g.clone()                                # already the parameter's strides
         from ember._generated import aten

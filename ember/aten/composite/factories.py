@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember._generated import aten
+from ember.c10 import memory_format as mf
 
 
 def arange_end(end: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None) -> Any:
@@ -53,23 +54,50 @@ def lift_fresh(self: Any) -> Any:
     return self
 
 
+def like_strides(self: Any, memory_format: Any) -> Any:
+    """The strides of a tensor made like ``self`` (``empty_like``'s rule: ``memory_format.strides_like``), None for
+    row-major. A row-major ``self`` asks nothing more (the common call, the engine's gradient of a loss among them)."""
+    if memory_format is None or memory_format is mf.preserve_format:
+        a = self._data
+        if self._device.type == "meta" or (a.flags.c_contiguous and 1 not in a.shape):
+            return None     # (NumPy's flag ignores the strides of size-1 dims, which PyTorch keeps)
+        return mf.strides_like(a.shape, tuple(st // a.itemsize for st in a.strides), None)
+    return mf.strides_like(tuple(self.shape), (), memory_format) if memory_format is not mf.contiguous_format else None
+
+
+def _empty_like(self: Any, strides: Any, dtype: Any, device: Any) -> Any:
+    return aten.empty_strided(tuple(self.shape), strides, **_new_kw(self, dtype, device))
+
+
 def empty_like(self: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
                memory_format: Any = None) -> Any:
+    strides = like_strides(self, memory_format)
+    if strides is not None:
+        return _empty_like(self, strides, dtype, device)
     return aten.empty_memory_format(tuple(self.shape), **_new_kw(self, dtype, device))
 
 
 def zeros_like(self: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
                memory_format: Any = None) -> Any:
+    strides = like_strides(self, memory_format)
+    if strides is not None:
+        return _empty_like(self, strides, dtype, device).zero_()
     return aten.zeros(tuple(self.shape), **_new_kw(self, dtype, device))
 
 
 def ones_like(self: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
               memory_format: Any = None) -> Any:
+    strides = like_strides(self, memory_format)
+    if strides is not None:
+        return _empty_like(self, strides, dtype, device).fill_(1)
     return aten.ones(tuple(self.shape), **_new_kw(self, dtype, device))
 
 
 def full_like(self: Any, fill_value: Any, dtype: Any = None, layout: Any = None, device: Any = None,
               pin_memory: Any = None, memory_format: Any = None) -> Any:
+    strides = like_strides(self, memory_format)
+    if strides is not None:
+        return _empty_like(self, strides, dtype, device).fill_(fill_value)
     return aten.full(tuple(self.shape), fill_value, **_new_kw(self, dtype, device))
 
 

@@ -10,13 +10,15 @@ import numpy as np
 from ember.aten.kernels import compiled, loops
 from ember.aten.kernels._common import elementwise, type_name
 from ember.c10.checked_convert import checked_convert
+from ember.c10 import memory_format as mf
+from ember.c10.dtype import from_numpy_dtype
+from ember.aten.kernels.factory import empty_strided
 
 
 def clone(xp: Any, self: Array, memory_format: Any = None) -> Any:
     """A copy laid out by ``memory_format``: row-major for ``contiguous_format``; channels innermost for
-    ``channels_last(_3d)``; by default (``preserve_format``) PyTorch's rule -- the same strides for a dense,
-    non-overlapping tensor, the same order of strides made dense for a strided slice (NumPy's ``order="K"``), and
-    row-major for an overlapping (expanded) one."""
+    ``channels_last(_3d)``; by default (``preserve_format``) PyTorch's rule (``memory_format.strides_like``) -- the
+    same strides for a dense, non-overlapping tensor, else the order of its strides made dense."""
     name = getattr(memory_format, "name", "preserve_format")
     if name == "contiguous_format":
         return _row_major_copy(xp, self)
@@ -24,9 +26,14 @@ def clone(xp: Any, self: Array, memory_format: Any = None) -> Any:
         to_last = (0,) + tuple(range(2, self.ndim)) + (1,)
         back = (0, self.ndim - 1) + tuple(range(1, self.ndim - 1))
         return self.transpose(to_last).copy(order="C").transpose(back)
-    if any(st == 0 and sz > 1 for st, sz in zip(self.strides, self.shape)):
+    if self.flags.c_contiguous and 1 not in self.shape:
+        return self.copy()
+    strides = mf.strides_like(self.shape, tuple(st // self.itemsize for st in self.strides), None)
+    if strides is None:
         return _row_major_copy(xp, self)
-    return self.copy(order="K")
+    out = empty_strided(xp, self.shape, strides, from_numpy_dtype(self.dtype))
+    out[...] = self
+    return out
 
 
 def _row_major_copy(xp: Any, a: Array) -> Any:

@@ -14,6 +14,7 @@ from ember.aten.kernels._common import meta_shape, shape_str
 from ember.c10.checked_convert import checked_convert
 from ember.aten.context import fill_empty_deterministic
 from ember.c10 import dtype as dt
+from ember.c10 import memory_format as mf
 from ember.c10.exceptions import warn_user
 
 
@@ -37,7 +38,13 @@ def _factory_shape(size: Any, dtype: Any = None, *rest: Any, **_k: Any) -> Any:
 @meta_shape(_factory_shape)
 def empty(xp: Any, size: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
           memory_format: Any = None) -> Any:
-    return fill_empty_deterministic(xp, xp.empty(check_size(size), _np_dtype(dtype)))
+    """Uninitialized memory, row-major or, for ``channels_last(_3d)``, channels innermost."""
+    if memory_format is None or memory_format is mf.contiguous_format:
+        return fill_empty_deterministic(xp, xp.empty(check_size(size), _np_dtype(dtype)))
+    if memory_format is mf.preserve_format:
+        raise RuntimeError("unsupported memory format Preserve")
+    size = check_size(size)
+    return empty_strided(xp, size, mf.channels_last_strides(size, memory_format), dtype)
 
 
 @meta_shape(lambda size, stride, dtype=None, *rest, **_k: (check_size(size), _np_dtype(dtype)))
