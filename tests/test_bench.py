@@ -20,6 +20,25 @@ def test_benchmark_smoke_run(module):
     assert "ember" in r.stdout
 
 
+def test_model_compiled_rows_compile_only_the_model():
+    """bench.compiled's "model compiled" rows: the model compiled on the compiling sides, eager on PyTorch's eager
+    side (a smoke run of the tiny row: PyTorch's side builds one Inductor kernel)."""
+    pytest.importorskip("torch", reason="PyTorch (the oracle) is not installed: pip install torch==2.13.0")
+    r = subprocess.run([sys.executable, "-m", "bench.compiled", "--quick", "--only", "model compiled: tiny"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "model compiled: tiny" in r.stdout and "ember compiled" in r.stdout
+    import ember
+    from bench import suite
+    for mode, compiled in ((False, False), ("model", True), (True, False)):
+        ember._bench_compile = mode
+        try:
+            model = suite._model(ember, ember.nn.Linear(2, 2))
+        finally:
+            del ember._bench_compile
+        assert isinstance(model, ember._dynamo.OptimizedModule) == compiled
+
+
 @pytest.mark.slow
 def test_vision_benchmark_smoke_run():
     pytest.importorskip("torch", reason="PyTorch (the oracle) is not installed: pip install torch==2.13.0")
