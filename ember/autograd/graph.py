@@ -22,8 +22,7 @@ from ember.c10.compile_state import state as _compile_state
 from ember._generated import aten
 from ember.autograd.functions_manual import strided_view_backward, zeros_of
 from ember.c10.tensor_impl import TensorImpl
-from ember.c10.memory_format import non_overlapping_and_dense
-from ember.c10.memory_format import contiguous_format
+from ember.c10.memory_format import contiguous_format, non_overlapping_and_dense
 from ember.aten.dispatcher import python_key_used, tls as _dispatch_tls
 from ember.c10.dispatch_key import MATH_BITS, DispatchKey
 from ember.c10.dtype import scalar_type_name

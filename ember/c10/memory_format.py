@@ -94,18 +94,12 @@ def infer_dense_strides(sizes: tuple[int, ...], strides: tuple[int, ...]) -> tup
     return tuple(out)
 
 
-def strides_like(sizes: tuple[int, ...], strides: tuple[int, ...], fmt: memory_format | None) -> tuple[int, ...] | None:
-    """The strides PyTorch gives a tensor made like one of ``sizes`` / ``strides`` with memory format ``fmt``
-    (``empty_like``, ``_to_copy``): for preserve_format (or None) the same strides where they are non-overlapping
-    and dense, else ``infer_dense_strides``; None for row-major."""
-    if fmt is None or fmt is preserve_format:
-        if non_overlapping_and_dense(sizes, strides):
-            return None if strides == contiguous_strides(sizes) else strides
-        dense = infer_dense_strides(sizes, strides)
-        return None if dense == contiguous_strides(sizes) else dense
-    if fmt is channels_last or fmt is channels_last_3d:
-        return channels_last_strides(sizes, fmt)
-    return None
+def preserved_strides(sizes: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The strides PyTorch gives a tensor made like one of ``sizes`` / ``strides`` in ``preserve_format``
+    (``empty_like``, ``_to_copy``, ``clone``): the same strides where they are non-overlapping and dense, else
+    ``infer_dense_strides``; None for row-major."""
+    out = strides if non_overlapping_and_dense(sizes, strides) else infer_dense_strides(sizes, strides)
+    return None if out == contiguous_strides(sizes) else out
 
 
 def strides_like_channels_last(sizes: tuple[int, ...], strides: tuple[int, ...]) -> bool:

@@ -54,15 +54,17 @@ def lift_fresh(self: Any) -> Any:
     return self
 
 
-def like_strides(self: Any, memory_format: Any) -> Any:
-    """The strides of a tensor made like ``self`` (``empty_like``'s rule: ``memory_format.strides_like``), None for
-    row-major. A row-major ``self`` asks nothing more (the common call, the engine's gradient of a loss among them)."""
+def _like_strides(self: Any, memory_format: Any) -> Any:
+    """The strides of a tensor made like ``self`` (``empty_like``'s rule), None for row-major. A row-major ``self``
+    asks nothing more (the common call, the engine's gradient of a loss among them)."""
     if memory_format is None or memory_format is mf.preserve_format:
         a = self._data
         if self._device.type == "meta" or (a.flags.c_contiguous and 1 not in a.shape):
             return None     # (NumPy's flag ignores the strides of size-1 dims, which PyTorch keeps)
-        return mf.strides_like(a.shape, tuple(st // a.itemsize for st in a.strides), None)
-    return mf.strides_like(tuple(self.shape), (), memory_format) if memory_format is not mf.contiguous_format else None
+        return mf.preserved_strides(a.shape, tuple(st // a.itemsize for st in a.strides))
+    if memory_format is mf.channels_last or memory_format is mf.channels_last_3d:
+        return mf.channels_last_strides(tuple(self.shape), memory_format)
+    return None
 
 
 def _empty_like(self: Any, strides: Any, dtype: Any, device: Any) -> Any:
@@ -71,7 +73,7 @@ def _empty_like(self: Any, strides: Any, dtype: Any, device: Any) -> Any:
 
 def empty_like(self: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
                memory_format: Any = None) -> Any:
-    strides = like_strides(self, memory_format)
+    strides = _like_strides(self, memory_format)
     if strides is not None:
         return _empty_like(self, strides, dtype, device)
     return aten.empty_memory_format(tuple(self.shape), **_new_kw(self, dtype, device))
@@ -79,7 +81,7 @@ def empty_like(self: Any, dtype: Any = None, layout: Any = None, device: Any = N
 
 def zeros_like(self: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
                memory_format: Any = None) -> Any:
-    strides = like_strides(self, memory_format)
+    strides = _like_strides(self, memory_format)
     if strides is not None:
         return _empty_like(self, strides, dtype, device).zero_()
     return aten.zeros(tuple(self.shape), **_new_kw(self, dtype, device))
@@ -87,7 +89,7 @@ def zeros_like(self: Any, dtype: Any = None, layout: Any = None, device: Any = N
 
 def ones_like(self: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
               memory_format: Any = None) -> Any:
-    strides = like_strides(self, memory_format)
+    strides = _like_strides(self, memory_format)
     if strides is not None:
         return _empty_like(self, strides, dtype, device).fill_(1)
     return aten.ones(tuple(self.shape), **_new_kw(self, dtype, device))
@@ -95,7 +97,7 @@ def ones_like(self: Any, dtype: Any = None, layout: Any = None, device: Any = No
 
 def full_like(self: Any, fill_value: Any, dtype: Any = None, layout: Any = None, device: Any = None,
               pin_memory: Any = None, memory_format: Any = None) -> Any:
-    strides = like_strides(self, memory_format)
+    strides = _like_strides(self, memory_format)
     if strides is not None:
         return _empty_like(self, strides, dtype, device).fill_(fill_value)
     return aten.full(tuple(self.shape), fill_value, **_new_kw(self, dtype, device))

@@ -12,7 +12,7 @@ from ember.c10.exceptions import warn_once
 from ember.c10.memory_format import contiguous_format
 from ember.aten.dispatcher import is_tensor_subclass_like
 from ember.aten.wrap import new_tensor, write_out
-from ember.aten.composite.factories import like_strides
+from ember.aten.composite.factories import empty_like
 from ember.c10.dtype import scalar_type_name
 from ember.aten.kernels._common import wrap_dim, wrap_dims
 from ember.aten.kernels.views import compute_stride, infer_size, narrow_check
@@ -23,13 +23,7 @@ def to_copy(self: Any, dtype: Any = None, layout: Any = None, device: Any = None
             non_blocking: Any = False, memory_format: Any = None) -> Any:
     """``_to_copy`` (CompositeExplicitAutograd): a new tensor on ``device`` / of ``dtype``, filled by ``copy_``, laid
     out as ``empty_like`` lays it out (``preserve_format``: ``self``'s strides where they are dense)."""
-    strides = like_strides(self, memory_format)
-    dtype = self.dtype if dtype is None else dtype
-    device = self.device if device is None else device
-    if strides is None:
-        out = aten.empty_memory_format(tuple(self.shape), dtype=dtype, device=device)
-    else:
-        out = aten.empty_strided(tuple(self.shape), strides, dtype=dtype, device=device)
+    out = empty_like(self, dtype=dtype, device=device, memory_format=memory_format)  # (its composite, undispatched)
     return out.copy_(self)
 
 

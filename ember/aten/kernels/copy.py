@@ -17,7 +17,7 @@ from ember.aten.kernels.factory import empty_strided
 
 def clone(xp: Any, self: Array, memory_format: Any = None) -> Any:
     """A copy laid out by ``memory_format``: row-major for ``contiguous_format``; channels innermost for
-    ``channels_last(_3d)``; by default (``preserve_format``) PyTorch's rule (``memory_format.strides_like``) -- the
+    ``channels_last(_3d)``; by default (``preserve_format``) PyTorch's rule (``memory_format.preserved_strides``) -- the
     same strides for a dense, non-overlapping tensor, else the order of its strides made dense."""
     name = getattr(memory_format, "name", "preserve_format")
     if name == "contiguous_format":
@@ -28,7 +28,7 @@ def clone(xp: Any, self: Array, memory_format: Any = None) -> Any:
         return self.transpose(to_last).copy(order="C").transpose(back)
     if self.flags.c_contiguous and 1 not in self.shape:
         return self.copy()
-    strides = mf.strides_like(self.shape, tuple(st // self.itemsize for st in self.strides), None)
+    strides = mf.preserved_strides(self.shape, tuple(st // self.itemsize for st in self.strides))
     if strides is None:
         return _row_major_copy(xp, self)
     out = empty_strided(xp, self.shape, strides, from_numpy_dtype(self.dtype))
