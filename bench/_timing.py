@@ -72,6 +72,7 @@ class Bench:
     unit: str = "ms"  # "ms" or "us"
     per_workload: bool = True  # a process per workload (peak RSS per workload) or one per module and side
     ratios_to_all: bool = False  # ratios of every other side to the first (not only PyTorch's): variants of ember
+    sync: Callable[[Any], None] | None = None  # sync(lib) ends a block: a GPU's queued work finishes inside the clock
     notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -81,11 +82,13 @@ class Bench:
 
 # -- the child ------------------------------------------------------------------------------------------------
 
-def time_block(fn: Callable[[], Any], number: int) -> float:
-    """Seconds per call over ``number`` calls."""
+def time_block(fn: Callable[[], Any], number: int, sync: Callable[[], Any] | None = None) -> float:
+    """Seconds per call over ``number`` calls (and, with ``sync``, until the work they queued has finished)."""
     t0 = time.perf_counter()
     for _ in range(number):
         fn()
+    if sync is not None:
+        sync()
     return (time.perf_counter() - t0) / number
 
 
@@ -133,6 +136,8 @@ def describe(lib: Any) -> str:
         else:
             parts.append("BLAS: NumPy's (install threadpoolctl to see which)")
     parts.append(f"CPU capability {lib.backends.cpu.get_cpu_capability()}")
+    if lib.get_default_device().type == "cuda":
+        parts.append(f"GPU {lib.cuda.get_device_name()}")
     return ", ".join(parts)
 
 
@@ -149,6 +154,7 @@ def _child(spec: dict[str, Any]) -> None:
     if side.prepare is not None:
         side.prepare(lib)
     quick = spec["quick"]
+    sync = (lambda: bench.sync(lib)) if bench.sync is not None else None
     times = {}
     for name in spec["workloads"]:
         w = bench.workloads[name]
@@ -156,8 +162,10 @@ def _child(spec: dict[str, Any]) -> None:
         number = w.quick_number if quick else w.number
         for _ in range(w.warm):
             fn()
+        if sync is not None:
+            sync()
         blocks = spec["blocks"] if w.blocks is None or quick else w.blocks
-        times[name] = statistics.median(time_block(fn, number) for _ in range(blocks))
+        times[name] = statistics.median(time_block(fn, number, sync) for _ in range(blocks))
     print(json.dumps({"times": times, "rss_mb": peak_rss_mb(), "rss_import_mb": rss_import,
                       "describe": describe(lib)}))
 

@@ -59,7 +59,11 @@ def tiny_backward(lib, quick):
 
 
 def gemm(lib, quick):
-    n = 64 if quick else 512
+    return square_gemm(lib, 64 if quick else 512)
+
+
+def square_gemm(lib, n):
+    """``a @ b`` of two n x n float32 matrices."""
     rng = np.random.default_rng(0)
     a = lib.tensor(rng.standard_normal((n, n)).astype(np.float32))
     b = lib.tensor(rng.standard_normal((n, n)).astype(np.float32))

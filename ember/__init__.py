@@ -137,8 +137,12 @@ def numel(input) -> _builtins.int:
 
 
 def get_default_device():
+    """The device factories use by default, with its index as the tensors made there report it (``cuda:0``)."""
     from ember.c10 import _state
-    return _state.default_device
+    d = _state.default_device
+    if d.type == "cuda" and d.index is None:
+        return device("cuda", cuda.current_device())
+    return d
 
 
 def set_default_device(d) -> None:

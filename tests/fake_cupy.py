@@ -81,11 +81,29 @@ def _wrap(x):
 
 def _device_call(fn, name=""):
     host_ok = name in _HOST_OK
+    refused = _NO_KEYWORDS.get(name, set())
 
     def call(*args, **kwargs):
+        for k in refused & kwargs.keys():
+            raise TypeError(f"{name}() got an unexpected keyword argument '{k}'")
         return _wrap(fn(*_unwrap(args, host_ok), **_unwrap(kwargs, host_ok)))
     call.__name__ = name or getattr(fn, "__name__", "call")
     return call
+
+
+class _Flags:
+    __slots__ = ("c_contiguous", "f_contiguous", "owndata")
+
+    def __init__(self, c, f, own):
+        object.__setattr__(self, "c_contiguous", c)
+        object.__setattr__(self, "f_contiguous", f)
+        object.__setattr__(self, "owndata", own)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"'Flags' object has no attribute '{name}'")
+
+    def __getitem__(self, key):
+        return {"C_CONTIGUOUS": self.c_contiguous, "F_CONTIGUOUS": self.f_contiguous, "OWNDATA": self.owndata}[key]
 
 
 class ndarray:
@@ -137,6 +155,12 @@ class ndarray:
     @property
     def device(self):
         return cuda.Device(0)
+
+    @property
+    def flags(self):
+        """CuPy's flags: the layout only (no ``writeable``, ``aligned``, ...: device arrays are always writable)."""
+        f = self._a.flags
+        return _Flags(f.c_contiguous, f.f_contiguous, f.owndata)
 
     # -- everything else is NumPy's, on device arrays ------------------------------------------------------
     def __getattr__(self, name):
@@ -198,8 +222,16 @@ for _name in ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv"
     setattr(ndarray, f"__{_name}__", _dunder(f"__{_name}__"))
 
 
+# What CuPy 14 lacks of NumPy's API, as a GPU run found it (2026-11-29, CuPy 14.2 on an H200) and its documentation
+# says: ``ufunc.at`` only for these ufuncs, ``ufunc.reduce`` only for these, and keyword arguments its functions
+# do not take. The stand-in refuses them as CuPy does, so the CPU-only tests catch their use.
+_AT = {"add", "maximum", "minimum"}
+_REDUCE = {"add", "multiply", "maximum", "minimum"}
+_NO_KEYWORDS = {"indices": {"sparse"}, "lexsort": {"axis"}}
+
+
 class _DeviceUfunc:
-    """A ufunc on device arrays: calls and ``reduce`` / ``accumulate`` / ``outer`` / ``at`` (CuPy has them too)."""
+    """A ufunc on device arrays: calls and ``reduce`` / ``outer`` / ``at`` (for the ufuncs CuPy has them)."""
 
     def __init__(self, ufunc):
         self._u = ufunc
@@ -209,6 +241,9 @@ class _DeviceUfunc:
         return _device_call(self._u, self.__name__)(*args, **kwargs)
 
     def __getattr__(self, name):
+        if name in ("at", "reduce", "accumulate", "reduceat") and \
+                self.__name__ not in {"at": _AT, "reduce": _REDUCE}.get(name, ()):
+            raise NotImplementedError(f"`cupy_{self.__name__}.{name}` is not supported yet")
         attr = getattr(self._u, name)
         return _device_call(attr, name) if callable(attr) else attr
 
@@ -252,10 +287,25 @@ class _Runtime:
     def getDevice():
         return 0
 
+    @staticmethod
+    def getDeviceProperties(i):
+        return {"name": b"CuPy stand-in (NumPy)", "major": 0, "minor": 0, "totalGlobalMem": 1 << 30,
+                "multiProcessorCount": 1}
+
+    @staticmethod
+    def memGetInfo():
+        return 1 << 30, 1 << 30
+
 
 class _MemoryPool:
     def free_all_blocks(self):
         pass
+
+    def used_bytes(self):
+        return 0
+
+    def total_bytes(self):
+        return 0
 
 
 class _Random(_DeviceModule):
@@ -272,6 +322,8 @@ def _module():
     m.cuda = cuda
     m.linalg = _DeviceModule("cupy.linalg", np.linalg)
     m.fft = _DeviceModule("cupy.fft", np.fft)
+    m.lib = _DeviceModule("cupy.lib", np.lib)
+    m.lib.stride_tricks = _DeviceModule("cupy.lib.stride_tricks", np.lib.stride_tricks)  # as_strided, ...
     m.random = _Random("cupy.random", np.random)
     m.get_default_memory_pool = _MemoryPool
     m.asnumpy = lambda a, stream=None: a.get() if isinstance(a, ndarray) else np.asarray(a)

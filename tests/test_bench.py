@@ -65,3 +65,23 @@ def test_harness_runs_each_framework_in_a_process_of_its_own():
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "ember: ember " in r.stdout and "peak MB" not in r.stdout  # a quick run: one process per side
+
+
+def test_cuda_benchmark_steps_run_on_the_device_and_blocks_end_synchronized():
+    """bench.cuda's workloads (the suite's, built with the default device ``cuda``) step on the device -- a GPU, or
+    the CuPy stand-in, whose arrays refuse to mix with the host's -- and each timed block ends with the sync hook."""
+    import contextlib
+    import ember
+    from bench import _timing, cuda
+    from tests import fake_cupy
+    with contextlib.nullcontext() if ember.cuda.is_available() else fake_cupy.install():
+        ember.set_default_device("cuda")
+        try:
+            for name, w in cuda.BENCH.workloads.items():
+                fn = w.make(ember, True)
+                fn()
+            synced = []
+            assert _timing.time_block(fn, 3, lambda: synced.append(cuda.BENCH.sync(ember))) > 0 and len(synced) == 1
+            assert ember.get_default_device() == ember.device("cuda", 0)
+        finally:
+            ember.set_default_device("cpu")

@@ -144,3 +144,104 @@ def test_the_stand_in_refuses_implicit_host_conversion(cuda_device):
     with pytest.raises(TypeError, match="Unsupported type"):
         cupy.add(a, np.ones(3))
     assert isinstance(cupy.exp(a), cupy.ndarray) and np.allclose(cupy.exp(a).get(), np.exp(np.arange(3.0)))
+
+
+# (no bias where the next layer cancels its gradient -- a convolution's before BatchNorm, the keys' before softmax:
+# Adam turns a gradient of rounding noise into full-size steps of either sign)
+def _cnn(nn):
+    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.ConvTranspose2d(4, 4, 3, stride=2, padding=1, output_padding=1), nn.ReLU(),
+                         nn.AdaptiveAvgPool2d(2), nn.Flatten(), nn.Dropout(0.0), nn.Linear(16, 3))
+
+
+def _attention(nn):
+    F = nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb, self.ln = nn.Embedding(11, 8), nn.LayerNorm(8)
+            self.qkv, self.head = nn.Linear(8, 24, bias=False), nn.Linear(8, 3)
+            self.mlp = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 8))
+
+        def forward(self, idx):
+            x = self.emb(idx)
+            q, k, v = self.qkv(self.ln(x)).view(idx.shape[0], idx.shape[1], 3, 2, 4).permute(2, 0, 3, 1, 4)
+            x = x + F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(x.shape)
+            return self.head((x + self.mlp(x)).mean(1))
+    return Block()
+
+
+def _recurrent(nn):
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb, self.lstm, self.gru = nn.Embedding(11, 6), nn.LSTM(6, 5, batch_first=True), nn.GRU(5, 4)
+            self.head = nn.Linear(4, 3)
+
+        def forward(self, idx):
+            out, _ = self.lstm(self.emb(idx))
+            out, _ = self.gru(out.transpose(0, 1))
+            return self.head(out[-1])
+    return LM()
+
+
+@pytest.mark.parametrize("build,optimizer,make_input", [
+    (_cnn, "Adam", lambda: ember.randn(6, 1, 8, 8)),
+    (_attention, "AdamW", lambda: ember.randint(0, 11, (6, 5))),
+    (_recurrent, "SGD", lambda: ember.randint(0, 11, (6, 5))),
+], ids=["cnn-batchnorm-adam", "attention-adamw", "lstm-gru-sgd"])
+def test_training_steps_on_cuda_match_the_cpu(build, optimizer, make_input):
+    """The layers the benchmark workloads use, trained a few steps on the device from the CPU model's weights:
+    the same losses and parameters (the optimizers' state lives on the device too)."""
+    import copy
+    ember.manual_seed(0)
+    ref = build(ember.nn)
+    model = copy.deepcopy(ref).cuda()
+    x, y = make_input(), ember.randint(0, 3, (6,))
+    losses = {}
+    for name, m, xx, yy in (("cuda", model, x.cuda(), y.cuda()), ("cpu", ref, x, y)):
+        opt = getattr(ember.optim, optimizer)(m.parameters(), lr=0.01, **({"momentum": 0.9} if optimizer == "SGD"
+                                                                          else {}))
+        losses[name] = []
+        for _ in range(3):
+            opt.zero_grad()
+            loss = ember.nn.functional.cross_entropy(m(xx), yy)
+            loss.backward()
+            opt.step()
+            losses[name].append(loss.item())
+    np.testing.assert_allclose(losses["cuda"], losses["cpu"], rtol=1e-5)
+    for p, q in zip(model.parameters(), ref.parameters()):
+        assert p.is_cuda and p.grad.is_cuda
+        np.testing.assert_allclose(p.detach().cpu().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-5)
+    for b, c in zip(model.buffers(), ref.buffers()):   # BatchNorm's running statistics
+        assert b.is_cuda
+        np.testing.assert_allclose(b.cpu().numpy(), c.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_device_queries(cuda_device):
+    name = ember.cuda.get_device_name(0)
+    props = ember.cuda.get_device_properties("cuda:0")
+    assert isinstance(name, str) and name == props.name == ember.cuda.get_device_name()
+    assert ember.cuda.get_device_capability() == (props.major, props.minor)
+    free, total = ember.cuda.mem_get_info()
+    assert 0 < free <= total == props.total_memory or cuda_device == "stand-in"
+    with pytest.raises(AssertionError, match="Invalid device id"):
+        ember.cuda.get_device_properties(ember.cuda.device_count())
+    with pytest.raises(ValueError, match="Expected a cuda device"):
+        ember.cuda.get_device_name("cpu")
+    ember.set_default_device("cuda")    # as PyTorch reports it: with the index the tensors made there carry
+    try:
+        assert ember.get_default_device() == ember.device("cuda", 0) == ember.ones(1).device
+    finally:
+        ember.set_default_device(None)
+    assert ember.get_default_device() == ember.device("cpu")
+    if cuda_device == "gpu":
+        before = ember.cuda.memory_allocated()
+        x = ember.ones(1 << 20, device="cuda")
+        assert ember.cuda.memory_allocated() >= before + x.nbytes
+        assert ember.cuda.memory_reserved() >= ember.cuda.memory_allocated()
+        import torch
+        if torch.cuda.is_available():
+            assert name == torch.cuda.get_device_name(0)
+            assert ember.cuda.get_device_capability(0) == torch.cuda.get_device_capability(0)

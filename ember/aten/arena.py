@@ -121,7 +121,7 @@ class _Arenas:
         self.ids = tuple(map(id, params))
         self.params = _FlatList(params, xp, dtype)
         self.tensors = {k: _FlatList(ts, xp, dtype) for k, ts in tensors.items()}
-        self.scalars = {k: _FlatList(ts, np, ts[0]._data.dtype) for k, ts in scalars.items()}
+        self.scalars = {k: _FlatList(ts, _xp(ts[0]._data), ts[0]._data.dtype) for k, ts in scalars.items()}
         self.grad = xp.empty(self.params.buf.size, dtype)
         self.tmps: list[Any] = []
 

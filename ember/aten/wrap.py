@@ -166,11 +166,18 @@ def write_inplace(self: Any, result: Any, opname: str = '') -> Any:
                            "clone to get a normal tensor before doing inplace update.See "
                            "https://github.com/pytorch/rfcs/pull/17 for more details.")
     if self._device.type != "meta":
-        if not dst.flags.writeable:
+        if isinstance(dst, np.ndarray) and not dst.flags.writeable:   # make_writeable, inline (a hot path)
             dst.flags.writeable = True
         xp_copyto(dst, result)
     self._vc.version += 1
     return self
+
+
+def make_writeable(a: Any) -> None:
+    """Let an in-place kernel write ``a``: a NumPy array can be read-only (an expanded view, a buffer
+    ``from_numpy`` warned about); CuPy's arrays have no such flag."""
+    if isinstance(a, np.ndarray) and not a.flags.writeable:
+        a.flags.writeable = True
 
 
 def xp_copyto(dst: Any, src: Any) -> None:

@@ -38,6 +38,60 @@ def _lazy_init():
         raise AssertionError("Torch not compiled with CUDA enabled")
 
 
+def _index(device: Any) -> int:
+    """The device index of ``device`` (an int, a ``cuda:N`` string or device, or None for the current one)."""
+    if device is None:
+        return current_device()
+    if isinstance(device, int):
+        return device
+    from ember.c10.device import canonical
+    d = canonical(device)
+    if d.type != "cuda":
+        raise ValueError(f"Expected a cuda device, but got: {d}")
+    return current_device() if d.index is None else d.index
+
+
+def get_device_properties(device: Any = None) -> Any:
+    """The device's name, compute capability, memory and multiprocessor count (``cudaGetDeviceProperties``)."""
+    _lazy_init()
+    i = _index(device)
+    if not 0 <= i < device_count():
+        raise AssertionError("Invalid device id")
+    p = _cupy().cuda.runtime.getDeviceProperties(i)
+    from types import SimpleNamespace
+    name = p["name"].decode() if isinstance(p["name"], bytes) else str(p["name"])
+    return SimpleNamespace(name=name, major=int(p["major"]), minor=int(p["minor"]),
+                           total_memory=int(p["totalGlobalMem"]), multi_processor_count=int(p["multiProcessorCount"]))
+
+
+def get_device_name(device: Any = None) -> str:
+    return get_device_properties(device).name
+
+
+def get_device_capability(device: Any = None) -> tuple[int, int]:
+    p = get_device_properties(device)
+    return p.major, p.minor
+
+
+def memory_allocated(device: Any = None) -> int:
+    """Bytes held by tensors now: what CuPy's memory pool has handed out."""
+    _lazy_init()
+    return int(_cupy().get_default_memory_pool().used_bytes())
+
+
+def memory_reserved(device: Any = None) -> int:
+    """Bytes the caching allocator (CuPy's memory pool) holds from the driver, used or cached."""
+    _lazy_init()
+    return int(_cupy().get_default_memory_pool().total_bytes())
+
+
+def mem_get_info(device: Any = None) -> tuple[int, int]:
+    """(free, total) bytes of the device, as the driver reports them."""
+    _lazy_init()
+    free, total = _cupy().cuda.runtime.memGetInfo()
+    return int(free), int(total)
+
+
 def manual_seed(seed: int) -> None:
     cp = _cupy()
     if cp:

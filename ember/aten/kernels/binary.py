@@ -241,8 +241,9 @@ def pow(xp: Any, self: Array, exponent: Array) -> Any:  # noqa: A001
     if npdt.kind == "b":
         return _binop(xp, xp.power, asdtype(xp, self, np.int64), asdtype(xp, exponent, np.int64),
                       np.dtype(np.int64)).astype(bool)
-    if type(exponent) in (int, float) and exponent == 2 and npdt.kind in "fc":
-        # x * x: the same correctly rounded square as pow, at a product's cost (``square`` is ``pow(x, 2)``)
+    if type(exponent) in (int, float) and exponent == 2 and npdt.kind in "fciu":
+        # x * x: the same correctly rounded (or, for integers, wrapped) square as pow, at a product's cost
+        # (``square`` is ``pow(x, 2)``); CuPy's int8 power gave 1 for a 0-dim 2 ** 2 on an H200
         return _binop(xp, xp.multiply, self, self, npdt)
     if type(exponent) in (int, float) and exponent in _POW_SPECIAL and npdt in _REAL and self.dtype == npdt:
         # PyTorch's float / double pow by a number takes these exponents as the cheaper ops (sqrt(-0.0) is -0.0

@@ -13,6 +13,7 @@ from ember.c10.checked_convert import checked_convert
 from ember.c10 import memory_format as mf
 from ember.c10.dtype import from_numpy_dtype
 from ember.aten.kernels.factory import empty_strided
+from ember.aten.wrap import make_writeable
 
 
 def clone(xp: Any, self: Array, memory_format: Any = None) -> Any:
@@ -75,8 +76,7 @@ def copy_(xp: Any, self: Array, src: Array, non_blocking: Any = False) -> Any:
                            f"{max(self.ndim - 1, 0)}" if src.ndim <= self.ndim else
                            f"output with shape {shape_str(self.shape)} doesn't match the broadcast shape "
                            f"{shape_str(np.broadcast_shapes(src.shape, self.shape))}")
-    if not self.flags.writeable:
-        self.flags.writeable = True
+    make_writeable(self)
     if src.dtype == self.dtype:
         xp.copyto(self, src)
         return
@@ -98,14 +98,12 @@ def fill_(xp: Any, self: Array, value: Array) -> Any:
         value = value[()]
     else:  # a Python number: PyTorch's checked conversion to the tensor's dtype
         value = checked_convert(value, self.dtype, half_saturates=self.size == 1)
-    if not self.flags.writeable:
-        self.flags.writeable = True
+    make_writeable(self)
     self[...] = value
 
 
 def zero_(xp: Any, self: Array) -> Any:
-    if not self.flags.writeable:
-        self.flags.writeable = True
+    make_writeable(self)
     self[...] = 0
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from ember.aten.kernels import compiled, loops
 from ember.aten.kernels._common import meta_shape, result_np_dtype, shape_str, type_name, wrap_dim
 from ember.c10.exceptions import warn_user
+from ember.c10.tensor_impl import contiguous_strides
 
 
 def _check_index_dtype(idx: Any, name: Any = 'index') -> Any:
@@ -170,7 +171,7 @@ def _scatter_core(xp: Any, self: Array, dim: Any, index: Array, src: Array, redu
         return out
     n = self.shape[d] if self.ndim else 1
     _check_scatter_gather_index(index, d, n)
-    grids = list(xp.indices(index.shape, sparse=True))
+    grids = list(xp.ix_(*(xp.arange(n) for n in index.shape)))   # np.indices(sparse=True), which CuPy lacks
     grids[d] = index
     key = tuple(grids)
     if isinstance(src, (int, float, bool, complex)):
@@ -192,7 +193,7 @@ def _scatter_core(xp: Any, self: Array, dim: Any, index: Array, src: Array, redu
     elif reduce in ("multiply", "prod"):
         if not include_self:
             out[key] = 1
-        xp.multiply.at(out, key, vals)
+        _multiply_at(xp, out, key, vals)
     elif reduce == "amax":
         if not include_self:
             out[key] = vals
@@ -234,6 +235,26 @@ def scatter_add(xp: Any, self: Array, dim: Any, index: Array, src: Array) -> Any
 def scatter_reduce(xp: Any, self: Array, dim: Any, index: Array, src: Array, reduce: Any,
                    include_self: Any = True) -> Any:
     return _scatter_core(xp, self, dim, index, src, reduce, include_self)
+
+
+def _multiply_at(xp: Any, out: Array, key: Any, vals: Array) -> None:
+    """``multiply.at(out, key, vals)``: the product over repeated indices in their order, which CuPy's ufuncs lack
+    (its ``at`` takes add / maximum / minimum). There, in rounds: round r multiplies every target by its r-th
+    value, each target once, so a fancy-indexed product is exact and the order per target is kept."""
+    if xp is np:
+        np.multiply.at(out, key, vals)
+        return
+    flat = out.reshape(-1)                               # ``out`` is the kernel's own contiguous copy
+    lin = xp.zeros(vals.shape, np.int64)
+    for k, st in zip(key, contiguous_strides(out.shape)):
+        lin = lin + k * st
+    lin, v = lin.reshape(-1), vals.reshape(-1)
+    order = xp.argsort(lin, kind="stable")
+    lin, v = lin[order], v[order]
+    rank = xp.arange(lin.size) - xp.searchsorted(lin, lin)   # the value's place among its target's values
+    for r in range(int(rank.max()) + 1 if lin.size else 0):
+        sel = rank == r
+        flat[lin[sel]] *= v[sel]
 
 
 def index_reduce(xp: Any, self: Array, dim: Any, index: Array, source: Array, reduce: Any,

@@ -368,8 +368,12 @@ def sort(xp: Any, self: Array, stable: Any = None, dim: Any = -1, descending: An
         # a stable descending order: sort keys that reverse the order (NaN, the largest, comes first)
         if x.dtype.kind in "biu":
             idx = xp.argsort(~x, axis=d, kind="stable")
-        else:
-            idx = xp.lexsort((-x, ~xp.isnan(x)), axis=d)
+        elif xp is np:
+            idx = np.lexsort((-x, ~np.isnan(x)), axis=d)
+        else:   # CuPy's lexsort takes no axis: the same two stable passes, the secondary key first
+            by_value = xp.argsort(-x, axis=d, kind="stable")
+            nan_last = xp.take_along_axis(~xp.isnan(x), by_value, axis=d)
+            idx = xp.take_along_axis(by_value, xp.argsort(nan_last, axis=d, kind="stable"), axis=d)
     else:
         idx = xp.argsort(x, axis=d, kind="stable")
     return xp.take_along_axis(self, idx, axis=d), idx.astype(np.int64)
@@ -782,4 +786,24 @@ def hash_tensor(xp: Any, self: Array, dim: Any = (), keepdim: Any = False, mode:
         self.astype(np.uint64 if self.dtype.kind == "u" else np.int64)
     bits = wide.view(np.uint64) if wide.size else wide.astype(np.uint64)
     axes = tuple(wrap_dims(dim, self.ndim)) if len(dim) else None
-    return xp.bitwise_xor.reduce(bits, axis=axes, keepdims=bool(keepdim)).astype(np.uint64)
+    if xp is np:
+        return xp.bitwise_xor.reduce(bits, axis=axes, keepdims=bool(keepdim)).astype(np.uint64)
+    return _xor_fold(xp, bits, tuple(range(bits.ndim)) if axes is None else axes, keepdim)
+
+
+def _xor_fold(xp: Any, bits: Array, axes: tuple[int, ...], keepdim: Any) -> Any:
+    """``bitwise_xor.reduce`` over ``axes`` where the ufunc has no ``reduce`` (CuPy): the reduced dims moved last
+    and flattened, then halves xor-ed together until one value is left (log2(n) passes)."""
+    kept = [i for i in range(bits.ndim) if i not in axes]
+    n = int(np.prod([bits.shape[i] for i in axes]))
+    a = xp.transpose(bits, kept + list(axes)).reshape(tuple(bits.shape[i] for i in kept) + (n,))
+    while a.shape[-1] > 1:
+        h = a.shape[-1] // 2
+        r = a[..., :h] ^ a[..., h:2 * h]
+        if a.shape[-1] % 2:
+            r[..., :1] ^= a[..., 2 * h:]
+        a = r
+    out = a[..., 0]
+    if keepdim:
+        out = out.reshape(tuple(1 if i in axes else s for i, s in enumerate(bits.shape)))
+    return out.astype(np.uint64)
