@@ -35,7 +35,8 @@ bitcast, so that 2^n is built in the exponent bits and vectorizes):
 - ``_expf(x)``: Cephes' expf, x = n ln 2 + r with ln 2 in two parts, e^r by a degree-7 polynomial, 2^n added to
   the exponent (in two steps where the result is subnormal): within 1.0 ulp;
 - ``_two_phif(x)`` = 2 Phi(x) = erfc(-x / sqrt 2): Numerical Recipes' fit t exp(P(t) - z^2), z^2 = x^2 / 2 taken
-  exactly as hi^2 / 2 + b (x split into 12-bit halves) and the rounding of the exponent carried as e^err ~ 1 + err,
+  exactly as a + b (b the FMA's rounding error of a = (x / 2) x) and the rounding of the exponent carried as
+  e^err ~ 1 + err, e^s built times 2^64 (always a normal float) and scaled back once,
   so GELU keeps its relative accuracy in the far negative tail where 1 + erf cancels: within 6.1 ulps, where
   PyTorch's 0.5 x (1 + erf(x / sqrt 2)) is 2000 ulps off already for x > -3 (``python -m bench.accuracy``);
 - ``_one_plus_tanhf(u)`` = 1 + tanh(u) from e^(-2|u|), for a float64 u taken as float32 hi + lo: GELU's tanh

@@ -231,7 +231,17 @@ def _registers_typed(typingctx: Any, n: Any) -> Any:
     return types.CPointer(types.float32)(n), codegen  # type: ignore[no-untyped-call]
 
 
+def _fmaf_typed(typingctx: Any, a: Any, b: Any, c: Any) -> Any:
+    """a * b + c rounded once (``llvm.fma.f32``: one vfmadd, in vectors too)."""
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        f = ir.FloatType()
+        fn = builder.module.declare_intrinsic("llvm.fma", [f], ir.FunctionType(f, [f, f, f]))
+        return builder.call(fn, args)
+    return types.float32(types.float32, types.float32, types.float32), codegen
+
+
 _as_float32: Any = intrinsic(_as_float32_typed)
+_fmaf: Any = intrinsic(_fmaf_typed)
 _bits_of: Any = intrinsic(_bits_of_typed)
 _half_bits: Any = intrinsic(_half_bits_typed)
 _half_value: Any = intrinsic(_half_value_typed)
@@ -294,14 +304,34 @@ def _expf(x: Any) -> Any:
 
 
 @_f32
+def _exp_le0_2p64(s: Any) -> Any:
+    """e^s times 2^64 for s <= 0 (below -130 taken as -130), as ``_expf`` builds it: always a normal float32, so
+    without ``_expf``'s subnormal, overflow and NaN selects; the caller scales its product back by 2^-64 once."""
+    s = s if s > np.float32(-130.0) else np.float32(-130.0)   # (a NaN s gives -130: its caller keeps the NaN)
+    n = np.floor(s * _LOG2EF + _FHALF)
+    r = s - n * _LN2_HI
+    r = r - n * _LN2_LO
+    return _as_float32(_bits_of(_expm1f_reduced(r) + _F1) + ((np.int32(n) + np.int32(64)) << 23))
+
+
+@_f32
+def _phif(x: Any) -> Any:
+    """phi(x) = e^(-x^2 / 2) / sqrt(2 pi) in float32 (0 where it underflows, which the scaling back keeps: compiled
+    apart, so a caller's reassociation cannot move the 2^-64 past its own factors)."""
+    return (_INV_SQRT_2PIF * _exp_le0_2p64(-_FHALF * x * x)) * _TWO_M64
+
+
+@_f32
 def _two_phif(x: Any) -> Any:
     """2 Phi(x) = erfc(-x / sqrt 2) in float32, with its relative accuracy kept in the far negative tail.
 
     erfc(z) = t exp(P(t) - z^2) for z = |x| / sqrt 2 >= 0, t = 1 / (1 + z / 2) (``_erfc_ge0``'s fit). The
-    exponent's z^2 = x^2 / 2 reaches 80 where the result is still a normal float32, and one rounding of it would
-    cost 30 ulps: x^2 / 2 is taken as a + b, a exact (x split into two 12-bit halves, a = hi^2 / 2) and b small,
-    and the rounding error of (P - b) - a is carried into the result as e^err ~ 1 + err."""
-    ax = min(abs(x), np.float32(16.0))          # erfc(16 / sqrt 2) = 0 in float32, and the split stays finite
+    exponent's z^2 = x^2 / 2 reaches 128 where the result is still a subnormal float32, and one rounding of it would
+    cost 30 ulps: x^2 / 2 is taken as a + b, a = (x / 2) x rounded and b its exact rounding error (an FMA), and the
+    rounding error of (P - b) - a is carried into the result as e^err ~ 1 + err. e^s is built times 2^64 (s <= 0,
+    so always a normal float: no subnormal, overflow or NaN cases to select between, which cost the loop 15%) and
+    the product scaled back once, where a subnormal result rounds."""
+    ax = min(abs(x), np.float32(16.0))          # erfc(16 / sqrt 2) = 0 in float32, and e^s * 2^64 stays normal
     t = _F1 / (_F1 + _FHALF * _SQRT1_2F * ax)
     p = np.float32(0.17087277)
     p = p * t + np.float32(-0.82215223)
@@ -313,14 +343,14 @@ def _two_phif(x: Any) -> Any:
     p = p * t + np.float32(0.37409196)
     p = p * t + np.float32(1.00002368)
     p = p * t + np.float32(-1.26551223)
-    hi = _as_float32(_bits_of(ax) & np.int32(-4096))
-    lo = ax - hi
-    a = hi * hi * _FHALF
-    c = p - (hi * lo + _FHALF * lo * lo)
+    h = _FHALF * ax
+    a = h * ax
+    c = p - _fmaf(h, ax, -a)                    # a + (h ax - a) = x^2 / 2 exactly
     s = c - a
     v = s - c
     err = (c - (s - v)) - (a + v)
-    e = t * (_expf(s) * (_F1 + err))
+    e = (t * (_exp_le0_2p64(s) * (_F1 + err))) * _TWO_M64
+    e = e if ax < np.float32(16.0) else _F0     # (a call inside a conditional expression would stop vectorizing)
     return _F2 - e if x >= _F0 else e
 
 

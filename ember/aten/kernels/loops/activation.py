@@ -12,9 +12,9 @@ import numpy as np
 from numba import prange
 
 from ember.aten.kernels import compiled
-from ember.aten.kernels.loops._common import (_F0, _F1, _FHALF, _INV_SQRT_2PIF, _TANH_BETA, _TANH_KAPPA, _driver,
+from ember.aten.kernels.loops._common import (_F0, _F1, _FHALF, _TANH_BETA, _TANH_KAPPA, _driver,
                                               _erf, _exact, _exact_driver, _expf, _expm1_le0, _kernel, _one_plus_tanhf,
-                                              _sigmoid, _softplus, _tanh, _two_phif, chunk)
+                                              _phif, _sigmoid, _softplus, _tanh, _two_phif, chunk)
 
 
 @_kernel
@@ -50,7 +50,7 @@ def gelu_erf_backward(g: Any, x: Any, out: Any, b: int, e: int) -> None:
     g, x, out = g[b:e], x[b:e], out[b:e]
     for i in range(x.size):
         v = x[i]
-        out[i] = g[i] * (_FHALF * _two_phif(v) + v * _INV_SQRT_2PIF * _expf(-_FHALF * v * v))
+        out[i] = g[i] * (_FHALF * _two_phif(v) + v * _phif(v))
 
 
 @_kernel
