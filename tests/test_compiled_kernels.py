@@ -1365,3 +1365,28 @@ def test_nll_loss_loops_report_the_first_target_out_of_bounds():
     with pytest.raises(IndexError, match=r"^Target 3 is out of bounds\.$"):
         ember.ops.aten.nll_loss_backward(ember.tensor(1.0), x.detach(), ember.tensor([0, 1, 3, 1]), None, 1, -100,
                                          ember.tensor(4.0))
+
+
+def test_max_pool_of_windows_inside_the_plane_agrees_with_the_general_loop():
+    """Windows that never reach padding take ``max_pool2d_inside`` (no bounds checks, the 2 x 2 pool unrolled):
+    the general loop's values and indices exactly -- ties (the first wins), NaN (the last wins), -inf windows --
+    over random shapes, kernels, strides and dilations."""
+    from ember.aten.kernels.loops import pooling as L
+    rng = np.random.default_rng(0)
+    compared = 0
+    for _ in range(300):
+        P, H, W = rng.integers(1, 4), rng.integers(2, 12), rng.integers(2, 12)
+        x = rng.integers(-3, 3, (P, 1, H, W)).astype(np.float32)
+        m = rng.random(x.shape)
+        x[m < 0.1] = np.nan
+        x[(m > 0.1) & (m < 0.3)] = -np.inf
+        kh, kw, sh, sw, dh, dw = (int(v) for v in rng.integers(1, [4, 4, 3, 3, 3, 3]))
+        OH, OW = (H - dh * (kh - 1) - 1) // sh + 1, (W - dw * (kw - 1) - 1) // sw + 1
+        if OH <= 0 or OW <= 0:
+            continue
+        got, got_idx = L.max_pool(x, (1, kh, kw), (1, sh, sw), (0, 0, 0), (1, dh, dw), (1, OH, OW))
+        ref, ref_idx = np.empty_like(got), np.empty_like(got_idx)
+        L.max_pool3d(x, 1, kh, kw, 1, sh, sw, 0, 0, 0, 1, dh, dw, ref, ref_idx, 0, P)
+        assert np.array_equal(got, ref, equal_nan=True) and np.array_equal(got_idx, ref_idx)
+        compared += 1
+    assert compared > 200

@@ -53,6 +53,56 @@ def max_pool3d(x: Any, kd: int, kh: int, kw: int, sd: int, sh: int, sw: int, pd:
                     idx[p, od, oh, ow] = at
 
 
+@_kernel
+def max_pool2d_inside(x: Any, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, out: Any, idx: Any, p0: int,
+                      p1: int) -> None:
+    """``max_pool3d``'s 2-d pool where every window lies inside the plane (no padding reached): no bounds checks,
+    the window's first element as the start (the same rule: it is the index of a window of -inf, and a NaN there
+    stays unless a later NaN replaces it), and a 2 x 2 window of stride 2 -- the common pool -- unrolled."""
+    W = x.shape[2]
+    OH, OW = out.shape[1], out.shape[2]
+    two = kh == 2 and kw == 2 and dh == 1 and dw == 1
+    for p in range(p0, p1):
+        for oh in range(OH):
+            y0 = oh * sh
+            for ow in range(OW):
+                x0 = ow * sw
+                best = x[p, y0, x0]
+                at = y0 * W + x0
+                if two:
+                    v = x[p, y0, x0 + 1]
+                    if v > best or v != v:
+                        best = v
+                        at = y0 * W + x0 + 1
+                    v = x[p, y0 + 1, x0]
+                    if v > best or v != v:
+                        best = v
+                        at = (y0 + 1) * W + x0
+                    v = x[p, y0 + 1, x0 + 1]
+                    if v > best or v != v:
+                        best = v
+                        at = (y0 + 1) * W + x0 + 1
+                else:
+                    for b in range(kh):
+                        y = y0 + b * dh
+                        for c in range(kw):
+                            v = x[p, y, x0 + c * dw]
+                            if v > best or v != v:
+                                best = v
+                                at = y * W + x0 + c * dw
+                out[p, oh, ow] = best
+                idx[p, oh, ow] = at
+
+
+@compiled.parallel_of(max_pool2d_inside)
+@_driver
+def _max_pool2d_inside_parallel(x: Any, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, out: Any, idx: Any,
+                                work: int, chunks: int) -> None:
+    for c in prange(chunks):
+        p0, p1 = chunk(work, chunks, c)
+        max_pool2d_inside(x, kh, kw, sh, sw, dh, dw, out, idx, p0, p1)
+
+
 @compiled.parallel_of(max_pool3d)
 @_driver
 def _max_pool3d_parallel(x: Any, kd: int, kh: int, kw: int, sd: int, sh: int, sw: int, pd: int, ph: int, pw: int,
@@ -97,9 +147,17 @@ def max_pool(x: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
     x = np.ascontiguousarray(x)
     out = np.empty((x.shape[0],) + tuple(out_size), x.dtype)
     idx = np.empty(out.shape, np.int64)
-    args = tuple(kernel_size) + tuple(stride) + tuple(padding) + tuple(dilation)
     window = int(np.prod(kernel_size)) * int(np.prod(out_size))
-    compiled.split(max_pool3d, x.shape[0], max(1, parallel.GRAIN_SIZE // max(window, 1)), x, *args, out, idx)
+    grain = max(1, parallel.GRAIN_SIZE // max(window, 1))
+    if kernel_size[0] == 1 and x.shape[1] == 1 and not any(padding) and all(
+            (o - 1) * s + d * (k - 1) < n for o, s, d, k, n in zip(out_size[1:], stride[1:], dilation[1:],
+                                                                   kernel_size[1:], x.shape[2:])):
+        compiled.split(max_pool2d_inside, x.shape[0], grain, x.reshape(x.shape[0], x.shape[2], x.shape[3]),
+                       *kernel_size[1:], *stride[1:], *dilation[1:], out.reshape(out.shape[0], *out.shape[2:]),
+                       idx.reshape(idx.shape[0], *idx.shape[2:]))
+        return out, idx
+    args = tuple(kernel_size) + tuple(stride) + tuple(padding) + tuple(dilation)
+    compiled.split(max_pool3d, x.shape[0], grain, x, *args, out, idx)
     return out, idx
 
 
