@@ -166,9 +166,12 @@ def write_inplace(self: Any, result: Any, opname: str = '') -> Any:
                            "clone to get a normal tensor before doing inplace update.See "
                            "https://github.com/pytorch/rfcs/pull/17 for more details.")
     if self._device.type != "meta":
-        if isinstance(dst, np.ndarray) and not dst.flags.writeable:   # make_writeable, inline (a hot path)
-            dst.flags.writeable = True
-        xp_copyto(dst, result)
+        if isinstance(dst, np.ndarray):     # make_writeable and xp_copyto's NumPy branch, one type test (a hot path)
+            if not dst.flags.writeable:
+                dst.flags.writeable = True
+            dst[...] = result
+        else:
+            xp_copyto(dst, result)
     self._vc.version += 1
     return self
 
