@@ -38,6 +38,7 @@ from ember._functional import _assert  # noqa: F401
 from ember._removed_linalg import eig, lstsq, matrix_rank, solve, symeig  # noqa: F401
 from ember._tensor_str import set_printoptions
 from ember.aten.parallel import get_num_interop_threads, get_num_threads, set_num_interop_threads, set_num_threads
+from ember.aten.parallel import quiet_blas_workers as _quiet_blas_workers
 from ember import cuda, linalg, special, fft, nn  # noqa: F401
 from ember import backends, overrides, _C  # noqa: F401
 from ember.aten.torch_function import DisableTorchFunction, DisableTorchFunctionSubclass  # noqa: F401
@@ -179,3 +180,4 @@ max_pool1d, max_pool2d, max_pool3d = _pool(1), _pool(2), _pool(3)
 
 
 _initialize()   # registers every kernel, fallback and Tensor method, in the order Note [Initialization] states
+_quiet_blas_workers()   # an OpenBLAS loaded before ember (NumPy imported first): its idle workers spin briefly too

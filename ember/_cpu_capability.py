@@ -26,7 +26,7 @@ import os
 import sys
 
 from ember.c10.cpu_capability import (  # noqa: F401  (re-exported: the frontend's names)
-    _cpu_flags, _hardware_capability, avx10_version, cpuid, get_cpu_capability, onednn_supports)
+    BLAS_THREAD_TIMEOUT, _cpu_flags, _hardware_capability, avx10_version, cpuid, get_cpu_capability, onednn_supports)
 
 # OpenBLAS's x86 core names without AVX-512 (OPENBLAS_CORETYPE values, case-insensitive)
 _OLDER_X86_CORES = frozenset(name.lower() for name in (
@@ -35,7 +35,6 @@ _OLDER_X86_CORES = frozenset(name.lower() for name in (
     "Piledriver", "Steamroller", "Excavator", "Zen"))
 _saved = None                   # (had OPENBLAS_CORETYPE, its value) while ember's choice is in force
 _timeout_set = False            # OPENBLAS_THREAD_TIMEOUT is ember's (for the import) and is to be removed
-BLAS_THREAD_TIMEOUT = "16"      # log2 of the cycles OpenBLAS's idle threads spin before they sleep
 blas_note = "unchanged"         # what select_blas_kernels did, for docs/tests/learners
 
 

@@ -23,6 +23,14 @@ import ember
 info = {"note": ember._cpu_capability.blas_note, "env": os.environ.get("OPENBLAS_CORETYPE"),
         "cap": ember.backends.cpu.get_cpu_capability(), "alloc": ember.c10.cpu_allocator.configured,
         "timeout": os.environ.get("OPENBLAS_THREAD_TIMEOUT"), "timeout_set": ember._cpu_capability._timeout_set}
+import ctypes
+import numpy as np
+from ember.aten import parallel
+libs = parallel._openblas or []
+info["quieted"] = [lib.quieted for lib in libs]
+info["lib_timeout"] = [ctypes.CDLL(lib.path).openblas_thread_timeout() for lib in libs]
+a = np.random.default_rng(0).standard_normal((512, 512)).astype(np.float32)   # a product OpenBLAS threads
+info["gemm_ok"] = bool(np.allclose(a @ a, (a.astype(np.float64) @ a).astype(np.float32), rtol=1e-4, atol=1e-3))
 try:
     from threadpoolctl import threadpool_info
     info["arch"] = [i.get("architecture") for i in threadpool_info() if i.get("internal_api") == "openblas"]
@@ -85,6 +93,23 @@ def test_blas_threads_spin_briefly_only_for_the_import(monkeypatch):
     info = _probe()
     assert info["timeout"] is None and info["timeout_set"] is False
     assert _probe(OPENBLAS_THREAD_TIMEOUT="28")["timeout"] == "28"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ember finds OpenBLAS in /proc/self/maps")
+def test_openblas_loaded_before_ember_gets_the_short_spin_too():
+    """NumPy imported first: its OpenBLAS read no thread timeout; ember makes it read its own and restarts its
+    workers (Note [OpenBLAS loaded before ember]), without leaving the variable in the environment; products stay
+    right and threaded. A user's own timeout, or a library that read ember's at its load, is left alone."""
+    first = _probe("numpy-first")
+    if not first["quieted"]:
+        pytest.skip("NumPy's BLAS is not an OpenBLAS ember can call")
+    want = int(ember._cpu_capability.BLAS_THREAD_TIMEOUT)
+    assert first["quieted"][0] is True and first["lib_timeout"][0] == want
+    assert first["timeout"] is None and first["gemm_ok"]
+    ember_first = _probe()
+    assert ember_first["quieted"][0] is False and ember_first["lib_timeout"][0] == want and ember_first["gemm_ok"]
+    users = _probe("numpy-first", OPENBLAS_THREAD_TIMEOUT="28")
+    assert users["quieted"][0] is False and users["lib_timeout"][0] == 28 and users["timeout"] == "28"
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="malloc tuning is for glibc")

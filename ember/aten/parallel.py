@@ -20,6 +20,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from ember.c10.cpu_capability import BLAS_THREAD_TIMEOUT
+
 GRAIN_SIZE = 32768                 # at::internal::GRAIN_SIZE: elements below which a loop stays serial
 _num_threads = None
 _interop = None
@@ -197,6 +199,7 @@ class OpenBLAS:
         self._lock = threading.Lock()
         self._depth = 0
         self._saved = 1
+        self.quieted = _quiet_idle_workers(lib, prefix, suffix)
 
     def set_threads(self, n: int) -> None:
         """The library's thread count (kept for after a ``single_threaded`` context, if one is open)."""
@@ -231,6 +234,44 @@ class _SingleThreaded:
             b._depth -= 1
             if b._depth == 0 and b._get is not None and b._set is not None:
                 b._set(b._saved)
+
+
+# Note [OpenBLAS loaded before ember]
+# OpenBLAS reads OPENBLAS_THREAD_TIMEOUT once, when it loads; ember sets it while NumPy loads (docs/performance.md,
+# section 6: after a threaded GEMM the library's workers otherwise spin 2^28 cycles, some 0.1 s, and on 2 cores take
+# the second core from the kernels that follow). A library loaded before ember -- a script's ``import numpy`` first,
+# as most begin -- or after it (SciPy's own OpenBLAS) read no timeout: measured on the 2-core EPYC, the GPT's
+# attention backward (16 x 4 x 64 x 32) right after a 1024x128 @ 128x384 GEMM took 5.8-7.4 ms in such a process
+# against 2.0-2.2 in one that imported ember first. Such a library -- a pthreads build whose
+# ``openblas_thread_timeout()`` is 0, with no OPENBLAS_THREAD_TIMEOUT of the user's in the environment -- is made
+# to read the environment again with ember's timeout in it (``openblas_read_env``), and its workers are stopped
+# (``blas_thread_shutdown_``, what OpenBLAS itself runs before a fork); its next threaded call starts them again,
+# spinning briefly (the same attention backward: 2.2 ms; a 512^3 GEMM keeps its two threads and its speed). This
+# happens once per library, when ember first finds it: at ``import ember``, or when ``set_num_threads`` finds a
+# library loaded since; like a fork, it assumes no other thread is inside that library at that moment.
+def _quiet_idle_workers(lib: Any, prefix: str, suffix: str) -> bool:
+    """Give a library that read no thread timeout ember's (Note [OpenBLAS loaded before ember]); True if done."""
+    if "OPENBLAS_THREAD_TIMEOUT" in os.environ:
+        return False
+    timeout = _c_function(lib, "openblas_thread_timeout", ctypes.c_int)
+    read_env = _c_function(lib, "openblas_read_env", None)
+    shutdown = _c_function(lib, "blas_thread_shutdown_", ctypes.c_int)
+    parallel = _c_function(lib, f"{prefix}openblas_get_parallel{suffix}", ctypes.c_int)
+    if None in (timeout, read_env, shutdown, parallel) or parallel() != 1 or timeout() != 0:
+        return False
+    os.environ["OPENBLAS_THREAD_TIMEOUT"] = BLAS_THREAD_TIMEOUT
+    try:
+        read_env()
+    finally:
+        del os.environ["OPENBLAS_THREAD_TIMEOUT"]
+    shutdown()
+    return True
+
+
+def quiet_blas_workers() -> None:
+    """Find the OpenBLAS libraries loaded so far; those that read no thread timeout get ember's (run by
+    ``import ember``: Note [OpenBLAS loaded before ember])."""
+    _openblas_libraries(rescan=True)
 
 
 def _c_function(lib: Any, name: str, restype: Any, *argtypes: Any) -> Any:

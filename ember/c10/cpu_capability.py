@@ -14,6 +14,7 @@ from typing import Any
 
 _AVX512_FLAGS = frozenset(("avx512f", "avx512dq", "avx512cd", "avx512bw", "avx512vl"))
 _ORDER = ("DEFAULT", "AVX2", "AVX512")
+BLAS_THREAD_TIMEOUT = "16"      # log2 of the cycles idle OpenBLAS threads spin before they sleep (_cpu_capability.py)
 
 
 def _cpu_flags() -> frozenset[str]:
