@@ -19,7 +19,9 @@ the next one. PyTorch's own loops run on the same OpenMP threads as its BLAS; em
 its intra-op pool (``ember/aten/parallel.py``), whose threads then share the cores with spinning BLAS threads: on
 2 cores a 0.5 M-element compiled GELU after a GEMM took 1.6 ms instead of 1.0. So :func:`quiet_blas_threads` sets
 ``OPENBLAS_THREAD_TIMEOUT=16`` (2^16 cycles, some 20 us: back-to-back GEMMs still find their threads awake) for
-the import when the user has not set it, and takes it out of the environment again afterwards."""
+the import when the user has not set it, and takes it out of the environment again afterwards. An OpenBLAS loaded before
+ember (NumPy imported first) gets the same timeout afterwards (Note [OpenBLAS loaded before ember] in
+``ember/aten/parallel.py``)."""
 from __future__ import annotations
 
 import os
