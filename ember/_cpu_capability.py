@@ -12,7 +12,7 @@ So, when ember is imported before NumPy, on an AVX-512 CPU whose OpenBLAS core i
 core, :func:`select_blas_kernels` raises it to ``SkylakeX`` for this process only (the variable is put back
 once NumPy is loaded, so child processes inherit the user's environment unchanged).  Setting
 ``ATEN_CPU_CAPABILITY`` to ``avx2`` or ``default`` -- PyTorch's own switch for the same decision -- keeps
-the pinned core.  Imported after NumPy, ember changes nothing.
+the pinned core.  Imported after NumPy, ember leaves the kernels as they are.
 
 OpenBLAS's worker threads also keep spinning after each parallel GEMM, for 2^28 cycles by default, waiting for
 the next one. PyTorch's own loops run on the same OpenMP threads as its BLAS; ember's elementwise kernels run on
