@@ -53,6 +53,8 @@ from ember import distributions, testing  # noqa: F401
 from ember import accelerator, compiler, distributed, futures, fx, jit, library, version, _dynamo  # noqa: F401
 from ember.utils.dlpack import to_dlpack  # noqa: F401
 from ember._torch_shim import install_as_torch  # noqa: F401
+from ember import func  # noqa: F401
+from ember.func import vmap  # noqa: F401
 from ember.serialization import load, save  # noqa: F401
 from ember import amp  # noqa: F401
 from ember import ao, quantization  # noqa: F401

@@ -77,7 +77,7 @@ EXCLUDED: dict[str, dict[str, str]] = {
     },
     'fx, compile, export, library, func: issues 17 and 18 (importable stubs: issue 15 item 8)': {
         'torch': """
-            classes cond export func package slice_inverse vmap while_loop
+            classes cond export package slice_inverse while_loop
         """,
         'Tensor': """
             index slice_inverse
@@ -152,9 +152,17 @@ EXCLUDED: dict[str, dict[str, str]] = {
             grouped_mm scaled_grouped_mm scaled_mm
         """,
     },
-    "forward-mode AD (dual tensors and every op's JVP formula): with torch.func, a later issue": {
+    "forward-mode AD (dual tensors and every op's JVP formula): issue 42 item 1": {
         'autograd': """
             forward_ad
+        """,
+        'func': """
+            jacfwd jvp linearize
+        """,
+    },
+    'torch.func.functionalize and the einops-style rearrange: issue 42 item 2': {
+        'func': """
+            functionalize rearrange
         """,
     },
     'unusable in PyTorch 2.13 itself (NestedIOFunction: its legacy _do_forward machinery is gone): not planned': {

@@ -13,7 +13,7 @@ import pytest
 from tests.api_exclusions import EXCLUDED
 
 NAMESPACES = ["torch", "Tensor", "nn.functional", "nn", "linalg", "special", "fft", "distributions", "utils.data",
-              "nn.utils", "autograd", "utils"]
+              "nn.utils", "autograd", "utils", "func"]
 
 
 def _namespace(lib, ns):

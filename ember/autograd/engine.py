@@ -112,6 +112,22 @@ def is_checkpoint_valid() -> bool:
     return st[-1][1] if st else True
 
 
+def _leaving(g: Any) -> Any:
+    """A gradient leaving the graph (captured by ``autograd.grad``, or accumulated into ``.grad``): a batched tensor
+    of a vmap that is no longer running is the gradient of a tensor the vmap shared across its batch, so it is
+    summed over the batch (Note [Batched tensors] in ``ember/_functorch/vmap.py``). Anything else as it is."""
+    leave = getattr(g, "_sum_exited_levels", None)
+    return g if leave is None else leave()
+
+
+def _leave_in_place(grads: list[Any]) -> None:
+    """``_leaving`` on each gradient of the list, in place (a new list would keep the old one's references alive in
+    the engine's frame, and AccumulateGrad could no longer steal a gradient nothing else holds)."""
+    for j in range(len(grads)):
+        if getattr(grads[j], "_sum_exited_levels", None) is not None:
+            grads[j] = _leaving(grads[j])
+
+
 def run_backward(roots: Any, grad_outputs: Any, keep_graph: bool, create_graph: bool, inputs: Any = None,
                  allow_unused: bool = False, accumulate_grad: bool = True) -> Any:
     """Run the graph behind ``roots``; return the captured gradients of ``inputs`` (``autograd.grad``)."""
@@ -169,11 +185,13 @@ def run_backward(roots: Any, grad_outputs: Any, keep_graph: bool, create_graph: 
         while ready:
             _, _, node = heapq.heappop(ready)
             grads = buffers.pop(node)
+            if isinstance(node, AccumulateGrad):
+                _leave_in_place(grads)
             if capture is not None:
                 for j in range(len(grads) if node is not graph_root else 0):
                     k = capture.get((id(node), j))
                     if k is not None:
-                        captured[k] = _apply_tensor_hooks(node, j, grads[j])
+                        captured[k] = _apply_tensor_hooks(node, j, _leaving(grads[j]))
                 if isinstance(node, AccumulateGrad):
                     continue  # autograd.grad never writes .grad
             if needed is not None and node is not graph_root and \

@@ -32,8 +32,10 @@ def conj_of(x: Any) -> Any:
 
 
 def zeros_of(sizes: int | Sequence[int], like: Tensor) -> Tensor:
-    """``at::zeros(sizes, like.options())``: zeros of ``like``'s dtype on ``like``'s device."""
-    return aten.zeros((sizes,) if isinstance(sizes, int) else tuple(sizes), dtype=like.dtype, device=like.device)
+    """``at::zeros(sizes, like.options())``: zeros of ``like``'s dtype on ``like``'s device -- made as
+    ``like.new_zeros`` so that, under ``vmap``, a batched gradient gets a batched buffer to write into (Note [Batched
+    tensors] in ``ember/_functorch/vmap.py``)."""
+    return aten.new_zeros(like, (sizes,) if isinstance(sizes, int) else tuple(sizes))
 
 
 def full_of(sizes: int | Sequence[int], value: Any, like: Tensor) -> Tensor:

@@ -366,3 +366,26 @@ def tree_map_with_path(func: Callable[..., Any], tree: PyTree, *rests: PyTree,
 
 def treespec_pprint(treespec: TreeSpec) -> str:
     return repr(treespec)
+
+
+def _broadcast_to_and_flatten(tree: PyTree, treespec: TreeSpec,
+                              is_leaf: Callable[[Any], bool] | None = None) -> list[Any] | None:
+    """``tree`` broadcast to ``treespec``'s structure and flattened: a leaf of ``tree`` stands for the whole
+    subtree at its place (``vmap``'s ``in_dims=0`` for every input); None if the structures are incompatible."""
+    out: list[Any] = []
+    return out if _broadcast_walk(tree, treespec, is_leaf, out) else None
+
+
+def _broadcast_walk(tree: PyTree, spec: TreeSpec, is_leaf: Callable[[Any], bool] | None, out: list[Any]) -> bool:
+    if _is_leaf(tree, is_leaf):
+        out.extend([tree] * spec.num_leaves)
+        return True
+    if spec.is_leaf():
+        return False
+    t = type(tree)
+    if t is not spec.type:
+        return False
+    children, ctx = _flatten_node(t, tree)
+    if ctx != spec.context or len(children) != spec.num_children:
+        return False
+    return all(_broadcast_walk(c, s, is_leaf, out) for c, s in zip(children, spec.children_specs))

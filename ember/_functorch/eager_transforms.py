@@ -1,0 +1,253 @@
+"""``grad``, ``grad_and_value``, ``vjp``, ``jacrev``, ``hessian`` (``torch/_functorch/eager_transforms.py``).
+
+Note [Function transforms on the autograd engine]
+PyTorch's transforms each open a *level* with its own wrappers; ember's reverse-mode transforms run on the one
+autograd engine instead. ``grad(f)(x)`` calls ``f`` on a stand-in for ``x`` that requires grad -- ``x.detach()``
+made to require grad, or, when ``x`` already takes part in a graph (an enclosing ``grad``, a user's
+``requires_grad``), a view of ``x``, so that the enclosing computation still sees through it -- and returns
+``autograd.grad`` of the output with respect to the stand-ins. While an enclosing transform or grad-requiring
+input may need to differentiate the result again, the gradient is computed with ``create_graph=True``; the
+outermost transform over inputs that require no grad returns plain tensors, as PyTorch's does. An input the output
+does not depend on gets a zero gradient. Inside ``vmap`` the stand-ins are batched tensors and every derivative
+formula runs through the batching rules (Note [Batched tensors]): ``vmap(grad(f))`` gives per-example gradients,
+``jacrev`` is ``vmap`` of a ``vjp`` over the rows of an identity matrix.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any, Callable
+
+import ember
+from ember._functorch.vmap import vmap
+from ember._tensor import Tensor
+from ember.autograd import grad as autograd_grad
+from ember.autograd.grad_mode import enable_grad, is_grad_enabled
+from ember.utils._pytree import tree_flatten, tree_map, tree_unflatten
+
+__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "hessian"]
+
+
+class _Depth(threading.local):
+    def __init__(self) -> None:
+        self.depth = 0
+
+
+_depth = _Depth()
+
+
+def _get_name(func: Any) -> str:
+    return getattr(func, "__name__", None) or repr(func)
+
+
+def _slice_argnums(args: tuple[Any, ...], argnums: Any) -> Any:
+    if not isinstance(argnums, (int, tuple)):
+        raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
+    if isinstance(argnums, int):
+        return args[_safe_argnum(argnums, len(args))]
+    if len(argnums) == 0:
+        raise RuntimeError("argnums must be non-empty")
+    if len(set(argnums)) != len(argnums):
+        raise RuntimeError(f"argnums elements must be unique, got {argnums}")
+    return tuple(args[_safe_argnum(a, len(args))] for a in argnums)
+
+
+def _safe_argnum(argnum: Any, total: int) -> int:
+    if not isinstance(argnum, int):
+        raise RuntimeError(f"argnum must be int, got: {type(argnum)}")
+    if argnum >= 0 and argnum < total:
+        return argnum
+    if argnum < 0 and argnum >= -total:
+        return argnum + total
+    raise RuntimeError(f"Got argnum={argnum}, but only {total} positional inputs")
+
+
+def _replace_argnums(args: tuple[Any, ...], argnums: Any, new: Any) -> tuple[Any, ...]:
+    out = list(args)
+    if isinstance(argnums, int):
+        out[_safe_argnum(argnums, len(args))] = new
+    else:
+        for a, v in zip(argnums, new):
+            out[_safe_argnum(a, len(args))] = v
+    return tuple(out)
+
+
+def _stand_in(x: Any) -> Any:
+    """A tensor that requires grad in ``x``'s place (Note [Function transforms on the autograd engine])."""
+    if not isinstance(x, Tensor):
+        return x
+    if not (x.is_floating_point() or x.is_complex()):
+        raise RuntimeError("only Tensors of floating point dtype can require gradients")
+    if x.requires_grad:
+        return x.view_as(x)
+    return x.detach().requires_grad_(True)
+
+
+def _any_requires_grad(tree: Any) -> bool:
+    return any(isinstance(t, Tensor) and t.requires_grad for t in tree_flatten(tree)[0])
+
+
+def _grads(outputs: list[Tensor], inputs: list[Tensor], cotangents: list[Any] | None, create_graph: bool,
+           retain_graph: bool) -> list[Tensor]:
+    """``autograd.grad`` with zeros for inputs the outputs do not reach."""
+    diff = [o for o in outputs if o.requires_grad]
+    if not diff:
+        return [ember.zeros_like(x) for x in inputs]
+    cots = None if cotangents is None else [c for o, c in zip(outputs, cotangents) if o.requires_grad]
+    gs = autograd_grad(diff, inputs, cots, retain_graph=retain_graph, create_graph=create_graph, allow_unused=True)
+    return [ember.zeros_like(x) if g is None else g for g, x in zip(gs, inputs)]
+
+
+def _finish(tree: Any, keep_graph: bool) -> Any:
+    return tree if keep_graph else tree_map(lambda t: t.detach() if isinstance(t, Tensor) else t, tree)
+
+
+def grad_and_value(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False) -> Callable[..., Any]:
+    """``torch.func.grad_and_value``: ``(gradient of func's scalar output w.r.t. the argnums inputs, output)``."""
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        outer = is_grad_enabled() and (_depth.depth > 0 or _any_requires_grad((args, kwargs)))
+        diff = _slice_argnums(args, argnums)
+        stand = tree_map(_stand_in, diff)
+        _depth.depth += 1
+        try:
+            with enable_grad():
+                out = func(*_replace_argnums(args, argnums, stand), **kwargs)
+                aux = None
+                if has_aux:
+                    if not (isinstance(out, tuple) and len(out) == 2):
+                        raise RuntimeError("grad_and_value(f)(*args): output of function f should be a tuple: "
+                                           "(output, aux) if has_aux is True")
+                    out, aux = out
+                if not isinstance(out, Tensor):
+                    raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got "
+                                       f"{type(out)}")
+                if out.dim() != 0:
+                    raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, "
+                                       f"got tensor with {out.dim()} dims. Maybe you wanted to use the vjp or jacrev "
+                                       f"APIs instead?")
+                flat, spec = tree_flatten(stand)
+                gs = _grads([out], flat, None, create_graph=outer, retain_graph=outer)
+        finally:
+            _depth.depth -= 1
+        g = tree_unflatten(gs, spec)
+        result = (_finish(g, outer), _finish(out, outer))
+        if has_aux:
+            return result[0], (result[1], _finish(aux, outer))
+        return result
+    return wrapper
+
+
+def grad(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False) -> Callable[..., Any]:
+    """``torch.func.grad``: the gradient of ``func``'s scalar output with respect to its ``argnums`` inputs."""
+    gv = grad_and_value(func, argnums, has_aux)
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        g, value = gv(*args, **kwargs)
+        if has_aux:
+            return g, value[1]
+        return g
+    return wrapper
+
+
+def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
+    """``torch.func.vjp``: ``(func(*primals), vjp_fn)``; ``vjp_fn(cotangents)`` gives the vector-Jacobian products
+    with respect to every primal (a tuple, one per primal)."""
+    outer = is_grad_enabled() and (_depth.depth > 0 or _any_requires_grad(primals))
+    stand = tree_map(_stand_in, primals)
+    _depth.depth += 1
+    try:
+        with enable_grad():
+            out = func(*stand)
+            aux = None
+            if has_aux:
+                if not (isinstance(out, tuple) and len(out) == 2):
+                    raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: (output, aux) if "
+                                       "has_aux is True")
+                out, aux = out
+    finally:
+        _depth.depth -= 1
+    flat_out, out_spec = tree_flatten(out)
+    for o in flat_out:
+        if not isinstance(o, Tensor):
+            raise RuntimeError(f"vjp(f, *primals): Expected f to be a function that has non-empty output (got "
+                               f"output = {out})" if not flat_out else
+                               f"vjp(f, ...): All outputs of f must be floating-point or complex Tensors, got Tensor "
+                               f"with dtype {getattr(o, 'dtype', type(o))}")
+    flat_primals, primal_spec = tree_flatten(stand)
+
+    def vjp_fn(cotangents: Any, *, retain_graph: bool = True, create_graph: Any = None) -> Any:
+        flat_cot, cot_spec = tree_flatten(cotangents)
+        if cot_spec != out_spec:
+            raise RuntimeError(f"Expected pytree structure of cotangents to be the same as pytree structure of "
+                               f"outputs to the function. cotangents: {cot_spec}, primal output: {out_spec}")
+        for o, c in zip(flat_out, flat_cot):
+            if tuple(o.shape) != tuple(c.shape):
+                raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {tuple(c.shape)} and "
+                                   f"output[0] has a shape of {tuple(o.shape)}.")
+        keep = outer or _depth.depth > 0 or _any_requires_grad(cotangents)
+        make_graph = keep if create_graph is None else create_graph
+        _depth.depth += 1
+        try:
+            with enable_grad():
+                gs = _grads(flat_out, flat_primals, flat_cot, create_graph=make_graph, retain_graph=True)
+        finally:
+            _depth.depth -= 1
+        return _finish(tree_unflatten(gs, primal_spec), make_graph)
+
+    result = _finish(out, outer)
+    if has_aux:
+        return result, vjp_fn, _finish(aux, outer)
+    return result, vjp_fn
+
+
+def jacrev(func: Callable[..., Any], argnums: Any = 0, *, has_aux: bool = False, chunk_size: Any = None,
+           _preallocate_and_copy: bool = False) -> Callable[..., Any]:
+    """``torch.func.jacrev``: the Jacobian of ``func`` with respect to its ``argnums`` inputs, by ``vmap`` of a
+    ``vjp`` over the rows of an identity matrix (one row per output element)."""
+    if not (chunk_size is None or (isinstance(chunk_size, int) and chunk_size > 0)):
+        raise ValueError("jacrev: `chunk_size` should be greater than 0.")
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        diff = _slice_argnums(args, argnums)
+
+        def partial_f(*d: Any) -> Any:
+            return func(*_replace_argnums(args, argnums, d if isinstance(argnums, tuple) else d[0]), **kwargs)
+        primals = diff if isinstance(argnums, tuple) else (diff,)
+        res = vjp(partial_f, *primals, has_aux=has_aux)
+        out, vjp_fn = res[0], res[1]
+        flat_out, out_spec = tree_flatten(out)
+        sizes = [o.numel() for o in flat_out]
+        total = sum(sizes)
+        basis = ember.eye(total, dtype=flat_out[0].dtype, device=flat_out[0].device) if flat_out else None
+        cots, start = [], 0
+        for o, n in zip(flat_out, sizes):
+            cots.append(basis[:, start:start + n].reshape((total,) + tuple(o.shape)))
+            start += n
+
+        def one_row(*c: Any) -> Any:
+            return vjp_fn(tree_unflatten(list(c), out_spec))
+        rows = vmap(one_row, chunk_size=chunk_size)(*cots)          # tuple over primals of (total, *primal)
+        flat_primals, primal_spec = tree_flatten(primals)
+        flat_rows = tree_flatten(rows)[0]
+        per_output = []
+        start = 0
+        for o, n in zip(flat_out, sizes):
+            jac = [r[start:start + n].reshape(tuple(o.shape) + tuple(p.shape))
+                   for r, p in zip(flat_rows, flat_primals)]
+            j = tree_unflatten(jac, primal_spec)
+            per_output.append(j if isinstance(argnums, tuple) else j[0])
+            start += n
+        result = tree_unflatten(per_output, out_spec)
+        if has_aux:
+            return result, res[2]
+        return result
+    return wrapper
+
+
+def hessian(func: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
+    """``torch.func.hessian``: the Jacobian of the Jacobian. PyTorch takes it forward-over-reverse
+    (``jacfwd(jacrev(f))``); ember takes it reverse-over-reverse, the same matrix of second derivatives."""
+    return jacrev(jacrev(func, argnums), argnums)
