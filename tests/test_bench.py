@@ -12,7 +12,7 @@ from tests.test_codegen import ROOT
                                     "bench.optim_step", "bench.dataloader", "bench.suite", "bench.fft",
                                     "bench.op_layers", "bench.memory", "bench.nn_ops", "bench.distributed",
                                     "bench.quantization", "bench.profiler", "bench.decomposed_ops",
-                                    "bench.import_time", "bench.accuracy", "bench.elementwise"])
+                                    "bench.import_time", "bench.accuracy", "bench.elementwise", "bench.func"])
 def test_benchmark_smoke_run(module):
     r = subprocess.run([sys.executable, "-m", module, "--quick"], cwd=ROOT, capture_output=True, text=True,
                        timeout=300)
