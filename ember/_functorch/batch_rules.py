@@ -43,8 +43,18 @@ def _wrap(x: Any, level: int) -> Any:
         return BatchedTensor(x, level)
     if isinstance(x, (tuple, list)):
         out = [_wrap(v, level) for v in x]
-        return out if isinstance(x, list) else type(x)(out) if type(x) is tuple else type(x)(*out)
+        return out if isinstance(x, list) else rebuild(x, out)
     return x
+
+
+def rebuild(like: tuple[Any, ...], items: list[Any]) -> tuple[Any, ...]:
+    """A tuple of ``like``'s type (a named tuple or PyTorch's ``return_types``) holding ``items``."""
+    if type(like) is tuple:
+        return tuple(items)
+    try:
+        return type(like)(items)        # return_types: built from a sequence
+    except TypeError:
+        return type(like)(*items)       # a namedtuple
 
 
 def _batched(x: Any, level: int, size: int) -> Any:
@@ -339,6 +349,24 @@ def inplace_view_rule(func: Any, level: int, size: int, args: tuple[Any, ...], k
     return x
 
 
+def conj_rule(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``conj`` of a batched tensor: the physical conjugate, materialized (the wrapper carries no conjugate bit)."""
+    return _wrap(_bind(func, args, kwargs)["self"]._value.conj_physical(), level)
+
+
+def as_strided_rule(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``as_strided`` of each example, its storage offset counted from the example's first element (as PyTorch's
+    rule reads it): one physical ``as_strided`` with the batch stride in front."""
+    bound = _bind(func, args, kwargs)
+    v = bound["self"]._value
+    offset = bound.get("storage_offset")
+    bound["self"] = v
+    bound["size"] = [size] + [int(n) for n in bound["size"]]
+    bound["stride"] = [v.stride(0)] + [int(n) for n in bound["stride"]]
+    bound["storage_offset"] = v.storage_offset() + (int(offset) if offset is not None else 0)
+    return _wrap(_call(func, bound), level)
+
+
 def cat_rule(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``cat`` / ``stack``: every operand expanded to the batch; the dimension moves by one (PyTorch's legacy rule
     of ``cat``: a 1-D empty operand is skipped)."""
@@ -585,6 +613,37 @@ def embedding_dense_backward_rule(func: Any, level: int, size: int, args: tuple[
     return BatchedTensor(out.reshape(size, n, out.shape[-1]), level)
 
 
+def batch_norm_rule(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``native_batch_norm``: statistics of each example's own batch. With running statistics the batch does not
+    share, training is refused as PyTorch refuses it (they would be updated once per example); evaluation folds
+    the examples into the images; training without them puts each example's channels in a group of their own."""
+    bound = _bind(func, args, kwargs)
+    x, w, b, rm, rv = (bound[k] for k in ("input", "weight", "bias", "running_mean", "running_var"))
+    if bound["training"] and _b(x, level) and any(t is not None and not _b(t, level) for t in (rm, rv)):
+        raise RuntimeError("Batch norm got a batched tensor as input while the running_mean or running_var, which "
+                           "will be updated in place, were not batched.\nIf you are using a module and do not need "
+                           "eval mode, please set `track_running_stats` to be False.If you are using a prebuilt "
+                           "module and do not need eval mode, please see the functorch website for resources on how "
+                           "to patch your module to work with vmap")
+    if not _b(x, level) or any(_b(t, level) for t in (w, b, rm, rv)):
+        return fallback(func, level, size, args, kwargs)
+    v = x._value                                        # (B, N, C, ...)
+    if not bound["training"]:
+        bound["input"] = v.reshape((size * v.shape[1],) + tuple(v.shape[2:]))
+        out, mean, rstd = _call(func, bound)
+        return BatchedTensor(out.reshape(v.shape), level), BatchedTensor(mean, level), BatchedTensor(rstd, level)
+    n, c = v.shape[1], v.shape[2]
+    bound["input"] = v.movedim(0, 1).reshape((n, size * c) + tuple(v.shape[3:]))
+    if w is not None:
+        bound["weight"] = w.repeat(size)
+    if b is not None:
+        bound["bias"] = b.repeat(size)
+    out, mean, rstd = _call(func, bound)
+    out = out.reshape((n, size, c) + tuple(v.shape[3:])).movedim(1, 0)
+    return BatchedTensor(out, level), BatchedTensor(mean.reshape(size, c), level), \
+        BatchedTensor(rstd.reshape(size, c), level)
+
+
 def layer_norm_rule(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``native_layer_norm`` normalizes trailing dimensions: with a shared weight and bias the physical input is
     one more leading dimension."""
@@ -711,20 +770,21 @@ def _item(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[
                        "is occurring somewhere inside PyTorch internals, please file a bug report.")
 
 
-def _pool_rank(bound: dict[str, Any]) -> int:
-    ks = bound.get("kernel_size", bound.get("output_size"))
-    return 2 + (len(ks) if isinstance(ks, (list, tuple)) else 1)
+def _images4(bound: dict[str, Any]) -> int:
+    """The 2-d pooling ops take (N, C, H, W) images, or one (C, H, W)."""
+    return 4
 
 
 _RULES: dict[str, Rule] = {
     "_local_scalar_dense": _item, "is_nonzero": _data_dependent, "equal": _data_dependent,
     "copy_": copy_, "clone": unary, "_to_copy": unary, "detach": unary, "alias": unary, "lift_fresh": unary,
     "zeros_like": unary, "ones_like": unary, "empty_like": unary, "full_like": unary, "fill_.Scalar": unary,
-    "zero_": unary, "contiguous": unary, "_conj": unary, "resolve_conj": unary, "resolve_neg": unary,
+    "zero_": unary, "contiguous": unary, "_conj": conj_rule, "resolve_conj": unary, "resolve_neg": unary,
     "new_zeros": new_factory, "new_ones": new_factory, "new_empty": new_factory, "new_full": new_factory,
     "view": view_rule, "_unsafe_view": view_rule, "reshape": view_rule, "view_copy": view_rule,
     "expand": expand_rule, "permute": permute_rule, "t": t_rule, "squeeze": squeeze_rule,
-    "unsqueeze": unsqueeze_rule, "cat": cat_rule, "stack": cat_rule,
+    "unsqueeze": unsqueeze_rule, "cat": cat_rule, "stack": cat_rule, "as_strided": as_strided_rule,
+    "as_strided_copy": as_strided_rule,
     "squeeze_": inplace_view_rule, "unsqueeze_": inplace_view_rule, "transpose_": inplace_view_rule,
     "t_": inplace_view_rule,
     "transpose.int": dim_rule("dim0", "dim1"), "select.int": dim_rule("dim"), "slice.Tensor": dim_rule("dim"),
@@ -751,12 +811,13 @@ _RULES: dict[str, Rule] = {
     "index_add_": index_add_rule,
     "mm": mm_rule, "bmm": mm_rule, "addmm": addmm_rule, "baddbmm": addmm_rule, "mv": mv_rule, "dot": dot_rule,
     "convolution": convolution_rule, "convolution_backward": convolution_backward_rule,
-    "max_pool2d_with_indices": fold_rule(_pool_rank), "max_pool2d_with_indices_backward": fold_rule(_pool_rank),
-    "avg_pool2d": fold_rule(_pool_rank), "avg_pool2d_backward": fold_rule(_pool_rank),
-    "_adaptive_avg_pool2d": fold_rule(_pool_rank), "_adaptive_avg_pool2d_backward": fold_rule(lambda b: 4),
+    "max_pool2d_with_indices": fold_rule(_images4), "max_pool2d_with_indices_backward": fold_rule(_images4),
+    "avg_pool2d": fold_rule(_images4), "avg_pool2d_backward": fold_rule(_images4),
+    "_adaptive_avg_pool2d": fold_rule(_images4), "_adaptive_avg_pool2d_backward": fold_rule(_images4),
     "nll_loss_forward": nll_loss_forward_rule, "nll_loss_backward": nll_loss_backward_rule,
     "embedding": embedding_rule, "embedding_dense_backward": embedding_dense_backward_rule,
-    "native_layer_norm": layer_norm_rule, "native_layer_norm_backward": layer_norm_backward_rule,
+    "native_batch_norm": batch_norm_rule, "native_layer_norm": layer_norm_rule,
+    "native_layer_norm_backward": layer_norm_backward_rule,
     "mse_loss": mse_loss_rule, "mse_loss_backward": mse_loss_backward_rule,
 }
 

@@ -37,6 +37,7 @@ from ember.aten.torch_function import _disabled_torch_function_impl
 from ember.autograd.function import Function
 from ember.autograd.grad_mode import is_grad_enabled
 from ember.c10.tensor_impl import fake_array
+from ember.utils._python_dispatch import TorchDispatchMode
 from ember.utils._pytree import _broadcast_to_and_flatten, tree_flatten, tree_map_, tree_unflatten
 
 __all__ = ["vmap", "BatchedTensor", "is_batchedtensor"]
@@ -273,7 +274,8 @@ def _flat_vmap(func: Any, batch_size: int, flat_in_dims: list[Any], flat_args: l
     try:
         batched = [a if d is None or a is None else _add_batch_dim(a, d, level)
                    for d, a in zip(flat_in_dims, flat_args)]
-        outputs = func(*tree_unflatten(batched, spec), **kwargs)
+        with _VmapRandomness(level, batch_size, randomness):
+            outputs = func(*tree_unflatten(batched, spec), **kwargs)
         return _unwrap_outputs(func, outputs, out_dims, level, batch_size)
     finally:
         _state.levels.pop()     # (levels are not reused: a graph built under this vmap may outlive it)
@@ -300,6 +302,43 @@ def _chunked(func: Any, flat_in_dims: list[Any], flat_args: list[Any], spec: Any
         else:
             merged.append(ember.cat([p[i] for p in flat_pieces], dim=d))
     return tree_unflatten(merged, out_spec)
+
+
+class _VmapRandomness(TorchDispatchMode):
+    """While a vmap's function runs: the random operators none of whose arguments the vmap batches (``randn(3)``,
+    dropout of a tensor from outside) follow its ``randomness`` too -- refused under ``'error'``, drawn once per
+    example under ``'different'`` (a batched result), drawn once under ``'same'``. Every other operator passes on."""
+
+    def __init__(self, level: int, size: int, randomness: str) -> None:
+        super().__init__()
+        self.level, self.size, self.randomness = level, size, randomness
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        if "nondeterministic_seeded" not in func.tags:
+            return func(*args, **kwargs)
+        flat, _ = tree_flatten((args, kwargs))
+        if any(isinstance(a, BatchedTensor) and a._level == self.level for a in flat):
+            return func(*args, **kwargs)        # the batched tensor's rule decides (batch_rules.random_op)
+        if self.randomness == "error":
+            batch_rules.random_op(func, self.level, self.size, "error", args, kwargs)
+        if self.randomness == "same":
+            return func(*args, **kwargs)
+        if batch_rules.check_inplace(func, self.level, args, kwargs) is not None:
+            raise RuntimeError("vmap: Cannot ask for different inplace randomness on an unbatched tensor. This will "
+                               "appear like same randomness. If this is necessary for your usage, please file an "
+                               "issue with functorch.")
+        bound = batch_rules._bind(func, args, kwargs)
+        if func.handle.name == "randperm":
+            return _wrap(ember.stack([func(**bound) for _ in range(self.size)]), self.level)
+        if "size" in bound:                     # a factory: one draw per example
+            bound["size"] = [self.size] + [int(n) for n in bound["size"]]
+        else:                                   # unbatched tensor arguments: each example draws for its own copy
+            for name, v in list(bound.items()):
+                if isinstance(v, Tensor):
+                    bound[name] = v.unsqueeze(0).expand(self.size, *v.shape)
+        out = func(**bound)
+        return batch_rules._wrap(out, self.level)
 
 
 # --------------------------------------------------------------------------------------------------- dispatching
@@ -339,7 +378,7 @@ def fallback(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: di
     if isinstance(first, (tuple, list)):
         outs = [(_wrap(ember.stack([r[j] for r in results]), level) if isinstance(first[j], Tensor) else first[j])
                 for j in range(len(first))]
-        return type(first)(outs) if isinstance(first, list) else tuple(outs)
+        return outs if isinstance(first, list) else batch_rules.rebuild(first, outs)
     return first
 
 

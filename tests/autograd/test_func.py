@@ -129,6 +129,22 @@ def test_vmap_randomness_different_and_same():
     assert (r == r[0]).all() and not (r[0] == r[0, 0]).all()
 
 
+def test_vmap_randomness_of_factories_no_batched_tensor_reaches():
+    """``randn(3)`` inside the function follows ``randomness`` too, as under PyTorch's vmap."""
+    x = ember.ones(4, 3)
+    for lib, xs in ((ember, x), (torch, torch.ones(4, 3))):
+        with pytest.raises(RuntimeError, match="randomness error mode"):
+            lib.vmap(lambda t: t + lib.randn(3))(xs)
+        d = lib.vmap(lambda t: t * 0 + lib.randn(3), randomness="different")(xs)
+        s = lib.vmap(lambda t: t * 0 + lib.randn(3), randomness="same")(xs)
+        p = lib.vmap(lambda t: lib.randperm(5) + t.sum() * 0, randomness="different")(xs)
+        assert tuple(d.shape) == tuple(s.shape) == (4, 3) and tuple(p.shape) == (4, 5)
+        assert not (d[0] == d[1]).all() and (s == s[0]).all()
+        assert all(sorted(row.tolist()) == [0, 1, 2, 3, 4] for row in p)
+    with pytest.raises(RuntimeError, match="Cannot ask for different inplace randomness on an unbatched tensor"):
+        ember.vmap(lambda t: ember.zeros(3).normal_() + t, randomness="different")(x)
+
+
 def test_vmap_fallback_warns_and_is_right():
     f = lambda L: (lambda x: L.trace(x[:, :3]))  # noqa: E731
     with warnings.catch_warnings(record=True) as w:
