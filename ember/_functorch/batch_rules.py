@@ -757,6 +757,155 @@ def fallback_same(func: Any, level: int, size: int, args: tuple[Any, ...], kwarg
                        f"vmap")
 
 
+# ------------------------------------------------------------------------------------- more families and decompositions
+def leading_batch(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Operators that already run over any leading batch dimensions (the linear algebra of matrices in the last
+    two): every tensor operand expanded to the batch, one call."""
+    flat, spec = tree_flatten((args, kwargs))
+    ranks = {x.dim() for x in flat if isinstance(x, Tensor) and (x.is_floating_point() or x.is_complex())}
+    if len(ranks) > 1:
+        return fallback(func, level, size, args, kwargs)     # operands of several ranks broadcast their batches
+    a, k = tree_unflatten([_batched(x, level, size) if isinstance(x, Tensor) else x for x in flat], spec)
+    return _wrap(func(*a, **k), level)
+
+
+def linalg_check_errors(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The ``info`` of a batch of examples is checked as a batch of matrices' is."""
+    bound = _bind(func, args, kwargs)
+    bound["info"] = _batched(bound["info"], level, size)
+    bound["is_matrix"] = False
+    return _call(func, bound)
+
+
+def decomposition(fn: Callable[..., Any]) -> Rule:
+    """A rule written in other operators on the batched tensors themselves (their rules do the batching)."""
+    def rule(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return fn(**_bind(func, args, kwargs))
+    return rule
+
+
+def loss_rule(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Elementwise losses: the unreduced losses as a pointwise operator, then each example's own mean or sum."""
+    bound = _bind(func, args, kwargs)
+    reduction = int(bound["reduction"])
+    bound["reduction"] = 0
+    out = pointwise(func, level, size, (), bound)
+    return out if reduction == 0 else out.mean() if reduction == 1 else out.sum()
+
+
+def roll_rule(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    bound = _bind(func, args, kwargs)
+    v = bound["self"]._value
+    dims = list(bound["dims"])
+    if not dims:                    # each example rolled as one flat row
+        return _wrap(v.reshape(size, -1).roll(list(bound["shifts"]), [1]).reshape(v.shape), level)
+    bound["self"], bound["dims"] = v, [wrap_dim(int(d), v.dim() - 1) + 1 for d in dims]
+    return _wrap(_call(func, bound), level)
+
+
+def repeat_rule(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    bound = _bind(func, args, kwargs)
+    v = bound["self"]._value
+    reps = [int(r) for r in bound["repeats"]]
+    r = v.dim() - 1
+    if len(reps) < r:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of "
+                           "tensor")
+    if len(reps) > r:
+        v = v.reshape((size,) + (1,) * (len(reps) - r) + tuple(v.shape[1:]))
+    return _wrap(v.repeat([1] + reps), level)
+
+
+def diag_embed_rule(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``diag_embed``'s dims name dimensions of the result, one more than the input has."""
+    bound = _bind(func, args, kwargs)
+    v = bound["self"]._value
+    r = v.dim()                     # the result's logical rank: the input's + 1
+    return _wrap(func(v, bound["offset"], wrap_dim(int(bound["dim1"]), r) + 1, wrap_dim(int(bound["dim2"]), r) + 1),
+                 level)
+
+
+def group_norm_rule(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``native_group_norm`` normalizes each image's groups: the examples join the images."""
+    bound = _bind(func, args, kwargs)
+    x = bound["input"]
+    if _b(bound["weight"], level) or _b(bound["bias"], level) or not _b(x, level):
+        return fallback(func, level, size, args, kwargs)
+    v = x._value
+    n = int(bound["N"])
+    bound["input"], bound["N"] = v.reshape((size * n,) + tuple(v.shape[2:])), size * n
+    out, mean, rstd = _call(func, bound)
+    return (BatchedTensor(out.reshape(v.shape), level), BatchedTensor(mean.reshape(size, n, -1), level),
+            BatchedTensor(rstd.reshape(size, n, -1), level))
+
+
+def _full_norm(v: Any, rank: int, p: Any = 2) -> Any:
+    return v.reshape(v.shape[0], -1).norm(p, 1) if rank else v.abs() if p != 0 else (v != 0).to(v.dtype)
+
+
+def _flat_median(v: Any, rank: int) -> Any:
+    return v.reshape(v.shape[0], -1).median(1).values
+
+
+def _flat_nanmedian(v: Any, rank: int) -> Any:
+    return v.reshape(v.shape[0], -1).nanmedian(1).values
+
+
+_MORE_RULES: dict[str, Rule] = {
+    "view_as_real": unary, "view_as_complex": unary, "tril": unary, "triu": unary, "constant_pad_nd": unary,
+    "pixel_shuffle": unary, "pixel_unshuffle": unary, "fill.Scalar": unary, "alias_copy": unary,
+    "hardswish": unary, "log_sigmoid_forward": unary,
+    "complex": pointwise, "floor_divide": pointwise, "rsub.Tensor": pointwise, "masked_fill_.Scalar": pointwise,
+    "masked_fill.Scalar": pointwise,
+    "_fft_c2c": dim_rule("dim"), "_fft_r2c": dim_rule("dim"), "_fft_c2r": dim_rule("dim"),
+    "unsafe_split.Tensor": dim_rule("dim"), "unsafe_split_with_sizes": dim_rule("dim"), "unsafe_chunk": dim_rule("dim"),
+    "norm.ScalarOpt_dim": dim_rule("dim", all_if_none=True), "norm.Scalar": _full_reduction(_full_norm),
+    "nansum": dim_rule("dim", all_if_none=True), "count_nonzero.dim_IntList": dim_rule("dim", all_if_none=True),
+    "cummax": dim_rule("dim"), "cummin": dim_rule("dim"), "kthvalue": dim_rule("dim"), "median.dim": dim_rule("dim"),
+    "nanmedian.dim": dim_rule("dim"), "mode": dim_rule("dim"), "median.default": _full_reduction(_flat_median),
+    "nanmedian.default": _full_reduction(_flat_nanmedian), "glu": dim_rule("dim"), "_safe_softmax": dim_rule("dim"),
+    "rot90": dim_rule("dims"), "unfold": dim_rule("dimension"), "unfold_copy": dim_rule("dimension"),
+    "scatter.src": dim_rule("dim"), "scatter.value": dim_rule("dim"), "scatter_add": dim_rule("dim"),
+    "scatter_reduce.two": dim_rule("dim"), "slice_scatter": dim_rule("dim"), "select_scatter": dim_rule("dim"),
+    "diagonal_scatter": dim_rule("dim1", "dim2"),
+    "diagonal_copy": dim_rule("dim1", "dim2"), "select_copy.int": dim_rule("dim"), "slice_copy.Tensor": dim_rule("dim"),
+    "narrow_copy": dim_rule("dim"), "transpose_copy.int": dim_rule("dim0", "dim1"), "unbind_copy.int": dim_rule("dim"),
+    "split_copy.Tensor": dim_rule("dim"), "split_with_sizes_copy": dim_rule("dim"), "expand_copy": expand_rule,
+    "permute_copy": permute_rule, "squeeze_copy": squeeze_rule, "squeeze_copy.dim": squeeze_rule,
+    "squeeze_copy.dims": squeeze_rule, "t_copy": t_rule, "unsqueeze_copy": unsqueeze_rule,
+    "roll": roll_rule, "repeat": repeat_rule, "diag_embed": diag_embed_rule, "native_group_norm": group_norm_rule,
+    "_linalg_check_errors": linalg_check_errors,
+    "smooth_l1_loss": loss_rule, "huber_loss": loss_rule, "soft_margin_loss": loss_rule,
+    "binary_cross_entropy": loss_rule, "binary_cross_entropy_with_logits": loss_rule,
+    "trace": decomposition(lambda self: self.diagonal(0, 0, 1).sum()),
+    "dist": decomposition(lambda self, other, p=2: ember.linalg.vector_norm(self - other, p)),
+    "addr": decomposition(lambda self, vec1, vec2, beta=1, alpha=1:
+                          (self * beta if beta != 0 else ember.zeros_like(self)) + ember.outer(vec1, vec2) * alpha),
+    "addmv": decomposition(lambda self, mat, vec, beta=1, alpha=1:
+                           (self * beta if beta != 0 else ember.zeros_like(self)) + ember.mv(mat, vec) * alpha),
+    "outer": decomposition(lambda self, vec2: self.unsqueeze(-1) * vec2),
+    "polar": decomposition(lambda abs, angle: ember.complex(abs * angle.cos(), abs * angle.sin())),  # noqa: A006
+}
+for _name in ("_linalg_svd", "linalg_inv_ex", "_linalg_solve_ex", "linalg_lu_factor_ex", "linalg_ldl_factor_ex",
+              "linalg_matrix_exp", "_linalg_slogdet", "linalg_qr", "linalg_lu_solve", "linalg_eig", "_linalg_det",
+              "linalg_cholesky_ex", "linalg_solve_triangular", "linalg_lu", "linalg_householder_product",
+              "_linalg_eigh", "linalg_ldl_solve", "geqrf", "ormqr", "triangular_solve", "cholesky_solve",
+              "linalg_eigvals", "linalg_eigvalsh", "_linalg_eigvals", "linalg_pinv.atol_rtol_tensor"):
+    _MORE_RULES[_name] = leading_batch
+for _name, _rank in (("adaptive_max_pool2d", 4), ("avg_pool3d", 5), ("max_pool3d_with_indices", 5),
+                     ("_adaptive_avg_pool3d", 5), ("adaptive_max_pool3d", 5), ("reflection_pad1d", 3),
+                     ("reflection_pad2d", 4), ("replication_pad1d", 3), ("replication_pad2d", 4),
+                     ("upsample_nearest1d", 3), ("_upsample_nearest_exact1d", 3), ("upsample_nearest2d", 4),
+                     ("_upsample_nearest_exact2d", 4), ("upsample_nearest3d", 5), ("_upsample_nearest_exact3d", 5),
+                     ("upsample_linear1d", 3), ("upsample_bilinear2d", 4), ("upsample_bicubic2d", 4),
+                     ("_upsample_bilinear2d_aa", 4), ("_upsample_bicubic2d_aa", 4), ("_upsample_lanczos2d_aa", 4),
+                     ("upsample_trilinear3d", 5), ("im2col", 4), ("col2im", 3), ("grid_sampler_2d", 4),
+                     ):
+    _MORE_RULES[_name] = fold_rule(lambda b, r=_rank: r)
+for _name in ("channel_shuffle", "native_channel_shuffle"):     # (N, C, *): the examples join the images
+    _MORE_RULES[_name] = fold_rule(lambda b: b["self"].dim())
+
+
 # ------------------------------------------------------------------------------------------------------ the table
 def _data_dependent(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     raise RuntimeError("vmap: It looks like you're attempting to use a Tensor in some data-dependent control flow. "
@@ -821,6 +970,7 @@ _RULES: dict[str, Rule] = {
     "mse_loss": mse_loss_rule, "mse_loss_backward": mse_loss_backward_rule,
 }
 
+_RULES.update(_MORE_RULES)
 _cache: dict[Any, Rule | None] = {}
 
 

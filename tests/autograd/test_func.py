@@ -146,7 +146,7 @@ def test_vmap_randomness_of_factories_no_batched_tensor_reaches():
 
 
 def test_vmap_fallback_warns_and_is_right():
-    f = lambda L: (lambda x: L.trace(x[:, :3]))  # noqa: E731
+    f = lambda L: (lambda x: L.linalg.cross(x[:, :3], x[:, 1:].flip(0)))  # noqa: E731
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         e = ember.vmap(f(ember))(T(ember, X))
