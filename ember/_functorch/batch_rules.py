@@ -22,6 +22,7 @@ from typing import Any, Callable
 import ember
 from ember._tensor import Tensor
 from ember._functorch.vmap import BatchedTensor, fallback
+from ember.c10.tensor_impl import _wrap_dim as wrap_dim    # PyTorch's maybe_wrap_dim
 from ember.utils._pytree import tree_flatten, tree_unflatten
 
 Rule = Callable[[Any, int, int, tuple[Any, ...], dict[str, Any]], Any]
@@ -64,12 +65,11 @@ def _batched(x: Any, level: int, size: int) -> Any:
     return x.unsqueeze(0).expand(size, *x.shape)
 
 
-def wrap_dim(d: int, rank: int) -> int:
-    """PyTorch's ``maybe_wrap_dim`` (a scalar takes dims -1 and 0)."""
-    n = max(rank, 1)
-    if d < -n or d >= n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
-    return d + n if d < 0 else d
+def _lift(v: Any, size: int, rank: int) -> Any:
+    """A physical tensor (batch first) whose examples have fewer than ``rank`` dimensions, given size-1 dimensions
+    after the batch so that each example broadcasts (or expands) as it would alone."""
+    r = v.dim() - 1
+    return v if r >= rank else v.reshape((size,) + (1,) * (rank - r) + tuple(v.shape[1:]))
 
 
 def _bind(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -117,16 +117,7 @@ def pointwise(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: d
     flat, spec = tree_flatten((args, kwargs))
     tensors = [x for x in flat if isinstance(x, Tensor)]
     rank = max(x.dim() for x in tensors)
-    new = []
-    for x in flat:
-        if _b(x, level):
-            v = x._value
-            r = v.dim() - 1
-            if r < rank:
-                v = v.reshape((size,) + (1,) * (rank - r) + tuple(v.shape[1:]))
-            new.append(v)
-        else:
-            new.append(x)
+    new = [_lift(x._value, size, rank) if _b(x, level) else x for x in flat]
     if target is None and rank > 0 and any(_b(x, level) and x.dim() == 0 for x in tensors) and \
             len({x.dtype for x in tensors}) > 1:
         new = _promote_as_examples(func, flat, new, spec, level)
@@ -164,10 +155,6 @@ def unary(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[
     return target if target is not None else _wrap(out, level)
 
 
-def copy_(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    return pointwise(func, level, size, args, kwargs)
-
-
 def new_factory(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``x.new_zeros(sizes)`` and kin: one new tensor per example (PyTorch's rule makes the result batched)."""
     bound = _bind(func, args, kwargs)
@@ -183,10 +170,10 @@ def _dims(v: Any, rank: int) -> Any:
     return wrap_dim(int(v), rank) + 1
 
 
-def dim_rule(*names: str, all_if_none: bool = False, expand_tensors: bool = True) -> Rule:
+def dim_rule(*names: str, all_if_none: bool = False) -> Rule:
     """Each of ``names`` is a dimension (or list of them) of the first tensor argument: moved by one. With
-    ``all_if_none``, a None or empty list means every dimension (a full reduction). Other tensor arguments are
-    expanded to the batch when ``expand_tensors`` (softmax's backward reads its output beside the gradient)."""
+    ``all_if_none``, a None or empty list means every dimension (a full reduction). Every tensor argument is
+    expanded to the batch (softmax's backward reads its output beside the gradient, a gather its index)."""
     def rule(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         target = check_inplace(func, level, args, kwargs)
         bound = _bind(func, args, kwargs)
@@ -201,7 +188,7 @@ def dim_rule(*names: str, all_if_none: bool = False, expand_tensors: bool = True
             bound[name] = _dims(v, rank)
         for name, v in list(bound.items()):
             if isinstance(v, Tensor):
-                bound[name] = _batched(v, level, size) if expand_tensors or _b(v, level) else v
+                bound[name] = _batched(v, level, size)
             elif isinstance(v, (list, tuple)) and v and all(isinstance(t, Tensor) for t in v):
                 bound[name] = [_batched(t, level, size) for t in v]
         out = _call(func, bound)
@@ -219,30 +206,20 @@ def _full_reduction(op: Callable[..., Any]) -> Rule:
     return rule
 
 
-def _sum_all(v: Any, rank: int, dtype: Any = None) -> Any:
-    if rank == 0:
-        return v.to(dtype) if dtype is not None else v.clone()
-    return v.sum(dim=list(range(1, rank + 1)), dtype=dtype)
-
-
-def _mean_all(v: Any, rank: int, dtype: Any = None) -> Any:
-    if rank == 0:
-        return v.to(dtype) if dtype is not None else v.clone()
-    return v.mean(dim=list(range(1, rank + 1)), dtype=dtype)
+def _over_all_dims(name: str) -> Callable[..., Any]:
+    """``sum`` / ``mean`` of each example: over the physical tensor's dims after the batch's (a scalar example is
+    its own sum)."""
+    def op(v: Any, rank: int, dtype: Any = None) -> Any:
+        if rank == 0:
+            return v.to(dtype) if dtype is not None else v.clone()
+        return getattr(v, name)(dim=list(range(1, rank + 1)), dtype=dtype)
+    return op
 
 
 def _flat_reduce(name: str) -> Callable[..., Any]:
     def op(v: Any, rank: int, **kw: Any) -> Any:
         return getattr(v.reshape(v.shape[0], -1), name)(1, **kw)
     return op
-
-
-def _max_all(v: Any, rank: int) -> Any:
-    return v.reshape(v.shape[0], -1).amax(1)
-
-
-def _min_all(v: Any, rank: int) -> Any:
-    return v.reshape(v.shape[0], -1).amin(1)
 
 
 def arg_reduction(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -277,9 +254,7 @@ def expand_rule(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs:
         raise RuntimeError(f"expand(torch.FloatTensor{{{list(v.shape[1:])}}}, size={sizes}): the number of sizes "
                            f"provided ({len(sizes)}) must be greater or equal to the number of dimensions in the "
                            f"tensor ({r})")
-    if len(sizes) > r:
-        v = v.reshape((size,) + (1,) * (len(sizes) - r) + tuple(v.shape[1:]))
-    return _wrap(v.expand(size, *sizes), level)
+    return _wrap(_lift(v, size, len(sizes)).expand(size, *sizes), level)
 
 
 def permute_rule(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -302,15 +277,19 @@ def t_rule(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict
     return _wrap(v.transpose(1, 2) if r == 2 else v.view(v.shape), level)
 
 
+def _squeeze_dims(v: Any, d: Any) -> list[int]:
+    """The physical dims ``squeeze`` removes: ``d`` (a dim or list, moved by one), or every size-1 dim of the
+    examples when None."""
+    r = v.dim() - 1
+    if d is None:
+        return [i + 1 for i in range(r) if v.shape[i + 1] == 1]
+    return [wrap_dim(int(x), r) + 1 for x in (d if isinstance(d, (list, tuple)) else [d])]
+
+
 def squeeze_rule(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     bound = _bind(func, args, kwargs)
     v = bound["self"]._value
-    r = v.dim() - 1
-    if "dim" in bound:
-        d = bound["dim"]
-        dims = [wrap_dim(int(x), r) + 1 for x in (d if isinstance(d, (list, tuple)) else [d])]
-    else:
-        dims = [i + 1 for i in range(r) if v.shape[i + 1] == 1]
+    dims = _squeeze_dims(v, bound.get("dim"))
     return _wrap(v.squeeze(dims) if dims else v.view(v.shape), level)
 
 
@@ -338,11 +317,7 @@ def inplace_view_rule(func: Any, level: int, size: int, args: tuple[Any, ...], k
         if r == 2:
             v.transpose_(1, 2)
     else:                                                           # squeeze_
-        d = bound.get("dim")
-        if d is None:
-            dims = [i + 1 for i in range(r) if v.shape[i + 1] == 1]
-        else:
-            dims = [wrap_dim(int(e), r) + 1 for e in (d if isinstance(d, (list, tuple)) else [d])]
+        dims = _squeeze_dims(v, bound.get("dim"))
         if dims:
             v.squeeze_(dims)
     x._sync_metadata()
@@ -442,9 +417,7 @@ def addmm_rule(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: 
     if alpha != 1:
         prod = prod * alpha
     if beta != 0:
-        cv = _p(c, level)
-        if _b(c, level) and c.dim() < a.dim():
-            cv = cv.reshape((size,) + (1,) * (a.dim() - c.dim()) + tuple(cv.shape[1:]))
+        cv = _lift(c._value, size, a.dim()) if _b(c, level) else c
         prod = prod + (cv if beta == 1 else cv * beta)
     return _wrap(prod, level)
 
@@ -676,22 +649,6 @@ def layer_norm_backward_rule(func: Any, level: int, size: int, args: tuple[Any, 
     return tuple(None if t is None else BatchedTensor(t, level) for t in (gi, gw, gb))
 
 
-def _reduce_per_example(v: Any, reduction: int) -> Any:
-    """PyTorch's reduction codes (0 none, 1 mean, 2 sum) applied to each example's elements."""
-    if reduction == 0:
-        return v
-    dims = list(range(1, v.dim()))
-    if not dims:
-        return v.clone()
-    return v.mean(dims) if reduction == 1 else v.sum(dims)
-
-
-def mse_loss_rule(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    bound = _bind(func, args, kwargs)
-    x, t = _batched(bound["self"], level, size), _batched(bound["target"], level, size)
-    return BatchedTensor(_reduce_per_example(func(x, t, 0), int(bound["reduction"])), level)
-
-
 def mse_loss_backward_rule(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     bound = _bind(func, args, kwargs)
     x, t = _batched(bound["self"], level, size), _batched(bound["target"], level, size)
@@ -704,13 +661,16 @@ def mse_loss_backward_rule(func: Any, level: int, size: int, args: tuple[Any, ..
 
 
 # ------------------------------------------------------------------------------------------------------ randomness
+def refuse_random() -> None:
+    raise RuntimeError("vmap: called random operation while in randomness error mode. Please either use the 'same' "
+                       "or 'different' randomness flags on vmap or perform the randomness operation out of vmap")
+
+
 def random_op(func: Any, level: int, size: int, randomness: str, args: tuple[Any, ...],
               kwargs: dict[str, Any]) -> Any:
     """A random operator on a batched tensor under ``randomness`` (Note [Batched tensors])."""
     if randomness == "error":
-        raise RuntimeError("vmap: called random operation while in randomness error mode. Please either use the "
-                           "'same' or 'different' randomness flags on vmap or perform the randomness operation out "
-                           "of vmap")
+        refuse_random()
     flat, spec = tree_flatten((args, kwargs))
     if randomness == "different":
         target = check_inplace(func, level, args, kwargs)
@@ -726,7 +686,7 @@ def random_op(func: Any, level: int, size: int, randomness: str, args: tuple[Any
     if name == "native_dropout":
         return _dropout_same(func, level, size, args, kwargs)
     if name not in _SAME_BY_SHAPE:
-        return fallback_same(func, level, size, args, kwargs)
+        _refuse_same(func)
     target = check_inplace(func, level, args, kwargs)
     one = [x._value[0] if _b(x, level) else x for x in flat]
     a, k = tree_unflatten(one, spec)
@@ -738,7 +698,7 @@ def random_op(func: Any, level: int, size: int, randomness: str, args: tuple[Any
 
 
 _SAME_BY_SHAPE = {"rand_like", "randn_like", "randint_like", "bernoulli_.float", "normal_", "uniform_", "random_",
-                  "exponential_", "geometric_", "log_normal_", "cauchy_", "empty_like"}
+                  "exponential_", "geometric_", "log_normal_", "cauchy_"}
 
 
 def _dropout_same(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -751,7 +711,7 @@ def _dropout_same(func: Any, level: int, size: int, args: tuple[Any, ...], kwarg
     return BatchedTensor(out, level), BatchedTensor(mask.unsqueeze(0).expand(size, *mask.shape), level)
 
 
-def fallback_same(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _refuse_same(func: Any) -> None:
     raise RuntimeError(f"vmap: randomness='same' for {func.name()} with batched arguments other than the tensor it "
                        f"fills is not supported by ember; use randomness='different' or draw the numbers outside "
                        f"vmap")
@@ -807,13 +767,10 @@ def repeat_rule(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs:
     bound = _bind(func, args, kwargs)
     v = bound["self"]._value
     reps = [int(r) for r in bound["repeats"]]
-    r = v.dim() - 1
-    if len(reps) < r:
+    if len(reps) < v.dim() - 1:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of "
                            "tensor")
-    if len(reps) > r:
-        v = v.reshape((size,) + (1,) * (len(reps) - r) + tuple(v.shape[1:]))
-    return _wrap(v.repeat([1] + reps), level)
+    return _wrap(_lift(v, size, len(reps)).repeat([1] + reps), level)
 
 
 def diag_embed_rule(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -892,7 +849,9 @@ for _name in ("_linalg_svd", "linalg_inv_ex", "_linalg_solve_ex", "linalg_lu_fac
               "_linalg_eigh", "linalg_ldl_solve", "geqrf", "ormqr", "triangular_solve", "cholesky_solve",
               "linalg_eigvals", "linalg_eigvalsh", "_linalg_eigvals", "linalg_pinv.atol_rtol_tensor"):
     _MORE_RULES[_name] = leading_batch
-for _name, _rank in (("adaptive_max_pool2d", 4), ("avg_pool3d", 5), ("max_pool3d_with_indices", 5),
+for _name, _rank in (("max_pool2d_with_indices", 4), ("max_pool2d_with_indices_backward", 4), ("avg_pool2d", 4),
+                     ("avg_pool2d_backward", 4), ("_adaptive_avg_pool2d", 4), ("_adaptive_avg_pool2d_backward", 4),
+                     ("adaptive_max_pool2d", 4), ("avg_pool3d", 5), ("max_pool3d_with_indices", 5),
                      ("_adaptive_avg_pool3d", 5), ("adaptive_max_pool3d", 5), ("reflection_pad1d", 3),
                      ("reflection_pad2d", 4), ("replication_pad1d", 3), ("replication_pad2d", 4),
                      ("upsample_nearest1d", 3), ("_upsample_nearest_exact1d", 3), ("upsample_nearest2d", 4),
@@ -919,14 +878,9 @@ def _item(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[
                        "is occurring somewhere inside PyTorch internals, please file a bug report.")
 
 
-def _images4(bound: dict[str, Any]) -> int:
-    """The 2-d pooling ops take (N, C, H, W) images, or one (C, H, W)."""
-    return 4
-
-
 _RULES: dict[str, Rule] = {
     "_local_scalar_dense": _item, "is_nonzero": _data_dependent, "equal": _data_dependent,
-    "copy_": copy_, "clone": unary, "_to_copy": unary, "detach": unary, "alias": unary, "lift_fresh": unary,
+    "copy_": pointwise, "clone": unary, "_to_copy": unary, "detach": unary, "alias": unary, "lift_fresh": unary,
     "zeros_like": unary, "ones_like": unary, "empty_like": unary, "full_like": unary, "fill_.Scalar": unary,
     "zero_": unary, "contiguous": unary, "_conj": conj_rule, "resolve_conj": unary, "resolve_neg": unary,
     "new_zeros": new_factory, "new_ones": new_factory, "new_empty": new_factory, "new_full": new_factory,
@@ -940,11 +894,11 @@ _RULES: dict[str, Rule] = {
     "narrow": dim_rule("dim"), "unbind.int": dim_rule("dim"), "split.Tensor": dim_rule("dim"),
     "split_with_sizes": dim_rule("dim"), "chunk": dim_rule("dim"), "diagonal": dim_rule("dim1", "dim2"),
     "movedim.int": dim_rule("source", "destination"), "flip": dim_rule("dims"),
-    "sum.default": _full_reduction(_sum_all), "mean.default": _full_reduction(_mean_all),
+    "sum.default": _full_reduction(_over_all_dims("sum")), "mean.default": _full_reduction(_over_all_dims("mean")),
     "sum.dim_IntList": dim_rule("dim", all_if_none=True), "mean.dim": dim_rule("dim", all_if_none=True),
     "prod.default": _full_reduction(_flat_reduce("prod")), "prod.dim_int": dim_rule("dim"),
     "amax": dim_rule("dim", all_if_none=True), "amin": dim_rule("dim", all_if_none=True),
-    "max.default": _full_reduction(_max_all), "min.default": _full_reduction(_min_all),
+    "max.default": _full_reduction(_flat_reduce("amax")), "min.default": _full_reduction(_flat_reduce("amin")),
     "max.dim": dim_rule("dim"), "min.dim": dim_rule("dim"), "argmax": arg_reduction, "argmin": arg_reduction,
     "all.default": _full_reduction(_flat_reduce("all")), "any.default": _full_reduction(_flat_reduce("any")),
     "all.dim": dim_rule("dim"), "any.dim": dim_rule("dim"), "all.dims": dim_rule("dim", all_if_none=True),
@@ -960,14 +914,11 @@ _RULES: dict[str, Rule] = {
     "index_add_": index_add_rule,
     "mm": mm_rule, "bmm": mm_rule, "addmm": addmm_rule, "baddbmm": addmm_rule, "mv": mv_rule, "dot": dot_rule,
     "convolution": convolution_rule, "convolution_backward": convolution_backward_rule,
-    "max_pool2d_with_indices": fold_rule(_images4), "max_pool2d_with_indices_backward": fold_rule(_images4),
-    "avg_pool2d": fold_rule(_images4), "avg_pool2d_backward": fold_rule(_images4),
-    "_adaptive_avg_pool2d": fold_rule(_images4), "_adaptive_avg_pool2d_backward": fold_rule(_images4),
     "nll_loss_forward": nll_loss_forward_rule, "nll_loss_backward": nll_loss_backward_rule,
     "embedding": embedding_rule, "embedding_dense_backward": embedding_dense_backward_rule,
     "native_batch_norm": batch_norm_rule, "native_layer_norm": layer_norm_rule,
     "native_layer_norm_backward": layer_norm_backward_rule,
-    "mse_loss": mse_loss_rule, "mse_loss_backward": mse_loss_backward_rule,
+    "mse_loss": loss_rule, "mse_loss_backward": mse_loss_backward_rule,
 }
 
 _RULES.update(_MORE_RULES)

@@ -98,6 +98,13 @@ def _grads(outputs: list[Tensor], inputs: list[Tensor], cotangents: list[Any] | 
     return [ember.zeros_like(x) if g is None else g for g, x in zip(gs, inputs)]
 
 
+def _split_aux(out: Any, api: str) -> tuple[Any, Any]:
+    """``(output, aux)`` of a function called with ``has_aux=True``."""
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise RuntimeError(f"{api}: output of function f should be a tuple: (output, aux) if has_aux is True")
+    return out
+
+
 def _finish(tree: Any, keep_graph: bool) -> Any:
     return tree if keep_graph else tree_map(lambda t: t.detach() if isinstance(t, Tensor) else t, tree)
 
@@ -115,10 +122,7 @@ def grad_and_value(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = F
                 out = func(*_replace_argnums(args, argnums, stand), **kwargs)
                 aux = None
                 if has_aux:
-                    if not (isinstance(out, tuple) and len(out) == 2):
-                        raise RuntimeError("grad_and_value(f)(*args): output of function f should be a tuple: "
-                                           "(output, aux) if has_aux is True")
-                    out, aux = out
+                    out, aux = _split_aux(out, "grad_and_value(f)(*args)")
                 if not isinstance(out, Tensor):
                     raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got "
                                        f"{type(out)}")
@@ -162,19 +166,17 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
             out = func(*stand)
             aux = None
             if has_aux:
-                if not (isinstance(out, tuple) and len(out) == 2):
-                    raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: (output, aux) if "
-                                       "has_aux is True")
-                out, aux = out
+                out, aux = _split_aux(out, "vjp(f, *primals)")
     finally:
         _depth.depth -= 1
     flat_out, out_spec = tree_flatten(out)
+    if not flat_out:
+        raise RuntimeError(f"vjp(f, *primals): Expected f to be a function that has non-empty output (got output = "
+                           f"{flat_out})")
     for o in flat_out:
         if not isinstance(o, Tensor):
-            raise RuntimeError(f"vjp(f, *primals): Expected f to be a function that has non-empty output (got "
-                               f"output = {out})" if not flat_out else
-                               f"vjp(f, ...): All outputs of f must be floating-point or complex Tensors, got Tensor "
-                               f"with dtype {getattr(o, 'dtype', type(o))}")
+            raise RuntimeError(f"vjp(f, *primals): expected f(*primals) to return only tensors, got unsupported type "
+                               f"{type(o)}")
     flat_primals, primal_spec = tree_flatten(stand)
 
     def vjp_fn(cotangents: Any, *, retain_graph: bool = True, create_graph: Any = None) -> Any:
@@ -191,7 +193,8 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
         _depth.depth += 1
         try:
             with enable_grad():
-                gs = _grads(flat_out, flat_primals, flat_cot, create_graph=make_graph, retain_graph=True)
+                gs = _grads(flat_out, flat_primals, flat_cot, create_graph=make_graph,
+                            retain_graph=retain_graph or make_graph)
         finally:
             _depth.depth -= 1
         return _finish(tree_unflatten(gs, primal_spec), make_graph)
@@ -205,7 +208,8 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
 def jacrev(func: Callable[..., Any], argnums: Any = 0, *, has_aux: bool = False, chunk_size: Any = None,
            _preallocate_and_copy: bool = False) -> Callable[..., Any]:
     """``torch.func.jacrev``: the Jacobian of ``func`` with respect to its ``argnums`` inputs, by ``vmap`` of a
-    ``vjp`` over the rows of an identity matrix (one row per output element)."""
+    ``vjp`` over the rows of an identity matrix (one row per output element). ``_preallocate_and_copy`` is PyTorch's
+    memory layout switch for chunked Jacobians; ember's chunks are concatenated either way (the same values)."""
     if not (chunk_size is None or (isinstance(chunk_size, int) and chunk_size > 0)):
         raise ValueError("jacrev: `chunk_size` should be greater than 0.")
 

@@ -113,15 +113,11 @@ def is_batchedtensor(t: Any) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------- entering and leaving
-def _wrap(value: Tensor, level: int) -> BatchedTensor:
-    return BatchedTensor(value, level)
-
-
 def _add_batch_dim(x: Tensor, in_dim: int, level: int) -> Tensor:
     """``x`` as a batched tensor of ``level``, its dimension ``in_dim`` the batch."""
     if x.requires_grad and is_grad_enabled():
         return _AddBatchDim.apply(x, in_dim, level)
-    return _wrap(x.movedim(in_dim, 0), level)
+    return BatchedTensor(x.movedim(in_dim, 0), level)
 
 
 def _remove_batch_dim(y: Tensor, level: int, batch_size: int, out_dim: int) -> Tensor:
@@ -141,7 +137,7 @@ class _AddBatchDim(Function):
     @staticmethod
     def forward(ctx: Any, x: Tensor, in_dim: int, level: int) -> Any:
         ctx.in_dim, ctx.level, ctx.size = in_dim, level, x.shape[in_dim]
-        return _wrap(x.movedim(in_dim, 0), level)
+        return BatchedTensor(x.movedim(in_dim, 0), level)
 
     @staticmethod
     def backward(ctx: Any, g: Any) -> Any:
@@ -158,7 +154,7 @@ class _RemoveBatchDim(Function):
 
     @staticmethod
     def backward(ctx: Any, g: Any) -> Any:
-        return _wrap(g.movedim(ctx.out_dim, 0), ctx.level), None
+        return BatchedTensor(g.movedim(ctx.out_dim, 0), ctx.level), None
 
 
 # ------------------------------------------------------------------------------------------------------------ vmap
@@ -321,7 +317,7 @@ class _VmapRandomness(TorchDispatchMode):
         if any(isinstance(a, BatchedTensor) and a._level == self.level for a in flat):
             return func(*args, **kwargs)        # the batched tensor's rule decides (batch_rules.random_op)
         if self.randomness == "error":
-            batch_rules.random_op(func, self.level, self.size, "error", args, kwargs)
+            batch_rules.refuse_random()
         if self.randomness == "same":
             return func(*args, **kwargs)
         if batch_rules.check_inplace(func, self.level, args, kwargs) is not None:
@@ -330,7 +326,7 @@ class _VmapRandomness(TorchDispatchMode):
                                "issue with functorch.")
         bound = batch_rules._bind(func, args, kwargs)
         if func.handle.name == "randperm":
-            return _wrap(ember.stack([func(**bound) for _ in range(self.size)]), self.level)
+            return BatchedTensor(ember.stack([func(**bound) for _ in range(self.size)]), self.level)
         if "size" in bound:                     # a factory: one draw per example
             bound["size"] = [self.size] + [int(n) for n in bound["size"]]
         else:                                   # unbatched tensor arguments: each example draws for its own copy
@@ -354,9 +350,6 @@ def _dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return rule(func, level, size, args, kwargs)
 
 
-_warned: set[str] = set()
-
-
 def fallback(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The operator once per example, the results stacked (PyTorch's slow fallback: it warns)."""
     name = func.name()
@@ -374,12 +367,21 @@ def fallback(func: Any, level: int, size: int, args: tuple[Any, ...], kwargs: di
         return mutated
     first = results[0]
     if isinstance(first, Tensor):
-        return _wrap(ember.stack(results), level)
+        return BatchedTensor(ember.stack(results), level)
     if isinstance(first, (tuple, list)):
-        outs = [(_wrap(ember.stack([r[j] for r in results]), level) if isinstance(first[j], Tensor) else first[j])
-                for j in range(len(first))]
+        outs = [BatchedTensor(ember.stack([r[j] for r in results]), level) if isinstance(first[j], Tensor) else
+                _same_for_all([r[j] for r in results], func) for j in range(len(first))]
         return outs if isinstance(first, list) else batch_rules.rebuild(first, outs)
-    return first
+    return _same_for_all(results, func)
+
+
+def _same_for_all(values: list[Any], func: Any) -> Any:
+    """A result that is not a tensor (a number, a flag) is one value for the whole batch only if every example got
+    it; a value that depends on the example cannot be batched (``allclose``, a count)."""
+    if any(v != values[0] for v in values[1:]):
+        raise RuntimeError(f"vmap over {func.name()} isn't supported: it returns a {type(values[0]).__name__} that "
+                           f"differs between the examples of the batch")
+    return values[0]
 
 
 from ember._functorch import batch_rules  # noqa: E402  (its rules call back into this module's fallback)

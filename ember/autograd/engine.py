@@ -115,7 +115,10 @@ def is_checkpoint_valid() -> bool:
 def _leaving(g: Any) -> Any:
     """A gradient leaving the graph (captured by ``autograd.grad``, or accumulated into ``.grad``): a batched tensor
     of a vmap that is no longer running is the gradient of a tensor the vmap shared across its batch, so it is
-    summed over the batch (Note [Batched tensors] in ``ember/_functorch/vmap.py``). Anything else as it is."""
+    summed over the batch (Note [Batched tensors] in ``ember/_functorch/vmap.py``). Anything else as it is. Batched
+    tensors are wrapper subclasses: a process that never made one (``python_key_used`` unset) skips the look."""
+    if not python_key_used[0]:
+        return g
     leave = getattr(g, "_sum_exited_levels", None)
     return g if leave is None else leave()
 
@@ -123,9 +126,10 @@ def _leaving(g: Any) -> Any:
 def _leave_in_place(grads: list[Any]) -> None:
     """``_leaving`` on each gradient of the list, in place (a new list would keep the old one's references alive in
     the engine's frame, and AccumulateGrad could no longer steal a gradient nothing else holds)."""
-    for j in range(len(grads)):
-        if getattr(grads[j], "_sum_exited_levels", None) is not None:
-            grads[j] = _leaving(grads[j])
+    if python_key_used[0]:
+        for j in range(len(grads)):
+            if getattr(grads[j], "_sum_exited_levels", None) is not None:
+                grads[j] = _leaving(grads[j])
 
 
 def run_backward(roots: Any, grad_outputs: Any, keep_graph: bool, create_graph: bool, inputs: Any = None,

@@ -322,3 +322,24 @@ def test_per_sample_gradients_with_layer_norm_and_mse():
 
 
 RNG_FIXED = np.random.default_rng(1).standard_normal((5, 3, 4))
+
+
+def test_vmap_refuses_a_non_tensor_result_that_differs_between_examples():
+    """A fallback op returning a number per example (``allclose``) cannot steer one branch for the whole batch."""
+    x = T(ember, np.stack([np.zeros(3), np.ones(3), np.zeros(3)]))
+    with pytest.raises(RuntimeError, match="differs between the examples"):
+        ember.vmap(lambda a: a if ember.allclose(a, ember.zeros_like(a)) else -a)(x)
+    with pytest.raises(RuntimeError, match="allclose"):
+        torch.vmap(lambda a: a if torch.allclose(a, torch.zeros_like(a)) else -a)(T(torch, x.numpy()))
+
+
+def test_vjp_output_checks_and_retain_graph_are_pytorchs():
+    for lib in (ember, torch):
+        with pytest.raises(RuntimeError, match="expected f\\(\\*primals\\) to return only tensors"):
+            lib.func.vjp(lambda a: 3, T(lib, Y[0]))
+        with pytest.raises(RuntimeError, match="Expected f to be a function that has non-empty output"):
+            lib.func.vjp(lambda a: (), T(lib, Y[0]))
+        _, fn = lib.func.vjp(lambda a: (a * a).sum(), T(lib, Y[0]))
+        fn(T(lib, 1.0), retain_graph=False)
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            fn(T(lib, 1.0))

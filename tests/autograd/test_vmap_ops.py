@@ -15,9 +15,10 @@ from tests.test_ops import call, samples_of
 B = 3
 
 # vmap's own refusals, as PyTorch words them (random ops under randomness='error', data-dependent control flow,
-# .item(), non-tensor outputs, batch norm's shared running statistics)
+# .item(), non-tensor outputs, a number that differs per example -- ``allclose`` -- and batch norm's shared running
+# statistics)
 REFUSALS = ("randomness error mode", "data-dependent control flow", "calling .item() on a Tensor",
-            "must only return Tensors", "Batch norm got a batched tensor as input")
+            "must only return Tensors", "isn't supported", "Batch norm got a batched tensor as input")
 # ops whose composite writes a batched value into a buffer it made unbatched: refused with vmap's in-place error
 # (PyTorch refuses the recurrent layers too: no batching rule for aten::lstm.input)
 INPLACE_REFUSED = {"lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
