@@ -11,6 +11,7 @@ from ember.c10.dispatch_key import DispatchKey as _DispatchKey
 from ember.c10.storage import root_array
 from ember.c10.tensor_impl import is_fake_buffer
 from ember.aten.math_bits import values_of
+from ember.autograd import forward_ad
 
 from ember.c10.dtype import BF16_NP as _BF16
 
@@ -175,6 +176,11 @@ def tensor_repr(t, prefix: str = "tensor(") -> str:
         suffixes.append(f"grad_fn=<{type(grad_fn).__name__}>")
     elif getattr(t, "requires_grad", False):
         suffixes.append("requires_grad=True")
+    if "_fwg" in t.__dict__:   # a dual tensor (ember/autograd/forward_ad.py) shows its tangent
+        tangent = forward_ad.unpack_dual(t).tangent
+        if tangent is not None:
+            suffixes.append(f"tangent={tangent}")
+            return _add_suffixes(prefix + body, suffixes, indent)
     if suffixes:
         return prefix + body + ", " + ", ".join(suffixes) + ")"
     return prefix + body + ")"

@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 from ember._ops import FunctionSchema, OpOverload, OpOverloadPacket, library_overloads, register_library_op
 from ember.aten.dispatcher import FALLTHROUGH, Dispatcher, ExcludeDispatchKeyGuard, OperatorHandle, keys_below
+from ember.c10 import forward_mode as _fw
 from ember.c10.dispatch_key import AUTOGRAD_MASK, DispatchKey, DispatchKeySet
 
 __all__ = ["custom_op", "register_fake", "register_kernel", "register_autograd", "Library", "define", "impl",
@@ -215,7 +216,8 @@ def _register_autograd_kernel(h: OperatorHandle, info: _AutogradInfo) -> None:
 
     def autograd_kernel(ks: int, *args: Any) -> Any:
         below = ks & _BELOW_AUTOGRAD
-        if state.enabled and any(a.requires_grad for a in args if isinstance(a, Tensor)):
+        if state.enabled and any(a.requires_grad for a in args if isinstance(a, Tensor)) or \
+                _fw.state.on and _fw.dual(*[a for a in args if isinstance(a, Tensor)]):
             return fn.apply(below, *args)
         return h.redispatch(below, *args)
     autograd_kernel.__qualname__ = f"autograd[{h.qualified_name}]"

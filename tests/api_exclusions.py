@@ -152,14 +152,6 @@ EXCLUDED: dict[str, dict[str, str]] = {
             grouped_mm scaled_grouped_mm scaled_mm
         """,
     },
-    "forward-mode AD (dual tensors and every op's JVP formula): issue 42 item 1": {
-        'autograd': """
-            forward_ad
-        """,
-        'func': """
-            jacfwd jvp linearize
-        """,
-    },
     'torch.func.functionalize and the einops-style rearrange: issue 42 item 2': {
         'func': """
             functionalize rearrange

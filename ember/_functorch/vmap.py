@@ -34,6 +34,7 @@ from typing import Any, Callable
 import ember
 from ember._tensor import Tensor
 from ember.aten.torch_function import _disabled_torch_function_impl
+from ember.autograd import forward_grad as _fw
 from ember.autograd.function import Function
 from ember.autograd.grad_mode import is_grad_enabled
 from ember.c10.tensor_impl import fake_array
@@ -115,7 +116,7 @@ def is_batchedtensor(t: Any) -> bool:
 # ----------------------------------------------------------------------------------------------- entering and leaving
 def _add_batch_dim(x: Tensor, in_dim: int, level: int) -> Tensor:
     """``x`` as a batched tensor of ``level``, its dimension ``in_dim`` the batch."""
-    if x.requires_grad and is_grad_enabled():
+    if x.requires_grad and is_grad_enabled() or _fw.state.on and _fw.dual(x):
         return _AddBatchDim.apply(x, in_dim, level)
     return BatchedTensor(x.movedim(in_dim, 0), level)
 
@@ -124,7 +125,7 @@ def _remove_batch_dim(y: Tensor, level: int, batch_size: int, out_dim: int) -> T
     """The physical tensor of ``y`` at ``level``, its batch dimension moved to ``out_dim``; an output the batch did
     not reach is expanded to it (PyTorch's ``_remove_batch_dim``)."""
     if isinstance(y, BatchedTensor) and y._level == level:
-        if y.requires_grad and is_grad_enabled():
+        if y.requires_grad and is_grad_enabled() or _fw.state.on and _fw.dual(y):
             return _RemoveBatchDim.apply(y, out_dim)
         return y._value.movedim(0, out_dim)
     out_dim = out_dim % (y.dim() + 1)
@@ -143,18 +144,28 @@ class _AddBatchDim(Function):
     def backward(ctx: Any, g: Any) -> Any:
         return _remove_batch_dim(g, ctx.level, ctx.size, ctx.in_dim), None, None
 
+    @staticmethod
+    def jvp(ctx: Any, x_t: Any, *_: Any) -> Any:
+        """A dual input's tangent enters the vmap batched as the input is (Note [Forward-mode transforms])."""
+        return BatchedTensor(x_t.movedim(ctx.in_dim, 0), ctx.level)
+
 
 class _RemoveBatchDim(Function):
     """Leaving a vmap, differentiably: the batch's gradient enters the vmap's graph batched."""
 
     @staticmethod
     def forward(ctx: Any, y: Any, out_dim: int) -> Any:
-        ctx.level, ctx.out_dim = y._level, out_dim
+        ctx.level, ctx.out_dim, ctx.size = y._level, out_dim, y._value.shape[0]
         return y._value.movedim(0, out_dim)
 
     @staticmethod
     def backward(ctx: Any, g: Any) -> Any:
         return BatchedTensor(g.movedim(ctx.out_dim, 0), ctx.level), None
+
+    @staticmethod
+    def jvp(ctx: Any, y_t: Any, *_: Any) -> Any:
+        """A dual output's tangent leaves the vmap as the output does (expanded if the batch did not reach it)."""
+        return _remove_batch_dim(y_t, ctx.level, ctx.size, ctx.out_dim)
 
 
 # ------------------------------------------------------------------------------------------------------------ vmap

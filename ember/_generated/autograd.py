@@ -11,6 +11,7 @@ from ember.autograd.recording import (check_inplace as _check_inplace, collect_n
                                       input_meta as _meta, rebase_history as _rebase_history,
                                       set_history as _set_history)
 from ember.autograd.functions_manual import *  # noqa: F401,F403
+from ember.autograd.forward_grad import dual as _fw_dual, run as _fw_run, state as _fw
 from ember._generated import aten
 from ember.c10.dispatch_key import DispatchKey
 
@@ -28,7 +29,11 @@ class AbsBackward0(_Node):
             grad_inputs[self_ix] = grad * self.sgn()
         return grad_inputs
 
+def _jvp_AbsBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad * self.sgn())
 def _ag_abs_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('abs', (0,), (), _jvp_AbsBackward0, False, _ag_abs_default, False, None, False, False), _ag_abs_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_abs.redispatch(ks & _BELOW, self)
     _n = AbsBackward0()
@@ -49,7 +54,10 @@ class ConjBackward0(_Node):
             grad_inputs[self_ix] = grad.conj()
         return grad_inputs
 
+def _jvp_ConjBackward0(self, self_t, result):
+    return aten._conj(self_t)
 def _ag__conj_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('_conj', (0,), (), _jvp_ConjBackward0, False, _ag__conj_default, False, None, False, True), _ag__conj_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         result = aten._op__conj.redispatch(ks & _BELOW, self)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
@@ -72,7 +80,10 @@ class NegViewBackward0(_Node):
             grad_inputs[self_ix] = grad.neg()
         return grad_inputs
 
+def _jvp_NegViewBackward0(self, self_t, result):
+    return aten._neg_view(self_t)
 def _ag__neg_view_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('_neg_view', (0,), (), _jvp_NegViewBackward0, False, _ag__neg_view_default, False, None, False, True), _ag__neg_view_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         result = aten._op__neg_view.redispatch(ks & _BELOW, self)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
@@ -95,7 +106,11 @@ class ConjPhysicalBackward0(_Node):
             grad_inputs[self_ix] = grad.conj_physical()
         return grad_inputs
 
+def _jvp_ConjPhysicalBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad.conj_physical())
 def _ag__conj_physical_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('_conj_physical', (0,), (), _jvp_ConjPhysicalBackward0, False, _ag__conj_physical_default, False, None, False, False), _ag__conj_physical_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op__conj_physical.redispatch(ks & _BELOW, self)
     _n = ConjPhysicalBackward0()
@@ -114,7 +129,11 @@ class NegBackward0(_Node):
             grad_inputs[self_ix] = -grad
         return grad_inputs
 
+def _jvp_NegBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(-grad)
 def _ag_neg_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('neg', (0,), (), _jvp_NegBackward0, False, _ag_neg_default, False, None, False, False), _ag_neg_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_neg.redispatch(ks & _BELOW, self)
     _n = NegBackward0()
@@ -133,7 +152,11 @@ class SignBackward0(_Node):
             grad_inputs[self_ix] = aten.zeros_like(grad)
         return grad_inputs
 
+def _jvp_SignBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(aten.zeros_like(grad))
 def _ag_sign_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('sign', (0,), (), _jvp_SignBackward0, False, _ag_sign_default, False, None, False, False), _ag_sign_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sign.redispatch(ks & _BELOW, self)
     _n = SignBackward0()
@@ -154,7 +177,10 @@ class SgnBackward0(_Node):
             grad_inputs[self_ix] = sgn_backward(self, grad, result)
         return grad_inputs
 
+def _jvp_SgnBackward0(self, self_t, result):
+    return sgn_backward(self, self_t, result)
 def _ag_sgn_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('sgn', (0,), (), _jvp_SgnBackward0, False, _ag_sgn_default, False, None, True, False), _ag_sgn_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sgn.redispatch(ks & _BELOW, self)
     _n = SgnBackward0()
@@ -176,7 +202,11 @@ class FloorBackward0(_Node):
             grad_inputs[self_ix] = aten.zeros_like(grad)
         return grad_inputs
 
+def _jvp_FloorBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(aten.zeros_like(grad))
 def _ag_floor_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('floor', (0,), (), _jvp_FloorBackward0, False, _ag_floor_default, False, None, False, False), _ag_floor_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_floor.redispatch(ks & _BELOW, self)
     _n = FloorBackward0()
@@ -195,7 +225,11 @@ class CeilBackward0(_Node):
             grad_inputs[self_ix] = aten.zeros_like(grad)
         return grad_inputs
 
+def _jvp_CeilBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(aten.zeros_like(grad))
 def _ag_ceil_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('ceil', (0,), (), _jvp_CeilBackward0, False, _ag_ceil_default, False, None, False, False), _ag_ceil_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_ceil.redispatch(ks & _BELOW, self)
     _n = CeilBackward0()
@@ -214,7 +248,11 @@ class TruncBackward0(_Node):
             grad_inputs[self_ix] = aten.zeros_like(grad)
         return grad_inputs
 
+def _jvp_TruncBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(aten.zeros_like(grad))
 def _ag_trunc_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('trunc', (0,), (), _jvp_TruncBackward0, False, _ag_trunc_default, False, None, False, False), _ag_trunc_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_trunc.redispatch(ks & _BELOW, self)
     _n = TruncBackward0()
@@ -233,7 +271,11 @@ class FracBackward0(_Node):
             grad_inputs[self_ix] = grad
         return grad_inputs
 
+def _jvp_FracBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad)
 def _ag_frac_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('frac', (0,), (), _jvp_FracBackward0, False, _ag_frac_default, False, None, False, False), _ag_frac_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_frac.redispatch(ks & _BELOW, self)
     _n = FracBackward0()
@@ -253,7 +295,11 @@ class ExpBackward0(_Node):
             grad_inputs[self_ix] = grad * result
         return grad_inputs
 
+def _jvp_ExpBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad * result)
 def _ag_exp_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('exp', (0,), (), _jvp_ExpBackward0, False, _ag_exp_default, False, None, False, False), _ag_exp_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_exp.redispatch(ks & _BELOW, self)
     _n = ExpBackward0()
@@ -274,7 +320,11 @@ class Exp2Backward0(_Node):
             grad_inputs[self_ix] = grad * result * 0.6931471805599453
         return grad_inputs
 
+def _jvp_Exp2Backward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad * result * 0.6931471805599453)
 def _ag_exp2_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('exp2', (0,), (), _jvp_Exp2Backward0, False, _ag_exp2_default, False, None, False, False), _ag_exp2_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_exp2.redispatch(ks & _BELOW, self)
     _n = Exp2Backward0()
@@ -295,7 +345,11 @@ class Expm1Backward0(_Node):
             grad_inputs[self_ix] = grad * (result + 1)
         return grad_inputs
 
+def _jvp_Expm1Backward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad * (result + 1))
 def _ag_expm1_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('expm1', (0,), (), _jvp_Expm1Backward0, False, _ag_expm1_default, False, None, False, False), _ag_expm1_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_expm1.redispatch(ks & _BELOW, self)
     _n = Expm1Backward0()
@@ -316,7 +370,11 @@ class LogBackward0(_Node):
             grad_inputs[self_ix] = grad / self
         return grad_inputs
 
+def _jvp_LogBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad / self)
 def _ag_log_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('log', (0,), (), _jvp_LogBackward0, False, _ag_log_default, False, None, False, False), _ag_log_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_log.redispatch(ks & _BELOW, self)
     _n = LogBackward0()
@@ -338,7 +396,11 @@ class Log2Backward0(_Node):
             grad_inputs[self_ix] = grad / (self * 0.6931471805599453)
         return grad_inputs
 
+def _jvp_Log2Backward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad / (self * 0.6931471805599453))
 def _ag_log2_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('log2', (0,), (), _jvp_Log2Backward0, False, _ag_log2_default, False, None, False, False), _ag_log2_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_log2.redispatch(ks & _BELOW, self)
     _n = Log2Backward0()
@@ -360,7 +422,11 @@ class Log10Backward0(_Node):
             grad_inputs[self_ix] = grad / (self * 2.302585092994046)
         return grad_inputs
 
+def _jvp_Log10Backward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad / (self * 2.302585092994046))
 def _ag_log10_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('log10', (0,), (), _jvp_Log10Backward0, False, _ag_log10_default, False, None, False, False), _ag_log10_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_log10.redispatch(ks & _BELOW, self)
     _n = Log10Backward0()
@@ -382,7 +448,11 @@ class Log1PBackward0(_Node):
             grad_inputs[self_ix] = grad / (self + 1)
         return grad_inputs
 
+def _jvp_Log1PBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad / (self + 1))
 def _ag_log1p_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('log1p', (0,), (), _jvp_Log1PBackward0, False, _ag_log1p_default, False, None, False, False), _ag_log1p_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_log1p.redispatch(ks & _BELOW, self)
     _n = Log1PBackward0()
@@ -404,7 +474,11 @@ class SqrtBackward0(_Node):
             grad_inputs[self_ix] = grad / (2 * result)
         return grad_inputs
 
+def _jvp_SqrtBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad / (2 * result))
 def _ag_sqrt_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('sqrt', (0,), (), _jvp_SqrtBackward0, False, _ag_sqrt_default, False, None, False, False), _ag_sqrt_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sqrt.redispatch(ks & _BELOW, self)
     _n = SqrtBackward0()
@@ -425,7 +499,11 @@ class RsqrtBackward0(_Node):
             grad_inputs[self_ix] = -0.5 * grad * result.pow(3)
         return grad_inputs
 
+def _jvp_RsqrtBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(-0.5 * grad * result.pow(3))
 def _ag_rsqrt_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('rsqrt', (0,), (), _jvp_RsqrtBackward0, False, _ag_rsqrt_default, False, None, False, False), _ag_rsqrt_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_rsqrt.redispatch(ks & _BELOW, self)
     _n = RsqrtBackward0()
@@ -446,7 +524,11 @@ class SinBackward0(_Node):
             grad_inputs[self_ix] = grad * self.cos()
         return grad_inputs
 
+def _jvp_SinBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad * self.cos())
 def _ag_sin_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('sin', (0,), (), _jvp_SinBackward0, False, _ag_sin_default, False, None, False, False), _ag_sin_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sin.redispatch(ks & _BELOW, self)
     _n = SinBackward0()
@@ -468,7 +550,11 @@ class CosBackward0(_Node):
             grad_inputs[self_ix] = -grad * self.sin()
         return grad_inputs
 
+def _jvp_CosBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(-grad * self.sin())
 def _ag_cos_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('cos', (0,), (), _jvp_CosBackward0, False, _ag_cos_default, False, None, False, False), _ag_cos_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_cos.redispatch(ks & _BELOW, self)
     _n = CosBackward0()
@@ -490,7 +576,11 @@ class TanBackward0(_Node):
             grad_inputs[self_ix] = grad * (1 + result * result)
         return grad_inputs
 
+def _jvp_TanBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad * (1 + result * result))
 def _ag_tan_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('tan', (0,), (), _jvp_TanBackward0, False, _ag_tan_default, False, None, False, False), _ag_tan_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_tan.redispatch(ks & _BELOW, self)
     _n = TanBackward0()
@@ -511,7 +601,11 @@ class AsinBackward0(_Node):
             grad_inputs[self_ix] = grad / (1 - self * self).sqrt()
         return grad_inputs
 
+def _jvp_AsinBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad / (1 - self * self).sqrt())
 def _ag_asin_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('asin', (0,), (), _jvp_AsinBackward0, False, _ag_asin_default, False, None, False, False), _ag_asin_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_asin.redispatch(ks & _BELOW, self)
     _n = AsinBackward0()
@@ -533,7 +627,11 @@ class AcosBackward0(_Node):
             grad_inputs[self_ix] = -grad / (1 - self * self).sqrt()
         return grad_inputs
 
+def _jvp_AcosBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(-grad / (1 - self * self).sqrt())
 def _ag_acos_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('acos', (0,), (), _jvp_AcosBackward0, False, _ag_acos_default, False, None, False, False), _ag_acos_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_acos.redispatch(ks & _BELOW, self)
     _n = AcosBackward0()
@@ -555,7 +653,11 @@ class AtanBackward0(_Node):
             grad_inputs[self_ix] = grad / (1 + self * self)
         return grad_inputs
 
+def _jvp_AtanBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad / (1 + self * self))
 def _ag_atan_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('atan', (0,), (), _jvp_AtanBackward0, False, _ag_atan_default, False, None, False, False), _ag_atan_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_atan.redispatch(ks & _BELOW, self)
     _n = AtanBackward0()
@@ -577,7 +679,11 @@ class SinhBackward0(_Node):
             grad_inputs[self_ix] = grad * self.cosh()
         return grad_inputs
 
+def _jvp_SinhBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad * self.cosh())
 def _ag_sinh_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('sinh', (0,), (), _jvp_SinhBackward0, False, _ag_sinh_default, False, None, False, False), _ag_sinh_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sinh.redispatch(ks & _BELOW, self)
     _n = SinhBackward0()
@@ -599,7 +705,11 @@ class CoshBackward0(_Node):
             grad_inputs[self_ix] = grad * self.sinh()
         return grad_inputs
 
+def _jvp_CoshBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad * self.sinh())
 def _ag_cosh_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('cosh', (0,), (), _jvp_CoshBackward0, False, _ag_cosh_default, False, None, False, False), _ag_cosh_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_cosh.redispatch(ks & _BELOW, self)
     _n = CoshBackward0()
@@ -621,7 +731,11 @@ class TanhBackward0(_Node):
             grad_inputs[self_ix] = aten.tanh_backward(grad, result)
         return grad_inputs
 
+def _jvp_TanhBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(aten.tanh_backward(grad, result))
 def _ag_tanh_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('tanh', (0,), (), _jvp_TanhBackward0, False, _ag_tanh_default, False, None, False, False), _ag_tanh_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_tanh.redispatch(ks & _BELOW, self)
     _n = TanhBackward0()
@@ -642,7 +756,11 @@ class AsinhBackward0(_Node):
             grad_inputs[self_ix] = grad / (self * self + 1).sqrt()
         return grad_inputs
 
+def _jvp_AsinhBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad / (self * self + 1).sqrt())
 def _ag_asinh_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('asinh', (0,), (), _jvp_AsinhBackward0, False, _ag_asinh_default, False, None, False, False), _ag_asinh_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_asinh.redispatch(ks & _BELOW, self)
     _n = AsinhBackward0()
@@ -664,7 +782,11 @@ class AcoshBackward0(_Node):
             grad_inputs[self_ix] = grad / (self * self - 1).sqrt()
         return grad_inputs
 
+def _jvp_AcoshBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad / (self * self - 1).sqrt())
 def _ag_acosh_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('acosh', (0,), (), _jvp_AcoshBackward0, False, _ag_acosh_default, False, None, False, False), _ag_acosh_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_acosh.redispatch(ks & _BELOW, self)
     _n = AcoshBackward0()
@@ -686,7 +808,11 @@ class AtanhBackward0(_Node):
             grad_inputs[self_ix] = grad / (1 - self * self)
         return grad_inputs
 
+def _jvp_AtanhBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad / (1 - self * self))
 def _ag_atanh_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('atanh', (0,), (), _jvp_AtanhBackward0, False, _ag_atanh_default, False, None, False, False), _ag_atanh_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_atanh.redispatch(ks & _BELOW, self)
     _n = AtanhBackward0()
@@ -708,7 +834,11 @@ class SigmoidBackward0(_Node):
             grad_inputs[self_ix] = aten.sigmoid_backward(grad, result)
         return grad_inputs
 
+def _jvp_SigmoidBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(aten.sigmoid_backward(grad, result))
 def _ag_sigmoid_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('sigmoid', (0,), (), _jvp_SigmoidBackward0, False, _ag_sigmoid_default, False, None, False, False), _ag_sigmoid_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sigmoid.redispatch(ks & _BELOW, self)
     _n = SigmoidBackward0()
@@ -729,7 +859,11 @@ class ReciprocalBackward0(_Node):
             grad_inputs[self_ix] = -grad * result * result
         return grad_inputs
 
+def _jvp_ReciprocalBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(-grad * result * result)
 def _ag_reciprocal_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('reciprocal', (0,), (), _jvp_ReciprocalBackward0, False, _ag_reciprocal_default, False, None, False, False), _ag_reciprocal_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_reciprocal.redispatch(ks & _BELOW, self)
     _n = ReciprocalBackward0()
@@ -750,7 +884,11 @@ class ErfBackward0(_Node):
             grad_inputs[self_ix] = grad * 1.1283791670955126 * (-self * self).exp()
         return grad_inputs
 
+def _jvp_ErfBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad * 1.1283791670955126 * (-self * self).exp())
 def _ag_erf_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('erf', (0,), (), _jvp_ErfBackward0, False, _ag_erf_default, False, None, False, False), _ag_erf_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_erf.redispatch(ks & _BELOW, self)
     _n = ErfBackward0()
@@ -772,7 +910,11 @@ class ErfcBackward0(_Node):
             grad_inputs[self_ix] = -grad * 1.1283791670955126 * (-self * self).exp()
         return grad_inputs
 
+def _jvp_ErfcBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(-grad * 1.1283791670955126 * (-self * self).exp())
 def _ag_erfc_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('erfc', (0,), (), _jvp_ErfcBackward0, False, _ag_erfc_default, False, None, False, False), _ag_erfc_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_erfc.redispatch(ks & _BELOW, self)
     _n = ErfcBackward0()
@@ -794,7 +936,11 @@ class ErfinvBackward0(_Node):
             grad_inputs[self_ix] = grad * 0.886226925452758 * (result * result).exp()
         return grad_inputs
 
+def _jvp_ErfinvBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad * 0.886226925452758 * (result * result).exp())
 def _ag_erfinv_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('erfinv', (0,), (), _jvp_ErfinvBackward0, False, _ag_erfinv_default, False, None, False, False), _ag_erfinv_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_erfinv.redispatch(ks & _BELOW, self)
     _n = ErfinvBackward0()
@@ -815,7 +961,11 @@ class LgammaBackward0(_Node):
             grad_inputs[self_ix] = grad * self.digamma()
         return grad_inputs
 
+def _jvp_LgammaBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad * self.digamma())
 def _ag_lgamma_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('lgamma', (0,), (), _jvp_LgammaBackward0, False, _ag_lgamma_default, False, None, False, False), _ag_lgamma_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_lgamma.redispatch(ks & _BELOW, self)
     _n = LgammaBackward0()
@@ -837,7 +987,11 @@ class DigammaBackward0(_Node):
             grad_inputs[self_ix] = grad * aten.polygamma(1, self)
         return grad_inputs
 
+def _jvp_DigammaBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad * aten.polygamma(1, self))
 def _ag_digamma_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('digamma', (0,), (), _jvp_DigammaBackward0, False, _ag_digamma_default, False, None, False, False), _ag_digamma_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_digamma.redispatch(ks & _BELOW, self)
     _n = DigammaBackward0()
@@ -859,7 +1013,11 @@ class I0Backward0(_Node):
             grad_inputs[self_ix] = grad * aten.special_i1(self)
         return grad_inputs
 
+def _jvp_I0Backward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad * aten.special_i1(self))
 def _ag_i0_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('i0', (0,), (), _jvp_I0Backward0, False, _ag_i0_default, False, None, False, False), _ag_i0_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_i0.redispatch(ks & _BELOW, self)
     _n = I0Backward0()
@@ -881,7 +1039,11 @@ class SincBackward0(_Node):
             grad_inputs[self_ix] = sinc_backward(grad, self)
         return grad_inputs
 
+def _jvp_SincBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(sinc_backward(grad, self))
 def _ag_sinc_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('sinc', (0,), (), _jvp_SincBackward0, False, _ag_sinc_default, False, None, False, False), _ag_sinc_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sinc.redispatch(ks & _BELOW, self)
     _n = SincBackward0()
@@ -902,7 +1064,11 @@ class Deg2RadBackward0(_Node):
             grad_inputs[self_ix] = grad * 0.017453292519943295
         return grad_inputs
 
+def _jvp_Deg2RadBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad * 0.017453292519943295)
 def _ag_deg2rad_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('deg2rad', (0,), (), _jvp_Deg2RadBackward0, False, _ag_deg2rad_default, False, None, False, False), _ag_deg2rad_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_deg2rad.redispatch(ks & _BELOW, self)
     _n = Deg2RadBackward0()
@@ -921,7 +1087,11 @@ class Rad2DegBackward0(_Node):
             grad_inputs[self_ix] = grad * 57.29577951308232
         return grad_inputs
 
+def _jvp_Rad2DegBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad * 57.29577951308232)
 def _ag_rad2deg_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('rad2deg', (0,), (), _jvp_Rad2DegBackward0, False, _ag_rad2deg_default, False, None, False, False), _ag_rad2deg_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_rad2deg.redispatch(ks & _BELOW, self)
     _n = Rad2DegBackward0()
@@ -941,7 +1111,11 @@ class ReluBackward0(_Node):
             grad_inputs[self_ix] = aten.threshold_backward(grad, result, 0)
         return grad_inputs
 
+def _jvp_ReluBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(aten.threshold_backward(grad, result, 0))
 def _ag_relu_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('relu', (0,), (), _jvp_ReluBackward0, False, _ag_relu_default, False, None, False, False), _ag_relu_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_relu.redispatch(ks & _BELOW, self)
     _n = ReluBackward0()
@@ -961,7 +1135,11 @@ class RoundBackward0(_Node):
             grad_inputs[self_ix] = aten.zeros_like(grad)
         return grad_inputs
 
+def _jvp_RoundBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(aten.zeros_like(grad))
 def _ag_round_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('round', (0,), (), _jvp_RoundBackward0, False, _ag_round_default, False, None, False, False), _ag_round_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_round.redispatch(ks & _BELOW, self)
     _n = RoundBackward0()
@@ -980,7 +1158,11 @@ class RoundBackward1(_Node):
             grad_inputs[self_ix] = aten.zeros_like(grad)
         return grad_inputs
 
+def _jvp_RoundBackward1(self, decimals, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(aten.zeros_like(grad))
 def _ag_round_decimals(ks, self, decimals):
+    if _fw.on and _fw_dual(self): return _fw_run(('round.decimals', (0,), (), _jvp_RoundBackward1, False, _ag_round_decimals, False, None, False, False), _ag_round_decimals, ks, self, decimals)
     if not (_gm.enabled and (self._rg)):
         return aten._op_round_decimals.redispatch(ks & _BELOW, self, decimals)
     _n = RoundBackward1()
@@ -1000,7 +1182,11 @@ class NanToNumBackward0(_Node):
             grad_inputs[self_ix] = grad * self.isfinite()
         return grad_inputs
 
+def _jvp_NanToNumBackward0(self, nan, posinf, neginf, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad * self.isfinite())
 def _ag_nan_to_num_default(ks, self, nan, posinf, neginf):
+    if _fw.on and _fw_dual(self): return _fw_run(('nan_to_num', (0,), (), _jvp_NanToNumBackward0, False, _ag_nan_to_num_default, False, None, False, False), _ag_nan_to_num_default, ks, self, nan, posinf, neginf)
     if not (_gm.enabled and (self._rg)):
         return aten._op_nan_to_num.redispatch(ks & _BELOW, self, nan, posinf, neginf)
     _n = NanToNumBackward0()
@@ -1023,7 +1209,11 @@ class LogitBackward0(_Node):
             grad_inputs[self_ix] = logit_backward(grad, self, eps)
         return grad_inputs
 
+def _jvp_LogitBackward0(self, eps, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(logit_backward(grad, self, eps))
 def _ag_logit_default(ks, self, eps):
+    if _fw.on and _fw_dual(self): return _fw_run(('logit', (0,), (), _jvp_LogitBackward0, False, _ag_logit_default, False, None, False, False), _ag_logit_default, ks, self, eps)
     if not (_gm.enabled and (self._rg)):
         return aten._op_logit.redispatch(ks & _BELOW, self, eps)
     _n = LogitBackward0()
@@ -1047,7 +1237,11 @@ class PolygammaBackward0(_Node):
             grad_inputs[self_ix] = grad * aten.polygamma(n + 1, self)
         return grad_inputs
 
+def _jvp_PolygammaBackward0(n, self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad * aten.polygamma(n + 1, self))
 def _ag_polygamma_default(ks, n, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('polygamma', (1,), (), _jvp_PolygammaBackward0, False, _ag_polygamma_default, False, None, False, False), _ag_polygamma_default, ks, n, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_polygamma.redispatch(ks & _BELOW, n, self)
     _n = PolygammaBackward0()
@@ -1072,7 +1266,10 @@ class AddBackward0(_Node):
             grad_inputs[other_ix] = maybe_multiply(grad, alpha)
         return grad_inputs
 
+def _jvp_AddBackward0(self, other, alpha, self_t, other_t, result):
+    return aten.add_Tensor(self_t, other_t, alpha=alpha)
 def _ag_add_Tensor(ks, self, other, alpha):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('add.Tensor', (0, 1), (), _jvp_AddBackward0, False, _ag_add_Tensor, False, None, True, False), _ag_add_Tensor, ks, self, other, alpha)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_add_Tensor.redispatch(ks & _BELOW, self, other, alpha)
     _n = AddBackward0()
@@ -1095,7 +1292,10 @@ class SubBackward0(_Node):
             grad_inputs[other_ix] = maybe_multiply(-grad, alpha)
         return grad_inputs
 
+def _jvp_SubBackward0(self, other, alpha, self_t, other_t, result):
+    return aten.sub_Tensor(self_t, other_t, alpha=alpha)
 def _ag_sub_Tensor(ks, self, other, alpha):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('sub.Tensor', (0, 1), (), _jvp_SubBackward0, False, _ag_sub_Tensor, False, None, True, False), _ag_sub_Tensor, ks, self, other, alpha)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_sub_Tensor.redispatch(ks & _BELOW, self, other, alpha)
     _n = SubBackward0()
@@ -1119,7 +1319,10 @@ class MulBackward0(_Node):
             grad_inputs[other_ix] = grad * conj_of(self)
         return grad_inputs
 
+def _jvp_MulBackward0(self, other, self_t, other_t, result):
+    return other_t * self + self_t * other
 def _ag_mul_Tensor(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('mul.Tensor', (0, 1), (), _jvp_MulBackward0, False, _ag_mul_Tensor, False, None, True, False), _ag_mul_Tensor, ks, self, other)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_mul_Tensor.redispatch(ks & _BELOW, self, other)
     _n = MulBackward0()
@@ -1147,7 +1350,10 @@ class DivBackward0(_Node):
             grad_inputs[other_ix] = -grad * conj_of(self / (other * other))
         return grad_inputs
 
+def _jvp_DivBackward0(self, other, self_t, other_t, result):
+    return (self_t - other_t * result) / other
 def _ag_div_Tensor(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('div.Tensor', (0, 1), (), _jvp_DivBackward0, False, _ag_div_Tensor, False, None, True, False), _ag_div_Tensor, ks, self, other)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_div_Tensor.redispatch(ks & _BELOW, self, other)
     _n = DivBackward0()
@@ -1176,7 +1382,10 @@ class DivBackward2(_Node):
             grad_inputs[other_ix] = aten.zeros_like(grad) if rounding_mode is not None else -grad * conj_of(self / (other * other))
         return grad_inputs
 
+def _jvp_DivBackward2(self, other, rounding_mode, self_t, other_t, result):
+    return aten.zeros_like(result) if rounding_mode is not None else (self_t - other_t * result) / other
 def _ag_div_Tensor_mode(ks, self, other, rounding_mode):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('div.Tensor_mode', (0, 1), (), _jvp_DivBackward2, False, _ag_div_Tensor_mode, False, None, True, False), _ag_div_Tensor_mode, ks, self, other, rounding_mode)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_div_Tensor_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
     _n = DivBackward2()
@@ -1205,6 +1414,7 @@ class RemainderBackward1(_Node):
         return grad_inputs
 
 def _ag_remainder_Tensor(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('remainder.Tensor', (0, 1), (), None, False, _ag_remainder_Tensor, False, None, False, False), _ag_remainder_Tensor, ks, self, other)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_remainder_Tensor.redispatch(ks & _BELOW, self, other)
     _n = RemainderBackward1()
@@ -1227,7 +1437,11 @@ class RemainderBackward0(_Node):
             grad_inputs[self_ix] = grad
         return grad_inputs
 
+def _jvp_RemainderBackward0(self, other, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad)
 def _ag_remainder_Scalar(ks, self, other):
+    if _fw.on and _fw_dual(self): return _fw_run(('remainder.Scalar', (0,), (), _jvp_RemainderBackward0, False, _ag_remainder_Scalar, False, None, False, False), _ag_remainder_Scalar, ks, self, other)
     if not (_gm.enabled and (self._rg)):
         return aten._op_remainder_Scalar.redispatch(ks & _BELOW, self, other)
     _n = RemainderBackward0()
@@ -1251,6 +1465,7 @@ class FmodBackward1(_Node):
         return grad_inputs
 
 def _ag_fmod_Tensor(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('fmod.Tensor', (0, 1), (), None, False, _ag_fmod_Tensor, False, None, False, False), _ag_fmod_Tensor, ks, self, other)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_fmod_Tensor.redispatch(ks & _BELOW, self, other)
     _n = FmodBackward1()
@@ -1273,7 +1488,11 @@ class FmodBackward0(_Node):
             grad_inputs[self_ix] = grad
         return grad_inputs
 
+def _jvp_FmodBackward0(self, other, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad)
 def _ag_fmod_Scalar(ks, self, other):
+    if _fw.on and _fw_dual(self): return _fw_run(('fmod.Scalar', (0,), (), _jvp_FmodBackward0, False, _ag_fmod_Scalar, False, None, False, False), _ag_fmod_Scalar, ks, self, other)
     if not (_gm.enabled and (self._rg)):
         return aten._op_fmod_Scalar.redispatch(ks & _BELOW, self, other)
     _n = FmodBackward0()
@@ -1295,7 +1514,10 @@ class RsubBackward0(_Node):
             grad_inputs[other_ix] = grad
         return grad_inputs
 
+def _jvp_RsubBackward0(self, other, alpha, self_t, other_t, result):
+    return aten.rsub_Tensor(self_t, other_t, alpha=alpha)
 def _ag_rsub_Tensor(ks, self, other, alpha):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('rsub.Tensor', (0, 1), (), _jvp_RsubBackward0, False, _ag_rsub_Tensor, False, None, True, False), _ag_rsub_Tensor, ks, self, other, alpha)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_rsub_Tensor.redispatch(ks & _BELOW, self, other, alpha)
     _n = RsubBackward0()
@@ -1316,7 +1538,11 @@ class RsubBackward1(_Node):
             grad_inputs[self_ix] = maybe_multiply(-grad, alpha)
         return grad_inputs
 
+def _jvp_RsubBackward1(self, other, alpha, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(maybe_multiply(-grad, alpha))
 def _ag_rsub_Scalar(ks, self, other, alpha):
+    if _fw.on and _fw_dual(self): return _fw_run(('rsub.Scalar', (0,), (), _jvp_RsubBackward1, False, _ag_rsub_Scalar, False, None, False, False), _ag_rsub_Scalar, ks, self, other, alpha)
     if not (_gm.enabled and (self._rg)):
         return aten._op_rsub_Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _n = RsubBackward1()
@@ -1344,6 +1570,7 @@ class PowBackward1(_Node):
         return grad_inputs
 
 def _ag_pow_Tensor_Tensor(ks, self, exponent):
+    if _fw.on and _fw_dual(self, exponent): return _fw_run(('pow.Tensor_Tensor', (0, 1), (), None, False, _ag_pow_Tensor_Tensor, False, None, False, False), _ag_pow_Tensor_Tensor, ks, self, exponent)
     if not (_gm.enabled and (self._rg or exponent._rg)):
         return aten._op_pow_Tensor_Tensor.redispatch(ks & _BELOW, self, exponent)
     _n = PowBackward1()
@@ -1370,7 +1597,11 @@ class PowBackward2(_Node):
             grad_inputs[exponent_ix] = pow_backward_exponent(grad, self, exponent, result)
         return grad_inputs
 
+def _jvp_PowBackward2(self, exponent, exponent_t, result):
+    grad = resolved_conj(exponent_t)
+    return resolved_conj(pow_backward_exponent(grad, self, exponent, result))
 def _ag_pow_Scalar(ks, self, exponent):
+    if _fw.on and _fw_dual(exponent): return _fw_run(('pow.Scalar', (1,), (), _jvp_PowBackward2, False, _ag_pow_Scalar, False, None, False, False), _ag_pow_Scalar, ks, self, exponent)
     if not (_gm.enabled and (exponent._rg)):
         return aten._op_pow_Scalar.redispatch(ks & _BELOW, self, exponent)
     _n = PowBackward2()
@@ -1395,7 +1626,11 @@ class PowBackward0(_Node):
             grad_inputs[self_ix] = pow_backward_self(grad, self, exponent)
         return grad_inputs
 
+def _jvp_PowBackward0(self, exponent, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(pow_backward_self(grad, self, exponent))
 def _ag_pow_Tensor_Scalar(ks, self, exponent):
+    if _fw.on and _fw_dual(self): return _fw_run(('pow.Tensor_Scalar', (0,), (), _jvp_PowBackward0, False, _ag_pow_Tensor_Scalar, False, None, False, False), _ag_pow_Tensor_Scalar, ks, self, exponent)
     if not (_gm.enabled and (self._rg)):
         return aten._op_pow_Tensor_Scalar.redispatch(ks & _BELOW, self, exponent)
     _n = PowBackward0()
@@ -1423,7 +1658,10 @@ class Atan2Backward0(_Node):
             grad_inputs[other_ix] = -grad * self / (self * self + other * other)
         return grad_inputs
 
+def _jvp_Atan2Backward0(self, other, self_t, other_t, result):
+    return (self_t * other - other_t * self) / (self * self + other * other)
 def _ag_atan2_default(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('atan2', (0, 1), (), _jvp_Atan2Backward0, False, _ag_atan2_default, False, None, True, False), _ag_atan2_default, ks, self, other)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_atan2.redispatch(ks & _BELOW, self, other)
     _n = Atan2Backward0()
@@ -1452,7 +1690,10 @@ class HypotBackward0(_Node):
             grad_inputs[other_ix] = grad * other / result
         return grad_inputs
 
+def _jvp_HypotBackward0(self, other, self_t, other_t, result):
+    return (self_t * self + other_t * other) / result
 def _ag_hypot_default(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('hypot', (0, 1), (), _jvp_HypotBackward0, False, _ag_hypot_default, False, None, True, False), _ag_hypot_default, ks, self, other)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_hypot.redispatch(ks & _BELOW, self, other)
     _n = HypotBackward0()
@@ -1482,7 +1723,10 @@ class LogaddexpBackward0(_Node):
             grad_inputs[other_ix] = grad / (1 + (self - other).exp())
         return grad_inputs
 
+def _jvp_LogaddexpBackward0(self, other, self_t, other_t, result):
+    return self_t / (1 + (other - self).exp()) + other_t / (1 + (self - other).exp())
 def _ag_logaddexp_default(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('logaddexp', (0, 1), (), _jvp_LogaddexpBackward0, False, _ag_logaddexp_default, False, None, True, False), _ag_logaddexp_default, ks, self, other)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_logaddexp.redispatch(ks & _BELOW, self, other)
     _n = LogaddexpBackward0()
@@ -1512,6 +1756,7 @@ class Logaddexp2Backward0(_Node):
         return grad_inputs
 
 def _ag_logaddexp2_default(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('logaddexp2', (0, 1), (), None, False, _ag_logaddexp2_default, False, None, False, False), _ag_logaddexp2_default, ks, self, other)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_logaddexp2.redispatch(ks & _BELOW, self, other)
     _n = Logaddexp2Backward0()
@@ -1540,6 +1785,7 @@ class CopysignBackward0(_Node):
         return grad_inputs
 
 def _ag_copysign_Tensor(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('copysign.Tensor', (0, 1), (), None, False, _ag_copysign_Tensor, False, None, False, False), _ag_copysign_Tensor, ks, self, other)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_copysign_Tensor.redispatch(ks & _BELOW, self, other)
     _n = CopysignBackward0()
@@ -1566,6 +1812,7 @@ class NextafterBackward0(_Node):
         return grad_inputs
 
 def _ag_nextafter_default(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('nextafter', (0, 1), (), None, False, _ag_nextafter_default, False, None, False, False), _ag_nextafter_default, ks, self, other)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_nextafter.redispatch(ks & _BELOW, self, other)
     _n = NextafterBackward0()
@@ -1591,6 +1838,7 @@ class MaximumBackward0(_Node):
         return grad_inputs
 
 def _ag_maximum_default(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('maximum', (0, 1), (), None, False, _ag_maximum_default, False, None, False, False), _ag_maximum_default, ks, self, other)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_maximum.redispatch(ks & _BELOW, self, other)
     _n = MaximumBackward0()
@@ -1620,6 +1868,7 @@ class MinimumBackward0(_Node):
         return grad_inputs
 
 def _ag_minimum_default(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('minimum', (0, 1), (), None, False, _ag_minimum_default, False, None, False, False), _ag_minimum_default, ks, self, other)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_minimum.redispatch(ks & _BELOW, self, other)
     _n = MinimumBackward0()
@@ -1649,6 +1898,7 @@ class FmaxBackward0(_Node):
         return grad_inputs
 
 def _ag_fmax_default(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('fmax', (0, 1), (), None, False, _ag_fmax_default, False, None, False, False), _ag_fmax_default, ks, self, other)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_fmax.redispatch(ks & _BELOW, self, other)
     _n = FmaxBackward0()
@@ -1678,6 +1928,7 @@ class FminBackward0(_Node):
         return grad_inputs
 
 def _ag_fmin_default(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('fmin', (0, 1), (), None, False, _ag_fmin_default, False, None, False, False), _ag_fmin_default, ks, self, other)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_fmin.redispatch(ks & _BELOW, self, other)
     _n = FminBackward0()
@@ -1705,6 +1956,7 @@ class IgammaBackward0(_Node):
         return grad_inputs
 
 def _ag_igamma_default(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('igamma', (0, 1), (), None, False, _ag_igamma_default, False, None, False, False), _ag_igamma_default, ks, self, other)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_igamma.redispatch(ks & _BELOW, self, other)
     _n = IgammaBackward0()
@@ -1732,6 +1984,7 @@ class IgammacBackward0(_Node):
         return grad_inputs
 
 def _ag_igammac_default(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('igammac', (0, 1), (), None, False, _ag_igammac_default, False, None, False, False), _ag_igammac_default, ks, self, other)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_igammac.redispatch(ks & _BELOW, self, other)
     _n = IgammacBackward0()
@@ -1760,7 +2013,10 @@ class XlogyBackward0(_Node):
             grad_inputs[other_ix] = grad * self / other
         return grad_inputs
 
+def _jvp_XlogyBackward0(self, other, self_t, other_t, result):
+    return aten.xlogy_Tensor(self_t, other).masked_fill((self == 0) & (other <= 0), 0) + other_t * self / other
 def _ag_xlogy_Tensor(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('xlogy.Tensor', (0, 1), (), _jvp_XlogyBackward0, False, _ag_xlogy_Tensor, False, None, True, False), _ag_xlogy_Tensor, ks, self, other)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_xlogy_Tensor.redispatch(ks & _BELOW, self, other)
     _n = XlogyBackward0()
@@ -1786,7 +2042,11 @@ class XlogyBackward1(_Node):
         return grad_inputs
 XlogyBackward1.__name__ = XlogyBackward1.__qualname__ = 'XlogyBackward2'
 
+def _jvp_XlogyBackward1(self, other, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad * aten.xlogy_Scalar_Other(aten.ones_like(self), other))
 def _ag_xlogy_Scalar_Other(ks, self, other):
+    if _fw.on and _fw_dual(self): return _fw_run(('xlogy.Scalar_Other', (0,), (), _jvp_XlogyBackward1, False, _ag_xlogy_Scalar_Other, False, None, False, False), _ag_xlogy_Scalar_Other, ks, self, other)
     if not (_gm.enabled and (self._rg)):
         return aten._op_xlogy_Scalar_Other.redispatch(ks & _BELOW, self, other)
     _n = XlogyBackward1()
@@ -1811,7 +2071,11 @@ class XlogyBackward2(_Node):
         return grad_inputs
 XlogyBackward2.__name__ = XlogyBackward2.__qualname__ = 'XlogyBackward1'
 
+def _jvp_XlogyBackward2(self, other, other_t, result):
+    grad = resolved_conj(other_t)
+    return resolved_conj(grad * self / other)
 def _ag_xlogy_Scalar_Self(ks, self, other):
+    if _fw.on and _fw_dual(other): return _fw_run(('xlogy.Scalar_Self', (1,), (), _jvp_XlogyBackward2, False, _ag_xlogy_Scalar_Self, False, None, False, False), _ag_xlogy_Scalar_Self, ks, self, other)
     if not (_gm.enabled and (other._rg)):
         return aten._op_xlogy_Scalar_Self.redispatch(ks & _BELOW, self, other)
     _n = XlogyBackward2()
@@ -1835,7 +2099,11 @@ class CopysignBackward1(_Node):
             grad_inputs[self_ix] = grad * (result / self).masked_fill(self == 0, 0)
         return grad_inputs
 
+def _jvp_CopysignBackward1(self, other, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad * (result / self).masked_fill(self == 0, 0))
 def _ag_copysign_Scalar(ks, self, other):
+    if _fw.on and _fw_dual(self): return _fw_run(('copysign.Scalar', (0,), (), _jvp_CopysignBackward1, False, _ag_copysign_Scalar, False, None, False, False), _ag_copysign_Scalar, ks, self, other)
     if not (_gm.enabled and (self._rg)):
         return aten._op_copysign_Scalar.redispatch(ks & _BELOW, self, other)
     _n = CopysignBackward1()
@@ -1861,7 +2129,10 @@ class WhereBackward0(_Node):
             grad_inputs[other_ix] = aten.where_self(condition, zeros_of((), grad), grad)
         return grad_inputs
 
+def _jvp_WhereBackward0(condition, self, other, self_t, other_t, result):
+    return aten.where_self(condition, self_t, other_t)
 def _ag_where_self(ks, condition, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('where.self', (1, 2), (), _jvp_WhereBackward0, False, _ag_where_self, False, None, True, False), _ag_where_self, ks, condition, self, other)
     if _gm.enabled and (condition._rg):
         _check_no_requires_grad(condition, 'condition', 'where')
     if not (_gm.enabled and (self._rg or other._rg)):
@@ -1887,7 +2158,11 @@ class ClampBackward1(_Node):
             grad_inputs[self_ix] = clamp_backward(grad, self, min, max)
         return grad_inputs
 
+def _jvp_ClampBackward1(self, min, max, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(clamp_backward(grad, self, min, max))
 def _ag_clamp_default(ks, self, min, max):
+    if _fw.on and _fw_dual(self): return _fw_run(('clamp', (0,), (), _jvp_ClampBackward1, False, _ag_clamp_default, False, None, False, False), _ag_clamp_default, ks, self, min, max)
     if not (_gm.enabled and (self._rg)):
         return aten._op_clamp.redispatch(ks & _BELOW, self, min, max)
     _n = ClampBackward1()
@@ -1924,6 +2199,7 @@ class ClampBackward0(_Node):
         return grad_inputs
 
 def _ag_clamp_Tensor(ks, self, min, max):
+    if _fw.on and _fw_dual(self, min, max): return _fw_run(('clamp.Tensor', (0, 1, 2), (), None, False, _ag_clamp_Tensor, False, None, False, False), _ag_clamp_Tensor, ks, self, min, max)
     if not (_gm.enabled and (self._rg or (min is not None and min._rg) or (max is not None and max._rg))):
         return aten._op_clamp_Tensor.redispatch(ks & _BELOW, self, min, max)
     _n = ClampBackward0()
@@ -1950,7 +2226,11 @@ class ClampMinBackward0(_Node):
             grad_inputs[self_ix] = clamp_backward(grad, self, min, None)
         return grad_inputs
 
+def _jvp_ClampMinBackward0(self, min, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(clamp_backward(grad, self, min, None))
 def _ag_clamp_min_default(ks, self, min):
+    if _fw.on and _fw_dual(self): return _fw_run(('clamp_min', (0,), (), _jvp_ClampMinBackward0, False, _ag_clamp_min_default, False, None, False, False), _ag_clamp_min_default, ks, self, min)
     if not (_gm.enabled and (self._rg)):
         return aten._op_clamp_min.redispatch(ks & _BELOW, self, min)
     _n = ClampMinBackward0()
@@ -1979,6 +2259,7 @@ class ClampMinBackward1(_Node):
         return grad_inputs
 
 def _ag_clamp_min_Tensor(ks, self, min):
+    if _fw.on and _fw_dual(self, min): return _fw_run(('clamp_min.Tensor', (0, 1), (), None, False, _ag_clamp_min_Tensor, False, None, False, False), _ag_clamp_min_Tensor, ks, self, min)
     if not (_gm.enabled and (self._rg or min._rg)):
         return aten._op_clamp_min_Tensor.redispatch(ks & _BELOW, self, min)
     _n = ClampMinBackward1()
@@ -2003,7 +2284,11 @@ class ClampMaxBackward0(_Node):
             grad_inputs[self_ix] = clamp_backward(grad, self, None, max)
         return grad_inputs
 
+def _jvp_ClampMaxBackward0(self, max, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(clamp_backward(grad, self, None, max))
 def _ag_clamp_max_default(ks, self, max):
+    if _fw.on and _fw_dual(self): return _fw_run(('clamp_max', (0,), (), _jvp_ClampMaxBackward0, False, _ag_clamp_max_default, False, None, False, False), _ag_clamp_max_default, ks, self, max)
     if not (_gm.enabled and (self._rg)):
         return aten._op_clamp_max.redispatch(ks & _BELOW, self, max)
     _n = ClampMaxBackward0()
@@ -2032,6 +2317,7 @@ class ClampMaxBackward1(_Node):
         return grad_inputs
 
 def _ag_clamp_max_Tensor(ks, self, max):
+    if _fw.on and _fw_dual(self, max): return _fw_run(('clamp_max.Tensor', (0, 1), (), None, False, _ag_clamp_max_Tensor, False, None, False, False), _ag_clamp_max_Tensor, ks, self, max)
     if not (_gm.enabled and (self._rg or max._rg)):
         return aten._op_clamp_max_Tensor.redispatch(ks & _BELOW, self, max)
     _n = ClampMaxBackward1()
@@ -2057,7 +2343,10 @@ class LerpBackward0(_Node):
             grad_inputs[end_ix] = grad * weight
         return grad_inputs
 
+def _jvp_LerpBackward0(self, end, weight, self_t, end_t, result):
+    return aten.lerp_Scalar(self_t, end_t, weight)
 def _ag_lerp_Scalar(ks, self, end, weight):
+    if _fw.on and _fw_dual(self, end): return _fw_run(('lerp.Scalar', (0, 1), (), _jvp_LerpBackward0, False, _ag_lerp_Scalar, False, None, True, False), _ag_lerp_Scalar, ks, self, end, weight)
     if not (_gm.enabled and (self._rg or end._rg)):
         return aten._op_lerp_Scalar.redispatch(ks & _BELOW, self, end, weight)
     _n = LerpBackward0()
@@ -2085,7 +2374,10 @@ class LerpBackward1(_Node):
             grad_inputs[weight_ix] = grad * (end - self)
         return grad_inputs
 
+def _jvp_LerpBackward1(self, end, weight, self_t, end_t, weight_t, result):
+    return aten.lerp_Tensor(self_t, end_t, weight) + weight_t * (end - self)
 def _ag_lerp_Tensor(ks, self, end, weight):
+    if _fw.on and _fw_dual(self, end, weight): return _fw_run(('lerp.Tensor', (0, 1, 2), (), _jvp_LerpBackward1, False, _ag_lerp_Tensor, False, None, True, False), _ag_lerp_Tensor, ks, self, end, weight)
     if not (_gm.enabled and (self._rg or end._rg or weight._rg)):
         return aten._op_lerp_Tensor.redispatch(ks & _BELOW, self, end, weight)
     _n = LerpBackward1()
@@ -2117,7 +2409,10 @@ class AddcmulBackward0(_Node):
             grad_inputs[tensor2_ix] = grad * conj_of(tensor1 * value)
         return grad_inputs
 
+def _jvp_AddcmulBackward0(self, tensor1, tensor2, value, self_t, tensor1_t, tensor2_t, result):
+    return self_t + value * (tensor1_t * tensor2 + tensor1 * tensor2_t)
 def _ag_addcmul_default(ks, self, tensor1, tensor2, value):
+    if _fw.on and _fw_dual(self, tensor1, tensor2): return _fw_run(('addcmul', (0, 1, 2), (), _jvp_AddcmulBackward0, False, _ag_addcmul_default, False, None, True, False), _ag_addcmul_default, ks, self, tensor1, tensor2, value)
     if not (_gm.enabled and (self._rg or tensor1._rg or tensor2._rg)):
         return aten._op_addcmul.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
     _n = AddcmulBackward0()
@@ -2149,7 +2444,10 @@ class AddcdivBackward0(_Node):
             grad_inputs[tensor2_ix] = -grad * conj_of(value * tensor1 / (tensor2 * tensor2))
         return grad_inputs
 
+def _jvp_AddcdivBackward0(self, tensor1, tensor2, value, self_t, tensor1_t, tensor2_t, result):
+    return self_t + value * (tensor1_t / tensor2 - tensor1 * tensor2_t / (tensor2 * tensor2))
 def _ag_addcdiv_default(ks, self, tensor1, tensor2, value):
+    if _fw.on and _fw_dual(self, tensor1, tensor2): return _fw_run(('addcdiv', (0, 1, 2), (), _jvp_AddcdivBackward0, False, _ag_addcdiv_default, False, None, True, False), _ag_addcdiv_default, ks, self, tensor1, tensor2, value)
     if not (_gm.enabled and (self._rg or tensor1._rg or tensor2._rg)):
         return aten._op_addcdiv.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
     _n = AddcdivBackward0()
@@ -2174,7 +2472,10 @@ class SumBackward0(_Node):
             grad_inputs[self_ix] = grad.expand(self_sizes)
         return grad_inputs
 
+def _jvp_SumBackward0(self, dtype, self_t, result):
+    return aten.sum(self_t, dtype=dtype)
 def _ag_sum_default(ks, self, dtype):
+    if _fw.on and _fw_dual(self): return _fw_run(('sum', (0,), (), _jvp_SumBackward0, False, _ag_sum_default, False, None, False, False), _ag_sum_default, ks, self, dtype)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sum.redispatch(ks & _BELOW, self, dtype)
     _n = SumBackward0()
@@ -2199,6 +2500,7 @@ class NansumBackward0(_Node):
         return grad_inputs
 
 def _ag_nansum_default(ks, self, dim, keepdim, dtype):
+    if _fw.on and _fw_dual(self): return _fw_run(('nansum', (0,), (), None, False, _ag_nansum_default, False, None, False, False), _ag_nansum_default, ks, self, dim, keepdim, dtype)
     if not (_gm.enabled and (self._rg)):
         return aten._op_nansum.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
     _n = NansumBackward0()
@@ -2225,6 +2527,7 @@ class ProdBackward0(_Node):
         return grad_inputs
 
 def _ag_prod_default(ks, self, dtype):
+    if _fw.on and _fw_dual(self): return _fw_run(('prod', (0,), (), None, False, _ag_prod_default, False, None, False, False), _ag_prod_default, ks, self, dtype)
     if not (_gm.enabled and (self._rg)):
         return aten._op_prod.redispatch(ks & _BELOW, self, dtype)
     _n = ProdBackward0()
@@ -2249,7 +2552,10 @@ class SumBackward1(_Node):
             grad_inputs[self_ix] = sum_backward(grad, self_sizes, dim, keepdim)
         return grad_inputs
 
+def _jvp_SumBackward1(self, dim, keepdim, dtype, self_t, result):
+    return aten.sum_dim_IntList(self_t, dim, keepdim, dtype=dtype)
 def _ag_sum_dim_IntList(ks, self, dim, keepdim, dtype):
+    if _fw.on and _fw_dual(self): return _fw_run(('sum.dim_IntList', (0,), (), _jvp_SumBackward1, False, _ag_sum_dim_IntList, False, None, False, False), _ag_sum_dim_IntList, ks, self, dim, keepdim, dtype)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sum_dim_IntList.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
     _n = SumBackward1()
@@ -2276,6 +2582,7 @@ class ProdBackward1(_Node):
         return grad_inputs
 
 def _ag_prod_dim_int(ks, self, dim, keepdim, dtype):
+    if _fw.on and _fw_dual(self): return _fw_run(('prod.dim_int', (0,), (), None, False, _ag_prod_dim_int, False, None, False, False), _ag_prod_dim_int, ks, self, dim, keepdim, dtype)
     if not (_gm.enabled and (self._rg)):
         return aten._op_prod_dim_int.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
     _n = ProdBackward1()
@@ -2300,7 +2607,10 @@ class MeanBackward0(_Node):
             grad_inputs[self_ix] = mean_backward(grad, self_sizes)
         return grad_inputs
 
+def _jvp_MeanBackward0(self, dtype, self_t, result):
+    return aten.mean(self_t, dtype=dtype)
 def _ag_mean_default(ks, self, dtype):
+    if _fw.on and _fw_dual(self): return _fw_run(('mean', (0,), (), _jvp_MeanBackward0, False, _ag_mean_default, False, None, False, False), _ag_mean_default, ks, self, dtype)
     if not (_gm.enabled and (self._rg)):
         return aten._op_mean.redispatch(ks & _BELOW, self, dtype)
     _n = MeanBackward0()
@@ -2323,7 +2633,10 @@ class MeanBackward1(_Node):
             grad_inputs[self_ix] = mean_backward(grad, self_sizes, dim, keepdim)
         return grad_inputs
 
+def _jvp_MeanBackward1(self, dim, keepdim, dtype, self_t, result):
+    return aten.mean_dim(self_t, dim, keepdim, dtype=dtype)
 def _ag_mean_dim(ks, self, dim, keepdim, dtype):
+    if _fw.on and _fw_dual(self): return _fw_run(('mean.dim', (0,), (), _jvp_MeanBackward1, False, _ag_mean_dim, False, None, False, False), _ag_mean_dim, ks, self, dim, keepdim, dtype)
     if not (_gm.enabled and (self._rg)):
         return aten._op_mean_dim.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
     _n = MeanBackward1()
@@ -2350,6 +2663,7 @@ class VarBackward0(_Node):
         return grad_inputs
 
 def _ag_var_correction(ks, self, dim, correction, keepdim):
+    if _fw.on and _fw_dual(self): return _fw_run(('var.correction', (0,), (), None, False, _ag_var_correction, False, None, False, False), _ag_var_correction, ks, self, dim, correction, keepdim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_var_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
     _n = VarBackward0()
@@ -2379,6 +2693,7 @@ class StdBackward0(_Node):
         return grad_inputs
 
 def _ag_std_correction(ks, self, dim, correction, keepdim):
+    if _fw.on and _fw_dual(self): return _fw_run(('std.correction', (0,), (), None, False, _ag_std_correction, False, None, False, False), _ag_std_correction, ks, self, dim, correction, keepdim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_std_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
     _n = StdBackward0()
@@ -2409,6 +2724,7 @@ class VarMeanBackward0(_Node):
         return grad_inputs
 
 def _ag_var_mean_correction(ks, self, dim, correction, keepdim):
+    if _fw.on and _fw_dual(self): return _fw_run(('var_mean.correction', (0,), (), None, False, _ag_var_mean_correction, True, None, False, False), _ag_var_mean_correction, ks, self, dim, correction, keepdim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_var_mean_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
     _n = VarMeanBackward0()
@@ -2439,6 +2755,7 @@ class StdMeanBackward0(_Node):
         return grad_inputs
 
 def _ag_std_mean_correction(ks, self, dim, correction, keepdim):
+    if _fw.on and _fw_dual(self): return _fw_run(('std_mean.correction', (0,), (), None, False, _ag_std_mean_correction, True, None, False, False), _ag_std_mean_correction, ks, self, dim, correction, keepdim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_std_mean_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
     _n = StdMeanBackward0()
@@ -2466,6 +2783,7 @@ class MaxBackward1(_Node):
         return grad_inputs
 
 def _ag_max_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('max', (0,), (), None, False, _ag_max_default, False, None, False, False), _ag_max_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_max.redispatch(ks & _BELOW, self)
     _n = MaxBackward1()
@@ -2491,7 +2809,10 @@ class MaxBackward0(_Node):
             grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, keepdim)
         return grad_inputs
 
+def _jvp_MaxBackward0(self, dim, keepdim, self_t, result):
+    return selected_tangent(self_t, dim, result[1], keepdim), None
 def _ag_max_dim(ks, self, dim, keepdim):
+    if _fw.on and _fw_dual(self): return _fw_run(('max.dim', (0,), (), _jvp_MaxBackward0, False, _ag_max_dim, True, [True, False], True, False), _ag_max_dim, ks, self, dim, keepdim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_max_dim.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = MaxBackward0()
@@ -2517,6 +2838,7 @@ class MinBackward1(_Node):
         return grad_inputs
 
 def _ag_min_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('min', (0,), (), None, False, _ag_min_default, False, None, False, False), _ag_min_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_min.redispatch(ks & _BELOW, self)
     _n = MinBackward1()
@@ -2542,7 +2864,10 @@ class MinBackward0(_Node):
             grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, keepdim)
         return grad_inputs
 
+def _jvp_MinBackward0(self, dim, keepdim, self_t, result):
+    return selected_tangent(self_t, dim, result[1], keepdim), None
 def _ag_min_dim(ks, self, dim, keepdim):
+    if _fw.on and _fw_dual(self): return _fw_run(('min.dim', (0,), (), _jvp_MinBackward0, False, _ag_min_dim, True, [True, False], True, False), _ag_min_dim, ks, self, dim, keepdim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_min_dim.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = MinBackward0()
@@ -2570,6 +2895,7 @@ class AmaxBackward0(_Node):
         return grad_inputs
 
 def _ag_amax_default(ks, self, dim, keepdim):
+    if _fw.on and _fw_dual(self): return _fw_run(('amax', (0,), (), None, False, _ag_amax_default, False, None, False, False), _ag_amax_default, ks, self, dim, keepdim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_amax.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = AmaxBackward0()
@@ -2598,6 +2924,7 @@ class AminBackward0(_Node):
         return grad_inputs
 
 def _ag_amin_default(ks, self, dim, keepdim):
+    if _fw.on and _fw_dual(self): return _fw_run(('amin', (0,), (), None, False, _ag_amin_default, False, None, False, False), _ag_amin_default, ks, self, dim, keepdim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_amin.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = AminBackward0()
@@ -2626,6 +2953,7 @@ class AminmaxBackward0(_Node):
         return grad_inputs
 
 def _ag_aminmax_default(ks, self, dim, keepdim):
+    if _fw.on and _fw_dual(self): return _fw_run(('aminmax', (0,), (), None, False, _ag_aminmax_default, True, None, False, False), _ag_aminmax_default, ks, self, dim, keepdim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_aminmax.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = AminmaxBackward0()
@@ -2654,6 +2982,7 @@ class LogsumexpBackward0(_Node):
         return grad_inputs
 
 def _ag_logsumexp_default(ks, self, dim, keepdim):
+    if _fw.on and _fw_dual(self): return _fw_run(('logsumexp', (0,), (), None, False, _ag_logsumexp_default, False, None, False, False), _ag_logsumexp_default, ks, self, dim, keepdim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_logsumexp.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = LogsumexpBackward0()
@@ -2679,7 +3008,10 @@ class CumsumBackward0(_Node):
             grad_inputs[self_ix] = cumsum_backward(grad, dim).to(self_dtype)
         return grad_inputs
 
+def _jvp_CumsumBackward0(self, dim, dtype, self_t, result):
+    return aten.cumsum(self_t, dim, dtype=dtype)
 def _ag_cumsum_default(ks, self, dim, dtype):
+    if _fw.on and _fw_dual(self): return _fw_run(('cumsum', (0,), (), _jvp_CumsumBackward0, False, _ag_cumsum_default, False, None, False, False), _ag_cumsum_default, ks, self, dim, dtype)
     if not (_gm.enabled and (self._rg)):
         return aten._op_cumsum.redispatch(ks & _BELOW, self, dim, dtype)
     _n = CumsumBackward0()
@@ -2704,6 +3036,7 @@ class CumprodBackward0(_Node):
         return grad_inputs
 
 def _ag_cumprod_default(ks, self, dim, dtype):
+    if _fw.on and _fw_dual(self): return _fw_run(('cumprod', (0,), (), None, False, _ag_cumprod_default, False, None, False, False), _ag_cumprod_default, ks, self, dim, dtype)
     if not (_gm.enabled and (self._rg)):
         return aten._op_cumprod.redispatch(ks & _BELOW, self, dim, dtype)
     _n = CumprodBackward0()
@@ -2730,6 +3063,7 @@ class LogcumsumexpBackward0(_Node):
         return grad_inputs
 
 def _ag_logcumsumexp_default(ks, self, dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('logcumsumexp', (0,), (), None, False, _ag_logcumsumexp_default, False, None, False, False), _ag_logcumsumexp_default, ks, self, dim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_logcumsumexp.redispatch(ks & _BELOW, self, dim)
     _n = LogcumsumexpBackward0()
@@ -2755,7 +3089,10 @@ class CummaxBackward0(_Node):
             grad_inputs[self_ix] = cummaxmin_backward(grad, dim, result[1], self_sizes)
         return grad_inputs
 
+def _jvp_CummaxBackward0(self, dim, self_t, result):
+    return selected_tangent(self_t, dim, result[1], True), None
 def _ag_cummax_default(ks, self, dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('cummax', (0,), (), _jvp_CummaxBackward0, False, _ag_cummax_default, True, [True, False], True, False), _ag_cummax_default, ks, self, dim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_cummax.redispatch(ks & _BELOW, self, dim)
     _n = CummaxBackward0()
@@ -2780,7 +3117,10 @@ class CumminBackward0(_Node):
             grad_inputs[self_ix] = cummaxmin_backward(grad, dim, result[1], self_sizes)
         return grad_inputs
 
+def _jvp_CumminBackward0(self, dim, self_t, result):
+    return selected_tangent(self_t, dim, result[1], True), None
 def _ag_cummin_default(ks, self, dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('cummin', (0,), (), _jvp_CumminBackward0, False, _ag_cummin_default, True, [True, False], True, False), _ag_cummin_default, ks, self, dim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_cummin.redispatch(ks & _BELOW, self, dim)
     _n = CumminBackward0()
@@ -2805,7 +3145,10 @@ class SortBackward0(_Node):
             grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, True)
         return grad_inputs
 
+def _jvp_SortBackward0(self, dim, descending, self_t, result):
+    return selected_tangent(self_t, dim, result[1], True), None
 def _ag_sort_default(ks, self, dim, descending):
+    if _fw.on and _fw_dual(self): return _fw_run(('sort', (0,), (), _jvp_SortBackward0, False, _ag_sort_default, True, [True, False], True, False), _ag_sort_default, ks, self, dim, descending)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sort.redispatch(ks & _BELOW, self, dim, descending)
     _n = SortBackward0()
@@ -2830,7 +3173,10 @@ class SortBackward1(_Node):
             grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, True)
         return grad_inputs
 
+def _jvp_SortBackward1(self, stable, dim, descending, self_t, result):
+    return selected_tangent(self_t, dim, result[1], True), None
 def _ag_sort_stable(ks, self, stable, dim, descending):
+    if _fw.on and _fw_dual(self): return _fw_run(('sort.stable', (0,), (), _jvp_SortBackward1, False, _ag_sort_stable, True, [True, False], True, False), _ag_sort_stable, ks, self, stable, dim, descending)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sort_stable.redispatch(ks & _BELOW, self, stable, dim, descending)
     _n = SortBackward1()
@@ -2855,7 +3201,10 @@ class TopkBackward0(_Node):
             grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, True)
         return grad_inputs
 
+def _jvp_TopkBackward0(self, k, dim, largest, sorted, self_t, result):
+    return selected_tangent(self_t, dim, result[1], True), None
 def _ag_topk_default(ks, self, k, dim, largest, sorted):
+    if _fw.on and _fw_dual(self): return _fw_run(('topk', (0,), (), _jvp_TopkBackward0, False, _ag_topk_default, True, [True, False], True, False), _ag_topk_default, ks, self, k, dim, largest, sorted)
     if not (_gm.enabled and (self._rg)):
         return aten._op_topk.redispatch(ks & _BELOW, self, k, dim, largest, sorted)
     _n = TopkBackward0()
@@ -2881,7 +3230,10 @@ class KthvalueBackward0(_Node):
             grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, keepdim)
         return grad_inputs
 
+def _jvp_KthvalueBackward0(self, k, dim, keepdim, self_t, result):
+    return selected_tangent(self_t, dim, result[1], keepdim), None
 def _ag_kthvalue_default(ks, self, k, dim, keepdim):
+    if _fw.on and _fw_dual(self): return _fw_run(('kthvalue', (0,), (), _jvp_KthvalueBackward0, False, _ag_kthvalue_default, True, [True, False], True, False), _ag_kthvalue_default, ks, self, k, dim, keepdim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_kthvalue.redispatch(ks & _BELOW, self, k, dim, keepdim)
     _n = KthvalueBackward0()
@@ -2907,6 +3259,7 @@ class MedianBackward1(_Node):
         return grad_inputs
 
 def _ag_median_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('median', (0,), (), None, False, _ag_median_default, False, None, False, False), _ag_median_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_median.redispatch(ks & _BELOW, self)
     _n = MedianBackward1()
@@ -2932,7 +3285,10 @@ class MedianBackward0(_Node):
             grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, keepdim)
         return grad_inputs
 
+def _jvp_MedianBackward0(self, dim, keepdim, self_t, result):
+    return selected_tangent(self_t, dim, result[1], keepdim), None
 def _ag_median_dim(ks, self, dim, keepdim):
+    if _fw.on and _fw_dual(self): return _fw_run(('median.dim', (0,), (), _jvp_MedianBackward0, False, _ag_median_dim, True, [True, False], True, False), _ag_median_dim, ks, self, dim, keepdim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_median_dim.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = MedianBackward0()
@@ -2959,7 +3315,10 @@ class ModeBackward0(_Node):
             grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, keepdim)
         return grad_inputs
 
+def _jvp_ModeBackward0(self, dim, keepdim, self_t, result):
+    return selected_tangent(self_t, dim, result[1], keepdim), None
 def _ag_mode_default(ks, self, dim, keepdim):
+    if _fw.on and _fw_dual(self): return _fw_run(('mode', (0,), (), _jvp_ModeBackward0, False, _ag_mode_default, True, [True, False], True, False), _ag_mode_default, ks, self, dim, keepdim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_mode.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = ModeBackward0()
@@ -2983,6 +3342,7 @@ class Unique2Backward0(_Node):
         return grad_inputs
 
 def _ag__unique2_default(ks, self, sorted, return_inverse, return_counts):
+    if _fw.on and _fw_dual(self): return _fw_run(('_unique2', (0,), (), None, False, _ag__unique2_default, True, [True, False, False], False, False), _ag__unique2_default, ks, self, sorted, return_inverse, return_counts)
     if not (_gm.enabled and (self._rg)):
         return aten._op__unique2.redispatch(ks & _BELOW, self, sorted, return_inverse, return_counts)
     _n = Unique2Backward0()
@@ -3002,6 +3362,7 @@ class UniqueDimBackward0(_Node):
         return grad_inputs
 
 def _ag_unique_dim_default(ks, self, dim, sorted, return_inverse, return_counts):
+    if _fw.on and _fw_dual(self): return _fw_run(('unique_dim', (0,), (), None, False, _ag_unique_dim_default, True, [True, False, False], False, False), _ag_unique_dim_default, ks, self, dim, sorted, return_inverse, return_counts)
     if not (_gm.enabled and (self._rg)):
         return aten._op_unique_dim.redispatch(ks & _BELOW, self, dim, sorted, return_inverse, return_counts)
     _n = UniqueDimBackward0()
@@ -3025,6 +3386,7 @@ class HistogramBackward0(_Node):
         return grad_inputs
 
 def _ag_histogram_bins_tensor(ks, self, bins, weight, density):
+    if _fw.on and _fw_dual(self, bins, weight): return _fw_run(('histogram.bins_tensor', (0, 1, 2), (), None, False, _ag_histogram_bins_tensor, True, None, False, False), _ag_histogram_bins_tensor, ks, self, bins, weight, density)
     if not (_gm.enabled and (self._rg or bins._rg or (weight is not None and weight._rg))):
         return aten._op_histogram_bins_tensor.redispatch(ks & _BELOW, self, bins, weight, density)
     _n = HistogramBackward0()
@@ -3046,6 +3408,7 @@ class HistogramBackward1(_Node):
         return grad_inputs
 
 def _ag_histogram_bin_ct(ks, self, bins, range, weight, density):
+    if _fw.on and _fw_dual(self, weight): return _fw_run(('histogram.bin_ct', (0, 3), (), None, False, _ag_histogram_bin_ct, True, None, False, False), _ag_histogram_bin_ct, ks, self, bins, range, weight, density)
     if not (_gm.enabled and (self._rg or (weight is not None and weight._rg))):
         return aten._op_histogram_bin_ct.redispatch(ks & _BELOW, self, bins, range, weight, density)
     _n = HistogramBackward1()
@@ -3070,6 +3433,7 @@ class NormBackward1(_Node):
         return grad_inputs
 
 def _ag_norm_ScalarOpt_dim(ks, self, p, dim, keepdim):
+    if _fw.on and _fw_dual(self): return _fw_run(('norm.ScalarOpt_dim', (0,), (), None, False, _ag_norm_ScalarOpt_dim, False, None, False, False), _ag_norm_ScalarOpt_dim, ks, self, p, dim, keepdim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_norm_ScalarOpt_dim.redispatch(ks & _BELOW, self, p, dim, keepdim)
     _n = NormBackward1()
@@ -3098,6 +3462,7 @@ class NormBackward0(_Node):
         return grad_inputs
 
 def _ag_norm_Scalar(ks, self, p):
+    if _fw.on and _fw_dual(self): return _fw_run(('norm.Scalar', (0,), (), None, False, _ag_norm_Scalar, False, None, False, False), _ag_norm_Scalar, ks, self, p)
     if not (_gm.enabled and (self._rg)):
         return aten._op_norm_Scalar.redispatch(ks & _BELOW, self, p)
     _n = NormBackward0()
@@ -3121,7 +3486,10 @@ class ViewBackward0(_Node):
             grad_inputs[self_ix] = grad.reshape(self_sizes)
         return grad_inputs
 
+def _jvp_ViewBackward0(self, size, self_t, result):
+    return aten.view(self_t, size)
 def _ag_view_default(ks, self, size):
+    if _fw.on and _fw_dual(self): return _fw_run(('view', (0,), (), _jvp_ViewBackward0, False, _ag_view_default, False, None, False, True), _ag_view_default, ks, self, size)
     if not (_gm.enabled and (self._rg)):
         result = aten._op_view.redispatch(ks & _BELOW, self, size)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
@@ -3166,7 +3534,10 @@ class UnsafeViewBackward0(_Node):
             grad_inputs[self_ix] = grad.reshape(self_sizes)
         return grad_inputs
 
+def _jvp_UnsafeViewBackward0(self, size, self_t, result):
+    return aten._unsafe_view(self_t, size)
 def _ag__unsafe_view_default(ks, self, size):
+    if _fw.on and _fw_dual(self): return _fw_run(('_unsafe_view', (0,), (), _jvp_UnsafeViewBackward0, False, _ag__unsafe_view_default, False, None, False, False), _ag__unsafe_view_default, ks, self, size)
     if not (_gm.enabled and (self._rg)):
         return aten._op__unsafe_view.redispatch(ks & _BELOW, self, size)
     _n = UnsafeViewBackward0()
@@ -3187,7 +3558,10 @@ class ReshapeAliasBackward0(_Node):
             grad_inputs[self_ix] = grad.reshape(self_sizes)
         return grad_inputs
 
+def _jvp_ReshapeAliasBackward0(self, size, stride, self_t, result):
+    return aten._reshape_alias(self_t, size, stride)
 def _ag__reshape_alias_default(ks, self, size, stride):
+    if _fw.on and _fw_dual(self): return _fw_run(('_reshape_alias', (0,), (), _jvp_ReshapeAliasBackward0, False, _ag__reshape_alias_default, False, None, False, True), _ag__reshape_alias_default, ks, self, size, stride)
     if not (_gm.enabled and (self._rg)):
         result = aten._op__reshape_alias.redispatch(ks & _BELOW, self, size, stride)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
@@ -3215,7 +3589,10 @@ class AsStridedBackward0(_Node):
             grad_inputs[self_ix] = as_strided_backward(grad, self_geometry, size, stride, storage_offset)
         return grad_inputs
 
+def _jvp_AsStridedBackward0(self, size, stride, storage_offset, self_t, result):
+    return aten.as_strided(self_t, size, stride, storage_offset)
 def _ag_as_strided_default(ks, self, size, stride, storage_offset):
+    if _fw.on and _fw_dual(self): return _fw_run(('as_strided', (0,), (), _jvp_AsStridedBackward0, False, _ag_as_strided_default, False, None, False, True), _ag_as_strided_default, ks, self, size, stride, storage_offset)
     if not (_gm.enabled and (self._rg)):
         result = aten._op_as_strided.redispatch(ks & _BELOW, self, size, stride, storage_offset)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
@@ -3242,7 +3619,10 @@ class LiftFreshBackward0(_Node):
             grad_inputs[self_ix] = grad
         return grad_inputs
 
+def _jvp_LiftFreshBackward0(self, self_t, result):
+    return aten.lift_fresh(self_t)
 def _ag_lift_fresh_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('lift_fresh', (0,), (), _jvp_LiftFreshBackward0, False, _ag_lift_fresh_default, False, None, False, False), _ag_lift_fresh_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_lift_fresh.redispatch(ks & _BELOW, self)
     _n = LiftFreshBackward0()
@@ -3261,7 +3641,10 @@ class AliasBackward0(_Node):
             grad_inputs[self_ix] = grad
         return grad_inputs
 
+def _jvp_AliasBackward0(self, self_t, result):
+    return aten.alias(self_t)
 def _ag_alias_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('alias', (0,), (), _jvp_AliasBackward0, False, _ag_alias_default, False, None, False, True), _ag_alias_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         result = aten._op_alias.redispatch(ks & _BELOW, self)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
@@ -3284,7 +3667,10 @@ class TBackward0(_Node):
             grad_inputs[self_ix] = grad.t()
         return grad_inputs
 
+def _jvp_TBackward0(self, self_t, result):
+    return aten.t(self_t)
 def _ag_t_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('t', (0,), (), _jvp_TBackward0, False, _ag_t_default, False, None, False, True), _ag_t_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         result = aten._op_t.redispatch(ks & _BELOW, self)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
@@ -3309,7 +3695,10 @@ class TransposeBackward0(_Node):
             grad_inputs[self_ix] = grad.transpose(dim0, dim1)
         return grad_inputs
 
+def _jvp_TransposeBackward0(self, dim0, dim1, self_t, result):
+    return aten.transpose_int(self_t, dim0, dim1)
 def _ag_transpose_int(ks, self, dim0, dim1):
+    if _fw.on and _fw_dual(self): return _fw_run(('transpose.int', (0,), (), _jvp_TransposeBackward0, False, _ag_transpose_int, False, None, False, True), _ag_transpose_int, ks, self, dim0, dim1)
     if not (_gm.enabled and (self._rg)):
         result = aten._op_transpose_int.redispatch(ks & _BELOW, self, dim0, dim1)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
@@ -3335,7 +3724,10 @@ class PermuteBackward0(_Node):
             grad_inputs[self_ix] = permute_backward(grad, dims)
         return grad_inputs
 
+def _jvp_PermuteBackward0(self, dims, self_t, result):
+    return aten.permute(self_t, dims)
 def _ag_permute_default(ks, self, dims):
+    if _fw.on and _fw_dual(self): return _fw_run(('permute', (0,), (), _jvp_PermuteBackward0, False, _ag_permute_default, False, None, False, True), _ag_permute_default, ks, self, dims)
     if not (_gm.enabled and (self._rg)):
         result = aten._op_permute.redispatch(ks & _BELOW, self, dims)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
@@ -3360,7 +3752,10 @@ class ExpandBackward0(_Node):
             grad_inputs[self_ix] = expand_backward(grad, self_sizes)
         return grad_inputs
 
+def _jvp_ExpandBackward0(self, size, implicit, self_t, result):
+    return aten.expand(self_t, size, implicit=implicit)
 def _ag_expand_default(ks, self, size, implicit):
+    if _fw.on and _fw_dual(self): return _fw_run(('expand', (0,), (), _jvp_ExpandBackward0, False, _ag_expand_default, False, None, False, True), _ag_expand_default, ks, self, size, implicit)
     if not (_gm.enabled and (self._rg)):
         result = aten._op_expand.redispatch(ks & _BELOW, self, size, implicit)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
@@ -3385,7 +3780,10 @@ class SqueezeBackward0(_Node):
             grad_inputs[self_ix] = grad.reshape(self_sizes)
         return grad_inputs
 
+def _jvp_SqueezeBackward0(self, self_t, result):
+    return aten.squeeze(self_t)
 def _ag_squeeze_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('squeeze', (0,), (), _jvp_SqueezeBackward0, False, _ag_squeeze_default, False, None, False, True), _ag_squeeze_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         result = aten._op_squeeze.redispatch(ks & _BELOW, self)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
@@ -3410,7 +3808,10 @@ class SqueezeBackward1(_Node):
             grad_inputs[self_ix] = grad.reshape(self_sizes)
         return grad_inputs
 
+def _jvp_SqueezeBackward1(self, dim, self_t, result):
+    return aten.squeeze_dim(self_t, dim)
 def _ag_squeeze_dim(ks, self, dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('squeeze.dim', (0,), (), _jvp_SqueezeBackward1, False, _ag_squeeze_dim, False, None, False, True), _ag_squeeze_dim, ks, self, dim)
     if not (_gm.enabled and (self._rg)):
         result = aten._op_squeeze_dim.redispatch(ks & _BELOW, self, dim)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
@@ -3435,7 +3836,10 @@ class SqueezeBackward2(_Node):
             grad_inputs[self_ix] = grad.reshape(self_sizes)
         return grad_inputs
 
+def _jvp_SqueezeBackward2(self, dim, self_t, result):
+    return aten.squeeze_dims(self_t, dim)
 def _ag_squeeze_dims(ks, self, dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('squeeze.dims', (0,), (), _jvp_SqueezeBackward2, False, _ag_squeeze_dims, False, None, False, True), _ag_squeeze_dims, ks, self, dim)
     if not (_gm.enabled and (self._rg)):
         result = aten._op_squeeze_dims.redispatch(ks & _BELOW, self, dim)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
@@ -3460,7 +3864,10 @@ class UnsqueezeBackward0(_Node):
             grad_inputs[self_ix] = grad.squeeze(dim)
         return grad_inputs
 
+def _jvp_UnsqueezeBackward0(self, dim, self_t, result):
+    return aten.unsqueeze(self_t, dim)
 def _ag_unsqueeze_default(ks, self, dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('unsqueeze', (0,), (), _jvp_UnsqueezeBackward0, False, _ag_unsqueeze_default, False, None, False, True), _ag_unsqueeze_default, ks, self, dim)
     if not (_gm.enabled and (self._rg)):
         result = aten._op_unsqueeze.redispatch(ks & _BELOW, self, dim)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
@@ -3485,7 +3892,10 @@ class SqueezeBackward3(_Node):
             grad_inputs[self_ix] = grad.reshape(self_sizes)
         return grad_inputs
 
+def _jvp_SqueezeBackward3(self, self_t, result):
+    return aten.squeeze_(self_t)
 def _ag_squeeze__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('squeeze_', (0,), (), _jvp_SqueezeBackward3, 'view', _ag_squeeze__default, False, None, False, True), _ag_squeeze__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_squeeze_.redispatch(ks & _BELOW, self)
@@ -3509,7 +3919,10 @@ class SqueezeBackward4(_Node):
             grad_inputs[self_ix] = grad.reshape(self_sizes)
         return grad_inputs
 
+def _jvp_SqueezeBackward4(self, dim, self_t, result):
+    return aten.squeeze__dim(self_t, dim)
 def _ag_squeeze__dim(ks, self, dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('squeeze_.dim', (0,), (), _jvp_SqueezeBackward4, 'view', _ag_squeeze__dim, False, None, False, True), _ag_squeeze__dim, ks, self, dim)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_squeeze__dim.redispatch(ks & _BELOW, self, dim)
@@ -3533,7 +3946,10 @@ class SqueezeBackward5(_Node):
             grad_inputs[self_ix] = grad.reshape(self_sizes)
         return grad_inputs
 
+def _jvp_SqueezeBackward5(self, dim, self_t, result):
+    return aten.squeeze__dims(self_t, dim)
 def _ag_squeeze__dims(ks, self, dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('squeeze_.dims', (0,), (), _jvp_SqueezeBackward5, 'view', _ag_squeeze__dims, False, None, False, True), _ag_squeeze__dims, ks, self, dim)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_squeeze__dims.redispatch(ks & _BELOW, self, dim)
@@ -3557,7 +3973,10 @@ class UnsqueezeBackward1(_Node):
             grad_inputs[self_ix] = grad.squeeze(dim)
         return grad_inputs
 
+def _jvp_UnsqueezeBackward1(self, dim, self_t, result):
+    return aten.unsqueeze_(self_t, dim)
 def _ag_unsqueeze__default(ks, self, dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('unsqueeze_', (0,), (), _jvp_UnsqueezeBackward1, 'view', _ag_unsqueeze__default, False, None, False, True), _ag_unsqueeze__default, ks, self, dim)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_unsqueeze_.redispatch(ks & _BELOW, self, dim)
@@ -3580,7 +3999,10 @@ class TBackward1(_Node):
             grad_inputs[self_ix] = grad.t()
         return grad_inputs
 
+def _jvp_TBackward1(self, self_t, result):
+    return aten.t_(self_t)
 def _ag_t__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('t_', (0,), (), _jvp_TBackward1, 'view', _ag_t__default, False, None, False, True), _ag_t__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_t_.redispatch(ks & _BELOW, self)
@@ -3604,7 +4026,10 @@ class TransposeBackward1(_Node):
             grad_inputs[self_ix] = grad.transpose(dim0, dim1)
         return grad_inputs
 
+def _jvp_TransposeBackward1(self, dim0, dim1, self_t, result):
+    return aten.transpose_(self_t, dim0, dim1)
 def _ag_transpose__default(ks, self, dim0, dim1):
+    if _fw.on and _fw_dual(self): return _fw_run(('transpose_', (0,), (), _jvp_TransposeBackward1, 'view', _ag_transpose__default, False, None, False, True), _ag_transpose__default, ks, self, dim0, dim1)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_transpose_.redispatch(ks & _BELOW, self, dim0, dim1)
@@ -3631,7 +4056,10 @@ class SelectBackward0(_Node):
             grad_inputs[self_ix] = select_backward(grad, self_sizes, dim, index)
         return grad_inputs
 
+def _jvp_SelectBackward0(self, dim, index, self_t, result):
+    return aten.select_int(self_t, dim, index)
 def _ag_select_int(ks, self, dim, index):
+    if _fw.on and _fw_dual(self): return _fw_run(('select.int', (0,), (), _jvp_SelectBackward0, False, _ag_select_int, False, None, False, True), _ag_select_int, ks, self, dim, index)
     if not (_gm.enabled and (self._rg)):
         result = aten._op_select_int.redispatch(ks & _BELOW, self, dim, index)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
@@ -3662,7 +4090,10 @@ class SliceBackward0(_Node):
             grad_inputs[self_ix] = slice_backward(grad, self_sizes, dim, start, end, step)
         return grad_inputs
 
+def _jvp_SliceBackward0(self, dim, start, end, step, self_t, result):
+    return aten.slice_Tensor(self_t, dim, start, end, step)
 def _ag_slice_Tensor(ks, self, dim, start, end, step):
+    if _fw.on and _fw_dual(self): return _fw_run(('slice.Tensor', (0,), (), _jvp_SliceBackward0, False, _ag_slice_Tensor, False, None, False, True), _ag_slice_Tensor, ks, self, dim, start, end, step)
     if not (_gm.enabled and (self._rg)):
         result = aten._op_slice_Tensor.redispatch(ks & _BELOW, self, dim, start, end, step)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
@@ -3693,7 +4124,10 @@ class UnbindBackward0(_Node):
             grad_inputs[self_ix] = unbind_backward(grads, self_sizes, dim, self_dtype, self_device)
         return grad_inputs
 
+def _jvp_UnbindBackward0(self, dim, self_t, result):
+    return aten.unbind_int(self_t, dim)
 def _ag_unbind_int(ks, self, dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('unbind.int', (0,), (), _jvp_UnbindBackward0, False, _ag_unbind_int, True, None, False, True), _ag_unbind_int, ks, self, dim)
     if not (_gm.enabled and (self._rg)):
         result = aten._op_unbind_int.redispatch(ks & _BELOW, self, dim)
         _b = (self._base if self._base is not None else self)
@@ -3727,7 +4161,10 @@ class SplitBackward0(_Node):
             grad_inputs[self_ix] = split_backward(grads, split_sizes_of(self_sizes, split_size, dim), dim, self_sizes, self_dtype, self_device)
         return grad_inputs
 
+def _jvp_SplitBackward0(self, split_size, dim, self_t, result):
+    return aten.split_Tensor(self_t, split_size, dim)
 def _ag_split_Tensor(ks, self, split_size, dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('split.Tensor', (0,), (), _jvp_SplitBackward0, False, _ag_split_Tensor, True, None, False, True), _ag_split_Tensor, ks, self, split_size, dim)
     if not (_gm.enabled and (self._rg)):
         result = aten._op_split_Tensor.redispatch(ks & _BELOW, self, split_size, dim)
         _b = (self._base if self._base is not None else self)
@@ -3762,7 +4199,10 @@ class SplitWithSizesBackward0(_Node):
             grad_inputs[self_ix] = split_backward(grads, split_sizes, dim, self_sizes, self_dtype, self_device)
         return grad_inputs
 
+def _jvp_SplitWithSizesBackward0(self, split_sizes, dim, self_t, result):
+    return aten.split_with_sizes(self_t, split_sizes, dim)
 def _ag_split_with_sizes_default(ks, self, split_sizes, dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('split_with_sizes', (0,), (), _jvp_SplitWithSizesBackward0, False, _ag_split_with_sizes_default, True, None, False, True), _ag_split_with_sizes_default, ks, self, split_sizes, dim)
     if not (_gm.enabled and (self._rg)):
         result = aten._op_split_with_sizes.redispatch(ks & _BELOW, self, split_sizes, dim)
         _b = (self._base if self._base is not None else self)
@@ -3797,7 +4237,10 @@ class UnfoldBackward0(_Node):
             grad_inputs[self_ix] = aten.unfold_backward(grad, self_sizes, dimension, size, step)
         return grad_inputs
 
+def _jvp_UnfoldBackward0(self, dimension, size, step, self_t, result):
+    return aten.unfold(self_t, dimension, size, step)
 def _ag_unfold_default(ks, self, dimension, size, step):
+    if _fw.on and _fw_dual(self): return _fw_run(('unfold', (0,), (), _jvp_UnfoldBackward0, False, _ag_unfold_default, False, None, False, True), _ag_unfold_default, ks, self, dimension, size, step)
     if not (_gm.enabled and (self._rg)):
         result = aten._op_unfold.redispatch(ks & _BELOW, self, dimension, size, step)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
@@ -3828,7 +4271,10 @@ class DiagonalBackward0(_Node):
             grad_inputs[self_ix] = diagonal_backward(grad, self_sizes, offset, dim1, dim2)
         return grad_inputs
 
+def _jvp_DiagonalBackward0(self, offset, dim1, dim2, self_t, result):
+    return aten.diagonal(self_t, offset, dim1, dim2)
 def _ag_diagonal_default(ks, self, offset, dim1, dim2):
+    if _fw.on and _fw_dual(self): return _fw_run(('diagonal', (0,), (), _jvp_DiagonalBackward0, False, _ag_diagonal_default, False, None, False, True), _ag_diagonal_default, ks, self, offset, dim1, dim2)
     if not (_gm.enabled and (self._rg)):
         result = aten._op_diagonal.redispatch(ks & _BELOW, self, offset, dim1, dim2)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
@@ -3857,6 +4303,7 @@ class PoissonBackward0(_Node):
         return grad_inputs
 
 def _ag_poisson_default(ks, self, generator):
+    if _fw.on and _fw_dual(self): return _fw_run(('poisson', (0,), (), None, False, _ag_poisson_default, False, None, False, False), _ag_poisson_default, ks, self, generator)
     if not (_gm.enabled and (self._rg)):
         return aten._op_poisson.redispatch(ks & _BELOW, self, generator)
     _n = PoissonBackward0()
@@ -3882,6 +4329,7 @@ class BinomialBackward0(_Node):
         return grad_inputs
 
 def _ag_binomial_default(ks, count, prob, generator):
+    if _fw.on and _fw_dual(count, prob): return _fw_run(('binomial', (0, 1), (), None, False, _ag_binomial_default, False, None, False, False), _ag_binomial_default, ks, count, prob, generator)
     if not (_gm.enabled and (count._rg or prob._rg)):
         return aten._op_binomial.redispatch(ks & _BELOW, count, prob, generator)
     _n = BinomialBackward0()
@@ -3907,6 +4355,7 @@ class StandardGammaBackward0(_Node):
         return grad_inputs
 
 def _ag__standard_gamma_default(ks, self, generator):
+    if _fw.on and _fw_dual(self): return _fw_run(('_standard_gamma', (0,), (), None, False, _ag__standard_gamma_default, False, None, False, False), _ag__standard_gamma_default, ks, self, generator)
     if not (_gm.enabled and (self._rg)):
         return aten._op__standard_gamma.redispatch(ks & _BELOW, self, generator)
     _n = StandardGammaBackward0()
@@ -3931,6 +4380,7 @@ class StandardGammaGradBackward0(_Node):
         return grad_inputs
 
 def _ag__standard_gamma_grad_default(ks, self, output):
+    if _fw.on and _fw_dual(self, output): return _fw_run(('_standard_gamma_grad', (0, 1), (), None, False, _ag__standard_gamma_grad_default, False, None, False, False), _ag__standard_gamma_grad_default, ks, self, output)
     if not (_gm.enabled and (self._rg or output._rg)):
         return aten._op__standard_gamma_grad.redispatch(ks & _BELOW, self, output)
     _n = StandardGammaGradBackward0()
@@ -3953,6 +4403,7 @@ class NormalBackward0(_Node):
 NormalBackward0.__name__ = NormalBackward0.__qualname__ = 'NormalBackward3'
 
 def _ag_normal_Tensor_Tensor(ks, mean, std, generator):
+    if _fw.on and _fw_dual(mean, std): return _fw_run(('normal.Tensor_Tensor', (0, 1), (), None, False, _ag_normal_Tensor_Tensor, False, None, False, False), _ag_normal_Tensor_Tensor, ks, mean, std, generator)
     if not (_gm.enabled and (mean._rg or std._rg)):
         return aten._op_normal_Tensor_Tensor.redispatch(ks & _BELOW, mean, std, generator)
     _n = NormalBackward0()
@@ -3972,6 +4423,7 @@ class BernoulliBackward0(_Node):
         return grad_inputs
 
 def _ag_bernoulli_default(ks, self, generator):
+    if _fw.on and _fw_dual(self): return _fw_run(('bernoulli', (0,), (), None, False, _ag_bernoulli_default, False, None, False, False), _ag_bernoulli_default, ks, self, generator)
     if not (_gm.enabled and (self._rg)):
         return aten._op_bernoulli.redispatch(ks & _BELOW, self, generator)
     _n = BernoulliBackward0()
@@ -3991,6 +4443,7 @@ class BernoulliBackward1(_Node):
         return grad_inputs
 
 def _ag_bernoulli_p(ks, self, p, generator):
+    if _fw.on and _fw_dual(self): return _fw_run(('bernoulli.p', (0,), (), None, False, _ag_bernoulli_p, False, None, False, False), _ag_bernoulli_p, ks, self, p, generator)
     if not (_gm.enabled and (self._rg)):
         return aten._op_bernoulli_p.redispatch(ks & _BELOW, self, p, generator)
     _n = BernoulliBackward1()
@@ -4010,7 +4463,10 @@ class ToCopyBackward0(_Node):
             grad_inputs[self_ix] = grad.to(self_dtype, self_device)
         return grad_inputs
 
+def _jvp_ToCopyBackward0(self, dtype, layout, device, pin_memory, non_blocking, memory_format, self_t, result):
+    return aten._to_copy(self_t, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, non_blocking=non_blocking, memory_format=memory_format)
 def _ag__to_copy_default(ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format):
+    if _fw.on and _fw_dual(self): return _fw_run(('_to_copy', (0,), (), _jvp_ToCopyBackward0, False, _ag__to_copy_default, False, None, False, False), _ag__to_copy_default, ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format)
     if not (_gm.enabled and (self._rg)):
         return aten._op__to_copy.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, non_blocking, memory_format)
     _n = ToCopyBackward0()
@@ -4030,7 +4486,11 @@ class CloneBackward0(_Node):
             grad_inputs[self_ix] = grad
         return grad_inputs
 
+def _jvp_CloneBackward0(self, memory_format, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad)
 def _ag_clone_default(ks, self, memory_format):
+    if _fw.on and _fw_dual(self): return _fw_run(('clone', (0,), (), _jvp_CloneBackward0, False, _ag_clone_default, False, None, False, False), _ag_clone_default, ks, self, memory_format)
     if not (_gm.enabled and (self._rg)):
         return aten._op_clone.redispatch(ks & _BELOW, self, memory_format)
     _n = CloneBackward0()
@@ -4049,7 +4509,10 @@ class ContiguousCopyBackward0(_Node):
             grad_inputs[self_ix] = grad
         return grad_inputs
 
+def _jvp_ContiguousCopyBackward0(self, self_t, result):
+    return aten._contiguous_copy(self_t)
 def _ag__contiguous_copy_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('_contiguous_copy', (0,), (), _jvp_ContiguousCopyBackward0, False, _ag__contiguous_copy_default, False, None, False, False), _ag__contiguous_copy_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op__contiguous_copy.redispatch(ks & _BELOW, self)
     _n = ContiguousCopyBackward0()
@@ -4072,7 +4535,10 @@ class CopyBackward0(_Node):
             grad_inputs[src_ix] = expand_backward(grad, src_sizes).to(src_dtype)
         return grad_inputs
 
+def _jvp_CopyBackward0(self, src, non_blocking, self_t, src_t, result):
+    return copy_forward(self, src_t)
 def _ag_copy__default(ks, self, src, non_blocking):
+    if _fw.on and _fw_dual(self, src): return _fw_run(('copy_', (0, 1), (), _jvp_CopyBackward0, True, _ag_copy__default, False, None, True, False), _ag_copy__default, ks, self, src, non_blocking)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or src._rg)):
         return aten._op_copy_.redispatch(ks & _BELOW, self, src, non_blocking)
@@ -4095,7 +4561,10 @@ class FillBackward0(_Node):
         return grad_inputs
 FillBackward0.__name__ = FillBackward0.__qualname__ = 'FillBackward2'
 
+def _jvp_FillBackward0(self, value, self_t, result):
+    return aten.zeros_like(self)
 def _ag_fill__Scalar(ks, self, value):
+    if _fw.on and _fw_dual(self): return _fw_run(('fill_.Scalar', (0,), (), _jvp_FillBackward0, True, _ag_fill__Scalar, False, None, True, False), _ag_fill__Scalar, ks, self, value)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_fill__Scalar.redispatch(ks & _BELOW, self, value)
@@ -4118,7 +4587,10 @@ class FillBackward1(_Node):
         return grad_inputs
 FillBackward1.__name__ = FillBackward1.__qualname__ = 'FillBackward3'
 
+def _jvp_FillBackward1(self, value, self_t, value_t, result):
+    return value_t.expand(self.shape).clone()
 def _ag_fill__Tensor(ks, self, value):
+    if _fw.on and _fw_dual(self, value): return _fw_run(('fill_.Tensor', (0, 1), (), _jvp_FillBackward1, True, _ag_fill__Tensor, False, None, True, False), _ag_fill__Tensor, ks, self, value)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or value._rg)):
         return aten._op_fill__Tensor.redispatch(ks & _BELOW, self, value)
@@ -4138,7 +4610,10 @@ class ZeroBackward0(_Node):
             grad_inputs[self_ix] = aten.zeros_like(grad)
         return grad_inputs
 
+def _jvp_ZeroBackward0(self, self_t, result):
+    return aten.zeros_like(self)
 def _ag_zero__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('zero_', (0,), (), _jvp_ZeroBackward0, True, _ag_zero__default, False, None, True, False), _ag_zero__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_zero_.redispatch(ks & _BELOW, self)
@@ -4159,7 +4634,10 @@ class MaskedFillBackward0(_Node):
             grad_inputs[self_ix] = grad.masked_fill(mask, 0)
         return grad_inputs
 
+def _jvp_MaskedFillBackward0(self, mask, value, self_t, result):
+    return self_t.masked_fill(mask, 0)
 def _ag_masked_fill_Scalar(ks, self, mask, value):
+    if _fw.on and _fw_dual(self): return _fw_run(('masked_fill.Scalar', (0,), (), _jvp_MaskedFillBackward0, False, _ag_masked_fill_Scalar, False, None, True, False), _ag_masked_fill_Scalar, ks, self, mask, value)
     if _gm.enabled and (mask._rg):
         _check_no_requires_grad(mask, 'mask', 'masked_fill')
     if not (_gm.enabled and (self._rg)):
@@ -4186,7 +4664,10 @@ class MaskedFillBackward1(_Node):
             grad_inputs[value_ix] = grad.masked_select(mask).sum()
         return grad_inputs
 
+def _jvp_MaskedFillBackward1(self, mask, value, self_t, value_t, result):
+    return aten.masked_fill_Tensor(self_t, mask, value_t)
 def _ag_masked_fill_Tensor(ks, self, mask, value):
+    if _fw.on and _fw_dual(self, value): return _fw_run(('masked_fill.Tensor', (0, 2), (), _jvp_MaskedFillBackward1, False, _ag_masked_fill_Tensor, False, None, True, False), _ag_masked_fill_Tensor, ks, self, mask, value)
     if _gm.enabled and (mask._rg):
         _check_no_requires_grad(mask, 'mask', 'masked_fill')
     if not (_gm.enabled and (self._rg or value._rg)):
@@ -4211,7 +4692,10 @@ class IndexBackward0(_Node):
             grad_inputs[self_ix] = index_backward(grad, self_sizes, indices)
         return grad_inputs
 
+def _jvp_IndexBackward0(self, indices, self_t, result):
+    return aten.index_Tensor(self_t, indices)
 def _ag_index_Tensor(ks, self, indices):
+    if _fw.on and _fw_dual(self): return _fw_run(('index.Tensor', (0,), (), _jvp_IndexBackward0, False, _ag_index_Tensor, False, None, False, False), _ag_index_Tensor, ks, self, indices)
     if _gm.enabled and (any(_t is not None and _t._rg for _t in indices)):
         _check_no_requires_grad(indices, 'indices', 'index')
     if not (_gm.enabled and (self._rg)):
@@ -4241,7 +4725,10 @@ class IndexPutBackward0(_Node):
             grad_inputs[values_ix] = expand_backward(grad_index(grad, indices), values_sizes)
         return grad_inputs
 
+def _jvp_IndexPutBackward0(self, indices, values, accumulate, self_t, values_t, result):
+    return aten.index_put(self_t, indices, values_t, accumulate)
 def _ag_index_put_default(ks, self, indices, values, accumulate):
+    if _fw.on and _fw_dual(self, values): return _fw_run(('index_put', (0, 2), (), _jvp_IndexPutBackward0, False, _ag_index_put_default, False, None, True, False), _ag_index_put_default, ks, self, indices, values, accumulate)
     if _gm.enabled and (any(_t is not None and _t._rg for _t in indices)):
         _check_no_requires_grad(indices, 'indices', 'index_put')
     if not (_gm.enabled and (self._rg or values._rg)):
@@ -4269,7 +4756,10 @@ class IndexSelectBackward0(_Node):
             grad_inputs[self_ix] = zeros_of(self_sizes, grad).index_add(dim, index, grad)
         return grad_inputs
 
+def _jvp_IndexSelectBackward0(self, dim, index, self_t, result):
+    return aten.index_select(self_t, dim, index)
 def _ag_index_select_default(ks, self, dim, index):
+    if _fw.on and _fw_dual(self): return _fw_run(('index_select', (0,), (), _jvp_IndexSelectBackward0, False, _ag_index_select_default, False, None, False, False), _ag_index_select_default, ks, self, dim, index)
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'index_select')
     if not (_gm.enabled and (self._rg)):
@@ -4297,7 +4787,10 @@ class GatherBackward0(_Node):
             grad_inputs[self_ix] = zeros_of(self_sizes, grad).scatter_add(dim, index, grad)
         return grad_inputs
 
+def _jvp_GatherBackward0(self, dim, index, sparse_grad, self_t, result):
+    return aten.gather(self_t, dim, index, sparse_grad=sparse_grad)
 def _ag_gather_default(ks, self, dim, index, sparse_grad):
+    if _fw.on and _fw_dual(self): return _fw_run(('gather', (0,), (), _jvp_GatherBackward0, False, _ag_gather_default, False, None, False, False), _ag_gather_default, ks, self, dim, index, sparse_grad)
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'gather')
     if not (_gm.enabled and (self._rg)):
@@ -4327,7 +4820,10 @@ class ScatterBackward0(_Node):
             grad_inputs[src_ix] = grad.gather(dim, index)
         return grad_inputs
 
+def _jvp_ScatterBackward0(self, dim, index, src, self_t, src_t, result):
+    return aten.scatter_src(self_t, dim, index, src_t)
 def _ag_scatter_src(ks, self, dim, index, src):
+    if _fw.on and _fw_dual(self, src): return _fw_run(('scatter.src', (0, 3), (), _jvp_ScatterBackward0, False, _ag_scatter_src, False, None, True, False), _ag_scatter_src, ks, self, dim, index, src)
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'scatter')
     if not (_gm.enabled and (self._rg or src._rg)):
@@ -4353,7 +4849,10 @@ class ScatterBackward1(_Node):
             grad_inputs[self_ix] = grad.scatter(dim, index, 0.0)
         return grad_inputs
 
+def _jvp_ScatterBackward1(self, dim, index, value, self_t, result):
+    return self_t.scatter(dim, index, 0.0)
 def _ag_scatter_value(ks, self, dim, index, value):
+    if _fw.on and _fw_dual(self): return _fw_run(('scatter.value', (0,), (), _jvp_ScatterBackward1, False, _ag_scatter_value, False, None, True, False), _ag_scatter_value, ks, self, dim, index, value)
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'scatter')
     if not (_gm.enabled and (self._rg)):
@@ -4381,7 +4880,10 @@ class ScatterAddBackward0(_Node):
             grad_inputs[src_ix] = grad.gather(dim, index)
         return grad_inputs
 
+def _jvp_ScatterAddBackward0(self, dim, index, src, self_t, src_t, result):
+    return aten.scatter_add(self_t, dim, index, src_t)
 def _ag_scatter_add_default(ks, self, dim, index, src):
+    if _fw.on and _fw_dual(self, src): return _fw_run(('scatter_add', (0, 3), (), _jvp_ScatterAddBackward0, False, _ag_scatter_add_default, False, None, True, False), _ag_scatter_add_default, ks, self, dim, index, src)
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'scatter_add')
     if not (_gm.enabled and (self._rg or src._rg)):
@@ -4419,6 +4921,7 @@ class ScatterReduceBackward0(_Node):
         return grad_inputs
 
 def _ag_scatter_reduce_two(ks, self, dim, index, src, reduce, include_self):
+    if _fw.on and _fw_dual(self, src): return _fw_run(('scatter_reduce.two', (0, 3), (), None, False, _ag_scatter_reduce_two, False, None, False, False), _ag_scatter_reduce_two, ks, self, dim, index, src, reduce, include_self)
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'scatter_reduce')
     if not (_gm.enabled and (self._rg or src._rg)):
@@ -4454,7 +4957,10 @@ class IndexAddBackward0(_Node):
             grad_inputs[source_ix] = maybe_multiply(grad.index_select(dim, index), alpha)
         return grad_inputs
 
+def _jvp_IndexAddBackward0(self, dim, index, source, alpha, self_t, source_t, result):
+    return aten.index_add(self_t, dim, index, source_t, alpha=alpha)
 def _ag_index_add_default(ks, self, dim, index, source, alpha):
+    if _fw.on and _fw_dual(self, source): return _fw_run(('index_add', (0, 3), (), _jvp_IndexAddBackward0, False, _ag_index_add_default, False, None, True, False), _ag_index_add_default, ks, self, dim, index, source, alpha)
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'index_add')
     if not (_gm.enabled and (self._rg or source._rg)):
@@ -4484,7 +4990,10 @@ class IndexCopyBackward0(_Node):
             grad_inputs[source_ix] = grad.index_select(dim, index)
         return grad_inputs
 
+def _jvp_IndexCopyBackward0(self, dim, index, source, self_t, source_t, result):
+    return aten.index_copy(self_t, dim, index, source_t)
 def _ag_index_copy_default(ks, self, dim, index, source):
+    if _fw.on and _fw_dual(self, source): return _fw_run(('index_copy', (0, 3), (), _jvp_IndexCopyBackward0, False, _ag_index_copy_default, False, None, True, False), _ag_index_copy_default, ks, self, dim, index, source)
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'index_copy')
     if not (_gm.enabled and (self._rg or source._rg)):
@@ -4510,7 +5019,10 @@ class IndexFillBackward0(_Node):
             grad_inputs[self_ix] = grad.index_fill(dim, index, 0.0)
         return grad_inputs
 
+def _jvp_IndexFillBackward0(self, dim, index, value, self_t, result):
+    return self_t.index_fill(dim, index, 0.0)
 def _ag_index_fill_int_Scalar(ks, self, dim, index, value):
+    if _fw.on and _fw_dual(self): return _fw_run(('index_fill.int_Scalar', (0,), (), _jvp_IndexFillBackward0, False, _ag_index_fill_int_Scalar, False, None, True, False), _ag_index_fill_int_Scalar, ks, self, dim, index, value)
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'index_fill')
     if not (_gm.enabled and (self._rg)):
@@ -4539,7 +5051,10 @@ class IndexFillBackward1(_Node):
             grad_inputs[value_ix] = grad.index_select(dim, index).sum()
         return grad_inputs
 
+def _jvp_IndexFillBackward1(self, dim, index, value, self_t, value_t, result):
+    return aten.index_fill_int_Tensor(self_t, dim, index, value_t)
 def _ag_index_fill_int_Tensor(ks, self, dim, index, value):
+    if _fw.on and _fw_dual(self, value): return _fw_run(('index_fill.int_Tensor', (0, 3), (), _jvp_IndexFillBackward1, False, _ag_index_fill_int_Tensor, False, None, True, False), _ag_index_fill_int_Tensor, ks, self, dim, index, value)
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'index_fill')
     if not (_gm.enabled and (self._rg or value._rg)):
@@ -4565,7 +5080,10 @@ class MaskedSelectBackward0(_Node):
             grad_inputs[self_ix] = masked_select_backward(grad, self, mask)
         return grad_inputs
 
+def _jvp_MaskedSelectBackward0(self, mask, self_t, result):
+    return aten.masked_select(self_t, mask)
 def _ag_masked_select_default(ks, self, mask):
+    if _fw.on and _fw_dual(self): return _fw_run(('masked_select', (0,), (), _jvp_MaskedSelectBackward0, False, _ag_masked_select_default, False, None, False, False), _ag_masked_select_default, ks, self, mask)
     if _gm.enabled and (mask._rg):
         _check_no_requires_grad(mask, 'mask', 'masked_select')
     if not (_gm.enabled and (self._rg)):
@@ -4595,7 +5113,10 @@ class MaskedScatterBackward0(_Node):
             grad_inputs[source_ix] = masked_scatter_source_backward(grad, mask, source_sizes)
         return grad_inputs
 
+def _jvp_MaskedScatterBackward0(self, mask, source, self_t, source_t, result):
+    return aten.masked_scatter(self_t, mask, source_t)
 def _ag_masked_scatter_default(ks, self, mask, source):
+    if _fw.on and _fw_dual(self, source): return _fw_run(('masked_scatter', (0, 2), (), _jvp_MaskedScatterBackward0, False, _ag_masked_scatter_default, False, None, True, False), _ag_masked_scatter_default, ks, self, mask, source)
     if _gm.enabled and (mask._rg):
         _check_no_requires_grad(mask, 'mask', 'masked_scatter')
     if not (_gm.enabled and (self._rg or source._rg)):
@@ -4621,7 +5142,10 @@ class TakeBackward0(_Node):
             grad_inputs[self_ix] = zeros_of(self_sizes, grad).put(index, grad, True)
         return grad_inputs
 
+def _jvp_TakeBackward0(self, index, self_t, result):
+    return aten.take(self_t, index)
 def _ag_take_default(ks, self, index):
+    if _fw.on and _fw_dual(self): return _fw_run(('take', (0,), (), _jvp_TakeBackward0, False, _ag_take_default, False, None, False, False), _ag_take_default, ks, self, index)
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'take')
     if not (_gm.enabled and (self._rg)):
@@ -4650,7 +5174,10 @@ class CatBackward0(_Node):
             _r.extend([None] * _k)
         return _r
 
+def _jvp_CatBackward0(tensors, dim, tensors_t, result):
+    return aten.cat(tensors_t, dim)
 def _ag_cat_default(ks, tensors, dim):
+    if _fw.on and _fw_dual(tensors): return _fw_run(('cat', (0,), (0,), _jvp_CatBackward0, False, _ag_cat_default, False, None, True, False), _ag_cat_default, ks, tensors, dim)
     if not (_gm.enabled and (any(_t is not None and _t._rg for _t in tensors))):
         return aten._op_cat.redispatch(ks & _BELOW, tensors, dim)
     _n = CatBackward0()
@@ -4677,7 +5204,10 @@ class ConcatBackward0(_Node):
             _r.extend([None] * _k)
         return _r
 
+def _jvp_ConcatBackward0(tensors, dim, tensors_t, result):
+    return aten.concat(tensors_t, dim)
 def _ag_concat_default(ks, tensors, dim):
+    if _fw.on and _fw_dual(tensors): return _fw_run(('concat', (0,), (0,), _jvp_ConcatBackward0, False, _ag_concat_default, False, None, True, False), _ag_concat_default, ks, tensors, dim)
     if not (_gm.enabled and (any(_t is not None and _t._rg for _t in tensors))):
         return aten._op_concat.redispatch(ks & _BELOW, tensors, dim)
     _n = ConcatBackward0()
@@ -4704,7 +5234,10 @@ class ConcatenateBackward0(_Node):
             _r.extend([None] * _k)
         return _r
 
+def _jvp_ConcatenateBackward0(tensors, dim, tensors_t, result):
+    return aten.concatenate(tensors_t, dim)
 def _ag_concatenate_default(ks, tensors, dim):
+    if _fw.on and _fw_dual(tensors): return _fw_run(('concatenate', (0,), (0,), _jvp_ConcatenateBackward0, False, _ag_concatenate_default, False, None, True, False), _ag_concatenate_default, ks, tensors, dim)
     if not (_gm.enabled and (any(_t is not None and _t._rg for _t in tensors))):
         return aten._op_concatenate.redispatch(ks & _BELOW, tensors, dim)
     _n = ConcatenateBackward0()
@@ -4731,7 +5264,10 @@ class StackBackward0(_Node):
             _r.extend([None] * _k)
         return _r
 
+def _jvp_StackBackward0(tensors, dim, tensors_t, result):
+    return aten.stack(tensors_t, dim)
 def _ag_stack_default(ks, tensors, dim):
+    if _fw.on and _fw_dual(tensors): return _fw_run(('stack', (0,), (0,), _jvp_StackBackward0, False, _ag_stack_default, False, None, True, False), _ag_stack_default, ks, tensors, dim)
     if not (_gm.enabled and (any(_t is not None and _t._rg for _t in tensors))):
         return aten._op_stack.redispatch(ks & _BELOW, tensors, dim)
     _n = StackBackward0()
@@ -4754,7 +5290,10 @@ class TrilBackward0(_Node):
             grad_inputs[self_ix] = grad.tril(diagonal)
         return grad_inputs
 
+def _jvp_TrilBackward0(self, diagonal, self_t, result):
+    return aten.tril(self_t, diagonal)
 def _ag_tril_default(ks, self, diagonal):
+    if _fw.on and _fw_dual(self): return _fw_run(('tril', (0,), (), _jvp_TrilBackward0, False, _ag_tril_default, False, None, False, False), _ag_tril_default, ks, self, diagonal)
     if not (_gm.enabled and (self._rg)):
         return aten._op_tril.redispatch(ks & _BELOW, self, diagonal)
     _n = TrilBackward0()
@@ -4775,7 +5314,10 @@ class TriuBackward0(_Node):
             grad_inputs[self_ix] = grad.triu(diagonal)
         return grad_inputs
 
+def _jvp_TriuBackward0(self, diagonal, self_t, result):
+    return aten.triu(self_t, diagonal)
 def _ag_triu_default(ks, self, diagonal):
+    if _fw.on and _fw_dual(self): return _fw_run(('triu', (0,), (), _jvp_TriuBackward0, False, _ag_triu_default, False, None, False, False), _ag_triu_default, ks, self, diagonal)
     if not (_gm.enabled and (self._rg)):
         return aten._op_triu.redispatch(ks & _BELOW, self, diagonal)
     _n = TriuBackward0()
@@ -4796,7 +5338,10 @@ class FlipBackward0(_Node):
             grad_inputs[self_ix] = grad.flip(dims)
         return grad_inputs
 
+def _jvp_FlipBackward0(self, dims, self_t, result):
+    return aten.flip(self_t, dims)
 def _ag_flip_default(ks, self, dims):
+    if _fw.on and _fw_dual(self): return _fw_run(('flip', (0,), (), _jvp_FlipBackward0, False, _ag_flip_default, False, None, False, False), _ag_flip_default, ks, self, dims)
     if not (_gm.enabled and (self._rg)):
         return aten._op_flip.redispatch(ks & _BELOW, self, dims)
     _n = FlipBackward0()
@@ -4818,7 +5363,10 @@ class RollBackward0(_Node):
             grad_inputs[self_ix] = grad.roll(tuple(-s for s in shifts), dims)
         return grad_inputs
 
+def _jvp_RollBackward0(self, shifts, dims, self_t, result):
+    return aten.roll(self_t, shifts, dims)
 def _ag_roll_default(ks, self, shifts, dims):
+    if _fw.on and _fw_dual(self): return _fw_run(('roll', (0,), (), _jvp_RollBackward0, False, _ag_roll_default, False, None, False, False), _ag_roll_default, ks, self, shifts, dims)
     if not (_gm.enabled and (self._rg)):
         return aten._op_roll.redispatch(ks & _BELOW, self, shifts, dims)
     _n = RollBackward0()
@@ -4841,7 +5389,10 @@ class Rot90Backward0(_Node):
             grad_inputs[self_ix] = grad.rot90(-k, dims)
         return grad_inputs
 
+def _jvp_Rot90Backward0(self, k, dims, self_t, result):
+    return aten.rot90(self_t, k, dims)
 def _ag_rot90_default(ks, self, k, dims):
+    if _fw.on and _fw_dual(self): return _fw_run(('rot90', (0,), (), _jvp_Rot90Backward0, False, _ag_rot90_default, False, None, False, False), _ag_rot90_default, ks, self, k, dims)
     if not (_gm.enabled and (self._rg)):
         return aten._op_rot90.redispatch(ks & _BELOW, self, k, dims)
     _n = Rot90Backward0()
@@ -4864,7 +5415,10 @@ class RepeatBackward0(_Node):
             grad_inputs[self_ix] = repeat_backward(grad, repeats, self_sizes)
         return grad_inputs
 
+def _jvp_RepeatBackward0(self, repeats, self_t, result):
+    return aten.repeat(self_t, repeats)
 def _ag_repeat_default(ks, self, repeats):
+    if _fw.on and _fw_dual(self): return _fw_run(('repeat', (0,), (), _jvp_RepeatBackward0, False, _ag_repeat_default, False, None, False, False), _ag_repeat_default, ks, self, repeats)
     if not (_gm.enabled and (self._rg)):
         return aten._op_repeat.redispatch(ks & _BELOW, self, repeats)
     _n = RepeatBackward0()
@@ -4888,7 +5442,10 @@ class DiagEmbedBackward0(_Node):
             grad_inputs[self_ix] = grad.diagonal(offset, dim1, dim2)
         return grad_inputs
 
+def _jvp_DiagEmbedBackward0(self, offset, dim1, dim2, self_t, result):
+    return aten.diag_embed(self_t, offset, dim1, dim2)
 def _ag_diag_embed_default(ks, self, offset, dim1, dim2):
+    if _fw.on and _fw_dual(self): return _fw_run(('diag_embed', (0,), (), _jvp_DiagEmbedBackward0, False, _ag_diag_embed_default, False, None, False, False), _ag_diag_embed_default, ks, self, offset, dim1, dim2)
     if not (_gm.enabled and (self._rg)):
         return aten._op_diag_embed.redispatch(ks & _BELOW, self, offset, dim1, dim2)
     _n = DiagEmbedBackward0()
@@ -4918,7 +5475,10 @@ class MmBackward0(_Node):
             grad_inputs[mat2_ix] = mm_mat2_backward(grad, self, mat2_sizes, mat2_strides, 1)
         return grad_inputs
 
+def _jvp_MmBackward0(self, mat2, self_t, mat2_t, result):
+    return self_t.mm(mat2) + self.mm(mat2_t)
 def _ag_mm_default(ks, self, mat2):
+    if _fw.on and _fw_dual(self, mat2): return _fw_run(('mm', (0, 1), (), _jvp_MmBackward0, False, _ag_mm_default, False, None, True, False), _ag_mm_default, ks, self, mat2)
     if not (_gm.enabled and (self._rg or mat2._rg)):
         return aten._op_mm.redispatch(ks & _BELOW, self, mat2)
     _n = MmBackward0()
@@ -4949,7 +5509,10 @@ class BmmBackward0(_Node):
             grad_inputs[mat2_ix] = conj_of(self.transpose(1, 2)).bmm(grad)
         return grad_inputs
 
+def _jvp_BmmBackward0(self, mat2, self_t, mat2_t, result):
+    return self_t.bmm(mat2) + self.bmm(mat2_t)
 def _ag_bmm_default(ks, self, mat2):
+    if _fw.on and _fw_dual(self, mat2): return _fw_run(('bmm', (0, 1), (), _jvp_BmmBackward0, False, _ag_bmm_default, False, None, True, False), _ag_bmm_default, ks, self, mat2)
     if not (_gm.enabled and (self._rg or mat2._rg)):
         return aten._op_bmm.redispatch(ks & _BELOW, self, mat2)
     _n = BmmBackward0()
@@ -4976,7 +5539,10 @@ class MvBackward0(_Node):
             grad_inputs[vec_ix] = conj_of(self.t()).mv(grad)
         return grad_inputs
 
+def _jvp_MvBackward0(self, vec, self_t, vec_t, result):
+    return self_t.mv(vec) + self.mv(vec_t)
 def _ag_mv_default(ks, self, vec):
+    if _fw.on and _fw_dual(self, vec): return _fw_run(('mv', (0, 1), (), _jvp_MvBackward0, False, _ag_mv_default, False, None, True, False), _ag_mv_default, ks, self, vec)
     if not (_gm.enabled and (self._rg or vec._rg)):
         return aten._op_mv.redispatch(ks & _BELOW, self, vec)
     _n = MvBackward0()
@@ -5003,7 +5569,10 @@ class DotBackward0(_Node):
             grad_inputs[tensor_ix] = grad * conj_of(self)
         return grad_inputs
 
+def _jvp_DotBackward0(self, tensor, self_t, tensor_t, result):
+    return self_t.dot(tensor) + self.dot(tensor_t)
 def _ag_dot_default(ks, self, tensor):
+    if _fw.on and _fw_dual(self, tensor): return _fw_run(('dot', (0, 1), (), _jvp_DotBackward0, False, _ag_dot_default, False, None, True, False), _ag_dot_default, ks, self, tensor)
     if not (_gm.enabled and (self._rg or tensor._rg)):
         return aten._op_dot.redispatch(ks & _BELOW, self, tensor)
     _n = DotBackward0()
@@ -5030,7 +5599,10 @@ class VdotBackward0(_Node):
             grad_inputs[other_ix] = grad * self
         return grad_inputs
 
+def _jvp_VdotBackward0(self, other, self_t, other_t, result):
+    return aten.vdot(self_t, other) + aten.vdot(self, other_t)
 def _ag_vdot_default(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('vdot', (0, 1), (), _jvp_VdotBackward0, False, _ag_vdot_default, False, None, True, False), _ag_vdot_default, ks, self, other)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_vdot.redispatch(ks & _BELOW, self, other)
     _n = VdotBackward0()
@@ -5057,7 +5629,10 @@ class GerBackward0(_Node):
             grad_inputs[vec2_ix] = grad.t().mv(conj_of(self))
         return grad_inputs
 
+def _jvp_GerBackward0(self, vec2, self_t, vec2_t, result):
+    return aten.ger(self_t, vec2) + aten.ger(self, vec2_t)
 def _ag_ger_default(ks, self, vec2):
+    if _fw.on and _fw_dual(self, vec2): return _fw_run(('ger', (0, 1), (), _jvp_GerBackward0, False, _ag_ger_default, False, None, True, False), _ag_ger_default, ks, self, vec2)
     if not (_gm.enabled and (self._rg or vec2._rg)):
         return aten._op_ger.redispatch(ks & _BELOW, self, vec2)
     _n = GerBackward0()
@@ -5092,7 +5667,10 @@ class AddmmBackward0(_Node):
             grad_inputs[mat2_ix] = mm_mat2_backward(grad, mat1, mat2_sizes, mat2_strides, alpha)
         return grad_inputs
 
+def _jvp_AddmmBackward0(self, mat1, mat2, beta, alpha, self_t, mat1_t, mat2_t, result):
+    return maybe_multiply(self_t, beta) + maybe_multiply(mat1_t.mm(mat2) + mat1.mm(mat2_t), alpha)
 def _ag_addmm_default(ks, self, mat1, mat2, beta, alpha):
+    if _fw.on and _fw_dual(self, mat1, mat2): return _fw_run(('addmm', (0, 1, 2), (), _jvp_AddmmBackward0, False, _ag_addmm_default, False, None, True, False), _ag_addmm_default, ks, self, mat1, mat2, beta, alpha)
     if not (_gm.enabled and (self._rg or mat1._rg or mat2._rg)):
         return aten._op_addmm.redispatch(ks & _BELOW, self, mat1, mat2, beta, alpha)
     _n = AddmmBackward0()
@@ -5129,7 +5707,10 @@ class AddmvBackward0(_Node):
             grad_inputs[vec_ix] = maybe_multiply(conj_of(mat.t()).mv(grad), conj_of(alpha))
         return grad_inputs
 
+def _jvp_AddmvBackward0(self, mat, vec, beta, alpha, self_t, mat_t, vec_t, result):
+    return maybe_multiply(self_t, beta) + maybe_multiply(mat_t.mv(vec) + mat.mv(vec_t), alpha)
 def _ag_addmv_default(ks, self, mat, vec, beta, alpha):
+    if _fw.on and _fw_dual(self, mat, vec): return _fw_run(('addmv', (0, 1, 2), (), _jvp_AddmvBackward0, False, _ag_addmv_default, False, None, True, False), _ag_addmv_default, ks, self, mat, vec, beta, alpha)
     if not (_gm.enabled and (self._rg or mat._rg or vec._rg)):
         return aten._op_addmv.redispatch(ks & _BELOW, self, mat, vec, beta, alpha)
     _n = AddmvBackward0()
@@ -5162,7 +5743,10 @@ class BaddbmmBackward0(_Node):
             grad_inputs[batch2_ix] = maybe_multiply(conj_of(batch1.transpose(1, 2)).bmm(grad), conj_of(alpha))
         return grad_inputs
 
+def _jvp_BaddbmmBackward0(self, batch1, batch2, beta, alpha, self_t, batch1_t, batch2_t, result):
+    return maybe_multiply(self_t, beta) + maybe_multiply(batch1_t.bmm(batch2) + batch1.bmm(batch2_t), alpha)
 def _ag_baddbmm_default(ks, self, batch1, batch2, beta, alpha):
+    if _fw.on and _fw_dual(self, batch1, batch2): return _fw_run(('baddbmm', (0, 1, 2), (), _jvp_BaddbmmBackward0, False, _ag_baddbmm_default, False, None, True, False), _ag_baddbmm_default, ks, self, batch1, batch2, beta, alpha)
     if not (_gm.enabled and (self._rg or batch1._rg or batch2._rg)):
         return aten._op_baddbmm.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
     _n = BaddbmmBackward0()
@@ -5196,7 +5780,10 @@ class AddbmmBackward0(_Node):
             grad_inputs[batch2_ix] = maybe_multiply(batch1.transpose(1, 2).bmm(grad.unsqueeze(0).expand(batch1_sizes[0], grad.shape[0], grad.shape[1])), alpha)
         return grad_inputs
 
+def _jvp_AddbmmBackward0(self, batch1, batch2, beta, alpha, self_t, batch1_t, batch2_t, result):
+    return maybe_multiply(self_t, beta) + maybe_multiply(aten.addbmm(aten.zeros_like(self_t), batch1_t, batch2) + aten.addbmm(aten.zeros_like(self_t), batch1, batch2_t), alpha)
 def _ag_addbmm_default(ks, self, batch1, batch2, beta, alpha):
+    if _fw.on and _fw_dual(self, batch1, batch2): return _fw_run(('addbmm', (0, 1, 2), (), _jvp_AddbmmBackward0, False, _ag_addbmm_default, False, None, True, False), _ag_addbmm_default, ks, self, batch1, batch2, beta, alpha)
     if not (_gm.enabled and (self._rg or batch1._rg or batch2._rg)):
         return aten._op_addbmm.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
     _n = AddbmmBackward0()
@@ -5232,6 +5819,7 @@ class CdistBackward0(_Node):
         return grad_inputs
 
 def _ag__cdist_forward_default(ks, x1, x2, p, compute_mode):
+    if _fw.on and _fw_dual(x1, x2): return _fw_run(('_cdist_forward', (0, 1), (), None, False, _ag__cdist_forward_default, False, None, False, False), _ag__cdist_forward_default, ks, x1, x2, p, compute_mode)
     if not (_gm.enabled and (x1._rg or x2._rg)):
         return aten._op__cdist_forward.redispatch(ks & _BELOW, x1, x2, p, compute_mode)
     _n = CdistBackward0()
@@ -5260,6 +5848,7 @@ class PdistBackward0(_Node):
         return grad_inputs
 
 def _ag__pdist_forward_default(ks, self, p):
+    if _fw.on and _fw_dual(self): return _fw_run(('_pdist_forward', (0,), (), None, False, _ag__pdist_forward_default, False, None, False, False), _ag__pdist_forward_default, ks, self, p)
     if not (_gm.enabled and (self._rg)):
         return aten._op__pdist_forward.redispatch(ks & _BELOW, self, p)
     _n = PdistBackward0()
@@ -5291,6 +5880,7 @@ class EuclideanDistBackward0(_Node):
         return grad_inputs
 
 def _ag__euclidean_dist_default(ks, x1, x2):
+    if _fw.on and _fw_dual(x1, x2): return _fw_run(('_euclidean_dist', (0, 1), (), None, False, _ag__euclidean_dist_default, False, None, False, False), _ag__euclidean_dist_default, ks, x1, x2)
     if not (_gm.enabled and (x1._rg or x2._rg)):
         return aten._op__euclidean_dist.redispatch(ks & _BELOW, x1, x2)
     _n = EuclideanDistBackward0()
@@ -5317,6 +5907,7 @@ class LinalgDetBackward0(_Node):
         return grad_inputs
 
 def _ag__linalg_det_default(ks, A):
+    if _fw.on and _fw_dual(A): return _fw_run(('_linalg_det', (0,), (), None, False, _ag__linalg_det_default, True, [True, False, False], False, False), _ag__linalg_det_default, ks, A)
     if not (_gm.enabled and (A._rg)):
         return aten._op__linalg_det.redispatch(ks & _BELOW, A)
     _n = LinalgDetBackward0()
@@ -5341,6 +5932,7 @@ class LinalgSlogdetBackward0(_Node):
         return grad_inputs
 
 def _ag__linalg_slogdet_default(ks, A):
+    if _fw.on and _fw_dual(A): return _fw_run(('_linalg_slogdet', (0,), (), None, False, _ag__linalg_slogdet_default, True, [True, True, False, False], False, False), _ag__linalg_slogdet_default, ks, A)
     if not (_gm.enabled and (A._rg)):
         return aten._op__linalg_slogdet.redispatch(ks & _BELOW, A)
     _n = LinalgSlogdetBackward0()
@@ -5371,6 +5963,7 @@ class LinalgSolveExBackward0(_Node):
         return grad_inputs
 
 def _ag__linalg_solve_ex_default(ks, A, B, left, check_errors):
+    if _fw.on and _fw_dual(A, B): return _fw_run(('_linalg_solve_ex', (0, 1), (), None, False, _ag__linalg_solve_ex_default, True, [True, False, False, False], False, False), _ag__linalg_solve_ex_default, ks, A, B, left, check_errors)
     if not (_gm.enabled and (A._rg or B._rg)):
         return aten._op__linalg_solve_ex.redispatch(ks & _BELOW, A, B, left, check_errors)
     _n = LinalgSolveExBackward0()
@@ -5402,6 +5995,7 @@ class LinalgSolveTriangularBackward0(_Node):
         return grad_inputs
 
 def _ag_linalg_solve_triangular_default(ks, self, B, upper, left, unitriangular):
+    if _fw.on and _fw_dual(self, B): return _fw_run(('linalg_solve_triangular', (0, 1), (), None, False, _ag_linalg_solve_triangular_default, False, None, False, False), _ag_linalg_solve_triangular_default, ks, self, B, upper, left, unitriangular)
     if not (_gm.enabled and (self._rg or B._rg)):
         return aten._op_linalg_solve_triangular.redispatch(ks & _BELOW, self, B, upper, left, unitriangular)
     _n = LinalgSolveTriangularBackward0()
@@ -5430,6 +6024,7 @@ class LinalgQrBackward0(_Node):
         return grad_inputs
 
 def _ag_linalg_qr_default(ks, A, mode):
+    if _fw.on and _fw_dual(A): return _fw_run(('linalg_qr', (0,), (), None, False, _ag_linalg_qr_default, True, None, False, False), _ag_linalg_qr_default, ks, A, mode)
     if not (_gm.enabled and (A._rg)):
         return aten._op_linalg_qr.redispatch(ks & _BELOW, A, mode)
     _n = LinalgQrBackward0()
@@ -5454,6 +6049,7 @@ class LinalgEighBackward0(_Node):
         return grad_inputs
 
 def _ag__linalg_eigh_default(ks, A, UPLO, compute_v):
+    if _fw.on and _fw_dual(A): return _fw_run(('_linalg_eigh', (0,), (), None, False, _ag__linalg_eigh_default, True, None, False, False), _ag__linalg_eigh_default, ks, A, UPLO, compute_v)
     if not (_gm.enabled and (A._rg)):
         return aten._op__linalg_eigh.redispatch(ks & _BELOW, A, UPLO, compute_v)
     _n = LinalgEighBackward0()
@@ -5476,7 +6072,10 @@ class LinalgSvdBackward0(_Node):
             grad_inputs[A_ix] = svd_backward(grads, A, full_matrices, result)
         return grad_inputs
 
+def _jvp_LinalgSvdBackward0(A, full_matrices, compute_uv, driver, A_t, result):
+    return svd_jvp(A, A_t, full_matrices, compute_uv, result)
 def _ag__linalg_svd_default(ks, A, full_matrices, compute_uv, driver):
+    if _fw.on and _fw_dual(A): return _fw_run(('_linalg_svd', (0,), (), _jvp_LinalgSvdBackward0, False, _ag__linalg_svd_default, True, None, True, False), _ag__linalg_svd_default, ks, A, full_matrices, compute_uv, driver)
     if not (_gm.enabled and (A._rg)):
         return aten._op__linalg_svd.redispatch(ks & _BELOW, A, full_matrices, compute_uv, driver)
     _n = LinalgSvdBackward0()
@@ -5502,6 +6101,7 @@ class LinalgPinvBackward0(_Node):
         return grad_inputs
 
 def _ag_linalg_pinv_atol_rtol_tensor(ks, self, atol, rtol, hermitian):
+    if _fw.on and _fw_dual(self): return _fw_run(('linalg_pinv.atol_rtol_tensor', (0,), (), None, False, _ag_linalg_pinv_atol_rtol_tensor, False, None, False, False), _ag_linalg_pinv_atol_rtol_tensor, ks, self, atol, rtol, hermitian)
     if _gm.enabled and ((atol is not None and atol._rg) or (rtol is not None and rtol._rg)):
         _check_no_requires_grad(atol, 'atol', 'linalg_pinv')
         _check_no_requires_grad(rtol, 'rtol', 'linalg_pinv')
@@ -5533,6 +6133,7 @@ class LinalgLstsqBackward0(_Node):
         return grad_inputs
 
 def _ag_linalg_lstsq_default(ks, self, b, rcond, driver):
+    if _fw.on and _fw_dual(self, b): return _fw_run(('linalg_lstsq', (0, 1), (), None, False, _ag_linalg_lstsq_default, True, None, False, False), _ag_linalg_lstsq_default, ks, self, b, rcond, driver)
     if not (_gm.enabled and (self._rg or b._rg)):
         return aten._op_linalg_lstsq.redispatch(ks & _BELOW, self, b, rcond, driver)
     _n = LinalgLstsqBackward0()
@@ -5560,7 +6161,10 @@ class LinalgCrossBackward0(_Node):
             grad_inputs[other_ix] = aten.linalg_cross(grad, self, dim=dim)
         return grad_inputs
 
+def _jvp_LinalgCrossBackward0(self, other, dim, self_t, other_t, result):
+    return aten.linalg_cross(self_t, other, dim=dim) + aten.linalg_cross(self, other_t, dim=dim)
 def _ag_linalg_cross_default(ks, self, other, dim):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('linalg_cross', (0, 1), (), _jvp_LinalgCrossBackward0, False, _ag_linalg_cross_default, False, None, True, False), _ag_linalg_cross_default, ks, self, other, dim)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_linalg_cross.redispatch(ks & _BELOW, self, other, dim)
     _n = LinalgCrossBackward0()
@@ -5590,6 +6194,7 @@ class LinalgVectorNormBackward0(_Node):
         return grad_inputs
 
 def _ag_linalg_vector_norm_default(ks, self, ord, dim, keepdim, dtype):
+    if _fw.on and _fw_dual(self): return _fw_run(('linalg_vector_norm', (0,), (), None, False, _ag_linalg_vector_norm_default, False, None, False, False), _ag_linalg_vector_norm_default, ks, self, ord, dim, keepdim, dtype)
     if not (_gm.enabled and (self._rg)):
         return aten._op_linalg_vector_norm.redispatch(ks & _BELOW, self, ord, dim, keepdim, dtype)
     _n = LinalgVectorNormBackward0()
@@ -5622,6 +6227,7 @@ class MseLossBackward0(_Node):
         return grad_inputs
 
 def _ag_mse_loss_default(ks, self, target, reduction):
+    if _fw.on and _fw_dual(self, target): return _fw_run(('mse_loss', (0, 1), (), None, False, _ag_mse_loss_default, False, None, False, False), _ag_mse_loss_default, ks, self, target, reduction)
     if not (_gm.enabled and (self._rg or target._rg)):
         return aten._op_mse_loss.redispatch(ks & _BELOW, self, target, reduction)
     _n = MseLossBackward0()
@@ -5657,6 +6263,7 @@ class MseLossBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag_mse_loss_backward_default(ks, grad_output, self, target, reduction):
+    if _fw.on and _fw_dual(grad_output, self, target): return _fw_run(('mse_loss_backward', (0, 1, 2), (), None, False, _ag_mse_loss_backward_default, False, None, False, False), _ag_mse_loss_backward_default, ks, grad_output, self, target, reduction)
     if not (_gm.enabled and (grad_output._rg or self._rg or target._rg)):
         return aten._op_mse_loss_backward.redispatch(ks & _BELOW, grad_output, self, target, reduction)
     _n = MseLossBackwardBackward0()
@@ -5688,7 +6295,10 @@ class NllLossBackward0(_Node):
             grad_inputs[self_ix] = aten.nll_loss_backward(grad, self, target, weight, reduction, ignore_index, result[1])
         return grad_inputs
 
+def _jvp_NllLossBackward0(self, target, weight, reduction, ignore_index, self_t, result):
+    return aten.nll_loss_forward(self_t, target, weight, reduction, ignore_index)
 def _ag_nll_loss_forward_default(ks, self, target, weight, reduction, ignore_index):
+    if _fw.on and _fw_dual(self): return _fw_run(('nll_loss_forward', (0,), (), _jvp_NllLossBackward0, False, _ag_nll_loss_forward_default, True, [True, False], False, False), _ag_nll_loss_forward_default, ks, self, target, weight, reduction, ignore_index)
     if _gm.enabled and ((weight is not None and weight._rg)):
         _check_no_requires_grad(weight, 'weight', 'nll_loss_forward')
     if not (_gm.enabled and (self._rg)):
@@ -5725,6 +6335,7 @@ class NllLossBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag_nll_loss_backward_default(ks, grad_output, self, target, weight, reduction, ignore_index, total_weight):
+    if _fw.on and _fw_dual(grad_output, self): return _fw_run(('nll_loss_backward', (0, 1), (), None, False, _ag_nll_loss_backward_default, False, None, False, False), _ag_nll_loss_backward_default, ks, grad_output, self, target, weight, reduction, ignore_index, total_weight)
     if _gm.enabled and ((weight is not None and weight._rg) or total_weight._rg):
         _check_no_requires_grad(weight, 'weight', 'nll_loss_backward')
         _check_no_requires_grad(total_weight, 'total_weight', 'nll_loss_backward')
@@ -5758,7 +6369,10 @@ class NllLoss2DBackward0(_Node):
             grad_inputs[self_ix] = aten.nll_loss2d_backward(grad, self, target, weight, reduction, ignore_index, result[1])
         return grad_inputs
 
+def _jvp_NllLoss2DBackward0(self, target, weight, reduction, ignore_index, self_t, result):
+    return aten.nll_loss2d_forward(self_t, target, weight, reduction, ignore_index)
 def _ag_nll_loss2d_forward_default(ks, self, target, weight, reduction, ignore_index):
+    if _fw.on and _fw_dual(self): return _fw_run(('nll_loss2d_forward', (0,), (), _jvp_NllLoss2DBackward0, False, _ag_nll_loss2d_forward_default, True, [True, False], False, False), _ag_nll_loss2d_forward_default, ks, self, target, weight, reduction, ignore_index)
     if _gm.enabled and ((weight is not None and weight._rg)):
         _check_no_requires_grad(weight, 'weight', 'nll_loss2d_forward')
     if not (_gm.enabled and (self._rg)):
@@ -5795,6 +6409,7 @@ class NllLoss2DBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag_nll_loss2d_backward_default(ks, grad_output, self, target, weight, reduction, ignore_index, total_weight):
+    if _fw.on and _fw_dual(grad_output, self): return _fw_run(('nll_loss2d_backward', (0, 1), (), None, False, _ag_nll_loss2d_backward_default, False, None, False, False), _ag_nll_loss2d_backward_default, ks, grad_output, self, target, weight, reduction, ignore_index, total_weight)
     if _gm.enabled and ((weight is not None and weight._rg) or total_weight._rg):
         _check_no_requires_grad(weight, 'weight', 'nll_loss2d_backward')
         _check_no_requires_grad(total_weight, 'total_weight', 'nll_loss2d_backward')
@@ -5824,7 +6439,10 @@ class SoftmaxBackward0(_Node):
             grad_inputs[self_ix] = aten._softmax_backward_data(grad, result, dim, result.dtype)
         return grad_inputs
 
+def _jvp_SoftmaxBackward0(self, dim, half_to_float, self_t, result):
+    return result * (self_t - (self_t * result).sum(dim, True))
 def _ag__softmax_default(ks, self, dim, half_to_float):
+    if _fw.on and _fw_dual(self): return _fw_run(('_softmax', (0,), (), _jvp_SoftmaxBackward0, False, _ag__softmax_default, False, None, True, False), _ag__softmax_default, ks, self, dim, half_to_float)
     if not (_gm.enabled and (self._rg)):
         return aten._op__softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
     _n = SoftmaxBackward0()
@@ -5847,7 +6465,10 @@ class LogSoftmaxBackward0(_Node):
             grad_inputs[self_ix] = aten._log_softmax_backward_data(grad, result, dim, result.dtype)
         return grad_inputs
 
+def _jvp_LogSoftmaxBackward0(self, dim, half_to_float, self_t, result):
+    return self_t - (self_t * result.exp()).sum(dim, True)
 def _ag__log_softmax_default(ks, self, dim, half_to_float):
+    if _fw.on and _fw_dual(self): return _fw_run(('_log_softmax', (0,), (), _jvp_LogSoftmaxBackward0, False, _ag__log_softmax_default, False, None, True, False), _ag__log_softmax_default, ks, self, dim, half_to_float)
     if not (_gm.enabled and (self._rg)):
         return aten._op__log_softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
     _n = LogSoftmaxBackward0()
@@ -5876,6 +6497,7 @@ class SoftmaxBackwardDataBackward0(_Node):
         return grad_inputs
 
 def _ag__softmax_backward_data_default(ks, grad_output, output, dim, input_dtype):
+    if _fw.on and _fw_dual(grad_output, output): return _fw_run(('_softmax_backward_data', (0, 1), (), None, False, _ag__softmax_backward_data_default, False, None, False, False), _ag__softmax_backward_data_default, ks, grad_output, output, dim, input_dtype)
     if not (_gm.enabled and (grad_output._rg or output._rg)):
         return aten._op__softmax_backward_data.redispatch(ks & _BELOW, grad_output, output, dim, input_dtype)
     _n = SoftmaxBackwardDataBackward0()
@@ -5907,6 +6529,7 @@ class LogSoftmaxBackwardDataBackward0(_Node):
         return grad_inputs
 
 def _ag__log_softmax_backward_data_default(ks, grad_output, output, dim, input_dtype):
+    if _fw.on and _fw_dual(grad_output, output): return _fw_run(('_log_softmax_backward_data', (0, 1), (), None, False, _ag__log_softmax_backward_data_default, False, None, False, False), _ag__log_softmax_backward_data_default, ks, grad_output, output, dim, input_dtype)
     if not (_gm.enabled and (grad_output._rg or output._rg)):
         return aten._op__log_softmax_backward_data.redispatch(ks & _BELOW, grad_output, output, dim, input_dtype)
     _n = LogSoftmaxBackwardDataBackward0()
@@ -5932,7 +6555,11 @@ class GeluBackward0(_Node):
             grad_inputs[self_ix] = aten.gelu_backward(grad, self, approximate=approximate)
         return grad_inputs
 
+def _jvp_GeluBackward0(self, approximate, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(aten.gelu_backward(grad, self, approximate=approximate))
 def _ag_gelu_default(ks, self, approximate):
+    if _fw.on and _fw_dual(self): return _fw_run(('gelu', (0,), (), _jvp_GeluBackward0, False, _ag_gelu_default, False, None, False, False), _ag_gelu_default, ks, self, approximate)
     if not (_gm.enabled and (self._rg)):
         return aten._op_gelu.redispatch(ks & _BELOW, self, approximate)
     _n = GeluBackward0()
@@ -5960,6 +6587,7 @@ class TanhBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag_tanh_backward_default(ks, grad_output, output):
+    if _fw.on and _fw_dual(grad_output, output): return _fw_run(('tanh_backward', (0, 1), (), None, False, _ag_tanh_backward_default, False, None, False, False), _ag_tanh_backward_default, ks, grad_output, output)
     if not (_gm.enabled and (grad_output._rg or output._rg)):
         return aten._op_tanh_backward.redispatch(ks & _BELOW, grad_output, output)
     _n = TanhBackwardBackward0()
@@ -5988,6 +6616,7 @@ class SigmoidBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag_sigmoid_backward_default(ks, grad_output, output):
+    if _fw.on and _fw_dual(grad_output, output): return _fw_run(('sigmoid_backward', (0, 1), (), None, False, _ag_sigmoid_backward_default, False, None, False, False), _ag_sigmoid_backward_default, ks, grad_output, output)
     if not (_gm.enabled and (grad_output._rg or output._rg)):
         return aten._op_sigmoid_backward.redispatch(ks & _BELOW, grad_output, output)
     _n = SigmoidBackwardBackward0()
@@ -6017,6 +6646,7 @@ class GeluBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag_gelu_backward_default(ks, grad_output, self, approximate):
+    if _fw.on and _fw_dual(grad_output, self): return _fw_run(('gelu_backward', (0, 1), (), None, False, _ag_gelu_backward_default, False, None, False, False), _ag_gelu_backward_default, ks, grad_output, self, approximate)
     if not (_gm.enabled and (grad_output._rg or self._rg)):
         return aten._op_gelu_backward.redispatch(ks & _BELOW, grad_output, self, approximate)
     _n = GeluBackwardBackward0()
@@ -6054,6 +6684,7 @@ class NativeLayerNormBackward0(_Node):
         return grad_inputs
 
 def _ag_native_layer_norm_default(ks, input, normalized_shape, weight, bias, eps):
+    if _fw.on and _fw_dual(input, weight, bias): return _fw_run(('native_layer_norm', (0, 2, 3), (), None, False, _ag_native_layer_norm_default, True, [True, False, False], False, False), _ag_native_layer_norm_default, ks, input, normalized_shape, weight, bias, eps)
     if not (_gm.enabled and (input._rg or (weight is not None and weight._rg) or (bias is not None and bias._rg))):
         return aten._op_native_layer_norm.redispatch(ks & _BELOW, input, normalized_shape, weight, bias, eps)
     _n = NativeLayerNormBackward0()
@@ -6096,6 +6727,7 @@ class NativeBatchNormBackward0(_Node):
         return grad_inputs
 
 def _ag_native_batch_norm_default(ks, input, weight, bias, running_mean, running_var, training, momentum, eps):
+    if _fw.on and _fw_dual(input, weight, bias): return _fw_run(('native_batch_norm', (0, 1, 2), (), None, False, _ag_native_batch_norm_default, True, [True, False, False], False, False), _ag_native_batch_norm_default, ks, input, weight, bias, running_mean, running_var, training, momentum, eps)
     if _gm.enabled and ((running_mean is not None and running_mean._rg) or (running_var is not None and running_var._rg)):
         _check_no_requires_grad(running_mean, 'running_mean', 'native_batch_norm')
         _check_no_requires_grad(running_var, 'running_var', 'native_batch_norm')
@@ -6142,7 +6774,10 @@ class ConvolutionBackward0(_Node):
             grad_inputs[bias_ix] = grad.sum([0] + list(range(2, grad.dim())))
         return grad_inputs
 
+def _jvp_ConvolutionBackward0(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, input_t, weight_t, bias_t, result):
+    return convolution_jvp(input, input_t, weight, weight_t, bias_t, stride, padding, dilation, transposed, output_padding, groups)
 def _ag_convolution_default(ks, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    if _fw.on and _fw_dual(input, weight, bias): return _fw_run(('convolution', (0, 1, 2), (), _jvp_ConvolutionBackward0, False, _ag_convolution_default, False, None, True, False), _ag_convolution_default, ks, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
     if not (_gm.enabled and (input._rg or weight._rg or (bias is not None and bias._rg))):
         return aten._op_convolution.redispatch(ks & _BELOW, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
     _n = ConvolutionBackward0()
@@ -6178,7 +6813,10 @@ class MaxPool2DWithIndicesBackward0(_Node):
             grad_inputs[self_ix] = aten.max_pool2d_with_indices_backward(grad, self, kernel_size, stride, padding, dilation, ceil_mode, result[1])
         return grad_inputs
 
+def _jvp_MaxPool2DWithIndicesBackward0(self, kernel_size, stride, padding, dilation, ceil_mode, self_t, result):
+    return max_pool_jvp(self_t, result[1], 2), None
 def _ag_max_pool2d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
+    if _fw.on and _fw_dual(self): return _fw_run(('max_pool2d_with_indices', (0,), (), _jvp_MaxPool2DWithIndicesBackward0, False, _ag_max_pool2d_with_indices_default, True, [True, False], True, False), _ag_max_pool2d_with_indices_default, ks, self, kernel_size, stride, padding, dilation, ceil_mode)
     if not (_gm.enabled and (self._rg)):
         return aten._op_max_pool2d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
     _n = MaxPool2DWithIndicesBackward0()
@@ -6210,6 +6848,7 @@ class MaxPool2DWithIndicesBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag_max_pool2d_with_indices_backward_default(ks, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices):
+    if _fw.on and _fw_dual(grad_output, self): return _fw_run(('max_pool2d_with_indices_backward', (0, 1), (), None, False, _ag_max_pool2d_with_indices_backward_default, False, None, False, False), _ag_max_pool2d_with_indices_backward_default, ks, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
     if _gm.enabled and (indices._rg):
         _check_no_requires_grad(indices, 'indices', 'max_pool2d_with_indices_backward')
     if not (_gm.enabled and (grad_output._rg or self._rg)):
@@ -6241,7 +6880,10 @@ class AvgPool2DBackward0(_Node):
             grad_inputs[self_ix] = aten.avg_pool2d_backward(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
         return grad_inputs
 
+def _jvp_AvgPool2DBackward0(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, self_t, result):
+    return aten.avg_pool2d(self_t, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 def _ag_avg_pool2d_default(ks, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    if _fw.on and _fw_dual(self): return _fw_run(('avg_pool2d', (0,), (), _jvp_AvgPool2DBackward0, False, _ag_avg_pool2d_default, False, None, False, False), _ag_avg_pool2d_default, ks, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
     if not (_gm.enabled and (self._rg)):
         return aten._op_avg_pool2d.redispatch(ks & _BELOW, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
     _n = AvgPool2DBackward0()
@@ -6278,6 +6920,7 @@ class AvgPool2DBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag_avg_pool2d_backward_default(ks, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    if _fw.on and _fw_dual(grad_output, self): return _fw_run(('avg_pool2d_backward', (0, 1), (), None, False, _ag_avg_pool2d_backward_default, False, None, False, False), _ag_avg_pool2d_backward_default, ks, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
     if not (_gm.enabled and (grad_output._rg or self._rg)):
         return aten._op_avg_pool2d_backward.redispatch(ks & _BELOW, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
     _n = AvgPool2DBackwardBackward0()
@@ -6311,7 +6954,10 @@ class AvgPool3DBackward0(_Node):
             grad_inputs[self_ix] = aten.avg_pool3d_backward(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
         return grad_inputs
 
+def _jvp_AvgPool3DBackward0(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, self_t, result):
+    return aten.avg_pool3d(self_t, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 def _ag_avg_pool3d_default(ks, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    if _fw.on and _fw_dual(self): return _fw_run(('avg_pool3d', (0,), (), _jvp_AvgPool3DBackward0, False, _ag_avg_pool3d_default, False, None, False, False), _ag_avg_pool3d_default, ks, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
     if not (_gm.enabled and (self._rg)):
         return aten._op_avg_pool3d.redispatch(ks & _BELOW, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
     _n = AvgPool3DBackward0()
@@ -6348,6 +6994,7 @@ class AvgPool3DBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag_avg_pool3d_backward_default(ks, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    if _fw.on and _fw_dual(grad_output, self): return _fw_run(('avg_pool3d_backward', (0, 1), (), None, False, _ag_avg_pool3d_backward_default, False, None, False, False), _ag_avg_pool3d_backward_default, ks, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
     if not (_gm.enabled and (grad_output._rg or self._rg)):
         return aten._op_avg_pool3d_backward.redispatch(ks & _BELOW, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
     _n = AvgPool3DBackwardBackward0()
@@ -6381,7 +7028,10 @@ class MaxPool3DWithIndicesBackward0(_Node):
             grad_inputs[self_ix] = aten.max_pool3d_with_indices_backward(grad, self, kernel_size, stride, padding, dilation, ceil_mode, result[1])
         return grad_inputs
 
+def _jvp_MaxPool3DWithIndicesBackward0(self, kernel_size, stride, padding, dilation, ceil_mode, self_t, result):
+    return max_pool_jvp(self_t, result[1], 3), None
 def _ag_max_pool3d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
+    if _fw.on and _fw_dual(self): return _fw_run(('max_pool3d_with_indices', (0,), (), _jvp_MaxPool3DWithIndicesBackward0, False, _ag_max_pool3d_with_indices_default, True, [True, False], True, False), _ag_max_pool3d_with_indices_default, ks, self, kernel_size, stride, padding, dilation, ceil_mode)
     if not (_gm.enabled and (self._rg)):
         return aten._op_max_pool3d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
     _n = MaxPool3DWithIndicesBackward0()
@@ -6413,6 +7063,7 @@ class MaxPool3DWithIndicesBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag_max_pool3d_with_indices_backward_default(ks, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices):
+    if _fw.on and _fw_dual(grad_output, self): return _fw_run(('max_pool3d_with_indices_backward', (0, 1), (), None, False, _ag_max_pool3d_with_indices_backward_default, False, None, False, False), _ag_max_pool3d_with_indices_backward_default, ks, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices)
     if _gm.enabled and (indices._rg):
         _check_no_requires_grad(indices, 'indices', 'max_pool3d_with_indices_backward')
     if not (_gm.enabled and (grad_output._rg or self._rg)):
@@ -6438,7 +7089,10 @@ class ConstantPadNdBackward0(_Node):
             grad_inputs[self_ix] = aten.constant_pad_nd(grad, [-p for p in pad])
         return grad_inputs
 
+def _jvp_ConstantPadNdBackward0(self, pad, value, self_t, result):
+    return aten.constant_pad_nd(self_t, pad, 0)
 def _ag_constant_pad_nd_default(ks, self, pad, value):
+    if _fw.on and _fw_dual(self): return _fw_run(('constant_pad_nd', (0,), (), _jvp_ConstantPadNdBackward0, False, _ag_constant_pad_nd_default, False, None, True, False), _ag_constant_pad_nd_default, ks, self, pad, value)
     if not (_gm.enabled and (self._rg)):
         return aten._op_constant_pad_nd.redispatch(ks & _BELOW, self, pad, value)
     _n = ConstantPadNdBackward0()
@@ -6462,7 +7116,10 @@ class EmbeddingBackward0(_Node):
             grad_inputs[weight_ix] = embedding_backward(grad, indices, weight_sizes, padding_idx, scale_grad_by_freq)
         return grad_inputs
 
+def _jvp_EmbeddingBackward0(weight, indices, padding_idx, scale_grad_by_freq, sparse, weight_t, result):
+    return aten.embedding(weight_t, indices, padding_idx, scale_grad_by_freq, sparse)
 def _ag_embedding_default(ks, weight, indices, padding_idx, scale_grad_by_freq, sparse):
+    if _fw.on and _fw_dual(weight): return _fw_run(('embedding', (0,), (), _jvp_EmbeddingBackward0, False, _ag_embedding_default, False, None, False, False), _ag_embedding_default, ks, weight, indices, padding_idx, scale_grad_by_freq, sparse)
     if _gm.enabled and (indices._rg):
         _check_no_requires_grad(indices, 'indices', 'embedding')
     if not (_gm.enabled and (weight._rg)):
@@ -6517,7 +7174,10 @@ class RnnLayerBackward0(_Node):
                 grad_inputs[w_hr_ix] = _gs[7]
         return grad_inputs
 
+def _jvp_RnnLayerBackward0(input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse, input_t, h0_t, c0_t, w_ih_t, w_hh_t, b_ih_t, b_hh_t, w_hr_t, result):
+    return rnn_layer_jvp(input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse, result, input_t, h0_t, c0_t, w_ih_t, w_hh_t, b_ih_t, b_hh_t, w_hr_t)
 def _ag__rnn_layer_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse):
+    if _fw.on and _fw_dual(input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr): return _fw_run(('_rnn_layer', (0, 2, 3, 4, 5, 6, 7, 8), (), _jvp_RnnLayerBackward0, False, _ag__rnn_layer_default, True, [True, True, True, False], True, False), _ag__rnn_layer_default, ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse)
     if not (_gm.enabled and (input._rg or h0._rg or (c0 is not None and c0._rg) or w_ih._rg or w_hh._rg or (b_ih is not None and b_ih._rg) or (b_hh is not None and b_hh._rg) or (w_hr is not None and w_hr._rg))):
         return aten._op__rnn_layer.redispatch(ks & _BELOW, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse)
     _n = RnnLayerBackward0()
@@ -6589,6 +7249,7 @@ class MkldnnRnnLayerBackward0(_Node):
         return grad_inputs
 
 def _ag_mkldnn_rnn_layer_default(ks, input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train):
+    if _fw.on and _fw_dual(input, weight0, weight1, weight2, weight3, hx_, cx_): return _fw_run(('mkldnn_rnn_layer', (0, 1, 2, 3, 4, 5, 6), (), None, False, _ag_mkldnn_rnn_layer_default, True, [True, True, True, False], False, False), _ag_mkldnn_rnn_layer_default, ks, input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train)
     if not (_gm.enabled and (input._rg or weight0._rg or weight1._rg or weight2._rg or weight3._rg or hx_._rg or cx_._rg)):
         return aten._op_mkldnn_rnn_layer.redispatch(ks & _BELOW, input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train)
     _n = MkldnnRnnLayerBackward0()
@@ -6632,7 +7293,10 @@ class TraceBackward0(_Node):
             grad_inputs[self_ix] = grad * aten.eye_m(self_sizes[0], self_sizes[1], dtype=grad.dtype, device=grad.device)
         return grad_inputs
 
+def _jvp_TraceBackward0(self, self_t, result):
+    return aten.trace(self_t)
 def _ag_trace_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('trace', (0,), (), _jvp_TraceBackward0, False, _ag_trace_default, False, None, False, False), _ag_trace_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_trace.redispatch(ks & _BELOW, self)
     _n = TraceBackward0()
@@ -6656,7 +7320,10 @@ class BlockDiagBackward0(_Node):
             _r.extend([None] * _k)
         return _r
 
+def _jvp_BlockDiagBackward0(tensors, tensors_t, result):
+    return aten.block_diag(tensors_t)
 def _ag_block_diag_default(ks, tensors):
+    if _fw.on and _fw_dual(tensors): return _fw_run(('block_diag', (0,), (0,), _jvp_BlockDiagBackward0, False, _ag_block_diag_default, False, None, True, False), _ag_block_diag_default, ks, tensors)
     if not (_gm.enabled and (any(_t is not None and _t._rg for _t in tensors))):
         return aten._op_block_diag.redispatch(ks & _BELOW, tensors)
     _n = BlockDiagBackward0()
@@ -6679,7 +7346,11 @@ class SpecialI0EBackward0(_Node):
             grad_inputs[self_ix] = grad * (aten.special_i1e(self) - self.sgn() * result)
         return grad_inputs
 
+def _jvp_SpecialI0EBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad * (aten.special_i1e(self) - self.sgn() * result))
 def _ag_special_i0e_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('special_i0e', (0,), (), _jvp_SpecialI0EBackward0, False, _ag_special_i0e_default, False, None, False, False), _ag_special_i0e_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_special_i0e.redispatch(ks & _BELOW, self)
     _n = SpecialI0EBackward0()
@@ -6703,7 +7374,11 @@ class SpecialI1Backward0(_Node):
             grad_inputs[self_ix] = i1_backward(grad, self, result)
         return grad_inputs
 
+def _jvp_SpecialI1Backward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(i1_backward(grad, self, result))
 def _ag_special_i1_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('special_i1', (0,), (), _jvp_SpecialI1Backward0, False, _ag_special_i1_default, False, None, False, False), _ag_special_i1_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_special_i1.redispatch(ks & _BELOW, self)
     _n = SpecialI1Backward0()
@@ -6727,7 +7402,11 @@ class SpecialI1EBackward0(_Node):
             grad_inputs[self_ix] = i1e_backward(grad, self, result)
         return grad_inputs
 
+def _jvp_SpecialI1EBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(i1e_backward(grad, self, result))
 def _ag_special_i1e_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('special_i1e', (0,), (), _jvp_SpecialI1EBackward0, False, _ag_special_i1e_default, False, None, False, False), _ag_special_i1e_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_special_i1e.redispatch(ks & _BELOW, self)
     _n = SpecialI1EBackward0()
@@ -6752,7 +7431,10 @@ class UpsampleNearest1DBackward0(_Node):
             grad_inputs[self_ix] = aten.upsample_nearest1d_backward(grad, output_size, self_sizes, scales)
         return grad_inputs
 
+def _jvp_UpsampleNearest1DBackward0(self, output_size, scales, self_t, result):
+    return aten.upsample_nearest1d(self_t, output_size, scales)
 def _ag_upsample_nearest1d_default(ks, self, output_size, scales):
+    if _fw.on and _fw_dual(self): return _fw_run(('upsample_nearest1d', (0,), (), _jvp_UpsampleNearest1DBackward0, False, _ag_upsample_nearest1d_default, False, None, False, False), _ag_upsample_nearest1d_default, ks, self, output_size, scales)
     if not (_gm.enabled and (self._rg)):
         return aten._op_upsample_nearest1d.redispatch(ks & _BELOW, self, output_size, scales)
     _n = UpsampleNearest1DBackward0()
@@ -6777,6 +7459,7 @@ class UpsampleNearest1DBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag_upsample_nearest1d_backward_default(ks, grad_output, output_size, input_size, scales):
+    if _fw.on and _fw_dual(grad_output): return _fw_run(('upsample_nearest1d_backward', (0,), (), None, False, _ag_upsample_nearest1d_backward_default, False, None, False, False), _ag_upsample_nearest1d_backward_default, ks, grad_output, output_size, input_size, scales)
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op_upsample_nearest1d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales)
     _n = UpsampleNearest1DBackwardBackward0()
@@ -6801,6 +7484,7 @@ class UpsampleNearestExact1DBackward0(_Node):
         return grad_inputs
 
 def _ag__upsample_nearest_exact1d_default(ks, self, output_size, scales):
+    if _fw.on and _fw_dual(self): return _fw_run(('_upsample_nearest_exact1d', (0,), (), None, False, _ag__upsample_nearest_exact1d_default, False, None, False, False), _ag__upsample_nearest_exact1d_default, ks, self, output_size, scales)
     if not (_gm.enabled and (self._rg)):
         return aten._op__upsample_nearest_exact1d.redispatch(ks & _BELOW, self, output_size, scales)
     _n = UpsampleNearestExact1DBackward0()
@@ -6825,6 +7509,7 @@ class UpsampleNearestExact1DBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag__upsample_nearest_exact1d_backward_default(ks, grad_output, output_size, input_size, scales):
+    if _fw.on and _fw_dual(grad_output): return _fw_run(('_upsample_nearest_exact1d_backward', (0,), (), None, False, _ag__upsample_nearest_exact1d_backward_default, False, None, False, False), _ag__upsample_nearest_exact1d_backward_default, ks, grad_output, output_size, input_size, scales)
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op__upsample_nearest_exact1d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales)
     _n = UpsampleNearestExact1DBackwardBackward0()
@@ -6849,7 +7534,10 @@ class UpsampleNearest2DBackward0(_Node):
             grad_inputs[self_ix] = aten.upsample_nearest2d_backward(grad, output_size, self_sizes, scales_h, scales_w)
         return grad_inputs
 
+def _jvp_UpsampleNearest2DBackward0(self, output_size, scales_h, scales_w, self_t, result):
+    return aten.upsample_nearest2d(self_t, output_size, scales_h, scales_w)
 def _ag_upsample_nearest2d_default(ks, self, output_size, scales_h, scales_w):
+    if _fw.on and _fw_dual(self): return _fw_run(('upsample_nearest2d', (0,), (), _jvp_UpsampleNearest2DBackward0, False, _ag_upsample_nearest2d_default, False, None, False, False), _ag_upsample_nearest2d_default, ks, self, output_size, scales_h, scales_w)
     if not (_gm.enabled and (self._rg)):
         return aten._op_upsample_nearest2d.redispatch(ks & _BELOW, self, output_size, scales_h, scales_w)
     _n = UpsampleNearest2DBackward0()
@@ -6876,6 +7564,7 @@ class UpsampleNearest2DBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag_upsample_nearest2d_backward_default(ks, grad_output, output_size, input_size, scales_h, scales_w):
+    if _fw.on and _fw_dual(grad_output): return _fw_run(('upsample_nearest2d_backward', (0,), (), None, False, _ag_upsample_nearest2d_backward_default, False, None, False, False), _ag_upsample_nearest2d_backward_default, ks, grad_output, output_size, input_size, scales_h, scales_w)
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op_upsample_nearest2d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales_h, scales_w)
     _n = UpsampleNearest2DBackwardBackward0()
@@ -6902,6 +7591,7 @@ class UpsampleNearestExact2DBackward0(_Node):
         return grad_inputs
 
 def _ag__upsample_nearest_exact2d_default(ks, self, output_size, scales_h, scales_w):
+    if _fw.on and _fw_dual(self): return _fw_run(('_upsample_nearest_exact2d', (0,), (), None, False, _ag__upsample_nearest_exact2d_default, False, None, False, False), _ag__upsample_nearest_exact2d_default, ks, self, output_size, scales_h, scales_w)
     if not (_gm.enabled and (self._rg)):
         return aten._op__upsample_nearest_exact2d.redispatch(ks & _BELOW, self, output_size, scales_h, scales_w)
     _n = UpsampleNearestExact2DBackward0()
@@ -6928,6 +7618,7 @@ class UpsampleNearestExact2DBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag__upsample_nearest_exact2d_backward_default(ks, grad_output, output_size, input_size, scales_h, scales_w):
+    if _fw.on and _fw_dual(grad_output): return _fw_run(('_upsample_nearest_exact2d_backward', (0,), (), None, False, _ag__upsample_nearest_exact2d_backward_default, False, None, False, False), _ag__upsample_nearest_exact2d_backward_default, ks, grad_output, output_size, input_size, scales_h, scales_w)
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op__upsample_nearest_exact2d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales_h, scales_w)
     _n = UpsampleNearestExact2DBackwardBackward0()
@@ -6954,7 +7645,10 @@ class UpsampleNearest3DBackward0(_Node):
             grad_inputs[self_ix] = aten.upsample_nearest3d_backward(grad, output_size, self_sizes, scales_d, scales_h, scales_w)
         return grad_inputs
 
+def _jvp_UpsampleNearest3DBackward0(self, output_size, scales_d, scales_h, scales_w, self_t, result):
+    return aten.upsample_nearest3d(self_t, output_size, scales_d, scales_h, scales_w)
 def _ag_upsample_nearest3d_default(ks, self, output_size, scales_d, scales_h, scales_w):
+    if _fw.on and _fw_dual(self): return _fw_run(('upsample_nearest3d', (0,), (), _jvp_UpsampleNearest3DBackward0, False, _ag_upsample_nearest3d_default, False, None, False, False), _ag_upsample_nearest3d_default, ks, self, output_size, scales_d, scales_h, scales_w)
     if not (_gm.enabled and (self._rg)):
         return aten._op_upsample_nearest3d.redispatch(ks & _BELOW, self, output_size, scales_d, scales_h, scales_w)
     _n = UpsampleNearest3DBackward0()
@@ -6983,6 +7677,7 @@ class UpsampleNearest3DBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag_upsample_nearest3d_backward_default(ks, grad_output, output_size, input_size, scales_d, scales_h, scales_w):
+    if _fw.on and _fw_dual(grad_output): return _fw_run(('upsample_nearest3d_backward', (0,), (), None, False, _ag_upsample_nearest3d_backward_default, False, None, False, False), _ag_upsample_nearest3d_backward_default, ks, grad_output, output_size, input_size, scales_d, scales_h, scales_w)
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op_upsample_nearest3d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales_d, scales_h, scales_w)
     _n = UpsampleNearest3DBackwardBackward0()
@@ -7011,6 +7706,7 @@ class UpsampleNearestExact3DBackward0(_Node):
         return grad_inputs
 
 def _ag__upsample_nearest_exact3d_default(ks, self, output_size, scales_d, scales_h, scales_w):
+    if _fw.on and _fw_dual(self): return _fw_run(('_upsample_nearest_exact3d', (0,), (), None, False, _ag__upsample_nearest_exact3d_default, False, None, False, False), _ag__upsample_nearest_exact3d_default, ks, self, output_size, scales_d, scales_h, scales_w)
     if not (_gm.enabled and (self._rg)):
         return aten._op__upsample_nearest_exact3d.redispatch(ks & _BELOW, self, output_size, scales_d, scales_h, scales_w)
     _n = UpsampleNearestExact3DBackward0()
@@ -7039,6 +7735,7 @@ class UpsampleNearestExact3DBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag__upsample_nearest_exact3d_backward_default(ks, grad_output, output_size, input_size, scales_d, scales_h, scales_w):
+    if _fw.on and _fw_dual(grad_output): return _fw_run(('_upsample_nearest_exact3d_backward', (0,), (), None, False, _ag__upsample_nearest_exact3d_backward_default, False, None, False, False), _ag__upsample_nearest_exact3d_backward_default, ks, grad_output, output_size, input_size, scales_d, scales_h, scales_w)
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op__upsample_nearest_exact3d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales_d, scales_h, scales_w)
     _n = UpsampleNearestExact3DBackwardBackward0()
@@ -7065,7 +7762,10 @@ class UpsampleLinear1DBackward0(_Node):
             grad_inputs[self_ix] = aten.upsample_linear1d_backward(grad, output_size, self_sizes, align_corners, scales)
         return grad_inputs
 
+def _jvp_UpsampleLinear1DBackward0(self, output_size, align_corners, scales, self_t, result):
+    return aten.upsample_linear1d(self_t, output_size, align_corners, scales)
 def _ag_upsample_linear1d_default(ks, self, output_size, align_corners, scales):
+    if _fw.on and _fw_dual(self): return _fw_run(('upsample_linear1d', (0,), (), _jvp_UpsampleLinear1DBackward0, False, _ag_upsample_linear1d_default, False, None, False, False), _ag_upsample_linear1d_default, ks, self, output_size, align_corners, scales)
     if not (_gm.enabled and (self._rg)):
         return aten._op_upsample_linear1d.redispatch(ks & _BELOW, self, output_size, align_corners, scales)
     _n = UpsampleLinear1DBackward0()
@@ -7092,6 +7792,7 @@ class UpsampleLinear1DBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag_upsample_linear1d_backward_default(ks, grad_output, output_size, input_size, align_corners, scales):
+    if _fw.on and _fw_dual(grad_output): return _fw_run(('upsample_linear1d_backward', (0,), (), None, False, _ag_upsample_linear1d_backward_default, False, None, False, False), _ag_upsample_linear1d_backward_default, ks, grad_output, output_size, input_size, align_corners, scales)
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op_upsample_linear1d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales)
     _n = UpsampleLinear1DBackwardBackward0()
@@ -7118,7 +7819,10 @@ class UpsampleBilinear2DBackward0(_Node):
             grad_inputs[self_ix] = aten.upsample_bilinear2d_backward(grad, output_size, self_sizes, align_corners, scales_h, scales_w)
         return grad_inputs
 
+def _jvp_UpsampleBilinear2DBackward0(self, output_size, align_corners, scales_h, scales_w, self_t, result):
+    return aten.upsample_bilinear2d(self_t, output_size, align_corners, scales_h, scales_w)
 def _ag_upsample_bilinear2d_default(ks, self, output_size, align_corners, scales_h, scales_w):
+    if _fw.on and _fw_dual(self): return _fw_run(('upsample_bilinear2d', (0,), (), _jvp_UpsampleBilinear2DBackward0, False, _ag_upsample_bilinear2d_default, False, None, False, False), _ag_upsample_bilinear2d_default, ks, self, output_size, align_corners, scales_h, scales_w)
     if not (_gm.enabled and (self._rg)):
         return aten._op_upsample_bilinear2d.redispatch(ks & _BELOW, self, output_size, align_corners, scales_h, scales_w)
     _n = UpsampleBilinear2DBackward0()
@@ -7147,6 +7851,7 @@ class UpsampleBilinear2DBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag_upsample_bilinear2d_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
+    if _fw.on and _fw_dual(grad_output): return _fw_run(('upsample_bilinear2d_backward', (0,), (), None, False, _ag_upsample_bilinear2d_backward_default, False, None, False, False), _ag_upsample_bilinear2d_backward_default, ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op_upsample_bilinear2d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
     _n = UpsampleBilinear2DBackwardBackward0()
@@ -7174,7 +7879,10 @@ class UpsampleBicubic2DBackward0(_Node):
             grad_inputs[self_ix] = aten.upsample_bicubic2d_backward(grad, output_size, self_sizes, align_corners, scales_h, scales_w)
         return grad_inputs
 
+def _jvp_UpsampleBicubic2DBackward0(self, output_size, align_corners, scales_h, scales_w, self_t, result):
+    return aten.upsample_bicubic2d(self_t, output_size, align_corners, scales_h, scales_w)
 def _ag_upsample_bicubic2d_default(ks, self, output_size, align_corners, scales_h, scales_w):
+    if _fw.on and _fw_dual(self): return _fw_run(('upsample_bicubic2d', (0,), (), _jvp_UpsampleBicubic2DBackward0, False, _ag_upsample_bicubic2d_default, False, None, False, False), _ag_upsample_bicubic2d_default, ks, self, output_size, align_corners, scales_h, scales_w)
     if not (_gm.enabled and (self._rg)):
         return aten._op_upsample_bicubic2d.redispatch(ks & _BELOW, self, output_size, align_corners, scales_h, scales_w)
     _n = UpsampleBicubic2DBackward0()
@@ -7203,6 +7911,7 @@ class UpsampleBicubic2DBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag_upsample_bicubic2d_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
+    if _fw.on and _fw_dual(grad_output): return _fw_run(('upsample_bicubic2d_backward', (0,), (), None, False, _ag_upsample_bicubic2d_backward_default, False, None, False, False), _ag_upsample_bicubic2d_backward_default, ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op_upsample_bicubic2d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
     _n = UpsampleBicubic2DBackwardBackward0()
@@ -7231,6 +7940,7 @@ class UpsampleBilinear2DAaBackward0(_Node):
         return grad_inputs
 
 def _ag__upsample_bilinear2d_aa_default(ks, self, output_size, align_corners, scales_h, scales_w):
+    if _fw.on and _fw_dual(self): return _fw_run(('_upsample_bilinear2d_aa', (0,), (), None, False, _ag__upsample_bilinear2d_aa_default, False, None, False, False), _ag__upsample_bilinear2d_aa_default, ks, self, output_size, align_corners, scales_h, scales_w)
     if not (_gm.enabled and (self._rg)):
         return aten._op__upsample_bilinear2d_aa.redispatch(ks & _BELOW, self, output_size, align_corners, scales_h, scales_w)
     _n = UpsampleBilinear2DAaBackward0()
@@ -7259,6 +7969,7 @@ class UpsampleBilinear2DAaBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag__upsample_bilinear2d_aa_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
+    if _fw.on and _fw_dual(grad_output): return _fw_run(('_upsample_bilinear2d_aa_backward', (0,), (), None, False, _ag__upsample_bilinear2d_aa_backward_default, False, None, False, False), _ag__upsample_bilinear2d_aa_backward_default, ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op__upsample_bilinear2d_aa_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
     _n = UpsampleBilinear2DAaBackwardBackward0()
@@ -7287,6 +7998,7 @@ class UpsampleBicubic2DAaBackward0(_Node):
         return grad_inputs
 
 def _ag__upsample_bicubic2d_aa_default(ks, self, output_size, align_corners, scales_h, scales_w):
+    if _fw.on and _fw_dual(self): return _fw_run(('_upsample_bicubic2d_aa', (0,), (), None, False, _ag__upsample_bicubic2d_aa_default, False, None, False, False), _ag__upsample_bicubic2d_aa_default, ks, self, output_size, align_corners, scales_h, scales_w)
     if not (_gm.enabled and (self._rg)):
         return aten._op__upsample_bicubic2d_aa.redispatch(ks & _BELOW, self, output_size, align_corners, scales_h, scales_w)
     _n = UpsampleBicubic2DAaBackward0()
@@ -7315,6 +8027,7 @@ class UpsampleBicubic2DAaBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag__upsample_bicubic2d_aa_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
+    if _fw.on and _fw_dual(grad_output): return _fw_run(('_upsample_bicubic2d_aa_backward', (0,), (), None, False, _ag__upsample_bicubic2d_aa_backward_default, False, None, False, False), _ag__upsample_bicubic2d_aa_backward_default, ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op__upsample_bicubic2d_aa_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
     _n = UpsampleBicubic2DAaBackwardBackward0()
@@ -7343,6 +8056,7 @@ class UpsampleLanczos2DAaBackward0(_Node):
         return grad_inputs
 
 def _ag__upsample_lanczos2d_aa_default(ks, self, output_size, align_corners, scales_h, scales_w):
+    if _fw.on and _fw_dual(self): return _fw_run(('_upsample_lanczos2d_aa', (0,), (), None, False, _ag__upsample_lanczos2d_aa_default, False, None, False, False), _ag__upsample_lanczos2d_aa_default, ks, self, output_size, align_corners, scales_h, scales_w)
     if not (_gm.enabled and (self._rg)):
         return aten._op__upsample_lanczos2d_aa.redispatch(ks & _BELOW, self, output_size, align_corners, scales_h, scales_w)
     _n = UpsampleLanczos2DAaBackward0()
@@ -7371,6 +8085,7 @@ class UpsampleLanczos2DAaBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag__upsample_lanczos2d_aa_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
+    if _fw.on and _fw_dual(grad_output): return _fw_run(('_upsample_lanczos2d_aa_backward', (0,), (), None, False, _ag__upsample_lanczos2d_aa_backward_default, False, None, False, False), _ag__upsample_lanczos2d_aa_backward_default, ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op__upsample_lanczos2d_aa_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
     _n = UpsampleLanczos2DAaBackwardBackward0()
@@ -7399,7 +8114,10 @@ class UpsampleTrilinear3DBackward0(_Node):
             grad_inputs[self_ix] = aten.upsample_trilinear3d_backward(grad, output_size, self_sizes, align_corners, scales_d, scales_h, scales_w)
         return grad_inputs
 
+def _jvp_UpsampleTrilinear3DBackward0(self, output_size, align_corners, scales_d, scales_h, scales_w, self_t, result):
+    return aten.upsample_trilinear3d(self_t, output_size, align_corners, scales_d, scales_h, scales_w)
 def _ag_upsample_trilinear3d_default(ks, self, output_size, align_corners, scales_d, scales_h, scales_w):
+    if _fw.on and _fw_dual(self): return _fw_run(('upsample_trilinear3d', (0,), (), _jvp_UpsampleTrilinear3DBackward0, False, _ag_upsample_trilinear3d_default, False, None, False, False), _ag_upsample_trilinear3d_default, ks, self, output_size, align_corners, scales_d, scales_h, scales_w)
     if not (_gm.enabled and (self._rg)):
         return aten._op_upsample_trilinear3d.redispatch(ks & _BELOW, self, output_size, align_corners, scales_d, scales_h, scales_w)
     _n = UpsampleTrilinear3DBackward0()
@@ -7430,6 +8148,7 @@ class UpsampleTrilinear3DBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag_upsample_trilinear3d_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w):
+    if _fw.on and _fw_dual(grad_output): return _fw_run(('upsample_trilinear3d_backward', (0,), (), None, False, _ag_upsample_trilinear3d_backward_default, False, None, False, False), _ag_upsample_trilinear3d_backward_default, ks, grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w)
     if not (_gm.enabled and (grad_output._rg)):
         return aten._op_upsample_trilinear3d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w)
     _n = UpsampleTrilinear3DBackwardBackward0()
@@ -7454,7 +8173,10 @@ class AdaptiveAvgPool2DBackward0(_Node):
             grad_inputs[self_ix] = aten._adaptive_avg_pool2d_backward(grad, self)
         return grad_inputs
 
+def _jvp_AdaptiveAvgPool2DBackward0(self, output_size, self_t, result):
+    return aten._adaptive_avg_pool2d(self_t, output_size)
 def _ag__adaptive_avg_pool2d_default(ks, self, output_size):
+    if _fw.on and _fw_dual(self): return _fw_run(('_adaptive_avg_pool2d', (0,), (), _jvp_AdaptiveAvgPool2DBackward0, False, _ag__adaptive_avg_pool2d_default, False, None, False, False), _ag__adaptive_avg_pool2d_default, ks, self, output_size)
     if not (_gm.enabled and (self._rg)):
         return aten._op__adaptive_avg_pool2d.redispatch(ks & _BELOW, self, output_size)
     _n = AdaptiveAvgPool2DBackward0()
@@ -7480,6 +8202,7 @@ class AdaptiveAvgPool2DBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag__adaptive_avg_pool2d_backward_default(ks, grad_output, self):
+    if _fw.on and _fw_dual(grad_output, self): return _fw_run(('_adaptive_avg_pool2d_backward', (0, 1), (), None, False, _ag__adaptive_avg_pool2d_backward_default, False, None, False, False), _ag__adaptive_avg_pool2d_backward_default, ks, grad_output, self)
     if not (_gm.enabled and (grad_output._rg or self._rg)):
         return aten._op__adaptive_avg_pool2d_backward.redispatch(ks & _BELOW, grad_output, self)
     _n = AdaptiveAvgPool2DBackwardBackward0()
@@ -7502,7 +8225,10 @@ class AdaptiveAvgPool3DBackward0(_Node):
             grad_inputs[self_ix] = aten._adaptive_avg_pool3d_backward(grad, self)
         return grad_inputs
 
+def _jvp_AdaptiveAvgPool3DBackward0(self, output_size, self_t, result):
+    return aten._adaptive_avg_pool3d(self_t, output_size)
 def _ag__adaptive_avg_pool3d_default(ks, self, output_size):
+    if _fw.on and _fw_dual(self): return _fw_run(('_adaptive_avg_pool3d', (0,), (), _jvp_AdaptiveAvgPool3DBackward0, False, _ag__adaptive_avg_pool3d_default, False, None, False, False), _ag__adaptive_avg_pool3d_default, ks, self, output_size)
     if not (_gm.enabled and (self._rg)):
         return aten._op__adaptive_avg_pool3d.redispatch(ks & _BELOW, self, output_size)
     _n = AdaptiveAvgPool3DBackward0()
@@ -7528,6 +8254,7 @@ class AdaptiveAvgPool3DBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag__adaptive_avg_pool3d_backward_default(ks, grad_output, self):
+    if _fw.on and _fw_dual(grad_output, self): return _fw_run(('_adaptive_avg_pool3d_backward', (0, 1), (), None, False, _ag__adaptive_avg_pool3d_backward_default, False, None, False, False), _ag__adaptive_avg_pool3d_backward_default, ks, grad_output, self)
     if not (_gm.enabled and (grad_output._rg or self._rg)):
         return aten._op__adaptive_avg_pool3d_backward.redispatch(ks & _BELOW, grad_output, self)
     _n = AdaptiveAvgPool3DBackwardBackward0()
@@ -7552,6 +8279,7 @@ class AdaptiveMaxPool2DBackward0(_Node):
         return grad_inputs
 
 def _ag_adaptive_max_pool2d_default(ks, self, output_size):
+    if _fw.on and _fw_dual(self): return _fw_run(('adaptive_max_pool2d', (0,), (), None, False, _ag_adaptive_max_pool2d_default, True, [True, False], False, False), _ag_adaptive_max_pool2d_default, ks, self, output_size)
     if not (_gm.enabled and (self._rg)):
         return aten._op_adaptive_max_pool2d.redispatch(ks & _BELOW, self, output_size)
     _n = AdaptiveMaxPool2DBackward0()
@@ -7576,6 +8304,7 @@ class AdaptiveMaxPool3DBackward0(_Node):
         return grad_inputs
 
 def _ag_adaptive_max_pool3d_default(ks, self, output_size):
+    if _fw.on and _fw_dual(self): return _fw_run(('adaptive_max_pool3d', (0,), (), None, False, _ag_adaptive_max_pool3d_default, True, [True, False], False, False), _ag_adaptive_max_pool3d_default, ks, self, output_size)
     if not (_gm.enabled and (self._rg)):
         return aten._op_adaptive_max_pool3d.redispatch(ks & _BELOW, self, output_size)
     _n = AdaptiveMaxPool3DBackward0()
@@ -7602,7 +8331,10 @@ class Im2ColBackward0(_Node):
             grad_inputs[self_ix] = aten.col2im(grad, self_sizes[-2:], kernel_size, dilation, padding, stride)
         return grad_inputs
 
+def _jvp_Im2ColBackward0(self, kernel_size, dilation, padding, stride, self_t, result):
+    return aten.im2col(self_t, kernel_size, dilation, padding, stride)
 def _ag_im2col_default(ks, self, kernel_size, dilation, padding, stride):
+    if _fw.on and _fw_dual(self): return _fw_run(('im2col', (0,), (), _jvp_Im2ColBackward0, False, _ag_im2col_default, False, None, False, False), _ag_im2col_default, ks, self, kernel_size, dilation, padding, stride)
     if not (_gm.enabled and (self._rg)):
         return aten._op_im2col.redispatch(ks & _BELOW, self, kernel_size, dilation, padding, stride)
     _n = Im2ColBackward0()
@@ -7630,7 +8362,10 @@ class Col2ImBackward0(_Node):
             grad_inputs[self_ix] = aten.im2col(grad, kernel_size, dilation, padding, stride)
         return grad_inputs
 
+def _jvp_Col2ImBackward0(self, output_size, kernel_size, dilation, padding, stride, self_t, result):
+    return aten.col2im(self_t, output_size, kernel_size, dilation, padding, stride)
 def _ag_col2im_default(ks, self, output_size, kernel_size, dilation, padding, stride):
+    if _fw.on and _fw_dual(self): return _fw_run(('col2im', (0,), (), _jvp_Col2ImBackward0, False, _ag_col2im_default, False, None, False, False), _ag_col2im_default, ks, self, output_size, kernel_size, dilation, padding, stride)
     if not (_gm.enabled and (self._rg)):
         return aten._op_col2im.redispatch(ks & _BELOW, self, output_size, kernel_size, dilation, padding, stride)
     _n = Col2ImBackward0()
@@ -7669,6 +8404,7 @@ class EmbeddingBagBackward0(_Node):
         return grad_inputs
 
 def _ag__embedding_bag_default(ks, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx):
+    if _fw.on and _fw_dual(weight, per_sample_weights): return _fw_run(('_embedding_bag', (0, 6), (), None, False, _ag__embedding_bag_default, True, [True, False, False, False], False, False), _ag__embedding_bag_default, ks, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
     if not (_gm.enabled and (weight._rg or (per_sample_weights is not None and per_sample_weights._rg))):
         return aten._op__embedding_bag.redispatch(ks & _BELOW, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
     _n = EmbeddingBagBackward0()
@@ -7712,6 +8448,7 @@ class GridSampler2DBackward0(_Node):
         return grad_inputs
 
 def _ag_grid_sampler_2d_default(ks, input, grid, interpolation_mode, padding_mode, align_corners):
+    if _fw.on and _fw_dual(input, grid): return _fw_run(('grid_sampler_2d', (0, 1), (), None, False, _ag_grid_sampler_2d_default, False, None, False, False), _ag_grid_sampler_2d_default, ks, input, grid, interpolation_mode, padding_mode, align_corners)
     if not (_gm.enabled and (input._rg or grid._rg)):
         return aten._op_grid_sampler_2d.redispatch(ks & _BELOW, input, grid, interpolation_mode, padding_mode, align_corners)
     _n = GridSampler2DBackward0()
@@ -7748,6 +8485,7 @@ class GridSampler3DBackward0(_Node):
         return grad_inputs
 
 def _ag_grid_sampler_3d_default(ks, input, grid, interpolation_mode, padding_mode, align_corners):
+    if _fw.on and _fw_dual(input, grid): return _fw_run(('grid_sampler_3d', (0, 1), (), None, False, _ag_grid_sampler_3d_default, False, None, False, False), _ag_grid_sampler_3d_default, ks, input, grid, interpolation_mode, padding_mode, align_corners)
     if not (_gm.enabled and (input._rg or grid._rg)):
         return aten._op_grid_sampler_3d.redispatch(ks & _BELOW, input, grid, interpolation_mode, padding_mode, align_corners)
     _n = GridSampler3DBackward0()
@@ -7776,6 +8514,7 @@ class AffineGridGeneratorBackward0(_Node):
         return grad_inputs
 
 def _ag_affine_grid_generator_default(ks, theta, size, align_corners):
+    if _fw.on and _fw_dual(theta): return _fw_run(('affine_grid_generator', (0,), (), None, False, _ag_affine_grid_generator_default, False, None, False, False), _ag_affine_grid_generator_default, ks, theta, size, align_corners)
     if not (_gm.enabled and (theta._rg)):
         return aten._op_affine_grid_generator.redispatch(ks & _BELOW, theta, size, align_corners)
     _n = AffineGridGeneratorBackward0()
@@ -7804,6 +8543,7 @@ class CtcLossBackward0(_Node):
         return grad_inputs
 
 def _ag__ctc_loss_default(ks, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity):
+    if _fw.on and _fw_dual(log_probs): return _fw_run(('_ctc_loss', (0,), (), None, False, _ag__ctc_loss_default, True, [True, False], False, False), _ag__ctc_loss_default, ks, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity)
     if not (_gm.enabled and (log_probs._rg)):
         return aten._op__ctc_loss.redispatch(ks & _BELOW, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity)
     _n = CtcLossBackward0()
@@ -7840,6 +8580,7 @@ class SmoothL1LossBackward0(_Node):
         return grad_inputs
 
 def _ag_smooth_l1_loss_default(ks, self, target, reduction, beta):
+    if _fw.on and _fw_dual(self, target): return _fw_run(('smooth_l1_loss', (0, 1), (), None, False, _ag_smooth_l1_loss_default, False, None, False, False), _ag_smooth_l1_loss_default, ks, self, target, reduction, beta)
     if not (_gm.enabled and (self._rg or target._rg)):
         return aten._op_smooth_l1_loss.redispatch(ks & _BELOW, self, target, reduction, beta)
     _n = SmoothL1LossBackward0()
@@ -7873,6 +8614,7 @@ class HuberLossBackward0(_Node):
         return grad_inputs
 
 def _ag_huber_loss_default(ks, self, target, reduction, delta):
+    if _fw.on and _fw_dual(self, target): return _fw_run(('huber_loss', (0, 1), (), None, False, _ag_huber_loss_default, False, None, False, False), _ag_huber_loss_default, ks, self, target, reduction, delta)
     if not (_gm.enabled and (self._rg or target._rg)):
         return aten._op_huber_loss.redispatch(ks & _BELOW, self, target, reduction, delta)
     _n = HuberLossBackward0()
@@ -7907,6 +8649,7 @@ class BinaryCrossEntropyBackward0(_Node):
         return grad_inputs
 
 def _ag_binary_cross_entropy_default(ks, self, target, weight, reduction):
+    if _fw.on and _fw_dual(self, target): return _fw_run(('binary_cross_entropy', (0, 1), (), None, False, _ag_binary_cross_entropy_default, False, None, False, False), _ag_binary_cross_entropy_default, ks, self, target, weight, reduction)
     if _gm.enabled and ((weight is not None and weight._rg)):
         _check_no_requires_grad(weight, 'weight', 'binary_cross_entropy')
     if not (_gm.enabled and (self._rg or target._rg)):
@@ -7946,6 +8689,7 @@ class BinaryCrossEntropyWithLogitsBackward0(_Node):
         return grad_inputs
 
 def _ag_binary_cross_entropy_with_logits_default(ks, self, target, weight, pos_weight, reduction):
+    if _fw.on and _fw_dual(self, target): return _fw_run(('binary_cross_entropy_with_logits', (0, 1), (), None, False, _ag_binary_cross_entropy_with_logits_default, False, None, False, False), _ag_binary_cross_entropy_with_logits_default, ks, self, target, weight, pos_weight, reduction)
     if _gm.enabled and ((weight is not None and weight._rg) or (pos_weight is not None and pos_weight._rg)):
         _check_no_requires_grad(weight, 'weight', 'binary_cross_entropy_with_logits')
         _check_no_requires_grad(pos_weight, 'pos_weight', 'binary_cross_entropy_with_logits')
@@ -7980,6 +8724,7 @@ class SoftMarginLossBackward0(_Node):
         return grad_inputs
 
 def _ag_soft_margin_loss_default(ks, self, target, reduction):
+    if _fw.on and _fw_dual(self): return _fw_run(('soft_margin_loss', (0,), (), None, False, _ag_soft_margin_loss_default, False, None, False, False), _ag_soft_margin_loss_default, ks, self, target, reduction)
     if _gm.enabled and (target._rg):
         _check_no_requires_grad(target, 'target', 'soft_margin_loss')
     if not (_gm.enabled and (self._rg)):
@@ -8012,6 +8757,7 @@ class MultiMarginLossBackward0(_Node):
         return grad_inputs
 
 def _ag_multi_margin_loss_default(ks, self, target, p, margin, weight, reduction):
+    if _fw.on and _fw_dual(self): return _fw_run(('multi_margin_loss', (0,), (), None, False, _ag_multi_margin_loss_default, False, None, False, False), _ag_multi_margin_loss_default, ks, self, target, p, margin, weight, reduction)
     if _gm.enabled and ((weight is not None and weight._rg)):
         _check_no_requires_grad(weight, 'weight', 'multi_margin_loss')
     if not (_gm.enabled and (self._rg)):
@@ -8046,6 +8792,7 @@ class MultilabelMarginLossBackward0(_Node):
         return grad_inputs
 
 def _ag_multilabel_margin_loss_forward_default(ks, self, target, reduction):
+    if _fw.on and _fw_dual(self): return _fw_run(('multilabel_margin_loss_forward', (0,), (), None, False, _ag_multilabel_margin_loss_forward_default, True, [True, False], False, False), _ag_multilabel_margin_loss_forward_default, ks, self, target, reduction)
     if not (_gm.enabled and (self._rg)):
         return aten._op_multilabel_margin_loss_forward.redispatch(ks & _BELOW, self, target, reduction)
     _n = MultilabelMarginLossBackward0()
@@ -8071,7 +8818,11 @@ class SiluBackward0(_Node):
             grad_inputs[self_ix] = aten.silu_backward(grad, self)
         return grad_inputs
 
+def _jvp_SiluBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(aten.silu_backward(grad, self))
 def _ag_silu_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('silu', (0,), (), _jvp_SiluBackward0, False, _ag_silu_default, False, None, False, False), _ag_silu_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_silu.redispatch(ks & _BELOW, self)
     _n = SiluBackward0()
@@ -8098,6 +8849,7 @@ class SiluBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag_silu_backward_default(ks, grad_output, self):
+    if _fw.on and _fw_dual(grad_output, self): return _fw_run(('silu_backward', (0, 1), (), None, False, _ag_silu_backward_default, False, None, False, False), _ag_silu_backward_default, ks, grad_output, self)
     if not (_gm.enabled and (grad_output._rg or self._rg)):
         return aten._op_silu_backward.redispatch(ks & _BELOW, grad_output, self)
     _n = SiluBackwardBackward0()
@@ -8121,7 +8873,11 @@ class MishBackward0(_Node):
             grad_inputs[self_ix] = aten.mish_backward(grad, self)
         return grad_inputs
 
+def _jvp_MishBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(aten.mish_backward(grad, self))
 def _ag_mish_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('mish', (0,), (), _jvp_MishBackward0, False, _ag_mish_default, False, None, False, False), _ag_mish_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_mish.redispatch(ks & _BELOW, self)
     _n = MishBackward0()
@@ -8144,6 +8900,7 @@ class HardswishBackward0(_Node):
         return grad_inputs
 
 def _ag_hardswish_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('hardswish', (0,), (), None, False, _ag_hardswish_default, False, None, False, False), _ag_hardswish_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_hardswish.redispatch(ks & _BELOW, self)
     _n = HardswishBackward0()
@@ -8165,7 +8922,11 @@ class HardsigmoidBackward0(_Node):
             grad_inputs[self_ix] = aten.hardsigmoid_backward(grad, self)
         return grad_inputs
 
+def _jvp_HardsigmoidBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(aten.hardsigmoid_backward(grad, self))
 def _ag_hardsigmoid_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('hardsigmoid', (0,), (), _jvp_HardsigmoidBackward0, False, _ag_hardsigmoid_default, False, None, False, False), _ag_hardsigmoid_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_hardsigmoid.redispatch(ks & _BELOW, self)
     _n = HardsigmoidBackward0()
@@ -8188,7 +8949,11 @@ class LeakyReluBackward0(_Node):
             grad_inputs[self_ix] = aten.leaky_relu_backward(grad, self, negative_slope, False)
         return grad_inputs
 
+def _jvp_LeakyReluBackward0(self, negative_slope, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(aten.leaky_relu_backward(grad, self, negative_slope, False))
 def _ag_leaky_relu_default(ks, self, negative_slope):
+    if _fw.on and _fw_dual(self): return _fw_run(('leaky_relu', (0,), (), _jvp_LeakyReluBackward0, False, _ag_leaky_relu_default, False, None, False, False), _ag_leaky_relu_default, ks, self, negative_slope)
     if not (_gm.enabled and (self._rg)):
         return aten._op_leaky_relu.redispatch(ks & _BELOW, self, negative_slope)
     _n = LeakyReluBackward0()
@@ -8214,7 +8979,11 @@ class EluBackward0(_Node):
             grad_inputs[self_ix] = aten.elu_backward(grad, alpha, scale, input_scale, False, self)
         return grad_inputs
 
+def _jvp_EluBackward0(self, alpha, scale, input_scale, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(aten.elu_backward(grad, alpha, scale, input_scale, False, self))
 def _ag_elu_default(ks, self, alpha, scale, input_scale):
+    if _fw.on and _fw_dual(self): return _fw_run(('elu', (0,), (), _jvp_EluBackward0, False, _ag_elu_default, False, None, False, False), _ag_elu_default, ks, self, alpha, scale, input_scale)
     if not (_gm.enabled and (self._rg)):
         return aten._op_elu.redispatch(ks & _BELOW, self, alpha, scale, input_scale)
     _n = EluBackward0()
@@ -8241,7 +9010,11 @@ class HardtanhBackward0(_Node):
             grad_inputs[self_ix] = aten.hardtanh_backward(grad, self, min_val, max_val)
         return grad_inputs
 
+def _jvp_HardtanhBackward0(self, min_val, max_val, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(aten.hardtanh_backward(grad, self, min_val, max_val))
 def _ag_hardtanh_default(ks, self, min_val, max_val):
+    if _fw.on and _fw_dual(self): return _fw_run(('hardtanh', (0,), (), _jvp_HardtanhBackward0, False, _ag_hardtanh_default, False, None, False, False), _ag_hardtanh_default, ks, self, min_val, max_val)
     if not (_gm.enabled and (self._rg)):
         return aten._op_hardtanh.redispatch(ks & _BELOW, self, min_val, max_val)
     _n = HardtanhBackward0()
@@ -8267,7 +9040,11 @@ class SoftplusBackward0(_Node):
             grad_inputs[self_ix] = aten.softplus_backward(grad, self, beta, threshold)
         return grad_inputs
 
+def _jvp_SoftplusBackward0(self, beta, threshold, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(aten.softplus_backward(grad, self, beta, threshold))
 def _ag_softplus_default(ks, self, beta, threshold):
+    if _fw.on and _fw_dual(self): return _fw_run(('softplus', (0,), (), _jvp_SoftplusBackward0, False, _ag_softplus_default, False, None, False, False), _ag_softplus_default, ks, self, beta, threshold)
     if not (_gm.enabled and (self._rg)):
         return aten._op_softplus.redispatch(ks & _BELOW, self, beta, threshold)
     _n = SoftplusBackward0()
@@ -8293,6 +9070,7 @@ class GluBackward0(_Node):
         return grad_inputs
 
 def _ag_glu_default(ks, self, dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('glu', (0,), (), None, False, _ag_glu_default, False, None, False, False), _ag_glu_default, ks, self, dim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_glu.redispatch(ks & _BELOW, self, dim)
     _n = GluBackward0()
@@ -8316,7 +9094,11 @@ class CeluBackward0(_Node):
             grad_inputs[self_ix] = aten.elu_backward(grad, alpha, 1, 1.0 / alpha, False, self)
         return grad_inputs
 
+def _jvp_CeluBackward0(self, alpha, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(aten.elu_backward(grad, alpha, 1, 1.0 / alpha, False, self))
 def _ag_celu_default(ks, self, alpha):
+    if _fw.on and _fw_dual(self): return _fw_run(('celu', (0,), (), _jvp_CeluBackward0, False, _ag_celu_default, False, None, False, False), _ag_celu_default, ks, self, alpha)
     if not (_gm.enabled and (self._rg)):
         return aten._op_celu.redispatch(ks & _BELOW, self, alpha)
     _n = CeluBackward0()
@@ -8341,6 +9123,7 @@ class LogSigmoidBackward0(_Node):
         return grad_inputs
 
 def _ag_log_sigmoid_forward_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('log_sigmoid_forward', (0,), (), None, False, _ag_log_sigmoid_forward_default, True, [True, False], False, False), _ag_log_sigmoid_forward_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_log_sigmoid_forward.redispatch(ks & _BELOW, self)
     _n = LogSigmoidBackward0()
@@ -8364,7 +9147,11 @@ class ThresholdBackward0(_Node):
             grad_inputs[self_ix] = aten.threshold_backward(grad, self, threshold)
         return grad_inputs
 
+def _jvp_ThresholdBackward0(self, threshold, value, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(aten.threshold_backward(grad, self, threshold))
 def _ag_threshold_default(ks, self, threshold, value):
+    if _fw.on and _fw_dual(self): return _fw_run(('threshold', (0,), (), _jvp_ThresholdBackward0, False, _ag_threshold_default, False, None, False, False), _ag_threshold_default, ks, self, threshold, value)
     if not (_gm.enabled and (self._rg)):
         return aten._op_threshold.redispatch(ks & _BELOW, self, threshold, value)
     _n = ThresholdBackward0()
@@ -8391,6 +9178,7 @@ class ThresholdBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag_threshold_backward_default(ks, grad_output, self, threshold):
+    if _fw.on and _fw_dual(grad_output, self): return _fw_run(('threshold_backward', (0, 1), (), None, False, _ag_threshold_backward_default, False, None, False, False), _ag_threshold_backward_default, ks, grad_output, self, threshold)
     if not (_gm.enabled and (grad_output._rg or self._rg)):
         return aten._op_threshold_backward.redispatch(ks & _BELOW, grad_output, self, threshold)
     _n = ThresholdBackwardBackward0()
@@ -8414,7 +9202,11 @@ class SoftshrinkBackward0(_Node):
             grad_inputs[self_ix] = aten.softshrink_backward(grad, self, lambd)
         return grad_inputs
 
+def _jvp_SoftshrinkBackward0(self, lambd, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(aten.softshrink_backward(grad, self, lambd))
 def _ag_softshrink_default(ks, self, lambd):
+    if _fw.on and _fw_dual(self): return _fw_run(('softshrink', (0,), (), _jvp_SoftshrinkBackward0, False, _ag_softshrink_default, False, None, False, False), _ag_softshrink_default, ks, self, lambd)
     if not (_gm.enabled and (self._rg)):
         return aten._op_softshrink.redispatch(ks & _BELOW, self, lambd)
     _n = SoftshrinkBackward0()
@@ -8438,7 +9230,11 @@ class HardshrinkBackward0(_Node):
             grad_inputs[self_ix] = aten.hardshrink_backward(grad, self, lambd)
         return grad_inputs
 
+def _jvp_HardshrinkBackward0(self, lambd, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(aten.hardshrink_backward(grad, self, lambd))
 def _ag_hardshrink_default(ks, self, lambd):
+    if _fw.on and _fw_dual(self): return _fw_run(('hardshrink', (0,), (), _jvp_HardshrinkBackward0, False, _ag_hardshrink_default, False, None, False, False), _ag_hardshrink_default, ks, self, lambd)
     if not (_gm.enabled and (self._rg)):
         return aten._op_hardshrink.redispatch(ks & _BELOW, self, lambd)
     _n = HardshrinkBackward0()
@@ -8461,7 +9257,10 @@ class PixelShuffleBackward0(_Node):
             grad_inputs[self_ix] = aten.pixel_unshuffle(grad, upscale_factor)
         return grad_inputs
 
+def _jvp_PixelShuffleBackward0(self, upscale_factor, self_t, result):
+    return aten.pixel_shuffle(self_t, upscale_factor)
 def _ag_pixel_shuffle_default(ks, self, upscale_factor):
+    if _fw.on and _fw_dual(self): return _fw_run(('pixel_shuffle', (0,), (), _jvp_PixelShuffleBackward0, False, _ag_pixel_shuffle_default, False, None, False, False), _ag_pixel_shuffle_default, ks, self, upscale_factor)
     if not (_gm.enabled and (self._rg)):
         return aten._op_pixel_shuffle.redispatch(ks & _BELOW, self, upscale_factor)
     _n = PixelShuffleBackward0()
@@ -8482,7 +9281,10 @@ class PixelUnshuffleBackward0(_Node):
             grad_inputs[self_ix] = aten.pixel_shuffle(grad, downscale_factor)
         return grad_inputs
 
+def _jvp_PixelUnshuffleBackward0(self, downscale_factor, self_t, result):
+    return aten.pixel_unshuffle(self_t, downscale_factor)
 def _ag_pixel_unshuffle_default(ks, self, downscale_factor):
+    if _fw.on and _fw_dual(self): return _fw_run(('pixel_unshuffle', (0,), (), _jvp_PixelUnshuffleBackward0, False, _ag_pixel_unshuffle_default, False, None, False, False), _ag_pixel_unshuffle_default, ks, self, downscale_factor)
     if not (_gm.enabled and (self._rg)):
         return aten._op_pixel_unshuffle.redispatch(ks & _BELOW, self, downscale_factor)
     _n = PixelUnshuffleBackward0()
@@ -8504,7 +9306,10 @@ class ChannelShuffleBackward0(_Node):
             grad_inputs[self_ix] = aten.channel_shuffle(grad, self.size(1) // groups)
         return grad_inputs
 
+def _jvp_ChannelShuffleBackward0(self, groups, self_t, result):
+    return aten.channel_shuffle(self_t, groups)
 def _ag_channel_shuffle_default(ks, self, groups):
+    if _fw.on and _fw_dual(self): return _fw_run(('channel_shuffle', (0,), (), _jvp_ChannelShuffleBackward0, False, _ag_channel_shuffle_default, False, None, False, False), _ag_channel_shuffle_default, ks, self, groups)
     if not (_gm.enabled and (self._rg)):
         return aten._op_channel_shuffle.redispatch(ks & _BELOW, self, groups)
     _n = ChannelShuffleBackward0()
@@ -8527,6 +9332,7 @@ class NativeChannelShuffleBackward0(_Node):
         return grad_inputs
 
 def _ag_native_channel_shuffle_default(ks, self, groups):
+    if _fw.on and _fw_dual(self): return _fw_run(('native_channel_shuffle', (0,), (), None, False, _ag_native_channel_shuffle_default, False, None, False, False), _ag_native_channel_shuffle_default, ks, self, groups)
     if not (_gm.enabled and (self._rg)):
         return aten._op_native_channel_shuffle.redispatch(ks & _BELOW, self, groups)
     _n = NativeChannelShuffleBackward0()
@@ -8553,6 +9359,7 @@ class PreluKernelBackward0(_Node):
         return grad_inputs
 
 def _ag__prelu_kernel_default(ks, self, weight):
+    if _fw.on and _fw_dual(self, weight): return _fw_run(('_prelu_kernel', (0, 1), (), None, False, _ag__prelu_kernel_default, False, None, False, False), _ag__prelu_kernel_default, ks, self, weight)
     if not (_gm.enabled and (self._rg or weight._rg)):
         return aten._op__prelu_kernel.redispatch(ks & _BELOW, self, weight)
     _n = PreluKernelBackward0()
@@ -8581,6 +9388,7 @@ class RreluWithNoiseBackward0(_Node):
         return grad_inputs
 
 def _ag_rrelu_with_noise_default(ks, self, noise, lower, upper, training, generator):
+    if _fw.on and _fw_dual(self): return _fw_run(('rrelu_with_noise', (0,), (), None, False, _ag_rrelu_with_noise_default, False, None, False, False), _ag_rrelu_with_noise_default, ks, self, noise, lower, upper, training, generator)
     if not (_gm.enabled and (self._rg)):
         return aten._op_rrelu_with_noise.redispatch(ks & _BELOW, self, noise, lower, upper, training, generator)
     _n = RreluWithNoiseBackward0()
@@ -8609,7 +9417,10 @@ class NativeDropoutBackward0(_Node):
             grad_inputs[input_ix] = aten.native_dropout_backward(grad, result[1], (0.0 if p == 1 else 1.0 / (1.0 - p)) if train else 1.0)
         return grad_inputs
 
+def _jvp_NativeDropoutBackward0(input, p, train, input_t, result):
+    return aten.native_dropout_backward(input_t, result[1], (0.0 if p == 1 else 1.0 / (1.0 - p)) if train else 1.0), None
 def _ag_native_dropout_default(ks, input, p, train):
+    if _fw.on and _fw_dual(input): return _fw_run(('native_dropout', (0,), (), _jvp_NativeDropoutBackward0, False, _ag_native_dropout_default, True, [True, False], True, False), _ag_native_dropout_default, ks, input, p, train)
     if not (_gm.enabled and (input._rg)):
         return aten._op_native_dropout.redispatch(ks & _BELOW, input, p, train)
     _n = NativeDropoutBackward0()
@@ -8635,6 +9446,7 @@ class SafeSoftmaxBackward0(_Node):
         return grad_inputs
 
 def _ag__safe_softmax_default(ks, self, dim, dtype):
+    if _fw.on and _fw_dual(self): return _fw_run(('_safe_softmax', (0,), (), None, False, _ag__safe_softmax_default, False, None, False, False), _ag__safe_softmax_default, ks, self, dim, dtype)
     if not (_gm.enabled and (self._rg)):
         return aten._op__safe_softmax.redispatch(ks & _BELOW, self, dim, dtype)
     _n = SafeSoftmaxBackward0()
@@ -8672,6 +9484,7 @@ class ScaledDotProductFlashAttentionForCpuBackward0(_Node):
         return grad_inputs
 
 def _ag__scaled_dot_product_flash_attention_for_cpu_default(ks, query, key, value, dropout_p, is_causal, attn_mask, scale):
+    if _fw.on and _fw_dual(query, key, value): return _fw_run(('_scaled_dot_product_flash_attention_for_cpu', (0, 1, 2), (), None, False, _ag__scaled_dot_product_flash_attention_for_cpu_default, True, [True, False], False, False), _ag__scaled_dot_product_flash_attention_for_cpu_default, ks, query, key, value, dropout_p, is_causal, attn_mask, scale)
     if _gm.enabled and ((attn_mask is not None and attn_mask._rg)):
         _check_no_requires_grad(attn_mask, 'attn_mask', '_scaled_dot_product_flash_attention_for_cpu')
     if not (_gm.enabled and (query._rg or key._rg or value._rg)):
@@ -8706,7 +9519,10 @@ class ReflectionPad1DBackward0(_Node):
             grad_inputs[self_ix] = aten.reflection_pad1d_backward(grad, self, padding)
         return grad_inputs
 
+def _jvp_ReflectionPad1DBackward0(self, padding, self_t, result):
+    return aten.reflection_pad1d(self_t, padding)
 def _ag_reflection_pad1d_default(ks, self, padding):
+    if _fw.on and _fw_dual(self): return _fw_run(('reflection_pad1d', (0,), (), _jvp_ReflectionPad1DBackward0, False, _ag_reflection_pad1d_default, False, None, False, False), _ag_reflection_pad1d_default, ks, self, padding)
     if not (_gm.enabled and (self._rg)):
         return aten._op_reflection_pad1d.redispatch(ks & _BELOW, self, padding)
     _n = ReflectionPad1DBackward0()
@@ -8730,7 +9546,10 @@ class ReflectionPad2DBackward0(_Node):
             grad_inputs[self_ix] = aten.reflection_pad2d_backward(grad, self, padding)
         return grad_inputs
 
+def _jvp_ReflectionPad2DBackward0(self, padding, self_t, result):
+    return aten.reflection_pad2d(self_t, padding)
 def _ag_reflection_pad2d_default(ks, self, padding):
+    if _fw.on and _fw_dual(self): return _fw_run(('reflection_pad2d', (0,), (), _jvp_ReflectionPad2DBackward0, False, _ag_reflection_pad2d_default, False, None, False, False), _ag_reflection_pad2d_default, ks, self, padding)
     if not (_gm.enabled and (self._rg)):
         return aten._op_reflection_pad2d.redispatch(ks & _BELOW, self, padding)
     _n = ReflectionPad2DBackward0()
@@ -8754,7 +9573,10 @@ class ReflectionPad3DBackward0(_Node):
             grad_inputs[self_ix] = aten.reflection_pad3d_backward(grad, self, padding)
         return grad_inputs
 
+def _jvp_ReflectionPad3DBackward0(self, padding, self_t, result):
+    return aten.reflection_pad3d(self_t, padding)
 def _ag_reflection_pad3d_default(ks, self, padding):
+    if _fw.on and _fw_dual(self): return _fw_run(('reflection_pad3d', (0,), (), _jvp_ReflectionPad3DBackward0, False, _ag_reflection_pad3d_default, False, None, False, False), _ag_reflection_pad3d_default, ks, self, padding)
     if not (_gm.enabled and (self._rg)):
         return aten._op_reflection_pad3d.redispatch(ks & _BELOW, self, padding)
     _n = ReflectionPad3DBackward0()
@@ -8778,7 +9600,10 @@ class ReplicationPad1DBackward0(_Node):
             grad_inputs[self_ix] = aten.replication_pad1d_backward(grad, self, padding)
         return grad_inputs
 
+def _jvp_ReplicationPad1DBackward0(self, padding, self_t, result):
+    return aten.replication_pad1d(self_t, padding)
 def _ag_replication_pad1d_default(ks, self, padding):
+    if _fw.on and _fw_dual(self): return _fw_run(('replication_pad1d', (0,), (), _jvp_ReplicationPad1DBackward0, False, _ag_replication_pad1d_default, False, None, False, False), _ag_replication_pad1d_default, ks, self, padding)
     if not (_gm.enabled and (self._rg)):
         return aten._op_replication_pad1d.redispatch(ks & _BELOW, self, padding)
     _n = ReplicationPad1DBackward0()
@@ -8802,7 +9627,10 @@ class ReplicationPad2DBackward0(_Node):
             grad_inputs[self_ix] = aten.replication_pad2d_backward(grad, self, padding)
         return grad_inputs
 
+def _jvp_ReplicationPad2DBackward0(self, padding, self_t, result):
+    return aten.replication_pad2d(self_t, padding)
 def _ag_replication_pad2d_default(ks, self, padding):
+    if _fw.on and _fw_dual(self): return _fw_run(('replication_pad2d', (0,), (), _jvp_ReplicationPad2DBackward0, False, _ag_replication_pad2d_default, False, None, False, False), _ag_replication_pad2d_default, ks, self, padding)
     if not (_gm.enabled and (self._rg)):
         return aten._op_replication_pad2d.redispatch(ks & _BELOW, self, padding)
     _n = ReplicationPad2DBackward0()
@@ -8826,7 +9654,10 @@ class ReplicationPad3DBackward0(_Node):
             grad_inputs[self_ix] = aten.replication_pad3d_backward(grad, self, padding)
         return grad_inputs
 
+def _jvp_ReplicationPad3DBackward0(self, padding, self_t, result):
+    return aten.replication_pad3d(self_t, padding)
 def _ag_replication_pad3d_default(ks, self, padding):
+    if _fw.on and _fw_dual(self): return _fw_run(('replication_pad3d', (0,), (), _jvp_ReplicationPad3DBackward0, False, _ag_replication_pad3d_default, False, None, False, False), _ag_replication_pad3d_default, ks, self, padding)
     if not (_gm.enabled and (self._rg)):
         return aten._op_replication_pad3d.redispatch(ks & _BELOW, self, padding)
     _n = ReplicationPad3DBackward0()
@@ -8850,6 +9681,7 @@ class MaxUnpool2DBackward0(_Node):
         return grad_inputs
 
 def _ag_max_unpool2d_default(ks, self, indices, output_size):
+    if _fw.on and _fw_dual(self): return _fw_run(('max_unpool2d', (0,), (), None, False, _ag_max_unpool2d_default, False, None, False, False), _ag_max_unpool2d_default, ks, self, indices, output_size)
     if not (_gm.enabled and (self._rg)):
         return aten._op_max_unpool2d.redispatch(ks & _BELOW, self, indices, output_size)
     _n = MaxUnpool2DBackward0()
@@ -8872,6 +9704,7 @@ class MaxUnpool3DBackward0(_Node):
         return grad_inputs
 
 def _ag_max_unpool3d_default(ks, self, indices, output_size, stride, padding):
+    if _fw.on and _fw_dual(self): return _fw_run(('max_unpool3d', (0,), (), None, False, _ag_max_unpool3d_default, False, None, False, False), _ag_max_unpool3d_default, ks, self, indices, output_size, stride, padding)
     if not (_gm.enabled and (self._rg)):
         return aten._op_max_unpool3d.redispatch(ks & _BELOW, self, indices, output_size, stride, padding)
     _n = MaxUnpool3DBackward0()
@@ -8893,6 +9726,7 @@ class EmbeddingRenormBackward0(_Node):
         return grad_inputs
 
 def _ag_embedding_renorm__default(ks, self, indices, max_norm, norm_type):
+    if _fw.on and _fw_dual(self): return _fw_run(('embedding_renorm_', (0,), (), None, True, None, False, None, False, False), _ag_embedding_renorm__default, ks, self, indices, max_norm, norm_type)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_embedding_renorm_.redispatch(ks & _BELOW, self, indices, max_norm, norm_type)
@@ -8927,6 +9761,7 @@ class NativeGroupNormBackward0(_Node):
         return grad_inputs
 
 def _ag_native_group_norm_default(ks, input, weight, bias, N, C, HxW, group, eps):
+    if _fw.on and _fw_dual(input, weight, bias): return _fw_run(('native_group_norm', (0, 1, 2), (), None, False, _ag_native_group_norm_default, True, [True, False, False], False, False), _ag_native_group_norm_default, ks, input, weight, bias, N, C, HxW, group, eps)
     if not (_gm.enabled and (input._rg or (weight is not None and weight._rg) or (bias is not None and bias._rg))):
         return aten._op_native_group_norm.redispatch(ks & _BELOW, input, weight, bias, N, C, HxW, group, eps)
     _n = NativeGroupNormBackward0()
@@ -8954,7 +9789,10 @@ class ViewAsRealBackward0(_Node):
             grad_inputs[self_ix] = aten.view_as_complex(grad.contiguous())
         return grad_inputs
 
+def _jvp_ViewAsRealBackward0(self, self_t, result):
+    return aten.view_as_real(self_t)
 def _ag_view_as_real_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('view_as_real', (0,), (), _jvp_ViewAsRealBackward0, False, _ag_view_as_real_default, False, None, False, True), _ag_view_as_real_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         result = aten._op_view_as_real.redispatch(ks & _BELOW, self)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
@@ -8977,7 +9815,10 @@ class ViewAsComplexBackward0(_Node):
             grad_inputs[self_ix] = aten.view_as_real(grad.contiguous().resolve_conj())
         return grad_inputs
 
+def _jvp_ViewAsComplexBackward0(self, self_t, result):
+    return aten.view_as_complex(self_t)
 def _ag_view_as_complex_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('view_as_complex', (0,), (), _jvp_ViewAsComplexBackward0, False, _ag_view_as_complex_default, False, None, False, True), _ag_view_as_complex_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         result = aten._op_view_as_complex.redispatch(ks & _BELOW, self)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
@@ -9001,7 +9842,11 @@ class AngleBackward0(_Node):
             grad_inputs[self_ix] = angle_backward(grad, self)
         return grad_inputs
 
+def _jvp_AngleBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(angle_backward(grad, self))
 def _ag_angle_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('angle', (0,), (), _jvp_AngleBackward0, False, _ag_angle_default, False, None, False, False), _ag_angle_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_angle.redispatch(ks & _BELOW, self)
     _n = AngleBackward0()
@@ -9024,7 +9869,10 @@ class ComplexBackward0(_Node):
             grad_inputs[imag_ix] = aten.imag(grad)
         return grad_inputs
 
+def _jvp_ComplexBackward0(real, imag, real_t, imag_t, result):
+    return aten.complex(real_t, imag_t)
 def _ag_complex_default(ks, real, imag):
+    if _fw.on and _fw_dual(real, imag): return _fw_run(('complex', (0, 1), (), _jvp_ComplexBackward0, False, _ag_complex_default, False, None, True, False), _ag_complex_default, ks, real, imag)
     if not (_gm.enabled and (real._rg or imag._rg)):
         return aten._op_complex.redispatch(ks & _BELOW, real, imag)
     _n = ComplexBackward0()
@@ -9050,6 +9898,7 @@ class PolarBackward0(_Node):
         return grad_inputs
 
 def _ag_polar_default(ks, abs, angle):
+    if _fw.on and _fw_dual(abs, angle): return _fw_run(('polar', (0, 1), (), None, False, _ag_polar_default, False, None, False, False), _ag_polar_default, ks, abs, angle)
     if not (_gm.enabled and (abs._rg or angle._rg)):
         return aten._op_polar.redispatch(ks & _BELOW, abs, angle)
     _n = PolarBackward0()
@@ -9073,7 +9922,10 @@ class FftR2CBackward0(_Node):
             grad_inputs[self_ix] = fft_r2c_backward(grad, dim, normalization, onesided, self_sizes)
         return grad_inputs
 
+def _jvp_FftR2CBackward0(self, dim, normalization, onesided, self_t, result):
+    return aten._fft_r2c(self_t, dim, normalization, onesided)
 def _ag__fft_r2c_default(ks, self, dim, normalization, onesided):
+    if _fw.on and _fw_dual(self): return _fw_run(('_fft_r2c', (0,), (), _jvp_FftR2CBackward0, False, _ag__fft_r2c_default, False, None, False, False), _ag__fft_r2c_default, ks, self, dim, normalization, onesided)
     if not (_gm.enabled and (self._rg)):
         return aten._op__fft_r2c.redispatch(ks & _BELOW, self, dim, normalization, onesided)
     _n = FftR2CBackward0()
@@ -9098,7 +9950,10 @@ class FftC2RBackward0(_Node):
             grad_inputs[self_ix] = fft_c2r_backward(grad, dim, normalization)
         return grad_inputs
 
+def _jvp_FftC2RBackward0(self, dim, normalization, last_dim_size, self_t, result):
+    return aten._fft_c2r(self_t, dim, normalization, last_dim_size)
 def _ag__fft_c2r_default(ks, self, dim, normalization, last_dim_size):
+    if _fw.on and _fw_dual(self): return _fw_run(('_fft_c2r', (0,), (), _jvp_FftC2RBackward0, False, _ag__fft_c2r_default, False, None, False, False), _ag__fft_c2r_default, ks, self, dim, normalization, last_dim_size)
     if not (_gm.enabled and (self._rg)):
         return aten._op__fft_c2r.redispatch(ks & _BELOW, self, dim, normalization, last_dim_size)
     _n = FftC2RBackward0()
@@ -9122,7 +9977,10 @@ class FftC2CBackward0(_Node):
             grad_inputs[self_ix] = aten._fft_c2c(grad, dim, normalization, not forward)
         return grad_inputs
 
+def _jvp_FftC2CBackward0(self, dim, normalization, forward, self_t, result):
+    return aten._fft_c2c(self_t, dim, normalization, forward)
 def _ag__fft_c2c_default(ks, self, dim, normalization, forward):
+    if _fw.on and _fw_dual(self): return _fw_run(('_fft_c2c', (0,), (), _jvp_FftC2CBackward0, False, _ag__fft_c2c_default, False, None, False, False), _ag__fft_c2c_default, ks, self, dim, normalization, forward)
     if not (_gm.enabled and (self._rg)):
         return aten._op__fft_c2c.redispatch(ks & _BELOW, self, dim, normalization, forward)
     _n = FftC2CBackward0()
@@ -9147,6 +10005,7 @@ class HeavisideBackward0(_Node):
         return grad_inputs
 
 def _ag_heaviside_default(ks, self, values):
+    if _fw.on and _fw_dual(self, values): return _fw_run(('heaviside', (0, 1), (), None, False, _ag_heaviside_default, False, None, False, False), _ag_heaviside_default, ks, self, values)
     if not (_gm.enabled and (self._rg or values._rg)):
         return aten._op_heaviside.redispatch(ks & _BELOW, self, values)
     _n = HeavisideBackward0()
@@ -9167,6 +10026,7 @@ class FrexpBackward0(_Node):
         return grad_inputs
 
 def _ag_frexp_Tensor(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('frexp.Tensor', (0,), (), None, False, _ag_frexp_Tensor, True, [True, False], False, False), _ag_frexp_Tensor, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_frexp_Tensor.redispatch(ks & _BELOW, self)
     _n = FrexpBackward0()
@@ -9191,6 +10051,7 @@ class LdexpBackward0(_Node):
         return grad_inputs
 
 def _ag_ldexp_Tensor(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('ldexp.Tensor', (0, 1), (), None, False, _ag_ldexp_Tensor, False, None, False, False), _ag_ldexp_Tensor, ks, self, other)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_ldexp_Tensor.redispatch(ks & _BELOW, self, other)
     _n = LdexpBackward0()
@@ -9217,7 +10078,10 @@ class SelectScatterBackward0(_Node):
             grad_inputs[src_ix] = aten.select_int(grad, dim, index)
         return grad_inputs
 
+def _jvp_SelectScatterBackward0(self, src, dim, index, self_t, src_t, result):
+    return aten.select_scatter(self_t, src_t, dim, index)
 def _ag_select_scatter_default(ks, self, src, dim, index):
+    if _fw.on and _fw_dual(self, src): return _fw_run(('select_scatter', (0, 1), (), _jvp_SelectScatterBackward0, False, _ag_select_scatter_default, False, None, True, False), _ag_select_scatter_default, ks, self, src, dim, index)
     if not (_gm.enabled and (self._rg or src._rg)):
         return aten._op_select_scatter.redispatch(ks & _BELOW, self, src, dim, index)
     _n = SelectScatterBackward0()
@@ -9247,7 +10111,10 @@ class SliceScatterBackward0(_Node):
             grad_inputs[src_ix] = aten.slice_Tensor(grad, dim, start, end, step)
         return grad_inputs
 
+def _jvp_SliceScatterBackward0(self, src, dim, start, end, step, self_t, src_t, result):
+    return aten.slice_scatter(self_t, src_t, dim, start, end, step)
 def _ag_slice_scatter_default(ks, self, src, dim, start, end, step):
+    if _fw.on and _fw_dual(self, src): return _fw_run(('slice_scatter', (0, 1), (), _jvp_SliceScatterBackward0, False, _ag_slice_scatter_default, False, None, True, False), _ag_slice_scatter_default, ks, self, src, dim, start, end, step)
     if not (_gm.enabled and (self._rg or src._rg)):
         return aten._op_slice_scatter.redispatch(ks & _BELOW, self, src, dim, start, end, step)
     _n = SliceScatterBackward0()
@@ -9278,7 +10145,10 @@ class DiagonalScatterBackward0(_Node):
             grad_inputs[src_ix] = aten.diagonal(grad, offset, dim1, dim2)
         return grad_inputs
 
+def _jvp_DiagonalScatterBackward0(self, src, offset, dim1, dim2, self_t, src_t, result):
+    return aten.diagonal_scatter(self_t, src_t, offset, dim1, dim2)
 def _ag_diagonal_scatter_default(ks, self, src, offset, dim1, dim2):
+    if _fw.on and _fw_dual(self, src): return _fw_run(('diagonal_scatter', (0, 1), (), _jvp_DiagonalScatterBackward0, False, _ag_diagonal_scatter_default, False, None, True, False), _ag_diagonal_scatter_default, ks, self, src, offset, dim1, dim2)
     if not (_gm.enabled and (self._rg or src._rg)):
         return aten._op_diagonal_scatter.redispatch(ks & _BELOW, self, src, offset, dim1, dim2)
     _n = DiagonalScatterBackward0()
@@ -9305,6 +10175,7 @@ class FractionalMaxPool2DBackward0(_Node):
         return grad_inputs
 
 def _ag_fractional_max_pool2d_default(ks, self, kernel_size, output_size, random_samples):
+    if _fw.on and _fw_dual(self): return _fw_run(('fractional_max_pool2d', (0,), (), None, False, _ag_fractional_max_pool2d_default, True, [True, False], False, False), _ag_fractional_max_pool2d_default, ks, self, kernel_size, output_size, random_samples)
     if _gm.enabled and (random_samples._rg):
         _check_no_requires_grad(random_samples, 'random_samples', 'fractional_max_pool2d')
     if not (_gm.enabled and (self._rg)):
@@ -9331,6 +10202,7 @@ class FractionalMaxPool3DBackward0(_Node):
         return grad_inputs
 
 def _ag_fractional_max_pool3d_default(ks, self, kernel_size, output_size, random_samples):
+    if _fw.on and _fw_dual(self): return _fw_run(('fractional_max_pool3d', (0,), (), None, False, _ag_fractional_max_pool3d_default, True, [True, False], False, False), _ag_fractional_max_pool3d_default, ks, self, kernel_size, output_size, random_samples)
     if _gm.enabled and (random_samples._rg):
         _check_no_requires_grad(random_samples, 'random_samples', 'fractional_max_pool3d')
     if not (_gm.enabled and (self._rg)):
@@ -9361,6 +10233,7 @@ class CholeskySolveBackward0(_Node):
         return grad_inputs
 
 def _ag_cholesky_solve_default(ks, self, input2, upper):
+    if _fw.on and _fw_dual(self, input2): return _fw_run(('cholesky_solve', (0, 1), (), None, False, _ag_cholesky_solve_default, False, None, False, False), _ag_cholesky_solve_default, ks, self, input2, upper)
     if not (_gm.enabled and (self._rg or input2._rg)):
         return aten._op_cholesky_solve.redispatch(ks & _BELOW, self, input2, upper)
     _n = CholeskySolveBackward0()
@@ -9386,7 +10259,10 @@ class CholeskyInverseBackward0(_Node):
             grad_inputs[self_ix] = cholesky_inverse_backward(grad, self, upper, result)
         return grad_inputs
 
+def _jvp_CholeskyInverseBackward0(self, upper, self_t, result):
+    return cholesky_inverse_jvp(self, self_t, upper, result)
 def _ag_cholesky_inverse_default(ks, self, upper):
+    if _fw.on and _fw_dual(self): return _fw_run(('cholesky_inverse', (0,), (), _jvp_CholeskyInverseBackward0, False, _ag_cholesky_inverse_default, False, None, True, False), _ag_cholesky_inverse_default, ks, self, upper)
     if not (_gm.enabled and (self._rg)):
         return aten._op_cholesky_inverse.redispatch(ks & _BELOW, self, upper)
     _n = CholeskyInverseBackward0()
@@ -9412,6 +10288,7 @@ class LinalgLuFactorExBackward0(_Node):
         return grad_inputs
 
 def _ag_linalg_lu_factor_ex_default(ks, A, pivot, check_errors):
+    if _fw.on and _fw_dual(A): return _fw_run(('linalg_lu_factor_ex', (0,), (), None, False, _ag_linalg_lu_factor_ex_default, True, [True, False, False], False, False), _ag_linalg_lu_factor_ex_default, ks, A, pivot, check_errors)
     if not (_gm.enabled and (A._rg)):
         return aten._op_linalg_lu_factor_ex.redispatch(ks & _BELOW, A, pivot, check_errors)
     _n = LinalgLuFactorExBackward0()
@@ -9435,6 +10312,7 @@ class LinalgLuBackward0(_Node):
         return grad_inputs
 
 def _ag_linalg_lu_default(ks, A, pivot):
+    if _fw.on and _fw_dual(A): return _fw_run(('linalg_lu', (0,), (), None, False, _ag_linalg_lu_default, True, [False, True, True], False, False), _ag_linalg_lu_default, ks, A, pivot)
     if not (_gm.enabled and (A._rg)):
         return aten._op_linalg_lu.redispatch(ks & _BELOW, A, pivot)
     _n = LinalgLuBackward0()
@@ -9457,6 +10335,7 @@ class LuUnpackBackward0(_Node):
         return grad_inputs
 
 def _ag_lu_unpack_default(ks, LU_data, LU_pivots, unpack_data, unpack_pivots):
+    if _fw.on and _fw_dual(LU_data): return _fw_run(('lu_unpack', (0,), (), None, False, _ag_lu_unpack_default, True, [False, True, True], False, False), _ag_lu_unpack_default, ks, LU_data, LU_pivots, unpack_data, unpack_pivots)
     if _gm.enabled and (LU_pivots._rg):
         _check_no_requires_grad(LU_pivots, 'LU_pivots', 'lu_unpack')
     if not (_gm.enabled and (LU_data._rg)):
@@ -9489,6 +10368,7 @@ class LinalgLuSolveBackward0(_Node):
         return grad_inputs
 
 def _ag_linalg_lu_solve_default(ks, LU, pivots, B, left, adjoint):
+    if _fw.on and _fw_dual(LU, B): return _fw_run(('linalg_lu_solve', (0, 2), (), None, False, _ag_linalg_lu_solve_default, False, None, False, False), _ag_linalg_lu_solve_default, ks, LU, pivots, B, left, adjoint)
     if _gm.enabled and (pivots._rg):
         _check_no_requires_grad(pivots, 'pivots', 'linalg_lu_solve')
     if not (_gm.enabled and (LU._rg or B._rg)):
@@ -9518,6 +10398,7 @@ class LinalgInvExBackward0(_Node):
         return grad_inputs
 
 def _ag_linalg_inv_ex_default(ks, A, check_errors):
+    if _fw.on and _fw_dual(A): return _fw_run(('linalg_inv_ex', (0,), (), None, False, _ag_linalg_inv_ex_default, True, [True, False], False, False), _ag_linalg_inv_ex_default, ks, A, check_errors)
     if not (_gm.enabled and (A._rg)):
         return aten._op_linalg_inv_ex.redispatch(ks & _BELOW, A, check_errors)
     _n = LinalgInvExBackward0()
@@ -9539,7 +10420,10 @@ class LinalgCholeskyExBackward0(_Node):
             grad_inputs[self_ix] = cholesky_backward(grad, result[0], upper)
         return grad_inputs
 
+def _jvp_LinalgCholeskyExBackward0(self, upper, check_errors, self_t, result):
+    return cholesky_jvp(self_t, result[0], upper), None
 def _ag_linalg_cholesky_ex_default(ks, self, upper, check_errors):
+    if _fw.on and _fw_dual(self): return _fw_run(('linalg_cholesky_ex', (0,), (), _jvp_LinalgCholeskyExBackward0, False, _ag_linalg_cholesky_ex_default, True, [True, False], True, False), _ag_linalg_cholesky_ex_default, ks, self, upper, check_errors)
     if not (_gm.enabled and (self._rg)):
         return aten._op_linalg_cholesky_ex.redispatch(ks & _BELOW, self, upper, check_errors)
     _n = LinalgCholeskyExBackward0()
@@ -9562,7 +10446,10 @@ class CholeskyBackward0(_Node):
             grad_inputs[self_ix] = cholesky_backward(grad, result, upper)
         return grad_inputs
 
+def _jvp_CholeskyBackward0(self, upper, self_t, result):
+    return cholesky_jvp(self_t, result, upper)
 def _ag_cholesky_default(ks, self, upper):
+    if _fw.on and _fw_dual(self): return _fw_run(('cholesky', (0,), (), _jvp_CholeskyBackward0, False, _ag_cholesky_default, False, None, True, False), _ag_cholesky_default, ks, self, upper)
     if not (_gm.enabled and (self._rg)):
         return aten._op_cholesky.redispatch(ks & _BELOW, self, upper)
     _n = CholeskyBackward0()
@@ -9585,6 +10472,7 @@ class LinalgMatrixExpBackward0(_Node):
         return grad_inputs
 
 def _ag_linalg_matrix_exp_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('linalg_matrix_exp', (0,), (), None, False, _ag_linalg_matrix_exp_default, False, None, False, False), _ag_linalg_matrix_exp_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_linalg_matrix_exp.redispatch(ks & _BELOW, self)
     _n = LinalgMatrixExpBackward0()
@@ -9608,6 +10496,7 @@ class LinalgEigBackward0(_Node):
         return grad_inputs
 
 def _ag_linalg_eig_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('linalg_eig', (0,), (), None, False, _ag_linalg_eig_default, True, None, False, False), _ag_linalg_eig_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_linalg_eig.redispatch(ks & _BELOW, self)
     _n = LinalgEigBackward0()
@@ -9630,6 +10519,7 @@ class GeqrfBackward0(_Node):
         return grad_inputs
 
 def _ag_geqrf_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('geqrf', (0,), (), None, False, _ag_geqrf_default, True, None, False, False), _ag_geqrf_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_geqrf.redispatch(ks & _BELOW, self)
     _n = GeqrfBackward0()
@@ -9657,6 +10547,7 @@ class LinalgHouseholderProductBackward0(_Node):
         return grad_inputs
 
 def _ag_linalg_householder_product_default(ks, input, tau):
+    if _fw.on and _fw_dual(input, tau): return _fw_run(('linalg_householder_product', (0, 1), (), None, False, _ag_linalg_householder_product_default, False, None, False, False), _ag_linalg_householder_product_default, ks, input, tau)
     if not (_gm.enabled and (input._rg or tau._rg)):
         return aten._op_linalg_householder_product.redispatch(ks & _BELOW, input, tau)
     _n = LinalgHouseholderProductBackward0()
@@ -9694,6 +10585,7 @@ class OrmqrBackward0(_Node):
         return grad_inputs
 
 def _ag_ormqr_default(ks, self, input2, input3, left, transpose):
+    if _fw.on and _fw_dual(self, input2, input3): return _fw_run(('ormqr', (0, 1, 2), (), None, False, _ag_ormqr_default, False, None, False, False), _ag_ormqr_default, ks, self, input2, input3, left, transpose)
     if not (_gm.enabled and (self._rg or input2._rg or input3._rg)):
         return aten._op_ormqr.redispatch(ks & _BELOW, self, input2, input3, left, transpose)
     _n = OrmqrBackward0()
@@ -9723,6 +10615,7 @@ class AliasCopyBackward0(_Node):
 AliasCopyBackward0.__name__ = AliasCopyBackward0.__qualname__ = 'AliasBackward0_copy'
 
 def _ag_alias_copy_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('alias_copy', (0,), (), None, False, _ag_alias_copy_default, False, None, False, False), _ag_alias_copy_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_alias_copy.redispatch(ks & _BELOW, self)
     _n = AliasCopyBackward0()
@@ -9747,6 +10640,7 @@ class AsStridedCopyBackward0(_Node):
 AsStridedCopyBackward0.__name__ = AsStridedCopyBackward0.__qualname__ = 'AsStridedBackward0_copy'
 
 def _ag_as_strided_copy_default(ks, self, size, stride, storage_offset):
+    if _fw.on and _fw_dual(self): return _fw_run(('as_strided_copy', (0,), (), None, False, _ag_as_strided_copy_default, False, None, False, False), _ag_as_strided_copy_default, ks, self, size, stride, storage_offset)
     if not (_gm.enabled and (self._rg)):
         return aten._op_as_strided_copy.redispatch(ks & _BELOW, self, size, stride, storage_offset)
     _n = AsStridedCopyBackward0()
@@ -9775,6 +10669,7 @@ class DiagonalCopyBackward0(_Node):
 DiagonalCopyBackward0.__name__ = DiagonalCopyBackward0.__qualname__ = 'DiagonalBackward0_copy'
 
 def _ag_diagonal_copy_default(ks, self, offset, dim1, dim2):
+    if _fw.on and _fw_dual(self): return _fw_run(('diagonal_copy', (0,), (), None, False, _ag_diagonal_copy_default, False, None, False, False), _ag_diagonal_copy_default, ks, self, offset, dim1, dim2)
     if not (_gm.enabled and (self._rg)):
         return aten._op_diagonal_copy.redispatch(ks & _BELOW, self, offset, dim1, dim2)
     _n = DiagonalCopyBackward0()
@@ -9800,6 +10695,7 @@ class ExpandCopyBackward0(_Node):
 ExpandCopyBackward0.__name__ = ExpandCopyBackward0.__qualname__ = 'ExpandBackward0_copy'
 
 def _ag_expand_copy_default(ks, self, size, implicit):
+    if _fw.on and _fw_dual(self): return _fw_run(('expand_copy', (0,), (), None, False, _ag_expand_copy_default, False, None, False, False), _ag_expand_copy_default, ks, self, size, implicit)
     if not (_gm.enabled and (self._rg)):
         return aten._op_expand_copy.redispatch(ks & _BELOW, self, size, implicit)
     _n = ExpandCopyBackward0()
@@ -9824,6 +10720,7 @@ class NarrowCopyBackward0(_Node):
         return grad_inputs
 
 def _ag_narrow_copy_default(ks, self, dim, start, length):
+    if _fw.on and _fw_dual(self): return _fw_run(('narrow_copy', (0,), (), None, False, _ag_narrow_copy_default, False, None, False, False), _ag_narrow_copy_default, ks, self, dim, start, length)
     if not (_gm.enabled and (self._rg)):
         return aten._op_narrow_copy.redispatch(ks & _BELOW, self, dim, start, length)
     _n = NarrowCopyBackward0()
@@ -9849,6 +10746,7 @@ class PermuteCopyBackward0(_Node):
 PermuteCopyBackward0.__name__ = PermuteCopyBackward0.__qualname__ = 'PermuteBackward0_copy'
 
 def _ag_permute_copy_default(ks, self, dims):
+    if _fw.on and _fw_dual(self): return _fw_run(('permute_copy', (0,), (), None, False, _ag_permute_copy_default, False, None, False, False), _ag_permute_copy_default, ks, self, dims)
     if not (_gm.enabled and (self._rg)):
         return aten._op_permute_copy.redispatch(ks & _BELOW, self, dims)
     _n = PermuteCopyBackward0()
@@ -9873,6 +10771,7 @@ class SelectCopyBackward0(_Node):
 SelectCopyBackward0.__name__ = SelectCopyBackward0.__qualname__ = 'SelectBackward0_copy'
 
 def _ag_select_copy_int(ks, self, dim, index):
+    if _fw.on and _fw_dual(self): return _fw_run(('select_copy.int', (0,), (), None, False, _ag_select_copy_int, False, None, False, False), _ag_select_copy_int, ks, self, dim, index)
     if not (_gm.enabled and (self._rg)):
         return aten._op_select_copy_int.redispatch(ks & _BELOW, self, dim, index)
     _n = SelectCopyBackward0()
@@ -9901,6 +10800,7 @@ class SliceCopyBackward0(_Node):
 SliceCopyBackward0.__name__ = SliceCopyBackward0.__qualname__ = 'SliceBackward0_copy'
 
 def _ag_slice_copy_Tensor(ks, self, dim, start, end, step):
+    if _fw.on and _fw_dual(self): return _fw_run(('slice_copy.Tensor', (0,), (), None, False, _ag_slice_copy_Tensor, False, None, False, False), _ag_slice_copy_Tensor, ks, self, dim, start, end, step)
     if not (_gm.enabled and (self._rg)):
         return aten._op_slice_copy_Tensor.redispatch(ks & _BELOW, self, dim, start, end, step)
     _n = SliceCopyBackward0()
@@ -9930,6 +10830,7 @@ class SplitCopyBackward0(_Node):
 SplitCopyBackward0.__name__ = SplitCopyBackward0.__qualname__ = 'SplitBackward0_copy'
 
 def _ag_split_copy_Tensor(ks, self, split_size, dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('split_copy.Tensor', (0,), (), None, False, _ag_split_copy_Tensor, True, None, False, False), _ag_split_copy_Tensor, ks, self, split_size, dim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_split_copy_Tensor.redispatch(ks & _BELOW, self, split_size, dim)
     _n = SplitCopyBackward0()
@@ -9958,6 +10859,7 @@ class SplitWithSizesCopyBackward0(_Node):
 SplitWithSizesCopyBackward0.__name__ = SplitWithSizesCopyBackward0.__qualname__ = 'SplitWithSizesBackward0_copy'
 
 def _ag_split_with_sizes_copy_default(ks, self, split_sizes, dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('split_with_sizes_copy', (0,), (), None, False, _ag_split_with_sizes_copy_default, True, None, False, False), _ag_split_with_sizes_copy_default, ks, self, split_sizes, dim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_split_with_sizes_copy.redispatch(ks & _BELOW, self, split_sizes, dim)
     _n = SplitWithSizesCopyBackward0()
@@ -9983,6 +10885,7 @@ class SqueezeCopyBackward0(_Node):
 SqueezeCopyBackward0.__name__ = SqueezeCopyBackward0.__qualname__ = 'SqueezeBackward0_copy'
 
 def _ag_squeeze_copy_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('squeeze_copy', (0,), (), None, False, _ag_squeeze_copy_default, False, None, False, False), _ag_squeeze_copy_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_squeeze_copy.redispatch(ks & _BELOW, self)
     _n = SqueezeCopyBackward0()
@@ -10005,6 +10908,7 @@ class SqueezeCopyBackward1(_Node):
 SqueezeCopyBackward1.__name__ = SqueezeCopyBackward1.__qualname__ = 'SqueezeBackward1_copy'
 
 def _ag_squeeze_copy_dim(ks, self, dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('squeeze_copy.dim', (0,), (), None, False, _ag_squeeze_copy_dim, False, None, False, False), _ag_squeeze_copy_dim, ks, self, dim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_squeeze_copy_dim.redispatch(ks & _BELOW, self, dim)
     _n = SqueezeCopyBackward1()
@@ -10027,6 +10931,7 @@ class SqueezeCopyBackward2(_Node):
 SqueezeCopyBackward2.__name__ = SqueezeCopyBackward2.__qualname__ = 'SqueezeBackward2_copy'
 
 def _ag_squeeze_copy_dims(ks, self, dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('squeeze_copy.dims', (0,), (), None, False, _ag_squeeze_copy_dims, False, None, False, False), _ag_squeeze_copy_dims, ks, self, dim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_squeeze_copy_dims.redispatch(ks & _BELOW, self, dim)
     _n = SqueezeCopyBackward2()
@@ -10048,6 +10953,7 @@ class TCopyBackward0(_Node):
 TCopyBackward0.__name__ = TCopyBackward0.__qualname__ = 'TBackward0_copy'
 
 def _ag_t_copy_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('t_copy', (0,), (), None, False, _ag_t_copy_default, False, None, False, False), _ag_t_copy_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_t_copy.redispatch(ks & _BELOW, self)
     _n = TCopyBackward0()
@@ -10070,6 +10976,7 @@ class TransposeCopyBackward0(_Node):
 TransposeCopyBackward0.__name__ = TransposeCopyBackward0.__qualname__ = 'TransposeBackward0_copy'
 
 def _ag_transpose_copy_int(ks, self, dim0, dim1):
+    if _fw.on and _fw_dual(self): return _fw_run(('transpose_copy.int', (0,), (), None, False, _ag_transpose_copy_int, False, None, False, False), _ag_transpose_copy_int, ks, self, dim0, dim1)
     if not (_gm.enabled and (self._rg)):
         return aten._op_transpose_copy_int.redispatch(ks & _BELOW, self, dim0, dim1)
     _n = TransposeCopyBackward0()
@@ -10095,6 +11002,7 @@ class UnbindCopyBackward0(_Node):
 UnbindCopyBackward0.__name__ = UnbindCopyBackward0.__qualname__ = 'UnbindBackward0_copy'
 
 def _ag_unbind_copy_int(ks, self, dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('unbind_copy.int', (0,), (), None, False, _ag_unbind_copy_int, True, None, False, False), _ag_unbind_copy_int, ks, self, dim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_unbind_copy_int.redispatch(ks & _BELOW, self, dim)
     _n = UnbindCopyBackward0()
@@ -10120,6 +11028,7 @@ class UnfoldBackwardBackward0(_Node):
         return grad_inputs
 
 def _ag_unfold_backward_default(ks, grad_in, input_sizes, dim, size, step):
+    if _fw.on and _fw_dual(grad_in): return _fw_run(('unfold_backward', (0,), (), None, False, _ag_unfold_backward_default, False, None, False, False), _ag_unfold_backward_default, ks, grad_in, input_sizes, dim, size, step)
     if not (_gm.enabled and (grad_in._rg)):
         return aten._op_unfold_backward.redispatch(ks & _BELOW, grad_in, input_sizes, dim, size, step)
     _n = UnfoldBackwardBackward0()
@@ -10147,6 +11056,7 @@ class UnfoldCopyBackward0(_Node):
 UnfoldCopyBackward0.__name__ = UnfoldCopyBackward0.__qualname__ = 'UnfoldBackward0_copy'
 
 def _ag_unfold_copy_default(ks, self, dimension, size, step):
+    if _fw.on and _fw_dual(self): return _fw_run(('unfold_copy', (0,), (), None, False, _ag_unfold_copy_default, False, None, False, False), _ag_unfold_copy_default, ks, self, dimension, size, step)
     if not (_gm.enabled and (self._rg)):
         return aten._op_unfold_copy.redispatch(ks & _BELOW, self, dimension, size, step)
     _n = UnfoldCopyBackward0()
@@ -10172,6 +11082,7 @@ class UnsqueezeCopyBackward0(_Node):
 UnsqueezeCopyBackward0.__name__ = UnsqueezeCopyBackward0.__qualname__ = 'UnsqueezeBackward0_copy'
 
 def _ag_unsqueeze_copy_default(ks, self, dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('unsqueeze_copy', (0,), (), None, False, _ag_unsqueeze_copy_default, False, None, False, False), _ag_unsqueeze_copy_default, ks, self, dim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_unsqueeze_copy.redispatch(ks & _BELOW, self, dim)
     _n = UnsqueezeCopyBackward0()
@@ -10194,6 +11105,7 @@ class ViewCopyBackward0(_Node):
 ViewCopyBackward0.__name__ = ViewCopyBackward0.__qualname__ = 'ViewBackward0_copy'
 
 def _ag_view_copy_default(ks, self, size):
+    if _fw.on and _fw_dual(self): return _fw_run(('view_copy', (0,), (), None, False, _ag_view_copy_default, False, None, False, False), _ag_view_copy_default, ks, self, size)
     if not (_gm.enabled and (self._rg)):
         return aten._op_view_copy.redispatch(ks & _BELOW, self, size)
     _n = ViewCopyBackward0()
@@ -10218,6 +11130,7 @@ class UnsafeSplitBackward0(_Node):
         return grad_inputs
 
 def _ag_unsafe_split_Tensor(ks, self, split_size, dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('unsafe_split.Tensor', (0,), (), None, False, _ag_unsafe_split_Tensor, True, None, False, False), _ag_unsafe_split_Tensor, ks, self, split_size, dim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_unsafe_split_Tensor.redispatch(ks & _BELOW, self, split_size, dim)
     _n = UnsafeSplitBackward0()
@@ -10245,6 +11158,7 @@ class UnsafeSplitWithSizesBackward0(_Node):
         return grad_inputs
 
 def _ag_unsafe_split_with_sizes_default(ks, self, split_sizes, dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('unsafe_split_with_sizes', (0,), (), None, False, _ag_unsafe_split_with_sizes_default, True, None, False, False), _ag_unsafe_split_with_sizes_default, ks, self, split_sizes, dim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_unsafe_split_with_sizes.redispatch(ks & _BELOW, self, split_sizes, dim)
     _n = UnsafeSplitWithSizesBackward0()
@@ -10272,6 +11186,7 @@ class RenormBackward0(_Node):
         return grad_inputs
 
 def _ag_renorm_default(ks, self, p, dim, maxnorm):
+    if _fw.on and _fw_dual(self): return _fw_run(('renorm', (0,), (), None, False, _ag_renorm_default, False, None, False, False), _ag_renorm_default, ks, self, p, dim, maxnorm)
     if not (_gm.enabled and (self._rg)):
         return aten._op_renorm.redispatch(ks & _BELOW, self, p, dim, maxnorm)
     _n = RenormBackward0()
@@ -10297,7 +11212,11 @@ class SpecialErfcxBackward0(_Node):
             grad_inputs[self_ix] = (2.0 * self * result - 1.1283791670955126) * grad
         return grad_inputs
 
+def _jvp_SpecialErfcxBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj((2.0 * self * result - 1.1283791670955126) * grad)
 def _ag_special_erfcx_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('special_erfcx', (0,), (), _jvp_SpecialErfcxBackward0, False, _ag_special_erfcx_default, False, None, False, False), _ag_special_erfcx_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_special_erfcx.redispatch(ks & _BELOW, self)
     _n = SpecialErfcxBackward0()
@@ -10321,7 +11240,11 @@ class SpecialLogNdtrBackward0(_Node):
             grad_inputs[self_ix] = grad / 2.5066282746310002 * aten.exp(-(self * self) * 0.5 - result)
         return grad_inputs
 
+def _jvp_SpecialLogNdtrBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad / 2.5066282746310002 * aten.exp(-(self * self) * 0.5 - result))
 def _ag_special_log_ndtr_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('special_log_ndtr', (0,), (), _jvp_SpecialLogNdtrBackward0, False, _ag_special_log_ndtr_default, False, None, False, False), _ag_special_log_ndtr_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_special_log_ndtr.redispatch(ks & _BELOW, self)
     _n = SpecialLogNdtrBackward0()
@@ -10344,7 +11267,11 @@ class SpecialNdtriBackward0(_Node):
             grad_inputs[self_ix] = grad * 2.5066282746310002 * aten.exp(result * result * 0.5)
         return grad_inputs
 
+def _jvp_SpecialNdtriBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad * 2.5066282746310002 * aten.exp(result * result * 0.5))
 def _ag_special_ndtri_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('special_ndtri', (0,), (), _jvp_SpecialNdtriBackward0, False, _ag_special_ndtri_default, False, None, False, False), _ag_special_ndtri_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_special_ndtri.redispatch(ks & _BELOW, self)
     _n = SpecialNdtriBackward0()
@@ -10369,6 +11296,7 @@ class SpecialZetaBackward0(_Node):
         return grad_inputs
 
 def _ag_special_zeta_default(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('special_zeta', (0, 1), (), None, False, _ag_special_zeta_default, False, None, False, False), _ag_special_zeta_default, ks, self, other)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_special_zeta.redispatch(ks & _BELOW, self, other)
     _n = SpecialZetaBackward0()
@@ -10393,7 +11321,11 @@ class SpecialZetaBackward1(_Node):
             grad_inputs[other_ix] = grad * -self * aten.special_zeta_self_scalar(self + 1.0, other)
         return grad_inputs
 
+def _jvp_SpecialZetaBackward1(self, other, other_t, result):
+    grad = resolved_conj(other_t)
+    return resolved_conj(grad * -self * aten.special_zeta_self_scalar(self + 1.0, other))
 def _ag_special_zeta_self_scalar(ks, self, other):
+    if _fw.on and _fw_dual(other): return _fw_run(('special_zeta.self_scalar', (1,), (), _jvp_SpecialZetaBackward1, False, _ag_special_zeta_self_scalar, False, None, False, False), _ag_special_zeta_self_scalar, ks, self, other)
     if not (_gm.enabled and (other._rg)):
         return aten._op_special_zeta_self_scalar.redispatch(ks & _BELOW, self, other)
     _n = SpecialZetaBackward1()
@@ -10416,6 +11348,7 @@ class SpecialZetaBackward2(_Node):
         return grad_inputs
 
 def _ag_special_zeta_other_scalar(ks, self, other):
+    if _fw.on and _fw_dual(self): return _fw_run(('special_zeta.other_scalar', (0,), (), None, False, _ag_special_zeta_other_scalar, False, None, False, False), _ag_special_zeta_other_scalar, ks, self, other)
     if not (_gm.enabled and (self._rg)):
         return aten._op_special_zeta_other_scalar.redispatch(ks & _BELOW, self, other)
     _n = SpecialZetaBackward2()
@@ -10435,7 +11368,11 @@ class SpecialEntrBackward0(_Node):
             grad_inputs[self_ix] = grad * -(1 + self.log())
         return grad_inputs
 
+def _jvp_SpecialEntrBackward0(self, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(grad * -(1 + self.log()))
 def _ag_special_entr_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('special_entr', (0,), (), _jvp_SpecialEntrBackward0, False, _ag_special_entr_default, False, None, False, False), _ag_special_entr_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_special_entr.redispatch(ks & _BELOW, self)
     _n = SpecialEntrBackward0()
@@ -10463,6 +11400,7 @@ class SpecialXlog1PyBackward0(_Node):
         return grad_inputs
 
 def _ag_special_xlog1py_default(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('special_xlog1py', (0, 1), (), None, False, _ag_special_xlog1py_default, False, None, False, False), _ag_special_xlog1py_default, ks, self, other)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_special_xlog1py.redispatch(ks & _BELOW, self, other)
     _n = SpecialXlog1PyBackward0()
@@ -10487,7 +11425,11 @@ class MvlgammaBackward0(_Node):
             grad_inputs[self_ix] = mvlgamma_backward(grad, self, p)
         return grad_inputs
 
+def _jvp_MvlgammaBackward0(self, p, self_t, result):
+    grad = resolved_conj(self_t)
+    return resolved_conj(mvlgamma_backward(grad, self, p))
 def _ag_mvlgamma_default(ks, self, p):
+    if _fw.on and _fw_dual(self): return _fw_run(('mvlgamma', (0,), (), _jvp_MvlgammaBackward0, False, _ag_mvlgamma_default, False, None, False, False), _ag_mvlgamma_default, ks, self, p)
     if not (_gm.enabled and (self._rg)):
         return aten._op_mvlgamma.redispatch(ks & _BELOW, self, p)
     _n = MvlgammaBackward0()
@@ -10519,6 +11461,7 @@ class DistBackward0(_Node):
         return grad_inputs
 
 def _ag_dist_default(ks, self, other, p):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('dist', (0, 1), (), None, False, _ag_dist_default, False, None, False, False), _ag_dist_default, ks, self, other, p)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_dist.redispatch(ks & _BELOW, self, other, p)
     _n = DistBackward0()
@@ -10551,7 +11494,10 @@ class AddrBackward0(_Node):
             grad_inputs[vec2_ix] = grad.t().mv(vec1.conj()) * alpha.conjugate()
         return grad_inputs
 
+def _jvp_AddrBackward0(self, vec1, vec2, beta, alpha, self_t, vec1_t, vec2_t, result):
+    return maybe_multiply(self_t, beta) + maybe_multiply(aten.ger(vec1_t, vec2) + aten.ger(vec1, vec2_t), alpha)
 def _ag_addr_default(ks, self, vec1, vec2, beta, alpha):
+    if _fw.on and _fw_dual(self, vec1, vec2): return _fw_run(('addr', (0, 1, 2), (), _jvp_AddrBackward0, False, _ag_addr_default, False, None, True, False), _ag_addr_default, ks, self, vec1, vec2, beta, alpha)
     if not (_gm.enabled and (self._rg or vec1._rg or vec2._rg)):
         return aten._op_addr.redispatch(ks & _BELOW, self, vec1, vec2, beta, alpha)
     _n = AddrBackward0()
@@ -10579,6 +11525,7 @@ class NanmedianBackward0(_Node):
         return grad_inputs
 
 def _ag_nanmedian_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('nanmedian', (0,), (), None, False, _ag_nanmedian_default, False, None, False, False), _ag_nanmedian_default, ks, self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_nanmedian.redispatch(ks & _BELOW, self)
     _n = NanmedianBackward0()
@@ -10604,7 +11551,10 @@ class NanmedianBackward1(_Node):
             grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, keepdim)
         return grad_inputs
 
+def _jvp_NanmedianBackward1(self, dim, keepdim, self_t, result):
+    return selected_tangent(self_t, dim, result[1], keepdim), None
 def _ag_nanmedian_dim(ks, self, dim, keepdim):
+    if _fw.on and _fw_dual(self): return _fw_run(('nanmedian.dim', (0,), (), _jvp_NanmedianBackward1, False, _ag_nanmedian_dim, True, [True, False], True, False), _ag_nanmedian_dim, ks, self, dim, keepdim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_nanmedian_dim.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = NanmedianBackward1()
@@ -10628,6 +11578,7 @@ class UniqueConsecutiveBackward0(_Node):
         return grad_inputs
 
 def _ag_unique_consecutive_default(ks, self, return_inverse, return_counts, dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('unique_consecutive', (0,), (), None, False, _ag_unique_consecutive_default, True, [True, False, False], False, False), _ag_unique_consecutive_default, ks, self, return_inverse, return_counts, dim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_unique_consecutive.redispatch(ks & _BELOW, self, return_inverse, return_counts, dim)
     _n = UniqueConsecutiveBackward0()
@@ -10654,6 +11605,7 @@ class PutBackward0(_Node):
         return grad_inputs
 
 def _ag_put_default(ks, self, index, source, accumulate):
+    if _fw.on and _fw_dual(self, source): return _fw_run(('put', (0, 2), (), None, False, _ag_put_default, False, None, False, False), _ag_put_default, ks, self, index, source, accumulate)
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'put')
     if not (_gm.enabled and (self._rg or source._rg)):
@@ -10692,6 +11644,7 @@ class IndexReduceBackward0(_Node):
         return grad_inputs
 
 def _ag_index_reduce_default(ks, self, dim, index, source, reduce, include_self):
+    if _fw.on and _fw_dual(self, source): return _fw_run(('index_reduce', (0, 3), (), None, False, _ag_index_reduce_default, False, None, False, False), _ag_index_reduce_default, ks, self, dim, index, source, reduce, include_self)
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'index_reduce')
     if not (_gm.enabled and (self._rg or source._rg)):
@@ -10729,6 +11682,7 @@ class AsStridedScatterBackward0(_Node):
         return grad_inputs
 
 def _ag_as_strided_scatter_default(ks, self, src, size, stride, storage_offset):
+    if _fw.on and _fw_dual(self, src): return _fw_run(('as_strided_scatter', (0, 1), (), None, False, _ag_as_strided_scatter_default, False, None, False, False), _ag_as_strided_scatter_default, ks, self, src, size, stride, storage_offset)
     if not (_gm.enabled and (self._rg or src._rg)):
         return aten._op_as_strided_scatter.redispatch(ks & _BELOW, self, src, size, stride, storage_offset)
     _n = AsStridedScatterBackward0()
@@ -10751,7 +11705,10 @@ class FillBackward2(_Node):
             grad_inputs[self_ix] = aten.zeros_like(grad)
         return grad_inputs
 
+def _jvp_FillBackward2(self, value, self_t, result):
+    return aten.zeros_like(result)
 def _ag_fill_Scalar(ks, self, value):
+    if _fw.on and _fw_dual(self): return _fw_run(('fill.Scalar', (0,), (), _jvp_FillBackward2, False, _ag_fill_Scalar, False, None, True, False), _ag_fill_Scalar, ks, self, value)
     if not (_gm.enabled and (self._rg)):
         return aten._op_fill_Scalar.redispatch(ks & _BELOW, self, value)
     _n = FillBackward2()
@@ -10772,7 +11729,10 @@ class FillBackward3(_Node):
             grad_inputs[value_ix] = grad.sum()
         return grad_inputs
 
+def _jvp_FillBackward3(self, value, self_t, value_t, result):
+    return value_t.expand(result.shape)
 def _ag_fill_Tensor(ks, self, value):
+    if _fw.on and _fw_dual(self, value): return _fw_run(('fill.Tensor', (0, 1), (), _jvp_FillBackward3, False, _ag_fill_Tensor, False, None, True, False), _ag_fill_Tensor, ks, self, value)
     if not (_gm.enabled and (self._rg or value._rg)):
         return aten._op_fill_Tensor.redispatch(ks & _BELOW, self, value)
     _n = FillBackward3()
@@ -10802,7 +11762,10 @@ class TriangularSolveBackward0(_Node):
                 grad_inputs[A_ix] = _gs[1]
         return grad_inputs
 
+def _jvp_TriangularSolveBackward0(self, A, upper, transpose, unitriangular, self_t, A_t, result):
+    return triangular_solve_jvp(self_t, A, A_t, result[0], upper, transpose, unitriangular)
 def _ag_triangular_solve_default(ks, self, A, upper, transpose, unitriangular):
+    if _fw.on and _fw_dual(self, A): return _fw_run(('triangular_solve', (0, 1), (), _jvp_TriangularSolveBackward0, False, _ag_triangular_solve_default, True, None, True, False), _ag_triangular_solve_default, ks, self, A, upper, transpose, unitriangular)
     if not (_gm.enabled and (self._rg or A._rg)):
         return aten._op_triangular_solve.redispatch(ks & _BELOW, self, A, upper, transpose, unitriangular)
     _n = TriangularSolveBackward0()
@@ -10840,7 +11803,10 @@ class ConvTbcBackward0(_Node):
                 grad_inputs[bias_ix] = _gs[2]
         return grad_inputs
 
+def _jvp_ConvTbcBackward0(self, weight, bias, pad, self_t, weight_t, bias_t, result):
+    return aten.conv_tbc(self_t, weight, bias_t, pad) + aten.conv_tbc(self, weight_t, aten.zeros_like(bias), pad)
 def _ag_conv_tbc_default(ks, self, weight, bias, pad):
+    if _fw.on and _fw_dual(self, weight, bias): return _fw_run(('conv_tbc', (0, 1, 2), (), _jvp_ConvTbcBackward0, False, _ag_conv_tbc_default, False, None, True, False), _ag_conv_tbc_default, ks, self, weight, bias, pad)
     if not (_gm.enabled and (self._rg or weight._rg or bias._rg)):
         return aten._op_conv_tbc.redispatch(ks & _BELOW, self, weight, bias, pad)
     _n = ConvTbcBackward0()
@@ -10868,6 +11834,7 @@ class FakeQuantizePerTensorAffineCachemaskBackward0(_Node):
         return grad_inputs
 
 def _ag_fake_quantize_per_tensor_affine_cachemask_default(ks, self, scale, zero_point, quant_min, quant_max):
+    if _fw.on and _fw_dual(self): return _fw_run(('fake_quantize_per_tensor_affine_cachemask', (0,), (), None, False, _ag_fake_quantize_per_tensor_affine_cachemask_default, True, [True, False], False, False), _ag_fake_quantize_per_tensor_affine_cachemask_default, ks, self, scale, zero_point, quant_min, quant_max)
     if not (_gm.enabled and (self._rg)):
         return aten._op_fake_quantize_per_tensor_affine_cachemask.redispatch(ks & _BELOW, self, scale, zero_point, quant_min, quant_max)
     _n = FakeQuantizePerTensorAffineCachemaskBackward0()
@@ -10889,6 +11856,7 @@ class FakeQuantizePerTensorAffineCachemaskTensorQparamsBackward0(_Node):
         return grad_inputs
 
 def _ag__fake_quantize_per_tensor_affine_cachemask_tensor_qparams_default(ks, self, scale, zero_point, fake_quant_enabled, quant_min, quant_max):
+    if _fw.on and _fw_dual(self): return _fw_run(('_fake_quantize_per_tensor_affine_cachemask_tensor_qparams', (0,), (), None, False, _ag__fake_quantize_per_tensor_affine_cachemask_tensor_qparams_default, True, [True, False], False, False), _ag__fake_quantize_per_tensor_affine_cachemask_tensor_qparams_default, ks, self, scale, zero_point, fake_quant_enabled, quant_min, quant_max)
     if _gm.enabled and (scale._rg or zero_point._rg or fake_quant_enabled._rg):
         _check_no_requires_grad(scale, 'scale', '_fake_quantize_per_tensor_affine_cachemask_tensor_qparams')
         _check_no_requires_grad(zero_point, 'zero_point', '_fake_quantize_per_tensor_affine_cachemask_tensor_qparams')
@@ -10914,6 +11882,7 @@ class FakeQuantizePerChannelAffineCachemaskBackward0(_Node):
         return grad_inputs
 
 def _ag_fake_quantize_per_channel_affine_cachemask_default(ks, self, scale, zero_point, axis, quant_min, quant_max):
+    if _fw.on and _fw_dual(self): return _fw_run(('fake_quantize_per_channel_affine_cachemask', (0,), (), None, False, _ag_fake_quantize_per_channel_affine_cachemask_default, True, [True, False], False, False), _ag_fake_quantize_per_channel_affine_cachemask_default, ks, self, scale, zero_point, axis, quant_min, quant_max)
     if _gm.enabled and (scale._rg or zero_point._rg):
         _check_no_requires_grad(scale, 'scale', 'fake_quantize_per_channel_affine_cachemask')
         _check_no_requires_grad(zero_point, 'zero_point', 'fake_quantize_per_channel_affine_cachemask')
@@ -10926,7 +11895,11 @@ def _ag_fake_quantize_per_channel_affine_cachemask_default(ks, self, scale, zero
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
+def _jvp_ag_add_Scalar(self, other, alpha, self_t, result):
+    other = _scalar_to_tensor(other, self)
+    return _jvp_AddBackward0(self, other, alpha, self_t, _scalar_to_tensor(0, self), result)
 def _ag_add_Scalar(ks, self, other, alpha):
+    if _fw.on and _fw_dual(self): return _fw_run(('add.Scalar', (0,), (), _jvp_ag_add_Scalar, False, _ag_add_Scalar, False, None, False, False), _ag_add_Scalar, ks, self, other, alpha)
     if not (_gm.enabled and (self._rg)):
         return aten._op_add_Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _num_other, other = other, None  # (no edge, nothing saved)
@@ -10937,7 +11910,11 @@ def _ag_add_Scalar(ks, self, other, alpha):
     _set_history(_n, (result,))
     return result
 
+def _jvp_ag_sub_Scalar(self, other, alpha, self_t, result):
+    other = _scalar_to_tensor(other, self)
+    return _jvp_SubBackward0(self, other, alpha, self_t, _scalar_to_tensor(0, self), result)
 def _ag_sub_Scalar(ks, self, other, alpha):
+    if _fw.on and _fw_dual(self): return _fw_run(('sub.Scalar', (0,), (), _jvp_ag_sub_Scalar, False, _ag_sub_Scalar, False, None, False, False), _ag_sub_Scalar, ks, self, other, alpha)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sub_Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _num_other, other = other, None  # (no edge, nothing saved)
@@ -10948,7 +11925,11 @@ def _ag_sub_Scalar(ks, self, other, alpha):
     _set_history(_n, (result,))
     return result
 
+def _jvp_ag_mul_Scalar(self, other, self_t, result):
+    other = _scalar_to_tensor(other, self)
+    return _jvp_MulBackward0(self, other, self_t, _scalar_to_tensor(0, self), result)
 def _ag_mul_Scalar(ks, self, other):
+    if _fw.on and _fw_dual(self): return _fw_run(('mul.Scalar', (0,), (), _jvp_ag_mul_Scalar, False, _ag_mul_Scalar, False, None, False, False), _ag_mul_Scalar, ks, self, other)
     if not (_gm.enabled and (self._rg)):
         return aten._op_mul_Scalar.redispatch(ks & _BELOW, self, other)
     _num_other, other = other, _scalar_to_tensor(other, self)
@@ -10962,7 +11943,11 @@ def _ag_mul_Scalar(ks, self, other):
     _set_history(_n, (result,))
     return result
 
+def _jvp_ag_div_Scalar(self, other, self_t, result):
+    other = _scalar_to_tensor(other, self)
+    return _jvp_DivBackward0(self, other, self_t, _scalar_to_tensor(0, self), result)
 def _ag_div_Scalar(ks, self, other):
+    if _fw.on and _fw_dual(self): return _fw_run(('div.Scalar', (0,), (), _jvp_ag_div_Scalar, False, _ag_div_Scalar, False, None, False, False), _ag_div_Scalar, ks, self, other)
     if not (_gm.enabled and (self._rg)):
         return aten._op_div_Scalar.redispatch(ks & _BELOW, self, other)
     _num_other, other = other, _scalar_to_tensor(other, self)
@@ -10976,7 +11961,11 @@ def _ag_div_Scalar(ks, self, other):
     _set_history(_n, (result,))
     return result
 
+def _jvp_ag_div_Scalar_mode(self, other, rounding_mode, self_t, result):
+    other = _scalar_to_tensor(other, self)
+    return _jvp_DivBackward2(self, other, rounding_mode, self_t, _scalar_to_tensor(0, self), result)
 def _ag_div_Scalar_mode(ks, self, other, rounding_mode):
+    if _fw.on and _fw_dual(self): return _fw_run(('div.Scalar_mode', (0,), (), _jvp_ag_div_Scalar_mode, False, _ag_div_Scalar_mode, False, None, False, False), _ag_div_Scalar_mode, ks, self, other, rounding_mode)
     if not (_gm.enabled and (self._rg)):
         return aten._op_div_Scalar_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
     _num_other, other = other, _scalar_to_tensor(other, self)
@@ -10992,6 +11981,7 @@ def _ag_div_Scalar_mode(ks, self, other, rounding_mode):
     return result
 
 def _ag_abs__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('abs_', (0,), (), _jvp_AbsBackward0, True, _ag_abs_default, False, None, False, False), _ag_abs__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_abs_.redispatch(ks & _BELOW, self)
@@ -11004,6 +11994,7 @@ def _ag_abs__default(ks, self):
     return result
 
 def _ag_neg__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('neg_', (0,), (), _jvp_NegBackward0, True, _ag_neg_default, False, None, False, False), _ag_neg__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_neg_.redispatch(ks & _BELOW, self)
@@ -11014,6 +12005,7 @@ def _ag_neg__default(ks, self):
     return result
 
 def _ag_sign__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('sign_', (0,), (), _jvp_SignBackward0, True, _ag_sign_default, False, None, False, False), _ag_sign__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sign_.redispatch(ks & _BELOW, self)
@@ -11024,6 +12016,7 @@ def _ag_sign__default(ks, self):
     return result
 
 def _ag_sgn__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('sgn_', (0,), (), _jvp_SgnBackward0, True, _ag_sgn_default, False, None, True, False), _ag_sgn__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sgn_.redispatch(ks & _BELOW, self)
@@ -11037,6 +12030,7 @@ def _ag_sgn__default(ks, self):
     return result
 
 def _ag_floor__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('floor_', (0,), (), _jvp_FloorBackward0, True, _ag_floor_default, False, None, False, False), _ag_floor__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_floor_.redispatch(ks & _BELOW, self)
@@ -11047,6 +12041,7 @@ def _ag_floor__default(ks, self):
     return result
 
 def _ag_ceil__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('ceil_', (0,), (), _jvp_CeilBackward0, True, _ag_ceil_default, False, None, False, False), _ag_ceil__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_ceil_.redispatch(ks & _BELOW, self)
@@ -11057,6 +12052,7 @@ def _ag_ceil__default(ks, self):
     return result
 
 def _ag_trunc__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('trunc_', (0,), (), _jvp_TruncBackward0, True, _ag_trunc_default, False, None, False, False), _ag_trunc__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_trunc_.redispatch(ks & _BELOW, self)
@@ -11067,6 +12063,7 @@ def _ag_trunc__default(ks, self):
     return result
 
 def _ag_frac__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('frac_', (0,), (), _jvp_FracBackward0, True, _ag_frac_default, False, None, False, False), _ag_frac__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_frac_.redispatch(ks & _BELOW, self)
@@ -11077,6 +12074,7 @@ def _ag_frac__default(ks, self):
     return result
 
 def _ag_exp__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('exp_', (0,), (), _jvp_ExpBackward0, True, _ag_exp_default, False, None, False, False), _ag_exp__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_exp_.redispatch(ks & _BELOW, self)
@@ -11088,6 +12086,7 @@ def _ag_exp__default(ks, self):
     return result
 
 def _ag_exp2__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('exp2_', (0,), (), _jvp_Exp2Backward0, True, _ag_exp2_default, False, None, False, False), _ag_exp2__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_exp2_.redispatch(ks & _BELOW, self)
@@ -11099,6 +12098,7 @@ def _ag_exp2__default(ks, self):
     return result
 
 def _ag_expm1__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('expm1_', (0,), (), _jvp_Expm1Backward0, True, _ag_expm1_default, False, None, False, False), _ag_expm1__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_expm1_.redispatch(ks & _BELOW, self)
@@ -11110,6 +12110,7 @@ def _ag_expm1__default(ks, self):
     return result
 
 def _ag_log__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('log_', (0,), (), _jvp_LogBackward0, True, _ag_log_default, False, None, False, False), _ag_log__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_log_.redispatch(ks & _BELOW, self)
@@ -11122,6 +12123,7 @@ def _ag_log__default(ks, self):
     return result
 
 def _ag_log2__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('log2_', (0,), (), _jvp_Log2Backward0, True, _ag_log2_default, False, None, False, False), _ag_log2__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_log2_.redispatch(ks & _BELOW, self)
@@ -11134,6 +12136,7 @@ def _ag_log2__default(ks, self):
     return result
 
 def _ag_log10__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('log10_', (0,), (), _jvp_Log10Backward0, True, _ag_log10_default, False, None, False, False), _ag_log10__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_log10_.redispatch(ks & _BELOW, self)
@@ -11146,6 +12149,7 @@ def _ag_log10__default(ks, self):
     return result
 
 def _ag_log1p__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('log1p_', (0,), (), _jvp_Log1PBackward0, True, _ag_log1p_default, False, None, False, False), _ag_log1p__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_log1p_.redispatch(ks & _BELOW, self)
@@ -11158,6 +12162,7 @@ def _ag_log1p__default(ks, self):
     return result
 
 def _ag_sqrt__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('sqrt_', (0,), (), _jvp_SqrtBackward0, True, _ag_sqrt_default, False, None, False, False), _ag_sqrt__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sqrt_.redispatch(ks & _BELOW, self)
@@ -11169,6 +12174,7 @@ def _ag_sqrt__default(ks, self):
     return result
 
 def _ag_rsqrt__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('rsqrt_', (0,), (), _jvp_RsqrtBackward0, True, _ag_rsqrt_default, False, None, False, False), _ag_rsqrt__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_rsqrt_.redispatch(ks & _BELOW, self)
@@ -11180,6 +12186,7 @@ def _ag_rsqrt__default(ks, self):
     return result
 
 def _ag_sin__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('sin_', (0,), (), _jvp_SinBackward0, True, _ag_sin_default, False, None, False, False), _ag_sin__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sin_.redispatch(ks & _BELOW, self)
@@ -11192,6 +12199,7 @@ def _ag_sin__default(ks, self):
     return result
 
 def _ag_cos__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('cos_', (0,), (), _jvp_CosBackward0, True, _ag_cos_default, False, None, False, False), _ag_cos__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_cos_.redispatch(ks & _BELOW, self)
@@ -11204,6 +12212,7 @@ def _ag_cos__default(ks, self):
     return result
 
 def _ag_tan__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('tan_', (0,), (), _jvp_TanBackward0, True, _ag_tan_default, False, None, False, False), _ag_tan__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_tan_.redispatch(ks & _BELOW, self)
@@ -11215,6 +12224,7 @@ def _ag_tan__default(ks, self):
     return result
 
 def _ag_asin__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('asin_', (0,), (), _jvp_AsinBackward0, True, _ag_asin_default, False, None, False, False), _ag_asin__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_asin_.redispatch(ks & _BELOW, self)
@@ -11227,6 +12237,7 @@ def _ag_asin__default(ks, self):
     return result
 
 def _ag_acos__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('acos_', (0,), (), _jvp_AcosBackward0, True, _ag_acos_default, False, None, False, False), _ag_acos__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_acos_.redispatch(ks & _BELOW, self)
@@ -11239,6 +12250,7 @@ def _ag_acos__default(ks, self):
     return result
 
 def _ag_atan__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('atan_', (0,), (), _jvp_AtanBackward0, True, _ag_atan_default, False, None, False, False), _ag_atan__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_atan_.redispatch(ks & _BELOW, self)
@@ -11251,6 +12263,7 @@ def _ag_atan__default(ks, self):
     return result
 
 def _ag_sinh__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('sinh_', (0,), (), _jvp_SinhBackward0, True, _ag_sinh_default, False, None, False, False), _ag_sinh__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sinh_.redispatch(ks & _BELOW, self)
@@ -11263,6 +12276,7 @@ def _ag_sinh__default(ks, self):
     return result
 
 def _ag_cosh__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('cosh_', (0,), (), _jvp_CoshBackward0, True, _ag_cosh_default, False, None, False, False), _ag_cosh__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_cosh_.redispatch(ks & _BELOW, self)
@@ -11275,6 +12289,7 @@ def _ag_cosh__default(ks, self):
     return result
 
 def _ag_tanh__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('tanh_', (0,), (), _jvp_TanhBackward0, True, _ag_tanh_default, False, None, False, False), _ag_tanh__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_tanh_.redispatch(ks & _BELOW, self)
@@ -11286,6 +12301,7 @@ def _ag_tanh__default(ks, self):
     return result
 
 def _ag_asinh__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('asinh_', (0,), (), _jvp_AsinhBackward0, True, _ag_asinh_default, False, None, False, False), _ag_asinh__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_asinh_.redispatch(ks & _BELOW, self)
@@ -11298,6 +12314,7 @@ def _ag_asinh__default(ks, self):
     return result
 
 def _ag_acosh__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('acosh_', (0,), (), _jvp_AcoshBackward0, True, _ag_acosh_default, False, None, False, False), _ag_acosh__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_acosh_.redispatch(ks & _BELOW, self)
@@ -11310,6 +12327,7 @@ def _ag_acosh__default(ks, self):
     return result
 
 def _ag_atanh__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('atanh_', (0,), (), _jvp_AtanhBackward0, True, _ag_atanh_default, False, None, False, False), _ag_atanh__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_atanh_.redispatch(ks & _BELOW, self)
@@ -11322,6 +12340,7 @@ def _ag_atanh__default(ks, self):
     return result
 
 def _ag_sigmoid__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('sigmoid_', (0,), (), _jvp_SigmoidBackward0, True, _ag_sigmoid_default, False, None, False, False), _ag_sigmoid__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sigmoid_.redispatch(ks & _BELOW, self)
@@ -11333,6 +12352,7 @@ def _ag_sigmoid__default(ks, self):
     return result
 
 def _ag_reciprocal__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('reciprocal_', (0,), (), _jvp_ReciprocalBackward0, True, _ag_reciprocal_default, False, None, False, False), _ag_reciprocal__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_reciprocal_.redispatch(ks & _BELOW, self)
@@ -11344,6 +12364,7 @@ def _ag_reciprocal__default(ks, self):
     return result
 
 def _ag_erf__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('erf_', (0,), (), _jvp_ErfBackward0, True, _ag_erf_default, False, None, False, False), _ag_erf__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_erf_.redispatch(ks & _BELOW, self)
@@ -11356,6 +12377,7 @@ def _ag_erf__default(ks, self):
     return result
 
 def _ag_erfc__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('erfc_', (0,), (), _jvp_ErfcBackward0, True, _ag_erfc_default, False, None, False, False), _ag_erfc__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_erfc_.redispatch(ks & _BELOW, self)
@@ -11368,6 +12390,7 @@ def _ag_erfc__default(ks, self):
     return result
 
 def _ag_erfinv__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('erfinv_', (0,), (), _jvp_ErfinvBackward0, True, _ag_erfinv_default, False, None, False, False), _ag_erfinv__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_erfinv_.redispatch(ks & _BELOW, self)
@@ -11379,6 +12402,7 @@ def _ag_erfinv__default(ks, self):
     return result
 
 def _ag_lgamma__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('lgamma_', (0,), (), _jvp_LgammaBackward0, True, _ag_lgamma_default, False, None, False, False), _ag_lgamma__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_lgamma_.redispatch(ks & _BELOW, self)
@@ -11391,6 +12415,7 @@ def _ag_lgamma__default(ks, self):
     return result
 
 def _ag_digamma__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('digamma_', (0,), (), _jvp_DigammaBackward0, True, _ag_digamma_default, False, None, False, False), _ag_digamma__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_digamma_.redispatch(ks & _BELOW, self)
@@ -11403,6 +12428,7 @@ def _ag_digamma__default(ks, self):
     return result
 
 def _ag_i0__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('i0_', (0,), (), _jvp_I0Backward0, True, _ag_i0_default, False, None, False, False), _ag_i0__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_i0_.redispatch(ks & _BELOW, self)
@@ -11415,6 +12441,7 @@ def _ag_i0__default(ks, self):
     return result
 
 def _ag_sinc__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('sinc_', (0,), (), _jvp_SincBackward0, True, _ag_sinc_default, False, None, False, False), _ag_sinc__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sinc_.redispatch(ks & _BELOW, self)
@@ -11427,6 +12454,7 @@ def _ag_sinc__default(ks, self):
     return result
 
 def _ag_deg2rad__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('deg2rad_', (0,), (), _jvp_Deg2RadBackward0, True, _ag_deg2rad_default, False, None, False, False), _ag_deg2rad__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_deg2rad_.redispatch(ks & _BELOW, self)
@@ -11437,6 +12465,7 @@ def _ag_deg2rad__default(ks, self):
     return result
 
 def _ag_rad2deg__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('rad2deg_', (0,), (), _jvp_Rad2DegBackward0, True, _ag_rad2deg_default, False, None, False, False), _ag_rad2deg__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_rad2deg_.redispatch(ks & _BELOW, self)
@@ -11447,6 +12476,7 @@ def _ag_rad2deg__default(ks, self):
     return result
 
 def _ag_relu__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('relu_', (0,), (), _jvp_ReluBackward0, True, _ag_relu_default, False, None, False, False), _ag_relu__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_relu_.redispatch(ks & _BELOW, self)
@@ -11458,6 +12488,7 @@ def _ag_relu__default(ks, self):
     return result
 
 def _ag_round__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('round_', (0,), (), _jvp_RoundBackward0, True, _ag_round_default, False, None, False, False), _ag_round__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_round_.redispatch(ks & _BELOW, self)
@@ -11468,6 +12499,7 @@ def _ag_round__default(ks, self):
     return result
 
 def _ag_round__decimals(ks, self, decimals):
+    if _fw.on and _fw_dual(self): return _fw_run(('round_.decimals', (0,), (), _jvp_RoundBackward1, True, _ag_round_decimals, False, None, False, False), _ag_round__decimals, ks, self, decimals)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_round__decimals.redispatch(ks & _BELOW, self, decimals)
@@ -11478,6 +12510,7 @@ def _ag_round__decimals(ks, self, decimals):
     return result
 
 def _ag_nan_to_num__default(ks, self, nan, posinf, neginf):
+    if _fw.on and _fw_dual(self): return _fw_run(('nan_to_num_', (0,), (), _jvp_NanToNumBackward0, True, _ag_nan_to_num_default, False, None, False, False), _ag_nan_to_num__default, ks, self, nan, posinf, neginf)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_nan_to_num_.redispatch(ks & _BELOW, self, nan, posinf, neginf)
@@ -11490,6 +12523,7 @@ def _ag_nan_to_num__default(ks, self, nan, posinf, neginf):
     return result
 
 def _ag_logit__default(ks, self, eps):
+    if _fw.on and _fw_dual(self): return _fw_run(('logit_', (0,), (), _jvp_LogitBackward0, True, _ag_logit_default, False, None, False, False), _ag_logit__default, ks, self, eps)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_logit_.redispatch(ks & _BELOW, self, eps)
@@ -11503,6 +12537,7 @@ def _ag_logit__default(ks, self, eps):
     return result
 
 def _ag_add__Tensor(ks, self, other, alpha):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('add_.Tensor', (0, 1), (), _jvp_AddBackward0, True, _ag_add_Tensor, False, None, True, False), _ag_add__Tensor, ks, self, other, alpha)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_add__Tensor.redispatch(ks & _BELOW, self, other, alpha)
@@ -11514,6 +12549,7 @@ def _ag_add__Tensor(ks, self, other, alpha):
     return result
 
 def _ag_add__Scalar(ks, self, other, alpha):
+    if _fw.on and _fw_dual(self): return _fw_run(('add_.Scalar', (0,), (), _jvp_ag_add_Scalar, True, _ag_add_Scalar, False, None, False, False), _ag_add__Scalar, ks, self, other, alpha)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_add__Scalar.redispatch(ks & _BELOW, self, other, alpha)
@@ -11526,6 +12562,7 @@ def _ag_add__Scalar(ks, self, other, alpha):
     return result
 
 def _ag_sub__Tensor(ks, self, other, alpha):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('sub_.Tensor', (0, 1), (), _jvp_SubBackward0, True, _ag_sub_Tensor, False, None, True, False), _ag_sub__Tensor, ks, self, other, alpha)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_sub__Tensor.redispatch(ks & _BELOW, self, other, alpha)
@@ -11537,6 +12574,7 @@ def _ag_sub__Tensor(ks, self, other, alpha):
     return result
 
 def _ag_sub__Scalar(ks, self, other, alpha):
+    if _fw.on and _fw_dual(self): return _fw_run(('sub_.Scalar', (0,), (), _jvp_ag_sub_Scalar, True, _ag_sub_Scalar, False, None, False, False), _ag_sub__Scalar, ks, self, other, alpha)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_sub__Scalar.redispatch(ks & _BELOW, self, other, alpha)
@@ -11549,6 +12587,7 @@ def _ag_sub__Scalar(ks, self, other, alpha):
     return result
 
 def _ag_mul__Tensor(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('mul_.Tensor', (0, 1), (), _jvp_MulBackward0, True, _ag_mul_Tensor, False, None, True, False), _ag_mul__Tensor, ks, self, other)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_mul__Tensor.redispatch(ks & _BELOW, self, other)
@@ -11563,6 +12602,7 @@ def _ag_mul__Tensor(ks, self, other):
     return result
 
 def _ag_mul__Scalar(ks, self, other):
+    if _fw.on and _fw_dual(self): return _fw_run(('mul_.Scalar', (0,), (), _jvp_ag_mul_Scalar, True, _ag_mul_Scalar, False, None, False, False), _ag_mul__Scalar, ks, self, other)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_mul__Scalar.redispatch(ks & _BELOW, self, other)
@@ -11578,6 +12618,7 @@ def _ag_mul__Scalar(ks, self, other):
     return result
 
 def _ag_div__Tensor(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('div_.Tensor', (0, 1), (), _jvp_DivBackward0, True, _ag_div_Tensor, False, None, True, False), _ag_div__Tensor, ks, self, other)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_div__Tensor.redispatch(ks & _BELOW, self, other)
@@ -11592,6 +12633,7 @@ def _ag_div__Tensor(ks, self, other):
     return result
 
 def _ag_div__Scalar(ks, self, other):
+    if _fw.on and _fw_dual(self): return _fw_run(('div_.Scalar', (0,), (), _jvp_ag_div_Scalar, True, _ag_div_Scalar, False, None, False, False), _ag_div__Scalar, ks, self, other)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_div__Scalar.redispatch(ks & _BELOW, self, other)
@@ -11607,6 +12649,7 @@ def _ag_div__Scalar(ks, self, other):
     return result
 
 def _ag_div__Tensor_mode(ks, self, other, rounding_mode):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('div_.Tensor_mode', (0, 1), (), _jvp_DivBackward2, True, _ag_div_Tensor_mode, False, None, True, False), _ag_div__Tensor_mode, ks, self, other, rounding_mode)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_div__Tensor_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
@@ -11622,6 +12665,7 @@ def _ag_div__Tensor_mode(ks, self, other, rounding_mode):
     return result
 
 def _ag_div__Scalar_mode(ks, self, other, rounding_mode):
+    if _fw.on and _fw_dual(self): return _fw_run(('div_.Scalar_mode', (0,), (), _jvp_ag_div_Scalar_mode, True, _ag_div_Scalar_mode, False, None, False, False), _ag_div__Scalar_mode, ks, self, other, rounding_mode)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_div__Scalar_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
@@ -11638,6 +12682,7 @@ def _ag_div__Scalar_mode(ks, self, other, rounding_mode):
     return result
 
 def _ag_remainder__Tensor(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('remainder_.Tensor', (0, 1), (), None, True, _ag_remainder_Tensor, False, None, False, False), _ag_remainder__Tensor, ks, self, other)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_remainder__Tensor.redispatch(ks & _BELOW, self, other)
@@ -11652,6 +12697,7 @@ def _ag_remainder__Tensor(ks, self, other):
     return result
 
 def _ag_remainder__Scalar(ks, self, other):
+    if _fw.on and _fw_dual(self): return _fw_run(('remainder_.Scalar', (0,), (), _jvp_RemainderBackward0, True, _ag_remainder_Scalar, False, None, False, False), _ag_remainder__Scalar, ks, self, other)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_remainder__Scalar.redispatch(ks & _BELOW, self, other)
@@ -11662,6 +12708,7 @@ def _ag_remainder__Scalar(ks, self, other):
     return result
 
 def _ag_fmod__Tensor(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('fmod_.Tensor', (0, 1), (), None, True, _ag_fmod_Tensor, False, None, False, False), _ag_fmod__Tensor, ks, self, other)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_fmod__Tensor.redispatch(ks & _BELOW, self, other)
@@ -11676,6 +12723,7 @@ def _ag_fmod__Tensor(ks, self, other):
     return result
 
 def _ag_fmod__Scalar(ks, self, other):
+    if _fw.on and _fw_dual(self): return _fw_run(('fmod_.Scalar', (0,), (), _jvp_FmodBackward0, True, _ag_fmod_Scalar, False, None, False, False), _ag_fmod__Scalar, ks, self, other)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_fmod__Scalar.redispatch(ks & _BELOW, self, other)
@@ -11686,6 +12734,7 @@ def _ag_fmod__Scalar(ks, self, other):
     return result
 
 def _ag_pow__Scalar(ks, self, exponent):
+    if _fw.on and _fw_dual(self): return _fw_run(('pow_.Scalar', (0,), (), _jvp_PowBackward0, True, _ag_pow_Tensor_Scalar, False, None, False, False), _ag_pow__Scalar, ks, self, exponent)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_pow__Scalar.redispatch(ks & _BELOW, self, exponent)
@@ -11699,6 +12748,7 @@ def _ag_pow__Scalar(ks, self, exponent):
     return result
 
 def _ag_pow__Tensor(ks, self, exponent):
+    if _fw.on and _fw_dual(self, exponent): return _fw_run(('pow_.Tensor', (0, 1), (), None, True, _ag_pow_Tensor_Tensor, False, None, False, False), _ag_pow__Tensor, ks, self, exponent)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or exponent._rg)):
         return aten._op_pow__Tensor.redispatch(ks & _BELOW, self, exponent)
@@ -11714,6 +12764,7 @@ def _ag_pow__Tensor(ks, self, exponent):
     return result
 
 def _ag_atan2__default(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('atan2_', (0, 1), (), _jvp_Atan2Backward0, True, _ag_atan2_default, False, None, True, False), _ag_atan2__default, ks, self, other)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_atan2_.redispatch(ks & _BELOW, self, other)
@@ -11728,6 +12779,7 @@ def _ag_atan2__default(ks, self, other):
     return result
 
 def _ag_hypot__default(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('hypot_', (0, 1), (), _jvp_HypotBackward0, True, _ag_hypot_default, False, None, True, False), _ag_hypot__default, ks, self, other)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_hypot_.redispatch(ks & _BELOW, self, other)
@@ -11743,6 +12795,7 @@ def _ag_hypot__default(ks, self, other):
     return result
 
 def _ag_copysign__Tensor(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('copysign_.Tensor', (0, 1), (), None, True, _ag_copysign_Tensor, False, None, False, False), _ag_copysign__Tensor, ks, self, other)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_copysign__Tensor.redispatch(ks & _BELOW, self, other)
@@ -11758,6 +12811,7 @@ def _ag_copysign__Tensor(ks, self, other):
     return result
 
 def _ag_nextafter__default(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('nextafter_', (0, 1), (), None, True, _ag_nextafter_default, False, None, False, False), _ag_nextafter__default, ks, self, other)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_nextafter_.redispatch(ks & _BELOW, self, other)
@@ -11768,6 +12822,7 @@ def _ag_nextafter__default(ks, self, other):
     return result
 
 def _ag_igamma__default(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('igamma_', (0, 1), (), None, True, _ag_igamma_default, False, None, False, False), _ag_igamma__default, ks, self, other)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_igamma_.redispatch(ks & _BELOW, self, other)
@@ -11782,6 +12837,7 @@ def _ag_igamma__default(ks, self, other):
     return result
 
 def _ag_igammac__default(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('igammac_', (0, 1), (), None, True, _ag_igammac_default, False, None, False, False), _ag_igammac__default, ks, self, other)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_igammac_.redispatch(ks & _BELOW, self, other)
@@ -11796,6 +12852,7 @@ def _ag_igammac__default(ks, self, other):
     return result
 
 def _ag_xlogy__Tensor(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('xlogy_.Tensor', (0, 1), (), _jvp_XlogyBackward0, True, _ag_xlogy_Tensor, False, None, True, False), _ag_xlogy__Tensor, ks, self, other)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_xlogy__Tensor.redispatch(ks & _BELOW, self, other)
@@ -11810,6 +12867,7 @@ def _ag_xlogy__Tensor(ks, self, other):
     return result
 
 def _ag_clamp__default(ks, self, min, max):
+    if _fw.on and _fw_dual(self): return _fw_run(('clamp_', (0,), (), _jvp_ClampBackward1, True, _ag_clamp_default, False, None, False, False), _ag_clamp__default, ks, self, min, max)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_clamp_.redispatch(ks & _BELOW, self, min, max)
@@ -11824,6 +12882,7 @@ def _ag_clamp__default(ks, self, min, max):
     return result
 
 def _ag_clamp__Tensor(ks, self, min, max):
+    if _fw.on and _fw_dual(self, min, max): return _fw_run(('clamp_.Tensor', (0, 1, 2), (), None, True, _ag_clamp_Tensor, False, None, False, False), _ag_clamp__Tensor, ks, self, min, max)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or (min is not None and min._rg) or (max is not None and max._rg))):
         return aten._op_clamp__Tensor.redispatch(ks & _BELOW, self, min, max)
@@ -11840,6 +12899,7 @@ def _ag_clamp__Tensor(ks, self, min, max):
     return result
 
 def _ag_clamp_min__default(ks, self, min):
+    if _fw.on and _fw_dual(self): return _fw_run(('clamp_min_', (0,), (), _jvp_ClampMinBackward0, True, _ag_clamp_min_default, False, None, False, False), _ag_clamp_min__default, ks, self, min)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_clamp_min_.redispatch(ks & _BELOW, self, min)
@@ -11853,6 +12913,7 @@ def _ag_clamp_min__default(ks, self, min):
     return result
 
 def _ag_clamp_min__Tensor(ks, self, min):
+    if _fw.on and _fw_dual(self, min): return _fw_run(('clamp_min_.Tensor', (0, 1), (), None, True, _ag_clamp_min_Tensor, False, None, False, False), _ag_clamp_min__Tensor, ks, self, min)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or min._rg)):
         return aten._op_clamp_min__Tensor.redispatch(ks & _BELOW, self, min)
@@ -11867,6 +12928,7 @@ def _ag_clamp_min__Tensor(ks, self, min):
     return result
 
 def _ag_clamp_max__default(ks, self, max):
+    if _fw.on and _fw_dual(self): return _fw_run(('clamp_max_', (0,), (), _jvp_ClampMaxBackward0, True, _ag_clamp_max_default, False, None, False, False), _ag_clamp_max__default, ks, self, max)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_clamp_max_.redispatch(ks & _BELOW, self, max)
@@ -11880,6 +12942,7 @@ def _ag_clamp_max__default(ks, self, max):
     return result
 
 def _ag_clamp_max__Tensor(ks, self, max):
+    if _fw.on and _fw_dual(self, max): return _fw_run(('clamp_max_.Tensor', (0, 1), (), None, True, _ag_clamp_max_Tensor, False, None, False, False), _ag_clamp_max__Tensor, ks, self, max)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or max._rg)):
         return aten._op_clamp_max__Tensor.redispatch(ks & _BELOW, self, max)
@@ -11894,6 +12957,7 @@ def _ag_clamp_max__Tensor(ks, self, max):
     return result
 
 def _ag_lerp__Scalar(ks, self, end, weight):
+    if _fw.on and _fw_dual(self, end): return _fw_run(('lerp_.Scalar', (0, 1), (), _jvp_LerpBackward0, True, _ag_lerp_Scalar, False, None, True, False), _ag_lerp__Scalar, ks, self, end, weight)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or end._rg)):
         return aten._op_lerp__Scalar.redispatch(ks & _BELOW, self, end, weight)
@@ -11905,6 +12969,7 @@ def _ag_lerp__Scalar(ks, self, end, weight):
     return result
 
 def _ag_lerp__Tensor(ks, self, end, weight):
+    if _fw.on and _fw_dual(self, end, weight): return _fw_run(('lerp_.Tensor', (0, 1, 2), (), _jvp_LerpBackward1, True, _ag_lerp_Tensor, False, None, True, False), _ag_lerp__Tensor, ks, self, end, weight)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or end._rg or weight._rg)):
         return aten._op_lerp__Tensor.redispatch(ks & _BELOW, self, end, weight)
@@ -11921,6 +12986,7 @@ def _ag_lerp__Tensor(ks, self, end, weight):
     return result
 
 def _ag_addcmul__default(ks, self, tensor1, tensor2, value):
+    if _fw.on and _fw_dual(self, tensor1, tensor2): return _fw_run(('addcmul_', (0, 1, 2), (), _jvp_AddcmulBackward0, True, _ag_addcmul_default, False, None, True, False), _ag_addcmul__default, ks, self, tensor1, tensor2, value)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or tensor1._rg or tensor2._rg)):
         return aten._op_addcmul_.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
@@ -11936,6 +13002,7 @@ def _ag_addcmul__default(ks, self, tensor1, tensor2, value):
     return result
 
 def _ag_addcdiv__default(ks, self, tensor1, tensor2, value):
+    if _fw.on and _fw_dual(self, tensor1, tensor2): return _fw_run(('addcdiv_', (0, 1, 2), (), _jvp_AddcdivBackward0, True, _ag_addcdiv_default, False, None, True, False), _ag_addcdiv__default, ks, self, tensor1, tensor2, value)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or tensor1._rg or tensor2._rg)):
         return aten._op_addcdiv_.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
@@ -11951,6 +13018,7 @@ def _ag_addcdiv__default(ks, self, tensor1, tensor2, value):
     return result
 
 def _ag_cumsum__default(ks, self, dim, dtype):
+    if _fw.on and _fw_dual(self): return _fw_run(('cumsum_', (0,), (), _jvp_CumsumBackward0, True, _ag_cumsum_default, False, None, False, False), _ag_cumsum__default, ks, self, dim, dtype)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_cumsum_.redispatch(ks & _BELOW, self, dim, dtype)
@@ -11963,6 +13031,7 @@ def _ag_cumsum__default(ks, self, dim, dtype):
     return result
 
 def _ag_cumprod__default(ks, self, dim, dtype):
+    if _fw.on and _fw_dual(self): return _fw_run(('cumprod_', (0,), (), None, True, _ag_cumprod_default, False, None, False, False), _ag_cumprod__default, ks, self, dim, dtype)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_cumprod_.redispatch(ks & _BELOW, self, dim, dtype)
@@ -11981,6 +13050,7 @@ def _ag_detach_default(ks, self):
     return result
 
 def _ag_bernoulli__float(ks, self, p, generator):
+    if _fw.on and _fw_dual(self): return _fw_run(('bernoulli_.float', (0,), (), None, True, _ag_bernoulli_p, False, None, False, False), _ag_bernoulli__float, ks, self, p, generator)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_bernoulli__float.redispatch(ks & _BELOW, self, p, generator)
@@ -11991,6 +13061,7 @@ def _ag_bernoulli__float(ks, self, p, generator):
     return result
 
 def _ag_masked_fill__Scalar(ks, self, mask, value):
+    if _fw.on and _fw_dual(self): return _fw_run(('masked_fill_.Scalar', (0,), (), _jvp_MaskedFillBackward0, True, _ag_masked_fill_Scalar, False, None, True, False), _ag_masked_fill__Scalar, ks, self, mask, value)
     _check_inplace(self)
     if _gm.enabled and (mask._rg):
         _check_no_requires_grad(mask, 'mask', 'masked_fill_')
@@ -12005,6 +13076,7 @@ def _ag_masked_fill__Scalar(ks, self, mask, value):
     return result
 
 def _ag_masked_fill__Tensor(ks, self, mask, value):
+    if _fw.on and _fw_dual(self, value): return _fw_run(('masked_fill_.Tensor', (0, 2), (), _jvp_MaskedFillBackward1, True, _ag_masked_fill_Tensor, False, None, True, False), _ag_masked_fill__Tensor, ks, self, mask, value)
     _check_inplace(self)
     if _gm.enabled and (mask._rg):
         _check_no_requires_grad(mask, 'mask', 'masked_fill_')
@@ -12019,6 +13091,7 @@ def _ag_masked_fill__Tensor(ks, self, mask, value):
     return result
 
 def _ag_index_put__default(ks, self, indices, values, accumulate):
+    if _fw.on and _fw_dual(self, values): return _fw_run(('index_put_', (0, 2), (), _jvp_IndexPutBackward0, True, _ag_index_put_default, False, None, True, False), _ag_index_put__default, ks, self, indices, values, accumulate)
     _check_inplace(self)
     if _gm.enabled and (any(_t is not None and _t._rg for _t in indices)):
         _check_no_requires_grad(indices, 'indices', 'index_put_')
@@ -12035,6 +13108,7 @@ def _ag_index_put__default(ks, self, indices, values, accumulate):
     return result
 
 def _ag_scatter__src(ks, self, dim, index, src):
+    if _fw.on and _fw_dual(self, src): return _fw_run(('scatter_.src', (0, 3), (), _jvp_ScatterBackward0, True, _ag_scatter_src, False, None, True, False), _ag_scatter__src, ks, self, dim, index, src)
     _check_inplace(self)
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'scatter_')
@@ -12050,6 +13124,7 @@ def _ag_scatter__src(ks, self, dim, index, src):
     return result
 
 def _ag_scatter__value(ks, self, dim, index, value):
+    if _fw.on and _fw_dual(self): return _fw_run(('scatter_.value', (0,), (), _jvp_ScatterBackward1, True, _ag_scatter_value, False, None, True, False), _ag_scatter__value, ks, self, dim, index, value)
     _check_inplace(self)
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'scatter_')
@@ -12065,6 +13140,7 @@ def _ag_scatter__value(ks, self, dim, index, value):
     return result
 
 def _ag_scatter_add__default(ks, self, dim, index, src):
+    if _fw.on and _fw_dual(self, src): return _fw_run(('scatter_add_', (0, 3), (), _jvp_ScatterAddBackward0, True, _ag_scatter_add_default, False, None, True, False), _ag_scatter_add__default, ks, self, dim, index, src)
     _check_inplace(self)
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'scatter_add_')
@@ -12080,6 +13156,7 @@ def _ag_scatter_add__default(ks, self, dim, index, src):
     return result
 
 def _ag_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
+    if _fw.on and _fw_dual(self, src): return _fw_run(('scatter_reduce_.two', (0, 3), (), None, True, _ag_scatter_reduce_two, False, None, False, False), _ag_scatter_reduce__two, ks, self, dim, index, src, reduce, include_self)
     _check_inplace(self)
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'scatter_reduce_')
@@ -12102,6 +13179,7 @@ def _ag_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
     return result
 
 def _ag_index_add__default(ks, self, dim, index, source, alpha):
+    if _fw.on and _fw_dual(self, source): return _fw_run(('index_add_', (0, 3), (), _jvp_IndexAddBackward0, True, _ag_index_add_default, False, None, True, False), _ag_index_add__default, ks, self, dim, index, source, alpha)
     _check_inplace(self)
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'index_add_')
@@ -12118,6 +13196,7 @@ def _ag_index_add__default(ks, self, dim, index, source, alpha):
     return result
 
 def _ag_index_copy__default(ks, self, dim, index, source):
+    if _fw.on and _fw_dual(self, source): return _fw_run(('index_copy_', (0, 3), (), _jvp_IndexCopyBackward0, True, _ag_index_copy_default, False, None, True, False), _ag_index_copy__default, ks, self, dim, index, source)
     _check_inplace(self)
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'index_copy_')
@@ -12133,6 +13212,7 @@ def _ag_index_copy__default(ks, self, dim, index, source):
     return result
 
 def _ag_index_fill__int_Scalar(ks, self, dim, index, value):
+    if _fw.on and _fw_dual(self): return _fw_run(('index_fill_.int_Scalar', (0,), (), _jvp_IndexFillBackward0, True, _ag_index_fill_int_Scalar, False, None, True, False), _ag_index_fill__int_Scalar, ks, self, dim, index, value)
     _check_inplace(self)
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'index_fill_')
@@ -12148,6 +13228,7 @@ def _ag_index_fill__int_Scalar(ks, self, dim, index, value):
     return result
 
 def _ag_masked_scatter__default(ks, self, mask, source):
+    if _fw.on and _fw_dual(self, source): return _fw_run(('masked_scatter_', (0, 2), (), _jvp_MaskedScatterBackward0, True, _ag_masked_scatter_default, False, None, True, False), _ag_masked_scatter__default, ks, self, mask, source)
     _check_inplace(self)
     if _gm.enabled and (mask._rg):
         _check_no_requires_grad(mask, 'mask', 'masked_scatter_')
@@ -12163,6 +13244,7 @@ def _ag_masked_scatter__default(ks, self, mask, source):
     return result
 
 def _ag_tril__default(ks, self, diagonal):
+    if _fw.on and _fw_dual(self): return _fw_run(('tril_', (0,), (), _jvp_TrilBackward0, True, _ag_tril_default, False, None, False, False), _ag_tril__default, ks, self, diagonal)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_tril_.redispatch(ks & _BELOW, self, diagonal)
@@ -12174,6 +13256,7 @@ def _ag_tril__default(ks, self, diagonal):
     return result
 
 def _ag_triu__default(ks, self, diagonal):
+    if _fw.on and _fw_dual(self): return _fw_run(('triu_', (0,), (), _jvp_TriuBackward0, True, _ag_triu_default, False, None, False, False), _ag_triu__default, ks, self, diagonal)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_triu_.redispatch(ks & _BELOW, self, diagonal)
@@ -12185,6 +13268,7 @@ def _ag_triu__default(ks, self, diagonal):
     return result
 
 def _ag_addmm__default(ks, self, mat1, mat2, beta, alpha):
+    if _fw.on and _fw_dual(self, mat1, mat2): return _fw_run(('addmm_', (0, 1, 2), (), _jvp_AddmmBackward0, True, _ag_addmm_default, False, None, True, False), _ag_addmm__default, ks, self, mat1, mat2, beta, alpha)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or mat1._rg or mat2._rg)):
         return aten._op_addmm_.redispatch(ks & _BELOW, self, mat1, mat2, beta, alpha)
@@ -12205,6 +13289,7 @@ def _ag_addmm__default(ks, self, mat1, mat2, beta, alpha):
     return result
 
 def _ag_addmv__default(ks, self, mat, vec, beta, alpha):
+    if _fw.on and _fw_dual(self, mat, vec): return _fw_run(('addmv_', (0, 1, 2), (), _jvp_AddmvBackward0, True, _ag_addmv_default, False, None, True, False), _ag_addmv__default, ks, self, mat, vec, beta, alpha)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or mat._rg or vec._rg)):
         return aten._op_addmv_.redispatch(ks & _BELOW, self, mat, vec, beta, alpha)
@@ -12221,6 +13306,7 @@ def _ag_addmv__default(ks, self, mat, vec, beta, alpha):
     return result
 
 def _ag_baddbmm__default(ks, self, batch1, batch2, beta, alpha):
+    if _fw.on and _fw_dual(self, batch1, batch2): return _fw_run(('baddbmm_', (0, 1, 2), (), _jvp_BaddbmmBackward0, True, _ag_baddbmm_default, False, None, True, False), _ag_baddbmm__default, ks, self, batch1, batch2, beta, alpha)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or batch1._rg or batch2._rg)):
         return aten._op_baddbmm_.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
@@ -12237,6 +13323,7 @@ def _ag_baddbmm__default(ks, self, batch1, batch2, beta, alpha):
     return result
 
 def _ag_addbmm__default(ks, self, batch1, batch2, beta, alpha):
+    if _fw.on and _fw_dual(self, batch1, batch2): return _fw_run(('addbmm_', (0, 1, 2), (), _jvp_AddbmmBackward0, True, _ag_addbmm_default, False, None, True, False), _ag_addbmm__default, ks, self, batch1, batch2, beta, alpha)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or batch1._rg or batch2._rg)):
         return aten._op_addbmm_.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
@@ -12254,6 +13341,7 @@ def _ag_addbmm__default(ks, self, batch1, batch2, beta, alpha):
     return result
 
 def _ag_silu__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('silu_', (0,), (), _jvp_SiluBackward0, True, _ag_silu_default, False, None, False, False), _ag_silu__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_silu_.redispatch(ks & _BELOW, self)
@@ -12266,6 +13354,7 @@ def _ag_silu__default(ks, self):
     return result
 
 def _ag_mish__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('mish_', (0,), (), _jvp_MishBackward0, True, _ag_mish_default, False, None, False, False), _ag_mish__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_mish_.redispatch(ks & _BELOW, self)
@@ -12278,6 +13367,7 @@ def _ag_mish__default(ks, self):
     return result
 
 def _ag_hardswish__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('hardswish_', (0,), (), None, True, _ag_hardswish_default, False, None, False, False), _ag_hardswish__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_hardswish_.redispatch(ks & _BELOW, self)
@@ -12290,6 +13380,7 @@ def _ag_hardswish__default(ks, self):
     return result
 
 def _ag_hardsigmoid__default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('hardsigmoid_', (0,), (), _jvp_HardsigmoidBackward0, True, _ag_hardsigmoid_default, False, None, False, False), _ag_hardsigmoid__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_hardsigmoid_.redispatch(ks & _BELOW, self)
@@ -12302,6 +13393,7 @@ def _ag_hardsigmoid__default(ks, self):
     return result
 
 def _ag_leaky_relu__default(ks, self, negative_slope):
+    if _fw.on and _fw_dual(self): return _fw_run(('leaky_relu_', (0,), (), _jvp_LeakyReluBackward0, True, _ag_leaky_relu_default, False, None, False, False), _ag_leaky_relu__default, ks, self, negative_slope)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_leaky_relu_.redispatch(ks & _BELOW, self, negative_slope)
@@ -12315,6 +13407,7 @@ def _ag_leaky_relu__default(ks, self, negative_slope):
     return result
 
 def _ag_elu__default(ks, self, alpha, scale, input_scale):
+    if _fw.on and _fw_dual(self): return _fw_run(('elu_', (0,), (), _jvp_EluBackward0, True, _ag_elu_default, False, None, False, False), _ag_elu__default, ks, self, alpha, scale, input_scale)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_elu_.redispatch(ks & _BELOW, self, alpha, scale, input_scale)
@@ -12330,6 +13423,7 @@ def _ag_elu__default(ks, self, alpha, scale, input_scale):
     return result
 
 def _ag_hardtanh__default(ks, self, min_val, max_val):
+    if _fw.on and _fw_dual(self): return _fw_run(('hardtanh_', (0,), (), _jvp_HardtanhBackward0, True, _ag_hardtanh_default, False, None, False, False), _ag_hardtanh__default, ks, self, min_val, max_val)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_hardtanh_.redispatch(ks & _BELOW, self, min_val, max_val)
@@ -12344,6 +13438,7 @@ def _ag_hardtanh__default(ks, self, min_val, max_val):
     return result
 
 def _ag_celu__default(ks, self, alpha):
+    if _fw.on and _fw_dual(self): return _fw_run(('celu_', (0,), (), _jvp_CeluBackward0, True, _ag_celu_default, False, None, False, False), _ag_celu__default, ks, self, alpha)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_celu_.redispatch(ks & _BELOW, self, alpha)
@@ -12357,6 +13452,7 @@ def _ag_celu__default(ks, self, alpha):
     return result
 
 def _ag_threshold__default(ks, self, threshold, value):
+    if _fw.on and _fw_dual(self): return _fw_run(('threshold_', (0,), (), _jvp_ThresholdBackward0, True, _ag_threshold_default, False, None, False, False), _ag_threshold__default, ks, self, threshold, value)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_threshold_.redispatch(ks & _BELOW, self, threshold, value)
@@ -12370,6 +13466,7 @@ def _ag_threshold__default(ks, self, threshold, value):
     return result
 
 def _ag_rrelu_with_noise__default(ks, self, noise, lower, upper, training, generator):
+    if _fw.on and _fw_dual(self): return _fw_run(('rrelu_with_noise_', (0,), (), None, True, _ag_rrelu_with_noise_default, False, None, False, False), _ag_rrelu_with_noise__default, ks, self, noise, lower, upper, training, generator)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_rrelu_with_noise_.redispatch(ks & _BELOW, self, noise, lower, upper, training, generator)
@@ -12387,6 +13484,7 @@ def _ag_rrelu_with_noise__default(ks, self, noise, lower, upper, training, gener
     return result
 
 def _ag_heaviside__default(ks, self, values):
+    if _fw.on and _fw_dual(self, values): return _fw_run(('heaviside_', (0, 1), (), None, True, _ag_heaviside_default, False, None, False, False), _ag_heaviside__default, ks, self, values)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or values._rg)):
         return aten._op_heaviside_.redispatch(ks & _BELOW, self, values)
@@ -12397,6 +13495,7 @@ def _ag_heaviside__default(ks, self, values):
     return result
 
 def _ag_ldexp__default(ks, self, other):
+    if _fw.on and _fw_dual(self, other): return _fw_run(('ldexp_', (0, 1), (), None, True, _ag_ldexp_Tensor, False, None, False, False), _ag_ldexp__default, ks, self, other)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_ldexp_.redispatch(ks & _BELOW, self, other)
@@ -12410,6 +13509,7 @@ def _ag_ldexp__default(ks, self, other):
     return result
 
 def _ag_renorm__default(ks, self, p, dim, maxnorm):
+    if _fw.on and _fw_dual(self): return _fw_run(('renorm_', (0,), (), None, True, _ag_renorm_default, False, None, False, False), _ag_renorm__default, ks, self, p, dim, maxnorm)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_renorm_.redispatch(ks & _BELOW, self, p, dim, maxnorm)
@@ -12425,6 +13525,7 @@ def _ag_renorm__default(ks, self, p, dim, maxnorm):
     return result
 
 def _ag_put__default(ks, self, index, source, accumulate):
+    if _fw.on and _fw_dual(self, source): return _fw_run(('put_', (0, 2), (), None, True, _ag_put_default, False, None, False, False), _ag_put__default, ks, self, index, source, accumulate)
     _check_inplace(self)
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'put_')
@@ -12442,6 +13543,7 @@ def _ag_put__default(ks, self, index, source, accumulate):
     return result
 
 def _ag_index_reduce__default(ks, self, dim, index, source, reduce, include_self):
+    if _fw.on and _fw_dual(self, source): return _fw_run(('index_reduce_', (0, 3), (), None, True, _ag_index_reduce_default, False, None, False, False), _ag_index_reduce__default, ks, self, dim, index, source, reduce, include_self)
     _check_inplace(self)
     if _gm.enabled and (index._rg):
         _check_no_requires_grad(index, 'index', 'index_reduce_')

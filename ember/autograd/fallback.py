@@ -8,7 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from ember.aten.dispatcher import BoxedFallback, keys_below, register_fallback
+from ember.autograd.forward_grad import not_implemented
 from ember.autograd.grad_mode import state
+from ember.c10 import forward_mode as _fw
 from ember.autograd.graph import NotImplementedBackward
 from ember.autograd.recording import collect_next_edges, set_history
 from ember.c10.dispatch_key import AUTOGRAD_KEYS, DispatchKey
@@ -33,6 +35,12 @@ def _make(op: Any) -> Any:
     qualified = op.qualified_name
 
     def autograd_not_implemented(ks: Any, *args: Any) -> Any:
+        if _fw.state.on and _fw.dual(*_tensors(args)):
+            out = op.redispatch(ks & _BELOW, *args)
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            if any(hasattr(o, "_rg") and (o.dtype.is_floating_point or o.dtype.is_complex) for o in outs):
+                raise not_implemented(name)   # (PyTorch's words; an op without float outputs has no tangent)
+            return out
         out = op.redispatch(ks & _BELOW, *args)
         if state.enabled:
             req = [t for t in _tensors(args) if t._rg]

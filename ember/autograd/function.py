@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ember._generated import aten
 from ember.autograd.grad_mode import no_grad, state
+from ember.autograd import forward_grad as _fw
 from ember.autograd.graph import Node, SavedVariable
 from ember.autograd.recording import check_inplace, collect_next_edges, input_meta, set_history
 from ember.c10.tensor_impl import TensorImpl
@@ -57,8 +58,12 @@ class BackwardCFunction(Node, FunctionCtx):
         self._input_is_tensor: tuple[bool, ...] = ()
         self._output_meta: tuple[Any, ...] = ()
 
+    _in_jvp = False
+
     @property
     def saved_tensors(self) -> Any:
+        if self._in_jvp:   # (the user's jvp reads what save_for_forward kept)
+            return tuple(getattr(self, "_to_save_fwd", ()))
         if self._saved_list is None:
             return tuple(self._to_save)
         return tuple(s.unpack(self) if isinstance(s, SavedVariable) else s for s in self._saved_list)
@@ -135,6 +140,12 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
     vjp = backward
     setup_context: Any = None
 
+    @staticmethod
+    def jvp(ctx: Any, *grad_inputs: Any) -> Any:
+        """The forward-mode derivative: the outputs' tangents from the inputs' (None for an input without one)."""
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it with "
+                                  "forward mode AD.")
+
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         node = cls._backward_cls()
@@ -147,13 +158,13 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
             node.needs_input_grad = needs = tuple([isinstance(a, _Tensor) and a.requires_grad for a in args])
         record = state.enabled and True in needs
         setup = cls.setup_context           # (None on Function: forward(ctx, *args) without one)
-        enabled, state.enabled = state.enabled, False      # forward runs without recording (no_grad)
-        try:
-            outputs = cls.forward(node, *args, **kwargs) if setup is None else cls.forward(*args, **kwargs)
-        finally:
-            state.enabled = enabled
-        if setup is not None:
-            setup(node, args, outputs)
+        level = _fw.level_of(*tensors) if _fw.state.on else -1
+        if level >= 0:   # a dual input: forward runs without this level's tangents, jvp gives the outputs' own
+            with _fw.hidden(level):
+                outputs = cls._run_forward(node, setup, args, kwargs)
+            outputs = _forward_ad(cls, node, args, outputs, level)
+        else:
+            outputs = cls._run_forward(node, setup, args, kwargs)
         if not record:
             return outputs
         single = not isinstance(outputs, tuple)
@@ -192,6 +203,55 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
         else:
             node._saved_list = []
         return outs[0] if single else outs
+
+    @classmethod
+    def _run_forward(cls, node: Any, setup: Any, args: Any, kwargs: Any) -> Any:
+        enabled, state.enabled = state.enabled, False      # forward runs without recording (no_grad)
+        try:
+            outputs = cls.forward(node, *args, **kwargs) if setup is None else cls.forward(*args, **kwargs)
+        finally:
+            state.enabled = enabled
+        if setup is not None:
+            setup(node, args, outputs)
+        return outputs
+
+
+def _forward_ad(cls: Any, node: Any, args: Any, outputs: Any, level: int) -> Any:
+    """The outputs' tangents at ``level`` from the user's ``jvp(ctx, *input_tangents)`` (PyTorch's
+    ``_wrap_outputs`` with a jvp function): ``ctx.saved_tensors`` there are what ``ctx.save_for_forward`` kept; an
+    input returned as it is becomes a view of it (its tangent is the output's, not the input's)."""
+    if cls.jvp is Function.jvp:
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it with "
+                                  "forward mode AD.")
+    with _fw.hidden(level):
+        tangents = [_fw.tangent_of(a, level) if isinstance(a, _Tensor) else None for a in args]
+        node._in_jvp = True
+        try:
+            result = cls.jvp(node, *tangents)
+        finally:
+            node._in_jvp = False
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        result = (result,) if not isinstance(result, tuple) else result
+        if len(result) != len(outs):
+            raise RuntimeError(f"jvp() should return as many tensors as there are outputs of forward(): expected "
+                               f"{len(outs)}, got {len(result)}")
+        dirty = {id(t) for t in node._dirty}
+        inputs = {id(a) for a in args if isinstance(a, _Tensor)}
+        fixed = []
+        non_diff = {id(t) for t in node._non_differentiable}
+        for o, t in zip(outs, result):
+            if isinstance(o, _Tensor) and id(o) in inputs and id(o) not in dirty:
+                enabled, state.enabled = state.enabled, False
+                try:
+                    o = o.view_as(o)
+                finally:
+                    state.enabled = enabled
+            if isinstance(o, _Tensor) and t is not None and id(o) not in non_diff and \
+                    (o.dtype.is_floating_point or o.dtype.is_complex):
+                _fw.set_tangent(o, _fw._fit(t, o), level)
+            fixed.append(o)
+    return fixed[0] if single else tuple(fixed)
 
 
 def _is_one_of(t: Any, outs: tuple[Any, ...]) -> bool:

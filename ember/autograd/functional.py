@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember._generated import aten
-from ember.autograd import grad
+from ember.autograd import forward_ad, grad
 from ember.autograd.grad_mode import enable_grad
 
 
@@ -76,9 +76,61 @@ def jvp(func: Any, inputs: Any, v: Any = None, create_graph: Any = False, strict
     return _out(outs, out_tuple), _out(_fill_none(res, outputs), out_tuple)
 
 
+def _jacfwd(func: Any, inputs: Any, strict: Any, vectorize: Any) -> Any:
+    """The Jacobian in forward mode: one dual level per input element, its tangent a one-hot tensor (a column of
+    the Jacobian per jvp)."""
+    if strict:
+        raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and `strategy=\"forward-mode\"` are not "
+                           "supported together (yet). Please either set `strict=False` or "
+                           "`strategy=\"reverse-mode\"`.")
+    if not vectorize:
+        raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian isonly "
+                                  "implemented for `vectorize=True`.")
+    inputs, in_tuple = _tuple(inputs)
+    cols: list[list[list[Any]]] = []   # [input][element] -> tangents of the outputs
+    out_tuple, outputs = False, ()
+    for j, x in enumerate(inputs):
+        per_elem = []
+        for k in range(max(x.numel(), 0)):
+            onehot = aten.zeros_like(x).reshape(-1)
+            onehot[k] = 1
+            with forward_ad.dual_level():
+                args = list(inputs)
+                args[j] = forward_ad.make_dual(x, onehot.reshape(tuple(x.shape)))
+                outs, out_tuple = _tuple(func(*args))
+                pairs = [forward_ad.unpack_dual(o) for o in outs]
+            outputs = tuple(p.primal for p in pairs)
+            per_elem.append([aten.zeros_like(p.primal) if p.tangent is None else p.tangent for p in pairs])
+        cols.append(per_elem)
+    if not outputs:
+        outputs, out_tuple = _tuple(func(*inputs))
+    jac = []
+    for i, o in enumerate(outputs):
+        per_input = []
+        for j, x in enumerate(inputs):
+            if cols[j]:
+                m = aten.stack([c[i] for c in cols[j]], -1)
+            else:
+                m = aten.zeros(tuple(o.shape) + (0,), dtype=o.dtype, device=o.device)
+            per_input.append(m.reshape(tuple(o.shape) + tuple(x.shape)))
+        jac.append(_out(tuple(per_input), in_tuple))
+    return _out(tuple(jac), out_tuple)
+
+
 def jacobian(func: Any, inputs: Any, create_graph: Any = False, strict: Any = False, vectorize: Any = False,
              strategy: Any = 'reverse-mode') -> Any:
-    """The Jacobian of ``func`` at ``inputs``: ``J[i][j]`` has shape ``output_i.shape + input_j.shape``."""
+    """The Jacobian of ``func`` at ``inputs``: ``J[i][j]`` has shape ``output_i.shape + input_j.shape``; with
+    ``strategy="forward-mode"`` (and ``vectorize=True``) computed column by column in forward mode."""
+    if strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your '
+                             'function has more outputs than inputs, "forward-mode" tends to be more performant. '
+                             'Otherwise, prefer to use "reverse-mode".')
+    if strategy == "forward-mode":
+        if create_graph:
+            raise NotImplementedError("torch.autograd.functional.jacobian: `create_graph=True` and "
+                                      "`strategy=\"forward-mode\"` are not supported together (yet). Please either "
+                                      "set `create_graph=False` or `strategy=\"reverse-mode\"`.")
+        return _jacfwd(func, inputs, strict, vectorize)
     with enable_grad():
         inputs, in_tuple = _tuple(inputs)
         inputs = _grad_inputs(inputs, create_graph)
@@ -107,13 +159,19 @@ def jacobian(func: Any, inputs: Any, create_graph: Any = False, strict: Any = Fa
 
 def hessian(func: Any, inputs: Any, create_graph: Any = False, strict: Any = False, vectorize: Any = False,
             outer_jacobian_strategy: Any = 'reverse-mode') -> Any:
-    """The Hessian of a scalar ``func``: the Jacobian of its gradient."""
+    """The Hessian of a scalar ``func``: the Jacobian of its gradient (``outer_jacobian_strategy="forward-mode"``:
+    forward-over-reverse, with ``vectorize=True``)."""
+    if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
     inputs_t, in_tuple = _tuple(inputs)
 
     def grad_fn(*xs: Any) -> Any:
+        if outer_jacobian_strategy == "forward-mode":
+            xs = tuple(x.requires_grad_(True) for x in xs)
         return jacobian(func, xs if in_tuple else xs[0], create_graph=True, strict=strict)
 
-    return jacobian(grad_fn, inputs, create_graph=create_graph, strict=strict)
+    return jacobian(grad_fn, inputs, create_graph=create_graph, strict=strict, vectorize=vectorize,
+                    strategy=outer_jacobian_strategy)
 
 
 def vhp(func: Any, inputs: Any, v: Any = None, create_graph: Any = False, strict: Any = False) -> Any:

@@ -10,6 +10,8 @@ from ember._generated import aten
 from ember.aten.kernels._common import wrap_dim
 from ember.aten.kernels.linalg import linalg_solve_is_vector_rhs
 from ember.autograd import grad_mode
+from ember.c10 import forward_mode as _fw
+from ember.c10.dispatch_key import DispatchKey
 from ember.c10.dtype import bool_, finfo
 
 if TYPE_CHECKING:  # annotations only (the frontend's class; tests/test_layering.py)
@@ -288,20 +290,40 @@ def minmax_backward(grad: Tensor, self: Tensor, other: Tensor, is_max: bool) -> 
     return grad * sel_self + grad * tie * 0.5, grad * sel_other + grad * tie * 0.5
 
 
+# Note [View backwards without in-place writes]
+# The gradient of a select / slice / diagonal is the gradient written into zeros at the view's place. Written in
+# place (``out.select(...).copy_(grad)``) it is one copy; but when that backward is itself differentiated -- a
+# gradient that requires grad, a batched one (vmap over a vjp: jacrev of jacrev), a dual one (jacfwd of jacrev) --
+# the in-place write on a view would be recorded as CopySlices, whose backward re-applies the view's strides to a
+# gradient laid out differently (a batched one), and put second derivatives in the wrong places. Those cases take
+# the functional ``select_scatter`` / ``slice_scatter`` / ``diagonal_scatter``, whose derivatives are the views.
+_PYTHON_BIT = 1 << DispatchKey.Python
+
+
+def _plain_backward(grad: Tensor) -> bool:
+    return not (grad._rg or grad._ks & _PYTHON_BIT or _fw.state.on)
+
+
 def select_backward(grad: Tensor, sizes: Sequence[int], dim: int, index: int) -> Any:
     out = zeros_of(sizes, grad)
+    if not _plain_backward(grad):
+        return aten.select_scatter(out, grad, dim, index)
     out.select(dim, index).copy_(grad)
     return out
 
 
 def slice_backward(grad: Tensor, sizes: Sequence[int], dim: Any, start: Any, end: Any, step: Any) -> Any:
     out = zeros_of(sizes, grad)
+    if not _plain_backward(grad):
+        return aten.slice_scatter(out, grad, dim, start, end, step)
     aten.slice_Tensor(out, dim, start, end, step).copy_(grad)
     return out
 
 
 def diagonal_backward(grad: Tensor, sizes: Sequence[int], offset: int, dim1: int, dim2: int) -> Any:
     out = zeros_of(sizes, grad)
+    if not _plain_backward(grad):
+        return aten.diagonal_scatter(out, grad, offset, dim1, dim2)
     out.diagonal(offset, dim1, dim2).copy_(grad)
     return out
 
@@ -386,6 +408,13 @@ def permute_backward(grad: Tensor, dims: Sequence[int]) -> Any:
     for i, d in enumerate(dims):
         inv[wrap_dim(d, len(dims))] = i
     return grad.permute(inv)
+
+
+def copy_forward(self: Tensor, src_t: Tensor) -> Any:
+    """``copy_``'s new tangent: the source's, as ``self``'s dtype and size (a real ``self`` keeps the real part)."""
+    if src_t.dtype.is_complex and not self.dtype.is_complex:
+        src_t = aten.real(src_t)
+    return aten.expand(src_t.to(self.dtype), tuple(self.shape))
 
 
 def expand_backward(grad: Tensor, sizes: Sequence[int]) -> Any:
@@ -1399,3 +1428,165 @@ def as_strided_scatter_backward(grad: Tensor, self_geometry: tuple[tuple[int, ..
         return g.as_strided(tuple(size), tuple(stride), 0 if storage_offset is None else storage_offset).clone()
     return aten.as_strided_scatter(g, aten.zeros(tuple(size), dtype=grad.dtype, device=grad.device), tuple(size),
                                    tuple(stride), storage_offset)
+
+
+# -- forward-mode derivatives (``result:`` formulas of derivatives.yaml; Note [Forward formulas] in
+# tools/codegen/gen_autograd.py) ------------------------------------------------------------------------------
+
+
+def resolved_conj(t: Tensor) -> Any:
+    """The conjugate, computed (a lazy conjugate's bit would follow the tangent into views that refuse it)."""
+    return aten.conj_physical(t) if t.dtype.is_complex else t
+
+
+def selected_tangent(self_t: Tensor, dim: Any, indices: Tensor, keepdim: bool) -> Any:
+    """The tangent of values chosen by ``indices`` along ``dim`` (max / min / kthvalue / median / mode / sort / topk):
+    the tangent's entries at the same places."""
+    if self_t.dim() == 0:
+        return self_t.clone()
+    d = wrap_dim(dim, self_t.dim())
+    if keepdim or indices.dim() == self_t.dim():
+        return self_t.gather(d, indices)
+    return self_t.gather(d, indices.unsqueeze(d)).squeeze(d)
+
+
+def max_pool_jvp(self_t: Tensor, indices: Tensor, nd: int) -> Any:
+    """The tangent of a max pooling: the input tangent's entry at each output's flat spatial index."""
+    lead = self_t.dim() - nd
+    flat = self_t.flatten(lead)
+    return flat.gather(-1, indices.flatten(lead)).view(indices.shape)
+
+
+def convolution_jvp(input: Tensor, input_t: Tensor, weight: Tensor, weight_t: Tensor, bias_t: Tensor | None,
+                    stride: Any, padding: Any, dilation: Any, transposed: bool, output_padding: Any,
+                    groups: int) -> Any:
+    """A convolution is linear in each operand: conv(x_t, w) + conv(x, w_t) + b_t."""
+    return aten.convolution(input_t, weight, bias_t, stride, padding, dilation, transposed, output_padding, groups) \
+        + aten.convolution(input, weight_t, None, stride, padding, dilation, transposed, output_padding, groups)
+
+
+def cholesky_jvp(A_t: Tensor, L: Tensor, upper: bool) -> Any:
+    """dL = L Phi(L^-1 dA L^-H) (Phi: the lower triangle, diagonal halved); ``upper``: the same for U = L^H."""
+    Lo = L.mH if upper else L
+    X = aten.linalg_solve_triangular(Lo, A_t, upper=False, left=True)
+    X = aten.linalg_solve_triangular(Lo.mH, X, upper=True, left=False)
+    phi = X.tril(-1) + X.diagonal(0, -2, -1).diag_embed() * 0.5
+    dL = Lo.matmul(phi)
+    return dL.mH if upper else dL
+
+
+def cholesky_inverse_jvp(L: Tensor, L_t: Tensor, upper: bool, inverse: Tensor) -> Any:
+    """X = (L L^H)^-1 (``upper``: (U^H U)^-1): dX = -X dA X with dA = dL L^H + L dL^H."""
+    dA = L_t.mH.matmul(L) + L.mH.matmul(L_t) if upper else L_t.matmul(L.mH) + L.matmul(L_t.mH)
+    return -inverse.matmul(dA).matmul(inverse)
+
+
+def triangular_solve_jvp(self_t: Tensor, A: Tensor, A_t: Tensor, X: Tensor, upper: bool, transpose: bool,
+                         unitriangular: bool) -> Any:
+    """X = op(A)^-1 b: dX = op(A)^-1 (db - op(dA) X); the copy of A gets A's tangent. As PyTorch's formula, dA is
+    A's whole tangent (the reverse mode keeps A's triangle only: the two agree for a triangular tangent)."""
+    rhs = self_t - (A_t.mT if transpose else A_t).matmul(X)
+    return aten.triangular_solve(rhs, A, upper, transpose, unitriangular)[0], A_t.clone()
+
+
+def svd_jvp(A: Tensor, A_t: Tensor, full_matrices: bool, compute_uv: bool, result: Any) -> Any:
+    """The tangents of A = U S V^H (k = min(m, n) singular values): with dP = U^H dA V, dS = Re(diag dP),
+    U^H dU = F o (dP S + S dP^H) and V^H dV = F o (S dP + dP^H S) (F_ij = 1 / (s_j^2 - s_i^2), zero diagonal), plus
+    the parts of dA outside U's (V's) span for a tall (wide) A. The extra columns of ``full_matrices``' U or V get
+    the tangent that keeps them orthogonal to the first k and moves them no further."""
+    U, S, Vh = result if compute_uv else aten._linalg_svd(A, False, True)
+    m, n = A.shape[-2], A.shape[-1]
+    k = S.shape[-1]
+    Uk, Vhk = U.narrow(-1, 0, k), Vh.narrow(-2, 0, k)
+    Vk = Vhk.mH
+    dP = Uk.mH.matmul(A_t).matmul(Vk)
+    dS = dP.diagonal(0, -2, -1)
+    dS = dS.real if dS.dtype.is_complex else dS
+    if not compute_uv:
+        return aten.zeros_like(U), dS, aten.zeros_like(Vh)
+    S2 = S * S
+    E = S2.unsqueeze(-2) - S2.unsqueeze(-1)
+    eye = aten.eye(k, dtype=bool_, device=S.device)
+    F = (1.0 / E.masked_fill(eye, 1.0)).masked_fill(eye, 0.0)
+    Sr, Sc = S.unsqueeze(-2), S.unsqueeze(-1)   # (multiplying on the right / on the left by diag(S))
+    dPh = dP.mH
+    omega_u = F * (dP * Sr + Sc * dPh)
+    omega_v = F * (Sc * dP + dPh * Sr)
+    if dP.dtype.is_complex:    # the phase left free by (U, V) -> (U e^it, V e^it): given to U
+        omega_u = omega_u + (1j * dP.diagonal(0, -2, -1).imag / S).diag_embed()
+    dU = Uk.matmul(omega_u)
+    dV = Vk.matmul(omega_v)
+    if m > k:
+        dU = dU + (A_t.matmul(Vk) - Uk.matmul(dP)) / Sr
+    if n > k:
+        dV = dV + (A_t.mH.matmul(Uk) - Vk.matmul(dPh)) / Sr
+    if full_matrices and m > k:
+        U2 = U.narrow(-1, k, m - k)
+        dU = aten.cat([dU, -Uk.matmul(dU.mH.matmul(U2))], -1)
+    if full_matrices and n > k:
+        V2 = Vh.narrow(-2, k, n - k).mH
+        dV = aten.cat([dV, -Vk.matmul(dV.mH.matmul(V2))], -1)
+    return dU, dS, dV.mH
+
+
+def rnn_layer_jvp(input: Tensor, batch_sizes: Any, h0: Tensor, c0: Tensor | None, w_ih: Tensor, w_hh: Tensor,
+                  b_ih: Tensor | None, b_hh: Tensor | None, w_hr: Tensor | None, mode: str, reverse: bool,
+                  result: Any, input_t: Tensor, h0_t: Tensor, c0_t: Tensor | None, w_ih_t: Tensor, w_hh_t: Tensor,
+                  b_ih_t: Tensor | None, b_hh_t: Tensor | None, w_hr_t: Tensor | None) -> Any:
+    """The tangents of one recurrent layer (ember/aten/kernels/rnn.py's ``_rnn_layer``): its recurrence linearized
+    step by step around the forward pass, whose activated gates (and LSTM cell states) the workspace kept."""
+    out, _, _, ws = result
+    sizes = [int(b) for b in batch_sizes]
+    offs = [0]
+    for b in sizes:
+        offs.append(offs[-1] + b)
+    order = range(len(sizes) - 1, -1, -1) if reverse else range(len(sizes))
+    H = w_ih.shape[0] // {"LSTM": 4, "GRU": 3}.get(mode, 1)
+    dxw = input_t.matmul(w_ih.mT) + input.matmul(w_ih_t.mT)
+    if b_ih_t is not None:
+        dxw = dxw + b_ih_t
+    if mode in ("LSTM", "RNN_TANH", "RNN_RELU") and b_hh_t is not None:
+        dxw = dxw + b_hh_t
+    h, dh = h0, h0_t
+    c: Any = c0
+    dc: Any = c0_t
+    outs_t: list[Any] = [None] * len(sizes)
+
+    def rows(x: Tensor, bs: int, new: Tensor) -> Tensor:   # x with its first bs rows replaced
+        return new if bs == x.shape[0] else aten.cat([new, x[bs:]], 0)
+    for t in order:
+        bs = sizes[t]
+        r0, r1 = offs[t], offs[t] + bs
+        hp, dhp = h[:bs], dh[:bs]
+        dhw = dhp.matmul(w_hh.mT) + hp.matmul(w_hh_t.mT)
+        w = ws[r0:r1]
+        if mode == "LSTM":
+            dg = dxw[r0:r1] + dhw
+            gi, gf, gg, go, cn = w[:, :H], w[:, H:2 * H], w[:, 2 * H:3 * H], w[:, 3 * H:4 * H], w[:, 4 * H:]
+            dgi = gi * (1 - gi) * dg[:, :H]
+            dgf = gf * (1 - gf) * dg[:, H:2 * H]
+            dgg = (1 - gg * gg) * dg[:, 2 * H:3 * H]
+            dgo = go * (1 - go) * dg[:, 3 * H:]
+            dcn = dgf * c[:bs] + gf * dc[:bs] + dgi * gg + gi * dgg
+            tc = cn.tanh()
+            dhn = dgo * tc + go * (1 - tc * tc) * dcn
+            if w_hr is not None and w_hr_t is not None:   # (w_hr_t is zeros when w_hr has no tangent)
+                dhn = dhn.matmul(w_hr.mT) + (go * tc).matmul(w_hr_t.mT)
+            c, dc = rows(c, bs, cn), rows(dc, bs, dcn)
+        elif mode == "GRU":
+            if b_hh_t is not None:
+                dhw = dhw + b_hh_t
+            dxi = dxw[r0:r1]
+            gr, gz, gn, hn_lin = w[:, :H], w[:, H:2 * H], w[:, 2 * H:3 * H], w[:, 3 * H:]
+            dgr = gr * (1 - gr) * (dxi[:, :H] + dhw[:, :H])
+            dgz = gz * (1 - gz) * (dxi[:, H:2 * H] + dhw[:, H:2 * H])
+            dgn = (1 - gn * gn) * (dxi[:, 2 * H:] + dgr * hn_lin + gr * dhw[:, 2 * H:])
+            dhn = dgn + dgz * (hp - gn) + gz * (dhp - dgn)
+        else:
+            pre_t = dxw[r0:r1] + dhw
+            hn = out[r0:r1]
+            dhn = (1 - hn * hn) * pre_t if mode == "RNN_TANH" else (hn > 0) * pre_t
+        outs_t[t] = dhn
+        h, dh = rows(h, bs, out[r0:r1]), rows(dh, bs, dhn)
+    out_t = aten.cat(outs_t, 0) if outs_t else aten.zeros_like(out)
+    return out_t, dh, (dc if mode == "LSTM" else None), None

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ember.aten.wrap import tensor_like
-from ember.autograd import grad
+from ember.autograd import forward_ad as fwAD, grad
 from ember.c10.dtype import complex128, float64
 from ember.c10.tensor_impl import TensorImpl
 
@@ -104,6 +104,34 @@ def _fast_gradcheck(func: Any, inputs: Any, outputs: Any, eps: float, atol: floa
     return True
 
 
+def _forward_jacobian(func: Any, inputs: Any, n_out: int) -> Any:
+    """jac[i][j] as ``_numerical_jacobian``'s, from forward mode: one dual level per input element, its tangent a
+    one-hot tensor."""
+    keep = [k for k, o in enumerate(_flat_outputs(func, inputs)) if getattr(o, "requires_grad", False)]
+    jac: list[Any] = []
+    for i, t in enumerate(inputs):
+        if not (isinstance(t, _Tensor) and t.requires_grad):
+            jac.append(None)
+            continue
+        cols: list[Any] = [None] * n_out
+        for k in range(t.numel()):
+            onehot = np.zeros(tuple(t.shape))
+            onehot.reshape(-1)[k] = 1.0
+            with fwAD.dual_level():
+                args = list(inputs)
+                args[i] = fwAD.make_dual(t.detach(), tensor_like(onehot, t))
+                every = _flat_outputs(func, tuple(args))
+                for j, o in enumerate([every[k] for k in keep]):
+                    tg = fwAD.unpack_dual(o).tangent
+                    col = np.zeros(o.numel()) if tg is None else \
+                        tg.detach().numpy(force=True).astype(np.float64).reshape(-1)
+                    if cols[j] is None:
+                        cols[j] = np.zeros((t.numel(), o.numel()))
+                    cols[j][k] = col
+        jac.append([np.zeros((t.numel(), 0)) if c is None else c for c in cols])
+    return jac
+
+
 def _analytical_jacobian(inputs: Any, outputs: Any) -> Any:
     diff_inputs = [t for t in inputs if isinstance(t, _Tensor) and t.requires_grad]
     jac = {id(t): [np.zeros((t.numel(), o.numel())) for o in outputs] for t in diff_inputs}
@@ -123,7 +151,12 @@ def gradcheck(func: Any, inputs: Any, *, eps: Any = 1e-06, atol: Any = 1e-05, rt
               check_grad_dtypes: Any = False, check_batched_grad: Any = False,
               check_batched_forward_grad: Any = False, check_forward_ad: Any = False,
               check_backward_ad: Any = True, fast_mode: Any = False, masked: Any = None) -> bool:
-    """Check the gradients computed by autograd for ``func(*inputs)`` against finite differences."""
+    """Check the gradients computed by autograd for ``func(*inputs)`` against finite differences: the backward
+    mode's (``check_backward_ad``) and the forward mode's (``check_forward_ad``, one jvp per input element)."""
+    if not (check_forward_ad or check_backward_ad):
+        raise AssertionError("Expected at least one of check_forward_ad or check_backward_ad to be True")
+    if check_batched_forward_grad and not check_forward_ad:
+        raise AssertionError("Setting check_batched_forward_grad=True requires check_forward_ad to be True")
     inputs = _as_tuple(inputs)
     for t in inputs:
         if isinstance(t, _Tensor) and t.requires_grad and t.dtype not in (float64, complex128):
@@ -136,6 +169,18 @@ def gradcheck(func: Any, inputs: Any, *, eps: Any = 1e-06, atol: Any = 1e-05, rt
     if fast_mode:
         return _fast_gradcheck(func, inputs, outputs, eps, atol, rtol, raise_exception)
     num = _numerical_jacobian(func, inputs, outputs, eps)
+    if check_forward_ad:
+        fwd = _forward_jacobian(func, inputs, len(outputs))
+        for i, t in enumerate(inputs):
+            if num[i] is None:
+                continue
+            for j in range(len(outputs)):
+                a, n = fwd[i][j], num[i][j]
+                if not np.allclose(a, n, rtol=rtol, atol=atol):
+                    return _fail(f"Jacobian computed with forward mode mismatch for output {j} with respect to "
+                                 f"input {i},\nnumerical:{n}\nanalytical:{a}\n", raise_exception)
+    if not check_backward_ad:
+        return True
     ana = _analytical_jacobian(inputs, outputs)
     for i, t in enumerate(inputs):
         if num[i] is None:

@@ -113,8 +113,8 @@ class SavedVariable:
             return None
         if t._vc.version != self.version:
             self._modified(t, t._vc.version, node)
-        if self._detached is not None and not state.enabled:
-            return aten.detach(self._detached)
+        if self._detached is not None and not state.enabled and "_fwg" not in t.__dict__:
+            return aten.detach(self._detached)   # (a dual output stays itself: it keeps its tangent)
         return t
 
     def _unpack_hooked(self, node: Node | None) -> Tensor | None:

@@ -33,6 +33,7 @@ class Derivative:
         self.output_differentiability = output_diff
         self.loc = loc
         self.non_differentiable: set[str] = set()  # inputs declared ``non_differentiable``
+        self.forward: str | None = None   # the ``result:`` formula (Note [Forward formulas])
 
 
 def load_derivatives(path: str = DERIV_PATH) -> dict[str, Derivative]:
@@ -48,7 +49,15 @@ def load_derivatives(path: str = DERIV_PATH) -> dict[str, Derivative]:
         except (SchemaError, KeyError) as exc:
             raise SchemaError(f"{loc}: {exc}") from None
         formulas = {k: str(v) for k, v in e.items() if k not in ("name", "output_differentiability",
-                                                                  "grad_fn_name", "wrapped_number")}
+                                                                  "grad_fn_name", "wrapped_number", "result")}
+        forward = e.get("result")
+        if forward is not None:
+            forward = str(forward)
+            if forward not in ("auto_element_wise", "auto_linear"):
+                try:
+                    ast.parse(forward, mode="eval")
+                except SyntaxError as exc:
+                    raise SchemaError(f"{loc}: the result formula is not a Python expression: {exc}") from None
         non_diff = {k for k, v in formulas.items() if v == "non_differentiable"}
         formulas = {k: _outputs_by_index(schema, v) for k, v in formulas.items() if k not in non_diff}
         # Note [multi-input formulas]: as in PyTorch, "input, weight, bias: f(..., grad_input_mask)" computes
@@ -79,6 +88,7 @@ def load_derivatives(path: str = DERIV_PATH) -> dict[str, Derivative]:
             if any(a.type.is_tensor_list for a in schema.arguments if a.name in names):
                 raise SchemaError(f"{loc}: a multi-input formula cannot include the Tensor[] argument {n}")
         out[schema.full_name].grad_fn_name = e.get("grad_fn_name")
+        out[schema.full_name].forward = forward
         out[schema.full_name].wrapped_number = e.get("wrapped_number")
         if e.get("wrapped_number") and formulas:
             raise SchemaError(f"{loc}: an overload recorded as its Tensor overload on a wrapped number has no formulas")
@@ -302,9 +312,11 @@ def _requires_expr(args: Sequence[Argument]) -> str:
     return " or ".join(conds) if conds else "False"
 
 
-def gen_kernel(nf: NativeFunction, plan: Plan, inplace: bool, numbers: tuple[str, ...] = ()) -> tuple[str, str]:
+def gen_kernel(nf: NativeFunction, plan: Plan, inplace: bool, numbers: tuple[str, ...] = (),
+               fw_spec: str | None = None) -> tuple[str, str]:
     """The Autograd kernel of ``nf`` recording ``plan``'s node. ``numbers``: arguments that are Python numbers in
-    ``nf`` and tensors in ``plan`` (Note [Overloads PyTorch's bindings hide]): the node gets them wrapped."""
+    ``nf`` and tensors in ``plan`` (Note [Overloads PyTorch's bindings hide]): the node gets them wrapped.
+    ``fw_spec``: what forward mode needs to know of the op (``gen_spec``)."""
     s = nf.schema
     fname = f"_ag_{s.name}_{s.overload_name or 'default'}"
     params = ["ks"] + [ident(a.name) for a in s.arguments]
@@ -312,6 +324,10 @@ def gen_kernel(nf: NativeFunction, plan: Plan, inplace: bool, numbers: tuple[str
     call = f"{handle}.redispatch(ks & _BELOW, {', '.join(ident(a.name) for a in s.arguments)})"
     diff = plan.diff_inputs
     lines = [f"def {fname}({', '.join(params)}):"]
+    fw_args = [ident(a.name) for a in diff if a.name not in numbers]
+    if fw_args and fw_spec is not None:   # Note [Dual tensors] in ember/autograd/forward_grad.py
+        lines.append(f"    if _fw.on and _fw_dual({', '.join(fw_args)}): return _fw_run({fw_spec}, {fname}, "
+                     f"{', '.join(params)})")
     req = _requires_expr([a for a in diff if a.name not in numbers])
     if inplace:
         lines.append(f"    _check_inplace({ident(s.arguments[0].name)})")
@@ -416,6 +432,121 @@ def gen_kernel(nf: NativeFunction, plan: Plan, inplace: bool, numbers: tuple[str
     return fname, "\n".join(lines)
 
 
+# Note [Forward formulas]
+# An entry's ``result:`` is the forward derivative of its output, as in PyTorch's derivatives.yaml: a Python
+# expression over ``<input>_t`` (the input's tangent; a zero tensor when the input has none), ``<input>_p`` (its
+# primal; the bare name is the same), the other arguments, ``result`` and the helpers the backward formulas see; a
+# multi-output op gives a tuple. Two words stand for a formula PyTorch derives: ``auto_element_wise`` (an
+# element-wise op of one input: its backward formula with the tangent as ``grad``, conjugated around for complex)
+# and ``auto_linear`` (an op linear in its differentiable inputs: the op itself applied to their tangents). A view
+# op without ``result:`` is ``auto_linear``, so a view's tangent is the same view of its base's; a ``pointwise`` op
+# whose one tensor argument is its one differentiable input is ``auto_element_wise``. Any other entry
+# gets its forward derivative from its backward formula (Note [Forward derivative by double backward] in
+# ember/autograd/forward_grad.py).
+
+
+def forward_kind(plan: Plan, tags: Sequence[str] = ()) -> str | None:
+    d = plan.d
+    if d.forward is not None:
+        return d.forward
+    od = d.output_differentiability
+    s = d.schema
+    if s.is_view and plan.diff_inputs and (od is None or any(od)):
+        return "auto_linear"
+    if "pointwise" in tags and len(plan.diff_inputs) == 1 and len(s.returns) == 1 and not s.is_inplace and \
+            sum(a.type.base == "Tensor" for a in s.arguments) == 1 and \
+            "not_implemented" not in _names_in(d.formulas[plan.diff_inputs[0].name]):
+        return "auto_element_wise"
+    return None
+
+
+def _aten_call(s: FunctionSchema, value: Any) -> str:
+    from tools.codegen.gen import aten_name
+    pos = [value(a) for a in s.arguments if not a.kwarg_only]
+    kw = [f"{ident(a.name)}={value(a)}" for a in s.arguments if a.kwarg_only]
+    return f"aten.{aten_name(s)}({', '.join(pos + kw)})"
+
+
+def gen_jvp(plan: Plan, tags: Sequence[str] = ()) -> tuple[str, bool] | None:
+    """The forward-derivative function of ``plan``'s op: ``(*args, *tangents, result) -> tangent(s)``, and whether
+    it wants zero tangents for inputs without one; None when the op has no formula (double backward)."""
+    kind = forward_kind(plan, tags)
+    if kind is None:
+        return None
+    s = plan.d.schema
+    diff = plan.diff_inputs
+    tnames = [f"{a.name}_t" for a in diff]
+    lines = [f"def _jvp_{plan.class_name}({', '.join([ident(a.name) for a in s.arguments] + tnames + ['result'])}):"]
+    if kind == "auto_linear":
+        names = {a.name for a in diff}
+        expr = _aten_call(s, lambda a: f"{a.name}_t" if a.name in names else ident(a.name))
+        fills = len(diff) > 1 or any(a.type.is_tensor_list for a in diff)
+    elif kind == "auto_element_wise":
+        if len(diff) != 1:
+            raise SchemaError(f"{plan.d.loc}: auto_element_wise needs exactly one differentiable input")
+        f = plan.d.formulas[diff[0].name]
+        lines.append(f"    grad = resolved_conj({diff[0].name}_t)")
+        lines += _derived_names(s, f)
+        expr = f"resolved_conj({f})"
+        fills = False
+    else:
+        lines += [f"    {a.name}_p = {ident(a.name)}" for a in s.arguments
+                  if a.type.base == "Tensor" and f"{a.name}_p" in _names_in(kind)]
+        lines += _derived_names(s, kind)
+        expr = kind
+        fills = True
+    lines.append(f"    return {expr}")
+    return "\n".join(lines), fills
+
+
+def _derived_names(s: FunctionSchema, f: str) -> list[str]:
+    """``<arg>_sizes`` and the like, where a formula names them."""
+    used = _names_in(f)
+    out = []
+    for a in s.arguments:
+        n = ident(a.name)
+        if f"{a.name}_sizes" in used:
+            out.append(f"    {a.name}_sizes = " + (f"[tuple(_x.shape) for _x in {n}]" if a.type.is_tensor_list
+                                                 else f"tuple({n}.shape)"))
+        if f"{a.name}_strides" in used:
+            out.append(f"    {a.name}_strides = {n}.stride()")
+        if f"{a.name}_geometry" in used:
+            out.append(f"    {a.name}_geometry = (tuple({n}.shape), {n}.stride(), {n}.storage_offset())")
+        if f"{a.name}_dtype" in used or f"{a.name}_device" in used:
+            out.append(f"    {a.name}_dtype, {a.name}_device = {n}.dtype, {n}.device")
+    return out
+
+
+def gen_spec(nf: NativeFunction, plan: Plan, fname: str, jvp: str | None, fills: bool, functional: str | None,
+             numbers: tuple[str, ...] = ()) -> str:
+    """The fields of one Autograd kernel's ``forward_grad.Spec``, as a tuple the kernel passes to ``run``."""
+    s = nf.schema
+    pos = {a.name: i for i, a in enumerate(s.arguments)}
+    diff = [a for a in plan.diff_inputs if a.name not in numbers]
+    lists = tuple(pos[a.name] for a in diff if a.type.is_tensor_list)
+    inplace: Any = False
+    if s.is_inplace:
+        inplace = "view" if "inplace_view" in nf.tags else True
+    multi = len(s.returns) > 1 or s.returns[0].type.is_list
+    name = f"{s.name}.{s.overload_name}" if s.overload_name else s.name
+    return (f"({name!r}, {tuple(pos[a.name] for a in diff)!r}, {lists!r}, {jvp}, {inplace!r}, {functional}, "
+            f"{multi!r}, {plan.d.output_differentiability!r}, {fills!r}, {s.is_view or inplace == 'view'!r})")
+
+
+def gen_wrapped_jvp(fname: str, s: FunctionSchema, tplan: Plan, numbers: tuple[str, ...], fills: bool) -> str:
+    """A wrapped-number kernel's forward derivative: the Tensor overload's, the numbers wrapped (zero tangents)."""
+    like = ident(s.arguments[0].name)
+    diff = [a for a in tplan.diff_inputs if a.name not in numbers]
+    params = [ident(a.name) for a in s.arguments] + [f"{a.name}_t" for a in diff] + ["result"]
+    lines = [f"def _jvp{fname}({', '.join(params)}):"]
+    lines += [f"    {ident(n)} = _scalar_to_tensor({ident(n)}, {like})" for n in numbers]
+    targs = [ident(a.name) for a in tplan.d.schema.arguments]
+    tts = [(f"_scalar_to_tensor(0, {like})" if fills else "None") if a.name in numbers else f"{a.name}_t"
+           for a in tplan.diff_inputs]
+    lines.append(f"    return _jvp_{tplan.class_name}({', '.join(targs + tts + ['result'])})")
+    return "\n".join(lines)
+
+
 def _set_base_lines(s: FunctionSchema, indent: str, recorded: bool = False) -> list[str]:
     """A view's base; a recorded view also notes the version its history was made at (Note [View history] in
     ember/autograd/recording.py); none for ``detach`` (``FunctionSchema.keeps_base``)."""
@@ -463,6 +594,7 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
            "                                      input_meta as _meta, rebase_history as _rebase_history,",
            "                                      set_history as _set_history)",
            "from ember.autograd.functions_manual import *  # noqa: F401,F403",
+           "from ember.autograd.forward_grad import dual as _fw_dual, run as _fw_run, state as _fw",
            "from ember._generated import aten",
            "from ember.c10.dispatch_key import DispatchKey",
            "",
@@ -481,6 +613,7 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
     keeps_base: set[str] = set()   # ... but only set a view's base
     fallthrough: list[FunctionSchema] = []
     plans: dict[str, Plan] = {}
+    jvps: dict[str, tuple[str | None, bool]] = {}   # functional op -> (its jvp function, whether it wants zeros)
     for nf in nfs:
         s = nf.schema
         if nf.is_composite or not nf.dispatch:
@@ -504,7 +637,14 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
         if display != cls:  # Note [grad_fn names]
             out.append(f"{cls}.__name__ = {cls}.__qualname__ = {display!r}")
         out.append("")
-        fname, code = gen_kernel(nf, plan, inplace=s.is_inplace)
+        j = gen_jvp(plan, nf.tags)
+        if j is not None:
+            out.append(j[0])
+        jvps[full] = (f"_jvp_{cls}" if j else None, j[1] if j else False)
+        fn, fills = jvps[full]
+        fname = f"_ag_{s.name}_{s.overload_name or 'default'}"
+        spec = gen_spec(nf, plan, fname, fn, fills, None if s.is_inplace and fn is None else fname)
+        fname, code = gen_kernel(nf, plan, inplace=s.is_inplace, fw_spec=spec)
         out.append(code)
         out.append("")
         regs.append((s, fname))
@@ -522,7 +662,13 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
             numbers = tuple(a.name for a in d.schema.arguments if a.type.base == "Scalar" and a.name in targs
                             and targs[a.name].type.is_tensor)
             wrapped[full] = (d.schema, tplan, numbers)
-            fname, code = gen_kernel(by_full[full], tplan, inplace=False, numbers=numbers)
+            fname = f"_ag_{d.schema.name}_{d.schema.overload_name or 'default'}"
+            tfn, fills = jvps[d.wrapped_number]
+            if tfn is not None:
+                out.append(gen_wrapped_jvp(fname, d.schema, tplan, numbers, fills))
+            jvps[full] = (f"_jvp{fname}" if tfn else None, False)
+            spec = gen_spec(by_full[full], tplan, fname, jvps[full][0], False, fname, numbers)
+            fname, code = gen_kernel(by_full[full], tplan, inplace=False, numbers=numbers, fw_spec=spec)
             out += [code, ""]
             regs.append((d.schema, fname))
     for nf in nfs:
@@ -535,7 +681,11 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
             twin = _functional_plan(s, plans, wrapped)
             if twin is None:
                 continue
-            fname, code = gen_kernel(nf, twin[0], inplace=True, numbers=twin[1])
+            fs = twin[2]
+            tf = f"_ag_{fs.name}_{fs.overload_name or 'default'}"
+            fn, fills = jvps[fs.full_name]
+            spec = gen_spec(nf, twin[0], f"_ag_{s.name}_{s.overload_name or 'default'}", fn, fills, tf, twin[1])
+            fname, code = gen_kernel(nf, twin[0], inplace=True, numbers=twin[1], fw_spec=spec)
         elif s.is_view and s.full_name not in plans:
             fname, code = gen_view_kernel(nf)
         else:
@@ -594,16 +744,16 @@ def _arg_signature(schema: FunctionSchema) -> list[tuple[str, str, bool, str | N
 
 def _functional_plan(s: FunctionSchema, plans: dict[str, Plan],
                      wrapped: dict[str, tuple[FunctionSchema, Plan, tuple[str, ...]]]
-                     ) -> tuple[Plan, tuple[str, ...]] | None:
-    """The plan of the in-place overload ``s``'s functional twin, and the arguments its node wraps."""
+                     ) -> tuple[Plan, tuple[str, ...], FunctionSchema] | None:
+    """The plan of the in-place overload ``s``'s functional twin, the arguments its node wraps, and the twin."""
     want = _arg_signature(s)
     for full, plan in plans.items():
         fs = plan.d.schema
         if fs.name == s.name[:-1] and _arg_signature(fs) == want:
-            return plan, ()
+            return plan, (), fs
     for fs, plan, numbers in wrapped.values():
         if fs.name == s.name[:-1] and _arg_signature(fs) == want:
-            return plan, numbers
+            return plan, numbers, fs
     return None
 
 

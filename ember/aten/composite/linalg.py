@@ -20,6 +20,7 @@ from ember.aten.math_bits import values_of
 from ember.c10.dispatch_key import DispatchKey
 from ember.c10.dtype import bool_, finfo, float64, int64
 from ember.c10.grad_mode import state as _grad_state
+from ember.c10 import forward_mode as _fw
 from ember.c10.memory_format import contiguous_format
 from ember.c10.exceptions import _LinAlgError, warn_once
 from ember.aten.kernels.linalg import _LINALG_FAILURES, _LU_ERROR, _raise_first_failure
@@ -290,7 +291,7 @@ def _einsum_unobserved(tensors: Any, op_labels: list[list[int]], ellipsis: int) 
     if is_tensor_subclass_like(*tensors) or tls.keys[1] & _AUTOCAST_BITS:
         return False
     first = tensors[0]
-    if _grad_state.enabled and any(t.requires_grad for t in tensors):
+    if _grad_state.enabled and any(t.requires_grad for t in tensors) or _fw.state.on and _fw.dual(*tensors):
         return False
     if any(t.dtype is not first.dtype or t.device != first.device for t in tensors) or first.device.type == "meta":
         return False
@@ -392,7 +393,7 @@ def linalg_eigh(self: Any, UPLO: str = "L") -> Any:
 def linalg_eigvalsh(self: Any, UPLO: str = "L") -> Any:
     """The eigenvalues; the eigenvectors are computed too when a gradient may be asked for (its formula needs
     them), as PyTorch's ``_may_require_fw_or_bw_grad``."""
-    return aten._linalg_eigh(self, UPLO, bool(_grad_state.enabled and self.requires_grad))[0]
+    return aten._linalg_eigh(self, UPLO, _may_require_grad(self))[0]
 
 
 def pdist_forward(self: Any, p: float = 2.0) -> Any:
@@ -594,7 +595,7 @@ def slogdet(self: Any) -> Any:
 def _may_require_grad(A: Any) -> bool:
     """PyTorch's ``_may_require_fw_or_bw_grad``: whether a derivative may be asked for (then a decomposition keeps
     the factors its formula needs)."""
-    return bool(_grad_state.enabled and A.requires_grad)
+    return bool(_grad_state.enabled and A.requires_grad) or _fw.state.on and _fw.dual(A)
 
 
 def linalg_svd(A: Any, full_matrices: bool = True, driver: Any = None) -> Any:

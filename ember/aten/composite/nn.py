@@ -15,6 +15,7 @@ from ember.aten.kernels.grid_sampler import affine_base
 from ember.aten.kernels.padding import pad_source_index
 from ember.aten.wrap import new_tensor, tensor_from_values, tensor_like
 from ember.c10.dtype import scalar_type_name
+from ember.c10 import forward_mode as _fw
 from ember.c10.device import CPU
 from ember.c10.memory_format import strided
 from ember.c10.dispatch_key import KS_CPU
@@ -312,7 +313,8 @@ def embedding_bag_padding_idx(weight: Any, indices: Any, offsets: Any, scale_gra
     else:
         padding_idx = -1
     # a weight that needs no gradient takes the forward-only operator (the same kernel), as in PyTorch
-    op = aten._embedding_bag if weight.requires_grad else aten._embedding_bag_forward_only
+    op = aten._embedding_bag if weight.requires_grad or _fw.state.on and _fw.dual(weight) else \
+        aten._embedding_bag_forward_only
     return op(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset,
               padding_idx)
 
