@@ -4302,8 +4302,10 @@ class PoissonBackward0(_Node):
             grad_inputs[self_ix] = aten.zeros_like(self)
         return grad_inputs
 
+def _jvp_PoissonBackward0(self, generator, self_t, result):
+    return aten.zeros_like(result)
 def _ag_poisson_default(ks, self, generator):
-    if _fw.on and _fw_dual(self): return _fw_run(('poisson', (0,), (), None, False, _ag_poisson_default, False, None, False, False), _ag_poisson_default, ks, self, generator)
+    if _fw.on and _fw_dual(self): return _fw_run(('poisson', (0,), (), _jvp_PoissonBackward0, False, _ag_poisson_default, False, None, True, False), _ag_poisson_default, ks, self, generator)
     if not (_gm.enabled and (self._rg)):
         return aten._op_poisson.redispatch(ks & _BELOW, self, generator)
     _n = PoissonBackward0()
@@ -4328,8 +4330,10 @@ class BinomialBackward0(_Node):
             grad_inputs[prob_ix] = aten.zeros_like(prob)
         return grad_inputs
 
+def _jvp_BinomialBackward0(count, prob, generator, count_t, prob_t, result):
+    return aten.zeros_like(result)
 def _ag_binomial_default(ks, count, prob, generator):
-    if _fw.on and _fw_dual(count, prob): return _fw_run(('binomial', (0, 1), (), None, False, _ag_binomial_default, False, None, False, False), _ag_binomial_default, ks, count, prob, generator)
+    if _fw.on and _fw_dual(count, prob): return _fw_run(('binomial', (0, 1), (), _jvp_BinomialBackward0, False, _ag_binomial_default, False, None, True, False), _ag_binomial_default, ks, count, prob, generator)
     if not (_gm.enabled and (count._rg or prob._rg)):
         return aten._op_binomial.redispatch(ks & _BELOW, count, prob, generator)
     _n = BinomialBackward0()
@@ -4354,8 +4358,10 @@ class StandardGammaBackward0(_Node):
             grad_inputs[self_ix] = grad * aten._standard_gamma_grad(self, result)
         return grad_inputs
 
+def _jvp_StandardGammaBackward0(self, generator, self_t, result):
+    return self_t * aten._standard_gamma_grad(self, result)
 def _ag__standard_gamma_default(ks, self, generator):
-    if _fw.on and _fw_dual(self): return _fw_run(('_standard_gamma', (0,), (), None, False, _ag__standard_gamma_default, False, None, False, False), _ag__standard_gamma_default, ks, self, generator)
+    if _fw.on and _fw_dual(self): return _fw_run(('_standard_gamma', (0,), (), _jvp_StandardGammaBackward0, False, _ag__standard_gamma_default, False, None, True, False), _ag__standard_gamma_default, ks, self, generator)
     if not (_gm.enabled and (self._rg)):
         return aten._op__standard_gamma.redispatch(ks & _BELOW, self, generator)
     _n = StandardGammaBackward0()
@@ -4402,8 +4408,10 @@ class NormalBackward0(_Node):
         return grad_inputs
 NormalBackward0.__name__ = NormalBackward0.__qualname__ = 'NormalBackward3'
 
+def _jvp_NormalBackward0(mean, std, generator, mean_t, std_t, result):
+    return aten.zeros_like(result)
 def _ag_normal_Tensor_Tensor(ks, mean, std, generator):
-    if _fw.on and _fw_dual(mean, std): return _fw_run(('normal.Tensor_Tensor', (0, 1), (), None, False, _ag_normal_Tensor_Tensor, False, None, False, False), _ag_normal_Tensor_Tensor, ks, mean, std, generator)
+    if _fw.on and _fw_dual(mean, std): return _fw_run(('normal.Tensor_Tensor', (0, 1), (), _jvp_NormalBackward0, False, _ag_normal_Tensor_Tensor, False, None, True, False), _ag_normal_Tensor_Tensor, ks, mean, std, generator)
     if not (_gm.enabled and (mean._rg or std._rg)):
         return aten._op_normal_Tensor_Tensor.redispatch(ks & _BELOW, mean, std, generator)
     _n = NormalBackward0()
@@ -4422,8 +4430,10 @@ class BernoulliBackward0(_Node):
             grad_inputs[self_ix] = aten.zeros_like(grad)
         return grad_inputs
 
+def _jvp_BernoulliBackward0(self, generator, self_t, result):
+    return aten.zeros_like(result)
 def _ag_bernoulli_default(ks, self, generator):
-    if _fw.on and _fw_dual(self): return _fw_run(('bernoulli', (0,), (), None, False, _ag_bernoulli_default, False, None, False, False), _ag_bernoulli_default, ks, self, generator)
+    if _fw.on and _fw_dual(self): return _fw_run(('bernoulli', (0,), (), _jvp_BernoulliBackward0, False, _ag_bernoulli_default, False, None, True, False), _ag_bernoulli_default, ks, self, generator)
     if not (_gm.enabled and (self._rg)):
         return aten._op_bernoulli.redispatch(ks & _BELOW, self, generator)
     _n = BernoulliBackward0()
@@ -4442,8 +4452,10 @@ class BernoulliBackward1(_Node):
             grad_inputs[self_ix] = aten.zeros_like(grad)
         return grad_inputs
 
+def _jvp_BernoulliBackward1(self, p, generator, self_t, result):
+    return aten.zeros_like(result)
 def _ag_bernoulli_p(ks, self, p, generator):
-    if _fw.on and _fw_dual(self): return _fw_run(('bernoulli.p', (0,), (), None, False, _ag_bernoulli_p, False, None, False, False), _ag_bernoulli_p, ks, self, p, generator)
+    if _fw.on and _fw_dual(self): return _fw_run(('bernoulli.p', (0,), (), _jvp_BernoulliBackward1, False, _ag_bernoulli_p, False, None, True, False), _ag_bernoulli_p, ks, self, p, generator)
     if not (_gm.enabled and (self._rg)):
         return aten._op_bernoulli_p.redispatch(ks & _BELOW, self, p, generator)
     _n = BernoulliBackward1()
@@ -9387,8 +9399,10 @@ class RreluWithNoiseBackward0(_Node):
             grad_inputs[self_ix] = aten.rrelu_with_noise_backward(grad, self, noise, lower, upper, training, False)
         return grad_inputs
 
+def _jvp_RreluWithNoiseBackward0(self, noise, lower, upper, training, generator, self_t, result):
+    return aten.rrelu_with_noise_backward(self_t, self, noise, lower, upper, training, False)
 def _ag_rrelu_with_noise_default(ks, self, noise, lower, upper, training, generator):
-    if _fw.on and _fw_dual(self): return _fw_run(('rrelu_with_noise', (0,), (), None, False, _ag_rrelu_with_noise_default, False, None, False, False), _ag_rrelu_with_noise_default, ks, self, noise, lower, upper, training, generator)
+    if _fw.on and _fw_dual(self): return _fw_run(('rrelu_with_noise', (0,), (), _jvp_RreluWithNoiseBackward0, False, _ag_rrelu_with_noise_default, False, None, True, False), _ag_rrelu_with_noise_default, ks, self, noise, lower, upper, training, generator)
     if not (_gm.enabled and (self._rg)):
         return aten._op_rrelu_with_noise.redispatch(ks & _BELOW, self, noise, lower, upper, training, generator)
     _n = RreluWithNoiseBackward0()
@@ -9484,7 +9498,7 @@ class ScaledDotProductFlashAttentionForCpuBackward0(_Node):
         return grad_inputs
 
 def _ag__scaled_dot_product_flash_attention_for_cpu_default(ks, query, key, value, dropout_p, is_causal, attn_mask, scale):
-    if _fw.on and _fw_dual(query, key, value): return _fw_run(('_scaled_dot_product_flash_attention_for_cpu', (0, 1, 2), (), None, False, _ag__scaled_dot_product_flash_attention_for_cpu_default, True, [True, False], False, False), _ag__scaled_dot_product_flash_attention_for_cpu_default, ks, query, key, value, dropout_p, is_causal, attn_mask, scale)
+    if _fw.on and _fw_dual(query, key, value): return _fw_run(('_scaled_dot_product_flash_attention_for_cpu', (0, 1, 2), (), None, False, None, True, [True, False], False, False), _ag__scaled_dot_product_flash_attention_for_cpu_default, ks, query, key, value, dropout_p, is_causal, attn_mask, scale)
     if _gm.enabled and ((attn_mask is not None and attn_mask._rg)):
         _check_no_requires_grad(attn_mask, 'attn_mask', '_scaled_dot_product_flash_attention_for_cpu')
     if not (_gm.enabled and (query._rg or key._rg or value._rg)):
@@ -13050,7 +13064,7 @@ def _ag_detach_default(ks, self):
     return result
 
 def _ag_bernoulli__float(ks, self, p, generator):
-    if _fw.on and _fw_dual(self): return _fw_run(('bernoulli_.float', (0,), (), None, True, _ag_bernoulli_p, False, None, False, False), _ag_bernoulli__float, ks, self, p, generator)
+    if _fw.on and _fw_dual(self): return _fw_run(('bernoulli_.float', (0,), (), _jvp_BernoulliBackward1, True, _ag_bernoulli_p, False, None, True, False), _ag_bernoulli__float, ks, self, p, generator)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_bernoulli__float.redispatch(ks & _BELOW, self, p, generator)
@@ -13466,7 +13480,7 @@ def _ag_threshold__default(ks, self, threshold, value):
     return result
 
 def _ag_rrelu_with_noise__default(ks, self, noise, lower, upper, training, generator):
-    if _fw.on and _fw_dual(self): return _fw_run(('rrelu_with_noise_', (0,), (), None, True, _ag_rrelu_with_noise_default, False, None, False, False), _ag_rrelu_with_noise__default, ks, self, noise, lower, upper, training, generator)
+    if _fw.on and _fw_dual(self): return _fw_run(('rrelu_with_noise_', (0,), (), _jvp_RreluWithNoiseBackward0, True, _ag_rrelu_with_noise_default, False, None, True, False), _ag_rrelu_with_noise__default, ks, self, noise, lower, upper, training, generator)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_rrelu_with_noise_.redispatch(ks & _BELOW, self, noise, lower, upper, training, generator)

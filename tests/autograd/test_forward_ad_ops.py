@@ -173,3 +173,4 @@ def test_forward_ad_matches_pytorch(op):
         compared += 1
     if not compared:
         pytest.skip("no sample with a floating input")
+

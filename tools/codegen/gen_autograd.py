@@ -643,7 +643,9 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
         jvps[full] = (f"_jvp_{cls}" if j else None, j[1] if j else False)
         fn, fills = jvps[full]
         fname = f"_ag_{s.name}_{s.overload_name or 'default'}"
-        spec = gen_spec(nf, plan, fname, fn, fills, None if s.is_inplace and fn is None else fname)
+        # a random op without a formula refuses forward mode: the double backward would run it (draw) again
+        redo = not (fn is None and (s.is_inplace or "nondeterministic_seeded" in nf.tags))
+        spec = gen_spec(nf, plan, fname, fn, fills, fname if redo else None)
         fname, code = gen_kernel(nf, plan, inplace=s.is_inplace, fw_spec=spec)
         out.append(code)
         out.append("")
