@@ -441,11 +441,9 @@ class Tensor(TensorImpl, _TensorMethods):
             raise TypeError("_make_wrapper_subclass(): argument 'cls' must be a subclass of torch.Tensor")
         dt = _dt.get_default_dtype() if dtype is None else dtype
         dev = canonical(CPU if device is None else device)
-        if storage_offset:
-            raise NotImplementedError("_make_wrapper_subclass: a non-zero storage_offset is not supported by ember")
         t = object.__new__(cls)
         t._data = fake_array(tuple(int(s) for s in size), dt.np,
-                             None if strides is None else tuple(int(s) for s in strides))
+                             None if strides is None else tuple(int(s) for s in strides), int(storage_offset or 0))
         _python_key.note_used()
         t._ks = KS_OF_DEVICE_TYPE[dev.type] | _python_key.PYTHON_BIT
         t._vc = VersionCounter()

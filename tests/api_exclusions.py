@@ -152,9 +152,9 @@ EXCLUDED: dict[str, dict[str, str]] = {
             grouped_mm scaled_grouped_mm scaled_mm
         """,
     },
-    'torch.func.functionalize and the einops-style rearrange: issue 42 item 2': {
+    'the einops-style rearrange of torch.func (a wrapper of the einops package): not planned': {
         'func': """
-            functionalize rearrange
+            rearrange
         """,
     },
     'unusable in PyTorch 2.13 itself (NestedIOFunction: its legacy _do_forward machinery is gone): not planned': {

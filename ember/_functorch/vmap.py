@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 import ember
 from ember._tensor import Tensor
-from ember.aten.torch_function import _disabled_torch_function_impl
+from ember._functorch._wrapper import WrapperTensor
 from ember.autograd import forward_grad as _fw
 from ember.autograd.function import Function
 from ember.autograd.grad_mode import is_grad_enabled
@@ -60,7 +60,7 @@ def _randomness(level: int) -> str:
     return "error"          # a batched tensor that outlived its vmap (a saved tensor in a later backward)
 
 
-class BatchedTensor(Tensor):
+class BatchedTensor(WrapperTensor):
     """One example's view of a batch (Note [Batched tensors]): ``_value`` holds the batch, its dimension 0 the
     batch dimension; ``_level`` is the vmap that made it."""
 
@@ -75,14 +75,9 @@ class BatchedTensor(Tensor):
         t._level = level
         return t
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    __torch_function__ = staticmethod(_disabled_torch_function_impl)
-
-    @classmethod
-    def __torch_dispatch__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        return _dispatch(func, args, kwargs or {})
+    @staticmethod
+    def _handle(func: Any, args: Any, kwargs: Any) -> Any:
+        return _dispatch(func, args, kwargs)
 
     def __repr__(self, *, tensor_contents: Any = None) -> str:
         inner = repr(self._value).replace("\n", "\n    ")

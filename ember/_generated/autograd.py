@@ -2662,8 +2662,10 @@ class VarBackward0(_Node):
             grad_inputs[self_ix] = var_backward(grad, self, dim, correction, keepdim)
         return grad_inputs
 
+def _jvp_VarBackward0(self, dim, correction, keepdim, self_t, result):
+    return var_jvp(self, self_t, dim, correction, keepdim)
 def _ag_var_correction(ks, self, dim, correction, keepdim):
-    if _fw.on and _fw_dual(self): return _fw_run(('var.correction', (0,), (), None, False, _ag_var_correction, False, None, False, False), _ag_var_correction, ks, self, dim, correction, keepdim)
+    if _fw.on and _fw_dual(self): return _fw_run(('var.correction', (0,), (), _jvp_VarBackward0, False, _ag_var_correction, False, None, True, False), _ag_var_correction, ks, self, dim, correction, keepdim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_var_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
     _n = VarBackward0()
@@ -2692,8 +2694,10 @@ class StdBackward0(_Node):
             grad_inputs[self_ix] = std_backward(result, grad, self, dim, correction, keepdim)
         return grad_inputs
 
+def _jvp_StdBackward0(self, dim, correction, keepdim, self_t, result):
+    return var_jvp(self, self_t, dim, correction, keepdim) / (2 * result)
 def _ag_std_correction(ks, self, dim, correction, keepdim):
-    if _fw.on and _fw_dual(self): return _fw_run(('std.correction', (0,), (), None, False, _ag_std_correction, False, None, False, False), _ag_std_correction, ks, self, dim, correction, keepdim)
+    if _fw.on and _fw_dual(self): return _fw_run(('std.correction', (0,), (), _jvp_StdBackward0, False, _ag_std_correction, False, None, True, False), _ag_std_correction, ks, self, dim, correction, keepdim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_std_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
     _n = StdBackward0()
@@ -2894,8 +2898,10 @@ class AmaxBackward0(_Node):
             grad_inputs[self_ix] = amax_amin_backward(grad, self, result, dim, keepdim)
         return grad_inputs
 
+def _jvp_AmaxBackward0(self, dim, keepdim, self_t, result):
+    return amax_amin_jvp(self, self_t, dim, keepdim, result)
 def _ag_amax_default(ks, self, dim, keepdim):
-    if _fw.on and _fw_dual(self): return _fw_run(('amax', (0,), (), None, False, _ag_amax_default, False, None, False, False), _ag_amax_default, ks, self, dim, keepdim)
+    if _fw.on and _fw_dual(self): return _fw_run(('amax', (0,), (), _jvp_AmaxBackward0, False, _ag_amax_default, False, None, True, False), _ag_amax_default, ks, self, dim, keepdim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_amax.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = AmaxBackward0()
@@ -2923,8 +2929,10 @@ class AminBackward0(_Node):
             grad_inputs[self_ix] = amax_amin_backward(grad, self, result, dim, keepdim)
         return grad_inputs
 
+def _jvp_AminBackward0(self, dim, keepdim, self_t, result):
+    return amax_amin_jvp(self, self_t, dim, keepdim, result)
 def _ag_amin_default(ks, self, dim, keepdim):
-    if _fw.on and _fw_dual(self): return _fw_run(('amin', (0,), (), None, False, _ag_amin_default, False, None, False, False), _ag_amin_default, ks, self, dim, keepdim)
+    if _fw.on and _fw_dual(self): return _fw_run(('amin', (0,), (), _jvp_AminBackward0, False, _ag_amin_default, False, None, True, False), _ag_amin_default, ks, self, dim, keepdim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_amin.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = AminBackward0()
@@ -2981,8 +2989,10 @@ class LogsumexpBackward0(_Node):
             grad_inputs[self_ix] = logsumexp_backward(grad, self, result, dim, keepdim)
         return grad_inputs
 
+def _jvp_LogsumexpBackward0(self, dim, keepdim, self_t, result):
+    return logsumexp_jvp(self, self_t, dim, keepdim, result)
 def _ag_logsumexp_default(ks, self, dim, keepdim):
-    if _fw.on and _fw_dual(self): return _fw_run(('logsumexp', (0,), (), None, False, _ag_logsumexp_default, False, None, False, False), _ag_logsumexp_default, ks, self, dim, keepdim)
+    if _fw.on and _fw_dual(self): return _fw_run(('logsumexp', (0,), (), _jvp_LogsumexpBackward0, False, _ag_logsumexp_default, False, None, True, False), _ag_logsumexp_default, ks, self, dim, keepdim)
     if not (_gm.enabled and (self._rg)):
         return aten._op_logsumexp.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = LogsumexpBackward0()
@@ -6238,8 +6248,10 @@ class MseLossBackward0(_Node):
             grad_inputs[target_ix] = aten.mse_loss_backward(grad, target, self, reduction)
         return grad_inputs
 
+def _jvp_MseLossBackward0(self, target, reduction, self_t, target_t, result):
+    return mse_loss_jvp(self, self_t, target, target_t, reduction)
 def _ag_mse_loss_default(ks, self, target, reduction):
-    if _fw.on and _fw_dual(self, target): return _fw_run(('mse_loss', (0, 1), (), None, False, _ag_mse_loss_default, False, None, False, False), _ag_mse_loss_default, ks, self, target, reduction)
+    if _fw.on and _fw_dual(self, target): return _fw_run(('mse_loss', (0, 1), (), _jvp_MseLossBackward0, False, _ag_mse_loss_default, False, None, True, False), _ag_mse_loss_default, ks, self, target, reduction)
     if not (_gm.enabled and (self._rg or target._rg)):
         return aten._op_mse_loss.redispatch(ks & _BELOW, self, target, reduction)
     _n = MseLossBackward0()
@@ -6695,8 +6707,10 @@ class NativeLayerNormBackward0(_Node):
                 grad_inputs[bias_ix] = _gs[2]
         return grad_inputs
 
+def _jvp_NativeLayerNormBackward0(input, normalized_shape, weight, bias, eps, input_t, weight_t, bias_t, result):
+    return layer_norm_jvp(input, input_t, normalized_shape, weight, weight_t, bias_t, result[1], result[2])
 def _ag_native_layer_norm_default(ks, input, normalized_shape, weight, bias, eps):
-    if _fw.on and _fw_dual(input, weight, bias): return _fw_run(('native_layer_norm', (0, 2, 3), (), None, False, _ag_native_layer_norm_default, True, [True, False, False], False, False), _ag_native_layer_norm_default, ks, input, normalized_shape, weight, bias, eps)
+    if _fw.on and _fw_dual(input, weight, bias): return _fw_run(('native_layer_norm', (0, 2, 3), (), _jvp_NativeLayerNormBackward0, False, _ag_native_layer_norm_default, True, [True, False, False], True, False), _ag_native_layer_norm_default, ks, input, normalized_shape, weight, bias, eps)
     if not (_gm.enabled and (input._rg or (weight is not None and weight._rg) or (bias is not None and bias._rg))):
         return aten._op_native_layer_norm.redispatch(ks & _BELOW, input, normalized_shape, weight, bias, eps)
     _n = NativeLayerNormBackward0()

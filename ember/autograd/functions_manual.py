@@ -1590,3 +1590,67 @@ def rnn_layer_jvp(input: Tensor, batch_sizes: Any, h0: Tensor, c0: Tensor | None
         h, dh = rows(h, bs, out[r0:r1]), rows(dh, bs, dhn)
     out_t = aten.cat(outs_t, 0) if outs_t else aten.zeros_like(out)
     return out_t, dh, (dc if mode == "LSTM" else None), None
+
+
+def _reduced_dims(self: Tensor, dim: Any) -> list[int]:
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
+        return list(range(self.dim()))
+    return [wrap_dim(d, self.dim()) for d in (dim if isinstance(dim, (list, tuple)) else [dim])]
+
+
+def var_jvp(self: Tensor, self_t: Tensor, dim: Any, correction: Any, keepdim: bool) -> Any:
+    """d var = 2 sum((x - mean) dx) / (n - correction), the sum over the reduced dims."""
+    dims = _reduced_dims(self, dim)
+    n = math.prod(self.shape[d] for d in dims) if self.dim() else 1
+    c = 1 if correction is None else correction
+    prod = resolved_conj(self - self.mean(dims, keepdim=True)) * self_t
+    s = prod.sum(dims, keepdim) if self.dim() else prod
+    s = s.real if s.dtype.is_complex else s
+    return s * (2.0 / (n - c)) if n - c > 0 else s * math.inf
+
+
+def logsumexp_jvp(self: Tensor, self_t: Tensor, dim: Any, keepdim: bool, result: Tensor) -> Any:
+    """The tangent weighted by softmax over the reduced dims."""
+    dims = _reduced_dims(self, dim)
+    r = result
+    if not keepdim and self.dim():
+        for d in sorted(dims):
+            r = r.unsqueeze(d)
+    return (self_t * (self - r).exp()).sum(dims, keepdim) if self.dim() else self_t.clone()
+
+
+def amax_amin_jvp(self: Tensor, self_t: Tensor, dim: Any, keepdim: bool, result: Tensor) -> Any:
+    """The tangent averaged over the places that reach the extreme (the subgradient PyTorch's formula takes)."""
+    dims = _reduced_dims(self, dim)
+    if not self.dim():
+        return self_t.clone()
+    r = result
+    if not keepdim:
+        for d in sorted(dims):
+            r = r.unsqueeze(d)
+    mask = (self == r).to(self_t.dtype)
+    return (self_t * mask).sum(dims, keepdim) / mask.sum(dims, keepdim)
+
+
+def mse_loss_jvp(self: Tensor, self_t: Tensor, target: Tensor, target_t: Tensor, reduction: int) -> Any:
+    """2 (x - y)(dx - dy), reduced as the loss."""
+    d = 2 * (self - target) * (self_t - target_t)
+    return d.mean() if reduction == 1 else d.sum() if reduction == 2 else d
+
+
+def layer_norm_jvp(input: Tensor, input_t: Tensor, normalized_shape: Sequence[int], weight: Tensor | None,
+                   weight_t: Tensor | None, bias_t: Tensor | None, mean: Tensor, rstd: Tensor) -> Any:
+    """With x^ = (x - mu) rstd over the normalized dims: d x^ = rstd (dx - mean(dx)) - x^ rstd^2 mean((x - mu) dx);
+    the output's tangent is dx^ w + x^ dw + db (mean and rstd have none)."""
+    axes = list(range(input.dim() - len(normalized_shape), input.dim()))
+    centered = input - mean
+    xhat = centered * rstd
+    dmu = input_t.mean(axes, keepdim=True)
+    drstd = -(rstd * rstd * rstd) * (centered * input_t).mean(axes, keepdim=True)
+    dxhat = (input_t - dmu) * rstd + centered * drstd
+    out = dxhat * weight if weight is not None else dxhat
+    if weight_t is not None:
+        out = out + xhat * weight_t
+    if bias_t is not None:
+        out = out + bias_t
+    return out, None, None

@@ -47,15 +47,26 @@ def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
 _FAKE_BUFFERS: dict[Any, Any] = {}
 
 
+_OUTGROWN_FAKE_BUFFERS: list[Any] = []   # (kept alive, so that their ids stay theirs)
+_FAKE_IDS: set[int] = set()
+
+
 def is_fake_buffer(root: Any) -> bool:
-    return _FAKE_BUFFERS.get(root.dtype) is root
+    return _FAKE_BUFFERS.get(root.dtype) is root or id(root) in _FAKE_IDS
 
 
-def fake_array(shape: Iterable[int], dtype_np: Any, strides: Iterable[int] | None = None) -> Any:
-    """A metadata-only array for a meta tensor (Note [Meta tensors])."""
+def fake_array(shape: Iterable[int], dtype_np: Any, strides: Iterable[int] | None = None, offset: int = 0) -> Any:
+    """A metadata-only array for a meta tensor (Note [Meta tensors]). A storage ``offset`` places it that many
+    elements into a zero buffer of the dtype (calloc'd: its pages are never touched), so that ``storage_offset``
+    reads it."""
     buf = _FAKE_BUFFERS.get(dtype_np)
-    if buf is None:
-        buf = _FAKE_BUFFERS[dtype_np] = np.zeros(1, dtype_np)
+    if buf is None or offset >= buf.size:
+        if buf is not None:
+            _OUTGROWN_FAKE_BUFFERS.append(buf)
+            _FAKE_IDS.add(id(buf))
+        buf = _FAKE_BUFFERS[dtype_np] = np.zeros(max(1, offset + 1, 2 * (0 if buf is None else buf.size)), dtype_np)
+    if offset:
+        buf = buf[offset:]
     shape = tuple(shape)
     if strides is None:
         strides = contiguous_strides(shape)

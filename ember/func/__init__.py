@@ -2,25 +2,27 @@
 ``ember/_functorch/vmap.py``), ``grad``, ``grad_and_value``, ``vjp``, ``jacrev``, ``hessian`` (Note [Function
 transforms on the autograd engine] in ``ember/_functorch/eager_transforms.py``), ``functional_call`` and
 ``stack_module_state``, and the forward-mode ``jvp``, ``jacfwd`` and ``linearize`` (Note [Forward-mode transforms]).
-``functionalize`` is not in ember yet."""
+``functionalize`` removes a function's mutations (Note [Functionalization] in ``ember/_functorch/functionalize.py``).
+"""
 from __future__ import annotations
 
 from typing import Any
 
 import ember
 from ember._functorch.eager_transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp
+from ember._functorch.functionalize import FunctionalTensor, functionalize
 from ember._functorch.vmap import BatchedTensor, vmap
 from ember.nn.modules.batchnorm import _BatchNorm
 from ember.nn.utils.stateless import functional_call
 
 __all__ = ["vmap", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize",
-           "functional_call", "stack_module_state", "replace_all_batch_norm_modules_", "debug_unwrap"]
+           "functional_call", "functionalize", "stack_module_state", "replace_all_batch_norm_modules_", "debug_unwrap"]
 
 
 def debug_unwrap(tensor: Any, *, recurse: bool = True) -> Any:
     """``torch.func.debug_unwrap``: the tensor inside a batched tensor (the whole batch), for printing inside a
     vmap; with ``recurse``, through every level."""
-    while isinstance(tensor, BatchedTensor):
+    while isinstance(tensor, (BatchedTensor, FunctionalTensor)):
         tensor = tensor._value
         if not recurse:
             break

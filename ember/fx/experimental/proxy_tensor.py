@@ -87,6 +87,10 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         self.track(t, node)
         return node
 
+    def _untraced_subclass(self, t: Any) -> bool:
+        return isinstance(t, Tensor) and type(t).__torch_dispatch__ is not Tensor.__torch_dispatch__ and \
+            id(t) not in self._nodes and not getattr(type(t), "_traced_as_constant", False)
+
     def _as_arg(self, x: Any) -> Any:
         return self.node_of(x) if isinstance(x, Tensor) else x
 
@@ -94,6 +98,10 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         kwargs = kwargs or {}
         if func is _lift_fresh():       # a constant just made (torch.tensor): recorded where it is used
             return args[0]
+        if any(self._untraced_subclass(t) for t in tree_flatten((args, kwargs))[0]):
+            # as PyTorch's proxy_call: a subclass the trace does not know (vmap's batched tensors, functionalize's
+            # wrappers) handles the call itself, and the ops its handler runs on the tensors inside are recorded
+            return NotImplemented
         decomp = self.decomposition_table.get(func)
         if decomp is not None:
             with self:
