@@ -116,22 +116,7 @@ class dual_level(_DecoratorContextManager):
         exit_dual_level()
 
 
-class _set_fwd_grad_enabled(_DecoratorContextManager):
-    def __init__(self, mode: bool) -> None:
-        self.mode = mode
-        self.prev = _fg.state.enabled
-        _fg.state.enabled = bool(mode)
-        _fg.state.refresh()
-
-    def clone(self) -> _set_fwd_grad_enabled:
-        return self.__class__(self.mode)
-
-    def __enter__(self) -> None:
-        pass
-
-    def __exit__(self, *exc: object) -> None:
-        _fg.state.enabled = self.prev
-        _fg.state.refresh()
+_set_fwd_grad_enabled = _fg.fwd_grad_enabled
 
 
 def _is_fwd_grad_enabled() -> bool:

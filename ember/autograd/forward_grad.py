@@ -41,7 +41,7 @@ from ember._generated import aten
 from ember.c10.dispatch_key import CONJ_BIT, NEG_BIT, DispatchKey, requiring_grad
 from ember.c10.forward_mode import dual as dual, level_of as level_of, state as state  # (re-exported)
 import ember.autograd as _autograd   # (the package is still importing this module: its grad is read at call time)
-from ember.autograd.grad_mode import enable_grad, state as _gm
+from ember.autograd.grad_mode import _DecoratorContextManager, enable_grad, state as _gm
 
 
 def enter_level() -> int:
@@ -95,13 +95,18 @@ class hidden:
         state.refresh()
 
 
-class fwd_grad_enabled:
-    """``forward_ad._set_fwd_grad_enabled``: whether ops compute tangents at all."""
+class fwd_grad_enabled(_DecoratorContextManager):
+    """``forward_ad._set_fwd_grad_enabled``: whether ops compute tangents at all (set on construction, as PyTorch's;
+    restored on exit)."""
 
     def __init__(self, mode: bool) -> None:
+        self.mode = mode
         self.prev = state.enabled
         state.enabled = bool(mode)
         state.refresh()
+
+    def clone(self) -> fwd_grad_enabled:
+        return self.__class__(self.mode)
 
     def __enter__(self) -> None:
         pass
