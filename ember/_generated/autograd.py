@@ -6752,8 +6752,10 @@ class NativeBatchNormBackward0(_Node):
                 grad_inputs[bias_ix] = _gs[2]
         return grad_inputs
 
+def _jvp_NativeBatchNormBackward0(input, weight, bias, running_mean, running_var, training, momentum, eps, input_t, weight_t, bias_t, result):
+    return batch_norm_jvp(input, input_t, weight, weight_t, bias_t, running_mean, running_var, training, eps, result)
 def _ag_native_batch_norm_default(ks, input, weight, bias, running_mean, running_var, training, momentum, eps):
-    if _fw.on and _fw_dual(input, weight, bias): return _fw_run(('native_batch_norm', (0, 1, 2), (), None, False, _ag_native_batch_norm_default, True, [True, False, False], False, False), _ag_native_batch_norm_default, ks, input, weight, bias, running_mean, running_var, training, momentum, eps)
+    if _fw.on and _fw_dual(input, weight, bias): return _fw_run(('native_batch_norm', (0, 1, 2), (), _jvp_NativeBatchNormBackward0, False, _ag_native_batch_norm_default, True, [True, False, False], True, False), _ag_native_batch_norm_default, ks, input, weight, bias, running_mean, running_var, training, momentum, eps)
     if _gm.enabled and ((running_mean is not None and running_mean._rg) or (running_var is not None and running_var._rg)):
         _check_no_requires_grad(running_mean, 'running_mean', 'native_batch_norm')
         _check_no_requires_grad(running_var, 'running_var', 'native_batch_norm')

@@ -1654,3 +1654,30 @@ def layer_norm_jvp(input: Tensor, input_t: Tensor, normalized_shape: Sequence[in
     if bias_t is not None:
         out = out + bias_t
     return out, None, None
+
+
+def batch_norm_jvp(input: Tensor, input_t: Tensor, weight: Tensor | None, weight_t: Tensor | None,
+                   bias_t: Tensor | None, running_mean: Tensor | None, running_var: Tensor | None, training: bool,
+                   eps: float, result: Any) -> Any:
+    """Per channel (dim 1): in training, x^ = (x - mu) invstd with the batch's statistics and the tangent as layer
+    norm's (d x^ = invstd (dx - mean(dx)) - x^ invstd^2 mean((x - mu) dx)); in evaluation the running statistics
+    are constants, d x^ = dx invstd. Written out: the double backward would run the op again and update the running
+    statistics twice."""
+    shape = [1, input.shape[1]] + [1] * (input.dim() - 2)
+    axes = [0] + list(range(2, input.dim()))
+    if training or running_mean is None or running_var is None:
+        mean, invstd = result[1].reshape(shape), result[2].reshape(shape)
+        centered = input - mean
+        dmu = input_t.mean(axes, keepdim=True)
+        dinvstd = -(invstd * invstd * invstd) * (centered * input_t).mean(axes, keepdim=True)
+        dxhat = (input_t - dmu) * invstd + centered * dinvstd
+    else:
+        mean, invstd = running_mean.reshape(shape), (running_var.reshape(shape) + eps).rsqrt()
+        centered = input - mean
+        dxhat = input_t * invstd
+    out = dxhat * weight.reshape(shape) if weight is not None else dxhat
+    if weight_t is not None:
+        out = out + centered * invstd * weight_t.reshape(shape)
+    if bias_t is not None:
+        out = out + bias_t.reshape(shape)
+    return out, None, None

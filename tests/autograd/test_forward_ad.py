@@ -362,3 +362,26 @@ def test_gradcheck_checks_forward_mode():
         ember.autograd.gradcheck(WrongJvp.apply, (x,), check_forward_ad=True)
     with pytest.raises(AssertionError, match="Expected at least one of check_forward_ad or check_backward_ad"):
         ember.autograd.gradcheck(WrongJvp.apply, (x,), check_backward_ad=False)
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_batch_norm_tangent_and_running_statistics_as_pytorch(train):
+    """BatchNorm's forward formula (the double backward would run it again and update the running statistics
+    twice)."""
+    x = np.random.default_rng(0).standard_normal((4, 3, 5, 5))
+    v = np.random.default_rng(1).standard_normal((4, 3, 5, 5))
+    res = []
+    for lib, fw in ((ember, efw), (torch, tfw)):
+        bn = lib.nn.BatchNorm2d(3).double()
+        with lib.no_grad():
+            bn.weight.copy_(lib.tensor([1.5, 0.5, 2.0], dtype=lib.float64))
+            bn.running_var.fill_(2.0)
+        bn.train(train)
+        with fw.dual_level():
+            w = fw.make_dual(bn.weight.detach(), lib.ones(3, dtype=lib.float64))
+            out = lib.nn.functional.batch_norm(fw.make_dual(lib.tensor(x), lib.tensor(v)), bn.running_mean,
+                                               bn.running_var, w, bn.bias.detach(), train, 0.1, 1e-5)
+            res.append([_np(fw.unpack_dual(out).tangent), bn.running_mean.numpy().copy(),
+                        bn.running_var.numpy().copy()])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
