@@ -211,13 +211,11 @@ def _autograd_function(h: OperatorHandle, info: _AutogradInfo) -> Any:
 
 def _register_autograd_kernel(h: OperatorHandle, info: _AutogradInfo) -> None:
     from ember._tensor import Tensor
-    from ember.autograd.grad_mode import state
     fn = _autograd_function(h, info)
 
     def autograd_kernel(ks: int, *args: Any) -> Any:
         below = ks & _BELOW_AUTOGRAD
-        if state.enabled and any(a.requires_grad for a in args if isinstance(a, Tensor)) or \
-                _fw.state.on and _fw.dual(*[a for a in args if isinstance(a, Tensor)]):
+        if _fw.may_differentiate(*[a for a in args if isinstance(a, Tensor)]):
             return fn.apply(below, *args)
         return h.redispatch(below, *args)
     autograd_kernel.__qualname__ = f"autograd[{h.qualified_name}]"

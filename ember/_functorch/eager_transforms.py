@@ -283,8 +283,6 @@ def _check_tensors(flat: list[Any], argname: str) -> None:
 
 
 def _unpack_output(dual: Any, level: int, strict: bool) -> tuple[Any, Any]:
-    if not isinstance(dual, Tensor):
-        raise RuntimeError(f"{_JVP}: expected f(*args) to return only tensors, got unsupported type {type(dual)}")
     primal, tangent = _fwad._unpack_dual(dual, level)
     if tangent is None:
         if strict:
@@ -324,21 +322,13 @@ def _jvp_with_argnums(func: Callable[..., Any], primals: Any, tangents: Any, arg
     _fwad._current_level = level
     try:
         with _fg.fwd_grad_enabled(True):
-            for p, t in zip(flat_primals, flat_tangents):
-                if not (p.is_floating_point() or p.is_complex()):
-                    raise ValueError(f"Expected primal to be floating point or complex, but got: {p.dtype}")
-                if not (t.is_floating_point() or t.is_complex()):
-                    raise ValueError(f"Expected tangent to be floating point or complex, but got: {t.dtype}")
-            flat_duals = [_fwad._make_dual(p, t, level) for p, t in zip(flat_primals, flat_tangents)]
+            flat_duals = [_fwad.make_dual(p, t, level=level) for p, t in zip(flat_primals, flat_tangents)]
             duals = tree_unflatten(flat_duals, primals_spec)
             args = duals if argnums is None else _replace_argnums(primals, argnums, duals)
             result = func(*args)
             aux: Any = None
             if has_aux:
-                if not (isinstance(result, tuple) and len(result) == 2):
-                    raise RuntimeError(f"{_JVP}: output of function f should be a tuple: (output, aux) if has_aux "
-                                       "is True")
-                result, aux = result
+                result, aux = _split_aux(result, _JVP)
                 aux = _without_level(aux, level)
             flat_out, spec = tree_flatten(result)
             _check_tensor_output(flat_out, _JVP)

@@ -174,7 +174,7 @@ def _dispatch_inner(func: Any, args: Any, kwargs: Any) -> Any:
     vals, kvals = _unwrap(tuple(args)), {k: _unwrap(v) for k, v in kwargs.items()}
     if mutated:
         names = [a.name for a in schema.arguments]
-        if "inplace_view" in getattr(func, "tags", ()) or schema.name.split("::")[-1] in _INPLACE_VIEWS:
+        if "inplace_view" in func.tags:
             return _inplace_view(func, args, kwargs, copies)
         functional = _functional_variant(func)
         if functional is None:    # (zero_, copy_, the random fills: the op on a private copy of its target)
@@ -206,9 +206,6 @@ def _dispatch_inner(func: Any, args: Any, kwargs: Any) -> Any:
     return tree_map(lambda r: _fresh(r, copies) if isinstance(r, Tensor) else r, result)
 
 
-_INPLACE_VIEWS = {"squeeze_", "unsqueeze_", "t_", "transpose_", "as_strided_", "swapdims_", "swapaxes_"}
-
-
 def _inplace_view(func: Any, args: Any, kwargs: Any, copies: bool) -> Any:
     """``t.squeeze_()`` and the like: ``t`` becomes that view of what it was (its view chain grows by the
     out-of-place view; its sizes and strides follow)."""
@@ -226,7 +223,7 @@ def _fresh(value: Tensor, copies: bool) -> FunctionalTensor:
 
 def _view_of(src: FunctionalTensor, op: Any, rest: tuple[Any, ...], kwargs: Any, idx: Any,
              copies: bool) -> FunctionalTensor:
-    rest = tuple(_unwrap(a) if not isinstance(a, FunctionalTensor) else _current(a) for a in rest)
+    rest = _unwrap(rest)
     v = _view_op(op, copies)(_current(src), *rest, **kwargs)
     v = v[idx] if idx is not None else v
     return FunctionalTensor(v, src._storage, src._views + ((op, rest, kwargs, idx),), copies)
@@ -242,9 +239,7 @@ def _write(t: FunctionalTensor, new: Tensor) -> None:
             chain.append(v[idx] if idx is not None else v)
         for (op, a, k, idx), parent in zip(reversed(t._views), reversed(chain)):
             new = _inverse(op, a, k, idx, parent, new, t._copies)
-        s.value = new
-    else:
-        s.value = new
+    s.value = new
     s.generation += 1
     _current(t)
 
@@ -280,17 +275,12 @@ def _inverse(op: Any, a: tuple[Any, ...], k: Any, idx: Any, parent: Tensor, new:
         for i, d in enumerate(dims):
             inv[d] = i
         return aten.permute.default(new, inv)
-    if name in ("split", "split_with_sizes", "unbind", "chunk", "unfold", "narrow"):
-        view = _view_op(op, copies)
-        pieces = list(view(parent, *a, **k)) if idx is not None else [view(parent, *a, **k)]
+    if name in ("split", "split_with_sizes", "unbind", "chunk"):   # (multi-output views: idx is set)
+        pieces = list(_view_op(op, copies)(parent, *a, **k))
+        pieces[idx] = new
         if name == "unbind":
-            dim = a[0] if a else k.get("dim", 0)
-            pieces[idx] = new
-            return aten.stack.default(pieces, dim)
-        if name in ("split", "split_with_sizes", "chunk"):
-            dim = (a[1] if len(a) > 1 else k.get("dim", 0))
-            pieces[idx] = new
-            return aten.cat.default(pieces, dim)
+            return aten.stack.default(pieces, a[0] if a else k.get("dim", 0))
+        return aten.cat.default(pieces, a[1] if len(a) > 1 else k.get("dim", 0))
     # any other view: through its strides over a contiguous copy of the base (read off the view of a meta copy)
     base = parent.contiguous()
     view = op(ember.empty_like(base, device="meta"), *a, **k)

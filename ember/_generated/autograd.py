@@ -3905,7 +3905,7 @@ class SqueezeBackward3(_Node):
 def _jvp_SqueezeBackward3(self, self_t, result):
     return aten.squeeze_(self_t)
 def _ag_squeeze__default(ks, self):
-    if _fw.on and _fw_dual(self): return _fw_run(('squeeze_', (0,), (), _jvp_SqueezeBackward3, 'view', _ag_squeeze__default, False, None, False, True), _ag_squeeze__default, ks, self)
+    if _fw.on and _fw_dual(self): return _fw_run(('squeeze_', (0,), (), _jvp_SqueezeBackward3, 'view', _ag_squeeze__default, False, None, False, False), _ag_squeeze__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_squeeze_.redispatch(ks & _BELOW, self)
@@ -3932,7 +3932,7 @@ class SqueezeBackward4(_Node):
 def _jvp_SqueezeBackward4(self, dim, self_t, result):
     return aten.squeeze__dim(self_t, dim)
 def _ag_squeeze__dim(ks, self, dim):
-    if _fw.on and _fw_dual(self): return _fw_run(('squeeze_.dim', (0,), (), _jvp_SqueezeBackward4, 'view', _ag_squeeze__dim, False, None, False, True), _ag_squeeze__dim, ks, self, dim)
+    if _fw.on and _fw_dual(self): return _fw_run(('squeeze_.dim', (0,), (), _jvp_SqueezeBackward4, 'view', _ag_squeeze__dim, False, None, False, False), _ag_squeeze__dim, ks, self, dim)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_squeeze__dim.redispatch(ks & _BELOW, self, dim)
@@ -3959,7 +3959,7 @@ class SqueezeBackward5(_Node):
 def _jvp_SqueezeBackward5(self, dim, self_t, result):
     return aten.squeeze__dims(self_t, dim)
 def _ag_squeeze__dims(ks, self, dim):
-    if _fw.on and _fw_dual(self): return _fw_run(('squeeze_.dims', (0,), (), _jvp_SqueezeBackward5, 'view', _ag_squeeze__dims, False, None, False, True), _ag_squeeze__dims, ks, self, dim)
+    if _fw.on and _fw_dual(self): return _fw_run(('squeeze_.dims', (0,), (), _jvp_SqueezeBackward5, 'view', _ag_squeeze__dims, False, None, False, False), _ag_squeeze__dims, ks, self, dim)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_squeeze__dims.redispatch(ks & _BELOW, self, dim)
@@ -3986,7 +3986,7 @@ class UnsqueezeBackward1(_Node):
 def _jvp_UnsqueezeBackward1(self, dim, self_t, result):
     return aten.unsqueeze_(self_t, dim)
 def _ag_unsqueeze__default(ks, self, dim):
-    if _fw.on and _fw_dual(self): return _fw_run(('unsqueeze_', (0,), (), _jvp_UnsqueezeBackward1, 'view', _ag_unsqueeze__default, False, None, False, True), _ag_unsqueeze__default, ks, self, dim)
+    if _fw.on and _fw_dual(self): return _fw_run(('unsqueeze_', (0,), (), _jvp_UnsqueezeBackward1, 'view', _ag_unsqueeze__default, False, None, False, False), _ag_unsqueeze__default, ks, self, dim)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_unsqueeze_.redispatch(ks & _BELOW, self, dim)
@@ -4012,7 +4012,7 @@ class TBackward1(_Node):
 def _jvp_TBackward1(self, self_t, result):
     return aten.t_(self_t)
 def _ag_t__default(ks, self):
-    if _fw.on and _fw_dual(self): return _fw_run(('t_', (0,), (), _jvp_TBackward1, 'view', _ag_t__default, False, None, False, True), _ag_t__default, ks, self)
+    if _fw.on and _fw_dual(self): return _fw_run(('t_', (0,), (), _jvp_TBackward1, 'view', _ag_t__default, False, None, False, False), _ag_t__default, ks, self)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_t_.redispatch(ks & _BELOW, self)
@@ -4039,7 +4039,7 @@ class TransposeBackward1(_Node):
 def _jvp_TransposeBackward1(self, dim0, dim1, self_t, result):
     return aten.transpose_(self_t, dim0, dim1)
 def _ag_transpose__default(ks, self, dim0, dim1):
-    if _fw.on and _fw_dual(self): return _fw_run(('transpose_', (0,), (), _jvp_TransposeBackward1, 'view', _ag_transpose__default, False, None, False, True), _ag_transpose__default, ks, self, dim0, dim1)
+    if _fw.on and _fw_dual(self): return _fw_run(('transpose_', (0,), (), _jvp_TransposeBackward1, 'view', _ag_transpose__default, False, None, False, False), _ag_transpose__default, ks, self, dim0, dim1)
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_transpose_.redispatch(ks & _BELOW, self, dim0, dim1)

@@ -174,10 +174,6 @@ class Spec:
         self.view = view              # a view op: its tangent is a view of its input's
 
 
-def _zeros(p: Any) -> Any:
-    return aten.zeros_like(p)
-
-
 def run(fields: tuple[Any, ...], kernel: Any, ks: int, *args: Any) -> Any:
     """The Autograd kernel ``kernel`` of an op whose inputs are dual at a visible level (Note [Dual tensors]);
     ``fields``: the op's ``Spec``."""
@@ -243,9 +239,9 @@ _PYTHON_BIT = 1 << DispatchKey.Python
 
 def _fill(t: Any, p: Any, is_list: bool) -> Any:
     if is_list:
-        return [(_zeros(x) if tt is None else tt) for tt, x in zip(t, p)]
+        return [(aten.zeros_like(x) if tt is None else tt) for tt, x in zip(t, p)]
     if t is None and p is not None:
-        return _zeros(p)
+        return aten.zeros_like(p)
     return t
 
 
@@ -301,11 +297,7 @@ def _write_inplace(self: Any, own: Any, new: Any, level: int) -> None:
             set_tangent(self, vt, level)
         vt.copy_(new)
         return
-    if new.stride() != self.stride() or new._base is not None:
-        fresh = aten.empty_strided(tuple(self.shape), self.stride(), dtype=new.dtype, device=self.device)
-        fresh.copy_(new)
-        new = fresh
-    _share(self, _fit(new, self), level)
+    _share(self, _fit(new, self), level)   # (_fit gives it self's layout; _unaliased, memory of its own)
 
 
 def _share(t: Any, tangent: Any, level: int) -> None:
@@ -359,10 +351,12 @@ def _double_backward(spec: Spec, ks: int, primals: tuple[Any, ...], tangents: li
                                      allow_unused=True))
                 else:
                     res = [None] * len(keep)
-            except (RuntimeError, NotImplementedError) as exc:   # no double backward: no forward derivative
+            except (RuntimeError, NotImplementedError) as exc:
+                # a backward that is not differentiable ("derivative for ... is not implemented"): no forward
+                # derivative either, said in PyTorch's words, the backward's refusal kept as the cause
                 if "not implemented" not in str(exc):
                     raise
-                raise not_implemented(spec.name) from None
+                raise not_implemented(spec.name) from exc
     tang: list[Any] = [None] * len(outs)
     for k, r in zip(keep, res):
         tang[k] = r if r is not None else aten.zeros_like(outs[k])

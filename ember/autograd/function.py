@@ -178,11 +178,7 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
             fixed = []
             for o in outs:
                 if isinstance(o, _Tensor) and id(o) in input_ids and id(o) not in dirty:
-                    enabled, state.enabled = state.enabled, False
-                    try:
-                        o = o.view_as(o)  # an input returned as is: its output is a new view of it
-                    finally:
-                        state.enabled = enabled
+                    o = _new_view(o)
                 elif isinstance(o, _Tensor) and id(o) in dirty:
                     check_inplace(o)
                 fixed.append(o)
@@ -220,9 +216,6 @@ def _forward_ad(cls: Any, node: Any, args: Any, outputs: Any, level: int) -> Any
     """The outputs' tangents at ``level`` from the user's ``jvp(ctx, *input_tangents)`` (PyTorch's
     ``_wrap_outputs`` with a jvp function): ``ctx.saved_tensors`` there are what ``ctx.save_for_forward`` kept; an
     input returned as it is becomes a view of it (its tangent is the output's, not the input's)."""
-    if cls.jvp is Function.jvp:
-        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it with "
-                                  "forward mode AD.")
     with _fw.hidden(level):
         tangents = [_fw.tangent_of(a, level) if isinstance(a, _Tensor) else None for a in args]
         node._in_jvp = True
@@ -242,16 +235,21 @@ def _forward_ad(cls: Any, node: Any, args: Any, outputs: Any, level: int) -> Any
         non_diff = {id(t) for t in node._non_differentiable}
         for o, t in zip(outs, result):
             if isinstance(o, _Tensor) and id(o) in inputs and id(o) not in dirty:
-                enabled, state.enabled = state.enabled, False
-                try:
-                    o = o.view_as(o)
-                finally:
-                    state.enabled = enabled
+                o = _new_view(o)
             if isinstance(o, _Tensor) and t is not None and id(o) not in non_diff and \
                     (o.dtype.is_floating_point or o.dtype.is_complex):
                 _fw.set_tangent(o, _fw._fit(t, o), level)
             fixed.append(o)
     return fixed[0] if single else tuple(fixed)
+
+
+def _new_view(o: Any) -> Any:
+    """An input a Function returned as it is: its output is a new view of it (made without recording)."""
+    enabled, state.enabled = state.enabled, False
+    try:
+        return o.view_as(o)
+    finally:
+        state.enabled = enabled
 
 
 def _is_one_of(t: Any, outs: tuple[Any, ...]) -> bool:

@@ -91,7 +91,7 @@ def _jacfwd(func: Any, inputs: Any, strict: Any, vectorize: Any) -> Any:
     out_tuple, outputs = False, ()
     for j, x in enumerate(inputs):
         per_elem = []
-        for k in range(max(x.numel(), 0)):
+        for k in range(x.numel()):
             onehot = aten.zeros_like(x).reshape(-1)
             onehot[k] = 1
             with forward_ad.dual_level():

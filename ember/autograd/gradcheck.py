@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ember.aten.wrap import tensor_like
-from ember.autograd import forward_ad as fwAD, grad
+from ember.autograd import grad
+from ember.autograd.functional import _jacfwd
 from ember.c10.dtype import complex128, float64
 from ember.c10.tensor_impl import TensorImpl
 
@@ -105,31 +106,28 @@ def _fast_gradcheck(func: Any, inputs: Any, outputs: Any, eps: float, atol: floa
 
 
 def _forward_jacobian(func: Any, inputs: Any, n_out: int) -> Any:
-    """jac[i][j] as ``_numerical_jacobian``'s, from forward mode: one dual level per input element, its tangent a
-    one-hot tensor."""
+    """jac[i][j] as ``_numerical_jacobian``'s, from forward mode: ``autograd.functional``'s forward-mode Jacobian
+    (one jvp per input element) of the outputs that require grad with respect to the inputs that do."""
     keep = [k for k, o in enumerate(_flat_outputs(func, inputs)) if getattr(o, "requires_grad", False)]
-    jac: list[Any] = []
-    for i, t in enumerate(inputs):
-        if not (isinstance(t, _Tensor) and t.requires_grad):
-            jac.append(None)
-            continue
-        cols: list[Any] = [None] * n_out
-        for k in range(t.numel()):
-            onehot = np.zeros(tuple(t.shape))
-            onehot.reshape(-1)[k] = 1.0
-            with fwAD.dual_level():
-                args = list(inputs)
-                args[i] = fwAD.make_dual(t.detach(), tensor_like(onehot, t))
-                every = _flat_outputs(func, tuple(args))
-                for j, o in enumerate([every[k] for k in keep]):
-                    tg = fwAD.unpack_dual(o).tangent
-                    col = np.zeros(o.numel()) if tg is None else \
-                        tg.detach().numpy(force=True).astype(np.float64).reshape(-1)
-                    if cols[j] is None:
-                        cols[j] = np.zeros((t.numel(), o.numel()))
-                    cols[j][k] = col
-        jac.append([np.zeros((t.numel(), 0)) if c is None else c for c in cols])
-    return jac
+    diff = [i for i, t in enumerate(inputs) if isinstance(t, _Tensor) and t.requires_grad]
+
+    def f(*xs: Any) -> Any:
+        args = list(inputs)
+        for i, x in zip(diff, xs):
+            args[i] = x
+        every = _flat_outputs(func, tuple(args))
+        return tuple(every[k] for k in keep)
+    jac = _jacfwd(f, tuple(inputs[i].detach() for i in diff), False, True)   # jac[out][in]: out.shape + in.shape
+    out: list[Any] = [None] * len(inputs)
+    for col, i in enumerate(diff):
+        out[i] = [_as_matrix(jac[j][col], inputs[i].numel()) for j in range(n_out)]
+    return out
+
+
+def _as_matrix(block: Any, n_in: int) -> Any:
+    """A Jacobian block of shape out.shape + in.shape as gradcheck's (numel(input), numel(output)) matrix."""
+    a = block.detach().numpy(force=True).astype(np.float64)
+    return a.reshape(-1, n_in).T if n_in else np.zeros((0, a.size))
 
 
 def _analytical_jacobian(inputs: Any, outputs: Any) -> Any:

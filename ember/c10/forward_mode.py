@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember.c10.grad_mode import state as _grad_state
+
 
 class _State:
     """Which levels exist and which of them ops see."""
@@ -66,3 +68,10 @@ def level_of(*args: Any) -> int:
 def dual(*args: Any) -> bool:
     """Whether one of ``args`` is a dual tensor at a visible level (the generated kernels' first test)."""
     return level_of(*args) >= 0
+
+
+def may_differentiate(*tensors: Any) -> bool:
+    """PyTorch's ``_may_require_fw_or_bw_grad``: whether a derivative may be asked of an op on ``tensors`` -- one
+    requires grad while grad mode is on, or one is dual. A composite that takes a shortcut when nothing
+    differentiates it (one array-library call, a decomposition without the factors a formula needs) asks this."""
+    return _grad_state.enabled and any(t._rg for t in tensors) or state.on and dual(*tensors)

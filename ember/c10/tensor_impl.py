@@ -47,12 +47,11 @@ def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
 _FAKE_BUFFERS: dict[Any, Any] = {}
 
 
-_OUTGROWN_FAKE_BUFFERS: list[Any] = []   # (kept alive, so that their ids stay theirs)
-_FAKE_IDS: set[int] = set()
+_OUTGROWN_FAKE_BUFFERS: dict[int, Any] = {}   # id -> a buffer an offset outgrew (kept alive: the id stays its own)
 
 
 def is_fake_buffer(root: Any) -> bool:
-    return _FAKE_BUFFERS.get(root.dtype) is root or id(root) in _FAKE_IDS
+    return _FAKE_BUFFERS.get(root.dtype) is root or id(root) in _OUTGROWN_FAKE_BUFFERS
 
 
 def fake_array(shape: Iterable[int], dtype_np: Any, strides: Iterable[int] | None = None, offset: int = 0) -> Any:
@@ -62,8 +61,7 @@ def fake_array(shape: Iterable[int], dtype_np: Any, strides: Iterable[int] | Non
     buf = _FAKE_BUFFERS.get(dtype_np)
     if buf is None or offset >= buf.size:
         if buf is not None:
-            _OUTGROWN_FAKE_BUFFERS.append(buf)
-            _FAKE_IDS.add(id(buf))
+            _OUTGROWN_FAKE_BUFFERS[id(buf)] = buf
         buf = _FAKE_BUFFERS[dtype_np] = np.zeros(max(1, offset + 1, 2 * (0 if buf is None else buf.size)), dtype_np)
     if offset:
         buf = buf[offset:]

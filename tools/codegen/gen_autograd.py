@@ -312,13 +312,18 @@ def _requires_expr(args: Sequence[Argument]) -> str:
     return " or ".join(conds) if conds else "False"
 
 
+def kernel_name(s: FunctionSchema) -> str:
+    """The generated Autograd kernel of an overload: ``_ag_mul_Tensor``, ``_ag_view_default``."""
+    return f"_ag_{s.name}_{s.overload_name or 'default'}"
+
+
 def gen_kernel(nf: NativeFunction, plan: Plan, inplace: bool, numbers: tuple[str, ...] = (),
                fw_spec: str | None = None) -> tuple[str, str]:
     """The Autograd kernel of ``nf`` recording ``plan``'s node. ``numbers``: arguments that are Python numbers in
     ``nf`` and tensors in ``plan`` (Note [Overloads PyTorch's bindings hide]): the node gets them wrapped.
     ``fw_spec``: what forward mode needs to know of the op (``gen_spec``)."""
     s = nf.schema
-    fname = f"_ag_{s.name}_{s.overload_name or 'default'}"
+    fname = kernel_name(s)
     params = ["ks"] + [ident(a.name) for a in s.arguments]
     handle = f"aten._op_{s.name}{'_' + s.overload_name if s.overload_name else ''}"
     call = f"{handle}.redispatch(ks & _BELOW, {', '.join(ident(a.name) for a in s.arguments)})"
@@ -517,7 +522,7 @@ def _derived_names(s: FunctionSchema, f: str) -> list[str]:
     return out
 
 
-def gen_spec(nf: NativeFunction, plan: Plan, fname: str, jvp: str | None, fills: bool, functional: str | None,
+def gen_spec(nf: NativeFunction, plan: Plan, jvp: str | None, fills: bool, functional: str | None,
              numbers: tuple[str, ...] = ()) -> str:
     """The fields of one Autograd kernel's ``forward_grad.Spec``, as a tuple the kernel passes to ``run``."""
     s = nf.schema
@@ -530,7 +535,7 @@ def gen_spec(nf: NativeFunction, plan: Plan, fname: str, jvp: str | None, fills:
     multi = len(s.returns) > 1 or s.returns[0].type.is_list
     name = f"{s.name}.{s.overload_name}" if s.overload_name else s.name
     return (f"({name!r}, {tuple(pos[a.name] for a in diff)!r}, {lists!r}, {jvp}, {inplace!r}, {functional}, "
-            f"{multi!r}, {plan.d.output_differentiability!r}, {fills!r}, {s.is_view or inplace == 'view'!r})")
+            f"{multi!r}, {plan.d.output_differentiability!r}, {fills!r}, {s.is_view!r})")
 
 
 def gen_wrapped_jvp(fname: str, s: FunctionSchema, tplan: Plan, numbers: tuple[str, ...], fills: bool) -> str:
@@ -565,7 +570,7 @@ def gen_view_kernel(nf: NativeFunction) -> tuple[str, str]:
     """A view op without a formula still records its base (and refuses nothing: its output just has no
     history)."""
     s = nf.schema
-    fname = f"_ag_{s.name}_{s.overload_name or 'default'}"
+    fname = kernel_name(s)
     params = ["ks"] + [ident(a.name) for a in s.arguments]
     call = f"aten._op_{s.name}{'_' + s.overload_name if s.overload_name else ''}.redispatch(ks & _BELOW, " \
            f"{', '.join(ident(a.name) for a in s.arguments)})"
@@ -642,10 +647,10 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
             out.append(j[0])
         jvps[full] = (f"_jvp_{cls}" if j else None, j[1] if j else False)
         fn, fills = jvps[full]
-        fname = f"_ag_{s.name}_{s.overload_name or 'default'}"
+        fname = kernel_name(s)
         # a random op without a formula refuses forward mode: the double backward would run it (draw) again
         redo = not (fn is None and (s.is_inplace or "nondeterministic_seeded" in nf.tags))
-        spec = gen_spec(nf, plan, fname, fn, fills, fname if redo else None)
+        spec = gen_spec(nf, plan, fn, fills, fname if redo else None)
         fname, code = gen_kernel(nf, plan, inplace=s.is_inplace, fw_spec=spec)
         out.append(code)
         out.append("")
@@ -664,12 +669,12 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
             numbers = tuple(a.name for a in d.schema.arguments if a.type.base == "Scalar" and a.name in targs
                             and targs[a.name].type.is_tensor)
             wrapped[full] = (d.schema, tplan, numbers)
-            fname = f"_ag_{d.schema.name}_{d.schema.overload_name or 'default'}"
+            fname = kernel_name(d.schema)
             tfn, fills = jvps[d.wrapped_number]
             if tfn is not None:
                 out.append(gen_wrapped_jvp(fname, d.schema, tplan, numbers, fills))
             jvps[full] = (f"_jvp{fname}" if tfn else None, False)
-            spec = gen_spec(by_full[full], tplan, fname, jvps[full][0], False, fname, numbers)
+            spec = gen_spec(by_full[full], tplan, jvps[full][0], False, fname, numbers)
             fname, code = gen_kernel(by_full[full], tplan, inplace=False, numbers=numbers, fw_spec=spec)
             out += [code, ""]
             regs.append((d.schema, fname))
@@ -684,9 +689,8 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
             if twin is None:
                 continue
             fs = twin[2]
-            tf = f"_ag_{fs.name}_{fs.overload_name or 'default'}"
             fn, fills = jvps[fs.full_name]
-            spec = gen_spec(nf, twin[0], f"_ag_{s.name}_{s.overload_name or 'default'}", fn, fills, tf, twin[1])
+            spec = gen_spec(nf, twin[0], fn, fills, kernel_name(fs), twin[1])
             fname, code = gen_kernel(nf, twin[0], inplace=True, numbers=twin[1], fw_spec=spec)
         elif s.is_view and s.full_name not in plans:
             fname, code = gen_view_kernel(nf)

@@ -19,7 +19,6 @@ from ember.c10.dtype import scalar_type_name
 from ember.aten.math_bits import values_of
 from ember.c10.dispatch_key import DispatchKey
 from ember.c10.dtype import bool_, finfo, float64, int64
-from ember.c10.grad_mode import state as _grad_state
 from ember.c10 import forward_mode as _fw
 from ember.c10.memory_format import contiguous_format
 from ember.c10.exceptions import _LinAlgError, warn_once
@@ -291,7 +290,7 @@ def _einsum_unobserved(tensors: Any, op_labels: list[list[int]], ellipsis: int) 
     if is_tensor_subclass_like(*tensors) or tls.keys[1] & _AUTOCAST_BITS:
         return False
     first = tensors[0]
-    if _grad_state.enabled and any(t.requires_grad for t in tensors) or _fw.state.on and _fw.dual(*tensors):
+    if _fw.may_differentiate(*tensors):
         return False
     if any(t.dtype is not first.dtype or t.device != first.device for t in tensors) or first.device.type == "meta":
         return False
@@ -393,7 +392,7 @@ def linalg_eigh(self: Any, UPLO: str = "L") -> Any:
 def linalg_eigvalsh(self: Any, UPLO: str = "L") -> Any:
     """The eigenvalues; the eigenvectors are computed too when a gradient may be asked for (its formula needs
     them), as PyTorch's ``_may_require_fw_or_bw_grad``."""
-    return aten._linalg_eigh(self, UPLO, _may_require_grad(self))[0]
+    return aten._linalg_eigh(self, UPLO, _fw.may_differentiate(self))[0]
 
 
 def pdist_forward(self: Any, p: float = 2.0) -> Any:
@@ -592,12 +591,6 @@ def slogdet(self: Any) -> Any:
     return return_types.slogdet(*aten.linalg_slogdet(self))
 
 
-def _may_require_grad(A: Any) -> bool:
-    """PyTorch's ``_may_require_fw_or_bw_grad``: whether a derivative may be asked for (then a decomposition keeps
-    the factors its formula needs)."""
-    return bool(_grad_state.enabled and A.requires_grad) or _fw.state.on and _fw.dual(A)
-
-
 def linalg_svd(A: Any, full_matrices: bool = True, driver: Any = None) -> Any:
     return return_types.linalg_svd(*aten._linalg_svd(A, full_matrices, True, driver=driver))
 
@@ -605,7 +598,7 @@ def linalg_svd(A: Any, full_matrices: bool = True, driver: Any = None) -> Any:
 def linalg_svdvals(A: Any, driver: Any = None) -> Any:
     """The singular values; the vectors are computed too when a gradient may be asked for (its formula needs
     them)."""
-    return aten._linalg_svd(A, False, _may_require_grad(A), driver=driver)[1]
+    return aten._linalg_svd(A, False, _fw.may_differentiate(A), driver=driver)[1]
 
 
 def _dims_last(d0: int, d1: int, ndim: int) -> list[int]:

@@ -313,7 +313,8 @@ def embedding_bag_padding_idx(weight: Any, indices: Any, offsets: Any, scale_gra
     else:
         padding_idx = -1
     # a weight that needs no gradient takes the forward-only operator (the same kernel), as in PyTorch
-    op = aten._embedding_bag if weight.requires_grad or _fw.state.on and _fw.dual(weight) else \
+    # (PyTorch's test reads no grad mode: a weight that requires grad or is dual)
+    op = aten._embedding_bag if weight._rg or _fw.state.on and _fw.dual(weight) else \
         aten._embedding_bag_forward_only
     return op(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset,
               padding_idx)

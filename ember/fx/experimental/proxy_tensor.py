@@ -89,7 +89,7 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
 
     def _untraced_subclass(self, t: Any) -> bool:
         return isinstance(t, Tensor) and type(t).__torch_dispatch__ is not Tensor.__torch_dispatch__ and \
-            id(t) not in self._nodes and not getattr(type(t), "_traced_as_constant", False)
+            id(t) not in self._nodes
 
     def _as_arg(self, x: Any) -> Any:
         return self.node_of(x) if isinstance(x, Tensor) else x
