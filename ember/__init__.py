@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import builtins as _builtins
+import importlib as _importlib
 
 from ember import _startup  # noqa: F401 - first: picks OpenBLAS's kernels before NumPy loads, tunes malloc
 from ember.c10 import dtype as _dtype_mod
@@ -91,6 +92,13 @@ from ember.signal import windows  # noqa: F401
 from ember.nn.functional import (bilinear, conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d,
                                  conv_transpose3d, max_pool1d_with_indices, pdist)
 from ember._initialize import initialize as _initialize
+
+
+def __getattr__(name):
+    # ``torch.export`` without its import cost for programs that never export
+    if name == "export":
+        return _importlib.import_module("ember.export")
+    raise AttributeError(f"module 'ember' has no attribute '{name}'")
 
 
 def set_default_dtype(d) -> None:

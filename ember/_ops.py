@@ -209,6 +209,8 @@ def _same(v: Any, default: Any) -> bool:
         return True
     if isinstance(default, tuple) and isinstance(v, (list, tuple)):
         return tuple(v) == default
+    if type(default) is int and isinstance(v, (list, tuple)):      # ``int[2] dilation=1``: a default of [1, 1]
+        return len(v) > 0 and all(type(x) is int and x == default for x in v)
     try:
         return type(v) is type(default) and bool(v == default)
     except Exception:

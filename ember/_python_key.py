@@ -15,6 +15,16 @@ calling ``func(*args)`` inside goes to the next mode down, or to the kernel); th
 arguments (subclasses before their superclasses, else left to right) until one answers something other than
 ``NotImplemented``. Handlers run below autograd, as in PyTorch: the autograd keys are excluded while they run, so
 the ops they call are not recorded a second time.
+
+Note [Pre-dispatch]
+``DispatchKey.PreDispatch`` sits above the autograd keys (PyTorch's place for it, just below ``PythonDispatcher``).
+A mode pushed with ``pre_dispatch_mode`` (``make_fx(pre_dispatch=True)``, ``ember.export``) includes the key on the
+thread, and ``pre_dispatch_fallback`` hands it every operator call *before* autograd sees it: a
+CompositeImplicitAutograd operator (``linear``, ``batch_norm``, ``reshape``) arrives whole rather than as the ops it
+decomposes into, and an in-place op arrives as itself. The handler runs with the key excluded (or with the next
+mode down in charge), so calling ``func(*args)`` inside it takes the ordinary path -- autograd, the decomposition,
+the Python key's modes (a ``FakeTensorMode``) -- without being recorded again. A call the handler answers
+``NotImplemented`` runs as if the key were absent.
 """
 from __future__ import annotations
 
@@ -35,6 +45,7 @@ _AUTOGRAD_AND_VIEW = AUTOGRAD_MASK | 1 << DispatchKey.ADInplaceOrView
 class _ModeStack(threading.local):
     def __init__(self) -> None:
         self.modes: list[Any] = []
+        self.pre_dispatch: list[Any] = []       # Note [Pre-dispatch]
 
 
 _stack = _ModeStack()
@@ -82,6 +93,50 @@ def pop_mode() -> Any:
     mode = _stack.modes.pop()
     _sync_included()
     return mode
+
+
+PRE_DISPATCH_BIT = 1 << DispatchKey.PreDispatch
+
+
+def _sync_pre_dispatch() -> None:
+    inc, keep = tls.keys
+    tls.keys = (inc | PRE_DISPATCH_BIT if _stack.pre_dispatch else inc & ~PRE_DISPATCH_BIT, keep)
+
+
+class pre_dispatch_mode:
+    """Context manager: ``mode`` handles every operator call above autograd while it is active (Note
+    [Pre-dispatch]); modes nest, the innermost first."""
+
+    def __init__(self, mode: Any) -> None:
+        self.mode = mode
+
+    def __enter__(self) -> Any:
+        _stack.pre_dispatch.append(self.mode)
+        _sync_pre_dispatch()
+        return self.mode
+
+    def __exit__(self, *exc: Any) -> None:
+        _stack.pre_dispatch.remove(self.mode)
+        _sync_pre_dispatch()
+
+
+def pre_dispatch_fallback(handle: Any, ks: int, values: tuple[Any, ...]) -> Any:
+    """The PreDispatch key's kernel for every operator (Note [Pre-dispatch])."""
+    func = overload_of(handle, tls.in_formula)
+    args, kwargs = func._unbox(values)
+    modes = _stack.pre_dispatch
+    mode = modes.pop()
+    prev = tls.keys
+    _sync_pre_dispatch()
+    try:
+        r = mode.__torch_dispatch__(func, (), args, kwargs)
+        if r is NotImplemented:
+            tls.keys = (prev[0] & ~PRE_DISPATCH_BIT, prev[1])
+            r = handle.call(ks & ~PRE_DISPATCH_BIT, *values)
+    finally:
+        modes.append(mode)
+        tls.keys = prev
+    return r
 
 
 def _disabled_torch_dispatch_impl(func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -169,6 +224,14 @@ def _make_kernel(handle: Any) -> Any:
     return python_key_kernel
 
 
+def _make_pre_dispatch_kernel(handle: Any) -> Any:
+    def pre_dispatch_kernel(ks: int, *values: Any) -> Any:
+        return pre_dispatch_fallback(handle, ks, values)
+    pre_dispatch_kernel.__qualname__ = f"pre_dispatch_fallback[{handle.qualified_name}]"
+    return pre_dispatch_kernel
+
+
 def install() -> None:
-    """The Python key's boxed fallback (Note [Initialization] in ember/_initialize.py)."""
+    """The Python and PreDispatch keys' boxed fallbacks (Note [Initialization] in ember/_initialize.py)."""
     register_fallback(DispatchKey.Python, BoxedFallback(_make_kernel))
+    register_fallback(DispatchKey.PreDispatch, BoxedFallback(_make_pre_dispatch_kernel))

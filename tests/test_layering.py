@@ -156,7 +156,7 @@ SUBLAYERS = {
     NN: ("nn", "optim", "utils.data", "utils.checkpoint", "utils.model_zoo", "amp", "cpu.amp", "cuda.amp",
          "distributions", "ao", "quantization", "jit", "hub", "serialization", "_weights_only_unpickler", "testing"),
     FX: ("fx", "_subclasses", "_decomp", "_functorch", "func", "library", "_custom_ops"),
-    DYNAMO: ("_dynamo", "compiler"),
+    DYNAMO: ("_dynamo", "compiler", "export"),
     INDUCTOR: ("_inductor",),
     TOOLS: ("onnx", "profiler", "utils.tensorboard", "distributed", "extensions", "demo", "__main__",
             "_torch_shim", "_initialize"),

@@ -88,6 +88,25 @@ def _reshape_alias(self: Any, size: Any, *stride: Any) -> Any:
     return aten.view.default(self, list(size))
 
 
+@register_decomposition(aten._unsafe_view.default)
+def _unsafe_view(self: Any, size: Any) -> Any:
+    return aten.view.default(self, list(size))
+
+
+@register_decomposition(aten.split.Tensor)
+def split(self: Any, split_size: int, dim: int = 0) -> Any:
+    """``split`` by one size as ``split_with_sizes`` (the last piece takes what is left)."""
+    dim_size = self.shape[dim]
+    if split_size == 0:
+        if dim_size != 0:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {dim_size}")
+        return (aten.alias.default(self),)
+    chunks = max((dim_size + split_size - 1) // split_size, 1)
+    sizes = [split_size] * chunks
+    sizes[-1] = split_size - (split_size * chunks - dim_size)
+    return aten.split_with_sizes.default(self, sizes, dim)
+
+
 @register_decomposition(aten.detach.default)
 def detach(self: Any) -> Any:
     return aten.alias.default(self)
@@ -147,7 +166,31 @@ def ones(size: Any, *, dtype: Any = None, layout: Any = None, device: Any = None
     return aten.full.default(list(size), 1, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory)
 
 
+# ---------------------------------------------------------------------------------------------- random
+@register_decomposition(aten.dropout.default)
+def dropout(input: Any, p: float, train: bool) -> Any:  # noqa: A002
+    """``native_dropout`` when it drops anything, else a copy (PyTorch's decomposition: eager returns the input
+    itself, a traced program a new tensor)."""
+    if train and p != 0:
+        return aten.native_dropout.default(input, p, train)[0]
+    return aten.clone.default(input)
+
+
 # -------------------------------------------------------------------------------------------- arithmetic
+@register_decomposition(aten.masked_fill.Scalar)
+def masked_fill_scalar(self: Any, mask: Any, value: Any) -> Any:
+    fill = aten.scalar_tensor.default(value, dtype=self.dtype, layout=ember.strided, device=self.device)
+    return aten.where.self(mask, fill, self)
+
+
+@register_decomposition(aten.masked_fill.Tensor)
+def masked_fill_tensor(self: Any, mask: Any, value: Any) -> Any:
+    if value.dim() != 0:
+        raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                           f"{value.dim()} dimension(s).")
+    return aten.where.self(mask, value.to(self.dtype), self)
+
+
 @register_decomposition([aten.rsub.Tensor, aten.rsub.Scalar])
 def rsub(self: Any, other: Any, alpha: Any = 1) -> Any:
     return ember.sub(other, self, alpha=alpha)
@@ -282,6 +325,21 @@ def native_layer_norm_backward(grad_out: Any, input: Any, normalized_shape: Any,
             None if d_weight is None else d_weight.to(weight.dtype),
             None if d_bias is None else d_bias.to(bias.dtype))
 
+
+@register_decomposition(aten.native_batch_norm.default)
+def native_batch_norm(input: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any,  # noqa: A002
+                      training: bool, momentum: float, eps: float) -> Any:
+    """Batch norm in the forms with explicit running statistics (PyTorch's): their mutation is declared, so
+    functionalization turns it into outputs (``_native_batch_norm_legit_functional``)."""
+    if running_mean is None and running_var is None:
+        return aten._native_batch_norm_legit.no_stats(input, weight, bias, training, momentum, eps)
+    if running_mean is None or running_var is None:
+        raise RuntimeError("running_mean and running_var must either both be None or neither be None")
+    if training:
+        return aten._native_batch_norm_legit.default(input, weight, bias, running_mean, running_var, training,
+                                                     momentum, eps)
+    return aten._native_batch_norm_legit_no_training.default(input, weight, bias, running_mean, running_var,
+                                                             momentum, eps)
 
 # ------------------------------------------------------------------------------------------------ losses
 def _reduce(loss: Any, reduction: int) -> Any:

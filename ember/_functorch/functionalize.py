@@ -8,8 +8,11 @@ mutates) and shares a ``_Storage`` -- the current value of the base it is a view
 with the tensors it aliases; a view also keeps the chain of view operators that makes it from the base. Then:
 
 - an in-place or ``out=`` operator runs as its functional variant (``add_.Tensor`` -> ``add.Tensor``, found by
-  matching arguments) -- one without such a variant (``zero_``, ``copy_``, the random fills) runs on a private copy
-  of its target -- and its result becomes the mutated tensor's new value; for a view, the new value is written
+  matching arguments; an op that returns other tensors than those it mutates has a ``_functional`` twin that
+  returns their new values after its results: ``_native_batch_norm_legit_functional``, which ``native_batch_norm``
+  in training also runs as, since its schema does not declare its running statistics' update) -- one without
+  such a variant (``zero_``, ``copy_``, the random fills) runs on a private copy of its target -- and its result
+  becomes the mutated tensor's new value; for a view, the new value is written
   back into the base through the inverse of each view (``select`` -> ``select_scatter``, ``view`` -> a view back
   to the base's size, ``transpose`` -> the same transpose, ...), and the storage's generation goes up;
 - a view operator gives a tensor on the same storage (an in-place view, ``squeeze_``, extends the tensor's own
@@ -125,6 +128,13 @@ def _functional_variant(op: Any) -> Any:
                 continue
             if [(a.name, _ALIAS.sub("", a.type_text)) for a in cs.arguments] == want:
                 return cand
+    # an op whose results are not the tensors it mutates (``_native_batch_norm_legit``) has a ``_functional``
+    # twin returning its results and then the new value of each mutated argument
+    packet = getattr(ember.ops.aten, name + "_functional", None)
+    if packet is not None:
+        cand = getattr(packet, op.overloadname, None)
+        if cand is not None and [(a.name, _ALIAS.sub("", a.type_text)) for a in cand._schema.arguments] == want:
+            return cand
     return None
 
 
@@ -167,8 +177,30 @@ def _dispatch(func: Any, args: Any, kwargs: Any) -> Any:
         _state.handling = prev
 
 
+def _batch_norm_update(args: Any, kwargs: Any) -> Any:
+    """``native_batch_norm`` in training with running statistics updates them, though its schema (as PyTorch's)
+    does not say so: it runs as ``_native_batch_norm_legit_functional``, whose last two results are the new
+    statistics."""
+    a = dict(zip([arg.name for arg in ember.ops.aten.native_batch_norm.default._schema.arguments], args))
+    a.update(kwargs)
+    if not a.get("training") or not isinstance(a.get("running_mean"), FunctionalTensor) or \
+            not isinstance(a.get("running_var"), FunctionalTensor):
+        return None
+    out = ember.ops.aten._native_batch_norm_legit_functional.default(
+        *[_unwrap(a[n]) for n in ("input", "weight", "bias", "running_mean", "running_var")], True, a["momentum"],
+        a["eps"])
+    copies = isinstance(a["input"], FunctionalTensor) and a["input"]._copies
+    _write(a["running_mean"], out[3])
+    _write(a["running_var"], out[4])
+    return tuple(_fresh(r, copies) for r in out[:3])
+
+
 def _dispatch_inner(func: Any, args: Any, kwargs: Any) -> Any:
     schema = func._schema
+    if func is ember.ops.aten.native_batch_norm.default:
+        r = _batch_norm_update(args, kwargs)
+        if r is not None:
+            return r
     copies = any(isinstance(a, FunctionalTensor) and a._copies for a in tree_flatten((args, kwargs))[0])
     mutated = [a for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
     vals, kvals = _unwrap(tuple(args)), {k: _unwrap(v) for k, v in kwargs.items()}
@@ -185,6 +217,12 @@ def _dispatch_inner(func: Any, args: Any, kwargs: Any) -> Any:
             fkw = {k: v for k, v in kvals.items() if k not in {a.name for a in mutated if a.is_out}}
             out = functional(*fargs, **fkw)
         outs = out if isinstance(out, (tuple, list)) else (out,)
+        if functional is not None and len(functional._schema.returns) == len(schema.returns) + len(mutated):
+            results, new_values = outs[:len(schema.returns)], outs[len(schema.returns):]
+            for a, new in zip(mutated, new_values):
+                pos = names.index(a.name)
+                _write(args[pos] if pos < len(args) else kwargs[a.name], new)
+            return tree_map(lambda r: _fresh(r, copies) if isinstance(r, Tensor) else r, tuple(results))
         targets = []
         for a, new in zip(mutated, outs):
             pos = names.index(a.name)

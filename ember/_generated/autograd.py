@@ -6778,6 +6778,192 @@ def _ag_native_batch_norm_default(ks, input, weight, bias, running_mean, running
     _n.result_ = [_SV(_o, True) if _i in {1, 2} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
+class NativeBatchNormLegitBackward0(_Node):
+    _saved_names = ('input_', 'weight_', 'running_mean_', 'running_var_', 'result_')
+    def apply(_n, grads):
+        grad = grads[0]
+        training = _n.training
+        eps = _n.eps
+        input_ix, weight_ix, bias_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        grad_input_mask = [_n._next[input_ix] is not None, _n._next[weight_ix] is not None, _n._next[bias_ix] is not None]
+        if any(grad_input_mask):
+            input = _n._saved('input_')
+            result = _n._saved('result_')
+            running_mean = _n._saved('running_mean_')
+            running_var = _n._saved('running_var_')
+            weight = _n._saved('weight_')
+            _gs = batch_norm_backward(grads[0], input, weight, running_mean, running_var, result[1], result[2], training, eps, grad_input_mask)
+            if grad_input_mask[0]:
+                grad_inputs[input_ix] = _gs[0]
+            if grad_input_mask[1]:
+                grad_inputs[weight_ix] = _gs[1]
+            if grad_input_mask[2]:
+                grad_inputs[bias_ix] = _gs[2]
+        return grad_inputs
+
+def _jvp_NativeBatchNormLegitBackward0(input, weight, bias, running_mean, running_var, training, momentum, eps, input_t, weight_t, bias_t, result):
+    return batch_norm_jvp(input, input_t, weight, weight_t, bias_t, running_mean, running_var, training, eps, result)
+def _ag__native_batch_norm_legit_default(ks, input, weight, bias, running_mean, running_var, training, momentum, eps):
+    if _fw.on and _fw_dual(input, weight, bias): return _fw_run(('_native_batch_norm_legit', (0, 1, 2), (), _jvp_NativeBatchNormLegitBackward0, False, _ag__native_batch_norm_legit_default, True, [True, False, False], True, False), _ag__native_batch_norm_legit_default, ks, input, weight, bias, running_mean, running_var, training, momentum, eps)
+    if not (_gm.enabled and (input._rg or (weight is not None and weight._rg) or (bias is not None and bias._rg))):
+        return aten._op__native_batch_norm_legit.redispatch(ks & _BELOW, input, weight, bias, running_mean, running_var, training, momentum, eps)
+    _n = NativeBatchNormLegitBackward0()
+    _n._next, _n._input_meta = _edges(input, weight, bias), _meta(input, weight, bias)
+    _n.training = training
+    _n.eps = eps
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.input_ = _SV(input)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.weight_ = _SV(weight if weight is not None else None)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.running_mean_ = _SV(running_mean)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.running_var_ = _SV(running_var)
+    result = aten._op__native_batch_norm_legit.redispatch(ks & _BELOW, input, weight, bias, running_mean, running_var, training, momentum, eps)
+    _set_history(_n, tuple(result), [True, False, False])
+    _n.result_ = [_SV(_o, True) if _i in {1, 2} else _SV(None) for _i, _o in enumerate(result)]
+    return result
+
+class NativeBatchNormLegitBackward1(_Node):
+    _saved_names = ('input_', 'weight_', 'result_')
+    def apply(_n, grads):
+        grad = grads[0]
+        training = _n.training
+        eps = _n.eps
+        input_ix, weight_ix, bias_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        grad_input_mask = [_n._next[input_ix] is not None, _n._next[weight_ix] is not None, _n._next[bias_ix] is not None]
+        if any(grad_input_mask):
+            input = _n._saved('input_')
+            result = _n._saved('result_')
+            weight = _n._saved('weight_')
+            _gs = batch_norm_backward(grads[0], input, weight, None, None, result[1], result[2], training, eps, grad_input_mask)
+            if grad_input_mask[0]:
+                grad_inputs[input_ix] = _gs[0]
+            if grad_input_mask[1]:
+                grad_inputs[weight_ix] = _gs[1]
+            if grad_input_mask[2]:
+                grad_inputs[bias_ix] = _gs[2]
+        return grad_inputs
+
+def _jvp_NativeBatchNormLegitBackward1(input, weight, bias, training, momentum, eps, input_t, weight_t, bias_t, result):
+    return batch_norm_jvp(input, input_t, weight, weight_t, bias_t, None, None, training, eps, result)
+def _ag__native_batch_norm_legit_no_stats(ks, input, weight, bias, training, momentum, eps):
+    if _fw.on and _fw_dual(input, weight, bias): return _fw_run(('_native_batch_norm_legit.no_stats', (0, 1, 2), (), _jvp_NativeBatchNormLegitBackward1, False, _ag__native_batch_norm_legit_no_stats, True, [True, False, False], True, False), _ag__native_batch_norm_legit_no_stats, ks, input, weight, bias, training, momentum, eps)
+    if not (_gm.enabled and (input._rg or (weight is not None and weight._rg) or (bias is not None and bias._rg))):
+        return aten._op__native_batch_norm_legit_no_stats.redispatch(ks & _BELOW, input, weight, bias, training, momentum, eps)
+    _n = NativeBatchNormLegitBackward1()
+    _n._next, _n._input_meta = _edges(input, weight, bias), _meta(input, weight, bias)
+    _n.training = training
+    _n.eps = eps
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.input_ = _SV(input)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.weight_ = _SV(weight if weight is not None else None)
+    result = aten._op__native_batch_norm_legit_no_stats.redispatch(ks & _BELOW, input, weight, bias, training, momentum, eps)
+    _set_history(_n, tuple(result), [True, False, False])
+    _n.result_ = [_SV(_o, True) if _i in {1, 2} else _SV(None) for _i, _o in enumerate(result)]
+    return result
+
+class NativeBatchNormLegitFunctionalBackward0(_Node):
+    _saved_names = ('input_', 'weight_', 'running_mean_', 'running_var_', 'result_')
+    def apply(_n, grads):
+        grad = grads[0]
+        training = _n.training
+        eps = _n.eps
+        input_ix, weight_ix, bias_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        grad_input_mask = [_n._next[input_ix] is not None, _n._next[weight_ix] is not None, _n._next[bias_ix] is not None]
+        if any(grad_input_mask):
+            input = _n._saved('input_')
+            result = _n._saved('result_')
+            running_mean = _n._saved('running_mean_')
+            running_var = _n._saved('running_var_')
+            weight = _n._saved('weight_')
+            _gs = batch_norm_backward(grads[0], input, weight, running_mean, running_var, result[1], result[2], training, eps, grad_input_mask)
+            if grad_input_mask[0]:
+                grad_inputs[input_ix] = _gs[0]
+            if grad_input_mask[1]:
+                grad_inputs[weight_ix] = _gs[1]
+            if grad_input_mask[2]:
+                grad_inputs[bias_ix] = _gs[2]
+        return grad_inputs
+
+def _jvp_NativeBatchNormLegitFunctionalBackward0(input, weight, bias, running_mean, running_var, training, momentum, eps, input_t, weight_t, bias_t, result):
+    return batch_norm_jvp(input, input_t, weight, weight_t, bias_t, running_mean, running_var, training, eps, result)
+def _ag__native_batch_norm_legit_functional_default(ks, input, weight, bias, running_mean, running_var, training, momentum, eps):
+    if _fw.on and _fw_dual(input, weight, bias): return _fw_run(('_native_batch_norm_legit_functional', (0, 1, 2), (), _jvp_NativeBatchNormLegitFunctionalBackward0, False, _ag__native_batch_norm_legit_functional_default, True, [True, False, False, False, False], True, False), _ag__native_batch_norm_legit_functional_default, ks, input, weight, bias, running_mean, running_var, training, momentum, eps)
+    if _gm.enabled and (running_mean._rg or running_var._rg):
+        _check_no_requires_grad(running_mean, 'running_mean', '_native_batch_norm_legit_functional')
+        _check_no_requires_grad(running_var, 'running_var', '_native_batch_norm_legit_functional')
+    if not (_gm.enabled and (input._rg or (weight is not None and weight._rg) or (bias is not None and bias._rg))):
+        return aten._op__native_batch_norm_legit_functional.redispatch(ks & _BELOW, input, weight, bias, running_mean, running_var, training, momentum, eps)
+    _n = NativeBatchNormLegitFunctionalBackward0()
+    _n._next, _n._input_meta = _edges(input, weight, bias), _meta(input, weight, bias)
+    _n.training = training
+    _n.eps = eps
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.input_ = _SV(input)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.weight_ = _SV(weight if weight is not None else None)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.running_mean_ = _SV(running_mean)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.running_var_ = _SV(running_var)
+    result = aten._op__native_batch_norm_legit_functional.redispatch(ks & _BELOW, input, weight, bias, running_mean, running_var, training, momentum, eps)
+    _set_history(_n, tuple(result), [True, False, False, False, False])
+    _n.result_ = [_SV(_o, True) if _i in {1, 2} else _SV(None) for _i, _o in enumerate(result)]
+    return result
+
+class NativeBatchNormLegitNoTrainingBackward0(_Node):
+    _saved_names = ('input_', 'weight_', 'running_mean_', 'running_var_', 'result_')
+    def apply(_n, grads):
+        grad = grads[0]
+        eps = _n.eps
+        input_ix, weight_ix, bias_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        grad_input_mask = [_n._next[input_ix] is not None, _n._next[weight_ix] is not None, _n._next[bias_ix] is not None]
+        if any(grad_input_mask):
+            input = _n._saved('input_')
+            result = _n._saved('result_')
+            running_mean = _n._saved('running_mean_')
+            running_var = _n._saved('running_var_')
+            weight = _n._saved('weight_')
+            _gs = batch_norm_backward(grads[0], input, weight, running_mean, running_var, result[1], result[2], False, eps, grad_input_mask)
+            if grad_input_mask[0]:
+                grad_inputs[input_ix] = _gs[0]
+            if grad_input_mask[1]:
+                grad_inputs[weight_ix] = _gs[1]
+            if grad_input_mask[2]:
+                grad_inputs[bias_ix] = _gs[2]
+        return grad_inputs
+
+def _jvp_NativeBatchNormLegitNoTrainingBackward0(input, weight, bias, running_mean, running_var, momentum, eps, input_t, weight_t, bias_t, result):
+    return batch_norm_jvp(input, input_t, weight, weight_t, bias_t, running_mean, running_var, False, eps, result)
+def _ag__native_batch_norm_legit_no_training_default(ks, input, weight, bias, running_mean, running_var, momentum, eps):
+    if _fw.on and _fw_dual(input, weight, bias): return _fw_run(('_native_batch_norm_legit_no_training', (0, 1, 2), (), _jvp_NativeBatchNormLegitNoTrainingBackward0, False, _ag__native_batch_norm_legit_no_training_default, True, [True, False, False], True, False), _ag__native_batch_norm_legit_no_training_default, ks, input, weight, bias, running_mean, running_var, momentum, eps)
+    if _gm.enabled and (running_mean._rg or running_var._rg):
+        _check_no_requires_grad(running_mean, 'running_mean', '_native_batch_norm_legit_no_training')
+        _check_no_requires_grad(running_var, 'running_var', '_native_batch_norm_legit_no_training')
+    if not (_gm.enabled and (input._rg or (weight is not None and weight._rg) or (bias is not None and bias._rg))):
+        return aten._op__native_batch_norm_legit_no_training.redispatch(ks & _BELOW, input, weight, bias, running_mean, running_var, momentum, eps)
+    _n = NativeBatchNormLegitNoTrainingBackward0()
+    _n._next, _n._input_meta = _edges(input, weight, bias), _meta(input, weight, bias)
+    _n.eps = eps
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.input_ = _SV(input)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.weight_ = _SV(weight if weight is not None else None)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.running_mean_ = _SV(running_mean)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.running_var_ = _SV(running_var)
+    result = aten._op__native_batch_norm_legit_no_training.redispatch(ks & _BELOW, input, weight, bias, running_mean, running_var, momentum, eps)
+    _set_history(_n, tuple(result), [True, False, False])
+    _n.result_ = [_SV(_o, True) if _i in {1, 2} else _SV(None) for _i, _o in enumerate(result)]
+    return result
+
 class ConvolutionBackward0(_Node):
     _saved_names = ('input_', 'weight_')
     def apply(_n, grads):
@@ -13801,6 +13987,10 @@ _KERNELS = (
     (aten._op_gelu_backward, _ag_gelu_backward_default),
     (aten._op_native_layer_norm, _ag_native_layer_norm_default),
     (aten._op_native_batch_norm, _ag_native_batch_norm_default),
+    (aten._op__native_batch_norm_legit, _ag__native_batch_norm_legit_default),
+    (aten._op__native_batch_norm_legit_no_stats, _ag__native_batch_norm_legit_no_stats),
+    (aten._op__native_batch_norm_legit_functional, _ag__native_batch_norm_legit_functional_default),
+    (aten._op__native_batch_norm_legit_no_training, _ag__native_batch_norm_legit_no_training_default),
     (aten._op_convolution, _ag_convolution_default),
     (aten._op_max_pool2d_with_indices, _ag_max_pool2d_with_indices_default),
     (aten._op_max_pool2d_with_indices_backward, _ag_max_pool2d_with_indices_backward_default),

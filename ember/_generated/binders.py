@@ -1208,540 +1208,558 @@ def b184(_op):
         return _MISS
     return fast
 def b185(_op):
+    def fast(input, weight, bias, running_mean, running_var, training, momentum, eps):
+        if isinstance(input, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and isinstance(running_mean, _Tensor) and isinstance(running_var, _Tensor) and type(training) is bool and type(momentum) is float and type(eps) is float:
+            return _op.call(input._ks | _ks_opt(weight) | _ks_opt(bias) | running_mean._ks | running_var._ks, input, weight, bias, running_mean, running_var, training, momentum, eps)
+        return _MISS
+    return fast
+def b186(_op):
+    def fast(input, weight, bias, training, momentum, eps):
+        if isinstance(input, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and type(training) is bool and type(momentum) is float and type(eps) is float:
+            return _op.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, weight, bias, training, momentum, eps)
+        return _MISS
+    return fast
+def b187(_op):
+    def fast(input, weight, bias, running_mean, running_var, momentum, eps):
+        if isinstance(input, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and isinstance(running_mean, _Tensor) and isinstance(running_var, _Tensor) and type(momentum) is float and type(eps) is float:
+            return _op.call(input._ks | _ks_opt(weight) | _ks_opt(bias) | running_mean._ks | running_var._ks, input, weight, bias, running_mean, running_var, momentum, eps)
+        return _MISS
+    return fast
+def b188(_op):
     def fast(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
         if isinstance(input, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and (running_mean is None or isinstance(running_mean, _Tensor)) and (running_var is None or isinstance(running_var, _Tensor)) and type(training) is bool and type(momentum) is float and type(eps) is float and type(cudnn_enabled) is bool:
             return _op.call(input._ks | _ks_opt(weight) | _ks_opt(bias) | _ks_opt(running_mean) | _ks_opt(running_var), input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
         return _MISS
     return fast
-def b186(_op):
+def b189(_op):
     def fast(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
         if isinstance(input, _Tensor) and isinstance(weight, _Tensor) and (bias is None or isinstance(bias, _Tensor)) and (stride_ := _ints(stride, False)) is not None and (padding_ := _ints(padding, False)) is not None and (dilation_ := _ints(dilation, False)) is not None and type(transposed) is bool and (output_padding_ := _ints(output_padding, False)) is not None and type(groups) is int:
             return _op.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias, stride_, padding_, dilation_, transposed, output_padding_, groups)
         return _MISS
     return fast
-def b187(_op):
+def b190(_op):
     def fast(input, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True):
         if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and type(ceil_mode) is bool and type(count_include_pad) is bool:
             return _op.call(input._ks, input, kernel_size_, stride_, padding_, ceil_mode, count_include_pad)
         return _MISS
     return fast
-def b188(_op):
+def b191(_op):
     def fast(input, pad, value=0):
         if isinstance(input, _Tensor) and (pad_ := _ints(pad, False)) is not None and type(value) in _NUMBERS:
             return _op.call(input._ks, input, pad_, value)
         return _MISS
     return fast
-def b189(_op):
+def b192(_op):
     def fast(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
         if isinstance(weight, _Tensor) and isinstance(indices, _Tensor) and type(padding_idx) is int and type(scale_grad_by_freq) is bool and type(sparse) is bool:
             return _op.call(weight._ks | indices._ks, weight, indices, padding_idx, scale_grad_by_freq, sparse)
         return _MISS
     return fast
-def b190(_op):
+def b193(_op):
     def fast(input, p, train):
         if isinstance(input, _Tensor) and type(p) is float and type(train) is bool:
             return _op.call(input._ks, input, p, train)
         return _MISS
     return fast
-def b191(_op):
+def b194(_op):
     def fast(input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train):
         if isinstance(input, _Tensor) and isinstance(weight0, _Tensor) and isinstance(weight1, _Tensor) and isinstance(weight2, _Tensor) and isinstance(weight3, _Tensor) and isinstance(hx_, _Tensor) and isinstance(cx_, _Tensor) and type(reverse) is bool and (batch_sizes_ := _ints(batch_sizes, False)) is not None and type(mode) is int and type(hidden_size) is int and type(num_layers) is int and type(has_biases) is bool and type(bidirectional) is bool and type(batch_first) is bool and type(train) is bool:
             return _op.call(input._ks | weight0._ks | weight1._ks | weight2._ks | weight3._ks | hx_._ks | cx_._ks, input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, batch_sizes_, mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train)
         return _MISS
     return fast
-def b192(_op):
+def b195(_op):
     def fast(input, weight1, weight2, weight3, weight4, hx_, cx_tmp, output, hy_, cy_, grad_output, grad_hy, grad_cy, reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional, batch_sizes, batch_first, workspace):
         if isinstance(input, _Tensor) and isinstance(weight1, _Tensor) and isinstance(weight2, _Tensor) and isinstance(weight3, _Tensor) and isinstance(weight4, _Tensor) and isinstance(hx_, _Tensor) and isinstance(cx_tmp, _Tensor) and isinstance(output, _Tensor) and isinstance(hy_, _Tensor) and isinstance(cy_, _Tensor) and (grad_output is None or isinstance(grad_output, _Tensor)) and (grad_hy is None or isinstance(grad_hy, _Tensor)) and (grad_cy is None or isinstance(grad_cy, _Tensor)) and type(reverse) is bool and type(mode) is int and type(hidden_size) is int and type(num_layers) is int and type(has_biases) is bool and type(train) is bool and type(bidirectional) is bool and (batch_sizes_ := _ints(batch_sizes, False)) is not None and type(batch_first) is bool and isinstance(workspace, _Tensor):
             return _op.call(input._ks | weight1._ks | weight2._ks | weight3._ks | weight4._ks | hx_._ks | cx_tmp._ks | output._ks | hy_._ks | cy_._ks | _ks_opt(grad_output) | _ks_opt(grad_hy) | _ks_opt(grad_cy) | workspace._ks, input, weight1, weight2, weight3, weight4, hx_, cx_tmp, output, hy_, cy_, grad_output, grad_hy, grad_cy, reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional, batch_sizes_, batch_first, workspace)
         return _MISS
     return fast
-def b193(_op):
+def b196(_op):
     def fast(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
         if isinstance(input, _Tensor) and (hx_ := _tensors(hx, False)) is not None and (params_ := _tensors(params, False)) is not None and type(has_biases) is bool and type(num_layers) is int and type(dropout) is float and type(train) is bool and type(bidirectional) is bool and type(batch_first) is bool:
             return _op.call(input._ks | _ks_list(hx_) | _ks_list(params_), input, hx_, params_, has_biases, num_layers, dropout, train, bidirectional, batch_first)
         return _MISS
     return fast
-def b194(_op):
+def b197(_op):
     def fast(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
         if isinstance(data, _Tensor) and isinstance(batch_sizes, _Tensor) and (hx_ := _tensors(hx, False)) is not None and (params_ := _tensors(params, False)) is not None and type(has_biases) is bool and type(num_layers) is int and type(dropout) is float and type(train) is bool and type(bidirectional) is bool:
             return _op.call(data._ks | batch_sizes._ks | _ks_list(hx_) | _ks_list(params_), data, batch_sizes, hx_, params_, has_biases, num_layers, dropout, train, bidirectional)
         return _MISS
     return fast
-def b195(_op):
+def b198(_op):
     def fast(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
         if isinstance(input, _Tensor) and isinstance(hx, _Tensor) and (params_ := _tensors(params, False)) is not None and type(has_biases) is bool and type(num_layers) is int and type(dropout) is float and type(train) is bool and type(bidirectional) is bool and type(batch_first) is bool:
             return _op.call(input._ks | hx._ks | _ks_list(params_), input, hx, params_, has_biases, num_layers, dropout, train, bidirectional, batch_first)
         return _MISS
     return fast
-def b196(_op):
+def b199(_op):
     def fast(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
         if isinstance(data, _Tensor) and isinstance(batch_sizes, _Tensor) and isinstance(hx, _Tensor) and (params_ := _tensors(params, False)) is not None and type(has_biases) is bool and type(num_layers) is int and type(dropout) is float and type(train) is bool and type(bidirectional) is bool:
             return _op.call(data._ks | batch_sizes._ks | hx._ks | _ks_list(params_), data, batch_sizes, hx, params_, has_biases, num_layers, dropout, train, bidirectional)
         return _MISS
     return fast
-def b197(_op):
+def b200(_op):
     def fast(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
         if isinstance(input, _Tensor) and (hx_ := _tensors(hx, False)) is not None and isinstance(w_ih, _Tensor) and isinstance(w_hh, _Tensor) and (b_ih is None or isinstance(b_ih, _Tensor)) and (b_hh is None or isinstance(b_hh, _Tensor)):
             return _op.call(input._ks | _ks_list(hx_) | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, hx_, w_ih, w_hh, b_ih, b_hh)
         return _MISS
     return fast
-def b198(_op):
+def b201(_op):
     def fast(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
         if isinstance(input, _Tensor) and isinstance(hx, _Tensor) and isinstance(w_ih, _Tensor) and isinstance(w_hh, _Tensor) and (b_ih is None or isinstance(b_ih, _Tensor)) and (b_hh is None or isinstance(b_hh, _Tensor)):
             return _op.call(input._ks | hx._ks | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, hx, w_ih, w_hh, b_ih, b_hh)
         return _MISS
     return fast
-def b199(_op):
+def b202(_op):
     def fast(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor) and type(rtol) is float and type(atol) is float and type(equal_nan) is bool:
             return _op.call(input._ks | other._ks, input, other, rtol, atol, equal_nan)
         return _MISS
     return fast
-def b200(_op):
+def b203(_op):
     def fast(type1, type2):
         if (type1 is None or type(type1) is _dtype) and (type2 is None or type(type2) is _dtype):
             return _op.call(_KS_CPU, type1, type2)
         return _MISS
     return fast
-def b201(_op):
+def b204(_op):
     def fast(from_, to_):
         if (from_ is None or type(from_) is _dtype) and (to_ is None or type(to_) is _dtype):
             return _op.call(_KS_CPU, from_, to_)
         return _MISS
     return fast
-def b202(_op):
+def b205(_op):
     def fast(input, n=1, dim=-1, prepend=None, append=None):
         if isinstance(input, _Tensor) and type(n) is int and type(dim) is int and (prepend is None or isinstance(prepend, _Tensor)) and (append is None or isinstance(append, _Tensor)):
             return _op.call(input._ks | _ks_opt(prepend) | _ks_opt(append), input, n, dim, prepend, append)
         return _MISS
     return fast
-def b203(_op):
+def b206(_op):
     def fast(input, *, correction=1, fweights=None, aweights=None):
         if isinstance(input, _Tensor) and type(correction) is int and (fweights is None or isinstance(fweights, _Tensor)) and (aweights is None or isinstance(aweights, _Tensor)):
             return _op.call(input._ks | _ks_opt(fweights) | _ks_opt(aweights), input, correction, fweights, aweights)
         return _MISS
     return fast
-def b204(_op):
+def b207(_op):
     def fast(input, other, *, rounding_mode):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor) and (rounding_mode is None or type(rounding_mode) is str):
             return _op.call(input._ks | other._ks, input, other, rounding_mode)
         return _MISS
     return fast
-def b205(_op):
+def b208(_op):
     def fast(input):
         if (input_ := _tensors(input, False)) is not None:
             return tuple(_op.call(_ks_list(input_), input_))
         return _MISS
     return fast
-def b206(_op):
+def b209(_op):
     def fast(input):
         if (input_ := _tensors(input, False)) is not None:
             return _returning(_op.call(_ks_list(input_), input_), input_)
         return _MISS
     return fast
-def b207(_op):
+def b210(_op):
     def fast(input, scalar):
         if (input_ := _tensors(input, False)) is not None and type(scalar) in _NUMBERS:
             return tuple(_op.call(_ks_list(input_), input_, scalar))
         return _MISS
     return fast
-def b208(_op):
+def b211(_op):
     def fast(input, other, *, alpha=1):
         if (input_ := _tensors(input, False)) is not None and (other_ := _tensors(other, False)) is not None and type(alpha) in _NUMBERS:
             return tuple(_op.call(_ks_list(input_) | _ks_list(other_), input_, other_, alpha))
         return _MISS
     return fast
-def b209(_op):
+def b212(_op):
     def fast(input, other, *, alpha=1):
         if (input_ := _tensors(input, False)) is not None and isinstance(other, _Tensor) and type(alpha) in _NUMBERS:
             return tuple(_op.call(_ks_list(input_) | other._ks, input_, other, alpha))
         return _MISS
     return fast
-def b210(_op):
+def b213(_op):
     def fast(input, other, *, alpha=1):
         if (input_ := _tensors(input, False)) is not None and (other_ := _tensors(other, False)) is not None and type(alpha) in _NUMBERS:
             return _returning(_op.call(_ks_list(input_) | _ks_list(other_), input_, other_, alpha), input_)
         return _MISS
     return fast
-def b211(_op):
+def b214(_op):
     def fast(input, other, *, alpha=1):
         if (input_ := _tensors(input, False)) is not None and isinstance(other, _Tensor) and type(alpha) in _NUMBERS:
             return _returning(_op.call(_ks_list(input_) | other._ks, input_, other, alpha), input_)
         return _MISS
     return fast
-def b212(_op):
+def b215(_op):
     def fast(input, scalar):
         if (input_ := _tensors(input, False)) is not None and type(scalar) in _NUMBERS:
             return _returning(_op.call(_ks_list(input_), input_, scalar), input_)
         return _MISS
     return fast
-def b213(_op):
+def b216(_op):
     def fast(input, tensor1, tensor2, value=1):
         if (input_ := _tensors(input, False)) is not None and (tensor1_ := _tensors(tensor1, False)) is not None and (tensor2_ := _tensors(tensor2, False)) is not None and type(value) in _NUMBERS:
             return tuple(_op.call(_ks_list(input_) | _ks_list(tensor1_) | _ks_list(tensor2_), input_, tensor1_, tensor2_, value))
         return _MISS
     return fast
-def b214(_op):
+def b217(_op):
     def fast(input, tensor1, tensor2, scalars):
         if (input_ := _tensors(input, False)) is not None and (tensor1_ := _tensors(tensor1, False)) is not None and (tensor2_ := _tensors(tensor2, False)) is not None and isinstance(scalars, _Tensor):
             return tuple(_op.call(_ks_list(input_) | _ks_list(tensor1_) | _ks_list(tensor2_) | scalars._ks, input_, tensor1_, tensor2_, scalars))
         return _MISS
     return fast
-def b215(_op):
+def b218(_op):
     def fast(input, tensor1, tensor2, value=1):
         if (input_ := _tensors(input, False)) is not None and (tensor1_ := _tensors(tensor1, False)) is not None and (tensor2_ := _tensors(tensor2, False)) is not None and type(value) in _NUMBERS:
             return _returning(_op.call(_ks_list(input_) | _ks_list(tensor1_) | _ks_list(tensor2_), input_, tensor1_, tensor2_, value), input_)
         return _MISS
     return fast
-def b216(_op):
+def b219(_op):
     def fast(input, tensor1, tensor2, scalars):
         if (input_ := _tensors(input, False)) is not None and (tensor1_ := _tensors(tensor1, False)) is not None and (tensor2_ := _tensors(tensor2, False)) is not None and isinstance(scalars, _Tensor):
             return _returning(_op.call(_ks_list(input_) | _ks_list(tensor1_) | _ks_list(tensor2_) | scalars._ks, input_, tensor1_, tensor2_, scalars), input_)
         return _MISS
     return fast
-def b217(_op):
+def b220(_op):
     def fast(input, other):
         if (input_ := _tensors(input, False)) is not None and (other_ := _tensors(other, False)) is not None:
             return tuple(_op.call(_ks_list(input_) | _ks_list(other_), input_, other_))
         return _MISS
     return fast
-def b218(_op):
+def b221(_op):
     def fast(input, other):
         if (input_ := _tensors(input, False)) is not None and (other_ := _tensors(other, False)) is not None:
             return _returning(_op.call(_ks_list(input_) | _ks_list(other_), input_, other_), input_)
         return _MISS
     return fast
-def b219(_op):
+def b222(_op):
     def fast(input, *, memory_format=None):
         if (input_ := _tensors(input, False)) is not None:
             return tuple(_op.call(_ks_list(input_), input_, memory_format))
         return _MISS
     return fast
-def b220(_op):
+def b223(_op):
     def fast(input, src, non_blocking=False):
         if (input_ := _tensors(input, False)) is not None and (src_ := _tensors(src, False)) is not None and type(non_blocking) is bool:
             return _returning(_op.call(_ks_list(input_) | _ks_list(src_), input_, src_, non_blocking), input_)
         return _MISS
     return fast
-def b221(_op):
+def b224(_op):
     def fast(input, other):
         if (input_ := _tensors(input, False)) is not None and isinstance(other, _Tensor):
             return tuple(_op.call(_ks_list(input_) | other._ks, input_, other))
         return _MISS
     return fast
-def b222(_op):
+def b225(_op):
     def fast(input, other):
         if (input_ := _tensors(input, False)) is not None and isinstance(other, _Tensor):
             return _returning(_op.call(_ks_list(input_) | other._ks, input_, other), input_)
         return _MISS
     return fast
-def b223(_op):
+def b226(_op):
     def fast(input, tensors1, weights):
         if (input_ := _tensors(input, False)) is not None and (tensors1_ := _tensors(tensors1, False)) is not None and (weights_ := _tensors(weights, False)) is not None:
             return tuple(_op.call(_ks_list(input_) | _ks_list(tensors1_) | _ks_list(weights_), input_, tensors1_, weights_))
         return _MISS
     return fast
-def b224(_op):
+def b227(_op):
     def fast(input, tensors1, weight):
         if (input_ := _tensors(input, False)) is not None and (tensors1_ := _tensors(tensors1, False)) is not None and type(weight) in _NUMBERS:
             return tuple(_op.call(_ks_list(input_) | _ks_list(tensors1_), input_, tensors1_, weight))
         return _MISS
     return fast
-def b225(_op):
+def b228(_op):
     def fast(input, tensors1, weights):
         if (input_ := _tensors(input, False)) is not None and (tensors1_ := _tensors(tensors1, False)) is not None and (weights_ := _tensors(weights, False)) is not None:
             return _returning(_op.call(_ks_list(input_) | _ks_list(tensors1_) | _ks_list(weights_), input_, tensors1_, weights_), input_)
         return _MISS
     return fast
-def b226(_op):
+def b229(_op):
     def fast(input, tensors1, weight):
         if (input_ := _tensors(input, False)) is not None and (tensors1_ := _tensors(tensors1, False)) is not None and type(weight) in _NUMBERS:
             return _returning(_op.call(_ks_list(input_) | _ks_list(tensors1_), input_, tensors1_, weight), input_)
         return _MISS
     return fast
-def b227(_op):
+def b230(_op):
     def fast(input, mat2):
         if (input_ := _tensors(input, False)) is not None and (mat2_ := _tensors(mat2, False)) is not None:
             return tuple(_op.call(_ks_list(input_) | _ks_list(mat2_), input_, mat2_))
         return _MISS
     return fast
-def b228(_op):
+def b231(_op):
     def fast(input, ord=2, dtype=None):
         if (input_ := _tensors(input, False)) is not None and type(ord) in _NUMBERS and (dtype is None or type(dtype) is _dtype):
             return tuple(_op.call(_ks_list(input_), input_, ord, dtype))
         return _MISS
     return fast
-def b229(_op):
+def b232(_op):
     def fast(input, exponent):
         if (input_ := _tensors(input, False)) is not None and (exponent_ := _tensors(exponent, False)) is not None:
             return tuple(_op.call(_ks_list(input_) | _ks_list(exponent_), input_, exponent_))
         return _MISS
     return fast
-def b230(_op):
+def b233(_op):
     def fast(input, exponent):
         if (input_ := _tensors(input, False)) is not None and type(exponent) in _NUMBERS:
             return tuple(_op.call(_ks_list(input_), input_, exponent))
         return _MISS
     return fast
-def b231(_op):
+def b234(_op):
     def fast(input, exponent):
         if type(input) in _NUMBERS and (exponent_ := _tensors(exponent, False)) is not None:
             return tuple(_op.call(_ks_list(exponent_), input, exponent_))
         return _MISS
     return fast
-def b232(_op):
+def b235(_op):
     def fast(input, exponent):
         if (input_ := _tensors(input, False)) is not None and (exponent_ := _tensors(exponent, False)) is not None:
             return _returning(_op.call(_ks_list(input_) | _ks_list(exponent_), input_, exponent_), input_)
         return _MISS
     return fast
-def b233(_op):
+def b236(_op):
     def fast(input, exponent):
         if (input_ := _tensors(input, False)) is not None and type(exponent) in _NUMBERS:
             return _returning(_op.call(_ks_list(input_), input_, exponent), input_)
         return _MISS
     return fast
-def b234(_op):
+def b237(_op):
     def fast(input, grads, momentum_buffer_list, *, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step, grad_scale=None, found_inf=None):
         if (input_ := _tensors(input, False)) is not None and (grads_ := _tensors(grads, False)) is not None and (momentum_buffer_list_ := _tensors(momentum_buffer_list, False)) is not None and type(weight_decay) is float and type(momentum) is float and type(lr) is float and type(dampening) is float and type(nesterov) is bool and type(maximize) is bool and type(is_first_step) is bool and (grad_scale is None or isinstance(grad_scale, _Tensor)) and (found_inf is None or isinstance(found_inf, _Tensor)):
             return _returning(_op.call(_ks_list(input_) | _ks_list(grads_) | _ks_list(momentum_buffer_list_) | _ks_opt(grad_scale) | _ks_opt(found_inf), input_, grads_, momentum_buffer_list_, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step, grad_scale, found_inf), input_)
         return _MISS
     return fast
-def b235(_op):
+def b238(_op):
     def fast(input, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale=None, found_inf=None):
         if (input_ := _tensors(input, False)) is not None and (grads_ := _tensors(grads, False)) is not None and (exp_avgs_ := _tensors(exp_avgs, False)) is not None and (exp_avg_sqs_ := _tensors(exp_avg_sqs, False)) is not None and (max_exp_avg_sqs_ := _tensors(max_exp_avg_sqs, False)) is not None and (state_steps_ := _tensors(state_steps, False)) is not None and type(lr) is float and type(beta1) is float and type(beta2) is float and type(weight_decay) is float and type(eps) is float and type(amsgrad) is bool and type(maximize) is bool and (grad_scale is None or isinstance(grad_scale, _Tensor)) and (found_inf is None or isinstance(found_inf, _Tensor)):
             return _returning(_op.call(_ks_list(input_) | _ks_list(grads_) | _ks_list(exp_avgs_) | _ks_list(exp_avg_sqs_) | _ks_list(max_exp_avg_sqs_) | _ks_list(state_steps_) | _ks_opt(grad_scale) | _ks_opt(found_inf), input_, grads_, exp_avgs_, exp_avg_sqs_, max_exp_avg_sqs_, state_steps_, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf), input_)
         return _MISS
     return fast
-def b236(_op):
+def b239(_op):
     def fast(input, grads, state_sums, state_steps, *, lr, lr_decay, weight_decay, eps, maximize, grad_scale=None, found_inf=None):
         if (input_ := _tensors(input, False)) is not None and (grads_ := _tensors(grads, False)) is not None and (state_sums_ := _tensors(state_sums, False)) is not None and (state_steps_ := _tensors(state_steps, False)) is not None and type(lr) is float and type(lr_decay) is float and type(weight_decay) is float and type(eps) is float and type(maximize) is bool and (grad_scale is None or isinstance(grad_scale, _Tensor)) and (found_inf is None or isinstance(found_inf, _Tensor)):
             return _returning(_op.call(_ks_list(input_) | _ks_list(grads_) | _ks_list(state_sums_) | _ks_list(state_steps_) | _ks_opt(grad_scale) | _ks_opt(found_inf), input_, grads_, state_sums_, state_steps_, lr, lr_decay, weight_decay, eps, maximize, grad_scale, found_inf), input_)
         return _MISS
     return fast
-def b237(_op):
+def b240(_op):
     def fast(input, output_size):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None:
             return _op.call(input._ks, input, output_size_)
         return _MISS
     return fast
-def b238(_op):
+def b241(_op):
     def fast(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None, include_last_offset=False):
         if isinstance(weight, _Tensor) and isinstance(indices, _Tensor) and isinstance(offsets, _Tensor) and type(scale_grad_by_freq) is bool and type(mode) is int and type(sparse) is bool and (per_sample_weights is None or isinstance(per_sample_weights, _Tensor)) and type(include_last_offset) is bool:
             return _op.call(weight._ks | indices._ks | offsets._ks | _ks_opt(per_sample_weights), weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset)
         return _MISS
     return fast
-def b239(_op):
+def b242(_op):
     def fast(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx):
         if isinstance(weight, _Tensor) and isinstance(indices, _Tensor) and isinstance(offsets, _Tensor) and type(scale_grad_by_freq) is bool and type(mode) is int and type(sparse) is bool and (per_sample_weights is None or isinstance(per_sample_weights, _Tensor)) and type(include_last_offset) is bool and (padding_idx is None or type(padding_idx) is int):
             return _op.call(weight._ks | indices._ks | offsets._ks | _ks_opt(per_sample_weights), weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
         return _MISS
     return fast
-def b240(_op):
+def b243(_op):
     def fast(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=-1):
         if isinstance(weight, _Tensor) and isinstance(indices, _Tensor) and isinstance(offsets, _Tensor) and type(scale_grad_by_freq) is bool and type(mode) is int and type(sparse) is bool and (per_sample_weights is None or isinstance(per_sample_weights, _Tensor)) and type(include_last_offset) is bool and type(padding_idx) is int:
             return _op.call(weight._ks | indices._ks | offsets._ks | _ks_opt(per_sample_weights), weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
         return _MISS
     return fast
-def b241(_op):
+def b244(_op):
     def fast(input, grid, interpolation_mode, padding_mode, align_corners):
         if isinstance(input, _Tensor) and isinstance(grid, _Tensor) and type(interpolation_mode) is int and type(padding_mode) is int and type(align_corners) is bool:
             return _op.call(input._ks | grid._ks, input, grid, interpolation_mode, padding_mode, align_corners)
         return _MISS
     return fast
-def b242(_op):
+def b245(_op):
     def fast(theta, size, align_corners):
         if isinstance(theta, _Tensor) and (size_ := _ints(size, False)) is not None and type(align_corners) is bool:
             return _op.call(theta._ks, theta, size_, align_corners)
         return _MISS
     return fast
-def b243(_op):
+def b246(_op):
     def fast(grad, size, align_corners):
         if isinstance(grad, _Tensor) and (size_ := _ints(size, False)) is not None and type(align_corners) is bool:
             return _op.call(grad._ks, grad, size_, align_corners)
         return _MISS
     return fast
-def b244(_op):
+def b247(_op):
     def fast(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False):
         if isinstance(log_probs, _Tensor) and isinstance(targets, _Tensor) and (input_lengths_ := _ints(input_lengths, False)) is not None and (target_lengths_ := _ints(target_lengths, False)) is not None and type(blank) is int and type(reduction) is int and type(zero_infinity) is bool:
             return _op.call(log_probs._ks | targets._ks, log_probs, targets, input_lengths_, target_lengths_, blank, reduction, zero_infinity)
         return _MISS
     return fast
-def b245(_op):
+def b248(_op):
     def fast(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False):
         if isinstance(log_probs, _Tensor) and isinstance(targets, _Tensor) and isinstance(input_lengths, _Tensor) and isinstance(target_lengths, _Tensor) and type(blank) is int and type(reduction) is int and type(zero_infinity) is bool:
             return _op.call(log_probs._ks | targets._ks | input_lengths._ks | target_lengths._ks, log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity)
         return _MISS
     return fast
-def b246(_op):
+def b249(_op):
     def fast(log_probs, targets, input_lengths, target_lengths, blank=0, zero_infinity=False):
         if isinstance(log_probs, _Tensor) and isinstance(targets, _Tensor) and (input_lengths_ := _ints(input_lengths, False)) is not None and (target_lengths_ := _ints(target_lengths, False)) is not None and type(blank) is int and type(zero_infinity) is bool:
             return _op.call(log_probs._ks | targets._ks, log_probs, targets, input_lengths_, target_lengths_, blank, zero_infinity)
         return _MISS
     return fast
-def b247(_op):
+def b250(_op):
     def fast(input, target, weight=None, pos_weight=None, reduction=1):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and (pos_weight is None or isinstance(pos_weight, _Tensor)) and type(reduction) is int:
             return _op.call(input._ks | target._ks | _ks_opt(weight) | _ks_opt(pos_weight), input, target, weight, pos_weight, reduction)
         return _MISS
     return fast
-def b248(_op):
+def b251(_op):
     def fast(input, target, reduction=1, *, log_target=False):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and type(log_target) is bool:
             return _op.call(input._ks | target._ks, input, target, reduction, log_target)
         return _MISS
     return fast
-def b249(_op):
+def b252(_op):
     def fast(input, target, log_input, full, eps, reduction):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(log_input) is bool and type(full) is bool and type(eps) is float and type(reduction) is int:
             return _op.call(input._ks | target._ks, input, target, log_input, full, eps, reduction)
         return _MISS
     return fast
-def b250(_op):
+def b253(_op):
     def fast(input1, input2, target, margin=0.0, reduction=1):
         if isinstance(input1, _Tensor) and isinstance(input2, _Tensor) and isinstance(target, _Tensor) and type(margin) is float and type(reduction) is int:
             return _op.call(input1._ks | input2._ks | target._ks, input1, input2, target, margin, reduction)
         return _MISS
     return fast
-def b251(_op):
+def b254(_op):
     def fast(input, target, margin=1.0, reduction=1):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(margin) is float and type(reduction) is int:
             return _op.call(input._ks | target._ks, input, target, margin, reduction)
         return _MISS
     return fast
-def b252(_op):
+def b255(_op):
     def fast(anchor, positive, negative, margin=1.0, p=2, eps=1e-06, swap=False, reduction=1):
         if isinstance(anchor, _Tensor) and isinstance(positive, _Tensor) and isinstance(negative, _Tensor) and type(margin) is float and type(p) is float and type(eps) is float and type(swap) is bool and type(reduction) is int:
             return _op.call(anchor._ks | positive._ks | negative._ks, anchor, positive, negative, margin, p, eps, swap, reduction)
         return _MISS
     return fast
-def b253(_op):
+def b256(_op):
     def fast(x1, x2, dim=1, eps=1e-08):
         if isinstance(x1, _Tensor) and isinstance(x2, _Tensor) and type(dim) is int and type(eps) is float:
             return _op.call(x1._ks | x2._ks, x1, x2, dim, eps)
         return _MISS
     return fast
-def b254(_op):
+def b257(_op):
     def fast(x1, x2, p=2, eps=1e-06, keepdim=False):
         if isinstance(x1, _Tensor) and isinstance(x2, _Tensor) and type(p) is float and type(eps) is float and type(keepdim) is bool:
             return _op.call(x1._ks | x2._ks, x1, x2, p, eps, keepdim)
         return _MISS
     return fast
-def b255(_op):
+def b258(_op):
     def fast(input, alpha=1.0):
         if isinstance(input, _Tensor) and type(alpha) in _NUMBERS:
             return _op.call(input._ks, input, alpha)
         return _MISS
     return fast
-def b256(_op):
+def b259(_op):
     def fast(input, threshold, value):
         if isinstance(input, _Tensor) and type(threshold) in _NUMBERS and type(value) in _NUMBERS:
             return _op.call(input._ks, input, threshold, value)
         return _MISS
     return fast
-def b257(_op):
+def b260(_op):
     def fast(grad_output, input, threshold):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(threshold) in _NUMBERS:
             return _op.call(grad_output._ks | input._ks, grad_output, input, threshold)
         return _MISS
     return fast
-def b258(_op):
+def b261(_op):
     def fast(input, lambd=0.5):
         if isinstance(input, _Tensor) and type(lambd) in _NUMBERS:
             return _op.call(input._ks, input, lambd)
         return _MISS
     return fast
-def b259(_op):
+def b262(_op):
     def fast(grad_out, input, lambd):
         if isinstance(grad_out, _Tensor) and isinstance(input, _Tensor) and type(lambd) in _NUMBERS:
             return _op.call(grad_out._ks | input._ks, grad_out, input, lambd)
         return _MISS
     return fast
-def b260(_op):
+def b263(_op):
     def fast(input, upscale_factor):
         if isinstance(input, _Tensor) and type(upscale_factor) is int:
             return _op.call(input._ks, input, upscale_factor)
         return _MISS
     return fast
-def b261(_op):
+def b264(_op):
     def fast(input, downscale_factor):
         if isinstance(input, _Tensor) and type(downscale_factor) is int:
             return _op.call(input._ks, input, downscale_factor)
         return _MISS
     return fast
-def b262(_op):
+def b265(_op):
     def fast(input, normalized_shape, weight=None, eps=None):
         if isinstance(input, _Tensor) and (normalized_shape_ := _ints(normalized_shape, False)) is not None and (weight is None or isinstance(weight, _Tensor)) and (eps is None or type(eps) is float):
             return _op.call(input._ks | _ks_opt(weight), input, normalized_shape_, weight, eps)
         return _MISS
     return fast
-def b263(_op):
+def b266(_op):
     def fast(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled):
         if isinstance(input, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and (running_mean is None or isinstance(running_mean, _Tensor)) and (running_var is None or isinstance(running_var, _Tensor)) and type(use_input_stats) is bool and type(momentum) is float and type(eps) is float and type(cudnn_enabled) is bool:
             return _op.call(input._ks | _ks_opt(weight) | _ks_opt(bias) | _ks_opt(running_mean) | _ks_opt(running_var), input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled)
         return _MISS
     return fast
-def b264(_op):
+def b267(_op):
     def fast(input, groups):
         if isinstance(input, _Tensor) and type(groups) is int:
             return _op.call(input._ks, input, groups)
         return _MISS
     return fast
-def b265(_op):
+def b268(_op):
     def fast(input, weight):
         if isinstance(input, _Tensor) and isinstance(weight, _Tensor):
             return _op.call(input._ks | weight._ks, input, weight)
         return _MISS
     return fast
-def b266(_op):
+def b269(_op):
     def fast(input, lower=0.125, upper=0.3333333333333333, training=False, generator=None):
         if isinstance(input, _Tensor) and type(lower) in _NUMBERS and type(upper) in _NUMBERS and type(training) is bool and (generator is None or type(generator) is _Generator):
             return _op.call(input._ks, input, lower, upper, training, generator)
         return _MISS
     return fast
-def b267(_op):
+def b270(_op):
     def fast(input, p, train):
         if isinstance(input, _Tensor) and type(p) is float and (train is None or type(train) is bool):
             return _op.call(input._ks, input, p, train)
         return _MISS
     return fast
-def b268(_op):
+def b271(_op):
     def fast(grad_output, mask, scale):
         if isinstance(grad_output, _Tensor) and isinstance(mask, _Tensor) and type(scale) is float:
             return _op.call(grad_output._ks | mask._ks, grad_output, mask, scale)
         return _MISS
     return fast
-def b269(_op):
+def b272(_op):
     def fast(query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
         if isinstance(query, _Tensor) and isinstance(key, _Tensor) and isinstance(value, _Tensor) and type(dropout_p) is float and type(is_causal) is bool and (attn_mask is None or isinstance(attn_mask, _Tensor)) and (scale is None or type(scale) is float):
             return _op.call(query._ks | key._ks | value._ks | _ks_opt(attn_mask), query, key, value, dropout_p, is_causal, attn_mask, scale)
         return _MISS
     return fast
-def b270(_op):
+def b273(_op):
     def fast(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, dropout_mask=None, *, scale=None, enable_gqa=False):
         if isinstance(query, _Tensor) and isinstance(key, _Tensor) and isinstance(value, _Tensor) and (attn_mask is None or isinstance(attn_mask, _Tensor)) and type(dropout_p) is float and type(is_causal) is bool and (dropout_mask is None or isinstance(dropout_mask, _Tensor)) and (scale is None or type(scale) is float) and type(enable_gqa) is bool:
             return _op.call(query._ks | key._ks | value._ks | _ks_opt(attn_mask) | _ks_opt(dropout_mask), query, key, value, attn_mask, dropout_p, is_causal, dropout_mask, scale, enable_gqa)
         return _MISS
     return fast
-def b271(_op):
+def b274(_op):
     def fast(input, indices, max_norm, norm_type):
         if isinstance(input, _Tensor) and isinstance(indices, _Tensor) and type(max_norm) is float and type(norm_type) is float:
             return _op.call(input._ks | indices._ks, input, indices, max_norm, norm_type)
         return _MISS
     return fast
-def b272(_op):
+def b275(_op):
     def fast(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True):
         if isinstance(input, _Tensor) and type(num_groups) is int and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and type(eps) is float and type(cudnn_enabled) is bool:
             return _op.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, num_groups, weight, bias, eps, cudnn_enabled)
         return _MISS
     return fast
-def b273(_op):
+def b276(_op):
     def fast(input, weight, bias, N, C, HxW, group, eps):
         if isinstance(input, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and type(N) is int and type(C) is int and type(HxW) is int and type(group) is int and type(eps) is float:
             return _op.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, weight, bias, N, C, HxW, group, eps)
         return _MISS
     return fast
-def b274(_op, _op_out):
+def b277(_op, _op_out):
     def fast(real, imag, *, out=None):
         if isinstance(real, _Tensor) and isinstance(imag, _Tensor):
             if out is None:
@@ -1750,7 +1768,7 @@ def b274(_op, _op_out):
                 return _op_out.call(real._ks | imag._ks | _ks_out(out), real, imag, out)
         return _MISS
     return fast
-def b275(_op, _op_out):
+def b278(_op, _op_out):
     def fast(abs, angle, *, out=None):
         if isinstance(abs, _Tensor) and isinstance(angle, _Tensor):
             if out is None:
@@ -1759,7 +1777,7 @@ def b275(_op, _op_out):
                 return _op_out.call(abs._ks | angle._ks | _ks_out(out), abs, angle, out)
         return _MISS
     return fast
-def b276(_op, _op_out):
+def b279(_op, _op_out):
     def fast(input, dim, normalization, onesided, *, out=None):
         if isinstance(input, _Tensor) and (dim_ := _ints(dim, False)) is not None and type(normalization) is int and type(onesided) is bool:
             if out is None:
@@ -1768,7 +1786,7 @@ def b276(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, dim_, normalization, onesided, out)
         return _MISS
     return fast
-def b277(_op, _op_out):
+def b280(_op, _op_out):
     def fast(input, dim, normalization, last_dim_size, *, out=None):
         if isinstance(input, _Tensor) and (dim_ := _ints(dim, False)) is not None and type(normalization) is int and type(last_dim_size) is int:
             if out is None:
@@ -1777,7 +1795,7 @@ def b277(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, dim_, normalization, last_dim_size, out)
         return _MISS
     return fast
-def b278(_op, _op_out):
+def b281(_op, _op_out):
     def fast(input, dim, normalization, forward, *, out=None):
         if isinstance(input, _Tensor) and (dim_ := _ints(dim, False)) is not None and type(normalization) is int and type(forward) is bool:
             if out is None:
@@ -1786,55 +1804,55 @@ def b278(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, dim_, normalization, forward, out)
         return _MISS
     return fast
-def b279(_op):
+def b282(_op):
     def fast(window_length, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
         if type(window_length) is int and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _op.call(_ks_device(device), window_length, dtype, layout, device, pin_memory)
         return _MISS
     return fast
-def b280(_op):
+def b283(_op):
     def fast(window_length, periodic, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
         if type(window_length) is int and type(periodic) is bool and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _op.call(_ks_device(device), window_length, periodic, dtype, layout, device, pin_memory)
         return _MISS
     return fast
-def b281(_op):
+def b284(_op):
     def fast(window_length, periodic, alpha, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
         if type(window_length) is int and type(periodic) is bool and type(alpha) is float and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _op.call(_ks_device(device), window_length, periodic, alpha, dtype, layout, device, pin_memory)
         return _MISS
     return fast
-def b282(_op):
+def b285(_op):
     def fast(window_length, periodic, alpha, beta, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
         if type(window_length) is int and type(periodic) is bool and type(alpha) is float and type(beta) is float and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _op.call(_ks_device(device), window_length, periodic, alpha, beta, dtype, layout, device, pin_memory)
         return _MISS
     return fast
-def b283(_op):
+def b286(_op):
     def fast(window_length, periodic, beta, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
         if type(window_length) is int and type(periodic) is bool and type(beta) is float and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _op.call(_ks_device(device), window_length, periodic, beta, dtype, layout, device, pin_memory)
         return _MISS
     return fast
-def b284(_op):
+def b287(_op):
     def fast(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode='reflect', normalized=False, onesided=None, return_complex=None, align_to_window=None):
         if isinstance(input, _Tensor) and type(n_fft) is int and (hop_length is None or type(hop_length) is int) and (win_length is None or type(win_length) is int) and (window is None or isinstance(window, _Tensor)) and type(center) is bool and type(pad_mode) is str and type(normalized) is bool and (onesided is None or type(onesided) is bool) and (return_complex is None or type(return_complex) is bool) and (align_to_window is None or type(align_to_window) is bool):
             return _op.call(input._ks | _ks_opt(window), input, n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided, return_complex, align_to_window)
         return _MISS
     return fast
-def b285(_op):
+def b288(_op):
     def fast(input, n_fft, hop_length=None, win_length=None, window=None, normalized=False, onesided=None, return_complex=None, align_to_window=None):
         if isinstance(input, _Tensor) and type(n_fft) is int and (hop_length is None or type(hop_length) is int) and (win_length is None or type(win_length) is int) and (window is None or isinstance(window, _Tensor)) and type(normalized) is bool and (onesided is None or type(onesided) is bool) and (return_complex is None or type(return_complex) is bool) and (align_to_window is None or type(align_to_window) is bool):
             return _op.call(input._ks | _ks_opt(window), input, n_fft, hop_length, win_length, window, normalized, onesided, return_complex, align_to_window)
         return _MISS
     return fast
-def b286(_op):
+def b289(_op):
     def fast(input, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False, onesided=None, length=None, return_complex=False):
         if isinstance(input, _Tensor) and type(n_fft) is int and (hop_length is None or type(hop_length) is int) and (win_length is None or type(win_length) is int) and (window is None or isinstance(window, _Tensor)) and type(center) is bool and type(normalized) is bool and (onesided is None or type(onesided) is bool) and (length is None or type(length) is int) and type(return_complex) is bool:
             return _op.call(input._ks | _ks_opt(window), input, n_fft, hop_length, win_length, window, center, normalized, onesided, length, return_complex)
         return _MISS
     return fast
-def b287(_op, _op_out):
+def b290(_op, _op_out):
     def fast(input, values, *, out=None):
         if isinstance(input, _Tensor) and isinstance(values, _Tensor):
             if out is None:
@@ -1843,73 +1861,73 @@ def b287(_op, _op_out):
                 return _op_out.call(input._ks | values._ks | _ks_out(out), input, values, out)
         return _MISS
     return fast
-def b288(_op):
+def b291(_op):
     def fast(input, src, dim, index):
         if isinstance(input, _Tensor) and isinstance(src, _Tensor) and type(dim) is int and type(index) is int:
             return _op.call(input._ks | src._ks, input, src, dim, index)
         return _MISS
     return fast
-def b289(_op):
+def b292(_op):
     def fast(input, src, dim=0, start=None, end=None, step=1):
         if isinstance(input, _Tensor) and isinstance(src, _Tensor) and type(dim) is int and (start is None or type(start) is int) and (end is None or type(end) is int) and type(step) is int:
             return _op.call(input._ks | src._ks, input, src, dim, start, end, step)
         return _MISS
     return fast
-def b290(_op):
+def b293(_op):
     def fast(input, src, offset=0, dim1=0, dim2=1):
         if isinstance(input, _Tensor) and isinstance(src, _Tensor) and type(offset) is int and type(dim1) is int and type(dim2) is int:
             return _op.call(input._ks | src._ks, input, src, offset, dim1, dim2)
         return _MISS
     return fast
-def b291(_op):
+def b294(_op):
     def fast(input, input2, upper=False):
         if isinstance(input, _Tensor) and isinstance(input2, _Tensor) and type(upper) is bool:
             return _op.call(input._ks | input2._ks, input, input2, upper)
         return _MISS
     return fast
-def b292(_op):
+def b295(_op):
     def fast(input, upper=False):
         if isinstance(input, _Tensor) and type(upper) is bool:
             return _op.call(input._ks, input, upper)
         return _MISS
     return fast
-def b293(_op):
+def b296(_op):
     def fast(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
         if isinstance(LU_data, _Tensor) and isinstance(LU_pivots, _Tensor) and type(unpack_data) is bool and type(unpack_pivots) is bool:
             return _op.call(LU_data._ks | LU_pivots._ks, LU_data, LU_pivots, unpack_data, unpack_pivots)
         return _MISS
     return fast
-def b294(_op):
+def b297(_op):
     def fast(input, LU_data, LU_pivots):
         if isinstance(input, _Tensor) and isinstance(LU_data, _Tensor) and isinstance(LU_pivots, _Tensor):
             return _op.call(input._ks | LU_data._ks | LU_pivots._ks, input, LU_data, LU_pivots)
         return _MISS
     return fast
-def b295(_op):
+def b298(_op):
     def fast(input, pivot=True, check_errors=True):
         if isinstance(input, _Tensor) and type(pivot) is bool and type(check_errors) is bool:
             return _op.call(input._ks, input, pivot, check_errors)
         return _MISS
     return fast
-def b296(_op):
+def b299(_op):
     def fast(info, api_name, *, is_matrix):
         if isinstance(info, _Tensor) and type(api_name) is str and type(is_matrix) is bool:
             return _op.call(info._ks, info, api_name, is_matrix)
         return _MISS
     return fast
-def b297(_op):
+def b300(_op):
     def fast(input, input2):
         if isinstance(input, _Tensor) and isinstance(input2, _Tensor):
             return _op.call(input._ks | input2._ks, input, input2)
         return _MISS
     return fast
-def b298(_op):
+def b301(_op):
     def fast(input, input2, input3, left=True, transpose=False):
         if isinstance(input, _Tensor) and isinstance(input2, _Tensor) and isinstance(input3, _Tensor) and type(left) is bool and type(transpose) is bool:
             return _op.call(input._ks | input2._ks | input3._ks, input, input2, input3, left, transpose)
         return _MISS
     return fast
-def b299(_op, _op_out):
+def b302(_op, _op_out):
     def fast(input, size, stride, storage_offset=None, *, out=None):
         if isinstance(input, _Tensor) and (size_ := _ints(size, False)) is not None and (stride_ := _ints(stride, False)) is not None and (storage_offset is None or type(storage_offset) is int):
             if out is None:
@@ -1918,7 +1936,7 @@ def b299(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, size_, stride_, storage_offset, out)
         return _MISS
     return fast
-def b300(_op, _op_out):
+def b303(_op, _op_out):
     def fast(input, offset=0, dim1=0, dim2=1, *, out=None):
         if isinstance(input, _Tensor) and type(offset) is int and type(dim1) is int and type(dim2) is int:
             if out is None:
@@ -1927,7 +1945,7 @@ def b300(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, offset, dim1, dim2, out)
         return _MISS
     return fast
-def b301(_op, _op_out):
+def b304(_op, _op_out):
     def fast(input, size, *, implicit=False, out=None):
         if isinstance(input, _Tensor) and (size_ := _ints(size, False)) is not None and type(implicit) is bool:
             if out is None:
@@ -1936,7 +1954,7 @@ def b301(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, size_, implicit, out)
         return _MISS
     return fast
-def b302(_op, _op_out):
+def b305(_op, _op_out):
     def fast(input, dim, start, length, *, out=None):
         if isinstance(input, _Tensor) and type(dim) is int and type(start) is int and type(length) is int:
             if out is None:
@@ -1945,7 +1963,7 @@ def b302(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, dim, start, length, out)
         return _MISS
     return fast
-def b303(_op, _op_out):
+def b306(_op, _op_out):
     def fast(input, dims, *, out=None):
         if isinstance(input, _Tensor) and (dims_ := _ints(dims, False)) is not None:
             if out is None:
@@ -1954,7 +1972,7 @@ def b303(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, dims_, out)
         return _MISS
     return fast
-def b304(_op, _op_out):
+def b307(_op, _op_out):
     def fast(input, dim, index, *, out=None):
         if isinstance(input, _Tensor) and type(dim) is int and type(index) is int:
             if out is None:
@@ -1963,7 +1981,7 @@ def b304(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, dim, index, out)
         return _MISS
     return fast
-def b305(_op, _op_out):
+def b308(_op, _op_out):
     def fast(input, dim=0, start=None, end=None, step=1, *, out=None):
         if isinstance(input, _Tensor) and type(dim) is int and (start is None or type(start) is int) and (end is None or type(end) is int) and type(step) is int:
             if out is None:
@@ -1972,7 +1990,7 @@ def b305(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, dim, start, end, step, out)
         return _MISS
     return fast
-def b306(_op, _op_out):
+def b309(_op, _op_out):
     def fast(input, dim, *, out=None):
         if isinstance(input, _Tensor) and type(dim) is int:
             if out is None:
@@ -1981,7 +1999,7 @@ def b306(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, dim, out)
         return _MISS
     return fast
-def b307(_op, _op_out):
+def b310(_op, _op_out):
     def fast(input, dim, *, out=None):
         if isinstance(input, _Tensor) and (dim_ := _ints(dim, False)) is not None:
             if out is None:
@@ -1990,7 +2008,7 @@ def b307(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, dim_, out)
         return _MISS
     return fast
-def b308(_op, _op_out):
+def b311(_op, _op_out):
     def fast(input, dim0, dim1, *, out=None):
         if isinstance(input, _Tensor) and type(dim0) is int and type(dim1) is int:
             if out is None:
@@ -1999,13 +2017,13 @@ def b308(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, dim0, dim1, out)
         return _MISS
     return fast
-def b309(_op):
+def b312(_op):
     def fast(grad_in, input_sizes, dim, size, step):
         if isinstance(grad_in, _Tensor) and (input_sizes_ := _ints(input_sizes, False)) is not None and type(dim) is int and type(size) is int and type(step) is int:
             return _op.call(grad_in._ks, grad_in, input_sizes_, dim, size, step)
         return _MISS
     return fast
-def b310(_op, _op_out):
+def b313(_op, _op_out):
     def fast(input, dimension, size, step, *, out=None):
         if isinstance(input, _Tensor) and type(dimension) is int and type(size) is int and type(step) is int:
             if out is None:
@@ -2014,7 +2032,7 @@ def b310(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, dimension, size, step, out)
         return _MISS
     return fast
-def b311(_op, _op_out):
+def b314(_op, _op_out):
     def fast(input, size, *, out=None):
         if isinstance(input, _Tensor) and (size_ := _ints(size, False)) is not None:
             if out is None:
@@ -2023,7 +2041,7 @@ def b311(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, size_, out)
         return _MISS
     return fast
-def b312(_op, _op_out):
+def b315(_op, _op_out):
     def fast(input, dtype, *, out=None):
         if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype):
             if out is None:
@@ -2032,31 +2050,31 @@ def b312(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, dtype, out)
         return _MISS
     return fast
-def b313(_op):
+def b316(_op):
     def fast(y, x, *, dim=-1):
         if isinstance(y, _Tensor) and isinstance(x, _Tensor) and type(dim) is int:
             return _op.call(y._ks | x._ks, y, x, dim)
         return _MISS
     return fast
-def b314(_op):
+def b317(_op):
     def fast(y, *, dx=1, dim=-1):
         if isinstance(y, _Tensor) and type(dx) in _NUMBERS and type(dim) is int:
             return _op.call(y._ks, y, dx, dim)
         return _MISS
     return fast
-def b315(_op):
+def b318(_op):
     def fast(y, *, dx=1., dim=-1):
         if isinstance(y, _Tensor) and type(dx) is float and type(dim) is int:
             return _op.call(y._ks, y, dx, dim)
         return _MISS
     return fast
-def b316(_op):
+def b319(_op):
     def fast(input, r=2, with_replacement=False):
         if isinstance(input, _Tensor) and type(r) is int and type(with_replacement) is bool:
             return _op.call(input._ks, input, r, with_replacement)
         return _MISS
     return fast
-def b317(_op, _op_out):
+def b320(_op, _op_out):
     def fast(matrices, *, out=None):
         if (matrices_ := _tensors(matrices, False)) is not None:
             if out is None:
@@ -2065,7 +2083,7 @@ def b317(_op, _op_out):
                 return _op_out.call(_ks_list(matrices_) | _ks_out(out), matrices_, out)
         return _MISS
     return fast
-def b318(_op, _op_out):
+def b321(_op, _op_out):
     def fast(input, p, dim, maxnorm, *, out=None):
         if isinstance(input, _Tensor) and type(p) in _NUMBERS and type(dim) is int and type(maxnorm) in _NUMBERS:
             if out is None:
@@ -2074,7 +2092,7 @@ def b318(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, p, dim, maxnorm, out)
         return _MISS
     return fast
-def b319(_op, _op_out):
+def b322(_op, _op_out):
     def fast(input, dim, keepdim=False, *, out=None):
         if isinstance(input, _Tensor) and (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
             if out is None:
@@ -2083,7 +2101,7 @@ def b319(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, dim_, keepdim, out)
         return _MISS
     return fast
-def b320(_op, _op_out):
+def b323(_op, _op_out):
     def fast(input, keepdim=False, *, out=None):
         if isinstance(input, _Tensor) and type(keepdim) is bool:
             if out is None:
@@ -2092,1875 +2110,1875 @@ def b320(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, keepdim, out)
         return _MISS
     return fast
-def b321(_op):
+def b324(_op):
     def fast(input, p):
         if isinstance(input, _Tensor) and type(p) is int:
             return _op.call(input._ks, input, p)
         return _MISS
     return fast
-def b322(_op):
+def b325(_op):
     def fast(input, sections):
         if isinstance(input, _Tensor) and type(sections) is int:
             return tuple(_op.call(input._ks, input, sections))
         return _MISS
     return fast
-def b323(_op):
+def b326(_op):
     def fast(input, indices):
         if isinstance(input, _Tensor) and (indices_ := _ints(indices, False)) is not None:
             return tuple(_op.call(input._ks, input, indices_))
         return _MISS
     return fast
-def b324(_op):
+def b327(_op):
     def fast(input, offset=0):
         if isinstance(input, _Tensor) and type(offset) is int:
             return _op.call(input._ks, input, offset)
         return _MISS
     return fast
-def b325(_op):
+def b328(_op):
     def fast(input, other, p=2):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor) and type(p) in _NUMBERS:
             return _op.call(input._ks | other._ks, input, other, p)
         return _MISS
     return fast
-def b326(_op):
+def b329(_op):
     def fast(input, n):
         if isinstance(input, _Tensor) and type(n) is int:
             return _op.call(input._ks, input, n)
         return _MISS
     return fast
-def b327(_op):
+def b330(_op):
     def fast(input, vec1, vec2, *, beta=1, alpha=1):
         if isinstance(input, _Tensor) and isinstance(vec1, _Tensor) and isinstance(vec2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             return _op.call(input._ks | vec1._ks | vec2._ks, input, vec1, vec2, beta, alpha)
         return _MISS
     return fast
-def b328(_op):
+def b331(_op):
     def fast(input, return_inverse=False, return_counts=False, dim=None):
         if isinstance(input, _Tensor) and type(return_inverse) is bool and type(return_counts) is bool and (dim is None or type(dim) is int):
             return _op.call(input._ks, input, return_inverse, return_counts, dim)
         return _MISS
     return fast
-def b329(_op):
+def b332(_op):
     def fast(input, bins, *, weight=None, density=False):
         if isinstance(input, _Tensor) and (bins_ := _tensors(bins, False)) is not None and (weight is None or isinstance(weight, _Tensor)) and type(density) is bool:
             return _op.call(input._ks | _ks_list(bins_) | _ks_opt(weight), input, bins_, weight, density)
         return _MISS
     return fast
-def b330(_op):
+def b333(_op):
     def fast(input, index, source, accumulate=False):
         if isinstance(input, _Tensor) and isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(accumulate) is bool:
             return _op.call(input._ks | index._ks | source._ks, input, index, source, accumulate)
         return _MISS
     return fast
-def b331(_op):
+def b334(_op):
     def fast(input, dim, index, source, reduce, *, include_self=True):
         if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(reduce) is str and type(include_self) is bool:
             return _op.call(input._ks | index._ks | source._ks, input, dim, index, source, reduce, include_self)
         return _MISS
     return fast
-def b332(_op):
+def b335(_op):
     def fast(input, *, size, fill_value=-1):
         if isinstance(input, _Tensor) and type(size) is int and type(fill_value) is int:
             return _op.call(input._ks, input, size, fill_value)
         return _MISS
     return fast
-def b333(_op):
+def b336(_op):
     def fast(input, src, size, stride, storage_offset=None):
         if isinstance(input, _Tensor) and isinstance(src, _Tensor) and (size_ := _ints(size, False)) is not None and (stride_ := _ints(stride, False)) is not None and (storage_offset is None or type(storage_offset) is int):
             return _op.call(input._ks | src._ks, input, src, size_, stride_, storage_offset)
         return _MISS
     return fast
-def b334(_op):
+def b337(_op):
     def fast(x, N=None, increasing=False):
         if isinstance(x, _Tensor) and (N is None or type(N) is int) and type(increasing) is bool:
             return _op.call(x._ks, x, N, increasing)
         return _MISS
     return fast
-def b335(_op):
+def b338(_op):
     def fast(size, physical_layout, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
         if (size_ := _ints(size, False)) is not None and (physical_layout_ := _ints(physical_layout, False)) is not None and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _op.call(_ks_device(device), size_, physical_layout_, dtype, layout, device, pin_memory)
         return _MISS
     return fast
-def b336(_op):
+def b339(_op):
     def fast(input, high, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False):
         if isinstance(input, _Tensor) and type(high) is int and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _op.call(input._ks, input, high, dtype, layout, device, pin_memory, memory_format)
         return _MISS
     return fast
-def b337(_op):
+def b340(_op):
     def fast(input, high, *, generator, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False):
         if isinstance(input, _Tensor) and type(high) is int and (generator is None or type(generator) is _Generator) and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _op.call(input._ks, input, high, generator, dtype, layout, device, pin_memory, memory_format)
         return _MISS
     return fast
-def b338(_op):
+def b341(_op):
     def fast(input, high, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False):
         if isinstance(input, _Tensor) and isinstance(high, _Tensor) and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _op.call(input._ks | high._ks, input, high, dtype, layout, device, pin_memory, memory_format)
         return _MISS
     return fast
-def b339(_op):
+def b342(_op):
     def fast(input, high, *, generator, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False):
         if isinstance(input, _Tensor) and isinstance(high, _Tensor) and (generator is None or type(generator) is _Generator) and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _op.call(input._ks | high._ks, input, high, generator, dtype, layout, device, pin_memory, memory_format)
         return _MISS
     return fast
-def b340(_op):
+def b343(_op):
     def fast(input, low, high, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False):
         if isinstance(input, _Tensor) and type(low) is int and type(high) is int and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _op.call(input._ks, input, low, high, dtype, layout, device, pin_memory, memory_format)
         return _MISS
     return fast
-def b341(_op):
+def b344(_op):
     def fast(input, low, high, *, generator, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False):
         if isinstance(input, _Tensor) and type(low) is int and type(high) is int and (generator is None or type(generator) is _Generator) and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _op.call(input._ks, input, low, high, generator, dtype, layout, device, pin_memory, memory_format)
         return _MISS
     return fast
-def b342(_op):
+def b345(_op):
     def fast(input, some=True, compute_uv=True):
         if isinstance(input, _Tensor) and type(some) is bool and type(compute_uv) is bool:
             return _op.call(input._ks, input, some, compute_uv)
         return _MISS
     return fast
-def b343(_op):
+def b346(_op):
     def fast(input, some=True):
         if isinstance(input, _Tensor) and type(some) is bool:
             return _op.call(input._ks, input, some)
         return _MISS
     return fast
-def b344(_op):
+def b347(_op):
     def fast(input, A, upper=True, transpose=False, unitriangular=False):
         if isinstance(input, _Tensor) and isinstance(A, _Tensor) and type(upper) is bool and type(transpose) is bool and type(unitriangular) is bool:
             return _op.call(input._ks | A._ks, input, A, upper, transpose, unitriangular)
         return _MISS
     return fast
-def b345(_op):
+def b348(_op):
     def fast(input, weight, bias, pad=0):
         if isinstance(input, _Tensor) and isinstance(weight, _Tensor) and isinstance(bias, _Tensor) and type(pad) is int:
             return _op.call(input._ks | weight._ks | bias._ks, input, weight, bias, pad)
         return _MISS
     return fast
-def b346(_op):
+def b349(_op):
     def fast(v, pow=2, dim=0):
         if isinstance(v, _Tensor) and type(pow) is int and type(dim) is int:
             return _op.call(v._ks, v, pow, dim)
         return _MISS
     return fast
-def b347(_op):
+def b350(_op):
     def fast(input, dim=(), *, keepdim=False, mode=0):
         if isinstance(input, _Tensor) and (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool and type(mode) is int:
             return _op.call(input._ks, input, dim_, keepdim, mode)
         return _MISS
     return fast
-def b348(_op):
+def b351(_op):
     def fast(quasi, n, sobolstate, dimension, num_generated, dtype):
         if isinstance(quasi, _Tensor) and type(n) is int and isinstance(sobolstate, _Tensor) and type(dimension) is int and type(num_generated) is int and (dtype is None or type(dtype) is _dtype):
             return _op.call(quasi._ks | sobolstate._ks, quasi, n, sobolstate, dimension, num_generated, dtype)
         return _MISS
     return fast
-def b349(_op):
+def b352(_op):
     def fast(input, n, sobolstate, dimension, num_generated):
         if isinstance(input, _Tensor) and type(n) is int and isinstance(sobolstate, _Tensor) and type(dimension) is int and type(num_generated) is int:
             return _op.call(input._ks | sobolstate._ks, input, n, sobolstate, dimension, num_generated)
         return _MISS
     return fast
-def b350(_op):
+def b353(_op):
     def fast(input, ltm, dimension):
         if isinstance(input, _Tensor) and isinstance(ltm, _Tensor) and type(dimension) is int:
             return _op.call(input._ks | ltm._ks, input, ltm, dimension)
         return _MISS
     return fast
-def b351(_op):
+def b354(_op):
     def fast(input, dimension):
         if isinstance(input, _Tensor) and type(dimension) is int:
             return _op.call(input._ks, input, dimension)
         return _MISS
     return fast
-def b352(_op):
+def b355(_op):
     def fast(input, found_inf, inv_scale):
         if (input_ := _tensors(input, False)) is not None and isinstance(found_inf, _Tensor) and isinstance(inv_scale, _Tensor):
             return _returning(_op.call(_ks_list(input_) | found_inf._ks | inv_scale._ks, input_, found_inf, inv_scale), input_)
         return _MISS
     return fast
-def b353(_op):
+def b356(_op):
     def fast(input, growth_tracker, found_inf, scale_growth_factor, scale_backoff_factor, growth_interval):
         if isinstance(input, _Tensor) and isinstance(growth_tracker, _Tensor) and isinstance(found_inf, _Tensor) and type(scale_growth_factor) is float and type(scale_backoff_factor) is float and type(growth_interval) is int:
             return _op.call(input._ks | growth_tracker._ks | found_inf._ks, input, growth_tracker, found_inf, scale_growth_factor, scale_backoff_factor, growth_interval)
         return _MISS
     return fast
-def b354(_op):
+def b357(_op):
     def fast(input, dtype, reduce_range):
         if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype) and type(reduce_range) is bool:
             return _op.call(input._ks, input, dtype, reduce_range)
         return _MISS
     return fast
-def b355(_op):
+def b358(_op):
     def fast(input, scale, zero_point, dtype):
         if isinstance(input, _Tensor) and type(scale) is float and type(zero_point) is int and (dtype is None or type(dtype) is _dtype):
             return _op.call(input._ks, input, scale, zero_point, dtype)
         return _MISS
     return fast
-def b356(_op):
+def b359(_op):
     def fast(input, scale, zero_point, dtype):
         if isinstance(input, _Tensor) and isinstance(scale, _Tensor) and isinstance(zero_point, _Tensor) and (dtype is None or type(dtype) is _dtype):
             return _op.call(input._ks | scale._ks | zero_point._ks, input, scale, zero_point, dtype)
         return _MISS
     return fast
-def b357(_op):
+def b360(_op):
     def fast(tensors, scales, zero_points, dtype):
         if (tensors_ := _tensors(tensors, False)) is not None and isinstance(scales, _Tensor) and isinstance(zero_points, _Tensor) and (dtype is None or type(dtype) is _dtype):
             return tuple(_op.call(_ks_list(tensors_) | scales._ks | zero_points._ks, tensors_, scales, zero_points, dtype))
         return _MISS
     return fast
-def b358(_op):
+def b361(_op):
     def fast(input, scales, zero_points, axis, dtype):
         if isinstance(input, _Tensor) and isinstance(scales, _Tensor) and isinstance(zero_points, _Tensor) and type(axis) is int and (dtype is None or type(dtype) is _dtype):
             return _op.call(input._ks | scales._ks | zero_points._ks, input, scales, zero_points, axis, dtype)
         return _MISS
     return fast
-def b359(_op):
+def b362(_op):
     def fast(input, scale, zero_point):
         if isinstance(input, _Tensor) and type(scale) is float and type(zero_point) is int:
             return _op.call(input._ks, input, scale, zero_point)
         return _MISS
     return fast
-def b360(_op):
+def b363(_op):
     def fast(input, scale, zero_point, axis):
         if isinstance(input, _Tensor) and isinstance(scale, _Tensor) and isinstance(zero_point, _Tensor) and type(axis) is int:
             return _op.call(input._ks | scale._ks | zero_point._ks, input, scale, zero_point, axis)
         return _MISS
     return fast
-def b361(_op):
+def b364(_op):
     def fast(size, *, dtype=None, layout=None, device=None, pin_memory=None, scale=1, zero_point=0, memory_format=None, requires_grad=False):
         if (size_ := _ints(size, False)) is not None and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and type(scale) is float and type(zero_point) is int and not requires_grad:
             return _op.call(_ks_device(device), size_, dtype, layout, device, pin_memory, scale, zero_point, memory_format)
         return _MISS
     return fast
-def b362(_op):
+def b365(_op):
     def fast(size, *, scales, zero_points, axis, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False):
         if (size_ := _ints(size, False)) is not None and isinstance(scales, _Tensor) and isinstance(zero_points, _Tensor) and type(axis) is int and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _op.call(scales._ks | zero_points._ks, size_, scales, zero_points, axis, dtype, layout, device, pin_memory, memory_format)
         return _MISS
     return fast
-def b363(_op):
+def b366(_op):
     def fast(input, scale, zero_point, quant_min, quant_max):
         if isinstance(input, _Tensor) and type(scale) is float and type(zero_point) is int and type(quant_min) is int and type(quant_max) is int:
             return _op.call(input._ks, input, scale, zero_point, quant_min, quant_max)
         return _MISS
     return fast
-def b364(_op):
+def b367(_op):
     def fast(input, scale, zero_point, quant_min, quant_max):
         if isinstance(input, _Tensor) and isinstance(scale, _Tensor) and isinstance(zero_point, _Tensor) and type(quant_min) is int and type(quant_max) is int:
             return _op.call(input._ks | scale._ks | zero_point._ks, input, scale, zero_point, quant_min, quant_max)
         return _MISS
     return fast
-def b365(_op):
+def b368(_op):
     def fast(input, scale, zero_point, fake_quant_enabled, quant_min, quant_max):
         if isinstance(input, _Tensor) and isinstance(scale, _Tensor) and isinstance(zero_point, _Tensor) and isinstance(fake_quant_enabled, _Tensor) and type(quant_min) is int and type(quant_max) is int:
             return _op.call(input._ks | scale._ks | zero_point._ks | fake_quant_enabled._ks, input, scale, zero_point, fake_quant_enabled, quant_min, quant_max)
         return _MISS
     return fast
-def b366(_op):
+def b369(_op):
     def fast(grad, mask):
         if isinstance(grad, _Tensor) and isinstance(mask, _Tensor):
             return _op.call(grad._ks | mask._ks, grad, mask)
         return _MISS
     return fast
-def b367(_op):
+def b370(_op):
     def fast(input, scale, zero_point, axis, quant_min, quant_max):
         if isinstance(input, _Tensor) and isinstance(scale, _Tensor) and isinstance(zero_point, _Tensor) and type(axis) is int and type(quant_min) is int and type(quant_max) is int:
             return _op.call(input._ks | scale._ks | zero_point._ks, input, scale, zero_point, axis, quant_min, quant_max)
         return _MISS
     return fast
-def b368(_op):
+def b371(_op):
     def fast(input, weight, bias, output_scale, output_zero_point, relu=False):
         if isinstance(input, _Tensor) and isinstance(weight, _Tensor) and (bias is None or isinstance(bias, _Tensor)) and type(output_scale) is float and type(output_zero_point) is int and type(relu) is bool:
             return _op.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias, output_scale, output_zero_point, relu)
         return _MISS
     return fast
-def b369(_op):
+def b372(_op):
     def fast(input, weight, bias, reduce_range=True):
         if isinstance(input, _Tensor) and isinstance(weight, _Tensor) and (bias is None or isinstance(bias, _Tensor)) and type(reduce_range) is bool:
             return _op.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias, reduce_range)
         return _MISS
     return fast
-def b370(_op):
+def b373(_op):
     def fast(input, h0, c0, w_ih, w_hh, b_ih, b_hh, mode, reverse, reduce_range=True):
         if isinstance(input, _Tensor) and isinstance(h0, _Tensor) and (c0 is None or isinstance(c0, _Tensor)) and isinstance(w_ih, _Tensor) and isinstance(w_hh, _Tensor) and (b_ih is None or isinstance(b_ih, _Tensor)) and (b_hh is None or isinstance(b_hh, _Tensor)) and type(mode) is str and type(reverse) is bool and type(reduce_range) is bool:
             return _op.call(input._ks | h0._ks | _ks_opt(c0) | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, h0, c0, w_ih, w_hh, b_ih, b_hh, mode, reverse, reduce_range)
         return _MISS
     return fast
-def b371(_op):
+def b374(_op):
     def fast(input, weight, bias, stride, padding, dilation, groups, output_scale, output_zero_point, relu=False):
         if isinstance(input, _Tensor) and isinstance(weight, _Tensor) and (bias is None or isinstance(bias, _Tensor)) and (stride_ := _ints(stride, False)) is not None and (padding_ := _ints(padding, False)) is not None and (dilation_ := _ints(dilation, False)) is not None and type(groups) is int and type(output_scale) is float and type(output_zero_point) is int and type(relu) is bool:
             return _op.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias, stride_, padding_, dilation_, groups, output_scale, output_zero_point, relu)
         return _MISS
     return fast
-def b372(_op):
+def b375(_op):
     def fast(input, other, scale, zero_point, relu=False):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor) and type(scale) is float and type(zero_point) is int and type(relu) is bool:
             return _op.call(input._ks | other._ks, input, other, scale, zero_point, relu)
         return _MISS
     return fast
-def b373(_op):
+def b376(_op):
     def fast(self):
         return _op.call(self._ks, self)
     return fast
-def b374(_op):
+def b377(_op):
     def fast(self, *, decimals):
         if type(decimals) is int:
             return _op.call(self._ks, self, decimals)
         return _MISS
     return fast
-def b375(_op):
+def b378(_op):
     def fast(self, nan=None, posinf=None, neginf=None):
         if (nan is None or type(nan) is float) and (posinf is None or type(posinf) is float) and (neginf is None or type(neginf) is float):
             return _op.call(self._ks, self, nan, posinf, neginf)
         return _MISS
     return fast
-def b376(_op):
+def b379(_op):
     def fast(self, eps=None):
         if (eps is None or type(eps) is float):
             return _op.call(self._ks, self, eps)
         return _MISS
     return fast
-def b377(_op):
+def b380(_op):
     def fast(self, n):
         if type(n) is int:
             return _op.call(self._ks, n, self)
         return _MISS
     return fast
-def b378(_op):
+def b381(_op):
     def fast(self, other, *, alpha=1):
         if isinstance(other, _Tensor) and type(alpha) in _NUMBERS:
             return _op.call(self._ks | other._ks, self, other, alpha)
         return _MISS
     return fast
-def b379(_op):
+def b382(_op):
     def fast(self, other, alpha=1):
         if type(other) in _NUMBERS and type(alpha) in _NUMBERS:
             return _op.call(self._ks, self, other, alpha)
         return _MISS
     return fast
-def b380(_op):
+def b383(_op):
     def fast(self, other):
         if isinstance(other, _Tensor):
             return _op.call(self._ks | other._ks, self, other)
         return _MISS
     return fast
-def b381(_op):
+def b384(_op):
     def fast(self, other):
         if type(other) in _NUMBERS:
             return _op.call(self._ks, self, other)
         return _MISS
     return fast
-def b382(_op):
+def b385(_op):
     def fast(self, other, *, rounding_mode):
         if isinstance(other, _Tensor) and (rounding_mode is None or type(rounding_mode) is str):
             return _op.call(self._ks | other._ks, self, other, rounding_mode)
         return _MISS
     return fast
-def b383(_op):
+def b386(_op):
     def fast(self, other, *, rounding_mode):
         if type(other) in _NUMBERS and (rounding_mode is None or type(rounding_mode) is str):
             return _op.call(self._ks, self, other, rounding_mode)
         return _MISS
     return fast
-def b384(_op):
+def b387(_op):
     def fast(self, exponent):
         if isinstance(exponent, _Tensor):
             return _op.call(self._ks | exponent._ks, self, exponent)
         return _MISS
     return fast
-def b385(_op):
+def b388(_op):
     def fast(self, exponent):
         if type(exponent) in _NUMBERS:
             return _op.call(self._ks, self, exponent)
         return _MISS
     return fast
-def b386(_op):
+def b389(_op):
     def fast(self, dim, keepdim=False):
         if type(dim) is int and type(keepdim) is bool:
             return _op.call(self._ks, self, dim, keepdim)
         return _MISS
     return fast
-def b387(_op):
+def b390(_op):
     def fast(self, condition, other):
         if isinstance(condition, _Tensor) and isinstance(other, _Tensor):
             return _op.call(condition._ks | self._ks | other._ks, condition, self, other)
         return _MISS
     return fast
-def b388(_op):
+def b391(_op):
     def fast(self, condition, other):
         if isinstance(condition, _Tensor) and type(other) in _NUMBERS:
             return _op.call(condition._ks | self._ks, condition, self, other)
         return _MISS
     return fast
-def b389(_op):
+def b392(_op):
     def fast(self, min=None, max=None):
         if (min is None or type(min) in _NUMBERS) and (max is None or type(max) in _NUMBERS):
             return _op.call(self._ks, self, min, max)
         return _MISS
     return fast
-def b390(_op):
+def b393(_op):
     def fast(self, min=None, max=None):
         if (min is None or isinstance(min, _Tensor)) and (max is None or isinstance(max, _Tensor)):
             return _op.call(self._ks | _ks_opt(min) | _ks_opt(max), self, min, max)
         return _MISS
     return fast
-def b391(_op):
+def b394(_op):
     def fast(self, min):
         if type(min) in _NUMBERS:
             return _op.call(self._ks, self, min)
         return _MISS
     return fast
-def b392(_op):
+def b395(_op):
     def fast(self, min):
         if isinstance(min, _Tensor):
             return _op.call(self._ks | min._ks, self, min)
         return _MISS
     return fast
-def b393(_op):
+def b396(_op):
     def fast(self, max):
         if type(max) in _NUMBERS:
             return _op.call(self._ks, self, max)
         return _MISS
     return fast
-def b394(_op):
+def b397(_op):
     def fast(self, max):
         if isinstance(max, _Tensor):
             return _op.call(self._ks | max._ks, self, max)
         return _MISS
     return fast
-def b395(_op):
+def b398(_op):
     def fast(self, end, weight):
         if isinstance(end, _Tensor) and type(weight) in _NUMBERS:
             return _op.call(self._ks | end._ks, self, end, weight)
         return _MISS
     return fast
-def b396(_op):
+def b399(_op):
     def fast(self, end, weight):
         if isinstance(end, _Tensor) and isinstance(weight, _Tensor):
             return _op.call(self._ks | end._ks | weight._ks, self, end, weight)
         return _MISS
     return fast
-def b397(_op):
+def b400(_op):
     def fast(self, tensor1, tensor2, *, value=1):
         if isinstance(tensor1, _Tensor) and isinstance(tensor2, _Tensor) and type(value) in _NUMBERS:
             return _op.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
         return _MISS
     return fast
-def b398(_op):
+def b401(_op):
     def fast(self, *, dtype=None):
         if (dtype is None or type(dtype) is _dtype):
             return _op.call(self._ks, self, dtype)
         return _MISS
     return fast
-def b399(_op):
+def b402(_op):
     def fast(self, dim, keepdim=False, *, dtype=None):
         if (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _op.call(self._ks, self, (None if dim is None else dim_), keepdim, dtype)
         return _MISS
     return fast
-def b400(_op):
+def b403(_op):
     def fast(self, dim=None, keepdim=False, *, dtype=None):
         if (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _op.call(self._ks, self, (None if dim is None else dim_), keepdim, dtype)
         return _MISS
     return fast
-def b401(_op):
+def b404(_op):
     def fast(self, dim, keepdim=False, *, dtype=None):
         if type(dim) is int and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _op.call(self._ks, self, dim, keepdim, dtype)
         return _MISS
     return fast
-def b402(_op):
+def b405(_op):
     def fast(self, unbiased=True):
         if type(unbiased) is bool:
             return _op.call(self._ks, self, unbiased)
         return _MISS
     return fast
-def b403(_op):
+def b406(_op):
     def fast(self, dim, unbiased=True, keepdim=False):
         if (dim is None or (dim_ := _ints(dim, True)) is not None) and type(unbiased) is bool and type(keepdim) is bool:
             return _op.call(self._ks, self, (None if dim is None else dim_), unbiased, keepdim)
         return _MISS
     return fast
-def b404(_op):
+def b407(_op):
     def fast(self, dim=None, *, correction=None, keepdim=False):
         if (dim is None or (dim_ := _ints(dim, True)) is not None) and (correction is None or type(correction) in _NUMBERS) and type(keepdim) is bool:
             return _op.call(self._ks, self, (None if dim is None else dim_), correction, keepdim)
         return _MISS
     return fast
-def b405(_op):
+def b408(_op):
     def fast(self, dim=(), keepdim=False):
         if (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
             return _op.call(self._ks, self, dim_, keepdim)
         return _MISS
     return fast
-def b406(_op):
+def b409(_op):
     def fast(self, *, dim=None, keepdim=False):
         if (dim is None or type(dim) is int) and type(keepdim) is bool:
             return _op.call(self._ks, self, dim, keepdim)
         return _MISS
     return fast
-def b407(_op):
+def b410(_op):
     def fast(self, dim=None, keepdim=False):
         if (dim is None or type(dim) is int) and type(keepdim) is bool:
             return _op.call(self._ks, self, dim, keepdim)
         return _MISS
     return fast
-def b408(_op):
+def b411(_op):
     def fast(self, dim, keepdim=False):
         if (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
             return _op.call(self._ks, self, dim_, keepdim)
         return _MISS
     return fast
-def b409(_op):
+def b412(_op):
     def fast(self, dim=None, keepdim=False):
         if (dim is None or (dim_ := _ints(dim, False)) is not None) and type(keepdim) is bool:
             return _op.call(self._ks, self, (None if dim is None else dim_), keepdim)
         return _MISS
     return fast
-def b410(_op):
+def b413(_op):
     def fast(self, dim):
         if (dim_ := _ints(dim, False)) is not None:
             return _op.call(self._ks, self, dim_)
         return _MISS
     return fast
-def b411(_op):
+def b414(_op):
     def fast(self, dim=None):
         if (dim is None or type(dim) is int):
             return _op.call(self._ks, self, dim)
         return _MISS
     return fast
-def b412(_op):
+def b415(_op):
     def fast(self, dim, *, dtype=None):
         if type(dim) is int and (dtype is None or type(dtype) is _dtype):
             return _op.call(self._ks, self, dim, dtype)
         return _MISS
     return fast
-def b413(_op):
+def b416(_op):
     def fast(self, dim):
         if type(dim) is int:
             return _op.call(self._ks, self, dim)
         return _MISS
     return fast
-def b414(_op):
+def b417(_op):
     def fast(self, dim=-1, descending=False):
         if type(dim) is int and type(descending) is bool:
             return _op.call(self._ks, self, dim, descending)
         return _MISS
     return fast
-def b415(_op):
+def b418(_op):
     def fast(self, *, stable, dim=-1, descending=False):
         if (stable is None or type(stable) is bool) and type(dim) is int and type(descending) is bool:
             return _op.call(self._ks, self, stable, dim, descending)
         return _MISS
     return fast
-def b416(_op):
+def b419(_op):
     def fast(self, *, stable, dim=-1, descending=False):
         if type(stable) is bool and type(dim) is int and type(descending) is bool:
             return _op.call(self._ks, self, stable, dim, descending)
         return _MISS
     return fast
-def b417(_op):
+def b420(_op):
     def fast(self, k, dim=-1, largest=True, sorted=True):
         if type(k) is int and type(dim) is int and type(largest) is bool and type(sorted) is bool:
             return _op.call(self._ks, self, k, dim, largest, sorted)
         return _MISS
     return fast
-def b418(_op):
+def b421(_op):
     def fast(self, k, dim=-1, keepdim=False):
         if type(k) is int and type(dim) is int and type(keepdim) is bool:
             return _op.call(self._ks, self, k, dim, keepdim)
         return _MISS
     return fast
-def b419(_op):
+def b422(_op):
     def fast(self, dim=-1, keepdim=False):
         if type(dim) is int and type(keepdim) is bool:
             return _op.call(self._ks, self, dim, keepdim)
         return _MISS
     return fast
-def b420(_op):
+def b423(_op):
     def fast(self, q, dim=None, keepdim=False, *, interpolation='linear'):
         if isinstance(q, _Tensor) and (dim is None or type(dim) is int) and type(keepdim) is bool and type(interpolation) is str:
             return _op.call(self._ks | q._ks, self, q, dim, keepdim, interpolation)
         return _MISS
     return fast
-def b421(_op):
+def b424(_op):
     def fast(self, q, dim=None, keepdim=False, *, interpolation='linear'):
         if type(q) is float and (dim is None or type(dim) is int) and type(keepdim) is bool and type(interpolation) is str:
             return _op.call(self._ks, self, q, dim, keepdim, interpolation)
         return _MISS
     return fast
-def b422(_op):
+def b425(_op):
     def fast(self, weights=None, minlength=0):
         if (weights is None or isinstance(weights, _Tensor)) and type(minlength) is int:
             return _op.call(self._ks | _ks_opt(weights), self, weights, minlength)
         return _MISS
     return fast
-def b423(_op):
+def b426(_op):
     def fast(self, bins=100, min=0, max=0):
         if type(bins) is int and type(min) in _NUMBERS and type(max) in _NUMBERS:
             return _op.call(self._ks, self, bins, min, max)
         return _MISS
     return fast
-def b424(_op):
+def b427(_op):
     def fast(self, bins, *, weight=None, density=False):
         if isinstance(bins, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(density) is bool:
             return _op.call(self._ks | bins._ks | _ks_opt(weight), self, bins, weight, density)
         return _MISS
     return fast
-def b425(_op):
+def b428(_op):
     def fast(self, p, dim, keepdim=False):
         if (p is None or type(p) in _NUMBERS) and (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
             return _op.call(self._ks, self, p, dim_, keepdim)
         return _MISS
     return fast
-def b426(_op):
+def b429(_op):
     def fast(self, p=2):
         if type(p) in _NUMBERS:
             return _op.call(self._ks, self, p)
         return _MISS
     return fast
-def b427(_op):
+def b430(_op):
     def fast(self, size):
         if (size_ := _ints(size, False)) is not None:
             return _op.call(self._ks, self, size_)
         return _MISS
     return fast
-def b428(_op):
+def b431(_op):
     def fast(self, dtype):
         if (dtype is None or type(dtype) is _dtype):
             return _op.call(self._ks, self, dtype)
         return _MISS
     return fast
-def b429(_op):
+def b432(_op):
     def fast(self, shape):
         if (shape_ := _ints(shape, False)) is not None:
             return _op.call(self._ks, self, shape_)
         return _MISS
     return fast
-def b430(_op):
+def b433(_op):
     def fast(self, size, stride, storage_offset=None):
         if (size_ := _ints(size, False)) is not None and (stride_ := _ints(stride, False)) is not None and (storage_offset is None or type(storage_offset) is int):
             return _op.call(self._ks, self, size_, stride_, storage_offset)
         return _MISS
     return fast
-def b431(_op):
+def b434(_op):
     def fast(self, dim0, dim1):
         if type(dim0) is int and type(dim1) is int:
             return _op.call(self._ks, self, dim0, dim1)
         return _MISS
     return fast
-def b432(_op):
+def b435(_op):
     def fast(self, axis0, axis1):
         if type(axis0) is int and type(axis1) is int:
             return _op.call(self._ks, self, axis0, axis1)
         return _MISS
     return fast
-def b433(_op):
+def b436(_op):
     def fast(self, dims):
         if (dims_ := _ints(dims, False)) is not None:
             return _op.call(self._ks, self, dims_)
         return _MISS
     return fast
-def b434(_op):
+def b437(_op):
     def fast(self, source, destination):
         if (source_ := _ints(source, False)) is not None and (destination_ := _ints(destination, False)) is not None:
             return _op.call(self._ks, self, source_, destination_)
         return _MISS
     return fast
-def b435(_op):
+def b438(_op):
     def fast(self, source, destination):
         if type(source) is int and type(destination) is int:
             return _op.call(self._ks, self, source, destination)
         return _MISS
     return fast
-def b436(_op):
+def b439(_op):
     def fast(self, size, *, implicit=False):
         if (size_ := _ints(size, False)) is not None and type(implicit) is bool:
             return _op.call(self._ks, self, size_, implicit)
         return _MISS
     return fast
-def b437(_op):
+def b440(_op):
     def fast(self, start_dim=0, end_dim=-1):
         if type(start_dim) is int and type(end_dim) is int:
             return _op.call(self._ks, self, start_dim, end_dim)
         return _MISS
     return fast
-def b438(_op):
+def b441(_op):
     def fast(self, dim, sizes):
         if type(dim) is int and (sizes_ := _ints(sizes, False)) is not None:
             return _op.call(self._ks, self, dim, sizes_)
         return _MISS
     return fast
-def b439(_op):
+def b442(_op):
     def fast(self, dim, start, length):
         if type(dim) is int and type(start) is int and type(length) is int:
             return _op.call(self._ks, self, dim, start, length)
         return _MISS
     return fast
-def b440(_op):
+def b443(_op):
     def fast(self, dim, index):
         if type(dim) is int and type(index) is int:
             return _op.call(self._ks, self, dim, index)
         return _MISS
     return fast
-def b441(_op):
+def b444(_op):
     def fast(self, dim=0):
         if type(dim) is int:
             return tuple(_op.call(self._ks, self, dim))
         return _MISS
     return fast
-def b442(_op):
+def b445(_op):
     def fast(self, split_size, dim=0):
         if type(split_size) is int and type(dim) is int:
             return tuple(_op.call(self._ks, self, split_size, dim))
         return _MISS
     return fast
-def b443(_op):
+def b446(_op):
     def fast(self, split_size, dim=0):
         if (split_size_ := _ints(split_size, False)) is not None and type(dim) is int:
             return tuple(_op.call(self._ks, self, split_size_, dim))
         return _MISS
     return fast
-def b444(_op):
+def b447(_op):
     def fast(self, split_sizes, dim=0):
         if (split_sizes_ := _ints(split_sizes, False)) is not None and type(dim) is int:
             return tuple(_op.call(self._ks, self, split_sizes_, dim))
         return _MISS
     return fast
-def b445(_op):
+def b448(_op):
     def fast(self, chunks, dim=0):
         if type(chunks) is int and type(dim) is int:
             return tuple(_op.call(self._ks, self, chunks, dim))
         return _MISS
     return fast
-def b446(_op):
+def b449(_op):
     def fast(self, sections, dim=0):
         if type(sections) is int and type(dim) is int:
             return tuple(_op.call(self._ks, self, sections, dim))
         return _MISS
     return fast
-def b447(_op):
+def b450(_op):
     def fast(self, indices, dim=0):
         if (indices_ := _ints(indices, False)) is not None and type(dim) is int:
             return tuple(_op.call(self._ks, self, indices_, dim))
         return _MISS
     return fast
-def b448(_op):
+def b451(_op):
     def fast(self, dimension, size, step):
         if type(dimension) is int and type(size) is int and type(step) is int:
             return _op.call(self._ks, self, dimension, size, step)
         return _MISS
     return fast
-def b449(_op):
+def b452(_op):
     def fast(self, offset=0, dim1=0, dim2=1):
         if type(offset) is int and type(dim1) is int and type(dim2) is int:
             return _op.call(self._ks, self, offset, dim1, dim2)
         return _MISS
     return fast
-def b450(_op):
+def b453(_op):
     def fast(self, *, memory_format=None):
         return _op.call(self._ks, self, memory_format)
     return fast
-def b451(_op):
+def b454(_op):
     def fast(self, size, stride, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
         if (size_ := _ints(size, False)) is not None and (stride_ := _ints(stride, False)) is not None and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _op.call(self._ks, self, size_, stride_, dtype, layout, device, pin_memory)
         return _MISS
     return fast
-def b452(_op):
+def b455(_op):
     def fast(self, size, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
         if (size_ := _ints(size, False)) is not None and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _op.call(self._ks, self, size_, dtype, layout, device, pin_memory)
         return _MISS
     return fast
-def b453(_op):
+def b456(_op):
     def fast(self, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
         if (size_ := _ints(size, False)) is not None and type(fill_value) in _NUMBERS and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _op.call(self._ks, self, size_, fill_value, dtype, layout, device, pin_memory)
         return _MISS
     return fast
-def b454(_op):
+def b457(_op):
     def fast(self, from_=0, to_=1, *, generator=None):
         if type(from_) is float and type(to_) is float and (generator is None or type(generator) is _Generator):
             return _op.call(self._ks, self, from_, to_, generator)
         return _MISS
     return fast
-def b455(_op):
+def b458(_op):
     def fast(self, mean=0, std=1, *, generator=None):
         if type(mean) is float and type(std) is float and (generator is None or type(generator) is _Generator):
             return _op.call(self._ks, self, mean, std, generator)
         return _MISS
     return fast
-def b456(_op):
+def b459(_op):
     def fast(self, lambd=1, *, generator=None):
         if type(lambd) is float and (generator is None or type(generator) is _Generator):
             return _op.call(self._ks, self, lambd, generator)
         return _MISS
     return fast
-def b457(_op):
+def b460(_op):
     def fast(self, median=0, sigma=1, *, generator=None):
         if type(median) is float and type(sigma) is float and (generator is None or type(generator) is _Generator):
             return _op.call(self._ks, self, median, sigma, generator)
         return _MISS
     return fast
-def b458(_op):
+def b461(_op):
     def fast(self, mean=1, std=2, *, generator=None):
         if type(mean) is float and type(std) is float and (generator is None or type(generator) is _Generator):
             return _op.call(self._ks, self, mean, std, generator)
         return _MISS
     return fast
-def b459(_op):
+def b462(_op):
     def fast(self, p, *, generator=None):
         if type(p) is float and (generator is None or type(generator) is _Generator):
             return _op.call(self._ks, self, p, generator)
         return _MISS
     return fast
-def b460(_op):
+def b463(_op):
     def fast(self, from_, to_, *, generator=None):
         if type(from_) is int and (to_ is None or type(to_) is int) and (generator is None or type(generator) is _Generator):
             return _op.call(self._ks, self, from_, to_, generator)
         return _MISS
     return fast
-def b461(_op):
+def b464(_op):
     def fast(self, to_, *, generator=None):
         if type(to_) is int and (generator is None or type(generator) is _Generator):
             return _op.call(self._ks, self, to_, generator)
         return _MISS
     return fast
-def b462(_op):
+def b465(_op):
     def fast(self, *, generator=None):
         if (generator is None or type(generator) is _Generator):
             return _op.call(self._ks, self, generator)
         return _MISS
     return fast
-def b463(_op):
+def b466(_op):
     def fast(self, p=0.5, *, generator=None):
         if type(p) is float and (generator is None or type(generator) is _Generator):
             return _op.call(self._ks, self, p, generator)
         return _MISS
     return fast
-def b464(_op):
+def b467(_op):
     def fast(self, num_samples, replacement=False, *, generator=None):
         if type(num_samples) is int and type(replacement) is bool and (generator is None or type(generator) is _Generator):
             return _op.call(self._ks, self, num_samples, replacement, generator)
         return _MISS
     return fast
-def b465(_op):
+def b468(_op):
     def fast(self, src, non_blocking=False):
         if isinstance(src, _Tensor) and type(non_blocking) is bool:
             return _op.call(self._ks | src._ks, self, src, non_blocking)
         return _MISS
     return fast
-def b466(_op):
+def b469(_op):
     def fast(self, value):
         if type(value) in _NUMBERS:
             return _op.call(self._ks, self, value)
         return _MISS
     return fast
-def b467(_op):
+def b470(_op):
     def fast(self, value):
         if isinstance(value, _Tensor):
             return _op.call(self._ks | value._ks, self, value)
         return _MISS
     return fast
-def b468(_op):
+def b471(_op):
     def fast(self, mask, value):
         if isinstance(mask, _Tensor) and type(value) in _NUMBERS:
             return _op.call(self._ks | mask._ks, self, mask, value)
         return _MISS
     return fast
-def b469(_op):
+def b472(_op):
     def fast(self, mask, value):
         if isinstance(mask, _Tensor) and isinstance(value, _Tensor):
             return _op.call(self._ks | mask._ks | value._ks, self, mask, value)
         return _MISS
     return fast
-def b470(_op):
+def b473(_op):
     def fast(self, indices, values, accumulate=False):
         if (indices_ := _tensors(indices, True)) is not None and isinstance(values, _Tensor) and type(accumulate) is bool:
             return _op.call(self._ks | _ks_list(indices_) | values._ks, self, indices_, values, accumulate)
         return _MISS
     return fast
-def b471(_op):
+def b474(_op):
     def fast(self, dim, index):
         if type(dim) is int and isinstance(index, _Tensor):
             return _op.call(self._ks | index._ks, self, dim, index)
         return _MISS
     return fast
-def b472(_op):
+def b475(_op):
     def fast(self, dim, index, *, sparse_grad=False):
         if type(dim) is int and isinstance(index, _Tensor) and type(sparse_grad) is bool:
             return _op.call(self._ks | index._ks, self, dim, index, sparse_grad)
         return _MISS
     return fast
-def b473(_op):
+def b476(_op):
     def fast(self, dim, index, src):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor):
             return _op.call(self._ks | index._ks | src._ks, self, dim, index, src)
         return _MISS
     return fast
-def b474(_op):
+def b477(_op):
     def fast(self, dim, index, value):
         if type(dim) is int and isinstance(index, _Tensor) and type(value) in _NUMBERS:
             return _op.call(self._ks | index._ks, self, dim, index, value)
         return _MISS
     return fast
-def b475(_op):
+def b478(_op):
     def fast(self, dim, index, src, *, reduce):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor) and type(reduce) is str:
             return _op.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce)
         return _MISS
     return fast
-def b476(_op):
+def b479(_op):
     def fast(self, dim, index, src, reduce, *, include_self=True):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor) and type(reduce) is str and type(include_self) is bool:
             return _op.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce, include_self)
         return _MISS
     return fast
-def b477(_op):
+def b480(_op):
     def fast(self, dim, index, source, *, alpha=1):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(alpha) in _NUMBERS:
             return _op.call(self._ks | index._ks | source._ks, self, dim, index, source, alpha)
         return _MISS
     return fast
-def b478(_op):
+def b481(_op):
     def fast(self, dim, index, source):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor):
             return _op.call(self._ks | index._ks | source._ks, self, dim, index, source)
         return _MISS
     return fast
-def b479(_op):
+def b482(_op):
     def fast(self, dim, index, value):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(value, _Tensor):
             return _op.call(self._ks | index._ks | value._ks, self, dim, index, value)
         return _MISS
     return fast
-def b480(_op):
+def b483(_op):
     def fast(self, mask):
         if isinstance(mask, _Tensor):
             return _op.call(self._ks | mask._ks, self, mask)
         return _MISS
     return fast
-def b481(_op):
+def b484(_op):
     def fast(self, mask, source):
         if isinstance(mask, _Tensor) and isinstance(source, _Tensor):
             return _op.call(self._ks | mask._ks | source._ks, self, mask, source)
         return _MISS
     return fast
-def b482(_op):
+def b485(_op):
     def fast(self, index):
         if isinstance(index, _Tensor):
             return _op.call(self._ks | index._ks, self, index)
         return _MISS
     return fast
-def b483(_op):
+def b486(_op):
     def fast(self, indices, dim=None):
         if isinstance(indices, _Tensor) and (dim is None or type(dim) is int):
             return _op.call(self._ks | indices._ks, self, indices, dim)
         return _MISS
     return fast
-def b484(_op):
+def b487(_op):
     def fast(self, diagonal=0):
         if type(diagonal) is int:
             return _op.call(self._ks, self, diagonal)
         return _MISS
     return fast
-def b485(_op):
+def b488(_op):
     def fast(self, shifts, dims=()):
         if (shifts_ := _ints(shifts, True)) is not None and (dims_ := _ints(dims, True)) is not None:
             return _op.call(self._ks, self, shifts_, dims_)
         return _MISS
     return fast
-def b486(_op):
+def b489(_op):
     def fast(self, k=1, dims=(0,1)):
         if type(k) is int and (dims_ := _ints(dims, False)) is not None:
             return _op.call(self._ks, self, k, dims_)
         return _MISS
     return fast
-def b487(_op):
+def b490(_op):
     def fast(self, repeats):
         if (repeats_ := _ints(repeats, False)) is not None:
             return _op.call(self._ks, self, repeats_)
         return _MISS
     return fast
-def b488(_op):
+def b491(_op):
     def fast(self, repeats, dim=None, *, output_size=None):
         if isinstance(repeats, _Tensor) and (dim is None or type(dim) is int) and (output_size is None or type(output_size) is int):
             return _op.call(self._ks | repeats._ks, self, repeats, dim, output_size)
         return _MISS
     return fast
-def b489(_op):
+def b492(_op):
     def fast(self, repeats, dim=None, *, output_size=None):
         if type(repeats) is int and (dim is None or type(dim) is int) and (output_size is None or type(output_size) is int):
             return _op.call(self._ks, self, repeats, dim, output_size)
         return _MISS
     return fast
-def b490(_op):
+def b493(_op):
     def fast(self, offset=0, dim1=-2, dim2=-1):
         if type(offset) is int and type(dim1) is int and type(dim2) is int:
             return _op.call(self._ks, self, offset, dim1, dim2)
         return _MISS
     return fast
-def b491(_op):
+def b494(_op):
     def fast(self, mat2):
         if isinstance(mat2, _Tensor):
             return _op.call(self._ks | mat2._ks, self, mat2)
         return _MISS
     return fast
-def b492(_op):
+def b495(_op):
     def fast(self, vec):
         if isinstance(vec, _Tensor):
             return _op.call(self._ks | vec._ks, self, vec)
         return _MISS
     return fast
-def b493(_op):
+def b496(_op):
     def fast(self, tensor):
         if isinstance(tensor, _Tensor):
             return _op.call(self._ks | tensor._ks, self, tensor)
         return _MISS
     return fast
-def b494(_op):
+def b497(_op):
     def fast(self, vec2):
         if isinstance(vec2, _Tensor):
             return _op.call(self._ks | vec2._ks, self, vec2)
         return _MISS
     return fast
-def b495(_op):
+def b498(_op):
     def fast(self, mat1, mat2, *, beta=1, alpha=1):
         if isinstance(mat1, _Tensor) and isinstance(mat2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             return _op.call(self._ks | mat1._ks | mat2._ks, self, mat1, mat2, beta, alpha)
         return _MISS
     return fast
-def b496(_op):
+def b499(_op):
     def fast(self, mat, vec, *, beta=1, alpha=1):
         if isinstance(mat, _Tensor) and isinstance(vec, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             return _op.call(self._ks | mat._ks | vec._ks, self, mat, vec, beta, alpha)
         return _MISS
     return fast
-def b497(_op):
+def b500(_op):
     def fast(self, batch1, batch2, *, beta=1, alpha=1):
         if isinstance(batch1, _Tensor) and isinstance(batch2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             return _op.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
         return _MISS
     return fast
-def b498(_op):
+def b501(_op):
     def fast(self, other, dim=None):
         if isinstance(other, _Tensor) and (dim is None or type(dim) is int):
             return _op.call(self._ks | other._ks, self, other, dim)
         return _MISS
     return fast
-def b499(_op):
+def b502(_op):
     def fast(self, rcond=1e-15):
         if type(rcond) is float:
             return _op.call(self._ks, self, rcond)
         return _MISS
     return fast
-def b500(_op):
+def b503(_op):
     def fast(self, dim, dtype=None):
         if type(dim) is int and (dtype is None or type(dtype) is _dtype):
             return _op.call(self._ks, self, dim, dtype)
         return _MISS
     return fast
-def b501(_op):
+def b504(_op):
     def fast(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         if isinstance(other, _Tensor) and type(rtol) is float and type(atol) is float and type(equal_nan) is bool:
             return _op.call(self._ks | other._ks, self, other, rtol, atol, equal_nan)
         return _MISS
     return fast
-def b502(_op):
+def b505(_op):
     def fast(self, n=1, dim=-1, prepend=None, append=None):
         if type(n) is int and type(dim) is int and (prepend is None or isinstance(prepend, _Tensor)) and (append is None or isinstance(append, _Tensor)):
             return _op.call(self._ks | _ks_opt(prepend) | _ks_opt(append), self, n, dim, prepend, append)
         return _MISS
     return fast
-def b503(_op):
+def b506(_op):
     def fast(self, *, correction=1, fweights=None, aweights=None):
         if type(correction) is int and (fweights is None or isinstance(fweights, _Tensor)) and (aweights is None or isinstance(aweights, _Tensor)):
             return _op.call(self._ks | _ks_opt(fweights) | _ks_opt(aweights), self, correction, fweights, aweights)
         return _MISS
     return fast
-def b504(_op):
+def b507(_op):
     def fast(self, lambd=0.5):
         if type(lambd) in _NUMBERS:
             return _op.call(self._ks, self, lambd)
         return _MISS
     return fast
-def b505(_op):
+def b508(_op):
     def fast(self, grad_out, lambd):
         if isinstance(grad_out, _Tensor) and type(lambd) in _NUMBERS:
             return _op.call(grad_out._ks | self._ks, grad_out, self, lambd)
         return _MISS
     return fast
-def b506(_op):
+def b509(_op):
     def fast(self, weight):
         if isinstance(weight, _Tensor):
             return _op.call(self._ks | weight._ks, self, weight)
         return _MISS
     return fast
-def b507(_op):
+def b510(_op):
     def fast(self, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode='reflect', normalized=False, onesided=None, return_complex=None, align_to_window=None):
         if type(n_fft) is int and (hop_length is None or type(hop_length) is int) and (win_length is None or type(win_length) is int) and (window is None or isinstance(window, _Tensor)) and type(center) is bool and type(pad_mode) is str and type(normalized) is bool and (onesided is None or type(onesided) is bool) and (return_complex is None or type(return_complex) is bool) and (align_to_window is None or type(align_to_window) is bool):
             return _op.call(self._ks | _ks_opt(window), self, n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided, return_complex, align_to_window)
         return _MISS
     return fast
-def b508(_op):
+def b511(_op):
     def fast(self, n_fft, hop_length=None, win_length=None, window=None, normalized=False, onesided=None, return_complex=None, align_to_window=None):
         if type(n_fft) is int and (hop_length is None or type(hop_length) is int) and (win_length is None or type(win_length) is int) and (window is None or isinstance(window, _Tensor)) and type(normalized) is bool and (onesided is None or type(onesided) is bool) and (return_complex is None or type(return_complex) is bool) and (align_to_window is None or type(align_to_window) is bool):
             return _op.call(self._ks | _ks_opt(window), self, n_fft, hop_length, win_length, window, normalized, onesided, return_complex, align_to_window)
         return _MISS
     return fast
-def b509(_op):
+def b512(_op):
     def fast(self, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False, onesided=None, length=None, return_complex=False):
         if type(n_fft) is int and (hop_length is None or type(hop_length) is int) and (win_length is None or type(win_length) is int) and (window is None or isinstance(window, _Tensor)) and type(center) is bool and type(normalized) is bool and (onesided is None or type(onesided) is bool) and (length is None or type(length) is int) and type(return_complex) is bool:
             return _op.call(self._ks | _ks_opt(window), self, n_fft, hop_length, win_length, window, center, normalized, onesided, length, return_complex)
         return _MISS
     return fast
-def b510(_op):
+def b513(_op):
     def fast(self, values):
         if isinstance(values, _Tensor):
             return _op.call(self._ks | values._ks, self, values)
         return _MISS
     return fast
-def b511(_op):
+def b514(_op):
     def fast(self, src, dim, index):
         if isinstance(src, _Tensor) and type(dim) is int and type(index) is int:
             return _op.call(self._ks | src._ks, self, src, dim, index)
         return _MISS
     return fast
-def b512(_op):
+def b515(_op):
     def fast(self, src, dim=0, start=None, end=None, step=1):
         if isinstance(src, _Tensor) and type(dim) is int and (start is None or type(start) is int) and (end is None or type(end) is int) and type(step) is int:
             return _op.call(self._ks | src._ks, self, src, dim, start, end, step)
         return _MISS
     return fast
-def b513(_op):
+def b516(_op):
     def fast(self, src, offset=0, dim1=0, dim2=1):
         if isinstance(src, _Tensor) and type(offset) is int and type(dim1) is int and type(dim2) is int:
             return _op.call(self._ks | src._ks, self, src, offset, dim1, dim2)
         return _MISS
     return fast
-def b514(_op):
+def b517(_op):
     def fast(self, input2, upper=False):
         if isinstance(input2, _Tensor) and type(upper) is bool:
             return _op.call(self._ks | input2._ks, self, input2, upper)
         return _MISS
     return fast
-def b515(_op):
+def b518(_op):
     def fast(self, upper=False):
         if type(upper) is bool:
             return _op.call(self._ks, self, upper)
         return _MISS
     return fast
-def b516(_op):
+def b519(_op):
     def fast(self, LU_data, LU_pivots):
         if isinstance(LU_data, _Tensor) and isinstance(LU_pivots, _Tensor):
             return _op.call(self._ks | LU_data._ks | LU_pivots._ks, self, LU_data, LU_pivots)
         return _MISS
     return fast
-def b517(_op):
+def b520(_op):
     def fast(self, input2):
         if isinstance(input2, _Tensor):
             return _op.call(self._ks | input2._ks, self, input2)
         return _MISS
     return fast
-def b518(_op):
+def b521(_op):
     def fast(self, input2, input3, left=True, transpose=False):
         if isinstance(input2, _Tensor) and isinstance(input3, _Tensor) and type(left) is bool and type(transpose) is bool:
             return _op.call(self._ks | input2._ks | input3._ks, self, input2, input3, left, transpose)
         return _MISS
     return fast
-def b519(_op):
+def b522(_op):
     def fast(self, p, dim, maxnorm):
         if type(p) in _NUMBERS and type(dim) is int and type(maxnorm) in _NUMBERS:
             return _op.call(self._ks, self, p, dim, maxnorm)
         return _MISS
     return fast
-def b520(_op):
+def b523(_op):
     def fast(self, p):
         if type(p) is int:
             return _op.call(self._ks, self, p)
         return _MISS
     return fast
-def b521(_op):
+def b524(_op):
     def fast(self, sections):
         if type(sections) is int:
             return tuple(_op.call(self._ks, self, sections))
         return _MISS
     return fast
-def b522(_op):
+def b525(_op):
     def fast(self, indices):
         if (indices_ := _ints(indices, False)) is not None:
             return tuple(_op.call(self._ks, self, indices_))
         return _MISS
     return fast
-def b523(_op):
+def b526(_op):
     def fast(self, offset=0):
         if type(offset) is int:
             return _op.call(self._ks, self, offset)
         return _MISS
     return fast
-def b524(_op):
+def b527(_op):
     def fast(self, fill_value, wrap=False):
         if type(fill_value) in _NUMBERS and type(wrap) is bool:
             return _op.call(self._ks, self, fill_value, wrap)
         return _MISS
     return fast
-def b525(_op):
+def b528(_op):
     def fast(self, other, p=2):
         if isinstance(other, _Tensor) and type(p) in _NUMBERS:
             return _op.call(self._ks | other._ks, self, other, p)
         return _MISS
     return fast
-def b526(_op):
+def b529(_op):
     def fast(self, n):
         if type(n) is int:
             return _op.call(self._ks, self, n)
         return _MISS
     return fast
-def b527(_op):
+def b530(_op):
     def fast(self, vec1, vec2, *, beta=1, alpha=1):
         if isinstance(vec1, _Tensor) and isinstance(vec2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             return _op.call(self._ks | vec1._ks | vec2._ks, self, vec1, vec2, beta, alpha)
         return _MISS
     return fast
-def b528(_op):
+def b531(_op):
     def fast(self, index, source, accumulate=False):
         if isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(accumulate) is bool:
             return _op.call(self._ks | index._ks | source._ks, self, index, source, accumulate)
         return _MISS
     return fast
-def b529(_op):
+def b532(_op):
     def fast(self, dim, index, source, reduce, *, include_self=True):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(reduce) is str and type(include_self) is bool:
             return _op.call(self._ks | index._ks | source._ks, self, dim, index, source, reduce, include_self)
         return _MISS
     return fast
-def b530(_op):
+def b533(_op):
     def fast(self, *, size, fill_value=-1):
         if type(size) is int and type(fill_value) is int:
             return _op.call(self._ks, self, size, fill_value)
         return _MISS
     return fast
-def b531(_op):
+def b534(_op):
     def fast(self, src, size, stride, storage_offset=None):
         if isinstance(src, _Tensor) and (size_ := _ints(size, False)) is not None and (stride_ := _ints(stride, False)) is not None and (storage_offset is None or type(storage_offset) is int):
             return _op.call(self._ks | src._ks, self, src, size_, stride_, storage_offset)
         return _MISS
     return fast
-def b532(_op):
+def b535(_op):
     def fast(self, some=True, compute_uv=True):
         if type(some) is bool and type(compute_uv) is bool:
             return _op.call(self._ks, self, some, compute_uv)
         return _MISS
     return fast
-def b533(_op):
+def b536(_op):
     def fast(self, some=True):
         if type(some) is bool:
             return _op.call(self._ks, self, some)
         return _MISS
     return fast
-def b534(_op):
+def b537(_op):
     def fast(self, A, upper=True, transpose=False, unitriangular=False):
         if isinstance(A, _Tensor) and type(upper) is bool and type(transpose) is bool and type(unitriangular) is bool:
             return _op.call(self._ks | A._ks, self, A, upper, transpose, unitriangular)
         return _MISS
     return fast
-def b535(_op):
+def b538(_op):
     def fast(self, dim=(), *, keepdim=False, mode=0):
         if (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool and type(mode) is int:
             return _op.call(self._ks, self, dim_, keepdim, mode)
         return _MISS
     return fast
-def b536(_op):
+def b539(_op):
     def fast(input, weight, bias=None):
         if isinstance(input, _Tensor) and isinstance(weight, _Tensor) and (bias is None or isinstance(bias, _Tensor)):
             return _op.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias)
         return _MISS
     return fast
-def b537(_op):
+def b540(_op):
     def fast(input, target, reduction=1):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int:
             return _op.call(input._ks | target._ks, input, target, reduction)
         return _MISS
     return fast
-def b538(_op):
+def b541(_op):
     def fast(grad_output, input, target, reduction):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int:
             return _op.call(grad_output._ks | input._ks | target._ks, grad_output, input, target, reduction)
         return _MISS
     return fast
-def b539(_op):
+def b542(_op):
     def fast(input, target, weight=None, reduction=1, ignore_index=-100):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int and type(ignore_index) is int:
             return _op.call(input._ks | target._ks | _ks_opt(weight), input, target, weight, reduction, ignore_index)
         return _MISS
     return fast
-def b540(_op):
+def b543(_op):
     def fast(input, target, weight, reduction, ignore_index):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int and type(ignore_index) is int:
             return _op.call(input._ks | target._ks | _ks_opt(weight), input, target, weight, reduction, ignore_index)
         return _MISS
     return fast
-def b541(_op):
+def b544(_op):
     def fast(grad_output, input, target, weight, reduction, ignore_index, total_weight):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int and type(ignore_index) is int and isinstance(total_weight, _Tensor):
             return _op.call(grad_output._ks | input._ks | target._ks | _ks_opt(weight) | total_weight._ks, grad_output, input, target, weight, reduction, ignore_index, total_weight)
         return _MISS
     return fast
-def b542(_op):
+def b545(_op):
     def fast(input, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int and type(ignore_index) is int and type(label_smoothing) is float:
             return _op.call(input._ks | target._ks | _ks_opt(weight), input, target, weight, reduction, ignore_index, label_smoothing)
         return _MISS
     return fast
-def b543(_op):
+def b546(_op):
     def fast(input, *, approximate='none'):
         if isinstance(input, _Tensor) and type(approximate) is str:
             return _op.call(input._ks, input, approximate)
         return _MISS
     return fast
-def b544(_op):
+def b547(_op):
     def fast(grad_output, output):
         if isinstance(grad_output, _Tensor) and isinstance(output, _Tensor):
             return _op.call(grad_output._ks | output._ks, grad_output, output)
         return _MISS
     return fast
-def b545(_op):
+def b548(_op):
     def fast(grad_output, input, *, approximate='none'):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(approximate) is str:
             return _op.call(grad_output._ks | input._ks, grad_output, input, approximate)
         return _MISS
     return fast
-def b546(_op):
+def b549(_op):
     def fast(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
         if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and (dilation_ := _ints(dilation, True)) is not None and type(ceil_mode) is bool:
             return _op.call(input._ks, input, kernel_size_, stride_, padding_, dilation_, ceil_mode)
         return _MISS
     return fast
-def b547(_op):
+def b550(_op):
     def fast(grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and (dilation_ := _ints(dilation, True)) is not None and type(ceil_mode) is bool and isinstance(indices, _Tensor):
             return _op.call(grad_output._ks | input._ks | indices._ks, grad_output, input, kernel_size_, stride_, padding_, dilation_, ceil_mode, indices)
         return _MISS
     return fast
-def b548(_op):
+def b551(_op):
     def fast(input, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
         if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and type(ceil_mode) is bool and type(count_include_pad) is bool and (divisor_override is None or type(divisor_override) is int):
             return _op.call(input._ks, input, kernel_size_, stride_, padding_, ceil_mode, count_include_pad, divisor_override)
         return _MISS
     return fast
-def b549(_op):
+def b552(_op):
     def fast(grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and type(ceil_mode) is bool and type(count_include_pad) is bool and (divisor_override is None or type(divisor_override) is int):
             return _op.call(grad_output._ks | input._ks, grad_output, input, kernel_size_, stride_, padding_, ceil_mode, count_include_pad, divisor_override)
         return _MISS
     return fast
-def b550(_op):
+def b553(_op):
     def fast(input, output_size, scales=None):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (scales is None or type(scales) is float):
             return _op.call(input._ks, input, output_size_, scales)
         return _MISS
     return fast
-def b551(_op):
+def b554(_op):
     def fast(grad_output, output_size, input_size, scales=None):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and (scales is None or type(scales) is float):
             return _op.call(grad_output._ks, grad_output, output_size_, input_size_, scales)
         return _MISS
     return fast
-def b552(_op):
+def b555(_op):
     def fast(input, output_size, scales_h=None, scales_w=None):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _op.call(input._ks, input, output_size_, scales_h, scales_w)
         return _MISS
     return fast
-def b553(_op):
+def b556(_op):
     def fast(grad_output, output_size, input_size, scales_h=None, scales_w=None):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _op.call(grad_output._ks, grad_output, output_size_, input_size_, scales_h, scales_w)
         return _MISS
     return fast
-def b554(_op):
+def b557(_op):
     def fast(input, output_size, scales_d=None, scales_h=None, scales_w=None):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (scales_d is None or type(scales_d) is float) and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _op.call(input._ks, input, output_size_, scales_d, scales_h, scales_w)
         return _MISS
     return fast
-def b555(_op):
+def b558(_op):
     def fast(grad_output, output_size, input_size, scales_d=None, scales_h=None, scales_w=None):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and (scales_d is None or type(scales_d) is float) and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _op.call(grad_output._ks, grad_output, output_size_, input_size_, scales_d, scales_h, scales_w)
         return _MISS
     return fast
-def b556(_op):
+def b559(_op):
     def fast(input, output_size, align_corners, scales=None):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and type(align_corners) is bool and (scales is None or type(scales) is float):
             return _op.call(input._ks, input, output_size_, align_corners, scales)
         return _MISS
     return fast
-def b557(_op):
+def b560(_op):
     def fast(grad_output, output_size, input_size, align_corners, scales=None):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and type(align_corners) is bool and (scales is None or type(scales) is float):
             return _op.call(grad_output._ks, grad_output, output_size_, input_size_, align_corners, scales)
         return _MISS
     return fast
-def b558(_op):
+def b561(_op):
     def fast(input, output_size, align_corners, scales_h=None, scales_w=None):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and type(align_corners) is bool and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _op.call(input._ks, input, output_size_, align_corners, scales_h, scales_w)
         return _MISS
     return fast
-def b559(_op):
+def b562(_op):
     def fast(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and type(align_corners) is bool and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _op.call(grad_output._ks, grad_output, output_size_, input_size_, align_corners, scales_h, scales_w)
         return _MISS
     return fast
-def b560(_op):
+def b563(_op):
     def fast(input, output_size, align_corners, scales_d=None, scales_h=None, scales_w=None):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and type(align_corners) is bool and (scales_d is None or type(scales_d) is float) and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _op.call(input._ks, input, output_size_, align_corners, scales_d, scales_h, scales_w)
         return _MISS
     return fast
-def b561(_op):
+def b564(_op):
     def fast(grad_output, output_size, input_size, align_corners, scales_d=None, scales_h=None, scales_w=None):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and type(align_corners) is bool and (scales_d is None or type(scales_d) is float) and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _op.call(grad_output._ks, grad_output, output_size_, input_size_, align_corners, scales_d, scales_h, scales_w)
         return _MISS
     return fast
-def b562(_op):
+def b565(_op):
     def fast(input, kernel_size, dilation, padding, stride):
         if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (dilation_ := _ints(dilation, True)) is not None and (padding_ := _ints(padding, True)) is not None and (stride_ := _ints(stride, True)) is not None:
             return _op.call(input._ks, input, kernel_size_, dilation_, padding_, stride_)
         return _MISS
     return fast
-def b563(_op):
+def b566(_op):
     def fast(input, output_size, kernel_size, dilation, padding, stride):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (kernel_size_ := _ints(kernel_size, True)) is not None and (dilation_ := _ints(dilation, True)) is not None and (padding_ := _ints(padding, True)) is not None and (stride_ := _ints(stride, True)) is not None:
             return _op.call(input._ks, input, output_size_, kernel_size_, dilation_, padding_, stride_)
         return _MISS
     return fast
-def b564(_op):
+def b567(_op):
     def fast(input, target, reduction=1, beta=1.0):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and type(beta) is float:
             return _op.call(input._ks | target._ks, input, target, reduction, beta)
         return _MISS
     return fast
-def b565(_op):
+def b568(_op):
     def fast(grad_output, input, target, reduction, beta):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and type(beta) is float:
             return _op.call(grad_output._ks | input._ks | target._ks, grad_output, input, target, reduction, beta)
         return _MISS
     return fast
-def b566(_op):
+def b569(_op):
     def fast(input, target, reduction=1, delta=1.0):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and type(delta) is float:
             return _op.call(input._ks | target._ks, input, target, reduction, delta)
         return _MISS
     return fast
-def b567(_op):
+def b570(_op):
     def fast(grad_output, input, target, reduction, delta):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and type(delta) is float:
             return _op.call(grad_output._ks | input._ks | target._ks, grad_output, input, target, reduction, delta)
         return _MISS
     return fast
-def b568(_op):
+def b571(_op):
     def fast(input, target, weight=None, reduction=1):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int:
             return _op.call(input._ks | target._ks | _ks_opt(weight), input, target, weight, reduction)
         return _MISS
     return fast
-def b569(_op):
+def b572(_op):
     def fast(grad_output, input, target, weight=None, reduction=1):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int:
             return _op.call(grad_output._ks | input._ks | target._ks | _ks_opt(weight), grad_output, input, target, weight, reduction)
         return _MISS
     return fast
-def b570(_op):
+def b573(_op):
     def fast(input, target, p=1, margin=1, weight=None, reduction=1):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(p) in _NUMBERS and type(margin) in _NUMBERS and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int:
             return _op.call(input._ks | target._ks | _ks_opt(weight), input, target, p, margin, weight, reduction)
         return _MISS
     return fast
-def b571(_op):
+def b574(_op):
     def fast(grad_output, input, target, p, margin, weight=None, reduction=1):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(p) in _NUMBERS and type(margin) in _NUMBERS and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int:
             return _op.call(grad_output._ks | input._ks | target._ks | _ks_opt(weight), grad_output, input, target, p, margin, weight, reduction)
         return _MISS
     return fast
-def b572(_op):
+def b575(_op):
     def fast(input, target, reduction):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int:
             return _op.call(input._ks | target._ks, input, target, reduction)
         return _MISS
     return fast
-def b573(_op):
+def b576(_op):
     def fast(grad_output, input, target, reduction, is_target):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and isinstance(is_target, _Tensor):
             return _op.call(grad_output._ks | input._ks | target._ks | is_target._ks, grad_output, input, target, reduction, is_target)
         return _MISS
     return fast
-def b574(_op):
+def b577(_op):
     def fast(grad_output, input):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor):
             return _op.call(grad_output._ks | input._ks, grad_output, input)
         return _MISS
     return fast
-def b575(_op):
+def b578(_op):
     def fast(input, negative_slope=0.01):
         if isinstance(input, _Tensor) and type(negative_slope) in _NUMBERS:
             return _op.call(input._ks, input, negative_slope)
         return _MISS
     return fast
-def b576(_op):
+def b579(_op):
     def fast(grad_output, input, negative_slope, self_is_result):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(negative_slope) in _NUMBERS and type(self_is_result) is bool:
             return _op.call(grad_output._ks | input._ks, grad_output, input, negative_slope, self_is_result)
         return _MISS
     return fast
-def b577(_op):
+def b580(_op):
     def fast(input, alpha=1, scale=1, input_scale=1):
         if isinstance(input, _Tensor) and type(alpha) in _NUMBERS and type(scale) in _NUMBERS and type(input_scale) in _NUMBERS:
             return _op.call(input._ks, input, alpha, scale, input_scale)
         return _MISS
     return fast
-def b578(_op):
+def b581(_op):
     def fast(grad_output, alpha, scale, input_scale, is_result, self_or_result):
         if isinstance(grad_output, _Tensor) and type(alpha) in _NUMBERS and type(scale) in _NUMBERS and type(input_scale) in _NUMBERS and type(is_result) is bool and isinstance(self_or_result, _Tensor):
             return _op.call(grad_output._ks | self_or_result._ks, grad_output, alpha, scale, input_scale, is_result, self_or_result)
         return _MISS
     return fast
-def b579(_op):
+def b582(_op):
     def fast(input, min_val=-1, max_val=1):
         if isinstance(input, _Tensor) and type(min_val) in _NUMBERS and type(max_val) in _NUMBERS:
             return _op.call(input._ks, input, min_val, max_val)
         return _MISS
     return fast
-def b580(_op):
+def b583(_op):
     def fast(grad_output, input, min_val, max_val):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(min_val) in _NUMBERS and type(max_val) in _NUMBERS:
             return _op.call(grad_output._ks | input._ks, grad_output, input, min_val, max_val)
         return _MISS
     return fast
-def b581(_op):
+def b584(_op):
     def fast(input, beta=1, threshold=20):
         if isinstance(input, _Tensor) and type(beta) in _NUMBERS and type(threshold) in _NUMBERS:
             return _op.call(input._ks, input, beta, threshold)
         return _MISS
     return fast
-def b582(_op):
+def b585(_op):
     def fast(grad_output, input, beta, threshold):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(beta) in _NUMBERS and type(threshold) in _NUMBERS:
             return _op.call(grad_output._ks | input._ks, grad_output, input, beta, threshold)
         return _MISS
     return fast
-def b583(_op):
+def b586(_op):
     def fast(input, dim=-1):
         if isinstance(input, _Tensor) and type(dim) is int:
             return _op.call(input._ks, input, dim)
         return _MISS
     return fast
-def b584(_op):
+def b587(_op):
     def fast(grad_output, input, dim):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(dim) is int:
             return _op.call(grad_output._ks | input._ks, grad_output, input, dim)
         return _MISS
     return fast
-def b585(_op):
+def b588(_op):
     def fast(grad_output, input, buffer):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(buffer, _Tensor):
             return _op.call(grad_output._ks | input._ks | buffer._ks, grad_output, input, buffer)
         return _MISS
     return fast
-def b586(_op):
+def b589(_op):
     def fast(grad_output, input, lambd):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(lambd) in _NUMBERS:
             return _op.call(grad_output._ks | input._ks, grad_output, input, lambd)
         return _MISS
     return fast
-def b587(_op):
+def b590(_op):
     def fast(input, noise, lower=0.125, upper=0.3333333333333333, training=False, generator=None):
         if isinstance(input, _Tensor) and isinstance(noise, _Tensor) and type(lower) in _NUMBERS and type(upper) in _NUMBERS and type(training) is bool and (generator is None or type(generator) is _Generator):
             return _op.call(input._ks | noise._ks, input, noise, lower, upper, training, generator)
         return _MISS
     return fast
-def b588(_op):
+def b591(_op):
     def fast(grad_output, input, noise, lower, upper, training, self_is_result):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(noise, _Tensor) and type(lower) in _NUMBERS and type(upper) in _NUMBERS and type(training) is bool and type(self_is_result) is bool:
             return _op.call(grad_output._ks | input._ks | noise._ks, grad_output, input, noise, lower, upper, training, self_is_result)
         return _MISS
     return fast
-def b589(_op):
+def b592(_op):
     def fast(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False):
         if isinstance(query, _Tensor) and isinstance(key, _Tensor) and isinstance(value, _Tensor) and (attn_mask is None or isinstance(attn_mask, _Tensor)) and type(dropout_p) is float and type(is_causal) is bool and (scale is None or type(scale) is float) and type(enable_gqa) is bool:
             return _op.call(query._ks | key._ks | value._ks | _ks_opt(attn_mask), query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
         return _MISS
     return fast
-def b590(_op):
+def b593(_op):
     def fast(input, pad, mode='constant', value=None):
         if isinstance(input, _Tensor) and (pad_ := _ints(pad, False)) is not None and type(mode) is str and (value is None or type(value) is float):
             return _op.call(input._ks, input, pad_, mode, value)
         return _MISS
     return fast
-def b591(_op):
+def b594(_op):
     def fast(input, padding):
         if isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
             return _op.call(input._ks, input, padding_)
         return _MISS
     return fast
-def b592(_op):
+def b595(_op):
     def fast(grad_output, input, padding):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
             return _op.call(grad_output._ks | input._ks, grad_output, input, padding_)
         return _MISS
     return fast
-def b593(_op):
+def b596(_op):
     def fast(input, indices, output_size):
         if isinstance(input, _Tensor) and isinstance(indices, _Tensor) and (output_size_ := _ints(output_size, True)) is not None:
             return _op.call(input._ks | indices._ks, input, indices, output_size_)
         return _MISS
     return fast
-def b594(_op):
+def b597(_op):
     def fast(input, indices, output_size, stride, padding):
         if isinstance(input, _Tensor) and isinstance(indices, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None:
             return _op.call(input._ks | indices._ks, input, indices, output_size_, stride_, padding_)
         return _MISS
     return fast
-def b595(_op):
+def b598(_op):
     def fast(input, num_classes=-1):
         if isinstance(input, _Tensor) and type(num_classes) is int:
             return _op.call(input._ks, input, num_classes)
         return _MISS
     return fast
-def b596(_op):
+def b599(_op):
     def fast(input, kernel_size, output_size, random_samples):
         if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (output_size_ := _ints(output_size, True)) is not None and isinstance(random_samples, _Tensor):
             return _op.call(input._ks | random_samples._ks, input, kernel_size_, output_size_, random_samples)
         return _MISS
     return fast
-def b597(_op):
+def b600(_op):
     def fast(A, B, *, left=True):
         if isinstance(A, _Tensor) and isinstance(B, _Tensor) and type(left) is bool:
             return _op.call(A._ks | B._ks, A, B, left)
         return _MISS
     return fast
-def b598(_op):
+def b601(_op):
     def fast(input, *, upper=False):
         if isinstance(input, _Tensor) and type(upper) is bool:
             return _op.call(input._ks, input, upper)
         return _MISS
     return fast
-def b599(_op):
+def b602(_op):
     def fast(input, B, *, upper, left=True, unitriangular=False):
         if isinstance(input, _Tensor) and isinstance(B, _Tensor) and type(upper) is bool and type(left) is bool and type(unitriangular) is bool:
             return _op.call(input._ks | B._ks, input, B, upper, left, unitriangular)
         return _MISS
     return fast
-def b600(_op):
+def b603(_op):
     def fast(A, mode='reduced'):
         if isinstance(A, _Tensor) and type(mode) is str:
             return _op.call(A._ks, A, mode)
         return _MISS
     return fast
-def b601(_op):
+def b604(_op):
     def fast(input, UPLO='L'):
         if isinstance(input, _Tensor) and type(UPLO) is str:
             return _op.call(input._ks, input, UPLO)
         return _MISS
     return fast
-def b602(_op):
+def b605(_op):
     def fast(A, full_matrices=True, *, driver=None):
         if isinstance(A, _Tensor) and type(full_matrices) is bool and (driver is None or type(driver) is str):
             return _op.call(A._ks, A, full_matrices, driver)
         return _MISS
     return fast
-def b603(_op):
+def b606(_op):
     def fast(A, *, driver=None):
         if isinstance(A, _Tensor) and (driver is None or type(driver) is str):
             return _op.call(A._ks, A, driver)
         return _MISS
     return fast
-def b604(_op):
+def b607(_op):
     def fast(input, *, atol=None, rtol=None, hermitian=False):
         if isinstance(input, _Tensor) and (atol is None or isinstance(atol, _Tensor)) and (rtol is None or isinstance(rtol, _Tensor)) and type(hermitian) is bool:
             return _op.call(input._ks | _ks_opt(atol) | _ks_opt(rtol), input, atol, rtol, hermitian)
         return _MISS
     return fast
-def b605(_op):
+def b608(_op):
     def fast(input, *, atol=None, rtol=None, hermitian=False):
         if isinstance(input, _Tensor) and (atol is None or type(atol) is float) and (rtol is None or type(rtol) is float) and type(hermitian) is bool:
             return _op.call(input._ks, input, atol, rtol, hermitian)
         return _MISS
     return fast
-def b606(_op):
+def b609(_op):
     def fast(input, rcond, hermitian=False):
         if isinstance(input, _Tensor) and type(rcond) is float and type(hermitian) is bool:
             return _op.call(input._ks, input, rcond, hermitian)
         return _MISS
     return fast
-def b607(_op):
+def b610(_op):
     def fast(input, rcond, hermitian=False):
         if isinstance(input, _Tensor) and isinstance(rcond, _Tensor) and type(hermitian) is bool:
             return _op.call(input._ks | rcond._ks, input, rcond, hermitian)
         return _MISS
     return fast
-def b608(_op):
+def b611(_op):
     def fast(input, b, rcond=None, *, driver=None):
         if isinstance(input, _Tensor) and isinstance(b, _Tensor) and (rcond is None or type(rcond) is float) and (driver is None or type(driver) is str):
             return _op.call(input._ks | b._ks, input, b, rcond, driver)
         return _MISS
     return fast
-def b609(_op):
+def b612(_op):
     def fast(input, other, *, dim=-1):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor) and type(dim) is int:
             return _op.call(input._ks | other._ks, input, other, dim)
         return _MISS
     return fast
-def b610(_op):
+def b613(_op):
     def fast(input, ord=2, dim=None, keepdim=False, *, dtype=None):
         if isinstance(input, _Tensor) and type(ord) in _NUMBERS and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _op.call(input._ks, input, ord, (None if dim is None else dim_), keepdim, dtype)
         return _MISS
     return fast
-def b611(_op):
+def b614(_op):
     def fast(input, ord='fro', dim=(-2,-1), keepdim=False, *, dtype=None):
         if isinstance(input, _Tensor) and type(ord) is str and (dim_ := _ints(dim, False)) is not None and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _op.call(input._ks, input, ord, dim_, keepdim, dtype)
         return _MISS
     return fast
-def b612(_op):
+def b615(_op):
     def fast(input, ord, dim=(-2,-1), keepdim=False, *, dtype=None):
         if isinstance(input, _Tensor) and type(ord) in _NUMBERS and (dim_ := _ints(dim, False)) is not None and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _op.call(input._ks, input, ord, dim_, keepdim, dtype)
         return _MISS
     return fast
-def b613(_op):
+def b616(_op):
     def fast(input, ord=None, dim=None, keepdim=False, *, dtype=None):
         if isinstance(input, _Tensor) and (ord is None or type(ord) in _NUMBERS) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _op.call(input._ks, input, ord, (None if dim is None else dim_), keepdim, dtype)
         return _MISS
     return fast
-def b614(_op):
+def b617(_op):
     def fast(input, ord, dim=None, keepdim=False, *, dtype=None):
         if isinstance(input, _Tensor) and type(ord) is str and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _op.call(input._ks, input, ord, (None if dim is None else dim_), keepdim, dtype)
         return _MISS
     return fast
-def b615(_op):
+def b618(_op):
     def fast(A, *, offset=0, dim1=-2, dim2=-1):
         if isinstance(A, _Tensor) and type(offset) is int and type(dim1) is int and type(dim2) is int:
             return _op.call(A._ks, A, offset, dim1, dim2)
         return _MISS
     return fast
-def b616(_op):
+def b619(_op):
     def fast(A, *, pivot=True, check_errors=False):
         if isinstance(A, _Tensor) and type(pivot) is bool and type(check_errors) is bool:
             return _op.call(A._ks, A, pivot, check_errors)
         return _MISS
     return fast
-def b617(_op):
+def b620(_op):
     def fast(A, *, pivot=True):
         if isinstance(A, _Tensor) and type(pivot) is bool:
             return _op.call(A._ks, A, pivot)
         return _MISS
     return fast
-def b618(_op):
+def b621(_op):
     def fast(LU, pivots, B, *, left=True, adjoint=False):
         if isinstance(LU, _Tensor) and isinstance(pivots, _Tensor) and isinstance(B, _Tensor) and type(left) is bool and type(adjoint) is bool:
             return _op.call(LU._ks | pivots._ks | B._ks, LU, pivots, B, left, adjoint)
         return _MISS
     return fast
-def b619(_op):
+def b622(_op):
     def fast(A, *, check_errors=False):
         if isinstance(A, _Tensor) and type(check_errors) is bool:
             return _op.call(A._ks, A, check_errors)
         return _MISS
     return fast
-def b620(_op):
+def b623(_op):
     def fast(input, *, upper=False, check_errors=False):
         if isinstance(input, _Tensor) and type(upper) is bool and type(check_errors) is bool:
             return _op.call(input._ks, input, upper, check_errors)
         return _MISS
     return fast
-def b621(_op):
+def b624(_op):
     def fast(input, tau):
         if isinstance(input, _Tensor) and isinstance(tau, _Tensor):
             return _op.call(input._ks | tau._ks, input, tau)
         return _MISS
     return fast
-def b622(_op):
+def b625(_op):
     def fast(input, p=None):
         if isinstance(input, _Tensor) and (p is None or type(p) in _NUMBERS):
             return _op.call(input._ks, input, p)
         return _MISS
     return fast
-def b623(_op):
+def b626(_op):
     def fast(input, p):
         if isinstance(input, _Tensor) and type(p) is str:
             return _op.call(input._ks, input, p)
         return _MISS
     return fast
-def b624(_op):
+def b627(_op):
     def fast(x, y, *, dim=-1):
         if isinstance(x, _Tensor) and isinstance(y, _Tensor) and type(dim) is int:
             return _op.call(x._ks | y._ks, x, y, dim)
         return _MISS
     return fast
-def b625(_op):
+def b628(_op):
     def fast(x, *, N=None):
         if isinstance(x, _Tensor) and (N is None or type(N) is int):
             return _op.call(x._ks, x, N)
         return _MISS
     return fast
-def b626(_op):
+def b629(_op):
     def fast(input, ind=2):
         if isinstance(input, _Tensor) and type(ind) is int:
             return _op.call(input._ks, input, ind)
         return _MISS
     return fast
-def b627(_op):
+def b630(_op):
     def fast(input, other, dims=None):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor) and (dims is None or (dims_ := _ints(dims, False)) is not None):
             return _op.call(input._ks | other._ks, input, other, (None if dims is None else dims_))
         return _MISS
     return fast
-def b628(_op):
+def b631(_op):
     def fast(input, tol, hermitian=False):
         if isinstance(input, _Tensor) and type(tol) is float and type(hermitian) is bool:
             return _op.call(input._ks, input, tol, hermitian)
         return _MISS
     return fast
-def b629(_op):
+def b632(_op):
     def fast(input, tol, hermitian=False):
         if isinstance(input, _Tensor) and isinstance(tol, _Tensor) and type(hermitian) is bool:
             return _op.call(input._ks | tol._ks, input, tol, hermitian)
         return _MISS
     return fast
-def b630(_op):
+def b633(_op):
     def fast(input, *, hermitian=False, check_errors=False):
         if isinstance(input, _Tensor) and type(hermitian) is bool and type(check_errors) is bool:
             return _op.call(input._ks, input, hermitian, check_errors)
         return _MISS
     return fast
-def b631(_op):
+def b634(_op):
     def fast(input, *, hermitian=False):
         if isinstance(input, _Tensor) and type(hermitian) is bool:
             return _op.call(input._ks, input, hermitian)
         return _MISS
     return fast
-def b632(_op):
+def b635(_op):
     def fast(LD, pivots, B, *, hermitian=False):
         if isinstance(LD, _Tensor) and isinstance(pivots, _Tensor) and isinstance(B, _Tensor) and type(hermitian) is bool:
             return _op.call(LD._ks | pivots._ks | B._ks, LD, pivots, B, hermitian)
         return _MISS
     return fast
-def b633(_op, _op_out):
+def b636(_op, _op_out):
     def fast(x, n, *, out=None):
         if isinstance(x, _Tensor) and isinstance(n, _Tensor):
             if out is None:
@@ -3969,7 +3987,7 @@ def b633(_op, _op_out):
                 return _op_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
         return _MISS
     return fast
-def b634(_op, _op_out):
+def b637(_op, _op_out):
     def fast(x, n, *, out=None):
         if type(x) in _NUMBERS and isinstance(n, _Tensor):
             if out is None:
@@ -3978,7 +3996,7 @@ def b634(_op, _op_out):
                 return _op_out.call(n._ks | _ks_out(out), x, n, out)
         return _MISS
     return fast
-def b635(_op, _op_out):
+def b638(_op, _op_out):
     def fast(x, n, *, out=None):
         if isinstance(x, _Tensor) and type(n) in _NUMBERS:
             if out is None:
@@ -3987,7 +4005,7 @@ def b635(_op, _op_out):
                 return _op_out.call(x._ks | _ks_out(out), x, n, out)
         return _MISS
     return fast
-def b636(_op, _op_out):
+def b639(_op, _op_out):
     def fast(input, other, *, out=None):
         if type(input) in _NUMBERS and isinstance(other, _Tensor):
             if out is None:
@@ -3996,7 +4014,7 @@ def b636(_op, _op_out):
                 return _op_out.call(other._ks | _ks_out(out), input, other, out)
         return _MISS
     return fast
-def b637(_op, _op_out):
+def b640(_op, _op_out):
     def fast(x, *, out=None):
         if isinstance(x, _Tensor):
             if out is None:
@@ -4005,19 +4023,19 @@ def b637(_op, _op_out):
                 return _op_out.call(x._ks | _ks_out(out), x, out)
         return _MISS
     return fast
-def b638(_op):
+def b641(_op):
     def fast(input, dim, *, dtype=None):
         if isinstance(input, _Tensor) and type(dim) is int and (dtype is None or type(dtype) is _dtype):
             return _op.call(input._ks, input, dim, dtype)
         return _MISS
     return fast
-def b639(_op):
+def b642(_op):
     def fast(input, *, decimals=0):
         if isinstance(input, _Tensor) and type(decimals) is int:
             return _op.call(input._ks, input, decimals)
         return _MISS
     return fast
-def b640(_op, _op_out):
+def b643(_op, _op_out):
     def fast(input, n=None, dim=-1, norm=None, *, out=None):
         if isinstance(input, _Tensor) and (n is None or type(n) is int) and type(dim) is int and (norm is None or type(norm) is str):
             if out is None:
@@ -4026,7 +4044,7 @@ def b640(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, n, dim, norm, out)
         return _MISS
     return fast
-def b641(_op, _op_out):
+def b644(_op, _op_out):
     def fast(input, s=None, dim=(-2,-1), norm=None, *, out=None):
         if isinstance(input, _Tensor) and (s is None or (s_ := _ints(s, True)) is not None) and (dim_ := _ints(dim, True)) is not None and (norm is None or type(norm) is str):
             if out is None:
@@ -4035,7 +4053,7 @@ def b641(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, (None if s is None else s_), dim_, norm, out)
         return _MISS
     return fast
-def b642(_op, _op_out):
+def b645(_op, _op_out):
     def fast(input, s=None, dim=None, norm=None, *, out=None):
         if isinstance(input, _Tensor) and (s is None or (s_ := _ints(s, True)) is not None) and (dim is None or (dim_ := _ints(dim, True)) is not None) and (norm is None or type(norm) is str):
             if out is None:
@@ -4044,7 +4062,7 @@ def b642(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
         return _MISS
     return fast
-def b643(_op, _op_out):
+def b646(_op, _op_out):
     def fast(n, d=1.0, *, dtype=None, layout=None, device=None, pin_memory=None, out=None, requires_grad=False):
         if type(n) is int and type(d) is float and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             if out is None:
@@ -4054,7 +4072,7 @@ def b643(_op, _op_out):
                 return _op_out.call(_KS_CPU | _ks_out(out), n, d, out)
         return _MISS
     return fast
-def b644(_op):
+def b647(_op):
     def fast(input, dim=None):
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None):
             return _op.call(input._ks, input, (None if dim is None else dim_))

@@ -7,7 +7,7 @@ from ember._generated import aten as _A
 from ember._generated import binders as _B
 from ember._python_arg_parser import function_binding as _function
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_amp_foreach_non_finite_check_and_unscale_', '_amp_update_scale_', '_cdist_forward', '_conj', '_conj_physical', '_ctc_loss', '_dirichlet_grad', '_embedding_bag', '_embedding_bag_forward_only', '_empty_affine_quantized', '_empty_per_channel_affine_quantized', '_euclidean_dist', '_fake_quantize_per_tensor_affine_cachemask_tensor_qparams', '_fft_c2c', '_fft_c2r', '_fft_r2c', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_histogramdd_bin_edges', '_histogramdd_from_bin_cts', '_histogramdd_from_bin_tensors', '_linalg_check_errors', '_linalg_det', '_linalg_eigh', '_linalg_slogdet', '_linalg_solve_ex', '_linalg_svd', '_local_scalar_dense', '_log_softmax', '_lu_with_info', '_make_per_channel_quantized_tensor', '_make_per_tensor_quantized_tensor', '_neg_view', '_pdist_forward', '_prelu_kernel', '_quantized_add', '_quantized_conv', '_quantized_linear', '_quantized_linear_dynamic', '_quantized_rnn_layer_dynamic', '_safe_softmax', '_sample_dirichlet', '_scaled_dot_product_attention_math', '_scaled_dot_product_flash_attention_for_cpu', '_sobol_engine_draw', '_sobol_engine_ff_', '_sobol_engine_initialize_state_', '_sobol_engine_scramble_', '_softmax', '_standard_gamma', '_standard_gamma_grad', '_unique2', '_unsafe_view', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addmv_', 'addr', 'adjoint', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'alias_copy', 'all', 'allclose', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_copy', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'bartlett_window', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'blackman_window', 'block_diag', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'can_cast', 'cartesian_prod', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'chain_matmul', 'channel_shuffle', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'combinations', 'complex', 'concat', 'concatenate', 'conj', 'conj_physical', 'conj_physical_', 'constant_pad_nd', 'conv_tbc', 'convolution', 'convolution_backward', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'cumulative_trapezoid', 'deg2rad', 'deg2rad_', 'dequantize', 'det', 'detach', 'detach_copy', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_copy', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dsplit', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'empty_permuted', 'empty_strided', 'eq', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand_copy', 'expm1', 'expm1_', 'eye', 'fake_quantize_per_channel_affine', 'fake_quantize_per_channel_affine_cachemask', 'fake_quantize_per_channel_affine_cachemask_backward', 'fake_quantize_per_tensor_affine', 'fake_quantize_per_tensor_affine_cachemask', 'fake_quantize_per_tensor_affine_cachemask_backward', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'frexp', 'frobenius_norm', 'full', 'full_like', 'gather', 'gcd', 'gcd_', 'ge', 'geqrf', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hamming_window', 'hann_window', 'hardshrink', 'hardshrink_backward', 'hash_tensor', 'heaviside', 'hinge_embedding_loss', 'histc', 'histogram', 'hsplit', 'hstack', 'hypot', 'i0', 'i0_', 'igamma', 'igammac', 'imag', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_reduce', 'index_select', 'inner', 'instance_norm', 'int_repr', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kaiser_window', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'lift_fresh', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'lu_solve', 'lu_unpack', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mkldnn_rnn_layer', 'mkldnn_rnn_layer_backward', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'mvlgamma', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'nonzero_static', 'norm', 'norm_except_dim', 'normal', 'not_equal', 'nuclear_norm', 'ones', 'ones_like', 'orgqr', 'ormqr', 'outer', 'pairwise_distance', 'permute', 'permute_copy', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson', 'poisson_nll_loss', 'polar', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'promote_types', 'put', 'q_per_channel_axis', 'q_per_channel_scales', 'q_per_channel_zero_points', 'q_scale', 'q_zero_point', 'qr', 'quantile', 'quantize_per_channel', 'quantize_per_tensor', 'quantize_per_tensor_dynamic', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'range', 'ravel', 'real', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'renorm', 'repeat_interleave', 'reshape', 'resolve_conj', 'resolve_neg', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_copy', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slice_copy', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_copy', 'split_with_sizes', 'split_with_sizes_copy', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'squeeze_copy', 'stack', 'std', 'std_mean', 'stft', 'sub', 'subtract', 'sum', 'svd', 'swapaxes', 'swapdims', 't', 't_copy', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'transpose_copy', 'trapezoid', 'trapz', 'triangular_solve', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unbind_copy', 'unflatten', 'unfold_backward', 'unfold_copy', 'unique_consecutive', 'unique_dim', 'unsafe_chunk', 'unsafe_split', 'unsafe_split_with_sizes', 'unsqueeze', 'unsqueeze_copy', 'vander', 'var', 'var_mean', 'vdot', 'view_as_complex', 'view_as_complex_copy', 'view_as_real', 'view_as_real_copy', 'view_copy', 'vsplit', 'vstack', 'where', 'xlogy', 'xlogy_', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_amp_foreach_non_finite_check_and_unscale_', '_amp_update_scale_', '_cdist_forward', '_conj', '_conj_physical', '_ctc_loss', '_dirichlet_grad', '_embedding_bag', '_embedding_bag_forward_only', '_empty_affine_quantized', '_empty_per_channel_affine_quantized', '_euclidean_dist', '_fake_quantize_per_tensor_affine_cachemask_tensor_qparams', '_fft_c2c', '_fft_c2r', '_fft_r2c', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_histogramdd_bin_edges', '_histogramdd_from_bin_cts', '_histogramdd_from_bin_tensors', '_linalg_check_errors', '_linalg_det', '_linalg_eigh', '_linalg_slogdet', '_linalg_solve_ex', '_linalg_svd', '_local_scalar_dense', '_log_softmax', '_lu_with_info', '_make_per_channel_quantized_tensor', '_make_per_tensor_quantized_tensor', '_native_batch_norm_legit', '_native_batch_norm_legit_functional', '_native_batch_norm_legit_no_training', '_neg_view', '_pdist_forward', '_prelu_kernel', '_quantized_add', '_quantized_conv', '_quantized_linear', '_quantized_linear_dynamic', '_quantized_rnn_layer_dynamic', '_safe_softmax', '_sample_dirichlet', '_scaled_dot_product_attention_math', '_scaled_dot_product_flash_attention_for_cpu', '_sobol_engine_draw', '_sobol_engine_ff_', '_sobol_engine_initialize_state_', '_sobol_engine_scramble_', '_softmax', '_standard_gamma', '_standard_gamma_grad', '_unique2', '_unsafe_view', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addmv_', 'addr', 'adjoint', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'alias_copy', 'all', 'allclose', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_copy', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'bartlett_window', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'blackman_window', 'block_diag', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'can_cast', 'cartesian_prod', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'chain_matmul', 'channel_shuffle', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'combinations', 'complex', 'concat', 'concatenate', 'conj', 'conj_physical', 'conj_physical_', 'constant_pad_nd', 'conv_tbc', 'convolution', 'convolution_backward', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'cumulative_trapezoid', 'deg2rad', 'deg2rad_', 'dequantize', 'det', 'detach', 'detach_copy', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_copy', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dsplit', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'empty_permuted', 'empty_strided', 'eq', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand_copy', 'expm1', 'expm1_', 'eye', 'fake_quantize_per_channel_affine', 'fake_quantize_per_channel_affine_cachemask', 'fake_quantize_per_channel_affine_cachemask_backward', 'fake_quantize_per_tensor_affine', 'fake_quantize_per_tensor_affine_cachemask', 'fake_quantize_per_tensor_affine_cachemask_backward', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'frexp', 'frobenius_norm', 'full', 'full_like', 'gather', 'gcd', 'gcd_', 'ge', 'geqrf', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hamming_window', 'hann_window', 'hardshrink', 'hardshrink_backward', 'hash_tensor', 'heaviside', 'hinge_embedding_loss', 'histc', 'histogram', 'hsplit', 'hstack', 'hypot', 'i0', 'i0_', 'igamma', 'igammac', 'imag', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_reduce', 'index_select', 'inner', 'instance_norm', 'int_repr', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kaiser_window', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'lift_fresh', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'lu_solve', 'lu_unpack', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mkldnn_rnn_layer', 'mkldnn_rnn_layer_backward', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'mvlgamma', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'nonzero_static', 'norm', 'norm_except_dim', 'normal', 'not_equal', 'nuclear_norm', 'ones', 'ones_like', 'orgqr', 'ormqr', 'outer', 'pairwise_distance', 'permute', 'permute_copy', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson', 'poisson_nll_loss', 'polar', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'promote_types', 'put', 'q_per_channel_axis', 'q_per_channel_scales', 'q_per_channel_zero_points', 'q_scale', 'q_zero_point', 'qr', 'quantile', 'quantize_per_channel', 'quantize_per_tensor', 'quantize_per_tensor_dynamic', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'range', 'ravel', 'real', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'renorm', 'repeat_interleave', 'reshape', 'resolve_conj', 'resolve_neg', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_copy', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slice_copy', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_copy', 'split_with_sizes', 'split_with_sizes_copy', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'squeeze_copy', 'stack', 'std', 'std_mean', 'stft', 'sub', 'subtract', 'sum', 'svd', 'swapaxes', 'swapdims', 't', 't_copy', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'transpose_copy', 'trapezoid', 'trapz', 'triangular_solve', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unbind_copy', 'unflatten', 'unfold_backward', 'unfold_copy', 'unique_consecutive', 'unique_dim', 'unsafe_chunk', 'unsafe_split', 'unsafe_split_with_sizes', 'unsqueeze', 'unsqueeze_copy', 'vander', 'var', 'var_mean', 'vdot', 'view_as_complex', 'view_as_complex_copy', 'view_as_real', 'view_as_real_copy', 'view_copy', 'vsplit', 'vstack', 'where', 'xlogy', 'xlogy_', 'zero_', 'zeros', 'zeros_like']
 
 abs = _function(__name__, 'abs', ((_A._op_abs, _A._op_abs_out),),
     (_B.b0(_A._op_abs, _A._op_abs_out),), (), wrapped=True, doc='Computes the absolute value of each element in ``input``.\n\nabs(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor')
@@ -714,54 +714,60 @@ layer_norm = _function(__name__, 'layer_norm', ((_A._op_layer_norm, None),),
     (_B.b183(_A._op_layer_norm),), (), wrapped=True, doc='layer_norm(input: Tensor, normalized_shape: List[int], weight: Optional[Tensor] = None, bias: Optional[Tensor] = None, eps: float = 1e-05, cudnn_enable: bool = True) -> Tensor')
 native_batch_norm = _function(__name__, 'native_batch_norm', ((_A._op_native_batch_norm, None),),
     (_B.b184(_A._op_native_batch_norm),), (), wrapped=True, doc='native_batch_norm(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], running_mean: Optional[Tensor], running_var: Optional[Tensor], training: bool, momentum: float, eps: float) -> (Tensor, Tensor, Tensor)')
+_native_batch_norm_legit = _function(__name__, '_native_batch_norm_legit', ((_A._op__native_batch_norm_legit, None), (_A._op__native_batch_norm_legit_no_stats, None)),
+    (_B.b185(_A._op__native_batch_norm_legit), _B.b186(_A._op__native_batch_norm_legit_no_stats)), (), wrapped=None, doc='_native_batch_norm_legit(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], running_mean: Tensor, running_var: Tensor, training: bool, momentum: float, eps: float) -> (Tensor, Tensor, Tensor)\n_native_batch_norm_legit(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], training: bool, momentum: float, eps: float) -> (Tensor, Tensor, Tensor)')
+_native_batch_norm_legit_functional = _function(__name__, '_native_batch_norm_legit_functional', ((_A._op__native_batch_norm_legit_functional, None),),
+    (_B.b185(_A._op__native_batch_norm_legit_functional),), (), wrapped=True, doc='_native_batch_norm_legit_functional(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], running_mean: Tensor, running_var: Tensor, training: bool, momentum: float, eps: float) -> (Tensor, Tensor, Tensor, Tensor, Tensor)')
+_native_batch_norm_legit_no_training = _function(__name__, '_native_batch_norm_legit_no_training', ((_A._op__native_batch_norm_legit_no_training, None),),
+    (_B.b187(_A._op__native_batch_norm_legit_no_training),), (), wrapped=True, doc='_native_batch_norm_legit_no_training(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], running_mean: Tensor, running_var: Tensor, momentum: float, eps: float) -> (Tensor, Tensor, Tensor)')
 def _signature_native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask): ...
 native_batch_norm_backward = _function(__name__, 'native_batch_norm_backward', ((_A._op_native_batch_norm_backward, None),),
     (), (), wrapped=_signature_native_batch_norm_backward, doc='native_batch_norm_backward(grad_out: Tensor, input: Tensor, weight: Optional[Tensor], running_mean: Optional[Tensor], running_var: Optional[Tensor], save_mean: Optional[Tensor], save_invstd: Optional[Tensor], train: bool, eps: float, output_mask) -> (Tensor, Tensor, Tensor)')
 batch_norm = _function(__name__, 'batch_norm', ((_A._op_batch_norm, None),),
-    (_B.b185(_A._op_batch_norm),), (), wrapped=True, doc='batch_norm(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], running_mean: Optional[Tensor], running_var: Optional[Tensor], training: bool, momentum: float, eps: float, cudnn_enabled: bool) -> Tensor')
+    (_B.b188(_A._op_batch_norm),), (), wrapped=True, doc='batch_norm(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], running_mean: Optional[Tensor], running_var: Optional[Tensor], training: bool, momentum: float, eps: float, cudnn_enabled: bool) -> Tensor')
 convolution = _function(__name__, 'convolution', ((_A._op_convolution, None),),
-    (_B.b186(_A._op_convolution),), (), wrapped=True, doc='convolution(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: List[int], padding: List[int], dilation: List[int], transposed: bool, output_padding: List[int], groups: int) -> Tensor')
+    (_B.b189(_A._op_convolution),), (), wrapped=True, doc='convolution(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: List[int], padding: List[int], dilation: List[int], transposed: bool, output_padding: List[int], groups: int) -> Tensor')
 def _signature_convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask): ...
 convolution_backward = _function(__name__, 'convolution_backward', ((_A._op_convolution_backward, None),),
     (), (), wrapped=_signature_convolution_backward, doc='convolution_backward(grad_output: Tensor, input: Tensor, weight: Tensor, bias_sizes: Optional[List[int]], stride: List[int], padding: List[int], dilation: List[int], transposed: bool, output_padding: List[int], groups: int, output_mask) -> (Tensor, Tensor, Tensor)')
 avg_pool1d = _function(__name__, 'avg_pool1d', ((_A._op_avg_pool1d, None),),
-    (_B.b187(_A._op_avg_pool1d),), (), wrapped=True, doc='avg_pool1d(input: Tensor, kernel_size: List[int], stride: List[int] = (), padding: List[int] = 0, ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor')
+    (_B.b190(_A._op_avg_pool1d),), (), wrapped=True, doc='avg_pool1d(input: Tensor, kernel_size: List[int], stride: List[int] = (), padding: List[int] = 0, ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor')
 constant_pad_nd = _function(__name__, 'constant_pad_nd', ((_A._op_constant_pad_nd, None),),
-    (_B.b188(_A._op_constant_pad_nd),), (), wrapped=True, doc='constant_pad_nd(input: Tensor, pad: List[int], value: Number = 0) -> Tensor')
+    (_B.b191(_A._op_constant_pad_nd),), (), wrapped=True, doc='constant_pad_nd(input: Tensor, pad: List[int], value: Number = 0) -> Tensor')
 embedding = _function(__name__, 'embedding', ((_A._op_embedding, None),),
-    (_B.b189(_A._op_embedding),), (), wrapped=True, doc='embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor')
+    (_B.b192(_A._op_embedding),), (), wrapped=True, doc='embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor')
 dropout = _function(__name__, 'dropout', ((_A._op_dropout, None),),
-    (_B.b190(_A._op_dropout),), (), wrapped=True, doc='Zeroes elements of ``input`` with probability ``p`` (training), scaling the rest by 1 / (1 - p).\n\ndropout(input: Tensor, p: float, train: bool) -> Tensor')
+    (_B.b193(_A._op_dropout),), (), wrapped=True, doc='Zeroes elements of ``input`` with probability ``p`` (training), scaling the rest by 1 / (1 - p).\n\ndropout(input: Tensor, p: float, train: bool) -> Tensor')
 mkldnn_rnn_layer = _function(__name__, 'mkldnn_rnn_layer', ((_A._op_mkldnn_rnn_layer, None),),
-    (_B.b191(_A._op_mkldnn_rnn_layer),), (), wrapped=True, doc='mkldnn_rnn_layer(input: Tensor, weight0: Tensor, weight1: Tensor, weight2: Tensor, weight3: Tensor, hx_: Tensor, cx_: Tensor, reverse: bool, batch_sizes: List[int], mode: int, hidden_size: int, num_layers: int, has_biases: bool, bidirectional: bool, batch_first: bool, train: bool) -> (Tensor, Tensor, Tensor, Tensor)')
+    (_B.b194(_A._op_mkldnn_rnn_layer),), (), wrapped=True, doc='mkldnn_rnn_layer(input: Tensor, weight0: Tensor, weight1: Tensor, weight2: Tensor, weight3: Tensor, hx_: Tensor, cx_: Tensor, reverse: bool, batch_sizes: List[int], mode: int, hidden_size: int, num_layers: int, has_biases: bool, bidirectional: bool, batch_first: bool, train: bool) -> (Tensor, Tensor, Tensor, Tensor)')
 mkldnn_rnn_layer_backward = _function(__name__, 'mkldnn_rnn_layer_backward', ((_A._op_mkldnn_rnn_layer_backward, None),),
-    (_B.b192(_A._op_mkldnn_rnn_layer_backward),), (), wrapped=True, doc='mkldnn_rnn_layer_backward(input: Tensor, weight1: Tensor, weight2: Tensor, weight3: Tensor, weight4: Tensor, hx_: Tensor, cx_tmp: Tensor, output: Tensor, hy_: Tensor, cy_: Tensor, grad_output: Optional[Tensor], grad_hy: Optional[Tensor], grad_cy: Optional[Tensor], reverse: bool, mode: int, hidden_size: int, num_layers: int, has_biases: bool, train: bool, bidirectional: bool, batch_sizes: List[int], batch_first: bool, workspace: Tensor) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)')
+    (_B.b195(_A._op_mkldnn_rnn_layer_backward),), (), wrapped=True, doc='mkldnn_rnn_layer_backward(input: Tensor, weight1: Tensor, weight2: Tensor, weight3: Tensor, weight4: Tensor, hx_: Tensor, cx_tmp: Tensor, output: Tensor, hy_: Tensor, cy_: Tensor, grad_output: Optional[Tensor], grad_hy: Optional[Tensor], grad_cy: Optional[Tensor], reverse: bool, mode: int, hidden_size: int, num_layers: int, has_biases: bool, train: bool, bidirectional: bool, batch_sizes: List[int], batch_first: bool, workspace: Tensor) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)')
 lstm = _function(__name__, 'lstm', ((_A._op_lstm_input, None), (_A._op_lstm_data, None)),
-    (_B.b193(_A._op_lstm_input), _B.b194(_A._op_lstm_data)), (), wrapped=None, doc='lstm(input: Tensor, hx: List[Tensor], params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> (Tensor, Tensor, Tensor)\nlstm(data: Tensor, batch_sizes: Tensor, hx: List[Tensor], params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool) -> (Tensor, Tensor, Tensor)')
+    (_B.b196(_A._op_lstm_input), _B.b197(_A._op_lstm_data)), (), wrapped=None, doc='lstm(input: Tensor, hx: List[Tensor], params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> (Tensor, Tensor, Tensor)\nlstm(data: Tensor, batch_sizes: Tensor, hx: List[Tensor], params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool) -> (Tensor, Tensor, Tensor)')
 gru = _function(__name__, 'gru', ((_A._op_gru_input, None), (_A._op_gru_data, None)),
-    (_B.b195(_A._op_gru_input), _B.b196(_A._op_gru_data)), (), wrapped=None, doc='gru(input: Tensor, hx: Tensor, params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> (Tensor, Tensor)\ngru(data: Tensor, batch_sizes: Tensor, hx: Tensor, params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool) -> (Tensor, Tensor)')
+    (_B.b198(_A._op_gru_input), _B.b199(_A._op_gru_data)), (), wrapped=None, doc='gru(input: Tensor, hx: Tensor, params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> (Tensor, Tensor)\ngru(data: Tensor, batch_sizes: Tensor, hx: Tensor, params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool) -> (Tensor, Tensor)')
 rnn_tanh = _function(__name__, 'rnn_tanh', ((_A._op_rnn_tanh_input, None), (_A._op_rnn_tanh_data, None)),
-    (_B.b195(_A._op_rnn_tanh_input), _B.b196(_A._op_rnn_tanh_data)), (), wrapped=None, doc='rnn_tanh(input: Tensor, hx: Tensor, params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> (Tensor, Tensor)\nrnn_tanh(data: Tensor, batch_sizes: Tensor, hx: Tensor, params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool) -> (Tensor, Tensor)')
+    (_B.b198(_A._op_rnn_tanh_input), _B.b199(_A._op_rnn_tanh_data)), (), wrapped=None, doc='rnn_tanh(input: Tensor, hx: Tensor, params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> (Tensor, Tensor)\nrnn_tanh(data: Tensor, batch_sizes: Tensor, hx: Tensor, params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool) -> (Tensor, Tensor)')
 rnn_relu = _function(__name__, 'rnn_relu', ((_A._op_rnn_relu_input, None), (_A._op_rnn_relu_data, None)),
-    (_B.b195(_A._op_rnn_relu_input), _B.b196(_A._op_rnn_relu_data)), (), wrapped=None, doc='rnn_relu(input: Tensor, hx: Tensor, params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> (Tensor, Tensor)\nrnn_relu(data: Tensor, batch_sizes: Tensor, hx: Tensor, params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool) -> (Tensor, Tensor)')
+    (_B.b198(_A._op_rnn_relu_input), _B.b199(_A._op_rnn_relu_data)), (), wrapped=None, doc='rnn_relu(input: Tensor, hx: Tensor, params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> (Tensor, Tensor)\nrnn_relu(data: Tensor, batch_sizes: Tensor, hx: Tensor, params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool) -> (Tensor, Tensor)')
 lstm_cell = _function(__name__, 'lstm_cell', ((_A._op_lstm_cell, None),),
-    (_B.b197(_A._op_lstm_cell),), (), wrapped=True, doc='lstm_cell(input: Tensor, hx: List[Tensor], w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> (Tensor, Tensor)')
+    (_B.b200(_A._op_lstm_cell),), (), wrapped=True, doc='lstm_cell(input: Tensor, hx: List[Tensor], w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> (Tensor, Tensor)')
 gru_cell = _function(__name__, 'gru_cell', ((_A._op_gru_cell, None),),
-    (_B.b198(_A._op_gru_cell),), (), wrapped=True, doc='gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> Tensor')
+    (_B.b201(_A._op_gru_cell),), (), wrapped=True, doc='gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> Tensor')
 rnn_tanh_cell = _function(__name__, 'rnn_tanh_cell', ((_A._op_rnn_tanh_cell, None),),
-    (_B.b198(_A._op_rnn_tanh_cell),), (), wrapped=True, doc='rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> Tensor')
+    (_B.b201(_A._op_rnn_tanh_cell),), (), wrapped=True, doc='rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> Tensor')
 rnn_relu_cell = _function(__name__, 'rnn_relu_cell', ((_A._op_rnn_relu_cell, None),),
-    (_B.b198(_A._op_rnn_relu_cell),), (), wrapped=True, doc='rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> Tensor')
+    (_B.b201(_A._op_rnn_relu_cell),), (), wrapped=True, doc='rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> Tensor')
 isclose = _function(__name__, 'isclose', ((_A._op_isclose, None),),
-    (_B.b199(_A._op_isclose),), (), wrapped=True, doc='isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor')
+    (_B.b202(_A._op_isclose),), (), wrapped=True, doc='isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor')
 allclose = _function(__name__, 'allclose', ((_A._op_allclose, None),),
-    (_B.b199(_A._op_allclose),), (), wrapped=True, doc='allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool')
+    (_B.b202(_A._op_allclose),), (), wrapped=True, doc='allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool')
 equal = _function(__name__, 'equal', ((_A._op_equal, None),),
     (_B.b22(_A._op_equal),), (), wrapped=True, doc='equal(input: Tensor, other: Tensor) -> bool')
 promote_types = _function(__name__, 'promote_types', ((_A._op_promote_types, None),),
-    (_B.b200(_A._op_promote_types),), (), wrapped=True, doc='promote_types(type1: Optional[dtype], type2: Optional[dtype]) -> ScalarType')
+    (_B.b203(_A._op_promote_types),), (), wrapped=True, doc='promote_types(type1: Optional[dtype], type2: Optional[dtype]) -> ScalarType')
 can_cast = _function(__name__, 'can_cast', ((_A._op_can_cast, None),),
-    (_B.b201(_A._op_can_cast),), (), wrapped=True, doc='can_cast(from_: Optional[dtype], to_: Optional[dtype]) -> bool')
+    (_B.b204(_A._op_can_cast),), (), wrapped=True, doc='can_cast(from_: Optional[dtype], to_: Optional[dtype]) -> bool')
 is_same_size = _function(__name__, 'is_same_size', ((_A._op_is_same_size, None),),
     (_B.b22(_A._op_is_same_size),), (), wrapped=True, doc='is_same_size(input: Tensor, other: Tensor) -> bool')
 _local_scalar_dense = _function(__name__, '_local_scalar_dense', ((_A._op__local_scalar_dense, None),),
@@ -771,11 +777,11 @@ is_nonzero = _function(__name__, 'is_nonzero', ((_A._op_is_nonzero, None),),
 msort = _function(__name__, 'msort', ((_A._op_msort, None),),
     (_B.b1(_A._op_msort),), (), wrapped=True, doc='msort(input: Tensor) -> Tensor')
 diff = _function(__name__, 'diff', ((_A._op_diff, None),),
-    (_B.b202(_A._op_diff),), (), wrapped=True, doc='diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Optional[Tensor] = None, append: Optional[Tensor] = None) -> Tensor')
+    (_B.b205(_A._op_diff),), (), wrapped=True, doc='diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Optional[Tensor] = None, append: Optional[Tensor] = None) -> Tensor')
 trace = _function(__name__, 'trace', ((_A._op_trace, None),),
     (_B.b1(_A._op_trace),), (), wrapped=True, doc='trace(input: Tensor) -> Tensor')
 cov = _function(__name__, 'cov', ((_A._op_cov, None),),
-    (_B.b203(_A._op_cov),), (), wrapped=True, doc='cov(input: Tensor, *, correction: int = 1, fweights: Optional[Tensor] = None, aweights: Optional[Tensor] = None) -> Tensor')
+    (_B.b206(_A._op_cov),), (), wrapped=True, doc='cov(input: Tensor, *, correction: int = 1, fweights: Optional[Tensor] = None, aweights: Optional[Tensor] = None) -> Tensor')
 corrcoef = _function(__name__, 'corrcoef', ((_A._op_corrcoef, None),),
     (_B.b1(_A._op_corrcoef),), (), wrapped=True, doc='corrcoef(input: Tensor) -> Tensor')
 cartesian_prod = _function(__name__, 'cartesian_prod', ((_A._op_cartesian_prod, None),),
@@ -813,7 +819,7 @@ arctan2 = _function(__name__, 'arctan2', ((_A._op_arctan2, None),),
 multiply = _function(__name__, 'multiply', ((_A._op_multiply_Tensor, None), (_A._op_multiply_Scalar, None)),
     (_B.b22(_A._op_multiply_Tensor), _B.b21(_A._op_multiply_Scalar)), (), wrapped=None, doc='multiply(input: Tensor, other: Tensor) -> Tensor\nmultiply(input: Tensor, other: Number) -> Tensor')
 divide = _function(__name__, 'divide', ((_A._op_divide_Tensor, None), (_A._op_divide_Scalar, None), (_A._op_divide_Tensor_mode, None), (_A._op_divide_Scalar_mode, None)),
-    (_B.b22(_A._op_divide_Tensor), _B.b21(_A._op_divide_Scalar), _B.b204(_A._op_divide_Tensor_mode), _B.b11(_A._op_divide_Scalar_mode)), (), wrapped=None, doc='divide(input: Tensor, other: Tensor) -> Tensor\ndivide(input: Tensor, other: Number) -> Tensor\ndivide(input: Tensor, other: Tensor, *, rounding_mode: Optional[str]) -> Tensor\ndivide(input: Tensor, other: Number, *, rounding_mode: Optional[str]) -> Tensor')
+    (_B.b22(_A._op_divide_Tensor), _B.b21(_A._op_divide_Scalar), _B.b207(_A._op_divide_Tensor_mode), _B.b11(_A._op_divide_Scalar_mode)), (), wrapped=None, doc='divide(input: Tensor, other: Tensor) -> Tensor\ndivide(input: Tensor, other: Number) -> Tensor\ndivide(input: Tensor, other: Tensor, *, rounding_mode: Optional[str]) -> Tensor\ndivide(input: Tensor, other: Number, *, rounding_mode: Optional[str]) -> Tensor')
 subtract = _function(__name__, 'subtract', ((_A._op_subtract_Tensor, None), (_A._op_subtract_Scalar, None)),
     (_B.b13(_A._op_subtract_Tensor), _B.b14(_A._op_subtract_Scalar)), (), wrapped=None, doc='subtract(input: Tensor, other: Tensor, *, alpha: Number = 1) -> Tensor\nsubtract(input: Tensor, other: Number, alpha: Number = 1) -> Tensor')
 negative = _function(__name__, 'negative', ((_A._op_negative, None),),
@@ -825,309 +831,309 @@ fix = _function(__name__, 'fix', ((_A._op_fix, None),),
 fix_ = _function(__name__, 'fix_', ((_A._op_fix_, None),),
     (_B.b1(_A._op_fix_),), (), wrapped=True, doc='fix_(input: Tensor) -> Tensor')
 _foreach_abs = _function(__name__, '_foreach_abs', ((_A._op__foreach_abs, None),),
-    (_B.b205(_A._op__foreach_abs),), (), wrapped=True, doc='_foreach_abs(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_abs),), (), wrapped=True, doc='_foreach_abs(input: List[Tensor]) -> List[Tensor]')
 _foreach_abs_ = _function(__name__, '_foreach_abs_', ((_A._op__foreach_abs_, None),),
-    (_B.b206(_A._op__foreach_abs_),), (), wrapped=True, doc='_foreach_abs_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_abs_),), (), wrapped=True, doc='_foreach_abs_(input: List[Tensor]) -> ()')
 _foreach_acos = _function(__name__, '_foreach_acos', ((_A._op__foreach_acos, None),),
-    (_B.b205(_A._op__foreach_acos),), (), wrapped=True, doc='_foreach_acos(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_acos),), (), wrapped=True, doc='_foreach_acos(input: List[Tensor]) -> List[Tensor]')
 _foreach_acos_ = _function(__name__, '_foreach_acos_', ((_A._op__foreach_acos_, None),),
-    (_B.b206(_A._op__foreach_acos_),), (), wrapped=True, doc='_foreach_acos_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_acos_),), (), wrapped=True, doc='_foreach_acos_(input: List[Tensor]) -> ()')
 _foreach_add = _function(__name__, '_foreach_add', ((_A._op__foreach_add_Scalar, None), (_A._op__foreach_add_List, None), (_A._op__foreach_add_ScalarList, None), (_A._op__foreach_add_Tensor, None)),
-    (_B.b207(_A._op__foreach_add_Scalar), _B.b208(_A._op__foreach_add_List), _B.b209(_A._op__foreach_add_Tensor)), (), wrapped=None, doc='_foreach_add(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_add(input: List[Tensor], other: List[Tensor], *, alpha: Number = 1) -> List[Tensor]\n_foreach_add(input: List[Tensor], scalars: List[Number]) -> List[Tensor]\n_foreach_add(input: List[Tensor], other: Tensor, *, alpha: Number = 1) -> List[Tensor]')
+    (_B.b210(_A._op__foreach_add_Scalar), _B.b211(_A._op__foreach_add_List), _B.b212(_A._op__foreach_add_Tensor)), (), wrapped=None, doc='_foreach_add(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_add(input: List[Tensor], other: List[Tensor], *, alpha: Number = 1) -> List[Tensor]\n_foreach_add(input: List[Tensor], scalars: List[Number]) -> List[Tensor]\n_foreach_add(input: List[Tensor], other: Tensor, *, alpha: Number = 1) -> List[Tensor]')
 _foreach_add_ = _function(__name__, '_foreach_add_', ((_A._op__foreach_add__List, None), (_A._op__foreach_add__ScalarList, None), (_A._op__foreach_add__Tensor, None), (_A._op__foreach_add__Scalar, None)),
-    (_B.b210(_A._op__foreach_add__List), _B.b211(_A._op__foreach_add__Tensor), _B.b212(_A._op__foreach_add__Scalar)), (), wrapped=None, doc='_foreach_add_(input: List[Tensor], other: List[Tensor], *, alpha: Number = 1) -> ()\n_foreach_add_(input: List[Tensor], scalars: List[Number]) -> ()\n_foreach_add_(input: List[Tensor], other: Tensor, *, alpha: Number = 1) -> ()\n_foreach_add_(input: List[Tensor], scalar: Number) -> ()')
+    (_B.b213(_A._op__foreach_add__List), _B.b214(_A._op__foreach_add__Tensor), _B.b215(_A._op__foreach_add__Scalar)), (), wrapped=None, doc='_foreach_add_(input: List[Tensor], other: List[Tensor], *, alpha: Number = 1) -> ()\n_foreach_add_(input: List[Tensor], scalars: List[Number]) -> ()\n_foreach_add_(input: List[Tensor], other: Tensor, *, alpha: Number = 1) -> ()\n_foreach_add_(input: List[Tensor], scalar: Number) -> ()')
 _foreach_addcdiv = _function(__name__, '_foreach_addcdiv', ((_A._op__foreach_addcdiv_Scalar, None), (_A._op__foreach_addcdiv_ScalarList, None), (_A._op__foreach_addcdiv_Tensor, None)),
-    (_B.b213(_A._op__foreach_addcdiv_Scalar), _B.b214(_A._op__foreach_addcdiv_Tensor)), (), wrapped=None, doc='_foreach_addcdiv(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], value: Number = 1) -> List[Tensor]\n_foreach_addcdiv(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: List[Number]) -> List[Tensor]\n_foreach_addcdiv(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: Tensor) -> List[Tensor]')
+    (_B.b216(_A._op__foreach_addcdiv_Scalar), _B.b217(_A._op__foreach_addcdiv_Tensor)), (), wrapped=None, doc='_foreach_addcdiv(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], value: Number = 1) -> List[Tensor]\n_foreach_addcdiv(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: List[Number]) -> List[Tensor]\n_foreach_addcdiv(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: Tensor) -> List[Tensor]')
 _foreach_addcdiv_ = _function(__name__, '_foreach_addcdiv_', ((_A._op__foreach_addcdiv__Scalar, None), (_A._op__foreach_addcdiv__ScalarList, None), (_A._op__foreach_addcdiv__Tensor, None)),
-    (_B.b215(_A._op__foreach_addcdiv__Scalar), _B.b216(_A._op__foreach_addcdiv__Tensor)), (), wrapped=None, doc='_foreach_addcdiv_(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], value: Number = 1) -> ()\n_foreach_addcdiv_(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: List[Number]) -> ()\n_foreach_addcdiv_(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: Tensor) -> ()')
+    (_B.b218(_A._op__foreach_addcdiv__Scalar), _B.b219(_A._op__foreach_addcdiv__Tensor)), (), wrapped=None, doc='_foreach_addcdiv_(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], value: Number = 1) -> ()\n_foreach_addcdiv_(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: List[Number]) -> ()\n_foreach_addcdiv_(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: Tensor) -> ()')
 _foreach_addcmul = _function(__name__, '_foreach_addcmul', ((_A._op__foreach_addcmul_Scalar, None), (_A._op__foreach_addcmul_ScalarList, None), (_A._op__foreach_addcmul_Tensor, None)),
-    (_B.b213(_A._op__foreach_addcmul_Scalar), _B.b214(_A._op__foreach_addcmul_Tensor)), (), wrapped=None, doc='_foreach_addcmul(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], value: Number = 1) -> List[Tensor]\n_foreach_addcmul(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: List[Number]) -> List[Tensor]\n_foreach_addcmul(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: Tensor) -> List[Tensor]')
+    (_B.b216(_A._op__foreach_addcmul_Scalar), _B.b217(_A._op__foreach_addcmul_Tensor)), (), wrapped=None, doc='_foreach_addcmul(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], value: Number = 1) -> List[Tensor]\n_foreach_addcmul(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: List[Number]) -> List[Tensor]\n_foreach_addcmul(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: Tensor) -> List[Tensor]')
 _foreach_addcmul_ = _function(__name__, '_foreach_addcmul_', ((_A._op__foreach_addcmul__Scalar, None), (_A._op__foreach_addcmul__ScalarList, None), (_A._op__foreach_addcmul__Tensor, None)),
-    (_B.b215(_A._op__foreach_addcmul__Scalar), _B.b216(_A._op__foreach_addcmul__Tensor)), (), wrapped=None, doc='_foreach_addcmul_(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], value: Number = 1) -> ()\n_foreach_addcmul_(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: List[Number]) -> ()\n_foreach_addcmul_(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: Tensor) -> ()')
+    (_B.b218(_A._op__foreach_addcmul__Scalar), _B.b219(_A._op__foreach_addcmul__Tensor)), (), wrapped=None, doc='_foreach_addcmul_(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], value: Number = 1) -> ()\n_foreach_addcmul_(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: List[Number]) -> ()\n_foreach_addcmul_(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: Tensor) -> ()')
 _foreach_asin = _function(__name__, '_foreach_asin', ((_A._op__foreach_asin, None),),
-    (_B.b205(_A._op__foreach_asin),), (), wrapped=True, doc='_foreach_asin(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_asin),), (), wrapped=True, doc='_foreach_asin(input: List[Tensor]) -> List[Tensor]')
 _foreach_asin_ = _function(__name__, '_foreach_asin_', ((_A._op__foreach_asin_, None),),
-    (_B.b206(_A._op__foreach_asin_),), (), wrapped=True, doc='_foreach_asin_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_asin_),), (), wrapped=True, doc='_foreach_asin_(input: List[Tensor]) -> ()')
 _foreach_atan = _function(__name__, '_foreach_atan', ((_A._op__foreach_atan, None),),
-    (_B.b205(_A._op__foreach_atan),), (), wrapped=True, doc='_foreach_atan(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_atan),), (), wrapped=True, doc='_foreach_atan(input: List[Tensor]) -> List[Tensor]')
 _foreach_atan_ = _function(__name__, '_foreach_atan_', ((_A._op__foreach_atan_, None),),
-    (_B.b206(_A._op__foreach_atan_),), (), wrapped=True, doc='_foreach_atan_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_atan_),), (), wrapped=True, doc='_foreach_atan_(input: List[Tensor]) -> ()')
 _foreach_ceil = _function(__name__, '_foreach_ceil', ((_A._op__foreach_ceil, None),),
-    (_B.b205(_A._op__foreach_ceil),), (), wrapped=True, doc='_foreach_ceil(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_ceil),), (), wrapped=True, doc='_foreach_ceil(input: List[Tensor]) -> List[Tensor]')
 _foreach_ceil_ = _function(__name__, '_foreach_ceil_', ((_A._op__foreach_ceil_, None),),
-    (_B.b206(_A._op__foreach_ceil_),), (), wrapped=True, doc='_foreach_ceil_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_ceil_),), (), wrapped=True, doc='_foreach_ceil_(input: List[Tensor]) -> ()')
 _foreach_clamp_max = _function(__name__, '_foreach_clamp_max', ((_A._op__foreach_clamp_max_Scalar, None), (_A._op__foreach_clamp_max_List, None), (_A._op__foreach_clamp_max_ScalarList, None)),
-    (_B.b207(_A._op__foreach_clamp_max_Scalar), _B.b217(_A._op__foreach_clamp_max_List)), (), wrapped=None, doc='_foreach_clamp_max(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_clamp_max(input: List[Tensor], other: List[Tensor]) -> List[Tensor]\n_foreach_clamp_max(input: List[Tensor], scalars: List[Number]) -> List[Tensor]')
+    (_B.b210(_A._op__foreach_clamp_max_Scalar), _B.b220(_A._op__foreach_clamp_max_List)), (), wrapped=None, doc='_foreach_clamp_max(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_clamp_max(input: List[Tensor], other: List[Tensor]) -> List[Tensor]\n_foreach_clamp_max(input: List[Tensor], scalars: List[Number]) -> List[Tensor]')
 _foreach_clamp_max_ = _function(__name__, '_foreach_clamp_max_', ((_A._op__foreach_clamp_max__Scalar, None), (_A._op__foreach_clamp_max__List, None), (_A._op__foreach_clamp_max__ScalarList, None)),
-    (_B.b212(_A._op__foreach_clamp_max__Scalar), _B.b218(_A._op__foreach_clamp_max__List)), (), wrapped=None, doc='_foreach_clamp_max_(input: List[Tensor], scalar: Number) -> ()\n_foreach_clamp_max_(input: List[Tensor], other: List[Tensor]) -> ()\n_foreach_clamp_max_(input: List[Tensor], scalars: List[Number]) -> ()')
+    (_B.b215(_A._op__foreach_clamp_max__Scalar), _B.b221(_A._op__foreach_clamp_max__List)), (), wrapped=None, doc='_foreach_clamp_max_(input: List[Tensor], scalar: Number) -> ()\n_foreach_clamp_max_(input: List[Tensor], other: List[Tensor]) -> ()\n_foreach_clamp_max_(input: List[Tensor], scalars: List[Number]) -> ()')
 _foreach_clamp_min = _function(__name__, '_foreach_clamp_min', ((_A._op__foreach_clamp_min_Scalar, None), (_A._op__foreach_clamp_min_List, None), (_A._op__foreach_clamp_min_ScalarList, None)),
-    (_B.b207(_A._op__foreach_clamp_min_Scalar), _B.b217(_A._op__foreach_clamp_min_List)), (), wrapped=None, doc='_foreach_clamp_min(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_clamp_min(input: List[Tensor], other: List[Tensor]) -> List[Tensor]\n_foreach_clamp_min(input: List[Tensor], scalars: List[Number]) -> List[Tensor]')
+    (_B.b210(_A._op__foreach_clamp_min_Scalar), _B.b220(_A._op__foreach_clamp_min_List)), (), wrapped=None, doc='_foreach_clamp_min(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_clamp_min(input: List[Tensor], other: List[Tensor]) -> List[Tensor]\n_foreach_clamp_min(input: List[Tensor], scalars: List[Number]) -> List[Tensor]')
 _foreach_clamp_min_ = _function(__name__, '_foreach_clamp_min_', ((_A._op__foreach_clamp_min__Scalar, None), (_A._op__foreach_clamp_min__List, None), (_A._op__foreach_clamp_min__ScalarList, None)),
-    (_B.b212(_A._op__foreach_clamp_min__Scalar), _B.b218(_A._op__foreach_clamp_min__List)), (), wrapped=None, doc='_foreach_clamp_min_(input: List[Tensor], scalar: Number) -> ()\n_foreach_clamp_min_(input: List[Tensor], other: List[Tensor]) -> ()\n_foreach_clamp_min_(input: List[Tensor], scalars: List[Number]) -> ()')
+    (_B.b215(_A._op__foreach_clamp_min__Scalar), _B.b221(_A._op__foreach_clamp_min__List)), (), wrapped=None, doc='_foreach_clamp_min_(input: List[Tensor], scalar: Number) -> ()\n_foreach_clamp_min_(input: List[Tensor], other: List[Tensor]) -> ()\n_foreach_clamp_min_(input: List[Tensor], scalars: List[Number]) -> ()')
 _foreach_clone = _function(__name__, '_foreach_clone', ((_A._op__foreach_clone, None),),
-    (_B.b219(_A._op__foreach_clone),), (), wrapped=True, doc='_foreach_clone(input: List[Tensor], *, memory_format=None) -> List[Tensor]')
+    (_B.b222(_A._op__foreach_clone),), (), wrapped=True, doc='_foreach_clone(input: List[Tensor], *, memory_format=None) -> List[Tensor]')
 _foreach_copy_ = _function(__name__, '_foreach_copy_', ((_A._op__foreach_copy_, None),),
-    (_B.b220(_A._op__foreach_copy_),), (), wrapped=True, doc='_foreach_copy_(input: List[Tensor], src: List[Tensor], non_blocking: bool = False) -> ()')
+    (_B.b223(_A._op__foreach_copy_),), (), wrapped=True, doc='_foreach_copy_(input: List[Tensor], src: List[Tensor], non_blocking: bool = False) -> ()')
 _foreach_cos = _function(__name__, '_foreach_cos', ((_A._op__foreach_cos, None),),
-    (_B.b205(_A._op__foreach_cos),), (), wrapped=True, doc='_foreach_cos(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_cos),), (), wrapped=True, doc='_foreach_cos(input: List[Tensor]) -> List[Tensor]')
 _foreach_cos_ = _function(__name__, '_foreach_cos_', ((_A._op__foreach_cos_, None),),
-    (_B.b206(_A._op__foreach_cos_),), (), wrapped=True, doc='_foreach_cos_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_cos_),), (), wrapped=True, doc='_foreach_cos_(input: List[Tensor]) -> ()')
 _foreach_cosh = _function(__name__, '_foreach_cosh', ((_A._op__foreach_cosh, None),),
-    (_B.b205(_A._op__foreach_cosh),), (), wrapped=True, doc='_foreach_cosh(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_cosh),), (), wrapped=True, doc='_foreach_cosh(input: List[Tensor]) -> List[Tensor]')
 _foreach_cosh_ = _function(__name__, '_foreach_cosh_', ((_A._op__foreach_cosh_, None),),
-    (_B.b206(_A._op__foreach_cosh_),), (), wrapped=True, doc='_foreach_cosh_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_cosh_),), (), wrapped=True, doc='_foreach_cosh_(input: List[Tensor]) -> ()')
 _foreach_div = _function(__name__, '_foreach_div', ((_A._op__foreach_div_Scalar, None), (_A._op__foreach_div_List, None), (_A._op__foreach_div_ScalarList, None), (_A._op__foreach_div_Tensor, None)),
-    (_B.b207(_A._op__foreach_div_Scalar), _B.b217(_A._op__foreach_div_List), _B.b221(_A._op__foreach_div_Tensor)), (), wrapped=None, doc='_foreach_div(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_div(input: List[Tensor], other: List[Tensor]) -> List[Tensor]\n_foreach_div(input: List[Tensor], scalars: List[Number]) -> List[Tensor]\n_foreach_div(input: List[Tensor], other: Tensor) -> List[Tensor]')
+    (_B.b210(_A._op__foreach_div_Scalar), _B.b220(_A._op__foreach_div_List), _B.b224(_A._op__foreach_div_Tensor)), (), wrapped=None, doc='_foreach_div(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_div(input: List[Tensor], other: List[Tensor]) -> List[Tensor]\n_foreach_div(input: List[Tensor], scalars: List[Number]) -> List[Tensor]\n_foreach_div(input: List[Tensor], other: Tensor) -> List[Tensor]')
 _foreach_div_ = _function(__name__, '_foreach_div_', ((_A._op__foreach_div__Scalar, None), (_A._op__foreach_div__List, None), (_A._op__foreach_div__ScalarList, None), (_A._op__foreach_div__Tensor, None)),
-    (_B.b212(_A._op__foreach_div__Scalar), _B.b218(_A._op__foreach_div__List), _B.b222(_A._op__foreach_div__Tensor)), (), wrapped=None, doc='_foreach_div_(input: List[Tensor], scalar: Number) -> ()\n_foreach_div_(input: List[Tensor], other: List[Tensor]) -> ()\n_foreach_div_(input: List[Tensor], scalars: List[Number]) -> ()\n_foreach_div_(input: List[Tensor], other: Tensor) -> ()')
+    (_B.b215(_A._op__foreach_div__Scalar), _B.b221(_A._op__foreach_div__List), _B.b225(_A._op__foreach_div__Tensor)), (), wrapped=None, doc='_foreach_div_(input: List[Tensor], scalar: Number) -> ()\n_foreach_div_(input: List[Tensor], other: List[Tensor]) -> ()\n_foreach_div_(input: List[Tensor], scalars: List[Number]) -> ()\n_foreach_div_(input: List[Tensor], other: Tensor) -> ()')
 _foreach_erf = _function(__name__, '_foreach_erf', ((_A._op__foreach_erf, None),),
-    (_B.b205(_A._op__foreach_erf),), (), wrapped=True, doc='_foreach_erf(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_erf),), (), wrapped=True, doc='_foreach_erf(input: List[Tensor]) -> List[Tensor]')
 _foreach_erf_ = _function(__name__, '_foreach_erf_', ((_A._op__foreach_erf_, None),),
-    (_B.b206(_A._op__foreach_erf_),), (), wrapped=True, doc='_foreach_erf_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_erf_),), (), wrapped=True, doc='_foreach_erf_(input: List[Tensor]) -> ()')
 _foreach_erfc = _function(__name__, '_foreach_erfc', ((_A._op__foreach_erfc, None),),
-    (_B.b205(_A._op__foreach_erfc),), (), wrapped=True, doc='_foreach_erfc(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_erfc),), (), wrapped=True, doc='_foreach_erfc(input: List[Tensor]) -> List[Tensor]')
 _foreach_erfc_ = _function(__name__, '_foreach_erfc_', ((_A._op__foreach_erfc_, None),),
-    (_B.b206(_A._op__foreach_erfc_),), (), wrapped=True, doc='_foreach_erfc_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_erfc_),), (), wrapped=True, doc='_foreach_erfc_(input: List[Tensor]) -> ()')
 _foreach_exp = _function(__name__, '_foreach_exp', ((_A._op__foreach_exp, None),),
-    (_B.b205(_A._op__foreach_exp),), (), wrapped=True, doc='_foreach_exp(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_exp),), (), wrapped=True, doc='_foreach_exp(input: List[Tensor]) -> List[Tensor]')
 _foreach_exp_ = _function(__name__, '_foreach_exp_', ((_A._op__foreach_exp_, None),),
-    (_B.b206(_A._op__foreach_exp_),), (), wrapped=True, doc='_foreach_exp_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_exp_),), (), wrapped=True, doc='_foreach_exp_(input: List[Tensor]) -> ()')
 _foreach_expm1 = _function(__name__, '_foreach_expm1', ((_A._op__foreach_expm1, None),),
-    (_B.b205(_A._op__foreach_expm1),), (), wrapped=True, doc='_foreach_expm1(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_expm1),), (), wrapped=True, doc='_foreach_expm1(input: List[Tensor]) -> List[Tensor]')
 _foreach_expm1_ = _function(__name__, '_foreach_expm1_', ((_A._op__foreach_expm1_, None),),
-    (_B.b206(_A._op__foreach_expm1_),), (), wrapped=True, doc='_foreach_expm1_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_expm1_),), (), wrapped=True, doc='_foreach_expm1_(input: List[Tensor]) -> ()')
 _foreach_floor = _function(__name__, '_foreach_floor', ((_A._op__foreach_floor, None),),
-    (_B.b205(_A._op__foreach_floor),), (), wrapped=True, doc='_foreach_floor(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_floor),), (), wrapped=True, doc='_foreach_floor(input: List[Tensor]) -> List[Tensor]')
 _foreach_floor_ = _function(__name__, '_foreach_floor_', ((_A._op__foreach_floor_, None),),
-    (_B.b206(_A._op__foreach_floor_),), (), wrapped=True, doc='_foreach_floor_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_floor_),), (), wrapped=True, doc='_foreach_floor_(input: List[Tensor]) -> ()')
 _foreach_frac = _function(__name__, '_foreach_frac', ((_A._op__foreach_frac, None),),
-    (_B.b205(_A._op__foreach_frac),), (), wrapped=True, doc='_foreach_frac(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_frac),), (), wrapped=True, doc='_foreach_frac(input: List[Tensor]) -> List[Tensor]')
 _foreach_frac_ = _function(__name__, '_foreach_frac_', ((_A._op__foreach_frac_, None),),
-    (_B.b206(_A._op__foreach_frac_),), (), wrapped=True, doc='_foreach_frac_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_frac_),), (), wrapped=True, doc='_foreach_frac_(input: List[Tensor]) -> ()')
 _foreach_lerp = _function(__name__, '_foreach_lerp', ((_A._op__foreach_lerp_List, None), (_A._op__foreach_lerp_Scalar, None), (_A._op__foreach_lerp_ScalarList, None)),
-    (_B.b223(_A._op__foreach_lerp_List), _B.b224(_A._op__foreach_lerp_Scalar)), (), wrapped=None, doc='_foreach_lerp(input: List[Tensor], tensors1: List[Tensor], weights: List[Tensor]) -> List[Tensor]\n_foreach_lerp(input: List[Tensor], tensors1: List[Tensor], weight: Number) -> List[Tensor]\n_foreach_lerp(input: List[Tensor], tensors1: List[Tensor], weight: List[Number]) -> List[Tensor]')
+    (_B.b226(_A._op__foreach_lerp_List), _B.b227(_A._op__foreach_lerp_Scalar)), (), wrapped=None, doc='_foreach_lerp(input: List[Tensor], tensors1: List[Tensor], weights: List[Tensor]) -> List[Tensor]\n_foreach_lerp(input: List[Tensor], tensors1: List[Tensor], weight: Number) -> List[Tensor]\n_foreach_lerp(input: List[Tensor], tensors1: List[Tensor], weight: List[Number]) -> List[Tensor]')
 _foreach_lerp_ = _function(__name__, '_foreach_lerp_', ((_A._op__foreach_lerp__List, None), (_A._op__foreach_lerp__Scalar, None), (_A._op__foreach_lerp__ScalarList, None)),
-    (_B.b225(_A._op__foreach_lerp__List), _B.b226(_A._op__foreach_lerp__Scalar)), (), wrapped=None, doc='_foreach_lerp_(input: List[Tensor], tensors1: List[Tensor], weights: List[Tensor]) -> ()\n_foreach_lerp_(input: List[Tensor], tensors1: List[Tensor], weight: Number) -> ()\n_foreach_lerp_(input: List[Tensor], tensors1: List[Tensor], weight: List[Number]) -> ()')
+    (_B.b228(_A._op__foreach_lerp__List), _B.b229(_A._op__foreach_lerp__Scalar)), (), wrapped=None, doc='_foreach_lerp_(input: List[Tensor], tensors1: List[Tensor], weights: List[Tensor]) -> ()\n_foreach_lerp_(input: List[Tensor], tensors1: List[Tensor], weight: Number) -> ()\n_foreach_lerp_(input: List[Tensor], tensors1: List[Tensor], weight: List[Number]) -> ()')
 _foreach_lgamma = _function(__name__, '_foreach_lgamma', ((_A._op__foreach_lgamma, None),),
-    (_B.b205(_A._op__foreach_lgamma),), (), wrapped=True, doc='_foreach_lgamma(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_lgamma),), (), wrapped=True, doc='_foreach_lgamma(input: List[Tensor]) -> List[Tensor]')
 _foreach_lgamma_ = _function(__name__, '_foreach_lgamma_', ((_A._op__foreach_lgamma_, None),),
-    (_B.b206(_A._op__foreach_lgamma_),), (), wrapped=True, doc='_foreach_lgamma_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_lgamma_),), (), wrapped=True, doc='_foreach_lgamma_(input: List[Tensor]) -> ()')
 _foreach_log = _function(__name__, '_foreach_log', ((_A._op__foreach_log, None),),
-    (_B.b205(_A._op__foreach_log),), (), wrapped=True, doc='_foreach_log(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_log),), (), wrapped=True, doc='_foreach_log(input: List[Tensor]) -> List[Tensor]')
 _foreach_log10 = _function(__name__, '_foreach_log10', ((_A._op__foreach_log10, None),),
-    (_B.b205(_A._op__foreach_log10),), (), wrapped=True, doc='_foreach_log10(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_log10),), (), wrapped=True, doc='_foreach_log10(input: List[Tensor]) -> List[Tensor]')
 _foreach_log10_ = _function(__name__, '_foreach_log10_', ((_A._op__foreach_log10_, None),),
-    (_B.b206(_A._op__foreach_log10_),), (), wrapped=True, doc='_foreach_log10_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_log10_),), (), wrapped=True, doc='_foreach_log10_(input: List[Tensor]) -> ()')
 _foreach_log1p = _function(__name__, '_foreach_log1p', ((_A._op__foreach_log1p, None),),
-    (_B.b205(_A._op__foreach_log1p),), (), wrapped=True, doc='_foreach_log1p(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_log1p),), (), wrapped=True, doc='_foreach_log1p(input: List[Tensor]) -> List[Tensor]')
 _foreach_log1p_ = _function(__name__, '_foreach_log1p_', ((_A._op__foreach_log1p_, None),),
-    (_B.b206(_A._op__foreach_log1p_),), (), wrapped=True, doc='_foreach_log1p_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_log1p_),), (), wrapped=True, doc='_foreach_log1p_(input: List[Tensor]) -> ()')
 _foreach_log2 = _function(__name__, '_foreach_log2', ((_A._op__foreach_log2, None),),
-    (_B.b205(_A._op__foreach_log2),), (), wrapped=True, doc='_foreach_log2(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_log2),), (), wrapped=True, doc='_foreach_log2(input: List[Tensor]) -> List[Tensor]')
 _foreach_log2_ = _function(__name__, '_foreach_log2_', ((_A._op__foreach_log2_, None),),
-    (_B.b206(_A._op__foreach_log2_),), (), wrapped=True, doc='_foreach_log2_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_log2_),), (), wrapped=True, doc='_foreach_log2_(input: List[Tensor]) -> ()')
 _foreach_log_ = _function(__name__, '_foreach_log_', ((_A._op__foreach_log_, None),),
-    (_B.b206(_A._op__foreach_log_),), (), wrapped=True, doc='_foreach_log_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_log_),), (), wrapped=True, doc='_foreach_log_(input: List[Tensor]) -> ()')
 _foreach_max = _function(__name__, '_foreach_max', ((_A._op__foreach_max, None),),
-    (_B.b205(_A._op__foreach_max),), (), wrapped=True, doc='_foreach_max(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_max),), (), wrapped=True, doc='_foreach_max(input: List[Tensor]) -> List[Tensor]')
 _foreach_maximum = _function(__name__, '_foreach_maximum', ((_A._op__foreach_maximum_Scalar, None), (_A._op__foreach_maximum_List, None), (_A._op__foreach_maximum_ScalarList, None)),
-    (_B.b207(_A._op__foreach_maximum_Scalar), _B.b217(_A._op__foreach_maximum_List)), (), wrapped=None, doc='_foreach_maximum(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_maximum(input: List[Tensor], other: List[Tensor]) -> List[Tensor]\n_foreach_maximum(input: List[Tensor], scalars: List[Number]) -> List[Tensor]')
+    (_B.b210(_A._op__foreach_maximum_Scalar), _B.b220(_A._op__foreach_maximum_List)), (), wrapped=None, doc='_foreach_maximum(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_maximum(input: List[Tensor], other: List[Tensor]) -> List[Tensor]\n_foreach_maximum(input: List[Tensor], scalars: List[Number]) -> List[Tensor]')
 _foreach_maximum_ = _function(__name__, '_foreach_maximum_', ((_A._op__foreach_maximum__Scalar, None), (_A._op__foreach_maximum__List, None), (_A._op__foreach_maximum__ScalarList, None)),
-    (_B.b212(_A._op__foreach_maximum__Scalar), _B.b218(_A._op__foreach_maximum__List)), (), wrapped=None, doc='_foreach_maximum_(input: List[Tensor], scalar: Number) -> ()\n_foreach_maximum_(input: List[Tensor], other: List[Tensor]) -> ()\n_foreach_maximum_(input: List[Tensor], scalars: List[Number]) -> ()')
+    (_B.b215(_A._op__foreach_maximum__Scalar), _B.b221(_A._op__foreach_maximum__List)), (), wrapped=None, doc='_foreach_maximum_(input: List[Tensor], scalar: Number) -> ()\n_foreach_maximum_(input: List[Tensor], other: List[Tensor]) -> ()\n_foreach_maximum_(input: List[Tensor], scalars: List[Number]) -> ()')
 _foreach_minimum = _function(__name__, '_foreach_minimum', ((_A._op__foreach_minimum_Scalar, None), (_A._op__foreach_minimum_List, None), (_A._op__foreach_minimum_ScalarList, None)),
-    (_B.b207(_A._op__foreach_minimum_Scalar), _B.b217(_A._op__foreach_minimum_List)), (), wrapped=None, doc='_foreach_minimum(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_minimum(input: List[Tensor], other: List[Tensor]) -> List[Tensor]\n_foreach_minimum(input: List[Tensor], scalars: List[Number]) -> List[Tensor]')
+    (_B.b210(_A._op__foreach_minimum_Scalar), _B.b220(_A._op__foreach_minimum_List)), (), wrapped=None, doc='_foreach_minimum(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_minimum(input: List[Tensor], other: List[Tensor]) -> List[Tensor]\n_foreach_minimum(input: List[Tensor], scalars: List[Number]) -> List[Tensor]')
 _foreach_minimum_ = _function(__name__, '_foreach_minimum_', ((_A._op__foreach_minimum__Scalar, None), (_A._op__foreach_minimum__List, None), (_A._op__foreach_minimum__ScalarList, None)),
-    (_B.b212(_A._op__foreach_minimum__Scalar), _B.b218(_A._op__foreach_minimum__List)), (), wrapped=None, doc='_foreach_minimum_(input: List[Tensor], scalar: Number) -> ()\n_foreach_minimum_(input: List[Tensor], other: List[Tensor]) -> ()\n_foreach_minimum_(input: List[Tensor], scalars: List[Number]) -> ()')
+    (_B.b215(_A._op__foreach_minimum__Scalar), _B.b221(_A._op__foreach_minimum__List)), (), wrapped=None, doc='_foreach_minimum_(input: List[Tensor], scalar: Number) -> ()\n_foreach_minimum_(input: List[Tensor], other: List[Tensor]) -> ()\n_foreach_minimum_(input: List[Tensor], scalars: List[Number]) -> ()')
 _foreach_mm = _function(__name__, '_foreach_mm', ((_A._op__foreach_mm, None),),
-    (_B.b227(_A._op__foreach_mm),), (), wrapped=True, doc='_foreach_mm(input: List[Tensor], mat2: List[Tensor]) -> List[Tensor]')
+    (_B.b230(_A._op__foreach_mm),), (), wrapped=True, doc='_foreach_mm(input: List[Tensor], mat2: List[Tensor]) -> List[Tensor]')
 _foreach_mul = _function(__name__, '_foreach_mul', ((_A._op__foreach_mul_Scalar, None), (_A._op__foreach_mul_List, None), (_A._op__foreach_mul_ScalarList, None), (_A._op__foreach_mul_Tensor, None)),
-    (_B.b207(_A._op__foreach_mul_Scalar), _B.b217(_A._op__foreach_mul_List), _B.b221(_A._op__foreach_mul_Tensor)), (), wrapped=None, doc='_foreach_mul(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_mul(input: List[Tensor], other: List[Tensor]) -> List[Tensor]\n_foreach_mul(input: List[Tensor], scalars: List[Number]) -> List[Tensor]\n_foreach_mul(input: List[Tensor], other: Tensor) -> List[Tensor]')
+    (_B.b210(_A._op__foreach_mul_Scalar), _B.b220(_A._op__foreach_mul_List), _B.b224(_A._op__foreach_mul_Tensor)), (), wrapped=None, doc='_foreach_mul(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_mul(input: List[Tensor], other: List[Tensor]) -> List[Tensor]\n_foreach_mul(input: List[Tensor], scalars: List[Number]) -> List[Tensor]\n_foreach_mul(input: List[Tensor], other: Tensor) -> List[Tensor]')
 _foreach_mul_ = _function(__name__, '_foreach_mul_', ((_A._op__foreach_mul__Scalar, None), (_A._op__foreach_mul__List, None), (_A._op__foreach_mul__ScalarList, None), (_A._op__foreach_mul__Tensor, None)),
-    (_B.b212(_A._op__foreach_mul__Scalar), _B.b218(_A._op__foreach_mul__List), _B.b222(_A._op__foreach_mul__Tensor)), (), wrapped=None, doc='_foreach_mul_(input: List[Tensor], scalar: Number) -> ()\n_foreach_mul_(input: List[Tensor], other: List[Tensor]) -> ()\n_foreach_mul_(input: List[Tensor], scalars: List[Number]) -> ()\n_foreach_mul_(input: List[Tensor], other: Tensor) -> ()')
+    (_B.b215(_A._op__foreach_mul__Scalar), _B.b221(_A._op__foreach_mul__List), _B.b225(_A._op__foreach_mul__Tensor)), (), wrapped=None, doc='_foreach_mul_(input: List[Tensor], scalar: Number) -> ()\n_foreach_mul_(input: List[Tensor], other: List[Tensor]) -> ()\n_foreach_mul_(input: List[Tensor], scalars: List[Number]) -> ()\n_foreach_mul_(input: List[Tensor], other: Tensor) -> ()')
 _foreach_neg = _function(__name__, '_foreach_neg', ((_A._op__foreach_neg, None),),
-    (_B.b205(_A._op__foreach_neg),), (), wrapped=True, doc='_foreach_neg(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_neg),), (), wrapped=True, doc='_foreach_neg(input: List[Tensor]) -> List[Tensor]')
 _foreach_neg_ = _function(__name__, '_foreach_neg_', ((_A._op__foreach_neg_, None),),
-    (_B.b206(_A._op__foreach_neg_),), (), wrapped=True, doc='_foreach_neg_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_neg_),), (), wrapped=True, doc='_foreach_neg_(input: List[Tensor]) -> ()')
 _foreach_norm = _function(__name__, '_foreach_norm', ((_A._op__foreach_norm_Scalar, None),),
-    (_B.b228(_A._op__foreach_norm_Scalar),), (), wrapped=True, doc='_foreach_norm(input: List[Tensor], ord: Number = 2, dtype: Optional[dtype] = None) -> List[Tensor]')
+    (_B.b231(_A._op__foreach_norm_Scalar),), (), wrapped=True, doc='_foreach_norm(input: List[Tensor], ord: Number = 2, dtype: Optional[dtype] = None) -> List[Tensor]')
 _foreach_pow = _function(__name__, '_foreach_pow', ((_A._op__foreach_pow_List, None), (_A._op__foreach_pow_Scalar, None), (_A._op__foreach_pow_ScalarList, None), (_A._op__foreach_pow_ScalarAndTensor, None)),
-    (_B.b229(_A._op__foreach_pow_List), _B.b230(_A._op__foreach_pow_Scalar), _B.b231(_A._op__foreach_pow_ScalarAndTensor)), (), wrapped=None, doc='_foreach_pow(input: List[Tensor], exponent: List[Tensor]) -> List[Tensor]\n_foreach_pow(input: List[Tensor], exponent: Number) -> List[Tensor]\n_foreach_pow(input: List[Tensor], exponent: List[Number]) -> List[Tensor]\n_foreach_pow(input: Number, exponent: List[Tensor]) -> List[Tensor]')
+    (_B.b232(_A._op__foreach_pow_List), _B.b233(_A._op__foreach_pow_Scalar), _B.b234(_A._op__foreach_pow_ScalarAndTensor)), (), wrapped=None, doc='_foreach_pow(input: List[Tensor], exponent: List[Tensor]) -> List[Tensor]\n_foreach_pow(input: List[Tensor], exponent: Number) -> List[Tensor]\n_foreach_pow(input: List[Tensor], exponent: List[Number]) -> List[Tensor]\n_foreach_pow(input: Number, exponent: List[Tensor]) -> List[Tensor]')
 _foreach_pow_ = _function(__name__, '_foreach_pow_', ((_A._op__foreach_pow__List, None), (_A._op__foreach_pow__Scalar, None), (_A._op__foreach_pow__ScalarList, None)),
-    (_B.b232(_A._op__foreach_pow__List), _B.b233(_A._op__foreach_pow__Scalar)), (), wrapped=None, doc='_foreach_pow_(input: List[Tensor], exponent: List[Tensor]) -> ()\n_foreach_pow_(input: List[Tensor], exponent: Number) -> ()\n_foreach_pow_(input: List[Tensor], exponent: List[Number]) -> ()')
+    (_B.b235(_A._op__foreach_pow__List), _B.b236(_A._op__foreach_pow__Scalar)), (), wrapped=None, doc='_foreach_pow_(input: List[Tensor], exponent: List[Tensor]) -> ()\n_foreach_pow_(input: List[Tensor], exponent: Number) -> ()\n_foreach_pow_(input: List[Tensor], exponent: List[Number]) -> ()')
 _foreach_reciprocal = _function(__name__, '_foreach_reciprocal', ((_A._op__foreach_reciprocal, None),),
-    (_B.b205(_A._op__foreach_reciprocal),), (), wrapped=True, doc='_foreach_reciprocal(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_reciprocal),), (), wrapped=True, doc='_foreach_reciprocal(input: List[Tensor]) -> List[Tensor]')
 _foreach_reciprocal_ = _function(__name__, '_foreach_reciprocal_', ((_A._op__foreach_reciprocal_, None),),
-    (_B.b206(_A._op__foreach_reciprocal_),), (), wrapped=True, doc='_foreach_reciprocal_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_reciprocal_),), (), wrapped=True, doc='_foreach_reciprocal_(input: List[Tensor]) -> ()')
 _foreach_round = _function(__name__, '_foreach_round', ((_A._op__foreach_round, None),),
-    (_B.b205(_A._op__foreach_round),), (), wrapped=True, doc='_foreach_round(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_round),), (), wrapped=True, doc='_foreach_round(input: List[Tensor]) -> List[Tensor]')
 _foreach_round_ = _function(__name__, '_foreach_round_', ((_A._op__foreach_round_, None),),
-    (_B.b206(_A._op__foreach_round_),), (), wrapped=True, doc='_foreach_round_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_round_),), (), wrapped=True, doc='_foreach_round_(input: List[Tensor]) -> ()')
 _foreach_rsqrt = _function(__name__, '_foreach_rsqrt', ((_A._op__foreach_rsqrt, None),),
-    (_B.b205(_A._op__foreach_rsqrt),), (), wrapped=True, doc='_foreach_rsqrt(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_rsqrt),), (), wrapped=True, doc='_foreach_rsqrt(input: List[Tensor]) -> List[Tensor]')
 _foreach_rsqrt_ = _function(__name__, '_foreach_rsqrt_', ((_A._op__foreach_rsqrt_, None),),
-    (_B.b206(_A._op__foreach_rsqrt_),), (), wrapped=True, doc='_foreach_rsqrt_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_rsqrt_),), (), wrapped=True, doc='_foreach_rsqrt_(input: List[Tensor]) -> ()')
 _foreach_sigmoid = _function(__name__, '_foreach_sigmoid', ((_A._op__foreach_sigmoid, None),),
-    (_B.b205(_A._op__foreach_sigmoid),), (), wrapped=True, doc='_foreach_sigmoid(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_sigmoid),), (), wrapped=True, doc='_foreach_sigmoid(input: List[Tensor]) -> List[Tensor]')
 _foreach_sigmoid_ = _function(__name__, '_foreach_sigmoid_', ((_A._op__foreach_sigmoid_, None),),
-    (_B.b206(_A._op__foreach_sigmoid_),), (), wrapped=True, doc='_foreach_sigmoid_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_sigmoid_),), (), wrapped=True, doc='_foreach_sigmoid_(input: List[Tensor]) -> ()')
 _foreach_sign = _function(__name__, '_foreach_sign', ((_A._op__foreach_sign, None),),
-    (_B.b205(_A._op__foreach_sign),), (), wrapped=True, doc='_foreach_sign(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_sign),), (), wrapped=True, doc='_foreach_sign(input: List[Tensor]) -> List[Tensor]')
 _foreach_sign_ = _function(__name__, '_foreach_sign_', ((_A._op__foreach_sign_, None),),
-    (_B.b206(_A._op__foreach_sign_),), (), wrapped=True, doc='_foreach_sign_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_sign_),), (), wrapped=True, doc='_foreach_sign_(input: List[Tensor]) -> ()')
 _foreach_sin = _function(__name__, '_foreach_sin', ((_A._op__foreach_sin, None),),
-    (_B.b205(_A._op__foreach_sin),), (), wrapped=True, doc='_foreach_sin(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_sin),), (), wrapped=True, doc='_foreach_sin(input: List[Tensor]) -> List[Tensor]')
 _foreach_sin_ = _function(__name__, '_foreach_sin_', ((_A._op__foreach_sin_, None),),
-    (_B.b206(_A._op__foreach_sin_),), (), wrapped=True, doc='_foreach_sin_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_sin_),), (), wrapped=True, doc='_foreach_sin_(input: List[Tensor]) -> ()')
 _foreach_sinh = _function(__name__, '_foreach_sinh', ((_A._op__foreach_sinh, None),),
-    (_B.b205(_A._op__foreach_sinh),), (), wrapped=True, doc='_foreach_sinh(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_sinh),), (), wrapped=True, doc='_foreach_sinh(input: List[Tensor]) -> List[Tensor]')
 _foreach_sinh_ = _function(__name__, '_foreach_sinh_', ((_A._op__foreach_sinh_, None),),
-    (_B.b206(_A._op__foreach_sinh_),), (), wrapped=True, doc='_foreach_sinh_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_sinh_),), (), wrapped=True, doc='_foreach_sinh_(input: List[Tensor]) -> ()')
 _foreach_sqrt = _function(__name__, '_foreach_sqrt', ((_A._op__foreach_sqrt, None),),
-    (_B.b205(_A._op__foreach_sqrt),), (), wrapped=True, doc='_foreach_sqrt(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_sqrt),), (), wrapped=True, doc='_foreach_sqrt(input: List[Tensor]) -> List[Tensor]')
 _foreach_sqrt_ = _function(__name__, '_foreach_sqrt_', ((_A._op__foreach_sqrt_, None),),
-    (_B.b206(_A._op__foreach_sqrt_),), (), wrapped=True, doc='_foreach_sqrt_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_sqrt_),), (), wrapped=True, doc='_foreach_sqrt_(input: List[Tensor]) -> ()')
 _foreach_sub = _function(__name__, '_foreach_sub', ((_A._op__foreach_sub_Scalar, None), (_A._op__foreach_sub_List, None), (_A._op__foreach_sub_ScalarList, None)),
-    (_B.b207(_A._op__foreach_sub_Scalar), _B.b208(_A._op__foreach_sub_List)), (), wrapped=None, doc='_foreach_sub(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_sub(input: List[Tensor], other: List[Tensor], *, alpha: Number = 1) -> List[Tensor]\n_foreach_sub(input: List[Tensor], scalars: List[Number]) -> List[Tensor]')
+    (_B.b210(_A._op__foreach_sub_Scalar), _B.b211(_A._op__foreach_sub_List)), (), wrapped=None, doc='_foreach_sub(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_sub(input: List[Tensor], other: List[Tensor], *, alpha: Number = 1) -> List[Tensor]\n_foreach_sub(input: List[Tensor], scalars: List[Number]) -> List[Tensor]')
 _foreach_sub_ = _function(__name__, '_foreach_sub_', ((_A._op__foreach_sub__Scalar, None), (_A._op__foreach_sub__List, None), (_A._op__foreach_sub__ScalarList, None)),
-    (_B.b212(_A._op__foreach_sub__Scalar), _B.b210(_A._op__foreach_sub__List)), (), wrapped=None, doc='_foreach_sub_(input: List[Tensor], scalar: Number) -> ()\n_foreach_sub_(input: List[Tensor], other: List[Tensor], *, alpha: Number = 1) -> ()\n_foreach_sub_(input: List[Tensor], scalars: List[Number]) -> ()')
+    (_B.b215(_A._op__foreach_sub__Scalar), _B.b213(_A._op__foreach_sub__List)), (), wrapped=None, doc='_foreach_sub_(input: List[Tensor], scalar: Number) -> ()\n_foreach_sub_(input: List[Tensor], other: List[Tensor], *, alpha: Number = 1) -> ()\n_foreach_sub_(input: List[Tensor], scalars: List[Number]) -> ()')
 _foreach_tan = _function(__name__, '_foreach_tan', ((_A._op__foreach_tan, None),),
-    (_B.b205(_A._op__foreach_tan),), (), wrapped=True, doc='_foreach_tan(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_tan),), (), wrapped=True, doc='_foreach_tan(input: List[Tensor]) -> List[Tensor]')
 _foreach_tan_ = _function(__name__, '_foreach_tan_', ((_A._op__foreach_tan_, None),),
-    (_B.b206(_A._op__foreach_tan_),), (), wrapped=True, doc='_foreach_tan_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_tan_),), (), wrapped=True, doc='_foreach_tan_(input: List[Tensor]) -> ()')
 _foreach_tanh = _function(__name__, '_foreach_tanh', ((_A._op__foreach_tanh, None),),
-    (_B.b205(_A._op__foreach_tanh),), (), wrapped=True, doc='_foreach_tanh(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_tanh),), (), wrapped=True, doc='_foreach_tanh(input: List[Tensor]) -> List[Tensor]')
 _foreach_tanh_ = _function(__name__, '_foreach_tanh_', ((_A._op__foreach_tanh_, None),),
-    (_B.b206(_A._op__foreach_tanh_),), (), wrapped=True, doc='_foreach_tanh_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_tanh_),), (), wrapped=True, doc='_foreach_tanh_(input: List[Tensor]) -> ()')
 _foreach_trunc = _function(__name__, '_foreach_trunc', ((_A._op__foreach_trunc, None),),
-    (_B.b205(_A._op__foreach_trunc),), (), wrapped=True, doc='_foreach_trunc(input: List[Tensor]) -> List[Tensor]')
+    (_B.b208(_A._op__foreach_trunc),), (), wrapped=True, doc='_foreach_trunc(input: List[Tensor]) -> List[Tensor]')
 _foreach_trunc_ = _function(__name__, '_foreach_trunc_', ((_A._op__foreach_trunc_, None),),
-    (_B.b206(_A._op__foreach_trunc_),), (), wrapped=True, doc='_foreach_trunc_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_trunc_),), (), wrapped=True, doc='_foreach_trunc_(input: List[Tensor]) -> ()')
 _foreach_zero_ = _function(__name__, '_foreach_zero_', ((_A._op__foreach_zero_, None),),
-    (_B.b206(_A._op__foreach_zero_),), (), wrapped=True, doc='_foreach_zero_(input: List[Tensor]) -> ()')
+    (_B.b209(_A._op__foreach_zero_),), (), wrapped=True, doc='_foreach_zero_(input: List[Tensor]) -> ()')
 _fused_sgd_ = _function(__name__, '_fused_sgd_', ((_A._op__fused_sgd_, None),),
-    (_B.b234(_A._op__fused_sgd_),), (), wrapped=True, doc='_fused_sgd_(input: List[Tensor], grads: List[Tensor], momentum_buffer_list: List[Tensor], *, weight_decay: float, momentum: float, lr: float, dampening: float, nesterov: bool, maximize: bool, is_first_step: bool, grad_scale: Optional[Tensor] = None, found_inf: Optional[Tensor] = None) -> ()')
+    (_B.b237(_A._op__fused_sgd_),), (), wrapped=True, doc='_fused_sgd_(input: List[Tensor], grads: List[Tensor], momentum_buffer_list: List[Tensor], *, weight_decay: float, momentum: float, lr: float, dampening: float, nesterov: bool, maximize: bool, is_first_step: bool, grad_scale: Optional[Tensor] = None, found_inf: Optional[Tensor] = None) -> ()')
 _fused_adam_ = _function(__name__, '_fused_adam_', ((_A._op__fused_adam_, None),),
-    (_B.b235(_A._op__fused_adam_),), (), wrapped=True, doc='_fused_adam_(input: List[Tensor], grads: List[Tensor], exp_avgs: List[Tensor], exp_avg_sqs: List[Tensor], max_exp_avg_sqs: List[Tensor], state_steps: List[Tensor], *, lr: float, beta1: float, beta2: float, weight_decay: float, eps: float, amsgrad: bool, maximize: bool, grad_scale: Optional[Tensor] = None, found_inf: Optional[Tensor] = None) -> ()')
+    (_B.b238(_A._op__fused_adam_),), (), wrapped=True, doc='_fused_adam_(input: List[Tensor], grads: List[Tensor], exp_avgs: List[Tensor], exp_avg_sqs: List[Tensor], max_exp_avg_sqs: List[Tensor], state_steps: List[Tensor], *, lr: float, beta1: float, beta2: float, weight_decay: float, eps: float, amsgrad: bool, maximize: bool, grad_scale: Optional[Tensor] = None, found_inf: Optional[Tensor] = None) -> ()')
 _fused_adamw_ = _function(__name__, '_fused_adamw_', ((_A._op__fused_adamw_, None),),
-    (_B.b235(_A._op__fused_adamw_),), (), wrapped=True, doc='_fused_adamw_(input: List[Tensor], grads: List[Tensor], exp_avgs: List[Tensor], exp_avg_sqs: List[Tensor], max_exp_avg_sqs: List[Tensor], state_steps: List[Tensor], *, lr: float, beta1: float, beta2: float, weight_decay: float, eps: float, amsgrad: bool, maximize: bool, grad_scale: Optional[Tensor] = None, found_inf: Optional[Tensor] = None) -> ()')
+    (_B.b238(_A._op__fused_adamw_),), (), wrapped=True, doc='_fused_adamw_(input: List[Tensor], grads: List[Tensor], exp_avgs: List[Tensor], exp_avg_sqs: List[Tensor], max_exp_avg_sqs: List[Tensor], state_steps: List[Tensor], *, lr: float, beta1: float, beta2: float, weight_decay: float, eps: float, amsgrad: bool, maximize: bool, grad_scale: Optional[Tensor] = None, found_inf: Optional[Tensor] = None) -> ()')
 _fused_adagrad_ = _function(__name__, '_fused_adagrad_', ((_A._op__fused_adagrad_, None),),
-    (_B.b236(_A._op__fused_adagrad_),), (), wrapped=True, doc='_fused_adagrad_(input: List[Tensor], grads: List[Tensor], state_sums: List[Tensor], state_steps: List[Tensor], *, lr: float, lr_decay: float, weight_decay: float, eps: float, maximize: bool, grad_scale: Optional[Tensor] = None, found_inf: Optional[Tensor] = None) -> ()')
+    (_B.b239(_A._op__fused_adagrad_),), (), wrapped=True, doc='_fused_adagrad_(input: List[Tensor], grads: List[Tensor], state_sums: List[Tensor], state_steps: List[Tensor], *, lr: float, lr_decay: float, weight_decay: float, eps: float, maximize: bool, grad_scale: Optional[Tensor] = None, found_inf: Optional[Tensor] = None) -> ()')
 adaptive_avg_pool1d = _function(__name__, 'adaptive_avg_pool1d', ((_A._op_adaptive_avg_pool1d, None),),
-    (_B.b237(_A._op_adaptive_avg_pool1d),), (), wrapped=True, doc='adaptive_avg_pool1d(input: Tensor, output_size: List[int]) -> Tensor')
+    (_B.b240(_A._op_adaptive_avg_pool1d),), (), wrapped=True, doc='adaptive_avg_pool1d(input: Tensor, output_size: List[int]) -> Tensor')
 _adaptive_avg_pool2d = _function(__name__, '_adaptive_avg_pool2d', ((_A._op__adaptive_avg_pool2d, None),),
-    (_B.b237(_A._op__adaptive_avg_pool2d),), (), wrapped=True, doc='_adaptive_avg_pool2d(input: Tensor, output_size: List[int]) -> Tensor')
+    (_B.b240(_A._op__adaptive_avg_pool2d),), (), wrapped=True, doc='_adaptive_avg_pool2d(input: Tensor, output_size: List[int]) -> Tensor')
 _adaptive_avg_pool3d = _function(__name__, '_adaptive_avg_pool3d', ((_A._op__adaptive_avg_pool3d, None),),
-    (_B.b237(_A._op__adaptive_avg_pool3d),), (), wrapped=True, doc='_adaptive_avg_pool3d(input: Tensor, output_size: List[int]) -> Tensor')
+    (_B.b240(_A._op__adaptive_avg_pool3d),), (), wrapped=True, doc='_adaptive_avg_pool3d(input: Tensor, output_size: List[int]) -> Tensor')
 adaptive_max_pool1d = _function(__name__, 'adaptive_max_pool1d', ((_A._op_adaptive_max_pool1d, None),),
-    (_B.b237(_A._op_adaptive_max_pool1d),), (), wrapped=True, doc='adaptive_max_pool1d(input: Tensor, output_size: List[int]) -> (Tensor, Tensor)')
+    (_B.b240(_A._op_adaptive_max_pool1d),), (), wrapped=True, doc='adaptive_max_pool1d(input: Tensor, output_size: List[int]) -> (Tensor, Tensor)')
 embedding_bag = _function(__name__, 'embedding_bag', ((_A._op_embedding_bag, None), (_A._op_embedding_bag_padding_idx, None)),
-    (_B.b238(_A._op_embedding_bag), _B.b239(_A._op_embedding_bag_padding_idx)), (), wrapped=None, doc='embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_by_freq: bool = False, mode: int = 0, sparse: bool = False, per_sample_weights: Optional[Tensor] = None, include_last_offset: bool = False) -> (Tensor, Tensor, Tensor, Tensor)\nembedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_by_freq: bool, mode: int, sparse: bool, per_sample_weights: Optional[Tensor], include_last_offset: bool, padding_idx: Optional[int]) -> (Tensor, Tensor, Tensor, Tensor)')
+    (_B.b241(_A._op_embedding_bag), _B.b242(_A._op_embedding_bag_padding_idx)), (), wrapped=None, doc='embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_by_freq: bool = False, mode: int = 0, sparse: bool = False, per_sample_weights: Optional[Tensor] = None, include_last_offset: bool = False) -> (Tensor, Tensor, Tensor, Tensor)\nembedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_by_freq: bool, mode: int, sparse: bool, per_sample_weights: Optional[Tensor], include_last_offset: bool, padding_idx: Optional[int]) -> (Tensor, Tensor, Tensor, Tensor)')
 _embedding_bag = _function(__name__, '_embedding_bag', ((_A._op__embedding_bag, None),),
-    (_B.b240(_A._op__embedding_bag),), (), wrapped=True, doc='_embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_by_freq: bool = False, mode: int = 0, sparse: bool = False, per_sample_weights: Optional[Tensor] = None, include_last_offset: bool = False, padding_idx: int = -1) -> (Tensor, Tensor, Tensor, Tensor)')
+    (_B.b243(_A._op__embedding_bag),), (), wrapped=True, doc='_embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_by_freq: bool = False, mode: int = 0, sparse: bool = False, per_sample_weights: Optional[Tensor] = None, include_last_offset: bool = False, padding_idx: int = -1) -> (Tensor, Tensor, Tensor, Tensor)')
 _embedding_bag_forward_only = _function(__name__, '_embedding_bag_forward_only', ((_A._op__embedding_bag_forward_only, None),),
-    (_B.b240(_A._op__embedding_bag_forward_only),), (), wrapped=True, doc='_embedding_bag_forward_only(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_by_freq: bool = False, mode: int = 0, sparse: bool = False, per_sample_weights: Optional[Tensor] = None, include_last_offset: bool = False, padding_idx: int = -1) -> (Tensor, Tensor, Tensor, Tensor)')
+    (_B.b243(_A._op__embedding_bag_forward_only),), (), wrapped=True, doc='_embedding_bag_forward_only(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_by_freq: bool = False, mode: int = 0, sparse: bool = False, per_sample_weights: Optional[Tensor] = None, include_last_offset: bool = False, padding_idx: int = -1) -> (Tensor, Tensor, Tensor, Tensor)')
 grid_sampler = _function(__name__, 'grid_sampler', ((_A._op_grid_sampler, None),),
-    (_B.b241(_A._op_grid_sampler),), (), wrapped=True, doc='grid_sampler(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int, align_corners: bool) -> Tensor')
+    (_B.b244(_A._op_grid_sampler),), (), wrapped=True, doc='grid_sampler(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int, align_corners: bool) -> Tensor')
 grid_sampler_2d = _function(__name__, 'grid_sampler_2d', ((_A._op_grid_sampler_2d, None),),
-    (_B.b241(_A._op_grid_sampler_2d),), (), wrapped=True, doc='grid_sampler_2d(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int, align_corners: bool) -> Tensor')
+    (_B.b244(_A._op_grid_sampler_2d),), (), wrapped=True, doc='grid_sampler_2d(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int, align_corners: bool) -> Tensor')
 def _signature_grid_sampler_2d_backward(grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask): ...
 grid_sampler_2d_backward = _function(__name__, 'grid_sampler_2d_backward', ((_A._op_grid_sampler_2d_backward, None),),
     (), (), wrapped=_signature_grid_sampler_2d_backward, doc='grid_sampler_2d_backward(grad_output: Tensor, input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int, align_corners: bool, output_mask) -> (Tensor, Tensor)')
 grid_sampler_3d = _function(__name__, 'grid_sampler_3d', ((_A._op_grid_sampler_3d, None),),
-    (_B.b241(_A._op_grid_sampler_3d),), (), wrapped=True, doc='grid_sampler_3d(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int, align_corners: bool) -> Tensor')
+    (_B.b244(_A._op_grid_sampler_3d),), (), wrapped=True, doc='grid_sampler_3d(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int, align_corners: bool) -> Tensor')
 def _signature_grid_sampler_3d_backward(grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask): ...
 grid_sampler_3d_backward = _function(__name__, 'grid_sampler_3d_backward', ((_A._op_grid_sampler_3d_backward, None),),
     (), (), wrapped=_signature_grid_sampler_3d_backward, doc='grid_sampler_3d_backward(grad_output: Tensor, input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int, align_corners: bool, output_mask) -> (Tensor, Tensor)')
 affine_grid_generator = _function(__name__, 'affine_grid_generator', ((_A._op_affine_grid_generator, None),),
-    (_B.b242(_A._op_affine_grid_generator),), (), wrapped=True, doc='affine_grid_generator(theta: Tensor, size: List[int], align_corners: bool) -> Tensor')
+    (_B.b245(_A._op_affine_grid_generator),), (), wrapped=True, doc='affine_grid_generator(theta: Tensor, size: List[int], align_corners: bool) -> Tensor')
 affine_grid_generator_backward = _function(__name__, 'affine_grid_generator_backward', ((_A._op_affine_grid_generator_backward, None),),
-    (_B.b243(_A._op_affine_grid_generator_backward),), (), wrapped=True, doc='affine_grid_generator_backward(grad: Tensor, size: List[int], align_corners: bool) -> Tensor')
+    (_B.b246(_A._op_affine_grid_generator_backward),), (), wrapped=True, doc='affine_grid_generator_backward(grad: Tensor, size: List[int], align_corners: bool) -> Tensor')
 ctc_loss = _function(__name__, 'ctc_loss', ((_A._op_ctc_loss_IntList, None), (_A._op_ctc_loss_Tensor, None)),
-    (_B.b244(_A._op_ctc_loss_IntList), _B.b245(_A._op_ctc_loss_Tensor)), (), wrapped=None, doc='ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: List[int], target_lengths: List[int], blank: int = 0, reduction: int = 1, zero_infinity: bool = False) -> Tensor\nctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor, target_lengths: Tensor, blank: int = 0, reduction: int = 1, zero_infinity: bool = False) -> Tensor')
+    (_B.b247(_A._op_ctc_loss_IntList), _B.b248(_A._op_ctc_loss_Tensor)), (), wrapped=None, doc='ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: List[int], target_lengths: List[int], blank: int = 0, reduction: int = 1, zero_infinity: bool = False) -> Tensor\nctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor, target_lengths: Tensor, blank: int = 0, reduction: int = 1, zero_infinity: bool = False) -> Tensor')
 _ctc_loss = _function(__name__, '_ctc_loss', ((_A._op__ctc_loss, None),),
-    (_B.b246(_A._op__ctc_loss),), (), wrapped=True, doc='_ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: List[int], target_lengths: List[int], blank: int = 0, zero_infinity: bool = False) -> (Tensor, Tensor)')
+    (_B.b249(_A._op__ctc_loss),), (), wrapped=True, doc='_ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: List[int], target_lengths: List[int], blank: int = 0, zero_infinity: bool = False) -> (Tensor, Tensor)')
 binary_cross_entropy_with_logits = _function(__name__, 'binary_cross_entropy_with_logits', ((_A._op_binary_cross_entropy_with_logits, None),),
-    (_B.b247(_A._op_binary_cross_entropy_with_logits),), (), wrapped=True, doc='binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, pos_weight: Optional[Tensor] = None, reduction: int = 1) -> Tensor')
+    (_B.b250(_A._op_binary_cross_entropy_with_logits),), (), wrapped=True, doc='binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, pos_weight: Optional[Tensor] = None, reduction: int = 1) -> Tensor')
 kl_div = _function(__name__, 'kl_div', ((_A._op_kl_div, None),),
-    (_B.b248(_A._op_kl_div),), (), wrapped=True, doc='kl_div(input: Tensor, target: Tensor, reduction: int = 1, *, log_target: bool = False) -> Tensor')
+    (_B.b251(_A._op_kl_div),), (), wrapped=True, doc='kl_div(input: Tensor, target: Tensor, reduction: int = 1, *, log_target: bool = False) -> Tensor')
 poisson_nll_loss = _function(__name__, 'poisson_nll_loss', ((_A._op_poisson_nll_loss, None),),
-    (_B.b249(_A._op_poisson_nll_loss),), (), wrapped=True, doc='poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool, full: bool, eps: float, reduction: int) -> Tensor')
+    (_B.b252(_A._op_poisson_nll_loss),), (), wrapped=True, doc='poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool, full: bool, eps: float, reduction: int) -> Tensor')
 margin_ranking_loss = _function(__name__, 'margin_ranking_loss', ((_A._op_margin_ranking_loss, None),),
-    (_B.b250(_A._op_margin_ranking_loss),), (), wrapped=True, doc='margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, reduction: int = 1) -> Tensor')
+    (_B.b253(_A._op_margin_ranking_loss),), (), wrapped=True, doc='margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, reduction: int = 1) -> Tensor')
 hinge_embedding_loss = _function(__name__, 'hinge_embedding_loss', ((_A._op_hinge_embedding_loss, None),),
-    (_B.b251(_A._op_hinge_embedding_loss),), (), wrapped=True, doc='hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, reduction: int = 1) -> Tensor')
+    (_B.b254(_A._op_hinge_embedding_loss),), (), wrapped=True, doc='hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, reduction: int = 1) -> Tensor')
 cosine_embedding_loss = _function(__name__, 'cosine_embedding_loss', ((_A._op_cosine_embedding_loss, None),),
-    (_B.b250(_A._op_cosine_embedding_loss),), (), wrapped=True, doc='cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, reduction: int = 1) -> Tensor')
+    (_B.b253(_A._op_cosine_embedding_loss),), (), wrapped=True, doc='cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, reduction: int = 1) -> Tensor')
 triplet_margin_loss = _function(__name__, 'triplet_margin_loss', ((_A._op_triplet_margin_loss, None),),
-    (_B.b252(_A._op_triplet_margin_loss),), (), wrapped=True, doc='triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2, eps: float = 1e-06, swap: bool = False, reduction: int = 1) -> Tensor')
+    (_B.b255(_A._op_triplet_margin_loss),), (), wrapped=True, doc='triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2, eps: float = 1e-06, swap: bool = False, reduction: int = 1) -> Tensor')
 cosine_similarity = _function(__name__, 'cosine_similarity', ((_A._op_cosine_similarity, None),),
-    (_B.b253(_A._op_cosine_similarity),), (), wrapped=True, doc='cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-08) -> Tensor')
+    (_B.b256(_A._op_cosine_similarity),), (), wrapped=True, doc='cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-08) -> Tensor')
 pairwise_distance = _function(__name__, 'pairwise_distance', ((_A._op_pairwise_distance, None),),
-    (_B.b254(_A._op_pairwise_distance),), (), wrapped=True, doc='pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2, eps: float = 1e-06, keepdim: bool = False) -> Tensor')
+    (_B.b257(_A._op_pairwise_distance),), (), wrapped=True, doc='pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2, eps: float = 1e-06, keepdim: bool = False) -> Tensor')
 celu = _function(__name__, 'celu', ((_A._op_celu, None),),
-    (_B.b255(_A._op_celu),), (), wrapped=True, doc='celu(input: Tensor, alpha: Number = 1.0) -> Tensor')
+    (_B.b258(_A._op_celu),), (), wrapped=True, doc='celu(input: Tensor, alpha: Number = 1.0) -> Tensor')
 celu_ = _function(__name__, 'celu_', ((_A._op_celu_, None),),
-    (_B.b255(_A._op_celu_),), (), wrapped=True, doc='celu_(input: Tensor, alpha: Number = 1.0) -> Tensor')
+    (_B.b258(_A._op_celu_),), (), wrapped=True, doc='celu_(input: Tensor, alpha: Number = 1.0) -> Tensor')
 threshold = _function(__name__, 'threshold', ((_A._op_threshold, None),),
-    (_B.b256(_A._op_threshold),), (), wrapped=True, doc='threshold(input: Tensor, threshold: Number, value: Number) -> Tensor')
+    (_B.b259(_A._op_threshold),), (), wrapped=True, doc='threshold(input: Tensor, threshold: Number, value: Number) -> Tensor')
 threshold_ = _function(__name__, 'threshold_', ((_A._op_threshold_, None),),
-    (_B.b256(_A._op_threshold_),), (), wrapped=True, doc='threshold_(input: Tensor, threshold: Number, value: Number) -> Tensor')
+    (_B.b259(_A._op_threshold_),), (), wrapped=True, doc='threshold_(input: Tensor, threshold: Number, value: Number) -> Tensor')
 threshold_backward = _function(__name__, 'threshold_backward', ((_A._op_threshold_backward, None),),
-    (_B.b257(_A._op_threshold_backward),), (), wrapped=True, doc='threshold_backward(grad_output: Tensor, input: Tensor, threshold: Number) -> Tensor')
+    (_B.b260(_A._op_threshold_backward),), (), wrapped=True, doc='threshold_backward(grad_output: Tensor, input: Tensor, threshold: Number) -> Tensor')
 hardshrink = _function(__name__, 'hardshrink', ((_A._op_hardshrink, None),),
-    (_B.b258(_A._op_hardshrink),), (), wrapped=True, doc='hardshrink(input: Tensor, lambd: Number = 0.5) -> Tensor')
+    (_B.b261(_A._op_hardshrink),), (), wrapped=True, doc='hardshrink(input: Tensor, lambd: Number = 0.5) -> Tensor')
 hardshrink_backward = _function(__name__, 'hardshrink_backward', ((_A._op_hardshrink_backward, None),),
-    (_B.b259(_A._op_hardshrink_backward),), (), wrapped=True, doc='hardshrink_backward(grad_out: Tensor, input: Tensor, lambd: Number) -> Tensor')
+    (_B.b262(_A._op_hardshrink_backward),), (), wrapped=True, doc='hardshrink_backward(grad_out: Tensor, input: Tensor, lambd: Number) -> Tensor')
 pixel_shuffle = _function(__name__, 'pixel_shuffle', ((_A._op_pixel_shuffle, None),),
-    (_B.b260(_A._op_pixel_shuffle),), (), wrapped=True, doc='pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor')
+    (_B.b263(_A._op_pixel_shuffle),), (), wrapped=True, doc='pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor')
 pixel_unshuffle = _function(__name__, 'pixel_unshuffle', ((_A._op_pixel_unshuffle, None),),
-    (_B.b261(_A._op_pixel_unshuffle),), (), wrapped=True, doc='pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor')
+    (_B.b264(_A._op_pixel_unshuffle),), (), wrapped=True, doc='pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor')
 rms_norm = _function(__name__, 'rms_norm', ((_A._op_rms_norm, None),),
-    (_B.b262(_A._op_rms_norm),), (), wrapped=True, doc='rms_norm(input: Tensor, normalized_shape: List[int], weight: Optional[Tensor] = None, eps: Optional[float] = None) -> Tensor')
+    (_B.b265(_A._op_rms_norm),), (), wrapped=True, doc='rms_norm(input: Tensor, normalized_shape: List[int], weight: Optional[Tensor] = None, eps: Optional[float] = None) -> Tensor')
 instance_norm = _function(__name__, 'instance_norm', ((_A._op_instance_norm, None),),
-    (_B.b263(_A._op_instance_norm),), (), wrapped=True, doc='instance_norm(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], running_mean: Optional[Tensor], running_var: Optional[Tensor], use_input_stats: bool, momentum: float, eps: float, cudnn_enabled: bool) -> Tensor')
+    (_B.b266(_A._op_instance_norm),), (), wrapped=True, doc='instance_norm(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], running_mean: Optional[Tensor], running_var: Optional[Tensor], use_input_stats: bool, momentum: float, eps: float, cudnn_enabled: bool) -> Tensor')
 channel_shuffle = _function(__name__, 'channel_shuffle', ((_A._op_channel_shuffle, None),),
-    (_B.b264(_A._op_channel_shuffle),), (), wrapped=True, doc='channel_shuffle(input: Tensor, groups: int) -> Tensor')
+    (_B.b267(_A._op_channel_shuffle),), (), wrapped=True, doc='channel_shuffle(input: Tensor, groups: int) -> Tensor')
 native_channel_shuffle = _function(__name__, 'native_channel_shuffle', ((_A._op_native_channel_shuffle, None),),
-    (_B.b264(_A._op_native_channel_shuffle),), (), wrapped=True, doc='native_channel_shuffle(input: Tensor, groups: int) -> Tensor')
+    (_B.b267(_A._op_native_channel_shuffle),), (), wrapped=True, doc='native_channel_shuffle(input: Tensor, groups: int) -> Tensor')
 prelu = _function(__name__, 'prelu', ((_A._op_prelu, None),),
-    (_B.b265(_A._op_prelu),), (), wrapped=True, doc='prelu(input: Tensor, weight: Tensor) -> Tensor')
+    (_B.b268(_A._op_prelu),), (), wrapped=True, doc='prelu(input: Tensor, weight: Tensor) -> Tensor')
 _prelu_kernel = _function(__name__, '_prelu_kernel', ((_A._op__prelu_kernel, None),),
-    (_B.b265(_A._op__prelu_kernel),), (), wrapped=True, doc='_prelu_kernel(input: Tensor, weight: Tensor) -> Tensor')
+    (_B.b268(_A._op__prelu_kernel),), (), wrapped=True, doc='_prelu_kernel(input: Tensor, weight: Tensor) -> Tensor')
 rrelu = _function(__name__, 'rrelu', ((_A._op_rrelu, None),),
-    (_B.b266(_A._op_rrelu),), (), wrapped=True, doc='rrelu(input: Tensor, lower: Number = 0.125, upper: Number = 0.3333333333333333, training: bool = False, generator: Optional[Generator] = None) -> Tensor')
+    (_B.b269(_A._op_rrelu),), (), wrapped=True, doc='rrelu(input: Tensor, lower: Number = 0.125, upper: Number = 0.3333333333333333, training: bool = False, generator: Optional[Generator] = None) -> Tensor')
 rrelu_ = _function(__name__, 'rrelu_', ((_A._op_rrelu_, None),),
-    (_B.b266(_A._op_rrelu_),), (), wrapped=True, doc='rrelu_(input: Tensor, lower: Number = 0.125, upper: Number = 0.3333333333333333, training: bool = False, generator: Optional[Generator] = None) -> Tensor')
+    (_B.b269(_A._op_rrelu_),), (), wrapped=True, doc='rrelu_(input: Tensor, lower: Number = 0.125, upper: Number = 0.3333333333333333, training: bool = False, generator: Optional[Generator] = None) -> Tensor')
 dropout_ = _function(__name__, 'dropout_', ((_A._op_dropout_, None),),
-    (_B.b190(_A._op_dropout_),), (), wrapped=True, doc='Zeroes elements of ``input`` with probability ``p`` (training), scaling the rest by 1 / (1 - p).\n\ndropout_(input: Tensor, p: float, train: bool) -> Tensor')
+    (_B.b193(_A._op_dropout_),), (), wrapped=True, doc='Zeroes elements of ``input`` with probability ``p`` (training), scaling the rest by 1 / (1 - p).\n\ndropout_(input: Tensor, p: float, train: bool) -> Tensor')
 feature_dropout = _function(__name__, 'feature_dropout', ((_A._op_feature_dropout, None),),
-    (_B.b190(_A._op_feature_dropout),), (), wrapped=True, doc='feature_dropout(input: Tensor, p: float, train: bool) -> Tensor')
+    (_B.b193(_A._op_feature_dropout),), (), wrapped=True, doc='feature_dropout(input: Tensor, p: float, train: bool) -> Tensor')
 feature_dropout_ = _function(__name__, 'feature_dropout_', ((_A._op_feature_dropout_, None),),
-    (_B.b190(_A._op_feature_dropout_),), (), wrapped=True, doc='feature_dropout_(input: Tensor, p: float, train: bool) -> Tensor')
+    (_B.b193(_A._op_feature_dropout_),), (), wrapped=True, doc='feature_dropout_(input: Tensor, p: float, train: bool) -> Tensor')
 alpha_dropout = _function(__name__, 'alpha_dropout', ((_A._op_alpha_dropout, None),),
-    (_B.b190(_A._op_alpha_dropout),), (), wrapped=True, doc='alpha_dropout(input: Tensor, p: float, train: bool) -> Tensor')
+    (_B.b193(_A._op_alpha_dropout),), (), wrapped=True, doc='alpha_dropout(input: Tensor, p: float, train: bool) -> Tensor')
 alpha_dropout_ = _function(__name__, 'alpha_dropout_', ((_A._op_alpha_dropout_, None),),
-    (_B.b190(_A._op_alpha_dropout_),), (), wrapped=True, doc='alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor')
+    (_B.b193(_A._op_alpha_dropout_),), (), wrapped=True, doc='alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor')
 feature_alpha_dropout = _function(__name__, 'feature_alpha_dropout', ((_A._op_feature_alpha_dropout, None),),
-    (_B.b190(_A._op_feature_alpha_dropout),), (), wrapped=True, doc='feature_alpha_dropout(input: Tensor, p: float, train: bool) -> Tensor')
+    (_B.b193(_A._op_feature_alpha_dropout),), (), wrapped=True, doc='feature_alpha_dropout(input: Tensor, p: float, train: bool) -> Tensor')
 feature_alpha_dropout_ = _function(__name__, 'feature_alpha_dropout_', ((_A._op_feature_alpha_dropout_, None),),
-    (_B.b190(_A._op_feature_alpha_dropout_),), (), wrapped=True, doc='feature_alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor')
+    (_B.b193(_A._op_feature_alpha_dropout_),), (), wrapped=True, doc='feature_alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor')
 native_dropout = _function(__name__, 'native_dropout', ((_A._op_native_dropout, None),),
-    (_B.b267(_A._op_native_dropout),), (), wrapped=True, doc='native_dropout(input: Tensor, p: float, train: Optional[bool]) -> (Tensor, Tensor)')
+    (_B.b270(_A._op_native_dropout),), (), wrapped=True, doc='native_dropout(input: Tensor, p: float, train: Optional[bool]) -> (Tensor, Tensor)')
 native_dropout_backward = _function(__name__, 'native_dropout_backward', ((_A._op_native_dropout_backward, None),),
-    (_B.b268(_A._op_native_dropout_backward),), (), wrapped=True, doc='native_dropout_backward(grad_output: Tensor, mask: Tensor, scale: float) -> Tensor')
+    (_B.b271(_A._op_native_dropout_backward),), (), wrapped=True, doc='native_dropout_backward(grad_output: Tensor, mask: Tensor, scale: float) -> Tensor')
 _safe_softmax = _function(__name__, '_safe_softmax', ((_A._op__safe_softmax, None),),
     (_B.b181(_A._op__safe_softmax),), (), wrapped=True, doc='_safe_softmax(input: Tensor, dim: int, dtype: Optional[dtype] = None) -> Tensor')
 _scaled_dot_product_flash_attention_for_cpu = _function(__name__, '_scaled_dot_product_flash_attention_for_cpu', ((_A._op__scaled_dot_product_flash_attention_for_cpu, None),),
-    (_B.b269(_A._op__scaled_dot_product_flash_attention_for_cpu),), (), wrapped=True, doc='_scaled_dot_product_flash_attention_for_cpu(query: Tensor, key: Tensor, value: Tensor, dropout_p: float = 0.0, is_causal: bool = False, *, attn_mask: Optional[Tensor] = None, scale: Optional[float] = None) -> (Tensor, Tensor)')
+    (_B.b272(_A._op__scaled_dot_product_flash_attention_for_cpu),), (), wrapped=True, doc='_scaled_dot_product_flash_attention_for_cpu(query: Tensor, key: Tensor, value: Tensor, dropout_p: float = 0.0, is_causal: bool = False, *, attn_mask: Optional[Tensor] = None, scale: Optional[float] = None) -> (Tensor, Tensor)')
 _scaled_dot_product_attention_math = _function(__name__, '_scaled_dot_product_attention_math', ((_A._op__scaled_dot_product_attention_math, None),),
-    (_B.b270(_A._op__scaled_dot_product_attention_math),), (), wrapped=True, doc='_scaled_dot_product_attention_math(query: Tensor, key: Tensor, value: Tensor, attn_mask: Optional[Tensor] = None, dropout_p: float = 0.0, is_causal: bool = False, dropout_mask: Optional[Tensor] = None, *, scale: Optional[float] = None, enable_gqa: bool = False) -> (Tensor, Tensor)')
+    (_B.b273(_A._op__scaled_dot_product_attention_math),), (), wrapped=True, doc='_scaled_dot_product_attention_math(query: Tensor, key: Tensor, value: Tensor, attn_mask: Optional[Tensor] = None, dropout_p: float = 0.0, is_causal: bool = False, dropout_mask: Optional[Tensor] = None, *, scale: Optional[float] = None, enable_gqa: bool = False) -> (Tensor, Tensor)')
 embedding_renorm_ = _function(__name__, 'embedding_renorm_', ((_A._op_embedding_renorm_, None),),
-    (_B.b271(_A._op_embedding_renorm_),), (), wrapped=True, doc='embedding_renorm_(input: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> Tensor')
+    (_B.b274(_A._op_embedding_renorm_),), (), wrapped=True, doc='embedding_renorm_(input: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> Tensor')
 group_norm = _function(__name__, 'group_norm', ((_A._op_group_norm, None),),
-    (_B.b272(_A._op_group_norm),), (), wrapped=True, doc='group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None, eps: float = 1e-05, cudnn_enabled: bool = True) -> Tensor')
+    (_B.b275(_A._op_group_norm),), (), wrapped=True, doc='group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None, eps: float = 1e-05, cudnn_enabled: bool = True) -> Tensor')
 native_group_norm = _function(__name__, 'native_group_norm', ((_A._op_native_group_norm, None),),
-    (_B.b273(_A._op_native_group_norm),), (), wrapped=True, doc='native_group_norm(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], N: int, C: int, HxW: int, group: int, eps: float) -> (Tensor, Tensor, Tensor)')
+    (_B.b276(_A._op_native_group_norm),), (), wrapped=True, doc='native_group_norm(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], N: int, C: int, HxW: int, group: int, eps: float) -> (Tensor, Tensor, Tensor)')
 def _signature_native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask): ...
 native_group_norm_backward = _function(__name__, 'native_group_norm_backward', ((_A._op_native_group_norm_backward, None),),
     (), (), wrapped=_signature_native_group_norm_backward, doc='native_group_norm_backward(grad_out: Tensor, input: Tensor, mean: Tensor, rstd: Tensor, weight: Optional[Tensor], N: int, C: int, HxW: int, group: int, output_mask) -> (Tensor, Tensor, Tensor)')
@@ -1144,29 +1150,29 @@ isreal = _function(__name__, 'isreal', ((_A._op_isreal, None),),
 angle = _function(__name__, 'angle', ((_A._op_angle, _A._op_angle_out),),
     (_B.b0(_A._op_angle, _A._op_angle_out),), (), wrapped=True, doc='angle(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor')
 complex = _function(__name__, 'complex', ((_A._op_complex, _A._op_complex_out),),
-    (_B.b274(_A._op_complex, _A._op_complex_out),), (), wrapped=True, doc='complex(real: Tensor, imag: Tensor, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b277(_A._op_complex, _A._op_complex_out),), (), wrapped=True, doc='complex(real: Tensor, imag: Tensor, *, out: Optional[Tensor] = None) -> Tensor')
 polar = _function(__name__, 'polar', ((_A._op_polar, _A._op_polar_out),),
-    (_B.b275(_A._op_polar, _A._op_polar_out),), (), wrapped=True, doc='polar(abs: Tensor, angle: Tensor, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b278(_A._op_polar, _A._op_polar_out),), (), wrapped=True, doc='polar(abs: Tensor, angle: Tensor, *, out: Optional[Tensor] = None) -> Tensor')
 _fft_r2c = _function(__name__, '_fft_r2c', ((_A._op__fft_r2c, _A._op__fft_r2c_out),),
-    (_B.b276(_A._op__fft_r2c, _A._op__fft_r2c_out),), (), wrapped=True, doc='_fft_r2c(input: Tensor, dim: List[int], normalization: int, onesided: bool, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b279(_A._op__fft_r2c, _A._op__fft_r2c_out),), (), wrapped=True, doc='_fft_r2c(input: Tensor, dim: List[int], normalization: int, onesided: bool, *, out: Optional[Tensor] = None) -> Tensor')
 _fft_c2r = _function(__name__, '_fft_c2r', ((_A._op__fft_c2r, _A._op__fft_c2r_out),),
-    (_B.b277(_A._op__fft_c2r, _A._op__fft_c2r_out),), (), wrapped=True, doc='_fft_c2r(input: Tensor, dim: List[int], normalization: int, last_dim_size: int, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b280(_A._op__fft_c2r, _A._op__fft_c2r_out),), (), wrapped=True, doc='_fft_c2r(input: Tensor, dim: List[int], normalization: int, last_dim_size: int, *, out: Optional[Tensor] = None) -> Tensor')
 _fft_c2c = _function(__name__, '_fft_c2c', ((_A._op__fft_c2c, _A._op__fft_c2c_out),),
-    (_B.b278(_A._op__fft_c2c, _A._op__fft_c2c_out),), (), wrapped=True, doc='_fft_c2c(input: Tensor, dim: List[int], normalization: int, forward: bool, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b281(_A._op__fft_c2c, _A._op__fft_c2c_out),), (), wrapped=True, doc='_fft_c2c(input: Tensor, dim: List[int], normalization: int, forward: bool, *, out: Optional[Tensor] = None) -> Tensor')
 hann_window = _function(__name__, 'hann_window', ((_A._op_hann_window, None), (_A._op_hann_window_periodic, None)),
-    (_B.b279(_A._op_hann_window), _B.b280(_A._op_hann_window_periodic)), (), wrapped=None, doc='hann_window(window_length: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nhann_window(window_length: int, periodic: bool, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor')
+    (_B.b282(_A._op_hann_window), _B.b283(_A._op_hann_window_periodic)), (), wrapped=None, doc='hann_window(window_length: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nhann_window(window_length: int, periodic: bool, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor')
 hamming_window = _function(__name__, 'hamming_window', ((_A._op_hamming_window, None), (_A._op_hamming_window_periodic, None), (_A._op_hamming_window_periodic_alpha, None), (_A._op_hamming_window_periodic_alpha_beta, None)),
-    (_B.b279(_A._op_hamming_window), _B.b280(_A._op_hamming_window_periodic), _B.b281(_A._op_hamming_window_periodic_alpha), _B.b282(_A._op_hamming_window_periodic_alpha_beta)), (), wrapped=None, doc='hamming_window(window_length: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nhamming_window(window_length: int, periodic: bool, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nhamming_window(window_length: int, periodic: bool, alpha: float, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nhamming_window(window_length: int, periodic: bool, alpha: float, beta: float, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor')
+    (_B.b282(_A._op_hamming_window), _B.b283(_A._op_hamming_window_periodic), _B.b284(_A._op_hamming_window_periodic_alpha), _B.b285(_A._op_hamming_window_periodic_alpha_beta)), (), wrapped=None, doc='hamming_window(window_length: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nhamming_window(window_length: int, periodic: bool, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nhamming_window(window_length: int, periodic: bool, alpha: float, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nhamming_window(window_length: int, periodic: bool, alpha: float, beta: float, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor')
 blackman_window = _function(__name__, 'blackman_window', ((_A._op_blackman_window, None), (_A._op_blackman_window_periodic, None)),
-    (_B.b279(_A._op_blackman_window), _B.b280(_A._op_blackman_window_periodic)), (), wrapped=None, doc='blackman_window(window_length: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nblackman_window(window_length: int, periodic: bool, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor')
+    (_B.b282(_A._op_blackman_window), _B.b283(_A._op_blackman_window_periodic)), (), wrapped=None, doc='blackman_window(window_length: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nblackman_window(window_length: int, periodic: bool, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor')
 bartlett_window = _function(__name__, 'bartlett_window', ((_A._op_bartlett_window, None), (_A._op_bartlett_window_periodic, None)),
-    (_B.b279(_A._op_bartlett_window), _B.b280(_A._op_bartlett_window_periodic)), (), wrapped=None, doc='bartlett_window(window_length: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nbartlett_window(window_length: int, periodic: bool, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor')
+    (_B.b282(_A._op_bartlett_window), _B.b283(_A._op_bartlett_window_periodic)), (), wrapped=None, doc='bartlett_window(window_length: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nbartlett_window(window_length: int, periodic: bool, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor')
 kaiser_window = _function(__name__, 'kaiser_window', ((_A._op_kaiser_window, None), (_A._op_kaiser_window_periodic, None), (_A._op_kaiser_window_beta, None)),
-    (_B.b279(_A._op_kaiser_window), _B.b280(_A._op_kaiser_window_periodic), _B.b283(_A._op_kaiser_window_beta)), (), wrapped=None, doc='kaiser_window(window_length: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nkaiser_window(window_length: int, periodic: bool, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nkaiser_window(window_length: int, periodic: bool, beta: float, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor')
+    (_B.b282(_A._op_kaiser_window), _B.b283(_A._op_kaiser_window_periodic), _B.b286(_A._op_kaiser_window_beta)), (), wrapped=None, doc='kaiser_window(window_length: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nkaiser_window(window_length: int, periodic: bool, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nkaiser_window(window_length: int, periodic: bool, beta: float, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor')
 stft = _function(__name__, 'stft', ((_A._op_stft_center, None), (_A._op_stft, None)),
-    (_B.b284(_A._op_stft_center), _B.b285(_A._op_stft)), (), wrapped=None, doc="stft(input: Tensor, n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, center: bool = True, pad_mode: str = 'reflect', normalized: bool = False, onesided: Optional[bool] = None, return_complex: Optional[bool] = None, align_to_window: Optional[bool] = None) -> Tensor\nstft(input: Tensor, n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, normalized: bool = False, onesided: Optional[bool] = None, return_complex: Optional[bool] = None, align_to_window: Optional[bool] = None) -> Tensor")
+    (_B.b287(_A._op_stft_center), _B.b288(_A._op_stft)), (), wrapped=None, doc="stft(input: Tensor, n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, center: bool = True, pad_mode: str = 'reflect', normalized: bool = False, onesided: Optional[bool] = None, return_complex: Optional[bool] = None, align_to_window: Optional[bool] = None) -> Tensor\nstft(input: Tensor, n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, normalized: bool = False, onesided: Optional[bool] = None, return_complex: Optional[bool] = None, align_to_window: Optional[bool] = None) -> Tensor")
 istft = _function(__name__, 'istft', ((_A._op_istft, None),),
-    (_B.b286(_A._op_istft),), (), wrapped=True, doc='istft(input: Tensor, n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, center: bool = True, normalized: bool = False, onesided: Optional[bool] = None, length: Optional[int] = None, return_complex: bool = False) -> Tensor')
+    (_B.b289(_A._op_istft),), (), wrapped=True, doc='istft(input: Tensor, n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, center: bool = True, normalized: bool = False, onesided: Optional[bool] = None, length: Optional[int] = None, return_complex: bool = False) -> Tensor')
 gcd = _function(__name__, 'gcd', ((_A._op_gcd, _A._op_gcd_out),),
     (_B.b8(_A._op_gcd, _A._op_gcd_out),), (), wrapped=True, doc='gcd(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor')
 gcd_ = _function(__name__, 'gcd_', ((_A._op_gcd_, None),),
@@ -1176,7 +1182,7 @@ lcm = _function(__name__, 'lcm', ((_A._op_lcm, _A._op_lcm_out),),
 lcm_ = _function(__name__, 'lcm_', ((_A._op_lcm_, None),),
     (_B.b22(_A._op_lcm_),), (), wrapped=True, doc='lcm_(input: Tensor, other: Tensor) -> Tensor')
 heaviside = _function(__name__, 'heaviside', ((_A._op_heaviside, _A._op_heaviside_out),),
-    (_B.b287(_A._op_heaviside, _A._op_heaviside_out),), (), wrapped=True, doc='heaviside(input: Tensor, values: Tensor, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b290(_A._op_heaviside, _A._op_heaviside_out),), (), wrapped=True, doc='heaviside(input: Tensor, values: Tensor, *, out: Optional[Tensor] = None) -> Tensor')
 def _signature_frexp(input, *, out=None): ...
 frexp = _function(__name__, 'frexp', ((_A._op_frexp_Tensor, _A._op_frexp_Tensor_out),),
     (_B.b1(_A._op_frexp_Tensor),), (), wrapped=_signature_frexp, doc='frexp(input: Tensor, *, out: Optional[Tensor] = None) -> (Tensor, Tensor)')
@@ -1185,85 +1191,85 @@ ldexp = _function(__name__, 'ldexp', ((_A._op_ldexp_Tensor, _A._op_ldexp_out),),
 ldexp_ = _function(__name__, 'ldexp_', ((_A._op_ldexp_, None),),
     (_B.b22(_A._op_ldexp_),), (), wrapped=True, doc='ldexp_(input: Tensor, other: Tensor) -> Tensor')
 select_scatter = _function(__name__, 'select_scatter', ((_A._op_select_scatter, None),),
-    (_B.b288(_A._op_select_scatter),), (), wrapped=True, doc='select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor')
+    (_B.b291(_A._op_select_scatter),), (), wrapped=True, doc='select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor')
 slice_scatter = _function(__name__, 'slice_scatter', ((_A._op_slice_scatter, None),),
-    (_B.b289(_A._op_slice_scatter),), (), wrapped=True, doc='slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: Optional[int] = None, end: Optional[int] = None, step: int = 1) -> Tensor')
+    (_B.b292(_A._op_slice_scatter),), (), wrapped=True, doc='slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: Optional[int] = None, end: Optional[int] = None, step: int = 1) -> Tensor')
 diagonal_scatter = _function(__name__, 'diagonal_scatter', ((_A._op_diagonal_scatter, None),),
-    (_B.b290(_A._op_diagonal_scatter),), (), wrapped=True, doc='diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor')
+    (_B.b293(_A._op_diagonal_scatter),), (), wrapped=True, doc='diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor')
 cholesky_solve = _function(__name__, 'cholesky_solve', ((_A._op_cholesky_solve, None),),
-    (_B.b291(_A._op_cholesky_solve),), (), wrapped=True, doc='cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor')
+    (_B.b294(_A._op_cholesky_solve),), (), wrapped=True, doc='cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor')
 cholesky_inverse = _function(__name__, 'cholesky_inverse', ((_A._op_cholesky_inverse, None),),
-    (_B.b292(_A._op_cholesky_inverse),), (), wrapped=True, doc='cholesky_inverse(input: Tensor, upper: bool = False) -> Tensor')
+    (_B.b295(_A._op_cholesky_inverse),), (), wrapped=True, doc='cholesky_inverse(input: Tensor, upper: bool = False) -> Tensor')
 lu_unpack = _function(__name__, 'lu_unpack', ((_A._op_lu_unpack, None),),
-    (_B.b293(_A._op_lu_unpack),), (), wrapped=True, doc='lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpack_pivots: bool = True) -> (Tensor, Tensor, Tensor)')
+    (_B.b296(_A._op_lu_unpack),), (), wrapped=True, doc='lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpack_pivots: bool = True) -> (Tensor, Tensor, Tensor)')
 lu_solve = _function(__name__, 'lu_solve', ((_A._op_lu_solve, None),),
-    (_B.b294(_A._op_lu_solve),), (), wrapped=True, doc='lu_solve(input: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor')
+    (_B.b297(_A._op_lu_solve),), (), wrapped=True, doc='lu_solve(input: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor')
 _lu_with_info = _function(__name__, '_lu_with_info', ((_A._op__lu_with_info, None),),
-    (_B.b295(_A._op__lu_with_info),), (), wrapped=True, doc='_lu_with_info(input: Tensor, pivot: bool = True, check_errors: bool = True) -> (Tensor, Tensor, Tensor)')
+    (_B.b298(_A._op__lu_with_info),), (), wrapped=True, doc='_lu_with_info(input: Tensor, pivot: bool = True, check_errors: bool = True) -> (Tensor, Tensor, Tensor)')
 _linalg_check_errors = _function(__name__, '_linalg_check_errors', ((_A._op__linalg_check_errors, None),),
-    (_B.b296(_A._op__linalg_check_errors),), (), wrapped=True, doc='_linalg_check_errors(info: Tensor, api_name: str, *, is_matrix: bool) -> ()')
+    (_B.b299(_A._op__linalg_check_errors),), (), wrapped=True, doc='_linalg_check_errors(info: Tensor, api_name: str, *, is_matrix: bool) -> ()')
 cholesky = _function(__name__, 'cholesky', ((_A._op_cholesky, None),),
-    (_B.b292(_A._op_cholesky),), (), wrapped=True, doc='cholesky(input: Tensor, upper: bool = False) -> Tensor')
+    (_B.b295(_A._op_cholesky),), (), wrapped=True, doc='cholesky(input: Tensor, upper: bool = False) -> Tensor')
 matrix_exp = _function(__name__, 'matrix_exp', ((_A._op_matrix_exp, None),),
     (_B.b1(_A._op_matrix_exp),), (), wrapped=True, doc='matrix_exp(input: Tensor) -> Tensor')
 geqrf = _function(__name__, 'geqrf', ((_A._op_geqrf, None),),
     (_B.b1(_A._op_geqrf),), (), wrapped=True, doc='geqrf(input: Tensor) -> (Tensor, Tensor)')
 orgqr = _function(__name__, 'orgqr', ((_A._op_orgqr, None),),
-    (_B.b297(_A._op_orgqr),), (), wrapped=True, doc='orgqr(input: Tensor, input2: Tensor) -> Tensor')
+    (_B.b300(_A._op_orgqr),), (), wrapped=True, doc='orgqr(input: Tensor, input2: Tensor) -> Tensor')
 ormqr = _function(__name__, 'ormqr', ((_A._op_ormqr, None),),
-    (_B.b298(_A._op_ormqr),), (), wrapped=True, doc='ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True, transpose: bool = False) -> Tensor')
+    (_B.b301(_A._op_ormqr),), (), wrapped=True, doc='ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True, transpose: bool = False) -> Tensor')
 alias_copy = _function(__name__, 'alias_copy', ((_A._op_alias_copy, _A._op_alias_copy_out),),
     (_B.b0(_A._op_alias_copy, _A._op_alias_copy_out),), (), wrapped=True, doc='alias_copy(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor')
 as_strided_copy = _function(__name__, 'as_strided_copy', ((_A._op_as_strided_copy, _A._op_as_strided_copy_out),),
-    (_B.b299(_A._op_as_strided_copy, _A._op_as_strided_copy_out),), (), wrapped=True, doc='as_strided_copy(input: Tensor, size: List[int], stride: List[int], storage_offset: Optional[int] = None, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b302(_A._op_as_strided_copy, _A._op_as_strided_copy_out),), (), wrapped=True, doc='as_strided_copy(input: Tensor, size: List[int], stride: List[int], storage_offset: Optional[int] = None, *, out: Optional[Tensor] = None) -> Tensor')
 detach_copy = _function(__name__, 'detach_copy', ((_A._op_detach_copy, _A._op_detach_copy_out),),
     (_B.b0(_A._op_detach_copy, _A._op_detach_copy_out),), (), wrapped=True, doc='detach_copy(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor')
 diagonal_copy = _function(__name__, 'diagonal_copy', ((_A._op_diagonal_copy, _A._op_diagonal_copy_out),),
-    (_B.b300(_A._op_diagonal_copy, _A._op_diagonal_copy_out),), (), wrapped=True, doc='diagonal_copy(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b303(_A._op_diagonal_copy, _A._op_diagonal_copy_out),), (), wrapped=True, doc='diagonal_copy(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1, *, out: Optional[Tensor] = None) -> Tensor')
 expand_copy = _function(__name__, 'expand_copy', ((_A._op_expand_copy, _A._op_expand_copy_out),),
-    (_B.b301(_A._op_expand_copy, _A._op_expand_copy_out),), (), wrapped=True, doc='expand_copy(input: Tensor, size: List[int], *, implicit: bool = False, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b304(_A._op_expand_copy, _A._op_expand_copy_out),), (), wrapped=True, doc='expand_copy(input: Tensor, size: List[int], *, implicit: bool = False, out: Optional[Tensor] = None) -> Tensor')
 narrow_copy = _function(__name__, 'narrow_copy', ((_A._op_narrow_copy, _A._op_narrow_copy_out),),
-    (_B.b302(_A._op_narrow_copy, _A._op_narrow_copy_out),), (), wrapped=True, doc='narrow_copy(input: Tensor, dim: int, start: int, length: int, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b305(_A._op_narrow_copy, _A._op_narrow_copy_out),), (), wrapped=True, doc='narrow_copy(input: Tensor, dim: int, start: int, length: int, *, out: Optional[Tensor] = None) -> Tensor')
 permute_copy = _function(__name__, 'permute_copy', ((_A._op_permute_copy, _A._op_permute_copy_out),),
-    (_B.b303(_A._op_permute_copy, _A._op_permute_copy_out),), (), wrapped=True, doc='permute_copy(input: Tensor, dims: List[int], *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b306(_A._op_permute_copy, _A._op_permute_copy_out),), (), wrapped=True, doc='permute_copy(input: Tensor, dims: List[int], *, out: Optional[Tensor] = None) -> Tensor')
 select_copy = _function(__name__, 'select_copy', ((_A._op_select_copy_int, _A._op_select_copy_int_out),),
-    (_B.b304(_A._op_select_copy_int, _A._op_select_copy_int_out),), (), wrapped=True, doc='select_copy(input: Tensor, dim: int, index: int, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b307(_A._op_select_copy_int, _A._op_select_copy_int_out),), (), wrapped=True, doc='select_copy(input: Tensor, dim: int, index: int, *, out: Optional[Tensor] = None) -> Tensor')
 slice_copy = _function(__name__, 'slice_copy', ((_A._op_slice_copy_Tensor, _A._op_slice_copy_Tensor_out),),
-    (_B.b305(_A._op_slice_copy_Tensor, _A._op_slice_copy_Tensor_out),), (), wrapped=True, doc='slice_copy(input: Tensor, dim: int = 0, start: Optional[int] = None, end: Optional[int] = None, step: int = 1, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b308(_A._op_slice_copy_Tensor, _A._op_slice_copy_Tensor_out),), (), wrapped=True, doc='slice_copy(input: Tensor, dim: int = 0, start: Optional[int] = None, end: Optional[int] = None, step: int = 1, *, out: Optional[Tensor] = None) -> Tensor')
 split_copy = _function(__name__, 'split_copy', ((_A._op_split_copy_Tensor, None),),
     (_B.b86(_A._op_split_copy_Tensor),), (), wrapped=True, doc='split_copy(input: Tensor, split_size: int, dim: int = 0) -> List[Tensor]')
 split_with_sizes_copy = _function(__name__, 'split_with_sizes_copy', ((_A._op_split_with_sizes_copy, None),),
     (_B.b88(_A._op_split_with_sizes_copy),), (), wrapped=True, doc='split_with_sizes_copy(input: Tensor, split_sizes: List[int], dim: int = 0) -> List[Tensor]')
 squeeze_copy = _function(__name__, 'squeeze_copy', ((_A._op_squeeze_copy, _A._op_squeeze_copy_out), (_A._op_squeeze_copy_dim, _A._op_squeeze_copy_dim_out), (_A._op_squeeze_copy_dims, _A._op_squeeze_copy_dims_out)),
-    (_B.b0(_A._op_squeeze_copy, _A._op_squeeze_copy_out), _B.b306(_A._op_squeeze_copy_dim, _A._op_squeeze_copy_dim_out), _B.b307(_A._op_squeeze_copy_dims, _A._op_squeeze_copy_dims_out)), (), wrapped=None, doc='squeeze_copy(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nsqueeze_copy(input: Tensor, dim: int, *, out: Optional[Tensor] = None) -> Tensor\nsqueeze_copy(input: Tensor, dim: List[int], *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b0(_A._op_squeeze_copy, _A._op_squeeze_copy_out), _B.b309(_A._op_squeeze_copy_dim, _A._op_squeeze_copy_dim_out), _B.b310(_A._op_squeeze_copy_dims, _A._op_squeeze_copy_dims_out)), (), wrapped=None, doc='squeeze_copy(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nsqueeze_copy(input: Tensor, dim: int, *, out: Optional[Tensor] = None) -> Tensor\nsqueeze_copy(input: Tensor, dim: List[int], *, out: Optional[Tensor] = None) -> Tensor')
 t_copy = _function(__name__, 't_copy', ((_A._op_t_copy, _A._op_t_copy_out),),
     (_B.b0(_A._op_t_copy, _A._op_t_copy_out),), (), wrapped=True, doc='t_copy(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor')
 transpose_copy = _function(__name__, 'transpose_copy', ((_A._op_transpose_copy_int, _A._op_transpose_copy_int_out),),
-    (_B.b308(_A._op_transpose_copy_int, _A._op_transpose_copy_int_out),), (), wrapped=True, doc='transpose_copy(input: Tensor, dim0: int, dim1: int, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b311(_A._op_transpose_copy_int, _A._op_transpose_copy_int_out),), (), wrapped=True, doc='transpose_copy(input: Tensor, dim0: int, dim1: int, *, out: Optional[Tensor] = None) -> Tensor')
 unbind_copy = _function(__name__, 'unbind_copy', ((_A._op_unbind_copy_int, None),),
     (_B.b85(_A._op_unbind_copy_int),), (), wrapped=True, doc='unbind_copy(input: Tensor, dim: int = 0) -> List[Tensor]')
 unfold_backward = _function(__name__, 'unfold_backward', ((_A._op_unfold_backward, None),),
-    (_B.b309(_A._op_unfold_backward),), (), wrapped=True, doc='unfold_backward(grad_in: Tensor, input_sizes: List[int], dim: int, size: int, step: int) -> Tensor')
+    (_B.b312(_A._op_unfold_backward),), (), wrapped=True, doc='unfold_backward(grad_in: Tensor, input_sizes: List[int], dim: int, size: int, step: int) -> Tensor')
 unfold_copy = _function(__name__, 'unfold_copy', ((_A._op_unfold_copy, _A._op_unfold_copy_out),),
-    (_B.b310(_A._op_unfold_copy, _A._op_unfold_copy_out),), (), wrapped=True, doc='unfold_copy(input: Tensor, dimension: int, size: int, step: int, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b313(_A._op_unfold_copy, _A._op_unfold_copy_out),), (), wrapped=True, doc='unfold_copy(input: Tensor, dimension: int, size: int, step: int, *, out: Optional[Tensor] = None) -> Tensor')
 unsqueeze_copy = _function(__name__, 'unsqueeze_copy', ((_A._op_unsqueeze_copy, _A._op_unsqueeze_copy_out),),
-    (_B.b306(_A._op_unsqueeze_copy, _A._op_unsqueeze_copy_out),), (), wrapped=True, doc='unsqueeze_copy(input: Tensor, dim: int, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b309(_A._op_unsqueeze_copy, _A._op_unsqueeze_copy_out),), (), wrapped=True, doc='unsqueeze_copy(input: Tensor, dim: int, *, out: Optional[Tensor] = None) -> Tensor')
 view_as_complex_copy = _function(__name__, 'view_as_complex_copy', ((_A._op_view_as_complex_copy, _A._op_view_as_complex_copy_out),),
     (_B.b0(_A._op_view_as_complex_copy, _A._op_view_as_complex_copy_out),), (), wrapped=True, doc='view_as_complex_copy(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor')
 view_as_real_copy = _function(__name__, 'view_as_real_copy', ((_A._op_view_as_real_copy, _A._op_view_as_real_copy_out),),
     (_B.b0(_A._op_view_as_real_copy, _A._op_view_as_real_copy_out),), (), wrapped=True, doc='view_as_real_copy(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor')
 view_copy = _function(__name__, 'view_copy', ((_A._op_view_copy, _A._op_view_copy_out), (_A._op_view_copy_dtype, _A._op_view_copy_dtype_out)),
-    (_B.b311(_A._op_view_copy, _A._op_view_copy_out), _B.b312(_A._op_view_copy_dtype, _A._op_view_copy_dtype_out)), (), wrapped=None, doc='view_copy(input: Tensor, size: List[int], *, out: Optional[Tensor] = None) -> Tensor\nview_copy(input: Tensor, dtype: Optional[dtype], *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b314(_A._op_view_copy, _A._op_view_copy_out), _B.b315(_A._op_view_copy_dtype, _A._op_view_copy_dtype_out)), (), wrapped=None, doc='view_copy(input: Tensor, size: List[int], *, out: Optional[Tensor] = None) -> Tensor\nview_copy(input: Tensor, dtype: Optional[dtype], *, out: Optional[Tensor] = None) -> Tensor')
 trapezoid = _function(__name__, 'trapezoid', ((_A._op_trapezoid_x, None), (_A._op_trapezoid_dx, None)),
-    (_B.b313(_A._op_trapezoid_x), _B.b314(_A._op_trapezoid_dx)), (), wrapped=None, doc='trapezoid(y: Tensor, x: Tensor, *, dim: int = -1) -> Tensor\ntrapezoid(y: Tensor, *, dx: Number = 1, dim: int = -1) -> Tensor')
+    (_B.b316(_A._op_trapezoid_x), _B.b317(_A._op_trapezoid_dx)), (), wrapped=None, doc='trapezoid(y: Tensor, x: Tensor, *, dim: int = -1) -> Tensor\ntrapezoid(y: Tensor, *, dx: Number = 1, dim: int = -1) -> Tensor')
 trapz = _function(__name__, 'trapz', ((_A._op_trapz_x, None), (_A._op_trapz_dx, None)),
-    (_B.b313(_A._op_trapz_x), _B.b315(_A._op_trapz_dx)), (), wrapped=None, doc='trapz(y: Tensor, x: Tensor, *, dim: int = -1) -> Tensor\ntrapz(y: Tensor, *, dx: float = 1., dim: int = -1) -> Tensor')
+    (_B.b316(_A._op_trapz_x), _B.b318(_A._op_trapz_dx)), (), wrapped=None, doc='trapz(y: Tensor, x: Tensor, *, dim: int = -1) -> Tensor\ntrapz(y: Tensor, *, dx: float = 1., dim: int = -1) -> Tensor')
 cumulative_trapezoid = _function(__name__, 'cumulative_trapezoid', ((_A._op_cumulative_trapezoid_x, None), (_A._op_cumulative_trapezoid_dx, None)),
-    (_B.b313(_A._op_cumulative_trapezoid_x), _B.b314(_A._op_cumulative_trapezoid_dx)), (), wrapped=None, doc='cumulative_trapezoid(y: Tensor, x: Tensor, *, dim: int = -1) -> Tensor\ncumulative_trapezoid(y: Tensor, *, dx: Number = 1, dim: int = -1) -> Tensor')
+    (_B.b316(_A._op_cumulative_trapezoid_x), _B.b317(_A._op_cumulative_trapezoid_dx)), (), wrapped=None, doc='cumulative_trapezoid(y: Tensor, x: Tensor, *, dim: int = -1) -> Tensor\ncumulative_trapezoid(y: Tensor, *, dx: Number = 1, dim: int = -1) -> Tensor')
 combinations = _function(__name__, 'combinations', ((_A._op_combinations, None),),
-    (_B.b316(_A._op_combinations),), (), wrapped=True, doc='combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor')
+    (_B.b319(_A._op_combinations),), (), wrapped=True, doc='combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor')
 chain_matmul = _function(__name__, 'chain_matmul', ((_A._op_chain_matmul, _A._op_chain_matmul_out),),
-    (_B.b317(_A._op_chain_matmul, _A._op_chain_matmul_out),), (), wrapped=True, doc='chain_matmul(matrices: List[Tensor], *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b320(_A._op_chain_matmul, _A._op_chain_matmul_out),), (), wrapped=True, doc='chain_matmul(matrices: List[Tensor], *, out: Optional[Tensor] = None) -> Tensor')
 unsafe_chunk = _function(__name__, 'unsafe_chunk', ((_A._op_unsafe_chunk, None),),
     (_B.b89(_A._op_unsafe_chunk),), (), wrapped=True, doc='unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> List[Tensor]')
 unsafe_split = _function(__name__, 'unsafe_split', ((_A._op_unsafe_split_Tensor, None),),
@@ -1271,35 +1277,35 @@ unsafe_split = _function(__name__, 'unsafe_split', ((_A._op_unsafe_split_Tensor,
 unsafe_split_with_sizes = _function(__name__, 'unsafe_split_with_sizes', ((_A._op_unsafe_split_with_sizes, None),),
     (_B.b88(_A._op_unsafe_split_with_sizes),), (), wrapped=True, doc='unsafe_split_with_sizes(input: Tensor, split_sizes: List[int], dim: int = 0) -> List[Tensor]')
 renorm = _function(__name__, 'renorm', ((_A._op_renorm, _A._op_renorm_out),),
-    (_B.b318(_A._op_renorm, _A._op_renorm_out),), (), wrapped=True, doc='renorm(input: Tensor, p: Number, dim: int, maxnorm: Number, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b321(_A._op_renorm, _A._op_renorm_out),), (), wrapped=True, doc='renorm(input: Tensor, p: Number, dim: int, maxnorm: Number, *, out: Optional[Tensor] = None) -> Tensor')
 frobenius_norm = _function(__name__, 'frobenius_norm', ((_A._op_frobenius_norm_dim, _A._op_frobenius_norm_out),),
-    (_B.b319(_A._op_frobenius_norm_dim, _A._op_frobenius_norm_out),), (), wrapped=True, doc='frobenius_norm(input: Tensor, dim: List[int], keepdim: bool = False, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b322(_A._op_frobenius_norm_dim, _A._op_frobenius_norm_out),), (), wrapped=True, doc='frobenius_norm(input: Tensor, dim: List[int], keepdim: bool = False, *, out: Optional[Tensor] = None) -> Tensor')
 nuclear_norm = _function(__name__, 'nuclear_norm', ((_A._op_nuclear_norm, _A._op_nuclear_norm_out), (_A._op_nuclear_norm_dim, _A._op_nuclear_norm_dim_out)),
-    (_B.b320(_A._op_nuclear_norm, _A._op_nuclear_norm_out), _B.b319(_A._op_nuclear_norm_dim, _A._op_nuclear_norm_dim_out)), (), wrapped=None, doc='nuclear_norm(input: Tensor, keepdim: bool = False, *, out: Optional[Tensor] = None) -> Tensor\nnuclear_norm(input: Tensor, dim: List[int], keepdim: bool = False, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b323(_A._op_nuclear_norm, _A._op_nuclear_norm_out), _B.b322(_A._op_nuclear_norm_dim, _A._op_nuclear_norm_dim_out)), (), wrapped=None, doc='nuclear_norm(input: Tensor, keepdim: bool = False, *, out: Optional[Tensor] = None) -> Tensor\nnuclear_norm(input: Tensor, dim: List[int], keepdim: bool = False, *, out: Optional[Tensor] = None) -> Tensor')
 mvlgamma = _function(__name__, 'mvlgamma', ((_A._op_mvlgamma, None),),
-    (_B.b321(_A._op_mvlgamma),), (), wrapped=True, doc='mvlgamma(input: Tensor, p: int) -> Tensor')
+    (_B.b324(_A._op_mvlgamma),), (), wrapped=True, doc='mvlgamma(input: Tensor, p: int) -> Tensor')
 hsplit = _function(__name__, 'hsplit', ((_A._op_hsplit_int, None), (_A._op_hsplit_array, None)),
-    (_B.b322(_A._op_hsplit_int), _B.b323(_A._op_hsplit_array)), (), wrapped=None, doc='hsplit(input: Tensor, sections: int) -> List[Tensor]\nhsplit(input: Tensor, indices: List[int]) -> List[Tensor]')
+    (_B.b325(_A._op_hsplit_int), _B.b326(_A._op_hsplit_array)), (), wrapped=None, doc='hsplit(input: Tensor, sections: int) -> List[Tensor]\nhsplit(input: Tensor, indices: List[int]) -> List[Tensor]')
 vsplit = _function(__name__, 'vsplit', ((_A._op_vsplit_int, None), (_A._op_vsplit_array, None)),
-    (_B.b322(_A._op_vsplit_int), _B.b323(_A._op_vsplit_array)), (), wrapped=None, doc='vsplit(input: Tensor, sections: int) -> List[Tensor]\nvsplit(input: Tensor, indices: List[int]) -> List[Tensor]')
+    (_B.b325(_A._op_vsplit_int), _B.b326(_A._op_vsplit_array)), (), wrapped=None, doc='vsplit(input: Tensor, sections: int) -> List[Tensor]\nvsplit(input: Tensor, indices: List[int]) -> List[Tensor]')
 dsplit = _function(__name__, 'dsplit', ((_A._op_dsplit_int, None), (_A._op_dsplit_array, None)),
-    (_B.b322(_A._op_dsplit_int), _B.b323(_A._op_dsplit_array)), (), wrapped=None, doc='dsplit(input: Tensor, sections: int) -> List[Tensor]\ndsplit(input: Tensor, indices: List[int]) -> List[Tensor]')
+    (_B.b325(_A._op_dsplit_int), _B.b326(_A._op_dsplit_array)), (), wrapped=None, doc='dsplit(input: Tensor, sections: int) -> List[Tensor]\ndsplit(input: Tensor, indices: List[int]) -> List[Tensor]')
 adjoint = _function(__name__, 'adjoint', ((_A._op_adjoint, None),),
     (_B.b1(_A._op_adjoint),), (), wrapped=True, doc='adjoint(input: Tensor) -> Tensor')
 diagflat = _function(__name__, 'diagflat', ((_A._op_diagflat, None),),
-    (_B.b324(_A._op_diagflat),), (), wrapped=True, doc='diagflat(input: Tensor, offset: int = 0) -> Tensor')
+    (_B.b327(_A._op_diagflat),), (), wrapped=True, doc='diagflat(input: Tensor, offset: int = 0) -> Tensor')
 dist = _function(__name__, 'dist', ((_A._op_dist, None),),
-    (_B.b325(_A._op_dist),), (), wrapped=True, doc='dist(input: Tensor, other: Tensor, p: Number = 2) -> Tensor')
+    (_B.b328(_A._op_dist),), (), wrapped=True, doc='dist(input: Tensor, other: Tensor, p: Number = 2) -> Tensor')
 logdet = _function(__name__, 'logdet', ((_A._op_logdet, None),),
     (_B.b1(_A._op_logdet),), (), wrapped=True, doc='logdet(input: Tensor) -> Tensor')
 matrix_power = _function(__name__, 'matrix_power', ((_A._op_matrix_power, None),),
-    (_B.b326(_A._op_matrix_power),), (), wrapped=True, doc='matrix_power(input: Tensor, n: int) -> Tensor')
+    (_B.b329(_A._op_matrix_power),), (), wrapped=True, doc='matrix_power(input: Tensor, n: int) -> Tensor')
 addr = _function(__name__, 'addr', ((_A._op_addr, None),),
-    (_B.b327(_A._op_addr),), (), wrapped=True, doc='addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor')
+    (_B.b330(_A._op_addr),), (), wrapped=True, doc='addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor')
 nanmedian = _function(__name__, 'nanmedian', ((_A._op_nanmedian, None), (_A._op_nanmedian_dim, None)),
     (_B.b1(_A._op_nanmedian), _B.b23(_A._op_nanmedian_dim)), (), wrapped=None, doc='nanmedian(input: Tensor) -> Tensor\nnanmedian(input: Tensor, dim: int, keepdim: bool = False) -> (Tensor, Tensor)')
 unique_consecutive = _function(__name__, 'unique_consecutive', ((_A._op_unique_consecutive, None),),
-    (_B.b328(_A._op_unique_consecutive),), (), wrapped=True, doc='unique_consecutive(input: Tensor, return_inverse: bool = False, return_counts: bool = False, dim: Optional[int] = None) -> (Tensor, Tensor, Tensor)')
+    (_B.b331(_A._op_unique_consecutive),), (), wrapped=True, doc='unique_consecutive(input: Tensor, return_inverse: bool = False, return_counts: bool = False, dim: Optional[int] = None) -> (Tensor, Tensor, Tensor)')
 def _signature__histogramdd_bin_edges(input, bins, *, range=None, weight=None, density=False): ...
 _histogramdd_bin_edges = _function(__name__, '_histogramdd_bin_edges', ((_A._op__histogramdd_bin_edges, None),),
     (), (), wrapped=_signature__histogramdd_bin_edges, doc='_histogramdd_bin_edges(input: Tensor, bins: List[int], *, range=None, weight: Optional[Tensor] = None, density: bool = False) -> List[Tensor]')
@@ -1307,55 +1313,55 @@ def _signature__histogramdd_from_bin_cts(input, bins, *, range=None, weight=None
 _histogramdd_from_bin_cts = _function(__name__, '_histogramdd_from_bin_cts', ((_A._op__histogramdd_from_bin_cts, None),),
     (), (), wrapped=_signature__histogramdd_from_bin_cts, doc='_histogramdd_from_bin_cts(input: Tensor, bins: List[int], *, range=None, weight: Optional[Tensor] = None, density: bool = False) -> Tensor')
 _histogramdd_from_bin_tensors = _function(__name__, '_histogramdd_from_bin_tensors', ((_A._op__histogramdd_from_bin_tensors, None),),
-    (_B.b329(_A._op__histogramdd_from_bin_tensors),), (), wrapped=True, doc='_histogramdd_from_bin_tensors(input: Tensor, bins: List[Tensor], *, weight: Optional[Tensor] = None, density: bool = False) -> Tensor')
+    (_B.b332(_A._op__histogramdd_from_bin_tensors),), (), wrapped=True, doc='_histogramdd_from_bin_tensors(input: Tensor, bins: List[Tensor], *, weight: Optional[Tensor] = None, density: bool = False) -> Tensor')
 put = _function(__name__, 'put', ((_A._op_put, None),),
-    (_B.b330(_A._op_put),), (), wrapped=True, doc='put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor')
+    (_B.b333(_A._op_put),), (), wrapped=True, doc='put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor')
 index_reduce = _function(__name__, 'index_reduce', ((_A._op_index_reduce, None),),
-    (_B.b331(_A._op_index_reduce),), (), wrapped=True, doc='index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *, include_self: bool = True) -> Tensor')
+    (_B.b334(_A._op_index_reduce),), (), wrapped=True, doc='index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *, include_self: bool = True) -> Tensor')
 nonzero_static = _function(__name__, 'nonzero_static', ((_A._op_nonzero_static, None),),
-    (_B.b332(_A._op_nonzero_static),), (), wrapped=True, doc='nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor')
+    (_B.b335(_A._op_nonzero_static),), (), wrapped=True, doc='nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor')
 as_strided_scatter = _function(__name__, 'as_strided_scatter', ((_A._op_as_strided_scatter, None),),
-    (_B.b333(_A._op_as_strided_scatter),), (), wrapped=True, doc='as_strided_scatter(input: Tensor, src: Tensor, size: List[int], stride: List[int], storage_offset: Optional[int] = None) -> Tensor')
+    (_B.b336(_A._op_as_strided_scatter),), (), wrapped=True, doc='as_strided_scatter(input: Tensor, src: Tensor, size: List[int], stride: List[int], storage_offset: Optional[int] = None) -> Tensor')
 fill = _function(__name__, 'fill', ((_A._op_fill_Scalar, None), (_A._op_fill_Tensor, None)),
     (_B.b122(_A._op_fill_Scalar), _B.b123(_A._op_fill_Tensor)), (), wrapped=None, doc='fill(input: Tensor, value: Number) -> Tensor\nfill(input: Tensor, value: Tensor) -> Tensor')
 vander = _function(__name__, 'vander', ((_A._op_vander, None),),
-    (_B.b334(_A._op_vander),), (), wrapped=True, doc='vander(x: Tensor, N: Optional[int] = None, increasing: bool = False) -> Tensor')
+    (_B.b337(_A._op_vander),), (), wrapped=True, doc='vander(x: Tensor, N: Optional[int] = None, increasing: bool = False) -> Tensor')
 empty_permuted = _function(__name__, 'empty_permuted', ((_A._op_empty_permuted, None),),
-    (_B.b335(_A._op_empty_permuted),), (), wrapped=True, doc='empty_permuted(size: List[int], physical_layout: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor')
+    (_B.b338(_A._op_empty_permuted),), (), wrapped=True, doc='empty_permuted(size: List[int], physical_layout: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor')
 randint_like = _function(__name__, 'randint_like', ((_A._op_randint_like, None), (_A._op_randint_like_generator, None), (_A._op_randint_like_Tensor, None), (_A._op_randint_like_Tensor_generator, None), (_A._op_randint_like_low_dtype, None), (_A._op_randint_like_low_generator_dtype, None)),
-    (_B.b336(_A._op_randint_like), _B.b337(_A._op_randint_like_generator), _B.b338(_A._op_randint_like_Tensor), _B.b339(_A._op_randint_like_Tensor_generator), _B.b340(_A._op_randint_like_low_dtype), _B.b341(_A._op_randint_like_low_generator_dtype)), (), wrapped=None, doc='randint_like(input: Tensor, high: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor\nrandint_like(input: Tensor, high: int, *, generator: Optional[Generator], dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor\nrandint_like(input: Tensor, high: Tensor, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor\nrandint_like(input: Tensor, high: Tensor, *, generator: Optional[Generator], dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor\nrandint_like(input: Tensor, low: int, high: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor\nrandint_like(input: Tensor, low: int, high: int, *, generator: Optional[Generator], dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor')
+    (_B.b339(_A._op_randint_like), _B.b340(_A._op_randint_like_generator), _B.b341(_A._op_randint_like_Tensor), _B.b342(_A._op_randint_like_Tensor_generator), _B.b343(_A._op_randint_like_low_dtype), _B.b344(_A._op_randint_like_low_generator_dtype)), (), wrapped=None, doc='randint_like(input: Tensor, high: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor\nrandint_like(input: Tensor, high: int, *, generator: Optional[Generator], dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor\nrandint_like(input: Tensor, high: Tensor, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor\nrandint_like(input: Tensor, high: Tensor, *, generator: Optional[Generator], dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor\nrandint_like(input: Tensor, low: int, high: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor\nrandint_like(input: Tensor, low: int, high: int, *, generator: Optional[Generator], dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor')
 range = _function(__name__, 'range', ((_A._op_range_step, None),),
     (_B.b102(_A._op_range_step),), (), wrapped=True, doc='range(start: Number, end: Number, step: Number = 1, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor')
 svd = _function(__name__, 'svd', ((_A._op_svd, None),),
-    (_B.b342(_A._op_svd),), (), wrapped=True, doc='svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> (Tensor, Tensor, Tensor)')
+    (_B.b345(_A._op_svd),), (), wrapped=True, doc='svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> (Tensor, Tensor, Tensor)')
 qr = _function(__name__, 'qr', ((_A._op_qr, None),),
-    (_B.b343(_A._op_qr),), (), wrapped=True, doc='qr(input: Tensor, some: bool = True) -> (Tensor, Tensor)')
+    (_B.b346(_A._op_qr),), (), wrapped=True, doc='qr(input: Tensor, some: bool = True) -> (Tensor, Tensor)')
 triangular_solve = _function(__name__, 'triangular_solve', ((_A._op_triangular_solve, None),),
-    (_B.b344(_A._op_triangular_solve),), (), wrapped=True, doc='triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bool = False, unitriangular: bool = False) -> (Tensor, Tensor)')
+    (_B.b347(_A._op_triangular_solve),), (), wrapped=True, doc='triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bool = False, unitriangular: bool = False) -> (Tensor, Tensor)')
 conv_tbc = _function(__name__, 'conv_tbc', ((_A._op_conv_tbc, None),),
-    (_B.b345(_A._op_conv_tbc),), (), wrapped=True, doc='conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor')
+    (_B.b348(_A._op_conv_tbc),), (), wrapped=True, doc='conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor')
 norm_except_dim = _function(__name__, 'norm_except_dim', ((_A._op_norm_except_dim, None),),
-    (_B.b346(_A._op_norm_except_dim),), (), wrapped=True, doc='norm_except_dim(v: Tensor, pow: int = 2, dim: int = 0) -> Tensor')
+    (_B.b349(_A._op_norm_except_dim),), (), wrapped=True, doc='norm_except_dim(v: Tensor, pow: int = 2, dim: int = 0) -> Tensor')
 hash_tensor = _function(__name__, 'hash_tensor', ((_A._op_hash_tensor, None),),
-    (_B.b347(_A._op_hash_tensor),), (), wrapped=True, doc='hash_tensor(input: Tensor, dim: List[int] = (), *, keepdim: bool = False, mode: int = 0) -> Tensor')
+    (_B.b350(_A._op_hash_tensor),), (), wrapped=True, doc='hash_tensor(input: Tensor, dim: List[int] = (), *, keepdim: bool = False, mode: int = 0) -> Tensor')
 _sobol_engine_draw = _function(__name__, '_sobol_engine_draw', ((_A._op__sobol_engine_draw, None),),
-    (_B.b348(_A._op__sobol_engine_draw),), (), wrapped=True, doc='_sobol_engine_draw(quasi: Tensor, n: int, sobolstate: Tensor, dimension: int, num_generated: int, dtype: Optional[dtype]) -> (Tensor, Tensor)')
+    (_B.b351(_A._op__sobol_engine_draw),), (), wrapped=True, doc='_sobol_engine_draw(quasi: Tensor, n: int, sobolstate: Tensor, dimension: int, num_generated: int, dtype: Optional[dtype]) -> (Tensor, Tensor)')
 _sobol_engine_ff_ = _function(__name__, '_sobol_engine_ff_', ((_A._op__sobol_engine_ff_, None),),
-    (_B.b349(_A._op__sobol_engine_ff_),), (), wrapped=True, doc='_sobol_engine_ff_(input: Tensor, n: int, sobolstate: Tensor, dimension: int, num_generated: int) -> Tensor')
+    (_B.b352(_A._op__sobol_engine_ff_),), (), wrapped=True, doc='_sobol_engine_ff_(input: Tensor, n: int, sobolstate: Tensor, dimension: int, num_generated: int) -> Tensor')
 _sobol_engine_scramble_ = _function(__name__, '_sobol_engine_scramble_', ((_A._op__sobol_engine_scramble_, None),),
-    (_B.b350(_A._op__sobol_engine_scramble_),), (), wrapped=True, doc='_sobol_engine_scramble_(input: Tensor, ltm: Tensor, dimension: int) -> Tensor')
+    (_B.b353(_A._op__sobol_engine_scramble_),), (), wrapped=True, doc='_sobol_engine_scramble_(input: Tensor, ltm: Tensor, dimension: int) -> Tensor')
 _sobol_engine_initialize_state_ = _function(__name__, '_sobol_engine_initialize_state_', ((_A._op__sobol_engine_initialize_state_, None),),
-    (_B.b351(_A._op__sobol_engine_initialize_state_),), (), wrapped=True, doc='_sobol_engine_initialize_state_(input: Tensor, dimension: int) -> Tensor')
+    (_B.b354(_A._op__sobol_engine_initialize_state_),), (), wrapped=True, doc='_sobol_engine_initialize_state_(input: Tensor, dimension: int) -> Tensor')
 _amp_foreach_non_finite_check_and_unscale_ = _function(__name__, '_amp_foreach_non_finite_check_and_unscale_', ((_A._op__amp_foreach_non_finite_check_and_unscale_, None),),
-    (_B.b352(_A._op__amp_foreach_non_finite_check_and_unscale_),), (), wrapped=True, doc='_amp_foreach_non_finite_check_and_unscale_(input: List[Tensor], found_inf: Tensor, inv_scale: Tensor) -> ()')
+    (_B.b355(_A._op__amp_foreach_non_finite_check_and_unscale_),), (), wrapped=True, doc='_amp_foreach_non_finite_check_and_unscale_(input: List[Tensor], found_inf: Tensor, inv_scale: Tensor) -> ()')
 _amp_update_scale_ = _function(__name__, '_amp_update_scale_', ((_A._op__amp_update_scale_, None),),
-    (_B.b353(_A._op__amp_update_scale_),), (), wrapped=True, doc='_amp_update_scale_(input: Tensor, growth_tracker: Tensor, found_inf: Tensor, scale_growth_factor: float, scale_backoff_factor: float, growth_interval: int) -> Tensor')
+    (_B.b356(_A._op__amp_update_scale_),), (), wrapped=True, doc='_amp_update_scale_(input: Tensor, growth_tracker: Tensor, found_inf: Tensor, scale_growth_factor: float, scale_backoff_factor: float, growth_interval: int) -> Tensor')
 quantize_per_tensor_dynamic = _function(__name__, 'quantize_per_tensor_dynamic', ((_A._op_quantize_per_tensor_dynamic, None),),
-    (_B.b354(_A._op_quantize_per_tensor_dynamic),), (), wrapped=True, doc='quantize_per_tensor_dynamic(input: Tensor, dtype: Optional[dtype], reduce_range: bool) -> Tensor')
+    (_B.b357(_A._op_quantize_per_tensor_dynamic),), (), wrapped=True, doc='quantize_per_tensor_dynamic(input: Tensor, dtype: Optional[dtype], reduce_range: bool) -> Tensor')
 quantize_per_tensor = _function(__name__, 'quantize_per_tensor', ((_A._op_quantize_per_tensor, None), (_A._op_quantize_per_tensor_tensor_qparams, None), (_A._op_quantize_per_tensor_tensors, None)),
-    (_B.b355(_A._op_quantize_per_tensor), _B.b356(_A._op_quantize_per_tensor_tensor_qparams), _B.b357(_A._op_quantize_per_tensor_tensors)), (), wrapped=None, doc='quantize_per_tensor(input: Tensor, scale: float, zero_point: int, dtype: Optional[dtype]) -> Tensor\nquantize_per_tensor(input: Tensor, scale: Tensor, zero_point: Tensor, dtype: Optional[dtype]) -> Tensor\nquantize_per_tensor(tensors: List[Tensor], scales: Tensor, zero_points: Tensor, dtype: Optional[dtype]) -> List[Tensor]')
+    (_B.b358(_A._op_quantize_per_tensor), _B.b359(_A._op_quantize_per_tensor_tensor_qparams), _B.b360(_A._op_quantize_per_tensor_tensors)), (), wrapped=None, doc='quantize_per_tensor(input: Tensor, scale: float, zero_point: int, dtype: Optional[dtype]) -> Tensor\nquantize_per_tensor(input: Tensor, scale: Tensor, zero_point: Tensor, dtype: Optional[dtype]) -> Tensor\nquantize_per_tensor(tensors: List[Tensor], scales: Tensor, zero_points: Tensor, dtype: Optional[dtype]) -> List[Tensor]')
 quantize_per_channel = _function(__name__, 'quantize_per_channel', ((_A._op_quantize_per_channel, None),),
-    (_B.b358(_A._op_quantize_per_channel),), (), wrapped=True, doc='quantize_per_channel(input: Tensor, scales: Tensor, zero_points: Tensor, axis: int, dtype: Optional[dtype]) -> Tensor')
+    (_B.b361(_A._op_quantize_per_channel),), (), wrapped=True, doc='quantize_per_channel(input: Tensor, scales: Tensor, zero_points: Tensor, axis: int, dtype: Optional[dtype]) -> Tensor')
 dequantize = _function(__name__, 'dequantize', ((_A._op_dequantize_self, None), (_A._op_dequantize_tensors, None)),
     (_B.b1(_A._op_dequantize_self), _B.b144(_A._op_dequantize_tensors)), (), wrapped=None, doc='dequantize(input: Tensor) -> Tensor\ndequantize(tensors: List[Tensor]) -> List[Tensor]')
 q_scale = _function(__name__, 'q_scale', ((_A._op_q_scale, None),),
@@ -1371,34 +1377,34 @@ q_per_channel_axis = _function(__name__, 'q_per_channel_axis', ((_A._op_q_per_ch
 int_repr = _function(__name__, 'int_repr', ((_A._op_int_repr, None),),
     (_B.b1(_A._op_int_repr),), (), wrapped=True, doc='int_repr(input: Tensor) -> Tensor')
 _make_per_tensor_quantized_tensor = _function(__name__, '_make_per_tensor_quantized_tensor', ((_A._op__make_per_tensor_quantized_tensor, None),),
-    (_B.b359(_A._op__make_per_tensor_quantized_tensor),), (), wrapped=True, doc='_make_per_tensor_quantized_tensor(input: Tensor, scale: float, zero_point: int) -> Tensor')
+    (_B.b362(_A._op__make_per_tensor_quantized_tensor),), (), wrapped=True, doc='_make_per_tensor_quantized_tensor(input: Tensor, scale: float, zero_point: int) -> Tensor')
 _make_per_channel_quantized_tensor = _function(__name__, '_make_per_channel_quantized_tensor', ((_A._op__make_per_channel_quantized_tensor, None),),
-    (_B.b360(_A._op__make_per_channel_quantized_tensor),), (), wrapped=True, doc='_make_per_channel_quantized_tensor(input: Tensor, scale: Tensor, zero_point: Tensor, axis: int) -> Tensor')
+    (_B.b363(_A._op__make_per_channel_quantized_tensor),), (), wrapped=True, doc='_make_per_channel_quantized_tensor(input: Tensor, scale: Tensor, zero_point: Tensor, axis: int) -> Tensor')
 _empty_affine_quantized = _function(__name__, '_empty_affine_quantized', ((_A._op__empty_affine_quantized, None),),
-    (_B.b361(_A._op__empty_affine_quantized),), (0,), wrapped=True, doc='_empty_affine_quantized(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, scale: float = 1, zero_point: int = 0, memory_format=None, requires_grad: bool = False) -> Tensor')
+    (_B.b364(_A._op__empty_affine_quantized),), (0,), wrapped=True, doc='_empty_affine_quantized(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, scale: float = 1, zero_point: int = 0, memory_format=None, requires_grad: bool = False) -> Tensor')
 _empty_per_channel_affine_quantized = _function(__name__, '_empty_per_channel_affine_quantized', ((_A._op__empty_per_channel_affine_quantized, None),),
-    (_B.b362(_A._op__empty_per_channel_affine_quantized),), (0,), wrapped=True, doc='_empty_per_channel_affine_quantized(size: List[int], *, scales: Tensor, zero_points: Tensor, axis: int, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor')
+    (_B.b365(_A._op__empty_per_channel_affine_quantized),), (0,), wrapped=True, doc='_empty_per_channel_affine_quantized(size: List[int], *, scales: Tensor, zero_points: Tensor, axis: int, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor')
 fake_quantize_per_tensor_affine = _function(__name__, 'fake_quantize_per_tensor_affine', ((_A._op_fake_quantize_per_tensor_affine, None), (_A._op_fake_quantize_per_tensor_affine_tensor_qparams, None)),
-    (_B.b363(_A._op_fake_quantize_per_tensor_affine), _B.b364(_A._op_fake_quantize_per_tensor_affine_tensor_qparams)), (), wrapped=None, doc='fake_quantize_per_tensor_affine(input: Tensor, scale: float, zero_point: int, quant_min: int, quant_max: int) -> Tensor\nfake_quantize_per_tensor_affine(input: Tensor, scale: Tensor, zero_point: Tensor, quant_min: int, quant_max: int) -> Tensor')
+    (_B.b366(_A._op_fake_quantize_per_tensor_affine), _B.b367(_A._op_fake_quantize_per_tensor_affine_tensor_qparams)), (), wrapped=None, doc='fake_quantize_per_tensor_affine(input: Tensor, scale: float, zero_point: int, quant_min: int, quant_max: int) -> Tensor\nfake_quantize_per_tensor_affine(input: Tensor, scale: Tensor, zero_point: Tensor, quant_min: int, quant_max: int) -> Tensor')
 fake_quantize_per_tensor_affine_cachemask = _function(__name__, 'fake_quantize_per_tensor_affine_cachemask', ((_A._op_fake_quantize_per_tensor_affine_cachemask, None),),
-    (_B.b363(_A._op_fake_quantize_per_tensor_affine_cachemask),), (), wrapped=True, doc='fake_quantize_per_tensor_affine_cachemask(input: Tensor, scale: float, zero_point: int, quant_min: int, quant_max: int) -> (Tensor, Tensor)')
+    (_B.b366(_A._op_fake_quantize_per_tensor_affine_cachemask),), (), wrapped=True, doc='fake_quantize_per_tensor_affine_cachemask(input: Tensor, scale: float, zero_point: int, quant_min: int, quant_max: int) -> (Tensor, Tensor)')
 _fake_quantize_per_tensor_affine_cachemask_tensor_qparams = _function(__name__, '_fake_quantize_per_tensor_affine_cachemask_tensor_qparams', ((_A._op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams, None),),
-    (_B.b365(_A._op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams),), (), wrapped=True, doc='_fake_quantize_per_tensor_affine_cachemask_tensor_qparams(input: Tensor, scale: Tensor, zero_point: Tensor, fake_quant_enabled: Tensor, quant_min: int, quant_max: int) -> (Tensor, Tensor)')
+    (_B.b368(_A._op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams),), (), wrapped=True, doc='_fake_quantize_per_tensor_affine_cachemask_tensor_qparams(input: Tensor, scale: Tensor, zero_point: Tensor, fake_quant_enabled: Tensor, quant_min: int, quant_max: int) -> (Tensor, Tensor)')
 fake_quantize_per_tensor_affine_cachemask_backward = _function(__name__, 'fake_quantize_per_tensor_affine_cachemask_backward', ((_A._op_fake_quantize_per_tensor_affine_cachemask_backward, None),),
-    (_B.b366(_A._op_fake_quantize_per_tensor_affine_cachemask_backward),), (), wrapped=True, doc='fake_quantize_per_tensor_affine_cachemask_backward(grad: Tensor, mask: Tensor) -> Tensor')
+    (_B.b369(_A._op_fake_quantize_per_tensor_affine_cachemask_backward),), (), wrapped=True, doc='fake_quantize_per_tensor_affine_cachemask_backward(grad: Tensor, mask: Tensor) -> Tensor')
 fake_quantize_per_channel_affine = _function(__name__, 'fake_quantize_per_channel_affine', ((_A._op_fake_quantize_per_channel_affine, None),),
-    (_B.b367(_A._op_fake_quantize_per_channel_affine),), (), wrapped=True, doc='fake_quantize_per_channel_affine(input: Tensor, scale: Tensor, zero_point: Tensor, axis: int, quant_min: int, quant_max: int) -> Tensor')
+    (_B.b370(_A._op_fake_quantize_per_channel_affine),), (), wrapped=True, doc='fake_quantize_per_channel_affine(input: Tensor, scale: Tensor, zero_point: Tensor, axis: int, quant_min: int, quant_max: int) -> Tensor')
 fake_quantize_per_channel_affine_cachemask = _function(__name__, 'fake_quantize_per_channel_affine_cachemask', ((_A._op_fake_quantize_per_channel_affine_cachemask, None),),
-    (_B.b367(_A._op_fake_quantize_per_channel_affine_cachemask),), (), wrapped=True, doc='fake_quantize_per_channel_affine_cachemask(input: Tensor, scale: Tensor, zero_point: Tensor, axis: int, quant_min: int, quant_max: int) -> (Tensor, Tensor)')
+    (_B.b370(_A._op_fake_quantize_per_channel_affine_cachemask),), (), wrapped=True, doc='fake_quantize_per_channel_affine_cachemask(input: Tensor, scale: Tensor, zero_point: Tensor, axis: int, quant_min: int, quant_max: int) -> (Tensor, Tensor)')
 fake_quantize_per_channel_affine_cachemask_backward = _function(__name__, 'fake_quantize_per_channel_affine_cachemask_backward', ((_A._op_fake_quantize_per_channel_affine_cachemask_backward, None),),
-    (_B.b366(_A._op_fake_quantize_per_channel_affine_cachemask_backward),), (), wrapped=True, doc='fake_quantize_per_channel_affine_cachemask_backward(grad: Tensor, mask: Tensor) -> Tensor')
+    (_B.b369(_A._op_fake_quantize_per_channel_affine_cachemask_backward),), (), wrapped=True, doc='fake_quantize_per_channel_affine_cachemask_backward(grad: Tensor, mask: Tensor) -> Tensor')
 _quantized_linear = _function(__name__, '_quantized_linear', ((_A._op__quantized_linear, None),),
-    (_B.b368(_A._op__quantized_linear),), (), wrapped=True, doc='_quantized_linear(input: Tensor, weight: Tensor, bias: Optional[Tensor], output_scale: float, output_zero_point: int, relu: bool = False) -> Tensor')
+    (_B.b371(_A._op__quantized_linear),), (), wrapped=True, doc='_quantized_linear(input: Tensor, weight: Tensor, bias: Optional[Tensor], output_scale: float, output_zero_point: int, relu: bool = False) -> Tensor')
 _quantized_linear_dynamic = _function(__name__, '_quantized_linear_dynamic', ((_A._op__quantized_linear_dynamic, None),),
-    (_B.b369(_A._op__quantized_linear_dynamic),), (), wrapped=True, doc='_quantized_linear_dynamic(input: Tensor, weight: Tensor, bias: Optional[Tensor], reduce_range: bool = True) -> Tensor')
+    (_B.b372(_A._op__quantized_linear_dynamic),), (), wrapped=True, doc='_quantized_linear_dynamic(input: Tensor, weight: Tensor, bias: Optional[Tensor], reduce_range: bool = True) -> Tensor')
 _quantized_rnn_layer_dynamic = _function(__name__, '_quantized_rnn_layer_dynamic', ((_A._op__quantized_rnn_layer_dynamic, None),),
-    (_B.b370(_A._op__quantized_rnn_layer_dynamic),), (), wrapped=True, doc='_quantized_rnn_layer_dynamic(input: Tensor, h0: Tensor, c0: Optional[Tensor], w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor], b_hh: Optional[Tensor], mode: str, reverse: bool, reduce_range: bool = True) -> (Tensor, Tensor, Tensor)')
+    (_B.b373(_A._op__quantized_rnn_layer_dynamic),), (), wrapped=True, doc='_quantized_rnn_layer_dynamic(input: Tensor, h0: Tensor, c0: Optional[Tensor], w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor], b_hh: Optional[Tensor], mode: str, reverse: bool, reduce_range: bool = True) -> (Tensor, Tensor, Tensor)')
 _quantized_conv = _function(__name__, '_quantized_conv', ((_A._op__quantized_conv, None),),
-    (_B.b371(_A._op__quantized_conv),), (), wrapped=True, doc='_quantized_conv(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: List[int], padding: List[int], dilation: List[int], groups: int, output_scale: float, output_zero_point: int, relu: bool = False) -> Tensor')
+    (_B.b374(_A._op__quantized_conv),), (), wrapped=True, doc='_quantized_conv(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: List[int], padding: List[int], dilation: List[int], groups: int, output_scale: float, output_zero_point: int, relu: bool = False) -> Tensor')
 _quantized_add = _function(__name__, '_quantized_add', ((_A._op__quantized_add, None),),
-    (_B.b372(_A._op__quantized_add),), (), wrapped=True, doc='_quantized_add(input: Tensor, other: Tensor, scale: float, zero_point: int, relu: bool = False) -> Tensor')
+    (_B.b375(_A._op__quantized_add),), (), wrapped=True, doc='_quantized_add(input: Tensor, other: Tensor, scale: float, zero_point: int, relu: bool = False) -> Tensor')

@@ -167,6 +167,25 @@ class FakeTensorMode(TorchDispatchMode):
         self._memo[key] = (weakref.ref(t, lambda _r: self._memo.pop(key, None)), f)
         return f
 
+    def fake_with_sizes(self, t: Any, sizes: tuple[int, ...], requires_grad: bool | None = None) -> FakeTensor:
+        """A fake tensor like ``t`` -- dtype, device, requires_grad (unless given), the order of its strides -- but
+        of ``sizes`` (an export traces its program again at other sizes of the dynamic dimensions)."""
+        nd = t.dim()
+        inner_first = sorted(range(nd), key=lambda d: (t.stride(d), -d))
+        strides = [0] * nd
+        step = 1
+        for d in inner_first:
+            strides[d] = step
+            step *= max(int(sizes[d]), 1)
+        meta = view_of(fake_array(tuple(sizes), t._data.dtype, tuple(strides)), t)
+        meta._ks, meta._device = KS_META, META
+        meta._vc = VersionCounter()
+        f = FakeTensor(self, meta, t.device)
+        if t.requires_grad if requires_grad is None else requires_grad:
+            f.__dict__["_rg"] = True
+            f._ks = requiring_grad(f._ks)
+        return f
+
     # -- every operator
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}

@@ -108,6 +108,7 @@ class _LocalDispatchKeySet(threading.local):
     def __init__(self) -> None:
         self._keys = DEFAULT_KEYS
         self.in_formula = False   # Note [Overloads PyTorch's bindings hide] in ember/_ops.py
+        self.python_dispatcher = False    # Note [The Python dispatcher]
 
     @property
     def keys(self) -> tuple[int, int]:
@@ -146,6 +147,26 @@ def is_tensor_subclass_like(*tensors: Any) -> bool:
         if t is not None:
             bits |= t._ks
     return bool(bits & (1 << DispatchKey.Python))
+
+
+# Note [The Python dispatcher]
+# PyTorch's tracers (make_fx, export) enable its "Python dispatcher", under which some CompositeImplicitAutograd
+# operators run their Python decompositions instead of their C++ kernels (``dropout`` becomes ``native_dropout`` or
+# a ``clone``, never the input itself). ember's composite kernels read ``python_dispatcher_enabled()`` and take that
+# path while a trace runs; a plain dispatch mode sees what eager PyTorch runs.
+def python_dispatcher_enabled() -> bool:
+    return tls.python_dispatcher
+
+
+class enable_python_dispatcher:
+    """Context manager: the Python dispatcher is on for this thread (Note [The Python dispatcher])."""
+
+    def __enter__(self) -> None:
+        self.prev = tls.python_dispatcher
+        tls.python_dispatcher = True
+
+    def __exit__(self, *exc: Any) -> None:
+        tls.python_dispatcher = self.prev
 
 
 class NotImplementedForKey(NotImplementedError):

@@ -37,21 +37,22 @@ class DispatchKey(enum.IntEnum):
     Batched = 21
     VmapMode = 22
     PythonTLSSnapshot = 23
-    PythonDispatcher = 24
+    PreDispatch = 24      # above autograd: make_fx(pre_dispatch=True) / export record ops here (Note [Pre-dispatch])
+    PythonDispatcher = 25
     # keys of devices ember has no backend for: no tensor carries them, but libraries name them when they register
     # kernels (torchvision's AutocastXPU), and a kernel registered for one is kept and never runs
-    XPU = 25
-    MPS = 26
-    AutogradXPU = 27
-    AutogradMPS = 28
-    AutocastXPU = 29
-    AutocastMPS = 30
-    PrivateUse1 = 31
+    XPU = 26
+    MPS = 27
+    AutogradXPU = 28
+    AutogradMPS = 29
+    AutocastXPU = 30
+    AutocastMPS = 31
+    PrivateUse1 = 32
     # alias keys: never in a tensor's key set; a kernel registered under one serves several keys
-    CompositeExplicitAutograd = 32
-    CompositeImplicitAutograd = 33
-    Autograd = 34
-    CompositeExplicitAutogradNonFunctional = 35
+    CompositeExplicitAutograd = 33
+    CompositeImplicitAutograd = 34
+    Autograd = 35
+    CompositeExplicitAutogradNonFunctional = 36
 
 
 BACKEND_KEYS = (DispatchKey.CPU, DispatchKey.CUDA, DispatchKey.Meta)

@@ -95,6 +95,8 @@ class TensorImpl:
     def size(self, dim: int | None = None) -> Any:  # a Size, or an int for one dim
         if dim is None:
             return size_of_shape(self._data.shape)
+        if not self._data.ndim:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
         return int(self._data.shape[_wrap_dim(dim, self._data.ndim)])
 
     def dim(self) -> int:

@@ -12,7 +12,9 @@ import types
 from typing import Any, Callable, Iterator, NamedTuple
 
 from ember.fx.node import Node, _qualified_name, _type_repr, map_arg
+from ember.fx.experimental.symbolic_shapes import SymInt
 from ember.c10.dtype import dtype
+from ember.c10.tensor_impl import TensorImpl
 
 __all__ = ["Graph", "PythonCode", "CodeGen"]
 
@@ -460,6 +462,8 @@ class CodeGen:
                     body.append("")
                     body.append(summary)
             annotation = "" if node.type is None else f" : {type_repr(node.type)}"
+            if verbose and "val" in node.meta:
+                annotation = _meta_annotation(node.meta["val"]) or annotation
             if node.op == "placeholder":
                 free_vars.append(node.target + annotation + (f" = {rep(node.args[0])}" if node.args else ""))
                 raw = node.target.replace("*", "")     # *args / **kwargs: the tuple / dict itself
@@ -619,6 +623,26 @@ def _call_function_code(node: Node, rep: Callable[[Any], str], args_str: Callabl
         return f"{rep(node.args[0])}.{node.args[1]}", None
     global_name = add_global(name, t)
     return f"{global_name}({args_str(node.args, node.kwargs)})", global_name
+
+
+# PyTorch's short dtype names in printed graphs (``dtype_abbrs``)
+DTYPE_ABBRS = {"bfloat16": "bf16", "float64": "f64", "float32": "f32", "float16": "f16", "float8_e4m3fn": "f8e4m3fn",
+               "float8_e5m2": "f8e5m2", "float8_e4m3fnuz": "f8e4m3fnuz", "float8_e5m2fnuz": "f8e5m2fnuz",
+               "complex32": "c32", "complex64": "c64", "complex128": "c128", "int8": "i8", "int16": "i16",
+               "int32": "i32", "int64": "i64", "bool": "b8", "uint8": "u8", "uint16": "u16", "uint32": "u32",
+               "uint64": "u64", "bits16": "b16", "bits8": "b8"}
+
+
+def _meta_annotation(val: Any) -> str | None:
+    """The annotation a verbose listing gives a node from its ``meta["val"]``: ``: "f32[3, 4]"`` for a tensor
+    (its symbolic sizes where an export made them), ``: "Sym(s0)"`` for a symbolic size."""
+    if isinstance(val, TensorImpl):
+        sizes = getattr(val, "_sym_sizes", None) or tuple(val.shape)
+        abbr = DTYPE_ABBRS.get(str(val.dtype).rpartition(".")[2], str(val.dtype))
+        return f': "{abbr}[{", ".join(str(s) for s in sizes)}]"'
+    if isinstance(val, SymInt):
+        return f': "Sym({val})"'
+    return None
 
 
 def _stack_trace_summary(trace: str | None) -> str | None:

@@ -256,32 +256,11 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
 # ------------------------------------------------------------------------------ convolution
 def _conv(input: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any,  # noqa: A002
           groups: Any, nd: Any, name: Any) -> Any:
-    if input.dim() not in (nd + 1, nd + 2):
-        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input of "
-                           f"size: {list(input.shape)}")
-    batched = input.dim() == nd + 2
-    x = input if batched else input.unsqueeze(0)
-    stride, dilation = _tuple(stride, nd), _tuple(dilation, nd)
+    stride, dilation = list(_tuple(stride, nd)), list(_tuple(dilation, nd))
     if isinstance(padding, str):
-        if padding not in ("same", "valid"):
-            raise ValueError(f"Invalid padding string '{padding}', should be one of ['valid', 'same']")
-        if padding == "valid":
-            padding = (0,) * nd
-        else:
-            if any(s != 1 for s in stride):
-                raise RuntimeError("padding='same' is not supported for strided convolutions")
-            total = [d * (k - 1) for d, k in zip(dilation, weight.shape[2:])]
-            left = [t // 2 for t in total]
-            if any(t % 2 for t in total):  # asymmetric: pad the extra element on the right first
-                pad = []
-                for t, lo in zip(reversed(total), reversed(left)):
-                    pad += [0, t - 2 * lo]
-                x = aten.constant_pad_nd(x, tuple(pad), 0)
-            padding = tuple(left)
-    else:
-        padding = _tuple(padding, nd)
-    out = aten.convolution(x, weight, bias, stride, padding, dilation, False, (0,) * nd, groups)
-    return out if batched else out.squeeze(0)
+        op = getattr(aten, f"{name}_padding")
+        return op(input, weight, bias, stride, padding, dilation, groups)
+    return getattr(aten, name)(input, weight, bias, stride, list(_tuple(padding, nd)), dilation, groups)
 
 
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int = 1, padding: int = 0,  # noqa: A002
@@ -518,7 +497,8 @@ def batch_norm(input: Tensor, running_mean: Tensor, running_var: Tensor, weight:
                bias: Tensor | None = None, training: bool = False, momentum: float = 0.1, eps: float = 1e-05) -> Tensor:
     if training and input.dim() >= 1:
         _verify_batch_size(input.shape)
-    return ember.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, False)
+    return ember.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
+                            ember.backends.cudnn.enabled)
 
 
 def _verify_spatial_size(size: Any) -> None:
@@ -537,7 +517,7 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
 
 def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None,  # noqa: A002
                bias: Tensor | None = None, eps: float = 1e-05) -> Tensor:
-    return aten.native_layer_norm(input, tuple(normalized_shape), weight, bias, eps)[0]
+    return aten.layer_norm(input, tuple(normalized_shape), weight, bias, eps, ember.backends.cudnn.enabled)
 
 
 def rms_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None, eps: Any = None) -> Tensor:

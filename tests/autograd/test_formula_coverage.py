@@ -18,8 +18,8 @@ NO_FORMULA = {
     "isneginf", "isposinf", "signbit", "all", "all.dim", "all.dims", "any", "any.dim", "any.dims", "argmax", "argmin",
     "nonzero", "bincount", "bucketize.Tensor", "searchsorted.Scalar",
     "searchsorted.Tensor", "count_nonzero", "count_nonzero.dim_IntList", "repeat_interleave.Tensor",
-    # a Python number, not a tensor (what Tensor.item() dispatches to under a mode)
-    "_local_scalar_dense",
+    # a Python number, not a tensor (what Tensor.item() dispatches to under a mode; a size an exported graph reads)
+    "_local_scalar_dense", "sym_size.int",
     # the only tensor argument is the bool condition
     "where.Scalar",
     # no derivative in PyTorch either: its autograd fallback attaches a NotImplemented node, and so does ember's

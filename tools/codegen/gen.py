@@ -522,9 +522,14 @@ def _returning_self_list(s: FunctionSchema, call: str, call_args: list[str]) -> 
 _NO_PRIVATE_BINDING = {"_contiguous_copy", "_reshape_alias", "_to_copy", "_rnn_layer", "_fused_rmsprop_",
                        "_fused_adadelta_", "_fused_adamax_", "_fused_asgd_", "_fused_nadam_", "_fused_radam_",
                        "_fused_rprop_"}
+# public names without a generated binding: ``sym_size`` PyTorch reaches only as ``torch.ops.aten.sym_size``;
+# ``torch.conv<n>d`` is ``nn.functional``'s hand-written function, which checks its input and calls the op
+_ONLY_AS_OP = {"sym_size", "conv1d", "conv2d", "conv3d"}
 
 
 def _has_binding(name: str, method: bool, module: str | None) -> bool:
+    if name in _ONLY_AS_OP:
+        return False
     if not name.startswith("_") or name.startswith("__"):
         return True
     return not method and module is None and name not in _NO_PRIVATE_BINDING and "_backward" not in name

@@ -8,6 +8,7 @@ from typing import Any
 import math
 
 from ember._generated import aten
+from ember.aten.dispatcher import python_dispatcher_enabled
 
 __all__ = ["dropout", "dropout_", "feature_dropout", "feature_dropout_", "alpha_dropout", "alpha_dropout_",
            "feature_alpha_dropout", "feature_alpha_dropout_", "native_dropout_backward"]
@@ -18,6 +19,9 @@ _ALPHA = 1.7580993408473766  # SELU's scale * alpha: dropped units are set to -_
 def _dropout_impl(input: Any, p: Any, train: Any, feature: Any, alpha: Any, inplace: Any) -> Any:  # noqa: A002
     if p < 0 or p > 1:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not (feature or alpha or inplace) and python_dispatcher_enabled():
+        # traced: PyTorch's Python decomposition runs there -- a copy, or native_dropout (Note [The Python dispatcher])
+        return aten.native_dropout(input, p, train)[0] if train and p != 0 else aten.clone(input)
     if p == 0 or not train or input.numel() == 0:
         return input
     if p == 1:

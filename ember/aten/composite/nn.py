@@ -62,6 +62,89 @@ def batch_norm(input: Any, weight: Any, bias: Any, running_mean: Any, running_va
     return aten.native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)[0]
 
 
+def native_batch_norm_legit(input: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any,  # noqa: A002
+                            training: bool, momentum: float, eps: float) -> Any:
+    """``_native_batch_norm_legit``: native_batch_norm with its running statistics present (updated in place when
+    training) -- the form PyTorch's functional IR writes batch norm in."""
+    return aten.native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)
+
+
+def native_batch_norm_legit_no_stats(input: Any, weight: Any, bias: Any, training: bool,  # noqa: A002
+                                     momentum: float, eps: float) -> Any:
+    return aten.native_batch_norm(input, weight, bias, None, None, training, momentum, eps)
+
+
+def native_batch_norm_legit_functional(input: Any, weight: Any, bias: Any, running_mean: Any,  # noqa: A002
+                                       running_var: Any, training: bool, momentum: float, eps: float) -> Any:
+    """``_native_batch_norm_legit`` without mutation: the updated running statistics are two more outputs."""
+    new_mean, new_var = aten.clone(running_mean), aten.clone(running_var)
+    out, save_mean, save_invstd = aten.native_batch_norm(input, weight, bias, new_mean, new_var, training, momentum,
+                                                         eps)
+    return out, save_mean, save_invstd, new_mean, new_var
+
+
+def native_batch_norm_legit_no_training(input: Any, weight: Any, bias: Any, running_mean: Any,  # noqa: A002
+                                        running_var: Any, momentum: float, eps: float) -> Any:
+    return aten.native_batch_norm(input, weight, bias, running_mean, running_var, False, momentum, eps)
+
+
+def _conv_nd(input: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any,  # noqa: A002
+             groups: Any, nd: int) -> Any:
+    """``conv<n>d``: ``convolution`` on a batched input (an unbatched one gets a batch of one), ``padding`` a size per
+    dimension or ``'valid'`` / ``'same'`` (asymmetric 'same' padding pads the extra element on the right first)."""
+    name = f"conv{nd}d"
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input of "
+                           f"size: {list(input.shape)}")
+    batched = input.dim() == nd + 2
+    x = input if batched else aten.unsqueeze(input, 0)
+    stride, dilation = _n_tuple(stride, nd), _n_tuple(dilation, nd)
+    if isinstance(padding, str):
+        if padding not in ("same", "valid"):
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+        if padding == "valid":
+            padding = (0,) * nd
+        else:
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            total = [d * (k - 1) for d, k in zip(dilation, weight.shape[2:])]
+            left = [t // 2 for t in total]
+            if any(t % 2 for t in total):
+                pad: list[int] = []
+                for t, lo in zip(reversed(total), reversed(left)):
+                    pad += [0, t - 2 * lo]
+                x = aten.constant_pad_nd(x, tuple(pad), 0)
+            padding = tuple(left)
+    else:
+        padding = _n_tuple(padding, nd)
+    out = aten.convolution(x, weight, bias, stride, padding, dilation, False, (0,) * nd, groups)
+    return out if batched else aten.squeeze_dim(out, 0)
+
+
+def _n_tuple(v: Any, n: int) -> tuple[int, ...]:
+    if isinstance(v, (list, tuple)):
+        return tuple(v) if len(v) != 1 else tuple(v) * n
+    return (v,) * n
+
+
+def conv1d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,  # noqa
+           groups: Any = 1) -> Any:
+    return _conv_nd(input, weight, bias, stride, padding, dilation, groups, 1)
+
+
+def conv2d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,  # noqa
+           groups: Any = 1) -> Any:
+    return _conv_nd(input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+def conv3d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,  # noqa
+           groups: Any = 1) -> Any:
+    return _conv_nd(input, weight, bias, stride, padding, dilation, groups, 3)
+
+
+conv1d_padding, conv2d_padding, conv3d_padding = conv1d, conv2d, conv3d
+
+
 def linear(input: Any, weight: Any, bias: Any = None) -> Any:  # noqa: A002
     """``input @ weight.T + bias`` as PyTorch's ``at::linear`` writes it: one ``addmm`` for a matrix input with a
     bias; a contiguous input of any other rank with a 1-d bias folded to a matrix around that ``addmm``

@@ -27,6 +27,11 @@ def to_copy(self: Any, dtype: Any = None, layout: Any = None, device: Any = None
     return out.copy_(self)
 
 
+def sym_size(self: Any, dim: int) -> int:
+    """``sym_size.int``: one size of ``self`` (the node an exported graph reads a dynamic size with)."""
+    return int(self.size(dim))
+
+
 def local_scalar_dense(self: Any) -> Any:
     """``_local_scalar_dense``: the one element as a Python number (what ``Tensor.item()`` dispatches to, so that
     a mode or a tensor subclass sees it)."""

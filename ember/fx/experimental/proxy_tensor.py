@@ -13,14 +13,21 @@ mode then runs that function instead, under itself, so the graph holds the ops t
 after ``f``'s parameters (``x_1``), tensors made outside ``f`` become ``_param_constant<n>`` (parameters) and
 ``_tensor_constant<n>`` attributes, and the
 result is a ``GraphModule`` whose code calls ``torch.ops.aten.*`` overloads.
+
+With ``pre_dispatch=True`` the mode records above autograd instead (Note [Pre-dispatch] in
+``ember/_python_key.py``): CompositeImplicitAutograd operators stay whole (``aten.linear.default``), in-place ops stay
+in place, and grad-mode switches are recorded -- the graph ``ember.export`` returns (PyTorch's training IR).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import operator
 from typing import Any, Callable
 
+from ember._python_key import pre_dispatch_mode
+from ember.aten.dispatcher import enable_python_dispatcher
 from ember._tensor import Tensor
 from ember.fx.graph import Graph
 from ember.fx.graph_module import GraphModule
@@ -37,8 +44,10 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
 
     def __init__(self, graph: Graph, root: Any, decomposition_table: dict[Any, Callable[..., Any]] | None = None,
                  tracing_mode: str = "real", *, record_grad_mode: bool = False,
-                 record_stack_traces: bool = False, constant_names: dict[int, str] | None = None) -> None:
+                 record_stack_traces: bool = False, constant_names: dict[int, str] | None = None,
+                 pre_dispatch: bool = False) -> None:
         super().__init__()
+        self.pre_dispatch = pre_dispatch
         self.graph = graph
         self.root = root
         self.decomposition_table = decomposition_table or {}
@@ -53,6 +62,7 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         self.record_grad_mode = record_grad_mode
         self.grad_enabled = state.enabled
         self.record_stack_traces = record_stack_traces
+        self.user_stack_traces = True       # without a current_stack_trace, the user's line that made the node
         self.module_stack: dict[str, tuple[str, type]] | None = None    # make_fx(record_module_stack=True)
 
     def sync_grad_mode(self) -> None:
@@ -91,6 +101,10 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         return isinstance(t, Tensor) and type(t).__torch_dispatch__ is not Tensor.__torch_dispatch__ and \
             id(t) not in self._nodes
 
+    def _active(self) -> Any:
+        """This mode, active again where it records (above autograd with ``pre_dispatch``)."""
+        return pre_dispatch_mode(self) if self.pre_dispatch else self
+
     def _as_arg(self, x: Any) -> Any:
         return self.node_of(x) if isinstance(x, Tensor) else x
 
@@ -98,17 +112,17 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         kwargs = kwargs or {}
         if func is _lift_fresh():       # a constant just made (torch.tensor): recorded where it is used
             return args[0]
-        if any(self._untraced_subclass(t) for t in tree_flatten((args, kwargs))[0]):
+        if not self.pre_dispatch and any(self._untraced_subclass(t) for t in tree_flatten((args, kwargs))[0]):
             # as PyTorch's proxy_call: a subclass the trace does not know (vmap's batched tensors, functionalize's
             # wrappers) handles the call itself, and the ops its handler runs on the tensors inside are recorded
             return NotImplemented
         decomp = self.decomposition_table.get(func)
         if decomp is not None:
-            with self:
+            with self._active():
                 r = decomp(*args, **kwargs)
             if r is not NotImplemented:
                 return r
-        if func.has_kernel_for_dispatch_key("CompositeImplicitAutograd"):
+        if not self.pre_dispatch and func.has_kernel_for_dispatch_key("CompositeImplicitAutograd"):
             with self:      # an op written in other ops (reached here only below autograd): record those
                 r = func.decompose(*args, **kwargs)
             if r is not NotImplemented:
@@ -124,7 +138,9 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         if self.module_stack:
             node.meta["nn_module_stack"] = dict(self.module_stack)
         if self.record_stack_traces:
-            node.meta["stack_trace"] = current_stack_trace[0] or _user_stack_trace()
+            trace = current_stack_trace[0] or (_user_stack_trace() if self.user_stack_traces else None)
+            if trace:
+                node.meta["stack_trace"] = trace
         written = _written_argument(func, args, kwargs)
         if written is not None:     # an in-place or out= op returns its argument itself, as it does eagerly
             out = written
@@ -135,6 +151,8 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
                 if isinstance(o, Tensor):
                     g = self.graph.call_function(operator.getitem, (node, i))
                     g.meta["val"] = o
+                    if "stack_trace" in node.meta:
+                        g.meta["stack_trace"] = node.meta["stack_trace"]
                     if self.module_stack:
                         g.meta["nn_module_stack"] = dict(self.module_stack)
                     self.track(o, g)
@@ -191,8 +209,6 @@ def make_fx(f: Callable[..., Any], decomposition_table: dict[Any, Callable[..., 
     if tracing_mode == "symbolic":
         raise NotImplementedError("make_fx(tracing_mode='symbolic'): symbolic shapes are not supported by ember; "
                                   "use 'real' or 'fake'")
-    if pre_dispatch:
-        raise NotImplementedError("make_fx(pre_dispatch=True) is not supported by ember")
 
     def wrapped(*args: Any) -> GraphModule:
         from ember.nn import Module
@@ -205,7 +221,8 @@ def make_fx(f: Callable[..., Any], decomposition_table: dict[Any, Callable[..., 
             fake_mode = FakeTensorMode(allow_non_fake_inputs=_allow_non_fake_inputs)
             leaves = [fake_mode.from_tensor(x) if isinstance(x, Tensor) else x for x in leaves]
         mode = ProxyTorchDispatchMode(graph, root, decomposition_table, tracing_mode,
-                                      record_stack_traces=record_stack_traces)
+                                      record_stack_traces=record_stack_traces, pre_dispatch=pre_dispatch,
+                                      record_grad_mode=pre_dispatch)
         names = _placeholder_names(f, len(args)) if len(leaves) == len(args) else \
             [f"arg{i}_1" for i in range(len(leaves))]
         for x, name in zip(leaves, names):
@@ -216,12 +233,9 @@ def make_fx(f: Callable[..., Any], decomposition_table: dict[Any, Callable[..., 
         call_args = tree_unflatten(leaves, spec)
         handles = _record_module_stack(f, mode) if record_module_stack else []
         try:
-            if fake_mode is not None:
-                with fake_mode, mode:
-                    out = f(*call_args)
-            else:
-                with mode:
-                    out = f(*call_args)
+            with fake_mode if fake_mode is not None else contextlib.nullcontext(), enable_python_dispatcher(), \
+                    mode._active():
+                out = f(*call_args)
         finally:
             for h in handles:
                 h.remove()
