@@ -101,6 +101,10 @@ def __getattr__(name):
     raise AttributeError(f"module 'ember' has no attribute '{name}'")
 
 
+def __dir__():
+    return sorted(set(globals()) | {"export"})
+
+
 def set_default_dtype(d) -> None:
     """Set the dtype of floating-point factories and of Python floats (float32 by default)."""
     _dtype_mod.set_default_dtype(d)

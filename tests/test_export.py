@@ -117,6 +117,11 @@ def specs(ep):
     return str(ep.graph_signature)
 
 
+def specs_modulo_numbers(ep):
+    """The signature without the numbers fx appends to names (PyTorch counts names across the whole trace)."""
+    return re.sub(r"_\d+:", ":", specs(ep))
+
+
 def code_lines(ep):
     """The printed program without source comments, blank lines and the numbers fx appends to names."""
     text = str(ep)
@@ -394,3 +399,74 @@ def test_sym_size_and_symbolic_sizes_print_as_sympy():
         SymExpr.of(ember.fx.experimental.symbolic_shapes.Symbol("s17"))
     assert str(4 * a + 4 * b) == "4*s17 + 4*s77" and str(a - 1) == "s77 - 1" and str(a * b) == "s17*s77"
     assert symbol_name("L['x'].size()[0]", set()) == "s77"
+
+
+# -- .pt2 archives across the two libraries ----------------------------------------------------------------------------
+SAVE_CASES = {
+    "mlp": (mlp, [(5, 4)], None, False),
+    "cnn-train": (cnn, [(4, 3, 8, 8)], None, True),
+    "cnn-dynamic": (cnn, [(4, 3, 8, 8)], lambda Dim: {"x": {0: Dim("b", min=2, max=32)}}, False),
+    "gpt": (gpt_block, [(2, 8, 32)], lambda Dim: {"x": {1: Dim("T", min=2, max=63)}}, False),
+    "lstm": (lstm_net, [(3, 7, 6)], None, False),
+}
+
+
+@pytest.mark.parametrize("decompose", [False, True], ids=["training-ir", "decomposed"])
+@pytest.mark.parametrize("case", list(SAVE_CASES))
+def test_pt2_archives_load_in_the_other_library(case, decompose, tmp_path):
+    make, shapes, dynamic, train = SAVE_CASES[case]
+    ep, tep, (e, t) = export_both(make, shapes, dynamic, train)
+    if decompose:
+        ep, tep = ep.run_decompositions(), tep.run_decompositions()
+    ember.export.save(ep, tmp_path / "e.pt2")
+    torch.export.save(tep, tmp_path / "t.pt2")
+    in_torch = torch.export.load(tmp_path / "e.pt2")
+    in_ember = ember.export.load(tmp_path / "t.pt2")
+    again = ember.export.load(tmp_path / "e.pt2")
+    assert specs(in_torch) == specs(again) == specs(ep)
+    assert specs(in_ember) == specs(tep)
+    assert specs_modulo_numbers(ep) == specs_modulo_numbers(tep)
+    assert str(in_torch.range_constraints) == str(ep.range_constraints) == str(tep.range_constraints)
+    assert str(in_ember.range_constraints) == str(tep.range_constraints)
+    assert targets(in_ember) == targets(tep)
+    assert code_lines(again) == code_lines(ep)
+    sizes = [tuple(s) for s in shapes]
+    if dynamic:      # another size of the dynamic dimension
+        d = 0 if case.startswith("cnn") else 1
+        sizes[0] = sizes[0][:d] + (sizes[0][d] + 3,) + sizes[0][d + 1:]
+    ex, tx = inputs(*sizes, seed=3)
+    if train:        # every module shares (and updates) its program's state: compare the first call of each
+        close(in_ember.module()(*ex), e(*ex), 1e-4)
+        close(again.module()(*ex), pair(make, train)[0](*ex), 1e-4)
+    else:
+        want = e(*ex)
+        for program in (in_ember, again):
+            close(program.module()(*ex), want, 1e-4)
+        np.testing.assert_allclose(in_torch.module()(*tx).detach().numpy(), want.detach().numpy(), atol=1e-4)
+
+
+def test_pt2_with_constants_and_specialized_inputs(tmp_path):
+    def model(lib):
+        class M(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.table = lib.arange(3.0)
+
+            def forward(self, x, n, ys):
+                return (x * n + self.table + ys[0] * ys[1], lib.tensor([1.0, 2.0, 3.0]) * 1)
+        return M()
+    args_e = (ember.ones(3), 2, [ember.ones(3), ember.full((3,), 2.0)])
+    args_t = (torch.ones(3), 2, [torch.ones(3), torch.full((3,), 2.0)])
+    ep = ember.export.export(model(ember), args_e)
+    ember.export.save(ep, str(tmp_path / "c.pt2"))
+    tep = torch.export.load(str(tmp_path / "c.pt2"))
+    assert specs(tep) == specs(torch.export.export(model(torch), args_t))
+    got = tep.module()(*args_t)
+    np.testing.assert_allclose(got[0].numpy(), [4.0, 5.0, 6.0])
+    np.testing.assert_allclose(got[1].numpy(), [1.0, 2.0, 3.0])
+    back = ember.export.load(tmp_path / "c.pt2")
+    close(back.module()(*args_e)[0], ember.tensor([4.0, 5.0, 6.0]))
+    with pytest.raises(AssertionError, match="Guard failed: n == 2"):
+        back.module()(args_e[0], 3, args_e[2])
+    with pytest.raises(TypeError, match="must be an instance of 'ExportedProgram'"):
+        ember.export.save(model(ember), tmp_path / "bad.pt2")

@@ -279,3 +279,28 @@ def test_more_operators_match_onnxruntime(name):
     with ember.no_grad():
         np.testing.assert_allclose(sess.run(None, {"x": x3.numpy()})[0], _flat(model(x3))[0].numpy(), rtol=1e-4,
                                    atol=1e-5)
+
+
+def test_dynamo_export_goes_through_ember_export_with_dynamic_shapes():
+    """``dynamo=True`` exports the ``ExportedProgram`` of ``ember.export`` (or one given): a ``Dim`` (or a string)
+    names the ONNX dimension, the sizes the program computes from it are ``Shape`` / ``Gather`` arithmetic, and
+    onnxruntime runs the model at other sizes with ember's numbers."""
+    from tests.test_export import gpt_block
+    ember.manual_seed(0)
+    model = gpt_block(ember).eval()
+    T = ember.export.Dim("seq", min=2, max=63)
+    program = ember.onnx.export(model, (ember.randn(2, 8, 32),), dynamic_shapes={"x": {1: T}})
+    dims = [d.dim_param or d.dim_value for d in program.model_proto.graph.input[0].type.tensor_type.shape.dim]
+    assert dims == [2, "seq", 32]
+    for t in (3, 17):
+        x = ember.randn(2, t, 32)
+        np.testing.assert_allclose(program(x)[0], model(x).detach().numpy(), rtol=1e-4, atol=1e-4)
+    # an ExportedProgram, and a string naming a dimension
+    mlp = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)).eval()
+    ep = ember.export.export(mlp, (ember.randn(3, 4),), dynamic_shapes=({0: ember.export.Dim("batch")},))
+    by_program = ember.onnx.export(ep)
+    by_name = ember.onnx.export(mlp, (ember.randn(3, 4),), dynamic_shapes=({0: "batch"},))
+    x = ember.randn(7, 4)
+    for p in (by_program, by_name):
+        assert p.model_proto.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+        np.testing.assert_allclose(p(x)[0], mlp(x).detach().numpy(), rtol=1e-5, atol=1e-6)

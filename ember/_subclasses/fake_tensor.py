@@ -20,7 +20,7 @@ from typing import Any
 from ember._tensor import Tensor
 from ember.aten.torch_function import _disabled_torch_function_impl
 from ember.aten.dispatcher import NotImplementedForKey
-from ember.aten.wrap import view_of
+from ember.aten.wrap import new_tensor, view_of
 from ember.c10.tensor_impl import fake_array
 from ember.c10.device import META, canonical
 from ember.c10.dispatch_key import KS_META, requiring_grad
@@ -177,11 +177,16 @@ class FakeTensorMode(TorchDispatchMode):
         for d in inner_first:
             strides[d] = step
             step *= max(int(sizes[d]), 1)
-        meta = view_of(fake_array(tuple(sizes), t._data.dtype, tuple(strides)), t)
-        meta._ks, meta._device = KS_META, META
-        meta._vc = VersionCounter()
-        f = FakeTensor(self, meta, t.device)
-        if t.requires_grad if requires_grad is None else requires_grad:
+        return self.fake_tensor(tuple(sizes), tuple(strides), t.dtype, t.device,
+                                t.requires_grad if requires_grad is None else requires_grad)
+
+    def fake_tensor(self, sizes: tuple[int, ...], strides: tuple[int, ...], dtype: Any, device: Any,
+                    requires_grad: bool = False) -> FakeTensor:
+        """A fake tensor of these sizes, strides, dtype and device (a graph read from a file describes its
+        tensors so)."""
+        meta = new_tensor(fake_array(sizes, dtype.np, strides), KS_META, META)
+        f = FakeTensor(self, meta, canonical(device))
+        if requires_grad:
             f.__dict__["_rg"] = True
             f._ks = requiring_grad(f._ks)
         return f

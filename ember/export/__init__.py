@@ -4,6 +4,7 @@ runtime without Python) take a program in. See ``docs/export.md``.
 """
 from __future__ import annotations
 
+from ember.export._serialize import load, save
 from ember.export._trace import export
 from ember.export.dynamic_shapes import Constraint, Dim, ShapesCollection, dims
 from ember.export.exported_program import (ExportedProgram, ModuleCallEntry, ModuleCallSignature,
@@ -11,4 +12,5 @@ from ember.export.exported_program import (ExportedProgram, ModuleCallEntry, Mod
 from ember.export.graph_signature import ExportBackwardSignature, ExportGraphSignature
 
 __all__ = ["Constraint", "Dim", "ExportBackwardSignature", "ExportGraphSignature", "ExportedProgram",
-           "ModuleCallEntry", "ModuleCallSignature", "ShapesCollection", "default_decompositions", "dims", "export"]
+           "ModuleCallEntry", "ModuleCallSignature", "ShapesCollection", "default_decompositions", "dims", "export",
+           "load", "save"]

@@ -10,7 +10,7 @@ from ember.aten.dispatcher import enable_python_dispatcher
 from ember._subclasses.fake_tensor import FakeTensorMode
 from ember._tensor import Tensor
 from ember.export._trace import _apply_symbols, _DynamicTrace, _Inputs, _Trace
-from ember.export.exported_program import ExportedProgram, _output_specs_with_mutations
+from ember.export.exported_program import ExportedProgram, _output_specs_with_mutations, named_placeholder
 from ember.export.graph_signature import ConstantArgument, ExportGraphSignature, InputKind, OutputSpec, TensorArgument
 from ember.fx.experimental.proxy_tensor import ProxyTorchDispatchMode, current_stack_trace
 from ember.fx.graph import Graph
@@ -66,7 +66,7 @@ def _trace_decomposed(ep: ExportedProgram, table: dict[Any, Callable[..., Any]],
     user_index = 0
     for node, spec in zip([n for n in ep.graph.nodes if n.op == "placeholder"], specs):
         val = node.meta.get("val")
-        ph = graph.placeholder(node.name)
+        ph = named_placeholder(graph, node.name)
         if isinstance(val, Tensor):
             shape = (sizes or {}).get(user_index) if spec.kind == InputKind.USER_INPUT else None
             val = fake_mode.fake_with_sizes(val, shape if shape is not None else tuple(val.shape),

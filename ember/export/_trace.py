@@ -19,18 +19,20 @@ since ember has no unbacked sizes, and raises ``DynamicOutputShapeException`` na
 
 Note [Dynamic shapes by retracing]
 PyTorch traces once with symbolic sizes. ember traces at concrete sizes (Note [Symbolic sizes in ember]), so a
-dynamic dimension is found by tracing again with its size changed: once at the example sizes, twice more per
-symbol (each moved alone to two other values in its range) and once per pair of symbols (both moved). Every
-trace must give the same graph but for integer arguments; each integer argument that changes between them is fitted
-exactly by a polynomial with integer coefficients in the symbols, of degree at most one in each
-(``c + a*s0 + b*s0*s1``), and checked on every trace -- the moves give one check per symbol beyond what the fit
-needs. In the final graph such an argument is computed from ``aten.sym_size.int`` nodes on the inputs that carry
-the symbols (with ``operator.mul`` / ``operator.add`` nodes), and each tensor's ``meta["val"]`` knows its symbolic
-sizes. A symbol moved alone that makes the trace fail or changes the graph's operators cannot be dynamic: a
-``Dim.AUTO`` dimension then becomes static (first it is tried together with the other AUTO dimensions of the same
-size, which a program often requires to be equal: they become one symbol), a named ``Dim`` or ``Dim.DYNAMIC``
-raises PyTorch's constraint violation. A branch on a dynamic size that takes the same way at every traced size is
-not seen: the moves stay near the example (its value plus one and two, or minus if the range ends there).
+dynamic dimension is found by tracing again with its size changed: once at the example sizes, three times more
+per symbol (each moved alone to three other values in its range) and once per pair of symbols (both moved). Every
+trace must give the same graph but for integers -- the operators' integer arguments and the sizes and strides of
+every tensor; each integer that changes between the traces is fitted exactly by a polynomial with integer
+coefficients in the symbols, of degree at most two in each and with products of two (``c + a*s0 + q*s0**2 +
+b*s0*s1``: the strides of a ``[B, H, T, T]`` tensor need the square), and checked on every trace -- the third move
+gives one check per symbol beyond what the fit needs. In the final graph such an argument is computed from
+``aten.sym_size.int`` nodes on the inputs that carry the symbols (with ``operator.mul`` / ``operator.add`` nodes),
+and each tensor's ``meta["val"]`` knows its symbolic sizes and strides. A symbol moved alone that makes the trace
+fail or changes the graph's operators cannot be dynamic: a ``Dim.AUTO`` dimension then becomes static (first it is
+tried together with the other AUTO dimensions of the same size, which a program often requires to be equal: they
+become one symbol), a named ``Dim`` or ``Dim.DYNAMIC`` raises PyTorch's constraint violation. A branch on a
+dynamic size that takes the same way at every traced size is not seen: the moves stay near the example (its value
+plus one to three, or minus where the range ends).
 """
 from __future__ import annotations
 
@@ -51,7 +53,7 @@ from ember._subclasses.fake_tensor import (DataDependentOutputException, Dynamic
                                            FakeTensorMode)
 from ember._tensor import Tensor
 from ember.export.dynamic_shapes import Dim, _DerivedDim, _DimHint, _DimHintType, dims_of_tensor, specs_per_input
-from ember.export.exported_program import ExportedProgram, ModuleCallEntry, ModuleCallSignature
+from ember.export.exported_program import ExportedProgram, ModuleCallEntry, ModuleCallSignature, named_placeholder
 from ember.export.graph_signature import (ConstantArgument, ExportGraphSignature, InputKind, InputSpec,
                                           OutputKind, OutputSpec, TensorArgument)
 from ember.fx.experimental.proxy_tensor import ProxyTorchDispatchMode, _record_module_stack
@@ -169,7 +171,7 @@ def _trace(mod: Module, inputs: _Inputs, sizes: dict[int, tuple[int, ...]] | Non
     input_specs: list[InputSpec] = []
 
     def placeholder(name: str, value: Any) -> Any:
-        node = graph.placeholder(name)
+        node = named_placeholder(graph, name)
         if isinstance(value, Tensor):
             node.meta["val"] = value
             mode.track(value, node)
@@ -250,10 +252,10 @@ def _lift_constants(graph: Graph, mode: ProxyTorchDispatchMode, input_specs: lis
         lifted[target] = value.detach() if not isinstance(value, Tensor) or not value.requires_grad else value
         if first_user is not None:
             with graph.inserting_before(first_user):
-                ph = graph.placeholder("c_" + target)
+                ph = named_placeholder(graph, "c_" + target)
         else:
             with graph.inserting_before(next(n for n in graph.nodes if n.op != "placeholder")):
-                ph = graph.placeholder("c_" + target)
+                ph = named_placeholder(graph, "c_" + target)
         ph.meta["val"] = node.meta.get("val")
         node.replace_all_uses_with(ph)
         graph.erase_node(node)
@@ -284,11 +286,11 @@ class _Symbol:
         return self.named is not None or (self.hint is not None and self.hint.type == _DimHintType.DYNAMIC)
 
     def moves(self) -> list[int]:
-        """Two other values of the symbol within its range, near the example's value."""
+        """Three other values of the symbol within its range, near the example's value."""
         lo = max(self.lo, 2)
-        up = [v for v in (self.value + 1, self.value + 2) if self.hi is int_oo or v <= self.hi]
-        down = [v for v in (self.value - 1, self.value - 2) if v >= lo]
-        return (up + down)[:2]
+        up = [v for v in (self.value + 1, self.value + 2, self.value + 3) if self.hi is int_oo or v <= self.hi]
+        down = [v for v in (self.value - 1, self.value - 2, self.value - 3) if v >= lo]
+        return (up + down)[:3]
 
 
 def _symbols(mod: Module, inputs: _Inputs, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -411,7 +413,7 @@ def _skeleton(trace: _Trace) -> tuple[list[Any], list[list[int]]]:
         ints.append(found)
         val = node.meta.get("val")
         if isinstance(val, Tensor):
-            ints[-1] = ints[-1] + list(val.shape)
+            ints[-1] = ints[-1] + list(val.shape) + list(val.stride())
         shape[-1] = shape[-1] + ((len(val.shape),) if isinstance(val, Tensor) else (),)
     return shape, ints
 
@@ -455,7 +457,7 @@ class _DynamicTrace:
         points = [p for p, _ in traces]
         ints = [base_ints] + [_skeleton(t)[1] for _, t in traces]
         names = [s.name for s in self.symbols]
-        monomials: list[tuple[str, ...]] = [()] + [(n,) for n in names] + \
+        monomials: list[tuple[str, ...]] = [()] + [(n,) for n in names] + [(n, n) for n in names] + \
             [tuple(sorted(c)) for c in itertools.combinations(names, 2)]
         base_point = {s.name: s.value for s in self.symbols}
         all_points = [base_point] + points
@@ -473,7 +475,7 @@ class _DynamicTrace:
         base = {s.name: s.value for s in self.symbols}
         for sym in list(self.symbols):
             moves = sym.moves()
-            if len(moves) < 2:
+            if len(moves) < 3:
                 self._not_dynamic(sym, "its range leaves no other values to trace at")
                 return None
             for v in moves:
@@ -588,9 +590,10 @@ def _apply_symbols(trace: _Trace, symbols: list[_Symbol], exprs: list[list[SymEx
 
     for node, row in zip(nodes, exprs):
         val = node.meta.get("val")
-        n_shape = len(val.shape) if isinstance(val, Tensor) else 0
-        arg_exprs = row[:len(row) - n_shape]
-        shape_exprs = row[len(row) - n_shape:]
+        nd = len(val.shape) if isinstance(val, Tensor) else 0
+        arg_exprs = row[:len(row) - 2 * nd]
+        shape_exprs = row[len(row) - 2 * nd:len(row) - nd]
+        stride_exprs = row[len(row) - nd:]
         if any(e is None for e in row):
             bad = next(k for k, e in enumerate(row) if e is None)
             raise UserError(UserErrorType.CONSTRAINT_VIOLATION,
@@ -598,9 +601,11 @@ def _apply_symbols(trace: _Trace, symbols: list[_Symbol], exprs: list[list[SymEx
                             "the dynamic sizes "
                             f"{', '.join(s.name for s in symbols)}: ember cannot export this program with these "
                             "dynamic shapes.")
-        if isinstance(val, Tensor) and any(not e.is_constant() for e in shape_exprs):    # type: ignore[union-attr]
-            val._sym_sizes = tuple(e.constant() if e.is_constant() else SymInt(e, e.subs(base_point))  # type: ignore
-                                   for e in shape_exprs)
+        if isinstance(val, Tensor):
+            for attr, meta_exprs in (("_sym_sizes", shape_exprs), ("_sym_strides", stride_exprs)):
+                symbolic = _symbolic(meta_exprs, base_point)
+                if symbolic is not None:
+                    setattr(val, attr, symbolic)
         if not any(not e.is_constant() for e in arg_exprs):    # type: ignore[union-attr]
             continue
         it = iter(arg_exprs)
@@ -618,6 +623,14 @@ def _apply_symbols(trace: _Trace, symbols: list[_Symbol], exprs: list[list[SymEx
             return a
         node.args = put(node.args)
         node.kwargs = put(node.kwargs)
+
+
+def _symbolic(exprs: list[SymExpr | None], point: dict[str, int]) -> tuple[Any, ...] | None:
+    """Sizes (or strides) as ints and SymInts; None when none of them is symbolic."""
+    if all(e is None or e.is_constant() for e in exprs):
+        return None
+    return tuple(e.constant() if e is not None and e.is_constant() else SymInt(e, e.subs(point)) if e is not None
+                 else 0 for e in exprs)
 
 
 def _range_constraints(symbols: list[_Symbol]) -> dict[Any, ValueRanges]:

@@ -163,7 +163,7 @@ class ExportedProgram:
         specs = list(zip(placeholders, self._graph_signature.input_specs))
         for node, spec in specs:
             if spec.kind == InputKind.USER_INPUT:
-                env[node] = graph.placeholder(node.name)
+                env[node] = named_placeholder(graph, node.name)
                 env[node].meta.update(node.meta)
         if check_guards:
             _install(root, "_guards_fn", _GuardsFn(self))
@@ -226,6 +226,16 @@ class ExportedProgram:
 
     def __repr__(self) -> str:
         return str(self)
+
+
+def named_placeholder(graph: Graph, name: str) -> Any:
+    """A placeholder named exactly ``name``: an exported graph's input names are its signature's, even where fx
+    would add a suffix (``input`` shadows a builtin; PyTorch's export renames such placeholders back too)."""
+    node = graph.placeholder(name)
+    if node.name != name:
+        node.name = name
+        graph._graph_namespace._used_names.add(name)
+    return node
 
 
 _MUTATED_INPUT = {OutputKind.BUFFER_MUTATION: InputKind.BUFFER, OutputKind.PARAMETER_MUTATION: InputKind.PARAMETER,

@@ -106,7 +106,6 @@ def export(model: Any, args: Any = (), f: Any = None, *, kwargs: dict[str, Any] 
     ``export_params=False`` makes the parameters graph inputs instead of initializers; ``do_constant_folding``
     computes nodes whose inputs are all constants (a weight's transpose) at export. The model passes
     ``onnx.checker``."""
-    import onnx
 
     from ember.onnx import TrainingMode
     from ember.onnx._graph import build
@@ -124,6 +123,13 @@ def export(model: Any, args: Any = (), f: Any = None, *, kwargs: dict[str, Any] 
     if args and isinstance(args[-1], dict) and kwargs is None:
         kwargs = args.pop()
     kwargs = dict(kwargs or {})
+    from ember.export import ExportedProgram
+    if dynamo and (dynamic_axes is None or isinstance(model, ExportedProgram)):
+        proto = _export_program(model, args, kwargs, dynamic_shapes, training, opset=opset,
+                                input_names=list(input_names or []), output_names=list(output_names or []),
+                                export_params=export_params, keep_initializers_as_inputs=keep_initializers_as_inputs,
+                                do_constant_folding=do_constant_folding)
+        return _finish(proto, f, verbose, dynamo)
     if dynamic_shapes is not None and dynamic_axes is None:
         dynamic_axes = _axes_from_dynamic_shapes(model, args, dynamic_shapes)
     _exporting[0] = True
@@ -139,12 +145,56 @@ def export(model: Any, args: Any = (), f: Any = None, *, kwargs: dict[str, Any] 
     finally:
         _exporting[0] = False
         global_context.rnn_layers_as_pytorch_when_observed = as_pytorch
+    return _finish(proto, f, verbose, dynamo)
+
+
+def _finish(proto: Any, f: Any, verbose: bool | None, dynamo: bool) -> ONNXProgram | None:
+    import onnx
     onnx.checker.check_model(proto, full_check=True)
     if verbose:
         print(onnx.printer.to_text(proto.graph))
     if f is not None:
         _write(proto, f)
     return ONNXProgram(proto) if dynamo else None
+
+
+def _export_program(model: Any, args: list[Any], kwargs: dict[str, Any], dynamic_shapes: Any, training: Any, *,
+                    opset: int, input_names: list[str], output_names: list[str], export_params: bool,
+                    keep_initializers_as_inputs: bool, do_constant_folding: bool) -> Any:
+    """``dynamo=True``: the model through ``ember.export`` (an ``ExportedProgram`` is taken as it is), its graph
+    functionalized (``run_decompositions`` with an empty table: composite ops below autograd, as the tracer records
+    them), then each operator translated (Note [ONNX export]). A dimension named by a string in ``dynamic_shapes``
+    is a ``Dim`` of that name, and the ONNX input's dimension keeps the name."""
+    from ember.aten.context import global_context
+    from ember.export import Dim, ExportedProgram, export as export_program
+    from ember.onnx._graph import build_program
+    if isinstance(model, ExportedProgram):
+        ep = model
+    else:
+        named: dict[str, Any] = {}
+
+        def dim(v: Any) -> Any:
+            return named.setdefault(v, Dim(v)) if isinstance(v, str) else v
+
+        def convert(spec: Any) -> Any:
+            if isinstance(spec, dict):
+                return {k: (convert(v) if isinstance(v, (dict, list, tuple)) and not isinstance(k, int) else dim(v))
+                        for k, v in spec.items()}
+            if isinstance(spec, (list, tuple)):
+                return type(spec)(convert(v) if isinstance(v, (dict, list, tuple)) else dim(v) for v in spec)
+            return spec
+        as_pytorch = global_context.rnn_layers_as_pytorch_when_observed
+        global_context.rnn_layers_as_pytorch_when_observed = False   # the fused layers have ONNX's LSTM / GRU
+        _exporting[0] = True
+        try:
+            with _mode(model, training):
+                ep = export_program(model, tuple(args), kwargs, dynamic_shapes=convert(dynamic_shapes))
+        finally:
+            _exporting[0] = False
+            global_context.rnn_layers_as_pytorch_when_observed = as_pytorch
+    return build_program(ep.run_decompositions({}), opset=opset, input_names=input_names, output_names=output_names,
+                         export_params=export_params, keep_initializers_as_inputs=keep_initializers_as_inputs,
+                         do_constant_folding=do_constant_folding)
 
 
 def _axes_from_dynamic_shapes(model: Any, args: list[Any], dynamic_shapes: Any) -> dict[str, Any]:

@@ -30,6 +30,15 @@ class Dyn:
         return f"Dyn({self.kind}, {self.coef}, {self.syms})"
 
 
+class SymValue(Dyn):
+    """An integer an exported program computes at run time (``sym_size`` and arithmetic on it): the ONNX value
+    (an int64 tensor of shape [1]) that holds it, and its value in the example."""
+
+    def __init__(self, onnx_value: str, value: int) -> None:
+        super().__init__("value", 1, (), value)
+        self.onnx_value = onnx_value
+
+
 def where(node: Any) -> str:
     """The model's source line that called ``node`` (innermost frame of its recorded stack)."""
     trace = node.meta.get("stack_trace") or ""
@@ -113,6 +122,8 @@ class Context:
         """One integer (recorded or dynamic) as an int64 tensor of shape [1]."""
         if not isinstance(v, Dyn):
             return self.const([int(v)], np.int64, "int")
+        if isinstance(v, SymValue):
+            return v.onnx_value
         if v.kind == "add":
             return self.add("Add", [self.sym(v.syms[0]), self.const([v.coef], np.int64, "int")],
                             name_hint="dim")
@@ -261,8 +272,6 @@ def build(model: Any, args: list[Any], kwargs: dict[str, Any], *, opset: int, in
     import onnx
 
     import ember
-    from ember.onnx._custom import custom_translation
-    from ember.onnx._translations import TRANSLATIONS
     inputs: list[Any] = []
     _flat_tensors(list(args), inputs)
     _flat_tensors(dict(kwargs), inputs)
@@ -335,21 +344,7 @@ def build(model: Any, args: list[Any], kwargs: dict[str, Any], *, opset: int, in
             values[node] = name
         elif node.op == "call_function":
             call_args, call_kwargs = _with_values(node, values, dyn, i)
-            if node.target is operator.getitem:
-                values[node] = values[node.args[0]][node.args[1]]
-                continue
-            key = op_name(node.target)
-            fn = custom_translation(key.split(".")[0], opset) or TRANSLATIONS.get(key) or \
-                TRANSLATIONS.get(key.split(".")[0])
-            inplace = fn is None and key.split(".")[0].endswith("_") and not key.split(".")[0].endswith("__")
-            if inplace:     # silu_(x): the graph reads the result from then on; ONNX computes it out of place
-                fn = TRANSLATIONS.get(key.split(".")[0][:-1])
-            if fn is None:
-                raise UnsupportedOperatorError(key, opset, where=where(node))
-            ctx.node = node
-            values[node] = fn(ctx, node, *call_args, **call_kwargs)
-            if inplace and isinstance(node.args[0], ember.fx.Node):
-                values[node.args[0]] = values[node]
+            _translate(ctx, node, call_args, call_kwargs)
         elif node.op == "output":
             outs: list[Any] = []
             _flat_nodes(node.args[0], outs)
@@ -374,6 +369,123 @@ def build(model: Any, args: list[Any], kwargs: dict[str, Any], *, opset: int, in
                     shape = [out_axes.get(a, int(d)) for a, d in enumerate(val.shape)]
                 graph_outputs.append(onnx.helper.make_tensor_value_info(
                     oname, _onnx_type(val.dtype) if val is not None else 1, shape))
+    return _model(ctx, graph_inputs, param_inputs, graph_outputs, opset, do_constant_folding)
+
+
+def _translate(ctx: Context, node: Any, call_args: list[Any], call_kwargs: dict[str, Any]) -> None:
+    """One call_function node as ONNX nodes (its value into ``ctx.values``)."""
+    import ember
+    from ember.onnx._custom import custom_translation
+    from ember.onnx._translations import TRANSLATIONS
+    values = ctx.values
+    if node.target is operator.getitem:
+        values[node] = values[node.args[0]][node.args[1]]
+        return
+    key = op_name(node.target)
+    fn = custom_translation(key.split(".")[0], ctx.opset) or TRANSLATIONS.get(key) or \
+        TRANSLATIONS.get(key.split(".")[0])
+    inplace = fn is None and key.split(".")[0].endswith("_") and not key.split(".")[0].endswith("__")
+    if inplace:     # silu_(x): the graph reads the result from then on; ONNX computes it out of place
+        fn = TRANSLATIONS.get(key.split(".")[0][:-1])
+    if fn is None:
+        raise UnsupportedOperatorError(key, ctx.opset, where=where(node))
+    ctx.node = node
+    values[node] = fn(ctx, node, *call_args, **call_kwargs)
+    if inplace and isinstance(node.args[0], ember.fx.Node):
+        values[node.args[0]] = values[node]
+
+
+_SYM_OPS = {operator.add: "Add", operator.sub: "Sub", operator.mul: "Mul", operator.floordiv: "Div"}
+
+
+def build_program(ep: Any, *, opset: int, input_names: list[str], output_names: list[str], export_params: bool,
+                  keep_initializers_as_inputs: bool, do_constant_folding: bool = True) -> Any:
+    """An ``ExportedProgram`` (state lifted to inputs, dynamic sizes as ``sym_size`` nodes) as an ONNX model: its
+    parameters, buffers and constants become initializers named by their module paths, its user inputs graph
+    inputs whose dynamic dimensions are named by their ``Dim`` (or symbol), a ``sym_size`` node ``Shape`` +
+    ``Gather``, and arithmetic on sizes int64 ``Add`` / ``Sub`` / ``Mul`` / ``Div`` (Note [ONNX export])."""
+    import onnx
+    from onnx import numpy_helper
+
+    import ember
+    from ember.export.graph_signature import InputKind, OutputKind
+    specs = ep.graph_signature.input_specs
+    placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
+    user = [(n, s) for n, s in zip(placeholders, specs) if s.kind == InputKind.USER_INPUT]
+    tensor_user = [(n, s) for n, s in user if isinstance(n.meta.get("val"), ember.Tensor)]
+    names = (list(input_names) + [n.name for n, _ in tensor_user][len(input_names):])[:len(tensor_user)]
+    dim_names = {}
+    for sym in ep._symbols:
+        dim_names[sym.name] = sym.named.__name__ if sym.named is not None else sym.name
+    ctx = Context(opset, names, {})
+    values = ctx.values
+    graph_inputs, param_inputs = [], []
+    for (node, _), name in zip(tensor_user, names):
+        val = node.meta["val"]
+        sym_sizes = getattr(val, "_sym_sizes", None) or tuple(val.shape)
+        shape = [dim_names.get(str(d), str(d)) if not isinstance(d, int) else int(d) for d in sym_sizes]
+        graph_inputs.append(onnx.helper.make_tensor_value_info(name, _onnx_type(val.dtype), shape))
+        values[node] = name
+    for node, s in user:
+        if node not in values:
+            values[node] = node.meta.get("val")      # a specialized number
+    for node, s in zip(placeholders, specs):
+        if s.kind == InputKind.USER_INPUT:
+            continue
+        t = ep._state_of(s)
+        name = str(s.target)
+        if s.kind in (InputKind.PARAMETER, InputKind.BUFFER) and not export_params:
+            param_inputs.append(onnx.helper.make_tensor_value_info(name, _onnx_type(t.dtype), list(t.shape)))
+        else:
+            ctx.initializers.append(numpy_helper.from_array(np.ascontiguousarray(t.detach().cpu().numpy()), name))
+            if keep_initializers_as_inputs:
+                param_inputs.append(onnx.helper.make_tensor_value_info(name, _onnx_type(t.dtype), list(t.shape)))
+        ctx._names.add(name)
+        values[node] = name
+    graph_outputs = []
+    for node in ep.graph.nodes:
+        if node.op == "call_function":
+            call_args, call_kwargs = _with_values(node, values, {}, 0)
+            if node.target is ops_sym_size():
+                ctx.node = node
+                shape = ctx.add("Shape", [call_args[0]], name_hint=f"shape_{node.name}")
+                axis = call_args[1] % node.args[0].meta["val"].dim()
+                values[node] = SymValue(ctx.add("Gather", [shape, ctx.const([axis], np.int64, "axis")], axis=0,
+                                                name_hint=node.name), int(node.meta["val"]))
+            elif node.target in _SYM_OPS:
+                ctx.node = node
+                a, b = (ctx.int_tensor(v) for v in call_args)
+                values[node] = SymValue(ctx.add(_SYM_OPS[node.target], [a, b], name_hint=node.name),
+                                        int(node.meta["val"]))
+            else:
+                _translate(ctx, node, call_args, call_kwargs)
+        elif node.op == "output":
+            outs = [o for o, s in zip(node.args[0], ep.graph_signature.output_specs)
+                    if s.kind == OutputKind.USER_OUTPUT]
+            out_names = list(output_names) + [f"output_{j}" for j in range(len(output_names), len(outs))]
+            for j, (o, oname) in enumerate(zip(outs, out_names)):
+                val = o.meta.get("val") if isinstance(o, ember.fx.Node) else None
+                src = values[o] if isinstance(o, ember.fx.Node) else ctx.const(np.asarray(o))
+                ctx.nodes.append(onnx.helper.make_node("Identity", [src], [oname], name=ctx.fresh(f"out_{j}")))
+                shape = None
+                if isinstance(val, ember.Tensor):
+                    sizes = getattr(val, "_sym_sizes", None) or tuple(val.shape)
+                    shape = [int(d) if isinstance(d, int) else dim_names.get(str(d), str(d)) for d in sizes]
+                graph_outputs.append(onnx.helper.make_tensor_value_info(
+                    oname, _onnx_type(val.dtype) if val is not None else 1, shape))
+    return _model(ctx, graph_inputs, param_inputs, graph_outputs, opset, do_constant_folding)
+
+
+def ops_sym_size() -> Any:
+    from ember._ops import ops
+    return ops.aten.sym_size.int
+
+
+def _model(ctx: Context, graph_inputs: list[Any], param_inputs: list[Any], graph_outputs: list[Any], opset: int,
+           do_constant_folding: bool) -> Any:
+    import onnx
+
+    import ember
     nodes, initializers = ctx.nodes, ctx.initializers
     if do_constant_folding:
         nodes, initializers = _fold_constants(nodes, initializers, {i.name for i in param_inputs})

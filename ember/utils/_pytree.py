@@ -9,6 +9,7 @@ Hugging Face's ``ModelOutput``). Everything else is a leaf (tensors, numbers, No
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import OrderedDict, defaultdict, deque
 from typing import Any, Callable, Iterable, NamedTuple
 
@@ -18,7 +19,7 @@ __all__ = ["PyTree", "Context", "FlattenFunc", "UnflattenFunc", "TreeSpec", "Lea
            "tree_map_with_path", "tree_iter", "treespec_pprint", "is_namedtuple", "is_namedtuple_class",
            "is_namedtuple_instance", "is_structseq", "is_structseq_class", "is_structseq_instance",
            "SequenceKey", "MappingKey", "GetAttrKey", "keystr", "arg_tree_leaves", "tree_all_only",
-           "tree_any_only"]
+           "tree_any_only", "treespec_dumps", "treespec_loads"]
 
 PyTree = Any
 Context = Any
@@ -389,3 +390,42 @@ def _broadcast_walk(tree: PyTree, spec: TreeSpec, is_leaf: Callable[[Any], bool]
     if ctx != spec.context or len(children) != spec.num_children:
         return False
     return all(_broadcast_walk(c, s, is_leaf, out) for c, s in zip(children, spec.children_specs))
+
+
+# -- specs as JSON (``treespec_dumps`` / ``treespec_loads``: the form ``.pt2`` archives store specs in)
+_SERIALIZED_TYPES: dict[Any, str] = {tuple: "builtins.tuple", list: "builtins.list", dict: "builtins.dict",
+                                     OrderedDict: "collections.OrderedDict"}
+_TYPES_BY_NAME = {v: k for k, v in _SERIALIZED_TYPES.items()}
+
+
+def _spec_to_json(spec: TreeSpec) -> dict[str, Any]:
+    if spec.is_leaf():
+        return {"type": None, "context": None, "children_spec": []}
+    name = _SERIALIZED_TYPES.get(spec.type)
+    if name is None:
+        raise NotImplementedError(f"Serializing {spec.type} in pytree is not registered.")
+    return {"type": name, "context": json.dumps(spec.context),
+            "children_spec": [_spec_to_json(c) for c in spec.children_specs]}
+
+
+def _spec_from_json(d: dict[str, Any]) -> TreeSpec:
+    if d["type"] is None:
+        return LeafSpec()
+    t = _TYPES_BY_NAME.get(d["type"])
+    if t is None:
+        raise NotImplementedError(f"Deserializing {d['type']} in pytree is not registered.")
+    return TreeSpec(t, json.loads(d["context"]), [_spec_from_json(c) for c in d["children_spec"]])
+
+
+def treespec_dumps(treespec: TreeSpec, protocol: int | None = None) -> str:
+    """The spec as JSON in PyTorch's protocol 1: ``[1, {"type": "builtins.tuple", "context": "null", ...}]``."""
+    if protocol not in (None, 1):
+        raise ValueError(f"Unknown protocol {protocol}. Available protocols: [1]")
+    return json.dumps([1, _spec_to_json(treespec)])
+
+
+def treespec_loads(serialized: str) -> TreeSpec:
+    protocol, spec = json.loads(serialized)
+    if protocol != 1:
+        raise ValueError(f"Unknown protocol {protocol}. Available protocols: [1]")
+    return _spec_from_json(spec)
