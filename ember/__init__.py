@@ -98,11 +98,13 @@ def __getattr__(name):
     # ``torch.export`` without its import cost for programs that never export
     if name == "export":
         return _importlib.import_module("ember.export")
+    if name == "cond":
+        return _importlib.import_module("ember._higher_order_ops").cond
     raise AttributeError(f"module 'ember' has no attribute '{name}'")
 
 
 def __dir__():
-    return sorted(set(globals()) | {"export"})
+    return sorted(set(globals()) | {"export", "cond"})
 
 
 def set_default_dtype(d) -> None:

@@ -8,6 +8,8 @@ PyTorch's names (``aten.mul.Tensor``), ``_schema`` (a parsed ``FunctionSchema``)
 """
 from __future__ import annotations
 
+import importlib
+
 from typing import Any
 
 from ember._python_arg_parser import (MISS, NUMBERS_AS_TENSORS, Signatures, arg_default, arg_kind, fast_binder, ident,
@@ -411,6 +413,21 @@ class _LibraryNamespace:
         return f"<module 'torch.ops.{self.name}'>"
 
 
+class _HigherOrderNamespace:
+    """``ember.ops.higher_order``: the higher-order operators (``ember/_higher_order_ops``)."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        table = importlib.import_module("ember._higher_order_ops").HIGHER_ORDER_OPS
+        if name not in table:
+            raise AttributeError(f"'_OpNamespace' 'higher_order' object has no attribute '{name}'")
+        return table[name]
+
+    def __repr__(self) -> str:
+        return "<module 'torch.ops.higher_order'>"
+
+
 class _Ops:
     """``ember.ops``: ``ember.ops.aten`` and one namespace per library; ``load_library`` for libraries that ship
     compiled operators."""
@@ -424,6 +441,8 @@ class _Ops:
     def __getattr__(self, ns: str) -> Any:
         if ns.startswith("__"):
             raise AttributeError(ns)
+        if ns == "higher_order":      # ``torch.ops.higher_order.cond``: loaded when first named
+            return _HigherOrderNamespace()
         space = self._namespaces.get(ns)
         if space is None:
             space = self._namespaces[ns] = _LibraryNamespace(ns)
@@ -438,7 +457,6 @@ class _Ops:
 
     def import_module(self, module: str) -> None:
         """Import the Python module that registers operators (``torch.ops.import_module``)."""
-        import importlib
         importlib.import_module(module)
 
 

@@ -470,3 +470,72 @@ def test_pt2_with_constants_and_specialized_inputs(tmp_path):
         back.module()(args_e[0], 3, args_e[2])
     with pytest.raises(TypeError, match="must be an instance of 'ExportedProgram'"):
         ember.export.save(model(ember), tmp_path / "bad.pt2")
+
+
+# -- torch.cond ----------------------------------------------------------------------------------------------------
+def cond_model(lib):
+    class M(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = lib.nn.Linear(3, 3)
+
+        def forward(self, x):
+            def t(x):
+                return self.fc(x).relu()
+
+            def f(x):
+                return x.cos() * 2
+            return lib.cond(x.sum() > 0, t, f, (x,)) + 1
+    return M()
+
+
+def test_cond_eager_and_exported(tmp_path):
+    e, t = pair(cond_model)
+    for sign in (1.0, -1.0):
+        x = np.full((4, 3), sign, np.float32)
+        close(e(ember.tensor(x)), t(torch.tensor(x)))
+    xe = ember.ones(4, 3, requires_grad=True)
+    e(xe).sum().backward()
+    xt = torch.ones(4, 3, requires_grad=True)
+    t(xt).sum().backward()
+    close(xe.grad, xt.grad)
+    ep = ember.export.export(e, (ember.randn(4, 3),))
+    tep = torch.export.export(t, (torch.randn(4, 3),))
+    assert specs(ep) == specs(tep)
+    assert targets(ep) == targets(tep)
+    assert [type(m).__name__ for m in (ep.graph_module.true_graph_0, ep.graph_module.false_graph_0)] == \
+        ["GraphModule"] * 2
+    assert [_target(n.target) for n in ep.graph_module.true_graph_0.graph.nodes if n.op == "call_function"] == \
+        ["aten.linear.default", "aten.relu.default"]
+    dep = ep.run_decompositions()
+    assert [_target(n.target) for n in dep.graph_module.true_graph_0.graph.nodes if n.op == "call_function"] == \
+        ["aten.permute.default", "aten.addmm.default", "aten.relu.default"]
+    ember.export.save(ep, tmp_path / "e.pt2")
+    torch.export.save(tep, tmp_path / "t.pt2")
+    for sign in (1.0, -1.0):
+        x = np.full((4, 3), sign, np.float32)
+        want = e(ember.tensor(x))
+        for program in (ep, dep, ember.export.load(tmp_path / "e.pt2"), ember.export.load(tmp_path / "t.pt2")):
+            close(program.module()(ember.tensor(x)), want)
+        close(want, torch.export.load(tmp_path / "e.pt2").module()(torch.tensor(x)))
+
+
+def test_cond_errors():
+    x = ember.randn(4, 3)
+    with pytest.raises(RuntimeError, match="Expected pred to be bool or single-element tensor"):
+        ember.cond(ember.tensor([True, False]), lambda x: x, lambda x: x, (x,))
+    assert ember.cond(True, lambda x: x + 1, lambda x: x - 1, (x,)) is not None
+    assert ember.ops.higher_order.cond is ember.cond
+
+    class Mismatch(ember.nn.Module):
+        def forward(self, x):
+            return ember.cond(x.sum() > 0, lambda x: x.sum(0), lambda x: x * 2, (x,))
+    with pytest.raises(RuntimeError, match="same number, sizes and dtypes"):
+        ember.export.export(Mismatch(), (x,))
+
+    class Mutates(ember.nn.Module):
+        def forward(self, x):
+            return ember.cond(x.sum() > 0, lambda x: x.add_(1), lambda x: x * 2, (x,))
+    from ember._higher_order_ops import UnsupportedAliasMutationException
+    with pytest.raises(UnsupportedAliasMutationException, match="might be modifying the input"):
+        ember.export.export(Mutates(), (x,))

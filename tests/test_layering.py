@@ -155,7 +155,7 @@ TENSOR, NN, FX, DYNAMO, INDUCTOR, TOOLS = range(6)
 SUBLAYERS = {
     NN: ("nn", "optim", "utils.data", "utils.checkpoint", "utils.model_zoo", "amp", "cpu.amp", "cuda.amp",
          "distributions", "ao", "quantization", "jit", "hub", "serialization", "_weights_only_unpickler", "testing"),
-    FX: ("fx", "_subclasses", "_decomp", "_functorch", "func", "library", "_custom_ops"),
+    FX: ("fx", "_subclasses", "_decomp", "_functorch", "func", "library", "_custom_ops", "_higher_order_ops"),
     DYNAMO: ("_dynamo", "compiler", "export"),
     INDUCTOR: ("_inductor",),
     TOOLS: ("onnx", "profiler", "utils.tensorboard", "distributed", "extensions", "demo", "__main__",

@@ -9,16 +9,15 @@ from ember._ops import ops
 from ember.aten.dispatcher import enable_python_dispatcher
 from ember._subclasses.fake_tensor import FakeTensorMode
 from ember._tensor import Tensor
-from ember.export._trace import _apply_symbols, _DynamicTrace, _Inputs, _Trace
+from ember.export._trace import _apply_symbols, _DynamicTrace, _Inputs, _subgraphs, _Trace
 from ember.export.exported_program import ExportedProgram, _output_specs_with_mutations, named_placeholder
 from ember.export.graph_signature import ConstantArgument, ExportGraphSignature, InputKind, OutputSpec, TensorArgument
 from ember.fx.experimental.proxy_tensor import ProxyTorchDispatchMode, current_stack_trace
 from ember.fx.graph import Graph
-from ember.fx.graph_module import GraphModule
 from ember.nn.modules.module import Module
 
 
-def _run_graph(graph: Graph, mode: ProxyTorchDispatchMode) -> Callable[..., Any]:
+def _run_graph(owner: Any, graph: Graph, mode: ProxyTorchDispatchMode) -> Callable[..., Any]:
     """The graph as a function of its placeholders; each node's ops are recorded with its source line and module
     stack."""
     nodes = list(graph.nodes)
@@ -46,6 +45,8 @@ def _run_graph(graph: Graph, mode: ProxyTorchDispatchMode) -> Callable[..., Any]
                 finally:
                     current_stack_trace[0] = None
                     mode.module_stack = None
+            elif node.op == "get_attr":
+                env[node] = getattr(owner, node.target)
             elif node.op == "output":
                 return load(node.args[0])
             else:
@@ -79,7 +80,7 @@ def _trace_decomposed(ep: ExportedProgram, table: dict[Any, Callable[..., Any]],
             user_index += 1
             user_placeholders.append(ph)
         values.append(val)
-    run = functionalize(_run_graph(ep.graph, mode), remove="mutations")
+    run = functionalize(_run_graph(ep.graph_module, ep.graph, mode), remove="mutations")
     with fake_mode, enable_python_dispatcher(), mode:
         outs = run(*values)
     outs = outs if isinstance(outs, (tuple, list)) else (outs,)
@@ -106,7 +107,7 @@ def _trace_decomposed(ep: ExportedProgram, table: dict[Any, Callable[..., Any]],
     graph.output(tuple([v for _, v in mutated] + user_out))
     graph.eliminate_dead_code()
     output_specs = _output_specs_with_mutations(ep, [(p.name, v) for p, v in mutated], user_specs)
-    return _Trace(graph, list(specs), output_specs, None, {}, user_placeholders)
+    return _subgraphs(_Trace(graph, list(specs), output_specs, None, {}, user_placeholders), mode)
 
 
 def decompose(ep: ExportedProgram, table: dict[Any, Callable[..., Any]]) -> ExportedProgram:
@@ -128,7 +129,7 @@ def decompose(ep: ExportedProgram, table: dict[Any, Callable[..., Any]]) -> Expo
         _apply_symbols(trace, dyn.symbols, exprs, base_point)
     else:
         trace = _trace_decomposed(ep, table, None)
-    out = ExportedProgram(GraphModule(Module(), trace.graph), trace.graph,
+    out = ExportedProgram(trace.graph_module(), trace.graph,
                           ExportGraphSignature(trace.input_specs, trace.output_specs), ep.state_dict,
                           ep.range_constraints, ep.module_call_graph, ep.example_inputs, ep.constants)
     out._symbols = symbols

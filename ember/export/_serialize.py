@@ -46,6 +46,7 @@ from ember._tensor import Tensor
 from ember.c10 import dtype as _dt
 from ember.c10.device import device as device_of
 from ember.c10.memory_format import channels_last, channels_last_3d, contiguous_format, preserve_format, strided
+from ember._higher_order_ops import HIGHER_ORDER_OPS, HigherOrderOperator
 from ember.export._trace import _Symbol
 from ember.export.exported_program import ExportedProgram, ModuleCallEntry, ModuleCallSignature, named_placeholder
 from ember.export.graph_signature import (ConstantArgument, ExportGraphSignature, InputKind, InputSpec, OutputKind,
@@ -193,6 +194,8 @@ def _is_node(x: Any) -> bool:
 def _target_name(t: Any) -> str:
     if isinstance(t, OpOverload):
         return f"torch.ops.{t}"
+    if isinstance(t, HigherOrderOperator):
+        return f"torch.ops.higher_order.{t.name()}"
     for name, f in _OPERATORS.items():
         if t is f:
             return name
@@ -201,8 +204,9 @@ def _target_name(t: Any) -> str:
 
 
 class _GraphWriter:
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, owner: Any) -> None:
         self.graph = graph
+        self.owner = owner          # the GraphModule holding the branches of higher-order operators
         self.tensor_values: dict[str, Any] = {}
         self.sym_int_values: dict[str, Any] = {}
 
@@ -214,6 +218,9 @@ class _GraphWriter:
             self.sym_int_values[node.name] = _sym_int(val)
 
     def arg(self, a: Any, type_text: str = "") -> dict[str, Any]:
+        if _is_node(a) and a.op == "get_attr":
+            sub = getattr(self.owner, a.target)
+            return {"as_graph": {"name": a.target, "graph": _GraphWriter(sub.graph, sub).write()}}
         if _is_node(a):
             val = a.meta.get("val")
             if isinstance(val, (SymInt, int)) and not isinstance(val, bool):
@@ -270,6 +277,19 @@ class _GraphWriter:
             for k, v in node.kwargs.items():
                 inputs.append({"name": k, "arg": self.arg(v, by_name[k].type_text if k in by_name else ""), "kind": 2})
             outputs = self.outputs(node, target)
+        elif isinstance(target, HigherOrderOperator):
+            inputs = [{"name": "", "arg": self.arg(a), "kind": 1} for a in node.args]
+            getitems = {u.args[1]: u for u in node.users if u.target is operator.getitem}
+            val = node.meta.get("val") or ()
+            outputs = []
+            for i in range(len(val)):
+                g = getitems.get(i)
+                if g is not None:
+                    self.value(g)
+                out_name = g.name if g is not None else f"{node.name}_unused_{i}"
+                if g is None and isinstance(val[i], Tensor):
+                    self.tensor_values[out_name] = _tensor_meta(val[i])
+                outputs.append({"as_tensor": {"name": out_name}})
         else:
             for name, a in zip("ab", node.args):
                 inputs.append({"name": name, "arg": self.arg(a), "kind": 1})
@@ -282,7 +302,8 @@ class _GraphWriter:
         if stack:
             meta["nn_module_stack"] = ";".join(f"{k},{path},{_qualname(ty)}" for k, (path, ty) in stack.items())
         return {"target": _target_name(target), "inputs": inputs, "outputs": outputs, "metadata": meta,
-                "is_hop_single_tensor_return": None, "name": node.name}
+                "is_hop_single_tensor_return": False if isinstance(target, HigherOrderOperator) else None,
+                "name": node.name}
 
     def outputs(self, node: Any, target: OpOverload) -> list[dict[str, Any]]:
         returns = target._schema.returns
@@ -311,7 +332,7 @@ class _GraphWriter:
             out.append({"as_tensor": {"name": name}})
         return out
 
-    def write(self, ep: ExportedProgram) -> dict[str, Any]:
+    def write(self) -> dict[str, Any]:
         graph_inputs: list[dict[str, Any]] = []
         nodes: list[dict[str, Any]] = []
         out_node = None
@@ -325,11 +346,13 @@ class _GraphWriter:
                     graph_inputs.append(self.arg(val))
             elif node.op == "call_function":
                 if node.target is operator.getitem and _is_node(node.args[0]) and \
-                        isinstance(node.args[0].target, OpOverload):
+                        isinstance(node.args[0].target, (OpOverload, HigherOrderOperator)):
                     continue
                 nodes.append(self.node(node))
             elif node.op == "output":
                 out_node = node
+            elif node.op == "get_attr" and isinstance(getattr(self.owner, node.target, None), GraphModule):
+                continue        # a branch: written where its operator reads it
             else:
                 raise RuntimeError(f"ember.export.save: unexpected {node.op} node {node.name}")
         outs = out_node.args[0] if out_node is not None else ()
@@ -466,8 +489,7 @@ def save(ep: ExportedProgram, f: Any, *, extra_files: dict[str, Any] | None = No
 
 
 def _write(ep: ExportedProgram, fh: Any, root: str, extra_files: dict[str, Any] | None) -> None:
-    writer = _GraphWriter(ep.graph)
-    graph = writer.write(ep)
+    graph = _GraphWriter(ep.graph, ep.graph_module).write()
     sig = ep.module_call_graph
     call_graph = []
     for entry in sig:
@@ -597,9 +619,11 @@ class _GraphReader:
         self.graph = Graph()
         self.env: dict[str, Any] = {}
         self.fake_mode = FakeTensorMode()
+        self.g: dict[str, Any] = model["graph_module"]["graph"]     # the graph being read (a branch's, inside one)
+        self.root = Module()                                         # the branches' GraphModules
 
     def meta_val(self, name: str) -> Any:
-        g = self.model["graph_module"]["graph"]
+        g = self.g
         if name in g["tensor_values"]:
             m = g["tensor_values"][name]
             sizes = [_load_sym_int(s) for s in m["sizes"]]
@@ -648,11 +672,34 @@ class _GraphReader:
             return device_of(v["type"], v["index"]) if v.get("index") is not None else device_of(v["type"])
         if k in ("as_int", "as_ints", "as_bool", "as_bools", "as_string", "as_strings"):
             return v
+        if k == "as_graph":
+            return self.subgraph(v["name"], v["graph"])
         raise RuntimeError(f"ember.export.load: an argument kind ember does not read: {k}")
+
+    def subgraph(self, name: str, g: dict[str, Any]) -> Any:
+        """A higher-order operator's branch: its GraphModule on the root, and a ``get_attr`` node for it."""
+        saved = self.graph, self.env, self.g
+        self.graph, self.env, self.g = Graph(), {}, g
+        try:
+            for a in g["inputs"]:
+                inp = a["as_tensor"]["name"]
+                ph = named_placeholder(self.graph, inp)
+                ph.meta["val"] = self.meta_val(inp)
+                self.env[inp] = ph
+            for n in g["nodes"]:
+                self.node(n)
+            self.graph.output(tuple(self.arg(o) for o in g["outputs"]))
+            gm = GraphModule(Module(), self.graph)
+        finally:
+            self.graph, self.env, self.g = saved
+        self.root.add_module(name, gm)
+        return self.graph.get_attr(name)
 
     def target(self, name: str) -> Any:
         if name in _OPERATORS:
             return _OPERATORS[name]
+        if name.startswith("torch.ops.higher_order.") and name.rsplit(".", 1)[1] in HIGHER_ORDER_OPS:
+            return HIGHER_ORDER_OPS[name.rsplit(".", 1)[1]]
         if name.startswith("torch.ops.aten."):
             _, _, _, op, overload = name.split(".")
             packet = getattr(ops.aten, op, None)
@@ -687,7 +734,7 @@ class _GraphReader:
                       and s.target in self.state_dict}
         constants = {s.target: self.constants.get(s.target, self.state_dict.get(s.target)) for s in input_specs
                      if s.target is not None and s.target not in state_dict}
-        ep = ExportedProgram(GraphModule(Module(), self.graph), self.graph, signature, state_dict, ranges, call_graph,
+        ep = ExportedProgram(GraphModule(self.root, self.graph), self.graph, signature, state_dict, ranges, call_graph,
                              self.example, constants)
         ep._dialect = (self.model.get("verifiers") or ["TRAINING"])[0]
         ep._symbols = self.symbols(input_specs, ranges)
@@ -705,7 +752,8 @@ class _GraphReader:
                 args.append(value)
         outputs = n["outputs"]
         name = n.get("name")
-        single = len(outputs) == 1 and ("as_tensor" in outputs[0] or "as_sym_int" in outputs[0])
+        single = len(outputs) == 1 and ("as_tensor" in outputs[0] or "as_sym_int" in outputs[0]) and \
+            not isinstance(target, HigherOrderOperator)
         if single:
             out = outputs[0]
             name = out["as_tensor"]["name"] if "as_tensor" in out else out["as_sym_int"]["as_name"]

@@ -14,7 +14,7 @@ value, and ``ExportedProgram.module()`` checks every later call against them.
 
 What PyTorch refuses, ember refuses with the same classes: a branch on a value read from a tensor
 (``if x.sum() > 0``, ``.item()``, ``.tolist()``) is ``GuardOnDataDependentSymNode`` -- ``torch.cond`` is the way to
-write one; an operator whose output size depends on the data (``nonzero``) cannot be exported by ember at all,
+write one (Note [Higher-order operators] in ``ember/_higher_order_ops``); an operator whose output size depends on the data (``nonzero``) cannot be exported by ember at all,
 since ember has no unbacked sizes, and raises ``DynamicOutputShapeException`` naming the operator.
 
 Note [Dynamic shapes by retracing]
@@ -159,6 +159,17 @@ class _Trace:
         self.out_spec = out_spec
         self.lifted = lifted                      # c_lifted_tensor_<n> targets -> their tensors
         self.user_placeholders = user_placeholders
+        self.root = Module()                      # holds the graphs of higher-order operators (``true_graph_0``)
+
+    def graph_module(self) -> GraphModule:
+        return GraphModule(self.root, self.graph)
+
+
+def _subgraphs(trace: _Trace, mode: ProxyTorchDispatchMode) -> _Trace:
+    for name, value in mode.constants.items():
+        if isinstance(value, GraphModule):
+            trace.root.add_module(name, value)
+    return trace
 
 
 def _trace(mod: Module, inputs: _Inputs, sizes: dict[int, tuple[int, ...]] | None = None) -> _Trace:
@@ -236,7 +247,7 @@ def _trace(mod: Module, inputs: _Inputs, sizes: dict[int, tuple[int, ...]] | Non
             output_specs.append(OutputSpec(OutputKind.USER_OUTPUT, ConstantArgument("", o), None))
     graph.output(tuple(outputs))
     lifted = _lift_constants(graph, mode, input_specs, output_specs)
-    return _Trace(graph, input_specs, output_specs, out_spec, lifted, user_placeholders)
+    return _subgraphs(_Trace(graph, input_specs, output_specs, out_spec, lifted, user_placeholders), mode)
 
 
 def _lift_constants(graph: Graph, mode: ProxyTorchDispatchMode, input_specs: list[InputSpec],
@@ -246,7 +257,7 @@ def _lift_constants(graph: Graph, mode: ProxyTorchDispatchMode, input_specs: lis
     lifted: dict[str, Any] = {}
     first_user = next((n for n, s in zip(graph.nodes, input_specs) if s.kind == InputKind.USER_INPUT), None)
     at = sum(1 for s in input_specs if s.kind != InputKind.USER_INPUT)
-    for node in [n for n in graph.nodes if n.op == "get_attr"]:
+    for node in [n for n in graph.nodes if n.op == "get_attr" and isinstance(mode.constants[n.target], Tensor)]:
         target = f"lifted_tensor_{len(lifted)}"
         value = mode.constants[node.target]
         lifted[target] = value.detach() if not isinstance(value, Tensor) or not value.requires_grad else value
@@ -415,6 +426,13 @@ def _skeleton(trace: _Trace) -> tuple[list[Any], list[list[int]]]:
         if isinstance(val, Tensor):
             ints[-1] = ints[-1] + list(val.shape) + list(val.stride())
         shape[-1] = shape[-1] + ((len(val.shape),) if isinstance(val, Tensor) else (),)
+        branch = getattr(trace.root, str(node.target), None) if node.op == "get_attr" else None
+        if isinstance(branch, GraphModule):
+            # a torch.cond branch: its integers are not rewritten, so they must not change with the dynamic sizes
+            # (a branch that uses them makes the symbol static, or a named Dim raise)
+            inner = _Trace(branch.graph, [], [], None, {}, [])
+            sub_shape, sub_ints = _skeleton(inner)
+            shape[-1] = shape[-1] + (tuple(sub_shape), tuple(tuple(i) for i in sub_ints))
     return shape, ints
 
 
@@ -483,8 +501,9 @@ class _DynamicTrace:
                 if t is None or _skeleton(t)[0] != skeleton:
                     if self._merge(sym, skeleton):
                         return None
-                    self._not_dynamic(sym, "the program does not run, or runs other operators, at other values "
-                                           f"of it (traced with {sym.name} = {v})")
+                    self._not_dynamic(sym, "the program does not run, or runs other operators (or a torch.cond "
+                                           "branch uses the size), at other values of it (traced with "
+                                           f"{sym.name} = {v})")
                     return None
                 out.append(({**base, sym.name: v}, t))
         for a, b in itertools.combinations(self.symbols, 2):
@@ -666,7 +685,7 @@ def export(mod: Any, args: Any, kwargs: dict[str, Any] | None = None, *, dynamic
         (state_dict if persistent else constants_out)[path] = b
     constants_out.update(constants)
     constants_out.update(trace.lifted)
-    gm = GraphModule(Module(), trace.graph)
+    gm = trace.graph_module()
     signature = ExportGraphSignature(trace.input_specs, trace.output_specs)
     call = ModuleCallSignature(inputs=[], outputs=[], in_spec=inputs.in_spec, out_spec=trace.out_spec,
                                forward_arg_names=inputs.arg_names)

@@ -186,6 +186,8 @@ class ExportedProgram:
             if node.op == "output":
                 out_node = node
             elif node.op != "placeholder":
+                if node.op == "get_attr":       # the graph of a higher-order operator (``true_graph_0``)
+                    _install(root, node.target, getattr(self._graph_module, node.target))
                 env[node] = graph.node_copy(node, lambda n: env[n])
         outs = out_node.args[0] if out_node is not None else ()
         # a mutation the decomposed program returns is copied back into its buffer, parameter or input

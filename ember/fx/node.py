@@ -82,6 +82,8 @@ def _qualified_name(func: Any) -> str:
     from ember._ops import OpOverload, OpOverloadPacket
     if isinstance(func, (OpOverload, OpOverloadPacket)):
         return f"torch.ops.{func}"
+    if getattr(func, "__module__", None) == "torch.ops.higher_order":      # a HigherOrderOperator
+        return f"torch.ops.higher_order.{func.__name__}"
     if getattr(builtins, getattr(func, "__name__", ""), None) is func:
         return f"builtins.{func.__name__}"
     if isinstance(func, types.BuiltinFunctionType) and getattr(operator, func.__name__, None) is func:

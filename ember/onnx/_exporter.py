@@ -23,6 +23,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
+import ember
+from ember.aten.context import global_context
 from ember.onnx.errors import OnnxExporterError
 
 __all__ = ["export", "is_in_onnx_export", "ONNXProgram"]
@@ -60,7 +62,6 @@ class ONNXProgram:
 
 
 def _numpy(a: Any) -> np.ndarray:
-    import ember
     return a.detach().cpu().numpy() if isinstance(a, ember.Tensor) else np.asarray(a)
 
 
@@ -133,7 +134,6 @@ def export(model: Any, args: Any = (), f: Any = None, *, kwargs: dict[str, Any] 
     if dynamic_shapes is not None and dynamic_axes is None:
         dynamic_axes = _axes_from_dynamic_shapes(model, args, dynamic_shapes)
     _exporting[0] = True
-    from ember.aten.context import global_context
     as_pytorch = global_context.rnn_layers_as_pytorch_when_observed
     global_context.rnn_layers_as_pytorch_when_observed = False    # the fused layers have ONNX's LSTM / GRU / RNN
     try:
@@ -165,7 +165,6 @@ def _export_program(model: Any, args: list[Any], kwargs: dict[str, Any], dynamic
     functionalized (``run_decompositions`` with an empty table: composite ops below autograd, as the tracer records
     them), then each operator translated (Note [ONNX export]). A dimension named by a string in ``dynamic_shapes``
     is a ``Dim`` of that name, and the ONNX input's dimension keeps the name."""
-    from ember.aten.context import global_context
     from ember.export import Dim, ExportedProgram, export as export_program
     from ember.onnx._graph import build_program
     if isinstance(model, ExportedProgram):

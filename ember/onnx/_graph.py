@@ -7,6 +7,11 @@ from typing import Any
 
 import numpy as np
 
+import ember
+from ember._ops import ops
+from ember.export.graph_signature import InputKind, OutputKind
+from ember.fx.experimental.proxy_tensor import make_fx
+from ember.onnx._custom import custom_translation
 from ember.onnx.errors import OnnxExporterError, UnsupportedOperatorError
 
 ONNX_TYPES = {"float32": 1, "uint8": 2, "int8": 3, "int16": 5, "int32": 6, "int64": 7, "bool": 9, "float16": 10,
@@ -149,7 +154,6 @@ def _count_tensors(value: Any) -> int:
 
 
 def _flat_tensors(value: Any, out: list[Any]) -> None:
-    import ember
     if isinstance(value, ember.Tensor):
         out.append(value)
     elif isinstance(value, (tuple, list)):
@@ -163,8 +167,6 @@ def _flat_tensors(value: Any, out: list[Any]) -> None:
 def _trace(model: Any, args: list[Any], kwargs: dict[str, Any], inputs: list[Any]) -> Any:
     """The ATen graph of ``model(*args, **kwargs)`` with the tensors of ``inputs`` (in place of the argument
     tensors, in order) as its placeholders."""
-    import ember
-    from ember.fx.experimental.proxy_tensor import make_fx
 
     def fn(*ts: Any) -> Any:
         it = iter(ts)
@@ -189,7 +191,6 @@ def _trace(model: Any, args: list[Any], kwargs: dict[str, Any], inputs: list[Any
 
 def _grown(t: Any, axes: list[int]) -> Any:
     """``t`` one longer along each of ``axes``, the new slice a copy of the last (so indices stay valid)."""
-    import ember
     for a in axes:
         t = ember.cat([t, t.narrow(a, t.shape[a] - 1, 1)], a)
     return t
@@ -271,7 +272,6 @@ def build(model: Any, args: list[Any], kwargs: dict[str, Any], *, opset: int, in
           keep_initializers_as_inputs: bool, do_constant_folding: bool = True) -> Any:
     import onnx
 
-    import ember
     inputs: list[Any] = []
     _flat_tensors(list(args), inputs)
     _flat_tensors(dict(kwargs), inputs)
@@ -374,8 +374,6 @@ def build(model: Any, args: list[Any], kwargs: dict[str, Any], *, opset: int, in
 
 def _translate(ctx: Context, node: Any, call_args: list[Any], call_kwargs: dict[str, Any]) -> None:
     """One call_function node as ONNX nodes (its value into ``ctx.values``)."""
-    import ember
-    from ember.onnx._custom import custom_translation
     from ember.onnx._translations import TRANSLATIONS
     values = ctx.values
     if node.target is operator.getitem:
@@ -407,8 +405,6 @@ def build_program(ep: Any, *, opset: int, input_names: list[str], output_names: 
     import onnx
     from onnx import numpy_helper
 
-    import ember
-    from ember.export.graph_signature import InputKind, OutputKind
     specs = ep.graph_signature.input_specs
     placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
     user = [(n, s) for n, s in zip(placeholders, specs) if s.kind == InputKind.USER_INPUT]
@@ -446,7 +442,7 @@ def build_program(ep: Any, *, opset: int, input_names: list[str], output_names: 
     for node in ep.graph.nodes:
         if node.op == "call_function":
             call_args, call_kwargs = _with_values(node, values, {}, 0)
-            if node.target is ops_sym_size():
+            if node.target is ops.aten.sym_size.int:
                 ctx.node = node
                 shape = ctx.add("Shape", [call_args[0]], name_hint=f"shape_{node.name}")
                 axis = call_args[1] % node.args[0].meta["val"].dim()
@@ -476,16 +472,10 @@ def build_program(ep: Any, *, opset: int, input_names: list[str], output_names: 
     return _model(ctx, graph_inputs, param_inputs, graph_outputs, opset, do_constant_folding)
 
 
-def ops_sym_size() -> Any:
-    from ember._ops import ops
-    return ops.aten.sym_size.int
-
-
 def _model(ctx: Context, graph_inputs: list[Any], param_inputs: list[Any], graph_outputs: list[Any], opset: int,
            do_constant_folding: bool) -> Any:
     import onnx
 
-    import ember
     nodes, initializers = ctx.nodes, ctx.initializers
     if do_constant_folding:
         nodes, initializers = _fold_constants(nodes, initializers, {i.name for i in param_inputs})
@@ -550,7 +540,6 @@ def _flat_nodes(value: Any, out: list[Any]) -> None:
 def _with_values(node: Any, values: dict[Any, Any], dyn: dict[int, list[tuple[Any, ...]]],
                  index: int) -> tuple[list[Any], dict[str, Any]]:
     """The node's arguments with nodes replaced by their ONNX values and dynamic integers by ``Dyn``."""
-    import ember
     args: Any = list(node.args)
     kwargs: Any = dict(node.kwargs)
     for slot, path, d in dyn.get(index, ()):
