@@ -717,6 +717,32 @@ add(OpInfo("batch_norm", lambda d, r: [Sample((arr(r, (4, 3, 2, 2), d), arr(r, (
            ember_fn=_batch_norm_call, torch_fn=_batch_norm_call))
 
 
+def _batch_norm_legit_call(lib, x, w, b, variant="legit"):
+    """The forms of batch norm an exported program's core ATen graph has (``_native_batch_norm_legit``: running
+    statistics updated in place; ``.no_stats``; ``_functional``: the new statistics returned; ``_no_training``),
+    with their statistics made inside, returned with the outputs."""
+    c = x.shape[1]
+    rm, rv = (lib.tensor(a.astype(str(x.dtype).split(".")[-1])).to(x.device)
+              for a in (np.linspace(-0.5, 0.5, c), np.linspace(0.5, 2.0, c)))
+    aten = lib.ops.aten
+    if variant == "legit":
+        return tuple(aten._native_batch_norm_legit.default(x, w, b, rm, rv, True, 0.3, 1e-5)) + (rm, rv)
+    if variant == "no_stats":
+        return aten._native_batch_norm_legit.no_stats(x, w, b, True, 0.3, 1e-5)
+    if variant == "functional":
+        return tuple(aten._native_batch_norm_legit_functional.default(x, w, b, rm, rv, True, 0.3, 1e-5)) + (rm, rv)
+    return aten._native_batch_norm_legit_no_training.default(x, w, b, rm, rv, 0.3, 1e-5)[0]
+
+
+add(OpInfo("_native_batch_norm_legit", lambda d, r: [
+    Sample((arr(r, (4, 3, 2, 2), d), arr(r, (3,), d), arr(r, (3,), d))),
+    Sample((arr(r, (5, 2), d), arr(r, (2,), d), arr(r, (2,), d)), dict(variant="no_stats")),
+    Sample((arr(r, (3, 2, 4), d), arr(r, (2,), d), arr(r, (2,), d)), dict(variant="functional")),
+    Sample((arr(r, (4, 3, 2), d), arr(r, (3,), d), arr(r, (3,), d)), dict(variant="no_training"))],
+    method=False, covers=("_native_batch_norm_legit_functional", "_native_batch_norm_legit_no_training"),
+    ember_fn=_batch_norm_legit_call, torch_fn=_batch_norm_legit_call, supports_gradgrad=False))
+
+
 def _conv_call(lib, x, w, b, transposed=False, **k):
     f = lib.nn.functional
     fn = {(3, False): f.conv1d, (4, False): f.conv2d, (5, False): f.conv3d,
@@ -731,7 +757,8 @@ add(OpInfo("convolution", lambda d, r: [
     Sample((arr(r, (1, 2, 3, 3, 3), d), arr(r, (2, 2, 2, 2, 2), d), arr(r, (2,), d))),
     Sample((arr(r, (1, 4, 3, 3), d), arr(r, (4, 1, 3, 3), d), arr(r, (2,), d)),
            dict(transposed=True, stride=2, padding=1, output_padding=1, groups=2))],
-    method=False, covers=("convolution_backward",), meta=False, ember_fn=_conv_call, torch_fn=_conv_call))
+    method=False, covers=("convolution_backward", "conv1d", "conv3d"), meta=False, ember_fn=_conv_call,
+    torch_fn=_conv_call))
 
 
 def _pool_call(lib, x, **k):

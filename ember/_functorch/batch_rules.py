@@ -916,7 +916,8 @@ _RULES: dict[str, Rule] = {
     "convolution": convolution_rule, "convolution_backward": convolution_backward_rule,
     "nll_loss_forward": nll_loss_forward_rule, "nll_loss_backward": nll_loss_backward_rule,
     "embedding": embedding_rule, "embedding_dense_backward": embedding_dense_backward_rule,
-    "native_batch_norm": batch_norm_rule, "native_layer_norm": layer_norm_rule,
+    "native_batch_norm": batch_norm_rule, "_native_batch_norm_legit.default": batch_norm_rule,
+    "native_layer_norm": layer_norm_rule,
     "native_layer_norm_backward": layer_norm_backward_rule,
     "mse_loss": loss_rule, "mse_loss_backward": mse_loss_backward_rule,
 }

@@ -14,8 +14,9 @@ value, and ``ExportedProgram.module()`` checks every later call against them.
 
 What PyTorch refuses, ember refuses with the same classes: a branch on a value read from a tensor
 (``if x.sum() > 0``, ``.item()``, ``.tolist()``) is ``GuardOnDataDependentSymNode`` -- ``torch.cond`` is the way to
-write one (Note [Higher-order operators] in ``ember/_higher_order_ops``); an operator whose output size depends on the data (``nonzero``) cannot be exported by ember at all,
-since ember has no unbacked sizes, and raises ``DynamicOutputShapeException`` naming the operator.
+write one (Note [Higher-order operators] in ``ember/_higher_order_ops``); an operator whose output size depends on
+the data (``nonzero``) cannot be exported by ember at all, since ember has no unbacked sizes, and raises
+``DynamicOutputShapeException`` naming the operator.
 
 Note [Dynamic shapes by retracing]
 PyTorch traces once with symbolic sizes. ember traces at concrete sizes (Note [Symbolic sizes in ember]), so a
