@@ -372,6 +372,19 @@ def _qualname(ty: Any) -> str:
 
 
 # -- the signature ---------------------------------------------------------------------------------------------------
+def _constant_value(v: Any) -> dict[str, Any]:
+    """A specialized input or a constant output (``ConstantValue``)."""
+    if v is None:
+        return {"as_none": True}
+    if isinstance(v, bool):
+        return {"as_bool": v}
+    if isinstance(v, int):
+        return {"as_int": v}
+    if isinstance(v, float):
+        return {"as_float": _float(v)}
+    return {"as_string": v}
+
+
 def _input_spec(s: InputSpec) -> dict[str, Any]:
     arg = s.arg
     if s.kind == InputKind.PARAMETER:
@@ -381,11 +394,7 @@ def _input_spec(s: InputSpec) -> dict[str, Any]:
     if s.kind == InputKind.CONSTANT_TENSOR:
         return {"tensor_constant": {"arg": {"name": arg.name}, "tensor_constant_name": s.target}}
     if isinstance(arg, ConstantArgument):
-        v = arg.value
-        value = {"as_none": True} if v is None else {"as_bool": v} if isinstance(v, bool) else \
-            {"as_int": v} if isinstance(v, int) else {"as_float": _float(v)} if isinstance(v, float) else \
-            {"as_string": v}
-        return {"constant_input": {"name": arg.name, "value": value}}
+        return {"constant_input": {"name": arg.name, "value": _constant_value(arg.value)}}
     key = "as_sym_int" if isinstance(arg, SymIntArgument) else "as_tensor"
     return {"user_input": {"arg": {key: {"as_name": arg.name} if key == "as_sym_int" else {"name": arg.name}}}}
 
@@ -400,10 +409,7 @@ _OUTPUT_KEYS = {OutputKind.BUFFER_MUTATION: ("buffer_mutation", "buffer_name"),
 def _output_spec(s: OutputSpec) -> dict[str, Any]:
     if s.kind == OutputKind.USER_OUTPUT:
         if isinstance(s.arg, ConstantArgument):
-            v = s.arg.value
-            arg: dict[str, Any] = {"as_none": True} if v is None else {"as_bool": v} if isinstance(v, bool) else \
-                {"as_int": v} if isinstance(v, int) else {"as_float": _float(v)} if isinstance(v, float) else \
-                {"as_string": v}
+            arg = _constant_value(s.arg.value)
         else:
             arg = {"as_tensor": {"name": s.arg.name}}
         return {"user_output": {"arg": arg}}

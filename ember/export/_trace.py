@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import warnings
 import itertools
 import operator
 from typing import Any, Callable
@@ -668,6 +669,12 @@ def export(mod: Any, args: Any, kwargs: dict[str, Any] | None = None, *, dynamic
     if not isinstance(args, tuple):
         raise UserError(UserErrorType.INVALID_INPUT,
                         f"Expecting `args` to be a tuple of example positional inputs, got {type(args)}")
+    if preserve_module_call_signature:
+        raise NotImplementedError("export(preserve_module_call_signature=...) (for torch.export.unflatten) is not "
+                                  "supported by ember yet")
+    if strict:
+        warnings.warn("ember.export traces every program as strict=False does: ember has no bytecode tracer, so "
+                      "Python side effects strict mode would refuse are not refused", UserWarning, stacklevel=2)
     kwargs = dict(kwargs or {})
     inputs = _Inputs(mod, args, kwargs)
     symbols = _symbols(mod, inputs, args, kwargs, dynamic_shapes)
