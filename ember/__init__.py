@@ -98,13 +98,13 @@ def __getattr__(name):
     # ``torch.export`` without its import cost for programs that never export
     if name == "export":
         return _importlib.import_module("ember.export")
-    if name == "cond":
-        return _importlib.import_module("ember._higher_order_ops").cond
+    if name in ("cond", "while_loop"):
+        return getattr(_importlib.import_module("ember._higher_order_ops"), name)
     raise AttributeError(f"module 'ember' has no attribute '{name}'")
 
 
 def __dir__():
-    return sorted(set(globals()) | {"export", "cond"})
+    return sorted(set(globals()) | {"export", "cond", "while_loop"})
 
 
 def set_default_dtype(d) -> None:

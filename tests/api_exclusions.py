@@ -77,7 +77,7 @@ EXCLUDED: dict[str, dict[str, str]] = {
     },
     'fx, compile, export, library, func: issues 17 and 18 (importable stubs: issue 15 item 8)': {
         'torch': """
-            classes package slice_inverse while_loop
+            classes package slice_inverse
         """,
         'Tensor': """
             index slice_inverse

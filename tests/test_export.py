@@ -539,3 +539,46 @@ def test_cond_errors():
     from ember._higher_order_ops import UnsupportedAliasMutationException
     with pytest.raises(UnsupportedAliasMutationException, match="might be modifying the input"):
         ember.export.export(Mutates(), (x,))
+
+
+def while_model(lib):
+    class M(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = lib.nn.Parameter(lib.full((3,), 0.5))
+
+        def forward(self, i, x):
+            def c(i, x):
+                return i < 3
+
+            def b(i, x):
+                return i + 1, x * self.w + 1
+            return lib.while_loop(c, b, (i, x))
+    return M()
+
+
+def test_while_loop_eager_and_exported(tmp_path):
+    e, t = while_model(ember), while_model(torch)
+    for start in (0, 2, 5):
+        got = e(ember.tensor(start), ember.zeros(3))
+        want = t(torch.tensor(start), torch.zeros(3))
+        assert int(got[0]) == int(want[0])
+        close(got[1], want[1])
+    ep = ember.export.export(e, (ember.tensor(0), ember.randn(3)))
+    tep = torch.export.export(t, (torch.tensor(0), torch.randn(3)))
+    assert specs(ep) == specs(tep)
+    assert targets(ep) == targets(tep)
+    for name in ("while_loop_cond_graph_0", "while_loop_body_graph_0"):
+        assert [_target(n.target) for n in getattr(ep.graph_module, name).graph.nodes if n.op == "call_function"] \
+            == [_target(n.target) for n in getattr(tep.graph_module, name).graph.nodes if n.op == "call_function"]
+    ember.export.save(ep, tmp_path / "w.pt2")
+    for start in (0, 1, 4):
+        want = e(ember.tensor(start), ember.zeros(3))
+        for program in (ep, ep.run_decompositions(), ember.export.load(tmp_path / "w.pt2")):
+            got = program.module()(ember.tensor(start), ember.zeros(3))
+            assert int(got[0]) == int(want[0])
+            close(got[1], want[1])
+        tgot = torch.export.load(tmp_path / "w.pt2").module()(torch.tensor(start), torch.zeros(3))
+        close(want[1], tgot[1])
+    with pytest.raises(RuntimeError, match="Expected body_fn_output and carried_inputs to have same metadata"):
+        ember.while_loop(lambda i: i < 3, lambda i: (i + 1.0,), (ember.tensor(0),))

@@ -1,5 +1,6 @@
-"""Higher-order operators: operators that take functions (``torch/_higher_order_ops``). ``cond`` is the one
-``torch.export`` needs for a branch on a tensor's value; ``torch.cond`` and ``torch.ops.higher_order.cond`` are it.
+"""Higher-order operators: operators that take functions (``torch/_higher_order_ops``). ``cond`` is what
+``torch.export`` needs for a branch on a tensor's value and ``while_loop`` for a loop on one; ``torch.cond`` /
+``torch.while_loop`` and ``torch.ops.higher_order.cond`` / ``while_loop`` are them.
 
 Note [Higher-order operators]
 A higher-order operator is not an ATen operator: it never reaches the dispatcher, so a tracer cannot see it as an
@@ -15,6 +16,9 @@ op. ``HigherOrderOperator.__call__`` looks at what is active, innermost first, a
 * fake tensors: the true branch gives the outputs' metadata (both branches are run and compared);
 * otherwise (eager): ``pred`` is read and one branch runs -- autograd records it as any code.
 
+``while_loop`` goes the same way with two graphs (``cond_fn``'s returns its one tensor, ``body_fn``'s a tuple like
+the carried inputs); while a trace of real tensors records it, the loop also runs for its values.
+
 A Python ``bool`` as ``pred`` picks its branch at once, also while tracing (the branch is inlined, as Dynamo does).
 """
 from __future__ import annotations
@@ -26,6 +30,7 @@ from ember._functorch.functionalize import FunctionalTensor, _MakeFunctional, _f
 from ember._python_key import _stack as _mode_stacks
 from ember._subclasses.fake_tensor import FakeTensor
 from ember._tensor import Tensor
+from ember.c10.dtype import bool_ as _bool_dtype
 from ember.fx.experimental.proxy_tensor import ProxyTorchDispatchMode, current_stack_trace
 from ember.fx.proxy import _user_stack_trace
 from ember.fx.graph import Graph
@@ -33,7 +38,7 @@ from ember.fx.graph_module import GraphModule
 from ember.nn.modules.module import Module
 from ember.utils._pytree import tree_flatten, tree_unflatten
 
-__all__ = ["HigherOrderOperator", "cond", "UnsupportedAliasMutationException"]
+__all__ = ["HigherOrderOperator", "cond", "while_loop", "UnsupportedAliasMutationException"]
 
 
 class UnsupportedAliasMutationException(RuntimeError):
@@ -123,15 +128,7 @@ def _functional_cond(pred: Any, true_fn: Callable[..., Any], false_fn: Callable[
     copies = any(isinstance(t, FunctionalTensor) and t._copies for t in (pred,) + operands)
 
     def checked(fn: Callable[..., Any]) -> Callable[..., Any]:
-        pure = functionalize(fn)
-
-        def branch(*args: Any) -> Any:
-            versions = [t._version for t in args if isinstance(t, Tensor)]
-            out = pure(*args)
-            if [t._version for t in args if isinstance(t, Tensor)] != versions:
-                raise UnsupportedAliasMutationException("One of torch.cond branch might be modifying the input!")
-            return out
-        return branch
+        return _no_input_mutation(fn, "One of torch.cond branch might be modifying the input!")
     saved = [m for m in _mode_stacks.modes if isinstance(m, _MakeFunctional)]
     for m in saved:       # the branches get their own functionalization
         _mode_stacks.modes.remove(m)
@@ -186,9 +183,9 @@ class _Branch:
                     "Higher order ops do not support aliasing: a branch of torch.cond returns its input; return "
                     "input.clone() instead.")
 
-    def finish(self, free: list[tuple[Any, str]]) -> GraphModule:
+    def finish(self, free: list[tuple[Any, str]], single: bool = False) -> GraphModule:
         """Placeholders for every free tensor of either branch (``free``: (tensor, name) in order), the constants
-        this branch read replaced by them; then the output."""
+        this branch read replaced by them; then the output (a tuple, or with ``single`` the one tensor)."""
         last = [n for n in self.graph.nodes if n.op == "placeholder"][-1:]
         at = last[0] if last else None
         by_id = {}
@@ -204,7 +201,8 @@ class _Branch:
             if isinstance(value, Tensor) and id(value) in by_id:
                 node.replace_all_uses_with(by_id[id(value)])
                 self.graph.erase_node(node)
-        self.graph.output(tuple(self.sub.node_of(t) for t in self.leaves))
+        outs = tuple(self.sub.node_of(t) for t in self.leaves)
+        self.graph.output(outs[0] if single and len(outs) == 1 else outs)
         return GraphModule(Module(), self.graph)
 
 
@@ -217,12 +215,14 @@ def _placeholder(graph: Graph, name: str) -> Any:
     return ph
 
 
-def _traced_cond(tracer: ProxyTorchDispatchMode, stack: list[Any], pred: Any, true_fn: Callable[..., Any],
-                 false_fn: Callable[..., Any], operands: tuple[Any, ...]) -> Any:
+def _trace_subgraphs(tracer: ProxyTorchDispatchMode, stack: list[Any], fns: list[Callable[..., Any]],
+                     prefixes: list[str], operands: tuple[Any, ...], names: list[str],
+                     single: tuple[bool, ...]) -> tuple[list[_Branch], list[Any], list[Any]]:
+    """Each function traced as a graph on ``operands`` (Note [Higher-order operators]), every tensor one of them
+    reads from outside made a further input of all; the graphs installed on the recording module as
+    ``<prefix>_<k>`` with ``get_attr`` nodes, and the outer nodes of the free tensors."""
     leaves = tree_flatten(operands)[0]
-    names = [tracer.node_of(t).name for t in leaves]
-    branches = [_Branch(tracer, stack, fn, operands, names) for fn in (true_fn, false_fn)]
-    _same_metadata(branches[0].leaves, branches[1].leaves)
+    branches = [_Branch(tracer, stack, fn, operands, names) for fn in fns]
     free: list[tuple[Any, str]] = []
     seen: set[int] = set()
     for b in branches:
@@ -230,19 +230,23 @@ def _traced_cond(tracer: ProxyTorchDispatchMode, stack: list[Any], pred: Any, tr
             if id(t) not in seen and not any(t is x for x in leaves):
                 seen.add(id(t))
                 free.append((t, tracer.node_of(t).name))
-    modules = [b.finish(free) for b in branches]
-    graph = tracer.graph
     attrs = []
-    for kind, gm in zip(("true", "false"), modules):
+    for b, prefix, one in zip(branches, prefixes, single):
+        gm = b.finish(free, one)
         k = 0
-        while f"{kind}_graph_{k}" in tracer.constants:
+        while f"{prefix}_{k}" in tracer.constants:
             k += 1
-        name = f"{kind}_graph_{k}"
-        tracer.constants[name] = gm
-        attrs.append(graph.get_attr(name))
-    inputs = tuple(tracer.node_of(t) for t in leaves) + tuple(tracer.node_of(t) for t, _ in free)
+        tracer.constants[f"{prefix}_{k}"] = gm
+        attrs.append(tracer.graph.get_attr(f"{prefix}_{k}"))
+    return branches, attrs, [tracer.node_of(t) for t, _ in free]
+
+
+def _record(tracer: ProxyTorchDispatchMode, op: HigherOrderOperator, args: tuple[Any, ...], attrs: list[Any],
+            outs: list[Any]) -> None:
+    """The operator's node (with its source line and module stack) and a ``getitem`` per output."""
+    graph = tracer.graph
     tracer.sync_grad_mode()
-    node = graph.call_function(cond, (tracer.node_of(pred), attrs[0], attrs[1], inputs))
+    node = graph.call_function(op, args)
     if tracer.record_stack_traces:
         trace = current_stack_trace[0] or (_user_stack_trace() if tracer.user_stack_traces else None)
         for n in attrs + [node]:
@@ -250,9 +254,6 @@ def _traced_cond(tracer: ProxyTorchDispatchMode, stack: list[Any], pred: Any, tr
                 n.meta["stack_trace"] = trace
     if tracer.module_stack:
         node.meta["nn_module_stack"] = dict(tracer.module_stack)
-    taken = branches[0] if isinstance(pred, FakeTensor) or _is_traced_value(pred) else \
-        branches[0 if bool(pred) else 1]
-    outs = taken.leaves
     node.meta["val"] = tuple(outs)
     for i, o in enumerate(outs):
         g = graph.call_function(operator.getitem, (node, i))
@@ -260,12 +261,119 @@ def _traced_cond(tracer: ProxyTorchDispatchMode, stack: list[Any], pred: Any, tr
         if "stack_trace" in node.meta:
             g.meta["stack_trace"] = node.meta["stack_trace"]
         tracer.track(o, g)
-    return tree_unflatten(list(outs), taken.spec)
+
+
+def _traced_cond(tracer: ProxyTorchDispatchMode, stack: list[Any], pred: Any, true_fn: Callable[..., Any],
+                 false_fn: Callable[..., Any], operands: tuple[Any, ...]) -> Any:
+    leaves = tree_flatten(operands)[0]
+    names = [tracer.node_of(t).name for t in leaves]
+    branches, attrs, free = _trace_subgraphs(tracer, stack, [true_fn, false_fn], ["true_graph", "false_graph"],
+                                             operands, names, (False, False))
+    _same_metadata(branches[0].leaves, branches[1].leaves)
+    inputs = tuple(tracer.node_of(t) for t in leaves) + tuple(free)
+    taken = branches[0] if isinstance(pred, FakeTensor) or _is_traced_value(pred) else \
+        branches[0 if bool(pred) else 1]
+    _record(tracer, cond, (tracer.node_of(pred), attrs[0], attrs[1], inputs), attrs, list(taken.leaves))
+    return tree_unflatten(list(taken.leaves), taken.spec)
 
 
 def _is_traced_value(t: Any) -> bool:
     return type(t).__torch_dispatch__ is not Tensor.__torch_dispatch__
 
 
+def _check_pred(pred: Any) -> bool:
+    if isinstance(pred, Tensor) and pred.numel() == 1 and pred.dtype == _bool_dtype:
+        return bool(pred)
+    if isinstance(pred, bool):
+        return pred
+    raise RuntimeError(f"cond_fn must return a boolean scalar tensor or a bool but got {pred}")
+
+
+def _carried_metadata(out: Any, carried: tuple[Any, ...]) -> tuple[Any, ...]:
+    out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    if len(out) != len(carried) or any(
+            isinstance(c, Tensor) != isinstance(o, Tensor) or
+            (isinstance(c, Tensor) and (tuple(o.shape) != tuple(c.shape) or o.dtype != c.dtype))
+            for o, c in zip(out, carried)):
+        def meta(ts: Any) -> list[Any]:
+            return [(tuple(t.shape), t.dtype) if isinstance(t, Tensor) else type(t).__name__ for t in ts]
+        raise RuntimeError("Expected body_fn_output and carried_inputs to have same metadata but found: "
+                           f"{meta(out)} and {meta(carried)}")
+    return out
+
+
+def _while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], carried_inputs: Any,
+                additional_inputs: Any = ()) -> Any:
+    """``torch.while_loop(cond_fn, body_fn, carried_inputs)``: ``carried = body_fn(*carried)`` while
+    ``cond_fn(*carried)``; the loop's final values. Recorded as one operator with a graph for each function while a
+    graph is traced (Note [Higher-order operators]); the body must return tensors like the carried ones."""
+    if not isinstance(carried_inputs, (tuple, list)) or not all(isinstance(t, Tensor) for t in carried_inputs):
+        raise RuntimeError(f"carried_inputs must be a tuple or list of tensors, got {carried_inputs!r}")
+    carried, extra = tuple(carried_inputs), tuple(additional_inputs)
+    every = carried + extra
+    if any(isinstance(t, FunctionalTensor) for t in every):
+        checked = [_no_input_mutation(fn, "torch.while_loop's body_fn might be modifying the input!")
+                   for fn in (cond_fn, body_fn)]
+        saved = [m for m in _mode_stacks.modes if isinstance(m, _MakeFunctional)]
+        copies = any(isinstance(t, FunctionalTensor) and t._copies for t in every)
+        for m in saved:
+            _mode_stacks.modes.remove(m)
+        try:
+            out = _while_loop(checked[0], checked[1], tuple(_unwrap(carried)), tuple(_unwrap(extra)))
+        finally:
+            _mode_stacks.modes.extend(saved)
+        return tuple(_fresh(t, copies) for t in out)
+    tracer = _active_tracer()
+    if tracer is not None:
+        mode, stack = tracer
+        names = [f"arg{i}_1" for i in range(len(every))]
+        branches, attrs, free = _trace_subgraphs(mode, stack, [cond_fn, body_fn],
+                                                 ["while_loop_cond_graph", "while_loop_body_graph"], every, names,
+                                                 (True, False))
+        _carried_metadata(branches[1].out, carried)
+        if len(branches[0].leaves) != 1:
+            raise RuntimeError("cond_fn must return a boolean scalar tensor or a bool")
+        fake = any(isinstance(t, FakeTensor) or _is_traced_value(t) for t in every)
+        outs = list(branches[1].leaves) if fake else list(_run_untraced(stack, mode, lambda: _loop(
+            cond_fn, body_fn, carried, extra)))
+        _record(mode, while_loop, (attrs[0], attrs[1], tuple(mode.node_of(t) for t in carried),
+                                   tuple(mode.node_of(t) for t in extra) + tuple(free)), attrs, outs)
+        return tuple(outs)
+    if any(isinstance(t, FakeTensor) for t in every):
+        return _carried_metadata(body_fn(*every), carried)
+    return _loop(cond_fn, body_fn, carried, extra)
+
+
+def _loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], carried: tuple[Any, ...],
+          extra: tuple[Any, ...]) -> tuple[Any, ...]:
+    while _check_pred(cond_fn(*carried, *extra)):
+        carried = _carried_metadata(body_fn(*carried, *extra), carried)
+    return carried
+
+
+def _run_untraced(stack: list[Any], mode: Any, fn: Callable[[], Any]) -> Any:
+    """``fn()`` with ``mode`` off its stack (the loop's real values while a real-tensor trace records it)."""
+    i = stack.index(mode)
+    stack.pop(i)
+    try:
+        return fn()
+    finally:
+        stack.insert(i, mode)
+
+
+def _no_input_mutation(fn: Callable[..., Any], message: str) -> Callable[..., Any]:
+    """``fn`` functionalized, refusing to write its inputs (a higher-order operator's function may not)."""
+    pure = functionalize(fn)
+
+    def run(*args: Any) -> Any:
+        versions = [t._version for t in args if isinstance(t, Tensor)]
+        out = pure(*args)
+        if [t._version for t in args if isinstance(t, Tensor)] != versions:
+            raise UnsupportedAliasMutationException(message)
+        return out
+    return run
+
+
 cond = HigherOrderOperator("cond", _cond)
-HIGHER_ORDER_OPS = {"cond": cond}
+while_loop = HigherOrderOperator("while_loop", _while_loop)
+HIGHER_ORDER_OPS = {"cond": cond, "while_loop": while_loop}

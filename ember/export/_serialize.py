@@ -356,9 +356,10 @@ class _GraphWriter:
             else:
                 raise RuntimeError(f"ember.export.save: unexpected {node.op} node {node.name}")
         outs = out_node.args[0] if out_node is not None else ()
-        return {"inputs": graph_inputs, "outputs": [self.arg(o) for o in outs], "nodes": nodes,
-                "tensor_values": self.tensor_values, "sym_int_values": self.sym_int_values,
-                "sym_bool_values": {}, "is_single_tensor_return": False, "custom_obj_values": {},
+        single = not isinstance(outs, (tuple, list))     # a higher-order operator's graph returning one tensor
+        return {"inputs": graph_inputs, "outputs": [self.arg(o) for o in ([outs] if single else outs)],
+                "nodes": nodes, "tensor_values": self.tensor_values, "sym_int_values": self.sym_int_values,
+                "sym_bool_values": {}, "is_single_tensor_return": single, "custom_obj_values": {},
                 "sym_float_values": {}}
 
 
@@ -694,7 +695,8 @@ class _GraphReader:
                 self.env[inp] = ph
             for n in g["nodes"]:
                 self.node(n)
-            self.graph.output(tuple(self.arg(o) for o in g["outputs"]))
+            outs = tuple(self.arg(o) for o in g["outputs"])
+            self.graph.output(outs[0] if g.get("is_single_tensor_return") and len(outs) == 1 else outs)
             gm = GraphModule(Module(), self.graph)
         finally:
             self.graph, self.env, self.g = saved
