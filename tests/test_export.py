@@ -582,3 +582,35 @@ def test_while_loop_eager_and_exported(tmp_path):
         close(want[1], tgot[1])
     with pytest.raises(RuntimeError, match="Expected body_fn_output and carried_inputs to have same metadata"):
         ember.while_loop(lambda i: i < 3, lambda i: (i + 1.0,), (ember.tensor(0),))
+
+
+def test_map_eager_and_exported(tmp_path):
+    from torch._higher_order_ops.map import map as torch_map
+
+    from ember._higher_order_ops.map import map as ember_map
+
+    def model(lib, mapper):
+        class M(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = lib.nn.Parameter(lib.full((3,), 2.0))
+
+            def forward(self, xs, y):
+                return mapper(lambda x, y: (x * self.w + y).relu(), xs, y)
+        return M()
+    e, t = model(ember, ember_map), model(torch, torch_map)
+    (xe, ye), (xt, yt) = inputs((4, 3), (3,))
+    close(e(xe, ye), t(xt, yt))
+    ep = ember.export.export(e, (xe, ye))
+    tep = torch.export.export(t, (xt, yt))
+    assert specs(ep) == specs(tep) and targets(ep) == targets(tep)
+    assert [_target(n.target) for n in ep.graph_module.body_graph_0.graph.nodes if n.op == "call_function"] == \
+        [_target(n.target) for n in tep.graph_module.body_graph_0.graph.nodes if n.op == "call_function"]
+    ember.export.save(ep, tmp_path / "m.pt2")
+    (xe, ye), (xt, yt) = inputs((4, 3), (3,), seed=5)
+    want = e(xe, ye)
+    for program in (ep, ep.run_decompositions(), ember.export.load(tmp_path / "m.pt2")):
+        close(program.module()(xe, ye), want)
+    close(want, torch.export.load(tmp_path / "m.pt2").module()(xt, yt))
+    with pytest.raises(RuntimeError, match="Leading dimensions of mapped xs must be consistent"):
+        ember_map(lambda a, b: a + b, (ember.ones(2, 3), ember.ones(3, 3)))

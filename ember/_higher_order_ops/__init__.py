@@ -17,7 +17,8 @@ op. ``HigherOrderOperator.__call__`` looks at what is active, innermost first, a
 * otherwise (eager): ``pred`` is read and one branch runs -- autograd records it as any code.
 
 ``while_loop`` goes the same way with two graphs (``cond_fn``'s returns its one tensor, ``body_fn``'s a tuple like
-the carried inputs); while a trace of real tensors records it, the loop also runs for its values.
+the carried inputs), and ``map_impl`` (``_higher_order_ops.map.map``) with one graph traced on the first slice of
+its inputs; while a trace of real tensors records them, they also run for their values.
 
 A Python ``bool`` as ``pred`` picks its branch at once, also while tracing (the branch is inlined, as Dynamo does).
 """
@@ -27,8 +28,9 @@ import operator
 from typing import Any, Callable
 
 from ember._functorch.functionalize import FunctionalTensor, _MakeFunctional, _fresh, _unwrap, functionalize
-from ember._python_key import _stack as _mode_stacks
+from ember._python_key import _stack as _mode_stacks, _sync_included, _sync_pre_dispatch
 from ember._subclasses.fake_tensor import FakeTensor
+from ember._generated import aten
 from ember._tensor import Tensor
 from ember.c10.dtype import bool_ as _bool_dtype
 from ember.fx.experimental.proxy_tensor import ProxyTorchDispatchMode, current_stack_trace
@@ -355,10 +357,18 @@ def _run_untraced(stack: list[Any], mode: Any, fn: Callable[[], Any]) -> Any:
     """``fn()`` with ``mode`` off its stack (the loop's real values while a real-tensor trace records it)."""
     i = stack.index(mode)
     stack.pop(i)
+    _sync_stacks()
     try:
         return fn()
     finally:
         stack.insert(i, mode)
+        _sync_stacks()
+
+
+def _sync_stacks() -> None:
+    """The thread's Python / PreDispatch keys after a mode stack changed."""
+    _sync_included()
+    _sync_pre_dispatch()
 
 
 def _no_input_mutation(fn: Callable[..., Any], message: str) -> Callable[..., Any]:
@@ -374,6 +384,44 @@ def _no_input_mutation(fn: Callable[..., Any], message: str) -> Callable[..., An
     return run
 
 
+def _map_impl(f: Callable[..., Any], xs: list[Any], args: list[Any]) -> Any:
+    """``map_impl(f, xs, args)``: ``f(*slices, *args)`` for each slice of ``xs`` along their first dimension, each
+    output stacked; traced as one node with ``f``'s graph on one slice (Note [Higher-order operators])."""
+    xs, args = list(xs), list(args)
+    if any(isinstance(t, FunctionalTensor) for t in xs + args):
+        copies = any(isinstance(t, FunctionalTensor) and t._copies for t in xs + args)
+        saved = [m for m in _mode_stacks.modes if isinstance(m, _MakeFunctional)]
+        for m in saved:
+            _mode_stacks.modes.remove(m)
+        try:
+            out = _map_impl(_no_input_mutation(f, "torch.map might be modifying the input!"), list(_unwrap(xs)),
+                            list(_unwrap(args)))
+        finally:
+            _mode_stacks.modes.extend(saved)
+        return [_fresh(t, copies) for t in out]
+    n = int(xs[0].shape[0])
+    tracer = _active_tracer()
+    if tracer is not None:
+        mode, stack = tracer
+        slices = _run_untraced(stack, mode, lambda: [x.select(0, 0) for x in xs])
+        names = [mode.node_of(t).name for t in xs] + [mode.node_of(t).name for t in args]
+        branches, attrs, free = _trace_subgraphs(mode, stack, [f], ["body_graph"], tuple(slices + args), names,
+                                                 (False,))
+        outs = _run_untraced(stack, mode, lambda: _map_eager(f, xs, args, n) if not any(
+            isinstance(t, FakeTensor) or _is_traced_value(t) for t in xs + args) else
+            [o.new_empty((n,) + tuple(o.shape)) for o in branches[0].leaves])
+        _record(mode, map_impl, (attrs[0], [mode.node_of(t) for t in xs],
+                                 [mode.node_of(t) for t in args] + list(free)), attrs, list(outs))
+        return list(outs)
+    return _map_eager(f, xs, args, n)
+
+
+def _map_eager(f: Callable[..., Any], xs: list[Any], args: list[Any], n: int) -> list[Any]:
+    results = [tree_flatten(f(*[x[i] for x in xs], *args))[0] for i in range(n)]
+    return [aten.stack([r[k] for r in results]) for k in range(len(results[0]))]
+
+
 cond = HigherOrderOperator("cond", _cond)
 while_loop = HigherOrderOperator("while_loop", _while_loop)
-HIGHER_ORDER_OPS = {"cond": cond, "while_loop": while_loop}
+map_impl = HigherOrderOperator("map_impl", _map_impl)
+HIGHER_ORDER_OPS = {"cond": cond, "while_loop": while_loop, "map_impl": map_impl}
