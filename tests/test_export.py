@@ -614,3 +614,28 @@ def test_map_eager_and_exported(tmp_path):
     close(want, torch.export.load(tmp_path / "m.pt2").module()(xt, yt))
     with pytest.raises(RuntimeError, match="Leading dimensions of mapped xs must be consistent"):
         ember_map(lambda a, b: a + b, (ember.ones(2, 3), ember.ones(3, 3)))
+
+
+@pytest.mark.parametrize("case", ["mlp", "cnn-train", "gpt", "lstm"])
+def test_unflatten_gives_the_module_tree(case):
+    make, shapes, dynamic, train = SAVE_CASES[case]
+    ep, tep, (e, t) = export_both(make, shapes, dynamic, train)
+    u, tu = ember.export.unflatten(ep), torch.export.unflatten(tep)
+    assert [n for n, _ in u.named_modules()] == [n for n, _ in tu.named_modules()]
+    assert [n for n, _ in u.named_parameters()] == [n for n, _ in tu.named_parameters()]
+    for name, m in u.named_modules():
+        if name:        # each module's own operators, as PyTorch's unflatten gives them
+            tm = tu.get_submodule(name)
+            assert [(n.op, _target(n.target) if n.op == "call_function" else str(n.target)) for n in m.graph.nodes
+                    if n.op in ("call_function", "call_module")] == \
+                [(n.op, _target(n.target) if n.op == "call_function" else str(n.target)) for n in tm.graph.nodes
+                 if n.op in ("call_function", "call_module")]
+    ex, _ = inputs(*shapes, seed=7)
+    if train:
+        before = e.bn.running_mean.clone()
+        close(u(*ex), pair(make, train)[0](*ex))
+        assert not np.allclose(before.numpy(), e.bn.running_mean.numpy())
+    else:
+        close(u(*ex), e(*ex), 1e-5)
+    with pytest.raises(TypeError, match="expects an ExportedProgram"):
+        ember.export.unflatten(e)

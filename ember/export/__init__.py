@@ -10,7 +10,8 @@ from ember.export.dynamic_shapes import Constraint, Dim, ShapesCollection, dims
 from ember.export.exported_program import (ExportedProgram, ModuleCallEntry, ModuleCallSignature,
                                            default_decompositions)
 from ember.export.graph_signature import ExportBackwardSignature, ExportGraphSignature
+from ember.export.unflatten import FlatArgsAdapter, InterpreterModule, UnflattenedModule, unflatten
 
 __all__ = ["Constraint", "Dim", "ExportBackwardSignature", "ExportGraphSignature", "ExportedProgram",
-           "ModuleCallEntry", "ModuleCallSignature", "ShapesCollection", "default_decompositions", "dims", "export",
-           "load", "save"]
+           "FlatArgsAdapter", "InterpreterModule", "ModuleCallEntry", "ModuleCallSignature", "ShapesCollection",
+           "UnflattenedModule", "default_decompositions", "dims", "export", "load", "save", "unflatten"]

@@ -670,8 +670,8 @@ def export(mod: Any, args: Any, kwargs: dict[str, Any] | None = None, *, dynamic
         raise UserError(UserErrorType.INVALID_INPUT,
                         f"Expecting `args` to be a tuple of example positional inputs, got {type(args)}")
     if preserve_module_call_signature:
-        raise NotImplementedError("export(preserve_module_call_signature=...) (for torch.export.unflatten) is not "
-                                  "supported by ember yet")
+        raise NotImplementedError("export(preserve_module_call_signature=...) is not supported by ember yet "
+                                  "(unflatten works without it: a submodule's call takes the values that flow in)")
     if strict:
         warnings.warn("ember.export traces every program as strict=False does: ember has no bytecode tracer, so "
                       "Python side effects strict mode would refuse are not refused", UserWarning, stacklevel=2)
