@@ -639,3 +639,23 @@ def test_unflatten_gives_the_module_tree(case):
         close(u(*ex), e(*ex), 1e-5)
     with pytest.raises(TypeError, match="expects an ExportedProgram"):
         ember.export.unflatten(e)
+
+
+def test_unflatten_a_module_called_twice():
+    def model(lib):
+        class M(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc1, self.fc2, self.act = lib.nn.Linear(3, 3), lib.nn.Linear(3, 3), lib.nn.ReLU()
+
+            def forward(self, x):
+                return self.act(self.fc1(x)) + self.act(self.fc2(x))
+        return M()
+    e, t = pair(model)
+    (xe,), (xt,) = inputs((2, 3))
+    u = ember.export.unflatten(ember.export.export(e, (xe,)))
+    tu = torch.export.unflatten(torch.export.export(t, (xt,)))
+    assert [n for n, _ in u.named_modules()] == [n for n, _ in tu.named_modules()]
+    calls = [str(n.target) for n in u.graph.nodes if n.op == "call_module"]
+    assert calls == [str(n.target) for n in tu.graph.nodes if n.op == "call_module"]
+    close(u(xe), e(xe))

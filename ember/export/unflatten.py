@@ -230,7 +230,9 @@ def _call_name(graph: Graph, node: Any, rel: str) -> str:
 
 
 def _signature(graph: Graph) -> list[Any]:
-    return [(n.op, str(n.target)) for n in graph.nodes]
+    """What two calls of one module must share to run as one module: the operators, and the number of inputs
+    (their names are those of the caller's values)."""
+    return [(n.op, "" if n.op == "placeholder" else str(n.target)) for n in graph.nodes]
 
 
 class UnflattenedModule(InterpreterModule):
