@@ -659,3 +659,23 @@ def test_unflatten_a_module_called_twice():
     calls = [str(n.target) for n in u.graph.nodes if n.op == "call_module"]
     assert calls == [str(n.target) for n in tu.graph.nodes if n.op == "call_module"]
     close(u(xe), e(xe))
+
+
+def test_tied_weights_are_lifted_under_each_name():
+    def model(lib):
+        class LM(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb, self.head = lib.nn.Embedding(10, 8), lib.nn.Linear(8, 10, bias=False)
+                self.head.weight = self.emb.weight
+
+            def forward(self, ids):
+                return self.head(self.emb(ids))
+        return LM()
+    e, t = pair(model)
+    ids = np.random.default_rng(0).integers(0, 10, (2, 5))
+    ep = ember.export.export(e, (ember.tensor(ids),))
+    tep = torch.export.export(t, (torch.tensor(ids),))
+    assert code_lines(ep) == code_lines(tep)
+    assert list(ep.state_dict) == list(tep.state_dict) == ["emb.weight", "head.weight"]
+    close(ep.module()(ember.tensor(ids)), e(ember.tensor(ids)))

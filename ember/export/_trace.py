@@ -72,20 +72,19 @@ __all__ = ["export"]
 
 # -- the state a module lifts ----------------------------------------------------------------------------------------
 def _module_state(mod: Module) -> tuple[dict[str, Any], dict[str, tuple[Any, bool]], dict[str, Any]]:
-    """The module's parameters, buffers (with persistence) and other tensor attributes, by path; tied tensors once."""
-    params = dict(mod.named_parameters())
+    """The module's parameters, buffers (with persistence) and other tensor attributes, by path; a tied tensor under
+    each of its names, as PyTorch lifts it (the graph reads it through the last)."""
+    params = dict(mod.named_parameters(remove_duplicate=False))
     buffers: dict[str, tuple[Any, bool]] = {}
-    for prefix, m in mod.named_modules():
+    for prefix, m in mod.named_modules(remove_duplicate=False):
         for name, b in m._buffers.items():
             if b is None:
                 continue
             path = f"{prefix}.{name}" if prefix else name
-            if any(b is seen for seen, _ in buffers.values()):
-                continue
             buffers[path] = (b, name not in m._non_persistent_buffers_set)
     state_ids = {id(t) for t in params.values()} | {id(b) for b, _ in buffers.values()}
     constants: dict[str, Any] = {}
-    for prefix, m in mod.named_modules():
+    for prefix, m in mod.named_modules(remove_duplicate=False):
         for name, v in vars(m).items():
             if isinstance(v, Tensor) and id(v) not in state_ids and not name.startswith("__"):
                 state_ids.add(id(v))
