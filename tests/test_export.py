@@ -679,3 +679,34 @@ def test_tied_weights_are_lifted_under_each_name():
     assert code_lines(ep) == code_lines(tep)
     assert list(ep.state_dict) == list(tep.state_dict) == ["emb.weight", "head.weight"]
     close(ep.module()(ember.tensor(ids)), e(ember.tensor(ids)))
+
+
+def test_no_grad_blocks_become_wrap_with_set_grad_enabled(tmp_path):
+    def model(lib):
+        class M(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = lib.nn.Linear(3, 3)
+
+            def forward(self, x):
+                y = x + 1
+                with lib.no_grad():
+                    z = self.fc(y) * 2
+                    w = z.relu()
+                return (w + x).sum(), z
+        return M()
+    e, t = pair(model)
+    (xe,), (xt,) = inputs((3,))
+    ep, tep = ember.export.export(e, (xe,)), torch.export.export(t, (xt,))
+    assert targets(ep) == targets(tep) and specs(ep) == specs(tep)
+    assert [_target(n.target) for n in ep.graph_module.submod_1.graph.nodes if n.op == "call_function"] == \
+        [_target(n.target) for n in tep.graph_module.submod_1.graph.nodes if n.op == "call_function"]
+    assert targets(ep.run_decompositions()) == targets(tep.run_decompositions())
+    ember.export.save(ep, tmp_path / "g.pt2")
+    x = ember.ones(3, requires_grad=True)
+    for program in (ep, ember.export.load(tmp_path / "g.pt2")):
+        out = program.module()(x)
+        assert out[0].requires_grad and not out[1].requires_grad
+        close(out[0], e(x)[0])
+    tout = torch.export.load(tmp_path / "g.pt2").module()(torch.ones(3, requires_grad=True))
+    assert tout[0].requires_grad and not tout[1].requires_grad

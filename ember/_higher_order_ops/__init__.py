@@ -31,7 +31,9 @@ from ember._functorch.functionalize import FunctionalTensor, _MakeFunctional, _f
 from ember._python_key import _stack as _mode_stacks, _sync_included, _sync_pre_dispatch
 from ember._subclasses.fake_tensor import FakeTensor
 from ember._generated import aten
+from ember._C import _set_grad_enabled
 from ember._tensor import Tensor
+from ember.c10.grad_mode import state as _grad_state
 from ember.c10.dtype import bool_ as _bool_dtype
 from ember.fx.experimental.proxy_tensor import ProxyTorchDispatchMode, current_stack_trace
 from ember.fx.proxy import _user_stack_trace
@@ -421,7 +423,20 @@ def _map_eager(f: Callable[..., Any], xs: list[Any], args: list[Any], n: int) ->
     return [aten.stack([r[k] for r in results]) for k in range(len(results[0]))]
 
 
+def _wrap_with_set_grad_enabled(enable: bool, gm: Any, *args: Any) -> Any:
+    """``wrap_with_set_grad_enabled(enable, graph, *args)``: the graph run with grad mode set (how an exported
+    program keeps a ``with torch.no_grad():`` block); a trace records the graph's operators themselves."""
+    prev = _grad_state.enabled
+    _set_grad_enabled(enable)
+    try:
+        return gm(*args)
+    finally:
+        _set_grad_enabled(prev)
+
+
 cond = HigherOrderOperator("cond", _cond)
 while_loop = HigherOrderOperator("while_loop", _while_loop)
 map_impl = HigherOrderOperator("map_impl", _map_impl)
-HIGHER_ORDER_OPS = {"cond": cond, "while_loop": while_loop, "map_impl": map_impl}
+wrap_with_set_grad_enabled = HigherOrderOperator("wrap_with_set_grad_enabled", _wrap_with_set_grad_enabled)
+HIGHER_ORDER_OPS = {"cond": cond, "while_loop": while_loop, "map_impl": map_impl,
+                    "wrap_with_set_grad_enabled": wrap_with_set_grad_enabled}

@@ -47,7 +47,9 @@ from typing import Any, Callable
 import numpy as np
 
 from ember import backends as _backends
+from ember._C import _set_grad_enabled
 from ember._dynamo.exc import UserError, UserErrorType
+from ember._higher_order_ops import wrap_with_set_grad_enabled
 from ember._ops import ops
 from ember._python_key import pre_dispatch_mode
 from ember.aten.dispatcher import enable_python_dispatcher
@@ -248,7 +250,61 @@ def _trace(mod: Module, inputs: _Inputs, sizes: dict[int, tuple[int, ...]] | Non
             output_specs.append(OutputSpec(OutputKind.USER_OUTPUT, ConstantArgument("", o), None))
     graph.output(tuple(outputs))
     lifted = _lift_constants(graph, mode, input_specs, output_specs)
+    _wrap_grad_regions(graph, mode)
     return _subgraphs(_Trace(graph, input_specs, output_specs, out_spec, lifted, user_placeholders), mode)
+
+
+def _wrap_grad_regions(graph: Graph, mode: ProxyTorchDispatchMode) -> None:
+    """Note [Grad-mode regions]: the nodes between ``_set_grad_enabled(False)`` and the switch back, as PyTorch's
+    export keeps them -- a graph of their own (``submod_1``, ``submod_3``, ... as PyTorch's sequential split names
+    them) run by one ``wrap_with_set_grad_enabled(False, submod_1, *inputs)`` node; its inputs are the values the
+    region reads from before it, in the order of first use, its outputs the ones read after it, in the order of
+    first use there."""
+    nodes = list(graph.nodes)
+    switches = [i for i, n in enumerate(nodes) if n.op == "call_function" and n.target is _set_grad_enabled]
+    # (False switch, the switch that ends its region): back in grad mode is the program's own mode
+    regions = [(a, b) for a, b in zip(switches, switches[1:] + [len(nodes) - 1]) if not nodes[a].args[0]]
+    k = 1
+    for a, b in regions:
+        region = [n for n in nodes[a + 1:b] if n.op != "output"]
+        inside = set(region)
+        inputs: list[Any] = []
+        for n in region:
+            for i in n._input_nodes:
+                if i not in inside and i not in inputs:
+                    inputs.append(i)
+        position = {n: j for j, n in enumerate(nodes)}
+        outs = sorted((n for n in region if any(u not in inside for u in n.users)),
+                      key=lambda n: min(position[u] for u in n.users if u not in inside))
+        sub = Graph()
+        env: dict[Any, Any] = {}
+        for i in inputs:
+            ph = named_placeholder(sub, i.name)
+            ph.meta.update(i.meta)
+            env[i] = ph
+        for n in region:
+            env[n] = sub.node_copy(n, lambda x: env[x])
+        sub.output(tuple(env[n] for n in outs))
+        name = f"submod_{k}"
+        k += 2
+        mode.constants[name] = GraphModule(Module(), sub)
+        with graph.inserting_before(nodes[a]):
+            attr = graph.get_attr(name)
+            call = graph.call_function(wrap_with_set_grad_enabled, (False, attr) + tuple(inputs))
+            call.meta["val"] = tuple(n.meta.get("val") for n in outs)
+            getitems = []
+            for j, n in enumerate(outs):
+                g = graph.call_function(operator.getitem, (call, j))
+                g.meta.update(n.meta)
+                n.replace_all_uses_with(g, lambda u: u not in inside)
+                getitems.append((g, n.name))
+        for n in reversed(region):
+            graph.erase_node(n)
+        for g, n_name in getitems:      # each output keeps the name of the value it is (``relu``), as PyTorch's
+            g.name = n_name
+        graph.erase_node(nodes[a])
+        if nodes[b].op == "call_function":
+            graph.erase_node(nodes[b])
 
 
 def _lift_constants(graph: Graph, mode: ProxyTorchDispatchMode, input_specs: list[InputSpec],
