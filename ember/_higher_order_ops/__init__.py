@@ -129,17 +129,25 @@ def _functional_cond(pred: Any, true_fn: Callable[..., Any], false_fn: Callable[
                      operands: tuple[Any, ...]) -> Any:
     """Under ``functionalize``: the branches functionalized, on the arguments' current values; a branch may not
     mutate its inputs."""
-    copies = any(isinstance(t, FunctionalTensor) and t._copies for t in (pred,) + operands)
-
     def checked(fn: Callable[..., Any]) -> Callable[..., Any]:
         return _no_input_mutation(fn, "One of torch.cond branch might be modifying the input!")
+    return _on_values(lambda: _cond(_unwrap(pred), checked(true_fn), checked(false_fn), tuple(_unwrap(operands))),
+                      (pred,) + operands)
+
+
+def _on_values(run: Callable[[], Any], arguments: tuple[Any, ...]) -> Any:
+    """``run()`` -- the operator on its functionalized arguments' values, with functionalized functions -- outside
+    the enclosing functionalization (the functions get their own); its results made functional tensors."""
+    copies = any(isinstance(t, FunctionalTensor) and t._copies for t in arguments)
     saved = [m for m in _mode_stacks.modes if isinstance(m, _MakeFunctional)]
-    for m in saved:       # the branches get their own functionalization
+    for m in saved:
         _mode_stacks.modes.remove(m)
+    _sync_stacks()
     try:
-        out = _cond(_unwrap(pred), checked(true_fn), checked(false_fn), tuple(_unwrap(operands)))
+        out = run()
     finally:
         _mode_stacks.modes.extend(saved)
+        _sync_stacks()
     leaves, spec = tree_flatten(out)
     return tree_unflatten([_fresh(t, copies) if isinstance(t, Tensor) else t for t in leaves], spec)
 
@@ -318,15 +326,8 @@ def _while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], carrie
     if any(isinstance(t, FunctionalTensor) for t in every):
         checked = [_no_input_mutation(fn, "torch.while_loop's body_fn might be modifying the input!")
                    for fn in (cond_fn, body_fn)]
-        saved = [m for m in _mode_stacks.modes if isinstance(m, _MakeFunctional)]
-        copies = any(isinstance(t, FunctionalTensor) and t._copies for t in every)
-        for m in saved:
-            _mode_stacks.modes.remove(m)
-        try:
-            out = _while_loop(checked[0], checked[1], tuple(_unwrap(carried)), tuple(_unwrap(extra)))
-        finally:
-            _mode_stacks.modes.extend(saved)
-        return tuple(_fresh(t, copies) for t in out)
+        return _on_values(lambda: _while_loop(checked[0], checked[1], tuple(_unwrap(carried)),
+                                              tuple(_unwrap(extra))), every)
     tracer = _active_tracer()
     if tracer is not None:
         mode, stack = tracer
@@ -391,16 +392,8 @@ def _map_impl(f: Callable[..., Any], xs: list[Any], args: list[Any]) -> Any:
     output stacked; traced as one node with ``f``'s graph on one slice (Note [Higher-order operators])."""
     xs, args = list(xs), list(args)
     if any(isinstance(t, FunctionalTensor) for t in xs + args):
-        copies = any(isinstance(t, FunctionalTensor) and t._copies for t in xs + args)
-        saved = [m for m in _mode_stacks.modes if isinstance(m, _MakeFunctional)]
-        for m in saved:
-            _mode_stacks.modes.remove(m)
-        try:
-            out = _map_impl(_no_input_mutation(f, "torch.map might be modifying the input!"), list(_unwrap(xs)),
-                            list(_unwrap(args)))
-        finally:
-            _mode_stacks.modes.extend(saved)
-        return [_fresh(t, copies) for t in out]
+        return _on_values(lambda: _map_impl(_no_input_mutation(f, "torch.map might be modifying the input!"),
+                                            list(_unwrap(xs)), list(_unwrap(args))), tuple(xs + args))
     n = int(xs[0].shape[0])
     tracer = _active_tracer()
     if tracer is not None:

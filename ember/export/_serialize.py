@@ -226,16 +226,8 @@ class _GraphWriter:
             if isinstance(val, (SymInt, int)) and not isinstance(val, bool):
                 return {"as_sym_int": {"as_name": a.name}}
             return {"as_tensor": {"name": a.name}}
-        if a is None:
-            return {"as_none": True}
-        if isinstance(a, bool):
-            return {"as_bool": a}
-        if isinstance(a, int):
-            return {"as_int": a}
-        if isinstance(a, float):
-            return {"as_float": _float(a)}
-        if isinstance(a, str):
-            return {"as_string": a}
+        if a is None or isinstance(a, (bool, int, float, str)):
+            return _constant_value(a)
         if isinstance(a, _dt.dtype):
             return {"as_scalar_type": _SCALAR_TYPES[a]}
         if a in _MEMORY_FORMATS:

@@ -230,8 +230,6 @@ def _trace(mod: Module, inputs: _Inputs, sizes: dict[int, tuple[int, ...]] | Non
             f"Could not guard on data-dependent expression: {e.func} read a value from a tensor while exporting "
             "(a Python branch, .item() or .tolist() on a tensor). Consider writing the branch with torch.cond, or "
             "compute it outside the exported program.") from None
-    except DynamicOutputShapeException as e:
-        raise DynamicOutputShapeException(e.func) from None
     finally:
         cudnn.enabled = cudnn_enabled
         for h in handles:
@@ -317,7 +315,7 @@ def _lift_constants(graph: Graph, mode: ProxyTorchDispatchMode, input_specs: lis
     for node in [n for n in graph.nodes if n.op == "get_attr" and isinstance(mode.constants[n.target], Tensor)]:
         target = f"lifted_tensor_{len(lifted)}"
         value = mode.constants[node.target]
-        lifted[target] = value.detach() if not isinstance(value, Tensor) or not value.requires_grad else value
+        lifted[target] = value
         if first_user is not None:
             with graph.inserting_before(first_user):
                 ph = named_placeholder(graph, "c_" + target)
@@ -513,13 +511,18 @@ class _DynamicTrace:
                  symbols: list[_Symbol]) -> None:
         self.trace, self.inputs = trace, inputs
         self.symbols = symbols
+        self.failure: Exception | None = None     # why the last trace at moved sizes failed
 
     def _trace_at(self, values: dict[str, int]) -> _Trace | None:
+        """The trace at these sizes, or None when the program fails there (the one fallback of the export: the
+        symbol cannot be dynamic; the error is kept and is the cause of a named Dim's constraint violation)."""
         try:
+            self.failure = None
             return self.trace(_sizes_at(self.inputs, self.symbols, values))
         except (GuardOnDataDependentSymNode, DynamicOutputShapeException):
             raise
-        except Exception:       # the program does not run at these sizes: the symbol cannot be dynamic
+        except Exception as e:      # noqa: BLE001 - any error the program raises at these sizes
+            self.failure = e
             return None
 
     def run(self) -> tuple[_Trace, dict[str, int], list[list[SymExpr | None]]]:
@@ -556,11 +559,12 @@ class _DynamicTrace:
             for v in moves:
                 t = self._trace_at({**base, sym.name: v})
                 if t is None or _skeleton(t)[0] != skeleton:
+                    failure = self.failure
                     if self._merge(sym, skeleton):
                         return None
                     self._not_dynamic(sym, "the program does not run, or runs other operators (or a torch.cond "
                                            "branch uses the size), at other values of it (traced with "
-                                           f"{sym.name} = {v})")
+                                           f"{sym.name} = {v})", failure)
                     return None
                 out.append(({**base, sym.name: v}, t))
         for a, b in itertools.combinations(self.symbols, 2):
@@ -596,15 +600,17 @@ class _DynamicTrace:
                     return True
         return False
 
-    def _not_dynamic(self, sym: _Symbol, why: str) -> None:
+    def _not_dynamic(self, sym: _Symbol, why: str, failure: Exception | None = None) -> None:
         if sym.must_be_dynamic:
             label = sym.named.__name__ if sym.named is not None else f"Dim.DYNAMIC ({sym.name})"
             i, d, _, _ = sym.places[0]
+            failed = f" ({type(failure).__name__}: {failure})" if failure is not None else ""
             raise UserError(UserErrorType.CONSTRAINT_VIOLATION,
                             f"Constraints violated ({label})! Not all values of {label} = "
                             f"{self.inputs.sources[i]}.size()[{d}] in the specified range are valid because "
-                            f"{label} was inferred to be a constant ({sym.value}): {why}. Suggested fix: use "
-                            f"Dim.AUTO or a static size for {self.inputs.guard_names[i]}.shape[{d}].")
+                            f"{label} was inferred to be a constant ({sym.value}): {why}{failed}. Suggested fix: "
+                            f"use Dim.AUTO or a static size for {self.inputs.guard_names[i]}.shape[{d}].") \
+                from failure
         self.symbols.remove(sym)
 
 
@@ -705,8 +711,7 @@ def _symbolic(exprs: list[SymExpr | None], point: dict[str, int]) -> tuple[Any, 
     """Sizes (or strides) as ints and SymInts; None when none of them is symbolic."""
     if all(e is None or e.is_constant() for e in exprs):
         return None
-    return tuple(e.constant() if e is not None and e.is_constant() else SymInt(e, e.subs(point)) if e is not None
-                 else 0 for e in exprs)
+    return tuple(e.constant() if e.is_constant() else SymInt(e, e.subs(point)) for e in exprs)  # type: ignore
 
 
 def _range_constraints(symbols: list[_Symbol]) -> dict[Any, ValueRanges]:

@@ -214,7 +214,7 @@ def specs_per_input(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
     if dynamic_shapes is None:
         return {}
     if isinstance(dynamic_shapes, dict):
-        if set(dynamic_shapes) != set(names) and not set(dynamic_shapes) <= set(names):
+        if not set(dynamic_shapes) <= set(names):
             raise _error(f"When `dynamic_shapes` is specified as a dict, its top-level keys must be the arg names "
                          f"{names} of `inputs`, but here they are {list(dynamic_shapes)}. Alternatively, you could "
                          "also ignore arg names entirely and specify `dynamic_shapes` as a list/tuple matching "

@@ -244,13 +244,19 @@ _MUTATED_INPUT = {OutputKind.BUFFER_MUTATION: InputKind.BUFFER, OutputKind.PARAM
                   OutputKind.USER_INPUT_MUTATION: InputKind.USER_INPUT}
 
 
-def _install(root: Module, path: str, value: Any) -> None:
+def _owner(root: Module, path: str) -> tuple[Module, str]:
+    """The module at ``path``'s prefix (plain Modules made for missing parents) and the last name."""
     *owners, leaf = path.split(".")
     m = root
     for o in owners:
         if not hasattr(m, o):
             m.add_module(o, Module())
         m = getattr(m, o)
+    return m, leaf
+
+
+def _install(root: Module, path: str, value: Any) -> None:
+    m, leaf = _owner(root, path)
     if isinstance(value, Module):
         m.add_module(leaf, value)
     elif isinstance(value, Parameter):
@@ -260,12 +266,7 @@ def _install(root: Module, path: str, value: Any) -> None:
 
 
 def _install_buffer(root: Module, path: str, value: Any, persistent: bool) -> None:
-    *owners, leaf = path.split(".")
-    m = root
-    for o in owners:
-        if not hasattr(m, o):
-            m.add_module(o, Module())
-        m = getattr(m, o)
+    m, leaf = _owner(root, path)
     m.register_buffer(leaf, value, persistent=persistent)
 
 
@@ -294,15 +295,14 @@ class _GuardsFn(Module):
                     if (i, d) not in dynamic:
                         self._checks.append((i, "size", (name, d, int(size))))
                 self._checks.append((i, "ndim", (name, val.dim())))
-        firsts: dict[str, tuple[str, int, int, int]] = {}
+        firsts: dict[str, tuple[int, str, int, int, int]] = {}     # symbol -> the first place it is read
         for (i, d), (sym, coef, offset) in sorted(dynamic.items()):
             name = names[i]
             self._checks.append((i, "range", (name, d, sym, coef, offset)))
             if sym.name in firsts:
                 self._checks.append((i, "same", (name, d, coef, offset, firsts[sym.name])))
             else:
-                firsts[sym.name] = (name, d, coef, offset)
-        self._by_name: dict[str, int] = {}
+                firsts[sym.name] = (i, name, d, coef, offset)
 
     def forward(self, *inputs: Any) -> None:
         for i, kind, data in self._checks:
@@ -330,17 +330,10 @@ class _GuardsFn(Module):
                 if (v - offset) % coef:
                     raise AssertionError(f"Guard failed: Eq(Mod({name}.size()[{d}] - {offset}, {coef}), 0)")
             elif kind == "same":
-                name, d, coef, offset, (first, fd, fcoef, foffset) = data
-                j = self._index_of(first)
+                name, d, coef, offset, (j, first, fd, fcoef, foffset) = data
                 root = (inputs[j].size(fd) - foffset) // fcoef
                 if x.size(d) != coef * root + offset:
                     raise AssertionError(f"Guard failed: {name}.size()[{d}] == {first}.size()[{fd}]")
-
-    def _index_of(self, name: str) -> int:
-        for i, kind, data in self._checks:
-            if data[0] == name:
-                return i
-        raise KeyError(name)
 
 
 def _output_specs_with_mutations(ep: ExportedProgram, mutated: list[tuple[Any, Any]],

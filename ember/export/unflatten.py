@@ -148,7 +148,7 @@ class _Builder:
         call = frame.call
         call.target = rel
         call.args = tuple(self.local(parent, n) for n in frame.inputs)
-        call.name = _call_name(parent.graph, call, rel)
+        call.name = parent.graph._graph_namespace.create_name(rel.replace(".", "_"), None)
         if len(outs) == 1:
             parent.env[outs[0]] = call
         else:
@@ -221,12 +221,6 @@ def _has(module: Module, path: str) -> bool:
             return False
         m = m._modules[part]
     return True
-
-
-def _call_name(graph: Graph, node: Any, rel: str) -> str:
-    base = rel.replace(".", "_")
-    name = graph._graph_namespace.create_name(base, None)
-    return name
 
 
 def _signature(graph: Graph) -> list[Any]:
