@@ -77,7 +77,10 @@ __version__ = "0.1.0"
 
 
 from ember.c10.memory_format import (channels_last, channels_last_3d, contiguous_format,  # noqa: F401
-                                     layout, legacy_contiguous_format, memory_format, preserve_format, strided)
+                                     layout, legacy_contiguous_format, memory_format, preserve_format, strided,
+                                     sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr)
+from ember import sparse  # noqa: F401
+from ember.sparse import sparse_coo_tensor  # noqa: F401
 from ember import storage
 from ember.storage import TypedStorage  # noqa: F401
 from ember.c10.storage import StorageBase  # noqa: F401

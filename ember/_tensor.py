@@ -29,13 +29,17 @@ from ember.c10 import memory_format as _mf
 from ember.c10.device import CPU, canonical
 from ember.c10.tensor_impl import TensorImpl, VersionCounter, contiguous_strides, fake_array
 from ember.c10.dispatch_key import (AUTOGRAD_MASK, KS_OF_DEVICE_TYPE, MATH_BITS as _MATH_BITS, not_requiring_grad,
-                                   requiring_grad)
+                                   requiring_grad, SPARSE_MASK as _SPARSE_MASK, DispatchKey as _DK)
+from ember.aten.sparse.tensor import LAYOUT_NAMES as _LAYOUT_NAMES, alias_parts as _sparse_alias
 from ember.c10.grad_mode import state
 from ember.autograd.grad_mode import no_grad as _no_grad
 from ember.c10.device import device as _device
 from ember.c10.storage import root_array, shared_copy, UntypedStorage
 
 _NUMBER = (bool, int, float, complex, np.number, np.bool_)
+_SPARSE_COO_BIT = 1 << _DK.SparseCPU
+_SPARSE_CSR_BIT = 1 << _DK.SparseCsrCPU
+_strided, _sparse_csr = _mf.strided, _mf.sparse_csr
 _NUMBER_TYPES = _python_arg_parser.NUMBER_TYPES
 
 
@@ -298,8 +302,8 @@ class Tensor(TensorImpl, _TensorMethods):
 
     def detach(self) -> Tensor:
         """A tensor sharing data and version counter with this one, outside the graph."""
-        if _PY_ON and (self._ks | _dispatch_tls.keys[0]) & _PY_BIT:  # a mode or a subclass sees aten.detach
-            return aten.detach(self)
+        if self._ks & _SPARSE_MASK or _PY_ON and (self._ks | _dispatch_tls.keys[0]) & _PY_BIT:
+            return aten.detach(self)    # a mode or a subclass sees aten.detach; a sparse tensor's kernel shares parts
         return _wrap.view_of(self._data, self)
 
     # -- DLPack: other libraries read this tensor's memory without a copy (``np.from_dlpack(t)``)
@@ -384,13 +388,20 @@ class Tensor(TensorImpl, _TensorMethods):
     def data(self) -> Tensor:
         """The same data outside autograd, with its own version counter (in-place changes through it are not
         seen by autograd's checks, as in PyTorch)."""
-        return _wrap.new_tensor(self._data, not_requiring_grad(self._ks), self._device)
+        t = _wrap.new_tensor(self._data, not_requiring_grad(self._ks), self._device)
+        if self._ks & _SPARSE_MASK:
+            _sparse_alias(t, self)
+        return t
 
     @data.setter
     def data(self, other: Any) -> None:
         _cs.state_changing("setting Tensor.data", "A compiled region replaced a tensor's data.")
         self._data = other._data
         self._device = other._device
+        if other._ks & _SPARSE_MASK:
+            _sparse_alias(self, other)
+        else:
+            self.__dict__.pop("_sp", None)
         # its own autograd state stays: so does the Autograd key (Note [The Autograd key of a tensor that does not
         # require grad])
         self._ks = requiring_grad(other._ks) if self._ks & AUTOGRAD_MASK else other._ks
@@ -471,6 +482,9 @@ class Tensor(TensorImpl, _TensorMethods):
 
     # -- conversion -----------------------------------------------------------------------------
     def numpy(self, *, force: bool = False) -> np.ndarray:
+        if self._ks & _SPARSE_MASK:
+            raise TypeError(f"can't convert {_LAYOUT_NAMES[self.layout]} layout tensor to numpy. Use "
+                            "Tensor.to_dense() first.")
         if self.is_quantized:
             raise TypeError(f"Got unsupported ScalarType {_SCALAR_TYPE_NAMES[self.dtype.name]}")
         if self._device.type != "cpu":
@@ -497,6 +511,8 @@ class Tensor(TensorImpl, _TensorMethods):
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
         if self._device.type == "meta":
             raise RuntimeError("Tensor.item() cannot be called on meta tensors")
+        if self._ks & _SPARSE_MASK:     # no kernel reads a sparse tensor's one element (PyTorch's refusal)
+            return aten._local_scalar_dense(self)
         v = _values_of(self.cpu())._data.reshape(()).item()
         if type(v) is tuple:      # a quantized element (Note [Quantized dtypes]): kept off item()'s usual path
             raise RuntimeError("load_scalar: invalid type")
@@ -509,6 +525,8 @@ class Tensor(TensorImpl, _TensorMethods):
             raise RuntimeError("Tensor.tolist() is not supported for meta tensors")
         if self.is_quantized:
             raise RuntimeError("load_scalar: invalid type")
+        if self._ks & _SPARSE_MASK:
+            raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
         t = self.resolve_conj().resolve_neg() if self._ks & _MATH_BITS else self   # (a mode sees the clone)
         a = t.cpu()._data
         if a.dtype == _BF16:
@@ -702,17 +720,18 @@ class Tensor(TensorImpl, _TensorMethods):
 
     @property
     def layout(self) -> Any:
-        import ember
-        return ember.strided
+        """``ember.strided``, or the sparse layout (Note [Sparse tensors] in ember/aten/sparse/__init__.py)."""
+        return self.__dict__["_sp"].layout if self._ks & _SPARSE_MASK else _strided
 
-    # every ember tensor is strided (sparse layouts are not in ember yet): libraries ask before taking a sparse path
     @property
     def is_sparse(self) -> builtins.bool:
-        return False
+        """Whether the layout is COO (``sparse_coo``)."""
+        return builtins.bool(self._ks & _SPARSE_COO_BIT)
 
     @property
     def is_sparse_csr(self) -> builtins.bool:
-        return False
+        """Whether the layout is CSR (``sparse_csr``)."""
+        return builtins.bool(self._ks & _SPARSE_CSR_BIT) and self.__dict__["_sp"].layout is _sparse_csr
 
     @property
     def T(self) -> Tensor:

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from ember.c10.dispatch_key import DispatchKey as _DispatchKey
+from ember.c10.dispatch_key import SPARSE_MASK as _SPARSE_MASK, DispatchKey as _DispatchKey
 from ember.c10.storage import root_array
 from ember.c10.tensor_impl import is_fake_buffer
 from ember.aten.math_bits import values_of
@@ -148,6 +148,8 @@ def tensor_repr(t, prefix: str = "tensor(") -> str:
     suffixes = []
     if t.device.type != "cpu":
         suffixes.append(f"device='{t.device}'")
+    if t._ks & _SPARSE_MASK:
+        return _sparse_repr(t, prefix, suffixes)
     indent = len(prefix)
     if t.device.type == "meta" or (t._ks & _PYTHON_BIT and is_fake_buffer(root_array(t._data))):
         # no data to show: a meta tensor, or a tensor subclass whose values live behind __torch_dispatch__ (a
@@ -186,6 +188,40 @@ def tensor_repr(t, prefix: str = "tensor(") -> str:
     return prefix + body + ")"
 
 
+# the parts a sparse layout prints, in PyTorch's order and names
+_SPARSE_PARTS = {"sparse_coo": (("indices", "_indices"), ("values", "_values")),
+                 "sparse_csr": (("crow_indices", "crow_indices"), ("col_indices", "col_indices"), ("values", "values")),
+                 "sparse_csc": (("ccol_indices", "ccol_indices"), ("row_indices", "row_indices"), ("values", "values")),
+                 "sparse_bsr": (("crow_indices", "crow_indices"), ("col_indices", "col_indices"), ("values", "values")),
+                 "sparse_bsc": (("ccol_indices", "ccol_indices"), ("row_indices", "row_indices"), ("values", "values"))}
+
+
+def _sparse_repr(t, prefix: str, suffixes: list) -> str:
+    """PyTorch's form of a sparse tensor: its index and value tensors, then size, nnz, dtype and layout (a COO
+    tensor's first suffix always on a line of its own)."""
+    indent = len(prefix)
+    layout = t.layout
+    suffixes += [f"size={tuple(t.shape)}", f"nnz={t._nnz()}"]
+    if t.dtype is not _dt.get_default_dtype():
+        suffixes.append(f"dtype={t.dtype}")
+    parts = []
+    for name, method in _SPARSE_PARTS[layout.name]:
+        part = getattr(t, method)().detach()
+        head = f"{name}=tensor("
+        body = _values(part._data, part.dtype, indent + len(head))
+        if part.numel() == 0:
+            body += f", size={tuple(part.shape)}"
+        parts.append(head + body + ")")
+    body = (",\n" + " " * indent).join(parts)
+    suffixes.append(f"layout={layout}")
+    grad_fn = getattr(t, "grad_fn", None)
+    if grad_fn is not None:
+        suffixes.append(f"grad_fn=<{type(grad_fn).__name__}>")
+    elif t.requires_grad:
+        suffixes.append("requires_grad=True")
+    return _add_suffixes(prefix + body, suffixes, indent, force_newline=layout.name == "sparse_coo")
+
+
 def _values(a, dt, indent: int) -> str:
     """The bracketed values of the array ``a`` (of ember dtype ``dt``)."""
     if a.dtype == _BF16 or a.dtype == np.float16:
@@ -199,15 +235,16 @@ def _values(a, dt, indent: int) -> str:
     return _fmt(a, _Formatter(sample, dt.is_floating_point), indent, summarize)
 
 
-def _add_suffixes(body: str, suffixes: list, indent: int) -> str:
-    """``body, suffix, ...)``, a suffix moving to a line of its own when it would pass the line width (PyTorch's
-    ``_add_suffixes``)."""
+def _add_suffixes(body: str, suffixes: list, indent: int, force_newline: bool = False) -> str:
+    """``body, suffix, ...)``, a suffix moving to a line of its own when it would pass the line width, or when
+    ``force_newline`` the first one (PyTorch's ``_add_suffixes``)."""
     out = [body]
     last = len(body) - body.rfind("\n") + 1
     for suffix in suffixes:
-        if last + len(suffix) + 2 > PRINT_OPTS.linewidth:
+        if force_newline or last + len(suffix) + 2 > PRINT_OPTS.linewidth:
             out.append(",\n" + " " * indent + suffix)
             last = indent + len(suffix)
+            force_newline = False
         else:
             out.append(", " + suffix)
             last += len(suffix) + 2

@@ -127,6 +127,29 @@ def _rebuild_qtensor(storage, storage_offset, size, stride, quantizer_params, re
     return wrap_quantized(Qz.as_quantized(ints, quantizer), t.device)
 
 
+def _get_layout(name: str):
+    """The layout named ``torch.<name>`` in a checkpoint (PyTorch's ``torch.serialization._get_layout``)."""
+    layout = getattr(ember, name.rpartition(".")[2], None)
+    if not isinstance(layout, ember.layout):
+        raise RuntimeError(f"unknown layout {name!r} in the checkpoint")
+    return layout
+
+
+def _rebuild_sparse_tensor(layout, data):
+    """A sparse tensor from its layout and parts, as PyTorch pickles it: COO ``(indices, values, size,
+    is_coalesced)``. Its invariants are checked, as PyTorch checks every sparse tensor a load makes: a checkpoint's
+    indices are never trusted."""
+    if layout is ember.sparse_coo:
+        if len(data) == 3:          # written before is_coalesced was saved
+            indices, values, size = data
+            is_coalesced = None
+        else:
+            indices, values, size, is_coalesced = data
+        return ember.sparse_coo_tensor(indices, values, size, check_invariants=True, is_coalesced=is_coalesced)
+    raise NotImplementedError(f"rebuilding a sparse tensor of the layout {layout}: ember has the COO layout only "
+                              f"(the compressed layouts are not built yet)")
+
+
 def _rebuild_parameter(data, requires_grad, backward_hooks):
     return ember.nn.Parameter(data, requires_grad)
 

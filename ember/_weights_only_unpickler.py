@@ -14,9 +14,9 @@ from collections import Counter, OrderedDict
 
 import ember
 from ember.c10.qscheme import ALL_QSCHEMES
-from ember._utils import (_STORAGE_DTYPES, _STORAGE_NAMES, _rebuild_from_type_v2, _rebuild_parameter, _rebuild_qtensor,
-                          _rebuild_parameter_with_state, _rebuild_tensor, _rebuild_tensor_v2, _rebuild_tensor_v3,
-                          _StorageType)
+from ember._utils import (_STORAGE_DTYPES, _STORAGE_NAMES, _StorageType, _get_layout, _rebuild_from_type_v2,
+                          _rebuild_parameter, _rebuild_parameter_with_state, _rebuild_qtensor, _rebuild_sparse_tensor,
+                          _rebuild_tensor, _rebuild_tensor_v2, _rebuild_tensor_v3)
 
 _BLOCKED_MODULES = ("sys", "os", "posix", "nt")
 _PY2_MODULES = {"__builtin__": "builtins", "copy_reg": "copyreg"}   # names protocol-2 writers use
@@ -51,6 +51,7 @@ def _allowed_globals() -> dict:
         "torch._utils._rebuild_parameter_with_state": _rebuild_parameter_with_state,
         "torch._tensor._rebuild_from_type_v2": _rebuild_from_type_v2, "torch._utils._rebuild_qtensor": _rebuild_qtensor,
         "torch.storage.UntypedStorage": _StorageType("UntypedStorage"),
+        "torch._utils._rebuild_sparse_tensor": _rebuild_sparse_tensor, "torch.serialization._get_layout": _get_layout,
     }
     for name in _STORAGE_DTYPES:
         allowed[f"torch.{name}"] = _StorageType(name)

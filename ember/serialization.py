@@ -40,7 +40,7 @@ from collections import OrderedDict
 import numpy as np
 
 import ember
-from ember._utils import _STORAGE_NAMES, _Storage, _StorageType, _dtype_name
+from ember._utils import _STORAGE_NAMES, _Storage, _StorageType, _dtype_name, _get_layout  # noqa: F401
 from ember._weights_only_unpickler import (_PY2_MODULES, _allowed_globals, _ascii, _user_globals,  # noqa: F401
                                            _WeightsUnpickler, add_safe_globals, clear_safe_globals, get_safe_globals,
                                            safe_globals)
@@ -547,6 +547,8 @@ class _Saver(pickle._Pickler):
                 plain = obj.detach()
                 return (_Global("torch._utils", "_rebuild_parameter"),
                         (plain, obj.requires_grad, OrderedDict()))
+            if obj.layout is not ember.strided:     # PyTorch's form: the layout and the parts, each a tensor
+                return (_Global("torch._utils", "_rebuild_sparse_tensor"), (obj.layout, _sparse_parts(obj)))
             key, offset, stride = self._storage_of(obj)
             if obj.is_quantized:
                 return (_Global("torch._utils", "_rebuild_qtensor"),
@@ -558,9 +560,17 @@ class _Saver(pickle._Pickler):
             return (_Global("torch._utils", "_rebuild_tensor_v2"), args + ((metadata,) if metadata else ()))
         if isinstance(obj, ember.Size):
             return (_Global("torch", "Size"), (tuple(obj),))
+        if isinstance(obj, ember.layout):
+            return (_Global("torch.serialization", "_get_layout"), (f"torch.{obj.name}",))
         if isinstance(obj, ember.device):
             return (_Global("torch", "device"), (obj.type,) if obj.index is None else (obj.type, obj.index))
         return NotImplemented
+
+
+def _sparse_parts(t) -> tuple:
+    """What PyTorch pickles for a COO tensor (``torch/_tensor.py``'s ``_reduce_ex_internal``): ``(indices, values,
+    size, is_coalesced)``."""
+    return (t._indices(), t._values(), t.size(), t.is_coalesced())
 
 
 def _quantizer_params(t) -> tuple:

@@ -61,18 +61,16 @@ EXCLUDED: dict[str, dict[str, str]] = {
             quantizable
         """,
     },
-    "sparse tensors: a later issue (the roadmap's 'sparse')": {
+    "sparse tensors: the COO layout is in; the compressed layouts (CSR, CSC, BSR, BSC) and these ops are not yet": {
         'torch': """
             ccol_indices_copy col_indices_copy crow_indices_copy dsmm hsmm hspmm indices_copy native_norm
-            resize_as_sparse_ row_indices_copy saddmm smm sparse sparse_bsc sparse_bsc_tensor sparse_bsr
-            sparse_bsr_tensor sparse_compressed_tensor sparse_coo sparse_coo_tensor sparse_csc sparse_csc_tensor
-            sparse_csr sparse_csr_tensor spmm sspaddmm values_copy
+            resize_as_sparse_ row_indices_copy saddmm smm sparse_bsc_tensor sparse_bsr_tensor
+            sparse_compressed_tensor sparse_csc_tensor sparse_csr_tensor spmm sspaddmm values_copy
         """,
         'Tensor': """
-            ccol_indices coalesce col_indices crow_indices dense_dim indices is_coalesced
-            resize_as_sparse_ row_indices smm sparse_dim sparse_mask sparse_resize_
-            sparse_resize_and_clear_ sspaddmm to_dense to_sparse to_sparse_bsc to_sparse_bsr to_sparse_coo
-            to_sparse_csc to_sparse_csr values
+            ccol_indices col_indices crow_indices resize_as_sparse_ row_indices smm sparse_resize_
+            sparse_resize_and_clear_ sspaddmm to_sparse_bsc to_sparse_bsr to_sparse_coo to_sparse_csc
+            to_sparse_csr
         """,
     },
     'fx, compile, export, library, func: issues 17 and 18 (importable stubs: issue 15 item 8)': {

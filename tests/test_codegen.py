@@ -15,7 +15,7 @@ def test_generated_code_is_fresh():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-GENERATED_LINE_BUDGET = 28_000
+GENERATED_LINE_BUDGET = 29_000   # 28_000 before the sparse layouts added 50 operators (about 11 lines each)
 
 
 def test_generated_code_stays_within_its_budget():

@@ -7322,12 +7322,13 @@ class EmbeddingBackward0(_Node):
         grad = grads[0]
         padding_idx = _n.padding_idx
         scale_grad_by_freq = _n.scale_grad_by_freq
+        sparse = _n.sparse
         weight_sizes = _n.weight_sizes
         weight_ix = 0
         grad_inputs = [None] * 1
         if _n._next[weight_ix] is not None:
             indices = _n._saved('indices_')
-            grad_inputs[weight_ix] = embedding_backward(grad, indices, weight_sizes, padding_idx, scale_grad_by_freq)
+            grad_inputs[weight_ix] = embedding_backward(grad, indices, weight_sizes, padding_idx, scale_grad_by_freq, sparse)
         return grad_inputs
 
 def _jvp_EmbeddingBackward0(weight, indices, padding_idx, scale_grad_by_freq, sparse, weight_t, result):
@@ -7342,6 +7343,7 @@ def _ag_embedding_default(ks, weight, indices, padding_idx, scale_grad_by_freq, 
     _n._next, _n._input_meta = _edges(weight), _meta(weight)
     _n.padding_idx = padding_idx
     _n.scale_grad_by_freq = scale_grad_by_freq
+    _n.sparse = sparse
     _n.weight_sizes = tuple(weight.shape)
     if _n._next[0] is not None:
         _n.indices_ = _SV(indices)
@@ -12111,6 +12113,353 @@ def _ag_fake_quantize_per_channel_affine_cachemask_default(ks, self, scale, zero
     _n.result_ = [_SV(_o, True) if _i in {1} else _SV(None) for _i, _o in enumerate(result)]
     return result
 
+class SparseCooTensorWithDimsAndTensorsBackward0(_Node):
+    _saved_names = ('indices_',)
+    def apply(_n, grads):
+        grad = grads[0]
+        values_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[values_ix] is not None:
+            indices = _n._saved('indices_')
+            grad_inputs[values_ix] = sparse_constructor_values_backward(grad, indices)
+        return grad_inputs
+
+def _ag__sparse_coo_tensor_with_dims_and_tensors_default(ks, sparse_dim, dense_dim, size, indices, values, dtype, layout, device, pin_memory, is_coalesced):
+    if _fw.on and _fw_dual(values): return _fw_run(('_sparse_coo_tensor_with_dims_and_tensors', (4,), (), None, False, _ag__sparse_coo_tensor_with_dims_and_tensors_default, False, None, False, False), _ag__sparse_coo_tensor_with_dims_and_tensors_default, ks, sparse_dim, dense_dim, size, indices, values, dtype, layout, device, pin_memory, is_coalesced)
+    if not (_gm.enabled and (values._rg)):
+        return aten._op__sparse_coo_tensor_with_dims_and_tensors.redispatch(ks & _BELOW, sparse_dim, dense_dim, size, indices, values, dtype, layout, device, pin_memory, is_coalesced)
+    _n = SparseCooTensorWithDimsAndTensorsBackward0()
+    _n._next, _n._input_meta = _edges(values), _meta(values)
+    if _n._next[0] is not None:
+        _n.indices_ = _SV(indices)
+    result = aten._op__sparse_coo_tensor_with_dims_and_tensors.redispatch(ks & _BELOW, sparse_dim, dense_dim, size, indices, values, dtype, layout, device, pin_memory, is_coalesced)
+    _set_history(_n, (result,))
+    return result
+
+class CoalesceBackward0(_Node):
+    _saved_names = ()
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad
+        return grad_inputs
+
+def _ag__coalesce_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('_coalesce', (0,), (), None, False, _ag__coalesce_default, False, None, False, False), _ag__coalesce_default, ks, self)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__coalesce.redispatch(ks & _BELOW, self)
+    _n = CoalesceBackward0()
+    _n._next, _n._input_meta = _edges(self), _meta(self)
+    result = aten._op__coalesce.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+class IndicesBackward0(_Node):
+    _saved_names = ()
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+def _ag__indices_default(ks, self):
+    if not (_gm.enabled and (False)):
+        result = aten._op__indices.redispatch(ks & _BELOW, self)
+        result.__dict__['_base'] = (self._base if self._base is not None else self)
+        return result
+    _n = IndicesBackward0()
+    _n._next, _n._input_meta = _edges(), _meta()
+    result = aten._op__indices.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
+    return result
+
+class ValuesBackward1(_Node):
+    _saved_names = ()
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+def _ag__values_default(ks, self):
+    if not (_gm.enabled and (False)):
+        result = aten._op__values.redispatch(ks & _BELOW, self)
+        result.__dict__['_base'] = (self._base if self._base is not None else self)
+        return result
+    _n = ValuesBackward1()
+    _n._next, _n._input_meta = _edges(), _meta()
+    result = aten._op__values.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
+    return result
+
+class IndicesBackward1(_Node):
+    _saved_names = ()
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+def _ag_indices_default(ks, self):
+    if not (_gm.enabled and (False)):
+        result = aten._op_indices.redispatch(ks & _BELOW, self)
+        result.__dict__['_base'] = (self._base if self._base is not None else self)
+        return result
+    _n = IndicesBackward1()
+    _n._next, _n._input_meta = _edges(), _meta()
+    result = aten._op_indices.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
+    return result
+
+class ValuesBackward0(_Node):
+    _saved_names = ('self_',)
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = values_backward(grad, self)
+        return grad_inputs
+
+def _jvp_ValuesBackward0(self, self_t, result):
+    return aten.values(self_t)
+def _ag_values_default(ks, self):
+    if _fw.on and _fw_dual(self): return _fw_run(('values', (0,), (), _jvp_ValuesBackward0, False, _ag_values_default, False, None, False, True), _ag_values_default, ks, self)
+    if not (_gm.enabled and (self._rg)):
+        result = aten._op_values.redispatch(ks & _BELOW, self)
+        result.__dict__['_base'] = (self._base if self._base is not None else self)
+        return result
+    _n = ValuesBackward0()
+    _n._next, _n._input_meta = _edges(self), _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_values.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
+    return result
+
+class ToDenseBackward0(_Node):
+    _saved_names = ('self_',)
+    def apply(_n, grads):
+        grad = grads[0]
+        masked_grad = _n.masked_grad
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = to_dense_backward(grad, self, masked_grad)
+        return grad_inputs
+
+def _ag__to_dense_default(ks, self, dtype, masked_grad):
+    if _fw.on and _fw_dual(self): return _fw_run(('_to_dense', (0,), (), None, False, _ag__to_dense_default, False, None, False, False), _ag__to_dense_default, ks, self, dtype, masked_grad)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__to_dense.redispatch(ks & _BELOW, self, dtype, masked_grad)
+    _n = ToDenseBackward0()
+    _n._next, _n._input_meta = _edges(self), _meta(self)
+    _n.masked_grad = masked_grad
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op__to_dense.redispatch(ks & _BELOW, self, dtype, masked_grad)
+    _set_history(_n, (result,))
+    return result
+
+class ToSparseBackward0(_Node):
+    _saved_names = ('self_',)
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = to_sparse_backward(grad, self)
+        return grad_inputs
+
+def _ag__to_sparse_sparse_dim(ks, self, sparse_dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('_to_sparse.sparse_dim', (0,), (), None, False, _ag__to_sparse_sparse_dim, False, None, False, False), _ag__to_sparse_sparse_dim, ks, self, sparse_dim)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__to_sparse_sparse_dim.redispatch(ks & _BELOW, self, sparse_dim)
+    _n = ToSparseBackward0()
+    _n._next, _n._input_meta = _edges(self), _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op__to_sparse_sparse_dim.redispatch(ks & _BELOW, self, sparse_dim)
+    _set_history(_n, (result,))
+    return result
+
+class SparseMaskBackward0(_Node):
+    _saved_names = ('self_', 'mask_')
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            mask = _n._saved('mask_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = sparse_mask_backward(grad, mask, self)
+        return grad_inputs
+
+def _ag_sparse_mask_default(ks, self, mask):
+    if _fw.on and _fw_dual(self): return _fw_run(('sparse_mask', (0,), (), None, False, _ag_sparse_mask_default, False, None, False, False), _ag_sparse_mask_default, ks, self, mask)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_sparse_mask.redispatch(ks & _BELOW, self, mask)
+    _n = SparseMaskBackward0()
+    _n._next, _n._input_meta = _edges(self), _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.mask_ = _SV(mask)
+    result = aten._op_sparse_mask.redispatch(ks & _BELOW, self, mask)
+    _set_history(_n, (result,))
+    return result
+
+class SparseAddmmBackward0(_Node):
+    _saved_names = ('mat1_', 'mat2_')
+    def apply(_n, grads):
+        grad = grads[0]
+        beta = _n.beta
+        alpha = _n.alpha
+        mat2_sizes = _n.mat2_sizes
+        mat2_strides = _n.mat2_strides
+        self_ix, mat1_ix, mat2_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = maybe_multiply(grad, beta)
+        if _n._next[mat1_ix] is not None:
+            mat1 = _n._saved('mat1_')
+            mat2 = _n._saved('mat2_')
+            grad_inputs[mat1_ix] = mm_mat1_sparse_backward(grad, mat1, mat2, alpha)
+        if _n._next[mat2_ix] is not None:
+            mat1 = _n._saved('mat1_')
+            grad_inputs[mat2_ix] = mm_mat2_backward(grad, mat1, mat2_sizes, mat2_strides, alpha)
+        return grad_inputs
+
+def _ag__sparse_addmm_default(ks, self, mat1, mat2, beta, alpha):
+    if _fw.on and _fw_dual(self, mat1, mat2): return _fw_run(('_sparse_addmm', (0, 1, 2), (), None, False, _ag__sparse_addmm_default, False, None, False, False), _ag__sparse_addmm_default, ks, self, mat1, mat2, beta, alpha)
+    if not (_gm.enabled and (self._rg or mat1._rg or mat2._rg)):
+        return aten._op__sparse_addmm.redispatch(ks & _BELOW, self, mat1, mat2, beta, alpha)
+    _n = SparseAddmmBackward0()
+    _n._next, _n._input_meta = _edges(self, mat1, mat2), _meta(self, mat1, mat2)
+    _n.beta = beta
+    _n.alpha = alpha
+    _n.mat2_sizes = tuple(mat2.shape)
+    _n.mat2_strides = mat2.stride()
+    if _n._next[1] is not None or _n._next[2] is not None:
+        _n.mat1_ = _SV(mat1)
+    if _n._next[1] is not None:
+        _n.mat2_ = _SV(mat2)
+    result = aten._op__sparse_addmm.redispatch(ks & _BELOW, self, mat1, mat2, beta, alpha)
+    _set_history(_n, (result,))
+    return result
+
+class SparseSumBackward0(_Node):
+    _saved_names = ('self_',)
+    def apply(_n, grads):
+        grad = grads[0]
+        dim = _n.dim
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten._sparse_sum_backward(grad, self, dim)
+        return grad_inputs
+
+def _ag__sparse_sum_dim(ks, self, dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('_sparse_sum.dim', (0,), (), None, False, _ag__sparse_sum_dim, False, None, False, False), _ag__sparse_sum_dim, ks, self, dim)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__sparse_sum_dim.redispatch(ks & _BELOW, self, dim)
+    _n = SparseSumBackward0()
+    _n._next, _n._input_meta = _edges(self), _meta(self)
+    _n.dim = dim
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op__sparse_sum_dim.redispatch(ks & _BELOW, self, dim)
+    _set_history(_n, (result,))
+    return result
+
+class SparseSoftmaxBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+    def apply(_n, grads):
+        grad = grads[0]
+        dim = _n.dim
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten._sparse_softmax_backward_data(grad, result, dim, self)
+        return grad_inputs
+
+def _ag__sparse_softmax_default(ks, self, dim, half_to_float):
+    if _fw.on and _fw_dual(self): return _fw_run(('_sparse_softmax', (0,), (), None, False, _ag__sparse_softmax_default, False, None, False, False), _ag__sparse_softmax_default, ks, self, dim, half_to_float)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__sparse_softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
+    _n = SparseSoftmaxBackward0()
+    _n._next, _n._input_meta = _edges(self), _meta(self)
+    _n.dim = dim
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op__sparse_softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+class SparseLogSoftmaxBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+    def apply(_n, grads):
+        grad = grads[0]
+        dim = _n.dim
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten._sparse_log_softmax_backward_data(grad, result, dim, self)
+        return grad_inputs
+
+def _ag__sparse_log_softmax_default(ks, self, dim, half_to_float):
+    if _fw.on and _fw_dual(self): return _fw_run(('_sparse_log_softmax', (0,), (), None, False, _ag__sparse_log_softmax_default, False, None, False, False), _ag__sparse_log_softmax_default, ks, self, dim, half_to_float)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__sparse_log_softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
+    _n = SparseLogSoftmaxBackward0()
+    _n._next, _n._input_meta = _edges(self), _meta(self)
+    _n.dim = dim
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op__sparse_log_softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+class ToSparseBackward1(_Node):
+    _saved_names = ('self_',)
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = to_sparse_backward(grad, self)
+        return grad_inputs
+
+def _ag__to_sparse_default(ks, self, layout, blocksize, dense_dim):
+    if _fw.on and _fw_dual(self): return _fw_run(('_to_sparse', (0,), (), None, False, _ag__to_sparse_default, False, None, False, False), _ag__to_sparse_default, ks, self, layout, blocksize, dense_dim)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__to_sparse.redispatch(ks & _BELOW, self, layout, blocksize, dense_dim)
+    _n = ToSparseBackward1()
+    _n._next, _n._input_meta = _edges(self), _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op__to_sparse.redispatch(ks & _BELOW, self, layout, blocksize, dense_dim)
+    _set_history(_n, (result,))
+    return result
+
 def _jvp_ag_add_Scalar(self, other, alpha, self_t, result):
     other = _scalar_to_tensor(other, self)
     return _jvp_AddBackward0(self, other, alpha, self_t, _scalar_to_tensor(0, self), result)
@@ -14164,6 +14513,16 @@ _KERNELS = (
     (aten._op_fake_quantize_per_tensor_affine_cachemask, _ag_fake_quantize_per_tensor_affine_cachemask_default),
     (aten._op__fake_quantize_per_tensor_affine_cachemask_tensor_qparams, _ag__fake_quantize_per_tensor_affine_cachemask_tensor_qparams_default),
     (aten._op_fake_quantize_per_channel_affine_cachemask, _ag_fake_quantize_per_channel_affine_cachemask_default),
+    (aten._op__sparse_coo_tensor_with_dims_and_tensors, _ag__sparse_coo_tensor_with_dims_and_tensors_default),
+    (aten._op__coalesce, _ag__coalesce_default),
+    (aten._op__to_dense, _ag__to_dense_default),
+    (aten._op__to_sparse_sparse_dim, _ag__to_sparse_sparse_dim),
+    (aten._op_sparse_mask, _ag_sparse_mask_default),
+    (aten._op__sparse_addmm, _ag__sparse_addmm_default),
+    (aten._op__sparse_sum_dim, _ag__sparse_sum_dim),
+    (aten._op__sparse_softmax, _ag__sparse_softmax_default),
+    (aten._op__sparse_log_softmax, _ag__sparse_log_softmax_default),
+    (aten._op__to_sparse, _ag__to_sparse_default),
     (aten._op_add_Scalar, _ag_add_Scalar),
     (aten._op_sub_Scalar, _ag_sub_Scalar),
     (aten._op_mul_Scalar, _ag_mul_Scalar),
@@ -14196,6 +14555,10 @@ _VIEW_KERNELS = (
     (aten._op_diagonal, _ag_diagonal_default),
     (aten._op_view_as_real, _ag_view_as_real_default),
     (aten._op_view_as_complex, _ag_view_as_complex_default),
+    (aten._op__indices, _ag__indices_default),
+    (aten._op__values, _ag__values_default),
+    (aten._op_indices, _ag_indices_default),
+    (aten._op_values, _ag_values_default),
 )
 _INPLACE_KERNELS = (
     (aten._op_squeeze_, _ag_squeeze__default),

@@ -279,7 +279,8 @@ class OperatorHandle:
     def _missing_message(self, ks: int) -> str:
         ks &= _KEY_BITS
         backend = DispatchKeySet(ks).highestPriorityTypeId().name
-        for key in (DispatchKey.CUDA, DispatchKey.Meta, DispatchKey.CPU):
+        for key in (DispatchKey.SparseCsrCPU, DispatchKey.SparseCPU, DispatchKey.CUDA, DispatchKey.Meta,
+                    DispatchKey.CPU):
             if ks >> key & 1:
                 backend = key.name
                 break

@@ -63,6 +63,14 @@ def _validate(node: Any, grads: Any) -> Any:
     return out
 
 
+def _sum_grads(old: Any, g: Any) -> Any:
+    """Two gradients of one input summed (PyTorch's InputBuffer::accumulate): a sparse one is added to a dense one,
+    never the other way (PyTorch has no sparse + dense)."""
+    if old.is_sparse and not g.is_sparse:
+        return g + old
+    return old + g
+
+
 def _expandable(shape: Any, to: Any) -> bool:
     if len(shape) > len(to):
         return False
@@ -220,7 +228,7 @@ def run_backward(roots: Any, grad_outputs: Any, keep_graph: bool, create_graph: 
                     buf = buffers[nxt] = [None] * max(getattr(nxt, "_num_outputs", 1), e.input_nr + 1)
                 if g is not None:
                     old = buf[e.input_nr]
-                    buf[e.input_nr] = g if old is None else old + g
+                    buf[e.input_nr] = g if old is None else _sum_grads(old, g)
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0:
@@ -277,7 +285,7 @@ def _apply_tensor_hooks(node: Any, j: Any, g: Any) -> Any:
     if ref is not None:
         t = ref()
         if t is not None and g is not None:  # PyTorch's retain_grad hook: clone first, then sum
-            t._grad = g.clone() if t._grad is None else t._grad + g
+            t._grad = g.clone() if t._grad is None else _sum_grads(t._grad, g)
     return g
 
 

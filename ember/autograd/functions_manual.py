@@ -12,7 +12,7 @@ from ember.aten.kernels.linalg import linalg_solve_is_vector_rhs
 from ember.autograd import grad_mode
 from ember.c10 import forward_mode as _fw
 from ember.c10.dispatch_key import DispatchKey
-from ember.c10.dtype import bool_, finfo
+from ember.c10.dtype import bool_, finfo, int64
 
 if TYPE_CHECKING:  # annotations only (the frontend's class; tests/test_layering.py)
     from ember._tensor import Tensor
@@ -1272,8 +1272,10 @@ def max_pool_backward(grad: Tensor, self: Tensor, indices: Tensor, nd: Any) -> A
 
 
 def embedding_backward(grad: Tensor, indices: Tensor, weight_sizes: Sequence[int], padding_idx: int,
-                       scale_grad_by_freq: bool) -> Any:
+                       scale_grad_by_freq: bool, sparse: bool = False) -> Any:
     num_weights, dim = weight_sizes[0], grad.shape[-1]
+    if sparse:
+        return embedding_sparse_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq)
     idx = indices.reshape(-1)
     g = grad.reshape(-1, dim)
     if padding_idx is not None and padding_idx >= 0:
@@ -1282,6 +1284,68 @@ def embedding_backward(grad: Tensor, indices: Tensor, weight_sizes: Sequence[int
         counts = zeros_of(num_weights, g).index_add(0, idx, aten.ones_like(idx, dtype=g.dtype))
         g = g / counts[idx].unsqueeze(1)
     return zeros_of((num_weights, dim), grad).index_add(0, idx, g)
+
+
+def embedding_sparse_backward(grad: Tensor, indices: Tensor, num_weights: int, padding_idx: int,
+                              scale_grad_by_freq: bool) -> Any:
+    """The weight gradient of ``embedding(..., sparse=True)``: a COO tensor with one row per looked-up index (its
+    row of ``grad``), repeated indices not summed, the padding index left out (PyTorch's embedding_sparse_backward)."""
+    if scale_grad_by_freq:
+        raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse gradients")
+    dim = grad.shape[-1]
+    idx = indices.reshape(-1).to(int64)
+    g = grad.reshape(-1, dim)
+    if padding_idx is not None and padding_idx >= 0:
+        keep = idx != padding_idx
+        idx, g = idx[keep], g[keep]
+    return aten._sparse_coo_tensor_unsafe(idx.reshape(1, -1), g, (num_weights, dim))
+
+
+# -- sparse tensors (Note [Sparse tensors] in ember/aten/sparse/__init__.py) --------------------------------------
+def sparse_constructor_values_backward(grad: Tensor, indices: Tensor) -> Any:
+    """The gradient of a sparse constructor's values: ``grad`` at each of its indices (every duplicate gets it)."""
+    if grad.is_sparse:
+        size = tuple(grad.shape)
+        sd = indices.shape[0]
+        pattern = aten._sparse_coo_tensor_unsafe(indices, aten.zeros((indices.shape[1],) + size[sd:], dtype=grad.dtype),
+                                                 size)
+        return aten._values(grad.coalesce().sparse_mask(pattern))
+    return grad[tuple(indices.unbind(0))]
+
+
+def values_backward(grad: Tensor, self: Tensor) -> Any:
+    """The gradient of ``values()`` of a coalesced COO tensor: a COO tensor with its indices and ``grad``."""
+    return aten._sparse_coo_tensor_unsafe(self.indices(), grad, tuple(self.shape), is_coalesced=True)
+
+
+def to_dense_backward(grad: Tensor, self: Tensor, masked_grad: Any) -> Any:
+    """The gradient of ``to_dense()``: ``grad`` at the input's (coalesced) indices, or all of it as COO with
+    ``masked_grad=False`` (PyTorch's to_dense_backward)."""
+    if not self.is_sparse:
+        return grad.to_dense()
+    if masked_grad is None or masked_grad:
+        return grad.sparse_mask(self.coalesce())
+    return grad.to_sparse(self.sparse_dim())
+
+
+def to_sparse_backward(grad: Tensor, self: Tensor) -> Any:
+    return grad.to_dense() if not self.is_sparse else grad
+
+
+def sparse_mask_backward(grad: Tensor, mask: Tensor, self: Tensor) -> Any:
+    g = grad.sparse_mask(mask)
+    return g.to_dense() if not self.is_sparse else g
+
+
+def mm_mat1_sparse_backward(grad: Tensor, mat1: Tensor, mat2: Tensor, alpha: Any) -> Any:
+    """The gradient of ``torch.sparse.mm`` / ``sparse.addmm`` for the sparse ``mat1``: ``grad @ mat2^H`` only at
+    ``mat1``'s coalesced indices (a sampled product: one dot product per stored element, never the dense matrix)."""
+    pattern = mat1.coalesce()
+    idx = pattern._indices()
+    rows, cols = idx[0], idx[1]
+    vals = (grad.index_select(0, rows) * conj_of(mat2).index_select(0, cols)).sum(1)
+    out = aten._sparse_coo_tensor_unsafe(idx, vals, tuple(mat1.shape), is_coalesced=True)
+    return maybe_multiply(out, conj_of(alpha))
 
 
 def binary_cross_entropy_target_backward(grad: Tensor, self: Tensor, target: Tensor, weight: Tensor | None,

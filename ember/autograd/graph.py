@@ -24,7 +24,7 @@ from ember.autograd.functions_manual import strided_view_backward, zeros_of
 from ember.c10.tensor_impl import TensorImpl
 from ember.c10.memory_format import contiguous_format, non_overlapping_and_dense
 from ember.aten.dispatcher import python_key_used, tls as _dispatch_tls
-from ember.c10.dispatch_key import MATH_BITS, DispatchKey
+from ember.c10.dispatch_key import MATH_BITS, SPARSE_MASK, DispatchKey
 from ember.c10.dtype import scalar_type_name
 
 _PYTHON_BIT = 1 << DispatchKey.Python
@@ -324,7 +324,9 @@ class AccumulateGrad(Node):
             capture.accumulate_grad(var, g, self)     # inside a capture] in ember/_dynamo/capture.py)
             return []
         old = var.grad
-        if not state.enabled:  # grad mode is off here already: the in-place sum records nothing
+        if (g._ks | (0 if old is None else old._ks)) & SPARSE_MASK:
+            var._grad = _accumulate_sparse(old, g)
+        elif not state.enabled:  # grad mode is off here already: the in-place sum records nothing
             if old is None:
                 # PyTorch steals a gradient nothing else holds (no copy): one whose memory is its own, laid out
                 # as the leaf, referenced only by the engine's buffer and this frame; any other is copied. A
@@ -345,6 +347,21 @@ class AccumulateGrad(Node):
         for h in self._post_acc_hooks:
             h(var)
         return []
+
+
+def _accumulate_sparse(old: Tensor | None, g: Tensor) -> Tensor:
+    """PyTorch's accumulate_grad when a sparse gradient is involved (Note [Sparse tensors] in
+    ember/aten/sparse/__init__.py): the first gradient is a copy; a sparse gradient into a dense one is added in place
+    (without grad mode); a dense one into a sparse one makes the sum dense; two sparse ones join their indices (no
+    coalescing: the optimizers coalesce)."""
+    if old is None:
+        return g.clone()
+    if old.is_sparse and not g.is_sparse:
+        return g + old
+    if state.enabled:
+        return old + g
+    aten.add__Tensor(old, g)
+    return old
 
 
 def _owns_memory(a: Any, base_tensor: Any = None) -> bool:

@@ -19,40 +19,42 @@ class DispatchKey(enum.IntEnum):
     Meta = 3
     QuantizedCPU = 4      # quantized tensors' backends (Note [Quantized dtypes] in dtype.py)
     QuantizedCUDA = 5
-    BackendSelect = 6
-    Python = 7
-    Fake = 8
-    Functionalize = 9
-    Conjugate = 10
-    Negative = 11
-    ZeroTensor = 12
-    ADInplaceOrView = 13
-    AutogradOther = 14
-    AutogradCPU = 15
-    AutogradCUDA = 16
-    AutogradMeta = 17
-    Tracer = 18
-    AutocastCPU = 19
-    AutocastCUDA = 20
-    Batched = 21
-    VmapMode = 22
-    PythonTLSSnapshot = 23
-    PreDispatch = 24      # above autograd: make_fx(pre_dispatch=True) / export record ops here (Note [Pre-dispatch])
-    PythonDispatcher = 25
+    SparseCPU = 6         # sparse tensors' backends (Note [Sparse tensors] in ember/aten/sparse/__init__.py)
+    SparseCsrCPU = 7
+    BackendSelect = 8
+    Python = 9
+    Fake = 10
+    Functionalize = 11
+    Conjugate = 12
+    Negative = 13
+    ZeroTensor = 14
+    ADInplaceOrView = 15
+    AutogradOther = 16
+    AutogradCPU = 17
+    AutogradCUDA = 18
+    AutogradMeta = 19
+    Tracer = 20
+    AutocastCPU = 21
+    AutocastCUDA = 22
+    Batched = 23
+    VmapMode = 24
+    PythonTLSSnapshot = 25
+    PreDispatch = 26      # above autograd: make_fx(pre_dispatch=True) / export record ops here (Note [Pre-dispatch])
+    PythonDispatcher = 27
     # keys of devices ember has no backend for: no tensor carries them, but libraries name them when they register
     # kernels (torchvision's AutocastXPU), and a kernel registered for one is kept and never runs
-    XPU = 26
-    MPS = 27
-    AutogradXPU = 28
-    AutogradMPS = 29
-    AutocastXPU = 30
-    AutocastMPS = 31
-    PrivateUse1 = 32
+    XPU = 28
+    MPS = 29
+    AutogradXPU = 30
+    AutogradMPS = 31
+    AutocastXPU = 32
+    AutocastMPS = 33
+    PrivateUse1 = 34
     # alias keys: never in a tensor's key set; a kernel registered under one serves several keys
-    CompositeExplicitAutograd = 33
-    CompositeImplicitAutograd = 34
-    Autograd = 35
-    CompositeExplicitAutogradNonFunctional = 36
+    CompositeExplicitAutograd = 35
+    CompositeImplicitAutograd = 36
+    Autograd = 37
+    CompositeExplicitAutogradNonFunctional = 38
 
 
 BACKEND_KEYS = (DispatchKey.CPU, DispatchKey.CUDA, DispatchKey.Meta)
@@ -180,6 +182,11 @@ def not_requiring_grad(ks: int) -> int:
 KS_CPU = not_requiring_grad(keyset_bits_for_backend(DispatchKey.CPU))
 # a quantized CPU tensor: QuantizedCPU instead of CPU, the CPU's autograd and autocast keys (PyTorch's set)
 KS_QUANTIZED_CPU = keyset_bits_for_backend(DispatchKey.CPU) & ~(1 << DispatchKey.CPU) | 1 << DispatchKey.QuantizedCPU
+# a sparse CPU tensor: SparseCPU (COO) or SparseCsrCPU (CSR, CSC, BSR, BSC) instead of CPU, with the CPU's autograd
+# and autocast keys (PyTorch's set), kept whole whether or not it requires grad, as a quantized tensor's
+KS_SPARSE_CPU = keyset_bits_for_backend(DispatchKey.CPU) & ~(1 << DispatchKey.CPU) | 1 << DispatchKey.SparseCPU
+KS_SPARSE_CSR_CPU = keyset_bits_for_backend(DispatchKey.CPU) & ~(1 << DispatchKey.CPU) | 1 << DispatchKey.SparseCsrCPU
+SPARSE_MASK = (1 << DispatchKey.SparseCPU) | (1 << DispatchKey.SparseCsrCPU)
 KS_CUDA = not_requiring_grad(keyset_bits_for_backend(DispatchKey.CUDA))
 KS_META = not_requiring_grad(keyset_bits_for_backend(DispatchKey.Meta))
 KS_OF_DEVICE_TYPE = {"cpu": KS_CPU, "cuda": KS_CUDA, "meta": KS_META}

@@ -20,6 +20,12 @@ class layout(_NamedConstant):
 
 
 strided = layout("strided")
+# the sparse layouts (Note [Sparse tensors] in ember/aten/sparse/__init__.py)
+sparse_coo = layout("sparse_coo")
+sparse_csr = layout("sparse_csr")
+sparse_csc = layout("sparse_csc")
+sparse_bsr = layout("sparse_bsr")
+sparse_bsc = layout("sparse_bsc")
 
 
 class memory_format(_NamedConstant):

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ember.c10.device import device
-from ember.c10.dispatch_key import CONJ_BIT, NEG_BIT, DispatchKey
+from ember.c10.dispatch_key import CONJ_BIT, NEG_BIT, SPARSE_MASK, DispatchKey
 from ember.c10.dtype import dtype, from_numpy_dtype
 from ember.c10.size import Size, size_of_shape
 from ember.c10.storage import UntypedStorage, array_data_ptr, root_array
@@ -141,6 +141,9 @@ class TensorImpl:
         return int((array_data_ptr(a) - array_data_ptr(root_array(a))) // a.itemsize)
 
     def untyped_storage(self) -> UntypedStorage:
+        if self._ks & SPARSE_MASK:
+            kind = "SparseTensorImpl" if self._ks >> DispatchKey.SparseCPU & 1 else "SparseCsrTensorImpl"
+            raise NotImplementedError(f"Cannot access storage of {kind}")
         root = root_array(self._data)
         if self._device.type == "meta":
             n = self.storage_offset() + 1 + sum((s - 1) * st for s, st in zip(self._data.shape, self.stride()))
@@ -150,12 +153,16 @@ class TensorImpl:
     def data_ptr(self) -> int:
         if self._device.type == "meta":
             return 0
+        if self._ks & SPARSE_MASK:
+            raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
         return array_data_ptr(self._data)
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
         a = self._data
         if memory_format is not None and getattr(memory_format, "name", "") == "channels_last":
             return _is_channels_last(a)
+        if self._ks & SPARSE_MASK:      # a sparse tensor has no strided memory (Note [Sparse tensors])
+            return False
         if a.flags.c_contiguous:    # (NumPy's flag ignores the strides of size-1 dims, as PyTorch does)
             return True
         if a.size <= 1:

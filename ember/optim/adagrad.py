@@ -41,3 +41,18 @@ class Adagrad(_ElementwiseOptimizer):
     def _hyper(self, group):
         return dict(lr=_to_float(group["lr"]), lr_decay=group["lr_decay"], weight_decay=group["weight_decay"],
                     eps=group["eps"], maximize=group["maximize"])
+
+    def _sparse_step(self, group, p, state):
+        """PyTorch's single-tensor step for a sparse gradient: the sums and the parameter change only at the
+        (coalesced) gradient's indices."""
+        state["step"].add_(1)
+        step = float(state["step"])
+        grad = -p.grad if group["maximize"] else p.grad
+        if group["weight_decay"] != 0:
+            raise RuntimeError("weight_decay option is not compatible with sparse gradients")
+        clr = _to_float(group["lr"]) / (1 + (step - 1) * group["lr_decay"])
+        grad = grad.coalesce()
+        indices, values, size = grad._indices(), grad._values(), tuple(grad.shape)
+        state["sum"].add_(aten._sparse_coo_tensor_unsafe(indices, values.pow(2), size))
+        std = state["sum"].sparse_mask(grad)._values().sqrt_().add_(group["eps"])
+        p.add_(aten._sparse_coo_tensor_unsafe(indices, values / std, size), alpha=-clr)

@@ -13,6 +13,8 @@ class Adam(_ElementwiseOptimizer):
     """Adam (Kingma & Ba) with optional AMSGrad; ``decoupled_weight_decay=True`` gives AdamW."""
 
     _op = aten._fused_adam_
+    _sparse_name = "Adam"       # AdamW's refusal too, as in PyTorch
+    _sparse_hint = ", please consider SparseAdam instead"
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,

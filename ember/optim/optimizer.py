@@ -614,5 +614,23 @@ class _ElementwiseOptimizer(Optimizer):
                     st = self.state[p]
                     if len(st) == 0:
                         self._init_state(p, group, st)
+            if any(p.grad.is_sparse for p in params):
+                for p in params:
+                    if p.grad.is_sparse:
+                        self._sparse_step(group, p, self.state[p])
+                params = [p for p in params if not p.grad.is_sparse]
+                if not params:
+                    continue
             self._group_step(group, params)
         return loss
+
+    def _sparse_step(self, group, p, state) -> None:
+        """The step of a parameter whose gradient is sparse (Note [Sparse tensors] in ember/aten/sparse/__init__.py):
+        PyTorch's refusal, except for the optimizers that update only the gradient's rows (SGD, Adagrad)."""
+        raise RuntimeError(f"{self._sparse_name} does not support sparse gradients{self._sparse_hint}")
+
+    @property
+    def _sparse_name(self) -> str:
+        return type(self).__name__
+
+    _sparse_hint = ""

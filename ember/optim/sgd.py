@@ -62,3 +62,19 @@ class SGD(_ElementwiseOptimizer):
                          momentum=momentum, lr=_to_float(group["lr"]), dampening=group["dampening"],
                          nesterov=group["nesterov"], maximize=group["maximize"], is_first_step=first,
                          **_amp_arguments(self, group))
+
+    def _sparse_step(self, group, p, state):
+        """PyTorch's single-tensor step for a sparse gradient: the momentum buffer starts as a (sparse) copy of the
+        gradient; weight decay would add the dense parameter to it, which PyTorch refuses."""
+        grad = -p.grad if group["maximize"] else p.grad
+        if group["weight_decay"] != 0:
+            grad = grad.add(p, alpha=group["weight_decay"])
+        momentum = group["momentum"]
+        if momentum != 0:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = state["momentum_buffer"] = grad.clone().detach()
+            else:
+                buf.mul_(momentum).add_(grad, alpha=1 - group["dampening"])
+            grad = grad.add(buf, alpha=momentum) if group["nesterov"] else buf
+        p.add_(grad, alpha=-_to_float(group["lr"]))

@@ -159,6 +159,8 @@ _BACKEND_KEYS = ("CPU", "CUDA", "Meta")
 _COMPOSITE_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd")
 # kernels over quantized tensors, taking tensors as composites do: functions of ember/aten/quantized
 _QUANTIZED_KEYS = ("QuantizedCPU",)
+# kernels over sparse tensors, taking tensors too: functions of ember/aten/sparse (Note [Sparse tensors])
+_SPARSE_KEYS = ("SparseCPU", "SparseCsrCPU")
 
 
 def gen_registrations(nfs: list[NativeFunction]) -> str:
@@ -173,6 +175,8 @@ def gen_registrations(nfs: list[NativeFunction]) -> str:
                 composite_rows.append(f"    (_A.{hv}, {key!r}, C.{fn}),")
             elif key in _QUANTIZED_KEYS:
                 composite_rows.append(f"    (_A.{hv}, {key!r}, Q.{fn}),")
+            elif key in _SPARSE_KEYS:
+                composite_rows.append(f"    (_A.{hv}, {key!r}, S.{fn}),")
             elif key not in _BACKEND_KEYS:
                 raise ValueError(f"{nf.loc}: unsupported dispatch key {key}")
         if not backend:
@@ -198,6 +202,7 @@ def gen_registrations(nfs: list[NativeFunction]) -> str:
            "by key) and wraps the result (fresh tensor, view, in-place write or ``out=`` write). Then the table.\"\"\"",
            "from ember.aten import kernels as K", "from ember.aten import composite as C",
            "from ember.aten import quantized as Q",
+           "from ember.aten import sparse as S",
            "from ember._generated import aten as _A",
            "from ember.aten.backends import BACKEND, ON_CUDA, register_kernels",
            "from ember.aten.wrap import new_tensor as _new, view_of as _view, view_keeping_base as _view_base",
@@ -518,10 +523,12 @@ def _returning_self_list(s: FunctionSchema, call: str, call_args: list[str]) -> 
 # As in PyTorch, an op whose name starts with "_" has a binding in the ``torch.*`` namespace when PyTorch gives
 # it one (``torch._softmax``, ``torch._foreach_mul_``, ``torch._fused_adam_``): everything but the backward ops
 # and the ops that exist in ember only (its own optimizer steps and recurrent layer, its copy helpers), which are
-# reached through ``ember.ops.aten`` like any op. Methods and the ``nn`` namespace have no private bindings.
+# reached through ``ember.ops.aten`` like any op. The ``nn`` namespace has no private bindings, and methods only the
+# ones PyTorch's sparse tensors have (``_nnz``, ``_indices``, ``_values``, ...).
 _NO_PRIVATE_BINDING = {"_contiguous_copy", "_reshape_alias", "_to_copy", "_rnn_layer", "_fused_rmsprop_",
                        "_fused_adadelta_", "_fused_adamax_", "_fused_asgd_", "_fused_nadam_", "_fused_radam_",
                        "_fused_rprop_"}
+_PRIVATE_METHODS = {"_nnz", "_indices", "_values", "_coalesced_", "_dimI", "_dimV", "_to_dense"}
 # public names without a generated binding: ``sym_size`` PyTorch reaches only as ``torch.ops.aten.sym_size``;
 # ``torch.conv<n>d`` is ``nn.functional``'s hand-written function, which checks its input and calls the op
 _ONLY_AS_OP = {"sym_size", "conv1d", "conv2d", "conv3d"}
@@ -532,6 +539,8 @@ def _has_binding(name: str, method: bool, module: str | None) -> bool:
         return False
     if not name.startswith("_") or name.startswith("__"):
         return True
+    if method:
+        return name in _PRIVATE_METHODS
     return not method and module is None and name not in _NO_PRIVATE_BINDING and "_backward" not in name
 
 

@@ -26,3 +26,11 @@ from ember.aten.composite.elementwise import scalar_to_tensor, wrapped_number  #
 from ember.aten.composite.nn import (_pad_circular, _prelu_kernel_backward,  # noqa: F401
                                      _scaled_dot_product_attention_math)
 from ember.aten.composite.linalg import _linalg_check_errors, _lu_with_info  # noqa: F401
+# sparse tensors' constructors and layout queries (Note [Sparse tensors] in ember/aten/sparse/__init__.py)
+from ember.aten.sparse.coo import (coalesce, dense_dim_strided, dense_to_sparse, dense_to_sparse_layout,  # noqa: F401
+                                   indices_default, to_sparse,
+                                   is_coalesced_default, sparse_coo_tensor_indices, sparse_coo_tensor_indices_size,
+                                   sparse_coo_tensor_size, sparse_coo_tensor_unsafe,
+                                   sparse_coo_tensor_with_dims_and_tensors, sparse_dim_strided, to_dense,
+                                   to_sparse_sparse_dim, validate_sparse_coo_tensor_args, values_default)
+from ember.aten.sparse.math import sparse_mm, sparse_sum, sparse_sum_dim_dtype, sparse_sum_dtype  # noqa: F401

@@ -426,6 +426,13 @@ def embedding_bag_backward(grad: Any, indices: Any, offsets: Any, offset2bag: An
     if per_sample_weights is not None:
         g = g * per_sample_weights.unsqueeze(1)
     idx = indices.reshape(-1).to(offset2bag.dtype)
+    if sparse:      # a COO gradient, one row per looked-up index (PyTorch's _embedding_bag_sparse_backward)
+        if scale_grad_by_freq:
+            raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse gradients")
+        if padding_idx >= 0:
+            keep = idx != padding_idx
+            idx, g = idx[keep], g[keep]
+        return aten._sparse_coo_tensor_unsafe(idx.reshape(1, -1).long(), g, (num_weights, d))
     if padding_idx >= 0:
         g = g * (idx != padding_idx).unsqueeze(1).to(grad.dtype)
     if scale_grad_by_freq:
