@@ -80,7 +80,8 @@ from ember.c10.memory_format import (channels_last, channels_last_3d, contiguous
                                      layout, legacy_contiguous_format, memory_format, preserve_format, strided,
                                      sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr)
 from ember import sparse  # noqa: F401
-from ember.sparse import sparse_coo_tensor  # noqa: F401
+from ember.sparse import (sparse_bsc_tensor, sparse_bsr_tensor, sparse_compressed_tensor,  # noqa: F401
+                          sparse_coo_tensor, sparse_csc_tensor, sparse_csr_tensor)
 from ember import storage
 from ember.storage import TypedStorage  # noqa: F401
 from ember.c10.storage import StorageBase  # noqa: F401

@@ -34,14 +34,14 @@ def initialize() -> None:
     from ember._generated import registrations
     from ember.aten import math_bits, meta
     from ember.aten.quantized.ops import register_layout_kernels
-    from ember.aten.sparse.math import register_unary_kernels
+    from ember.aten.sparse import register_kernels as register_sparse_kernels
     from ember import _python_key, _tensor
     from ember.amp import autocast_kernels
     from ember.autograd import fallback
 
     registrations.register()            # 1
     register_layout_kernels()
-    register_unary_kernels()
+    register_sparse_kernels()
     meta.install()                      # 2
     math_bits.install()
     _python_key.install()

@@ -588,6 +588,9 @@ class Tensor(TensorImpl, _TensorMethods):
         return self if self.dim() == 0 else self.flip(0)
 
     def __reduce_ex__(self, proto: Any) -> Any:
+        if self._ks & _SPARSE_MASK:     # the layout and its parts, as a checkpoint holds them
+            from ember._utils import _rebuild_sparse_tensor, _sparse_parts
+            return (_rebuild_sparse_tensor, (self.layout, _sparse_parts(self)))
         return (_rebuild_from_numpy, (_values_of(self.cpu())._data.copy(), str(self._device)))
 
     def __deepcopy__(self, memo: Any) -> Any:
@@ -602,7 +605,7 @@ class Tensor(TensorImpl, _TensorMethods):
             r = self.clone()    # a leaf of its own, as PyTorch's
         # the attributes (requires_grad and .grad among them) copied; not the original's place in a graph
         r.__dict__.update({k: __import__("copy").deepcopy(v, memo) for k, v in self.__dict__.items()
-                           if k not in _GRAPH_PLACE})
+                           if k not in _GRAPH_PLACE and k != "_sp"})     # (a sparse clone has its own parts)
         if r._rg:
             r._ks = requiring_grad(r._ks)   # Note [The Autograd key of a tensor that does not require grad]
         memo[id(self)] = r

@@ -127,6 +127,16 @@ def _rebuild_qtensor(storage, storage_offset, size, stride, quantizer_params, re
     return wrap_quantized(Qz.as_quantized(ints, quantizer), t.device)
 
 
+def _sparse_parts(t) -> tuple:
+    """What PyTorch pickles for a sparse tensor (``torch/_tensor.py``'s ``_reduce_ex_internal``): COO ``(indices,
+    values, size, is_coalesced)``; the compressed layouts ``(compressed_indices, plain_indices, values, size)``."""
+    if t.layout is ember.sparse_coo:
+        return (t._indices(), t._values(), t.size(), t.is_coalesced())
+    if t.layout in (ember.sparse_csr, ember.sparse_bsr):
+        return (t.crow_indices(), t.col_indices(), t.values(), t.size())
+    return (t.ccol_indices(), t.row_indices(), t.values(), t.size())
+
+
 def _get_layout(name: str):
     """The layout named ``torch.<name>`` in a checkpoint (PyTorch's ``torch.serialization._get_layout``)."""
     layout = getattr(ember, name.rpartition(".")[2], None)
@@ -137,8 +147,8 @@ def _get_layout(name: str):
 
 def _rebuild_sparse_tensor(layout, data):
     """A sparse tensor from its layout and parts, as PyTorch pickles it: COO ``(indices, values, size,
-    is_coalesced)``. Its invariants are checked, as PyTorch checks every sparse tensor a load makes: a checkpoint's
-    indices are never trusted."""
+    is_coalesced)``, compressed ``(compressed_indices, plain_indices, values, size)``. Its invariants are checked, as
+    PyTorch checks every sparse tensor a load makes: a checkpoint's indices are never trusted."""
     if layout is ember.sparse_coo:
         if len(data) == 3:          # written before is_coalesced was saved
             indices, values, size = data
@@ -146,8 +156,10 @@ def _rebuild_sparse_tensor(layout, data):
         else:
             indices, values, size, is_coalesced = data
         return ember.sparse_coo_tensor(indices, values, size, check_invariants=True, is_coalesced=is_coalesced)
-    raise NotImplementedError(f"rebuilding a sparse tensor of the layout {layout}: ember has the COO layout only "
-                              f"(the compressed layouts are not built yet)")
+    if layout in (ember.sparse_csr, ember.sparse_csc, ember.sparse_bsr, ember.sparse_bsc):
+        compressed, plain, values, size = data
+        return ember.sparse_compressed_tensor(compressed, plain, values, size, layout=layout, check_invariants=True)
+    raise RuntimeError(f"rebuilding sparse tensor for layout {layout}")
 
 
 def _rebuild_parameter(data, requires_grad, backward_hooks):

@@ -40,7 +40,7 @@ from collections import OrderedDict
 import numpy as np
 
 import ember
-from ember._utils import _STORAGE_NAMES, _Storage, _StorageType, _dtype_name, _get_layout  # noqa: F401
+from ember._utils import _STORAGE_NAMES, _Storage, _StorageType, _dtype_name, _get_layout, _sparse_parts  # noqa: F401
 from ember._weights_only_unpickler import (_PY2_MODULES, _allowed_globals, _ascii, _user_globals,  # noqa: F401
                                            _WeightsUnpickler, add_safe_globals, clear_safe_globals, get_safe_globals,
                                            safe_globals)
@@ -565,12 +565,6 @@ class _Saver(pickle._Pickler):
         if isinstance(obj, ember.device):
             return (_Global("torch", "device"), (obj.type,) if obj.index is None else (obj.type, obj.index))
         return NotImplemented
-
-
-def _sparse_parts(t) -> tuple:
-    """What PyTorch pickles for a COO tensor (``torch/_tensor.py``'s ``_reduce_ex_internal``): ``(indices, values,
-    size, is_coalesced)``."""
-    return (t._indices(), t._values(), t.size(), t.is_coalesced())
 
 
 def _quantizer_params(t) -> tuple:

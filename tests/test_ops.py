@@ -390,12 +390,16 @@ def test_error_inputs(op, err):
 # ------------------------------------------------------------------------------ coverage of the YAML
 # Ops of native_functions.yaml tested elsewhere, with where:
 NOT_IN_TABLE = {
-    # sparse COO tensors: tests/test_sparse.py (construction, conversions, products, gradients against PyTorch)
+    # sparse tensors (COO and compressed): tests/test_sparse.py (construction, conversions, products, gradients
+    # against PyTorch)
     "_coalesce", "_coalesced", "_dimI", "_dimV", "_indices", "_nnz", "_sparse_addmm", "_sparse_coo_tensor_unsafe",
     "_sparse_coo_tensor_with_dims_and_tensors", "_sparse_log_softmax", "_sparse_log_softmax_backward_data",
     "_sparse_mm", "_sparse_softmax", "_sparse_softmax_backward_data", "_sparse_sum", "_sparse_sum_backward",
     "_to_dense", "_to_sparse", "_validate_sparse_coo_tensor_args", "_values", "coalesce", "dense_dim", "indices",
     "is_coalesced", "sparse_coo_tensor", "sparse_dim", "sparse_mask", "to_dense", "to_sparse", "values",
+    "_sparse_compressed_tensor_unsafe", "_validate_sparse_compressed_tensor_args", "ccol_indices", "col_indices",
+    "crow_indices", "row_indices", "sparse_compressed_tensor", "sparse_sampled_addmm", "to_sparse_bsc",
+    "to_sparse_bsr", "to_sparse_csc", "to_sparse_csr",
     # gradient scaling's ops: tests/amp/test_grad_scaler.py
     "_amp_foreach_non_finite_check_and_unscale", "_amp_update_scale",
     # quantized tensors: tests/aten/test_quantized.py (bit for bit against PyTorch over their own samples)

@@ -12460,6 +12460,157 @@ def _ag__to_sparse_default(ks, self, layout, blocksize, dense_dim):
     _set_history(_n, (result,))
     return result
 
+class SparseCompressedTensorUnsafeBackward0(_Node):
+    _saved_names = ('compressed_indices_', 'plain_indices_', 'values_')
+    def apply(_n, grads):
+        grad = grads[0]
+        size = _n.size
+        layout = _n.layout
+        values_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[values_ix] is not None:
+            compressed_indices = _n._saved('compressed_indices_')
+            plain_indices = _n._saved('plain_indices_')
+            values = _n._saved('values_')
+            grad_inputs[values_ix] = sparse_compressed_values_backward(grad, compressed_indices, plain_indices, values, size, layout)
+        return grad_inputs
+
+def _ag__sparse_compressed_tensor_unsafe_default(ks, compressed_indices, plain_indices, values, size, dtype, layout, device, pin_memory):
+    if _fw.on and _fw_dual(values): return _fw_run(('_sparse_compressed_tensor_unsafe', (2,), (), None, False, _ag__sparse_compressed_tensor_unsafe_default, False, None, False, False), _ag__sparse_compressed_tensor_unsafe_default, ks, compressed_indices, plain_indices, values, size, dtype, layout, device, pin_memory)
+    if not (_gm.enabled and (values._rg)):
+        return aten._op__sparse_compressed_tensor_unsafe.redispatch(ks & _BELOW, compressed_indices, plain_indices, values, size, dtype, layout, device, pin_memory)
+    _n = SparseCompressedTensorUnsafeBackward0()
+    _n._next, _n._input_meta = _edges(values), _meta(values)
+    _n.size = size
+    _n.layout = layout
+    if _n._next[0] is not None:
+        _n.compressed_indices_ = _SV(compressed_indices)
+    if _n._next[0] is not None:
+        _n.plain_indices_ = _SV(plain_indices)
+    if _n._next[0] is not None:
+        _n.values_ = _SV(values)
+    result = aten._op__sparse_compressed_tensor_unsafe.redispatch(ks & _BELOW, compressed_indices, plain_indices, values, size, dtype, layout, device, pin_memory)
+    _set_history(_n, (result,))
+    return result
+
+class CrowIndicesBackward0(_Node):
+    _saved_names = ()
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+def _ag_crow_indices_default(ks, self):
+    if not (_gm.enabled and (False)):
+        result = aten._op_crow_indices.redispatch(ks & _BELOW, self)
+        result.__dict__['_base'] = (self._base if self._base is not None else self)
+        return result
+    _n = CrowIndicesBackward0()
+    _n._next, _n._input_meta = _edges(), _meta()
+    result = aten._op_crow_indices.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
+    return result
+
+class ColIndicesBackward0(_Node):
+    _saved_names = ()
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+def _ag_col_indices_default(ks, self):
+    if not (_gm.enabled and (False)):
+        result = aten._op_col_indices.redispatch(ks & _BELOW, self)
+        result.__dict__['_base'] = (self._base if self._base is not None else self)
+        return result
+    _n = ColIndicesBackward0()
+    _n._next, _n._input_meta = _edges(), _meta()
+    result = aten._op_col_indices.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
+    return result
+
+class CcolIndicesBackward0(_Node):
+    _saved_names = ()
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+def _ag_ccol_indices_default(ks, self):
+    if not (_gm.enabled and (False)):
+        result = aten._op_ccol_indices.redispatch(ks & _BELOW, self)
+        result.__dict__['_base'] = (self._base if self._base is not None else self)
+        return result
+    _n = CcolIndicesBackward0()
+    _n._next, _n._input_meta = _edges(), _meta()
+    result = aten._op_ccol_indices.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
+    return result
+
+class RowIndicesBackward0(_Node):
+    _saved_names = ()
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+def _ag_row_indices_default(ks, self):
+    if not (_gm.enabled and (False)):
+        result = aten._op_row_indices.redispatch(ks & _BELOW, self)
+        result.__dict__['_base'] = (self._base if self._base is not None else self)
+        return result
+    _n = RowIndicesBackward0()
+    _n._next, _n._input_meta = _edges(), _meta()
+    result = aten._op_row_indices.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
+    return result
+
+class SparseSampledAddmmBackward0(_Node):
+    _saved_names = ('self_', 'mat1_', 'mat2_')
+    def apply(_n, grads):
+        grad = grads[0]
+        beta = _n.beta
+        alpha = _n.alpha
+        self_ix, mat1_ix, mat2_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = maybe_multiply(grad, conj_of(beta))
+        if _n._next[mat1_ix] is not None:
+            mat2 = _n._saved('mat2_')
+            self = _n._saved('self_')
+            grad_inputs[mat1_ix] = maybe_multiply(grad.sparse_mask(self).mm(conj_of(mat2.t())), conj_of(alpha))
+        if _n._next[mat2_ix] is not None:
+            mat1 = _n._saved('mat1_')
+            self = _n._saved('self_')
+            grad_inputs[mat2_ix] = maybe_multiply(conj_of(mat1.t()).mm(grad.sparse_mask(self)), conj_of(alpha))
+        return grad_inputs
+
+def _ag_sparse_sampled_addmm_default(ks, self, mat1, mat2, beta, alpha):
+    if _fw.on and _fw_dual(self, mat1, mat2): return _fw_run(('sparse_sampled_addmm', (0, 1, 2), (), None, False, _ag_sparse_sampled_addmm_default, False, None, False, False), _ag_sparse_sampled_addmm_default, ks, self, mat1, mat2, beta, alpha)
+    if not (_gm.enabled and (self._rg or mat1._rg or mat2._rg)):
+        return aten._op_sparse_sampled_addmm.redispatch(ks & _BELOW, self, mat1, mat2, beta, alpha)
+    _n = SparseSampledAddmmBackward0()
+    _n._next, _n._input_meta = _edges(self, mat1, mat2), _meta(self, mat1, mat2)
+    _n.beta = beta
+    _n.alpha = alpha
+    if _n._next[1] is not None or _n._next[2] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[2] is not None:
+        _n.mat1_ = _SV(mat1)
+    if _n._next[1] is not None:
+        _n.mat2_ = _SV(mat2)
+    result = aten._op_sparse_sampled_addmm.redispatch(ks & _BELOW, self, mat1, mat2, beta, alpha)
+    _set_history(_n, (result,))
+    return result
+
 def _jvp_ag_add_Scalar(self, other, alpha, self_t, result):
     other = _scalar_to_tensor(other, self)
     return _jvp_AddBackward0(self, other, alpha, self_t, _scalar_to_tensor(0, self), result)
@@ -14523,6 +14674,8 @@ _KERNELS = (
     (aten._op__sparse_softmax, _ag__sparse_softmax_default),
     (aten._op__sparse_log_softmax, _ag__sparse_log_softmax_default),
     (aten._op__to_sparse, _ag__to_sparse_default),
+    (aten._op__sparse_compressed_tensor_unsafe, _ag__sparse_compressed_tensor_unsafe_default),
+    (aten._op_sparse_sampled_addmm, _ag_sparse_sampled_addmm_default),
     (aten._op_add_Scalar, _ag_add_Scalar),
     (aten._op_sub_Scalar, _ag_sub_Scalar),
     (aten._op_mul_Scalar, _ag_mul_Scalar),
@@ -14559,6 +14712,10 @@ _VIEW_KERNELS = (
     (aten._op__values, _ag__values_default),
     (aten._op_indices, _ag_indices_default),
     (aten._op_values, _ag_values_default),
+    (aten._op_crow_indices, _ag_crow_indices_default),
+    (aten._op_col_indices, _ag_col_indices_default),
+    (aten._op_ccol_indices, _ag_ccol_indices_default),
+    (aten._op_row_indices, _ag_row_indices_default),
 )
 _INPLACE_KERNELS = (
     (aten._op_squeeze_, _ag_squeeze__default),

@@ -2489,1592 +2489,1628 @@ def b386(_op):
         return _MISS
     return fast
 def b387(_op):
+    def fast(compressed_indices, plain_indices, values, size, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+        if isinstance(compressed_indices, _Tensor) and isinstance(plain_indices, _Tensor) and isinstance(values, _Tensor) and (size_ := _ints(size, False)) is not None and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _op.call(compressed_indices._ks | plain_indices._ks | values._ks, compressed_indices, plain_indices, values, size_, dtype, layout, device, pin_memory)
+        return _MISS
+    return fast
+def b388(_op):
+    def fast(compressed_indices, plain_indices, values, size, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
+        if isinstance(compressed_indices, _Tensor) and isinstance(plain_indices, _Tensor) and isinstance(values, _Tensor) and (size_ := _ints(size, False)) is not None and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _op.call(compressed_indices._ks | plain_indices._ks | values._ks, compressed_indices, plain_indices, values, size_, dtype, layout, device, pin_memory)
+        return _MISS
+    return fast
+def b389(_op):
+    def fast(compressed_indices, plain_indices, values, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
+        if isinstance(compressed_indices, _Tensor) and isinstance(plain_indices, _Tensor) and isinstance(values, _Tensor) and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _op.call(compressed_indices._ks | plain_indices._ks | values._ks, compressed_indices, plain_indices, values, dtype, layout, device, pin_memory)
+        return _MISS
+    return fast
+def b390(_op):
+    def fast(compressed_indices, plain_indices, values, size, layout):
+        if isinstance(compressed_indices, _Tensor) and isinstance(plain_indices, _Tensor) and isinstance(values, _Tensor) and (size_ := _ints(size, False)) is not None:
+            return _op.call(compressed_indices._ks | plain_indices._ks | values._ks, compressed_indices, plain_indices, values, size_, layout)
+        return _MISS
+    return fast
+def b391(_op):
     def fast(self):
         return _op.call(self._ks, self)
     return fast
-def b388(_op):
+def b392(_op):
     def fast(self, *, decimals):
         if type(decimals) is int:
             return _op.call(self._ks, self, decimals)
         return _MISS
     return fast
-def b389(_op):
+def b393(_op):
     def fast(self, nan=None, posinf=None, neginf=None):
         if (nan is None or type(nan) is float) and (posinf is None or type(posinf) is float) and (neginf is None or type(neginf) is float):
             return _op.call(self._ks, self, nan, posinf, neginf)
         return _MISS
     return fast
-def b390(_op):
+def b394(_op):
     def fast(self, eps=None):
         if (eps is None or type(eps) is float):
             return _op.call(self._ks, self, eps)
         return _MISS
     return fast
-def b391(_op):
+def b395(_op):
     def fast(self, n):
         if type(n) is int:
             return _op.call(self._ks, n, self)
         return _MISS
     return fast
-def b392(_op):
+def b396(_op):
     def fast(self, other, *, alpha=1):
         if isinstance(other, _Tensor) and type(alpha) in _NUMBERS:
             return _op.call(self._ks | other._ks, self, other, alpha)
         return _MISS
     return fast
-def b393(_op):
+def b397(_op):
     def fast(self, other, alpha=1):
         if type(other) in _NUMBERS and type(alpha) in _NUMBERS:
             return _op.call(self._ks, self, other, alpha)
         return _MISS
     return fast
-def b394(_op):
+def b398(_op):
     def fast(self, other):
         if isinstance(other, _Tensor):
             return _op.call(self._ks | other._ks, self, other)
         return _MISS
     return fast
-def b395(_op):
+def b399(_op):
     def fast(self, other):
         if type(other) in _NUMBERS:
             return _op.call(self._ks, self, other)
         return _MISS
     return fast
-def b396(_op):
+def b400(_op):
     def fast(self, other, *, rounding_mode):
         if isinstance(other, _Tensor) and (rounding_mode is None or type(rounding_mode) is str):
             return _op.call(self._ks | other._ks, self, other, rounding_mode)
         return _MISS
     return fast
-def b397(_op):
+def b401(_op):
     def fast(self, other, *, rounding_mode):
         if type(other) in _NUMBERS and (rounding_mode is None or type(rounding_mode) is str):
             return _op.call(self._ks, self, other, rounding_mode)
         return _MISS
     return fast
-def b398(_op):
+def b402(_op):
     def fast(self, exponent):
         if isinstance(exponent, _Tensor):
             return _op.call(self._ks | exponent._ks, self, exponent)
         return _MISS
     return fast
-def b399(_op):
+def b403(_op):
     def fast(self, exponent):
         if type(exponent) in _NUMBERS:
             return _op.call(self._ks, self, exponent)
         return _MISS
     return fast
-def b400(_op):
+def b404(_op):
     def fast(self, dim, keepdim=False):
         if type(dim) is int and type(keepdim) is bool:
             return _op.call(self._ks, self, dim, keepdim)
         return _MISS
     return fast
-def b401(_op):
+def b405(_op):
     def fast(self, condition, other):
         if isinstance(condition, _Tensor) and isinstance(other, _Tensor):
             return _op.call(condition._ks | self._ks | other._ks, condition, self, other)
         return _MISS
     return fast
-def b402(_op):
+def b406(_op):
     def fast(self, condition, other):
         if isinstance(condition, _Tensor) and type(other) in _NUMBERS:
             return _op.call(condition._ks | self._ks, condition, self, other)
         return _MISS
     return fast
-def b403(_op):
+def b407(_op):
     def fast(self, min=None, max=None):
         if (min is None or type(min) in _NUMBERS) and (max is None or type(max) in _NUMBERS):
             return _op.call(self._ks, self, min, max)
         return _MISS
     return fast
-def b404(_op):
+def b408(_op):
     def fast(self, min=None, max=None):
         if (min is None or isinstance(min, _Tensor)) and (max is None or isinstance(max, _Tensor)):
             return _op.call(self._ks | _ks_opt(min) | _ks_opt(max), self, min, max)
         return _MISS
     return fast
-def b405(_op):
+def b409(_op):
     def fast(self, min):
         if type(min) in _NUMBERS:
             return _op.call(self._ks, self, min)
         return _MISS
     return fast
-def b406(_op):
+def b410(_op):
     def fast(self, min):
         if isinstance(min, _Tensor):
             return _op.call(self._ks | min._ks, self, min)
         return _MISS
     return fast
-def b407(_op):
+def b411(_op):
     def fast(self, max):
         if type(max) in _NUMBERS:
             return _op.call(self._ks, self, max)
         return _MISS
     return fast
-def b408(_op):
+def b412(_op):
     def fast(self, max):
         if isinstance(max, _Tensor):
             return _op.call(self._ks | max._ks, self, max)
         return _MISS
     return fast
-def b409(_op):
+def b413(_op):
     def fast(self, end, weight):
         if isinstance(end, _Tensor) and type(weight) in _NUMBERS:
             return _op.call(self._ks | end._ks, self, end, weight)
         return _MISS
     return fast
-def b410(_op):
+def b414(_op):
     def fast(self, end, weight):
         if isinstance(end, _Tensor) and isinstance(weight, _Tensor):
             return _op.call(self._ks | end._ks | weight._ks, self, end, weight)
         return _MISS
     return fast
-def b411(_op):
+def b415(_op):
     def fast(self, tensor1, tensor2, *, value=1):
         if isinstance(tensor1, _Tensor) and isinstance(tensor2, _Tensor) and type(value) in _NUMBERS:
             return _op.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
         return _MISS
     return fast
-def b412(_op):
+def b416(_op):
     def fast(self, *, dtype=None):
         if (dtype is None or type(dtype) is _dtype):
             return _op.call(self._ks, self, dtype)
         return _MISS
     return fast
-def b413(_op):
+def b417(_op):
     def fast(self, dim, keepdim=False, *, dtype=None):
         if (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _op.call(self._ks, self, (None if dim is None else dim_), keepdim, dtype)
         return _MISS
     return fast
-def b414(_op):
+def b418(_op):
     def fast(self, dim=None, keepdim=False, *, dtype=None):
         if (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _op.call(self._ks, self, (None if dim is None else dim_), keepdim, dtype)
         return _MISS
     return fast
-def b415(_op):
+def b419(_op):
     def fast(self, dim, keepdim=False, *, dtype=None):
         if type(dim) is int and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _op.call(self._ks, self, dim, keepdim, dtype)
         return _MISS
     return fast
-def b416(_op):
+def b420(_op):
     def fast(self, unbiased=True):
         if type(unbiased) is bool:
             return _op.call(self._ks, self, unbiased)
         return _MISS
     return fast
-def b417(_op):
+def b421(_op):
     def fast(self, dim, unbiased=True, keepdim=False):
         if (dim is None or (dim_ := _ints(dim, True)) is not None) and type(unbiased) is bool and type(keepdim) is bool:
             return _op.call(self._ks, self, (None if dim is None else dim_), unbiased, keepdim)
         return _MISS
     return fast
-def b418(_op):
+def b422(_op):
     def fast(self, dim=None, *, correction=None, keepdim=False):
         if (dim is None or (dim_ := _ints(dim, True)) is not None) and (correction is None or type(correction) in _NUMBERS) and type(keepdim) is bool:
             return _op.call(self._ks, self, (None if dim is None else dim_), correction, keepdim)
         return _MISS
     return fast
-def b419(_op):
+def b423(_op):
     def fast(self, dim=(), keepdim=False):
         if (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
             return _op.call(self._ks, self, dim_, keepdim)
         return _MISS
     return fast
-def b420(_op):
+def b424(_op):
     def fast(self, *, dim=None, keepdim=False):
         if (dim is None or type(dim) is int) and type(keepdim) is bool:
             return _op.call(self._ks, self, dim, keepdim)
         return _MISS
     return fast
-def b421(_op):
+def b425(_op):
     def fast(self, dim=None, keepdim=False):
         if (dim is None or type(dim) is int) and type(keepdim) is bool:
             return _op.call(self._ks, self, dim, keepdim)
         return _MISS
     return fast
-def b422(_op):
+def b426(_op):
     def fast(self, dim, keepdim=False):
         if (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
             return _op.call(self._ks, self, dim_, keepdim)
         return _MISS
     return fast
-def b423(_op):
+def b427(_op):
     def fast(self, dim=None, keepdim=False):
         if (dim is None or (dim_ := _ints(dim, False)) is not None) and type(keepdim) is bool:
             return _op.call(self._ks, self, (None if dim is None else dim_), keepdim)
         return _MISS
     return fast
-def b424(_op):
+def b428(_op):
     def fast(self, dim):
         if (dim_ := _ints(dim, False)) is not None:
             return _op.call(self._ks, self, dim_)
         return _MISS
     return fast
-def b425(_op):
+def b429(_op):
     def fast(self, dim=None):
         if (dim is None or type(dim) is int):
             return _op.call(self._ks, self, dim)
         return _MISS
     return fast
-def b426(_op):
+def b430(_op):
     def fast(self, dim, *, dtype=None):
         if type(dim) is int and (dtype is None or type(dtype) is _dtype):
             return _op.call(self._ks, self, dim, dtype)
         return _MISS
     return fast
-def b427(_op):
+def b431(_op):
     def fast(self, dim):
         if type(dim) is int:
             return _op.call(self._ks, self, dim)
         return _MISS
     return fast
-def b428(_op):
+def b432(_op):
     def fast(self, dim=-1, descending=False):
         if type(dim) is int and type(descending) is bool:
             return _op.call(self._ks, self, dim, descending)
         return _MISS
     return fast
-def b429(_op):
+def b433(_op):
     def fast(self, *, stable, dim=-1, descending=False):
         if (stable is None or type(stable) is bool) and type(dim) is int and type(descending) is bool:
             return _op.call(self._ks, self, stable, dim, descending)
         return _MISS
     return fast
-def b430(_op):
+def b434(_op):
     def fast(self, *, stable, dim=-1, descending=False):
         if type(stable) is bool and type(dim) is int and type(descending) is bool:
             return _op.call(self._ks, self, stable, dim, descending)
         return _MISS
     return fast
-def b431(_op):
+def b435(_op):
     def fast(self, k, dim=-1, largest=True, sorted=True):
         if type(k) is int and type(dim) is int and type(largest) is bool and type(sorted) is bool:
             return _op.call(self._ks, self, k, dim, largest, sorted)
         return _MISS
     return fast
-def b432(_op):
+def b436(_op):
     def fast(self, k, dim=-1, keepdim=False):
         if type(k) is int and type(dim) is int and type(keepdim) is bool:
             return _op.call(self._ks, self, k, dim, keepdim)
         return _MISS
     return fast
-def b433(_op):
+def b437(_op):
     def fast(self, dim=-1, keepdim=False):
         if type(dim) is int and type(keepdim) is bool:
             return _op.call(self._ks, self, dim, keepdim)
         return _MISS
     return fast
-def b434(_op):
+def b438(_op):
     def fast(self, q, dim=None, keepdim=False, *, interpolation='linear'):
         if isinstance(q, _Tensor) and (dim is None or type(dim) is int) and type(keepdim) is bool and type(interpolation) is str:
             return _op.call(self._ks | q._ks, self, q, dim, keepdim, interpolation)
         return _MISS
     return fast
-def b435(_op):
+def b439(_op):
     def fast(self, q, dim=None, keepdim=False, *, interpolation='linear'):
         if type(q) is float and (dim is None or type(dim) is int) and type(keepdim) is bool and type(interpolation) is str:
             return _op.call(self._ks, self, q, dim, keepdim, interpolation)
         return _MISS
     return fast
-def b436(_op):
+def b440(_op):
     def fast(self, weights=None, minlength=0):
         if (weights is None or isinstance(weights, _Tensor)) and type(minlength) is int:
             return _op.call(self._ks | _ks_opt(weights), self, weights, minlength)
         return _MISS
     return fast
-def b437(_op):
+def b441(_op):
     def fast(self, bins=100, min=0, max=0):
         if type(bins) is int and type(min) in _NUMBERS and type(max) in _NUMBERS:
             return _op.call(self._ks, self, bins, min, max)
         return _MISS
     return fast
-def b438(_op):
+def b442(_op):
     def fast(self, bins, *, weight=None, density=False):
         if isinstance(bins, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(density) is bool:
             return _op.call(self._ks | bins._ks | _ks_opt(weight), self, bins, weight, density)
         return _MISS
     return fast
-def b439(_op):
+def b443(_op):
     def fast(self, p, dim, keepdim=False):
         if (p is None or type(p) in _NUMBERS) and (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
             return _op.call(self._ks, self, p, dim_, keepdim)
         return _MISS
     return fast
-def b440(_op):
+def b444(_op):
     def fast(self, p=2):
         if type(p) in _NUMBERS:
             return _op.call(self._ks, self, p)
         return _MISS
     return fast
-def b441(_op):
+def b445(_op):
     def fast(self, size):
         if (size_ := _ints(size, False)) is not None:
             return _op.call(self._ks, self, size_)
         return _MISS
     return fast
-def b442(_op):
+def b446(_op):
     def fast(self, dtype):
         if (dtype is None or type(dtype) is _dtype):
             return _op.call(self._ks, self, dtype)
         return _MISS
     return fast
-def b443(_op):
+def b447(_op):
     def fast(self, shape):
         if (shape_ := _ints(shape, False)) is not None:
             return _op.call(self._ks, self, shape_)
         return _MISS
     return fast
-def b444(_op):
+def b448(_op):
     def fast(self, size, stride, storage_offset=None):
         if (size_ := _ints(size, False)) is not None and (stride_ := _ints(stride, False)) is not None and (storage_offset is None or type(storage_offset) is int):
             return _op.call(self._ks, self, size_, stride_, storage_offset)
         return _MISS
     return fast
-def b445(_op):
+def b449(_op):
     def fast(self, dim0, dim1):
         if type(dim0) is int and type(dim1) is int:
             return _op.call(self._ks, self, dim0, dim1)
         return _MISS
     return fast
-def b446(_op):
+def b450(_op):
     def fast(self, axis0, axis1):
         if type(axis0) is int and type(axis1) is int:
             return _op.call(self._ks, self, axis0, axis1)
         return _MISS
     return fast
-def b447(_op):
+def b451(_op):
     def fast(self, dims):
         if (dims_ := _ints(dims, False)) is not None:
             return _op.call(self._ks, self, dims_)
         return _MISS
     return fast
-def b448(_op):
+def b452(_op):
     def fast(self, source, destination):
         if (source_ := _ints(source, False)) is not None and (destination_ := _ints(destination, False)) is not None:
             return _op.call(self._ks, self, source_, destination_)
         return _MISS
     return fast
-def b449(_op):
+def b453(_op):
     def fast(self, source, destination):
         if type(source) is int and type(destination) is int:
             return _op.call(self._ks, self, source, destination)
         return _MISS
     return fast
-def b450(_op):
+def b454(_op):
     def fast(self, size, *, implicit=False):
         if (size_ := _ints(size, False)) is not None and type(implicit) is bool:
             return _op.call(self._ks, self, size_, implicit)
         return _MISS
     return fast
-def b451(_op):
+def b455(_op):
     def fast(self, start_dim=0, end_dim=-1):
         if type(start_dim) is int and type(end_dim) is int:
             return _op.call(self._ks, self, start_dim, end_dim)
         return _MISS
     return fast
-def b452(_op):
+def b456(_op):
     def fast(self, dim, sizes):
         if type(dim) is int and (sizes_ := _ints(sizes, False)) is not None:
             return _op.call(self._ks, self, dim, sizes_)
         return _MISS
     return fast
-def b453(_op):
+def b457(_op):
     def fast(self, dim, start, length):
         if type(dim) is int and type(start) is int and type(length) is int:
             return _op.call(self._ks, self, dim, start, length)
         return _MISS
     return fast
-def b454(_op):
+def b458(_op):
     def fast(self, dim, index):
         if type(dim) is int and type(index) is int:
             return _op.call(self._ks, self, dim, index)
         return _MISS
     return fast
-def b455(_op):
+def b459(_op):
     def fast(self, dim=0):
         if type(dim) is int:
             return tuple(_op.call(self._ks, self, dim))
         return _MISS
     return fast
-def b456(_op):
+def b460(_op):
     def fast(self, split_size, dim=0):
         if type(split_size) is int and type(dim) is int:
             return tuple(_op.call(self._ks, self, split_size, dim))
         return _MISS
     return fast
-def b457(_op):
+def b461(_op):
     def fast(self, split_size, dim=0):
         if (split_size_ := _ints(split_size, False)) is not None and type(dim) is int:
             return tuple(_op.call(self._ks, self, split_size_, dim))
         return _MISS
     return fast
-def b458(_op):
+def b462(_op):
     def fast(self, split_sizes, dim=0):
         if (split_sizes_ := _ints(split_sizes, False)) is not None and type(dim) is int:
             return tuple(_op.call(self._ks, self, split_sizes_, dim))
         return _MISS
     return fast
-def b459(_op):
+def b463(_op):
     def fast(self, chunks, dim=0):
         if type(chunks) is int and type(dim) is int:
             return tuple(_op.call(self._ks, self, chunks, dim))
         return _MISS
     return fast
-def b460(_op):
+def b464(_op):
     def fast(self, sections, dim=0):
         if type(sections) is int and type(dim) is int:
             return tuple(_op.call(self._ks, self, sections, dim))
         return _MISS
     return fast
-def b461(_op):
+def b465(_op):
     def fast(self, indices, dim=0):
         if (indices_ := _ints(indices, False)) is not None and type(dim) is int:
             return tuple(_op.call(self._ks, self, indices_, dim))
         return _MISS
     return fast
-def b462(_op):
+def b466(_op):
     def fast(self, dimension, size, step):
         if type(dimension) is int and type(size) is int and type(step) is int:
             return _op.call(self._ks, self, dimension, size, step)
         return _MISS
     return fast
-def b463(_op):
+def b467(_op):
     def fast(self, offset=0, dim1=0, dim2=1):
         if type(offset) is int and type(dim1) is int and type(dim2) is int:
             return _op.call(self._ks, self, offset, dim1, dim2)
         return _MISS
     return fast
-def b464(_op):
+def b468(_op):
     def fast(self, *, memory_format=None):
         return _op.call(self._ks, self, memory_format)
     return fast
-def b465(_op):
+def b469(_op):
     def fast(self, size, stride, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
         if (size_ := _ints(size, False)) is not None and (stride_ := _ints(stride, False)) is not None and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _op.call(self._ks, self, size_, stride_, dtype, layout, device, pin_memory)
         return _MISS
     return fast
-def b466(_op):
+def b470(_op):
     def fast(self, size, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
         if (size_ := _ints(size, False)) is not None and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _op.call(self._ks, self, size_, dtype, layout, device, pin_memory)
         return _MISS
     return fast
-def b467(_op):
+def b471(_op):
     def fast(self, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
         if (size_ := _ints(size, False)) is not None and type(fill_value) in _NUMBERS and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             return _op.call(self._ks, self, size_, fill_value, dtype, layout, device, pin_memory)
         return _MISS
     return fast
-def b468(_op):
+def b472(_op):
     def fast(self, from_=0, to_=1, *, generator=None):
         if type(from_) is float and type(to_) is float and (generator is None or type(generator) is _Generator):
             return _op.call(self._ks, self, from_, to_, generator)
         return _MISS
     return fast
-def b469(_op):
+def b473(_op):
     def fast(self, mean=0, std=1, *, generator=None):
         if type(mean) is float and type(std) is float and (generator is None or type(generator) is _Generator):
             return _op.call(self._ks, self, mean, std, generator)
         return _MISS
     return fast
-def b470(_op):
+def b474(_op):
     def fast(self, lambd=1, *, generator=None):
         if type(lambd) is float and (generator is None or type(generator) is _Generator):
             return _op.call(self._ks, self, lambd, generator)
         return _MISS
     return fast
-def b471(_op):
+def b475(_op):
     def fast(self, median=0, sigma=1, *, generator=None):
         if type(median) is float and type(sigma) is float and (generator is None or type(generator) is _Generator):
             return _op.call(self._ks, self, median, sigma, generator)
         return _MISS
     return fast
-def b472(_op):
+def b476(_op):
     def fast(self, mean=1, std=2, *, generator=None):
         if type(mean) is float and type(std) is float and (generator is None or type(generator) is _Generator):
             return _op.call(self._ks, self, mean, std, generator)
         return _MISS
     return fast
-def b473(_op):
+def b477(_op):
     def fast(self, p, *, generator=None):
         if type(p) is float and (generator is None or type(generator) is _Generator):
             return _op.call(self._ks, self, p, generator)
         return _MISS
     return fast
-def b474(_op):
+def b478(_op):
     def fast(self, from_, to_, *, generator=None):
         if type(from_) is int and (to_ is None or type(to_) is int) and (generator is None or type(generator) is _Generator):
             return _op.call(self._ks, self, from_, to_, generator)
         return _MISS
     return fast
-def b475(_op):
+def b479(_op):
     def fast(self, to_, *, generator=None):
         if type(to_) is int and (generator is None or type(generator) is _Generator):
             return _op.call(self._ks, self, to_, generator)
         return _MISS
     return fast
-def b476(_op):
+def b480(_op):
     def fast(self, *, generator=None):
         if (generator is None or type(generator) is _Generator):
             return _op.call(self._ks, self, generator)
         return _MISS
     return fast
-def b477(_op):
+def b481(_op):
     def fast(self, p=0.5, *, generator=None):
         if type(p) is float and (generator is None or type(generator) is _Generator):
             return _op.call(self._ks, self, p, generator)
         return _MISS
     return fast
-def b478(_op):
+def b482(_op):
     def fast(self, num_samples, replacement=False, *, generator=None):
         if type(num_samples) is int and type(replacement) is bool and (generator is None or type(generator) is _Generator):
             return _op.call(self._ks, self, num_samples, replacement, generator)
         return _MISS
     return fast
-def b479(_op):
+def b483(_op):
     def fast(self, src, non_blocking=False):
         if isinstance(src, _Tensor) and type(non_blocking) is bool:
             return _op.call(self._ks | src._ks, self, src, non_blocking)
         return _MISS
     return fast
-def b480(_op):
+def b484(_op):
     def fast(self, value):
         if type(value) in _NUMBERS:
             return _op.call(self._ks, self, value)
         return _MISS
     return fast
-def b481(_op):
+def b485(_op):
     def fast(self, value):
         if isinstance(value, _Tensor):
             return _op.call(self._ks | value._ks, self, value)
         return _MISS
     return fast
-def b482(_op):
+def b486(_op):
     def fast(self, mask, value):
         if isinstance(mask, _Tensor) and type(value) in _NUMBERS:
             return _op.call(self._ks | mask._ks, self, mask, value)
         return _MISS
     return fast
-def b483(_op):
+def b487(_op):
     def fast(self, mask, value):
         if isinstance(mask, _Tensor) and isinstance(value, _Tensor):
             return _op.call(self._ks | mask._ks | value._ks, self, mask, value)
         return _MISS
     return fast
-def b484(_op):
+def b488(_op):
     def fast(self, indices, values, accumulate=False):
         if (indices_ := _tensors(indices, True)) is not None and isinstance(values, _Tensor) and type(accumulate) is bool:
             return _op.call(self._ks | _ks_list(indices_) | values._ks, self, indices_, values, accumulate)
         return _MISS
     return fast
-def b485(_op):
+def b489(_op):
     def fast(self, dim, index):
         if type(dim) is int and isinstance(index, _Tensor):
             return _op.call(self._ks | index._ks, self, dim, index)
         return _MISS
     return fast
-def b486(_op):
+def b490(_op):
     def fast(self, dim, index, *, sparse_grad=False):
         if type(dim) is int and isinstance(index, _Tensor) and type(sparse_grad) is bool:
             return _op.call(self._ks | index._ks, self, dim, index, sparse_grad)
         return _MISS
     return fast
-def b487(_op):
+def b491(_op):
     def fast(self, dim, index, src):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor):
             return _op.call(self._ks | index._ks | src._ks, self, dim, index, src)
         return _MISS
     return fast
-def b488(_op):
+def b492(_op):
     def fast(self, dim, index, value):
         if type(dim) is int and isinstance(index, _Tensor) and type(value) in _NUMBERS:
             return _op.call(self._ks | index._ks, self, dim, index, value)
         return _MISS
     return fast
-def b489(_op):
+def b493(_op):
     def fast(self, dim, index, src, *, reduce):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor) and type(reduce) is str:
             return _op.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce)
         return _MISS
     return fast
-def b490(_op):
+def b494(_op):
     def fast(self, dim, index, src, reduce, *, include_self=True):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor) and type(reduce) is str and type(include_self) is bool:
             return _op.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce, include_self)
         return _MISS
     return fast
-def b491(_op):
+def b495(_op):
     def fast(self, dim, index, source, *, alpha=1):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(alpha) in _NUMBERS:
             return _op.call(self._ks | index._ks | source._ks, self, dim, index, source, alpha)
         return _MISS
     return fast
-def b492(_op):
+def b496(_op):
     def fast(self, dim, index, source):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor):
             return _op.call(self._ks | index._ks | source._ks, self, dim, index, source)
         return _MISS
     return fast
-def b493(_op):
+def b497(_op):
     def fast(self, dim, index, value):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(value, _Tensor):
             return _op.call(self._ks | index._ks | value._ks, self, dim, index, value)
         return _MISS
     return fast
-def b494(_op):
+def b498(_op):
     def fast(self, mask):
         if isinstance(mask, _Tensor):
             return _op.call(self._ks | mask._ks, self, mask)
         return _MISS
     return fast
-def b495(_op):
+def b499(_op):
     def fast(self, mask, source):
         if isinstance(mask, _Tensor) and isinstance(source, _Tensor):
             return _op.call(self._ks | mask._ks | source._ks, self, mask, source)
         return _MISS
     return fast
-def b496(_op):
+def b500(_op):
     def fast(self, index):
         if isinstance(index, _Tensor):
             return _op.call(self._ks | index._ks, self, index)
         return _MISS
     return fast
-def b497(_op):
+def b501(_op):
     def fast(self, indices, dim=None):
         if isinstance(indices, _Tensor) and (dim is None or type(dim) is int):
             return _op.call(self._ks | indices._ks, self, indices, dim)
         return _MISS
     return fast
-def b498(_op):
+def b502(_op):
     def fast(self, diagonal=0):
         if type(diagonal) is int:
             return _op.call(self._ks, self, diagonal)
         return _MISS
     return fast
-def b499(_op):
+def b503(_op):
     def fast(self, shifts, dims=()):
         if (shifts_ := _ints(shifts, True)) is not None and (dims_ := _ints(dims, True)) is not None:
             return _op.call(self._ks, self, shifts_, dims_)
         return _MISS
     return fast
-def b500(_op):
+def b504(_op):
     def fast(self, k=1, dims=(0,1)):
         if type(k) is int and (dims_ := _ints(dims, False)) is not None:
             return _op.call(self._ks, self, k, dims_)
         return _MISS
     return fast
-def b501(_op):
+def b505(_op):
     def fast(self, repeats):
         if (repeats_ := _ints(repeats, False)) is not None:
             return _op.call(self._ks, self, repeats_)
         return _MISS
     return fast
-def b502(_op):
+def b506(_op):
     def fast(self, repeats, dim=None, *, output_size=None):
         if isinstance(repeats, _Tensor) and (dim is None or type(dim) is int) and (output_size is None or type(output_size) is int):
             return _op.call(self._ks | repeats._ks, self, repeats, dim, output_size)
         return _MISS
     return fast
-def b503(_op):
+def b507(_op):
     def fast(self, repeats, dim=None, *, output_size=None):
         if type(repeats) is int and (dim is None or type(dim) is int) and (output_size is None or type(output_size) is int):
             return _op.call(self._ks, self, repeats, dim, output_size)
         return _MISS
     return fast
-def b504(_op):
+def b508(_op):
     def fast(self, offset=0, dim1=-2, dim2=-1):
         if type(offset) is int and type(dim1) is int and type(dim2) is int:
             return _op.call(self._ks, self, offset, dim1, dim2)
         return _MISS
     return fast
-def b505(_op):
+def b509(_op):
     def fast(self, mat2):
         if isinstance(mat2, _Tensor):
             return _op.call(self._ks | mat2._ks, self, mat2)
         return _MISS
     return fast
-def b506(_op):
+def b510(_op):
     def fast(self, vec):
         if isinstance(vec, _Tensor):
             return _op.call(self._ks | vec._ks, self, vec)
         return _MISS
     return fast
-def b507(_op):
+def b511(_op):
     def fast(self, tensor):
         if isinstance(tensor, _Tensor):
             return _op.call(self._ks | tensor._ks, self, tensor)
         return _MISS
     return fast
-def b508(_op):
+def b512(_op):
     def fast(self, vec2):
         if isinstance(vec2, _Tensor):
             return _op.call(self._ks | vec2._ks, self, vec2)
         return _MISS
     return fast
-def b509(_op):
+def b513(_op):
     def fast(self, mat1, mat2, *, beta=1, alpha=1):
         if isinstance(mat1, _Tensor) and isinstance(mat2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             return _op.call(self._ks | mat1._ks | mat2._ks, self, mat1, mat2, beta, alpha)
         return _MISS
     return fast
-def b510(_op):
+def b514(_op):
     def fast(self, mat, vec, *, beta=1, alpha=1):
         if isinstance(mat, _Tensor) and isinstance(vec, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             return _op.call(self._ks | mat._ks | vec._ks, self, mat, vec, beta, alpha)
         return _MISS
     return fast
-def b511(_op):
+def b515(_op):
     def fast(self, batch1, batch2, *, beta=1, alpha=1):
         if isinstance(batch1, _Tensor) and isinstance(batch2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             return _op.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
         return _MISS
     return fast
-def b512(_op):
+def b516(_op):
     def fast(self, other, dim=None):
         if isinstance(other, _Tensor) and (dim is None or type(dim) is int):
             return _op.call(self._ks | other._ks, self, other, dim)
         return _MISS
     return fast
-def b513(_op):
+def b517(_op):
     def fast(self, rcond=1e-15):
         if type(rcond) is float:
             return _op.call(self._ks, self, rcond)
         return _MISS
     return fast
-def b514(_op):
+def b518(_op):
     def fast(self, dim, dtype=None):
         if type(dim) is int and (dtype is None or type(dtype) is _dtype):
             return _op.call(self._ks, self, dim, dtype)
         return _MISS
     return fast
-def b515(_op):
+def b519(_op):
     def fast(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         if isinstance(other, _Tensor) and type(rtol) is float and type(atol) is float and type(equal_nan) is bool:
             return _op.call(self._ks | other._ks, self, other, rtol, atol, equal_nan)
         return _MISS
     return fast
-def b516(_op):
+def b520(_op):
     def fast(self, n=1, dim=-1, prepend=None, append=None):
         if type(n) is int and type(dim) is int and (prepend is None or isinstance(prepend, _Tensor)) and (append is None or isinstance(append, _Tensor)):
             return _op.call(self._ks | _ks_opt(prepend) | _ks_opt(append), self, n, dim, prepend, append)
         return _MISS
     return fast
-def b517(_op):
+def b521(_op):
     def fast(self, *, correction=1, fweights=None, aweights=None):
         if type(correction) is int and (fweights is None or isinstance(fweights, _Tensor)) and (aweights is None or isinstance(aweights, _Tensor)):
             return _op.call(self._ks | _ks_opt(fweights) | _ks_opt(aweights), self, correction, fweights, aweights)
         return _MISS
     return fast
-def b518(_op):
+def b522(_op):
     def fast(self, lambd=0.5):
         if type(lambd) in _NUMBERS:
             return _op.call(self._ks, self, lambd)
         return _MISS
     return fast
-def b519(_op):
+def b523(_op):
     def fast(self, grad_out, lambd):
         if isinstance(grad_out, _Tensor) and type(lambd) in _NUMBERS:
             return _op.call(grad_out._ks | self._ks, grad_out, self, lambd)
         return _MISS
     return fast
-def b520(_op):
+def b524(_op):
     def fast(self, weight):
         if isinstance(weight, _Tensor):
             return _op.call(self._ks | weight._ks, self, weight)
         return _MISS
     return fast
-def b521(_op):
+def b525(_op):
     def fast(self, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode='reflect', normalized=False, onesided=None, return_complex=None, align_to_window=None):
         if type(n_fft) is int and (hop_length is None or type(hop_length) is int) and (win_length is None or type(win_length) is int) and (window is None or isinstance(window, _Tensor)) and type(center) is bool and type(pad_mode) is str and type(normalized) is bool and (onesided is None or type(onesided) is bool) and (return_complex is None or type(return_complex) is bool) and (align_to_window is None or type(align_to_window) is bool):
             return _op.call(self._ks | _ks_opt(window), self, n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided, return_complex, align_to_window)
         return _MISS
     return fast
-def b522(_op):
+def b526(_op):
     def fast(self, n_fft, hop_length=None, win_length=None, window=None, normalized=False, onesided=None, return_complex=None, align_to_window=None):
         if type(n_fft) is int and (hop_length is None or type(hop_length) is int) and (win_length is None or type(win_length) is int) and (window is None or isinstance(window, _Tensor)) and type(normalized) is bool and (onesided is None or type(onesided) is bool) and (return_complex is None or type(return_complex) is bool) and (align_to_window is None or type(align_to_window) is bool):
             return _op.call(self._ks | _ks_opt(window), self, n_fft, hop_length, win_length, window, normalized, onesided, return_complex, align_to_window)
         return _MISS
     return fast
-def b523(_op):
+def b527(_op):
     def fast(self, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False, onesided=None, length=None, return_complex=False):
         if type(n_fft) is int and (hop_length is None or type(hop_length) is int) and (win_length is None or type(win_length) is int) and (window is None or isinstance(window, _Tensor)) and type(center) is bool and type(normalized) is bool and (onesided is None or type(onesided) is bool) and (length is None or type(length) is int) and type(return_complex) is bool:
             return _op.call(self._ks | _ks_opt(window), self, n_fft, hop_length, win_length, window, center, normalized, onesided, length, return_complex)
         return _MISS
     return fast
-def b524(_op):
+def b528(_op):
     def fast(self, values):
         if isinstance(values, _Tensor):
             return _op.call(self._ks | values._ks, self, values)
         return _MISS
     return fast
-def b525(_op):
+def b529(_op):
     def fast(self, src, dim, index):
         if isinstance(src, _Tensor) and type(dim) is int and type(index) is int:
             return _op.call(self._ks | src._ks, self, src, dim, index)
         return _MISS
     return fast
-def b526(_op):
+def b530(_op):
     def fast(self, src, dim=0, start=None, end=None, step=1):
         if isinstance(src, _Tensor) and type(dim) is int and (start is None or type(start) is int) and (end is None or type(end) is int) and type(step) is int:
             return _op.call(self._ks | src._ks, self, src, dim, start, end, step)
         return _MISS
     return fast
-def b527(_op):
+def b531(_op):
     def fast(self, src, offset=0, dim1=0, dim2=1):
         if isinstance(src, _Tensor) and type(offset) is int and type(dim1) is int and type(dim2) is int:
             return _op.call(self._ks | src._ks, self, src, offset, dim1, dim2)
         return _MISS
     return fast
-def b528(_op):
+def b532(_op):
     def fast(self, input2, upper=False):
         if isinstance(input2, _Tensor) and type(upper) is bool:
             return _op.call(self._ks | input2._ks, self, input2, upper)
         return _MISS
     return fast
-def b529(_op):
+def b533(_op):
     def fast(self, upper=False):
         if type(upper) is bool:
             return _op.call(self._ks, self, upper)
         return _MISS
     return fast
-def b530(_op):
+def b534(_op):
     def fast(self, LU_data, LU_pivots):
         if isinstance(LU_data, _Tensor) and isinstance(LU_pivots, _Tensor):
             return _op.call(self._ks | LU_data._ks | LU_pivots._ks, self, LU_data, LU_pivots)
         return _MISS
     return fast
-def b531(_op):
+def b535(_op):
     def fast(self, input2):
         if isinstance(input2, _Tensor):
             return _op.call(self._ks | input2._ks, self, input2)
         return _MISS
     return fast
-def b532(_op):
+def b536(_op):
     def fast(self, input2, input3, left=True, transpose=False):
         if isinstance(input2, _Tensor) and isinstance(input3, _Tensor) and type(left) is bool and type(transpose) is bool:
             return _op.call(self._ks | input2._ks | input3._ks, self, input2, input3, left, transpose)
         return _MISS
     return fast
-def b533(_op):
+def b537(_op):
     def fast(self, p, dim, maxnorm):
         if type(p) in _NUMBERS and type(dim) is int and type(maxnorm) in _NUMBERS:
             return _op.call(self._ks, self, p, dim, maxnorm)
         return _MISS
     return fast
-def b534(_op):
+def b538(_op):
     def fast(self, p):
         if type(p) is int:
             return _op.call(self._ks, self, p)
         return _MISS
     return fast
-def b535(_op):
+def b539(_op):
     def fast(self, sections):
         if type(sections) is int:
             return tuple(_op.call(self._ks, self, sections))
         return _MISS
     return fast
-def b536(_op):
+def b540(_op):
     def fast(self, indices):
         if (indices_ := _ints(indices, False)) is not None:
             return tuple(_op.call(self._ks, self, indices_))
         return _MISS
     return fast
-def b537(_op):
+def b541(_op):
     def fast(self, offset=0):
         if type(offset) is int:
             return _op.call(self._ks, self, offset)
         return _MISS
     return fast
-def b538(_op):
+def b542(_op):
     def fast(self, fill_value, wrap=False):
         if type(fill_value) in _NUMBERS and type(wrap) is bool:
             return _op.call(self._ks, self, fill_value, wrap)
         return _MISS
     return fast
-def b539(_op):
+def b543(_op):
     def fast(self, other, p=2):
         if isinstance(other, _Tensor) and type(p) in _NUMBERS:
             return _op.call(self._ks | other._ks, self, other, p)
         return _MISS
     return fast
-def b540(_op):
+def b544(_op):
     def fast(self, n):
         if type(n) is int:
             return _op.call(self._ks, self, n)
         return _MISS
     return fast
-def b541(_op):
+def b545(_op):
     def fast(self, vec1, vec2, *, beta=1, alpha=1):
         if isinstance(vec1, _Tensor) and isinstance(vec2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             return _op.call(self._ks | vec1._ks | vec2._ks, self, vec1, vec2, beta, alpha)
         return _MISS
     return fast
-def b542(_op):
+def b546(_op):
     def fast(self, index, source, accumulate=False):
         if isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(accumulate) is bool:
             return _op.call(self._ks | index._ks | source._ks, self, index, source, accumulate)
         return _MISS
     return fast
-def b543(_op):
+def b547(_op):
     def fast(self, dim, index, source, reduce, *, include_self=True):
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(reduce) is str and type(include_self) is bool:
             return _op.call(self._ks | index._ks | source._ks, self, dim, index, source, reduce, include_self)
         return _MISS
     return fast
-def b544(_op):
+def b548(_op):
     def fast(self, *, size, fill_value=-1):
         if type(size) is int and type(fill_value) is int:
             return _op.call(self._ks, self, size, fill_value)
         return _MISS
     return fast
-def b545(_op):
+def b549(_op):
     def fast(self, src, size, stride, storage_offset=None):
         if isinstance(src, _Tensor) and (size_ := _ints(size, False)) is not None and (stride_ := _ints(stride, False)) is not None and (storage_offset is None or type(storage_offset) is int):
             return _op.call(self._ks | src._ks, self, src, size_, stride_, storage_offset)
         return _MISS
     return fast
-def b546(_op):
+def b550(_op):
     def fast(self, some=True, compute_uv=True):
         if type(some) is bool and type(compute_uv) is bool:
             return _op.call(self._ks, self, some, compute_uv)
         return _MISS
     return fast
-def b547(_op):
+def b551(_op):
     def fast(self, some=True):
         if type(some) is bool:
             return _op.call(self._ks, self, some)
         return _MISS
     return fast
-def b548(_op):
+def b552(_op):
     def fast(self, A, upper=True, transpose=False, unitriangular=False):
         if isinstance(A, _Tensor) and type(upper) is bool and type(transpose) is bool and type(unitriangular) is bool:
             return _op.call(self._ks | A._ks, self, A, upper, transpose, unitriangular)
         return _MISS
     return fast
-def b549(_op):
+def b553(_op):
     def fast(self, dim=(), *, keepdim=False, mode=0):
         if (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool and type(mode) is int:
             return _op.call(self._ks, self, dim_, keepdim, mode)
         return _MISS
     return fast
-def b550(_op):
+def b554(_op):
     def fast(self, coalesced):
         if type(coalesced) is bool:
             return _op.call(self._ks, self, coalesced)
         return _MISS
     return fast
-def b551(_op):
+def b555(_op):
     def fast(self, dtype=None, *, masked_grad=None):
         if (dtype is None or type(dtype) is _dtype) and (masked_grad is None or type(masked_grad) is bool):
             return _op.call(self._ks, self, dtype, masked_grad)
         return _MISS
     return fast
-def b552(_op):
+def b556(_op):
     def fast(self, dtype=None, masked_grad=None):
         if (dtype is None or type(dtype) is _dtype) and (masked_grad is None or type(masked_grad) is bool):
             return _op.call(self._ks, self, dtype, masked_grad)
         return _MISS
     return fast
-def b553(_op):
+def b557(_op):
     def fast(self, sparse_dim):
         if type(sparse_dim) is int:
             return _op.call(self._ks, self, sparse_dim)
         return _MISS
     return fast
-def b554(_op):
+def b558(_op):
     def fast(self, *, layout=None, blocksize=None, dense_dim=None):
         if (blocksize is None or (blocksize_ := _ints(blocksize, True)) is not None) and (dense_dim is None or type(dense_dim) is int):
             return _op.call(self._ks, self, layout, (None if blocksize is None else blocksize_), dense_dim)
         return _MISS
     return fast
-def b555(_op):
+def b559(_op):
+    def fast(self, dense_dim=None):
+        if (dense_dim is None or type(dense_dim) is int):
+            return _op.call(self._ks, self, dense_dim)
+        return _MISS
+    return fast
+def b560(_op):
+    def fast(self, blocksize, dense_dim=None):
+        if (blocksize_ := _ints(blocksize, True)) is not None and (dense_dim is None or type(dense_dim) is int):
+            return _op.call(self._ks, self, blocksize_, dense_dim)
+        return _MISS
+    return fast
+def b561(_op):
     def fast(input, weight, bias=None):
         if isinstance(input, _Tensor) and isinstance(weight, _Tensor) and (bias is None or isinstance(bias, _Tensor)):
             return _op.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias)
         return _MISS
     return fast
-def b556(_op):
+def b562(_op):
     def fast(input, target, reduction=1):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int:
             return _op.call(input._ks | target._ks, input, target, reduction)
         return _MISS
     return fast
-def b557(_op):
+def b563(_op):
     def fast(grad_output, input, target, reduction):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int:
             return _op.call(grad_output._ks | input._ks | target._ks, grad_output, input, target, reduction)
         return _MISS
     return fast
-def b558(_op):
+def b564(_op):
     def fast(input, target, weight=None, reduction=1, ignore_index=-100):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int and type(ignore_index) is int:
             return _op.call(input._ks | target._ks | _ks_opt(weight), input, target, weight, reduction, ignore_index)
         return _MISS
     return fast
-def b559(_op):
+def b565(_op):
     def fast(input, target, weight, reduction, ignore_index):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int and type(ignore_index) is int:
             return _op.call(input._ks | target._ks | _ks_opt(weight), input, target, weight, reduction, ignore_index)
         return _MISS
     return fast
-def b560(_op):
+def b566(_op):
     def fast(grad_output, input, target, weight, reduction, ignore_index, total_weight):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int and type(ignore_index) is int and isinstance(total_weight, _Tensor):
             return _op.call(grad_output._ks | input._ks | target._ks | _ks_opt(weight) | total_weight._ks, grad_output, input, target, weight, reduction, ignore_index, total_weight)
         return _MISS
     return fast
-def b561(_op):
+def b567(_op):
     def fast(input, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int and type(ignore_index) is int and type(label_smoothing) is float:
             return _op.call(input._ks | target._ks | _ks_opt(weight), input, target, weight, reduction, ignore_index, label_smoothing)
         return _MISS
     return fast
-def b562(_op):
+def b568(_op):
     def fast(input, *, approximate='none'):
         if isinstance(input, _Tensor) and type(approximate) is str:
             return _op.call(input._ks, input, approximate)
         return _MISS
     return fast
-def b563(_op):
+def b569(_op):
     def fast(grad_output, output):
         if isinstance(grad_output, _Tensor) and isinstance(output, _Tensor):
             return _op.call(grad_output._ks | output._ks, grad_output, output)
         return _MISS
     return fast
-def b564(_op):
+def b570(_op):
     def fast(grad_output, input, *, approximate='none'):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(approximate) is str:
             return _op.call(grad_output._ks | input._ks, grad_output, input, approximate)
         return _MISS
     return fast
-def b565(_op):
+def b571(_op):
     def fast(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
         if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and (dilation_ := _ints(dilation, True)) is not None and type(ceil_mode) is bool:
             return _op.call(input._ks, input, kernel_size_, stride_, padding_, dilation_, ceil_mode)
         return _MISS
     return fast
-def b566(_op):
+def b572(_op):
     def fast(grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and (dilation_ := _ints(dilation, True)) is not None and type(ceil_mode) is bool and isinstance(indices, _Tensor):
             return _op.call(grad_output._ks | input._ks | indices._ks, grad_output, input, kernel_size_, stride_, padding_, dilation_, ceil_mode, indices)
         return _MISS
     return fast
-def b567(_op):
+def b573(_op):
     def fast(input, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
         if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and type(ceil_mode) is bool and type(count_include_pad) is bool and (divisor_override is None or type(divisor_override) is int):
             return _op.call(input._ks, input, kernel_size_, stride_, padding_, ceil_mode, count_include_pad, divisor_override)
         return _MISS
     return fast
-def b568(_op):
+def b574(_op):
     def fast(grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and type(ceil_mode) is bool and type(count_include_pad) is bool and (divisor_override is None or type(divisor_override) is int):
             return _op.call(grad_output._ks | input._ks, grad_output, input, kernel_size_, stride_, padding_, ceil_mode, count_include_pad, divisor_override)
         return _MISS
     return fast
-def b569(_op):
+def b575(_op):
     def fast(input, output_size, scales=None):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (scales is None or type(scales) is float):
             return _op.call(input._ks, input, output_size_, scales)
         return _MISS
     return fast
-def b570(_op):
+def b576(_op):
     def fast(grad_output, output_size, input_size, scales=None):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and (scales is None or type(scales) is float):
             return _op.call(grad_output._ks, grad_output, output_size_, input_size_, scales)
         return _MISS
     return fast
-def b571(_op):
+def b577(_op):
     def fast(input, output_size, scales_h=None, scales_w=None):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _op.call(input._ks, input, output_size_, scales_h, scales_w)
         return _MISS
     return fast
-def b572(_op):
+def b578(_op):
     def fast(grad_output, output_size, input_size, scales_h=None, scales_w=None):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _op.call(grad_output._ks, grad_output, output_size_, input_size_, scales_h, scales_w)
         return _MISS
     return fast
-def b573(_op):
+def b579(_op):
     def fast(input, output_size, scales_d=None, scales_h=None, scales_w=None):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (scales_d is None or type(scales_d) is float) and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _op.call(input._ks, input, output_size_, scales_d, scales_h, scales_w)
         return _MISS
     return fast
-def b574(_op):
+def b580(_op):
     def fast(grad_output, output_size, input_size, scales_d=None, scales_h=None, scales_w=None):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and (scales_d is None or type(scales_d) is float) and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _op.call(grad_output._ks, grad_output, output_size_, input_size_, scales_d, scales_h, scales_w)
         return _MISS
     return fast
-def b575(_op):
+def b581(_op):
     def fast(input, output_size, align_corners, scales=None):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and type(align_corners) is bool and (scales is None or type(scales) is float):
             return _op.call(input._ks, input, output_size_, align_corners, scales)
         return _MISS
     return fast
-def b576(_op):
+def b582(_op):
     def fast(grad_output, output_size, input_size, align_corners, scales=None):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and type(align_corners) is bool and (scales is None or type(scales) is float):
             return _op.call(grad_output._ks, grad_output, output_size_, input_size_, align_corners, scales)
         return _MISS
     return fast
-def b577(_op):
+def b583(_op):
     def fast(input, output_size, align_corners, scales_h=None, scales_w=None):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and type(align_corners) is bool and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _op.call(input._ks, input, output_size_, align_corners, scales_h, scales_w)
         return _MISS
     return fast
-def b578(_op):
+def b584(_op):
     def fast(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and type(align_corners) is bool and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _op.call(grad_output._ks, grad_output, output_size_, input_size_, align_corners, scales_h, scales_w)
         return _MISS
     return fast
-def b579(_op):
+def b585(_op):
     def fast(input, output_size, align_corners, scales_d=None, scales_h=None, scales_w=None):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and type(align_corners) is bool and (scales_d is None or type(scales_d) is float) and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _op.call(input._ks, input, output_size_, align_corners, scales_d, scales_h, scales_w)
         return _MISS
     return fast
-def b580(_op):
+def b586(_op):
     def fast(grad_output, output_size, input_size, align_corners, scales_d=None, scales_h=None, scales_w=None):
         if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and type(align_corners) is bool and (scales_d is None or type(scales_d) is float) and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
             return _op.call(grad_output._ks, grad_output, output_size_, input_size_, align_corners, scales_d, scales_h, scales_w)
         return _MISS
     return fast
-def b581(_op):
+def b587(_op):
     def fast(input, kernel_size, dilation, padding, stride):
         if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (dilation_ := _ints(dilation, True)) is not None and (padding_ := _ints(padding, True)) is not None and (stride_ := _ints(stride, True)) is not None:
             return _op.call(input._ks, input, kernel_size_, dilation_, padding_, stride_)
         return _MISS
     return fast
-def b582(_op):
+def b588(_op):
     def fast(input, output_size, kernel_size, dilation, padding, stride):
         if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (kernel_size_ := _ints(kernel_size, True)) is not None and (dilation_ := _ints(dilation, True)) is not None and (padding_ := _ints(padding, True)) is not None and (stride_ := _ints(stride, True)) is not None:
             return _op.call(input._ks, input, output_size_, kernel_size_, dilation_, padding_, stride_)
         return _MISS
     return fast
-def b583(_op):
+def b589(_op):
     def fast(input, target, reduction=1, beta=1.0):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and type(beta) is float:
             return _op.call(input._ks | target._ks, input, target, reduction, beta)
         return _MISS
     return fast
-def b584(_op):
+def b590(_op):
     def fast(grad_output, input, target, reduction, beta):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and type(beta) is float:
             return _op.call(grad_output._ks | input._ks | target._ks, grad_output, input, target, reduction, beta)
         return _MISS
     return fast
-def b585(_op):
+def b591(_op):
     def fast(input, target, reduction=1, delta=1.0):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and type(delta) is float:
             return _op.call(input._ks | target._ks, input, target, reduction, delta)
         return _MISS
     return fast
-def b586(_op):
+def b592(_op):
     def fast(grad_output, input, target, reduction, delta):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and type(delta) is float:
             return _op.call(grad_output._ks | input._ks | target._ks, grad_output, input, target, reduction, delta)
         return _MISS
     return fast
-def b587(_op):
+def b593(_op):
     def fast(input, target, weight=None, reduction=1):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int:
             return _op.call(input._ks | target._ks | _ks_opt(weight), input, target, weight, reduction)
         return _MISS
     return fast
-def b588(_op):
+def b594(_op):
     def fast(grad_output, input, target, weight=None, reduction=1):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int:
             return _op.call(grad_output._ks | input._ks | target._ks | _ks_opt(weight), grad_output, input, target, weight, reduction)
         return _MISS
     return fast
-def b589(_op):
+def b595(_op):
     def fast(input, target, p=1, margin=1, weight=None, reduction=1):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(p) in _NUMBERS and type(margin) in _NUMBERS and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int:
             return _op.call(input._ks | target._ks | _ks_opt(weight), input, target, p, margin, weight, reduction)
         return _MISS
     return fast
-def b590(_op):
+def b596(_op):
     def fast(grad_output, input, target, p, margin, weight=None, reduction=1):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(p) in _NUMBERS and type(margin) in _NUMBERS and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int:
             return _op.call(grad_output._ks | input._ks | target._ks | _ks_opt(weight), grad_output, input, target, p, margin, weight, reduction)
         return _MISS
     return fast
-def b591(_op):
+def b597(_op):
     def fast(input, target, reduction):
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int:
             return _op.call(input._ks | target._ks, input, target, reduction)
         return _MISS
     return fast
-def b592(_op):
+def b598(_op):
     def fast(grad_output, input, target, reduction, is_target):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and isinstance(is_target, _Tensor):
             return _op.call(grad_output._ks | input._ks | target._ks | is_target._ks, grad_output, input, target, reduction, is_target)
         return _MISS
     return fast
-def b593(_op):
+def b599(_op):
     def fast(grad_output, input):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor):
             return _op.call(grad_output._ks | input._ks, grad_output, input)
         return _MISS
     return fast
-def b594(_op):
+def b600(_op):
     def fast(input, negative_slope=0.01):
         if isinstance(input, _Tensor) and type(negative_slope) in _NUMBERS:
             return _op.call(input._ks, input, negative_slope)
         return _MISS
     return fast
-def b595(_op):
+def b601(_op):
     def fast(grad_output, input, negative_slope, self_is_result):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(negative_slope) in _NUMBERS and type(self_is_result) is bool:
             return _op.call(grad_output._ks | input._ks, grad_output, input, negative_slope, self_is_result)
         return _MISS
     return fast
-def b596(_op):
+def b602(_op):
     def fast(input, alpha=1, scale=1, input_scale=1):
         if isinstance(input, _Tensor) and type(alpha) in _NUMBERS and type(scale) in _NUMBERS and type(input_scale) in _NUMBERS:
             return _op.call(input._ks, input, alpha, scale, input_scale)
         return _MISS
     return fast
-def b597(_op):
+def b603(_op):
     def fast(grad_output, alpha, scale, input_scale, is_result, self_or_result):
         if isinstance(grad_output, _Tensor) and type(alpha) in _NUMBERS and type(scale) in _NUMBERS and type(input_scale) in _NUMBERS and type(is_result) is bool and isinstance(self_or_result, _Tensor):
             return _op.call(grad_output._ks | self_or_result._ks, grad_output, alpha, scale, input_scale, is_result, self_or_result)
         return _MISS
     return fast
-def b598(_op):
+def b604(_op):
     def fast(input, min_val=-1, max_val=1):
         if isinstance(input, _Tensor) and type(min_val) in _NUMBERS and type(max_val) in _NUMBERS:
             return _op.call(input._ks, input, min_val, max_val)
         return _MISS
     return fast
-def b599(_op):
+def b605(_op):
     def fast(grad_output, input, min_val, max_val):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(min_val) in _NUMBERS and type(max_val) in _NUMBERS:
             return _op.call(grad_output._ks | input._ks, grad_output, input, min_val, max_val)
         return _MISS
     return fast
-def b600(_op):
+def b606(_op):
     def fast(input, beta=1, threshold=20):
         if isinstance(input, _Tensor) and type(beta) in _NUMBERS and type(threshold) in _NUMBERS:
             return _op.call(input._ks, input, beta, threshold)
         return _MISS
     return fast
-def b601(_op):
+def b607(_op):
     def fast(grad_output, input, beta, threshold):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(beta) in _NUMBERS and type(threshold) in _NUMBERS:
             return _op.call(grad_output._ks | input._ks, grad_output, input, beta, threshold)
         return _MISS
     return fast
-def b602(_op):
+def b608(_op):
     def fast(input, dim=-1):
         if isinstance(input, _Tensor) and type(dim) is int:
             return _op.call(input._ks, input, dim)
         return _MISS
     return fast
-def b603(_op):
+def b609(_op):
     def fast(grad_output, input, dim):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(dim) is int:
             return _op.call(grad_output._ks | input._ks, grad_output, input, dim)
         return _MISS
     return fast
-def b604(_op):
+def b610(_op):
     def fast(grad_output, input, buffer):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(buffer, _Tensor):
             return _op.call(grad_output._ks | input._ks | buffer._ks, grad_output, input, buffer)
         return _MISS
     return fast
-def b605(_op):
+def b611(_op):
     def fast(grad_output, input, lambd):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(lambd) in _NUMBERS:
             return _op.call(grad_output._ks | input._ks, grad_output, input, lambd)
         return _MISS
     return fast
-def b606(_op):
+def b612(_op):
     def fast(input, noise, lower=0.125, upper=0.3333333333333333, training=False, generator=None):
         if isinstance(input, _Tensor) and isinstance(noise, _Tensor) and type(lower) in _NUMBERS and type(upper) in _NUMBERS and type(training) is bool and (generator is None or type(generator) is _Generator):
             return _op.call(input._ks | noise._ks, input, noise, lower, upper, training, generator)
         return _MISS
     return fast
-def b607(_op):
+def b613(_op):
     def fast(grad_output, input, noise, lower, upper, training, self_is_result):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(noise, _Tensor) and type(lower) in _NUMBERS and type(upper) in _NUMBERS and type(training) is bool and type(self_is_result) is bool:
             return _op.call(grad_output._ks | input._ks | noise._ks, grad_output, input, noise, lower, upper, training, self_is_result)
         return _MISS
     return fast
-def b608(_op):
+def b614(_op):
     def fast(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False):
         if isinstance(query, _Tensor) and isinstance(key, _Tensor) and isinstance(value, _Tensor) and (attn_mask is None or isinstance(attn_mask, _Tensor)) and type(dropout_p) is float and type(is_causal) is bool and (scale is None or type(scale) is float) and type(enable_gqa) is bool:
             return _op.call(query._ks | key._ks | value._ks | _ks_opt(attn_mask), query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
         return _MISS
     return fast
-def b609(_op):
+def b615(_op):
     def fast(input, pad, mode='constant', value=None):
         if isinstance(input, _Tensor) and (pad_ := _ints(pad, False)) is not None and type(mode) is str and (value is None or type(value) is float):
             return _op.call(input._ks, input, pad_, mode, value)
         return _MISS
     return fast
-def b610(_op):
+def b616(_op):
     def fast(input, padding):
         if isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
             return _op.call(input._ks, input, padding_)
         return _MISS
     return fast
-def b611(_op):
+def b617(_op):
     def fast(grad_output, input, padding):
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
             return _op.call(grad_output._ks | input._ks, grad_output, input, padding_)
         return _MISS
     return fast
-def b612(_op):
+def b618(_op):
     def fast(input, indices, output_size):
         if isinstance(input, _Tensor) and isinstance(indices, _Tensor) and (output_size_ := _ints(output_size, True)) is not None:
             return _op.call(input._ks | indices._ks, input, indices, output_size_)
         return _MISS
     return fast
-def b613(_op):
+def b619(_op):
     def fast(input, indices, output_size, stride, padding):
         if isinstance(input, _Tensor) and isinstance(indices, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None:
             return _op.call(input._ks | indices._ks, input, indices, output_size_, stride_, padding_)
         return _MISS
     return fast
-def b614(_op):
+def b620(_op):
     def fast(input, num_classes=-1):
         if isinstance(input, _Tensor) and type(num_classes) is int:
             return _op.call(input._ks, input, num_classes)
         return _MISS
     return fast
-def b615(_op):
+def b621(_op):
     def fast(input, kernel_size, output_size, random_samples):
         if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (output_size_ := _ints(output_size, True)) is not None and isinstance(random_samples, _Tensor):
             return _op.call(input._ks | random_samples._ks, input, kernel_size_, output_size_, random_samples)
         return _MISS
     return fast
-def b616(_op):
+def b622(_op):
     def fast(A, B, *, left=True):
         if isinstance(A, _Tensor) and isinstance(B, _Tensor) and type(left) is bool:
             return _op.call(A._ks | B._ks, A, B, left)
         return _MISS
     return fast
-def b617(_op):
+def b623(_op):
     def fast(input, *, upper=False):
         if isinstance(input, _Tensor) and type(upper) is bool:
             return _op.call(input._ks, input, upper)
         return _MISS
     return fast
-def b618(_op):
+def b624(_op):
     def fast(input, B, *, upper, left=True, unitriangular=False):
         if isinstance(input, _Tensor) and isinstance(B, _Tensor) and type(upper) is bool and type(left) is bool and type(unitriangular) is bool:
             return _op.call(input._ks | B._ks, input, B, upper, left, unitriangular)
         return _MISS
     return fast
-def b619(_op):
+def b625(_op):
     def fast(A, mode='reduced'):
         if isinstance(A, _Tensor) and type(mode) is str:
             return _op.call(A._ks, A, mode)
         return _MISS
     return fast
-def b620(_op):
+def b626(_op):
     def fast(input, UPLO='L'):
         if isinstance(input, _Tensor) and type(UPLO) is str:
             return _op.call(input._ks, input, UPLO)
         return _MISS
     return fast
-def b621(_op):
+def b627(_op):
     def fast(A, full_matrices=True, *, driver=None):
         if isinstance(A, _Tensor) and type(full_matrices) is bool and (driver is None or type(driver) is str):
             return _op.call(A._ks, A, full_matrices, driver)
         return _MISS
     return fast
-def b622(_op):
+def b628(_op):
     def fast(A, *, driver=None):
         if isinstance(A, _Tensor) and (driver is None or type(driver) is str):
             return _op.call(A._ks, A, driver)
         return _MISS
     return fast
-def b623(_op):
+def b629(_op):
     def fast(input, *, atol=None, rtol=None, hermitian=False):
         if isinstance(input, _Tensor) and (atol is None or isinstance(atol, _Tensor)) and (rtol is None or isinstance(rtol, _Tensor)) and type(hermitian) is bool:
             return _op.call(input._ks | _ks_opt(atol) | _ks_opt(rtol), input, atol, rtol, hermitian)
         return _MISS
     return fast
-def b624(_op):
+def b630(_op):
     def fast(input, *, atol=None, rtol=None, hermitian=False):
         if isinstance(input, _Tensor) and (atol is None or type(atol) is float) and (rtol is None or type(rtol) is float) and type(hermitian) is bool:
             return _op.call(input._ks, input, atol, rtol, hermitian)
         return _MISS
     return fast
-def b625(_op):
+def b631(_op):
     def fast(input, rcond, hermitian=False):
         if isinstance(input, _Tensor) and type(rcond) is float and type(hermitian) is bool:
             return _op.call(input._ks, input, rcond, hermitian)
         return _MISS
     return fast
-def b626(_op):
+def b632(_op):
     def fast(input, rcond, hermitian=False):
         if isinstance(input, _Tensor) and isinstance(rcond, _Tensor) and type(hermitian) is bool:
             return _op.call(input._ks | rcond._ks, input, rcond, hermitian)
         return _MISS
     return fast
-def b627(_op):
+def b633(_op):
     def fast(input, b, rcond=None, *, driver=None):
         if isinstance(input, _Tensor) and isinstance(b, _Tensor) and (rcond is None or type(rcond) is float) and (driver is None or type(driver) is str):
             return _op.call(input._ks | b._ks, input, b, rcond, driver)
         return _MISS
     return fast
-def b628(_op):
+def b634(_op):
     def fast(input, other, *, dim=-1):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor) and type(dim) is int:
             return _op.call(input._ks | other._ks, input, other, dim)
         return _MISS
     return fast
-def b629(_op):
+def b635(_op):
     def fast(input, ord=2, dim=None, keepdim=False, *, dtype=None):
         if isinstance(input, _Tensor) and type(ord) in _NUMBERS and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _op.call(input._ks, input, ord, (None if dim is None else dim_), keepdim, dtype)
         return _MISS
     return fast
-def b630(_op):
+def b636(_op):
     def fast(input, ord='fro', dim=(-2,-1), keepdim=False, *, dtype=None):
         if isinstance(input, _Tensor) and type(ord) is str and (dim_ := _ints(dim, False)) is not None and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _op.call(input._ks, input, ord, dim_, keepdim, dtype)
         return _MISS
     return fast
-def b631(_op):
+def b637(_op):
     def fast(input, ord, dim=(-2,-1), keepdim=False, *, dtype=None):
         if isinstance(input, _Tensor) and type(ord) in _NUMBERS and (dim_ := _ints(dim, False)) is not None and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _op.call(input._ks, input, ord, dim_, keepdim, dtype)
         return _MISS
     return fast
-def b632(_op):
+def b638(_op):
     def fast(input, ord=None, dim=None, keepdim=False, *, dtype=None):
         if isinstance(input, _Tensor) and (ord is None or type(ord) in _NUMBERS) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _op.call(input._ks, input, ord, (None if dim is None else dim_), keepdim, dtype)
         return _MISS
     return fast
-def b633(_op):
+def b639(_op):
     def fast(input, ord, dim=None, keepdim=False, *, dtype=None):
         if isinstance(input, _Tensor) and type(ord) is str and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             return _op.call(input._ks, input, ord, (None if dim is None else dim_), keepdim, dtype)
         return _MISS
     return fast
-def b634(_op):
+def b640(_op):
     def fast(A, *, offset=0, dim1=-2, dim2=-1):
         if isinstance(A, _Tensor) and type(offset) is int and type(dim1) is int and type(dim2) is int:
             return _op.call(A._ks, A, offset, dim1, dim2)
         return _MISS
     return fast
-def b635(_op):
+def b641(_op):
     def fast(A, *, pivot=True, check_errors=False):
         if isinstance(A, _Tensor) and type(pivot) is bool and type(check_errors) is bool:
             return _op.call(A._ks, A, pivot, check_errors)
         return _MISS
     return fast
-def b636(_op):
+def b642(_op):
     def fast(A, *, pivot=True):
         if isinstance(A, _Tensor) and type(pivot) is bool:
             return _op.call(A._ks, A, pivot)
         return _MISS
     return fast
-def b637(_op):
+def b643(_op):
     def fast(LU, pivots, B, *, left=True, adjoint=False):
         if isinstance(LU, _Tensor) and isinstance(pivots, _Tensor) and isinstance(B, _Tensor) and type(left) is bool and type(adjoint) is bool:
             return _op.call(LU._ks | pivots._ks | B._ks, LU, pivots, B, left, adjoint)
         return _MISS
     return fast
-def b638(_op):
+def b644(_op):
     def fast(A, *, check_errors=False):
         if isinstance(A, _Tensor) and type(check_errors) is bool:
             return _op.call(A._ks, A, check_errors)
         return _MISS
     return fast
-def b639(_op):
+def b645(_op):
     def fast(input, *, upper=False, check_errors=False):
         if isinstance(input, _Tensor) and type(upper) is bool and type(check_errors) is bool:
             return _op.call(input._ks, input, upper, check_errors)
         return _MISS
     return fast
-def b640(_op):
+def b646(_op):
     def fast(input, tau):
         if isinstance(input, _Tensor) and isinstance(tau, _Tensor):
             return _op.call(input._ks | tau._ks, input, tau)
         return _MISS
     return fast
-def b641(_op):
+def b647(_op):
     def fast(input, p=None):
         if isinstance(input, _Tensor) and (p is None or type(p) in _NUMBERS):
             return _op.call(input._ks, input, p)
         return _MISS
     return fast
-def b642(_op):
+def b648(_op):
     def fast(input, p):
         if isinstance(input, _Tensor) and type(p) is str:
             return _op.call(input._ks, input, p)
         return _MISS
     return fast
-def b643(_op):
+def b649(_op):
     def fast(x, y, *, dim=-1):
         if isinstance(x, _Tensor) and isinstance(y, _Tensor) and type(dim) is int:
             return _op.call(x._ks | y._ks, x, y, dim)
         return _MISS
     return fast
-def b644(_op):
+def b650(_op):
     def fast(x, *, N=None):
         if isinstance(x, _Tensor) and (N is None or type(N) is int):
             return _op.call(x._ks, x, N)
         return _MISS
     return fast
-def b645(_op):
+def b651(_op):
     def fast(input, ind=2):
         if isinstance(input, _Tensor) and type(ind) is int:
             return _op.call(input._ks, input, ind)
         return _MISS
     return fast
-def b646(_op):
+def b652(_op):
     def fast(input, other, dims=None):
         if isinstance(input, _Tensor) and isinstance(other, _Tensor) and (dims is None or (dims_ := _ints(dims, False)) is not None):
             return _op.call(input._ks | other._ks, input, other, (None if dims is None else dims_))
         return _MISS
     return fast
-def b647(_op):
+def b653(_op):
     def fast(input, tol, hermitian=False):
         if isinstance(input, _Tensor) and type(tol) is float and type(hermitian) is bool:
             return _op.call(input._ks, input, tol, hermitian)
         return _MISS
     return fast
-def b648(_op):
+def b654(_op):
     def fast(input, tol, hermitian=False):
         if isinstance(input, _Tensor) and isinstance(tol, _Tensor) and type(hermitian) is bool:
             return _op.call(input._ks | tol._ks, input, tol, hermitian)
         return _MISS
     return fast
-def b649(_op):
+def b655(_op):
     def fast(input, *, hermitian=False, check_errors=False):
         if isinstance(input, _Tensor) and type(hermitian) is bool and type(check_errors) is bool:
             return _op.call(input._ks, input, hermitian, check_errors)
         return _MISS
     return fast
-def b650(_op):
+def b656(_op):
     def fast(input, *, hermitian=False):
         if isinstance(input, _Tensor) and type(hermitian) is bool:
             return _op.call(input._ks, input, hermitian)
         return _MISS
     return fast
-def b651(_op):
+def b657(_op):
     def fast(LD, pivots, B, *, hermitian=False):
         if isinstance(LD, _Tensor) and isinstance(pivots, _Tensor) and isinstance(B, _Tensor) and type(hermitian) is bool:
             return _op.call(LD._ks | pivots._ks | B._ks, LD, pivots, B, hermitian)
         return _MISS
     return fast
-def b652(_op, _op_out):
+def b658(_op, _op_out):
     def fast(x, n, *, out=None):
         if isinstance(x, _Tensor) and isinstance(n, _Tensor):
             if out is None:
@@ -4083,7 +4119,7 @@ def b652(_op, _op_out):
                 return _op_out.call(x._ks | n._ks | _ks_out(out), x, n, out)
         return _MISS
     return fast
-def b653(_op, _op_out):
+def b659(_op, _op_out):
     def fast(x, n, *, out=None):
         if type(x) in _NUMBERS and isinstance(n, _Tensor):
             if out is None:
@@ -4092,7 +4128,7 @@ def b653(_op, _op_out):
                 return _op_out.call(n._ks | _ks_out(out), x, n, out)
         return _MISS
     return fast
-def b654(_op, _op_out):
+def b660(_op, _op_out):
     def fast(x, n, *, out=None):
         if isinstance(x, _Tensor) and type(n) in _NUMBERS:
             if out is None:
@@ -4101,7 +4137,7 @@ def b654(_op, _op_out):
                 return _op_out.call(x._ks | _ks_out(out), x, n, out)
         return _MISS
     return fast
-def b655(_op, _op_out):
+def b661(_op, _op_out):
     def fast(input, other, *, out=None):
         if type(input) in _NUMBERS and isinstance(other, _Tensor):
             if out is None:
@@ -4110,7 +4146,7 @@ def b655(_op, _op_out):
                 return _op_out.call(other._ks | _ks_out(out), input, other, out)
         return _MISS
     return fast
-def b656(_op, _op_out):
+def b662(_op, _op_out):
     def fast(x, *, out=None):
         if isinstance(x, _Tensor):
             if out is None:
@@ -4119,19 +4155,19 @@ def b656(_op, _op_out):
                 return _op_out.call(x._ks | _ks_out(out), x, out)
         return _MISS
     return fast
-def b657(_op):
+def b663(_op):
     def fast(input, dim, *, dtype=None):
         if isinstance(input, _Tensor) and type(dim) is int and (dtype is None or type(dtype) is _dtype):
             return _op.call(input._ks, input, dim, dtype)
         return _MISS
     return fast
-def b658(_op):
+def b664(_op):
     def fast(input, *, decimals=0):
         if isinstance(input, _Tensor) and type(decimals) is int:
             return _op.call(input._ks, input, decimals)
         return _MISS
     return fast
-def b659(_op, _op_out):
+def b665(_op, _op_out):
     def fast(input, n=None, dim=-1, norm=None, *, out=None):
         if isinstance(input, _Tensor) and (n is None or type(n) is int) and type(dim) is int and (norm is None or type(norm) is str):
             if out is None:
@@ -4140,7 +4176,7 @@ def b659(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, n, dim, norm, out)
         return _MISS
     return fast
-def b660(_op, _op_out):
+def b666(_op, _op_out):
     def fast(input, s=None, dim=(-2,-1), norm=None, *, out=None):
         if isinstance(input, _Tensor) and (s is None or (s_ := _ints(s, True)) is not None) and (dim_ := _ints(dim, True)) is not None and (norm is None or type(norm) is str):
             if out is None:
@@ -4149,7 +4185,7 @@ def b660(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, (None if s is None else s_), dim_, norm, out)
         return _MISS
     return fast
-def b661(_op, _op_out):
+def b667(_op, _op_out):
     def fast(input, s=None, dim=None, norm=None, *, out=None):
         if isinstance(input, _Tensor) and (s is None or (s_ := _ints(s, True)) is not None) and (dim is None or (dim_ := _ints(dim, True)) is not None) and (norm is None or type(norm) is str):
             if out is None:
@@ -4158,7 +4194,7 @@ def b661(_op, _op_out):
                 return _op_out.call(input._ks | _ks_out(out), input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
         return _MISS
     return fast
-def b662(_op, _op_out):
+def b668(_op, _op_out):
     def fast(n, d=1.0, *, dtype=None, layout=None, device=None, pin_memory=None, out=None, requires_grad=False):
         if type(n) is int and type(d) is float and (dtype is None or type(dtype) is _dtype) and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
             if out is None:
@@ -4168,7 +4204,7 @@ def b662(_op, _op_out):
                 return _op_out.call(_KS_CPU | _ks_out(out), n, d, out)
         return _MISS
     return fast
-def b663(_op):
+def b669(_op):
     def fast(input, dim=None):
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None):
             return _op.call(input._ks, input, (None if dim is None else dim_))

@@ -10,46 +10,46 @@ from ember._python_arg_parser import function_binding as _function
 __all__ = ['fft', 'fft2', 'fftfreq', 'fftn', 'fftshift', 'hfft', 'hfft2', 'hfftn', 'ifft', 'ifft2', 'ifftn', 'ifftshift', 'ihfft', 'ihfft2', 'ihfftn', 'irfft', 'irfft2', 'irfftn', 'rfft', 'rfft2', 'rfftfreq', 'rfftn']
 
 fft = _function(__name__, 'fft', ((_A._op_fft_fft, _A._op_fft_fft_out),),
-    (_B.b659(_A._op_fft_fft, _A._op_fft_fft_out),), (), wrapped=True, op_name='fft_fft', doc='fft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b665(_A._op_fft_fft, _A._op_fft_fft_out),), (), wrapped=True, op_name='fft_fft', doc='fft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
 ifft = _function(__name__, 'ifft', ((_A._op_fft_ifft, _A._op_fft_ifft_out),),
-    (_B.b659(_A._op_fft_ifft, _A._op_fft_ifft_out),), (), wrapped=True, op_name='fft_ifft', doc='ifft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b665(_A._op_fft_ifft, _A._op_fft_ifft_out),), (), wrapped=True, op_name='fft_ifft', doc='ifft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
 rfft = _function(__name__, 'rfft', ((_A._op_fft_rfft, _A._op_fft_rfft_out),),
-    (_B.b659(_A._op_fft_rfft, _A._op_fft_rfft_out),), (), wrapped=True, op_name='fft_rfft', doc='rfft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b665(_A._op_fft_rfft, _A._op_fft_rfft_out),), (), wrapped=True, op_name='fft_rfft', doc='rfft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
 irfft = _function(__name__, 'irfft', ((_A._op_fft_irfft, _A._op_fft_irfft_out),),
-    (_B.b659(_A._op_fft_irfft, _A._op_fft_irfft_out),), (), wrapped=True, op_name='fft_irfft', doc='irfft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b665(_A._op_fft_irfft, _A._op_fft_irfft_out),), (), wrapped=True, op_name='fft_irfft', doc='irfft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
 hfft = _function(__name__, 'hfft', ((_A._op_fft_hfft, _A._op_fft_hfft_out),),
-    (_B.b659(_A._op_fft_hfft, _A._op_fft_hfft_out),), (), wrapped=True, op_name='fft_hfft', doc='hfft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b665(_A._op_fft_hfft, _A._op_fft_hfft_out),), (), wrapped=True, op_name='fft_hfft', doc='hfft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
 ihfft = _function(__name__, 'ihfft', ((_A._op_fft_ihfft, _A._op_fft_ihfft_out),),
-    (_B.b659(_A._op_fft_ihfft, _A._op_fft_ihfft_out),), (), wrapped=True, op_name='fft_ihfft', doc='ihfft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b665(_A._op_fft_ihfft, _A._op_fft_ihfft_out),), (), wrapped=True, op_name='fft_ihfft', doc='ihfft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
 fft2 = _function(__name__, 'fft2', ((_A._op_fft_fft2, _A._op_fft_fft2_out),),
-    (_B.b660(_A._op_fft_fft2, _A._op_fft_fft2_out),), (), wrapped=True, op_name='fft_fft2', doc='fft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int] = (-2,-1), norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b666(_A._op_fft_fft2, _A._op_fft_fft2_out),), (), wrapped=True, op_name='fft_fft2', doc='fft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int] = (-2,-1), norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
 ifft2 = _function(__name__, 'ifft2', ((_A._op_fft_ifft2, _A._op_fft_ifft2_out),),
-    (_B.b660(_A._op_fft_ifft2, _A._op_fft_ifft2_out),), (), wrapped=True, op_name='fft_ifft2', doc='ifft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int] = (-2,-1), norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b666(_A._op_fft_ifft2, _A._op_fft_ifft2_out),), (), wrapped=True, op_name='fft_ifft2', doc='ifft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int] = (-2,-1), norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
 rfft2 = _function(__name__, 'rfft2', ((_A._op_fft_rfft2, _A._op_fft_rfft2_out),),
-    (_B.b660(_A._op_fft_rfft2, _A._op_fft_rfft2_out),), (), wrapped=True, op_name='fft_rfft2', doc='rfft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int] = (-2,-1), norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b666(_A._op_fft_rfft2, _A._op_fft_rfft2_out),), (), wrapped=True, op_name='fft_rfft2', doc='rfft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int] = (-2,-1), norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
 irfft2 = _function(__name__, 'irfft2', ((_A._op_fft_irfft2, _A._op_fft_irfft2_out),),
-    (_B.b660(_A._op_fft_irfft2, _A._op_fft_irfft2_out),), (), wrapped=True, op_name='fft_irfft2', doc='irfft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int] = (-2,-1), norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b666(_A._op_fft_irfft2, _A._op_fft_irfft2_out),), (), wrapped=True, op_name='fft_irfft2', doc='irfft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int] = (-2,-1), norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
 hfft2 = _function(__name__, 'hfft2', ((_A._op_fft_hfft2, _A._op_fft_hfft2_out),),
-    (_B.b660(_A._op_fft_hfft2, _A._op_fft_hfft2_out),), (), wrapped=True, op_name='fft_hfft2', doc='hfft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int] = (-2,-1), norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b666(_A._op_fft_hfft2, _A._op_fft_hfft2_out),), (), wrapped=True, op_name='fft_hfft2', doc='hfft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int] = (-2,-1), norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
 ihfft2 = _function(__name__, 'ihfft2', ((_A._op_fft_ihfft2, _A._op_fft_ihfft2_out),),
-    (_B.b660(_A._op_fft_ihfft2, _A._op_fft_ihfft2_out),), (), wrapped=True, op_name='fft_ihfft2', doc='ihfft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int] = (-2,-1), norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b666(_A._op_fft_ihfft2, _A._op_fft_ihfft2_out),), (), wrapped=True, op_name='fft_ihfft2', doc='ihfft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int] = (-2,-1), norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
 fftn = _function(__name__, 'fftn', ((_A._op_fft_fftn, _A._op_fft_fftn_out),),
-    (_B.b661(_A._op_fft_fftn, _A._op_fft_fftn_out),), (), wrapped=True, op_name='fft_fftn', doc='fftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional[List[int]] = None, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b667(_A._op_fft_fftn, _A._op_fft_fftn_out),), (), wrapped=True, op_name='fft_fftn', doc='fftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional[List[int]] = None, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
 ifftn = _function(__name__, 'ifftn', ((_A._op_fft_ifftn, _A._op_fft_ifftn_out),),
-    (_B.b661(_A._op_fft_ifftn, _A._op_fft_ifftn_out),), (), wrapped=True, op_name='fft_ifftn', doc='ifftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional[List[int]] = None, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b667(_A._op_fft_ifftn, _A._op_fft_ifftn_out),), (), wrapped=True, op_name='fft_ifftn', doc='ifftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional[List[int]] = None, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
 rfftn = _function(__name__, 'rfftn', ((_A._op_fft_rfftn, _A._op_fft_rfftn_out),),
-    (_B.b661(_A._op_fft_rfftn, _A._op_fft_rfftn_out),), (), wrapped=True, op_name='fft_rfftn', doc='rfftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional[List[int]] = None, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b667(_A._op_fft_rfftn, _A._op_fft_rfftn_out),), (), wrapped=True, op_name='fft_rfftn', doc='rfftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional[List[int]] = None, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
 irfftn = _function(__name__, 'irfftn', ((_A._op_fft_irfftn, _A._op_fft_irfftn_out),),
-    (_B.b661(_A._op_fft_irfftn, _A._op_fft_irfftn_out),), (), wrapped=True, op_name='fft_irfftn', doc='irfftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional[List[int]] = None, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b667(_A._op_fft_irfftn, _A._op_fft_irfftn_out),), (), wrapped=True, op_name='fft_irfftn', doc='irfftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional[List[int]] = None, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
 hfftn = _function(__name__, 'hfftn', ((_A._op_fft_hfftn, _A._op_fft_hfftn_out),),
-    (_B.b661(_A._op_fft_hfftn, _A._op_fft_hfftn_out),), (), wrapped=True, op_name='fft_hfftn', doc='hfftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional[List[int]] = None, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b667(_A._op_fft_hfftn, _A._op_fft_hfftn_out),), (), wrapped=True, op_name='fft_hfftn', doc='hfftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional[List[int]] = None, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
 ihfftn = _function(__name__, 'ihfftn', ((_A._op_fft_ihfftn, _A._op_fft_ihfftn_out),),
-    (_B.b661(_A._op_fft_ihfftn, _A._op_fft_ihfftn_out),), (), wrapped=True, op_name='fft_ihfftn', doc='ihfftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional[List[int]] = None, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
+    (_B.b667(_A._op_fft_ihfftn, _A._op_fft_ihfftn_out),), (), wrapped=True, op_name='fft_ihfftn', doc='ihfftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional[List[int]] = None, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor')
 fftfreq = _function(__name__, 'fftfreq', ((_A._op_fft_fftfreq, _A._op_fft_fftfreq_out),),
-    (_B.b662(_A._op_fft_fftfreq, _A._op_fft_fftfreq_out),), (), wrapped=True, op_name='fft_fftfreq', doc='fftfreq(n: int, d: float = 1.0, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, out: Optional[Tensor] = None, requires_grad: bool = False) -> Tensor')
+    (_B.b668(_A._op_fft_fftfreq, _A._op_fft_fftfreq_out),), (), wrapped=True, op_name='fft_fftfreq', doc='fftfreq(n: int, d: float = 1.0, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, out: Optional[Tensor] = None, requires_grad: bool = False) -> Tensor')
 rfftfreq = _function(__name__, 'rfftfreq', ((_A._op_fft_rfftfreq, _A._op_fft_rfftfreq_out),),
-    (_B.b662(_A._op_fft_rfftfreq, _A._op_fft_rfftfreq_out),), (), wrapped=True, op_name='fft_rfftfreq', doc='rfftfreq(n: int, d: float = 1.0, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, out: Optional[Tensor] = None, requires_grad: bool = False) -> Tensor')
+    (_B.b668(_A._op_fft_rfftfreq, _A._op_fft_rfftfreq_out),), (), wrapped=True, op_name='fft_rfftfreq', doc='rfftfreq(n: int, d: float = 1.0, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, out: Optional[Tensor] = None, requires_grad: bool = False) -> Tensor')
 fftshift = _function(__name__, 'fftshift', ((_A._op_fft_fftshift, None),),
-    (_B.b663(_A._op_fft_fftshift),), (), wrapped=True, op_name='fft_fftshift', doc='fftshift(input: Tensor, dim: Optional[List[int]] = None) -> Tensor')
+    (_B.b669(_A._op_fft_fftshift),), (), wrapped=True, op_name='fft_fftshift', doc='fftshift(input: Tensor, dim: Optional[List[int]] = None) -> Tensor')
 ifftshift = _function(__name__, 'ifftshift', ((_A._op_fft_ifftshift, None),),
-    (_B.b663(_A._op_fft_ifftshift),), (), wrapped=True, op_name='fft_ifftshift', doc='ifftshift(input: Tensor, dim: Optional[List[int]] = None) -> Tensor')
+    (_B.b669(_A._op_fft_ifftshift),), (), wrapped=True, op_name='fft_ifftshift', doc='ifftshift(input: Tensor, dim: Optional[List[int]] = None) -> Tensor')

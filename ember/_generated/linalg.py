@@ -16,51 +16,51 @@ det = _function(__name__, 'det', ((_A._op_linalg_det, None),),
 slogdet = _function(__name__, 'slogdet', ((_A._op_linalg_slogdet, None),),
     (_B.b175(_A._op_linalg_slogdet),), (), wrapped=True, op_name='linalg_slogdet', doc='slogdet(A: Tensor) -> (Tensor, Tensor)')
 solve = _function(__name__, 'solve', ((_A._op_linalg_solve, None),),
-    (_B.b616(_A._op_linalg_solve),), (), wrapped=True, op_name='linalg_solve', doc='solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor')
+    (_B.b622(_A._op_linalg_solve),), (), wrapped=True, op_name='linalg_solve', doc='solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor')
 cholesky = _function(__name__, 'cholesky', ((_A._op_linalg_cholesky, None),),
-    (_B.b617(_A._op_linalg_cholesky),), (), wrapped=True, op_name='linalg_cholesky', doc='cholesky(input: Tensor, *, upper: bool = False) -> Tensor')
+    (_B.b623(_A._op_linalg_cholesky),), (), wrapped=True, op_name='linalg_cholesky', doc='cholesky(input: Tensor, *, upper: bool = False) -> Tensor')
 solve_triangular = _function(__name__, 'solve_triangular', ((_A._op_linalg_solve_triangular, None),),
-    (_B.b618(_A._op_linalg_solve_triangular),), (), wrapped=True, op_name='linalg_solve_triangular', doc='solve_triangular(input: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Tensor')
+    (_B.b624(_A._op_linalg_solve_triangular),), (), wrapped=True, op_name='linalg_solve_triangular', doc='solve_triangular(input: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Tensor')
 qr = _function(__name__, 'qr', ((_A._op_linalg_qr, None),),
-    (_B.b619(_A._op_linalg_qr),), (), wrapped=True, op_name='linalg_qr', doc="qr(A: Tensor, mode: str = 'reduced') -> (Tensor, Tensor)")
+    (_B.b625(_A._op_linalg_qr),), (), wrapped=True, op_name='linalg_qr', doc="qr(A: Tensor, mode: str = 'reduced') -> (Tensor, Tensor)")
 eigh = _function(__name__, 'eigh', ((_A._op_linalg_eigh, None),),
-    (_B.b620(_A._op_linalg_eigh),), (), wrapped=True, op_name='linalg_eigh', doc="eigh(input: Tensor, UPLO: str = 'L') -> (Tensor, Tensor)")
+    (_B.b626(_A._op_linalg_eigh),), (), wrapped=True, op_name='linalg_eigh', doc="eigh(input: Tensor, UPLO: str = 'L') -> (Tensor, Tensor)")
 eigvalsh = _function(__name__, 'eigvalsh', ((_A._op_linalg_eigvalsh, None),),
-    (_B.b620(_A._op_linalg_eigvalsh),), (), wrapped=True, op_name='linalg_eigvalsh', doc="eigvalsh(input: Tensor, UPLO: str = 'L') -> Tensor")
+    (_B.b626(_A._op_linalg_eigvalsh),), (), wrapped=True, op_name='linalg_eigvalsh', doc="eigvalsh(input: Tensor, UPLO: str = 'L') -> Tensor")
 svd = _function(__name__, 'svd', ((_A._op_linalg_svd, None),),
-    (_B.b621(_A._op_linalg_svd),), (), wrapped=True, op_name='linalg_svd', doc='svd(A: Tensor, full_matrices: bool = True, *, driver: Optional[str] = None) -> (Tensor, Tensor, Tensor)')
+    (_B.b627(_A._op_linalg_svd),), (), wrapped=True, op_name='linalg_svd', doc='svd(A: Tensor, full_matrices: bool = True, *, driver: Optional[str] = None) -> (Tensor, Tensor, Tensor)')
 svdvals = _function(__name__, 'svdvals', ((_A._op_linalg_svdvals, None),),
-    (_B.b622(_A._op_linalg_svdvals),), (), wrapped=True, op_name='linalg_svdvals', doc='svdvals(A: Tensor, *, driver: Optional[str] = None) -> Tensor')
+    (_B.b628(_A._op_linalg_svdvals),), (), wrapped=True, op_name='linalg_svdvals', doc='svdvals(A: Tensor, *, driver: Optional[str] = None) -> Tensor')
 pinv = _function(__name__, 'pinv', ((_A._op_linalg_pinv_atol_rtol_tensor, None), (_A._op_linalg_pinv_atol_rtol_float, None), (_A._op_linalg_pinv, None), (_A._op_linalg_pinv_rcond_tensor, None)),
-    (_B.b623(_A._op_linalg_pinv_atol_rtol_tensor), _B.b624(_A._op_linalg_pinv_atol_rtol_float), _B.b625(_A._op_linalg_pinv), _B.b626(_A._op_linalg_pinv_rcond_tensor)), (), wrapped=None, op_name='linalg_pinv', doc='pinv(input: Tensor, *, atol: Optional[Tensor] = None, rtol: Optional[Tensor] = None, hermitian: bool = False) -> Tensor\npinv(input: Tensor, *, atol: Optional[float] = None, rtol: Optional[float] = None, hermitian: bool = False) -> Tensor\npinv(input: Tensor, rcond: float, hermitian: bool = False) -> Tensor\npinv(input: Tensor, rcond: Tensor, hermitian: bool = False) -> Tensor')
+    (_B.b629(_A._op_linalg_pinv_atol_rtol_tensor), _B.b630(_A._op_linalg_pinv_atol_rtol_float), _B.b631(_A._op_linalg_pinv), _B.b632(_A._op_linalg_pinv_rcond_tensor)), (), wrapped=None, op_name='linalg_pinv', doc='pinv(input: Tensor, *, atol: Optional[Tensor] = None, rtol: Optional[Tensor] = None, hermitian: bool = False) -> Tensor\npinv(input: Tensor, *, atol: Optional[float] = None, rtol: Optional[float] = None, hermitian: bool = False) -> Tensor\npinv(input: Tensor, rcond: float, hermitian: bool = False) -> Tensor\npinv(input: Tensor, rcond: Tensor, hermitian: bool = False) -> Tensor')
 matrix_power = _function(__name__, 'matrix_power', ((_A._op_linalg_matrix_power, None),),
     (_B.b329(_A._op_linalg_matrix_power),), (), wrapped=True, op_name='linalg_matrix_power', doc='matrix_power(input: Tensor, n: int) -> Tensor')
 lstsq = _function(__name__, 'lstsq', ((_A._op_linalg_lstsq, None),),
-    (_B.b627(_A._op_linalg_lstsq),), (), wrapped=True, op_name='linalg_lstsq', doc='lstsq(input: Tensor, b: Tensor, rcond: Optional[float] = None, *, driver: Optional[str] = None) -> (Tensor, Tensor, Tensor, Tensor)')
+    (_B.b633(_A._op_linalg_lstsq),), (), wrapped=True, op_name='linalg_lstsq', doc='lstsq(input: Tensor, b: Tensor, rcond: Optional[float] = None, *, driver: Optional[str] = None) -> (Tensor, Tensor, Tensor, Tensor)')
 cross = _function(__name__, 'cross', ((_A._op_linalg_cross, None),),
-    (_B.b628(_A._op_linalg_cross),), (), wrapped=True, op_name='linalg_cross', doc='cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor')
+    (_B.b634(_A._op_linalg_cross),), (), wrapped=True, op_name='linalg_cross', doc='cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor')
 vector_norm = _function(__name__, 'vector_norm', ((_A._op_linalg_vector_norm, None),),
-    (_B.b629(_A._op_linalg_vector_norm),), (), wrapped=True, op_name='linalg_vector_norm', doc='vector_norm(input: Tensor, ord: Number = 2, dim: Optional[List[int]] = None, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor')
+    (_B.b635(_A._op_linalg_vector_norm),), (), wrapped=True, op_name='linalg_vector_norm', doc='vector_norm(input: Tensor, ord: Number = 2, dim: Optional[List[int]] = None, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor')
 matrix_norm = _function(__name__, 'matrix_norm', ((_A._op_linalg_matrix_norm_str_ord, None), (_A._op_linalg_matrix_norm, None)),
-    (_B.b630(_A._op_linalg_matrix_norm_str_ord), _B.b631(_A._op_linalg_matrix_norm)), (), wrapped=None, op_name='linalg_matrix_norm', doc="matrix_norm(input: Tensor, ord: str = 'fro', dim: List[int] = (-2,-1), keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor\nmatrix_norm(input: Tensor, ord: Number, dim: List[int] = (-2,-1), keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor")
+    (_B.b636(_A._op_linalg_matrix_norm_str_ord), _B.b637(_A._op_linalg_matrix_norm)), (), wrapped=None, op_name='linalg_matrix_norm', doc="matrix_norm(input: Tensor, ord: str = 'fro', dim: List[int] = (-2,-1), keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor\nmatrix_norm(input: Tensor, ord: Number, dim: List[int] = (-2,-1), keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor")
 norm = _function(__name__, 'norm', ((_A._op_linalg_norm, None), (_A._op_linalg_norm_ord_str, None)),
-    (_B.b632(_A._op_linalg_norm), _B.b633(_A._op_linalg_norm_ord_str)), (), wrapped=None, op_name='linalg_norm', doc='norm(input: Tensor, ord: Optional[Number] = None, dim: Optional[List[int]] = None, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor\nnorm(input: Tensor, ord: str, dim: Optional[List[int]] = None, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor')
+    (_B.b638(_A._op_linalg_norm), _B.b639(_A._op_linalg_norm_ord_str)), (), wrapped=None, op_name='linalg_norm', doc='norm(input: Tensor, ord: Optional[Number] = None, dim: Optional[List[int]] = None, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor\nnorm(input: Tensor, ord: str, dim: Optional[List[int]] = None, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor')
 diagonal = _function(__name__, 'diagonal', ((_A._op_linalg_diagonal, None),),
-    (_B.b634(_A._op_linalg_diagonal),), (), wrapped=True, op_name='linalg_diagonal', doc='diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor')
+    (_B.b640(_A._op_linalg_diagonal),), (), wrapped=True, op_name='linalg_diagonal', doc='diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor')
 matmul = _function(__name__, 'matmul', ((_A._op_linalg_matmul, None),),
     (_B.b22(_A._op_linalg_matmul),), (), wrapped=True, op_name='linalg_matmul', doc='matmul(input: Tensor, other: Tensor) -> Tensor')
 lu_factor_ex = _function(__name__, 'lu_factor_ex', ((_A._op_linalg_lu_factor_ex, None),),
-    (_B.b635(_A._op_linalg_lu_factor_ex),), (), wrapped=True, op_name='linalg_lu_factor_ex', doc='lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False) -> (Tensor, Tensor, Tensor)')
+    (_B.b641(_A._op_linalg_lu_factor_ex),), (), wrapped=True, op_name='linalg_lu_factor_ex', doc='lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False) -> (Tensor, Tensor, Tensor)')
 lu_factor = _function(__name__, 'lu_factor', ((_A._op_linalg_lu_factor, None),),
-    (_B.b636(_A._op_linalg_lu_factor),), (), wrapped=True, op_name='linalg_lu_factor', doc='lu_factor(A: Tensor, *, pivot: bool = True) -> (Tensor, Tensor)')
+    (_B.b642(_A._op_linalg_lu_factor),), (), wrapped=True, op_name='linalg_lu_factor', doc='lu_factor(A: Tensor, *, pivot: bool = True) -> (Tensor, Tensor)')
 lu = _function(__name__, 'lu', ((_A._op_linalg_lu, None),),
-    (_B.b636(_A._op_linalg_lu),), (), wrapped=True, op_name='linalg_lu', doc='lu(A: Tensor, *, pivot: bool = True) -> (Tensor, Tensor, Tensor)')
+    (_B.b642(_A._op_linalg_lu),), (), wrapped=True, op_name='linalg_lu', doc='lu(A: Tensor, *, pivot: bool = True) -> (Tensor, Tensor, Tensor)')
 lu_solve = _function(__name__, 'lu_solve', ((_A._op_linalg_lu_solve, None),),
-    (_B.b637(_A._op_linalg_lu_solve),), (), wrapped=True, op_name='linalg_lu_solve', doc='lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False) -> Tensor')
+    (_B.b643(_A._op_linalg_lu_solve),), (), wrapped=True, op_name='linalg_lu_solve', doc='lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False) -> Tensor')
 inv_ex = _function(__name__, 'inv_ex', ((_A._op_linalg_inv_ex, None),),
-    (_B.b638(_A._op_linalg_inv_ex),), (), wrapped=True, op_name='linalg_inv_ex', doc='inv_ex(A: Tensor, *, check_errors: bool = False) -> (Tensor, Tensor)')
+    (_B.b644(_A._op_linalg_inv_ex),), (), wrapped=True, op_name='linalg_inv_ex', doc='inv_ex(A: Tensor, *, check_errors: bool = False) -> (Tensor, Tensor)')
 cholesky_ex = _function(__name__, 'cholesky_ex', ((_A._op_linalg_cholesky_ex, None),),
-    (_B.b639(_A._op_linalg_cholesky_ex),), (), wrapped=True, op_name='linalg_cholesky_ex', doc='cholesky_ex(input: Tensor, *, upper: bool = False, check_errors: bool = False) -> (Tensor, Tensor)')
+    (_B.b645(_A._op_linalg_cholesky_ex),), (), wrapped=True, op_name='linalg_cholesky_ex', doc='cholesky_ex(input: Tensor, *, upper: bool = False, check_errors: bool = False) -> (Tensor, Tensor)')
 solve_ex = _function(__name__, 'solve_ex', ((_A._op_linalg_solve_ex, None),),
     (_B.b176(_A._op_linalg_solve_ex),), (), wrapped=True, op_name='linalg_solve_ex', doc='solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False) -> (Tensor, Tensor)')
 matrix_exp = _function(__name__, 'matrix_exp', ((_A._op_linalg_matrix_exp, None),),
@@ -70,24 +70,24 @@ eig = _function(__name__, 'eig', ((_A._op_linalg_eig, None),),
 eigvals = _function(__name__, 'eigvals', ((_A._op_linalg_eigvals, None),),
     (_B.b1(_A._op_linalg_eigvals),), (), wrapped=True, op_name='linalg_eigvals', doc='eigvals(input: Tensor) -> Tensor')
 householder_product = _function(__name__, 'householder_product', ((_A._op_linalg_householder_product, None),),
-    (_B.b640(_A._op_linalg_householder_product),), (), wrapped=True, op_name='linalg_householder_product', doc='householder_product(input: Tensor, tau: Tensor) -> Tensor')
+    (_B.b646(_A._op_linalg_householder_product),), (), wrapped=True, op_name='linalg_householder_product', doc='householder_product(input: Tensor, tau: Tensor) -> Tensor')
 cond = _function(__name__, 'cond', ((_A._op_linalg_cond, None), (_A._op_linalg_cond_p_str, None)),
-    (_B.b641(_A._op_linalg_cond), _B.b642(_A._op_linalg_cond_p_str)), (), wrapped=None, op_name='linalg_cond', doc='cond(input: Tensor, p: Optional[Number] = None) -> Tensor\ncond(input: Tensor, p: str) -> Tensor')
+    (_B.b647(_A._op_linalg_cond), _B.b648(_A._op_linalg_cond_p_str)), (), wrapped=None, op_name='linalg_cond', doc='cond(input: Tensor, p: Optional[Number] = None) -> Tensor\ncond(input: Tensor, p: str) -> Tensor')
 vecdot = _function(__name__, 'vecdot', ((_A._op_linalg_vecdot, None),),
-    (_B.b643(_A._op_linalg_vecdot),), (), wrapped=True, op_name='linalg_vecdot', doc='vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor')
+    (_B.b649(_A._op_linalg_vecdot),), (), wrapped=True, op_name='linalg_vecdot', doc='vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor')
 multi_dot = _function(__name__, 'multi_dot', ((_A._op_linalg_multi_dot, None),),
     (_B.b143(_A._op_linalg_multi_dot),), (), wrapped=True, op_name='linalg_multi_dot', doc='multi_dot(tensors: List[Tensor]) -> Tensor')
 vander = _function(__name__, 'vander', ((_A._op_linalg_vander, None),),
-    (_B.b644(_A._op_linalg_vander),), (), wrapped=True, op_name='linalg_vander', doc='vander(x: Tensor, *, N: Optional[int] = None) -> Tensor')
+    (_B.b650(_A._op_linalg_vander),), (), wrapped=True, op_name='linalg_vander', doc='vander(x: Tensor, *, N: Optional[int] = None) -> Tensor')
 tensorinv = _function(__name__, 'tensorinv', ((_A._op_linalg_tensorinv, None),),
-    (_B.b645(_A._op_linalg_tensorinv),), (), wrapped=True, op_name='linalg_tensorinv', doc='tensorinv(input: Tensor, ind: int = 2) -> Tensor')
+    (_B.b651(_A._op_linalg_tensorinv),), (), wrapped=True, op_name='linalg_tensorinv', doc='tensorinv(input: Tensor, ind: int = 2) -> Tensor')
 tensorsolve = _function(__name__, 'tensorsolve', ((_A._op_linalg_tensorsolve, None),),
-    (_B.b646(_A._op_linalg_tensorsolve),), (), wrapped=True, op_name='linalg_tensorsolve', doc='tensorsolve(input: Tensor, other: Tensor, dims: Optional[List[int]] = None) -> Tensor')
+    (_B.b652(_A._op_linalg_tensorsolve),), (), wrapped=True, op_name='linalg_tensorsolve', doc='tensorsolve(input: Tensor, other: Tensor, dims: Optional[List[int]] = None) -> Tensor')
 matrix_rank = _function(__name__, 'matrix_rank', ((_A._op_linalg_matrix_rank_atol_rtol_tensor, None), (_A._op_linalg_matrix_rank_atol_rtol_float, None), (_A._op_linalg_matrix_rank, None), (_A._op_linalg_matrix_rank_tol_tensor, None)),
-    (_B.b623(_A._op_linalg_matrix_rank_atol_rtol_tensor), _B.b624(_A._op_linalg_matrix_rank_atol_rtol_float), _B.b647(_A._op_linalg_matrix_rank), _B.b648(_A._op_linalg_matrix_rank_tol_tensor)), (), wrapped=None, op_name='linalg_matrix_rank', doc='matrix_rank(input: Tensor, *, atol: Optional[Tensor] = None, rtol: Optional[Tensor] = None, hermitian: bool = False) -> Tensor\nmatrix_rank(input: Tensor, *, atol: Optional[float] = None, rtol: Optional[float] = None, hermitian: bool = False) -> Tensor\nmatrix_rank(input: Tensor, tol: float, hermitian: bool = False) -> Tensor\nmatrix_rank(input: Tensor, tol: Tensor, hermitian: bool = False) -> Tensor')
+    (_B.b629(_A._op_linalg_matrix_rank_atol_rtol_tensor), _B.b630(_A._op_linalg_matrix_rank_atol_rtol_float), _B.b653(_A._op_linalg_matrix_rank), _B.b654(_A._op_linalg_matrix_rank_tol_tensor)), (), wrapped=None, op_name='linalg_matrix_rank', doc='matrix_rank(input: Tensor, *, atol: Optional[Tensor] = None, rtol: Optional[Tensor] = None, hermitian: bool = False) -> Tensor\nmatrix_rank(input: Tensor, *, atol: Optional[float] = None, rtol: Optional[float] = None, hermitian: bool = False) -> Tensor\nmatrix_rank(input: Tensor, tol: float, hermitian: bool = False) -> Tensor\nmatrix_rank(input: Tensor, tol: Tensor, hermitian: bool = False) -> Tensor')
 ldl_factor_ex = _function(__name__, 'ldl_factor_ex', ((_A._op_linalg_ldl_factor_ex, None),),
-    (_B.b649(_A._op_linalg_ldl_factor_ex),), (), wrapped=True, op_name='linalg_ldl_factor_ex', doc='ldl_factor_ex(input: Tensor, *, hermitian: bool = False, check_errors: bool = False) -> (Tensor, Tensor, Tensor)')
+    (_B.b655(_A._op_linalg_ldl_factor_ex),), (), wrapped=True, op_name='linalg_ldl_factor_ex', doc='ldl_factor_ex(input: Tensor, *, hermitian: bool = False, check_errors: bool = False) -> (Tensor, Tensor, Tensor)')
 ldl_factor = _function(__name__, 'ldl_factor', ((_A._op_linalg_ldl_factor, None),),
-    (_B.b650(_A._op_linalg_ldl_factor),), (), wrapped=True, op_name='linalg_ldl_factor', doc='ldl_factor(input: Tensor, *, hermitian: bool = False) -> (Tensor, Tensor)')
+    (_B.b656(_A._op_linalg_ldl_factor),), (), wrapped=True, op_name='linalg_ldl_factor', doc='ldl_factor(input: Tensor, *, hermitian: bool = False) -> (Tensor, Tensor)')
 ldl_solve = _function(__name__, 'ldl_solve', ((_A._op_linalg_ldl_solve, None),),
-    (_B.b651(_A._op_linalg_ldl_solve),), (), wrapped=True, op_name='linalg_ldl_solve', doc='ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False) -> Tensor')
+    (_B.b657(_A._op_linalg_ldl_solve),), (), wrapped=True, op_name='linalg_ldl_solve', doc='ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False) -> Tensor')

@@ -10,83 +10,83 @@ from ember._python_arg_parser import function_binding as _function
 __all__ = ['adaptive_avg_pool2d', 'adaptive_avg_pool3d', 'adaptive_max_pool2d', 'adaptive_max_pool3d', 'avg_pool2d', 'avg_pool2d_backward', 'avg_pool3d', 'avg_pool3d_backward', 'binary_cross_entropy', 'binary_cross_entropy_backward', 'col2im', 'cross_entropy_loss', 'elu', 'elu_', 'elu_backward', 'fractional_max_pool2d', 'fractional_max_pool3d', 'gelu', 'gelu_backward', 'glu', 'glu_backward', 'hardsigmoid', 'hardsigmoid_', 'hardsigmoid_backward', 'hardswish', 'hardswish_', 'hardswish_backward', 'hardtanh', 'hardtanh_', 'hardtanh_backward', 'huber_loss', 'huber_loss_backward', 'im2col', 'l1_loss', 'leaky_relu', 'leaky_relu_', 'leaky_relu_backward', 'linear', 'log_sigmoid', 'log_sigmoid_backward', 'log_sigmoid_forward', 'max_pool2d_with_indices', 'max_pool2d_with_indices_backward', 'max_pool3d_with_indices', 'max_pool3d_with_indices_backward', 'max_unpool2d', 'max_unpool3d', 'mish', 'mish_', 'mish_backward', 'mse_loss', 'mse_loss_backward', 'multi_margin_loss', 'multi_margin_loss_backward', 'multilabel_margin_loss', 'multilabel_margin_loss_backward', 'multilabel_margin_loss_forward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'one_hot', 'pad', 'reflection_pad1d', 'reflection_pad1d_backward', 'reflection_pad2d', 'reflection_pad2d_backward', 'reflection_pad3d', 'reflection_pad3d_backward', 'relu6', 'replication_pad1d', 'replication_pad1d_backward', 'replication_pad2d', 'replication_pad2d_backward', 'replication_pad3d', 'replication_pad3d_backward', 'rrelu_with_noise', 'rrelu_with_noise_', 'rrelu_with_noise_backward', 'scaled_dot_product_attention', 'sigmoid_backward', 'silu', 'silu_', 'silu_backward', 'smooth_l1_loss', 'smooth_l1_loss_backward', 'soft_margin_loss', 'soft_margin_loss_backward', 'softplus', 'softplus_backward', 'softshrink', 'softshrink_backward', 'tanh_backward', 'upsample_bicubic2d', 'upsample_bicubic2d_backward', 'upsample_bilinear2d', 'upsample_bilinear2d_backward', 'upsample_linear1d', 'upsample_linear1d_backward', 'upsample_nearest1d', 'upsample_nearest1d_backward', 'upsample_nearest2d', 'upsample_nearest2d_backward', 'upsample_nearest3d', 'upsample_nearest3d_backward', 'upsample_trilinear3d', 'upsample_trilinear3d_backward']
 
 linear = _function(__name__, 'linear', ((_A._op_linear, None),),
-    (_B.b555(_A._op_linear),), (), wrapped=True, doc='linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor')
+    (_B.b561(_A._op_linear),), (), wrapped=True, doc='linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor')
 l1_loss = _function(__name__, 'l1_loss', ((_A._op_l1_loss, None),),
-    (_B.b556(_A._op_l1_loss),), (), wrapped=True, doc='l1_loss(input: Tensor, target: Tensor, reduction: int = 1) -> Tensor')
+    (_B.b562(_A._op_l1_loss),), (), wrapped=True, doc='l1_loss(input: Tensor, target: Tensor, reduction: int = 1) -> Tensor')
 mse_loss = _function(__name__, 'mse_loss', ((_A._op_mse_loss, None),),
-    (_B.b556(_A._op_mse_loss),), (), wrapped=True, doc='mse_loss(input: Tensor, target: Tensor, reduction: int = 1) -> Tensor')
+    (_B.b562(_A._op_mse_loss),), (), wrapped=True, doc='mse_loss(input: Tensor, target: Tensor, reduction: int = 1) -> Tensor')
 mse_loss_backward = _function(__name__, 'mse_loss_backward', ((_A._op_mse_loss_backward, None),),
-    (_B.b557(_A._op_mse_loss_backward),), (), wrapped=True, doc='mse_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int) -> Tensor')
+    (_B.b563(_A._op_mse_loss_backward),), (), wrapped=True, doc='mse_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int) -> Tensor')
 nll_loss_nd = _function(__name__, 'nll_loss_nd', ((_A._op_nll_loss_nd, None),),
-    (_B.b558(_A._op_nll_loss_nd),), (), wrapped=True, doc='nll_loss_nd(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1, ignore_index: int = -100) -> Tensor')
+    (_B.b564(_A._op_nll_loss_nd),), (), wrapped=True, doc='nll_loss_nd(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1, ignore_index: int = -100) -> Tensor')
 nll_loss = _function(__name__, 'nll_loss', ((_A._op_nll_loss, None),),
-    (_B.b558(_A._op_nll_loss),), (), wrapped=True, doc='nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1, ignore_index: int = -100) -> Tensor')
+    (_B.b564(_A._op_nll_loss),), (), wrapped=True, doc='nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1, ignore_index: int = -100) -> Tensor')
 nll_loss_forward = _function(__name__, 'nll_loss_forward', ((_A._op_nll_loss_forward, None),),
-    (_B.b559(_A._op_nll_loss_forward),), (), wrapped=True, doc='nll_loss_forward(input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: int, ignore_index: int) -> (Tensor, Tensor)')
+    (_B.b565(_A._op_nll_loss_forward),), (), wrapped=True, doc='nll_loss_forward(input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: int, ignore_index: int) -> (Tensor, Tensor)')
 nll_loss_backward = _function(__name__, 'nll_loss_backward', ((_A._op_nll_loss_backward, None),),
-    (_B.b560(_A._op_nll_loss_backward),), (), wrapped=True, doc='nll_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: int, ignore_index: int, total_weight: Tensor) -> Tensor')
+    (_B.b566(_A._op_nll_loss_backward),), (), wrapped=True, doc='nll_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: int, ignore_index: int, total_weight: Tensor) -> Tensor')
 nll_loss2d = _function(__name__, 'nll_loss2d', ((_A._op_nll_loss2d, None),),
-    (_B.b558(_A._op_nll_loss2d),), (), wrapped=True, doc='nll_loss2d(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1, ignore_index: int = -100) -> Tensor')
+    (_B.b564(_A._op_nll_loss2d),), (), wrapped=True, doc='nll_loss2d(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1, ignore_index: int = -100) -> Tensor')
 nll_loss2d_forward = _function(__name__, 'nll_loss2d_forward', ((_A._op_nll_loss2d_forward, None),),
-    (_B.b559(_A._op_nll_loss2d_forward),), (), wrapped=True, doc='nll_loss2d_forward(input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: int, ignore_index: int) -> (Tensor, Tensor)')
+    (_B.b565(_A._op_nll_loss2d_forward),), (), wrapped=True, doc='nll_loss2d_forward(input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: int, ignore_index: int) -> (Tensor, Tensor)')
 nll_loss2d_backward = _function(__name__, 'nll_loss2d_backward', ((_A._op_nll_loss2d_backward, None),),
-    (_B.b560(_A._op_nll_loss2d_backward),), (), wrapped=True, doc='nll_loss2d_backward(grad_output: Tensor, input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: int, ignore_index: int, total_weight: Tensor) -> Tensor')
+    (_B.b566(_A._op_nll_loss2d_backward),), (), wrapped=True, doc='nll_loss2d_backward(grad_output: Tensor, input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: int, ignore_index: int, total_weight: Tensor) -> Tensor')
 cross_entropy_loss = _function(__name__, 'cross_entropy_loss', ((_A._op_cross_entropy_loss, None),),
-    (_B.b561(_A._op_cross_entropy_loss),), (), wrapped=True, doc='cross_entropy_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1, ignore_index: int = -100, label_smoothing: float = 0.0) -> Tensor')
+    (_B.b567(_A._op_cross_entropy_loss),), (), wrapped=True, doc='cross_entropy_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1, ignore_index: int = -100, label_smoothing: float = 0.0) -> Tensor')
 relu6 = _function(__name__, 'relu6', ((_A._op_relu6, None),),
     (_B.b1(_A._op_relu6),), (), wrapped=True, doc='relu6(input: Tensor) -> Tensor')
 gelu = _function(__name__, 'gelu', ((_A._op_gelu, None),),
-    (_B.b562(_A._op_gelu),), (), wrapped=True, doc="gelu(input: Tensor, *, approximate: str = 'none') -> Tensor")
+    (_B.b568(_A._op_gelu),), (), wrapped=True, doc="gelu(input: Tensor, *, approximate: str = 'none') -> Tensor")
 tanh_backward = _function(__name__, 'tanh_backward', ((_A._op_tanh_backward, None),),
-    (_B.b563(_A._op_tanh_backward),), (), wrapped=True, doc='tanh_backward(grad_output: Tensor, output: Tensor) -> Tensor')
+    (_B.b569(_A._op_tanh_backward),), (), wrapped=True, doc='tanh_backward(grad_output: Tensor, output: Tensor) -> Tensor')
 sigmoid_backward = _function(__name__, 'sigmoid_backward', ((_A._op_sigmoid_backward, None),),
-    (_B.b563(_A._op_sigmoid_backward),), (), wrapped=True, doc='sigmoid_backward(grad_output: Tensor, output: Tensor) -> Tensor')
+    (_B.b569(_A._op_sigmoid_backward),), (), wrapped=True, doc='sigmoid_backward(grad_output: Tensor, output: Tensor) -> Tensor')
 gelu_backward = _function(__name__, 'gelu_backward', ((_A._op_gelu_backward, None),),
-    (_B.b564(_A._op_gelu_backward),), (), wrapped=True, doc="gelu_backward(grad_output: Tensor, input: Tensor, *, approximate: str = 'none') -> Tensor")
+    (_B.b570(_A._op_gelu_backward),), (), wrapped=True, doc="gelu_backward(grad_output: Tensor, input: Tensor, *, approximate: str = 'none') -> Tensor")
 max_pool2d_with_indices = _function(__name__, 'max_pool2d_with_indices', ((_A._op_max_pool2d_with_indices, None),),
-    (_B.b565(_A._op_max_pool2d_with_indices),), (), wrapped=True, doc='max_pool2d_with_indices(input: Tensor, kernel_size: List[int], stride: List[int] = (), padding: List[int] = 0, dilation: List[int] = 1, ceil_mode: bool = False) -> (Tensor, Tensor)')
+    (_B.b571(_A._op_max_pool2d_with_indices),), (), wrapped=True, doc='max_pool2d_with_indices(input: Tensor, kernel_size: List[int], stride: List[int] = (), padding: List[int] = 0, dilation: List[int] = 1, ceil_mode: bool = False) -> (Tensor, Tensor)')
 max_pool2d_with_indices_backward = _function(__name__, 'max_pool2d_with_indices_backward', ((_A._op_max_pool2d_with_indices_backward, None),),
-    (_B.b566(_A._op_max_pool2d_with_indices_backward),), (), wrapped=True, doc='max_pool2d_with_indices_backward(grad_output: Tensor, input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], dilation: List[int], ceil_mode: bool, indices: Tensor) -> Tensor')
+    (_B.b572(_A._op_max_pool2d_with_indices_backward),), (), wrapped=True, doc='max_pool2d_with_indices_backward(grad_output: Tensor, input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], dilation: List[int], ceil_mode: bool, indices: Tensor) -> Tensor')
 avg_pool2d = _function(__name__, 'avg_pool2d', ((_A._op_avg_pool2d, None),),
-    (_B.b567(_A._op_avg_pool2d),), (), wrapped=True, doc='avg_pool2d(input: Tensor, kernel_size: List[int], stride: List[int] = (), padding: List[int] = 0, ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: Optional[int] = None) -> Tensor')
+    (_B.b573(_A._op_avg_pool2d),), (), wrapped=True, doc='avg_pool2d(input: Tensor, kernel_size: List[int], stride: List[int] = (), padding: List[int] = 0, ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: Optional[int] = None) -> Tensor')
 avg_pool2d_backward = _function(__name__, 'avg_pool2d_backward', ((_A._op_avg_pool2d_backward, None),),
-    (_B.b568(_A._op_avg_pool2d_backward),), (), wrapped=True, doc='avg_pool2d_backward(grad_output: Tensor, input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool, count_include_pad: bool, divisor_override: Optional[int]) -> Tensor')
+    (_B.b574(_A._op_avg_pool2d_backward),), (), wrapped=True, doc='avg_pool2d_backward(grad_output: Tensor, input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool, count_include_pad: bool, divisor_override: Optional[int]) -> Tensor')
 avg_pool3d = _function(__name__, 'avg_pool3d', ((_A._op_avg_pool3d, None),),
-    (_B.b567(_A._op_avg_pool3d),), (), wrapped=True, doc='avg_pool3d(input: Tensor, kernel_size: List[int], stride: List[int] = (), padding: List[int] = 0, ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: Optional[int] = None) -> Tensor')
+    (_B.b573(_A._op_avg_pool3d),), (), wrapped=True, doc='avg_pool3d(input: Tensor, kernel_size: List[int], stride: List[int] = (), padding: List[int] = 0, ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: Optional[int] = None) -> Tensor')
 avg_pool3d_backward = _function(__name__, 'avg_pool3d_backward', ((_A._op_avg_pool3d_backward, None),),
-    (_B.b568(_A._op_avg_pool3d_backward),), (), wrapped=True, doc='avg_pool3d_backward(grad_output: Tensor, input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool, count_include_pad: bool, divisor_override: Optional[int]) -> Tensor')
+    (_B.b574(_A._op_avg_pool3d_backward),), (), wrapped=True, doc='avg_pool3d_backward(grad_output: Tensor, input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool, count_include_pad: bool, divisor_override: Optional[int]) -> Tensor')
 max_pool3d_with_indices = _function(__name__, 'max_pool3d_with_indices', ((_A._op_max_pool3d_with_indices, None),),
-    (_B.b565(_A._op_max_pool3d_with_indices),), (), wrapped=True, doc='max_pool3d_with_indices(input: Tensor, kernel_size: List[int], stride: List[int] = (), padding: List[int] = 0, dilation: List[int] = 1, ceil_mode: bool = False) -> (Tensor, Tensor)')
+    (_B.b571(_A._op_max_pool3d_with_indices),), (), wrapped=True, doc='max_pool3d_with_indices(input: Tensor, kernel_size: List[int], stride: List[int] = (), padding: List[int] = 0, dilation: List[int] = 1, ceil_mode: bool = False) -> (Tensor, Tensor)')
 max_pool3d_with_indices_backward = _function(__name__, 'max_pool3d_with_indices_backward', ((_A._op_max_pool3d_with_indices_backward, None),),
-    (_B.b566(_A._op_max_pool3d_with_indices_backward),), (), wrapped=True, doc='max_pool3d_with_indices_backward(grad_output: Tensor, input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], dilation: List[int], ceil_mode: bool, indices: Tensor) -> Tensor')
+    (_B.b572(_A._op_max_pool3d_with_indices_backward),), (), wrapped=True, doc='max_pool3d_with_indices_backward(grad_output: Tensor, input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], dilation: List[int], ceil_mode: bool, indices: Tensor) -> Tensor')
 upsample_nearest1d = _function(__name__, 'upsample_nearest1d', ((_A._op_upsample_nearest1d, None), (_A._op_upsample_nearest1d_vec, None)),
-    (_B.b569(_A._op_upsample_nearest1d),), (), wrapped=None, doc='upsample_nearest1d(input: Tensor, output_size: List[int], scales: Optional[float] = None) -> Tensor\nupsample_nearest1d(input: Tensor, output_size: Optional[List[int]], scale_factors) -> Tensor')
+    (_B.b575(_A._op_upsample_nearest1d),), (), wrapped=None, doc='upsample_nearest1d(input: Tensor, output_size: List[int], scales: Optional[float] = None) -> Tensor\nupsample_nearest1d(input: Tensor, output_size: Optional[List[int]], scale_factors) -> Tensor')
 upsample_nearest1d_backward = _function(__name__, 'upsample_nearest1d_backward', ((_A._op_upsample_nearest1d_backward, None),),
-    (_B.b570(_A._op_upsample_nearest1d_backward),), (), wrapped=True, doc='upsample_nearest1d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], scales: Optional[float] = None) -> Tensor')
+    (_B.b576(_A._op_upsample_nearest1d_backward),), (), wrapped=True, doc='upsample_nearest1d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], scales: Optional[float] = None) -> Tensor')
 upsample_nearest2d = _function(__name__, 'upsample_nearest2d', ((_A._op_upsample_nearest2d, None), (_A._op_upsample_nearest2d_vec, None)),
-    (_B.b571(_A._op_upsample_nearest2d),), (), wrapped=None, doc='upsample_nearest2d(input: Tensor, output_size: List[int], scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor\nupsample_nearest2d(input: Tensor, output_size: Optional[List[int]], scale_factors) -> Tensor')
+    (_B.b577(_A._op_upsample_nearest2d),), (), wrapped=None, doc='upsample_nearest2d(input: Tensor, output_size: List[int], scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor\nupsample_nearest2d(input: Tensor, output_size: Optional[List[int]], scale_factors) -> Tensor')
 upsample_nearest2d_backward = _function(__name__, 'upsample_nearest2d_backward', ((_A._op_upsample_nearest2d_backward, None),),
-    (_B.b572(_A._op_upsample_nearest2d_backward),), (), wrapped=True, doc='upsample_nearest2d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor')
+    (_B.b578(_A._op_upsample_nearest2d_backward),), (), wrapped=True, doc='upsample_nearest2d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor')
 upsample_nearest3d = _function(__name__, 'upsample_nearest3d', ((_A._op_upsample_nearest3d, None), (_A._op_upsample_nearest3d_vec, None)),
-    (_B.b573(_A._op_upsample_nearest3d),), (), wrapped=None, doc='upsample_nearest3d(input: Tensor, output_size: List[int], scales_d: Optional[float] = None, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor\nupsample_nearest3d(input: Tensor, output_size: Optional[List[int]], scale_factors) -> Tensor')
+    (_B.b579(_A._op_upsample_nearest3d),), (), wrapped=None, doc='upsample_nearest3d(input: Tensor, output_size: List[int], scales_d: Optional[float] = None, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor\nupsample_nearest3d(input: Tensor, output_size: Optional[List[int]], scale_factors) -> Tensor')
 upsample_nearest3d_backward = _function(__name__, 'upsample_nearest3d_backward', ((_A._op_upsample_nearest3d_backward, None),),
-    (_B.b574(_A._op_upsample_nearest3d_backward),), (), wrapped=True, doc='upsample_nearest3d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], scales_d: Optional[float] = None, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor')
+    (_B.b580(_A._op_upsample_nearest3d_backward),), (), wrapped=True, doc='upsample_nearest3d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], scales_d: Optional[float] = None, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor')
 upsample_linear1d = _function(__name__, 'upsample_linear1d', ((_A._op_upsample_linear1d, None), (_A._op_upsample_linear1d_vec, None)),
-    (_B.b575(_A._op_upsample_linear1d),), (), wrapped=None, doc='upsample_linear1d(input: Tensor, output_size: List[int], align_corners: bool, scales: Optional[float] = None) -> Tensor\nupsample_linear1d(input: Tensor, output_size: Optional[List[int]], align_corners: bool, scale_factors) -> Tensor')
+    (_B.b581(_A._op_upsample_linear1d),), (), wrapped=None, doc='upsample_linear1d(input: Tensor, output_size: List[int], align_corners: bool, scales: Optional[float] = None) -> Tensor\nupsample_linear1d(input: Tensor, output_size: Optional[List[int]], align_corners: bool, scale_factors) -> Tensor')
 upsample_linear1d_backward = _function(__name__, 'upsample_linear1d_backward', ((_A._op_upsample_linear1d_backward, None),),
-    (_B.b576(_A._op_upsample_linear1d_backward),), (), wrapped=True, doc='upsample_linear1d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], align_corners: bool, scales: Optional[float] = None) -> Tensor')
+    (_B.b582(_A._op_upsample_linear1d_backward),), (), wrapped=True, doc='upsample_linear1d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], align_corners: bool, scales: Optional[float] = None) -> Tensor')
 upsample_bilinear2d = _function(__name__, 'upsample_bilinear2d', ((_A._op_upsample_bilinear2d, None), (_A._op_upsample_bilinear2d_vec, None)),
-    (_B.b577(_A._op_upsample_bilinear2d),), (), wrapped=None, doc='upsample_bilinear2d(input: Tensor, output_size: List[int], align_corners: bool, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor\nupsample_bilinear2d(input: Tensor, output_size: Optional[List[int]], align_corners: bool, scale_factors) -> Tensor')
+    (_B.b583(_A._op_upsample_bilinear2d),), (), wrapped=None, doc='upsample_bilinear2d(input: Tensor, output_size: List[int], align_corners: bool, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor\nupsample_bilinear2d(input: Tensor, output_size: Optional[List[int]], align_corners: bool, scale_factors) -> Tensor')
 upsample_bilinear2d_backward = _function(__name__, 'upsample_bilinear2d_backward', ((_A._op_upsample_bilinear2d_backward, None),),
-    (_B.b578(_A._op_upsample_bilinear2d_backward),), (), wrapped=True, doc='upsample_bilinear2d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], align_corners: bool, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor')
+    (_B.b584(_A._op_upsample_bilinear2d_backward),), (), wrapped=True, doc='upsample_bilinear2d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], align_corners: bool, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor')
 upsample_bicubic2d = _function(__name__, 'upsample_bicubic2d', ((_A._op_upsample_bicubic2d, None), (_A._op_upsample_bicubic2d_vec, None)),
-    (_B.b577(_A._op_upsample_bicubic2d),), (), wrapped=None, doc='upsample_bicubic2d(input: Tensor, output_size: List[int], align_corners: bool, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor\nupsample_bicubic2d(input: Tensor, output_size: Optional[List[int]], align_corners: bool, scale_factors) -> Tensor')
+    (_B.b583(_A._op_upsample_bicubic2d),), (), wrapped=None, doc='upsample_bicubic2d(input: Tensor, output_size: List[int], align_corners: bool, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor\nupsample_bicubic2d(input: Tensor, output_size: Optional[List[int]], align_corners: bool, scale_factors) -> Tensor')
 upsample_bicubic2d_backward = _function(__name__, 'upsample_bicubic2d_backward', ((_A._op_upsample_bicubic2d_backward, None),),
-    (_B.b578(_A._op_upsample_bicubic2d_backward),), (), wrapped=True, doc='upsample_bicubic2d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], align_corners: bool, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor')
+    (_B.b584(_A._op_upsample_bicubic2d_backward),), (), wrapped=True, doc='upsample_bicubic2d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], align_corners: bool, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor')
 upsample_trilinear3d = _function(__name__, 'upsample_trilinear3d', ((_A._op_upsample_trilinear3d, None), (_A._op_upsample_trilinear3d_vec, None)),
-    (_B.b579(_A._op_upsample_trilinear3d),), (), wrapped=None, doc='upsample_trilinear3d(input: Tensor, output_size: List[int], align_corners: bool, scales_d: Optional[float] = None, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor\nupsample_trilinear3d(input: Tensor, output_size: Optional[List[int]], align_corners: bool, scale_factors) -> Tensor')
+    (_B.b585(_A._op_upsample_trilinear3d),), (), wrapped=None, doc='upsample_trilinear3d(input: Tensor, output_size: List[int], align_corners: bool, scales_d: Optional[float] = None, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor\nupsample_trilinear3d(input: Tensor, output_size: Optional[List[int]], align_corners: bool, scale_factors) -> Tensor')
 upsample_trilinear3d_backward = _function(__name__, 'upsample_trilinear3d_backward', ((_A._op_upsample_trilinear3d_backward, None),),
-    (_B.b580(_A._op_upsample_trilinear3d_backward),), (), wrapped=True, doc='upsample_trilinear3d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], align_corners: bool, scales_d: Optional[float] = None, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor')
+    (_B.b586(_A._op_upsample_trilinear3d_backward),), (), wrapped=True, doc='upsample_trilinear3d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], align_corners: bool, scales_d: Optional[float] = None, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor')
 adaptive_avg_pool2d = _function(__name__, 'adaptive_avg_pool2d', ((_A._op_adaptive_avg_pool2d, None),),
     (_B.b240(_A._op_adaptive_avg_pool2d),), (), wrapped=True, doc='adaptive_avg_pool2d(input: Tensor, output_size: List[int]) -> Tensor')
 adaptive_avg_pool3d = _function(__name__, 'adaptive_avg_pool3d', ((_A._op_adaptive_avg_pool3d, None),),
@@ -96,136 +96,136 @@ adaptive_max_pool2d = _function(__name__, 'adaptive_max_pool2d', ((_A._op_adapti
 adaptive_max_pool3d = _function(__name__, 'adaptive_max_pool3d', ((_A._op_adaptive_max_pool3d, None),),
     (_B.b240(_A._op_adaptive_max_pool3d),), (), wrapped=True, doc='adaptive_max_pool3d(input: Tensor, output_size: List[int]) -> (Tensor, Tensor)')
 im2col = _function(__name__, 'im2col', ((_A._op_im2col, None),),
-    (_B.b581(_A._op_im2col),), (), wrapped=True, doc='im2col(input: Tensor, kernel_size: List[int], dilation: List[int], padding: List[int], stride: List[int]) -> Tensor')
+    (_B.b587(_A._op_im2col),), (), wrapped=True, doc='im2col(input: Tensor, kernel_size: List[int], dilation: List[int], padding: List[int], stride: List[int]) -> Tensor')
 col2im = _function(__name__, 'col2im', ((_A._op_col2im, None),),
-    (_B.b582(_A._op_col2im),), (), wrapped=True, doc='col2im(input: Tensor, output_size: List[int], kernel_size: List[int], dilation: List[int], padding: List[int], stride: List[int]) -> Tensor')
+    (_B.b588(_A._op_col2im),), (), wrapped=True, doc='col2im(input: Tensor, output_size: List[int], kernel_size: List[int], dilation: List[int], padding: List[int], stride: List[int]) -> Tensor')
 smooth_l1_loss = _function(__name__, 'smooth_l1_loss', ((_A._op_smooth_l1_loss, None),),
-    (_B.b583(_A._op_smooth_l1_loss),), (), wrapped=True, doc='smooth_l1_loss(input: Tensor, target: Tensor, reduction: int = 1, beta: float = 1.0) -> Tensor')
+    (_B.b589(_A._op_smooth_l1_loss),), (), wrapped=True, doc='smooth_l1_loss(input: Tensor, target: Tensor, reduction: int = 1, beta: float = 1.0) -> Tensor')
 smooth_l1_loss_backward = _function(__name__, 'smooth_l1_loss_backward', ((_A._op_smooth_l1_loss_backward, None),),
-    (_B.b584(_A._op_smooth_l1_loss_backward),), (), wrapped=True, doc='smooth_l1_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int, beta: float) -> Tensor')
+    (_B.b590(_A._op_smooth_l1_loss_backward),), (), wrapped=True, doc='smooth_l1_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int, beta: float) -> Tensor')
 huber_loss = _function(__name__, 'huber_loss', ((_A._op_huber_loss, None),),
-    (_B.b585(_A._op_huber_loss),), (), wrapped=True, doc='huber_loss(input: Tensor, target: Tensor, reduction: int = 1, delta: float = 1.0) -> Tensor')
+    (_B.b591(_A._op_huber_loss),), (), wrapped=True, doc='huber_loss(input: Tensor, target: Tensor, reduction: int = 1, delta: float = 1.0) -> Tensor')
 huber_loss_backward = _function(__name__, 'huber_loss_backward', ((_A._op_huber_loss_backward, None),),
-    (_B.b586(_A._op_huber_loss_backward),), (), wrapped=True, doc='huber_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int, delta: float) -> Tensor')
+    (_B.b592(_A._op_huber_loss_backward),), (), wrapped=True, doc='huber_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int, delta: float) -> Tensor')
 binary_cross_entropy = _function(__name__, 'binary_cross_entropy', ((_A._op_binary_cross_entropy, None),),
-    (_B.b587(_A._op_binary_cross_entropy),), (), wrapped=True, doc='binary_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1) -> Tensor')
+    (_B.b593(_A._op_binary_cross_entropy),), (), wrapped=True, doc='binary_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1) -> Tensor')
 binary_cross_entropy_backward = _function(__name__, 'binary_cross_entropy_backward', ((_A._op_binary_cross_entropy_backward, None),),
-    (_B.b588(_A._op_binary_cross_entropy_backward),), (), wrapped=True, doc='binary_cross_entropy_backward(grad_output: Tensor, input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1) -> Tensor')
+    (_B.b594(_A._op_binary_cross_entropy_backward),), (), wrapped=True, doc='binary_cross_entropy_backward(grad_output: Tensor, input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1) -> Tensor')
 soft_margin_loss = _function(__name__, 'soft_margin_loss', ((_A._op_soft_margin_loss, None),),
-    (_B.b556(_A._op_soft_margin_loss),), (), wrapped=True, doc='soft_margin_loss(input: Tensor, target: Tensor, reduction: int = 1) -> Tensor')
+    (_B.b562(_A._op_soft_margin_loss),), (), wrapped=True, doc='soft_margin_loss(input: Tensor, target: Tensor, reduction: int = 1) -> Tensor')
 soft_margin_loss_backward = _function(__name__, 'soft_margin_loss_backward', ((_A._op_soft_margin_loss_backward, None),),
-    (_B.b557(_A._op_soft_margin_loss_backward),), (), wrapped=True, doc='soft_margin_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int) -> Tensor')
+    (_B.b563(_A._op_soft_margin_loss_backward),), (), wrapped=True, doc='soft_margin_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int) -> Tensor')
 multi_margin_loss = _function(__name__, 'multi_margin_loss', ((_A._op_multi_margin_loss, None),),
-    (_B.b589(_A._op_multi_margin_loss),), (), wrapped=True, doc='multi_margin_loss(input: Tensor, target: Tensor, p: Number = 1, margin: Number = 1, weight: Optional[Tensor] = None, reduction: int = 1) -> Tensor')
+    (_B.b595(_A._op_multi_margin_loss),), (), wrapped=True, doc='multi_margin_loss(input: Tensor, target: Tensor, p: Number = 1, margin: Number = 1, weight: Optional[Tensor] = None, reduction: int = 1) -> Tensor')
 multi_margin_loss_backward = _function(__name__, 'multi_margin_loss_backward', ((_A._op_multi_margin_loss_backward, None),),
-    (_B.b590(_A._op_multi_margin_loss_backward),), (), wrapped=True, doc='multi_margin_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, p: Number, margin: Number, weight: Optional[Tensor] = None, reduction: int = 1) -> Tensor')
+    (_B.b596(_A._op_multi_margin_loss_backward),), (), wrapped=True, doc='multi_margin_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, p: Number, margin: Number, weight: Optional[Tensor] = None, reduction: int = 1) -> Tensor')
 multilabel_margin_loss = _function(__name__, 'multilabel_margin_loss', ((_A._op_multilabel_margin_loss, None),),
-    (_B.b556(_A._op_multilabel_margin_loss),), (), wrapped=True, doc='multilabel_margin_loss(input: Tensor, target: Tensor, reduction: int = 1) -> Tensor')
+    (_B.b562(_A._op_multilabel_margin_loss),), (), wrapped=True, doc='multilabel_margin_loss(input: Tensor, target: Tensor, reduction: int = 1) -> Tensor')
 multilabel_margin_loss_forward = _function(__name__, 'multilabel_margin_loss_forward', ((_A._op_multilabel_margin_loss_forward, None),),
-    (_B.b591(_A._op_multilabel_margin_loss_forward),), (), wrapped=True, doc='multilabel_margin_loss_forward(input: Tensor, target: Tensor, reduction: int) -> (Tensor, Tensor)')
+    (_B.b597(_A._op_multilabel_margin_loss_forward),), (), wrapped=True, doc='multilabel_margin_loss_forward(input: Tensor, target: Tensor, reduction: int) -> (Tensor, Tensor)')
 multilabel_margin_loss_backward = _function(__name__, 'multilabel_margin_loss_backward', ((_A._op_multilabel_margin_loss_backward, None),),
-    (_B.b592(_A._op_multilabel_margin_loss_backward),), (), wrapped=True, doc='multilabel_margin_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int, is_target: Tensor) -> Tensor')
+    (_B.b598(_A._op_multilabel_margin_loss_backward),), (), wrapped=True, doc='multilabel_margin_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int, is_target: Tensor) -> Tensor')
 silu = _function(__name__, 'silu', ((_A._op_silu, None),),
     (_B.b1(_A._op_silu),), (), wrapped=True, doc='silu(input: Tensor) -> Tensor')
 silu_ = _function(__name__, 'silu_', ((_A._op_silu_, None),),
     (_B.b1(_A._op_silu_),), (), wrapped=True, doc='silu_(input: Tensor) -> Tensor')
 silu_backward = _function(__name__, 'silu_backward', ((_A._op_silu_backward, None),),
-    (_B.b593(_A._op_silu_backward),), (), wrapped=True, doc='silu_backward(grad_output: Tensor, input: Tensor) -> Tensor')
+    (_B.b599(_A._op_silu_backward),), (), wrapped=True, doc='silu_backward(grad_output: Tensor, input: Tensor) -> Tensor')
 mish = _function(__name__, 'mish', ((_A._op_mish, None),),
     (_B.b1(_A._op_mish),), (), wrapped=True, doc='mish(input: Tensor) -> Tensor')
 mish_ = _function(__name__, 'mish_', ((_A._op_mish_, None),),
     (_B.b1(_A._op_mish_),), (), wrapped=True, doc='mish_(input: Tensor) -> Tensor')
 mish_backward = _function(__name__, 'mish_backward', ((_A._op_mish_backward, None),),
-    (_B.b593(_A._op_mish_backward),), (), wrapped=True, doc='mish_backward(grad_output: Tensor, input: Tensor) -> Tensor')
+    (_B.b599(_A._op_mish_backward),), (), wrapped=True, doc='mish_backward(grad_output: Tensor, input: Tensor) -> Tensor')
 hardswish = _function(__name__, 'hardswish', ((_A._op_hardswish, None),),
     (_B.b1(_A._op_hardswish),), (), wrapped=True, doc='hardswish(input: Tensor) -> Tensor')
 hardswish_ = _function(__name__, 'hardswish_', ((_A._op_hardswish_, None),),
     (_B.b1(_A._op_hardswish_),), (), wrapped=True, doc='hardswish_(input: Tensor) -> Tensor')
 hardswish_backward = _function(__name__, 'hardswish_backward', ((_A._op_hardswish_backward, None),),
-    (_B.b593(_A._op_hardswish_backward),), (), wrapped=True, doc='hardswish_backward(grad_output: Tensor, input: Tensor) -> Tensor')
+    (_B.b599(_A._op_hardswish_backward),), (), wrapped=True, doc='hardswish_backward(grad_output: Tensor, input: Tensor) -> Tensor')
 hardsigmoid = _function(__name__, 'hardsigmoid', ((_A._op_hardsigmoid, None),),
     (_B.b1(_A._op_hardsigmoid),), (), wrapped=True, doc='hardsigmoid(input: Tensor) -> Tensor')
 hardsigmoid_ = _function(__name__, 'hardsigmoid_', ((_A._op_hardsigmoid_, None),),
     (_B.b1(_A._op_hardsigmoid_),), (), wrapped=True, doc='hardsigmoid_(input: Tensor) -> Tensor')
 hardsigmoid_backward = _function(__name__, 'hardsigmoid_backward', ((_A._op_hardsigmoid_backward, None),),
-    (_B.b593(_A._op_hardsigmoid_backward),), (), wrapped=True, doc='hardsigmoid_backward(grad_output: Tensor, input: Tensor) -> Tensor')
+    (_B.b599(_A._op_hardsigmoid_backward),), (), wrapped=True, doc='hardsigmoid_backward(grad_output: Tensor, input: Tensor) -> Tensor')
 leaky_relu = _function(__name__, 'leaky_relu', ((_A._op_leaky_relu, None),),
-    (_B.b594(_A._op_leaky_relu),), (), wrapped=True, doc='leaky_relu(input: Tensor, negative_slope: Number = 0.01) -> Tensor')
+    (_B.b600(_A._op_leaky_relu),), (), wrapped=True, doc='leaky_relu(input: Tensor, negative_slope: Number = 0.01) -> Tensor')
 leaky_relu_ = _function(__name__, 'leaky_relu_', ((_A._op_leaky_relu_, None),),
-    (_B.b594(_A._op_leaky_relu_),), (), wrapped=True, doc='leaky_relu_(input: Tensor, negative_slope: Number = 0.01) -> Tensor')
+    (_B.b600(_A._op_leaky_relu_),), (), wrapped=True, doc='leaky_relu_(input: Tensor, negative_slope: Number = 0.01) -> Tensor')
 leaky_relu_backward = _function(__name__, 'leaky_relu_backward', ((_A._op_leaky_relu_backward, None),),
-    (_B.b595(_A._op_leaky_relu_backward),), (), wrapped=True, doc='leaky_relu_backward(grad_output: Tensor, input: Tensor, negative_slope: Number, self_is_result: bool) -> Tensor')
+    (_B.b601(_A._op_leaky_relu_backward),), (), wrapped=True, doc='leaky_relu_backward(grad_output: Tensor, input: Tensor, negative_slope: Number, self_is_result: bool) -> Tensor')
 elu = _function(__name__, 'elu', ((_A._op_elu, None),),
-    (_B.b596(_A._op_elu),), (), wrapped=True, doc='elu(input: Tensor, alpha: Number = 1, scale: Number = 1, input_scale: Number = 1) -> Tensor')
+    (_B.b602(_A._op_elu),), (), wrapped=True, doc='elu(input: Tensor, alpha: Number = 1, scale: Number = 1, input_scale: Number = 1) -> Tensor')
 elu_ = _function(__name__, 'elu_', ((_A._op_elu_, None),),
-    (_B.b596(_A._op_elu_),), (), wrapped=True, doc='elu_(input: Tensor, alpha: Number = 1, scale: Number = 1, input_scale: Number = 1) -> Tensor')
+    (_B.b602(_A._op_elu_),), (), wrapped=True, doc='elu_(input: Tensor, alpha: Number = 1, scale: Number = 1, input_scale: Number = 1) -> Tensor')
 elu_backward = _function(__name__, 'elu_backward', ((_A._op_elu_backward, None),),
-    (_B.b597(_A._op_elu_backward),), (), wrapped=True, doc='elu_backward(grad_output: Tensor, alpha: Number, scale: Number, input_scale: Number, is_result: bool, self_or_result: Tensor) -> Tensor')
+    (_B.b603(_A._op_elu_backward),), (), wrapped=True, doc='elu_backward(grad_output: Tensor, alpha: Number, scale: Number, input_scale: Number, is_result: bool, self_or_result: Tensor) -> Tensor')
 hardtanh = _function(__name__, 'hardtanh', ((_A._op_hardtanh, None),),
-    (_B.b598(_A._op_hardtanh),), (), wrapped=True, doc='hardtanh(input: Tensor, min_val: Number = -1, max_val: Number = 1) -> Tensor')
+    (_B.b604(_A._op_hardtanh),), (), wrapped=True, doc='hardtanh(input: Tensor, min_val: Number = -1, max_val: Number = 1) -> Tensor')
 hardtanh_ = _function(__name__, 'hardtanh_', ((_A._op_hardtanh_, None),),
-    (_B.b598(_A._op_hardtanh_),), (), wrapped=True, doc='hardtanh_(input: Tensor, min_val: Number = -1, max_val: Number = 1) -> Tensor')
+    (_B.b604(_A._op_hardtanh_),), (), wrapped=True, doc='hardtanh_(input: Tensor, min_val: Number = -1, max_val: Number = 1) -> Tensor')
 hardtanh_backward = _function(__name__, 'hardtanh_backward', ((_A._op_hardtanh_backward, None),),
-    (_B.b599(_A._op_hardtanh_backward),), (), wrapped=True, doc='hardtanh_backward(grad_output: Tensor, input: Tensor, min_val: Number, max_val: Number) -> Tensor')
+    (_B.b605(_A._op_hardtanh_backward),), (), wrapped=True, doc='hardtanh_backward(grad_output: Tensor, input: Tensor, min_val: Number, max_val: Number) -> Tensor')
 softplus = _function(__name__, 'softplus', ((_A._op_softplus, None),),
-    (_B.b600(_A._op_softplus),), (), wrapped=True, doc='softplus(input: Tensor, beta: Number = 1, threshold: Number = 20) -> Tensor')
+    (_B.b606(_A._op_softplus),), (), wrapped=True, doc='softplus(input: Tensor, beta: Number = 1, threshold: Number = 20) -> Tensor')
 softplus_backward = _function(__name__, 'softplus_backward', ((_A._op_softplus_backward, None),),
-    (_B.b601(_A._op_softplus_backward),), (), wrapped=True, doc='softplus_backward(grad_output: Tensor, input: Tensor, beta: Number, threshold: Number) -> Tensor')
+    (_B.b607(_A._op_softplus_backward),), (), wrapped=True, doc='softplus_backward(grad_output: Tensor, input: Tensor, beta: Number, threshold: Number) -> Tensor')
 glu = _function(__name__, 'glu', ((_A._op_glu, None),),
-    (_B.b602(_A._op_glu),), (), wrapped=True, doc='glu(input: Tensor, dim: int = -1) -> Tensor')
+    (_B.b608(_A._op_glu),), (), wrapped=True, doc='glu(input: Tensor, dim: int = -1) -> Tensor')
 glu_backward = _function(__name__, 'glu_backward', ((_A._op_glu_backward, None),),
-    (_B.b603(_A._op_glu_backward),), (), wrapped=True, doc='glu_backward(grad_output: Tensor, input: Tensor, dim: int) -> Tensor')
+    (_B.b609(_A._op_glu_backward),), (), wrapped=True, doc='glu_backward(grad_output: Tensor, input: Tensor, dim: int) -> Tensor')
 log_sigmoid = _function(__name__, 'log_sigmoid', ((_A._op_log_sigmoid, None),),
     (_B.b1(_A._op_log_sigmoid),), (), wrapped=True, doc='log_sigmoid(input: Tensor) -> Tensor')
 log_sigmoid_forward = _function(__name__, 'log_sigmoid_forward', ((_A._op_log_sigmoid_forward, None),),
     (_B.b1(_A._op_log_sigmoid_forward),), (), wrapped=True, doc='log_sigmoid_forward(input: Tensor) -> (Tensor, Tensor)')
 log_sigmoid_backward = _function(__name__, 'log_sigmoid_backward', ((_A._op_log_sigmoid_backward, None),),
-    (_B.b604(_A._op_log_sigmoid_backward),), (), wrapped=True, doc='log_sigmoid_backward(grad_output: Tensor, input: Tensor, buffer: Tensor) -> Tensor')
+    (_B.b610(_A._op_log_sigmoid_backward),), (), wrapped=True, doc='log_sigmoid_backward(grad_output: Tensor, input: Tensor, buffer: Tensor) -> Tensor')
 softshrink = _function(__name__, 'softshrink', ((_A._op_softshrink, None),),
     (_B.b261(_A._op_softshrink),), (), wrapped=True, doc='softshrink(input: Tensor, lambd: Number = 0.5) -> Tensor')
 softshrink_backward = _function(__name__, 'softshrink_backward', ((_A._op_softshrink_backward, None),),
-    (_B.b605(_A._op_softshrink_backward),), (), wrapped=True, doc='softshrink_backward(grad_output: Tensor, input: Tensor, lambd: Number) -> Tensor')
+    (_B.b611(_A._op_softshrink_backward),), (), wrapped=True, doc='softshrink_backward(grad_output: Tensor, input: Tensor, lambd: Number) -> Tensor')
 rrelu_with_noise = _function(__name__, 'rrelu_with_noise', ((_A._op_rrelu_with_noise, None),),
-    (_B.b606(_A._op_rrelu_with_noise),), (), wrapped=True, doc='rrelu_with_noise(input: Tensor, noise: Tensor, lower: Number = 0.125, upper: Number = 0.3333333333333333, training: bool = False, generator: Optional[Generator] = None) -> Tensor')
+    (_B.b612(_A._op_rrelu_with_noise),), (), wrapped=True, doc='rrelu_with_noise(input: Tensor, noise: Tensor, lower: Number = 0.125, upper: Number = 0.3333333333333333, training: bool = False, generator: Optional[Generator] = None) -> Tensor')
 rrelu_with_noise_ = _function(__name__, 'rrelu_with_noise_', ((_A._op_rrelu_with_noise_, None),),
-    (_B.b606(_A._op_rrelu_with_noise_),), (), wrapped=True, doc='rrelu_with_noise_(input: Tensor, noise: Tensor, lower: Number = 0.125, upper: Number = 0.3333333333333333, training: bool = False, generator: Optional[Generator] = None) -> Tensor')
+    (_B.b612(_A._op_rrelu_with_noise_),), (), wrapped=True, doc='rrelu_with_noise_(input: Tensor, noise: Tensor, lower: Number = 0.125, upper: Number = 0.3333333333333333, training: bool = False, generator: Optional[Generator] = None) -> Tensor')
 rrelu_with_noise_backward = _function(__name__, 'rrelu_with_noise_backward', ((_A._op_rrelu_with_noise_backward, None),),
-    (_B.b607(_A._op_rrelu_with_noise_backward),), (), wrapped=True, doc='rrelu_with_noise_backward(grad_output: Tensor, input: Tensor, noise: Tensor, lower: Number, upper: Number, training: bool, self_is_result: bool) -> Tensor')
+    (_B.b613(_A._op_rrelu_with_noise_backward),), (), wrapped=True, doc='rrelu_with_noise_backward(grad_output: Tensor, input: Tensor, noise: Tensor, lower: Number, upper: Number, training: bool, self_is_result: bool) -> Tensor')
 scaled_dot_product_attention = _function(__name__, 'scaled_dot_product_attention', ((_A._op_scaled_dot_product_attention, None),),
-    (_B.b608(_A._op_scaled_dot_product_attention),), (), wrapped=True, doc='scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Optional[Tensor] = None, dropout_p: float = 0.0, is_causal: bool = False, *, scale: Optional[float] = None, enable_gqa: bool = False) -> Tensor')
+    (_B.b614(_A._op_scaled_dot_product_attention),), (), wrapped=True, doc='scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Optional[Tensor] = None, dropout_p: float = 0.0, is_causal: bool = False, *, scale: Optional[float] = None, enable_gqa: bool = False) -> Tensor')
 pad = _function(__name__, 'pad', ((_A._op_pad, None),),
-    (_B.b609(_A._op_pad),), (), wrapped=True, doc="pad(input: Tensor, pad: List[int], mode: str = 'constant', value: Optional[float] = None) -> Tensor")
+    (_B.b615(_A._op_pad),), (), wrapped=True, doc="pad(input: Tensor, pad: List[int], mode: str = 'constant', value: Optional[float] = None) -> Tensor")
 reflection_pad1d = _function(__name__, 'reflection_pad1d', ((_A._op_reflection_pad1d, None),),
-    (_B.b610(_A._op_reflection_pad1d),), (), wrapped=True, doc='reflection_pad1d(input: Tensor, padding: List[int]) -> Tensor')
+    (_B.b616(_A._op_reflection_pad1d),), (), wrapped=True, doc='reflection_pad1d(input: Tensor, padding: List[int]) -> Tensor')
 reflection_pad1d_backward = _function(__name__, 'reflection_pad1d_backward', ((_A._op_reflection_pad1d_backward, None),),
-    (_B.b611(_A._op_reflection_pad1d_backward),), (), wrapped=True, doc='reflection_pad1d_backward(grad_output: Tensor, input: Tensor, padding: List[int]) -> Tensor')
+    (_B.b617(_A._op_reflection_pad1d_backward),), (), wrapped=True, doc='reflection_pad1d_backward(grad_output: Tensor, input: Tensor, padding: List[int]) -> Tensor')
 reflection_pad2d = _function(__name__, 'reflection_pad2d', ((_A._op_reflection_pad2d, None),),
-    (_B.b610(_A._op_reflection_pad2d),), (), wrapped=True, doc='reflection_pad2d(input: Tensor, padding: List[int]) -> Tensor')
+    (_B.b616(_A._op_reflection_pad2d),), (), wrapped=True, doc='reflection_pad2d(input: Tensor, padding: List[int]) -> Tensor')
 reflection_pad2d_backward = _function(__name__, 'reflection_pad2d_backward', ((_A._op_reflection_pad2d_backward, None),),
-    (_B.b611(_A._op_reflection_pad2d_backward),), (), wrapped=True, doc='reflection_pad2d_backward(grad_output: Tensor, input: Tensor, padding: List[int]) -> Tensor')
+    (_B.b617(_A._op_reflection_pad2d_backward),), (), wrapped=True, doc='reflection_pad2d_backward(grad_output: Tensor, input: Tensor, padding: List[int]) -> Tensor')
 reflection_pad3d = _function(__name__, 'reflection_pad3d', ((_A._op_reflection_pad3d, None),),
-    (_B.b610(_A._op_reflection_pad3d),), (), wrapped=True, doc='reflection_pad3d(input: Tensor, padding: List[int]) -> Tensor')
+    (_B.b616(_A._op_reflection_pad3d),), (), wrapped=True, doc='reflection_pad3d(input: Tensor, padding: List[int]) -> Tensor')
 reflection_pad3d_backward = _function(__name__, 'reflection_pad3d_backward', ((_A._op_reflection_pad3d_backward, None),),
-    (_B.b611(_A._op_reflection_pad3d_backward),), (), wrapped=True, doc='reflection_pad3d_backward(grad_output: Tensor, input: Tensor, padding: List[int]) -> Tensor')
+    (_B.b617(_A._op_reflection_pad3d_backward),), (), wrapped=True, doc='reflection_pad3d_backward(grad_output: Tensor, input: Tensor, padding: List[int]) -> Tensor')
 replication_pad1d = _function(__name__, 'replication_pad1d', ((_A._op_replication_pad1d, None),),
-    (_B.b610(_A._op_replication_pad1d),), (), wrapped=True, doc='replication_pad1d(input: Tensor, padding: List[int]) -> Tensor')
+    (_B.b616(_A._op_replication_pad1d),), (), wrapped=True, doc='replication_pad1d(input: Tensor, padding: List[int]) -> Tensor')
 replication_pad1d_backward = _function(__name__, 'replication_pad1d_backward', ((_A._op_replication_pad1d_backward, None),),
-    (_B.b611(_A._op_replication_pad1d_backward),), (), wrapped=True, doc='replication_pad1d_backward(grad_output: Tensor, input: Tensor, padding: List[int]) -> Tensor')
+    (_B.b617(_A._op_replication_pad1d_backward),), (), wrapped=True, doc='replication_pad1d_backward(grad_output: Tensor, input: Tensor, padding: List[int]) -> Tensor')
 replication_pad2d = _function(__name__, 'replication_pad2d', ((_A._op_replication_pad2d, None),),
-    (_B.b610(_A._op_replication_pad2d),), (), wrapped=True, doc='replication_pad2d(input: Tensor, padding: List[int]) -> Tensor')
+    (_B.b616(_A._op_replication_pad2d),), (), wrapped=True, doc='replication_pad2d(input: Tensor, padding: List[int]) -> Tensor')
 replication_pad2d_backward = _function(__name__, 'replication_pad2d_backward', ((_A._op_replication_pad2d_backward, None),),
-    (_B.b611(_A._op_replication_pad2d_backward),), (), wrapped=True, doc='replication_pad2d_backward(grad_output: Tensor, input: Tensor, padding: List[int]) -> Tensor')
+    (_B.b617(_A._op_replication_pad2d_backward),), (), wrapped=True, doc='replication_pad2d_backward(grad_output: Tensor, input: Tensor, padding: List[int]) -> Tensor')
 replication_pad3d = _function(__name__, 'replication_pad3d', ((_A._op_replication_pad3d, None),),
-    (_B.b610(_A._op_replication_pad3d),), (), wrapped=True, doc='replication_pad3d(input: Tensor, padding: List[int]) -> Tensor')
+    (_B.b616(_A._op_replication_pad3d),), (), wrapped=True, doc='replication_pad3d(input: Tensor, padding: List[int]) -> Tensor')
 replication_pad3d_backward = _function(__name__, 'replication_pad3d_backward', ((_A._op_replication_pad3d_backward, None),),
-    (_B.b611(_A._op_replication_pad3d_backward),), (), wrapped=True, doc='replication_pad3d_backward(grad_output: Tensor, input: Tensor, padding: List[int]) -> Tensor')
+    (_B.b617(_A._op_replication_pad3d_backward),), (), wrapped=True, doc='replication_pad3d_backward(grad_output: Tensor, input: Tensor, padding: List[int]) -> Tensor')
 max_unpool2d = _function(__name__, 'max_unpool2d', ((_A._op_max_unpool2d, None),),
-    (_B.b612(_A._op_max_unpool2d),), (), wrapped=True, doc='max_unpool2d(input: Tensor, indices: Tensor, output_size: List[int]) -> Tensor')
+    (_B.b618(_A._op_max_unpool2d),), (), wrapped=True, doc='max_unpool2d(input: Tensor, indices: Tensor, output_size: List[int]) -> Tensor')
 max_unpool3d = _function(__name__, 'max_unpool3d', ((_A._op_max_unpool3d, None),),
-    (_B.b613(_A._op_max_unpool3d),), (), wrapped=True, doc='max_unpool3d(input: Tensor, indices: Tensor, output_size: List[int], stride: List[int], padding: List[int]) -> Tensor')
+    (_B.b619(_A._op_max_unpool3d),), (), wrapped=True, doc='max_unpool3d(input: Tensor, indices: Tensor, output_size: List[int], stride: List[int], padding: List[int]) -> Tensor')
 one_hot = _function(__name__, 'one_hot', ((_A._op_one_hot, None),),
-    (_B.b614(_A._op_one_hot),), (), wrapped=True, doc='one_hot(input: Tensor, num_classes: int = -1) -> Tensor')
+    (_B.b620(_A._op_one_hot),), (), wrapped=True, doc='one_hot(input: Tensor, num_classes: int = -1) -> Tensor')
 fractional_max_pool2d = _function(__name__, 'fractional_max_pool2d', ((_A._op_fractional_max_pool2d, None),),
-    (_B.b615(_A._op_fractional_max_pool2d),), (), wrapped=True, doc='fractional_max_pool2d(input: Tensor, kernel_size: List[int], output_size: List[int], random_samples: Tensor) -> (Tensor, Tensor)')
+    (_B.b621(_A._op_fractional_max_pool2d),), (), wrapped=True, doc='fractional_max_pool2d(input: Tensor, kernel_size: List[int], output_size: List[int], random_samples: Tensor) -> (Tensor, Tensor)')
 fractional_max_pool3d = _function(__name__, 'fractional_max_pool3d', ((_A._op_fractional_max_pool3d, None),),
-    (_B.b615(_A._op_fractional_max_pool3d),), (), wrapped=True, doc='fractional_max_pool3d(input: Tensor, kernel_size: List[int], output_size: List[int], random_samples: Tensor) -> (Tensor, Tensor)')
+    (_B.b621(_A._op_fractional_max_pool3d),), (), wrapped=True, doc='fractional_max_pool3d(input: Tensor, kernel_size: List[int], output_size: List[int], random_samples: Tensor) -> (Tensor, Tensor)')

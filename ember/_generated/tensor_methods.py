@@ -7,951 +7,967 @@ from ember._generated import aten as _A
 from ember._generated import binders as _B
 from ember._python_arg_parser import method_binding as _method
 
-__all__ = ['_coalesced_', '_dimI', '_dimV', '_indices', '_nnz', '_to_dense', '_values', 'abs', 'abs_', 'absolute', 'absolute_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'add_', 'addbmm', 'addbmm_', 'addcdiv', 'addcdiv_', 'addcmul', 'addcmul_', 'addmm', 'addmm_', 'addmv', 'addmv_', 'addr', 'addr_', 'adjoint', 'all', 'allclose', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan2_', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan2_', 'atan_', 'atanh', 'atanh_', 'baddbmm', 'baddbmm_', 'bernoulli', 'bernoulli_', 'bincount', 'bitwise_and', 'bitwise_and_', 'bitwise_left_shift', 'bitwise_left_shift_', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_or_', 'bitwise_right_shift', 'bitwise_right_shift_', 'bitwise_xor', 'bitwise_xor_', 'bmm', 'broadcast_to', 'cauchy_', 'ceil', 'ceil_', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'coalesce', 'conj', 'conj_physical', 'conj_physical_', 'contiguous', 'copy_', 'copysign', 'copysign_', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cov', 'cross', 'cummax', 'cummin', 'cumprod', 'cumprod_', 'cumsum', 'cumsum_', 'deg2rad', 'deg2rad_', 'dense_dim', 'dequantize', 'det', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'div_', 'divide', 'divide_', 'dot', 'dsplit', 'eq', 'eq_', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expand_as', 'expm1', 'expm1_', 'exponential_', 'fill_', 'fill_diagonal_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'float_power_', 'floor', 'floor_', 'floor_divide', 'floor_divide_', 'fmax', 'fmin', 'fmod', 'fmod_', 'frac', 'frac_', 'frexp', 'gather', 'gcd', 'gcd_', 'ge', 'ge_', 'geometric_', 'geqrf', 'ger', 'greater', 'greater_', 'greater_equal', 'greater_equal_', 'gt', 'gt_', 'hardshrink', 'hardshrink_backward', 'hash_tensor', 'heaviside', 'heaviside_', 'histc', 'histogram', 'hsplit', 'hypot', 'hypot_', 'i0', 'i0_', 'igamma', 'igamma_', 'igammac', 'igammac_', 'index_add', 'index_add_', 'index_copy', 'index_copy_', 'index_fill', 'index_fill_', 'index_put', 'index_put_', 'index_reduce', 'index_reduce_', 'index_select', 'indices', 'inner', 'int_repr', 'inverse', 'is_coalesced', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kron', 'kthvalue', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'le_', 'lerp', 'lerp_', 'less', 'less_', 'less_equal', 'less_equal_', 'lgamma', 'lgamma_', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_normal_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_and_', 'logical_not', 'logical_not_', 'logical_or', 'logical_or_', 'logical_xor', 'logical_xor_', 'logit', 'logit_', 'logsumexp', 'lt', 'lt_', 'lu_solve', 'masked_fill', 'masked_fill_', 'masked_scatter', 'masked_scatter_', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'mul_', 'multinomial', 'multiply', 'multiply_', 'mv', 'mvlgamma', 'mvlgamma_', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'ne', 'ne_', 'neg', 'neg_', 'negative', 'negative_', 'new_empty', 'new_empty_strided', 'new_full', 'new_ones', 'new_zeros', 'nextafter', 'nextafter_', 'nonzero', 'nonzero_static', 'norm', 'normal_', 'not_equal', 'not_equal_', 'orgqr', 'ormqr', 'outer', 'permute', 'pinverse', 'polygamma', 'polygamma_', 'positive', 'pow', 'pow_', 'prelu', 'prod', 'put', 'put_', 'q_per_channel_axis', 'q_per_channel_scales', 'q_per_channel_zero_points', 'q_scale', 'q_zero_point', 'qr', 'qscheme', 'quantile', 'rad2deg', 'rad2deg_', 'random_', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'remainder_', 'renorm', 'renorm_', 'repeat', 'repeat_interleave', 'reshape', 'reshape_as', 'resolve_conj', 'resolve_neg', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'scatter', 'scatter_', 'scatter_add', 'scatter_add_', 'scatter_reduce', 'scatter_reduce_', 'select', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'sparse_dim', 'sparse_mask', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'squeeze_', 'std', 'stft', 'sub', 'sub_', 'subtract', 'subtract_', 'sum', 'sum_to_size', 'svd', 'swapaxes', 'swapdims', 't', 't_', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tile', 'to_dense', 'to_sparse', 'topk', 'trace', 'transpose', 'transpose_', 'triangular_solve', 'tril', 'tril_', 'triu', 'triu_', 'true_divide', 'true_divide_', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unfold', 'uniform_', 'unsafe_chunk', 'unsafe_split', 'unsafe_split_with_sizes', 'unsqueeze', 'unsqueeze_', 'values', 'var', 'vdot', 'view', 'view_as', 'vsplit', 'where', 'xlogy', 'xlogy_', 'zero_']
+__all__ = ['_coalesced_', '_dimI', '_dimV', '_indices', '_nnz', '_to_dense', '_values', 'abs', 'abs_', 'absolute', 'absolute_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'add_', 'addbmm', 'addbmm_', 'addcdiv', 'addcdiv_', 'addcmul', 'addcmul_', 'addmm', 'addmm_', 'addmv', 'addmv_', 'addr', 'addr_', 'adjoint', 'all', 'allclose', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan2_', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan2_', 'atan_', 'atanh', 'atanh_', 'baddbmm', 'baddbmm_', 'bernoulli', 'bernoulli_', 'bincount', 'bitwise_and', 'bitwise_and_', 'bitwise_left_shift', 'bitwise_left_shift_', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_or_', 'bitwise_right_shift', 'bitwise_right_shift_', 'bitwise_xor', 'bitwise_xor_', 'bmm', 'broadcast_to', 'cauchy_', 'ccol_indices', 'ceil', 'ceil_', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'coalesce', 'col_indices', 'conj', 'conj_physical', 'conj_physical_', 'contiguous', 'copy_', 'copysign', 'copysign_', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cov', 'cross', 'crow_indices', 'cummax', 'cummin', 'cumprod', 'cumprod_', 'cumsum', 'cumsum_', 'deg2rad', 'deg2rad_', 'dense_dim', 'dequantize', 'det', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'div_', 'divide', 'divide_', 'dot', 'dsplit', 'eq', 'eq_', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expand_as', 'expm1', 'expm1_', 'exponential_', 'fill_', 'fill_diagonal_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'float_power_', 'floor', 'floor_', 'floor_divide', 'floor_divide_', 'fmax', 'fmin', 'fmod', 'fmod_', 'frac', 'frac_', 'frexp', 'gather', 'gcd', 'gcd_', 'ge', 'ge_', 'geometric_', 'geqrf', 'ger', 'greater', 'greater_', 'greater_equal', 'greater_equal_', 'gt', 'gt_', 'hardshrink', 'hardshrink_backward', 'hash_tensor', 'heaviside', 'heaviside_', 'histc', 'histogram', 'hsplit', 'hypot', 'hypot_', 'i0', 'i0_', 'igamma', 'igamma_', 'igammac', 'igammac_', 'index_add', 'index_add_', 'index_copy', 'index_copy_', 'index_fill', 'index_fill_', 'index_put', 'index_put_', 'index_reduce', 'index_reduce_', 'index_select', 'indices', 'inner', 'int_repr', 'inverse', 'is_coalesced', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kron', 'kthvalue', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'le_', 'lerp', 'lerp_', 'less', 'less_', 'less_equal', 'less_equal_', 'lgamma', 'lgamma_', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_normal_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_and_', 'logical_not', 'logical_not_', 'logical_or', 'logical_or_', 'logical_xor', 'logical_xor_', 'logit', 'logit_', 'logsumexp', 'lt', 'lt_', 'lu_solve', 'masked_fill', 'masked_fill_', 'masked_scatter', 'masked_scatter_', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'mul_', 'multinomial', 'multiply', 'multiply_', 'mv', 'mvlgamma', 'mvlgamma_', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'ne', 'ne_', 'neg', 'neg_', 'negative', 'negative_', 'new_empty', 'new_empty_strided', 'new_full', 'new_ones', 'new_zeros', 'nextafter', 'nextafter_', 'nonzero', 'nonzero_static', 'norm', 'normal_', 'not_equal', 'not_equal_', 'orgqr', 'ormqr', 'outer', 'permute', 'pinverse', 'polygamma', 'polygamma_', 'positive', 'pow', 'pow_', 'prelu', 'prod', 'put', 'put_', 'q_per_channel_axis', 'q_per_channel_scales', 'q_per_channel_zero_points', 'q_scale', 'q_zero_point', 'qr', 'qscheme', 'quantile', 'rad2deg', 'rad2deg_', 'random_', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'remainder_', 'renorm', 'renorm_', 'repeat', 'repeat_interleave', 'reshape', 'reshape_as', 'resolve_conj', 'resolve_neg', 'roll', 'rot90', 'round', 'round_', 'row_indices', 'rsqrt', 'rsqrt_', 'scatter', 'scatter_', 'scatter_add', 'scatter_add_', 'scatter_reduce', 'scatter_reduce_', 'select', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'sparse_dim', 'sparse_mask', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'squeeze_', 'std', 'stft', 'sub', 'sub_', 'subtract', 'subtract_', 'sum', 'sum_to_size', 'svd', 'swapaxes', 'swapdims', 't', 't_', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tile', 'to_dense', 'to_sparse', 'to_sparse_bsc', 'to_sparse_bsr', 'to_sparse_csc', 'to_sparse_csr', 'topk', 'trace', 'transpose', 'transpose_', 'triangular_solve', 'tril', 'tril_', 'triu', 'triu_', 'true_divide', 'true_divide_', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unfold', 'uniform_', 'unsafe_chunk', 'unsafe_split', 'unsafe_split_with_sizes', 'unsqueeze', 'unsqueeze_', 'values', 'var', 'vdot', 'view', 'view_as', 'vsplit', 'where', 'xlogy', 'xlogy_', 'zero_']
 
 abs = _method(__name__, 'abs', ((_A._op_abs, None),),
-    (_B.b387(_A._op_abs),), (), wrapped=True, doc='Computes the absolute value of each element in ``input``.\n\nabs() -> Tensor')
+    (_B.b391(_A._op_abs),), (), wrapped=True, doc='Computes the absolute value of each element in ``input``.\n\nabs() -> Tensor')
 abs_ = _method(__name__, 'abs_', ((_A._op_abs_, None),),
-    (_B.b387(_A._op_abs_),), (), wrapped=True, doc='Computes the absolute value of each element in ``input``.\n\nabs_() -> Tensor\n\nIn-place version of :meth:`Tensor.abs`.')
+    (_B.b391(_A._op_abs_),), (), wrapped=True, doc='Computes the absolute value of each element in ``input``.\n\nabs_() -> Tensor\n\nIn-place version of :meth:`Tensor.abs`.')
 conj = _method(__name__, 'conj', ((_A._op_conj, None),),
-    (_B.b387(_A._op_conj),), (), wrapped=True, doc='conj() -> Tensor')
+    (_B.b391(_A._op_conj),), (), wrapped=True, doc='conj() -> Tensor')
 resolve_conj = _method(__name__, 'resolve_conj', ((_A._op_resolve_conj, None),),
-    (_B.b387(_A._op_resolve_conj),), (), wrapped=True, doc='resolve_conj() -> Tensor')
+    (_B.b391(_A._op_resolve_conj),), (), wrapped=True, doc='resolve_conj() -> Tensor')
 resolve_neg = _method(__name__, 'resolve_neg', ((_A._op_resolve_neg, None),),
-    (_B.b387(_A._op_resolve_neg),), (), wrapped=True, doc='resolve_neg() -> Tensor')
+    (_B.b391(_A._op_resolve_neg),), (), wrapped=True, doc='resolve_neg() -> Tensor')
 conj_physical = _method(__name__, 'conj_physical', ((_A._op_conj_physical, None),),
-    (_B.b387(_A._op_conj_physical),), (), wrapped=True, doc='conj_physical() -> Tensor')
+    (_B.b391(_A._op_conj_physical),), (), wrapped=True, doc='conj_physical() -> Tensor')
 conj_physical_ = _method(__name__, 'conj_physical_', ((_A._op_conj_physical_, None),),
-    (_B.b387(_A._op_conj_physical_),), (), wrapped=True, doc='conj_physical_() -> Tensor\n\nIn-place version of :meth:`Tensor.conj_physical`.')
+    (_B.b391(_A._op_conj_physical_),), (), wrapped=True, doc='conj_physical_() -> Tensor\n\nIn-place version of :meth:`Tensor.conj_physical`.')
 neg = _method(__name__, 'neg', ((_A._op_neg, None),),
-    (_B.b387(_A._op_neg),), (), wrapped=True, doc='Returns a new tensor with the negative of the elements of ``input``.\n\nneg() -> Tensor')
+    (_B.b391(_A._op_neg),), (), wrapped=True, doc='Returns a new tensor with the negative of the elements of ``input``.\n\nneg() -> Tensor')
 neg_ = _method(__name__, 'neg_', ((_A._op_neg_, None),),
-    (_B.b387(_A._op_neg_),), (), wrapped=True, doc='Returns a new tensor with the negative of the elements of ``input``.\n\nneg_() -> Tensor\n\nIn-place version of :meth:`Tensor.neg`.')
+    (_B.b391(_A._op_neg_),), (), wrapped=True, doc='Returns a new tensor with the negative of the elements of ``input``.\n\nneg_() -> Tensor\n\nIn-place version of :meth:`Tensor.neg`.')
 sign = _method(__name__, 'sign', ((_A._op_sign, None),),
-    (_B.b387(_A._op_sign),), (), wrapped=True, doc='sign() -> Tensor')
+    (_B.b391(_A._op_sign),), (), wrapped=True, doc='sign() -> Tensor')
 sign_ = _method(__name__, 'sign_', ((_A._op_sign_, None),),
-    (_B.b387(_A._op_sign_),), (), wrapped=True, doc='sign_() -> Tensor\n\nIn-place version of :meth:`Tensor.sign`.')
+    (_B.b391(_A._op_sign_),), (), wrapped=True, doc='sign_() -> Tensor\n\nIn-place version of :meth:`Tensor.sign`.')
 sgn = _method(__name__, 'sgn', ((_A._op_sgn, None),),
-    (_B.b387(_A._op_sgn),), (), wrapped=True, doc='sgn() -> Tensor')
+    (_B.b391(_A._op_sgn),), (), wrapped=True, doc='sgn() -> Tensor')
 sgn_ = _method(__name__, 'sgn_', ((_A._op_sgn_, None),),
-    (_B.b387(_A._op_sgn_),), (), wrapped=True, doc='sgn_() -> Tensor\n\nIn-place version of :meth:`Tensor.sgn`.')
+    (_B.b391(_A._op_sgn_),), (), wrapped=True, doc='sgn_() -> Tensor\n\nIn-place version of :meth:`Tensor.sgn`.')
 floor = _method(__name__, 'floor', ((_A._op_floor, None),),
-    (_B.b387(_A._op_floor),), (), wrapped=True, doc='floor() -> Tensor')
+    (_B.b391(_A._op_floor),), (), wrapped=True, doc='floor() -> Tensor')
 floor_ = _method(__name__, 'floor_', ((_A._op_floor_, None),),
-    (_B.b387(_A._op_floor_),), (), wrapped=True, doc='floor_() -> Tensor\n\nIn-place version of :meth:`Tensor.floor`.')
+    (_B.b391(_A._op_floor_),), (), wrapped=True, doc='floor_() -> Tensor\n\nIn-place version of :meth:`Tensor.floor`.')
 ceil = _method(__name__, 'ceil', ((_A._op_ceil, None),),
-    (_B.b387(_A._op_ceil),), (), wrapped=True, doc='ceil() -> Tensor')
+    (_B.b391(_A._op_ceil),), (), wrapped=True, doc='ceil() -> Tensor')
 ceil_ = _method(__name__, 'ceil_', ((_A._op_ceil_, None),),
-    (_B.b387(_A._op_ceil_),), (), wrapped=True, doc='ceil_() -> Tensor\n\nIn-place version of :meth:`Tensor.ceil`.')
+    (_B.b391(_A._op_ceil_),), (), wrapped=True, doc='ceil_() -> Tensor\n\nIn-place version of :meth:`Tensor.ceil`.')
 trunc = _method(__name__, 'trunc', ((_A._op_trunc, None),),
-    (_B.b387(_A._op_trunc),), (), wrapped=True, doc='trunc() -> Tensor')
+    (_B.b391(_A._op_trunc),), (), wrapped=True, doc='trunc() -> Tensor')
 trunc_ = _method(__name__, 'trunc_', ((_A._op_trunc_, None),),
-    (_B.b387(_A._op_trunc_),), (), wrapped=True, doc='trunc_() -> Tensor\n\nIn-place version of :meth:`Tensor.trunc`.')
+    (_B.b391(_A._op_trunc_),), (), wrapped=True, doc='trunc_() -> Tensor\n\nIn-place version of :meth:`Tensor.trunc`.')
 frac = _method(__name__, 'frac', ((_A._op_frac, None),),
-    (_B.b387(_A._op_frac),), (), wrapped=True, doc='frac() -> Tensor')
+    (_B.b391(_A._op_frac),), (), wrapped=True, doc='frac() -> Tensor')
 frac_ = _method(__name__, 'frac_', ((_A._op_frac_, None),),
-    (_B.b387(_A._op_frac_),), (), wrapped=True, doc='frac_() -> Tensor\n\nIn-place version of :meth:`Tensor.frac`.')
+    (_B.b391(_A._op_frac_),), (), wrapped=True, doc='frac_() -> Tensor\n\nIn-place version of :meth:`Tensor.frac`.')
 exp = _method(__name__, 'exp', ((_A._op_exp, None),),
-    (_B.b387(_A._op_exp),), (), wrapped=True, doc='Returns a new tensor with the exponential of the elements of ``input``.\n\nexp() -> Tensor')
+    (_B.b391(_A._op_exp),), (), wrapped=True, doc='Returns a new tensor with the exponential of the elements of ``input``.\n\nexp() -> Tensor')
 exp_ = _method(__name__, 'exp_', ((_A._op_exp_, None),),
-    (_B.b387(_A._op_exp_),), (), wrapped=True, doc='Returns a new tensor with the exponential of the elements of ``input``.\n\nexp_() -> Tensor\n\nIn-place version of :meth:`Tensor.exp`.')
+    (_B.b391(_A._op_exp_),), (), wrapped=True, doc='Returns a new tensor with the exponential of the elements of ``input``.\n\nexp_() -> Tensor\n\nIn-place version of :meth:`Tensor.exp`.')
 exp2 = _method(__name__, 'exp2', ((_A._op_exp2, None),),
-    (_B.b387(_A._op_exp2),), (), wrapped=True, doc='exp2() -> Tensor')
+    (_B.b391(_A._op_exp2),), (), wrapped=True, doc='exp2() -> Tensor')
 exp2_ = _method(__name__, 'exp2_', ((_A._op_exp2_, None),),
-    (_B.b387(_A._op_exp2_),), (), wrapped=True, doc='exp2_() -> Tensor\n\nIn-place version of :meth:`Tensor.exp2`.')
+    (_B.b391(_A._op_exp2_),), (), wrapped=True, doc='exp2_() -> Tensor\n\nIn-place version of :meth:`Tensor.exp2`.')
 expm1 = _method(__name__, 'expm1', ((_A._op_expm1, None),),
-    (_B.b387(_A._op_expm1),), (), wrapped=True, doc='expm1() -> Tensor')
+    (_B.b391(_A._op_expm1),), (), wrapped=True, doc='expm1() -> Tensor')
 expm1_ = _method(__name__, 'expm1_', ((_A._op_expm1_, None),),
-    (_B.b387(_A._op_expm1_),), (), wrapped=True, doc='expm1_() -> Tensor\n\nIn-place version of :meth:`Tensor.expm1`.')
+    (_B.b391(_A._op_expm1_),), (), wrapped=True, doc='expm1_() -> Tensor\n\nIn-place version of :meth:`Tensor.expm1`.')
 log = _method(__name__, 'log', ((_A._op_log, None),),
-    (_B.b387(_A._op_log),), (), wrapped=True, doc='Returns a new tensor with the natural logarithm of the elements of ``input``.\n\nlog() -> Tensor')
+    (_B.b391(_A._op_log),), (), wrapped=True, doc='Returns a new tensor with the natural logarithm of the elements of ``input``.\n\nlog() -> Tensor')
 log_ = _method(__name__, 'log_', ((_A._op_log_, None),),
-    (_B.b387(_A._op_log_),), (), wrapped=True, doc='Returns a new tensor with the natural logarithm of the elements of ``input``.\n\nlog_() -> Tensor\n\nIn-place version of :meth:`Tensor.log`.')
+    (_B.b391(_A._op_log_),), (), wrapped=True, doc='Returns a new tensor with the natural logarithm of the elements of ``input``.\n\nlog_() -> Tensor\n\nIn-place version of :meth:`Tensor.log`.')
 log2 = _method(__name__, 'log2', ((_A._op_log2, None),),
-    (_B.b387(_A._op_log2),), (), wrapped=True, doc='log2() -> Tensor')
+    (_B.b391(_A._op_log2),), (), wrapped=True, doc='log2() -> Tensor')
 log2_ = _method(__name__, 'log2_', ((_A._op_log2_, None),),
-    (_B.b387(_A._op_log2_),), (), wrapped=True, doc='log2_() -> Tensor\n\nIn-place version of :meth:`Tensor.log2`.')
+    (_B.b391(_A._op_log2_),), (), wrapped=True, doc='log2_() -> Tensor\n\nIn-place version of :meth:`Tensor.log2`.')
 log10 = _method(__name__, 'log10', ((_A._op_log10, None),),
-    (_B.b387(_A._op_log10),), (), wrapped=True, doc='log10() -> Tensor')
+    (_B.b391(_A._op_log10),), (), wrapped=True, doc='log10() -> Tensor')
 log10_ = _method(__name__, 'log10_', ((_A._op_log10_, None),),
-    (_B.b387(_A._op_log10_),), (), wrapped=True, doc='log10_() -> Tensor\n\nIn-place version of :meth:`Tensor.log10`.')
+    (_B.b391(_A._op_log10_),), (), wrapped=True, doc='log10_() -> Tensor\n\nIn-place version of :meth:`Tensor.log10`.')
 log1p = _method(__name__, 'log1p', ((_A._op_log1p, None),),
-    (_B.b387(_A._op_log1p),), (), wrapped=True, doc='log1p() -> Tensor')
+    (_B.b391(_A._op_log1p),), (), wrapped=True, doc='log1p() -> Tensor')
 log1p_ = _method(__name__, 'log1p_', ((_A._op_log1p_, None),),
-    (_B.b387(_A._op_log1p_),), (), wrapped=True, doc='log1p_() -> Tensor\n\nIn-place version of :meth:`Tensor.log1p`.')
+    (_B.b391(_A._op_log1p_),), (), wrapped=True, doc='log1p_() -> Tensor\n\nIn-place version of :meth:`Tensor.log1p`.')
 sqrt = _method(__name__, 'sqrt', ((_A._op_sqrt, None),),
-    (_B.b387(_A._op_sqrt),), (), wrapped=True, doc='Returns a new tensor with the square root of the elements of ``input``.\n\nsqrt() -> Tensor')
+    (_B.b391(_A._op_sqrt),), (), wrapped=True, doc='Returns a new tensor with the square root of the elements of ``input``.\n\nsqrt() -> Tensor')
 sqrt_ = _method(__name__, 'sqrt_', ((_A._op_sqrt_, None),),
-    (_B.b387(_A._op_sqrt_),), (), wrapped=True, doc='Returns a new tensor with the square root of the elements of ``input``.\n\nsqrt_() -> Tensor\n\nIn-place version of :meth:`Tensor.sqrt`.')
+    (_B.b391(_A._op_sqrt_),), (), wrapped=True, doc='Returns a new tensor with the square root of the elements of ``input``.\n\nsqrt_() -> Tensor\n\nIn-place version of :meth:`Tensor.sqrt`.')
 rsqrt = _method(__name__, 'rsqrt', ((_A._op_rsqrt, None),),
-    (_B.b387(_A._op_rsqrt),), (), wrapped=True, doc='rsqrt() -> Tensor')
+    (_B.b391(_A._op_rsqrt),), (), wrapped=True, doc='rsqrt() -> Tensor')
 rsqrt_ = _method(__name__, 'rsqrt_', ((_A._op_rsqrt_, None),),
-    (_B.b387(_A._op_rsqrt_),), (), wrapped=True, doc='rsqrt_() -> Tensor\n\nIn-place version of :meth:`Tensor.rsqrt`.')
+    (_B.b391(_A._op_rsqrt_),), (), wrapped=True, doc='rsqrt_() -> Tensor\n\nIn-place version of :meth:`Tensor.rsqrt`.')
 sin = _method(__name__, 'sin', ((_A._op_sin, None),),
-    (_B.b387(_A._op_sin),), (), wrapped=True, doc='Returns a new tensor with the sine of the elements of ``input``.\n\nsin() -> Tensor')
+    (_B.b391(_A._op_sin),), (), wrapped=True, doc='Returns a new tensor with the sine of the elements of ``input``.\n\nsin() -> Tensor')
 sin_ = _method(__name__, 'sin_', ((_A._op_sin_, None),),
-    (_B.b387(_A._op_sin_),), (), wrapped=True, doc='Returns a new tensor with the sine of the elements of ``input``.\n\nsin_() -> Tensor\n\nIn-place version of :meth:`Tensor.sin`.')
+    (_B.b391(_A._op_sin_),), (), wrapped=True, doc='Returns a new tensor with the sine of the elements of ``input``.\n\nsin_() -> Tensor\n\nIn-place version of :meth:`Tensor.sin`.')
 cos = _method(__name__, 'cos', ((_A._op_cos, None),),
-    (_B.b387(_A._op_cos),), (), wrapped=True, doc='Returns a new tensor with the cosine of the elements of ``input``.\n\ncos() -> Tensor')
+    (_B.b391(_A._op_cos),), (), wrapped=True, doc='Returns a new tensor with the cosine of the elements of ``input``.\n\ncos() -> Tensor')
 cos_ = _method(__name__, 'cos_', ((_A._op_cos_, None),),
-    (_B.b387(_A._op_cos_),), (), wrapped=True, doc='Returns a new tensor with the cosine of the elements of ``input``.\n\ncos_() -> Tensor\n\nIn-place version of :meth:`Tensor.cos`.')
+    (_B.b391(_A._op_cos_),), (), wrapped=True, doc='Returns a new tensor with the cosine of the elements of ``input``.\n\ncos_() -> Tensor\n\nIn-place version of :meth:`Tensor.cos`.')
 tan = _method(__name__, 'tan', ((_A._op_tan, None),),
-    (_B.b387(_A._op_tan),), (), wrapped=True, doc='tan() -> Tensor')
+    (_B.b391(_A._op_tan),), (), wrapped=True, doc='tan() -> Tensor')
 tan_ = _method(__name__, 'tan_', ((_A._op_tan_, None),),
-    (_B.b387(_A._op_tan_),), (), wrapped=True, doc='tan_() -> Tensor\n\nIn-place version of :meth:`Tensor.tan`.')
+    (_B.b391(_A._op_tan_),), (), wrapped=True, doc='tan_() -> Tensor\n\nIn-place version of :meth:`Tensor.tan`.')
 asin = _method(__name__, 'asin', ((_A._op_asin, None),),
-    (_B.b387(_A._op_asin),), (), wrapped=True, doc='asin() -> Tensor')
+    (_B.b391(_A._op_asin),), (), wrapped=True, doc='asin() -> Tensor')
 asin_ = _method(__name__, 'asin_', ((_A._op_asin_, None),),
-    (_B.b387(_A._op_asin_),), (), wrapped=True, doc='asin_() -> Tensor\n\nIn-place version of :meth:`Tensor.asin`.')
+    (_B.b391(_A._op_asin_),), (), wrapped=True, doc='asin_() -> Tensor\n\nIn-place version of :meth:`Tensor.asin`.')
 acos = _method(__name__, 'acos', ((_A._op_acos, None),),
-    (_B.b387(_A._op_acos),), (), wrapped=True, doc='acos() -> Tensor')
+    (_B.b391(_A._op_acos),), (), wrapped=True, doc='acos() -> Tensor')
 acos_ = _method(__name__, 'acos_', ((_A._op_acos_, None),),
-    (_B.b387(_A._op_acos_),), (), wrapped=True, doc='acos_() -> Tensor\n\nIn-place version of :meth:`Tensor.acos`.')
+    (_B.b391(_A._op_acos_),), (), wrapped=True, doc='acos_() -> Tensor\n\nIn-place version of :meth:`Tensor.acos`.')
 atan = _method(__name__, 'atan', ((_A._op_atan, None),),
-    (_B.b387(_A._op_atan),), (), wrapped=True, doc='atan() -> Tensor')
+    (_B.b391(_A._op_atan),), (), wrapped=True, doc='atan() -> Tensor')
 atan_ = _method(__name__, 'atan_', ((_A._op_atan_, None),),
-    (_B.b387(_A._op_atan_),), (), wrapped=True, doc='atan_() -> Tensor\n\nIn-place version of :meth:`Tensor.atan`.')
+    (_B.b391(_A._op_atan_),), (), wrapped=True, doc='atan_() -> Tensor\n\nIn-place version of :meth:`Tensor.atan`.')
 sinh = _method(__name__, 'sinh', ((_A._op_sinh, None),),
-    (_B.b387(_A._op_sinh),), (), wrapped=True, doc='sinh() -> Tensor')
+    (_B.b391(_A._op_sinh),), (), wrapped=True, doc='sinh() -> Tensor')
 sinh_ = _method(__name__, 'sinh_', ((_A._op_sinh_, None),),
-    (_B.b387(_A._op_sinh_),), (), wrapped=True, doc='sinh_() -> Tensor\n\nIn-place version of :meth:`Tensor.sinh`.')
+    (_B.b391(_A._op_sinh_),), (), wrapped=True, doc='sinh_() -> Tensor\n\nIn-place version of :meth:`Tensor.sinh`.')
 cosh = _method(__name__, 'cosh', ((_A._op_cosh, None),),
-    (_B.b387(_A._op_cosh),), (), wrapped=True, doc='cosh() -> Tensor')
+    (_B.b391(_A._op_cosh),), (), wrapped=True, doc='cosh() -> Tensor')
 cosh_ = _method(__name__, 'cosh_', ((_A._op_cosh_, None),),
-    (_B.b387(_A._op_cosh_),), (), wrapped=True, doc='cosh_() -> Tensor\n\nIn-place version of :meth:`Tensor.cosh`.')
+    (_B.b391(_A._op_cosh_),), (), wrapped=True, doc='cosh_() -> Tensor\n\nIn-place version of :meth:`Tensor.cosh`.')
 tanh = _method(__name__, 'tanh', ((_A._op_tanh, None),),
-    (_B.b387(_A._op_tanh),), (), wrapped=True, doc='Returns a new tensor with the hyperbolic tangent of the elements of ``input``.\n\ntanh() -> Tensor')
+    (_B.b391(_A._op_tanh),), (), wrapped=True, doc='Returns a new tensor with the hyperbolic tangent of the elements of ``input``.\n\ntanh() -> Tensor')
 tanh_ = _method(__name__, 'tanh_', ((_A._op_tanh_, None),),
-    (_B.b387(_A._op_tanh_),), (), wrapped=True, doc='Returns a new tensor with the hyperbolic tangent of the elements of ``input``.\n\ntanh_() -> Tensor\n\nIn-place version of :meth:`Tensor.tanh`.')
+    (_B.b391(_A._op_tanh_),), (), wrapped=True, doc='Returns a new tensor with the hyperbolic tangent of the elements of ``input``.\n\ntanh_() -> Tensor\n\nIn-place version of :meth:`Tensor.tanh`.')
 asinh = _method(__name__, 'asinh', ((_A._op_asinh, None),),
-    (_B.b387(_A._op_asinh),), (), wrapped=True, doc='asinh() -> Tensor')
+    (_B.b391(_A._op_asinh),), (), wrapped=True, doc='asinh() -> Tensor')
 asinh_ = _method(__name__, 'asinh_', ((_A._op_asinh_, None),),
-    (_B.b387(_A._op_asinh_),), (), wrapped=True, doc='asinh_() -> Tensor\n\nIn-place version of :meth:`Tensor.asinh`.')
+    (_B.b391(_A._op_asinh_),), (), wrapped=True, doc='asinh_() -> Tensor\n\nIn-place version of :meth:`Tensor.asinh`.')
 acosh = _method(__name__, 'acosh', ((_A._op_acosh, None),),
-    (_B.b387(_A._op_acosh),), (), wrapped=True, doc='acosh() -> Tensor')
+    (_B.b391(_A._op_acosh),), (), wrapped=True, doc='acosh() -> Tensor')
 acosh_ = _method(__name__, 'acosh_', ((_A._op_acosh_, None),),
-    (_B.b387(_A._op_acosh_),), (), wrapped=True, doc='acosh_() -> Tensor\n\nIn-place version of :meth:`Tensor.acosh`.')
+    (_B.b391(_A._op_acosh_),), (), wrapped=True, doc='acosh_() -> Tensor\n\nIn-place version of :meth:`Tensor.acosh`.')
 atanh = _method(__name__, 'atanh', ((_A._op_atanh, None),),
-    (_B.b387(_A._op_atanh),), (), wrapped=True, doc='atanh() -> Tensor')
+    (_B.b391(_A._op_atanh),), (), wrapped=True, doc='atanh() -> Tensor')
 atanh_ = _method(__name__, 'atanh_', ((_A._op_atanh_, None),),
-    (_B.b387(_A._op_atanh_),), (), wrapped=True, doc='atanh_() -> Tensor\n\nIn-place version of :meth:`Tensor.atanh`.')
+    (_B.b391(_A._op_atanh_),), (), wrapped=True, doc='atanh_() -> Tensor\n\nIn-place version of :meth:`Tensor.atanh`.')
 sigmoid = _method(__name__, 'sigmoid', ((_A._op_sigmoid, None),),
-    (_B.b387(_A._op_sigmoid),), (), wrapped=True, doc='Returns a new tensor with the logistic sigmoid of the elements of ``input``.\n\nsigmoid() -> Tensor')
+    (_B.b391(_A._op_sigmoid),), (), wrapped=True, doc='Returns a new tensor with the logistic sigmoid of the elements of ``input``.\n\nsigmoid() -> Tensor')
 sigmoid_ = _method(__name__, 'sigmoid_', ((_A._op_sigmoid_, None),),
-    (_B.b387(_A._op_sigmoid_),), (), wrapped=True, doc='Returns a new tensor with the logistic sigmoid of the elements of ``input``.\n\nsigmoid_() -> Tensor\n\nIn-place version of :meth:`Tensor.sigmoid`.')
+    (_B.b391(_A._op_sigmoid_),), (), wrapped=True, doc='Returns a new tensor with the logistic sigmoid of the elements of ``input``.\n\nsigmoid_() -> Tensor\n\nIn-place version of :meth:`Tensor.sigmoid`.')
 reciprocal = _method(__name__, 'reciprocal', ((_A._op_reciprocal, None),),
-    (_B.b387(_A._op_reciprocal),), (), wrapped=True, doc='reciprocal() -> Tensor')
+    (_B.b391(_A._op_reciprocal),), (), wrapped=True, doc='reciprocal() -> Tensor')
 reciprocal_ = _method(__name__, 'reciprocal_', ((_A._op_reciprocal_, None),),
-    (_B.b387(_A._op_reciprocal_),), (), wrapped=True, doc='reciprocal_() -> Tensor\n\nIn-place version of :meth:`Tensor.reciprocal`.')
+    (_B.b391(_A._op_reciprocal_),), (), wrapped=True, doc='reciprocal_() -> Tensor\n\nIn-place version of :meth:`Tensor.reciprocal`.')
 erf = _method(__name__, 'erf', ((_A._op_erf, None),),
-    (_B.b387(_A._op_erf),), (), wrapped=True, doc='erf() -> Tensor')
+    (_B.b391(_A._op_erf),), (), wrapped=True, doc='erf() -> Tensor')
 erf_ = _method(__name__, 'erf_', ((_A._op_erf_, None),),
-    (_B.b387(_A._op_erf_),), (), wrapped=True, doc='erf_() -> Tensor\n\nIn-place version of :meth:`Tensor.erf`.')
+    (_B.b391(_A._op_erf_),), (), wrapped=True, doc='erf_() -> Tensor\n\nIn-place version of :meth:`Tensor.erf`.')
 erfc = _method(__name__, 'erfc', ((_A._op_erfc, None),),
-    (_B.b387(_A._op_erfc),), (), wrapped=True, doc='erfc() -> Tensor')
+    (_B.b391(_A._op_erfc),), (), wrapped=True, doc='erfc() -> Tensor')
 erfc_ = _method(__name__, 'erfc_', ((_A._op_erfc_, None),),
-    (_B.b387(_A._op_erfc_),), (), wrapped=True, doc='erfc_() -> Tensor\n\nIn-place version of :meth:`Tensor.erfc`.')
+    (_B.b391(_A._op_erfc_),), (), wrapped=True, doc='erfc_() -> Tensor\n\nIn-place version of :meth:`Tensor.erfc`.')
 erfinv = _method(__name__, 'erfinv', ((_A._op_erfinv, None),),
-    (_B.b387(_A._op_erfinv),), (), wrapped=True, doc='erfinv() -> Tensor')
+    (_B.b391(_A._op_erfinv),), (), wrapped=True, doc='erfinv() -> Tensor')
 erfinv_ = _method(__name__, 'erfinv_', ((_A._op_erfinv_, None),),
-    (_B.b387(_A._op_erfinv_),), (), wrapped=True, doc='erfinv_() -> Tensor\n\nIn-place version of :meth:`Tensor.erfinv`.')
+    (_B.b391(_A._op_erfinv_),), (), wrapped=True, doc='erfinv_() -> Tensor\n\nIn-place version of :meth:`Tensor.erfinv`.')
 lgamma = _method(__name__, 'lgamma', ((_A._op_lgamma, None),),
-    (_B.b387(_A._op_lgamma),), (), wrapped=True, doc='lgamma() -> Tensor')
+    (_B.b391(_A._op_lgamma),), (), wrapped=True, doc='lgamma() -> Tensor')
 lgamma_ = _method(__name__, 'lgamma_', ((_A._op_lgamma_, None),),
-    (_B.b387(_A._op_lgamma_),), (), wrapped=True, doc='lgamma_() -> Tensor\n\nIn-place version of :meth:`Tensor.lgamma`.')
+    (_B.b391(_A._op_lgamma_),), (), wrapped=True, doc='lgamma_() -> Tensor\n\nIn-place version of :meth:`Tensor.lgamma`.')
 digamma = _method(__name__, 'digamma', ((_A._op_digamma, None),),
-    (_B.b387(_A._op_digamma),), (), wrapped=True, doc='digamma() -> Tensor')
+    (_B.b391(_A._op_digamma),), (), wrapped=True, doc='digamma() -> Tensor')
 digamma_ = _method(__name__, 'digamma_', ((_A._op_digamma_, None),),
-    (_B.b387(_A._op_digamma_),), (), wrapped=True, doc='digamma_() -> Tensor\n\nIn-place version of :meth:`Tensor.digamma`.')
+    (_B.b391(_A._op_digamma_),), (), wrapped=True, doc='digamma_() -> Tensor\n\nIn-place version of :meth:`Tensor.digamma`.')
 i0 = _method(__name__, 'i0', ((_A._op_i0, None),),
-    (_B.b387(_A._op_i0),), (), wrapped=True, doc='i0() -> Tensor')
+    (_B.b391(_A._op_i0),), (), wrapped=True, doc='i0() -> Tensor')
 i0_ = _method(__name__, 'i0_', ((_A._op_i0_, None),),
-    (_B.b387(_A._op_i0_),), (), wrapped=True, doc='i0_() -> Tensor\n\nIn-place version of :meth:`Tensor.i0`.')
+    (_B.b391(_A._op_i0_),), (), wrapped=True, doc='i0_() -> Tensor\n\nIn-place version of :meth:`Tensor.i0`.')
 sinc = _method(__name__, 'sinc', ((_A._op_sinc, None),),
-    (_B.b387(_A._op_sinc),), (), wrapped=True, doc='sinc() -> Tensor')
+    (_B.b391(_A._op_sinc),), (), wrapped=True, doc='sinc() -> Tensor')
 sinc_ = _method(__name__, 'sinc_', ((_A._op_sinc_, None),),
-    (_B.b387(_A._op_sinc_),), (), wrapped=True, doc='sinc_() -> Tensor\n\nIn-place version of :meth:`Tensor.sinc`.')
+    (_B.b391(_A._op_sinc_),), (), wrapped=True, doc='sinc_() -> Tensor\n\nIn-place version of :meth:`Tensor.sinc`.')
 deg2rad = _method(__name__, 'deg2rad', ((_A._op_deg2rad, None),),
-    (_B.b387(_A._op_deg2rad),), (), wrapped=True, doc='deg2rad() -> Tensor')
+    (_B.b391(_A._op_deg2rad),), (), wrapped=True, doc='deg2rad() -> Tensor')
 deg2rad_ = _method(__name__, 'deg2rad_', ((_A._op_deg2rad_, None),),
-    (_B.b387(_A._op_deg2rad_),), (), wrapped=True, doc='deg2rad_() -> Tensor\n\nIn-place version of :meth:`Tensor.deg2rad`.')
+    (_B.b391(_A._op_deg2rad_),), (), wrapped=True, doc='deg2rad_() -> Tensor\n\nIn-place version of :meth:`Tensor.deg2rad`.')
 rad2deg = _method(__name__, 'rad2deg', ((_A._op_rad2deg, None),),
-    (_B.b387(_A._op_rad2deg),), (), wrapped=True, doc='rad2deg() -> Tensor')
+    (_B.b391(_A._op_rad2deg),), (), wrapped=True, doc='rad2deg() -> Tensor')
 rad2deg_ = _method(__name__, 'rad2deg_', ((_A._op_rad2deg_, None),),
-    (_B.b387(_A._op_rad2deg_),), (), wrapped=True, doc='rad2deg_() -> Tensor\n\nIn-place version of :meth:`Tensor.rad2deg`.')
+    (_B.b391(_A._op_rad2deg_),), (), wrapped=True, doc='rad2deg_() -> Tensor\n\nIn-place version of :meth:`Tensor.rad2deg`.')
 square = _method(__name__, 'square', ((_A._op_square, None),),
-    (_B.b387(_A._op_square),), (), wrapped=True, doc='square() -> Tensor')
+    (_B.b391(_A._op_square),), (), wrapped=True, doc='square() -> Tensor')
 square_ = _method(__name__, 'square_', ((_A._op_square_, None),),
-    (_B.b387(_A._op_square_),), (), wrapped=True, doc='square_() -> Tensor\n\nIn-place version of :meth:`Tensor.square`.')
+    (_B.b391(_A._op_square_),), (), wrapped=True, doc='square_() -> Tensor\n\nIn-place version of :meth:`Tensor.square`.')
 bitwise_not = _method(__name__, 'bitwise_not', ((_A._op_bitwise_not, None),),
-    (_B.b387(_A._op_bitwise_not),), (), wrapped=True, doc='bitwise_not() -> Tensor')
+    (_B.b391(_A._op_bitwise_not),), (), wrapped=True, doc='bitwise_not() -> Tensor')
 bitwise_not_ = _method(__name__, 'bitwise_not_', ((_A._op_bitwise_not_, None),),
-    (_B.b387(_A._op_bitwise_not_),), (), wrapped=True, doc='bitwise_not_() -> Tensor\n\nIn-place version of :meth:`Tensor.bitwise_not`.')
+    (_B.b391(_A._op_bitwise_not_),), (), wrapped=True, doc='bitwise_not_() -> Tensor\n\nIn-place version of :meth:`Tensor.bitwise_not`.')
 logical_not = _method(__name__, 'logical_not', ((_A._op_logical_not, None),),
-    (_B.b387(_A._op_logical_not),), (), wrapped=True, doc='logical_not() -> Tensor')
+    (_B.b391(_A._op_logical_not),), (), wrapped=True, doc='logical_not() -> Tensor')
 logical_not_ = _method(__name__, 'logical_not_', ((_A._op_logical_not_, None),),
-    (_B.b387(_A._op_logical_not_),), (), wrapped=True, doc='logical_not_() -> Tensor\n\nIn-place version of :meth:`Tensor.logical_not`.')
+    (_B.b391(_A._op_logical_not_),), (), wrapped=True, doc='logical_not_() -> Tensor\n\nIn-place version of :meth:`Tensor.logical_not`.')
 relu = _method(__name__, 'relu', ((_A._op_relu, None),),
-    (_B.b387(_A._op_relu),), (), wrapped=True, doc='Applies the rectified linear unit function elementwise: max(0, x).\n\nrelu() -> Tensor')
+    (_B.b391(_A._op_relu),), (), wrapped=True, doc='Applies the rectified linear unit function elementwise: max(0, x).\n\nrelu() -> Tensor')
 relu_ = _method(__name__, 'relu_', ((_A._op_relu_, None),),
-    (_B.b387(_A._op_relu_),), (), wrapped=True, doc='Applies the rectified linear unit function elementwise: max(0, x).\n\nrelu_() -> Tensor\n\nIn-place version of :meth:`Tensor.relu`.')
+    (_B.b391(_A._op_relu_),), (), wrapped=True, doc='Applies the rectified linear unit function elementwise: max(0, x).\n\nrelu_() -> Tensor\n\nIn-place version of :meth:`Tensor.relu`.')
 positive = _method(__name__, 'positive', ((_A._op_positive, None),),
-    (_B.b387(_A._op_positive),), (), wrapped=True, doc='positive() -> Tensor')
+    (_B.b391(_A._op_positive),), (), wrapped=True, doc='positive() -> Tensor')
 round = _method(__name__, 'round', ((_A._op_round, None), (_A._op_round_decimals, None)),
-    (_B.b387(_A._op_round), _B.b388(_A._op_round_decimals)), (), wrapped=None, doc='round() -> Tensor\nround(*, decimals: int) -> Tensor')
+    (_B.b391(_A._op_round), _B.b392(_A._op_round_decimals)), (), wrapped=None, doc='round() -> Tensor\nround(*, decimals: int) -> Tensor')
 round_ = _method(__name__, 'round_', ((_A._op_round_, None), (_A._op_round__decimals, None)),
-    (_B.b387(_A._op_round_), _B.b388(_A._op_round__decimals)), (), wrapped=None, doc='round_() -> Tensor\nround_(*, decimals: int) -> Tensor\n\nIn-place version of :meth:`Tensor.round`.')
+    (_B.b391(_A._op_round_), _B.b392(_A._op_round__decimals)), (), wrapped=None, doc='round_() -> Tensor\nround_(*, decimals: int) -> Tensor\n\nIn-place version of :meth:`Tensor.round`.')
 isnan = _method(__name__, 'isnan', ((_A._op_isnan, None),),
-    (_B.b387(_A._op_isnan),), (), wrapped=True, doc='isnan() -> Tensor')
+    (_B.b391(_A._op_isnan),), (), wrapped=True, doc='isnan() -> Tensor')
 isinf = _method(__name__, 'isinf', ((_A._op_isinf, None),),
-    (_B.b387(_A._op_isinf),), (), wrapped=True, doc='isinf() -> Tensor')
+    (_B.b391(_A._op_isinf),), (), wrapped=True, doc='isinf() -> Tensor')
 isfinite = _method(__name__, 'isfinite', ((_A._op_isfinite, None),),
-    (_B.b387(_A._op_isfinite),), (), wrapped=True, doc='isfinite() -> Tensor')
+    (_B.b391(_A._op_isfinite),), (), wrapped=True, doc='isfinite() -> Tensor')
 isposinf = _method(__name__, 'isposinf', ((_A._op_isposinf, None),),
-    (_B.b387(_A._op_isposinf),), (), wrapped=True, doc='isposinf() -> Tensor')
+    (_B.b391(_A._op_isposinf),), (), wrapped=True, doc='isposinf() -> Tensor')
 isneginf = _method(__name__, 'isneginf', ((_A._op_isneginf, None),),
-    (_B.b387(_A._op_isneginf),), (), wrapped=True, doc='isneginf() -> Tensor')
+    (_B.b391(_A._op_isneginf),), (), wrapped=True, doc='isneginf() -> Tensor')
 signbit = _method(__name__, 'signbit', ((_A._op_signbit, None),),
-    (_B.b387(_A._op_signbit),), (), wrapped=True, doc='signbit() -> Tensor')
+    (_B.b391(_A._op_signbit),), (), wrapped=True, doc='signbit() -> Tensor')
 nan_to_num = _method(__name__, 'nan_to_num', ((_A._op_nan_to_num, None),),
-    (_B.b389(_A._op_nan_to_num),), (), wrapped=True, doc='nan_to_num(nan: Optional[float] = None, posinf: Optional[float] = None, neginf: Optional[float] = None) -> Tensor')
+    (_B.b393(_A._op_nan_to_num),), (), wrapped=True, doc='nan_to_num(nan: Optional[float] = None, posinf: Optional[float] = None, neginf: Optional[float] = None) -> Tensor')
 nan_to_num_ = _method(__name__, 'nan_to_num_', ((_A._op_nan_to_num_, None),),
-    (_B.b389(_A._op_nan_to_num_),), (), wrapped=True, doc='nan_to_num_(nan: Optional[float] = None, posinf: Optional[float] = None, neginf: Optional[float] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.nan_to_num`.')
+    (_B.b393(_A._op_nan_to_num_),), (), wrapped=True, doc='nan_to_num_(nan: Optional[float] = None, posinf: Optional[float] = None, neginf: Optional[float] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.nan_to_num`.')
 logit = _method(__name__, 'logit', ((_A._op_logit, None),),
-    (_B.b390(_A._op_logit),), (), wrapped=True, doc='logit(eps: Optional[float] = None) -> Tensor')
+    (_B.b394(_A._op_logit),), (), wrapped=True, doc='logit(eps: Optional[float] = None) -> Tensor')
 polygamma = _method(__name__, 'polygamma', ((_A._op_polygamma, None),),
-    (_B.b391(_A._op_polygamma),), (), wrapped=True, doc='polygamma(n: int) -> Tensor')
+    (_B.b395(_A._op_polygamma),), (), wrapped=True, doc='polygamma(n: int) -> Tensor')
 logit_ = _method(__name__, 'logit_', ((_A._op_logit_, None),),
-    (_B.b390(_A._op_logit_),), (), wrapped=True, doc='logit_(eps: Optional[float] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.logit`.')
+    (_B.b394(_A._op_logit_),), (), wrapped=True, doc='logit_(eps: Optional[float] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.logit`.')
 add = _method(__name__, 'add', ((_A._op_add_Tensor, None), (_A._op_add_Scalar, None)),
-    (_B.b392(_A._op_add_Tensor), _B.b393(_A._op_add_Scalar)), (), wrapped=None, doc='Adds ``other``, scaled by ``alpha``, to ``input``: out = input + alpha * other.\n\nadd(other: Tensor, *, alpha: Number = 1) -> Tensor\nadd(other: Number, alpha: Number = 1) -> Tensor')
+    (_B.b396(_A._op_add_Tensor), _B.b397(_A._op_add_Scalar)), (), wrapped=None, doc='Adds ``other``, scaled by ``alpha``, to ``input``: out = input + alpha * other.\n\nadd(other: Tensor, *, alpha: Number = 1) -> Tensor\nadd(other: Number, alpha: Number = 1) -> Tensor')
 add_ = _method(__name__, 'add_', ((_A._op_add__Tensor, None), (_A._op_add__Scalar, None)),
-    (_B.b392(_A._op_add__Tensor), _B.b393(_A._op_add__Scalar)), (), wrapped=None, doc='Adds ``other``, scaled by ``alpha``, to ``input``: out = input + alpha * other.\n\nadd_(other: Tensor, *, alpha: Number = 1) -> Tensor\nadd_(other: Number, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.add`.')
+    (_B.b396(_A._op_add__Tensor), _B.b397(_A._op_add__Scalar)), (), wrapped=None, doc='Adds ``other``, scaled by ``alpha``, to ``input``: out = input + alpha * other.\n\nadd_(other: Tensor, *, alpha: Number = 1) -> Tensor\nadd_(other: Number, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.add`.')
 sub = _method(__name__, 'sub', ((_A._op_sub_Tensor, None), (_A._op_sub_Scalar, None)),
-    (_B.b392(_A._op_sub_Tensor), _B.b393(_A._op_sub_Scalar)), (), wrapped=None, doc='Subtracts ``other``, scaled by ``alpha``, from ``input``: out = input - alpha * other.\n\nsub(other: Tensor, *, alpha: Number = 1) -> Tensor\nsub(other: Number, alpha: Number = 1) -> Tensor')
+    (_B.b396(_A._op_sub_Tensor), _B.b397(_A._op_sub_Scalar)), (), wrapped=None, doc='Subtracts ``other``, scaled by ``alpha``, from ``input``: out = input - alpha * other.\n\nsub(other: Tensor, *, alpha: Number = 1) -> Tensor\nsub(other: Number, alpha: Number = 1) -> Tensor')
 sub_ = _method(__name__, 'sub_', ((_A._op_sub__Tensor, None), (_A._op_sub__Scalar, None)),
-    (_B.b392(_A._op_sub__Tensor), _B.b393(_A._op_sub__Scalar)), (), wrapped=None, doc='Subtracts ``other``, scaled by ``alpha``, from ``input``: out = input - alpha * other.\n\nsub_(other: Tensor, *, alpha: Number = 1) -> Tensor\nsub_(other: Number, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.sub`.')
+    (_B.b396(_A._op_sub__Tensor), _B.b397(_A._op_sub__Scalar)), (), wrapped=None, doc='Subtracts ``other``, scaled by ``alpha``, from ``input``: out = input - alpha * other.\n\nsub_(other: Tensor, *, alpha: Number = 1) -> Tensor\nsub_(other: Number, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.sub`.')
 mul = _method(__name__, 'mul', ((_A._op_mul_Tensor, None), (_A._op_mul_Scalar, None)),
-    (_B.b394(_A._op_mul_Tensor), _B.b395(_A._op_mul_Scalar)), (), wrapped=None, doc='Multiplies ``input`` by ``other``, elementwise with broadcasting.\n\nmul(other: Tensor) -> Tensor\nmul(other: Number) -> Tensor')
+    (_B.b398(_A._op_mul_Tensor), _B.b399(_A._op_mul_Scalar)), (), wrapped=None, doc='Multiplies ``input`` by ``other``, elementwise with broadcasting.\n\nmul(other: Tensor) -> Tensor\nmul(other: Number) -> Tensor')
 mul_ = _method(__name__, 'mul_', ((_A._op_mul__Tensor, None), (_A._op_mul__Scalar, None)),
-    (_B.b394(_A._op_mul__Tensor), _B.b395(_A._op_mul__Scalar)), (), wrapped=None, doc='Multiplies ``input`` by ``other``, elementwise with broadcasting.\n\nmul_(other: Tensor) -> Tensor\nmul_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.mul`.')
+    (_B.b398(_A._op_mul__Tensor), _B.b399(_A._op_mul__Scalar)), (), wrapped=None, doc='Multiplies ``input`` by ``other``, elementwise with broadcasting.\n\nmul_(other: Tensor) -> Tensor\nmul_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.mul`.')
 div = _method(__name__, 'div', ((_A._op_div_Tensor, None), (_A._op_div_Scalar, None), (_A._op_div_Tensor_mode, None), (_A._op_div_Scalar_mode, None)),
-    (_B.b394(_A._op_div_Tensor), _B.b395(_A._op_div_Scalar), _B.b396(_A._op_div_Tensor_mode), _B.b397(_A._op_div_Scalar_mode)), (), wrapped=None, doc="Divides each element of ``input`` by the corresponding element of ``other`` (``rounding_mode``: None, 'trunc' or 'floor').\n\ndiv(other: Tensor) -> Tensor\ndiv(other: Number) -> Tensor\ndiv(other: Tensor, *, rounding_mode: Optional[str]) -> Tensor\ndiv(other: Number, *, rounding_mode: Optional[str]) -> Tensor")
+    (_B.b398(_A._op_div_Tensor), _B.b399(_A._op_div_Scalar), _B.b400(_A._op_div_Tensor_mode), _B.b401(_A._op_div_Scalar_mode)), (), wrapped=None, doc="Divides each element of ``input`` by the corresponding element of ``other`` (``rounding_mode``: None, 'trunc' or 'floor').\n\ndiv(other: Tensor) -> Tensor\ndiv(other: Number) -> Tensor\ndiv(other: Tensor, *, rounding_mode: Optional[str]) -> Tensor\ndiv(other: Number, *, rounding_mode: Optional[str]) -> Tensor")
 div_ = _method(__name__, 'div_', ((_A._op_div__Tensor, None), (_A._op_div__Scalar, None), (_A._op_div__Tensor_mode, None), (_A._op_div__Scalar_mode, None)),
-    (_B.b394(_A._op_div__Tensor), _B.b395(_A._op_div__Scalar), _B.b396(_A._op_div__Tensor_mode), _B.b397(_A._op_div__Scalar_mode)), (), wrapped=None, doc="Divides each element of ``input`` by the corresponding element of ``other`` (``rounding_mode``: None, 'trunc' or 'floor').\n\ndiv_(other: Tensor) -> Tensor\ndiv_(other: Number) -> Tensor\ndiv_(other: Tensor, *, rounding_mode: Optional[str]) -> Tensor\ndiv_(other: Number, *, rounding_mode: Optional[str]) -> Tensor\n\nIn-place version of :meth:`Tensor.div`.")
+    (_B.b398(_A._op_div__Tensor), _B.b399(_A._op_div__Scalar), _B.b400(_A._op_div__Tensor_mode), _B.b401(_A._op_div__Scalar_mode)), (), wrapped=None, doc="Divides each element of ``input`` by the corresponding element of ``other`` (``rounding_mode``: None, 'trunc' or 'floor').\n\ndiv_(other: Tensor) -> Tensor\ndiv_(other: Number) -> Tensor\ndiv_(other: Tensor, *, rounding_mode: Optional[str]) -> Tensor\ndiv_(other: Number, *, rounding_mode: Optional[str]) -> Tensor\n\nIn-place version of :meth:`Tensor.div`.")
 true_divide = _method(__name__, 'true_divide', ((_A._op_true_divide_Tensor, None), (_A._op_true_divide_Scalar, None)),
-    (_B.b394(_A._op_true_divide_Tensor), _B.b395(_A._op_true_divide_Scalar)), (), wrapped=None, doc='true_divide(other: Tensor) -> Tensor\ntrue_divide(other: Number) -> Tensor')
+    (_B.b398(_A._op_true_divide_Tensor), _B.b399(_A._op_true_divide_Scalar)), (), wrapped=None, doc='true_divide(other: Tensor) -> Tensor\ntrue_divide(other: Number) -> Tensor')
 true_divide_ = _method(__name__, 'true_divide_', ((_A._op_true_divide__Tensor, None), (_A._op_true_divide__Scalar, None)),
-    (_B.b394(_A._op_true_divide__Tensor), _B.b395(_A._op_true_divide__Scalar)), (), wrapped=None, doc='true_divide_(other: Tensor) -> Tensor\ntrue_divide_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.true_divide`.')
+    (_B.b398(_A._op_true_divide__Tensor), _B.b399(_A._op_true_divide__Scalar)), (), wrapped=None, doc='true_divide_(other: Tensor) -> Tensor\ntrue_divide_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.true_divide`.')
 floor_divide = _method(__name__, 'floor_divide', ((_A._op_floor_divide, None), (_A._op_floor_divide_Scalar, None)),
-    (_B.b394(_A._op_floor_divide), _B.b395(_A._op_floor_divide_Scalar)), (), wrapped=None, doc='floor_divide(other: Tensor) -> Tensor\nfloor_divide(other: Number) -> Tensor')
+    (_B.b398(_A._op_floor_divide), _B.b399(_A._op_floor_divide_Scalar)), (), wrapped=None, doc='floor_divide(other: Tensor) -> Tensor\nfloor_divide(other: Number) -> Tensor')
 floor_divide_ = _method(__name__, 'floor_divide_', ((_A._op_floor_divide__Tensor, None), (_A._op_floor_divide__Scalar, None)),
-    (_B.b394(_A._op_floor_divide__Tensor), _B.b395(_A._op_floor_divide__Scalar)), (), wrapped=None, doc='floor_divide_(other: Tensor) -> Tensor\nfloor_divide_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.floor_divide`.')
+    (_B.b398(_A._op_floor_divide__Tensor), _B.b399(_A._op_floor_divide__Scalar)), (), wrapped=None, doc='floor_divide_(other: Tensor) -> Tensor\nfloor_divide_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.floor_divide`.')
 remainder = _method(__name__, 'remainder', ((_A._op_remainder_Tensor, None), (_A._op_remainder_Scalar, None)),
-    (_B.b394(_A._op_remainder_Tensor), _B.b395(_A._op_remainder_Scalar)), (), wrapped=None, doc='remainder(other: Tensor) -> Tensor\nremainder(other: Number) -> Tensor')
+    (_B.b398(_A._op_remainder_Tensor), _B.b399(_A._op_remainder_Scalar)), (), wrapped=None, doc='remainder(other: Tensor) -> Tensor\nremainder(other: Number) -> Tensor')
 remainder_ = _method(__name__, 'remainder_', ((_A._op_remainder__Tensor, None), (_A._op_remainder__Scalar, None)),
-    (_B.b394(_A._op_remainder__Tensor), _B.b395(_A._op_remainder__Scalar)), (), wrapped=None, doc='remainder_(other: Tensor) -> Tensor\nremainder_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.remainder`.')
+    (_B.b398(_A._op_remainder__Tensor), _B.b399(_A._op_remainder__Scalar)), (), wrapped=None, doc='remainder_(other: Tensor) -> Tensor\nremainder_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.remainder`.')
 fmod = _method(__name__, 'fmod', ((_A._op_fmod_Tensor, None), (_A._op_fmod_Scalar, None)),
-    (_B.b394(_A._op_fmod_Tensor), _B.b395(_A._op_fmod_Scalar)), (), wrapped=None, doc='fmod(other: Tensor) -> Tensor\nfmod(other: Number) -> Tensor')
+    (_B.b398(_A._op_fmod_Tensor), _B.b399(_A._op_fmod_Scalar)), (), wrapped=None, doc='fmod(other: Tensor) -> Tensor\nfmod(other: Number) -> Tensor')
 fmod_ = _method(__name__, 'fmod_', ((_A._op_fmod__Tensor, None), (_A._op_fmod__Scalar, None)),
-    (_B.b394(_A._op_fmod__Tensor), _B.b395(_A._op_fmod__Scalar)), (), wrapped=None, doc='fmod_(other: Tensor) -> Tensor\nfmod_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.fmod`.')
+    (_B.b398(_A._op_fmod__Tensor), _B.b399(_A._op_fmod__Scalar)), (), wrapped=None, doc='fmod_(other: Tensor) -> Tensor\nfmod_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.fmod`.')
 pow = _method(__name__, 'pow', ((_A._op_pow_Tensor_Tensor, None), (_A._op_pow_Tensor_Scalar, None)),
-    (_B.b398(_A._op_pow_Tensor_Tensor), _B.b399(_A._op_pow_Tensor_Scalar)), (), wrapped=None, doc='Takes the power of each element in ``input`` with ``exponent``.\n\npow(exponent: Tensor) -> Tensor\npow(exponent: Number) -> Tensor')
+    (_B.b402(_A._op_pow_Tensor_Tensor), _B.b403(_A._op_pow_Tensor_Scalar)), (), wrapped=None, doc='Takes the power of each element in ``input`` with ``exponent``.\n\npow(exponent: Tensor) -> Tensor\npow(exponent: Number) -> Tensor')
 pow_ = _method(__name__, 'pow_', ((_A._op_pow__Scalar, None), (_A._op_pow__Tensor, None)),
-    (_B.b399(_A._op_pow__Scalar), _B.b398(_A._op_pow__Tensor)), (), wrapped=None, doc='Takes the power of each element in ``input`` with ``exponent``.\n\npow_(exponent: Number) -> Tensor\npow_(exponent: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.pow`.')
+    (_B.b403(_A._op_pow__Scalar), _B.b402(_A._op_pow__Tensor)), (), wrapped=None, doc='Takes the power of each element in ``input`` with ``exponent``.\n\npow_(exponent: Number) -> Tensor\npow_(exponent: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.pow`.')
 float_power = _method(__name__, 'float_power', ((_A._op_float_power_Tensor_Tensor, None), (_A._op_float_power_Tensor_Scalar, None)),
-    (_B.b398(_A._op_float_power_Tensor_Tensor), _B.b399(_A._op_float_power_Tensor_Scalar)), (), wrapped=None, doc='float_power(exponent: Tensor) -> Tensor\nfloat_power(exponent: Number) -> Tensor')
+    (_B.b402(_A._op_float_power_Tensor_Tensor), _B.b403(_A._op_float_power_Tensor_Scalar)), (), wrapped=None, doc='float_power(exponent: Tensor) -> Tensor\nfloat_power(exponent: Number) -> Tensor')
 atan2 = _method(__name__, 'atan2', ((_A._op_atan2, None),),
-    (_B.b394(_A._op_atan2),), (), wrapped=True, doc='atan2(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_atan2),), (), wrapped=True, doc='atan2(other: Tensor) -> Tensor')
 atan2_ = _method(__name__, 'atan2_', ((_A._op_atan2_, None),),
-    (_B.b394(_A._op_atan2_),), (), wrapped=True, doc='atan2_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.atan2`.')
+    (_B.b398(_A._op_atan2_),), (), wrapped=True, doc='atan2_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.atan2`.')
 hypot = _method(__name__, 'hypot', ((_A._op_hypot, None),),
-    (_B.b394(_A._op_hypot),), (), wrapped=True, doc='hypot(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_hypot),), (), wrapped=True, doc='hypot(other: Tensor) -> Tensor')
 hypot_ = _method(__name__, 'hypot_', ((_A._op_hypot_, None),),
-    (_B.b394(_A._op_hypot_),), (), wrapped=True, doc='hypot_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.hypot`.')
+    (_B.b398(_A._op_hypot_),), (), wrapped=True, doc='hypot_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.hypot`.')
 logaddexp = _method(__name__, 'logaddexp', ((_A._op_logaddexp, None),),
-    (_B.b394(_A._op_logaddexp),), (), wrapped=True, doc='logaddexp(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_logaddexp),), (), wrapped=True, doc='logaddexp(other: Tensor) -> Tensor')
 logaddexp2 = _method(__name__, 'logaddexp2', ((_A._op_logaddexp2, None),),
-    (_B.b394(_A._op_logaddexp2),), (), wrapped=True, doc='logaddexp2(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_logaddexp2),), (), wrapped=True, doc='logaddexp2(other: Tensor) -> Tensor')
 copysign = _method(__name__, 'copysign', ((_A._op_copysign_Tensor, None), (_A._op_copysign_Scalar, None)),
-    (_B.b394(_A._op_copysign_Tensor), _B.b395(_A._op_copysign_Scalar)), (), wrapped=None, doc='copysign(other: Tensor) -> Tensor\ncopysign(other: Number) -> Tensor')
+    (_B.b398(_A._op_copysign_Tensor), _B.b399(_A._op_copysign_Scalar)), (), wrapped=None, doc='copysign(other: Tensor) -> Tensor\ncopysign(other: Number) -> Tensor')
 copysign_ = _method(__name__, 'copysign_', ((_A._op_copysign__Tensor, None),),
-    (_B.b394(_A._op_copysign__Tensor),), (), wrapped=True, doc='copysign_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.copysign`.')
+    (_B.b398(_A._op_copysign__Tensor),), (), wrapped=True, doc='copysign_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.copysign`.')
 nextafter = _method(__name__, 'nextafter', ((_A._op_nextafter, None),),
-    (_B.b394(_A._op_nextafter),), (), wrapped=True, doc='nextafter(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_nextafter),), (), wrapped=True, doc='nextafter(other: Tensor) -> Tensor')
 nextafter_ = _method(__name__, 'nextafter_', ((_A._op_nextafter_, None),),
-    (_B.b394(_A._op_nextafter_),), (), wrapped=True, doc='nextafter_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.nextafter`.')
+    (_B.b398(_A._op_nextafter_),), (), wrapped=True, doc='nextafter_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.nextafter`.')
 maximum = _method(__name__, 'maximum', ((_A._op_maximum, None),),
-    (_B.b394(_A._op_maximum),), (), wrapped=True, doc='maximum(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_maximum),), (), wrapped=True, doc='maximum(other: Tensor) -> Tensor')
 minimum = _method(__name__, 'minimum', ((_A._op_minimum, None),),
-    (_B.b394(_A._op_minimum),), (), wrapped=True, doc='minimum(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_minimum),), (), wrapped=True, doc='minimum(other: Tensor) -> Tensor')
 fmax = _method(__name__, 'fmax', ((_A._op_fmax, None),),
-    (_B.b394(_A._op_fmax),), (), wrapped=True, doc='fmax(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_fmax),), (), wrapped=True, doc='fmax(other: Tensor) -> Tensor')
 fmin = _method(__name__, 'fmin', ((_A._op_fmin, None),),
-    (_B.b394(_A._op_fmin),), (), wrapped=True, doc='fmin(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_fmin),), (), wrapped=True, doc='fmin(other: Tensor) -> Tensor')
 igamma = _method(__name__, 'igamma', ((_A._op_igamma, None),),
-    (_B.b394(_A._op_igamma),), (), wrapped=True, doc='igamma(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_igamma),), (), wrapped=True, doc='igamma(other: Tensor) -> Tensor')
 igamma_ = _method(__name__, 'igamma_', ((_A._op_igamma_, None),),
-    (_B.b394(_A._op_igamma_),), (), wrapped=True, doc='igamma_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.igamma`.')
+    (_B.b398(_A._op_igamma_),), (), wrapped=True, doc='igamma_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.igamma`.')
 igammac = _method(__name__, 'igammac', ((_A._op_igammac, None),),
-    (_B.b394(_A._op_igammac),), (), wrapped=True, doc='igammac(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_igammac),), (), wrapped=True, doc='igammac(other: Tensor) -> Tensor')
 igammac_ = _method(__name__, 'igammac_', ((_A._op_igammac_, None),),
-    (_B.b394(_A._op_igammac_),), (), wrapped=True, doc='igammac_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.igammac`.')
+    (_B.b398(_A._op_igammac_),), (), wrapped=True, doc='igammac_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.igammac`.')
 xlogy = _method(__name__, 'xlogy', ((_A._op_xlogy_Tensor, None), (_A._op_xlogy_Scalar_Other, None)),
-    (_B.b394(_A._op_xlogy_Tensor), _B.b395(_A._op_xlogy_Scalar_Other)), (), wrapped=None, doc='xlogy(other: Tensor) -> Tensor\nxlogy(other: Number) -> Tensor')
+    (_B.b398(_A._op_xlogy_Tensor), _B.b399(_A._op_xlogy_Scalar_Other)), (), wrapped=None, doc='xlogy(other: Tensor) -> Tensor\nxlogy(other: Number) -> Tensor')
 xlogy_ = _method(__name__, 'xlogy_', ((_A._op_xlogy__Tensor, None),),
-    (_B.b394(_A._op_xlogy__Tensor),), (), wrapped=True, doc='xlogy_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.xlogy`.')
+    (_B.b398(_A._op_xlogy__Tensor),), (), wrapped=True, doc='xlogy_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.xlogy`.')
 max = _method(__name__, 'max', ((_A._op_max_other, None), (_A._op_max, None), (_A._op_max_dim, None)),
-    (_B.b394(_A._op_max_other), _B.b387(_A._op_max), _B.b400(_A._op_max_dim)), (), wrapped=None, doc='Returns the maximum of ``input``; with ``dim``, a (values, indices) tuple; with ``other``, the elementwise maximum.\n\nmax(other: Tensor) -> Tensor\nmax() -> Tensor\nmax(dim: int, keepdim: bool = False) -> (Tensor, Tensor)')
+    (_B.b398(_A._op_max_other), _B.b391(_A._op_max), _B.b404(_A._op_max_dim)), (), wrapped=None, doc='Returns the maximum of ``input``; with ``dim``, a (values, indices) tuple; with ``other``, the elementwise maximum.\n\nmax(other: Tensor) -> Tensor\nmax() -> Tensor\nmax(dim: int, keepdim: bool = False) -> (Tensor, Tensor)')
 min = _method(__name__, 'min', ((_A._op_min_other, None), (_A._op_min, None), (_A._op_min_dim, None)),
-    (_B.b394(_A._op_min_other), _B.b387(_A._op_min), _B.b400(_A._op_min_dim)), (), wrapped=None, doc='Returns the minimum of ``input``; with ``dim``, a (values, indices) tuple; with ``other``, the elementwise minimum.\n\nmin(other: Tensor) -> Tensor\nmin() -> Tensor\nmin(dim: int, keepdim: bool = False) -> (Tensor, Tensor)')
+    (_B.b398(_A._op_min_other), _B.b391(_A._op_min), _B.b404(_A._op_min_dim)), (), wrapped=None, doc='Returns the minimum of ``input``; with ``dim``, a (values, indices) tuple; with ``other``, the elementwise minimum.\n\nmin(other: Tensor) -> Tensor\nmin() -> Tensor\nmin(dim: int, keepdim: bool = False) -> (Tensor, Tensor)')
 bitwise_and = _method(__name__, 'bitwise_and', ((_A._op_bitwise_and_Tensor, None), (_A._op_bitwise_and_Scalar, None)),
-    (_B.b394(_A._op_bitwise_and_Tensor), _B.b395(_A._op_bitwise_and_Scalar)), (), wrapped=None, doc='bitwise_and(other: Tensor) -> Tensor\nbitwise_and(other: Number) -> Tensor')
+    (_B.b398(_A._op_bitwise_and_Tensor), _B.b399(_A._op_bitwise_and_Scalar)), (), wrapped=None, doc='bitwise_and(other: Tensor) -> Tensor\nbitwise_and(other: Number) -> Tensor')
 bitwise_and_ = _method(__name__, 'bitwise_and_', ((_A._op_bitwise_and__Tensor, None), (_A._op_bitwise_and__Scalar, None)),
-    (_B.b394(_A._op_bitwise_and__Tensor), _B.b395(_A._op_bitwise_and__Scalar)), (), wrapped=None, doc='bitwise_and_(other: Tensor) -> Tensor\nbitwise_and_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.bitwise_and`.')
+    (_B.b398(_A._op_bitwise_and__Tensor), _B.b399(_A._op_bitwise_and__Scalar)), (), wrapped=None, doc='bitwise_and_(other: Tensor) -> Tensor\nbitwise_and_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.bitwise_and`.')
 bitwise_or = _method(__name__, 'bitwise_or', ((_A._op_bitwise_or_Tensor, None), (_A._op_bitwise_or_Scalar, None)),
-    (_B.b394(_A._op_bitwise_or_Tensor), _B.b395(_A._op_bitwise_or_Scalar)), (), wrapped=None, doc='bitwise_or(other: Tensor) -> Tensor\nbitwise_or(other: Number) -> Tensor')
+    (_B.b398(_A._op_bitwise_or_Tensor), _B.b399(_A._op_bitwise_or_Scalar)), (), wrapped=None, doc='bitwise_or(other: Tensor) -> Tensor\nbitwise_or(other: Number) -> Tensor')
 bitwise_or_ = _method(__name__, 'bitwise_or_', ((_A._op_bitwise_or__Tensor, None), (_A._op_bitwise_or__Scalar, None)),
-    (_B.b394(_A._op_bitwise_or__Tensor), _B.b395(_A._op_bitwise_or__Scalar)), (), wrapped=None, doc='bitwise_or_(other: Tensor) -> Tensor\nbitwise_or_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.bitwise_or`.')
+    (_B.b398(_A._op_bitwise_or__Tensor), _B.b399(_A._op_bitwise_or__Scalar)), (), wrapped=None, doc='bitwise_or_(other: Tensor) -> Tensor\nbitwise_or_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.bitwise_or`.')
 bitwise_xor = _method(__name__, 'bitwise_xor', ((_A._op_bitwise_xor_Tensor, None), (_A._op_bitwise_xor_Scalar, None)),
-    (_B.b394(_A._op_bitwise_xor_Tensor), _B.b395(_A._op_bitwise_xor_Scalar)), (), wrapped=None, doc='bitwise_xor(other: Tensor) -> Tensor\nbitwise_xor(other: Number) -> Tensor')
+    (_B.b398(_A._op_bitwise_xor_Tensor), _B.b399(_A._op_bitwise_xor_Scalar)), (), wrapped=None, doc='bitwise_xor(other: Tensor) -> Tensor\nbitwise_xor(other: Number) -> Tensor')
 bitwise_xor_ = _method(__name__, 'bitwise_xor_', ((_A._op_bitwise_xor__Tensor, None), (_A._op_bitwise_xor__Scalar, None)),
-    (_B.b394(_A._op_bitwise_xor__Tensor), _B.b395(_A._op_bitwise_xor__Scalar)), (), wrapped=None, doc='bitwise_xor_(other: Tensor) -> Tensor\nbitwise_xor_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.bitwise_xor`.')
+    (_B.b398(_A._op_bitwise_xor__Tensor), _B.b399(_A._op_bitwise_xor__Scalar)), (), wrapped=None, doc='bitwise_xor_(other: Tensor) -> Tensor\nbitwise_xor_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.bitwise_xor`.')
 bitwise_left_shift = _method(__name__, 'bitwise_left_shift', ((_A._op_bitwise_left_shift_Tensor, None), (_A._op_bitwise_left_shift_Tensor_Scalar, None)),
-    (_B.b394(_A._op_bitwise_left_shift_Tensor), _B.b395(_A._op_bitwise_left_shift_Tensor_Scalar)), (), wrapped=None, doc='bitwise_left_shift(other: Tensor) -> Tensor\nbitwise_left_shift(other: Number) -> Tensor')
+    (_B.b398(_A._op_bitwise_left_shift_Tensor), _B.b399(_A._op_bitwise_left_shift_Tensor_Scalar)), (), wrapped=None, doc='bitwise_left_shift(other: Tensor) -> Tensor\nbitwise_left_shift(other: Number) -> Tensor')
 bitwise_left_shift_ = _method(__name__, 'bitwise_left_shift_', ((_A._op_bitwise_left_shift__Tensor, None), (_A._op_bitwise_left_shift__Tensor_Scalar, None)),
-    (_B.b394(_A._op_bitwise_left_shift__Tensor), _B.b395(_A._op_bitwise_left_shift__Tensor_Scalar)), (), wrapped=None, doc='bitwise_left_shift_(other: Tensor) -> Tensor\nbitwise_left_shift_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.bitwise_left_shift`.')
+    (_B.b398(_A._op_bitwise_left_shift__Tensor), _B.b399(_A._op_bitwise_left_shift__Tensor_Scalar)), (), wrapped=None, doc='bitwise_left_shift_(other: Tensor) -> Tensor\nbitwise_left_shift_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.bitwise_left_shift`.')
 bitwise_right_shift = _method(__name__, 'bitwise_right_shift', ((_A._op_bitwise_right_shift_Tensor, None), (_A._op_bitwise_right_shift_Tensor_Scalar, None)),
-    (_B.b394(_A._op_bitwise_right_shift_Tensor), _B.b395(_A._op_bitwise_right_shift_Tensor_Scalar)), (), wrapped=None, doc='bitwise_right_shift(other: Tensor) -> Tensor\nbitwise_right_shift(other: Number) -> Tensor')
+    (_B.b398(_A._op_bitwise_right_shift_Tensor), _B.b399(_A._op_bitwise_right_shift_Tensor_Scalar)), (), wrapped=None, doc='bitwise_right_shift(other: Tensor) -> Tensor\nbitwise_right_shift(other: Number) -> Tensor')
 bitwise_right_shift_ = _method(__name__, 'bitwise_right_shift_', ((_A._op_bitwise_right_shift__Tensor, None), (_A._op_bitwise_right_shift__Tensor_Scalar, None)),
-    (_B.b394(_A._op_bitwise_right_shift__Tensor), _B.b395(_A._op_bitwise_right_shift__Tensor_Scalar)), (), wrapped=None, doc='bitwise_right_shift_(other: Tensor) -> Tensor\nbitwise_right_shift_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.bitwise_right_shift`.')
+    (_B.b398(_A._op_bitwise_right_shift__Tensor), _B.b399(_A._op_bitwise_right_shift__Tensor_Scalar)), (), wrapped=None, doc='bitwise_right_shift_(other: Tensor) -> Tensor\nbitwise_right_shift_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.bitwise_right_shift`.')
 logical_and = _method(__name__, 'logical_and', ((_A._op_logical_and, None),),
-    (_B.b394(_A._op_logical_and),), (), wrapped=True, doc='logical_and(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_logical_and),), (), wrapped=True, doc='logical_and(other: Tensor) -> Tensor')
 logical_and_ = _method(__name__, 'logical_and_', ((_A._op_logical_and_, None),),
-    (_B.b394(_A._op_logical_and_),), (), wrapped=True, doc='logical_and_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.logical_and`.')
+    (_B.b398(_A._op_logical_and_),), (), wrapped=True, doc='logical_and_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.logical_and`.')
 logical_or = _method(__name__, 'logical_or', ((_A._op_logical_or, None),),
-    (_B.b394(_A._op_logical_or),), (), wrapped=True, doc='logical_or(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_logical_or),), (), wrapped=True, doc='logical_or(other: Tensor) -> Tensor')
 logical_or_ = _method(__name__, 'logical_or_', ((_A._op_logical_or_, None),),
-    (_B.b394(_A._op_logical_or_),), (), wrapped=True, doc='logical_or_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.logical_or`.')
+    (_B.b398(_A._op_logical_or_),), (), wrapped=True, doc='logical_or_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.logical_or`.')
 logical_xor = _method(__name__, 'logical_xor', ((_A._op_logical_xor, None),),
-    (_B.b394(_A._op_logical_xor),), (), wrapped=True, doc='logical_xor(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_logical_xor),), (), wrapped=True, doc='logical_xor(other: Tensor) -> Tensor')
 logical_xor_ = _method(__name__, 'logical_xor_', ((_A._op_logical_xor_, None),),
-    (_B.b394(_A._op_logical_xor_),), (), wrapped=True, doc='logical_xor_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.logical_xor`.')
+    (_B.b398(_A._op_logical_xor_),), (), wrapped=True, doc='logical_xor_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.logical_xor`.')
 eq = _method(__name__, 'eq', ((_A._op_eq_Tensor, None), (_A._op_eq_Scalar, None)),
-    (_B.b394(_A._op_eq_Tensor), _B.b395(_A._op_eq_Scalar)), (), wrapped=None, doc='eq(other: Tensor) -> Tensor\neq(other: Number) -> Tensor')
+    (_B.b398(_A._op_eq_Tensor), _B.b399(_A._op_eq_Scalar)), (), wrapped=None, doc='eq(other: Tensor) -> Tensor\neq(other: Number) -> Tensor')
 eq_ = _method(__name__, 'eq_', ((_A._op_eq__Tensor, None), (_A._op_eq__Scalar, None)),
-    (_B.b394(_A._op_eq__Tensor), _B.b395(_A._op_eq__Scalar)), (), wrapped=None, doc='eq_(other: Tensor) -> Tensor\neq_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.eq`.')
+    (_B.b398(_A._op_eq__Tensor), _B.b399(_A._op_eq__Scalar)), (), wrapped=None, doc='eq_(other: Tensor) -> Tensor\neq_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.eq`.')
 ne = _method(__name__, 'ne', ((_A._op_ne_Tensor, None), (_A._op_ne_Scalar, None)),
-    (_B.b394(_A._op_ne_Tensor), _B.b395(_A._op_ne_Scalar)), (), wrapped=None, doc='ne(other: Tensor) -> Tensor\nne(other: Number) -> Tensor')
+    (_B.b398(_A._op_ne_Tensor), _B.b399(_A._op_ne_Scalar)), (), wrapped=None, doc='ne(other: Tensor) -> Tensor\nne(other: Number) -> Tensor')
 ne_ = _method(__name__, 'ne_', ((_A._op_ne__Tensor, None), (_A._op_ne__Scalar, None)),
-    (_B.b394(_A._op_ne__Tensor), _B.b395(_A._op_ne__Scalar)), (), wrapped=None, doc='ne_(other: Tensor) -> Tensor\nne_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.ne`.')
+    (_B.b398(_A._op_ne__Tensor), _B.b399(_A._op_ne__Scalar)), (), wrapped=None, doc='ne_(other: Tensor) -> Tensor\nne_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.ne`.')
 lt = _method(__name__, 'lt', ((_A._op_lt_Tensor, None), (_A._op_lt_Scalar, None)),
-    (_B.b394(_A._op_lt_Tensor), _B.b395(_A._op_lt_Scalar)), (), wrapped=None, doc='lt(other: Tensor) -> Tensor\nlt(other: Number) -> Tensor')
+    (_B.b398(_A._op_lt_Tensor), _B.b399(_A._op_lt_Scalar)), (), wrapped=None, doc='lt(other: Tensor) -> Tensor\nlt(other: Number) -> Tensor')
 lt_ = _method(__name__, 'lt_', ((_A._op_lt__Tensor, None), (_A._op_lt__Scalar, None)),
-    (_B.b394(_A._op_lt__Tensor), _B.b395(_A._op_lt__Scalar)), (), wrapped=None, doc='lt_(other: Tensor) -> Tensor\nlt_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.lt`.')
+    (_B.b398(_A._op_lt__Tensor), _B.b399(_A._op_lt__Scalar)), (), wrapped=None, doc='lt_(other: Tensor) -> Tensor\nlt_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.lt`.')
 le = _method(__name__, 'le', ((_A._op_le_Tensor, None), (_A._op_le_Scalar, None)),
-    (_B.b394(_A._op_le_Tensor), _B.b395(_A._op_le_Scalar)), (), wrapped=None, doc='le(other: Tensor) -> Tensor\nle(other: Number) -> Tensor')
+    (_B.b398(_A._op_le_Tensor), _B.b399(_A._op_le_Scalar)), (), wrapped=None, doc='le(other: Tensor) -> Tensor\nle(other: Number) -> Tensor')
 le_ = _method(__name__, 'le_', ((_A._op_le__Tensor, None), (_A._op_le__Scalar, None)),
-    (_B.b394(_A._op_le__Tensor), _B.b395(_A._op_le__Scalar)), (), wrapped=None, doc='le_(other: Tensor) -> Tensor\nle_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.le`.')
+    (_B.b398(_A._op_le__Tensor), _B.b399(_A._op_le__Scalar)), (), wrapped=None, doc='le_(other: Tensor) -> Tensor\nle_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.le`.')
 gt = _method(__name__, 'gt', ((_A._op_gt_Tensor, None), (_A._op_gt_Scalar, None)),
-    (_B.b394(_A._op_gt_Tensor), _B.b395(_A._op_gt_Scalar)), (), wrapped=None, doc='gt(other: Tensor) -> Tensor\ngt(other: Number) -> Tensor')
+    (_B.b398(_A._op_gt_Tensor), _B.b399(_A._op_gt_Scalar)), (), wrapped=None, doc='gt(other: Tensor) -> Tensor\ngt(other: Number) -> Tensor')
 gt_ = _method(__name__, 'gt_', ((_A._op_gt__Tensor, None), (_A._op_gt__Scalar, None)),
-    (_B.b394(_A._op_gt__Tensor), _B.b395(_A._op_gt__Scalar)), (), wrapped=None, doc='gt_(other: Tensor) -> Tensor\ngt_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.gt`.')
+    (_B.b398(_A._op_gt__Tensor), _B.b399(_A._op_gt__Scalar)), (), wrapped=None, doc='gt_(other: Tensor) -> Tensor\ngt_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.gt`.')
 ge = _method(__name__, 'ge', ((_A._op_ge_Tensor, None), (_A._op_ge_Scalar, None)),
-    (_B.b394(_A._op_ge_Tensor), _B.b395(_A._op_ge_Scalar)), (), wrapped=None, doc='ge(other: Tensor) -> Tensor\nge(other: Number) -> Tensor')
+    (_B.b398(_A._op_ge_Tensor), _B.b399(_A._op_ge_Scalar)), (), wrapped=None, doc='ge(other: Tensor) -> Tensor\nge(other: Number) -> Tensor')
 ge_ = _method(__name__, 'ge_', ((_A._op_ge__Tensor, None), (_A._op_ge__Scalar, None)),
-    (_B.b394(_A._op_ge__Tensor), _B.b395(_A._op_ge__Scalar)), (), wrapped=None, doc='ge_(other: Tensor) -> Tensor\nge_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.ge`.')
+    (_B.b398(_A._op_ge__Tensor), _B.b399(_A._op_ge__Scalar)), (), wrapped=None, doc='ge_(other: Tensor) -> Tensor\nge_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.ge`.')
 greater = _method(__name__, 'greater', ((_A._op_greater_Tensor, None), (_A._op_greater_Scalar, None)),
-    (_B.b394(_A._op_greater_Tensor), _B.b395(_A._op_greater_Scalar)), (), wrapped=None, doc='greater(other: Tensor) -> Tensor\ngreater(other: Number) -> Tensor')
+    (_B.b398(_A._op_greater_Tensor), _B.b399(_A._op_greater_Scalar)), (), wrapped=None, doc='greater(other: Tensor) -> Tensor\ngreater(other: Number) -> Tensor')
 greater_equal = _method(__name__, 'greater_equal', ((_A._op_greater_equal_Tensor, None), (_A._op_greater_equal_Scalar, None)),
-    (_B.b394(_A._op_greater_equal_Tensor), _B.b395(_A._op_greater_equal_Scalar)), (), wrapped=None, doc='greater_equal(other: Tensor) -> Tensor\ngreater_equal(other: Number) -> Tensor')
+    (_B.b398(_A._op_greater_equal_Tensor), _B.b399(_A._op_greater_equal_Scalar)), (), wrapped=None, doc='greater_equal(other: Tensor) -> Tensor\ngreater_equal(other: Number) -> Tensor')
 less = _method(__name__, 'less', ((_A._op_less_Tensor, None), (_A._op_less_Scalar, None)),
-    (_B.b394(_A._op_less_Tensor), _B.b395(_A._op_less_Scalar)), (), wrapped=None, doc='less(other: Tensor) -> Tensor\nless(other: Number) -> Tensor')
+    (_B.b398(_A._op_less_Tensor), _B.b399(_A._op_less_Scalar)), (), wrapped=None, doc='less(other: Tensor) -> Tensor\nless(other: Number) -> Tensor')
 less_equal = _method(__name__, 'less_equal', ((_A._op_less_equal_Tensor, None), (_A._op_less_equal_Scalar, None)),
-    (_B.b394(_A._op_less_equal_Tensor), _B.b395(_A._op_less_equal_Scalar)), (), wrapped=None, doc='less_equal(other: Tensor) -> Tensor\nless_equal(other: Number) -> Tensor')
+    (_B.b398(_A._op_less_equal_Tensor), _B.b399(_A._op_less_equal_Scalar)), (), wrapped=None, doc='less_equal(other: Tensor) -> Tensor\nless_equal(other: Number) -> Tensor')
 not_equal = _method(__name__, 'not_equal', ((_A._op_not_equal_Tensor, None), (_A._op_not_equal_Scalar, None)),
-    (_B.b394(_A._op_not_equal_Tensor), _B.b395(_A._op_not_equal_Scalar)), (), wrapped=None, doc='not_equal(other: Tensor) -> Tensor\nnot_equal(other: Number) -> Tensor')
+    (_B.b398(_A._op_not_equal_Tensor), _B.b399(_A._op_not_equal_Scalar)), (), wrapped=None, doc='not_equal(other: Tensor) -> Tensor\nnot_equal(other: Number) -> Tensor')
 where = _method(__name__, 'where', ((_A._op_where_self, None), (_A._op_where_ScalarOther, None)),
-    (_B.b401(_A._op_where_self), _B.b402(_A._op_where_ScalarOther)), (), wrapped=None, doc='Returns a tensor of elements selected from ``input`` or ``other``, depending on ``condition``.\n\nwhere(condition: Tensor, other: Tensor) -> Tensor\nwhere(condition: Tensor, other: Number) -> Tensor')
+    (_B.b405(_A._op_where_self), _B.b406(_A._op_where_ScalarOther)), (), wrapped=None, doc='Returns a tensor of elements selected from ``input`` or ``other``, depending on ``condition``.\n\nwhere(condition: Tensor, other: Tensor) -> Tensor\nwhere(condition: Tensor, other: Number) -> Tensor')
 clamp = _method(__name__, 'clamp', ((_A._op_clamp, None), (_A._op_clamp_Tensor, None)),
-    (_B.b403(_A._op_clamp), _B.b404(_A._op_clamp_Tensor)), (), wrapped=None, doc='Clamps all elements in ``input`` into the range [``min``, ``max``].\n\nclamp(min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor\nclamp(min: Optional[Tensor] = None, max: Optional[Tensor] = None) -> Tensor')
+    (_B.b407(_A._op_clamp), _B.b408(_A._op_clamp_Tensor)), (), wrapped=None, doc='Clamps all elements in ``input`` into the range [``min``, ``max``].\n\nclamp(min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor\nclamp(min: Optional[Tensor] = None, max: Optional[Tensor] = None) -> Tensor')
 clamp_ = _method(__name__, 'clamp_', ((_A._op_clamp_, None), (_A._op_clamp__Tensor, None)),
-    (_B.b403(_A._op_clamp_), _B.b404(_A._op_clamp__Tensor)), (), wrapped=None, doc='Clamps all elements in ``input`` into the range [``min``, ``max``].\n\nclamp_(min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor\nclamp_(min: Optional[Tensor] = None, max: Optional[Tensor] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.clamp`.')
+    (_B.b407(_A._op_clamp_), _B.b408(_A._op_clamp__Tensor)), (), wrapped=None, doc='Clamps all elements in ``input`` into the range [``min``, ``max``].\n\nclamp_(min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor\nclamp_(min: Optional[Tensor] = None, max: Optional[Tensor] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.clamp`.')
 clip = _method(__name__, 'clip', ((_A._op_clip, None), (_A._op_clip_Tensor, None)),
-    (_B.b403(_A._op_clip), _B.b404(_A._op_clip_Tensor)), (), wrapped=None, doc='clip(min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor\nclip(min: Optional[Tensor] = None, max: Optional[Tensor] = None) -> Tensor')
+    (_B.b407(_A._op_clip), _B.b408(_A._op_clip_Tensor)), (), wrapped=None, doc='clip(min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor\nclip(min: Optional[Tensor] = None, max: Optional[Tensor] = None) -> Tensor')
 clip_ = _method(__name__, 'clip_', ((_A._op_clip_, None),),
-    (_B.b403(_A._op_clip_),), (), wrapped=True, doc='clip_(min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.clip`.')
+    (_B.b407(_A._op_clip_),), (), wrapped=True, doc='clip_(min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.clip`.')
 clamp_min = _method(__name__, 'clamp_min', ((_A._op_clamp_min, None), (_A._op_clamp_min_Tensor, None)),
-    (_B.b405(_A._op_clamp_min), _B.b406(_A._op_clamp_min_Tensor)), (), wrapped=None, doc='clamp_min(min: Number) -> Tensor\nclamp_min(min: Tensor) -> Tensor')
+    (_B.b409(_A._op_clamp_min), _B.b410(_A._op_clamp_min_Tensor)), (), wrapped=None, doc='clamp_min(min: Number) -> Tensor\nclamp_min(min: Tensor) -> Tensor')
 clamp_min_ = _method(__name__, 'clamp_min_', ((_A._op_clamp_min_, None), (_A._op_clamp_min__Tensor, None)),
-    (_B.b405(_A._op_clamp_min_), _B.b406(_A._op_clamp_min__Tensor)), (), wrapped=None, doc='clamp_min_(min: Number) -> Tensor\nclamp_min_(min: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.clamp_min`.')
+    (_B.b409(_A._op_clamp_min_), _B.b410(_A._op_clamp_min__Tensor)), (), wrapped=None, doc='clamp_min_(min: Number) -> Tensor\nclamp_min_(min: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.clamp_min`.')
 clamp_max = _method(__name__, 'clamp_max', ((_A._op_clamp_max, None), (_A._op_clamp_max_Tensor, None)),
-    (_B.b407(_A._op_clamp_max), _B.b408(_A._op_clamp_max_Tensor)), (), wrapped=None, doc='clamp_max(max: Number) -> Tensor\nclamp_max(max: Tensor) -> Tensor')
+    (_B.b411(_A._op_clamp_max), _B.b412(_A._op_clamp_max_Tensor)), (), wrapped=None, doc='clamp_max(max: Number) -> Tensor\nclamp_max(max: Tensor) -> Tensor')
 clamp_max_ = _method(__name__, 'clamp_max_', ((_A._op_clamp_max_, None), (_A._op_clamp_max__Tensor, None)),
-    (_B.b407(_A._op_clamp_max_), _B.b408(_A._op_clamp_max__Tensor)), (), wrapped=None, doc='clamp_max_(max: Number) -> Tensor\nclamp_max_(max: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.clamp_max`.')
+    (_B.b411(_A._op_clamp_max_), _B.b412(_A._op_clamp_max__Tensor)), (), wrapped=None, doc='clamp_max_(max: Number) -> Tensor\nclamp_max_(max: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.clamp_max`.')
 lerp = _method(__name__, 'lerp', ((_A._op_lerp_Scalar, None), (_A._op_lerp_Tensor, None)),
-    (_B.b409(_A._op_lerp_Scalar), _B.b410(_A._op_lerp_Tensor)), (), wrapped=None, doc='lerp(end: Tensor, weight: Number) -> Tensor\nlerp(end: Tensor, weight: Tensor) -> Tensor')
+    (_B.b413(_A._op_lerp_Scalar), _B.b414(_A._op_lerp_Tensor)), (), wrapped=None, doc='lerp(end: Tensor, weight: Number) -> Tensor\nlerp(end: Tensor, weight: Tensor) -> Tensor')
 lerp_ = _method(__name__, 'lerp_', ((_A._op_lerp__Scalar, None), (_A._op_lerp__Tensor, None)),
-    (_B.b409(_A._op_lerp__Scalar), _B.b410(_A._op_lerp__Tensor)), (), wrapped=None, doc='lerp_(end: Tensor, weight: Number) -> Tensor\nlerp_(end: Tensor, weight: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.lerp`.')
+    (_B.b413(_A._op_lerp__Scalar), _B.b414(_A._op_lerp__Tensor)), (), wrapped=None, doc='lerp_(end: Tensor, weight: Number) -> Tensor\nlerp_(end: Tensor, weight: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.lerp`.')
 addcmul = _method(__name__, 'addcmul', ((_A._op_addcmul, None),),
-    (_B.b411(_A._op_addcmul),), (), wrapped=True, doc='addcmul(tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor')
+    (_B.b415(_A._op_addcmul),), (), wrapped=True, doc='addcmul(tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor')
 addcmul_ = _method(__name__, 'addcmul_', ((_A._op_addcmul_, None),),
-    (_B.b411(_A._op_addcmul_),), (), wrapped=True, doc='addcmul_(tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addcmul`.')
+    (_B.b415(_A._op_addcmul_),), (), wrapped=True, doc='addcmul_(tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addcmul`.')
 addcdiv = _method(__name__, 'addcdiv', ((_A._op_addcdiv, None),),
-    (_B.b411(_A._op_addcdiv),), (), wrapped=True, doc='addcdiv(tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor')
+    (_B.b415(_A._op_addcdiv),), (), wrapped=True, doc='addcdiv(tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor')
 addcdiv_ = _method(__name__, 'addcdiv_', ((_A._op_addcdiv_, None),),
-    (_B.b411(_A._op_addcdiv_),), (), wrapped=True, doc='addcdiv_(tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addcdiv`.')
+    (_B.b415(_A._op_addcdiv_),), (), wrapped=True, doc='addcdiv_(tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addcdiv`.')
 sum = _method(__name__, 'sum', ((_A._op_sum, None), (_A._op_sum_dim_IntList, None)),
-    (_B.b412(_A._op_sum), _B.b413(_A._op_sum_dim_IntList)), (), wrapped=None, doc='Returns the sum of the elements of ``input`` (over ``dim``, keeping it with ``keepdim``).\n\nsum(*, dtype: Optional[dtype] = None) -> Tensor\nsum(dim: Optional[List[int]], keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor')
+    (_B.b416(_A._op_sum), _B.b417(_A._op_sum_dim_IntList)), (), wrapped=None, doc='Returns the sum of the elements of ``input`` (over ``dim``, keeping it with ``keepdim``).\n\nsum(*, dtype: Optional[dtype] = None) -> Tensor\nsum(dim: Optional[List[int]], keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor')
 nansum = _method(__name__, 'nansum', ((_A._op_nansum, None),),
-    (_B.b414(_A._op_nansum),), (), wrapped=True, doc='nansum(dim: Optional[List[int]] = None, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor')
+    (_B.b418(_A._op_nansum),), (), wrapped=True, doc='nansum(dim: Optional[List[int]] = None, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor')
 prod = _method(__name__, 'prod', ((_A._op_prod, None), (_A._op_prod_dim_int, None)),
-    (_B.b412(_A._op_prod), _B.b415(_A._op_prod_dim_int)), (), wrapped=None, doc='Returns the product of the elements of ``input``.\n\nprod(*, dtype: Optional[dtype] = None) -> Tensor\nprod(dim: int, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor')
+    (_B.b416(_A._op_prod), _B.b419(_A._op_prod_dim_int)), (), wrapped=None, doc='Returns the product of the elements of ``input``.\n\nprod(*, dtype: Optional[dtype] = None) -> Tensor\nprod(dim: int, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor')
 mean = _method(__name__, 'mean', ((_A._op_mean, None), (_A._op_mean_dim, None)),
-    (_B.b412(_A._op_mean), _B.b413(_A._op_mean_dim)), (), wrapped=None, doc='Returns the mean of the elements of ``input`` (over ``dim``, keeping it with ``keepdim``).\n\nmean(*, dtype: Optional[dtype] = None) -> Tensor\nmean(dim: Optional[List[int]], keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor')
+    (_B.b416(_A._op_mean), _B.b417(_A._op_mean_dim)), (), wrapped=None, doc='Returns the mean of the elements of ``input`` (over ``dim``, keeping it with ``keepdim``).\n\nmean(*, dtype: Optional[dtype] = None) -> Tensor\nmean(dim: Optional[List[int]], keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor')
 nanmean = _method(__name__, 'nanmean', ((_A._op_nanmean, None),),
-    (_B.b414(_A._op_nanmean),), (), wrapped=True, doc='nanmean(dim: Optional[List[int]] = None, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor')
+    (_B.b418(_A._op_nanmean),), (), wrapped=True, doc='nanmean(dim: Optional[List[int]] = None, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor')
 var = _method(__name__, 'var', ((_A._op_var, None), (_A._op_var_dim, None), (_A._op_var_correction, None)),
-    (_B.b416(_A._op_var), _B.b417(_A._op_var_dim), _B.b418(_A._op_var_correction)), (2,), wrapped=None, doc="Calculates the variance over ``dim`` (``correction``: Bessel's correction, 1 by default).\n\nvar(unbiased: bool = True) -> Tensor\nvar(dim: Optional[List[int]], unbiased: bool = True, keepdim: bool = False) -> Tensor\nvar(dim: Optional[List[int]] = None, *, correction: Optional[Number] = None, keepdim: bool = False) -> Tensor")
+    (_B.b420(_A._op_var), _B.b421(_A._op_var_dim), _B.b422(_A._op_var_correction)), (2,), wrapped=None, doc="Calculates the variance over ``dim`` (``correction``: Bessel's correction, 1 by default).\n\nvar(unbiased: bool = True) -> Tensor\nvar(dim: Optional[List[int]], unbiased: bool = True, keepdim: bool = False) -> Tensor\nvar(dim: Optional[List[int]] = None, *, correction: Optional[Number] = None, keepdim: bool = False) -> Tensor")
 std = _method(__name__, 'std', ((_A._op_std, None), (_A._op_std_dim, None), (_A._op_std_correction, None)),
-    (_B.b416(_A._op_std), _B.b417(_A._op_std_dim), _B.b418(_A._op_std_correction)), (2,), wrapped=None, doc="Calculates the standard deviation over ``dim`` (``correction``: Bessel's correction, 1 by default).\n\nstd(unbiased: bool = True) -> Tensor\nstd(dim: Optional[List[int]], unbiased: bool = True, keepdim: bool = False) -> Tensor\nstd(dim: Optional[List[int]] = None, *, correction: Optional[Number] = None, keepdim: bool = False) -> Tensor")
+    (_B.b420(_A._op_std), _B.b421(_A._op_std_dim), _B.b422(_A._op_std_correction)), (2,), wrapped=None, doc="Calculates the standard deviation over ``dim`` (``correction``: Bessel's correction, 1 by default).\n\nstd(unbiased: bool = True) -> Tensor\nstd(dim: Optional[List[int]], unbiased: bool = True, keepdim: bool = False) -> Tensor\nstd(dim: Optional[List[int]] = None, *, correction: Optional[Number] = None, keepdim: bool = False) -> Tensor")
 amax = _method(__name__, 'amax', ((_A._op_amax, None),),
-    (_B.b419(_A._op_amax),), (), wrapped=True, doc='amax(dim: List[int] = (), keepdim: bool = False) -> Tensor')
+    (_B.b423(_A._op_amax),), (), wrapped=True, doc='amax(dim: List[int] = (), keepdim: bool = False) -> Tensor')
 amin = _method(__name__, 'amin', ((_A._op_amin, None),),
-    (_B.b419(_A._op_amin),), (), wrapped=True, doc='amin(dim: List[int] = (), keepdim: bool = False) -> Tensor')
+    (_B.b423(_A._op_amin),), (), wrapped=True, doc='amin(dim: List[int] = (), keepdim: bool = False) -> Tensor')
 aminmax = _method(__name__, 'aminmax', ((_A._op_aminmax, None),),
-    (_B.b420(_A._op_aminmax),), (), wrapped=True, doc='aminmax(*, dim: Optional[int] = None, keepdim: bool = False) -> (Tensor, Tensor)')
+    (_B.b424(_A._op_aminmax),), (), wrapped=True, doc='aminmax(*, dim: Optional[int] = None, keepdim: bool = False) -> (Tensor, Tensor)')
 argmax = _method(__name__, 'argmax', ((_A._op_argmax, None),),
-    (_B.b421(_A._op_argmax),), (), wrapped=True, doc='Returns the indices of the maximum values of ``input``.\n\nargmax(dim: Optional[int] = None, keepdim: bool = False) -> Tensor')
+    (_B.b425(_A._op_argmax),), (), wrapped=True, doc='Returns the indices of the maximum values of ``input``.\n\nargmax(dim: Optional[int] = None, keepdim: bool = False) -> Tensor')
 argmin = _method(__name__, 'argmin', ((_A._op_argmin, None),),
-    (_B.b421(_A._op_argmin),), (), wrapped=True, doc='Returns the indices of the minimum values of ``input``.\n\nargmin(dim: Optional[int] = None, keepdim: bool = False) -> Tensor')
+    (_B.b425(_A._op_argmin),), (), wrapped=True, doc='Returns the indices of the minimum values of ``input``.\n\nargmin(dim: Optional[int] = None, keepdim: bool = False) -> Tensor')
 logsumexp = _method(__name__, 'logsumexp', ((_A._op_logsumexp, None),),
-    (_B.b422(_A._op_logsumexp),), (), wrapped=True, doc='logsumexp(dim: List[int], keepdim: bool = False) -> Tensor')
+    (_B.b426(_A._op_logsumexp),), (), wrapped=True, doc='logsumexp(dim: List[int], keepdim: bool = False) -> Tensor')
 all = _method(__name__, 'all', ((_A._op_all, None), (_A._op_all_dim, None), (_A._op_all_dims, None)),
-    (_B.b387(_A._op_all), _B.b400(_A._op_all_dim), _B.b423(_A._op_all_dims)), (), wrapped=None, doc='all() -> Tensor\nall(dim: int, keepdim: bool = False) -> Tensor\nall(dim: Optional[List[int]] = None, keepdim: bool = False) -> Tensor')
+    (_B.b391(_A._op_all), _B.b404(_A._op_all_dim), _B.b427(_A._op_all_dims)), (), wrapped=None, doc='all() -> Tensor\nall(dim: int, keepdim: bool = False) -> Tensor\nall(dim: Optional[List[int]] = None, keepdim: bool = False) -> Tensor')
 any = _method(__name__, 'any', ((_A._op_any, None), (_A._op_any_dim, None), (_A._op_any_dims, None)),
-    (_B.b387(_A._op_any), _B.b400(_A._op_any_dim), _B.b423(_A._op_any_dims)), (), wrapped=None, doc='any() -> Tensor\nany(dim: int, keepdim: bool = False) -> Tensor\nany(dim: Optional[List[int]] = None, keepdim: bool = False) -> Tensor')
+    (_B.b391(_A._op_any), _B.b404(_A._op_any_dim), _B.b427(_A._op_any_dims)), (), wrapped=None, doc='any() -> Tensor\nany(dim: int, keepdim: bool = False) -> Tensor\nany(dim: Optional[List[int]] = None, keepdim: bool = False) -> Tensor')
 count_nonzero = _method(__name__, 'count_nonzero', ((_A._op_count_nonzero_dim_IntList, None), (_A._op_count_nonzero, None)),
-    (_B.b424(_A._op_count_nonzero_dim_IntList), _B.b425(_A._op_count_nonzero)), (0,), wrapped=None, doc='count_nonzero(dim: List[int]) -> Tensor\ncount_nonzero(dim: Optional[int] = None) -> Tensor')
+    (_B.b428(_A._op_count_nonzero_dim_IntList), _B.b429(_A._op_count_nonzero)), (0,), wrapped=None, doc='count_nonzero(dim: List[int]) -> Tensor\ncount_nonzero(dim: Optional[int] = None) -> Tensor')
 cumsum = _method(__name__, 'cumsum', ((_A._op_cumsum, None),),
-    (_B.b426(_A._op_cumsum),), (), wrapped=True, doc='Returns the cumulative sum of the elements of ``input`` along ``dim``.\n\ncumsum(dim: int, *, dtype: Optional[dtype] = None) -> Tensor')
+    (_B.b430(_A._op_cumsum),), (), wrapped=True, doc='Returns the cumulative sum of the elements of ``input`` along ``dim``.\n\ncumsum(dim: int, *, dtype: Optional[dtype] = None) -> Tensor')
 cumsum_ = _method(__name__, 'cumsum_', ((_A._op_cumsum_, None),),
-    (_B.b426(_A._op_cumsum_),), (), wrapped=True, doc='Returns the cumulative sum of the elements of ``input`` along ``dim``.\n\ncumsum_(dim: int, *, dtype: Optional[dtype] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.cumsum`.')
+    (_B.b430(_A._op_cumsum_),), (), wrapped=True, doc='Returns the cumulative sum of the elements of ``input`` along ``dim``.\n\ncumsum_(dim: int, *, dtype: Optional[dtype] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.cumsum`.')
 cumprod = _method(__name__, 'cumprod', ((_A._op_cumprod, None),),
-    (_B.b426(_A._op_cumprod),), (), wrapped=True, doc='cumprod(dim: int, *, dtype: Optional[dtype] = None) -> Tensor')
+    (_B.b430(_A._op_cumprod),), (), wrapped=True, doc='cumprod(dim: int, *, dtype: Optional[dtype] = None) -> Tensor')
 cumprod_ = _method(__name__, 'cumprod_', ((_A._op_cumprod_, None),),
-    (_B.b426(_A._op_cumprod_),), (), wrapped=True, doc='cumprod_(dim: int, *, dtype: Optional[dtype] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.cumprod`.')
+    (_B.b430(_A._op_cumprod_),), (), wrapped=True, doc='cumprod_(dim: int, *, dtype: Optional[dtype] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.cumprod`.')
 logcumsumexp = _method(__name__, 'logcumsumexp', ((_A._op_logcumsumexp, None),),
-    (_B.b427(_A._op_logcumsumexp),), (), wrapped=True, doc='logcumsumexp(dim: int) -> Tensor')
+    (_B.b431(_A._op_logcumsumexp),), (), wrapped=True, doc='logcumsumexp(dim: int) -> Tensor')
 cummax = _method(__name__, 'cummax', ((_A._op_cummax, None),),
-    (_B.b427(_A._op_cummax),), (), wrapped=True, doc='cummax(dim: int) -> (Tensor, Tensor)')
+    (_B.b431(_A._op_cummax),), (), wrapped=True, doc='cummax(dim: int) -> (Tensor, Tensor)')
 cummin = _method(__name__, 'cummin', ((_A._op_cummin, None),),
-    (_B.b427(_A._op_cummin),), (), wrapped=True, doc='cummin(dim: int) -> (Tensor, Tensor)')
+    (_B.b431(_A._op_cummin),), (), wrapped=True, doc='cummin(dim: int) -> (Tensor, Tensor)')
 sort = _method(__name__, 'sort', ((_A._op_sort, None), (_A._op_sort_stable, None)),
-    (_B.b428(_A._op_sort), _B.b429(_A._op_sort_stable)), (), wrapped=None, doc='Sorts the elements of ``input`` along ``dim``; returns (values, indices).\n\nsort(dim: int = -1, descending: bool = False) -> (Tensor, Tensor)\nsort(*, stable: Optional[bool], dim: int = -1, descending: bool = False) -> (Tensor, Tensor)')
+    (_B.b432(_A._op_sort), _B.b433(_A._op_sort_stable)), (), wrapped=None, doc='Sorts the elements of ``input`` along ``dim``; returns (values, indices).\n\nsort(dim: int = -1, descending: bool = False) -> (Tensor, Tensor)\nsort(*, stable: Optional[bool], dim: int = -1, descending: bool = False) -> (Tensor, Tensor)')
 argsort = _method(__name__, 'argsort', ((_A._op_argsort, None), (_A._op_argsort_stable, None)),
-    (_B.b428(_A._op_argsort), _B.b430(_A._op_argsort_stable)), (), wrapped=None, doc='argsort(dim: int = -1, descending: bool = False) -> Tensor\nargsort(*, stable: bool, dim: int = -1, descending: bool = False) -> Tensor')
+    (_B.b432(_A._op_argsort), _B.b434(_A._op_argsort_stable)), (), wrapped=None, doc='argsort(dim: int = -1, descending: bool = False) -> Tensor\nargsort(*, stable: bool, dim: int = -1, descending: bool = False) -> Tensor')
 topk = _method(__name__, 'topk', ((_A._op_topk, None),),
-    (_B.b431(_A._op_topk),), (), wrapped=True, doc='Returns the ``k`` largest elements of ``input`` along ``dim``; returns (values, indices).\n\ntopk(k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> (Tensor, Tensor)')
+    (_B.b435(_A._op_topk),), (), wrapped=True, doc='Returns the ``k`` largest elements of ``input`` along ``dim``; returns (values, indices).\n\ntopk(k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> (Tensor, Tensor)')
 kthvalue = _method(__name__, 'kthvalue', ((_A._op_kthvalue, None),),
-    (_B.b432(_A._op_kthvalue),), (), wrapped=True, doc='kthvalue(k: int, dim: int = -1, keepdim: bool = False) -> (Tensor, Tensor)')
+    (_B.b436(_A._op_kthvalue),), (), wrapped=True, doc='kthvalue(k: int, dim: int = -1, keepdim: bool = False) -> (Tensor, Tensor)')
 median = _method(__name__, 'median', ((_A._op_median, None), (_A._op_median_dim, None)),
-    (_B.b387(_A._op_median), _B.b400(_A._op_median_dim)), (), wrapped=None, doc='median() -> Tensor\nmedian(dim: int, keepdim: bool = False) -> (Tensor, Tensor)')
+    (_B.b391(_A._op_median), _B.b404(_A._op_median_dim)), (), wrapped=None, doc='median() -> Tensor\nmedian(dim: int, keepdim: bool = False) -> (Tensor, Tensor)')
 mode = _method(__name__, 'mode', ((_A._op_mode, None),),
-    (_B.b433(_A._op_mode),), (), wrapped=True, doc='mode(dim: int = -1, keepdim: bool = False) -> (Tensor, Tensor)')
+    (_B.b437(_A._op_mode),), (), wrapped=True, doc='mode(dim: int = -1, keepdim: bool = False) -> (Tensor, Tensor)')
 quantile = _method(__name__, 'quantile', ((_A._op_quantile, None), (_A._op_quantile_scalar, None)),
-    (_B.b434(_A._op_quantile), _B.b435(_A._op_quantile_scalar)), (), wrapped=None, doc="quantile(q: Tensor, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor\nquantile(q: float, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor")
+    (_B.b438(_A._op_quantile), _B.b439(_A._op_quantile_scalar)), (), wrapped=None, doc="quantile(q: Tensor, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor\nquantile(q: float, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor")
 nanquantile = _method(__name__, 'nanquantile', ((_A._op_nanquantile, None), (_A._op_nanquantile_scalar, None)),
-    (_B.b434(_A._op_nanquantile), _B.b435(_A._op_nanquantile_scalar)), (), wrapped=None, doc="nanquantile(q: Tensor, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor\nnanquantile(q: float, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor")
+    (_B.b438(_A._op_nanquantile), _B.b439(_A._op_nanquantile_scalar)), (), wrapped=None, doc="nanquantile(q: Tensor, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor\nnanquantile(q: float, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor")
 bincount = _method(__name__, 'bincount', ((_A._op_bincount, None),),
-    (_B.b436(_A._op_bincount),), (), wrapped=True, doc='bincount(weights: Optional[Tensor] = None, minlength: int = 0) -> Tensor')
+    (_B.b440(_A._op_bincount),), (), wrapped=True, doc='bincount(weights: Optional[Tensor] = None, minlength: int = 0) -> Tensor')
 histc = _method(__name__, 'histc', ((_A._op_histc, None),),
-    (_B.b437(_A._op_histc),), (), wrapped=True, doc='histc(bins: int = 100, min: Number = 0, max: Number = 0) -> Tensor')
+    (_B.b441(_A._op_histc),), (), wrapped=True, doc='histc(bins: int = 100, min: Number = 0, max: Number = 0) -> Tensor')
 histogram = _method(__name__, 'histogram', ((_A._op_histogram_bins_tensor, None), (_A._op_histogram_bin_ct, None)),
-    (_B.b438(_A._op_histogram_bins_tensor),), (), wrapped=None, doc='histogram(bins: Tensor, *, weight: Optional[Tensor] = None, density: bool = False) -> (Tensor, Tensor)\nhistogram(bins: int = 100, *, range=None, weight: Optional[Tensor] = None, density: bool = False) -> (Tensor, Tensor)')
+    (_B.b442(_A._op_histogram_bins_tensor),), (), wrapped=None, doc='histogram(bins: Tensor, *, weight: Optional[Tensor] = None, density: bool = False) -> (Tensor, Tensor)\nhistogram(bins: int = 100, *, range=None, weight: Optional[Tensor] = None, density: bool = False) -> (Tensor, Tensor)')
 norm = _method(__name__, 'norm', ((_A._op_norm_ScalarOpt_dim, None), (_A._op_norm_Scalar, None)),
-    (_B.b439(_A._op_norm_ScalarOpt_dim), _B.b440(_A._op_norm_Scalar)), (), wrapped=None, doc='norm(p: Optional[Number], dim: List[int], keepdim: bool = False) -> Tensor\nnorm(p: Number = 2) -> Tensor')
+    (_B.b443(_A._op_norm_ScalarOpt_dim), _B.b444(_A._op_norm_Scalar)), (), wrapped=None, doc='norm(p: Optional[Number], dim: List[int], keepdim: bool = False) -> Tensor\nnorm(p: Number = 2) -> Tensor')
 view = _method(__name__, 'view', ((_A._op_view, None), (_A._op_view_dtype, None)),
-    (_B.b441(_A._op_view), _B.b442(_A._op_view_dtype)), (0,), wrapped=None, doc='Returns a new tensor with the same data as ``self`` and a different ``shape`` (always a view).\n\nview(size: List[int]) -> Tensor\nview(dtype: Optional[dtype]) -> Tensor')
+    (_B.b445(_A._op_view), _B.b446(_A._op_view_dtype)), (0,), wrapped=None, doc='Returns a new tensor with the same data as ``self`` and a different ``shape`` (always a view).\n\nview(size: List[int]) -> Tensor\nview(dtype: Optional[dtype]) -> Tensor')
 reshape = _method(__name__, 'reshape', ((_A._op_reshape, None),),
-    (_B.b443(_A._op_reshape),), (0,), wrapped=True, doc='Returns a tensor with the same data and number of elements as ``input``, with the given shape (a view when possible).\n\nreshape(shape: List[int]) -> Tensor')
+    (_B.b447(_A._op_reshape),), (0,), wrapped=True, doc='Returns a tensor with the same data and number of elements as ``input``, with the given shape (a view when possible).\n\nreshape(shape: List[int]) -> Tensor')
 view_as = _method(__name__, 'view_as', ((_A._op_view_as, None),),
-    (_B.b394(_A._op_view_as),), (), wrapped=True, doc='view_as(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_view_as),), (), wrapped=True, doc='view_as(other: Tensor) -> Tensor')
 reshape_as = _method(__name__, 'reshape_as', ((_A._op_reshape_as, None),),
-    (_B.b394(_A._op_reshape_as),), (), wrapped=True, doc='reshape_as(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_reshape_as),), (), wrapped=True, doc='reshape_as(other: Tensor) -> Tensor')
 as_strided = _method(__name__, 'as_strided', ((_A._op_as_strided, None),),
-    (_B.b444(_A._op_as_strided),), (), wrapped=True, doc='as_strided(size: List[int], stride: List[int], storage_offset: Optional[int] = None) -> Tensor')
+    (_B.b448(_A._op_as_strided),), (), wrapped=True, doc='as_strided(size: List[int], stride: List[int], storage_offset: Optional[int] = None) -> Tensor')
 t = _method(__name__, 't', ((_A._op_t, None),),
-    (_B.b387(_A._op_t),), (), wrapped=True, doc='t() -> Tensor')
+    (_B.b391(_A._op_t),), (), wrapped=True, doc='t() -> Tensor')
 transpose = _method(__name__, 'transpose', ((_A._op_transpose_int, None),),
-    (_B.b445(_A._op_transpose_int),), (), wrapped=True, doc='Returns a view of ``input`` with dimensions ``dim0`` and ``dim1`` swapped.\n\ntranspose(dim0: int, dim1: int) -> Tensor')
+    (_B.b449(_A._op_transpose_int),), (), wrapped=True, doc='Returns a view of ``input`` with dimensions ``dim0`` and ``dim1`` swapped.\n\ntranspose(dim0: int, dim1: int) -> Tensor')
 swapaxes = _method(__name__, 'swapaxes', ((_A._op_swapaxes, None),),
-    (_B.b446(_A._op_swapaxes),), (), wrapped=True, doc='swapaxes(axis0: int, axis1: int) -> Tensor')
+    (_B.b450(_A._op_swapaxes),), (), wrapped=True, doc='swapaxes(axis0: int, axis1: int) -> Tensor')
 swapdims = _method(__name__, 'swapdims', ((_A._op_swapdims, None),),
-    (_B.b445(_A._op_swapdims),), (), wrapped=True, doc='swapdims(dim0: int, dim1: int) -> Tensor')
+    (_B.b449(_A._op_swapdims),), (), wrapped=True, doc='swapdims(dim0: int, dim1: int) -> Tensor')
 permute = _method(__name__, 'permute', ((_A._op_permute, None),),
-    (_B.b447(_A._op_permute),), (0,), wrapped=True, doc='Returns a view of ``input`` with its dimensions permuted.\n\npermute(dims: List[int]) -> Tensor')
+    (_B.b451(_A._op_permute),), (0,), wrapped=True, doc='Returns a view of ``input`` with its dimensions permuted.\n\npermute(dims: List[int]) -> Tensor')
 movedim = _method(__name__, 'movedim', ((_A._op_movedim_intlist, None), (_A._op_movedim_int, None)),
-    (_B.b448(_A._op_movedim_intlist), _B.b449(_A._op_movedim_int)), (), wrapped=None, doc='movedim(source: List[int], destination: List[int]) -> Tensor\nmovedim(source: int, destination: int) -> Tensor')
+    (_B.b452(_A._op_movedim_intlist), _B.b453(_A._op_movedim_int)), (), wrapped=None, doc='movedim(source: List[int], destination: List[int]) -> Tensor\nmovedim(source: int, destination: int) -> Tensor')
 moveaxis = _method(__name__, 'moveaxis', ((_A._op_moveaxis_intlist, None), (_A._op_moveaxis_int, None)),
-    (_B.b448(_A._op_moveaxis_intlist), _B.b449(_A._op_moveaxis_int)), (), wrapped=None, doc='moveaxis(source: List[int], destination: List[int]) -> Tensor\nmoveaxis(source: int, destination: int) -> Tensor')
+    (_B.b452(_A._op_moveaxis_intlist), _B.b453(_A._op_moveaxis_int)), (), wrapped=None, doc='moveaxis(source: List[int], destination: List[int]) -> Tensor\nmoveaxis(source: int, destination: int) -> Tensor')
 expand = _method(__name__, 'expand', ((_A._op_expand, None),),
-    (_B.b450(_A._op_expand),), (0,), wrapped=True, doc='Returns a new view of the tensor with singleton dimensions expanded to a larger size.\n\nexpand(size: List[int], *, implicit: bool = False) -> Tensor')
+    (_B.b454(_A._op_expand),), (0,), wrapped=True, doc='Returns a new view of the tensor with singleton dimensions expanded to a larger size.\n\nexpand(size: List[int], *, implicit: bool = False) -> Tensor')
 expand_as = _method(__name__, 'expand_as', ((_A._op_expand_as, None),),
-    (_B.b394(_A._op_expand_as),), (), wrapped=True, doc='expand_as(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_expand_as),), (), wrapped=True, doc='expand_as(other: Tensor) -> Tensor')
 sum_to_size = _method(__name__, 'sum_to_size', ((_A._op_sum_to_size, None),),
-    (_B.b441(_A._op_sum_to_size),), (0,), wrapped=True, doc='sum_to_size(size: List[int]) -> Tensor')
+    (_B.b445(_A._op_sum_to_size),), (0,), wrapped=True, doc='sum_to_size(size: List[int]) -> Tensor')
 broadcast_to = _method(__name__, 'broadcast_to', ((_A._op_broadcast_to, None),),
-    (_B.b441(_A._op_broadcast_to),), (0,), wrapped=True, doc='broadcast_to(size: List[int]) -> Tensor')
+    (_B.b445(_A._op_broadcast_to),), (0,), wrapped=True, doc='broadcast_to(size: List[int]) -> Tensor')
 squeeze = _method(__name__, 'squeeze', ((_A._op_squeeze, None), (_A._op_squeeze_dim, None), (_A._op_squeeze_dims, None)),
-    (_B.b387(_A._op_squeeze), _B.b427(_A._op_squeeze_dim), _B.b424(_A._op_squeeze_dims)), (2,), wrapped=None, doc='Returns a tensor with the dimensions of ``input`` of size 1 removed.\n\nsqueeze() -> Tensor\nsqueeze(dim: int) -> Tensor\nsqueeze(dim: List[int]) -> Tensor')
+    (_B.b391(_A._op_squeeze), _B.b431(_A._op_squeeze_dim), _B.b428(_A._op_squeeze_dims)), (2,), wrapped=None, doc='Returns a tensor with the dimensions of ``input`` of size 1 removed.\n\nsqueeze() -> Tensor\nsqueeze(dim: int) -> Tensor\nsqueeze(dim: List[int]) -> Tensor')
 unsqueeze = _method(__name__, 'unsqueeze', ((_A._op_unsqueeze, None),),
-    (_B.b427(_A._op_unsqueeze),), (), wrapped=True, doc='Returns a new tensor with a dimension of size one inserted at position ``dim``.\n\nunsqueeze(dim: int) -> Tensor')
+    (_B.b431(_A._op_unsqueeze),), (), wrapped=True, doc='Returns a new tensor with a dimension of size one inserted at position ``dim``.\n\nunsqueeze(dim: int) -> Tensor')
 squeeze_ = _method(__name__, 'squeeze_', ((_A._op_squeeze_, None), (_A._op_squeeze__dim, None), (_A._op_squeeze__dims, None)),
-    (_B.b387(_A._op_squeeze_), _B.b427(_A._op_squeeze__dim), _B.b424(_A._op_squeeze__dims)), (2,), wrapped=None, doc='Returns a tensor with the dimensions of ``input`` of size 1 removed.\n\nsqueeze_() -> Tensor\nsqueeze_(dim: int) -> Tensor\nsqueeze_(dim: List[int]) -> Tensor\n\nIn-place version of :meth:`Tensor.squeeze`.')
+    (_B.b391(_A._op_squeeze_), _B.b431(_A._op_squeeze__dim), _B.b428(_A._op_squeeze__dims)), (2,), wrapped=None, doc='Returns a tensor with the dimensions of ``input`` of size 1 removed.\n\nsqueeze_() -> Tensor\nsqueeze_(dim: int) -> Tensor\nsqueeze_(dim: List[int]) -> Tensor\n\nIn-place version of :meth:`Tensor.squeeze`.')
 unsqueeze_ = _method(__name__, 'unsqueeze_', ((_A._op_unsqueeze_, None),),
-    (_B.b427(_A._op_unsqueeze_),), (), wrapped=True, doc='Returns a new tensor with a dimension of size one inserted at position ``dim``.\n\nunsqueeze_(dim: int) -> Tensor\n\nIn-place version of :meth:`Tensor.unsqueeze`.')
+    (_B.b431(_A._op_unsqueeze_),), (), wrapped=True, doc='Returns a new tensor with a dimension of size one inserted at position ``dim``.\n\nunsqueeze_(dim: int) -> Tensor\n\nIn-place version of :meth:`Tensor.unsqueeze`.')
 t_ = _method(__name__, 't_', ((_A._op_t_, None),),
-    (_B.b387(_A._op_t_),), (), wrapped=True, doc='t_() -> Tensor\n\nIn-place version of :meth:`Tensor.t`.')
+    (_B.b391(_A._op_t_),), (), wrapped=True, doc='t_() -> Tensor\n\nIn-place version of :meth:`Tensor.t`.')
 transpose_ = _method(__name__, 'transpose_', ((_A._op_transpose_, None),),
-    (_B.b445(_A._op_transpose_),), (), wrapped=True, doc='Returns a view of ``input`` with dimensions ``dim0`` and ``dim1`` swapped.\n\ntranspose_(dim0: int, dim1: int) -> Tensor\n\nIn-place version of :meth:`Tensor.transpose`.')
+    (_B.b449(_A._op_transpose_),), (), wrapped=True, doc='Returns a view of ``input`` with dimensions ``dim0`` and ``dim1`` swapped.\n\ntranspose_(dim0: int, dim1: int) -> Tensor\n\nIn-place version of :meth:`Tensor.transpose`.')
 flatten = _method(__name__, 'flatten', ((_A._op_flatten_using_ints, None),),
-    (_B.b451(_A._op_flatten_using_ints),), (), wrapped=True, doc='Flattens ``input`` by reshaping it into a one-dimensional tensor (dims ``start_dim`` to ``end_dim``).\n\nflatten(start_dim: int = 0, end_dim: int = -1) -> Tensor')
+    (_B.b455(_A._op_flatten_using_ints),), (), wrapped=True, doc='Flattens ``input`` by reshaping it into a one-dimensional tensor (dims ``start_dim`` to ``end_dim``).\n\nflatten(start_dim: int = 0, end_dim: int = -1) -> Tensor')
 unflatten = _method(__name__, 'unflatten', ((_A._op_unflatten_int, None),),
-    (_B.b452(_A._op_unflatten_int),), (), wrapped=True, doc='unflatten(dim: int, sizes: List[int]) -> Tensor')
+    (_B.b456(_A._op_unflatten_int),), (), wrapped=True, doc='unflatten(dim: int, sizes: List[int]) -> Tensor')
 ravel = _method(__name__, 'ravel', ((_A._op_ravel, None),),
-    (_B.b387(_A._op_ravel),), (), wrapped=True, doc='ravel() -> Tensor')
+    (_B.b391(_A._op_ravel),), (), wrapped=True, doc='ravel() -> Tensor')
 narrow = _method(__name__, 'narrow', ((_A._op_narrow, None),),
-    (_B.b453(_A._op_narrow),), (), wrapped=True, doc='narrow(dim: int, start: int, length: int) -> Tensor')
+    (_B.b457(_A._op_narrow),), (), wrapped=True, doc='narrow(dim: int, start: int, length: int) -> Tensor')
 select = _method(__name__, 'select', ((_A._op_select_int, None),),
-    (_B.b454(_A._op_select_int),), (), wrapped=True, doc='select(dim: int, index: int) -> Tensor')
+    (_B.b458(_A._op_select_int),), (), wrapped=True, doc='select(dim: int, index: int) -> Tensor')
 unbind = _method(__name__, 'unbind', ((_A._op_unbind_int, None),),
-    (_B.b455(_A._op_unbind_int),), (), wrapped=True, doc='unbind(dim: int = 0) -> List[Tensor]')
+    (_B.b459(_A._op_unbind_int),), (), wrapped=True, doc='unbind(dim: int = 0) -> List[Tensor]')
 split = _method(__name__, 'split', ((_A._op_split_Tensor, None), (_A._op_split_sizes, None)),
-    (_B.b456(_A._op_split_Tensor), _B.b457(_A._op_split_sizes)), (), wrapped=None, doc='split(split_size: int, dim: int = 0) -> List[Tensor]\nsplit(split_size: List[int], dim: int = 0) -> List[Tensor]')
+    (_B.b460(_A._op_split_Tensor), _B.b461(_A._op_split_sizes)), (), wrapped=None, doc='split(split_size: int, dim: int = 0) -> List[Tensor]\nsplit(split_size: List[int], dim: int = 0) -> List[Tensor]')
 split_with_sizes = _method(__name__, 'split_with_sizes', ((_A._op_split_with_sizes, None),),
-    (_B.b458(_A._op_split_with_sizes),), (), wrapped=True, doc='split_with_sizes(split_sizes: List[int], dim: int = 0) -> List[Tensor]')
+    (_B.b462(_A._op_split_with_sizes),), (), wrapped=True, doc='split_with_sizes(split_sizes: List[int], dim: int = 0) -> List[Tensor]')
 chunk = _method(__name__, 'chunk', ((_A._op_chunk, None),),
-    (_B.b459(_A._op_chunk),), (), wrapped=True, doc='chunk(chunks: int, dim: int = 0) -> List[Tensor]')
+    (_B.b463(_A._op_chunk),), (), wrapped=True, doc='chunk(chunks: int, dim: int = 0) -> List[Tensor]')
 tensor_split = _method(__name__, 'tensor_split', ((_A._op_tensor_split_sections, None), (_A._op_tensor_split_indices, None)),
-    (_B.b460(_A._op_tensor_split_sections), _B.b461(_A._op_tensor_split_indices)), (), wrapped=None, doc='tensor_split(sections: int, dim: int = 0) -> List[Tensor]\ntensor_split(indices: List[int], dim: int = 0) -> List[Tensor]')
+    (_B.b464(_A._op_tensor_split_sections), _B.b465(_A._op_tensor_split_indices)), (), wrapped=None, doc='tensor_split(sections: int, dim: int = 0) -> List[Tensor]\ntensor_split(indices: List[int], dim: int = 0) -> List[Tensor]')
 unfold = _method(__name__, 'unfold', ((_A._op_unfold, None),),
-    (_B.b462(_A._op_unfold),), (), wrapped=True, doc='unfold(dimension: int, size: int, step: int) -> Tensor')
+    (_B.b466(_A._op_unfold),), (), wrapped=True, doc='unfold(dimension: int, size: int, step: int) -> Tensor')
 diagonal = _method(__name__, 'diagonal', ((_A._op_diagonal, None),),
-    (_B.b463(_A._op_diagonal),), (), wrapped=True, doc='diagonal(offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor')
+    (_B.b467(_A._op_diagonal),), (), wrapped=True, doc='diagonal(offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor')
 contiguous = _method(__name__, 'contiguous', ((_A._op_contiguous, None),),
-    (_B.b464(_A._op_contiguous),), (), wrapped=True, doc='contiguous(*, memory_format=None) -> Tensor')
+    (_B.b468(_A._op_contiguous),), (), wrapped=True, doc='contiguous(*, memory_format=None) -> Tensor')
 new_empty_strided = _method(__name__, 'new_empty_strided', ((_A._op_new_empty_strided, None),),
-    (_B.b465(_A._op_new_empty_strided),), (), wrapped=True, doc='new_empty_strided(size: List[int], stride: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor')
+    (_B.b469(_A._op_new_empty_strided),), (), wrapped=True, doc='new_empty_strided(size: List[int], stride: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor')
 new_empty = _method(__name__, 'new_empty', ((_A._op_new_empty, None),),
-    (_B.b466(_A._op_new_empty),), (0,), wrapped=True, doc='new_empty(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor')
+    (_B.b470(_A._op_new_empty),), (0,), wrapped=True, doc='new_empty(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor')
 new_zeros = _method(__name__, 'new_zeros', ((_A._op_new_zeros, None),),
-    (_B.b466(_A._op_new_zeros),), (0,), wrapped=True, doc='new_zeros(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor')
+    (_B.b470(_A._op_new_zeros),), (0,), wrapped=True, doc='new_zeros(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor')
 new_ones = _method(__name__, 'new_ones', ((_A._op_new_ones, None),),
-    (_B.b466(_A._op_new_ones),), (0,), wrapped=True, doc='new_ones(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor')
+    (_B.b470(_A._op_new_ones),), (0,), wrapped=True, doc='new_ones(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor')
 new_full = _method(__name__, 'new_full', ((_A._op_new_full, None),),
-    (_B.b467(_A._op_new_full),), (), wrapped=True, doc='new_full(size: List[int], fill_value: Number, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor')
+    (_B.b471(_A._op_new_full),), (), wrapped=True, doc='new_full(size: List[int], fill_value: Number, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor')
 uniform_ = _method(__name__, 'uniform_', ((_A._op_uniform_, None),),
-    (_B.b468(_A._op_uniform_),), (), wrapped=True, doc='uniform_(from_: float = 0, to_: float = 1, *, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.uniform`.')
+    (_B.b472(_A._op_uniform_),), (), wrapped=True, doc='uniform_(from_: float = 0, to_: float = 1, *, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.uniform`.')
 normal_ = _method(__name__, 'normal_', ((_A._op_normal_, None),),
-    (_B.b469(_A._op_normal_),), (), wrapped=True, doc='normal_(mean: float = 0, std: float = 1, *, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.normal`.')
+    (_B.b473(_A._op_normal_),), (), wrapped=True, doc='normal_(mean: float = 0, std: float = 1, *, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.normal`.')
 exponential_ = _method(__name__, 'exponential_', ((_A._op_exponential_, None),),
-    (_B.b470(_A._op_exponential_),), (), wrapped=True, doc='exponential_(lambd: float = 1, *, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.exponential`.')
+    (_B.b474(_A._op_exponential_),), (), wrapped=True, doc='exponential_(lambd: float = 1, *, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.exponential`.')
 cauchy_ = _method(__name__, 'cauchy_', ((_A._op_cauchy_, None),),
-    (_B.b471(_A._op_cauchy_),), (), wrapped=True, doc='cauchy_(median: float = 0, sigma: float = 1, *, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.cauchy`.')
+    (_B.b475(_A._op_cauchy_),), (), wrapped=True, doc='cauchy_(median: float = 0, sigma: float = 1, *, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.cauchy`.')
 log_normal_ = _method(__name__, 'log_normal_', ((_A._op_log_normal_, None),),
-    (_B.b472(_A._op_log_normal_),), (), wrapped=True, doc='log_normal_(mean: float = 1, std: float = 2, *, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.log_normal`.')
+    (_B.b476(_A._op_log_normal_),), (), wrapped=True, doc='log_normal_(mean: float = 1, std: float = 2, *, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.log_normal`.')
 geometric_ = _method(__name__, 'geometric_', ((_A._op_geometric_, None),),
-    (_B.b473(_A._op_geometric_),), (), wrapped=True, doc='geometric_(p: float, *, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.geometric`.')
+    (_B.b477(_A._op_geometric_),), (), wrapped=True, doc='geometric_(p: float, *, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.geometric`.')
 random_ = _method(__name__, 'random_', ((_A._op_random__from, None), (_A._op_random__to, None), (_A._op_random_, None)),
-    (_B.b474(_A._op_random__from), _B.b475(_A._op_random__to), _B.b476(_A._op_random_)), (), wrapped=None, doc='random_(from_: int, to_: Optional[int], *, generator: Optional[Generator] = None) -> Tensor\nrandom_(to_: int, *, generator: Optional[Generator] = None) -> Tensor\nrandom_(*, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.random`.')
+    (_B.b478(_A._op_random__from), _B.b479(_A._op_random__to), _B.b480(_A._op_random_)), (), wrapped=None, doc='random_(from_: int, to_: Optional[int], *, generator: Optional[Generator] = None) -> Tensor\nrandom_(to_: int, *, generator: Optional[Generator] = None) -> Tensor\nrandom_(*, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.random`.')
 bernoulli = _method(__name__, 'bernoulli', ((_A._op_bernoulli, None), (_A._op_bernoulli_p, None)),
-    (_B.b476(_A._op_bernoulli), _B.b473(_A._op_bernoulli_p)), (), wrapped=None, doc='bernoulli(*, generator: Optional[Generator] = None) -> Tensor\nbernoulli(p: float, *, generator: Optional[Generator] = None) -> Tensor')
+    (_B.b480(_A._op_bernoulli), _B.b477(_A._op_bernoulli_p)), (), wrapped=None, doc='bernoulli(*, generator: Optional[Generator] = None) -> Tensor\nbernoulli(p: float, *, generator: Optional[Generator] = None) -> Tensor')
 bernoulli_ = _method(__name__, 'bernoulli_', ((_A._op_bernoulli__float, None),),
-    (_B.b477(_A._op_bernoulli__float),), (), wrapped=True, doc='bernoulli_(p: float = 0.5, *, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.bernoulli`.')
+    (_B.b481(_A._op_bernoulli__float),), (), wrapped=True, doc='bernoulli_(p: float = 0.5, *, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.bernoulli`.')
 multinomial = _method(__name__, 'multinomial', ((_A._op_multinomial, None),),
-    (_B.b478(_A._op_multinomial),), (), wrapped=True, doc='multinomial(num_samples: int, replacement: bool = False, *, generator: Optional[Generator] = None) -> Tensor')
+    (_B.b482(_A._op_multinomial),), (), wrapped=True, doc='multinomial(num_samples: int, replacement: bool = False, *, generator: Optional[Generator] = None) -> Tensor')
 clone = _method(__name__, 'clone', ((_A._op_clone, None),),
-    (_B.b464(_A._op_clone),), (), wrapped=True, doc='Returns a copy of ``input``.\n\nclone(*, memory_format=None) -> Tensor')
+    (_B.b468(_A._op_clone),), (), wrapped=True, doc='Returns a copy of ``input``.\n\nclone(*, memory_format=None) -> Tensor')
 copy_ = _method(__name__, 'copy_', ((_A._op_copy_, None),),
-    (_B.b479(_A._op_copy_),), (), wrapped=True, doc='copy_(src: Tensor, non_blocking: bool = False) -> Tensor\n\nIn-place version of :meth:`Tensor.copy`.')
+    (_B.b483(_A._op_copy_),), (), wrapped=True, doc='copy_(src: Tensor, non_blocking: bool = False) -> Tensor\n\nIn-place version of :meth:`Tensor.copy`.')
 fill_ = _method(__name__, 'fill_', ((_A._op_fill__Scalar, None), (_A._op_fill__Tensor, None)),
-    (_B.b480(_A._op_fill__Scalar), _B.b481(_A._op_fill__Tensor)), (), wrapped=None, doc='fill_(value: Number) -> Tensor\nfill_(value: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.fill`.')
+    (_B.b484(_A._op_fill__Scalar), _B.b485(_A._op_fill__Tensor)), (), wrapped=None, doc='fill_(value: Number) -> Tensor\nfill_(value: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.fill`.')
 zero_ = _method(__name__, 'zero_', ((_A._op_zero_, None),),
-    (_B.b387(_A._op_zero_),), (), wrapped=True, doc='zero_() -> Tensor\n\nIn-place version of :meth:`Tensor.zero`.')
+    (_B.b391(_A._op_zero_),), (), wrapped=True, doc='zero_() -> Tensor\n\nIn-place version of :meth:`Tensor.zero`.')
 masked_fill = _method(__name__, 'masked_fill', ((_A._op_masked_fill_Scalar, None), (_A._op_masked_fill_Tensor, None)),
-    (_B.b482(_A._op_masked_fill_Scalar), _B.b483(_A._op_masked_fill_Tensor)), (), wrapped=None, doc='Fills elements of ``self`` with ``value`` where ``mask`` is True.\n\nmasked_fill(mask: Tensor, value: Number) -> Tensor\nmasked_fill(mask: Tensor, value: Tensor) -> Tensor')
+    (_B.b486(_A._op_masked_fill_Scalar), _B.b487(_A._op_masked_fill_Tensor)), (), wrapped=None, doc='Fills elements of ``self`` with ``value`` where ``mask`` is True.\n\nmasked_fill(mask: Tensor, value: Number) -> Tensor\nmasked_fill(mask: Tensor, value: Tensor) -> Tensor')
 masked_fill_ = _method(__name__, 'masked_fill_', ((_A._op_masked_fill__Scalar, None), (_A._op_masked_fill__Tensor, None)),
-    (_B.b482(_A._op_masked_fill__Scalar), _B.b483(_A._op_masked_fill__Tensor)), (), wrapped=None, doc='Fills elements of ``self`` with ``value`` where ``mask`` is True.\n\nmasked_fill_(mask: Tensor, value: Number) -> Tensor\nmasked_fill_(mask: Tensor, value: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.masked_fill`.')
+    (_B.b486(_A._op_masked_fill__Scalar), _B.b487(_A._op_masked_fill__Tensor)), (), wrapped=None, doc='Fills elements of ``self`` with ``value`` where ``mask`` is True.\n\nmasked_fill_(mask: Tensor, value: Number) -> Tensor\nmasked_fill_(mask: Tensor, value: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.masked_fill`.')
 index_put = _method(__name__, 'index_put', ((_A._op_index_put, None),),
-    (_B.b484(_A._op_index_put),), (), wrapped=True, doc='index_put(indices: List[Optional[Tensor]], values: Tensor, accumulate: bool = False) -> Tensor')
+    (_B.b488(_A._op_index_put),), (), wrapped=True, doc='index_put(indices: List[Optional[Tensor]], values: Tensor, accumulate: bool = False) -> Tensor')
 index_put_ = _method(__name__, 'index_put_', ((_A._op_index_put_, None),),
-    (_B.b484(_A._op_index_put_),), (), wrapped=True, doc='index_put_(indices: List[Optional[Tensor]], values: Tensor, accumulate: bool = False) -> Tensor\n\nIn-place version of :meth:`Tensor.index_put`.')
+    (_B.b488(_A._op_index_put_),), (), wrapped=True, doc='index_put_(indices: List[Optional[Tensor]], values: Tensor, accumulate: bool = False) -> Tensor\n\nIn-place version of :meth:`Tensor.index_put`.')
 index_select = _method(__name__, 'index_select', ((_A._op_index_select, None),),
-    (_B.b485(_A._op_index_select),), (), wrapped=True, doc='Returns a new tensor indexing ``input`` along ``dim`` with the entries of ``index``.\n\nindex_select(dim: int, index: Tensor) -> Tensor')
+    (_B.b489(_A._op_index_select),), (), wrapped=True, doc='Returns a new tensor indexing ``input`` along ``dim`` with the entries of ``index``.\n\nindex_select(dim: int, index: Tensor) -> Tensor')
 gather = _method(__name__, 'gather', ((_A._op_gather, None),),
-    (_B.b486(_A._op_gather),), (), wrapped=True, doc='Gathers values along an axis specified by ``dim``.\n\ngather(dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor')
+    (_B.b490(_A._op_gather),), (), wrapped=True, doc='Gathers values along an axis specified by ``dim``.\n\ngather(dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor')
 scatter = _method(__name__, 'scatter', ((_A._op_scatter_src, None), (_A._op_scatter_value, None), (_A._op_scatter_reduce, None)),
-    (_B.b487(_A._op_scatter_src), _B.b488(_A._op_scatter_value), _B.b489(_A._op_scatter_reduce)), (), wrapped=None, doc='scatter(dim: int, index: Tensor, src: Tensor) -> Tensor\nscatter(dim: int, index: Tensor, value: Number) -> Tensor\nscatter(dim: int, index: Tensor, src: Tensor, *, reduce: str) -> Tensor')
+    (_B.b491(_A._op_scatter_src), _B.b492(_A._op_scatter_value), _B.b493(_A._op_scatter_reduce)), (), wrapped=None, doc='scatter(dim: int, index: Tensor, src: Tensor) -> Tensor\nscatter(dim: int, index: Tensor, value: Number) -> Tensor\nscatter(dim: int, index: Tensor, src: Tensor, *, reduce: str) -> Tensor')
 scatter_ = _method(__name__, 'scatter_', ((_A._op_scatter__src, None), (_A._op_scatter__value, None), (_A._op_scatter__reduce, None)),
-    (_B.b487(_A._op_scatter__src), _B.b488(_A._op_scatter__value), _B.b489(_A._op_scatter__reduce)), (), wrapped=None, doc='scatter_(dim: int, index: Tensor, src: Tensor) -> Tensor\nscatter_(dim: int, index: Tensor, value: Number) -> Tensor\nscatter_(dim: int, index: Tensor, src: Tensor, *, reduce: str) -> Tensor\n\nIn-place version of :meth:`Tensor.scatter`.')
+    (_B.b491(_A._op_scatter__src), _B.b492(_A._op_scatter__value), _B.b493(_A._op_scatter__reduce)), (), wrapped=None, doc='scatter_(dim: int, index: Tensor, src: Tensor) -> Tensor\nscatter_(dim: int, index: Tensor, value: Number) -> Tensor\nscatter_(dim: int, index: Tensor, src: Tensor, *, reduce: str) -> Tensor\n\nIn-place version of :meth:`Tensor.scatter`.')
 scatter_add = _method(__name__, 'scatter_add', ((_A._op_scatter_add, None),),
-    (_B.b487(_A._op_scatter_add),), (), wrapped=True, doc='scatter_add(dim: int, index: Tensor, src: Tensor) -> Tensor')
+    (_B.b491(_A._op_scatter_add),), (), wrapped=True, doc='scatter_add(dim: int, index: Tensor, src: Tensor) -> Tensor')
 scatter_add_ = _method(__name__, 'scatter_add_', ((_A._op_scatter_add_, None),),
-    (_B.b487(_A._op_scatter_add_),), (), wrapped=True, doc='scatter_add_(dim: int, index: Tensor, src: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.scatter_add`.')
+    (_B.b491(_A._op_scatter_add_),), (), wrapped=True, doc='scatter_add_(dim: int, index: Tensor, src: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.scatter_add`.')
 scatter_reduce = _method(__name__, 'scatter_reduce', ((_A._op_scatter_reduce_two, None),),
-    (_B.b490(_A._op_scatter_reduce_two),), (), wrapped=True, doc='scatter_reduce(dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True) -> Tensor')
+    (_B.b494(_A._op_scatter_reduce_two),), (), wrapped=True, doc='scatter_reduce(dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True) -> Tensor')
 scatter_reduce_ = _method(__name__, 'scatter_reduce_', ((_A._op_scatter_reduce__two, None),),
-    (_B.b490(_A._op_scatter_reduce__two),), (), wrapped=True, doc='scatter_reduce_(dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True) -> Tensor\n\nIn-place version of :meth:`Tensor.scatter_reduce`.')
+    (_B.b494(_A._op_scatter_reduce__two),), (), wrapped=True, doc='scatter_reduce_(dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True) -> Tensor\n\nIn-place version of :meth:`Tensor.scatter_reduce`.')
 index_add = _method(__name__, 'index_add', ((_A._op_index_add, None),),
-    (_B.b491(_A._op_index_add),), (), wrapped=True, doc='index_add(dim: int, index: Tensor, source: Tensor, *, alpha: Number = 1) -> Tensor')
+    (_B.b495(_A._op_index_add),), (), wrapped=True, doc='index_add(dim: int, index: Tensor, source: Tensor, *, alpha: Number = 1) -> Tensor')
 index_add_ = _method(__name__, 'index_add_', ((_A._op_index_add_, None),),
-    (_B.b491(_A._op_index_add_),), (), wrapped=True, doc='index_add_(dim: int, index: Tensor, source: Tensor, *, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.index_add`.')
+    (_B.b495(_A._op_index_add_),), (), wrapped=True, doc='index_add_(dim: int, index: Tensor, source: Tensor, *, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.index_add`.')
 index_copy = _method(__name__, 'index_copy', ((_A._op_index_copy, None),),
-    (_B.b492(_A._op_index_copy),), (), wrapped=True, doc='index_copy(dim: int, index: Tensor, source: Tensor) -> Tensor')
+    (_B.b496(_A._op_index_copy),), (), wrapped=True, doc='index_copy(dim: int, index: Tensor, source: Tensor) -> Tensor')
 index_copy_ = _method(__name__, 'index_copy_', ((_A._op_index_copy_, None),),
-    (_B.b492(_A._op_index_copy_),), (), wrapped=True, doc='index_copy_(dim: int, index: Tensor, source: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.index_copy`.')
+    (_B.b496(_A._op_index_copy_),), (), wrapped=True, doc='index_copy_(dim: int, index: Tensor, source: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.index_copy`.')
 index_fill = _method(__name__, 'index_fill', ((_A._op_index_fill_int_Scalar, None), (_A._op_index_fill_int_Tensor, None)),
-    (_B.b488(_A._op_index_fill_int_Scalar), _B.b493(_A._op_index_fill_int_Tensor)), (), wrapped=None, doc='index_fill(dim: int, index: Tensor, value: Number) -> Tensor\nindex_fill(dim: int, index: Tensor, value: Tensor) -> Tensor')
+    (_B.b492(_A._op_index_fill_int_Scalar), _B.b497(_A._op_index_fill_int_Tensor)), (), wrapped=None, doc='index_fill(dim: int, index: Tensor, value: Number) -> Tensor\nindex_fill(dim: int, index: Tensor, value: Tensor) -> Tensor')
 index_fill_ = _method(__name__, 'index_fill_', ((_A._op_index_fill__int_Scalar, None),),
-    (_B.b488(_A._op_index_fill__int_Scalar),), (), wrapped=True, doc='index_fill_(dim: int, index: Tensor, value: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.index_fill`.')
+    (_B.b492(_A._op_index_fill__int_Scalar),), (), wrapped=True, doc='index_fill_(dim: int, index: Tensor, value: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.index_fill`.')
 masked_select = _method(__name__, 'masked_select', ((_A._op_masked_select, None),),
-    (_B.b494(_A._op_masked_select),), (), wrapped=True, doc='masked_select(mask: Tensor) -> Tensor')
+    (_B.b498(_A._op_masked_select),), (), wrapped=True, doc='masked_select(mask: Tensor) -> Tensor')
 masked_scatter = _method(__name__, 'masked_scatter', ((_A._op_masked_scatter, None),),
-    (_B.b495(_A._op_masked_scatter),), (), wrapped=True, doc='masked_scatter(mask: Tensor, source: Tensor) -> Tensor')
+    (_B.b499(_A._op_masked_scatter),), (), wrapped=True, doc='masked_scatter(mask: Tensor, source: Tensor) -> Tensor')
 masked_scatter_ = _method(__name__, 'masked_scatter_', ((_A._op_masked_scatter_, None),),
-    (_B.b495(_A._op_masked_scatter_),), (), wrapped=True, doc='masked_scatter_(mask: Tensor, source: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.masked_scatter`.')
+    (_B.b499(_A._op_masked_scatter_),), (), wrapped=True, doc='masked_scatter_(mask: Tensor, source: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.masked_scatter`.')
 nonzero = _method(__name__, 'nonzero', ((_A._op_nonzero, None),),
-    (_B.b387(_A._op_nonzero),), (), wrapped=True, doc='nonzero() -> Tensor')
+    (_B.b391(_A._op_nonzero),), (), wrapped=True, doc='nonzero() -> Tensor')
 argwhere = _method(__name__, 'argwhere', ((_A._op_argwhere, None),),
-    (_B.b387(_A._op_argwhere),), (), wrapped=True, doc='argwhere() -> Tensor')
+    (_B.b391(_A._op_argwhere),), (), wrapped=True, doc='argwhere() -> Tensor')
 take = _method(__name__, 'take', ((_A._op_take, None),),
-    (_B.b496(_A._op_take),), (), wrapped=True, doc='take(index: Tensor) -> Tensor')
+    (_B.b500(_A._op_take),), (), wrapped=True, doc='take(index: Tensor) -> Tensor')
 take_along_dim = _method(__name__, 'take_along_dim', ((_A._op_take_along_dim, None),),
-    (_B.b497(_A._op_take_along_dim),), (), wrapped=True, doc='take_along_dim(indices: Tensor, dim: Optional[int] = None) -> Tensor')
+    (_B.b501(_A._op_take_along_dim),), (), wrapped=True, doc='take_along_dim(indices: Tensor, dim: Optional[int] = None) -> Tensor')
 tril = _method(__name__, 'tril', ((_A._op_tril, None),),
-    (_B.b498(_A._op_tril),), (), wrapped=True, doc='tril(diagonal: int = 0) -> Tensor')
+    (_B.b502(_A._op_tril),), (), wrapped=True, doc='tril(diagonal: int = 0) -> Tensor')
 tril_ = _method(__name__, 'tril_', ((_A._op_tril_, None),),
-    (_B.b498(_A._op_tril_),), (), wrapped=True, doc='tril_(diagonal: int = 0) -> Tensor\n\nIn-place version of :meth:`Tensor.tril`.')
+    (_B.b502(_A._op_tril_),), (), wrapped=True, doc='tril_(diagonal: int = 0) -> Tensor\n\nIn-place version of :meth:`Tensor.tril`.')
 triu = _method(__name__, 'triu', ((_A._op_triu, None),),
-    (_B.b498(_A._op_triu),), (), wrapped=True, doc='triu(diagonal: int = 0) -> Tensor')
+    (_B.b502(_A._op_triu),), (), wrapped=True, doc='triu(diagonal: int = 0) -> Tensor')
 triu_ = _method(__name__, 'triu_', ((_A._op_triu_, None),),
-    (_B.b498(_A._op_triu_),), (), wrapped=True, doc='triu_(diagonal: int = 0) -> Tensor\n\nIn-place version of :meth:`Tensor.triu`.')
+    (_B.b502(_A._op_triu_),), (), wrapped=True, doc='triu_(diagonal: int = 0) -> Tensor\n\nIn-place version of :meth:`Tensor.triu`.')
 flip = _method(__name__, 'flip', ((_A._op_flip, None),),
-    (_B.b447(_A._op_flip),), (0,), wrapped=True, doc='flip(dims: List[int]) -> Tensor')
+    (_B.b451(_A._op_flip),), (0,), wrapped=True, doc='flip(dims: List[int]) -> Tensor')
 fliplr = _method(__name__, 'fliplr', ((_A._op_fliplr, None),),
-    (_B.b387(_A._op_fliplr),), (), wrapped=True, doc='fliplr() -> Tensor')
+    (_B.b391(_A._op_fliplr),), (), wrapped=True, doc='fliplr() -> Tensor')
 flipud = _method(__name__, 'flipud', ((_A._op_flipud, None),),
-    (_B.b387(_A._op_flipud),), (), wrapped=True, doc='flipud() -> Tensor')
+    (_B.b391(_A._op_flipud),), (), wrapped=True, doc='flipud() -> Tensor')
 roll = _method(__name__, 'roll', ((_A._op_roll, None),),
-    (_B.b499(_A._op_roll),), (), wrapped=True, doc='roll(shifts: List[int], dims: List[int] = ()) -> Tensor')
+    (_B.b503(_A._op_roll),), (), wrapped=True, doc='roll(shifts: List[int], dims: List[int] = ()) -> Tensor')
 rot90 = _method(__name__, 'rot90', ((_A._op_rot90, None),),
-    (_B.b500(_A._op_rot90),), (), wrapped=True, doc='rot90(k: int = 1, dims: List[int] = (0,1)) -> Tensor')
+    (_B.b504(_A._op_rot90),), (), wrapped=True, doc='rot90(k: int = 1, dims: List[int] = (0,1)) -> Tensor')
 repeat = _method(__name__, 'repeat', ((_A._op_repeat, None),),
-    (_B.b501(_A._op_repeat),), (0,), wrapped=True, doc='repeat(repeats: List[int]) -> Tensor')
+    (_B.b505(_A._op_repeat),), (0,), wrapped=True, doc='repeat(repeats: List[int]) -> Tensor')
 tile = _method(__name__, 'tile', ((_A._op_tile, None),),
-    (_B.b447(_A._op_tile),), (0,), wrapped=True, doc='tile(dims: List[int]) -> Tensor')
+    (_B.b451(_A._op_tile),), (0,), wrapped=True, doc='tile(dims: List[int]) -> Tensor')
 repeat_interleave = _method(__name__, 'repeat_interleave', ((_A._op_repeat_interleave_self_Tensor, None), (_A._op_repeat_interleave_self_int, None)),
-    (_B.b502(_A._op_repeat_interleave_self_Tensor), _B.b503(_A._op_repeat_interleave_self_int)), (), wrapped=None, doc='repeat_interleave(repeats: Tensor, dim: Optional[int] = None, *, output_size: Optional[int] = None) -> Tensor\nrepeat_interleave(repeats: int, dim: Optional[int] = None, *, output_size: Optional[int] = None) -> Tensor')
+    (_B.b506(_A._op_repeat_interleave_self_Tensor), _B.b507(_A._op_repeat_interleave_self_int)), (), wrapped=None, doc='repeat_interleave(repeats: Tensor, dim: Optional[int] = None, *, output_size: Optional[int] = None) -> Tensor\nrepeat_interleave(repeats: int, dim: Optional[int] = None, *, output_size: Optional[int] = None) -> Tensor')
 diag = _method(__name__, 'diag', ((_A._op_diag, None),),
-    (_B.b498(_A._op_diag),), (), wrapped=True, doc='diag(diagonal: int = 0) -> Tensor')
+    (_B.b502(_A._op_diag),), (), wrapped=True, doc='diag(diagonal: int = 0) -> Tensor')
 diag_embed = _method(__name__, 'diag_embed', ((_A._op_diag_embed, None),),
-    (_B.b504(_A._op_diag_embed),), (), wrapped=True, doc='diag_embed(offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor')
+    (_B.b508(_A._op_diag_embed),), (), wrapped=True, doc='diag_embed(offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor')
 mm = _method(__name__, 'mm', ((_A._op_mm, None),),
-    (_B.b505(_A._op_mm),), (), wrapped=True, doc='Performs a matrix multiplication of the matrices ``input`` and ``mat2``.\n\nmm(mat2: Tensor) -> Tensor')
+    (_B.b509(_A._op_mm),), (), wrapped=True, doc='Performs a matrix multiplication of the matrices ``input`` and ``mat2``.\n\nmm(mat2: Tensor) -> Tensor')
 bmm = _method(__name__, 'bmm', ((_A._op_bmm, None),),
-    (_B.b505(_A._op_bmm),), (), wrapped=True, doc='Performs a batch matrix-matrix product of the matrices in ``input`` and ``mat2``.\n\nbmm(mat2: Tensor) -> Tensor')
+    (_B.b509(_A._op_bmm),), (), wrapped=True, doc='Performs a batch matrix-matrix product of the matrices in ``input`` and ``mat2``.\n\nbmm(mat2: Tensor) -> Tensor')
 matmul = _method(__name__, 'matmul', ((_A._op_matmul, None),),
-    (_B.b394(_A._op_matmul),), (), wrapped=True, doc='Matrix product of two tensors, broadcasting batch dimensions (dot, mv, mm or bmm by rank).\n\nmatmul(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_matmul),), (), wrapped=True, doc='Matrix product of two tensors, broadcasting batch dimensions (dot, mv, mm or bmm by rank).\n\nmatmul(other: Tensor) -> Tensor')
 mv = _method(__name__, 'mv', ((_A._op_mv, None),),
-    (_B.b506(_A._op_mv),), (), wrapped=True, doc='mv(vec: Tensor) -> Tensor')
+    (_B.b510(_A._op_mv),), (), wrapped=True, doc='mv(vec: Tensor) -> Tensor')
 dot = _method(__name__, 'dot', ((_A._op_dot, None),),
-    (_B.b507(_A._op_dot),), (), wrapped=True, doc='Computes the dot product of two 1D tensors.\n\ndot(tensor: Tensor) -> Tensor')
+    (_B.b511(_A._op_dot),), (), wrapped=True, doc='Computes the dot product of two 1D tensors.\n\ndot(tensor: Tensor) -> Tensor')
 vdot = _method(__name__, 'vdot', ((_A._op_vdot, None),),
-    (_B.b394(_A._op_vdot),), (), wrapped=True, doc='vdot(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_vdot),), (), wrapped=True, doc='vdot(other: Tensor) -> Tensor')
 inner = _method(__name__, 'inner', ((_A._op_inner, None),),
-    (_B.b394(_A._op_inner),), (), wrapped=True, doc='inner(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_inner),), (), wrapped=True, doc='inner(other: Tensor) -> Tensor')
 outer = _method(__name__, 'outer', ((_A._op_outer, None),),
-    (_B.b508(_A._op_outer),), (), wrapped=True, doc='outer(vec2: Tensor) -> Tensor')
+    (_B.b512(_A._op_outer),), (), wrapped=True, doc='outer(vec2: Tensor) -> Tensor')
 ger = _method(__name__, 'ger', ((_A._op_ger, None),),
-    (_B.b508(_A._op_ger),), (), wrapped=True, doc='ger(vec2: Tensor) -> Tensor')
+    (_B.b512(_A._op_ger),), (), wrapped=True, doc='ger(vec2: Tensor) -> Tensor')
 addmm = _method(__name__, 'addmm', ((_A._op_addmm, None),),
-    (_B.b509(_A._op_addmm),), (), wrapped=True, doc='Performs beta * input + alpha * (mat1 @ mat2).\n\naddmm(mat1: Tensor, mat2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor')
+    (_B.b513(_A._op_addmm),), (), wrapped=True, doc='Performs beta * input + alpha * (mat1 @ mat2).\n\naddmm(mat1: Tensor, mat2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor')
 addmm_ = _method(__name__, 'addmm_', ((_A._op_addmm_, None),),
-    (_B.b509(_A._op_addmm_),), (), wrapped=True, doc='Performs beta * input + alpha * (mat1 @ mat2).\n\naddmm_(mat1: Tensor, mat2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addmm`.')
+    (_B.b513(_A._op_addmm_),), (), wrapped=True, doc='Performs beta * input + alpha * (mat1 @ mat2).\n\naddmm_(mat1: Tensor, mat2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addmm`.')
 addmv = _method(__name__, 'addmv', ((_A._op_addmv, None),),
-    (_B.b510(_A._op_addmv),), (), wrapped=True, doc='addmv(mat: Tensor, vec: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor')
+    (_B.b514(_A._op_addmv),), (), wrapped=True, doc='addmv(mat: Tensor, vec: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor')
 addmv_ = _method(__name__, 'addmv_', ((_A._op_addmv_, None),),
-    (_B.b510(_A._op_addmv_),), (), wrapped=True, doc='addmv_(mat: Tensor, vec: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addmv`.')
+    (_B.b514(_A._op_addmv_),), (), wrapped=True, doc='addmv_(mat: Tensor, vec: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addmv`.')
 baddbmm = _method(__name__, 'baddbmm', ((_A._op_baddbmm, None),),
-    (_B.b511(_A._op_baddbmm),), (), wrapped=True, doc='baddbmm(batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor')
+    (_B.b515(_A._op_baddbmm),), (), wrapped=True, doc='baddbmm(batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor')
 baddbmm_ = _method(__name__, 'baddbmm_', ((_A._op_baddbmm_, None),),
-    (_B.b511(_A._op_baddbmm_),), (), wrapped=True, doc='baddbmm_(batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.baddbmm`.')
+    (_B.b515(_A._op_baddbmm_),), (), wrapped=True, doc='baddbmm_(batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.baddbmm`.')
 addbmm = _method(__name__, 'addbmm', ((_A._op_addbmm, None),),
-    (_B.b511(_A._op_addbmm),), (), wrapped=True, doc='addbmm(batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor')
+    (_B.b515(_A._op_addbmm),), (), wrapped=True, doc='addbmm(batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor')
 addbmm_ = _method(__name__, 'addbmm_', ((_A._op_addbmm_, None),),
-    (_B.b511(_A._op_addbmm_),), (), wrapped=True, doc='addbmm_(batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addbmm`.')
+    (_B.b515(_A._op_addbmm_),), (), wrapped=True, doc='addbmm_(batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addbmm`.')
 kron = _method(__name__, 'kron', ((_A._op_kron, None),),
-    (_B.b394(_A._op_kron),), (), wrapped=True, doc='kron(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_kron),), (), wrapped=True, doc='kron(other: Tensor) -> Tensor')
 cross = _method(__name__, 'cross', ((_A._op_cross, None),),
-    (_B.b512(_A._op_cross),), (), wrapped=True, doc='cross(other: Tensor, dim: Optional[int] = None) -> Tensor')
+    (_B.b516(_A._op_cross),), (), wrapped=True, doc='cross(other: Tensor, dim: Optional[int] = None) -> Tensor')
 det = _method(__name__, 'det', ((_A._op_det, None),),
-    (_B.b387(_A._op_det),), (), wrapped=True, doc='det() -> Tensor')
+    (_B.b391(_A._op_det),), (), wrapped=True, doc='det() -> Tensor')
 inverse = _method(__name__, 'inverse', ((_A._op_inverse, None),),
-    (_B.b387(_A._op_inverse),), (), wrapped=True, doc='inverse() -> Tensor')
+    (_B.b391(_A._op_inverse),), (), wrapped=True, doc='inverse() -> Tensor')
 slogdet = _method(__name__, 'slogdet', ((_A._op_slogdet, None),),
-    (_B.b387(_A._op_slogdet),), (), wrapped=True, doc='slogdet() -> (Tensor, Tensor)')
+    (_B.b391(_A._op_slogdet),), (), wrapped=True, doc='slogdet() -> (Tensor, Tensor)')
 pinverse = _method(__name__, 'pinverse', ((_A._op_pinverse, None),),
-    (_B.b513(_A._op_pinverse),), (), wrapped=True, doc='pinverse(rcond: float = 1e-15) -> Tensor')
+    (_B.b517(_A._op_pinverse),), (), wrapped=True, doc='pinverse(rcond: float = 1e-15) -> Tensor')
 softmax = _method(__name__, 'softmax', ((_A._op_softmax_int, None),),
-    (_B.b514(_A._op_softmax_int),), (), wrapped=True, doc='Applies the softmax function along ``dim``.\n\nsoftmax(dim: int, dtype: Optional[dtype] = None) -> Tensor')
+    (_B.b518(_A._op_softmax_int),), (), wrapped=True, doc='Applies the softmax function along ``dim``.\n\nsoftmax(dim: int, dtype: Optional[dtype] = None) -> Tensor')
 log_softmax = _method(__name__, 'log_softmax', ((_A._op_log_softmax_int, None),),
-    (_B.b514(_A._op_log_softmax_int),), (), wrapped=True, doc='Applies the softmax followed by the logarithm along ``dim``.\n\nlog_softmax(dim: int, dtype: Optional[dtype] = None) -> Tensor')
+    (_B.b518(_A._op_log_softmax_int),), (), wrapped=True, doc='Applies the softmax followed by the logarithm along ``dim``.\n\nlog_softmax(dim: int, dtype: Optional[dtype] = None) -> Tensor')
 isclose = _method(__name__, 'isclose', ((_A._op_isclose, None),),
-    (_B.b515(_A._op_isclose),), (), wrapped=True, doc='isclose(other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor')
+    (_B.b519(_A._op_isclose),), (), wrapped=True, doc='isclose(other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor')
 allclose = _method(__name__, 'allclose', ((_A._op_allclose, None),),
-    (_B.b515(_A._op_allclose),), (), wrapped=True, doc='allclose(other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool')
+    (_B.b519(_A._op_allclose),), (), wrapped=True, doc='allclose(other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool')
 equal = _method(__name__, 'equal', ((_A._op_equal, None),),
-    (_B.b394(_A._op_equal),), (), wrapped=True, doc='equal(other: Tensor) -> bool')
+    (_B.b398(_A._op_equal),), (), wrapped=True, doc='equal(other: Tensor) -> bool')
 is_same_size = _method(__name__, 'is_same_size', ((_A._op_is_same_size, None),),
-    (_B.b394(_A._op_is_same_size),), (), wrapped=True, doc='is_same_size(other: Tensor) -> bool')
+    (_B.b398(_A._op_is_same_size),), (), wrapped=True, doc='is_same_size(other: Tensor) -> bool')
 is_nonzero = _method(__name__, 'is_nonzero', ((_A._op_is_nonzero, None),),
-    (_B.b387(_A._op_is_nonzero),), (), wrapped=True, doc='is_nonzero() -> bool')
+    (_B.b391(_A._op_is_nonzero),), (), wrapped=True, doc='is_nonzero() -> bool')
 msort = _method(__name__, 'msort', ((_A._op_msort, None),),
-    (_B.b387(_A._op_msort),), (), wrapped=True, doc='msort() -> Tensor')
+    (_B.b391(_A._op_msort),), (), wrapped=True, doc='msort() -> Tensor')
 diff = _method(__name__, 'diff', ((_A._op_diff, None),),
-    (_B.b516(_A._op_diff),), (), wrapped=True, doc='diff(n: int = 1, dim: int = -1, prepend: Optional[Tensor] = None, append: Optional[Tensor] = None) -> Tensor')
+    (_B.b520(_A._op_diff),), (), wrapped=True, doc='diff(n: int = 1, dim: int = -1, prepend: Optional[Tensor] = None, append: Optional[Tensor] = None) -> Tensor')
 trace = _method(__name__, 'trace', ((_A._op_trace, None),),
-    (_B.b387(_A._op_trace),), (), wrapped=True, doc='trace() -> Tensor')
+    (_B.b391(_A._op_trace),), (), wrapped=True, doc='trace() -> Tensor')
 cov = _method(__name__, 'cov', ((_A._op_cov, None),),
-    (_B.b517(_A._op_cov),), (), wrapped=True, doc='cov(*, correction: int = 1, fweights: Optional[Tensor] = None, aweights: Optional[Tensor] = None) -> Tensor')
+    (_B.b521(_A._op_cov),), (), wrapped=True, doc='cov(*, correction: int = 1, fweights: Optional[Tensor] = None, aweights: Optional[Tensor] = None) -> Tensor')
 corrcoef = _method(__name__, 'corrcoef', ((_A._op_corrcoef, None),),
-    (_B.b387(_A._op_corrcoef),), (), wrapped=True, doc='corrcoef() -> Tensor')
+    (_B.b391(_A._op_corrcoef),), (), wrapped=True, doc='corrcoef() -> Tensor')
 absolute = _method(__name__, 'absolute', ((_A._op_absolute, None),),
-    (_B.b387(_A._op_absolute),), (), wrapped=True, doc='absolute() -> Tensor')
+    (_B.b391(_A._op_absolute),), (), wrapped=True, doc='absolute() -> Tensor')
 absolute_ = _method(__name__, 'absolute_', ((_A._op_absolute_, None),),
-    (_B.b387(_A._op_absolute_),), (), wrapped=True, doc='absolute_() -> Tensor\n\nIn-place version of :meth:`Tensor.absolute`.')
+    (_B.b391(_A._op_absolute_),), (), wrapped=True, doc='absolute_() -> Tensor\n\nIn-place version of :meth:`Tensor.absolute`.')
 arccos = _method(__name__, 'arccos', ((_A._op_arccos, None),),
-    (_B.b387(_A._op_arccos),), (), wrapped=True, doc='arccos() -> Tensor')
+    (_B.b391(_A._op_arccos),), (), wrapped=True, doc='arccos() -> Tensor')
 arccos_ = _method(__name__, 'arccos_', ((_A._op_arccos_, None),),
-    (_B.b387(_A._op_arccos_),), (), wrapped=True, doc='arccos_() -> Tensor\n\nIn-place version of :meth:`Tensor.arccos`.')
+    (_B.b391(_A._op_arccos_),), (), wrapped=True, doc='arccos_() -> Tensor\n\nIn-place version of :meth:`Tensor.arccos`.')
 arcsin = _method(__name__, 'arcsin', ((_A._op_arcsin, None),),
-    (_B.b387(_A._op_arcsin),), (), wrapped=True, doc='arcsin() -> Tensor')
+    (_B.b391(_A._op_arcsin),), (), wrapped=True, doc='arcsin() -> Tensor')
 arcsin_ = _method(__name__, 'arcsin_', ((_A._op_arcsin_, None),),
-    (_B.b387(_A._op_arcsin_),), (), wrapped=True, doc='arcsin_() -> Tensor\n\nIn-place version of :meth:`Tensor.arcsin`.')
+    (_B.b391(_A._op_arcsin_),), (), wrapped=True, doc='arcsin_() -> Tensor\n\nIn-place version of :meth:`Tensor.arcsin`.')
 arctan = _method(__name__, 'arctan', ((_A._op_arctan, None),),
-    (_B.b387(_A._op_arctan),), (), wrapped=True, doc='arctan() -> Tensor')
+    (_B.b391(_A._op_arctan),), (), wrapped=True, doc='arctan() -> Tensor')
 arctan_ = _method(__name__, 'arctan_', ((_A._op_arctan_, None),),
-    (_B.b387(_A._op_arctan_),), (), wrapped=True, doc='arctan_() -> Tensor\n\nIn-place version of :meth:`Tensor.arctan`.')
+    (_B.b391(_A._op_arctan_),), (), wrapped=True, doc='arctan_() -> Tensor\n\nIn-place version of :meth:`Tensor.arctan`.')
 arccosh = _method(__name__, 'arccosh', ((_A._op_arccosh, None),),
-    (_B.b387(_A._op_arccosh),), (), wrapped=True, doc='arccosh() -> Tensor')
+    (_B.b391(_A._op_arccosh),), (), wrapped=True, doc='arccosh() -> Tensor')
 arccosh_ = _method(__name__, 'arccosh_', ((_A._op_arccosh_, None),),
-    (_B.b387(_A._op_arccosh_),), (), wrapped=True, doc='arccosh_() -> Tensor\n\nIn-place version of :meth:`Tensor.arccosh`.')
+    (_B.b391(_A._op_arccosh_),), (), wrapped=True, doc='arccosh_() -> Tensor\n\nIn-place version of :meth:`Tensor.arccosh`.')
 arcsinh = _method(__name__, 'arcsinh', ((_A._op_arcsinh, None),),
-    (_B.b387(_A._op_arcsinh),), (), wrapped=True, doc='arcsinh() -> Tensor')
+    (_B.b391(_A._op_arcsinh),), (), wrapped=True, doc='arcsinh() -> Tensor')
 arcsinh_ = _method(__name__, 'arcsinh_', ((_A._op_arcsinh_, None),),
-    (_B.b387(_A._op_arcsinh_),), (), wrapped=True, doc='arcsinh_() -> Tensor\n\nIn-place version of :meth:`Tensor.arcsinh`.')
+    (_B.b391(_A._op_arcsinh_),), (), wrapped=True, doc='arcsinh_() -> Tensor\n\nIn-place version of :meth:`Tensor.arcsinh`.')
 arctanh = _method(__name__, 'arctanh', ((_A._op_arctanh, None),),
-    (_B.b387(_A._op_arctanh),), (), wrapped=True, doc='arctanh() -> Tensor')
+    (_B.b391(_A._op_arctanh),), (), wrapped=True, doc='arctanh() -> Tensor')
 arctanh_ = _method(__name__, 'arctanh_', ((_A._op_arctanh_, None),),
-    (_B.b387(_A._op_arctanh_),), (), wrapped=True, doc='arctanh_() -> Tensor\n\nIn-place version of :meth:`Tensor.arctanh`.')
+    (_B.b391(_A._op_arctanh_),), (), wrapped=True, doc='arctanh_() -> Tensor\n\nIn-place version of :meth:`Tensor.arctanh`.')
 arctan2 = _method(__name__, 'arctan2', ((_A._op_arctan2, None),),
-    (_B.b394(_A._op_arctan2),), (), wrapped=True, doc='arctan2(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_arctan2),), (), wrapped=True, doc='arctan2(other: Tensor) -> Tensor')
 arctan2_ = _method(__name__, 'arctan2_', ((_A._op_arctan2_, None),),
-    (_B.b394(_A._op_arctan2_),), (), wrapped=True, doc='arctan2_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.arctan2`.')
+    (_B.b398(_A._op_arctan2_),), (), wrapped=True, doc='arctan2_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.arctan2`.')
 multiply = _method(__name__, 'multiply', ((_A._op_multiply_Tensor, None), (_A._op_multiply_Scalar, None)),
-    (_B.b394(_A._op_multiply_Tensor), _B.b395(_A._op_multiply_Scalar)), (), wrapped=None, doc='multiply(other: Tensor) -> Tensor\nmultiply(other: Number) -> Tensor')
+    (_B.b398(_A._op_multiply_Tensor), _B.b399(_A._op_multiply_Scalar)), (), wrapped=None, doc='multiply(other: Tensor) -> Tensor\nmultiply(other: Number) -> Tensor')
 multiply_ = _method(__name__, 'multiply_', ((_A._op_multiply__Tensor, None), (_A._op_multiply__Scalar, None)),
-    (_B.b394(_A._op_multiply__Tensor), _B.b395(_A._op_multiply__Scalar)), (), wrapped=None, doc='multiply_(other: Tensor) -> Tensor\nmultiply_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.multiply`.')
+    (_B.b398(_A._op_multiply__Tensor), _B.b399(_A._op_multiply__Scalar)), (), wrapped=None, doc='multiply_(other: Tensor) -> Tensor\nmultiply_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.multiply`.')
 divide = _method(__name__, 'divide', ((_A._op_divide_Tensor, None), (_A._op_divide_Scalar, None), (_A._op_divide_Tensor_mode, None), (_A._op_divide_Scalar_mode, None)),
-    (_B.b394(_A._op_divide_Tensor), _B.b395(_A._op_divide_Scalar), _B.b396(_A._op_divide_Tensor_mode), _B.b397(_A._op_divide_Scalar_mode)), (), wrapped=None, doc='divide(other: Tensor) -> Tensor\ndivide(other: Number) -> Tensor\ndivide(other: Tensor, *, rounding_mode: Optional[str]) -> Tensor\ndivide(other: Number, *, rounding_mode: Optional[str]) -> Tensor')
+    (_B.b398(_A._op_divide_Tensor), _B.b399(_A._op_divide_Scalar), _B.b400(_A._op_divide_Tensor_mode), _B.b401(_A._op_divide_Scalar_mode)), (), wrapped=None, doc='divide(other: Tensor) -> Tensor\ndivide(other: Number) -> Tensor\ndivide(other: Tensor, *, rounding_mode: Optional[str]) -> Tensor\ndivide(other: Number, *, rounding_mode: Optional[str]) -> Tensor')
 divide_ = _method(__name__, 'divide_', ((_A._op_divide__Tensor, None), (_A._op_divide__Tensor_mode, None), (_A._op_divide__Scalar_mode, None), (_A._op_divide__Scalar, None)),
-    (_B.b394(_A._op_divide__Tensor), _B.b396(_A._op_divide__Tensor_mode), _B.b397(_A._op_divide__Scalar_mode), _B.b395(_A._op_divide__Scalar)), (), wrapped=None, doc='divide_(other: Tensor) -> Tensor\ndivide_(other: Tensor, *, rounding_mode: Optional[str]) -> Tensor\ndivide_(other: Number, *, rounding_mode: Optional[str]) -> Tensor\ndivide_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.divide`.')
+    (_B.b398(_A._op_divide__Tensor), _B.b400(_A._op_divide__Tensor_mode), _B.b401(_A._op_divide__Scalar_mode), _B.b399(_A._op_divide__Scalar)), (), wrapped=None, doc='divide_(other: Tensor) -> Tensor\ndivide_(other: Tensor, *, rounding_mode: Optional[str]) -> Tensor\ndivide_(other: Number, *, rounding_mode: Optional[str]) -> Tensor\ndivide_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.divide`.')
 subtract = _method(__name__, 'subtract', ((_A._op_subtract_Tensor, None), (_A._op_subtract_Scalar, None)),
-    (_B.b392(_A._op_subtract_Tensor), _B.b393(_A._op_subtract_Scalar)), (), wrapped=None, doc='subtract(other: Tensor, *, alpha: Number = 1) -> Tensor\nsubtract(other: Number, alpha: Number = 1) -> Tensor')
+    (_B.b396(_A._op_subtract_Tensor), _B.b397(_A._op_subtract_Scalar)), (), wrapped=None, doc='subtract(other: Tensor, *, alpha: Number = 1) -> Tensor\nsubtract(other: Number, alpha: Number = 1) -> Tensor')
 subtract_ = _method(__name__, 'subtract_', ((_A._op_subtract__Tensor, None), (_A._op_subtract__Scalar, None)),
-    (_B.b392(_A._op_subtract__Tensor), _B.b393(_A._op_subtract__Scalar)), (), wrapped=None, doc='subtract_(other: Tensor, *, alpha: Number = 1) -> Tensor\nsubtract_(other: Number, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.subtract`.')
+    (_B.b396(_A._op_subtract__Tensor), _B.b397(_A._op_subtract__Scalar)), (), wrapped=None, doc='subtract_(other: Tensor, *, alpha: Number = 1) -> Tensor\nsubtract_(other: Number, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.subtract`.')
 negative = _method(__name__, 'negative', ((_A._op_negative, None),),
-    (_B.b387(_A._op_negative),), (), wrapped=True, doc='negative() -> Tensor')
+    (_B.b391(_A._op_negative),), (), wrapped=True, doc='negative() -> Tensor')
 negative_ = _method(__name__, 'negative_', ((_A._op_negative_, None),),
-    (_B.b387(_A._op_negative_),), (), wrapped=True, doc='negative_() -> Tensor\n\nIn-place version of :meth:`Tensor.negative`.')
+    (_B.b391(_A._op_negative_),), (), wrapped=True, doc='negative_() -> Tensor\n\nIn-place version of :meth:`Tensor.negative`.')
 fix = _method(__name__, 'fix', ((_A._op_fix, None),),
-    (_B.b387(_A._op_fix),), (), wrapped=True, doc='fix() -> Tensor')
+    (_B.b391(_A._op_fix),), (), wrapped=True, doc='fix() -> Tensor')
 fix_ = _method(__name__, 'fix_', ((_A._op_fix_, None),),
-    (_B.b387(_A._op_fix_),), (), wrapped=True, doc='fix_() -> Tensor\n\nIn-place version of :meth:`Tensor.fix`.')
+    (_B.b391(_A._op_fix_),), (), wrapped=True, doc='fix_() -> Tensor\n\nIn-place version of :meth:`Tensor.fix`.')
 greater_ = _method(__name__, 'greater_', ((_A._op_greater__Scalar, None), (_A._op_greater__Tensor, None)),
-    (_B.b395(_A._op_greater__Scalar), _B.b394(_A._op_greater__Tensor)), (), wrapped=None, doc='greater_(other: Number) -> Tensor\ngreater_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.greater`.')
+    (_B.b399(_A._op_greater__Scalar), _B.b398(_A._op_greater__Tensor)), (), wrapped=None, doc='greater_(other: Number) -> Tensor\ngreater_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.greater`.')
 less_ = _method(__name__, 'less_', ((_A._op_less__Scalar, None), (_A._op_less__Tensor, None)),
-    (_B.b395(_A._op_less__Scalar), _B.b394(_A._op_less__Tensor)), (), wrapped=None, doc='less_(other: Number) -> Tensor\nless_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.less`.')
+    (_B.b399(_A._op_less__Scalar), _B.b398(_A._op_less__Tensor)), (), wrapped=None, doc='less_(other: Number) -> Tensor\nless_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.less`.')
 greater_equal_ = _method(__name__, 'greater_equal_', ((_A._op_greater_equal__Scalar, None), (_A._op_greater_equal__Tensor, None)),
-    (_B.b395(_A._op_greater_equal__Scalar), _B.b394(_A._op_greater_equal__Tensor)), (), wrapped=None, doc='greater_equal_(other: Number) -> Tensor\ngreater_equal_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.greater_equal`.')
+    (_B.b399(_A._op_greater_equal__Scalar), _B.b398(_A._op_greater_equal__Tensor)), (), wrapped=None, doc='greater_equal_(other: Number) -> Tensor\ngreater_equal_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.greater_equal`.')
 less_equal_ = _method(__name__, 'less_equal_', ((_A._op_less_equal__Scalar, None), (_A._op_less_equal__Tensor, None)),
-    (_B.b395(_A._op_less_equal__Scalar), _B.b394(_A._op_less_equal__Tensor)), (), wrapped=None, doc='less_equal_(other: Number) -> Tensor\nless_equal_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.less_equal`.')
+    (_B.b399(_A._op_less_equal__Scalar), _B.b398(_A._op_less_equal__Tensor)), (), wrapped=None, doc='less_equal_(other: Number) -> Tensor\nless_equal_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.less_equal`.')
 not_equal_ = _method(__name__, 'not_equal_', ((_A._op_not_equal__Scalar, None), (_A._op_not_equal__Tensor, None)),
-    (_B.b395(_A._op_not_equal__Scalar), _B.b394(_A._op_not_equal__Tensor)), (), wrapped=None, doc='not_equal_(other: Number) -> Tensor\nnot_equal_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.not_equal`.')
+    (_B.b399(_A._op_not_equal__Scalar), _B.b398(_A._op_not_equal__Tensor)), (), wrapped=None, doc='not_equal_(other: Number) -> Tensor\nnot_equal_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.not_equal`.')
 hardshrink = _method(__name__, 'hardshrink', ((_A._op_hardshrink, None),),
-    (_B.b518(_A._op_hardshrink),), (), wrapped=True, doc='hardshrink(lambd: Number = 0.5) -> Tensor')
+    (_B.b522(_A._op_hardshrink),), (), wrapped=True, doc='hardshrink(lambd: Number = 0.5) -> Tensor')
 hardshrink_backward = _method(__name__, 'hardshrink_backward', ((_A._op_hardshrink_backward, None),),
-    (_B.b519(_A._op_hardshrink_backward),), (), wrapped=True, doc='hardshrink_backward(grad_out: Tensor, lambd: Number) -> Tensor')
+    (_B.b523(_A._op_hardshrink_backward),), (), wrapped=True, doc='hardshrink_backward(grad_out: Tensor, lambd: Number) -> Tensor')
 prelu = _method(__name__, 'prelu', ((_A._op_prelu, None),),
-    (_B.b520(_A._op_prelu),), (), wrapped=True, doc='prelu(weight: Tensor) -> Tensor')
+    (_B.b524(_A._op_prelu),), (), wrapped=True, doc='prelu(weight: Tensor) -> Tensor')
 isreal = _method(__name__, 'isreal', ((_A._op_isreal, None),),
-    (_B.b387(_A._op_isreal),), (), wrapped=True, doc='isreal() -> Tensor')
+    (_B.b391(_A._op_isreal),), (), wrapped=True, doc='isreal() -> Tensor')
 angle = _method(__name__, 'angle', ((_A._op_angle, None),),
-    (_B.b387(_A._op_angle),), (), wrapped=True, doc='angle() -> Tensor')
+    (_B.b391(_A._op_angle),), (), wrapped=True, doc='angle() -> Tensor')
 stft = _method(__name__, 'stft', ((_A._op_stft_center, None), (_A._op_stft, None)),
-    (_B.b521(_A._op_stft_center), _B.b522(_A._op_stft)), (), wrapped=None, doc="stft(n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, center: bool = True, pad_mode: str = 'reflect', normalized: bool = False, onesided: Optional[bool] = None, return_complex: Optional[bool] = None, align_to_window: Optional[bool] = None) -> Tensor\nstft(n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, normalized: bool = False, onesided: Optional[bool] = None, return_complex: Optional[bool] = None, align_to_window: Optional[bool] = None) -> Tensor")
+    (_B.b525(_A._op_stft_center), _B.b526(_A._op_stft)), (), wrapped=None, doc="stft(n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, center: bool = True, pad_mode: str = 'reflect', normalized: bool = False, onesided: Optional[bool] = None, return_complex: Optional[bool] = None, align_to_window: Optional[bool] = None) -> Tensor\nstft(n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, normalized: bool = False, onesided: Optional[bool] = None, return_complex: Optional[bool] = None, align_to_window: Optional[bool] = None) -> Tensor")
 istft = _method(__name__, 'istft', ((_A._op_istft, None),),
-    (_B.b523(_A._op_istft),), (), wrapped=True, doc='istft(n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, center: bool = True, normalized: bool = False, onesided: Optional[bool] = None, length: Optional[int] = None, return_complex: bool = False) -> Tensor')
+    (_B.b527(_A._op_istft),), (), wrapped=True, doc='istft(n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, center: bool = True, normalized: bool = False, onesided: Optional[bool] = None, length: Optional[int] = None, return_complex: bool = False) -> Tensor')
 gcd = _method(__name__, 'gcd', ((_A._op_gcd, None),),
-    (_B.b394(_A._op_gcd),), (), wrapped=True, doc='gcd(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_gcd),), (), wrapped=True, doc='gcd(other: Tensor) -> Tensor')
 gcd_ = _method(__name__, 'gcd_', ((_A._op_gcd_, None),),
-    (_B.b394(_A._op_gcd_),), (), wrapped=True, doc='gcd_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.gcd`.')
+    (_B.b398(_A._op_gcd_),), (), wrapped=True, doc='gcd_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.gcd`.')
 lcm = _method(__name__, 'lcm', ((_A._op_lcm, None),),
-    (_B.b394(_A._op_lcm),), (), wrapped=True, doc='lcm(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_lcm),), (), wrapped=True, doc='lcm(other: Tensor) -> Tensor')
 lcm_ = _method(__name__, 'lcm_', ((_A._op_lcm_, None),),
-    (_B.b394(_A._op_lcm_),), (), wrapped=True, doc='lcm_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.lcm`.')
+    (_B.b398(_A._op_lcm_),), (), wrapped=True, doc='lcm_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.lcm`.')
 heaviside = _method(__name__, 'heaviside', ((_A._op_heaviside, None),),
-    (_B.b524(_A._op_heaviside),), (), wrapped=True, doc='heaviside(values: Tensor) -> Tensor')
+    (_B.b528(_A._op_heaviside),), (), wrapped=True, doc='heaviside(values: Tensor) -> Tensor')
 heaviside_ = _method(__name__, 'heaviside_', ((_A._op_heaviside_, None),),
-    (_B.b524(_A._op_heaviside_),), (), wrapped=True, doc='heaviside_(values: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.heaviside`.')
+    (_B.b528(_A._op_heaviside_),), (), wrapped=True, doc='heaviside_(values: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.heaviside`.')
 frexp = _method(__name__, 'frexp', ((_A._op_frexp_Tensor, None),),
-    (_B.b387(_A._op_frexp_Tensor),), (), wrapped=True, doc='frexp() -> (Tensor, Tensor)')
+    (_B.b391(_A._op_frexp_Tensor),), (), wrapped=True, doc='frexp() -> (Tensor, Tensor)')
 ldexp = _method(__name__, 'ldexp', ((_A._op_ldexp_Tensor, None),),
-    (_B.b394(_A._op_ldexp_Tensor),), (), wrapped=True, doc='ldexp(other: Tensor) -> Tensor')
+    (_B.b398(_A._op_ldexp_Tensor),), (), wrapped=True, doc='ldexp(other: Tensor) -> Tensor')
 ldexp_ = _method(__name__, 'ldexp_', ((_A._op_ldexp_, None),),
-    (_B.b394(_A._op_ldexp_),), (), wrapped=True, doc='ldexp_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.ldexp`.')
+    (_B.b398(_A._op_ldexp_),), (), wrapped=True, doc='ldexp_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.ldexp`.')
 select_scatter = _method(__name__, 'select_scatter', ((_A._op_select_scatter, None),),
-    (_B.b525(_A._op_select_scatter),), (), wrapped=True, doc='select_scatter(src: Tensor, dim: int, index: int) -> Tensor')
+    (_B.b529(_A._op_select_scatter),), (), wrapped=True, doc='select_scatter(src: Tensor, dim: int, index: int) -> Tensor')
 slice_scatter = _method(__name__, 'slice_scatter', ((_A._op_slice_scatter, None),),
-    (_B.b526(_A._op_slice_scatter),), (), wrapped=True, doc='slice_scatter(src: Tensor, dim: int = 0, start: Optional[int] = None, end: Optional[int] = None, step: int = 1) -> Tensor')
+    (_B.b530(_A._op_slice_scatter),), (), wrapped=True, doc='slice_scatter(src: Tensor, dim: int = 0, start: Optional[int] = None, end: Optional[int] = None, step: int = 1) -> Tensor')
 diagonal_scatter = _method(__name__, 'diagonal_scatter', ((_A._op_diagonal_scatter, None),),
-    (_B.b527(_A._op_diagonal_scatter),), (), wrapped=True, doc='diagonal_scatter(src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor')
+    (_B.b531(_A._op_diagonal_scatter),), (), wrapped=True, doc='diagonal_scatter(src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor')
 cholesky_solve = _method(__name__, 'cholesky_solve', ((_A._op_cholesky_solve, None),),
-    (_B.b528(_A._op_cholesky_solve),), (), wrapped=True, doc='cholesky_solve(input2: Tensor, upper: bool = False) -> Tensor')
+    (_B.b532(_A._op_cholesky_solve),), (), wrapped=True, doc='cholesky_solve(input2: Tensor, upper: bool = False) -> Tensor')
 cholesky_inverse = _method(__name__, 'cholesky_inverse', ((_A._op_cholesky_inverse, None),),
-    (_B.b529(_A._op_cholesky_inverse),), (), wrapped=True, doc='cholesky_inverse(upper: bool = False) -> Tensor')
+    (_B.b533(_A._op_cholesky_inverse),), (), wrapped=True, doc='cholesky_inverse(upper: bool = False) -> Tensor')
 lu_solve = _method(__name__, 'lu_solve', ((_A._op_lu_solve, None),),
-    (_B.b530(_A._op_lu_solve),), (), wrapped=True, doc='lu_solve(LU_data: Tensor, LU_pivots: Tensor) -> Tensor')
+    (_B.b534(_A._op_lu_solve),), (), wrapped=True, doc='lu_solve(LU_data: Tensor, LU_pivots: Tensor) -> Tensor')
 cholesky = _method(__name__, 'cholesky', ((_A._op_cholesky, None),),
-    (_B.b529(_A._op_cholesky),), (), wrapped=True, doc='cholesky(upper: bool = False) -> Tensor')
+    (_B.b533(_A._op_cholesky),), (), wrapped=True, doc='cholesky(upper: bool = False) -> Tensor')
 matrix_exp = _method(__name__, 'matrix_exp', ((_A._op_matrix_exp, None),),
-    (_B.b387(_A._op_matrix_exp),), (), wrapped=True, doc='matrix_exp() -> Tensor')
+    (_B.b391(_A._op_matrix_exp),), (), wrapped=True, doc='matrix_exp() -> Tensor')
 geqrf = _method(__name__, 'geqrf', ((_A._op_geqrf, None),),
-    (_B.b387(_A._op_geqrf),), (), wrapped=True, doc='geqrf() -> (Tensor, Tensor)')
+    (_B.b391(_A._op_geqrf),), (), wrapped=True, doc='geqrf() -> (Tensor, Tensor)')
 orgqr = _method(__name__, 'orgqr', ((_A._op_orgqr, None),),
-    (_B.b531(_A._op_orgqr),), (), wrapped=True, doc='orgqr(input2: Tensor) -> Tensor')
+    (_B.b535(_A._op_orgqr),), (), wrapped=True, doc='orgqr(input2: Tensor) -> Tensor')
 ormqr = _method(__name__, 'ormqr', ((_A._op_ormqr, None),),
-    (_B.b532(_A._op_ormqr),), (), wrapped=True, doc='ormqr(input2: Tensor, input3: Tensor, left: bool = True, transpose: bool = False) -> Tensor')
+    (_B.b536(_A._op_ormqr),), (), wrapped=True, doc='ormqr(input2: Tensor, input3: Tensor, left: bool = True, transpose: bool = False) -> Tensor')
 narrow_copy = _method(__name__, 'narrow_copy', ((_A._op_narrow_copy, None),),
-    (_B.b453(_A._op_narrow_copy),), (), wrapped=True, doc='narrow_copy(dim: int, start: int, length: int) -> Tensor')
+    (_B.b457(_A._op_narrow_copy),), (), wrapped=True, doc='narrow_copy(dim: int, start: int, length: int) -> Tensor')
 unsafe_chunk = _method(__name__, 'unsafe_chunk', ((_A._op_unsafe_chunk, None),),
-    (_B.b459(_A._op_unsafe_chunk),), (), wrapped=True, doc='unsafe_chunk(chunks: int, dim: int = 0) -> List[Tensor]')
+    (_B.b463(_A._op_unsafe_chunk),), (), wrapped=True, doc='unsafe_chunk(chunks: int, dim: int = 0) -> List[Tensor]')
 unsafe_split = _method(__name__, 'unsafe_split', ((_A._op_unsafe_split_Tensor, None),),
-    (_B.b456(_A._op_unsafe_split_Tensor),), (), wrapped=True, doc='unsafe_split(split_size: int, dim: int = 0) -> List[Tensor]')
+    (_B.b460(_A._op_unsafe_split_Tensor),), (), wrapped=True, doc='unsafe_split(split_size: int, dim: int = 0) -> List[Tensor]')
 unsafe_split_with_sizes = _method(__name__, 'unsafe_split_with_sizes', ((_A._op_unsafe_split_with_sizes, None),),
-    (_B.b458(_A._op_unsafe_split_with_sizes),), (), wrapped=True, doc='unsafe_split_with_sizes(split_sizes: List[int], dim: int = 0) -> List[Tensor]')
+    (_B.b462(_A._op_unsafe_split_with_sizes),), (), wrapped=True, doc='unsafe_split_with_sizes(split_sizes: List[int], dim: int = 0) -> List[Tensor]')
 renorm = _method(__name__, 'renorm', ((_A._op_renorm, None),),
-    (_B.b533(_A._op_renorm),), (), wrapped=True, doc='renorm(p: Number, dim: int, maxnorm: Number) -> Tensor')
+    (_B.b537(_A._op_renorm),), (), wrapped=True, doc='renorm(p: Number, dim: int, maxnorm: Number) -> Tensor')
 renorm_ = _method(__name__, 'renorm_', ((_A._op_renorm_, None),),
-    (_B.b533(_A._op_renorm_),), (), wrapped=True, doc='renorm_(p: Number, dim: int, maxnorm: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.renorm`.')
+    (_B.b537(_A._op_renorm_),), (), wrapped=True, doc='renorm_(p: Number, dim: int, maxnorm: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.renorm`.')
 mvlgamma = _method(__name__, 'mvlgamma', ((_A._op_mvlgamma, None),),
-    (_B.b534(_A._op_mvlgamma),), (), wrapped=True, doc='mvlgamma(p: int) -> Tensor')
+    (_B.b538(_A._op_mvlgamma),), (), wrapped=True, doc='mvlgamma(p: int) -> Tensor')
 mvlgamma_ = _method(__name__, 'mvlgamma_', ((_A._op_mvlgamma_, None),),
-    (_B.b534(_A._op_mvlgamma_),), (), wrapped=True, doc='mvlgamma_(p: int) -> Tensor\n\nIn-place version of :meth:`Tensor.mvlgamma`.')
+    (_B.b538(_A._op_mvlgamma_),), (), wrapped=True, doc='mvlgamma_(p: int) -> Tensor\n\nIn-place version of :meth:`Tensor.mvlgamma`.')
 hsplit = _method(__name__, 'hsplit', ((_A._op_hsplit_int, None), (_A._op_hsplit_array, None)),
-    (_B.b535(_A._op_hsplit_int), _B.b536(_A._op_hsplit_array)), (1,), wrapped=None, doc='hsplit(sections: int) -> List[Tensor]\nhsplit(indices: List[int]) -> List[Tensor]')
+    (_B.b539(_A._op_hsplit_int), _B.b540(_A._op_hsplit_array)), (1,), wrapped=None, doc='hsplit(sections: int) -> List[Tensor]\nhsplit(indices: List[int]) -> List[Tensor]')
 vsplit = _method(__name__, 'vsplit', ((_A._op_vsplit_int, None), (_A._op_vsplit_array, None)),
-    (_B.b535(_A._op_vsplit_int), _B.b536(_A._op_vsplit_array)), (1,), wrapped=None, doc='vsplit(sections: int) -> List[Tensor]\nvsplit(indices: List[int]) -> List[Tensor]')
+    (_B.b539(_A._op_vsplit_int), _B.b540(_A._op_vsplit_array)), (1,), wrapped=None, doc='vsplit(sections: int) -> List[Tensor]\nvsplit(indices: List[int]) -> List[Tensor]')
 dsplit = _method(__name__, 'dsplit', ((_A._op_dsplit_int, None), (_A._op_dsplit_array, None)),
-    (_B.b535(_A._op_dsplit_int), _B.b536(_A._op_dsplit_array)), (1,), wrapped=None, doc='dsplit(sections: int) -> List[Tensor]\ndsplit(indices: List[int]) -> List[Tensor]')
+    (_B.b539(_A._op_dsplit_int), _B.b540(_A._op_dsplit_array)), (1,), wrapped=None, doc='dsplit(sections: int) -> List[Tensor]\ndsplit(indices: List[int]) -> List[Tensor]')
 adjoint = _method(__name__, 'adjoint', ((_A._op_adjoint, None),),
-    (_B.b387(_A._op_adjoint),), (), wrapped=True, doc='adjoint() -> Tensor')
+    (_B.b391(_A._op_adjoint),), (), wrapped=True, doc='adjoint() -> Tensor')
 diagflat = _method(__name__, 'diagflat', ((_A._op_diagflat, None),),
-    (_B.b537(_A._op_diagflat),), (), wrapped=True, doc='diagflat(offset: int = 0) -> Tensor')
+    (_B.b541(_A._op_diagflat),), (), wrapped=True, doc='diagflat(offset: int = 0) -> Tensor')
 fill_diagonal_ = _method(__name__, 'fill_diagonal_', ((_A._op_fill_diagonal_, None),),
-    (_B.b538(_A._op_fill_diagonal_),), (), wrapped=True, doc='fill_diagonal_(fill_value: Number, wrap: bool = False) -> Tensor\n\nIn-place version of :meth:`Tensor.fill_diagonal`.')
+    (_B.b542(_A._op_fill_diagonal_),), (), wrapped=True, doc='fill_diagonal_(fill_value: Number, wrap: bool = False) -> Tensor\n\nIn-place version of :meth:`Tensor.fill_diagonal`.')
 dist = _method(__name__, 'dist', ((_A._op_dist, None),),
-    (_B.b539(_A._op_dist),), (), wrapped=True, doc='dist(other: Tensor, p: Number = 2) -> Tensor')
+    (_B.b543(_A._op_dist),), (), wrapped=True, doc='dist(other: Tensor, p: Number = 2) -> Tensor')
 logdet = _method(__name__, 'logdet', ((_A._op_logdet, None),),
-    (_B.b387(_A._op_logdet),), (), wrapped=True, doc='logdet() -> Tensor')
+    (_B.b391(_A._op_logdet),), (), wrapped=True, doc='logdet() -> Tensor')
 matrix_power = _method(__name__, 'matrix_power', ((_A._op_matrix_power, None),),
-    (_B.b540(_A._op_matrix_power),), (), wrapped=True, doc='matrix_power(n: int) -> Tensor')
+    (_B.b544(_A._op_matrix_power),), (), wrapped=True, doc='matrix_power(n: int) -> Tensor')
 addr = _method(__name__, 'addr', ((_A._op_addr, None),),
-    (_B.b541(_A._op_addr),), (), wrapped=True, doc='addr(vec1: Tensor, vec2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor')
+    (_B.b545(_A._op_addr),), (), wrapped=True, doc='addr(vec1: Tensor, vec2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor')
 addr_ = _method(__name__, 'addr_', ((_A._op_addr_, None),),
-    (_B.b541(_A._op_addr_),), (), wrapped=True, doc='addr_(vec1: Tensor, vec2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addr`.')
+    (_B.b545(_A._op_addr_),), (), wrapped=True, doc='addr_(vec1: Tensor, vec2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addr`.')
 polygamma_ = _method(__name__, 'polygamma_', ((_A._op_polygamma_, None),),
-    (_B.b540(_A._op_polygamma_),), (), wrapped=True, doc='polygamma_(n: int) -> Tensor\n\nIn-place version of :meth:`Tensor.polygamma`.')
+    (_B.b544(_A._op_polygamma_),), (), wrapped=True, doc='polygamma_(n: int) -> Tensor\n\nIn-place version of :meth:`Tensor.polygamma`.')
 float_power_ = _method(__name__, 'float_power_', ((_A._op_float_power__Scalar, None), (_A._op_float_power__Tensor, None)),
-    (_B.b399(_A._op_float_power__Scalar), _B.b398(_A._op_float_power__Tensor)), (), wrapped=None, doc='float_power_(exponent: Number) -> Tensor\nfloat_power_(exponent: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.float_power`.')
+    (_B.b403(_A._op_float_power__Scalar), _B.b402(_A._op_float_power__Tensor)), (), wrapped=None, doc='float_power_(exponent: Number) -> Tensor\nfloat_power_(exponent: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.float_power`.')
 nanmedian = _method(__name__, 'nanmedian', ((_A._op_nanmedian, None), (_A._op_nanmedian_dim, None)),
-    (_B.b387(_A._op_nanmedian), _B.b400(_A._op_nanmedian_dim)), (), wrapped=None, doc='nanmedian() -> Tensor\nnanmedian(dim: int, keepdim: bool = False) -> (Tensor, Tensor)')
+    (_B.b391(_A._op_nanmedian), _B.b404(_A._op_nanmedian_dim)), (), wrapped=None, doc='nanmedian() -> Tensor\nnanmedian(dim: int, keepdim: bool = False) -> (Tensor, Tensor)')
 put = _method(__name__, 'put', ((_A._op_put, None),),
-    (_B.b542(_A._op_put),), (), wrapped=True, doc='put(index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor')
+    (_B.b546(_A._op_put),), (), wrapped=True, doc='put(index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor')
 put_ = _method(__name__, 'put_', ((_A._op_put_, None),),
-    (_B.b542(_A._op_put_),), (), wrapped=True, doc='put_(index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor\n\nIn-place version of :meth:`Tensor.put`.')
+    (_B.b546(_A._op_put_),), (), wrapped=True, doc='put_(index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor\n\nIn-place version of :meth:`Tensor.put`.')
 index_reduce = _method(__name__, 'index_reduce', ((_A._op_index_reduce, None),),
-    (_B.b543(_A._op_index_reduce),), (), wrapped=True, doc='index_reduce(dim: int, index: Tensor, source: Tensor, reduce: str, *, include_self: bool = True) -> Tensor')
+    (_B.b547(_A._op_index_reduce),), (), wrapped=True, doc='index_reduce(dim: int, index: Tensor, source: Tensor, reduce: str, *, include_self: bool = True) -> Tensor')
 index_reduce_ = _method(__name__, 'index_reduce_', ((_A._op_index_reduce_, None),),
-    (_B.b543(_A._op_index_reduce_),), (), wrapped=True, doc='index_reduce_(dim: int, index: Tensor, source: Tensor, reduce: str, *, include_self: bool = True) -> Tensor\n\nIn-place version of :meth:`Tensor.index_reduce`.')
+    (_B.b547(_A._op_index_reduce_),), (), wrapped=True, doc='index_reduce_(dim: int, index: Tensor, source: Tensor, reduce: str, *, include_self: bool = True) -> Tensor\n\nIn-place version of :meth:`Tensor.index_reduce`.')
 nonzero_static = _method(__name__, 'nonzero_static', ((_A._op_nonzero_static, None),),
-    (_B.b544(_A._op_nonzero_static),), (), wrapped=True, doc='nonzero_static(*, size: int, fill_value: int = -1) -> Tensor')
+    (_B.b548(_A._op_nonzero_static),), (), wrapped=True, doc='nonzero_static(*, size: int, fill_value: int = -1) -> Tensor')
 as_strided_scatter = _method(__name__, 'as_strided_scatter', ((_A._op_as_strided_scatter, None),),
-    (_B.b545(_A._op_as_strided_scatter),), (), wrapped=True, doc='as_strided_scatter(src: Tensor, size: List[int], stride: List[int], storage_offset: Optional[int] = None) -> Tensor')
+    (_B.b549(_A._op_as_strided_scatter),), (), wrapped=True, doc='as_strided_scatter(src: Tensor, size: List[int], stride: List[int], storage_offset: Optional[int] = None) -> Tensor')
 svd = _method(__name__, 'svd', ((_A._op_svd, None),),
-    (_B.b546(_A._op_svd),), (), wrapped=True, doc='svd(some: bool = True, compute_uv: bool = True) -> (Tensor, Tensor, Tensor)')
+    (_B.b550(_A._op_svd),), (), wrapped=True, doc='svd(some: bool = True, compute_uv: bool = True) -> (Tensor, Tensor, Tensor)')
 qr = _method(__name__, 'qr', ((_A._op_qr, None),),
-    (_B.b547(_A._op_qr),), (), wrapped=True, doc='qr(some: bool = True) -> (Tensor, Tensor)')
+    (_B.b551(_A._op_qr),), (), wrapped=True, doc='qr(some: bool = True) -> (Tensor, Tensor)')
 triangular_solve = _method(__name__, 'triangular_solve', ((_A._op_triangular_solve, None),),
-    (_B.b548(_A._op_triangular_solve),), (), wrapped=True, doc='triangular_solve(A: Tensor, upper: bool = True, transpose: bool = False, unitriangular: bool = False) -> (Tensor, Tensor)')
+    (_B.b552(_A._op_triangular_solve),), (), wrapped=True, doc='triangular_solve(A: Tensor, upper: bool = True, transpose: bool = False, unitriangular: bool = False) -> (Tensor, Tensor)')
 hash_tensor = _method(__name__, 'hash_tensor', ((_A._op_hash_tensor, None),),
-    (_B.b549(_A._op_hash_tensor),), (0,), wrapped=True, doc='hash_tensor(dim: List[int] = (), *, keepdim: bool = False, mode: int = 0) -> Tensor')
+    (_B.b553(_A._op_hash_tensor),), (0,), wrapped=True, doc='hash_tensor(dim: List[int] = (), *, keepdim: bool = False, mode: int = 0) -> Tensor')
 dequantize = _method(__name__, 'dequantize', ((_A._op_dequantize_self, None),),
-    (_B.b387(_A._op_dequantize_self),), (), wrapped=True, doc='dequantize() -> Tensor')
+    (_B.b391(_A._op_dequantize_self),), (), wrapped=True, doc='dequantize() -> Tensor')
 q_scale = _method(__name__, 'q_scale', ((_A._op_q_scale, None),),
-    (_B.b387(_A._op_q_scale),), (), wrapped=True, doc='q_scale() -> float')
+    (_B.b391(_A._op_q_scale),), (), wrapped=True, doc='q_scale() -> float')
 q_zero_point = _method(__name__, 'q_zero_point', ((_A._op_q_zero_point, None),),
-    (_B.b387(_A._op_q_zero_point),), (), wrapped=True, doc='q_zero_point() -> int')
+    (_B.b391(_A._op_q_zero_point),), (), wrapped=True, doc='q_zero_point() -> int')
 q_per_channel_scales = _method(__name__, 'q_per_channel_scales', ((_A._op_q_per_channel_scales, None),),
-    (_B.b387(_A._op_q_per_channel_scales),), (), wrapped=True, doc='q_per_channel_scales() -> Tensor')
+    (_B.b391(_A._op_q_per_channel_scales),), (), wrapped=True, doc='q_per_channel_scales() -> Tensor')
 q_per_channel_zero_points = _method(__name__, 'q_per_channel_zero_points', ((_A._op_q_per_channel_zero_points, None),),
-    (_B.b387(_A._op_q_per_channel_zero_points),), (), wrapped=True, doc='q_per_channel_zero_points() -> Tensor')
+    (_B.b391(_A._op_q_per_channel_zero_points),), (), wrapped=True, doc='q_per_channel_zero_points() -> Tensor')
 q_per_channel_axis = _method(__name__, 'q_per_channel_axis', ((_A._op_q_per_channel_axis, None),),
-    (_B.b387(_A._op_q_per_channel_axis),), (), wrapped=True, doc='q_per_channel_axis() -> int')
+    (_B.b391(_A._op_q_per_channel_axis),), (), wrapped=True, doc='q_per_channel_axis() -> int')
 int_repr = _method(__name__, 'int_repr', ((_A._op_int_repr, None),),
-    (_B.b387(_A._op_int_repr),), (), wrapped=True, doc='int_repr() -> Tensor')
+    (_B.b391(_A._op_int_repr),), (), wrapped=True, doc='int_repr() -> Tensor')
 qscheme = _method(__name__, 'qscheme', ((_A._op_qscheme, None),),
-    (_B.b387(_A._op_qscheme),), (), wrapped=True, doc='qscheme() -> QScheme')
+    (_B.b391(_A._op_qscheme),), (), wrapped=True, doc='qscheme() -> QScheme')
 sparse_dim = _method(__name__, 'sparse_dim', ((_A._op_sparse_dim, None),),
-    (_B.b387(_A._op_sparse_dim),), (), wrapped=True, doc='sparse_dim() -> int')
+    (_B.b391(_A._op_sparse_dim),), (), wrapped=True, doc='sparse_dim() -> int')
 dense_dim = _method(__name__, 'dense_dim', ((_A._op_dense_dim, None),),
-    (_B.b387(_A._op_dense_dim),), (), wrapped=True, doc='dense_dim() -> int')
+    (_B.b391(_A._op_dense_dim),), (), wrapped=True, doc='dense_dim() -> int')
 _dimI = _method(__name__, '_dimI', ((_A._op__dimI, None),),
-    (_B.b387(_A._op__dimI),), (), wrapped=True, doc='_dimI() -> int')
+    (_B.b391(_A._op__dimI),), (), wrapped=True, doc='_dimI() -> int')
 _dimV = _method(__name__, '_dimV', ((_A._op__dimV, None),),
-    (_B.b387(_A._op__dimV),), (), wrapped=True, doc='_dimV() -> int')
+    (_B.b391(_A._op__dimV),), (), wrapped=True, doc='_dimV() -> int')
 _nnz = _method(__name__, '_nnz', ((_A._op__nnz, None),),
-    (_B.b387(_A._op__nnz),), (), wrapped=True, doc='_nnz() -> int')
+    (_B.b391(_A._op__nnz),), (), wrapped=True, doc='_nnz() -> int')
 coalesce = _method(__name__, 'coalesce', ((_A._op_coalesce, None),),
-    (_B.b387(_A._op_coalesce),), (), wrapped=True, doc='coalesce() -> Tensor')
+    (_B.b391(_A._op_coalesce),), (), wrapped=True, doc='coalesce() -> Tensor')
 is_coalesced = _method(__name__, 'is_coalesced', ((_A._op_is_coalesced, None),),
-    (_B.b387(_A._op_is_coalesced),), (), wrapped=True, doc='is_coalesced() -> bool')
+    (_B.b391(_A._op_is_coalesced),), (), wrapped=True, doc='is_coalesced() -> bool')
 _coalesced_ = _method(__name__, '_coalesced_', ((_A._op__coalesced_, None),),
-    (_B.b550(_A._op__coalesced_),), (), wrapped=True, doc='_coalesced_(coalesced: bool) -> Tensor\n\nIn-place version of :meth:`Tensor._coalesced`.')
+    (_B.b554(_A._op__coalesced_),), (), wrapped=True, doc='_coalesced_(coalesced: bool) -> Tensor\n\nIn-place version of :meth:`Tensor._coalesced`.')
 _indices = _method(__name__, '_indices', ((_A._op__indices, None),),
-    (_B.b387(_A._op__indices),), (), wrapped=True, doc='_indices() -> Tensor')
+    (_B.b391(_A._op__indices),), (), wrapped=True, doc='_indices() -> Tensor')
 _values = _method(__name__, '_values', ((_A._op__values, None),),
-    (_B.b387(_A._op__values),), (), wrapped=True, doc='_values() -> Tensor')
+    (_B.b391(_A._op__values),), (), wrapped=True, doc='_values() -> Tensor')
 indices = _method(__name__, 'indices', ((_A._op_indices, None),),
-    (_B.b387(_A._op_indices),), (), wrapped=True, doc='indices() -> Tensor')
+    (_B.b391(_A._op_indices),), (), wrapped=True, doc='indices() -> Tensor')
 values = _method(__name__, 'values', ((_A._op_values, None),),
-    (_B.b387(_A._op_values),), (), wrapped=True, doc='values() -> Tensor')
+    (_B.b391(_A._op_values),), (), wrapped=True, doc='values() -> Tensor')
 to_dense = _method(__name__, 'to_dense', ((_A._op_to_dense, None),),
-    (_B.b551(_A._op_to_dense),), (), wrapped=True, doc='to_dense(dtype: Optional[dtype] = None, *, masked_grad: Optional[bool] = None) -> Tensor')
+    (_B.b555(_A._op_to_dense),), (), wrapped=True, doc='to_dense(dtype: Optional[dtype] = None, *, masked_grad: Optional[bool] = None) -> Tensor')
 _to_dense = _method(__name__, '_to_dense', ((_A._op__to_dense, None),),
-    (_B.b552(_A._op__to_dense),), (), wrapped=True, doc='_to_dense(dtype: Optional[dtype] = None, masked_grad: Optional[bool] = None) -> Tensor')
+    (_B.b556(_A._op__to_dense),), (), wrapped=True, doc='_to_dense(dtype: Optional[dtype] = None, masked_grad: Optional[bool] = None) -> Tensor')
 to_sparse = _method(__name__, 'to_sparse', ((_A._op_to_sparse_sparse_dim, None), (_A._op_to_sparse, None)),
-    (_B.b553(_A._op_to_sparse_sparse_dim), _B.b554(_A._op_to_sparse)), (), wrapped=None, doc='to_sparse(sparse_dim: int) -> Tensor\nto_sparse(*, layout=None, blocksize: Optional[List[int]] = None, dense_dim: Optional[int] = None) -> Tensor')
+    (_B.b557(_A._op_to_sparse_sparse_dim), _B.b558(_A._op_to_sparse)), (), wrapped=None, doc='to_sparse(sparse_dim: int) -> Tensor\nto_sparse(*, layout=None, blocksize: Optional[List[int]] = None, dense_dim: Optional[int] = None) -> Tensor')
 sparse_mask = _method(__name__, 'sparse_mask', ((_A._op_sparse_mask, None),),
-    (_B.b494(_A._op_sparse_mask),), (), wrapped=True, doc='sparse_mask(mask: Tensor) -> Tensor')
+    (_B.b498(_A._op_sparse_mask),), (), wrapped=True, doc='sparse_mask(mask: Tensor) -> Tensor')
+crow_indices = _method(__name__, 'crow_indices', ((_A._op_crow_indices, None),),
+    (_B.b391(_A._op_crow_indices),), (), wrapped=True, doc='crow_indices() -> Tensor')
+col_indices = _method(__name__, 'col_indices', ((_A._op_col_indices, None),),
+    (_B.b391(_A._op_col_indices),), (), wrapped=True, doc='col_indices() -> Tensor')
+ccol_indices = _method(__name__, 'ccol_indices', ((_A._op_ccol_indices, None),),
+    (_B.b391(_A._op_ccol_indices),), (), wrapped=True, doc='ccol_indices() -> Tensor')
+row_indices = _method(__name__, 'row_indices', ((_A._op_row_indices, None),),
+    (_B.b391(_A._op_row_indices),), (), wrapped=True, doc='row_indices() -> Tensor')
+to_sparse_csr = _method(__name__, 'to_sparse_csr', ((_A._op_to_sparse_csr, None),),
+    (_B.b559(_A._op_to_sparse_csr),), (), wrapped=True, doc='to_sparse_csr(dense_dim: Optional[int] = None) -> Tensor')
+to_sparse_csc = _method(__name__, 'to_sparse_csc', ((_A._op_to_sparse_csc, None),),
+    (_B.b559(_A._op_to_sparse_csc),), (), wrapped=True, doc='to_sparse_csc(dense_dim: Optional[int] = None) -> Tensor')
+to_sparse_bsr = _method(__name__, 'to_sparse_bsr', ((_A._op_to_sparse_bsr, None),),
+    (_B.b560(_A._op_to_sparse_bsr),), (), wrapped=True, doc='to_sparse_bsr(blocksize: List[int], dense_dim: Optional[int] = None) -> Tensor')
+to_sparse_bsc = _method(__name__, 'to_sparse_bsc', ((_A._op_to_sparse_bsc, None),),
+    (_B.b560(_A._op_to_sparse_bsc),), (), wrapped=True, doc='to_sparse_bsc(blocksize: List[int], dense_dim: Optional[int] = None) -> Tensor')

@@ -18,6 +18,7 @@ from ember.autograd import anomaly_mode, grad_mode
 from ember.autograd import profiler as _profiler
 from ember.autograd.graph import AccumulateGrad, Edge, FormulaNode, GraphRoot
 from ember.aten.dispatcher import python_key_used, tls as _dispatch_tls
+from ember.c10.dispatch_key import SPARSE_MASK
 
 def _gradient_edge(t: Any) -> Any:
     from ember.autograd.recording import gradient_edge
@@ -66,7 +67,7 @@ def _validate(node: Any, grads: Any) -> Any:
 def _sum_grads(old: Any, g: Any) -> Any:
     """Two gradients of one input summed (PyTorch's InputBuffer::accumulate): a sparse one is added to a dense one,
     never the other way (PyTorch has no sparse + dense)."""
-    if old.is_sparse and not g.is_sparse:
+    if old._ks & SPARSE_MASK and not g._ks & SPARSE_MASK:
         return g + old
     return old + g
 

@@ -13,6 +13,7 @@ from ember.autograd import grad_mode
 from ember.c10 import forward_mode as _fw
 from ember.c10.dispatch_key import DispatchKey
 from ember.c10.dtype import bool_, finfo, int64
+from ember.c10.memory_format import sparse_bsr, sparse_csr, strided
 
 if TYPE_CHECKING:  # annotations only (the frontend's class; tests/test_layering.py)
     from ember._tensor import Tensor
@@ -1301,6 +1302,9 @@ def embedding_sparse_backward(grad: Tensor, indices: Tensor, num_weights: int, p
     return aten._sparse_coo_tensor_unsafe(idx.reshape(1, -1), g, (num_weights, dim))
 
 
+_ROW_LAYOUTS = (sparse_csr, sparse_bsr)
+
+
 # -- sparse tensors (Note [Sparse tensors] in ember/aten/sparse/__init__.py) --------------------------------------
 def sparse_constructor_values_backward(grad: Tensor, indices: Tensor) -> Any:
     """The gradient of a sparse constructor's values: ``grad`` at each of its indices (every duplicate gets it)."""
@@ -1313,28 +1317,40 @@ def sparse_constructor_values_backward(grad: Tensor, indices: Tensor) -> Any:
     return grad[tuple(indices.unbind(0))]
 
 
+def sparse_compressed_values_backward(grad: Tensor, compressed_indices: Tensor, plain_indices: Tensor,
+                                      values: Tensor, size: Any, layout: Any) -> Any:
+    """The gradient of a compressed constructor's values: ``grad`` at each stored position."""
+    mask = aten._sparse_compressed_tensor_unsafe(compressed_indices, plain_indices, aten.zeros_like(values), size,
+                                                 layout=layout)
+    return grad.to_dense().sparse_mask(mask).values()
+
+
 def values_backward(grad: Tensor, self: Tensor) -> Any:
-    """The gradient of ``values()`` of a coalesced COO tensor: a COO tensor with its indices and ``grad``."""
-    return aten._sparse_coo_tensor_unsafe(self.indices(), grad, tuple(self.shape), is_coalesced=True)
+    """The gradient of ``values()``: a tensor of ``self``'s layout and pattern holding ``grad``."""
+    if self.is_sparse:
+        return aten._sparse_coo_tensor_unsafe(self.indices(), grad, tuple(self.shape), is_coalesced=True)
+    compressed, plain = (self.crow_indices(), self.col_indices()) if self.layout in _ROW_LAYOUTS else \
+        (self.ccol_indices(), self.row_indices())
+    return aten._sparse_compressed_tensor_unsafe(compressed, plain, grad, tuple(self.shape), layout=self.layout)
 
 
 def to_dense_backward(grad: Tensor, self: Tensor, masked_grad: Any) -> Any:
-    """The gradient of ``to_dense()``: ``grad`` at the input's (coalesced) indices, or all of it as COO with
-    ``masked_grad=False`` (PyTorch's to_dense_backward)."""
-    if not self.is_sparse:
+    """The gradient of ``to_dense()``: ``grad`` at the input's (coalesced) stored positions, or all of it as COO
+    with ``masked_grad=False`` (PyTorch's to_dense_backward)."""
+    if self.layout is strided:
         return grad.to_dense()
     if masked_grad is None or masked_grad:
-        return grad.sparse_mask(self.coalesce())
-    return grad.to_sparse(self.sparse_dim())
+        return grad.sparse_mask(self.coalesce() if self.is_sparse else self)
+    return grad.to_sparse(self.sparse_dim()) if self.is_sparse else grad.to_sparse(layout=self.layout)
 
 
 def to_sparse_backward(grad: Tensor, self: Tensor) -> Any:
-    return grad.to_dense() if not self.is_sparse else grad
+    return grad.to_dense() if self.layout is strided else grad
 
 
 def sparse_mask_backward(grad: Tensor, mask: Tensor, self: Tensor) -> Any:
     g = grad.sparse_mask(mask)
-    return g.to_dense() if not self.is_sparse else g
+    return g.to_dense() if self.layout is strided else g
 
 
 def mm_mat1_sparse_backward(grad: Tensor, mat1: Tensor, mat2: Tensor, alpha: Any) -> Any:

@@ -356,7 +356,7 @@ def _accumulate_sparse(old: Tensor | None, g: Tensor) -> Tensor:
     coalescing: the optimizers coalesce)."""
     if old is None:
         return g.clone()
-    if old.is_sparse and not g.is_sparse:
+    if old._ks & SPARSE_MASK and not g._ks & SPARSE_MASK:
         return g + old
     if state.enabled:
         return old + g

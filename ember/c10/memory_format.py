@@ -13,6 +13,9 @@ class _NamedConstant:
     def __repr__(self) -> str:
         return f"{naming.prefix}.{self.name}"
 
+    def __reduce__(self) -> str:
+        return self.name        # a singleton: pickled (and deep-copied) as the module attribute of its name
+
 
 class layout(_NamedConstant):
     __module__ = "ember"      # where it is public (Note [Printed module name])

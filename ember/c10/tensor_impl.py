@@ -126,6 +126,8 @@ class TensorImpl:
 
     def stride(self, dim: int | None = None) -> Any:  # a tuple, or an int for one dim
         a = self._data
+        if self._ks >> DispatchKey.SparseCsrCPU & 1:
+            raise RuntimeError(f"Sparse {_compressed_name(self)} tensors do not have strides")
         # NumPy keeps no strides for an empty array: PyTorch's contiguous ones (sizes of 0 count as 1)
         if a.size == 0:
             st = contiguous_strides(a.shape)
@@ -162,6 +164,8 @@ class TensorImpl:
         if memory_format is not None and getattr(memory_format, "name", "") == "channels_last":
             return _is_channels_last(a)
         if self._ks & SPARSE_MASK:      # a sparse tensor has no strided memory (Note [Sparse tensors])
+            if self._ks >> DispatchKey.SparseCsrCPU & 1:
+                raise RuntimeError(f"Sparse {_compressed_name(self)} tensors do not have is_contiguous")
             return False
         if a.flags.c_contiguous:    # (NumPy's flag ignores the strides of size-1 dims, as PyTorch does)
             return True
@@ -239,6 +243,11 @@ class TensorImpl:
 
     def _bump_version(self) -> None:
         self._vc.version += 1
+
+
+def _compressed_name(t: Any) -> str:
+    """"CSR", "CSC", "BSR" or "BSC": a compressed sparse tensor's layout as PyTorch's errors name it."""
+    return str(t.__dict__["_sp"].layout.name[7:]).upper()
 
 
 def _is_channels_last(a: Any) -> bool:

@@ -10,10 +10,14 @@ import functools
 
 import ember
 from ember._generated import aten
+from ember.aten.sparse.compressed import inferred_size
 from ember.aten.sparse.coo import InvariantChecks, should_check
+from ember.aten.sparse.tensor import LAYOUT_NAMES
 from ember.c10 import dtype as _dt
 
-__all__ = ["addmm", "check_sparse_tensor_invariants", "mm", "sum", "softmax", "log_softmax", "sparse_coo_tensor"]
+__all__ = ["addmm", "check_sparse_tensor_invariants", "mm", "sum", "softmax", "log_softmax", "sampled_addmm",
+           "spdiags", "sparse_coo_tensor", "sparse_compressed_tensor", "sparse_csr_tensor", "sparse_csc_tensor",
+           "sparse_bsr_tensor", "sparse_bsc_tensor"]
 
 
 def _as_tensor(data: Any, dtype: Any = None) -> Any:
@@ -64,6 +68,62 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Any = None, *, dtype: Any
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t.requires_grad_(True)
     return t
+
+
+def _index_pair(compressed: Any, plain: Any) -> tuple[Any, Any]:
+    """The index tensors of a compressed constructor: int32 kept when both are int32, otherwise int64."""
+    c, p = _as_tensor(compressed), _as_tensor(plain)
+    if c.dtype == p.dtype and c.dtype in (_dt.int32, _dt.int64):
+        return c, p
+    return c.to(_dt.int64), p.to(_dt.int64)
+
+
+def sparse_compressed_tensor(compressed_indices: Any, plain_indices: Any, values: Any, size: Any = None, *,
+                             dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: bool = False,
+                             requires_grad: bool = False, check_invariants: Any = None) -> Any:
+    """Constructs a sparse tensor in a compressed layout (``torch.sparse_csr``, ``sparse_csc``, ``sparse_bsr`` or
+    ``sparse_bsc``): for each row (CSR / BSR) or column (CSC / BSC), ``compressed_indices[i]:compressed_indices[i +
+    1]`` are the positions in ``plain_indices`` (the other coordinate) and ``values`` of its elements (blocks for
+    BSR / BSC). Leading dims of the index tensors are batch dims; trailing dims of ``values`` are dense dims.
+
+    The size is inferred from the indices when omitted. ``check_invariants`` checks the offsets and indices, as
+    ``sparse_coo_tensor``'s does."""
+    if layout is None:
+        raise RuntimeError("sparse_compressed_tensor: layout argument must be specified")
+    c, p = _index_pair(compressed_indices, plain_indices)
+    vals = _as_tensor(values, dtype)
+    if size is None:
+        size = inferred_size(c, p, vals, layout)
+    size = [int(s) for s in size]
+    if should_check(check_invariants):
+        aten._validate_sparse_compressed_tensor_args(c, p, vals, size, layout)
+    dev = ember.device(device) if device is not None else None
+    t = aten._sparse_compressed_tensor_unsafe(c, p, vals, size, dtype=dtype, layout=layout, device=dev)
+    if requires_grad:
+        if not (t.dtype.is_floating_point or t.dtype.is_complex):
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+        t.requires_grad_(True)
+    return t
+
+
+def _compressed_factory(layout_name: str, compressed_name: str, plain_name: str) -> Any:
+    def factory(compressed_indices: Any, plain_indices: Any, values: Any, size: Any = None, *, dtype: Any = None,
+                device: Any = None, pin_memory: bool = False, requires_grad: bool = False,
+                check_invariants: Any = None) -> Any:
+        return sparse_compressed_tensor(compressed_indices, plain_indices, values, size, dtype=dtype,
+                                        layout=getattr(ember, layout_name), device=device, pin_memory=pin_memory,
+                                        requires_grad=requires_grad, check_invariants=check_invariants)
+    factory.__name__ = factory.__qualname__ = f"{layout_name}_tensor"
+    factory.__doc__ = (f"Constructs a sparse tensor in {layout_name[7:].upper()} format from ``{compressed_name}``, "
+                       f"``{plain_name}`` and ``values`` (``sparse_compressed_tensor`` with "
+                       f"``layout=torch.{layout_name}``).")
+    return factory
+
+
+sparse_csr_tensor = _compressed_factory("sparse_csr", "crow_indices", "col_indices")
+sparse_csc_tensor = _compressed_factory("sparse_csc", "ccol_indices", "row_indices")
+sparse_bsr_tensor = _compressed_factory("sparse_bsr", "crow_indices", "col_indices")
+sparse_bsc_tensor = _compressed_factory("sparse_bsc", "ccol_indices", "row_indices")
 
 
 class check_sparse_tensor_invariants:
@@ -131,6 +191,46 @@ def sum(input: Any, dim: Any = None, dtype: Any = None) -> Any:
         return aten._sparse_sum(input) if dtype is None else aten._sparse_sum_dtype(input, dtype=dtype)
     dims = [dim] if isinstance(dim, int) else list(dim)
     return aten._sparse_sum_dim(input, dims) if dtype is None else aten._sparse_sum_dim_dtype(input, dims, dtype=dtype)
+
+
+def sampled_addmm(input: Any, mat1: Any, mat2: Any, *, beta: float = 1.0, alpha: float = 1.0,
+                  out: Any = None) -> Any:
+    """``beta * input + alpha * (mat1 @ mat2)`` computed only at the stored positions of the CSR ``input`` (a CSR
+    result with its pattern)."""
+    if out is not None:
+        raise NotImplementedError("torch.sparse.sampled_addmm(..., out=) is not supported by ember")
+    return aten.sparse_sampled_addmm(input, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def spdiags(diagonals: Any, offsets: Any, shape: Any, layout: Any = None) -> Any:
+    """A sparse matrix of ``shape`` with the rows of ``diagonals`` on the diagonals ``offsets`` (0 the main one, > 0
+    above it): element ``(i, i + offsets[k])`` is ``diagonals[k, i + offsets[k]]``, as SciPy's ``spdiags``."""
+    if len(shape) != 2:
+        raise RuntimeError("Output shape must be 2d")
+    if layout not in (None, ember.sparse_coo, ember.sparse_csr, ember.sparse_csc):
+        raise RuntimeError(f"Only output layouts (Sparse, SparseCsc, SparseCsr) are supported, got "
+                           f"{LAYOUT_NAMES.get(layout, layout)}")
+    diags = diagonals if diagonals.dim() == 2 else diagonals.unsqueeze(0)
+    offs = [int(o) for o in offsets.reshape(-1).tolist()]
+    if diags.dim() != 2:
+        raise RuntimeError("Diagonals must be vector or matrix")
+    if diags.shape[0] != len(offs):
+        raise RuntimeError(f"Number of diagonals ({diags.shape[0]}) does not match the number of offsets "
+                           f"({len(offs)})")
+    if len(set(offs)) != len(offs):
+        raise RuntimeError("Offset tensor contains duplicate values")
+    rows, cols = int(shape[0]), int(shape[1])
+    rs, cs, ks = [], [], []
+    for k, o in enumerate(offs):
+        first, last = max(0, -o), min(rows, cols - o, diags.shape[1] - o)
+        for i in range(first, max(first, last)):
+            rs.append(i)
+            cs.append(i + o)
+            ks.append(k)
+    idx = ember.tensor([rs, cs], dtype=_dt.int64).reshape(2, -1)
+    vals = diags[ember.tensor(ks, dtype=_dt.int64), idx[1]]
+    out = aten._sparse_coo_tensor_unsafe(idx, vals, (rows, cols))
+    return out if layout in (None, ember.sparse_coo) else out.to_sparse(layout=layout)
 
 
 def softmax(input: Any, dim: int, *, dtype: Any = None) -> Any:

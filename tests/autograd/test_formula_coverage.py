@@ -18,6 +18,7 @@ NO_FORMULA = {
     "isneginf", "isposinf", "signbit", "all", "all.dim", "all.dims", "any", "any.dim", "any.dims", "argmax", "argmin",
     "nonzero", "bincount", "bucketize.Tensor", "searchsorted.Scalar",
     "searchsorted.Tensor", "count_nonzero", "count_nonzero.dim_IntList", "repeat_interleave.Tensor",
+    "_nnz", "_dimI", "_dimV", "sparse_dim", "dense_dim", "is_coalesced",
     # a Python number, not a tensor (what Tensor.item() dispatches to under a mode; a size an exported graph reads)
     "_local_scalar_dense", "sym_size.int",
     # the only tensor argument is the bool condition
@@ -47,6 +48,8 @@ NO_FORMULA = {
     "native_batch_norm_backward", "native_layer_norm_backward", "convolution_backward", "_rnn_layer_backward",
     "mkldnn_rnn_layer_backward",
     "_scaled_dot_product_flash_attention_for_cpu_backward",
+    # sparse backward kernels (PyTorch has no double backward for them either)
+    "_sparse_sum_backward", "_sparse_softmax_backward_data", "_sparse_log_softmax_backward_data",
 }
 
 

@@ -530,8 +530,9 @@ _NO_PRIVATE_BINDING = {"_contiguous_copy", "_reshape_alias", "_to_copy", "_rnn_l
                        "_fused_rprop_"}
 _PRIVATE_METHODS = {"_nnz", "_indices", "_values", "_coalesced_", "_dimI", "_dimV", "_to_dense"}
 # public names without a generated binding: ``sym_size`` PyTorch reaches only as ``torch.ops.aten.sym_size``;
-# ``torch.conv<n>d`` is ``nn.functional``'s hand-written function, which checks its input and calls the op
-_ONLY_AS_OP = {"sym_size", "conv1d", "conv2d", "conv3d"}
+# ``torch.conv<n>d`` is ``nn.functional``'s hand-written function, which checks its input and calls the op;
+# ``sparse_sampled_addmm`` is ``torch.sparse.sampled_addmm`` (PyTorch's ``python_module: sparse``)
+_ONLY_AS_OP = {"sym_size", "conv1d", "conv2d", "conv3d", "sparse_sampled_addmm"}
 
 
 def _has_binding(name: str, method: bool, module: str | None) -> bool:

@@ -34,3 +34,8 @@ from ember.aten.sparse.coo import (coalesce, dense_dim_strided, dense_to_sparse,
                                    sparse_coo_tensor_with_dims_and_tensors, sparse_dim_strided, to_dense,
                                    to_sparse_sparse_dim, validate_sparse_coo_tensor_args, values_default)
 from ember.aten.sparse.math import sparse_mm, sparse_sum, sparse_sum_dim_dtype, sparse_sum_dtype  # noqa: F401
+from ember.aten.sparse.compressed import (ccol_indices_default, col_indices_default,  # noqa: F401
+                                         crow_indices_default, row_indices_default, sparse_compressed_tensor_infer,
+                                         sparse_compressed_tensor_unsafe, sparse_compressed_tensor_with_size,
+                                         to_sparse_bsc, to_sparse_bsr, to_sparse_csc, to_sparse_csr,
+                                         validate_sparse_compressed_tensor_args)

@@ -53,6 +53,8 @@ def reshape(self: Any, shape: Any) -> Any:
     shape = infer_size(shape, self._data.size)
     if self.is_contiguous():
         return aten.view(self, shape)
+    if self.is_sparse:
+        raise RuntimeError("reshape is not implemented for sparse tensors")
     st = compute_stride(tuple(self.shape), self.stride(), shape)
     if st is not None:
         return aten.view(self, shape) if is_tensor_subclass_like(self) else aten._reshape_alias(self, shape, st)

@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from ember._generated import aten
+from ember.aten.sparse.compressed import to_compressed
 from ember.aten.math_bits import values_of
 from ember.c10 import dtype as dt
 from ember.c10.device import CPU
@@ -29,7 +30,8 @@ __all__ = ["sparse_coo_tensor_with_dims_and_tensors", "sparse_coo_tensor_size", 
            "sparse_coo_to_sparse_layout", "to_sparse_sparse_dim", "clone_sparse", "alias_sparse", "to_copy_sparse",
            "permute_sparse_coo", "unsqueeze_sparse", "index_select_sparse_cpu", "narrow_copy_sparse", "cat_sparse",
            "stack_sparse", "transpose_sparse", "t_sparse", "sum_sparse", "zero_sparse_", "copy_sparse_",
-           "empty_like_sparse", "zeros_like_sparse", "check_sparse_coo_invariants", "sparse_size_checked"]
+           "empty_like_sparse", "zeros_like_sparse", "new_zeros_sparse", "select_sparse",
+           "check_sparse_coo_invariants", "sparse_size_checked"]
 
 _WARNED_INVARIANTS = [False]
 
@@ -306,8 +308,7 @@ def to_sparse(self: Any, layout: Any = None, blocksize: Any = None, dense_dim: A
 
 
 def _compressed_conversion(self: Any, layout: Any, blocksize: Any, dense_dim: Any) -> Any:
-    raise NotImplementedError(f"to_sparse(layout={layout}): ember has the COO layout only (the compressed layouts "
-                              f"CSR, CSC, BSR and BSC are not built yet)")
+    return to_compressed(self, layout, blocksize, dense_dim)
 
 
 def dense_to_sparse_layout(self: Any, layout: Any = None, blocksize: Any = None, dense_dim: Any = None) -> Any:
@@ -329,10 +330,14 @@ def sparse_coo_to_sparse_layout(self: Any, layout: Any = None, blocksize: Any = 
 
 
 # -- copies and shapes ---------------------------------------------------------------------------------------------
+_FORMAT_NAMES = {"contiguous_format": "Contiguous", "channels_last": "ChannelsLast",
+                 "channels_last_3d": "ChannelsLast3d"}     # c10's MemoryFormat names, as PyTorch's errors print them
+
+
 def clone_sparse(self: Any, memory_format: Any = None) -> Any:
     p = parts(self)
     if memory_format is not None and getattr(memory_format, "name", "") != "preserve_format":
-        raise RuntimeError(f"unsupported memory format option {memory_format.name.title().replace('_format', '')}")
+        raise RuntimeError(f"unsupported memory format option {_FORMAT_NAMES.get(memory_format.name, '')}")
     return new_coo(p.indices.copy(), p.values.copy(), self._data.shape, p.coalesced, self._device)
 
 
@@ -391,6 +396,36 @@ def empty_like_sparse(self: Any, dtype: Any = None, layout: Any = None, device: 
 
 
 zeros_like_sparse = empty_like_sparse
+
+
+def new_zeros_sparse(self: Any, size: Sequence[int], dtype: Any = None, layout: Any = None, device: Any = None,
+                     pin_memory: Any = None) -> Any:
+    """``new_zeros`` of a COO tensor: an empty COO tensor of ``size`` (every dim sparse), as PyTorch's."""
+    return sparse_coo_tensor_size(size, dtype=dtype if dtype is not None else self.dtype,
+                                  device=device if device is not None else self._device)
+
+
+def select_sparse(self: Any, dim: int, index: int) -> Any:
+    """``select`` (``t[i]``): the stored elements with that index along a sparse dim, without it; or each value's
+    slice along a dense dim."""
+    n = self.dim()
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    dim %= n
+    size = self._data.shape[dim]
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(self.shape)} at dimension "
+                         f"{dim}")
+    index %= size
+    p = parts(self)
+    sd = p.indices.shape[0]
+    out_size = self._data.shape[:dim] + self._data.shape[dim + 1:]
+    if dim >= sd:
+        vals = np.ascontiguousarray(np.take(p.values, index, axis=dim - sd + 1))
+        return new_coo(p.indices.copy(), vals, out_size, p.coalesced, self._device)
+    keep = p.indices[dim] == index
+    idx = np.ascontiguousarray(np.delete(p.indices[:, keep], dim, axis=0))
+    return new_coo(idx, np.ascontiguousarray(p.values[keep]), out_size, p.coalesced, self._device)
 
 
 def permute_sparse_coo(self: Any, dims: Sequence[int]) -> Any:
@@ -548,6 +583,7 @@ def stack_sparse(tensors: Sequence[Any], dim: int = 0) -> Any:
 
 
 def sum_sparse(self: Any, dtype: Any = None) -> Any:
+    """The sum of every element: of the stored values, in any sparse layout."""
     vals = parts(self).values
     if dtype is not None:
         total = vals.sum(dtype=dtype.np)

@@ -25,12 +25,12 @@ from ember.c10.dtype import from_numpy_dtype, promote_types
 from ember.aten.sparse.tensor import (coalesce_arrays, coalesced_parts, dense, dense_dim_of, is_sparse,
                                       linear_index, new_coo, parts, sparse_dim_of, to_dense_array)
 
-__all__ = ["add_sparse", "add_sparse_", "add_scalar_sparse", "sub_sparse", "mul_scalar_sparse", "div_scalar_sparse",
-           "mul_scalar_sparse_", "div_scalar_sparse_", "mul_sparse",
-           "mul_sparse_", "div_sparse", "div_sparse_", "pow_sparse_scalar", "mm_sparse", "addmm_sparse",
-           "mv_sparse", "sparse_addmm", "sparse_mm", "sparse_mask_sparse", "sparse_sum", "sparse_sum_dim",
-           "sparse_sum_dtype", "sparse_sum_dim_dtype", "sum_dim_sparse", "sparse_sum_backward",
-           "sparse_mask_default", "softmax_sparse_cpu", "log_softmax_sparse_cpu", "softmax_backward_sparse_cpu",
+__all__ = ["add_sparse", "add_sparse_", "add_scalar_sparse", "sub_sparse", "mul_scalar_sparse",
+           "div_scalar_sparse", "mul_scalar_sparse_", "div_scalar_sparse_", "mul_sparse", "mul_sparse_",
+           "div_sparse", "div_sparse_", "pow_sparse_scalar", "mm_sparse", "addmm_sparse", "mv_sparse",
+           "sparse_addmm", "sparse_mm", "sparse_mask_sparse", "sparse_sum", "sparse_sum_dim", "sparse_sum_dtype",
+           "sparse_sum_dim_dtype", "sum_dim_sparse", "sparse_sum_backward", "sparse_mask_default",
+           "softmax_sparse_cpu", "log_softmax_sparse_cpu", "softmax_backward_sparse_cpu",
            "log_softmax_backward_sparse_cpu", "UNARY_SPARSE_OPS", "register_unary_kernels"]
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import warnings
+
 import numpy as np
 
 from ember.aten.wrap import new_tensor
@@ -69,8 +71,14 @@ def new_coo(indices: Any, values: Any, size: Sequence[int], coalesced: bool, dev
     return t
 
 
+_WARNED_BETA = [False]
+
+
 def new_compressed(layout: Any, compressed: Any, plain: Any, values: Any, size: Sequence[int],
                    device: Any = CPU) -> Any:
+    if not _WARNED_BETA[0]:     # PyTorch's once-per-process warning at the first compressed tensor (the part
+        _WARNED_BETA[0] = True  # that sends users to PyTorch's issue tracker left out)
+        warnings.warn("Sparse CSR tensor support is in beta state.", UserWarning, stacklevel=2)
     t = new_tensor(_shell(size, values.dtype), KS_SPARSE_CSR_CPU, device)
     t._sp = SparseParts(layout, values, compressed=compressed, plain=plain)
     return t
