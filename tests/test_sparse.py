@@ -569,3 +569,22 @@ def test_sampled_addmm_gradients():
         return s.grad, a.grad, b.grad
     for g_e, g_t in zip(run(ember), run(torch)):
         same_dense(g_e, g_t)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sampled_dot_loop_agrees_with_numpy(dtype):
+    from ember.aten.kernels import compiled
+    from ember.aten.sparse.math import sampled_dot
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((50, 33)).astype(dtype), rng.standard_normal((40, 33)).astype(dtype)
+    rows, cols = rng.integers(0, 50, 20000), rng.integers(0, 40, 20000)
+    fast = sampled_dot(a, b, rows, cols)
+    compiled.set_enabled(False)
+    try:
+        slow = sampled_dot(a, b, rows, cols)
+    finally:
+        compiled.set_enabled(True)
+    assert fast.dtype == slow.dtype == dtype
+    np.testing.assert_allclose(fast, slow, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-5)
+    np.testing.assert_allclose(fast, np.einsum("nk,nk->n", a[rows].astype(np.float64), b[cols]), rtol=1e-5,
+                               atol=1e-5)

@@ -1355,13 +1355,12 @@ def sparse_mask_backward(grad: Tensor, mask: Tensor, self: Tensor) -> Any:
 
 def mm_mat1_sparse_backward(grad: Tensor, mat1: Tensor, mat2: Tensor, alpha: Any) -> Any:
     """The gradient of ``torch.sparse.mm`` / ``sparse.addmm`` for the sparse ``mat1``: ``grad @ mat2^H`` only at
-    ``mat1``'s coalesced indices (a sampled product: one dot product per stored element, never the dense matrix)."""
+    ``mat1``'s coalesced indices (``sampled_addmm`` over its CSR form, whose elements are in the same order: one
+    dot product per stored element, never the dense matrix)."""
     pattern = mat1.coalesce()
-    idx = pattern._indices()
-    rows, cols = idx[0], idx[1]
-    vals = (grad.index_select(0, rows) * conj_of(mat2).index_select(0, cols)).sum(1)
-    out = aten._sparse_coo_tensor_unsafe(idx, vals, tuple(mat1.shape), is_coalesced=True)
-    return maybe_multiply(out, conj_of(alpha))
+    sampled = aten.sparse_sampled_addmm(pattern.to_sparse_csr(), grad, conj_of(mat2.t()), beta=0,
+                                        alpha=conj_of(alpha))
+    return aten._sparse_coo_tensor_unsafe(pattern._indices(), sampled.values(), tuple(mat1.shape), is_coalesced=True)
 
 
 def binary_cross_entropy_target_backward(grad: Tensor, self: Tensor, target: Tensor, weight: Tensor | None,

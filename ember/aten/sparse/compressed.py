@@ -19,7 +19,7 @@ import numpy as np
 from ember._generated import aten
 from ember.aten.backends import composite_kernel
 from ember.aten.dispatcher import Dispatcher
-from ember.aten.sparse.math import UNARY_SPARSE_OPS, _compute_dtype, _scipy_sparse
+from ember.aten.sparse.math import UNARY_SPARSE_OPS, _compute_dtype, _scipy_sparse, sampled_dot
 from ember.c10.dispatch_key import DispatchKey
 from ember.aten.sparse.tensor import (BLOCKED_LAYOUTS, COMPRESSED_LAYOUTS, LAYOUT_NAMES, ROW_LAYOUTS,
                                       coalesced_parts, dense, dense_dim_of, is_sparse, layout_of, new_compressed,
@@ -327,12 +327,13 @@ def _dense_to_compressed(self: Any, layout: Any, blocksize: Any, dense_dim: Any)
     return new_compressed(layout, comp, plain, vals, tuple(self.shape), self._device)
 
 
-def _from_coordinates(idx: Any, vals: Any, size: Sequence[int], layout: Any,
-                      index_dtype: Any) -> tuple[Any, Any, Any]:
-    """Compressed parts of the 2-D element coordinates ``idx`` (unique) for CSR or CSC."""
+def _from_coordinates(idx: Any, vals: Any, size: Sequence[int], layout: Any, index_dtype: Any,
+                      row_major: bool = False) -> tuple[Any, Any, Any]:
+    """Compressed parts of the 2-D element coordinates ``idx`` (unique) for CSR or CSC; ``row_major``: they are
+    sorted row-major already (a coalesced COO tensor's, a CSR tensor's), so CSR needs no sort."""
     rows, cols = size[0], size[1]
     major, minor = (idx[0], idx[1]) if _is_row(layout) else (idx[1], idx[0])
-    order = np.lexsort((minor, major))
+    order = np.arange(len(major)) if row_major and _is_row(layout) else np.lexsort((minor, major))
     counts = np.bincount(major, minlength=rows if _is_row(layout) else cols)
     comp = np.concatenate([[0], np.cumsum(counts)]).astype(index_dtype)
     return comp, minor[order].astype(index_dtype), np.ascontiguousarray(vals[order])
@@ -374,7 +375,8 @@ def to_compressed(self: Any, layout: Any, blocksize: Any = None, dense_dim: Any 
         idx, vals = coalesced_parts(self)
     else:
         idx, vals = _coordinates(self)
-    comp, plain, vals = _from_coordinates(idx, vals, self._data.shape, layout, _index_dtype(self))
+    comp, plain, vals = _from_coordinates(idx, vals, self._data.shape, layout, _index_dtype(self),
+                                          row_major=src is sparse_coo or _is_row(src))
     return new_compressed(layout, comp, plain, vals, self._data.shape, self._device)
 
 
@@ -625,7 +627,7 @@ def sampled_addmm_compressed(self: Any, mat1: Any, mat2: Any, beta: Any = 1, alp
         bi = np.ravel_multi_index(tuple(coords[:-2]), _batch_shape(self))
         prod = np.einsum("nk,nk->n", a.reshape(-1, *a.shape[-2:])[bi, r], b.reshape(-1, *b.shape[-2:])[bi, :, c])
     else:
-        prod = np.einsum("nk,nk->n", a[r], b[:, c].T)
+        prod = sampled_dot(a, b.T, r, c)
     out = alpha * prod + (beta * vals if beta != 0 else 0)
     return _like(self, out.astype(self._data.dtype).reshape(parts(self).values.shape))
 

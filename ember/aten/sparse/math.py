@@ -20,12 +20,13 @@ import numpy as np
 from ember._generated import aten
 from ember.aten.backends import composite_kernel
 from ember.aten.dispatcher import Dispatcher
+from ember.aten.kernels import compiled, loops
 from ember.c10.dispatch_key import DispatchKey
 from ember.c10.dtype import from_numpy_dtype, promote_types
 from ember.aten.sparse.tensor import (coalesce_arrays, coalesced_parts, dense, dense_dim_of, is_sparse,
                                       linear_index, new_coo, parts, sparse_dim_of, to_dense_array)
 
-__all__ = ["add_sparse", "add_sparse_", "add_scalar_sparse", "sub_sparse", "mul_scalar_sparse",
+__all__ = ["sampled_dot", "add_sparse", "add_sparse_", "add_scalar_sparse", "sub_sparse", "mul_scalar_sparse",
            "div_scalar_sparse", "mul_scalar_sparse_", "div_scalar_sparse_", "mul_sparse", "mul_sparse_",
            "div_sparse", "div_sparse_", "pow_sparse_scalar", "mm_sparse", "addmm_sparse", "mv_sparse",
            "sparse_addmm", "sparse_mm", "sparse_mask_sparse", "sparse_sum", "sparse_sum_dim", "sparse_sum_dtype",
@@ -281,14 +282,39 @@ def _scipy_sparse() -> Any:
 
 
 def _csr(t: Any) -> Any:
-    """The coalesced 2-D COO tensor ``t`` as a SciPy CSR matrix (its arrays, no validation pass)."""
+    """The 2-D COO tensor ``t`` as a SciPy matrix over its arrays (no validation pass): CSR when coalesced; CSC
+    when its indices are sorted column-major (a transposed coalesced matrix: no sort needed); else CSR of its
+    coalesced parts."""
     sps = _scipy_sparse()
-    idx, vals = coalesced_parts(t)
+    p = parts(t)
     n, m = t._data.shape
-    indptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(idx[0], minlength=n), out=indptr[1:])
+    idx, vals = p.indices, p.values
+    major = 0
+    if not p.coalesced:
+        lin = idx[1] * n + idx[0]
+        if lin.size > 1 and bool(np.all(lin[1:] > lin[:-1])):
+            major = 1
+        else:
+            idx, vals = coalesced_parts(t)
+    count = n if major == 0 else m
+    indptr = np.zeros(count + 1, np.int64)
+    np.cumsum(np.bincount(idx[major], minlength=count), out=indptr[1:])
     vals = vals.astype(_compute_dtype(vals), copy=False)
-    return sps.csr_matrix((vals, idx[1], indptr), shape=(n, m))
+    cls = sps.csr_matrix if major == 0 else sps.csc_matrix
+    return cls((vals, idx[1 - major], indptr), shape=(n, m))
+
+
+def sampled_dot(a: Any, b: Any, rows: Any, cols: Any) -> Any:
+    """``out[i] = a[rows[i]] . b[cols[i]]`` (``a``: n x k, ``b``: m x k): one dot product per stored position of a
+    sparse pattern (``loops.sparse``; NumPy's gather-and-sum where no compiled loop applies)."""
+    if a.dtype == b.dtype and compiled.usable(np, a, b, dtypes=(np.float32, np.float64)):
+        a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+        out = np.empty(len(rows), np.float64)
+        grain = max(1, compiled.CHEAP_GRAIN // max(a.shape[1], 1))
+        compiled.split(loops.sparse.sampled_dots, len(rows), grain, a, b, np.ascontiguousarray(rows),
+                       np.ascontiguousarray(cols), out)
+        return out.astype(a.dtype)
+    return np.einsum("nk,nk->n", a[rows], b[cols])
 
 
 def _sparse_times_dense(a: Any, b: Any) -> Any:

@@ -3,10 +3,10 @@
 Note [Compiled loops]
 Where one NumPy kernel would make many passes over memory, a loop compiled by numba makes one. Each family module
 here (``activation``, ``softmax``, ``normalization``, ``pointwise``, ``pooling``, ``convolution``, ``attention``,
-``rnn``, ``optim``, ``random``, ``indexing``, ``linalg``, ``loss``, ``quantized``, ``reduction``) holds the loops
-and the runners that split them over the intra-op threads (``gemm`` holds the loop that calls BLAS once per matrix
-of a batch); the kernel that uses them (``kernels/softmax.py`` for ``loops/softmax.py``) keeps its NumPy formulation
-as the fallback and as the definition the loop must agree with, and reaches the loops by attribute,
+``rnn``, ``optim``, ``random``, ``indexing``, ``linalg``, ``loss``, ``quantized``, ``reduction``, ``sparse``) holds
+the loops and the runners that split them over the intra-op threads (``gemm`` holds the loop that calls BLAS once
+per matrix of a batch); the kernel that uses them (``kernels/softmax.py`` for ``loops/softmax.py``) keeps its NumPy
+formulation as the fallback and as the definition the loop must agree with, and reaches the loops by attribute,
 ``loops.softmax.softmax(x, log)``.
 Importing numba costs 0.4 s, so ``import ember`` imports no family: this package loads one on first use (a module
 ``__getattr__``, PEP 562), after ``compiled.usable`` said numba is there. numba compiles each loop once per machine
@@ -61,7 +61,7 @@ import importlib
 from typing import Any
 
 FAMILIES = ("activation", "attention", "convolution", "gemm", "indexing", "linalg", "loss", "normalization",
-            "optim", "pointwise", "pooling", "quantized", "random", "reduction", "rnn", "softmax")
+            "optim", "pointwise", "pooling", "quantized", "random", "reduction", "rnn", "softmax", "sparse")
 
 
 def __getattr__(name: str) -> Any:
