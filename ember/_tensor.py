@@ -736,6 +736,10 @@ class Tensor(TensorImpl, _TensorMethods):
         """Whether the layout is CSR (``sparse_csr``)."""
         return builtins.bool(self._ks & _SPARSE_CSR_BIT) and self.__dict__["_sp"].layout is _sparse_csr
 
+    def to_sparse_coo(self) -> Tensor:
+        """``self`` as a COO tensor (``to_sparse()``)."""
+        return self.to_sparse()
+
     @property
     def T(self) -> Tensor:
         n = self._data.ndim

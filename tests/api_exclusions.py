@@ -67,7 +67,7 @@ EXCLUDED: dict[str, dict[str, str]] = {
             resize_as_sparse_ row_indices_copy saddmm smm spmm sspaddmm values_copy
         """,
         'Tensor': """
-            resize_as_sparse_ smm sparse_resize_ sparse_resize_and_clear_ sspaddmm to_sparse_coo
+            resize_as_sparse_ smm sparse_resize_ sparse_resize_and_clear_ sspaddmm
         """,
     },
     'fx, compile, export, library, func: issues 17 and 18 (importable stubs: issue 15 item 8)': {

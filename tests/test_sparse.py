@@ -588,3 +588,20 @@ def test_sampled_dot_loop_agrees_with_numpy(dtype):
     np.testing.assert_allclose(fast, slow, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-5)
     np.testing.assert_allclose(fast, np.einsum("nk,nk->n", a[rows].astype(np.float64), b[cols]), rtol=1e-5,
                                atol=1e-5)
+
+
+def test_gradcheck_of_sparse_inputs_and_outputs():
+    """``gradcheck(masked=True)`` perturbs a sparse input's stored elements (Note [gradcheck of sparse inputs])."""
+    rng = np.random.default_rng(5)
+    d = ember.tensor(rng.standard_normal((3, 2)), requires_grad=True)
+    s = ember.sparse_coo_tensor([[0, 1, 2, 2], [1, 0, 0, 2]], rng.standard_normal(4), (3, 3)).coalesce()
+    s.requires_grad_()
+    c = ember.tensor(rng.standard_normal((3, 3))).to_sparse_csr().requires_grad_()
+    gc = ember.autograd.gradcheck
+    assert gc(lambda a, b: ember.sparse.mm(a, b), (s, d), masked=True)
+    assert gc(lambda a, b: ember.mm(a, b), (s, d), masked=True)
+    assert gc(lambda a: ember.sparse.softmax(a, 1), (s,), masked=True)
+    assert gc(lambda a: ember.sparse.log_softmax(a, 0), (s,), masked=True)
+    assert gc(lambda a: ember.sparse.sum(a, 1), (s,), masked=True)
+    assert gc(lambda a: a.to_dense().sin(), (c,), masked=True)
+    assert gc(lambda a: ember.sparse.sampled_addmm(c.detach(), a, a.t(), beta=0.5), (d,))

@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ember.aten.sparse.compressed import value_positions
 from ember.aten.wrap import tensor_like
 from ember.autograd import grad
 from ember.autograd.functional import _jacfwd
 from ember.c10.dtype import complex128, float64
+from ember.c10.memory_format import strided
 from ember.c10.tensor_impl import TensorImpl
 
 if TYPE_CHECKING:  # isinstance(x, _Tensor) narrows to the frontend's class for type checkers
@@ -40,8 +42,20 @@ def _output_values(func: Any, inputs: Any) -> Any:
     """float64 NumPy copies of the differentiable outputs of ``func(*inputs)`` (those that require grad,
     decided with grad mode on: outputs marked non-differentiable, like linalg.lu's permutation, are left out
     as PyTorch's gradcheck leaves them out of the Jacobian), flattened."""
-    return [o.detach().numpy(force=True).astype(np.float64).reshape(-1)
+    return [_dense(o.detach()).numpy(force=True).astype(np.float64).reshape(-1)
             for o in _differentiable_outputs(_flat_outputs(func, inputs))]
+
+
+def _dense(t: Any) -> Any:
+    return t.to_dense() if t.layout is not strided else t
+
+
+# Note [gradcheck of sparse inputs]
+# A sparse input is perturbed at its stored elements only (PyTorch's ``masked=True``: the gradient of an element
+# it does not hold is not checked): the numerical Jacobian has rows for the stored positions, the analytical one
+# (densified) is compared at those rows only. Sparse outputs are compared densified.
+def _sparse_positions(t: Any) -> Any:
+    return value_positions(t) if t.layout is not strided else None
 
 
 def _numerical_jacobian(func: Any, inputs: Any, outputs: Any, eps: Any) -> Any:
@@ -53,6 +67,20 @@ def _numerical_jacobian(func: Any, inputs: Any, outputs: Any, eps: Any) -> Any:
             continue
         cols = [np.zeros((t.numel(), o.numel())) for o in outputs]
         base = t.data  # shares memory, outside autograd and its version checks
+        positions = _sparse_positions(t)
+        if positions is not None:     # Note [gradcheck of sparse inputs]
+            vals = (base._values() if t.is_sparse else base.values()).numpy().reshape(-1)
+            for k, pos in enumerate(positions):
+                orig = vals[k]
+                vals[k] = orig - eps
+                lo = _output_values(func, inputs)
+                vals[k] = orig + eps
+                hi = _output_values(func, inputs)
+                vals[k] = orig
+                for j in range(len(outputs)):
+                    cols[j][pos] = (hi[j] - lo[j]) / (2 * eps)
+            jac.append(cols)
+            continue
         for k in range(t.numel()):
             idx = np.unravel_index(k, tuple(t.shape)) if t.dim() else ()
             orig = base[idx].item() if t.dim() else base.item()
@@ -137,10 +165,20 @@ def _analytical_jacobian(inputs: Any, outputs: Any) -> Any:
         for k in range(o.numel()):
             onehot = np.zeros(tuple(o.shape))
             onehot.reshape(-1)[k] = 1.0
-            grads = grad([o], diff_inputs, [tensor_like(onehot, o)], retain_graph=True, allow_unused=True)
+            seed = tensor_like(onehot, o)
+            if o.layout is not strided:     # a sparse output's gradient: the one-hot in its layout
+                seed = seed.sparse_mask(o.coalesce() if o.is_sparse else o)
+            grads = grad([o], diff_inputs, [seed], retain_graph=True, allow_unused=True)
             for t, gi in zip(diff_inputs, grads):
                 if gi is not None:
-                    jac[id(t)][j][:, k] = gi.detach().numpy(force=True).astype(np.float64).reshape(-1)
+                    jac[id(t)][j][:, k] = _dense(gi.detach()).numpy(force=True).astype(np.float64).reshape(-1)
+    for t in diff_inputs:       # Note [gradcheck of sparse inputs]: the stored positions only
+        positions = _sparse_positions(t)
+        if positions is not None:
+            held = np.zeros(t.numel(), bool)
+            held[positions] = True
+            for block in jac[id(t)]:
+                block[~held] = 0.0
     return jac
 
 

@@ -22,11 +22,11 @@ from ember.aten.dispatcher import Dispatcher
 from ember.aten.sparse.math import UNARY_SPARSE_OPS, _compute_dtype, _scipy_sparse, sampled_dot
 from ember.c10.dispatch_key import DispatchKey
 from ember.aten.sparse.tensor import (BLOCKED_LAYOUTS, COMPRESSED_LAYOUTS, LAYOUT_NAMES, ROW_LAYOUTS,
-                                      coalesced_parts, dense, dense_dim_of, is_sparse, layout_of, new_compressed,
+                                      coalesced_parts, dense, dense_dim_of, is_sparse_layout, layout_of, new_compressed,
                                       new_coo, parts, require_cpu, to_dense_array)
 from ember.c10.memory_format import sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr
 
-__all__ = ["sparse_compressed_tensor_unsafe", "sparse_compressed_tensor_with_size",
+__all__ = ["value_positions", "sparse_compressed_tensor_unsafe", "sparse_compressed_tensor_with_size",
            "sparse_compressed_tensor_infer", "validate_sparse_compressed_tensor_args", "crow_indices_default",
            "col_indices_default", "ccol_indices_default", "row_indices_default", "values_compressed",
            "nnz_compressed", "sparse_dim_compressed", "dense_dim_compressed", "compressed_to_dense",
@@ -258,6 +258,21 @@ def _coordinates(t: Any) -> tuple[Any, Any]:
     return np.concatenate(coords, axis=1), np.concatenate(out_vals, axis=0)
 
 
+def value_positions(t: Any) -> Any:
+    """The row-major position in the dense form of each element of a sparse tensor's values array (flattened, in
+    its order): what ``gradcheck`` perturbs for a sparse input (Note [Compressed layouts] for the order)."""
+    p = parts(t)
+    if p.indices is not None:
+        coords, dense_shape = p.indices, p.values.shape[1:]
+    else:
+        coords, vals = _coordinates(t)
+        dense_shape = vals.shape[1:]
+    n_dense = int(np.prod(dense_shape, dtype=np.int64))
+    lead = np.ravel_multi_index(tuple(coords), t._data.shape[:coords.shape[0]]) if coords.shape[1] else \
+        np.zeros(0, np.int64)
+    return (lead[:, None] * n_dense + np.arange(n_dense)[None, :]).reshape(-1)
+
+
 def compressed_to_dense(self: Any, dtype: Any = None, masked_grad: Any = None) -> Any:
     if dtype is not None:
         raise RuntimeError("dtype argument is not supported by sparse_csr_to_dense")
@@ -342,7 +357,7 @@ def _from_coordinates(idx: Any, vals: Any, size: Sequence[int], layout: Any, ind
 def to_compressed(self: Any, layout: Any, blocksize: Any = None, dense_dim: Any = None) -> Any:
     """``self`` (strided, COO or compressed) in the compressed ``layout``."""
     src = layout_of(self)
-    if not is_sparse(self):
+    if not is_sparse_layout(self):
         return _dense_to_compressed(self, layout, blocksize, dense_dim)
     name = LAYOUT_NAMES[layout].lower().replace("sparse", "sparse_")
     if dense_dim is not None and dense_dim != dense_dim_of(self):
@@ -533,21 +548,19 @@ def div_scalar_compressed(self: Any, other: Any) -> Any:
 
 
 def mul_compressed(self: Any, other: Any) -> Any:
-    """A compressed tensor times a number (a 0-dim tensor) keeps its pattern; times a tensor of its shape, both as
-    COO (PyTorch's result layout: the compressed tensor's)."""
-    if not (self._ks & other._ks & _COMPRESSED_BIT) and other.dim() == 0:
-        return _like(self, aten.mul_Tensor(values_compressed(self), other)._data)
-    if self.dim() == 0 and not is_sparse(self):
-        return _like(other, aten.mul_Tensor(values_compressed(other), self)._data)
-    lay = layout_of(self) if layout_of(self) in COMPRESSED_LAYOUTS else layout_of(other)
+    """A compressed tensor times a 0-dim tensor keeps its pattern (either order); times a tensor of its shape (dense
+    or sparse), the product of both as COO, in the compressed tensor's layout (PyTorch's result layout)."""
+    comp, factor = (self, other) if layout_of(self) in COMPRESSED_LAYOUTS else (other, self)
+    if factor.dim() == 0 and not is_sparse_layout(factor):
+        return _like(comp, aten.mul_Tensor(values_compressed(comp), factor)._data)
     a = self.to_sparse() if layout_of(self) in COMPRESSED_LAYOUTS else self
     b = other.to_sparse() if layout_of(other) in COMPRESSED_LAYOUTS else other
-    return to_compressed(aten.mul_Tensor(a, b), lay)
+    return to_compressed(aten.mul_Tensor(a, b), layout_of(comp))
 
 
 def add_compressed(self: Any, other: Any, alpha: Any = 1) -> Any:
     """compressed + compressed of one layout (its layout), dense + compressed (dense)."""
-    if not is_sparse(self):
+    if not is_sparse_layout(self):
         d = compressed_to_dense(other)
         return aten.add_Tensor(self, d, alpha=alpha)
     if layout_of(self) != layout_of(other):
@@ -557,7 +570,6 @@ def add_compressed(self: Any, other: Any, alpha: Any = 1) -> Any:
     return to_compressed(total, layout_of(self), _blocksize(self) if layout_of(self) in BLOCKED_LAYOUTS else None)
 
 
-_COMPRESSED_BIT = 1 << DispatchKey.SparseCsrCPU
 
 
 def _scipy_matrix(t: Any) -> Any:
@@ -582,16 +594,16 @@ def mm_compressed(self: Any, mat2: Any) -> Any:
     if self.shape[1] != mat2.shape[0]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({self.shape[0]}x{self.shape[1]} and "
                            f"{mat2.shape[0]}x{mat2.shape[1]})")
-    dt = (self if is_sparse(self) else mat2)._data.dtype
-    a = _product_operand(self) if is_sparse(self) else self._data
-    b = _product_operand(mat2) if is_sparse(mat2) else mat2._data
-    if is_sparse(self) and is_sparse(mat2):
+    dt = (self if is_sparse_layout(self) else mat2)._data.dtype
+    a = _product_operand(self) if is_sparse_layout(self) else self._data
+    b = _product_operand(mat2) if is_sparse_layout(mat2) else mat2._data
+    if is_sparse_layout(self) and is_sparse_layout(mat2):
         prod = (a @ b).tocsr() if _is_row(layout_of(self)) else (a @ b).tocsc()
         prod.sort_indices()
         lay = sparse_csr if _is_row(layout_of(self)) else sparse_csc
         return new_compressed(lay, prod.indptr.astype(_index_dtype(self)), prod.indices.astype(_index_dtype(self)),
                               prod.data.astype(dt), (self.shape[0], mat2.shape[1]), self._device)
-    out = a @ b if is_sparse(self) else (b.T @ a.T).T
+    out = a @ b if is_sparse_layout(self) else (b.T @ a.T).T
     return dense(np.ascontiguousarray(np.asarray(out)).astype(dt, copy=False), self._device)
 
 
@@ -602,11 +614,11 @@ def mv_compressed(self: Any, vec: Any) -> Any:
 
 def addmm_compressed(self: Any, mat1: Any, mat2: Any, beta: Any = 1, alpha: Any = 1) -> Any:
     prod = mm_compressed(mat1, mat2)
-    if is_sparse(prod):
+    if is_sparse_layout(prod):
         prod = compressed_to_dense(prod)
     res = prod._data * alpha if alpha != 1 else prod._data
     if beta != 0:
-        base = compressed_to_dense(self)._data if is_sparse(self) else self._data
+        base = compressed_to_dense(self)._data if is_sparse_layout(self) else self._data
         res = res + (base * beta if beta != 1 else base)
     return dense(np.ascontiguousarray(res).astype(prod._data.dtype, copy=False), prod._device)
 
@@ -637,7 +649,7 @@ def sparse_mask_compressed(self: Any, mask: Any) -> Any:
     if tuple(self.shape) != tuple(mask.shape):
         raise RuntimeError(f"sparse_mask(): operands have incompatible sizes; self has size {list(self.shape)} but "
                            f"mask has size {list(mask.shape)}")
-    src = compressed_to_dense(self)._data if is_sparse(self) else self._data
+    src = compressed_to_dense(self)._data if is_sparse_layout(self) else self._data
     coords, _ = _coordinates(mask)
     vals = src[tuple(coords)].reshape(parts(mask).values.shape)
     return _like(mask, np.ascontiguousarray(vals))

@@ -17,7 +17,7 @@ from ember.aten.math_bits import values_of
 from ember.c10 import dtype as dt
 from ember.c10.device import CPU
 from ember.aten.sparse.tensor import (LAYOUT_NAMES, _shell, coalesced_parts, dense, dense_dim_of,
-                                      is_sparse, layout_of, linear_index, new_coo, nnz_of, parts, require_cpu,
+                                      is_sparse_layout, layout_of, linear_index, new_coo, nnz_of, parts, require_cpu,
                                       sparse_dim_of, to_dense_array)
 from ember.c10.memory_format import sparse_coo
 
@@ -259,7 +259,7 @@ def sparse_to_dense(self: Any, dtype: Any = None, masked_grad: Any = None) -> An
 
 def to_dense(self: Any, dtype: Any = None, masked_grad: Any = None) -> Any:
     """``Tensor.to_dense``: a strided tensor is its own dense form."""
-    if not is_sparse(self):
+    if not is_sparse_layout(self):
         if dtype is not None and dtype != self.dtype:
             raise RuntimeError("dtype argument is not supported by sparse_to_dense")
         return self
@@ -371,7 +371,7 @@ def zero_sparse_(self: Any) -> Any:
 
 
 def copy_sparse_(self: Any, src: Any, non_blocking: bool = False) -> Any:
-    if not is_sparse(src) or not is_sparse(self):
+    if not is_sparse_layout(src) or not is_sparse_layout(self):
         raise RuntimeError("copy_() between dense and sparse Tensors is not implemented! Found self type = "
                            f"{_type_name(self)} and src type = {_type_name(src)}")
     sp, dp = parts(src), parts(self)
@@ -384,7 +384,7 @@ def copy_sparse_(self: Any, src: Any, non_blocking: bool = False) -> Any:
 def _type_name(t: Any) -> str:
     kind = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int", "bool": "Bool",
             "float16": "Half", "bfloat16": "BFloat16"}.get(str(t._data.dtype), str(t._data.dtype))
-    return f"{'torch.sparse.' if is_sparse(t) else 'CPU'}{kind}Tensor" if is_sparse(t) else f"CPU{kind}Type"
+    return f"{'Sparse' if is_sparse_layout(t) else ''}CPU{kind}Type"
 
 
 def empty_like_sparse(self: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,

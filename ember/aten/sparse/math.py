@@ -23,14 +23,14 @@ from ember.aten.dispatcher import Dispatcher
 from ember.aten.kernels import compiled, loops
 from ember.c10.dispatch_key import DispatchKey
 from ember.c10.dtype import from_numpy_dtype, promote_types
-from ember.aten.sparse.tensor import (coalesce_arrays, coalesced_parts, dense, dense_dim_of, is_sparse,
+from ember.aten.sparse.tensor import (coalesce_arrays, coalesced_parts, dense, dense_dim_of, is_sparse_layout,
                                       linear_index, new_coo, parts, sparse_dim_of, to_dense_array)
 
 __all__ = ["sampled_dot", "add_sparse", "add_sparse_", "add_scalar_sparse", "sub_sparse", "mul_scalar_sparse",
            "div_scalar_sparse", "mul_scalar_sparse_", "div_scalar_sparse_", "mul_sparse", "mul_sparse_",
            "div_sparse", "div_sparse_", "pow_sparse_scalar", "mm_sparse", "addmm_sparse", "mv_sparse",
            "sparse_addmm", "sparse_mm", "sparse_mask_sparse", "sparse_sum", "sparse_sum_dim", "sparse_sum_dtype",
-           "sparse_sum_dim_dtype", "sum_dim_sparse", "sparse_sum_backward", "sparse_mask_default",
+           "sparse_sum_dim_dtype", "sum_dim_sparse", "sparse_sum_backward",
            "softmax_sparse_cpu", "log_softmax_sparse_cpu", "softmax_backward_sparse_cpu",
            "log_softmax_backward_sparse_cpu", "UNARY_SPARSE_OPS", "register_unary_kernels"]
 
@@ -52,14 +52,14 @@ def _alpha_times(vals: Any, alpha: Any) -> Any:
 # -- add ------------------------------------------------------------------------------------------------------------
 def add_sparse(self: Any, other: Any, alpha: Any = 1) -> Any:
     """sparse + sparse (indices joined; coalesced when both are) and dense + sparse (a dense result)."""
-    if not is_sparse(self):
+    if not is_sparse_layout(self):
         if tuple(self.shape) != tuple(other.shape):
             raise _sizes_differ("add", self, other)
         out = self._data.astype(_result_dtype(self, other), copy=True)
         p = parts(other)
         np.add.at(out, tuple(p.indices), _alpha_times(p.values, alpha))
         return dense(out, self._device)
-    if not is_sparse(other):
+    if not is_sparse_layout(other):
         raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
     if tuple(self.shape) != tuple(other.shape):
         raise _sizes_differ("add", self, other)
@@ -89,7 +89,7 @@ def sub_sparse(self: Any, other: Any, alpha: Any = 1) -> Any:
 
 
 def add_sparse_(self: Any, other: Any, alpha: Any = 1) -> Any:
-    if not is_sparse(self):
+    if not is_sparse_layout(self):
         if tuple(self.shape) != tuple(other.shape):
             raise _sizes_differ("add_", self, other)
         p = parts(other)
@@ -122,14 +122,14 @@ def _intersect(a: Any, b: Any) -> tuple[Any, Any, Any]:
 def mul_sparse(self: Any, other: Any) -> Any:
     """sparse * sparse: the positions both hold; sparse * dense (either order): the sparse positions, times the dense
     value there (a 0-dim dense tensor is a number)."""
-    if is_sparse(self) and is_sparse(other):
+    if is_sparse_layout(self) and is_sparse_layout(other):
         if tuple(self.shape) != tuple(other.shape):
             raise RuntimeError(f"mul(sparse, sparse): expected 'self' and 'other' to have same size, but "
                                f"{list(self.shape)} != {list(other.shape)}")
         idx, av, bv = _intersect(self, other)
         return new_coo(np.ascontiguousarray(idx), np.ascontiguousarray(av * bv).astype(_result_dtype(self, other)),
                        self._data.shape, True, self._device)
-    sp, dn = (self, other) if is_sparse(self) else (other, self)
+    sp, dn = (self, other) if is_sparse_layout(self) else (other, self)
     p = parts(sp)
     vals_t = dense(p.values, sp._device)
     if dn.dim() == 0:
@@ -148,7 +148,7 @@ def mul_sparse(self: Any, other: Any) -> Any:
 
 
 def mul_sparse_(self: Any, other: Any) -> Any:
-    if not is_sparse(self):
+    if not is_sparse_layout(self):
         raise RuntimeError("mul_(dense, sparse) is not supported: the result would be sparse")
     result = mul_sparse(self, other)
     rp, p = parts(result), parts(self)
@@ -190,7 +190,7 @@ def div_scalar_sparse_(self: Any, other: Any) -> Any:
 
 
 def div_sparse(self: Any, other: Any, rounding_mode: Any = None) -> Any:
-    if is_sparse(other) or other.dim() != 0:
+    if is_sparse_layout(other) or other.dim() != 0:
         raise RuntimeError(f"Sparse division requires a scalar or zero-dim dense tensor divisor (got shape "
                            f"{list(other.shape)} for divisor)")
     p = parts(self)
@@ -267,7 +267,7 @@ def register_unary_kernels() -> None:
 def _check_matrix(t: Any, what: str) -> None:
     if t.dim() != 2:
         raise RuntimeError(f"{what} must be a matrix")
-    if is_sparse(t) and dense_dim_of(t) != 0:
+    if is_sparse_layout(t) and dense_dim_of(t) != 0:
         raise RuntimeError(f"{what}: a sparse matrix with dense dimensions is not supported (dense_dim = "
                            f"{dense_dim_of(t)})")
 
@@ -330,12 +330,12 @@ def _sparse_times_dense(a: Any, b: Any) -> Any:
 
 def _mm_arrays(a: Any, b: Any) -> tuple[Any, bool]:
     """The product of two matrices, at least one sparse: (array or COO parts, whether the result is sparse)."""
-    if is_sparse(a) and is_sparse(b):
+    if is_sparse_layout(a) and is_sparse_layout(b):
         prod = _scipy_sparse().coo_matrix(_csr(a) @ _csr(b))
         prod.sum_duplicates()
         idx = np.vstack([prod.row, prod.col]).astype(np.int64)
         return (idx, prod.data), True
-    if is_sparse(a):
+    if is_sparse_layout(a):
         return _sparse_times_dense(a, b._data), False
     # dense @ sparse = (sparse^T @ dense^T)^T
     at = _transposed(b)
@@ -350,7 +350,7 @@ def _transposed(t: Any) -> Any:
 def _mm_check(a: Any, b: Any) -> None:
     _check_matrix(a, "self")
     _check_matrix(b, "mat2")
-    if a.shape[1] != b.shape[0] and is_sparse(a) and not is_sparse(b):
+    if a.shape[1] != b.shape[0] and is_sparse_layout(a) and not is_sparse_layout(b):
         raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {a.shape[1]}, got {b.shape[0]}")
     if a.shape[1] != b.shape[0]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and "
@@ -382,9 +382,9 @@ def mv_sparse(self: Any, vec: Any) -> Any:
 def addmm_sparse(self: Any, mat1: Any, mat2: Any, beta: Any = 1, alpha: Any = 1) -> Any:
     """``beta * self + alpha * (mat1 @ mat2)`` with a sparse ``mat1`` or ``mat2`` and a dense ``self``."""
     _mm_check(mat1, mat2)
-    if is_sparse(self):
+    if is_sparse_layout(self):
         raise RuntimeError("addmm: computation on CPU is not implemented for Sparse + Strided @ Strided"
-                           if not is_sparse(mat1) else
+                           if not is_sparse_layout(mat1) else
                            "addmm: computation on CPU is not implemented for Sparse + Sparse @ Strided")
     out, sparse_result = _mm_arrays(mat1, mat2)
     if sparse_result:
@@ -400,7 +400,7 @@ def addmm_sparse(self: Any, mat1: Any, mat2: Any, beta: Any = 1, alpha: Any = 1)
 
 def sparse_addmm(self: Any, mat1: Any, mat2: Any, beta: Any = 1, alpha: Any = 1) -> Any:
     """``_sparse_addmm`` (``torch.sparse.addmm``): addmm whose gradient for the sparse ``mat1`` keeps its pattern."""
-    if not is_sparse(mat1):
+    if not is_sparse_layout(mat1):
         raise RuntimeError("torch.sparse.addmm: mat1 must be a sparse COO tensor")
     return addmm_sparse(self, mat1, mat2, beta, alpha)
 
@@ -408,9 +408,9 @@ def sparse_addmm(self: Any, mat1: Any, mat2: Any, beta: Any = 1, alpha: Any = 1)
 def sparse_mm(sparse: Any, dense_: Any) -> Any:
     """``_sparse_mm`` (``torch.sparse.mm``): sparse x sparse is sparse; sparse x dense is ``_sparse_addmm`` onto
     zeros, whose gradient for the sparse operand is masked by its pattern."""
-    if is_sparse(sparse) and is_sparse(dense_):
+    if is_sparse_layout(sparse) and is_sparse_layout(dense_):
         return aten.mm(sparse, dense_)
-    if not is_sparse(sparse):
+    if not is_sparse_layout(sparse):
         return aten.mm(sparse, dense_)
     zeros = aten.zeros((sparse.shape[0], dense_.shape[1]), dtype=dense_.dtype, device=dense_.device)
     return aten._sparse_addmm(zeros, sparse, dense_, beta=0, alpha=1)
@@ -419,13 +419,13 @@ def sparse_mm(sparse: Any, dense_: Any) -> Any:
 # -- masks and sums ------------------------------------------------------------------------------------------------
 def sparse_mask_sparse(self: Any, mask: Any) -> Any:
     """``self.sparse_mask(mask)``: ``self``'s values at ``mask``'s indices, as a tensor with ``mask``'s indices."""
-    if not is_sparse(mask):
+    if not is_sparse_layout(mask):
         raise RuntimeError("sparse_mask(): expected mask to be a sparse COO tensor")
     if tuple(self.shape) != tuple(mask.shape):
         raise RuntimeError(f"sparse_mask(): operands have incompatible sizes; self has size {list(self.shape)} but "
                            f"mask has size {list(mask.shape)}")
     mp = parts(mask)
-    if is_sparse(self):
+    if is_sparse_layout(self):
         sd = mp.indices.shape[0]
         si, sv = coalesced_parts(self)
         sizes = self._data.shape[:sd]
@@ -439,10 +439,6 @@ def sparse_mask_sparse(self: Any, mask: Any) -> Any:
     else:
         vals = np.ascontiguousarray(self._data[tuple(mp.indices)])
     return new_coo(mp.indices.copy(), vals, self._data.shape, mp.coalesced, self._device)
-
-
-def sparse_mask_default(self: Any, mask: Any) -> Any:
-    return aten.sparse_mask(self, mask)
 
 
 def sparse_sum(self: Any) -> Any:
@@ -501,7 +497,7 @@ def sparse_sum_backward(grad: Any, self: Any, dim: Sequence[int]) -> Any:
     sd = idx.shape[0]
     kept = [d for d in range(sd) if d not in dims]
     dense_dims = [d for d in range(sd, n) if d not in dims]
-    g = to_dense_array(grad) if is_sparse(grad) else grad._data
+    g = to_dense_array(grad) if is_sparse_layout(grad) else grad._data
     rows = g[tuple(idx[kept])] if kept else np.broadcast_to(g, (idx.shape[1],) + g.shape)
     # rows: [nnz, *kept dense sizes]; broadcast back over the summed dense dims
     shape = [idx.shape[1]] + [self._data.shape[d] for d in range(sd, n)]

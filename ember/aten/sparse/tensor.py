@@ -49,7 +49,8 @@ def _shell(size: Sequence[int], np_dtype: Any) -> Any:
     return np.lib.stride_tricks.as_strided(buf, tuple(size), (0,) * len(size), writeable=False)
 
 
-def is_sparse(t: Any) -> bool:
+def is_sparse_layout(t: Any) -> bool:
+    """Whether ``t`` has any sparse layout (``Tensor.is_sparse`` is COO only)."""
     return bool(t._ks & SPARSE_MASK)
 
 
