@@ -68,29 +68,32 @@ def _numerical_jacobian(func: Any, inputs: Any, outputs: Any, eps: Any) -> Any:
         cols = [np.zeros((t.numel(), o.numel())) for o in outputs]
         base = t.data  # shares memory, outside autograd and its version checks
         positions = _sparse_positions(t)
-        if positions is not None:     # Note [gradcheck of sparse inputs]
-            vals = (base._values() if t.is_sparse else base.values()).numpy().reshape(-1)
-            for k, pos in enumerate(positions):
-                orig = vals[k]
-                vals[k] = orig - eps
-                lo = _output_values(func, inputs)
-                vals[k] = orig + eps
-                hi = _output_values(func, inputs)
-                vals[k] = orig
-                for j in range(len(outputs)):
-                    cols[j][pos] = (hi[j] - lo[j]) / (2 * eps)
-            jac.append(cols)
-            continue
-        for k in range(t.numel()):
-            idx = np.unravel_index(k, tuple(t.shape)) if t.dim() else ()
-            orig = base[idx].item() if t.dim() else base.item()
-            base[idx] = orig - eps
+        if positions is not None:     # Note [gradcheck of sparse inputs]: its stored elements, at their rows
+            flat = (base._values() if t.is_sparse else base.values()).numpy().reshape(-1)
+            places: Any = enumerate(positions)
+
+            def read(k: Any) -> Any:
+                return flat[k]
+
+            def write(k: Any, v: Any) -> None:
+                flat[k] = v
+        else:
+            places = ((np.unravel_index(k, tuple(t.shape)) if t.dim() else (), k) for k in range(t.numel()))
+
+            def read(idx: Any) -> Any:
+                return base[idx].item()
+
+            def write(idx: Any, v: Any) -> None:
+                base[idx] = v
+        for place, row in places:
+            orig = read(place)
+            write(place, orig - eps)
             lo = _output_values(func, inputs)
-            base[idx] = orig + eps
+            write(place, orig + eps)
             hi = _output_values(func, inputs)
-            base[idx] = orig
+            write(place, orig)
             for j in range(len(outputs)):
-                cols[j][k] = (hi[j] - lo[j]) / (2 * eps)
+                cols[j][row] = (hi[j] - lo[j]) / (2 * eps)
         jac.append(cols)
     return jac
 
