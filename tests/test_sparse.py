@@ -605,3 +605,19 @@ def test_gradcheck_of_sparse_inputs_and_outputs():
     assert gc(lambda a: ember.sparse.sum(a, 1), (s,), masked=True)
     assert gc(lambda a: a.to_dense().sin(), (c,), masked=True)
     assert gc(lambda a: ember.sparse.sampled_addmm(c.detach(), a, a.t(), beta=0.5), (d,))
+
+
+def test_bmm_with_a_sparse_batch():
+    def run(m):
+        d = m.tensor([[[0., 1, 0], [2, 0, 0]], [[3, 0, 5], [0, 4, 0]]])
+        s = d.to_sparse().requires_grad_()
+        b = m.arange(12.).reshape(2, 3, 2).requires_grad_()
+        out = m.bmm(s, b)
+        (out * m.arange(8.).reshape(2, 2, 2)).sum().backward()
+        return out, s.grad, b.grad
+    for r_e, r_t in zip(run(ember), run(torch)):
+        assert r_e.layout.name == str(r_t.layout).split(".")[1]
+        same_dense(r_e, r_t)
+    d = torch.eye(2).expand(2, 2, 2).contiguous()
+    both_fail_alike(lambda: ember.bmm(ember.ones(2, 2, 2), ember.tensor(d.numpy()).to_sparse()),
+                    lambda: torch.bmm(torch.ones(2, 2, 2), d.to_sparse()))

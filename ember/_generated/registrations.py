@@ -2847,6 +2847,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_diag, 'CompositeImplicitAutograd', C.diag),
     (_A._op_mm, 'SparseCPU', S.mm_sparse),
     (_A._op_mm, 'SparseCsrCPU', S.mm_compressed),
+    (_A._op_bmm, 'SparseCPU', S.bmm_sparse),
     (_A._op_matmul, 'CompositeImplicitAutograd', C.matmul),
     (_A._op_mv, 'SparseCPU', S.mv_sparse),
     (_A._op_mv, 'SparseCsrCPU', S.mv_compressed),

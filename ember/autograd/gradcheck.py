@@ -72,19 +72,19 @@ def _numerical_jacobian(func: Any, inputs: Any, outputs: Any, eps: Any) -> Any:
             flat = (base._values() if t.is_sparse else base.values()).numpy().reshape(-1)
             places: Any = enumerate(positions)
 
-            def read(k: Any) -> Any:
-                return flat[k]
+            def read(place: Any) -> Any:
+                return flat[place]
 
-            def write(k: Any, v: Any) -> None:
-                flat[k] = v
+            def write(place: Any, v: Any) -> None:
+                flat[place] = v
         else:
             places = ((np.unravel_index(k, tuple(t.shape)) if t.dim() else (), k) for k in range(t.numel()))
 
-            def read(idx: Any) -> Any:
-                return base[idx].item()
+            def read(place: Any) -> Any:
+                return base[place].item()
 
-            def write(idx: Any, v: Any) -> None:
-                base[idx] = v
+            def write(place: Any, v: Any) -> None:
+                base[place] = v
         for place, row in places:
             orig = read(place)
             write(place, orig - eps)

@@ -26,11 +26,11 @@ from ember.c10.dtype import from_numpy_dtype, promote_types
 from ember.aten.sparse.tensor import (coalesce_arrays, coalesced_parts, dense, dense_dim_of, is_sparse_layout,
                                       linear_index, new_coo, parts, sparse_dim_of, to_dense_array)
 
-__all__ = ["sampled_dot", "add_sparse", "add_sparse_", "add_scalar_sparse", "sub_sparse", "mul_scalar_sparse",
-           "div_scalar_sparse", "mul_scalar_sparse_", "div_scalar_sparse_", "mul_sparse", "mul_sparse_",
-           "div_sparse", "div_sparse_", "pow_sparse_scalar", "mm_sparse", "addmm_sparse", "mv_sparse",
-           "sparse_addmm", "sparse_mm", "sparse_mask_sparse", "sparse_sum", "sparse_sum_dim", "sparse_sum_dtype",
-           "sparse_sum_dim_dtype", "sum_dim_sparse", "sparse_sum_backward",
+__all__ = ["sampled_dot", "bmm_sparse", "add_sparse", "add_sparse_", "add_scalar_sparse", "sub_sparse",
+           "mul_scalar_sparse", "div_scalar_sparse", "mul_scalar_sparse_", "div_scalar_sparse_", "mul_sparse",
+           "mul_sparse_", "div_sparse", "div_sparse_", "pow_sparse_scalar", "mm_sparse", "addmm_sparse",
+           "mv_sparse", "sparse_addmm", "sparse_mm", "sparse_mask_sparse", "sparse_sum", "sparse_sum_dim",
+           "sparse_sum_dtype", "sparse_sum_dim_dtype", "sum_dim_sparse", "sparse_sum_backward",
            "softmax_sparse_cpu", "log_softmax_sparse_cpu", "softmax_backward_sparse_cpu",
            "log_softmax_backward_sparse_cpu", "UNARY_SPARSE_OPS", "register_unary_kernels"]
 
@@ -367,6 +367,25 @@ def mm_sparse(self: Any, mat2: Any) -> Any:
         idx, vals = out
         return new_coo(idx, vals.astype(dt), (self.shape[0], mat2.shape[1]), True, self._device)
     return dense(out.astype(dt, copy=False), self._device)
+
+
+def bmm_sparse(self: Any, mat2: Any) -> Any:
+    """A batch of sparse matrices (COO, 3 sparse dims) times a batch of dense ones: one SciPy product of the
+    block-diagonal matrix the batch makes (rows ``b * n + i``, columns ``b * m + j``) with the stacked ``mat2``."""
+    if is_sparse_layout(mat2):
+        raise RuntimeError("bmm_sparse: Tensor 'mat2' must be dense")
+    if self.dim() != 3 or mat2.dim() != 3:
+        raise RuntimeError(f"bmm_sparse: Expected 3-D tensors, but got {self.dim()}-D and {mat2.dim()}-D")
+    nb, n, m = self._data.shape
+    if mat2.shape[0] != nb or mat2.shape[1] != m:
+        raise RuntimeError(f"bmm_sparse: expected mat2 of size ({nb}, {m}, *), got {list(mat2.shape)}")
+    if dense_dim_of(self) != 0:
+        raise RuntimeError("bmm_sparse: a sparse batch with dense dimensions is not supported")
+    idx, vals = coalesced_parts(self)
+    flat = new_coo(np.vstack([idx[0] * n + idx[1], idx[0] * m + idx[2]]), vals, (nb * n, nb * m), True,
+                   self._device)
+    out = _sparse_times_dense(flat, mat2._data.reshape(nb * m, -1))
+    return dense(np.ascontiguousarray(out.reshape(nb, n, -1)).astype(self._data.dtype, copy=False), self._device)
 
 
 def mv_sparse(self: Any, vec: Any) -> Any:
