@@ -22,11 +22,12 @@ and ``AccumulateGrad`` sums sparse gradients without densifying them (ember/auto
 from ember.aten.sparse.coo import *  # noqa: F401,F403
 from ember.aten.sparse.math import *  # noqa: F401,F403
 from ember.aten.sparse.compressed import *  # noqa: F401,F403
-from ember.aten.sparse import compressed as _compressed, math as _math
+from ember.aten.sparse.compressed_math import *  # noqa: F401,F403
+from ember.aten.sparse import compressed_math as _compressed_math, math as _math
 
 
 def register_kernels() -> None:
     """The SparseCPU / SparseCsrCPU kernels registered from tables rather than the YAML (the zero-preserving
     elementwise ops), once the operator table is registered (ember/_initialize.py)."""
     _math.register_unary_kernels()
-    _compressed.register_unary_kernels()
+    _compressed_math.register_unary_kernels()
