@@ -621,3 +621,20 @@ def test_bmm_with_a_sparse_batch():
     d = torch.eye(2).expand(2, 2, 2).contiguous()
     both_fail_alike(lambda: ember.bmm(ember.ones(2, 2, 2), ember.tensor(d.numpy()).to_sparse()),
                     lambda: torch.bmm(torch.ones(2, 2, 2), d.to_sparse()))
+
+
+def test_products_without_scipy(monkeypatch):
+    """SciPy is optional: a COO x dense product falls back to a NumPy loop; the others say what is missing."""
+    import importlib.util
+    import sys
+    from ember.aten.sparse import math as sparse_math
+    e, t = pair()
+    m = np.arange(12.).reshape(3, 4)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(sparse_math.importlib.util, "find_spec", lambda name, *a: None if name == "scipy" else
+                        real(name, *a))
+    monkeypatch.setitem(sys.modules, "scipy.sparse", None)
+    same_dense(ember.sparse.mm(e, ember.tensor(m, dtype=ember.float32)),
+               torch.sparse.mm(t, torch.tensor(m, dtype=torch.float32)))
+    with pytest.raises(ImportError, match="products of sparse tensors need SciPy"):
+        e.mm(e)

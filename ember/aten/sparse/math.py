@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import importlib.util
+
 import numpy as np
 
 from ember._generated import aten
@@ -277,7 +279,12 @@ def _compute_dtype(a: Any) -> Any:
 
 
 def _scipy_sparse() -> Any:
-    import scipy.sparse  # type: ignore[import-untyped, unused-ignore]  # optional: loaded on the first product
+    """SciPy's sparse module (optional: loaded on the first product; ``pip install ember[sparse]``)."""
+    try:
+        import scipy.sparse  # type: ignore[import-untyped, unused-ignore]
+    except ImportError as e:
+        raise ImportError("products of sparse tensors need SciPy, which is not installed: pip install scipy "
+                          "(or the ember[sparse] extra)") from e
     return scipy.sparse
 
 
@@ -319,9 +326,9 @@ def sampled_dot(a: Any, b: Any, rows: Any, cols: Any) -> Any:
 
 def _sparse_times_dense(a: Any, b: Any) -> Any:
     """A (sparse, n x k) times b (dense array, k x m) as a dense array."""
-    try:
+    if importlib.util.find_spec("scipy") is not None:
         out = _csr(a) @ b.astype(_compute_dtype(b), copy=False)
-    except ImportError:
+    else:       # without SciPy: each stored element's row of b, added into its output row
         idx, vals = coalesced_parts(a)
         out = np.zeros((a._data.shape[0],) + b.shape[1:], np.result_type(vals.dtype, b.dtype))
         np.add.at(out, idx[0], vals.reshape((-1,) + (1,) * (b.ndim - 1)) * b[idx[1]])
