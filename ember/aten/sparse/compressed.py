@@ -26,7 +26,7 @@ __all__ = ["value_positions", "sparse_compressed_tensor_unsafe", "sparse_compres
            "sparse_compressed_tensor_infer", "validate_sparse_compressed_tensor_args", "crow_indices_default",
            "col_indices_default", "ccol_indices_default", "row_indices_default", "values_compressed",
            "nnz_compressed", "sparse_dim_compressed", "dense_dim_compressed", "compressed_to_dense",
-           "to_compressed", "compressed_to_sparse_layout", "coo_to_sparse_compressed", "to_sparse_csr",
+           "to_compressed", "compressed_to_sparse_layout", "to_sparse_csr",
            "to_sparse_csc", "to_sparse_bsr", "to_sparse_bsc", "clone_compressed", "alias_compressed",
            "to_copy_compressed", "transpose_compressed", "t_compressed", "zeros_like_compressed",
            "empty_like_compressed", "new_zeros_compressed", "select_compressed"]
@@ -402,10 +402,6 @@ def compressed_to_sparse_layout(self: Any, layout: Any = None, blocksize: Any = 
                                "supported")
         coords, vals = _coordinates(self)
         return new_coo(np.ascontiguousarray(coords), vals, self._data.shape, False, self._device).coalesce()
-    return to_compressed(self, layout, blocksize, dense_dim)
-
-
-def coo_to_sparse_compressed(self: Any, layout: Any, blocksize: Any = None, dense_dim: Any = None) -> Any:
     return to_compressed(self, layout, blocksize, dense_dim)
 
 

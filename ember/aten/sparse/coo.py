@@ -307,17 +307,13 @@ def to_sparse(self: Any, layout: Any = None, blocksize: Any = None, dense_dim: A
     return aten._to_sparse(self, layout=layout, blocksize=blocksize, dense_dim=dense_dim)
 
 
-def _compressed_conversion(self: Any, layout: Any, blocksize: Any, dense_dim: Any) -> Any:
-    return to_compressed(self, layout, blocksize, dense_dim)
-
-
 def dense_to_sparse_layout(self: Any, layout: Any = None, blocksize: Any = None, dense_dim: Any = None) -> Any:
     """``to_sparse(layout=...)`` of a strided tensor."""
     if layout is None or layout is sparse_coo:
         if blocksize is not None:
             raise RuntimeError("to_sparse for Strided to Sparse conversion does not use specified blocksize")
         return dense_to_sparse(self, self.dim() - (dense_dim or 0))
-    return _compressed_conversion(self, layout, blocksize, dense_dim)
+    return to_compressed(self, layout, blocksize, dense_dim)
 
 
 def sparse_coo_to_sparse_layout(self: Any, layout: Any = None, blocksize: Any = None, dense_dim: Any = None) -> Any:
@@ -326,7 +322,7 @@ def sparse_coo_to_sparse_layout(self: Any, layout: Any = None, blocksize: Any = 
             raise RuntimeError("to_sparse: conversion from Sparse to Sparse with dense_dim argument != "
                                "self.dense_dim() is not supported")
         return alias_sparse(self)
-    return _compressed_conversion(self, layout, blocksize, dense_dim)
+    return to_compressed(self, layout, blocksize, dense_dim)
 
 
 # -- copies and shapes ---------------------------------------------------------------------------------------------

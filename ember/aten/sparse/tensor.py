@@ -11,7 +11,6 @@ import numpy as np
 from ember.aten.wrap import new_tensor
 from ember.c10.device import CPU
 from ember.c10.dispatch_key import KS_CPU, KS_SPARSE_CPU, KS_SPARSE_CSR_CPU, SPARSE_MASK
-from ember.c10.dtype import from_numpy_dtype
 from ember.c10.memory_format import sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr, strided
 
 COMPRESSED_LAYOUTS = (sparse_csr, sparse_csc, sparse_bsr, sparse_bsc)
@@ -109,10 +108,6 @@ def dense_dim_of(t: Any) -> int:
 def nnz_of(t: Any) -> int:
     p = parts(t)
     return int(p.indices.shape[1] if p.indices is not None else p.plain.shape[-1])
-
-
-def dtype_of(t: Any) -> Any:
-    return from_numpy_dtype(t._data.dtype)
 
 
 def linear_index(indices: Any, sizes: Sequence[int]) -> Any:
